@@ -1,0 +1,351 @@
+//! RFC 8785 (JCS) canonical JSON.
+//!
+//! Everything the arena hashes, signs or prints as JSON goes through this
+//! module, so two machines that hold the same value produce the same bytes.
+//! It owns the serialisation rules only: object keys sorted by UTF-16 code
+//! units, the minimal string escapes of RFC 8785 section 3.2.2.2, and numbers
+//! printed as ECMAScript prints an IEEE 754 double. It refuses what JCS
+//! cannot represent faithfully (non-finite floats, integers beyond 2^53)
+//! instead of rounding them silently.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The largest integer magnitude an IEEE 754 double holds exactly; JCS
+/// numbers are doubles, so a larger integer would change value when printed.
+const MAX_EXACT_INTEGER: u64 = 1 << 53;
+
+/// Why a value has no canonical form.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CanonicalError {
+    /// The value could not be turned into a JSON tree at all.
+    #[error("value does not serialize to JSON: {0}")]
+    Serialize(String),
+    /// A NaN or infinite float, which JSON cannot carry.
+    #[error("non-finite number has no canonical JSON form; use a finite value")]
+    NonFinite,
+    /// An integer a double cannot hold exactly.
+    #[error("integer {0} exceeds 2^53 and has no exact canonical JSON form; encode it as a string")]
+    IntegerOutOfRange(String),
+}
+
+/// Serialises any `Serialize` value to canonical JSON bytes.
+pub fn to_canonical_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    let tree = serde_json::to_value(value).map_err(|e| CanonicalError::Serialize(e.to_string()))?;
+    canonical_bytes(&tree)
+}
+
+/// Serialises any `Serialize` value to a canonical JSON string.
+pub fn to_canonical_string<T: Serialize + ?Sized>(value: &T) -> Result<String, CanonicalError> {
+    let bytes = to_canonical_vec(value)?;
+    // The writer below only ever emits valid UTF-8.
+    Ok(String::from_utf8(bytes).expect("canonical JSON is UTF-8"))
+}
+
+/// Serialises a JSON tree to canonical bytes.
+pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(128);
+    write_value(value, &mut out)?;
+    Ok(out)
+}
+
+fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(n, out)?,
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(item, out)?;
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            // RFC 8785 3.2.3: sort by the UTF-16 code units of the keys.
+            entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(key, out);
+                out.push(b':');
+                write_value(item, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn write_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            '\u{08}' => out.extend_from_slice(b"\\b"),
+            '\u{0C}' => out.extend_from_slice(b"\\f"),
+            '\n' => out.extend_from_slice(b"\\n"),
+            '\r' => out.extend_from_slice(b"\\r"),
+            '\t' => out.extend_from_slice(b"\\t"),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes());
+            }
+            c => {
+                let mut buf = [0u8; 4];
+                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            }
+        }
+    }
+    out.push(b'"');
+}
+
+fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+    if let Some(u) = n.as_u64() {
+        if u > MAX_EXACT_INTEGER {
+            return Err(CanonicalError::IntegerOutOfRange(u.to_string()));
+        }
+        out.extend_from_slice(u.to_string().as_bytes());
+        return Ok(());
+    }
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() > MAX_EXACT_INTEGER {
+            return Err(CanonicalError::IntegerOutOfRange(i.to_string()));
+        }
+        out.extend_from_slice(i.to_string().as_bytes());
+        return Ok(());
+    }
+    let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+    out.extend_from_slice(format_es_number(f)?.as_bytes());
+    Ok(())
+}
+
+/// Formats a double exactly as ECMAScript `Number.prototype.toString` does
+/// (ECMA-262 section 7.1.12.1), which RFC 8785 adopts for numbers.
+pub fn format_es_number(f: f64) -> Result<String, CanonicalError> {
+    if !f.is_finite() {
+        return Err(CanonicalError::NonFinite);
+    }
+    if f == 0.0 {
+        // Both +0 and -0 print as "0".
+        return Ok("0".to_string());
+    }
+    let negative = f < 0.0;
+    // Rust's `{:e}` prints the shortest digit string that round-trips,
+    // which is the digit string ECMAScript requires.
+    let sci = format!("{:e}", f.abs());
+    let (mantissa, exponent) = sci.split_once('e').expect("LowerExp always has an exponent");
+    let shortest: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let exp: i32 = exponent.parse().expect("LowerExp exponent is an integer");
+    let digits = closest_digits(f.abs(), &shortest, exp);
+    let k = digits.len() as i32;
+    // n is the position of the decimal point relative to the digit string.
+    let n = exp + 1;
+    let mut s = String::new();
+    if negative {
+        s.push('-');
+    }
+    if k <= n && n <= 21 {
+        s.push_str(&digits);
+        for _ in 0..(n - k) {
+            s.push('0');
+        }
+    } else if 0 < n && n <= 21 {
+        s.push_str(&digits[..n as usize]);
+        s.push('.');
+        s.push_str(&digits[n as usize..]);
+    } else if -6 < n && n <= 0 {
+        s.push_str("0.");
+        for _ in 0..(-n) {
+            s.push('0');
+        }
+        s.push_str(&digits);
+    } else {
+        s.push_str(&digits[..1]);
+        if k > 1 {
+            s.push('.');
+            s.push_str(&digits[1..]);
+        }
+        s.push('e');
+        let e = n - 1;
+        if e >= 0 {
+            s.push('+');
+        }
+        s.push_str(&e.to_string());
+    }
+    Ok(s)
+}
+
+/// Among the digit strings of the shortest length that round-trip,
+/// ECMAScript wants the one closest to the exact value, ties to even. Rust's
+/// shortest formatter may pick the other neighbour on an exact tie, so this
+/// rounds the exact decimal expansion of the double to the same length,
+/// half to even, and keeps that when it round-trips.
+fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
+    let k = shortest.len();
+    // 1,100 fractional digits in scientific form hold any double exactly.
+    let exact = format!("{:.1100e}", f);
+    let (mantissa, exact_exp) = exact.split_once('e').expect("LowerExp has an exponent");
+    if exact_exp.parse::<i32>().ok() != Some(exp) {
+        return shortest.to_string();
+    }
+    let all: Vec<u8> = mantissa.bytes().filter(|b| *b != b'.').map(|b| b - b'0').collect();
+    let mut kept: Vec<u8> = all[..k].to_vec();
+    let rest = &all[k..];
+    let first = rest.first().copied().unwrap_or(0);
+    let beyond_nonzero = rest.iter().skip(1).any(|d| *d != 0);
+    let round_up = first > 5
+        || (first == 5 && beyond_nonzero)
+        || (first == 5 && !beyond_nonzero && kept.last().is_some_and(|d| d % 2 == 1));
+    if round_up {
+        let mut i = kept.len();
+        loop {
+            if i == 0 {
+                // Carry out of the leading digit changes the exponent; the
+                // shortest formatter's answer stands in that rare case.
+                return shortest.to_string();
+            }
+            i -= 1;
+            if kept[i] == 9 {
+                kept[i] = 0;
+            } else {
+                kept[i] += 1;
+                break;
+            }
+        }
+    }
+    let candidate: String = kept.iter().map(|d| (b'0' + d) as char).collect();
+    let text = format!("{}.{}e{}", &candidate[..1], &candidate[1..], exp);
+    match text.parse::<f64>() {
+        // The leading digit of a positive double is never 0, so trimming
+        // trailing zeros always leaves at least one digit.
+        Ok(back) if back == f => candidate.trim_end_matches('0').to_string(),
+        _ => shortest.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn num(bits: u64) -> String {
+        format_es_number(f64::from_bits(bits)).unwrap()
+    }
+
+    // The IEEE 754 examples of RFC 8785 appendix B print exactly as listed.
+    #[test]
+    fn rfc8785_number_examples() {
+        assert_eq!(num(0x0000000000000000), "0");
+        assert_eq!(num(0x8000000000000000), "0");
+        assert_eq!(num(0x0000000000000001), "5e-324");
+        assert_eq!(num(0x8000000000000001), "-5e-324");
+        assert_eq!(num(0x7fefffffffffffff), "1.7976931348623157e+308");
+        assert_eq!(num(0xffefffffffffffff), "-1.7976931348623157e+308");
+        assert_eq!(num(0x4340000000000000), "9007199254740992");
+        assert_eq!(num(0xc340000000000000), "-9007199254740992");
+        assert_eq!(num(0x4430000000000000), "295147905179352830000");
+        assert_eq!(num(0x44b52d02c7e14af5), "9.999999999999997e+22");
+        assert_eq!(num(0x44b52d02c7e14af6), "1e+23");
+        assert_eq!(num(0x44b52d02c7e14af7), "1.0000000000000001e+23");
+        assert_eq!(num(0x444b1ae4d6e2ef4e), "999999999999999700000");
+        assert_eq!(num(0x444b1ae4d6e2ef4f), "999999999999999900000");
+        assert_eq!(num(0x444b1ae4d6e2ef50), "1e+21");
+        assert_eq!(num(0x3eb0c6f7a0b5ed8c), "9.999999999999997e-7");
+        assert_eq!(num(0x3eb0c6f7a0b5ed8d), "0.000001");
+        assert_eq!(num(0x41b3de4355555553), "333333333.3333332");
+        assert_eq!(num(0x41b3de4355555554), "333333333.33333325");
+        assert_eq!(num(0x41b3de4355555555), "333333333.3333333");
+        assert_eq!(num(0x41b3de4355555556), "333333333.3333334");
+        assert_eq!(num(0x41b3de4355555557), "333333333.33333343");
+        assert_eq!(num(0xbecbf647612f3696), "-0.0000033333333333333333");
+        assert_eq!(num(0x43143ff3c1cb0959), "1424953923781206.2");
+    }
+
+    // Non-finite doubles are refused rather than printed.
+    #[test]
+    fn non_finite_refused() {
+        assert_eq!(format_es_number(f64::NAN), Err(CanonicalError::NonFinite));
+        assert_eq!(format_es_number(f64::INFINITY), Err(CanonicalError::NonFinite));
+    }
+
+    // The string and structure example of RFC 8785 section 3.2.2.
+    #[test]
+    fn rfc8785_structure_example() {
+        let v = json!({
+            "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+            "string": "\u{20ac}$\u{000F}\u{000a}A'\u{0042}\u{0022}\u{005c}\\\"/",
+            "literals": [null, true, false]
+        });
+        let out = to_canonical_string(&v).unwrap();
+        assert_eq!(
+            out,
+            r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#
+        );
+    }
+
+    // Keys sort by UTF-16 code units, as in RFC 8785 section 3.2.3.
+    #[test]
+    fn rfc8785_key_sorting() {
+        let v = json!({
+            "\u{20ac}": "Euro Sign",
+            "\r": "Carriage Return",
+            "\u{fb33}": "Hebrew Letter Dalet With Dagesh",
+            "1": "One",
+            "\u{1f600}": "Emoji: Grinning Face",
+            "\u{0080}": "Control",
+            "\u{00f6}": "Latin Small Letter O With Diaeresis"
+        });
+        let out = to_canonical_string(&v).unwrap();
+        let keys: Vec<&str> = vec!["\r", "1", "\u{0080}", "\u{00f6}", "\u{20ac}", "\u{1f600}", "\u{fb33}"];
+        let mut expected = String::from("{");
+        for (i, k) in keys.iter().enumerate() {
+            if i > 0 {
+                expected.push(',');
+            }
+            expected.push_str(&to_canonical_string(&json!(k)).unwrap());
+            expected.push(':');
+            expected.push_str(&to_canonical_string(&v[*k]).unwrap());
+        }
+        expected.push('}');
+        assert_eq!(out, expected);
+    }
+
+    // Integers beyond 2^53 would change value as doubles and are refused.
+    #[test]
+    fn large_integers_refused() {
+        assert!(to_canonical_vec(&json!(9007199254740992u64)).is_ok());
+        assert!(matches!(
+            to_canonical_vec(&json!(9007199254740993u64)),
+            Err(CanonicalError::IntegerOutOfRange(_))
+        ));
+        assert!(matches!(
+            to_canonical_vec(&json!(-9007199254740993i64)),
+            Err(CanonicalError::IntegerOutOfRange(_))
+        ));
+    }
+
+    proptest::proptest! {
+        // Canonical output parses back to the same tree and is a fixed point.
+        #[test]
+        fn canonical_round_trips(s in ".*", n in -1_000_000i64..1_000_000, f in -1.0e12f64..1.0e12) {
+            let v = json!({"s": s, "n": n, "f": f, "nested": [{"b": 1, "a": [s.clone()]}]});
+            let bytes = canonical_bytes(&v).unwrap();
+            let back: Value = serde_json::from_slice(&bytes).unwrap();
+            // Strings and integers come back identical; a float may come
+            // back as an integer (5.0 prints as 5) with the same value.
+            proptest::prop_assert_eq!(&back["s"], &v["s"]);
+            proptest::prop_assert_eq!(&back["n"], &v["n"]);
+            proptest::prop_assert_eq!(back["f"].as_f64().unwrap(), f);
+            proptest::prop_assert_eq!(canonical_bytes(&back).unwrap(), bytes);
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The Chio authorization kernel.
+#![deny(missing_docs)]
+
+pub mod canonical;
