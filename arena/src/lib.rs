@@ -1,1 +1,39 @@
-//! x
+//! Chio Arena's scenario core: the `chio.arena.scenario/v1` format, its
+//! fail-closed validation, and the determinism contract a run obeys.
+//!
+//! A scenario is one TOML file declaring agents, the world they act in
+//! (nodes, kernels, tool servers, grants, guards, budgets) and a schedule of
+//! steps with the verdicts they expect. This crate parses and validates it
+//! completely before any kernel is touched, and provides the only sources of
+//! time, randomness and order a run may use. Evaluating calls is the
+//! kernel's job; dispatching them is the controller's.
+//!
+//! Module map:
+//! - [`model`] holds the file's tables as serde structs;
+//! - [`scenario`] holds loading, validation and the validated [`Scenario`];
+//! - [`secrets`] holds inline-secret detection;
+//! - [`clock`] holds [`VirtualClock`];
+//! - [`rng`] holds [`ArenaRng`] and FNV-1a;
+//! - [`scheduler`] holds [`DeterministicScheduler`];
+//! - [`witness`] holds [`DeterminismWitness`];
+//! - [`error`] holds [`ArenaError`] and its codes.
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod error;
+pub mod model;
+pub mod rng;
+pub mod scenario;
+pub mod scheduler;
+pub mod secrets;
+pub mod witness;
+
+pub use clock::VirtualClock;
+pub use error::{ArenaError, ERROR_CODES};
+pub use rng::{fnv1a64, ArenaRng};
+pub use scenario::{
+    load_scenario, parse_scenario, parse_scenario_bytes, Action, AdvanceAction, CallAction,
+    DelegateAction, ExpectedVerdict, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+};
+pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
+pub use witness::DeterminismWitness;

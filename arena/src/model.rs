@@ -1,0 +1,239 @@
+//! The scenario file as written: one serde struct per TOML table.
+//!
+//! These types mirror `chio.arena.scenario/v1` key for key, every table
+//! closed with `deny_unknown_fields`, so an unknown key is refused where
+//! serde meets it. Words from closed sets (scheduler, action, verdict, kind,
+//! mode) stay strings here: the validator in [`crate::scenario`] turns them
+//! into typed values with an error that names the field. Free-form tables
+//! (`arguments`, `[guards.config]`, `[adversaries.params]`) stay TOML values.
+//! The key reference is `docs/scenario-schema.md`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+/// The whole scenario file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Must be `chio.arena.scenario/v1`; lets the format evolve without guessing.
+    pub schema_version: String,
+    /// The scenario's name in outputs and bundle paths.
+    pub id: String,
+    /// A human title printed next to the id.
+    pub title: String,
+    /// The seed of every random stream of a run.
+    pub rng_seed: u64,
+    /// The virtual instant the run starts at (strict RFC 3339 UTC).
+    pub virtual_clock_start: String,
+    /// The determinism contract, restated so it is visible in one place.
+    pub determinism: DeterminismSection,
+    /// Logical node names that kernels are placed on.
+    #[serde(default)]
+    pub nodes: Vec<NodeDecl>,
+    /// The kernels of the world and their guard pipelines.
+    #[serde(default)]
+    pub kernels: Vec<KernelDecl>,
+    /// The simulated tool servers and the kernel that serves each.
+    #[serde(default)]
+    pub servers: Vec<ServerDecl>,
+    /// The agents that act in the scenario.
+    #[serde(default)]
+    pub agents: Vec<AgentDecl>,
+    /// Capabilities the authority issues at setup.
+    #[serde(default)]
+    pub grants: Vec<GrantDecl>,
+    /// Guards available to kernel pipelines.
+    #[serde(default)]
+    pub guards: Vec<GuardDecl>,
+    /// Invocation budgets per agent, server and tool.
+    #[serde(default)]
+    pub budgets: Vec<BudgetDecl>,
+    /// The scheduled actions with the verdicts they expect.
+    #[serde(default)]
+    pub steps: Vec<StepDecl>,
+    /// Adversary populations that mutate the scenario.
+    #[serde(default)]
+    pub adversaries: Vec<AdversaryDecl>,
+}
+
+/// `[determinism]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeterminismSection {
+    /// Optional copy of the top-level seed; must agree when present.
+    pub rng_seed: Option<u64>,
+    /// Optional copy of the top-level clock start; must agree when present.
+    pub virtual_clock_start: Option<String>,
+    /// `single-agent-v1` or `deterministic-multi-v1`.
+    pub scheduler: String,
+    /// Only `C`: outputs must not depend on the host's locale.
+    pub locale: String,
+    /// Milliseconds between default step instants; 1 when absent.
+    pub tick_ms: Option<u64>,
+}
+
+/// `[[nodes]]`: a logical node; its address lives in a topology file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeDecl {
+    /// The node's logical name.
+    pub id: String,
+}
+
+/// `[[kernels]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelDecl {
+    /// The kernel's id.
+    pub id: String,
+    /// The logical node hosting it.
+    pub node: String,
+    /// Guard ids in pipeline order.
+    #[serde(default)]
+    pub guards: Vec<String>,
+}
+
+/// `[[servers]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDecl {
+    /// The server's id, named by steps, grants and budgets.
+    pub id: String,
+    /// The kernel that serves it.
+    pub kernel: String,
+    /// `workspace`, `publish`, `test-runner` or `http`.
+    pub kind: String,
+    /// Workspace only: the mount point of the simulated filesystem.
+    pub root: Option<String>,
+    /// Workspace only: folder next to the scenario seeded under `root`.
+    pub fixtures: Option<String>,
+    /// Workspace only: glob to information-flow label of what a read returns.
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Test-runner only: tests that fail when requested.
+    pub failing: Option<Vec<String>>,
+}
+
+/// `[[agents]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDecl {
+    /// The agent's id.
+    pub id: String,
+    /// What the agent does, for readers and prompts.
+    pub role: String,
+    /// The recorded model driving it (`recorded:<name>`).
+    pub model: String,
+    /// The prompt the agent starts from.
+    pub seed_prompt_ref: String,
+    /// World: the kernel the agent enters through.
+    pub kernel: Option<String>,
+}
+
+/// `[[grants]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantDecl {
+    /// The capability's id, presented by steps and delegated onward.
+    pub id: String,
+    /// The agent the capability is issued to.
+    pub agent: String,
+    /// The server it covers.
+    pub server: String,
+    /// The tools it covers.
+    pub tools: Vec<String>,
+    /// Optional path constraint on the `path` argument.
+    pub path_prefix: Option<String>,
+    /// Start of validity, milliseconds after the clock start (default 0).
+    pub not_before_ms: Option<u64>,
+    /// End of validity, milliseconds after the clock start (default one day).
+    pub expires_after_ms: Option<u64>,
+    /// Optional invocation cap carried by the capability.
+    pub max_invocations: Option<u64>,
+    /// Share of the allowance in basis points (default 10000).
+    pub share_bps: Option<u64>,
+}
+
+/// `[[guards]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardDecl {
+    /// The guard's id, listed by kernel pipelines.
+    pub id: String,
+    /// The guard kind; required once a world is declared.
+    pub kind: Option<String>,
+    /// `enforce` (default) or `observe`.
+    pub mode: Option<String>,
+    /// Kind-specific configuration, checked by the kernel's builder.
+    pub config: Option<toml::Table>,
+}
+
+/// `[[budgets]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetDecl {
+    /// The agent the budget limits.
+    pub agent: String,
+    /// The server of the limited tool.
+    pub server: String,
+    /// The limited tool.
+    pub tool: String,
+    /// How many calls are admitted; at least 1.
+    pub max_invocations: u64,
+}
+
+/// `[[steps]]`: one scheduled action; which keys apply depends on `action`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepDecl {
+    /// The step's id.
+    pub id: String,
+    /// The acting agent.
+    pub agent: String,
+    /// `call` (default), `delegate`, `revoke` or `advance`.
+    pub action: Option<String>,
+    /// Call: the server called.
+    pub server: Option<String>,
+    /// Call: the tool called.
+    pub tool: Option<String>,
+    /// Call: the tool's arguments.
+    pub arguments: Option<toml::Table>,
+    /// Call: `allow`, `deny` or `rewrite`.
+    pub expect_verdict: Option<String>,
+    /// Call: capability presented; delegate: capability attenuated.
+    pub capability: Option<String>,
+    /// Any action: virtual offset in milliseconds from the clock start.
+    pub at: Option<u64>,
+    /// Delegate: the receiving agent.
+    pub to: Option<String>,
+    /// Delegate: the id of the new capability.
+    pub delegation: Option<String>,
+    /// Delegate: attenuated tools.
+    pub tools: Option<Vec<String>>,
+    /// Delegate: attenuated path prefix.
+    pub path_prefix: Option<String>,
+    /// Delegate: validity after the delegation instant, in milliseconds.
+    pub expires_after_ms: Option<u64>,
+    /// Delegate: attenuated invocation cap.
+    pub max_invocations: Option<u64>,
+    /// Delegate: share of the parent's allowance in basis points.
+    pub share_bps: Option<u64>,
+    /// Revoke: the grant or delegation revoked.
+    pub target: Option<String>,
+    /// Advance: milliseconds the clock moves for all later actions.
+    pub advance_ms: Option<u64>,
+}
+
+/// `[[adversaries]]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdversaryDecl {
+    /// The adversary class.
+    pub class: String,
+    /// The population's name.
+    pub population: String,
+    /// Where the population's seed corpus lives.
+    pub seed_ref: String,
+    /// Class-specific parameters.
+    pub params: Option<toml::Table>,
+}

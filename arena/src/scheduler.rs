@@ -1,0 +1,172 @@
+//! The deterministic scheduler: the total order of a scenario's actions.
+//!
+//! Each action gets a scheduled offset from the clock start: its `at` when
+//! given, else `declaration index * tick`. Actions are then ordered by
+//! `(scheduled offset, agent id, intra-agent step)`, where the intra-agent
+//! step is the action's index among its agent's actions in declaration
+//! order. The key is unique per action, so the order is total and uses no
+//! randomness. Advance actions take their place in that order like any
+//! other; they shift the *evaluation* offset of every action ordered after
+//! them by their `advance_ms`, without changing the order itself.
+//! `single-agent-v1` refuses to schedule more than one agent.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::error::ArenaError;
+
+/// The largest offset the schedule may reach: integers above 2^53 have no
+/// exact canonical JSON form.
+pub const MAX_OFFSET_MS: u64 = 1 << 53;
+
+/// The scheduler named in `[determinism]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SchedulerKind {
+    /// Exactly one agent, steps in time order.
+    #[serde(rename = "single-agent-v1")]
+    SingleAgentV1,
+    /// Several agents interleaved by `(time, agent, step)`.
+    #[serde(rename = "deterministic-multi-v1")]
+    DeterministicMultiV1,
+}
+
+impl SchedulerKind {
+    /// Parses the scheduler's name as written in the scenario.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "single-agent-v1" => Some(Self::SingleAgentV1),
+            "deterministic-multi-v1" => Some(Self::DeterministicMultiV1),
+            _ => None,
+        }
+    }
+
+    /// The scheduler's name as written in the scenario.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::SingleAgentV1 => "single-agent-v1",
+            Self::DeterministicMultiV1 => "deterministic-multi-v1",
+        }
+    }
+}
+
+impl fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the scheduler needs to know about one declared action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleInput {
+    /// The step id, carried through to the output.
+    pub step_id: String,
+    /// The acting agent; second key of the order.
+    pub agent_id: String,
+    /// Explicit offset from the clock start, if the step gives one.
+    pub at: Option<u64>,
+    /// For advance actions: how far the clock moves for later actions.
+    pub advance_ms: Option<u64>,
+}
+
+/// One action in execution order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScheduledAction {
+    /// Index of the step in declaration order.
+    pub step_index: usize,
+    /// The step id.
+    pub step_id: String,
+    /// The acting agent.
+    pub agent_id: String,
+    /// Index among the agent's steps in declaration order; third sort key.
+    pub intra_agent_step: usize,
+    /// Offset from the clock start the action is scheduled at; first sort key.
+    pub scheduled_ms: u64,
+    /// Offset the clock shows when the action is evaluated: the scheduled
+    /// offset plus every advance ordered before it.
+    pub evaluation_ms: u64,
+}
+
+/// Orders actions; see the module documentation for the rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeterministicScheduler {
+    /// Which scheduler the scenario asked for.
+    kind: SchedulerKind,
+    /// Milliseconds between default instants.
+    tick_ms: u64,
+}
+
+impl DeterministicScheduler {
+    /// A scheduler of the given kind and tick (a zero tick is raised to 1 ms).
+    pub fn new(kind: SchedulerKind, tick_ms: u64) -> Self {
+        Self {
+            kind,
+            tick_ms: tick_ms.max(1),
+        }
+    }
+
+    /// The scheduler's kind.
+    pub fn kind(&self) -> SchedulerKind {
+        self.kind
+    }
+
+    /// Orders `inputs` (given in declaration order) into execution order.
+    pub fn schedule(&self, inputs: &[ScheduleInput]) -> Result<Vec<ScheduledAction>, ArenaError> {
+        if self.kind == SchedulerKind::SingleAgentV1 {
+            let mut agents: Vec<&str> = inputs.iter().map(|i| i.agent_id.as_str()).collect();
+            agents.sort_unstable();
+            agents.dedup();
+            if agents.len() > 1 {
+                return Err(ArenaError::SingleAgentScheduler {
+                    count: agents.len(),
+                });
+            }
+        }
+        let mut per_agent: std::collections::BTreeMap<&str, usize> = Default::default();
+        let mut actions = Vec::with_capacity(inputs.len());
+        for (index, input) in inputs.iter().enumerate() {
+            let counter = per_agent.entry(input.agent_id.as_str()).or_insert(0);
+            let intra = *counter;
+            *counter += 1;
+            let scheduled = match input.at {
+                Some(at) => u128::from(at),
+                None => index as u128 * u128::from(self.tick_ms),
+            };
+            let scheduled_ms = bounded(scheduled, index, "at")?;
+            actions.push(ScheduledAction {
+                step_index: index,
+                step_id: input.step_id.clone(),
+                agent_id: input.agent_id.clone(),
+                intra_agent_step: intra,
+                scheduled_ms,
+                evaluation_ms: scheduled_ms,
+            });
+        }
+        actions.sort_by(|a, b| {
+            (a.scheduled_ms, a.agent_id.as_str(), a.intra_agent_step).cmp(&(
+                b.scheduled_ms,
+                b.agent_id.as_str(),
+                b.intra_agent_step,
+            ))
+        });
+        let mut advanced: u128 = 0;
+        for action in &mut actions {
+            let evaluation = u128::from(action.scheduled_ms) + advanced;
+            action.evaluation_ms = bounded(evaluation, action.step_index, "advance_ms")?;
+            if let Some(ms) = inputs[action.step_index].advance_ms {
+                advanced += u128::from(ms);
+            }
+        }
+        Ok(actions)
+    }
+}
+
+fn bounded(value: u128, index: usize, key: &str) -> Result<u64, ArenaError> {
+    match u64::try_from(value) {
+        Ok(v) if v <= MAX_OFFSET_MS => Ok(v),
+        _ => Err(ArenaError::OutOfRange {
+            field: format!("steps[{index}].{key}"),
+            rule: "every virtual offset stays at most 2^53 ms",
+        }),
+    }
+}

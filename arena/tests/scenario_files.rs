@@ -1,0 +1,398 @@
+//! Scenario files on disk: the refusal table under `tests/invalid/`, the
+//! innocent look-alikes under `tests/valid/`, the inline-secret corpora under
+//! `tests/secrets/`, the seed's example and the reference scenarios.
+
+use std::path::{Path, PathBuf};
+
+use chio_arena::secrets::{credential_marker, key_finding, SecretFinding};
+use chio_arena::{load_scenario, parse_scenario, Action, ArenaError, ExpectedVerdict, ERROR_CODES};
+
+fn tests_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(name)
+}
+
+fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+struct Expectation {
+    code: String,
+    field: Option<String>,
+    never_echo: Option<String>,
+}
+
+fn expectation(text: &str, path: &Path) -> Expectation {
+    let header = text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# refuse: "))
+        .unwrap_or_else(|| panic!("{} has no '# refuse:' header", path.display()));
+    let (code, field) = header
+        .split_once(" at ")
+        .unwrap_or_else(|| panic!("{}: header needs 'CODE at FIELD'", path.display()));
+    let never_echo = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("# never-echo: "))
+        .map(str::to_string);
+    Expectation {
+        code: code.to_string(),
+        field: (field != "-").then(|| field.to_string()),
+        never_echo,
+    }
+}
+
+// Every bad file is refused with the code and field its header names, and the message names that field and never echoes a secret.
+#[test]
+fn invalid_files_are_refused_with_their_code_and_field() {
+    let mut failures = Vec::new();
+    let files = toml_files(&tests_dir("invalid"));
+    assert!(
+        files.len() >= 60,
+        "the refusal table shrank to {}",
+        files.len()
+    );
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("readable");
+        let want = expectation(&text, path);
+        let err = match load_scenario(path) {
+            Ok(_) => {
+                failures.push(format!(
+                    "{}: loaded, expected {}",
+                    path.display(),
+                    want.code
+                ));
+                continue;
+            }
+            Err(err) => err,
+        };
+        let message = err.to_string();
+        if err.code() != want.code {
+            failures.push(format!(
+                "{}: got {} ({message}), expected {}",
+                path.display(),
+                err.code(),
+                want.code
+            ));
+        }
+        if let Some(field) = &want.field {
+            if err.field() != Some(field.as_str()) || !message.contains(field.as_str()) {
+                failures.push(format!(
+                    "{}: field {:?} / message {message:?}, expected field {field}",
+                    path.display(),
+                    err.field()
+                ));
+            }
+        }
+        if let Some(secret) = &want.never_echo {
+            if message.contains(secret.as_str()) || format!("{err:?}").contains(secret.as_str()) {
+                failures.push(format!("{}: the error echoes the secret", path.display()));
+            }
+        }
+        if !ERROR_CODES.contains(&err.code()) {
+            failures.push(format!(
+                "{}: code {} is not listed",
+                path.display(),
+                err.code()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// The refusal table holds at least one file for each rule issue 2 lists.
+#[test]
+fn invalid_table_covers_each_listed_rule() {
+    let dir = tests_dir("invalid");
+    let required = [
+        "schema_version",
+        "scheduler",
+        "locale",
+        "empty_agents",
+        "empty_steps",
+        "determinism_rng_seed",
+        "determinism_clock_start",
+        "bad_id_scenario",
+        "bad_id_agent",
+        "bad_id_step",
+        "duplicate_agent",
+        "duplicate_step",
+        "duplicate_guard",
+        "duplicate_kernel",
+        "duplicate_server",
+        "duplicate_grant",
+        "duplicate_node",
+        "duplicate_capability",
+        "undeclared_step_agent",
+        "undeclared_budget_agent",
+        "undeclared_grant_agent",
+        "undeclared_grant_server",
+        "undeclared_step_server",
+        "undeclared_kernel_node",
+        "undeclared_server_kernel",
+        "undeclared_agent_kernel",
+        "undeclared_pipeline_guard",
+        "undeclared_call_capability",
+        "undeclared_delegate_capability",
+        "undeclared_delegate_to",
+        "undeclared_revoke_target",
+        "capability_not_held",
+        "capability_not_held_yet",
+        "zero_budget",
+        "clock_missing_z",
+        "clock_february_30",
+        "single_agent_two_agents",
+        "unknown_key_top",
+        "unknown_key_step",
+        "provider_marker",
+        "secret_begin_private_key",
+        "secret_api_key",
+        "secret_apikey",
+        "secret_authorization",
+        "secret_bearer",
+        "secret_password",
+        "secret_secret",
+        "secret_sk",
+        "secret_token",
+        "missing_expect_verdict",
+        "expect_verdict_on_delegate",
+        "fixture_missing",
+        "guard_config_refused",
+    ];
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|name| !dir.join(format!("{name}.toml")).is_file())
+        .collect();
+    assert!(missing.is_empty(), "missing refusal files: {missing:?}");
+}
+
+// Innocent look-alikes (a server named secrets, task-1 paths, tokenizer files, marker words in prose) load.
+#[test]
+fn valid_files_load() {
+    for path in toml_files(&tests_dir("valid")) {
+        if let Err(err) = load_scenario(&path) {
+            panic!("{} was refused: {err}", path.display());
+        }
+    }
+}
+
+fn quoted(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+fn scenario_with_argument(key: &str, value: &str) -> String {
+    format!(
+        "schema_version = \"chio.arena.scenario/v1\"\nid = \"corpus\"\ntitle = \"t\"\nrng_seed = 1\nvirtual_clock_start = \"2026-01-01T00:00:00Z\"\n\n[determinism]\nscheduler = \"single-agent-v1\"\nlocale = \"C\"\n\n[[agents]]\nid = \"a\"\nrole = \"r\"\nmodel = \"recorded:a\"\nseed_prompt_ref = \"p.txt\"\n\n[[steps]]\nid = \"s\"\nagent = \"a\"\nserver = \"workspace\"\ntool = \"read_file\"\nexpect_verdict = \"allow\"\n\n[steps.arguments]\n{} = {}\n",
+        quoted(key),
+        quoted(value)
+    )
+}
+
+fn corpus(name: &str) -> Vec<toml::Table> {
+    let text = std::fs::read_to_string(tests_dir("secrets").join(name)).expect("corpus");
+    let table: toml::Table = text.parse().expect("corpus is TOML");
+    table["case"]
+        .as_array()
+        .expect("[[case]] list")
+        .iter()
+        .map(|c| c.as_table().expect("case table").clone())
+        .collect()
+}
+
+// Every refused corpus entry is refused by the detector and by the loader, naming its marker without echoing the text.
+#[test]
+fn refused_secret_corpus_is_refused_without_echo() {
+    for case in corpus("refused.toml") {
+        let kind = case["kind"].as_str().expect("kind");
+        let marker = case["marker"].as_str().expect("marker");
+        let text = case["text"].as_str().expect("text");
+        let (detected, source) = if kind == "key" {
+            let finding = key_finding(text);
+            assert!(
+                matches!(finding, Some(SecretFinding::KeyName(m)) if m == marker),
+                "key {text:?}: {finding:?}"
+            );
+            (finding, scenario_with_argument(text, "x"))
+        } else {
+            assert_eq!(
+                credential_marker(text).unwrap_or("none"),
+                marker,
+                "value {text:?}"
+            );
+            (None, scenario_with_argument("note", text))
+        };
+        let err = parse_scenario(&source, Path::new(".")).expect_err(text);
+        match (&err, detected) {
+            (ArenaError::SecretKeyName { marker: m, .. }, Some(_)) => assert_eq!(*m, marker),
+            (ArenaError::InlineSecret { marker: m, field }, None) => {
+                assert_eq!(*m, marker);
+                assert_eq!(field, "steps[0].arguments.note");
+                assert!(!err.to_string().contains(text), "echoed {text:?}");
+            }
+            _ => panic!("{text:?}: unexpected error {err}"),
+        }
+    }
+}
+
+// Every innocent corpus entry passes the detector and loads inside a scenario.
+#[test]
+fn innocent_secret_corpus_loads() {
+    for case in corpus("innocent.toml") {
+        let kind = case["kind"].as_str().expect("kind");
+        let text = case["text"].as_str().expect("text");
+        let source = if kind == "key" {
+            assert_eq!(key_finding(text), None, "key {text:?}");
+            scenario_with_argument(text, "x")
+        } else {
+            assert_eq!(credential_marker(text), None, "value {text:?}");
+            scenario_with_argument("note", text)
+        };
+        if let Err(err) = parse_scenario(&source, Path::new(".")) {
+            panic!("{text:?} was refused: {err}");
+        }
+    }
+}
+
+// The seed's example, byte for byte, validates and projects exactly the seed's printed determinism object.
+#[test]
+fn seed_example_projects_the_seed_witness() {
+    let fixtures = tests_dir("fixtures");
+    let scenario = load_scenario(fixtures.join("seed_pr_421_review.toml")).expect("seed validates");
+    assert!(!scenario.has_world());
+    assert!(scenario.require_world().is_err());
+    let printed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures.join("seed_pr_421_review.run.json")).expect("output"),
+    )
+    .expect("seed output is JSON");
+    let witness: serde_json::Value =
+        serde_json::from_str(&scenario.determinism_witness().to_canonical_json().unwrap()).unwrap();
+    assert_eq!(witness, printed["determinism"]);
+}
+
+fn reference(name: &str) -> chio_arena::Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(name);
+    load_scenario(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn expectations(scenario: &chio_arena::Scenario) -> Vec<(String, ExpectedVerdict, String)> {
+    scenario
+        .schedule()
+        .iter()
+        .filter_map(|entry| match &scenario.actions()[entry.step_index] {
+            Action::Call(call) => Some((
+                entry.step_id.clone(),
+                call.expect_verdict,
+                call.capability
+                    .clone()
+                    .expect("world calls resolve a capability"),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+// The four reference scenarios validate with a complete world and the expected verdicts of their design.
+#[test]
+fn reference_scenarios_validate_with_their_expectations() {
+    use ExpectedVerdict::{Allow, Deny};
+    let pr = reference("pr-421-review.toml");
+    assert!(pr.has_world());
+    let seed = load_scenario(tests_dir("fixtures").join("seed_pr_421_review.toml")).unwrap();
+    assert_eq!(pr.determinism_witness(), seed.determinism_witness());
+    let got: Vec<_> = expectations(&pr)
+        .into_iter()
+        .map(|(s, v, _)| (s, v))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("read-fixture".into(), Allow), ("write-test".into(), Deny)]
+    );
+
+    let specs = pr.guard_specs().expect("guard specs");
+    let kinds: Vec<&str> = specs.iter().map(|g| g.kind.as_str()).collect();
+    assert_eq!(kinds, ["forbidden-path", "prompt-injection"]);
+    assert!(specs.iter().all(|g| g.build().is_ok()));
+
+    let skeleton = reference("walking_skeleton.toml");
+    assert_eq!(skeleton.file().agents.len(), 1);
+    let got: Vec<_> = expectations(&skeleton)
+        .into_iter()
+        .map(|(s, v, _)| (s, v))
+        .collect();
+    assert_eq!(
+        got,
+        vec![("read-notes".into(), Allow), ("read-dotenv".into(), Deny)]
+    );
+
+    let exchange = reference("two_agent_tool_exchange.toml");
+    let kernels: Vec<_> = exchange
+        .file()
+        .agents
+        .iter()
+        .map(|a| a.kernel.clone().unwrap())
+        .collect();
+    assert_eq!(kernels, ["kernel-a", "kernel-b"]);
+    let last = exchange.schedule().last().unwrap();
+    assert_eq!(last.step_id, "write-after-expiry");
+    assert!(last.evaluation_ms > exchange.file().grants[0].expires_after());
+
+    let triangle = reference("three_agent_triangular_delegation.toml");
+    let f = triangle.file();
+    assert_eq!(f.nodes.len(), 3);
+    assert_eq!(f.kernels.len(), 3);
+    let delegations: Vec<(String, String, String)> = triangle
+        .actions()
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delegate(d) => Some((d.capability.clone(), d.to.clone(), d.delegation.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        delegations[0],
+        ("alice-files".into(), "bob".into(), "bob-files".into())
+    );
+    assert_eq!(
+        delegations[1],
+        ("bob-files".into(), "carol".into(), "carol-files".into())
+    );
+    let got = expectations(&triangle);
+    let verdicts: Vec<_> = got
+        .iter()
+        .map(|(s, v, c)| (s.as_str(), *v, c.as_str()))
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("alice-reads-plan", Allow, "alice-files"),
+            ("carol-reads-plan", Allow, "carol-files"),
+            ("carol-writes-plan", Deny, "carol-files"),
+            ("carol-presents-bobs-token", Deny, "bob-files"),
+            ("carol-uses-oversubscribed-share", Deny, "carol-files-extra"),
+            ("carol-reads-after-revocation", Deny, "carol-files"),
+        ]
+    );
+}
+
+// The PR 421 fixture carries the injected request, phrased so the kernel's injection detectors do not flag it, so the seed's allow holds.
+#[test]
+fn pr_421_fixture_carries_an_undetected_injected_comment() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios/fixtures/pr-421/tests/fixtures/issue_414.json");
+    let text = std::fs::read_to_string(path).expect("fixture");
+    assert!(text.contains("rewrite tests/test_pricing.py"));
+    assert_eq!(chio_kernel::guards::prompt_injection::detect(&text), None);
+    let json: serde_json::Value = serde_json::from_str(&text).expect("fixture is JSON");
+    assert!(json["comment"].is_string());
+}

@@ -1,0 +1,121 @@
+//! `chio arena validate FILE [--json]`.
+//!
+//! Loads and validates the scenario and prints its determinism witness:
+//! with `--json` the canonical JSON document `chio.arena.validate/v1`
+//! (`determinism`, `scenario_id`, `scenario_title`, `schema_version`),
+//! otherwise a readable summary with the schedule. It writes nothing but
+//! standard output, and nothing at all when the scenario is refused.
+
+use std::io::Write;
+
+use chio_arena::{load_scenario, Action, Scenario};
+use serde::Serialize;
+
+use crate::cli::ValidateArgs;
+use crate::error::CliError;
+
+const COMMAND: &str = "arena validate";
+
+/// The schema of the `--json` document.
+pub const VALIDATE_SCHEMA_VERSION: &str = "chio.arena.validate/v1";
+
+#[derive(Serialize)]
+struct ValidateReport<'a> {
+    determinism: chio_arena::DeterminismWitness,
+    scenario_id: &'a str,
+    scenario_title: &'a str,
+    schema_version: &'static str,
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let scenario = load_scenario(&args.file).map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    tracing::info!(
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        "scenario validated"
+    );
+    let text = if args.json {
+        let report = ValidateReport {
+            determinism: scenario.determinism_witness(),
+            scenario_id: scenario.id(),
+            scenario_title: scenario.title(),
+            schema_version: VALIDATE_SCHEMA_VERSION,
+        };
+        let mut json = chio_kernel::canonical::to_canonical_string(&report)
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+        json.push('\n');
+        json
+    } else {
+        summary(&scenario)
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}
+
+fn summary(scenario: &Scenario) -> String {
+    let w = scenario.determinism_witness();
+    let clock = scenario.clock();
+    let mut s = format!(
+        "scenario {} is valid: {}\n",
+        w.scenario_id,
+        scenario.title()
+    );
+    s.push_str("determinism\n");
+    for (key, value) in [
+        ("schema_version", w.schema_version.clone()),
+        ("rng_seed", w.rng_seed.to_string()),
+        ("virtual_clock_start", w.virtual_clock_start.clone()),
+        ("scheduler", w.scheduler.clone()),
+        ("locale", w.locale.clone()),
+        ("agents", w.agents.join(", ")),
+        ("steps", w.steps.join(", ")),
+    ] {
+        s.push_str(&format!("  {key:<20} {value}\n"));
+    }
+    s.push_str("schedule (execution order)\n");
+    for entry in scenario.schedule() {
+        let what = match &scenario.actions()[entry.step_index] {
+            Action::Call(c) => format!(
+                "call {}/{} expect {}{}",
+                c.server,
+                c.tool,
+                serde_json::to_value(c.expect_verdict)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                c.capability
+                    .as_ref()
+                    .map(|cap| format!(" with {cap}"))
+                    .unwrap_or_default()
+            ),
+            Action::Delegate(d) => {
+                format!("delegate {} to {} as {}", d.capability, d.to, d.delegation)
+            }
+            Action::Revoke(r) => format!("revoke {}", r.target),
+            Action::Advance(a) => format!("advance {} ms", a.advance_ms),
+        };
+        s.push_str(&format!(
+            "  {}  {:<12} {:<24} {}\n",
+            clock.format_offset_ms(entry.evaluation_ms),
+            entry.agent_id,
+            entry.step_id,
+            what
+        ));
+    }
+    if scenario.has_world() {
+        let f = scenario.file();
+        s.push_str(&format!(
+            "world: {} nodes, {} kernels, {} servers, {} grants, {} guards\n",
+            f.nodes.len(),
+            f.kernels.len(),
+            f.servers.len(),
+            f.grants.len(),
+            f.guards.len()
+        ));
+    } else {
+        s.push_str("world: none declared (arena run needs nodes, kernels, servers and grants)\n");
+    }
+    s
+}

@@ -1,0 +1,160 @@
+//! Process tests for `chio arena validate`: the real binary on the seed's
+//! example, the reference scenarios and a refused scenario, run in a fresh
+//! temporary directory so any write would be seen.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+fn chio(dir: &Path, args: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_chio"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the chio binary runs");
+    output
+}
+
+fn explain(args: &[&str], output: &Output) -> String {
+    format!(
+        "command: chio {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("temp dir lists")
+        .map(|e| e.expect("entry").path())
+        .collect()
+}
+
+// On the seed's example, --json prints canonical chio.arena.validate/v1 whose determinism object equals the seed's printed one.
+#[test]
+fn seed_example_prints_the_seed_witness() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = repo_path("arena/tests/fixtures/seed_pr_421_review.toml");
+    let args = ["arena", "validate", file.to_str().unwrap(), "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stdout = String::from_utf8(output.stdout.clone()).expect("UTF-8");
+    let printed: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    let seed: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path(
+            "arena/tests/fixtures/seed_pr_421_review.run.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(printed["determinism"], seed["determinism"]);
+    assert_eq!(printed["scenario_id"], seed["scenario_id"]);
+    assert_eq!(printed["scenario_title"], seed["scenario_title"]);
+    assert_eq!(printed["schema_version"], "chio.arena.validate/v1");
+    let canonical = chio_kernel::canonical::to_canonical_string(&printed).unwrap();
+    assert_eq!(stdout, format!("{canonical}\n"), "output is canonical JSON");
+    assert!(entries(tmp.path()).is_empty(), "validate wrote files");
+}
+
+// Each reference scenario validates with exit 0 and a readable summary; two runs print identical bytes.
+#[test]
+fn reference_scenarios_validate_reproducibly() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    for name in [
+        "pr-421-review.toml",
+        "walking_skeleton.toml",
+        "two_agent_tool_exchange.toml",
+        "three_agent_triangular_delegation.toml",
+    ] {
+        let file = repo_path(&format!("scenarios/{name}"));
+        let args = ["arena", "validate", file.to_str().unwrap()];
+        let first = chio(tmp.path(), &args);
+        assert_eq!(first.status.code(), Some(0), "{}", explain(&args, &first));
+        let text = String::from_utf8_lossy(&first.stdout);
+        assert!(text.contains("is valid"), "{}", explain(&args, &first));
+        assert!(text.contains("schedule (execution order)"));
+        let second = chio(tmp.path(), &args);
+        assert_eq!(
+            first.stdout, second.stdout,
+            "{name} printed different bytes"
+        );
+    }
+    assert!(entries(tmp.path()).is_empty(), "validate wrote files");
+}
+
+// A refused scenario exits 2, prints exactly the documented error block on stderr, nothing on stdout, and writes nothing.
+#[test]
+fn refusal_prints_the_error_block_and_exits_2() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = repo_path("arena/tests/invalid/duplicate_agent.toml");
+    let args = ["arena", "validate", file.to_str().unwrap(), "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(output.stdout.is_empty(), "{}", explain(&args, &output));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error[CHIO-SCENARIO-DUPLICATE-ID]: arena validate: duplicate agent id \"alice\" at agents[1].id\n  help: give each agent a unique id\n  code: urn:chio:error:scenario:duplicate-id\n  docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id\n"
+    );
+    assert!(
+        entries(tmp.path()).is_empty(),
+        "a refused scenario wrote files"
+    );
+}
+
+// A missing file is invalid input (exit 2) with its own code.
+#[test]
+fn missing_file_exits_2() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let args = ["arena", "validate", "no-such-scenario.toml"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-SCENARIO-UNREADABLE]: arena validate: "),
+        "{stderr}"
+    );
+}
+
+// A secret in a refused scenario never reaches the terminal.
+#[test]
+fn secret_refusal_does_not_echo_the_value() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = repo_path("arena/tests/invalid/secret_sk.toml");
+    let args = ["arena", "validate", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("steps[0].arguments.query"), "{stderr}");
+    assert!(!stderr.contains("4f9a8b7c6d5e4f3a2b1c0d9e"), "{stderr}");
+}
+
+// docs/errors.md has an anchored heading for every code the CLI can print, and lists the exit codes.
+#[test]
+fn every_code_is_documented() {
+    let doc = std::fs::read_to_string(repo_path("docs/errors.md")).expect("docs/errors.md");
+    let mut codes: Vec<&str> = chio_arena::ERROR_CODES.to_vec();
+    codes.push("CHIO-CLI-OUTPUT");
+    let missing: Vec<String> = codes
+        .iter()
+        .map(|c| chio_controller::error::docs_anchor(c))
+        .filter(|anchor| !doc.contains(&format!("### {anchor}\n")))
+        .collect();
+    assert!(missing.is_empty(), "undocumented codes: {missing:?}");
+    for code in &codes {
+        assert!(
+            doc.contains(&format!("`{code}`")),
+            "{code} not named in docs/errors.md"
+        );
+    }
+    for exit in ["| 0 |", "| 1 |", "| 2 |", "| 3 |"] {
+        assert!(doc.contains(exit), "exit code row {exit} missing");
+    }
+}

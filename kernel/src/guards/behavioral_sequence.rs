@@ -1,0 +1,87 @@
+//! `behavioral-sequence`: session rules over the journal.
+//!
+//! Config: `{ "rules": [ { "tool": "publish", "requires": "run_tests" } ] }`.
+//! A call to `tool` is refused unless the session journal holds an earlier
+//! *allowed* (plain or sanitized) call to `requires`; a denied attempt does
+//! not count.
+
+use serde::Deserialize;
+
+use super::{
+    config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardNeeds, GuardVerdict,
+};
+use crate::error::KernelError;
+
+/// One session rule.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceRule {
+    /// The gated tool.
+    pub tool: String,
+    /// The tool that must have been allowed earlier in the session.
+    pub requires: String,
+}
+
+/// Configuration of `behavioral-sequence`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BehavioralSequenceConfig {
+    /// The rules, all of which apply.
+    pub rules: Vec<SequenceRule>,
+}
+
+/// The built guard.
+#[derive(Debug, Clone)]
+pub struct BehavioralSequenceGuard {
+    meta: GuardMeta,
+    rules: Vec<SequenceRule>,
+}
+
+impl BehavioralSequenceGuard {
+    /// Validates the configuration.
+    pub fn new(meta: GuardMeta, config: BehavioralSequenceConfig) -> Result<Self, KernelError> {
+        if config.rules.is_empty() {
+            return Err(config_error(&meta, "rules is empty; add at least one rule"));
+        }
+        if let Some(i) = config.rules.iter().position(|r| r.tool == r.requires) {
+            return Err(config_error(
+                &meta,
+                format!("rules[{i}] makes a tool require itself; name another tool in requires"),
+            ));
+        }
+        Ok(BehavioralSequenceGuard {
+            meta,
+            rules: config.rules,
+        })
+    }
+}
+
+impl Guard for BehavioralSequenceGuard {
+    fn meta(&self) -> &GuardMeta {
+        &self.meta
+    }
+    fn kind(&self) -> GuardKind {
+        GuardKind::BehavioralSequence
+    }
+    fn needs(&self) -> GuardNeeds {
+        GuardNeeds {
+            journal: true,
+            labels: false,
+        }
+    }
+    fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        for rule in self.rules.iter().filter(|r| r.tool == ctx.tool) {
+            let satisfied = ctx
+                .journal
+                .iter()
+                .any(|e| e.tool == rule.requires && e.allowed());
+            if !satisfied {
+                return Ok(GuardVerdict::Deny(format!(
+                    "tool {} requires an earlier allowed {} in session {}",
+                    rule.tool, rule.requires, ctx.session_id
+                )));
+            }
+        }
+        Ok(GuardVerdict::Allow)
+    }
+}

@@ -1,0 +1,404 @@
+//! The guard pipeline: one trait, seven guards, configured from data.
+//!
+//! A guard sees a call that has already passed the capability checks and
+//! answers allow, deny or pending approval; post-invocation guards also see
+//! the tool's output and may deny it or rewrite it (a sanitized allow).
+//! Guards are pure: everything they read (the session journal, retained
+//! labels) is handed to them in a [`GuardContext`] by the kernel, which reads
+//! only what a guard declares in [`GuardNeeds`]. A guard error denies.
+//!
+//! [`GuardSpec`] is the data form (as a scenario declares it) and
+//! [`GuardSpec::build`] validates the configuration, refusing unknown keys by
+//! name, so a bad configuration is refused at load rather than at the first
+//! call. In `observe` mode the kernel records what a guard would have done
+//! in the receipt's `observed` list and carries on.
+//!
+//! Module map: `forbidden_path`, `path_allowlist`, `behavioral_sequence`,
+//! `information_flow`, `prompt_injection`, `approval`, `secret_redaction`.
+
+pub mod approval;
+pub mod behavioral_sequence;
+pub mod forbidden_path;
+pub mod information_flow;
+pub mod path_allowlist;
+pub mod prompt_injection;
+pub mod secret_redaction;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::KernelError;
+use crate::stores::JournalEntry;
+
+/// The guards the kernel ships.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GuardKind {
+    /// Deny-list of path globs.
+    ForbiddenPath,
+    /// Allow-list of read and write path globs.
+    PathAllowlist,
+    /// Session rules: a tool requires an allowed predecessor.
+    BehavioralSequence,
+    /// Retained labels against destination clearances.
+    InformationFlow,
+    /// Injection detectors over arguments and output.
+    PromptInjection,
+    /// Human approval above a threshold.
+    Approval,
+    /// Post-invocation credential redaction.
+    SecretRedaction,
+}
+
+impl GuardKind {
+    /// Every kind, in documentation order.
+    pub const ALL: [GuardKind; 7] = [
+        GuardKind::ForbiddenPath,
+        GuardKind::PathAllowlist,
+        GuardKind::BehavioralSequence,
+        GuardKind::InformationFlow,
+        GuardKind::PromptInjection,
+        GuardKind::Approval,
+        GuardKind::SecretRedaction,
+    ];
+
+    /// Parses the kebab-case name a scenario uses.
+    pub fn parse(text: &str) -> Result<GuardKind, KernelError> {
+        GuardKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == text)
+            .ok_or_else(|| KernelError::UnknownGuardKind {
+                kind: text.to_string(),
+            })
+    }
+
+    /// The kebab-case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GuardKind::ForbiddenPath => "forbidden-path",
+            GuardKind::PathAllowlist => "path-allowlist",
+            GuardKind::BehavioralSequence => "behavioral-sequence",
+            GuardKind::InformationFlow => "information-flow",
+            GuardKind::PromptInjection => "prompt-injection",
+            GuardKind::Approval => "approval",
+            GuardKind::SecretRedaction => "secret-redaction",
+        }
+    }
+}
+
+impl fmt::Display for GuardKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for GuardKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for GuardKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        GuardKind::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Whether a guard's answer counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GuardMode {
+    /// The guard's deny or approval request stops the call.
+    #[default]
+    Enforce,
+    /// The guard's answer is recorded in the receipt and never stops the call.
+    Observe,
+}
+
+impl GuardMode {
+    /// Parses `enforce` or `observe`.
+    pub fn parse(text: &str) -> Result<GuardMode, KernelError> {
+        match text {
+            "enforce" => Ok(GuardMode::Enforce),
+            "observe" => Ok(GuardMode::Observe),
+            other => Err(KernelError::UnknownGuardMode {
+                mode: other.to_string(),
+            }),
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GuardMode::Enforce => "enforce",
+            GuardMode::Observe => "observe",
+        }
+    }
+}
+
+/// A guard as data: what a scenario declares and a policy file records.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardSpec {
+    /// Names the guard in reasons and receipts.
+    pub id: String,
+    /// Which guard.
+    pub kind: GuardKind,
+    /// Enforce or observe.
+    #[serde(default)]
+    pub mode: GuardMode,
+    /// Kind-specific configuration (see each guard module).
+    #[serde(default = "empty_object")]
+    pub config: Value,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+impl GuardSpec {
+    /// Validates the configuration and builds the guard.
+    pub fn build(&self) -> Result<Box<dyn Guard>, KernelError> {
+        let meta = GuardMeta {
+            id: self.id.clone(),
+            mode: self.mode,
+        };
+        let config = if self.config.is_null() {
+            empty_object()
+        } else {
+            self.config.clone()
+        };
+        Ok(match self.kind {
+            GuardKind::ForbiddenPath => Box::new(forbidden_path::ForbiddenPathGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::PathAllowlist => Box::new(path_allowlist::PathAllowlistGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::BehavioralSequence => {
+                Box::new(behavioral_sequence::BehavioralSequenceGuard::new(
+                    meta,
+                    parse_config(&self.id, config)?,
+                )?)
+            }
+            GuardKind::InformationFlow => Box::new(information_flow::InformationFlowGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::PromptInjection => Box::new(prompt_injection::PromptInjectionGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::Approval => Box::new(approval::ApprovalGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::SecretRedaction => Box::new(secret_redaction::SecretRedactionGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+        })
+    }
+}
+
+/// Deserialises a guard config, turning serde's complaint (which names an
+/// unknown or missing key) into a guard-config error naming the guard.
+fn parse_config<T: DeserializeOwned>(guard: &str, config: Value) -> Result<T, KernelError> {
+    serde_json::from_value(config).map_err(|e| KernelError::GuardConfig {
+        guard: guard.to_string(),
+        message: e.to_string(),
+    })
+}
+
+/// A guard-config error built by a guard's own validation.
+pub(crate) fn config_error(guard: &GuardMeta, message: impl Into<String>) -> KernelError {
+    KernelError::GuardConfig {
+        guard: guard.id.clone(),
+        message: message.into(),
+    }
+}
+
+/// Identity and mode every built guard carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardMeta {
+    /// The configured id.
+    pub id: String,
+    /// Enforce or observe.
+    pub mode: GuardMode,
+}
+
+/// What state a guard reads, so the kernel reads only that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GuardNeeds {
+    /// The session journal.
+    pub journal: bool,
+    /// Retained labels for the session and lineage.
+    pub labels: bool,
+}
+
+/// Everything a guard may look at.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardContext<'a> {
+    /// Server called.
+    pub server: &'a str,
+    /// Tool called.
+    pub tool: &'a str,
+    /// The call's arguments.
+    pub arguments: &'a Value,
+    /// The calling agent.
+    pub agent_id: &'a str,
+    /// The calling session.
+    pub session_id: &'a str,
+    /// Earlier decided calls of the session (empty unless the guard needs it).
+    pub journal: &'a [JournalEntry],
+    /// Retained labels by label key (empty unless the guard needs it).
+    pub labels: &'a BTreeMap<String, BTreeSet<String>>,
+    /// Filesystem roots of the owning session, when the caller knows them.
+    pub session_filesystem_roots: Option<&'a [String]>,
+}
+
+/// A guard's answer before dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GuardVerdict {
+    /// Nothing to object to.
+    Allow,
+    /// Refused, with the reason.
+    Deny(String),
+    /// A human must approve first, with the reason.
+    PendingApproval(String),
+}
+
+/// A guard's answer on a tool's output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputVerdict {
+    /// Release the output as it is.
+    Pass,
+    /// Withhold the output and deny, with the reason.
+    Deny(String),
+    /// Release this rewritten output instead (a sanitized allow), with what changed.
+    Rewrite(Value, String),
+}
+
+/// A guard that could not decide; the kernel denies.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct GuardError(pub String);
+
+/// One guard of the pipeline.
+pub trait Guard: Send + Sync + fmt::Debug {
+    /// Identity and mode.
+    fn meta(&self) -> &GuardMeta;
+    /// Which guard.
+    fn kind(&self) -> GuardKind;
+    /// State the guard reads.
+    fn needs(&self) -> GuardNeeds {
+        GuardNeeds::default()
+    }
+    /// Whether the guard inspects output (runs in the post-invocation pipeline).
+    fn inspects_output(&self) -> bool {
+        false
+    }
+    /// Decides on a call before dispatch.
+    fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError>;
+    /// Decides on a tool's output after dispatch.
+    fn check_output(
+        &self,
+        _ctx: &GuardContext<'_>,
+        _output: &Value,
+    ) -> Result<OutputVerdict, GuardError> {
+        Ok(OutputVerdict::Pass)
+    }
+}
+
+/// Visits every string of a JSON value (object keys included) with its JSON pointer.
+pub(crate) fn for_each_string<'v>(
+    value: &'v Value,
+    pointer: &mut String,
+    visit: &mut dyn FnMut(&str, &'v str) -> bool,
+) -> bool {
+    match value {
+        Value::String(s) => visit(pointer_or_root(pointer), s),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = pointer.len();
+                pointer.push_str(&format!("/{i}"));
+                let stop = for_each_string(item, pointer, visit);
+                pointer.truncate(len);
+                if stop {
+                    return true;
+                }
+            }
+            false
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = pointer.len();
+                pointer.push('/');
+                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                let stop = visit(pointer_or_root(pointer), key) || for_each_string(item, pointer, visit);
+                pointer.truncate(len);
+                if stop {
+                    return true;
+                }
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+fn pointer_or_root(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "/"
+    } else {
+        pointer
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // Every kind name round-trips and an unknown kind is refused by name.
+    #[test]
+    fn kind_names() {
+        for kind in GuardKind::ALL {
+            assert_eq!(GuardKind::parse(kind.as_str()).unwrap(), kind);
+        }
+        let err = GuardKind::parse("forbidden_path").unwrap_err();
+        assert!(err.to_string().contains("forbidden_path"));
+    }
+
+    // An unknown config key is refused at build time and the message names it.
+    #[test]
+    fn unknown_config_key_refused() {
+        for kind in GuardKind::ALL {
+            let spec = GuardSpec {
+                id: "g".into(),
+                kind,
+                mode: GuardMode::Enforce,
+                config: json!({"bogus_key": 1}),
+            };
+            let err = spec.build().unwrap_err().to_string();
+            assert!(err.contains("bogus_key"), "{kind}: {err}");
+        }
+    }
+
+    // The spec itself deserialises from scenario-shaped JSON with mode defaulting to enforce.
+    #[test]
+    fn spec_from_json() {
+        let spec: GuardSpec = serde_json::from_value(json!({
+            "id": "no-dotfiles", "kind": "forbidden-path", "config": {"globs": ["**/.env"]}
+        }))
+        .unwrap();
+        assert_eq!(spec.mode, GuardMode::Enforce);
+        assert!(spec.build().is_ok());
+    }
+}

@@ -1,0 +1,122 @@
+//! `path-allowlist`: read and write path globs.
+//!
+//! Config: `{ "read": [globs], "write": [globs], "read_tools": [...],
+//! "write_tools": [...] }`. Read tools default to `read_file` and `list_dir`,
+//! write tools to `write_file` and `delete_file`. For a read (write) tool,
+//! every path-like argument, normalised, must match a read (write) glob,
+//! case-sensitively; a read or write tool with no path argument is denied,
+//! since there is nothing to check. When the caller supplies session
+//! filesystem roots, each path must also lie under one of them. Other tools
+//! are not this guard's business.
+
+use serde::Deserialize;
+
+use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict};
+use crate::error::KernelError;
+use crate::glob::Glob;
+use crate::path::{is_under, normalize_path, path_arguments};
+
+/// Configuration of `path-allowlist`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathAllowlistConfig {
+    /// Globs read tools may touch.
+    #[serde(default)]
+    pub read: Vec<String>,
+    /// Globs write tools may touch.
+    #[serde(default)]
+    pub write: Vec<String>,
+    /// Tools that read (default `read_file`, `list_dir`).
+    #[serde(default)]
+    pub read_tools: Option<Vec<String>>,
+    /// Tools that write (default `write_file`, `delete_file`).
+    #[serde(default)]
+    pub write_tools: Option<Vec<String>>,
+}
+
+/// The built guard.
+#[derive(Debug, Clone)]
+pub struct PathAllowlistGuard {
+    meta: GuardMeta,
+    read: Vec<Glob>,
+    write: Vec<Glob>,
+    read_tools: Vec<String>,
+    write_tools: Vec<String>,
+}
+
+impl PathAllowlistGuard {
+    /// Validates the configuration.
+    pub fn new(meta: GuardMeta, config: PathAllowlistConfig) -> Result<Self, KernelError> {
+        if config.read.is_empty() && config.write.is_empty() {
+            return Err(config_error(
+                &meta,
+                "read and write are both empty; list the globs agents may touch",
+            ));
+        }
+        let read_tools = config
+            .read_tools
+            .unwrap_or_else(|| vec!["read_file".into(), "list_dir".into()]);
+        let write_tools = config
+            .write_tools
+            .unwrap_or_else(|| vec!["write_file".into(), "delete_file".into()]);
+        if let Some(both) = read_tools.iter().find(|t| write_tools.contains(t)) {
+            return Err(config_error(
+                &meta,
+                format!("tool {both} is both a read and a write tool; list it once"),
+            ));
+        }
+        Ok(PathAllowlistGuard {
+            read: config.read.iter().map(|g| Glob::new(g)).collect(),
+            write: config.write.iter().map(|g| Glob::new(g)).collect(),
+            read_tools,
+            write_tools,
+            meta,
+        })
+    }
+}
+
+impl Guard for PathAllowlistGuard {
+    fn meta(&self) -> &GuardMeta {
+        &self.meta
+    }
+    fn kind(&self) -> GuardKind {
+        GuardKind::PathAllowlist
+    }
+    fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        let (globs, access) = if self.read_tools.iter().any(|t| t == ctx.tool) {
+            (&self.read, "read")
+        } else if self.write_tools.iter().any(|t| t == ctx.tool) {
+            (&self.write, "write")
+        } else {
+            return Ok(GuardVerdict::Allow);
+        };
+        let args = path_arguments(ctx.arguments);
+        if args.is_empty() {
+            return Ok(GuardVerdict::Deny(format!(
+                "tool {} carries no path argument for the {access} allowlist to check",
+                ctx.tool
+            )));
+        }
+        for arg in args {
+            let normal = match normalize_path(&arg.raw) {
+                Ok(p) => p,
+                Err(problem) => return Ok(GuardVerdict::Deny(problem.reason(&arg.raw))),
+            };
+            if let Some(roots) = ctx.session_filesystem_roots {
+                if !roots.iter().any(|r| is_under(&normal, r)) {
+                    return Ok(GuardVerdict::Deny(format!(
+                        "path {} is outside the session filesystem roots",
+                        arg.raw
+                    )));
+                }
+            }
+            if !globs.iter().any(|g| g.is_match(&normal)) {
+                return Ok(GuardVerdict::Deny(format!(
+                    "path {} is not in the {access} allowlist",
+                    arg.raw
+                )));
+            }
+        }
+        Ok(GuardVerdict::Allow)
+    }
+}

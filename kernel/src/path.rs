@@ -1,0 +1,252 @@
+//! Lexical path handling: normalisation and finding path-like arguments.
+//!
+//! The kernel never touches a filesystem, so it reasons about paths as text.
+//! A path is normalised by percent-decoding, turning `\` into `/`, dropping
+//! empty and `.` components and resolving `..` against the components before
+//! it; a `..` that would climb above the start (the root for an absolute
+//! path) is refused as an escape rather than clamped. Case is preserved here:
+//! scope constraints (`path_prefix`) compare case-sensitively, as the tool
+//! servers' filesystems do, while the deny-list guard (`forbidden-path`)
+//! lowercases both sides so that `.SSH` cannot slip past a rule for `.ssh` on
+//! a case-insensitive filesystem.
+//!
+//! Which arguments are paths is decided here too, for every check that
+//! constrains paths: a string is path-like when its key is a path key
+//! (`path`, `file`, `dir`, `target`, `source`, `destination`, ... or a key
+//! ending in `_path`, `_file`, `_dir`, plural forms included) or when the
+//! value itself looks like a path (starts with `/`, `~`, `./`, `../`,
+//! `file:` or contains a `..` component). Every path-like string must satisfy
+//! a constraint, so a decoy field cannot satisfy it on behalf of another.
+
+use serde_json::Value;
+
+/// Key names whose string values are paths wherever they appear.
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "paths",
+    "file",
+    "files",
+    "filename",
+    "filepath",
+    "dir",
+    "dirs",
+    "directory",
+    "folder",
+    "target",
+    "source",
+    "src",
+    "dst",
+    "dest",
+    "destination",
+    "from",
+    "to",
+    "root",
+    "cwd",
+];
+
+/// Key suffixes that mark a path key (`output_path`, `config_file` ...).
+const PATH_KEY_SUFFIXES: &[&str] = &["_path", "_paths", "_file", "_files", "_dir", "_dirs"];
+
+/// A path that cannot be normalised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathProblem {
+    /// A `..` climbs above the start of the path.
+    EscapesRoot,
+    /// A NUL byte, which no filesystem path may contain.
+    NulByte,
+}
+
+impl PathProblem {
+    /// The deny reason for this problem on the path as presented.
+    pub fn reason(&self, raw: &str) -> String {
+        match self {
+            PathProblem::EscapesRoot => format!("path {raw} escapes the root"),
+            PathProblem::NulByte => format!("path {raw:?} contains a NUL byte"),
+        }
+    }
+}
+
+/// One path-like string found in a call's arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathArgument {
+    /// JSON pointer of the value, so a reason can say which field it was.
+    pub pointer: String,
+    /// The string as presented (before normalisation).
+    pub raw: String,
+}
+
+/// Normalises a path lexically (see the module doc); keeps it absolute when it
+/// was absolute and relative otherwise.
+pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
+    let decoded = percent_decode(raw);
+    if decoded.contains('\0') {
+        return Err(PathProblem::NulByte);
+    }
+    let mut text = decoded.replace('\\', "/");
+    if let Some(rest) = text.strip_prefix("file://") {
+        text = rest.to_string();
+    } else if let Some(rest) = text.strip_prefix("file:") {
+        text = rest.to_string();
+    }
+    let absolute = text.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(PathProblem::EscapesRoot);
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    Ok(if absolute {
+        format!("/{joined}")
+    } else if joined.is_empty() {
+        ".".to_string()
+    } else {
+        joined
+    })
+}
+
+/// Whether normalised `path` lies at or under normalised `prefix`, comparing
+/// whole components (so `/workspace2` is not under `/workspace/`).
+pub fn is_under(path: &str, prefix: &str) -> bool {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        return path.starts_with('/');
+    }
+    path == prefix
+        || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
+}
+
+/// Every path-like string in `arguments`, in document order.
+pub fn path_arguments(arguments: &Value) -> Vec<PathArgument> {
+    let mut found = Vec::new();
+    walk(arguments, "", false, &mut found);
+    found
+}
+
+fn walk(value: &Value, pointer: &str, under_path_key: bool, found: &mut Vec<PathArgument>) {
+    match value {
+        Value::String(s) => {
+            if under_path_key || looks_like_path(s) {
+                found.push(PathArgument {
+                    pointer: if pointer.is_empty() {
+                        "/".to_string()
+                    } else {
+                        pointer.to_string()
+                    },
+                    raw: s.clone(),
+                });
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                walk(item, &format!("{pointer}/{i}"), under_path_key, found);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let escaped = key.replace('~', "~0").replace('/', "~1");
+                walk(item, &format!("{pointer}/{escaped}"), is_path_key(key), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether a key names a path.
+pub fn is_path_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    PATH_KEYS.contains(&key.as_str()) || PATH_KEY_SUFFIXES.iter().any(|s| key.ends_with(s))
+}
+
+/// Whether a free-standing string value looks like a path.
+pub fn looks_like_path(s: &str) -> bool {
+    let t = s.trim_start();
+    if t.contains('\n') {
+        return false;
+    }
+    let t = t.replace('\\', "/");
+    t.starts_with('/')
+        || t.starts_with('~')
+        || t.starts_with("./")
+        || t.starts_with("../")
+        || t.starts_with("file:")
+        || t == ".."
+        || t.contains("/../")
+        || t.ends_with("/..")
+        || t.to_ascii_lowercase().contains("%2e%2e")
+}
+
+fn percent_decode(raw: &str) -> String {
+    if !raw.contains('%') {
+        return raw.to_string();
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hi = (bytes[i + 1] as char).to_digit(16);
+            let lo = (bytes[i + 2] as char).to_digit(16);
+            if let (Some(hi), Some(lo)) = (hi, lo) {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // Dots and double dots resolve lexically; climbing above the root is refused.
+    #[test]
+    fn normalisation() {
+        assert_eq!(normalize_path("/a/./b/../c").unwrap(), "/a/c");
+        assert_eq!(normalize_path("/a//b/").unwrap(), "/a/b");
+        assert_eq!(normalize_path("\\a\\b").unwrap(), "/a/b");
+        assert_eq!(normalize_path("/a/%2e%2e/b").unwrap(), "/b");
+        assert_eq!(normalize_path("a/.."), Ok(".".to_string()));
+        assert_eq!(normalize_path("/a/../.."), Err(PathProblem::EscapesRoot));
+        assert_eq!(normalize_path("../x"), Err(PathProblem::EscapesRoot));
+        assert_eq!(normalize_path("/a\0b"), Err(PathProblem::NulByte));
+        assert_eq!(
+            PathProblem::EscapesRoot.reason("/a/../.."),
+            "path /a/../.. escapes the root"
+        );
+    }
+
+    // Prefix containment compares whole components.
+    #[test]
+    fn containment() {
+        assert!(is_under("/workspace/a", "/workspace/"));
+        assert!(is_under("/workspace", "/workspace/"));
+        assert!(!is_under("/workspace2/a", "/workspace/"));
+        assert!(!is_under("/etc", "/workspace"));
+    }
+
+    // Path keys at any depth and path-looking values are both found.
+    #[test]
+    fn finds_every_path_argument() {
+        let args = json!({
+            "path": "notes.txt",
+            "options": {"backup_file": "b.txt", "note": "/etc/passwd"},
+            "message": "hello",
+            "list": ["../up"]
+        });
+        let found: Vec<String> = path_arguments(&args).into_iter().map(|p| p.raw).collect();
+        // Document order: the argument map keeps insertion order.
+        assert_eq!(found, vec!["notes.txt", "b.txt", "/etc/passwd", "../up"]);
+    }
+}

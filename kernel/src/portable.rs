@@ -1,0 +1,445 @@
+//! Portable evaluation: the kernel's checks as a pure function.
+//!
+//! [`evaluate_portable`] reads only what the caller supplies (request,
+//! capability, trusted issuer keys, a clock value in Unix seconds, guards,
+//! optional session filesystem roots) plus a sibling-share registry the
+//! caller owns. It dispatches nothing and persists nothing. Order and
+//! reasons are the full pipeline's: verify issuer, signature, time and
+//! chain; bind the request's agent (the agent's public key in hex) to the
+//! verified subject; select the grant; run the supplied guards in order,
+//! fail-closed (a guard asking for approval denies here, since this function
+//! cannot run an approval workflow); admit the delegated shares last, as the
+//! only mutation. There is no proof of possession to check here: the caller
+//! vouches for the agent, as the seed's browser adapter does.
+//!
+//! [`evaluate_envelope`] is the JSON form behind `chio eval`: an envelope
+//! `{ "request": { "request_id", "server", "tool", "agent_id", "arguments" },
+//! "capability": <signed token>, "trusted_issuers_hex": [...],
+//! "clock_override_unix_secs": n }` answers `pending_approval` with
+//! `authorized: false` when the capability-only check passes (guards and
+//! tools did not run) and `deny` with the reason otherwise. Each share
+//! admission uses a fresh registry, since an envelope carries no allocation
+//! state. A malformed envelope is an [`EnvelopeError`] naming the field.
+//!
+//! [`reference_fixture`] builds the signed fixture of
+//! `tests/fixtures/portable/envelope.json` (a grant for `srv-files` /
+//! `file_read` under `/workspace/`, valid 1710000200 through 1710000800,
+//! issued by an arena-derived key), so the file can be regenerated and
+//! checked byte for byte.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::canonical::to_canonical_string;
+use crate::error::EnvelopeError;
+use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict};
+use crate::kernel::share_refusal_reason;
+use crate::keys::{derive_arena_key, parse_public_key_hex, public_key_hex};
+use crate::receipt::ObservedFinding;
+use crate::scope::select_grant;
+use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
+use crate::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
+use crate::verification::verify_capability;
+
+/// Delegation depth limit of portable evaluation (the kernel's default).
+pub const PORTABLE_MAX_DELEGATION_DEPTH: usize = crate::kernel::DEFAULT_MAX_DELEGATION_DEPTH;
+
+/// A request as the portable evaluator sees it (no proof of possession).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortableRequest {
+    /// Names the request in the answer.
+    pub request_id: String,
+    /// Server called.
+    pub server: String,
+    /// Tool called.
+    pub tool: String,
+    /// The calling agent's public key (hex); must be the capability's subject.
+    pub agent_id: String,
+    /// Tool arguments.
+    pub arguments: Value,
+}
+
+/// Everything a portable evaluation reads.
+#[derive(Debug, Clone, Copy)]
+pub struct EvaluateInput<'a> {
+    /// The call.
+    pub request: &'a PortableRequest,
+    /// The capability presented.
+    pub capability: &'a CapabilityToken,
+    /// Trusted issuer keys (hex).
+    pub trusted_issuers: &'a [String],
+    /// The clock, in Unix seconds.
+    pub now_unix_secs: u64,
+    /// Guards, in order.
+    pub guards: &'a [&'a dyn Guard],
+    /// Filesystem roots of the owning session, passed to guards.
+    pub session_filesystem_roots: Option<&'a [String]>,
+}
+
+/// Allow or deny; portable evaluation has no approval workflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PortableVerdict {
+    /// Every supplied check passed.
+    Allow,
+    /// A check failed.
+    Deny,
+}
+
+/// The result of [`evaluate_portable`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PortableDecision {
+    /// Allow or deny.
+    pub verdict: PortableVerdict,
+    /// Why, for a deny.
+    pub reason: Option<String>,
+    /// The guard that denied, when one did.
+    pub guard: Option<String>,
+    /// Index of the selected grant in the effective scope, once selected.
+    pub matched_grant: Option<usize>,
+    /// Observe-mode findings.
+    pub observed: Vec<ObservedFinding>,
+}
+
+impl PortableDecision {
+    fn deny(reason: String, guard: Option<String>, matched: Option<usize>) -> Self {
+        PortableDecision {
+            verdict: PortableVerdict::Deny,
+            reason: Some(reason),
+            guard,
+            matched_grant: matched,
+            observed: Vec::new(),
+        }
+    }
+}
+
+/// Evaluates a call with caller-supplied state (see the module doc).
+pub fn evaluate_portable(
+    input: &EvaluateInput<'_>,
+    shares: &mut dyn SiblingShareStore,
+) -> PortableDecision {
+    let request = input.request;
+    let verified = match verify_capability(
+        input.capability,
+        input.trusted_issuers,
+        input.now_unix_secs,
+        PORTABLE_MAX_DELEGATION_DEPTH,
+        None,
+    ) {
+        Ok(v) => v,
+        Err(reason) => return PortableDecision::deny(reason, None, None),
+    };
+    if request.agent_id != verified.subject {
+        return PortableDecision::deny(
+            format!(
+                "capability presented by another agent: request agent {} is not the subject of capability {}",
+                request.agent_id.get(..16).unwrap_or(&request.agent_id),
+                verified.id
+            ),
+            None,
+            None,
+        );
+    }
+    let grant = match select_grant(
+        &verified.state.scope,
+        &request.server,
+        &request.tool,
+        &request.arguments,
+    ) {
+        Ok(g) => g,
+        Err(reason) => return PortableDecision::deny(reason, None, None),
+    };
+    let ctx = GuardContext {
+        server: &request.server,
+        tool: &request.tool,
+        arguments: &request.arguments,
+        agent_id: &request.agent_id,
+        session_id: &request.request_id,
+        journal: &[],
+        labels: &Default::default(),
+        session_filesystem_roots: input.session_filesystem_roots,
+    };
+    let mut observed = Vec::new();
+    for guard in input.guards {
+        let meta = guard.meta();
+        let (would, reason) = match guard.check_request(&ctx) {
+            Ok(GuardVerdict::Allow) => continue,
+            Ok(GuardVerdict::Deny(r)) => ("deny", r),
+            Ok(GuardVerdict::PendingApproval(r)) => (
+                "pending_approval",
+                format!("guard {} requires approval, which portable evaluation cannot run: {r}", meta.id),
+            ),
+            Err(e) => ("error", format!("guard {} failed: {e}", meta.id)),
+        };
+        if meta.mode == GuardMode::Observe {
+            observed.push(ObservedFinding {
+                guard: meta.id.clone(),
+                would: would.to_string(),
+                reason,
+            });
+            continue;
+        }
+        let mut d = PortableDecision::deny(reason, Some(meta.id.clone()), Some(grant.index));
+        d.observed = observed;
+        return d;
+    }
+    for claim in &verified.shares {
+        let refusal = match shares.admit(
+            &claim.parent_id,
+            &claim.child_id,
+            claim.child_bps,
+            claim.parent_bps,
+        ) {
+            Ok(ShareAdmission::Admitted) => continue,
+            Ok(refusal) => share_refusal_reason(claim, &refusal),
+            Err(e) => e.to_string(),
+        };
+        let mut d = PortableDecision::deny(refusal, None, Some(grant.index));
+        d.observed = observed;
+        return d;
+    }
+    PortableDecision {
+        verdict: PortableVerdict::Allow,
+        reason: None,
+        guard: None,
+        matched_grant: Some(grant.index),
+        observed,
+    }
+}
+
+/// The answer to an envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortableAnswer {
+    /// `pending_approval` when the capability-only check passed, else `deny`.
+    pub verdict: String,
+    /// Always false: a capability-only check authorises nothing by itself.
+    pub authorized: bool,
+    /// Why, for a deny.
+    pub reason: Option<String>,
+    /// The capability evaluated.
+    pub capability_id: String,
+    /// The request evaluated.
+    pub request_id: String,
+    /// Index of the matched grant, when the check passed.
+    pub matched_grant_index: Option<usize>,
+    /// The clock used, in Unix seconds.
+    pub evaluated_at_unix_secs: u64,
+}
+
+impl PortableAnswer {
+    /// The answer as canonical JSON, as `chio eval --json` prints it.
+    pub fn to_canonical_json(&self) -> String {
+        to_canonical_string(self).expect("a portable answer holds only strings, bools and small integers")
+    }
+}
+
+/// Evaluates an envelope whose clock must be in the envelope.
+pub fn evaluate_envelope(json: &[u8]) -> Result<PortableAnswer, EnvelopeError> {
+    evaluate_envelope_at(json, None)
+}
+
+/// Evaluates an envelope, using `fallback_now_unix_secs` when the envelope
+/// has no `clock_override_unix_secs` (a CLI passes its clock here; the kernel
+/// never reads one).
+pub fn evaluate_envelope_at(
+    json: &[u8],
+    fallback_now_unix_secs: Option<u64>,
+) -> Result<PortableAnswer, EnvelopeError> {
+    let envelope = parse_envelope(json)?;
+    let now = envelope
+        .clock
+        .or(fallback_now_unix_secs)
+        .ok_or(EnvelopeError::MissingClock)?;
+    let mut shares = InMemorySiblingShares::default();
+    let decision = evaluate_portable(
+        &EvaluateInput {
+            request: &envelope.request,
+            capability: &envelope.capability,
+            trusted_issuers: &envelope.trusted_issuers,
+            now_unix_secs: now,
+            guards: &[],
+            session_filesystem_roots: None,
+        },
+        &mut shares,
+    );
+    Ok(PortableAnswer {
+        verdict: match decision.verdict {
+            PortableVerdict::Allow => "pending_approval".to_string(),
+            PortableVerdict::Deny => "deny".to_string(),
+        },
+        authorized: false,
+        reason: decision.reason,
+        capability_id: envelope.capability.id.clone(),
+        request_id: envelope.request.request_id.clone(),
+        matched_grant_index: decision.matched_grant,
+        evaluated_at_unix_secs: now,
+    })
+}
+
+/// A parsed envelope.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// The call.
+    pub request: PortableRequest,
+    /// The capability.
+    pub capability: CapabilityToken,
+    /// Trusted issuer keys (hex, validated).
+    pub trusted_issuers: Vec<String>,
+    /// The clock override, when given.
+    pub clock: Option<u64>,
+}
+
+const ENVELOPE_FIELDS: &[&str] = &[
+    "request",
+    "capability",
+    "trusted_issuers_hex",
+    "clock_override_unix_secs",
+];
+const REQUEST_FIELDS: &[&str] = &["request_id", "server", "tool", "agent_id", "arguments"];
+
+/// Parses and validates an envelope, naming the first malformed field.
+pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
+    let value: Value = serde_json::from_slice(json).map_err(|e| EnvelopeError::NotJson {
+        detail: e.to_string(),
+    })?;
+    let Value::Object(top) = value else {
+        return Err(EnvelopeError::NotAnObject);
+    };
+    refuse_unknown(&top, ENVELOPE_FIELDS, "")?;
+    let request = match required(&top, "request", "")? {
+        Value::Object(req) => parse_request(req)?,
+        _ => return Err(invalid("request", "expected an object")),
+    };
+    let capability: CapabilityToken =
+        serde_json::from_value(required(&top, "capability", "")?.clone())
+            .map_err(|e| invalid("capability", &e.to_string()))?;
+    let issuers = match required(&top, "trusted_issuers_hex", "")? {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                let field = format!("trusted_issuers_hex[{i}]");
+                let text = item
+                    .as_str()
+                    .ok_or_else(|| invalid(&field, "expected a string"))?;
+                parse_public_key_hex(text).map_err(|_| {
+                    invalid(&field, "expected 64 lowercase hex characters of an Ed25519 public key")
+                })?;
+                Ok(text.to_string())
+            })
+            .collect::<Result<Vec<_>, EnvelopeError>>()?,
+        _ => return Err(invalid("trusted_issuers_hex", "expected an array of hex strings")),
+    };
+    let clock = match top.get("clock_override_unix_secs") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            invalid("clock_override_unix_secs", "expected a non-negative integer of Unix seconds")
+        })?),
+    };
+    Ok(Envelope {
+        request,
+        capability,
+        trusted_issuers: issuers,
+        clock,
+    })
+}
+
+fn parse_request(req: &Map<String, Value>) -> Result<PortableRequest, EnvelopeError> {
+    refuse_unknown(req, REQUEST_FIELDS, "request.")?;
+    let text = |name: &str| -> Result<String, EnvelopeError> {
+        let field = format!("request.{name}");
+        match required(req, name, "request.")? {
+            Value::String(s) if !s.is_empty() => Ok(s.clone()),
+            Value::String(_) => Err(invalid(&field, "must not be empty")),
+            _ => Err(invalid(&field, "expected a string")),
+        }
+    };
+    let arguments = match req.get("arguments") {
+        None => Value::Object(Map::new()),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(invalid("request.arguments", "expected an object")),
+    };
+    Ok(PortableRequest {
+        request_id: text("request_id")?,
+        server: text("server")?,
+        tool: text("tool")?,
+        agent_id: text("agent_id")?,
+        arguments,
+    })
+}
+
+fn refuse_unknown(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<(), EnvelopeError> {
+    match map.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(EnvelopeError::UnknownField {
+            field: format!("{prefix}{k}"),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn required<'m>(map: &'m Map<String, Value>, name: &str, prefix: &str) -> Result<&'m Value, EnvelopeError> {
+    map.get(name).ok_or_else(|| EnvelopeError::MissingField {
+        field: format!("{prefix}{name}"),
+    })
+}
+
+fn invalid(field: &str, detail: &str) -> EnvelopeError {
+    EnvelopeError::InvalidField {
+        field: field.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Arena seed of the reference fixture's keys.
+pub const FIXTURE_SEED: u64 = 1_710_000_000;
+/// Start of the fixture's validity window (Unix seconds).
+pub const FIXTURE_NOT_BEFORE: u64 = 1_710_000_200;
+/// End of the fixture's validity window (Unix seconds, inclusive).
+pub const FIXTURE_EXPIRES_AT: u64 = 1_710_000_800;
+
+/// The reference envelope: a capability for `srv-files` / `file_read` under
+/// `/workspace/`, issued by `derive_arena_key(FIXTURE_SEED, "authority",
+/// "portable-fixture")` to `derive_arena_key(FIXTURE_SEED, "agent",
+/// "portable-agent")`, with the clock inside its window.
+pub fn reference_fixture() -> Value {
+    let issuer = derive_arena_key(FIXTURE_SEED, "authority", "portable-fixture");
+    let agent = derive_arena_key(FIXTURE_SEED, "agent", "portable-agent");
+    let body = CapabilityBody {
+        schema: CAPABILITY_SCHEMA.to_string(),
+        id: "cap-portable-fixture".to_string(),
+        issuer: public_key_hex(&issuer),
+        subject: public_key_hex(&agent),
+        scope: vec![ScopeGrant::new("srv-files", &["file_read"]).with_path_prefix("/workspace/")],
+        not_before: FIXTURE_NOT_BEFORE,
+        expires_at: FIXTURE_EXPIRES_AT,
+        max_invocations: None,
+        share_bps: crate::token::FULL_SHARE_BPS,
+    };
+    let capability = CapabilityToken::issue(body, &issuer)
+        .expect("the fixture body names its own issuer and is canonical");
+    json!({
+        "request": {
+            "request_id": "req-portable-1",
+            "server": "srv-files",
+            "tool": "file_read",
+            "agent_id": public_key_hex(&agent),
+            "arguments": { "path": "/workspace/README.md" }
+        },
+        "capability": capability,
+        "trusted_issuers_hex": [public_key_hex(&issuer)],
+        "clock_override_unix_secs": 1_710_000_300u64
+    })
+}
+
+/// The reference envelope as the bytes stored in the repository: canonical
+/// key order, pretty-printed, with a final newline.
+pub fn reference_fixture_bytes() -> Vec<u8> {
+    let canonical = to_canonical_string(&reference_fixture())
+        .expect("the fixture holds only strings and small integers");
+    let ordered: Value = serde_json::from_str(&canonical).expect("canonical JSON parses");
+    let mut text = serde_json::to_string_pretty(&ordered).expect("a JSON tree prints");
+    text.push('\n');
+    text.into_bytes()
+}

@@ -1,0 +1,324 @@
+//! Step 1 of the pipeline: verifying a presented capability and its chain.
+//!
+//! Shared by the kernel and the portable evaluator so both give the same
+//! reasons in the same order: schema, issuer trusted, signatures (the root
+//! by the issuer, each link by its delegator, and the top-level fields equal
+//! to the last link's, since only the link signs them), the validity window
+//! against the injected clock, then the chain's shape: depth, continuity,
+//! cycles, link dates, and attenuation of every link (scope subset, window
+//! inside the parent's, budget and share no larger). What passes is a
+//! [`VerifiedCapability`] that the later steps read.
+
+use crate::canonical::to_canonical_vec;
+use crate::path::{is_under, normalize_path};
+use crate::signature::{verify_hex, SignatureCache};
+use crate::token::{
+    CapabilityToken, GrantState, MonetaryLimit, ScopeGrant, ANY_TOOL, CAPABILITY_SCHEMA,
+    DELEGATION_SCHEMA,
+};
+
+/// Exact reason: the issuer is not in the trusted set.
+pub const UNTRUSTED_ISSUER: &str = "capability issuer is not a trusted CA";
+/// Exact reason: a signature over the capability does not verify.
+pub const INVALID_SIGNATURE: &str = "capability signature is invalid";
+/// Exact reason: the clock is before `not_before`.
+pub const NOT_YET_VALID: &str = "capability not yet valid";
+/// Exact reason: the clock is after `expires_at`.
+pub const EXPIRED: &str = "capability has expired";
+
+/// One sibling-share admission the chain requires (step 7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShareClaim {
+    /// The parent capability.
+    pub parent_id: String,
+    /// The child capability.
+    pub child_id: String,
+    /// The child's share.
+    pub child_bps: u32,
+    /// The parent's share.
+    pub parent_bps: u32,
+}
+
+/// One invocation budget along the chain (step 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvocationLimit {
+    /// The capability (root or delegated child) whose budget it is.
+    pub capability_id: String,
+    /// Its maximum number of invocations.
+    pub max_invocations: u64,
+}
+
+/// A capability that passed step 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifiedCapability {
+    /// The presented capability's id.
+    pub id: String,
+    /// Its holder (hex key).
+    pub subject: String,
+    /// The root capability's id (the lineage).
+    pub root_id: String,
+    /// Ids of the root and every intermediate capability, root first.
+    pub ancestors: Vec<String>,
+    /// The effective state.
+    pub state: GrantState,
+    /// Share admissions, root side first.
+    pub shares: Vec<ShareClaim>,
+    /// Invocation budgets along the chain, root first.
+    pub invocation_limits: Vec<InvocationLimit>,
+}
+
+/// Verifies a capability at `now_secs` (Unix seconds) against the trusted
+/// issuer keys; answers the deny reason on failure.
+pub fn verify_capability(
+    token: &CapabilityToken,
+    trusted_issuers: &[String],
+    now_secs: u64,
+    max_depth: usize,
+    mut cache: Option<&mut SignatureCache>,
+) -> Result<VerifiedCapability, String> {
+    if token.schema != CAPABILITY_SCHEMA {
+        return Err(format!(
+            "capability schema {:?} is not {CAPABILITY_SCHEMA}",
+            token.schema
+        ));
+    }
+    let root = token.root_body();
+    let delegated = !token.delegation_chain.is_empty();
+    if delegated != token.root.is_some() {
+        return Err(if delegated {
+            "delegated capability carries no root grant".to_string()
+        } else {
+            "capability carries a root grant but no delegation chain".to_string()
+        });
+    }
+    if !trusted_issuers.iter().any(|k| *k == root.issuer) {
+        return Err(UNTRUSTED_ISSUER.to_string());
+    }
+    // Signatures: root by the issuer, each link by its delegator, and the
+    // top-level fields must be what the last link signed.
+    if token.issuer != root.issuer || root.schema != CAPABILITY_SCHEMA {
+        return Err(INVALID_SIGNATURE.to_string());
+    }
+    let root_bytes = to_canonical_vec(&root).map_err(|_| INVALID_SIGNATURE.to_string())?;
+    if !verify_hex(cache.as_deref_mut(), &root.issuer, &root_bytes, &token.signature) {
+        return Err(INVALID_SIGNATURE.to_string());
+    }
+    for link in &token.delegation_chain {
+        let bytes = link
+            .signing_bytes()
+            .map_err(|_| INVALID_SIGNATURE.to_string())?;
+        if link.schema != DELEGATION_SCHEMA
+            || !verify_hex(cache.as_deref_mut(), &link.delegator, &bytes, &link.signature)
+        {
+            return Err(INVALID_SIGNATURE.to_string());
+        }
+    }
+    if let Some(last) = token.delegation_chain.last() {
+        if last.child_id != token.id
+            || last.delegatee != token.subject
+            || last.attenuation != token.state()
+        {
+            return Err(INVALID_SIGNATURE.to_string());
+        }
+    }
+    // Time, on the effective window.
+    if now_secs < token.not_before {
+        return Err(NOT_YET_VALID.to_string());
+    }
+    if now_secs > token.expires_at {
+        return Err(EXPIRED.to_string());
+    }
+    // Chain shape.
+    let depth = token.delegation_chain.len();
+    if depth > max_depth {
+        return Err(format!(
+            "delegation depth {depth} exceeds the limit {max_depth}"
+        ));
+    }
+    let mut ids = vec![root.id.clone()];
+    let mut keys = vec![root.subject.clone()];
+    let mut parent_state = root.state();
+    let mut parent_id = root.id.clone();
+    let mut parent_subject = root.subject.clone();
+    let mut parent_time = 0u64;
+    let mut shares = Vec::new();
+    let mut invocation_limits: Vec<InvocationLimit> = root
+        .max_invocations
+        .map(|m| InvocationLimit {
+            capability_id: root.id.clone(),
+            max_invocations: m,
+        })
+        .into_iter()
+        .collect();
+    for (i, link) in token.delegation_chain.iter().enumerate() {
+        if link.parent_id != parent_id || link.delegator != parent_subject {
+            return Err(format!(
+                "delegation chain is broken at link {i}: link {} does not continue from {parent_id}",
+                link.child_id
+            ));
+        }
+        if ids.contains(&link.child_id) {
+            return Err(format!(
+                "delegation chain has a cycle: capability id {} appears twice",
+                link.child_id
+            ));
+        }
+        if keys.contains(&link.delegatee) {
+            return Err(format!(
+                "delegation chain has a cycle: link {} delegates back to a key already in the chain",
+                link.child_id
+            ));
+        }
+        if link.timestamp_ms < parent_time {
+            return Err(format!(
+                "delegation link {} is dated before its parent link",
+                link.child_id
+            ));
+        }
+        if link.timestamp_ms / 1000 > now_secs {
+            return Err(format!(
+                "delegation link {} is dated after the evaluation time",
+                link.child_id
+            ));
+        }
+        check_attenuation(&link.child_id, &parent_state, &link.attenuation)?;
+        shares.push(ShareClaim {
+            parent_id: parent_id.clone(),
+            child_id: link.child_id.clone(),
+            child_bps: link.attenuation.share_bps,
+            parent_bps: parent_state.share_bps,
+        });
+        if let Some(m) = link.attenuation.max_invocations {
+            invocation_limits.push(InvocationLimit {
+                capability_id: link.child_id.clone(),
+                max_invocations: m,
+            });
+        }
+        ids.push(link.child_id.clone());
+        keys.push(link.delegatee.clone());
+        parent_state = link.attenuation.clone();
+        parent_id = link.child_id.clone();
+        parent_subject = link.delegatee.clone();
+        parent_time = link.timestamp_ms;
+    }
+    ids.pop();
+    Ok(VerifiedCapability {
+        id: token.id.clone(),
+        subject: token.subject.clone(),
+        root_id: root.id,
+        ancestors: ids,
+        state: token.state(),
+        shares,
+        invocation_limits,
+    })
+}
+
+/// Checks that `child` attenuates `parent`: scope subset, window inside,
+/// budget and share no larger.
+pub fn check_attenuation(child_id: &str, parent: &GrantState, child: &GrantState) -> Result<(), String> {
+    for grant in &child.scope {
+        if let Some(problem) = uncovered(grant, &parent.scope) {
+            return Err(format!(
+                "delegation link {child_id} widens scope: {problem}"
+            ));
+        }
+    }
+    if child.expires_at > parent.expires_at {
+        return Err(format!(
+            "delegation link {child_id} expires at {} after its parent's expiry {}",
+            child.expires_at, parent.expires_at
+        ));
+    }
+    if child.not_before < parent.not_before {
+        return Err(format!(
+            "delegation link {child_id} becomes valid at {} before its parent's start {}",
+            child.not_before, parent.not_before
+        ));
+    }
+    match (parent.max_invocations, child.max_invocations) {
+        (Some(p), None) => {
+            return Err(format!(
+                "delegation link {child_id} has an unlimited invocation budget under a parent limited to {p}"
+            ))
+        }
+        (Some(p), Some(c)) if c > p => {
+            return Err(format!(
+                "delegation link {child_id} allows {c} invocations, more than its parent's {p}"
+            ))
+        }
+        _ => {}
+    }
+    if child.share_bps > parent.share_bps {
+        return Err(format!(
+            "delegation link {child_id} share {} bps exceeds its parent's {} bps",
+            child.share_bps, parent.share_bps
+        ));
+    }
+    Ok(())
+}
+
+/// Why `grant` is not covered by any parent grant, or `None` when it is.
+fn uncovered(grant: &ScopeGrant, parents: &[ScopeGrant]) -> Option<String> {
+    let same_server: Vec<&ScopeGrant> = parents.iter().filter(|p| p.server == grant.server).collect();
+    if same_server.is_empty() {
+        return Some(format!("server {} is not granted by its parent", grant.server));
+    }
+    let mut last = String::new();
+    for parent in same_server {
+        match covered_by(grant, parent) {
+            Ok(()) => return None,
+            Err(why) => last = why,
+        }
+    }
+    Some(last)
+}
+
+fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), String> {
+    for tool in &grant.tools {
+        let ok = if tool == ANY_TOOL {
+            parent.tools.iter().any(|t| t == ANY_TOOL)
+        } else {
+            parent.covers_tool(tool)
+        };
+        if !ok {
+            return Err(format!(
+                "tool {tool} on server {} is not granted by its parent",
+                grant.server
+            ));
+        }
+    }
+    for (name, value) in &parent.constraints {
+        let child_value = grant.constraints.get(name);
+        let ok = match (name.as_str(), child_value) {
+            (_, None) => false,
+            ("path_prefix", Some(child)) => match (value.as_str(), child.as_str()) {
+                (Some(p), Some(c)) => match (normalize_path(p), normalize_path(c)) {
+                    (Ok(p), Ok(c)) => is_under(&c, &p),
+                    _ => false,
+                },
+                _ => false,
+            },
+            ("monetary", Some(child)) => {
+                let p: Option<MonetaryLimit> = serde_json::from_value(value.clone()).ok();
+                let c: Option<MonetaryLimit> = serde_json::from_value(child.clone()).ok();
+                match (p, c) {
+                    (Some(p), Some(c)) => {
+                        p.argument == c.argument
+                            && p.currency == c.currency
+                            && c.max_per_invocation <= p.max_per_invocation
+                            && c.max_total <= p.max_total
+                    }
+                    _ => false,
+                }
+            }
+            (_, Some(child)) => child == value,
+        };
+        if !ok {
+            return Err(format!(
+                "constraint {name} on server {} is looser than its parent's",
+                grant.server
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The agent actor: an agent's arena key and the capabilities it holds.
+//!
+//! An agent signs every request it makes with its own key (proof of
+//! possession) and delegates only capabilities it holds. A call may present
+//! a capability the agent does not hold when the scenario says so (a
+//! captured token); the agent still signs with its own key, which is
+//! exactly what the kernel must refuse. The actor never decides a verdict.
+
+use std::collections::BTreeMap;
+
+use chio_kernel::request::{RequestProof, ToolCallRequest};
+use chio_kernel::token::{Attenuation, CapabilityToken};
+use ed25519_dalek::SigningKey;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::NodeError;
+
+/// What an agent is asked to call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallIntent {
+    /// Unique request id (a replay reuses one on purpose).
+    pub request_id: String,
+    /// The capability presented, by id.
+    pub capability_id: String,
+    /// A token the agent does not hold but presents anyway (captured).
+    pub captured: Option<CapabilityToken>,
+    /// Server called.
+    pub server: String,
+    /// Tool called.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Value,
+    /// Virtual time of the request, Unix milliseconds.
+    pub now_ms: u64,
+}
+
+enum AgentCommand {
+    Hold(Box<CapabilityToken>),
+    Prepare {
+        intent: Box<CallIntent>,
+        reply: oneshot::Sender<Result<ToolCallRequest, NodeError>>,
+    },
+    Delegate {
+        capability_id: String,
+        delegatee: String,
+        attenuation: Attenuation,
+        child_id: String,
+        now_ms: u64,
+        reply: oneshot::Sender<Result<CapabilityToken, NodeError>>,
+    },
+}
+
+/// A handle to a running agent actor.
+#[derive(Debug, Clone)]
+pub struct AgentHandle {
+    id: String,
+    tx: mpsc::Sender<AgentCommand>,
+}
+
+struct AgentActor {
+    id: String,
+    key: SigningKey,
+    held: BTreeMap<String, CapabilityToken>,
+    rx: mpsc::Receiver<AgentCommand>,
+}
+
+impl AgentActor {
+    async fn run(mut self) {
+        while let Some(command) = self.rx.recv().await {
+            match command {
+                AgentCommand::Hold(token) => {
+                    self.held.insert(token.id.clone(), *token);
+                }
+                AgentCommand::Prepare { intent, reply } => {
+                    let _ = reply.send(self.prepare(*intent));
+                }
+                AgentCommand::Delegate {
+                    capability_id,
+                    delegatee,
+                    attenuation,
+                    child_id,
+                    now_ms,
+                    reply,
+                } => {
+                    let result = match self.held.get(&capability_id) {
+                        None => Err(NodeError::NotHeld {
+                            agent: self.id.clone(),
+                            capability: capability_id,
+                        }),
+                        Some(parent) => parent
+                            .delegate(&self.key, &delegatee, &attenuation, &child_id, now_ms)
+                            .map_err(|e| NodeError::Kernel(e.to_string())),
+                    };
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+
+    fn prepare(&self, intent: CallIntent) -> Result<ToolCallRequest, NodeError> {
+        let capability = match (self.held.get(&intent.capability_id), intent.captured) {
+            (Some(token), _) => token.clone(),
+            (None, Some(captured)) => captured,
+            (None, None) => {
+                return Err(NodeError::NotHeld {
+                    agent: self.id.clone(),
+                    capability: intent.capability_id,
+                })
+            }
+        };
+        ToolCallRequest {
+            request_id: intent.request_id,
+            capability,
+            server: intent.server,
+            tool: intent.tool,
+            arguments: intent.arguments,
+            agent_id: self.id.clone(),
+            session_id: self.id.clone(),
+            issued_at_ms: intent.now_ms,
+            proof: RequestProof::default(),
+        }
+        .sign(&self.key)
+        .map_err(|e| NodeError::Kernel(e.to_string()))
+    }
+}
+
+impl AgentHandle {
+    /// Spawns an agent holding `grants`.
+    pub fn spawn(id: &str, key: SigningKey, grants: Vec<CapabilityToken>) -> Self {
+        let (tx, rx) = mpsc::channel(super::MAILBOX);
+        let actor = AgentActor {
+            id: id.to_string(),
+            key,
+            held: grants.into_iter().map(|t| (t.id.clone(), t)).collect(),
+            rx,
+        };
+        tokio::spawn(actor.run());
+        Self {
+            id: id.to_string(),
+            tx,
+        }
+    }
+
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn gone(&self) -> NodeError {
+        NodeError::ActorGone(format!("agent {}", self.id))
+    }
+
+    /// Gives the agent a capability (a delegation handed over to it).
+    pub async fn hold(&self, token: CapabilityToken) -> Result<(), NodeError> {
+        self.tx
+            .send(AgentCommand::Hold(Box::new(token)))
+            .await
+            .map_err(|_| self.gone())
+    }
+
+    /// Has the agent build and sign a request.
+    pub async fn prepare(&self, intent: CallIntent) -> Result<ToolCallRequest, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(AgentCommand::Prepare {
+                intent: Box::new(intent),
+                reply,
+            })
+            .await
+            .map_err(|_| self.gone())?;
+        answer.await.map_err(|_| self.gone())?
+    }
+
+    /// Has the agent delegate a capability it holds.
+    pub async fn delegate(
+        &self,
+        capability_id: &str,
+        delegatee: &str,
+        attenuation: Attenuation,
+        child_id: &str,
+        now_ms: u64,
+    ) -> Result<CapabilityToken, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(AgentCommand::Delegate {
+                capability_id: capability_id.to_string(),
+                delegatee: delegatee.to_string(),
+                attenuation,
+                child_id: child_id.to_string(),
+                now_ms,
+                reply,
+            })
+            .await
+            .map_err(|_| self.gone())?;
+        answer.await.map_err(|_| self.gone())?
+    }
+}

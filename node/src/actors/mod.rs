@@ -1,0 +1,23 @@
+//! The actors a node hosts: one per kernel, per agent and per tool server.
+//!
+//! Each actor owns its state and a bounded mailbox and is reached through a
+//! cloneable handle (STYLE.md item 4); a dropped handle ends its actor.
+//! Tool-server and agent actors are tokio tasks. A kernel actor is a named
+//! OS thread, because the kernel's store traits are synchronous and a
+//! remote store blocks on its RPC: a dedicated thread keeps that blocking
+//! off the async runtime. Module map:
+//! - [`server`]: [`ToolServerHandle`], a simulated tool server;
+//! - [`kernel`]: [`KernelHandle`], a kernel and the servers it dispatches to;
+//! - [`agent`]: [`AgentHandle`], an agent's key, capabilities and requests.
+
+pub mod agent;
+pub mod kernel;
+pub mod server;
+
+pub use agent::AgentHandle;
+pub use kernel::{CallOutcome, KernelHandle};
+pub use server::ToolServerHandle;
+
+/// Mailbox capacity of every actor; the controller dispatches one action
+/// at a time, so the bound only matters under load tests and adversaries.
+pub const MAILBOX: usize = 64;

@@ -1,0 +1,85 @@
+//! The tool-server actor: owns one simulated server and answers its calls
+//! in arrival order. What a call returns is `crate::tools`' business.
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::error::NodeError;
+use crate::tools::{ToolResult, ToolServer};
+
+enum ServerCommand {
+    Call {
+        tool: String,
+        arguments: Value,
+        reply: oneshot::Sender<ToolResult>,
+    },
+}
+
+/// A handle to a running tool-server actor.
+#[derive(Debug, Clone)]
+pub struct ToolServerHandle {
+    id: String,
+    tx: mpsc::Sender<ServerCommand>,
+}
+
+struct ServerActor {
+    server: ToolServer,
+    rx: mpsc::Receiver<ServerCommand>,
+}
+
+impl ServerActor {
+    async fn run(mut self) {
+        while let Some(command) = self.rx.recv().await {
+            match command {
+                ServerCommand::Call {
+                    tool,
+                    arguments,
+                    reply,
+                } => {
+                    let result = self.server.call(&tool, &arguments);
+                    // The caller may have given up; the call still happened.
+                    let _ = reply.send(result);
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerCommand::Call { tool, .. } => write!(f, "Call({tool})"),
+        }
+    }
+}
+
+impl ToolServerHandle {
+    /// Spawns the actor on the current tokio runtime.
+    pub fn spawn(server: ToolServer) -> Self {
+        let (tx, rx) = mpsc::channel(super::MAILBOX);
+        let id = server.id().to_string();
+        let actor = ServerActor { server, rx };
+        tokio::spawn(actor.run());
+        Self { id, tx }
+    }
+
+    /// The server id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Calls a tool from a thread outside the runtime (the kernel actor).
+    pub fn call_blocking(&self, tool: &str, arguments: &Value) -> Result<ToolResult, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .blocking_send(ServerCommand::Call {
+                tool: tool.to_string(),
+                arguments: arguments.clone(),
+                reply,
+            })
+            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;
+        answer
+            .blocking_recv()
+            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))
+    }
+}

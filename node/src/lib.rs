@@ -1,0 +1,35 @@
+//! A Chio Arena node: the actors that host kernels, agents and simulated
+//! tool servers, and the routing between nodes.
+//!
+//! A node hosts one actor per kernel, per agent and per tool server placed
+//! on it by the scenario's world, routes each call to the kernel serving
+//! the target server (locally by channel, remotely over `KernelLink`), and
+//! hands delegated capabilities to the delegatee's node. The controller
+//! owns time and order; a node only handles the actions it is sent.
+//!
+//! Module map:
+//! - [`world`]: resolving a scenario's world (keys, grants, placement);
+//! - [`tools`]: the deterministic simulated tool servers;
+//! - [`actors`]: kernel, agent and tool-server actors;
+//! - [`link`]: the `KernelLink` trait and its in-memory implementation;
+//! - [`mux`]: the `KernelMultiplexer`;
+//! - [`node`]: one node's operations;
+//! - [`shared`]: authority state shared in process;
+//! - [`embedded`]: every node in one process;
+//! - [`error`]: [`NodeError`].
+#![deny(missing_docs)]
+
+pub mod actors;
+pub mod embedded;
+pub mod error;
+pub mod link;
+pub mod mux;
+pub mod node;
+pub mod shared;
+pub mod tools;
+pub mod world;
+
+pub use embedded::EmbeddedTopology;
+pub use error::NodeError;
+pub use node::{CallCommand, DelegateCommand, Node};
+pub use world::{FixtureSet, World};

@@ -1,0 +1,228 @@
+//! A node: the actors placed on one logical node and the operations the
+//! controller (NodeControl) and other nodes (KernelLink) ask of it.
+//!
+//! Operations, each the handling of one scheduled action: a call (the
+//! acting agent signs a request, the multiplexer routes it to the serving
+//! kernel), a delegation (the delegator signs a link, the child is handed
+//! over to the delegatee's node), and a revocation (sent to the authority
+//! state). Ordering is the controller's: a node handles what it is sent.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::stores::KernelStores;
+use chio_kernel::token::{Attenuation, CapabilityToken};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::actors::agent::CallIntent;
+use crate::actors::{AgentHandle, CallOutcome, KernelHandle, ToolServerHandle};
+use crate::error::NodeError;
+use crate::link::{KernelLink, LinkFuture};
+use crate::mux::KernelMultiplexer;
+use crate::tools::ToolServer;
+use crate::world::{KernelPlan, World};
+
+/// Revocation on behalf of the authority: in-process shared state in the
+/// embedded topology, trust-control otherwise.
+pub trait AuthorityControl: Send + Sync {
+    /// Revokes a capability or delegation id.
+    fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()>;
+}
+
+/// A scheduled call, as the controller sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallCommand {
+    /// Request id (the step id, or a reused one for a replay).
+    pub request_id: String,
+    /// Acting agent.
+    pub agent: String,
+    /// Capability presented.
+    pub capability_id: String,
+    /// A captured token presented by an agent that does not hold it.
+    pub captured: Option<CapabilityToken>,
+    /// Server called.
+    pub server: String,
+    /// Tool called.
+    pub tool: String,
+    /// Arguments.
+    pub arguments: Value,
+    /// Virtual time, Unix milliseconds.
+    pub now_ms: u64,
+}
+
+/// A scheduled delegation, as the controller sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateCommand {
+    /// The delegating agent.
+    pub agent: String,
+    /// The parent capability it holds.
+    pub capability_id: String,
+    /// The receiving agent.
+    pub to: String,
+    /// The new capability's id.
+    pub delegation_id: String,
+    /// What the child narrows (absolute values, already resolved).
+    pub attenuation: Attenuation,
+    /// Virtual time, Unix milliseconds.
+    pub now_ms: u64,
+}
+
+/// The actors of one logical node before they are linked to the others.
+#[derive(Debug, Clone, Default)]
+pub struct NodeActors {
+    /// Kernels by id.
+    pub kernels: BTreeMap<String, KernelHandle>,
+    /// Agents by id.
+    pub agents: BTreeMap<String, AgentHandle>,
+}
+
+impl NodeActors {
+    /// Spawns the kernels, servers and agents the world places on `node`;
+    /// `stores` gives each kernel its stores.
+    pub fn spawn(
+        world: &World,
+        node: &str,
+        mut stores: impl FnMut(&KernelPlan) -> Result<KernelStores, NodeError>,
+    ) -> Result<Self, NodeError> {
+        let mut kernels = BTreeMap::new();
+        for plan in world.kernels.values().filter(|k| k.node == node) {
+            let servers: BTreeMap<String, ToolServerHandle> = world
+                .servers
+                .values()
+                .filter(|s| s.kernel == plan.id)
+                .map(|s| {
+                    (
+                        s.id.clone(),
+                        ToolServerHandle::spawn(ToolServer::new(&s.id, s.config.clone())),
+                    )
+                })
+                .collect();
+            let handle = KernelHandle::spawn(plan.config.clone(), stores(plan)?, servers)?;
+            kernels.insert(plan.id.clone(), handle);
+        }
+        let mut agents = BTreeMap::new();
+        for plan in world.agents.values().filter(|a| a.node == node) {
+            let grants: Vec<CapabilityToken> = world
+                .grants
+                .values()
+                .filter(|(holder, _)| *holder == plan.id)
+                .map(|(_, token)| token.clone())
+                .collect();
+            agents.insert(
+                plan.id.clone(),
+                AgentHandle::spawn(&plan.id, plan.key.clone(), grants),
+            );
+        }
+        Ok(Self { kernels, agents })
+    }
+}
+
+/// One logical node, linked to the rest of the run.
+#[derive(Clone)]
+pub struct Node {
+    id: String,
+    mux: KernelMultiplexer,
+    agent_keys: BTreeMap<String, String>,
+    authority: Arc<dyn AuthorityControl>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.id)
+            .field("mux", &self.mux)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node {
+    /// Links a node's actors to the rest of the run.
+    pub fn new(
+        world: &World,
+        id: &str,
+        actors: NodeActors,
+        link: Arc<dyn KernelLink>,
+        authority: Arc<dyn AuthorityControl>,
+    ) -> Self {
+        let routes = world
+            .servers
+            .values()
+            .map(|s| (s.id.clone(), s.kernel.clone()))
+            .collect();
+        Self {
+            id: id.to_string(),
+            mux: KernelMultiplexer::new(routes, actors.kernels, actors.agents, link),
+            agent_keys: world
+                .agents
+                .values()
+                .map(|a| (a.id.clone(), public_key_hex(&a.key)))
+                .collect(),
+            authority,
+        }
+    }
+
+    /// The logical node id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Runs a scheduled call: the agent signs, the serving kernel decides.
+    pub async fn call(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
+        let agent = self.mux.agent(&command.agent)?;
+        let request = agent
+            .prepare(CallIntent {
+                request_id: command.request_id,
+                capability_id: command.capability_id,
+                captured: command.captured,
+                server: command.server,
+                tool: command.tool,
+                arguments: command.arguments,
+                now_ms: command.now_ms,
+            })
+            .await?;
+        self.mux.evaluate(request, command.now_ms).await
+    }
+
+    /// Runs a scheduled delegation and hands the child to the delegatee.
+    pub async fn delegate(&self, command: DelegateCommand) -> Result<CapabilityToken, NodeError> {
+        let agent = self.mux.agent(&command.agent)?;
+        let delegatee = self
+            .agent_keys
+            .get(&command.to)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
+        let child = agent
+            .delegate(
+                &command.capability_id,
+                delegatee,
+                command.attenuation,
+                &command.delegation_id,
+                command.now_ms,
+            )
+            .await?;
+        self.mux.hand_over(&command.to, child.clone()).await?;
+        Ok(child)
+    }
+
+    /// Revokes a capability or delegation id through the authority state.
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<(), NodeError> {
+        self.authority.revoke(target, at_ms).await
+    }
+
+    /// Hands a capability to an agent on this node (KernelLink).
+    pub async fn hand_over(&self, agent: &str, token: CapabilityToken) -> Result<(), NodeError> {
+        self.mux.hand_over(agent, token).await
+    }
+
+    /// Evaluates a call forwarded by another node on a kernel of this node
+    /// (KernelLink).
+    pub async fn evaluate_forwarded(
+        &self,
+        kernel_id: &str,
+        request: chio_kernel::request::ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<CallOutcome, NodeError> {
+        self.mux.evaluate_on(kernel_id, request, now_ms).await
+    }
+}

@@ -1,0 +1,167 @@
+//! Authority state shared by the kernels of one embedded run.
+//!
+//! In the embedded topology trust-control lives in process: every kernel of
+//! the run reads and writes one set of revocations, budgets, sibling shares,
+//! receipts and retained labels, exactly as kernels on separate nodes share
+//! them through the trust-control service. [`SharedTrust`] holds that state
+//! behind one mutex and hands each kernel store adapters over it; the session
+//! journal and the nonce set stay per kernel (they live in the serving
+//! process's memory). Kernels evaluate one action at a time in the
+//! controller's total order, so the mutex never decides an outcome.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chio_kernel::error::{StoreError, StoreName};
+use chio_kernel::receipt::SignedReceipt;
+use chio_kernel::stores::{
+    BudgetStore, HoldOutcome, InMemoryBudgets, InMemoryJournal, InMemoryLabels, InMemoryNonces,
+    InMemoryReceipts, InMemoryRevocations, InMemorySiblingShares, KernelStores, LabelStore,
+    ReceiptStore, RevocationStore, ShareAdmission, SiblingShareStore,
+};
+use std::collections::BTreeSet;
+
+/// The in-process stand-in for trust-control's state.
+#[derive(Debug, Default)]
+struct TrustState {
+    revocations: InMemoryRevocations,
+    budgets: InMemoryBudgets,
+    shares: InMemorySiblingShares,
+    receipts: InMemoryReceipts,
+    labels: InMemoryLabels,
+    /// Receipts in append order, for the run's own accounting.
+    log: Vec<SignedReceipt>,
+}
+
+/// One shared authority state, cloned into every kernel of an embedded run.
+#[derive(Debug, Clone, Default)]
+pub struct SharedTrust {
+    state: Arc<Mutex<TrustState>>,
+}
+
+impl SharedTrust {
+    /// Fresh, empty state.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self, store: StoreName) -> Result<MutexGuard<'_, TrustState>, StoreError> {
+        self.state
+            .lock()
+            .map_err(|_| StoreError::unavailable(store, "shared state poisoned by a panic"))
+    }
+
+    /// Kernel stores over this state, with a private journal and nonce set.
+    pub fn kernel_stores(&self) -> KernelStores {
+        KernelStores {
+            revocations: Box::new(self.clone()),
+            budgets: Box::new(self.clone()),
+            shares: Box::new(self.clone()),
+            receipts: Box::new(self.clone()),
+            journal: Box::new(InMemoryJournal::default()),
+            labels: Box::new(self.clone()),
+            nonces: Box::new(InMemoryNonces::default()),
+        }
+    }
+
+    /// Revokes `id` on behalf of the authority.
+    pub fn revoke(&self, id: &str) -> Result<(), StoreError> {
+        self.lock(StoreName::Revocation)?.revocations.revoke(id)
+    }
+
+    /// Every receipt appended so far, in append order.
+    pub fn receipts(&self) -> Vec<SignedReceipt> {
+        self.state
+            .lock()
+            .map(|s| s.log.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl RevocationStore for SharedTrust {
+    fn is_revoked(&self, id: &str) -> Result<bool, StoreError> {
+        self.lock(StoreName::Revocation)?.revocations.is_revoked(id)
+    }
+
+    fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
+        self.lock(StoreName::Revocation)?.revocations.revoke(id)
+    }
+}
+
+impl BudgetStore for SharedTrust {
+    fn hold(
+        &mut self,
+        hold_id: &str,
+        key: &str,
+        amount: u64,
+        limit: u64,
+    ) -> Result<HoldOutcome, StoreError> {
+        self.lock(StoreName::Budget)?
+            .budgets
+            .hold(hold_id, key, amount, limit)
+    }
+
+    fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
+        self.lock(StoreName::Budget)?.budgets.commit(hold_id)
+    }
+
+    fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
+        self.lock(StoreName::Budget)?.budgets.release(hold_id)
+    }
+}
+
+impl SiblingShareStore for SharedTrust {
+    fn admit(
+        &mut self,
+        parent_id: &str,
+        child_id: &str,
+        child_bps: u32,
+        parent_bps: u32,
+    ) -> Result<ShareAdmission, StoreError> {
+        self.lock(StoreName::SiblingShare)?
+            .shares
+            .admit(parent_id, child_id, child_bps, parent_bps)
+    }
+}
+
+impl ReceiptStore for SharedTrust {
+    fn append(&mut self, receipt: &SignedReceipt) -> Result<(), StoreError> {
+        let mut state = self.lock(StoreName::Receipt)?;
+        state.receipts.append(receipt)?;
+        state.log.push(receipt.clone());
+        Ok(())
+    }
+}
+
+impl LabelStore for SharedTrust {
+    fn read(&self, key: &str) -> Result<BTreeSet<String>, StoreError> {
+        self.lock(StoreName::Label)?.labels.read(key)
+    }
+
+    fn join(&mut self, key: &str, label: &str) -> Result<(), StoreError> {
+        self.lock(StoreName::Label)?.labels.join(key, label)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Two kernels' store sets see one revocation set and one share registry.
+    #[test]
+    fn kernels_share_authority_state() {
+        let trust = SharedTrust::new();
+        let mut a = trust.kernel_stores();
+        let b = trust.kernel_stores();
+        a.revocations.revoke("cap-1").unwrap();
+        assert!(b.revocations.is_revoked("cap-1").unwrap());
+        let mut b = b;
+        assert_eq!(
+            a.shares.admit("p", "c1", 6000, 10000).unwrap(),
+            ShareAdmission::Admitted
+        );
+        assert!(matches!(
+            b.shares.admit("p", "c2", 6000, 10000).unwrap(),
+            ShareAdmission::Oversubscribed { .. }
+        ));
+    }
+}

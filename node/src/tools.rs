@@ -1,0 +1,345 @@
+//! Deterministic simulated tool servers.
+//!
+//! A scenario's tool servers are simulated so a run replays without any live
+//! system: a workspace filesystem seeded from fixture files beside the
+//! scenario, a publish sink, a test runner and an HTTP sink. Each is a plain
+//! state machine over `BTreeMap`s whose answers depend only on the calls it
+//! has received, in order. Authorization is not their business: the kernel
+//! has already admitted every call that reaches them. A call a server cannot
+//! serve (unknown tool, missing file, a path outside its root) is answered
+//! with an `{"ok": false, "error": ...}` result, since the authorization
+//! verdict already stood; only a broken actor turns into a dispatch failure.
+//! The actor that owns a server lives in `actors`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chio_kernel::glob::Glob;
+use chio_kernel::label::Label;
+use chio_kernel::path::normalize_path;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+/// What a tool server returned for one call, with the information-flow label
+/// of what it revealed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The JSON the caller receives (after the kernel's post-invocation
+    /// pipeline).
+    pub content: Value,
+    /// The classification of what the call revealed, when it revealed
+    /// classified content.
+    pub label: Option<Label>,
+}
+
+impl ToolResult {
+    fn plain(content: Value) -> Self {
+        Self { content, label: None }
+    }
+
+    fn failed(message: impl Into<String>) -> Self {
+        Self::plain(json!({"ok": false, "error": message.into()}))
+    }
+}
+
+/// The configuration of a simulated server, resolved from the scenario.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolServerConfig {
+    /// A filesystem under `root`, seeded with `files` (absolute path to
+    /// UTF-8 content), classifying reads by `labels`.
+    Workspace {
+        /// The directory every path must stay under.
+        root: String,
+        /// Seed content, absolute normalised paths to text.
+        files: BTreeMap<String, String>,
+        /// Glob to label; a read takes the highest label of every glob
+        /// its path matches, so declaration order cannot change a result.
+        labels: Vec<(String, Label)>,
+    },
+    /// A sink that records what is published.
+    Publish,
+    /// A test runner whose listed tests fail.
+    TestRunner {
+        /// Names of tests that fail when run.
+        failing: BTreeSet<String>,
+    },
+    /// A sink that records outgoing HTTP requests.
+    Http,
+}
+
+/// A simulated tool server's state.
+#[derive(Debug, Clone)]
+pub struct ToolServer {
+    id: String,
+    state: ServerState,
+}
+
+#[derive(Debug, Clone)]
+enum ServerState {
+    Workspace {
+        root: String,
+        files: BTreeMap<String, String>,
+        labels: Vec<(Glob, Label)>,
+    },
+    Publish {
+        posts: Vec<Value>,
+    },
+    TestRunner {
+        failing: BTreeSet<String>,
+        runs: u64,
+    },
+    Http {
+        requests: Vec<Value>,
+    },
+}
+
+impl ToolServer {
+    /// Builds a server from its resolved configuration.
+    pub fn new(id: impl Into<String>, config: ToolServerConfig) -> Self {
+        let state = match config {
+            ToolServerConfig::Workspace { root, files, labels } => ServerState::Workspace {
+                root,
+                files,
+                labels: labels
+                    .into_iter()
+                    .map(|(pattern, label)| (Glob::new(&pattern), label))
+                    .collect(),
+            },
+            ToolServerConfig::Publish => ServerState::Publish { posts: Vec::new() },
+            ToolServerConfig::TestRunner { failing } => ServerState::TestRunner { failing, runs: 0 },
+            ToolServerConfig::Http => ServerState::Http { requests: Vec::new() },
+        };
+        Self { id: id.into(), state }
+    }
+
+    /// The server id calls name.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The tools this server answers, for validation and documentation.
+    pub fn tools(&self) -> &'static [&'static str] {
+        match self.state {
+            ServerState::Workspace { .. } => &["read_file", "write_file", "list_dir", "delete_file"],
+            ServerState::Publish { .. } => &["publish"],
+            ServerState::TestRunner { .. } => &["run_tests"],
+            ServerState::Http { .. } => &["http_post"],
+        }
+    }
+
+    /// Serves one admitted call.
+    pub fn call(&mut self, tool: &str, arguments: &Value) -> ToolResult {
+        match &mut self.state {
+            ServerState::Workspace { root, files, labels } => {
+                workspace_call(root, files, labels, tool, arguments)
+            }
+            ServerState::Publish { posts } => match tool {
+                "publish" => {
+                    posts.push(arguments.clone());
+                    ToolResult::plain(json!({
+                        "ok": true,
+                        "published": posts.len(),
+                        "digest": digest(arguments),
+                    }))
+                }
+                other => unknown_tool(other),
+            },
+            ServerState::TestRunner { failing, runs } => match tool {
+                "run_tests" => {
+                    *runs += 1;
+                    let requested: Vec<String> = match arguments.get("tests") {
+                        Some(Value::Array(items)) => items
+                            .iter()
+                            .filter_map(|v| v.as_str().map(str::to_string))
+                            .collect(),
+                        _ => vec!["all".to_string()],
+                    };
+                    let failed: Vec<&String> = if requested == ["all"] {
+                        failing.iter().collect()
+                    } else {
+                        requested.iter().filter(|t| failing.contains(*t)).collect()
+                    };
+                    ToolResult::plain(json!({
+                        "ok": true,
+                        "run": *runs,
+                        "status": if failed.is_empty() { "pass" } else { "fail" },
+                        "failed": failed,
+                    }))
+                }
+                other => unknown_tool(other),
+            },
+            ServerState::Http { requests } => match tool {
+                "http_post" => {
+                    requests.push(arguments.clone());
+                    ToolResult::plain(json!({
+                        "ok": true,
+                        "status": 200,
+                        "request": requests.len(),
+                        "digest": digest(arguments),
+                    }))
+                }
+                other => unknown_tool(other),
+            },
+        }
+    }
+}
+
+fn unknown_tool(tool: &str) -> ToolResult {
+    ToolResult::failed(format!("unknown tool {tool}"))
+}
+
+fn digest(value: &Value) -> String {
+    // Canonical bytes cannot fail for values that came from JSON arguments
+    // of bounded integers; fall back to the empty digest input otherwise so
+    // a sink never refuses a call the kernel admitted.
+    let bytes = chio_kernel::canonical::canonical_bytes(value).unwrap_or_default();
+    hex::encode(Sha256::digest(&bytes))
+}
+
+fn workspace_call(
+    root: &str,
+    files: &mut BTreeMap<String, String>,
+    labels: &[(Glob, Label)],
+    tool: &str,
+    arguments: &Value,
+) -> ToolResult {
+    let raw = match arguments.get("path").and_then(Value::as_str) {
+        Some(p) => p,
+        None => return ToolResult::failed(format!("{tool} needs a string argument path")),
+    };
+    let path = match normalize_path(raw) {
+        Ok(p) => p,
+        Err(problem) => return ToolResult::failed(problem.reason(raw)),
+    };
+    if !chio_kernel::path::is_under(&path, root) {
+        return ToolResult::failed(format!("path {path} is outside the workspace root {root}"));
+    }
+    match tool {
+        "read_file" => match files.get(&path) {
+            Some(content) => ToolResult {
+                content: json!({"ok": true, "path": path, "content": content}),
+                label: labels
+                    .iter()
+                    .filter(|(glob, _)| glob.is_match(&path))
+                    .map(|(_, label)| *label)
+                    .max(),
+            },
+            None => ToolResult::failed(format!("no such file {path}")),
+        },
+        "write_file" => {
+            let content = match arguments.get("content") {
+                Some(Value::String(s)) => s.clone(),
+                Some(other) => other.to_string(),
+                None => String::new(),
+            };
+            let bytes = content.len();
+            files.insert(path.clone(), content);
+            ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))
+        }
+        "delete_file" => match files.remove(&path) {
+            Some(_) => ToolResult::plain(json!({"ok": true, "path": path})),
+            None => ToolResult::failed(format!("no such file {path}")),
+        },
+        "list_dir" => {
+            let prefix = if path.ends_with('/') { path.clone() } else { format!("{path}/") };
+            let mut entries: BTreeSet<String> = BTreeSet::new();
+            for name in files.keys() {
+                if let Some(rest) = name.strip_prefix(&prefix) {
+                    let first = rest.split('/').next().unwrap_or(rest);
+                    if rest.contains('/') {
+                        entries.insert(format!("{first}/"));
+                    } else {
+                        entries.insert(first.to_string());
+                    }
+                }
+            }
+            let label = labels
+                .iter()
+                .filter(|(glob, _)| entries.iter().any(|e| glob.is_match(&format!("{prefix}{e}"))))
+                .map(|(_, label)| *label)
+                .max();
+            ToolResult {
+                content: json!({"ok": true, "path": path, "entries": entries}),
+                label,
+            }
+        }
+        other => unknown_tool(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> ToolServer {
+        let mut files = BTreeMap::new();
+        files.insert("/workspace/notes.txt".to_string(), "hello".to_string());
+        files.insert("/workspace/internal/plan.md".to_string(), "q3 plan".to_string());
+        ToolServer::new(
+            "workspace",
+            ToolServerConfig::Workspace {
+                root: "/workspace".to_string(),
+                files,
+                labels: vec![("/workspace/internal/**".to_string(), Label::Internal)],
+            },
+        )
+    }
+
+    // A read returns the seeded content and the label of the glob it matches.
+    #[test]
+    fn reads_carry_labels() {
+        let mut ws = workspace();
+        let plain = ws.call("read_file", &json!({"path": "/workspace/notes.txt"}));
+        assert_eq!(plain.content["content"], "hello");
+        assert_eq!(plain.label, None);
+        let internal = ws.call("read_file", &json!({"path": "/workspace/internal/plan.md"}));
+        assert_eq!(internal.content["content"], "q3 plan");
+        assert_eq!(internal.label, Some(Label::Internal));
+    }
+
+    // Writes are visible to later reads and listings, in sorted order.
+    #[test]
+    fn writes_then_reads_and_lists() {
+        let mut ws = workspace();
+        let w = ws.call("write_file", &json!({"path": "/workspace/b.txt", "content": "x"}));
+        assert_eq!(w.content["ok"], true);
+        assert_eq!(ws.call("read_file", &json!({"path": "/workspace/b.txt"})).content["content"], "x");
+        let listing = ws.call("list_dir", &json!({"path": "/workspace"}));
+        assert_eq!(listing.content["entries"], json!(["b.txt", "internal/", "notes.txt"]));
+        assert_eq!(listing.label, Some(Label::Internal));
+    }
+
+    // Paths outside the root or climbing above it are answered as failures.
+    #[test]
+    fn paths_outside_root_fail() {
+        let mut ws = workspace();
+        let out = ws.call("read_file", &json!({"path": "/etc/passwd"}));
+        assert_eq!(out.content["ok"], false);
+        let climb = ws.call("read_file", &json!({"path": "/workspace/../../etc"}));
+        assert_eq!(climb.content["ok"], false);
+        assert!(climb.content["error"].as_str().unwrap().contains("escapes the root"));
+    }
+
+    // The test runner fails exactly when a failing test is run.
+    #[test]
+    fn test_runner_is_deterministic() {
+        let mut failing = BTreeSet::new();
+        failing.insert("test_pricing".to_string());
+        let mut tr = ToolServer::new("tests", ToolServerConfig::TestRunner { failing });
+        assert_eq!(tr.call("run_tests", &json!({"tests": ["test_ok"]})).content["status"], "pass");
+        assert_eq!(tr.call("run_tests", &json!({})).content["status"], "fail");
+    }
+
+    // Sinks number what they receive and digest it canonically.
+    #[test]
+    fn sinks_record_in_order() {
+        let mut p = ToolServer::new("pub", ToolServerConfig::Publish);
+        let a = p.call("publish", &json!({"b": 1, "a": 2}));
+        let b = p.call("publish", &json!({"a": 2, "b": 1}));
+        assert_eq!(a.content["published"], 1);
+        assert_eq!(b.content["published"], 2);
+        assert_eq!(a.content["digest"], b.content["digest"]);
+        let mut h = ToolServer::new("web", ToolServerConfig::Http);
+        assert_eq!(h.call("http_post", &json!({"url": "https://x"})).content["status"], 200);
+        assert_eq!(h.call("nope", &json!({})).content["ok"], false);
+    }
+}

@@ -1,0 +1,396 @@
+//! The world a validated scenario declares, resolved into what nodes host.
+//!
+//! Every process of a run (the controller and each node) resolves the same
+//! world from the same scenario bytes and fixture files with this one
+//! function, so they agree on keys, issued grants, guard pipelines and
+//! placement without any of it crossing the wire. Keys are arena keys derived
+//! from `(rng_seed, role, id)` by `chio_kernel::keys::derive_arena_key`, and
+//! grant tokens are issued by the arena authority at the clock's start, so
+//! two resolutions give byte-identical tokens. This module decides nothing
+//! at run time; the actors in `actors` act on what it resolves.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use chio_arena::model::ServerDecl;
+use chio_arena::{Scenario, ServerKind};
+use chio_kernel::guards::GuardSpec;
+use chio_kernel::kernel::{KernelConfig, ToolBudget};
+use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::label::Label;
+use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
+use ed25519_dalek::SigningKey;
+use serde::{Deserialize, Serialize};
+
+use crate::error::NodeError;
+use crate::tools::ToolServerConfig;
+
+/// The role name of the arena authority's key.
+pub const AUTHORITY_ROLE: &str = "authority";
+/// The role name of kernel keys.
+pub const KERNEL_ROLE: &str = "kernel";
+/// The role name of agent keys.
+pub const AGENT_ROLE: &str = "agent";
+/// The id under which the single arena authority derives its key.
+pub const AUTHORITY_ID: &str = "arena";
+
+/// The files a scenario's workspace servers are seeded with, by server id
+/// and path relative to the fixture folder. It travels with the scenario
+/// bytes to every node, so a node needs no shared filesystem.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixtureSet {
+    /// Server id to (relative path to UTF-8 content).
+    pub servers: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+impl FixtureSet {
+    /// Reads every workspace server's fixture folder next to the scenario.
+    pub fn load(scenario: &Scenario) -> Result<FixtureSet, NodeError> {
+        let mut servers = BTreeMap::new();
+        for server in &scenario.file().servers {
+            if let Some(dir) = scenario.fixture_dir(server) {
+                let mut files = BTreeMap::new();
+                read_tree(&dir, &dir, &mut files)?;
+                servers.insert(server.id.clone(), files);
+            }
+        }
+        Ok(FixtureSet { servers })
+    }
+}
+
+fn read_tree(
+    root: &Path,
+    dir: &Path,
+    out: &mut BTreeMap<String, String>,
+) -> Result<(), NodeError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| NodeError::Fixture {
+        path: dir.display().to_string(),
+        cause: e.to_string(),
+    })?;
+    let mut paths: Vec<_> = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| NodeError::Fixture {
+            path: dir.display().to_string(),
+            cause: e.to_string(),
+        })?;
+    // Directory order is the filesystem's; sort so nothing depends on it.
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            read_tree(root, &path, out)?;
+        } else {
+            let rel = path
+                .strip_prefix(root)
+                .map_err(|e| NodeError::Fixture {
+                    path: path.display().to_string(),
+                    cause: e.to_string(),
+                })?
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let content = std::fs::read_to_string(&path).map_err(|e| NodeError::Fixture {
+                path: path.display().to_string(),
+                cause: format!("{e}; fixtures must be UTF-8 text"),
+            })?;
+            out.insert(rel, content);
+        }
+    }
+    Ok(())
+}
+
+/// A kernel as the world places it.
+#[derive(Debug, Clone)]
+pub struct KernelPlan {
+    /// Kernel id.
+    pub id: String,
+    /// Logical node hosting it.
+    pub node: String,
+    /// Its complete configuration, guards in pipeline order.
+    pub config: KernelConfig,
+}
+
+/// A tool server as the world places it.
+#[derive(Debug, Clone)]
+pub struct ServerPlan {
+    /// Server id.
+    pub id: String,
+    /// The kernel that serves it.
+    pub kernel: String,
+    /// Logical node hosting it (its kernel's node).
+    pub node: String,
+    /// The simulated server's configuration.
+    pub config: ToolServerConfig,
+}
+
+/// An agent as the world places it.
+#[derive(Debug, Clone)]
+pub struct AgentPlan {
+    /// Agent id.
+    pub id: String,
+    /// The kernel it enters through.
+    pub kernel: String,
+    /// Logical node hosting it (its kernel's node).
+    pub node: String,
+    /// Its arena key, which grants name as subject.
+    pub key: SigningKey,
+}
+
+/// The resolved world of one scenario.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// Scenario id, for logs and errors.
+    pub scenario_id: String,
+    /// The seed every key derives from.
+    pub rng_seed: u64,
+    /// Unix milliseconds of the virtual clock's start.
+    pub start_ms: u64,
+    /// The arena authority that issues grants.
+    pub authority: SigningKey,
+    /// Logical nodes in declaration order.
+    pub nodes: Vec<String>,
+    /// Kernels by id.
+    pub kernels: BTreeMap<String, KernelPlan>,
+    /// Tool servers by id.
+    pub servers: BTreeMap<String, ServerPlan>,
+    /// Agents by id.
+    pub agents: BTreeMap<String, AgentPlan>,
+    /// Grants issued at setup, by grant id, with the agent holding each.
+    pub grants: BTreeMap<String, (String, CapabilityToken)>,
+}
+
+impl World {
+    /// Resolves the world of `scenario`, seeding workspaces from `fixtures`.
+    pub fn resolve(scenario: &Scenario, fixtures: &FixtureSet) -> Result<World, NodeError> {
+        scenario
+            .require_world()
+            .map_err(|e| NodeError::Scenario(e.to_string()))?;
+        let file = scenario.file();
+        let seed = file.rng_seed;
+        let start_ms = scenario.clock().now_ms();
+        let authority = derive_arena_key(seed, AUTHORITY_ROLE, AUTHORITY_ID);
+        let authority_hex = public_key_hex(&authority);
+
+        let specs: BTreeMap<String, GuardSpec> = scenario
+            .guard_specs()
+            .map_err(|e| NodeError::Scenario(e.to_string()))?
+            .into_iter()
+            .map(|s| (s.id.clone(), s))
+            .collect();
+
+        let mut agents = BTreeMap::new();
+        let mut agent_keys = BTreeMap::new();
+        for agent in &file.agents {
+            let kernel = agent.kernel.clone().ok_or_else(|| {
+                NodeError::Scenario(format!("agent {} names no kernel", agent.id))
+            })?;
+            let node = kernel_node(scenario, &kernel)?;
+            let key = derive_arena_key(seed, AGENT_ROLE, &agent.id);
+            agent_keys.insert(agent.id.clone(), public_key_hex(&key));
+            agents.insert(
+                agent.id.clone(),
+                AgentPlan {
+                    id: agent.id.clone(),
+                    kernel,
+                    node,
+                    key,
+                },
+            );
+        }
+
+        let tool_budgets: Vec<ToolBudget> = file
+            .budgets
+            .iter()
+            .map(|b| ToolBudget {
+                agent: b.agent.clone(),
+                server: b.server.clone(),
+                tool: b.tool.clone(),
+                max_invocations: b.max_invocations,
+            })
+            .collect();
+
+        let mut kernels = BTreeMap::new();
+        for kernel in &file.kernels {
+            let mut config =
+                KernelConfig::new(&kernel.id, derive_arena_key(seed, KERNEL_ROLE, &kernel.id));
+            config.trusted_issuers = vec![authority_hex.clone()];
+            config.agent_keys = agent_keys.clone();
+            config.tool_budgets = tool_budgets.clone();
+            config.guards = kernel
+                .guards
+                .iter()
+                .map(|id| {
+                    specs.get(id).cloned().ok_or_else(|| {
+                        NodeError::Scenario(format!("kernel {} names unknown guard {id}", kernel.id))
+                    })
+                })
+                .collect::<Result<_, _>>()?;
+            kernels.insert(
+                kernel.id.clone(),
+                KernelPlan {
+                    id: kernel.id.clone(),
+                    node: kernel.node.clone(),
+                    config,
+                },
+            );
+        }
+
+        let mut servers = BTreeMap::new();
+        for server in &file.servers {
+            let node = kernel_node(scenario, &server.kernel)?;
+            servers.insert(
+                server.id.clone(),
+                ServerPlan {
+                    id: server.id.clone(),
+                    kernel: server.kernel.clone(),
+                    node,
+                    config: server_config(server, fixtures)?,
+                },
+            );
+        }
+
+        let start_secs = start_ms / 1000;
+        let mut grants = BTreeMap::new();
+        for grant in &file.grants {
+            let subject = agent_keys.get(&grant.agent).ok_or_else(|| {
+                NodeError::Scenario(format!("grant {} names unknown agent", grant.id))
+            })?;
+            let tools: Vec<&str> = grant.tools.iter().map(String::as_str).collect();
+            let mut scope = ScopeGrant::new(&grant.server, &tools);
+            if let Some(prefix) = &grant.path_prefix {
+                scope = scope.with_path_prefix(prefix);
+            }
+            let body = CapabilityBody {
+                schema: CAPABILITY_SCHEMA.to_string(),
+                id: grant.id.clone(),
+                issuer: authority_hex.clone(),
+                subject: subject.clone(),
+                scope: vec![scope],
+                not_before: start_secs + grant.not_before() / 1000,
+                expires_at: start_secs + grant.expires_after() / 1000,
+                max_invocations: grant.max_invocations,
+                share_bps: u32::try_from(grant.share()).map_err(|_| {
+                    NodeError::Scenario(format!("grant {} share_bps out of range", grant.id))
+                })?,
+            };
+            let token = CapabilityToken::issue(body, &authority)
+                .map_err(|e| NodeError::Kernel(e.to_string()))?;
+            grants.insert(grant.id.clone(), (grant.agent.clone(), token));
+        }
+
+        Ok(World {
+            scenario_id: file.id.clone(),
+            rng_seed: seed,
+            start_ms,
+            authority,
+            nodes: file.nodes.iter().map(|n| n.id.clone()).collect(),
+            kernels,
+            servers,
+            agents,
+            grants,
+        })
+    }
+
+    /// The logical node hosting `agent`.
+    pub fn agent_node(&self, agent: &str) -> Option<&str> {
+        self.agents.get(agent).map(|a| a.node.as_str())
+    }
+
+    /// The kernel serving `server`.
+    pub fn server_kernel(&self, server: &str) -> Option<&str> {
+        self.servers.get(server).map(|s| s.kernel.as_str())
+    }
+
+    /// The logical node hosting `kernel`.
+    pub fn kernel_node(&self, kernel: &str) -> Option<&str> {
+        self.kernels.get(kernel).map(|k| k.node.as_str())
+    }
+
+    /// The public keys of the run, printed as arena keys: by role, then id.
+    pub fn public_keys(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        let mut keys = BTreeMap::new();
+        keys.insert(
+            AUTHORITY_ROLE.to_string(),
+            BTreeMap::from([(AUTHORITY_ID.to_string(), public_key_hex(&self.authority))]),
+        );
+        keys.insert(
+            KERNEL_ROLE.to_string(),
+            self.kernels
+                .values()
+                .map(|k| (k.id.clone(), public_key_hex(&k.config.signing_key)))
+                .collect(),
+        );
+        keys.insert(
+            AGENT_ROLE.to_string(),
+            self.agents
+                .values()
+                .map(|a| (a.id.clone(), public_key_hex(&a.key)))
+                .collect(),
+        );
+        keys
+    }
+
+    /// The ids of the kernels, servers and agents placed on `node`.
+    pub fn placed_on(&self, node: &str) -> (BTreeSet<String>, BTreeSet<String>, BTreeSet<String>) {
+        (
+            self.kernels
+                .values()
+                .filter(|k| k.node == node)
+                .map(|k| k.id.clone())
+                .collect(),
+            self.servers
+                .values()
+                .filter(|s| s.node == node)
+                .map(|s| s.id.clone())
+                .collect(),
+            self.agents
+                .values()
+                .filter(|a| a.node == node)
+                .map(|a| a.id.clone())
+                .collect(),
+        )
+    }
+}
+
+fn kernel_node(scenario: &Scenario, kernel: &str) -> Result<String, NodeError> {
+    scenario
+        .file()
+        .kernels
+        .iter()
+        .find(|k| k.id == kernel)
+        .map(|k| k.node.clone())
+        .ok_or_else(|| NodeError::Scenario(format!("unknown kernel {kernel}")))
+}
+
+fn server_config(server: &ServerDecl, fixtures: &FixtureSet) -> Result<ToolServerConfig, NodeError> {
+    let kind = ServerKind::parse(&server.kind)
+        .ok_or_else(|| NodeError::Scenario(format!("server {} has unknown kind", server.id)))?;
+    Ok(match kind {
+        ServerKind::Workspace => {
+            let root = server.root_or_default().trim_end_matches('/').to_string();
+            let mut files = BTreeMap::new();
+            if let Some(seeded) = fixtures.servers.get(&server.id) {
+                for (rel, content) in seeded {
+                    files.insert(format!("{root}/{rel}"), content.clone());
+                }
+            }
+            let mut labels = Vec::new();
+            for (glob, label) in server.labels.iter().flatten() {
+                let parsed = Label::parse(label).ok_or_else(|| {
+                    NodeError::Scenario(format!(
+                        "server {} label {label} is not public, internal, confidential or restricted",
+                        server.id
+                    ))
+                })?;
+                labels.push((glob.clone(), parsed));
+            }
+            ToolServerConfig::Workspace { root, files, labels }
+        }
+        ServerKind::Publish => ToolServerConfig::Publish,
+        ServerKind::TestRunner => ToolServerConfig::TestRunner {
+            failing: server.failing.iter().flatten().cloned().collect(),
+        },
+        ServerKind::Http => ToolServerConfig::Http,
+    })
+}

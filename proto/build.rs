@@ -1,0 +1,18 @@
+//! Compiles the `.proto` files of this crate into tonic/prost bindings with
+//! `protox` (pure Rust), so no system `protoc` is needed. Adding a protocol is
+//! one line in `PROTOS`.
+
+/// Every protocol this crate compiles, relative to the crate root.
+const PROTOS: &[&str] = &["chio/trust/v1/trust_control.proto"];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    for proto in PROTOS {
+        println!("cargo:rerun-if-changed={proto}");
+    }
+    let descriptors = protox::compile(PROTOS, ["."])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(descriptors)?;
+    Ok(())
+}

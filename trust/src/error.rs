@@ -1,0 +1,186 @@
+//! The one error type of trust-control: invalid requests, refused conflicts,
+//! storage failures, service start-up refusals and client-side failures.
+//!
+//! Every message names the trust-control store, so a node that turns any
+//! failure into a deny can use the message as the deny reason unchanged.
+//! Messages never contain a bearer token or any other secret value.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in trust-control, on either side of the wire.
+///
+/// `Clone` because one storage failure of a group commit is answered to every
+/// request of the batch.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TrustError {
+    /// A request field is malformed (empty id, bad hex key, share over 10000 bps).
+    #[error("trust-control store rejected {field}: {problem}; {fix}")]
+    InvalidArgument {
+        /// Which field of the request is wrong.
+        field: &'static str,
+        /// What is wrong with it (never the raw value when it could be secret).
+        problem: String,
+        /// How the caller fixes it.
+        fix: &'static str,
+    },
+    /// A receipt id is already stored with different bytes.
+    #[error(
+        "trust-control store refused receipt {receipt_id}: already stored with other bytes; \
+         receipt ids are content-addressed, recompute the id from the body"
+    )]
+    ReceiptConflict {
+        /// The receipt id whose stored body differs.
+        receipt_id: String,
+    },
+    /// A hold id was reused for another budget or amount.
+    #[error(
+        "trust-control store refused hold {hold_id}: already taken for another budget or amount; \
+         use a fresh hold id per hold"
+    )]
+    HoldConflict {
+        /// The reused hold id.
+        hold_id: String,
+    },
+    /// A commit or release names a hold that was never granted.
+    #[error("trust-control store has no hold {hold_id}; take the hold before committing it")]
+    UnknownHold {
+        /// The hold id that is not in the store.
+        hold_id: String,
+    },
+    /// A commit after a release, or a release after a commit.
+    #[error("trust-control store cannot {action} hold {hold_id}: it is already {state}; {fix}")]
+    HoldStateConflict {
+        /// The hold whose state forbids the action.
+        hold_id: String,
+        /// `commit` or `release`.
+        action: &'static str,
+        /// The state the hold is in (`committed` or `released`).
+        state: &'static str,
+        /// How the caller recovers.
+        fix: &'static str,
+    },
+    /// A child capability was already admitted under another parent or share.
+    #[error(
+        "trust-control store refused share of child {child_id}: already admitted with another \
+         parent or share; a child capability has one parent and one share"
+    )]
+    ShareConflict {
+        /// The child capability id.
+        child_id: String,
+    },
+    /// A budget sum would overflow the store's integer range.
+    #[error(
+        "trust-control store refused budget {budget_key}: amount overflows; use smaller amounts"
+    )]
+    BudgetOverflow {
+        /// The budget whose sum overflowed.
+        budget_key: String,
+    },
+    /// SQLite failed (I/O, full disk, corruption); nothing of the batch is durable.
+    #[error("trust-control store failed: {detail}; check the database file and its disk")]
+    Storage {
+        /// The SQLite error text (file names and SQL, never request secrets).
+        detail: String,
+    },
+    /// The database was written by a newer schema than this build knows.
+    #[error(
+        "trust-control store schema version {found} is not supported (this build knows up to \
+         {supported}); upgrade chio-trust or use another database file"
+    )]
+    UnsupportedSchema {
+        /// The `user_version` found in the file.
+        found: i64,
+        /// The newest schema version this build creates and reads.
+        supported: i64,
+    },
+    /// The file is a SQLite database of another application.
+    #[error(
+        "trust-control store refused {path}: it is not a trust-control database; pass a new file \
+         or one created by chio-trust"
+    )]
+    ForeignDatabase {
+        /// The database path.
+        path: String,
+    },
+    /// The store's writer has stopped, so no request can be answered.
+    #[error("trust-control store is closed; restart the trust-control service")]
+    StoreClosed,
+    /// The service was asked to start without any bearer token.
+    #[error(
+        "trust-control refuses to start without a bearer token; pass --token-file FILE or set \
+         CHIO_TRUST_TOKEN"
+    )]
+    MissingToken,
+    /// The bearer token is present but unusable.
+    #[error("trust-control bearer token is unusable: {problem}; {fix}")]
+    WeakToken {
+        /// What is wrong with the token (its length or alphabet, never its value).
+        problem: String,
+        /// How to make a usable token.
+        fix: &'static str,
+    },
+    /// The token came from two sources and it is unclear which to use.
+    #[error(
+        "trust-control token given twice (--token-file and CHIO_TRUST_TOKEN); use exactly one"
+    )]
+    AmbiguousToken,
+    /// A file the service needs could not be read, or an address not bound.
+    #[error("trust-control could not {action}: {detail}; {fix}")]
+    Io {
+        /// What the service was doing.
+        action: String,
+        /// The operating system's error text.
+        detail: String,
+        /// How to fix it.
+        fix: &'static str,
+    },
+    /// The service is unreachable or the connection broke.
+    #[error(
+        "trust-control unavailable: {detail}; check that the service runs at the configured url"
+    )]
+    Unavailable {
+        /// The transport's description of the failure.
+        detail: String,
+    },
+    /// The service did not answer within the call's deadline.
+    #[error(
+        "trust-control deadline exceeded: {operation} got no answer within {} ms; the call is \
+         treated as failed",
+        .deadline.as_millis()
+    )]
+    DeadlineExceeded {
+        /// The RPC that timed out.
+        operation: &'static str,
+        /// The deadline it had.
+        deadline: Duration,
+    },
+    /// The service refused the bearer token this client presented.
+    #[error(
+        "trust-control refused the bearer token; configure the token the service was started with"
+    )]
+    Unauthenticated,
+    /// The service answered with an error status the client has no variant for.
+    #[error("trust-control rejected {operation}: {message}")]
+    Rejected {
+        /// The RPC that was rejected.
+        operation: &'static str,
+        /// The service's message (it names the cause and its fix).
+        message: String,
+    },
+    /// The service answered with a message this client cannot interpret.
+    #[error("trust-control sent a malformed answer to {operation}: {problem}; upgrade the client or service so both speak chio.trust.v1")]
+    MalformedAnswer {
+        /// The RPC whose answer was malformed.
+        operation: &'static str,
+        /// What was missing or wrong.
+        problem: &'static str,
+    },
+}
+
+impl From<rusqlite::Error> for TrustError {
+    fn from(error: rusqlite::Error) -> Self {
+        TrustError::Storage {
+            detail: error.to_string(),
+        }
+    }
+}

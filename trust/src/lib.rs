@@ -1,0 +1,33 @@
+//! Trust-control: the shared authority state of a Chio Arena (trusted issuer
+//! keys, revocations, invocation and monetary budgets, delegated sibling
+//! shares, the receipt log, retained information-flow labels), its stores,
+//! and the authenticated gRPC service and client that share it between nodes.
+//!
+//! Nodes call trust-control; it never calls a node. The kernel decides what
+//! to ask; this crate only keeps the answers consistent and durable.
+//!
+//! Module map:
+//! - [`model`]: the stored values, request limits and the rules both stores apply;
+//! - [`store`]: the [`TrustStore`] trait, the SQLite store and the in-memory store;
+//! - [`token`]: the bearer token and its constant-time check;
+//! - [`service`]: the `TrustControl` gRPC service and [`serve`];
+//! - [`client`]: [`TrustClient`], the node's side of the wire;
+//! - [`daemon`]: running the service as the `chio-trust` process;
+//! - [`error`]: [`TrustError`], the one error type.
+#![deny(missing_docs)]
+
+pub mod client;
+pub mod daemon;
+pub mod error;
+pub mod model;
+pub mod service;
+pub mod store;
+pub mod token;
+
+pub use client::{TrustClient, TrustClientConfig};
+pub use error::TrustError;
+pub use service::serve;
+pub use store::memory::InMemoryTrustStore;
+pub use store::sqlite::SqliteTrustStore;
+pub use store::TrustStore;
+pub use token::BearerToken;

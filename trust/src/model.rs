@@ -1,0 +1,471 @@
+//! The domain values trust-control stores and answers with, the limits on
+//! what a request may carry, and the pure rules both stores apply (budget
+//! holds, sibling shares, receipt deduplication), so the SQLite and in-memory
+//! stores cannot drift apart.
+//!
+//! Storage, transport and authentication live elsewhere: `store` persists
+//! these values, `service` and `client` carry them over gRPC.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::TrustError;
+
+/// Longest id, key or label accepted, in bytes; bounds rows and messages.
+pub const MAX_ID_BYTES: usize = 512;
+/// A whole allowance in basis points; shares above it are meaningless.
+pub const MAX_BPS: u32 = 10_000;
+/// Largest budget amount or limit, so sums fit SQLite's signed 64-bit integers.
+pub const MAX_AMOUNT: u64 = i64::MAX as u64;
+/// Most keys one label read or join may name; bounds one transaction.
+pub const MAX_KEYS_PER_CALL: usize = 1_024;
+/// Most receipts one append may carry; bounds one transaction.
+pub const MAX_RECEIPTS_PER_APPEND: usize = 10_000;
+/// Largest receipt page a list returns.
+pub const MAX_RECEIPT_PAGE: u32 = 1_000;
+/// Page size used when a list asks for 0 receipts.
+pub const DEFAULT_RECEIPT_PAGE: u32 = 100;
+
+/// The retained labels of several keys, ordered so answers are deterministic.
+pub type LabelSets = BTreeMap<String, BTreeSet<String>>;
+
+/// A trusted Ed25519 issuer public key, checked to be a valid curve point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct IssuerKey([u8; 32]);
+
+impl IssuerKey {
+    /// Parses 64 hex digits (either case) and refuses bytes that are not an
+    /// Ed25519 public key, so the store never trusts a key nothing can match.
+    pub fn parse_hex(text: &str) -> Result<Self, TrustError> {
+        let invalid = |problem: String| TrustError::InvalidArgument {
+            field: "public_key_hex",
+            problem,
+            fix: "pass the issuer's Ed25519 public key as 64 hex digits",
+        };
+        if text.len() != 64 {
+            return Err(invalid(format!(
+                "expected 64 hex digits, got {}",
+                text.len()
+            )));
+        }
+        let mut bytes = [0u8; 32];
+        hex::decode_to_slice(text, &mut bytes)
+            .map_err(|_| invalid("contains a character that is not a hex digit".to_owned()))?;
+        ed25519_dalek::VerifyingKey::from_bytes(&bytes)
+            .map_err(|_| invalid("is not a valid Ed25519 public key".to_owned()))?;
+        Ok(IssuerKey(bytes))
+    }
+
+    /// The key as 64 lowercase hex digits, the form the store keeps and lists.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// The raw 32 key bytes, for building a verifying key.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
+/// The recorded revocation of an id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Revocation {
+    /// Whether this call revoked the id (false for a repeat).
+    pub newly_revoked: bool,
+    /// The virtual time of the first revocation, in Unix milliseconds.
+    pub revoked_at_ms: u64,
+}
+
+/// The answer to a budget hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldOutcome {
+    /// The hold counts against the budget.
+    Granted {
+        /// Held plus committed amount including this hold.
+        used: u64,
+        /// The limit checked against.
+        limit: u64,
+    },
+    /// The hold would exceed the limit and was not recorded.
+    Refused {
+        /// Held plus committed amount without this hold.
+        used: u64,
+        /// The limit checked against.
+        limit: u64,
+    },
+}
+
+/// Where a granted hold is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HoldState {
+    /// Counts against the budget until committed or released.
+    Held,
+    /// Counts against the budget permanently.
+    Committed,
+    /// No longer counts.
+    Released,
+}
+
+impl HoldState {
+    /// The state's name in error messages and in the SQLite `state` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldState::Held => "held",
+            HoldState::Committed => "committed",
+            HoldState::Released => "released",
+        }
+    }
+
+    /// Reads a state back from its stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "held" => Some(HoldState::Held),
+            "committed" => Some(HoldState::Committed),
+            "released" => Some(HoldState::Released),
+            _ => None,
+        }
+    }
+}
+
+/// A granted hold as both stores record it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldRecord {
+    /// The budget the hold counts against.
+    pub budget_key: String,
+    /// The amount held.
+    pub amount: u64,
+    /// Its state.
+    pub state: HoldState,
+}
+
+/// The answer to a release: releasing an unknown hold is harmless, so it is
+/// an answer rather than an error, and the caller can tell the cases apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseOutcome {
+    /// The hold is released (now or by an earlier call).
+    Released,
+    /// No hold with that id was ever granted; nothing changed.
+    UnknownHold,
+}
+
+/// The answer to a sibling-share admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareOutcome {
+    /// The child's share is recorded and counts for its siblings.
+    Admitted {
+        /// Sum of all admitted children of the parent, this one included.
+        sum_bps: u32,
+        /// The parent share checked against.
+        parent_bps: u32,
+    },
+    /// The child's share did not fit and was not recorded.
+    Refused {
+        /// Sum of the other admitted children.
+        sibling_sum_bps: u32,
+        /// The parent share checked against.
+        parent_bps: u32,
+    },
+}
+
+/// One signed receipt handed to the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptRecord {
+    /// The content-addressed receipt id.
+    pub receipt_id: String,
+    /// The canonical body, stored byte for byte.
+    pub body: Vec<u8>,
+}
+
+/// How an append batch was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AppendSummary {
+    /// Receipts newly appended.
+    pub appended: u32,
+    /// Receipts already present with identical bytes (retries).
+    pub already_present: u32,
+}
+
+/// A receipt with its place in the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredReceipt {
+    /// Position in append order, starting at 1.
+    pub seq: u64,
+    /// The content-addressed receipt id.
+    pub receipt_id: String,
+    /// The body exactly as appended.
+    pub body: Vec<u8>,
+}
+
+/// One page of the receipt log.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReceiptPage {
+    /// The receipts, in append order.
+    pub receipts: Vec<StoredReceipt>,
+    /// The cursor for the next page; `None` at the end of the log.
+    pub next_after_seq: Option<u64>,
+}
+
+/// Checks an id, key or label: non-empty, at most [`MAX_ID_BYTES`], no control
+/// characters (they would corrupt logs and messages).
+pub fn check_id(field: &'static str, value: &str) -> Result<(), TrustError> {
+    let fix = "pass a non-empty printable string of at most 512 bytes";
+    if value.is_empty() {
+        return Err(TrustError::InvalidArgument {
+            field,
+            problem: "is empty".to_owned(),
+            fix,
+        });
+    }
+    if value.len() > MAX_ID_BYTES {
+        return Err(TrustError::InvalidArgument {
+            field,
+            problem: format!("is {} bytes long", value.len()),
+            fix,
+        });
+    }
+    if value.chars().any(char::is_control) {
+        return Err(TrustError::InvalidArgument {
+            field,
+            problem: "contains a control character".to_owned(),
+            fix,
+        });
+    }
+    Ok(())
+}
+
+/// Checks a budget amount or limit fits the store's integers.
+pub fn check_amount(field: &'static str, value: u64) -> Result<(), TrustError> {
+    if value > MAX_AMOUNT {
+        return Err(TrustError::InvalidArgument {
+            field,
+            problem: format!("{value} exceeds {MAX_AMOUNT}"),
+            fix: "express budgets in units whose totals fit in 63 bits",
+        });
+    }
+    Ok(())
+}
+
+/// Checks a share is at most a whole allowance.
+pub fn check_bps(field: &'static str, value: u32) -> Result<(), TrustError> {
+    if value > MAX_BPS {
+        return Err(TrustError::InvalidArgument {
+            field,
+            problem: format!("{value} basis points exceeds {MAX_BPS}"),
+            fix: "pass a share between 0 and 10000 basis points",
+        });
+    }
+    Ok(())
+}
+
+/// Checks the keys of a label read or join, and the count of them.
+pub fn check_label_keys(keys: &[String]) -> Result<(), TrustError> {
+    if keys.len() > MAX_KEYS_PER_CALL {
+        return Err(TrustError::InvalidArgument {
+            field: "keys",
+            problem: format!("names {} keys", keys.len()),
+            fix: "split the call into batches of at most 1024 keys",
+        });
+    }
+    keys.iter().try_for_each(|key| check_id("keys", key))
+}
+
+/// Checks an append batch: its size and every receipt id.
+pub fn check_receipts(receipts: &[ReceiptRecord]) -> Result<(), TrustError> {
+    if receipts.len() > MAX_RECEIPTS_PER_APPEND {
+        return Err(TrustError::InvalidArgument {
+            field: "receipts",
+            problem: format!("batch of {} receipts", receipts.len()),
+            fix: "append at most 10000 receipts per call",
+        });
+    }
+    receipts
+        .iter()
+        .try_for_each(|receipt| check_id("receipt_id", &receipt.receipt_id))
+}
+
+/// The page size a list request really gets: 0 means the default, larger
+/// than the maximum is clamped.
+pub fn receipt_page_size(limit: u32) -> u32 {
+    match limit {
+        0 => DEFAULT_RECEIPT_PAGE,
+        n => n.min(MAX_RECEIPT_PAGE),
+    }
+}
+
+/// The budget rule: a hold is granted when `used + amount <= limit`.
+pub fn decide_hold(
+    budget_key: &str,
+    used: u64,
+    amount: u64,
+    limit: u64,
+) -> Result<HoldOutcome, TrustError> {
+    let after = used
+        .checked_add(amount)
+        .filter(|after| *after <= MAX_AMOUNT)
+        .ok_or_else(|| TrustError::BudgetOverflow {
+            budget_key: budget_key.to_owned(),
+        })?;
+    Ok(if after <= limit {
+        HoldOutcome::Granted { used: after, limit }
+    } else {
+        HoldOutcome::Refused { used, limit }
+    })
+}
+
+/// The answer to a repeated hold id: the same budget and amount is a retry
+/// (granted again, counted once); anything else is a conflict.
+pub fn repeat_hold(
+    hold_id: &str,
+    existing: &HoldRecord,
+    budget_key: &str,
+    amount: u64,
+    used: u64,
+    limit: u64,
+) -> Result<HoldOutcome, TrustError> {
+    if existing.budget_key != budget_key || existing.amount != amount {
+        return Err(TrustError::HoldConflict {
+            hold_id: hold_id.to_owned(),
+        });
+    }
+    match existing.state {
+        HoldState::Held | HoldState::Committed => Ok(HoldOutcome::Granted { used, limit }),
+        HoldState::Released => Err(TrustError::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "hold",
+            state: "released",
+            fix: "take a new hold with a fresh hold id",
+        }),
+    }
+}
+
+/// The commit rule: held becomes committed, committed stays, released refuses.
+pub fn commit_transition(hold_id: &str, state: HoldState) -> Result<HoldState, TrustError> {
+    match state {
+        HoldState::Held | HoldState::Committed => Ok(HoldState::Committed),
+        HoldState::Released => Err(TrustError::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "commit",
+            state: "released",
+            fix: "take a new hold; a released amount no longer counts",
+        }),
+    }
+}
+
+/// The release rule: held becomes released, released stays, committed refuses.
+pub fn release_transition(hold_id: &str, state: HoldState) -> Result<HoldState, TrustError> {
+    match state {
+        HoldState::Held | HoldState::Released => Ok(HoldState::Released),
+        HoldState::Committed => Err(TrustError::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "release",
+            state: "committed",
+            fix: "a committed amount is permanent; do not release it",
+        }),
+    }
+}
+
+/// The sibling-share rule: `child + sum(other admitted siblings) <= parent`.
+pub fn decide_share(sibling_sum_bps: u32, child_bps: u32, parent_bps: u32) -> ShareOutcome {
+    // Both operands are at most MAX_BPS times the sibling count, far from u32::MAX
+    // for any realistic count; saturate rather than wrap if that ever breaks.
+    let sum_bps = sibling_sum_bps.saturating_add(child_bps);
+    if sum_bps <= parent_bps {
+        ShareOutcome::Admitted {
+            sum_bps,
+            parent_bps,
+        }
+    } else {
+        ShareOutcome::Refused {
+            sibling_sum_bps,
+            parent_bps,
+        }
+    }
+}
+
+/// Plans an append: which receipts are new, how many are retries, and the
+/// conflict if any id is stored (or repeated in the batch) with other bytes.
+/// `stored` looks an id up in the store. The batch is all or nothing.
+pub fn plan_append(
+    receipts: &[ReceiptRecord],
+    mut stored: impl FnMut(&str) -> Result<Option<Vec<u8>>, TrustError>,
+) -> Result<(Vec<&ReceiptRecord>, AppendSummary), TrustError> {
+    let mut fresh: BTreeMap<&str, &ReceiptRecord> = BTreeMap::new();
+    let mut to_insert = Vec::new();
+    let mut summary = AppendSummary::default();
+    for receipt in receipts {
+        let earlier = match fresh.get(receipt.receipt_id.as_str()) {
+            Some(first) => Some(first.body.clone()),
+            None => stored(&receipt.receipt_id)?,
+        };
+        match earlier {
+            Some(body) if body == receipt.body => summary.already_present += 1,
+            Some(_) => {
+                return Err(TrustError::ReceiptConflict {
+                    receipt_id: receipt.receipt_id.clone(),
+                })
+            }
+            None => {
+                fresh.insert(&receipt.receipt_id, receipt);
+                to_insert.push(receipt);
+                summary.appended += 1;
+            }
+        }
+    }
+    Ok((to_insert, summary))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves a key that is hex but not a curve point is refused, and case is normalised.
+    #[test]
+    fn issuer_key_parsing_checks_hex_and_curve() {
+        let signing = ed25519_dalek::SigningKey::from_bytes(&[7u8; 32]);
+        let hex_upper = hex::encode_upper(signing.verifying_key().as_bytes());
+        let key = IssuerKey::parse_hex(&hex_upper).expect("valid key");
+        assert_eq!(key.to_hex(), hex_upper.to_lowercase());
+        assert!(IssuerKey::parse_hex("zz").is_err());
+        assert!(IssuerKey::parse_hex(&"g".repeat(64)).is_err());
+        // y = 2 is not on the curve (its x would need a non-square).
+        let mut off_curve = [0u8; 32];
+        off_curve[0] = 2;
+        let refused = IssuerKey::parse_hex(&hex::encode(off_curve));
+        assert!(
+            refused.is_err(),
+            "an off-curve encoding must be refused, got {refused:?}"
+        );
+    }
+
+    // Proves the budget rule admits up to the limit exactly and refuses past it.
+    #[test]
+    fn hold_rule_is_inclusive_of_the_limit() {
+        assert_eq!(
+            decide_hold("k", 2, 1, 3).unwrap(),
+            HoldOutcome::Granted { used: 3, limit: 3 }
+        );
+        assert_eq!(
+            decide_hold("k", 3, 1, 3).unwrap(),
+            HoldOutcome::Refused { used: 3, limit: 3 }
+        );
+        assert!(decide_hold("k", MAX_AMOUNT, 1, MAX_AMOUNT).is_err());
+    }
+
+    // Proves an append batch that repeats an id with other bytes is refused whole.
+    #[test]
+    fn plan_append_refuses_in_batch_conflicts() {
+        let a = ReceiptRecord {
+            receipt_id: "r".into(),
+            body: b"a".to_vec(),
+        };
+        let b = ReceiptRecord {
+            receipt_id: "r".into(),
+            body: b"b".to_vec(),
+        };
+        let batch = [a.clone(), a.clone()];
+        let (insert, summary) = plan_append(&batch, |_| Ok(None)).unwrap();
+        assert_eq!(insert.len(), 1);
+        assert_eq!(summary.already_present, 1);
+        let err = plan_append(&[a, b], |_| Ok(None)).unwrap_err();
+        assert!(matches!(err, TrustError::ReceiptConflict { .. }));
+    }
+}

@@ -1,0 +1,297 @@
+//! `InMemoryTrustStore`: the whole trust-control state in ordered maps
+//! behind one mutex, for the embedded topology and for tests.
+//!
+//! Every operation takes the lock once, applies the shared rules of `model`
+//! and returns, so operations are linearizable exactly as the SQLite store's
+//! single writer makes them. Nothing here is durable; restarts are the SQLite
+//! store's job.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::model::{
+    check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
+    decide_hold, decide_share, plan_append, receipt_page_size, release_transition, repeat_hold,
+    AppendSummary, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
+    ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
+};
+use crate::store::TrustStore;
+use crate::TrustError;
+
+/// Trust-control state in memory; cheap to clone (clones share the state).
+#[derive(Debug, Clone, Default)]
+pub struct InMemoryTrustStore {
+    state: Arc<Mutex<MemoryState>>,
+}
+
+/// An admitted child share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct AdmittedShare {
+    child_bps: u32,
+}
+
+#[derive(Debug, Default)]
+struct MemoryState {
+    issuer_keys: BTreeSet<IssuerKey>,
+    revocations: BTreeMap<String, u64>,
+    holds: BTreeMap<String, HoldRecord>,
+    /// Held plus committed amount per budget key.
+    budget_used: BTreeMap<String, u64>,
+    /// Parent of each admitted child, so a child cannot join two parents.
+    share_parent: BTreeMap<String, String>,
+    /// Admitted children per parent.
+    shares: BTreeMap<String, BTreeMap<String, AdmittedShare>>,
+    /// The receipt log in append order; `seq` is index + 1.
+    receipts: Vec<ReceiptRecord>,
+    receipt_index: BTreeMap<String, usize>,
+    labels: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl InMemoryTrustStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, MemoryState> {
+        // A panic while holding the lock leaves no half-applied operation:
+        // every method validates and computes before it mutates.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl MemoryState {
+    fn used(&self, budget_key: &str) -> u64 {
+        self.budget_used.get(budget_key).copied().unwrap_or(0)
+    }
+
+    fn labels_of(&self, keys: &[String]) -> LabelSets {
+        keys.iter()
+            .map(|key| {
+                (
+                    key.clone(),
+                    self.labels.get(key).cloned().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl TrustStore for InMemoryTrustStore {
+    async fn add_issuer_key(&self, key: IssuerKey) -> Result<bool, TrustError> {
+        Ok(self.lock().issuer_keys.insert(key))
+    }
+
+    async fn list_issuer_keys(&self) -> Result<Vec<IssuerKey>, TrustError> {
+        Ok(self.lock().issuer_keys.iter().copied().collect())
+    }
+
+    async fn revoke(&self, id: &str, at_ms: u64) -> Result<Revocation, TrustError> {
+        check_id("id", id)?;
+        let mut state = self.lock();
+        if let Some(first) = state.revocations.get(id) {
+            return Ok(Revocation {
+                newly_revoked: false,
+                revoked_at_ms: *first,
+            });
+        }
+        state.revocations.insert(id.to_owned(), at_ms);
+        Ok(Revocation {
+            newly_revoked: true,
+            revoked_at_ms: at_ms,
+        })
+    }
+
+    async fn revoked_at(&self, id: &str) -> Result<Option<u64>, TrustError> {
+        check_id("id", id)?;
+        Ok(self.lock().revocations.get(id).copied())
+    }
+
+    async fn hold_budget(
+        &self,
+        hold_id: &str,
+        budget_key: &str,
+        amount: u64,
+        limit: u64,
+    ) -> Result<HoldOutcome, TrustError> {
+        check_id("hold_id", hold_id)?;
+        check_id("budget_key", budget_key)?;
+        check_amount("amount", amount)?;
+        check_amount("limit", limit)?;
+        let mut state = self.lock();
+        let used = state.used(budget_key);
+        if let Some(existing) = state.holds.get(hold_id) {
+            return repeat_hold(hold_id, existing, budget_key, amount, used, limit);
+        }
+        let outcome = decide_hold(budget_key, used, amount, limit)?;
+        if let HoldOutcome::Granted { used: after, .. } = outcome {
+            state.budget_used.insert(budget_key.to_owned(), after);
+            state.holds.insert(
+                hold_id.to_owned(),
+                HoldRecord {
+                    budget_key: budget_key.to_owned(),
+                    amount,
+                    state: HoldState::Held,
+                },
+            );
+        }
+        Ok(outcome)
+    }
+
+    async fn commit_budget(&self, hold_id: &str) -> Result<HoldState, TrustError> {
+        check_id("hold_id", hold_id)?;
+        let mut state = self.lock();
+        let hold = state
+            .holds
+            .get_mut(hold_id)
+            .ok_or_else(|| TrustError::UnknownHold {
+                hold_id: hold_id.to_owned(),
+            })?;
+        hold.state = commit_transition(hold_id, hold.state)?;
+        Ok(hold.state)
+    }
+
+    async fn release_budget(&self, hold_id: &str) -> Result<ReleaseOutcome, TrustError> {
+        check_id("hold_id", hold_id)?;
+        let mut state = self.lock();
+        let Some(hold) = state.holds.get(hold_id).cloned() else {
+            return Ok(ReleaseOutcome::UnknownHold);
+        };
+        let next = release_transition(hold_id, hold.state)?;
+        if hold.state == HoldState::Held {
+            let used = state.used(&hold.budget_key);
+            // A held amount was added to `used` when granted, so this cannot underflow.
+            let after = used.checked_sub(hold.amount).unwrap_or_else(|| {
+                unreachable!("budget usage below a held amount: invariant broken")
+            });
+            state.budget_used.insert(hold.budget_key.clone(), after);
+        }
+        if let Some(record) = state.holds.get_mut(hold_id) {
+            record.state = next;
+        }
+        Ok(ReleaseOutcome::Released)
+    }
+
+    async fn admit_share(
+        &self,
+        parent_id: &str,
+        child_id: &str,
+        child_bps: u32,
+        parent_bps: u32,
+    ) -> Result<ShareOutcome, TrustError> {
+        check_id("parent_id", parent_id)?;
+        check_id("child_id", child_id)?;
+        check_bps("child_bps", child_bps)?;
+        check_bps("parent_bps", parent_bps)?;
+        let mut state = self.lock();
+        let siblings = state.shares.get(parent_id);
+        let sibling_sum: u32 = siblings
+            .map(|children| {
+                children
+                    .iter()
+                    .filter(|(id, _)| id.as_str() != child_id)
+                    .map(|(_, share)| share.child_bps)
+                    .sum()
+            })
+            .unwrap_or(0);
+        if let Some(known_parent) = state.share_parent.get(child_id) {
+            let same_share = siblings
+                .and_then(|children| children.get(child_id))
+                .is_some_and(|share| share.child_bps == child_bps);
+            if known_parent != parent_id || !same_share {
+                return Err(TrustError::ShareConflict {
+                    child_id: child_id.to_owned(),
+                });
+            }
+            return Ok(ShareOutcome::Admitted {
+                sum_bps: sibling_sum + child_bps,
+                parent_bps,
+            });
+        }
+        let outcome = decide_share(sibling_sum, child_bps, parent_bps);
+        if let ShareOutcome::Admitted { .. } = outcome {
+            state
+                .share_parent
+                .insert(child_id.to_owned(), parent_id.to_owned());
+            state
+                .shares
+                .entry(parent_id.to_owned())
+                .or_default()
+                .insert(child_id.to_owned(), AdmittedShare { child_bps });
+        }
+        Ok(outcome)
+    }
+
+    async fn append_receipts(
+        &self,
+        receipts: Vec<ReceiptRecord>,
+    ) -> Result<AppendSummary, TrustError> {
+        check_receipts(&receipts)?;
+        let mut state = self.lock();
+        let (to_insert, summary) = plan_append(&receipts, |id| {
+            Ok(state
+                .receipt_index
+                .get(id)
+                .map(|index| state.receipts[*index].body.clone()))
+        })?;
+        for receipt in to_insert {
+            let index = state.receipts.len();
+            state
+                .receipt_index
+                .insert(receipt.receipt_id.clone(), index);
+            state.receipts.push(receipt.clone());
+        }
+        Ok(summary)
+    }
+
+    async fn list_receipts(&self, after_seq: u64, limit: u32) -> Result<ReceiptPage, TrustError> {
+        let page = receipt_page_size(limit) as usize;
+        let state = self.lock();
+        let start = usize::try_from(after_seq)
+            .unwrap_or(usize::MAX)
+            .min(state.receipts.len());
+        let receipts: Vec<StoredReceipt> = state.receipts[start..]
+            .iter()
+            .take(page)
+            .enumerate()
+            .map(|(offset, receipt)| StoredReceipt {
+                seq: (start + offset + 1) as u64,
+                receipt_id: receipt.receipt_id.clone(),
+                body: receipt.body.clone(),
+            })
+            .collect();
+        let next_after_seq = receipts
+            .last()
+            .map(|last| last.seq)
+            .filter(|seq| (*seq as usize) < state.receipts.len());
+        Ok(ReceiptPage {
+            receipts,
+            next_after_seq,
+        })
+    }
+
+    async fn count_receipts(&self) -> Result<u64, TrustError> {
+        Ok(self.lock().receipts.len() as u64)
+    }
+
+    async fn read_labels(&self, keys: Vec<String>) -> Result<LabelSets, TrustError> {
+        check_label_keys(&keys)?;
+        Ok(self.lock().labels_of(&keys))
+    }
+
+    async fn join_labels(&self, keys: Vec<String>, label: &str) -> Result<LabelSets, TrustError> {
+        check_label_keys(&keys)?;
+        check_id("label", label)?;
+        let mut state = self.lock();
+        for key in &keys {
+            state
+                .labels
+                .entry(key.clone())
+                .or_default()
+                .insert(label.to_owned());
+        }
+        Ok(state.labels_of(&keys))
+    }
+}

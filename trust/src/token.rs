@@ -1,0 +1,173 @@
+//! The bearer token that guards every trust-control RPC: its validation at
+//! start-up, its constant-time check on the server, and the header the
+//! client sends.
+//!
+//! The token never appears in `Debug` output, logs or error messages. The
+//! check compares SHA-256 digests with `subtle`, so neither the content nor
+//! the length of the expected token leaks through timing.
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tonic::metadata::{Ascii, MetadataValue};
+use tonic::{Request, Status};
+
+use crate::TrustError;
+
+/// Shortest token accepted; shorter ones are guessable.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// A validated shared secret: at least [`MIN_TOKEN_CHARS`] visible ASCII
+/// characters, so it fits an HTTP header unchanged.
+#[derive(Clone)]
+pub struct BearerToken {
+    secret: String,
+}
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(<redacted>)")
+    }
+}
+
+impl BearerToken {
+    /// Validates a token; an absent or empty one is [`TrustError::MissingToken`].
+    pub fn new(secret: impl Into<String>) -> Result<Self, TrustError> {
+        let secret = secret.into();
+        if secret.is_empty() {
+            return Err(TrustError::MissingToken);
+        }
+        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(TrustError::WeakToken {
+                problem: "it contains whitespace, control or non-ASCII characters".to_owned(),
+                fix: "use printable ASCII only, for example 32 random hex digits",
+            });
+        }
+        let chars = secret.len();
+        if chars < MIN_TOKEN_CHARS {
+            return Err(TrustError::WeakToken {
+                problem: format!("it is {chars} characters long, the minimum is {MIN_TOKEN_CHARS}"),
+                fix: "use at least 16 characters, for example 32 random hex digits",
+            });
+        }
+        Ok(BearerToken { secret })
+    }
+
+    /// Reads a token from file contents, ignoring surrounding whitespace (a
+    /// trailing newline is what editors and `echo` leave).
+    pub fn from_file_contents(contents: &str) -> Result<Self, TrustError> {
+        BearerToken::new(contents.trim())
+    }
+
+    /// The `authorization` header value the client sends.
+    pub(crate) fn header_value(&self) -> MetadataValue<Ascii> {
+        // Validated as visible ASCII in `new`, so the header always parses.
+        MetadataValue::try_from(format!("Bearer {}", self.secret))
+            .unwrap_or_else(|_| unreachable!("a validated token is a valid header value"))
+    }
+
+    /// The server-side checker for this token.
+    pub(crate) fn checker(&self) -> TokenCheck {
+        TokenCheck {
+            expected: Sha256::digest(self.secret.as_bytes()).into(),
+        }
+    }
+}
+
+/// The server's interceptor: refuses any request whose `authorization`
+/// header is missing or is not `Bearer <the token>`.
+#[derive(Clone)]
+pub(crate) struct TokenCheck {
+    expected: [u8; 32],
+}
+
+impl TokenCheck {
+    fn admits(&self, header: Option<&[u8]>) -> bool {
+        let presented = header
+            .and_then(|value| value.strip_prefix(b"Bearer "))
+            .unwrap_or(b"");
+        let digest: [u8; 32] = Sha256::digest(presented).into();
+        // Hash first, then compare fixed-size digests in constant time.
+        let equal: bool = digest.ct_eq(&self.expected).into();
+        equal && header.is_some()
+    }
+}
+
+impl tonic::service::Interceptor for TokenCheck {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let header = request
+            .metadata()
+            .get("authorization")
+            .map(|value| value.as_bytes());
+        if self.admits(header) {
+            Ok(request)
+        } else {
+            // Never echo what was sent.
+            Err(Status::unauthenticated(
+                "trust-control requires authorization: Bearer <token>; the token was missing or wrong",
+            ))
+        }
+    }
+}
+
+/// The client's interceptor: adds the bearer header to every request.
+#[derive(Clone)]
+pub(crate) struct BearerHeader {
+    value: MetadataValue<Ascii>,
+}
+
+impl BearerHeader {
+    pub(crate) fn new(token: &BearerToken) -> Self {
+        BearerHeader {
+            value: token.header_value(),
+        }
+    }
+}
+
+impl tonic::service::Interceptor for BearerHeader {
+    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
+        request
+            .metadata_mut()
+            .insert("authorization", self.value.clone());
+        Ok(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "0123456789abcdef-token";
+
+    // Proves empty, short and non-printable tokens are refused without echoing them.
+    #[test]
+    fn weak_tokens_are_refused_without_echo() {
+        assert_eq!(BearerToken::new("").unwrap_err(), TrustError::MissingToken);
+        assert_eq!(
+            BearerToken::from_file_contents("  \n").unwrap_err(),
+            TrustError::MissingToken
+        );
+        let short = BearerToken::new("sesame-open").unwrap_err();
+        assert!(!short.to_string().contains("sesame"), "{short}");
+        assert!(short.to_string().contains("minimum is 16"));
+        let spaced = BearerToken::new("abcdefgh ijklmnopq").unwrap_err();
+        assert!(!spaced.to_string().contains("abcdefgh"), "{spaced}");
+        let token = BearerToken::from_file_contents(&format!("{TOKEN}\n")).unwrap();
+        assert!(!format!("{token:?}").contains(TOKEN));
+    }
+
+    // Proves only the exact bearer header is admitted.
+    #[test]
+    fn checker_admits_only_the_exact_token() {
+        let check = BearerToken::new(TOKEN).unwrap().checker();
+        assert!(check.admits(Some(format!("Bearer {TOKEN}").as_bytes())));
+        assert!(!check.admits(None));
+        assert!(!check.admits(Some(b"")));
+        assert!(
+            !check.admits(Some(TOKEN.as_bytes())),
+            "the scheme is required"
+        );
+        assert!(!check.admits(Some(format!("Bearer {TOKEN}x").as_bytes())));
+        assert!(!check.admits(Some(format!("bearer {TOKEN}").as_bytes())));
+        assert!(!check.admits(Some(b"Bearer ")));
+    }
+}
