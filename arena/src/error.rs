@@ -245,6 +245,13 @@ pub enum ArenaError {
     },
     /// A value could not be printed as canonical JSON.
     Canonical(#[from] CanonicalError),
+    /// An evidence bundle could not be written or read.
+    Bundle {
+        /// The file or folder.
+        path: String,
+        /// What went wrong and how to fix it.
+        cause: String,
+    },
 }
 
 /// Every code an [`ArenaError`] can carry, in the order `docs/errors.md`
@@ -286,6 +293,7 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-SCENARIO-FIXTURE-OUTSIDE",
     "CHIO-SCENARIO-GUARD-CONFIG",
     "CHIO-ARENA-CANONICAL-JSON",
+    "CHIO-ARENA-BUNDLE",
 ];
 
 impl ArenaError {
@@ -328,6 +336,7 @@ impl ArenaError {
             Self::FixtureOutsideScenario { .. } => "CHIO-SCENARIO-FIXTURE-OUTSIDE",
             Self::GuardConfig { .. } => "CHIO-SCENARIO-GUARD-CONFIG",
             Self::Canonical(_) => "CHIO-ARENA-CANONICAL-JSON",
+            Self::Bundle { .. } => "CHIO-ARENA-BUNDLE",
         }
     }
 
@@ -367,7 +376,10 @@ impl ArenaError {
             Self::EmptyAgents => Some("agents"),
             Self::EmptySteps => Some("steps"),
             Self::SingleAgentScheduler { .. } => Some("determinism.scheduler"),
-            Self::Unreadable { .. } | Self::Syntax { .. } | Self::Canonical(_) => None,
+            Self::Unreadable { .. }
+            | Self::Syntax { .. }
+            | Self::Canonical(_)
+            | Self::Bundle { .. } => None,
         }
     }
 
@@ -478,6 +490,7 @@ impl ArenaError {
                 format!("guard configuration at {field} refused by the kernel: {reason}")
             }
             Self::Canonical(err) => format!("cannot print canonical JSON: {err}"),
+            Self::Bundle { path, cause } => format!("bundle {path}: {cause}"),
         }
     }
 
@@ -560,6 +573,9 @@ impl ArenaError {
                 "fix the guard's [guards.config] table; docs/scenario-schema.md lists each kind's keys".into()
             }
             Self::Canonical(_) => "report this as a bug: validated scenarios always print".into(),
+            Self::Bundle { .. } => {
+                "check the folder's permissions and free space, or pass another --out".into()
+            }
         }
     }
 }

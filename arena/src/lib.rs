@@ -9,6 +9,7 @@
 //! kernel's job; dispatching them is the controller's.
 //!
 //! Module map:
+//! - [`bundle`]: the evidence bundle and run comparison;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`scenario`] holds loading, validation and the validated [`Scenario`];
 //! - [`secrets`] holds inline-secret detection;
@@ -19,6 +20,7 @@
 //! - [`error`] holds [`ArenaError`] and its codes.
 #![deny(missing_docs)]
 
+pub mod bundle;
 pub mod clock;
 pub mod error;
 pub mod model;

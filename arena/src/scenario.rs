@@ -124,6 +124,15 @@ impl ExpectedVerdict {
             _ => None,
         }
     }
+
+    /// The verdict as written in the scenario.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::Rewrite => "rewrite",
+        }
+    }
 }
 
 /// A tool call.

@@ -8,12 +8,12 @@
 //! every machine. Outputs such as `arena validate` and the bundle manifest
 //! embed it; this module only owns its shape.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::ArenaError;
 
 /// What a replay must agree on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeterminismWitness {
     /// Agent ids in declaration order.
     pub agents: Vec<String>,

@@ -87,6 +87,33 @@ impl CliError {
         }
     }
 
+    /// Wraps a node failure: a world that cannot be resolved is invalid
+    /// input, anything else an infrastructure failure.
+    pub fn node(command: &'static str, err: &chio_node::NodeError) -> Self {
+        use chio_node::NodeError;
+        match err {
+            NodeError::Scenario(_) | NodeError::Fixture { .. } => Self {
+                code: "CHIO-ARENA-WORLD".to_string(),
+                command,
+                message: err.to_string(),
+                help: "fix the scenario's world declarations or its fixture files".to_string(),
+                exit: Exit::InvalidInput,
+            },
+            _ => Self::infrastructure(command, err.to_string()),
+        }
+    }
+
+    /// Something outside the input failed.
+    pub fn infrastructure(command: &'static str, message: String) -> Self {
+        Self {
+            code: "CHIO-ARENA-INFRASTRUCTURE".to_string(),
+            command,
+            message,
+            help: "check the named node or store and run again; the bundle keeps every receipt so far".to_string(),
+            exit: Exit::Infrastructure,
+        }
+    }
+
     /// The code's URN, such as `urn:chio:error:scenario:duplicate-id`.
     pub fn urn(&self) -> String {
         let (domain, rest) = split_code(&self.code);

@@ -8,11 +8,17 @@
 //! Module map:
 //! - [`cli`] holds the clap command tree;
 //! - [`error`] holds [`CliError`], [`Exit`] and the rendering;
-//! - [`arena_validate`] holds `chio arena validate`.
+//! - [`arena_validate`] holds `chio arena validate`;
+//! - [`arena_run`] holds `chio arena run`;
+//! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
+//! - [`driver`] holds the run driver every topology shares.
 #![deny(missing_docs)]
 
+pub mod arena_replay;
+pub mod arena_run;
 pub mod arena_validate;
 pub mod cli;
+pub mod driver;
 pub mod error;
 
 use std::io::Write;
@@ -25,6 +31,9 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
+            cli::ArenaCommand::Run(args) => arena_run::run(args, out),
+            cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
+            cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),
         },
     }
 }

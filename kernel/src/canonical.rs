@@ -25,7 +25,9 @@ pub enum CanonicalError {
     #[error("non-finite number has no canonical JSON form; use a finite value")]
     NonFinite,
     /// An integer a double cannot hold exactly.
-    #[error("integer {0} exceeds 2^53 and has no exact canonical JSON form; encode it as a string")]
+    #[error(
+        "integer {0} exceeds 2^53 and has no exact canonical JSON form; encode it as a string"
+    )]
     IntegerOutOfRange(String),
 }
 
@@ -142,7 +144,9 @@ pub fn format_es_number(f: f64) -> Result<String, CanonicalError> {
     // Rust's `{:e}` prints the shortest digit string that round-trips,
     // which is the digit string ECMAScript requires.
     let sci = format!("{:e}", f.abs());
-    let (mantissa, exponent) = sci.split_once('e').expect("LowerExp always has an exponent");
+    let (mantissa, exponent) = sci
+        .split_once('e')
+        .expect("LowerExp always has an exponent");
     let shortest: String = mantissa.chars().filter(|c| *c != '.').collect();
     let exp: i32 = exponent.parse().expect("LowerExp exponent is an integer");
     let digits = closest_digits(f.abs(), &shortest, exp);
@@ -197,7 +201,11 @@ fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
     if exact_exp.parse::<i32>().ok() != Some(exp) {
         return shortest.to_string();
     }
-    let all: Vec<u8> = mantissa.bytes().filter(|b| *b != b'.').map(|b| b - b'0').collect();
+    let all: Vec<u8> = mantissa
+        .bytes()
+        .filter(|b| *b != b'.')
+        .map(|b| b - b'0')
+        .collect();
     let mut kept: Vec<u8> = all[..k].to_vec();
     let rest = &all[k..];
     let first = rest.first().copied().unwrap_or(0);
@@ -274,7 +282,10 @@ mod tests {
     #[test]
     fn non_finite_refused() {
         assert_eq!(format_es_number(f64::NAN), Err(CanonicalError::NonFinite));
-        assert_eq!(format_es_number(f64::INFINITY), Err(CanonicalError::NonFinite));
+        assert_eq!(
+            format_es_number(f64::INFINITY),
+            Err(CanonicalError::NonFinite)
+        );
     }
 
     // The string and structure example of RFC 8785 section 3.2.2.
@@ -305,7 +316,15 @@ mod tests {
             "\u{00f6}": "Latin Small Letter O With Diaeresis"
         });
         let out = to_canonical_string(&v).unwrap();
-        let keys: Vec<&str> = vec!["\r", "1", "\u{0080}", "\u{00f6}", "\u{20ac}", "\u{1f600}", "\u{fb33}"];
+        let keys: Vec<&str> = vec![
+            "\r",
+            "1",
+            "\u{0080}",
+            "\u{00f6}",
+            "\u{20ac}",
+            "\u{1f600}",
+            "\u{fb33}",
+        ];
         let mut expected = String::from("{");
         for (i, k) in keys.iter().enumerate() {
             if i > 0 {

@@ -15,7 +15,9 @@ use crate::canonical::CanonicalError;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KernelError {
     /// A public key that is not lowercase hex of a valid Ed25519 point.
-    #[error("invalid public key: {detail}; pass 64 lowercase hex characters of an Ed25519 public key")]
+    #[error(
+        "invalid public key: {detail}; pass 64 lowercase hex characters of an Ed25519 public key"
+    )]
     InvalidPublicKey {
         /// What was wrong with it (never the key material itself).
         detail: String,

@@ -133,8 +133,9 @@ impl Glob {
             }
             Some(Token::AnyDirs) => {
                 self.matches_from(ti + 1, si, text, memo, width)
-                    || (si + 1..=text.len())
-                        .any(|end| text[end - 1] == '/' && self.matches_from(ti + 1, end, text, memo, width))
+                    || (si + 1..=text.len()).any(|end| {
+                        text[end - 1] == '/' && self.matches_from(ti + 1, end, text, memo, width)
+                    })
             }
             Some(Token::SubtreeTail) => si == text.len() || text.get(si) == Some(&'/'),
         };

@@ -40,8 +40,7 @@ use crate::guards::{
 use crate::keys::{parse_public_key_hex, public_key_hex};
 use crate::label::{Label, LabelKey};
 use crate::receipt::{
-    canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt,
-    RECEIPT_SCHEMA,
+    canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
 };
 use crate::request::ToolCallRequest;
 use crate::scope::select_grant;
@@ -376,12 +375,7 @@ impl Kernel {
         // forged request cannot burn a genuine request id.
         match self.stores.nonces.check_and_record(&request.request_id) {
             Ok(true) => {}
-            Ok(false) => {
-                return Err(deny(format!(
-                    "request replayed: {}",
-                    request.request_id
-                )))
-            }
+            Ok(false) => return Err(deny(format!("request replayed: {}", request.request_id))),
             Err(e) => return Err(deny(e.to_string())),
         }
         // 4. Scope.
@@ -457,7 +451,11 @@ impl Kernel {
                 LabelKey::Lineage(verified.root_id.clone()),
             ] {
                 let key = key.as_key();
-                let set = self.stores.labels.read(&key).map_err(|e| deny(e.to_string()))?;
+                let set = self
+                    .stores
+                    .labels
+                    .read(&key)
+                    .map_err(|e| deny(e.to_string()))?;
                 if !set.is_empty() {
                     labels.insert(key, set);
                 }
@@ -550,9 +548,8 @@ impl Kernel {
                 return self.finish(&request, &parameter_hash, outcome, now_ms);
             }
         };
-        let fail = |reason: String, observed: Vec<ObservedFinding>| {
-            Outcome::deny(reason, None, observed)
-        };
+        let fail =
+            |reason: String, observed: Vec<ObservedFinding>| Outcome::deny(reason, None, observed);
         if let Err(e) = commit {
             let outcome = fail(e, observed);
             return self.finish(&request, &parameter_hash, outcome, now_ms);
@@ -624,7 +621,10 @@ impl Kernel {
 
     fn commit(&mut self, holds: &[String]) -> Result<(), String> {
         for hold in holds {
-            self.stores.budgets.commit(hold).map_err(|e| e.to_string())?;
+            self.stores
+                .budgets
+                .commit(hold)
+                .map_err(|e| e.to_string())?;
         }
         Ok(())
     }
@@ -650,11 +650,7 @@ impl Kernel {
             },
         ) {
             if outcome.verdict == Verdict::Allow {
-                outcome = Outcome::deny(
-                    format!("{e}; output withheld"),
-                    None,
-                    outcome.observed,
-                );
+                outcome = Outcome::deny(format!("{e}; output withheld"), None, outcome.observed);
             }
         }
         let receipt = self.sign_receipt(request, parameter_hash, &outcome, now_ms);

@@ -118,8 +118,7 @@ pub fn is_under(path: &str, prefix: &str) -> bool {
     if prefix.is_empty() {
         return path.starts_with('/');
     }
-    path == prefix
-        || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
+    path == prefix || (path.starts_with(prefix) && path.as_bytes().get(prefix.len()) == Some(&b'/'))
 }
 
 /// Every path-like string in `arguments`, in document order.
@@ -151,7 +150,12 @@ fn walk(value: &Value, pointer: &str, under_path_key: bool, found: &mut Vec<Path
         Value::Object(map) => {
             for (key, item) in map {
                 let escaped = key.replace('~', "~0").replace('/', "~1");
-                walk(item, &format!("{pointer}/{escaped}"), is_path_key(key), found);
+                walk(
+                    item,
+                    &format!("{pointer}/{escaped}"),
+                    is_path_key(key),
+                    found,
+                );
             }
         }
         _ => {}

@@ -168,7 +168,10 @@ pub fn evaluate_portable(
             Ok(GuardVerdict::Deny(r)) => ("deny", r),
             Ok(GuardVerdict::PendingApproval(r)) => (
                 "pending_approval",
-                format!("guard {} requires approval, which portable evaluation cannot run: {r}", meta.id),
+                format!(
+                    "guard {} requires approval, which portable evaluation cannot run: {r}",
+                    meta.id
+                ),
             ),
             Err(e) => ("error", format!("guard {} failed: {e}", meta.id)),
         };
@@ -231,7 +234,8 @@ pub struct PortableAnswer {
 impl PortableAnswer {
     /// The answer as canonical JSON, as `chio eval --json` prints it.
     pub fn to_canonical_json(&self) -> String {
-        to_canonical_string(self).expect("a portable answer holds only strings, bools and small integers")
+        to_canonical_string(self)
+            .expect("a portable answer holds only strings, bools and small integers")
     }
 }
 
@@ -325,17 +329,28 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
                     .as_str()
                     .ok_or_else(|| invalid(&field, "expected a string"))?;
                 parse_public_key_hex(text).map_err(|_| {
-                    invalid(&field, "expected 64 lowercase hex characters of an Ed25519 public key")
+                    invalid(
+                        &field,
+                        "expected 64 lowercase hex characters of an Ed25519 public key",
+                    )
                 })?;
                 Ok(text.to_string())
             })
             .collect::<Result<Vec<_>, EnvelopeError>>()?,
-        _ => return Err(invalid("trusted_issuers_hex", "expected an array of hex strings")),
+        _ => {
+            return Err(invalid(
+                "trusted_issuers_hex",
+                "expected an array of hex strings",
+            ))
+        }
     };
     let clock = match top.get("clock_override_unix_secs") {
         None | Some(Value::Null) => None,
         Some(v) => Some(v.as_u64().ok_or_else(|| {
-            invalid("clock_override_unix_secs", "expected a non-negative integer of Unix seconds")
+            invalid(
+                "clock_override_unix_secs",
+                "expected a non-negative integer of Unix seconds",
+            )
         })?),
     };
     Ok(Envelope {
@@ -370,7 +385,11 @@ fn parse_request(req: &Map<String, Value>) -> Result<PortableRequest, EnvelopeEr
     })
 }
 
-fn refuse_unknown(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Result<(), EnvelopeError> {
+fn refuse_unknown(
+    map: &Map<String, Value>,
+    known: &[&str],
+    prefix: &str,
+) -> Result<(), EnvelopeError> {
     match map.keys().find(|k| !known.contains(&k.as_str())) {
         Some(k) => Err(EnvelopeError::UnknownField {
             field: format!("{prefix}{k}"),
@@ -379,7 +398,11 @@ fn refuse_unknown(map: &Map<String, Value>, known: &[&str], prefix: &str) -> Res
     }
 }
 
-fn required<'m>(map: &'m Map<String, Value>, name: &str, prefix: &str) -> Result<&'m Value, EnvelopeError> {
+fn required<'m>(
+    map: &'m Map<String, Value>,
+    name: &str,
+    prefix: &str,
+) -> Result<&'m Value, EnvelopeError> {
     map.get(name).ok_or_else(|| EnvelopeError::MissingField {
         field: format!("{prefix}{name}"),
     })

@@ -141,9 +141,9 @@ impl SignedReceipt {
 
 /// SHA-256 (hex) of a value's canonical JSON, used for parameter and output hashes.
 pub fn canonical_sha256(value: &serde_json::Value) -> Result<String, KernelError> {
-    Ok(hex::encode(Sha256::digest(crate::canonical::canonical_bytes(
-        value,
-    )?)))
+    Ok(hex::encode(Sha256::digest(
+        crate::canonical::canonical_bytes(value)?,
+    )))
 }
 
 /// The Merkle root of receipts in list order (tree documented in the module doc).

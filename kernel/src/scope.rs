@@ -169,7 +169,13 @@ mod tests {
         ];
         let sel = select_grant(&scope, "files", "read_file", &json!({"path": "/w/a"})).unwrap();
         assert_eq!(sel.index, 0);
-        let sel = select_grant(&scope, "files", "read_file", &json!({"path": "/w/shared/a"})).unwrap();
+        let sel = select_grant(
+            &scope,
+            "files",
+            "read_file",
+            &json!({"path": "/w/shared/a"}),
+        )
+        .unwrap();
         assert_eq!(sel.index, 1);
         let err = select_grant(
             &scope,
@@ -180,7 +186,10 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("/etc/passwd"), "{err}");
         let err = select_grant(&scope, "other", "read_file", &json!({})).unwrap_err();
-        assert_eq!(err, "tool read_file on server other not covered by any scope grant");
+        assert_eq!(
+            err,
+            "tool read_file on server other not covered by any scope grant"
+        );
     }
 
     // Unknown constraints deny; monetary limits bound one call.
@@ -196,7 +205,9 @@ mod tests {
             json!({"argument": "amount", "currency": "EUR", "max_per_invocation": 100, "max_total": 150}),
         );
         assert!(evaluate_constraints(&g, &json!({"amount": 101})).is_err());
-        let hold = evaluate_constraints(&g, &json!({"amount": 99})).unwrap().unwrap();
+        let hold = evaluate_constraints(&g, &json!({"amount": 99}))
+            .unwrap()
+            .unwrap();
         assert_eq!(hold.amount, 99);
     }
 }

@@ -427,8 +427,14 @@ mod tests {
     #[test]
     fn sibling_shares() {
         let mut s = InMemorySiblingShares::default();
-        assert_eq!(s.admit("p", "a", 6000, 10000).unwrap(), ShareAdmission::Admitted);
-        assert_eq!(s.admit("p", "a", 6000, 10000).unwrap(), ShareAdmission::Admitted);
+        assert_eq!(
+            s.admit("p", "a", 6000, 10000).unwrap(),
+            ShareAdmission::Admitted
+        );
+        assert_eq!(
+            s.admit("p", "a", 6000, 10000).unwrap(),
+            ShareAdmission::Admitted
+        );
         assert_eq!(
             s.admit("p", "b", 5000, 10000).unwrap(),
             ShareAdmission::Oversubscribed {
@@ -436,7 +442,10 @@ mod tests {
                 parent_bps: 10000
             }
         );
-        assert_eq!(s.admit("p", "b", 4000, 10000).unwrap(), ShareAdmission::Admitted);
+        assert_eq!(
+            s.admit("p", "b", 4000, 10000).unwrap(),
+            ShareAdmission::Admitted
+        );
         let mut strict = InMemorySiblingShares::strict();
         assert_eq!(
             strict.admit("p", "a", 1, 10000).unwrap(),

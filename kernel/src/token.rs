@@ -443,7 +443,9 @@ mod tests {
             id: "cap-1".into(),
             issuer: public_key_hex(&issuer),
             subject: public_key_hex(&alice),
-            scope: vec![ScopeGrant::new("files", &["read_file", "write_file"]).with_path_prefix("/w/")],
+            scope: vec![
+                ScopeGrant::new("files", &["read_file", "write_file"]).with_path_prefix("/w/")
+            ],
             not_before: 100,
             expires_at: 200,
             max_invocations: Some(10),
@@ -474,7 +476,10 @@ mod tests {
         assert_eq!(child.lineage_id(), "cap-1");
         // The JSON form round-trips exactly.
         let text = serde_json::to_string(&child).unwrap();
-        assert_eq!(serde_json::from_str::<CapabilityToken>(&text).unwrap(), child);
+        assert_eq!(
+            serde_json::from_str::<CapabilityToken>(&text).unwrap(),
+            child
+        );
     }
 
     // Issuing refuses a body whose issuer is not the signing key.

@@ -97,7 +97,10 @@ mod tests {
         assert_eq!(Verdict::Allow.project(false), ProjectedVerdict::Allow);
         assert_eq!(Verdict::Allow.project(true), ProjectedVerdict::Rewrite);
         assert_eq!(Verdict::Deny.project(false), ProjectedVerdict::Deny);
-        assert_eq!(Verdict::PendingApproval.project(false), ProjectedVerdict::Deny);
+        assert_eq!(
+            Verdict::PendingApproval.project(false),
+            ProjectedVerdict::Deny
+        );
         assert_eq!(
             serde_json::to_string(&ProjectedVerdict::Rewrite).unwrap(),
             "\"rewrite\""

@@ -100,7 +100,12 @@ pub fn verify_capability(
         return Err(INVALID_SIGNATURE.to_string());
     }
     let root_bytes = to_canonical_vec(&root).map_err(|_| INVALID_SIGNATURE.to_string())?;
-    if !verify_hex(cache.as_deref_mut(), &root.issuer, &root_bytes, &token.signature) {
+    if !verify_hex(
+        cache.as_deref_mut(),
+        &root.issuer,
+        &root_bytes,
+        &token.signature,
+    ) {
         return Err(INVALID_SIGNATURE.to_string());
     }
     for link in &token.delegation_chain {
@@ -108,7 +113,12 @@ pub fn verify_capability(
             .signing_bytes()
             .map_err(|_| INVALID_SIGNATURE.to_string())?;
         if link.schema != DELEGATION_SCHEMA
-            || !verify_hex(cache.as_deref_mut(), &link.delegator, &bytes, &link.signature)
+            || !verify_hex(
+                cache.as_deref_mut(),
+                &link.delegator,
+                &bytes,
+                &link.signature,
+            )
         {
             return Err(INVALID_SIGNATURE.to_string());
         }
@@ -215,7 +225,11 @@ pub fn verify_capability(
 
 /// Checks that `child` attenuates `parent`: scope subset, window inside,
 /// budget and share no larger.
-pub fn check_attenuation(child_id: &str, parent: &GrantState, child: &GrantState) -> Result<(), String> {
+pub fn check_attenuation(
+    child_id: &str,
+    parent: &GrantState,
+    child: &GrantState,
+) -> Result<(), String> {
     for grant in &child.scope {
         if let Some(problem) = uncovered(grant, &parent.scope) {
             return Err(format!(
@@ -259,9 +273,15 @@ pub fn check_attenuation(child_id: &str, parent: &GrantState, child: &GrantState
 
 /// Why `grant` is not covered by any parent grant, or `None` when it is.
 fn uncovered(grant: &ScopeGrant, parents: &[ScopeGrant]) -> Option<String> {
-    let same_server: Vec<&ScopeGrant> = parents.iter().filter(|p| p.server == grant.server).collect();
+    let same_server: Vec<&ScopeGrant> = parents
+        .iter()
+        .filter(|p| p.server == grant.server)
+        .collect();
     if same_server.is_empty() {
-        return Some(format!("server {} is not granted by its parent", grant.server));
+        return Some(format!(
+            "server {} is not granted by its parent",
+            grant.server
+        ));
     }
     let mut last = String::new();
     for parent in same_server {

@@ -131,10 +131,16 @@ struct FailingRevocations;
 
 impl RevocationStore for FailingRevocations {
     fn is_revoked(&self, _id: &str) -> Result<bool, StoreError> {
-        Err(StoreError::unavailable(StoreName::Revocation, "connection refused"))
+        Err(StoreError::unavailable(
+            StoreName::Revocation,
+            "connection refused",
+        ))
     }
     fn revoke(&mut self, _id: &str) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(StoreName::Revocation, "connection refused"))
+        Err(StoreError::unavailable(
+            StoreName::Revocation,
+            "connection refused",
+        ))
     }
 }
 
@@ -143,13 +149,22 @@ struct FailingBudgets;
 
 impl BudgetStore for FailingBudgets {
     fn hold(&mut self, _: &str, _: &str, _: u64, _: u64) -> Result<HoldOutcome, StoreError> {
-        Err(StoreError::unavailable(StoreName::Budget, "deadline exceeded"))
+        Err(StoreError::unavailable(
+            StoreName::Budget,
+            "deadline exceeded",
+        ))
     }
     fn commit(&mut self, _: &str) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(StoreName::Budget, "deadline exceeded"))
+        Err(StoreError::unavailable(
+            StoreName::Budget,
+            "deadline exceeded",
+        ))
     }
     fn release(&mut self, _: &str) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(StoreName::Budget, "deadline exceeded"))
+        Err(StoreError::unavailable(
+            StoreName::Budget,
+            "deadline exceeded",
+        ))
     }
 }
 
@@ -183,7 +198,9 @@ fn apply_tamper(token: &mut CapabilityToken, t: &Tamper) {
             token.root.as_mut().expect("delegated token").expires_at += 1
         }
         ("mutate_field", "link.attenuation") => {
-            token.delegation_chain[t.link.unwrap_or(0)].attenuation.expires_at -= 1
+            token.delegation_chain[t.link.unwrap_or(0)]
+                .attenuation
+                .expires_at -= 1
         }
         ("mutate_field", "link.delegatee") => {
             token.delegation_chain[t.link.unwrap_or(0)].delegatee = agent_pk("mallory")
@@ -197,16 +214,19 @@ fn apply_tamper(token: &mut CapabilityToken, t: &Tamper) {
             link.signature = flip_bit(&link.signature);
         }
         ("truncate_signature", "signature") => token.signature.truncate(126),
-        ("truncate_signature", "link.signature") => {
-            token.delegation_chain[t.link.unwrap_or(0)].signature.truncate(126)
-        }
+        ("truncate_signature", "link.signature") => token.delegation_chain[t.link.unwrap_or(0)]
+            .signature
+            .truncate(126),
         other => panic!("unknown tamper {other:?}"),
     }
 }
 
 fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
     let mut caps = BTreeMap::new();
-    caps.insert("alice-root".to_string(), issue("cap-alice", "alice", files_scope()));
+    caps.insert(
+        "alice-root".to_string(),
+        issue("cap-alice", "alice", files_scope()),
+    );
     for g in &case.grants {
         let issuer = derive_arena_key(SEED, "authority", g.issuer.as_deref().unwrap_or("root"));
         let tools: Vec<&str> = g.tools.iter().map(String::as_str).collect();
@@ -228,7 +248,9 @@ fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
         caps.insert(g.name.clone(), cap);
     }
     for d in &case.delegations {
-        let parent = caps.get(&d.parent).unwrap_or_else(|| panic!("no capability {}", d.parent));
+        let parent = caps
+            .get(&d.parent)
+            .unwrap_or_else(|| panic!("no capability {}", d.parent));
         let att = Attenuation {
             tools: d.tools.clone(),
             path_prefix: d.path_prefix.clone(),
@@ -240,12 +262,20 @@ fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
             share_bps: d.share_bps,
         };
         let child = parent
-            .delegate(&agent_key(&d.by), &agent_pk(&d.to), &att, &d.child_id, NOW_MS - 1000)
+            .delegate(
+                &agent_key(&d.by),
+                &agent_pk(&d.to),
+                &att,
+                &d.child_id,
+                NOW_MS - 1000,
+            )
             .expect("delegation signs");
         caps.insert(d.name.clone(), child);
     }
     for t in &case.tamper {
-        let cap = caps.get_mut(&t.capability).expect("tampered capability exists");
+        let cap = caps
+            .get_mut(&t.capability)
+            .expect("tampered capability exists");
         apply_tamper(cap, t);
     }
     caps
@@ -290,9 +320,20 @@ fn run_case(path: &Path) -> Result<usize, String> {
         let cap = caps
             .get(&call.capability)
             .ok_or_else(|| format!("no capability {}", call.capability))?;
-        let rid = call.request_id.clone().unwrap_or_else(|| format!("req-{i}"));
+        let rid = call
+            .request_id
+            .clone()
+            .unwrap_or_else(|| format!("req-{i}"));
         let signer = call.signer.as_deref().unwrap_or(&call.agent);
-        let mut req = request_by(signer, &call.agent, cap, &call.server, &call.tool, call.arguments.clone(), &rid);
+        let mut req = request_by(
+            signer,
+            &call.agent,
+            cap,
+            &call.server,
+            &call.tool,
+            call.arguments.clone(),
+            &rid,
+        );
         match call.proof.as_deref() {
             None => {}
             Some("missing") => req.proof = RequestProof::default(),
@@ -309,12 +350,18 @@ fn run_case(path: &Path) -> Result<usize, String> {
         match call.expect.as_str() {
             "allow" => {
                 if decision.verdict != Verdict::Allow {
-                    return Err(format!("call {i}: expected allow, got {:?}: {reason}", decision.verdict));
+                    return Err(format!(
+                        "call {i}: expected allow, got {:?}: {reason}",
+                        decision.verdict
+                    ));
                 }
             }
             "deny" => {
                 if decision.verdict != Verdict::Deny {
-                    return Err(format!("call {i}: expected deny, got {:?}", decision.verdict));
+                    return Err(format!(
+                        "call {i}: expected deny, got {:?}",
+                        decision.verdict
+                    ));
                 }
                 if let Some(exact) = &call.expect_reason {
                     if &reason != exact {
@@ -322,7 +369,9 @@ fn run_case(path: &Path) -> Result<usize, String> {
                     }
                 } else if let Some(prefix) = &call.expect_reason_prefix {
                     if !reason.starts_with(prefix.as_str()) {
-                        return Err(format!("call {i}: reason {reason:?}, expected prefix {prefix:?}"));
+                        return Err(format!(
+                            "call {i}: reason {reason:?}, expected prefix {prefix:?}"
+                        ));
                     }
                 } else {
                     return Err(format!("call {i}: a deny case must name its reason"));
@@ -346,11 +395,17 @@ fn hostile_cases() {
     let mut denies = 0;
     let mut allows = 0;
     let mut failures = Vec::new();
-    let mut dirs: Vec<_> = fs::read_dir(&root).expect("cases folder").flatten().collect();
+    let mut dirs: Vec<_> = fs::read_dir(&root)
+        .expect("cases folder")
+        .flatten()
+        .collect();
     dirs.sort_by_key(|d| d.path());
     for family in dirs {
         families += 1;
-        let mut files: Vec<_> = fs::read_dir(family.path()).expect("family folder").flatten().collect();
+        let mut files: Vec<_> = fs::read_dir(family.path())
+            .expect("family folder")
+            .flatten()
+            .collect();
         files.sort_by_key(|f| f.path());
         for file in files {
             cases += 1;
@@ -362,7 +417,11 @@ fn hostile_cases() {
             }
         }
     }
-    assert!(failures.is_empty(), "failing cases:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "failing cases:\n{}",
+        failures.join("\n")
+    );
     assert!(families >= 15, "only {families} families");
     assert!(cases >= 30, "only {cases} cases");
     assert!(allows >= 5, "only {allows} positive controls");

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use chio_kernel::guards::{Guard, GuardKind};
 use chio_kernel::portable::{
-    evaluate_envelope, evaluate_envelope_at, evaluate_portable, parse_envelope,
-    reference_fixture, reference_fixture_bytes, EvaluateInput, PortableRequest, PortableVerdict,
+    evaluate_envelope, evaluate_envelope_at, evaluate_portable, parse_envelope, reference_fixture,
+    reference_fixture_bytes, EvaluateInput, PortableRequest, PortableVerdict,
 };
 use chio_kernel::stores::InMemorySiblingShares;
 use chio_kernel::token::Attenuation;
@@ -23,7 +23,8 @@ fn fixture_path() -> PathBuf {
 }
 
 fn fixture() -> Value {
-    serde_json::from_slice(&std::fs::read(fixture_path()).expect("fixture file")).expect("fixture JSON")
+    serde_json::from_slice(&std::fs::read(fixture_path()).expect("fixture file"))
+        .expect("fixture JSON")
 }
 
 fn answer(envelope: &Value) -> Value {
@@ -68,7 +69,10 @@ fn clock_past_expiry() {
 fn issuers_emptied() {
     let mut env = fixture();
     env["trusted_issuers_hex"] = json!([]);
-    assert_eq!(answer(&env)["reason"], "capability issuer is not a trusted CA");
+    assert_eq!(
+        answer(&env)["reason"],
+        "capability issuer is not a trusted CA"
+    );
 }
 
 // Only the tool changed: a scope denial.
@@ -86,9 +90,14 @@ fn tool_changed() {
 #[test]
 fn clock_is_required() {
     let mut env = fixture();
-    env.as_object_mut().unwrap().remove("clock_override_unix_secs");
+    env.as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
     let bytes = env.to_string();
-    assert_eq!(evaluate_envelope(bytes.as_bytes()).unwrap_err(), EnvelopeError::MissingClock);
+    assert_eq!(
+        evaluate_envelope(bytes.as_bytes()).unwrap_err(),
+        EnvelopeError::MissingClock
+    );
     let a = evaluate_envelope_at(bytes.as_bytes(), Some(1_710_000_300)).unwrap();
     assert_eq!(a.verdict, "pending_approval");
 }
@@ -97,23 +106,117 @@ fn clock_is_required() {
 #[test]
 fn malformed_fields_are_named() {
     let cases: Vec<(Box<dyn Fn(&mut Value)>, EnvelopeError)> = vec![
-        (Box::new(|e| { e.as_object_mut().unwrap().remove("request"); }), EnvelopeError::MissingField { field: "request".into() }),
-        (Box::new(|e| { e.as_object_mut().unwrap().remove("capability"); }), EnvelopeError::MissingField { field: "capability".into() }),
-        (Box::new(|e| { e.as_object_mut().unwrap().remove("trusted_issuers_hex"); }), EnvelopeError::MissingField { field: "trusted_issuers_hex".into() }),
-        (Box::new(|e| { e["extra"] = json!(1); }), EnvelopeError::UnknownField { field: "extra".into() }),
-        (Box::new(|e| { e["request"]["bogus"] = json!(1); }), EnvelopeError::UnknownField { field: "request.bogus".into() }),
-        (Box::new(|e| { e["request"].as_object_mut().unwrap().remove("tool"); }), EnvelopeError::MissingField { field: "request.tool".into() }),
-        (Box::new(|e| { e["request"]["server"] = json!(7); }), EnvelopeError::InvalidField { field: "request.server".into(), detail: "expected a string".into() }),
-        (Box::new(|e| { e["request"]["arguments"] = json!([1]); }), EnvelopeError::InvalidField { field: "request.arguments".into(), detail: "expected an object".into() }),
-        (Box::new(|e| { e["request"] = json!("x"); }), EnvelopeError::InvalidField { field: "request".into(), detail: "expected an object".into() }),
-        (Box::new(|e| { e["trusted_issuers_hex"] = json!("abc"); }), EnvelopeError::InvalidField { field: "trusted_issuers_hex".into(), detail: "expected an array of hex strings".into() }),
-        (Box::new(|e| { e["trusted_issuers_hex"] = json!(["ABC"]); }), EnvelopeError::InvalidField { field: "trusted_issuers_hex[0]".into(), detail: "expected 64 lowercase hex characters of an Ed25519 public key".into() }),
-        (Box::new(|e| { e["clock_override_unix_secs"] = json!(-1); }), EnvelopeError::InvalidField { field: "clock_override_unix_secs".into(), detail: "expected a non-negative integer of Unix seconds".into() }),
+        (
+            Box::new(|e| {
+                e.as_object_mut().unwrap().remove("request");
+            }),
+            EnvelopeError::MissingField {
+                field: "request".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e.as_object_mut().unwrap().remove("capability");
+            }),
+            EnvelopeError::MissingField {
+                field: "capability".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e.as_object_mut().unwrap().remove("trusted_issuers_hex");
+            }),
+            EnvelopeError::MissingField {
+                field: "trusted_issuers_hex".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["extra"] = json!(1);
+            }),
+            EnvelopeError::UnknownField {
+                field: "extra".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["request"]["bogus"] = json!(1);
+            }),
+            EnvelopeError::UnknownField {
+                field: "request.bogus".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["request"].as_object_mut().unwrap().remove("tool");
+            }),
+            EnvelopeError::MissingField {
+                field: "request.tool".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["request"]["server"] = json!(7);
+            }),
+            EnvelopeError::InvalidField {
+                field: "request.server".into(),
+                detail: "expected a string".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["request"]["arguments"] = json!([1]);
+            }),
+            EnvelopeError::InvalidField {
+                field: "request.arguments".into(),
+                detail: "expected an object".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["request"] = json!("x");
+            }),
+            EnvelopeError::InvalidField {
+                field: "request".into(),
+                detail: "expected an object".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["trusted_issuers_hex"] = json!("abc");
+            }),
+            EnvelopeError::InvalidField {
+                field: "trusted_issuers_hex".into(),
+                detail: "expected an array of hex strings".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["trusted_issuers_hex"] = json!(["ABC"]);
+            }),
+            EnvelopeError::InvalidField {
+                field: "trusted_issuers_hex[0]".into(),
+                detail: "expected 64 lowercase hex characters of an Ed25519 public key".into(),
+            },
+        ),
+        (
+            Box::new(|e| {
+                e["clock_override_unix_secs"] = json!(-1);
+            }),
+            EnvelopeError::InvalidField {
+                field: "clock_override_unix_secs".into(),
+                detail: "expected a non-negative integer of Unix seconds".into(),
+            },
+        ),
     ];
     for (i, (mutate, expected)) in cases.into_iter().enumerate() {
         let mut env = fixture();
         mutate(&mut env);
-        assert_eq!(parse_envelope(env.to_string().as_bytes()).unwrap_err(), expected, "case {i}");
+        assert_eq!(
+            parse_envelope(env.to_string().as_bytes()).unwrap_err(),
+            expected,
+            "case {i}"
+        );
     }
     let mut env = fixture();
     env["capability"].as_object_mut().unwrap().remove("issuer");
@@ -124,8 +227,14 @@ fn malformed_fields_are_named() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert!(matches!(parse_envelope(b"{"), Err(EnvelopeError::NotJson { .. })));
-    assert_eq!(parse_envelope(b"[]").unwrap_err(), EnvelopeError::NotAnObject);
+    assert!(matches!(
+        parse_envelope(b"{"),
+        Err(EnvelopeError::NotJson { .. })
+    ));
+    assert_eq!(
+        parse_envelope(b"[]").unwrap_err(),
+        EnvelopeError::NotAnObject
+    );
 }
 
 fn portable_request(agent: &str, tool: &str) -> PortableRequest {
@@ -147,9 +256,33 @@ fn delegated_share_registry() {
         share_bps: Some(bps),
         ..Default::default()
     };
-    let bob = root.delegate(&agent_key("alice"), &agent_pk("bob"), &read_only(6000), "cap-bob", NOW_MS).unwrap();
-    let carol = root.delegate(&agent_key("alice"), &agent_pk("carol"), &read_only(5000), "cap-carol", NOW_MS).unwrap();
-    let dave = root.delegate(&agent_key("alice"), &agent_pk("dave"), &read_only(4000), "cap-dave", NOW_MS).unwrap();
+    let bob = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &read_only(6000),
+            "cap-bob",
+            NOW_MS,
+        )
+        .unwrap();
+    let carol = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("carol"),
+            &read_only(5000),
+            "cap-carol",
+            NOW_MS,
+        )
+        .unwrap();
+    let dave = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("dave"),
+            &read_only(4000),
+            "cap-dave",
+            NOW_MS,
+        )
+        .unwrap();
     let issuers = vec![authority_pk()];
     let mut registry = InMemorySiblingShares::strict();
     registry.register_parent("cap-alice", 10_000);
@@ -167,21 +300,48 @@ fn delegated_share_registry() {
         )
     };
     let d = run(&portable_request("carol", "read_file"), &bob, &mut registry);
-    assert!(d.reason.unwrap().starts_with("capability presented by another agent"));
+    assert!(d
+        .reason
+        .unwrap()
+        .starts_with("capability presented by another agent"));
     let d = run(&portable_request("bob", "write_file"), &bob, &mut registry);
-    assert_eq!(d.reason.as_deref(), Some("tool write_file on server files not covered by any scope grant"));
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("tool write_file on server files not covered by any scope grant")
+    );
     assert!(registry.children("cap-alice").is_empty());
-    let d = run(&portable_request("carol", "read_file"), &carol, &mut registry);
+    let d = run(
+        &portable_request("carol", "read_file"),
+        &carol,
+        &mut registry,
+    );
     assert_eq!(d.verdict, PortableVerdict::Allow);
     let d = run(&portable_request("bob", "read_file"), &bob, &mut registry);
     assert_eq!(
         d.reason.as_deref(),
         Some("sibling shares oversubscribed: child cap-bob asks 6000 bps, admitted siblings hold 5000 of parent cap-alice's 10000 bps")
     );
-    assert_eq!(d.matched_grant, Some(0), "oversubscription is decided after grant selection");
-    let d = run(&portable_request("dave", "read_file"), &dave, &mut InMemorySiblingShares::strict());
-    assert_eq!(d.reason.as_deref(), Some("sibling share registry does not know parent cap-alice"));
-    assert_eq!(registry.children("cap-alice").into_iter().collect::<Vec<_>>(), vec![("cap-carol".to_string(), 5000)]);
+    assert_eq!(
+        d.matched_grant,
+        Some(0),
+        "oversubscription is decided after grant selection"
+    );
+    let d = run(
+        &portable_request("dave", "read_file"),
+        &dave,
+        &mut InMemorySiblingShares::strict(),
+    );
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("sibling share registry does not know parent cap-alice")
+    );
+    assert_eq!(
+        registry
+            .children("cap-alice")
+            .into_iter()
+            .collect::<Vec<_>>(),
+        vec![("cap-carol".to_string(), 5000)]
+    );
     let d = run(&portable_request("dave", "read_file"), &dave, &mut registry);
     assert_eq!(d.verdict, PortableVerdict::Allow);
     assert_eq!(registry.children("cap-alice").len(), 2);
@@ -191,7 +351,13 @@ fn delegated_share_registry() {
 #[test]
 fn guards_fail_closed() {
     let root = issue("cap-alice", "alice", files_scope());
-    let approval = guard("approve-reads", GuardKind::Approval, json!({"tools": ["read_file"]})).build().unwrap();
+    let approval = guard(
+        "approve-reads",
+        GuardKind::Approval,
+        json!({"tools": ["read_file"]}),
+    )
+    .build()
+    .unwrap();
     let guards: Vec<&dyn Guard> = vec![approval.as_ref()];
     let issuers = vec![authority_pk()];
     let d = evaluate_portable(
@@ -217,7 +383,9 @@ fn arb_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
         ".{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {

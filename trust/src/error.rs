@@ -144,8 +144,8 @@ pub enum TrustError {
     },
     /// The service did not answer within the call's deadline.
     #[error(
-        "trust-control deadline exceeded: {operation} got no answer within {} ms; the call is \
-         treated as failed",
+        "trust-control deadline exceeded: {operation} got no answer within {} ms; check the \
+         service's health and load, or raise the deadline",
         .deadline.as_millis()
     )]
     DeadlineExceeded {

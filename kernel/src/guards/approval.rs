@@ -38,19 +38,31 @@ impl ApprovalGuard {
     /// Validates the configuration.
     pub fn new(meta: GuardMeta, config: ApprovalConfig) -> Result<Self, KernelError> {
         if config.tools.is_empty() {
-            return Err(config_error(&meta, "tools is empty; list the tools that need approval"));
+            return Err(config_error(
+                &meta,
+                "tools is empty; list the tools that need approval",
+            ));
         }
         let threshold = match (config.argument, config.above) {
             (Some(arg), Some(above)) if above.is_finite() => Some((arg, above)),
             (Some(_), Some(_)) => {
-                return Err(config_error(&meta, "above is not a finite number; use a number"))
+                return Err(config_error(
+                    &meta,
+                    "above is not a finite number; use a number",
+                ))
             }
             (None, None) => None,
             (Some(_), None) => {
-                return Err(config_error(&meta, "argument is set without above; add above"))
+                return Err(config_error(
+                    &meta,
+                    "argument is set without above; add above",
+                ))
             }
             (None, Some(_)) => {
-                return Err(config_error(&meta, "above is set without argument; add argument"))
+                return Err(config_error(
+                    &meta,
+                    "above is set without argument; add argument",
+                ))
             }
         };
         Ok(ApprovalGuard {

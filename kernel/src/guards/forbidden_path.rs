@@ -31,7 +31,10 @@ impl ForbiddenPathGuard {
     /// Validates the configuration.
     pub fn new(meta: GuardMeta, config: ForbiddenPathConfig) -> Result<Self, KernelError> {
         if config.globs.is_empty() {
-            return Err(config_error(&meta, "globs is empty; list at least one glob"));
+            return Err(config_error(
+                &meta,
+                "globs is empty; list at least one glob",
+            ));
         }
         if let Some(empty) = config.globs.iter().position(|g| g.is_empty()) {
             return Err(config_error(
@@ -40,7 +43,11 @@ impl ForbiddenPathGuard {
             ));
         }
         Ok(ForbiddenPathGuard {
-            globs: config.globs.iter().map(|g| Glob::case_insensitive(g)).collect(),
+            globs: config
+                .globs
+                .iter()
+                .map(|g| Glob::case_insensitive(g))
+                .collect(),
             meta,
         })
     }

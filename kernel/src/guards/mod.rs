@@ -341,7 +341,8 @@ pub(crate) fn for_each_string<'v>(
                 let len = pointer.len();
                 pointer.push('/');
                 pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                let stop = visit(pointer_or_root(pointer), key) || for_each_string(item, pointer, visit);
+                let stop =
+                    visit(pointer_or_root(pointer), key) || for_each_string(item, pointer, visit);
                 pointer.truncate(len);
                 if stop {
                     return true;

@@ -235,7 +235,10 @@ impl Guard for SecretRedactionGuard {
         Ok(if count == 0 {
             OutputVerdict::Pass
         } else {
-            OutputVerdict::Rewrite(redacted, format!("redacted credentials in {count} output strings"))
+            OutputVerdict::Rewrite(
+                redacted,
+                format!("redacted credentials in {count} output strings"),
+            )
         })
     }
 }
@@ -248,7 +251,8 @@ mod tests {
     #[test]
     fn redacts_each_shape() {
         let all = SecretPattern::ALL;
-        let pem = "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\ndone";
+        let pem =
+            "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\ndone";
         assert_eq!(redact_text(pem, &all).unwrap(), "key:\n[REDACTED]\ndone");
         assert_eq!(
             redact_text("use sk-abcdefghijklmnop1234 now", &all).unwrap(),

@@ -68,7 +68,10 @@ pub fn issue_with(
 }
 
 pub fn files_scope() -> Vec<ScopeGrant> {
-    vec![ScopeGrant::new("files", &["read_file", "write_file", "list_dir"]).with_path_prefix("/workspace/")]
+    vec![
+        ScopeGrant::new("files", &["read_file", "write_file", "list_dir"])
+            .with_path_prefix("/workspace/"),
+    ]
 }
 
 pub fn guard(id: &str, kind: GuardKind, config: Value) -> GuardSpec {
@@ -130,7 +133,9 @@ pub fn request(
 
 /// A deterministic tool world: files under /workspace with labels, a
 /// publish sink and a test runner.
-pub fn dispatch(files: &BTreeMap<String, (String, Option<String>)>) -> impl FnMut(&ToolCallRequest) -> Result<ToolOutput, String> + '_ {
+pub fn dispatch(
+    files: &BTreeMap<String, (String, Option<String>)>,
+) -> impl FnMut(&ToolCallRequest) -> Result<ToolOutput, String> + '_ {
     move |req: &ToolCallRequest| match req.tool.as_str() {
         "read_file" => {
             let path = req.arguments["path"].as_str().unwrap_or_default();
@@ -151,7 +156,11 @@ pub fn dispatch(files: &BTreeMap<String, (String, Option<String>)>) -> impl FnMu
 
 pub fn standard_files() -> BTreeMap<String, (String, Option<String>)> {
     let mut files = BTreeMap::new();
-    for path in ["/workspace/notes.txt", "/workspace/shared/plan.md", "/workspace/a.txt"] {
+    for path in [
+        "/workspace/notes.txt",
+        "/workspace/shared/plan.md",
+        "/workspace/a.txt",
+    ] {
         files.insert(path.to_string(), (format!("contents of {path}"), None));
     }
     files

@@ -1,0 +1,517 @@
+//! The evidence bundle of a run, and the comparison of two bundles.
+//!
+//! A bundle is a folder (by default `target/arena/<scenario-id>/`) holding:
+//! - `arena.json`: the manifest (`chio.arena.bundle/v1`) with the
+//!   determinism witness, the Merkle root of the receipts, the arena public
+//!   keys, each kernel's policy hash, the run's status, and one entry per
+//!   step dispatched, with the fingerprints of the inputs its verdict
+//!   depends on;
+//! - `receipts.ndjson`: every signed receipt, canonical JSON, one per line,
+//!   in dispatch order;
+//! - `policies/<kernel>.json`: each kernel's guard pipeline as canonical
+//!   JSON, so a verdict is explained with the policy that made it;
+//! - `inputs/`: the scenario file and its fixture folders, byte for byte,
+//!   which is everything replay needs.
+//!
+//! Every JSON file is canonical (RFC 8785), so two runs of one scenario give
+//! byte-identical bundles. Producing the records is the run driver's job;
+//! this module owns their shape, their files and [`compare_runs`], which
+//! names the first differing step and which input changed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ArenaError;
+use crate::witness::DeterminismWitness;
+
+/// Schema id of `arena.json`.
+pub const BUNDLE_SCHEMA: &str = "chio.arena.bundle/v1";
+/// File name of the manifest.
+pub const MANIFEST_FILE: &str = "arena.json";
+/// File name of the receipt log.
+pub const RECEIPTS_FILE: &str = "receipts.ndjson";
+/// Folder of the per-kernel policies.
+pub const POLICIES_DIR: &str = "policies";
+/// Folder of the scenario and fixtures as run.
+pub const INPUTS_DIR: &str = "inputs";
+
+/// Fingerprints of what a step's verdict depends on, in the order of the
+/// investigation checklist (seed 002): the invocation, the evaluator, the
+/// authority and time, the admission state, and the session history. Each
+/// is the SHA-256 (hex) of a canonical JSON projection the run driver
+/// documents; equal fingerprints mean that input did not change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepInputs {
+    /// Server, tool, caller, arguments and capability presented.
+    pub invocation: String,
+    /// Serving kernel, its key, its policy and the evaluator's version.
+    pub evaluator: String,
+    /// Trusted issuers, the presented token's signed content and the
+    /// virtual time of evaluation.
+    pub authority_time: String,
+    /// Revocations, delegations and shared-state changes ordered before
+    /// the step.
+    pub admission: String,
+    /// The calls the acting agent's session made before, with verdicts.
+    pub session: String,
+}
+
+impl StepInputs {
+    /// The names of the inputs that differ, in checklist order.
+    pub fn differences(&self, other: &StepInputs) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.invocation != other.invocation {
+            out.push("invocation");
+        }
+        if self.evaluator != other.evaluator {
+            out.push("evaluator");
+        }
+        if self.authority_time != other.authority_time {
+            out.push("authority and time");
+        }
+        if self.admission != other.admission {
+            out.push("admission state");
+        }
+        if self.session != other.session {
+            out.push("session history");
+        }
+        out
+    }
+}
+
+/// One dispatched step as the bundle records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// The step id.
+    pub step_id: String,
+    /// `call`, `delegate`, `revoke` or `advance`.
+    pub action: String,
+    /// The acting agent.
+    pub agent: String,
+    /// Virtual instant of evaluation (RFC 3339).
+    pub virtual_time: String,
+    /// For a call: the kernel that evaluated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// For a call: server and tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// For a call: the verdict the scenario expects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected: Option<String>,
+    /// For a call: the kernel's verdict on the scenario alphabet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<String>,
+    /// For a call: the kernel's own verdict (`allow`, `deny`, `pending_approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// For a call: why, for every deny and approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// For a call: the guard that decided, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
+    /// For a call: the receipt's content-addressed id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_id: Option<String>,
+    /// For a call: whether the receipt store acknowledged the receipt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<bool>,
+    /// For a call: whether the verdict equals the expectation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass: Option<bool>,
+    /// For a delegation: the SHA-256 of the child token; for a revocation:
+    /// the id revoked; for an advance: the milliseconds added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Fingerprints of the step's inputs.
+    pub inputs: StepInputs,
+}
+
+/// Why a run ended before its last step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopRecord {
+    /// The step at which it stopped.
+    pub step_id: String,
+    /// `unexpected-verdict` or `infrastructure`.
+    pub cause: String,
+    /// What happened, in words.
+    pub message: String,
+}
+
+/// The manifest, `arena.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleManifest {
+    /// Always [`BUNDLE_SCHEMA`].
+    pub schema_version: String,
+    /// The scenario's determinism witness.
+    pub determinism: DeterminismWitness,
+    /// The scenario title.
+    pub scenario_title: String,
+    /// SHA-256 of the scenario file's bytes.
+    pub scenario_sha256: String,
+    /// `completed` (every step dispatched), `stopped` (an unexpected
+    /// verdict ended the run) or `failed` (infrastructure).
+    pub status: String,
+    /// Why the run ended early, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<StopRecord>,
+    /// Steps whose verdict differed from the expectation.
+    pub mismatches: Vec<String>,
+    /// Merkle root over the receipt ids (see `chio_kernel::receipt`).
+    pub receipt_root: String,
+    /// Number of receipts in `receipts.ndjson`.
+    pub receipt_count: u64,
+    /// The run's arena public keys by role, then id (arena keys, never
+    /// production keys).
+    pub arena_keys: BTreeMap<String, BTreeMap<String, String>>,
+    /// SHA-256 of each kernel's canonical policy file, by kernel id.
+    pub policies: BTreeMap<String, String>,
+    /// One entry per dispatched step, in dispatch order.
+    pub steps: Vec<StepRecord>,
+}
+
+/// A whole bundle in memory, as written or read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bundle {
+    /// The manifest.
+    pub manifest: BundleManifest,
+    /// Canonical receipt lines, in dispatch order.
+    pub receipts: Vec<String>,
+    /// Canonical policy JSON by kernel id.
+    pub policies: BTreeMap<String, String>,
+    /// Input files by path relative to `inputs/` (the scenario file is
+    /// `scenario.toml`).
+    pub inputs: BTreeMap<String, Vec<u8>>,
+}
+
+/// The scenario file's name inside `inputs/`.
+pub const SCENARIO_INPUT: &str = "scenario.toml";
+
+fn io_error(path: &Path, e: std::io::Error) -> ArenaError {
+    ArenaError::Bundle {
+        path: path.display().to_string(),
+        cause: e.to_string(),
+    }
+}
+
+impl Bundle {
+    /// Writes the bundle into `dir`. An existing bundle there (a folder
+    /// holding `arena.json`) is replaced; a non-empty folder that is not a
+    /// bundle is refused, so a mistyped `--out` never clobbers other files.
+    pub fn write(&self, dir: &Path) -> Result<(), ArenaError> {
+        if dir.exists() {
+            let is_bundle = dir.join(MANIFEST_FILE).is_file();
+            let empty = std::fs::read_dir(dir)
+                .map_err(|e| io_error(dir, e))?
+                .next()
+                .is_none();
+            if !is_bundle && !empty {
+                return Err(ArenaError::Bundle {
+                    path: dir.display().to_string(),
+                    cause: "the folder exists, is not empty and holds no arena.json; pass an empty or new --out folder".to_string(),
+                });
+            }
+            if is_bundle {
+                std::fs::remove_dir_all(dir).map_err(|e| io_error(dir, e))?;
+            }
+        }
+        std::fs::create_dir_all(dir.join(POLICIES_DIR)).map_err(|e| io_error(dir, e))?;
+        let mut receipts = String::new();
+        for line in &self.receipts {
+            receipts.push_str(line);
+            receipts.push('\n');
+        }
+        write_file(&dir.join(RECEIPTS_FILE), receipts.as_bytes())?;
+        for (kernel, policy) in &self.policies {
+            write_file(
+                &dir.join(POLICIES_DIR).join(format!("{kernel}.json")),
+                format!("{policy}\n").as_bytes(),
+            )?;
+        }
+        for (rel, bytes) in &self.inputs {
+            let path = dir.join(INPUTS_DIR).join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+            }
+            write_file(&path, bytes)?;
+        }
+        // The manifest goes last: a folder with arena.json is a whole bundle.
+        let mut manifest = chio_kernel::canonical::to_canonical_string(&self.manifest)?;
+        manifest.push('\n');
+        write_file(&dir.join(MANIFEST_FILE), manifest.as_bytes())
+    }
+
+    /// Reads a bundle written by [`Bundle::write`].
+    pub fn read(dir: &Path) -> Result<Bundle, ArenaError> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        let text = std::fs::read_to_string(&manifest_path).map_err(|e| ArenaError::Bundle {
+            path: manifest_path.display().to_string(),
+            cause: format!("{e}; pass the folder a run wrote (it holds arena.json)"),
+        })?;
+        let manifest: BundleManifest =
+            serde_json::from_str(&text).map_err(|e| ArenaError::Bundle {
+                path: manifest_path.display().to_string(),
+                cause: format!("not a {BUNDLE_SCHEMA} manifest: {e}"),
+            })?;
+        if manifest.schema_version != BUNDLE_SCHEMA {
+            return Err(ArenaError::Bundle {
+                path: manifest_path.display().to_string(),
+                cause: format!(
+                    "schema {} is not {BUNDLE_SCHEMA}",
+                    manifest.schema_version
+                ),
+            });
+        }
+        let receipts_path = dir.join(RECEIPTS_FILE);
+        let receipts = std::fs::read_to_string(&receipts_path)
+            .map_err(|e| io_error(&receipts_path, e))?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let mut policies = BTreeMap::new();
+        for kernel in manifest.policies.keys() {
+            let path = dir.join(POLICIES_DIR).join(format!("{kernel}.json"));
+            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
+            policies.insert(kernel.clone(), text.trim_end_matches('\n').to_string());
+        }
+        let mut inputs = BTreeMap::new();
+        read_inputs(&dir.join(INPUTS_DIR), &dir.join(INPUTS_DIR), &mut inputs)?;
+        Ok(Bundle {
+            manifest,
+            receipts,
+            policies,
+            inputs,
+        })
+    }
+}
+
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ArenaError> {
+    std::fs::write(path, bytes).map_err(|e| io_error(path, e))
+}
+
+fn read_inputs(
+    root: &Path,
+    dir: &Path,
+    out: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), ArenaError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| io_error(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| io_error(dir, e))?;
+    paths.sort();
+    for path in paths {
+        if path.is_dir() {
+            read_inputs(root, &path, out)?;
+        } else {
+            let rel = path
+                .strip_prefix(root)
+                .map_err(|_| ArenaError::Bundle {
+                    path: path.display().to_string(),
+                    cause: "input outside the inputs folder".to_string(),
+                })?
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
+            out.insert(rel, bytes);
+        }
+    }
+    Ok(())
+}
+
+/// The first difference between two runs of (nominally) one scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepDrift {
+    /// The step index in dispatch order.
+    pub index: usize,
+    /// The step id (of the first run when the ids differ).
+    pub step_id: String,
+    /// What differs: `verdict`, `receipt`, `step` (another step at this
+    /// position) or `missing` (one run ended before this step).
+    pub what: String,
+    /// The first run's verdict, when it has the step.
+    pub left: Option<String>,
+    /// The second run's verdict, when it has the step.
+    pub right: Option<String>,
+    /// The inputs that changed, in checklist order; the first is the one
+    /// to investigate first.
+    pub changed_inputs: Vec<String>,
+}
+
+/// Compares two runs step by step and returns every differing step, first
+/// one first. Two runs with no drift give an empty list.
+pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDrift> {
+    let mut drifts = Vec::new();
+    let n = left.steps.len().max(right.steps.len());
+    for index in 0..n {
+        match (left.steps.get(index), right.steps.get(index)) {
+            (Some(a), Some(b)) => {
+                let what = if a.step_id != b.step_id {
+                    Some("step")
+                } else if a.actual != b.actual || a.verdict != b.verdict {
+                    Some("verdict")
+                } else if a.receipt_id != b.receipt_id || a.detail != b.detail {
+                    Some("receipt")
+                } else {
+                    None
+                };
+                if let Some(what) = what {
+                    let mut changed: Vec<String> = a
+                        .inputs
+                        .differences(&b.inputs)
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    if what == "step" && !changed.iter().any(|c| c == "invocation") {
+                        changed.insert(0, "invocation".to_string());
+                    }
+                    drifts.push(StepDrift {
+                        index,
+                        step_id: a.step_id.clone(),
+                        what: what.to_string(),
+                        left: a.actual.clone(),
+                        right: b.actual.clone(),
+                        changed_inputs: changed,
+                    });
+                }
+            }
+            (Some(a), None) => drifts.push(StepDrift {
+                index,
+                step_id: a.step_id.clone(),
+                what: "missing".to_string(),
+                left: a.actual.clone(),
+                right: None,
+                changed_inputs: Vec::new(),
+            }),
+            (None, Some(b)) => drifts.push(StepDrift {
+                index,
+                step_id: b.step_id.clone(),
+                what: "missing".to_string(),
+                left: None,
+                right: b.actual.clone(),
+                changed_inputs: Vec::new(),
+            }),
+            (None, None) => {}
+        }
+    }
+    drifts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
+        StepRecord {
+            step_id: id.to_string(),
+            action: "call".to_string(),
+            agent: "a".to_string(),
+            virtual_time: "2026-01-01T00:00:00.000Z".to_string(),
+            kernel: Some("k".to_string()),
+            target: Some("s/t".to_string()),
+            expected: Some("allow".to_string()),
+            actual: Some(actual.to_string()),
+            verdict: Some(actual.to_string()),
+            reason: None,
+            guard: None,
+            receipt_id: Some(format!("r-{id}-{actual}")),
+            recorded: Some(true),
+            pass: Some(actual == "allow"),
+            detail: None,
+            inputs: StepInputs {
+                invocation: "i".to_string(),
+                evaluator: evaluator.to_string(),
+                authority_time: "t".to_string(),
+                admission: "a".to_string(),
+                session: "s".to_string(),
+            },
+        }
+    }
+
+    fn manifest(steps: Vec<StepRecord>) -> BundleManifest {
+        BundleManifest {
+            schema_version: BUNDLE_SCHEMA.to_string(),
+            determinism: DeterminismWitness {
+                agents: vec!["a".to_string()],
+                locale: "C".to_string(),
+                rng_seed: 1,
+                scenario_id: "s".to_string(),
+                scheduler: "single-agent-v1".to_string(),
+                schema_version: "chio.arena.scenario/v1".to_string(),
+                steps: steps.iter().map(|s| s.step_id.clone()).collect(),
+                virtual_clock_start: "2026-01-01T00:00:00.000Z".to_string(),
+            },
+            scenario_title: "t".to_string(),
+            scenario_sha256: "x".to_string(),
+            status: "completed".to_string(),
+            stopped: None,
+            mismatches: Vec::new(),
+            receipt_root: "r".to_string(),
+            receipt_count: steps.len() as u64,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            steps,
+        }
+    }
+
+    // Identical runs show no drift.
+    #[test]
+    fn identical_runs_do_not_drift() {
+        let a = manifest(vec![step("one", "allow", "e1"), step("two", "deny", "e1")]);
+        assert!(compare_runs(&a, &a.clone()).is_empty());
+    }
+
+    // A changed policy names the step and the evaluator as the changed input.
+    #[test]
+    fn policy_change_names_the_evaluator() {
+        let a = manifest(vec![step("one", "allow", "e1"), step("two", "allow", "e1")]);
+        let b = manifest(vec![step("one", "allow", "e1"), step("two", "deny", "e2")]);
+        let drift = compare_runs(&a, &b);
+        assert_eq!(drift.len(), 1);
+        assert_eq!(drift[0].step_id, "two");
+        assert_eq!(drift[0].what, "verdict");
+        assert_eq!(drift[0].changed_inputs, vec!["evaluator".to_string()]);
+    }
+
+    // A run that ended early shows the missing steps.
+    #[test]
+    fn shorter_run_is_reported_missing() {
+        let a = manifest(vec![step("one", "allow", "e1"), step("two", "allow", "e1")]);
+        let b = manifest(vec![step("one", "allow", "e1")]);
+        let drift = compare_runs(&a, &b);
+        assert_eq!(drift[0].what, "missing");
+        assert_eq!(drift[0].step_id, "two");
+    }
+
+    // A bundle written and read back is the same bundle, and refuses to
+    // overwrite a folder that is not a bundle.
+    #[test]
+    fn write_read_round_trip() {
+        let dir = std::env::temp_dir().join(format!("chio-bundle-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let bundle = Bundle {
+            manifest: manifest(vec![step("one", "allow", "e1")]),
+            receipts: vec!["{\"a\":1}".to_string()],
+            policies: BTreeMap::from([("k".to_string(), "[]".to_string())]),
+            inputs: BTreeMap::from([
+                ("scenario.toml".to_string(), b"id = 1".to_vec()),
+                ("fixtures/x/a.txt".to_string(), b"hello".to_vec()),
+            ]),
+        };
+        bundle.write(&dir).unwrap();
+        assert_eq!(Bundle::read(&dir).unwrap(), bundle);
+        bundle.write(&dir).unwrap();
+        let other = dir.join("not-a-bundle");
+        std::fs::create_dir_all(other.join("x")).unwrap();
+        assert!(matches!(
+            bundle.write(&other),
+            Err(ArenaError::Bundle { .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,183 @@
+//! `chio arena replay DIR [--json]` and `chio arena diff A B [--json]`.
+//!
+//! Replay re-evaluates a bundle: it runs the scenario and fixtures the
+//! bundle recorded (its `inputs/`) again in the embedded topology and
+//! compares the new run with the recorded one step by step, naming each
+//! step whose verdict or receipt drifted and which input changed. It also
+//! checks that the recorded policy files still hash to what the manifest
+//! says. Diff compares two recorded bundles the same way without running
+//! anything. Both exit 0 when there is no drift and 1 when there is.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use chio_arena::bundle::{compare_runs, Bundle, StepDrift, SCENARIO_INPUT};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::arena_run::{load_for_run, runtime};
+use crate::cli::{DiffArgs, ReplayArgs};
+use crate::driver::run_embedded;
+use crate::error::{CliError, Exit};
+
+/// Schema of `chio arena replay --json`.
+pub const REPLAY_SCHEMA_VERSION: &str = "chio.arena.replay/v1";
+/// Schema of `chio arena diff --json`.
+pub const DIFF_SCHEMA_VERSION: &str = "chio.arena.diff/v1";
+
+#[derive(Debug, Serialize)]
+struct DriftReport<'a> {
+    schema_version: &'static str,
+    scenario_id: &'a str,
+    left: String,
+    right: String,
+    identical: bool,
+    policy_files: BTreeMap<String, String>,
+    drifts: Vec<StepDrift>,
+}
+
+fn read_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
+    Bundle::read(dir).map_err(|e| CliError::from_arena(command, &e))
+}
+
+/// Policy files whose bytes no longer hash to the manifest's record.
+fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (kernel, recorded) in &bundle.manifest.policies {
+        let actual = bundle
+            .policies
+            .get(kernel)
+            .map(|p| hex::encode(Sha256::digest(p.as_bytes())));
+        if actual.as_deref() != Some(recorded.as_str()) {
+            out.insert(kernel.clone(), "policy file differs from the manifest's hash".to_string());
+        }
+    }
+    out
+}
+
+fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result<String, CliError> {
+    if json {
+        let mut text = chio_kernel::canonical::to_canonical_string(report)
+            .map_err(|e| CliError::from_arena(command, &chio_arena::ArenaError::Canonical(e)))?;
+        text.push('\n');
+        return Ok(text);
+    }
+    let mut text = format!(
+        "{command}: {} vs {} (scenario {})\n",
+        report.left, report.right, report.scenario_id
+    );
+    for (kernel, problem) in &report.policy_files {
+        text.push_str(&format!("policy {kernel}: {problem}\n"));
+    }
+    if report.drifts.is_empty() && report.policy_files.is_empty() {
+        text.push_str("no drift: every step has the same verdict and receipt\n");
+    }
+    for (i, d) in report.drifts.iter().enumerate() {
+        text.push_str(&format!(
+            "{} step {} (#{}): {} differs ({} vs {}); changed input: {}\n",
+            if i == 0 { "first drift at" } else { "also at" },
+            d.step_id,
+            d.index,
+            d.what,
+            d.left.as_deref().unwrap_or("-"),
+            d.right.as_deref().unwrap_or("-"),
+            if d.changed_inputs.is_empty() {
+                "none recorded (the evaluator's code changed)".to_string()
+            } else {
+                d.changed_inputs.join(", ")
+            }
+        ));
+    }
+    Ok(text)
+}
+
+fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), CliError> {
+    if report.identical {
+        return Ok(());
+    }
+    let message = match report.drifts.first() {
+        Some(d) => format!(
+            "step {} drifted ({}); changed input: {}",
+            d.step_id,
+            d.what,
+            if d.changed_inputs.is_empty() {
+                "the evaluator's code".to_string()
+            } else {
+                d.changed_inputs[0].clone()
+            }
+        ),
+        None => "a policy file no longer matches the manifest".to_string(),
+    };
+    Err(CliError {
+        code: "CHIO-ARENA-DRIFT".to_string(),
+        command,
+        message,
+        help: "inspect the named input of that step; the report lists every drifting step".to_string(),
+        exit: Exit::ExpectationFailed,
+    })
+}
+
+/// Runs `chio arena replay`.
+pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    const COMMAND: &str = "arena replay";
+    let recorded = read_bundle(COMMAND, &args.dir)?;
+    let work = tempfile::tempdir()
+        .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot create a work folder: {e}")))?;
+    for (rel, bytes) in &recorded.inputs {
+        let path = work.path().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
+        }
+        std::fs::write(&path, bytes)
+            .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
+    }
+    let (scenario, inputs) = load_for_run(COMMAND, &work.path().join(SCENARIO_INPUT))?;
+    let keep_going = recorded.manifest.status != "stopped";
+    let replayed = runtime(COMMAND)?
+        .block_on(run_embedded(&scenario, &inputs, keep_going))
+        .map_err(|e| CliError::node(COMMAND, &e))?;
+    let drifts = compare_runs(&recorded.manifest, &replayed.bundle.manifest);
+    let policy_files = tampered_policies(&recorded);
+    let report = DriftReport {
+        schema_version: REPLAY_SCHEMA_VERSION,
+        scenario_id: &recorded.manifest.determinism.scenario_id,
+        left: args.dir.display().to_string(),
+        right: "replay".to_string(),
+        identical: drifts.is_empty()
+            && policy_files.is_empty()
+            && recorded.receipts == replayed.bundle.receipts,
+        policy_files,
+        drifts,
+    };
+    let text = render(&report, args.json, COMMAND)?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))?;
+    drift_error(COMMAND, &report)
+}
+
+/// Runs `chio arena diff`.
+pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    const COMMAND: &str = "arena diff";
+    let left = read_bundle(COMMAND, &args.left)?;
+    let right = read_bundle(COMMAND, &args.right)?;
+    let drifts = compare_runs(&left.manifest, &right.manifest);
+    let mut policy_files = tampered_policies(&left);
+    policy_files.extend(tampered_policies(&right));
+    let report = DriftReport {
+        schema_version: DIFF_SCHEMA_VERSION,
+        scenario_id: &left.manifest.determinism.scenario_id,
+        left: args.left.display().to_string(),
+        right: args.right.display().to_string(),
+        identical: drifts.is_empty() && policy_files.is_empty() && left.receipts == right.receipts,
+        policy_files,
+        drifts,
+    };
+    let text = render(&report, args.json, COMMAND)?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))?;
+    drift_error(COMMAND, &report)
+}

@@ -1,0 +1,281 @@
+//! `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
+//!
+//! Loads and validates the scenario, refuses one without a world, runs it
+//! in the embedded topology, writes the bundle (by default under
+//! `target/arena/<scenario-id>/`) and prints the outcome: with `--json` the
+//! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
+//! expectation held, 1 when one did not (the run stops at the first unless
+//! `--keep-going`), 2 for a refused scenario, 3 for an infrastructure
+//! failure; the bundle is written in every case but the refusal.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chio_arena::bundle::Bundle;
+use chio_arena::{load_scenario, Scenario};
+use serde::Serialize;
+
+use crate::cli::RunArgs;
+use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "arena run";
+
+/// The schema of the `--json` document.
+pub const RUN_SCHEMA_VERSION: &str = "chio.arena.run/v1";
+
+/// One step of the outcome.
+#[derive(Debug, Serialize)]
+struct OutcomeStep<'a> {
+    step_id: &'a str,
+    action: &'a str,
+    agent: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    actual: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pass: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct Outcome<'a> {
+    status: RunStatus,
+    calls: usize,
+    passed: usize,
+    failed: usize,
+    receipt_root: &'a str,
+    receipts: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_at: Option<&'a str>,
+    steps: Vec<OutcomeStep<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct RunReport<'a> {
+    bundle_dir: String,
+    determinism: &'a chio_arena::DeterminismWitness,
+    scenario_id: &'a str,
+    scenario_title: &'a str,
+    schema_version: &'static str,
+    outcome: Outcome<'a>,
+}
+
+/// Loads a scenario and everything a run of it needs, or the CLI error.
+pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
+    let scenario = load_scenario(file).map_err(|e| CliError::from_arena(command, &e))?;
+    scenario
+        .require_world()
+        .map_err(|e| CliError::from_arena(command, &e))?;
+    let bytes = std::fs::read(file).map_err(|e| {
+        CliError::from_arena(
+            command,
+            &chio_arena::ArenaError::Unreadable {
+                path: file.display().to_string(),
+                reason: e.to_string(),
+            },
+        )
+    })?;
+    let inputs = RunInputs::load(&scenario, bytes).map_err(|e| CliError::node(command, &e))?;
+    Ok((scenario, inputs))
+}
+
+/// A tokio runtime for one command.
+pub fn runtime(command: &'static str) -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("chio-controller")
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::infrastructure(command, format!("cannot start the async runtime: {e}")))
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let (scenario, inputs) = load_for_run(COMMAND, &args.file)?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    let result = runtime(COMMAND)?
+        .block_on(run_embedded(&scenario, &inputs, args.keep_going))
+        .map_err(|e| CliError::node(COMMAND, &e))?;
+    result
+        .bundle
+        .write(&dir)
+        .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    let text = if args.json {
+        render_json(&scenario, &result, &dir)?
+    } else {
+        render_table(&scenario, &result, &dir)
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))?;
+    outcome_error(COMMAND, &result)
+}
+
+/// The error a finished run exits with, if any.
+pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), CliError> {
+    let manifest = &result.bundle.manifest;
+    match result.status {
+        RunStatus::Passed => Ok(()),
+        RunStatus::Stopped => {
+            let stop = manifest.stopped.as_ref();
+            Err(CliError {
+                code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
+                command,
+                message: stop.map(|s| s.message.clone()).unwrap_or_default(),
+                help: "fix the policy or the step's expect_verdict; the bundle keeps every receipt up to this step, and --keep-going runs the remaining steps".to_string(),
+                exit: Exit::ExpectationFailed,
+            })
+        }
+        RunStatus::Failed => Err(CliError {
+            code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
+            command,
+            message: format!(
+                "{} step(s) answered other than expected: {}",
+                manifest.mismatches.len(),
+                manifest.mismatches.join(", ")
+            ),
+            help: "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle".to_string(),
+            exit: Exit::ExpectationFailed,
+        }),
+        RunStatus::InfrastructureFailure => Err(CliError::infrastructure(
+            command,
+            result
+                .failure
+                .as_ref()
+                .map(|f| {
+                    format!(
+                        "run stopped at step {}: {f}",
+                        manifest.stopped.as_ref().map(|s| s.step_id.as_str()).unwrap_or("?")
+                    )
+                })
+                .unwrap_or_default(),
+        )),
+    }
+}
+
+fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
+    let manifest = &bundle.manifest;
+    let calls: Vec<_> = manifest.steps.iter().filter(|s| s.pass.is_some()).collect();
+    Outcome {
+        status: result.status.clone(),
+        calls: calls.len(),
+        passed: calls.iter().filter(|s| s.pass == Some(true)).count(),
+        failed: calls.iter().filter(|s| s.pass == Some(false)).count(),
+        receipt_root: &manifest.receipt_root,
+        receipts: manifest.receipt_count,
+        stopped_at: manifest.stopped.as_ref().map(|s| s.step_id.as_str()),
+        steps: manifest
+            .steps
+            .iter()
+            .map(|s| OutcomeStep {
+                step_id: &s.step_id,
+                action: &s.action,
+                agent: &s.agent,
+                kernel: s.kernel.as_deref(),
+                expected: s.expected.as_deref(),
+                actual: s.actual.as_deref(),
+                pass: s.pass,
+                reason: s.reason.as_deref(),
+            })
+            .collect(),
+    }
+}
+
+fn render_json(scenario: &Scenario, result: &RunResult, dir: &Path) -> Result<String, CliError> {
+    let report = RunReport {
+        bundle_dir: dir.display().to_string(),
+        determinism: &result.bundle.manifest.determinism,
+        scenario_id: scenario.id(),
+        scenario_title: scenario.title(),
+        schema_version: RUN_SCHEMA_VERSION,
+        outcome: outcome(result, &result.bundle),
+    };
+    let mut text = chio_kernel::canonical::to_canonical_string(&report)
+        .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
+    let manifest = &result.bundle.manifest;
+    let mut rows: Vec<[String; 7]> = vec![[
+        "STEP".into(),
+        "ACTION".into(),
+        "AGENT".into(),
+        "TARGET".into(),
+        "EXPECTED".into(),
+        "ACTUAL".into(),
+        "RESULT".into(),
+    ]];
+    for s in &manifest.steps {
+        rows.push([
+            s.step_id.clone(),
+            s.action.clone(),
+            s.agent.clone(),
+            match (&s.target, &s.kernel, &s.detail) {
+                (Some(t), Some(k), _) => format!("{t} @ {k}"),
+                (_, _, Some(d)) if s.action == "revoke" => d.clone(),
+                (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
+                _ => String::new(),
+            },
+            s.expected.clone().unwrap_or_default(),
+            s.actual.clone().unwrap_or_default(),
+            match s.pass {
+                Some(true) => "pass".into(),
+                Some(false) => "FAIL".into(),
+                None => "done".into(),
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = format!(
+        "scenario {}: {}\nbundle   {}\n\n",
+        scenario.id(),
+        scenario.title(),
+        dir.display()
+    );
+    for (n, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            line.push_str(&format!("{:width$}  ", cell, width = widths[i]));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+        if n > 0 {
+            if let Some(reason) = &manifest.steps[n - 1].reason {
+                text.push_str(&format!("{:indent$}reason: {reason}\n", "", indent = widths[0] + 2));
+            }
+        }
+    }
+    let o = outcome(result, &result.bundle);
+    text.push_str(&format!(
+        "\nresult: {} ({} calls, {} passed, {} failed){}\nreceipts: {} (root {})\n",
+        match result.status {
+            RunStatus::Passed => "passed",
+            RunStatus::Failed => "failed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::InfrastructureFailure => "infrastructure failure",
+        },
+        o.calls,
+        o.passed,
+        o.failed,
+        manifest
+            .stopped
+            .as_ref()
+            .map(|s| format!(", stopped at {}", s.step_id))
+            .unwrap_or_default(),
+        manifest.receipt_count,
+        manifest.receipt_root
+    ));
+    text
+}

@@ -1,0 +1,448 @@
+//! The run driver: dispatches a scenario's actions in total order to the
+//! nodes that host the acting agents, and turns what comes back into an
+//! evidence bundle.
+//!
+//! Order of work for one run: resolve the world (keys, grants, placement),
+//! then for each scheduled action in the scheduler's order, compute its
+//! virtual instant (`start + evaluation offset`), send it to the acting
+//! agent's node through a [`Dispatcher`], wait for the answer, record it,
+//! and only then send the next. One action in flight at a time is what
+//! makes the run replayable whatever the topology: concurrency inside a node
+//! never reaches an output. A call whose verdict differs from its
+//! expectation stops the run unless `keep_going`; an infrastructure failure
+//! always stops it. Either way the bundle keeps every receipt so far.
+//!
+//! The driver does not know how nodes are reached: the embedded topology
+//! and the gRPC topologies implement [`Dispatcher`].
+
+use std::collections::BTreeMap;
+
+use chio_arena::bundle::{
+    Bundle, BundleManifest, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
+};
+use chio_arena::{Action, Scenario};
+use chio_kernel::canonical::to_canonical_string;
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::receipt::merkle_root;
+use chio_kernel::token::{Attenuation, CapabilityToken};
+use chio_node::actors::CallOutcome;
+use chio_node::link::LinkFuture;
+use chio_node::{CallCommand, DelegateCommand, EmbeddedTopology, FixtureSet, NodeError, World};
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use tracing::Instrument;
+
+/// The evaluator's version, part of every step's evaluator fingerprint.
+pub const EVALUATOR_VERSION: &str = concat!("chio-kernel/", env!("CARGO_PKG_VERSION"));
+
+/// How the driver reaches nodes by logical name.
+pub trait Dispatcher: Send + Sync {
+    /// Runs a call on `node`.
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome>;
+    /// Runs a delegation on `node`, returning the child token.
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken>;
+    /// Runs a revocation on `node`.
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()>;
+}
+
+impl Dispatcher for EmbeddedTopology {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+        let node = self.node(node).cloned();
+        Box::pin(async move { node?.call(command).await })
+    }
+
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+        let node = self.node(node).cloned();
+        Box::pin(async move { node?.delegate(command).await })
+    }
+
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        let node = self.node(node).cloned();
+        let target = target.to_string();
+        Box::pin(async move { node?.revoke(&target, at_ms).await })
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Every action was dispatched and every expectation held.
+    Passed,
+    /// Every action was dispatched (`keep_going`) and some expectation failed.
+    Failed,
+    /// An unexpected verdict stopped the run.
+    Stopped,
+    /// A node or store failed; the run could not continue.
+    InfrastructureFailure,
+}
+
+/// A finished run: its bundle and how it ended.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The evidence.
+    pub bundle: Bundle,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The infrastructure failure, when one ended the run.
+    pub failure: Option<NodeError>,
+}
+
+/// What the driver needs to know about a scenario's inputs.
+#[derive(Debug, Clone)]
+pub struct RunInputs {
+    /// The scenario file's bytes, as run.
+    pub scenario_bytes: Vec<u8>,
+    /// The fixture files, by server.
+    pub fixtures: FixtureSet,
+    /// Input files for the bundle, by path relative to `inputs/`.
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+impl RunInputs {
+    /// Reads the scenario's bytes and fixtures from disk.
+    pub fn load(scenario: &Scenario, scenario_bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
+        let fixtures = FixtureSet::load(scenario)?;
+        let mut files = BTreeMap::new();
+        files.insert(SCENARIO_INPUT.to_string(), scenario_bytes.clone());
+        for server in &scenario.file().servers {
+            if let (Some(rel), Some(seeded)) = (&server.fixtures, fixtures.servers.get(&server.id)) {
+                let rel = rel.trim_end_matches('/');
+                for (path, content) in seeded {
+                    files.insert(format!("{rel}/{path}"), content.as_bytes().to_vec());
+                }
+            }
+        }
+        Ok(RunInputs {
+            scenario_bytes,
+            fixtures,
+            files,
+        })
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn fingerprint(value: &Value) -> String {
+    // Every value fingerprinted here is built from validated scenario data
+    // (integers within 2^53), so canonicalisation cannot fail; an empty
+    // input would only make two fingerprints compare equal, never allow.
+    sha256_hex(to_canonical_string(value).unwrap_or_default().as_bytes())
+}
+
+/// Each kernel's policy as canonical JSON, by kernel id.
+pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeError> {
+    let mut out = BTreeMap::new();
+    for (id, plan) in &world.kernels {
+        let policy = json!({
+            "kernel": id,
+            "kernel_key": public_key_hex(&plan.config.signing_key),
+            "trusted_issuers": plan.config.trusted_issuers,
+            "max_delegation_depth": plan.config.max_delegation_depth,
+            "guards": plan.config.guards,
+            "tool_budgets": plan.config.tool_budgets.iter().map(|b| json!({
+                "agent": b.agent, "server": b.server, "tool": b.tool,
+                "max_invocations": b.max_invocations,
+            })).collect::<Vec<_>>(),
+        });
+        let text = to_canonical_string(&policy).map_err(|e| NodeError::Kernel(e.to_string()))?;
+        out.insert(id.clone(), text);
+    }
+    Ok(out)
+}
+
+/// Runs a scenario's whole schedule through `dispatcher`.
+pub async fn run_schedule(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    dispatcher: &dyn Dispatcher,
+    keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    let policies = kernel_policies(world)?;
+    let policy_hashes: BTreeMap<String, String> = policies
+        .iter()
+        .map(|(k, v)| (k.clone(), sha256_hex(v.as_bytes())))
+        .collect();
+    let authority_hex = public_key_hex(&world.authority);
+    let clock = scenario.clock();
+    let file = scenario.file();
+
+    // Every capability the run knows of, with the agent holding it.
+    let mut ledger: BTreeMap<String, (String, CapabilityToken)> = world.grants.clone();
+    let mut steps = Vec::new();
+    let mut receipts = Vec::new();
+    let mut mismatches = Vec::new();
+    let mut admission_log: Vec<Value> = Vec::new();
+    let mut sessions: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    let mut stopped = None;
+    let mut failure = None;
+
+    for scheduled in scenario.schedule() {
+        let step = &file.steps[scheduled.step_index];
+        let action = &scenario.actions()[scheduled.step_index];
+        let agent = &scheduled.agent_id;
+        let now_ms = world.start_ms + scheduled.evaluation_ms;
+        let virtual_time = clock.format_offset_ms(scheduled.evaluation_ms);
+        let node = world
+            .agent_node(agent)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
+            .to_string();
+        let session = sessions.entry(agent.clone()).or_default().clone();
+        let mut record = StepRecord {
+            step_id: step.id.clone(),
+            action: String::new(),
+            agent: agent.clone(),
+            virtual_time: virtual_time.clone(),
+            kernel: None,
+            target: None,
+            expected: None,
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: None,
+            detail: None,
+            inputs: StepInputs {
+                invocation: String::new(),
+                evaluator: String::new(),
+                authority_time: fingerprint(&json!({
+                    "trusted_issuers": [authority_hex],
+                    "now": virtual_time,
+                })),
+                admission: fingerprint(&Value::Array(admission_log.clone())),
+                session: fingerprint(&Value::Array(session)),
+            },
+        };
+        let result: Result<(), NodeError> = match action {
+            Action::Call(call) => {
+                record.action = "call".to_string();
+                let capability_id = call.capability.clone().ok_or_else(|| {
+                    NodeError::Scenario(format!("step {} presents no capability", step.id))
+                })?;
+                let (holder, token) = ledger.get(&capability_id).cloned().ok_or_else(|| {
+                    NodeError::Scenario(format!(
+                        "step {} presents capability {capability_id} before it exists",
+                        step.id
+                    ))
+                })?;
+                let captured = (holder != *agent).then(|| token.clone());
+                let kernel = world
+                    .server_kernel(&call.server)
+                    .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
+                    .to_string();
+                record.kernel = Some(kernel.clone());
+                record.target = Some(format!("{}/{}", call.server, call.tool));
+                record.expected = Some(call.expect_verdict.as_str().to_string());
+                record.inputs.invocation = fingerprint(&json!({
+                    "agent": agent,
+                    "server": call.server,
+                    "tool": call.tool,
+                    "arguments": call.arguments,
+                    "capability": capability_id,
+                    "captured": captured.is_some(),
+                }));
+                record.inputs.evaluator = fingerprint(&json!({
+                    "kernel": kernel,
+                    "policy": policy_hashes.get(&kernel),
+                    "evaluator": EVALUATOR_VERSION,
+                }));
+                record.inputs.authority_time = fingerprint(&json!({
+                    "trusted_issuers": [authority_hex],
+                    "token": serde_json::to_value(&token).unwrap_or(Value::Null),
+                    "now": virtual_time,
+                }));
+                let outcome = dispatcher
+                    .call(
+                        &node,
+                        CallCommand {
+                            request_id: step.id.clone(),
+                            agent: agent.clone(),
+                            capability_id: capability_id.clone(),
+                            captured,
+                            server: call.server.clone(),
+                            tool: call.tool.clone(),
+                            arguments: call.arguments.clone(),
+                            now_ms,
+                        },
+                    )
+                    .await;
+                match outcome {
+                    Ok(outcome) => {
+                        let actual = outcome.projected.as_str().to_string();
+                        let pass = actual == call.expect_verdict.as_str();
+                        record.actual = Some(actual.clone());
+                        record.verdict = Some(outcome.verdict.as_str().to_string());
+                        record.reason = outcome.reason.clone();
+                        record.guard = outcome.guard.clone();
+                        record.receipt_id = Some(outcome.receipt.id.clone());
+                        record.recorded = Some(outcome.recorded);
+                        record.pass = Some(pass);
+                        receipts.push(outcome.receipt.clone());
+                        let entry = json!({"step": step.id, "server": call.server, "tool": call.tool, "verdict": actual});
+                        sessions.entry(agent.clone()).or_default().push(entry.clone());
+                        admission_log.push(json!({"call": entry, "capability": capability_id}));
+                        if !pass {
+                            mismatches.push(step.id.clone());
+                            if !keep_going {
+                                stopped = Some(StopRecord {
+                                    step_id: step.id.clone(),
+                                    cause: "unexpected-verdict".to_string(),
+                                    message: format!(
+                                        "step {} expected {} but the kernel answered {}{}",
+                                        step.id,
+                                        call.expect_verdict.as_str(),
+                                        actual,
+                                        outcome
+                                            .reason
+                                            .as_deref()
+                                            .map(|r| format!(": {r}"))
+                                            .unwrap_or_default()
+                                    ),
+                                });
+                            }
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Action::Delegate(delegate) => {
+                record.action = "delegate".to_string();
+                let attenuation = Attenuation {
+                    tools: delegate.tools.clone(),
+                    path_prefix: delegate.path_prefix.clone(),
+                    not_before: None,
+                    expires_at: delegate.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
+                    max_invocations: delegate.max_invocations,
+                    share_bps: delegate.share_bps.and_then(|b| u32::try_from(b).ok()),
+                };
+                record.inputs.invocation = fingerprint(&json!({
+                    "agent": agent,
+                    "delegate": delegate,
+                }));
+                let child = dispatcher
+                    .delegate(
+                        &node,
+                        DelegateCommand {
+                            agent: agent.clone(),
+                            capability_id: delegate.capability.clone(),
+                            to: delegate.to.clone(),
+                            delegation_id: delegate.delegation.clone(),
+                            attenuation,
+                            now_ms,
+                        },
+                    )
+                    .await;
+                match child {
+                    Ok(child) => {
+                        let token_hash = fingerprint(&serde_json::to_value(&child).unwrap_or(Value::Null));
+                        record.detail = Some(token_hash.clone());
+                        admission_log.push(json!({"delegate": delegate.delegation, "token": token_hash}));
+                        ledger.insert(delegate.delegation.clone(), (delegate.to.clone(), child));
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Action::Revoke(revoke) => {
+                record.action = "revoke".to_string();
+                record.detail = Some(revoke.target.clone());
+                record.inputs.invocation = fingerprint(&json!({"agent": agent, "revoke": revoke.target}));
+                let done = dispatcher.revoke(&node, &revoke.target, now_ms).await;
+                if done.is_ok() {
+                    admission_log.push(json!({"revoke": revoke.target}));
+                }
+                done
+            }
+            Action::Advance(advance) => {
+                record.action = "advance".to_string();
+                record.detail = Some(advance.advance_ms.to_string());
+                record.inputs.invocation = fingerprint(&json!({"agent": agent, "advance_ms": advance.advance_ms}));
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            stopped = Some(StopRecord {
+                step_id: step.id.clone(),
+                cause: "infrastructure".to_string(),
+                message: e.to_string(),
+            });
+            failure = Some(e);
+            steps.push(record);
+            break;
+        }
+        steps.push(record);
+        if stopped.is_some() {
+            break;
+        }
+    }
+
+    let status = if failure.is_some() {
+        RunStatus::InfrastructureFailure
+    } else if stopped.is_some() {
+        RunStatus::Stopped
+    } else if mismatches.is_empty() {
+        RunStatus::Passed
+    } else {
+        RunStatus::Failed
+    };
+    let receipt_lines = receipts
+        .iter()
+        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let manifest = BundleManifest {
+        schema_version: BUNDLE_SCHEMA.to_string(),
+        determinism: scenario.determinism_witness(),
+        scenario_title: scenario.title().to_string(),
+        scenario_sha256: sha256_hex(&inputs.scenario_bytes),
+        status: match status {
+            RunStatus::Passed | RunStatus::Failed => "completed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::InfrastructureFailure => "failed",
+        }
+        .to_string(),
+        stopped,
+        mismatches,
+        receipt_root: merkle_root(&receipts),
+        receipt_count: receipts.len() as u64,
+        arena_keys: world.public_keys(),
+        policies: policy_hashes,
+        steps,
+    };
+    Ok(RunResult {
+        bundle: Bundle {
+            manifest,
+            receipts: receipt_lines,
+            policies,
+            inputs: inputs.files.clone(),
+        },
+        status,
+        failure,
+    })
+}
+
+/// Runs a scenario in the embedded topology (every node in this process).
+pub async fn run_embedded(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    let world = World::resolve(scenario, &inputs.fixtures)?;
+    let span = tracing::info_span!(
+        "run",
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        topology = "embedded"
+    );
+    tracing::info!(parent: &span, "starting embedded run");
+    let topology = EmbeddedTopology::start(&world)?;
+    run_schedule(scenario, &world, inputs, &topology, keep_going)
+        .instrument(span)
+        .await
+}
