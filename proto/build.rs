@@ -3,7 +3,12 @@
 //! one line in `PROTOS`.
 
 /// Every protocol this crate compiles, relative to the crate root.
-const PROTOS: &[&str] = &["chio/trust/v1/trust_control.proto"];
+const PROTOS: &[&str] = &[
+    "chio/trust/v1/trust_control.proto",
+    "chio/node/v1/node_control.proto",
+    "chio/node/v1/kernel_link.proto",
+    "chio/bench/v1/echo.proto",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for proto in PROTOS {

@@ -259,10 +259,7 @@ impl Bundle {
         if manifest.schema_version != BUNDLE_SCHEMA {
             return Err(ArenaError::Bundle {
                 path: manifest_path.display().to_string(),
-                cause: format!(
-                    "schema {} is not {BUNDLE_SCHEMA}",
-                    manifest.schema_version
-                ),
+                cause: format!("schema {} is not {BUNDLE_SCHEMA}", manifest.schema_version),
             });
         }
         let receipts_path = dir.join(RECEIPTS_FILE);
@@ -494,8 +491,12 @@ mod tests {
     fn write_read_round_trip() {
         let dir = std::env::temp_dir().join(format!("chio-bundle-test-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
+        let mut recorded = manifest(vec![step("one", "allow", "e1")]);
+        recorded
+            .policies
+            .insert("k".to_string(), "hash-of-policy".to_string());
         let bundle = Bundle {
-            manifest: manifest(vec![step("one", "allow", "e1")]),
+            manifest: recorded,
             receipts: vec!["{\"a\":1}".to_string()],
             policies: BTreeMap::from([("k".to_string(), "[]".to_string())]),
             inputs: BTreeMap::from([

@@ -50,7 +50,10 @@ fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
             .get(kernel)
             .map(|p| hex::encode(Sha256::digest(p.as_bytes())));
         if actual.as_deref() != Some(recorded.as_str()) {
-            out.insert(kernel.clone(), "policy file differs from the manifest's hash".to_string());
+            out.insert(
+                kernel.clone(),
+                "policy file differs from the manifest's hash".to_string(),
+            );
         }
     }
     out
@@ -113,7 +116,8 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
         code: "CHIO-ARENA-DRIFT".to_string(),
         command,
         message,
-        help: "inspect the named input of that step; the report lists every drifting step".to_string(),
+        help: "inspect the named input of that step; the report lists every drifting step"
+            .to_string(),
         exit: Exit::ExpectationFailed,
     })
 }
@@ -122,13 +126,15 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
 pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     const COMMAND: &str = "arena replay";
     let recorded = read_bundle(COMMAND, &args.dir)?;
-    let work = tempfile::tempdir()
-        .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot create a work folder: {e}")))?;
+    let work = tempfile::tempdir().map_err(|e| {
+        CliError::infrastructure(COMMAND, format!("cannot create a work folder: {e}"))
+    })?;
     for (rel, bytes) in &recorded.inputs {
         let path = work.path().join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}"))
+            })?;
         }
         std::fs::write(&path, bytes)
             .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;

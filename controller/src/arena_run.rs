@@ -91,7 +91,9 @@ pub fn runtime(command: &'static str) -> Result<tokio::runtime::Runtime, CliErro
         .thread_name("chio-controller")
         .enable_all()
         .build()
-        .map_err(|e| CliError::infrastructure(command, format!("cannot start the async runtime: {e}")))
+        .map_err(|e| {
+            CliError::infrastructure(command, format!("cannot start the async runtime: {e}"))
+        })
 }
 
 /// Runs the command, printing to `out`.
@@ -253,7 +255,11 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
         text.push('\n');
         if n > 0 {
             if let Some(reason) = &manifest.steps[n - 1].reason {
-                text.push_str(&format!("{:indent$}reason: {reason}\n", "", indent = widths[0] + 2));
+                text.push_str(&format!(
+                    "{:indent$}reason: {reason}\n",
+                    "",
+                    indent = widths[0] + 2
+                ));
             }
         }
     }

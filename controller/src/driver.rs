@@ -107,7 +107,8 @@ impl RunInputs {
         let mut files = BTreeMap::new();
         files.insert(SCENARIO_INPUT.to_string(), scenario_bytes.clone());
         for server in &scenario.file().servers {
-            if let (Some(rel), Some(seeded)) = (&server.fixtures, fixtures.servers.get(&server.id)) {
+            if let (Some(rel), Some(seeded)) = (&server.fixtures, fixtures.servers.get(&server.id))
+            {
                 let rel = rel.trim_end_matches('/');
                 for (path, content) in seeded {
                     files.insert(format!("{rel}/{path}"), content.as_bytes().to_vec());
@@ -285,7 +286,10 @@ pub async fn run_schedule(
                         record.pass = Some(pass);
                         receipts.push(outcome.receipt.clone());
                         let entry = json!({"step": step.id, "server": call.server, "tool": call.tool, "verdict": actual});
-                        sessions.entry(agent.clone()).or_default().push(entry.clone());
+                        sessions
+                            .entry(agent.clone())
+                            .or_default()
+                            .push(entry.clone());
                         admission_log.push(json!({"call": entry, "capability": capability_id}));
                         if !pass {
                             mismatches.push(step.id.clone());
@@ -341,9 +345,11 @@ pub async fn run_schedule(
                     .await;
                 match child {
                     Ok(child) => {
-                        let token_hash = fingerprint(&serde_json::to_value(&child).unwrap_or(Value::Null));
+                        let token_hash =
+                            fingerprint(&serde_json::to_value(&child).unwrap_or(Value::Null));
                         record.detail = Some(token_hash.clone());
-                        admission_log.push(json!({"delegate": delegate.delegation, "token": token_hash}));
+                        admission_log
+                            .push(json!({"delegate": delegate.delegation, "token": token_hash}));
                         ledger.insert(delegate.delegation.clone(), (delegate.to.clone(), child));
                         Ok(())
                     }
@@ -353,7 +359,8 @@ pub async fn run_schedule(
             Action::Revoke(revoke) => {
                 record.action = "revoke".to_string();
                 record.detail = Some(revoke.target.clone());
-                record.inputs.invocation = fingerprint(&json!({"agent": agent, "revoke": revoke.target}));
+                record.inputs.invocation =
+                    fingerprint(&json!({"agent": agent, "revoke": revoke.target}));
                 let done = dispatcher.revoke(&node, &revoke.target, now_ms).await;
                 if done.is_ok() {
                     admission_log.push(json!({"revoke": revoke.target}));
@@ -363,7 +370,8 @@ pub async fn run_schedule(
             Action::Advance(advance) => {
                 record.action = "advance".to_string();
                 record.detail = Some(advance.advance_ms.to_string());
-                record.inputs.invocation = fingerprint(&json!({"agent": agent, "advance_ms": advance.advance_ms}));
+                record.inputs.invocation =
+                    fingerprint(&json!({"agent": agent, "advance_ms": advance.advance_ms}));
                 Ok(())
             }
         };

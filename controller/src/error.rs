@@ -19,6 +19,16 @@ use chio_arena::ArenaError;
 /// Where `docs/errors.md` is published; each code has an anchor there.
 pub const ERRORS_DOC_URL: &str = "https://chio.computer/docs/reference/errors";
 
+/// Codes the controller raises itself (the scenario codes are
+/// `chio_arena::ERROR_CODES`); each has a heading in `docs/errors.md`.
+pub const CLI_ERROR_CODES: &[&str] = &[
+    "CHIO-CLI-OUTPUT",
+    "CHIO-ARENA-WORLD",
+    "CHIO-ARENA-UNEXPECTED-VERDICT",
+    "CHIO-ARENA-INFRASTRUCTURE",
+    "CHIO-ARENA-DRIFT",
+];
+
 /// The documented process exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -109,7 +119,9 @@ impl CliError {
             code: "CHIO-ARENA-INFRASTRUCTURE".to_string(),
             command,
             message,
-            help: "check the named node or store and run again; the bundle keeps every receipt so far".to_string(),
+            help:
+                "check the named node or store and run again; the bundle keeps every receipt so far"
+                    .to_string(),
             exit: Exit::Infrastructure,
         }
     }

@@ -141,7 +141,7 @@ fn secret_refusal_does_not_echo_the_value() {
 fn every_code_is_documented() {
     let doc = std::fs::read_to_string(repo_path("docs/errors.md")).expect("docs/errors.md");
     let mut codes: Vec<&str> = chio_arena::ERROR_CODES.to_vec();
-    codes.push("CHIO-CLI-OUTPUT");
+    codes.extend_from_slice(chio_controller::error::CLI_ERROR_CODES);
     let missing: Vec<String> = codes
         .iter()
         .map(|c| chio_controller::error::docs_anchor(c))

@@ -63,38 +63,34 @@ fn echo(_: &ToolCallRequest) -> Result<ToolOutput, String> {
     })
 }
 
-fn run_path(
-    c: &mut Criterion,
-    name: &str,
-    mut kernel: Kernel,
+/// One evaluation path: a kernel, the capability presented, and the call.
+struct PathSetup {
+    kernel: Kernel,
     cap: CapabilityToken,
     agent: String,
-    tool: &str,
+    tool: &'static str,
     now_ms: u64,
     fresh_ids: bool,
-) {
-    let mut n = 0u64;
-    let fixed = request(
-        &agent,
-        &cap,
-        "files",
+}
+
+fn run_path(c: &mut Criterion, name: &str, setup: PathSetup) {
+    let PathSetup {
+        mut kernel,
+        cap,
+        agent,
         tool,
-        json!({"path": "/workspace/a.txt"}),
-        "fixed",
-    );
+        now_ms,
+        fresh_ids,
+    } = setup;
+    let mut n = 0u64;
+    let args = json!({"path": "/workspace/a.txt"});
+    let fixed = request(&agent, &cap, "files", tool, args.clone(), "fixed");
     c.bench_function(name, |b| {
         b.iter_batched(
             || {
                 n += 1;
                 if fresh_ids {
-                    request(
-                        &agent,
-                        &cap,
-                        "files",
-                        tool,
-                        json!({"path": "/workspace/a.txt"}),
-                        &format!("r{n}"),
-                    )
+                    request(&agent, &cap, "files", tool, args.clone(), &format!("r{n}"))
                 } else {
                     fixed.clone()
                 }
@@ -105,77 +101,48 @@ fn run_path(
     });
 }
 
+fn setup(
+    kernel: Kernel,
+    cap: &CapabilityToken,
+    agent: &str,
+    tool: &'static str,
+    now_ms: u64,
+) -> PathSetup {
+    PathSetup {
+        kernel,
+        cap: cap.clone(),
+        agent: agent.to_string(),
+        tool,
+        now_ms,
+        fresh_ids: true,
+    }
+}
+
 fn benches(c: &mut Criterion) {
     for depth in [0usize, 1, 3] {
         for (cache, label) in [(0usize, "nocache"), (4096, "cache")] {
             let (cap, agent) = chain(depth);
-            run_path(
-                c,
-                &format!("allow_depth{depth}_{label}"),
-                bench_kernel(cache, true),
-                cap,
-                agent,
-                "read_file",
-                NOW_MS,
-                true,
-            );
+            let path = setup(bench_kernel(cache, true), &cap, &agent, "read_file", NOW_MS);
+            run_path(c, &format!("allow_depth{depth}_{label}"), path);
         }
     }
     let (cap, agent) = chain(0);
-    run_path(
-        c,
-        "deny_untrusted_issuer",
-        bench_kernel(0, false),
-        cap.clone(),
-        agent.clone(),
-        "read_file",
-        NOW_MS,
-        true,
-    );
+    let path = setup(bench_kernel(0, false), &cap, &agent, "read_file", NOW_MS);
+    run_path(c, "deny_untrusted_issuer", path);
     let mut bad = cap.clone();
     let mut sig = hex::decode(&bad.signature).unwrap();
     sig[3] ^= 1;
     bad.signature = hex::encode(sig);
-    run_path(
-        c,
-        "deny_bad_signature",
-        bench_kernel(0, true),
-        bad,
-        agent.clone(),
-        "read_file",
-        NOW_MS,
-        true,
-    );
-    run_path(
-        c,
-        "deny_expired",
-        bench_kernel(0, true),
-        cap.clone(),
-        agent.clone(),
-        "read_file",
-        (NOW_SECS + 7200) * 1000,
-        true,
-    );
-    run_path(
-        c,
-        "deny_scope",
-        bench_kernel(0, true),
-        cap.clone(),
-        agent.clone(),
-        "delete_file",
-        NOW_MS,
-        true,
-    );
-    run_path(
-        c,
-        "deny_replay",
-        bench_kernel(0, true),
-        cap,
-        agent,
-        "read_file",
-        NOW_MS,
-        false,
-    );
+    let path = setup(bench_kernel(0, true), &bad, &agent, "read_file", NOW_MS);
+    run_path(c, "deny_bad_signature", path);
+    let late = (NOW_SECS + 7200) * 1000;
+    let path = setup(bench_kernel(0, true), &cap, &agent, "read_file", late);
+    run_path(c, "deny_expired", path);
+    let path = setup(bench_kernel(0, true), &cap, &agent, "delete_file", NOW_MS);
+    run_path(c, "deny_scope", path);
+    let mut path = setup(bench_kernel(0, true), &cap, &agent, "read_file", NOW_MS);
+    path.fresh_ids = false;
+    run_path(c, "deny_replay", path);
 
     let key = derive_arena_key(SEED, "agent", "bench");
     let message = vec![7u8; 300];

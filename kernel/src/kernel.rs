@@ -323,7 +323,7 @@ impl Kernel {
                 Admission::Decided(Box::new(self.finish(
                     request,
                     &parameter_hash,
-                    outcome,
+                    *outcome,
                     now_ms,
                 )))
             }
@@ -336,8 +336,8 @@ impl Kernel {
         now_ms: u64,
         holds: &mut Vec<String>,
         observed: &mut Vec<ObservedFinding>,
-    ) -> Result<VerifiedCapability, Outcome> {
-        let deny = |reason: String| Outcome::deny(reason, None, Vec::new());
+    ) -> Result<VerifiedCapability, Box<Outcome>> {
+        let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
         // 1. The capability.
         let verified = verify_capability(
             &request.capability,
@@ -543,7 +543,7 @@ impl Kernel {
         let (content, sanitized, rewrite) = match result {
             Ok(done) => done,
             Err(outcome) => {
-                let mut outcome = outcome;
+                let mut outcome = *outcome;
                 outcome.observed = observed;
                 return self.finish(&request, &parameter_hash, outcome, now_ms);
             }
@@ -793,7 +793,7 @@ fn run_request_guards(
     guards: &[Box<dyn Guard>],
     ctx: &GuardContext<'_>,
     observed: &mut Vec<ObservedFinding>,
-) -> Result<(), Outcome> {
+) -> Result<(), Box<Outcome>> {
     for guard in guards {
         let meta = guard.meta();
         let (would, reason) = match guard.check_request(ctx) {
@@ -814,7 +814,7 @@ fn run_request_guards(
         if would == "pending_approval" {
             outcome.verdict = Verdict::PendingApproval;
         }
-        return Err(outcome);
+        return Err(Box::new(outcome));
     }
     Ok(())
 }
@@ -828,7 +828,7 @@ fn run_output_guards(
     ctx: &GuardContext<'_>,
     content: Value,
     observed: &mut Vec<ObservedFinding>,
-) -> Result<(Value, bool, Rewrite), Outcome> {
+) -> Result<(Value, bool, Rewrite), Box<Outcome>> {
     let mut content = content;
     let mut sanitized = false;
     let mut rewrite: Rewrite = None;
@@ -843,7 +843,11 @@ fn run_output_guards(
                 reason,
             }),
             Ok(OutputVerdict::Deny(reason)) => {
-                return Err(Outcome::deny(reason, Some(meta.id.clone()), Vec::new()))
+                return Err(Box::new(Outcome::deny(
+                    reason,
+                    Some(meta.id.clone()),
+                    Vec::new(),
+                )))
             }
             Ok(OutputVerdict::Rewrite(_, why)) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
@@ -864,11 +868,11 @@ fn run_output_guards(
                 reason: format!("guard {} failed: {e}", meta.id),
             }),
             Err(e) => {
-                return Err(Outcome::deny(
+                return Err(Box::new(Outcome::deny(
                     format!("guard {} failed: {e}; output withheld", meta.id),
                     Some(meta.id.clone()),
                     Vec::new(),
-                ))
+                )))
             }
         }
     }

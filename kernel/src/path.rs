@@ -130,17 +130,15 @@ pub fn path_arguments(arguments: &Value) -> Vec<PathArgument> {
 
 fn walk(value: &Value, pointer: &str, under_path_key: bool, found: &mut Vec<PathArgument>) {
     match value {
-        Value::String(s) => {
-            if under_path_key || looks_like_path(s) {
-                found.push(PathArgument {
-                    pointer: if pointer.is_empty() {
-                        "/".to_string()
-                    } else {
-                        pointer.to_string()
-                    },
-                    raw: s.clone(),
-                });
-            }
+        Value::String(s) if under_path_key || looks_like_path(s) => {
+            found.push(PathArgument {
+                pointer: if pointer.is_empty() {
+                    "/".to_string()
+                } else {
+                    pointer.to_string()
+                },
+                raw: s.clone(),
+            });
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {

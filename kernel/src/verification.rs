@@ -91,7 +91,7 @@ pub fn verify_capability(
             "capability carries a root grant but no delegation chain".to_string()
         });
     }
-    if !trusted_issuers.iter().any(|k| *k == root.issuer) {
+    if !trusted_issuers.contains(&root.issuer) {
         return Err(UNTRUSTED_ISSUER.to_string());
     }
     // Signatures: root by the issuer, each link by its delegator, and the

@@ -102,10 +102,13 @@ fn clock_is_required() {
     assert_eq!(a.verdict, "pending_approval");
 }
 
+/// One change to the fixture envelope.
+type Mutation = Box<dyn Fn(&mut Value)>;
+
 // Every malformed field gets an error naming it.
 #[test]
 fn malformed_fields_are_named() {
-    let cases: Vec<(Box<dyn Fn(&mut Value)>, EnvelopeError)> = vec![
+    let cases: Vec<(Mutation, EnvelopeError)> = vec![
         (
             Box::new(|e| {
                 e.as_object_mut().unwrap().remove("request");

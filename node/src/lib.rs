@@ -16,7 +16,7 @@
 //! - [`node`]: one node's operations;
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
-//! - [`error`]: [`NodeError`].
+//! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
 
 pub mod actors;

@@ -23,8 +23,12 @@ pub type LinkFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, NodeError>> +
 /// Node-to-node operations.
 pub trait KernelLink: Send + Sync {
     /// Evaluates `request` on the remote kernel `kernel_id` at `now_ms`.
-    fn evaluate(&self, kernel_id: &str, request: ToolCallRequest, now_ms: u64)
-        -> LinkFuture<'_, CallOutcome>;
+    fn evaluate(
+        &self,
+        kernel_id: &str,
+        request: ToolCallRequest,
+        now_ms: u64,
+    ) -> LinkFuture<'_, CallOutcome>;
 
     /// Hands a delegated capability to the remote agent `agent_id`.
     fn hand_over(&self, agent_id: &str, token: CapabilityToken) -> LinkFuture<'_, ()>;

@@ -70,10 +70,7 @@ impl SharedTrust {
 
     /// Every receipt appended so far, in append order.
     pub fn receipts(&self) -> Vec<SignedReceipt> {
-        self.state
-            .lock()
-            .map(|s| s.log.clone())
-            .unwrap_or_default()
+        self.state.lock().map(|s| s.log.clone()).unwrap_or_default()
     }
 }
 

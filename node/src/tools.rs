@@ -33,7 +33,10 @@ pub struct ToolResult {
 
 impl ToolResult {
     fn plain(content: Value) -> Self {
-        Self { content, label: None }
+        Self {
+            content,
+            label: None,
+        }
     }
 
     fn failed(message: impl Into<String>) -> Self {
@@ -96,7 +99,11 @@ impl ToolServer {
     /// Builds a server from its resolved configuration.
     pub fn new(id: impl Into<String>, config: ToolServerConfig) -> Self {
         let state = match config {
-            ToolServerConfig::Workspace { root, files, labels } => ServerState::Workspace {
+            ToolServerConfig::Workspace {
+                root,
+                files,
+                labels,
+            } => ServerState::Workspace {
                 root,
                 files,
                 labels: labels
@@ -105,10 +112,17 @@ impl ToolServer {
                     .collect(),
             },
             ToolServerConfig::Publish => ServerState::Publish { posts: Vec::new() },
-            ToolServerConfig::TestRunner { failing } => ServerState::TestRunner { failing, runs: 0 },
-            ToolServerConfig::Http => ServerState::Http { requests: Vec::new() },
+            ToolServerConfig::TestRunner { failing } => {
+                ServerState::TestRunner { failing, runs: 0 }
+            }
+            ToolServerConfig::Http => ServerState::Http {
+                requests: Vec::new(),
+            },
         };
-        Self { id: id.into(), state }
+        Self {
+            id: id.into(),
+            state,
+        }
     }
 
     /// The server id calls name.
@@ -119,7 +133,9 @@ impl ToolServer {
     /// The tools this server answers, for validation and documentation.
     pub fn tools(&self) -> &'static [&'static str] {
         match self.state {
-            ServerState::Workspace { .. } => &["read_file", "write_file", "list_dir", "delete_file"],
+            ServerState::Workspace { .. } => {
+                &["read_file", "write_file", "list_dir", "delete_file"]
+            }
             ServerState::Publish { .. } => &["publish"],
             ServerState::TestRunner { .. } => &["run_tests"],
             ServerState::Http { .. } => &["http_post"],
@@ -129,9 +145,11 @@ impl ToolServer {
     /// Serves one admitted call.
     pub fn call(&mut self, tool: &str, arguments: &Value) -> ToolResult {
         match &mut self.state {
-            ServerState::Workspace { root, files, labels } => {
-                workspace_call(root, files, labels, tool, arguments)
-            }
+            ServerState::Workspace {
+                root,
+                files,
+                labels,
+            } => workspace_call(root, files, labels, tool, arguments),
             ServerState::Publish { posts } => match tool {
                 "publish" => {
                     posts.push(arguments.clone());
@@ -240,7 +258,11 @@ fn workspace_call(
             None => ToolResult::failed(format!("no such file {path}")),
         },
         "list_dir" => {
-            let prefix = if path.ends_with('/') { path.clone() } else { format!("{path}/") };
+            let prefix = if path.ends_with('/') {
+                path.clone()
+            } else {
+                format!("{path}/")
+            };
             let mut entries: BTreeSet<String> = BTreeSet::new();
             for name in files.keys() {
                 if let Some(rest) = name.strip_prefix(&prefix) {
@@ -254,7 +276,11 @@ fn workspace_call(
             }
             let label = labels
                 .iter()
-                .filter(|(glob, _)| entries.iter().any(|e| glob.is_match(&format!("{prefix}{e}"))))
+                .filter(|(glob, _)| {
+                    entries
+                        .iter()
+                        .any(|e| glob.is_match(&format!("{prefix}{e}")))
+                })
                 .map(|(_, label)| *label)
                 .max();
             ToolResult {
@@ -273,7 +299,10 @@ mod tests {
     fn workspace() -> ToolServer {
         let mut files = BTreeMap::new();
         files.insert("/workspace/notes.txt".to_string(), "hello".to_string());
-        files.insert("/workspace/internal/plan.md".to_string(), "q3 plan".to_string());
+        files.insert(
+            "/workspace/internal/plan.md".to_string(),
+            "q3 plan".to_string(),
+        );
         ToolServer::new(
             "workspace",
             ToolServerConfig::Workspace {
@@ -300,11 +329,21 @@ mod tests {
     #[test]
     fn writes_then_reads_and_lists() {
         let mut ws = workspace();
-        let w = ws.call("write_file", &json!({"path": "/workspace/b.txt", "content": "x"}));
+        let w = ws.call(
+            "write_file",
+            &json!({"path": "/workspace/b.txt", "content": "x"}),
+        );
         assert_eq!(w.content["ok"], true);
-        assert_eq!(ws.call("read_file", &json!({"path": "/workspace/b.txt"})).content["content"], "x");
+        assert_eq!(
+            ws.call("read_file", &json!({"path": "/workspace/b.txt"}))
+                .content["content"],
+            "x"
+        );
         let listing = ws.call("list_dir", &json!({"path": "/workspace"}));
-        assert_eq!(listing.content["entries"], json!(["b.txt", "internal/", "notes.txt"]));
+        assert_eq!(
+            listing.content["entries"],
+            json!(["b.txt", "internal/", "notes.txt"])
+        );
         assert_eq!(listing.label, Some(Label::Internal));
     }
 
@@ -316,7 +355,10 @@ mod tests {
         assert_eq!(out.content["ok"], false);
         let climb = ws.call("read_file", &json!({"path": "/workspace/../../etc"}));
         assert_eq!(climb.content["ok"], false);
-        assert!(climb.content["error"].as_str().unwrap().contains("escapes the root"));
+        assert!(climb.content["error"]
+            .as_str()
+            .unwrap()
+            .contains("escapes the root"));
     }
 
     // The test runner fails exactly when a failing test is run.
@@ -325,7 +367,10 @@ mod tests {
         let mut failing = BTreeSet::new();
         failing.insert("test_pricing".to_string());
         let mut tr = ToolServer::new("tests", ToolServerConfig::TestRunner { failing });
-        assert_eq!(tr.call("run_tests", &json!({"tests": ["test_ok"]})).content["status"], "pass");
+        assert_eq!(
+            tr.call("run_tests", &json!({"tests": ["test_ok"]})).content["status"],
+            "pass"
+        );
         assert_eq!(tr.call("run_tests", &json!({})).content["status"], "fail");
     }
 
@@ -339,7 +384,10 @@ mod tests {
         assert_eq!(b.content["published"], 2);
         assert_eq!(a.content["digest"], b.content["digest"]);
         let mut h = ToolServer::new("web", ToolServerConfig::Http);
-        assert_eq!(h.call("http_post", &json!({"url": "https://x"})).content["status"], 200);
+        assert_eq!(
+            h.call("http_post", &json!({"url": "https://x"})).content["status"],
+            200
+        );
         assert_eq!(h.call("nope", &json!({})).content["ok"], false);
     }
 }

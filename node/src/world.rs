@@ -58,11 +58,7 @@ impl FixtureSet {
     }
 }
 
-fn read_tree(
-    root: &Path,
-    dir: &Path,
-    out: &mut BTreeMap<String, String>,
-) -> Result<(), NodeError> {
+fn read_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<(), NodeError> {
     let entries = std::fs::read_dir(dir).map_err(|e| NodeError::Fixture {
         path: dir.display().to_string(),
         cause: e.to_string(),
@@ -222,7 +218,10 @@ impl World {
                 .iter()
                 .map(|id| {
                     specs.get(id).cloned().ok_or_else(|| {
-                        NodeError::Scenario(format!("kernel {} names unknown guard {id}", kernel.id))
+                        NodeError::Scenario(format!(
+                            "kernel {} names unknown guard {id}",
+                            kernel.id
+                        ))
                     })
                 })
                 .collect::<Result<_, _>>()?;
@@ -363,7 +362,10 @@ fn kernel_node(scenario: &Scenario, kernel: &str) -> Result<String, NodeError> {
         .ok_or_else(|| NodeError::Scenario(format!("unknown kernel {kernel}")))
 }
 
-fn server_config(server: &ServerDecl, fixtures: &FixtureSet) -> Result<ToolServerConfig, NodeError> {
+fn server_config(
+    server: &ServerDecl,
+    fixtures: &FixtureSet,
+) -> Result<ToolServerConfig, NodeError> {
     let kind = ServerKind::parse(&server.kind)
         .ok_or_else(|| NodeError::Scenario(format!("server {} has unknown kind", server.id)))?;
     Ok(match kind {
@@ -385,7 +387,11 @@ fn server_config(server: &ServerDecl, fixtures: &FixtureSet) -> Result<ToolServe
                 })?;
                 labels.push((glob.clone(), parsed));
             }
-            ToolServerConfig::Workspace { root, files, labels }
+            ToolServerConfig::Workspace {
+                root,
+                files,
+                labels,
+            }
         }
         ServerKind::Publish => ToolServerConfig::Publish,
         ServerKind::TestRunner => ToolServerConfig::TestRunner {

@@ -8,6 +8,10 @@
 //! - [`trust::v1`]: `TrustControl`, the service nodes call for shared
 //!   authority state (issuer keys, revocations, budgets, sibling shares,
 //!   receipts, retained labels).
+//! - [`node::v1`]: `NodeControl` (controller to node) and `KernelLink`
+//!   (node to node).
+//! - [`bench::v1`]: `Echo`, the bare unary round trip the distributed
+//!   benchmark compares a scheduled step with.
 #![deny(missing_docs)]
 
 /// The trust-control protocols.
@@ -15,6 +19,22 @@ pub mod trust {
     /// Version 1 of `chio.trust.v1.TrustControl`: messages, client and server.
     pub mod v1 {
         tonic::include_proto!("chio.trust.v1");
+    }
+}
+
+/// The node protocols.
+pub mod node {
+    /// Version 1 of `chio.node.v1`: `NodeControl` and `KernelLink`.
+    pub mod v1 {
+        tonic::include_proto!("chio.node.v1");
+    }
+}
+
+/// The benchmark's baseline protocol.
+pub mod bench {
+    /// Version 1 of `chio.bench.v1.Echo`.
+    pub mod v1 {
+        tonic::include_proto!("chio.bench.v1");
     }
 }
 
@@ -29,6 +49,19 @@ mod tests {
         assert_eq!(
             pb::trust_control_server::SERVICE_NAME,
             "chio.trust.v1.TrustControl"
+        );
+    }
+
+    // Proves the node services keep the wire names nodes and the controller dial.
+    #[test]
+    fn node_service_names_are_stable() {
+        assert_eq!(
+            super::node::v1::node_control_server::SERVICE_NAME,
+            "chio.node.v1.NodeControl"
+        );
+        assert_eq!(
+            super::node::v1::kernel_link_server::SERVICE_NAME,
+            "chio.node.v1.KernelLink"
         );
     }
 

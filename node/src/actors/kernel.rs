@@ -122,9 +122,10 @@ impl KernelActor {
                         },
                         now_ms,
                     ),
-                    Err(reason) => self
-                        .kernel
-                        .abort(*ticket, &format!("dispatch failed: {reason}"), now_ms),
+                    Err(reason) => {
+                        self.kernel
+                            .abort(*ticket, &format!("dispatch failed: {reason}"), now_ms)
+                    }
                 }
             }
         };

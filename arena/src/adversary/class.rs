@@ -1,0 +1,666 @@
+//! The four adversary classes, the gene each population member carries,
+//! and the class parameters read from `[adversaries.params]`.
+//!
+//! A gene is the part of an adversary that evolution changes: which
+//! injection pattern and where, which part of a call to swap, which replay
+//! timing, which widening. Concrete details (which argument carries the
+//! payload, which line of a fixture) are drawn from the action's RNG
+//! sub-stream in [`crate::adversary::action`]. Parameters bound the values a
+//! gene may take, so a mutation never leaves what the scenario allowed.
+//! Parameters are validated at load; every refusal names the parameter.
+
+use chio_kernel::guards::prompt_injection::Pattern;
+use rand_core::RngCore;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ArenaError;
+
+/// Tools an over-request or widening tries when `tools` is not given: the
+/// simulated servers' whole catalogue.
+pub const DEFAULT_TOOLS: &[&str] = &[
+    "read_file",
+    "write_file",
+    "delete_file",
+    "list_dir",
+    "publish",
+    "run_tests",
+    "http_post",
+];
+/// The server an over-request names when the scenario declares no other.
+pub const FALLBACK_SERVER: &str = "admin";
+/// Default delay of a `delayed` replay, in virtual milliseconds.
+pub const DEFAULT_REPLAY_DELAY_MS: u64 = 1_000;
+/// Default age of a `stale` replay: a day and an hour, past a default grant.
+pub const DEFAULT_REPLAY_STALE_MS: u64 = 90_000_000;
+
+/// An adversary class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdversaryClass {
+    /// Injection payloads in a call's arguments or in a fixture it reads.
+    PromptInjection,
+    /// A call to a server or tool the capability does not cover.
+    CapabilityOverrequest,
+    /// A captured request or nonce used again.
+    ReplayAttempt,
+    /// A delegation that widens its parent's scope.
+    ScopeEscape,
+}
+
+impl AdversaryClass {
+    /// Every class, in the order outputs list them.
+    pub const ALL: [AdversaryClass; 4] = [
+        AdversaryClass::PromptInjection,
+        AdversaryClass::CapabilityOverrequest,
+        AdversaryClass::ReplayAttempt,
+        AdversaryClass::ScopeEscape,
+    ];
+
+    /// The kebab-case token every arena artifact uses.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AdversaryClass::PromptInjection => "prompt-injection",
+            AdversaryClass::CapabilityOverrequest => "capability-overrequest",
+            AdversaryClass::ReplayAttempt => "replay-attempt",
+            AdversaryClass::ScopeEscape => "scope-escape",
+        }
+    }
+
+    /// Parses the kebab-case token.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == text)
+    }
+}
+
+/// Where a prompt-injection payload goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InjectionTarget {
+    /// Into the call's arguments (the request-side scan must catch it).
+    Arguments,
+    /// Into the fixture the call reads (the output scan must catch it).
+    Fixture,
+}
+
+/// What an over-request swaps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapKind {
+    /// Another server, same tool.
+    Server,
+    /// Another tool, same server.
+    Tool,
+    /// Both.
+    Both,
+}
+
+/// When a captured request comes back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayMode {
+    /// Right after the original completed.
+    Immediate,
+    /// `delay_ms` after the original.
+    Delayed,
+    /// `stale_ms` after the original, past the capability's validity.
+    Stale,
+    /// Admitted while the original is still in flight.
+    Concurrent,
+}
+
+/// What a replay reuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReplayReuse {
+    /// The captured request, byte for byte, signature included.
+    Request,
+    /// The captured request id (nonce) on a freshly signed request with
+    /// other arguments.
+    Nonce,
+}
+
+/// How a scope-escape delegation widens its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WideningKind {
+    /// Adds a tool the parent does not grant, and calls it.
+    Tool,
+    /// Drops the parent's path prefix, and calls outside it.
+    Path,
+    /// Adds a server the parent does not grant, and calls it.
+    Server,
+    /// Extends the expiry past the parent's.
+    Expiry,
+    /// Claims more share than the parent holds.
+    Share,
+}
+
+/// The heritable part of one population member.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "kebab-case")]
+pub enum Gene {
+    /// A prompt-injection payload.
+    PromptInjection {
+        /// The pattern's kebab-case name.
+        pattern: String,
+        /// 0 for the canonical sample, `k` for the pattern's `k`-th evasive variant.
+        variant: u32,
+        /// Arguments or fixture.
+        target: InjectionTarget,
+    },
+    /// A capability over-request.
+    CapabilityOverrequest {
+        /// What is swapped.
+        swap: SwapKind,
+        /// Which candidate replaces it (modulo the candidate list).
+        choice: u32,
+    },
+    /// A replay.
+    ReplayAttempt {
+        /// When the copy comes back.
+        mode: ReplayMode,
+        /// What it reuses.
+        reuse: ReplayReuse,
+    },
+    /// A widening delegation.
+    ScopeEscape {
+        /// How the delegation widens.
+        widening: WideningKind,
+        /// Which candidate tool or server it adds (modulo the list).
+        choice: u32,
+    },
+}
+
+impl Gene {
+    /// The class this gene belongs to.
+    pub fn class(&self) -> AdversaryClass {
+        match self {
+            Gene::PromptInjection { .. } => AdversaryClass::PromptInjection,
+            Gene::CapabilityOverrequest { .. } => AdversaryClass::CapabilityOverrequest,
+            Gene::ReplayAttempt { .. } => AdversaryClass::ReplayAttempt,
+            Gene::ScopeEscape { .. } => AdversaryClass::ScopeEscape,
+        }
+    }
+
+    /// A short readable label, such as `tool-name-spoof/sample/fixture`.
+    pub fn label(&self) -> String {
+        match self {
+            Gene::PromptInjection {
+                pattern,
+                variant,
+                target,
+            } => {
+                let v = if *variant == 0 {
+                    "sample".to_string()
+                } else {
+                    format!("evasive-{variant}")
+                };
+                format!("{pattern}/{v}/{}", json_token(target))
+            }
+            Gene::CapabilityOverrequest { swap, choice } => {
+                format!("swap-{}/{choice}", json_token(swap))
+            }
+            Gene::ReplayAttempt { mode, reuse } => {
+                format!("{}/{}", json_token(mode), json_token(reuse))
+            }
+            Gene::ScopeEscape { widening, choice } => {
+                format!("widen-{}/{choice}", json_token(widening))
+            }
+        }
+    }
+
+    /// One field-aware mutation: changes one field of the gene to another
+    /// value `params` allows, drawn from `rng`. A field with no alternative
+    /// is skipped; a gene with none at all comes back unchanged.
+    pub fn mutate_field(&self, params: &ClassParams, rng: &mut dyn RngCore) -> Gene {
+        let fields = self.field_count();
+        let start = (rng.next_u32() as usize) % fields;
+        for offset in 0..fields {
+            if let Some(gene) = self.change_field((start + offset) % fields, params, rng) {
+                return gene;
+            }
+        }
+        self.clone()
+    }
+
+    fn field_count(&self) -> usize {
+        match self {
+            Gene::PromptInjection { .. } => 3,
+            _ => 2,
+        }
+    }
+
+    fn change_field(
+        &self,
+        field: usize,
+        params: &ClassParams,
+        rng: &mut dyn RngCore,
+    ) -> Option<Gene> {
+        let mut gene = self.clone();
+        match (&mut gene, params) {
+            (
+                Gene::PromptInjection {
+                    pattern,
+                    variant,
+                    target,
+                },
+                ClassParams::PromptInjection {
+                    patterns,
+                    targets,
+                    evasive,
+                },
+            ) => match field {
+                0 => {
+                    *pattern = pick_other(patterns, pattern, rng)?;
+                    let limit = variant_limit(pattern, *evasive);
+                    *variant = (*variant).min(limit);
+                }
+                1 => {
+                    let limit = variant_limit(pattern, *evasive);
+                    let options: Vec<u32> = (0..=limit).collect();
+                    *variant = pick_other(&options, variant, rng)?;
+                }
+                _ => *target = pick_other(targets, target, rng)?,
+            },
+            (
+                Gene::CapabilityOverrequest { swap, choice },
+                ClassParams::CapabilityOverrequest { swaps, .. },
+            ) => match field {
+                0 => *swap = pick_other(swaps, swap, rng)?,
+                _ => *choice = choice.wrapping_add(1 + rng.next_u32() % 7),
+            },
+            (Gene::ReplayAttempt { mode, reuse }, ClassParams::ReplayAttempt { modes, reuses, .. }) => {
+                match field {
+                    0 => *mode = pick_other(modes, mode, rng)?,
+                    _ => *reuse = pick_other(reuses, reuse, rng)?,
+                }
+            }
+            (
+                Gene::ScopeEscape { widening, choice },
+                ClassParams::ScopeEscape { widenings, .. },
+            ) => match field {
+                0 => *widening = pick_other(widenings, widening, rng)?,
+                _ => *choice = choice.wrapping_add(1 + rng.next_u32() % 7),
+            },
+            _ => return None,
+        }
+        Some(gene)
+    }
+}
+
+/// The largest variant index a pattern may take.
+fn variant_limit(pattern: &str, evasive: bool) -> u32 {
+    if !evasive {
+        return 0;
+    }
+    Pattern::parse(pattern)
+        .map(|p| p.evasive_variants().len() as u32)
+        .unwrap_or(0)
+}
+
+/// Picks a value of `options` other than `current`, uniformly.
+fn pick_other<T: Clone + PartialEq>(options: &[T], current: &T, rng: &mut dyn RngCore) -> Option<T> {
+    let others: Vec<&T> = options.iter().filter(|o| *o != current).collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(others[(rng.next_u32() as usize) % others.len()].clone())
+}
+
+/// The serde token of a unit enum value, for labels.
+fn json_token<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+/// A population's validated `[adversaries.params]`, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "class", rename_all = "kebab-case")]
+pub enum ClassParams {
+    /// `prompt-injection`: `patterns`, `targets`, `evasive`.
+    PromptInjection {
+        /// Pattern names the population uses (default: all five).
+        patterns: Vec<String>,
+        /// Where payloads go (default: arguments and fixture).
+        targets: Vec<InjectionTarget>,
+        /// Whether the detectors' known evasive variants are in play (default false).
+        evasive: bool,
+    },
+    /// `capability-overrequest`: `swaps`, `tools`, `servers`.
+    CapabilityOverrequest {
+        /// What may be swapped (default: server, tool, both).
+        swaps: Vec<SwapKind>,
+        /// Candidate tools (default: the simulated catalogue).
+        tools: Vec<String>,
+        /// Candidate servers (default: the scenario's servers, or `admin`).
+        servers: Vec<String>,
+    },
+    /// `replay-attempt`: `modes`, `reuse`, `delay_ms`, `stale_ms`.
+    ReplayAttempt {
+        /// Replay timings (default: all four).
+        modes: Vec<ReplayMode>,
+        /// What is reused (default: request and nonce).
+        reuses: Vec<ReplayReuse>,
+        /// Delay of a delayed replay, virtual milliseconds.
+        delay_ms: u64,
+        /// Age of a stale replay, virtual milliseconds.
+        stale_ms: u64,
+    },
+    /// `scope-escape`: `widenings`, `tools`, `servers`.
+    ScopeEscape {
+        /// Widenings tried (default: all five).
+        widenings: Vec<WideningKind>,
+        /// Candidate tools to add (default: the simulated catalogue).
+        tools: Vec<String>,
+        /// Candidate servers to add (default: the scenario's servers, or `admin`).
+        servers: Vec<String>,
+    },
+}
+
+impl ClassParams {
+    /// Validates a block's params for `class`; `field` is the table's path
+    /// (such as `adversaries[0].params`) and `servers` the scenario's
+    /// declared servers, used for defaults. Unknown keys, wrong types,
+    /// unknown words and empty lists are refused naming the parameter.
+    pub fn from_table(
+        class: AdversaryClass,
+        table: Option<&toml::Table>,
+        field: &str,
+        servers: &[String],
+    ) -> Result<ClassParams, ArenaError> {
+        let empty = toml::Table::new();
+        let table = table.unwrap_or(&empty);
+        let reader = ParamReader { table, field };
+        let default_servers = || -> Vec<String> {
+            if servers.is_empty() {
+                vec![FALLBACK_SERVER.to_string()]
+            } else {
+                servers.to_vec()
+            }
+        };
+        let default_tools = || DEFAULT_TOOLS.iter().map(|t| t.to_string()).collect();
+        let params = match class {
+            AdversaryClass::PromptInjection => {
+                reader.only(&["patterns", "targets", "evasive"])?;
+                let patterns = match reader.strings("patterns")? {
+                    Some(list) => {
+                        for (i, name) in list.iter().enumerate() {
+                            if Pattern::parse(name).is_none() {
+                                return Err(ArenaError::AdversaryParam {
+                                    field: format!("{field}.patterns[{i}]"),
+                                    reason: format!("unknown pattern {name:?}; use ignore-previous-instructions, system-prompt-leak, tool-name-spoof, json-payload-smuggle or delimiter-confusion"),
+                                });
+                            }
+                        }
+                        list
+                    }
+                    None => Pattern::ALL.iter().map(|p| p.as_str().to_string()).collect(),
+                };
+                ClassParams::PromptInjection {
+                    patterns,
+                    targets: reader
+                        .words("targets", "arguments, fixture")?
+                        .unwrap_or_else(|| vec![InjectionTarget::Arguments, InjectionTarget::Fixture]),
+                    evasive: reader.boolean("evasive")?.unwrap_or(false),
+                }
+            }
+            AdversaryClass::CapabilityOverrequest => {
+                reader.only(&["swaps", "tools", "servers"])?;
+                ClassParams::CapabilityOverrequest {
+                    swaps: reader
+                        .words("swaps", "server, tool, both")?
+                        .unwrap_or_else(|| vec![SwapKind::Server, SwapKind::Tool, SwapKind::Both]),
+                    tools: reader.strings("tools")?.unwrap_or_else(default_tools),
+                    servers: reader.strings("servers")?.unwrap_or_else(default_servers),
+                }
+            }
+            AdversaryClass::ReplayAttempt => {
+                reader.only(&["modes", "reuse", "delay_ms", "stale_ms"])?;
+                ClassParams::ReplayAttempt {
+                    modes: reader
+                        .words("modes", "immediate, delayed, stale, concurrent")?
+                        .unwrap_or_else(|| {
+                            vec![
+                                ReplayMode::Immediate,
+                                ReplayMode::Delayed,
+                                ReplayMode::Stale,
+                                ReplayMode::Concurrent,
+                            ]
+                        }),
+                    reuses: reader
+                        .words("reuse", "request, nonce")?
+                        .unwrap_or_else(|| vec![ReplayReuse::Request, ReplayReuse::Nonce]),
+                    delay_ms: reader.millis("delay_ms")?.unwrap_or(DEFAULT_REPLAY_DELAY_MS),
+                    stale_ms: reader.millis("stale_ms")?.unwrap_or(DEFAULT_REPLAY_STALE_MS),
+                }
+            }
+            AdversaryClass::ScopeEscape => {
+                reader.only(&["widenings", "tools", "servers"])?;
+                ClassParams::ScopeEscape {
+                    widenings: reader
+                        .words("widenings", "tool, path, server, expiry, share")?
+                        .unwrap_or_else(|| {
+                            vec![
+                                WideningKind::Tool,
+                                WideningKind::Path,
+                                WideningKind::Server,
+                                WideningKind::Expiry,
+                                WideningKind::Share,
+                            ]
+                        }),
+                    tools: reader.strings("tools")?.unwrap_or_else(default_tools),
+                    servers: reader.strings("servers")?.unwrap_or_else(default_servers),
+                }
+            }
+        };
+        Ok(params)
+    }
+
+    /// The class these parameters belong to.
+    pub fn class(&self) -> AdversaryClass {
+        match self {
+            ClassParams::PromptInjection { .. } => AdversaryClass::PromptInjection,
+            ClassParams::CapabilityOverrequest { .. } => AdversaryClass::CapabilityOverrequest,
+            ClassParams::ReplayAttempt { .. } => AdversaryClass::ReplayAttempt,
+            ClassParams::ScopeEscape { .. } => AdversaryClass::ScopeEscape,
+        }
+    }
+
+    /// The genes a population starts with: one per allowed combination of
+    /// its class's main fields, in parameter order.
+    pub fn initial_genes(&self) -> Vec<Gene> {
+        match self {
+            ClassParams::PromptInjection {
+                patterns,
+                targets,
+                evasive,
+            } => {
+                let mut genes = Vec::new();
+                for pattern in patterns {
+                    for variant in 0..=variant_limit(pattern, *evasive) {
+                        for target in targets {
+                            genes.push(Gene::PromptInjection {
+                                pattern: pattern.clone(),
+                                variant,
+                                target: *target,
+                            });
+                        }
+                    }
+                }
+                genes
+            }
+            ClassParams::CapabilityOverrequest { swaps, .. } => swaps
+                .iter()
+                .map(|swap| Gene::CapabilityOverrequest {
+                    swap: *swap,
+                    choice: 0,
+                })
+                .collect(),
+            ClassParams::ReplayAttempt { modes, reuses, .. } => modes
+                .iter()
+                .flat_map(|mode| {
+                    reuses.iter().map(|reuse| Gene::ReplayAttempt {
+                        mode: *mode,
+                        reuse: *reuse,
+                    })
+                })
+                .collect(),
+            ClassParams::ScopeEscape { widenings, .. } => widenings
+                .iter()
+                .map(|widening| Gene::ScopeEscape {
+                    widening: *widening,
+                    choice: 0,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Reads typed parameters out of one `[adversaries.params]` table.
+struct ParamReader<'a> {
+    table: &'a toml::Table,
+    field: &'a str,
+}
+
+impl ParamReader<'_> {
+    fn at(&self, key: &str) -> String {
+        format!("{}.{key}", self.field)
+    }
+
+    fn only(&self, known: &[&str]) -> Result<(), ArenaError> {
+        match self.table.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(key) => Err(ArenaError::AdversaryParam {
+                field: self.at(key),
+                reason: format!("unknown parameter; this class takes {}", known.join(", ")),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Option<Vec<String>>, ArenaError> {
+        let Some(value) = self.table.get(key) else {
+            return Ok(None);
+        };
+        let wrong = || ArenaError::AdversaryParam {
+            field: self.at(key),
+            reason: "expected an array of strings".to_string(),
+        };
+        let items = value.as_array().ok_or_else(wrong)?;
+        if items.is_empty() {
+            return Err(ArenaError::EmptyPopulation { field: self.at(key) });
+        }
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let text = item.as_str().ok_or_else(|| ArenaError::AdversaryParam {
+                field: format!("{}[{i}]", self.at(key)),
+                reason: "expected a string".to_string(),
+            })?;
+            if out.iter().any(|o: &String| o == text) {
+                return Err(ArenaError::AdversaryParam {
+                    field: format!("{}[{i}]", self.at(key)),
+                    reason: "listed twice".to_string(),
+                });
+            }
+            out.push(text.to_string());
+        }
+        Ok(Some(out))
+    }
+
+    fn words<T: for<'de> Deserialize<'de> + PartialEq>(
+        &self,
+        key: &str,
+        allowed: &str,
+    ) -> Result<Option<Vec<T>>, ArenaError> {
+        let Some(list) = self.strings(key)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(list.len());
+        for (i, word) in list.iter().enumerate() {
+            let parsed: T = serde_json::from_value(serde_json::Value::String(word.clone()))
+                .map_err(|_| ArenaError::AdversaryParam {
+                    field: format!("{}[{i}]", self.at(key)),
+                    reason: format!("unknown value {word:?}; use {allowed}"),
+                })?;
+            out.push(parsed);
+        }
+        Ok(Some(out))
+    }
+
+    fn boolean(&self, key: &str) -> Result<Option<bool>, ArenaError> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(value) => value.as_bool().map(Some).ok_or_else(|| ArenaError::AdversaryParam {
+                field: self.at(key),
+                reason: "expected true or false".to_string(),
+            }),
+        }
+    }
+
+    fn millis(&self, key: &str) -> Result<Option<u64>, ArenaError> {
+        match self.table.get(key) {
+            None => Ok(None),
+            Some(value) => match value.as_integer() {
+                Some(n) if n >= 1 && n <= 1 << 53 => Ok(Some(n as u64)),
+                _ => Err(ArenaError::AdversaryParam {
+                    field: self.at(key),
+                    reason: "expected an integer number of milliseconds between 1 and 2^53"
+                        .to_string(),
+                }),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    // An unknown pattern is refused naming the list element.
+    #[test]
+    fn unknown_pattern_names_the_parameter() {
+        let t = table("patterns = [\"tool-name-spoof\", \"jedi-mind-trick\"]");
+        let err = ClassParams::from_table(AdversaryClass::PromptInjection, Some(&t), "adversaries[0].params", &[])
+            .unwrap_err();
+        assert_eq!(err.code(), "CHIO-SCENARIO-ADVERSARY-PARAM");
+        assert_eq!(err.field(), Some("adversaries[0].params.patterns[1]"));
+    }
+
+    // A wrong type and an unknown key are refused naming the parameter; an empty list is an empty population.
+    #[test]
+    fn wrong_type_unknown_key_and_empty_list() {
+        let err = ClassParams::from_table(AdversaryClass::ReplayAttempt, Some(&table("delay_ms = \"soon\"")), "p", &[])
+            .unwrap_err();
+        assert_eq!(err.field(), Some("p.delay_ms"));
+        let err = ClassParams::from_table(AdversaryClass::ScopeEscape, Some(&table("depth = 3")), "p", &[])
+            .unwrap_err();
+        assert_eq!(err.field(), Some("p.depth"));
+        let err = ClassParams::from_table(AdversaryClass::CapabilityOverrequest, Some(&table("tools = []")), "p", &[])
+            .unwrap_err();
+        assert_eq!(err.code(), "CHIO-SCENARIO-EMPTY-POPULATION");
+    }
+
+    // A mutation changes exactly one field and stays within the parameters.
+    #[test]
+    fn mutation_changes_one_field_within_params() {
+        let params = ClassParams::from_table(AdversaryClass::PromptInjection, None, "p", &[]).unwrap();
+        let gene = params.initial_genes()[0].clone();
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        for _ in 0..50 {
+            let next = gene.mutate_field(&params, &mut rng);
+            let (Gene::PromptInjection { pattern: p0, variant: v0, target: t0 }, Gene::PromptInjection { pattern: p1, variant: v1, target: t1 }) = (&gene, &next) else {
+                panic!("class changed");
+            };
+            let changed = usize::from(p0 != p1) + usize::from(v0 != v1) + usize::from(t0 != t1);
+            assert_eq!(changed, 1);
+            assert_eq!(*v1, 0, "evasive variants are off by default");
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Adversaries: the arena's search for the calls the guards miss.
+//!
+//! This module tree owns the four adversary classes of SPEC.md section 8,
+//! their parameters, populations, the actions they produce, fitness,
+//! co-evolution, leaderboards, the survival chart and promotion. It does not
+//! evaluate anything itself: every action goes through an
+//! [`ActionEvaluator`], which the runtime implements with the real kernel in
+//! the scenario's world, so this crate needs neither the node runtime nor an
+//! async executor.
+//!
+//! Module map:
+//! - [`class`]: [`AdversaryClass`], the per-member [`Gene`] and the
+//!   class parameters read from `[adversaries.params]`;
+//! - [`population`]: [`AdversaryPopulation`] and building populations from
+//!   a scenario's `[[adversaries]]` blocks;
+//! - [`action`]: base steps, the deterministic mutation of a base step into
+//!   an [`AdversaryAction`], and the declared-scope check that keeps a
+//!   mutation inside its grant from counting as an escape;
+//! - [`fitness`]: the [`ActionEvaluator`] trait, per-action verdicts,
+//!   [`FitnessSample`], [`FitnessReport`] and [`evaluate_populations`];
+//! - [`coevolution`]: [`evolve`], its configuration and generation trace;
+//! - [`leaderboard`]: the `chio.arena.leaderboard/v1` document and its
+//!   Markdown rendering;
+//! - [`chart`]: the SVG chart of survival per generation;
+//! - [`promotion`]: the bless gate, fixture descriptors and adversarial
+//!   cases.
+
+pub mod action;
+pub mod chart;
+pub mod class;
+pub mod coevolution;
+pub mod fitness;
+pub mod leaderboard;
+pub mod population;
+pub mod promotion;
+
+pub use action::{
+    base_steps, declared_scopes, mutate, AdversaryAction, BaseStep, DeclaredScope, FixtureEdit,
+    MutatedCall, Mutation, ReplayPlan, WideningPlan,
+};
+pub use class::{
+    AdversaryClass, ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind,
+    WideningKind,
+};
+pub use coevolution::{
+    evolve, BudgetControl, EvolutionResult, EvolveConfig, GenerationRecord, MutationConfig,
+    TRACE_SCHEMA,
+};
+pub use fitness::{
+    actions_for, evaluate_populations, ActionEvaluator, ActionOutcome, ActionRecord, ActionResult,
+    FitnessReport, FitnessSample,
+};
+pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
+pub use population::{populations_from_scenario, AdversaryPopulation};
+pub use promotion::{
+    AdversarialCase, FixtureDescriptor, PromotionGate, ADVERSARIAL_CASE_SCHEMA,
+    ARENA_PROMOTE_CAP_DEFAULT, FIXTURE_SCHEMA,
+};
