@@ -2,41 +2,9 @@
 //! example, the reference scenarios and a refused scenario, run in a fresh
 //! temporary directory so any write would be seen.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod util;
 
-fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative)
-}
-
-fn chio(dir: &Path, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_chio"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the chio binary runs");
-    output
-}
-
-fn explain(args: &[&str], output: &Output) -> String {
-    format!(
-        "command: chio {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .expect("temp dir lists")
-        .map(|e| e.expect("entry").path())
-        .collect()
-}
+use util::{chio, entries, explain, repo_path};
 
 // On the seed's example, --json prints canonical chio.arena.validate/v1 whose determinism object equals the seed's printed one.
 #[test]

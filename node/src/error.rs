@@ -39,6 +39,14 @@ pub enum NodeError {
     /// The authority state (trust-control) refused or did not answer.
     #[error("trust-control store failed: {0}")]
     Authority(String),
+    /// A node's configuration (flags, token, store choice) is unusable.
+    #[error("node configuration refused: {problem}; {fix}")]
+    Config {
+        /// What is wrong (never a secret value).
+        problem: String,
+        /// How to fix it.
+        fix: &'static str,
+    },
     /// A remote node or service did not answer.
     #[error("remote {target} failed: {cause}")]
     Remote {

@@ -259,6 +259,35 @@ pub fn scenario_input_paths(scenario: &crate::Scenario, scenario_file: &Path) ->
     paths
 }
 
+/// The path of `path` relative to `root`, both made absolute against the
+/// working folder and cleaned lexically (links are not resolved); refused
+/// when `path` is not below `root`.
+pub fn relative_to(root: &Path, path: &Path) -> Result<PathBuf, ExperimentError> {
+    let clean = |p: &Path| -> Result<PathBuf, ExperimentError> {
+        let absolute = std::path::absolute(p).map_err(|e| unreadable(&p.to_string_lossy(), &e))?;
+        let mut out = PathBuf::new();
+        for component in absolute.components() {
+            match component {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                other => out.push(other.as_os_str()),
+            }
+        }
+        Ok(out)
+    };
+    let root_clean = clean(root)?;
+    let path_clean = clean(path)?;
+    path_clean
+        .strip_prefix(&root_clean)
+        .map(Path::to_path_buf)
+        .map_err(|_| ExperimentError::DefinitionPath {
+            path: path.to_string_lossy().into_owned(),
+            reason: "the file is outside the definition root".to_string(),
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

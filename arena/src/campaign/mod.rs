@@ -25,7 +25,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment_error::ExperimentError;
-use definition::{definition_hash, normalise, scenario_input_paths, sha256_hex, Definition};
+use definition::{
+    definition_hash, normalise, relative_to, scenario_input_paths, sha256_hex, Definition,
+};
 
 /// Schema id of a campaign declaration.
 pub const CAMPAIGN_SCHEMA_VERSION: &str = "chio.arena.campaign/v1";
@@ -191,13 +193,12 @@ pub fn task_inputs(
             Ok((scenario.id().to_string(), paths))
         }
         TaskKind::Matrix => {
-            let matrix = crate::matrix::load_matrix(root.join(&rel))?;
-            let dir = rel.parent().unwrap_or(Path::new(""));
+            let matrix = crate::matrix::load_matrix(&root.join(&rel))?;
             let paths = matrix
-                .input_paths()
-                .into_iter()
-                .map(|p| dir.join(p))
-                .collect();
+                .input_files()
+                .iter()
+                .map(|p| relative_to(root, p))
+                .collect::<Result<_, _>>()?;
             Ok((matrix.id().to_string(), paths))
         }
     }

@@ -1,0 +1,599 @@
+//! From a base step and an RNG sub-stream to an [`AdversaryAction`].
+//!
+//! A base step is a call the scenario expects to be admitted (`allow` or
+//! `rewrite`): that is what an attacker bends. [`mutate`] is a pure function
+//! of the scenario, the population's params, one gene, the base step and
+//! the action's sub-stream, which is seeded by FNV-1a 64 over the acting
+//! agent's sub-stream seed (8 big-endian bytes), `:` and the action id
+//! (`<population>/<member>/<step>/r<round>`), so an action never depends on
+//! which other actions exist or on the generation it is evaluated in.
+//!
+//! Every action names the verdict it expects. Attacks expect `deny`; an
+//! over-request that lands inside the capability's declared scope (a swap to
+//! a tool the grant also covers) expects the base step's own verdict and is
+//! marked `inside_grant`: fitness never counts it as an escape. The declared
+//! scope is computed from the scenario's grants and delegate steps; the
+//! kernel's own scope check is what the evaluator then exercises.
+
+use std::collections::BTreeMap;
+
+use chio_kernel::guards::prompt_injection::Pattern;
+use chio_kernel::verdict::ProjectedVerdict;
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::adversary::class::{
+    ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind, WideningKind,
+    FALLBACK_SERVER,
+};
+use crate::rng::fnv1a64;
+use crate::scenario::{Action, ExpectedVerdict, ServerKind};
+use crate::Scenario;
+
+/// A call of the scenario that adversaries mutate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseStep {
+    /// The step id.
+    pub step_id: String,
+    /// The step's index in declaration order.
+    pub step_index: usize,
+    /// The calling agent, whose key signs the request.
+    pub agent: String,
+    /// The capability the step presents.
+    pub capability: String,
+    /// The server called.
+    pub server: String,
+    /// The tool called.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// The verdict the scenario expects of the step.
+    pub expect: ProjectedVerdict,
+    /// Virtual offset the step is evaluated at.
+    pub evaluation_ms: u64,
+    /// The fixture path the step reads, when it is a `read_file` on a workspace.
+    pub reads_fixture: Option<String>,
+}
+
+/// The call steps of a scenario that adversaries mutate: calls expected to
+/// be admitted, in execution order. A scenario without a world has none.
+pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
+    let file = scenario.file();
+    let mut out = Vec::new();
+    for scheduled in scenario.schedule() {
+        let Action::Call(call) = &scenario.actions()[scheduled.step_index] else {
+            continue;
+        };
+        let Some(capability) = &call.capability else {
+            continue;
+        };
+        let expect = match call.expect_verdict {
+            ExpectedVerdict::Allow => ProjectedVerdict::Allow,
+            ExpectedVerdict::Rewrite => ProjectedVerdict::Rewrite,
+            ExpectedVerdict::Deny => continue,
+        };
+        let workspace = file
+            .servers
+            .iter()
+            .any(|s| s.id == call.server && ServerKind::parse(&s.kind) == Some(ServerKind::Workspace));
+        let reads_fixture = (workspace && call.tool == "read_file")
+            .then(|| call.arguments.get("path").and_then(Value::as_str).map(str::to_string))
+            .flatten();
+        out.push(BaseStep {
+            step_id: scheduled.step_id.clone(),
+            step_index: scheduled.step_index,
+            agent: scheduled.agent_id.clone(),
+            capability: capability.clone(),
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            expect,
+            evaluation_ms: scheduled.evaluation_ms,
+            reads_fixture,
+        });
+    }
+    out
+}
+
+/// One server's part of a declared scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredGrant {
+    /// The server.
+    pub server: String,
+    /// Tools granted (`*` for all).
+    pub tools: Vec<String>,
+    /// Path prefix, when constrained.
+    pub path_prefix: Option<String>,
+}
+
+/// What a capability covers as the scenario declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredScope {
+    /// The agent holding it.
+    pub holder: String,
+    /// Its grants.
+    pub grants: Vec<DeclaredGrant>,
+}
+
+impl DeclaredScope {
+    /// Whether a call to `tool` on `server` with `arguments` stays inside the scope.
+    pub fn covers(&self, server: &str, tool: &str, arguments: &Value) -> bool {
+        self.grants.iter().any(|g| {
+            g.server == server
+                && g.tools.iter().any(|t| t == tool || t == "*")
+                && match &g.path_prefix {
+                    None => true,
+                    Some(prefix) => arguments
+                        .get("path")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| p.starts_with(prefix.as_str()) && !p.contains("..")),
+                }
+        })
+    }
+
+    /// Whether the scope grants `tool` on `server` at all.
+    pub fn grants_tool(&self, server: &str, tool: &str) -> bool {
+        self.grants
+            .iter()
+            .any(|g| g.server == server && g.tools.iter().any(|t| t == tool || t == "*"))
+    }
+}
+
+/// Every capability of the scenario (grants, then delegations in execution
+/// order) with the scope it declares.
+pub fn declared_scopes(scenario: &Scenario) -> BTreeMap<String, DeclaredScope> {
+    let mut scopes: BTreeMap<String, DeclaredScope> = scenario
+        .file()
+        .grants
+        .iter()
+        .map(|g| {
+            (
+                g.id.clone(),
+                DeclaredScope {
+                    holder: g.agent.clone(),
+                    grants: vec![DeclaredGrant {
+                        server: g.server.clone(),
+                        tools: g.tools.clone(),
+                        path_prefix: g.path_prefix.clone(),
+                    }],
+                },
+            )
+        })
+        .collect();
+    for scheduled in scenario.schedule() {
+        if let Action::Delegate(d) = &scenario.actions()[scheduled.step_index] {
+            if let Some(parent) = scopes.get(&d.capability).cloned() {
+                let grants = parent
+                    .grants
+                    .iter()
+                    .map(|g| DeclaredGrant {
+                        server: g.server.clone(),
+                        tools: d.tools.clone().unwrap_or_else(|| g.tools.clone()),
+                        path_prefix: d.path_prefix.clone().or_else(|| g.path_prefix.clone()),
+                    })
+                    .collect();
+                scopes.insert(
+                    d.delegation.clone(),
+                    DeclaredScope {
+                        holder: d.to.clone(),
+                        grants,
+                    },
+                );
+            }
+        }
+    }
+    scopes
+}
+
+/// The call an action makes (for a replay: the captured original).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MutatedCall {
+    /// The calling agent; its arena key signs the request.
+    pub agent: String,
+    /// The capability presented (for a scope escape: the widened child).
+    pub capability: String,
+    /// The server called.
+    pub server: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// Virtual offset the call is evaluated at.
+    pub evaluation_ms: u64,
+}
+
+/// A fixture edited before the call reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixtureEdit {
+    /// The workspace server holding the file.
+    pub server: String,
+    /// The file's absolute path.
+    pub path: String,
+    /// The injected text.
+    pub payload: String,
+    /// Where it goes: before line `line % (lines + 1)`.
+    pub line: u32,
+}
+
+impl FixtureEdit {
+    /// The file's content after the edit: the payload as its own line(s).
+    pub fn apply(&self, original: &str) -> String {
+        let mut lines: Vec<&str> = original.split('\n').collect();
+        let at = (self.line as usize) % (lines.len() + 1);
+        lines.insert(at, &self.payload);
+        lines.join("\n")
+    }
+}
+
+/// A replay of a captured request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPlan {
+    /// When the copy comes back.
+    pub mode: ReplayMode,
+    /// What it reuses.
+    pub reuse: ReplayReuse,
+    /// Virtual milliseconds between the original and the copy.
+    pub offset_ms: u64,
+    /// For a nonce reuse: the copy's (different) arguments.
+    pub copy_arguments: Option<Value>,
+}
+
+/// A delegation that widens its parent, then a call using the widening.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WideningPlan {
+    /// How the child widens.
+    pub widening: WideningKind,
+    /// The parent capability.
+    pub parent: String,
+    /// The parent's holder, who signs the delegation link.
+    pub delegator: String,
+    /// The tool added, for a tool widening.
+    pub extra_tool: Option<String>,
+    /// The server added, for a server widening.
+    pub extra_server: Option<String>,
+}
+
+/// How the action departs from its base step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Mutation {
+    /// The payload sits in the call's arguments at `pointer`.
+    Arguments {
+        /// Pattern name.
+        pattern: String,
+        /// JSON pointer of the argument carrying the payload.
+        pointer: String,
+    },
+    /// The fixture the call reads carries the payload.
+    Fixture {
+        /// Pattern name.
+        pattern: String,
+        /// The edit.
+        edit: FixtureEdit,
+    },
+    /// Server, tool or both swapped.
+    Overrequest {
+        /// What was swapped.
+        swap: SwapKind,
+    },
+    /// The call is captured and replayed.
+    Replay(ReplayPlan),
+    /// A widening delegation precedes the call.
+    Widen(WideningPlan),
+}
+
+/// One adversary action: a mutated call and the verdict the guard pool
+/// should return.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdversaryAction {
+    /// `<population>/<member>/<step>/r<round>`; unique in one evaluation.
+    pub id: String,
+    /// The population acting.
+    pub population: String,
+    /// The member's index in the population.
+    pub member: u32,
+    /// The member's gene.
+    pub gene: Gene,
+    /// The base step.
+    pub base_step: String,
+    /// The fitness round.
+    pub round: u32,
+    /// The call made.
+    pub call: MutatedCall,
+    /// How it departs from the base step.
+    pub mutation: Mutation,
+    /// The verdict the guard pool should return.
+    pub expected: ProjectedVerdict,
+    /// Whether the call stays inside the declared grant (never an escape).
+    pub inside_grant: bool,
+}
+
+/// The action's RNG sub-stream (see the module doc).
+pub fn action_stream(scenario: &Scenario, agent: &str, action_id: &str) -> ChaCha20Rng {
+    let mut bytes = scenario.rng().agent_seed(agent).to_be_bytes().to_vec();
+    bytes.push(b':');
+    bytes.extend_from_slice(action_id.as_bytes());
+    ChaCha20Rng::seed_from_u64(fnv1a64(&bytes))
+}
+
+/// The payload of a pattern's variant: 0 the sample, `k` the `k`-th evasive one.
+pub fn payload(pattern: &str, variant: u32) -> Option<&'static str> {
+    let p = Pattern::parse(pattern)?;
+    if variant == 0 {
+        return Some(p.sample());
+    }
+    p.evasive_variants()
+        .get(variant as usize - 1)
+        .copied()
+        .or(Some(p.sample()))
+}
+
+/// The id an action's accomplice (the receiver of a widening delegation) has.
+pub fn accomplice_id(agent: &str) -> String {
+    format!("{agent}.accomplice")
+}
+
+/// Mutates `base` with `gene`; `None` when the gene does not apply to the
+/// step (a fixture injection on a step that reads no fixture, a widening
+/// the parent already grants).
+#[allow(clippy::too_many_arguments)]
+pub fn mutate(
+    scenario: &Scenario,
+    scopes: &BTreeMap<String, DeclaredScope>,
+    params: &ClassParams,
+    population: &str,
+    member: u32,
+    gene: &Gene,
+    base: &BaseStep,
+    round: u32,
+) -> Option<AdversaryAction> {
+    let id = format!("{population}/{member}/{}/r{round}", base.step_id);
+    let mut rng = action_stream(scenario, &base.agent, &id);
+    let scope = scopes.get(&base.capability);
+    let mut call = MutatedCall {
+        agent: base.agent.clone(),
+        capability: base.capability.clone(),
+        server: base.server.clone(),
+        tool: base.tool.clone(),
+        arguments: base.arguments.clone(),
+        evaluation_ms: base.evaluation_ms,
+    };
+    let mut expected = ProjectedVerdict::Deny;
+    let mut inside_grant = false;
+    let mutation = match (gene, params) {
+        (Gene::PromptInjection { pattern, variant, target }, _) => {
+            let text = payload(pattern, *variant)?;
+            match target {
+                InjectionTarget::Arguments => {
+                    let pointer = inject_argument(&mut call.arguments, text, &mut rng);
+                    Mutation::Arguments {
+                        pattern: pattern.clone(),
+                        pointer,
+                    }
+                }
+                InjectionTarget::Fixture => {
+                    let path = base.reads_fixture.clone()?;
+                    Mutation::Fixture {
+                        pattern: pattern.clone(),
+                        edit: FixtureEdit {
+                            server: base.server.clone(),
+                            path,
+                            payload: text.to_string(),
+                            line: rng.next_u32(),
+                        },
+                    }
+                }
+            }
+        }
+        (
+            Gene::CapabilityOverrequest { swap, choice },
+            ClassParams::CapabilityOverrequest { tools, servers, .. },
+        ) => {
+            if matches!(swap, SwapKind::Tool | SwapKind::Both) {
+                call.tool = pick(tools, &base.tool, *choice)?;
+            }
+            if matches!(swap, SwapKind::Server | SwapKind::Both) {
+                call.server = pick(servers, &base.server, *choice)
+                    .unwrap_or_else(|| FALLBACK_SERVER.to_string());
+            }
+            if scope.is_some_and(|s| s.covers(&call.server, &call.tool, &call.arguments)) {
+                inside_grant = true;
+                expected = base.expect;
+            }
+            Mutation::Overrequest { swap: *swap }
+        }
+        (
+            Gene::ReplayAttempt { mode, reuse },
+            ClassParams::ReplayAttempt {
+                delay_ms, stale_ms, ..
+            },
+        ) => {
+            let offset_ms = match mode {
+                ReplayMode::Immediate | ReplayMode::Concurrent => 0,
+                ReplayMode::Delayed => *delay_ms,
+                ReplayMode::Stale => *stale_ms,
+            };
+            let copy_arguments = match reuse {
+                ReplayReuse::Request => None,
+                ReplayReuse::Nonce => {
+                    let mut args = base.arguments.clone();
+                    if let Value::Object(map) = &mut args {
+                        map.insert("attempt".to_string(), Value::from(rng.next_u32() % 1000 + 2));
+                    }
+                    Some(args)
+                }
+            };
+            Mutation::Replay(ReplayPlan {
+                mode: *mode,
+                reuse: *reuse,
+                offset_ms,
+                copy_arguments,
+            })
+        }
+        (
+            Gene::ScopeEscape { widening, choice },
+            ClassParams::ScopeEscape { tools, servers, .. },
+        ) => {
+            let scope = scope?;
+            let mut plan = WideningPlan {
+                widening: *widening,
+                parent: base.capability.clone(),
+                delegator: scope.holder.clone(),
+                extra_tool: None,
+                extra_server: None,
+            };
+            match widening {
+                WideningKind::Tool => {
+                    let fresh: Vec<String> = tools
+                        .iter()
+                        .filter(|t| !scope.grants_tool(&base.server, t))
+                        .cloned()
+                        .collect();
+                    let tool = fresh.get(*choice as usize % fresh.len().max(1))?.clone();
+                    call.tool = tool.clone();
+                    plan.extra_tool = Some(tool);
+                }
+                WideningKind::Path => {
+                    let prefixed = scope
+                        .grants
+                        .iter()
+                        .any(|g| g.server == base.server && g.path_prefix.is_some());
+                    if !prefixed {
+                        return None;
+                    }
+                    let name = base
+                        .arguments
+                        .get("path")
+                        .and_then(Value::as_str)
+                        .and_then(|p| p.rsplit('/').next())
+                        .filter(|n| !n.is_empty())
+                        .unwrap_or("escape.txt");
+                    if let Value::Object(map) = &mut call.arguments {
+                        map.insert("path".to_string(), Value::String(format!("/outside/{name}")));
+                    }
+                }
+                WideningKind::Server => {
+                    let fresh: Vec<String> = servers
+                        .iter()
+                        .filter(|s| !scope.grants.iter().any(|g| &g.server == *s))
+                        .cloned()
+                        .collect();
+                    let server = fresh
+                        .get(*choice as usize % fresh.len().max(1))
+                        .cloned()
+                        .unwrap_or_else(|| FALLBACK_SERVER.to_string());
+                    call.server = server.clone();
+                    plan.extra_server = Some(server);
+                }
+                WideningKind::Expiry | WideningKind::Share => {}
+            }
+            call.agent = accomplice_id(&base.agent);
+            call.capability = format!("{}.escape-{}", base.capability, member);
+            Mutation::Widen(plan)
+        }
+        // A gene whose params belong to another class: populations refuse
+        // this at construction, so there is nothing to mutate.
+        _ => return None,
+    };
+    Some(AdversaryAction {
+        id,
+        population: population.to_string(),
+        member,
+        gene: gene.clone(),
+        base_step: base.step_id.clone(),
+        round,
+        call,
+        mutation,
+        expected,
+        inside_grant,
+    })
+}
+
+/// Candidate `choice` of `options` other than `current`.
+fn pick(options: &[String], current: &str, choice: u32) -> Option<String> {
+    let others: Vec<&String> = options.iter().filter(|o| *o != current).collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(others[choice as usize % others.len()].clone())
+}
+
+/// Puts `text` into an argument: appended to an existing string argument or
+/// as a new `note`, chosen by `rng`; returns the argument's JSON pointer.
+fn inject_argument(arguments: &mut Value, text: &str, rng: &mut ChaCha20Rng) -> String {
+    if !arguments.is_object() {
+        *arguments = Value::Object(Default::default());
+    }
+    let Value::Object(map) = arguments else {
+        unreachable!("arguments were just made an object");
+    };
+    let mut keys: Vec<String> = map
+        .iter()
+        .filter(|(_, v)| v.is_string())
+        .map(|(k, _)| k.clone())
+        .collect();
+    keys.sort();
+    let slot = (rng.next_u32() as usize) % (keys.len() + 1);
+    match keys.get(slot) {
+        Some(key) => {
+            if let Some(Value::String(s)) = map.get_mut(key) {
+                s.push('\n');
+                s.push_str(text);
+            }
+            format!("/{key}")
+        }
+        None => {
+            let mut key = "note".to_string();
+            let mut n = 1;
+            while map.contains_key(&key) {
+                key = format!("note_{n}");
+                n += 1;
+            }
+            map.insert(key.clone(), Value::String(text.to_string()));
+            format!("/{key}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A fixture edit inserts the payload as a whole line and keeps every original line.
+    #[test]
+    fn fixture_edit_inserts_a_line() {
+        let edit = FixtureEdit {
+            server: "w".into(),
+            path: "/w/a".into(),
+            payload: "PAYLOAD".into(),
+            line: 1,
+        };
+        assert_eq!(edit.apply("a\nb"), "a\nPAYLOAD\nb");
+        let end = FixtureEdit { line: 5, ..edit };
+        assert_eq!(end.apply("a\nb"), "a\nb\nPAYLOAD");
+    }
+
+    // Every canonical sample placed in a fixture line stays detectable by the kernel's detector.
+    #[test]
+    fn fixture_samples_stay_detectable() {
+        let original = "{\n  \"issue\": 414,\n  \"comment\": \"bulk discount\"\n}";
+        for p in Pattern::ALL {
+            for line in 0..6 {
+                let edit = FixtureEdit {
+                    server: "w".into(),
+                    path: "/w/a".into(),
+                    payload: p.sample().into(),
+                    line,
+                };
+                let text = edit.apply(original);
+                assert!(
+                    chio_kernel::guards::prompt_injection::detects(p, &text),
+                    "{} at line {line}",
+                    p.as_str()
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Process tests for `chio arena run`, `replay` and `diff`: the real binary
+//! on every reference scenario, a scenario whose expectation is wrong, and
+//! bundles whose policy or clock was changed after the run.
+
+mod util;
+
+use std::path::Path;
+
+use serde_json::Value;
+use util::{chio, copy_tree, explain, reference_scenarios, repo_path, tree};
+
+fn run_json(
+    dir: &Path,
+    scenario: &Path,
+    out: &str,
+    extra: &[&str],
+) -> (std::process::Output, Vec<String>) {
+    let mut args = vec![
+        "arena".to_string(),
+        "run".to_string(),
+        scenario.to_string_lossy().into_owned(),
+        "--json".to_string(),
+        "--out".to_string(),
+        out.to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    (chio(dir, &refs), args)
+}
+
+fn json_of(output: &std::process::Output) -> Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+/// A copy of a reference scenario and every fixture folder, in `dir`.
+fn stage(dir: &Path, name: &str) -> std::path::PathBuf {
+    copy_tree(&repo_path("scenarios/fixtures"), &dir.join("fixtures"));
+    copy_tree(&repo_path("scenarios/prompts"), &dir.join("prompts"));
+    let dest = dir.join(format!("{name}.toml"));
+    std::fs::copy(repo_path(&format!("scenarios/{name}.toml")), &dest).unwrap();
+    dest
+}
+
+// Every reference scenario runs with exit 0 and every call's verdict equals its expectation.
+#[test]
+fn every_reference_scenario_passes() {
+    let names = reference_scenarios();
+    assert!(names.len() >= 8, "reference scenarios: {names:?}");
+    for name in names {
+        let tmp = tempfile::tempdir().unwrap();
+        let (output, args) = run_json(
+            tmp.path(),
+            &repo_path(&format!("scenarios/{name}.toml")),
+            "bundle",
+            &[],
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&argv, &output));
+        let report = json_of(&output);
+        assert_eq!(report["schema_version"], "chio.arena.run/v1");
+        assert_eq!(report["outcome"]["status"], "passed", "{name}");
+        for step in report["outcome"]["steps"].as_array().unwrap() {
+            if step["action"] == "call" {
+                assert_eq!(step["actual"], step["expected"], "{name}: {step}");
+                assert_eq!(step["pass"], true);
+            }
+        }
+        let manifest: Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("bundle/arena.json")).unwrap())
+                .unwrap();
+        assert_eq!(manifest["schema_version"], "chio.arena.bundle/v1");
+        let receipts = std::fs::read_to_string(tmp.path().join("bundle/receipts.ndjson")).unwrap();
+        assert_eq!(
+            receipts.lines().count() as u64,
+            manifest["receipt_count"].as_u64().unwrap()
+        );
+    }
+}
+
+// The seed's PR 421 scenario prints the seed's keys and values plus the outcome.
+#[test]
+fn pr_421_json_carries_the_seed_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["arena", "run", "scenarios/pr-421-review.toml", "--json"];
+    std::fs::create_dir_all(tmp.path().join("scenarios")).unwrap();
+    let scenario = stage(&tmp.path().join("scenarios"), "pr-421-review");
+    assert!(scenario.exists());
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let report = json_of(&output);
+    let seed: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path(
+            "arena/tests/fixtures/seed_pr_421_review.run.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    for key in ["bundle_dir", "determinism", "scenario_id", "scenario_title"] {
+        assert_eq!(report[key], seed[key], "key {key}");
+    }
+    assert_eq!(report["schema_version"], "chio.arena.run/v1");
+    let keys: Vec<&String> = report.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            "bundle_dir",
+            "determinism",
+            "outcome",
+            "scenario_id",
+            "scenario_title",
+            "schema_version"
+        ]
+    );
+    assert!(tmp
+        .path()
+        .join("target/arena/pr_421_review/arena.json")
+        .is_file());
+}
+
+// Without --json the triangular scenario prints a table naming each step, its verdict and the revoked ancestor.
+#[test]
+fn triangular_prints_a_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/three_agent_triangular_delegation.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "b"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("STEP"), "{text}");
+    assert!(text.contains("carol-reads-after-revocation"), "{text}");
+    assert!(
+        text.contains("delegation chain revoked at ancestor bob-files"),
+        "{text}"
+    );
+    assert!(text.contains("result: passed"), "{text}");
+}
+
+// A wrong expectation stops the run with exit 1, names the step, both verdicts and the reason, and keeps the receipts so far.
+#[test]
+fn wrong_expectation_stops_and_keeps_receipts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage(tmp.path(), "information_flow");
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    // The third of four calls (the internal read) is now expected to be denied.
+    let edited = text.replacen(
+        "arguments = { path = \"/workspace/internal/q4-plan.md\" }\nexpect_verdict = \"allow\"",
+        "arguments = { path = \"/workspace/internal/q4-plan.md\" }\nexpect_verdict = \"deny\"",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).unwrap();
+    let (output, args) = run_json(tmp.path(), &scenario, "stopped", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[CHIO-ARENA-UNEXPECTED-VERDICT]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("step read-internal-plan expected deny but the kernel answered allow"),
+        "{stderr}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("stopped/arena.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["status"], "stopped");
+    assert_eq!(manifest["stopped"]["step_id"], "read-internal-plan");
+    assert_eq!(manifest["steps"].as_array().unwrap().len(), 3);
+    let receipts = std::fs::read_to_string(tmp.path().join("stopped/receipts.ndjson")).unwrap();
+    assert_eq!(receipts.lines().count(), 3);
+
+    // --keep-going runs the fourth step too and reports the mismatch.
+    let (output, args) = run_json(tmp.path(), &scenario, "all", &["--keep-going"]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
+    let report = json_of(&output);
+    assert_eq!(report["outcome"]["status"], "failed");
+    assert_eq!(report["outcome"]["failed"], 1);
+    assert_eq!(report["outcome"]["passed"], 3);
+}
+
+// A scenario without a world is refused with exit 2, naming the sections to add, and writes nothing.
+#[test]
+fn world_less_scenario_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("arena/tests/fixtures/seed_pr_421_review.toml");
+    let args = ["arena", "run", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("[[kernels]]"), "{stderr}");
+    assert!(util::entries(tmp.path()).is_empty());
+}
+
+// Replay of an untouched bundle reports no drift; after the policy or the clock in its inputs changed it names the step and the input.
+#[test]
+fn replay_reports_policy_and_clock_drift() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/walking_skeleton.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "clean"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+
+    let args = ["arena", "replay", "clean", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    assert_eq!(json_of(&output)["identical"], true);
+
+    // Policy: the forbidden-path guard no longer forbids .env.
+    copy_tree(&tmp.path().join("clean"), &tmp.path().join("policy"));
+    let input = tmp.path().join("policy/inputs/scenario.toml");
+    let text = std::fs::read_to_string(&input).unwrap();
+    std::fs::write(&input, text.replace("\"**/.env\"", "\"**/.netrc\"")).unwrap();
+    let args = ["arena", "replay", "policy", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let report = json_of(&output);
+    let first = &report["drifts"][0];
+    assert_eq!(first["step_id"], "read-dotenv");
+    assert_eq!(first["what"], "verdict");
+    assert_eq!(first["changed_inputs"][0], "evaluator");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("error[CHIO-ARENA-DRIFT]"), "{stderr}");
+
+    // Clock: the run starts an hour later, so every receipt changes.
+    copy_tree(&tmp.path().join("clean"), &tmp.path().join("clock"));
+    let input = tmp.path().join("clock/inputs/scenario.toml");
+    let text = std::fs::read_to_string(&input).unwrap();
+    std::fs::write(
+        &input,
+        text.replace("2026-01-05T08:00:00.000Z", "2026-01-05T09:00:00.000Z"),
+    )
+    .unwrap();
+    let args = ["arena", "replay", "clock", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let report = json_of(&output);
+    let first = &report["drifts"][0];
+    assert_eq!(first["step_id"], "read-notes");
+    assert_eq!(first["what"], "receipt");
+    assert_eq!(first["changed_inputs"][0], "authority and time");
+}
+
+// Diff names the first differing step and the changed input between two real bundles, and nothing between identical ones.
+#[test]
+fn diff_names_first_step_and_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage(tmp.path(), "session_rule");
+    let (output, args) = run_json(tmp.path(), &scenario, "a", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&argv, &output));
+    let (output, _) = run_json(tmp.path(), &scenario, "same", &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let args = ["arena", "diff", "a", "same"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    assert_eq!(tree(&tmp.path().join("a")), tree(&tmp.path().join("same")));
+
+    // The test run now asks for another test: the invocation of run-tests changed.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        &scenario,
+        text.replace("tests = [\"test_pricing\"]", "tests = [\"test_checkout\"]"),
+    )
+    .unwrap();
+    let (output, _) = run_json(tmp.path(), &scenario, "b", &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let args = ["arena", "diff", "a", "b", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let report = json_of(&output);
+    assert_eq!(report["drifts"][0]["step_id"], "run-tests");
+    assert_eq!(report["drifts"][0]["changed_inputs"][0], "invocation");
+}

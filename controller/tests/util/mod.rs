@@ -1,0 +1,86 @@
+//! Shared helpers for the process tests: run the real `chio` binary in a
+//! chosen directory, explain a failure with the command, status and both
+//! streams, and copy or compare folders.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A path inside the repository.
+pub fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+/// Runs `chio ARGS` with `dir` as working directory.
+pub fn chio(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chio"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the chio binary runs")
+}
+
+/// The command, status, stdout and stderr, for assertion messages.
+pub fn explain(args: &[&str], output: &Output) -> String {
+    format!(
+        "command: chio {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Entries of a folder (not recursive).
+pub fn entries(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("folder lists")
+        .map(|e| e.expect("entry").path())
+        .collect()
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+pub fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).expect("folder lists") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, std::fs::read(&path).expect("file reads"));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Copies a folder recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for (rel, bytes) in tree(from) {
+        let dest = to.join(rel);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::write(dest, bytes).unwrap();
+    }
+}
+
+/// The reference scenarios shipped in `scenarios/`, by file stem.
+pub fn reference_scenarios() -> Vec<String> {
+    let mut names: Vec<String> = entries(&repo_path("scenarios"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
