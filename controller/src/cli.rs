@@ -27,6 +27,8 @@ pub struct Cli {
 pub enum Command {
     /// Scenario commands.
     Arena(ArenaArgs),
+    /// Evaluate a capability against a request from a JSON envelope (portable evaluation).
+    Eval(EvalArgs),
 }
 
 /// `chio arena ...`.
@@ -96,4 +98,17 @@ pub struct DiffArgs {
     /// Print canonical JSON (`chio.arena.diff/v1`).
     #[arg(long)]
     pub json: bool,
+}
+
+/// `chio eval [ENVELOPE.json | -] [--json] [--now-unix-secs N]`.
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// The envelope file; `-` or nothing reads standard input.
+    pub envelope: Option<String>,
+    /// Print the answer as canonical JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The clock, in Unix seconds, when the envelope has no `clock_override_unix_secs`.
+    #[arg(long)]
+    pub now_unix_secs: Option<u64>,
 }

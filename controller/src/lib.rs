@@ -11,7 +11,8 @@
 //! - [`arena_validate`] holds `chio arena validate`;
 //! - [`arena_run`] holds `chio arena run`;
 //! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
-//! - [`driver`] holds the run driver every topology shares.
+//! - [`driver`] holds the run driver every topology shares;
+//! - [`eval`] holds `chio eval` (portable evaluation).
 #![deny(missing_docs)]
 
 pub mod arena_replay;
@@ -20,6 +21,7 @@ pub mod arena_validate;
 pub mod cli;
 pub mod driver;
 pub mod error;
+pub mod eval;
 
 use std::io::Write;
 
@@ -29,6 +31,7 @@ pub use error::{CliError, Exit};
 /// Runs a parsed command line, printing its report to `out`.
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
+        cli::Command::Eval(args) => eval::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
             cli::ArenaCommand::Run(args) => arena_run::run(args, out),

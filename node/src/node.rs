@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::actors::agent::CallIntent;
-use crate::actors::{AgentHandle, CallOutcome, KernelHandle, ToolServerHandle};
+use crate::actors::{AgentHandle, CallOutcome, IssuerSource, KernelHandle, ToolServerHandle};
 use crate::error::NodeError;
 use crate::link::{KernelLink, LinkFuture};
 use crate::mux::KernelMultiplexer;
@@ -86,6 +86,19 @@ impl NodeActors {
         node: &str,
         mut stores: impl FnMut(&KernelPlan) -> Result<KernelStores, NodeError>,
     ) -> Result<Self, NodeError> {
+        Self::spawn_with_issuers(world, node, |plan| Ok((stores(plan)?, None)))
+    }
+
+    /// Like [`NodeActors::spawn`], where `setup` also gives each kernel the
+    /// source it refreshes its trusted issuer keys from.
+    pub fn spawn_with_issuers(
+        world: &World,
+        node: &str,
+        mut setup: impl FnMut(
+            &KernelPlan,
+        )
+            -> Result<(KernelStores, Option<Box<dyn IssuerSource>>), NodeError>,
+    ) -> Result<Self, NodeError> {
         let mut kernels = BTreeMap::new();
         for plan in world.kernels.values().filter(|k| k.node == node) {
             let servers: BTreeMap<String, ToolServerHandle> = world
@@ -99,7 +112,9 @@ impl NodeActors {
                     )
                 })
                 .collect();
-            let handle = KernelHandle::spawn(plan.config.clone(), stores(plan)?, servers)?;
+            let (stores, issuers) = setup(plan)?;
+            let handle =
+                KernelHandle::spawn_with_issuers(plan.config.clone(), stores, servers, issuers)?;
             kernels.insert(plan.id.clone(), handle);
         }
         let mut agents = BTreeMap::new();

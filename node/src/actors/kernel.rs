@@ -62,6 +62,15 @@ impl CallOutcome {
     }
 }
 
+/// Where a kernel actor refreshes its trusted issuer keys before each call
+/// (trust-control in a distributed run; absent in the embedded topology,
+/// whose kernels trust the world's configured issuers).
+pub trait IssuerSource: Send {
+    /// The new issuer set when the cached one expired and a fetch
+    /// succeeded; `None` keeps the kernel's current set.
+    fn refresh(&mut self) -> Option<Vec<String>>;
+}
+
 enum KernelCommand {
     Evaluate {
         request: Box<ToolCallRequest>,
@@ -79,6 +88,7 @@ pub struct KernelHandle {
 
 struct KernelActor {
     kernel: Kernel,
+    issuers: Option<Box<dyn IssuerSource>>,
     servers: BTreeMap<String, ToolServerHandle>,
     rx: mpsc::Receiver<KernelCommand>,
 }
@@ -100,6 +110,9 @@ impl KernelActor {
     }
 
     fn evaluate(&mut self, request: &ToolCallRequest, now_ms: u64) -> CallOutcome {
+        if let Some(keys) = self.issuers.as_mut().and_then(|source| source.refresh()) {
+            self.kernel.set_trusted_issuers(keys);
+        }
         let decision = match self.kernel.admit(request, now_ms) {
             Admission::Decided(decision) => *decision,
             Admission::Admitted(ticket) => {
@@ -140,6 +153,17 @@ impl KernelHandle {
         stores: KernelStores,
         servers: BTreeMap<String, ToolServerHandle>,
     ) -> Result<Self, NodeError> {
+        Self::spawn_with_issuers(config, stores, servers, None)
+    }
+
+    /// Starts a kernel that refreshes its trusted issuer keys from `issuers`
+    /// before each call.
+    pub fn spawn_with_issuers(
+        config: KernelConfig,
+        stores: KernelStores,
+        servers: BTreeMap<String, ToolServerHandle>,
+        issuers: Option<Box<dyn IssuerSource>>,
+    ) -> Result<Self, NodeError> {
         let id = config.kernel_id.clone();
         let (tx, rx) = mpsc::channel(super::MAILBOX);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -150,6 +174,7 @@ impl KernelHandle {
                     let _ = ready_tx.send(Ok(()));
                     KernelActor {
                         kernel,
+                        issuers,
                         servers,
                         rx,
                     }

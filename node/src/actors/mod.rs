@@ -15,7 +15,7 @@ pub mod kernel;
 pub mod server;
 
 pub use agent::AgentHandle;
-pub use kernel::{CallOutcome, KernelHandle};
+pub use kernel::{CallOutcome, IssuerSource, KernelHandle};
 pub use server::ToolServerHandle;
 
 /// Mailbox capacity of every actor; the controller dispatches one action

@@ -1,0 +1,101 @@
+//! `chio eval [ENVELOPE.json | -] [--json] [--now-unix-secs N]`.
+//!
+//! Portable evaluation from the command line: reads one JSON envelope
+//! (request, signed capability, `trusted_issuers_hex`, optional
+//! `clock_override_unix_secs`) from a file or standard input and prints the
+//! kernel's capability-only answer (`chio_kernel::portable`). A passing check
+//! answers `pending_approval` with `authorized: false`, because guards and
+//! tools did not run; a failing one answers `deny` with its reason. Nothing
+//! is dispatched or persisted. The command reads no clock: the envelope's
+//! override or `--now-unix-secs` supplies it, and an envelope with neither is
+//! refused. Exit 0 for any answer, 2 for a malformed envelope.
+
+use std::io::{Read, Write};
+
+use chio_kernel::error::EnvelopeError;
+use chio_kernel::portable::{evaluate_envelope_at, PortableAnswer};
+
+use crate::cli::EvalArgs;
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "eval";
+
+fn envelope_error(err: &EnvelopeError) -> CliError {
+    let code = match err {
+        EnvelopeError::NotJson { .. } => "CHIO-EVAL-NOT-JSON",
+        EnvelopeError::NotAnObject => "CHIO-EVAL-NOT-AN-OBJECT",
+        EnvelopeError::MissingField { .. } => "CHIO-EVAL-MISSING-FIELD",
+        EnvelopeError::UnknownField { .. } => "CHIO-EVAL-UNKNOWN-FIELD",
+        EnvelopeError::InvalidField { .. } => "CHIO-EVAL-INVALID-FIELD",
+        EnvelopeError::MissingClock => "CHIO-EVAL-MISSING-CLOCK",
+    };
+    let text = err.to_string();
+    let (message, help) = match text.split_once("; ") {
+        Some((m, h)) => (m.to_string(), h.to_string()),
+        None => (
+            text.clone(),
+            "fix the envelope field the message names; docs/portable-evaluation.md shows the format"
+                .to_string(),
+        ),
+    };
+    CliError {
+        code: code.to_string(),
+        command: COMMAND,
+        message,
+        help,
+        exit: Exit::InvalidInput,
+    }
+}
+
+fn read_input(args: &EvalArgs) -> Result<Vec<u8>, CliError> {
+    let unreadable = |e: std::io::Error, what: String| CliError {
+        code: "CHIO-EVAL-UNREADABLE".to_string(),
+        command: COMMAND,
+        message: format!("cannot read {what}: {}", e.kind()),
+        help: "pass a readable envelope file, or - to read standard input".to_string(),
+        exit: Exit::InvalidInput,
+    };
+    match args.envelope.as_deref() {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| unreadable(e, "standard input".to_string()))?;
+            Ok(bytes)
+        }
+        Some(path) => std::fs::read(path).map_err(|e| unreadable(e, path.to_string())),
+    }
+}
+
+fn readable(answer: &PortableAnswer) -> String {
+    let mut text = format!(
+        "verdict: {}\nauthorized: {}\n",
+        answer.verdict, answer.authorized
+    );
+    if let Some(reason) = &answer.reason {
+        text.push_str(&format!("reason: {reason}\n"));
+    }
+    if let Some(index) = answer.matched_grant_index {
+        text.push_str(&format!("matched grant: {index}\n"));
+    }
+    text.push_str(&format!(
+        "capability: {}\nrequest: {}\nevaluated at: {} (Unix seconds)\n",
+        answer.capability_id, answer.request_id, answer.evaluated_at_unix_secs
+    ));
+    text
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = read_input(args)?;
+    let answer =
+        evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
+    let text = if args.json {
+        format!("{}\n", answer.to_canonical_json())
+    } else {
+        readable(&answer)
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}

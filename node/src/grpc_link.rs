@@ -1,0 +1,167 @@
+//! `GrpcLink`: the [`KernelLink`] of a node process, reaching the kernels and
+//! agents of other nodes over the `chio.node.v1.KernelLink` service.
+//!
+//! The link knows, from the resolved world, which node hosts each kernel and
+//! each agent, and from the controller's `LoadWorld`, the URL of each node.
+//! Channels connect lazily, set `TCP_NODELAY`, carry the cluster token and
+//! bound every call by a deadline, so a dead peer is an error naming it
+//! within that bound, never a hang. The link only carries; the remote node's
+//! kernel decides.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chio_kernel::request::ToolCallRequest;
+use chio_kernel::token::CapabilityToken;
+use chio_proto::node::v1 as pb;
+use chio_proto::node::v1::kernel_link_client::KernelLinkClient;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::actors::CallOutcome;
+use crate::cluster::{ClusterHeader, ClusterToken};
+use crate::error::NodeError;
+use crate::link::{KernelLink, LinkFuture};
+use crate::wire::{decode_answer, encode, error_of, MAX_LINK_MESSAGE_BYTES};
+use crate::world::World;
+
+/// Default bound on one cross-node call (it includes the remote kernel's
+/// store calls and receipt append).
+pub const DEFAULT_LINK_DEADLINE: Duration = Duration::from_secs(30);
+/// Bound on establishing a connection to a peer.
+pub const LINK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+type LinkClient = KernelLinkClient<InterceptedService<Channel, ClusterHeader>>;
+
+/// Opens a lazily connecting channel to `url` with `TCP_NODELAY`.
+pub fn channel(url: &str) -> Result<Channel, NodeError> {
+    Endpoint::from_shared(url.to_string())
+        .map(|endpoint| {
+            endpoint
+                .tcp_nodelay(true)
+                .connect_timeout(LINK_CONNECT_TIMEOUT)
+                .connect_lazy()
+        })
+        .map_err(|_| NodeError::Config {
+            problem: format!("{url:?} is not a valid node URL"),
+            fix: "give each node as http://HOST:PORT",
+        })
+}
+
+/// A link to the other nodes of a run over gRPC.
+#[derive(Debug, Clone)]
+pub struct GrpcLink {
+    kernel_nodes: BTreeMap<String, String>,
+    agent_nodes: BTreeMap<String, String>,
+    peers: BTreeMap<String, LinkClient>,
+    deadline: Duration,
+}
+
+impl GrpcLink {
+    /// A link for the world's kernels and agents, reaching node `n` at
+    /// `peers[n]`.
+    pub fn new(
+        world: &World,
+        peers: &BTreeMap<String, String>,
+        token: &ClusterToken,
+        deadline: Duration,
+    ) -> Result<Self, NodeError> {
+        let mut clients = BTreeMap::new();
+        for node in &world.nodes {
+            let url = peers.get(node).ok_or_else(|| NodeError::Config {
+                problem: format!("no address was given for node {node}"),
+                fix: "list every node of the scenario in the topology",
+            })?;
+            let client = KernelLinkClient::with_interceptor(channel(url)?, token.header())
+                .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
+                .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES);
+            clients.insert(node.clone(), client);
+        }
+        Ok(Self {
+            kernel_nodes: world
+                .kernels
+                .values()
+                .map(|k| (k.id.clone(), k.node.clone()))
+                .collect(),
+            agent_nodes: world
+                .agents
+                .values()
+                .map(|a| (a.id.clone(), a.node.clone()))
+                .collect(),
+            peers: clients,
+            deadline,
+        })
+    }
+
+    fn peer(
+        &self,
+        table: &BTreeMap<String, String>,
+        what: &str,
+        id: &str,
+    ) -> Result<(String, LinkClient), NodeError> {
+        let node = table
+            .get(id)
+            .ok_or_else(|| NodeError::Unroutable(format!("{what} {id}")))?;
+        let client = self
+            .peers
+            .get(node)
+            .cloned()
+            .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))?;
+        Ok((node.clone(), client))
+    }
+}
+
+impl KernelLink for GrpcLink {
+    fn evaluate(
+        &self,
+        kernel_id: &str,
+        request: ToolCallRequest,
+        now_ms: u64,
+    ) -> LinkFuture<'_, CallOutcome> {
+        let routed = self.peer(&self.kernel_nodes, "kernel", kernel_id);
+        let kernel_id = kernel_id.to_string();
+        Box::pin(async move {
+            let (node, mut client) = routed?;
+            let target = format!("node {node} (kernel {kernel_id})");
+            let message = pb::EvaluateRequest {
+                kernel_id,
+                request_json: encode("tool call request", &request)?,
+                now_ms,
+            };
+            let mut request = tonic::Request::new(message);
+            request.set_timeout(self.deadline);
+            let answer = tokio::time::timeout(self.deadline, client.evaluate(request))
+                .await
+                .map_err(|_| NodeError::Remote {
+                    target: target.clone(),
+                    cause: format!("no answer within {} ms", self.deadline.as_millis()),
+                })?
+                .map_err(|status| error_of(&target, &status))?
+                .into_inner();
+            decode_answer(&target, "outcome_json", &answer.outcome_json)
+        })
+    }
+
+    fn hand_over(&self, agent_id: &str, token: CapabilityToken) -> LinkFuture<'_, ()> {
+        let routed = self.peer(&self.agent_nodes, "agent", agent_id);
+        let agent_id = agent_id.to_string();
+        Box::pin(async move {
+            let (node, mut client) = routed?;
+            let target = format!("node {node} (agent {agent_id})");
+            let message = pb::HandOverRequest {
+                agent_id,
+                token_json: encode("capability token", &token)?,
+            };
+            let mut request = tonic::Request::new(message);
+            request.set_timeout(self.deadline);
+            tokio::time::timeout(self.deadline, client.hand_over(request))
+                .await
+                .map_err(|_| NodeError::Remote {
+                    target: target.clone(),
+                    cause: format!("no answer within {} ms", self.deadline.as_millis()),
+                })?
+                .map_err(|status| error_of(&target, &status))?;
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,328 @@
+//! `NodeHost`: the actor that owns what a node process currently hosts.
+//!
+//! A node process starts empty. The controller's `LoadWorld` gives it the
+//! scenario bytes, the fixture files, the addresses of its peers and the
+//! run's id; the host validates the scenario exactly as the controller did
+//! (in a private folder where the fixture folders are recreated, so no
+//! shared filesystem is needed), resolves the same world, spawns the
+//! kernels, agents and tool servers placed on its logical node, wires their
+//! stores to trust-control (or the local SQLite state) and links them to the
+//! other nodes over gRPC. A later `LoadWorld` replaces the previous world;
+//! dropping it stops its actors.
+//!
+//! The host only hands out the current [`Node`]; the node's own actors do
+//! the work, so a long call never blocks a `LoadWorld` or another call.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chio_arena::parse_scenario_bytes;
+use chio_kernel::keys::public_key_hex;
+use chio_trust::model::IssuerKey;
+use chio_trust::{SqliteTrustStore, TrustClient, TrustStore};
+use sha2::{Digest, Sha256};
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
+
+use crate::actors::IssuerSource;
+use crate::cluster::ClusterToken;
+use crate::error::NodeError;
+use crate::grpc_link::GrpcLink;
+use crate::node::{Node, NodeActors};
+use crate::trust_stores::{StoreDeadlines, TrustAuthority, TrustBinding};
+use crate::world::{FixtureSet, World};
+
+/// Where a node process keeps shared authority state.
+#[derive(Debug, Clone)]
+pub enum TrustBackend {
+    /// A trust-control service shared by every node of the cluster.
+    Remote(Arc<TrustClient>),
+    /// SQLite files of this node alone (`--state-dir`): a single-node
+    /// cluster, or nodes that share no authority state.
+    Local(Arc<SqliteTrustStore>),
+}
+
+/// What a node process is, independent of the world it hosts.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The logical node name this process plays (`--name`).
+    pub name: String,
+    /// Where authority state lives.
+    pub backend: TrustBackend,
+    /// The cluster token its peers expect.
+    pub cluster_token: ClusterToken,
+    /// Deadlines of trust-control calls made by its kernels.
+    pub deadlines: StoreDeadlines,
+    /// Deadline of each call to another node.
+    pub link_deadline: Duration,
+}
+
+/// A world to host, as `LoadWorld` carries it.
+#[derive(Debug, Clone)]
+pub struct WorldLoad {
+    /// The logical node to play.
+    pub node: String,
+    /// The scenario file's bytes.
+    pub scenario: Vec<u8>,
+    /// The fixture files.
+    pub fixtures: FixtureSet,
+    /// Fixture folders the scenario names, relative to its file.
+    pub fixture_folders: Vec<String>,
+    /// KernelLink URL of every logical node.
+    pub peers: BTreeMap<String, String>,
+    /// The run's namespace in trust-control.
+    pub run_id: String,
+}
+
+/// What a node loaded, for the controller to cross-check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedWorld {
+    /// The scenario id.
+    pub scenario_id: String,
+    /// SHA-256 of the scenario bytes.
+    pub scenario_sha256: String,
+    /// Kernels hosted here.
+    pub kernels: Vec<String>,
+    /// Agents hosted here.
+    pub agents: Vec<String>,
+}
+
+enum HostCommand {
+    Load {
+        load: Box<WorldLoad>,
+        reply: oneshot::Sender<Result<LoadedWorld, NodeError>>,
+    },
+    Current {
+        reply: oneshot::Sender<Result<Node, NodeError>>,
+    },
+}
+
+/// A handle to the host actor; dropping every handle stops it and the
+/// world it hosts.
+#[derive(Debug, Clone)]
+pub struct NodeHost {
+    name: String,
+    tx: mpsc::Sender<HostCommand>,
+}
+
+struct Hosted {
+    node: Node,
+    /// The private folder the scenario was validated in; kept for the
+    /// world's lifetime.
+    _workdir: tempfile::TempDir,
+}
+
+struct HostActor {
+    config: HostConfig,
+    hosted: Option<Hosted>,
+    rx: mpsc::Receiver<HostCommand>,
+}
+
+impl NodeHost {
+    /// Starts the host actor on the current runtime.
+    pub fn spawn(config: HostConfig) -> Self {
+        let (tx, rx) = mpsc::channel(crate::actors::MAILBOX);
+        let name = config.name.clone();
+        let span = tracing::info_span!("node", name = %name);
+        let actor = HostActor {
+            config,
+            hosted: None,
+            rx,
+        };
+        // Task names need tokio_unstable; the span names the task instead.
+        tokio::spawn(actor.run().instrument(span));
+        Self { name, tx }
+    }
+
+    /// The logical node name this process plays.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Loads (or replaces) the hosted world.
+    pub async fn load(&self, load: WorldLoad) -> Result<LoadedWorld, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(HostCommand::Load {
+                load: Box::new(load),
+                reply,
+            })
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?;
+        answer
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?
+    }
+
+    /// The hosted node, or an error when no world is loaded.
+    pub async fn node(&self) -> Result<Node, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(HostCommand::Current { reply })
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?;
+        answer
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?
+    }
+}
+
+impl HostActor {
+    async fn run(mut self) {
+        while let Some(command) = self.rx.recv().await {
+            match command {
+                HostCommand::Load { load, reply } => {
+                    // Drop the previous world first, so its kernels stop
+                    // before the new ones start.
+                    self.hosted = None;
+                    let result = self.load(*load).await;
+                    let _ = reply.send(result.map(|(hosted, loaded)| {
+                        self.hosted = Some(hosted);
+                        loaded
+                    }));
+                }
+                HostCommand::Current { reply } => {
+                    let _ = reply.send(match &self.hosted {
+                        Some(hosted) => Ok(hosted.node.clone()),
+                        None => Err(NodeError::Unroutable(format!(
+                            "node {} has no world loaded; the controller must send LoadWorld first",
+                            self.config.name
+                        ))),
+                    });
+                }
+            }
+        }
+    }
+
+    async fn load(&self, load: WorldLoad) -> Result<(Hosted, LoadedWorld), NodeError> {
+        if load.node != self.config.name {
+            return Err(NodeError::Config {
+                problem: format!(
+                    "this process serves node {} but was asked to play node {}",
+                    self.config.name, load.node
+                ),
+                fix: "map each logical node to the address of the process started with that --name",
+            });
+        }
+        check_run_id(&load.run_id)?;
+        let workdir = tempfile::Builder::new()
+            .prefix("chio-node-")
+            .tempdir()
+            .map_err(|e| NodeError::Config {
+                problem: format!("cannot create a private folder for the scenario: {e}"),
+                fix: "make TMPDIR (or /tmp) writable for the node process",
+            })?;
+        for folder in &load.fixture_folders {
+            let relative = Path::new(folder);
+            let inside = !folder.is_empty()
+                && relative
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+            if !inside {
+                return Err(NodeError::Scenario(format!(
+                    "fixture folder {folder:?} is not a relative path inside the scenario folder"
+                )));
+            }
+            std::fs::create_dir_all(workdir.path().join(relative)).map_err(|e| {
+                NodeError::Fixture {
+                    path: folder.clone(),
+                    cause: e.to_string(),
+                }
+            })?;
+        }
+        let scenario = parse_scenario_bytes(&load.scenario, workdir.path())
+            .map_err(|e| NodeError::Scenario(e.to_string()))?;
+        let world = World::resolve(&scenario, &load.fixtures)?;
+        if !world.nodes.contains(&load.node) {
+            return Err(NodeError::Scenario(format!(
+                "scenario {} declares no node {}",
+                world.scenario_id, load.node
+            )));
+        }
+        let node = match &self.config.backend {
+            TrustBackend::Remote(client) => self.link(client.clone(), &world, &load, false).await?,
+            TrustBackend::Local(store) => self.link(store.clone(), &world, &load, true).await?,
+        };
+        let (kernels, _, agents) = world.placed_on(&load.node);
+        tracing::info!(
+            scenario_id = %world.scenario_id,
+            rng_seed = world.rng_seed,
+            run_id = %load.run_id,
+            "world loaded"
+        );
+        Ok((
+            Hosted {
+                node,
+                _workdir: workdir,
+            },
+            LoadedWorld {
+                scenario_id: world.scenario_id.clone(),
+                scenario_sha256: hex::encode(Sha256::digest(&load.scenario)),
+                kernels: kernels.into_iter().collect(),
+                agents: agents.into_iter().collect(),
+            },
+        ))
+    }
+
+    /// Spawns the node's actors over `store` and links them to the peers.
+    /// A local store trusts the world's authority itself, since no operator
+    /// registers issuers in a node's private state.
+    async fn link<S: TrustStore>(
+        &self,
+        store: Arc<S>,
+        world: &World,
+        load: &WorldLoad,
+        register_authority: bool,
+    ) -> Result<Node, NodeError> {
+        if register_authority {
+            let key = IssuerKey::parse_hex(&public_key_hex(&world.authority))
+                .map_err(|e| NodeError::Kernel(e.to_string()))?;
+            store
+                .add_issuer_key(key)
+                .await
+                .map_err(|e| NodeError::Authority(e.to_string()))?;
+        }
+        let binding = TrustBinding::new(
+            store,
+            Handle::current(),
+            &load.run_id,
+            self.config.deadlines,
+        );
+        let actors = NodeActors::spawn_with_issuers(world, &load.node, |_| {
+            let (stores, cache) = binding.kernel_stores();
+            let source: Box<dyn IssuerSource> = Box::new(cache);
+            Ok((stores, Some(source)))
+        })?;
+        let link = GrpcLink::new(
+            world,
+            &load.peers,
+            &self.config.cluster_token,
+            self.config.link_deadline,
+        )?;
+        Ok(Node::new(
+            world,
+            &load.node,
+            actors,
+            Arc::new(link),
+            Arc::new(TrustAuthority::new(binding)),
+        ))
+    }
+}
+
+/// A run id becomes a prefix of every trust-control id: printable, short.
+fn check_run_id(run_id: &str) -> Result<(), NodeError> {
+    let ok = !run_id.is_empty()
+        && run_id.len() <= 128
+        && run_id.bytes().all(|b| b.is_ascii_graphic() && b != b'/');
+    if ok {
+        Ok(())
+    } else {
+        Err(NodeError::Config {
+            problem: "the run id is empty, longer than 128 characters, or not printable ASCII without '/'".to_string(),
+            fix: "let the controller generate the run id",
+        })
+    }
+}
