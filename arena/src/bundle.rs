@@ -51,10 +51,12 @@ pub struct StepInputs {
     /// Trusted issuers, the presented token's signed content and the
     /// virtual time of evaluation.
     pub authority_time: String,
-    /// Revocations, delegations and shared-state changes ordered before
-    /// the step.
+    /// Revocations, delegations and calls ordered before the step, as a
+    /// hash chain (each link is SHA-256 of the previous link, a newline and
+    /// the canonical entry).
     pub admission: String,
-    /// The calls the acting agent's session made before, with verdicts.
+    /// The calls the acting agent's session made before, with verdicts,
+    /// as a hash chain like `admission`.
     pub session: String,
 }
 

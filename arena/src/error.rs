@@ -243,6 +243,51 @@ pub enum ArenaError {
         /// The builder's reason.
         reason: String,
     },
+    /// An `[adversaries.params]` entry is unknown, of the wrong type or names an unknown value.
+    AdversaryParam {
+        /// Path of the parameter, such as `adversaries[0].params.patterns[1]`.
+        field: String,
+        /// What is wrong and what is accepted.
+        reason: String,
+    },
+    /// A population would have no member.
+    EmptyPopulation {
+        /// Path of the parameter or population that leaves it empty.
+        field: String,
+    },
+    /// A population mixes members of several classes.
+    MixedPopulation {
+        /// The population's name.
+        population: String,
+        /// The class of its first member.
+        first: &'static str,
+        /// Another class found in it.
+        other: &'static str,
+    },
+    /// Evolution or promotion was asked of a scenario with no `[[adversaries]]`.
+    NoAdversaries,
+    /// The adversary evaluator failed (not a verdict: the run cannot go on).
+    Evaluation {
+        /// What failed.
+        cause: String,
+    },
+    /// An arena output (leaderboard, trace, chart, promoted case) could not be written.
+    Output {
+        /// The file or folder.
+        path: String,
+        /// What went wrong.
+        cause: String,
+    },
+    /// The promotion bless gate is shut.
+    PromotionGate {
+        /// The clause that keeps it shut.
+        clause: String,
+    },
+    /// A step named on the command line is not a step the adversaries act on.
+    UnknownStep {
+        /// The id given.
+        step: String,
+    },
     /// A value could not be printed as canonical JSON.
     Canonical(#[from] CanonicalError),
     /// An evidence bundle could not be written or read.
@@ -294,6 +339,14 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-SCENARIO-GUARD-CONFIG",
     "CHIO-ARENA-CANONICAL-JSON",
     "CHIO-ARENA-BUNDLE",
+    "CHIO-SCENARIO-ADVERSARY-PARAM",
+    "CHIO-SCENARIO-EMPTY-POPULATION",
+    "CHIO-SCENARIO-MIXED-POPULATION",
+    "CHIO-ARENA-NO-ADVERSARIES",
+    "CHIO-ARENA-EVALUATION",
+    "CHIO-ARENA-OUTPUT",
+    "CHIO-ARENA-PROMOTE-GATE",
+    "CHIO-ARENA-UNKNOWN-STEP",
 ];
 
 impl ArenaError {
@@ -337,6 +390,14 @@ impl ArenaError {
             Self::GuardConfig { .. } => "CHIO-SCENARIO-GUARD-CONFIG",
             Self::Canonical(_) => "CHIO-ARENA-CANONICAL-JSON",
             Self::Bundle { .. } => "CHIO-ARENA-BUNDLE",
+            Self::AdversaryParam { .. } => "CHIO-SCENARIO-ADVERSARY-PARAM",
+            Self::EmptyPopulation { .. } => "CHIO-SCENARIO-EMPTY-POPULATION",
+            Self::MixedPopulation { .. } => "CHIO-SCENARIO-MIXED-POPULATION",
+            Self::NoAdversaries => "CHIO-ARENA-NO-ADVERSARIES",
+            Self::Evaluation { .. } => "CHIO-ARENA-EVALUATION",
+            Self::Output { .. } => "CHIO-ARENA-OUTPUT",
+            Self::PromotionGate { .. } => "CHIO-ARENA-PROMOTE-GATE",
+            Self::UnknownStep { .. } => "CHIO-ARENA-UNKNOWN-STEP",
         }
     }
 
@@ -372,7 +433,15 @@ impl ArenaError {
             | Self::ExpectVerdictNotCall { field, .. }
             | Self::FixtureMissing { field, .. }
             | Self::FixtureOutsideScenario { field }
-            | Self::GuardConfig { field, .. } => Some(field),
+            | Self::GuardConfig { field, .. }
+            | Self::AdversaryParam { field, .. }
+            | Self::EmptyPopulation { field } => Some(field),
+            Self::NoAdversaries => Some("adversaries"),
+            Self::MixedPopulation { .. }
+            | Self::Evaluation { .. }
+            | Self::Output { .. }
+            | Self::PromotionGate { .. }
+            | Self::UnknownStep { .. } => None,
             Self::EmptyAgents => Some("agents"),
             Self::EmptySteps => Some("steps"),
             Self::SingleAgentScheduler { .. } => Some("determinism.scheduler"),
@@ -491,6 +560,26 @@ impl ArenaError {
             }
             Self::Canonical(err) => format!("cannot print canonical JSON: {err}"),
             Self::Bundle { path, cause } => format!("bundle {path}: {cause}"),
+            Self::AdversaryParam { field, reason } => {
+                format!("adversary parameter {field} refused: {reason}")
+            }
+            Self::EmptyPopulation { field } => {
+                format!("adversary population at {field} would have no member")
+            }
+            Self::MixedPopulation {
+                population,
+                first,
+                other,
+            } => format!("population {population:?} mixes classes {first} and {other}"),
+            Self::NoAdversaries => {
+                "the scenario declares no population at adversaries".to_string()
+            }
+            Self::Evaluation { cause } => format!("adversary evaluation failed: {cause}"),
+            Self::Output { path, cause } => format!("cannot write {path}: {cause}"),
+            Self::PromotionGate { clause } => format!("promotion gate is shut: {clause}"),
+            Self::UnknownStep { step } => {
+                format!("step {step:?} is not a call step the adversaries act on")
+            }
         }
     }
 
@@ -575,6 +664,30 @@ impl ArenaError {
             Self::Canonical(_) => "report this as a bug: validated scenarios always print".into(),
             Self::Bundle { .. } => {
                 "check the folder's permissions and free space, or pass another --out".into()
+            }
+            Self::AdversaryParam { .. } => {
+                "fix the parameter; docs/scenario-schema.md lists each class's parameters".into()
+            }
+            Self::EmptyPopulation { .. } => {
+                "list at least one value, or remove the parameter to use its default".into()
+            }
+            Self::MixedPopulation { .. } => {
+                "keep one class per population; declare another [[adversaries]] block for the other class".into()
+            }
+            Self::NoAdversaries => {
+                "declare at least one [[adversaries]] block with class, population and seed_ref".into()
+            }
+            Self::Evaluation { .. } => {
+                "check the scenario's world and fixtures and run again".into()
+            }
+            Self::Output { .. } => {
+                "check the folder's permissions and free space, or pass another --out".into()
+            }
+            Self::PromotionGate { .. } => {
+                "set CHIO_BLESS=1 and BLESS_REASON=arena:<scenario-id>, outside CI, to promote fixtures".into()
+            }
+            Self::UnknownStep { .. } => {
+                "name a call step the scenario expects to be allowed (see chio arena validate)".into()
             }
         }
     }

@@ -9,7 +9,12 @@
 //! kernel's job; dispatching them is the controller's.
 //!
 //! Module map:
+//! - [`adversary`]: adversary classes, populations, fitness, co-evolution,
+//!   leaderboards, the survival chart and promotion;
 //! - [`bundle`]: the evidence bundle and run comparison;
+//! - [`campaign`]: pinned campaigns, definition hashes, attempt ledgers;
+//! - [`matrix`]: policy matrices and paired bootstrap verdicts;
+//! - [`experiment_error`] holds [`ExperimentError`] for both;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`scenario`] holds loading, validation and the validated [`Scenario`];
 //! - [`secrets`] holds inline-secret detection;
@@ -20,9 +25,13 @@
 //! - [`error`] holds [`ArenaError`] and its codes.
 #![deny(missing_docs)]
 
+pub mod adversary;
 pub mod bundle;
+pub mod campaign;
 pub mod clock;
 pub mod error;
+pub mod experiment_error;
+pub mod matrix;
 pub mod model;
 pub mod rng;
 pub mod scenario;
@@ -32,6 +41,7 @@ pub mod witness;
 
 pub use clock::VirtualClock;
 pub use error::{ArenaError, ERROR_CODES};
+pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, parse_scenario, parse_scenario_bytes, Action, AdvanceAction, CallAction,

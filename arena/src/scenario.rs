@@ -1344,6 +1344,9 @@ impl Validator<'_> {
             if let Some(params) = &adversary.params {
                 table_to_json(params, &format!("adversaries[{i}].params"))?;
             }
+            // Class parameters are checked here, at load, naming the parameter.
+            let servers: Vec<String> = self.file.servers.iter().map(|s| s.id.clone()).collect();
+            crate::adversary::population::population_from_block(i, adversary, &servers)?;
         }
         check_unique(
             "population",

@@ -1,7 +1,8 @@
 //! `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
 //!
 //! Loads and validates the scenario, refuses one without a world, runs it
-//! in the embedded topology, writes the bundle (by default under
+//! in the embedded topology (or across node processes with `--topology
+//! local|FILE`, see `topology`), writes the bundle (by default under
 //! `target/arena/<scenario-id>/`) and prints the outcome: with `--json` the
 //! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
 //! expectation held, 1 when one did not (the run stops at the first unless
@@ -103,9 +104,17 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
-    let result = runtime(COMMAND)?
-        .block_on(run_embedded(&scenario, &inputs, args.keep_going))
-        .map_err(|e| CliError::node(COMMAND, &e))?;
+    let result = match args.topology.as_deref() {
+        None => runtime(COMMAND)?.block_on(run_embedded(&scenario, &inputs, args.keep_going)),
+        Some(topology) => crate::topology::run_with_topology(
+            COMMAND,
+            topology,
+            &scenario,
+            &inputs,
+            args.keep_going,
+        )?,
+    }
+    .map_err(|e| CliError::node(COMMAND, &e))?;
     result
         .bundle
         .write(&dir)

@@ -29,6 +29,12 @@ pub enum Command {
     Arena(ArenaArgs),
     /// Evaluate a capability against a request from a JSON envelope (portable evaluation).
     Eval(EvalArgs),
+    /// Pinned campaigns: ledger template, import and portfolio report.
+    Campaign(crate::campaign::CampaignArgs),
+    /// Node process commands (`chio node serve`).
+    Node(NodeArgs),
+    /// Trust-control commands (`chio trust serve`).
+    Trust(TrustArgs),
 }
 
 /// `chio arena ...`.
@@ -50,6 +56,12 @@ pub enum ArenaCommand {
     Replay(ReplayArgs),
     /// Name the first step where two bundles differ and the input that changed.
     Diff(DiffArgs),
+    /// Run a policy matrix and write its synthesis with bootstrap verdicts.
+    Matrix(crate::arena_matrix::MatrixArgs),
+    /// Co-evolve the scenario's adversary populations against the real kernel.
+    Evolve(crate::arena_evolve::EvolveArgs),
+    /// Promote adversary denials into replayable fixtures or adversarial cases.
+    Promote(crate::arena_promote::PromoteArgs),
 }
 
 /// `chio arena validate FILE [--json]`.
@@ -76,6 +88,11 @@ pub struct RunArgs {
     /// Run every step and report all mismatches instead of stopping at the first.
     #[arg(long)]
     pub keep_going: bool,
+    /// Where the nodes run: absent for one process (embedded), `local` to
+    /// start trust-control and one node process per logical node on
+    /// loopback, or a topology file (docs/topology.md) for running nodes.
+    #[arg(long, value_name = "local|FILE")]
+    pub topology: Option<String>,
 }
 
 /// `chio arena replay DIR [--json]`.
@@ -111,4 +128,83 @@ pub struct EvalArgs {
     /// The clock, in Unix seconds, when the envelope has no `clock_override_unix_secs`.
     #[arg(long)]
     pub now_unix_secs: Option<u64>,
+}
+
+/// `chio node ...`.
+#[derive(Debug, Args)]
+pub struct NodeArgs {
+    /// The node command to run.
+    #[command(subcommand)]
+    pub command: NodeCommand,
+}
+
+/// Commands under `chio node`.
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// Serve NodeControl and KernelLink for one logical node until stopped.
+    Serve(NodeServeArgs),
+}
+
+/// `chio node serve --name NODE --cluster-token-file F (--control-url URL --control-token-file F | --state-dir DIR)`.
+#[derive(Debug, Args)]
+pub struct NodeServeArgs {
+    /// The logical node this process plays (a `[[nodes]]` id of the scenario).
+    #[arg(long)]
+    pub name: String,
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the cluster token the controller and the other nodes present.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_token_file: PathBuf,
+    /// Trust-control's URL (http://HOST:PORT), for authority state shared by the cluster.
+    #[arg(long, value_name = "URL")]
+    pub control_url: Option<String>,
+    /// File holding trust-control's bearer token.
+    #[arg(long, value_name = "FILE")]
+    pub control_token_file: Option<PathBuf>,
+    /// Keep authority state in SQLite files here instead of trust-control.
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Deadline of a receipt append in milliseconds; a miss means no allow.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub receipt_deadline_ms: u64,
+    /// Deadline of every other trust-control call in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2_000)]
+    pub store_deadline_ms: u64,
+    /// Print `listening on ADDR` on stdout once the socket is bound.
+    #[arg(long)]
+    pub print_addr: bool,
+}
+
+/// `chio trust ...`.
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The trust-control command to run.
+    #[command(subcommand)]
+    pub command: TrustCommand,
+}
+
+/// Commands under `chio trust`.
+#[derive(Debug, Subcommand)]
+pub enum TrustCommand {
+    /// Serve trust-control over a SQLite database (same flags as `chio-trust serve`).
+    Serve(TrustServeArgs),
+}
+
+/// `chio trust serve --db FILE [--listen ADDR] [--token-file FILE] [--print-addr]`.
+#[derive(Debug, Args)]
+pub struct TrustServeArgs {
+    /// SQLite database file (created when absent; WAL, synchronous=FULL).
+    #[arg(long, value_name = "FILE")]
+    pub db: PathBuf,
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// File holding the bearer token; CHIO_TRUST_TOKEN may carry it instead.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Print `listening on ADDR` on stdout once the socket is bound.
+    #[arg(long)]
+    pub print_addr: bool,
 }

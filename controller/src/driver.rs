@@ -134,6 +134,16 @@ fn fingerprint(value: &Value) -> String {
     sha256_hex(to_canonical_string(value).unwrap_or_default().as_bytes())
 }
 
+/// The next link of a hash chain: SHA-256 of the previous link (hex), a
+/// newline, and the canonical JSON of the new entry.
+fn extend_chain(previous: &str, entry: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(previous.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(to_canonical_string(entry).unwrap_or_default().as_bytes());
+    hex::encode(hasher.finalize())
+}
+
 /// Each kernel's policy as canonical JSON, by kernel id.
 pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeError> {
     let mut out = BTreeMap::new();
@@ -177,8 +187,12 @@ pub async fn run_schedule(
     let mut steps = Vec::new();
     let mut receipts = Vec::new();
     let mut mismatches = Vec::new();
-    let mut admission_log: Vec<Value> = Vec::new();
-    let mut sessions: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    // Admission state and session history are hash chains over what
+    // happened before each step, so each step costs the same whatever the
+    // run's length.
+    let empty = fingerprint(&Value::Array(Vec::new()));
+    let mut admission = empty.clone();
+    let mut sessions: BTreeMap<String, String> = BTreeMap::new();
     let mut stopped = None;
     let mut failure = None;
 
@@ -192,7 +206,10 @@ pub async fn run_schedule(
             .agent_node(agent)
             .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
             .to_string();
-        let session = sessions.entry(agent.clone()).or_default().clone();
+        let session = sessions
+            .entry(agent.clone())
+            .or_insert_with(|| empty.clone())
+            .clone();
         let mut record = StepRecord {
             step_id: step.id.clone(),
             action: String::new(),
@@ -216,8 +233,8 @@ pub async fn run_schedule(
                     "trusted_issuers": [authority_hex],
                     "now": virtual_time,
                 })),
-                admission: fingerprint(&Value::Array(admission_log.clone())),
-                session: fingerprint(&Value::Array(session)),
+                admission: admission.clone(),
+                session,
             },
         };
         let result: Result<(), NodeError> = match action {
@@ -286,11 +303,13 @@ pub async fn run_schedule(
                         record.pass = Some(pass);
                         receipts.push(outcome.receipt.clone());
                         let entry = json!({"step": step.id, "server": call.server, "tool": call.tool, "verdict": actual});
-                        sessions
-                            .entry(agent.clone())
-                            .or_default()
-                            .push(entry.clone());
-                        admission_log.push(json!({"call": entry, "capability": capability_id}));
+                        if let Some(chain) = sessions.get_mut(agent) {
+                            *chain = extend_chain(chain, &entry);
+                        }
+                        admission = extend_chain(
+                            &admission,
+                            &json!({"call": entry, "capability": capability_id}),
+                        );
                         if !pass {
                             mismatches.push(step.id.clone());
                             if !keep_going {
@@ -348,8 +367,10 @@ pub async fn run_schedule(
                         let token_hash =
                             fingerprint(&serde_json::to_value(&child).unwrap_or(Value::Null));
                         record.detail = Some(token_hash.clone());
-                        admission_log
-                            .push(json!({"delegate": delegate.delegation, "token": token_hash}));
+                        admission = extend_chain(
+                            &admission,
+                            &json!({"delegate": delegate.delegation, "token": token_hash}),
+                        );
                         ledger.insert(delegate.delegation.clone(), (delegate.to.clone(), child));
                         Ok(())
                     }
@@ -363,7 +384,7 @@ pub async fn run_schedule(
                     fingerprint(&json!({"agent": agent, "revoke": revoke.target}));
                 let done = dispatcher.revoke(&node, &revoke.target, now_ms).await;
                 if done.is_ok() {
-                    admission_log.push(json!({"revoke": revoke.target}));
+                    admission = extend_chain(&admission, &json!({"revoke": revoke.target}));
                 }
                 done
             }

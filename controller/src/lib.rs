@@ -12,16 +12,27 @@
 //! - [`arena_run`] holds `chio arena run`;
 //! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
 //! - [`driver`] holds the run driver every topology shares;
-//! - [`eval`] holds `chio eval` (portable evaluation).
+//! - [`eval`] holds `chio eval` (portable evaluation);
+//! - [`arena_evolve`] holds `chio arena evolve`;
+//! - [`arena_matrix`] holds `chio arena matrix`;
+//! - [`arena_promote`] holds `chio arena promote`;
+//! - [`campaign`] holds `chio campaign template | import | report | hash`.
 #![deny(missing_docs)]
 
+pub mod arena_evolve;
+pub mod arena_matrix;
+pub mod arena_promote;
 pub mod arena_replay;
 pub mod arena_run;
 pub mod arena_validate;
+pub mod campaign;
 pub mod cli;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod local_cluster;
+pub mod serve;
+pub mod topology;
 
 use std::io::Write;
 
@@ -32,11 +43,21 @@ pub use error::{CliError, Exit};
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
     match &cli.command {
         cli::Command::Eval(args) => eval::run(args, out),
+        cli::Command::Node(node) => match &node.command {
+            cli::NodeCommand::Serve(args) => serve::node(args),
+        },
+        cli::Command::Trust(trust) => match &trust.command {
+            cli::TrustCommand::Serve(args) => serve::trust(args),
+        },
+        cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
             cli::ArenaCommand::Run(args) => arena_run::run(args, out),
             cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
             cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),
+            cli::ArenaCommand::Matrix(args) => arena_matrix::run(args, out),
+            cli::ArenaCommand::Evolve(args) => arena_evolve::run(args, out),
+            cli::ArenaCommand::Promote(args) => arena_promote::run(args, out),
         },
     }
 }

@@ -45,9 +45,8 @@ impl ClusterToken {
         }
         if !secret.bytes().all(|b| b.is_ascii_graphic()) {
             return Err(NodeError::Config {
-                problem:
-                    "the cluster token contains whitespace, control or non-ASCII characters"
-                        .to_string(),
+                problem: "the cluster token contains whitespace, control or non-ASCII characters"
+                    .to_string(),
                 fix,
             });
         }

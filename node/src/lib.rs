@@ -16,20 +16,34 @@
 //! - [`node`]: one node's operations;
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
+//! - [`evaluator`]: adversary actions judged by the real kernel in the world;
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
 
 pub mod actors;
+pub mod client;
+pub mod cluster;
+pub mod daemon;
 pub mod embedded;
 pub mod error;
+pub mod evaluator;
+pub mod grpc_link;
+pub mod host;
 pub mod link;
 pub mod mux;
 pub mod node;
+pub mod service;
 pub mod shared;
 pub mod tools;
+pub mod trust_stores;
+pub mod wire;
 pub mod world;
 
+pub use client::NodeClient;
+pub use cluster::ClusterToken;
 pub use embedded::EmbeddedTopology;
 pub use error::NodeError;
+pub use grpc_link::GrpcLink;
+pub use host::NodeHost;
 pub use node::{CallCommand, DelegateCommand, Node};
 pub use world::{FixtureSet, World};

@@ -280,7 +280,9 @@ impl<S: TrustStore> BudgetStore for TrustBackedStore<S> {
             Ok(Ok(_)) => Ok(()),
             // The in-memory reference treats releasing a committed hold as a
             // no-op; so does this adapter.
-            Ok(Err(TrustError::HoldStateConflict { state, .. })) if state == "committed" => Ok(()),
+            Ok(Err(TrustError::HoldStateConflict {
+                state: "committed", ..
+            })) => Ok(()),
             Ok(Err(error)) => Err(store_error(StoreName::Budget, error)),
             Err(_) => Err(StoreError::unavailable(
                 StoreName::Budget,
@@ -511,7 +513,9 @@ mod tests {
         *cache.failure.lock().unwrap() = Some("trust-control unavailable: test".into());
         let error = stores.revocations.is_revoked("cap").unwrap_err();
         assert!(
-            error.to_string().starts_with("revocation store unavailable"),
+            error
+                .to_string()
+                .starts_with("revocation store unavailable"),
             "{error}"
         );
     }

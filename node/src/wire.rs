@@ -22,7 +22,8 @@ pub const MAX_LINK_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Encodes a value as canonical JSON for a `bytes` field.
 pub fn encode<T: Serialize>(what: &str, value: &T) -> Result<Vec<u8>, NodeError> {
-    to_canonical_vec(value).map_err(|e| NodeError::Kernel(format!("{what} has no canonical JSON form: {e}")))
+    to_canonical_vec(value)
+        .map_err(|e| NodeError::Kernel(format!("{what} has no canonical JSON form: {e}")))
 }
 
 /// Decodes a request field on a server, refusing it as `INVALID_ARGUMENT`.

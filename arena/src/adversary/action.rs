@@ -74,12 +74,16 @@ pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
             ExpectedVerdict::Rewrite => ProjectedVerdict::Rewrite,
             ExpectedVerdict::Deny => continue,
         };
-        let workspace = file
-            .servers
-            .iter()
-            .any(|s| s.id == call.server && ServerKind::parse(&s.kind) == Some(ServerKind::Workspace));
+        let workspace = file.servers.iter().any(|s| {
+            s.id == call.server && ServerKind::parse(&s.kind) == Some(ServerKind::Workspace)
+        });
         let reads_fixture = (workspace && call.tool == "read_file")
-            .then(|| call.arguments.get("path").and_then(Value::as_str).map(str::to_string))
+            .then(|| {
+                call.arguments
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
             .flatten();
         out.push(BaseStep {
             step_id: scheduled.step_id.clone(),
@@ -363,7 +367,14 @@ pub fn mutate(
     let mut expected = ProjectedVerdict::Deny;
     let mut inside_grant = false;
     let mutation = match (gene, params) {
-        (Gene::PromptInjection { pattern, variant, target }, _) => {
+        (
+            Gene::PromptInjection {
+                pattern,
+                variant,
+                target,
+            },
+            _,
+        ) => {
             let text = payload(pattern, *variant)?;
             match target {
                 InjectionTarget::Arguments => {
@@ -420,7 +431,10 @@ pub fn mutate(
                 ReplayReuse::Nonce => {
                     let mut args = base.arguments.clone();
                     if let Value::Object(map) = &mut args {
-                        map.insert("attempt".to_string(), Value::from(rng.next_u32() % 1000 + 2));
+                        map.insert(
+                            "attempt".to_string(),
+                            Value::from(rng.next_u32() % 1000 + 2),
+                        );
                     }
                     Some(args)
                 }
@@ -471,7 +485,10 @@ pub fn mutate(
                         .filter(|n| !n.is_empty())
                         .unwrap_or("escape.txt");
                     if let Value::Object(map) = &mut call.arguments {
-                        map.insert("path".to_string(), Value::String(format!("/outside/{name}")));
+                        map.insert(
+                            "path".to_string(),
+                            Value::String(format!("/outside/{name}")),
+                        );
                     }
                 }
                 WideningKind::Server => {

@@ -55,7 +55,10 @@ pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<Str
         root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
         let last = trace.last().map_or(1, |r| r.generation.max(1));
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("survival per generation: {scenario_id}"), ("sans-serif", 20))
+            .caption(
+                format!("survival per generation: {scenario_id}"),
+                ("sans-serif", 20),
+            )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(48)
@@ -75,7 +78,11 @@ pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<Str
                 .label(lineage)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
             chart
-                .draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled())))
+                .draw_series(
+                    points
+                        .into_iter()
+                        .map(|p| Circle::new(p, 3, color.filled())),
+                )
                 .map_err(|e| fail(e.to_string()))?;
         }
         chart

@@ -269,12 +269,13 @@ impl Gene {
                 0 => *swap = pick_other(swaps, swap, rng)?,
                 _ => *choice = choice.wrapping_add(1 + rng.next_u32() % 7),
             },
-            (Gene::ReplayAttempt { mode, reuse }, ClassParams::ReplayAttempt { modes, reuses, .. }) => {
-                match field {
-                    0 => *mode = pick_other(modes, mode, rng)?,
-                    _ => *reuse = pick_other(reuses, reuse, rng)?,
-                }
-            }
+            (
+                Gene::ReplayAttempt { mode, reuse },
+                ClassParams::ReplayAttempt { modes, reuses, .. },
+            ) => match field {
+                0 => *mode = pick_other(modes, mode, rng)?,
+                _ => *reuse = pick_other(reuses, reuse, rng)?,
+            },
             (
                 Gene::ScopeEscape { widening, choice },
                 ClassParams::ScopeEscape { widenings, .. },
@@ -299,7 +300,11 @@ fn variant_limit(pattern: &str, evasive: bool) -> u32 {
 }
 
 /// Picks a value of `options` other than `current`, uniformly.
-fn pick_other<T: Clone + PartialEq>(options: &[T], current: &T, rng: &mut dyn RngCore) -> Option<T> {
+fn pick_other<T: Clone + PartialEq>(
+    options: &[T],
+    current: &T,
+    rng: &mut dyn RngCore,
+) -> Option<T> {
     let others: Vec<&T> = options.iter().filter(|o| *o != current).collect();
     if others.is_empty() {
         return None;
@@ -396,13 +401,18 @@ impl ClassParams {
                         }
                         list
                     }
-                    None => Pattern::ALL.iter().map(|p| p.as_str().to_string()).collect(),
+                    None => Pattern::ALL
+                        .iter()
+                        .map(|p| p.as_str().to_string())
+                        .collect(),
                 };
                 ClassParams::PromptInjection {
                     patterns,
                     targets: reader
                         .words("targets", "arguments, fixture")?
-                        .unwrap_or_else(|| vec![InjectionTarget::Arguments, InjectionTarget::Fixture]),
+                        .unwrap_or_else(|| {
+                            vec![InjectionTarget::Arguments, InjectionTarget::Fixture]
+                        }),
                     evasive: reader.boolean("evasive")?.unwrap_or(false),
                 }
             }
@@ -432,8 +442,12 @@ impl ClassParams {
                     reuses: reader
                         .words("reuse", "request, nonce")?
                         .unwrap_or_else(|| vec![ReplayReuse::Request, ReplayReuse::Nonce]),
-                    delay_ms: reader.millis("delay_ms")?.unwrap_or(DEFAULT_REPLAY_DELAY_MS),
-                    stale_ms: reader.millis("stale_ms")?.unwrap_or(DEFAULT_REPLAY_STALE_MS),
+                    delay_ms: reader
+                        .millis("delay_ms")?
+                        .unwrap_or(DEFAULT_REPLAY_DELAY_MS),
+                    stale_ms: reader
+                        .millis("stale_ms")?
+                        .unwrap_or(DEFAULT_REPLAY_STALE_MS),
                 }
             }
             AdversaryClass::ScopeEscape => {
@@ -549,7 +563,9 @@ impl ParamReader<'_> {
         };
         let items = value.as_array().ok_or_else(wrong)?;
         if items.is_empty() {
-            return Err(ArenaError::EmptyPopulation { field: self.at(key) });
+            return Err(ArenaError::EmptyPopulation {
+                field: self.at(key),
+            });
         }
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -591,10 +607,13 @@ impl ParamReader<'_> {
     fn boolean(&self, key: &str) -> Result<Option<bool>, ArenaError> {
         match self.table.get(key) {
             None => Ok(None),
-            Some(value) => value.as_bool().map(Some).ok_or_else(|| ArenaError::AdversaryParam {
-                field: self.at(key),
-                reason: "expected true or false".to_string(),
-            }),
+            Some(value) => value
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| ArenaError::AdversaryParam {
+                    field: self.at(key),
+                    reason: "expected true or false".to_string(),
+                }),
         }
     }
 
@@ -602,7 +621,7 @@ impl ParamReader<'_> {
         match self.table.get(key) {
             None => Ok(None),
             Some(value) => match value.as_integer() {
-                Some(n) if n >= 1 && n <= 1 << 53 => Ok(Some(n as u64)),
+                Some(n) if (1..=1 << 53).contains(&n) => Ok(Some(n as u64)),
                 _ => Err(ArenaError::AdversaryParam {
                     field: self.at(key),
                     reason: "expected an integer number of milliseconds between 1 and 2^53"
@@ -627,8 +646,13 @@ mod tests {
     #[test]
     fn unknown_pattern_names_the_parameter() {
         let t = table("patterns = [\"tool-name-spoof\", \"jedi-mind-trick\"]");
-        let err = ClassParams::from_table(AdversaryClass::PromptInjection, Some(&t), "adversaries[0].params", &[])
-            .unwrap_err();
+        let err = ClassParams::from_table(
+            AdversaryClass::PromptInjection,
+            Some(&t),
+            "adversaries[0].params",
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "CHIO-SCENARIO-ADVERSARY-PARAM");
         assert_eq!(err.field(), Some("adversaries[0].params.patterns[1]"));
     }
@@ -636,26 +660,54 @@ mod tests {
     // A wrong type and an unknown key are refused naming the parameter; an empty list is an empty population.
     #[test]
     fn wrong_type_unknown_key_and_empty_list() {
-        let err = ClassParams::from_table(AdversaryClass::ReplayAttempt, Some(&table("delay_ms = \"soon\"")), "p", &[])
-            .unwrap_err();
+        let err = ClassParams::from_table(
+            AdversaryClass::ReplayAttempt,
+            Some(&table("delay_ms = \"soon\"")),
+            "p",
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(err.field(), Some("p.delay_ms"));
-        let err = ClassParams::from_table(AdversaryClass::ScopeEscape, Some(&table("depth = 3")), "p", &[])
-            .unwrap_err();
+        let err = ClassParams::from_table(
+            AdversaryClass::ScopeEscape,
+            Some(&table("depth = 3")),
+            "p",
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(err.field(), Some("p.depth"));
-        let err = ClassParams::from_table(AdversaryClass::CapabilityOverrequest, Some(&table("tools = []")), "p", &[])
-            .unwrap_err();
+        let err = ClassParams::from_table(
+            AdversaryClass::CapabilityOverrequest,
+            Some(&table("tools = []")),
+            "p",
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(err.code(), "CHIO-SCENARIO-EMPTY-POPULATION");
     }
 
     // A mutation changes exactly one field and stays within the parameters.
     #[test]
     fn mutation_changes_one_field_within_params() {
-        let params = ClassParams::from_table(AdversaryClass::PromptInjection, None, "p", &[]).unwrap();
+        let params =
+            ClassParams::from_table(AdversaryClass::PromptInjection, None, "p", &[]).unwrap();
         let gene = params.initial_genes()[0].clone();
         let mut rng = ChaCha20Rng::seed_from_u64(9);
         for _ in 0..50 {
             let next = gene.mutate_field(&params, &mut rng);
-            let (Gene::PromptInjection { pattern: p0, variant: v0, target: t0 }, Gene::PromptInjection { pattern: p1, variant: v1, target: t1 }) = (&gene, &next) else {
+            let (
+                Gene::PromptInjection {
+                    pattern: p0,
+                    variant: v0,
+                    target: t0,
+                },
+                Gene::PromptInjection {
+                    pattern: p1,
+                    variant: v1,
+                    target: t1,
+                },
+            ) = (&gene, &next)
+            else {
                 panic!("class changed");
             };
             let changed = usize::from(p0 != p1) + usize::from(v0 != v1) + usize::from(t0 != t1);

@@ -183,7 +183,12 @@ pub fn evolve_with(
             let sample = match cache.get(&population.name) {
                 Some(sample) => sample.clone(),
                 None => {
-                    let sample = evaluate_population(scenario, population, config.fitness_rounds, evaluator)?;
+                    let sample = evaluate_population(
+                        scenario,
+                        population,
+                        config.fitness_rounds,
+                        evaluator,
+                    )?;
                     result.actions_evaluated += u64::from(sample.total_actions);
                     result.kernel_evaluations += sample.kernel_evaluations;
                     cache.insert(population.name.clone(), sample.clone());
@@ -210,7 +215,14 @@ pub fn evolve_with(
             result.stopped_by_budget = true;
             break;
         }
-        populations = breed(scenario, config, &populations, &report, generation + 1, &classes)?;
+        populations = breed(
+            scenario,
+            config,
+            &populations,
+            &report,
+            generation + 1,
+            &classes,
+        )?;
     }
     Ok(result)
 }

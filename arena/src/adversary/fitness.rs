@@ -34,7 +34,10 @@ pub trait ActionEvaluator {
     /// world (fresh kernel state and tool servers), returning one outcome
     /// per action in the same order. An infrastructure failure is an error,
     /// never a verdict.
-    fn evaluate_batch(&mut self, actions: &[AdversaryAction]) -> Result<Vec<ActionOutcome>, ArenaError>;
+    fn evaluate_batch(
+        &mut self,
+        actions: &[AdversaryAction],
+    ) -> Result<Vec<ActionOutcome>, ArenaError>;
 }
 
 /// The kernel's answer to one action.
@@ -141,7 +144,9 @@ impl FitnessSample {
     /// The survival rate in millionths, for integer arithmetic (the wheel).
     pub fn survival_ppm(&self) -> u64 {
         let counted = u64::from(self.survivals + self.defeats);
-        (u64::from(self.survivals) * 1_000_000).checked_div(counted).unwrap_or(0)
+        (u64::from(self.survivals) * 1_000_000)
+            .checked_div(counted)
+            .unwrap_or(0)
     }
 }
 
@@ -183,7 +188,10 @@ impl FitnessReport {
 
     /// Every action evaluated.
     pub fn total_actions(&self) -> u64 {
-        self.samples.iter().map(|s| u64::from(s.total_actions)).sum()
+        self.samples
+            .iter()
+            .map(|s| u64::from(s.total_actions))
+            .sum()
     }
 
     /// Kernel evaluations taken.
@@ -206,7 +214,11 @@ pub fn rank_order(a: &FitnessSample, b: &FitnessSample) -> Ordering {
 
 /// The actions one population takes in one fitness round, in member order
 /// then base-step (execution) order.
-pub fn actions_for(scenario: &Scenario, population: &AdversaryPopulation, round: u32) -> Vec<AdversaryAction> {
+pub fn actions_for(
+    scenario: &Scenario,
+    population: &AdversaryPopulation,
+    round: u32,
+) -> Vec<AdversaryAction> {
     let bases = base_steps(scenario);
     let scopes = declared_scopes(scenario);
     let mut actions = Vec::new();
@@ -297,7 +309,9 @@ pub fn evaluate_populations(
 ) -> Result<FitnessReport, ArenaError> {
     let mut samples = Vec::with_capacity(populations.len());
     for population in populations {
-        samples.push(evaluate_population(scenario, population, rounds, evaluator)?);
+        samples.push(evaluate_population(
+            scenario, population, rounds, evaluator,
+        )?);
     }
     Ok(FitnessReport::new(0, samples))
 }

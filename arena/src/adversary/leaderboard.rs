@@ -126,13 +126,24 @@ mod tests {
     fn ranks_and_prints_canonically() {
         let report = FitnessReport::new(
             3,
-            vec![sample("b", 1, 1), sample("a", 1, 1), sample("c", 2, 0), sample("d", 0, 4)],
+            vec![
+                sample("b", 1, 1),
+                sample("a", 1, 1),
+                sample("c", 2, 0),
+                sample("d", 0, 4),
+            ],
         );
         let board = Leaderboard::from_report("s", &report);
-        let order: Vec<(&str, u32)> = board.rows.iter().map(|r| (r.population.as_str(), r.rank)).collect();
+        let order: Vec<(&str, u32)> = board
+            .rows
+            .iter()
+            .map(|r| (r.population.as_str(), r.rank))
+            .collect();
         assert_eq!(order, vec![("c", 1), ("a", 2), ("b", 3), ("d", 4)]);
         let json = String::from_utf8(board.to_json().unwrap()).unwrap();
         assert!(json.starts_with("{\"generation\":3,\"rows\":[{\"class\":\"replay-attempt\",\"defeats\":0,\"population\":\"c\",\"rank\":1,\"survival_rate\":1,"));
-        assert!(board.to_markdown().contains("| 2 | a | replay-attempt | 0.5000 | 1 | 1 | 2 |"));
+        assert!(board
+            .to_markdown()
+            .contains("| 2 | a | replay-attempt | 0.5000 | 1 | 1 | 2 |"));
     }
 }

@@ -53,6 +53,6 @@ pub use fitness::{
 pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
 pub use population::{populations_from_scenario, AdversaryPopulation};
 pub use promotion::{
-    AdversarialCase, FixtureDescriptor, PromotionGate, ADVERSARIAL_CASE_SCHEMA,
+    AdversarialCase, FixtureDescriptor, PromotedCase, PromotionGate, ADVERSARIAL_CASE_SCHEMA,
     ARENA_PROMOTE_CAP_DEFAULT, FIXTURE_SCHEMA,
 };

@@ -70,8 +70,15 @@ impl AdversaryPopulation {
 /// The populations a scenario declares, in declaration order. The loader
 /// already validated every block, so this only fails on a broken invariant
 /// of that validation, reported as the same typed error.
-pub fn populations_from_scenario(scenario: &Scenario) -> Result<Vec<AdversaryPopulation>, ArenaError> {
-    let servers: Vec<String> = scenario.file().servers.iter().map(|s| s.id.clone()).collect();
+pub fn populations_from_scenario(
+    scenario: &Scenario,
+) -> Result<Vec<AdversaryPopulation>, ArenaError> {
+    let servers: Vec<String> = scenario
+        .file()
+        .servers
+        .iter()
+        .map(|s| s.id.clone())
+        .collect();
     scenario
         .file()
         .adversaries
@@ -88,11 +95,12 @@ pub fn population_from_block(
     servers: &[String],
 ) -> Result<AdversaryPopulation, ArenaError> {
     let field = format!("adversaries[{index}]");
-    let class = AdversaryClass::parse(&block.class).ok_or_else(|| ArenaError::UnsupportedValue {
-        field: format!("{field}.class"),
-        value: block.class.clone(),
-        allowed: "prompt-injection, capability-overrequest, replay-attempt, scope-escape",
-    })?;
+    let class =
+        AdversaryClass::parse(&block.class).ok_or_else(|| ArenaError::UnsupportedValue {
+            field: format!("{field}.class"),
+            value: block.class.clone(),
+            allowed: "prompt-injection, capability-overrequest, replay-attempt, scope-escape",
+        })?;
     let params = ClassParams::from_table(
         class,
         block.params.as_ref(),
@@ -105,7 +113,13 @@ pub fn population_from_block(
             field: format!("{field}.params"),
         });
     }
-    AdversaryPopulation::new(&block.population, &block.population, &block.seed_ref, params, genes)
+    AdversaryPopulation::new(
+        &block.population,
+        &block.population,
+        &block.seed_ref,
+        params,
+        genes,
+    )
 }
 
 #[cfg(test)]
@@ -115,7 +129,8 @@ mod tests {
     // An empty member list and a mixed-class member list are both refused.
     #[test]
     fn empty_and_mixed_populations_are_refused() {
-        let params = ClassParams::from_table(AdversaryClass::ReplayAttempt, None, "p", &[]).unwrap();
+        let params =
+            ClassParams::from_table(AdversaryClass::ReplayAttempt, None, "p", &[]).unwrap();
         let err = AdversaryPopulation::new("p", "p", "r", params.clone(), Vec::new()).unwrap_err();
         assert_eq!(err.code(), "CHIO-SCENARIO-EMPTY-POPULATION");
         let mut genes = params.initial_genes();

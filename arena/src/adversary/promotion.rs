@@ -74,7 +74,8 @@ impl PromotionGate {
         };
         if !ci_falsy {
             return Err(ArenaError::PromotionGate {
-                clause: "CI must be unset or falsy (promotion is a local, reviewed act)".to_string(),
+                clause: "CI must be unset or falsy (promotion is a local, reviewed act)"
+                    .to_string(),
             });
         }
         Ok(())
@@ -130,8 +131,18 @@ impl PromotedCase {
         action: &AdversaryAction,
         outcome: &ActionOutcome,
     ) -> Option<Self> {
-        matches!(outcome.projected, ProjectedVerdict::Deny | ProjectedVerdict::Rewrite).then(|| {
-            Self::build(ADVERSARIAL_CASE_SCHEMA, scenario_id, scenario, action, outcome)
+        matches!(
+            outcome.projected,
+            ProjectedVerdict::Deny | ProjectedVerdict::Rewrite
+        )
+        .then(|| {
+            Self::build(
+                ADVERSARIAL_CASE_SCHEMA,
+                scenario_id,
+                scenario,
+                action,
+                outcome,
+            )
         })
     }
 
@@ -190,8 +201,12 @@ mod tests {
     #[test]
     fn gate_clauses() {
         assert!(gate(Some("1"), Some("arena:s"), None).check("s").is_ok());
-        assert!(gate(Some("1"), Some("arena:s"), Some("false")).check("s").is_ok());
-        assert!(gate(Some("1"), Some("arena:s"), Some("0")).check("s").is_ok());
+        assert!(gate(Some("1"), Some("arena:s"), Some("false"))
+            .check("s")
+            .is_ok());
+        assert!(gate(Some("1"), Some("arena:s"), Some("0"))
+            .check("s")
+            .is_ok());
         let shut = |g: PromotionGate| g.check("s").unwrap_err().to_string();
         assert!(shut(gate(None, Some("arena:s"), None)).contains("CHIO_BLESS"));
         assert!(shut(gate(Some("true"), Some("arena:s"), None)).contains("CHIO_BLESS"));

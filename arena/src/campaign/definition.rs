@@ -108,12 +108,15 @@ pub fn normalise(relative: &Path) -> Result<String, ExperimentError> {
     let mut parts = Vec::new();
     for component in relative.components() {
         match component {
-            Component::Normal(part) => parts.push(part.to_str().ok_or_else(|| {
-                ExperimentError::DefinitionPath {
-                    path: relative.to_string_lossy().into_owned(),
-                    reason: "the name is not UTF-8".to_string(),
-                }
-            })?),
+            Component::Normal(part) => {
+                parts.push(
+                    part.to_str()
+                        .ok_or_else(|| ExperimentError::DefinitionPath {
+                            path: relative.to_string_lossy().into_owned(),
+                            reason: "the name is not UTF-8".to_string(),
+                        })?,
+                )
+            }
             Component::CurDir => {}
             Component::ParentDir if parts.pop().is_some() => {}
             _ => {
@@ -171,10 +174,12 @@ fn collect(
         for entry in std::fs::read_dir(&full).map_err(|e| unreadable(rel, &e))? {
             let entry = entry.map_err(|e| unreadable(rel, &e))?;
             let name = entry.file_name();
-            let name = name.to_str().ok_or_else(|| ExperimentError::DefinitionPath {
-                path: format!("{rel}/{}", name.to_string_lossy()),
-                reason: "the name is not UTF-8".to_string(),
-            })?;
+            let name = name
+                .to_str()
+                .ok_or_else(|| ExperimentError::DefinitionPath {
+                    path: format!("{rel}/{}", name.to_string_lossy()),
+                    reason: "the name is not UTF-8".to_string(),
+                })?;
             names.push(name.to_string());
         }
         // Directory order is the filesystem's; the rows are sorted anyway.

@@ -9,8 +9,8 @@
 //! as a fresh run (or the reverse), records an outcome the task never
 //! produces, carries a pass its own evidence contradicts, a non-pass row
 //! without a reason, or a DEFERRED row with results. [`import`] fills
-//! DEFERRED rows from `chio.arena.run/v1`, `chio.arena.replay/v1` and
-//! `chio.arena.matrix-synthesis/v1` documents, copying the native outcome
+//! DEFERRED rows from `chio.arena.run/v1`, `chio.arena.replay/v1`,
+//! `chio.arena.evolve/v1` and `chio.arena.matrix-synthesis/v1` documents, copying the native outcome
 //! as recorded, and refuses (returning the error, so the caller leaves the
 //! file unchanged) whenever the resulting ledger would fail a check.
 
@@ -34,6 +34,8 @@ pub const NOT_ATTEMPTED: &str = "not attempted";
 pub const RUN_RECORD: &str = "chio.arena.run/v1";
 /// Schema of a `chio arena replay --json` document.
 pub const REPLAY_RECORD: &str = "chio.arena.replay/v1";
+/// Schema of a `chio arena evolve --json` document.
+pub const EVOLVE_RECORD: &str = "chio.arena.evolve/v1";
 /// Schema of a `chio arena matrix --json` document.
 pub const MATRIX_RECORD: &str = "chio.arena.matrix-synthesis/v1";
 
@@ -126,6 +128,12 @@ pub struct RecordEvidence {
     /// Replay: policy files that no longer match the manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tampered_policies: Option<u64>,
+    /// Evolution: generations requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generations_scheduled: Option<u64>,
+    /// Evolution: generations completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generations_completed: Option<u64>,
     /// Matrix: runs the matrix schedules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_scheduled: Option<u64>,
@@ -147,13 +155,14 @@ pub fn native_outcomes(kind: TaskKind, evidence: Evidence) -> &'static [&'static
             &["passed", "failed", "stopped", "infrastructure-failure"]
         }
         (TaskKind::Scenario, Evidence::Replay) => &["identical", "drifted"],
+        (TaskKind::Evolve, _) => &["generations", "wall-budget"],
         (TaskKind::Matrix, _) => &["complete"],
     }
 }
 
 /// Whether a native outcome is its tool's pass.
 pub fn is_pass(outcome: &str) -> bool {
-    matches!(outcome, "passed" | "identical" | "complete")
+    matches!(outcome, "passed" | "identical" | "complete" | "generations")
 }
 
 /// A ledger with every scheduled attempt DEFERRED.
@@ -284,10 +293,13 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             field: "repetition".into(),
         });
     }
-    let record_evidence = row.record.as_ref().map(|r| match r.schema_version.as_str() {
-        REPLAY_RECORD => Evidence::Replay,
-        _ => Evidence::Fresh,
-    });
+    let record_evidence = row
+        .record
+        .as_ref()
+        .map(|r| match r.schema_version.as_str() {
+            REPLAY_RECORD => Evidence::Replay,
+            _ => Evidence::Fresh,
+        });
     for claimed in [Some(row.evidence), record_evidence].into_iter().flatten() {
         if claimed != task.evidence {
             return Err(ExperimentError::RelabelledEvidence {
@@ -357,8 +369,7 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             }
         }
     }
-    if !is_pass(&row.native_outcome) && row.reason.as_deref().is_none_or(|r| r.trim().is_empty())
-    {
+    if !is_pass(&row.native_outcome) && row.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
         return Err(ExperimentError::MissingReason { schedule_id: id() });
     }
     if let Some(seconds) = row.elapsed_seconds {
@@ -393,6 +404,13 @@ fn contradiction(record: &RecordEvidence) -> Option<String> {
     }
     if let Some(n) = record.tampered_policies.filter(|n| *n > 0) {
         return Some(format!("{n} policy file(s) differ from the manifest"));
+    }
+    if let (Some(scheduled), Some(done)) =
+        (record.generations_scheduled, record.generations_completed)
+    {
+        if scheduled != done {
+            return Some(format!("{done} of {scheduled} generations completed"));
+        }
     }
     if let (Some(scheduled), Some(recorded)) = (record.runs_scheduled, record.runs_recorded) {
         if scheduled != recorded {
@@ -445,9 +463,10 @@ fn read_record(
         RUN_RECORD => (TaskKind::Scenario, Evidence::Fresh),
         REPLAY_RECORD => (TaskKind::Scenario, Evidence::Replay),
         MATRIX_RECORD => (TaskKind::Matrix, Evidence::Fresh),
+        EVOLVE_RECORD => (TaskKind::Evolve, Evidence::Fresh),
         other => {
             return Err(syntax(format!(
-                "schema_version {other:?} is not {RUN_RECORD}, {REPLAY_RECORD} or {MATRIX_RECORD}"
+                "schema_version {other:?} is not {RUN_RECORD}, {REPLAY_RECORD}, {EVOLVE_RECORD} or {MATRIX_RECORD}"
             )))
         }
     };
@@ -552,6 +571,33 @@ fn read_record(
                 outcome: outcome.to_string(),
                 reason,
                 evaluations: None,
+                record: evidence,
+            })
+        }
+        EVOLVE_RECORD => {
+            evidence.subject = get_str(&value, "scenario_id")
+                .ok_or_else(|| missing("scenario_id"))?
+                .to_string();
+            let stopped_by = get_str(&value, "stopped_by")
+                .ok_or_else(|| missing("stopped_by"))?
+                .to_string();
+            evidence.generations_scheduled = get_u64(&value, "generations");
+            evidence.generations_completed = get_u64(&value, "generations_completed");
+            let reason = (!is_pass(&stopped_by)).then(|| {
+                format!(
+                    "stopped by {stopped_by} after {} of {} generations",
+                    evidence
+                        .generations_completed
+                        .map_or("?".to_string(), |n| n.to_string()),
+                    evidence
+                        .generations_scheduled
+                        .map_or("?".to_string(), |n| n.to_string())
+                )
+            });
+            Ok(Filled {
+                outcome: stopped_by,
+                reason,
+                evaluations: get_u64(&value, "kernel_evaluations"),
                 record: evidence,
             })
         }

@@ -3,7 +3,7 @@
 //! scheduled attempt, and the portfolio report over it.
 //!
 //! A declaration (`chio.arena.campaign/v1`, TOML) names tasks (scenario
-//! runs, replays of recorded bundles, matrices), how many repetitions each
+//! runs, replays of recorded bundles, evolutions, matrices), how many repetitions each
 //! gets, and each task's definition hash ([`definition`]). Loading it
 //! recomputes every definition hash and refuses one that no longer matches
 //! the files, so nothing runs against inputs other than the pinned ones.
@@ -58,7 +58,7 @@ pub struct CampaignFile {
 pub struct TaskDecl {
     /// The task's id; schedule ids start with it.
     pub id: String,
-    /// `scenario` or `matrix`.
+    /// `scenario`, `evolve` or `matrix`.
     pub kind: String,
     /// The scenario or matrix file, relative to the root.
     pub file: String,
@@ -88,6 +88,8 @@ pub enum TaskKind {
     Scenario,
     /// `chio arena matrix` of one matrix file.
     Matrix,
+    /// `chio arena evolve` of one scenario's adversary populations.
+    Evolve,
 }
 
 /// Where an attempt's evidence comes from; the two are never pooled.
@@ -121,7 +123,7 @@ pub struct Task {
     pub evidence: Evidence,
     /// The file, relative to the root.
     pub file: String,
-    /// The scenario or matrix id its results name.
+    /// The scenario (run, replay, evolution) or matrix id its results name.
     pub subject: String,
     /// The repetitions scheduled.
     pub repetitions: u32,
@@ -182,7 +184,7 @@ pub fn task_inputs(
 ) -> Result<(String, Vec<PathBuf>), ExperimentError> {
     let rel = PathBuf::from(normalise(Path::new(file))?);
     match kind {
-        TaskKind::Scenario => {
+        TaskKind::Scenario | TaskKind::Evolve => {
             let scenario = crate::load_scenario(root.join(&rel)).map_err(|source| {
                 ExperimentError::Scenario {
                     cell: file.to_string(),
@@ -264,10 +266,11 @@ pub fn parse_campaign(bytes: &[u8], dir: &Path, name: &str) -> Result<Campaign, 
         let kind = match decl.kind.as_str() {
             "scenario" => TaskKind::Scenario,
             "matrix" => TaskKind::Matrix,
+            "evolve" => TaskKind::Evolve,
             other => {
                 return Err(declaration_error(
                     at("kind"),
-                    format!("{other:?} is not scenario or matrix"),
+                    format!("{other:?} is not scenario, evolve or matrix"),
                 ))
             }
         };

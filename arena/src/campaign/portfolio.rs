@@ -26,6 +26,8 @@ pub const PORTFOLIO_OUTCOMES: &[&str] = &[
     "infrastructure failure",
     "replay identical",
     "replay drifted",
+    "evolution complete",
+    "evolution stopped by its wall budget",
     "matrix complete",
     "not attempted",
 ];
@@ -39,6 +41,8 @@ pub fn portfolio_outcome(native: &str) -> &'static str {
         "infrastructure-failure" => "infrastructure failure",
         "identical" => "replay identical",
         "drifted" => "replay drifted",
+        "generations" => "evolution complete",
+        "wall-budget" => "evolution stopped by its wall budget",
         "complete" => "matrix complete",
         _ => {
             debug_assert_eq!(native, DEFERRED, "check_ledger admits no other outcome");
@@ -203,6 +207,9 @@ fn describe<T: std::fmt::Display>(amount: &Amount<T>, unit: &str) -> String {
         Some(total) => format!("{total} {unit} over {} attempt(s)", amount.known_attempts),
         None if amount.known_attempts == 0 && amount.unknown_attempts == 0 => {
             "none spent: no attempt ran".to_string()
+        }
+        None if amount.known_attempts == 0 => {
+            format!("unknown for all {} attempt(s)", amount.unknown_attempts)
         }
         None => format!(
             "total unknown: {} {unit} known over {} attempt(s), unknown for {} attempt(s)",

@@ -119,7 +119,10 @@ mod tests {
         let reference: Vec<Option<f64>> = (0..12).map(|i| Some(f64::from(i % 3) / 10.0)).collect();
         let worse: Vec<Option<f64>> = reference.iter().map(|v| v.map(|x| x + 0.5)).collect();
         let same = reference.clone();
-        assert_eq!(paired_gap(&worse, &reference, 2000, 7).verdict, "established");
+        assert_eq!(
+            paired_gap(&worse, &reference, 2000, 7).verdict,
+            "established"
+        );
         let equal = paired_gap(&same, &reference, 2000, 7);
         assert_eq!(equal.verdict, "inconclusive");
         assert_eq!(equal.gap, Some(0.0));

@@ -315,21 +315,21 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
 
     // The base scenario and the files it reads.
     let scenario_path = dir.join(&file.scenario);
-    let base = crate::load_scenario(&scenario_path).map_err(|source| ExperimentError::Scenario {
-        cell: "base".into(),
-        source,
-    })?;
+    let base =
+        crate::load_scenario(&scenario_path).map_err(|source| ExperimentError::Scenario {
+            cell: "base".into(),
+            source,
+        })?;
     base.require_world()
         .map_err(|source| ExperimentError::Scenario {
             cell: "base".into(),
             source,
         })?;
-    let base_text = std::fs::read_to_string(&scenario_path).map_err(|e| {
-        ExperimentError::Unreadable {
+    let base_text =
+        std::fs::read_to_string(&scenario_path).map_err(|e| ExperimentError::Unreadable {
             path: scenario_path.display().to_string(),
             reason: e.kind().to_string(),
-        }
-    })?;
+        })?;
     let root = dir.join(file.root.as_deref().unwrap_or("."));
     let scenario_rel = relative_to(&root, &scenario_path)?;
     let mut rel_inputs = vec![relative_to(&root, path)?];
@@ -394,9 +394,9 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
         }
     }
 
-    let base_table: toml::Table = base_text.parse().map_err(|e: toml::de::Error| {
-        matrix_error("scenario", e.message().to_string())
-    })?;
+    let base_table: toml::Table = base_text
+        .parse()
+        .map_err(|e: toml::de::Error| matrix_error("scenario", e.message().to_string()))?;
     let mut cells: Vec<Cell> = Vec::new();
     let mut push_cell = |name: String,
                          coordinates: Vec<String>,

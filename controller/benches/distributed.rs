@@ -1,0 +1,296 @@
+//! Distributed benchmark (issue 5, acceptance 5): a 10,000-step scenario
+//! across three local node processes and trust-control (`--topology local`
+//! as `chio arena run` starts it), against a bare tonic unary echo between
+//! two processes measured in the same invocation.
+//!
+//! The scenario has three agents on three nodes, each reading a workspace
+//! served by the kernel of the next node, so every step is a controller to
+//! node call, a node to node `KernelLink` evaluation and the serving
+//! kernel's trust-control calls (revocation lookup, durable receipt append).
+//! Each step's latency is timed around the controller's dispatch. The echo
+//! server is this benchmark binary re-executed as a child process
+//! (`CHIO_BENCH_ROLE=echo-server`), so both round trips cross a process
+//! boundary on loopback with `TCP_NODELAY` on both ends.
+//!
+//! Run: `cargo bench -p chio-controller --bench distributed`
+//! (`CHIO_BENCH_STEPS` changes the step count).
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chio_controller::arena_run::load_for_run;
+use chio_controller::driver::{run_schedule, Dispatcher, RunStatus};
+use chio_controller::local_cluster::LocalCluster;
+use chio_controller::topology::{fresh_run_id, GrpcTopology};
+use chio_kernel::token::CapabilityToken;
+use chio_node::actors::CallOutcome;
+use chio_node::link::LinkFuture;
+use chio_node::{CallCommand, DelegateCommand, World};
+use chio_proto::bench::v1::echo_client::EchoClient;
+use chio_proto::bench::v1::echo_server::{Echo, EchoServer};
+use chio_proto::bench::v1::EchoMessage;
+
+const ROLE_ENV: &str = "CHIO_BENCH_ROLE";
+const AGENTS: [(&str, &str, &str); 3] = [
+    ("alice", "kernel-a", "workspace-b"),
+    ("bob", "kernel-b", "workspace-c"),
+    ("carol", "kernel-c", "workspace-a"),
+];
+
+fn scenario_text(steps: usize) -> String {
+    let mut s = String::from(
+        "schema_version = \"chio.arena.scenario/v1\"\nid = \"distributed_bench\"\ntitle = \"cross-node reads for the distributed benchmark\"\nrng_seed = 5\nvirtual_clock_start = \"2026-01-01T00:00:00.000Z\"\n\n[determinism]\nrng_seed = 5\nvirtual_clock_start = \"2026-01-01T00:00:00.000Z\"\nscheduler = \"deterministic-multi-v1\"\nlocale = \"C\"\n\n",
+    );
+    for n in ["a", "b", "c"] {
+        writeln!(s, "[[nodes]]\nid = \"node-{n}\"\n\n[[kernels]]\nid = \"kernel-{n}\"\nnode = \"node-{n}\"\n\n[[servers]]\nid = \"workspace-{n}\"\nkernel = \"kernel-{n}\"\nkind = \"workspace\"\nfixtures = \"fixtures/ws\"\n").unwrap();
+    }
+    for (agent, kernel, server) in AGENTS {
+        writeln!(s, "[[agents]]\nid = \"{agent}\"\nrole = \"reader\"\nmodel = \"recorded:{agent}\"\nseed_prompt_ref = \"prompts/agent.txt\"\nkernel = \"{kernel}\"\n\n[[grants]]\nid = \"{agent}-read\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntools = [\"read_file\"]\npath_prefix = \"/workspace/\"\n").unwrap();
+    }
+    for i in 0..steps {
+        let (agent, _, server) = AGENTS[i % 3];
+        writeln!(s, "[[steps]]\nid = \"s{i:06}\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n").unwrap();
+    }
+    s
+}
+
+/// Times every dispatched action of the wrapped dispatcher.
+struct Timed<'a> {
+    inner: &'a GrpcTopology,
+    samples: Mutex<Vec<Duration>>,
+}
+
+impl Timed<'_> {
+    fn record(&self, took: Duration) {
+        if let Ok(mut samples) = self.samples.lock() {
+            samples.push(took);
+        }
+    }
+}
+
+impl Dispatcher for Timed<'_> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+        let node = node.to_string();
+        Box::pin(async move {
+            let began = Instant::now();
+            let outcome = self.inner.call(&node, command).await;
+            self.record(began.elapsed());
+            outcome
+        })
+    }
+
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+        self.inner.delegate(node, command)
+    }
+
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        self.inner.revoke(node, target, at_ms)
+    }
+}
+
+struct EchoService;
+
+#[tonic::async_trait]
+impl Echo for EchoService {
+    async fn echo(
+        &self,
+        request: tonic::Request<EchoMessage>,
+    ) -> Result<tonic::Response<EchoMessage>, tonic::Status> {
+        Ok(tonic::Response::new(request.into_inner()))
+    }
+}
+
+/// The child role: serve Echo on loopback, print the address, run until killed.
+fn serve_echo() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        println!("listening on {}", listener.local_addr().expect("addr"));
+        let incoming = async_stream(listener);
+        tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .add_service(EchoServer::new(EchoService))
+            .serve_with_incoming(incoming)
+            .await
+            .expect("serve");
+    });
+}
+
+fn async_stream(
+    listener: tokio::net::TcpListener,
+) -> impl tokio_stream::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    use tokio_stream::StreamExt;
+    tokio_stream::wrappers::TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn main() {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("echo-server") {
+        serve_echo();
+        return;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let steps: usize = std::env::var("CHIO_BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+    std::fs::create_dir_all(dir.path().join("fixtures/ws")).unwrap();
+    std::fs::write(dir.path().join("prompts/agent.txt"), "read notes\n").unwrap();
+    std::fs::write(dir.path().join("fixtures/ws/notes.txt"), "notes\n").unwrap();
+    let file = dir.path().join("bench.toml");
+    std::fs::write(&file, scenario_text(steps)).unwrap();
+    let (scenario, inputs) = load_for_run("bench", &file).expect("scenario loads");
+    let world = World::resolve(&scenario, &inputs.fixtures).expect("world");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    // 1. The scenario across three node processes and trust-control.
+    let cluster = LocalCluster::start(
+        std::path::Path::new(env!("CARGO_BIN_EXE_chio")),
+        &world.nodes,
+    )
+    .expect("local cluster starts");
+    let (elapsed, mut samples) = runtime.block_on(async {
+        let grpc = GrpcTopology::prepare(
+            &scenario,
+            &world,
+            &inputs,
+            cluster.topology(),
+            &fresh_run_id(),
+        )
+        .await
+        .expect("nodes load the world");
+        let timed = Timed {
+            inner: &grpc,
+            samples: Mutex::new(Vec::with_capacity(steps)),
+        };
+        let began = Instant::now();
+        let result = run_schedule(&scenario, &world, &inputs, &timed, false)
+            .await
+            .expect("run");
+        let elapsed = began.elapsed();
+        assert_eq!(
+            result.status,
+            RunStatus::Passed,
+            "{:?}",
+            result.bundle.manifest.stopped
+        );
+        grpc.shutdown().await;
+        (elapsed, timed.samples.into_inner().unwrap())
+    });
+    drop(cluster);
+    samples.sort();
+
+    // 2. The bare echo between this process and a child process.
+    let mut child = Command::new(std::env::current_exe().expect("bench binary"))
+        .env(ROLE_ENV, "echo-server")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("echo server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("echo address")
+        .to_string();
+    let mut echo = runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .expect("echo connects");
+        let mut client = EchoClient::new(channel);
+        let payload = vec![7u8; 512];
+        for _ in 0..200 {
+            client
+                .echo(EchoMessage {
+                    payload: payload.clone(),
+                })
+                .await
+                .unwrap();
+        }
+        let mut echo = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let began = Instant::now();
+            client
+                .echo(EchoMessage {
+                    payload: payload.clone(),
+                })
+                .await
+                .unwrap();
+            echo.push(began.elapsed());
+        }
+        echo
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    echo.sort();
+
+    let step_mean = elapsed / steps as u32;
+    let echo_mean: Duration = echo.iter().sum::<Duration>() / steps as u32;
+    println!("distributed benchmark: {steps} steps, 3 node processes + trust-control (SQLite WAL, synchronous=FULL), loopback");
+    println!("| measure | steps/s or calls/s | mean µs | p50 µs | p90 µs | p99 µs | max µs |");
+    println!("|---|---|---|---|---|---|---|");
+    for (name, rate, mean, sorted) in [
+        (
+            "scenario step",
+            steps as f64 / elapsed.as_secs_f64(),
+            step_mean,
+            &samples,
+        ),
+        (
+            "tonic echo",
+            1.0 / echo_mean.as_secs_f64(),
+            echo_mean,
+            &echo,
+        ),
+    ] {
+        println!(
+            "| {name} | {rate:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            micros(mean),
+            micros(percentile(sorted, 0.5)),
+            micros(percentile(sorted, 0.9)),
+            micros(percentile(sorted, 0.99)),
+            micros(*sorted.last().unwrap())
+        );
+    }
+    println!(
+        "ratio step/echo: mean {:.1}x, p50 {:.1}x, p99 {:.1}x (goal: within 2x)",
+        step_mean.as_secs_f64() / echo_mean.as_secs_f64(),
+        percentile(&samples, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
+        percentile(&samples, 0.99).as_secs_f64() / percentile(&echo, 0.99).as_secs_f64(),
+    );
+}

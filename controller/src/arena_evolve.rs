@@ -1,0 +1,313 @@
+//! `chio arena evolve FILE [--generations N] [--wall-seconds S] [--json] [--out DIR]`.
+//!
+//! Order of work: check both budget flags against the bounded-budget gate
+//! (`MAX_ARENA_EVOLVE_GENERATIONS` and `MAX_ARENA_EVOLVE_WALL_SECONDS`, both
+//! ends closed: 0 and over-cap are refused as `CHIO-CLI-FLAG-OUT-OF-RANGE`
+//! before the file is even read), load the scenario, resolve its world for
+//! the kernel evaluator, co-evolve its populations
+//! (`chio_arena::adversary::coevolution`), then write under the output root
+//! (default `target/arena`) `leaderboard.json` (canonical,
+//! `chio.arena.leaderboard/v1`), `leaderboard.md`, `evolve-trace.json` (the
+//! generation trace, canonical) and `survival.svg`, and print the summary.
+//!
+//! The wall clock is read here and only here, for one purpose: after each
+//! generation the budget check asks whether `--wall-seconds` have passed
+//! and, if so, ends the run cleanly with the generations done (the summary
+//! says `stopped_by: "wall-budget"`). No clock value reaches any file: the
+//! files hold the generations done, which are a deterministic function of
+//! the scenario and the flags whenever the budget is not hit. A progress
+//! bar is drawn on standard error only when it is a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use chio_arena::adversary::chart::render_chart;
+use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
+use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
+use chio_arena::{load_scenario, ArenaError};
+use chio_kernel::canonical::to_canonical_vec;
+use chio_node::evaluator::KernelActionEvaluator;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "arena evolve";
+
+/// Most generations one evolve may run.
+pub const MAX_ARENA_EVOLVE_GENERATIONS: u32 = 200;
+/// Most wall-clock seconds one evolve may run (30 minutes).
+pub const MAX_ARENA_EVOLVE_WALL_SECONDS: u64 = 30 * 60;
+/// The gate's name, as the summary prints it.
+pub const BUDGET_GATE: &str = "bounded:200_generations_or_30_minutes";
+/// The schema of the `--json` summary.
+pub const EVOLVE_SCHEMA_VERSION: &str = "chio.arena.evolve/v1";
+/// File names written under the output root.
+pub const LEADERBOARD_JSON: &str = "leaderboard.json";
+/// The Markdown leaderboard.
+pub const LEADERBOARD_MD: &str = "leaderboard.md";
+/// The generation trace.
+pub const TRACE_FILE: &str = "evolve-trace.json";
+/// The survival chart.
+pub const CHART_FILE: &str = "survival.svg";
+
+/// `chio arena evolve` arguments.
+#[derive(Debug, Args)]
+pub struct EvolveArgs {
+    /// The scenario file; its `[[adversaries]]` blocks are the populations.
+    pub file: PathBuf,
+    /// Generations to evolve, 1 to 200.
+    #[arg(long, default_value_t = 4)]
+    pub generations: u32,
+    /// Wall-clock budget in seconds, 1 to 1800; the run ends cleanly when spent.
+    #[arg(long, default_value_t = MAX_ARENA_EVOLVE_WALL_SECONDS)]
+    pub wall_seconds: u64,
+    /// Print the canonical `chio.arena.evolve/v1` summary instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// The output root (default `target/arena`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+fn out_of_range(message: String, help: String) -> CliError {
+    CliError {
+        code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
+        command: COMMAND,
+        message,
+        help,
+        exit: Exit::InvalidInput,
+    }
+}
+
+/// The bounded-budget gate: both ends closed.
+pub fn check_budget(generations: u32, wall_seconds: u64) -> Result<(), CliError> {
+    if generations == 0 {
+        return Err(out_of_range(
+            "--generations must be at least 1".into(),
+            format!("pass --generations between 1 and {MAX_ARENA_EVOLVE_GENERATIONS}"),
+        ));
+    }
+    if generations > MAX_ARENA_EVOLVE_GENERATIONS {
+        return Err(out_of_range(
+            format!("--generations must be at most {MAX_ARENA_EVOLVE_GENERATIONS}"),
+            format!("pass --generations {MAX_ARENA_EVOLVE_GENERATIONS} or fewer"),
+        ));
+    }
+    if wall_seconds == 0 {
+        return Err(out_of_range(
+            "--wall-seconds must be at least 1".into(),
+            format!("pass --wall-seconds between 1 and {MAX_ARENA_EVOLVE_WALL_SECONDS}"),
+        ));
+    }
+    if wall_seconds > MAX_ARENA_EVOLVE_WALL_SECONDS {
+        return Err(out_of_range(
+            format!("--wall-seconds must be at most {MAX_ARENA_EVOLVE_WALL_SECONDS}"),
+            format!("pass --wall-seconds {MAX_ARENA_EVOLVE_WALL_SECONDS} or fewer"),
+        ));
+    }
+    Ok(())
+}
+
+/// The wall budget and the progress bar; see the module doc.
+struct WallBudget {
+    started: Instant,
+    budget: Duration,
+    bar: ProgressBar,
+    hit: bool,
+}
+
+impl BudgetControl for WallBudget {
+    fn after_generation(&mut self, record: &GenerationRecord) -> bool {
+        self.bar.inc(1);
+        if let Some(best) = &record.best_population {
+            self.bar.set_message(format!("best {best}"));
+        }
+        self.hit = self.started.elapsed() >= self.budget;
+        !self.hit
+    }
+}
+
+#[derive(Serialize)]
+struct EvolveSummary<'a> {
+    budget_gate: &'static str,
+    generations: u32,
+    leaderboard_dir: String,
+    scenario_id: &'a str,
+    schema_version: &'static str,
+    wall_seconds: u64,
+    generations_completed: u32,
+    stopped_by: &'static str,
+    actions_evaluated: u64,
+    kernel_evaluations: u64,
+    files: Vec<String>,
+    leaderboard: &'a Leaderboard,
+}
+
+#[derive(Serialize)]
+struct TraceDocument<'a> {
+    schema_version: &'static str,
+    scenario_id: &'a str,
+    rng_seed: u64,
+    config: &'a EvolveConfig,
+    generations_completed: u32,
+    generations: &'a [GenerationRecord],
+}
+
+fn arena_error(err: &ArenaError) -> CliError {
+    let mut cli = CliError::from_arena(COMMAND, err);
+    if matches!(
+        err,
+        ArenaError::Evaluation { .. } | ArenaError::Output { .. }
+    ) {
+        cli.exit = Exit::Infrastructure;
+    }
+    cli
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).map_err(|e| {
+        arena_error(&ArenaError::Output {
+            path: path.display().to_string(),
+            cause: e.kind().to_string(),
+        })
+    })
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    check_budget(args.generations, args.wall_seconds)?;
+    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    if scenario.file().adversaries.is_empty() {
+        return Err(arena_error(&ArenaError::NoAdversaries));
+    }
+    scenario.require_world().map_err(|e| arena_error(&e))?;
+    tracing::info!(
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        generations = args.generations,
+        "evolving adversary populations"
+    );
+    let mut evaluator =
+        KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
+    let config = EvolveConfig {
+        generations: args.generations,
+        ..EvolveConfig::default()
+    };
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(u64::from(args.generations));
+        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} generations {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut budget = WallBudget {
+        started: Instant::now(),
+        budget: Duration::from_secs(args.wall_seconds),
+        bar,
+        hit: false,
+    };
+    let result = evolve_with(&scenario, &config, &mut evaluator, &mut budget)
+        .map_err(|e| arena_error(&e))?;
+    budget.bar.finish_and_clear();
+
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/arena"));
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        arena_error(&ArenaError::Output {
+            path: dir.display().to_string(),
+            cause: e.kind().to_string(),
+        })
+    })?;
+    let board = Leaderboard::from_report(scenario.id(), &result.final_report());
+    let trace = TraceDocument {
+        schema_version: TRACE_SCHEMA,
+        scenario_id: scenario.id(),
+        rng_seed: scenario.file().rng_seed,
+        config: &result.config,
+        generations_completed: result.generations_completed,
+        generations: &result.trace,
+    };
+    let mut trace_bytes = to_canonical_vec(&trace).map_err(|e| arena_error(&e.into()))?;
+    trace_bytes.push(b'\n');
+    let chart = render_chart(scenario.id(), &result.trace).map_err(|e| arena_error(&e))?;
+    write_file(
+        &dir,
+        LEADERBOARD_JSON,
+        &board.to_json().map_err(|e| arena_error(&e))?,
+    )?;
+    write_file(&dir, LEADERBOARD_MD, board.to_markdown().as_bytes())?;
+    write_file(&dir, TRACE_FILE, &trace_bytes)?;
+    write_file(&dir, CHART_FILE, chart.as_bytes())?;
+
+    let stopped_by = if result.stopped_by_budget {
+        "wall-budget"
+    } else {
+        "generations"
+    };
+    let text = if args.json {
+        let summary = EvolveSummary {
+            budget_gate: BUDGET_GATE,
+            generations: args.generations,
+            leaderboard_dir: dir.display().to_string(),
+            scenario_id: scenario.id(),
+            schema_version: EVOLVE_SCHEMA_VERSION,
+            wall_seconds: args.wall_seconds,
+            generations_completed: result.generations_completed,
+            stopped_by,
+            actions_evaluated: result.actions_evaluated,
+            kernel_evaluations: result.kernel_evaluations,
+            files: [LEADERBOARD_JSON, LEADERBOARD_MD, TRACE_FILE, CHART_FILE]
+                .iter()
+                .map(|f| f.to_string())
+                .collect(),
+            leaderboard: &board,
+        };
+        let mut bytes = to_canonical_vec(&summary).map_err(|e| arena_error(&e.into()))?;
+        bytes.push(b'\n');
+        String::from_utf8_lossy(&bytes).into_owned()
+    } else {
+        let mut s = format!(
+            "evolved {} ({} of {} generations, stopped by {stopped_by}); {} actions, {} kernel evaluations\n",
+            scenario.id(),
+            result.generations_completed,
+            args.generations,
+            result.actions_evaluated,
+            result.kernel_evaluations
+        );
+        s.push_str(&board.to_markdown());
+        s.push_str(&format!("\nwritten to {}\n", dir.display()));
+        s
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Both ends of both budget flags are closed; the over-cap generations block is the seed's.
+    #[test]
+    fn budget_gate_is_closed_at_both_ends() {
+        assert!(check_budget(1, 1).is_ok());
+        assert!(check_budget(200, 1800).is_ok());
+        for (g, w) in [(0, 10), (201, 10), (4, 0), (4, 1801)] {
+            let err = check_budget(g, w).unwrap_err();
+            assert_eq!(err.code, "CHIO-CLI-FLAG-OUT-OF-RANGE");
+            assert_eq!(err.exit, Exit::InvalidInput);
+        }
+        assert_eq!(
+            check_budget(201, 300).unwrap_err().render(),
+            "error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --generations must be at most 200\n  help: pass --generations 200 or fewer\n  code: urn:chio:error:cli:flag-out-of-range\n  docs: https://chio.computer/docs/reference/errors#error-cli-flag-out-of-range\n"
+        );
+    }
+}

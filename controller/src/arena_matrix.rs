@@ -1,0 +1,195 @@
+//! `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N]`.
+//!
+//! Loads and validates the matrix (every refusal exits 2 before anything
+//! runs or is written), runs every cell and repetition against the real
+//! kernel in the cell's world, spread over worker threads, recording each
+//! run in the run ledger under `--out` (default
+//! `target/arena/matrix/<matrix-id>`), and writes the synthesis there
+//! (`synthesis.json`, `synthesis.md`, `synthesis.html`) only once every run
+//! is recorded. An interrupted matrix resumes with `--resume`, running only
+//! what the ledger lacks. Standard output gets the synthesis: canonical JSON
+//! with `--json`, otherwise the Markdown followed by how many runs came from
+//! the ledger. A progress line goes to standard error on a terminal only.
+//!
+//! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
+//! the embedded topology (every step, whatever its verdict), then each
+//! declared adversary population evaluated once over
+//! [`ADVERSARY_ROUNDS`] fitness rounds by the kernel evaluator, in a fresh
+//! instance of the same world.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use chio_arena::adversary::fitness::evaluate_populations;
+use chio_arena::adversary::population::populations_from_scenario;
+use chio_arena::matrix::execute::{run_matrix, write_atomically, MatrixRunner};
+use chio_arena::matrix::metrics::RunMetrics;
+use chio_arena::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
+use chio_arena::matrix::{load_matrix, Cell};
+use chio_arena::{ExperimentError, Scenario};
+use chio_node::evaluator::KernelActionEvaluator;
+use clap::Args;
+
+use crate::driver::{run_embedded, RunInputs, RunStatus};
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "arena matrix";
+
+/// Fitness rounds each adversary population gets per run (SPEC.md section 8 default).
+pub const ADVERSARY_ROUNDS: u32 = 2;
+
+/// `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N]`.
+#[derive(Debug, Args)]
+pub struct MatrixArgs {
+    /// The matrix file (`chio.arena.matrix/v1`).
+    pub file: PathBuf,
+    /// Print the synthesis as canonical JSON (`chio.arena.matrix-synthesis/v1`).
+    #[arg(long)]
+    pub json: bool,
+    /// The output folder (default `target/arena/matrix/<matrix-id>`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Complete an interrupted matrix from its run ledger.
+    #[arg(long)]
+    pub resume: bool,
+    /// Worker threads (default: the machine's cores); outputs do not depend on it.
+    #[arg(long)]
+    pub workers: Option<usize>,
+}
+
+/// Converts an experiment refusal or failure into the CLI's error.
+pub fn experiment_error(command: &'static str, err: &ExperimentError) -> CliError {
+    CliError {
+        code: err.code().to_string(),
+        command,
+        message: err.summary(),
+        help: err.help(),
+        exit: if err.is_infrastructure() {
+            Exit::Infrastructure
+        } else {
+            Exit::InvalidInput
+        },
+    }
+}
+
+/// Runs a cell's scenario and its adversaries against the real kernel.
+#[derive(Debug, Default)]
+pub struct KernelMatrixRunner;
+
+impl MatrixRunner for KernelMatrixRunner {
+    fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
+        let inputs = RunInputs::load(scenario, cell.scenario_text.as_bytes().to_vec())
+            .map_err(|e| e.to_string())?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        let result = runtime
+            .block_on(run_embedded(scenario, &inputs, true))
+            .map_err(|e| e.to_string())?;
+        let mut m = RunMetrics {
+            completed: result.status != RunStatus::InfrastructureFailure,
+            ..RunMetrics::default()
+        };
+        for step in &result.bundle.manifest.steps {
+            let Some(pass) = step.pass else { continue };
+            m.calls += 1;
+            m.expectations_met += u64::from(pass);
+            let admitted = matches!(step.actual.as_deref(), Some("allow" | "rewrite"));
+            if matches!(step.expected.as_deref(), Some("allow" | "rewrite")) {
+                m.benign_calls += 1;
+                if admitted {
+                    m.benign_allowed += 1;
+                } else {
+                    m.over_denials += 1;
+                }
+            }
+        }
+        m.evaluations = m.calls;
+        let populations = populations_from_scenario(scenario).map_err(|e| e.to_string())?;
+        if !populations.is_empty() {
+            let mut evaluator = KernelActionEvaluator::new(scenario, &inputs.fixtures)
+                .map_err(|e| e.to_string())?;
+            let report =
+                evaluate_populations(scenario, &populations, ADVERSARY_ROUNDS, &mut evaluator)
+                    .map_err(|e| e.to_string())?;
+            let (survivals, defeats) = report.totals();
+            m.adversary_actions = u64::from(survivals + defeats);
+            m.escapes = u64::from(survivals);
+            m.evaluations += report.kernel_evaluations();
+        }
+        Ok(m)
+    }
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let matrix = load_matrix(&args.file).map_err(|e| experiment_error(COMMAND, &e))?;
+    if args.workers == Some(0) {
+        return Err(CliError {
+            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".into(),
+            command: COMMAND,
+            message: "--workers must be at least 1".into(),
+            help: "pass --workers 1 or more, or leave it out".into(),
+            exit: Exit::InvalidInput,
+        });
+    }
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/arena/matrix").join(matrix.id()));
+    tracing::info!(
+        matrix_id = matrix.id(),
+        definition = %matrix.definition().sha256,
+        cells = matrix.cells().len(),
+        repetitions = matrix.repetitions(),
+        "matrix loaded"
+    );
+    let workers = args.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(usize::from)
+            .unwrap_or(1)
+    });
+    let terminal = std::io::stderr().is_terminal();
+    let progress = move |done: usize, total: usize| {
+        if terminal {
+            eprint!("\rmatrix: {done}/{total} runs");
+            if done == total {
+                eprintln!();
+            }
+        }
+    };
+    let (runs, summary) = run_matrix(
+        &matrix,
+        &dir,
+        args.resume,
+        &KernelMatrixRunner,
+        workers,
+        &progress,
+    )
+    .map_err(|e| experiment_error(COMMAND, &e))?;
+    let synthesis = synthesize(&matrix, &runs);
+    let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
+    let markdown = to_markdown(&synthesis);
+    for (name, bytes) in [
+        ("synthesis.json", json.as_bytes()),
+        ("synthesis.md", markdown.as_bytes()),
+        ("synthesis.html", to_html(&synthesis).as_bytes()),
+    ] {
+        write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
+    }
+    let text = if args.json {
+        json
+    } else {
+        format!(
+            "{markdown}\nruns: {} scheduled, {} from the run ledger, {} executed; synthesis in {}\n",
+            summary.scheduled,
+            summary.from_ledger,
+            summary.executed,
+            dir.display()
+        )
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}

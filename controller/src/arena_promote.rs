@@ -1,0 +1,249 @@
+//! `chio arena promote FILE --to fixtures|adversarial-suite [--step ID]... [--population NAME]... [--cap N] [--out DIR] [--json]`.
+//!
+//! Order of work: load the scenario; refuse a `--step` that is not a call
+//! step the adversaries act on, or a `--population` the scenario does not
+//! declare (exit 2, nothing written); for `--to fixtures`, check the bless
+//! gate (`CHIO_BLESS=1`, `BLESS_REASON=arena:<scenario-id>`, `CI` unset or
+//! falsy) before evaluating anything; evaluate each declared population's
+//! round-0 actions on the chosen steps, each action alone in a fresh world
+//! (so a replay of the case reproduces it byte for byte); keep Deny
+//! outcomes for fixtures (at most `--cap`, default 5, in population, member
+//! and step order) or Deny and Rewrite outcomes for the adversarial suite;
+//! write them as canonical JSON under the output root (default
+//! `promoted/` next to the scenario): `fixtures/` holds
+//! `chio.arena.fixture/v1` descriptors, `adversarial-suite/<class>/` holds
+//! `chio.arena.adversarial-case/v1` cases. Each case names its scenario by
+//! a path relative to its own folder.
+
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use chio_arena::adversary::action::base_steps;
+use chio_arena::adversary::fitness::ActionEvaluator;
+use chio_arena::adversary::{
+    actions_for, populations_from_scenario, PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
+};
+use chio_arena::{load_scenario, ArenaError};
+use chio_kernel::canonical::to_canonical_vec;
+use chio_node::evaluator::KernelActionEvaluator;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "arena promote";
+/// The schema of the `--json` report.
+pub const PROMOTE_SCHEMA_VERSION: &str = "chio.arena.promote/v1";
+/// The largest `--cap` accepted.
+pub const MAX_PROMOTE_CAP: usize = 50;
+
+/// Where promoted cases go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromoteTarget {
+    /// Deny outcomes as `chio.arena.fixture/v1`, behind the bless gate.
+    Fixtures,
+    /// Deny and Rewrite outcomes as `chio.arena.adversarial-case/v1`.
+    AdversarialSuite,
+}
+
+/// `chio arena promote` arguments.
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// The scenario file whose populations are promoted.
+    pub file: PathBuf,
+    /// The corpus to promote into.
+    #[arg(long = "to", value_enum)]
+    pub target: PromoteTarget,
+    /// Base steps to promote actions of (default: every one).
+    #[arg(long = "step")]
+    pub steps: Vec<String>,
+    /// Populations to promote (default: every declared one).
+    #[arg(long = "population")]
+    pub populations: Vec<String>,
+    /// Most fixtures written by this call (fixtures only), 1 to 50.
+    #[arg(long, default_value_t = ARENA_PROMOTE_CAP_DEFAULT)]
+    pub cap: usize,
+    /// The output root (default `promoted/` next to the scenario).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the canonical `chio.arena.promote/v1` report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct PromoteReport<'a> {
+    schema_version: &'static str,
+    scenario_id: &'a str,
+    target: PromoteTarget,
+    written: Vec<String>,
+    skipped_by_cap: usize,
+    not_eligible: usize,
+}
+
+fn arena_error(err: &ArenaError) -> CliError {
+    let mut cli = CliError::from_arena(COMMAND, err);
+    if matches!(
+        err,
+        ArenaError::Evaluation { .. } | ArenaError::Output { .. }
+    ) {
+        cli.exit = Exit::Infrastructure;
+    }
+    cli
+}
+
+fn output_error(path: &Path, err: &std::io::Error) -> CliError {
+    arena_error(&ArenaError::Output {
+        path: path.display().to_string(),
+        cause: err.kind().to_string(),
+    })
+}
+
+/// `to` relative to the directory `from`; both must exist.
+fn relative_to(from: &Path, to: &Path) -> Result<String, CliError> {
+    let from = from.canonicalize().map_err(|e| output_error(from, &e))?;
+    let to = to.canonicalize().map_err(|e| output_error(to, &e))?;
+    let a: Vec<Component> = from.components().collect();
+    let b: Vec<Component> = to.components().collect();
+    let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".to_string(); a.len() - common];
+    parts.extend(
+        b[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    Ok(parts.join("/"))
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    if args.cap == 0 || args.cap > MAX_PROMOTE_CAP {
+        return Err(CliError {
+            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
+            command: COMMAND,
+            message: format!("--cap must be between 1 and {MAX_PROMOTE_CAP}"),
+            help: format!("pass --cap {ARENA_PROMOTE_CAP_DEFAULT} or another value from 1 to {MAX_PROMOTE_CAP}"),
+            exit: Exit::InvalidInput,
+        });
+    }
+    let bases = base_steps(&scenario);
+    if let Some(step) = args
+        .steps
+        .iter()
+        .find(|s| !bases.iter().any(|b| &&b.step_id == s))
+    {
+        return Err(arena_error(&ArenaError::UnknownStep { step: step.clone() }));
+    }
+    let mut populations = populations_from_scenario(&scenario).map_err(|e| arena_error(&e))?;
+    if populations.is_empty() {
+        return Err(arena_error(&ArenaError::NoAdversaries));
+    }
+    if let Some(name) = args
+        .populations
+        .iter()
+        .find(|n| !populations.iter().any(|p| &&p.name == n))
+    {
+        return Err(arena_error(&ArenaError::UndeclaredReference {
+            kind: "population",
+            id: name.clone(),
+            field: "--population".to_string(),
+        }));
+    }
+    if !args.populations.is_empty() {
+        populations.retain(|p| args.populations.contains(&p.name));
+    }
+    if args.target == PromoteTarget::Fixtures {
+        PromotionGate::from_env()
+            .check(scenario.id())
+            .map_err(|e| arena_error(&e))?;
+    }
+    let mut evaluator =
+        KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
+    let root = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario.base_dir().join("promoted"));
+    let mut cases: Vec<PromotedCase> = Vec::new();
+    let mut not_eligible = 0;
+    for population in &populations {
+        for action in actions_for(&scenario, population, 0) {
+            if !args.steps.is_empty() && !args.steps.contains(&action.base_step) {
+                continue;
+            }
+            let outcome = evaluator
+                .evaluate_batch(std::slice::from_ref(&action))
+                .map_err(|e| arena_error(&e))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    arena_error(&ArenaError::Evaluation {
+                        cause: "the evaluator returned no outcome".to_string(),
+                    })
+                })?;
+            let case = match args.target {
+                PromoteTarget::Fixtures => {
+                    PromotedCase::fixture(scenario.id(), "", &action, &outcome)
+                }
+                PromoteTarget::AdversarialSuite => {
+                    PromotedCase::adversarial(scenario.id(), "", &action, &outcome)
+                }
+            };
+            match case {
+                Some(case) => cases.push(case),
+                None => not_eligible += 1,
+            }
+        }
+    }
+    let mut skipped_by_cap = 0;
+    if args.target == PromoteTarget::Fixtures && cases.len() > args.cap {
+        skipped_by_cap = cases.len() - args.cap;
+        cases.truncate(args.cap);
+    }
+    let scenario_file = args.file.clone();
+    let mut written = Vec::new();
+    for mut case in cases {
+        let dir = match args.target {
+            PromoteTarget::Fixtures => root.join("fixtures"),
+            PromoteTarget::AdversarialSuite => {
+                root.join("adversarial-suite").join(case.class.as_str())
+            }
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, &e))?;
+        case.scenario = relative_to(&dir, &scenario_file)?;
+        let mut bytes = to_canonical_vec(&case).map_err(|e| arena_error(&e.into()))?;
+        bytes.push(b'\n');
+        let path = dir.join(case.file_name());
+        std::fs::write(&path, bytes).map_err(|e| output_error(&path, &e))?;
+        written.push(path.display().to_string());
+    }
+    let report = PromoteReport {
+        schema_version: PROMOTE_SCHEMA_VERSION,
+        scenario_id: scenario.id(),
+        target: args.target,
+        written,
+        skipped_by_cap,
+        not_eligible,
+    };
+    let text = if args.json {
+        let mut bytes = to_canonical_vec(&report).map_err(|e| arena_error(&e.into()))?;
+        bytes.push(b'\n');
+        String::from_utf8_lossy(&bytes).into_owned()
+    } else {
+        let mut s = format!(
+            "promoted {} case(s) of {} ({} over the cap, {} not eligible)\n",
+            report.written.len(),
+            report.scenario_id,
+            report.skipped_by_cap,
+            report.not_eligible
+        );
+        for path in &report.written {
+            s.push_str(&format!("  {path}\n"));
+        }
+        s
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}

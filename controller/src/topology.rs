@@ -1,0 +1,395 @@
+//! Distributed runs: the topology file (`--topology FILE`), the gRPC
+//! [`Dispatcher`] that drives node processes through `NodeControl`, and
+//! [`run_distributed`], which prepares the cluster for one run and hands
+//! the schedule to the same driver as the embedded topology.
+//!
+//! Order of work for one run: read the topology (or start a local cluster,
+//! see `local_cluster`), trust the world's arena authority in trust-control,
+//! send every node `LoadWorld` (the scenario bytes, the fixture files, the
+//! peers' addresses and a fresh run id that namespaces the run's state in
+//! trust-control), check every node loaded the same scenario bytes, then
+//! run the schedule one action at a time. Nothing here reaches the bundle
+//! but the nodes' answers, which is why a scenario's bundle is the same
+//! bytes on every topology. The schema is documented in `docs/topology.md`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chio_arena::Scenario;
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::token::CapabilityToken;
+use chio_node::actors::CallOutcome;
+use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
+use chio_node::link::LinkFuture;
+use chio_node::{CallCommand, ClusterToken, DelegateCommand, NodeClient, NodeError, World};
+use chio_trust::model::IssuerKey;
+use chio_trust::{BearerToken, TrustClient, TrustClientConfig, TrustStore};
+use rand_core::{OsRng, RngCore};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use tracing::Instrument;
+
+use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
+use crate::error::{CliError, Exit};
+use crate::local_cluster::LocalCluster;
+
+/// The error code of a topology file that cannot be used.
+pub const TOPOLOGY_INVALID: &str = "CHIO-TOPOLOGY-INVALID";
+
+/// A topology file as written.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    /// The file holding the cluster token every node was started with.
+    pub cluster_token_file: PathBuf,
+    /// The trust-control service the nodes share.
+    pub trust_control: TrustControlEntry,
+    /// Each logical node's `http://HOST:PORT`.
+    pub nodes: BTreeMap<String, String>,
+}
+
+/// The `[trust_control]` table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustControlEntry {
+    /// Its `http://HOST:PORT`.
+    pub url: String,
+    /// The file holding its bearer token.
+    pub token_file: PathBuf,
+}
+
+/// A checked topology: tokens read, paths resolved.
+#[derive(Debug, Clone)]
+pub struct Topology {
+    /// Logical node to URL.
+    pub nodes: BTreeMap<String, String>,
+    /// The cluster token.
+    pub cluster_token: ClusterToken,
+    /// Trust-control's URL.
+    pub trust_url: String,
+    /// Trust-control's token.
+    pub trust_token: BearerToken,
+}
+
+fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
+    CliError {
+        code: TOPOLOGY_INVALID.to_string(),
+        command,
+        message,
+        help: help.to_string(),
+        exit: Exit::InvalidInput,
+    }
+}
+
+impl Topology {
+    /// Reads and checks a topology file; relative token paths resolve next
+    /// to it.
+    pub fn load(command: &'static str, path: &Path) -> Result<Topology, CliError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            topology_error(
+                command,
+                format!("cannot read topology file {}: {e}", path.display()),
+                "pass --topology local or the path of a readable topology file",
+            )
+        })?;
+        let file: TopologyFile = toml::from_str(&text).map_err(|e| {
+            topology_error(
+                command,
+                format!(
+                    "topology file {} is invalid: {}",
+                    path.display(),
+                    e.message()
+                ),
+                "follow the schema in docs/topology.md",
+            )
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let cluster_token =
+            ClusterToken::from_file(&base.join(&file.cluster_token_file)).map_err(|e| {
+                topology_error(
+                    command,
+                    format!("cluster_token_file: {e}"),
+                    "point cluster_token_file at the token the nodes were started with",
+                )
+            })?;
+        let trust_path = base.join(&file.trust_control.token_file);
+        let trust_token = std::fs::read_to_string(&trust_path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| BearerToken::from_file_contents(&t).map_err(|e| e.to_string()))
+            .map_err(|e| {
+                topology_error(
+                    command,
+                    format!("trust_control.token_file {}: {e}", trust_path.display()),
+                    "point trust_control.token_file at the token trust-control was started with",
+                )
+            })?;
+        for (node, url) in &file.nodes {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(topology_error(
+                    command,
+                    format!("nodes.{node} = {url:?} is not an http:// URL"),
+                    "give each node as http://HOST:PORT",
+                ));
+            }
+        }
+        Ok(Topology {
+            nodes: file.nodes,
+            cluster_token,
+            trust_url: file.trust_control.url,
+            trust_token,
+        })
+    }
+
+    /// Refuses a topology that does not place every node of the world.
+    pub fn check_covers(&self, command: &'static str, nodes: &[String]) -> Result<(), CliError> {
+        let missing: Vec<&str> = nodes
+            .iter()
+            .filter(|n| !self.nodes.contains_key(*n))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(topology_error(
+                command,
+                format!(
+                    "the topology gives no address for node(s) {}",
+                    missing.join(", ")
+                ),
+                "add each node the scenario declares under [nodes]",
+            ))
+        }
+    }
+}
+
+/// A fresh run id: it namespaces the run's state in trust-control and
+/// never reaches an output.
+pub fn fresh_run_id() -> String {
+    let mut bytes = [0u8; 16];
+    OsRng.fill_bytes(&mut bytes);
+    format!("run-{}", hex::encode(bytes))
+}
+
+/// The gRPC dispatcher: one `NodeControl` client per logical node.
+#[derive(Debug, Clone)]
+pub struct GrpcTopology {
+    clients: BTreeMap<String, NodeClient>,
+}
+
+impl GrpcTopology {
+    /// Trusts the world's authority in trust-control and loads the world on
+    /// every node of the topology.
+    pub async fn prepare(
+        scenario: &Scenario,
+        world: &World,
+        inputs: &RunInputs,
+        topology: &Topology,
+        run_id: &str,
+    ) -> Result<GrpcTopology, NodeError> {
+        // Processes started together (docker compose) may still be binding.
+        wait_for_listener("trust-control", &topology.trust_url).await?;
+        for node in &world.nodes {
+            if let Some(url) = topology.nodes.get(node) {
+                wait_for_listener(&format!("node {node}"), url).await?;
+            }
+        }
+        let trust = TrustClient::connect_lazy(
+            &topology.trust_url,
+            &topology.trust_token,
+            TrustClientConfig::default(),
+        )
+        .map_err(|e| NodeError::Authority(e.to_string()))?;
+        let authority = IssuerKey::parse_hex(&public_key_hex(&world.authority))
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        trust
+            .add_issuer_key(authority)
+            .await
+            .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
+        let folders: Vec<String> = scenario
+            .file()
+            .servers
+            .iter()
+            .filter_map(|s| s.fixtures.clone())
+            .collect();
+        let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
+        let mut clients = BTreeMap::new();
+        for node in &world.nodes {
+            let url = topology
+                .nodes
+                .get(node)
+                .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))?;
+            let client =
+                NodeClient::new(node, url, &topology.cluster_token, DEFAULT_CONTROL_DEADLINE)?;
+            let loaded = client
+                .load_world(WorldOffer {
+                    scenario: &inputs.scenario_bytes,
+                    fixtures: &inputs.fixtures,
+                    fixture_folders: &folders,
+                    peers: &topology.nodes,
+                    run_id,
+                })
+                .await?;
+            if loaded.scenario_sha256 != expected_sha {
+                return Err(NodeError::Remote {
+                    target: format!("node {node}"),
+                    cause: "loaded other scenario bytes than the controller sent".to_string(),
+                });
+            }
+            tracing::info!(node = %node, kernels = ?loaded.kernels, agents = ?loaded.agents, "node loaded the world");
+            clients.insert(node.clone(), client);
+        }
+        Ok(GrpcTopology { clients })
+    }
+
+    fn client(&self, node: &str) -> Result<NodeClient, NodeError> {
+        self.clients
+            .get(node)
+            .cloned()
+            .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))
+    }
+
+    /// Asks every node to stop (for clusters the controller started).
+    pub async fn shutdown(&self) {
+        for client in self.clients.values() {
+            if let Err(e) = client.shutdown().await {
+                tracing::warn!(node = client.node(), error = %e, "node did not acknowledge shutdown");
+            }
+        }
+    }
+}
+
+impl Dispatcher for GrpcTopology {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+        let client = self.client(node);
+        Box::pin(async move { client?.call(&command).await })
+    }
+
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+        let client = self.client(node);
+        Box::pin(async move { client?.delegate(&command).await })
+    }
+
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        let client = self.client(node);
+        let target = target.to_string();
+        Box::pin(async move { client?.revoke(&target, at_ms).await })
+    }
+}
+
+/// Runs a scenario across the node processes of `topology`.
+pub async fn run_distributed(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    topology: &Topology,
+    topology_name: &str,
+    keep_going: bool,
+    stop_nodes: bool,
+) -> Result<RunResult, NodeError> {
+    let world = World::resolve(scenario, &inputs.fixtures)?;
+    let run_id = fresh_run_id();
+    let span = tracing::info_span!(
+        "run",
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        topology = topology_name,
+    );
+    async {
+        tracing::info!(run_id = %run_id, "starting distributed run");
+        let cluster = GrpcTopology::prepare(scenario, &world, inputs, topology, &run_id).await?;
+        let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
+        if stop_nodes {
+            cluster.shutdown().await;
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+/// Runs a scenario on `--topology local` or `--topology FILE`: the outer
+/// error refuses the topology, the inner one is the run's.
+pub fn run_with_topology(
+    command: &'static str,
+    topology: &str,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    keep_going: bool,
+) -> Result<Result<RunResult, NodeError>, CliError> {
+    let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
+    let runtime = crate::arena_run::runtime(command)?;
+    if topology == "local" {
+        let chio = std::env::current_exe().map_err(|e| {
+            CliError::infrastructure(
+                command,
+                format!("cannot find the chio binary to start nodes: {e}"),
+            )
+        })?;
+        let cluster = match LocalCluster::start(&chio, &nodes) {
+            Ok(cluster) => cluster,
+            Err(e) => return Ok(Err(e)),
+        };
+        let result = runtime.block_on(run_distributed(
+            scenario,
+            inputs,
+            cluster.topology(),
+            "local",
+            keep_going,
+            true,
+        ));
+        drop(cluster);
+        return Ok(result);
+    }
+    let loaded = Topology::load(command, Path::new(topology))?;
+    loaded.check_covers(command, &nodes)?;
+    Ok(runtime.block_on(run_distributed(
+        scenario, inputs, &loaded, topology, keep_going, false,
+    )))
+}
+
+/// How long the controller waits for a listed process to accept
+/// connections before the run begins.
+pub const LISTENER_WAIT: Duration = Duration::from_secs(15);
+
+/// Waits until `url`'s address accepts a TCP connection, or fails naming
+/// `what` after [`LISTENER_WAIT`].
+async fn wait_for_listener(what: &str, url: &str) -> Result<(), NodeError> {
+    let authority = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest)
+        .trim_end_matches('/');
+    let began = tokio::time::Instant::now();
+    loop {
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(1),
+            tokio::net::TcpStream::connect(authority),
+        )
+        .await;
+        match attempt {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) if began.elapsed() >= LISTENER_WAIT => {
+                return Err(NodeError::Remote {
+                    target: format!("{what} at {url}"),
+                    cause: format!(
+                        "not accepting connections after {} s: {e}",
+                        LISTENER_WAIT.as_secs()
+                    ),
+                })
+            }
+            Err(_) if began.elapsed() >= LISTENER_WAIT => {
+                return Err(NodeError::Remote {
+                    target: format!("{what} at {url}"),
+                    cause: format!(
+                        "not accepting connections after {} s",
+                        LISTENER_WAIT.as_secs()
+                    ),
+                })
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// How long the controller waits for a process it started to announce its
+/// address.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);

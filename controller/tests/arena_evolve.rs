@@ -1,0 +1,240 @@
+//! `chio arena evolve` and `chio arena promote` as processes (issue 6,
+//! acceptance item 4): the budget gate errors, the JSON summary, the
+//! promotion gate clauses, the cap, and an unknown step refused with
+//! nothing written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn chio(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_chio"));
+    command.current_dir(repo()).args(args);
+    for key in ["CHIO_BLESS", "BLESS_REASON", "CI"] {
+        command.env_remove(key);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.output().expect("chio runs");
+    eprintln!(
+        "chio {args:?} {env:?}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn files_under(dir: &Path) -> usize {
+    if !dir.exists() {
+        return 0;
+    }
+    let mut count = 0;
+    for entry in std::fs::read_dir(dir).expect("listable") {
+        let path = entry.expect("entry").path();
+        count += if path.is_dir() { files_under(&path) } else { 1 };
+    }
+    count
+}
+
+const SCENARIO: &str = "scenarios/adversaries-reference.toml";
+
+// --generations 201 prints exactly the seed's block and exits 2.
+#[test]
+fn over_cap_generations_prints_the_seed_block() {
+    let out = chio(
+        &[
+            "arena",
+            "evolve",
+            "scenarios/pr-421-review.toml",
+            "--generations",
+            "201",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --generations must be at most 200\n  help: pass --generations 200 or fewer\n  code: urn:chio:error:cli:flag-out-of-range\n  docs: https://chio.computer/docs/reference/errors#error-cli-flag-out-of-range\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+// Zero and over-cap values of both budget flags are refused as typed errors before anything is written.
+#[test]
+fn zero_and_over_cap_budgets_are_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("out");
+    let dir_s = dir.to_string_lossy().to_string();
+    for flags in [
+        ["--generations", "0", "--wall-seconds", "10"],
+        ["--generations", "2", "--wall-seconds", "0"],
+        ["--generations", "2", "--wall-seconds", "1801"],
+    ] {
+        let mut args = vec!["arena", "evolve", SCENARIO, "--out", dir_s.as_str()];
+        args.extend(flags);
+        let out = chio(&args, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .starts_with("error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --"));
+        assert!(!dir.exists(), "nothing may be written");
+    }
+}
+
+// --json prints the seed's keys with the flags' values plus the results, and the four files are written.
+#[test]
+fn json_summary_has_the_seed_keys_and_results() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("evolve");
+    let dir_s = dir.to_string_lossy().to_string();
+    let out = chio(
+        &[
+            "arena",
+            "evolve",
+            SCENARIO,
+            "--generations",
+            "2",
+            "--wall-seconds",
+            "300",
+            "--json",
+            "--out",
+            &dir_s,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        summary["budget_gate"],
+        "bounded:200_generations_or_30_minutes"
+    );
+    assert_eq!(summary["generations"], 2);
+    assert_eq!(summary["leaderboard_dir"], dir_s.as_str());
+    assert_eq!(summary["scenario_id"], "adversaries_reference");
+    assert_eq!(summary["schema_version"], "chio.arena.evolve/v1");
+    assert_eq!(summary["wall_seconds"], 300);
+    assert_eq!(summary["generations_completed"], 2);
+    assert_eq!(summary["stopped_by"], "generations");
+    assert_eq!(
+        summary["leaderboard"]["schema_version"],
+        "chio.arena.leaderboard/v1"
+    );
+    for file in [
+        "leaderboard.json",
+        "leaderboard.md",
+        "evolve-trace.json",
+        "survival.svg",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    let board = std::fs::read(dir.join("leaderboard.json")).expect("board");
+    let value: serde_json::Value = serde_json::from_slice(&board).expect("board json");
+    assert_eq!(value, summary["leaderboard"]);
+}
+
+// Each bless-gate clause keeps fixture promotion shut with nothing written; the open gate writes at most the cap.
+#[test]
+fn promotion_gate_clauses_and_cap() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("promoted");
+    let dir_s = dir.to_string_lossy().to_string();
+    let args = [
+        "arena", "promote", SCENARIO, "--to", "fixtures", "--out", &dir_s, "--json",
+    ];
+    let reason = "arena:adversaries_reference";
+    for (env, clause) in [
+        (vec![("BLESS_REASON", reason)], "CHIO_BLESS"),
+        (
+            vec![("CHIO_BLESS", "yes"), ("BLESS_REASON", reason)],
+            "CHIO_BLESS",
+        ),
+        (vec![("CHIO_BLESS", "1")], "BLESS_REASON"),
+        (
+            vec![("CHIO_BLESS", "1"), ("BLESS_REASON", "arena:other")],
+            "BLESS_REASON",
+        ),
+        (
+            vec![
+                ("CHIO_BLESS", "1"),
+                ("BLESS_REASON", reason),
+                ("CI", "true"),
+            ],
+            "CI",
+        ),
+    ] {
+        let out = chio(&args, &env);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error[CHIO-ARENA-PROMOTE-GATE]"), "{err}");
+        assert!(err.contains(clause), "{err}");
+        assert_eq!(files_under(&dir), 0);
+    }
+    let open = [
+        ("CHIO_BLESS", "1"),
+        ("BLESS_REASON", reason),
+        ("CI", "false"),
+    ];
+    let out = chio(&args, &open);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["written"].as_array().expect("list").len(), 5);
+    assert!(report["skipped_by_cap"].as_u64().expect("count") > 0);
+    assert_eq!(files_under(&dir.join("fixtures")), 5);
+    let mut capped = args.to_vec();
+    capped.extend(["--cap", "2", "--population", "replay"]);
+    let out = chio(&capped, &open);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["written"].as_array().expect("list").len(), 2);
+}
+
+// An unknown step is refused (exit 2) with nothing written, even with the gate open; the suite needs no gate.
+#[test]
+fn unknown_step_is_refused_and_suite_needs_no_gate() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("promoted");
+    let dir_s = dir.to_string_lossy().to_string();
+    let open = [
+        ("CHIO_BLESS", "1"),
+        ("BLESS_REASON", "arena:adversaries_reference"),
+    ];
+    for target in ["fixtures", "adversarial-suite"] {
+        let out = chio(
+            &[
+                "arena",
+                "promote",
+                SCENARIO,
+                "--to",
+                target,
+                "--step",
+                "no-such-step",
+                "--out",
+                &dir_s,
+            ],
+            &open,
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("error[CHIO-ARENA-UNKNOWN-STEP]"));
+        assert!(!dir.exists(), "nothing may be written");
+    }
+    let out = chio(
+        &[
+            "arena",
+            "promote",
+            SCENARIO,
+            "--to",
+            "adversarial-suite",
+            "--population",
+            "escape",
+            "--out",
+            &dir_s,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(files_under(&dir.join("adversarial-suite/scope-escape")) > 0);
+}

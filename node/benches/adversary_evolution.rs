@@ -1,0 +1,107 @@
+//! Evolution overhead: adversary actions evaluated per second during a
+//! co-evolution run, against the kernel's bare evaluation rate measured in
+//! the same run on the same world (issue 6, acceptance item 5).
+//!
+//! Bare rate: `Kernel::evaluate` on pre-signed copies of the scenario's
+//! first allowed call (distinct request ids), one kernel built from the
+//! scenario's world, dispatching to its simulated workspace. Evolution
+//! rate: `evolve` over the reference adversary scenario (all four classes),
+//! actions evaluated divided by wall time; this includes mutation, request
+//! signing, the per-batch world instance and the scenario's own steps. The
+//! ratio bare / evolution is the overhead; the goal is under 1.5.
+//!
+//! Run: `cargo bench -p chio-node --bench adversary_evolution`.
+
+use std::path::Path;
+use std::time::Instant;
+
+use chio_arena::adversary::{evolve, EvolveConfig};
+use chio_arena::{load_scenario, Action};
+use chio_kernel::kernel::{Kernel, ToolOutput};
+use chio_kernel::request::{RequestProof, ToolCallRequest};
+use chio_node::evaluator::KernelActionEvaluator;
+use chio_node::shared::SharedTrust;
+use chio_node::tools::ToolServer;
+
+fn main() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/adversaries-reference.toml");
+    let scenario = load_scenario(&path).expect("scenario loads");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
+    let world = evaluator.world().clone();
+
+    // Bare kernel evaluations.
+    let Some(Action::Call(call)) = scenario.actions().first() else {
+        panic!("the first step is a call");
+    };
+    let capability = call.capability.clone().expect("resolved capability");
+    let (_, token) = world.grants.get(&capability).expect("grant").clone();
+    let agent = &scenario.file().steps[0].agent;
+    let key = world.agents.get(agent).expect("agent").key.clone();
+    let kernel_id = world
+        .server_kernel(&call.server)
+        .expect("served")
+        .to_string();
+    let plan = world.kernels.get(&kernel_id).expect("kernel plan");
+    let trust = SharedTrust::new();
+    let mut kernel = Kernel::new(plan.config.clone(), trust.kernel_stores()).expect("kernel");
+    let mut server = ToolServer::new(&call.server, world.servers[&call.server].config.clone());
+    let now = world.start_ms;
+    let bare_n = 4_000u64;
+    let requests: Vec<ToolCallRequest> = (0..bare_n)
+        .map(|i| {
+            ToolCallRequest {
+                request_id: format!("bare-{i}"),
+                capability: token.clone(),
+                server: call.server.clone(),
+                tool: call.tool.clone(),
+                arguments: call.arguments.clone(),
+                agent_id: agent.clone(),
+                session_id: agent.clone(),
+                issued_at_ms: now,
+                proof: RequestProof::default(),
+            }
+            .sign(&key)
+            .expect("signs")
+        })
+        .collect();
+    let started = Instant::now();
+    for request in &requests {
+        let decision = kernel.evaluate(request, now, &mut |req| {
+            let r = server.call(&req.tool, &req.arguments);
+            Ok(ToolOutput {
+                content: r.content,
+                label: r.label.map(|l| l.as_str().to_string()),
+            })
+        });
+        assert!(decision.receipt.id.len() == 64);
+    }
+    let bare_secs = started.elapsed().as_secs_f64();
+    let bare_rate = bare_n as f64 / bare_secs;
+
+    // Evolution.
+    let config = EvolveConfig {
+        generations: 40,
+        ..EvolveConfig::default()
+    };
+    let started = Instant::now();
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let evolve_secs = started.elapsed().as_secs_f64();
+    let action_rate = result.actions_evaluated as f64 / evolve_secs;
+    let all_evaluations = evaluator.kernel_evaluations();
+
+    println!("bare kernel evaluations: {bare_n} in {bare_secs:.3} s = {bare_rate:.0}/s");
+    println!(
+        "evolution: {} generations, {} actions ({} action evaluations, {} kernel evaluations with the scenario's own steps) in {evolve_secs:.3} s",
+        result.generations_completed, result.actions_evaluated, result.kernel_evaluations, all_evaluations
+    );
+    println!("adversary actions evaluated: {action_rate:.0}/s");
+    println!(
+        "kernel evaluations during evolution: {:.0}/s",
+        all_evaluations as f64 / evolve_secs
+    );
+    println!(
+        "overhead (bare rate / action rate): {:.2}x (goal < 1.5x)",
+        bare_rate / action_rate
+    );
+}

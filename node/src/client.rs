@@ -1,0 +1,168 @@
+//! `NodeClient`: the controller's side of `NodeControl`, one per logical
+//! node.
+//!
+//! It carries the cluster token, sets `TCP_NODELAY`, bounds every call by a
+//! deadline and turns every failure into a [`NodeError::Remote`] naming the
+//! logical node, so a dead or silent node ends a run with an
+//! infrastructure failure that says which node, within the deadline.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chio_kernel::token::CapabilityToken;
+use chio_proto::node::v1 as pb;
+use chio_proto::node::v1::node_control_client::NodeControlClient;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+
+use crate::actors::CallOutcome;
+use crate::cluster::{ClusterHeader, ClusterToken};
+use crate::error::NodeError;
+use crate::grpc_link::channel;
+use crate::host::LoadedWorld;
+use crate::node::{CallCommand, DelegateCommand};
+use crate::wire::{
+    decode_answer, encode, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
+};
+use crate::world::FixtureSet;
+
+/// Default bound on one scheduled action sent to a node.
+pub const DEFAULT_CONTROL_DEADLINE: Duration = Duration::from_secs(60);
+
+type Inner = NodeControlClient<InterceptedService<Channel, ClusterHeader>>;
+
+/// What the controller sends a node with `LoadWorld`.
+#[derive(Debug, Clone)]
+pub struct WorldOffer<'a> {
+    /// The scenario file's bytes.
+    pub scenario: &'a [u8],
+    /// Its fixture files.
+    pub fixtures: &'a FixtureSet,
+    /// Fixture folders the scenario names.
+    pub fixture_folders: &'a [String],
+    /// KernelLink URL of every logical node.
+    pub peers: &'a BTreeMap<String, String>,
+    /// The run's namespace in trust-control.
+    pub run_id: &'a str,
+}
+
+/// An authenticated `NodeControl` client for one logical node.
+#[derive(Debug, Clone)]
+pub struct NodeClient {
+    node: String,
+    target: String,
+    inner: Inner,
+    deadline: Duration,
+}
+
+impl NodeClient {
+    /// A client of logical node `node` at `url`; connects on first use.
+    pub fn new(
+        node: &str,
+        url: &str,
+        token: &ClusterToken,
+        deadline: Duration,
+    ) -> Result<Self, NodeError> {
+        let inner = NodeControlClient::with_interceptor(channel(url)?, token.header())
+            .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_CONTROL_MESSAGE_BYTES);
+        Ok(Self {
+            node: node.to_string(),
+            target: format!("node {node} at {url}"),
+            inner,
+            deadline,
+        })
+    }
+
+    /// The logical node this client reaches.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    async fn unary<Req, Resp, Fut>(
+        &self,
+        message: Req,
+        call: impl FnOnce(Inner, tonic::Request<Req>) -> Fut,
+    ) -> Result<Resp, NodeError>
+    where
+        Fut: std::future::Future<Output = Result<tonic::Response<Resp>, tonic::Status>>,
+    {
+        let mut request = tonic::Request::new(message);
+        request.set_timeout(self.deadline);
+        match tokio::time::timeout(self.deadline, call(self.inner.clone(), request)).await {
+            Ok(Ok(response)) => Ok(response.into_inner()),
+            Ok(Err(status)) => Err(error_of(&self.target, &status)),
+            Err(_) => Err(NodeError::Remote {
+                target: self.target.clone(),
+                cause: format!("no answer within {} ms", self.deadline.as_millis()),
+            }),
+        }
+    }
+
+    /// Loads the world on the node.
+    pub async fn load_world(&self, offer: WorldOffer<'_>) -> Result<LoadedWorld, NodeError> {
+        let message = pb::LoadWorldRequest {
+            node: self.node.clone(),
+            scenario: offer.scenario.to_vec(),
+            fixtures_json: encode("fixture set", offer.fixtures)?,
+            fixture_folders: offer.fixture_folders.to_vec(),
+            peers: offer
+                .peers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            run_id: offer.run_id.to_string(),
+        };
+        let answer = self
+            .unary(message, |mut c, r| async move { c.load_world(r).await })
+            .await?;
+        Ok(LoadedWorld {
+            scenario_id: answer.scenario_id,
+            scenario_sha256: answer.scenario_sha256,
+            kernels: answer.kernels,
+            agents: answer.agents,
+        })
+    }
+
+    /// Runs one scheduled call.
+    pub async fn call(&self, command: &CallCommand) -> Result<CallOutcome, NodeError> {
+        let message = pb::CallRequest {
+            command_json: encode("call command", command)?,
+        };
+        let answer = self
+            .unary(message, |mut c, r| async move { c.call(r).await })
+            .await?;
+        decode_answer(&self.target, "outcome_json", &answer.outcome_json)
+    }
+
+    /// Runs one scheduled delegation.
+    pub async fn delegate(&self, command: &DelegateCommand) -> Result<CapabilityToken, NodeError> {
+        let message = pb::DelegateRequest {
+            command_json: encode("delegate command", command)?,
+        };
+        let answer = self
+            .unary(message, |mut c, r| async move { c.delegate(r).await })
+            .await?;
+        decode_answer(&self.target, "token_json", &answer.token_json)
+    }
+
+    /// Revokes an id through the node's authority state.
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<(), NodeError> {
+        let message = pb::RevokeRequest {
+            target: target.to_string(),
+            at_ms,
+        };
+        self.unary(message, |mut c, r| async move { c.revoke(r).await })
+            .await
+            .map(|_| ())
+    }
+
+    /// Asks the node process to stop.
+    pub async fn shutdown(&self) -> Result<(), NodeError> {
+        self.unary(pb::ShutdownRequest {}, |mut c, r| async move {
+            c.shutdown(r).await
+        })
+        .await
+        .map(|_| ())
+    }
+}

@@ -1,0 +1,524 @@
+//! The adversary evaluator: adversary actions judged by the real kernel in
+//! the scenario's world.
+//!
+//! [`KernelActionEvaluator`] implements the arena's `ActionEvaluator`
+//! synchronously, without actors: it resolves the world once (keys, issued
+//! grants, kernel configurations with their guard pipelines, tool-server
+//! configurations seeded from the fixtures), and for each batch builds a
+//! fresh instance of it: one [`Kernel`] per declared kernel over one
+//! [`SharedTrust`] (as the embedded topology shares authority state), and
+//! one [`ToolServer`] per declared server. It then walks the scenario's
+//! schedule in order, exactly as the run driver does (calls signed by the
+//! acting agent's arena key with the step id as request id and the agent as
+//! session, delegations signed by the holder, revocations through the shared
+//! state), and right before each call step evaluates the batch's actions
+//! whose base step it is, in batch order. So an action meets the state its
+//! base step meets: earlier delegations, revocations, session journal,
+//! labels and budgets; the batch's earlier actions of the same base step
+//! also leave their traces there.
+//!
+//! Per action: the request is signed by the action's agent (for a scope
+//! escape, an accomplice with its own arena key), routed to the kernel that
+//! serves the server it names (or, for a server the world does not declare,
+//! the kernel serving the base step's server) and decided by
+//! `Kernel::evaluate`. A fixture injection writes the edited fixture into
+//! the simulated server before the call and restores it after, so the
+//! kernel's output scan sees the edited content. A replay evaluates the
+//! captured original, then the copy; a concurrent replay admits the copy
+//! while the original is still in flight. A scope escape has the holder sign
+//! a delegation link whose scope is wider than its parent's.
+
+use std::collections::BTreeMap;
+
+use chio_arena::adversary::action::{AdversaryAction, Mutation, WideningPlan};
+use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
+use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
+use chio_arena::{Action, ArenaError, Scenario};
+use chio_kernel::kernel::{Admission, Decision, Kernel, ToolOutput};
+use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::request::{RequestProof, ToolCallRequest};
+use chio_kernel::token::{Attenuation, CapabilityToken, ScopeGrant};
+use ed25519_dalek::SigningKey;
+use serde_json::{json, Value};
+
+use crate::error::NodeError;
+use crate::shared::SharedTrust;
+use crate::tools::ToolServer;
+use crate::world::{FixtureSet, World, AGENT_ROLE};
+
+/// Seconds a scope escape's expiry widening adds past the parent's expiry.
+const EXPIRY_WIDENING_SECS: u64 = 86_400;
+
+/// Evaluates adversary actions with the real kernel in a scenario's world.
+#[derive(Debug)]
+pub struct KernelActionEvaluator {
+    scenario: Scenario,
+    world: World,
+    evaluations: u64,
+}
+
+impl KernelActionEvaluator {
+    /// Resolves the scenario's world, seeding workspaces from `fixtures`.
+    pub fn new(scenario: &Scenario, fixtures: &FixtureSet) -> Result<Self, NodeError> {
+        Ok(Self {
+            scenario: scenario.clone(),
+            world: World::resolve(scenario, fixtures)?,
+            evaluations: 0,
+        })
+    }
+
+    /// Reads the fixtures next to the scenario and resolves its world.
+    pub fn load(scenario: &Scenario) -> Result<Self, NodeError> {
+        Self::new(scenario, &FixtureSet::load(scenario)?)
+    }
+
+    /// Kernel evaluations made so far (real steps and actions together).
+    pub fn kernel_evaluations(&self) -> u64 {
+        self.evaluations
+    }
+
+    /// The resolved world.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+}
+
+/// A failure outside any verdict, as the arena reports it.
+fn failure(cause: impl std::fmt::Display) -> ArenaError {
+    ArenaError::Evaluation {
+        cause: cause.to_string(),
+    }
+}
+
+/// One fresh instance of the world.
+struct Instance<'w> {
+    world: &'w World,
+    trust: SharedTrust,
+    kernels: BTreeMap<String, Kernel>,
+    servers: BTreeMap<String, ToolServer>,
+    /// Every capability so far, with the agent holding it.
+    ledger: BTreeMap<String, (String, CapabilityToken)>,
+    evaluations: u64,
+}
+
+impl<'w> Instance<'w> {
+    fn new(world: &'w World) -> Result<Self, ArenaError> {
+        let trust = SharedTrust::new();
+        let mut kernels = BTreeMap::new();
+        for (id, plan) in &world.kernels {
+            let kernel = Kernel::new(plan.config.clone(), trust.kernel_stores())
+                .map_err(|e| failure(format!("kernel {id}: {e}")))?;
+            kernels.insert(id.clone(), kernel);
+        }
+        let servers = world
+            .servers
+            .iter()
+            .map(|(id, plan)| (id.clone(), ToolServer::new(id, plan.config.clone())))
+            .collect();
+        Ok(Self {
+            world,
+            trust,
+            kernels,
+            servers,
+            ledger: world.grants.clone(),
+            evaluations: 0,
+        })
+    }
+
+    fn key_of(&self, agent: &str) -> SigningKey {
+        match self.world.agents.get(agent) {
+            Some(plan) => plan.key.clone(),
+            // An agent the world does not declare (an accomplice) still has
+            // an arena key derived like every other.
+            None => derive_arena_key(self.world.rng_seed, AGENT_ROLE, agent),
+        }
+    }
+
+    fn kernel_for(&self, server: &str, fallback_server: &str) -> Result<String, ArenaError> {
+        self.world
+            .server_kernel(server)
+            .or_else(|| self.world.server_kernel(fallback_server))
+            .map(str::to_string)
+            .ok_or_else(|| failure(format!("no kernel serves {server} or {fallback_server}")))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn sign(
+        &self,
+        request_id: &str,
+        agent: &str,
+        capability: CapabilityToken,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        now_ms: u64,
+    ) -> Result<ToolCallRequest, ArenaError> {
+        ToolCallRequest {
+            request_id: request_id.to_string(),
+            capability,
+            server: server.to_string(),
+            tool: tool.to_string(),
+            arguments,
+            agent_id: agent.to_string(),
+            session_id: agent.to_string(),
+            issued_at_ms: now_ms,
+            proof: RequestProof::default(),
+        }
+        .sign(&self.key_of(agent))
+        .map_err(failure)
+    }
+
+    fn token(&self, capability: &str) -> Result<CapabilityToken, ArenaError> {
+        self.ledger
+            .get(capability)
+            .map(|(_, token)| token.clone())
+            .ok_or_else(|| {
+                failure(format!(
+                    "capability {capability} does not exist at this point"
+                ))
+            })
+    }
+
+    /// `Kernel::evaluate` on `kernel`, dispatching to the simulated servers it serves.
+    fn evaluate(
+        &mut self,
+        kernel: &str,
+        request: &ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<Decision, ArenaError> {
+        let world = self.world;
+        let servers = &mut self.servers;
+        let k = self
+            .kernels
+            .get_mut(kernel)
+            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
+        self.evaluations += 1;
+        Ok(k.evaluate(request, now_ms, &mut |req| {
+            dispatch(world, servers, kernel, req)
+        }))
+    }
+
+    fn complete(
+        &mut self,
+        kernel: &str,
+        admission: Admission,
+        now_ms: u64,
+    ) -> Result<Decision, ArenaError> {
+        let world = self.world;
+        let k = self
+            .kernels
+            .get_mut(kernel)
+            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
+        Ok(match admission {
+            Admission::Decided(decision) => *decision,
+            Admission::Admitted(ticket) => {
+                match dispatch(world, &mut self.servers, kernel, ticket.request()) {
+                    Ok(output) => k.complete(*ticket, output, now_ms),
+                    Err(reason) => k.abort(*ticket, &reason, now_ms),
+                }
+            }
+        })
+    }
+
+    fn admit(
+        &mut self,
+        kernel: &str,
+        request: &ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<Admission, ArenaError> {
+        let k = self
+            .kernels
+            .get_mut(kernel)
+            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
+        self.evaluations += 1;
+        Ok(k.admit(request, now_ms))
+    }
+
+    /// Runs one of the scenario's own steps, as the run driver does.
+    fn run_step(
+        &mut self,
+        scenario: &Scenario,
+        index: usize,
+        agent: &str,
+        now_ms: u64,
+    ) -> Result<(), ArenaError> {
+        let step = &scenario.file().steps[index];
+        match &scenario.actions()[index] {
+            Action::Call(call) => {
+                let Some(capability) = &call.capability else {
+                    return Ok(());
+                };
+                let token = self.token(capability)?;
+                let kernel = self.kernel_for(&call.server, &call.server)?;
+                let request = self.sign(
+                    &step.id,
+                    agent,
+                    token,
+                    &call.server,
+                    &call.tool,
+                    call.arguments.clone(),
+                    now_ms,
+                )?;
+                self.evaluate(&kernel, &request, now_ms)?;
+            }
+            Action::Delegate(delegate) => {
+                let parent = self.token(&delegate.capability)?;
+                let attenuation = Attenuation {
+                    tools: delegate.tools.clone(),
+                    path_prefix: delegate.path_prefix.clone(),
+                    not_before: None,
+                    expires_at: delegate.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
+                    max_invocations: delegate.max_invocations,
+                    share_bps: delegate.share_bps.and_then(|b| u32::try_from(b).ok()),
+                };
+                let delegatee = public_key_hex(&self.key_of(&delegate.to));
+                let child = parent
+                    .delegate(
+                        &self.key_of(agent),
+                        &delegatee,
+                        &attenuation,
+                        &delegate.delegation,
+                        now_ms,
+                    )
+                    .map_err(failure)?;
+                self.ledger
+                    .insert(delegate.delegation.clone(), (delegate.to.clone(), child));
+            }
+            Action::Revoke(revoke) => {
+                self.trust.revoke(&revoke.target).map_err(failure)?;
+            }
+            Action::Advance(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Runs one adversary action; `base_server` routes a server the world lacks.
+    fn run_action(
+        &mut self,
+        action: &AdversaryAction,
+        base_server: &str,
+    ) -> Result<ActionOutcome, ArenaError> {
+        let call = &action.call;
+        let now_ms = self.world.start_ms + call.evaluation_ms;
+        let kernel = self.kernel_for(&call.server, base_server)?;
+        let (decision, evaluations) = match &action.mutation {
+            Mutation::Arguments { .. } | Mutation::Overrequest { .. } => {
+                let token = self.token(&call.capability)?;
+                let request = self.sign(
+                    &action.id,
+                    &call.agent,
+                    token,
+                    &call.server,
+                    &call.tool,
+                    call.arguments.clone(),
+                    now_ms,
+                )?;
+                (self.evaluate(&kernel, &request, now_ms)?, 1)
+            }
+            Mutation::Fixture { edit, .. } => {
+                let server = self.servers.get_mut(&edit.server).ok_or_else(|| {
+                    failure(format!("fixture server {} is not declared", edit.server))
+                })?;
+                let before = server.call("read_file", &json!({"path": edit.path}));
+                let original = before
+                    .content
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                server.call(
+                    "write_file",
+                    &json!({"path": edit.path, "content": edit.apply(original.as_deref().unwrap_or(""))}),
+                );
+                let token = self.token(&call.capability)?;
+                let request = self.sign(
+                    &action.id,
+                    &call.agent,
+                    token,
+                    &call.server,
+                    &call.tool,
+                    call.arguments.clone(),
+                    now_ms,
+                )?;
+                let decision = self.evaluate(&kernel, &request, now_ms);
+                if let Some(server) = self.servers.get_mut(&edit.server) {
+                    match original {
+                        Some(text) => {
+                            server.call("write_file", &json!({"path": edit.path, "content": text}))
+                        }
+                        None => server.call("delete_file", &json!({"path": edit.path})),
+                    };
+                }
+                (decision?, 1)
+            }
+            Mutation::Replay(plan) => {
+                let token = self.token(&call.capability)?;
+                let original = self.sign(
+                    &action.id,
+                    &call.agent,
+                    token,
+                    &call.server,
+                    &call.tool,
+                    call.arguments.clone(),
+                    now_ms,
+                )?;
+                let copy_at = now_ms + plan.offset_ms;
+                let copy = match (&plan.reuse, &plan.copy_arguments) {
+                    (ReplayReuse::Nonce, Some(arguments)) => self.sign(
+                        &action.id,
+                        &call.agent,
+                        original.capability.clone(),
+                        &call.server,
+                        &call.tool,
+                        arguments.clone(),
+                        copy_at,
+                    )?,
+                    _ => original.clone(),
+                };
+                if plan.mode == ReplayMode::Concurrent {
+                    let first = self.admit(&kernel, &original, now_ms)?;
+                    let second = self.admit(&kernel, &copy, copy_at)?;
+                    self.complete(&kernel, first, now_ms)?;
+                    (self.complete(&kernel, second, copy_at)?, 2)
+                } else {
+                    self.evaluate(&kernel, &original, now_ms)?;
+                    (self.evaluate(&kernel, &copy, copy_at)?, 2)
+                }
+            }
+            Mutation::Widen(plan) => {
+                let child =
+                    self.widened_child(plan, &call.agent, &call.capability, &call.tool, now_ms)?;
+                let request = self.sign(
+                    &action.id,
+                    &call.agent,
+                    child,
+                    &call.server,
+                    &call.tool,
+                    call.arguments.clone(),
+                    now_ms,
+                )?;
+                (self.evaluate(&kernel, &request, now_ms)?, 1)
+            }
+        };
+        Ok(ActionOutcome {
+            verdict: decision.verdict,
+            projected: decision.projected(),
+            reason: decision.reason.clone(),
+            guard: decision.guard.clone(),
+            kernel,
+            receipt: decision.receipt,
+            evaluations,
+        })
+    }
+
+    /// The holder signs a link handing the accomplice a scope wider than the parent's.
+    fn widened_child(
+        &self,
+        plan: &WideningPlan,
+        accomplice: &str,
+        child_id: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Result<CapabilityToken, ArenaError> {
+        let parent = self.token(&plan.parent)?;
+        let mut state = parent.state();
+        match plan.widening {
+            WideningKind::Tool => {
+                if let Some(extra) = &plan.extra_tool {
+                    for grant in &mut state.scope {
+                        grant.tools.push(extra.clone());
+                    }
+                }
+            }
+            WideningKind::Path => {
+                for grant in &mut state.scope {
+                    grant.constraints.remove("path_prefix");
+                }
+            }
+            WideningKind::Server => {
+                if let Some(extra) = &plan.extra_server {
+                    state.scope.push(ScopeGrant::new(extra, &[tool]));
+                }
+            }
+            WideningKind::Expiry => state.expires_at += EXPIRY_WIDENING_SECS,
+            WideningKind::Share => state.share_bps += 1,
+        }
+        let delegatee = public_key_hex(&self.key_of(accomplice));
+        parent
+            .delegate_state(
+                &self.key_of(&plan.delegator),
+                &delegatee,
+                state,
+                child_id,
+                now_ms,
+            )
+            .map_err(failure)
+    }
+}
+
+/// Serves an admitted call on a simulated server the kernel serves.
+fn dispatch(
+    world: &World,
+    servers: &mut BTreeMap<String, ToolServer>,
+    kernel: &str,
+    request: &ToolCallRequest,
+) -> Result<ToolOutput, String> {
+    let served = world.server_kernel(&request.server) == Some(kernel);
+    match servers.get_mut(&request.server) {
+        Some(server) if served => {
+            let result = server.call(&request.tool, &request.arguments);
+            Ok(ToolOutput {
+                content: result.content,
+                label: result.label.map(|l| l.as_str().to_string()),
+            })
+        }
+        _ => Err(format!(
+            "server {} is not served by kernel {kernel}",
+            request.server
+        )),
+    }
+}
+
+impl ActionEvaluator for KernelActionEvaluator {
+    fn evaluate_batch(
+        &mut self,
+        actions: &[AdversaryAction],
+    ) -> Result<Vec<ActionOutcome>, ArenaError> {
+        let scenario = &self.scenario;
+        // Base step id -> indices of its actions, in batch order.
+        let mut by_step: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, action) in actions.iter().enumerate() {
+            by_step
+                .entry(action.base_step.as_str())
+                .or_default()
+                .push(i);
+        }
+        let mut outcomes: Vec<Option<ActionOutcome>> = vec![None; actions.len()];
+        let mut instance = Instance::new(&self.world)?;
+        for scheduled in scenario.schedule() {
+            if let Some(indices) = by_step.remove(scheduled.step_id.as_str()) {
+                let base_server = match &scenario.actions()[scheduled.step_index] {
+                    Action::Call(call) => call.server.clone(),
+                    _ => {
+                        return Err(failure(format!(
+                            "base step {} is not a call",
+                            scheduled.step_id
+                        )))
+                    }
+                };
+                for i in indices {
+                    outcomes[i] = Some(instance.run_action(&actions[i], &base_server)?);
+                }
+            }
+            let now_ms = self.world.start_ms + scheduled.evaluation_ms;
+            instance.run_step(scenario, scheduled.step_index, &scheduled.agent_id, now_ms)?;
+        }
+        if let Some(step) = by_step.keys().next() {
+            return Err(failure(format!("base step {step} is not in the scenario")));
+        }
+        self.evaluations += instance.evaluations;
+        outcomes
+            .into_iter()
+            .map(|o| o.ok_or_else(|| failure("an action was left unevaluated")))
+            .collect()
+    }
+}

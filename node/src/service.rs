@@ -1,0 +1,217 @@
+//! The node's gRPC services: `NodeControl` (called by the controller) and
+//! `KernelLink` (called by other nodes), and [`serve`], which runs both on
+//! one listener until shutdown.
+//!
+//! The services only translate (STYLE.md item 5): each RPC decodes its
+//! message, asks the [`NodeHost`] for the hosted [`crate::Node`] or to load
+//! a world, awaits the answer and encodes it; a closed actor becomes a
+//! status. Authentication is the cluster token's interceptor, which runs
+//! before a body is decoded. Accepted sockets get `TCP_NODELAY`. Messages
+//! over the size limits of [`crate::wire`] are refused by tonic with
+//! `OUT_OF_RANGE`.
+
+use std::future::Future;
+
+use chio_kernel::request::ToolCallRequest;
+use chio_kernel::token::CapabilityToken;
+use chio_proto::node::v1 as pb;
+use chio_proto::node::v1::kernel_link_server::{KernelLink, KernelLinkServer};
+use chio_proto::node::v1::node_control_server::{NodeControl, NodeControlServer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::StreamExt;
+use tonic::service::interceptor::InterceptedService;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use crate::cluster::ClusterToken;
+use crate::error::NodeError;
+use crate::host::{NodeHost, WorldLoad};
+use crate::node::{CallCommand, DelegateCommand};
+use crate::wire::{
+    decode_field, encode, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
+};
+use crate::world::FixtureSet;
+
+fn internal(error: NodeError) -> Status {
+    status_of(&error)
+}
+
+/// `chio.node.v1.NodeControl` over a host.
+#[derive(Debug, Clone)]
+pub struct NodeControlService {
+    host: NodeHost,
+    stop: watch::Sender<bool>,
+}
+
+#[tonic::async_trait]
+impl NodeControl for NodeControlService {
+    async fn load_world(
+        &self,
+        request: Request<pb::LoadWorldRequest>,
+    ) -> Result<Response<pb::LoadWorldResponse>, Status> {
+        let message = request.into_inner();
+        let fixtures: FixtureSet = decode_field("fixtures_json", &message.fixtures_json)?;
+        let loaded = self
+            .host
+            .load(WorldLoad {
+                node: message.node,
+                scenario: message.scenario,
+                fixtures,
+                fixture_folders: message.fixture_folders,
+                peers: message.peers.into_iter().collect(),
+                run_id: message.run_id,
+            })
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(pb::LoadWorldResponse {
+            scenario_id: loaded.scenario_id,
+            scenario_sha256: loaded.scenario_sha256,
+            kernels: loaded.kernels,
+            agents: loaded.agents,
+        }))
+    }
+
+    async fn call(
+        &self,
+        request: Request<pb::CallRequest>,
+    ) -> Result<Response<pb::CallResponse>, Status> {
+        let command: CallCommand = decode_field("command_json", &request.get_ref().command_json)?;
+        let node = self.host.node().await.map_err(internal)?;
+        let outcome = node.call(command).await.map_err(internal)?;
+        Ok(Response::new(pb::CallResponse {
+            outcome_json: encode("call outcome", &outcome).map_err(internal)?,
+        }))
+    }
+
+    async fn delegate(
+        &self,
+        request: Request<pb::DelegateRequest>,
+    ) -> Result<Response<pb::DelegateResponse>, Status> {
+        let command: DelegateCommand =
+            decode_field("command_json", &request.get_ref().command_json)?;
+        let node = self.host.node().await.map_err(internal)?;
+        let child = node.delegate(command).await.map_err(internal)?;
+        Ok(Response::new(pb::DelegateResponse {
+            token_json: encode("capability token", &child).map_err(internal)?,
+        }))
+    }
+
+    async fn revoke(
+        &self,
+        request: Request<pb::RevokeRequest>,
+    ) -> Result<Response<pb::RevokeResponse>, Status> {
+        let message = request.into_inner();
+        let node = self.host.node().await.map_err(internal)?;
+        node.revoke(&message.target, message.at_ms)
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(pb::RevokeResponse {}))
+    }
+
+    async fn shutdown(
+        &self,
+        _request: Request<pb::ShutdownRequest>,
+    ) -> Result<Response<pb::ShutdownResponse>, Status> {
+        tracing::info!("shutdown requested by the controller");
+        let _ = self.stop.send(true);
+        Ok(Response::new(pb::ShutdownResponse {}))
+    }
+}
+
+/// `chio.node.v1.KernelLink` over a host.
+#[derive(Debug, Clone)]
+pub struct KernelLinkService {
+    host: NodeHost,
+}
+
+#[tonic::async_trait]
+impl KernelLink for KernelLinkService {
+    async fn evaluate(
+        &self,
+        request: Request<pb::EvaluateRequest>,
+    ) -> Result<Response<pb::EvaluateResponse>, Status> {
+        let message = request.into_inner();
+        let call: ToolCallRequest = decode_field("request_json", &message.request_json)?;
+        let node = self.host.node().await.map_err(internal)?;
+        let outcome = node
+            .evaluate_forwarded(&message.kernel_id, call, message.now_ms)
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(pb::EvaluateResponse {
+            outcome_json: encode("call outcome", &outcome).map_err(internal)?,
+        }))
+    }
+
+    async fn hand_over(
+        &self,
+        request: Request<pb::HandOverRequest>,
+    ) -> Result<Response<pb::HandOverResponse>, Status> {
+        let message = request.into_inner();
+        let token: CapabilityToken = decode_field("token_json", &message.token_json)?;
+        let node = self.host.node().await.map_err(internal)?;
+        node.hand_over(&message.agent_id, token)
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(pb::HandOverResponse {}))
+    }
+}
+
+/// Serves both node services on `listener` until `shutdown` completes or
+/// the controller calls `Shutdown`.
+pub async fn serve(
+    host: NodeHost,
+    token: ClusterToken,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), NodeError> {
+    let local = listener.local_addr().ok();
+    let span = tracing::info_span!("node_server", name = %host.name(), addr = ?local);
+    let (stop, mut stopped) = watch::channel(false);
+    let incoming = TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            if let Err(error) = stream.set_nodelay(true) {
+                tracing::warn!(%error, "could not set TCP_NODELAY on an accepted socket");
+            }
+        })
+    });
+    let control = InterceptedService::new(
+        NodeControlServer::new(NodeControlService {
+            host: host.clone(),
+            stop,
+        })
+        .max_decoding_message_size(MAX_CONTROL_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES),
+        token.check(),
+    );
+    let link = InterceptedService::new(
+        KernelLinkServer::new(KernelLinkService { host })
+            .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES),
+        token.check(),
+    );
+    let signal = async move {
+        tokio::select! {
+            () = shutdown => {}
+            _ = stopped.wait_for(|stop| *stop) => {}
+        }
+    };
+    async {
+        tracing::info!("node serving");
+        let served = tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .add_service(control)
+            .add_service(link)
+            .serve_with_incoming_shutdown(incoming, signal)
+            .await;
+        tracing::info!("node stopped");
+        served
+    }
+    .instrument(span)
+    .await
+    .map_err(|e| NodeError::Remote {
+        target: "node server".to_string(),
+        cause: e.to_string(),
+    })
+}

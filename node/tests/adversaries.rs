@@ -1,0 +1,220 @@
+//! Adversaries judged by the real kernel (issue 6, acceptance items 1 to 3):
+//! per class, every default gene is denied under the reference pipeline
+//! with a reason; a mutation inside its grant is allowed and not counted;
+//! outputs are byte-identical across runs and diverge with `seed + 1`; the
+//! weakened pipeline lets a population survive where the reference one
+//! yields 0; evolution is deterministic.
+
+use std::path::{Path, PathBuf};
+
+use chio_arena::adversary::chart::render_chart;
+use chio_arena::adversary::{
+    actions_for, evaluate_populations, evolve, populations_from_scenario, ActionResult,
+    AdversaryClass, EvolveConfig, FitnessReport, Leaderboard,
+};
+use chio_arena::{load_scenario, parse_scenario, Scenario};
+use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::verdict::ProjectedVerdict;
+use chio_node::evaluator::KernelActionEvaluator;
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("scenarios")
+}
+
+fn scenario(name: &str) -> Scenario {
+    load_scenario(scenarios_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The same scenario text with one substitution, parsed next to the originals.
+fn variant(name: &str, from: &str, to: &str) -> Scenario {
+    let text = std::fs::read_to_string(scenarios_dir().join(name)).expect("readable");
+    assert!(text.contains(from), "{name} lacks {from:?}");
+    parse_scenario(&text.replacen(from, to, 1), &scenarios_dir()).expect("variant loads")
+}
+
+fn one_shot(scenario: &Scenario) -> FitnessReport {
+    let populations = populations_from_scenario(scenario).expect("populations");
+    let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
+    evaluate_populations(scenario, &populations, 2, &mut evaluator).expect("evaluation")
+}
+
+// Every default gene of every class runs through the kernel and is denied under the reference guards, each deny with a reason.
+#[test]
+fn reference_pipeline_denies_every_default_gene_with_a_reason() {
+    let report = one_shot(&scenario("adversaries-reference.toml"));
+    let classes: Vec<AdversaryClass> = report.samples.iter().map(|s| s.class).collect();
+    for class in AdversaryClass::ALL {
+        assert!(
+            classes.contains(&class),
+            "{} has no population",
+            class.as_str()
+        );
+    }
+    for sample in &report.samples {
+        assert!(
+            sample.total_actions > 0,
+            "{} produced no action",
+            sample.population
+        );
+        assert_eq!(
+            sample.survivals, 0,
+            "{}: {:#?}",
+            sample.population, sample.records
+        );
+        for record in &sample.records {
+            assert_eq!(record.actual, ProjectedVerdict::Deny, "{}", record.action);
+            let reason = record.reason.as_deref().unwrap_or("");
+            assert!(
+                !reason.is_empty(),
+                "{} denied without a reason",
+                record.action
+            );
+        }
+    }
+}
+
+// The deny reasons name each class's real cause: the injection guard, scope, replay or expiry, and delegation widening.
+#[test]
+fn deny_reasons_name_the_cause_per_class() {
+    let report = one_shot(&scenario("adversaries-reference.toml"));
+    let reasons = |class: AdversaryClass| -> Vec<String> {
+        report
+            .samples
+            .iter()
+            .filter(|s| s.class == class)
+            .flat_map(|s| s.records.iter().filter_map(|r| r.reason.clone()))
+            .collect()
+    };
+    assert!(reasons(AdversaryClass::PromptInjection)
+        .iter()
+        .all(|r| r.starts_with("prompt injection (")));
+    assert!(reasons(AdversaryClass::PromptInjection)
+        .iter()
+        .any(|r| r.contains("in tool output")));
+    assert!(reasons(AdversaryClass::CapabilityOverrequest)
+        .iter()
+        .all(|r| r.contains("not covered by any scope grant")));
+    assert!(reasons(AdversaryClass::ReplayAttempt)
+        .iter()
+        .all(|r| r.starts_with("request replayed") || r == "capability has expired"));
+    assert!(reasons(AdversaryClass::ScopeEscape)
+        .iter()
+        .all(|r| r.contains("widens scope") || r.contains("expires at") || r.contains("share")));
+}
+
+// An over-request that swaps to a tool the grant also covers is allowed and counted neither as escape nor defeat.
+#[test]
+fn mutation_inside_the_grant_is_allowed_and_not_an_escape() {
+    let broad = variant(
+        "adversaries-reference.toml",
+        "tools = [\"read_file\"]",
+        "tools = [\"read_file\", \"list_dir\", \"write_file\", \"delete_file\"]",
+    );
+    let report = one_shot(&broad);
+    let over = report
+        .samples
+        .iter()
+        .find(|s| s.class == AdversaryClass::CapabilityOverrequest)
+        .expect("over-request population");
+    let inside: Vec<_> = over
+        .records
+        .iter()
+        .filter(|r| r.result == ActionResult::InsideGrant)
+        .collect();
+    assert!(!inside.is_empty(), "{:#?}", over.records);
+    for record in &inside {
+        assert_eq!(record.actual, ProjectedVerdict::Allow, "{}", record.action);
+    }
+    assert_eq!(over.survivals, 0);
+    assert_eq!(over.inside_grant as usize, inside.len());
+    assert!(
+        over.defeats > 0,
+        "server swaps stay outside the grant and are denied"
+    );
+}
+
+// The weakened pipeline (injection guard in observe mode) lets the injection population survive; the reference pipeline yields 0; both leaderboards are checked.
+#[test]
+fn weakened_pipeline_survives_reference_does_not() {
+    let config = EvolveConfig::default();
+    for (name, expect_survival) in [
+        ("adversaries-weakened.toml", true),
+        ("adversaries-reference.toml", false),
+    ] {
+        let scenario = scenario(name);
+        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+        let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+        assert_eq!(result.generations_completed, config.generations);
+        let board = Leaderboard::from_report(scenario.id(), &result.final_report());
+        let top = &board.rows[0];
+        if expect_survival {
+            assert!(top.survival_rate > 0.0, "{name}: {board:#?}");
+            assert_eq!(top.class, "prompt-injection");
+            assert!(board
+                .rows
+                .iter()
+                .filter(|r| r.class != "prompt-injection")
+                .all(|r| r.survival_rate == 0.0));
+        } else {
+            assert!(
+                board.rows.iter().all(|r| r.survival_rate == 0.0),
+                "{name}: {board:#?}"
+            );
+        }
+        // Every class keeps a population through the generations.
+        for record in &result.trace {
+            for class in AdversaryClass::ALL {
+                assert!(record.populations.iter().any(|p| p.class == class));
+            }
+        }
+    }
+}
+
+fn evolution_bytes(scenario: &Scenario) -> (Vec<u8>, Vec<u8>, String, String) {
+    let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
+    let result = evolve(scenario, &EvolveConfig::default(), &mut evaluator).expect("evolution");
+    let board = Leaderboard::from_report(scenario.id(), &result.final_report());
+    (
+        to_canonical_vec(&result.trace).expect("trace prints"),
+        board.to_json().expect("board prints"),
+        board.to_markdown(),
+        render_chart(scenario.id(), &result.trace).expect("chart draws"),
+    )
+}
+
+// Evolution is deterministic: two runs give byte-identical trace, leaderboard JSON, Markdown and chart.
+#[test]
+fn evolution_is_byte_identical_across_runs() {
+    let scenario = scenario("adversaries-weakened.toml");
+    assert_eq!(evolution_bytes(&scenario), evolution_bytes(&scenario));
+}
+
+// Actions and their receipts are byte-identical across runs and diverge when the seed moves by one.
+#[test]
+fn actions_repeat_and_seed_plus_one_diverges() {
+    let base = scenario("adversaries-reference.toml");
+    let bumped = variant(
+        "adversaries-reference.toml",
+        "rng_seed = 4242\nvirtual_clock_start = \"2026-10-12T09:00:00.000Z\"\n\n[determinism]\nrng_seed = 4242",
+        "rng_seed = 4243\nvirtual_clock_start = \"2026-10-12T09:00:00.000Z\"\n\n[determinism]\nrng_seed = 4243",
+    );
+    let bytes = |s: &Scenario| {
+        let populations = populations_from_scenario(s).expect("populations");
+        let actions: Vec<_> = populations
+            .iter()
+            .flat_map(|p| actions_for(s, p, 0))
+            .collect();
+        let report = one_shot(s);
+        (
+            to_canonical_vec(&actions).expect("actions print"),
+            to_canonical_vec(&report).expect("report prints"),
+        )
+    };
+    let first = bytes(&base);
+    assert_eq!(first, bytes(&base));
+    let other = bytes(&bumped);
+    assert_ne!(first.0, other.0, "actions must depend on the seed");
+    assert_ne!(first.1, other.1, "receipts must depend on the seed");
+}

@@ -1,0 +1,127 @@
+//! In-process tests of the node's gRPC services: a real `serve` on an
+//! ephemeral port with local SQLite state, reached through tonic clients.
+//! They prove a node refuses malformed and oversized messages with a status
+//! (never a panic) and refuses calls without the cluster token.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chio_node::cluster::ClusterToken;
+use chio_node::host::{HostConfig, NodeHost, TrustBackend};
+use chio_node::trust_stores::StoreDeadlines;
+use chio_proto::node::v1 as pb;
+use chio_proto::node::v1::kernel_link_client::KernelLinkClient;
+use chio_proto::node::v1::node_control_client::NodeControlClient;
+use chio_trust::SqliteTrustStore;
+
+const TOKEN: &str = "cluster-token-for-service-tests";
+
+/// Starts a node named node-a on an ephemeral port; returns its URL and the
+/// folder holding its state.
+async fn start() -> (String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteTrustStore::open(dir.path().join("trust.db")).unwrap();
+    let token = ClusterToken::new(TOKEN).unwrap();
+    let host = NodeHost::spawn(HostConfig {
+        name: "node-a".into(),
+        backend: TrustBackend::Local(Arc::new(store)),
+        cluster_token: token.clone(),
+        deadlines: StoreDeadlines::default(),
+        link_deadline: Duration::from_secs(5),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(chio_node::service::serve(
+        host,
+        token,
+        listener,
+        std::future::pending(),
+    ));
+    (url, dir)
+}
+
+fn authorized<T>(message: T) -> tonic::Request<T> {
+    let mut request = tonic::Request::new(message);
+    request
+        .metadata_mut()
+        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
+    request
+}
+
+// Proves malformed canonical-JSON fields are INVALID_ARGUMENT on both services and the node keeps serving.
+#[tokio::test]
+async fn malformed_messages_are_refused_with_a_status() {
+    let (url, _dir) = start().await;
+    let mut control = NodeControlClient::connect(url.clone()).await.unwrap();
+    let status = control
+        .call(authorized(pb::CallRequest {
+            command_json: b"{\"agent\": 7".to_vec(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    let mut link = KernelLinkClient::connect(url.clone()).await.unwrap();
+    let status = link
+        .evaluate(authorized(pb::EvaluateRequest {
+            kernel_id: "kernel-a".into(),
+            request_json: b"[]".to_vec(),
+            now_ms: 0,
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    let status = control
+        .load_world(authorized(pb::LoadWorldRequest {
+            node: "node-a".into(),
+            scenario: b"not = [toml".to_vec(),
+            fixtures_json: b"{\"servers\":{}}".to_vec(),
+            fixture_folders: vec!["../escape".into()],
+            peers: Default::default(),
+            run_id: "run-1".into(),
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    // Still serving: a well-formed call gets the "no world" answer.
+    let status = control
+        .revoke(authorized(pb::RevokeRequest {
+            target: "x".into(),
+            at_ms: 0,
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+}
+
+// Proves a KernelLink message over the size limit is refused as OUT_OF_RANGE.
+#[tokio::test]
+async fn oversized_messages_are_refused() {
+    let (url, _dir) = start().await;
+    let mut link = KernelLinkClient::connect(url)
+        .await
+        .unwrap()
+        .max_encoding_message_size(usize::MAX);
+    let status = link
+        .hand_over(authorized(pb::HandOverRequest {
+            agent_id: "a".into(),
+            token_json: vec![b' '; chio_node::wire::MAX_LINK_MESSAGE_BYTES + 1],
+        }))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+}
+
+// Proves a call without the cluster token is UNAUTHENTICATED before anything is decoded.
+#[tokio::test]
+async fn calls_without_the_token_are_unauthenticated() {
+    let (url, _dir) = start().await;
+    let mut control = NodeControlClient::connect(url).await.unwrap();
+    let status = control
+        .call(pb::CallRequest {
+            command_json: b"garbage".to_vec(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unauthenticated);
+    assert!(!status.message().contains(TOKEN));
+}
