@@ -3,35 +3,13 @@
 //! kept beside the passes), and one test per ledger refusal, each asserting
 //! exit 2, the message, and that the ledger's bytes did not change.
 
+mod util;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative)
-}
-
-fn chio(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chio"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the chio binary runs")
-}
-
-fn explain(args: &[&str], output: &Output) -> String {
-    format!(
-        "command: chio {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use util::{chio, explain, repo_path};
 
 /// Runs `chio` and asserts its exit code.
 fn expect(dir: &Path, args: &[&str], code: i32) -> Output {

@@ -4,33 +4,11 @@
 //! per load-time refusal, each asserting exit 2, the message, and that
 //! nothing was written.
 
+mod util;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn repo_path(relative: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(relative)
-}
-
-fn chio(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chio"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the chio binary runs")
-}
-
-fn explain(args: &[&str], output: &Output) -> String {
-    format!(
-        "command: chio {}\nstatus: {}\nstdout:\n{}\nstderr:\n{}",
-        args.join(" "),
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+use util::{chio, explain, repo_path};
 
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
