@@ -405,7 +405,9 @@ fn killed_node_is_an_infrastructure_failure_naming_it() {
     assert!(stderr.contains("CHIO-ARENA-INFRASTRUCTURE"), "{context}");
     assert!(stderr.contains("node-a"), "{context}");
     let recorded = std::fs::read_to_string(out_dir.join("receipts.ndjson")).unwrap();
-    assert!(recorded.lines().count() >= 25, "{context}");
+    // Trust-control held 25 receipts when the node died; the call in flight
+    // may have been recorded there but not answered to the controller.
+    assert!(recorded.lines().count() >= 24, "{context}");
     assert!(
         recorded.lines().count() < 4000,
         "the run did not stop: {context}"
