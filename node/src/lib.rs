@@ -17,6 +17,14 @@
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
 //! - [`evaluator`]: adversary actions judged by the real kernel in the world;
+//! - [`host`]: the node process's actor that loads a world sent over the wire;
+//! - [`service`]: the `NodeControl` and `KernelLink` gRPC services;
+//! - [`client`]: the `NodeControl` client the controller uses;
+//! - [`grpc_link`]: `KernelLink` over gRPC between node processes;
+//! - [`trust_stores`]: kernel stores over trust-control or local SQLite;
+//! - [`cluster`]: the shared cluster bearer token;
+//! - [`wire`]: how kernel types cross the protocols, with size limits;
+//! - [`daemon`]: running a node as a process (`chio node serve`);
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
 
