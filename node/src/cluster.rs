@@ -4,26 +4,24 @@
 //!
 //! One token per cluster: the controller and every node hold it, and a call
 //! without it is refused before its body is decoded. The token never appears
-//! in `Debug` output, logs or error messages. The check hashes the presented
-//! value with SHA-256 and compares digests with `subtle`, so neither the
-//! content nor the length of the expected token leaks through timing.
+//! in `Debug` output, logs or error messages. The check is trust-control's
+//! own (`chio_trust::token::bearer_header_matches`: SHA-256 of the presented
+//! value compared in constant time), so neither the content nor the length
+//! of the expected token leaks through timing.
 //! Validation rules match trust-control's bearer token (at least 16 visible
 //! ASCII characters), so one generated secret fits both.
 
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+use chio_trust::BearerToken;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::{Request, Status};
 
 use crate::error::NodeError;
 
-/// Shortest cluster token accepted; shorter ones are guessable.
-pub const MIN_CLUSTER_TOKEN_CHARS: usize = 16;
-
-/// The validated cluster secret.
+/// The validated cluster secret: the same rules as trust-control's bearer
+/// token (at least 16 visible ASCII characters), by reusing its type.
 #[derive(Clone)]
 pub struct ClusterToken {
-    secret: String,
+    token: BearerToken,
 }
 
 impl std::fmt::Debug for ClusterToken {
@@ -35,31 +33,16 @@ impl std::fmt::Debug for ClusterToken {
 impl ClusterToken {
     /// Validates a token: at least 16 visible ASCII characters.
     pub fn new(secret: impl Into<String>) -> Result<Self, NodeError> {
-        let secret = secret.into();
-        let fix = "use at least 16 printable ASCII characters, for example 32 random hex digits";
-        if secret.is_empty() {
-            return Err(NodeError::Config {
-                problem: "the cluster token is empty".to_string(),
-                fix,
-            });
-        }
-        if !secret.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(NodeError::Config {
-                problem: "the cluster token contains whitespace, control or non-ASCII characters"
-                    .to_string(),
-                fix,
-            });
-        }
-        if secret.len() < MIN_CLUSTER_TOKEN_CHARS {
-            return Err(NodeError::Config {
-                problem: format!(
-                    "the cluster token is {} characters long, the minimum is {MIN_CLUSTER_TOKEN_CHARS}",
-                    secret.len()
-                ),
-                fix,
-            });
-        }
-        Ok(Self { secret })
+        let token = BearerToken::new(secret).map_err(|e| NodeError::Config {
+            problem: match e {
+                chio_trust::TrustError::WeakToken { problem, .. } => {
+                    format!("the cluster token is unusable: {problem}")
+                }
+                _ => "the cluster token is empty".to_string(),
+            },
+            fix: "use at least 16 printable ASCII characters, for example 32 random hex digits",
+        })?;
+        Ok(Self { token })
     }
 
     /// Reads a token from a file, ignoring surrounding whitespace.
@@ -74,16 +57,15 @@ impl ClusterToken {
     /// The interceptor a serving node installs.
     pub fn check(&self) -> ClusterCheck {
         ClusterCheck {
-            expected: Sha256::digest(self.secret.as_bytes()).into(),
+            expected: self.token.digest(),
         }
     }
 
     /// The interceptor a calling side installs.
     pub fn header(&self) -> ClusterHeader {
-        // Validated as visible ASCII in `new`, so the header always parses.
-        let value = MetadataValue::try_from(format!("Bearer {}", self.secret))
-            .unwrap_or_else(|_| unreachable!("a validated token is a valid header value"));
-        ClusterHeader { value }
+        ClusterHeader {
+            value: self.token.header_value(),
+        }
     }
 }
 
@@ -96,12 +78,7 @@ pub struct ClusterCheck {
 
 impl ClusterCheck {
     fn admits(&self, header: Option<&[u8]>) -> bool {
-        let presented = header
-            .and_then(|value| value.strip_prefix(b"Bearer "))
-            .unwrap_or(b"");
-        let digest: [u8; 32] = Sha256::digest(presented).into();
-        let equal: bool = digest.ct_eq(&self.expected).into();
-        equal && header.is_some()
+        chio_trust::token::bearer_header_matches(&self.expected, header)
     }
 }
 

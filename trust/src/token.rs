@@ -58,8 +58,14 @@ impl BearerToken {
         BearerToken::new(contents.trim())
     }
 
-    /// The `authorization` header value the client sends.
-    pub(crate) fn header_value(&self) -> MetadataValue<Ascii> {
+    /// SHA-256 of the secret: what a server keeps to check presented tokens
+    /// with [`bearer_header_matches`].
+    pub fn digest(&self) -> [u8; 32] {
+        Sha256::digest(self.secret.as_bytes()).into()
+    }
+
+    /// The `authorization` header value a client sends.
+    pub fn header_value(&self) -> MetadataValue<Ascii> {
         // Validated as visible ASCII in `new`, so the header always parses.
         MetadataValue::try_from(format!("Bearer {}", self.secret))
             .unwrap_or_else(|_| unreachable!("a validated token is a valid header value"))
@@ -82,14 +88,23 @@ pub(crate) struct TokenCheck {
 
 impl TokenCheck {
     fn admits(&self, header: Option<&[u8]>) -> bool {
-        let presented = header
-            .and_then(|value| value.strip_prefix(b"Bearer "))
-            .unwrap_or(b"");
-        let digest: [u8; 32] = Sha256::digest(presented).into();
-        // Hash first, then compare fixed-size digests in constant time.
-        let equal: bool = digest.ct_eq(&self.expected).into();
-        equal && header.is_some()
+        bearer_header_matches(&self.expected, header)
     }
+}
+
+/// Whether an `authorization` header value is `Bearer <secret>` for the
+/// secret whose SHA-256 is `expected`. The presented secret is hashed
+/// first and the fixed-size digests compared in constant time, so neither
+/// the content nor the length of the secret leaks through timing. Every
+/// service that checks a bearer token (trust-control, the node cluster
+/// token) uses this one comparison.
+pub fn bearer_header_matches(expected: &[u8; 32], header: Option<&[u8]>) -> bool {
+    let presented = header
+        .and_then(|value| value.strip_prefix(b"Bearer "))
+        .unwrap_or(b"");
+    let digest: [u8; 32] = Sha256::digest(presented).into();
+    let equal: bool = digest.ct_eq(expected).into();
+    equal && header.is_some()
 }
 
 impl tonic::service::Interceptor for TokenCheck {

@@ -685,3 +685,24 @@ fn oversized_messages_are_refused_and_the_service_survives() {
     assert_eq!(pb::CountReceiptsResponse::decode(&count[..]).unwrap().count, 0);
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a handler panicked");
 }
+
+// Proves a revocation time past i64::MAX is refused by both stores alike (regression: the in-memory store accepted it).
+#[test]
+fn regression_revoke_time_past_the_sqlite_range_is_refused_by_both_stores() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite =
+            TrustControlService::new(SqliteTrustStore::open(dir.path().join("trust.db")).unwrap());
+        let memory = TrustControlService::new(InMemoryTrustStore::new());
+        let op = Op::Revoke(pb::RevokeRequest {
+            id: "a".into(),
+            at_ms: MAX_AMOUNT + 1,
+        });
+        assert_eq!(call(&sqlite, &op).await, Err(Code::InvalidArgument));
+        assert_eq!(call(&memory, &op).await, Err(Code::InvalidArgument));
+    });
+}

@@ -90,6 +90,7 @@ impl TrustStore for InMemoryTrustStore {
 
     async fn revoke(&self, id: &str, at_ms: u64) -> Result<Revocation, TrustError> {
         check_id("id", id)?;
+        check_amount("at_ms", at_ms)?;
         let mut state = self.lock();
         if let Some(first) = state.revocations.get(id) {
             return Ok(Revocation {

@@ -182,6 +182,11 @@ impl TrustProcess {
         }
     }
 
+    /// The process id, for sending signals other than SIGTERM and SIGKILL.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// What the process wrote to stderr so far.
     pub fn stderr(&self) -> String {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
