@@ -13,7 +13,11 @@
 //! boundary on loopback with `TCP_NODELAY` on both ends.
 //!
 //! Run: `cargo bench -p chio-controller --bench distributed`
-//! (`CHIO_BENCH_STEPS` changes the step count).
+//! (`CHIO_BENCH_STEPS` changes the step count). Node scaling:
+//! `CHIO_BENCH_NODES=1,2,4,8` runs the same scenario shape over each number
+//! of node processes (one agent, kernel and workspace per node, each agent
+//! reading the next node's workspace) and prints one row per count; the
+//! default is 3.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -34,25 +38,24 @@ use chio_proto::bench::v1::echo_server::{Echo, EchoServer};
 use chio_proto::bench::v1::EchoMessage;
 
 const ROLE_ENV: &str = "CHIO_BENCH_ROLE";
-const AGENTS: [(&str, &str, &str); 3] = [
-    ("alice", "kernel-a", "workspace-b"),
-    ("bob", "kernel-b", "workspace-c"),
-    ("carol", "kernel-c", "workspace-a"),
-];
-
-fn scenario_text(steps: usize) -> String {
+/// A scenario of `nodes` logical nodes, one kernel, one workspace and one
+/// agent each; agent `i` reads the workspace served by node `i + 1`, so every
+/// call crosses to another node process when there is more than one.
+fn scenario_text(steps: usize, nodes: usize) -> String {
     let mut s = String::from(
         "schema_version = \"chio.arena.scenario/v1\"\nid = \"distributed_bench\"\ntitle = \"cross-node reads for the distributed benchmark\"\nrng_seed = 5\nvirtual_clock_start = \"2026-01-01T00:00:00.000Z\"\n\n[determinism]\nrng_seed = 5\nvirtual_clock_start = \"2026-01-01T00:00:00.000Z\"\nscheduler = \"deterministic-multi-v1\"\nlocale = \"C\"\n\n",
     );
-    for n in ["a", "b", "c"] {
+    for n in 0..nodes {
         writeln!(s, "[[nodes]]\nid = \"node-{n}\"\n\n[[kernels]]\nid = \"kernel-{n}\"\nnode = \"node-{n}\"\n\n[[servers]]\nid = \"workspace-{n}\"\nkernel = \"kernel-{n}\"\nkind = \"workspace\"\nfixtures = \"fixtures/ws\"\n").unwrap();
     }
-    for (agent, kernel, server) in AGENTS {
-        writeln!(s, "[[agents]]\nid = \"{agent}\"\nrole = \"reader\"\nmodel = \"recorded:{agent}\"\nseed_prompt_ref = \"prompts/agent.txt\"\nkernel = \"{kernel}\"\n\n[[grants]]\nid = \"{agent}-read\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntools = [\"read_file\"]\npath_prefix = \"/workspace/\"\n").unwrap();
+    for n in 0..nodes {
+        let server = (n + 1) % nodes;
+        writeln!(s, "[[agents]]\nid = \"agent-{n}\"\nrole = \"reader\"\nmodel = \"recorded:agent\"\nseed_prompt_ref = \"prompts/agent.txt\"\nkernel = \"kernel-{n}\"\n\n[[grants]]\nid = \"agent-{n}-read\"\nagent = \"agent-{n}\"\nserver = \"workspace-{server}\"\ntools = [\"read_file\"]\npath_prefix = \"/workspace/\"\n").unwrap();
     }
     for i in 0..steps {
-        let (agent, _, server) = AGENTS[i % 3];
-        writeln!(s, "[[steps]]\nid = \"s{i:06}\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n").unwrap();
+        let agent = i % nodes;
+        let server = (agent + 1) % nodes;
+        writeln!(s, "[[steps]]\nid = \"s{i:06}\"\nagent = \"agent-{agent}\"\nserver = \"workspace-{server}\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n").unwrap();
     }
     s
 }
@@ -145,35 +148,23 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
-fn main() {
-    if std::env::var(ROLE_ENV).as_deref() == Ok("echo-server") {
-        serve_echo();
-        return;
-    }
-    if std::env::args().any(|a| a == "--list") {
-        return;
-    }
-    let steps: usize = std::env::var("CHIO_BENCH_STEPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(10_000);
+/// Latencies of one run of the scenario over `nodes` node processes.
+struct ClusterRun {
+    nodes: usize,
+    elapsed: Duration,
+    samples: Vec<Duration>,
+}
+
+fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) -> ClusterRun {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
     std::fs::create_dir_all(dir.path().join("fixtures/ws")).unwrap();
     std::fs::write(dir.path().join("prompts/agent.txt"), "read notes\n").unwrap();
     std::fs::write(dir.path().join("fixtures/ws/notes.txt"), "notes\n").unwrap();
     let file = dir.path().join("bench.toml");
-    std::fs::write(&file, scenario_text(steps)).unwrap();
+    std::fs::write(&file, scenario_text(steps, nodes)).unwrap();
     let (scenario, inputs) = load_for_run("bench", &file).expect("scenario loads");
     let world = World::resolve(&scenario, &inputs.fixtures).expect("world");
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-
-    // 1. The scenario across three node processes and trust-control.
     let cluster = LocalCluster::start(
         std::path::Path::new(env!("CARGO_BIN_EXE_chio")),
         &world.nodes,
@@ -209,7 +200,46 @@ fn main() {
     });
     drop(cluster);
     samples.sort();
+    ClusterRun {
+        nodes,
+        elapsed,
+        samples,
+    }
+}
 
+fn main() {
+    if std::env::var(ROLE_ENV).as_deref() == Ok("echo-server") {
+        serve_echo();
+        return;
+    }
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let steps: usize = std::env::var("CHIO_BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000);
+    let node_counts: Vec<usize> = std::env::var("CHIO_BENCH_NODES")
+        .unwrap_or_else(|_| "3".to_string())
+        .split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("CHIO_BENCH_NODES lists node counts")
+        })
+        .collect();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    // 1. The scenario across each number of node processes and trust-control.
+    let runs: Vec<ClusterRun> = node_counts
+        .iter()
+        .map(|&nodes| run_cluster(&runtime, steps, nodes))
+        .collect();
     // 2. The bare echo between this process and a child process.
     let mut child = Command::new(std::env::current_exe().expect("bench binary"))
         .env(ROLE_ENV, "echo-server")
@@ -259,38 +289,43 @@ fn main() {
     let _ = child.wait();
     echo.sort();
 
-    let step_mean = elapsed / steps as u32;
     let echo_mean: Duration = echo.iter().sum::<Duration>() / steps as u32;
-    println!("distributed benchmark: {steps} steps, 3 node processes + trust-control (SQLite WAL, synchronous=FULL), loopback");
-    println!("| measure | steps/s or calls/s | mean µs | p50 µs | p90 µs | p99 µs | max µs |");
-    println!("|---|---|---|---|---|---|---|");
-    for (name, rate, mean, sorted) in [
-        (
-            "scenario step",
-            steps as f64 / elapsed.as_secs_f64(),
-            step_mean,
-            &samples,
-        ),
-        (
-            "tonic echo",
-            1.0 / echo_mean.as_secs_f64(),
-            echo_mean,
-            &echo,
-        ),
-    ] {
+    println!("distributed benchmark: {steps} steps per run, node processes + trust-control (SQLite WAL, synchronous=FULL), loopback");
+    println!("| measure | steps/s or calls/s | mean µs | p50 µs | p90 µs | p99 µs | max µs | p50 vs echo |");
+    println!("|---|---|---|---|---|---|---|---|");
+    let row = |name: String, rate: f64, mean: Duration, sorted: &[Duration]| {
         println!(
-            "| {name} | {rate:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} |",
+            "| {name} | {rate:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}x |",
             micros(mean),
             micros(percentile(sorted, 0.5)),
             micros(percentile(sorted, 0.9)),
             micros(percentile(sorted, 0.99)),
-            micros(*sorted.last().unwrap())
+            micros(*sorted.last().unwrap()),
+            percentile(sorted, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
+        );
+    };
+    for run in &runs {
+        row(
+            format!("scenario step, {} node(s)", run.nodes),
+            steps as f64 / run.elapsed.as_secs_f64(),
+            run.elapsed / steps as u32,
+            &run.samples,
         );
     }
-    println!(
-        "ratio step/echo: mean {:.1}x, p50 {:.1}x, p99 {:.1}x (goal: within 2x)",
-        step_mean.as_secs_f64() / echo_mean.as_secs_f64(),
-        percentile(&samples, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
-        percentile(&samples, 0.99).as_secs_f64() / percentile(&echo, 0.99).as_secs_f64(),
+    row(
+        "tonic echo".to_string(),
+        1.0 / echo_mean.as_secs_f64(),
+        echo_mean,
+        &echo,
     );
+    for run in &runs {
+        let step_mean = run.elapsed / steps as u32;
+        println!(
+            "{} node(s): ratio step/echo mean {:.1}x, p50 {:.1}x, p99 {:.1}x (goal: within 2x)",
+            run.nodes,
+            step_mean.as_secs_f64() / echo_mean.as_secs_f64(),
+            percentile(&run.samples, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
+            percentile(&run.samples, 0.99).as_secs_f64() / percentile(&echo, 0.99).as_secs_f64(),
+        );
+    }
 }

@@ -87,7 +87,11 @@ async fn assert_log_is(client: &TrustClient, acknowledged: &BTreeMap<String, Vec
             );
         }
     }
-    assert_eq!(listed.len(), acknowledged.len(), "receipts lost or invented");
+    assert_eq!(
+        listed.len(),
+        acknowledged.len(),
+        "receipts lost or invented"
+    );
     assert!(&listed == acknowledged, "a stored body differs");
     assert_eq!(
         client.count_receipts().await.unwrap(),
@@ -248,9 +252,7 @@ async fn disk_full_is_a_typed_error_and_keeps_acknowledged_receipts() {
         token_path.display()
     );
     let mut limited = Command::new("sh");
-    limited
-        .args(["-c", &script])
-        .env_remove("CHIO_TRUST_TOKEN");
+    limited.args(["-c", &script]).env_remove("CHIO_TRUST_TOKEN");
     let mut process = TrustProcess::spawn(&mut limited, dir.path());
     let token = BearerToken::new(TOKEN).unwrap();
     let client = TrustClient::connect(&process.url, &token, TrustClientConfig::default())
@@ -295,7 +297,10 @@ async fn disk_full_is_a_typed_error_and_keeps_acknowledged_receipts() {
         Ok(count) => assert_eq!(count, acknowledged.len() as u64),
         Err(error) => assert!(error.to_string().starts_with("trust-control "), "{error}"),
     }
-    assert!(!process.stderr().contains(TOKEN), "the log leaked the token");
+    assert!(
+        !process.stderr().contains(TOKEN),
+        "the log leaked the token"
+    );
 
     // With the limit lifted, every acknowledged receipt is there and appends work again.
     process.kill9();

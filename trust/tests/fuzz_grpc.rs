@@ -32,9 +32,9 @@ use chio_proto::trust::v1::trust_control_server::TrustControl;
 use chio_trust::model::{MAX_AMOUNT, MAX_ID_BYTES, MAX_KEYS_PER_CALL, MAX_RECEIPTS_PER_APPEND};
 use chio_trust::service::TrustControlService;
 use chio_trust::{BearerToken, InMemoryTrustStore, SqliteTrustStore, TrustClient};
-use prost::Message;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic::metadata::MetadataValue;
@@ -194,10 +194,8 @@ fn op() -> impl Strategy<Value = Op> {
         }),
         Just(Op::CountReceipts),
         keys().prop_map(|keys| Op::ReadLabels(pb::ReadLabelsRequest { keys })),
-        (keys(), text()).prop_map(|(keys, label)| Op::JoinLabels(pb::JoinLabelsRequest {
-            keys,
-            label
-        })),
+        (keys(), text())
+            .prop_map(|(keys, label)| Op::JoinLabels(pb::JoinLabelsRequest { keys, label })),
     ]
 }
 
@@ -541,7 +539,10 @@ async fn post(channel: &Channel, path: &'static str, body: Vec<u8>) -> Result<Ve
 
 /// A body for one RPC: arbitrary bytes, or its valid request with bytes
 /// flipped, truncated or appended.
-fn body() -> impl Strategy<Value = (usize, Vec<u8>, Vec<(usize, u8)>, Option<usize>)> {
+/// Which RPC, random bytes, byte flips (position, xor) and a truncation point.
+type Body = (usize, Vec<u8>, Vec<(usize, u8)>, Option<usize>);
+
+fn body() -> impl Strategy<Value = Body> {
     (
         0..13usize,
         prop_oneof![
@@ -598,7 +599,10 @@ fn raw_bodies_over_the_wire_never_crash_the_service() {
                         bytes,
                         status
                     );
-                    prop_assert!(!status.message().is_empty(), "a refusal must name its cause");
+                    prop_assert!(
+                        !status.message().is_empty(),
+                        "a refusal must name its cause"
+                    );
                 }
             }
             prop_assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a handler panicked");
@@ -682,7 +686,10 @@ fn oversized_messages_are_refused_and_the_service_survives() {
             Vec::new(),
         ))
         .expect("the service keeps serving");
-    assert_eq!(pb::CountReceiptsResponse::decode(&count[..]).unwrap().count, 0);
+    assert_eq!(
+        pb::CountReceiptsResponse::decode(&count[..]).unwrap().count,
+        0
+    );
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a handler panicked");
 }
 

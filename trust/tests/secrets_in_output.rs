@@ -42,16 +42,41 @@ async fn exercise(url: &str, token: &str) -> Vec<String> {
         }
     };
     let t = token;
-    note(client
-        .add_issuer_key(authorized(pb::AddIssuerKeyRequest { public_key_hex: key.into() }, t))
-        .await
-        .map(drop));
-    note(client.list_issuer_keys(authorized(pb::ListIssuerKeysRequest {}, t)).await.map(drop));
-    note(client
-        .revoke(authorized(pb::RevokeRequest { id: "cap-1".into(), at_ms: 1 }, t))
-        .await
-        .map(drop));
-    note(client.is_revoked(authorized(pb::IsRevokedRequest { id: "cap-1".into() }, t)).await.map(drop));
+    note(
+        client
+            .add_issuer_key(authorized(
+                pb::AddIssuerKeyRequest {
+                    public_key_hex: key.into(),
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .list_issuer_keys(authorized(pb::ListIssuerKeysRequest {}, t))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .revoke(authorized(
+                pb::RevokeRequest {
+                    id: "cap-1".into(),
+                    at_ms: 1,
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .is_revoked(authorized(pb::IsRevokedRequest { id: "cap-1".into() }, t))
+            .await
+            .map(drop),
+    );
     let hold = pb::HoldBudgetRequest {
         hold_id: "h".into(),
         budget_key: "k".into(),
@@ -59,14 +84,28 @@ async fn exercise(url: &str, token: &str) -> Vec<String> {
         limit: 5,
     };
     note(client.hold_budget(authorized(hold, t)).await.map(drop));
-    note(client
-        .commit_budget(authorized(pb::CommitBudgetRequest { hold_id: "h".into() }, t))
-        .await
-        .map(drop));
-    note(client
-        .release_budget(authorized(pb::ReleaseBudgetRequest { hold_id: "h".into() }, t))
-        .await
-        .map(drop));
+    note(
+        client
+            .commit_budget(authorized(
+                pb::CommitBudgetRequest {
+                    hold_id: "h".into(),
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .release_budget(authorized(
+                pb::ReleaseBudgetRequest {
+                    hold_id: "h".into(),
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
     let share = pb::AdmitShareRequest {
         parent_id: "p".into(),
         child_id: "c".into(),
@@ -80,26 +119,52 @@ async fn exercise(url: &str, token: &str) -> Vec<String> {
             body: b"{}".to_vec(),
         }],
     };
-    note(client.append_receipts(authorized(receipts, t)).await.map(drop));
-    note(client
-        .list_receipts(authorized(pb::ListReceiptsRequest::default(), t))
-        .await
-        .map(drop));
-    note(client.count_receipts(authorized(pb::CountReceiptsRequest {}, t)).await.map(drop));
-    note(client
-        .read_labels(authorized(pb::ReadLabelsRequest { keys: vec!["s".into()] }, t))
-        .await
-        .map(drop));
+    note(
+        client
+            .append_receipts(authorized(receipts, t))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .list_receipts(authorized(pb::ListReceiptsRequest::default(), t))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .count_receipts(authorized(pb::CountReceiptsRequest {}, t))
+            .await
+            .map(drop),
+    );
+    note(
+        client
+            .read_labels(authorized(
+                pb::ReadLabelsRequest {
+                    keys: vec!["s".into()],
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
     let join = pb::JoinLabelsRequest {
         keys: vec!["s".into()],
         label: "internal".into(),
     };
     note(client.join_labels(authorized(join, t)).await.map(drop));
     // A malformed request (invalid key) draws an error message too.
-    note(client
-        .add_issuer_key(authorized(pb::AddIssuerKeyRequest { public_key_hex: "zz".into() }, t))
-        .await
-        .map(drop));
+    note(
+        client
+            .add_issuer_key(authorized(
+                pb::AddIssuerKeyRequest {
+                    public_key_hex: "zz".into(),
+                },
+                t,
+            ))
+            .await
+            .map(drop),
+    );
     messages
 }
 
@@ -170,6 +235,12 @@ async fn logs_and_errors_never_contain_a_token() {
         .stdout(Stdio::piped());
     let (_, output) = run_to_exit(short);
     assert_eq!(output.status.code(), Some(2));
-    assert_clean("stderr of a refused start", &String::from_utf8_lossy(&output.stderr));
-    assert_clean("stdout of a refused start", &String::from_utf8_lossy(&output.stdout));
+    assert_clean(
+        "stderr of a refused start",
+        &String::from_utf8_lossy(&output.stderr),
+    );
+    assert_clean(
+        "stdout of a refused start",
+        &String::from_utf8_lossy(&output.stdout),
+    );
 }
