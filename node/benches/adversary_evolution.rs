@@ -10,7 +10,8 @@
 //! signing, the per-batch world instance and the scenario's own steps. The
 //! ratio bare / evolution is the overhead; the goal is under 1.5.
 //!
-//! Run: `cargo bench -p chio-node --bench adversary_evolution`.
+//! Run: `cargo bench -p chio-node --bench adversary_evolution`
+//! (`CHIO_BENCH_ROUNDS`, default 5, alternating bare batches and evolutions).
 
 use std::path::Path;
 use std::time::Instant;
@@ -65,35 +66,54 @@ fn main() {
             .expect("signs")
         })
         .collect();
-    let started = Instant::now();
-    for request in &requests {
-        let decision = kernel.evaluate(request, now, &mut |req| {
-            let r = server.call(&req.tool, &req.arguments);
-            Ok(ToolOutput {
-                content: r.content,
-                label: r.label.map(|l| l.as_str().to_string()),
-            })
-        });
-        assert!(decision.receipt.id.len() == 64);
-    }
-    let bare_secs = started.elapsed().as_secs_f64();
-    let bare_rate = bare_n as f64 / bare_secs;
-
-    // Evolution.
+    // Bare batches and evolutions alternate, so load on the machine that
+    // changes during the run weighs on both sides of the ratio alike.
+    let rounds: u64 = std::env::var("CHIO_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5);
     let config = EvolveConfig {
         generations: 40,
         ..EvolveConfig::default()
     };
-    let started = Instant::now();
-    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
-    let evolve_secs = started.elapsed().as_secs_f64();
-    let action_rate = result.actions_evaluated as f64 / evolve_secs;
-    let all_evaluations = evaluator.kernel_evaluations();
+    let per_round = (bare_n / rounds).max(1) as usize;
+    let mut bare_secs = 0.0;
+    let mut bare_done = 0u64;
+    let mut evolve_secs = 0.0;
+    let mut actions = 0u64;
+    let mut action_evaluations = 0u64;
+    let mut generations = 0u64;
+    let evaluations_before = evaluator.kernel_evaluations();
+    for round in requests.chunks(per_round) {
+        let started = Instant::now();
+        for request in round {
+            let decision = kernel.evaluate(request, now, &mut |req| {
+                let r = server.call(&req.tool, &req.arguments);
+                Ok(ToolOutput {
+                    content: r.content,
+                    label: r.label.map(|l| l.as_str().to_string()),
+                })
+            });
+            assert!(decision.receipt.id.len() == 64);
+        }
+        bare_secs += started.elapsed().as_secs_f64();
+        bare_done += round.len() as u64;
+
+        let started = Instant::now();
+        let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+        evolve_secs += started.elapsed().as_secs_f64();
+        actions += result.actions_evaluated as u64;
+        action_evaluations += result.kernel_evaluations as u64;
+        generations += result.generations_completed as u64;
+    }
+    let bare_n = bare_done;
+    let bare_rate = bare_n as f64 / bare_secs;
+    let action_rate = actions as f64 / evolve_secs;
+    let all_evaluations = evaluator.kernel_evaluations() - evaluations_before;
 
     println!("bare kernel evaluations: {bare_n} in {bare_secs:.3} s = {bare_rate:.0}/s");
     println!(
-        "evolution: {} generations, {} actions ({} action evaluations, {} kernel evaluations with the scenario's own steps) in {evolve_secs:.3} s",
-        result.generations_completed, result.actions_evaluated, result.kernel_evaluations, all_evaluations
+        "evolution: {generations} generations in {rounds} runs, {actions} actions ({action_evaluations} action evaluations, {all_evaluations} kernel evaluations with the scenario's own steps) in {evolve_secs:.3} s"
     );
     println!("adversary actions evaluated: {action_rate:.0}/s");
     println!(

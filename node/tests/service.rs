@@ -3,50 +3,13 @@
 //! They prove a node refuses malformed and oversized messages with a status
 //! (never a panic) and refuses calls without the cluster token.
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use chio_node::cluster::ClusterToken;
-use chio_node::host::{HostConfig, NodeHost, TrustBackend};
-use chio_node::trust_stores::StoreDeadlines;
 use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::kernel_link_client::KernelLinkClient;
 use chio_proto::node::v1::node_control_client::NodeControlClient;
-use chio_trust::SqliteTrustStore;
 
-const TOKEN: &str = "cluster-token-for-service-tests";
+mod util;
 
-/// Starts a node named node-a on an ephemeral port; returns its URL and the
-/// folder holding its state.
-async fn start() -> (String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteTrustStore::open(dir.path().join("trust.db")).unwrap();
-    let token = ClusterToken::new(TOKEN).unwrap();
-    let host = NodeHost::spawn(HostConfig {
-        name: "node-a".into(),
-        backend: TrustBackend::Local(Arc::new(store)),
-        cluster_token: token.clone(),
-        deadlines: StoreDeadlines::default(),
-        link_deadline: Duration::from_secs(5),
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(chio_node::service::serve(
-        host,
-        token,
-        listener,
-        std::future::pending(),
-    ));
-    (url, dir)
-}
-
-fn authorized<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request
-        .metadata_mut()
-        .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-    request
-}
+use util::{authorized, start, TOKEN};
 
 // Proves malformed canonical-JSON fields are INVALID_ARGUMENT on both services and the node keeps serving.
 #[tokio::test]
