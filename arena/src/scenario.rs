@@ -172,6 +172,25 @@ pub struct DelegateAction {
     pub share_bps: Option<u64>,
 }
 
+impl DelegateAction {
+    /// What the delegator narrows, as the kernel applies it, for a
+    /// delegation evaluated at `now_ms` (Unix milliseconds of virtual time):
+    /// `expires_after_ms` counts from that instant and the kernel's expiry
+    /// is in whole seconds. Every runner (the run driver, the adversary
+    /// evaluator) builds the child's attenuation here, so they agree.
+    pub fn attenuation(&self, now_ms: u64) -> chio_kernel::token::Attenuation {
+        chio_kernel::token::Attenuation {
+            tools: self.tools.clone(),
+            path_prefix: self.path_prefix.clone(),
+            not_before: None,
+            expires_at: self.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
+            max_invocations: self.max_invocations,
+            // Validation keeps share_bps within 1..=10,000.
+            share_bps: self.share_bps.and_then(|b| u32::try_from(b).ok()),
+        }
+    }
+}
+
 /// A revocation of a capability or delegation link.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RevokeAction {

@@ -24,7 +24,7 @@ use chio_arena::{Action, Scenario};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
-use chio_kernel::token::{Attenuation, CapabilityToken};
+use chio_kernel::token::CapabilityToken;
 use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
 use chio_node::{CallCommand, DelegateCommand, EmbeddedTopology, FixtureSet, NodeError, World};
@@ -337,14 +337,7 @@ pub async fn run_schedule(
             }
             Action::Delegate(delegate) => {
                 record.action = "delegate".to_string();
-                let attenuation = Attenuation {
-                    tools: delegate.tools.clone(),
-                    path_prefix: delegate.path_prefix.clone(),
-                    not_before: None,
-                    expires_at: delegate.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
-                    max_invocations: delegate.max_invocations,
-                    share_bps: delegate.share_bps.and_then(|b| u32::try_from(b).ok()),
-                };
+                let attenuation = delegate.attenuation(now_ms);
                 record.inputs.invocation = fingerprint(&json!({
                     "agent": agent,
                     "delegate": delegate,

@@ -37,7 +37,7 @@ use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::kernel::{Admission, Decision, Kernel, ToolOutput};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::{RequestProof, ToolCallRequest};
-use chio_kernel::token::{Attenuation, CapabilityToken, ScopeGrant};
+use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 
@@ -263,14 +263,7 @@ impl<'w> Instance<'w> {
             }
             Action::Delegate(delegate) => {
                 let parent = self.token(&delegate.capability)?;
-                let attenuation = Attenuation {
-                    tools: delegate.tools.clone(),
-                    path_prefix: delegate.path_prefix.clone(),
-                    not_before: None,
-                    expires_at: delegate.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
-                    max_invocations: delegate.max_invocations,
-                    share_bps: delegate.share_bps.and_then(|b| u32::try_from(b).ok()),
-                };
+                let attenuation = delegate.attenuation(now_ms);
                 let delegatee = public_key_hex(&self.key_of(&delegate.to));
                 let child = parent
                     .delegate(
