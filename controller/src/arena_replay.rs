@@ -122,6 +122,20 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
     })
 }
 
+/// Prints a drift report and turns drift into the command's error.
+fn report_drift(
+    report: &DriftReport<'_>,
+    json: bool,
+    command: &'static str,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let text = render(report, json, command)?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(command, &e))?;
+    drift_error(command, report)
+}
+
 /// Runs `chio arena replay`.
 pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     const COMMAND: &str = "arena replay";
@@ -157,11 +171,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         policy_files,
         drifts,
     };
-    let text = render(&report, args.json, COMMAND)?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))?;
-    drift_error(COMMAND, &report)
+    report_drift(&report, args.json, COMMAND, out)
 }
 
 /// Runs `chio arena diff`.
@@ -181,9 +191,5 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
         policy_files,
         drifts,
     };
-    let text = render(&report, args.json, COMMAND)?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))?;
-    drift_error(COMMAND, &report)
+    report_drift(&report, args.json, COMMAND, out)
 }
