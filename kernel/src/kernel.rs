@@ -18,7 +18,9 @@
 //!
 //! [`Kernel::admit`] runs steps 1 to 7 and hands back an [`AdmissionTicket`]
 //! so an async actor can dispatch the tool call; [`Kernel::complete`] then
-//! runs the post-invocation guards, joins the output's label into the
+//! runs the post-invocation guards, looks up revocation of the token and
+//! every ancestor again (a revocation that raced the dispatch withholds the
+//! output), joins the output's label into the
 //! session, principal and lineage label keys, commits the budget holds
 //! (the tool did run, so even a withheld output consumes them), appends the
 //! session journal entry and the signed receipt, and only then releases the
@@ -348,27 +350,7 @@ impl Kernel {
         )
         .map_err(deny)?;
         // 2. Revocation, one lookup per id.
-        match self.stores.revocations.is_revoked(&verified.id) {
-            Ok(false) => {}
-            Ok(true) => {
-                return Err(deny(format!(
-                    "capability has been revoked: {}",
-                    verified.id
-                )))
-            }
-            Err(e) => return Err(deny(e.to_string())),
-        }
-        for ancestor in &verified.ancestors {
-            match self.stores.revocations.is_revoked(ancestor) {
-                Ok(false) => {}
-                Ok(true) => {
-                    return Err(deny(format!(
-                        "delegation chain revoked at ancestor {ancestor}"
-                    )))
-                }
-                Err(e) => return Err(deny(e.to_string())),
-            }
-        }
+        self.check_revocation(&verified).map_err(deny)?;
         // 3. Bind the request to the subject.
         self.bind(request, &verified, now_ms).map_err(deny)?;
         // The nonce is consumed only by a request whose proof verified, so a
@@ -554,6 +536,13 @@ impl Kernel {
             let outcome = fail(e, observed);
             return self.finish(&request, &parameter_hash, outcome, now_ms);
         }
+        // Revocation again before the allow is finalised: a revocation that
+        // raced the dispatch withholds the output (the tool did run, so the
+        // budget stays committed).
+        if let Err(reason) = self.check_revocation(&verified) {
+            let outcome = fail(format!("{reason}; output withheld"), observed);
+            return self.finish(&request, &parameter_hash, outcome, now_ms);
+        }
         if let Some(name) = &output.label {
             if Label::parse(name).is_none() {
                 let outcome = fail(
@@ -609,6 +598,25 @@ impl Kernel {
                 Err(reason) => self.abort(*ticket, &reason, now_ms),
             },
         }
+    }
+
+    /// Looks up the presented id and every ancestor in the revocation store,
+    /// one uncached lookup each; the first revoked id or failed lookup is the
+    /// deny reason. Run at admission and again before an allow is finalised.
+    fn check_revocation(&self, verified: &VerifiedCapability) -> Result<(), String> {
+        match self.stores.revocations.is_revoked(&verified.id) {
+            Ok(false) => {}
+            Ok(true) => return Err(format!("capability has been revoked: {}", verified.id)),
+            Err(e) => return Err(e.to_string()),
+        }
+        for ancestor in &verified.ancestors {
+            match self.stores.revocations.is_revoked(ancestor) {
+                Ok(false) => {}
+                Ok(true) => return Err(format!("delegation chain revoked at ancestor {ancestor}")),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
     }
 
     fn release(&mut self, holds: &[String]) {

@@ -64,6 +64,7 @@
 //! | 7 shares | `sibling shares oversubscribed: child <c> asks <n> bps, admitted siblings hold <s> of parent <p>'s <m> bps` |
 //! | 7 shares | `sibling share registry does not know parent <p>` / `sibling share store unavailable: <cause>` |
 //! | 8 dispatch | `dispatch failed: <cause>` |
+//! | 8 revocation | `capability has been revoked: <id>; output withheld` / `delegation chain revoked at ancestor <id>; output withheld` (looked up again before an allow is finalised) |
 //! | 8 output | `prompt injection (<pattern>) in tool output at <pointer>; output withheld` |
 //! | 8 output | `tool output label "<l>" is not a known level; output withheld` / `label store unavailable: <cause>; output withheld` |
 //! | 8 receipt | `receipt store unavailable: <cause>; no allow is released without a receipt` |

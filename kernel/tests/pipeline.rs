@@ -626,3 +626,60 @@ fn split_evaluation_matches_one_call() {
     let root = merkle_root(&[one.receipt.clone(), split.receipt.clone()]);
     assert_eq!(root.len(), 64);
 }
+
+// A revocation that lands between admission and completion withholds the output: the allow is re-checked per link.
+#[test]
+fn revocation_racing_dispatch_withholds_the_output() {
+    let files = world_files();
+    let root = issue("cap-alice", "alice", files_scope());
+    let child = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &Attenuation::default(),
+            "cap-bob",
+            NOW_MS - 1000,
+        )
+        .unwrap();
+    for (token, agent, revoked, reason) in [
+        (
+            &root,
+            "alice",
+            "cap-alice",
+            "capability has been revoked: cap-alice; output withheld",
+        ),
+        (
+            &child,
+            "bob",
+            "cap-alice",
+            "delegation chain revoked at ancestor cap-alice; output withheld",
+        ),
+    ] {
+        let mut k = kernel(vec![]);
+        let req = request(
+            agent,
+            token,
+            "files",
+            "read_file",
+            read("/workspace/notes.txt"),
+            "race",
+        );
+        let Admission::Admitted(ticket) = k.admit(&req, NOW_MS) else {
+            panic!("expected admission")
+        };
+        let out = dispatch(&files)(ticket.request()).unwrap();
+        k.stores_mut().revocations.revoke(revoked).unwrap();
+        let d = k.complete(
+            *ticket,
+            ToolOutput {
+                content: out.content,
+                label: out.label,
+            },
+            NOW_MS,
+        );
+        assert_eq!(d.verdict, Verdict::Deny);
+        assert_eq!(d.reason.as_deref(), Some(reason));
+        assert_eq!(d.output, None);
+        assert!(d.receipt.verify().is_ok());
+    }
+}
