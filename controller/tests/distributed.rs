@@ -26,67 +26,6 @@ const REFERENCE: [&str; 4] = [
     "pr-421-review",
 ];
 
-const HEADER: &str = r#"schema_version = "chio.arena.scenario/v1"
-rng_seed = 11
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-
-[determinism]
-rng_seed = 11
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-scheduler = "single-agent-v1"
-locale = "C"
-"#;
-
-/// An agent on node-b reading, `steps` times, a workspace served by
-/// kernel-a on node-a.
-fn cross_node_scenario(steps: usize) -> String {
-    let mut text = format!(
-        r#"id = "cross_node_reads"
-title = "an agent on node-b reads through kernel-a on node-a"
-{HEADER}
-[[nodes]]
-id = "node-a"
-
-[[nodes]]
-id = "node-b"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-
-[[kernels]]
-id = "kernel-b"
-node = "node-b"
-
-[[servers]]
-id = "workspace"
-kernel = "kernel-a"
-kind = "workspace"
-fixtures = "fixtures/ws"
-
-[[agents]]
-id = "far"
-role = "reader"
-model = "recorded:far"
-seed_prompt_ref = "prompts/agent.txt"
-kernel = "kernel-b"
-
-[[grants]]
-id = "far-read"
-agent = "far"
-server = "workspace"
-tools = ["read_file"]
-path_prefix = "/workspace/"
-"#
-    );
-    for i in 0..steps {
-        text.push_str(&format!(
-            "\n[[steps]]\nid = \"read-{i:05}\"\nagent = \"far\"\nserver = \"workspace\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n"
-        ));
-    }
-    text
-}
-
 /// One node, an internal file, and an outbox cleared only for public data.
 const LABELS_SCENARIO: &str = r#"id = "retained_labels"
 title = "a read of internal data closes the public outbox"
@@ -354,7 +293,7 @@ fn killed_node_is_an_infrastructure_failure_naming_it() {
     let scenario_dir = cluster.dir.path().join("scenario");
     let file = write_scenario(
         &scenario_dir,
-        &cross_node_scenario(4000),
+        &cross_node_scenario("cross_node_reads", 11, 4000),
         &[("fixtures/ws/notes.txt", "notes\n")],
     );
     let topology = cluster.topology();

@@ -25,69 +25,10 @@ use processes::*;
 /// Steps of each faulted run: long enough to inject a fault mid-run.
 const STEPS: usize = 600;
 
-const HEADER: &str = r#"schema_version = "chio.arena.scenario/v1"
-rng_seed = 31
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-
-[determinism]
-rng_seed = 31
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-scheduler = "single-agent-v1"
-locale = "C"
-"#;
-
-fn cross_node_scenario(steps: usize) -> String {
-    let mut text = format!(
-        r#"id = "fault_reads"
-title = "an agent on node-b reads through kernel-a on node-a"
-{HEADER}
-[[nodes]]
-id = "node-a"
-
-[[nodes]]
-id = "node-b"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-
-[[kernels]]
-id = "kernel-b"
-node = "node-b"
-
-[[servers]]
-id = "workspace"
-kernel = "kernel-a"
-kind = "workspace"
-fixtures = "fixtures/ws"
-
-[[agents]]
-id = "far"
-role = "reader"
-model = "recorded:far"
-seed_prompt_ref = "prompts/agent.txt"
-kernel = "kernel-b"
-
-[[grants]]
-id = "far-read"
-agent = "far"
-server = "workspace"
-tools = ["read_file"]
-path_prefix = "/workspace/"
-"#
-    );
-    for i in 0..steps {
-        text.push_str(&format!(
-            "\n[[steps]]\nid = \"read-{i:05}\"\nagent = \"far\"\nserver = \"workspace\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n"
-        ));
-    }
-    text
-}
-
 fn scenario_in(dir: &Path) -> PathBuf {
     write_scenario(
         &dir.join("scenario"),
-        &cross_node_scenario(STEPS),
+        &cross_node_scenario("fault_reads", 31, STEPS),
         &[("fixtures/ws/notes.txt", "notes\n")],
     )
 }
