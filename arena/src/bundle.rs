@@ -48,8 +48,8 @@ pub struct StepInputs {
     pub invocation: String,
     /// Serving kernel, its key, its policy and the evaluator's version.
     pub evaluator: String,
-    /// Trusted issuers, the presented token's signed content and the
-    /// virtual time of evaluation.
+    /// Trusted issuers, the SHA-256 of the presented token's canonical
+    /// JSON, and the virtual time of evaluation.
     pub authority_time: String,
     /// Revocations, delegations and calls ordered before the step, as a
     /// hash chain (each link is SHA-256 of the previous link, a newline and

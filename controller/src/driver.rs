@@ -134,6 +134,26 @@ fn fingerprint(value: &Value) -> String {
     sha256_hex(to_canonical_string(value).unwrap_or_default().as_bytes())
 }
 
+/// A capability the run knows of: who holds it, the token, and the token's
+/// fingerprint, computed once when the token enters the run rather than on
+/// every call that presents it.
+struct LedgerEntry {
+    holder: String,
+    token: CapabilityToken,
+    token_sha256: String,
+}
+
+impl LedgerEntry {
+    fn new(holder: &str, token: CapabilityToken) -> Self {
+        let token_sha256 = fingerprint(&serde_json::to_value(&token).unwrap_or(Value::Null));
+        Self {
+            holder: holder.to_string(),
+            token,
+            token_sha256,
+        }
+    }
+}
+
 /// The next link of a hash chain: SHA-256 of the previous link (hex), a
 /// newline, and the canonical JSON of the new entry.
 fn extend_chain(previous: &str, entry: &Value) -> String {
@@ -183,7 +203,11 @@ pub async fn run_schedule(
     let file = scenario.file();
 
     // Every capability the run knows of, with the agent holding it.
-    let mut ledger: BTreeMap<String, (String, CapabilityToken)> = world.grants.clone();
+    let mut ledger: BTreeMap<String, LedgerEntry> = world
+        .grants
+        .iter()
+        .map(|(id, (holder, token))| (id.clone(), LedgerEntry::new(holder, token.clone())))
+        .collect();
     let mut steps = Vec::new();
     let mut receipts = Vec::new();
     let mut mismatches = Vec::new();
@@ -243,13 +267,14 @@ pub async fn run_schedule(
                 let capability_id = call.capability.clone().ok_or_else(|| {
                     NodeError::Scenario(format!("step {} presents no capability", step.id))
                 })?;
-                let (holder, token) = ledger.get(&capability_id).cloned().ok_or_else(|| {
+                let entry = ledger.get(&capability_id).ok_or_else(|| {
                     NodeError::Scenario(format!(
                         "step {} presents capability {capability_id} before it exists",
                         step.id
                     ))
                 })?;
-                let captured = (holder != *agent).then(|| token.clone());
+                let captured = (entry.holder != *agent).then(|| entry.token.clone());
+                let token_sha256 = entry.token_sha256.clone();
                 let kernel = world
                     .server_kernel(&call.server)
                     .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
@@ -272,7 +297,7 @@ pub async fn run_schedule(
                 }));
                 record.inputs.authority_time = fingerprint(&json!({
                     "trusted_issuers": [authority_hex],
-                    "token": serde_json::to_value(&token).unwrap_or(Value::Null),
+                    "token": token_sha256,
                     "now": virtual_time,
                 }));
                 let outcome = dispatcher
@@ -357,14 +382,13 @@ pub async fn run_schedule(
                     .await;
                 match child {
                     Ok(child) => {
-                        let token_hash =
-                            fingerprint(&serde_json::to_value(&child).unwrap_or(Value::Null));
-                        record.detail = Some(token_hash.clone());
+                        let entry = LedgerEntry::new(&delegate.to, child);
+                        record.detail = Some(entry.token_sha256.clone());
                         admission = extend_chain(
                             &admission,
-                            &json!({"delegate": delegate.delegation, "token": token_hash}),
+                            &json!({"delegate": delegate.delegation, "token": entry.token_sha256}),
                         );
-                        ledger.insert(delegate.delegation.clone(), (delegate.to.clone(), child));
+                        ledger.insert(delegate.delegation.clone(), entry);
                         Ok(())
                     }
                     Err(e) => Err(e),
