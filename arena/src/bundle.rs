@@ -137,7 +137,9 @@ pub struct StepRecord {
 pub struct StopRecord {
     /// The step at which it stopped.
     pub step_id: String,
-    /// `unexpected-verdict` or `infrastructure`.
+    /// `unexpected-verdict` (a call), `unexpected-outcome` (a delegate or
+    /// revoke step done when refused was expected, or refused when done was)
+    /// or `infrastructure`.
     pub cause: String,
     /// What happened, in words.
     pub message: String,

@@ -220,6 +220,13 @@ pub struct StepDecl {
     pub share_bps: Option<u64>,
     /// Revoke: the grant or delegation revoked.
     pub target: Option<String>,
+    /// Revoke: who revokes; `"authority"` for the issuing authority,
+    /// absent for the step's agent (who must hold an ancestor of the target).
+    pub by: Option<String>,
+    /// Delegate and revoke: whether the step is expected to be `done` (the
+    /// default) or `refused`; a mismatch stops the run like an unexpected
+    /// verdict.
+    pub expect: Option<String>,
     /// Advance: milliseconds the clock moves for all later actions.
     pub advance_ms: Option<u64>,
 }

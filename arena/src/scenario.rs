@@ -170,6 +170,45 @@ pub struct DelegateAction {
     pub max_invocations: Option<u64>,
     /// Share of the parent's allowance; the whole parent share when absent.
     pub share_bps: Option<u64>,
+    /// Whether the delegation is expected to be done or refused.
+    #[serde(skip_serializing_if = "StepExpectation::is_done")]
+    pub expect: StepExpectation,
+}
+
+/// What a delegate or revoke step expects of itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepExpectation {
+    /// The step takes effect (the default).
+    #[default]
+    Done,
+    /// The step is refused (an unauthorised revocation, a delegation of a
+    /// capability the agent does not hold or that widens its parent).
+    Refused,
+}
+
+impl StepExpectation {
+    /// The word a bundle and a table print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepExpectation::Done => "done",
+            StepExpectation::Refused => "refused",
+        }
+    }
+
+    /// Whether this is the default, so fingerprints of steps that do not
+    /// declare an expectation keep their bytes.
+    pub fn is_done(&self) -> bool {
+        *self == StepExpectation::Done
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "done" => Some(StepExpectation::Done),
+            "refused" => Some(StepExpectation::Refused),
+            _ => None,
+        }
+    }
 }
 
 impl DelegateAction {
@@ -182,8 +221,8 @@ impl DelegateAction {
         chio_kernel::token::Attenuation {
             tools: self.tools.clone(),
             path_prefix: self.path_prefix.clone(),
-            not_before: None,
-            expires_at: self.expires_after_ms.map(|ms| (now_ms + ms) / 1000),
+            not_before_ms: None,
+            expires_at_ms: self.expires_after_ms.map(|ms| now_ms.saturating_add(ms)),
             max_invocations: self.max_invocations,
             // Validation keeps share_bps within 1..=10,000.
             share_bps: self.share_bps.and_then(|b| u32::try_from(b).ok()),
@@ -196,6 +235,13 @@ impl DelegateAction {
 pub struct RevokeAction {
     /// The grant or delegation revoked.
     pub target: String,
+    /// Whether the issuing authority revokes (`by = "authority"`); otherwise
+    /// the step's agent does, and must hold an ancestor of the target.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_authority: bool,
+    /// Whether the revocation is expected to be done or refused.
+    #[serde(skip_serializing_if = "StepExpectation::is_done")]
+    pub expect: StepExpectation,
 }
 
 /// A move of the virtual clock.
@@ -1115,8 +1161,9 @@ impl Validator<'_> {
                 "expires_after_ms",
                 "max_invocations",
                 "share_bps",
+                "expect",
             ],
-            "revoke" => &["target"],
+            "revoke" => &["target", "by", "expect"],
             "advance" => &["advance_ms"],
             other => {
                 return Err(ArenaError::UnsupportedValue {
@@ -1154,6 +1201,8 @@ impl Validator<'_> {
             ("max_invocations", step.max_invocations.is_some()),
             ("share_bps", step.share_bps.is_some()),
             ("target", step.target.is_some()),
+            ("by", step.by.is_some()),
+            ("expect", step.expect.is_some()),
             ("advance_ms", step.advance_ms.is_some()),
         ];
         for (key, is_present) in present {
@@ -1162,8 +1211,8 @@ impl Validator<'_> {
                     field: at(key),
                     context: match action {
                         "call" => "a call step takes server, tool, arguments, expect_verdict, capability and at",
-                        "delegate" => "a delegate step takes capability, to, delegation, its attenuations and at",
-                        "revoke" => "a revoke step takes target and at",
+                        "delegate" => "a delegate step takes capability, to, delegation, its attenuations, expect and at",
+                        "revoke" => "a revoke step takes target, by, expect and at",
                         _ => "an advance step takes advance_ms and at",
                     },
                 });
@@ -1173,6 +1222,16 @@ impl Validator<'_> {
             value
                 .clone()
                 .ok_or_else(|| ArenaError::MissingKey { field: at(key) })
+        };
+        let expect = match step.expect.as_deref() {
+            None => StepExpectation::Done,
+            Some(text) => {
+                StepExpectation::parse(text).ok_or_else(|| ArenaError::UnsupportedValue {
+                    field: at("expect"),
+                    value: text.to_string(),
+                    allowed: "done, refused",
+                })?
+            }
         };
         match action {
             "call" => {
@@ -1230,12 +1289,28 @@ impl Validator<'_> {
                     expires_after_ms: step.expires_after_ms,
                     max_invocations: step.max_invocations,
                     share_bps: step.share_bps,
+                    expect,
                 }))
             }
             "revoke" => {
                 let target = required(&step.target, "target")?;
                 resolve(capabilities, "capability", &target, || at("target"))?;
-                Ok(Action::Revoke(RevokeAction { target }))
+                let by_authority = match step.by.as_deref() {
+                    None => false,
+                    Some("authority") => true,
+                    Some(other) => {
+                        return Err(ArenaError::UnsupportedValue {
+                            field: at("by"),
+                            value: other.to_string(),
+                            allowed: "authority (omit `by` to revoke as the step's agent)",
+                        })
+                    }
+                };
+                Ok(Action::Revoke(RevokeAction {
+                    target,
+                    by_authority,
+                    expect,
+                }))
             }
             _ => {
                 let advance_ms = step.advance_ms.ok_or_else(|| ArenaError::MissingKey {

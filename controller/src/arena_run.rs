@@ -141,7 +141,7 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
                 code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
                 command,
                 message: stop.map(|s| s.message.clone()).unwrap_or_default(),
-                help: "fix the policy or the step's expect_verdict; the bundle keeps every receipt up to this step, and --keep-going runs the remaining steps".to_string(),
+                help: "fix the policy or the step's expect_verdict (or expect, for a delegate or revoke step); the bundle keeps every receipt up to this step, and --keep-going runs the remaining steps".to_string(),
                 exit: Exit::ExpectationFailed,
             })
         }

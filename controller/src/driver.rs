@@ -20,10 +20,12 @@ use std::collections::BTreeMap;
 use chio_arena::bundle::{
     Bundle, BundleManifest, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
 };
+use chio_arena::scenario::StepExpectation;
 use chio_arena::{Action, Scenario};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
+use chio_kernel::revocation::check_revocation_authority;
 use chio_kernel::token::CapabilityToken;
 use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
@@ -183,6 +185,46 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
         out.insert(id.clone(), text);
     }
     Ok(out)
+}
+
+/// Records what a delegate or revoke step did against what it expected:
+/// `refusal` is the reason it was refused, `None` when it took effect. A
+/// mismatch counts and, unless `keep_going`, stops the run like an
+/// unexpected verdict.
+fn judge_step(
+    record: &mut StepRecord,
+    expected: StepExpectation,
+    refusal: Option<String>,
+    keep_going: bool,
+    mismatches: &mut Vec<String>,
+    stopped: &mut Option<StopRecord>,
+) {
+    let actual = if refusal.is_some() {
+        StepExpectation::Refused
+    } else {
+        StepExpectation::Done
+    };
+    let pass = actual == expected;
+    record.expected = Some(expected.as_str().to_string());
+    record.actual = Some(actual.as_str().to_string());
+    record.reason = refusal.clone();
+    record.pass = Some(pass);
+    if !pass {
+        mismatches.push(record.step_id.clone());
+        if !keep_going {
+            *stopped = Some(StopRecord {
+                step_id: record.step_id.clone(),
+                cause: "unexpected-outcome".to_string(),
+                message: format!(
+                    "step {} expected {} but it was {}{}",
+                    record.step_id,
+                    expected.as_str(),
+                    actual.as_str(),
+                    refusal.map(|r| format!(": {r}")).unwrap_or_default()
+                ),
+            });
+        }
+    }
 }
 
 /// Runs a scenario's whole schedule through `dispatcher`.
@@ -367,28 +409,56 @@ pub async fn run_schedule(
                     "agent": agent,
                     "delegate": delegate,
                 }));
-                let child = dispatcher
-                    .delegate(
-                        &node,
-                        DelegateCommand {
-                            agent: agent.clone(),
-                            capability_id: delegate.capability.clone(),
-                            to: delegate.to.clone(),
-                            delegation_id: delegate.delegation.clone(),
-                            attenuation,
-                            now_ms,
-                        },
-                    )
-                    .await;
-                match child {
-                    Ok(child) => {
-                        let entry = LedgerEntry::new(&delegate.to, child);
-                        record.detail = Some(entry.token_sha256.clone());
-                        admission = extend_chain(
-                            &admission,
-                            &json!({"delegate": delegate.delegation, "token": entry.token_sha256}),
+                // Only the holder of a capability may hand it on; the
+                // controller decides this from its ledger before anything
+                // is dispatched, so every topology refuses alike.
+                let held = ledger
+                    .get(&delegate.capability)
+                    .is_some_and(|entry| entry.holder == *agent);
+                let outcome = if !held {
+                    Ok(Err(format!(
+                        "delegation refused: agent {agent} does not hold capability {}",
+                        delegate.capability
+                    )))
+                } else {
+                    dispatcher
+                        .delegate(
+                            &node,
+                            DelegateCommand {
+                                agent: agent.clone(),
+                                capability_id: delegate.capability.clone(),
+                                to: delegate.to.clone(),
+                                delegation_id: delegate.delegation.clone(),
+                                attenuation,
+                                now_ms,
+                            },
+                        )
+                        .await
+                        .map(Ok)
+                };
+                match outcome {
+                    Ok(done) => {
+                        let refusal = match done {
+                            Ok(child) => {
+                                let entry = LedgerEntry::new(&delegate.to, child);
+                                record.detail = Some(entry.token_sha256.clone());
+                                admission = extend_chain(
+                                    &admission,
+                                    &json!({"delegate": delegate.delegation, "token": entry.token_sha256}),
+                                );
+                                ledger.insert(delegate.delegation.clone(), entry);
+                                None
+                            }
+                            Err(reason) => Some(reason),
+                        };
+                        judge_step(
+                            &mut record,
+                            delegate.expect,
+                            refusal,
+                            keep_going,
+                            &mut mismatches,
+                            &mut stopped,
                         );
-                        ledger.insert(delegate.delegation.clone(), entry);
                         Ok(())
                     }
                     Err(e) => Err(e),
@@ -397,13 +467,52 @@ pub async fn run_schedule(
             Action::Revoke(revoke) => {
                 record.action = "revoke".to_string();
                 record.detail = Some(revoke.target.clone());
-                record.inputs.invocation =
-                    fingerprint(&json!({"agent": agent, "revoke": revoke.target}));
-                let done = dispatcher.revoke(&node, &revoke.target, now_ms).await;
-                if done.is_ok() {
-                    admission = extend_chain(&admission, &json!({"revoke": revoke.target}));
+                record.inputs.invocation = fingerprint(&json!({"agent": agent, "revoke": revoke}));
+                // Revocation needs authority: the issuer, or the holder of an
+                // ancestor of the target, decided by key from the signed
+                // token before anything is dispatched.
+                let revoker = if revoke.by_authority {
+                    Some(authority_hex.clone())
+                } else {
+                    world
+                        .agents
+                        .get(agent)
+                        .map(|plan| public_key_hex(&plan.key))
+                };
+                let permitted = match (ledger.get(&revoke.target), revoker) {
+                    (Some(entry), Some(revoker)) => {
+                        check_revocation_authority(&entry.token, &revoker).map(|_| ())
+                    }
+                    (None, _) => Err(format!(
+                        "revocation refused: capability {} does not exist yet",
+                        revoke.target
+                    )),
+                    (_, None) => Err(format!("revocation refused: agent {agent} is not placed")),
+                };
+                let outcome = match permitted {
+                    Ok(()) => dispatcher
+                        .revoke(&node, &revoke.target, now_ms)
+                        .await
+                        .map(|()| None),
+                    Err(reason) => Ok(Some(reason)),
+                };
+                match outcome {
+                    Ok(refusal) => {
+                        if refusal.is_none() {
+                            admission = extend_chain(&admission, &json!({"revoke": revoke.target}));
+                        }
+                        judge_step(
+                            &mut record,
+                            revoke.expect,
+                            refusal,
+                            keep_going,
+                            &mut mismatches,
+                            &mut stopped,
+                        );
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
                 }
-                done
             }
             Action::Advance(advance) => {
                 record.action = "advance".to_string();
@@ -487,7 +596,7 @@ pub async fn run_embedded(
         topology = "embedded"
     );
     tracing::info!(parent: &span, "starting embedded run");
-    let topology = EmbeddedTopology::start(&world)?;
+    let topology = EmbeddedTopology::start(&world).await?;
     run_schedule(scenario, &world, inputs, &topology, keep_going)
         .instrument(span)
         .await

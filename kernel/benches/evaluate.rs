@@ -17,7 +17,7 @@ use std::time::Duration;
 use chio_kernel::keys::derive_arena_key;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::Attenuation;
-use chio_kernel::{CapabilityToken, Kernel, ToolCallRequest, ToolOutput};
+use chio_kernel::{CapabilityToken, Kernel, ToolCallRequest, ToolOutput, Verdict};
 use criterion::{BatchSize, Criterion};
 use ed25519_dalek::{Signer, Verifier};
 use serde_json::json;
@@ -60,6 +60,7 @@ fn echo(_: &ToolCallRequest) -> Result<ToolOutput, String> {
     Ok(ToolOutput {
         content: json!({"content": "hello"}),
         label: None,
+        performed: true,
     })
 }
 
@@ -85,6 +86,26 @@ fn run_path(c: &mut Criterion, name: &str, setup: PathSetup) {
     let mut n = 0u64;
     let args = json!({"path": "/workspace/a.txt"});
     let fixed = request(&agent, &cap, "files", tool, args.clone(), "fixed");
+    // Each path must take the branch it is named for, or the figure times
+    // something else: probe it once before measuring.
+    let expected = if name.starts_with("allow_") {
+        Verdict::Allow
+    } else {
+        Verdict::Deny
+    };
+    let probe = if fresh_ids {
+        request(&agent, &cap, "files", tool, args.clone(), "probe")
+    } else {
+        // A replay path: the first use of the fixed id is the allow it replays.
+        kernel.evaluate(&fixed, now_ms, &mut echo);
+        fixed.clone()
+    };
+    let decision = kernel.evaluate(&probe, now_ms, &mut echo);
+    assert_eq!(
+        decision.verdict, expected,
+        "bench path {name} takes another branch: {:?}",
+        decision.reason
+    );
     c.bench_function(name, |b| {
         b.iter_batched(
             || {

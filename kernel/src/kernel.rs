@@ -5,14 +5,19 @@
 //! 1. verify the capability ([`crate::verification`]);
 //! 2. revocation of the presented id, then of every ancestor root first, one
 //!    uncached store lookup each;
-//! 3. bind the request to the subject: proof present, the agent registry
-//!    (when configured) and the proof's signer agree with the subject, the
-//!    proof verifies, the request is fresh, and its id was never seen;
+//! 3. bind the request to the subject: proof present, the named agent is
+//!    registered with the subject key, the proof's signer is the subject,
+//!    the proof verifies, the request is fresh, and its id was never seen
+//!    under this lineage and principal. The registered agent is the call's
+//!    principal: tool budgets, label keys, guards and receipts use it, never
+//!    a self-asserted id;
 //! 4. select the scope grant and evaluate its constraints ([`crate::scope`]);
 //! 5. hold budgets: every invocation limit along the chain, configured tool
-//!    budgets, and a monetary hold per lineage; released on any later deny;
+//!    budgets, and a monetary hold per lineage, each under a hold id scoped
+//!    by lineage, principal and request id; released on any later deny;
 //! 6. guards in pipeline order (observe-mode answers are recorded, not
-//!    enforced); PendingApproval stops here;
+//!    enforced), reading the labels retained under the session, the
+//!    principal and the lineage; PendingApproval stops here;
 //! 7. admit delegated sibling shares, root side first: the only step that
 //!    mutates shared allocation, so a call refused earlier consumes none.
 //!
@@ -41,6 +46,7 @@ use crate::guards::{
 };
 use crate::keys::{parse_public_key_hex, public_key_hex};
 use crate::label::{Label, LabelKey};
+use crate::ledger::seen_request_key;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
 };
@@ -156,6 +162,10 @@ pub struct ToolOutput {
     pub content: Value,
     /// The information-flow label of what was returned, if classified.
     pub label: Option<String>,
+    /// Whether the server carried the call out (a server that answered
+    /// that it could not, say for an unknown tool, did not). The session
+    /// journal records it, and session rules count only performed calls.
+    pub performed: bool,
 }
 
 /// A call that passed steps 1 to 7 and may be dispatched.
@@ -163,6 +173,8 @@ pub struct ToolOutput {
 pub struct AdmissionTicket {
     request: ToolCallRequest,
     verified: VerifiedCapability,
+    /// The verified principal (see [`bind_proof`]).
+    principal: String,
     holds: Vec<String>,
     observed: Vec<ObservedFinding>,
     parameter_hash: String,
@@ -197,6 +209,8 @@ struct Outcome {
     sanitized: bool,
     observed: Vec<ObservedFinding>,
     output: Option<Value>,
+    /// Whether the tool server carried the call out (allows only).
+    performed: bool,
 }
 
 impl Outcome {
@@ -208,6 +222,7 @@ impl Outcome {
             sanitized: false,
             observed,
             output: None,
+            performed: false,
         }
     }
 }
@@ -312,9 +327,10 @@ impl Kernel {
         let mut observed = Vec::new();
         let result = self.admit_steps(request, now_ms, &mut holds, &mut observed);
         match result {
-            Ok(verified) => Admission::Admitted(Box::new(AdmissionTicket {
+            Ok((verified, principal)) => Admission::Admitted(Box::new(AdmissionTicket {
                 request: request.clone(),
                 verified,
+                principal,
                 holds,
                 observed,
                 parameter_hash,
@@ -338,24 +354,28 @@ impl Kernel {
         now_ms: u64,
         holds: &mut Vec<String>,
         observed: &mut Vec<ObservedFinding>,
-    ) -> Result<VerifiedCapability, Box<Outcome>> {
+    ) -> Result<(VerifiedCapability, String), Box<Outcome>> {
         let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
         // 1. The capability.
         let verified = verify_capability(
             &request.capability,
             &self.trusted_issuers,
-            now_ms / 1000,
+            now_ms,
             self.max_delegation_depth,
             Some(&mut self.cache),
         )
         .map_err(deny)?;
         // 2. Revocation, one lookup per id.
         self.check_revocation(&verified).map_err(deny)?;
-        // 3. Bind the request to the subject.
-        self.bind(request, &verified, now_ms).map_err(deny)?;
-        // The nonce is consumed only by a request whose proof verified, so a
-        // forged request cannot burn a genuine request id.
-        match self.stores.nonces.check_and_record(&request.request_id) {
+        // 3. Bind the request to the subject; the principal is the
+        // registered agent whose key signed the proof, never the named id.
+        let principal = self.bind(request, &verified, now_ms).map_err(deny)?;
+        // The request id is consumed only by a request whose proof verified,
+        // so a forged request cannot burn a genuine request id; it is scoped
+        // by lineage and principal, and the store is shared by every kernel
+        // and durable in a distributed run.
+        let seen_key = seen_request_key(&verified.root_id, &principal, &request.request_id);
+        match self.stores.nonces.check_and_record(&seen_key) {
             Ok(true) => {}
             Ok(false) => return Err(deny(format!("request replayed: {}", request.request_id))),
             Err(e) => return Err(deny(e.to_string())),
@@ -379,7 +399,7 @@ impl Kernel {
             ));
         }
         for budget in self.tool_budgets.iter().filter(|b| {
-            b.agent == request.agent_id && b.server == request.server && b.tool == request.tool
+            b.agent == principal && b.server == request.server && b.tool == request.tool
         }) {
             wanted.push((
                 format!(
@@ -406,9 +426,11 @@ impl Kernel {
             ));
         }
         for (key, amount, limit, what) in wanted {
-            let hold_id = format!("{}#{key}", request.request_id);
+            // The hold id carries the scoped request key, so two principals
+            // (or two lineages) using one request id never share a hold.
+            let hold_id = format!("{seen_key}#{key}");
             match self.stores.budgets.hold(&hold_id, &key, amount, limit) {
-                Ok(HoldOutcome::Granted) => holds.push(hold_id),
+                Ok(HoldOutcome::Granted { .. }) => holds.push(hold_id),
                 Ok(HoldOutcome::Refused { used, limit }) => {
                     return Err(deny(format!(
                         "{what} exhausted: {used} of {limit} used, {amount} more requested"
@@ -428,8 +450,11 @@ impl Kernel {
         };
         let mut labels = BTreeMap::new();
         if self.needs.labels {
+            // Every place a label is kept is read: a fresh session id of the
+            // caller's choosing washes neither the principal nor the lineage.
             for key in [
                 LabelKey::Session(request.session_id.clone()),
+                LabelKey::Principal(principal.clone()),
                 LabelKey::Lineage(verified.root_id.clone()),
             ] {
                 let key = key.as_key();
@@ -447,7 +472,7 @@ impl Kernel {
             server: &request.server,
             tool: &request.tool,
             arguments: &request.arguments,
-            agent_id: &request.agent_id,
+            agent_id: &principal,
             session_id: &request.session_id,
             journal: &journal,
             labels: &labels,
@@ -467,7 +492,7 @@ impl Kernel {
                 Err(e) => return Err(deny(e.to_string())),
             }
         }
-        Ok(verified)
+        Ok((verified, principal))
     }
 
     fn bind(
@@ -475,8 +500,8 @@ impl Kernel {
         request: &ToolCallRequest,
         verified: &VerifiedCapability,
         now_ms: u64,
-    ) -> Result<(), String> {
-        bind_proof(request, verified, &self.agent_keys)?;
+    ) -> Result<String, String> {
+        let principal = bind_proof(request, verified, &self.agent_keys)?;
         if let Some(max_age) = self.max_request_age_ms {
             if now_ms.saturating_sub(request.issued_at_ms) > max_age {
                 return Err(format!(
@@ -491,7 +516,7 @@ impl Kernel {
                 ));
             }
         }
-        Ok(())
+        Ok(principal)
     }
 
     /// Step 8 after a dispatch that returned; see the module doc.
@@ -504,6 +529,7 @@ impl Kernel {
         let AdmissionTicket {
             request,
             verified,
+            principal,
             holds,
             mut observed,
             parameter_hash,
@@ -514,7 +540,7 @@ impl Kernel {
             server: &request.server,
             tool: &request.tool,
             arguments: &request.arguments,
-            agent_id: &request.agent_id,
+            agent_id: &principal,
             session_id: &request.session_id,
             journal: &journal,
             labels: &labels,
@@ -553,7 +579,7 @@ impl Kernel {
             }
             for key in [
                 LabelKey::Session(request.session_id.clone()),
-                LabelKey::Principal(request.agent_id.clone()),
+                LabelKey::Principal(principal.clone()),
                 LabelKey::Lineage(verified.root_id.clone()),
             ] {
                 if let Err(e) = self.stores.labels.join(&key.as_key(), name) {
@@ -573,6 +599,7 @@ impl Kernel {
             sanitized,
             observed,
             output: Some(content),
+            performed: output.performed,
         };
         self.finish(&request, &parameter_hash, outcome, now_ms)
     }
@@ -655,6 +682,7 @@ impl Kernel {
                 tool: request.tool.clone(),
                 verdict: projected.as_str().to_string(),
                 at_ms: now_ms,
+                performed: outcome.verdict == Verdict::Allow && outcome.performed,
             },
         ) {
             if outcome.verdict == Verdict::Allow {
@@ -737,20 +765,39 @@ impl Kernel {
     }
 }
 
-/// Checks the proof of possession against the verified subject.
+/// Exact reason prefix: the request names an agent that is not the
+/// registered holder of the key that signed its proof.
+pub const NOT_THE_PROVING_AGENT: &str = "request names an agent that does not hold the proving key";
+
+/// Checks the proof of possession against the verified subject and answers
+/// the call's principal: the registered agent whose key signed the proof.
+///
+/// The named `agent_id` is a claim; only the key is evidence. A request
+/// whose named agent is registered with another key, or is not registered
+/// at all, is refused, so budgets, labels, journals and receipts can key on
+/// the answer without trusting the request. A kernel with no registered
+/// agents therefore admits no call.
 pub fn bind_proof(
     request: &ToolCallRequest,
     verified: &VerifiedCapability,
     agent_keys: &BTreeMap<String, String>,
-) -> Result<(), String> {
+) -> Result<String, String> {
     if request.proof.signer.is_empty() || request.proof.signature.is_empty() {
         return Err("proof of possession is missing".to_string());
     }
-    if let Some(key) = agent_keys.get(&request.agent_id) {
-        if *key != verified.subject {
+    match agent_keys.get(&request.agent_id) {
+        Some(key) if *key != verified.subject => {
             return Err(format!(
                 "capability presented by another agent: agent {} does not hold the subject key of capability {}",
                 request.agent_id, verified.id
+            ));
+        }
+        Some(_) => {}
+        None => {
+            return Err(format!(
+                "{NOT_THE_PROVING_AGENT}: agent {} is not registered with key {}",
+                printable_id(&request.agent_id),
+                short(&request.proof.signer)
             ));
         }
     }
@@ -768,7 +815,21 @@ pub fn bind_proof(
     if !verify_hex(None, &verified.subject, &message, &request.proof.signature) {
         return Err("proof of possession is invalid".to_string());
     }
-    Ok(())
+    Ok(request.agent_id.clone())
+}
+
+/// An attacker-chosen id as it may appear in a reason: at most 64
+/// characters, control characters replaced, so a reason stays one line.
+fn printable_id(id: &str) -> String {
+    let mut out: String = id
+        .chars()
+        .take(64)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if id.chars().count() > 64 {
+        out.push_str("...");
+    }
+    out
 }
 
 fn short(key: &str) -> &str {

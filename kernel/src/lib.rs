@@ -38,12 +38,13 @@
 //! | 2 revocation | `delegation chain revoked at ancestor <id>` |
 //! | 2 revocation | `revocation store unavailable: <cause>` |
 //! | 3 binding | `proof of possession is missing` |
+//! | 3 binding | `request names an agent that does not hold the proving key: agent <a> is not registered with key <k>` (the named agent is a claim; the principal is the registered agent whose key signed the proof) |
 //! | 3 binding | `capability presented by another agent: agent <a> does not hold the subject key of capability <id>` |
 //! | 3 binding | `capability presented by another agent: request signed by key <k>, capability <id> belongs to key <k>` |
 //! | 3 binding | `proof of possession is invalid` |
 //! | 3 binding | `request cannot be canonicalised for its proof: <cause>` |
 //! | 3 binding | `request is stale: issued at <t> ms, evaluated at <now> ms, older than <max> ms` / `request is dated <t> ms, after the evaluation time <now> ms` |
-//! | 3 binding | `request replayed: <id>` / `nonce store unavailable: <cause>` |
+//! | 3 binding | `request replayed: <id>` (the id was seen before under this capability lineage and principal, on any kernel, before any restart) / `nonce store unavailable: <cause>` / `nonce store refused the operation: <cause>` |
 //! | 4 scope | `tool <t> on server <s> not covered by any scope grant` |
 //! | 4 scope | `unknown constraint <name>; the kernel cannot evaluate it` |
 //! | 4 scope | `constraint path_prefix is malformed; the kernel cannot evaluate it` (also `monetary`) |
@@ -53,12 +54,14 @@
 //! | 4 scope | `constraint monetary needs argument <a> as a whole number of minor units` / `amount <n> <cur> exceeds the per-invocation maximum <m>` |
 //! | 5 budget | `invocation budget of <id> exhausted: <u> of <l> used, 1 more requested` (also `tool budget of <agent> for <s>/<t>`, `monetary budget in <cur>`) |
 //! | 5 budget | `budget store unavailable: <cause>` |
+//! | 5 budget | `budget store refused the operation: ... request replayed: hold <h> is already committed; sign a new request with a fresh request id` (a committed hold asked for again is never granted) |
 //! | 6 guards | `path <p> matches forbidden glob <g>` (forbidden-path) |
 //! | 6 guards | `path <p> is not in the <read/write> allowlist` / `tool <t> carries no path argument for the <access> allowlist to check` / `path <p> is outside the session filesystem roots` (path-allowlist) |
-//! | 6 guards | `tool <t> requires an earlier allowed <r> in session <s>` (behavioral-sequence) |
+//! | 6 guards | `tool <t> requires an earlier allowed and performed <r> in session <s>` (behavioral-sequence) |
 //! | 6 guards | `information flow: retained label <l> (<key>) exceeds the clearance <c> of server <s>` (information-flow) |
 //! | 6 guards | `prompt injection (<pattern>) in arguments at <pointer>` (prompt-injection) |
 //! | 6 guards | `tool <t> requires approval` / `argument <a> = <v> exceeds <n>; approval required` (approval: PendingApproval) |
+//! | 6 guards | `guard <id> failed: argument <a> of tool <t> is a number with a fraction, which JSON carries as a rounded binary float; pass it as a decimal string; the approval threshold cannot be evaluated` (also `... is not a decimal string of digits with at most one point`, `... has more digits than can be compared exactly`, `... is missing or not a number`) |
 //! | 6 guards | `guard <id> failed: <cause>` (any guard error) |
 //! | 6 guards | `session journal store unavailable: <cause>` / `label store unavailable: <cause>` |
 //! | 7 shares | `sibling shares oversubscribed: child <c> asks <n> bps, admitted siblings hold <s> of parent <p>'s <m> bps` |
@@ -100,10 +103,12 @@ pub mod guards;
 pub mod kernel;
 pub mod keys;
 pub mod label;
+pub mod ledger;
 pub mod path;
 pub mod portable;
 pub mod receipt;
 pub mod request;
+pub mod revocation;
 pub mod scope;
 pub mod signature;
 pub mod stores;

@@ -123,7 +123,9 @@ pub fn evaluate_portable(
     let verified = match verify_capability(
         input.capability,
         input.trusted_issuers,
-        input.now_unix_secs,
+        // Tokens carry milliseconds; a clock too large to convert saturates,
+        // which every window treats as expired (never as valid).
+        input.now_unix_secs.saturating_mul(1000),
         PORTABLE_MAX_DELEGATION_DEPTH,
         None,
     ) {
@@ -417,10 +419,10 @@ fn invalid(field: &str, detail: &str) -> EnvelopeError {
 
 /// Arena seed of the reference fixture's keys.
 pub const FIXTURE_SEED: u64 = 1_710_000_000;
-/// Start of the fixture's validity window (Unix seconds).
-pub const FIXTURE_NOT_BEFORE: u64 = 1_710_000_200;
-/// End of the fixture's validity window (Unix seconds, inclusive).
-pub const FIXTURE_EXPIRES_AT: u64 = 1_710_000_800;
+/// Start of the fixture's validity window (Unix milliseconds).
+pub const FIXTURE_NOT_BEFORE: u64 = 1_710_000_200_000;
+/// End of the fixture's validity window (Unix milliseconds, inclusive).
+pub const FIXTURE_EXPIRES_AT: u64 = 1_710_000_800_999;
 
 /// The reference envelope: a capability for `srv-files` / `file_read` under
 /// `/workspace/`, issued by `derive_arena_key(FIXTURE_SEED, "authority",
@@ -435,8 +437,8 @@ pub fn reference_fixture() -> Value {
         issuer: public_key_hex(&issuer),
         subject: public_key_hex(&agent),
         scope: vec![ScopeGrant::new("srv-files", &["file_read"]).with_path_prefix("/workspace/")],
-        not_before: FIXTURE_NOT_BEFORE,
-        expires_at: FIXTURE_EXPIRES_AT,
+        not_before_ms: FIXTURE_NOT_BEFORE,
+        expires_at_ms: FIXTURE_EXPIRES_AT,
         max_invocations: None,
         share_bps: crate::token::FULL_SHARE_BPS,
     };

@@ -1,5 +1,9 @@
 //! The state a verdict depends on, behind synchronous store traits.
 //!
+//! The in-memory budget and share stores decide nothing themselves: every
+//! rule is a function of [`crate::ledger`], which trust-control's stores
+//! call too.
+//!
 //! Each trait is one kind of authority state of SPEC.md section 5: revoked
 //! ids, budget holds, delegated sibling shares, the receipt log, the session
 //! journal, retained labels and seen request ids. Every method returns
@@ -14,6 +18,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{StoreError, StoreName};
+use crate::ledger::{
+    commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
+    repeat_hold, AdmittedChild, HoldRecord, HoldState, LedgerRefusal, ShareDecision,
+};
 use crate::receipt::SignedReceipt;
 
 /// Revoked capability and delegation ids.
@@ -24,25 +32,14 @@ pub trait RevocationStore {
     fn revoke(&mut self, id: &str) -> Result<(), StoreError>;
 }
 
-/// The answer to a budget hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HoldOutcome {
-    /// The amount is reserved under the hold id.
-    Granted,
-    /// Reserving it would exceed the limit.
-    Refused {
-        /// What is already committed or held.
-        used: u64,
-        /// The limit of the key.
-        limit: u64,
-    },
-}
+pub use crate::ledger::HoldDecision as HoldOutcome;
 
 /// Invocation-count and monetary budgets: hold before dispatch, then commit
 /// or release. A hold counts against the limit until it is released.
 pub trait BudgetStore {
-    /// Reserves `amount` of `key` (limit `limit`) under `hold_id`; idempotent
-    /// for a hold id already granted.
+    /// Reserves `amount` of `key` (limit `limit`) under `hold_id`. A repeat
+    /// of a live hold is a retry (granted, counted once); a repeat of a
+    /// committed hold is a replay and an error (see [`crate::ledger`]).
     fn hold(
         &mut self,
         hold_id: &str,
@@ -105,12 +102,24 @@ pub struct JournalEntry {
     pub verdict: String,
     /// Virtual time of the decision.
     pub at_ms: u64,
+    /// Whether the tool server carried the call out; false for every deny
+    /// and for an allowed call the server could not serve.
+    #[serde(default)]
+    pub performed: bool,
 }
 
 impl JournalEntry {
     /// Whether the call was allowed (plainly or sanitized).
     pub fn allowed(&self) -> bool {
         self.verdict == "allow" || self.verdict == "rewrite"
+    }
+
+    /// Whether the call satisfies a session rule that requires it: it was
+    /// admitted and the server performed it. An allowed call to a tool the
+    /// server does not have, or on a file it does not hold, is not a
+    /// predecessor.
+    pub fn satisfies_predecessor(&self) -> bool {
+        self.allowed() && self.performed
     }
 }
 
@@ -132,8 +141,11 @@ pub trait LabelStore {
 
 /// Seen request ids, for replay protection.
 pub trait NonceStore {
-    /// Records `request_id`; answers false when it was already recorded.
-    fn check_and_record(&mut self, request_id: &str) -> Result<bool, StoreError>;
+    /// Records `request_key` (a request id scoped by lineage and principal,
+    /// [`crate::ledger::seen_request_key`]); answers false when it was
+    /// already recorded. Stores shared by several kernels make replay
+    /// protection global; durable ones make it survive restarts.
+    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError>;
 }
 
 /// All stores a kernel reads and writes, as trait objects so that in-memory,
@@ -187,18 +199,11 @@ impl RevocationStore for InMemoryRevocations {
     }
 }
 
-/// One budget hold.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Hold {
-    key: String,
-    amount: u64,
-    committed: bool,
-}
-
-/// In-memory budgets: per key, the sum of live holds and commits.
+/// In-memory budgets: per key, the sum of live holds and commits, decided
+/// by the shared rules of [`crate::ledger`].
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryBudgets {
-    holds: BTreeMap<String, Hold>,
+    holds: BTreeMap<String, HoldRecord>,
     used: BTreeMap<String, u64>,
 }
 
@@ -206,6 +211,13 @@ impl InMemoryBudgets {
     /// What is held or committed against `key`.
     pub fn used(&self, key: &str) -> u64 {
         self.used.get(key).copied().unwrap_or(0)
+    }
+}
+
+fn refused(store: StoreName, refusal: LedgerRefusal) -> StoreError {
+    StoreError::Refused {
+        store,
+        detail: refusal.to_string(),
     }
 }
 
@@ -217,52 +229,51 @@ impl BudgetStore for InMemoryBudgets {
         amount: u64,
         limit: u64,
     ) -> Result<HoldOutcome, StoreError> {
-        if let Some(existing) = self.holds.get(hold_id) {
-            if existing.key == key && existing.amount == amount {
-                return Ok(HoldOutcome::Granted);
-            }
-            return Err(StoreError::Refused {
-                store: StoreName::Budget,
-                detail: format!("hold id {hold_id} already holds another amount or key"),
-            });
-        }
         let used = self.used(key);
-        if used.saturating_add(amount) > limit {
-            return Ok(HoldOutcome::Refused { used, limit });
+        if let Some(existing) = self.holds.get(hold_id) {
+            return repeat_hold(hold_id, existing, key, amount, used, limit)
+                .map_err(|r| refused(StoreName::Budget, r));
         }
-        self.used.insert(key.to_string(), used + amount);
-        self.holds.insert(
-            hold_id.to_string(),
-            Hold {
-                key: key.to_string(),
-                amount,
-                committed: false,
-            },
-        );
-        Ok(HoldOutcome::Granted)
+        let outcome =
+            decide_hold(key, used, amount, limit).map_err(|r| refused(StoreName::Budget, r))?;
+        if let HoldOutcome::Granted { used: after, .. } = outcome {
+            self.used.insert(key.to_string(), after);
+            self.holds.insert(
+                hold_id.to_string(),
+                HoldRecord {
+                    budget_key: key.to_string(),
+                    amount,
+                    state: HoldState::Held,
+                },
+            );
+        }
+        Ok(outcome)
     }
 
     fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
-        match self.holds.get_mut(hold_id) {
-            Some(hold) => {
-                hold.committed = true;
-                Ok(())
-            }
-            None => Err(StoreError::Refused {
+        let Some(hold) = self.holds.get_mut(hold_id) else {
+            return Err(StoreError::Refused {
                 store: StoreName::Budget,
                 detail: format!("no hold {hold_id} to commit"),
-            }),
-        }
+            });
+        };
+        hold.state =
+            commit_transition(hold_id, hold.state).map_err(|r| refused(StoreName::Budget, r))?;
+        Ok(())
     }
 
     fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
-        if let Some(hold) = self.holds.get(hold_id) {
-            if hold.committed {
-                return Ok(());
-            }
-            let hold = self.holds.remove(hold_id).expect("hold present");
-            let used = self.used.entry(hold.key).or_insert(0);
+        let Some(hold) = self.holds.get(hold_id).cloned() else {
+            return Ok(());
+        };
+        let next =
+            release_transition(hold_id, hold.state).map_err(|r| refused(StoreName::Budget, r))?;
+        if hold.state == HoldState::Held {
+            let used = self.used.entry(hold.budget_key.clone()).or_insert(0);
             *used = used.saturating_sub(hold.amount);
+        }
+        if let Some(record) = self.holds.get_mut(hold_id) {
+            record.state = next;
         }
         Ok(())
     }
@@ -280,6 +291,7 @@ pub struct InMemorySiblingShares {
     strict: bool,
     parents: BTreeMap<String, u32>,
     children: BTreeMap<String, BTreeMap<String, u32>>,
+    child_parent: BTreeMap<String, String>,
 }
 
 impl InMemorySiblingShares {
@@ -310,31 +322,61 @@ impl SiblingShareStore for InMemorySiblingShares {
         child_bps: u32,
         parent_bps: u32,
     ) -> Result<ShareAdmission, StoreError> {
-        let parent_bps = match self.parents.get(parent_id) {
-            Some(known) => (*known).min(parent_bps),
-            None if self.strict => return Ok(ShareAdmission::UnknownParent),
-            None => {
-                self.parents.insert(parent_id.to_string(), parent_bps);
-                parent_bps
-            }
-        };
-        let siblings = self.children.entry(parent_id.to_string()).or_default();
-        if siblings.get(child_id) == Some(&child_bps) {
-            return Ok(ShareAdmission::Admitted);
+        let known = self.parents.get(parent_id).copied();
+        if known.is_none() && self.strict {
+            return Ok(ShareAdmission::UnknownParent);
         }
+        let parent_bps = effective_parent_share(known, parent_bps);
+        let existing = self.child_parent.get(child_id).map(|parent| AdmittedChild {
+            parent_id: parent.clone(),
+            child_bps: self
+                .children
+                .get(parent)
+                .and_then(|c| c.get(child_id))
+                .copied()
+                .unwrap_or(0),
+        });
+        let siblings = self.children.get(parent_id);
         let others: u32 = siblings
-            .iter()
-            .filter(|(id, _)| id.as_str() != child_id)
-            .map(|(_, bps)| *bps)
-            .sum();
-        if u64::from(others) + u64::from(child_bps) > u64::from(parent_bps) {
-            return Ok(ShareAdmission::Oversubscribed {
-                siblings_bps: others,
+            .map(|c| {
+                c.iter()
+                    .filter(|(id, _)| id.as_str() != child_id)
+                    .map(|(_, bps)| *bps)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let decision = decide_share(
+            parent_id,
+            child_id,
+            existing.as_ref(),
+            others,
+            child_bps,
+            parent_bps,
+        )
+        .map_err(|r| refused(StoreName::SiblingShare, r))?;
+        match decision {
+            ShareDecision::Admitted { .. } => {
+                if existing.is_none() {
+                    self.parents
+                        .entry(parent_id.to_string())
+                        .or_insert(parent_bps);
+                    self.child_parent
+                        .insert(child_id.to_string(), parent_id.to_string());
+                    self.children
+                        .entry(parent_id.to_string())
+                        .or_default()
+                        .insert(child_id.to_string(), child_bps);
+                }
+                Ok(ShareAdmission::Admitted)
+            }
+            ShareDecision::Refused {
+                sibling_sum_bps,
                 parent_bps,
-            });
+            } => Ok(ShareAdmission::Oversubscribed {
+                siblings_bps: sibling_sum_bps,
+                parent_bps,
+            }),
         }
-        siblings.insert(child_id.to_string(), child_bps);
-        Ok(ShareAdmission::Admitted)
     }
 }
 
@@ -406,21 +448,28 @@ impl NonceStore for InMemoryNonces {
 mod tests {
     use super::*;
 
-    // Holds count until released, commits are permanent, and a refused hold names usage.
+    // Holds count until released, commits are permanent, a committed hold is never released or re-granted.
     #[test]
     fn budget_hold_commit_release() {
+        let granted = |used| HoldOutcome::Granted { used, limit: 2 };
         let mut b = InMemoryBudgets::default();
-        assert_eq!(b.hold("h1", "k", 1, 2).unwrap(), HoldOutcome::Granted);
-        assert_eq!(b.hold("h2", "k", 1, 2).unwrap(), HoldOutcome::Granted);
+        assert_eq!(b.hold("h1", "k", 1, 2).unwrap(), granted(1));
+        assert_eq!(b.hold("h2", "k", 1, 2).unwrap(), granted(2));
         assert_eq!(
             b.hold("h3", "k", 1, 2).unwrap(),
             HoldOutcome::Refused { used: 2, limit: 2 }
         );
         b.release("h2").unwrap();
         b.commit("h1").unwrap();
-        b.release("h1").unwrap();
+        assert!(b.release("h1").is_err(), "a committed hold is permanent");
+        let replay = b.hold("h1", "k", 1, 2).unwrap_err().to_string();
+        assert!(replay.contains("request replayed"), "{replay}");
+        assert!(
+            b.hold("h2", "k", 1, 2).is_err(),
+            "a released hold id is spent"
+        );
         assert_eq!(b.used("k"), 1);
-        assert_eq!(b.hold("h3", "k", 1, 2).unwrap(), HoldOutcome::Granted);
+        assert_eq!(b.hold("h3", "k", 1, 2).unwrap(), granted(2));
     }
 
     // Sibling shares never sum above the parent, admission is idempotent, strict registries refuse unknown parents.

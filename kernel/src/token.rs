@@ -2,7 +2,7 @@
 //!
 //! A root capability is issued by an authority: its body (schema
 //! `chio.capability/v1`, id, issuer and subject keys, scope grants, validity
-//! window in Unix seconds, invocation budget, share in basis points) is
+//! window in Unix milliseconds, invocation budget, share in basis points) is
 //! signed by the issuer over its RFC 8785 canonical JSON.
 //!
 //! Delegation keeps the token self-contained. The holder of a capability
@@ -121,10 +121,10 @@ pub struct MonetaryLimit {
 pub struct GrantState {
     /// Scope grants.
     pub scope: Vec<ScopeGrant>,
-    /// Valid from (Unix seconds, inclusive).
-    pub not_before: u64,
-    /// Valid through (Unix seconds, inclusive).
-    pub expires_at: u64,
+    /// Valid from (Unix milliseconds, inclusive).
+    pub not_before_ms: u64,
+    /// Valid through (Unix milliseconds, inclusive).
+    pub expires_at_ms: u64,
     /// Invocation budget; `None` is unlimited.
     pub max_invocations: Option<u64>,
     /// Share of the parent's allowance, in basis points.
@@ -145,10 +145,10 @@ pub struct CapabilityBody {
     pub subject: String,
     /// Scope grants.
     pub scope: Vec<ScopeGrant>,
-    /// Valid from (Unix seconds, inclusive).
-    pub not_before: u64,
-    /// Valid through (Unix seconds, inclusive).
-    pub expires_at: u64,
+    /// Valid from (Unix milliseconds, inclusive).
+    pub not_before_ms: u64,
+    /// Valid through (Unix milliseconds, inclusive).
+    pub expires_at_ms: u64,
     /// Invocation budget; `None` is unlimited.
     pub max_invocations: Option<u64>,
     /// Share in basis points (10,000 = all).
@@ -160,8 +160,8 @@ impl CapabilityBody {
     pub fn state(&self) -> GrantState {
         GrantState {
             scope: self.scope.clone(),
-            not_before: self.not_before,
-            expires_at: self.expires_at,
+            not_before_ms: self.not_before_ms,
+            expires_at_ms: self.expires_at_ms,
             max_invocations: self.max_invocations,
             share_bps: self.share_bps,
         }
@@ -236,12 +236,12 @@ pub struct Attenuation {
     /// Path prefix the child is confined to.
     #[serde(default)]
     pub path_prefix: Option<String>,
-    /// Child validity start (Unix seconds).
+    /// Child validity start (Unix milliseconds).
     #[serde(default)]
-    pub not_before: Option<u64>,
-    /// Child expiry (Unix seconds).
+    pub not_before_ms: Option<u64>,
+    /// Child expiry (Unix milliseconds).
     #[serde(default)]
-    pub expires_at: Option<u64>,
+    pub expires_at_ms: Option<u64>,
     /// Child invocation budget.
     #[serde(default)]
     pub max_invocations: Option<u64>,
@@ -270,8 +270,8 @@ impl Attenuation {
             .collect();
         GrantState {
             scope,
-            not_before: self.not_before.unwrap_or(parent.not_before),
-            expires_at: self.expires_at.unwrap_or(parent.expires_at),
+            not_before_ms: self.not_before_ms.unwrap_or(parent.not_before_ms),
+            expires_at_ms: self.expires_at_ms.unwrap_or(parent.expires_at_ms),
             max_invocations: self.max_invocations.or(parent.max_invocations),
             share_bps: self.share_bps.unwrap_or(parent.share_bps),
         }
@@ -293,10 +293,10 @@ pub struct CapabilityToken {
     pub subject: String,
     /// Effective scope grants.
     pub scope: Vec<ScopeGrant>,
-    /// Effective validity start (Unix seconds, inclusive).
-    pub not_before: u64,
-    /// Effective expiry (Unix seconds, inclusive).
-    pub expires_at: u64,
+    /// Effective validity start (Unix milliseconds, inclusive).
+    pub not_before_ms: u64,
+    /// Effective expiry (Unix milliseconds, inclusive).
+    pub expires_at_ms: u64,
     /// Effective invocation budget.
     pub max_invocations: Option<u64>,
     /// Effective share, in basis points.
@@ -327,8 +327,8 @@ impl CapabilityToken {
             issuer: body.issuer,
             subject: body.subject,
             scope: body.scope,
-            not_before: body.not_before,
-            expires_at: body.expires_at,
+            not_before_ms: body.not_before_ms,
+            expires_at_ms: body.expires_at_ms,
             max_invocations: body.max_invocations,
             share_bps: body.share_bps,
             delegation_chain: Vec::new(),
@@ -341,8 +341,8 @@ impl CapabilityToken {
     pub fn state(&self) -> GrantState {
         GrantState {
             scope: self.scope.clone(),
-            not_before: self.not_before,
-            expires_at: self.expires_at,
+            not_before_ms: self.not_before_ms,
+            expires_at_ms: self.expires_at_ms,
             max_invocations: self.max_invocations,
             share_bps: self.share_bps,
         }
@@ -359,8 +359,8 @@ impl CapabilityToken {
                 issuer: self.issuer.clone(),
                 subject: self.subject.clone(),
                 scope: self.scope.clone(),
-                not_before: self.not_before,
-                expires_at: self.expires_at,
+                not_before_ms: self.not_before_ms,
+                expires_at_ms: self.expires_at_ms,
                 max_invocations: self.max_invocations,
                 share_bps: self.share_bps,
             },
@@ -419,8 +419,8 @@ impl CapabilityToken {
             issuer: self.issuer.clone(),
             subject: delegatee.to_string(),
             scope: state.scope,
-            not_before: state.not_before,
-            expires_at: state.expires_at,
+            not_before_ms: state.not_before_ms,
+            expires_at_ms: state.expires_at_ms,
             max_invocations: state.max_invocations,
             share_bps: state.share_bps,
             delegation_chain: chain,
@@ -446,8 +446,8 @@ mod tests {
             scope: vec![
                 ScopeGrant::new("files", &["read_file", "write_file"]).with_path_prefix("/w/")
             ],
-            not_before: 100,
-            expires_at: 200,
+            not_before_ms: 100,
+            expires_at_ms: 200,
             max_invocations: Some(10),
             share_bps: FULL_SHARE_BPS,
         };

@@ -6,7 +6,9 @@
 //! to the last link's, since only the link signs them), the validity window
 //! against the injected clock, then the chain's shape: depth, continuity,
 //! cycles, link dates, and attenuation of every link (scope subset, window
-//! inside the parent's, budget and share no larger). What passes is a
+//! inside the parent's, budget and share no larger). The depth limit is
+//! checked first of all, before any signature is verified. Times are Unix
+//! milliseconds end to end: nothing is rounded toward validity. What passes is a
 //! [`VerifiedCapability`] that the later steps read.
 
 use crate::canonical::to_canonical_vec;
@@ -21,9 +23,9 @@ use crate::token::{
 pub const UNTRUSTED_ISSUER: &str = "capability issuer is not a trusted CA";
 /// Exact reason: a signature over the capability does not verify.
 pub const INVALID_SIGNATURE: &str = "capability signature is invalid";
-/// Exact reason: the clock is before `not_before`.
+/// Exact reason: the clock is before `not_before_ms`.
 pub const NOT_YET_VALID: &str = "capability not yet valid";
-/// Exact reason: the clock is after `expires_at`.
+/// Exact reason: the clock is after `expires_at_ms`.
 pub const EXPIRED: &str = "capability has expired";
 
 /// One sibling-share admission the chain requires (step 7).
@@ -67,12 +69,12 @@ pub struct VerifiedCapability {
     pub invocation_limits: Vec<InvocationLimit>,
 }
 
-/// Verifies a capability at `now_secs` (Unix seconds) against the trusted
+/// Verifies a capability at `now_ms` (Unix milliseconds) against the trusted
 /// issuer keys; answers the deny reason on failure.
 pub fn verify_capability(
     token: &CapabilityToken,
     trusted_issuers: &[String],
-    now_secs: u64,
+    now_ms: u64,
     max_depth: usize,
     mut cache: Option<&mut SignatureCache>,
 ) -> Result<VerifiedCapability, String> {
@@ -80,6 +82,14 @@ pub fn verify_capability(
         return Err(format!(
             "capability schema {:?} is not {CAPABILITY_SCHEMA}",
             token.schema
+        ));
+    }
+    // Cheap structural limits come before any signature work, so a chain
+    // of thousands of links is refused without verifying one of them.
+    let depth = token.delegation_chain.len();
+    if depth > max_depth {
+        return Err(format!(
+            "delegation depth {depth} exceeds the limit {max_depth}"
         ));
     }
     let root = token.root_body();
@@ -132,19 +142,13 @@ pub fn verify_capability(
         }
     }
     // Time, on the effective window.
-    if now_secs < token.not_before {
+    if now_ms < token.not_before_ms {
         return Err(NOT_YET_VALID.to_string());
     }
-    if now_secs > token.expires_at {
+    if now_ms > token.expires_at_ms {
         return Err(EXPIRED.to_string());
     }
     // Chain shape.
-    let depth = token.delegation_chain.len();
-    if depth > max_depth {
-        return Err(format!(
-            "delegation depth {depth} exceeds the limit {max_depth}"
-        ));
-    }
     let mut ids = vec![root.id.clone()];
     let mut keys = vec![root.subject.clone()];
     let mut parent_state = root.state();
@@ -185,7 +189,7 @@ pub fn verify_capability(
                 link.child_id
             ));
         }
-        if link.timestamp_ms / 1000 > now_secs {
+        if link.timestamp_ms > now_ms {
             return Err(format!(
                 "delegation link {} is dated after the evaluation time",
                 link.child_id
@@ -237,16 +241,16 @@ pub fn check_attenuation(
             ));
         }
     }
-    if child.expires_at > parent.expires_at {
+    if child.expires_at_ms > parent.expires_at_ms {
         return Err(format!(
-            "delegation link {child_id} expires at {} after its parent's expiry {}",
-            child.expires_at, parent.expires_at
+            "delegation link {child_id} expires at {} ms after its parent's expiry {} ms",
+            child.expires_at_ms, parent.expires_at_ms
         ));
     }
-    if child.not_before < parent.not_before {
+    if child.not_before_ms < parent.not_before_ms {
         return Err(format!(
-            "delegation link {child_id} becomes valid at {} before its parent's start {}",
-            child.not_before, parent.not_before
+            "delegation link {child_id} becomes valid at {} ms before its parent's start {} ms",
+            child.not_before_ms, parent.not_before_ms
         ));
     }
     match (parent.max_invocations, child.max_invocations) {

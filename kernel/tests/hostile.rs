@@ -60,6 +60,9 @@ struct GrantSpec {
     constraints: Map<String, Value>,
     #[serde(default)]
     share_bps: Option<u32>,
+    /// The grant's invocation budget (100 when absent).
+    #[serde(default)]
+    max_invocations: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -109,6 +112,10 @@ struct Call {
     request_id: Option<String>,
     #[serde(default)]
     clock_offset_secs: i64,
+    /// Extra milliseconds on top of `clock_offset_secs`, for cases at the
+    /// exact edge of a validity window.
+    #[serde(default)]
+    clock_offset_ms: i64,
     #[serde(default)]
     proof: Option<String>,
     expect: String,
@@ -188,19 +195,19 @@ fn apply_tamper(token: &mut CapabilityToken, t: &Tamper) {
         ("mutate_field", "id") => token.id.push('x'),
         ("mutate_field", "subject") => token.subject = agent_pk("mallory"),
         ("mutate_field", "scope") => token.scope[0].tools.push("delete_file".into()),
-        ("mutate_field", "not_before") => token.not_before -= 1,
-        ("mutate_field", "expires_at") => token.expires_at += 1,
+        ("mutate_field", "not_before_ms") => token.not_before_ms -= 1,
+        ("mutate_field", "expires_at_ms") => token.expires_at_ms += 1,
         ("mutate_field", "max_invocations") => {
             token.max_invocations = token.max_invocations.map(|m| m + 1)
         }
         ("mutate_field", "share_bps") => token.share_bps -= 1,
-        ("mutate_field", "root.expires_at") => {
-            token.root.as_mut().expect("delegated token").expires_at += 1
+        ("mutate_field", "root.expires_at_ms") => {
+            token.root.as_mut().expect("delegated token").expires_at_ms += 1
         }
         ("mutate_field", "link.attenuation") => {
             token.delegation_chain[t.link.unwrap_or(0)]
                 .attenuation
-                .expires_at -= 1
+                .expires_at_ms -= 1
         }
         ("mutate_field", "link.delegatee") => {
             token.delegation_chain[t.link.unwrap_or(0)].delegatee = agent_pk("mallory")
@@ -242,7 +249,7 @@ fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
             &g.to,
             vec![grant],
             &issuer,
-            Some(100),
+            Some(g.max_invocations.unwrap_or(100)),
             g.share_bps.unwrap_or(FULL_SHARE_BPS),
         );
         caps.insert(g.name.clone(), cap);
@@ -254,10 +261,10 @@ fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
         let att = Attenuation {
             tools: d.tools.clone(),
             path_prefix: d.path_prefix.clone(),
-            not_before: None,
-            expires_at: d
+            not_before_ms: None,
+            expires_at_ms: d
                 .expires_offset_secs
-                .map(|o| (parent.expires_at as i64 + o) as u64),
+                .map(|o| (parent.expires_at_ms as i64 + o * 1000) as u64),
             max_invocations: d.max_invocations,
             share_bps: d.share_bps,
         };
@@ -340,7 +347,8 @@ fn run_case(path: &Path) -> Result<usize, String> {
             Some("tampered_arguments") => req.arguments = json!({"path": "/workspace/a.txt"}),
             Some(other) => return Err(format!("unknown proof mode {other}")),
         }
-        let now_ms = ((NOW_SECS as i64 + call.clock_offset_secs) * 1000) as u64;
+        let now_ms =
+            ((NOW_SECS as i64 + call.clock_offset_secs) * 1000 + call.clock_offset_ms) as u64;
         let decision = kernel.evaluate(&req, now_ms, &mut dispatch);
         decision
             .receipt

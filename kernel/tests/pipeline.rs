@@ -260,7 +260,7 @@ fn publish_requires_allowed_test() {
     let d = call(&mut k, "publish", "publish", pkg.clone());
     assert_eq!(
         d.reason.as_deref(),
-        Some("tool publish requires an earlier allowed run_tests in session session-alice")
+        Some("tool publish requires an earlier allowed and performed run_tests in session session-alice")
     );
     assert_eq!(
         call(
@@ -619,6 +619,7 @@ fn split_evaluation_matches_one_call() {
         ToolOutput {
             content: out.content,
             label: out.label,
+            performed: true,
         },
         NOW_MS,
     );
@@ -674,6 +675,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
             ToolOutput {
                 content: out.content,
                 label: out.label,
+                performed: true,
             },
             NOW_MS,
         );
@@ -682,4 +684,125 @@ fn revocation_racing_dispatch_withholds_the_output() {
         assert_eq!(d.output, None);
         assert!(d.receipt.verify().is_ok());
     }
+}
+
+// Session hopping: after an internal read, a public post under a fresh session id of the caller's choosing, on another grant, is still refused by the principal's label.
+#[test]
+fn a_fresh_session_does_not_wash_the_principal() {
+    let reader = issue(
+        "cap-read",
+        "alice",
+        vec![ScopeGrant::new("files", &["read_file"]).with_path_prefix("/workspace/")],
+    );
+    let poster = issue(
+        "cap-post",
+        "alice",
+        vec![ScopeGrant::new("publish", &["post"])],
+    );
+    let files = world_files();
+    let mut k = flow_kernel();
+    let read = k.evaluate(
+        &request(
+            "alice",
+            &reader,
+            "files",
+            "read_file",
+            read("/workspace/internal/roadmap.md"),
+            "r1",
+        ),
+        NOW_MS,
+        &mut dispatch(&files),
+    );
+    assert_eq!(read.verdict, Verdict::Allow);
+    let mut hop = request(
+        "alice",
+        &poster,
+        "publish",
+        "post",
+        json!({"channel": "general", "text": "weekly summary"}),
+        "p1",
+    );
+    hop.session_id = "a-session-nobody-used".into();
+    let hop = hop.sign(&agent_key("alice")).expect("request signs");
+    let d = k.evaluate(&hop, NOW_MS + 1, &mut dispatch(&files));
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("information flow: retained label internal (principal/alice) exceeds the clearance public of server publish")
+    );
+    // Control: bob, who read nothing, posts under the same fresh session id.
+    let bobs = issue(
+        "cap-bob-post",
+        "bob",
+        vec![ScopeGrant::new("publish", &["post"])],
+    );
+    let mut control = request("bob", &bobs, "publish", "post", json!({"text": "hi"}), "p2");
+    control.session_id = "a-session-nobody-used-2".into();
+    let control = control.sign(&agent_key("bob")).expect("request signs");
+    assert_eq!(
+        k.evaluate(&control, NOW_MS + 2, &mut dispatch(&files))
+            .verdict,
+        Verdict::Allow
+    );
+}
+
+// A predecessor counts only when the server performed it: an allowed run_tests the server could not carry out does not open publish.
+#[test]
+fn an_unperformed_predecessor_does_not_count() {
+    let scope = vec![
+        ScopeGrant::new("ci", &["run_tests"]),
+        ScopeGrant::new("publish", &["publish"]),
+    ];
+    let cap = issue("cap-alice", "alice", scope);
+    let mut k = kernel(vec![guard(
+        "tests-first",
+        GuardKind::BehavioralSequence,
+        json!({"rules": [{"tool": "publish", "requires": "run_tests"}]}),
+    )]);
+    let mut not_performed = |_: &chio_kernel::ToolCallRequest| {
+        Ok(ToolOutput {
+            content: json!({"ok": false, "error": "unknown tool run_tests"}),
+            label: None,
+            performed: false,
+        })
+    };
+    let tests = k.evaluate(
+        &request("alice", &cap, "ci", "run_tests", json!({}), "t1"),
+        NOW_MS,
+        &mut not_performed,
+    );
+    assert_eq!(
+        tests.verdict,
+        Verdict::Allow,
+        "the call itself was admitted"
+    );
+    let publish = k.evaluate(
+        &request("alice", &cap, "publish", "publish", json!({}), "p1"),
+        NOW_MS + 1,
+        &mut dispatch(&world_files()),
+    );
+    assert_eq!(
+        publish.reason.as_deref(),
+        Some("tool publish requires an earlier allowed and performed run_tests in session session-alice")
+    );
+    // A denied predecessor does not count either; a performed one does.
+    let files = world_files();
+    assert_eq!(
+        k.evaluate(
+            &request("alice", &cap, "ci", "run_tests", json!({}), "t2"),
+            NOW_MS + 2,
+            &mut dispatch(&files),
+        )
+        .verdict,
+        Verdict::Allow
+    );
+    assert_eq!(
+        k.evaluate(
+            &request("alice", &cap, "publish", "publish", json!({}), "p2"),
+            NOW_MS + 3,
+            &mut dispatch(&files),
+        )
+        .verdict,
+        Verdict::Allow
+    );
 }

@@ -419,7 +419,7 @@ proptest! {
             3 => env["clock_override_unix_secs"] = v,
             4 => env["request"]["arguments"] = v,
             5 => env["capability"]["scope"] = v,
-            6 => env["capability"]["expires_at"] = v,
+            6 => env["capability"]["expires_at_ms"] = v,
             7 => env["request"]["agent_id"] = v,
             _ => env["capability"]["signature"] = v,
         }

@@ -92,6 +92,7 @@ fn main() {
                 Ok(ToolOutput {
                     content: r.content,
                     label: r.label.map(|l| l.as_str().to_string()),
+                    performed: r.performed,
                 })
             });
             assert!(decision.receipt.id.len() == 64);

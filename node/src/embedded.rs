@@ -1,42 +1,56 @@
 //! The embedded topology: every node of a run in one process.
 //!
 //! The same actors as in a distributed run, linked by in-memory channels
-//! instead of gRPC, with trust-control's state held in process
-//! ([`SharedTrust`]). This is the default topology of `chio arena run`; a
+//! instead of gRPC, bound to trust state exactly as a node process is
+//! ([`crate::trust_stores::bind_node`]) but over trust-control's in-memory
+//! store instead of a remote service: the same adapter, the same rules, the
+//! same namespacing. This is the default topology of `chio arena run`; a
 //! scenario's outputs are the same bytes whichever topology runs it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use chio_trust::store::memory::InMemoryTrustStore;
+
 use crate::error::NodeError;
-use crate::link::{InMemoryLink, LinkFuture};
-use crate::node::{AuthorityControl, Node, NodeActors};
-use crate::shared::SharedTrust;
+use crate::link::InMemoryLink;
+use crate::node::{AuthorityControl, Node};
+use crate::trust_stores::{bind_node, StoreDeadlines};
 use crate::world::World;
 
-impl AuthorityControl for SharedTrust {
-    fn revoke(&self, id: &str, _at_ms: u64) -> LinkFuture<'_, ()> {
-        let result = SharedTrust::revoke(self, id).map_err(|e| NodeError::Authority(e.to_string()));
-        Box::pin(async move { result })
-    }
-}
+/// The run namespace of an embedded run's trust state; one store serves one
+/// run, so any fixed name will do.
+const EMBEDDED_RUN_ID: &str = "embedded";
 
 /// All nodes of a run, in one process.
 #[derive(Debug)]
 pub struct EmbeddedTopology {
     nodes: BTreeMap<String, Node>,
-    trust: SharedTrust,
+    trust: InMemoryTrustStore,
 }
 
 impl EmbeddedTopology {
-    /// Spawns every node's actors on the current tokio runtime and links
-    /// them.
-    pub fn start(world: &World) -> Result<Self, NodeError> {
-        let trust = SharedTrust::new();
+    /// Spawns every node's actors on the current tokio runtime, binds their
+    /// kernels to one in-memory trust store, and links them.
+    pub async fn start(world: &World) -> Result<Self, NodeError> {
+        let trust = InMemoryTrustStore::new();
+        let store = Arc::new(trust.clone());
         let mut actors = BTreeMap::new();
-        for node in &world.nodes {
-            let spawned = NodeActors::spawn(world, node, |_| Ok(trust.kernel_stores()))?;
+        let mut authorities = BTreeMap::new();
+        for (index, node) in world.nodes.iter().enumerate() {
+            // The first node registers the authority's key, as the
+            // controller does for a trust-control service.
+            let (spawned, authority) = bind_node(
+                store.clone(),
+                world,
+                node,
+                EMBEDDED_RUN_ID,
+                StoreDeadlines::default(),
+                index == 0,
+            )
+            .await?;
             actors.insert(node.clone(), spawned);
+            authorities.insert(node.clone(), authority);
         }
         let mut all_kernels = BTreeMap::new();
         let mut all_agents = BTreeMap::new();
@@ -45,14 +59,15 @@ impl EmbeddedTopology {
             all_agents.extend(spawned.agents.clone());
         }
         let link = Arc::new(InMemoryLink::new(all_kernels, all_agents));
-        let authority: Arc<dyn AuthorityControl> = Arc::new(trust.clone());
-        let nodes = actors
-            .into_iter()
-            .map(|(id, spawned)| {
-                let node = Node::new(world, &id, spawned, link.clone(), authority.clone());
-                (id, node)
-            })
-            .collect();
+        let mut nodes = BTreeMap::new();
+        for (id, spawned) in actors {
+            let authority: Arc<dyn AuthorityControl> = match authorities.remove(&id) {
+                Some(authority) => Arc::new(authority),
+                None => return Err(NodeError::Unroutable(format!("node {id}"))),
+            };
+            let node = Node::new(world, &id, spawned, link.clone(), authority);
+            nodes.insert(id, node);
+        }
         Ok(Self { nodes, trust })
     }
 
@@ -63,8 +78,8 @@ impl EmbeddedTopology {
             .ok_or_else(|| NodeError::Unroutable(format!("node {id}")))
     }
 
-    /// The in-process authority state (receipts appended, for accounting).
-    pub fn trust(&self) -> &SharedTrust {
+    /// The in-process trust state, to inspect.
+    pub fn trust(&self) -> &InMemoryTrustStore {
         &self.trust
     }
 }

@@ -47,7 +47,7 @@ use crate::tools::ToolServer;
 use crate::world::{FixtureSet, World, AGENT_ROLE};
 
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
-const EXPIRY_WIDENING_SECS: u64 = 86_400;
+const EXPIRY_WIDENING_MS: u64 = 86_400_000;
 
 /// Evaluates adversary actions with the real kernel in a scenario's world.
 #[derive(Debug)]
@@ -432,7 +432,7 @@ impl<'w> Instance<'w> {
                     state.scope.push(ScopeGrant::new(extra, &[tool]));
                 }
             }
-            WideningKind::Expiry => state.expires_at += EXPIRY_WIDENING_SECS,
+            WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
             WideningKind::Share => state.share_bps += 1,
         }
         let delegatee = public_key_hex(&self.key_of(accomplice));
@@ -462,6 +462,7 @@ fn dispatch(
             Ok(ToolOutput {
                 content: result.content,
                 label: result.label.map(|l| l.as_str().to_string()),
+                performed: result.performed,
             })
         }
         _ => Err(format!(

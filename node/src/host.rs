@@ -19,20 +19,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chio_arena::parse_scenario_bytes;
-use chio_kernel::keys::public_key_hex;
-use chio_trust::model::IssuerKey;
 use chio_trust::{SqliteTrustStore, TrustClient, TrustStore};
 use sha2::{Digest, Sha256};
-use tokio::runtime::Handle;
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
-use crate::actors::IssuerSource;
 use crate::cluster::ClusterToken;
 use crate::error::NodeError;
 use crate::grpc_link::GrpcLink;
-use crate::node::{Node, NodeActors};
-use crate::trust_stores::{StoreDeadlines, TrustAuthority, TrustBinding};
+use crate::node::Node;
+use crate::trust_stores::{bind_node, StoreDeadlines};
 use crate::world::{FixtureSet, World};
 
 /// Where a node process keeps shared authority state.
@@ -277,25 +273,15 @@ impl HostActor {
         load: &WorldLoad,
         register_authority: bool,
     ) -> Result<Node, NodeError> {
-        if register_authority {
-            let key = IssuerKey::parse_hex(&public_key_hex(&world.authority))
-                .map_err(|e| NodeError::Kernel(e.to_string()))?;
-            store
-                .add_issuer_key(key)
-                .await
-                .map_err(|e| NodeError::Authority(e.to_string()))?;
-        }
-        let binding = TrustBinding::new(
+        let (actors, authority) = bind_node(
             store,
-            Handle::current(),
+            world,
+            &load.node,
             &load.run_id,
             self.config.deadlines,
-        );
-        let actors = NodeActors::spawn_with_issuers(world, &load.node, |_| {
-            let (stores, cache) = binding.kernel_stores();
-            let source: Box<dyn IssuerSource> = Box::new(cache);
-            Ok((stores, Some(source)))
-        })?;
+            register_authority,
+        )
+        .await?;
         let link = GrpcLink::new(
             world,
             &load.peers,
@@ -307,7 +293,7 @@ impl HostActor {
             &load.node,
             actors,
             Arc::new(link),
-            Arc::new(TrustAuthority::new(binding)),
+            Arc::new(authority),
         ))
     }
 }

@@ -8,6 +8,11 @@
 //! journal and the nonce set stay per kernel (they live in the serving
 //! process's memory). Kernels evaluate one action at a time in the
 //! controller's total order, so the mutex never decides an outcome.
+//!
+//! Only the synchronous adversary evaluator uses this; runs bind their
+//! kernels through [`crate::trust_stores::bind_node`]. The rules applied
+//! are `chio_kernel::ledger`'s either way. Seen request ids are shared too,
+//! so replay protection is global across the kernels, as in a run.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -16,7 +21,7 @@ use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::stores::{
     BudgetStore, HoldOutcome, InMemoryBudgets, InMemoryJournal, InMemoryLabels, InMemoryNonces,
     InMemoryReceipts, InMemoryRevocations, InMemorySiblingShares, KernelStores, LabelStore,
-    ReceiptStore, RevocationStore, ShareAdmission, SiblingShareStore,
+    NonceStore, ReceiptStore, RevocationStore, ShareAdmission, SiblingShareStore,
 };
 use std::collections::BTreeSet;
 
@@ -28,6 +33,7 @@ struct TrustState {
     shares: InMemorySiblingShares,
     receipts: InMemoryReceipts,
     labels: InMemoryLabels,
+    nonces: InMemoryNonces,
     /// Receipts in append order, for the run's own accounting.
     log: Vec<SignedReceipt>,
 }
@@ -50,7 +56,7 @@ impl SharedTrust {
             .map_err(|_| StoreError::unavailable(store, "shared state poisoned by a panic"))
     }
 
-    /// Kernel stores over this state, with a private journal and nonce set.
+    /// Kernel stores over this state, with a private journal.
     pub fn kernel_stores(&self) -> KernelStores {
         KernelStores {
             revocations: Box::new(self.clone()),
@@ -59,7 +65,7 @@ impl SharedTrust {
             receipts: Box::new(self.clone()),
             journal: Box::new(InMemoryJournal::default()),
             labels: Box::new(self.clone()),
-            nonces: Box::new(InMemoryNonces::default()),
+            nonces: Box::new(self.clone()),
         }
     }
 
@@ -81,6 +87,14 @@ impl RevocationStore for SharedTrust {
 
     fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
         self.lock(StoreName::Revocation)?.revocations.revoke(id)
+    }
+}
+
+impl NonceStore for SharedTrust {
+    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError> {
+        self.lock(StoreName::Nonce)?
+            .nonces
+            .check_and_record(request_key)
     }
 }
 

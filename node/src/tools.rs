@@ -29,6 +29,10 @@ pub struct ToolResult {
     /// The classification of what the call revealed, when it revealed
     /// classified content.
     pub label: Option<Label>,
+    /// Whether the server carried the call out. A result that says it
+    /// could not (unknown tool, missing file, a path outside its root) is
+    /// not performed, so it never satisfies a session rule's predecessor.
+    pub performed: bool,
 }
 
 impl ToolResult {
@@ -36,11 +40,16 @@ impl ToolResult {
         Self {
             content,
             label: None,
+            performed: true,
         }
     }
 
     fn failed(message: impl Into<String>) -> Self {
-        Self::plain(json!({"ok": false, "error": message.into()}))
+        Self {
+            content: json!({"ok": false, "error": message.into()}),
+            label: None,
+            performed: false,
+        }
     }
 }
 
@@ -235,6 +244,7 @@ fn workspace_call(
         "read_file" => match files.get(&path) {
             Some(content) => ToolResult {
                 content: json!({"ok": true, "path": path, "content": content}),
+                performed: true,
                 label: labels
                     .iter()
                     .filter(|(glob, _)| glob.is_match(&path))
@@ -286,6 +296,7 @@ fn workspace_call(
             ToolResult {
                 content: json!({"ok": true, "path": path, "entries": entries}),
                 label,
+                performed: true,
             }
         }
         other => unknown_tool(other),

@@ -2,11 +2,13 @@
 //! implemented by blocking on a [`TrustStore`] (the remote `TrustClient`, or
 //! a local `SqliteTrustStore` for a node started with `--state-dir`).
 //!
-//! What lives where in a distributed run: revocations, budget holds, sibling
-//! shares, the receipt log and retained labels are trust-control's, so
-//! kernels on different nodes see one state; the session journal and the set
-//! of seen request ids stay in the node's memory (they belong to the
-//! sessions a node serves, and a restarted node starts them afresh).
+//! What lives where: revocations, budget holds, sibling shares, seen request
+//! ids, the receipt log and retained labels are trust-control's, so kernels
+//! on different nodes see one state and a restarted node forgets nothing a
+//! verdict depends on; the session journal stays in the node's memory (it
+//! belongs to the sessions a node serves). The embedded topology binds the
+//! same adapter to an in-memory trust store ([`bind_node`]), so embedded and
+//! distributed runs differ only by transport.
 //!
 //! Freshness contracts (SPEC.md section 6), fail-closed:
 //! - revocation is looked up per id on every call, never cached;
@@ -23,10 +25,9 @@
 //! own OS thread on a runtime handle (never a runtime worker).
 //!
 //! Every id written to trust-control is prefixed with the run's namespace,
-//! so runs sharing one service never see each other's state. The mapping of
-//! answers copies the kernel's in-memory reference stores exactly (the same
-//! outcomes, the same used/limit and sibling sums), so a distributed run's
-//! receipts are the embedded run's bytes.
+//! so runs sharing one service never see each other's state. The rules the
+//! stores apply are `chio_kernel::ledger`'s, the same the kernel's in-memory
+//! stores apply, so every store gives the same outcomes.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -35,19 +36,21 @@ use std::time::{Duration, Instant};
 
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::error::{StoreError, StoreName};
+use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::stores::{
-    BudgetStore, HoldOutcome, InMemoryJournal, InMemoryNonces, KernelStores, LabelStore,
-    ReceiptStore, RevocationStore, ShareAdmission, SiblingShareStore,
+    BudgetStore, HoldOutcome, InMemoryJournal, KernelStores, LabelStore, NonceStore, ReceiptStore,
+    RevocationStore, ShareAdmission, SiblingShareStore,
 };
-use chio_trust::model::{self, ReceiptRecord, ShareOutcome};
+use chio_trust::model::{IssuerKey, ReceiptRecord, ShareOutcome};
 use chio_trust::{TrustError, TrustStore};
 use tokio::runtime::Handle;
 
 use crate::actors::IssuerSource;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
-use crate::node::AuthorityControl;
+use crate::node::{AuthorityControl, NodeActors};
+use crate::world::World;
 
 /// Longest time a fetched issuer key set is trusted without a new fetch.
 pub const ISSUER_CACHE_MAX_AGE: Duration = Duration::from_secs(2);
@@ -133,8 +136,8 @@ impl<S: TrustStore> TrustBinding<S> {
             shares: Box::new(adapter.clone()),
             receipts: Box::new(adapter.clone()),
             journal: Box::new(InMemoryJournal::default()),
-            labels: Box::new(adapter),
-            nonces: Box::new(InMemoryNonces::default()),
+            labels: Box::new(adapter.clone()),
+            nonces: Box::new(adapter),
         };
         let cache = IssuerKeyCache {
             binding: self.clone(),
@@ -248,15 +251,11 @@ impl<S: TrustStore> BudgetStore for TrustBackedStore<S> {
     ) -> Result<HoldOutcome, StoreError> {
         let b = &self.binding;
         let (hold_id, key) = (b.scoped(hold_id), b.scoped(key));
-        let outcome = b.block(
+        b.block(
             StoreName::Budget,
             b.deadlines.call,
             b.store.hold_budget(&hold_id, &key, amount, limit),
-        )?;
-        Ok(match outcome {
-            model::HoldOutcome::Granted { .. } => HoldOutcome::Granted,
-            model::HoldOutcome::Refused { used, limit } => HoldOutcome::Refused { used, limit },
-        })
+        )
     }
 
     fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
@@ -273,22 +272,24 @@ impl<S: TrustStore> BudgetStore for TrustBackedStore<S> {
     fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
         let b = &self.binding;
         let hold_id = b.scoped(hold_id);
-        let released = b.handle.block_on(async {
-            tokio::time::timeout(b.deadlines.call, b.store.release_budget(&hold_id)).await
-        });
-        match released {
-            Ok(Ok(_)) => Ok(()),
-            // The in-memory reference treats releasing a committed hold as a
-            // no-op; so does this adapter.
-            Ok(Err(TrustError::HoldStateConflict {
-                state: "committed", ..
-            })) => Ok(()),
-            Ok(Err(error)) => Err(store_error(StoreName::Budget, error)),
-            Err(_) => Err(StoreError::unavailable(
-                StoreName::Budget,
-                "trust-control deadline exceeded on release_budget",
-            )),
-        }
+        b.block(
+            StoreName::Budget,
+            b.deadlines.call,
+            b.store.release_budget(&hold_id),
+        )
+        .map(|_| ())
+    }
+}
+
+impl<S: TrustStore> NonceStore for TrustBackedStore<S> {
+    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError> {
+        let b = &self.binding;
+        let scoped = b.scoped(request_key);
+        b.block(
+            StoreName::Nonce,
+            b.deadlines.call,
+            b.store.record_request(&scoped),
+        )
     }
 }
 
@@ -403,6 +404,36 @@ impl<S: TrustStore> IssuerSource for IssuerKeyCache<S> {
     }
 }
 
+/// Spawns `node`'s actors over `store`, the one way every topology binds
+/// kernels to trust state: the embedded topology passes an in-memory trust
+/// store, a node process a SQLite store or a trust-control client. When
+/// `register_authority` is set the world's authority key is trusted in the
+/// store first (a private store has no operator to do it).
+pub async fn bind_node<S: TrustStore>(
+    store: Arc<S>,
+    world: &World,
+    node: &str,
+    run_id: &str,
+    deadlines: StoreDeadlines,
+    register_authority: bool,
+) -> Result<(NodeActors, TrustAuthority<S>), NodeError> {
+    if register_authority {
+        let key = IssuerKey::parse_hex(&public_key_hex(&world.authority))
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        store
+            .add_issuer_key(key)
+            .await
+            .map_err(|e| NodeError::Authority(e.to_string()))?;
+    }
+    let binding = TrustBinding::new(store, Handle::current(), run_id, deadlines);
+    let actors = NodeActors::spawn_with_issuers(world, node, |_| {
+        let (stores, cache) = binding.kernel_stores();
+        let source: Box<dyn IssuerSource> = Box::new(cache);
+        Ok((stores, Some(source)))
+    })?;
+    Ok((actors, TrustAuthority::new(binding)))
+}
+
 /// Revocation on behalf of the authority, through trust-control.
 pub struct TrustAuthority<S> {
     binding: TrustBinding<S>,
@@ -473,14 +504,24 @@ mod tests {
         );
         assert_eq!(
             a.budgets.hold("h1", "k", 1, 1).unwrap(),
-            HoldOutcome::Granted
+            HoldOutcome::Granted { used: 1, limit: 1 }
         );
         assert_eq!(
             b.budgets.hold("h2", "k", 1, 1).unwrap(),
             HoldOutcome::Refused { used: 1, limit: 1 }
         );
         a.budgets.commit("h1").unwrap();
-        a.budgets.release("h1").unwrap();
+        assert!(
+            a.budgets.release("h1").is_err(),
+            "a committed hold is permanent"
+        );
+        let replay = b.budgets.hold("h1", "k", 1, 1).unwrap_err().to_string();
+        assert!(replay.contains("request replayed"), "{replay}");
+        assert!(a.nonces.check_and_record("root/alice/r1").unwrap());
+        assert!(
+            !b.nonces.check_and_record("root/alice/r1").unwrap(),
+            "a request id seen by one kernel is seen by every kernel"
+        );
         a.revocations.revoke("cap").unwrap();
         assert!(b.revocations.is_revoked("cap").unwrap());
         a.labels.join("session:s", "internal").unwrap();

@@ -249,7 +249,6 @@ impl World {
             );
         }
 
-        let start_secs = start_ms / 1000;
         let mut grants = BTreeMap::new();
         for grant in &file.grants {
             let subject = agent_keys.get(&grant.agent).ok_or_else(|| {
@@ -266,8 +265,8 @@ impl World {
                 issuer: authority_hex.clone(),
                 subject: subject.clone(),
                 scope: vec![scope],
-                not_before: start_secs + grant.not_before() / 1000,
-                expires_at: start_secs + grant.expires_after() / 1000,
+                not_before_ms: start_ms.saturating_add(grant.not_before()),
+                expires_at_ms: start_ms.saturating_add(grant.expires_after()),
                 max_invocations: grant.max_invocations,
                 share_bps: u32::try_from(grant.share()).map_err(|_| {
                     NodeError::Scenario(format!("grant {} share_bps out of range", grant.id))

@@ -270,6 +270,21 @@ impl TrustStore for TrustClient {
         }
     }
 
+    async fn record_request(&self, request_key: &str) -> Result<bool, TrustError> {
+        let message = pb::RecordRequestRequest {
+            request_key: request_key.to_owned(),
+        };
+        let answer = self
+            .unary(
+                "record_request",
+                self.config.call_deadline,
+                message,
+                |mut c, r| async move { c.record_request(r).await },
+            )
+            .await?;
+        Ok(answer.fresh)
+    }
+
     async fn hold_budget(
         &self,
         hold_id: &str,

@@ -32,50 +32,19 @@ pub enum TrustError {
         /// The receipt id whose stored body differs.
         receipt_id: String,
     },
-    /// A hold id was reused for another budget or amount.
-    #[error(
-        "trust-control store refused hold {hold_id}: already taken for another budget or amount; \
-         use a fresh hold id per hold"
-    )]
-    HoldConflict {
-        /// The reused hold id.
-        hold_id: String,
-    },
     /// A commit or release names a hold that was never granted.
     #[error("trust-control store has no hold {hold_id}; take the hold before committing it")]
     UnknownHold {
         /// The hold id that is not in the store.
         hold_id: String,
     },
-    /// A commit after a release, or a release after a commit.
-    #[error("trust-control store cannot {action} hold {hold_id}: it is already {state}; {fix}")]
-    HoldStateConflict {
-        /// The hold whose state forbids the action.
-        hold_id: String,
-        /// `commit` or `release`.
-        action: &'static str,
-        /// The state the hold is in (`committed` or `released`).
-        state: &'static str,
-        /// How the caller recovers.
-        fix: &'static str,
-    },
-    /// A child capability was already admitted under another parent or share.
-    #[error(
-        "trust-control store refused share of child {child_id}: already admitted with another \
-         parent or share; a child capability has one parent and one share"
-    )]
-    ShareConflict {
-        /// The child capability id.
-        child_id: String,
-    },
-    /// A budget sum would overflow the store's integer range.
-    #[error(
-        "trust-control store refused budget {budget_key}: amount overflows; use smaller amounts"
-    )]
-    BudgetOverflow {
-        /// The budget whose sum overflowed.
-        budget_key: String,
-    },
+    /// The shared ledger rules refuse the request as inconsistent with what
+    /// the store holds (a reused hold id, a replayed committed hold, a hold
+    /// moved against its life, an overflowing sum, a child admitted twice
+    /// with another parent or share). The rules live in the kernel crate so
+    /// every store applies the same ones.
+    #[error("trust-control store refused: {0}")]
+    Refused(#[from] chio_kernel::ledger::LedgerRefusal),
     /// SQLite failed (I/O, full disk, corruption); nothing of the batch is durable.
     #[error("trust-control store failed: {detail}; check the database file and its disk")]
     Storage {

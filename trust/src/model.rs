@@ -10,12 +10,16 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::TrustError;
 
+pub use chio_kernel::ledger::{
+    commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
+    repeat_hold, AdmittedChild, HoldDecision as HoldOutcome, HoldRecord, HoldState,
+    ShareDecision as ShareOutcome, MAX_AMOUNT,
+};
+
 /// Longest id, key or label accepted, in bytes; bounds rows and messages.
 pub const MAX_ID_BYTES: usize = 512;
 /// A whole allowance in basis points; shares above it are meaningless.
 pub const MAX_BPS: u32 = 10_000;
-/// Largest budget amount or limit, so sums fit SQLite's signed 64-bit integers.
-pub const MAX_AMOUNT: u64 = i64::MAX as u64;
 /// Most keys one label read or join may name; bounds one transaction.
 pub const MAX_KEYS_PER_CALL: usize = 1_024;
 /// Most receipts one append may carry; bounds one transaction.
@@ -75,68 +79,6 @@ pub struct Revocation {
     pub revoked_at_ms: u64,
 }
 
-/// The answer to a budget hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HoldOutcome {
-    /// The hold counts against the budget.
-    Granted {
-        /// Held plus committed amount including this hold.
-        used: u64,
-        /// The limit checked against.
-        limit: u64,
-    },
-    /// The hold would exceed the limit and was not recorded.
-    Refused {
-        /// Held plus committed amount without this hold.
-        used: u64,
-        /// The limit checked against.
-        limit: u64,
-    },
-}
-
-/// Where a granted hold is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum HoldState {
-    /// Counts against the budget until committed or released.
-    Held,
-    /// Counts against the budget permanently.
-    Committed,
-    /// No longer counts.
-    Released,
-}
-
-impl HoldState {
-    /// The state's name in error messages and in the SQLite `state` column.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HoldState::Held => "held",
-            HoldState::Committed => "committed",
-            HoldState::Released => "released",
-        }
-    }
-
-    /// Reads a state back from its stored name.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "held" => Some(HoldState::Held),
-            "committed" => Some(HoldState::Committed),
-            "released" => Some(HoldState::Released),
-            _ => None,
-        }
-    }
-}
-
-/// A granted hold as both stores record it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HoldRecord {
-    /// The budget the hold counts against.
-    pub budget_key: String,
-    /// The amount held.
-    pub amount: u64,
-    /// Its state.
-    pub state: HoldState,
-}
-
 /// The answer to a release: releasing an unknown hold is harmless, so it is
 /// an answer rather than an error, and the caller can tell the cases apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,25 +87,6 @@ pub enum ReleaseOutcome {
     Released,
     /// No hold with that id was ever granted; nothing changed.
     UnknownHold,
-}
-
-/// The answer to a sibling-share admission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShareOutcome {
-    /// The child's share is recorded and counts for its siblings.
-    Admitted {
-        /// Sum of all admitted children of the parent, this one included.
-        sum_bps: u32,
-        /// The parent share checked against.
-        parent_bps: u32,
-    },
-    /// The child's share did not fit and was not recorded.
-    Refused {
-        /// Sum of the other admitted children.
-        sibling_sum_bps: u32,
-        /// The parent share checked against.
-        parent_bps: u32,
-    },
 }
 
 /// One signed receipt handed to the log.
@@ -291,96 +214,6 @@ pub fn receipt_page_size(limit: u32) -> u32 {
     }
 }
 
-/// The budget rule: a hold is granted when `used + amount <= limit`.
-pub fn decide_hold(
-    budget_key: &str,
-    used: u64,
-    amount: u64,
-    limit: u64,
-) -> Result<HoldOutcome, TrustError> {
-    let after = used
-        .checked_add(amount)
-        .filter(|after| *after <= MAX_AMOUNT)
-        .ok_or_else(|| TrustError::BudgetOverflow {
-            budget_key: budget_key.to_owned(),
-        })?;
-    Ok(if after <= limit {
-        HoldOutcome::Granted { used: after, limit }
-    } else {
-        HoldOutcome::Refused { used, limit }
-    })
-}
-
-/// The answer to a repeated hold id: the same budget and amount is a retry
-/// (granted again, counted once); anything else is a conflict.
-pub fn repeat_hold(
-    hold_id: &str,
-    existing: &HoldRecord,
-    budget_key: &str,
-    amount: u64,
-    used: u64,
-    limit: u64,
-) -> Result<HoldOutcome, TrustError> {
-    if existing.budget_key != budget_key || existing.amount != amount {
-        return Err(TrustError::HoldConflict {
-            hold_id: hold_id.to_owned(),
-        });
-    }
-    match existing.state {
-        HoldState::Held | HoldState::Committed => Ok(HoldOutcome::Granted { used, limit }),
-        HoldState::Released => Err(TrustError::HoldStateConflict {
-            hold_id: hold_id.to_owned(),
-            action: "hold",
-            state: "released",
-            fix: "take a new hold with a fresh hold id",
-        }),
-    }
-}
-
-/// The commit rule: held becomes committed, committed stays, released refuses.
-pub fn commit_transition(hold_id: &str, state: HoldState) -> Result<HoldState, TrustError> {
-    match state {
-        HoldState::Held | HoldState::Committed => Ok(HoldState::Committed),
-        HoldState::Released => Err(TrustError::HoldStateConflict {
-            hold_id: hold_id.to_owned(),
-            action: "commit",
-            state: "released",
-            fix: "take a new hold; a released amount no longer counts",
-        }),
-    }
-}
-
-/// The release rule: held becomes released, released stays, committed refuses.
-pub fn release_transition(hold_id: &str, state: HoldState) -> Result<HoldState, TrustError> {
-    match state {
-        HoldState::Held | HoldState::Released => Ok(HoldState::Released),
-        HoldState::Committed => Err(TrustError::HoldStateConflict {
-            hold_id: hold_id.to_owned(),
-            action: "release",
-            state: "committed",
-            fix: "a committed amount is permanent; do not release it",
-        }),
-    }
-}
-
-/// The sibling-share rule: `child + sum(other admitted siblings) <= parent`.
-pub fn decide_share(sibling_sum_bps: u32, child_bps: u32, parent_bps: u32) -> ShareOutcome {
-    // Both operands are at most MAX_BPS times the sibling count, far from u32::MAX
-    // for any realistic count; saturate rather than wrap if that ever breaks.
-    let sum_bps = sibling_sum_bps.saturating_add(child_bps);
-    if sum_bps <= parent_bps {
-        ShareOutcome::Admitted {
-            sum_bps,
-            parent_bps,
-        }
-    } else {
-        ShareOutcome::Refused {
-            sibling_sum_bps,
-            parent_bps,
-        }
-    }
-}
-
 /// Plans an append: which receipts are new, how many are retries, and the
 /// conflict if any id is stored (or repeated in the batch) with other bytes.
 /// `stored` looks an id up in the store. The batch is all or nothing.
@@ -434,20 +267,6 @@ mod tests {
             refused.is_err(),
             "an off-curve encoding must be refused, got {refused:?}"
         );
-    }
-
-    // Proves the budget rule admits up to the limit exactly and refuses past it.
-    #[test]
-    fn hold_rule_is_inclusive_of_the_limit() {
-        assert_eq!(
-            decide_hold("k", 2, 1, 3).unwrap(),
-            HoldOutcome::Granted { used: 3, limit: 3 }
-        );
-        assert_eq!(
-            decide_hold("k", 3, 1, 3).unwrap(),
-            HoldOutcome::Refused { used: 3, limit: 3 }
-        );
-        assert!(decide_hold("k", MAX_AMOUNT, 1, MAX_AMOUNT).is_err());
     }
 
     // Proves an append batch that repeats an id with other bytes is refused whole.

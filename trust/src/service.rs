@@ -8,6 +8,7 @@
 //! Accepted sockets get `TCP_NODELAY`: without it every unary call waits on
 //! Nagle's algorithm against delayed ACKs (about 44 ms per call measured).
 
+use chio_kernel::ledger::LedgerRefusal;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -47,12 +48,17 @@ pub fn status_of(error: TrustError) -> Status {
     let message = error.to_string();
     match error {
         TrustError::InvalidArgument { .. } => Status::invalid_argument(message),
-        TrustError::ReceiptConflict { .. }
-        | TrustError::HoldConflict { .. }
-        | TrustError::ShareConflict { .. } => Status::already_exists(message),
+        TrustError::ReceiptConflict { .. } => Status::already_exists(message),
+        TrustError::Refused(refusal) => match refusal {
+            LedgerRefusal::HoldConflict { .. } | LedgerRefusal::ShareConflict { .. } => {
+                Status::already_exists(message)
+            }
+            LedgerRefusal::HoldReplayed { .. } | LedgerRefusal::HoldStateConflict { .. } => {
+                Status::failed_precondition(message)
+            }
+            LedgerRefusal::BudgetOverflow { .. } => Status::out_of_range(message),
+        },
         TrustError::UnknownHold { .. } => Status::not_found(message),
-        TrustError::HoldStateConflict { .. } => Status::failed_precondition(message),
-        TrustError::BudgetOverflow { .. } => Status::out_of_range(message),
         TrustError::StoreClosed | TrustError::Unavailable { .. } => Status::unavailable(message),
         TrustError::DeadlineExceeded { .. } => Status::deadline_exceeded(message),
         TrustError::Unauthenticated => Status::unauthenticated(message),
@@ -135,6 +141,18 @@ impl<S: TrustStore> TrustControl for TrustControlService<S> {
             revoked: at.is_some(),
             revoked_at_ms: at,
         }))
+    }
+
+    async fn record_request(
+        &self,
+        request: Request<pb::RecordRequestRequest>,
+    ) -> Result<Response<pb::RecordRequestResponse>, Status> {
+        let fresh = self
+            .store
+            .record_request(&request.into_inner().request_key)
+            .await
+            .map_err(status_of)?;
+        Ok(Response::new(pb::RecordRequestResponse { fresh }))
     }
 
     async fn hold_budget(

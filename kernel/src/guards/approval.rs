@@ -5,7 +5,18 @@
 //! `above`; with no `argument` configured every call to a listed tool needs
 //! approval. A listed call whose argument is missing or not a number is a
 //! guard error (deny): the threshold cannot be evaluated.
+//!
+//! Amounts are compared exactly, as decimals, never as binary floats: the
+//! threshold and the argument are each a whole JSON number or a decimal
+//! string (`"100.000000000000001"`, no exponent, no spaces). A JSON number
+//! with a fraction is refused, because a binary float has already rounded
+//! it before the kernel sees it (`100.000000000000001` arrives as `100`);
+//! so is a decimal string with more digits than can be held exactly. Both
+//! refusals are guard errors, so the call is denied, never admitted.
 
+use std::str::FromStr;
+
+use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -21,9 +32,75 @@ pub struct ApprovalConfig {
     /// The numeric argument compared with `above`.
     #[serde(default)]
     pub argument: Option<String>,
-    /// The threshold; a value strictly above it needs approval.
+    /// The threshold; a value strictly above it needs approval. A whole
+    /// number or a decimal string.
     #[serde(default)]
-    pub above: Option<f64>,
+    pub above: Option<Value>,
+}
+
+/// Reads an amount exactly: a whole JSON number, or a decimal string of
+/// digits with at most one point and an optional leading minus. Anything
+/// else (a fraction carried by a binary float, an exponent, spaces, more
+/// digits than a 96-bit decimal holds) answers why it cannot be compared.
+pub fn exact_amount(value: &Value) -> Result<Decimal, &'static str> {
+    match value {
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Ok(Decimal::from(i))
+            } else if let Some(u) = n.as_u64() {
+                Ok(Decimal::from(u))
+            } else {
+                Err("is a number with a fraction, which JSON carries as a rounded binary float; pass it as a decimal string")
+            }
+        }
+        Value::String(text) => {
+            let digits = text.strip_prefix('-').unwrap_or(text);
+            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+            let well_formed = !whole.is_empty()
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+                && (fraction.is_empty() != digits.contains('.'));
+            if !well_formed {
+                return Err("is not a decimal string of digits with at most one point");
+            }
+            Decimal::from_str_exact(text)
+                .or_else(|_| {
+                    Decimal::from_str(text).and_then(|d| {
+                        // `from_str_exact` refuses some exact values with
+                        // trailing zeros; accept them only if nothing was lost.
+                        if d.normalize().to_string() == normalize_text(text) {
+                            Ok(d)
+                        } else {
+                            Err(rust_decimal::Error::Underflow)
+                        }
+                    })
+                })
+                .map_err(|_| "has more digits than can be compared exactly")
+        }
+        _ => Err("is missing or not a number"),
+    }
+}
+
+/// A decimal string without redundant zeros, to compare with a parsed value.
+fn normalize_text(text: &str) -> String {
+    let (sign, digits) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let whole = whole.trim_start_matches('0');
+    let fraction = fraction.trim_end_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    let body = if fraction.is_empty() {
+        whole.to_string()
+    } else {
+        format!("{whole}.{fraction}")
+    };
+    if body == "0" {
+        body
+    } else {
+        format!("{sign}{body}")
+    }
 }
 
 /// The built guard.
@@ -31,7 +108,7 @@ pub struct ApprovalConfig {
 pub struct ApprovalGuard {
     meta: GuardMeta,
     tools: Vec<String>,
-    threshold: Option<(String, f64)>,
+    threshold: Option<(String, Decimal)>,
 }
 
 impl ApprovalGuard {
@@ -44,13 +121,15 @@ impl ApprovalGuard {
             ));
         }
         let threshold = match (config.argument, config.above) {
-            (Some(arg), Some(above)) if above.is_finite() => Some((arg, above)),
-            (Some(_), Some(_)) => {
-                return Err(config_error(
-                    &meta,
-                    "above is not a finite number; use a number",
-                ))
-            }
+            (Some(arg), Some(above)) => match exact_amount(&above) {
+                Ok(above) => Some((arg, above)),
+                Err(_) => {
+                    return Err(config_error(
+                        &meta,
+                        "above is not an exact amount; use a whole number or a decimal string such as \"100.50\"",
+                    ))
+                }
+            },
             (None, None) => None,
             (Some(_), None) => {
                 return Err(config_error(
@@ -90,16 +169,15 @@ impl Guard for ApprovalGuard {
                 ctx.tool
             )));
         };
-        let value = match ctx.arguments.get(argument) {
-            Some(Value::Number(n)) => n.as_f64(),
-            Some(Value::String(s)) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
-            _ => None,
-        };
-        let Some(value) = value else {
-            return Err(GuardError(format!(
-                "argument {argument} of tool {} is missing or not a number; the approval threshold cannot be evaluated",
-                ctx.tool
-            )));
+        let value = exact_amount(ctx.arguments.get(argument).unwrap_or(&Value::Null));
+        let value = match value {
+            Ok(value) => value,
+            Err(problem) => {
+                return Err(GuardError(format!(
+                    "argument {argument} of tool {} {problem}; the approval threshold cannot be evaluated",
+                    ctx.tool
+                )))
+            }
         };
         if value > *above {
             Ok(GuardVerdict::PendingApproval(format!(
@@ -107,6 +185,42 @@ impl Guard for ApprovalGuard {
             )))
         } else {
             Ok(GuardVerdict::Allow)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // Proves amounts compare exactly: one unit in the 15th decimal place above the threshold is above it.
+    #[test]
+    fn decimal_strings_compare_exactly() {
+        let above = exact_amount(&json!(100)).unwrap();
+        assert!(exact_amount(&json!("100.000000000000001")).unwrap() > above);
+        assert!(exact_amount(&json!("100.000000000000000")).unwrap() == above);
+        assert!(exact_amount(&json!("99.999999999999999999")).unwrap() < above);
+        assert!(exact_amount(&json!("-5")).unwrap() < above);
+    }
+
+    // Proves what cannot be compared exactly is refused: fractions as floats, exponents, spaces, too many digits.
+    #[test]
+    fn inexact_amounts_are_refused() {
+        for bad in [
+            json!(100.5),
+            json!("1e3"),
+            json!(" 100"),
+            json!("100."),
+            json!(".5"),
+            json!("+5"),
+            json!("NaN"),
+            json!("1".repeat(40)),
+            json!("0.00000000000000000000000000000001"),
+            json!(null),
+            json!(true),
+        ] {
+            assert!(exact_amount(&bad).is_err(), "{bad} must be refused");
         }
     }
 }

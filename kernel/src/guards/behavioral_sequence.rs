@@ -2,8 +2,10 @@
 //!
 //! Config: `{ "rules": [ { "tool": "publish", "requires": "run_tests" } ] }`.
 //! A call to `tool` is refused unless the session journal holds an earlier
-//! *allowed* (plain or sanitized) call to `requires`; a denied attempt does
-//! not count.
+//! *allowed* (plain or sanitized) call to `requires` that the server
+//! *performed*; a denied attempt does not count, and neither does an
+//! allowed call the server could not carry out (a tool it does not have,
+//! a file it does not hold): that call happened in name only.
 
 use serde::Deserialize;
 
@@ -74,10 +76,10 @@ impl Guard for BehavioralSequenceGuard {
             let satisfied = ctx
                 .journal
                 .iter()
-                .any(|e| e.tool == rule.requires && e.allowed());
+                .any(|e| e.tool == rule.requires && e.satisfies_predecessor());
             if !satisfied {
                 return Ok(GuardVerdict::Deny(format!(
-                    "tool {} requires an earlier allowed {} in session {}",
+                    "tool {} requires an earlier allowed and performed {} in session {}",
                     rule.tool, rule.requires, ctx.session_id
                 )));
             }

@@ -57,8 +57,8 @@ pub fn issue_with(
             issuer: public_key_hex(issuer),
             subject: agent_pk(agent),
             scope,
-            not_before: NOW_SECS - 3600,
-            expires_at: NOW_SECS + 3600,
+            not_before_ms: (NOW_SECS - 3600) * 1000,
+            expires_at_ms: (NOW_SECS + 3600) * 1000,
             max_invocations,
             share_bps,
         },
@@ -88,8 +88,16 @@ pub fn kernel_config(guards: Vec<GuardSpec>) -> KernelConfig {
     config.trusted_issuers = vec![authority_pk()];
     config.guards = guards;
     config.max_delegation_depth = 3;
+    config.agent_keys = REGISTERED_AGENTS
+        .iter()
+        .map(|name| (name.to_string(), agent_pk(name)))
+        .collect();
     config
 }
+
+/// The agents a test kernel knows: the principal of a call is the one
+/// among them whose key signed its proof. Any other name is refused.
+pub const REGISTERED_AGENTS: &[&str] = &["alice", "bob", "carol", "dave", "erin", "mallory"];
 
 pub fn kernel(guards: Vec<GuardSpec>) -> Kernel {
     Kernel::new(kernel_config(guards), KernelStores::in_memory()).expect("test kernel builds")
@@ -143,6 +151,7 @@ pub fn dispatch(
                 Some((content, label)) => Ok(ToolOutput {
                     content: json!({ "content": content }),
                     label: label.clone(),
+                    performed: true,
                 }),
                 None => Err(format!("no such file {path}")),
             }
@@ -150,6 +159,7 @@ pub fn dispatch(
         _ => Ok(ToolOutput {
             content: json!({ "ok": true }),
             label: None,
+            performed: true,
         }),
     }
 }

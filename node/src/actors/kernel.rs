@@ -132,6 +132,7 @@ impl KernelActor {
                         ToolOutput {
                             content: result.content,
                             label: result.label.map(|l| l.as_str().to_string()),
+                            performed: result.performed,
                         },
                         now_ms,
                     ),

@@ -110,6 +110,7 @@ pub(crate) async fn budgets<S: TrustStore>(store: S) {
         HoldState::Committed
     );
     expect_error(store.release_budget("h1").await, "already committed");
+    expect_error(store.hold_budget("h1", k, 1, 2).await, "request replayed");
     expect_error(store.commit_budget("h2").await, "already released");
     expect_error(store.hold_budget("h2", k, 1, 2).await, "already released");
     expect_error(store.commit_budget("nope").await, "no hold nope");
@@ -188,10 +189,31 @@ pub(crate) async fn shares<S: TrustStore>(store: S) {
             parent_bps: 5_000
         }
     );
+    assert_eq!(
+        store.admit_share("q", "d4", 2_001, 10_000).await.unwrap(),
+        ShareOutcome::Refused {
+            sibling_sum_bps: 3_000,
+            parent_bps: 5_000
+        },
+        "a parent's share never grows past the first one recorded"
+    );
     expect_error(
         store.admit_share("q", "d3", 10_001, 10_000).await,
         "child_bps",
     );
+}
+
+pub(crate) async fn requests<S: TrustStore>(store: S) {
+    assert!(store.record_request("4:root/5:alice/r1").await.unwrap());
+    assert!(
+        !store.record_request("4:root/5:alice/r1").await.unwrap(),
+        "a seen request id is a replay"
+    );
+    assert!(
+        store.record_request("4:root/3:bob/r1").await.unwrap(),
+        "ids are scoped by principal"
+    );
+    expect_error(store.record_request("").await, "request_key");
 }
 
 pub(crate) async fn receipts<S: TrustStore>(store: S) {
@@ -292,6 +314,12 @@ macro_rules! conformance_suite {
         async fn conformance_shares() {
             let (store, _guard) = $make;
             $crate::store::conformance::shares(store).await;
+        }
+        // Proves a request id is fresh once per scoped key and a replay after that.
+        #[tokio::test]
+        async fn conformance_requests() {
+            let (store, _guard) = $make;
+            $crate::store::conformance::requests(store).await;
         }
         // Proves receipts are idempotent, conflicts refused whole, and pages ordered.
         #[tokio::test]

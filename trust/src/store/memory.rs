@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::model::{
     check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
-    decide_hold, decide_share, plan_append, receipt_page_size, release_transition, repeat_hold,
-    AppendSummary, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
-    ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
+    decide_hold, decide_share, effective_parent_share, plan_append, receipt_page_size,
+    release_transition, repeat_hold, AdmittedChild, AppendSummary, HoldOutcome, HoldRecord,
+    HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation,
+    ShareOutcome, StoredReceipt,
 };
 use crate::store::TrustStore;
 use crate::TrustError;
@@ -41,6 +42,10 @@ struct MemoryState {
     share_parent: BTreeMap<String, String>,
     /// Admitted children per parent.
     shares: BTreeMap<String, BTreeMap<String, AdmittedShare>>,
+    /// The first share recorded for each parent.
+    parent_shares: BTreeMap<String, u32>,
+    /// Request ids seen, per lineage and principal.
+    seen_requests: BTreeSet<String>,
     /// The receipt log in append order; `seq` is index + 1.
     receipts: Vec<ReceiptRecord>,
     receipt_index: BTreeMap<String, usize>,
@@ -124,7 +129,9 @@ impl TrustStore for InMemoryTrustStore {
         let mut state = self.lock();
         let used = state.used(budget_key);
         if let Some(existing) = state.holds.get(hold_id) {
-            return repeat_hold(hold_id, existing, budget_key, amount, used, limit);
+            return Ok(repeat_hold(
+                hold_id, existing, budget_key, amount, used, limit,
+            )?);
         }
         let outcome = decide_hold(budget_key, used, amount, limit)?;
         if let HoldOutcome::Granted { used: after, .. } = outcome {
@@ -187,8 +194,9 @@ impl TrustStore for InMemoryTrustStore {
         check_bps("child_bps", child_bps)?;
         check_bps("parent_bps", parent_bps)?;
         let mut state = self.lock();
-        let siblings = state.shares.get(parent_id);
-        let sibling_sum: u32 = siblings
+        let sibling_sum: u32 = state
+            .shares
+            .get(parent_id)
             .map(|children| {
                 children
                     .iter()
@@ -197,32 +205,49 @@ impl TrustStore for InMemoryTrustStore {
                     .sum()
             })
             .unwrap_or(0);
-        if let Some(known_parent) = state.share_parent.get(child_id) {
-            let same_share = siblings
-                .and_then(|children| children.get(child_id))
-                .is_some_and(|share| share.child_bps == child_bps);
-            if known_parent != parent_id || !same_share {
-                return Err(TrustError::ShareConflict {
-                    child_id: child_id.to_owned(),
-                });
-            }
-            return Ok(ShareOutcome::Admitted {
-                sum_bps: sibling_sum + child_bps,
-                parent_bps,
+        let existing = state
+            .share_parent
+            .get(child_id)
+            .map(|parent| AdmittedChild {
+                parent_id: parent.clone(),
+                child_bps: state
+                    .shares
+                    .get(parent)
+                    .and_then(|children| children.get(child_id))
+                    .map_or(0, |share| share.child_bps),
             });
-        }
-        let outcome = decide_share(sibling_sum, child_bps, parent_bps);
-        if let ShareOutcome::Admitted { .. } = outcome {
-            state
-                .share_parent
-                .insert(child_id.to_owned(), parent_id.to_owned());
-            state
-                .shares
-                .entry(parent_id.to_owned())
-                .or_default()
-                .insert(child_id.to_owned(), AdmittedShare { child_bps });
+        let parent_bps =
+            effective_parent_share(state.parent_shares.get(parent_id).copied(), parent_bps);
+        let outcome = decide_share(
+            parent_id,
+            child_id,
+            existing.as_ref(),
+            sibling_sum,
+            child_bps,
+            parent_bps,
+        )?;
+        if existing.is_none() {
+            if let ShareOutcome::Admitted { .. } = outcome {
+                state
+                    .share_parent
+                    .insert(child_id.to_owned(), parent_id.to_owned());
+                state
+                    .parent_shares
+                    .entry(parent_id.to_owned())
+                    .or_insert(parent_bps);
+                state
+                    .shares
+                    .entry(parent_id.to_owned())
+                    .or_default()
+                    .insert(child_id.to_owned(), AdmittedShare { child_bps });
+            }
         }
         Ok(outcome)
+    }
+
+    async fn record_request(&self, request_key: &str) -> Result<bool, TrustError> {
+        check_id("request_key", request_key)?;
+        Ok(self.lock().seen_requests.insert(request_key.to_owned()))
     }
 
     async fn append_receipts(

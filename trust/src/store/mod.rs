@@ -26,7 +26,7 @@ pub mod sqlite;
 pub(crate) mod conformance;
 
 /// Shared authority state: issuer keys, revocations, budgets, sibling shares,
-/// receipts and retained labels.
+/// seen request ids, receipts and retained labels.
 ///
 /// Every mutating operation is idempotent for a retry with the same ids and
 /// values, and returns only once its effect is as durable as the store can
@@ -82,6 +82,15 @@ pub trait TrustStore: Send + Sync + 'static {
         child_bps: u32,
         parent_bps: u32,
     ) -> impl Future<Output = Result<ShareOutcome, TrustError>> + Send;
+
+    /// Records a request id (already scoped by lineage and principal, see
+    /// `chio_kernel::ledger::seen_request_key`); `true` when it was not seen
+    /// before. Seen ids are kept durably and never forgotten, so a replay is
+    /// refused on any kernel and after any restart.
+    fn record_request(
+        &self,
+        request_key: &str,
+    ) -> impl Future<Output = Result<bool, TrustError>> + Send;
 
     /// Appends a batch of receipts, all or nothing.
     fn append_receipts(

@@ -10,7 +10,7 @@
 //! so no allow that depends on it, is released before the batch is durable;
 //! when the commit fails, every job of the batch gets the error.
 //!
-//! Jobs are boxed closures rather than a `Command` enum: thirteen operations
+//! Jobs are boxed closures rather than a `Command` enum: fourteen operations
 //! would otherwise need an enum variant, an execution arm and a failure arm
 //! each, and the closure keeps each operation's SQL next to its rule.
 //!
@@ -27,15 +27,16 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::model::{
     check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
-    decide_hold, decide_share, plan_append, receipt_page_size, release_transition, repeat_hold,
-    AppendSummary, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
-    ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
+    decide_hold, decide_share, effective_parent_share, plan_append, receipt_page_size,
+    release_transition, repeat_hold, AdmittedChild, AppendSummary, HoldOutcome, HoldRecord,
+    HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation,
+    ShareOutcome, StoredReceipt,
 };
 use crate::store::TrustStore;
 use crate::TrustError;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 /// `PRAGMA application_id` of a trust-control database ("CHIT").
 pub const APPLICATION_ID: i64 = 0x4348_4954;
 /// Jobs waiting for the writer before senders wait; bounds memory under load.
@@ -76,6 +77,20 @@ CREATE TABLE labels (
     label_key TEXT NOT NULL,
     label     TEXT NOT NULL,
     PRIMARY KEY (label_key, label)
+) WITHOUT ROWID;
+";
+
+/// What version 2 adds to version 1: the first share recorded for each
+/// parent (later admissions check against the smaller of it and the share
+/// presented) and the request ids seen per lineage and principal, kept
+/// durably so a replay is refused after a restart and on any kernel.
+const SCHEMA_V2_ADDITIONS: &str = "
+CREATE TABLE share_parents (
+    parent_id  TEXT PRIMARY KEY,
+    parent_bps INTEGER NOT NULL CHECK (parent_bps BETWEEN 0 AND 10000)
+) WITHOUT ROWID;
+CREATE TABLE seen_requests (
+    request_key TEXT PRIMARY KEY
 ) WITHOUT ROWID;
 ";
 
@@ -210,7 +225,8 @@ fn prepare_connection(conn: &Connection, path: &Path) -> Result<(), TrustError> 
             return Err(foreign());
         }
         let create = format!(
-            "BEGIN IMMEDIATE;\n{SCHEMA_V1}\nPRAGMA application_id = {APPLICATION_ID};\n\
+            "BEGIN IMMEDIATE;\n{SCHEMA_V1}\n{SCHEMA_V2_ADDITIONS}\n\
+             PRAGMA application_id = {APPLICATION_ID};\n\
              PRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
         );
         conn.execute_batch(&create)?;
@@ -218,6 +234,14 @@ fn prepare_connection(conn: &Connection, path: &Path) -> Result<(), TrustError> 
     }
     if application_id != APPLICATION_ID {
         return Err(foreign());
+    }
+    if version == 1 {
+        // Version 1 files gain the two tables; nothing else changed.
+        let migrate = format!(
+            "BEGIN IMMEDIATE;\n{SCHEMA_V2_ADDITIONS}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
+        );
+        conn.execute_batch(&migrate)?;
+        return Ok(());
     }
     if version != SCHEMA_VERSION {
         return Err(TrustError::UnsupportedSchema {
@@ -330,8 +354,10 @@ fn budget_used(conn: &Connection, budget_key: &str) -> Result<u64, TrustError> {
 
 fn set_budget_used(conn: &Connection, budget_key: &str, used: u64) -> Result<(), TrustError> {
     // `used` is checked against MAX_AMOUNT (i64::MAX) by the budget rule.
-    let used = i64::try_from(used).map_err(|_| TrustError::BudgetOverflow {
-        budget_key: budget_key.to_owned(),
+    let used = i64::try_from(used).map_err(|_| {
+        TrustError::Refused(chio_kernel::ledger::LedgerRefusal::BudgetOverflow {
+            budget_key: budget_key.to_owned(),
+        })
     })?;
     conn.prepare_cached(
         "INSERT INTO budget_usage (budget_key, used) VALUES (?1, ?2)
@@ -435,7 +461,14 @@ impl TrustStore for SqliteTrustStore {
         self.call(move |conn| {
             let used = budget_used(conn, &budget_key)?;
             if let Some(existing) = load_hold(conn, &hold_id)? {
-                return repeat_hold(&hold_id, &existing, &budget_key, amount, used, limit);
+                return Ok(repeat_hold(
+                    &hold_id,
+                    &existing,
+                    &budget_key,
+                    amount,
+                    used,
+                    limit,
+                )?);
             }
             let outcome = decide_hold(&budget_key, used, amount, limit)?;
             if let HoldOutcome::Granted { used: after, .. } = outcome {
@@ -516,23 +549,60 @@ impl TrustStore for SqliteTrustStore {
                 .prepare_cached("SELECT parent_id, child_bps FROM shares WHERE child_id = ?1")?
                 .query_row([&child_id], |row| Ok((row.get(0)?, row.get(1)?)))
                 .optional()?;
-            if let Some((known_parent, known_bps)) = known {
-                if known_parent != parent_id || known_bps != i64::from(child_bps) {
-                    return Err(TrustError::ShareConflict { child_id });
+            let existing = match known {
+                Some((parent_id, bps)) => Some(AdmittedChild {
+                    parent_id,
+                    child_bps: u32::try_from(bps).map_err(|_| TrustError::Storage {
+                        detail: "child share out of range in database".to_owned(),
+                    })?,
+                }),
+                None => None,
+            };
+            let known_parent: Option<i64> = conn
+                .prepare_cached("SELECT parent_bps FROM share_parents WHERE parent_id = ?1")?
+                .query_row([&parent_id], |row| row.get(0))
+                .optional()?;
+            let known_parent = known_parent
+                .map(|bps| {
+                    u32::try_from(bps).map_err(|_| TrustError::Storage {
+                        detail: "parent share out of range in database".to_owned(),
+                    })
+                })
+                .transpose()?;
+            let parent_bps = effective_parent_share(known_parent, parent_bps);
+            let outcome = decide_share(
+                &parent_id,
+                &child_id,
+                existing.as_ref(),
+                sibling_sum,
+                child_bps,
+                parent_bps,
+            )?;
+            if existing.is_none() {
+                if let ShareOutcome::Admitted { .. } = outcome {
+                    conn.prepare_cached(
+                        "INSERT INTO shares (child_id, parent_id, child_bps) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![child_id, parent_id, child_bps])?;
+                    conn.prepare_cached(
+                        "INSERT OR IGNORE INTO share_parents (parent_id, parent_bps) VALUES (?1, ?2)",
+                    )?
+                    .execute(params![parent_id, parent_bps])?;
                 }
-                return Ok(ShareOutcome::Admitted {
-                    sum_bps: sibling_sum.saturating_add(child_bps),
-                    parent_bps,
-                });
-            }
-            let outcome = decide_share(sibling_sum, child_bps, parent_bps);
-            if let ShareOutcome::Admitted { .. } = outcome {
-                conn.prepare_cached(
-                    "INSERT INTO shares (child_id, parent_id, child_bps) VALUES (?1, ?2, ?3)",
-                )?
-                .execute(params![child_id, parent_id, child_bps])?;
             }
             Ok(outcome)
+        })
+        .await
+    }
+
+    async fn record_request(&self, request_key: &str) -> Result<bool, TrustError> {
+        check_id("request_key", request_key)?;
+        let request_key = request_key.to_owned();
+        self.call(move |conn| {
+            let inserted = conn
+                .prepare_cached("INSERT OR IGNORE INTO seen_requests (request_key) VALUES (?1)")?
+                .execute([&request_key])?;
+            Ok(inserted == 1)
         })
         .await
     }
@@ -684,6 +754,41 @@ mod tests {
             .unwrap();
         let err = SqliteTrustStore::open(&path).unwrap_err();
         assert!(matches!(err, TrustError::ForeignDatabase { .. }), "{err}");
+    }
+
+    // Proves a version 1 file is migrated in place: it gains the seen-request and parent-share tables and keeps its rows.
+    #[tokio::test]
+    async fn version_one_files_are_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(&format!(
+                "{SCHEMA_V1}\nPRAGMA application_id = {APPLICATION_ID};\nPRAGMA user_version = 1;"
+            ))
+            .unwrap();
+            conn.execute(
+                "INSERT INTO revocations (id, revoked_at_ms) VALUES ('cap', 7)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = SqliteTrustStore::open(&path).unwrap();
+        assert_eq!(store.revoked_at("cap").await.unwrap(), Some(7));
+        assert!(store.record_request("k").await.unwrap());
+        assert!(!store.record_request("k").await.unwrap());
+        drop(store);
+        let reopened = SqliteTrustStore::open(&path).unwrap();
+        assert!(
+            !reopened.record_request("k").await.unwrap(),
+            "seen request ids survive a restart"
+        );
+        drop(reopened);
+        let conn = Connection::open(&path).unwrap();
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
     }
 
     // Proves a newer schema version is refused with the version named.

@@ -1,0 +1,387 @@
+//! The rules of shared authority state, written once.
+//!
+//! Budget holds, sibling shares and seen request ids are kept by three
+//! stores: the kernel's in-memory stores (tests, portable evaluation, the
+//! adversary search), trust-control's in-memory store (the embedded
+//! topology) and trust-control's SQLite store (the distributed topology).
+//! Each store only loads and saves; every decision about what a hold, a
+//! share admission or a repeated request id means is one of the pure
+//! functions here, so the stores cannot drift apart at the edges.
+//!
+//! The edges, decided once:
+//! - a hold is granted when `used + amount <= limit` (inclusive), and an
+//!   overflowing sum is refused, never wrapped;
+//! - a repeated hold id with the same budget and amount is a transport
+//!   retry while the hold is `held` (granted again, counted once); once the
+//!   hold is `committed` the repeat is a replay and is refused; a `released`
+//!   hold id is never held again; another budget or amount is a conflict;
+//! - commit moves `held` to `committed` (idempotent); release moves `held`
+//!   to `released` (idempotent) and refuses a committed hold;
+//! - a parent's share is the share first admitted for it, and later
+//!   admissions check against the smaller of that and the share presented,
+//!   so a second token naming the same parent id with a larger share widens
+//!   nothing;
+//! - a child is admitted once, with one parent and one share: the same
+//!   admission again is idempotent, another parent or share is a conflict;
+//! - `child + sum(other admitted siblings) <= parent` (inclusive).
+
+use thiserror::Error;
+
+/// Where a granted hold is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HoldState {
+    /// Counts against the budget until committed or released.
+    Held,
+    /// Counts against the budget permanently.
+    Committed,
+    /// No longer counts.
+    Released,
+}
+
+impl HoldState {
+    /// The state's name in error messages and in the SQLite `state` column.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HoldState::Held => "held",
+            HoldState::Committed => "committed",
+            HoldState::Released => "released",
+        }
+    }
+
+    /// Reads a state back from its stored name.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "held" => Some(HoldState::Held),
+            "committed" => Some(HoldState::Committed),
+            "released" => Some(HoldState::Released),
+            _ => None,
+        }
+    }
+}
+
+/// A granted hold as every store records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldRecord {
+    /// The budget the hold counts against.
+    pub budget_key: String,
+    /// The amount held.
+    pub amount: u64,
+    /// Its state.
+    pub state: HoldState,
+}
+
+/// The answer to a budget hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldDecision {
+    /// The hold counts against the budget.
+    Granted {
+        /// Held plus committed amount including this hold.
+        used: u64,
+        /// The limit checked against.
+        limit: u64,
+    },
+    /// The hold would exceed the limit and is not recorded.
+    Refused {
+        /// Held plus committed amount without this hold.
+        used: u64,
+        /// The limit checked against.
+        limit: u64,
+    },
+}
+
+/// The answer to a sibling-share admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShareDecision {
+    /// The child's share is recorded (now or already) and counts for its
+    /// siblings.
+    Admitted {
+        /// Sum of all admitted children of the parent, this one included.
+        sum_bps: u32,
+        /// The parent share checked against.
+        parent_bps: u32,
+    },
+    /// The child's share did not fit and is not recorded.
+    Refused {
+        /// Sum of the other admitted children.
+        sibling_sum_bps: u32,
+        /// The parent share checked against.
+        parent_bps: u32,
+    },
+}
+
+/// What an admitted child already is, as a store loaded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmittedChild {
+    /// The parent it was admitted under.
+    pub parent_id: String,
+    /// The share it was admitted with.
+    pub child_bps: u32,
+}
+
+/// A request the rules refuse as inconsistent with what the store holds.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LedgerRefusal {
+    /// A hold id was reused for another budget or amount.
+    #[error("hold {hold_id} is already taken for another budget or amount; use a fresh hold id per hold")]
+    HoldConflict {
+        /// The reused hold id.
+        hold_id: String,
+    },
+    /// A committed hold was asked for again: the request that took it is
+    /// being replayed.
+    #[error("request replayed: hold {hold_id} is already committed; sign a new request with a fresh request id")]
+    HoldReplayed {
+        /// The hold id asked for again.
+        hold_id: String,
+    },
+    /// A hold is asked to move against its life (commit after release,
+    /// release after commit, hold after release).
+    #[error("cannot {action} hold {hold_id}: it is already {state}; {fix}")]
+    HoldStateConflict {
+        /// The hold whose state forbids the action.
+        hold_id: String,
+        /// `hold`, `commit` or `release`.
+        action: &'static str,
+        /// The state the hold is in.
+        state: &'static str,
+        /// How the caller proceeds.
+        fix: &'static str,
+    },
+    /// A budget sum would overflow.
+    #[error("budget {budget_key} amount overflows; use smaller amounts")]
+    BudgetOverflow {
+        /// The budget whose sum overflowed.
+        budget_key: String,
+    },
+    /// A child was already admitted under another parent or with another share.
+    #[error("child {child_id} is already admitted with another parent or share; a child capability has one parent and one share")]
+    ShareConflict {
+        /// The child capability id.
+        child_id: String,
+    },
+}
+
+/// Largest budget amount or sum; keeps every sum inside SQLite's signed
+/// 64-bit integers, so all stores agree on what overflows.
+pub const MAX_AMOUNT: u64 = i64::MAX as u64;
+
+/// The budget rule: a hold is granted when `used + amount <= limit`.
+pub fn decide_hold(
+    budget_key: &str,
+    used: u64,
+    amount: u64,
+    limit: u64,
+) -> Result<HoldDecision, LedgerRefusal> {
+    let after = used
+        .checked_add(amount)
+        .filter(|after| *after <= MAX_AMOUNT)
+        .ok_or_else(|| LedgerRefusal::BudgetOverflow {
+            budget_key: budget_key.to_owned(),
+        })?;
+    Ok(if after <= limit {
+        HoldDecision::Granted { used: after, limit }
+    } else {
+        HoldDecision::Refused { used, limit }
+    })
+}
+
+/// The answer to a repeated hold id (see the module doc): a retry of a live
+/// hold is granted again and counted once; anything else is refused.
+pub fn repeat_hold(
+    hold_id: &str,
+    existing: &HoldRecord,
+    budget_key: &str,
+    amount: u64,
+    used: u64,
+    limit: u64,
+) -> Result<HoldDecision, LedgerRefusal> {
+    if existing.budget_key != budget_key || existing.amount != amount {
+        return Err(LedgerRefusal::HoldConflict {
+            hold_id: hold_id.to_owned(),
+        });
+    }
+    match existing.state {
+        HoldState::Held => Ok(HoldDecision::Granted { used, limit }),
+        HoldState::Committed => Err(LedgerRefusal::HoldReplayed {
+            hold_id: hold_id.to_owned(),
+        }),
+        HoldState::Released => Err(LedgerRefusal::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "hold",
+            state: "released",
+            fix: "take a new hold with a fresh hold id",
+        }),
+    }
+}
+
+/// The commit rule: held becomes committed, committed stays, released refuses.
+pub fn commit_transition(hold_id: &str, state: HoldState) -> Result<HoldState, LedgerRefusal> {
+    match state {
+        HoldState::Held | HoldState::Committed => Ok(HoldState::Committed),
+        HoldState::Released => Err(LedgerRefusal::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "commit",
+            state: "released",
+            fix: "take a new hold; a released amount no longer counts",
+        }),
+    }
+}
+
+/// The release rule: held becomes released, released stays, committed refuses.
+pub fn release_transition(hold_id: &str, state: HoldState) -> Result<HoldState, LedgerRefusal> {
+    match state {
+        HoldState::Held | HoldState::Released => Ok(HoldState::Released),
+        HoldState::Committed => Err(LedgerRefusal::HoldStateConflict {
+            hold_id: hold_id.to_owned(),
+            action: "release",
+            state: "committed",
+            fix: "a committed amount is permanent; do not release it",
+        }),
+    }
+}
+
+/// The parent share an admission checks against: the first share recorded
+/// for the parent, or the smaller of it and the presented one.
+pub fn effective_parent_share(known_bps: Option<u32>, presented_bps: u32) -> u32 {
+    known_bps.map_or(presented_bps, |known| known.min(presented_bps))
+}
+
+/// The sibling-share rule, with the repeat cases of the module doc.
+///
+/// `existing` is the child's earlier admission if the store has one;
+/// `sibling_sum_bps` sums the parent's other admitted children.
+pub fn decide_share(
+    parent_id: &str,
+    child_id: &str,
+    existing: Option<&AdmittedChild>,
+    sibling_sum_bps: u32,
+    child_bps: u32,
+    parent_bps: u32,
+) -> Result<ShareDecision, LedgerRefusal> {
+    let sum_bps = sibling_sum_bps.saturating_add(child_bps);
+    if let Some(earlier) = existing {
+        if earlier.parent_id != parent_id || earlier.child_bps != child_bps {
+            return Err(LedgerRefusal::ShareConflict {
+                child_id: child_id.to_owned(),
+            });
+        }
+        return Ok(ShareDecision::Admitted {
+            sum_bps,
+            parent_bps,
+        });
+    }
+    Ok(if sum_bps <= parent_bps {
+        ShareDecision::Admitted {
+            sum_bps,
+            parent_bps,
+        }
+    } else {
+        ShareDecision::Refused {
+            sibling_sum_bps,
+            parent_bps,
+        }
+    })
+}
+
+/// The key under which a request id is remembered: per capability lineage
+/// and verified principal, so one principal cannot burn another's ids, and
+/// one id is used once per lineage whichever kernel sees it.
+pub fn seen_request_key(lineage_id: &str, principal: &str, request_id: &str) -> String {
+    format!(
+        "{}:{lineage_id}/{}:{principal}/{request_id}",
+        lineage_id.len(),
+        principal.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(state: HoldState) -> HoldRecord {
+        HoldRecord {
+            budget_key: "k".into(),
+            amount: 1,
+            state,
+        }
+    }
+
+    // Proves the hold rule is inclusive of the limit and refuses overflow instead of wrapping.
+    #[test]
+    fn hold_rule_is_inclusive_and_never_wraps() {
+        assert_eq!(
+            decide_hold("k", 1, 1, 2).unwrap(),
+            HoldDecision::Granted { used: 2, limit: 2 }
+        );
+        assert_eq!(
+            decide_hold("k", 2, 1, 2).unwrap(),
+            HoldDecision::Refused { used: 2, limit: 2 }
+        );
+        assert!(matches!(
+            decide_hold("k", MAX_AMOUNT, 1, u64::MAX),
+            Err(LedgerRefusal::BudgetOverflow { .. })
+        ));
+    }
+
+    // Proves a repeated hold is a retry only while held: committed is a replay, released never comes back.
+    #[test]
+    fn repeated_holds_are_retries_only_while_held() {
+        assert_eq!(
+            repeat_hold("h", &record(HoldState::Held), "k", 1, 1, 1).unwrap(),
+            HoldDecision::Granted { used: 1, limit: 1 }
+        );
+        let replay = repeat_hold("h", &record(HoldState::Committed), "k", 1, 1, 1).unwrap_err();
+        assert!(
+            replay.to_string().starts_with("request replayed"),
+            "{replay}"
+        );
+        assert!(matches!(
+            repeat_hold("h", &record(HoldState::Released), "k", 1, 0, 1),
+            Err(LedgerRefusal::HoldStateConflict { .. })
+        ));
+        assert!(matches!(
+            repeat_hold("h", &record(HoldState::Held), "other", 1, 1, 1),
+            Err(LedgerRefusal::HoldConflict { .. })
+        ));
+    }
+
+    // Proves a child keeps its first parent and share, and a parent's share never grows.
+    #[test]
+    fn share_rule_edges() {
+        let first = AdmittedChild {
+            parent_id: "p".into(),
+            child_bps: 6000,
+        };
+        assert!(matches!(
+            decide_share("p", "c", Some(&first), 0, 6000, 10000),
+            Ok(ShareDecision::Admitted { .. })
+        ));
+        assert!(matches!(
+            decide_share("p", "c", Some(&first), 0, 7000, 10000),
+            Err(LedgerRefusal::ShareConflict { .. })
+        ));
+        assert!(matches!(
+            decide_share("q", "c", Some(&first), 0, 6000, 10000),
+            Err(LedgerRefusal::ShareConflict { .. })
+        ));
+        assert_eq!(effective_parent_share(Some(5000), 10000), 5000);
+        assert_eq!(effective_parent_share(None, 10000), 10000);
+        assert_eq!(
+            decide_share("p", "d", None, 6000, 4001, 10000).unwrap(),
+            ShareDecision::Refused {
+                sibling_sum_bps: 6000,
+                parent_bps: 10000
+            }
+        );
+    }
+
+    // Proves seen-request keys cannot collide by moving a separator between lineage and principal.
+    #[test]
+    fn seen_request_keys_are_unambiguous() {
+        assert_ne!(
+            seen_request_key("a/b", "c", "r"),
+            seen_request_key("a", "b/c", "r")
+        );
+        assert_eq!(seen_request_key("root", "alice", "r1"), "4:root/5:alice/r1");
+    }
+}
