@@ -1,4 +1,4 @@
-//! `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
+//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
 //!
 //! Loads and validates the scenario, refuses one without a world, runs it
 //! in the embedded topology (or across node processes with `--topology
@@ -7,8 +7,11 @@
 //! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
 //! expectation held, 1 when one did not (the run stops at the first unless
 //! `--keep-going`), 2 for a refused scenario, 3 for an infrastructure
-//! failure; the bundle is written in every case but the refusal. The
-//! table's result column is coloured when the `Palette` says so; JSON never is.
+//! failure; the bundle is written in every case but the refusal. With
+//! `--junit PATH` a JUnit XML report of the run (`junit`) is written too,
+//! atomically, after the bundle; a report that cannot be written is an
+//! infrastructure failure (`CHIO-REPORT-WRITE`, exit 3). The table's result
+//! column is coloured when the `Palette` says so; JSON never is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,6 +23,7 @@ use serde::Serialize;
 use crate::cli::RunArgs;
 use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
 use crate::error::{CliError, Exit};
+use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
 
 const COMMAND: &str = "arena run";
@@ -121,6 +125,11 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .bundle
         .write(&dir)
         .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    if let Some(path) = &args.junit {
+        let suite = crate::junit::suite_from_run(&scenario, &result.bundle.manifest);
+        let xml = crate::junit::render("chio arena run", &[suite]);
+        write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+    }
     let text = if args.json {
         render_json(&scenario, &result, &dir)?
     } else {

@@ -106,7 +106,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -125,6 +125,10 @@ pub struct RunArgs {
     /// loopback, or a topology file (docs/topology.md) for running nodes.
     #[arg(long, value_name = "local|FILE")]
     pub topology: Option<String>,
+    /// Also write a JUnit XML report here: one test case per step, a
+    /// failure per unexpected verdict, skipped steps after a stop.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// `chio arena replay DIR [--json]`.

@@ -21,6 +21,9 @@
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
 //! - [`serve`] holds `chio node serve` and `chio trust serve`;
 //! - [`term`] holds `--color`, `NO_COLOR` and the `--quiet`/`--verbose` log levels;
+//! - [`report`] writes report files atomically and types their failure;
+//! - [`junit`] renders `--junit` reports of runs and matrices;
+//! - [`sarif`] renders `arena evolve --sarif` reports of escapes;
 //! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
 
@@ -35,7 +38,10 @@ pub mod cli;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod junit;
 pub mod local_cluster;
+pub mod report;
+pub mod sarif;
 pub mod serve;
 pub mod term;
 pub mod topology;

@@ -34,6 +34,8 @@ fn completions_name_the_subcommands() {
         "matrix",
         "evolve",
         "promote",
+        "--junit",
+        "--sarif",
         "--color",
     ] {
         assert!(script.contains(word), "bash completions lack {word}");
