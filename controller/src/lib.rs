@@ -24,6 +24,7 @@
 //! - [`report`] writes report files atomically and types their failure;
 //! - [`junit`] renders `--junit` reports of runs and matrices;
 //! - [`sarif`] renders `arena evolve --sarif` reports of escapes;
+//! - [`harness`] runs every scenario of a folder as a `cargo test` test;
 //! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
 
@@ -38,6 +39,7 @@ pub mod cli;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod harness;
 pub mod junit;
 pub mod local_cluster;
 pub mod report;
