@@ -1,4 +1,4 @@
-//! `chio arena evolve FILE [--generations N] [--wall-seconds S] [--json] [--out DIR]`.
+//! `chio arena evolve FILE [--generations N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH]`.
 //!
 //! Order of work: check both budget flags against the bounded-budget gate
 //! (`MAX_ARENA_EVOLVE_GENERATIONS` and `MAX_ARENA_EVOLVE_WALL_SECONDS`, both
@@ -33,6 +33,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::error::{CliError, Exit};
+use crate::report::{write_report, ReportKind};
 
 const COMMAND: &str = "arena evolve";
 
@@ -70,6 +71,10 @@ pub struct EvolveArgs {
     /// The output root (default `target/arena`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write every escape as a SARIF 2.1.0 result here (one rule per
+    /// adversary class, located in the scenario file).
+    #[arg(long, value_name = "PATH")]
+    pub sarif: Option<PathBuf>,
 }
 
 fn out_of_range(message: String, help: String) -> CliError {
@@ -246,6 +251,16 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
     write_file(&dir, LEADERBOARD_MD, board.to_markdown().as_bytes())?;
     write_file(&dir, TRACE_FILE, &trace_bytes)?;
     write_file(&dir, CHART_FILE, chart.as_bytes())?;
+    if let Some(path) = &args.sarif {
+        let text = std::fs::read_to_string(&args.file).map_err(|e| {
+            arena_error(&ArenaError::Unreadable {
+                path: args.file.display().to_string(),
+                reason: e.kind().to_string(),
+            })
+        })?;
+        let log = crate::sarif::render(&scenario, &args.file, &text, &result);
+        write_report(ReportKind::Sarif, path, log.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+    }
 
     let stopped_by = if result.stopped_by_budget {
         "wall-budget"

@@ -1,4 +1,4 @@
-//! `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N]`.
+//! `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N] [--junit PATH]`.
 //!
 //! Loads and validates the matrix (every refusal exits 2 before anything
 //! runs or is written), runs every cell and repetition against the real
@@ -16,22 +16,34 @@
 //! declared adversary population evaluated once over
 //! [`ADVERSARY_ROUNDS`] fitness rounds by the kernel evaluator, in a fresh
 //! instance of the same world.
+//!
+//! With `--junit PATH` the runner also keeps each run's step records, and a
+//! JUnit XML report (`junit`) is written atomically after the synthesis: one
+//! test suite per cell, one test case per step over the cell's repetitions.
+//! Runs taken from the run ledger by `--resume` recorded no steps, so their
+//! scenario part is run again (it is deterministic) to fill the report.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use chio_arena::adversary::fitness::evaluate_populations;
 use chio_arena::adversary::population::populations_from_scenario;
+use chio_arena::bundle::BundleManifest;
 use chio_arena::matrix::execute::{run_matrix, write_atomically, MatrixRunner};
 use chio_arena::matrix::metrics::RunMetrics;
 use chio_arena::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
+use chio_arena::matrix::Matrix;
 use chio_arena::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 
-use crate::driver::{run_embedded, RunInputs, RunStatus};
+use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
 use crate::error::{CliError, Exit};
+use crate::junit::{suite_from_cell, CellRun};
+use crate::report::{write_report, ReportKind};
 
 const COMMAND: &str = "arena matrix";
 
@@ -55,6 +67,10 @@ pub struct MatrixArgs {
     /// Worker threads (default: the machine's cores); outputs do not depend on it.
     #[arg(long)]
     pub workers: Option<usize>,
+    /// Also write a JUnit XML report here: one test suite per cell, one
+    /// test case per step.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// Converts an experiment refusal or failure into the CLI's error.
@@ -76,8 +92,10 @@ pub fn experiment_error(command: &'static str, err: &ExperimentError) -> CliErro
 #[derive(Debug, Default)]
 pub struct KernelMatrixRunner;
 
-impl MatrixRunner for KernelMatrixRunner {
-    fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
+impl KernelMatrixRunner {
+    /// The scenario part of a run: every step to the end in the embedded
+    /// topology, whatever its verdict.
+    pub fn run_steps(cell: &Cell, scenario: &Scenario) -> Result<(RunInputs, RunResult), String> {
         let inputs = RunInputs::load(scenario, cell.scenario_text.as_bytes().to_vec())
             .map_err(|e| e.to_string())?;
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -87,6 +105,15 @@ impl MatrixRunner for KernelMatrixRunner {
         let result = runtime
             .block_on(run_embedded(scenario, &inputs, true))
             .map_err(|e| e.to_string())?;
+        Ok((inputs, result))
+    }
+
+    /// A whole run: its measurements and the scenario part's manifest.
+    pub fn run_measured(
+        cell: &Cell,
+        scenario: &Scenario,
+    ) -> Result<(RunMetrics, BundleManifest), String> {
+        let (inputs, result) = Self::run_steps(cell, scenario)?;
         let mut m = RunMetrics {
             completed: result.status != RunStatus::InfrastructureFailure,
             ..RunMetrics::default()
@@ -118,8 +145,80 @@ impl MatrixRunner for KernelMatrixRunner {
             m.escapes = u64::from(survivals);
             m.evaluations += report.kernel_evaluations();
         }
-        Ok(m)
+        Ok((m, result.bundle.manifest))
     }
+}
+
+impl MatrixRunner for KernelMatrixRunner {
+    fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
+        Self::run_measured(cell, scenario).map(|(metrics, _)| metrics)
+    }
+}
+
+/// The kernel runner that also keeps each run's manifest, by cell name and
+/// seed, for the JUnit report.
+#[derive(Debug, Default)]
+struct RecordingRunner {
+    manifests: Mutex<BTreeMap<(String, u64), BundleManifest>>,
+}
+
+impl MatrixRunner for RecordingRunner {
+    fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
+        let (metrics, manifest) = KernelMatrixRunner::run_measured(cell, scenario)?;
+        if let Ok(mut map) = self.manifests.lock() {
+            map.insert((cell.name.clone(), scenario.file().rng_seed), manifest);
+        }
+        Ok(metrics)
+    }
+}
+
+/// The JUnit report of a finished matrix: one suite per cell over its
+/// repetitions, re-running the scenario part of runs the ledger supplied.
+fn junit_report(
+    matrix: &Matrix,
+    mut manifests: BTreeMap<(String, u64), BundleManifest>,
+) -> Result<String, CliError> {
+    let mut suites = Vec::with_capacity(matrix.cells().len());
+    for cell in matrix.cells() {
+        let mut runs = Vec::new();
+        for r in 0..matrix.repetitions() {
+            let seed = matrix.repetition_seed(r);
+            let scenario = matrix
+                .scenario_for(cell, r)
+                .map_err(|e| experiment_error(COMMAND, &e))?;
+            let manifest = match manifests.remove(&(cell.name.clone(), seed)) {
+                Some(manifest) => manifest,
+                None => {
+                    KernelMatrixRunner::run_steps(cell, &scenario)
+                        .map_err(|reason| {
+                            experiment_error(
+                                COMMAND,
+                                &ExperimentError::RunFailed {
+                                    cell: cell.name.clone(),
+                                    repetition: r,
+                                    reason,
+                                },
+                            )
+                        })?
+                        .1
+                        .bundle
+                        .manifest
+                }
+            };
+            runs.push((r, seed, scenario, manifest));
+        }
+        let cell_runs: Vec<CellRun<'_>> = runs
+            .iter()
+            .map(|(r, seed, scenario, manifest)| CellRun {
+                repetition: *r,
+                seed: *seed,
+                scenario,
+                manifest,
+            })
+            .collect();
+        suites.push(suite_from_cell(matrix.id(), &cell.name, &cell_runs));
+    }
+    Ok(crate::junit::render("chio arena matrix", &suites))
 }
 
 /// Runs the command, printing to `out`.
@@ -159,15 +258,14 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
             }
         }
     };
-    let (runs, summary) = run_matrix(
-        &matrix,
-        &dir,
-        args.resume,
-        &KernelMatrixRunner,
-        workers,
-        &progress,
-    )
-    .map_err(|e| experiment_error(COMMAND, &e))?;
+    let recording = RecordingRunner::default();
+    let runner: &dyn MatrixRunner = if args.junit.is_some() {
+        &recording
+    } else {
+        &KernelMatrixRunner
+    };
+    let (runs, summary) = run_matrix(&matrix, &dir, args.resume, runner, workers, &progress)
+        .map_err(|e| experiment_error(COMMAND, &e))?;
     let synthesis = synthesize(&matrix, &runs);
     let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(&synthesis);
@@ -177,6 +275,11 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
         ("synthesis.html", to_html(&synthesis).as_bytes()),
     ] {
         write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
+    }
+    if let Some(path) = &args.junit {
+        let manifests = recording.manifests.into_inner().unwrap_or_default();
+        let xml = junit_report(&matrix, manifests)?;
+        write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {
         json

@@ -1,4 +1,4 @@
-//! `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
+//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
 //!
 //! Loads and validates the scenario, refuses one without a world, runs it
 //! in the embedded topology (or across node processes with `--topology
@@ -7,7 +7,11 @@
 //! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
 //! expectation held, 1 when one did not (the run stops at the first unless
 //! `--keep-going`), 2 for a refused scenario, 3 for an infrastructure
-//! failure; the bundle is written in every case but the refusal.
+//! failure; the bundle is written in every case but the refusal. With
+//! `--junit PATH` a JUnit XML report of the run (`junit`) is written too,
+//! atomically, after the bundle; a report that cannot be written is an
+//! infrastructure failure (`CHIO-REPORT-WRITE`, exit 3). The table's result
+//! column is coloured when the `Palette` says so; JSON never is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,6 +23,8 @@ use serde::Serialize;
 use crate::cli::RunArgs;
 use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
 use crate::error::{CliError, Exit};
+use crate::report::{write_report, ReportKind};
+use crate::term::{Palette, Tone};
 
 const COMMAND: &str = "arena run";
 
@@ -97,8 +103,8 @@ pub fn runtime(command: &'static str) -> Result<tokio::runtime::Runtime, CliErro
         })
 }
 
-/// Runs the command, printing to `out`.
-pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
+/// Runs the command, printing to `out` in `palette`'s colours.
+pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), CliError> {
     let (scenario, inputs) = load_for_run(COMMAND, &args.file)?;
     let dir = args
         .out
@@ -119,10 +125,15 @@ pub fn run(args: &RunArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .bundle
         .write(&dir)
         .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    if let Some(path) = &args.junit {
+        let suite = crate::junit::suite_from_run(&scenario, &result.bundle.manifest);
+        let xml = crate::junit::render("chio arena run", &[suite]);
+        write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+    }
     let text = if args.json {
         render_json(&scenario, &result, &dir)?
     } else {
-        render_table(&scenario, &result, &dir)
+        render_table(&scenario, &result, &dir, palette)
     };
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
@@ -215,7 +226,7 @@ fn render_json(scenario: &Scenario, result: &RunResult, dir: &Path) -> Result<St
     Ok(text)
 }
 
-fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
+fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Palette) -> String {
     let manifest = &result.bundle.manifest;
     let mut rows: Vec<[String; 7]> = vec![[
         "STEP".into(),
@@ -257,9 +268,15 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
     );
     for (n, row) in rows.iter().enumerate() {
         let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
+        for (i, cell) in row.iter().enumerate().take(6) {
             line.push_str(&format!("{:width$}  ", cell, width = widths[i]));
         }
+        line.push_str(&match (n, row[6].as_str()) {
+            (0, cell) => cell.to_string(),
+            (_, "pass") => palette.paint(Tone::Good, "pass"),
+            (_, "FAIL") => palette.paint(Tone::Bad, "FAIL"),
+            (_, cell) => cell.to_string(),
+        });
         text.push_str(line.trim_end());
         text.push('\n');
         if n > 0 {
@@ -276,10 +293,10 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
     text.push_str(&format!(
         "\nresult: {} ({} calls, {} passed, {} failed){}\nreceipts: {} (root {})\n",
         match result.status {
-            RunStatus::Passed => "passed",
-            RunStatus::Failed => "failed",
-            RunStatus::Stopped => "stopped",
-            RunStatus::InfrastructureFailure => "infrastructure failure",
+            RunStatus::Passed => palette.paint(Tone::Good, "passed"),
+            RunStatus::Failed => palette.paint(Tone::Bad, "failed"),
+            RunStatus::Stopped => palette.paint(Tone::Bad, "stopped"),
+            RunStatus::InfrastructureFailure => palette.paint(Tone::Bad, "infrastructure failure"),
         },
         o.calls,
         o.passed,

@@ -1,13 +1,18 @@
 //! What the user typed: the `chio` command tree as clap derive types.
 //!
-//! The tree is `chio <group> <command>`; today the only group is `arena`
-//! with `validate`, `run`, `replay` and `diff`. A later command is one more variant in
+//! The tree is `chio <group> <command>` (`chio arena run`, `chio node
+//! serve`, ...) plus two commands about the CLI itself, `chio completions
+//! SHELL` and `chio man`, which generate from this tree. The flags on
+//! [`Cli`] (`--color`, `--quiet`, `--verbose`) are global: they may be given
+//! before or after the command. A later command is one more variant in
 //! [`ArenaCommand`] (or a new group in [`Command`]) plus its module; nothing
 //! else changes shape.
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+use crate::term::ColorChoice;
 
 /// The `chio` command line.
 #[derive(Debug, Parser)]
@@ -20,6 +25,17 @@ pub struct Cli {
     /// The command group to run.
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour tables and errors: `auto` on a terminal unless
+    /// NO_COLOR is set (CLICOLOR_FORCE forces it), or `always`, `never`.
+    #[arg(long, value_enum, global = true, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Log only errors on standard error (ignored when RUST_LOG is set).
+    #[arg(long, short = 'q', global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Log more on standard error: -v info, -vv debug, -vvv trace (ignored
+    /// when RUST_LOG is set).
+    #[arg(long, short = 'v', global = true, action = ArgAction::Count)]
+    pub verbose: u8,
 }
 
 /// Top-level command groups.
@@ -35,7 +51,23 @@ pub enum Command {
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).
     Trust(TrustArgs),
+    /// Print a shell completion script for `chio` (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the `chio(1)` manual page (roff), generated from these definitions.
+    Man(ManArgs),
 }
+
+/// `chio completions SHELL`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `chio man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {}
 
 /// `chio arena ...`.
 #[derive(Debug, Args)]
@@ -74,7 +106,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -93,6 +125,10 @@ pub struct RunArgs {
     /// loopback, or a topology file (docs/topology.md) for running nodes.
     #[arg(long, value_name = "local|FILE")]
     pub topology: Option<String>,
+    /// Also write a JUnit XML report here: one test case per step, a
+    /// failure per unexpected verdict, skipped steps after a stop.
+    #[arg(long, value_name = "PATH")]
+    pub junit: Option<PathBuf>,
 }
 
 /// `chio arena replay DIR [--json]`.

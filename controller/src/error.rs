@@ -37,6 +37,7 @@ pub const CLI_ERROR_CODES: &[&str] = &[
     "CHIO-EVAL-INVALID-FIELD",
     "CHIO-EVAL-MISSING-CLOCK",
     "CHIO-CLI-FLAG-OUT-OF-RANGE",
+    "CHIO-REPORT-WRITE",
 ];
 
 /// The documented process exit codes.

@@ -2,7 +2,7 @@
 //! the typed error every command reports with.
 //!
 //! The binary (`main.rs`) only parses arguments, sets up tracing and calls
-//! [`run`]; each command lives in its own module and returns a
+//! [`run_with`]; each command lives in its own module and returns a
 //! [`CliError`] that the binary renders and maps to an exit code.
 //!
 //! Module map:
@@ -19,7 +19,13 @@
 //! - [`campaign`] holds `chio campaign template | import | report | hash`;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
-//! - [`serve`] holds `chio node serve` and `chio trust serve`.
+//! - [`serve`] holds `chio node serve` and `chio trust serve`;
+//! - [`term`] holds `--color`, `NO_COLOR` and the `--quiet`/`--verbose` log levels;
+//! - [`report`] writes report files atomically and types their failure;
+//! - [`junit`] renders `--junit` reports of runs and matrices;
+//! - [`sarif`] renders `arena evolve --sarif` reports of escapes;
+//! - [`harness`] runs every scenario of a folder as a `cargo test` test;
+//! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
 
 pub mod arena_evolve;
@@ -33,18 +39,47 @@ pub mod cli;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod harness;
+pub mod junit;
 pub mod local_cluster;
+pub mod report;
+pub mod sarif;
 pub mod serve;
+pub mod term;
 pub mod topology;
 
 use std::io::Write;
 
+use clap::CommandFactory;
+
 pub use cli::Cli;
 pub use error::{CliError, Exit};
+pub use term::Palette;
 
-/// Runs a parsed command line, printing its report to `out`.
+/// Runs a parsed command line, printing its report to `out`, as if `out`
+/// were not a terminal: colour only with `--color always` or
+/// `CLICOLOR_FORCE` (see [`term`]).
 pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
+    run_with(cli, out, Palette::resolve(cli.color, false))
+}
+
+/// Runs a parsed command line, printing its report to `out` with `palette`
+/// deciding colour (the binary resolves it for standard output).
+pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), CliError> {
     match &cli.command {
+        cli::Command::Completions(args) => {
+            // Generated into memory first: the generator panics on a write
+            // error, and a closed pipe must stay a typed error.
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "chio", &mut script);
+            out.write_all(&script)
+                .and_then(|()| out.flush())
+                .map_err(|e| CliError::output("completions", &e))
+        }
+        cli::Command::Man(_) => clap_mangen::Man::new(Cli::command())
+            .render(out)
+            .and_then(|()| out.flush())
+            .map_err(|e| CliError::output("man", &e)),
         cli::Command::Eval(args) => eval::run(args, out),
         cli::Command::Node(node) => match &node.command {
             cli::NodeCommand::Serve(args) => serve::node(args),
@@ -55,7 +90,7 @@ pub fn run(cli: &Cli, out: &mut dyn Write) -> Result<(), CliError> {
         cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
-            cli::ArenaCommand::Run(args) => arena_run::run(args, out),
+            cli::ArenaCommand::Run(args) => arena_run::run(args, out, palette),
             cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
             cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),
             cli::ArenaCommand::Matrix(args) => arena_matrix::run(args, out),

@@ -14,14 +14,27 @@ pub fn repo_path(relative: &str) -> PathBuf {
         .join(relative)
 }
 
+/// Variables that change what `chio` prints (log level, colour); removed
+/// for every run so a developer's environment cannot change an output.
+pub const OUTPUT_ENV: &[&str] = &["RUST_LOG", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE"];
+
 /// Runs `chio ARGS` with `dir` as working directory.
 pub fn chio(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chio"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("the chio binary runs")
+    chio_env(dir, args, &[])
+}
+
+/// Runs `chio ARGS` with `dir` as working directory and `env` set on top of
+/// an environment without [`OUTPUT_ENV`].
+pub fn chio_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_chio"));
+    command.args(args).current_dir(dir);
+    for key in OUTPUT_ENV {
+        command.env_remove(key);
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    command.output().expect("the chio binary runs")
 }
 
 /// The command, status, stdout and stderr, for assertion messages.

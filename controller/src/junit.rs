@@ -1,0 +1,459 @@
+//! JUnit XML reports (`--junit PATH`) for `chio arena run` and `chio arena
+//! matrix`, so a CI system shows each scenario step as a test.
+//!
+//! Shape (the Ant/Jenkins JUnit report format; the checked-in schema is
+//! `controller/tests/schemas/junit.xsd`): one `<testsuites>` root; one
+//! `<testsuite>` per scenario run (per cell for a matrix) with the run's
+//! evidence as `<properties>`; one `<testcase>` per step in execution order,
+//! `name` the step id and `classname` the scenario id. A call whose verdict
+//! is not the expected one carries a `<failure>` whose message names the
+//! expected and the actual verdict and the kernel's reason; the step where an
+//! infrastructure failure stopped the run carries an `<error>`; a step the
+//! run never reached (it stopped first) is `<skipped>`. A step that passed
+//! carries its verdict and reason in `<system-out>`.
+//!
+//! The file is a pure function of the runs: no wall-clock time, no host
+//! name, no durations (the format's `time` attributes are optional and left
+//! out), suites in the order given, cases in schedule order, properties in a
+//! `BTreeMap`. It is written with [`crate::report::write_report`].
+
+use std::collections::BTreeMap;
+
+use chio_arena::bundle::{BundleManifest, StepRecord};
+use chio_arena::Scenario;
+
+/// How one test case ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseOutcome {
+    /// The step ran and met its expectation.
+    Passed,
+    /// The step answered other than expected (`<failure>`).
+    Failed {
+        /// One line naming expected and actual verdict and the reason.
+        message: String,
+        /// The step's details, one per line.
+        detail: String,
+    },
+    /// An infrastructure failure stopped the run at this step (`<error>`).
+    Error {
+        /// What failed.
+        message: String,
+    },
+    /// The run stopped before reaching this step (`<skipped>`).
+    Skipped {
+        /// Why it was not run.
+        message: String,
+    },
+}
+
+/// One `<testcase>`: a scenario step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestCase {
+    /// The step id.
+    pub name: String,
+    /// The scenario id.
+    pub classname: String,
+    /// How it ended.
+    pub outcome: CaseOutcome,
+    /// What the step did, for `<system-out>` (passed steps only).
+    pub output: Option<String>,
+}
+
+/// One `<testsuite>`: a scenario run, or a matrix cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestSuite {
+    /// The suite's name (the scenario id, or the matrix id and cell).
+    pub name: String,
+    /// Evidence about the run, such as the receipt root; sorted by name.
+    pub properties: BTreeMap<String, String>,
+    /// The steps, in execution order.
+    pub cases: Vec<TestCase>,
+}
+
+impl TestSuite {
+    fn count(&self, pick: fn(&CaseOutcome) -> bool) -> usize {
+        self.cases.iter().filter(|c| pick(&c.outcome)).count()
+    }
+    /// Cases with a `<failure>`.
+    pub fn failures(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Failed { .. }))
+    }
+    /// Cases with an `<error>`.
+    pub fn errors(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Error { .. }))
+    }
+    /// Cases `<skipped>`.
+    pub fn skipped(&self) -> usize {
+        self.count(|o| matches!(o, CaseOutcome::Skipped { .. }))
+    }
+}
+
+/// The one-line failure message of a call whose verdict was unexpected.
+fn failure_message(step: &StepRecord) -> String {
+    format!(
+        "expected {}, kernel answered {}{}",
+        step.expected.as_deref().unwrap_or("?"),
+        step.actual.as_deref().unwrap_or("?"),
+        step.reason
+            .as_deref()
+            .map(|r| format!(": {r}"))
+            .unwrap_or_default()
+    )
+}
+
+/// What a step did, one `key: value` per line, for failure bodies and
+/// `<system-out>`.
+fn step_detail(step: &StepRecord) -> String {
+    let mut lines = vec![
+        format!("action: {}", step.action),
+        format!("agent: {}", step.agent),
+        format!("virtual_time: {}", step.virtual_time),
+    ];
+    let fields = [
+        ("target", &step.target),
+        ("kernel", &step.kernel),
+        ("expected", &step.expected),
+        ("actual", &step.actual),
+        ("reason", &step.reason),
+        ("guard", &step.guard),
+        ("receipt", &step.receipt_id),
+        ("detail", &step.detail),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            lines.push(format!("{key}: {value}"));
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+/// The cases of one run: every scheduled step of `scenario`, judged from the
+/// run's manifest.
+pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<TestCase> {
+    let records: BTreeMap<&str, &StepRecord> = manifest
+        .steps
+        .iter()
+        .map(|s| (s.step_id.as_str(), s))
+        .collect();
+    let stop = manifest.stopped.as_ref();
+    scenario
+        .schedule()
+        .iter()
+        .map(|scheduled| {
+            let name = scheduled.step_id.clone();
+            let classname = scenario.id().to_string();
+            let (outcome, output) = match records.get(name.as_str()) {
+                None => (
+                    CaseOutcome::Skipped {
+                        message: match stop {
+                            Some(s) => format!("not run: the run stopped at step {}", s.step_id),
+                            None => "not run".to_string(),
+                        },
+                    },
+                    None,
+                ),
+                Some(step) => match stop {
+                    Some(s) if s.step_id == name && s.cause == "infrastructure" => (
+                        CaseOutcome::Error {
+                            message: s.message.clone(),
+                        },
+                        None,
+                    ),
+                    _ if step.pass == Some(false) => (
+                        CaseOutcome::Failed {
+                            message: failure_message(step),
+                            detail: step_detail(step),
+                        },
+                        None,
+                    ),
+                    _ => (CaseOutcome::Passed, Some(step_detail(step))),
+                },
+            };
+            TestCase {
+                name,
+                classname,
+                outcome,
+                output,
+            }
+        })
+        .collect()
+}
+
+/// The evidence of one run, as suite properties.
+fn run_properties(manifest: &BundleManifest) -> BTreeMap<String, String> {
+    let mut properties = BTreeMap::new();
+    properties.insert("status".into(), manifest.status.clone());
+    properties.insert("receipt_root".into(), manifest.receipt_root.clone());
+    properties.insert("receipts".into(), manifest.receipt_count.to_string());
+    properties.insert("scenario_sha256".into(), manifest.scenario_sha256.clone());
+    properties.insert("rng_seed".into(), manifest.determinism.rng_seed.to_string());
+    properties
+}
+
+/// The suite of one `chio arena run`.
+pub fn suite_from_run(scenario: &Scenario, manifest: &BundleManifest) -> TestSuite {
+    TestSuite {
+        name: scenario.id().to_string(),
+        properties: run_properties(manifest),
+        cases: cases_from_run(scenario, manifest),
+    }
+}
+
+/// One repetition of a matrix cell: its seed and its run's manifest.
+#[derive(Debug, Clone)]
+pub struct CellRun<'a> {
+    /// The repetition, from 0.
+    pub repetition: u32,
+    /// The repetition's seed.
+    pub seed: u64,
+    /// The cell's scenario for that seed.
+    pub scenario: &'a Scenario,
+    /// What the run recorded.
+    pub manifest: &'a BundleManifest,
+}
+
+/// The suite of one matrix cell over its repetitions: a step fails when it
+/// failed in any repetition (the message names the first such repetition
+/// and how many failed), is an error when infrastructure stopped any
+/// repetition there, and is skipped only when no repetition reached it.
+pub fn suite_from_cell(matrix_id: &str, cell: &str, runs: &[CellRun<'_>]) -> TestSuite {
+    let mut properties = BTreeMap::new();
+    properties.insert("matrix".into(), matrix_id.to_string());
+    properties.insert("cell".into(), cell.to_string());
+    properties.insert("repetitions".into(), runs.len().to_string());
+    let per_run: Vec<Vec<TestCase>> = runs
+        .iter()
+        .map(|r| cases_from_run(r.scenario, r.manifest))
+        .collect();
+    let mut cases = Vec::new();
+    if let Some(first) = per_run.first() {
+        for (i, case) in first.iter().enumerate() {
+            let outcomes: Vec<(&CellRun<'_>, &TestCase)> = runs
+                .iter()
+                .zip(&per_run)
+                .filter_map(|(run, cases)| cases.get(i).map(|c| (run, c)))
+                .collect();
+            let label =
+                |run: &CellRun<'_>| format!("repetition {} (seed {})", run.repetition, run.seed);
+            let errors: Vec<_> = outcomes
+                .iter()
+                .filter(|(_, c)| matches!(c.outcome, CaseOutcome::Error { .. }))
+                .collect();
+            let failures: Vec<_> = outcomes
+                .iter()
+                .filter(|(_, c)| matches!(c.outcome, CaseOutcome::Failed { .. }))
+                .collect();
+            let passed: Vec<_> = outcomes
+                .iter()
+                .filter(|(_, c)| c.outcome == CaseOutcome::Passed)
+                .collect();
+            let total = outcomes.len();
+            let outcome = if let Some((run, c)) = errors.first() {
+                let CaseOutcome::Error { message } = &c.outcome else {
+                    unreachable!()
+                };
+                CaseOutcome::Error {
+                    message: format!("{}: {message}", label(run)),
+                }
+            } else if let Some((run, c)) = failures.first() {
+                let CaseOutcome::Failed { message, detail } = &c.outcome else {
+                    unreachable!()
+                };
+                CaseOutcome::Failed {
+                    message: format!(
+                        "{}: {message} (failed in {} of {total} repetitions)",
+                        label(run),
+                        failures.len()
+                    ),
+                    detail: detail.clone(),
+                }
+            } else if passed.is_empty() {
+                match outcomes.first().map(|(_, c)| &c.outcome) {
+                    Some(CaseOutcome::Skipped { message }) => CaseOutcome::Skipped {
+                        message: message.clone(),
+                    },
+                    _ => CaseOutcome::Skipped {
+                        message: "not run".into(),
+                    },
+                }
+            } else {
+                CaseOutcome::Passed
+            };
+            let output = match outcome {
+                CaseOutcome::Passed => passed.first().and_then(|(_, c)| c.output.clone()),
+                _ => None,
+            };
+            cases.push(TestCase {
+                name: case.name.clone(),
+                classname: case.classname.clone(),
+                outcome,
+                output,
+            });
+        }
+    }
+    TestSuite {
+        name: format!("{matrix_id} [{cell}]"),
+        properties,
+        cases,
+    }
+}
+
+/// Escapes text for an XML attribute value or element content. Characters
+/// XML 1.0 cannot carry at all (C0 controls other than tab, newline and
+/// carriage return) become U+FFFD; newlines and tabs in attributes are
+/// written as character references so parsers keep them.
+pub fn escape_xml(text: &str, attribute: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' if attribute => out.push_str("&quot;"),
+            '\'' if attribute => out.push_str("&apos;"),
+            '\n' if attribute => out.push_str("&#10;"),
+            '\r' => out.push_str("&#13;"),
+            '\t' if attribute => out.push_str("&#9;"),
+            '\t' | '\n' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn attr(name: &str, value: &str) -> String {
+    format!(" {name}=\"{}\"", escape_xml(value, true))
+}
+
+/// The whole report: `<testsuites name=NAME>` over `suites`, as UTF-8 XML
+/// ending in a newline.
+pub fn render(name: &str, suites: &[TestSuite]) -> String {
+    let total = |f: fn(&TestSuite) -> usize| suites.iter().map(f).sum::<usize>();
+    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    xml.push_str(&format!(
+        "<testsuites{}{}{}{}{}>\n",
+        attr("name", name),
+        attr("tests", &total(|s| s.cases.len()).to_string()),
+        attr("failures", &total(TestSuite::failures).to_string()),
+        attr("errors", &total(TestSuite::errors).to_string()),
+        attr("skipped", &total(TestSuite::skipped).to_string()),
+    ));
+    for (id, suite) in suites.iter().enumerate() {
+        xml.push_str(&format!(
+            "  <testsuite{}{}{}{}{}{}>\n",
+            attr("name", &suite.name),
+            attr("id", &id.to_string()),
+            attr("tests", &suite.cases.len().to_string()),
+            attr("failures", &suite.failures().to_string()),
+            attr("errors", &suite.errors().to_string()),
+            attr("skipped", &suite.skipped().to_string()),
+        ));
+        if !suite.properties.is_empty() {
+            xml.push_str("    <properties>\n");
+            for (key, value) in &suite.properties {
+                xml.push_str(&format!(
+                    "      <property{}{}/>\n",
+                    attr("name", key),
+                    attr("value", value)
+                ));
+            }
+            xml.push_str("    </properties>\n");
+        }
+        for case in &suite.cases {
+            let open = format!(
+                "    <testcase{}{}",
+                attr("name", &case.name),
+                attr("classname", &case.classname)
+            );
+            let body = match &case.outcome {
+                CaseOutcome::Passed => None,
+                CaseOutcome::Failed { message, detail } => Some(format!(
+                    "      <failure{}{}>{}</failure>\n",
+                    attr("message", message),
+                    attr("type", "unexpected-verdict"),
+                    escape_xml(detail, false)
+                )),
+                CaseOutcome::Error { message } => Some(format!(
+                    "      <error{}{}/>\n",
+                    attr("message", message),
+                    attr("type", "infrastructure")
+                )),
+                CaseOutcome::Skipped { message } => {
+                    Some(format!("      <skipped{}/>\n", attr("message", message)))
+                }
+            };
+            let output = case
+                .output
+                .as_ref()
+                .map(|o| format!("      <system-out>{}</system-out>\n", escape_xml(o, false)));
+            if body.is_none() && output.is_none() {
+                xml.push_str(&open);
+                xml.push_str("/>\n");
+            } else {
+                xml.push_str(&open);
+                xml.push_str(">\n");
+                xml.push_str(&body.unwrap_or_default());
+                xml.push_str(&output.unwrap_or_default());
+                xml.push_str("    </testcase>\n");
+            }
+        }
+        xml.push_str("  </testsuite>\n");
+    }
+    xml.push_str("</testsuites>\n");
+    xml
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Markup, quotes, newlines and forbidden control characters are escaped so any reason stays well-formed XML.
+    #[test]
+    fn escapes_what_xml_cannot_carry() {
+        assert_eq!(
+            escape_xml("a<b>&\"c'\n\t\u{1}", true),
+            "a&lt;b&gt;&amp;&quot;c&apos;&#10;&#9;\u{FFFD}"
+        );
+        assert_eq!(escape_xml("x\n\"y\"", false), "x\n\"y\"");
+    }
+
+    // Counts on the root and on each suite add up from the cases' outcomes.
+    #[test]
+    fn counts_add_up() {
+        let case = |name: &str, outcome| TestCase {
+            name: name.into(),
+            classname: "s".into(),
+            outcome,
+            output: None,
+        };
+        let suite = TestSuite {
+            name: "s".into(),
+            properties: BTreeMap::new(),
+            cases: vec![
+                case("a", CaseOutcome::Passed),
+                case(
+                    "b",
+                    CaseOutcome::Failed {
+                        message: "expected deny, kernel answered allow".into(),
+                        detail: String::new(),
+                    },
+                ),
+                case(
+                    "c",
+                    CaseOutcome::Skipped {
+                        message: "not run".into(),
+                    },
+                ),
+            ],
+        };
+        let xml = render("chio arena run", &[suite]);
+        assert!(xml.contains(
+            "<testsuites name=\"chio arena run\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"
+        ));
+        assert!(xml.contains("<testcase name=\"a\" classname=\"s\"/>"));
+        assert!(xml.contains("<skipped message=\"not run\"/>"));
+    }
+}

@@ -1,0 +1,175 @@
+//! Report files for other tools (JUnit XML, SARIF): writing them whole or
+//! not at all, and the typed error a failed write becomes.
+//!
+//! A report is rendered in memory first, then written to a temporary file
+//! beside its destination (`.<name>.partial`), flushed to disk and renamed
+//! over the destination, so a CI system that picks the file up never reads
+//! half a report and an old report is replaced only by a whole new one. The
+//! destination's folder is created when missing. A failure is a
+//! [`ReportError`], which the CLI reports as `CHIO-REPORT-WRITE` with exit 3
+//! (infrastructure): the run itself was judged, only its report was lost.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::error::{CliError, Exit};
+
+/// The CLI code of a report that could not be written.
+pub const REPORT_WRITE_CODE: &str = "CHIO-REPORT-WRITE";
+
+/// Which report format a file holds, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportKind {
+    /// JUnit XML (`--junit`).
+    Junit,
+    /// SARIF 2.1.0 (`--sarif`).
+    Sarif,
+}
+
+impl ReportKind {
+    /// The format's name as messages print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportKind::Junit => "JUnit",
+            ReportKind::Sarif => "SARIF",
+        }
+    }
+}
+
+impl std::fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A report file that could not be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReportError {
+    /// The destination's folder could not be created.
+    #[error("cannot create the folder {path} for the {kind} report: {cause}; check the path and its permissions, or pass another path")]
+    CreateFolder {
+        /// The report's format.
+        kind: ReportKind,
+        /// The folder that could not be created.
+        path: String,
+        /// The operating system's reason, without the path.
+        cause: String,
+    },
+    /// The temporary file could not be written or flushed.
+    #[error("cannot write the {kind} report {path}: {cause}; check that the folder is writable and has free space, or pass another path")]
+    Write {
+        /// The report's format.
+        kind: ReportKind,
+        /// The file that could not be written.
+        path: String,
+        /// The operating system's reason, without the path.
+        cause: String,
+    },
+    /// The finished file could not replace the destination.
+    #[error("cannot move the finished {kind} report into place at {path}: {cause}; check that the path is not a folder and is writable")]
+    Replace {
+        /// The report's format.
+        kind: ReportKind,
+        /// The destination.
+        path: String,
+        /// The operating system's reason, without the path.
+        cause: String,
+    },
+}
+
+impl ReportError {
+    /// The error as the CLI prints it: `CHIO-REPORT-WRITE`, exit 3.
+    pub fn into_cli(self, command: &'static str) -> CliError {
+        let text = self.to_string();
+        let (message, help) = match text.split_once("; ") {
+            Some((message, help)) => (message.to_string(), help.to_string()),
+            None => (text, String::new()),
+        };
+        CliError {
+            code: REPORT_WRITE_CODE.to_string(),
+            command,
+            message,
+            help,
+            exit: Exit::Infrastructure,
+        }
+    }
+}
+
+/// The temporary name a report is written under before the rename.
+fn partial_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".to_string());
+    path.with_file_name(format!(".{name}.partial"))
+}
+
+/// Writes `bytes` to `path` whole or not at all (see the module doc).
+pub fn write_report(kind: ReportKind, path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::CreateFolder {
+            kind,
+            path: parent.display().to_string(),
+            cause: e.kind().to_string(),
+        })?;
+    }
+    let tmp = partial_path(path);
+    let written = std::fs::File::create(&tmp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ReportError::Write {
+            kind,
+            path: path.display().to_string(),
+            cause: e.kind().to_string(),
+        });
+    }
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        ReportError::Replace {
+            kind,
+            path: path.display().to_string(),
+            cause: e.kind().to_string(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A report lands whole, creating its folder, and leaves no temporary file behind.
+    #[test]
+    fn writes_whole_files_and_creates_the_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("reports/run.xml");
+        write_report(ReportKind::Junit, &path, b"<testsuites/>\n").unwrap();
+        write_report(ReportKind::Junit, &path, b"<testsuites></testsuites>\n").unwrap();
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"<testsuites></testsuites>\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(tmp.path().join("reports"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("run.xml")]);
+    }
+
+    // A destination that is a folder is refused with a typed error that the CLI maps to exit 3.
+    #[test]
+    fn a_folder_as_destination_is_an_infrastructure_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = write_report(ReportKind::Sarif, tmp.path(), b"{}").unwrap_err();
+        assert!(matches!(err, ReportError::Replace { .. }), "{err:?}");
+        let cli = err.into_cli("arena evolve");
+        assert_eq!(cli.code, REPORT_WRITE_CODE);
+        assert_eq!(cli.exit, Exit::Infrastructure);
+        assert!(cli
+            .message
+            .starts_with("cannot move the finished SARIF report"));
+        assert!(cli.help.starts_with("check that the path"));
+    }
+}
