@@ -76,6 +76,7 @@
 //!
 //! # Module map
 //! - [`canonical`]: RFC 8785 canonical JSON.
+//! - [`credentials`]: credential-shaped spans, for redaction and the arena loader.
 //! - [`keys`]: arena key derivation and hex keys.
 //! - [`token`]: capability tokens, scope grants, delegation links.
 //! - [`request`]: tool-call requests and their proof of possession.
@@ -94,6 +95,7 @@
 #![deny(missing_docs)]
 
 pub mod canonical;
+pub mod credentials;
 pub mod error;
 pub mod glob;
 pub mod guards;
