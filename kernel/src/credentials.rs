@@ -202,13 +202,6 @@ fn push(
     });
 }
 
-/// The start of the line holding `at`, and the end of that line.
-fn line_bounds(text: &str, at: usize) -> (usize, usize) {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    (start, end)
-}
-
 /// Whether `line` is a private-key armour line (`BEGIN`/`END` as given).
 fn armour(line: &str, word: &str) -> Option<usize> {
     let upper_at = line.find(word).and_then(|begin| {
@@ -269,31 +262,35 @@ fn pem_blocks(text: &str, out: &mut Vec<CredentialSpan>) {
 }
 
 fn authorization_headers(text: &str, out: &mut Vec<CredentialSpan>) {
-    let lower = text.to_ascii_lowercase();
     let b = text.as_bytes();
-    for (at, m) in lower.match_indices("authorization:") {
-        let value = at + m.len() + run(b, at + m.len(), |c| c == b' ' || c == b'\t');
-        let (_, line_end) = line_bounds(text, at);
-        let end = value + text[value..line_end].trim_end().len();
-        if end <= value {
-            continue;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let lower = line.to_ascii_lowercase();
+        let line_end = offset + line.trim_end().len();
+        for (at, m) in lower.match_indices("authorization:") {
+            let header = offset + at + m.len();
+            let value = header + run(b, header, |c| c == b' ' || c == b'\t');
+            if value >= line_end {
+                continue;
+            }
+            // A scheme word (`Basic`, `Bearer`, `Digest`, ...) stays visible.
+            let scheme = run(b, value, |c| c.is_ascii_alphabetic());
+            let after = value + scheme;
+            let gap = run(b, after, |c| c == b' ' || c == b'\t');
+            let start = if scheme > 0 && gap > 0 && after + gap < line_end {
+                after + gap
+            } else {
+                value
+            };
+            push(
+                out,
+                CredentialKind::AuthorizationHeader,
+                "authorization:",
+                start,
+                line_end,
+            );
         }
-        // A scheme word (`Basic`, `Bearer`, `Digest`, ...) stays visible.
-        let scheme = run(b, value, |c| c.is_ascii_alphabetic());
-        let after = value + scheme;
-        let gap = run(b, after, |c| c == b' ' || c == b'\t');
-        let start = if scheme > 0 && gap > 0 && after + gap < end {
-            after + gap
-        } else {
-            value
-        };
-        push(
-            out,
-            CredentialKind::AuthorizationHeader,
-            "authorization:",
-            start,
-            end,
-        );
+        offset += line.len();
     }
 }
 
@@ -334,7 +331,13 @@ fn bearer_tokens(text: &str, out: &mut Vec<CredentialSpan>) {
 
 fn sk_keys(text: &str, out: &mut Vec<CredentialSpan>) {
     let b = text.as_bytes();
+    // A match inside the run of an earlier one is a suffix of it: skipping it
+    // keeps the scan linear and loses nothing.
+    let mut covered = 0;
     for at in word_starts(text, "sk-") {
+        if at < covered {
+            continue;
+        }
         let len = run(b, at + 3, |c| {
             c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
         });
@@ -344,6 +347,7 @@ fn sk_keys(text: &str, out: &mut Vec<CredentialSpan>) {
         let unbroken = key
             .split(|c| !c.is_ascii_alphanumeric())
             .any(|segment| segment.len() >= 20);
+        covered = at + 3 + len;
         if alnum >= 16 && (mixed || unbroken) {
             push(out, CredentialKind::SkKey, "sk-", at, at + 3 + len);
         }
@@ -401,7 +405,12 @@ fn assignments(text: &str, out: &mut Vec<CredentialSpan>) {
     let lower = text.to_ascii_lowercase();
     let b = lower.as_bytes();
     for (keyword, marker) in KEYWORDS {
+        let mut covered = 0;
         for at in word_starts(&lower, keyword) {
+            if at < covered {
+                // Inside the value of an earlier match, already redacted.
+                continue;
+            }
             let mut i = at + keyword.len();
             i += run(b, i, |c| c == b'"' || c == b'\'');
             i += run(b, i, |c| c == b' ' || c == b'\t');
@@ -432,6 +441,7 @@ fn assignments(text: &str, out: &mut Vec<CredentialSpan>) {
                 i,
                 i + len,
             );
+            covered = i + len;
         }
     }
 }

@@ -393,12 +393,24 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
                 (text.as_str(), pointer)
             }
             Work::Value(Value::Array(items), pointer) => {
+                if let Err(limit) = budget.reserve(items.len()) {
+                    return Some(ValueFinding::Limit {
+                        limit,
+                        pointer: pointer_or_root(&pointer),
+                    });
+                }
                 for (i, item) in items.iter().enumerate().rev() {
                     stack.push(Work::Value(item, format!("{pointer}/{i}")));
                 }
                 continue;
             }
             Work::Value(Value::Object(map), pointer) => {
+                if let Err(limit) = budget.reserve(map.len().saturating_mul(2)) {
+                    return Some(ValueFinding::Limit {
+                        limit,
+                        pointer: pointer_or_root(&pointer),
+                    });
+                }
                 if let Some(rule) = value_shape(map).filter(|_| json) {
                     return Some(ValueFinding::At {
                         found: RuleMatch {
@@ -949,15 +961,11 @@ mod tests {
             ))
         );
         let wide = Value::Array(vec![Value::Null; MAX_JSON_NODES + 1]);
-        let OutputVerdict::Deny(reason) = on_output(&json!({ "rows": wide })) else {
-            panic!("a value past the node budget passed");
-        };
-        assert!(
-            reason.starts_with("prompt injection scan limit reached in tool output at /rows/")
-                && reason.ends_with(&format!(
-                    ": more than {MAX_JSON_NODES} JSON nodes; output withheld"
-                )),
-            "{reason}"
+        assert_eq!(
+            on_output(&json!({ "rows": wide })),
+            OutputVerdict::Deny(format!(
+                "prompt injection scan limit reached in tool output at /rows: more than {MAX_JSON_NODES} JSON nodes; output withheld"
+            ))
         );
         let mut shallow = String::from("{\"x\": 1}");
         for _ in 0..(MAX_EMBEDDING - 1) {

@@ -387,7 +387,9 @@ fn find_tag(text: &str, names: &[&str], bare: bool) -> bool {
 fn special_tokens(compact: &str) -> impl Iterator<Item = &str> {
     compact.match_indices("<|").filter_map(move |(at, _)| {
         let rest = &compact[at + 2..];
-        let end = rest.find("|>")?;
+        // A name is at most 48 bytes, so the close is looked for only that far.
+        let window = rest.get(..50).unwrap_or(rest);
+        let end = window.find("|>")?;
         let name = &rest[..end];
         let plausible = !name.is_empty()
             && name.len() <= 48
@@ -403,12 +405,10 @@ fn quoted_key(compact: &str, names: &[&str]) -> bool {
     let b = compact.as_bytes();
     for (at, quote) in compact.match_indices(['"', '\'']) {
         let rest = &compact[at + 1..];
-        let Some(end) = rest.find(quote) else {
+        let window = rest.get(..42).unwrap_or(rest);
+        let Some(end) = window.find(quote) else {
             continue;
         };
-        if end > 40 {
-            continue;
-        }
         let after = at + 1 + end + 1;
         if b.get(after) == Some(&b':') && names.contains(&canonical_name(&rest[..end]).as_str()) {
             return true;

@@ -43,7 +43,7 @@ use std::fmt;
 use super::normalise::normalise;
 
 /// Containers, keys and values one check may visit.
-pub const MAX_JSON_NODES: usize = 200_000;
+pub const MAX_JSON_NODES: usize = 1_000_000;
 /// Levels of JSON text escaped inside a JSON string one check may open.
 pub const MAX_EMBEDDING: usize = 16;
 /// Bytes of normalised readings one check may scan.
@@ -85,6 +85,16 @@ impl Budget {
     pub fn node(&mut self) -> Result<(), ScanLimit> {
         self.nodes += 1;
         if self.nodes > MAX_JSON_NODES {
+            Err(ScanLimit::JsonNodes)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Fails now when `n` more nodes cannot fit, so a huge container is
+    /// refused before its children are queued.
+    pub fn reserve(&self, n: usize) -> Result<(), ScanLimit> {
+        if self.nodes.saturating_add(n) > MAX_JSON_NODES {
             Err(ScanLimit::JsonNodes)
         } else {
             Ok(())
