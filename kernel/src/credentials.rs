@@ -218,7 +218,7 @@ fn armour(line: &str, word: &str) -> Option<usize> {
         .filter(|begin| lower[*begin..].contains("private key"));
     match (any_case_at, upper_at) {
         (Some(dashes), _) => Some(dashes),
-        (None, Some(begin)) => Some(line[..begin].rfind(|c| c != '-').map_or(0, |i| i + 1)),
+        (None, Some(begin)) => Some(line[..begin].trim_end_matches('-').len()),
         (None, None) => None,
     }
 }
@@ -564,6 +564,19 @@ mod tests {
         assert_eq!(
             kinds("aws_secret_access_key = wJalrXUtnFEMI"),
             vec![(CredentialAssignment, "access_key")]
+        );
+    }
+
+    // Spans start on a character boundary even after a multi-byte character.
+    #[test]
+    fn spans_after_multibyte_text() {
+        let text = "é--BEGIN RSA PRIVATE KEY\nMIIE";
+        let spans = find_credentials(text);
+        assert_eq!(spans.len(), 1);
+        assert_eq!(&text[spans[0].start..], "--BEGIN RSA PRIVATE KEY\nMIIE");
+        assert_eq!(
+            redact(text, &CredentialKind::ALL).as_deref(),
+            Some("é[REDACTED]")
         );
     }
 

@@ -66,7 +66,9 @@ pub struct SecretRedactionConfig {
 /// The built guard.
 #[derive(Debug, Clone)]
 pub struct SecretRedactionGuard {
+    /// Identity and mode.
     meta: GuardMeta,
+    /// The credential shapes to redact.
     kinds: Vec<CredentialKind>,
 }
 

@@ -481,9 +481,13 @@ pub struct PromptInjectionConfig {
 /// The built guard.
 #[derive(Debug, Clone)]
 pub struct PromptInjectionGuard {
+    /// Identity and mode.
     meta: GuardMeta,
+    /// The configured patterns (checked in [`Pattern::ALL`] order).
     patterns: Vec<Pattern>,
+    /// Whether arguments are scanned before dispatch.
     scan_arguments: bool,
+    /// Whether tool output is scanned after dispatch.
     scan_output: bool,
 }
 

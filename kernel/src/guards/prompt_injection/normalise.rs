@@ -171,6 +171,7 @@ fn push_folded(c: char, out: &mut Collapser) {
 
 /// Builds a reading, collapsing whitespace runs as it goes.
 struct Collapser {
+    /// The reading so far.
     out: String,
     /// The pending whitespace run: none, a space, or a line break.
     pending: Option<char>,

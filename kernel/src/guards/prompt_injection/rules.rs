@@ -383,13 +383,21 @@ fn find_tag(text: &str, names: &[&str], bare: bool) -> bool {
     false
 }
 
+/// The largest character boundary of `text` at or below `at`.
+fn char_floor(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
 /// The special tokens `<|name|>` of the compact view, by name.
 fn special_tokens(compact: &str) -> impl Iterator<Item = &str> {
     compact.match_indices("<|").filter_map(move |(at, _)| {
         let rest = &compact[at + 2..];
         // A name is at most 48 bytes, so the close is looked for only that far.
-        let window = rest.get(..50).unwrap_or(rest);
-        let end = window.find("|>")?;
+        let end = rest[..char_floor(rest, 50)].find("|>")?;
         let name = &rest[..end];
         let plausible = !name.is_empty()
             && name.len() <= 48
@@ -405,8 +413,7 @@ fn quoted_key(compact: &str, names: &[&str]) -> bool {
     let b = compact.as_bytes();
     for (at, quote) in compact.match_indices(['"', '\'']) {
         let rest = &compact[at + 1..];
-        let window = rest.get(..42).unwrap_or(rest);
-        let Some(end) = window.find(quote) else {
+        let Some(end) = rest[..char_floor(rest, 42)].find(quote) else {
             continue;
         };
         let after = at + 1 + end + 1;

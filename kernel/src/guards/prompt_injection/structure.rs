@@ -76,7 +76,9 @@ impl fmt::Display for ScanLimit {
 /// What one check has spent of the budget.
 #[derive(Debug, Clone, Default)]
 pub struct Budget {
+    /// JSON nodes visited so far.
     nodes: usize,
+    /// Bytes of readings scanned so far.
     bytes: usize,
 }
 
@@ -134,12 +136,19 @@ pub enum ValueKind<'a> {
 /// What the keys of one object amount to so far.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ObjectShape {
+    /// A `tool`, `tool_name`, `function` or `function_name` key holds a string.
     tool: bool,
+    /// A `name` or `server` key holds a string.
     name: bool,
+    /// An arguments key holds an object, or JSON text of one.
     arguments_object: bool,
+    /// An arguments key holds an array.
     arguments_array: bool,
+    /// `role` is `system`, `developer` or `assistant`.
     privileged_role: bool,
+    /// Some `role` key holds a string.
     any_role: bool,
+    /// A `content`, `text` or `message` key is present.
     content: bool,
 }
 
@@ -222,20 +231,31 @@ pub struct TextStructure {
     pub closeness: u16,
 }
 
+/// What an open container expects next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
+    /// An object key (after `{` or `,`).
     Key,
+    /// The `:` after a key.
     Colon,
+    /// A value (after `:`, or an array element after `[` or `,`).
     Value,
+    /// A `,` or the closing bracket.
     After,
+    /// Prose inside the container; nothing counts until the next `,`.
     Junk,
 }
 
+/// One open object or array of the text scanner.
 #[derive(Debug)]
 struct Frame {
+    /// An object (`{`) rather than an array (`[`).
     object: bool,
+    /// What the scanner expects next in it.
     expect: Expect,
+    /// The key whose value comes next.
     key: Option<String>,
+    /// What the object's entries amount to so far.
     shape: ObjectShape,
 }
 
