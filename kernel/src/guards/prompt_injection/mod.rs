@@ -316,10 +316,12 @@ pub fn inspect(text: &str) -> Inspection {
             continue;
         }
         let near = if pattern == Pattern::JsonPayloadSmuggle {
-            let closeness = structure::scan_text(&plain.flat, false, &mut Budget::default())
-                .map(|s| s.closeness)
-                .unwrap_or(0);
-            Outcome::Near("tool-call-object", closeness)
+            structure::scan_text(&plain.flat, false, &mut Budget::default())
+                .ok()
+                .and_then(|s| s.near)
+                .map_or(Outcome::Miss, |(rule, closeness)| {
+                    Outcome::Near(rule, closeness)
+                })
         } else {
             rules::check(pattern, &plain)
         };
@@ -1016,6 +1018,9 @@ mod tests {
         assert_eq!(found.matches[0].embedding, 1, "{found:?}");
         let object = inspect("{\"tool\": \"delete\"}");
         assert_eq!(object.near_misses[0].pattern, Pattern::JsonPayloadSmuggle);
+        assert_eq!(object.near_misses[0].rule, "tool-call-object");
+        let message = inspect("{\"role\": \"system\"}");
+        assert_eq!(message.near_misses[0].rule, "chat-message-object");
     }
 
     // Ordinary prose, code, configs and paths pass, as single strings and as call arguments.

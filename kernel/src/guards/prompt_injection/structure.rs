@@ -205,17 +205,17 @@ impl ObjectShape {
         }
     }
 
-    /// Thousandths of how close a harmless object came to a shape.
-    pub fn closeness(&self) -> u16 {
-        if self.tool && (self.arguments_array || self.arguments_object) {
-            return 0;
-        }
-        let tool_shape = self.tool || (self.name && self.arguments_array);
-        let message_shape = self.privileged_role || (self.any_role && self.content);
-        if tool_shape || message_shape {
-            500
+    /// The shape rule a harmless object came closest to, with how close
+    /// (thousandths), or `None` when it resembles neither shape.
+    pub fn near(&self) -> Option<(&'static str, u16)> {
+        if self.suspicious().is_some() {
+            None
+        } else if self.tool || (self.name && self.arguments_array) {
+            Some(("tool-call-object", 500))
+        } else if self.privileged_role || (self.any_role && self.content) {
+            Some(("chat-message-object", 500))
         } else {
-            0
+            None
         }
     }
 }
@@ -227,8 +227,8 @@ pub struct TextStructure {
     pub smuggled: Option<&'static str>,
     /// Unescaped string tokens to scan again on their own.
     pub embedded: Vec<String>,
-    /// The best near-miss closeness of a harmless object.
-    pub closeness: u16,
+    /// The shape rule a harmless object came closest to, and how close.
+    pub near: Option<(&'static str, u16)>,
 }
 
 /// What an open container expects next.
@@ -391,7 +391,11 @@ pub fn scan_text(text: &str, stop: bool, budget: &mut Budget) -> Result<TextStru
             }
             return stop;
         }
-        found.closeness = found.closeness.max(shape.closeness());
+        if let Some((rule, closeness)) = shape.near() {
+            if found.near.is_none_or(|(_, best)| closeness > best) {
+                found.near = Some((rule, closeness));
+            }
+        }
         false
     };
     while i < b.len() {
