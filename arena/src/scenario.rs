@@ -6,8 +6,9 @@
 //! folder (it only checks that fixture folders exist):
 //!
 //! 1. TOML syntax;
-//! 2. inline secrets over the whole tree ([`crate::secrets`]), before any
-//!    other message could quote a value;
+//! 2. inline secrets over the whole tree, keys and every string value
+//!    including the title ([`crate::secrets`], built on the kernel's one
+//!    credential detector), before any other message could quote a value;
 //! 3. the closed schema of [`crate::model`] (unknown keys, missing keys,
 //!    wrong types);
 //! 4. the determinism contract (schema version, scheduler, locale, tick,
@@ -445,7 +446,8 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaErro
         ArenaError::Syntax {
             line,
             column,
-            reason: e.message().lines().next().unwrap_or("").to_string(),
+            // The parser's wording quotes no source today; redact in case it ever does.
+            reason: secrets::redact_credentials(e.message().lines().next().unwrap_or("")),
         }
     })?;
     secrets::scan_document(&table)?;

@@ -1,5 +1,6 @@
 //! Property tests: the loader never panics, whatever bytes or TOML it is
-//! given, and every refusal comes back as an error value with a code.
+//! given, every refusal comes back as an error value with a code, and no
+//! refusal shows a credential the generators placed.
 
 use std::path::Path;
 
@@ -30,6 +31,9 @@ fn toml_value() -> impl Strategy<Value = toml::Value> {
             "2026-10-12T09:00:00.000Z",
             "Bearer abcdef123456",
             "sk-0123456789abcdefABCD",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "Bearer\n\tabcdef123456",
         ])
         .prop_map(|s| toml::Value::String(s.to_string())),
     ];
@@ -101,8 +105,23 @@ fn check(result: Result<chio_arena::Scenario, chio_arena::ArenaError>) {
             err.code()
         );
         assert!(!err.to_string().is_empty());
+        let shown = format!("{err} {err:?}");
+        for secret in SECRETS {
+            assert!(
+                !shown.contains(secret),
+                "the error echoes a credential: {shown}"
+            );
+        }
     }
 }
+
+/// The secret parts of the credentials the generators place; no error may show them.
+const SECRETS: [&str; 4] = [
+    "0123456789abcdefABCD",
+    "IOSFODNN7EXAMPLE",
+    "16C7e42F292c6912E7710c838347Ae178B4a",
+    "abcdef123456",
+];
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]

@@ -162,6 +162,11 @@ fn invalid_table_covers_each_listed_rule() {
         "secret_secret",
         "secret_sk",
         "secret_token",
+        "secret_aws_title",
+        "secret_aws_scheduler",
+        "secret_github_title",
+        "secret_github_id",
+        "secret_bearer_newline",
         "missing_expect_verdict",
         "expect_verdict_on_delegate",
         "fixture_missing",
@@ -260,6 +265,98 @@ fn innocent_secret_corpus_loads() {
             panic!("{text:?} was refused: {err}");
         }
     }
+}
+
+/// Field paths of every string leaf of `value`, named as the loader names them.
+fn string_leaves(value: &toml::Value, path: String, out: &mut Vec<String>) {
+    match value {
+        toml::Value::String(_) => out.push(path),
+        toml::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                string_leaves(item, format!("{path}[{i}]"), out);
+            }
+        }
+        toml::Value::Table(table) => {
+            for (key, item) in table {
+                let field = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                string_leaves(item, field, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces the string leaf at `path` (as `string_leaves` names it).
+fn replace_leaf(value: &mut toml::Value, path: &str, prefix: String, with: &str) -> bool {
+    match value {
+        toml::Value::String(s) if prefix == path => {
+            *s = with.to_string();
+            true
+        }
+        toml::Value::Array(items) => items
+            .iter_mut()
+            .enumerate()
+            .any(|(i, item)| replace_leaf(item, path, format!("{prefix}[{i}]"), with)),
+        toml::Value::Table(table) => table.iter_mut().any(|(key, item)| {
+            let field = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            replace_leaf(item, path, field, with)
+        }),
+        _ => false,
+    }
+}
+
+// A credential of each new shape in any string field (the title, ids, models, arguments, guard config, every one) is refused at that field, and no message echoes it.
+#[test]
+fn a_credential_in_any_string_field_is_refused_without_echo() {
+    let text = std::fs::read_to_string(tests_dir("valid").join("all_actions.toml")).expect("valid");
+    let document: toml::Value = toml::Value::Table(text.parse().expect("TOML"));
+    let mut leaves = Vec::new();
+    string_leaves(&document, String::new(), &mut leaves);
+    assert!(leaves.len() >= 30, "only {} string fields", leaves.len());
+    let credentials = [
+        ("AKIAIOSFODNN7EXAMPLE", "AKIA", "IOSFODNN7EXAMPLE"),
+        (
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "ghp_",
+            "16C7e42F292c6912E7710c838347Ae178B4a",
+        ),
+        (
+            "Bearer\n  eyJhbGciOi.e30.c2ln",
+            "bearer ",
+            "eyJhbGciOi.e30.c2ln",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for leaf in &leaves {
+        for (credential, marker, secret) in credentials {
+            let mut doc = document.clone();
+            assert!(replace_leaf(&mut doc, leaf, String::new(), credential));
+            let source = toml::to_string(&doc).expect("printable");
+            match parse_scenario(&source, &tests_dir("valid")) {
+                Err(ArenaError::InlineSecret { field, marker: m })
+                    if field == *leaf && m == marker => {}
+                Err(err)
+                    if !err.to_string().contains(secret)
+                        && !format!("{err:?}").contains(secret) =>
+                {
+                    failures.push(format!("{leaf} with {marker}: refused as {err}"))
+                }
+                Err(_) => {
+                    failures.push(format!("{leaf} with {marker}: the error echoes the secret"))
+                }
+                Ok(_) => failures.push(format!("{leaf} with {marker}: loaded")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 // The seed's example, byte for byte, validates and projects exactly the seed's printed determinism object.

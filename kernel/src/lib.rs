@@ -60,6 +60,8 @@
 //! | 6 guards | `tool <t> requires an earlier allowed and performed <r> in session <s>` (behavioral-sequence) |
 //! | 6 guards | `information flow: retained label <l> (<key>) exceeds the clearance <c> of server <s>` (information-flow) |
 //! | 6 guards | `prompt injection (<pattern>) in arguments at <pointer>` (prompt-injection) |
+//! | 6 guards | `prompt injection (<pattern>) in arguments split across string values` (prompt-injection) |
+//! | 6 guards | `prompt injection scan limit reached in arguments at <pointer>: <limit>` (prompt-injection, past the scan budget) |
 //! | 6 guards | `tool <t> requires approval` / `argument <a> = <v> exceeds <n>; approval required` (approval: PendingApproval) |
 //! | 6 guards | `guard <id> failed: argument <a> of tool <t> is a number with a fraction, which JSON carries as a rounded binary float; pass it as a decimal string; the approval threshold cannot be evaluated` (also `... is not a decimal string of digits with at most one point`, `... has more digits than can be compared exactly`, `... is missing or not a number`) |
 //! | 6 guards | `guard <id> failed: <cause>` (any guard error) |
@@ -69,6 +71,8 @@
 //! | 8 dispatch | `dispatch failed: <cause>` |
 //! | 8 revocation | `capability has been revoked: <id>; output withheld` / `delegation chain revoked at ancestor <id>; output withheld` (looked up again before an allow is finalised) |
 //! | 8 output | `prompt injection (<pattern>) in tool output at <pointer>; output withheld` |
+//! | 8 output | `prompt injection (<pattern>) in tool output split across string values; output withheld` |
+//! | 8 output | `prompt injection scan limit reached in tool output at <pointer>: <limit>; output withheld` |
 //! | 8 output | `tool output label "<l>" is not a known level; output withheld` / `label store unavailable: <cause>; output withheld` |
 //! | 8 receipt | `receipt store unavailable: <cause>; no allow is released without a receipt` |
 //! | portable | `capability presented by another agent: request agent <k> is not the subject of capability <id>` |
@@ -79,6 +83,7 @@
 //!
 //! # Module map
 //! - [`canonical`]: RFC 8785 canonical JSON.
+//! - [`credentials`]: credential-shaped spans, for redaction and the arena loader.
 //! - [`keys`]: arena key derivation and hex keys.
 //! - [`token`]: capability tokens, scope grants, delegation links.
 //! - [`request`]: tool-call requests and their proof of possession.
@@ -97,6 +102,7 @@
 #![deny(missing_docs)]
 
 pub mod canonical;
+pub mod credentials;
 pub mod error;
 pub mod glob;
 pub mod guards;

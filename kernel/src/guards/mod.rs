@@ -316,52 +316,6 @@ pub trait Guard: Send + Sync + fmt::Debug {
     }
 }
 
-/// Visits every string of a JSON value (object keys included) with its JSON pointer.
-pub(crate) fn for_each_string<'v>(
-    value: &'v Value,
-    pointer: &mut String,
-    visit: &mut dyn FnMut(&str, &'v str) -> bool,
-) -> bool {
-    match value {
-        Value::String(s) => visit(pointer_or_root(pointer), s),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let len = pointer.len();
-                pointer.push_str(&format!("/{i}"));
-                let stop = for_each_string(item, pointer, visit);
-                pointer.truncate(len);
-                if stop {
-                    return true;
-                }
-            }
-            false
-        }
-        Value::Object(map) => {
-            for (key, item) in map {
-                let len = pointer.len();
-                pointer.push('/');
-                pointer.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                let stop =
-                    visit(pointer_or_root(pointer), key) || for_each_string(item, pointer, visit);
-                pointer.truncate(len);
-                if stop {
-                    return true;
-                }
-            }
-            false
-        }
-        _ => false,
-    }
-}
-
-fn pointer_or_root(pointer: &str) -> &str {
-    if pointer.is_empty() {
-        "/"
-    } else {
-        pointer
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

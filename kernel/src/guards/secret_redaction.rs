@@ -1,15 +1,17 @@
 //! `secret-redaction`: the post-invocation guard that redacts credentials.
 //!
-//! Config: `{ "patterns": [...] }`, optional, default all of:
-//! - `pem-private-key`: a `-----BEGIN ... PRIVATE KEY-----` block through its
-//!   `-----END ... PRIVATE KEY-----` line (to the end of the text if unterminated);
-//! - `sk-key`: `sk-` followed by at least 16 key characters (`[A-Za-z0-9_-]`),
-//!   not preceded by a letter or digit;
-//! - `aws-access-key`: `AKIA` or `ASIA` followed by 16 uppercase letters or digits;
-//! - `bearer-token`: `Bearer ` (any case) followed by at least 8 token characters.
+//! Config: `{ "patterns": [...] }`, optional, default every shape of
+//! [`crate::credentials`]: `pem-private-key`, `authorization-header`,
+//! `bearer-token` (the word `bearer`, any whitespace, line breaks included,
+//! then the token), `sk-key`, `aws-access-key`, `github-token`,
+//! `credential-assignment` (`password=...`, `secret: ...`, `token=...`).
+//! The shapes and their exact rules live in that one module, which the
+//! arena's scenario loader uses too.
 //!
-//! Each match in any string of the output becomes `[REDACTED]`. An output the
-//! guard changed is released as a sanitized allow (projected `rewrite`).
+//! Each credential span in any string of the output (object keys are left
+//! as they are) becomes `[REDACTED]`; what identifies it (a header's scheme
+//! word, `password=`) stays. An output the guard changed is released as a
+//! sanitized allow (projected `rewrite`).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,142 +20,19 @@ use super::{
     config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict,
     OutputVerdict,
 };
+use crate::credentials::{redact, CredentialKind};
 use crate::error::KernelError;
 
-/// What replaces a credential.
-pub const REDACTED: &str = "[REDACTED]";
+pub use crate::credentials::REDACTED;
 
-/// A credential shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SecretPattern {
-    /// PEM private-key block.
-    PemPrivateKey,
-    /// `sk-` API key.
-    SkKey,
-    /// AWS access key id.
-    AwsAccessKey,
-    /// HTTP bearer token.
-    BearerToken,
+/// Redacts every credential of `kinds` in `text`; `None` when nothing matched.
+pub fn redact_text(text: &str, kinds: &[CredentialKind]) -> Option<String> {
+    redact(text, kinds)
 }
 
-impl SecretPattern {
-    /// Every pattern.
-    pub const ALL: [SecretPattern; 4] = [
-        SecretPattern::PemPrivateKey,
-        SecretPattern::SkKey,
-        SecretPattern::AwsAccessKey,
-        SecretPattern::BearerToken,
-    ];
-
-    /// The config name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            SecretPattern::PemPrivateKey => "pem-private-key",
-            SecretPattern::SkKey => "sk-key",
-            SecretPattern::AwsAccessKey => "aws-access-key",
-            SecretPattern::BearerToken => "bearer-token",
-        }
-    }
-
-    fn parse(text: &str) -> Option<Self> {
-        SecretPattern::ALL.into_iter().find(|p| p.as_str() == text)
-    }
-
-    /// Byte ranges of the matches of this pattern in `text`.
-    fn find(&self, text: &str) -> Vec<(usize, usize)> {
-        let b = text.as_bytes();
-        let mut out = Vec::new();
-        match self {
-            SecretPattern::PemPrivateKey => {
-                let mut from = 0;
-                while let Some(start) = text[from..].find("-----BEGIN ").map(|i| i + from) {
-                    let header_end = text[start + 11..].find("-----").map(|i| i + start + 11);
-                    let Some(header_end) = header_end else { break };
-                    if !text[start..header_end].ends_with("PRIVATE KEY") {
-                        from = header_end + 5;
-                        continue;
-                    }
-                    let end = text[header_end + 5..]
-                        .find("-----END ")
-                        .map(|i| i + header_end + 5)
-                        .and_then(|e| text[e + 9..].find("-----").map(|i| i + e + 9 + 5))
-                        .unwrap_or(text.len());
-                    out.push((start, end));
-                    from = end;
-                }
-            }
-            SecretPattern::SkKey => {
-                for (i, _) in text.match_indices("sk-") {
-                    if i > 0 && b[i - 1].is_ascii_alphanumeric() {
-                        continue;
-                    }
-                    let run = b[i + 3..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_' || **c == b'-')
-                        .count();
-                    if run >= 16 {
-                        out.push((i, i + 3 + run));
-                    }
-                }
-            }
-            SecretPattern::AwsAccessKey => {
-                for prefix in ["AKIA", "ASIA"] {
-                    for (i, _) in text.match_indices(prefix) {
-                        if i > 0 && b[i - 1].is_ascii_alphanumeric() {
-                            continue;
-                        }
-                        let run = b[i + 4..]
-                            .iter()
-                            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-                            .count();
-                        if run == 16 {
-                            out.push((i, i + 20));
-                        }
-                    }
-                }
-            }
-            SecretPattern::BearerToken => {
-                let lower = text.to_ascii_lowercase();
-                for (i, _) in lower.match_indices("bearer ") {
-                    let start = i + 7;
-                    let run = b[start..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_alphanumeric() || b"._~+/=-".contains(c))
-                        .count();
-                    if run >= 8 {
-                        out.push((start, start + run));
-                    }
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Redacts every match of `patterns` in `text`; `None` when nothing matched.
-pub fn redact_text(text: &str, patterns: &[SecretPattern]) -> Option<String> {
-    let mut ranges: Vec<(usize, usize)> = patterns.iter().flat_map(|p| p.find(text)).collect();
-    if ranges.is_empty() {
-        return None;
-    }
-    ranges.sort();
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (start, end) in ranges {
-        if end <= at {
-            continue;
-        }
-        out.push_str(&text[at..start.max(at)]);
-        out.push_str(REDACTED);
-        at = end;
-    }
-    out.push_str(&text[at..]);
-    Some(out)
-}
-
-fn redact_value(value: &Value, patterns: &[SecretPattern], count: &mut usize) -> Value {
+fn redact_value(value: &Value, kinds: &[CredentialKind], count: &mut usize) -> Value {
     match value {
-        Value::String(s) => match redact_text(s, patterns) {
+        Value::String(s) => match redact_text(s, kinds) {
             Some(r) => {
                 *count += 1;
                 Value::String(r)
@@ -163,12 +42,12 @@ fn redact_value(value: &Value, patterns: &[SecretPattern], count: &mut usize) ->
         Value::Array(items) => Value::Array(
             items
                 .iter()
-                .map(|v| redact_value(v, patterns, count))
+                .map(|v| redact_value(v, kinds, count))
                 .collect(),
         ),
         Value::Object(map) => Value::Object(
             map.iter()
-                .map(|(k, v)| (k.clone(), redact_value(v, patterns, count)))
+                .map(|(k, v)| (k.clone(), redact_value(v, kinds, count)))
                 .collect(),
         ),
         other => other.clone(),
@@ -179,7 +58,7 @@ fn redact_value(value: &Value, patterns: &[SecretPattern], count: &mut usize) ->
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecretRedactionConfig {
-    /// Pattern names (default: all).
+    /// Shape names (default: all).
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
 }
@@ -187,28 +66,30 @@ pub struct SecretRedactionConfig {
 /// The built guard.
 #[derive(Debug, Clone)]
 pub struct SecretRedactionGuard {
+    /// Identity and mode.
     meta: GuardMeta,
-    patterns: Vec<SecretPattern>,
+    /// The credential shapes to redact.
+    kinds: Vec<CredentialKind>,
 }
 
 impl SecretRedactionGuard {
     /// Validates the configuration.
     pub fn new(meta: GuardMeta, config: SecretRedactionConfig) -> Result<Self, KernelError> {
-        let patterns = match config.patterns {
-            None => SecretPattern::ALL.to_vec(),
+        let kinds = match config.patterns {
+            None => CredentialKind::ALL.to_vec(),
             Some(names) if names.is_empty() => {
                 return Err(config_error(&meta, "patterns is empty; omit it to redact every shape"))
             }
             Some(names) => names
                 .iter()
                 .map(|n| {
-                    SecretPattern::parse(n).ok_or_else(|| {
-                        config_error(&meta, format!("unknown pattern {n:?}; use pem-private-key, sk-key, aws-access-key or bearer-token"))
+                    CredentialKind::parse(n).ok_or_else(|| {
+                        config_error(&meta, format!("unknown pattern {n:?}; use pem-private-key, authorization-header, bearer-token, sk-key, aws-access-key, github-token or credential-assignment"))
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        Ok(SecretRedactionGuard { meta, patterns })
+        Ok(SecretRedactionGuard { meta, kinds })
     }
 }
 
@@ -231,7 +112,7 @@ impl Guard for SecretRedactionGuard {
         output: &Value,
     ) -> Result<OutputVerdict, GuardError> {
         let mut count = 0;
-        let redacted = redact_value(output, &self.patterns, &mut count);
+        let redacted = redact_value(output, &self.kinds, &mut count);
         Ok(if count == 0 {
             OutputVerdict::Pass
         } else {
@@ -246,11 +127,13 @@ impl Guard for SecretRedactionGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guards::GuardMode;
+    use serde_json::json;
 
     // Each credential shape is redacted and the surrounding text survives.
     #[test]
     fn redacts_each_shape() {
-        let all = SecretPattern::ALL;
+        let all = CredentialKind::ALL;
         let pem =
             "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\ndone";
         assert_eq!(redact_text(pem, &all).unwrap(), "key:\n[REDACTED]\ndone");
@@ -268,18 +151,107 @@ mod tests {
         );
     }
 
+    // Bearer followed by a line break or other whitespace, and GitHub tokens, are redacted.
+    #[test]
+    fn redacts_what_the_old_patterns_missed() {
+        let all = CredentialKind::ALL;
+        for (text, want) in [
+            (
+                "curl -H 'Bearer\n  eyJhbGciOi.e30.c2ln'",
+                "curl -H 'Bearer\n  [REDACTED]'",
+            ),
+            ("bearer\t\tabc.def-123456", "bearer\t\t[REDACTED]"),
+            ("Bearer\u{00a0}abc.def-123456", "Bearer\u{00a0}[REDACTED]"),
+            (
+                "GH=ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+                "GH=[REDACTED]",
+            ),
+            (
+                "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz end",
+                "pat [REDACTED] end",
+            ),
+            (
+                "Authorization: Basic YWxpY2U6czNjcjN0",
+                "Authorization: Basic [REDACTED]",
+            ),
+            (
+                "DATABASE_PASSWORD=hunter2 next",
+                "DATABASE_PASSWORD=[REDACTED] next",
+            ),
+        ] {
+            assert_eq!(redact_text(text, &all).as_deref(), Some(want), "{text:?}");
+        }
+    }
+
     // Look-alikes that are not credentials are left alone.
     #[test]
     fn innocent_text_untouched() {
-        let all = SecretPattern::ALL;
+        let all = CredentialKind::ALL;
         for text in [
             "task-1.txt",
             "risk-assessment",
             "the bearer of news",
+            "bearer\nof news",
             "-----BEGIN PUBLIC KEY-----",
             "AKIA",
+            "ghp_short",
+            "build 1841 passed in 42s",
         ] {
             assert_eq!(redact_text(text, &all), None, "{text}");
         }
+    }
+
+    // The guard counts the strings it changed, keeps keys, and honours a narrowed pattern list.
+    #[test]
+    fn guard_rewrites_output() {
+        let meta = GuardMeta {
+            id: "redact".into(),
+            mode: GuardMode::Enforce,
+        };
+        let guard =
+            SecretRedactionGuard::new(meta.clone(), SecretRedactionConfig { patterns: None })
+                .unwrap();
+        let labels = Default::default();
+        let arguments = json!({});
+        let ctx = GuardContext {
+            server: "ci-logs",
+            tool: "read_file",
+            arguments: &arguments,
+            agent_id: "operator",
+            session_id: "operator",
+            journal: &[],
+            labels: &labels,
+            session_filesystem_roots: None,
+        };
+        let output = json!({"log": ["Bearer\nabc.def-123456", "ok"], "ghp_x": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"});
+        let OutputVerdict::Rewrite(value, reason) = guard.check_output(&ctx, &output).unwrap()
+        else {
+            panic!("not rewritten");
+        };
+        assert_eq!(reason, "redacted credentials in 2 output strings");
+        assert_eq!(
+            value,
+            json!({"log": ["Bearer\n[REDACTED]", "ok"], "ghp_x": "[REDACTED]"})
+        );
+        let narrow = SecretRedactionGuard::new(
+            meta.clone(),
+            SecretRedactionConfig {
+                patterns: Some(vec!["github-token".into()]),
+            },
+        )
+        .unwrap();
+        let only_bearer = json!({"log": "Bearer abc.def-123456"});
+        assert_eq!(
+            narrow.check_output(&ctx, &only_bearer).unwrap(),
+            OutputVerdict::Pass
+        );
+        let err = SecretRedactionGuard::new(
+            meta,
+            SecretRedactionConfig {
+                patterns: Some(vec!["gh-token".into()]),
+            },
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("github-token"), "{err}");
     }
 }
