@@ -36,6 +36,34 @@ locale = "C"
     )
 }
 
+/// A scenario with one node and one kernel running `guards` (ids), and one
+/// agent `solo` entering through it; the caller appends guards' blocks,
+/// servers, grants and steps.
+fn one_kernel(id: &str, start: &str, guards: &[&str]) -> String {
+    let mut text = header(id, "single-agent-v1", start);
+    let list: Vec<String> = guards.iter().map(|g| format!("\"{g}\"")).collect();
+    text.push_str(&format!(
+        r#"
+[[nodes]]
+id = "node-a"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+guards = [{}]
+
+[[agents]]
+id = "solo"
+role = "worker"
+model = "recorded:solo"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-a"
+"#,
+        list.join(", ")
+    ));
+    text
+}
+
 /// Runs `file` embedded and with `--topology local`, asserts both give
 /// exit `code` and byte-identical bundles, and answers the embedded run's
 /// `--json` document.
@@ -101,32 +129,15 @@ fn bundle_step(dir: &Path, id: &str) -> Value {
 #[test]
 fn validity_windows_compare_in_milliseconds() {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = header(
-        "subsecond_window",
-        "single-agent-v1",
-        "2026-01-05T08:00:00.250Z",
-    );
+    let mut text = one_kernel("subsecond_window", "2026-01-05T08:00:00.250Z", &[]);
     text.push_str(
         r#"
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-
 [[servers]]
 id = "workspace"
 kernel = "kernel-a"
 kind = "workspace"
 fixtures = "fixtures/ws"
 
-[[agents]]
-id = "solo"
-role = "reader"
-model = "recorded:solo"
-seed_prompt_ref = "prompts/agent.txt"
-kernel = "kernel-a"
 
 [[grants]]
 id = "brief"
@@ -405,21 +416,13 @@ fn unexpected_refusal_stops_the_run() {
 #[test]
 fn predecessors_must_be_performed() {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = header(
+    let mut text = one_kernel(
         "performed_predecessor",
-        "single-agent-v1",
         "2026-01-05T08:00:00.000Z",
+        &["tests-first"],
     );
     text.push_str(
         r#"
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-guards = ["tests-first"]
-
 [[guards]]
 id = "tests-first"
 kind = "behavioral-sequence"
@@ -437,12 +440,6 @@ id = "ci"
 kernel = "kernel-a"
 kind = "test-runner"
 
-[[agents]]
-id = "solo"
-role = "releaser"
-model = "recorded:solo"
-seed_prompt_ref = "prompts/agent.txt"
-kernel = "kernel-a"
 
 [[grants]]
 id = "fake-ci"
@@ -503,21 +500,9 @@ expect_verdict = "allow"
 #[test]
 fn approval_amounts_compare_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let mut text = header(
-        "exact_amounts",
-        "single-agent-v1",
-        "2026-01-05T08:00:00.000Z",
-    );
+    let mut text = one_kernel("exact_amounts", "2026-01-05T08:00:00.000Z", &["approve"]);
     text.push_str(
         r#"
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-guards = ["approve"]
-
 [[guards]]
 id = "approve"
 kind = "approval"
@@ -532,12 +517,6 @@ id = "pay"
 kernel = "kernel-a"
 kind = "http"
 
-[[agents]]
-id = "solo"
-role = "payer"
-model = "recorded:solo"
-seed_prompt_ref = "prompts/agent.txt"
-kernel = "kernel-a"
 
 [[grants]]
 id = "solo-pay"
