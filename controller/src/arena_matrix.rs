@@ -47,7 +47,7 @@ use crate::report::{write_report, ReportKind};
 
 const COMMAND: &str = "arena matrix";
 
-/// Fitness rounds each adversary population gets per run (SPEC.md section 8 default).
+/// Fitness rounds each adversary population gets per run (the evolve default, `docs/adversaries.md`).
 pub const ADVERSARY_ROUNDS: u32 = 2;
 
 /// `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N]`.

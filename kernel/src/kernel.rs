@@ -1,4 +1,4 @@
-//! The kernel: the evaluation pipeline of SPEC.md section 5 over injected state.
+//! The kernel: the evaluation pipeline over injected state.
 //!
 //! Order of work for one call (each step fails closed, and every deny is
 //! answered with a signed receipt appended to the receipt store):

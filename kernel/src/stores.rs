@@ -4,7 +4,7 @@
 //! rule is a function of [`crate::ledger`], which trust-control's stores
 //! call too.
 //!
-//! Each trait is one kind of authority state of SPEC.md section 5: revoked
+//! Each trait is one kind of authority state (`docs/architecture.md`): revoked
 //! ids, budget holds, delegated sibling shares, the receipt log, the session
 //! journal, retained labels and seen request ids. Every method returns
 //! `Result<_, StoreError>` and the kernel turns any error into a deny whose

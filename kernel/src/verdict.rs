@@ -91,7 +91,8 @@ impl fmt::Display for ProjectedVerdict {
 mod tests {
     use super::*;
 
-    // The projection table of SPEC.md section 5.
+    // The projection onto the scenario alphabet (`docs/scenario-schema.md`):
+    // a sanitized allow is `rewrite`, Deny and PendingApproval are `deny`.
     #[test]
     fn projection() {
         assert_eq!(Verdict::Allow.project(false), ProjectedVerdict::Allow);

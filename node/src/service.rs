@@ -2,7 +2,7 @@
 //! `KernelLink` (called by other nodes), and [`serve`], which runs both on
 //! one listener until shutdown.
 //!
-//! The services only translate (STYLE.md item 5): each RPC decodes its
+//! The services only translate (see `CONTRIBUTING.md`): each RPC decodes its
 //! message, asks the [`NodeHost`] for the hosted [`crate::Node`] or to load
 //! a world, awaits the answer and encodes it; a closed actor becomes a
 //! status. Authentication is the cluster token's interceptor, which runs

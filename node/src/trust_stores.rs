@@ -10,7 +10,7 @@
 //! same adapter to an in-memory trust store ([`bind_node`]), so embedded and
 //! distributed runs differ only by transport.
 //!
-//! Freshness contracts (SPEC.md section 6), fail-closed:
+//! Freshness contracts (`docs/topology.md`), fail-closed:
 //! - revocation is looked up per id on every call, never cached;
 //! - trusted issuer keys are cached at most [`ISSUER_CACHE_MAX_AGE`] by
 //!   [`IssuerKeyCache`]; when a refresh fails the kernel keeps its previous

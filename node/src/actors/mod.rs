@@ -1,7 +1,8 @@
 //! The actors a node hosts: one per kernel, per agent and per tool server.
 //!
 //! Each actor owns its state and a bounded mailbox and is reached through a
-//! cloneable handle (STYLE.md item 4); a dropped handle ends its actor.
+//! cloneable handle (the actor shape of `CONTRIBUTING.md`); a dropped handle
+//! ends its actor.
 //! Tool-server and agent actors are tokio tasks. A kernel actor is a named
 //! OS thread, because the kernel's store traits are synchronous and a
 //! remote store blocks on its RPC: a dedicated thread keeps that blocking
