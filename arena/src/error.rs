@@ -290,11 +290,20 @@ pub enum ArenaError {
     },
     /// A value could not be printed as canonical JSON.
     Canonical(#[from] CanonicalError),
-    /// An evidence bundle could not be written or read.
+    /// An evidence bundle was refused: `--out` names something the arena did
+    /// not write, or a folder given to replay or diff is not a bundle.
     Bundle {
         /// The file or folder.
         path: String,
         /// What went wrong and how to fix it.
+        cause: String,
+    },
+    /// Writing an evidence bundle failed on the filesystem (a full disk, a
+    /// read-only or missing parent); the previous bundle, if any, is kept.
+    BundleIo {
+        /// The file or folder being written.
+        path: String,
+        /// The operating system's reason.
         cause: String,
     },
 }
@@ -339,6 +348,7 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-SCENARIO-GUARD-CONFIG",
     "CHIO-ARENA-CANONICAL-JSON",
     "CHIO-ARENA-BUNDLE",
+    "CHIO-ARENA-BUNDLE-IO",
     "CHIO-SCENARIO-ADVERSARY-PARAM",
     "CHIO-SCENARIO-EMPTY-POPULATION",
     "CHIO-SCENARIO-MIXED-POPULATION",
@@ -390,6 +400,7 @@ impl ArenaError {
             Self::GuardConfig { .. } => "CHIO-SCENARIO-GUARD-CONFIG",
             Self::Canonical(_) => "CHIO-ARENA-CANONICAL-JSON",
             Self::Bundle { .. } => "CHIO-ARENA-BUNDLE",
+            Self::BundleIo { .. } => "CHIO-ARENA-BUNDLE-IO",
             Self::AdversaryParam { .. } => "CHIO-SCENARIO-ADVERSARY-PARAM",
             Self::EmptyPopulation { .. } => "CHIO-SCENARIO-EMPTY-POPULATION",
             Self::MixedPopulation { .. } => "CHIO-SCENARIO-MIXED-POPULATION",
@@ -399,6 +410,20 @@ impl ArenaError {
             Self::PromotionGate { .. } => "CHIO-ARENA-PROMOTE-GATE",
             Self::UnknownStep { .. } => "CHIO-ARENA-UNKNOWN-STEP",
         }
+    }
+
+    /// Whether the failure lies outside the input (a disk, a printer of
+    /// canonical JSON, an evaluator) rather than in the scenario, a flag or a
+    /// folder the user named. This is the one place that decides: the CLI
+    /// exits 3 for these and 2 for every other variant.
+    pub fn is_infrastructure(&self) -> bool {
+        matches!(
+            self,
+            Self::Canonical(_)
+                | Self::BundleIo { .. }
+                | Self::Evaluation { .. }
+                | Self::Output { .. }
+        )
     }
 
     /// The field path the error concerns, when it concerns one field.
@@ -448,7 +473,8 @@ impl ArenaError {
             Self::Unreadable { .. }
             | Self::Syntax { .. }
             | Self::Canonical(_)
-            | Self::Bundle { .. } => None,
+            | Self::Bundle { .. }
+            | Self::BundleIo { .. } => None,
         }
     }
 
@@ -560,6 +586,9 @@ impl ArenaError {
             }
             Self::Canonical(err) => format!("cannot print canonical JSON: {err}"),
             Self::Bundle { path, cause } => format!("bundle {path}: {cause}"),
+            Self::BundleIo { path, cause } => {
+                format!("cannot write bundle {path}: {cause}; the previous bundle is kept")
+            }
             Self::AdversaryParam { field, reason } => {
                 format!("adversary parameter {field} refused: {reason}")
             }
@@ -663,6 +692,9 @@ impl ArenaError {
             }
             Self::Canonical(_) => "report this as a bug: validated scenarios always print".into(),
             Self::Bundle { .. } => {
+                "pass an empty or new --out folder, or a folder a run wrote".into()
+            }
+            Self::BundleIo { .. } => {
                 "check the folder's permissions and free space, or pass another --out".into()
             }
             Self::AdversaryParam { .. } => {
