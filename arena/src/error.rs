@@ -231,10 +231,25 @@ pub enum ArenaError {
         /// The folder, relative to the scenario.
         folder: String,
     },
-    /// A fixtures folder that is absolute or climbs out with `..`.
+    /// A fixtures path that leaves the scenario's folder: absolute, climbing
+    /// out with `..`, naming the folder itself, or resolving elsewhere
+    /// through a symbolic link (the folder or anything below it).
     FixtureOutsideScenario {
         /// Path of the `fixtures` key.
         field: String,
+        /// The file or folder that resolves outside, relative to the
+        /// scenario's folder, when it is not the `fixtures` folder as written.
+        entry: Option<String>,
+    },
+    /// A fixture a run could not seed: not UTF-8 text, a name that is not
+    /// UTF-8, not a file or folder, a dangling or looping link, unreadable.
+    FixtureUnreadable {
+        /// Path of the `fixtures` key.
+        field: String,
+        /// The file or folder, relative to the scenario's folder.
+        entry: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A guard's configuration refused by the kernel's guard builder.
     GuardConfig {
@@ -345,6 +360,7 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-SCENARIO-EXPECT-VERDICT-NOT-CALL",
     "CHIO-SCENARIO-FIXTURE-MISSING",
     "CHIO-SCENARIO-FIXTURE-OUTSIDE",
+    "CHIO-SCENARIO-FIXTURE-UNREADABLE",
     "CHIO-SCENARIO-GUARD-CONFIG",
     "CHIO-ARENA-CANONICAL-JSON",
     "CHIO-ARENA-BUNDLE",
@@ -397,6 +413,7 @@ impl ArenaError {
             Self::ExpectVerdictNotCall { .. } => "CHIO-SCENARIO-EXPECT-VERDICT-NOT-CALL",
             Self::FixtureMissing { .. } => "CHIO-SCENARIO-FIXTURE-MISSING",
             Self::FixtureOutsideScenario { .. } => "CHIO-SCENARIO-FIXTURE-OUTSIDE",
+            Self::FixtureUnreadable { .. } => "CHIO-SCENARIO-FIXTURE-UNREADABLE",
             Self::GuardConfig { .. } => "CHIO-SCENARIO-GUARD-CONFIG",
             Self::Canonical(_) => "CHIO-ARENA-CANONICAL-JSON",
             Self::Bundle { .. } => "CHIO-ARENA-BUNDLE",
@@ -457,7 +474,8 @@ impl ArenaError {
             | Self::MissingExpectVerdict { field }
             | Self::ExpectVerdictNotCall { field, .. }
             | Self::FixtureMissing { field, .. }
-            | Self::FixtureOutsideScenario { field }
+            | Self::FixtureOutsideScenario { field, .. }
+            | Self::FixtureUnreadable { field, .. }
             | Self::GuardConfig { field, .. }
             | Self::AdversaryParam { field, .. }
             | Self::EmptyPopulation { field } => Some(field),
@@ -578,9 +596,20 @@ impl ArenaError {
             Self::FixtureMissing { field, folder } => {
                 format!("fixtures folder {folder:?} at {field} does not exist next to the scenario")
             }
-            Self::FixtureOutsideScenario { field } => {
+            Self::FixtureOutsideScenario { field, entry: None } => {
                 format!("fixtures folder at {field} is absolute or leaves the scenario's folder")
             }
+            Self::FixtureOutsideScenario {
+                field,
+                entry: Some(entry),
+            } => format!(
+                "fixture {entry:?} at {field} resolves outside the scenario's folder through a symbolic link"
+            ),
+            Self::FixtureUnreadable {
+                field,
+                entry,
+                reason,
+            } => format!("fixture {entry:?} at {field} cannot be seeded: {reason}"),
             Self::GuardConfig { field, reason } => {
                 format!("guard configuration at {field} refused by the kernel: {reason}")
             }
@@ -685,7 +714,10 @@ impl ArenaError {
                 "create the folder next to the scenario file or correct the path".into()
             }
             Self::FixtureOutsideScenario { .. } => {
-                "use a relative folder below the scenario's folder, without '..'".into()
+                "keep fixtures in a folder below the scenario's folder, without '..' and without symbolic links that lead out of it".into()
+            }
+            Self::FixtureUnreadable { .. } => {
+                "make every fixture a readable UTF-8 text file or folder with a UTF-8 name, and remove dangling or looping links".into()
             }
             Self::GuardConfig { .. } => {
                 "fix the guard's [guards.config] table; docs/scenario-schema.md lists each kind's keys".into()

@@ -15,6 +15,7 @@
 //! - [`campaign`]: pinned campaigns, definition hashes, attempt ledgers;
 //! - [`matrix`]: policy matrices and paired bootstrap verdicts;
 //! - [`experiment_error`] holds [`ExperimentError`] for both;
+//! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`scenario`] holds loading, validation and the validated [`Scenario`];
 //! - [`secrets`] holds inline-secret detection;
@@ -31,6 +32,7 @@ pub mod campaign;
 pub mod clock;
 pub mod error;
 pub mod experiment_error;
+pub mod fixtures;
 pub mod matrix;
 pub mod model;
 pub mod rng;

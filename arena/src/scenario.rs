@@ -2,8 +2,9 @@
 //!
 //! [`load_scenario`] reads a file, [`parse_scenario`] takes text and the
 //! folder fixtures are resolved against. Both run the same pipeline, which
-//! stops at the first refusal and touches nothing outside the scenario's
-//! folder (it only checks that fixture folders exist):
+//! stops at the first refusal and reads nothing outside the scenario's
+//! folder (fixture folders are resolved and confined as [`crate::fixtures`]
+//! describes):
 //!
 //! 1. TOML syntax;
 //! 2. inline secrets over the whole tree ([`crate::secrets`]), before any
@@ -13,8 +14,9 @@
 //! 4. the determinism contract (schema version, scheduler, locale, tick,
 //!    `[determinism]` copies, clock start, seed range);
 //! 5. ids, duplicates and agents' models;
-//! 6. the world: nodes, kernels, servers, guards (their configuration is
-//!    built by the kernel's guard builder), grants, budgets;
+//! 6. the world: nodes, kernels, servers (each fixture folder read
+//!    completely), guards (their configuration is built by the kernel's
+//!    guard builder), grants, budgets;
 //! 7. steps: per-action keys, references, then the schedule, walked in
 //!    execution order to check that each delegation hands on a capability
 //!    its agent holds at that point and to resolve each call's capability;
@@ -25,13 +27,14 @@
 //! server; once any world key is present the world must be complete.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
 use serde::Serialize;
 
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
 use crate::error::ArenaError;
+use crate::fixtures::{self, FixtureFiles};
 use crate::model::{GrantDecl, ScenarioFile, ServerDecl, StepDecl};
 use crate::rng::ArenaRng;
 use crate::scheduler::{
@@ -238,6 +241,8 @@ pub struct Scenario {
     actions: Vec<Action>,
     /// The actions in execution order with their times.
     schedule: Vec<ScheduledAction>,
+    /// The fixture files read and checked at load, by workspace server id.
+    fixtures: BTreeMap<String, FixtureFiles>,
 }
 
 impl Scenario {
@@ -320,9 +325,11 @@ impl Scenario {
         Ok(specs)
     }
 
-    /// The folder a workspace server's fixtures live in, if it declares one.
-    pub fn fixture_dir(&self, server: &ServerDecl) -> Option<PathBuf> {
-        server.fixtures.as_ref().map(|f| self.base_dir.join(f))
+    /// The fixture files of each workspace server that declares a folder, by
+    /// server id, as the loader read and checked them: a run seeds exactly
+    /// these bytes and never reads the folder again.
+    pub fn fixtures(&self) -> &BTreeMap<String, FixtureFiles> {
+        &self.fixtures
     }
 
     /// The determinism witness: the projection replay depends on.
@@ -419,6 +426,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaErro
         has_world: resolved.has_world,
         actions: resolved.actions,
         schedule: resolved.schedule,
+        fixtures: resolved.fixtures,
     })
 }
 
@@ -639,6 +647,7 @@ struct Resolved {
     has_world: bool,
     actions: Vec<Action>,
     schedule: Vec<ScheduledAction>,
+    fixtures: BTreeMap<String, FixtureFiles>,
 }
 
 struct Validator<'a> {
@@ -709,7 +718,7 @@ impl Validator<'_> {
             || !f.servers.is_empty()
             || !f.grants.is_empty()
             || f.agents.iter().any(|a| a.kernel.is_some());
-        self.world(has_world)?;
+        let fixtures = self.world(has_world)?;
         self.budgets(has_world)?;
         let actions = self.steps(has_world)?;
         let inputs: Vec<ScheduleInput> = f
@@ -732,6 +741,7 @@ impl Validator<'_> {
             has_world,
             actions,
             schedule,
+            fixtures,
         })
     }
 
@@ -815,7 +825,9 @@ impl Validator<'_> {
         self.file.agents.iter().map(|a| a.id.as_str()).collect()
     }
 
-    fn world(&self, has_world: bool) -> Result<(), ArenaError> {
+    /// Checks the world and returns the fixture files of each workspace
+    /// server that declares a folder, by server id.
+    fn world(&self, has_world: bool) -> Result<BTreeMap<String, FixtureFiles>, ArenaError> {
         let f = self.file;
         for (i, n) in f.nodes.iter().enumerate() {
             check_id(&n.id, format!("nodes[{i}].id"))?;
@@ -887,11 +899,14 @@ impl Validator<'_> {
                 .enumerate()
                 .map(|(i, s)| (s.id.as_str(), format!("servers[{i}].id"))),
         )?;
+        let mut fixtures = BTreeMap::new();
         for (i, server) in f.servers.iter().enumerate() {
             resolve(&kernels, "kernel", &server.kernel, || {
                 format!("servers[{i}].kernel")
             })?;
-            self.server(i, server)?;
+            if let Some(files) = self.server(i, server)? {
+                fixtures.insert(server.id.clone(), files);
+            }
         }
         let agents = self.agent_ids();
         for (i, agent) in f.agents.iter().enumerate() {
@@ -947,10 +962,11 @@ impl Validator<'_> {
             check_invocations(grant.max_invocations, || at("max_invocations"))?;
             check_share(grant.share_bps, || at("share_bps"))?;
         }
-        Ok(())
+        Ok(fixtures)
     }
 
-    fn server(&self, i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
+    /// Checks one server and reads its fixture folder, if it declares one.
+    fn server(&self, i: usize, server: &ServerDecl) -> Result<Option<FixtureFiles>, ArenaError> {
         let at = |key: &str| format!("servers[{i}].{key}");
         let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
             field: at("kind"),
@@ -1003,25 +1019,12 @@ impl Validator<'_> {
                 check_id(label, field)?;
             }
         }
-        if let Some(folder) = &server.fixtures {
-            let relative = Path::new(folder);
-            let escapes = folder.is_empty()
-                || relative
-                    .components()
-                    .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
-            if escapes {
-                return Err(ArenaError::FixtureOutsideScenario {
-                    field: at("fixtures"),
-                });
+        match &server.fixtures {
+            Some(folder) => {
+                fixtures::read_fixtures(self.base_dir, folder, &at("fixtures")).map(Some)
             }
-            if !self.base_dir.join(relative).is_dir() {
-                return Err(ArenaError::FixtureMissing {
-                    field: at("fixtures"),
-                    folder: folder.clone(),
-                });
-            }
+            None => Ok(None),
         }
-        Ok(())
     }
 
     fn budgets(&self, has_world: bool) -> Result<(), ArenaError> {
