@@ -530,9 +530,9 @@ impl ArenaError {
             Self::DeterminismMismatch { field, twin } => {
                 format!("{field} disagrees with the top-level {twin}")
             }
-            Self::InvalidId { field } => {
-                format!("id at {field} is empty or uses characters outside [A-Za-z0-9_.-]")
-            }
+            Self::InvalidId { field } => format!(
+                "id at {field} is empty, is '.' or '..', or uses characters outside [A-Za-z0-9_.-]"
+            ),
             Self::DuplicateId { kind, id, field } => {
                 format!("duplicate {kind} id {id:?} at {field}")
             }
@@ -667,7 +667,7 @@ impl ArenaError {
                 format!("make the [determinism] copy equal to {twin} or remove it")
             }
             Self::InvalidId { .. } => {
-                "use only letters, digits, '_', '.' and '-' (at least one character)".into()
+                "use only letters, digits, '_', '.' and '-' (at least one character, not '.' or '..')".into()
             }
             Self::DuplicateId { kind, .. } => format!("give each {kind} a unique id"),
             Self::UndeclaredReference { kind, .. } => {

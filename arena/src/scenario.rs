@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
+use chio_kernel::label::Label;
 use serde::Serialize;
 
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
@@ -38,7 +39,8 @@ use crate::fixtures::{self, FixtureFiles};
 use crate::model::{GrantDecl, ScenarioFile, ServerDecl, StepDecl};
 use crate::rng::ArenaRng;
 use crate::scheduler::{
-    DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_OFFSET_MS,
+    DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_INSTANT_MS,
+    MAX_OFFSET_MS,
 };
 use crate::secrets;
 use crate::witness::DeterminismWitness;
@@ -373,6 +375,13 @@ impl ServerDecl {
 
 /// Reads and validates a scenario file; fixtures resolve next to it.
 pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
+    load_scenario_with_bytes(path).map(|(scenario, _)| scenario)
+}
+
+/// Reads and validates a scenario file, returning the bytes it validated,
+/// so a caller that records the file (a run's bundle) records exactly those
+/// rather than reading the file a second time.
+pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec<u8>), ArenaError> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| ArenaError::Unreadable {
         path: path.display().to_string(),
@@ -382,7 +391,8 @@ pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    parse_scenario_bytes(&bytes, &base_dir)
+    let scenario = parse_scenario_bytes(&bytes, &base_dir)?;
+    Ok((scenario, bytes))
 }
 
 /// Validates scenario bytes, which must be UTF-8 TOML.
@@ -484,9 +494,13 @@ fn schema_error(err: serde_path_to_error::Error<toml::de::Error>) -> ArenaError 
     }
 }
 
-/// Whether `id` is non-empty and uses only `[A-Za-z0-9_.-]`.
+/// Whether `id` is non-empty, uses only `[A-Za-z0-9_.-]` and is not `.` or
+/// `..` (ids become file and folder names, such as a bundle's default
+/// `target/arena/<scenario-id>/`).
 pub fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
+        && id != "."
+        && id != ".."
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
@@ -507,6 +521,24 @@ fn check_offset(value: Option<u64>, field: impl FnOnce() -> String) -> Result<()
             rule: "the value is at most 2^53",
         }),
         _ => Ok(()),
+    }
+}
+
+/// Refuses an offset whose instant, `start_ms + offset` in Unix
+/// milliseconds, is past 2^53: it would not print exactly as canonical JSON.
+fn check_instant(
+    start_ms: u64,
+    offset: u64,
+    field: impl FnOnce() -> String,
+) -> Result<(), ArenaError> {
+    if start_ms.saturating_add(offset) > MAX_INSTANT_MS {
+        Err(ArenaError::OutOfRange {
+            field: field(),
+            rule:
+                "the instant, the clock start plus this offset, is at most 2^53 Unix milliseconds",
+        })
+    } else {
+        Ok(())
     }
 }
 
@@ -718,7 +750,10 @@ impl Validator<'_> {
             || !f.servers.is_empty()
             || !f.grants.is_empty()
             || f.agents.iter().any(|a| a.kernel.is_some());
-        let fixtures = self.world(has_world)?;
+        // Every virtual instant is the clock start plus an offset; each must
+        // print exactly as canonical JSON, so offsets are bounded by it.
+        let start_ms = clock.now_ms();
+        let fixtures = self.world(has_world, start_ms)?;
         self.budgets(has_world)?;
         let actions = self.steps(has_world)?;
         let inputs: Vec<ScheduleInput> = f
@@ -731,8 +766,10 @@ impl Validator<'_> {
                 advance_ms: s.advance_ms,
             })
             .collect();
-        let schedule = DeterministicScheduler::new(scheduler, tick_ms).schedule(&inputs)?;
-        let actions = self.holdings(actions, &schedule, has_world)?;
+        let schedule = DeterministicScheduler::new(scheduler, tick_ms)
+            .with_start_ms(start_ms)
+            .schedule(&inputs)?;
+        let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
         self.adversaries()?;
         Ok(Resolved {
             scheduler,
@@ -827,7 +864,11 @@ impl Validator<'_> {
 
     /// Checks the world and returns the fixture files of each workspace
     /// server that declares a folder, by server id.
-    fn world(&self, has_world: bool) -> Result<BTreeMap<String, FixtureFiles>, ArenaError> {
+    fn world(
+        &self,
+        has_world: bool,
+        start_ms: u64,
+    ) -> Result<BTreeMap<String, FixtureFiles>, ArenaError> {
         let f = self.file;
         for (i, n) in f.nodes.iter().enumerate() {
             check_id(&n.id, format!("nodes[{i}].id"))?;
@@ -953,6 +994,8 @@ impl Validator<'_> {
             check_path_prefix(grant.path_prefix.as_deref(), || at("path_prefix"))?;
             check_offset(grant.not_before_ms, || at("not_before_ms"))?;
             check_offset(grant.expires_after_ms, || at("expires_after_ms"))?;
+            check_instant(start_ms, grant.not_before(), || at("not_before_ms"))?;
+            check_instant(start_ms, grant.expires_after(), || at("expires_after_ms"))?;
             if grant.not_before() >= grant.expires_after() {
                 return Err(ArenaError::OutOfRange {
                     field: at("expires_after_ms"),
@@ -1016,7 +1059,14 @@ impl Validator<'_> {
                 if glob.is_empty() {
                     return Err(ArenaError::InvalidId { field });
                 }
-                check_id(label, field)?;
+                check_id(label, field.clone())?;
+                if Label::parse(label).is_none() {
+                    return Err(ArenaError::UnsupportedValue {
+                        field,
+                        value: label.clone(),
+                        allowed: "public, internal, confidential, restricted",
+                    });
+                }
             }
         }
         match &server.fixtures {
@@ -1264,6 +1314,7 @@ impl Validator<'_> {
         mut actions: Vec<Action>,
         schedule: &[ScheduledAction],
         has_world: bool,
+        start_ms: u64,
     ) -> Result<Vec<Action>, ArenaError> {
         if !has_world {
             return Ok(actions);
@@ -1287,6 +1338,12 @@ impl Validator<'_> {
             let agent = &f.steps[i].agent;
             match &mut actions[i] {
                 Action::Delegate(delegate) => {
+                    if let Some(ms) = delegate.expires_after_ms {
+                        // The child expires `ms` after the delegation's own instant.
+                        check_instant(start_ms, entry.evaluation_ms.saturating_add(ms), || {
+                            format!("steps[{i}].expires_after_ms")
+                        })?;
+                    }
                     let holds = held
                         .get(agent)
                         .is_some_and(|set| set.contains(&delegate.capability));

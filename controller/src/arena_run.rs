@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chio_arena::bundle::Bundle;
-use chio_arena::{load_scenario, Scenario};
+use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
@@ -67,20 +67,16 @@ struct RunReport<'a> {
 }
 
 /// Loads a scenario and everything a run of it needs, or the CLI error.
+/// Everything about the file and its fixtures is checked by the loader, as
+/// `arena validate` checks it, so a run refuses no file validate accepts;
+/// the one exception is a scenario without a world, which validates (the
+/// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let scenario = load_scenario(file).map_err(|e| CliError::from_arena(command, &e))?;
+    let (scenario, bytes) =
+        load_scenario_with_bytes(file).map_err(|e| CliError::from_arena(command, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;
-    let bytes = std::fs::read(file).map_err(|e| {
-        CliError::from_arena(
-            command,
-            &chio_arena::ArenaError::Unreadable {
-                path: file.display().to_string(),
-                reason: e.to_string(),
-            },
-        )
-    })?;
     let inputs = RunInputs::load(&scenario, bytes).map_err(|e| CliError::node(command, &e))?;
     Ok((scenario, inputs))
 }
@@ -226,6 +222,12 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
         "ACTUAL".into(),
         "RESULT".into(),
     ]];
+    // The step an infrastructure failure stopped at did not complete.
+    let infrastructure_stop = manifest
+        .stopped
+        .as_ref()
+        .filter(|stop| stop.cause == "infrastructure")
+        .map(|stop| stop.step_id.as_str());
     for s in &manifest.steps {
         rows.push([
             s.step_id.clone(),
@@ -242,6 +244,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
             match s.pass {
                 Some(true) => "pass".into(),
                 Some(false) => "FAIL".into(),
+                None if infrastructure_stop == Some(s.step_id.as_str()) => "ERROR".into(),
                 None => "done".into(),
             },
         ]);
@@ -293,4 +296,74 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path) -> String {
         manifest.receipt_root
     ));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chio_arena::bundle::{BundleManifest, StepInputs, StepRecord, StopRecord};
+    use std::collections::BTreeMap;
+
+    fn step(id: &str) -> StepRecord {
+        StepRecord {
+            step_id: id.to_string(),
+            action: "call".to_string(),
+            agent: "solo".to_string(),
+            virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
+            kernel: Some("kernel-a".to_string()),
+            target: Some("workspace/read_file".to_string()),
+            expected: Some("allow".to_string()),
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: None,
+            detail: None,
+            inputs: StepInputs::default(),
+        }
+    }
+
+    // The step an infrastructure failure stopped at shows ERROR, not done, in the table.
+    #[test]
+    fn infrastructure_stop_is_not_shown_as_done() {
+        let scenario = chio_arena::load_scenario(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scenarios/walking_skeleton.toml"),
+        )
+        .unwrap();
+        let manifest = BundleManifest {
+            schema_version: chio_arena::bundle::BUNDLE_SCHEMA.to_string(),
+            determinism: scenario.determinism_witness(),
+            scenario_title: scenario.title().to_string(),
+            scenario_sha256: String::new(),
+            status: "failed".to_string(),
+            stopped: Some(StopRecord {
+                step_id: "read-notes".to_string(),
+                cause: "infrastructure".to_string(),
+                message: "kernel kernel-a stopped before answering".to_string(),
+            }),
+            mismatches: Vec::new(),
+            receipt_root: String::new(),
+            receipt_count: 0,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            steps: vec![step("read-notes")],
+        };
+        let result = RunResult {
+            bundle: Bundle {
+                manifest,
+                receipts: Vec::new(),
+                policies: BTreeMap::new(),
+                inputs: BTreeMap::new(),
+            },
+            status: RunStatus::InfrastructureFailure,
+            failure: None,
+        };
+        let table = render_table(&scenario, &result, Path::new("bundle"));
+        let row = table.lines().find(|l| l.starts_with("read-notes")).unwrap();
+        assert!(row.ends_with("ERROR"), "{table}");
+        assert!(table.contains("result: infrastructure failure"), "{table}");
+    }
 }
