@@ -40,8 +40,11 @@ pub fn to_canonical_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Can
 /// Serialises any `Serialize` value to a canonical JSON string.
 pub fn to_canonical_string<T: Serialize + ?Sized>(value: &T) -> Result<String, CanonicalError> {
     let bytes = to_canonical_vec(value)?;
-    // The writer below only ever emits valid UTF-8.
-    Ok(String::from_utf8(bytes).expect("canonical JSON is UTF-8"))
+    // The writer below only ever emits valid UTF-8; a failure would be a bug
+    // in it, reported rather than panicking on the caller's data.
+    String::from_utf8(bytes).map_err(|_| {
+        CanonicalError::Serialize("the canonical writer produced non-UTF-8 bytes".into())
+    })
 }
 
 /// Serialises a JSON tree to canonical bytes.
@@ -144,11 +147,12 @@ pub fn format_es_number(f: f64) -> Result<String, CanonicalError> {
     // Rust's `{:e}` prints the shortest digit string that round-trips,
     // which is the digit string ECMAScript requires.
     let sci = format!("{:e}", f.abs());
-    let (mantissa, exponent) = sci
-        .split_once('e')
-        .expect("LowerExp always has an exponent");
+    // LowerExp always writes `<digits>e<exponent>`; anything else is refused
+    // rather than panicking on the caller's number.
+    let unexpected = || CanonicalError::Serialize("unexpected float formatting".to_string());
+    let (mantissa, exponent) = sci.split_once('e').ok_or_else(unexpected)?;
     let shortest: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let exp: i32 = exponent.parse().expect("LowerExp exponent is an integer");
+    let exp: i32 = exponent.parse().map_err(|_| unexpected())?;
     let digits = closest_digits(f.abs(), &shortest, exp);
     let k = digits.len() as i32;
     // n is the position of the decimal point relative to the digit string.
@@ -197,8 +201,10 @@ fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
     let k = shortest.len();
     // 1,100 fractional digits in scientific form hold any double exactly.
     let exact = format!("{:.1100e}", f);
-    let (mantissa, exact_exp) = exact.split_once('e').expect("LowerExp has an exponent");
-    if exact_exp.parse::<i32>().ok() != Some(exp) {
+    let Some((mantissa, exact_exp)) = exact.split_once('e') else {
+        return shortest.to_string();
+    };
+    if exact_exp.parse::<i32>().ok() != Some(exp) || mantissa.len() <= k {
         return shortest.to_string();
     }
     let all: Vec<u8> = mantissa
