@@ -54,6 +54,38 @@ pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     Ok(out)
 }
 
+/// The path of the first integer in `value` that has no exact canonical
+/// form (beyond 2^53 in magnitude), if any: `root` for `value` itself, then
+/// `.key` and `[index]` segments below it (`root` empty starts at the first
+/// key). Input boundaries call this to refuse such a value with an error
+/// naming the field, instead of failing later when it is printed.
+pub fn first_inexact_integer(value: &Value, root: &str) -> Option<String> {
+    match value {
+        Value::Number(n) => {
+            let beyond = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u > MAX_EXACT_INTEGER,
+                (None, Some(i)) => i.unsigned_abs() > MAX_EXACT_INTEGER,
+                // A float: finite, since a JSON tree holds no other.
+                (None, None) => false,
+            };
+            beyond.then(|| root.to_string())
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| first_inexact_integer(item, &format!("{root}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let path = if root.is_empty() {
+                key.clone()
+            } else {
+                format!("{root}.{key}")
+            };
+            first_inexact_integer(item, &path)
+        }),
+        Value::Null | Value::Bool(_) | Value::String(_) => None,
+    }
+}
+
 fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
     match value {
         Value::Null => out.extend_from_slice(b"null"),
@@ -374,5 +406,20 @@ mod tests {
             proptest::prop_assert_eq!(back["f"].as_f64().unwrap(), f);
             proptest::prop_assert_eq!(canonical_bytes(&back).unwrap(), bytes);
         }
+    }
+
+    // The first integer beyond 2^53 in magnitude is named by its path; floats and 2^53 itself pass.
+    #[test]
+    fn inexact_integers_are_located() {
+        let ok = serde_json::json!({"a": [1, -9007199254740992i64, 9007199254740992u64, 1e300]});
+        assert_eq!(first_inexact_integer(&ok, "doc"), None);
+        let big = serde_json::json!({"a": [1, {"b": 9007199254740993u64}]});
+        assert_eq!(
+            first_inexact_integer(&big, "doc").as_deref(),
+            Some("doc.a[1].b")
+        );
+        assert_eq!(first_inexact_integer(&big, "").as_deref(), Some("a[1].b"));
+        let low = serde_json::json!(-9007199254740993i64);
+        assert_eq!(first_inexact_integer(&low, "n").as_deref(), Some("n"));
     }
 }

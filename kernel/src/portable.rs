@@ -33,7 +33,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::canonical::{to_canonical_string, CanonicalError};
+use crate::canonical::{first_inexact_integer, to_canonical_string, CanonicalError};
 use crate::error::EnvelopeError;
 use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict};
 use crate::kernel::share_refusal_reason;
@@ -453,29 +453,9 @@ fn objects_where_expected(top: &Map<String, Value>) -> Result<(), EnvelopeError>
 /// Refuses any integer of `value` beyond 2^53 in magnitude, naming its path
 /// below `path`.
 fn check_integers(value: &Value, path: &str) -> Result<(), EnvelopeError> {
-    match value {
-        Value::Number(n) => {
-            let beyond = match (n.as_u64(), n.as_i64()) {
-                (Some(u), _) => u > MAX_EXACT_INTEGER,
-                (None, Some(i)) => i.unsigned_abs() > MAX_EXACT_INTEGER,
-                // A float: finite, since JSON has no other; canonical JSON prints it.
-                (None, None) => false,
-            };
-            if beyond {
-                return Err(EnvelopeError::OutOfRange {
-                    field: path.to_string(),
-                });
-            }
-            Ok(())
-        }
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .try_for_each(|(i, item)| check_integers(item, &format!("{path}[{i}]"))),
-        Value::Object(map) => map
-            .iter()
-            .try_for_each(|(key, item)| check_integers(item, &format!("{path}.{key}"))),
-        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+    match first_inexact_integer(value, path) {
+        Some(field) => Err(EnvelopeError::OutOfRange { field }),
+        None => Ok(()),
     }
 }
 
