@@ -410,7 +410,17 @@ fn read_inputs(
         .map_err(|e| io_error(dir, e))?;
     paths.sort();
     for path in paths {
-        if path.is_dir() {
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| io_error(&path, e))?;
+        if meta.file_type().is_symlink() {
+            // A run writes plain files only; following a link could read
+            // (or loop through) anything on the machine.
+            return Err(ArenaError::Bundle {
+                path: path.display().to_string(),
+                cause: "a bundle's inputs hold no symbolic links; pass a folder a run wrote"
+                    .to_string(),
+            });
+        }
+        if meta.is_dir() {
             read_inputs(root, &path, out)?;
         } else {
             let rel = path
@@ -689,6 +699,24 @@ mod tests {
         assert!(matches!(err, ArenaError::BundleIo { .. }), "{err:?}");
         // An --out that is itself a file is refused instead: the arena did not write it.
         let err = bundle.write(&tmp.path().join("file")).unwrap_err();
+        assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
+    }
+
+    // A symbolic link in a bundle's inputs is refused on read, so replay never stages a file from outside the bundle.
+    #[test]
+    fn read_refuses_linked_inputs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")])
+            .write(&dir)
+            .unwrap();
+        std::fs::write(tmp.path().join("elsewhere.txt"), b"outside").unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("elsewhere.txt"),
+            dir.join(INPUTS_DIR).join("linked.txt"),
+        )
+        .unwrap();
+        let err = Bundle::read(&dir).unwrap_err();
         assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
     }
 }
