@@ -222,6 +222,9 @@ mod tests {
         (tmp, base)
     }
 
+    /// Makes one bad entry in a fixture folder.
+    type Make = Box<dyn Fn(&Path)>;
+
     fn read(base: &Path, folder: &str) -> Result<FixtureFiles, ArenaError> {
         read_fixtures(base, folder, "servers[0].fixtures")
     }
@@ -314,7 +317,7 @@ mod tests {
     // A link looping back to a folder above it, a dangling link, a non-UTF-8 file and a FIFO are refused as unreadable.
     #[test]
     fn unreadable_entries_are_refused() {
-        let cases: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        let cases: Vec<(&str, Make)> = vec![
             (
                 "loop",
                 Box::new(|ws| symlink(ws, ws.join("sub/loop")).unwrap()),
