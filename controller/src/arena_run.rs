@@ -6,8 +6,11 @@
 //! `target/arena/<scenario-id>/`) and prints the outcome: with `--json` the
 //! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
 //! expectation held, 1 when one did not (the run stops at the first unless
-//! `--keep-going`), 2 for a refused scenario, 3 for an infrastructure
-//! failure; the bundle is written in every case but the refusal.
+//! `--keep-going`), 2 for a refused scenario (every refusal `arena validate`
+//! makes too, with the same code), 3 for an infrastructure failure; the
+//! bundle is written in every case but the refusal. A bundle the disk cannot
+//! hold is an infrastructure failure (`CHIO-ARENA-BUNDLE-IO`) that keeps the
+//! previous bundle in `--out` intact.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
