@@ -14,7 +14,9 @@
 //!   which is everything replay needs.
 //!
 //! Every JSON file is canonical (RFC 8785), so two runs of one scenario give
-//! byte-identical bundles. Producing the records is the run driver's job;
+//! byte-identical bundles. A bundle is written atomically: into a temporary
+//! sibling folder first, renamed into place once complete, so a failed write
+//! never leaves half a bundle nor loses the previous one. Producing the records is the run driver's job;
 //! this module owns their shape, their files and [`compare_runs`], which
 //! names the first differing step and which input changed.
 
@@ -201,28 +203,123 @@ fn io_error(path: &Path, e: std::io::Error) -> ArenaError {
     }
 }
 
+/// A write failure: the filesystem, not the input, is at fault.
+fn write_error(path: &Path, e: std::io::Error) -> ArenaError {
+    ArenaError::BundleIo {
+        path: path.display().to_string(),
+        cause: e.to_string(),
+    }
+}
+
+/// What `--out` names before a bundle is written there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Destination {
+    /// Nothing: the bundle folder is created.
+    Absent,
+    /// An empty folder: replaced by the bundle.
+    Empty,
+    /// A bundle an earlier run wrote: kept until the new one is complete.
+    Bundle,
+}
+
+/// Refuses a destination the arena did not write: a file, a symbolic link,
+/// or a non-empty folder without `arena.json`.
+fn destination(dir: &Path) -> Result<Destination, ArenaError> {
+    let refuse = |cause: &str| ArenaError::Bundle {
+        path: dir.display().to_string(),
+        cause: cause.to_string(),
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Destination::Absent),
+        Err(e) => return Err(write_error(dir, e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "the path is a symbolic link; pass the folder itself as --out",
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(refuse(
+            "the path exists and is not a folder; pass an empty or new --out folder",
+        ));
+    }
+    let manifest = std::fs::symlink_metadata(dir.join(MANIFEST_FILE));
+    if manifest.is_ok_and(|m| m.is_file()) {
+        return Ok(Destination::Bundle);
+    }
+    let empty = std::fs::read_dir(dir)
+        .map_err(|e| write_error(dir, e))?
+        .next()
+        .is_none();
+    if empty {
+        Ok(Destination::Empty)
+    } else {
+        Err(refuse("the folder exists, is not empty and holds no arena.json; pass an empty or new --out folder"))
+    }
+}
+
 impl Bundle {
-    /// Writes the bundle into `dir`. An existing bundle there (a folder
-    /// holding `arena.json`) is replaced; a non-empty folder that is not a
-    /// bundle is refused, so a mistyped `--out` never clobbers other files.
+    /// Writes the bundle into `dir`, atomically: every file goes into a
+    /// temporary sibling folder, which is renamed to `dir` only once it is
+    /// complete. An existing bundle there (a folder holding `arena.json`) is
+    /// moved aside first and deleted only after the rename, so a failed
+    /// write (a full disk) leaves it exactly as it was. A file, a symbolic
+    /// link, or a non-empty folder that is not a bundle is refused, so a
+    /// mistyped `--out` never clobbers other files. Refusals are
+    /// [`ArenaError::Bundle`]; filesystem failures are [`ArenaError::BundleIo`].
     pub fn write(&self, dir: &Path) -> Result<(), ArenaError> {
-        if dir.exists() {
-            let is_bundle = dir.join(MANIFEST_FILE).is_file();
-            let empty = std::fs::read_dir(dir)
-                .map_err(|e| io_error(dir, e))?
-                .next()
-                .is_none();
-            if !is_bundle && !empty {
-                return Err(ArenaError::Bundle {
-                    path: dir.display().to_string(),
-                    cause: "the folder exists, is not empty and holds no arena.json; pass an empty or new --out folder".to_string(),
-                });
-            }
-            if is_bundle {
-                std::fs::remove_dir_all(dir).map_err(|e| io_error(dir, e))?;
-            }
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            return Err(ArenaError::Bundle {
+                path: dir.display().to_string(),
+                cause: "--out must name a folder by a UTF-8 name (not '.' or '..')".to_string(),
+            });
+        };
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let existing = destination(dir)?;
+        std::fs::create_dir_all(&parent).map_err(|e| write_error(&parent, e))?;
+        let staging = sibling(&parent, name, "partial")?;
+        self.write_contents(staging.path())?;
+        if existing != Destination::Bundle {
+            // An absent destination, or an empty folder rename(2) replaces.
+            std::fs::rename(staging.path(), dir).map_err(|e| write_error(dir, e))?;
+            let _installed = staging.keep();
+            return Ok(());
         }
-        std::fs::create_dir_all(dir.join(POLICIES_DIR)).map_err(|e| io_error(dir, e))?;
+        // The old bundle moves into a sibling that is deleted when dropped,
+        // and moves back if the new one cannot take its place.
+        let previous = sibling(&parent, name, "previous")?;
+        std::fs::rename(dir, previous.path()).map_err(|e| write_error(dir, e))?;
+        if let Err(e) = std::fs::rename(staging.path(), dir) {
+            return match std::fs::rename(previous.path(), dir) {
+                Ok(()) => {
+                    let _restored = previous.keep();
+                    Err(write_error(dir, e))
+                }
+                Err(restore) => {
+                    let kept = previous.keep();
+                    Err(ArenaError::BundleIo {
+                        path: dir.display().to_string(),
+                        cause: format!(
+                            "{e}; the previous bundle could not be moved back ({restore}) and is kept at {}",
+                            kept.display()
+                        ),
+                    })
+                }
+            };
+        }
+        let _installed = staging.keep();
+        // Deleting the old bundle is best effort: the new one is in place.
+        let _ = previous.close();
+        Ok(())
+    }
+
+    /// Writes every file of the bundle into the empty folder `dir`.
+    fn write_contents(&self, dir: &Path) -> Result<(), ArenaError> {
+        std::fs::create_dir_all(dir.join(POLICIES_DIR)).map_err(|e| write_error(dir, e))?;
         let mut receipts = String::new();
         for line in &self.receipts {
             receipts.push_str(line);
@@ -238,7 +335,7 @@ impl Bundle {
         for (rel, bytes) in &self.inputs {
             let path = dir.join(INPUTS_DIR).join(rel);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+                std::fs::create_dir_all(parent).map_err(|e| write_error(parent, e))?;
             }
             write_file(&path, bytes)?;
         }
@@ -290,7 +387,17 @@ impl Bundle {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ArenaError> {
-    std::fs::write(path, bytes).map_err(|e| io_error(path, e))
+    std::fs::write(path, bytes).map_err(|e| write_error(path, e))
+}
+
+/// A new hidden folder next to the bundle (`.<name>.<random>.<role>`),
+/// deleted when dropped unless kept. Its name never reaches an output.
+fn sibling(parent: &Path, name: &str, role: &str) -> Result<tempfile::TempDir, ArenaError> {
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(&format!(".{role}"))
+        .tempdir_in(parent)
+        .map_err(|e| write_error(parent, e))
 }
 
 fn read_inputs(
@@ -305,7 +412,17 @@ fn read_inputs(
         .map_err(|e| io_error(dir, e))?;
     paths.sort();
     for path in paths {
-        if path.is_dir() {
+        let meta = std::fs::symlink_metadata(&path).map_err(|e| io_error(&path, e))?;
+        if meta.file_type().is_symlink() {
+            // A run writes plain files only; following a link could read
+            // (or loop through) anything on the machine.
+            return Err(ArenaError::Bundle {
+                path: path.display().to_string(),
+                cause: "a bundle's inputs hold no symbolic links; pass a folder a run wrote"
+                    .to_string(),
+            });
+        }
+        if meta.is_dir() {
             read_inputs(root, &path, out)?;
         } else {
             let rel = path
@@ -489,34 +606,119 @@ mod tests {
         assert_eq!(drift[0].step_id, "two");
     }
 
+    fn sample(steps: Vec<StepRecord>, inputs: &[(&str, &[u8])]) -> Bundle {
+        let mut recorded = manifest(steps);
+        recorded
+            .policies
+            .insert("k".to_string(), "hash-of-policy".to_string());
+        Bundle {
+            manifest: recorded,
+            receipts: vec!["{\"a\":1}".to_string()],
+            policies: BTreeMap::from([("k".to_string(), "[]".to_string())]),
+            inputs: inputs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_vec()))
+                .collect(),
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     // A bundle written and read back is the same bundle, and refuses to
     // overwrite a folder that is not a bundle.
     #[test]
     fn write_read_round_trip() {
-        let dir = std::env::temp_dir().join(format!("chio-bundle-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut recorded = manifest(vec![step("one", "allow", "e1")]);
-        recorded
-            .policies
-            .insert("k".to_string(), "hash-of-policy".to_string());
-        let bundle = Bundle {
-            manifest: recorded,
-            receipts: vec!["{\"a\":1}".to_string()],
-            policies: BTreeMap::from([("k".to_string(), "[]".to_string())]),
-            inputs: BTreeMap::from([
-                ("scenario.toml".to_string(), b"id = 1".to_vec()),
-                ("fixtures/x/a.txt".to_string(), b"hello".to_vec()),
-            ]),
-        };
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("bundle");
+        let bundle = sample(
+            vec![step("one", "allow", "e1")],
+            &[("scenario.toml", b"id = 1"), ("fixtures/x/a.txt", b"hello")],
+        );
         bundle.write(&dir).unwrap();
         assert_eq!(Bundle::read(&dir).unwrap(), bundle);
         bundle.write(&dir).unwrap();
+        assert_eq!(Bundle::read(&dir).unwrap(), bundle);
         let other = dir.join("not-a-bundle");
         std::fs::create_dir_all(other.join("x")).unwrap();
-        assert!(matches!(
-            bundle.write(&other),
-            Err(ArenaError::Bundle { .. })
-        ));
-        std::fs::remove_dir_all(&dir).unwrap();
+        let refused = bundle.write(&other).unwrap_err();
+        assert!(matches!(refused, ArenaError::Bundle { .. }), "{refused:?}");
+        assert!(!refused.is_infrastructure());
+    }
+
+    // Replacing a bundle leaves only the new bundle: no temporary sibling stays behind.
+    #[test]
+    fn replacing_leaves_no_sibling() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")])
+            .write(&dir)
+            .unwrap();
+        let newer = sample(vec![step("two", "deny", "e2")], &[("scenario.toml", b"b")]);
+        newer.write(&dir).unwrap();
+        assert_eq!(Bundle::read(&dir).unwrap(), newer);
+        assert_eq!(names(tmp.path()), ["out"]);
+        // An empty folder is replaced as well.
+        let empty = tmp.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        newer.write(&empty).unwrap();
+        assert_eq!(Bundle::read(&empty).unwrap(), newer);
+    }
+
+    // A write that fails half-way is a filesystem failure (exit 3) and leaves the previous bundle byte for byte.
+    #[test]
+    fn failed_write_keeps_the_previous_bundle() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        let old = sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")]);
+        old.write(&dir).unwrap();
+        // "x" is written as a file, so the folder "x/" cannot be created.
+        let broken = sample(
+            vec![step("two", "deny", "e2")],
+            &[("x", b"file"), ("x/y", b"below a file")],
+        );
+        let err = broken.write(&dir).unwrap_err();
+        assert!(matches!(err, ArenaError::BundleIo { .. }), "{err:?}");
+        assert!(err.is_infrastructure());
+        assert_eq!(err.code(), "CHIO-ARENA-BUNDLE-IO");
+        assert_eq!(Bundle::read(&dir).unwrap(), old);
+        assert_eq!(names(tmp.path()), ["out"]);
+    }
+
+    // A parent that is a file is a filesystem failure, not a refusal of the input.
+    #[test]
+    fn parent_that_is_a_file_is_an_io_failure() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("file"), b"x").unwrap();
+        let bundle = sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")]);
+        let err = bundle.write(&tmp.path().join("file/out")).unwrap_err();
+        assert!(matches!(err, ArenaError::BundleIo { .. }), "{err:?}");
+        // An --out that is itself a file is refused instead: the arena did not write it.
+        let err = bundle.write(&tmp.path().join("file")).unwrap_err();
+        assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
+    }
+
+    // A symbolic link in a bundle's inputs is refused on read, so replay never stages a file from outside the bundle.
+    #[test]
+    fn read_refuses_linked_inputs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("out");
+        sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")])
+            .write(&dir)
+            .unwrap();
+        std::fs::write(tmp.path().join("elsewhere.txt"), b"outside").unwrap();
+        std::os::unix::fs::symlink(
+            tmp.path().join("elsewhere.txt"),
+            dir.join(INPUTS_DIR).join("linked.txt"),
+        )
+        .unwrap();
+        let err = Bundle::read(&dir).unwrap_err();
+        assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
     }
 }

@@ -231,10 +231,25 @@ pub enum ArenaError {
         /// The folder, relative to the scenario.
         folder: String,
     },
-    /// A fixtures folder that is absolute or climbs out with `..`.
+    /// A fixtures path that leaves the scenario's folder: absolute, climbing
+    /// out with `..`, naming the folder itself, or resolving elsewhere
+    /// through a symbolic link (the folder or anything below it).
     FixtureOutsideScenario {
         /// Path of the `fixtures` key.
         field: String,
+        /// The file or folder that resolves outside, relative to the
+        /// scenario's folder, when it is not the `fixtures` folder as written.
+        entry: Option<String>,
+    },
+    /// A fixture a run could not seed: not UTF-8 text, a name that is not
+    /// UTF-8, not a file or folder, a dangling or looping link, unreadable.
+    FixtureUnreadable {
+        /// Path of the `fixtures` key.
+        field: String,
+        /// The file or folder, relative to the scenario's folder.
+        entry: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A guard's configuration refused by the kernel's guard builder.
     GuardConfig {
@@ -290,11 +305,20 @@ pub enum ArenaError {
     },
     /// A value could not be printed as canonical JSON.
     Canonical(#[from] CanonicalError),
-    /// An evidence bundle could not be written or read.
+    /// An evidence bundle was refused: `--out` names something the arena did
+    /// not write, or a folder given to replay or diff is not a bundle.
     Bundle {
         /// The file or folder.
         path: String,
         /// What went wrong and how to fix it.
+        cause: String,
+    },
+    /// Writing an evidence bundle failed on the filesystem (a full disk, a
+    /// read-only or missing parent); the previous bundle, if any, is kept.
+    BundleIo {
+        /// The file or folder being written.
+        path: String,
+        /// The operating system's reason.
         cause: String,
     },
 }
@@ -336,9 +360,11 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-SCENARIO-EXPECT-VERDICT-NOT-CALL",
     "CHIO-SCENARIO-FIXTURE-MISSING",
     "CHIO-SCENARIO-FIXTURE-OUTSIDE",
+    "CHIO-SCENARIO-FIXTURE-UNREADABLE",
     "CHIO-SCENARIO-GUARD-CONFIG",
     "CHIO-ARENA-CANONICAL-JSON",
     "CHIO-ARENA-BUNDLE",
+    "CHIO-ARENA-BUNDLE-IO",
     "CHIO-SCENARIO-ADVERSARY-PARAM",
     "CHIO-SCENARIO-EMPTY-POPULATION",
     "CHIO-SCENARIO-MIXED-POPULATION",
@@ -387,9 +413,11 @@ impl ArenaError {
             Self::ExpectVerdictNotCall { .. } => "CHIO-SCENARIO-EXPECT-VERDICT-NOT-CALL",
             Self::FixtureMissing { .. } => "CHIO-SCENARIO-FIXTURE-MISSING",
             Self::FixtureOutsideScenario { .. } => "CHIO-SCENARIO-FIXTURE-OUTSIDE",
+            Self::FixtureUnreadable { .. } => "CHIO-SCENARIO-FIXTURE-UNREADABLE",
             Self::GuardConfig { .. } => "CHIO-SCENARIO-GUARD-CONFIG",
             Self::Canonical(_) => "CHIO-ARENA-CANONICAL-JSON",
             Self::Bundle { .. } => "CHIO-ARENA-BUNDLE",
+            Self::BundleIo { .. } => "CHIO-ARENA-BUNDLE-IO",
             Self::AdversaryParam { .. } => "CHIO-SCENARIO-ADVERSARY-PARAM",
             Self::EmptyPopulation { .. } => "CHIO-SCENARIO-EMPTY-POPULATION",
             Self::MixedPopulation { .. } => "CHIO-SCENARIO-MIXED-POPULATION",
@@ -399,6 +427,20 @@ impl ArenaError {
             Self::PromotionGate { .. } => "CHIO-ARENA-PROMOTE-GATE",
             Self::UnknownStep { .. } => "CHIO-ARENA-UNKNOWN-STEP",
         }
+    }
+
+    /// Whether the failure lies outside the input (a disk, a printer of
+    /// canonical JSON, an evaluator) rather than in the scenario, a flag or a
+    /// folder the user named. This is the one place that decides: the CLI
+    /// exits 3 for these and 2 for every other variant.
+    pub fn is_infrastructure(&self) -> bool {
+        matches!(
+            self,
+            Self::Canonical(_)
+                | Self::BundleIo { .. }
+                | Self::Evaluation { .. }
+                | Self::Output { .. }
+        )
     }
 
     /// The field path the error concerns, when it concerns one field.
@@ -432,7 +474,8 @@ impl ArenaError {
             | Self::MissingExpectVerdict { field }
             | Self::ExpectVerdictNotCall { field, .. }
             | Self::FixtureMissing { field, .. }
-            | Self::FixtureOutsideScenario { field }
+            | Self::FixtureOutsideScenario { field, .. }
+            | Self::FixtureUnreadable { field, .. }
             | Self::GuardConfig { field, .. }
             | Self::AdversaryParam { field, .. }
             | Self::EmptyPopulation { field } => Some(field),
@@ -448,7 +491,8 @@ impl ArenaError {
             Self::Unreadable { .. }
             | Self::Syntax { .. }
             | Self::Canonical(_)
-            | Self::Bundle { .. } => None,
+            | Self::Bundle { .. }
+            | Self::BundleIo { .. } => None,
         }
     }
 
@@ -486,9 +530,9 @@ impl ArenaError {
             Self::DeterminismMismatch { field, twin } => {
                 format!("{field} disagrees with the top-level {twin}")
             }
-            Self::InvalidId { field } => {
-                format!("id at {field} is empty or uses characters outside [A-Za-z0-9_.-]")
-            }
+            Self::InvalidId { field } => format!(
+                "id at {field} is empty, is '.' or '..', or uses characters outside [A-Za-z0-9_.-]"
+            ),
             Self::DuplicateId { kind, id, field } => {
                 format!("duplicate {kind} id {id:?} at {field}")
             }
@@ -552,14 +596,28 @@ impl ArenaError {
             Self::FixtureMissing { field, folder } => {
                 format!("fixtures folder {folder:?} at {field} does not exist next to the scenario")
             }
-            Self::FixtureOutsideScenario { field } => {
+            Self::FixtureOutsideScenario { field, entry: None } => {
                 format!("fixtures folder at {field} is absolute or leaves the scenario's folder")
             }
+            Self::FixtureOutsideScenario {
+                field,
+                entry: Some(entry),
+            } => format!(
+                "fixture {entry:?} at {field} resolves outside the scenario's folder through a symbolic link"
+            ),
+            Self::FixtureUnreadable {
+                field,
+                entry,
+                reason,
+            } => format!("fixture {entry:?} at {field} cannot be seeded: {reason}"),
             Self::GuardConfig { field, reason } => {
                 format!("guard configuration at {field} refused by the kernel: {reason}")
             }
             Self::Canonical(err) => format!("cannot print canonical JSON: {err}"),
             Self::Bundle { path, cause } => format!("bundle {path}: {cause}"),
+            Self::BundleIo { path, cause } => {
+                format!("cannot write bundle {path}: {cause}; the previous bundle is kept")
+            }
             Self::AdversaryParam { field, reason } => {
                 format!("adversary parameter {field} refused: {reason}")
             }
@@ -609,7 +667,7 @@ impl ArenaError {
                 format!("make the [determinism] copy equal to {twin} or remove it")
             }
             Self::InvalidId { .. } => {
-                "use only letters, digits, '_', '.' and '-' (at least one character)".into()
+                "use only letters, digits, '_', '.' and '-' (at least one character, not '.' or '..')".into()
             }
             Self::DuplicateId { kind, .. } => format!("give each {kind} a unique id"),
             Self::UndeclaredReference { kind, .. } => {
@@ -656,13 +714,19 @@ impl ArenaError {
                 "create the folder next to the scenario file or correct the path".into()
             }
             Self::FixtureOutsideScenario { .. } => {
-                "use a relative folder below the scenario's folder, without '..'".into()
+                "keep fixtures in a folder below the scenario's folder, without '..' and without symbolic links that lead out of it".into()
+            }
+            Self::FixtureUnreadable { .. } => {
+                "make every fixture a readable UTF-8 text file or folder with a UTF-8 name, and remove dangling or looping links".into()
             }
             Self::GuardConfig { .. } => {
                 "fix the guard's [guards.config] table; docs/scenario-schema.md lists each kind's keys".into()
             }
             Self::Canonical(_) => "report this as a bug: validated scenarios always print".into(),
             Self::Bundle { .. } => {
+                "pass an empty or new --out folder, or a folder a run wrote".into()
+            }
+            Self::BundleIo { .. } => {
                 "check the folder's permissions and free space, or pass another --out".into()
             }
             Self::AdversaryParam { .. } => {

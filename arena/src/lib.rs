@@ -15,6 +15,7 @@
 //! - [`campaign`]: pinned campaigns, definition hashes, attempt ledgers;
 //! - [`matrix`]: policy matrices and paired bootstrap verdicts;
 //! - [`experiment_error`] holds [`ExperimentError`] for both;
+//! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`scenario`] holds loading, validation and the validated [`Scenario`];
 //! - [`secrets`] holds inline-secret detection;
@@ -31,6 +32,7 @@ pub mod campaign;
 pub mod clock;
 pub mod error;
 pub mod experiment_error;
+pub mod fixtures;
 pub mod matrix;
 pub mod model;
 pub mod rng;
@@ -44,8 +46,9 @@ pub use error::{ArenaError, ERROR_CODES};
 pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
-    load_scenario, parse_scenario, parse_scenario_bytes, Action, AdvanceAction, CallAction,
-    DelegateAction, ExpectedVerdict, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes, Action,
+    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, RevokeAction, Scenario, ServerKind,
+    SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

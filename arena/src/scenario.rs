@@ -2,8 +2,9 @@
 //!
 //! [`load_scenario`] reads a file, [`parse_scenario`] takes text and the
 //! folder fixtures are resolved against. Both run the same pipeline, which
-//! stops at the first refusal and touches nothing outside the scenario's
-//! folder (it only checks that fixture folders exist):
+//! stops at the first refusal and reads nothing outside the scenario's
+//! folder (fixture folders are resolved and confined as [`crate::fixtures`]
+//! describes):
 //!
 //! 1. TOML syntax;
 //! 2. inline secrets over the whole tree, keys and every string value
@@ -14,8 +15,9 @@
 //! 4. the determinism contract (schema version, scheduler, locale, tick,
 //!    `[determinism]` copies, clock start, seed range);
 //! 5. ids, duplicates and agents' models;
-//! 6. the world: nodes, kernels, servers, guards (their configuration is
-//!    built by the kernel's guard builder), grants, budgets;
+//! 6. the world: nodes, kernels, servers (each fixture folder read
+//!    completely), guards (their configuration is built by the kernel's
+//!    guard builder), grants, budgets;
 //! 7. steps: per-action keys, references, then the schedule, walked in
 //!    execution order to check that each delegation hands on a capability
 //!    its agent holds at that point and to resolve each call's capability;
@@ -26,17 +28,20 @@
 //! server; once any world key is present the world must be complete.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
+use chio_kernel::label::Label;
 use serde::Serialize;
 
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
 use crate::error::ArenaError;
+use crate::fixtures::{self, FixtureFiles};
 use crate::model::{GrantDecl, ScenarioFile, ServerDecl, StepDecl};
 use crate::rng::ArenaRng;
 use crate::scheduler::{
-    DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_OFFSET_MS,
+    DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_INSTANT_MS,
+    MAX_OFFSET_MS,
 };
 use crate::secrets;
 use crate::witness::DeterminismWitness;
@@ -285,6 +290,8 @@ pub struct Scenario {
     actions: Vec<Action>,
     /// The actions in execution order with their times.
     schedule: Vec<ScheduledAction>,
+    /// The fixture files read and checked at load, by workspace server id.
+    fixtures: BTreeMap<String, FixtureFiles>,
 }
 
 impl Scenario {
@@ -367,9 +374,11 @@ impl Scenario {
         Ok(specs)
     }
 
-    /// The folder a workspace server's fixtures live in, if it declares one.
-    pub fn fixture_dir(&self, server: &ServerDecl) -> Option<PathBuf> {
-        server.fixtures.as_ref().map(|f| self.base_dir.join(f))
+    /// The fixture files of each workspace server that declares a folder, by
+    /// server id, as the loader read and checked them: a run seeds exactly
+    /// these bytes and never reads the folder again.
+    pub fn fixtures(&self) -> &BTreeMap<String, FixtureFiles> {
+        &self.fixtures
     }
 
     /// The determinism witness: the projection replay depends on.
@@ -413,6 +422,13 @@ impl ServerDecl {
 
 /// Reads and validates a scenario file; fixtures resolve next to it.
 pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
+    load_scenario_with_bytes(path).map(|(scenario, _)| scenario)
+}
+
+/// Reads and validates a scenario file, returning the bytes it validated,
+/// so a caller that records the file (a run's bundle) records exactly those
+/// rather than reading the file a second time.
+pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec<u8>), ArenaError> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| ArenaError::Unreadable {
         path: path.display().to_string(),
@@ -422,7 +438,8 @@ pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    parse_scenario_bytes(&bytes, &base_dir)
+    let scenario = parse_scenario_bytes(&bytes, &base_dir)?;
+    Ok((scenario, bytes))
 }
 
 /// Validates scenario bytes, which must be UTF-8 TOML.
@@ -467,6 +484,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaErro
         has_world: resolved.has_world,
         actions: resolved.actions,
         schedule: resolved.schedule,
+        fixtures: resolved.fixtures,
     })
 }
 
@@ -524,9 +542,13 @@ fn schema_error(err: serde_path_to_error::Error<toml::de::Error>) -> ArenaError 
     }
 }
 
-/// Whether `id` is non-empty and uses only `[A-Za-z0-9_.-]`.
+/// Whether `id` is non-empty, uses only `[A-Za-z0-9_.-]` and is not `.` or
+/// `..` (ids become file and folder names, such as a bundle's default
+/// `target/arena/<scenario-id>/`).
 pub fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
+        && id != "."
+        && id != ".."
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
@@ -547,6 +569,24 @@ fn check_offset(value: Option<u64>, field: impl FnOnce() -> String) -> Result<()
             rule: "the value is at most 2^53",
         }),
         _ => Ok(()),
+    }
+}
+
+/// Refuses an offset whose instant, `start_ms + offset` in Unix
+/// milliseconds, is past 2^53: it would not print exactly as canonical JSON.
+fn check_instant(
+    start_ms: u64,
+    offset: u64,
+    field: impl FnOnce() -> String,
+) -> Result<(), ArenaError> {
+    if start_ms.saturating_add(offset) > MAX_INSTANT_MS {
+        Err(ArenaError::OutOfRange {
+            field: field(),
+            rule:
+                "the instant, the clock start plus this offset, is at most 2^53 Unix milliseconds",
+        })
+    } else {
+        Ok(())
     }
 }
 
@@ -687,6 +727,7 @@ struct Resolved {
     has_world: bool,
     actions: Vec<Action>,
     schedule: Vec<ScheduledAction>,
+    fixtures: BTreeMap<String, FixtureFiles>,
 }
 
 struct Validator<'a> {
@@ -757,7 +798,10 @@ impl Validator<'_> {
             || !f.servers.is_empty()
             || !f.grants.is_empty()
             || f.agents.iter().any(|a| a.kernel.is_some());
-        self.world(has_world)?;
+        // Every virtual instant is the clock start plus an offset; each must
+        // print exactly as canonical JSON, so offsets are bounded by it.
+        let start_ms = clock.now_ms();
+        let fixtures = self.world(has_world, start_ms)?;
         self.budgets(has_world)?;
         let actions = self.steps(has_world)?;
         let inputs: Vec<ScheduleInput> = f
@@ -770,8 +814,10 @@ impl Validator<'_> {
                 advance_ms: s.advance_ms,
             })
             .collect();
-        let schedule = DeterministicScheduler::new(scheduler, tick_ms).schedule(&inputs)?;
-        let actions = self.holdings(actions, &schedule, has_world)?;
+        let schedule = DeterministicScheduler::new(scheduler, tick_ms)
+            .with_start_ms(start_ms)
+            .schedule(&inputs)?;
+        let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
         self.adversaries()?;
         Ok(Resolved {
             scheduler,
@@ -780,6 +826,7 @@ impl Validator<'_> {
             has_world,
             actions,
             schedule,
+            fixtures,
         })
     }
 
@@ -863,7 +910,13 @@ impl Validator<'_> {
         self.file.agents.iter().map(|a| a.id.as_str()).collect()
     }
 
-    fn world(&self, has_world: bool) -> Result<(), ArenaError> {
+    /// Checks the world and returns the fixture files of each workspace
+    /// server that declares a folder, by server id.
+    fn world(
+        &self,
+        has_world: bool,
+        start_ms: u64,
+    ) -> Result<BTreeMap<String, FixtureFiles>, ArenaError> {
         let f = self.file;
         for (i, n) in f.nodes.iter().enumerate() {
             check_id(&n.id, format!("nodes[{i}].id"))?;
@@ -935,11 +988,14 @@ impl Validator<'_> {
                 .enumerate()
                 .map(|(i, s)| (s.id.as_str(), format!("servers[{i}].id"))),
         )?;
+        let mut fixtures = BTreeMap::new();
         for (i, server) in f.servers.iter().enumerate() {
             resolve(&kernels, "kernel", &server.kernel, || {
                 format!("servers[{i}].kernel")
             })?;
-            self.server(i, server)?;
+            if let Some(files) = self.server(i, server)? {
+                fixtures.insert(server.id.clone(), files);
+            }
         }
         let agents = self.agent_ids();
         for (i, agent) in f.agents.iter().enumerate() {
@@ -986,6 +1042,8 @@ impl Validator<'_> {
             check_path_prefix(grant.path_prefix.as_deref(), || at("path_prefix"))?;
             check_offset(grant.not_before_ms, || at("not_before_ms"))?;
             check_offset(grant.expires_after_ms, || at("expires_after_ms"))?;
+            check_instant(start_ms, grant.not_before(), || at("not_before_ms"))?;
+            check_instant(start_ms, grant.expires_after(), || at("expires_after_ms"))?;
             if grant.not_before() >= grant.expires_after() {
                 return Err(ArenaError::OutOfRange {
                     field: at("expires_after_ms"),
@@ -995,10 +1053,11 @@ impl Validator<'_> {
             check_invocations(grant.max_invocations, || at("max_invocations"))?;
             check_share(grant.share_bps, || at("share_bps"))?;
         }
-        Ok(())
+        Ok(fixtures)
     }
 
-    fn server(&self, i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
+    /// Checks one server and reads its fixture folder, if it declares one.
+    fn server(&self, i: usize, server: &ServerDecl) -> Result<Option<FixtureFiles>, ArenaError> {
         let at = |key: &str| format!("servers[{i}].{key}");
         let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
             field: at("kind"),
@@ -1048,28 +1107,22 @@ impl Validator<'_> {
                 if glob.is_empty() {
                     return Err(ArenaError::InvalidId { field });
                 }
-                check_id(label, field)?;
+                check_id(label, field.clone())?;
+                if Label::parse(label).is_none() {
+                    return Err(ArenaError::UnsupportedValue {
+                        field,
+                        value: label.clone(),
+                        allowed: "public, internal, confidential, restricted",
+                    });
+                }
             }
         }
-        if let Some(folder) = &server.fixtures {
-            let relative = Path::new(folder);
-            let escapes = folder.is_empty()
-                || relative
-                    .components()
-                    .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir));
-            if escapes {
-                return Err(ArenaError::FixtureOutsideScenario {
-                    field: at("fixtures"),
-                });
+        match &server.fixtures {
+            Some(folder) => {
+                fixtures::read_fixtures(self.base_dir, folder, &at("fixtures")).map(Some)
             }
-            if !self.base_dir.join(relative).is_dir() {
-                return Err(ArenaError::FixtureMissing {
-                    field: at("fixtures"),
-                    folder: folder.clone(),
-                });
-            }
+            None => Ok(None),
         }
-        Ok(())
     }
 
     fn budgets(&self, has_world: bool) -> Result<(), ArenaError> {
@@ -1338,6 +1391,7 @@ impl Validator<'_> {
         mut actions: Vec<Action>,
         schedule: &[ScheduledAction],
         has_world: bool,
+        start_ms: u64,
     ) -> Result<Vec<Action>, ArenaError> {
         if !has_world {
             return Ok(actions);
@@ -1361,6 +1415,12 @@ impl Validator<'_> {
             let agent = &f.steps[i].agent;
             match &mut actions[i] {
                 Action::Delegate(delegate) => {
+                    if let Some(ms) = delegate.expires_after_ms {
+                        // The child expires `ms` after the delegation's own instant.
+                        check_instant(start_ms, entry.evaluation_ms.saturating_add(ms), || {
+                            format!("steps[{i}].expires_after_ms")
+                        })?;
+                    }
                     let holds = held
                         .get(agent)
                         .is_some_and(|set| set.contains(&delegate.capability));

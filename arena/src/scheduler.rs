@@ -8,7 +8,11 @@
 //! randomness. Advance actions take their place in that order like any
 //! other; they shift the *evaluation* offset of every action ordered after
 //! them by their `advance_ms`, without changing the order itself.
-//! `single-agent-v1` refuses to schedule more than one agent.
+//! `single-agent-v1` refuses to schedule more than one agent. Every instant
+//! (the clock start plus an evaluation offset) must stay at most 2^53 Unix
+//! milliseconds, the largest integer canonical JSON prints exactly; given
+//! the start with [`DeterministicScheduler::with_start_ms`], the scheduler
+//! refuses a schedule that would reach past it, naming the step.
 
 use std::fmt;
 
@@ -19,6 +23,11 @@ use crate::error::ArenaError;
 /// The largest offset the schedule may reach: integers above 2^53 have no
 /// exact canonical JSON form.
 pub const MAX_OFFSET_MS: u64 = 1 << 53;
+
+/// The latest virtual instant a run may reach, in Unix milliseconds: the
+/// clock start plus any offset must stay at or below it, since receipts,
+/// requests and delegation links print their instant as canonical JSON.
+pub const MAX_INSTANT_MS: u64 = 1 << 53;
 
 /// The scheduler named in `[determinism]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -94,15 +103,28 @@ pub struct DeterministicScheduler {
     kind: SchedulerKind,
     /// Milliseconds between default instants.
     tick_ms: u64,
+    /// The largest offset an action may be evaluated at: 2^53 less the
+    /// clock start, so every instant prints exactly.
+    max_offset_ms: u64,
 }
 
 impl DeterministicScheduler {
-    /// A scheduler of the given kind and tick (a zero tick is raised to 1 ms).
+    /// A scheduler of the given kind and tick (a zero tick is raised to 1 ms),
+    /// bounding offsets by 2^53 as if the clock started at the Unix epoch.
     pub fn new(kind: SchedulerKind, tick_ms: u64) -> Self {
         Self {
             kind,
             tick_ms: tick_ms.max(1),
+            max_offset_ms: MAX_OFFSET_MS,
         }
+    }
+
+    /// The same scheduler for a clock starting at `start_ms` (Unix
+    /// milliseconds): every offset is bounded so that `start_ms + offset`
+    /// stays at most [`MAX_INSTANT_MS`].
+    pub fn with_start_ms(mut self, start_ms: u64) -> Self {
+        self.max_offset_ms = MAX_INSTANT_MS.saturating_sub(start_ms);
+        self
     }
 
     /// The scheduler's kind.
@@ -132,7 +154,13 @@ impl DeterministicScheduler {
                 Some(at) => u128::from(at),
                 None => index as u128 * u128::from(self.tick_ms),
             };
-            let scheduled_ms = bounded(scheduled, index, "at")?;
+            let scheduled_ms = self.bounded(scheduled).ok_or_else(|| ArenaError::OutOfRange {
+                field: match input.at {
+                    Some(_) => format!("steps[{index}].at"),
+                    None => format!("steps[{index}]"),
+                },
+                rule: "the step's instant, the clock start plus its offset, is at most 2^53 Unix milliseconds",
+            })?;
             actions.push(ScheduledAction {
                 step_index: index,
                 step_id: input.step_id.clone(),
@@ -150,23 +178,83 @@ impl DeterministicScheduler {
             ))
         });
         let mut advanced: u128 = 0;
+        // The advance ordered last so far: the one to blame for an instant
+        // pushed past the bound, since scheduled offsets were bounded above.
+        let mut last_advance = None;
         for action in &mut actions {
             let evaluation = u128::from(action.scheduled_ms) + advanced;
-            action.evaluation_ms = bounded(evaluation, action.step_index, "advance_ms")?;
+            action.evaluation_ms = self.bounded(evaluation).ok_or_else(|| {
+                ArenaError::OutOfRange {
+                    field: format!(
+                        "steps[{}].advance_ms",
+                        last_advance.unwrap_or(action.step_index)
+                    ),
+                    rule: "every later instant, the clock start plus its offset plus the advances before it, is at most 2^53 Unix milliseconds",
+                }
+            })?;
             if let Some(ms) = inputs[action.step_index].advance_ms {
                 advanced += u128::from(ms);
+                last_advance = Some(action.step_index);
             }
         }
         Ok(actions)
     }
+
+    /// `value` as an offset, when it is within the bound.
+    fn bounded(&self, value: u128) -> Option<u64> {
+        u64::try_from(value)
+            .ok()
+            .filter(|v| *v <= self.max_offset_ms)
+    }
 }
 
-fn bounded(value: u128, index: usize, key: &str) -> Result<u64, ArenaError> {
-    match u64::try_from(value) {
-        Ok(v) if v <= MAX_OFFSET_MS => Ok(v),
-        _ => Err(ArenaError::OutOfRange {
-            field: format!("steps[{index}].{key}"),
-            rule: "every virtual offset stays at most 2^53 ms",
-        }),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(id: &str, at: Option<u64>, advance_ms: Option<u64>) -> ScheduleInput {
+        ScheduleInput {
+            step_id: id.to_string(),
+            agent_id: "a".to_string(),
+            at,
+            advance_ms,
+        }
+    }
+
+    // With a clock start, an offset is accepted up to 2^53 less the start and refused one past it, naming the step's at.
+    #[test]
+    fn offsets_are_bounded_by_the_start() {
+        let start = 1_791_795_600_000;
+        let scheduler =
+            DeterministicScheduler::new(SchedulerKind::SingleAgentV1, 1).with_start_ms(start);
+        let last = MAX_INSTANT_MS - start;
+        assert!(scheduler.schedule(&[input("s", Some(last), None)]).is_ok());
+        let err = scheduler
+            .schedule(&[input("s", Some(last + 1), None)])
+            .unwrap_err();
+        assert_eq!(err.field(), Some("steps[0].at"));
+    }
+
+    // An instant pushed past the bound by an earlier advance names that advance.
+    #[test]
+    fn advances_are_blamed_for_later_instants() {
+        let start = 1_000;
+        let scheduler =
+            DeterministicScheduler::new(SchedulerKind::SingleAgentV1, 1).with_start_ms(start);
+        let inputs = [
+            input("a", Some(1), None),
+            input("jump", Some(2), Some(MAX_INSTANT_MS - start - 2)),
+            input("b", Some(3), None),
+        ];
+        let err = scheduler.schedule(&inputs).unwrap_err();
+        assert_eq!(err.field(), Some("steps[1].advance_ms"));
+        // One millisecond less and the last instant is exactly 2^53.
+        let inputs = [
+            input("a", Some(1), None),
+            input("jump", Some(2), Some(MAX_INSTANT_MS - start - 3)),
+            input("b", Some(3), None),
+        ];
+        let schedule = scheduler.schedule(&inputs).unwrap();
+        assert_eq!(start + schedule[2].evaluation_ms, MAX_INSTANT_MS);
     }
 }

@@ -162,14 +162,7 @@ struct TraceDocument<'a> {
 }
 
 fn arena_error(err: &ArenaError) -> CliError {
-    let mut cli = CliError::from_arena(COMMAND, err);
-    if matches!(
-        err,
-        ArenaError::Evaluation { .. } | ArenaError::Output { .. }
-    ) {
-        cli.exit = Exit::Infrastructure;
-    }
-    cli
+    CliError::from_arena(COMMAND, err)
 }
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {

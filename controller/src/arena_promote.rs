@@ -83,14 +83,7 @@ struct PromoteReport<'a> {
 }
 
 fn arena_error(err: &ArenaError) -> CliError {
-    let mut cli = CliError::from_arena(COMMAND, err);
-    if matches!(
-        err,
-        ArenaError::Evaluation { .. } | ArenaError::Output { .. }
-    ) {
-        cli.exit = Exit::Infrastructure;
-    }
-    cli
+    CliError::from_arena(COMMAND, err)
 }
 
 fn output_error(path: &Path, err: &std::io::Error) -> CliError {

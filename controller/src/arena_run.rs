@@ -6,18 +6,21 @@
 //! `target/arena/<scenario-id>/`) and prints the outcome: with `--json` the
 //! `chio.arena.run/v1` document, otherwise a table. Exit 0 when every
 //! expectation held, 1 when one did not (the run stops at the first unless
-//! `--keep-going`), 2 for a refused scenario, 3 for an infrastructure
-//! failure; the bundle is written in every case but the refusal. With
-//! `--junit PATH` a JUnit XML report of the run (`junit`) is written too,
-//! atomically, after the bundle; a report that cannot be written is an
-//! infrastructure failure (`CHIO-REPORT-WRITE`, exit 3). The table's result
-//! column is coloured when the `Palette` says so; JSON never is.
+//! `--keep-going`), 2 for a refused scenario (every refusal `arena validate`
+//! makes too, with the same code), 3 for an infrastructure failure; the
+//! bundle is written in every case but the refusal. A bundle the disk cannot
+//! hold is an infrastructure failure (`CHIO-ARENA-BUNDLE-IO`) that keeps the
+//! previous bundle in `--out` intact. With `--junit PATH` a JUnit XML report
+//! of the run (`junit`) is written too, atomically, after the bundle; a
+//! report that cannot be written is an infrastructure failure
+//! (`CHIO-REPORT-WRITE`, exit 3). The table's result column is coloured when
+//! the `Palette` says so; JSON never is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chio_arena::bundle::Bundle;
-use chio_arena::{load_scenario, Scenario};
+use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
@@ -73,20 +76,16 @@ struct RunReport<'a> {
 }
 
 /// Loads a scenario and everything a run of it needs, or the CLI error.
+/// Everything about the file and its fixtures is checked by the loader, as
+/// `arena validate` checks it, so a run refuses no file validate accepts;
+/// the one exception is a scenario without a world, which validates (the
+/// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let scenario = load_scenario(file).map_err(|e| CliError::from_arena(command, &e))?;
+    let (scenario, bytes) =
+        load_scenario_with_bytes(file).map_err(|e| CliError::from_arena(command, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;
-    let bytes = std::fs::read(file).map_err(|e| {
-        CliError::from_arena(
-            command,
-            &chio_arena::ArenaError::Unreadable {
-                path: file.display().to_string(),
-                reason: e.to_string(),
-            },
-        )
-    })?;
     let inputs = RunInputs::load(&scenario, bytes).map_err(|e| CliError::node(command, &e))?;
     Ok((scenario, inputs))
 }
@@ -237,6 +236,12 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         "ACTUAL".into(),
         "RESULT".into(),
     ]];
+    // The step an infrastructure failure stopped at did not complete.
+    let infrastructure_stop = manifest
+        .stopped
+        .as_ref()
+        .filter(|stop| stop.cause == "infrastructure")
+        .map(|stop| stop.step_id.as_str());
     for s in &manifest.steps {
         rows.push([
             s.step_id.clone(),
@@ -253,6 +258,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
             match s.pass {
                 Some(true) => "pass".into(),
                 Some(false) => "FAIL".into(),
+                None if infrastructure_stop == Some(s.step_id.as_str()) => "ERROR".into(),
                 None => "done".into(),
             },
         ]);
@@ -310,4 +316,79 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         manifest.receipt_root
     ));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chio_arena::bundle::{BundleManifest, StepInputs, StepRecord, StopRecord};
+    use std::collections::BTreeMap;
+
+    fn step(id: &str) -> StepRecord {
+        StepRecord {
+            step_id: id.to_string(),
+            action: "call".to_string(),
+            agent: "solo".to_string(),
+            virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
+            kernel: Some("kernel-a".to_string()),
+            target: Some("workspace/read_file".to_string()),
+            expected: Some("allow".to_string()),
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: None,
+            detail: None,
+            inputs: StepInputs::default(),
+        }
+    }
+
+    // The step an infrastructure failure stopped at shows ERROR, not done, in the table.
+    #[test]
+    fn infrastructure_stop_is_not_shown_as_done() {
+        let scenario = chio_arena::load_scenario(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scenarios/walking_skeleton.toml"),
+        )
+        .unwrap();
+        let manifest = BundleManifest {
+            schema_version: chio_arena::bundle::BUNDLE_SCHEMA.to_string(),
+            determinism: scenario.determinism_witness(),
+            scenario_title: scenario.title().to_string(),
+            scenario_sha256: String::new(),
+            status: "failed".to_string(),
+            stopped: Some(StopRecord {
+                step_id: "read-notes".to_string(),
+                cause: "infrastructure".to_string(),
+                message: "kernel kernel-a stopped before answering".to_string(),
+            }),
+            mismatches: Vec::new(),
+            receipt_root: String::new(),
+            receipt_count: 0,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            steps: vec![step("read-notes")],
+        };
+        let result = RunResult {
+            bundle: Bundle {
+                manifest,
+                receipts: Vec::new(),
+                policies: BTreeMap::new(),
+                inputs: BTreeMap::new(),
+            },
+            status: RunStatus::InfrastructureFailure,
+            failure: None,
+        };
+        let table = render_table(
+            &scenario,
+            &result,
+            Path::new("bundle"),
+            crate::term::Palette::PLAIN,
+        );
+        let row = table.lines().find(|l| l.starts_with("read-notes")).unwrap();
+        assert!(row.ends_with("ERROR"), "{table}");
+        assert!(table.contains("result: infrastructure failure"), "{table}");
+    }
 }

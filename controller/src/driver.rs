@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use chio_arena::bundle::{
     Bundle, BundleManifest, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
 };
+use chio_arena::fixtures::normalized_folder;
 use chio_arena::scenario::StepExpectation;
 use chio_arena::{Action, Scenario};
 use chio_kernel::canonical::to_canonical_string;
@@ -103,15 +104,15 @@ pub struct RunInputs {
 }
 
 impl RunInputs {
-    /// Reads the scenario's bytes and fixtures from disk.
+    /// Gathers the scenario's bytes and the fixtures its loader read; each
+    /// fixture folder is recorded under its normalised path (`./a/` as `a`).
     pub fn load(scenario: &Scenario, scenario_bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
         let fixtures = FixtureSet::load(scenario)?;
         let mut files = BTreeMap::new();
         files.insert(SCENARIO_INPUT.to_string(), scenario_bytes.clone());
         for server in &scenario.file().servers {
-            if let (Some(rel), Some(seeded)) = (&server.fixtures, fixtures.servers.get(&server.id))
-            {
-                let rel = rel.trim_end_matches('/');
+            let folder = server.fixtures.as_deref().and_then(normalized_folder);
+            if let (Some(rel), Some(seeded)) = (folder, fixtures.servers.get(&server.id)) {
                 for (path, content) in seeded {
                     files.insert(format!("{rel}/{path}"), content.as_bytes().to_vec());
                 }

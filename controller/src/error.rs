@@ -36,6 +36,7 @@ pub const CLI_ERROR_CODES: &[&str] = &[
     "CHIO-EVAL-UNKNOWN-FIELD",
     "CHIO-EVAL-INVALID-FIELD",
     "CHIO-EVAL-MISSING-CLOCK",
+    "CHIO-EVAL-OUT-OF-RANGE",
     "CHIO-CLI-FLAG-OUT-OF-RANGE",
     "CHIO-REPORT-WRITE",
 ];
@@ -82,11 +83,14 @@ pub struct CliError {
 }
 
 impl CliError {
-    /// Wraps a scenario refusal from the arena crate.
+    /// Wraps an arena error. Whether it is an infrastructure failure (exit 3,
+    /// such as a bundle the disk could not hold) or a refused input (exit 2)
+    /// is decided once, by [`ArenaError::is_infrastructure`].
     pub fn from_arena(command: &'static str, err: &ArenaError) -> Self {
-        let exit = match err {
-            ArenaError::Canonical(_) => Exit::Infrastructure,
-            _ => Exit::InvalidInput,
+        let exit = if err.is_infrastructure() {
+            Exit::Infrastructure
+        } else {
+            Exit::InvalidInput
         };
         Self {
             code: err.code().to_string(),

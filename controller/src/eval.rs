@@ -8,7 +8,9 @@
 //! tools did not run; a failing one answers `deny` with its reason. Nothing
 //! is dispatched or persisted. The command reads no clock: the envelope's
 //! override or `--now-unix-secs` supplies it, and an envelope with neither is
-//! refused. Exit 0 for any answer, 2 for a malformed envelope.
+//! refused. Every integer of the envelope (and the flag's clock) must be at
+//! most 2^53 in magnitude, so the answer prints exactly; a larger one is a
+//! named refusal. Exit 0 for any answer, 2 for a malformed envelope.
 
 use std::io::{Read, Write};
 
@@ -28,6 +30,7 @@ fn envelope_error(err: &EnvelopeError) -> CliError {
         EnvelopeError::UnknownField { .. } => "CHIO-EVAL-UNKNOWN-FIELD",
         EnvelopeError::InvalidField { .. } => "CHIO-EVAL-INVALID-FIELD",
         EnvelopeError::MissingClock => "CHIO-EVAL-MISSING-CLOCK",
+        EnvelopeError::OutOfRange { .. } => "CHIO-EVAL-OUT-OF-RANGE",
     };
     let text = err.to_string();
     let (message, help) = match text.split_once("; ") {
@@ -85,13 +88,36 @@ fn readable(answer: &PortableAnswer) -> String {
     text
 }
 
+/// The largest clock `--now-unix-secs` takes: the answer prints it as
+/// canonical JSON, which holds integers up to 2^53 exactly.
+pub const MAX_NOW_UNIX_SECS: u64 = 1 << 53;
+
+/// Refuses a `--now-unix-secs` the answer could not print, before anything is read.
+fn check_now_flag(now_unix_secs: Option<u64>) -> Result<(), CliError> {
+    match now_unix_secs {
+        Some(now) if now > MAX_NOW_UNIX_SECS => Err(CliError {
+            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
+            command: COMMAND,
+            message: "--now-unix-secs must be at most 9007199254740992 (2^53)".to_string(),
+            help: "pass a clock of at most 2^53 Unix seconds".to_string(),
+            exit: Exit::InvalidInput,
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Runs the command, printing to `out`.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    check_now_flag(args.now_unix_secs)?;
     let bytes = read_input(args)?;
     let answer =
         evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
     let text = if args.json {
-        format!("{}\n", answer.to_canonical_json())
+        // The envelope's integers were range-checked, so this signals a bug.
+        let json = answer
+            .to_canonical_json()
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+        format!("{json}\n")
     } else {
         readable(&answer)
     };

@@ -273,3 +273,76 @@ fn diff_names_first_step_and_input() {
     assert_eq!(report["drifts"][0]["step_id"], "run-tests");
     assert_eq!(report["drifts"][0]["changed_inputs"][0], "invocation");
 }
+
+/// Runs `chio ARGS` in `dir` with a 512-byte file size limit, so any file
+/// larger than that fails to write (`EFBIG`) as on a full disk; unlike a
+/// read-only folder, the limit holds for root too.
+fn chio_on_a_full_disk(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -f 1 && trap '' XFSZ && exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_chio"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("sh runs")
+}
+
+// A bundle the disk cannot hold exits 3 with CHIO-ARENA-BUNDLE-IO, keeps the previous bundle byte for byte and leaves no partial folder.
+#[test]
+fn full_disk_exits_3_and_keeps_the_previous_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage(tmp.path(), "walking_skeleton");
+    let path = scenario.to_str().unwrap().to_string();
+    let args = ["arena", "run", path.as_str(), "--out", "bundle"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let before = tree(&tmp.path().join("bundle"));
+    // The next run would write another bundle: its title changed.
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    std::fs::write(
+        &scenario,
+        text.replacen("title = \"", "title = \"again: ", 1),
+    )
+    .unwrap();
+    let listing = util::entries(tmp.path());
+    let output = chio_on_a_full_disk(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("error[CHIO-ARENA-BUNDLE-IO]"), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", explain(&args, &output));
+    assert_eq!(tree(&tmp.path().join("bundle")), before);
+    assert_eq!(
+        util::entries(tmp.path()),
+        listing,
+        "a partial folder was left"
+    );
+}
+
+// An --out whose parent is a file fails as infrastructure (exit 3); an --out that is a file is refused as input (exit 2).
+#[test]
+fn out_under_a_file_is_an_io_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("file"), b"not a folder").unwrap();
+    let file = repo_path("scenarios/walking_skeleton.toml");
+    let args = [
+        "arena",
+        "run",
+        file.to_str().unwrap(),
+        "--out",
+        "file/bundle",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("error[CHIO-ARENA-BUNDLE-IO]"));
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "file"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("error[CHIO-ARENA-BUNDLE]"));
+    assert_eq!(
+        std::fs::read(tmp.path().join("file")).unwrap(),
+        b"not a folder"
+    );
+}

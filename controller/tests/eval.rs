@@ -129,3 +129,71 @@ fn malformed_envelopes_are_typed_errors() {
         );
     }
 }
+
+// A clock override above 2^53 with --json is refused with exit 2 and CHIO-EVAL-OUT-OF-RANGE naming the field, never a panic; so is --now-unix-secs above 2^53.
+#[test]
+fn clock_beyond_two_to_the_53_is_refused() {
+    let mut envelope: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    envelope["clock_override_unix_secs"] = Value::from(9_007_199_254_740_993u64);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("e.json");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = ["eval", file.to_str().unwrap(), "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "error[CHIO-EVAL-OUT-OF-RANGE]: eval: envelope field clock_override_unix_secs "
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("9007199254740993"), "{stderr}");
+    assert!(output.stdout.is_empty());
+
+    envelope
+        .as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = [
+        "eval",
+        file.to_str().unwrap(),
+        "--json",
+        "--now-unix-secs",
+        "18446744073709551615",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[CHIO-CLI-FLAG-OUT-OF-RANGE]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--now-unix-secs"), "{stderr}");
+}
+
+// A malformed field deep in the capability is named by its full path, and the value it holds is never printed.
+#[test]
+fn capability_errors_name_the_path_not_the_value() {
+    let mut envelope: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    envelope["capability"]["scope"][0]["tools"] = serde_json::json!("leaked-value-4f9a");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("e.json");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = ["eval", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-EVAL-INVALID-FIELD]: eval: envelope field capability.scope[0].tools is invalid: expected an array"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("leaked-value-4f9a"), "{stderr}");
+}

@@ -40,8 +40,11 @@ pub fn to_canonical_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Can
 /// Serialises any `Serialize` value to a canonical JSON string.
 pub fn to_canonical_string<T: Serialize + ?Sized>(value: &T) -> Result<String, CanonicalError> {
     let bytes = to_canonical_vec(value)?;
-    // The writer below only ever emits valid UTF-8.
-    Ok(String::from_utf8(bytes).expect("canonical JSON is UTF-8"))
+    // The writer below only ever emits valid UTF-8; a failure would be a bug
+    // in it, reported rather than panicking on the caller's data.
+    String::from_utf8(bytes).map_err(|_| {
+        CanonicalError::Serialize("the canonical writer produced non-UTF-8 bytes".into())
+    })
 }
 
 /// Serialises a JSON tree to canonical bytes.
@@ -49,6 +52,38 @@ pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(128);
     write_value(value, &mut out)?;
     Ok(out)
+}
+
+/// The path of the first integer in `value` that has no exact canonical
+/// form (beyond 2^53 in magnitude), if any: `root` for `value` itself, then
+/// `.key` and `[index]` segments below it (`root` empty starts at the first
+/// key). Input boundaries call this to refuse such a value with an error
+/// naming the field, instead of failing later when it is printed.
+pub fn first_inexact_integer(value: &Value, root: &str) -> Option<String> {
+    match value {
+        Value::Number(n) => {
+            let beyond = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u > MAX_EXACT_INTEGER,
+                (None, Some(i)) => i.unsigned_abs() > MAX_EXACT_INTEGER,
+                // A float: finite, since a JSON tree holds no other.
+                (None, None) => false,
+            };
+            beyond.then(|| root.to_string())
+        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| first_inexact_integer(item, &format!("{root}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(key, item)| {
+            let path = if root.is_empty() {
+                key.clone()
+            } else {
+                format!("{root}.{key}")
+            };
+            first_inexact_integer(item, &path)
+        }),
+        Value::Null | Value::Bool(_) | Value::String(_) => None,
+    }
 }
 
 fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
@@ -144,11 +179,12 @@ pub fn format_es_number(f: f64) -> Result<String, CanonicalError> {
     // Rust's `{:e}` prints the shortest digit string that round-trips,
     // which is the digit string ECMAScript requires.
     let sci = format!("{:e}", f.abs());
-    let (mantissa, exponent) = sci
-        .split_once('e')
-        .expect("LowerExp always has an exponent");
+    // LowerExp always writes `<digits>e<exponent>`; anything else is refused
+    // rather than panicking on the caller's number.
+    let unexpected = || CanonicalError::Serialize("unexpected float formatting".to_string());
+    let (mantissa, exponent) = sci.split_once('e').ok_or_else(unexpected)?;
     let shortest: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let exp: i32 = exponent.parse().expect("LowerExp exponent is an integer");
+    let exp: i32 = exponent.parse().map_err(|_| unexpected())?;
     let digits = closest_digits(f.abs(), &shortest, exp);
     let k = digits.len() as i32;
     // n is the position of the decimal point relative to the digit string.
@@ -197,8 +233,10 @@ fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
     let k = shortest.len();
     // 1,100 fractional digits in scientific form hold any double exactly.
     let exact = format!("{:.1100e}", f);
-    let (mantissa, exact_exp) = exact.split_once('e').expect("LowerExp has an exponent");
-    if exact_exp.parse::<i32>().ok() != Some(exp) {
+    let Some((mantissa, exact_exp)) = exact.split_once('e') else {
+        return shortest.to_string();
+    };
+    if exact_exp.parse::<i32>().ok() != Some(exp) || mantissa.len() <= k {
         return shortest.to_string();
     }
     let all: Vec<u8> = mantissa
@@ -368,5 +406,20 @@ mod tests {
             proptest::prop_assert_eq!(back["f"].as_f64().unwrap(), f);
             proptest::prop_assert_eq!(canonical_bytes(&back).unwrap(), bytes);
         }
+    }
+
+    // The first integer beyond 2^53 in magnitude is named by its path; floats and 2^53 itself pass.
+    #[test]
+    fn inexact_integers_are_located() {
+        let ok = serde_json::json!({"a": [1, -9007199254740992i64, 9007199254740992u64, 1e300]});
+        assert_eq!(first_inexact_integer(&ok, "doc"), None);
+        let big = serde_json::json!({"a": [1, {"b": 9007199254740993u64}]});
+        assert_eq!(
+            first_inexact_integer(&big, "doc").as_deref(),
+            Some("doc.a[1].b")
+        );
+        assert_eq!(first_inexact_integer(&big, "").as_deref(), Some("a[1].b"));
+        let low = serde_json::json!(-9007199254740993i64);
+        assert_eq!(first_inexact_integer(&low, "n").as_deref(), Some("n"));
     }
 }

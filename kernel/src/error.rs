@@ -130,7 +130,7 @@ pub enum EnvelopeError {
     /// The bytes are not JSON at all.
     #[error("envelope is not valid JSON: {detail}; pass one JSON object")]
     NotJson {
-        /// The parser's complaint (position and kind).
+        /// The parser's complaint (kind and position, never the input).
         detail: String,
     },
     /// The JSON is not an object.
@@ -148,15 +148,24 @@ pub enum EnvelopeError {
         /// Dotted path of the field.
         field: String,
     },
-    /// A field of the wrong JSON type or shape.
+    /// A field of the wrong JSON type or shape, or (anywhere inside
+    /// `capability`) a token that does not parse.
     #[error("envelope field {field} is invalid: {detail}")]
     InvalidField {
-        /// Dotted path of the field.
+        /// Dotted path of the field, with `[i]` for array elements.
         field: String,
-        /// What was expected.
+        /// What was expected; never the value found.
         detail: String,
     },
     /// No clock in the envelope and none supplied by the caller.
     #[error("envelope has no clock_override_unix_secs and the caller supplied no clock; add clock_override_unix_secs")]
     MissingClock,
+    /// An integer beyond 2^53 in magnitude: canonical JSON (the answer, a
+    /// signature's bytes) cannot print it exactly. The value is not echoed.
+    #[error("envelope field {field} is outside -2^53..=2^53 and has no exact canonical JSON form; use an integer of at most 9007199254740992 in magnitude")]
+    OutOfRange {
+        /// Path of the integer, such as `clock_override_unix_secs` or
+        /// `capability.delegation_chain[0].timestamp_ms`.
+        field: String,
+    },
 }

@@ -29,7 +29,7 @@ fn fixture() -> Value {
 
 fn answer(envelope: &Value) -> Value {
     let a = evaluate_envelope(envelope.to_string().as_bytes()).expect("well-formed envelope");
-    serde_json::from_str(&a.to_canonical_json()).unwrap()
+    serde_json::from_str(&a.to_canonical_json().unwrap()).unwrap()
 }
 
 // The stored fixture is exactly what the generator produces (set CHIO_REGENERATE_FIXTURES=1 to rewrite it).
@@ -424,5 +424,203 @@ proptest! {
             _ => env["capability"]["signature"] = v,
         }
         let _ = evaluate_envelope(env.to_string().as_bytes());
+    }
+}
+
+/// A delegation link object of the right shape, for envelopes that carry a chain.
+fn link(timestamp_ms: Value, signature: Value) -> Value {
+    json!({
+        "schema": "chio.delegation/v1",
+        "parent_id": "cap-portable-fixture",
+        "child_id": "child",
+        "delegator": "a",
+        "delegatee": "b",
+        "attenuation": {
+            "scope": [], "not_before": 0, "expires_at": 0,
+            "max_invocations": null, "share_bps": 0
+        },
+        "timestamp_ms": timestamp_ms,
+        "signature": signature
+    })
+}
+
+/// What an envelope error prints, as the CLI shows it.
+fn printed(err: &EnvelopeError) -> String {
+    format!("{err} {err:?}")
+}
+
+// A clock above 2^53, in the envelope or from the caller, is a named out-of-range error instead of an answer that cannot print; 2^53 itself prints.
+#[test]
+fn clock_beyond_two_to_the_53_is_refused() {
+    let mut env = fixture();
+    env["clock_override_unix_secs"] = json!((1u64 << 53) + 1);
+    assert_eq!(
+        evaluate_envelope(env.to_string().as_bytes()).unwrap_err(),
+        EnvelopeError::OutOfRange {
+            field: "clock_override_unix_secs".into()
+        }
+    );
+    env["clock_override_unix_secs"] = json!(1u64 << 53);
+    let a = evaluate_envelope(env.to_string().as_bytes()).unwrap();
+    assert!(a.to_canonical_json().unwrap().contains("9007199254740992"));
+    env.as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
+    assert_eq!(
+        evaluate_envelope_at(env.to_string().as_bytes(), Some(u64::MAX)).unwrap_err(),
+        EnvelopeError::OutOfRange {
+            field: "now_unix_secs".into()
+        }
+    );
+}
+
+// An integer beyond 2^53 anywhere in the envelope is refused naming its full path: in the arguments, in the token, deep in its delegation chain.
+#[test]
+fn integers_beyond_two_to_the_53_name_their_path() {
+    let cases: Vec<(Mutation, &str)> = vec![
+        (
+            Box::new(|e| e["request"]["arguments"]["n"] = json!([1, -(1i64 << 53) - 1])),
+            "request.arguments.n[1]",
+        ),
+        (
+            Box::new(|e| e["capability"]["not_before"] = json!(u64::MAX)),
+            "capability.not_before",
+        ),
+        (
+            Box::new(|e| {
+                e["capability"]["delegation_chain"] = json!([
+                    link(json!(1), json!("s")),
+                    link(json!((1u64 << 53) + 1), json!("s"))
+                ])
+            }),
+            "capability.delegation_chain[1].timestamp_ms",
+        ),
+    ];
+    for (mutate, field) in cases {
+        let mut env = fixture();
+        mutate(&mut env);
+        assert_eq!(
+            parse_envelope(env.to_string().as_bytes()).unwrap_err(),
+            EnvelopeError::OutOfRange {
+                field: field.into()
+            }
+        );
+    }
+}
+
+// Errors name the full field path, inside the capability too, and never echo the refused value.
+#[test]
+fn errors_name_full_paths_without_values() {
+    const MARKER: &str = "zq9-refused-value";
+    let cases: Vec<(Mutation, EnvelopeError)> = vec![
+        (
+            Box::new(|e| {
+                e["capability"]["delegation_chain"] = json!([
+                    link(json!(1), json!("s")),
+                    link(json!(2), json!("s")),
+                    link(json!(3), json!([MARKER]))
+                ])
+            }),
+            EnvelopeError::InvalidField {
+                field: "capability.delegation_chain[2].signature".into(),
+                detail: "expected a string".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["capability"]["not_before"] = json!(MARKER)),
+            EnvelopeError::InvalidField {
+                field: "capability.not_before".into(),
+                detail: "expected a non-negative integer".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["capability"]["share_bps"] = json!(1u64 << 40)),
+            EnvelopeError::InvalidField {
+                field: "capability.share_bps".into(),
+                detail: "expected a non-negative integer below 2^32".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["capability"]["scope"][0]["bogus"] = json!(MARKER)),
+            EnvelopeError::InvalidField {
+                field: "capability.scope[0].bogus".into(),
+                detail: "not part of the capability format; remove it".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["capability"]["scope"][0] = json!(["srv-files", ["file_read"]])),
+            EnvelopeError::InvalidField {
+                field: "capability.scope[0]".into(),
+                detail: "expected an object".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["request"] = json!([MARKER, "s", "t", "a", {}])),
+            EnvelopeError::InvalidField {
+                field: "request".into(),
+                detail: "expected an object".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["request"]["tool"] = json!(MARKER.len())),
+            EnvelopeError::InvalidField {
+                field: "request.tool".into(),
+                detail: "expected a string".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["request"]["arguments"] = json!(MARKER)),
+            EnvelopeError::InvalidField {
+                field: "request.arguments".into(),
+                detail: "expected an object".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["trusted_issuers_hex"] = json!([MARKER])),
+            EnvelopeError::InvalidField {
+                field: "trusted_issuers_hex[0]".into(),
+                detail: "expected 64 lowercase hex characters of an Ed25519 public key".into(),
+            },
+        ),
+        (
+            Box::new(|e| e["clock_override_unix_secs"] = json!(MARKER)),
+            EnvelopeError::InvalidField {
+                field: "clock_override_unix_secs".into(),
+                detail: "expected a non-negative integer of Unix seconds".into(),
+            },
+        ),
+    ];
+    for (i, (mutate, expected)) in cases.into_iter().enumerate() {
+        let mut env = fixture();
+        mutate(&mut env);
+        let err = parse_envelope(env.to_string().as_bytes()).unwrap_err();
+        assert_eq!(err, expected, "case {i}");
+        assert!(!printed(&err).contains(MARKER), "case {i} echoes: {err}");
+    }
+    let err = parse_envelope(format!("{{\"{MARKER}\": tru}}").as_bytes()).unwrap_err();
+    assert!(matches!(err, EnvelopeError::NotJson { .. }), "{err:?}");
+    assert!(!printed(&err).contains(MARKER), "{err}");
+}
+
+proptest! {
+    // Whatever string replaces an envelope field, an error never quotes it.
+    #[test]
+    fn errors_never_echo_the_value(field in 0usize..9, text in "[a-z]{6}-[0-9]{6}") {
+        let mut env = fixture();
+        let v = json!(text);
+        match field {
+            0 => env["request"] = v,
+            1 => env["capability"] = v,
+            2 => env["trusted_issuers_hex"] = json!([text]),
+            3 => env["clock_override_unix_secs"] = v,
+            4 => env["request"]["arguments"] = v,
+            5 => env["capability"]["scope"] = v,
+            6 => env["capability"]["expires_at"] = v,
+            7 => env["capability"]["delegation_chain"] = json!([{"schema": text}]),
+            _ => env["capability"]["root"] = v,
+        }
+        if let Err(err) = evaluate_envelope(env.to_string().as_bytes()) {
+            prop_assert!(!printed(&err).contains(&text), "{}", err);
+        }
     }
 }

@@ -10,7 +10,6 @@
 //! at run time; the actors in `actors` act on what it resolves.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use chio_arena::model::ServerDecl;
 use chio_arena::{Scenario, ServerKind};
@@ -44,56 +43,16 @@ pub struct FixtureSet {
 }
 
 impl FixtureSet {
-    /// Reads every workspace server's fixture folder next to the scenario.
+    /// The fixture files of every workspace server, exactly as the scenario
+    /// loader read and checked them (confined to the scenario's folder, UTF-8
+    /// text): nothing is read from disk again, so a run seeds the bytes that
+    /// were validated and cannot fail on them. The `Result` is kept for
+    /// callers; it is always `Ok`.
     pub fn load(scenario: &Scenario) -> Result<FixtureSet, NodeError> {
-        let mut servers = BTreeMap::new();
-        for server in &scenario.file().servers {
-            if let Some(dir) = scenario.fixture_dir(server) {
-                let mut files = BTreeMap::new();
-                read_tree(&dir, &dir, &mut files)?;
-                servers.insert(server.id.clone(), files);
-            }
-        }
-        Ok(FixtureSet { servers })
+        Ok(FixtureSet {
+            servers: scenario.fixtures().clone(),
+        })
     }
-}
-
-fn read_tree(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) -> Result<(), NodeError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| NodeError::Fixture {
-        path: dir.display().to_string(),
-        cause: e.to_string(),
-    })?;
-    let mut paths: Vec<_> = entries
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| NodeError::Fixture {
-            path: dir.display().to_string(),
-            cause: e.to_string(),
-        })?;
-    // Directory order is the filesystem's; sort so nothing depends on it.
-    paths.sort();
-    for path in paths {
-        if path.is_dir() {
-            read_tree(root, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|e| NodeError::Fixture {
-                    path: path.display().to_string(),
-                    cause: e.to_string(),
-                })?
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            let content = std::fs::read_to_string(&path).map_err(|e| NodeError::Fixture {
-                path: path.display().to_string(),
-                cause: format!("{e}; fixtures must be UTF-8 text"),
-            })?;
-            out.insert(rel, content);
-        }
-    }
-    Ok(())
 }
 
 /// A kernel as the world places it.

@@ -200,6 +200,7 @@ pub fn read_ledger(bytes: &[u8], name: &str) -> Result<Ledger, ExperimentError> 
         reason,
     };
     let value: Value = serde_json::from_slice(bytes).map_err(|e| syntax(e.to_string()))?;
+    exact_integers(&value, syntax)?;
     if let Some(rows) = value.get("rows").and_then(Value::as_array) {
         for (i, row) in rows.iter().enumerate() {
             let Some(object) = row.as_object() else {
@@ -221,6 +222,21 @@ pub fn read_ledger(bytes: &[u8], name: &str) -> Result<Ledger, ExperimentError> 
         )));
     }
     Ok(ledger)
+}
+
+/// Refuses a document holding an integer canonical JSON cannot print
+/// exactly, naming its field, so it is refused as input (exit 2) when read
+/// rather than failing when the ledger is written back.
+fn exact_integers(
+    value: &Value,
+    syntax: impl Fn(String) -> ExperimentError,
+) -> Result<(), ExperimentError> {
+    match chio_kernel::canonical::first_inexact_integer(value, "") {
+        Some(field) => Err(syntax(format!(
+            "{field} is an integer outside -2^53..=2^53, which canonical JSON cannot print exactly"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The ledger as canonical JSON with a final newline.
@@ -458,6 +474,7 @@ fn read_record(
         reason,
     };
     let value: Value = serde_json::from_slice(&record.bytes).map_err(|e| syntax(e.to_string()))?;
+    exact_integers(&value, syntax)?;
     let schema = get_str(&value, "schema_version").unwrap_or_default();
     let (record_kind, record_evidence) = match schema {
         RUN_RECORD => (TaskKind::Scenario, Evidence::Fresh),
@@ -696,4 +713,19 @@ pub fn import(
     }
     check_ledger(campaign, &next)?;
     Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A ledger holding an integer beyond 2^53 is refused when read, naming the field, instead of failing when written back.
+    #[test]
+    fn inexact_integers_are_refused_on_read() {
+        let err =
+            read_ledger(br#"{"rows": [{"calls": 9007199254740993}]}"#, "ledger.json").unwrap_err();
+        assert_eq!(err.code(), "CHIO-EXPERIMENT-SYNTAX");
+        assert!(err.summary().contains("rows[0].calls"), "{}", err.summary());
+        assert!(!err.is_infrastructure());
+    }
 }
