@@ -25,6 +25,7 @@
 //! - [`witness`] holds [`DeterminismWitness`];
 //! - [`error`] holds [`ArenaError`] and its codes.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod adversary;
 pub mod bundle;

@@ -27,6 +27,7 @@
 //! - [`harness`] runs every scenario of a folder as a `cargo test` test;
 //! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod arena_evolve;
 pub mod arena_matrix;

@@ -6,6 +6,8 @@
 //!
 //! Module map: everything lives in the `chio_controller` library.
 
+#![forbid(unsafe_code)]
+
 use std::io::IsTerminal;
 use std::process::ExitCode;
 

@@ -100,6 +100,7 @@
 //! - [`portable`]: portable evaluation and its JSON envelope.
 //! - [`error`]: the crate's errors.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod canonical;
 pub mod credentials;

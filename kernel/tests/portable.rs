@@ -436,7 +436,7 @@ fn link(timestamp_ms: Value, signature: Value) -> Value {
         "delegator": "a",
         "delegatee": "b",
         "attenuation": {
-            "scope": [], "not_before": 0, "expires_at": 0,
+            "scope": [], "not_before_ms": 0, "expires_at_ms": 0,
             "max_invocations": null, "share_bps": 0
         },
         "timestamp_ms": timestamp_ms,
@@ -483,8 +483,8 @@ fn integers_beyond_two_to_the_53_name_their_path() {
             "request.arguments.n[1]",
         ),
         (
-            Box::new(|e| e["capability"]["not_before"] = json!(u64::MAX)),
-            "capability.not_before",
+            Box::new(|e| e["capability"]["not_before_ms"] = json!(u64::MAX)),
+            "capability.not_before_ms",
         ),
         (
             Box::new(|e| {
@@ -527,9 +527,9 @@ fn errors_name_full_paths_without_values() {
             },
         ),
         (
-            Box::new(|e| e["capability"]["not_before"] = json!(MARKER)),
+            Box::new(|e| e["capability"]["not_before_ms"] = json!(MARKER)),
             EnvelopeError::InvalidField {
-                field: "capability.not_before".into(),
+                field: "capability.not_before_ms".into(),
                 detail: "expected a non-negative integer".into(),
             },
         ),
@@ -615,7 +615,7 @@ proptest! {
             3 => env["clock_override_unix_secs"] = v,
             4 => env["request"]["arguments"] = v,
             5 => env["capability"]["scope"] = v,
-            6 => env["capability"]["expires_at"] = v,
+            6 => env["capability"]["expires_at_ms"] = v,
             7 => env["capability"]["delegation_chain"] = json!([{"schema": text}]),
             _ => env["capability"]["root"] = v,
         }

@@ -27,6 +27,7 @@
 //! - [`daemon`]: running a node as a process (`chio node serve`);
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod actors;
 pub mod client;

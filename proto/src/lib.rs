@@ -13,6 +13,7 @@
 //! - [`bench::v1`]: `Echo`, the bare unary round trip the distributed
 //!   benchmark compares a scheduled step with.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 /// The trust-control protocols.
 pub mod trust {

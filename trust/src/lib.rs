@@ -15,6 +15,7 @@
 //! - [`daemon`]: running the service as the `chio-trust` process;
 //! - [`error`]: [`TrustError`], the one error type.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod client;
 pub mod daemon;

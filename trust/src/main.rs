@@ -8,6 +8,8 @@
 //!
 //! Module map: everything lives in the `chio_trust` library; see `daemon::run`.
 
+#![forbid(unsafe_code)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;

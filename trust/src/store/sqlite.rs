@@ -300,11 +300,13 @@ impl Writer {
         if let Some(error) = &failure {
             tracing::error!(%error, jobs = size, "batch not committed; every job answered with the error");
         }
+        // Count before answering, so a caller that has its answer sees the
+        // batch in the writer's statistics.
+        self.counters.batches.fetch_add(1, Ordering::Relaxed);
+        self.counters.jobs.fetch_add(size, Ordering::Relaxed);
         for settle in settled {
             settle(failure.as_ref());
         }
-        self.counters.batches.fetch_add(1, Ordering::Relaxed);
-        self.counters.jobs.fetch_add(size, Ordering::Relaxed);
     }
 }
 
