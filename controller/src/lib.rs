@@ -6,6 +6,7 @@
 //! [`CliError`] that the binary renders and maps to an exit code.
 //!
 //! Module map:
+//! - [`api`] is the library surface for a user's own tests: load, run, inspect, write, assert;
 //! - [`cli`] holds the clap command tree;
 //! - [`error`] holds [`CliError`], [`Exit`] and the rendering;
 //! - [`arena_validate`] holds `chio arena validate`;
@@ -29,6 +30,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod api;
 pub mod arena_evolve;
 pub mod arena_matrix;
 pub mod arena_promote;
