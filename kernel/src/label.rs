@@ -8,10 +8,22 @@
 //! releases the read's result, so taint reaches delegated work and outlives a
 //! restarted node when the label store is durable. Unknown label names are
 //! refused wherever they enter, never guessed.
+//!
+//! Two moves carry labels between principals without a read, and
+//! [`LabelCarry`] is the one statement of which keys each reads and writes:
+//! a message (the sender's principal labels, plus the label of the output it
+//! forwards, reach the receiver's principal and session) and a delegation
+//! (the delegator's principal labels at the time of delegation are kept
+//! under `delegation/<child id>`, which admission reads for every link of a
+//! presented chain).
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::stores::LabelStore;
 
 /// A classification level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -67,15 +79,121 @@ pub enum LabelKey {
     Principal(String),
     /// Everything read under one root capability, across delegations.
     Lineage(String),
+    /// What the delegator of one delegation link held when it delegated,
+    /// keyed by the link's child capability id.
+    Delegation(String),
 }
 
 impl LabelKey {
-    /// The key as stores persist it: `session/<id>`, `principal/<id>`, `lineage/<id>`.
+    /// The key as stores persist it: `session/<id>`, `principal/<id>`,
+    /// `lineage/<id>`, `delegation/<id>`.
     pub fn as_key(&self) -> String {
         match self {
             LabelKey::Session(id) => format!("session/{id}"),
             LabelKey::Principal(id) => format!("principal/{id}"),
             LabelKey::Lineage(id) => format!("lineage/{id}"),
+            LabelKey::Delegation(id) => format!("delegation/{id}"),
         }
+    }
+}
+
+/// The label every delegation record holds besides the delegator's own, so
+/// that admission can tell a link recorded at delegation (never empty) from
+/// a link signed outside the run, which has no record. `public` never
+/// exceeds any clearance, so the floor changes no verdict.
+pub const DELEGATION_RECORD_FLOOR: Label = Label::Public;
+
+/// One move of labels between retained keys: the union of the labels held
+/// under `from`, plus `extra`, is joined into every key of `into`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelCarry {
+    /// Keys whose labels are carried.
+    pub from: Vec<LabelKey>,
+    /// Labels carried besides those read (already known level names).
+    pub extra: Vec<String>,
+    /// Keys the labels are joined into.
+    pub into: Vec<LabelKey>,
+}
+
+impl LabelCarry {
+    /// A message from `sender` to `receiver`: the sender's principal labels
+    /// (a tainted sender taints what it says) and the label of the output it
+    /// forwards, if any, reach the receiver's principal and its session.
+    pub fn message(
+        sender: &str,
+        receiver: &str,
+        receiver_session: &str,
+        output_label: Option<&str>,
+    ) -> Self {
+        LabelCarry {
+            from: vec![LabelKey::Principal(sender.to_string())],
+            extra: output_label.map(str::to_string).into_iter().collect(),
+            into: vec![
+                LabelKey::Principal(receiver.to_string()),
+                LabelKey::Session(receiver_session.to_string()),
+            ],
+        }
+    }
+
+    /// A delegation by `delegator` creating `child_id`: the delegator's
+    /// principal labels at this moment, with [`DELEGATION_RECORD_FLOOR`],
+    /// are kept under `delegation/<child_id>`.
+    pub fn delegation(delegator: &str, child_id: &str) -> Self {
+        LabelCarry {
+            from: vec![LabelKey::Principal(delegator.to_string())],
+            extra: vec![DELEGATION_RECORD_FLOOR.as_str().to_string()],
+            into: vec![LabelKey::Delegation(child_id.to_string())],
+        }
+    }
+
+    /// The keys read, as stores persist them.
+    pub fn from_keys(&self) -> Vec<String> {
+        self.from.iter().map(LabelKey::as_key).collect()
+    }
+
+    /// The keys written, as stores persist them.
+    pub fn into_keys(&self) -> Vec<String> {
+        self.into.iter().map(LabelKey::as_key).collect()
+    }
+
+    /// The labels to join, given what the `from` keys hold.
+    pub fn carried(&self, read: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+        read.into_iter().chain(self.extra.iter().cloned()).collect()
+    }
+
+    /// The labels of `carried` a step reports: a delegation record's floor
+    /// is bookkeeping, not something the delegator held.
+    pub fn reported(&self, carried: &BTreeSet<String>) -> Vec<String> {
+        let record = self
+            .into
+            .iter()
+            .any(|k| matches!(k, LabelKey::Delegation(_)));
+        carried
+            .iter()
+            .filter(|l| !(record && l.as_str() == DELEGATION_RECORD_FLOOR.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Applies the move to a synchronous store and answers the labels
+    /// joined. An unknown label name is refused before anything is written.
+    pub fn apply(&self, store: &mut dyn LabelStore) -> Result<BTreeSet<String>, StoreError> {
+        let mut read = Vec::new();
+        for key in self.from_keys() {
+            read.extend(store.read(&key)?);
+        }
+        let carried = self.carried(read);
+        if let Some(unknown) = carried.iter().find(|l| Label::parse(l).is_none()) {
+            return Err(StoreError::Refused {
+                store: crate::error::StoreName::Label,
+                detail: format!("label {unknown:?} is not a known level; nothing was carried"),
+            });
+        }
+        for key in self.into_keys() {
+            for label in &carried {
+                store.join(&key, label)?;
+            }
+        }
+        Ok(carried)
     }
 }
