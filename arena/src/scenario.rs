@@ -17,7 +17,8 @@
 //!    built by the kernel's guard builder), grants, budgets;
 //! 7. steps: per-action keys, references, then the schedule, walked in
 //!    execution order to check that each delegation hands on a capability
-//!    its agent holds at that point and to resolve each call's capability;
+//!    its agent holds at that point and to resolve each call's capability,
+//!    and that each message forwards an earlier call step of its sender;
 //! 8. adversaries.
 //!
 //! A scenario without a world (no nodes, kernels, servers, grants or agent

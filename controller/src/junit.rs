@@ -131,6 +131,9 @@ fn step_detail(step: &StepRecord) -> String {
             lines.push(format!("{key}: {value}"));
         }
     }
+    if let Some(labels) = &step.labels {
+        lines.push(format!("labels: {}", labels.join(", ")));
+    }
     let mut text = lines.join("\n");
     text.push('\n');
     text

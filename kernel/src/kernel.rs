@@ -17,7 +17,8 @@
 //!    by lineage, principal and request id; released on any later deny;
 //! 6. guards in pipeline order (observe-mode answers are recorded, not
 //!    enforced), reading the labels retained under the session, the
-//!    principal and the lineage; PendingApproval stops here;
+//!    principal, the lineage and the delegation record of every link of the
+//!    chain (see [`crate::label::LabelCarry`]); PendingApproval stops here;
 //! 7. admit delegated sibling shares, root side first: the only step that
 //!    mutates shared allocation, so a call refused earlier consumes none.
 //!
@@ -33,6 +34,10 @@
 //! the receipt store; the deny's own receipt is then attempted once and the
 //! decision says whether it was recorded. [`Kernel::abort`] is the deny for
 //! a failed dispatch, and [`Kernel::evaluate`] chains the three.
+//!
+//! Every decision carries a [`DecisionTrace`] built along the way: the
+//! stages reached, the label keys, budget keys and journal entries read,
+//! and each guard's answer, so a recorded verdict can be explained.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -197,3 +197,40 @@ impl LabelCarry {
         Ok(carried)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stores::InMemoryLabels;
+
+    // A delegation record holds the delegator's labels and the floor; the step reports only the delegator's.
+    #[test]
+    fn a_delegation_record_keeps_the_floor_out_of_the_report() {
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", "internal").unwrap();
+        let carry = LabelCarry::delegation("alice", "bob-files");
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["internal"]);
+        let record = store.read("delegation/bob-files").unwrap();
+        assert_eq!(
+            record.into_iter().collect::<Vec<_>>(),
+            ["internal", "public"]
+        );
+    }
+
+    // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.
+    #[test]
+    fn a_message_reaches_principal_and_session() {
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", "confidential").unwrap();
+        let carry = LabelCarry::message("alice", "bob", "bob", Some("internal"));
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["confidential", "internal"]);
+        for key in ["principal/bob", "session/bob"] {
+            assert_eq!(store.read(key).unwrap().len(), 2, "{key}");
+        }
+        let bad = LabelCarry::message("alice", "carol", "carol", Some("classified"));
+        assert!(bad.apply(&mut store).is_err());
+        assert!(store.read("principal/carol").unwrap().is_empty());
+    }
+}
