@@ -11,6 +11,7 @@ mod processes;
 use std::path::Path;
 
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::label::delegation_record_id;
 use chio_kernel::token::{
     Attenuation, CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA,
 };
@@ -1013,10 +1014,12 @@ fn taint_reaches_other_nodes_through_messages_and_delegations() {
     // The labels live in trust-control, under the run's namespace.
     let _entered = rt.enter();
     let trust = cluster.trust_client(TRUST_TOKEN);
+    let link = delegated.token.delegation_chain.last().unwrap();
+    let record = format!("delegation/{}", delegation_record_id(link).unwrap());
     let keys: Vec<String> = [
         "principal/bob",
         "session/bob",
-        "delegation/erin-blog",
+        record.as_str(),
         "principal/carol",
     ]
     .iter()

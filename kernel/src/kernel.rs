@@ -50,7 +50,7 @@ use crate::guards::{
     Guard, GuardContext, GuardMode, GuardNeeds, GuardSpec, GuardVerdict, OutputVerdict,
 };
 use crate::keys::{parse_public_key_hex, public_key_hex};
-use crate::label::{Label, LabelKey};
+use crate::label::{delegation_record_id, Label, LabelKey};
 use crate::ledger::seen_request_key;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
@@ -566,13 +566,15 @@ impl Kernel {
     /// The session, the principal and the lineage are read (a fresh session
     /// id of the caller's choosing washes neither the principal nor the
     /// lineage), and the delegation record of every link of the presented
-    /// chain: what each delegator held when it delegated. A link with no
-    /// record was signed outside the run (a record always holds at least
-    /// [`crate::label::DELEGATION_RECORD_FLOOR`]); for it the delegator's
-    /// principal labels are read now instead, which holds everything it
-    /// held then, so a hand-made link carries no less taint than a recorded
-    /// one. The guards see a link's labels under its `delegation/<id>` key
-    /// either way.
+    /// chain: what each delegator held when it delegated, kept under the
+    /// link's own digest ([`crate::label::delegation_record_id`]). A link
+    /// with no record was signed outside the run (a record always holds at
+    /// least [`crate::label::DELEGATION_RECORD_FLOOR`]); for it the
+    /// delegator's principal labels are read now instead, which holds
+    /// everything it held then, so a hand-made link carries no less taint
+    /// than a recorded one. The guards see a link's labels under
+    /// `delegation/<child id>` either way, so reasons stay readable; the
+    /// trace names the keys actually read.
     fn read_labels(
         &self,
         request: &ToolCallRequest,
@@ -600,8 +602,11 @@ impl Kernel {
             }
         }
         for link in &request.capability.delegation_chain {
-            let key = LabelKey::Delegation(link.child_id.clone()).as_key();
-            let mut set = read(key.clone())?;
+            let key = format!("delegation/{}", link.child_id);
+            let mut set = match delegation_record_id(link) {
+                Some(record) => read(LabelKey::Delegation(record).as_key())?,
+                None => BTreeSet::new(),
+            };
             if set.is_empty() {
                 let delegator = self
                     .agent_keys

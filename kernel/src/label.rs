@@ -14,16 +14,19 @@
 //! a message (the sender's principal labels, plus the label of the output it
 //! forwards, reach the receiver's principal and session) and a delegation
 //! (the delegator's principal labels at the time of delegation are kept
-//! under `delegation/<child id>`, which admission reads for every link of a
-//! presented chain).
+//! under `delegation/<child id>/<link digest>`, which admission reads for
+//! every link of a presented chain; see [`delegation_record_id`]).
 
 use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
+use crate::canonical::canonical_bytes;
 use crate::error::StoreError;
 use crate::stores::LabelStore;
+use crate::token::DelegationLink;
 
 /// A classification level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -80,7 +83,7 @@ pub enum LabelKey {
     /// Everything read under one root capability, across delegations.
     Lineage(String),
     /// What the delegator of one delegation link held when it delegated,
-    /// keyed by the link's child capability id.
+    /// keyed by [`delegation_record_id`] of the link.
     Delegation(String),
 }
 
@@ -102,6 +105,20 @@ impl LabelKey {
 /// a link signed outside the run, which has no record. `public` never
 /// exceeds any clearance, so the floor changes no verdict.
 pub const DELEGATION_RECORD_FLOOR: Label = Label::Public;
+
+/// The id a delegation link's record is kept under: the child capability
+/// id, a slash, and the first 32 hex digits of the SHA-256 of the signed
+/// link's canonical JSON. The child id keeps the key readable; the digest
+/// ties the record to this very link, so a link signed outside the run that
+/// reuses the child id of a clean record (its own earlier one, or another
+/// delegator's) finds no record and falls back to its delegator's labels.
+/// `None` only for a link with no canonical form, which verification
+/// already refuses.
+pub fn delegation_record_id(link: &DelegationLink) -> Option<String> {
+    let value = serde_json::to_value(link).ok()?;
+    let digest = Sha256::digest(canonical_bytes(&value).ok()?);
+    Some(format!("{}/{}", link.child_id, &hex::encode(digest)[..32]))
+}
 
 /// One move of labels between retained keys: the union of the labels held
 /// under `from`, plus `extra`, is joined into every key of `into`.
@@ -135,15 +152,22 @@ impl LabelCarry {
         }
     }
 
-    /// A delegation by `delegator` creating `child_id`: the delegator's
+    /// A delegation by `delegator` signing `link`: the delegator's
     /// principal labels at this moment, with [`DELEGATION_RECORD_FLOOR`],
-    /// are kept under `delegation/<child_id>`.
-    pub fn delegation(delegator: &str, child_id: &str) -> Self {
-        LabelCarry {
+    /// are kept under the link's record ([`delegation_record_id`]).
+    pub fn delegation(delegator: &str, link: &DelegationLink) -> Result<Self, StoreError> {
+        let record = delegation_record_id(link).ok_or_else(|| StoreError::Refused {
+            store: crate::error::StoreName::Label,
+            detail: format!(
+                "delegation link {} has no canonical form; nothing was recorded",
+                link.child_id
+            ),
+        })?;
+        Ok(LabelCarry {
             from: vec![LabelKey::Principal(delegator.to_string())],
             extra: vec![DELEGATION_RECORD_FLOOR.as_str().to_string()],
-            into: vec![LabelKey::Delegation(child_id.to_string())],
-        }
+            into: vec![LabelKey::Delegation(record)],
+        })
     }
 
     /// The keys read, as stores persist them.
@@ -203,15 +227,38 @@ mod tests {
     use super::*;
     use crate::stores::InMemoryLabels;
 
-    // A delegation record holds the delegator's labels and the floor; the step reports only the delegator's.
+    fn link(child_id: &str, timestamp_ms: u64) -> DelegationLink {
+        DelegationLink {
+            schema: crate::token::DELEGATION_SCHEMA.to_string(),
+            parent_id: "alice-files".to_string(),
+            child_id: child_id.to_string(),
+            delegator: "aa".repeat(32),
+            delegatee: "bb".repeat(32),
+            attenuation: crate::token::GrantState {
+                scope: Vec::new(),
+                not_before_ms: 0,
+                expires_at_ms: 1,
+                max_invocations: None,
+                share_bps: 10_000,
+            },
+            timestamp_ms,
+            signature: "cc".repeat(64),
+        }
+    }
+
+    // A delegation record holds the delegator's labels and the floor under the link's own id; the step reports only the delegator's.
     #[test]
     fn a_delegation_record_keeps_the_floor_out_of_the_report() {
         let mut store = InMemoryLabels::default();
         store.join("principal/alice", "internal").unwrap();
-        let carry = LabelCarry::delegation("alice", "bob-files");
+        let first = link("bob-files", 1);
+        let id = delegation_record_id(&first).unwrap();
+        assert!(id.starts_with("bob-files/") && id.len() == "bob-files/".len() + 32);
+        assert_ne!(id, delegation_record_id(&link("bob-files", 2)).unwrap());
+        let carry = LabelCarry::delegation("alice", &first).unwrap();
         let carried = carry.apply(&mut store).unwrap();
         assert_eq!(carry.reported(&carried), ["internal"]);
-        let record = store.read("delegation/bob-files").unwrap();
+        let record = store.read(&format!("delegation/{id}")).unwrap();
         assert_eq!(
             record.into_iter().collect::<Vec<_>>(),
             ["internal", "public"]

@@ -9,7 +9,7 @@ mod util;
 use std::collections::BTreeMap;
 
 use chio_kernel::guards::GuardKind;
-use chio_kernel::label::LabelCarry;
+use chio_kernel::label::{delegation_record_id, LabelCarry};
 use chio_kernel::token::{Attenuation, CapabilityToken, ScopeGrant};
 use chio_kernel::{Kernel, Verdict};
 use serde_json::json;
@@ -83,6 +83,19 @@ fn bob_posts(k: &mut Kernel, cap: &CapabilityToken, id: &str) -> chio_kernel::De
     )
 }
 
+/// The label move that records alice's delegation of `child`.
+fn record_of(child: &CapabilityToken) -> LabelCarry {
+    LabelCarry::delegation("alice", child.delegation_chain.last().unwrap()).unwrap()
+}
+
+/// The label key `child`'s record is kept under.
+fn record_key(child: &CapabilityToken) -> String {
+    format!(
+        "delegation/{}",
+        delegation_record_id(child.delegation_chain.last().unwrap()).unwrap()
+    )
+}
+
 fn record(k: &mut Kernel, carry: LabelCarry) -> Vec<String> {
     let carried = carry.apply(&mut *k.stores_mut().labels).unwrap();
     carry.reported(&carried)
@@ -95,7 +108,7 @@ fn delegation_record_carries_the_delegators_labels() {
     let mut k = flow_kernel(true);
     alice_reads_internal(&mut k, &read);
     let child = delegate_post(&post);
-    let kept = record(&mut k, LabelCarry::delegation("alice", "bob-post"));
+    let kept = record(&mut k, record_of(&child));
     assert_eq!(kept, ["internal"]);
     let d = bob_posts(&mut k, &child, "bob-1");
     assert_eq!(d.verdict, Verdict::Deny);
@@ -104,7 +117,7 @@ fn delegation_record_carries_the_delegators_labels() {
         Some("information flow: retained label internal (delegation/bob-post) exceeds the clearance public of server publish")
     );
     assert_eq!(
-        d.trace.label_keys.get("delegation/bob-post"),
+        d.trace.label_keys.get(&record_key(&child)),
         Some(&vec!["internal".to_string(), "public".to_string()])
     );
     assert_eq!(d.trace.label_keys.get("principal/bob"), Some(&Vec::new()));
@@ -117,10 +130,10 @@ fn the_relaxation_ignores_delegation_records() {
     let mut k = flow_kernel(false);
     alice_reads_internal(&mut k, &read);
     let child = delegate_post(&post);
-    record(&mut k, LabelCarry::delegation("alice", "bob-post"));
+    record(&mut k, record_of(&child));
     let d = bob_posts(&mut k, &child, "bob-1");
     assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
-    assert!(d.trace.label_keys.contains_key("delegation/bob-post"));
+    assert!(d.trace.label_keys.contains_key(&record_key(&child)));
 }
 
 // A link signed outside the run has no record, so admission reads its delegator's principal labels now: it carries no less taint.
@@ -141,7 +154,7 @@ fn a_link_without_a_record_falls_back_to_the_delegator() {
         d.reason
     );
     assert_eq!(
-        d.trace.label_keys.get("delegation/bob-post"),
+        d.trace.label_keys.get(&record_key(&child)),
         Some(&Vec::new())
     );
     assert_eq!(
@@ -156,10 +169,41 @@ fn the_record_is_taken_at_the_time_of_delegation() {
     let (read, post) = alice_caps();
     let mut k = flow_kernel(true);
     let child = delegate_post(&post);
-    assert!(record(&mut k, LabelCarry::delegation("alice", "bob-post")).is_empty());
+    assert!(record(&mut k, record_of(&child)).is_empty());
     alice_reads_internal(&mut k, &read);
     let d = bob_posts(&mut k, &child, "bob-1");
     assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
+}
+
+// A link signed outside the run that reuses the child id of a clean record finds no record of its own, so it carries its delegator's labels.
+#[test]
+fn a_reused_child_id_does_not_borrow_a_clean_record() {
+    let (read, post) = alice_caps();
+    let mut k = flow_kernel(true);
+    let clean = delegate_post(&post);
+    assert!(record(&mut k, record_of(&clean)).is_empty());
+    alice_reads_internal(&mut k, &read);
+    // Tainted now, alice signs another link with the same child id by hand.
+    let forged = post
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &Attenuation::default(),
+            "bob-post",
+            NOW_MS + 5,
+        )
+        .unwrap();
+    assert_eq!(bob_posts(&mut k, &clean, "bob-0").verdict, Verdict::Allow);
+    let d = bob_posts(&mut k, &forged, "bob-1");
+    assert_eq!(d.verdict, Verdict::Deny);
+    assert!(
+        d.reason
+            .as_deref()
+            .unwrap()
+            .contains("(delegation/bob-post)"),
+        "{:?}",
+        d.reason
+    );
 }
 
 // A message from a tainted sender joins its labels into the receiver's principal and session, so the receiver's own post is refused.

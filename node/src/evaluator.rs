@@ -286,8 +286,12 @@ impl<'w> Instance<'w> {
                     .map_err(failure)?;
                 // What the delegator holds is recorded for the child, as a
                 // node records it (chio_kernel::label::LabelCarry).
-                LabelCarry::delegation(agent, &child.id)
-                    .apply(&mut self.trust.clone())
+                let link = child
+                    .delegation_chain
+                    .last()
+                    .ok_or_else(|| failure(format!("delegation {} carries no link", child.id)))?;
+                LabelCarry::delegation(agent, link)
+                    .and_then(|carry| carry.apply(&mut self.trust.clone()))
                     .map_err(failure)?;
                 self.ledger
                     .insert(delegate.delegation.clone(), (delegate.to.clone(), child));

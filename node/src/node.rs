@@ -266,7 +266,12 @@ impl Node {
                 command.now_ms,
             )
             .await?;
-        let carry = LabelCarry::delegation(&command.agent, &child.id);
+        let link = child
+            .delegation_chain
+            .last()
+            .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
+        let carry = LabelCarry::delegation(&command.agent, link)
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
         let carried = self.authority.carry_labels(carry.clone()).await?;
         self.mux.hand_over(&command.to, child.clone()).await?;
         Ok(DelegateOutcome {
