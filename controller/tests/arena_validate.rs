@@ -137,9 +137,9 @@ fn schedule_listing_aligns_long_ids() {
         &scenarios.join("fixtures"),
     );
     let text = std::fs::read_to_string(repo_path("scenarios/deny_reasons.toml")).unwrap();
-    let long = "helper-revokes-the-operators-grant-and-is-refused-for-want-of-authority";
+    let long = "deputy-revokes-the-operators-grant-and-is-refused-for-want-of-authority";
     let edited = text.replace(
-        "id = \"helper-revokes-operator\"",
+        "id = \"deputy-revokes-operator\"",
         &format!("id = \"{long}\""),
     );
     assert_ne!(edited, text);
