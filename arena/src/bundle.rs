@@ -127,9 +127,22 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass: Option<bool>,
     /// For a delegation: the SHA-256 of the child token; for a revocation:
-    /// the id revoked; for an advance: the milliseconds added.
+    /// the id revoked; for a message: the SHA-256 of the canonical content;
+    /// for an advance: the milliseconds added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The part of the reason the step expects (`expect_reason`), so a
+    /// reader sees what was asserted besides the verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_reason: Option<String>,
+    /// For a message: the labels joined into the receiver; for a
+    /// delegation: the delegator's labels recorded for the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<Vec<String>>,
+    /// For a call: what the kernel's decision read and how each stage
+    /// answered (`chio arena explain` prints it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<chio_kernel::trace::DecisionTrace>,
     /// Fingerprints of the step's inputs.
     pub inputs: StepInputs,
 }
@@ -541,6 +554,9 @@ mod tests {
             recorded: Some(true),
             pass: Some(actual == "allow"),
             detail: None,
+            expected_reason: None,
+            labels: None,
+            trace: None,
             inputs: StepInputs {
                 invocation: "i".to_string(),
                 evaluator: evaluator.to_string(),

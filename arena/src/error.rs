@@ -198,7 +198,22 @@ pub enum ArenaError {
         /// The missing section or key.
         field: String,
     },
-    /// A delegate or revoke step in a scenario without a world.
+    /// A runner was given a scenario that declares no world, so none of its
+    /// steps can be dispatched.
+    NoWorld {
+        /// How many steps the scenario schedules.
+        steps: usize,
+    },
+    /// A message's `from_step` is not an earlier call step of its sender.
+    MessageSource {
+        /// Path of the `from_step` key.
+        field: String,
+        /// The step it names.
+        step: String,
+        /// Which condition fails.
+        reason: &'static str,
+    },
+    /// A delegate, revoke or message step in a scenario without a world.
     WorldRequired {
         /// Path of the step's `action`.
         field: String,
@@ -373,6 +388,8 @@ pub const ERROR_CODES: &[&str] = &[
     "CHIO-ARENA-OUTPUT",
     "CHIO-ARENA-PROMOTE-GATE",
     "CHIO-ARENA-UNKNOWN-STEP",
+    "CHIO-SCENARIO-NO-WORLD",
+    "CHIO-SCENARIO-MESSAGE-SOURCE",
 ];
 
 impl ArenaError {
@@ -408,6 +425,8 @@ impl ArenaError {
             Self::InlineSecret { .. } => "CHIO-SCENARIO-INLINE-SECRET",
             Self::IncompleteWorld { .. } => "CHIO-SCENARIO-INCOMPLETE-WORLD",
             Self::WorldRequired { .. } => "CHIO-SCENARIO-WORLD-REQUIRED",
+            Self::NoWorld { .. } => "CHIO-SCENARIO-NO-WORLD",
+            Self::MessageSource { .. } => "CHIO-SCENARIO-MESSAGE-SOURCE",
             Self::KeyNotAllowed { .. } => "CHIO-SCENARIO-KEY-NOT-ALLOWED",
             Self::MissingExpectVerdict { .. } => "CHIO-SCENARIO-MISSING-EXPECT-VERDICT",
             Self::ExpectVerdictNotCall { .. } => "CHIO-SCENARIO-EXPECT-VERDICT-NOT-CALL",
@@ -470,6 +489,7 @@ impl ArenaError {
             | Self::InlineSecret { field, .. }
             | Self::IncompleteWorld { field }
             | Self::WorldRequired { field, .. }
+            | Self::MessageSource { field, .. }
             | Self::KeyNotAllowed { field, .. }
             | Self::MissingExpectVerdict { field }
             | Self::ExpectVerdictNotCall { field, .. }
@@ -484,7 +504,8 @@ impl ArenaError {
             | Self::Evaluation { .. }
             | Self::Output { .. }
             | Self::PromotionGate { .. }
-            | Self::UnknownStep { .. } => None,
+            | Self::UnknownStep { .. }
+            | Self::NoWorld { .. } => None,
             Self::EmptyAgents => Some("agents"),
             Self::EmptySteps => Some("steps"),
             Self::SingleAgentScheduler { .. } => Some("determinism.scheduler"),
@@ -584,6 +605,16 @@ impl ArenaError {
             Self::WorldRequired { field, action } => {
                 format!("{action} step at {field} needs a world")
             }
+            Self::NoWorld { steps } => format!(
+                "the scenario declares no world (no [[nodes]], [[kernels]], [[servers]], [[grants]] or agent kernel), so none of its {steps} step(s) can be dispatched"
+            ),
+            Self::MessageSource {
+                field,
+                step,
+                reason,
+            } => format!(
+                "{field} names step {step:?}, which a message cannot forward: {reason}"
+            ),
             Self::KeyNotAllowed { field, context } => {
                 format!("key {field} does not apply here ({context})")
             }
@@ -702,6 +733,12 @@ impl ArenaError {
             }
             Self::WorldRequired { .. } => {
                 "declare the world (nodes, kernels, servers, grants) or remove the step".into()
+            }
+            Self::NoWorld { .. } => {
+                "add [[nodes]], [[kernels]] (each with a node), [[servers]] (each with a kernel), [[grants]] for the calls, and kernel = \"...\" on every agent; chio arena validate checks the scenario as it is".into()
+            }
+            Self::MessageSource { .. } => {
+                "name an earlier call step of the message's own agent, or send literal content".into()
             }
             Self::KeyNotAllowed { .. } => "remove the key".into(),
             Self::MissingExpectVerdict { .. } => {

@@ -48,8 +48,8 @@ pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes, Action,
-    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, RevokeAction, Scenario, ServerKind,
-    SCENARIO_SCHEMA_VERSION,
+    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction, RevokeAction,
+    Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

@@ -190,7 +190,7 @@ pub struct StepDecl {
     pub id: String,
     /// The acting agent.
     pub agent: String,
-    /// `call` (default), `delegate`, `revoke` or `advance`.
+    /// `call` (default), `delegate`, `revoke`, `message` or `advance`.
     pub action: Option<String>,
     /// Call: the server called.
     pub server: Option<String>,
@@ -204,7 +204,7 @@ pub struct StepDecl {
     pub capability: Option<String>,
     /// Any action: virtual offset in milliseconds from the clock start.
     pub at: Option<u64>,
-    /// Delegate: the receiving agent.
+    /// Delegate and message: the receiving agent.
     pub to: Option<String>,
     /// Delegate: the id of the new capability.
     pub delegation: Option<String>,
@@ -229,6 +229,15 @@ pub struct StepDecl {
     pub expect: Option<String>,
     /// Advance: milliseconds the clock moves for all later actions.
     pub advance_ms: Option<u64>,
+    /// Message: literal text the sender says to the receiver.
+    pub content: Option<String>,
+    /// Message: the id of an earlier call step of the sender whose output
+    /// is forwarded (its label travels with it).
+    pub from_step: Option<String>,
+    /// Call, delegate and revoke: a substring the kernel's reason (or the
+    /// refusal reason) must contain; a mismatch stops the run like an
+    /// unexpected verdict.
+    pub expect_reason: Option<String>,
 }
 
 /// `[[adversaries]]`.

@@ -20,7 +20,8 @@
 //!    guard builder), grants, budgets;
 //! 7. steps: per-action keys, references, then the schedule, walked in
 //!    execution order to check that each delegation hands on a capability
-//!    its agent holds at that point and to resolve each call's capability;
+//!    its agent holds at that point and to resolve each call's capability,
+//!    and that each message forwards an earlier call step of its sender;
 //! 8. adversaries.
 //!
 //! A scenario without a world (no nodes, kernels, servers, grants or agent
@@ -250,6 +251,21 @@ pub struct RevokeAction {
     pub expect: StepExpectation,
 }
 
+/// Content one agent sends another. The receiver's principal and session
+/// take the join of the content's labels: what the sender's principal holds
+/// when it sends, plus the label of a forwarded output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageAction {
+    /// The receiving agent.
+    pub to: String,
+    /// Literal text, when the message says something of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The earlier call step of the sender whose output is forwarded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_step: Option<String>,
+}
+
 /// A move of the virtual clock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AdvanceAction {
@@ -267,6 +283,8 @@ pub enum Action {
     Delegate(DelegateAction),
     /// A revocation.
     Revoke(RevokeAction),
+    /// A message from the step's agent to another agent.
+    Message(MessageAction),
     /// A clock advance.
     Advance(AdvanceAction),
 }
@@ -340,17 +358,26 @@ impl Scenario {
         self.has_world
     }
 
-    /// Refuses a scenario without a world, naming the sections to add; a
-    /// runner calls this before dispatching anything.
+    /// Refuses a scenario without a world, saying that no step can be
+    /// dispatched and naming the keys to add; a runner calls this before
+    /// dispatching or writing anything.
     pub fn require_world(&self) -> Result<(), ArenaError> {
         if self.has_world {
             Ok(())
         } else {
-            Err(ArenaError::IncompleteWorld {
-                field: "[[nodes]], [[kernels]], [[servers]], [[grants]] and each agent's kernel"
-                    .to_string(),
+            Err(ArenaError::NoWorld {
+                steps: self.file.steps.len(),
             })
         }
+    }
+
+    /// The substring a step's reason must contain (`expect_reason`), by
+    /// declaration index.
+    pub fn expect_reason(&self, step_index: usize) -> Option<&str> {
+        self.file
+            .steps
+            .get(step_index)
+            .and_then(|s| s.expect_reason.as_deref())
     }
 
     /// One typed action per step, in declaration order.
@@ -818,6 +845,7 @@ impl Validator<'_> {
             .with_start_ms(start_ms)
             .schedule(&inputs)?;
         let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
+        self.messages(&actions, &schedule)?;
         self.adversaries()?;
         Ok(Resolved {
             scheduler,
@@ -1219,15 +1247,19 @@ impl Validator<'_> {
                 "expect",
             ],
             "revoke" => &["target", "by", "expect"],
+            "message" => &["to", "content", "from_step"],
             "advance" => &["advance_ms"],
             other => {
                 return Err(ArenaError::UnsupportedValue {
                     field: at("action"),
                     value: other.to_string(),
-                    allowed: "call, delegate, revoke, advance",
+                    allowed: "call, delegate, revoke, message, advance",
                 })
             }
         };
+        // A reason is what a call, a delegation or a revocation answers;
+        // messages and advances have none to compare.
+        let takes_reason = matches!(action, "call" | "delegate" | "revoke");
         if action != "call" {
             if step.expect_verdict.is_some() {
                 return Err(ArenaError::ExpectVerdictNotCall {
@@ -1235,7 +1267,7 @@ impl Validator<'_> {
                     action: action.to_string(),
                 });
             }
-            if !has_world && matches!(action, "delegate" | "revoke") {
+            if !has_world && matches!(action, "delegate" | "revoke" | "message") {
                 return Err(ArenaError::WorldRequired {
                     field: at("action"),
                     action: action.to_string(),
@@ -1259,15 +1291,22 @@ impl Validator<'_> {
             ("by", step.by.is_some()),
             ("expect", step.expect.is_some()),
             ("advance_ms", step.advance_ms.is_some()),
+            ("content", step.content.is_some()),
+            ("from_step", step.from_step.is_some()),
+            (
+                "expect_reason",
+                step.expect_reason.is_some() && !takes_reason,
+            ),
         ];
         for (key, is_present) in present {
             if is_present && !allowed.contains(&key) {
                 return Err(ArenaError::KeyNotAllowed {
                     field: at(key),
                     context: match action {
-                        "call" => "a call step takes server, tool, arguments, expect_verdict, capability and at",
-                        "delegate" => "a delegate step takes capability, to, delegation, its attenuations, expect and at",
-                        "revoke" => "a revoke step takes target, by, expect and at",
+                        "call" => "a call step takes server, tool, arguments, expect_verdict, capability, expect_reason and at",
+                        "delegate" => "a delegate step takes capability, to, delegation, its attenuations, expect, expect_reason and at",
+                        "revoke" => "a revoke step takes target, by, expect, expect_reason and at",
+                        "message" => "a message step takes to, content or from_step, and at",
                         _ => "an advance step takes advance_ms and at",
                     },
                 });
@@ -1278,6 +1317,12 @@ impl Validator<'_> {
                 .clone()
                 .ok_or_else(|| ArenaError::MissingKey { field: at(key) })
         };
+        if step.expect_reason.as_deref() == Some("") {
+            return Err(ArenaError::OutOfRange {
+                field: at("expect_reason"),
+                rule: "expect_reason is a non-empty part of the expected reason",
+            });
+        }
         let expect = match step.expect.as_deref() {
             None => StepExpectation::Done,
             Some(text) => {
@@ -1365,6 +1410,30 @@ impl Validator<'_> {
                     target,
                     by_authority,
                     expect,
+                }))
+            }
+            "message" => {
+                let to = required(&step.to, "to")?;
+                resolve(agents, "agent", &to, || at("to"))?;
+                match (&step.content, &step.from_step) {
+                    (Some(_), Some(_)) => {
+                        return Err(ArenaError::KeyNotAllowed {
+                            field: at("from_step"),
+                            context: "a message carries either content or from_step, not both",
+                        })
+                    }
+                    (None, None) => {
+                        return Err(ArenaError::MissingKey {
+                            field: at("content"),
+                        })
+                    }
+                    (None, Some(source)) => check_id(source, at("from_step"))?,
+                    (Some(_), None) => {}
+                }
+                Ok(Action::Message(MessageAction {
+                    to,
+                    content: step.content.clone(),
+                    from_step: step.from_step.clone(),
                 }))
             }
             _ => {
@@ -1476,10 +1545,56 @@ impl Validator<'_> {
                         }
                     }
                 },
-                Action::Revoke(_) | Action::Advance(_) => {}
+                Action::Revoke(_) | Action::Message(_) | Action::Advance(_) => {}
             }
         }
         Ok(actions)
+    }
+
+    /// A message forwards the output of an earlier call step of its own
+    /// sender, ordered before it in execution order; anything else would
+    /// forward what the sender never received.
+    fn messages(&self, actions: &[Action], schedule: &[ScheduledAction]) -> Result<(), ArenaError> {
+        let f = self.file;
+        let position: BTreeMap<usize, usize> = schedule
+            .iter()
+            .enumerate()
+            .map(|(order, entry)| (entry.step_index, order))
+            .collect();
+        for (i, action) in actions.iter().enumerate() {
+            let Action::Message(MessageAction {
+                from_step: Some(source),
+                ..
+            }) = action
+            else {
+                continue;
+            };
+            let field = format!("steps[{i}].from_step");
+            let Some(j) = f.steps.iter().position(|s| s.id == *source) else {
+                return Err(ArenaError::UndeclaredReference {
+                    kind: "step",
+                    id: source.clone(),
+                    field,
+                });
+            };
+            let reason = if !matches!(actions[j], Action::Call(_)) {
+                Some("it is not a call step")
+            } else if f.steps[j].agent != f.steps[i].agent {
+                Some("it is another agent's step")
+            } else if position.get(&j) >= position.get(&i) {
+                Some("it is not ordered before the message")
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                return Err(ArenaError::MessageSource {
+                    field,
+                    step: source.clone(),
+                    reason,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn adversaries(&self) -> Result<(), ArenaError> {

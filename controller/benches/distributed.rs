@@ -29,10 +29,11 @@ use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule, Dispatcher, RunStatus};
 use chio_controller::local_cluster::LocalCluster;
 use chio_controller::topology::{fresh_run_id, GrpcTopology};
-use chio_kernel::token::CapabilityToken;
 use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
-use chio_node::{CallCommand, DelegateCommand, World};
+use chio_node::{
+    CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, World,
+};
 use chio_proto::bench::v1::echo_client::EchoClient;
 use chio_proto::bench::v1::echo_server::{Echo, EchoServer};
 use chio_proto::bench::v1::EchoMessage;
@@ -85,12 +86,16 @@ impl Dispatcher for Timed<'_> {
         })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
         self.inner.delegate(node, command)
     }
 
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
         self.inner.revoke(node, target, at_ms)
+    }
+
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        self.inner.message(node, command)
     }
 }
 

@@ -24,7 +24,7 @@ use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
 use crate::error::{CliError, Exit};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -33,6 +33,9 @@ const COMMAND: &str = "arena run";
 
 /// The schema of the `--json` document.
 pub const RUN_SCHEMA_VERSION: &str = "chio.arena.run/v1";
+
+/// The code of a run stopped by a reason that lacks its `expect_reason`.
+pub const UNEXPECTED_REASON_CODE: &str = "CHIO-ARENA-UNEXPECTED-REASON";
 
 /// One step of the outcome.
 #[derive(Debug, Serialize)]
@@ -50,6 +53,10 @@ struct OutcomeStep<'a> {
     pass: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expected_reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    labels: Option<&'a [String]>,
 }
 
 #[derive(Debug, Serialize)]
@@ -147,6 +154,15 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
         RunStatus::Passed => Ok(()),
         RunStatus::Stopped => {
             let stop = manifest.stopped.as_ref();
+            if stop.is_some_and(|s| s.cause == UNEXPECTED_REASON) {
+                return Err(CliError {
+                    code: UNEXPECTED_REASON_CODE.to_string(),
+                    command,
+                    message: stop.map(|s| s.message.clone()).unwrap_or_default(),
+                    help: "fix the policy or the step's expect_reason (a part of the reason, matched case-sensitively); chio arena explain BUNDLE STEP shows what the decision read, and --keep-going runs the remaining steps".to_string(),
+                    exit: Exit::ExpectationFailed,
+                });
+            }
             Err(CliError {
                 code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
                 command,
@@ -155,17 +171,31 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
                 exit: Exit::ExpectationFailed,
             })
         }
-        RunStatus::Failed => Err(CliError {
-            code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
-            command,
-            message: format!(
-                "{} step(s) answered other than expected: {}",
-                manifest.mismatches.len(),
-                manifest.mismatches.join(", ")
-            ),
-            help: "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle".to_string(),
-            exit: Exit::ExpectationFailed,
-        }),
+        RunStatus::Failed => {
+            // Only reasons missed when every mismatched step has the
+            // expected verdict (or outcome).
+            let only_reasons = manifest
+                .steps
+                .iter()
+                .filter(|s| manifest.mismatches.contains(&s.step_id))
+                .all(|s| s.expected == s.actual);
+            let (code, help) = if only_reasons {
+                (UNEXPECTED_REASON_CODE, "fix the policy or the steps' expect_reason; each step's reason is in the bundle")
+            } else {
+                ("CHIO-ARENA-UNEXPECTED-VERDICT", "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle")
+            };
+            Err(CliError {
+                code: code.to_string(),
+                command,
+                message: format!(
+                    "{} step(s) answered other than expected: {}",
+                    manifest.mismatches.len(),
+                    manifest.mismatches.join(", ")
+                ),
+                help: help.to_string(),
+                exit: Exit::ExpectationFailed,
+            })
+        }
         RunStatus::InfrastructureFailure => Err(CliError::infrastructure(
             command,
             result
@@ -174,7 +204,11 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
                 .map(|f| {
                     format!(
                         "run stopped at step {}: {f}",
-                        manifest.stopped.as_ref().map(|s| s.step_id.as_str()).unwrap_or("?")
+                        manifest
+                            .stopped
+                            .as_ref()
+                            .map(|s| s.step_id.as_str())
+                            .unwrap_or("?")
                     )
                 })
                 .unwrap_or_default(),
@@ -205,6 +239,8 @@ fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
                 actual: s.actual.as_deref(),
                 pass: s.pass,
                 reason: s.reason.as_deref(),
+                expected_reason: s.expected_reason.as_deref(),
+                labels: s.labels.as_deref(),
             })
             .collect(),
     }
@@ -249,6 +285,16 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
             s.agent.clone(),
             match (&s.target, &s.kernel, &s.detail) {
                 (Some(t), Some(k), _) => format!("{t} @ {k}"),
+                (Some(t), None, _) if s.action == "message" => format!(
+                    "to {t} [{}]",
+                    s.labels.as_deref().unwrap_or_default().join(", ")
+                ),
+                (_, _, _) if s.action == "delegate" => match s.labels.as_deref() {
+                    Some(labels) if !labels.is_empty() => {
+                        format!("carries [{}]", labels.join(", "))
+                    }
+                    _ => String::new(),
+                },
                 (_, _, Some(d)) if s.action == "revoke" => d.clone(),
                 (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
                 _ => String::new(),
@@ -286,12 +332,16 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         text.push_str(line.trim_end());
         text.push('\n');
         if n > 0 {
-            if let Some(reason) = &manifest.steps[n - 1].reason {
+            let step = &manifest.steps[n - 1];
+            if let Some(reason) = &step.reason {
                 text.push_str(&format!(
                     "{:indent$}reason: {reason}\n",
                     "",
                     indent = widths[0] + 2
                 ));
+            }
+            if let Some(miss) = crate::driver::reason_mismatch(step) {
+                text.push_str(&format!("{:indent$}{miss}\n", "", indent = widths[0] + 2));
             }
         }
     }
@@ -341,6 +391,9 @@ mod tests {
             recorded: None,
             pass: None,
             detail: None,
+            expected_reason: None,
+            labels: None,
+            trace: None,
             inputs: StepInputs::default(),
         }
     }

@@ -75,6 +75,19 @@ fn summary(scenario: &Scenario) -> String {
         s.push_str(&format!("  {key:<20} {value}\n"));
     }
     s.push_str("schedule (execution order)\n");
+    // Columns as wide as the longest agent and step id, so long ids stay aligned.
+    let agent_width = scenario
+        .schedule()
+        .iter()
+        .map(|e| e.agent_id.chars().count())
+        .max()
+        .unwrap_or(0);
+    let step_width = scenario
+        .schedule()
+        .iter()
+        .map(|e| e.step_id.chars().count())
+        .max()
+        .unwrap_or(0);
     for entry in scenario.schedule() {
         let what = match &scenario.actions()[entry.step_index] {
             Action::Call(c) => format!(
@@ -94,10 +107,18 @@ fn summary(scenario: &Scenario) -> String {
                 format!("delegate {} to {} as {}", d.capability, d.to, d.delegation)
             }
             Action::Revoke(r) => format!("revoke {}", r.target),
+            Action::Message(m) => match (&m.from_step, &m.content) {
+                (Some(source), _) => format!("message {} the output of {source}", m.to),
+                _ => format!("message {} literal content", m.to),
+            },
             Action::Advance(a) => format!("advance {} ms", a.advance_ms),
         };
+        let what = match scenario.expect_reason(entry.step_index) {
+            Some(reason) => format!("{what} (reason contains {reason:?})"),
+            None => what,
+        };
         s.push_str(&format!(
-            "  {}  {:<12} {:<24} {}\n",
+            "  {}  {:<agent_width$}  {:<step_width$}  {}\n",
             clock.format_offset_ms(entry.evaluation_ms),
             entry.agent_id,
             entry.step_id,
@@ -115,7 +136,15 @@ fn summary(scenario: &Scenario) -> String {
             f.guards.len()
         ));
     } else {
-        s.push_str("world: none declared (arena run needs nodes, kernels, servers and grants)\n");
+        // The same words `arena run` refuses this scenario with.
+        if let Err(refusal) = scenario.require_world() {
+            s.push_str(&format!(
+                "world: none declared; arena run refuses this scenario ({}): {}\n  {}\n",
+                refusal.code(),
+                refusal.summary(),
+                refusal.help()
+            ));
+        }
     }
     s
 }

@@ -88,6 +88,8 @@ pub enum ArenaCommand {
     Replay(ReplayArgs),
     /// Name the first step where two bundles differ and the input that changed.
     Diff(DiffArgs),
+    /// Print what one step of a bundle read and how each pipeline stage answered.
+    Explain(crate::arena_explain::ExplainArgs),
     /// Run a policy matrix and write its synthesis with bootstrap verdicts.
     Matrix(crate::arena_matrix::MatrixArgs),
     /// Co-evolve the scenario's adversary populations against the real kernel.

@@ -9,8 +9,11 @@
 //! and only then send the next. One action in flight at a time is what
 //! makes the run replayable whatever the topology: concurrency inside a node
 //! never reaches an output. A call whose verdict differs from its
-//! expectation stops the run unless `keep_going`; an infrastructure failure
-//! always stops it. Either way the bundle keeps every receipt so far.
+//! expectation, or whose reason lacks the step's `expect_reason`, stops the
+//! run unless `keep_going`; an infrastructure failure always stops it.
+//! Either way the bundle keeps every receipt so far. Each call's record
+//! carries the kernel's decision trace (what the decision read, stage by
+//! stage), each message and delegation the labels it carried.
 //!
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`].
@@ -30,7 +33,10 @@ use chio_kernel::revocation::check_revocation_authority;
 use chio_kernel::token::CapabilityToken;
 use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
-use chio_node::{CallCommand, DelegateCommand, EmbeddedTopology, FixtureSet, NodeError, World};
+use chio_node::{
+    CallCommand, DelegateCommand, DelegateOutcome, EmbeddedTopology, FixtureSet, MessageCommand,
+    MessageOutcome, NodeError, World,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -43,10 +49,13 @@ pub const EVALUATOR_VERSION: &str = concat!("chio-kernel/", env!("CARGO_PKG_VERS
 pub trait Dispatcher: Send + Sync {
     /// Runs a call on `node`.
     fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome>;
-    /// Runs a delegation on `node`, returning the child token.
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken>;
+    /// Runs a delegation on `node`, returning the child token and the
+    /// labels recorded for it.
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome>;
     /// Runs a revocation on `node`.
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()>;
+    /// Sends a message from an agent hosted on `node`.
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome>;
 }
 
 impl Dispatcher for EmbeddedTopology {
@@ -55,7 +64,7 @@ impl Dispatcher for EmbeddedTopology {
         Box::pin(async move { node?.call(command).await })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
         let node = self.node(node).cloned();
         Box::pin(async move { node?.delegate(command).await })
     }
@@ -64,6 +73,11 @@ impl Dispatcher for EmbeddedTopology {
         let node = self.node(node).cloned();
         let target = target.to_string();
         Box::pin(async move { node?.revoke(&target, at_ms).await })
+    }
+
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        let node = self.node(node).cloned();
+        Box::pin(async move { node?.message(command).await })
     }
 }
 
@@ -190,8 +204,8 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
 
 /// Records what a delegate or revoke step did against what it expected:
 /// `refusal` is the reason it was refused, `None` when it took effect. A
-/// mismatch counts and, unless `keep_going`, stops the run like an
-/// unexpected verdict.
+/// mismatch (of the outcome, or of `expect_reason`) counts and, unless
+/// `keep_going`, stops the run like an unexpected verdict.
 fn judge_step(
     record: &mut StepRecord,
     expected: StepExpectation,
@@ -205,26 +219,59 @@ fn judge_step(
     } else {
         StepExpectation::Done
     };
-    let pass = actual == expected;
+    let outcome_ok = actual == expected;
     record.expected = Some(expected.as_str().to_string());
     record.actual = Some(actual.as_str().to_string());
     record.reason = refusal.clone();
-    record.pass = Some(pass);
-    if !pass {
+    let reason_miss = reason_mismatch(record);
+    record.pass = Some(outcome_ok && reason_miss.is_none());
+    if record.pass == Some(false) {
         mismatches.push(record.step_id.clone());
         if !keep_going {
-            *stopped = Some(StopRecord {
-                step_id: record.step_id.clone(),
-                cause: "unexpected-outcome".to_string(),
-                message: format!(
-                    "step {} expected {} but it was {}{}",
-                    record.step_id,
-                    expected.as_str(),
-                    actual.as_str(),
-                    refusal.map(|r| format!(": {r}")).unwrap_or_default()
-                ),
+            *stopped = Some(if outcome_ok {
+                StopRecord {
+                    step_id: record.step_id.clone(),
+                    cause: UNEXPECTED_REASON.to_string(),
+                    message: reason_miss.unwrap_or_default(),
+                }
+            } else {
+                StopRecord {
+                    step_id: record.step_id.clone(),
+                    cause: "unexpected-outcome".to_string(),
+                    message: format!(
+                        "step {} expected {} but it was {}{}",
+                        record.step_id,
+                        expected.as_str(),
+                        actual.as_str(),
+                        refusal.map(|r| format!(": {r}")).unwrap_or_default()
+                    ),
+                }
             });
         }
+    }
+}
+
+/// The stop cause of a step whose reason lacks its `expect_reason`.
+pub const UNEXPECTED_REASON: &str = "unexpected-reason";
+
+/// `None` when the record's reason contains its expected reason (or none
+/// is expected); otherwise the message naming both. The expectation is a
+/// plain, case-sensitive substring of the reason the kernel (or the
+/// refusal) gave, so a scenario can pin the part that matters (a guard's
+/// words, a label key) without restating ids or numbers.
+pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
+    let want = record.expected_reason.as_deref()?;
+    match record.reason.as_deref() {
+        Some(reason) if reason.contains(want) => None,
+        Some(reason) => Some(format!(
+            "step {} expected a reason containing {want:?} but the reason is {reason:?}",
+            record.step_id
+        )),
+        None => Some(format!(
+            "step {} expected a reason containing {want:?} but it gave no reason (actual {})",
+            record.step_id,
+            record.actual.as_deref().unwrap_or("?")
+        )),
     }
 }
 
@@ -260,6 +307,9 @@ pub async fn run_schedule(
     let empty = fingerprint(&Value::Array(Vec::new()));
     let mut admission = empty.clone();
     let mut sessions: BTreeMap<String, String> = BTreeMap::new();
+    // Each call step's released output, by step id: its label and the
+    // SHA-256 of its canonical JSON, for messages that forward it.
+    let mut outputs: BTreeMap<String, (Option<String>, String)> = BTreeMap::new();
     let mut stopped = None;
     let mut failure = None;
 
@@ -293,6 +343,11 @@ pub async fn run_schedule(
             recorded: None,
             pass: None,
             detail: None,
+            expected_reason: scenario
+                .expect_reason(scheduled.step_index)
+                .map(str::to_string),
+            labels: None,
+            trace: None,
             inputs: StepInputs {
                 invocation: String::new(),
                 evaluator: String::new(),
@@ -361,14 +416,24 @@ pub async fn run_schedule(
                 match outcome {
                     Ok(outcome) => {
                         let actual = outcome.projected.as_str().to_string();
-                        let pass = actual == call.expect_verdict.as_str();
+                        let verdict_ok = actual == call.expect_verdict.as_str();
                         record.actual = Some(actual.clone());
                         record.verdict = Some(outcome.verdict.as_str().to_string());
                         record.reason = outcome.reason.clone();
                         record.guard = outcome.guard.clone();
                         record.receipt_id = Some(outcome.receipt.id.clone());
                         record.recorded = Some(outcome.recorded);
+                        let reason_miss = reason_mismatch(&record);
+                        let pass = verdict_ok && reason_miss.is_none();
                         record.pass = Some(pass);
+                        record.trace = Some(outcome.trace.clone());
+                        outputs.insert(
+                            step.id.clone(),
+                            (
+                                outcome.trace.output_label.clone(),
+                                fingerprint(outcome.output.as_ref().unwrap_or(&Value::Null)),
+                            ),
+                        );
                         receipts.push(outcome.receipt.clone());
                         let entry = json!({"step": step.id, "server": call.server, "tool": call.tool, "verdict": actual});
                         if let Some(chain) = sessions.get_mut(agent) {
@@ -380,7 +445,15 @@ pub async fn run_schedule(
                         );
                         if !pass {
                             mismatches.push(step.id.clone());
-                            if !keep_going {
+                            if let (false, true, Some(message)) =
+                                (keep_going, verdict_ok, reason_miss)
+                            {
+                                stopped = Some(StopRecord {
+                                    step_id: step.id.clone(),
+                                    cause: UNEXPECTED_REASON.to_string(),
+                                    message,
+                                });
+                            } else if !keep_going {
                                 stopped = Some(StopRecord {
                                     step_id: step.id.clone(),
                                     cause: "unexpected-verdict".to_string(),
@@ -440,13 +513,15 @@ pub async fn run_schedule(
                 match outcome {
                     Ok(done) => {
                         let refusal = match done {
-                            Ok(child) => {
-                                let entry = LedgerEntry::new(&delegate.to, child);
+                            Ok(DelegateOutcome { token, labels }) => {
+                                let entry = LedgerEntry::new(&delegate.to, token);
                                 record.detail = Some(entry.token_sha256.clone());
-                                admission = extend_chain(
-                                    &admission,
-                                    &json!({"delegate": delegate.delegation, "token": entry.token_sha256}),
-                                );
+                                let mut link = json!({"delegate": delegate.delegation, "token": entry.token_sha256});
+                                if !labels.is_empty() {
+                                    link["labels"] = json!(labels);
+                                }
+                                admission = extend_chain(&admission, &link);
+                                record.labels = Some(labels);
                                 ledger.insert(delegate.delegation.clone(), entry);
                                 None
                             }
@@ -510,6 +585,47 @@ pub async fn run_schedule(
                             &mut mismatches,
                             &mut stopped,
                         );
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Action::Message(message) => {
+                record.action = "message".to_string();
+                record.target = Some(message.to.clone());
+                record.inputs.invocation =
+                    fingerprint(&json!({"agent": agent, "message": message}));
+                // What travels: literal text, or the released output of an
+                // earlier call step of the sender with the label the kernel
+                // recorded for it (a withheld output travels as nothing).
+                let (output_label, content_sha256) = match &message.from_step {
+                    Some(source) => outputs
+                        .get(source)
+                        .cloned()
+                        .unwrap_or_else(|| (None, fingerprint(&Value::Null))),
+                    None => (None, fingerprint(&json!(message.content))),
+                };
+                record.detail = Some(content_sha256);
+                let outcome = dispatcher
+                    .message(
+                        &node,
+                        MessageCommand {
+                            agent: agent.clone(),
+                            to: message.to.clone(),
+                            output_label,
+                            now_ms,
+                        },
+                    )
+                    .await;
+                match outcome {
+                    Ok(MessageOutcome { labels }) => {
+                        let entry = json!({"message": step.id, "from": agent, "to": message.to, "labels": labels});
+                        admission = extend_chain(&admission, &entry);
+                        let receiver = sessions
+                            .entry(message.to.clone())
+                            .or_insert_with(|| empty.clone());
+                        *receiver = extend_chain(receiver, &entry);
+                        record.labels = Some(labels);
                         Ok(())
                     }
                     Err(e) => Err(e),

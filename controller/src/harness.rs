@@ -10,9 +10,15 @@
 //! continuing past a mismatch so every one is reported), and passes when
 //! every step met its expectation. A failing test names each step whose
 //! verdict was unexpected, with the expected and actual verdict and the
-//! kernel's reason. Filtering works as with the built-in harness:
+//! kernel's reason (and, for a step with `expect_reason`, the expected and
+//! the actual reason). Filtering works as with the built-in harness:
 //! `cargo test --test scenarios walking` runs the tests whose name contains
 //! `walking`. Nothing is written to disk: the bundle stays in memory.
+//!
+//! A scenario that declares no world (a validate-only file such as the
+//! seed's PR 421 example) has nothing to run: its test is listed as ignored,
+//! never passed, and `--include-ignored` runs it into the same refusal
+//! `chio arena run` prints (`CHIO-SCENARIO-NO-WORLD`).
 //!
 //! In `Cargo.toml`:
 //!
@@ -91,6 +97,12 @@ pub fn check_scenario(file: &Path) -> Result<(), String> {
                 .iter()
                 .filter(|s| s.pass == Some(false))
             {
+                if step.expected == step.actual {
+                    if let Some(miss) = crate::driver::reason_mismatch(step) {
+                        text.push_str(&format!("  {}: {miss}\n", step.step_id));
+                        continue;
+                    }
+                }
                 text.push_str(&format!(
                     "  {}: expected {}, kernel answered {}{}\n",
                     step.step_id,
@@ -125,8 +137,11 @@ pub fn trials_in(dir: impl AsRef<Path>) -> Vec<Trial> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
+                // A scenario that loads without a world has nothing to run.
+                let worldless = chio_arena::load_scenario(&file).is_ok_and(|s| !s.has_world());
                 Trial::test(name, move || check_scenario(&file).map_err(Failed::from))
                     .with_kind("scenario")
+                    .with_ignored_flag(worldless)
             })
             .collect(),
         Err(e) => vec![Trial::test("scenario-folder", move || {

@@ -88,8 +88,14 @@ impl TestSuite {
     }
 }
 
-/// The one-line failure message of a call whose verdict was unexpected.
+/// The one-line failure message of a step whose verdict (or whose reason,
+/// against its `expect_reason`) was unexpected.
 fn failure_message(step: &StepRecord) -> String {
+    if step.expected == step.actual {
+        if let Some(message) = crate::driver::reason_mismatch(step) {
+            return message;
+        }
+    }
     format!(
         "expected {}, kernel answered {}{}",
         step.expected.as_deref().unwrap_or("?"),
@@ -115,6 +121,7 @@ fn step_detail(step: &StepRecord) -> String {
         ("expected", &step.expected),
         ("actual", &step.actual),
         ("reason", &step.reason),
+        ("expected_reason", &step.expected_reason),
         ("guard", &step.guard),
         ("receipt", &step.receipt_id),
         ("detail", &step.detail),
@@ -123,6 +130,9 @@ fn step_detail(step: &StepRecord) -> String {
         if let Some(value) = value {
             lines.push(format!("{key}: {value}"));
         }
+    }
+    if let Some(labels) = &step.labels {
+        lines.push(format!("labels: {}", labels.join(", ")));
     }
     let mut text = lines.join("\n");
     text.push('\n');

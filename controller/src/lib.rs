@@ -12,6 +12,7 @@
 //! - [`arena_validate`] holds `chio arena validate`;
 //! - [`arena_run`] holds `chio arena run`;
 //! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
+//! - [`arena_explain`] holds `chio arena explain`;
 //! - [`driver`] holds the run driver every topology shares;
 //! - [`eval`] holds `chio eval` (portable evaluation);
 //! - [`arena_evolve`] holds `chio arena evolve`;
@@ -32,6 +33,7 @@
 
 pub mod api;
 pub mod arena_evolve;
+pub mod arena_explain;
 pub mod arena_matrix;
 pub mod arena_promote;
 pub mod arena_replay;
@@ -96,6 +98,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
             cli::ArenaCommand::Run(args) => arena_run::run(args, out, palette),
             cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
             cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),
+            cli::ArenaCommand::Explain(args) => arena_explain::run(args, out),
             cli::ArenaCommand::Matrix(args) => arena_matrix::run(args, out),
             cli::ArenaCommand::Evolve(args) => arena_evolve::run(args, out),
             cli::ArenaCommand::Promote(args) => arena_promote::run(args, out),

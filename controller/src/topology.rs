@@ -18,11 +18,13 @@ use std::time::Duration;
 
 use chio_arena::Scenario;
 use chio_kernel::keys::public_key_hex;
-use chio_kernel::token::CapabilityToken;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::link::LinkFuture;
-use chio_node::{CallCommand, ClusterToken, DelegateCommand, NodeClient, NodeError, World};
+use chio_node::{
+    CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+    NodeClient, NodeError, World,
+};
 use chio_trust::model::IssuerKey;
 use chio_trust::{BearerToken, TrustClient, TrustClientConfig, TrustStore};
 use rand_core::{OsRng, RngCore};
@@ -265,9 +267,14 @@ impl Dispatcher for GrpcTopology {
         Box::pin(async move { client?.call(&command).await })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, CapabilityToken> {
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
         let client = self.client(node);
         Box::pin(async move { client?.delegate(&command).await })
+    }
+
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        let client = self.client(node);
+        Box::pin(async move { client?.message(&command).await })
     }
 
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {

@@ -193,6 +193,147 @@ fn world_less_scenario_is_refused() {
     assert!(util::entries(tmp.path()).is_empty());
 }
 
+// The seed's PR 421 example as printed (scenarios/pr-421-review-seed.toml) is refused by run with the true reason, no world so no step dispatched, naming the keys to add; validate accepts the file and prints the same refusal.
+#[test]
+fn seed_example_run_and_validate_agree() {
+    assert_eq!(util::worldless_scenarios(), ["pr-421-review-seed"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/pr-421-review-seed.toml");
+    let file = file.to_str().unwrap();
+    let args = ["arena", "run", file];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = "the scenario declares no world (no [[nodes]], [[kernels]], [[servers]], [[grants]] or agent kernel), so none of its 2 step(s) can be dispatched";
+    assert!(
+        stderr.starts_with(&format!(
+            "error[CHIO-SCENARIO-NO-WORLD]: arena run: {said}\n  help: add [[nodes]], [[kernels]] (each with a node), [[servers]] (each with a kernel), [[grants]] for the calls, and kernel = \"...\" on every agent"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("declares a world but"), "{stderr}");
+    assert!(
+        util::entries(tmp.path()).is_empty(),
+        "a refused run wrote files"
+    );
+
+    let args = ["arena", "validate", file];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "world: none declared; arena run refuses this scenario (CHIO-SCENARIO-NO-WORLD): {said}"
+        )),
+        "{stdout}"
+    );
+}
+
+// A step whose verdict holds but whose reason lacks its expect_reason stops the run with exit 1, printing the expected and the actual reason; --keep-going reports it with the same code.
+#[test]
+fn wrong_expect_reason_stops_with_both_reasons() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage(tmp.path(), "deny_reasons");
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let edited = text.replacen(
+        "expect_reason = \"matches forbidden glob **/.env\"",
+        "expect_reason = \"matches forbidden glob **/.ssh/**\"",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).unwrap();
+    let args = [
+        "arena",
+        "run",
+        scenario.to_str().unwrap(),
+        "--out",
+        "stopped",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-UNEXPECTED-REASON]: arena run: step read-dotenv expected a reason containing \"matches forbidden glob **/.ssh/**\" but the reason is \"path /workspace/.env matches forbidden glob **/.env\""),
+        "{}",
+        explain(&args, &output)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("read-dotenv"), "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("stopped/arena.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["status"], "stopped");
+    assert_eq!(manifest["stopped"]["cause"], "unexpected-reason");
+    let step = &manifest["steps"][1];
+    assert_eq!(step["expected"], step["actual"]);
+    assert_eq!(step["expected_reason"], "matches forbidden glob **/.ssh/**");
+    assert_eq!(step["pass"], false);
+
+    let (output, args) = run_json(tmp.path(), &scenario, "all", &["--keep-going"]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[CHIO-ARENA-UNEXPECTED-REASON]"),
+        "{stderr}"
+    );
+    assert_eq!(json_of(&output)["outcome"]["failed"], 1);
+}
+
+// Explain prints a call's decision inputs (label keys with their labels) and the pipeline stage by stage with each guard's answer, the same bytes twice; --json is canonical; an unknown step is refused with exit 2.
+#[test]
+fn explain_prints_what_a_decision_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/delegation_taint.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "b"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+
+    let args = ["arena", "explain", "b", "bob-posts"];
+    let first = chio(tmp.path(), &args);
+    assert_eq!(first.status.code(), Some(0), "{}", explain(&args, &first));
+    let text = String::from_utf8_lossy(&first.stdout);
+    for line in [
+        "step bob-posts (call) by bob at 2026-04-06T10:00:00.003Z",
+        "  chain       alice-blog > bob-blog",
+        "  2 revocation  pass             looked up alice-blog, bob-blog: none revoked",
+        "  6 guards      deny             information flow: retained label internal (delegation/bob-blog) exceeds the clearance public of server blog",
+        "      egress (information-flow, enforce): deny: information flow: retained label internal (delegation/bob-blog)",
+        "  7 shares      not reached",
+        "  8 output      not reached",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    // The record is read under the link's own digest and holds alice's label and the floor; bob's own keys are clean.
+    let read = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in\n{text}"))
+            .to_string()
+    };
+    assert!(read("    delegation/bob-blog/").ends_with("  internal, public"));
+    assert!(read("    principal/bob ").ends_with("  (none)"));
+    assert_eq!(first.stdout, chio(tmp.path(), &args).stdout);
+
+    let args = ["arena", "explain", "b", "alice-delegates-blog", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let report = json_of(&output);
+    assert_eq!(report["schema_version"], "chio.arena.explain/v1");
+    assert_eq!(report["step"]["labels"], serde_json::json!(["internal"]));
+    let canonical = chio_kernel::canonical::to_canonical_string(&report).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        format!("{canonical}\n")
+    );
+
+    let args = ["arena", "explain", "b", "no-such-step"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(String::from_utf8_lossy(&output.stderr).starts_with("error[CHIO-ARENA-UNKNOWN-STEP]"));
+}
+
 // Replay of an untouched bundle reports no drift; after the policy or the clock in its inputs changed it names the step and the input.
 #[test]
 fn replay_reports_policy_and_clock_drift() {

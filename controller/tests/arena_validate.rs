@@ -126,3 +126,52 @@ fn every_code_is_documented() {
         assert!(doc.contains(exit), "exit code row {exit} missing");
     }
 }
+
+// The schedule listing keeps its columns aligned whatever the length of the step and agent ids.
+#[test]
+fn schedule_listing_aligns_long_ids() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let scenarios = tmp.path().join("scenarios");
+    util::copy_tree(
+        &repo_path("scenarios/fixtures"),
+        &scenarios.join("fixtures"),
+    );
+    let text = std::fs::read_to_string(repo_path("scenarios/deny_reasons.toml")).unwrap();
+    let long = "deputy-revokes-the-operators-grant-and-is-refused-for-want-of-authority";
+    let edited = text.replace(
+        "id = \"deputy-revokes-operator\"",
+        &format!("id = \"{long}\""),
+    );
+    assert_ne!(edited, text);
+    let file = scenarios.join("long.toml");
+    std::fs::write(&file, edited).unwrap();
+    let args = ["arena", "validate", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let listing: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| *l != "schedule (execution order)")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert_eq!(listing.len(), 7, "{stdout}");
+    // The action column starts at the same place on every line.
+    let starts: Vec<usize> = listing
+        .iter()
+        .map(|l| {
+            ["call ", "delegate ", "revoke "]
+                .iter()
+                .filter_map(|w| l.find(w))
+                .min()
+                .unwrap()
+        })
+        .collect();
+    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{stdout}");
+    assert!(
+        listing
+            .iter()
+            .any(|l| l.contains(&format!("{long}  revoke"))),
+        "{stdout}"
+    );
+}

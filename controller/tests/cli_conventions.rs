@@ -31,6 +31,7 @@ fn completions_name_the_subcommands() {
         "run",
         "replay",
         "diff",
+        "explain",
         "matrix",
         "evolve",
         "promote",

@@ -10,7 +10,15 @@ use util::{chio, explain, reference_scenarios, repo_path, tree};
 // Two runs of each reference scenario produce the same bytes, file for file.
 #[test]
 fn reference_scenarios_replay_byte_for_byte() {
-    for name in reference_scenarios() {
+    let names = reference_scenarios();
+    // The multi-agent flow scenarios are gated explicitly, so removing one fails here.
+    for required in ["message_exfiltration", "delegation_taint", "deny_reasons"] {
+        assert!(
+            names.iter().any(|n| n == required),
+            "{required} is not gated"
+        );
+    }
+    for name in names {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let mut outputs = Vec::new();
         let mut bundles = Vec::new();

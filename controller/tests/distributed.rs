@@ -19,11 +19,14 @@ use chio_trust::TrustStore;
 use processes::*;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 4] = [
+const REFERENCE: [&str; 7] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
     "pr-421-review",
+    "message_exfiltration",
+    "delegation_taint",
+    "deny_reasons",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

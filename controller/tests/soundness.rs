@@ -2,7 +2,8 @@
 //! product: scenarios run by the real `chio` binary (embedded and across
 //! node processes, byte for byte), and calls sent to real node processes
 //! linked to a real trust-control on a SQLite file. Each test names the
-//! escape class it closes; the kernel-level neighbours of each class are in
+//! escape class it closes (the last one, taint carried across nodes by
+//! messages and delegations, closes an exfiltration path); the kernel-level neighbours of each class are in
 //! `kernel/tests/cases/` and `kernel/tests/pipeline.rs`.
 
 mod processes;
@@ -10,9 +11,12 @@ mod processes;
 use std::path::Path;
 
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
-use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
+use chio_kernel::label::delegation_record_id;
+use chio_kernel::token::{
+    Attenuation, CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA,
+};
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
-use chio_node::{CallCommand, FixtureSet, NodeClient, World};
+use chio_node::{CallCommand, DelegateCommand, FixtureSet, MessageCommand, NodeClient, World};
 use chio_trust::model::IssuerKey;
 use chio_trust::TrustStore;
 use processes::*;
@@ -778,4 +782,232 @@ fn replay_is_refused_after_a_restart() {
     fresh.now_ms = start + 1;
     let fresh = rt.block_on(node_a.call(&fresh)).unwrap();
     assert_eq!(fresh.projected.as_str(), "allow", "{:?}", fresh.reason);
+}
+
+/// Two nodes: kernel-a on node-a serves an internal workspace, kernel-b on
+/// node-b serves a blog cleared for public data only. Alice enters through
+/// kernel-a; bob, carol and erin through kernel-b.
+const TAINT_WORLD: &str = r#"
+[[nodes]]
+id = "node-a"
+
+[[nodes]]
+id = "node-b"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+
+[[kernels]]
+id = "kernel-b"
+node = "node-b"
+guards = ["egress"]
+
+[[guards]]
+id = "egress"
+kind = "information-flow"
+
+[guards.config]
+clearance = { blog = "public" }
+
+[[servers]]
+id = "docs"
+kernel = "kernel-a"
+kind = "workspace"
+fixtures = "fixtures/ws"
+
+[servers.labels]
+"/workspace/internal/**" = "internal"
+
+[[servers]]
+id = "blog"
+kernel = "kernel-b"
+kind = "publish"
+
+[[agents]]
+id = "alice"
+role = "reader"
+model = "recorded:alice"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-a"
+
+[[agents]]
+id = "bob"
+role = "receiver"
+model = "recorded:bob"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-b"
+
+[[agents]]
+id = "carol"
+role = "control"
+model = "recorded:carol"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-b"
+
+[[agents]]
+id = "erin"
+role = "delegatee"
+model = "recorded:erin"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-b"
+
+[[grants]]
+id = "alice-docs"
+agent = "alice"
+server = "docs"
+tools = ["read_file"]
+path_prefix = "/workspace/"
+
+[[grants]]
+id = "alice-blog"
+agent = "alice"
+server = "blog"
+tools = ["publish"]
+
+[[grants]]
+id = "bob-blog"
+agent = "bob"
+server = "blog"
+tools = ["publish"]
+
+[[grants]]
+id = "carol-blog"
+agent = "carol"
+server = "blog"
+tools = ["publish"]
+
+[[steps]]
+id = "read"
+agent = "alice"
+server = "docs"
+tool = "read_file"
+arguments = { path = "/workspace/internal/plan.txt" }
+expect_verdict = "allow"
+"#;
+
+fn post(request_id: &str, agent: &str, capability: &str, now_ms: u64) -> CallCommand {
+    CallCommand {
+        request_id: request_id.to_string(),
+        agent: agent.to_string(),
+        capability_id: capability.to_string(),
+        captured: None,
+        server: "blog".to_string(),
+        tool: "publish".to_string(),
+        arguments: json!({"text": "weekly update"}),
+        now_ms,
+    }
+}
+
+// Taint crosses node processes through trust-control: alice's internal read on node-a reaches bob on node-b through a message and erin on node-b through a delegation, each is refused the public blog with the information-flow reason, and carol, untainted, is admitted.
+#[test]
+fn taint_reaches_other_nodes_through_messages_and_delegations() {
+    let cluster = Cluster::start(&["node-a", "node-b"]);
+    let dir = cluster.dir.path().join("scenario");
+    let mut text = header(
+        "taint_processes",
+        "deterministic-multi-v1",
+        "2026-01-05T08:00:00.000Z",
+    );
+    text.push_str(TAINT_WORLD);
+    let file = write_scenario(
+        &dir,
+        &text,
+        &[("fixtures/ws/internal/plan.txt", "internal plan\n")],
+    );
+    let rt = runtime();
+    let run_id = "run-taint";
+    let (world, clients) = load_world(&rt, &cluster, &file, run_id);
+    let node = |name: &str| &clients.iter().find(|(n, _)| n == name).unwrap().1;
+    let start = world.start_ms;
+
+    // Before anything is read, bob's post is admitted.
+    let before = rt
+        .block_on(node("node-b").call(&post("bob-0", "bob", "bob-blog", start)))
+        .unwrap();
+    assert_eq!(before.projected.as_str(), "allow", "{:?}", before.reason);
+
+    let read = rt
+        .block_on(node("node-a").call(&CallCommand {
+            request_id: "alice-read".into(),
+            agent: "alice".into(),
+            capability_id: "alice-docs".into(),
+            captured: None,
+            server: "docs".into(),
+            tool: "read_file".into(),
+            arguments: json!({"path": "/workspace/internal/plan.txt"}),
+            now_ms: start + 1,
+        }))
+        .unwrap();
+    assert_eq!(read.projected.as_str(), "allow", "{:?}", read.reason);
+    assert_eq!(read.receipt.body.kernel_id, "kernel-a");
+    assert_eq!(read.trace.output_label.as_deref(), Some("internal"));
+
+    // Through a message: node-a joins the labels into bob's keys in trust-control.
+    let sent = rt
+        .block_on(node("node-a").message(&MessageCommand {
+            agent: "alice".into(),
+            to: "bob".into(),
+            output_label: read.trace.output_label.clone(),
+            now_ms: start + 2,
+        }))
+        .unwrap_or_else(|e| panic!("message: {e}\n{}", cluster.logs()));
+    assert_eq!(sent.labels, ["internal"]);
+    let bob = rt
+        .block_on(node("node-b").call(&post("bob-1", "bob", "bob-blog", start + 3)))
+        .unwrap();
+    assert_eq!(bob.receipt.body.kernel_id, "kernel-b");
+    assert_eq!(
+        bob.reason.as_deref(),
+        Some("information flow: retained label internal (session/bob) exceeds the clearance public of server blog"),
+        "{}",
+        cluster.logs()
+    );
+
+    // Through a delegation: node-a records alice's labels for the child before erin gets it.
+    let delegated = rt
+        .block_on(node("node-a").delegate(&DelegateCommand {
+            agent: "alice".into(),
+            capability_id: "alice-blog".into(),
+            to: "erin".into(),
+            delegation_id: "erin-blog".into(),
+            attenuation: Attenuation::default(),
+            now_ms: start + 4,
+        }))
+        .unwrap_or_else(|e| panic!("delegate: {e}\n{}", cluster.logs()));
+    assert_eq!(delegated.labels, ["internal"]);
+    let erin = rt
+        .block_on(node("node-b").call(&post("erin-1", "erin", "erin-blog", start + 5)))
+        .unwrap();
+    assert_eq!(
+        erin.reason.as_deref(),
+        Some("information flow: retained label internal (delegation/erin-blog) exceeds the clearance public of server blog")
+    );
+
+    // The untainted control is admitted on the same kernel.
+    let carol = rt
+        .block_on(node("node-b").call(&post("carol-1", "carol", "carol-blog", start + 6)))
+        .unwrap();
+    assert_eq!(carol.projected.as_str(), "allow", "{:?}", carol.reason);
+
+    // The labels live in trust-control, under the run's namespace.
+    let _entered = rt.enter();
+    let trust = cluster.trust_client(TRUST_TOKEN);
+    let link = delegated.token.delegation_chain.last().unwrap();
+    let record = format!("delegation/{}", delegation_record_id(link).unwrap());
+    let keys: Vec<String> = [
+        "principal/bob",
+        "session/bob",
+        record.as_str(),
+        "principal/carol",
+    ]
+    .iter()
+    .map(|k| format!("{run_id}/{k}"))
+    .collect();
+    let sets = rt.block_on(trust.read_labels(keys.clone())).unwrap();
+    let held = |i: usize| sets.get(&keys[i]).cloned().unwrap_or_default();
+    assert!(held(0).contains("internal"));
+    assert!(held(1).contains("internal"));
+    assert!(held(2).contains("internal"));
+    assert!(held(3).is_empty());
 }

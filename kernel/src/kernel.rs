@@ -17,7 +17,8 @@
 //!    by lineage, principal and request id; released on any later deny;
 //! 6. guards in pipeline order (observe-mode answers are recorded, not
 //!    enforced), reading the labels retained under the session, the
-//!    principal and the lineage; PendingApproval stops here;
+//!    principal, the lineage and the delegation record of every link of the
+//!    chain (see [`crate::label::LabelCarry`]); PendingApproval stops here;
 //! 7. admit delegated sibling shares, root side first: the only step that
 //!    mutates shared allocation, so a call refused earlier consumes none.
 //!
@@ -33,8 +34,12 @@
 //! the receipt store; the deny's own receipt is then attempted once and the
 //! decision says whether it was recorded. [`Kernel::abort`] is the deny for
 //! a failed dispatch, and [`Kernel::evaluate`] chains the three.
+//!
+//! Every decision carries a [`DecisionTrace`] built along the way: the
+//! stages reached, the label keys, budget keys and journal entries read,
+//! and each guard's answer, so a recorded verdict can be explained.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use ed25519_dalek::SigningKey;
@@ -45,7 +50,7 @@ use crate::guards::{
     Guard, GuardContext, GuardMode, GuardNeeds, GuardSpec, GuardVerdict, OutputVerdict,
 };
 use crate::keys::{parse_public_key_hex, public_key_hex};
-use crate::label::{Label, LabelKey};
+use crate::label::{delegation_record_id, Label, LabelKey};
 use crate::ledger::seen_request_key;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
@@ -54,6 +59,7 @@ use crate::request::ToolCallRequest;
 use crate::scope::select_grant;
 use crate::signature::{verify_hex, SignatureCache};
 use crate::stores::{HoldOutcome, JournalEntry, KernelStores, ShareAdmission};
+use crate::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead};
 use crate::verdict::{ProjectedVerdict, Verdict};
 use crate::verification::{verify_capability, VerifiedCapability};
 
@@ -146,6 +152,9 @@ pub struct Decision {
     pub recorded: bool,
     /// The released output (allows only).
     pub output: Option<Value>,
+    /// What the decision read and how each stage answered, so the verdict
+    /// can be explained from the evidence alone.
+    pub trace: DecisionTrace,
 }
 
 impl Decision {
@@ -178,6 +187,8 @@ pub struct AdmissionTicket {
     holds: Vec<String>,
     observed: Vec<ObservedFinding>,
     parameter_hash: String,
+    /// The trace of admission, continued by [`Kernel::complete`].
+    trace: DecisionTrace,
 }
 
 impl AdmissionTicket {
@@ -325,7 +336,8 @@ impl Kernel {
         let parameter_hash = canonical_sha256(&request.arguments).unwrap_or_default();
         let mut holds = Vec::new();
         let mut observed = Vec::new();
-        let result = self.admit_steps(request, now_ms, &mut holds, &mut observed);
+        let mut trace = DecisionTrace::default();
+        let result = self.admit_steps(request, now_ms, &mut holds, &mut observed, &mut trace);
         match result {
             Ok((verified, principal)) => Admission::Admitted(Box::new(AdmissionTicket {
                 request: request.clone(),
@@ -334,15 +346,23 @@ impl Kernel {
                 holds,
                 observed,
                 parameter_hash,
+                trace,
             })),
             Err(mut outcome) => {
                 self.release(&holds);
+                trace.settle_holds("released");
                 outcome.observed = observed;
+                let stopped = match outcome.verdict {
+                    Verdict::PendingApproval => "pending_approval",
+                    _ => "deny",
+                };
+                trace.stop(stopped, outcome.reason.as_deref().unwrap_or_default());
                 Admission::Decided(Box::new(self.finish(
                     request,
                     &parameter_hash,
                     *outcome,
                     now_ms,
+                    trace,
                 )))
             }
         }
@@ -354,6 +374,7 @@ impl Kernel {
         now_ms: u64,
         holds: &mut Vec<String>,
         observed: &mut Vec<ObservedFinding>,
+        trace: &mut DecisionTrace,
     ) -> Result<(VerifiedCapability, String), Box<Outcome>> {
         let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
         // 1. The capability.
@@ -365,11 +386,23 @@ impl Kernel {
             Some(&mut self.cache),
         )
         .map_err(deny)?;
+        trace.chain = verified.ancestors.clone();
+        trace.chain.push(verified.id.clone());
+        trace.pass(format!(
+            "capability {} verified: issuer trusted, signatures valid, {} link(s) attenuating, valid at {now_ms} ms",
+            verified.id,
+            trace.chain.len() - 1
+        ));
         // 2. Revocation, one lookup per id.
         self.check_revocation(&verified).map_err(deny)?;
+        trace.pass(format!(
+            "looked up {}: none revoked",
+            trace.chain.join(", ")
+        ));
         // 3. Bind the request to the subject; the principal is the
         // registered agent whose key signed the proof, never the named id.
         let principal = self.bind(request, &verified, now_ms).map_err(deny)?;
+        trace.principal = Some(principal.clone());
         // The request id is consumed only by a request whose proof verified,
         // so a forged request cannot burn a genuine request id; it is scoped
         // by lineage and principal, and the store is shared by every kernel
@@ -380,6 +413,10 @@ impl Kernel {
             Ok(false) => return Err(deny(format!("request replayed: {}", request.request_id))),
             Err(e) => return Err(deny(e.to_string())),
         }
+        trace.pass(format!(
+            "principal {principal} signed the proof with the subject key; request id {} is fresh",
+            request.request_id
+        ));
         // 4. Scope.
         let grant = select_grant(
             &verified.state.scope,
@@ -388,6 +425,10 @@ impl Kernel {
             &request.arguments,
         )
         .map_err(deny)?;
+        trace.pass(format!(
+            "tool {} on server {} is covered and its constraints hold",
+            request.tool, request.server
+        ));
         // 5. Budgets.
         let mut wanted: Vec<(String, u64, u64, String)> = Vec::new();
         for limit in &verified.invocation_limits {
@@ -429,16 +470,32 @@ impl Kernel {
             // The hold id carries the scoped request key, so two principals
             // (or two lineages) using one request id never share a hold.
             let hold_id = format!("{seen_key}#{key}");
+            let read = |used: u64, limit: u64, outcome: &str| BudgetRead {
+                key: key.clone(),
+                amount,
+                limit,
+                used,
+                outcome: outcome.to_string(),
+                settled: None,
+            };
             match self.stores.budgets.hold(&hold_id, &key, amount, limit) {
-                Ok(HoldOutcome::Granted { .. }) => holds.push(hold_id),
+                Ok(HoldOutcome::Granted { used, limit }) => {
+                    trace.budget_keys.push(read(used, limit, "held"));
+                    holds.push(hold_id);
+                }
                 Ok(HoldOutcome::Refused { used, limit }) => {
+                    trace.budget_keys.push(read(used, limit, "refused"));
                     return Err(deny(format!(
                         "{what} exhausted: {used} of {limit} used, {amount} more requested"
-                    )))
+                    )));
                 }
                 Err(e) => return Err(deny(e.to_string())),
             }
         }
+        trace.pass(match holds.len() {
+            0 => "no budget applies".to_string(),
+            n => format!("{n} budget hold(s) granted"),
+        });
         // 6. Guards.
         let journal = if self.needs.journal {
             self.stores
@@ -448,25 +505,12 @@ impl Kernel {
         } else {
             Vec::new()
         };
+        trace.journal = journal.clone();
         let mut labels = BTreeMap::new();
         if self.needs.labels {
-            // Every place a label is kept is read: a fresh session id of the
-            // caller's choosing washes neither the principal nor the lineage.
-            for key in [
-                LabelKey::Session(request.session_id.clone()),
-                LabelKey::Principal(principal.clone()),
-                LabelKey::Lineage(verified.root_id.clone()),
-            ] {
-                let key = key.as_key();
-                let set = self
-                    .stores
-                    .labels
-                    .read(&key)
-                    .map_err(|e| deny(e.to_string()))?;
-                if !set.is_empty() {
-                    labels.insert(key, set);
-                }
-            }
+            labels = self
+                .read_labels(request, &principal, &verified, trace)
+                .map_err(deny)?;
         }
         let ctx = GuardContext {
             server: &request.server,
@@ -478,21 +522,106 @@ impl Kernel {
             labels: &labels,
             session_filesystem_roots: None,
         };
-        run_request_guards(&self.guards, &ctx, observed)?;
+        run_request_guards(&self.guards, &ctx, observed, &mut trace.guards)?;
+        trace.pass(match self.guards.len() {
+            0 => "no guard configured".to_string(),
+            n => format!("{n} guard(s) let the call through"),
+        });
         // 7. Sibling shares, last.
         for claim in &verified.shares {
-            match self.stores.shares.admit(
+            let admitted = self.stores.shares.admit(
                 &claim.parent_id,
                 &claim.child_id,
                 claim.child_bps,
                 claim.parent_bps,
-            ) {
+            );
+            trace.shares.push(ShareRead {
+                parent: claim.parent_id.clone(),
+                child: claim.child_id.clone(),
+                child_bps: claim.child_bps,
+                outcome: match &admitted {
+                    Ok(ShareAdmission::Admitted) => "admitted",
+                    Ok(ShareAdmission::Oversubscribed { .. }) => "oversubscribed",
+                    Ok(ShareAdmission::UnknownParent) => "unknown-parent",
+                    Err(_) => "error",
+                }
+                .to_string(),
+            });
+            match admitted {
                 Ok(ShareAdmission::Admitted) => {}
                 Ok(refusal) => return Err(deny(share_refusal_reason(claim, &refusal))),
                 Err(e) => return Err(deny(e.to_string())),
             }
         }
+        trace.pass(match verified.shares.len() {
+            0 => "no delegated share to admit".to_string(),
+            n => format!("{n} share(s) admitted"),
+        });
         Ok((verified, principal))
+    }
+
+    /// Reads every place a label is kept for this call, recording each key
+    /// in `trace`, and answers the non-empty sets the guards see.
+    ///
+    /// The session, the principal and the lineage are read (a fresh session
+    /// id of the caller's choosing washes neither the principal nor the
+    /// lineage), and the delegation record of every link of the presented
+    /// chain: what each delegator held when it delegated, kept under the
+    /// link's own digest ([`crate::label::delegation_record_id`]). A link
+    /// with no record was signed outside the run (a record always holds at
+    /// least [`crate::label::DELEGATION_RECORD_FLOOR`]); for it the
+    /// delegator's principal labels are read now instead, which holds
+    /// everything it held then, so a hand-made link carries no less taint
+    /// than a recorded one. The guards see a link's labels under
+    /// `delegation/<child id>` either way, so reasons stay readable; the
+    /// trace names the keys actually read.
+    fn read_labels(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        verified: &VerifiedCapability,
+        trace: &mut DecisionTrace,
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+        let mut read = |key: String| -> Result<BTreeSet<String>, String> {
+            let set = self.stores.labels.read(&key).map_err(|e| e.to_string())?;
+            trace
+                .label_keys
+                .insert(key, set.iter().cloned().collect::<Vec<_>>());
+            Ok(set)
+        };
+        let mut labels = BTreeMap::new();
+        for key in [
+            LabelKey::Session(request.session_id.clone()),
+            LabelKey::Principal(principal.to_string()),
+            LabelKey::Lineage(verified.root_id.clone()),
+        ] {
+            let key = key.as_key();
+            let set = read(key.clone())?;
+            if !set.is_empty() {
+                labels.insert(key, set);
+            }
+        }
+        for link in &request.capability.delegation_chain {
+            let key = format!("delegation/{}", link.child_id);
+            let mut set = match delegation_record_id(link) {
+                Some(record) => read(LabelKey::Delegation(record).as_key())?,
+                None => BTreeSet::new(),
+            };
+            if set.is_empty() {
+                let delegator = self
+                    .agent_keys
+                    .iter()
+                    .find(|(_, k)| **k == link.delegator)
+                    .map(|(agent, _)| agent.clone());
+                if let Some(agent) = delegator {
+                    set = read(LabelKey::Principal(agent).as_key())?;
+                }
+            }
+            if !set.is_empty() {
+                labels.insert(key, set);
+            }
+        }
+        Ok(labels)
     }
 
     fn bind(
@@ -533,6 +662,7 @@ impl Kernel {
             holds,
             mut observed,
             parameter_hash,
+            mut trace,
         } = ticket;
         let journal = Vec::new();
         let labels = BTreeMap::new();
@@ -546,48 +676,74 @@ impl Kernel {
             labels: &labels,
             session_filesystem_roots: None,
         };
-        let result = run_output_guards(&self.guards, &ctx, output.content, &mut observed);
+        let result = run_output_guards(
+            &self.guards,
+            &ctx,
+            output.content,
+            &mut observed,
+            &mut trace.guards,
+        );
         let commit = self.commit(&holds);
+        trace.settle_holds(if commit.is_ok() {
+            "committed"
+        } else {
+            "commit-failed"
+        });
         let (content, sanitized, rewrite) = match result {
             Ok(done) => done,
             Err(outcome) => {
                 let mut outcome = *outcome;
                 outcome.observed = observed;
-                return self.finish(&request, &parameter_hash, outcome, now_ms);
+                trace.output("deny", outcome.reason.clone().unwrap_or_default());
+                return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
             }
         };
-        let fail =
-            |reason: String, observed: Vec<ObservedFinding>| Outcome::deny(reason, None, observed);
+        let fail = |reason: String, observed: Vec<ObservedFinding>, trace: &mut DecisionTrace| {
+            trace.output("deny", reason.clone());
+            Outcome::deny(reason, None, observed)
+        };
         if let Err(e) = commit {
-            let outcome = fail(e, observed);
-            return self.finish(&request, &parameter_hash, outcome, now_ms);
+            let outcome = fail(e, observed, &mut trace);
+            return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
         }
         // Revocation again before the allow is finalised: a revocation that
         // raced the dispatch withholds the output (the tool did run, so the
         // budget stays committed).
         if let Err(reason) = self.check_revocation(&verified) {
-            let outcome = fail(format!("{reason}; output withheld"), observed);
-            return self.finish(&request, &parameter_hash, outcome, now_ms);
+            let outcome = fail(format!("{reason}; output withheld"), observed, &mut trace);
+            return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
         }
         if let Some(name) = &output.label {
             if Label::parse(name).is_none() {
                 let outcome = fail(
                     format!("tool output label {name:?} is not a known level; output withheld"),
                     observed,
+                    &mut trace,
                 );
-                return self.finish(&request, &parameter_hash, outcome, now_ms);
+                return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
             }
             for key in [
                 LabelKey::Session(request.session_id.clone()),
                 LabelKey::Principal(principal.clone()),
                 LabelKey::Lineage(verified.root_id.clone()),
             ] {
-                if let Err(e) = self.stores.labels.join(&key.as_key(), name) {
-                    let outcome = fail(format!("{e}; output withheld"), observed);
-                    return self.finish(&request, &parameter_hash, outcome, now_ms);
+                let key = key.as_key();
+                if let Err(e) = self.stores.labels.join(&key, name) {
+                    let outcome = fail(format!("{e}; output withheld"), observed, &mut trace);
+                    return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
                 }
+                trace.label_writes.push(key);
             }
+            trace.output_label = Some(name.clone());
         }
+        trace.output(
+            if sanitized { "rewrite" } else { "pass" },
+            match (&output.label, output.performed) {
+                (Some(label), true) => format!("output released, labelled {label}"),
+                (None, true) => "output released".to_string(),
+                (_, false) => "output released; the server did not carry the call out".to_string(),
+            },
+        );
         let (reason, guard) = match rewrite {
             Some((guard, why)) => (Some(why), Some(guard)),
             None => (None, None),
@@ -601,14 +757,24 @@ impl Kernel {
             output: Some(content),
             performed: output.performed,
         };
-        self.finish(&request, &parameter_hash, outcome, now_ms)
+        self.finish(&request, &parameter_hash, outcome, now_ms, trace)
     }
 
     /// Step 8 after a dispatch that failed: deny, budget released.
     pub fn abort(&mut self, ticket: AdmissionTicket, reason: &str, now_ms: u64) -> Decision {
         self.release(&ticket.holds);
-        let outcome = Outcome::deny(format!("dispatch failed: {reason}"), None, ticket.observed);
-        self.finish(&ticket.request, &ticket.parameter_hash, outcome, now_ms)
+        let reason = format!("dispatch failed: {reason}");
+        let mut trace = ticket.trace;
+        trace.settle_holds("released");
+        trace.output("deny", reason.clone());
+        let outcome = Outcome::deny(reason, None, ticket.observed);
+        self.finish(
+            &ticket.request,
+            &ticket.parameter_hash,
+            outcome,
+            now_ms,
+            trace,
+        )
     }
 
     /// Admits, dispatches through `dispatch` when admitted, and completes.
@@ -671,6 +837,7 @@ impl Kernel {
         parameter_hash: &str,
         outcome: Outcome,
         now_ms: u64,
+        mut trace: DecisionTrace,
     ) -> Decision {
         let mut outcome = outcome;
         let projected = outcome.verdict.project(outcome.sanitized);
@@ -686,30 +853,36 @@ impl Kernel {
             },
         ) {
             if outcome.verdict == Verdict::Allow {
-                outcome = Outcome::deny(format!("{e}; output withheld"), None, outcome.observed);
+                let reason = format!("{e}; output withheld");
+                trace.output("deny", reason.clone());
+                outcome = Outcome::deny(reason, None, outcome.observed);
             }
         }
         let receipt = self.sign_receipt(request, parameter_hash, &outcome, now_ms);
         match self.stores.receipts.append(&receipt) {
-            Ok(()) => self.decision(outcome, receipt, true),
+            Ok(()) => self.decision(outcome, receipt, true, trace),
             Err(e) => {
                 if outcome.verdict == Verdict::Allow {
-                    let deny = Outcome::deny(
-                        format!("{e}; no allow is released without a receipt"),
-                        None,
-                        outcome.observed,
-                    );
+                    let reason = format!("{e}; no allow is released without a receipt");
+                    trace.output("deny", reason.clone());
+                    let deny = Outcome::deny(reason, None, outcome.observed);
                     let receipt = self.sign_receipt(request, parameter_hash, &deny, now_ms);
                     let recorded = self.stores.receipts.append(&receipt).is_ok();
-                    self.decision(deny, receipt, recorded)
+                    self.decision(deny, receipt, recorded, trace)
                 } else {
-                    self.decision(outcome, receipt, false)
+                    self.decision(outcome, receipt, false, trace)
                 }
             }
         }
     }
 
-    fn decision(&self, outcome: Outcome, receipt: SignedReceipt, recorded: bool) -> Decision {
+    fn decision(
+        &self,
+        outcome: Outcome,
+        receipt: SignedReceipt,
+        recorded: bool,
+        trace: DecisionTrace,
+    ) -> Decision {
         Decision {
             verdict: outcome.verdict,
             sanitized: outcome.sanitized,
@@ -718,6 +891,7 @@ impl Kernel {
             receipt,
             recorded,
             output: outcome.output,
+            trace,
         }
     }
 
@@ -862,10 +1036,30 @@ fn run_request_guards(
     guards: &[Box<dyn Guard>],
     ctx: &GuardContext<'_>,
     observed: &mut Vec<ObservedFinding>,
+    answers: &mut Vec<GuardAnswer>,
 ) -> Result<(), Box<Outcome>> {
     for guard in guards {
         let meta = guard.meta();
-        let (would, reason) = match guard.check_request(ctx) {
+        let answer = guard.check_request(ctx);
+        answers.push(GuardAnswer {
+            guard: meta.id.clone(),
+            kind: guard.kind().as_str().to_string(),
+            mode: meta.mode.as_str().to_string(),
+            phase: "request".to_string(),
+            answer: match &answer {
+                Ok(GuardVerdict::Allow) => "allow",
+                Ok(GuardVerdict::Deny(_)) => "deny",
+                Ok(GuardVerdict::PendingApproval(_)) => "pending_approval",
+                Err(_) => "error",
+            }
+            .to_string(),
+            reason: match &answer {
+                Ok(GuardVerdict::Allow) => None,
+                Ok(GuardVerdict::Deny(r)) | Ok(GuardVerdict::PendingApproval(r)) => Some(r.clone()),
+                Err(e) => Some(format!("guard {} failed: {e}", meta.id)),
+            },
+        });
+        let (would, reason) = match answer {
             Ok(GuardVerdict::Allow) => continue,
             Ok(GuardVerdict::Deny(reason)) => ("deny", reason),
             Ok(GuardVerdict::PendingApproval(reason)) => ("pending_approval", reason),
@@ -897,6 +1091,7 @@ fn run_output_guards(
     ctx: &GuardContext<'_>,
     content: Value,
     observed: &mut Vec<ObservedFinding>,
+    answers: &mut Vec<GuardAnswer>,
 ) -> Result<(Value, bool, Rewrite), Box<Outcome>> {
     let mut content = content;
     let mut sanitized = false;
@@ -904,7 +1099,26 @@ fn run_output_guards(
     for guard in guards.iter().filter(|g| g.inspects_output()) {
         let meta = guard.meta();
         let observe = meta.mode == GuardMode::Observe;
-        match guard.check_output(ctx, &content) {
+        let answer = guard.check_output(ctx, &content);
+        answers.push(GuardAnswer {
+            guard: meta.id.clone(),
+            kind: guard.kind().as_str().to_string(),
+            mode: meta.mode.as_str().to_string(),
+            phase: "output".to_string(),
+            answer: match &answer {
+                Ok(OutputVerdict::Pass) => "pass",
+                Ok(OutputVerdict::Deny(_)) => "deny",
+                Ok(OutputVerdict::Rewrite(..)) => "rewrite",
+                Err(_) => "error",
+            }
+            .to_string(),
+            reason: match &answer {
+                Ok(OutputVerdict::Pass) => None,
+                Ok(OutputVerdict::Deny(r)) | Ok(OutputVerdict::Rewrite(_, r)) => Some(r.clone()),
+                Err(e) => Some(format!("guard {} failed: {e}", meta.id)),
+            },
+        });
+        match answer {
             Ok(OutputVerdict::Pass) => {}
             Ok(OutputVerdict::Deny(reason)) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),

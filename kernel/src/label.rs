@@ -8,10 +8,25 @@
 //! releases the read's result, so taint reaches delegated work and outlives a
 //! restarted node when the label store is durable. Unknown label names are
 //! refused wherever they enter, never guessed.
+//!
+//! Two moves carry labels between principals without a read, and
+//! [`LabelCarry`] is the one statement of which keys each reads and writes:
+//! a message (the sender's principal labels, plus the label of the output it
+//! forwards, reach the receiver's principal and session) and a delegation
+//! (the delegator's principal labels at the time of delegation are kept
+//! under `delegation/<child id>/<link digest>`, which admission reads for
+//! every link of a presented chain; see [`delegation_record_id`]).
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::canonical::canonical_bytes;
+use crate::error::StoreError;
+use crate::stores::LabelStore;
+use crate::token::DelegationLink;
 
 /// A classification level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -67,15 +82,202 @@ pub enum LabelKey {
     Principal(String),
     /// Everything read under one root capability, across delegations.
     Lineage(String),
+    /// What the delegator of one delegation link held when it delegated,
+    /// keyed by [`delegation_record_id`] of the link.
+    Delegation(String),
 }
 
 impl LabelKey {
-    /// The key as stores persist it: `session/<id>`, `principal/<id>`, `lineage/<id>`.
+    /// The key as stores persist it: `session/<id>`, `principal/<id>`,
+    /// `lineage/<id>`, `delegation/<id>`.
     pub fn as_key(&self) -> String {
         match self {
             LabelKey::Session(id) => format!("session/{id}"),
             LabelKey::Principal(id) => format!("principal/{id}"),
             LabelKey::Lineage(id) => format!("lineage/{id}"),
+            LabelKey::Delegation(id) => format!("delegation/{id}"),
         }
+    }
+}
+
+/// The label every delegation record holds besides the delegator's own, so
+/// that admission can tell a link recorded at delegation (never empty) from
+/// a link signed outside the run, which has no record. `public` never
+/// exceeds any clearance, so the floor changes no verdict.
+pub const DELEGATION_RECORD_FLOOR: Label = Label::Public;
+
+/// The id a delegation link's record is kept under: the child capability
+/// id, a slash, and the first 32 hex digits of the SHA-256 of the signed
+/// link's canonical JSON. The child id keeps the key readable; the digest
+/// ties the record to this very link, so a link signed outside the run that
+/// reuses the child id of a clean record (its own earlier one, or another
+/// delegator's) finds no record and falls back to its delegator's labels.
+/// `None` only for a link with no canonical form, which verification
+/// already refuses.
+pub fn delegation_record_id(link: &DelegationLink) -> Option<String> {
+    let value = serde_json::to_value(link).ok()?;
+    let digest = Sha256::digest(canonical_bytes(&value).ok()?);
+    Some(format!("{}/{}", link.child_id, &hex::encode(digest)[..32]))
+}
+
+/// One move of labels between retained keys: the union of the labels held
+/// under `from`, plus `extra`, is joined into every key of `into`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelCarry {
+    /// Keys whose labels are carried.
+    pub from: Vec<LabelKey>,
+    /// Labels carried besides those read (already known level names).
+    pub extra: Vec<String>,
+    /// Keys the labels are joined into.
+    pub into: Vec<LabelKey>,
+}
+
+impl LabelCarry {
+    /// A message from `sender` to `receiver`: the sender's principal labels
+    /// (a tainted sender taints what it says) and the label of the output it
+    /// forwards, if any, reach the receiver's principal and its session.
+    pub fn message(
+        sender: &str,
+        receiver: &str,
+        receiver_session: &str,
+        output_label: Option<&str>,
+    ) -> Self {
+        LabelCarry {
+            from: vec![LabelKey::Principal(sender.to_string())],
+            extra: output_label.map(str::to_string).into_iter().collect(),
+            into: vec![
+                LabelKey::Principal(receiver.to_string()),
+                LabelKey::Session(receiver_session.to_string()),
+            ],
+        }
+    }
+
+    /// A delegation by `delegator` signing `link`: the delegator's
+    /// principal labels at this moment, with [`DELEGATION_RECORD_FLOOR`],
+    /// are kept under the link's record ([`delegation_record_id`]).
+    pub fn delegation(delegator: &str, link: &DelegationLink) -> Result<Self, StoreError> {
+        let record = delegation_record_id(link).ok_or_else(|| StoreError::Refused {
+            store: crate::error::StoreName::Label,
+            detail: format!(
+                "delegation link {} has no canonical form; nothing was recorded",
+                link.child_id
+            ),
+        })?;
+        Ok(LabelCarry {
+            from: vec![LabelKey::Principal(delegator.to_string())],
+            extra: vec![DELEGATION_RECORD_FLOOR.as_str().to_string()],
+            into: vec![LabelKey::Delegation(record)],
+        })
+    }
+
+    /// The keys read, as stores persist them.
+    pub fn from_keys(&self) -> Vec<String> {
+        self.from.iter().map(LabelKey::as_key).collect()
+    }
+
+    /// The keys written, as stores persist them.
+    pub fn into_keys(&self) -> Vec<String> {
+        self.into.iter().map(LabelKey::as_key).collect()
+    }
+
+    /// The labels to join, given what the `from` keys hold.
+    pub fn carried(&self, read: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+        read.into_iter().chain(self.extra.iter().cloned()).collect()
+    }
+
+    /// The labels of `carried` a step reports: a delegation record's floor
+    /// is bookkeeping, not something the delegator held.
+    pub fn reported(&self, carried: &BTreeSet<String>) -> Vec<String> {
+        let record = self
+            .into
+            .iter()
+            .any(|k| matches!(k, LabelKey::Delegation(_)));
+        carried
+            .iter()
+            .filter(|l| !(record && l.as_str() == DELEGATION_RECORD_FLOOR.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Applies the move to a synchronous store and answers the labels
+    /// joined. An unknown label name is refused before anything is written.
+    pub fn apply(&self, store: &mut dyn LabelStore) -> Result<BTreeSet<String>, StoreError> {
+        let mut read = Vec::new();
+        for key in self.from_keys() {
+            read.extend(store.read(&key)?);
+        }
+        let carried = self.carried(read);
+        if let Some(unknown) = carried.iter().find(|l| Label::parse(l).is_none()) {
+            return Err(StoreError::Refused {
+                store: crate::error::StoreName::Label,
+                detail: format!("label {unknown:?} is not a known level; nothing was carried"),
+            });
+        }
+        for key in self.into_keys() {
+            for label in &carried {
+                store.join(&key, label)?;
+            }
+        }
+        Ok(carried)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stores::InMemoryLabels;
+
+    fn link(child_id: &str, timestamp_ms: u64) -> DelegationLink {
+        DelegationLink {
+            schema: crate::token::DELEGATION_SCHEMA.to_string(),
+            parent_id: "alice-files".to_string(),
+            child_id: child_id.to_string(),
+            delegator: "aa".repeat(32),
+            delegatee: "bb".repeat(32),
+            attenuation: crate::token::GrantState {
+                scope: Vec::new(),
+                not_before_ms: 0,
+                expires_at_ms: 1,
+                max_invocations: None,
+                share_bps: 10_000,
+            },
+            timestamp_ms,
+            signature: "cc".repeat(64),
+        }
+    }
+
+    // A delegation record holds the delegator's labels and the floor under the link's own id; the step reports only the delegator's.
+    #[test]
+    fn a_delegation_record_keeps_the_floor_out_of_the_report() {
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", "internal").unwrap();
+        let first = link("bob-files", 1);
+        let id = delegation_record_id(&first).unwrap();
+        assert!(id.starts_with("bob-files/") && id.len() == "bob-files/".len() + 32);
+        assert_ne!(id, delegation_record_id(&link("bob-files", 2)).unwrap());
+        let carry = LabelCarry::delegation("alice", &first).unwrap();
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["internal"]);
+        let record = store.read(&format!("delegation/{id}")).unwrap();
+        assert_eq!(
+            record.into_iter().collect::<Vec<_>>(),
+            ["internal", "public"]
+        );
+    }
+
+    // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.
+    #[test]
+    fn a_message_reaches_principal_and_session() {
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", "confidential").unwrap();
+        let carry = LabelCarry::message("alice", "bob", "bob", Some("internal"));
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["confidential", "internal"]);
+        for key in ["principal/bob", "session/bob"] {
+            assert_eq!(store.read(key).unwrap().len(), 2, "{key}");
+        }
+        let bad = LabelCarry::message("alice", "carol", "carol", Some("classified"));
+        assert!(bad.apply(&mut store).is_err());
+        assert!(store.read("principal/carol").unwrap().is_empty());
     }
 }

@@ -58,7 +58,7 @@
 //! | 6 guards | `path <p> matches forbidden glob <g>` (forbidden-path) |
 //! | 6 guards | `path <p> is not in the <read/write> allowlist` / `tool <t> carries no path argument for the <access> allowlist to check` / `path <p> is outside the session filesystem roots` (path-allowlist) |
 //! | 6 guards | `tool <t> requires an earlier allowed and performed <r> in session <s>` (behavioral-sequence) |
-//! | 6 guards | `information flow: retained label <l> (<key>) exceeds the clearance <c> of server <s>` (information-flow) |
+//! | 6 guards | `information flow: retained label <l> (<key>) exceeds the clearance <c> of server <s>` (information-flow; `<key>` is `session/`, `principal/`, `lineage/` or `delegation/<link id>`) |
 //! | 6 guards | `prompt injection (<pattern>) in arguments at <pointer>` (prompt-injection) |
 //! | 6 guards | `prompt injection (<pattern>) in arguments split across string values` (prompt-injection) |
 //! | 6 guards | `prompt injection scan limit reached in arguments at <pointer>: <limit>` (prompt-injection, past the scan budget) |
@@ -97,6 +97,7 @@
 //! - [`receipt`]: signed receipts and their Merkle root.
 //! - [`verdict`]: verdicts and their projection.
 //! - [`kernel`]: the pipeline.
+//! - [`trace`]: what a decision read and how each stage answered.
 //! - [`portable`]: portable evaluation and its JSON envelope.
 //! - [`error`]: the crate's errors.
 #![deny(missing_docs)]
@@ -120,6 +121,7 @@ pub mod scope;
 pub mod signature;
 pub mod stores;
 pub mod token;
+pub mod trace;
 pub mod verdict;
 pub mod verification;
 

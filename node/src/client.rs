@@ -20,7 +20,7 @@ use crate::cluster::{ClusterHeader, ClusterToken};
 use crate::error::NodeError;
 use crate::grpc_link::channel;
 use crate::host::LoadedWorld;
-use crate::node::{CallCommand, DelegateCommand};
+use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
 use crate::wire::{
     decode_answer, encode, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
 };
@@ -136,14 +136,29 @@ impl NodeClient {
     }
 
     /// Runs one scheduled delegation.
-    pub async fn delegate(&self, command: &DelegateCommand) -> Result<CapabilityToken, NodeError> {
+    pub async fn delegate(&self, command: &DelegateCommand) -> Result<DelegateOutcome, NodeError> {
         let message = pb::DelegateRequest {
             command_json: encode("delegate command", command)?,
         };
         let answer = self
             .unary(message, |mut c, r| async move { c.delegate(r).await })
             .await?;
-        decode_answer(&self.target, "token_json", &answer.token_json)
+        let token: CapabilityToken = decode_answer(&self.target, "token_json", &answer.token_json)?;
+        Ok(DelegateOutcome {
+            token,
+            labels: answer.labels,
+        })
+    }
+
+    /// Sends one scheduled message.
+    pub async fn message(&self, command: &MessageCommand) -> Result<MessageOutcome, NodeError> {
+        let message = pb::MessageRequest {
+            command_json: encode("message command", command)?,
+        };
+        let answer = self
+            .unary(message, |mut c, r| async move { c.message(r).await })
+            .await?;
+        decode_answer(&self.target, "outcome_json", &answer.outcome_json)
     }
 
     /// Revokes an id through the node's authority state.

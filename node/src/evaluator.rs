@@ -10,8 +10,11 @@
 //! one [`ToolServer`] per declared server. It then walks the scenario's
 //! schedule in order, exactly as the run driver does (calls signed by the
 //! acting agent's arena key with the step id as request id and the agent as
-//! session, delegations signed by the holder, revocations through the shared
-//! state), and right before each call step evaluates the batch's actions
+//! session, delegations signed by the holder with the delegator's labels
+//! recorded for the child, messages carrying labels to the receiver, each
+//! label move by the rule of `chio_kernel::label::LabelCarry`, revocations
+//! through the shared state), and right before each call step evaluates the
+//! batch's actions
 //! whose base step it is, in batch order. So an action meets the state its
 //! base step meets: earlier delegations, revocations, session journal,
 //! labels and budgets; the batch's earlier actions of the same base step
@@ -36,6 +39,7 @@ use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::kernel::{Admission, Decision, Kernel, ToolOutput};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::label::LabelCarry;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use ed25519_dalek::SigningKey;
@@ -98,6 +102,9 @@ struct Instance<'w> {
     servers: BTreeMap<String, ToolServer>,
     /// Every capability so far, with the agent holding it.
     ledger: BTreeMap<String, (String, CapabilityToken)>,
+    /// The label of each scenario call step's released output, by step id,
+    /// for messages that forward it.
+    output_labels: BTreeMap<String, Option<String>>,
     evaluations: u64,
 }
 
@@ -121,6 +128,7 @@ impl<'w> Instance<'w> {
             kernels,
             servers,
             ledger: world.grants.clone(),
+            output_labels: BTreeMap::new(),
             evaluations: 0,
         })
     }
@@ -259,7 +267,9 @@ impl<'w> Instance<'w> {
                     call.arguments.clone(),
                     now_ms,
                 )?;
-                self.evaluate(&kernel, &request, now_ms)?;
+                let decision = self.evaluate(&kernel, &request, now_ms)?;
+                self.output_labels
+                    .insert(step.id.clone(), decision.trace.output_label);
             }
             Action::Delegate(delegate) => {
                 let parent = self.token(&delegate.capability)?;
@@ -274,11 +284,29 @@ impl<'w> Instance<'w> {
                         now_ms,
                     )
                     .map_err(failure)?;
+                // What the delegator holds is recorded for the child, as a
+                // node records it (chio_kernel::label::LabelCarry).
+                let link = child
+                    .delegation_chain
+                    .last()
+                    .ok_or_else(|| failure(format!("delegation {} carries no link", child.id)))?;
+                LabelCarry::delegation(agent, link)
+                    .and_then(|carry| carry.apply(&mut self.trust.clone()))
+                    .map_err(failure)?;
                 self.ledger
                     .insert(delegate.delegation.clone(), (delegate.to.clone(), child));
             }
             Action::Revoke(revoke) => {
                 self.trust.revoke(&revoke.target).map_err(failure)?;
+            }
+            Action::Message(message) => {
+                let output_label = message
+                    .from_step
+                    .as_ref()
+                    .and_then(|source| self.output_labels.get(source).cloned().flatten());
+                LabelCarry::message(agent, &message.to, &message.to, output_label.as_deref())
+                    .apply(&mut self.trust.clone())
+                    .map_err(failure)?;
             }
             Action::Advance(_) => {}
         }

@@ -54,5 +54,7 @@ pub use embedded::EmbeddedTopology;
 pub use error::NodeError;
 pub use grpc_link::GrpcLink;
 pub use host::NodeHost;
-pub use node::{CallCommand, DelegateCommand, Node};
+pub use node::{
+    CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node,
+};
 pub use world::{FixtureSet, World};

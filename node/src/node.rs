@@ -3,14 +3,23 @@
 //!
 //! Operations, each the handling of one scheduled action: a call (the
 //! acting agent signs a request, the multiplexer routes it to the serving
-//! kernel), a delegation (the delegator signs a link, the child is handed
-//! over to the delegatee's node), and a revocation (sent to the authority
-//! state). Ordering is the controller's: a node handles what it is sent.
+//! kernel), a delegation (the delegator signs a link, what the delegator
+//! holds is recorded for the child in the label store, and the child is
+//! handed over to the delegatee's node), a message (the content's labels
+//! are joined into the receiver's principal and session in the label store
+//! the kernels read), and a revocation (sent to the authority state).
+//! Ordering is the controller's: a node handles what it is sent.
+//!
+//! Labels move only through the authority state ([`AuthorityControl`]),
+//! which is trust-control in a distributed run and its in-memory store in
+//! the embedded one, so a label a node joins is the label every kernel on
+//! every node reads next.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use chio_kernel::keys::public_key_hex;
+use chio_kernel::label::LabelCarry;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{Attenuation, CapabilityToken};
 use serde::{Deserialize, Serialize};
@@ -24,11 +33,49 @@ use crate::mux::KernelMultiplexer;
 use crate::tools::ToolServer;
 use crate::world::{KernelPlan, World};
 
-/// Revocation on behalf of the authority: in-process shared state in the
-/// embedded topology, trust-control otherwise.
+/// Authority state acted on outside a kernel decision: revocation, and the
+/// label moves of messages and delegations. In-process shared state in the
+/// embedded topology, trust-control otherwise; either way the same store
+/// the kernels read.
 pub trait AuthorityControl: Send + Sync {
     /// Revokes a capability or delegation id.
     fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()>;
+
+    /// Applies a label move and answers the labels joined.
+    fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>>;
+}
+
+/// A scheduled message, as the controller sends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageCommand {
+    /// The sending agent, hosted by the node that receives the command.
+    pub agent: String,
+    /// The receiving agent, on any node.
+    pub to: String,
+    /// The label of the output the message forwards, as the serving
+    /// kernel's decision trace recorded it; absent for literal content or
+    /// an output that was not labelled (or not released).
+    pub output_label: Option<String>,
+    /// Virtual time, Unix milliseconds.
+    pub now_ms: u64,
+}
+
+/// What a message carried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageOutcome {
+    /// The labels joined into the receiver's principal and session, in
+    /// ascending order.
+    pub labels: Vec<String>,
+}
+
+/// What a delegation produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateOutcome {
+    /// The child capability, already held by the delegatee.
+    pub token: CapabilityToken,
+    /// The delegator's labels recorded for the child (`delegation/<child
+    /// id>`), in ascending order, without the record's floor.
+    pub labels: Vec<String>,
 }
 
 /// A scheduled call, as the controller sends it.
@@ -200,8 +247,11 @@ impl Node {
         self.mux.evaluate(request, command.now_ms).await
     }
 
-    /// Runs a scheduled delegation and hands the child to the delegatee.
-    pub async fn delegate(&self, command: DelegateCommand) -> Result<CapabilityToken, NodeError> {
+    /// Runs a scheduled delegation: the delegator signs the child, what
+    /// the delegator holds now is recorded for the child, and only then is
+    /// the child handed to the delegatee, so no call through it can precede
+    /// its record.
+    pub async fn delegate(&self, command: DelegateCommand) -> Result<DelegateOutcome, NodeError> {
         let agent = self.mux.agent(&command.agent)?;
         let delegatee = self
             .agent_keys
@@ -216,8 +266,40 @@ impl Node {
                 command.now_ms,
             )
             .await?;
+        let link = child
+            .delegation_chain
+            .last()
+            .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
+        let carry = LabelCarry::delegation(&command.agent, link)
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let carried = self.authority.carry_labels(carry.clone()).await?;
         self.mux.hand_over(&command.to, child.clone()).await?;
-        Ok(child)
+        Ok(DelegateOutcome {
+            token: child,
+            labels: carry.reported(&carried),
+        })
+    }
+
+    /// Runs a scheduled message from an agent of this node: the labels the
+    /// sender's principal holds now, plus the forwarded output's label, are
+    /// joined into the receiver's principal and session (an agent's session
+    /// is its id). The receiver's actor keeps no conversation: what a
+    /// message changes is what every kernel knows about the receiver.
+    pub async fn message(&self, command: MessageCommand) -> Result<MessageOutcome, NodeError> {
+        self.mux.agent(&command.agent)?;
+        if !self.agent_keys.contains_key(&command.to) {
+            return Err(NodeError::Unroutable(format!("agent {}", command.to)));
+        }
+        let carry = LabelCarry::message(
+            &command.agent,
+            &command.to,
+            &command.to,
+            command.output_label.as_deref(),
+        );
+        let carried = self.authority.carry_labels(carry.clone()).await?;
+        Ok(MessageOutcome {
+            labels: carry.reported(&carried),
+        })
     }
 
     /// Revokes a capability or delegation id through the authority state.

@@ -28,7 +28,7 @@ use tracing::Instrument;
 use crate::cluster::ClusterToken;
 use crate::error::NodeError;
 use crate::host::{NodeHost, WorldLoad};
-use crate::node::{CallCommand, DelegateCommand};
+use crate::node::{CallCommand, DelegateCommand, MessageCommand};
 use crate::wire::{
     decode_field, encode, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
 };
@@ -92,9 +92,23 @@ impl NodeControl for NodeControlService {
         let command: DelegateCommand =
             decode_field("command_json", &request.get_ref().command_json)?;
         let node = self.host.node().await.map_err(internal)?;
-        let child = node.delegate(command).await.map_err(internal)?;
+        let outcome = node.delegate(command).await.map_err(internal)?;
         Ok(Response::new(pb::DelegateResponse {
-            token_json: encode("capability token", &child).map_err(internal)?,
+            token_json: encode("capability token", &outcome.token).map_err(internal)?,
+            labels: outcome.labels,
+        }))
+    }
+
+    async fn message(
+        &self,
+        request: Request<pb::MessageRequest>,
+    ) -> Result<Response<pb::MessageResponse>, Status> {
+        let command: MessageCommand =
+            decode_field("command_json", &request.get_ref().command_json)?;
+        let node = self.host.node().await.map_err(internal)?;
+        let outcome = node.message(command).await.map_err(internal)?;
+        Ok(Response::new(pb::MessageResponse {
+            outcome_json: encode("message outcome", &outcome).map_err(internal)?,
         }))
     }
 

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::error::{StoreError, StoreName};
 use chio_kernel::keys::public_key_hex;
+use chio_kernel::label::{Label, LabelCarry};
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::stores::{
     BudgetStore, HoldOutcome, InMemoryJournal, KernelStores, LabelStore, NonceStore, ReceiptStore,
@@ -434,7 +435,24 @@ pub async fn bind_node<S: TrustStore>(
     Ok((actors, TrustAuthority::new(binding)))
 }
 
-/// Revocation on behalf of the authority, through trust-control.
+/// One label-store call of a label move, bounded by `deadline`; a failure
+/// names the store and the operation.
+async fn label_call<T>(
+    deadline: Duration,
+    what: &str,
+    future: impl Future<Output = Result<T, TrustError>>,
+) -> Result<T, NodeError> {
+    match tokio::time::timeout(deadline, future).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(NodeError::Authority(format!("label store {what}: {error}"))),
+        Err(_) => Err(NodeError::Authority(format!(
+            "label store {what}: trust-control deadline exceeded"
+        ))),
+    }
+}
+
+/// Revocation and label moves on behalf of the authority, through
+/// trust-control.
 pub struct TrustAuthority<S> {
     binding: TrustBinding<S>,
 }
@@ -447,6 +465,30 @@ impl<S: TrustStore> TrustAuthority<S> {
 }
 
 impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
+    fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>> {
+        Box::pin(async move {
+            let b = &self.binding;
+            let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
+            let read = label_call(b.deadlines.call, "read", b.store.read_labels(from)).await?;
+            let carried = carry.carried(read.into_values().flatten());
+            if let Some(unknown) = carried.iter().find(|l| Label::parse(l).is_none()) {
+                return Err(NodeError::Authority(format!(
+                    "label store: label {unknown:?} is not a known level; nothing was carried"
+                )));
+            }
+            let into: Vec<String> = carry.into_keys().iter().map(|k| b.scoped(k)).collect();
+            for label in &carried {
+                label_call(
+                    b.deadlines.call,
+                    "join",
+                    b.store.join_labels(into.clone(), label),
+                )
+                .await?;
+            }
+            Ok(carried)
+        })
+    }
+
     fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
         let scoped = self.binding.scoped(id);
         Box::pin(async move {

@@ -108,7 +108,7 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
     let mut link = KernelLinkClient::connect(url.to_string())
         .await
         .map_err(|e| e.to_string())?;
-    let answered = match which % 6 {
+    let answered = match which % 7 {
         0 => control
             .call(authorized(pb::CallRequest { command_json: body }))
             .await
@@ -137,6 +137,10 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                 agent_id: text,
                 token_json: body,
             }))
+            .await
+            .map(|_| ()),
+        5 => control
+            .message(authorized(pb::MessageRequest { command_json: body }))
             .await
             .map(|_| ()),
         _ => control

@@ -87,11 +87,27 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// The reference scenarios shipped in `scenarios/`, by file stem.
+/// The runnable reference scenarios shipped in `scenarios/`, by file stem:
+/// every one that declares a world (a world-less file such as the seed's
+/// example validates but is refused by `arena run`, see
+/// `worldless_scenarios`).
 pub fn reference_scenarios() -> Vec<String> {
     let mut names: Vec<String> = entries(&repo_path("scenarios"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| chio_arena::load_scenario(p).is_ok_and(|s| s.has_world()))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// The reference scenarios that declare no world, by file stem.
+pub fn worldless_scenarios() -> Vec<String> {
+    let mut names: Vec<String> = entries(&repo_path("scenarios"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| chio_arena::load_scenario(p).is_ok_and(|s| !s.has_world()))
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();

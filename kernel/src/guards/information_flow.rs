@@ -1,11 +1,20 @@
 //! `information-flow`: retained labels against destination clearances.
 //!
-//! Config: `{ "clearance": { "<server id>": "public" } }` with levels
+//! Config: `{ "clearance": { "<server id>": "public" },
+//! "carry_delegator_labels": true }` with levels
 //! `public < internal < confidential < restricted`. A call to a server that
-//! has a clearance is refused when any label retained for the session or the
-//! capability's lineage is above it. Labels are joined in by the kernel from
-//! tool output before the output is released (see [`crate::label`]); an
-//! unknown retained label denies rather than being guessed.
+//! has a clearance is refused when any label the kernel read for the call is
+//! above it: the session's, the principal's, the lineage's, and the
+//! delegation record of every link of the presented chain (what each
+//! delegator held when it delegated). Labels are joined in by the kernel
+//! from tool output before the output is released, and carried by messages
+//! and delegations (see [`crate::label`]); an unknown retained label denies
+//! rather than being guessed.
+//!
+//! `carry_delegator_labels` (default `true`) is the explicit relaxation:
+//! `false` ignores the delegation records, so a delegatee is judged only by
+//! its own session, principal and the lineage. A policy that sets it says in
+//! writing that it trusts delegatees not to leak what their delegators held.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +32,15 @@ use crate::label::Label;
 pub struct InformationFlowConfig {
     /// Highest label each destination server may receive.
     pub clearance: BTreeMap<String, String>,
+    /// Whether what a delegator held when it delegated counts against the
+    /// delegatee's calls through the delegation (default `true`); `false`
+    /// is the explicit relaxation.
+    #[serde(default = "carry_by_default")]
+    pub carry_delegator_labels: bool,
+}
+
+fn carry_by_default() -> bool {
+    true
 }
 
 /// The built guard.
@@ -30,6 +48,7 @@ pub struct InformationFlowConfig {
 pub struct InformationFlowGuard {
     meta: GuardMeta,
     clearance: BTreeMap<String, Label>,
+    carry_delegator_labels: bool,
 }
 
 impl InformationFlowGuard {
@@ -51,7 +70,11 @@ impl InformationFlowGuard {
             })?;
             clearance.insert(server, label);
         }
-        Ok(InformationFlowGuard { meta, clearance })
+        Ok(InformationFlowGuard {
+            meta,
+            clearance,
+            carry_delegator_labels: config.carry_delegator_labels,
+        })
     }
 }
 
@@ -72,14 +95,19 @@ impl Guard for InformationFlowGuard {
         let Some(clearance) = self.clearance.get(ctx.server) else {
             return Ok(GuardVerdict::Allow);
         };
-        // Name the narrowest scope of taint first: session, principal, lineage.
+        // Name the narrowest scope of taint first: session, principal,
+        // lineage, then the delegation records of the chain.
         let rank = |key: &str| {
-            ["session/", "principal/", "lineage/"]
+            ["session/", "principal/", "lineage/", "delegation/"]
                 .iter()
                 .position(|p| key.starts_with(p))
-                .unwrap_or(3)
+                .unwrap_or(4)
         };
-        let mut entries: Vec<_> = ctx.labels.iter().collect();
+        let mut entries: Vec<_> = ctx
+            .labels
+            .iter()
+            .filter(|(key, _)| self.carry_delegator_labels || !key.starts_with("delegation/"))
+            .collect();
         entries.sort_by_key(|(key, _)| (rank(key), key.as_str()));
         for (key, labels) in entries {
             for name in labels {

@@ -14,6 +14,7 @@ use chio_kernel::kernel::{Admission, Decision, Kernel, KernelConfig, ToolOutput}
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::stores::KernelStores;
+use chio_kernel::trace::DecisionTrace;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,6 +45,9 @@ pub struct CallOutcome {
     pub receipt: SignedReceipt,
     /// The released output (allows only).
     pub output: Option<Value>,
+    /// What the decision read and how each stage answered, for the bundle.
+    #[serde(default)]
+    pub trace: DecisionTrace,
 }
 
 impl CallOutcome {
@@ -58,6 +62,7 @@ impl CallOutcome {
             recorded: decision.recorded,
             receipt: decision.receipt,
             output: decision.output,
+            trace: decision.trace,
         }
     }
 }

@@ -1,0 +1,325 @@
+//! `chio arena explain BUNDLE STEP [--json]`.
+//!
+//! Reads a bundle a run wrote and prints one step as evidence: for a call,
+//! the decision's inputs (the invocation, the principal and chain, every
+//! label key the kernel read with what it held, every budget key it held,
+//! the session journal entries the guards saw) and the pipeline stage by
+//! stage (capability, revocation, binding, scope, budgets, guards with each
+//! guard's answer, shares, output), marking the stages the decision never
+//! reached; for a message or a delegation, the labels it carried; for a
+//! revocation, what was revoked or why it was refused. An allow nobody
+//! expected is then read off the table: which keys were clean, which guard
+//! let it through. Everything printed comes from the bundle (its manifest
+//! and its recorded scenario), in recorded order, so the output is the same
+//! bytes on every machine. With `--json` the document is canonical JSON,
+//! `chio.arena.explain/v1`. Nothing is run and nothing is written.
+
+use std::io::Write;
+
+use chio_arena::bundle::{Bundle, StepRecord, SCENARIO_INPUT};
+use chio_kernel::trace::{DecisionTrace, STAGES};
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{CliError, Exit};
+
+const COMMAND: &str = "arena explain";
+
+/// The schema of the `--json` document.
+pub const EXPLAIN_SCHEMA_VERSION: &str = "chio.arena.explain/v1";
+
+/// `chio arena explain BUNDLE STEP [--json]`.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The bundle folder a run wrote.
+    pub bundle: std::path::PathBuf,
+    /// The id of the step to explain.
+    pub step: String,
+    /// Print canonical JSON (`chio.arena.explain/v1`) instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct ExplainReport<'a> {
+    schema_version: &'static str,
+    scenario_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    arguments: Option<Value>,
+    step: &'a StepRecord,
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let bundle = Bundle::read(&args.bundle).map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    let manifest = &bundle.manifest;
+    let Some(step) = manifest.steps.iter().find(|s| s.step_id == args.step) else {
+        let recorded: Vec<&str> = manifest.steps.iter().map(|s| s.step_id.as_str()).collect();
+        return Err(CliError {
+            code: "CHIO-ARENA-UNKNOWN-STEP".to_string(),
+            command: COMMAND,
+            message: format!(
+                "bundle {} records no step {:?}; it records: {}",
+                args.bundle.display(),
+                args.step,
+                recorded.join(", ")
+            ),
+            help: "name a step the run dispatched; a run that stopped early records no later step"
+                .to_string(),
+            exit: Exit::InvalidInput,
+        });
+    };
+    let arguments = (step.action == "call")
+        .then(|| recorded_arguments(&bundle, &step.step_id))
+        .flatten();
+    let text = if args.json {
+        let report = ExplainReport {
+            schema_version: EXPLAIN_SCHEMA_VERSION,
+            scenario_id: &manifest.determinism.scenario_id,
+            arguments,
+            step,
+        };
+        let mut json = chio_kernel::canonical::to_canonical_string(&report)
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+        json.push('\n');
+        json
+    } else {
+        render(step, arguments.as_ref())
+    };
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}
+
+/// The step's `arguments` as the recorded scenario declares them, as JSON;
+/// `None` when the scenario cannot be read back (the manifest still says
+/// everything else).
+fn recorded_arguments(bundle: &Bundle, step_id: &str) -> Option<Value> {
+    let text = std::str::from_utf8(bundle.inputs.get(SCENARIO_INPUT)?).ok()?;
+    let table: toml::Table = text.parse().ok()?;
+    let steps = table.get("steps")?.as_array()?;
+    let step = steps
+        .iter()
+        .find(|s| s.get("id").and_then(toml::Value::as_str) == Some(step_id))?;
+    match step.get("arguments") {
+        Some(arguments) => serde_json::to_value(arguments).ok(),
+        None => Some(Value::Object(Default::default())),
+    }
+}
+
+fn line(text: &mut String, key: &str, value: impl std::fmt::Display) {
+    text.push_str(&format!("  {key:<12}{value}\n"));
+}
+
+fn labels_text(labels: &[String]) -> String {
+    if labels.is_empty() {
+        "(none)".to_string()
+    } else {
+        labels.join(", ")
+    }
+}
+
+/// The text form: the step, then (for a call) its decision inputs and the
+/// pipeline.
+fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
+    let mut text = format!(
+        "step {} ({}) by {} at {}\n",
+        step.step_id, step.action, step.agent, step.virtual_time
+    );
+    match step.action.as_str() {
+        "call" => {
+            if let Some(target) = &step.target {
+                let at = step.kernel.as_deref().unwrap_or("?");
+                line(&mut text, "target", format!("{target} @ {at}"));
+            }
+            if let Some(arguments) = arguments {
+                let printed = chio_kernel::canonical::to_canonical_string(arguments)
+                    .unwrap_or_else(|_| arguments.to_string());
+                line(&mut text, "arguments", printed);
+            }
+        }
+        "message" => {
+            line(&mut text, "to", step.target.as_deref().unwrap_or("?"));
+            if let Some(detail) = &step.detail {
+                line(&mut text, "content", format!("sha256 {detail}"));
+            }
+        }
+        "delegate" => {
+            if let Some(detail) = &step.detail {
+                line(&mut text, "child", format!("token sha256 {detail}"));
+            }
+        }
+        "revoke" => line(&mut text, "target", step.detail.as_deref().unwrap_or("?")),
+        "advance" => line(
+            &mut text,
+            "advance",
+            format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
+        ),
+        _ => {}
+    }
+    if let Some(labels) = &step.labels {
+        let what = if step.action == "delegate" {
+            "labels kept"
+        } else {
+            "labels sent"
+        };
+        line(&mut text, what, labels_text(labels));
+    }
+    if let Some(expected) = &step.expected {
+        line(&mut text, "expected", expected);
+    }
+    if let Some(actual) = &step.actual {
+        let verdict = match &step.verdict {
+            Some(v) if v != actual => format!(" (kernel verdict {v})"),
+            _ => String::new(),
+        };
+        let pass = match step.pass {
+            Some(true) => ", pass",
+            Some(false) => ", FAIL",
+            None => "",
+        };
+        line(&mut text, "actual", format!("{actual}{verdict}{pass}"));
+    }
+    if let Some(reason) = &step.reason {
+        line(&mut text, "reason", reason);
+    }
+    if let Some(expected) = &step.expected_reason {
+        line(&mut text, "reason has", format!("{expected:?} expected"));
+    }
+    if let Some(guard) = &step.guard {
+        line(&mut text, "guard", guard);
+    }
+    if let Some(receipt) = &step.receipt_id {
+        line(&mut text, "receipt", receipt);
+    }
+    if step.action == "call" {
+        match &step.trace {
+            Some(trace) => render_trace(&mut text, trace),
+            None => text.push_str(
+                "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
+            ),
+        }
+    }
+    text
+}
+
+fn render_trace(text: &mut String, trace: &DecisionTrace) {
+    text.push_str("\ndecision inputs\n");
+    line(
+        text,
+        "principal",
+        trace.principal.as_deref().unwrap_or("(not bound)"),
+    );
+    if !trace.chain.is_empty() {
+        line(text, "chain", trace.chain.join(" > "));
+    }
+    text.push_str("  label keys read\n");
+    if trace.label_keys.is_empty() {
+        text.push_str("    (none: no guard of the kernel reads labels, or the call stopped before the guards)\n");
+    }
+    let width = trace
+        .label_keys
+        .keys()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (key, labels) in &trace.label_keys {
+        text.push_str(&format!("    {key:<width$}  {}\n", labels_text(labels)));
+    }
+    text.push_str("  budget keys held\n");
+    if trace.budget_keys.is_empty() {
+        text.push_str("    (none)\n");
+    }
+    let width = trace
+        .budget_keys
+        .iter()
+        .map(|b| b.key.chars().count())
+        .max()
+        .unwrap_or(0);
+    for budget in &trace.budget_keys {
+        let what = match (budget.outcome.as_str(), budget.settled.as_deref()) {
+            ("refused", _) => format!(
+                "{} of {} used; {} more refused",
+                budget.used, budget.limit, budget.amount
+            ),
+            (_, settled) => format!(
+                "{} of {} used with this hold of {}{}",
+                budget.used,
+                budget.limit,
+                budget.amount,
+                settled.map(|s| format!(", {s}")).unwrap_or_default()
+            ),
+        };
+        text.push_str(&format!("    {:<width$}  {what}\n", budget.key));
+    }
+    text.push_str("  journal entries read\n");
+    if trace.journal.is_empty() {
+        text.push_str("    (none)\n");
+    }
+    for entry in &trace.journal {
+        text.push_str(&format!(
+            "    {}  {}/{}  {}{}\n",
+            entry.request_id,
+            entry.server,
+            entry.tool,
+            entry.verdict,
+            if entry.performed {
+                ", performed"
+            } else {
+                ", not performed"
+            }
+        ));
+    }
+    text.push_str("\npipeline\n");
+    for (index, stage) in STAGES.iter().enumerate() {
+        let recorded = trace.stages.iter().find(|s| s.stage == *stage);
+        match recorded {
+            Some(s) => text.push_str(&format!(
+                "  {} {:<11} {:<16} {}\n",
+                index + 1,
+                stage,
+                s.outcome,
+                s.detail
+            )),
+            None => text.push_str(&format!("  {} {:<11} not reached\n", index + 1, stage)),
+        }
+        let phase = match *stage {
+            "guards" => Some("request"),
+            "output" => Some("output"),
+            _ => None,
+        };
+        if let Some(phase) = phase {
+            for answer in trace.guards.iter().filter(|g| g.phase == phase) {
+                text.push_str(&format!(
+                    "      {} ({}, {}): {}{}\n",
+                    answer.guard,
+                    answer.kind,
+                    answer.mode,
+                    answer.answer,
+                    answer
+                        .reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        if *stage == "shares" {
+            for share in &trace.shares {
+                text.push_str(&format!(
+                    "      {} > {} at {} bps: {}\n",
+                    share.parent, share.child, share.child_bps, share.outcome
+                ));
+            }
+        }
+        if *stage == "output" && recorded.is_some() {
+            if let Some(label) = &trace.output_label {
+                text.push_str(&format!(
+                    "      label {label} joined into {}\n",
+                    trace.label_writes.join(", ")
+                ));
+            }
+        }
+    }
+}
