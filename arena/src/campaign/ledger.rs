@@ -37,7 +37,7 @@ pub const REPLAY_RECORD: &str = "chio.arena.replay/v1";
 /// Schema of a `chio arena evolve --json` document.
 pub const EVOLVE_RECORD: &str = "chio.arena.evolve/v1";
 /// Schema of a `chio arena matrix --json` document.
-pub const MATRIX_RECORD: &str = "chio.arena.matrix-synthesis/v1";
+pub const MATRIX_RECORD: &str = "chio.arena.matrix-synthesis/v2";
 
 /// The keys every row holds, no more and no fewer.
 pub const ROW_FIELDS: &[&str] = &[
