@@ -101,11 +101,11 @@ pub enum ExperimentError {
         /// The row field that disagrees.
         field: String,
     },
-    /// A replay of a recorded bundle is labelled as a fresh run, or the reverse.
+    /// A fixture replay of a recorded bundle is labelled as a live attempt, or the reverse.
     RelabelledEvidence {
         /// The schedule id.
         schedule_id: String,
-        /// What the schedule declares (`fresh` or `replay`).
+        /// What the schedule declares (`live` or `fixture`).
         declared: String,
         /// What the row or result claims.
         claimed: String,
@@ -135,6 +135,8 @@ pub enum ExperimentError {
     DeferredWithResults {
         /// The schedule id.
         schedule_id: String,
+        /// `DEFERRED` or `SKIPPED`.
+        outcome: String,
         /// The result field that is set.
         field: String,
     },
@@ -458,8 +460,12 @@ impl ExperimentError {
             Self::MissingReason { schedule_id } => {
                 format!("ledger row {schedule_id:?} did not pass and gives no reason")
             }
-            Self::DeferredWithResults { schedule_id, field } => format!(
-                "ledger row {schedule_id:?} is DEFERRED (not attempted) but carries {field}"
+            Self::DeferredWithResults {
+                schedule_id,
+                outcome,
+                field,
+            } => format!(
+                "ledger row {schedule_id:?} is {outcome} (not attempted) but carries {field}"
             ),
             Self::AlreadyAttempted { schedule_id } => {
                 format!("ledger row {schedule_id:?} already holds an attempt")
@@ -563,7 +569,7 @@ impl ExperimentError {
             Self::DuplicateAttempt { .. } => "keep one row per schedule id; a retry needs a new declared schedule".into(),
             Self::UnscheduledAttempt { .. } => "remove the row, or declare the attempt in a new campaign".into(),
             Self::RowMismatch { .. } => "restore the row's task, repetition and evidence from chio campaign template".into(),
-            Self::RelabelledEvidence { .. } => "fill a replay row only from chio arena replay results and a fresh row only from chio arena run results".into(),
+            Self::RelabelledEvidence { .. } => "fill a fixture row only from chio arena replay results and a live row only from chio arena run, evolve or matrix results".into(),
             Self::UnknownOutcome { allowed, .. } => format!("record the native outcome as the tool wrote it: one of {allowed}"),
             Self::ContradictedPass { .. } => "import the record as written; a native outcome is copied, never rescored".into(),
             Self::MissingReason { .. } => "give the row a reason naming why it did not pass".into(),
