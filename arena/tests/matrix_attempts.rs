@@ -92,7 +92,7 @@ fn failed_attempts_are_retried_and_recorded() {
     let runner = Arc::new(Flaky {
         failures: AtomicU32::new(1),
     });
-    let (table, _) = run_matrix(&m, &out, false, runner, &load(&m), &|_, _| {}).unwrap();
+    let (table, _) = run_matrix(&m, &out, false, runner, &load(&m), &|_, _| {}, &|| 0).unwrap();
     let synthesis = synthesize(&m, &table, &load(&m));
     let retried: Vec<&RunRecord> = table
         .iter()
@@ -124,7 +124,16 @@ fn exhausted_attempts_stop_the_matrix_and_resume_continues() {
     let runner = Arc::new(Flaky {
         failures: AtomicU32::new(1),
     });
-    let err = run_matrix(&m, &out, false, runner.clone(), &load(&m), &|_, _| {}).unwrap_err();
+    let err = run_matrix(
+        &m,
+        &out,
+        false,
+        runner.clone(),
+        &load(&m),
+        &|_, _| {},
+        &|| 0,
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "CHIO-MATRIX-RUN-FAILED");
     let failed: Vec<RunRecord> = records(&out)
         .into_iter()
@@ -135,7 +144,8 @@ fn exhausted_attempts_stop_the_matrix_and_resume_continues() {
     let state: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join(STATE_FILE)).unwrap()).unwrap();
     assert_eq!(state["status"], "failed");
-    let (table, summary) = run_matrix(&m, &out, true, runner, &load(&m), &|_, _| {}).unwrap();
+    let (table, summary) =
+        run_matrix(&m, &out, true, runner, &load(&m), &|_, _| {}, &|| 0).unwrap();
     assert!(summary.executed >= 1);
     let resumed = table
         .iter()
@@ -166,7 +176,16 @@ fn slow_attempts_time_out() {
     let tmp = tempfile::tempdir().unwrap();
     let m = matrix(tmp.path(), 1, "0.05");
     let out = tmp.path().join("out");
-    let err = run_matrix(&m, &out, false, Arc::new(Slow), &load(&m), &|_, _| {}).unwrap_err();
+    let err = run_matrix(
+        &m,
+        &out,
+        false,
+        Arc::new(Slow),
+        &load(&m),
+        &|_, _| {},
+        &|| 0,
+    )
+    .unwrap_err();
     assert_eq!(err.code(), "CHIO-MATRIX-RUN-FAILED");
     let timed_out = records(&out)
         .into_iter()

@@ -313,8 +313,22 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         Arc::new(KernelMatrixRunner)
     };
-    let (runs, summary) = run_matrix(&matrix, &dir, args.resume, runner, &load, &progress)
-        .map_err(|e| experiment_error(COMMAND, &e))?;
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+    };
+    let (runs, summary) = run_matrix(
+        &matrix,
+        &dir,
+        args.resume,
+        runner,
+        &load,
+        &progress,
+        &now_ms,
+    )
+    .map_err(|e| experiment_error(COMMAND, &e))?;
     let synthesis = synthesize(&matrix, &runs, &load);
     let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(&synthesis);

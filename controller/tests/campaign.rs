@@ -1183,6 +1183,20 @@ fn refuses_negative_numbers() {
     }
 }
 
+// A non-finite amount, which JSON can only spell as an out-of-range number, is refused and the ledger kept.
+#[test]
+fn refuses_a_non_finite_number() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    let text = std::fs::read_to_string(&f.ledger).unwrap();
+    let seconds = f.ledger()["rows"][0]["elapsed_seconds"].clone();
+    assert_eq!(seconds, Value::Null);
+    let edited = text.replacen("\"elapsed_seconds\":null", "\"elapsed_seconds\":1e999", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&f.ledger, edited).unwrap();
+    f.assert_refused("CHIO-EXPERIMENT-SYNTAX", "number out of range");
+}
+
 // A row missing a declared field is refused.
 #[test]
 fn refuses_a_row_missing_a_field() {

@@ -38,6 +38,10 @@ pub fn draw_members(
         .iter()
         .map(|population| {
             let n = u32::try_from(population.members.len()).unwrap_or(u32::MAX);
+            if n == 0 {
+                // Populations refuse to be empty; there is nothing to draw from.
+                return Ok(population.clone());
+            }
             let mut rng = draw_stream(run_seed, &population.name);
             let members = (0..n)
                 .map(|_| population.members[uniform_index(&mut rng, n)].clone())

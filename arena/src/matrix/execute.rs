@@ -9,10 +9,10 @@
 //! world failed to start), that exceeds the protocol's `timeout`, or that
 //! dispatched only part of its actions fails for an infrastructure reason
 //! and is tried again while attempts remain. Every attempt is listed in the
-//! record with its outcome; a run whose attempts all failed is recorded
-//! without measurements and stops the matrix (a run whose last attempt was
-//! merely incomplete keeps that attempt's measurements, and the validity
-//! conditions decide whether it is judged). A timed-out attempt is abandoned:
+//! record with its outcome; a run without measurements after all its
+//! attempts is recorded as such and stops the matrix (a run whose attempts
+//! were merely incomplete keeps the measurements of its last attempt that
+//! produced any, and the validity conditions decide whether it is judged). A timed-out attempt is abandoned:
 //! its thread may finish in the background, and what it returns is dropped.
 //!
 //! An interrupted matrix resumes from the records: `--resume` reads them,
@@ -26,14 +26,16 @@
 //! runs records the load (runs planned, concurrency, timeout, attempts), how
 //! many runs are recorded and how many needed more than one attempt, and the
 //! status (`running`, `complete`, `failed`). Its only wall-clock fields sit
-//! in its `wall_clock` object; everything else is identical for identical
-//! runs. The kernel evaluation itself is the [`MatrixRunner`]'s job: the
+//! in its `wall_clock` object, read through the `now_ms` the caller
+//! passes (this library never reads a clock itself); everything else is
+//! identical for identical runs. The timeout is a bounded wait for the
+//! attempt's answer: time reaches a record only as a `timeout` outcome. The kernel evaluation itself is the [`MatrixRunner`]'s job: the
 //! controller implements it with the real kernel in the cell's world.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -202,13 +204,6 @@ fn canonical_line<T: Serialize>(value: &T) -> Result<String, ExperimentError> {
     Ok(text)
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
-}
-
 fn read_record(
     matrix: &Matrix,
     path: &Path,
@@ -248,6 +243,9 @@ fn read_record(
     Ok(record)
 }
 
+/// Milliseconds since the Unix epoch, as the caller's wall clock reads them.
+pub type WallClockMs<'a> = &'a (dyn Fn() -> u64 + Sync);
+
 /// Writes the state file.
 fn write_state(
     matrix: &Matrix,
@@ -255,8 +253,9 @@ fn write_state(
     load: &Load,
     runs: StateRuns,
     status: &'static str,
-    started: u64,
+    clock: (u64, WallClockMs<'_>),
 ) -> Result<(), ExperimentError> {
+    let (started, now_ms) = clock;
     let state = State {
         schema_version: STATE_SCHEMA,
         matrix_id: matrix.id(),
@@ -294,7 +293,8 @@ fn counts(table: &[Vec<Option<RunRecord>>]) -> StateRuns {
 
 /// Runs every missing (cell, repetition) of `matrix` under `load`,
 /// recording each run under `out`; returns every run's record.
-/// `progress` is told each finished run (done, total).
+/// `progress` is told each finished run (done, total); `now_ms` reads the
+/// wall clock for the state file's `wall_clock` fields.
 pub fn run_matrix(
     matrix: &Matrix,
     out: &Path,
@@ -302,8 +302,10 @@ pub fn run_matrix(
     runner: Arc<dyn MatrixRunner>,
     load: &Load,
     progress: &(dyn Fn(usize, usize) + Sync),
+    now_ms: WallClockMs<'_>,
 ) -> Result<(RunTable, ExecutionSummary), ExperimentError> {
     let started = now_ms();
+    let clock = (started, now_ms);
     let runs_dir = out.join("runs");
     let existing = std::fs::read_dir(&runs_dir)
         .map(|entries| {
@@ -345,7 +347,7 @@ pub fn run_matrix(
         from_ledger: scheduled - pending.len(),
         executed: pending.len(),
     };
-    write_state(matrix, out, load, counts(&table), "running", started)?;
+    write_state(matrix, out, load, counts(&table), "running", clock)?;
 
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(summary.from_ledger);
@@ -388,7 +390,7 @@ pub fn run_matrix(
                                     load,
                                     counts(&table),
                                     "running",
-                                    started,
+                                    clock,
                                 );
                             }
                             if failed {
@@ -419,7 +421,7 @@ pub fn run_matrix(
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|(i, _)| *i);
     if let Some((_, first)) = failures.into_iter().next() {
-        write_state(matrix, out, load, counts(&table), "failed", started)?;
+        write_state(matrix, out, load, counts(&table), "failed", clock)?;
         return Err(first);
     }
     let final_counts = counts(&table);
@@ -440,7 +442,7 @@ pub fn run_matrix(
         }
         complete.push(runs);
     }
-    write_state(matrix, out, load, final_counts, "complete", started)?;
+    write_state(matrix, out, load, final_counts, "complete", clock)?;
     Ok((complete, summary))
 }
 
