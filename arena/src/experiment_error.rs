@@ -101,11 +101,11 @@ pub enum ExperimentError {
         /// The row field that disagrees.
         field: String,
     },
-    /// A replay of a recorded bundle is labelled as a fresh run, or the reverse.
+    /// A fixture replay of a recorded bundle is labelled as a live attempt, or the reverse.
     RelabelledEvidence {
         /// The schedule id.
         schedule_id: String,
-        /// What the schedule declares (`fresh` or `replay`).
+        /// What the schedule declares (`live` or `fixture`).
         declared: String,
         /// What the row or result claims.
         claimed: String,
@@ -135,6 +135,8 @@ pub enum ExperimentError {
     DeferredWithResults {
         /// The schedule id.
         schedule_id: String,
+        /// `DEFERRED` or `SKIPPED`.
+        outcome: String,
         /// The result field that is set.
         field: String,
     },
@@ -154,6 +156,31 @@ pub enum ExperimentError {
         schedule_id: String,
         /// Why the record does not fit.
         reason: String,
+    },
+    /// A pinned revision cannot be read from the repository.
+    Revision {
+        /// The revision as declared.
+        revision: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// A row spent more than a declared limit and does not say so.
+    OverLimit {
+        /// The schedule id.
+        schedule_id: String,
+        /// The limit, such as `wall_seconds`.
+        limit: String,
+        /// What the row spent.
+        spent: String,
+        /// What the task allows.
+        declared: String,
+    },
+    /// A row holds a negative or non-finite number.
+    BadNumber {
+        /// The schedule id.
+        schedule_id: String,
+        /// The field.
+        field: String,
     },
     /// A matrix file breaks a rule of its schema.
     Matrix {
@@ -216,6 +243,27 @@ pub enum ExperimentError {
         /// The metrics validity may name.
         metrics: String,
     },
+    /// A `[[validation]]` block names no validator metric.
+    UnknownValidator {
+        /// The metric as written.
+        metric: String,
+        /// The metrics a validator may judge.
+        metrics: String,
+    },
+    /// Two `[[validation]]` blocks declare one metric.
+    DuplicateValidator {
+        /// The metric declared twice.
+        metric: String,
+    },
+    /// A load setting is given twice with different values.
+    AmbiguousLoad {
+        /// The setting, such as `concurrency`.
+        setting: String,
+        /// What the matrix file declares.
+        declared: String,
+        /// What the command line says.
+        given: String,
+    },
     /// A cell's delta cannot be applied to the base scenario.
     Delta {
         /// The delta's path, such as `values.pipeline.weak.guards`.
@@ -275,6 +323,9 @@ pub const EXPERIMENT_ERROR_CODES: &[&str] = &[
     "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
     "CHIO-CAMPAIGN-IMPORT-TWICE",
     "CHIO-CAMPAIGN-WRONG-TASK",
+    "CHIO-CAMPAIGN-REVISION",
+    "CHIO-CAMPAIGN-OVER-LIMIT",
+    "CHIO-CAMPAIGN-BAD-NUMBER",
     "CHIO-MATRIX-INVALID",
     "CHIO-MATRIX-BASELINE-DELTA",
     "CHIO-MATRIX-MISSING-DELTA",
@@ -284,6 +335,9 @@ pub const EXPERIMENT_ERROR_CODES: &[&str] = &[
     "CHIO-MATRIX-PARTIAL-REFERENCE",
     "CHIO-MATRIX-UNKNOWN-CRITERION",
     "CHIO-MATRIX-UNKNOWN-VALIDITY",
+    "CHIO-MATRIX-UNKNOWN-VALIDATOR",
+    "CHIO-MATRIX-DUPLICATE-VALIDATOR",
+    "CHIO-MATRIX-AMBIGUOUS-LOAD",
     "CHIO-MATRIX-DELTA",
     "CHIO-MATRIX-SCENARIO",
     "CHIO-MATRIX-FOREIGN-RUN-LEDGER",
@@ -316,6 +370,9 @@ impl ExperimentError {
             Self::AlreadyAttempted { .. } => "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
             Self::ImportTwice { .. } => "CHIO-CAMPAIGN-IMPORT-TWICE",
             Self::WrongTask { .. } => "CHIO-CAMPAIGN-WRONG-TASK",
+            Self::Revision { .. } => "CHIO-CAMPAIGN-REVISION",
+            Self::OverLimit { .. } => "CHIO-CAMPAIGN-OVER-LIMIT",
+            Self::BadNumber { .. } => "CHIO-CAMPAIGN-BAD-NUMBER",
             Self::Matrix { .. } => "CHIO-MATRIX-INVALID",
             Self::BaselineDelta { .. } => "CHIO-MATRIX-BASELINE-DELTA",
             Self::MissingDelta { .. } => "CHIO-MATRIX-MISSING-DELTA",
@@ -325,6 +382,9 @@ impl ExperimentError {
             Self::PartialReference { .. } => "CHIO-MATRIX-PARTIAL-REFERENCE",
             Self::UnknownCriterion { .. } => "CHIO-MATRIX-UNKNOWN-CRITERION",
             Self::UnknownValidity { .. } => "CHIO-MATRIX-UNKNOWN-VALIDITY",
+            Self::UnknownValidator { .. } => "CHIO-MATRIX-UNKNOWN-VALIDATOR",
+            Self::DuplicateValidator { .. } => "CHIO-MATRIX-DUPLICATE-VALIDATOR",
+            Self::AmbiguousLoad { .. } => "CHIO-MATRIX-AMBIGUOUS-LOAD",
             Self::Delta { .. } => "CHIO-MATRIX-DELTA",
             Self::Scenario { .. } => "CHIO-MATRIX-SCENARIO",
             Self::ForeignRunLedger { .. } => "CHIO-MATRIX-FOREIGN-RUN-LEDGER",
@@ -400,8 +460,12 @@ impl ExperimentError {
             Self::MissingReason { schedule_id } => {
                 format!("ledger row {schedule_id:?} did not pass and gives no reason")
             }
-            Self::DeferredWithResults { schedule_id, field } => format!(
-                "ledger row {schedule_id:?} is DEFERRED (not attempted) but carries {field}"
+            Self::DeferredWithResults {
+                schedule_id,
+                outcome,
+                field,
+            } => format!(
+                "ledger row {schedule_id:?} is {outcome} (not attempted) but carries {field}"
             ),
             Self::AlreadyAttempted { schedule_id } => {
                 format!("ledger row {schedule_id:?} already holds an attempt")
@@ -411,6 +475,20 @@ impl ExperimentError {
                 schedule_id,
                 reason,
             } => format!("the record for {schedule_id:?} does not belong to its task: {reason}"),
+            Self::Revision { revision, reason } => {
+                format!("cannot read the pinned revision {revision:?}: {reason}")
+            }
+            Self::OverLimit {
+                schedule_id,
+                limit,
+                spent,
+                declared,
+            } => format!(
+                "ledger row {schedule_id:?} spent {spent} against a {limit} limit of {declared} and its reason does not name the overrun"
+            ),
+            Self::BadNumber { schedule_id, field } => format!(
+                "ledger row {schedule_id:?}: {field} is negative or not finite"
+            ),
             Self::Matrix { field, reason } => format!("matrix refused at {field}: {reason}"),
             Self::BaselineDelta { axis, value } => format!(
                 "axis {axis:?}: value {value:?} is the baseline (the first value) and declares a delta"
@@ -438,6 +516,19 @@ impl ExperimentError {
             ),
             Self::UnknownValidity { metric, metrics } => format!(
                 "verdict.validity names {metric:?}, which is not a validity metric; validity metrics: [{metrics}]"
+            ),
+            Self::UnknownValidator { metric, metrics } => format!(
+                "a [[validation]] block names {metric:?}, which is not a validator metric; validator metrics: [{metrics}]"
+            ),
+            Self::DuplicateValidator { metric } => format!(
+                "two [[validation]] blocks declare the metric {metric:?}"
+            ),
+            Self::AmbiguousLoad {
+                setting,
+                declared,
+                given,
+            } => format!(
+                "{setting} is given twice: the matrix declares {declared} and the command line says {given}"
             ),
             Self::Delta { field, reason } => format!("delta {field} cannot apply: {reason}"),
             Self::Scenario { cell, source } => format!(
@@ -478,14 +569,17 @@ impl ExperimentError {
             Self::DuplicateAttempt { .. } => "keep one row per schedule id; a retry needs a new declared schedule".into(),
             Self::UnscheduledAttempt { .. } => "remove the row, or declare the attempt in a new campaign".into(),
             Self::RowMismatch { .. } => "restore the row's task, repetition and evidence from chio campaign template".into(),
-            Self::RelabelledEvidence { .. } => "fill a replay row only from chio arena replay results and a fresh row only from chio arena run results".into(),
+            Self::RelabelledEvidence { .. } => "fill a fixture row only from chio arena replay results and a live row only from chio arena run, evolve or matrix results".into(),
             Self::UnknownOutcome { allowed, .. } => format!("record the native outcome as the tool wrote it: one of {allowed}"),
             Self::ContradictedPass { .. } => "import the record as written; a native outcome is copied, never rescored".into(),
             Self::MissingReason { .. } => "give the row a reason naming why it did not pass".into(),
-            Self::DeferredWithResults { .. } => "an attempt that ran keeps its native outcome; set it, or clear the results".into(),
+            Self::DeferredWithResults { .. } => "an attempt that ran keeps its native outcome; set it, or clear the results (an intervention needs an attempt, or a SKIPPED row)".into(),
             Self::AlreadyAttempted { .. } => "a retry needs a new declared schedule; the original row stays".into(),
             Self::ImportTwice { .. } => "name each schedule id and each record once".into(),
             Self::WrongTask { .. } => "import the record under the schedule id of the task that produced it".into(),
+            Self::Revision { .. } => "declare a commit the repository holds (git log shows them), or drop revision to hash the working tree".into(),
+            Self::OverLimit { limit, .. } => format!("keep the row as it happened and give it a reason naming the {limit} overrun (chio campaign import writes one); an over-limit attempt blocks comparison either way"),
+            Self::BadNumber { .. } => "write a finite number of zero or more, or null when it is unknown".into(),
             Self::Matrix { .. } => "fix the key; docs/matrices.md describes the matrix file".into(),
             Self::BaselineDelta { .. } => "move the delta to another value, or put the baseline first".into(),
             Self::MissingDelta { .. } => "declare a [values.<axis>.<value>] delta, or correct the value's spelling".into(),
@@ -495,6 +589,9 @@ impl ExperimentError {
             Self::PartialReference { .. } => "name a value for every axis".into(),
             Self::UnknownCriterion { .. } => "name one of the criterion metrics docs/matrices.md lists".into(),
             Self::UnknownValidity { .. } => "name one of the validity metrics docs/matrices.md lists, or remove it".into(),
+            Self::UnknownValidator { .. } => "name one of the validator metrics docs/matrices.md lists".into(),
+            Self::DuplicateValidator { .. } => "keep one block per metric, with both min and max in it if both apply".into(),
+            Self::AmbiguousLoad { .. } => "drop the command-line flag, or change the [protocol] key; the matrix file is the record of its load".into(),
             Self::Delta { .. } => "name a kernel, guard, grant or adversary population the base scenario declares".into(),
             Self::Scenario { source, .. } => source.help(),
             Self::ForeignRunLedger { .. } => "use another --out folder, or remove the runs of the old definition".into(),

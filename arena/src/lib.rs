@@ -12,8 +12,11 @@
 //! - [`adversary`]: adversary classes, populations, fitness, co-evolution,
 //!   leaderboards, the survival chart and promotion;
 //! - [`bundle`]: the evidence bundle and run comparison;
-//! - [`campaign`]: pinned campaigns, definition hashes, attempt ledgers;
-//! - [`matrix`]: policy matrices and paired bootstrap verdicts;
+//! - [`campaign`]: pinned campaigns, definition hashes (from the working
+//!   tree or, through the `git` command, a pinned revision), attempt
+//!   ledgers and the portfolio report;
+//! - [`matrix`]: policy matrices, their protocol, validators and paired
+//!   bootstrap verdicts;
 //! - [`experiment_error`] holds [`ExperimentError`] for both;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;

@@ -9,6 +9,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use chio_arena::campaign::definition::{definition_hash, rows_json};
+use chio_arena::campaign::git::PinnedTree;
 
 const PINNED: &str = "c32c289faaad13208f1dd51846c8e5fd8a20dff5ca517f582c23546964e225ed";
 
@@ -85,4 +86,41 @@ fn links_are_not_followed() {
     let definition = definition_hash(tmp.path(), &[PathBuf::from("tree")]).unwrap();
     assert_eq!(definition.rows[0].mode, "120000");
     assert_eq!(definition.files, 1);
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(["-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+// The same tree committed to Git hashes to the same pinned value from the revision's objects, and later working-tree edits do not move it.
+#[test]
+fn a_pinned_revision_hashes_from_git_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_tree(tmp.path());
+    git(tmp.path(), &["init", "-q"]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "tree"]);
+    let commit = git(tmp.path(), &["rev-parse", "HEAD"]);
+    std::fs::write(tmp.path().join("tree/a.txt"), b"changed after the pin\n").unwrap();
+    std::fs::remove_file(tmp.path().join("tree/link")).unwrap();
+    assert_ne!(hash(tmp.path()), PINNED, "the working tree moved");
+    let pinned = PinnedTree::read(tmp.path(), &commit).unwrap();
+    let definition = pinned.definition(&["tree".to_string()]).unwrap();
+    assert_eq!(definition.sha256, PINNED);
+    let modes: Vec<&str> = definition.rows.iter().map(|r| r.mode.as_str()).collect();
+    assert_eq!(modes, ["100644", "100755", "120000", "100644"]);
+    let err = PinnedTree::read(tmp.path(), "no-such-revision").unwrap_err();
+    assert_eq!(err.code(), "CHIO-CAMPAIGN-REVISION");
 }

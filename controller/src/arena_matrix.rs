@@ -1,21 +1,25 @@
 //! `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N] [--junit PATH]`.
 //!
 //! Loads and validates the matrix (every refusal exits 2 before anything
-//! runs or is written), runs every cell and repetition against the real
-//! kernel in the cell's world, spread over worker threads, recording each
-//! run in the run ledger under `--out` (default
-//! `target/arena/matrix/<matrix-id>`), and writes the synthesis there
-//! (`synthesis.json`, `synthesis.md`, `synthesis.html`) only once every run
-//! is recorded. An interrupted matrix resumes with `--resume`, running only
-//! what the ledger lacks. Standard output gets the synthesis: canonical JSON
-//! with `--json`, otherwise the Markdown followed by how many runs came from
-//! the ledger. A progress line goes to standard error on a terminal only.
+//! runs or is written, including `--workers` contradicting a declared
+//! `[protocol] concurrency`), runs every cell and repetition against the
+//! real kernel in the cell's world under the declared protocol (concurrency,
+//! per-attempt timeout, attempts), recording each run in the run ledger and
+//! the load in `state.json` under `--out` (default
+//! `target/arena/matrix/<matrix-id>-r<repetitions>`, so two protocols never
+//! share a folder), and writes the synthesis there (`synthesis.json`,
+//! `synthesis.md`, `synthesis.html`) only once every run is recorded. An
+//! interrupted matrix resumes with `--resume`, running only what the ledger
+//! lacks. Standard output gets the synthesis: canonical JSON with `--json`,
+//! otherwise the Markdown followed by how many runs came from the ledger. A
+//! progress line goes to standard error on a terminal only.
 //!
 //! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
 //! the embedded topology (every step, whatever its verdict), then each
-//! declared adversary population evaluated once over
-//! [`ADVERSARY_ROUNDS`] fitness rounds by the kernel evaluator, in a fresh
-//! instance of the same world.
+//! declared adversary population, its members drawn from the run's seed
+//! (`chio_arena::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
+//! fitness rounds by the kernel evaluator, in a fresh instance of the same
+//! world.
 //!
 //! With `--junit PATH` the runner also keeps each run's step records, and a
 //! JUnit XML report (`junit`) is written atomically after the synthesis: one
@@ -26,17 +30,19 @@
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use chio_arena::adversary::fitness::evaluate_populations;
 use chio_arena::adversary::population::populations_from_scenario;
 use chio_arena::bundle::BundleManifest;
-use chio_arena::matrix::execute::{run_matrix, write_atomically, MatrixRunner};
+use chio_arena::matrix::draws::draw_members;
+use chio_arena::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
 use chio_arena::matrix::metrics::RunMetrics;
 use chio_arena::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
 use chio_arena::matrix::Matrix;
 use chio_arena::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
+use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 
@@ -58,13 +64,14 @@ pub struct MatrixArgs {
     /// Print the synthesis as canonical JSON (`chio.arena.matrix-synthesis/v1`).
     #[arg(long)]
     pub json: bool,
-    /// The output folder (default `target/arena/matrix/<matrix-id>`).
+    /// The output folder (default `target/arena/matrix/<matrix-id>-r<repetitions>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Complete an interrupted matrix from its run ledger.
     #[arg(long)]
     pub resume: bool,
-    /// Worker threads (default: the machine's cores); outputs do not depend on it.
+    /// Runs at once when the matrix declares no `[protocol] concurrency`
+    /// (default: the machine's cores); results do not depend on it.
     #[arg(long)]
     pub workers: Option<usize>,
     /// Also write a JUnit XML report here: one test suite per cell, one
@@ -121,6 +128,8 @@ impl KernelMatrixRunner {
         for step in &result.bundle.manifest.steps {
             let Some(pass) = step.pass else { continue };
             m.calls += 1;
+            m.decisions += 1;
+            m.denied += u64::from(step.actual.as_deref() == Some("deny"));
             m.expectations_met += u64::from(pass);
             let admitted = matches!(step.actual.as_deref(), Some("allow" | "rewrite"));
             if matches!(step.expected.as_deref(), Some("allow" | "rewrite")) {
@@ -133,7 +142,9 @@ impl KernelMatrixRunner {
             }
         }
         m.evaluations = m.calls;
-        let populations = populations_from_scenario(scenario).map_err(|e| e.to_string())?;
+        let declared = populations_from_scenario(scenario).map_err(|e| e.to_string())?;
+        let populations =
+            draw_members(&declared, scenario.file().rng_seed).map_err(|e| e.to_string())?;
         if !populations.is_empty() {
             let mut evaluator = KernelActionEvaluator::new(scenario, &inputs.fixtures)
                 .map_err(|e| e.to_string())?;
@@ -144,6 +155,13 @@ impl KernelMatrixRunner {
             m.adversary_actions = u64::from(survivals + defeats);
             m.escapes = u64::from(survivals);
             m.evaluations += report.kernel_evaluations();
+            m.decisions += report.total_actions();
+            m.denied += report
+                .samples
+                .iter()
+                .flat_map(|s| &s.records)
+                .filter(|r| r.actual == ProjectedVerdict::Deny)
+                .count() as u64;
         }
         Ok((m, result.bundle.manifest))
     }
@@ -221,10 +239,11 @@ fn junit_report(
     Ok(crate::junit::render("chio arena matrix", &suites))
 }
 
-/// Runs the command, printing to `out`.
-pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let matrix = load_matrix(&args.file).map_err(|e| experiment_error(COMMAND, &e))?;
-    if args.workers == Some(0) {
+/// The load a matrix runs under: the declared concurrency, else
+/// `--workers`, else the machine's cores; refusing a `--workers` that
+/// contradicts a declared concurrency.
+pub fn load_for(matrix: &Matrix, workers: Option<usize>) -> Result<Load, CliError> {
+    if workers == Some(0) {
         return Err(CliError {
             code: "CHIO-CLI-FLAG-OUT-OF-RANGE".into(),
             command: COMMAND,
@@ -233,22 +252,52 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
             exit: Exit::InvalidInput,
         });
     }
+    let flag = workers.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
+    let (concurrency, source) = match (matrix.concurrency(), flag) {
+        (Some(declared), Some(given)) if declared != given => {
+            return Err(experiment_error(
+                COMMAND,
+                &ExperimentError::AmbiguousLoad {
+                    setting: "concurrency".into(),
+                    declared: format!("[protocol] concurrency = {declared}"),
+                    given: format!("--workers {given}"),
+                },
+            ))
+        }
+        (Some(declared), _) => (declared, "protocol"),
+        (None, Some(given)) => (given, "--workers"),
+        (None, None) => (
+            std::thread::available_parallelism()
+                .map(|n| u32::try_from(usize::from(n)).unwrap_or(u32::MAX))
+                .unwrap_or(1),
+            "machine cores",
+        ),
+    };
+    Ok(Load {
+        runs_planned: (matrix.cells().len() as u64) * u64::from(matrix.repetitions()),
+        concurrency,
+        concurrency_source: source,
+        timeout_seconds: matrix.timeout_seconds(),
+        attempts: matrix.attempts(),
+    })
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let matrix = load_matrix(&args.file).map_err(|e| experiment_error(COMMAND, &e))?;
+    let load = load_for(&matrix, args.workers)?;
     let dir = args
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from("target/arena/matrix").join(matrix.id()));
+        .unwrap_or_else(|| PathBuf::from("target/arena/matrix").join(matrix.folder_name()));
     tracing::info!(
         matrix_id = matrix.id(),
         definition = %matrix.definition().sha256,
         cells = matrix.cells().len(),
         repetitions = matrix.repetitions(),
+        concurrency = load.concurrency,
         "matrix loaded"
     );
-    let workers = args.workers.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(usize::from)
-            .unwrap_or(1)
-    });
     let terminal = std::io::stderr().is_terminal();
     let progress = move |done: usize, total: usize| {
         if terminal {
@@ -258,15 +307,29 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
             }
         }
     };
-    let recording = RecordingRunner::default();
-    let runner: &dyn MatrixRunner = if args.junit.is_some() {
-        &recording
+    let recording = Arc::new(RecordingRunner::default());
+    let runner: Arc<dyn MatrixRunner> = if args.junit.is_some() {
+        recording.clone()
     } else {
-        &KernelMatrixRunner
+        Arc::new(KernelMatrixRunner)
     };
-    let (runs, summary) = run_matrix(&matrix, &dir, args.resume, runner, workers, &progress)
-        .map_err(|e| experiment_error(COMMAND, &e))?;
-    let synthesis = synthesize(&matrix, &runs);
+    let now_ms = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or(0)
+    };
+    let (runs, summary) = run_matrix(
+        &matrix,
+        &dir,
+        args.resume,
+        runner,
+        &load,
+        &progress,
+        &now_ms,
+    )
+    .map_err(|e| experiment_error(COMMAND, &e))?;
+    let synthesis = synthesize(&matrix, &runs, &load);
     let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(&synthesis);
     for (name, bytes) in [
@@ -277,7 +340,11 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
         write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
     }
     if let Some(path) = &args.junit {
-        let manifests = recording.manifests.into_inner().unwrap_or_default();
+        let manifests = recording
+            .manifests
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default();
         let xml = junit_report(&matrix, manifests)?;
         write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }

@@ -1,31 +1,50 @@
-//! `chio campaign template | import | report | hash`.
+//! `chio campaign template | run | import | annotate | report | hash`.
 //!
 //! - `template DECL [--out LEDGER]` prints (or writes, refusing to replace
 //!   an existing file) a ledger with every scheduled attempt DEFERRED;
+//! - `run DECL LEDGER SCHEDULE_ID... [--out DIR] [--bundle ID=DIR]` runs the
+//!   named attempts with this binary (`arena run`, `arena replay`,
+//!   `arena evolve` or `arena matrix`, as the task says) and fills their
+//!   rows with the record and what was measured around it: wall time, the
+//!   runtime identity (this binary's version, SHA-256 and platform), the
+//!   commit of the tree that ran, and evidence references with Merkle roots;
 //! - `import DECL LEDGER SCHEDULE_ID=RESULT...` fills DEFERRED rows from
 //!   `chio arena run --json`, `chio arena replay --json`,
-//!   `chio arena evolve --json` and `chio arena matrix --json` documents, copying native outcomes, and
-//!   rewrites the ledger only when the whole import is admitted;
+//!   `chio arena evolve --json` and `chio arena matrix --json` documents
+//!   made elsewhere, copying native outcomes; such rows keep their runtime,
+//!   wall time and source revision unknown, with a recorded deviation;
+//! - `annotate DECL LEDGER SCHEDULE_ID --decision NOTE | --repair NOTE |
+//!   --skip REASON` records a human intervention, or a deliberate skip;
 //! - `report DECL LEDGER [--json]` prints the portfolio;
-//! - `hash --kind scenario|matrix --root DIR FILE` prints the definition
-//!   hash a declaration pins for a task file.
+//! - `hash --kind scenario|evolve|matrix --root DIR [--revision REV] FILE`
+//!   prints the definition hash a declaration pins for a task file, from the
+//!   working tree or from the repository's objects at a revision.
 //!
 //! Every command reads the declaration first, which recomputes each task's
 //! definition hash and refuses drifted files. Every refusal exits 2 and
-//! leaves the ledger byte for byte as it was. The logic is
-//! `chio_arena::campaign`; this module reads files and prints.
+//! leaves the ledger byte for byte as it was; `run`, `import` and
+//! `annotate` rewrite it only when everything they add is admitted. The
+//! logic is `chio_arena::campaign`; this module runs tools, reads files and
+//! prints.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
+use chio_arena::campaign::definition::sha256_hex;
+use chio_arena::campaign::git::source_revision;
 use chio_arena::campaign::ledger::{
-    check_ledger, import, ledger_bytes, read_ledger, template, ImportRecord, Ledger,
+    annotate, check_ledger, import, ledger_bytes, read_ledger, record_failure, template,
+    Annotation, EvidenceRef, ImportRecord, Intervention, InterventionKind, Ledger, Measured,
+    RuntimeIdentity,
 };
 use chio_arena::campaign::portfolio::{portfolio_outcome, render_text, report};
-use chio_arena::campaign::{load_campaign, task_definition, Campaign, TaskKind};
+use chio_arena::campaign::{
+    load_campaign, task_definition, task_definition_at, Campaign, Evidence, TaskKind,
+};
 use chio_arena::matrix::execute::write_atomically;
 use chio_arena::ExperimentError;
-use clap::{Args, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 use crate::arena_matrix::experiment_error;
 use crate::error::{CliError, Exit};
@@ -43,8 +62,12 @@ pub struct CampaignArgs {
 pub enum CampaignCommand {
     /// Print a ledger with every scheduled attempt DEFERRED.
     Template(TemplateArgs),
-    /// Fill ledger rows from run, replay and matrix results.
+    /// Run scheduled attempts with this binary and record them, measured.
+    Run(CampaignRunArgs),
+    /// Fill ledger rows from run, replay, evolve and matrix results.
     Import(ImportArgs),
+    /// Record a human decision or repair on a row, or skip a row.
+    Annotate(AnnotateArgs),
     /// Print the portfolio of a ledger.
     Report(ReportArgs),
     /// Print the definition hash of a task file.
@@ -59,6 +82,46 @@ pub struct TemplateArgs {
     /// Write the ledger to this new file instead of standard output.
     #[arg(long)]
     pub out: Option<PathBuf>,
+}
+
+/// `chio campaign run DECL LEDGER SCHEDULE_ID... [--out DIR] [--bundle ID=DIR]`.
+#[derive(Debug, Args)]
+pub struct CampaignRunArgs {
+    /// The campaign declaration.
+    pub declaration: PathBuf,
+    /// The ledger, updated in place.
+    pub ledger: PathBuf,
+    /// The attempts to run, by schedule id.
+    #[arg(required = true)]
+    pub schedule_ids: Vec<String>,
+    /// Where each attempt writes its bundle or outputs (one folder per
+    /// attempt; default `target/campaign/<campaign-id>`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The recorded bundle a fixture attempt replays, as `SCHEDULE_ID=DIR`.
+    #[arg(long = "bundle", value_name = "SCHEDULE_ID=DIR")]
+    pub bundles: Vec<String>,
+}
+
+/// `chio campaign annotate DECL LEDGER SCHEDULE_ID --decision NOTE | --repair NOTE | --skip REASON`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("annotation").required(true).args(["decision", "repair", "skip"])))]
+pub struct AnnotateArgs {
+    /// The campaign declaration.
+    pub declaration: PathBuf,
+    /// The ledger, updated in place.
+    pub ledger: PathBuf,
+    /// The row.
+    pub schedule_id: String,
+    /// A human judgement on the attempt, such as why its stop was appropriate.
+    #[arg(long)]
+    pub decision: Option<String>,
+    /// What a human repaired so the attempt could succeed.
+    #[arg(long)]
+    pub repair: Option<String>,
+    /// Mark a DEFERRED row SKIPPED, with the reason.
+    #[arg(long)]
+    pub skip: Option<String>,
 }
 
 /// `chio campaign import DECL LEDGER SCHEDULE_ID=RESULT...`.
@@ -96,6 +159,10 @@ pub struct HashArgs {
     /// The definition root.
     #[arg(long, default_value = ".")]
     pub root: PathBuf,
+    /// Hash the files as this commit holds them (pinned mode) instead of
+    /// the working tree.
+    #[arg(long)]
+    pub revision: Option<String>,
     /// Print every hashed row too.
     #[arg(long)]
     pub rows: bool,
@@ -135,7 +202,9 @@ fn read_checked(
 pub fn run(args: &CampaignArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
         CampaignCommand::Template(a) => run_template(a, out),
+        CampaignCommand::Run(a) => run_attempts(a, out),
         CampaignCommand::Import(a) => run_import(a, out),
+        CampaignCommand::Annotate(a) => run_annotate(a, out),
         CampaignCommand::Report(a) => run_report(a, out),
         CampaignCommand::Hash(a) => run_hash(a, out),
     }
@@ -186,23 +255,30 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
             schedule_id: schedule_id.to_string(),
             path: path.to_string(),
             bytes,
+            measured: None,
         });
     }
     let next = import(&campaign, &ledger, &records).map_err(refuse(COMMAND))?;
     let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
+    let ids: Vec<&str> = records.iter().map(|r| r.schedule_id.as_str()).collect();
+    write_out(
+        COMMAND,
+        out,
+        filled_lines("imported", &campaign, &next, &ids).as_bytes(),
+    )
+}
+
+/// One line per filled row: native outcome, portfolio outcome and reason.
+fn filled_lines(verb: &str, campaign: &Campaign, ledger: &Ledger, ids: &[&str]) -> String {
     let mut text = String::new();
-    for record in &records {
-        if let Some(row) = next
-            .rows
-            .iter()
-            .find(|r| r.schedule_id == record.schedule_id)
-        {
+    for id in ids {
+        if let Some(row) = ledger.rows.iter().find(|r| r.schedule_id == *id) {
             text.push_str(&format!(
-                "imported {}: native {}, portfolio {}{}\n",
+                "{verb} {}: native {}, portfolio {}{}\n",
                 row.schedule_id,
                 row.native_outcome,
-                portfolio_outcome(&row.native_outcome),
+                portfolio_outcome(campaign, row),
                 row.reason
                     .as_deref()
                     .map(|r| format!(" ({r})"))
@@ -210,7 +286,306 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
             ));
         }
     }
-    write_out(COMMAND, out, text.as_bytes())
+    text
+}
+
+/// The identity of the running `chio`: version, SHA-256 of the binary, platform.
+pub fn runtime_identity() -> Result<RuntimeIdentity, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot locate the running binary: {e}"))?;
+    let bytes = std::fs::read(&exe).map_err(|e| format!("cannot read the running binary: {e}"))?;
+    Ok(RuntimeIdentity {
+        chio_version: env!("CARGO_PKG_VERSION").to_string(),
+        binary_sha256: sha256_hex(&bytes),
+        platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+    })
+}
+
+/// A Merkle root over every file below `dir` (links are not followed):
+/// leaves are SHA-256 of the `/`-joined relative path, a zero byte and the
+/// file's bytes, in path order; each level hashes pairs of 32-byte digests
+/// left then right, an odd last digest moving up unchanged. Null for a
+/// folder with no file.
+pub fn folder_merkle_root(dir: &Path) -> Option<String> {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                walk(base, &path, out);
+            } else if kind.is_file() {
+                let Ok(relative) = path.strip_prefix(base) else {
+                    continue;
+                };
+                let name = relative
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                if let Ok(bytes) = std::fs::read(&path) {
+                    out.push((name, bytes));
+                }
+            }
+        }
+    }
+    use sha2::{Digest, Sha256};
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    let mut level: Vec<Vec<u8>> = files
+        .iter()
+        .map(|(name, bytes)| {
+            let mut h = Sha256::new();
+            h.update(name.as_bytes());
+            h.update([0u8]);
+            h.update(bytes);
+            h.finalize().to_vec()
+        })
+        .collect();
+    if level.is_empty() {
+        return None;
+    }
+    while level.len() > 1 {
+        level = level
+            .chunks(2)
+            .map(|pair| match pair {
+                [left, right] => {
+                    let mut h = Sha256::new();
+                    h.update(left);
+                    h.update(right);
+                    h.finalize().to_vec()
+                }
+                [one] => one.clone(),
+                _ => Vec::new(),
+            })
+            .collect();
+    }
+    Some(hex::encode(&level[0]))
+}
+
+/// What one attempt left: the record's bytes, or the infrastructure failure.
+enum Ran {
+    Record(Vec<u8>),
+    Failed(String),
+}
+
+fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    const COMMAND: &str = "campaign run";
+    let (campaign, mut ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
+    let mut bundles = std::collections::BTreeMap::new();
+    for spec in &args.bundles {
+        let Some((id, dir)) = spec.split_once('=') else {
+            return Err(CliError {
+                code: "CHIO-CLI-RECORD-SPEC".into(),
+                command: COMMAND,
+                message: format!("--bundle {spec:?} does not name its schedule id"),
+                help: "write --bundle SCHEDULE_ID=DIR, for example pr-421-replay/01=target/arena/pr_421_review".into(),
+                exit: Exit::InvalidInput,
+            });
+        };
+        bundles.insert(id.to_string(), PathBuf::from(dir));
+    }
+    let base = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/campaign").join(&campaign.file.id));
+    let runtime = runtime_identity().map_err(|e| CliError::infrastructure(COMMAND, e))?;
+    let mut ids = Vec::new();
+    for id in &args.schedule_ids {
+        let Some(attempt) = campaign.attempt(id) else {
+            return Err(experiment_error(
+                COMMAND,
+                &ExperimentError::UnscheduledAttempt {
+                    schedule_id: id.clone(),
+                },
+            ));
+        };
+        if ledger.rows.iter().any(|r| {
+            r.schedule_id == *id && r.native_outcome != chio_arena::campaign::ledger::DEFERRED
+        }) {
+            return Err(experiment_error(
+                COMMAND,
+                &ExperimentError::AlreadyAttempted {
+                    schedule_id: id.clone(),
+                },
+            ));
+        }
+        let task = &campaign.tasks[attempt.task];
+        let dir = base.join(id.replace('/', "-"));
+        let file = campaign.root.join(&task.file);
+        let file = file.to_string_lossy().into_owned();
+        let dir_text = dir.to_string_lossy().into_owned();
+        let bundle = bundles.get(id).cloned();
+        let argv: Vec<String> = match (task.kind, task.evidence) {
+            (TaskKind::Scenario, Evidence::Live) => {
+                vec![
+                    "arena".into(),
+                    "run".into(),
+                    file,
+                    "--json".into(),
+                    "--out".into(),
+                    dir_text,
+                ]
+            }
+            (TaskKind::Scenario, Evidence::Fixture) => {
+                let Some(bundle) = &bundle else {
+                    return Err(CliError {
+                        code: "CHIO-CLI-RECORD-SPEC".into(),
+                        command: COMMAND,
+                        message: format!("fixture attempt {id:?} names no recorded bundle"),
+                        help: format!("pass --bundle {id}=DIR with the bundle to replay"),
+                        exit: Exit::InvalidInput,
+                    });
+                };
+                vec![
+                    "arena".into(),
+                    "replay".into(),
+                    bundle.to_string_lossy().into_owned(),
+                    "--json".into(),
+                ]
+            }
+            (TaskKind::Evolve, _) => {
+                vec![
+                    "arena".into(),
+                    "evolve".into(),
+                    file,
+                    "--json".into(),
+                    "--out".into(),
+                    dir_text,
+                ]
+            }
+            (TaskKind::Matrix, _) => {
+                vec![
+                    "arena".into(),
+                    "matrix".into(),
+                    file,
+                    "--json".into(),
+                    "--out".into(),
+                    dir_text,
+                ]
+            }
+        };
+        let revision = source_revision(&campaign.root, &task.inputs);
+        let cli = crate::cli::Cli::try_parse_from(
+            std::iter::once("chio".to_string()).chain(argv.iter().cloned()),
+        )
+        .map_err(|e| {
+            CliError::infrastructure(
+                COMMAND,
+                format!("cannot build the attempt's command line: {e}"),
+            )
+        })?;
+        let started = Instant::now();
+        let mut buffer = Vec::new();
+        let result = crate::run(&cli, &mut buffer);
+        // Milliseconds are as fine as a wall clock around a process call means anything.
+        let elapsed = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let ran = match result {
+            Ok(()) => Ran::Record(buffer),
+            Err(e) if !buffer.is_empty() && e.exit != Exit::InvalidInput => Ran::Record(buffer),
+            Err(e) if e.exit == Exit::Infrastructure => {
+                Ran::Failed(format!("{}: {}", e.code, e.message))
+            }
+            Err(e) => return Err(e),
+        };
+        let (steps, evaluations, refs) = match (task.kind, &bundle) {
+            (TaskKind::Scenario, Some(bundle)) => match chio_arena::bundle::Bundle::read(bundle) {
+                Ok(read) => (
+                    Some(read.manifest.steps.len() as u64),
+                    Some(
+                        read.manifest
+                            .steps
+                            .iter()
+                            .filter(|s| s.pass.is_some())
+                            .count() as u64,
+                    ),
+                    vec![EvidenceRef {
+                        path: bundle.display().to_string(),
+                        merkle_root: Some(read.manifest.receipt_root.clone()),
+                    }],
+                ),
+                Err(_) => (None, None, Vec::new()),
+            },
+            (TaskKind::Scenario, None) => (None, None, Vec::new()),
+            _ => (
+                None,
+                None,
+                vec![EvidenceRef {
+                    path: dir.display().to_string(),
+                    merkle_root: folder_merkle_root(&dir),
+                }],
+            ),
+        };
+        let measured = Measured {
+            elapsed_seconds: elapsed,
+            runtime: runtime.clone(),
+            source_revision: revision,
+            evidence_refs: refs,
+            steps,
+            kernel_evaluations: evaluations,
+        };
+        ledger = match ran {
+            Ran::Record(bytes) => import(
+                &campaign,
+                &ledger,
+                &[ImportRecord {
+                    schedule_id: id.clone(),
+                    path: format!("{} output", argv[..2].join(" ")),
+                    bytes,
+                    measured: Some(measured),
+                }],
+            ),
+            Ran::Failed(reason) => record_failure(&campaign, &ledger, id, &reason, &measured),
+        }
+        .map_err(refuse(COMMAND))?;
+        ids.push(id.as_str());
+    }
+    let bytes = ledger_bytes(&ledger).map_err(refuse(COMMAND))?;
+    write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
+    write_out(
+        COMMAND,
+        out,
+        filled_lines("ran", &campaign, &ledger, &ids).as_bytes(),
+    )
+}
+
+fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    const COMMAND: &str = "campaign annotate";
+    let (campaign, ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
+    let annotation = match (&args.decision, &args.repair, &args.skip) {
+        (Some(note), _, _) => Annotation::Intervention(Intervention {
+            kind: InterventionKind::Decision,
+            note: note.clone(),
+        }),
+        (_, Some(note), _) => Annotation::Intervention(Intervention {
+            kind: InterventionKind::Repair,
+            note: note.clone(),
+        }),
+        (_, _, Some(reason)) => Annotation::Skip(reason.clone()),
+        _ => {
+            return Err(CliError {
+                code: "CHIO-CLI-RECORD-SPEC".into(),
+                command: COMMAND,
+                message: "no annotation given".into(),
+                help: "pass --decision NOTE, --repair NOTE or --skip REASON".into(),
+                exit: Exit::InvalidInput,
+            })
+        }
+    };
+    let next =
+        annotate(&campaign, &ledger, &args.schedule_id, &annotation).map_err(refuse(COMMAND))?;
+    let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
+    write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
+    write_out(
+        COMMAND,
+        out,
+        filled_lines("annotated", &campaign, &next, &[args.schedule_id.as_str()]).as_bytes(),
+    )
 }
 
 fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -250,8 +625,11 @@ fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
             })
         }
     };
-    let (subject, definition) =
-        task_definition(&args.root, kind, &args.file).map_err(refuse(COMMAND))?;
+    let (subject, definition) = match &args.revision {
+        Some(revision) => task_definition_at(&args.root, revision, kind, &args.file),
+        None => task_definition(&args.root, kind, &args.file),
+    }
+    .map_err(refuse(COMMAND))?;
     let mut text = format!(
         "{} {subject}\ndefinition = {{ sha256 = \"{}\", files = {} }}\n",
         args.file, definition.sha256, definition.files

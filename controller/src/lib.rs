@@ -18,7 +18,7 @@
 //! - [`arena_evolve`] holds `chio arena evolve`;
 //! - [`arena_matrix`] holds `chio arena matrix`;
 //! - [`arena_promote`] holds `chio arena promote`;
-//! - [`campaign`] holds `chio campaign template | import | report | hash`;
+//! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
 //! - [`serve`] holds `chio node serve` and `chio trust serve`;

@@ -1,15 +1,17 @@
 //! Process tests for `chio campaign`: the shipped reference campaign end to
-//! end (template, runs, import, report, with a deliberately failing attempt
-//! kept beside the passes), and one test per ledger refusal, each asserting
-//! exit 2, the message, and that the ledger's bytes did not change.
+//! end in a committed copy of the scenario tree (template, measured runs,
+//! a fixture replay, a plain import, a decision, the report), every
+//! portfolio outcome reached, limits and a null cost kept null, pinned
+//! definitions read from Git, and one test per refusal, each asserting exit
+//! 2, the message, and that the ledger's bytes did not change.
 
 mod util;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 use serde_json::Value;
-use util::{chio, explain, repo_path};
+use util::{chio, copy_tree, explain, repo_path};
 
 /// Runs `chio` and asserts its exit code.
 fn expect(dir: &Path, args: &[&str], code: i32) -> Output {
@@ -23,10 +25,47 @@ fn expect(dir: &Path, args: &[&str], code: i32) -> Output {
     output
 }
 
+/// Runs git in `dir`, asserting success, and returns its trimmed output.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args([
+            "-c",
+            "user.name=campaign test",
+            "-c",
+            "user.email=test@example.invalid",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// Makes `dir` a repository with everything in it committed; returns the commit.
+fn commit_all(dir: &Path) -> String {
+    if !dir.join(".git").exists() {
+        git(dir, &["init", "-q"]);
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "scenarios", "--allow-empty"]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
 /// Runs a scenario with --json into `name.json` (bundle in `name/`).
-fn run_record(dir: &Path, scenario: &Path, name: &str, code: i32) -> PathBuf {
+fn run_record(dir: &Path, scenario: &Path, name: &str, code: i32, extra: &[&str]) -> PathBuf {
     let bundle = dir.join(name);
-    let args = [
+    let mut args = vec![
         "arena",
         "run",
         scenario.to_str().unwrap(),
@@ -34,6 +73,7 @@ fn run_record(dir: &Path, scenario: &Path, name: &str, code: i32) -> PathBuf {
         "--out",
         bundle.to_str().unwrap(),
     ];
+    args.extend(extra);
     let output = expect(dir, &args, code);
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, &output.stdout).unwrap();
@@ -44,12 +84,33 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-// The shipped reference campaign goes template, run, import, report; the failing control stays in the ledger beside the passes, replays are reported apart, unknown time stays unknown.
+fn attempt<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["schedule_id"] == id)
+        .unwrap_or_else(|| panic!("no attempt {id}"))
+}
+
+fn row<'a>(ledger: &'a Value, id: &str) -> &'a Value {
+    ledger["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["schedule_id"] == id)
+        .unwrap_or_else(|| panic!("no row {id}"))
+}
+
+// The shipped reference campaign in a committed copy of the scenarios: measured runs are verified deliveries with runtime, revision, checks and evidence roots; a plain import is a pass without complete evidence; a decision makes the control's stop appropriate; live and fixture sections stay apart, and an unknown cost keeps the total null.
 #[test]
 fn reference_campaign_end_to_end() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let decl = repo_path("scenarios/campaigns/reference.toml");
+    let repo = dir.join("repo");
+    copy_tree(&repo_path("scenarios"), &repo.join("scenarios"));
+    let commit = commit_all(&repo);
+    let decl = repo.join("scenarios/campaigns/reference.toml");
     let ledger = dir.join("ledger.json");
     let out = expect(
         dir,
@@ -58,65 +119,119 @@ fn reference_campaign_end_to_end() {
     );
     assert!(out.stdout.is_empty());
     let template: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    assert_eq!(template["schema_version"], "chio.arena.campaign-ledger/v2");
     let rows = template["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 7);
     assert!(rows.iter().all(|r| r["native_outcome"] == "DEFERRED"));
 
-    let ws1 = run_record(dir, &repo_path("scenarios/walking_skeleton.toml"), "ws1", 0);
-    let ws2 = run_record(dir, &repo_path("scenarios/walking_skeleton.toml"), "ws2", 0);
-    let pr = run_record(dir, &repo_path("scenarios/pr-421-review.toml"), "pr", 0);
-    let replay = expect(dir, &["arena", "replay", s(&dir.join("pr")), "--json"], 0);
-    std::fs::write(dir.join("replay.json"), &replay.stdout).unwrap();
-    let control = run_record(
-        dir,
-        &repo_path("scenarios/campaigns/controls/misexpected_read.toml"),
-        "control",
-        1,
-    );
-    let matrix = expect(
+    let attempts = dir.join("attempts");
+    let ran = expect(
         dir,
         &[
-            "arena",
-            "matrix",
-            s(&repo_path("scenarios/matrices/guard_pipelines.toml")),
-            "--json",
+            "campaign",
+            "run",
+            s(&decl),
+            s(&ledger),
+            "walking-skeleton/01",
+            "pr-421/01",
+            "failing-control/01",
+            "pr-421-evolve/01",
+            "guard-pipelines/01",
             "--out",
-            s(&dir.join("mx")),
+            s(&attempts),
         ],
         0,
     );
-    std::fs::write(dir.join("mx.json"), &matrix.stdout).unwrap();
-    let evolve = expect(
-        dir,
-        &[
-            "arena",
-            "evolve",
-            s(&repo_path("scenarios/pr-421-review.toml")),
-            "--json",
-            "--out",
-            s(&dir.join("evo")),
-        ],
-        0,
-    );
-    std::fs::write(dir.join("evo.json"), &evolve.stdout).unwrap();
-
-    let pairs = [
-        format!("walking-skeleton/01={}", s(&ws1)),
-        format!("walking-skeleton/02={}", s(&ws2)),
-        format!("pr-421/01={}", s(&pr)),
-        format!("pr-421-replay/01={}", s(&dir.join("replay.json"))),
-        format!("failing-control/01={}", s(&control)),
-        format!("guard-pipelines/01={}", s(&dir.join("mx.json"))),
-        format!("pr-421-evolve/01={}", s(&dir.join("evo.json"))),
-    ];
-    let mut args = vec!["campaign", "import", s(&decl), s(&ledger)];
-    args.extend(pairs.iter().map(String::as_str));
-    let imported = expect(dir, &args, 0);
-    let text = String::from_utf8_lossy(&imported.stdout);
+    let text = String::from_utf8_lossy(&ran.stdout);
     assert!(
-        text.contains("imported failing-control/01: native stopped"),
+        text.contains("ran walking-skeleton/01: native passed, portfolio verified delivery"),
         "{text}"
     );
+    assert!(
+        text.contains("ran failing-control/01: native stopped, portfolio stopped with appropriateness not established"),
+        "{text}"
+    );
+    let bundle = attempts.join("pr-421-01");
+    expect(
+        dir,
+        &[
+            "campaign",
+            "run",
+            s(&decl),
+            s(&ledger),
+            "pr-421-replay/01",
+            "--bundle",
+            &format!("pr-421-replay/01={}", s(&bundle)),
+        ],
+        0,
+    );
+    let ws2 = run_record(
+        dir,
+        &repo.join("scenarios/walking_skeleton.toml"),
+        "ws2",
+        0,
+        &[],
+    );
+    expect(
+        dir,
+        &[
+            "campaign",
+            "import",
+            s(&decl),
+            s(&ledger),
+            &format!("walking-skeleton/02={}", s(&ws2)),
+        ],
+        0,
+    );
+    expect(
+        dir,
+        &[
+            "campaign",
+            "annotate",
+            s(&decl),
+            s(&ledger),
+            "failing-control/01",
+            "--decision",
+            "the kernel rightly allowed a granted read; the control's expectation is the planted error",
+        ],
+        0,
+    );
+
+    let written: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let ws1 = row(&written, "walking-skeleton/01");
+    assert_eq!(ws1["source_revision"], commit.as_str());
+    assert_eq!(
+        ws1["runtime_identity"]["chio_version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        ws1["runtime_identity"]["binary_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(ws1["elapsed_seconds"].as_f64().unwrap() >= 0.0);
+    assert_eq!(
+        ws1["evidence_refs"][0]["merkle_root"],
+        ws1["record"]["receipt_root"]
+    );
+    assert!(ws1["oracle_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["ok"] == true && c["name"].as_str().unwrap().contains(" expects ")));
+    assert!(ws1["estimated_cost"].as_f64().is_some());
+    let ws2_row = row(&written, "walking-skeleton/02");
+    assert_eq!(ws2_row["runtime_identity"], Value::Null);
+    assert_eq!(
+        ws2_row["estimated_cost"],
+        Value::Null,
+        "unknown cost stays null"
+    );
+    assert_eq!(ws2_row["deviations"].as_array().unwrap().len(), 2);
+    let control = row(&written, "failing-control/01");
+    assert_eq!(control["interventions"][0]["kind"], "decision");
 
     let report = expect(
         dir,
@@ -124,38 +239,68 @@ fn reference_campaign_end_to_end() {
         0,
     );
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["schema_version"], "chio.arena.campaign-report/v2");
+    assert_eq!(report["definitions"], "working-tree");
     let outcome = |id: &str| {
-        report["attempts"]
-            .as_array()
+        attempt(&report, id)["outcome"]
+            .as_str()
             .unwrap()
-            .iter()
-            .find(|a| a["schedule_id"] == id)
-            .map(|a| a["outcome"].as_str().unwrap().to_string())
-            .unwrap()
+            .to_string()
     };
-    assert_eq!(outcome("walking-skeleton/01"), "passed");
-    assert_eq!(outcome("walking-skeleton/02"), "passed");
+    assert_eq!(outcome("walking-skeleton/01"), "verified delivery");
     assert_eq!(
-        outcome("failing-control/01"),
-        "stopped at an unexpected verdict"
+        outcome("walking-skeleton/02"),
+        "pass without complete evidence"
     );
-    assert_eq!(outcome("pr-421-replay/01"), "replay identical");
-    assert_eq!(outcome("guard-pipelines/01"), "matrix complete");
-    assert_eq!(outcome("pr-421-evolve/01"), "evolution complete");
+    assert_eq!(outcome("pr-421/01"), "verified delivery");
+    assert_eq!(outcome("failing-control/01"), "appropriate stop");
+    assert_eq!(outcome("pr-421-replay/01"), "verified delivery");
+    assert_eq!(outcome("guard-pipelines/01"), "verified delivery");
+    assert_eq!(outcome("pr-421-evolve/01"), "verified delivery");
+    let gaps = attempt(&report, "walking-skeleton/02")["evidence_gaps"].clone();
+    assert!(gaps
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("runtime unknown")));
     let sections = report["sections"].as_array().unwrap();
-    assert_eq!(sections.len(), 2, "fresh runs and replays are separate");
-    assert_eq!(sections[0]["evidence"], "fresh");
+    assert_eq!(
+        sections.len(),
+        2,
+        "live attempts and fixture replays are separate"
+    );
+    assert_eq!(sections[0]["evidence"], "live");
     assert_eq!(sections[0]["attempts"], 6);
-    assert_eq!(sections[1]["evidence"], "replay");
+    assert_eq!(sections[0]["decisions"], 1);
+    assert_eq!(sections[1]["evidence"], "fixture");
     assert_eq!(sections[1]["attempts"], 1);
     assert_eq!(
         sections[0]["elapsed_seconds"]["total"],
         Value::Null,
         "unknown time is not zero"
     );
-    assert_eq!(sections[0]["elapsed_seconds"]["unknown_attempts"], 6);
-    assert_eq!(sections[1]["kernel_evaluations"]["total"], Value::Null);
-    assert_eq!(sections[0]["comparison"], "complete");
+    assert_eq!(sections[0]["elapsed_seconds"]["unknown_attempts"], 1);
+    assert_eq!(
+        sections[0]["estimated_cost"]["total"],
+        Value::Null,
+        "a null cost keeps the total null"
+    );
+    assert!(
+        sections[0]["estimated_cost"]["known_subtotal"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(sections[0]["cost_per_verified_delivery"], Value::Null);
+    assert_eq!(sections[0]["currency"], "kernel-ms");
+    assert_eq!(sections[0]["comparison"], "blocked");
+    assert!(sections[0]["blocked_because"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from(
+            "walking-skeleton/02 ran on an unknown runtime"
+        )));
+    assert_eq!(sections[1]["comparison"], "complete");
+    assert!(sections[1]["cost_per_verified_delivery"].as_f64().is_some());
     let counted: u64 = sections
         .iter()
         .flat_map(|s| s["outcomes"].as_array().unwrap())
@@ -163,13 +308,23 @@ fn reference_campaign_end_to_end() {
         .sum();
     assert_eq!(counted, 7, "each attempt in exactly one outcome");
     let text = expect(dir, &["campaign", "report", s(&decl), s(&ledger)], 0);
-    assert!(String::from_utf8_lossy(&text.stdout).contains("failing-control/01"));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("blocked: walking-skeleton/02 ran on an unknown runtime"),
+        "{text}"
+    );
+    assert!(
+        text.contains("limits: wall_seconds unknown, steps within"),
+        "{text}"
+    );
 }
 
-/// A small campaign over copies of the walking skeleton and the failing control.
+/// A small campaign over copies of the walking skeleton and the failing
+/// control, committed in its own repository.
 struct Fixture {
     _tmp: tempfile::TempDir,
     dir: PathBuf,
+    root: PathBuf,
     decl: PathBuf,
     ledger: PathBuf,
 }
@@ -180,8 +335,12 @@ fn copy(from: &str, to: &Path) {
     std::fs::copy(repo_path(&format!("scenarios/{from}")), target).unwrap();
 }
 
-fn definition(dir: &Path, root: &Path, file: &str) -> String {
-    let out = expect(dir, &["campaign", "hash", "--root", s(root), file], 0);
+fn definition(dir: &Path, root: &Path, file: &str, revision: Option<&str>) -> String {
+    let mut args = vec!["campaign", "hash", "--root", s(root), file];
+    if let Some(revision) = revision {
+        args.extend(["--revision", revision]);
+    }
+    let out = expect(dir, &args, 0);
     String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -191,7 +350,26 @@ fn definition(dir: &Path, root: &Path, file: &str) -> String {
         .to_string()
 }
 
-fn fixture() -> Fixture {
+const LIMITS: &str = "{ wall_seconds = 120, steps = 20, kernel_evaluations = 20, generations = 0 }";
+
+/// Options of a fixture campaign.
+struct Shape {
+    ws: u32,
+    control: u32,
+    limits: &'static str,
+    pinned: bool,
+    extra: &'static str,
+}
+
+const SMALL: Shape = Shape {
+    ws: 2,
+    control: 1,
+    limits: LIMITS,
+    pinned: false,
+    extra: "",
+};
+
+fn fixture_with(shape: Shape) -> Fixture {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().to_path_buf();
     let root = dir.join("root");
@@ -205,16 +383,27 @@ fn fixture() -> Fixture {
     ] {
         copy(file, &root);
     }
-    let ws = definition(&dir, &root, "walking_skeleton.toml");
-    let control = definition(&dir, &root, "campaigns/controls/misexpected_read.toml");
+    let commit = commit_all(&root);
+    let revision = shape.pinned.then_some(commit.as_str());
+    let ws = definition(&dir, &root, "walking_skeleton.toml", revision);
+    let control = definition(
+        &dir,
+        &root,
+        "campaigns/controls/misexpected_read.toml",
+        revision,
+    );
     let decl = dir.join("campaign.toml");
+    let pin = revision
+        .map(|r| format!("revision = \"{r}\"\n"))
+        .unwrap_or_default();
     std::fs::write(
         &decl,
         format!(
-            "schema_version = \"chio.arena.campaign/v1\"\nid = \"small\"\ntitle = \"small\"\nroot = \"root\"\n\n\
-             [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = 2\ndefinition = {ws}\n\n\
-             [[tasks]]\nid = \"ws-replay\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nevidence = \"replay\"\nrepetitions = 1\ndefinition = {ws}\n\n\
-             [[tasks]]\nid = \"control\"\nkind = \"scenario\"\nfile = \"campaigns/controls/misexpected_read.toml\"\nrepetitions = 1\ndefinition = {control}\n"
+            "schema_version = \"chio.arena.campaign/v2\"\nid = \"small\"\ntitle = \"small\"\nroot = \"root\"\n{pin}{}\n\n\
+             [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = {}\nlimits = {}\ndefinition = {ws}\n\n\
+             [[tasks]]\nid = \"ws-replay\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nevidence = \"fixture\"\nrepetitions = 1\nlimits = {LIMITS}\ndefinition = {ws}\n\n\
+             [[tasks]]\nid = \"control\"\nkind = \"scenario\"\nfile = \"campaigns/controls/misexpected_read.toml\"\nrepetitions = {}\nlimits = {LIMITS}\ndefinition = {control}\n",
+            shape.extra, shape.ws, shape.limits, shape.control
         ),
     )
     .unwrap();
@@ -227,18 +416,34 @@ fn fixture() -> Fixture {
     Fixture {
         _tmp: tmp,
         dir,
+        root,
         decl,
         ledger,
     }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(SMALL)
 }
 
 impl Fixture {
     fn ws_run(&self, name: &str) -> PathBuf {
         run_record(
             &self.dir,
-            &self.dir.join("root/walking_skeleton.toml"),
+            &self.root.join("walking_skeleton.toml"),
             name,
             0,
+            &[],
+        )
+    }
+
+    fn control_run(&self, name: &str, extra: &[&str]) -> PathBuf {
+        run_record(
+            &self.dir,
+            &self.root.join("campaigns/controls/misexpected_read.toml"),
+            name,
+            1,
+            extra,
         )
     }
 
@@ -252,12 +457,60 @@ impl Fixture {
         chio(&self.dir, &args)
     }
 
+    fn import_ok(&self, id: &str, record: &Path) {
+        let output = self.import(&[(id, record)]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn run_ok(&self, ids: &[&str]) {
+        let mut args = vec!["campaign", "run", s(&self.decl), s(&self.ledger)];
+        args.extend(ids);
+        let out = self.dir.join("attempts");
+        args.extend(["--out", s(&out)]);
+        expect(&self.dir, &args, 0);
+    }
+
+    fn annotate(&self, id: &str, flag: &str, note: &str) -> Output {
+        chio(
+            &self.dir,
+            &[
+                "campaign",
+                "annotate",
+                s(&self.decl),
+                s(&self.ledger),
+                id,
+                flag,
+                note,
+            ],
+        )
+    }
+
     fn ledger(&self) -> Value {
         serde_json::from_slice(&std::fs::read(&self.ledger).unwrap()).unwrap()
     }
 
     fn write_ledger(&self, value: &Value) {
         std::fs::write(&self.ledger, serde_json::to_vec(value).unwrap()).unwrap();
+    }
+
+    fn report(&self) -> Value {
+        let out = expect(
+            &self.dir,
+            &[
+                "campaign",
+                "report",
+                s(&self.decl),
+                s(&self.ledger),
+                "--json",
+            ],
+            0,
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 
     /// Asserts that report (and an otherwise valid import) refuse with `code`
@@ -298,6 +551,21 @@ impl Fixture {
         );
     }
 
+    /// Asserts that `args` exit 2 with `code` and `message` and leave the ledger unchanged.
+    fn assert_command_refused(&self, args: &[&str], code: &str, message: &str) {
+        let before = std::fs::read(&self.ledger).unwrap();
+        let output = chio(&self.dir, args);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with(&format!("error[{code}]: ")), "{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+        assert_eq!(
+            std::fs::read(&self.ledger).unwrap(),
+            before,
+            "the ledger changed"
+        );
+    }
+
     fn edit_row(&self, id: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
         let mut ledger = self.ledger();
         let row = ledger["rows"]
@@ -309,6 +577,263 @@ impl Fixture {
         edit(row.as_object_mut().unwrap());
         self.write_ledger(&ledger);
     }
+}
+
+// Every portfolio outcome is reached from the rows that produce it, each attempt lands in exactly one, and decisions and repairs are counted.
+#[test]
+fn every_portfolio_outcome_is_reachable() {
+    let f = fixture_with(Shape {
+        ws: 7,
+        control: 3,
+        ..SMALL
+    });
+    f.run_ok(&["ws/01", "ws/02"]);
+    let out = f.annotate(
+        "ws/02",
+        "--repair",
+        "restored the fixture a teammate had truncated",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.import_ok("ws/03", &f.ws_run("ws3"));
+    f.import_ok("ws/04", &f.ws_run("ws4"));
+    f.edit_row("ws/04", |row| {
+        row["oracle_checks"][0]["ok"] = false.into();
+    });
+    let out = f.annotate(
+        "ws/05",
+        "--skip",
+        "the walking skeleton is covered by ws/01",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.edit_row("ws/07", |row| {
+        row.insert("native_outcome".into(), "infrastructure-failure".into());
+        row.insert("reason".into(), "the node failed to start".into());
+    });
+    f.import_ok("control/01", &f.control_run("c1", &[]));
+    let out = f.annotate(
+        "control/01",
+        "--decision",
+        "allowing a granted read is right",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.import_ok("control/02", &f.control_run("c2", &[]));
+    f.import_ok("control/03", &f.control_run("c3", &["--keep-going"]));
+    let replay = expect(
+        &f.dir,
+        &["arena", "replay", s(&f.dir.join("ws3")), "--json"],
+        0,
+    );
+    let replay_path = f.dir.join("replay.json");
+    std::fs::write(&replay_path, &replay.stdout).unwrap();
+    f.import_ok("ws-replay/01", &replay_path);
+    f.edit_row("ws-replay/01", |row| {
+        row.insert("oracle_checks".into(), Value::Array(Vec::new()));
+    });
+
+    let report = f.report();
+    let outcome = |id: &str| {
+        attempt(&report, id)["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let expected = [
+        ("ws/01", "verified delivery"),
+        ("ws/02", "verified after a human repair"),
+        ("ws/03", "pass without complete evidence"),
+        ("ws/04", "false completion"),
+        ("ws/05", "skipped"),
+        ("ws/06", "not attempted"),
+        ("ws/07", "error"),
+        ("control/01", "appropriate stop"),
+        ("control/02", "stopped with appropriateness not established"),
+        ("control/03", "ended without completing"),
+        ("ws-replay/01", "ungraded"),
+    ];
+    for (id, want) in expected {
+        assert_eq!(outcome(id), want, "{id}");
+    }
+    let sections = report["sections"].as_array().unwrap();
+    let counted: u64 = sections
+        .iter()
+        .flat_map(|s| s["outcomes"].as_array().unwrap())
+        .map(|o| o["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 11, "each attempt in exactly one outcome");
+    assert_eq!(sections[0]["decisions"], 1);
+    assert_eq!(sections[0]["repairs"], 1);
+    let blocked = sections[0]["blocked_because"].as_array().unwrap();
+    assert!(blocked.contains(&Value::from("ws/06 is unjudged (not attempted)")));
+    assert!(blocked.contains(&Value::from(
+        "control/02 is unjudged (stopped with appropriateness not established)"
+    )));
+    assert_eq!(
+        sections[1]["comparison"], "blocked",
+        "an ungraded replay blocks its section"
+    );
+}
+
+// An attempt over a declared limit is recorded with the overrun as its reason, is not a verified delivery, and blocks the comparison.
+#[test]
+fn an_over_limit_attempt_blocks_the_comparison() {
+    let f = fixture_with(Shape {
+        limits: "{ wall_seconds = 120, steps = 1, kernel_evaluations = 20, generations = 0 }",
+        ..SMALL
+    });
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    let reason = row(&ledger, "ws/01")["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.starts_with("over its steps limit: spent "),
+        "{reason}"
+    );
+    let report = f.report();
+    let ws = attempt(&report, "ws/01");
+    assert_eq!(ws["outcome"], "pass without complete evidence");
+    let steps = ws["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["limit"] == "steps")
+        .unwrap();
+    assert_eq!(steps["status"], "over");
+    assert_eq!(steps["declared"], 1.0);
+    let wall = ws["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["limit"] == "wall_seconds")
+        .unwrap();
+    assert_eq!(wall["status"], "within");
+    assert!(ws["evidence_gaps"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("over its steps limit")));
+    let live = &report["sections"][0];
+    assert_eq!(live["comparison"], "blocked");
+    assert!(live["blocked_because"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("ws/01 went over its steps limit")));
+}
+
+// Without a [cost] model every estimated cost stays null, and so do the totals and the cost per delivery: an unknown is never zero.
+#[test]
+fn a_null_cost_stays_null_in_the_total() {
+    let f = fixture();
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    assert_eq!(row(&ledger, "ws/01")["estimated_cost"], Value::Null);
+    let report = f.report();
+    let live = &report["sections"][0];
+    assert_eq!(live["estimated_cost"]["total"], Value::Null);
+    assert_eq!(live["estimated_cost"]["known_attempts"], 0);
+    assert_eq!(live["estimated_cost"]["unknown_attempts"], 1);
+    assert_eq!(live["cost_per_verified_delivery"], Value::Null);
+    assert_eq!(live["currency"], Value::Null);
+}
+
+// A pinned declaration reads its definitions from the revision's objects: working-tree edits do not move them, while the same declaration unpinned refuses the drift; an attempt run from the edited tree is off the declared revision.
+#[test]
+fn pinned_definitions_come_from_git() {
+    let f = fixture_with(Shape {
+        pinned: true,
+        ..SMALL
+    });
+    let commit = git(&f.root, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        definition(&f.dir, &f.root, "walking_skeleton.toml", Some(&commit)),
+        definition(&f.dir, &f.root, "walking_skeleton.toml", None),
+        "a clean checkout hashes the same either way"
+    );
+    let report = f.report();
+    assert_eq!(report["definitions"], format!("pinned at {commit}"));
+
+    std::fs::write(
+        f.root.join("fixtures/walking-skeleton/notes.txt"),
+        "edited after the pin\n",
+    )
+    .unwrap();
+    f.report();
+    assert_ne!(
+        definition(&f.dir, &f.root, "walking_skeleton.toml", Some(&commit)),
+        definition(&f.dir, &f.root, "walking_skeleton.toml", None)
+    );
+    let unpinned = f.dir.join("unpinned.toml");
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    std::fs::write(
+        &unpinned,
+        text.replace(&format!("revision = \"{commit}\"\n"), ""),
+    )
+    .unwrap();
+    let refused = chio(&f.dir, &["campaign", "template", s(&unpinned)]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("CHIO-CAMPAIGN-DEFINITION-DRIFT"));
+
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    let ws = row(&ledger, "ws/01");
+    assert_eq!(ws["source_revision"], Value::Null);
+    assert!(ws["deviations"][0]
+        .as_str()
+        .unwrap()
+        .contains("uncommitted changes to the task's files"));
+    let report = f.report();
+    assert_eq!(
+        attempt(&report, "ws/01")["outcome"],
+        "pass without complete evidence"
+    );
+    assert!(report["sections"][0]["blocked_because"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("ws/01 ran off the declared revision {commit}"))));
+}
+
+// A revision the repository does not hold is refused.
+#[test]
+fn refuses_an_unknown_revision() {
+    let f = fixture();
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    let pinned = f.dir.join("pinned.toml");
+    std::fs::write(
+        &pinned,
+        text.replace(
+            "root = \"root\"\n",
+            "root = \"root\"\nrevision = \"0123456789abcdef0123456789abcdef01234567\"\n",
+        ),
+    )
+    .unwrap();
+    let output = chio(&f.dir, &["campaign", "template", s(&pinned)]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "error[CHIO-CAMPAIGN-REVISION]: campaign template: cannot read the pinned revision"
+        ),
+        "{stderr}"
+    );
 }
 
 // A scheduled attempt without a row is refused.
@@ -384,7 +909,7 @@ fn refuses_a_drifted_definition() {
     let f = fixture();
     f.ws_run("extra");
     std::fs::write(
-        f.dir.join("root/fixtures/walking-skeleton/notes.txt"),
+        f.root.join("fixtures/walking-skeleton/notes.txt"),
         "edited\n",
     )
     .unwrap();
@@ -394,9 +919,9 @@ fn refuses_a_drifted_definition() {
     );
 }
 
-// A replay record cannot fill a fresh row, and a row relabelled from replay to fresh is refused.
+// A fixture replay cannot fill a live row, and a row relabelled from fixture to live is refused.
 #[test]
-fn refuses_a_replay_relabelled_as_fresh() {
+fn refuses_a_fixture_relabelled_as_live() {
     let f = fixture();
     f.ws_run("ws1");
     let replay = expect(
@@ -415,40 +940,25 @@ fn refuses_a_replay_relabelled_as_fresh() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("scheduled as fresh evidence but carries replay evidence"),
+        stderr.contains("scheduled as live evidence but carries fixture evidence"),
         "{stderr}"
     );
     assert_eq!(std::fs::read(&f.ledger).unwrap(), before);
-    expect(
-        &f.dir,
-        &[
-            "campaign",
-            "import",
-            s(&f.decl),
-            s(&f.ledger),
-            &format!("ws-replay/01={}", s(&replay_path)),
-        ],
-        0,
-    );
+    f.import_ok("ws-replay/01", &replay_path);
     f.edit_row("ws-replay/01", |row| {
-        row.insert("evidence".into(), "fresh".into());
+        row.insert("evidence".into(), "live".into());
     });
     f.assert_refused(
         "CHIO-CAMPAIGN-RELABELLED-EVIDENCE",
-        "\"ws-replay/01\" is scheduled as replay evidence but carries fresh evidence",
+        "\"ws-replay/01\" is scheduled as fixture evidence but carries live evidence",
     );
 }
 
-// A record whose status says passed while its steps failed is refused at import, and such a row at report.
+// A record whose status says passed while its steps failed is refused at import, and such a row at report; so is a pass whose evidence root is not its record's.
 #[test]
 fn refuses_a_pass_contradicted_by_its_evidence() {
     let f = fixture();
-    let control = run_record(
-        &f.dir,
-        &f.dir.join("root/campaigns/controls/misexpected_read.toml"),
-        "control",
-        1,
-    );
+    let control = f.control_run("control", &[]);
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&control).unwrap()).unwrap();
     doc["outcome"]["status"] = "passed".into();
     std::fs::write(&control, serde_json::to_vec(&doc).unwrap()).unwrap();
@@ -465,18 +975,7 @@ fn refuses_a_pass_contradicted_by_its_evidence() {
         "{stderr}"
     );
     assert_eq!(std::fs::read(&f.ledger).unwrap(), before);
-    let ws1 = f.ws_run("ws1");
-    expect(
-        &f.dir,
-        &[
-            "campaign",
-            "import",
-            s(&f.decl),
-            s(&f.ledger),
-            &format!("ws/01={}", s(&ws1)),
-        ],
-        0,
-    );
+    f.import_ok("ws/01", &f.ws_run("ws1"));
     f.edit_row("ws/01", |row| {
         row["record"]["stopped_at"] = "read-dotenv".into();
     });
@@ -484,29 +983,21 @@ fn refuses_a_pass_contradicted_by_its_evidence() {
         "CHIO-CAMPAIGN-CONTRADICTED-PASS",
         "the run stopped at step read-dotenv",
     );
+    f.edit_row("ws/01", |row| {
+        row["record"].as_object_mut().unwrap().remove("stopped_at");
+        row["evidence_refs"][0]["merkle_root"] = "00".repeat(32).into();
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-CONTRADICTED-PASS",
+        "is not the record's receipt root",
+    );
 }
 
 // A row that did not pass and gives no reason is refused.
 #[test]
 fn refuses_a_non_pass_without_reason() {
     let f = fixture();
-    let control = run_record(
-        &f.dir,
-        &f.dir.join("root/campaigns/controls/misexpected_read.toml"),
-        "control",
-        1,
-    );
-    expect(
-        &f.dir,
-        &[
-            "campaign",
-            "import",
-            s(&f.decl),
-            s(&f.ledger),
-            &format!("control/01={}", s(&control)),
-        ],
-        0,
-    );
+    f.import_ok("control/01", &f.control_run("control", &[]));
     f.edit_row("control/01", |row| {
         row.insert("reason".into(), Value::Null);
     });
@@ -516,16 +1007,44 @@ fn refuses_a_non_pass_without_reason() {
     );
 }
 
-// A DEFERRED row carrying results is refused.
+// A DEFERRED row carrying results is refused, and so is a SKIPPED one.
 #[test]
-fn refuses_a_deferred_row_with_results() {
+fn refuses_a_deferred_or_skipped_row_with_results() {
     let f = fixture();
     f.edit_row("ws/01", |row| {
-        row.insert("kernel_evaluations".into(), 2.into());
+        row["spent"]["kernel_evaluations"] = 2.into();
     });
     f.assert_refused(
         "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
-        "\"ws/01\" is DEFERRED (not attempted) but carries kernel evaluations",
+        "\"ws/01\" is DEFERRED (not attempted) but carries a spent budget",
+    );
+    f.edit_row("ws/01", |row| {
+        row["spent"]["kernel_evaluations"] = Value::Null;
+        row.insert("native_outcome".into(), "SKIPPED".into());
+        row.insert("elapsed_seconds".into(), 1.5.into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
+        "\"ws/01\" is SKIPPED (not attempted) but carries an elapsed time",
+    );
+}
+
+// An intervention on an attempt never made is refused, and the ledger keeps its bytes.
+#[test]
+fn refuses_an_intervention_on_a_deferred_row() {
+    let f = fixture();
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "annotate",
+            s(&f.decl),
+            s(&f.ledger),
+            "ws/01",
+            "--repair",
+            "fixed it",
+        ],
+        "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
+        "\"ws/01\" is DEFERRED (not attempted) but carries interventions",
     );
 }
 
@@ -533,25 +1052,149 @@ fn refuses_a_deferred_row_with_results() {
 #[test]
 fn refuses_a_second_attempt_on_one_row() {
     let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    let ws2 = f.ws_run("ws2");
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&ws2)),
+        ],
+        "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
+        "campaign import: ledger row \"ws/01\" already holds an attempt",
+    );
+    f.assert_command_refused(
+        &["campaign", "run", s(&f.decl), s(&f.ledger), "ws/01"],
+        "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
+        "ledger row \"ws/01\" already holds an attempt",
+    );
+}
+
+// An import naming one schedule id twice, or one record for two rows, is refused.
+#[test]
+fn refuses_an_import_that_names_twice() {
+    let f = fixture();
     let ws1 = f.ws_run("ws1");
     let ws2 = f.ws_run("ws2");
-    expect(
-        &f.dir,
+    f.assert_command_refused(
         &[
             "campaign",
             "import",
             s(&f.decl),
             s(&f.ledger),
             &format!("ws/01={}", s(&ws1)),
+            &format!("ws/01={}", s(&ws2)),
         ],
-        0,
+        "CHIO-CAMPAIGN-IMPORT-TWICE",
+        "the import names schedule id \"ws/01\" twice",
     );
-    let before = std::fs::read(&f.ledger).unwrap();
-    let import = f.import(&[("ws/01", &ws2)]);
-    assert_eq!(import.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&import.stderr);
-    assert!(stderr.starts_with("error[CHIO-CAMPAIGN-ALREADY-ATTEMPTED]: campaign import: ledger row \"ws/01\" already holds an attempt"), "{stderr}");
-    assert_eq!(std::fs::read(&f.ledger).unwrap(), before);
+    let copy = f.dir.join("copy.json");
+    std::fs::copy(&ws1, &copy).unwrap();
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&ws1)),
+            &format!("ws/02={}", s(&copy)),
+        ],
+        "CHIO-CAMPAIGN-IMPORT-TWICE",
+        "hold the same bytes",
+    );
+}
+
+// A record of another task's scenario is refused for the row it was named for.
+#[test]
+fn refuses_a_record_of_another_task() {
+    let f = fixture();
+    let control = f.control_run("control", &[]);
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&control)),
+        ],
+        "CHIO-CAMPAIGN-WRONG-TASK",
+        "the record names \"misexpected_read\", the task runs \"walking_skeleton\"",
+    );
+}
+
+// A native outcome name the task never produces is refused, naming the allowed ones.
+#[test]
+fn refuses_an_unknown_outcome_name() {
+    let f = fixture();
+    f.import_ok("control/01", &f.control_run("control", &[]));
+    f.edit_row("control/01", |row| {
+        row.insert("native_outcome".into(), "PASS".into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-UNKNOWN-OUTCOME",
+        "ledger row \"control/01\": native outcome \"PASS\" is not one its task produces",
+    );
+}
+
+// A row spending over a limit without naming the overrun in its reason is refused.
+#[test]
+fn refuses_an_over_limit_row_that_hides_its_overrun() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    f.edit_row("ws/01", |row| {
+        row.insert("elapsed_seconds".into(), 500.0.into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-OVER-LIMIT",
+        "ledger row \"ws/01\" spent 500 against a wall_seconds limit of 120",
+    );
+}
+
+// Negative amounts in a row are refused, each naming its field.
+#[test]
+fn refuses_negative_numbers() {
+    for (field, edit) in [
+        (
+            "elapsed_seconds",
+            serde_json::json!({"elapsed_seconds": -1.0}),
+        ),
+        (
+            "estimated_cost",
+            serde_json::json!({"estimated_cost": -0.5}),
+        ),
+        (
+            "spent.steps",
+            serde_json::json!({"spent": {"steps": -3, "kernel_evaluations": null, "generations": null}}),
+        ),
+    ] {
+        let f = fixture();
+        f.import_ok("ws/01", &f.ws_run("ws1"));
+        f.edit_row("ws/01", |row| {
+            for (key, value) in edit.as_object().unwrap() {
+                row.insert(key.clone(), value.clone());
+            }
+        });
+        f.assert_refused(
+            "CHIO-CAMPAIGN-BAD-NUMBER",
+            &format!("ledger row \"ws/01\": {field} is negative or not finite"),
+        );
+    }
+}
+
+// A non-finite amount, which JSON can only spell as an out-of-range number, is refused and the ledger kept.
+#[test]
+fn refuses_a_non_finite_number() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    let text = std::fs::read_to_string(&f.ledger).unwrap();
+    let seconds = f.ledger()["rows"][0]["elapsed_seconds"].clone();
+    assert_eq!(seconds, Value::Null);
+    let edited = text.replacen("\"elapsed_seconds\":null", "\"elapsed_seconds\":1e999", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&f.ledger, edited).unwrap();
+    f.assert_refused("CHIO-EXPERIMENT-SYNTAX", "number out of range");
 }
 
 // A row missing a declared field is refused.
@@ -559,10 +1202,48 @@ fn refuses_a_second_attempt_on_one_row() {
 fn refuses_a_row_missing_a_field() {
     let f = fixture();
     f.edit_row("ws/01", |row| {
-        row.remove("elapsed_seconds");
+        row.remove("oracle_checks");
     });
     f.assert_refused(
         "CHIO-EXPERIMENT-SYNTAX",
-        "rows[0] lacks the declared field elapsed_seconds",
+        "rows[0] lacks the declared field oracle_checks",
     );
+}
+
+// A declaration whose task has no limits, or a negative or infinite one, is refused by every command; so is the previous schema.
+#[test]
+fn refuses_declarations_with_bad_limits() {
+    let f = fixture();
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    let cases = [
+        (
+            text.replacen(&format!("limits = {LIMITS}\n"), "", 1),
+            "tasks[0].limits: declare limits",
+        ),
+        (
+            text.replacen("wall_seconds = 120", "wall_seconds = -1", 1),
+            "tasks[0].limits.wall_seconds: must be zero or more",
+        ),
+        (
+            text.replacen("steps = 20", "steps = inf", 1),
+            "tasks[0].limits.steps: must be finite",
+        ),
+        (
+            text.replacen("generations = 0", "generations = nan", 1),
+            "tasks[0].limits.generations: must be finite",
+        ),
+        (
+            text.replace("chio.arena.campaign/v2", "chio.arena.campaign/v1"),
+            "declarations have no limits",
+        ),
+    ];
+    for (bytes, message) in cases {
+        std::fs::write(&f.decl, &bytes).unwrap();
+        for args in [
+            vec!["campaign", "report", s(&f.decl), s(&f.ledger)],
+            vec!["campaign", "run", s(&f.decl), s(&f.ledger), "ws/01"],
+        ] {
+            f.assert_command_refused(&args, "CHIO-CAMPAIGN-DECLARATION", message);
+        }
+    }
 }

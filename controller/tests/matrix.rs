@@ -1,8 +1,10 @@
 //! Process tests for `chio arena matrix`: the shipped guard-pipeline matrix
-//! (one established and one inconclusive gap, byte-identical synthesis
-//! across runs, worker counts and an interrupted run resumed) and one test
-//! per load-time refusal, each asserting exit 2, the message, and that
-//! nothing was written.
+//! (one established and one inconclusive gap, identical results across
+//! worker counts and an interrupted run resumed), the shipped protocol
+//! reference (a two-axis grid, validators, gaps of non-zero width, and
+//! byte-identical synthesis and state files when run twice), the default
+//! output folder, and one test per load-time refusal, each asserting exit 2,
+//! the message, and that nothing was written.
 
 mod util;
 
@@ -16,7 +18,30 @@ fn read(path: &Path) -> Vec<u8> {
 
 const SYNTHESIS: [&str; 3] = ["synthesis.json", "synthesis.md", "synthesis.html"];
 
-// The shipped matrix gives an established gap for the weaker pipeline and an inconclusive one for the equivalent one, with identical synthesis bytes across runs, worker counts and a resumed interruption.
+/// The synthesis JSON without its `load` object, the one part that names
+/// the concurrency.
+fn without_load(bytes: &[u8]) -> serde_json::Value {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+    value.as_object_mut().unwrap().remove("load");
+    value
+}
+
+fn run_records(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut records: Vec<PathBuf> = std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    records.sort();
+    records
+        .into_iter()
+        .map(|p| {
+            let bytes = read(&p);
+            (p.file_name().unwrap().into(), bytes)
+        })
+        .collect()
+}
+
+// The shipped matrix gives an established gap for the weaker pipeline and an inconclusive one for the equivalent one; its run records and results do not depend on the worker count, and a resumed interruption gives the same synthesis bytes.
 #[test]
 fn shipped_matrix_verdicts_and_reproducible_synthesis() {
     let tmp = tempfile::tempdir().unwrap();
@@ -39,7 +64,7 @@ fn shipped_matrix_verdicts_and_reproducible_synthesis() {
     let synthesis: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
     assert_eq!(
         synthesis["schema_version"],
-        "chio.arena.matrix-synthesis/v1"
+        "chio.arena.matrix-synthesis/v2"
     );
     let verdict = |cell: &str| {
         synthesis["gaps"]
@@ -54,6 +79,13 @@ fn shipped_matrix_verdicts_and_reproducible_synthesis() {
     assert_eq!(verdict("reordered"), "inconclusive");
     assert_eq!(synthesis["verdict"]["draws"], 10000);
     assert_eq!(synthesis["verdict"]["seed"], 20260729);
+    assert_eq!(synthesis["load"]["concurrency"], 2);
+    assert_eq!(synthesis["load"]["concurrency_source"], "--workers");
+    assert_eq!(
+        synthesis["grid"],
+        serde_json::Value::Null,
+        "one axis, no grid"
+    );
     assert_eq!(first.stdout, read(&a.join("synthesis.json")));
     let html = String::from_utf8(read(&a.join("synthesis.html"))).unwrap();
     assert!(html.contains("<svg"), "the page has no chart");
@@ -78,13 +110,16 @@ fn shipped_matrix_verdicts_and_reproducible_synthesis() {
         "{}",
         explain(&args_b, &second)
     );
-    for name in SYNTHESIS {
-        assert_eq!(
-            read(&a.join(name)),
-            read(&b.join(name)),
-            "{name} differs between runs"
-        );
-    }
+    assert_eq!(
+        run_records(&a),
+        run_records(&b),
+        "run records differ between worker counts"
+    );
+    assert_eq!(
+        without_load(&read(&a.join("synthesis.json"))),
+        without_load(&read(&b.join("synthesis.json"))),
+        "results differ between worker counts"
+    );
 
     // Interrupt: drop some run records and the synthesis, then resume.
     let runs = b.join("runs");
@@ -121,6 +156,8 @@ fn shipped_matrix_verdicts_and_reproducible_synthesis() {
         "--out",
         b.to_str().unwrap(),
         "--resume",
+        "--workers",
+        "2",
     ];
     let resumed = chio(tmp.path(), &args_r);
     assert_eq!(
@@ -147,10 +184,140 @@ fn shipped_matrix_verdicts_and_reproducible_synthesis() {
     }
 }
 
+/// The state file without its wall-clock fields.
+fn state_without_clock(dir: &Path) -> serde_json::Value {
+    let mut state: serde_json::Value =
+        serde_json::from_slice(&read(&dir.join("state.json"))).unwrap();
+    let clock = state.as_object_mut().unwrap().remove("wall_clock");
+    assert!(clock.is_some(), "the state file has no wall_clock object");
+    state
+}
+
+// The protocol reference runs as a two-axis grid with validators and gaps of non-zero width, and running it twice gives byte-identical synthesis files and state files equal but for their wall-clock fields.
+#[test]
+fn protocol_reference_grid_widths_and_determinism() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/matrices/protocol_reference.toml");
+    let file = file.to_str().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    for dir in [&a, &b] {
+        let args = [
+            "arena",
+            "matrix",
+            file,
+            "--json",
+            "--out",
+            dir.to_str().unwrap(),
+        ];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    }
+    for name in SYNTHESIS {
+        assert_eq!(
+            read(&a.join(name)),
+            read(&b.join(name)),
+            "{name} differs between runs"
+        );
+    }
+    assert_eq!(state_without_clock(&a), state_without_clock(&b));
+    let state = state_without_clock(&a);
+    assert_eq!(state["status"], "complete");
+    assert_eq!(state["load"]["runs_planned"], 40);
+    assert_eq!(state["load"]["concurrency"], 2);
+    assert_eq!(state["load"]["timeout_seconds"], 120.0);
+    assert_eq!(state["load"]["attempts"], 2);
+
+    let s: serde_json::Value = serde_json::from_slice(&read(&a.join("synthesis.json"))).unwrap();
+    assert!(
+        !String::from_utf8(read(&a.join("synthesis.json")))
+            .unwrap()
+            .contains("unix_ms"),
+        "a wall-clock field reached the synthesis"
+    );
+    assert!(s["hypothesis"]
+        .as_str()
+        .unwrap()
+        .starts_with("Scanning tool output"));
+    let md = String::from_utf8(read(&a.join("synthesis.md"))).unwrap();
+    let mut lines = md.lines().filter(|l| !l.is_empty());
+    assert!(lines.next().unwrap().starts_with("# "));
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("**Hypothesis.** Scanning tool output"));
+    assert!(lines.next().unwrap().starts_with("Load: 40 runs planned"));
+
+    let grid = &s["grid"];
+    assert_eq!(grid["rows_axis"], "scan");
+    assert_eq!(grid["columns_axis"], "payloads");
+    assert_eq!(
+        grid["rows"],
+        serde_json::json!(["arguments-and-output", "arguments-only"])
+    );
+    assert_eq!(
+        grid["columns"],
+        serde_json::json!(["samples", "with-evasive"])
+    );
+    assert_eq!(grid["cells"][0][0]["verdict"], "reference");
+    assert_eq!(grid["cells"][1][0]["cell"], "arguments-only / samples");
+    assert_eq!(
+        grid["cells"][0][1]["cell"],
+        "arguments-and-output / with-evasive"
+    );
+    assert_eq!(
+        s["cells"].as_array().unwrap().len(),
+        5,
+        "the flat list keeps the variant"
+    );
+    assert!(
+        md.contains("| scan \\ payloads | samples | with-evasive |"),
+        "{md}"
+    );
+
+    let widths: Vec<f64> = s["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["high"].as_f64().unwrap() - g["low"].as_f64().unwrap())
+        .collect();
+    assert!(
+        widths.iter().any(|w| *w > 0.0),
+        "every interval has zero width: {widths:?}"
+    );
+    let validators = s["validators"].as_array().unwrap();
+    assert_eq!(validators.len(), 4);
+    assert!(validators
+        .iter()
+        .flat_map(|v| v["cells"].as_array().unwrap())
+        .all(|c| c["passed"] == true));
+    assert_eq!(s["runs"]["retried"], 0);
+}
+
+// Without --out the output folder is named by the matrix id and its repetitions, so two protocols never share one.
+#[test]
+fn default_folder_names_the_repetitions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    std::fs::write(
+        &file,
+        base_matrix(&format!(
+            "{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n"
+        )),
+    )
+    .unwrap();
+    let args = ["arena", "matrix", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let folder = tmp.path().join("target/arena/matrix/m-r2");
+    assert!(folder.join("synthesis.json").exists());
+    assert!(folder.join("state.json").exists());
+}
+
 fn base_matrix(body: &str) -> String {
     let scenario = repo_path("scenarios/pr-421-review.toml");
     format!(
-        "schema_version = \"chio.arena.matrix/v1\"\nid = \"m\"\ntitle = \"t\"\nscenario = {:?}\nroot = \"/\"\n\n[protocol]\nrepetitions = 2\n\n{body}",
+        "schema_version = \"chio.arena.matrix/v2\"\nid = \"m\"\ntitle = \"t\"\nhypothesis = \"the weak pipeline lets attacks through\"\nscenario = {:?}\nroot = \"/\"\n\n[protocol]\nrepetitions = 2\n\n{body}",
         scenario.to_str().unwrap()
     )
 }
@@ -180,6 +347,30 @@ fn assert_refused(body: &str, code: &str, message: &str) {
     assert!(!out.exists(), "a refused matrix wrote {}", out.display());
     let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(entries.len(), 1, "a refused matrix wrote files");
+}
+
+/// Like `assert_refused`, for a whole matrix text.
+fn assert_refused_text(text: &str, code: &str, message: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!("error[{code}]: arena matrix: ")),
+        "{stderr}"
+    );
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(!out.exists(), "a refused matrix wrote {}", out.display());
 }
 
 const GRID: &str = "[axes]\npipeline = [\"full\", \"weak\"]\n\n[values.pipeline.weak]\nguards = { kernel-a = [\"no-dotfiles\"] }\n\n";
@@ -279,6 +470,145 @@ fn refuses_missing_repetitions() {
     assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
     assert!(String::from_utf8_lossy(&output.stderr).contains("repetitions"));
     assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+}
+
+// Two validators declaring one metric are refused at load.
+#[test]
+fn refuses_two_validators_of_one_metric() {
+    assert_refused(
+        &format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"escapes\"\nmax = 0\n\n[[validation]]\nmetric = \"escapes\"\nmin = 0\n"),
+        "CHIO-MATRIX-DUPLICATE-VALIDATOR",
+        "two [[validation]] blocks declare the metric \"escapes\"",
+    );
+}
+
+// A validator naming no validator metric is refused, listing them.
+#[test]
+fn refuses_an_unknown_validator_metric() {
+    assert_refused(
+        &format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"speed\"\nmin = 1\n"),
+        "CHIO-MATRIX-UNKNOWN-VALIDATOR",
+        "validator metrics: [expectation_pass_rate, escapes, denied_share, evaluations_per_run]",
+    );
+}
+
+// A validator without thresholds, or with min above max, is refused.
+#[test]
+fn refuses_a_validator_without_a_usable_threshold() {
+    assert_refused(
+        &format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"escapes\"\n"),
+        "CHIO-MATRIX-INVALID",
+        "validation[0].min: declare min, max or both",
+    );
+    assert_refused(
+        &format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"denied_share\"\nmin = 0.9\nmax = 0.1\n"),
+        "CHIO-MATRIX-INVALID",
+        "0.1 is below min 0.9",
+    );
+}
+
+// A matrix without a hypothesis, or with a blank one, is refused.
+#[test]
+fn refuses_a_missing_hypothesis() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n");
+    let text = base_matrix(&body).replace(
+        "hypothesis = \"the weak pipeline lets attacks through\"\n",
+        "",
+    );
+    std::fs::write(&file, text).unwrap();
+    let args = ["arena", "matrix", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("hypothesis"));
+    assert_refused_text(
+        &base_matrix(&body).replace("the weak pipeline lets attacks through", "  "),
+        "CHIO-MATRIX-INVALID",
+        "matrix refused at hypothesis",
+    );
+}
+
+// A matrix of the previous schema is refused with the migration it needs.
+#[test]
+fn refuses_a_v1_matrix_with_a_migration_note() {
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n");
+    assert_refused_text(
+        &base_matrix(&body).replace("chio.arena.matrix/v2", "chio.arena.matrix/v1"),
+        "CHIO-MATRIX-INVALID",
+        "add a top-level hypothesis",
+    );
+}
+
+// Out-of-range load settings are refused at load.
+#[test]
+fn refuses_out_of_range_load() {
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n");
+    for (setting, message) in [
+        (
+            "concurrency = 0",
+            "protocol.concurrency: must be between 1 and 256",
+        ),
+        ("timeout = 0", "protocol.timeout: must be more than 0"),
+        ("timeout = inf", "protocol.timeout: must be a finite number"),
+        (
+            "attempts = 0",
+            "protocol.attempts: must be between 1 and 10",
+        ),
+    ] {
+        assert_refused_text(
+            &base_matrix(&body).replace(
+                "repetitions = 2\n",
+                &format!("repetitions = 2\n{setting}\n"),
+            ),
+            "CHIO-MATRIX-INVALID",
+            message,
+        );
+    }
+}
+
+// --workers contradicting a declared [protocol] concurrency is refused as ambiguous; agreeing with it is accepted.
+#[test]
+fn refuses_an_ambiguous_concurrency() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n");
+    std::fs::write(
+        &file,
+        base_matrix(&body).replace("repetitions = 2\n", "repetitions = 2\nconcurrency = 2\n"),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workers",
+        "1",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("error[CHIO-MATRIX-AMBIGUOUS-LOAD]: arena matrix: concurrency is given twice: the matrix declares [protocol] concurrency = 2 and the command line says --workers 1"), "{stderr}");
+    assert!(!out.exists());
+    let agreeing = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workers",
+        "2",
+    ];
+    let output = chio(tmp.path(), &agreeing);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        explain(&agreeing, &output)
+    );
 }
 
 // docs/errors.md has a heading for every campaign and matrix code, and the two experiment documents exist.

@@ -1,18 +1,31 @@
 //! The attempt ledger: its template, the checks every reader applies, and
 //! the import that fills rows from native result records.
 //!
-//! A ledger (`chio.arena.campaign-ledger/v1`, canonical JSON) names the
+//! A ledger (`chio.arena.campaign-ledger/v2`, canonical JSON) names the
 //! campaign id and the SHA-256 of the declaration's exact bytes, and holds
 //! one row per scheduled attempt. [`template`] writes every row DEFERRED.
+//! Each row records what the attempt produced and spent: the native outcome
+//! and its reason, the record's evidence, the definition and the source
+//! revision it ran against (or why that revision is unknown, as a
+//! deviation), the runtime identity, the oracle checks (the task's own
+//! expectations as named checks), human interventions (`decision`,
+//! `repair`), the spent budget (`elapsed_seconds` and `spent`), the
+//! estimated cost (null when unknown, never zero) and the evidence
+//! references (bundle paths and Merkle roots).
+//!
 //! [`check_ledger`] refuses a ledger that misses, duplicates or adds an
-//! attempt, names another declaration or changed bytes, relabels a replay
-//! as a fresh run (or the reverse), records an outcome the task never
+//! attempt, names another declaration or changed bytes, relabels fixture
+//! evidence as live (or the reverse), records an outcome its task never
 //! produces, carries a pass its own evidence contradicts, a non-pass row
-//! without a reason, or a DEFERRED row with results. [`import`] fills
-//! DEFERRED rows from `chio.arena.run/v1`, `chio.arena.replay/v1`,
-//! `chio.arena.evolve/v1` and `chio.arena.matrix-synthesis/v1` documents, copying the native outcome
-//! as recorded, and refuses (returning the error, so the caller leaves the
-//! file unchanged) whenever the resulting ledger would fail a check.
+//! without a reason, a DEFERRED or SKIPPED row with results, a negative or
+//! non-finite number, or a row over a declared limit whose reason does not
+//! name the overrun. [`import`] fills DEFERRED rows from `chio.arena.run/v1`,
+//! `chio.arena.replay/v1`, `chio.arena.evolve/v1` and
+//! `chio.arena.matrix-synthesis/v2` documents, copying the native outcome as
+//! recorded, with what the caller measured around the attempt when it ran
+//! it ([`Measured`]); it refuses (returning the error, so the caller leaves
+//! the file unchanged) whenever the resulting ledger would fail a check.
+//! [`annotate`] adds an intervention or marks a row SKIPPED.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,13 +33,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::definition::sha256_hex;
-use super::{Campaign, Evidence, TaskKind};
+use super::{Campaign, Evidence, Task, TaskKind, LIMIT_NAMES};
 use crate::experiment_error::ExperimentError;
 
 /// Schema id of a ledger.
-pub const LEDGER_SCHEMA_VERSION: &str = "chio.arena.campaign-ledger/v1";
+pub const LEDGER_SCHEMA_VERSION: &str = "chio.arena.campaign-ledger/v2";
 /// The native outcome of an attempt that has not run.
 pub const DEFERRED: &str = "DEFERRED";
+/// The native outcome of an attempt deliberately not run.
+pub const SKIPPED: &str = "SKIPPED";
 /// The reason the template gives a DEFERRED row.
 pub const NOT_ATTEMPTED: &str = "not attempted";
 
@@ -37,19 +52,26 @@ pub const REPLAY_RECORD: &str = "chio.arena.replay/v1";
 /// Schema of a `chio arena evolve --json` document.
 pub const EVOLVE_RECORD: &str = "chio.arena.evolve/v1";
 /// Schema of a `chio arena matrix --json` document.
-pub const MATRIX_RECORD: &str = "chio.arena.matrix-synthesis/v1";
+pub const MATRIX_RECORD: &str = "chio.arena.matrix-synthesis/v2";
 
 /// The keys every row holds, no more and no fewer.
 pub const ROW_FIELDS: &[&str] = &[
     "definition_sha256",
+    "deviations",
     "elapsed_seconds",
+    "estimated_cost",
     "evidence",
-    "kernel_evaluations",
+    "evidence_refs",
+    "interventions",
     "native_outcome",
+    "oracle_checks",
     "reason",
     "record",
     "repetition",
+    "runtime_identity",
     "schedule_id",
+    "source_revision",
+    "spent",
     "task",
 ];
 
@@ -57,7 +79,7 @@ pub const ROW_FIELDS: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Ledger {
-    /// Must be `chio.arena.campaign-ledger/v1`.
+    /// Must be `chio.arena.campaign-ledger/v2`.
     pub schema_version: String,
     /// The declaration's campaign id.
     pub campaign_id: String,
@@ -65,6 +87,71 @@ pub struct Ledger {
     pub declaration_sha256: String,
     /// One row per scheduled attempt.
     pub rows: Vec<LedgerRow>,
+}
+
+/// The runtime an attempt ran on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeIdentity {
+    /// The `chio` version.
+    pub chio_version: String,
+    /// SHA-256 of the running `chio` binary.
+    pub binary_sha256: String,
+    /// `<os>-<arch>`.
+    pub platform: String,
+}
+
+/// One of the task's own expectations, as a named check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OracleCheck {
+    /// What is checked, such as `read-fixture expects allow`.
+    pub name: String,
+    /// Whether it held.
+    pub ok: bool,
+}
+
+/// What kind of human intervention an attempt received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterventionKind {
+    /// A human judgement, such as that a stop was appropriate.
+    Decision,
+    /// A human fixed something so the attempt could succeed.
+    Repair,
+}
+
+/// One human intervention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intervention {
+    /// `decision` or `repair`.
+    pub kind: InterventionKind,
+    /// What was decided or repaired, and why.
+    pub note: String,
+}
+
+/// Where an attempt's evidence lies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceRef {
+    /// The bundle or output folder, as the tool wrote it.
+    pub path: String,
+    /// Its Merkle root (a bundle's receipt root, or the folder root
+    /// `chio campaign run` computes); null when unknown.
+    pub merkle_root: Option<String>,
+}
+
+/// The budget an attempt spent besides its wall time; null when unknown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spent {
+    /// Scenario steps run.
+    pub steps: Option<u64>,
+    /// Kernel evaluations.
+    pub kernel_evaluations: Option<u64>,
+    /// Evolution generations.
+    pub generations: Option<u64>,
 }
 
 /// One scheduled attempt and what it produced.
@@ -77,21 +164,35 @@ pub struct LedgerRow {
     pub task: String,
     /// The 1-based repetition.
     pub repetition: u32,
-    /// `fresh` or `replay`, as scheduled.
+    /// `live` or `fixture`, as scheduled.
     pub evidence: Evidence,
-    /// The outcome exactly as the tool recorded it, or `DEFERRED`.
+    /// The outcome exactly as the tool recorded it, `DEFERRED` or `SKIPPED`.
     pub native_outcome: String,
-    /// Why the attempt did not pass (required unless it passed).
+    /// Why the attempt did not pass, or went over a limit.
     pub reason: Option<String>,
     /// What the record established, copied from it.
     pub record: Option<RecordEvidence>,
     /// The definition hash the attempt ran against.
     pub definition_sha256: Option<String>,
-    /// Kernel evaluations the attempt spent; null when the record does not say.
-    pub kernel_evaluations: Option<u64>,
+    /// The commit of the tree that ran; null when it cannot be established.
+    pub source_revision: Option<String>,
+    /// The runtime that ran the attempt; null when not recorded.
+    pub runtime_identity: Option<RuntimeIdentity>,
+    /// The task's expectations as named checks.
+    pub oracle_checks: Vec<OracleCheck>,
+    /// Human decisions and repairs.
+    pub interventions: Vec<Intervention>,
+    /// Steps, kernel evaluations and generations spent.
+    pub spent: Spent,
     /// Wall time of the attempt; null when unknown (run records carry no
     /// wall time, by the determinism contract).
     pub elapsed_seconds: Option<f64>,
+    /// The estimated cost under the declaration's `[cost]`; null when unknown.
+    pub estimated_cost: Option<f64>,
+    /// Bundle paths and their Merkle roots.
+    pub evidence_refs: Vec<EvidenceRef>,
+    /// Departures from the protocol, such as an unknown source revision.
+    pub deviations: Vec<String>,
 }
 
 /// What a native record establishes, copied without rescoring.
@@ -146,15 +247,18 @@ pub struct RecordEvidence {
     /// Matrix: gaps inconclusive.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<u64>,
+    /// Matrix: gaps invalid because a validator failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<u64>,
 }
 
-/// The native outcomes a task's tool produces, besides `DEFERRED`.
+/// The native outcomes a task's tool produces, besides `DEFERRED` and `SKIPPED`.
 pub fn native_outcomes(kind: TaskKind, evidence: Evidence) -> &'static [&'static str] {
     match (kind, evidence) {
-        (TaskKind::Scenario, Evidence::Fresh) => {
+        (TaskKind::Scenario, Evidence::Live) => {
             &["passed", "failed", "stopped", "infrastructure-failure"]
         }
-        (TaskKind::Scenario, Evidence::Replay) => &["identical", "drifted"],
+        (TaskKind::Scenario, Evidence::Fixture) => &["identical", "drifted"],
         (TaskKind::Evolve, _) => &["generations", "wall-budget"],
         (TaskKind::Matrix, _) => &["complete"],
     }
@@ -163,6 +267,34 @@ pub fn native_outcomes(kind: TaskKind, evidence: Evidence) -> &'static [&'static
 /// Whether a native outcome is its tool's pass.
 pub fn is_pass(outcome: &str) -> bool {
     matches!(outcome, "passed" | "identical" | "complete" | "generations")
+}
+
+/// Whether a row holds no attempt (never run, or deliberately skipped).
+pub fn is_unrun(outcome: &str) -> bool {
+    outcome == DEFERRED || outcome == SKIPPED
+}
+
+fn empty_row(campaign: &Campaign, schedule_id: &str, task: &Task, repetition: u32) -> LedgerRow {
+    let _ = campaign;
+    LedgerRow {
+        schedule_id: schedule_id.to_string(),
+        task: task.id.clone(),
+        repetition,
+        evidence: task.evidence,
+        native_outcome: DEFERRED.to_string(),
+        reason: Some(NOT_ATTEMPTED.to_string()),
+        record: None,
+        definition_sha256: None,
+        source_revision: None,
+        runtime_identity: None,
+        oracle_checks: Vec::new(),
+        interventions: Vec::new(),
+        spent: Spent::default(),
+        elapsed_seconds: None,
+        estimated_cost: None,
+        evidence_refs: Vec::new(),
+        deviations: Vec::new(),
+    }
 }
 
 /// A ledger with every scheduled attempt DEFERRED.
@@ -175,25 +307,19 @@ pub fn template(campaign: &Campaign) -> Ledger {
             .schedule
             .iter()
             .map(|a| {
-                let task = &campaign.tasks[a.task];
-                LedgerRow {
-                    schedule_id: a.schedule_id.clone(),
-                    task: task.id.clone(),
-                    repetition: a.repetition,
-                    evidence: task.evidence,
-                    native_outcome: DEFERRED.to_string(),
-                    reason: Some(NOT_ATTEMPTED.to_string()),
-                    record: None,
-                    definition_sha256: None,
-                    kernel_evaluations: None,
-                    elapsed_seconds: None,
-                }
+                empty_row(
+                    campaign,
+                    &a.schedule_id,
+                    &campaign.tasks[a.task],
+                    a.repetition,
+                )
             })
             .collect(),
     }
 }
 
-/// Parses ledger bytes, refusing a row that lacks a declared field or adds one.
+/// Parses ledger bytes, refusing a row that lacks a declared field or adds
+/// one, and a negative number where the row holds an amount.
 pub fn read_ledger(bytes: &[u8], name: &str) -> Result<Ledger, ExperimentError> {
     let syntax = |reason: String| ExperimentError::Syntax {
         path: name.to_string(),
@@ -211,6 +337,35 @@ pub fn read_ledger(bytes: &[u8], name: &str) -> Result<Ledger, ExperimentError> 
                     return Err(syntax(format!(
                         "rows[{i}] lacks the declared field {field}"
                     )));
+                }
+            }
+            let id = object
+                .get("schedule_id")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let spent = object.get("spent");
+            let amounts = [
+                ("elapsed_seconds", object.get("elapsed_seconds")),
+                ("estimated_cost", object.get("estimated_cost")),
+                ("spent.steps", spent.and_then(|s| s.get("steps"))),
+                (
+                    "spent.kernel_evaluations",
+                    spent.and_then(|s| s.get("kernel_evaluations")),
+                ),
+                (
+                    "spent.generations",
+                    spent.and_then(|s| s.get("generations")),
+                ),
+            ];
+            for (field, amount) in amounts {
+                if let Some(number) = amount.and_then(Value::as_f64) {
+                    if !number.is_finite() || number < 0.0 {
+                        return Err(ExperimentError::BadNumber {
+                            schedule_id: id,
+                            field: field.to_string(),
+                        });
+                    }
                 }
             }
         }
@@ -290,6 +445,48 @@ pub fn check_ledger(campaign: &Campaign, ledger: &Ledger) -> Result<(), Experime
     Ok(())
 }
 
+/// How an attempt stands against one limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitStatus {
+    /// Spent no more than the limit.
+    Within,
+    /// Spent more than the limit.
+    Over,
+    /// The spend is unknown.
+    Unknown,
+}
+
+/// The row's spend on one limit (`wall_seconds` reads `elapsed_seconds`).
+pub fn spent_on(row: &LedgerRow, limit: &str) -> Option<f64> {
+    match limit {
+        "wall_seconds" => row.elapsed_seconds,
+        "steps" => row.spent.steps.map(|v| v as f64),
+        "kernel_evaluations" => row.spent.kernel_evaluations.map(|v| v as f64),
+        _ => row.spent.generations.map(|v| v as f64),
+    }
+}
+
+/// Each limit's status for a row, in [`LIMIT_NAMES`] order.
+pub fn limit_statuses(task: &Task, row: &LedgerRow) -> Vec<(&'static str, LimitStatus)> {
+    LIMIT_NAMES
+        .iter()
+        .map(|name| {
+            let status = match spent_on(row, name) {
+                None => LimitStatus::Unknown,
+                Some(spent) if spent > task.limits.get(name) => LimitStatus::Over,
+                Some(_) => LimitStatus::Within,
+            };
+            (*name, status)
+        })
+        .collect()
+}
+
+/// The words a reason uses to name an overrun of `limit`.
+pub fn overrun_phrase(limit: &str) -> String {
+    format!("over its {limit} limit")
+}
+
 fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError> {
     let id = || row.schedule_id.clone();
     // Both lookups succeed: check_ledger ran the schedule checks first.
@@ -313,8 +510,8 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
         .record
         .as_ref()
         .map(|r| match r.schema_version.as_str() {
-            REPLAY_RECORD => Evidence::Replay,
-            _ => Evidence::Fresh,
+            REPLAY_RECORD => Evidence::Fixture,
+            _ => Evidence::Live,
         });
     for claimed in [Some(row.evidence), record_evidence].into_iter().flatten() {
         if claimed != task.evidence {
@@ -325,16 +522,37 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             });
         }
     }
-    if row.native_outcome == DEFERRED {
+    for (field, value) in [
+        ("elapsed_seconds", row.elapsed_seconds),
+        ("estimated_cost", row.estimated_cost),
+    ] {
+        if value.is_some_and(|v| !v.is_finite() || v < 0.0) {
+            return Err(ExperimentError::BadNumber {
+                schedule_id: id(),
+                field: field.into(),
+            });
+        }
+    }
+    if is_unrun(&row.native_outcome) {
         let carried = [
             ("a record", row.record.is_some()),
             ("a definition hash", row.definition_sha256.is_some()),
-            ("kernel evaluations", row.kernel_evaluations.is_some()),
+            ("a source revision", row.source_revision.is_some()),
+            ("a runtime identity", row.runtime_identity.is_some()),
+            ("oracle checks", !row.oracle_checks.is_empty()),
+            ("a spent budget", row.spent != Spent::default()),
             ("an elapsed time", row.elapsed_seconds.is_some()),
+            ("an estimated cost", row.estimated_cost.is_some()),
+            ("evidence references", !row.evidence_refs.is_empty()),
+            (
+                "interventions",
+                row.native_outcome == DEFERRED && !row.interventions.is_empty(),
+            ),
         ];
         if let Some((field, _)) = carried.iter().find(|(_, set)| *set) {
             return Err(ExperimentError::DeferredWithResults {
                 schedule_id: id(),
+                outcome: row.native_outcome.clone(),
                 field: (*field).into(),
             });
         }
@@ -344,7 +562,7 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             return Err(ExperimentError::UnknownOutcome {
                 schedule_id: id(),
                 outcome: row.native_outcome.clone(),
-                allowed: format!("{DEFERRED}, {}", allowed.join(", ")),
+                allowed: format!("{DEFERRED}, {SKIPPED}, {}", allowed.join(", ")),
             });
         }
         match &row.record {
@@ -375,7 +593,7 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
                     }
                 }
                 if is_pass(&row.native_outcome) {
-                    if let Some(evidence) = contradiction(record) {
+                    if let Some(evidence) = contradiction(record, &row.evidence_refs) {
                         return Err(ExperimentError::ContradictedPass {
                             schedule_id: id(),
                             evidence,
@@ -384,23 +602,29 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
                 }
             }
         }
-    }
-    if !is_pass(&row.native_outcome) && row.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-        return Err(ExperimentError::MissingReason { schedule_id: id() });
-    }
-    if let Some(seconds) = row.elapsed_seconds {
-        if !seconds.is_finite() || seconds < 0.0 {
-            return Err(ExperimentError::Syntax {
-                path: row.schedule_id.clone(),
-                reason: "elapsed_seconds must be a finite nonnegative number or null".into(),
-            });
+        for (limit, status) in limit_statuses(task, row) {
+            let phrase = overrun_phrase(limit);
+            if status == LimitStatus::Over
+                && !row.reason.as_deref().is_some_and(|r| r.contains(&phrase))
+            {
+                return Err(ExperimentError::OverLimit {
+                    schedule_id: id(),
+                    limit: limit.to_string(),
+                    spent: spent_on(row, limit).map_or("?".into(), |v| format!("{v}")),
+                    declared: format!("{}", task.limits.get(limit)),
+                });
+            }
         }
+    }
+    let needs_reason = !is_pass(&row.native_outcome);
+    if needs_reason && row.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(ExperimentError::MissingReason { schedule_id: id() });
     }
     Ok(())
 }
 
 /// What in a passing record says it did not pass, if anything.
-fn contradiction(record: &RecordEvidence) -> Option<String> {
+fn contradiction(record: &RecordEvidence, refs: &[EvidenceRef]) -> Option<String> {
     if let Some(failed) = record.failed.filter(|f| *f > 0) {
         return Some(format!("{failed} failed call(s)"));
     }
@@ -433,11 +657,39 @@ fn contradiction(record: &RecordEvidence) -> Option<String> {
             return Some(format!("{recorded} of {scheduled} runs recorded"));
         }
     }
+    if let Some(root) = &record.receipt_root {
+        if let Some(other) = refs
+            .iter()
+            .filter_map(|r| r.merkle_root.as_ref())
+            .find(|r| *r != root)
+        {
+            return Some(format!(
+                "its evidence reference's Merkle root {other} is not the record's receipt root {root}"
+            ));
+        }
+    }
     None
 }
 
+/// What the caller measured around an attempt it ran itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Wall time of the attempt.
+    pub elapsed_seconds: f64,
+    /// The runtime that ran it.
+    pub runtime: RuntimeIdentity,
+    /// The commit of the tree that ran, or why it is unknown.
+    pub source_revision: Result<String, String>,
+    /// Evidence the attempt wrote, with Merkle roots.
+    pub evidence_refs: Vec<EvidenceRef>,
+    /// Steps, when the record does not state them.
+    pub steps: Option<u64>,
+    /// Kernel evaluations, when the record does not state them.
+    pub kernel_evaluations: Option<u64>,
+}
+
 /// One record an import names: the schedule id it fills and the record's bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImportRecord {
     /// The schedule id the evaluator names; nothing is matched by guessing.
     pub schedule_id: String,
@@ -445,6 +697,8 @@ pub struct ImportRecord {
     pub path: String,
     /// The record's bytes.
     pub bytes: Vec<u8>,
+    /// What was measured around the attempt, when the caller ran it.
+    pub measured: Option<Measured>,
 }
 
 fn get_str<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -455,12 +709,21 @@ fn get_u64(value: &Value, key: &str) -> Option<u64> {
     value.get(key).and_then(Value::as_u64)
 }
 
-/// What a record fills in a row: outcome, reason, evidence and cost.
+/// What a record fills in a row.
 struct Filled {
     outcome: String,
     reason: Option<String>,
     record: RecordEvidence,
-    evaluations: Option<u64>,
+    spent: Spent,
+    checks: Vec<OracleCheck>,
+    refs: Vec<EvidenceRef>,
+}
+
+fn check(name: impl Into<String>, ok: bool) -> OracleCheck {
+    OracleCheck {
+        name: name.into(),
+        ok,
+    }
 }
 
 fn read_record(
@@ -477,10 +740,10 @@ fn read_record(
     exact_integers(&value, syntax)?;
     let schema = get_str(&value, "schema_version").unwrap_or_default();
     let (record_kind, record_evidence) = match schema {
-        RUN_RECORD => (TaskKind::Scenario, Evidence::Fresh),
-        REPLAY_RECORD => (TaskKind::Scenario, Evidence::Replay),
-        MATRIX_RECORD => (TaskKind::Matrix, Evidence::Fresh),
-        EVOLVE_RECORD => (TaskKind::Evolve, Evidence::Fresh),
+        RUN_RECORD => (TaskKind::Scenario, Evidence::Live),
+        REPLAY_RECORD => (TaskKind::Scenario, Evidence::Fixture),
+        MATRIX_RECORD => (TaskKind::Matrix, Evidence::Live),
+        EVOLVE_RECORD => (TaskKind::Evolve, Evidence::Live),
         other => {
             return Err(syntax(format!(
                 "schema_version {other:?} is not {RUN_RECORD}, {REPLAY_RECORD}, {EVOLVE_RECORD} or {MATRIX_RECORD}"
@@ -535,6 +798,20 @@ fn read_record(
                     .filter_map(|s| get_str(s, "step_id").map(str::to_string))
                     .collect(),
             );
+            let checks = steps
+                .iter()
+                .filter_map(|s| {
+                    let pass = s.get("pass").and_then(Value::as_bool)?;
+                    Some(check(
+                        format!(
+                            "{} expects {}",
+                            get_str(s, "step_id").unwrap_or("?"),
+                            get_str(s, "expected").unwrap_or("?")
+                        ),
+                        pass,
+                    ))
+                })
+                .collect();
             let reason = (!is_pass(&status)).then(|| match failing.first() {
                 Some(step) => format!(
                     "{status}: step {} expected {} and the kernel answered {}{}",
@@ -550,11 +827,24 @@ fn read_record(
                     None => format!("the run recorded status {status}"),
                 },
             });
+            let refs = get_str(&value, "bundle_dir")
+                .map(|dir| EvidenceRef {
+                    path: dir.to_string(),
+                    merkle_root: evidence.receipt_root.clone(),
+                })
+                .into_iter()
+                .collect();
             Ok(Filled {
                 outcome: status,
                 reason,
-                evaluations: evidence.calls,
+                spent: Spent {
+                    steps: Some(steps.len() as u64),
+                    kernel_evaluations: evidence.calls,
+                    generations: Some(0),
+                },
                 record: evidence,
+                checks,
+                refs,
             })
         }
         REPLAY_RECORD => {
@@ -574,21 +864,42 @@ fn read_record(
                         .collect()
                 })
                 .unwrap_or_default();
-            evidence.tampered_policies = value
+            let tampered = value
                 .get("policy_files")
                 .and_then(Value::as_object)
                 .map(|m| m.len() as u64);
+            evidence.tampered_policies = tampered;
             let outcome = if identical { "identical" } else { "drifted" };
             let reason = (!identical).then(|| match drifted.first() {
                 Some(step) => format!("the replay drifted first at step {step}"),
                 None => "the replay drifted: a policy file or receipt differs".to_string(),
             });
+            let checks = vec![
+                check("the replay reproduces every step", drifted.is_empty()),
+                check(
+                    "every policy file matches the manifest",
+                    tampered.unwrap_or(0) == 0,
+                ),
+            ];
             evidence.drifted_steps = Some(drifted);
+            let refs = get_str(&value, "left")
+                .map(|dir| EvidenceRef {
+                    path: dir.to_string(),
+                    merkle_root: None,
+                })
+                .into_iter()
+                .collect();
             Ok(Filled {
                 outcome: outcome.to_string(),
                 reason,
-                evaluations: None,
+                spent: Spent {
+                    steps: None,
+                    kernel_evaluations: None,
+                    generations: Some(0),
+                },
                 record: evidence,
+                checks,
+                refs,
             })
         }
         EVOLVE_RECORD => {
@@ -611,11 +922,29 @@ fn read_record(
                         .map_or("?".to_string(), |n| n.to_string())
                 )
             });
+            let checks = vec![check(
+                "every scheduled generation ran",
+                evidence.generations_completed.is_some()
+                    && evidence.generations_completed == evidence.generations_scheduled,
+            )];
+            let refs = get_str(&value, "leaderboard_dir")
+                .map(|dir| EvidenceRef {
+                    path: dir.to_string(),
+                    merkle_root: None,
+                })
+                .into_iter()
+                .collect();
             Ok(Filled {
                 outcome: stopped_by,
                 reason,
-                evaluations: get_u64(&value, "kernel_evaluations"),
+                spent: Spent {
+                    steps: Some(0),
+                    kernel_evaluations: get_u64(&value, "kernel_evaluations"),
+                    generations: evidence.generations_completed,
+                },
                 record: evidence,
+                checks,
+                refs,
             })
         }
         _ => {
@@ -637,14 +966,57 @@ fn read_record(
             };
             evidence.established = Some(count("established"));
             evidence.inconclusive = Some(count("inconclusive"));
+            evidence.invalid = Some(count("invalid"));
+            let mut checks = vec![check(
+                "every scheduled run is recorded",
+                evidence.runs_scheduled.is_some()
+                    && evidence.runs_scheduled == evidence.runs_recorded,
+            )];
+            for validator in value
+                .get("validators")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let metric = get_str(validator, "metric").unwrap_or("?");
+                for cell in validator
+                    .get("cells")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    checks.push(check(
+                        format!(
+                            "validator {metric} holds for {}",
+                            get_str(cell, "cell").unwrap_or("?")
+                        ),
+                        cell.get("passed").and_then(Value::as_bool) == Some(true),
+                    ));
+                }
+            }
             Ok(Filled {
                 outcome: "complete".to_string(),
                 reason: None,
-                evaluations: get_u64(runs, "kernel_evaluations"),
+                spent: Spent {
+                    steps: get_u64(runs, "steps"),
+                    kernel_evaluations: get_u64(runs, "kernel_evaluations"),
+                    generations: Some(0),
+                },
                 record: evidence,
+                checks,
+                refs: Vec::new(),
             })
         }
     }
+}
+
+/// The estimated cost of a row under the declaration's `[cost]`, or null
+/// when there is no cost model or an amount it needs is unknown.
+pub fn estimated_cost(campaign: &Campaign, row: &LedgerRow) -> Option<f64> {
+    let cost = campaign.file.cost.as_ref()?;
+    let evaluations = row.spent.kernel_evaluations? as f64;
+    let seconds = row.elapsed_seconds?;
+    Some(evaluations * cost.per_kernel_evaluation + seconds * cost.per_wall_second)
 }
 
 /// Fills DEFERRED rows from records; returns the new ledger, or the refusal.
@@ -708,8 +1080,173 @@ pub fn import(
         row.reason = filled.reason;
         row.record = Some(filled.record);
         row.definition_sha256 = Some(task.definition.sha256.clone());
-        row.kernel_evaluations = filled.evaluations;
-        row.elapsed_seconds = None;
+        row.oracle_checks = filled.checks;
+        row.spent = filled.spent;
+        row.evidence_refs = filled.refs;
+        row.deviations = Vec::new();
+        match &record.measured {
+            Some(measured) => {
+                row.elapsed_seconds = Some(measured.elapsed_seconds);
+                row.runtime_identity = Some(measured.runtime.clone());
+                match &measured.source_revision {
+                    Ok(commit) => row.source_revision = Some(commit.clone()),
+                    Err(why) => {
+                        row.source_revision = None;
+                        row.deviations
+                            .push(format!("source revision unknown: {why}"));
+                    }
+                }
+                if !measured.evidence_refs.is_empty() {
+                    row.evidence_refs = measured.evidence_refs.clone();
+                }
+                row.spent.steps = row.spent.steps.or(measured.steps);
+                row.spent.kernel_evaluations =
+                    row.spent.kernel_evaluations.or(measured.kernel_evaluations);
+            }
+            None => {
+                row.elapsed_seconds = None;
+                row.runtime_identity = None;
+                row.source_revision = None;
+                row.deviations
+                    .push("imported record: the commit it ran from is not recorded".to_string());
+                row.deviations.push(
+                    "imported record: the runtime and wall time are not recorded".to_string(),
+                );
+            }
+        }
+        note_overruns(task, row);
+        let cost = estimated_cost(campaign, row);
+        row.estimated_cost = cost;
+    }
+    check_ledger(campaign, &next)?;
+    Ok(next)
+}
+
+/// Records an attempt that produced no record because its infrastructure
+/// failed: native `infrastructure-failure`, with the failure as its reason
+/// and what was measured around it; the row stays DEFERRED on refusal.
+pub fn record_failure(
+    campaign: &Campaign,
+    ledger: &Ledger,
+    schedule_id: &str,
+    reason: &str,
+    measured: &Measured,
+) -> Result<Ledger, ExperimentError> {
+    check_ledger(campaign, ledger)?;
+    let Some(attempt) = campaign.attempt(schedule_id) else {
+        return Err(ExperimentError::UnscheduledAttempt {
+            schedule_id: schedule_id.to_string(),
+        });
+    };
+    let task = &campaign.tasks[attempt.task];
+    let mut next = ledger.clone();
+    let Some(row) = next.rows.iter_mut().find(|r| r.schedule_id == schedule_id) else {
+        return Err(ExperimentError::MissingAttempt {
+            schedule_id: schedule_id.to_string(),
+        });
+    };
+    if row.native_outcome != DEFERRED {
+        return Err(ExperimentError::AlreadyAttempted {
+            schedule_id: schedule_id.to_string(),
+        });
+    }
+    if !native_outcomes(task.kind, task.evidence).contains(&"infrastructure-failure") {
+        return Err(ExperimentError::UnknownOutcome {
+            schedule_id: schedule_id.to_string(),
+            outcome: "infrastructure-failure".into(),
+            allowed: native_outcomes(task.kind, task.evidence).join(", "),
+        });
+    }
+    row.native_outcome = "infrastructure-failure".to_string();
+    row.reason = Some(reason.to_string());
+    row.definition_sha256 = Some(task.definition.sha256.clone());
+    row.elapsed_seconds = Some(measured.elapsed_seconds);
+    row.runtime_identity = Some(measured.runtime.clone());
+    match &measured.source_revision {
+        Ok(commit) => row.source_revision = Some(commit.clone()),
+        Err(why) => row
+            .deviations
+            .push(format!("source revision unknown: {why}")),
+    }
+    row.evidence_refs = measured.evidence_refs.clone();
+    row.spent = Spent {
+        steps: measured.steps,
+        kernel_evaluations: measured.kernel_evaluations,
+        generations: None,
+    };
+    note_overruns(task, row);
+    let cost = estimated_cost(campaign, row);
+    row.estimated_cost = cost;
+    check_ledger(campaign, &next)?;
+    Ok(next)
+}
+
+/// Appends every limit overrun to the row's reason, in the words the
+/// checks look for.
+fn note_overruns(task: &Task, row: &mut LedgerRow) {
+    let mut overruns = Vec::new();
+    for (limit, status) in limit_statuses(task, row) {
+        if status == LimitStatus::Over {
+            overruns.push(format!(
+                "{}: spent {} of {}",
+                overrun_phrase(limit),
+                spent_on(row, limit).map_or("?".into(), |v| format!("{v}")),
+                task.limits.get(limit)
+            ));
+        }
+    }
+    if !overruns.is_empty() {
+        let text = overruns.join("; ");
+        row.reason = Some(match row.reason.take() {
+            Some(reason) => format!("{reason}; {text}"),
+            None => text,
+        });
+    }
+}
+
+/// What [`annotate`] adds to a row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Annotation {
+    /// A human intervention on an attempted (or skipped) row.
+    Intervention(Intervention),
+    /// Marks a DEFERRED row SKIPPED with this reason.
+    Skip(String),
+}
+
+/// Adds an annotation to one row; returns the new ledger, or the refusal.
+pub fn annotate(
+    campaign: &Campaign,
+    ledger: &Ledger,
+    schedule_id: &str,
+    annotation: &Annotation,
+) -> Result<Ledger, ExperimentError> {
+    check_ledger(campaign, ledger)?;
+    let mut next = ledger.clone();
+    let Some(row) = next.rows.iter_mut().find(|r| r.schedule_id == schedule_id) else {
+        return Err(ExperimentError::UnscheduledAttempt {
+            schedule_id: schedule_id.to_string(),
+        });
+    };
+    match annotation {
+        Annotation::Skip(reason) => {
+            if row.native_outcome != DEFERRED {
+                return Err(ExperimentError::AlreadyAttempted {
+                    schedule_id: schedule_id.to_string(),
+                });
+            }
+            row.native_outcome = SKIPPED.to_string();
+            row.reason = Some(reason.clone());
+        }
+        Annotation::Intervention(intervention) => {
+            if row.native_outcome == DEFERRED {
+                return Err(ExperimentError::DeferredWithResults {
+                    schedule_id: schedule_id.to_string(),
+                    outcome: DEFERRED.to_string(),
+                    field: "interventions".into(),
+                });
+            }
+            row.interventions.push(intervention.clone());
+        }
     }
     check_ledger(campaign, &next)?;
     Ok(next)

@@ -40,7 +40,7 @@ pub fn judged_mean(values: &[Option<f64>]) -> Option<f64> {
 }
 
 /// A uniform index in `0..n` by rejection sampling (`n >= 1`).
-fn uniform_index(rng: &mut ChaCha20Rng, n: u32) -> usize {
+pub(crate) fn uniform_index(rng: &mut ChaCha20Rng, n: u32) -> usize {
     let zone = u32::MAX - (u32::MAX % n);
     loop {
         let word = rng.next_u32();

@@ -1,20 +1,41 @@
-//! Running a matrix: every cell and repetition, a per-run ledger, resume.
+//! Running a matrix: every cell and repetition under the declared protocol,
+//! a per-run ledger, a state file, retries, timeouts and resume.
 //!
-//! Each run's measurements are written, as soon as the run ends, to its own
-//! record `runs/c<cell>-r<repetition>.json` under the output folder
-//! (`chio.arena.matrix-run/v1`, canonical JSON, written to a temporary name
-//! and renamed, so a record is whole or absent). An interrupted matrix
-//! resumes from those records: `--resume` reads them, refuses any written
-//! for another definition, and runs only what is missing. Runs are spread
-//! over worker threads; each run is independent and its record is keyed by
-//! (cell, repetition), so the records, and everything computed from them,
-//! are identical whatever the interleaving. The kernel evaluation itself is
-//! the [`MatrixRunner`]'s job: the controller implements it with the real
-//! kernel in the cell's world.
+//! Each run's record is written, as soon as the run ends, to
+//! `runs/c<cell>-r<repetition>.json` under the output folder
+//! (`chio.arena.matrix-run/v2`, canonical JSON, written to a temporary name
+//! and renamed, so a record is whole or absent). A run gets up to the
+//! protocol's `attempts`: an attempt that the runner cannot complete (the
+//! world failed to start), that exceeds the protocol's `timeout`, or that
+//! dispatched only part of its actions fails for an infrastructure reason
+//! and is tried again while attempts remain. Every attempt is listed in the
+//! record with its outcome; a run without measurements after all its
+//! attempts is recorded as such and stops the matrix (a run whose attempts
+//! were merely incomplete keeps the measurements of its last attempt that
+//! produced any, and the validity conditions decide whether it is judged). A timed-out attempt is abandoned:
+//! its thread may finish in the background, and what it returns is dropped.
+//!
+//! An interrupted matrix resumes from the records: `--resume` reads them,
+//! refuses any written for another design, and runs only the runs without
+//! measurements, appending their new attempts to the earlier ones. Runs are
+//! spread over `concurrency` worker threads; each run is independent and its
+//! record is keyed by (cell, repetition), so the records, and everything
+//! computed from them, are identical whatever the interleaving.
+//!
+//! The state file `state.json` (`chio.arena.matrix-state/v1`) beside the
+//! runs records the load (runs planned, concurrency, timeout, attempts), how
+//! many runs are recorded and how many needed more than one attempt, and the
+//! status (`running`, `complete`, `failed`). Its only wall-clock fields sit
+//! in its `wall_clock` object, read through the `now_ms` the caller
+//! passes (this library never reads a clock itself); everything else is
+//! identical for identical runs. The timeout is a bounded wait for the
+//! attempt's answer: time reaches a record only as a `timeout` outcome. The kernel evaluation itself is the [`MatrixRunner`]'s job: the
+//! controller implements it with the real kernel in the cell's world.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,34 +45,81 @@ use crate::experiment_error::ExperimentError;
 use crate::Scenario;
 
 /// Schema id of a run record.
-pub const RUN_RECORD_SCHEMA: &str = "chio.arena.matrix-run/v1";
+pub const RUN_RECORD_SCHEMA: &str = "chio.arena.matrix-run/v2";
+/// Schema id of the state file.
+pub const STATE_SCHEMA: &str = "chio.arena.matrix-state/v1";
+/// The state file's name in the output folder.
+pub const STATE_FILE: &str = "state.json";
 
 /// Runs one cell's scenario for one repetition against the real kernel.
-pub trait MatrixRunner: Sync {
+pub trait MatrixRunner: Send + Sync {
     /// Evaluates `scenario` (the cell's, with the repetition's seed) to the
-    /// end and measures it; an `Err` is an infrastructure failure that
-    /// stops the matrix (the runs done so far stay recorded).
+    /// end and measures it; an `Err` is an infrastructure failure of this
+    /// attempt (the executor retries it while attempts remain).
     fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String>;
+}
+
+/// How one attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttemptOutcome {
+    /// The attempt completed and its measurements are the run's.
+    Completed,
+    /// The attempt ran but did not dispatch every scheduled action.
+    Incomplete,
+    /// The runner could not complete the attempt (the world failed).
+    InfrastructureFailure,
+    /// The attempt took longer than the protocol's timeout.
+    Timeout,
+}
+
+/// One attempt of a run, as its record lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttemptRecord {
+    /// 1-based, continuing across resumed invocations.
+    pub attempt: u32,
+    /// How it ended.
+    pub outcome: AttemptOutcome,
+    /// Why it failed, for a failed attempt.
+    pub reason: Option<String>,
 }
 
 /// One run's record in the run ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunRecord {
-    /// `chio.arena.matrix-run/v1`.
+    /// `chio.arena.matrix-run/v2`.
     pub schema_version: String,
     /// The matrix id.
     pub matrix_id: String,
-    /// The definition hash the run belongs to.
-    pub definition_sha256: String,
+    /// The design hash the run belongs to.
+    pub design_sha256: String,
     /// The cell's name.
     pub cell: String,
     /// The repetition (0-based).
     pub repetition: u32,
     /// The repetition's seed.
     pub seed: u64,
-    /// What the run measured.
-    pub metrics: RunMetrics,
+    /// Every attempt, in order.
+    pub attempts: Vec<AttemptRecord>,
+    /// What the run measured; null while no attempt produced measurements.
+    pub metrics: Option<RunMetrics>,
+}
+
+/// The load a matrix runs under, as the state file and the synthesis state it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Load {
+    /// Runs the matrix plans: cells times repetitions.
+    pub runs_planned: u64,
+    /// Runs at once.
+    pub concurrency: u32,
+    /// Where the concurrency came from: `protocol`, `--workers` or `machine cores`.
+    pub concurrency_source: &'static str,
+    /// Seconds one attempt may take.
+    pub timeout_seconds: f64,
+    /// Attempts a run gets.
+    pub attempts: u32,
 }
 
 /// How much of a matrix this invocation ran.
@@ -59,14 +127,53 @@ pub struct RunRecord {
 pub struct ExecutionSummary {
     /// Runs the matrix schedules.
     pub scheduled: usize,
-    /// Runs found in the run ledger.
+    /// Runs found complete in the run ledger.
     pub from_ledger: usize,
     /// Runs executed now.
     pub executed: usize,
 }
 
-/// All measurements, indexed `[cell][repetition]`.
-pub type RunTable = Vec<Vec<RunMetrics>>;
+/// All run records, indexed `[cell][repetition]`, each with measurements.
+pub type RunTable = Vec<Vec<RunRecord>>;
+
+/// The measurements of a complete run table, indexed `[cell][repetition]`.
+pub fn measurements(table: &RunTable) -> Vec<Vec<RunMetrics>> {
+    table
+        .iter()
+        .map(|cell| {
+            cell.iter()
+                .map(|r| r.metrics.clone().unwrap_or_default())
+                .collect()
+        })
+        .collect()
+}
+
+/// The state file's counts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct StateRuns {
+    recorded: u64,
+    retried: u64,
+    failed: u64,
+}
+
+/// Wall-clock fields, the only ones that differ between identical runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct WallClock {
+    started_unix_ms: u64,
+    updated_unix_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct State<'a> {
+    schema_version: &'static str,
+    matrix_id: &'a str,
+    definition_sha256: &'a str,
+    design_sha256: &'a str,
+    load: &'a Load,
+    runs: StateRuns,
+    status: &'static str,
+    wall_clock: WallClock,
+}
 
 fn record_path(out: &Path, cell: usize, repetition: u32) -> PathBuf {
     out.join("runs")
@@ -87,12 +194,22 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError
     std::fs::rename(&tmp, path).map_err(|e| io_error(path, &e))
 }
 
+fn canonical_line<T: Serialize>(value: &T) -> Result<String, ExperimentError> {
+    let mut text = chio_kernel::canonical::to_canonical_string(value).map_err(|e| {
+        ExperimentError::Canonical {
+            reason: e.to_string(),
+        }
+    })?;
+    text.push('\n');
+    Ok(text)
+}
+
 fn read_record(
     matrix: &Matrix,
     path: &Path,
     cell: &Cell,
     repetition: u32,
-) -> Result<RunMetrics, ExperimentError> {
+) -> Result<RunRecord, ExperimentError> {
     let bytes = std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
         path: path.display().to_string(),
         reason: e.kind().to_string(),
@@ -105,7 +222,7 @@ fn read_record(
     let expected = (
         RUN_RECORD_SCHEMA,
         matrix.id(),
-        matrix.definition().sha256.as_str(),
+        matrix.design_sha256(),
         cell.name.as_str(),
         repetition,
         matrix.repetition_seed(repetition),
@@ -113,7 +230,7 @@ fn read_record(
     let found = (
         record.schema_version.as_str(),
         record.matrix_id.as_str(),
-        record.definition_sha256.as_str(),
+        record.design_sha256.as_str(),
         record.cell.as_str(),
         record.repetition,
         record.seed,
@@ -123,20 +240,72 @@ fn read_record(
             path: path.display().to_string(),
         });
     }
-    Ok(record.metrics)
+    Ok(record)
 }
 
-/// Runs every missing (cell, repetition) of `matrix` with `workers` threads,
-/// recording each run under `out`; returns every run's measurements.
-/// `progress` is told each finished run (done, total).
+/// Milliseconds since the Unix epoch, as the caller's wall clock reads them.
+pub type WallClockMs<'a> = &'a (dyn Fn() -> u64 + Sync);
+
+/// Writes the state file.
+fn write_state(
+    matrix: &Matrix,
+    out: &Path,
+    load: &Load,
+    runs: StateRuns,
+    status: &'static str,
+    clock: (u64, WallClockMs<'_>),
+) -> Result<(), ExperimentError> {
+    let (started, now_ms) = clock;
+    let state = State {
+        schema_version: STATE_SCHEMA,
+        matrix_id: matrix.id(),
+        definition_sha256: &matrix.definition().sha256,
+        design_sha256: matrix.design_sha256(),
+        load,
+        runs,
+        status,
+        wall_clock: WallClock {
+            started_unix_ms: started,
+            updated_unix_ms: now_ms(),
+        },
+    };
+    write_atomically(&out.join(STATE_FILE), canonical_line(&state)?.as_bytes())
+}
+
+/// Counts of a (possibly partial) table for the state file.
+fn counts(table: &[Vec<Option<RunRecord>>]) -> StateRuns {
+    let records = table.iter().flatten().flatten();
+    let mut runs = StateRuns {
+        recorded: 0,
+        retried: 0,
+        failed: 0,
+    };
+    for record in records {
+        if record.metrics.is_some() {
+            runs.recorded += 1;
+            runs.retried += u64::from(record.attempts.len() > 1);
+        } else {
+            runs.failed += 1;
+        }
+    }
+    runs
+}
+
+/// Runs every missing (cell, repetition) of `matrix` under `load`,
+/// recording each run under `out`; returns every run's record.
+/// `progress` is told each finished run (done, total); `now_ms` reads the
+/// wall clock for the state file's `wall_clock` fields.
 pub fn run_matrix(
     matrix: &Matrix,
     out: &Path,
     resume: bool,
-    runner: &dyn MatrixRunner,
-    workers: usize,
+    runner: Arc<dyn MatrixRunner>,
+    load: &Load,
     progress: &(dyn Fn(usize, usize) + Sync),
+    now_ms: WallClockMs<'_>,
 ) -> Result<(RunTable, ExecutionSummary), ExperimentError> {
+    let started = now_ms();
+    let clock = (started, now_ms);
     let runs_dir = out.join("runs");
     let existing = std::fs::read_dir(&runs_dir)
         .map(|entries| {
@@ -154,16 +323,21 @@ pub fn run_matrix(
 
     let cells = matrix.cells();
     let repetitions = matrix.repetitions();
-    let mut table: Vec<Vec<Option<RunMetrics>>> =
+    let mut table: Vec<Vec<Option<RunRecord>>> =
         vec![vec![None; repetitions as usize]; cells.len()];
     let mut pending = Vec::new();
     for (c, cell) in cells.iter().enumerate() {
         for r in 0..repetitions {
             let path = record_path(out, c, r);
-            if path.exists() {
-                table[c][r as usize] = Some(read_record(matrix, &path, cell, r)?);
+            let record = if path.exists() {
+                Some(read_record(matrix, &path, cell, r)?)
             } else {
-                pending.push((c, r));
+                None
+            };
+            if record.as_ref().is_none_or(|rec| rec.metrics.is_none()) {
+                pending.push((c, r, record));
+            } else {
+                table[c][r as usize] = record;
             }
         }
     }
@@ -173,106 +347,190 @@ pub fn run_matrix(
         from_ledger: scheduled - pending.len(),
         executed: pending.len(),
     };
+    write_state(matrix, out, load, counts(&table), "running", clock)?;
 
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(summary.from_ledger);
     let stop = AtomicBool::new(false);
-    let results: Mutex<Vec<(usize, u32, RunMetrics)>> = Mutex::new(Vec::new());
+    let shared = Mutex::new(table);
     let failures: Mutex<Vec<(usize, ExperimentError)>> = Mutex::new(Vec::new());
+    let fail = |i: usize, e: ExperimentError| {
+        stop.store(true, Ordering::SeqCst);
+        if let Ok(mut list) = failures.lock() {
+            list.push((i, e));
+        }
+    };
     std::thread::scope(|scope| {
-        for worker in 0..workers.max(1) {
-            let (next, done, stop, results, failures, pending) =
-                (&next, &done, &stop, &results, &failures, &pending);
-            std::thread::Builder::new()
+        for worker in 0..load.concurrency.max(1) {
+            let (next, done, stop, shared, pending, runner, fail) =
+                (&next, &done, &stop, &shared, &pending, &runner, &fail);
+            let spawned = std::thread::Builder::new()
                 .name(format!("matrix-worker-{worker}"))
                 .spawn_scoped(scope, move || loop {
                     if stop.load(Ordering::SeqCst) {
                         return;
                     }
                     let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(&(c, r)) = pending.get(i) else {
+                    let Some((c, r, earlier)) = pending.get(i) else {
                         return;
                     };
-                    let outcome = run_one(matrix, out, runner, c, r);
-                    match outcome {
-                        Ok(metrics) => {
-                            if let Ok(mut list) = results.lock() {
-                                list.push((c, r, metrics));
+                    match run_one(matrix, out, runner, load, *c, *r, earlier.as_ref()) {
+                        Ok(record) => {
+                            let failed = record.metrics.is_none();
+                            let reason = record
+                                .attempts
+                                .last()
+                                .and_then(|a| a.reason.clone())
+                                .unwrap_or_default();
+                            if let Ok(mut table) = shared.lock() {
+                                table[*c][*r as usize] = Some(record);
+                                let _ = write_state(
+                                    matrix,
+                                    out,
+                                    load,
+                                    counts(&table),
+                                    "running",
+                                    clock,
+                                );
+                            }
+                            if failed {
+                                fail(
+                                    i,
+                                    ExperimentError::RunFailed {
+                                        cell: matrix.cells()[*c].name.clone(),
+                                        repetition: *r,
+                                        reason,
+                                    },
+                                );
+                                return;
                             }
                             progress(done.fetch_add(1, Ordering::SeqCst) + 1, scheduled);
                         }
                         Err(e) => {
-                            stop.store(true, Ordering::SeqCst);
-                            if let Ok(mut list) = failures.lock() {
-                                list.push((i, e));
-                            }
+                            fail(i, e);
                             return;
                         }
                     }
-                })
-                .map(|_| ())
-                .unwrap_or_else(|e| {
-                    stop.store(true, Ordering::SeqCst);
-                    if let Ok(mut list) = failures.lock() {
-                        list.push((usize::MAX, io_error(out, &e)));
-                    }
                 });
+            if let Err(e) = spawned {
+                fail(usize::MAX, io_error(out, &e));
+            }
         }
     });
+    let table = shared.into_inner().unwrap_or_default();
     let mut failures = failures.into_inner().unwrap_or_default();
     failures.sort_by_key(|(i, _)| *i);
     if let Some((_, first)) = failures.into_iter().next() {
+        write_state(matrix, out, load, counts(&table), "failed", clock)?;
         return Err(first);
     }
-    for (c, r, metrics) in results.into_inner().unwrap_or_default() {
-        table[c][r as usize] = Some(metrics);
-    }
+    let final_counts = counts(&table);
     let mut complete = Vec::with_capacity(cells.len());
     for (c, row) in table.into_iter().enumerate() {
         let mut runs = Vec::with_capacity(row.len());
-        for (r, metrics) in row.into_iter().enumerate() {
-            runs.push(metrics.ok_or_else(|| ExperimentError::RunFailed {
-                cell: cells[c].name.clone(),
-                repetition: r as u32,
-                reason: "the run produced no record".into(),
-            })?);
+        for (r, record) in row.into_iter().enumerate() {
+            match record {
+                Some(record) if record.metrics.is_some() => runs.push(record),
+                _ => {
+                    return Err(ExperimentError::RunFailed {
+                        cell: cells[c].name.clone(),
+                        repetition: r as u32,
+                        reason: "the run produced no measurements".into(),
+                    })
+                }
+            }
         }
         complete.push(runs);
     }
+    write_state(matrix, out, load, final_counts, "complete", clock)?;
     Ok((complete, summary))
 }
 
+/// One attempt on its own thread, abandoned when it outlives `timeout`.
+fn attempt(
+    runner: &Arc<dyn MatrixRunner>,
+    cell: &Cell,
+    scenario: &Scenario,
+    timeout: Duration,
+) -> (AttemptOutcome, Option<String>, Option<RunMetrics>) {
+    let (send, receive) = std::sync::mpsc::channel();
+    let (runner, cell_owned, scenario_owned) = (Arc::clone(runner), cell.clone(), scenario.clone());
+    let spawned = std::thread::Builder::new()
+        .name("matrix-attempt".into())
+        .spawn(move || {
+            let _ = send.send(runner.run(&cell_owned, &scenario_owned));
+        });
+    if let Err(e) = spawned {
+        return (
+            AttemptOutcome::InfrastructureFailure,
+            Some(format!("cannot start the attempt's thread: {e}")),
+            None,
+        );
+    }
+    match receive.recv_timeout(timeout) {
+        Ok(Ok(metrics)) if metrics.completed => (AttemptOutcome::Completed, None, Some(metrics)),
+        Ok(Ok(metrics)) => (
+            AttemptOutcome::Incomplete,
+            Some("the run did not dispatch every scheduled action".into()),
+            Some(metrics),
+        ),
+        Ok(Err(reason)) => (AttemptOutcome::InfrastructureFailure, Some(reason), None),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => (
+            AttemptOutcome::Timeout,
+            Some(format!(
+                "the attempt took longer than the protocol's timeout of {} s",
+                timeout.as_secs_f64()
+            )),
+            None,
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => (
+            AttemptOutcome::InfrastructureFailure,
+            Some("the attempt's thread ended without an answer".into()),
+            None,
+        ),
+    }
+}
+
+/// Runs one run's attempts and writes its record.
 fn run_one(
     matrix: &Matrix,
     out: &Path,
-    runner: &dyn MatrixRunner,
+    runner: &Arc<dyn MatrixRunner>,
+    load: &Load,
     c: usize,
     r: u32,
-) -> Result<RunMetrics, ExperimentError> {
+    earlier: Option<&RunRecord>,
+) -> Result<RunRecord, ExperimentError> {
     let cell = &matrix.cells()[c];
     let scenario = matrix.scenario_for(cell, r)?;
-    let metrics = runner
-        .run(cell, &scenario)
-        .map_err(|reason| ExperimentError::RunFailed {
-            cell: cell.name.clone(),
-            repetition: r,
+    let timeout = Duration::from_secs_f64(load.timeout_seconds);
+    let mut attempts: Vec<AttemptRecord> = earlier.map(|e| e.attempts.clone()).unwrap_or_default();
+    let first = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
+    let mut metrics = None;
+    for n in 1..=load.attempts.max(1) {
+        let (outcome, reason, measured) = attempt(runner, cell, &scenario, timeout);
+        attempts.push(AttemptRecord {
+            attempt: first.saturating_add(n),
+            outcome,
             reason,
-        })?;
+        });
+        if measured.is_some() {
+            metrics = measured;
+        }
+        if outcome == AttemptOutcome::Completed {
+            break;
+        }
+    }
     let record = RunRecord {
         schema_version: RUN_RECORD_SCHEMA.into(),
         matrix_id: matrix.id().into(),
-        definition_sha256: matrix.definition().sha256.clone(),
+        design_sha256: matrix.design_sha256().into(),
         cell: cell.name.clone(),
         repetition: r,
         seed: matrix.repetition_seed(r),
-        metrics: metrics.clone(),
+        attempts,
+        metrics,
     };
-    let mut text = chio_kernel::canonical::to_canonical_string(&record).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    write_atomically(&record_path(out, c, r), text.as_bytes())?;
-    Ok(metrics)
+    write_atomically(&record_path(out, c, r), canonical_line(&record)?.as_bytes())?;
+    Ok(record)
 }

@@ -7,8 +7,10 @@
 //! actions and escapes (actions that should have been denied and were
 //! not); benign calls (steps expecting `allow` or `rewrite`), those the
 //! kernel admitted and those it refused (over-denials); and kernel
-//! evaluations. [`Metric`] names what a verdict may cite: rates and
-//! booleans as criteria, booleans as validity conditions. A rate whose
+//! evaluations, and every kernel decision the run took with those that were
+//! denials. [`Metric`] names what a verdict may cite: rates and booleans as
+//! criteria, booleans as validity conditions. [`ValidatorMetric`] names what
+//! a `[[validation]]` block may judge over a whole cell. A rate whose
 //! denominator is zero is undefined, so that run is unjudged for it rather
 //! than scored as zero. `docs/matrices.md` documents every metric.
 
@@ -36,6 +38,11 @@ pub struct RunMetrics {
     pub over_denials: u64,
     /// Kernel evaluations the run spent (calls and adversary actions).
     pub evaluations: u64,
+    /// Kernel decisions the run took: call steps and every adversary action,
+    /// inside-grant ones included; the denominator of the denied share.
+    pub decisions: u64,
+    /// Of those decisions, the ones the kernel answered `deny`.
+    pub denied: u64,
 }
 
 /// A metric a verdict may name.
@@ -123,6 +130,71 @@ impl Metric {
     }
 }
 
+/// A metric a `[[validation]]` block may judge, computed over every run of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValidatorMetric {
+    /// Call steps whose expectation held over call steps, across the cell's runs.
+    ExpectationPassRate,
+    /// Adversary actions that escaped, summed over the cell's runs.
+    Escapes,
+    /// Denied decisions over every kernel decision, across the cell's runs.
+    DeniedShare,
+    /// Kernel evaluations per run: the cell's total over its run count.
+    EvaluationsPerRun,
+}
+
+/// Every validator metric, in documentation order.
+pub const VALIDATOR_METRICS: &[ValidatorMetric] = &[
+    ValidatorMetric::ExpectationPassRate,
+    ValidatorMetric::Escapes,
+    ValidatorMetric::DeniedShare,
+    ValidatorMetric::EvaluationsPerRun,
+];
+
+impl ValidatorMetric {
+    /// The metric's name in files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValidatorMetric::ExpectationPassRate => "expectation_pass_rate",
+            ValidatorMetric::Escapes => "escapes",
+            ValidatorMetric::DeniedShare => "denied_share",
+            ValidatorMetric::EvaluationsPerRun => "evaluations_per_run",
+        }
+    }
+
+    /// Reads a validator metric name.
+    pub fn parse(name: &str) -> Option<ValidatorMetric> {
+        VALIDATOR_METRICS
+            .iter()
+            .copied()
+            .find(|m| m.as_str() == name)
+    }
+
+    /// The cell's value over `runs`, or `None` when its denominator is zero
+    /// (a cell without calls has no expectation pass rate).
+    pub fn value(self, runs: &[RunMetrics]) -> Option<f64> {
+        let sum = |f: fn(&RunMetrics) -> u64| runs.iter().map(f).sum::<u64>();
+        match self {
+            ValidatorMetric::ExpectationPassRate => {
+                ratio(sum(|r| r.expectations_met), sum(|r| r.calls))
+            }
+            ValidatorMetric::Escapes => Some(sum(|r| r.escapes) as f64),
+            ValidatorMetric::DeniedShare => ratio(sum(|r| r.denied), sum(|r| r.decisions)),
+            ValidatorMetric::EvaluationsPerRun => ratio(sum(|r| r.evaluations), runs.len() as u64),
+        }
+    }
+}
+
+/// Names of the validator metrics, comma separated.
+pub fn validator_metric_names() -> String {
+    VALIDATOR_METRICS
+        .iter()
+        .map(|m| m.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Names of a metric list, comma separated.
 pub fn metric_names(metrics: &[Metric]) -> String {
     metrics
@@ -146,5 +218,33 @@ mod tests {
         assert_eq!(Metric::EscapeRate.value(&m), None);
         assert_eq!(Metric::OverDenialRate.value(&m), None);
         assert_eq!(Metric::Completed.value(&m), Some(1.0));
+    }
+
+    // Validator metrics sum over a cell's runs; a zero denominator stays undefined.
+    #[test]
+    fn validator_metrics_aggregate_a_cell() {
+        let run = |calls, met, escapes, decisions, denied, evaluations| RunMetrics {
+            completed: true,
+            calls,
+            expectations_met: met,
+            escapes,
+            decisions,
+            denied,
+            evaluations,
+            ..RunMetrics::default()
+        };
+        let runs = [run(2, 2, 1, 10, 5, 10), run(2, 1, 0, 10, 7, 14)];
+        assert_eq!(
+            ValidatorMetric::ExpectationPassRate.value(&runs),
+            Some(0.75)
+        );
+        assert_eq!(ValidatorMetric::Escapes.value(&runs), Some(1.0));
+        assert_eq!(ValidatorMetric::DeniedShare.value(&runs), Some(0.6));
+        assert_eq!(ValidatorMetric::EvaluationsPerRun.value(&runs), Some(12.0));
+        assert_eq!(ValidatorMetric::DeniedShare.value(&[]), None);
+        assert_eq!(
+            ValidatorMetric::parse("escapes"),
+            Some(ValidatorMetric::Escapes)
+        );
     }
 }

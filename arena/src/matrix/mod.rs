@@ -1,30 +1,45 @@
 //! Policy matrices: cells that differ from a base scenario by declared
-//! deltas, run over paired repetitions, judged by paired bootstrap.
+//! deltas, run over paired repetitions under a declared protocol, judged by
+//! paired bootstrap and checked by declared validators.
 //!
-//! A matrix file (`chio.arena.matrix/v1`, TOML) names a base scenario and
-//! declares cells from `[axes]` (the cartesian product, named by joining
-//! values with ` / `, axes in declaration order) with `[values]` deltas,
-//! and from named `[variants]`. A delta may replace a kernel's guard
-//! pipeline (`guards`), keys of a grant (`grants`), an adversary
-//! population's parameters (`adversaries`), or the topology (`topology`).
-//! Everything is refused at load with a message naming the fix: a delta on
-//! a baseline value, a missing delta, a cell declared twice, a reference
-//! that is no cell or a partial grid reference, a criterion no metric
-//! provides, a validity metric that does not exist, a delta naming nothing
+//! A matrix file (`chio.arena.matrix/v2`, TOML) states its `hypothesis`,
+//! names a base scenario and declares cells from `[axes]` (the cartesian
+//! product, named by joining values with ` / `, axes in declaration order)
+//! with `[values]` deltas, and from named `[variants]`. A delta may replace a
+//! kernel's guard pipeline (`guards`), keys of a grant (`grants`), an
+//! adversary population's parameters (`adversaries`), or the topology
+//! (`topology`). `[protocol]` fixes the repetitions and the load: how many
+//! runs go at once (`concurrency`), how long one attempt may take
+//! (`timeout`) and how many attempts a run failing for an infrastructure
+//! reason gets (`attempts`). `[[validation]]` blocks declare cell metrics and
+//! their thresholds. Everything is refused at load with a message naming the
+//! fix: a delta on a baseline value, a missing delta, a cell declared twice,
+//! a reference that is no cell or a partial grid reference, a criterion no
+//! metric provides, a validity metric that does not exist, a validator
+//! metric that does not exist or is declared twice, a delta naming nothing
 //! in the base scenario, or a cell whose scenario the loader refuses.
 //!
-//! The matrix's definition hash (the same rows a campaign pins, over the
-//! matrix file and every file its base scenario reads, relative to the
-//! matrix's `root`) seeds the repetitions: repetition `k` runs every cell
-//! with the same seed, so cells are paired.
+//! Two hashes identify a matrix. The definition hash (the same rows a
+//! campaign pins, over the matrix file and every file its base scenario
+//! reads, relative to the matrix's `root`) pins its bytes. The design hash
+//! covers only what decides a run: every cell's name, topology and scenario
+//! after its deltas, and the rows of the files the base scenario reads. It
+//! seeds the repetitions and keys the run records, so editing the title,
+//! the hypothesis, the load, the verdict or the validators changes no run:
+//! repetition `k` runs every cell with the same seed, so cells are paired.
 //!
 //! Module map:
-//! - [`metrics`]: what a run measures and what a verdict may cite;
+//! - [`metrics`]: what a run measures, what a verdict may cite and what a
+//!   validator may judge;
+//! - [`draws`]: the adversary members each run draws from its seed;
 //! - [`bootstrap`]: paired bootstrap intervals;
-//! - [`execute`]: running cells with a run ledger and `--resume`;
-//! - [`synthesis`]: rates, gaps and verdicts as JSON, Markdown and HTML.
+//! - [`execute`]: running cells with attempts, timeouts, a run ledger, a
+//!   state file and `--resume`;
+//! - [`synthesis`]: rates, gaps, the grid, validators and verdicts as JSON,
+//!   Markdown and HTML.
 
 pub mod bootstrap;
+pub mod draws;
 pub mod execute;
 pub mod metrics;
 pub mod synthesis;
@@ -36,14 +51,29 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::campaign::definition::{
-    definition_hash, relative_to, scenario_input_paths, sha256_hex, Definition,
+    definition_hash, relative_to, rows_json, scenario_input_paths, sha256_hex, Definition,
 };
 use crate::experiment_error::ExperimentError;
 use crate::{parse_scenario, Scenario};
-use metrics::{metric_names, Metric, CRITERION_METRICS, VALIDITY_METRICS};
+use metrics::{
+    metric_names, validator_metric_names, Metric, ValidatorMetric, CRITERION_METRICS,
+    VALIDITY_METRICS,
+};
 
 /// Schema id of a matrix file.
-pub const MATRIX_SCHEMA_VERSION: &str = "chio.arena.matrix/v1";
+pub const MATRIX_SCHEMA_VERSION: &str = "chio.arena.matrix/v2";
+/// The schema id of the previous matrix files, refused with a migration note.
+pub const MATRIX_SCHEMA_V1: &str = "chio.arena.matrix/v1";
+/// Seconds one attempt of a run may take when `[protocol] timeout` is absent.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 300.0;
+/// The longest timeout a protocol may declare, in seconds (one day).
+pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// Attempts per run when `[protocol] attempts` is absent.
+pub const DEFAULT_ATTEMPTS: u32 = 1;
+/// The most attempts a protocol may declare per run.
+pub const MAX_ATTEMPTS: u32 = 10;
+/// The largest concurrency a protocol may declare.
+pub const MAX_CONCURRENCY: u32 = 256;
 /// Resampling draws when `[verdict] draws` is absent.
 pub const DEFAULT_DRAWS: u32 = 10_000;
 /// Resampling seed when `[verdict] seed` is absent.
@@ -65,6 +95,8 @@ pub struct MatrixFile {
     pub id: String,
     /// The synthesis heading.
     pub title: String,
+    /// What the matrix sets out to show, printed at the head of the synthesis.
+    pub hypothesis: String,
     /// The base scenario, relative to the matrix file.
     pub scenario: String,
     /// The definition root, relative to the matrix file's folder (default `.`).
@@ -82,14 +114,71 @@ pub struct MatrixFile {
     pub variants: BTreeMap<Spanned<String>, Delta>,
     /// `[verdict]`.
     pub verdict: VerdictSection,
+    /// `[[validation]]`: cell metrics and how they are judged.
+    #[serde(default)]
+    pub validation: Vec<ValidationDecl>,
 }
 
-/// `[protocol]`.
+/// `[protocol]`: the repetitions, declared in advance, and the load.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtocolSection {
     /// Runs per cell, declared in advance.
     pub repetitions: u32,
+    /// Runs at once; absent means the machine's cores. Never changes an output.
+    pub concurrency: Option<u32>,
+    /// Seconds one attempt of a run may take before it counts as failed.
+    pub timeout: Option<toml::Value>,
+    /// Attempts a run gets when it fails for an infrastructure reason.
+    pub attempts: Option<u32>,
+}
+
+/// `[[validation]]` as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidationDecl {
+    /// The validator metric judged.
+    pub metric: String,
+    /// The smallest value that passes (inclusive).
+    pub min: Option<toml::Value>,
+    /// The largest value that passes (inclusive).
+    pub max: Option<toml::Value>,
+    /// The cells judged; absent means every cell.
+    pub cells: Option<Vec<String>>,
+}
+
+/// A validated `[[validation]]` block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Validator {
+    /// The metric judged over each of its cells.
+    pub metric: ValidatorMetric,
+    /// The smallest passing value, inclusive.
+    pub min: Option<f64>,
+    /// The largest passing value, inclusive.
+    pub max: Option<f64>,
+    /// Indices of the cells it judges, in cell order.
+    pub cells: Vec<usize>,
+}
+
+impl Validator {
+    /// Whether `value` passes; an undefined value never does.
+    pub fn passes(&self, value: Option<f64>) -> bool {
+        value.is_some_and(|v| {
+            self.min.is_none_or(|min| v >= min) && self.max.is_none_or(|max| v <= max)
+        })
+    }
+
+    /// The thresholds as written, such as `min 1` or `min 0.2, max 0.8`.
+    pub fn thresholds(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(min) = self.min {
+            parts.push(format!("min {min}"));
+        }
+        if let Some(max) = self.max {
+            parts.push(format!("max {max}"));
+        }
+        parts.join(", ")
+    }
 }
 
 /// What a cell changes in the base scenario.
@@ -162,6 +251,10 @@ pub struct Matrix {
     base_dir: PathBuf,
     input_files: Vec<PathBuf>,
     definition: Definition,
+    design: String,
+    timeout: f64,
+    attempts: u32,
+    validators: Vec<Validator>,
     axes: Vec<(String, Vec<String>)>,
     cells: Vec<Cell>,
     reference: usize,
@@ -187,6 +280,35 @@ impl Matrix {
     /// The definition hash and its rows.
     pub fn definition(&self) -> &Definition {
         &self.definition
+    }
+    /// The design hash: what decides a run (see the module doc).
+    pub fn design_sha256(&self) -> &str {
+        &self.design
+    }
+    /// The hypothesis the synthesis opens with.
+    pub fn hypothesis(&self) -> &str {
+        self.file.hypothesis.trim()
+    }
+    /// The declared concurrency, if any (absent: the machine's cores).
+    pub fn concurrency(&self) -> Option<u32> {
+        self.file.protocol.concurrency
+    }
+    /// Seconds one attempt may take.
+    pub fn timeout_seconds(&self) -> f64 {
+        self.timeout
+    }
+    /// Attempts a run gets.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+    /// The validators in declaration order.
+    pub fn validators(&self) -> &[Validator] {
+        &self.validators
+    }
+    /// The default output folder's name: the id and the repetitions, so two
+    /// protocols of one matrix never share a folder.
+    pub fn folder_name(&self) -> String {
+        format!("{}-r{}", self.file.id, self.repetitions())
     }
     /// The axes in declaration order.
     pub fn axes(&self) -> &[(String, Vec<String>)] {
@@ -222,10 +344,10 @@ impl Matrix {
     }
 
     /// The seed of repetition `k` (0-based), the same for every cell: the
-    /// first 8 bytes (big-endian) of SHA-256 over the definition hash's hex,
+    /// first 8 bytes (big-endian) of SHA-256 over the design hash's hex,
     /// `:`, and `k` in decimal, masked to 53 bits so it survives JSON.
     pub fn repetition_seed(&self, repetition: u32) -> u64 {
-        repetition_seed(&self.definition.sha256, repetition)
+        repetition_seed(&self.design, repetition)
     }
 
     /// A cell's scenario for one repetition: its text with the seed set.
@@ -249,8 +371,8 @@ impl Matrix {
 }
 
 /// See [`Matrix::repetition_seed`].
-pub fn repetition_seed(definition_sha256: &str, repetition: u32) -> u64 {
-    let digest = sha256_hex(format!("{definition_sha256}:{repetition}").as_bytes());
+pub fn repetition_seed(design_sha256: &str, repetition: u32) -> u64 {
+    let digest = sha256_hex(format!("{design_sha256}:{repetition}").as_bytes());
     let head = u64::from_str_radix(&digest[..16], 16).unwrap_or(0);
     head & ((1u64 << 53) - 1)
 }
@@ -296,6 +418,14 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, ExperimentError> {
 }
 
 fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, ExperimentError> {
+    if file.schema_version == MATRIX_SCHEMA_V1 {
+        return Err(matrix_error(
+            "schema_version",
+            format!(
+                "{MATRIX_SCHEMA_V1} files state no hypothesis; set schema_version = \"{MATRIX_SCHEMA_VERSION}\" and add a top-level hypothesis (docs/matrices.md shows both)"
+            ),
+        ));
+    }
     if file.schema_version != MATRIX_SCHEMA_VERSION {
         return Err(matrix_error(
             "schema_version",
@@ -305,11 +435,47 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
     if !crate::scenario::is_valid_id(&file.id) {
         return Err(matrix_error("id", "use only [A-Za-z0-9_.-]"));
     }
+    if file.hypothesis.trim().is_empty() {
+        return Err(matrix_error(
+            "hypothesis",
+            "state what the matrix sets out to show; it opens the synthesis",
+        ));
+    }
     let repetitions = file.protocol.repetitions;
     if repetitions == 0 || repetitions > MAX_REPETITIONS {
         return Err(matrix_error(
             "protocol.repetitions",
             format!("must be between 1 and {MAX_REPETITIONS}"),
+        ));
+    }
+    if let Some(concurrency) = file.protocol.concurrency {
+        if concurrency == 0 || concurrency > MAX_CONCURRENCY {
+            return Err(matrix_error(
+                "protocol.concurrency",
+                format!(
+                    "must be between 1 and {MAX_CONCURRENCY}, or absent for the machine's cores"
+                ),
+            ));
+        }
+    }
+    let timeout = match &file.protocol.timeout {
+        None => DEFAULT_TIMEOUT_SECONDS,
+        Some(value) => {
+            let seconds = number(value, "protocol.timeout")?;
+            if seconds <= 0.0 || seconds > MAX_TIMEOUT_SECONDS {
+                return Err(matrix_error(
+                    "protocol.timeout",
+                    format!("must be more than 0 and at most {MAX_TIMEOUT_SECONDS} seconds"),
+                ));
+            }
+            seconds
+        }
+    };
+    let attempts = file.protocol.attempts.unwrap_or(DEFAULT_ATTEMPTS);
+    if attempts == 0 || attempts > MAX_ATTEMPTS {
+        return Err(matrix_error(
+            "protocol.attempts",
+            format!("must be between 1 and {MAX_ATTEMPTS}"),
         ));
     }
 
@@ -335,6 +501,7 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
     let mut rel_inputs = vec![relative_to(&root, path)?];
     rel_inputs.extend(scenario_input_paths(&base, &scenario_rel));
     let definition = definition_hash(&root, &rel_inputs)?;
+    let base_definition = definition_hash(&root, &rel_inputs[1..])?;
     let input_files = rel_inputs.iter().map(|p| root.join(p)).collect();
 
     // Axes in declaration order, then the grid.
@@ -564,10 +731,16 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
         ));
     }
     let seed = file.verdict.seed.unwrap_or(DEFAULT_BOOTSTRAP_SEED);
+    let validators = validators(&file.validation, &cells)?;
+    let design = design_hash(&cells, &base_definition);
     Ok(Matrix {
         base_dir: base.base_dir().to_path_buf(),
         input_files,
         definition,
+        design,
+        timeout,
+        attempts,
+        validators,
         axes,
         cells,
         reference,
@@ -577,6 +750,101 @@ fn validate(file: MatrixFile, path: &Path, dir: &Path) -> Result<Matrix, Experim
         seed,
         file,
     })
+}
+
+/// A TOML number (integer or float) as a finite `f64`.
+fn number(value: &toml::Value, field: &str) -> Result<f64, ExperimentError> {
+    match value {
+        toml::Value::Integer(i) => Ok(*i as f64),
+        toml::Value::Float(f) if f.is_finite() => Ok(*f),
+        toml::Value::Float(_) => Err(matrix_error(field, "must be a finite number")),
+        _ => Err(matrix_error(field, "must be a number")),
+    }
+}
+
+/// The design hash: SHA-256 of `chio.arena.matrix-design/v1`, a newline,
+/// the compact JSON list of `[name, topology, scenario text]` of every cell
+/// in cell order, a newline, and the definition rows' JSON of the files the
+/// base scenario reads.
+pub fn design_hash(cells: &[Cell], base: &Definition) -> String {
+    let listed: Vec<(&str, &str, &str)> = cells
+        .iter()
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.topology.as_str(),
+                c.scenario_text.as_str(),
+            )
+        })
+        .collect();
+    let cells_json = serde_json::to_string(&listed).unwrap_or_default();
+    sha256_hex(
+        format!(
+            "chio.arena.matrix-design/v1\n{cells_json}\n{}",
+            rows_json(&base.rows)
+        )
+        .as_bytes(),
+    )
+}
+
+/// Validates the `[[validation]]` blocks against the cells.
+fn validators(decls: &[ValidationDecl], cells: &[Cell]) -> Result<Vec<Validator>, ExperimentError> {
+    let mut out: Vec<Validator> = Vec::new();
+    for (i, decl) in decls.iter().enumerate() {
+        let at = |key: &str| format!("validation[{i}].{key}");
+        let metric = ValidatorMetric::parse(&decl.metric).ok_or_else(|| {
+            ExperimentError::UnknownValidator {
+                metric: decl.metric.clone(),
+                metrics: validator_metric_names(),
+            }
+        })?;
+        if out.iter().any(|v| v.metric == metric) {
+            return Err(ExperimentError::DuplicateValidator {
+                metric: decl.metric.clone(),
+            });
+        }
+        let min = decl
+            .min
+            .as_ref()
+            .map(|v| number(v, &at("min")))
+            .transpose()?;
+        let max = decl
+            .max
+            .as_ref()
+            .map(|v| number(v, &at("max")))
+            .transpose()?;
+        if min.is_none() && max.is_none() {
+            return Err(matrix_error(at("min"), "declare min, max or both"));
+        }
+        if let (Some(lo), Some(hi)) = (min, max) {
+            if lo > hi {
+                return Err(matrix_error(at("max"), format!("{hi} is below min {lo}")));
+            }
+        }
+        let judged = match &decl.cells {
+            None => (0..cells.len()).collect(),
+            Some(names) => {
+                let mut judged = Vec::new();
+                for name in names {
+                    let index = cells.iter().position(|c| c.name == *name).ok_or_else(|| {
+                        matrix_error(at("cells"), format!("{name:?} is not a cell"))
+                    })?;
+                    if !judged.contains(&index) {
+                        judged.push(index);
+                    }
+                }
+                judged.sort_unstable();
+                judged
+            }
+        };
+        out.push(Validator {
+            metric,
+            min,
+            max,
+            cells: judged,
+        });
+    }
+    Ok(out)
 }
 
 /// Applies one delta to a scenario's TOML table, refusing any name the
