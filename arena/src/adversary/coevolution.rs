@@ -9,10 +9,11 @@
 //! 1. score every population over `fitness_rounds` rounds through the
 //!    [`ActionEvaluator`] (a population already scored under the same name,
 //!    such as an elite, keeps its sample: its actions do not depend on the
-//!    generation, so re-evaluating it would give the same bytes). A newly
-//!    scored population earns a novelty bonus of 100,000 ppm per pipeline
-//!    outcome (stage, guard, detector detail, result) its lineage had not
-//!    met before in the run, at most five;
+//!    generation, so re-evaluating it would give the same bytes). From
+//!    generation 1 on, a newly scored population earns a novelty bonus of
+//!    100,000 ppm per pipeline outcome (stage, guard, detector detail,
+//!    result) its lineage had not met before in the run, at most five
+//!    (generation 0 only fills the archive);
 //! 2. rank the samples (survival rate descending, fitness descending, name
 //!    ascending) and record the generation: its samples, populations, best,
 //!    best and mean fitness, escapes and new actions;
@@ -262,7 +263,10 @@ pub fn evolve_with(
                         }
                     }
                     sample.novel_outcomes = novel;
-                    sample.fitness_ppm += u64::from(novel).min(NOVELTY_CAP) * NOVELTY_BONUS_PPM;
+                    // Generation 0 fills the archive: nothing is new against nothing.
+                    if generation > 0 {
+                        sample.fitness_ppm += u64::from(novel).min(NOVELTY_CAP) * NOVELTY_BONUS_PPM;
+                    }
                     novel_total += novel;
                     new_actions += u64::from(sample.total_actions);
                     result.actions_evaluated += u64::from(sample.total_actions);

@@ -17,8 +17,8 @@ use crate::planted::{weakened, GuardScope, Weakness};
 /// is planted (`planted-weakness` builds only); `None` otherwise.
 fn planted_normal(raw: &str) -> Option<Result<String, PathProblem>> {
     if weakened(Weakness::NoDotSegmentCollapse) {
-        // The raw path, separators unified: no segment is collapsed.
-        return Some(Ok(raw.replace('\\', "/")));
+        // Decoded and separators unified, but every `.` and `..` segment kept.
+        return Some(Ok(percent_decoded(raw).replace('\\', "/")));
     }
     if weakened(Weakness::NoPercentDecoding) {
         // Escape every `%` so the shared normaliser decodes nothing.
@@ -31,6 +31,28 @@ fn planted_normal(raw: &str) -> Option<Result<String, PathProblem>> {
         );
     }
     None
+}
+
+/// `%XX` escapes decoded (bytes that are not UTF-8 read as U+FFFD), for the
+/// dot-segment mutant only.
+fn percent_decoded(raw: &str) -> String {
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
+        match (b[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Configuration of `forbidden-path`.
