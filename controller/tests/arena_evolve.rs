@@ -263,14 +263,25 @@ fn evolve_files(scenario: &str, dir: &Path, extra: &[&str]) -> Vec<Vec<u8>> {
 fn same_flags_give_byte_identical_outputs_with_operator_sequences() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let flags = ["--generations", "6", "--population-size", "6"];
-    let first = evolve_files("scenarios/pr-421-review.toml", &tmp.path().join("a"), &flags);
-    let second = evolve_files("scenarios/pr-421-review.toml", &tmp.path().join("b"), &flags);
+    let first = evolve_files(
+        "scenarios/pr-421-review.toml",
+        &tmp.path().join("a"),
+        &flags,
+    );
+    let second = evolve_files(
+        "scenarios/pr-421-review.toml",
+        &tmp.path().join("b"),
+        &flags,
+    );
     assert_eq!(first, second);
     let trace: serde_json::Value = serde_json::from_slice(&first[2]).expect("trace json");
     let generations = trace["generations"].as_array().expect("generations");
     assert_eq!(generations.len(), 6);
     for record in generations {
-        assert!(record["new_actions"].as_u64().expect("count") > 0, "{record}");
+        assert!(
+            record["new_actions"].as_u64().expect("count") > 0,
+            "{record}"
+        );
     }
     let with_operators = generations[1..]
         .iter()
@@ -327,6 +338,12 @@ fn promote_turns_trace_escapes_into_regression_cases() {
         .map(|p| std::fs::read_to_string(p).expect("case"))
         .filter(|text| text.contains("\"operators\""))
         .count();
-    assert!(with_operators > 0, "no promoted escape carries its operators");
-    assert_eq!(files_under(&promoted.join("adversarial-suite")), written.len());
+    assert!(
+        with_operators > 0,
+        "no promoted escape carries its operators"
+    );
+    assert_eq!(
+        files_under(&promoted.join("adversarial-suite")),
+        written.len()
+    );
 }

@@ -1,5 +1,5 @@
-//! Co-evolution of adversary populations against the kernel (SPEC.md
-//! section 8), with composable operator genomes.
+//! Co-evolution of adversary populations against the kernel, with
+//! composable operator genomes.
 //!
 //! Every declared population seeds a lineage; each lineage breeds its own
 //! pool of `population_size` populations per generation (the block's
@@ -28,8 +28,9 @@
 //!    head of one parent's sequence, the tail of the other's, at most
 //!    `max_operators` long); then every member whose gene and genome the
 //!    lineage has already evaluated is mutated (insert, delete or replace an
-//!    operator of the goal's families, or change one gene field) until it is
-//!    new, at most sixteen tries; name the child `<lineage>.g<g+1>-<k>`.
+//!    operator of the goal's families, or change one gene field unless the
+//!    goal is a path, which the gene does not shape) until it is new, at
+//!    most sixteen tries; name the child `<lineage>.g<g+1>-<k>`.
 //!
 //! Nothing here reads a clock: the wall budget is the caller's, behind
 //! [`BudgetControl`].
@@ -43,6 +44,7 @@ use crate::adversary::class::{ClassParams, Gene};
 use crate::adversary::fitness::{
     evaluate_population, ActionEvaluator, FitnessReport, FitnessSample, SampleCache,
 };
+use crate::adversary::goal::Goal;
 use crate::adversary::operators::Operator;
 use crate::adversary::population::{populations_from_scenario, AdversaryPopulation};
 use crate::error::ArenaError;
@@ -353,9 +355,10 @@ fn mutate_member(
     params: &ClassParams,
     operators: &[Operator],
     max_operators: usize,
+    gene_mutable: bool,
     rng: &mut dyn RngCore,
 ) {
-    let roll = rng.next_u32() % 8;
+    let roll = rng.next_u32() % if gene_mutable { 8 } else { 6 };
     let pick = |rng: &mut dyn RngCore| operators[(rng.next_u32() as usize) % operators.len()];
     match roll {
         4 if !genome.is_empty() => {
@@ -376,7 +379,8 @@ fn mutate_member(
             let at = (rng.next_u32() as usize) % genome.len();
             genome[at] = pick(rng);
         }
-        _ => *gene = gene.mutate_field(params, rng),
+        _ if gene_mutable => *gene = gene.mutate_field(params, rng),
+        _ => {}
     }
 }
 
@@ -413,6 +417,8 @@ fn breed(
         }
         let all: Vec<usize> = (0..ranked.len()).collect();
         let operators = seed.goal.operators();
+        // A path goal names its own path: the gene's swap changes nothing.
+        let gene_mutable = !matches!(seed.goal, Goal::ReachForbiddenPath { .. });
         for k in 0..size - elites {
             let a = by_name(&ranked[spin(&ranked, &all, &mut rng)].population)
                 .ok_or_else(|| broken("a parent"))?;
@@ -450,6 +456,7 @@ fn breed(
                                 &a.params,
                                 &operators,
                                 max_operators,
+                                gene_mutable,
                                 &mut rng,
                             );
                         }

@@ -25,7 +25,8 @@
 //! - [`coevolution`]: [`evolve`], its configuration and generation trace;
 //! - [`leaderboard`]: the `chio.arena.leaderboard/v1` document and its
 //!   Markdown rendering;
-//! - [`chart`]: the SVG chart of survival per generation;
+//! - [`chart`]: the SVG chart of best and mean fitness and survival per
+//!   generation, the first escape marked;
 //! - [`promotion`]: the bless gate, fixture descriptors and adversarial
 //!   cases.
 
