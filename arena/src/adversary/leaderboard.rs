@@ -1,8 +1,8 @@
 //! The leaderboard: `chio.arena.leaderboard/v1`.
 //!
 //! A ranked [`FitnessReport`] becomes rows by survival rate descending,
-//! then fitness descending, ties by population name ascending, ranks from
-//! 1. Every escaping action of the ranked generation is listed with its
+//! then fitness descending, ties by population name ascending, ranked from
+//! one. Every escaping action of the ranked generation is listed with its
 //! operator sequence in words, so a finding reads as what was done to the
 //! base action. Fields are only ever added to this schema, never renamed. The JSON form is printed
 //! through the kernel's canonical writer (RFC 8785, keys sorted) and is the
