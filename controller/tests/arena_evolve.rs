@@ -347,3 +347,28 @@ fn promote_turns_trace_escapes_into_regression_cases() {
         written.len()
     );
 }
+
+// --population-size outside 1 to 64 is refused as a typed error before anything is written.
+#[test]
+fn population_size_out_of_range_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("out");
+    for size in ["0", "65"] {
+        let out = chio(
+            &[
+                "arena",
+                "evolve",
+                SCENARIO,
+                "--population-size",
+                size,
+                "--out",
+                &dir.to_string_lossy(),
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .starts_with("error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --population-size"));
+        assert!(!dir.exists(), "nothing may be written");
+    }
+}
