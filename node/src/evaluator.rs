@@ -22,6 +22,10 @@
 //! capability's expiry instant, an issue time in the future, or further
 //! widenings on a widening link; each is applied here as the action says.
 //!
+//! An `outlive-revocation` action is not made before its base step but right
+//! after the revoke step that revokes its capability (or an ancestor), so it
+//! meets the revocation.
+//!
 //! Beyond the verdict, each outcome carries [`Feedback`] for the search: the
 //! pipeline stage that stopped the action, and the goal's oracle. For
 //! `smuggle-instruction` the kernel crate's reference detector
@@ -356,7 +360,10 @@ impl<'w> Instance<'w> {
         let now_ms = self.action_time(call);
         let kernel = self.kernel_for(&call.server, base_server)?;
         let (decision, evaluations) = match &action.mutation {
-            Mutation::Arguments { .. } | Mutation::Overrequest { .. } | Mutation::Path { .. } => {
+            Mutation::Arguments { .. }
+            | Mutation::Overrequest { .. }
+            | Mutation::Path { .. }
+            | Mutation::AfterRevocation { .. } => {
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
@@ -634,13 +641,20 @@ impl ActionEvaluator for KernelActionEvaluator {
         actions: &[AdversaryAction],
     ) -> Result<Vec<ActionOutcome>, ArenaError> {
         let scenario = &self.scenario;
-        // Base step id -> indices of its actions, in batch order.
+        // Base step id -> indices of its actions, in batch order; revoke
+        // step id -> indices of the actions made right after it.
         let mut by_step: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut after: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, action) in actions.iter().enumerate() {
-            by_step
-                .entry(action.base_step.as_str())
-                .or_default()
-                .push(i);
+            match &action.mutation {
+                Mutation::AfterRevocation { revoke_step } => {
+                    after.entry(revoke_step.as_str()).or_default().push(i)
+                }
+                _ => by_step
+                    .entry(action.base_step.as_str())
+                    .or_default()
+                    .push(i),
+            }
         }
         let mut outcomes: Vec<Option<ActionOutcome>> = vec![None; actions.len()];
         let mut instance = Instance::new(&self.world)?;
@@ -661,8 +675,14 @@ impl ActionEvaluator for KernelActionEvaluator {
             }
             let now_ms = self.world.start_ms + scheduled.evaluation_ms;
             instance.run_step(scenario, scheduled.step_index, &scheduled.agent_id, now_ms)?;
+            if let Some(indices) = after.remove(scheduled.step_id.as_str()) {
+                for i in indices {
+                    let server = actions[i].call.server.clone();
+                    outcomes[i] = Some(instance.run_action(&actions[i], &server)?);
+                }
+            }
         }
-        if let Some(step) = by_step.keys().next() {
+        if let Some(step) = by_step.keys().chain(after.keys()).next() {
             return Err(failure(format!("base step {step} is not in the scenario")));
         }
         self.evaluations += instance.evaluations;

@@ -324,3 +324,38 @@ fn hardened_guards_survive_the_operator_search() {
     assert!(result.trace.iter().all(|r| r.escapes == 0));
     assert_eq!(result.first_escape_generation, None);
 }
+
+// An outlive-revocation adversary calls right after the scenario revokes an ancestor of its capability: the kernel denies every such call as revoked, whatever its protocol operators.
+#[test]
+fn outlived_revocations_are_denied() {
+    let text =
+        std::fs::read_to_string(scenarios_dir().join("three_agent_triangular_delegation.toml"))
+            .expect("readable");
+    let text = format!(
+        "{text}\n[[adversaries]]\nclass = \"replay-attempt\"\npopulation = \"outlive\"\nseed_ref = \"corpus/outlive\"\ngoal = \"outlive-revocation\"\n\n[adversaries.params]\nmodes = [\"immediate\"]\nreuse = [\"request\"]\n"
+    );
+    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 3,
+        population_size: 4,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let records: Vec<_> = result
+        .trace
+        .iter()
+        .flat_map(|g| &g.samples)
+        .flat_map(|s| &s.records)
+        .collect();
+    assert!(!records.is_empty());
+    for record in records {
+        assert_eq!(record.base_step, "carol-reads-plan");
+        assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
+        let reason = record.reason.as_deref().unwrap_or("");
+        assert!(
+            reason.contains("revoked") || reason == "capability has expired",
+            "{record:?}"
+        );
+    }
+}

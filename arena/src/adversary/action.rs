@@ -312,6 +312,11 @@ pub enum Mutation {
         /// The path as spelled after the operators.
         path: String,
     },
+    /// The base call made again right after a revocation of its capability.
+    AfterRevocation {
+        /// The revoke step it follows.
+        revoke_step: String,
+    },
 }
 
 /// One adversary action: a mutated call and the verdict the guard pool
@@ -470,6 +475,11 @@ pub fn mutate_with(
     let mut expected = ProjectedVerdict::Deny;
     let mut inside_grant = false;
     let mutation = match (gene, params) {
+        (Gene::ReplayAttempt { .. }, _) if *goal == Goal::OutliveRevocation => {
+            let (revoke_step, at_ms) = revocation_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterRevocation { revoke_step }
+        }
         (Gene::CapabilityOverrequest { .. }, _) if goal_path.is_some() => {
             let path = draft.path.clone()?;
             if !call.arguments.is_object() {
@@ -685,6 +695,34 @@ fn inject_draft(arguments: &mut Value, draft: &Draft, rng: &mut ChaCha20Rng) -> 
         }
     }
     pointer
+}
+
+/// The first revoke step after `base` whose target is the base step's
+/// capability or one of its ancestors, with its evaluation offset.
+pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    for action in scenario.actions() {
+        if let Action::Delegate(d) = action {
+            parent.insert(d.delegation.as_str(), d.capability.as_str());
+        }
+    }
+    let mut lineage = vec![base.capability.as_str()];
+    while let Some(up) = lineage.last().and_then(|c| parent.get(c)) {
+        if lineage.contains(up) {
+            break;
+        }
+        lineage.push(up);
+    }
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| match &scenario.actions()[s.step_index] {
+            Action::Revoke(r) if lineage.contains(&r.target.as_str()) => {
+                Some((s.step_id.clone(), s.evaluation_ms))
+            }
+            _ => None,
+        })
 }
 
 /// `base`, or `base_1`, `base_2`, ... : the first key `arguments` lacks.

@@ -29,8 +29,8 @@
 //!    `max_operators` long); then every member whose gene and genome the
 //!    lineage has already evaluated is mutated (insert, delete or replace an
 //!    operator of the goal's families, or change one gene field unless the
-//!    goal is a path, which the gene does not shape) until it is new, at
-//!    most sixteen tries; name the child `<lineage>.g<g+1>-<k>`.
+//!    gene does not shape the goal's actions) until it is new, at most
+//!    sixteen tries; name the child `<lineage>.g<g+1>-<k>`.
 //!
 //! Nothing here reads a clock: the wall budget is the caller's, behind
 //! [`BudgetControl`].
@@ -44,7 +44,6 @@ use crate::adversary::class::{ClassParams, Gene};
 use crate::adversary::fitness::{
     evaluate_population, ActionEvaluator, FitnessReport, FitnessSample, SampleCache,
 };
-use crate::adversary::goal::Goal;
 use crate::adversary::operators::Operator;
 use crate::adversary::population::{populations_from_scenario, AdversaryPopulation};
 use crate::error::ArenaError;
@@ -417,8 +416,9 @@ fn breed(
         }
         let all: Vec<usize> = (0..ranked.len()).collect();
         let operators = seed.goal.operators();
-        // A path goal names its own path: the gene's swap changes nothing.
-        let gene_mutable = !matches!(seed.goal, Goal::ReachForbiddenPath { .. });
+        // A path goal names its own path, an outlived revocation its own
+        // moment: the class gene changes nothing there.
+        let gene_mutable = seed.goal.uses_gene();
         for k in 0..size - elites {
             let a = by_name(&ranked[spin(&ranked, &all, &mut rng)].population)
                 .ok_or_else(|| broken("a parent"))?;

@@ -9,7 +9,9 @@
 //! `smuggle-instruction` the instruction must still be there, as the kernel
 //! crate's reference detector reads the admitted request or released output;
 //! for `reach-forbidden-path` the admitted path, normalised by the kernel's
-//! reference normaliser, must name the declared path.
+//! reference normaliser, must name the declared path; for
+//! `outlive-revocation` the call is made right after the scenario revokes
+//! its capability (or an ancestor) and must be admitted.
 
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +34,8 @@ pub enum Goal {
     UseBeyondScope,
     /// A captured request or its nonce admitted a second time.
     ReplayRequest,
+    /// A call admitted on a capability after the scenario revoked it (or an ancestor).
+    OutliveRevocation,
     /// A delegation wider than its parent, used and admitted.
     WidenDelegation,
 }
@@ -54,6 +58,7 @@ impl Goal {
             Goal::ReachForbiddenPath { .. } => "reach-forbidden-path",
             Goal::UseBeyondScope => "use-beyond-scope",
             Goal::ReplayRequest => "replay-request",
+            Goal::OutliveRevocation => "outlive-revocation",
             Goal::WidenDelegation => "widen-delegation",
         }
     }
@@ -63,7 +68,7 @@ impl Goal {
         match class {
             AdversaryClass::PromptInjection => "smuggle-instruction",
             AdversaryClass::CapabilityOverrequest => "use-beyond-scope or reach-forbidden-path",
-            AdversaryClass::ReplayAttempt => "replay-request",
+            AdversaryClass::ReplayAttempt => "replay-request or outlive-revocation",
             AdversaryClass::ScopeEscape => "widen-delegation",
         }
     }
@@ -85,6 +90,7 @@ impl Goal {
             Some("smuggle-instruction") => Goal::SmuggleInstruction,
             Some("use-beyond-scope") => Goal::UseBeyondScope,
             Some("replay-request") => Goal::ReplayRequest,
+            Some("outlive-revocation") => Goal::OutliveRevocation,
             Some("widen-delegation") => Goal::WidenDelegation,
             Some("reach-forbidden-path") => {
                 let path = goal_path.ok_or_else(|| {
@@ -107,7 +113,7 @@ impl Goal {
                 return Err(refuse(
                     "goal",
                     format!(
-                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request or widen-delegation"
+                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation or widen-delegation"
                     ),
                 ))
             }
@@ -117,7 +123,9 @@ impl Goal {
             AdversaryClass::CapabilityOverrequest => {
                 matches!(goal, Goal::UseBeyondScope | Goal::ReachForbiddenPath { .. })
             }
-            AdversaryClass::ReplayAttempt => goal == Goal::ReplayRequest,
+            AdversaryClass::ReplayAttempt => {
+                matches!(goal, Goal::ReplayRequest | Goal::OutliveRevocation)
+            }
             AdversaryClass::ScopeEscape => goal == Goal::WidenDelegation,
         };
         if !fits {
@@ -140,21 +148,38 @@ impl Goal {
         Ok(goal)
     }
 
+    /// Whether the class gene shapes this goal's actions (a path goal names
+    /// its own path, an outlived revocation its own moment).
+    pub fn uses_gene(&self) -> bool {
+        !matches!(
+            self,
+            Goal::ReachForbiddenPath { .. } | Goal::OutliveRevocation
+        )
+    }
+
     /// The operator families that can serve this goal.
     pub fn families(&self) -> &'static [Family] {
         match self {
             Goal::SmuggleInstruction => &[Family::Encoding, Family::Character, Family::Structural],
             Goal::ReachForbiddenPath { .. } => &[Family::Path],
-            Goal::UseBeyondScope | Goal::ReplayRequest => &[Family::Protocol],
+            Goal::UseBeyondScope | Goal::ReplayRequest | Goal::OutliveRevocation => {
+                &[Family::Protocol]
+            }
             Goal::WidenDelegation => &[Family::Protocol],
         }
     }
 
-    /// The operators that can serve this goal, in catalogue order.
+    /// The operators that can serve this goal, in catalogue order (the
+    /// widening operators only for `widen-delegation`, the one goal that
+    /// signs a link for them to widen).
     pub fn operators(&self) -> Vec<Operator> {
         Operator::ALL
             .into_iter()
             .filter(|o| self.families().contains(&o.family()))
+            .filter(|o| {
+                *self == Goal::WidenDelegation
+                    || !matches!(o, Operator::WidenExpiry | Operator::WidenShare)
+            })
             .collect()
     }
 }
