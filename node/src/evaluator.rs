@@ -24,7 +24,8 @@
 //!
 //! An `outlive-revocation` action is not made before its base step but right
 //! after the revoke step that revokes its capability (or an ancestor), so it
-//! meets the revocation.
+//! meets the revocation; a `leak-label` action right after the labelled read
+//! it tries to leak, so it meets the retained label.
 //!
 //! Beyond the verdict, each outcome carries [`Feedback`] for the search: the
 //! pipeline stage that stopped the action, and the goal's oracle. For
@@ -363,7 +364,8 @@ impl<'w> Instance<'w> {
             Mutation::Arguments { .. }
             | Mutation::Overrequest { .. }
             | Mutation::Path { .. }
-            | Mutation::AfterRevocation { .. } => {
+            | Mutation::AfterRevocation { .. }
+            | Mutation::AfterLabelledRead { .. } => {
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
@@ -646,11 +648,9 @@ impl ActionEvaluator for KernelActionEvaluator {
         let mut by_step: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         let mut after: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, action) in actions.iter().enumerate() {
-            match &action.mutation {
-                Mutation::AfterRevocation { revoke_step } => {
-                    after.entry(revoke_step.as_str()).or_default().push(i)
-                }
-                _ => by_step
+            match action.mutation.made_after() {
+                Some(step) => after.entry(step).or_default().push(i),
+                None => by_step
                     .entry(action.base_step.as_str())
                     .or_default()
                     .push(i),

@@ -359,3 +359,39 @@ fn outlived_revocations_are_denied() {
         );
     }
 }
+
+// A leak-label adversary publishes right after its session read an internal file: the kernel denies every such call, a claimed fresh session included, because labels are kept for the principal and the lineage too.
+#[test]
+fn labelled_values_do_not_leak_to_a_lower_clearance() {
+    let text =
+        std::fs::read_to_string(scenarios_dir().join("information_flow.toml")).expect("readable");
+    let text = format!(
+        "{text}\n[[adversaries]]\nclass = \"capability-overrequest\"\npopulation = \"leak\"\nseed_ref = \"corpus/leak\"\ngoal = \"leak-label\"\n\n[adversaries.params]\nswaps = [\"tool\"]\n"
+    );
+    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 4,
+        population_size: 6,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let records: Vec<_> = result
+        .trace
+        .iter()
+        .flat_map(|g| &g.samples)
+        .flat_map(|s| &s.records)
+        .collect();
+    assert!(!records.is_empty());
+    assert!(records
+        .iter()
+        .any(|r| r.operators.contains(&Operator::ChangeSession)
+            && r.reason
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("information flow")));
+    for record in records {
+        assert_eq!(record.base_step, "post-before-internal-read");
+        assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
+    }
+}

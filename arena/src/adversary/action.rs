@@ -317,6 +317,23 @@ pub enum Mutation {
         /// The revoke step it follows.
         revoke_step: String,
     },
+    /// The base call made again right after a read of a labelled value.
+    AfterLabelledRead {
+        /// The read step it follows.
+        read_step: String,
+    },
+}
+
+impl Mutation {
+    /// The scenario step an action is made right after, when it is not made
+    /// right before its base step.
+    pub fn made_after(&self) -> Option<&str> {
+        match self {
+            Mutation::AfterRevocation { revoke_step } => Some(revoke_step),
+            Mutation::AfterLabelledRead { read_step } => Some(read_step),
+            _ => None,
+        }
+    }
 }
 
 /// One adversary action: a mutated call and the verdict the guard pool
@@ -479,6 +496,11 @@ pub fn mutate_with(
             let (revoke_step, at_ms) = revocation_after(scenario, base)?;
             call.evaluation_ms = at_ms;
             Mutation::AfterRevocation { revoke_step }
+        }
+        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::LeakLabel => {
+            let (read_step, at_ms) = labelled_read_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterLabelledRead { read_step }
         }
         (Gene::CapabilityOverrequest { .. }, _) if goal_path.is_some() => {
             let path = draft.path.clone()?;
@@ -722,6 +744,33 @@ pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String,
                 Some((s.step_id.clone(), s.evaluation_ms))
             }
             _ => None,
+        })
+}
+
+/// The first call step after `base`, by the same agent on another server,
+/// whose `path` argument one of that server's `labels` globs marks, with its
+/// evaluation offset.
+pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let file = scenario.file();
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| {
+            let Action::Call(call) = &scenario.actions()[s.step_index] else {
+                return None;
+            };
+            let labels = file
+                .servers
+                .iter()
+                .find(|d| d.id == call.server)
+                .and_then(|d| d.labels.as_ref())?;
+            let path = call.arguments.get("path").and_then(Value::as_str)?;
+            let marked = labels
+                .keys()
+                .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path));
+            (marked && s.agent_id == base.agent && call.server != base.server)
+                .then(|| (s.step_id.clone(), s.evaluation_ms))
         })
 }
 

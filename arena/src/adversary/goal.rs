@@ -11,7 +11,8 @@
 //! for `reach-forbidden-path` the admitted path, normalised by the kernel's
 //! reference normaliser, must name the declared path; for
 //! `outlive-revocation` the call is made right after the scenario revokes
-//! its capability (or an ancestor) and must be admitted.
+//! its capability (or an ancestor), and for `leak-label` right after a read
+//! the scenario's server labels mark, and it must be admitted.
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,8 @@ pub enum Goal {
     ReplayRequest,
     /// A call admitted on a capability after the scenario revoked it (or an ancestor).
     OutliveRevocation,
+    /// A call to a lower-clearance server admitted after a labelled read.
+    LeakLabel,
     /// A delegation wider than its parent, used and admitted.
     WidenDelegation,
 }
@@ -59,6 +62,7 @@ impl Goal {
             Goal::UseBeyondScope => "use-beyond-scope",
             Goal::ReplayRequest => "replay-request",
             Goal::OutliveRevocation => "outlive-revocation",
+            Goal::LeakLabel => "leak-label",
             Goal::WidenDelegation => "widen-delegation",
         }
     }
@@ -67,7 +71,9 @@ impl Goal {
     fn allowed(class: AdversaryClass) -> &'static str {
         match class {
             AdversaryClass::PromptInjection => "smuggle-instruction",
-            AdversaryClass::CapabilityOverrequest => "use-beyond-scope or reach-forbidden-path",
+            AdversaryClass::CapabilityOverrequest => {
+                "use-beyond-scope, reach-forbidden-path or leak-label"
+            }
             AdversaryClass::ReplayAttempt => "replay-request or outlive-revocation",
             AdversaryClass::ScopeEscape => "widen-delegation",
         }
@@ -91,6 +97,7 @@ impl Goal {
             Some("use-beyond-scope") => Goal::UseBeyondScope,
             Some("replay-request") => Goal::ReplayRequest,
             Some("outlive-revocation") => Goal::OutliveRevocation,
+            Some("leak-label") => Goal::LeakLabel,
             Some("widen-delegation") => Goal::WidenDelegation,
             Some("reach-forbidden-path") => {
                 let path = goal_path.ok_or_else(|| {
@@ -113,7 +120,7 @@ impl Goal {
                 return Err(refuse(
                     "goal",
                     format!(
-                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation or widen-delegation"
+                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label or widen-delegation"
                     ),
                 ))
             }
@@ -121,7 +128,10 @@ impl Goal {
         let fits = match class {
             AdversaryClass::PromptInjection => goal == Goal::SmuggleInstruction,
             AdversaryClass::CapabilityOverrequest => {
-                matches!(goal, Goal::UseBeyondScope | Goal::ReachForbiddenPath { .. })
+                matches!(
+                    goal,
+                    Goal::UseBeyondScope | Goal::ReachForbiddenPath { .. } | Goal::LeakLabel
+                )
             }
             AdversaryClass::ReplayAttempt => {
                 matches!(goal, Goal::ReplayRequest | Goal::OutliveRevocation)
@@ -153,7 +163,7 @@ impl Goal {
     pub fn uses_gene(&self) -> bool {
         !matches!(
             self,
-            Goal::ReachForbiddenPath { .. } | Goal::OutliveRevocation
+            Goal::ReachForbiddenPath { .. } | Goal::OutliveRevocation | Goal::LeakLabel
         )
     }
 
@@ -162,9 +172,10 @@ impl Goal {
         match self {
             Goal::SmuggleInstruction => &[Family::Encoding, Family::Character, Family::Structural],
             Goal::ReachForbiddenPath { .. } => &[Family::Path],
-            Goal::UseBeyondScope | Goal::ReplayRequest | Goal::OutliveRevocation => {
-                &[Family::Protocol]
-            }
+            Goal::UseBeyondScope
+            | Goal::ReplayRequest
+            | Goal::OutliveRevocation
+            | Goal::LeakLabel => &[Family::Protocol],
             Goal::WidenDelegation => &[Family::Protocol],
         }
     }
