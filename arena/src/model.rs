@@ -252,4 +252,10 @@ pub struct AdversaryDecl {
     pub seed_ref: String,
     /// Class-specific parameters.
     pub params: Option<toml::Table>,
+    /// What the adversary tries to reach (default: its class's goal).
+    pub goal: Option<String>,
+    /// The path a `reach-forbidden-path` goal tries to reach.
+    pub goal_path: Option<String>,
+    /// Populations the block's lineage breeds per generation (default: the evolve configuration's).
+    pub population_size: Option<i64>,
 }

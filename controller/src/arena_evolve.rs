@@ -1,4 +1,4 @@
-//! `chio arena evolve FILE [--generations N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH]`.
+//! `chio arena evolve FILE [--generations N] [--population-size N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH]`.
 //!
 //! Order of work: check both budget flags against the bounded-budget gate
 //! (`MAX_ARENA_EVOLVE_GENERATIONS` and `MAX_ARENA_EVOLVE_WALL_SECONDS`, both
@@ -8,7 +8,11 @@
 //! (`chio_arena::adversary::coevolution`), then write under the output root
 //! (default `target/arena`) `leaderboard.json` (canonical,
 //! `chio.arena.leaderboard/v1`), `leaderboard.md`, `evolve-trace.json` (the
-//! generation trace, canonical) and `survival.svg`, and print the summary.
+//! generation trace, canonical: per generation every action's operator
+//! sequence, stage and progress) and `survival.svg` (best and mean fitness,
+//! best survival rate, the first escape marked), and print the summary.
+//! `--population-size` (1 to 64, default 8) is how many populations each
+//! declared lineage breeds per generation, unless its block says otherwise.
 //!
 //! The wall clock is read here and only here, for one purpose: after each
 //! generation the budget check asks whether `--wall-seconds` have passed
@@ -23,7 +27,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chio_arena::adversary::chart::render_chart;
+use chio_arena::adversary::coevolution::DEFAULT_POPULATION_SIZE;
 use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
+use chio_arena::adversary::population::MAX_POPULATION_SIZE;
 use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
 use chio_arena::{load_scenario, ArenaError};
 use chio_kernel::canonical::to_canonical_vec;
@@ -62,6 +68,10 @@ pub struct EvolveArgs {
     /// Generations to evolve, 1 to 200.
     #[arg(long, default_value_t = 4)]
     pub generations: u32,
+    /// Populations each declared lineage breeds per generation, 1 to 64
+    /// (a block's `population_size` overrides it).
+    #[arg(long, default_value_t = DEFAULT_POPULATION_SIZE)]
+    pub population_size: u32,
     /// Wall-clock budget in seconds, 1 to 1800; the run ends cleanly when spent.
     #[arg(long, default_value_t = MAX_ARENA_EVOLVE_WALL_SECONDS)]
     pub wall_seconds: u64,
@@ -147,6 +157,9 @@ struct EvolveSummary<'a> {
     stopped_by: &'static str,
     actions_evaluated: u64,
     kernel_evaluations: u64,
+    population_size: u32,
+    first_escape_generation: Option<u32>,
+    evaluations_to_first_escape: Option<u64>,
     files: Vec<String>,
     leaderboard: &'a Leaderboard,
 }
@@ -178,6 +191,12 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
 /// Runs the command, printing to `out`.
 pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
     check_budget(args.generations, args.wall_seconds)?;
+    if args.population_size == 0 || args.population_size > MAX_POPULATION_SIZE {
+        return Err(out_of_range(
+            format!("--population-size must be between 1 and {MAX_POPULATION_SIZE}"),
+            format!("pass --population-size {DEFAULT_POPULATION_SIZE} or another value from 1 to {MAX_POPULATION_SIZE}"),
+        ));
+    }
     let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
     if scenario.file().adversaries.is_empty() {
         return Err(arena_error(&ArenaError::NoAdversaries));
@@ -193,6 +212,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     let config = EvolveConfig {
         generations: args.generations,
+        population_size: args.population_size,
         ..EvolveConfig::default()
     };
     let bar = if std::io::stderr().is_terminal() {
@@ -272,6 +292,9 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
             stopped_by,
             actions_evaluated: result.actions_evaluated,
             kernel_evaluations: result.kernel_evaluations,
+            population_size: args.population_size,
+            first_escape_generation: result.first_escape_generation,
+            evaluations_to_first_escape: result.evaluations_to_first_escape,
             files: [LEADERBOARD_JSON, LEADERBOARD_MD, TRACE_FILE, CHART_FILE]
                 .iter()
                 .map(|f| f.to_string())
@@ -290,6 +313,13 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
             result.actions_evaluated,
             result.kernel_evaluations
         );
+        match result.first_escape_generation {
+            Some(g) => s.push_str(&format!(
+                "first escape in generation {g}, after {} kernel evaluations\n",
+                result.evaluations_to_first_escape.unwrap_or(0)
+            )),
+            None => s.push_str("no escape found\n"),
+        }
         s.push_str(&board.to_markdown());
         s.push_str(&format!("\nwritten to {}\n", dir.display()));
         s

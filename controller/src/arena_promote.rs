@@ -14,20 +14,34 @@
 //! `chio.arena.fixture/v1` descriptors, `adversarial-suite/<class>/` holds
 //! `chio.arena.adversarial-case/v1` cases. Each case names its scenario by
 //! a path relative to its own folder.
+//!
+//! With `--from-trace PATH` (an `evolve-trace.json` written by
+//! `chio arena evolve`) the actions promoted are instead the escapes the
+//! search found: every action the trace records as `survived`, rebuilt from
+//! the trace's population (gene, operator sequence, goal) in the scenario
+//! given as FILE, and evaluated alone there. That is how an escape becomes a
+//! regression case once the guard is fixed: run the search against the weak
+//! pipeline, fix it, promote the trace's escapes against the fixed one. An
+//! escape the fixed pipeline still admits is not written; the report counts
+//! it as `still_escaping`.
 
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
-use chio_arena::adversary::action::base_steps;
+use std::collections::BTreeSet;
+
+use chio_arena::adversary::action::{base_steps, AdversaryAction};
 use chio_arena::adversary::fitness::ActionEvaluator;
 use chio_arena::adversary::{
-    actions_for, populations_from_scenario, PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
+    actions_for, populations_from_scenario, ActionResult, GenerationRecord, PromotedCase,
+    PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };
-use chio_arena::{load_scenario, ArenaError};
+use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::{Args, ValueEnum};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{CliError, Exit};
 
@@ -70,6 +84,74 @@ pub struct PromoteArgs {
     /// Print the canonical `chio.arena.promote/v1` report.
     #[arg(long)]
     pub json: bool,
+    /// Promote the escapes recorded in this evolve trace instead of the
+    /// declared populations' round-0 actions.
+    #[arg(long, value_name = "PATH")]
+    pub from_trace: Option<PathBuf>,
+}
+
+/// The part of an evolve trace promotion reads.
+#[derive(Deserialize)]
+struct TraceFile {
+    generations: Vec<GenerationRecord>,
+}
+
+/// The escaping actions a trace records, rebuilt in `scenario`, in trace
+/// order, each once; `lineages` narrows them when not empty.
+fn trace_escapes(
+    scenario: &Scenario,
+    path: &Path,
+    lineages: &[String],
+) -> Result<Vec<AdversaryAction>, CliError> {
+    let unreadable = |reason: String| {
+        arena_error(&ArenaError::Unreadable {
+            path: path.display().to_string(),
+            reason,
+        })
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.kind().to_string()))?;
+    let trace: TraceFile = serde_json::from_str(&text).map_err(|e| {
+        unreadable(format!(
+            "not an evolve trace ({e}); pass the evolve-trace.json chio arena evolve wrote"
+        ))
+    })?;
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for record in &trace.generations {
+        for sample in &record.samples {
+            if !lineages.is_empty() && !lineages.contains(&sample.lineage) {
+                continue;
+            }
+            let Some(population) = record
+                .populations
+                .iter()
+                .find(|p| p.name == sample.population)
+            else {
+                continue;
+            };
+            for escape in sample
+                .records
+                .iter()
+                .filter(|r| r.result == ActionResult::Survived)
+            {
+                if !seen.insert(escape.action.clone()) {
+                    continue;
+                }
+                let round = escape
+                    .action
+                    .rsplit_once("/r")
+                    .and_then(|(_, r)| r.parse::<u32>().ok())
+                    .unwrap_or(0);
+                if let Some(action) = actions_for(scenario, population, round)
+                    .into_iter()
+                    .find(|a| a.id == escape.action)
+                {
+                    out.push(action);
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[derive(Serialize)]
@@ -80,6 +162,8 @@ struct PromoteReport<'a> {
     written: Vec<String>,
     skipped_by_cap: usize,
     not_eligible: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    still_escaping: Option<usize>,
 }
 
 fn arena_error(err: &ArenaError) -> CliError {
@@ -160,8 +244,16 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .unwrap_or_else(|| scenario.base_dir().join("promoted"));
     let mut cases: Vec<PromotedCase> = Vec::new();
     let mut not_eligible = 0;
-    for population in &populations {
-        for action in actions_for(&scenario, population, 0) {
+    let mut still_escaping = 0;
+    let actions: Vec<AdversaryAction> = match &args.from_trace {
+        Some(path) => trace_escapes(&scenario, path, &args.populations)?,
+        None => populations
+            .iter()
+            .flat_map(|p| actions_for(&scenario, p, 0))
+            .collect(),
+    };
+    {
+        for action in actions {
             if !args.steps.is_empty() && !args.steps.contains(&action.base_step) {
                 continue;
             }
@@ -185,7 +277,12 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
             };
             match case {
                 Some(case) => cases.push(case),
-                None => not_eligible += 1,
+                None => {
+                    not_eligible += 1;
+                    if outcome.projected == ProjectedVerdict::Allow {
+                        still_escaping += 1;
+                    }
+                }
             }
         }
     }
@@ -218,6 +315,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         written,
         skipped_by_cap,
         not_eligible,
+        still_escaping: args.from_trace.as_ref().map(|_| still_escaping),
     };
     let text = if args.json {
         let mut bytes = to_canonical_vec(&report).map_err(|e| arena_error(&e.into()))?;

@@ -6,7 +6,8 @@
 //! `AdversaryClass::ALL` order) sits in the tool's driver; every escape of
 //! every generation, each action id once, is a result at level `error`
 //! whose message names the population, its class and lineage, the action
-//! and the step it mutated. Its location is the scenario file (the path as
+//! and the step it mutated (and, for a bred action, its operator sequence
+//! in words). Its location is the scenario file (the path as
 //! given on the command line, as a URI reference) at the line of the
 //! `[[steps]]` header of the step the action mutates; the `[[adversaries]]`
 //! header of the population's lineage is a related location (and the
@@ -23,7 +24,7 @@ use std::path::Path;
 
 use chio_arena::adversary::coevolution::EvolutionResult;
 use chio_arena::adversary::fitness::{ActionRecord, ActionResult};
-use chio_arena::adversary::AdversaryClass;
+use chio_arena::adversary::{describe, AdversaryClass};
 use chio_arena::Scenario;
 use serde_json::{json, Value};
 
@@ -197,8 +198,13 @@ pub fn render(
             } else {
                 format!(", bred from declared population {}", e.lineage)
             };
+            let operators = if r.operators.is_empty() {
+                String::new()
+            } else {
+                format!("; its operators: {}", describe(&r.operators))
+            };
             let text = format!(
-                "population {} ({class}{origin}) escaped the guard pipeline: action {} mutating step {} was expected to be denied, and the kernel answered {}{}",
+                "population {} ({class}{origin}) escaped the guard pipeline: action {} mutating step {} was expected to be denied, and the kernel answered {}{}{operators}",
                 e.population,
                 r.action,
                 r.base_step,

@@ -1,7 +1,8 @@
 //! `chio arena evolve` and `chio arena promote` as processes (issue 6,
 //! acceptance item 4): the budget gate errors, the JSON summary, the
 //! promotion gate clauses, the cap, and an unknown step refused with
-//! nothing written.
+//! nothing written; byte-identical outputs for the same flags with operator
+//! sequences in the trace; escapes of a trace promoted as regression cases.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -237,4 +238,137 @@ fn unknown_step_is_refused_and_suite_needs_no_gate() {
     );
     assert_eq!(out.status.code(), Some(0));
     assert!(files_under(&dir.join("adversarial-suite/scope-escape")) > 0);
+}
+
+/// Runs `chio arena evolve` on `scenario` into `dir` and returns its four files.
+fn evolve_files(scenario: &str, dir: &Path, extra: &[&str]) -> Vec<Vec<u8>> {
+    let dir_s = dir.to_string_lossy().to_string();
+    let mut args = vec!["arena", "evolve", scenario, "--out", dir_s.as_str()];
+    args.extend(extra);
+    let out = chio(&args, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    [
+        "leaderboard.json",
+        "leaderboard.md",
+        "evolve-trace.json",
+        "survival.svg",
+    ]
+    .iter()
+    .map(|f| std::fs::read(dir.join(f)).expect("written"))
+    .collect()
+}
+
+// Two runs with the same flags write byte-identical leaderboards, traces and charts; the trace shows operator sequences and new actions in every generation.
+#[test]
+fn same_flags_give_byte_identical_outputs_with_operator_sequences() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let flags = ["--generations", "6", "--population-size", "6"];
+    let first = evolve_files(
+        "scenarios/pr-421-review.toml",
+        &tmp.path().join("a"),
+        &flags,
+    );
+    let second = evolve_files(
+        "scenarios/pr-421-review.toml",
+        &tmp.path().join("b"),
+        &flags,
+    );
+    assert_eq!(first, second);
+    let trace: serde_json::Value = serde_json::from_slice(&first[2]).expect("trace json");
+    let generations = trace["generations"].as_array().expect("generations");
+    assert_eq!(generations.len(), 6);
+    for record in generations {
+        assert!(
+            record["new_actions"].as_u64().expect("count") > 0,
+            "{record}"
+        );
+    }
+    let with_operators = generations[1..]
+        .iter()
+        .flat_map(|g| g["samples"].as_array().expect("samples"))
+        .flat_map(|s| s["records"].as_array().expect("records"))
+        .filter(|r| r["operators"].as_array().is_some_and(|o| !o.is_empty()))
+        .count();
+    assert!(with_operators > 0, "no operator sequence in the trace");
+    let chart = String::from_utf8_lossy(&first[3]);
+    assert!(chart.contains("best fitness") && chart.contains("mean fitness"));
+}
+
+// An escape found against the weakened pipeline becomes a regression case of the reference one: promoted from the trace, denied, and it replays.
+#[test]
+fn promote_turns_trace_escapes_into_regression_cases() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let evolved = tmp.path().join("evolve");
+    let files = evolve_files(
+        "scenarios/adversaries-weakened.toml",
+        &evolved,
+        &["--generations", "2", "--population-size", "3"],
+    );
+    let board: serde_json::Value = serde_json::from_slice(&files[0]).expect("board");
+    let escapes = board["escapes"].as_array().expect("escapes listed");
+    assert!(!escapes.is_empty());
+    assert!(escapes
+        .iter()
+        .all(|e| !e["description"].as_str().unwrap_or("").is_empty()));
+    let promoted = tmp.path().join("promoted");
+    let trace = evolved.join("evolve-trace.json");
+    let out = chio(
+        &[
+            "arena",
+            "promote",
+            SCENARIO,
+            "--to",
+            "adversarial-suite",
+            "--from-trace",
+            &trace.to_string_lossy(),
+            "--out",
+            &promoted.to_string_lossy(),
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["still_escaping"], 0);
+    let written = report["written"].as_array().expect("written");
+    assert!(!written.is_empty());
+    let with_operators = written
+        .iter()
+        .filter_map(|p| p.as_str())
+        .map(|p| std::fs::read_to_string(p).expect("case"))
+        .filter(|text| text.contains("\"operators\""))
+        .count();
+    assert!(
+        with_operators > 0,
+        "no promoted escape carries its operators"
+    );
+    assert_eq!(
+        files_under(&promoted.join("adversarial-suite")),
+        written.len()
+    );
+}
+
+// --population-size outside 1 to 64 is refused as a typed error before anything is written.
+#[test]
+fn population_size_out_of_range_is_refused() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("out");
+    for size in ["0", "65"] {
+        let out = chio(
+            &[
+                "arena",
+                "evolve",
+                SCENARIO,
+                "--population-size",
+                size,
+                "--out",
+                &dir.to_string_lossy(),
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr)
+            .starts_with("error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --population-size"));
+        assert!(!dir.exists(), "nothing may be written");
+    }
 }

@@ -113,6 +113,7 @@ pub mod keys;
 pub mod label;
 pub mod ledger;
 pub mod path;
+pub mod planted;
 pub mod portable;
 pub mod receipt;
 pub mod request;

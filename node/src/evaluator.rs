@@ -20,6 +20,29 @@
 //! labels and budgets; the batch's earlier actions of the same base step
 //! also leave their traces there.
 //!
+//! Operators can make a request depart from its base step: another request
+//! id (the base step's own), another session, an evaluation at the
+//! capability's expiry instant, an issue time in the future, or further
+//! widenings on a widening link; each is applied here as the action says.
+//!
+//! An `outlive-revocation` action is not made before its base step but right
+//! after the revoke step that revokes its capability (or an ancestor), so it
+//! meets the revocation; a `leak-label` action right after the labelled read
+//! it tries to leak, so it meets the retained label.
+//!
+//! Beyond the verdict, each outcome carries [`Feedback`] for the search: the
+//! pipeline stage that stopped the action, and the goal's oracle. For
+//! `smuggle-instruction` the kernel crate's reference detector
+//! (`prompt_injection::scan_value`, all patterns, run here outside any guard)
+//! reads what was admitted, the request's arguments or the released output:
+//! the goal is reached when it still finds an instruction there, and for a
+//! denied action its match detail (which reading, how deep, split or not)
+//! says how disguised the payload was. For `reach-forbidden-path` the
+//! admitted path, normalised by the kernel's path normaliser, must name the
+//! goal's path (ASCII case ignored, as the forbidden-path guard reads it).
+//! Other goals are reached by any admission. None of this detail comes from
+//! the kernel's decision, which names a pattern and a pointer only.
+//!
 //! Per action: the request is signed by the action's agent (for a scope
 //! escape, an accomplice with its own arena key), routed to the kernel that
 //! serves the server it names (or, for a server the world does not declare,
@@ -33,13 +56,16 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::adversary::action::{AdversaryAction, Mutation, WideningPlan};
+use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, WideningPlan};
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
-use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
+use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome, Feedback, Stage};
+use chio_arena::adversary::goal::Goal;
 use chio_arena::{Action, ArenaError, Scenario};
+use chio_kernel::guards::prompt_injection::{scan_value, Pattern, Reading, ValueFinding};
 use chio_kernel::kernel::{Admission, Decision, Kernel, ToolOutput};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::LabelCarry;
+use chio_kernel::path::normalize_path;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use ed25519_dalek::SigningKey;
@@ -174,6 +200,46 @@ impl<'w> Instance<'w> {
         }
         .sign(&self.key_of(agent))
         .map_err(failure)
+    }
+
+    /// Signs an action's call with `arguments`, applying its request-id,
+    /// session and issue-time departures.
+    fn sign_action(
+        &self,
+        action_id: &str,
+        call: &MutatedCall,
+        capability: CapabilityToken,
+        arguments: Value,
+        now_ms: u64,
+    ) -> Result<ToolCallRequest, ArenaError> {
+        ToolCallRequest {
+            request_id: call
+                .request_id
+                .clone()
+                .unwrap_or_else(|| action_id.to_string()),
+            capability,
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments,
+            agent_id: call.agent.clone(),
+            session_id: call.session.clone().unwrap_or_else(|| call.agent.clone()),
+            issued_at_ms: now_ms + call.future_dated_ms,
+            proof: RequestProof::default(),
+        }
+        .sign(&self.key_of(&call.agent))
+        .map_err(failure)
+    }
+
+    /// When an action's call is evaluated: its offset, or the presented
+    /// capability's expiry instant when it asks for that edge.
+    fn action_time(&self, call: &MutatedCall) -> u64 {
+        let offset = self.world.start_ms + call.evaluation_ms;
+        if !call.at_expiry {
+            return offset;
+        }
+        self.ledger
+            .get(&call.capability)
+            .map_or(offset, |(_, token)| token.state().expires_at_ms)
     }
 
     fn token(&self, capability: &str) -> Result<CapabilityToken, ArenaError> {
@@ -320,20 +386,17 @@ impl<'w> Instance<'w> {
         base_server: &str,
     ) -> Result<ActionOutcome, ArenaError> {
         let call = &action.call;
-        let now_ms = self.world.start_ms + call.evaluation_ms;
+        let now_ms = self.action_time(call);
         let kernel = self.kernel_for(&call.server, base_server)?;
         let (decision, evaluations) = match &action.mutation {
-            Mutation::Arguments { .. } | Mutation::Overrequest { .. } => {
+            Mutation::Arguments { .. }
+            | Mutation::Overrequest { .. }
+            | Mutation::Path { .. }
+            | Mutation::AfterRevocation { .. }
+            | Mutation::AfterLabelledRead { .. } => {
                 let token = self.token(&call.capability)?;
-                let request = self.sign(
-                    &action.id,
-                    &call.agent,
-                    token,
-                    &call.server,
-                    &call.tool,
-                    call.arguments.clone(),
-                    now_ms,
-                )?;
+                let request =
+                    self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
                 (self.evaluate(&kernel, &request, now_ms)?, 1)
             }
             Mutation::Fixture { edit, .. } => {
@@ -351,15 +414,8 @@ impl<'w> Instance<'w> {
                     &json!({"path": edit.path, "content": edit.apply(original.as_deref().unwrap_or(""))}),
                 );
                 let token = self.token(&call.capability)?;
-                let request = self.sign(
-                    &action.id,
-                    &call.agent,
-                    token,
-                    &call.server,
-                    &call.tool,
-                    call.arguments.clone(),
-                    now_ms,
-                )?;
+                let request =
+                    self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
                 let decision = self.evaluate(&kernel, &request, now_ms);
                 if let Some(server) = self.servers.get_mut(&edit.server) {
                     match original {
@@ -373,23 +429,14 @@ impl<'w> Instance<'w> {
             }
             Mutation::Replay(plan) => {
                 let token = self.token(&call.capability)?;
-                let original = self.sign(
-                    &action.id,
-                    &call.agent,
-                    token,
-                    &call.server,
-                    &call.tool,
-                    call.arguments.clone(),
-                    now_ms,
-                )?;
+                let original =
+                    self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
                 let copy_at = now_ms + plan.offset_ms;
                 let copy = match (&plan.reuse, &plan.copy_arguments) {
-                    (ReplayReuse::Nonce, Some(arguments)) => self.sign(
+                    (ReplayReuse::Nonce, Some(arguments)) => self.sign_action(
                         &action.id,
-                        &call.agent,
+                        call,
                         original.capability.clone(),
-                        &call.server,
-                        &call.tool,
                         arguments.clone(),
                         copy_at,
                     )?,
@@ -408,26 +455,22 @@ impl<'w> Instance<'w> {
             Mutation::Widen(plan) => {
                 let child =
                     self.widened_child(plan, &call.agent, &call.capability, &call.tool, now_ms)?;
-                let request = self.sign(
-                    &action.id,
-                    &call.agent,
-                    child,
-                    &call.server,
-                    &call.tool,
-                    call.arguments.clone(),
-                    now_ms,
-                )?;
+                let request =
+                    self.sign_action(&action.id, call, child, call.arguments.clone(), now_ms)?;
                 (self.evaluate(&kernel, &request, now_ms)?, 1)
             }
         };
+        let projected = decision.projected();
+        let feedback = feedback(action, &decision, projected);
         Ok(ActionOutcome {
             verdict: decision.verdict,
-            projected: decision.projected(),
+            projected,
             reason: decision.reason.clone(),
             guard: decision.guard.clone(),
             kernel,
             receipt: decision.receipt,
             evaluations,
+            feedback: Some(feedback),
         })
     }
 
@@ -442,7 +485,31 @@ impl<'w> Instance<'w> {
     ) -> Result<CapabilityToken, ArenaError> {
         let parent = self.token(&plan.parent)?;
         let mut state = parent.state();
-        match plan.widening {
+        for widening in std::iter::once(plan.widening).chain(plan.also.iter().copied()) {
+            widen(&mut state, widening, plan, tool);
+        }
+        let delegatee = public_key_hex(&self.key_of(accomplice));
+        parent
+            .delegate_state(
+                &self.key_of(&plan.delegator),
+                &delegatee,
+                state,
+                child_id,
+                now_ms,
+            )
+            .map_err(failure)
+    }
+}
+
+/// Applies one widening to a link's state.
+fn widen(
+    state: &mut chio_kernel::token::GrantState,
+    widening: WideningKind,
+    plan: &WideningPlan,
+    tool: &str,
+) {
+    {
+        match widening {
             WideningKind::Tool => {
                 if let Some(extra) = &plan.extra_tool {
                     for grant in &mut state.scope {
@@ -463,16 +530,114 @@ impl<'w> Instance<'w> {
             WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
             WideningKind::Share => state.share_bps += 1,
         }
-        let delegatee = public_key_hex(&self.key_of(accomplice));
-        parent
-            .delegate_state(
-                &self.key_of(&plan.delegator),
-                &delegatee,
-                state,
-                child_id,
-                now_ms,
-            )
-            .map_err(failure)
+    }
+}
+
+/// The search's feedback on one decided action (see the module doc).
+fn feedback(
+    action: &AdversaryAction,
+    decision: &Decision,
+    projected: chio_kernel::verdict::ProjectedVerdict,
+) -> Feedback {
+    let stage = Stage::classify(
+        projected,
+        decision.reason.as_deref(),
+        decision.guard.as_deref(),
+    );
+    let admitted = stage == Stage::Admitted;
+    let goal = action
+        .goal
+        .clone()
+        .unwrap_or_else(|| Goal::default_for(action.gene.class()));
+    match goal {
+        Goal::SmuggleInstruction => {
+            // What the kernel saw: the arguments, or the output it produced.
+            let seen = match &action.mutation {
+                Mutation::Fixture { .. } => match &decision.output {
+                    Some(output) => Some(output.clone()),
+                    None if !admitted => action_fixture_text(action),
+                    None => None,
+                },
+                _ => Some(action.call.arguments.clone()),
+            };
+            let finding = seen.as_ref().and_then(|v| scan_value(v, &Pattern::ALL));
+            let (detail, closeness) = match &finding {
+                Some(f) => (Some(describe_finding(f)), disguise(f)),
+                None => (None, 0),
+            };
+            Feedback {
+                stage,
+                detail,
+                closeness,
+                goal_reached: admitted && finding.is_some(),
+            }
+        }
+        Goal::ReachForbiddenPath { path } => {
+            let spelled = action
+                .call
+                .arguments
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let reached = normalize_path(spelled)
+                .ok()
+                .zip(normalize_path(&path).ok())
+                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(&b));
+            Feedback {
+                stage,
+                detail: reached.then(|| "names-the-goal-path".to_string()),
+                closeness: if reached && spelled != path { 500 } else { 0 },
+                goal_reached: admitted && reached,
+            }
+        }
+        _ => Feedback {
+            stage,
+            detail: None,
+            closeness: 0,
+            goal_reached: admitted,
+        },
+    }
+}
+
+/// The fixture line an action injects, as a string value, for a denied fixture action.
+fn action_fixture_text(action: &AdversaryAction) -> Option<Value> {
+    match &action.mutation {
+        Mutation::Fixture { edit, .. } => Some(Value::String(edit.payload.clone())),
+        _ => None,
+    }
+}
+
+/// `rule/reading/depth` of a reference finding, or `split/rule`.
+fn describe_finding(finding: &ValueFinding) -> String {
+    match finding {
+        ValueFinding::At { found, .. } => format!(
+            "{}/{}/{}/{}",
+            found.pattern.as_str(),
+            found.rule,
+            found.reading.as_str(),
+            found.embedding
+        ),
+        ValueFinding::Split { found } => {
+            format!("{}/{}/split", found.pattern.as_str(), found.rule)
+        }
+        ValueFinding::Limit { limit, .. } => format!("limit/{limit}"),
+    }
+}
+
+/// Thousandths: how hard the reference detector had to look to read the payload.
+fn disguise(finding: &ValueFinding) -> u16 {
+    match finding {
+        ValueFinding::At { found, .. } => {
+            let reading = if found.reading == Reading::Plain {
+                0
+            } else {
+                500
+            };
+            let depth = 150 * found.embedding.min(3) as u16;
+            (reading + depth).min(999)
+        }
+        ValueFinding::Split { .. } => 700,
+        ValueFinding::Limit { .. } => 300,
     }
 }
 
@@ -506,13 +671,18 @@ impl ActionEvaluator for KernelActionEvaluator {
         actions: &[AdversaryAction],
     ) -> Result<Vec<ActionOutcome>, ArenaError> {
         let scenario = &self.scenario;
-        // Base step id -> indices of its actions, in batch order.
+        // Base step id -> indices of its actions, in batch order; revoke
+        // step id -> indices of the actions made right after it.
         let mut by_step: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        let mut after: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
         for (i, action) in actions.iter().enumerate() {
-            by_step
-                .entry(action.base_step.as_str())
-                .or_default()
-                .push(i);
+            match action.mutation.made_after() {
+                Some(step) => after.entry(step).or_default().push(i),
+                None => by_step
+                    .entry(action.base_step.as_str())
+                    .or_default()
+                    .push(i),
+            }
         }
         let mut outcomes: Vec<Option<ActionOutcome>> = vec![None; actions.len()];
         let mut instance = Instance::new(&self.world)?;
@@ -533,8 +703,14 @@ impl ActionEvaluator for KernelActionEvaluator {
             }
             let now_ms = self.world.start_ms + scheduled.evaluation_ms;
             instance.run_step(scenario, scheduled.step_index, &scheduled.agent_id, now_ms)?;
+            if let Some(indices) = after.remove(scheduled.step_id.as_str()) {
+                for i in indices {
+                    let server = actions[i].call.server.clone();
+                    outcomes[i] = Some(instance.run_action(&actions[i], &server)?);
+                }
+            }
         }
-        if let Some(step) = by_step.keys().next() {
+        if let Some(step) = by_step.keys().chain(after.keys()).next() {
             return Err(failure(format!("base step {step} is not in the scenario")));
         }
         self.evaluations += instance.evaluations;

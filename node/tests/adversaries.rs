@@ -3,14 +3,17 @@
 //! with a reason; a mutation inside its grant is allowed and not counted;
 //! outputs are byte-identical across runs and diverge with `seed + 1`; the
 //! weakened pipeline lets a population survive where the reference one
-//! yields 0; evolution is deterministic.
+//! yields 0; evolution is deterministic; a single declared population
+//! breeds new operator actions every generation; the goal oracles judge
+//! garbled payloads and other paths as no escape; the hardened guards
+//! survive the operator search.
 
 use std::path::{Path, PathBuf};
 
 use chio_arena::adversary::chart::render_chart;
 use chio_arena::adversary::{
     actions_for, evaluate_populations, evolve, populations_from_scenario, ActionResult,
-    AdversaryClass, EvolveConfig, FitnessReport, Leaderboard,
+    AdversaryClass, EvolveConfig, FitnessReport, Leaderboard, Operator,
 };
 use chio_arena::{load_scenario, parse_scenario, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
@@ -217,4 +220,178 @@ fn actions_repeat_and_seed_plus_one_diverges() {
     let other = bytes(&bumped);
     assert_ne!(first.0, other.0, "actions must depend on the seed");
     assert_ne!(first.1, other.1, "receipts must depend on the seed");
+}
+
+// A scenario that declares one population still breeds: every generation after the first evaluates actions never evaluated before, made by operator sequences.
+#[test]
+fn one_declared_population_breeds_new_operator_actions_every_generation() {
+    let scenario = scenario("pr-421-review.toml");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 4,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let mut seen = std::collections::BTreeSet::new();
+    for record in &result.trace {
+        assert!(record.new_actions > 0, "generation {}", record.generation);
+        let mut fresh = 0;
+        for sample in &record.samples {
+            for r in &sample.records {
+                let key = format!("{}|{:?}|{}", r.gene, r.operators, r.base_step);
+                if seen.insert(key) {
+                    fresh += 1;
+                }
+            }
+        }
+        assert!(
+            fresh > 0,
+            "generation {} repeated itself",
+            record.generation
+        );
+        if record.generation > 0 {
+            assert_eq!(
+                record.populations.len(),
+                config.population_size as usize,
+                "the lineage breeds a full pool"
+            );
+            assert!(record
+                .samples
+                .iter()
+                .flat_map(|s| &s.records)
+                .any(|r| !r.operators.is_empty()));
+        }
+    }
+}
+
+/// The scenario's first population with every member carrying `genome`.
+fn with_genome(scenario: &Scenario, lineage: &str, genome: &[Operator]) -> FitnessReport {
+    let population = populations_from_scenario(scenario)
+        .expect("populations")
+        .into_iter()
+        .find(|p| p.name == lineage)
+        .expect("lineage");
+    let n = population.members.len();
+    let population = population.with_genomes(vec![genome.to_vec(); n]);
+    let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
+    evaluate_populations(scenario, &[population], 1, &mut evaluator).expect("evaluation")
+}
+
+// The goal oracle: a payload an encoding garbled past reading is admitted by an observing guard but is no escape; the readable one is.
+#[test]
+fn garbled_payloads_reach_no_goal() {
+    let weak = scenario("adversaries-weakened.toml");
+    let garbled = with_genome(&weak, "injection", &[Operator::Base64]);
+    let sample = &garbled.samples[0];
+    assert_eq!(sample.survivals, 0, "{:#?}", sample.records);
+    assert!(sample.goal_missed > 0);
+    assert!(sample
+        .records
+        .iter()
+        .filter(|r| r.actual != ProjectedVerdict::Deny)
+        .all(|r| r.result == ActionResult::GoalMissed));
+    let readable = with_genome(&weak, "injection", &[Operator::Fullwidth]);
+    assert!(readable.samples[0].survivals > 0);
+}
+
+// The path oracle: the hardened forbidden-path guard denies a case-changed spelling; a spelling of another file is admitted but reaches no goal.
+#[test]
+fn forbidden_path_goal_is_judged_by_the_normalised_path() {
+    let bench = scenario("planted-weakness-benchmark.toml");
+    let upper = with_genome(&bench, "dotenv", &[Operator::PathUpperCase]);
+    let records = &upper.samples[0].records;
+    assert!(records.iter().all(|r| r.result == ActionResult::Defeated));
+    assert!(records
+        .iter()
+        .all(|r| r.reason.as_deref().unwrap_or("").contains("forbidden glob")));
+    let other = with_genome(&bench, "dotenv", &[Operator::FullwidthDot]);
+    assert!(other.samples[0]
+        .records
+        .iter()
+        .all(|r| r.result == ActionResult::GoalMissed));
+}
+
+// Against the hardened guards the operator search finds nothing: every generation of the benchmark world has zero escapes.
+#[test]
+fn hardened_guards_survive_the_operator_search() {
+    let bench = scenario("planted-weakness-benchmark.toml");
+    let mut evaluator = KernelActionEvaluator::load(&bench).expect("world");
+    let config = EvolveConfig {
+        generations: 3,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&bench, &config, &mut evaluator).expect("evolution");
+    assert!(result.trace.iter().all(|r| r.escapes == 0));
+    assert_eq!(result.first_escape_generation, None);
+}
+
+// An outlive-revocation adversary calls right after the scenario revokes an ancestor of its capability: the kernel denies every such call as revoked, whatever its protocol operators.
+#[test]
+fn outlived_revocations_are_denied() {
+    let text =
+        std::fs::read_to_string(scenarios_dir().join("three_agent_triangular_delegation.toml"))
+            .expect("readable");
+    let text = format!(
+        "{text}\n[[adversaries]]\nclass = \"replay-attempt\"\npopulation = \"outlive\"\nseed_ref = \"corpus/outlive\"\ngoal = \"outlive-revocation\"\n\n[adversaries.params]\nmodes = [\"immediate\"]\nreuse = [\"request\"]\n"
+    );
+    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 3,
+        population_size: 4,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let records: Vec<_> = result
+        .trace
+        .iter()
+        .flat_map(|g| &g.samples)
+        .flat_map(|s| &s.records)
+        .collect();
+    assert!(!records.is_empty());
+    for record in records {
+        assert_eq!(record.base_step, "carol-reads-plan");
+        assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
+        let reason = record.reason.as_deref().unwrap_or("");
+        assert!(
+            reason.contains("revoked") || reason == "capability has expired",
+            "{record:?}"
+        );
+    }
+}
+
+// A leak-label adversary publishes right after its session read an internal file: the kernel denies every such call, a claimed fresh session included, because labels are kept for the principal and the lineage too.
+#[test]
+fn labelled_values_do_not_leak_to_a_lower_clearance() {
+    let text =
+        std::fs::read_to_string(scenarios_dir().join("information_flow.toml")).expect("readable");
+    let text = format!(
+        "{text}\n[[adversaries]]\nclass = \"capability-overrequest\"\npopulation = \"leak\"\nseed_ref = \"corpus/leak\"\ngoal = \"leak-label\"\n\n[adversaries.params]\nswaps = [\"tool\"]\n"
+    );
+    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 4,
+        population_size: 6,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
+    let records: Vec<_> = result
+        .trace
+        .iter()
+        .flat_map(|g| &g.samples)
+        .flat_map(|s| &s.records)
+        .collect();
+    assert!(!records.is_empty());
+    assert!(records
+        .iter()
+        .any(|r| r.operators.contains(&Operator::ChangeSession)
+            && r.reason
+                .as_deref()
+                .unwrap_or("")
+                .starts_with("information flow")));
+    for record in records {
+        assert_eq!(record.base_step, "post-before-internal-read");
+        assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
+    }
 }

@@ -28,6 +28,8 @@ use crate::adversary::class::{
     ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind, WideningKind,
     FALLBACK_SERVER,
 };
+use crate::adversary::goal::Goal;
+use crate::adversary::operators::{apply_all, Draft, Operator, Split};
 use crate::rng::fnv1a64;
 use crate::scenario::{Action, ExpectedVerdict, ServerKind};
 use crate::Scenario;
@@ -206,6 +208,22 @@ pub struct MutatedCall {
     pub arguments: Value,
     /// Virtual offset the call is evaluated at.
     pub evaluation_ms: u64,
+    /// The request id to sign with instead of the action id (a reused one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The session to claim instead of the agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Whether the call is evaluated at the presented capability's expiry instant.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub at_expiry: bool,
+    /// Milliseconds the request's issue time sits past the evaluation time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub future_dated_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A fixture edited before the call reads it.
@@ -257,6 +275,9 @@ pub struct WideningPlan {
     pub extra_tool: Option<String>,
     /// The server added, for a server widening.
     pub extra_server: Option<String>,
+    /// Further widenings the same link makes (operators add them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<WideningKind>,
 }
 
 /// How the action departs from its base step.
@@ -286,6 +307,33 @@ pub enum Mutation {
     Replay(ReplayPlan),
     /// A widening delegation precedes the call.
     Widen(WideningPlan),
+    /// The call names a path its goal tries to reach.
+    Path {
+        /// The path as spelled after the operators.
+        path: String,
+    },
+    /// The base call made again right after a revocation of its capability.
+    AfterRevocation {
+        /// The revoke step it follows.
+        revoke_step: String,
+    },
+    /// The base call made again right after a read of a labelled value.
+    AfterLabelledRead {
+        /// The read step it follows.
+        read_step: String,
+    },
+}
+
+impl Mutation {
+    /// The scenario step an action is made right after, when it is not made
+    /// right before its base step.
+    pub fn made_after(&self) -> Option<&str> {
+        match self {
+            Mutation::AfterRevocation { revoke_step } => Some(revoke_step),
+            Mutation::AfterLabelledRead { read_step } => Some(read_step),
+            _ => None,
+        }
+    }
 }
 
 /// One adversary action: a mutated call and the verdict the guard pool
@@ -312,6 +360,12 @@ pub struct AdversaryAction {
     pub expected: ProjectedVerdict,
     /// Whether the call stays inside the declared grant (never an escape).
     pub inside_grant: bool,
+    /// The member's operator sequence, applied to the base action.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<Operator>,
+    /// What the action tries to reach; the evaluator's oracle reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
 }
 
 /// The action's RNG sub-stream (see the module doc).
@@ -339,9 +393,23 @@ pub fn accomplice_id(agent: &str) -> String {
     format!("{agent}.accomplice")
 }
 
-/// Mutates `base` with `gene`; `None` when the gene does not apply to the
-/// step (a fixture injection on a step that reads no fixture, a widening
-/// the parent already grants).
+/// Who acts, with which gene and genome, toward which goal.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    /// The population's name.
+    pub population: &'a str,
+    /// The member's index.
+    pub member: u32,
+    /// The member's gene.
+    pub gene: &'a Gene,
+    /// The member's operator sequence.
+    pub operators: &'a [Operator],
+    /// The population's goal.
+    pub goal: &'a Goal,
+}
+
+/// Mutates `base` with `gene` alone (no operators, the class's goal): the
+/// base action an operator sequence starts from.
 #[allow(clippy::too_many_arguments)]
 pub fn mutate(
     scenario: &Scenario,
@@ -353,9 +421,51 @@ pub fn mutate(
     base: &BaseStep,
     round: u32,
 ) -> Option<AdversaryAction> {
+    let goal = Goal::default_for(gene.class());
+    let actor = Actor {
+        population,
+        member,
+        gene,
+        operators: &[],
+        goal: &goal,
+    };
+    mutate_with(scenario, scopes, params, &actor, base, round)
+}
+
+/// Mutates `base` with the actor's gene, then its operator sequence; `None`
+/// when the gene does not apply to the step (a fixture injection on a step
+/// that reads no fixture, a widening the parent already grants).
+pub fn mutate_with(
+    scenario: &Scenario,
+    scopes: &BTreeMap<String, DeclaredScope>,
+    params: &ClassParams,
+    actor: &Actor<'_>,
+    base: &BaseStep,
+    round: u32,
+) -> Option<AdversaryAction> {
+    let Actor {
+        population,
+        member,
+        gene,
+        operators,
+        goal,
+    } = *actor;
     let id = format!("{population}/{member}/{}/r{round}", base.step_id);
     let mut rng = action_stream(scenario, &base.agent, &id);
     let scope = scopes.get(&base.capability);
+    let payload_text = match gene {
+        Gene::PromptInjection {
+            pattern, variant, ..
+        } => payload(pattern, *variant)?,
+        _ => "",
+    };
+    let goal_path = match goal {
+        Goal::ReachForbiddenPath { path } => Some(path.as_str()),
+        _ => None,
+    };
+    let mut draft = Draft::new(payload_text, goal_path);
+    apply_all(operators, &mut draft);
+    let protocol = &draft.protocol;
     let mut call = MutatedCall {
         agent: base.agent.clone(),
         capability: base.capability.clone(),
@@ -363,41 +473,78 @@ pub fn mutate(
         tool: base.tool.clone(),
         arguments: base.arguments.clone(),
         evaluation_ms: base.evaluation_ms,
+        request_id: protocol.reuse_request_id.then(|| base.step_id.clone()),
+        session: protocol
+            .change_session
+            .then(|| format!("{}.other-session", base.agent)),
+        at_expiry: protocol.expiry_edge,
+        future_dated_ms: protocol.future_dated_ms,
     };
+    let also: Vec<WideningKind> = protocol
+        .extra_widenings
+        .iter()
+        .filter_map(|w| match w.as_str() {
+            "expiry" => Some(WideningKind::Expiry),
+            "share" => Some(WideningKind::Share),
+            _ => None,
+        })
+        .collect();
     let mut expected = ProjectedVerdict::Deny;
     let mut inside_grant = false;
     let mutation = match (gene, params) {
+        (Gene::ReplayAttempt { .. }, _) if *goal == Goal::OutliveRevocation => {
+            let (revoke_step, at_ms) = revocation_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterRevocation { revoke_step }
+        }
+        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::LeakLabel => {
+            let (read_step, at_ms) = labelled_read_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterLabelledRead { read_step }
+        }
+        (Gene::CapabilityOverrequest { .. }, _) if goal_path.is_some() => {
+            let path = draft.path.clone()?;
+            if !call.arguments.is_object() {
+                call.arguments = Value::Object(Default::default());
+            }
+            if let Value::Object(map) = &mut call.arguments {
+                map.insert("path".to_string(), Value::String(path.clone()));
+            }
+            Mutation::Path { path }
+        }
         (
             Gene::PromptInjection {
-                pattern,
-                variant,
-                target,
+                pattern, target, ..
             },
             _,
-        ) => {
-            let text = payload(pattern, *variant)?;
-            match target {
-                InjectionTarget::Arguments => {
-                    let pointer = inject_argument(&mut call.arguments, text, &mut rng);
-                    Mutation::Arguments {
-                        pattern: pattern.clone(),
-                        pointer,
-                    }
-                }
-                InjectionTarget::Fixture => {
-                    let path = base.reads_fixture.clone()?;
-                    Mutation::Fixture {
-                        pattern: pattern.clone(),
-                        edit: FixtureEdit {
-                            server: base.server.clone(),
-                            path,
-                            payload: text.to_string(),
-                            line: rng.next_u32(),
-                        },
-                    }
+        ) => match target {
+            InjectionTarget::Arguments => {
+                let pointer = inject_draft(&mut call.arguments, &draft, &mut rng);
+                Mutation::Arguments {
+                    pattern: pattern.clone(),
+                    pointer,
                 }
             }
-        }
+            InjectionTarget::Fixture => {
+                let path = base.reads_fixture.clone()?;
+                let text = match draft.split {
+                    Split::None => draft.payload.clone(),
+                    _ => {
+                        let (a, b) = draft.halves();
+                        format!("{a}\n\n{b}")
+                    }
+                };
+                Mutation::Fixture {
+                    pattern: pattern.clone(),
+                    edit: FixtureEdit {
+                        server: base.server.clone(),
+                        path,
+                        payload: text,
+                        line: rng.next_u32(),
+                    },
+                }
+            }
+        },
         (
             Gene::CapabilityOverrequest { swap, choice },
             ClassParams::CapabilityOverrequest { tools, servers, .. },
@@ -457,6 +604,7 @@ pub fn mutate(
                 delegator: scope.holder.clone(),
                 extra_tool: None,
                 extra_server: None,
+                also: also.into_iter().filter(|w| w != widening).collect(),
             };
             match widening {
                 WideningKind::Tool => {
@@ -525,7 +673,117 @@ pub fn mutate(
         mutation,
         expected,
         inside_grant,
+        operators: operators.to_vec(),
+        goal: Some(goal.clone()),
     })
+}
+
+/// Puts the draft's payload into the arguments: split in two when the draft
+/// says so, under the renamed key when it has one; returns the JSON pointer
+/// of the (first) argument carrying it.
+fn inject_draft(arguments: &mut Value, draft: &Draft, rng: &mut ChaCha20Rng) -> String {
+    let (first, second) = match draft.split {
+        Split::None => (draft.payload.clone(), None),
+        _ => {
+            let (a, b) = draft.halves();
+            (a, Some(b))
+        }
+    };
+    let pointer = match &draft.key {
+        Some(key) => {
+            if !arguments.is_object() {
+                *arguments = Value::Object(Default::default());
+            }
+            let key = fresh_key(arguments, key);
+            if let Value::Object(map) = arguments {
+                map.insert(key.clone(), Value::String(first));
+            }
+            format!("/{key}")
+        }
+        None => inject_argument(arguments, &first, rng),
+    };
+    if let (Some(second), Value::Object(map)) = (second, &mut *arguments) {
+        match draft.split {
+            Split::Nested => {
+                let mut inner = serde_json::Map::new();
+                inner.insert("note".to_string(), Value::String(second));
+                let key = fresh_key(&Value::Object(map.clone()), "meta");
+                map.insert(key, Value::Object(inner));
+            }
+            _ => {
+                let key = fresh_key(&Value::Object(map.clone()), "note");
+                map.insert(key, Value::String(second));
+            }
+        }
+    }
+    pointer
+}
+
+/// The first revoke step after `base` whose target is the base step's
+/// capability or one of its ancestors, with its evaluation offset.
+pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    for action in scenario.actions() {
+        if let Action::Delegate(d) = action {
+            parent.insert(d.delegation.as_str(), d.capability.as_str());
+        }
+    }
+    let mut lineage = vec![base.capability.as_str()];
+    while let Some(up) = lineage.last().and_then(|c| parent.get(c)) {
+        if lineage.contains(up) {
+            break;
+        }
+        lineage.push(up);
+    }
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| match &scenario.actions()[s.step_index] {
+            Action::Revoke(r) if lineage.contains(&r.target.as_str()) => {
+                Some((s.step_id.clone(), s.evaluation_ms))
+            }
+            _ => None,
+        })
+}
+
+/// The first call step after `base`, by the same agent on another server,
+/// whose `path` argument one of that server's `labels` globs marks, with its
+/// evaluation offset.
+pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let file = scenario.file();
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| {
+            let Action::Call(call) = &scenario.actions()[s.step_index] else {
+                return None;
+            };
+            let labels = file
+                .servers
+                .iter()
+                .find(|d| d.id == call.server)
+                .and_then(|d| d.labels.as_ref())?;
+            let path = call.arguments.get("path").and_then(Value::as_str)?;
+            let marked = labels
+                .keys()
+                .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path));
+            (marked && s.agent_id == base.agent && call.server != base.server)
+                .then(|| (s.step_id.clone(), s.evaluation_ms))
+        })
+}
+
+/// `base`, or `base_1`, `base_2`, ... : the first key `arguments` lacks.
+fn fresh_key(arguments: &Value, base: &str) -> String {
+    let taken = |k: &str| arguments.get(k).is_some();
+    let mut key = base.to_string();
+    let mut n = 1;
+    while taken(&key) {
+        key = format!("{base}_{n}");
+        n += 1;
+    }
+    key
 }
 
 /// Candidate `choice` of `options` other than `current`.

@@ -1,9 +1,10 @@
-//! The SVG chart of survival per generation.
+//! The SVG chart of the search per generation.
 //!
-//! One line per lineage (a declared population and its offspring): at each
-//! generation, the best survival rate among that lineage's populations.
-//! Drawn with plotters' SVG backend into a string; the backend writes no
-//! timestamp or random id, so the same trace gives the same bytes.
+//! Three lines: the best and the mean fitness over the generation's
+//! populations (progress plus novelty, see the fitness module), and the best
+//! survival rate; a red vertical rule marks the first generation with an
+//! escape. Drawn with plotters' SVG backend into a string; the backend
+//! writes no timestamp or random id, so the same trace gives the same bytes.
 
 use std::collections::BTreeMap;
 
@@ -12,14 +13,10 @@ use plotters::prelude::*;
 use crate::adversary::coevolution::GenerationRecord;
 use crate::error::ArenaError;
 
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
+const BEST: RGBColor = RGBColor(31, 119, 180);
+const MEAN: RGBColor = RGBColor(44, 160, 44);
+const SURVIVAL: RGBColor = RGBColor(255, 127, 14);
+const ESCAPE: RGBColor = RGBColor(214, 39, 40);
 
 /// Best survival rate per lineage per generation, lineages sorted by name.
 pub fn lineage_series(trace: &[GenerationRecord]) -> BTreeMap<String, Vec<(u32, f64)>> {
@@ -43,6 +40,11 @@ pub fn lineage_series(trace: &[GenerationRecord]) -> BTreeMap<String, Vec<(u32, 
     series
 }
 
+/// The first generation of the trace with an escape.
+pub fn first_escape(trace: &[GenerationRecord]) -> Option<u32> {
+    trace.iter().find(|r| r.escapes > 0).map(|r| r.generation)
+}
+
 /// Renders the chart as SVG text.
 pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<String, ArenaError> {
     let mut svg = String::new();
@@ -50,40 +52,78 @@ pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<Str
         path: "survival.svg".to_string(),
         cause: format!("chart drawing failed: {e}"),
     };
+    let best: Vec<(u32, f64)> = trace
+        .iter()
+        .map(|r| (r.generation, r.best_fitness))
+        .collect();
+    let mean: Vec<(u32, f64)> = trace
+        .iter()
+        .map(|r| (r.generation, r.mean_fitness))
+        .collect();
+    let survival: Vec<(u32, f64)> = trace
+        .iter()
+        .map(|r| {
+            let rate = r
+                .samples
+                .iter()
+                .map(|s| s.survival_rate())
+                .fold(0.0, f64::max);
+            (r.generation, rate)
+        })
+        .collect();
+    let top = best
+        .iter()
+        .chain(&survival)
+        .map(|(_, v)| *v)
+        .fold(1.0, f64::max)
+        * 1.05;
     {
         let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| fail(e.to_string()))?;
         let last = trace.last().map_or(1, |r| r.generation.max(1));
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                format!("survival per generation: {scenario_id}"),
+                format!("adversary search per generation: {scenario_id}"),
                 ("sans-serif", 20),
             )
             .margin(12)
             .x_label_area_size(36)
             .y_label_area_size(48)
-            .build_cartesian_2d(0u32..last, 0f64..1.05f64)
+            .build_cartesian_2d(0u32..last, 0f64..top)
             .map_err(|e| fail(e.to_string()))?;
         chart
             .configure_mesh()
             .x_desc("generation")
-            .y_desc("survival rate")
+            .y_desc("fitness / survival rate")
             .draw()
             .map_err(|e| fail(e.to_string()))?;
-        for (i, (lineage, points)) in lineage_series(trace).into_iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
+        for (label, points, color) in [
+            ("best fitness", best, BEST),
+            ("mean fitness", mean, MEAN),
+            ("best survival rate", survival, SURVIVAL),
+        ] {
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
                 .map_err(|e| fail(e.to_string()))?
-                .label(lineage)
+                .label(label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
             chart
                 .draw_series(
                     points
                         .into_iter()
-                        .map(|p| Circle::new(p, 3, color.filled())),
+                        .map(|p| Circle::new(p, 2, color.filled())),
                 )
                 .map_err(|e| fail(e.to_string()))?;
+        }
+        if let Some(g) = first_escape(trace) {
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(g, 0.0), (g, top)],
+                    ESCAPE.stroke_width(2),
+                ))
+                .map_err(|e| fail(e.to_string()))?
+                .label(format!("first escape (generation {g})"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], ESCAPE));
         }
         chart
             .configure_series_labels()

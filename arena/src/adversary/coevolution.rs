@@ -1,41 +1,50 @@
-//! Co-evolution of adversary populations against the kernel (SPEC.md
-//! section 8).
+//! Co-evolution of adversary populations against the kernel, with
+//! composable operator genomes.
 //!
-//! Order of work for one generation `g`:
+//! Every declared population seeds a lineage; each lineage breeds its own
+//! pool of `population_size` populations per generation (the block's
+//! `population_size`, else [`EvolveConfig::population_size`]), so a scenario
+//! that declares one population still evolves. Order of work for one
+//! generation `g`:
 //! 1. score every population over `fitness_rounds` rounds through the
 //!    [`ActionEvaluator`] (a population already scored under the same name,
 //!    such as an elite, keeps its sample: its actions do not depend on the
-//!    generation, so re-evaluating it would give the same bytes);
-//! 2. rank the samples (survival rate descending, name ascending) and
-//!    record the generation: its samples, its populations, its best;
+//!    generation, so re-evaluating it would give the same bytes). From
+//!    generation 1 on, a newly scored population earns a novelty bonus of
+//!    100,000 ppm per pipeline outcome (stage, guard, detector detail,
+//!    result) its lineage had not met before in the run, at most five
+//!    (generation 0 only fills the archive);
+//! 2. rank the samples (survival rate descending, fitness descending, name
+//!    ascending) and record the generation: its samples, populations, best,
+//!    best and mean fitness, escapes and new actions;
 //! 3. stop after the last generation, or when the [`BudgetControl`] says so;
 //! 4. otherwise breed generation `g + 1` from the generation stream of
-//!    `g + 1` ([`crate::ArenaRng::generation_stream`], the index folded into
-//!    the seed with FNV-1a): keep the top `elite_count` populations
-//!    unchanged; for each other slot spin a fitness-proportional wheel whose
-//!    weights are the survival rate in millionths plus 1,000,000 (the +1
-//!    bias, so a population nobody let through still reproduces), spin again
-//!    among populations of the first parent's class, cross the two members
-//!    uniformly over the first parent's length, then apply one field-aware
-//!    mutation to one member that changes between 1 and `max_mutations`
-//!    fields; name the child `<lineage>.g<g+1>-<k>`;
-//! 5. if a class present at generation 0 has no population left, the best
-//!    population of that class from generation `g` replaces the last
-//!    offspring whose class still has another population, so no class dies
-//!    out.
+//!    `g + 1` ([`crate::ArenaRng::generation_stream`]), lineage by lineage
+//!    in name order: keep the lineage's top `elite_count` populations; fill
+//!    the pool with offspring, each from two parents drawn on a
+//!    fitness-proportional wheel (weight: fitness in millionths plus
+//!    100,000, so a population with no progress still reproduces): member
+//!    genes crossed uniformly, operator sequences spliced at one point (the
+//!    head of one parent's sequence, the tail of the other's, at most
+//!    `max_operators` long); then every member whose gene and genome the
+//!    lineage has already evaluated is mutated (insert, delete or replace an
+//!    operator of the goal's families, or change one gene field unless the
+//!    gene does not shape the goal's actions) until it is new, at most
+//!    sixteen tries; name the child `<lineage>.g<g+1>-<k>`.
 //!
 //! Nothing here reads a clock: the wall budget is the caller's, behind
 //! [`BudgetControl`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::class::AdversaryClass;
+use crate::adversary::class::{ClassParams, Gene};
 use crate::adversary::fitness::{
     evaluate_population, ActionEvaluator, FitnessReport, FitnessSample, SampleCache,
 };
+use crate::adversary::operators::Operator;
 use crate::adversary::population::{populations_from_scenario, AdversaryPopulation};
 use crate::error::ArenaError;
 use crate::Scenario;
@@ -46,13 +55,32 @@ pub const TRACE_SCHEMA: &str = "chio.arena.evolve-trace/v1";
 /// How offspring are mutated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutationConfig {
-    /// Most gene fields one mutation changes (0 turns mutation off).
+    /// Most mutation steps one member takes per try (0 turns mutation off).
     pub max_mutations: u32,
+    /// Longest operator sequence a genome may grow to.
+    #[serde(default = "default_max_operators")]
+    pub max_operators: u32,
 }
+
+fn default_max_operators() -> u32 {
+    DEFAULT_MAX_OPERATORS
+}
+
+/// Longest operator sequence by default.
+pub const DEFAULT_MAX_OPERATORS: u32 = 4;
+/// Populations per lineage per generation by default.
+pub const DEFAULT_POPULATION_SIZE: u32 = 8;
+/// Fitness bonus per new pipeline outcome, in millionths.
+pub const NOVELTY_BONUS_PPM: u64 = 100_000;
+/// New outcomes one population is rewarded for at most.
+pub const NOVELTY_CAP: u64 = 5;
 
 impl Default for MutationConfig {
     fn default() -> Self {
-        Self { max_mutations: 1 }
+        Self {
+            max_mutations: 1,
+            max_operators: DEFAULT_MAX_OPERATORS,
+        }
     }
 }
 
@@ -67,6 +95,13 @@ pub struct EvolveConfig {
     pub fitness_rounds: u32,
     /// Offspring mutation.
     pub mutation: MutationConfig,
+    /// Populations each lineage breeds per generation, unless its block says.
+    #[serde(default = "default_population_size")]
+    pub population_size: u32,
+}
+
+fn default_population_size() -> u32 {
+    DEFAULT_POPULATION_SIZE
 }
 
 impl Default for EvolveConfig {
@@ -76,6 +111,7 @@ impl Default for EvolveConfig {
             elite_count: 1,
             fitness_rounds: 2,
             mutation: MutationConfig::default(),
+            population_size: DEFAULT_POPULATION_SIZE,
         }
     }
 }
@@ -109,6 +145,21 @@ pub struct GenerationRecord {
     pub samples: Vec<FitnessSample>,
     /// The populations evaluated, in the order they were bred.
     pub populations: Vec<AdversaryPopulation>,
+    /// The best population's fitness.
+    #[serde(default)]
+    pub best_fitness: f64,
+    /// The mean fitness over the generation's populations.
+    #[serde(default)]
+    pub mean_fitness: f64,
+    /// Escapes (survivals) over the generation's samples.
+    #[serde(default)]
+    pub escapes: u32,
+    /// Actions evaluated for the first time in this generation.
+    #[serde(default)]
+    pub new_actions: u64,
+    /// Pipeline outcomes met for the first time in this generation.
+    #[serde(default)]
+    pub novel_outcomes: u32,
 }
 
 /// What a co-evolution produced.
@@ -126,6 +177,12 @@ pub struct EvolutionResult {
     pub actions_evaluated: u64,
     /// Kernel evaluations those actions took.
     pub kernel_evaluations: u64,
+    /// The first generation with an escape, if any.
+    #[serde(default)]
+    pub first_escape_generation: Option<u32>,
+    /// Kernel evaluations spent up to and including that generation.
+    #[serde(default)]
+    pub evaluations_to_first_escape: Option<u64>,
 }
 
 impl EvolutionResult {
@@ -162,13 +219,19 @@ pub fn evolve_with(
     if populations.is_empty() {
         return Err(ArenaError::NoAdversaries);
     }
-    if config.generations == 0 || config.fitness_rounds == 0 {
+    if config.generations == 0 || config.fitness_rounds == 0 || config.population_size == 0 {
         return Err(ArenaError::Evaluation {
-            cause: "generations and fitness_rounds must be at least 1".to_string(),
+            cause: "generations, fitness_rounds and population_size must be at least 1".to_string(),
         });
     }
-    let classes: BTreeSet<AdversaryClass> = populations.iter().map(|p| p.class).collect();
     let mut cache = SampleCache::new();
+    let mut seen_genomes: BTreeSet<String> = BTreeSet::new();
+    for population in &populations {
+        for (i, gene) in population.members.iter().enumerate() {
+            seen_genomes.insert(genome_key(&population.lineage, gene, population.genome(i)));
+        }
+    }
+    let mut seen_outcomes: BTreeSet<String> = BTreeSet::new();
     let mut result = EvolutionResult {
         config: *config,
         generations_completed: 0,
@@ -176,19 +239,37 @@ pub fn evolve_with(
         trace: Vec::new(),
         actions_evaluated: 0,
         kernel_evaluations: 0,
+        first_escape_generation: None,
+        evaluations_to_first_escape: None,
     };
     for generation in 0..config.generations {
         let mut samples = Vec::with_capacity(populations.len());
+        let mut new_actions = 0u64;
+        let mut novel_total = 0u32;
         for population in &populations {
             let sample = match cache.get(&population.name) {
                 Some(sample) => sample.clone(),
                 None => {
-                    let sample = evaluate_population(
+                    let mut sample = evaluate_population(
                         scenario,
                         population,
                         config.fitness_rounds,
                         evaluator,
                     )?;
+                    let mut novel = 0u32;
+                    for record in &sample.records {
+                        let key = format!("{}|{}", population.lineage, record.outcome_signature());
+                        if seen_outcomes.insert(key) {
+                            novel += 1;
+                        }
+                    }
+                    sample.novel_outcomes = novel;
+                    // Generation 0 fills the archive: nothing is new against nothing.
+                    if generation > 0 {
+                        sample.fitness_ppm += u64::from(novel).min(NOVELTY_CAP) * NOVELTY_BONUS_PPM;
+                    }
+                    novel_total += novel;
+                    new_actions += u64::from(sample.total_actions);
                     result.actions_evaluated += u64::from(sample.total_actions);
                     result.kernel_evaluations += sample.kernel_evaluations;
                     cache.insert(population.name.clone(), sample.clone());
@@ -198,12 +279,27 @@ pub fn evolve_with(
             samples.push(sample);
         }
         let report = FitnessReport::new(generation, samples);
+        let escapes: u32 = report.samples.iter().map(|s| s.survivals).sum();
+        let fitnesses: Vec<f64> = report.samples.iter().map(FitnessSample::fitness).collect();
         let record = GenerationRecord {
             generation,
             best_population: report.best().map(|s| s.population.clone()),
             samples: report.samples.clone(),
             populations: populations.clone(),
+            best_fitness: fitnesses.iter().copied().fold(0.0, f64::max),
+            mean_fitness: if fitnesses.is_empty() {
+                0.0
+            } else {
+                fitnesses.iter().sum::<f64>() / fitnesses.len() as f64
+            },
+            escapes,
+            new_actions,
+            novel_outcomes: novel_total,
         };
+        if escapes > 0 && result.first_escape_generation.is_none() {
+            result.first_escape_generation = Some(generation);
+            result.evaluations_to_first_escape = Some(result.kernel_evaluations);
+        }
         result.generations_completed = generation + 1;
         let last = generation + 1 == config.generations;
         let go_on = control.after_generation(&record);
@@ -221,17 +317,23 @@ pub fn evolve_with(
             &populations,
             &report,
             generation + 1,
-            &classes,
+            &mut seen_genomes,
         )?;
     }
     Ok(result)
+}
+
+/// What identifies a member's genome within its lineage.
+fn genome_key(lineage: &str, gene: &Gene, operators: &[Operator]) -> String {
+    let ops: Vec<String> = operators.iter().map(Operator::as_str).collect();
+    format!("{lineage}|{}|{}", gene.label(), ops.join(","))
 }
 
 /// Spins the wheel over `candidates` (indices into `ranked`).
 fn spin(ranked: &[&FitnessSample], candidates: &[usize], rng: &mut dyn RngCore) -> usize {
     let weights: Vec<u64> = candidates
         .iter()
-        .map(|i| ranked[*i].survival_ppm() + 1_000_000)
+        .map(|i| ranked[*i].fitness_ppm + 100_000)
         .collect();
     let total: u64 = weights.iter().sum();
     let mut ticket = rng.next_u64() % total.max(1);
@@ -244,6 +346,43 @@ fn spin(ranked: &[&FitnessSample], candidates: &[usize], rng: &mut dyn RngCore) 
     candidates[candidates.len() - 1]
 }
 
+/// One mutation step on a member: insert, delete or replace an operator of
+/// the goal's families, or change one gene field.
+fn mutate_member(
+    gene: &mut Gene,
+    genome: &mut Vec<Operator>,
+    params: &ClassParams,
+    operators: &[Operator],
+    max_operators: usize,
+    gene_mutable: bool,
+    rng: &mut dyn RngCore,
+) {
+    let roll = rng.next_u32() % if gene_mutable { 8 } else { 6 };
+    let pick = |rng: &mut dyn RngCore| operators[(rng.next_u32() as usize) % operators.len()];
+    match roll {
+        4 if !genome.is_empty() => {
+            let at = (rng.next_u32() as usize) % genome.len();
+            genome.remove(at);
+        }
+        5 if !genome.is_empty() && !operators.is_empty() => {
+            let at = (rng.next_u32() as usize) % genome.len();
+            genome[at] = pick(rng);
+        }
+        6 | 7 => *gene = gene.mutate_field(params, rng),
+        _ if !operators.is_empty() && genome.len() < max_operators => {
+            let at = (rng.next_u32() as usize) % (genome.len() + 1);
+            let op = pick(rng);
+            genome.insert(at, op);
+        }
+        _ if !operators.is_empty() && !genome.is_empty() => {
+            let at = (rng.next_u32() as usize) % genome.len();
+            genome[at] = pick(rng);
+        }
+        _ if gene_mutable => *gene = gene.mutate_field(params, rng),
+        _ => {}
+    }
+}
+
 /// Breeds generation `next` from the current populations and their report.
 fn breed(
     scenario: &Scenario,
@@ -251,68 +390,94 @@ fn breed(
     current: &[AdversaryPopulation],
     report: &FitnessReport,
     next: u32,
-    classes: &BTreeSet<AdversaryClass>,
+    seen: &mut BTreeSet<String>,
 ) -> Result<Vec<AdversaryPopulation>, ArenaError> {
     let mut rng = scenario.rng().generation_stream(next);
     let by_name = |name: &str| current.iter().find(|p| p.name == name);
-    let ranked: Vec<&FitnessSample> = report.samples.iter().collect();
-    let size = current.len();
-    let elites = (config.elite_count as usize).min(size);
-    let mut bred: Vec<AdversaryPopulation> = ranked[..elites]
-        .iter()
-        .filter_map(|s| by_name(&s.population).cloned())
-        .collect();
-    let all: Vec<usize> = (0..ranked.len()).collect();
-    for k in 0..size - elites {
-        let a_index = spin(&ranked, &all, &mut rng);
-        let a = by_name(&ranked[a_index].population).ok_or_else(|| broken("a parent"))?;
-        let same_class: Vec<usize> = all
-            .iter()
-            .copied()
-            .filter(|i| ranked[*i].class == a.class)
-            .collect();
-        let b_index = spin(&ranked, &same_class, &mut rng);
-        let b = by_name(&ranked[b_index].population).ok_or_else(|| broken("a parent"))?;
-        let mut members: Vec<_> = a
-            .members
-            .iter()
-            .enumerate()
-            .map(|(i, gene)| match b.members.get(i) {
-                Some(other) if rng.next_u32() % 2 == 1 => other.clone(),
-                _ => gene.clone(),
-            })
-            .collect();
-        if config.mutation.max_mutations > 0 && !members.is_empty() {
-            let target = (rng.next_u32() as usize) % members.len();
-            let fields = 1 + rng.next_u32() % config.mutation.max_mutations;
-            for _ in 0..fields {
-                members[target] = members[target].mutate_field(&a.params, &mut rng);
-            }
-        }
-        let name = format!("{}.g{next}-{k}", a.lineage);
-        bred.push(AdversaryPopulation::new(
-            &name,
-            &a.lineage,
-            &a.seed_ref,
-            a.params.clone(),
-            members,
-        )?);
+    let mut lineages: BTreeMap<&str, Vec<&FitnessSample>> = BTreeMap::new();
+    for sample in &report.samples {
+        lineages
+            .entry(sample.lineage.as_str())
+            .or_default()
+            .push(sample);
     }
-    for class in classes {
-        if bred.iter().any(|p| p.class == *class) {
-            continue;
+    let max_operators = config.mutation.max_operators as usize;
+    let mut bred = Vec::new();
+    for (lineage, ranked) in lineages {
+        let seed = by_name(&ranked[0].population).ok_or_else(|| broken("a lineage's best"))?;
+        let size = seed.pool_size.unwrap_or(config.population_size).max(1) as usize;
+        let elites = (config.elite_count as usize).min(ranked.len()).min(size);
+        for sample in &ranked[..elites] {
+            bred.push(
+                by_name(&sample.population)
+                    .ok_or_else(|| broken("an elite"))?
+                    .clone(),
+            );
         }
-        let keeper = ranked
-            .iter()
-            .find(|s| s.class == *class)
-            .and_then(|s| by_name(&s.population))
-            .ok_or_else(|| broken("the class keeper"))?
-            .clone();
-        let slot = (elites..bred.len())
-            .rev()
-            .find(|i| bred.iter().filter(|p| p.class == bred[*i].class).count() > 1)
-            .ok_or_else(|| broken("a slot for the class keeper"))?;
-        bred[slot] = keeper;
+        let all: Vec<usize> = (0..ranked.len()).collect();
+        let operators = seed.goal.operators();
+        // A path goal names its own path, an outlived revocation its own
+        // moment: the class gene changes nothing there.
+        let gene_mutable = seed.goal.uses_gene();
+        for k in 0..size - elites {
+            let a = by_name(&ranked[spin(&ranked, &all, &mut rng)].population)
+                .ok_or_else(|| broken("a parent"))?;
+            let b = by_name(&ranked[spin(&ranked, &all, &mut rng)].population)
+                .ok_or_else(|| broken("a parent"))?;
+            let mut members = Vec::with_capacity(a.members.len());
+            let mut genomes = Vec::with_capacity(a.members.len());
+            for (i, gene) in a.members.iter().enumerate() {
+                let gene = match b.members.get(i) {
+                    Some(other) if rng.next_u32() % 2 == 1 => other.clone(),
+                    _ => gene.clone(),
+                };
+                let head = a.genome(i);
+                let tail = b.genome(i);
+                let cut_a = (rng.next_u32() as usize) % (head.len() + 1);
+                let cut_b = (rng.next_u32() as usize) % (tail.len() + 1);
+                let mut genome: Vec<Operator> = head[..cut_a]
+                    .iter()
+                    .chain(&tail[cut_b..])
+                    .copied()
+                    .collect();
+                genome.truncate(max_operators);
+                members.push(gene);
+                genomes.push(genome);
+            }
+            if config.mutation.max_mutations > 0 {
+                for (gene, genome) in members.iter_mut().zip(genomes.iter_mut()) {
+                    let mut tries = 0;
+                    while seen.contains(&genome_key(lineage, gene, genome)) && tries < 16 {
+                        let steps = 1 + rng.next_u32() % config.mutation.max_mutations;
+                        for _ in 0..steps {
+                            mutate_member(
+                                gene,
+                                genome,
+                                &a.params,
+                                &operators,
+                                max_operators,
+                                gene_mutable,
+                                &mut rng,
+                            );
+                        }
+                        tries += 1;
+                    }
+                    seen.insert(genome_key(lineage, gene, genome));
+                }
+            }
+            let name = format!("{lineage}.g{next}-{k}");
+            bred.push(
+                AdversaryPopulation::new(
+                    &name,
+                    &a.lineage,
+                    &a.seed_ref,
+                    a.params.clone(),
+                    members,
+                )?
+                .with_goal(a.goal.clone(), a.pool_size)
+                .with_genomes(genomes),
+            );
+        }
     }
     Ok(bred)
 }

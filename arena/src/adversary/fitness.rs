@@ -11,9 +11,21 @@
 //! - an action that stays inside its declared grant is **inside-grant**:
 //!   it is reported but counts as neither.
 //!
+//! An action the kernel admitted counts as a survival only when its goal was
+//! reached (the evaluator's oracle, [`Feedback::goal_reached`]): a payload
+//! that an operator garbled past reading, or a path that names another
+//! file, is **goal-missed** and counts as neither.
+//!
 //! Survival rate is survivals over survivals plus defeats, 0 when a
-//! population produced no counted action. [`FitnessReport`] ranks samples by
-//! survival rate descending, ties by population name ascending.
+//! population produced no counted action. Fitness rewards progress before
+//! the first escape: each action scores how far it got in thousandths
+//! ([`progress`]: the pipeline stage that stopped it, how hard the kernel's
+//! reference detector had to look to read the payload, whether it was
+//! admitted), and a population's fitness is the mean of its actions'
+//! progress in millionths, plus a novelty bonus the co-evolution adds for
+//! pipeline outcomes not seen before in the run. [`FitnessReport`] ranks
+//! samples by survival rate descending, then fitness descending, ties by
+//! population name ascending.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -22,8 +34,9 @@ use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::action::{base_steps, declared_scopes, mutate, AdversaryAction};
+use crate::adversary::action::{base_steps, declared_scopes, mutate_with, Actor, AdversaryAction};
 use crate::adversary::class::AdversaryClass;
+use crate::adversary::operators::Operator;
 use crate::adversary::population::AdversaryPopulation;
 use crate::error::ArenaError;
 use crate::Scenario;
@@ -57,6 +70,132 @@ pub struct ActionOutcome {
     pub receipt: SignedReceipt,
     /// Kernel evaluations the action took (a replay takes two).
     pub evaluations: u32,
+    /// What the search learns beyond the verdict: stage, closeness, the goal oracle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<Feedback>,
+}
+
+/// The pipeline stage that stopped an action, read off the kernel's deny
+/// reason (the table in the kernel crate's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// Capability signature, validity or delegation chain.
+    Signature,
+    /// Revocation lookup.
+    Revocation,
+    /// Proof of possession, freshness or replay.
+    Binding,
+    /// Scope grant and constraints.
+    Scope,
+    /// Invocation, tool or monetary budget.
+    Budget,
+    /// A guard before dispatch.
+    Guard,
+    /// Sibling shares, dispatch or the receipt store.
+    Dispatch,
+    /// The output scan after dispatch.
+    Output,
+    /// Nothing stopped it: the kernel admitted it.
+    Admitted,
+}
+
+impl Stage {
+    /// Classifies a decision by its projected verdict, deny reason and deciding guard.
+    pub fn classify(
+        projected: ProjectedVerdict,
+        reason: Option<&str>,
+        guard: Option<&str>,
+    ) -> Stage {
+        if projected != ProjectedVerdict::Deny {
+            return Stage::Admitted;
+        }
+        let reason = reason.unwrap_or("");
+        if reason.contains("output withheld") {
+            return Stage::Output;
+        }
+        if guard.is_some() || reason.starts_with("guard ") {
+            return Stage::Guard;
+        }
+        let starts = |p: &[&str]| p.iter().any(|x| reason.starts_with(x));
+        if reason.contains("revoked") || starts(&["revocation"]) {
+            Stage::Revocation
+        } else if starts(&["capability presented", "proof of possession", "request "])
+            || reason.contains("nonce store")
+        {
+            Stage::Binding
+        } else if starts(&["capability", "delegation"]) {
+            Stage::Signature
+        } else if reason.contains("budget") {
+            Stage::Budget
+        } else if starts(&[
+            "tool ",
+            "unknown constraint",
+            "constraint",
+            "path ",
+            "amount",
+        ]) {
+            Stage::Scope
+        } else {
+            Stage::Dispatch
+        }
+    }
+
+    /// The kebab-case name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Stage::Signature => "signature",
+            Stage::Revocation => "revocation",
+            Stage::Binding => "binding",
+            Stage::Scope => "scope",
+            Stage::Budget => "budget",
+            Stage::Guard => "guard",
+            Stage::Dispatch => "dispatch",
+            Stage::Output => "output",
+            Stage::Admitted => "admitted",
+        }
+    }
+}
+
+/// What the evaluator reports beyond the verdict, for fitness. The detail
+/// comes from the kernel crate's public detector functions run by the
+/// evaluator on what it sent and what came back; it never comes from the
+/// kernel's decision, which names a pattern and a pointer only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    /// The stage that stopped the action (or `admitted`).
+    pub stage: Stage,
+    /// How the reference reading found the goal's payload (`rule/reading/depth`), if it did.
+    pub detail: Option<String>,
+    /// Thousandths: how disguised the payload was when caught, or how close
+    /// an admitted but garbled one came to still reading as its goal.
+    pub closeness: u16,
+    /// The oracle: whether the goal was reached (meaningful for an admitted action).
+    pub goal_reached: bool,
+}
+
+/// How far one action got, in thousandths (1000: an escape).
+pub fn progress(
+    result: ActionResult,
+    feedback: Option<&Feedback>,
+    projected: ProjectedVerdict,
+) -> u32 {
+    let stage = feedback.map_or_else(|| Stage::classify(projected, None, None), |f| f.stage);
+    let closeness = u32::from(feedback.map_or(0, |f| f.closeness.min(1000)));
+    match result {
+        ActionResult::Survived => 1000,
+        ActionResult::InsideGrant => 0,
+        ActionResult::GoalMissed => 200 + closeness / 10,
+        ActionResult::Defeated => match stage {
+            Stage::Signature | Stage::Revocation | Stage::Binding => 50,
+            Stage::Scope => 150,
+            Stage::Budget => 200,
+            Stage::Dispatch => 250,
+            Stage::Guard => 300 + closeness * 3 / 10,
+            Stage::Output => 500 + closeness * 3 / 10,
+            Stage::Admitted => 0,
+        },
+    }
 }
 
 /// How an action scored.
@@ -69,17 +208,22 @@ pub enum ActionResult {
     Defeated,
     /// Inside the declared grant: not counted.
     InsideGrant,
+    /// Admitted, but the goal was not reached (the payload no longer reads
+    /// as its instruction, the path names another file): not counted.
+    GoalMissed,
 }
 
 impl ActionResult {
-    /// Scores an outcome against what the action expected.
+    /// Scores an outcome against what the action expected and its goal's oracle.
     pub fn score(action: &AdversaryAction, outcome: &ActionOutcome) -> Self {
         if action.inside_grant {
             ActionResult::InsideGrant
         } else if outcome.projected == ProjectedVerdict::Deny {
             ActionResult::Defeated
-        } else {
+        } else if outcome.feedback.as_ref().is_none_or(|f| f.goal_reached) {
             ActionResult::Survived
+        } else {
+            ActionResult::GoalMissed
         }
     }
 }
@@ -105,6 +249,31 @@ pub struct ActionRecord {
     pub receipt_id: String,
     /// The score.
     pub result: ActionResult,
+    /// The member's operator sequence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<Operator>,
+    /// The stage that stopped the action (or `admitted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    /// The reference reading's detail, if the payload was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// How far the action got, in thousandths.
+    #[serde(default)]
+    pub progress: u32,
+}
+
+impl ActionRecord {
+    /// The pipeline outcome, for novelty: stage, deciding guard and detail.
+    pub fn outcome_signature(&self) -> String {
+        format!(
+            "{}|{}|{}|{:?}",
+            self.stage.map_or("unknown", |s| s.as_str()),
+            self.guard.as_deref().unwrap_or("-"),
+            self.detail.as_deref().unwrap_or("-"),
+            self.result
+        )
+    }
 }
 
 /// One population's fitness over its fitness rounds.
@@ -122,6 +291,15 @@ pub struct FitnessSample {
     pub defeats: u32,
     /// Actions inside their grant (not counted).
     pub inside_grant: u32,
+    /// Actions admitted without reaching their goal (not counted).
+    #[serde(default)]
+    pub goal_missed: u32,
+    /// Mean progress in millionths plus the novelty bonus: what breeding selects on.
+    #[serde(default)]
+    pub fitness_ppm: u64,
+    /// Pipeline outcomes this population met first in the run.
+    #[serde(default)]
+    pub novel_outcomes: u32,
     /// Every action evaluated.
     pub total_actions: u32,
     /// Kernel evaluations the actions took.
@@ -141,12 +319,17 @@ impl FitnessSample {
         }
     }
 
-    /// The survival rate in millionths, for integer arithmetic (the wheel).
+    /// The survival rate in millionths, for integer arithmetic.
     pub fn survival_ppm(&self) -> u64 {
         let counted = u64::from(self.survivals + self.defeats);
         (u64::from(self.survivals) * 1_000_000)
             .checked_div(counted)
             .unwrap_or(0)
+    }
+
+    /// Fitness in `[0.0, 1.0]` (the novelty bonus can push it to 1.5).
+    pub fn fitness(&self) -> f64 {
+        self.fitness_ppm as f64 / 1_000_000.0
     }
 }
 
@@ -205,10 +388,11 @@ impl FitnessReport {
     }
 }
 
-/// Survival rate descending, then population name ascending.
+/// Survival rate descending, then fitness descending, then population name ascending.
 pub fn rank_order(a: &FitnessSample, b: &FitnessSample) -> Ordering {
     b.survival_ppm()
         .cmp(&a.survival_ppm())
+        .then_with(|| b.fitness_ppm.cmp(&a.fitness_ppm))
         .then_with(|| a.population.cmp(&b.population))
 }
 
@@ -223,17 +407,17 @@ pub fn actions_for(
     let scopes = declared_scopes(scenario);
     let mut actions = Vec::new();
     for (member, gene) in population.members.iter().enumerate() {
+        let actor = Actor {
+            population: &population.name,
+            member: member as u32,
+            gene,
+            operators: population.genome(member),
+            goal: &population.goal,
+        };
         for base in &bases {
-            if let Some(action) = mutate(
-                scenario,
-                &scopes,
-                &population.params,
-                &population.name,
-                member as u32,
-                gene,
-                base,
-                round,
-            ) {
+            if let Some(action) =
+                mutate_with(scenario, &scopes, &population.params, &actor, base, round)
+            {
                 actions.push(action);
             }
         }
@@ -255,10 +439,14 @@ pub fn evaluate_population(
         survivals: 0,
         defeats: 0,
         inside_grant: 0,
+        goal_missed: 0,
+        fitness_ppm: 0,
+        novel_outcomes: 0,
         total_actions: 0,
         kernel_evaluations: 0,
         records: Vec::new(),
     };
+    let mut progress_sum: u64 = 0;
     for round in 0..rounds {
         let actions = actions_for(scenario, population, round);
         if actions.is_empty() {
@@ -280,9 +468,22 @@ pub fn evaluate_population(
                 ActionResult::Survived => sample.survivals += 1,
                 ActionResult::Defeated => sample.defeats += 1,
                 ActionResult::InsideGrant => sample.inside_grant += 1,
+                ActionResult::GoalMissed => sample.goal_missed += 1,
             }
+            let progress = progress(result, outcome.feedback.as_ref(), outcome.projected);
+            progress_sum += u64::from(progress);
             sample.total_actions += 1;
             sample.kernel_evaluations += u64::from(outcome.evaluations);
+            let stage = Some(outcome.feedback.as_ref().map_or_else(
+                || {
+                    Stage::classify(
+                        outcome.projected,
+                        outcome.reason.as_deref(),
+                        outcome.guard.as_deref(),
+                    )
+                },
+                |f| f.stage,
+            ));
             sample.records.push(ActionRecord {
                 action: action.id.clone(),
                 base_step: action.base_step.clone(),
@@ -293,9 +494,16 @@ pub fn evaluate_population(
                 guard: outcome.guard,
                 receipt_id: outcome.receipt.id,
                 result,
+                operators: action.operators.clone(),
+                stage,
+                detail: outcome.feedback.and_then(|f| f.detail),
+                progress,
             });
         }
     }
+    sample.fitness_ppm = (progress_sum * 1000)
+        .checked_div(u64::from(sample.total_actions))
+        .unwrap_or(0);
     Ok(sample)
 }
 

@@ -1,7 +1,10 @@
 //! The leaderboard: `chio.arena.leaderboard/v1`.
 //!
 //! A ranked [`FitnessReport`] becomes rows by survival rate descending,
-//! ties by population name ascending, ranks from 1. The JSON form is printed
+//! then fitness descending, ties by population name ascending, ranked from
+//! one. Every escaping action of the ranked generation is listed with its
+//! operator sequence in words, so a finding reads as what was done to the
+//! base action. Fields are only ever added to this schema, never renamed. The JSON form is printed
 //! through the kernel's canonical writer (RFC 8785, keys sorted) and is the
 //! contract other tools read; the Markdown form is for people. A survival
 //! rate of zero is the healthy result: a population that climbs the board
@@ -10,7 +13,8 @@
 use chio_kernel::canonical::to_canonical_vec;
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::fitness::FitnessReport;
+use crate::adversary::fitness::{ActionResult, FitnessReport};
+use crate::adversary::operators::{describe, Operator};
 use crate::error::ArenaError;
 
 /// Schema id of the leaderboard document.
@@ -33,6 +37,24 @@ pub struct LeaderboardRow {
     pub defeats: u32,
     /// Total actions evaluated, inside-grant ones included.
     pub total_actions: u32,
+    /// Fitness: mean progress plus the novelty bonus (see the fitness module).
+    #[serde(default)]
+    pub fitness: f64,
+}
+
+/// One escaping action, named by what its operators did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardEscape {
+    /// The action id.
+    pub action: String,
+    /// The population it belongs to.
+    pub population: String,
+    /// The member's gene, as a label.
+    pub gene: String,
+    /// The operator sequence, kebab-case, in order.
+    pub operators: Vec<Operator>,
+    /// The operator sequence in words.
+    pub description: String,
 }
 
 /// The leaderboard document.
@@ -46,6 +68,9 @@ pub struct Leaderboard {
     pub generation: u32,
     /// The rows, ranked.
     pub rows: Vec<LeaderboardRow>,
+    /// Every escaping action of the generation, in row then evaluation order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escapes: Vec<LeaderboardEscape>,
 }
 
 impl Leaderboard {
@@ -63,6 +88,23 @@ impl Leaderboard {
                 survivals: s.survivals,
                 defeats: s.defeats,
                 total_actions: s.total_actions,
+                fitness: s.fitness(),
+            })
+            .collect();
+        let escapes = report
+            .samples
+            .iter()
+            .flat_map(|s| {
+                s.records
+                    .iter()
+                    .filter(|r| r.result == ActionResult::Survived)
+                    .map(|r| LeaderboardEscape {
+                        action: r.action.clone(),
+                        population: s.population.clone(),
+                        gene: r.gene.clone(),
+                        operators: r.operators.clone(),
+                        description: describe(&r.operators),
+                    })
             })
             .collect();
         Self {
@@ -70,6 +112,7 @@ impl Leaderboard {
             scenario_id: scenario_id.to_string(),
             generation: report.generation,
             rows,
+            escapes,
         }
     }
 
@@ -83,20 +126,30 @@ impl Leaderboard {
     /// The Markdown table (`leaderboard.md`).
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
-            "# Leaderboard: {}\n\nSchema `{}`, generation {}. Rows by survival rate, descending; ties by population name.\n\n| rank | population | class | survival rate | survivals | defeats | actions |\n|---:|---|---|---:|---:|---:|---:|\n",
+            "# Leaderboard: {}\n\nSchema `{}`, generation {}. Rows by survival rate, descending, then fitness; ties by population name.\n\n| rank | population | class | survival rate | survivals | defeats | actions | fitness |\n|---:|---|---|---:|---:|---:|---:|---:|\n",
             self.scenario_id, self.schema_version, self.generation
         );
         for row in &self.rows {
             out.push_str(&format!(
-                "| {} | {} | {} | {:.4} | {} | {} | {} |\n",
+                "| {} | {} | {} | {:.4} | {} | {} | {} | {:.4} |\n",
                 row.rank,
                 row.population,
                 row.class,
                 row.survival_rate,
                 row.survivals,
                 row.defeats,
-                row.total_actions
+                row.total_actions,
+                row.fitness
             ));
+        }
+        if !self.escapes.is_empty() {
+            out.push_str("\n## Escapes\n\n| action | gene | operators |\n|---|---|---|\n");
+            for escape in &self.escapes {
+                out.push_str(&format!(
+                    "| {} | {} | {} |\n",
+                    escape.action, escape.gene, escape.description
+                ));
+            }
         }
         out
     }
@@ -115,6 +168,9 @@ mod tests {
             survivals,
             defeats,
             inside_grant: 0,
+            goal_missed: 0,
+            fitness_ppm: 0,
+            novel_outcomes: 0,
             total_actions: survivals + defeats,
             kernel_evaluations: 0,
             records: Vec::new(),
@@ -141,9 +197,9 @@ mod tests {
             .collect();
         assert_eq!(order, vec![("c", 1), ("a", 2), ("b", 3), ("d", 4)]);
         let json = String::from_utf8(board.to_json().unwrap()).unwrap();
-        assert!(json.starts_with("{\"generation\":3,\"rows\":[{\"class\":\"replay-attempt\",\"defeats\":0,\"population\":\"c\",\"rank\":1,\"survival_rate\":1,"));
+        assert!(json.starts_with("{\"generation\":3,\"rows\":[{\"class\":\"replay-attempt\",\"defeats\":0,\"fitness\":0,\"population\":\"c\",\"rank\":1,\"survival_rate\":1,"));
         assert!(board
             .to_markdown()
-            .contains("| 2 | a | replay-attempt | 0.5000 | 1 | 1 | 2 |"));
+            .contains("| 2 | a | replay-attempt | 0.5000 | 1 | 1 | 2 | 0.0000 |"));
     }
 }

@@ -16,12 +16,17 @@
 //! - [`action`]: base steps, the deterministic mutation of a base step into
 //!   an [`AdversaryAction`], and the declared-scope check that keeps a
 //!   mutation inside its grant from counting as an escape;
+//! - [`goal`]: [`Goal`], what an adversary tries to reach, the oracle of
+//!   an escape;
+//! - [`operators`]: [`Operator`], the composable mutation operators a
+//!   genome is a sequence of, and the [`operators::Draft`] they act on;
 //! - [`fitness`]: the [`ActionEvaluator`] trait, per-action verdicts,
 //!   [`FitnessSample`], [`FitnessReport`] and [`evaluate_populations`];
 //! - [`coevolution`]: [`evolve`], its configuration and generation trace;
 //! - [`leaderboard`]: the `chio.arena.leaderboard/v1` document and its
 //!   Markdown rendering;
-//! - [`chart`]: the SVG chart of survival per generation;
+//! - [`chart`]: the SVG chart of best and mean fitness and survival per
+//!   generation, the first escape marked;
 //! - [`promotion`]: the bless gate, fixture descriptors and adversarial
 //!   cases.
 
@@ -30,7 +35,9 @@ pub mod chart;
 pub mod class;
 pub mod coevolution;
 pub mod fitness;
+pub mod goal;
 pub mod leaderboard;
+pub mod operators;
 pub mod population;
 pub mod promotion;
 
@@ -48,9 +55,11 @@ pub use coevolution::{
 };
 pub use fitness::{
     actions_for, evaluate_populations, ActionEvaluator, ActionOutcome, ActionRecord, ActionResult,
-    FitnessReport, FitnessSample,
+    Feedback, FitnessReport, FitnessSample, Stage,
 };
-pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
+pub use goal::Goal;
+pub use leaderboard::{Leaderboard, LeaderboardEscape, LeaderboardRow, LEADERBOARD_SCHEMA};
+pub use operators::{describe, Draft, Family, Operator};
 pub use population::{populations_from_scenario, AdversaryPopulation};
 pub use promotion::{
     AdversarialCase, FixtureDescriptor, PromotedCase, PromotionGate, ADVERSARIAL_CASE_SCHEMA,

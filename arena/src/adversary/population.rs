@@ -10,7 +10,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::adversary::class::{AdversaryClass, ClassParams, Gene};
+use crate::adversary::goal::Goal;
+use crate::adversary::operators::Operator;
 use crate::error::ArenaError;
+
+/// Most populations one lineage may breed per generation.
+pub const MAX_POPULATION_SIZE: u32 = 64;
 use crate::Scenario;
 
 /// A population of adversaries of one class.
@@ -28,6 +33,13 @@ pub struct AdversaryPopulation {
     pub params: ClassParams,
     /// The members, in order; member `i` is named by its index.
     pub members: Vec<Gene>,
+    /// What the lineage tries to reach; decides the operators and the oracle.
+    pub goal: Goal,
+    /// Member `i`'s operator sequence, applied to its base action.
+    pub genomes: Vec<Vec<Operator>>,
+    /// Populations the lineage breeds per generation, when its block says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_size: Option<u32>,
 }
 
 impl AdversaryPopulation {
@@ -56,6 +68,7 @@ impl AdversaryPopulation {
                 other: other.as_str(),
             });
         }
+        let genomes = vec![Vec::new(); members.len()];
         Ok(Self {
             name: name.to_string(),
             class,
@@ -63,7 +76,30 @@ impl AdversaryPopulation {
             seed_ref: seed_ref.to_string(),
             params,
             members,
+            goal: Goal::default_for(class),
+            genomes,
+            pool_size: None,
         })
+    }
+
+    /// The same population pursuing `goal`, breeding `pool_size` per generation.
+    pub fn with_goal(mut self, goal: Goal, pool_size: Option<u32>) -> Self {
+        self.goal = goal;
+        self.pool_size = pool_size;
+        self
+    }
+
+    /// The same population with member `i` carrying `genomes[i]` (missing
+    /// sequences are empty, extra ones dropped).
+    pub fn with_genomes(mut self, mut genomes: Vec<Vec<Operator>>) -> Self {
+        genomes.resize(self.members.len(), Vec::new());
+        self.genomes = genomes;
+        self
+    }
+
+    /// Member `i`'s operator sequence (empty past the end).
+    pub fn genome(&self, member: usize) -> &[Operator] {
+        self.genomes.get(member).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -113,13 +149,32 @@ pub fn population_from_block(
             field: format!("{field}.params"),
         });
     }
-    AdversaryPopulation::new(
+    let goal = Goal::from_block(
+        class,
+        block.goal.as_deref(),
+        block.goal_path.as_deref(),
+        &field,
+    )?;
+    let pool_size = match block.population_size {
+        None => None,
+        Some(n) if (1..=i64::from(MAX_POPULATION_SIZE)).contains(&n) => Some(n as u32),
+        Some(_) => {
+            return Err(ArenaError::AdversaryParam {
+                field: format!("{field}.population_size"),
+                reason: format!(
+                    "expected a whole number between 1 and {MAX_POPULATION_SIZE}; omit it for the evolve default"
+                ),
+            })
+        }
+    };
+    Ok(AdversaryPopulation::new(
         &block.population,
         &block.population,
         &block.seed_ref,
         params,
         genes,
-    )
+    )?
+    .with_goal(goal, pool_size))
 }
 
 #[cfg(test)]

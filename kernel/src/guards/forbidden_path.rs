@@ -10,7 +10,50 @@ use serde::Deserialize;
 use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict};
 use crate::error::KernelError;
 use crate::glob::Glob;
-use crate::path::{normalize_path, path_arguments};
+use crate::path::{normalize_path, path_arguments, PathProblem};
+use crate::planted::{weakened, GuardScope, Weakness};
+
+/// The guard's normalisation with one step left out, when a path weakness
+/// is planted (`planted-weakness` builds only); `None` otherwise.
+fn planted_normal(raw: &str) -> Option<Result<String, PathProblem>> {
+    if weakened(Weakness::NoDotSegmentCollapse) {
+        // Decoded and separators unified, but every `.` and `..` segment kept.
+        return Some(Ok(percent_decoded(raw).replace('\\', "/")));
+    }
+    if weakened(Weakness::NoPercentDecoding) {
+        // Escape every `%` so the shared normaliser decodes nothing.
+        return Some(normalize_path(&raw.replace('%', "%25")));
+    }
+    if weakened(Weakness::NoBackslashSeparator) {
+        // Park backslashes on a private character the normaliser leaves alone.
+        return Some(
+            normalize_path(&raw.replace('\\', "\u{f8ff}")).map(|p| p.replace('\u{f8ff}', "\\")),
+        );
+    }
+    None
+}
+
+/// `%XX` escapes decoded (bytes that are not UTF-8 read as U+FFFD), for the
+/// dot-segment mutant only.
+fn percent_decoded(raw: &str) -> String {
+    let b = raw.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
+        match (b[i], hex(i + 1), hex(i + 2)) {
+            (b'%', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
 
 /// Configuration of `forbidden-path`.
 #[derive(Debug, Clone, Deserialize)]
@@ -61,12 +104,21 @@ impl Guard for ForbiddenPathGuard {
         GuardKind::ForbiddenPath
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        let _scope = GuardScope::enter();
         for arg in path_arguments(ctx.arguments) {
-            let normal = match normalize_path(&arg.raw) {
+            let normal = match planted_normal(&arg.raw).unwrap_or_else(|| normalize_path(&arg.raw))
+            {
                 Ok(p) => p,
                 Err(problem) => return Ok(GuardVerdict::Deny(problem.reason(&arg.raw))),
             };
-            if let Some(glob) = self.globs.iter().find(|g| g.is_match(&normal)) {
+            let case_sensitive = weakened(Weakness::CaseSensitiveGlobs);
+            if let Some(glob) = self.globs.iter().find(|g| {
+                if case_sensitive {
+                    Glob::new(g.as_str()).is_match(&normal)
+                } else {
+                    g.is_match(&normal)
+                }
+            }) {
                 return Ok(GuardVerdict::Deny(format!(
                     "path {} matches forbidden glob {}",
                     arg.raw,

@@ -57,6 +57,7 @@ use super::{
     OutputVerdict,
 };
 use crate::error::KernelError;
+use crate::planted::{weakened, GuardScope, Weakness};
 
 mod normalise;
 mod rules;
@@ -221,6 +222,11 @@ fn scan(
     level: usize,
     budget: &mut Budget,
 ) -> Result<Option<RuleMatch>, ScanLimit> {
+    let text = if weakened(Weakness::ShortScanWindow) {
+        &text[..floor_boundary(text, crate::planted::SHORT_SCAN_WINDOW)]
+    } else {
+        text
+    };
     let readings: Vec<(Reading, Views)> = readings(text)
         .into_iter()
         .map(|(reading, text)| (reading, Views::new(text)))
@@ -236,6 +242,9 @@ fn scan(
         }
     }
     for pattern in Pattern::ALL.into_iter().filter(|p| enabled.contains(p)) {
+        if pattern == Pattern::DelimiterConfusion && weakened(Weakness::DropDelimiterPattern) {
+            continue;
+        }
         let hit = if pattern == Pattern::JsonPayloadSmuggle {
             structures
                 .iter()
@@ -257,6 +266,9 @@ fn scan(
             }));
         }
     }
+    if weakened(Weakness::NoEmbeddedRescan) {
+        return Ok(None);
+    }
     for (_, found) in &structures {
         for inner in &found.embedded {
             if level >= MAX_EMBEDDING {
@@ -268,6 +280,15 @@ fn scan(
         }
     }
     Ok(None)
+}
+
+/// The largest character boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
 }
 
 /// Whether one pattern's detector fires on `text` (a text past the scan
@@ -450,7 +471,7 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
         }
     }
     let values: Vec<&str> = values.into_iter().filter(|v| !v.is_empty()).collect();
-    if values.len() < 2 {
+    if values.len() < 2 || weakened(Weakness::NoSplitJoin) {
         return None;
     }
     for separator in [" ", ""] {
@@ -535,6 +556,7 @@ impl PromptInjectionGuard {
 
     /// The first finding in `value` with the configured patterns.
     pub fn find(&self, value: &Value) -> Option<ValueFinding> {
+        let _scope = GuardScope::enter();
         scan_value(value, &self.patterns)
     }
 }

@@ -33,6 +33,8 @@
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;
 
+use crate::planted::{weakened, Weakness};
+
 /// A way of reading a text; each rule runs on every reading made for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reading {
@@ -148,7 +150,7 @@ pub fn fold_punctuation(c: char) -> Option<char> {
 
 /// Pushes the look-alike fold of one lowercase, mark-free character.
 fn push_folded(c: char, out: &mut Collapser) {
-    if c.is_ascii() {
+    if c.is_ascii() || weakened(Weakness::NoConfusableFold) {
         out.push(c);
         return;
     }
@@ -214,6 +216,9 @@ pub fn normalise(text: &str) -> String {
 }
 
 fn normalise_with(text: &str, invisible: Invisible) -> String {
+    if cfg!(feature = "planted-weakness") && planted_any() {
+        return normalise_planted(text, invisible);
+    }
     let mut out = Collapser::with_capacity(text.len());
     if text.is_ascii() {
         for c in text.chars() {
@@ -253,11 +258,62 @@ fn normalise_with(text: &str, invisible: Invisible) -> String {
     out.finish()
 }
 
+/// Whether a weakness of the readings is planted in the running guard check.
+fn planted_any() -> bool {
+    weakened(Weakness::NoNfkc)
+        || weakened(Weakness::NoInvisibleRemoval)
+        || weakened(Weakness::NoDiacriticStrip)
+        || weakened(Weakness::CaseSensitiveRules)
+        || weakened(Weakness::NoConfusableFold)
+}
+
+/// The plain reading with one step left out (`planted-weakness` builds only).
+fn normalise_planted(text: &str, invisible: Invisible) -> String {
+    let keep_invisible = weakened(Weakness::NoInvisibleRemoval);
+    let visible: Vec<char> = text
+        .chars()
+        .filter_map(|c| {
+            if is_invisible(c) && !keep_invisible {
+                (invisible == Invisible::Space).then_some(' ')
+            } else {
+                Some(c)
+            }
+        })
+        .collect();
+    let composed: Vec<char> = if weakened(Weakness::NoNfkc) {
+        visible
+    } else {
+        visible.into_iter().nfkc().collect()
+    };
+    let mut out = Collapser::with_capacity(text.len());
+    for c in composed {
+        let lowered: Vec<char> = if weakened(Weakness::CaseSensitiveRules) {
+            vec![c]
+        } else {
+            c.to_lowercase().collect()
+        };
+        for lower in lowered {
+            if weakened(Weakness::NoDiacriticStrip) {
+                push_folded(lower, &mut out);
+                continue;
+            }
+            for d in std::iter::once(lower).nfd() {
+                if is_combining_mark(d) || (is_invisible(d) && !keep_invisible) {
+                    continue;
+                }
+                push_folded(d, &mut out);
+            }
+        }
+    }
+    out.finish()
+}
+
 /// Every reading the text gives a reason for, the plain one first.
 pub fn readings(text: &str) -> Vec<(Reading, String)> {
     let plain = normalise(text);
     let mut out = Vec::with_capacity(1);
-    if text.is_ascii() && !text.chars().any(is_invisible) {
+    if text.is_ascii() && !text.chars().any(is_invisible) || weakened(Weakness::NoInvisibleRemoval)
+    {
         out.push((Reading::Plain, plain));
         return out;
     }
@@ -286,7 +342,7 @@ pub fn readings(text: &str) -> Vec<(Reading, String)> {
             normalise_with(text, Invisible::Space),
         ));
     }
-    if !hidden.is_empty() {
+    if !hidden.is_empty() && !weakened(Weakness::NoTagDecoding) {
         out.push((Reading::TagDecoded, normalise(&hidden)));
     }
     if let Some(reversed) = reversed {

@@ -370,6 +370,9 @@ fn find_tag(text: &str, names: &[&str], bare: bool) -> bool {
         if i == name_start || !names.contains(&canonical_name(&text[name_start..i]).as_str()) {
             continue;
         }
+        if spaced && crate::planted::weakened(crate::planted::Weakness::TightToolTagsOnly) {
+            continue;
+        }
         let closes = if bare {
             let j = skip_spaces(b, i);
             b.get(j) == Some(&b'>')

@@ -1,0 +1,233 @@
+//! Planted weaknesses: guard mutants for benchmarking the adversary search.
+//!
+//! The arena's adversary search claims it finds what a human red team
+//! finds. To measure that claim, this module can switch off one
+//! normalisation or check of the `prompt-injection` or `forbidden-path`
+//! guard at run time, and the search is scored on whether it finds an
+//! escape through the hole. Everything here is behind the test-only cargo
+//! feature `planted-weakness`: without it, [`weakened`] is a constant
+//! `false` and every mutant branch compiles away, so a production kernel
+//! carries none of them.
+//!
+//! A weakness applies only inside a guard's own check (the guard opens a
+//! [`GuardScope`] for its duration, on its thread). Every other caller of the
+//! same functions, such as the scope check's path normalisation or the
+//! arena's reference reading through [`crate::guards::prompt_injection::inspect`],
+//! keeps the hardened behaviour: that is what lets the search use the
+//! unweakened detector as its oracle while the kernel's pipeline runs the
+//! mutant.
+
+/// One planted weakness: the normalisation or check it removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Weakness {
+    /// Injection readings skip Unicode NFKC (fullwidth forms stay as they are).
+    NoNfkc,
+    /// Injection readings skip the look-alike (confusable skeleton) fold.
+    NoConfusableFold,
+    /// Injection readings keep invisible and formatting characters.
+    NoInvisibleRemoval,
+    /// Injection readings keep combining marks (diacritics).
+    NoDiacriticStrip,
+    /// Injection readings are not lowercased.
+    CaseSensitiveRules,
+    /// Each injection scan reads only the first [`SHORT_SCAN_WINDOW`] bytes of a string.
+    ShortScanWindow,
+    /// String values are never read together, so a split payload passes.
+    NoSplitJoin,
+    /// A tool tag counts only when written tight (`<tool_call`, not `< tool_call >`).
+    TightToolTagsOnly,
+    /// The `delimiter-confusion` pattern is dropped.
+    DropDelimiterPattern,
+    /// No reading of messages spelled in tag characters.
+    NoTagDecoding,
+    /// JSON text escaped inside strings is not scanned again.
+    NoEmbeddedRescan,
+    /// `forbidden-path` globs match case-sensitively.
+    CaseSensitiveGlobs,
+    /// `forbidden-path` does not collapse `.` and `..` segments.
+    NoDotSegmentCollapse,
+    /// `forbidden-path` does not percent-decode.
+    NoPercentDecoding,
+    /// `forbidden-path` does not read `\` as a separator.
+    NoBackslashSeparator,
+}
+
+/// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
+pub const SHORT_SCAN_WINDOW: usize = 256;
+
+impl Weakness {
+    /// Every weakness, in benchmark order.
+    pub const ALL: [Weakness; 15] = [
+        Weakness::NoNfkc,
+        Weakness::NoConfusableFold,
+        Weakness::NoInvisibleRemoval,
+        Weakness::NoDiacriticStrip,
+        Weakness::CaseSensitiveRules,
+        Weakness::ShortScanWindow,
+        Weakness::NoSplitJoin,
+        Weakness::TightToolTagsOnly,
+        Weakness::DropDelimiterPattern,
+        Weakness::NoTagDecoding,
+        Weakness::NoEmbeddedRescan,
+        Weakness::CaseSensitiveGlobs,
+        Weakness::NoDotSegmentCollapse,
+        Weakness::NoPercentDecoding,
+        Weakness::NoBackslashSeparator,
+    ];
+
+    /// The kebab-case name the benchmark prints.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Weakness::NoNfkc => "no-nfkc",
+            Weakness::NoConfusableFold => "no-confusable-fold",
+            Weakness::NoInvisibleRemoval => "no-invisible-removal",
+            Weakness::NoDiacriticStrip => "no-diacritic-strip",
+            Weakness::CaseSensitiveRules => "case-sensitive-rules",
+            Weakness::ShortScanWindow => "short-scan-window",
+            Weakness::NoSplitJoin => "no-split-join",
+            Weakness::TightToolTagsOnly => "tight-tool-tags-only",
+            Weakness::DropDelimiterPattern => "drop-delimiter-pattern",
+            Weakness::NoTagDecoding => "no-tag-decoding",
+            Weakness::NoEmbeddedRescan => "no-embedded-rescan",
+            Weakness::CaseSensitiveGlobs => "case-sensitive-globs",
+            Weakness::NoDotSegmentCollapse => "no-dot-segment-collapse",
+            Weakness::NoPercentDecoding => "no-percent-decoding",
+            Weakness::NoBackslashSeparator => "no-backslash-separator",
+        }
+    }
+
+    /// Parses the kebab-case name.
+    pub fn parse(text: &str) -> Option<Weakness> {
+        Weakness::ALL.into_iter().find(|w| w.as_str() == text)
+    }
+
+    /// The guard kind the weakness lives in (`prompt-injection` or `forbidden-path`).
+    pub fn guard_kind(&self) -> &'static str {
+        match self {
+            Weakness::CaseSensitiveGlobs
+            | Weakness::NoDotSegmentCollapse
+            | Weakness::NoPercentDecoding
+            | Weakness::NoBackslashSeparator => "forbidden-path",
+            _ => "prompt-injection",
+        }
+    }
+
+    #[cfg_attr(not(feature = "planted-weakness"), allow(dead_code))]
+    fn code(self) -> u8 {
+        Weakness::ALL
+            .iter()
+            .position(|w| *w == self)
+            .map_or(0, |i| i as u8 + 1)
+    }
+}
+
+#[cfg(feature = "planted-weakness")]
+mod active {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU8, Ordering};
+
+    use super::Weakness;
+
+    /// The selected weakness (0: none), process-wide.
+    static SELECTED: AtomicU8 = AtomicU8::new(0);
+
+    thread_local! {
+        /// How many guard checks are open on this thread.
+        static IN_GUARD: Cell<u32> = const { Cell::new(0) };
+    }
+
+    pub fn select(weakness: Option<Weakness>) {
+        SELECTED.store(weakness.map_or(0, Weakness::code), Ordering::SeqCst);
+    }
+
+    pub fn selected() -> Option<Weakness> {
+        let code = SELECTED.load(Ordering::SeqCst);
+        Weakness::ALL.into_iter().find(|w| w.code() == code)
+    }
+
+    pub fn weakened(weakness: Weakness) -> bool {
+        IN_GUARD.with(|n| n.get() > 0) && SELECTED.load(Ordering::Relaxed) == weakness.code()
+    }
+
+    pub fn enter() {
+        IN_GUARD.with(|n| n.set(n.get() + 1));
+    }
+
+    pub fn leave() {
+        IN_GUARD.with(|n| n.set(n.get().saturating_sub(1)));
+    }
+}
+
+/// Selects the weakness every guard check of this process plants from now
+/// on (`None`: the hardened guards). Only with the `planted-weakness` feature.
+#[cfg(feature = "planted-weakness")]
+pub fn select(weakness: Option<Weakness>) {
+    active::select(weakness);
+}
+
+/// The weakness selected, if any. Only with the `planted-weakness` feature.
+#[cfg(feature = "planted-weakness")]
+pub fn selected() -> Option<Weakness> {
+    active::selected()
+}
+
+/// Whether `weakness` is planted in the guard check running on this thread.
+#[inline]
+pub fn weakened(weakness: Weakness) -> bool {
+    #[cfg(feature = "planted-weakness")]
+    {
+        active::weakened(weakness)
+    }
+    #[cfg(not(feature = "planted-weakness"))]
+    {
+        let _ = weakness;
+        false
+    }
+}
+
+/// Marks a guard check as open on this thread while it lives.
+#[derive(Debug)]
+pub struct GuardScope(());
+
+impl GuardScope {
+    /// Opens the scope; it closes when dropped.
+    #[inline]
+    pub fn enter() -> GuardScope {
+        #[cfg(feature = "planted-weakness")]
+        active::enter();
+        GuardScope(())
+    }
+}
+
+impl Drop for GuardScope {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(feature = "planted-weakness")]
+        active::leave();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Names round-trip and every weakness names the guard kind it lives in.
+    #[test]
+    fn names_round_trip() {
+        for w in Weakness::ALL {
+            assert_eq!(Weakness::parse(w.as_str()), Some(w));
+            assert!(matches!(
+                w.guard_kind(),
+                "prompt-injection" | "forbidden-path"
+            ));
+        }
+    }
+
+    // Outside a guard scope nothing is ever weakened, whatever is selected.
+    #[test]
+    fn outside_a_guard_nothing_is_weakened() {
+        for w in Weakness::ALL {
+            assert!(!weakened(w));
+        }
+    }
+}

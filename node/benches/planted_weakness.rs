@@ -1,0 +1,138 @@
+//! The search benchmark: planted weaknesses.
+//!
+//! For the hardened guards and then for each guard mutant of the kernel's
+//! `planted-weakness` feature (`chio_kernel::planted::Weakness`), runs
+//! `evolve` with the default configuration and a budget of 200 generations
+//! over `scenarios/planted-weakness-benchmark.toml`, stopping a mutant's
+//! run at the first generation with an escape. Prints, per run, whether an
+//! escape was found, the generation and the kernel evaluations it took, and
+//! the first escape's operator sequence in words; then the detection rate
+//! and the median generations and evaluations to the first escape. The
+//! hardened run never stops early: it must finish all 200 generations with
+//! zero escapes.
+//!
+//! Run: `cargo bench -p chio-node --bench planted_weakness --features planted-weakness`
+//! (`CHIO_BENCH_GENERATIONS` overrides the 200-generation budget).
+
+use std::path::Path;
+
+use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
+use chio_arena::adversary::{describe, ActionResult, EvolutionResult, EvolveConfig};
+use chio_arena::load_scenario;
+use chio_kernel::planted::{self, Weakness};
+use chio_node::evaluator::KernelActionEvaluator;
+
+/// Stops a run after the first generation with an escape, when told to.
+struct StopAtEscape {
+    stop: bool,
+}
+
+impl BudgetControl for StopAtEscape {
+    fn after_generation(&mut self, record: &GenerationRecord) -> bool {
+        !(self.stop && record.escapes > 0)
+    }
+}
+
+/// The first escape of a run, in words.
+fn first_escape(result: &EvolutionResult) -> String {
+    for record in &result.trace {
+        for sample in &record.samples {
+            if let Some(r) = sample
+                .records
+                .iter()
+                .find(|r| r.result == ActionResult::Survived)
+            {
+                return format!("{} ({}): {}", r.action, r.gene, describe(&r.operators));
+            }
+        }
+    }
+    "-".to_string()
+}
+
+fn median(mut values: Vec<u64>) -> Option<f64> {
+    values.sort_unstable();
+    let n = values.len();
+    if n == 0 {
+        return None;
+    }
+    Some(if n % 2 == 1 {
+        values[n / 2] as f64
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) as f64 / 2.0
+    })
+}
+
+fn main() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/planted-weakness-benchmark.toml");
+    let scenario = load_scenario(&path).expect("scenario loads");
+    let generations: u32 = std::env::var("CHIO_BENCH_GENERATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let config = EvolveConfig {
+        generations,
+        ..EvolveConfig::default()
+    };
+    println!(
+        "| guards | found | first escape generation | kernel evaluations to it | run evaluations | first escape |"
+    );
+    println!("|---|---|---:|---:|---:|---|");
+    let mut found_generations = Vec::new();
+    let mut found_evaluations = Vec::new();
+    let mut found = 0usize;
+    let runs: Vec<Option<Weakness>> = std::iter::once(None)
+        .chain(Weakness::ALL.into_iter().map(Some))
+        .collect();
+    for weakness in &runs {
+        planted::select(*weakness);
+        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
+        let mut control = StopAtEscape {
+            stop: weakness.is_some(),
+        };
+        let result =
+            evolve_with(&scenario, &config, &mut evaluator, &mut control).expect("evolution runs");
+        planted::select(None);
+        let name = weakness.map_or("hardened (none planted)", |w| w.as_str());
+        let escaped = result.first_escape_generation.is_some();
+        if let (Some(w), Some(g), Some(e)) = (
+            weakness,
+            result.first_escape_generation,
+            result.evaluations_to_first_escape,
+        ) {
+            let _ = w;
+            found += 1;
+            found_generations.push(u64::from(g));
+            found_evaluations.push(e);
+        }
+        println!(
+            "| {name} | {} | {} | {} | {} | {} |",
+            if escaped { "yes" } else { "no" },
+            result
+                .first_escape_generation
+                .map_or("-".to_string(), |g| g.to_string()),
+            result
+                .evaluations_to_first_escape
+                .map_or("-".to_string(), |e| e.to_string()),
+            result.kernel_evaluations,
+            first_escape(&result)
+        );
+        if weakness.is_none() {
+            assert!(
+                !escaped,
+                "the hardened guards must survive the search with zero escapes"
+            );
+            assert_eq!(result.generations_completed, generations);
+        }
+    }
+    let mutants = runs.len() - 1;
+    println!();
+    println!(
+        "detection rate: {found}/{mutants} ({:.0}%)",
+        100.0 * found as f64 / mutants as f64
+    );
+    if let (Some(g), Some(e)) = (median(found_generations), median(found_evaluations)) {
+        println!("median generations to first escape: {g}");
+        println!("median kernel evaluations to first escape: {e}");
+    }
+}
