@@ -157,8 +157,10 @@ fn error_of(operation: &'static str, deadline: Duration, status: Status) -> Trus
         Code::Unavailable => TrustError::Unavailable {
             detail: format!("{operation}: {}", describe(&status)),
         },
-        // A broken connection surfaces as `Unknown` with the transport error as source.
-        Code::Unknown if is_transport(&status) => TrustError::Unavailable {
+        // A broken connection surfaces as `Unknown` (or, when the stream
+        // breaks mid-request, `Internal` from the HTTP/2 layer) with the
+        // transport error as source or as the message.
+        Code::Unknown | Code::Internal if is_transport(&status) => TrustError::Unavailable {
             detail: format!("{operation}: {}", describe(&status)),
         },
         Code::DeadlineExceeded | Code::Cancelled => TrustError::DeadlineExceeded {
@@ -172,8 +174,14 @@ fn error_of(operation: &'static str, deadline: Duration, status: Status) -> Trus
     }
 }
 
+/// Whether a status was made by the client's transport rather than sent
+/// by the service: the service's own statuses carry its error text, which
+/// always starts with "trust-control", never an HTTP/2 or transport error.
 fn is_transport(status: &Status) -> bool {
+    let message = status.message();
     std::error::Error::source(status).is_some()
+        || message.starts_with("h2 protocol error")
+        || message.starts_with("transport error")
 }
 
 fn describe(status: &Status) -> String {
