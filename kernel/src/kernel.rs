@@ -26,8 +26,9 @@
 //! so an async actor can dispatch the tool call; [`Kernel::complete`] then
 //! runs the post-invocation guards, looks up revocation of the token and
 //! every ancestor again (a revocation that raced the dispatch withholds the
-//! output), joins the output's label into the
-//! session, principal and lineage label keys, commits the budget holds
+//! output), joins the output's label (and its integrity label, when the
+//! server marked it untrusted) into the session, principal and lineage
+//! label keys, commits the budget holds
 //! (the tool did run, so even a withheld output consumes them), appends the
 //! session journal entry and the signed receipt, and only then releases the
 //! output. A receipt append that fails turns the verdict into a deny naming

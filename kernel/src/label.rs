@@ -343,6 +343,31 @@ mod tests {
         );
     }
 
+    // Integrity labels round-trip, never collide with a confidentiality level, and travel through a message like one; trusted content writes nothing.
+    #[test]
+    fn integrity_labels_are_known_and_carried() {
+        assert_eq!(Integrity::Trusted.label(), None);
+        let untrusted = Integrity::Untrusted.label().unwrap();
+        assert_eq!(untrusted, "integrity:untrusted");
+        assert_eq!(
+            Integrity::from_label(&untrusted),
+            Some(Integrity::Untrusted)
+        );
+        assert!(Integrity::Trusted < Integrity::Untrusted);
+        for level in Label::ALL {
+            assert!(!is_integrity_label(level.as_str()));
+            assert_eq!(Integrity::from_label(level.as_str()), None);
+        }
+        assert!(is_known_label(&untrusted) && is_known_label("internal"));
+        assert!(!is_known_label("integrity:maybe") && !is_known_label("untrusted"));
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", &untrusted).unwrap();
+        let carry = LabelCarry::message("alice", "bob", "bob", None);
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
+        assert!(store.read("principal/bob").unwrap().contains(&untrusted));
+    }
+
     // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.
     #[test]
     fn a_message_reaches_principal_and_session() {
