@@ -112,6 +112,13 @@ pub struct ServerDecl {
     pub labels: Option<BTreeMap<String, String>>,
     /// Test-runner only: tests that fail when requested.
     pub failing: Option<Vec<String>>,
+    /// How far what the server returns can be trusted (`trusted`, the
+    /// default, or `untrusted`): an untrusted result lowers the integrity
+    /// of its reader.
+    pub integrity: Option<String>,
+    /// Workspace only: glob to integrity of a read of a matching path,
+    /// overriding `integrity` for the paths it matches.
+    pub integrity_globs: Option<BTreeMap<String, String>>,
 }
 
 /// `[[agents]]`.

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
-use chio_kernel::label::Label;
+use chio_kernel::label::{Integrity, Label};
 use serde::Serialize;
 
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
@@ -56,7 +56,7 @@ pub const DEFAULT_GRANT_EXPIRY_MS: u64 = 86_400_000;
 /// A capability's share when `share_bps` is absent: the whole allowance.
 pub const DEFAULT_SHARE_BPS: u64 = 10_000;
 
-const GUARD_KINDS: &str = "forbidden-path, path-allowlist, behavioral-sequence, information-flow, prompt-injection, approval, secret-redaction";
+const GUARD_KINDS: &str = "forbidden-path, path-allowlist, behavioral-sequence, information-flow, integrity, prompt-injection, approval, secret-redaction";
 const ADVERSARY_CLASSES: &[&str] = &[
     "prompt-injection",
     "capability-overrequest",
@@ -1097,6 +1097,7 @@ impl Validator<'_> {
                 ("root", server.root.is_some()),
                 ("fixtures", server.fixtures.is_some()),
                 ("labels", server.labels.is_some()),
+                ("integrity_globs", server.integrity_globs.is_some()),
             ] {
                 if present {
                     return Err(ArenaError::KeyNotAllowed {
@@ -1141,6 +1142,30 @@ impl Validator<'_> {
                         field,
                         value: label.clone(),
                         allowed: "public, internal, confidential, restricted",
+                    });
+                }
+            }
+        }
+        if let Some(level) = &server.integrity {
+            if Integrity::parse(level).is_none() {
+                return Err(ArenaError::UnsupportedValue {
+                    field: at("integrity"),
+                    value: level.clone(),
+                    allowed: "trusted, untrusted",
+                });
+            }
+        }
+        if let Some(globs) = &server.integrity_globs {
+            for (glob, level) in globs {
+                let field = format!("servers[{i}].integrity_globs.{glob:?}");
+                if glob.is_empty() {
+                    return Err(ArenaError::InvalidId { field });
+                }
+                if Integrity::parse(level).is_none() {
+                    return Err(ArenaError::UnsupportedValue {
+                        field,
+                        value: level.clone(),
+                        allowed: "trusted, untrusted",
                     });
                 }
             }

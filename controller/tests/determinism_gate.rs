@@ -12,7 +12,12 @@ use util::{chio, explain, reference_scenarios, repo_path, tree};
 fn reference_scenarios_replay_byte_for_byte() {
     let names = reference_scenarios();
     // The multi-agent flow scenarios are gated explicitly, so removing one fails here.
-    for required in ["message_exfiltration", "delegation_taint", "deny_reasons"] {
+    for required in [
+        "message_exfiltration",
+        "delegation_taint",
+        "deny_reasons",
+        "integrity_hijack",
+    ] {
         assert!(
             names.iter().any(|n| n == required),
             "{required} is not gated"

@@ -19,7 +19,7 @@ use chio_trust::TrustStore;
 use processes::*;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 7] = [
+const REFERENCE: [&str; 8] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -27,6 +27,7 @@ const REFERENCE: [&str; 7] = [
     "message_exfiltration",
     "delegation_taint",
     "deny_reasons",
+    "integrity_hijack",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

@@ -60,6 +60,7 @@ fn echo(_: &ToolCallRequest) -> Result<ToolOutput, String> {
     Ok(ToolOutput {
         content: json!({"content": "hello"}),
         label: None,
+        integrity: None,
         performed: true,
     })
 }

@@ -23,7 +23,7 @@ pub enum KernelError {
         detail: String,
     },
     /// A guard kind the kernel does not ship.
-    #[error("unknown guard kind {kind:?}; use one of forbidden-path, path-allowlist, behavioral-sequence, information-flow, prompt-injection, approval, secret-redaction")]
+    #[error("unknown guard kind {kind:?}; use one of forbidden-path, path-allowlist, behavioral-sequence, information-flow, integrity, prompt-injection, approval, secret-redaction")]
     UnknownGuardKind {
         /// The kind as written.
         kind: String,

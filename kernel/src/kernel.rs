@@ -26,8 +26,9 @@
 //! so an async actor can dispatch the tool call; [`Kernel::complete`] then
 //! runs the post-invocation guards, looks up revocation of the token and
 //! every ancestor again (a revocation that raced the dispatch withholds the
-//! output), joins the output's label into the
-//! session, principal and lineage label keys, commits the budget holds
+//! output), joins the output's label (and its integrity label, when the
+//! server marked it untrusted) into the session, principal and lineage
+//! label keys, commits the budget holds
 //! (the tool did run, so even a withheld output consumes them), appends the
 //! session journal entry and the signed receipt, and only then releases the
 //! output. A receipt append that fails turns the verdict into a deny naming
@@ -50,7 +51,7 @@ use crate::guards::{
     Guard, GuardContext, GuardMode, GuardNeeds, GuardSpec, GuardVerdict, OutputVerdict,
 };
 use crate::keys::{parse_public_key_hex, public_key_hex};
-use crate::label::{delegation_record_id, Label, LabelKey};
+use crate::label::{delegation_record_id, is_known_label, LabelKey};
 use crate::ledger::seen_request_key;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
@@ -171,6 +172,10 @@ pub struct ToolOutput {
     pub content: Value,
     /// The information-flow label of what was returned, if classified.
     pub label: Option<String>,
+    /// The integrity label of what was returned (`integrity:untrusted`)
+    /// when it came from an untrusted source; `None` for trusted content,
+    /// which lowers nothing.
+    pub integrity: Option<String>,
     /// Whether the server carried the call out (a server that answered
     /// that it could not, say for an unknown tool, did not). The session
     /// journal records it, and session rules count only performed calls.
@@ -713,33 +718,44 @@ impl Kernel {
             let outcome = fail(format!("{reason}; output withheld"), observed, &mut trace);
             return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
         }
-        if let Some(name) = &output.label {
-            if Label::parse(name).is_none() {
-                let outcome = fail(
-                    format!("tool output label {name:?} is not a known level; output withheld"),
-                    observed,
-                    &mut trace,
-                );
-                return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
-            }
+        let joined: Vec<&String> = output.label.iter().chain(output.integrity.iter()).collect();
+        if let Some(name) = joined.iter().find(|n| !is_known_label(n)) {
+            let outcome = fail(
+                format!("tool output label {name:?} is not a known level; output withheld"),
+                observed,
+                &mut trace,
+            );
+            return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
+        }
+        if !joined.is_empty() {
             for key in [
                 LabelKey::Session(request.session_id.clone()),
                 LabelKey::Principal(principal.clone()),
                 LabelKey::Lineage(verified.root_id.clone()),
             ] {
                 let key = key.as_key();
-                if let Err(e) = self.stores.labels.join(&key, name) {
-                    let outcome = fail(format!("{e}; output withheld"), observed, &mut trace);
-                    return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
+                for name in &joined {
+                    if let Err(e) = self.stores.labels.join(&key, name) {
+                        let outcome = fail(format!("{e}; output withheld"), observed, &mut trace);
+                        return self.finish(&request, &parameter_hash, outcome, now_ms, trace);
+                    }
                 }
                 trace.label_writes.push(key);
             }
-            trace.output_label = Some(name.clone());
+            trace.output_label = output.label.clone();
+            trace.output_integrity = output.integrity.clone();
         }
         trace.output(
             if sanitized { "rewrite" } else { "pass" },
             match (&output.label, output.performed) {
-                (Some(label), true) => format!("output released, labelled {label}"),
+                (Some(label), true) => match &output.integrity {
+                    Some(integrity) => format!("output released, labelled {label} and {integrity}"),
+                    None => format!("output released, labelled {label}"),
+                },
+                (None, true) if output.integrity.is_some() => format!(
+                    "output released, labelled {}",
+                    output.integrity.as_deref().unwrap_or_default()
+                ),
                 (None, true) => "output released".to_string(),
                 (_, false) => "output released; the server did not carry the call out".to_string(),
             },

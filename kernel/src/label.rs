@@ -16,6 +16,13 @@
 //! (the delegator's principal labels at the time of delegation are kept
 //! under `delegation/<child id>/<link digest>`, which admission reads for
 //! every link of a presented chain; see [`delegation_record_id`]).
+//!
+//! Integrity is kept in the same sets under its own prefix: a read of
+//! content from an untrusted source joins `integrity:untrusted` into the
+//! same keys, and messages and delegations carry it by the same
+//! [`LabelCarry`] rules. The prefix cannot collide with a confidentiality
+//! level, and trusted content writes nothing, so runs that declare no
+//! integrity keep exactly the labels (and bundle bytes) they had.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -71,6 +78,77 @@ impl fmt::Display for Label {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// How far content can be trusted to say what its reader should do.
+/// Ordered from most to least trusted, so joining keeps the lower integrity
+/// (the higher variant); more levels can be added between the two.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Integrity {
+    /// From the user or a source the policy trusts; the default, and never
+    /// stored, so an untainted key stays empty.
+    #[default]
+    Trusted,
+    /// From a source anyone can write to (mail, web pages, shared files).
+    Untrusted,
+}
+
+/// The prefix integrity labels carry in a label set, which no
+/// confidentiality level starts with.
+pub const INTEGRITY_PREFIX: &str = "integrity:";
+
+impl Integrity {
+    /// Every level, most trusted first.
+    pub const ALL: [Integrity; 2] = [Integrity::Trusted, Integrity::Untrusted];
+
+    /// Parses a level name as scenarios write it (`trusted`, `untrusted`).
+    pub fn parse(text: &str) -> Option<Integrity> {
+        Integrity::ALL.into_iter().find(|l| l.as_str() == text)
+    }
+
+    /// The level name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Integrity::Trusted => "trusted",
+            Integrity::Untrusted => "untrusted",
+        }
+    }
+
+    /// The label as label sets keep it (`integrity:untrusted`), or `None`
+    /// for trusted content, which lowers nothing.
+    pub fn label(&self) -> Option<String> {
+        match self {
+            Integrity::Trusted => None,
+            other => Some(format!("{INTEGRITY_PREFIX}{}", other.as_str())),
+        }
+    }
+
+    /// Reads an `integrity:<level>` label back; `None` for anything else.
+    pub fn from_label(label: &str) -> Option<Integrity> {
+        Integrity::parse(label.strip_prefix(INTEGRITY_PREFIX)?)
+    }
+}
+
+impl fmt::Display for Integrity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether a stored label name is known: a confidentiality level or an
+/// integrity label. Every place a label enters the stores checks this, so
+/// a name is refused rather than guessed.
+pub fn is_known_label(name: &str) -> bool {
+    Label::parse(name).is_some() || Integrity::from_label(name).is_some()
+}
+
+/// Whether a stored label is an integrity label (which the
+/// confidentiality guard leaves to the integrity guard).
+pub fn is_integrity_label(name: &str) -> bool {
+    name.starts_with(INTEGRITY_PREFIX)
 }
 
 /// Where a label is retained.
@@ -207,7 +285,7 @@ impl LabelCarry {
             read.extend(store.read(&key)?);
         }
         let carried = self.carried(read);
-        if let Some(unknown) = carried.iter().find(|l| Label::parse(l).is_none()) {
+        if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
             return Err(StoreError::Refused {
                 store: crate::error::StoreName::Label,
                 detail: format!("label {unknown:?} is not a known level; nothing was carried"),
@@ -263,6 +341,31 @@ mod tests {
             record.into_iter().collect::<Vec<_>>(),
             ["internal", "public"]
         );
+    }
+
+    // Integrity labels round-trip, never collide with a confidentiality level, and travel through a message like one; trusted content writes nothing.
+    #[test]
+    fn integrity_labels_are_known_and_carried() {
+        assert_eq!(Integrity::Trusted.label(), None);
+        let untrusted = Integrity::Untrusted.label().unwrap();
+        assert_eq!(untrusted, "integrity:untrusted");
+        assert_eq!(
+            Integrity::from_label(&untrusted),
+            Some(Integrity::Untrusted)
+        );
+        assert!(Integrity::Trusted < Integrity::Untrusted);
+        for level in Label::ALL {
+            assert!(!is_integrity_label(level.as_str()));
+            assert_eq!(Integrity::from_label(level.as_str()), None);
+        }
+        assert!(is_known_label(&untrusted) && is_known_label("internal"));
+        assert!(!is_known_label("integrity:maybe") && !is_known_label("untrusted"));
+        let mut store = InMemoryLabels::default();
+        store.join("principal/alice", &untrusted).unwrap();
+        let carry = LabelCarry::message("alice", "bob", "bob", None);
+        let carried = carry.apply(&mut store).unwrap();
+        assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
+        assert!(store.read("principal/bob").unwrap().contains(&untrusted));
     }
 
     // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.

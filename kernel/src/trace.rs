@@ -63,6 +63,10 @@ pub struct DecisionTrace {
     /// The label of the released output, when the server classified it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_label: Option<String>,
+    /// The integrity label of the released output, when the server marked
+    /// it untrusted (absent otherwise, so untainted bundles are unchanged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_integrity: Option<String>,
     /// The keys the output's label was joined into.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub label_writes: Vec<String>,

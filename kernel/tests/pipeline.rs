@@ -619,6 +619,7 @@ fn split_evaluation_matches_one_call() {
         ToolOutput {
             content: out.content,
             label: out.label,
+            integrity: None,
             performed: true,
         },
         NOW_MS,
@@ -675,6 +676,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
             ToolOutput {
                 content: out.content,
                 label: out.label,
+                integrity: None,
                 performed: true,
             },
             NOW_MS,
@@ -763,6 +765,7 @@ fn an_unperformed_predecessor_does_not_count() {
         Ok(ToolOutput {
             content: json!({"ok": false, "error": "unknown tool run_tests"}),
             label: None,
+            integrity: None,
             performed: false,
         })
     };

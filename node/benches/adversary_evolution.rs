@@ -95,6 +95,7 @@ fn main() {
                 Ok(ToolOutput {
                     content: r.content,
                     label: r.label.map(|l| l.as_str().to_string()),
+                    integrity: r.integrity.label(),
                     performed: r.performed,
                 })
             });

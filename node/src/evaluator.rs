@@ -146,7 +146,11 @@ impl<'w> Instance<'w> {
         let servers = world
             .servers
             .iter()
-            .map(|(id, plan)| (id.clone(), ToolServer::new(id, plan.config.clone())))
+            .map(|(id, plan)| {
+                let server =
+                    ToolServer::new(id, plan.config.clone()).with_integrity(plan.integrity.clone());
+                (id.clone(), server)
+            })
             .collect();
         Ok(Self {
             world,
@@ -655,6 +659,7 @@ fn dispatch(
             Ok(ToolOutput {
                 content: result.content,
                 label: result.label.map(|l| l.as_str().to_string()),
+                integrity: result.integrity.label(),
                 performed: result.performed,
             })
         }

@@ -155,7 +155,10 @@ impl NodeActors {
                 .map(|s| {
                     (
                         s.id.clone(),
-                        ToolServerHandle::spawn(ToolServer::new(&s.id, s.config.clone())),
+                        ToolServerHandle::spawn(
+                            ToolServer::new(&s.id, s.config.clone())
+                                .with_integrity(s.integrity.clone()),
+                        ),
                     )
                 })
                 .collect();

@@ -10,11 +10,16 @@
 //! with an `{"ok": false, "error": ...}` result, since the authorization
 //! verdict already stood; only a broken actor turns into a dispatch failure.
 //! The actor that owns a server lives in `actors`.
+//!
+//! Each server also says how far what it returns can be trusted
+//! ([`IntegrityPolicy`]): a performed call's result takes the integrity of
+//! the workspace globs its path matches, or else the server's own, and an
+//! untrusted result lowers the integrity of whoever reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chio_kernel::glob::Glob;
-use chio_kernel::label::Label;
+use chio_kernel::label::{Integrity, Label};
 use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -29,6 +34,9 @@ pub struct ToolResult {
     /// The classification of what the call revealed, when it revealed
     /// classified content.
     pub label: Option<Label>,
+    /// How far what the call returned can be trusted; `Trusted` lowers
+    /// nothing.
+    pub integrity: Integrity,
     /// Whether the server carried the call out. A result that says it
     /// could not (unknown tool, missing file, a path outside its root) is
     /// not performed, so it never satisfies a session rule's predecessor.
@@ -40,6 +48,7 @@ impl ToolResult {
         Self {
             content,
             label: None,
+            integrity: Integrity::Trusted,
             performed: true,
         }
     }
@@ -48,6 +57,7 @@ impl ToolResult {
         Self {
             content: json!({"ok": false, "error": message.into()}),
             label: None,
+            integrity: Integrity::Trusted,
             performed: false,
         }
     }
@@ -78,11 +88,24 @@ pub enum ToolServerConfig {
     Http,
 }
 
+/// How far a server's results can be trusted, resolved from the scenario.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IntegrityPolicy {
+    /// The integrity of every result no glob decides (default trusted).
+    pub default: Integrity,
+    /// Workspace only: glob to integrity of a read of a matching path. When
+    /// any glob matches, the read takes the lowest integrity among those
+    /// that match, so declaration order cannot change a result.
+    pub globs: Vec<(String, Integrity)>,
+}
+
 /// A simulated tool server's state.
 #[derive(Debug, Clone)]
 pub struct ToolServer {
     id: String,
     state: ServerState,
+    integrity_default: Integrity,
+    integrity_globs: Vec<(Glob, Integrity)>,
 }
 
 #[derive(Debug, Clone)]
@@ -131,7 +154,37 @@ impl ToolServer {
         Self {
             id: id.into(),
             state,
+            integrity_default: Integrity::Trusted,
+            integrity_globs: Vec::new(),
         }
+    }
+
+    /// The same server, declaring the integrity of what it returns.
+    pub fn with_integrity(mut self, policy: IntegrityPolicy) -> Self {
+        self.integrity_default = policy.default;
+        self.integrity_globs = policy
+            .globs
+            .into_iter()
+            .map(|(pattern, level)| (Glob::new(&pattern), level))
+            .collect();
+        self
+    }
+
+    /// The integrity of a performed call's result: the lowest of the globs
+    /// the call's path matches, if any matches, or else the server's own.
+    fn integrity_of(&self, arguments: &Value) -> Integrity {
+        let path = arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .and_then(|raw| normalize_path(raw).ok());
+        let matched = path.and_then(|path| {
+            self.integrity_globs
+                .iter()
+                .filter(|(glob, _)| glob.is_match(&path))
+                .map(|(_, level)| *level)
+                .max()
+        });
+        matched.unwrap_or(self.integrity_default)
     }
 
     /// The server id calls name.
@@ -153,6 +206,14 @@ impl ToolServer {
 
     /// Serves one admitted call.
     pub fn call(&mut self, tool: &str, arguments: &Value) -> ToolResult {
+        let mut result = self.serve(tool, arguments);
+        if result.performed {
+            result.integrity = self.integrity_of(arguments);
+        }
+        result
+    }
+
+    fn serve(&mut self, tool: &str, arguments: &Value) -> ToolResult {
         match &mut self.state {
             ServerState::Workspace {
                 root,
@@ -245,6 +306,7 @@ fn workspace_call(
             Some(content) => ToolResult {
                 content: json!({"ok": true, "path": path, "content": content}),
                 performed: true,
+                integrity: Integrity::Trusted,
                 label: labels
                     .iter()
                     .filter(|(glob, _)| glob.is_match(&path))
@@ -296,6 +358,7 @@ fn workspace_call(
             ToolResult {
                 content: json!({"ok": true, "path": path, "entries": entries}),
                 label,
+                integrity: Integrity::Trusted,
                 performed: true,
             }
         }
@@ -322,6 +385,28 @@ mod tests {
                 labels: vec![("/workspace/internal/**".to_string(), Label::Internal)],
             },
         )
+    }
+
+    // A read takes the lowest integrity of the globs it matches, else the server's; a failed call lowers nothing.
+    #[test]
+    fn reads_carry_integrity() {
+        let mut ws = workspace().with_integrity(IntegrityPolicy {
+            default: Integrity::Trusted,
+            globs: vec![("/workspace/internal/**".to_string(), Integrity::Untrusted)],
+        });
+        let notes = ws.call("read_file", &json!({"path": "/workspace/notes.txt"}));
+        assert_eq!(notes.integrity, Integrity::Trusted);
+        let plan = ws.call("read_file", &json!({"path": "/workspace/internal/plan.md"}));
+        assert_eq!(plan.integrity, Integrity::Untrusted);
+        let missing = ws.call("read_file", &json!({"path": "/workspace/internal/none"}));
+        assert_eq!(missing.integrity, Integrity::Trusted);
+        let mut web =
+            ToolServer::new("web", ToolServerConfig::Http).with_integrity(IntegrityPolicy {
+                default: Integrity::Untrusted,
+                globs: Vec::new(),
+            });
+        let answer = web.call("http_post", &json!({"url": "https://example.test"}));
+        assert_eq!(answer.integrity, Integrity::Untrusted);
     }
 
     // A read returns the seeded content and the label of the glob it matches.

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::error::{StoreError, StoreName};
 use chio_kernel::keys::public_key_hex;
-use chio_kernel::label::{Label, LabelCarry};
+use chio_kernel::label::{is_known_label, LabelCarry};
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::stores::{
     BudgetStore, HoldOutcome, InMemoryJournal, KernelStores, LabelStore, NonceStore, ReceiptStore,
@@ -471,7 +471,7 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
             let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
             let read = label_call(b.deadlines.call, "read", b.store.read_labels(from)).await?;
             let carried = carry.carried(read.into_values().flatten());
-            if let Some(unknown) = carried.iter().find(|l| Label::parse(l).is_none()) {
+            if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
                 return Err(NodeError::Authority(format!(
                     "label store: label {unknown:?} is not a known level; nothing was carried"
                 )));

@@ -16,13 +16,13 @@ use chio_arena::{Scenario, ServerKind};
 use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::{KernelConfig, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
-use chio_kernel::label::Label;
+use chio_kernel::label::{Integrity, Label};
 use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
 use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 
 use crate::error::NodeError;
-use crate::tools::ToolServerConfig;
+use crate::tools::{IntegrityPolicy, ToolServerConfig};
 
 /// The role name of the arena authority's key.
 pub const AUTHORITY_ROLE: &str = "authority";
@@ -77,6 +77,8 @@ pub struct ServerPlan {
     pub node: String,
     /// The simulated server's configuration.
     pub config: ToolServerConfig,
+    /// How far the server's results can be trusted.
+    pub integrity: IntegrityPolicy,
 }
 
 /// An agent as the world places it.
@@ -204,6 +206,7 @@ impl World {
                     kernel: server.kernel.clone(),
                     node,
                     config: server_config(server, fixtures)?,
+                    integrity: integrity_policy(server)?,
                 },
             );
         }
@@ -318,6 +321,26 @@ fn kernel_node(scenario: &Scenario, kernel: &str) -> Result<String, NodeError> {
         .find(|k| k.id == kernel)
         .map(|k| k.node.clone())
         .ok_or_else(|| NodeError::Scenario(format!("unknown kernel {kernel}")))
+}
+
+fn integrity_policy(server: &ServerDecl) -> Result<IntegrityPolicy, NodeError> {
+    let parse = |text: &str, field: &str| {
+        Integrity::parse(text).ok_or_else(|| {
+            NodeError::Scenario(format!(
+                "server {} {field} {text} is not trusted or untrusted",
+                server.id
+            ))
+        })
+    };
+    let default = match &server.integrity {
+        Some(text) => parse(text, "integrity")?,
+        None => Integrity::Trusted,
+    };
+    let mut globs = Vec::new();
+    for (glob, level) in server.integrity_globs.iter().flatten() {
+        globs.push((glob.clone(), parse(level, "integrity_globs")?));
+    }
+    Ok(IntegrityPolicy { default, globs })
 }
 
 fn server_config(

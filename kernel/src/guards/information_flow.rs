@@ -24,7 +24,7 @@ use super::{
     config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardNeeds, GuardVerdict,
 };
 use crate::error::KernelError;
-use crate::label::Label;
+use crate::label::{is_integrity_label, Label};
 
 /// Configuration of `information-flow`.
 #[derive(Debug, Clone, Deserialize)]
@@ -110,7 +110,8 @@ impl Guard for InformationFlowGuard {
             .collect();
         entries.sort_by_key(|(key, _)| (rank(key), key.as_str()));
         for (key, labels) in entries {
-            for name in labels {
+            // Integrity labels share the sets; the integrity guard judges them.
+            for name in labels.iter().filter(|n| !is_integrity_label(n)) {
                 let label = Label::parse(name).ok_or_else(|| {
                     GuardError(format!(
                         "retained label {name:?} under {key} is not a known level"

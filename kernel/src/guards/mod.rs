@@ -1,4 +1,4 @@
-//! The guard pipeline: one trait, seven guards, configured from data.
+//! The guard pipeline: one trait, eight guards, configured from data.
 //!
 //! A guard sees a call that has already passed the capability checks and
 //! answers allow, deny or pending approval; post-invocation guards also see
@@ -14,12 +14,14 @@
 //! in the receipt's `observed` list and carries on.
 //!
 //! Module map: `forbidden_path`, `path_allowlist`, `behavioral_sequence`,
-//! `information_flow`, `prompt_injection`, `approval`, `secret_redaction`.
+//! `information_flow`, `integrity`, `prompt_injection`, `approval`,
+//! `secret_redaction`.
 
 pub mod approval;
 pub mod behavioral_sequence;
 pub mod forbidden_path;
 pub mod information_flow;
+pub mod integrity;
 pub mod path_allowlist;
 pub mod prompt_injection;
 pub mod secret_redaction;
@@ -45,6 +47,8 @@ pub enum GuardKind {
     BehavioralSequence,
     /// Retained labels against destination clearances.
     InformationFlow,
+    /// Consequential tools refused to a context holding untrusted content.
+    Integrity,
     /// Injection detectors over arguments and output.
     PromptInjection,
     /// Human approval above a threshold.
@@ -55,11 +59,12 @@ pub enum GuardKind {
 
 impl GuardKind {
     /// Every kind, in documentation order.
-    pub const ALL: [GuardKind; 7] = [
+    pub const ALL: [GuardKind; 8] = [
         GuardKind::ForbiddenPath,
         GuardKind::PathAllowlist,
         GuardKind::BehavioralSequence,
         GuardKind::InformationFlow,
+        GuardKind::Integrity,
         GuardKind::PromptInjection,
         GuardKind::Approval,
         GuardKind::SecretRedaction,
@@ -82,6 +87,7 @@ impl GuardKind {
             GuardKind::PathAllowlist => "path-allowlist",
             GuardKind::BehavioralSequence => "behavioral-sequence",
             GuardKind::InformationFlow => "information-flow",
+            GuardKind::Integrity => "integrity",
             GuardKind::PromptInjection => "prompt-injection",
             GuardKind::Approval => "approval",
             GuardKind::SecretRedaction => "secret-redaction",
@@ -188,6 +194,10 @@ impl GuardSpec {
                 )?)
             }
             GuardKind::InformationFlow => Box::new(information_flow::InformationFlowGuard::new(
+                meta,
+                parse_config(&self.id, config)?,
+            )?),
+            GuardKind::Integrity => Box::new(integrity::IntegrityGuard::new(
                 meta,
                 parse_config(&self.id, config)?,
             )?),

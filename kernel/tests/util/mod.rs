@@ -148,9 +148,15 @@ pub fn dispatch(
         "read_file" => {
             let path = req.arguments["path"].as_str().unwrap_or_default();
             match files.get(path) {
+                // A file's label may be an integrity label (`integrity:untrusted`).
                 Some((content, label)) => Ok(ToolOutput {
                     content: json!({ "content": content }),
-                    label: label.clone(),
+                    label: label
+                        .clone()
+                        .filter(|l| !chio_kernel::label::is_integrity_label(l)),
+                    integrity: label
+                        .clone()
+                        .filter(|l| chio_kernel::label::is_integrity_label(l)),
                     performed: true,
                 }),
                 None => Err(format!("no such file {path}")),
@@ -159,6 +165,7 @@ pub fn dispatch(
         _ => Ok(ToolOutput {
             content: json!({ "ok": true }),
             label: None,
+            integrity: None,
             performed: true,
         }),
     }

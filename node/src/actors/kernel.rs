@@ -137,6 +137,7 @@ impl KernelActor {
                         ToolOutput {
                             content: result.content,
                             label: result.label.map(|l| l.as_str().to_string()),
+                            integrity: result.integrity.label(),
                             performed: result.performed,
                         },
                         now_ms,
