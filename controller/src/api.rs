@@ -242,19 +242,11 @@ impl ScenarioRun {
         if self.passed() {
             return;
         }
-        let mut text = format!("scenario {} did not pass:\n", self.scenario_id);
-        for step in self.steps().iter().filter(|s| s.pass == Some(false)) {
-            text.push_str(&format!(
-                "  {:<32} expected {:<8} actual {:<8}{}\n",
-                step.step_id,
-                step.expected.as_deref().unwrap_or("-"),
-                step.actual.as_deref().unwrap_or("-"),
-                step.reason
-                    .as_deref()
-                    .map(|r| format!(" reason: {r}"))
-                    .unwrap_or_default()
-            ));
-        }
+        let mut text = format!(
+            "scenario {} did not pass:\n{}",
+            self.scenario_id,
+            crate::harness::mismatch_lines(self.steps())
+        );
         if let Some(stop) = &self.result.bundle.manifest.stopped {
             text.push_str(&format!(
                 "  stopped at {} ({}): {}\n",

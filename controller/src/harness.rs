@@ -88,35 +88,38 @@ pub fn check_scenario(file: &Path) -> Result<(), String> {
                 .map(|s| format!("at step {}: {}", s.step_id, s.message))
                 .unwrap_or_default()
         )),
-        RunStatus::Failed | RunStatus::Stopped => {
-            let mut text = format!("{}: steps answered other than expected:\n", scenario.id());
-            for step in result
-                .bundle
-                .manifest
-                .steps
-                .iter()
-                .filter(|s| s.pass == Some(false))
-            {
-                if step.expected == step.actual {
-                    if let Some(miss) = crate::driver::reason_mismatch(step) {
-                        text.push_str(&format!("  {}: {miss}\n", step.step_id));
-                        continue;
-                    }
-                }
-                text.push_str(&format!(
-                    "  {}: expected {}, kernel answered {}{}\n",
-                    step.step_id,
-                    step.expected.as_deref().unwrap_or("?"),
-                    step.actual.as_deref().unwrap_or("?"),
-                    step.reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-            Err(text)
-        }
+        RunStatus::Failed | RunStatus::Stopped => Err(format!(
+            "{}: steps answered other than expected:\n{}",
+            scenario.id(),
+            mismatch_lines(&result.bundle.manifest.steps)
+        )),
     }
+}
+
+/// One line per step that did not meet its expectation: the expected and
+/// the actual outcome with the kernel's reason, or the reason mismatch when
+/// the verdict held. Shared by the harness and `api::ScenarioRun`.
+pub(crate) fn mismatch_lines(steps: &[chio_arena::bundle::StepRecord]) -> String {
+    let mut text = String::new();
+    for step in steps.iter().filter(|s| s.pass == Some(false)) {
+        if step.expected == step.actual {
+            if let Some(miss) = crate::driver::reason_mismatch(step) {
+                text.push_str(&format!("  {}: {miss}\n", step.step_id));
+                continue;
+            }
+        }
+        text.push_str(&format!(
+            "  {}: expected {}, kernel answered {}{}\n",
+            step.step_id,
+            step.expected.as_deref().unwrap_or("?"),
+            step.actual.as_deref().unwrap_or("?"),
+            step.reason
+                .as_deref()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ));
+    }
+    text
 }
 
 /// One test per scenario file in `dir`, named after the file stem. A folder
