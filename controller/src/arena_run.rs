@@ -218,7 +218,14 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
 
 fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
     let manifest = &bundle.manifest;
-    let calls: Vec<_> = manifest.steps.iter().filter(|s| s.pass.is_some()).collect();
+    // `calls` counts the judged call steps, as the run document always has;
+    // delegate and revoke steps with their own expectations are judged too,
+    // and the table reports them on the same line.
+    let calls: Vec<_> = manifest
+        .steps
+        .iter()
+        .filter(|s| s.pass.is_some() && s.action == "call")
+        .collect();
     Outcome {
         status: result.status.clone(),
         calls: calls.len(),
@@ -346,8 +353,22 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         }
     }
     let o = outcome(result, &result.bundle);
+    let others: Vec<_> = manifest
+        .steps
+        .iter()
+        .filter(|s| s.pass.is_some() && s.action != "call")
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} delegate or revoke steps, {} as expected",
+            others.len(),
+            others.iter().filter(|s| s.pass == Some(true)).count()
+        )
+    };
     text.push_str(&format!(
-        "\nresult: {} ({} calls, {} passed, {} failed){}\nreceipts: {} (root {})\n",
+        "\nresult: {} ({} calls, {} passed, {} failed{others}){}\nreceipts: {} (root {})\n",
         match result.status {
             RunStatus::Passed => palette.paint(Tone::Good, "passed"),
             RunStatus::Failed => palette.paint(Tone::Bad, "failed"),
