@@ -204,6 +204,17 @@ mod tests {
         assert!(exact_amount(&json!("-5")).unwrap() < above);
     }
 
+    proptest::proptest! {
+        // Proves the amount parser never panics on arbitrary text, and that whatever it accepts is a plain decimal that compares exactly with itself written out again.
+        #[test]
+        fn amount_parser_is_total_and_exact(text in ".{0,64}", digits in "-?[0-9]{1,20}(\\.[0-9]{1,8})?") {
+            let _ = exact_amount(&json!(text));
+            let parsed = exact_amount(&json!(digits.clone())).expect("a plain decimal parses");
+            let again = exact_amount(&json!(parsed.to_string())).expect("its own text parses");
+            proptest::prop_assert_eq!(parsed, again);
+        }
+    }
+
     // Proves what cannot be compared exactly is refused: fractions as floats, exponents, spaces, too many digits.
     #[test]
     fn inexact_amounts_are_refused() {
