@@ -1,6 +1,6 @@
 //! Adversaries: the arena's search for the calls the guards miss.
 //!
-//! This module tree owns the four adversary classes of SPEC.md section 8,
+//! This module tree owns the four adversary classes (`docs/adversaries.md`),
 //! their parameters, populations, the actions they produce, fitness,
 //! co-evolution, leaderboards, the survival chart and promotion. It does not
 //! evaluate anything itself: every action goes through an
