@@ -1,0 +1,221 @@
+//! What the adversary search reads of a scenario's world before it mutates
+//! anything: the call steps an action can start from, the scopes the
+//! scenario grants, and the steps after which a revocation or a labelled
+//! read has happened (where `outlive-revocation` and `leak-label` actions
+//! are made). Building and mutating actions lives in the parent module.
+
+use super::*;
+
+/// A call of the scenario that adversaries mutate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BaseStep {
+    /// The step id.
+    pub step_id: String,
+    /// The step's index in declaration order.
+    pub step_index: usize,
+    /// The calling agent, whose key signs the request.
+    pub agent: String,
+    /// The capability the step presents.
+    pub capability: String,
+    /// The server called.
+    pub server: String,
+    /// The tool called.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: Value,
+    /// The verdict the scenario expects of the step.
+    pub expect: ProjectedVerdict,
+    /// Virtual offset the step is evaluated at.
+    pub evaluation_ms: u64,
+    /// The fixture path the step reads, when it is a `read_file` on a workspace.
+    pub reads_fixture: Option<String>,
+}
+
+/// The call steps of a scenario that adversaries mutate: calls expected to
+/// be admitted, in execution order. A scenario without a world has none.
+pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
+    let file = scenario.file();
+    let mut out = Vec::new();
+    for scheduled in scenario.schedule() {
+        let Action::Call(call) = &scenario.actions()[scheduled.step_index] else {
+            continue;
+        };
+        let Some(capability) = &call.capability else {
+            continue;
+        };
+        let expect = match call.expect_verdict {
+            ExpectedVerdict::Allow => ProjectedVerdict::Allow,
+            ExpectedVerdict::Rewrite => ProjectedVerdict::Rewrite,
+            ExpectedVerdict::Deny => continue,
+        };
+        let workspace = file.servers.iter().any(|s| {
+            s.id == call.server && ServerKind::parse(&s.kind) == Some(ServerKind::Workspace)
+        });
+        let reads_fixture = (workspace && call.tool == "read_file")
+            .then(|| {
+                call.arguments
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .flatten();
+        out.push(BaseStep {
+            step_id: scheduled.step_id.clone(),
+            step_index: scheduled.step_index,
+            agent: scheduled.agent_id.clone(),
+            capability: capability.clone(),
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            expect,
+            evaluation_ms: scheduled.evaluation_ms,
+            reads_fixture,
+        });
+    }
+    out
+}
+
+/// One server's part of a declared scope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredGrant {
+    /// The server.
+    pub server: String,
+    /// Tools granted (`*` for all).
+    pub tools: Vec<String>,
+    /// Path prefix, when constrained.
+    pub path_prefix: Option<String>,
+}
+
+/// What a capability covers as the scenario declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeclaredScope {
+    /// The agent holding it.
+    pub holder: String,
+    /// Its grants.
+    pub grants: Vec<DeclaredGrant>,
+}
+
+impl DeclaredScope {
+    /// Whether a call to `tool` on `server` with `arguments` stays inside the scope.
+    pub fn covers(&self, server: &str, tool: &str, arguments: &Value) -> bool {
+        self.grants.iter().any(|g| {
+            g.server == server
+                && g.tools.iter().any(|t| t == tool || t == "*")
+                && match &g.path_prefix {
+                    None => true,
+                    Some(prefix) => arguments
+                        .get("path")
+                        .and_then(Value::as_str)
+                        .is_some_and(|p| p.starts_with(prefix.as_str()) && !p.contains("..")),
+                }
+        })
+    }
+
+    /// Whether the scope grants `tool` on `server` at all.
+    pub fn grants_tool(&self, server: &str, tool: &str) -> bool {
+        self.grants
+            .iter()
+            .any(|g| g.server == server && g.tools.iter().any(|t| t == tool || t == "*"))
+    }
+}
+
+/// Every capability of the scenario (grants, then delegations in execution
+/// order) with the scope it declares.
+pub fn declared_scopes(scenario: &Scenario) -> BTreeMap<String, DeclaredScope> {
+    let mut scopes: BTreeMap<String, DeclaredScope> = scenario
+        .file()
+        .grants
+        .iter()
+        .map(|g| {
+            (
+                g.id.clone(),
+                DeclaredScope {
+                    holder: g.agent.clone(),
+                    grants: vec![DeclaredGrant {
+                        server: g.server.clone(),
+                        tools: g.tools.clone(),
+                        path_prefix: g.path_prefix.clone(),
+                    }],
+                },
+            )
+        })
+        .collect();
+    for scheduled in scenario.schedule() {
+        if let Action::Delegate(d) = &scenario.actions()[scheduled.step_index] {
+            if let Some(parent) = scopes.get(&d.capability).cloned() {
+                let grants = parent
+                    .grants
+                    .iter()
+                    .map(|g| DeclaredGrant {
+                        server: g.server.clone(),
+                        tools: d.tools.clone().unwrap_or_else(|| g.tools.clone()),
+                        path_prefix: d.path_prefix.clone().or_else(|| g.path_prefix.clone()),
+                    })
+                    .collect();
+                scopes.insert(
+                    d.delegation.clone(),
+                    DeclaredScope {
+                        holder: d.to.clone(),
+                        grants,
+                    },
+                );
+            }
+        }
+    }
+    scopes
+}
+
+/// The first revoke step after `base` whose target is the base step's
+/// capability or one of its ancestors, with its evaluation offset.
+pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
+    for action in scenario.actions() {
+        if let Action::Delegate(d) = action {
+            parent.insert(d.delegation.as_str(), d.capability.as_str());
+        }
+    }
+    let mut lineage = vec![base.capability.as_str()];
+    while let Some(up) = lineage.last().and_then(|c| parent.get(c)) {
+        if lineage.contains(up) {
+            break;
+        }
+        lineage.push(up);
+    }
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| match &scenario.actions()[s.step_index] {
+            Action::Revoke(r) if lineage.contains(&r.target.as_str()) => {
+                Some((s.step_id.clone(), s.evaluation_ms))
+            }
+            _ => None,
+        })
+}
+
+/// The first call step after `base`, by the same agent on another server,
+/// whose `path` argument one of that server's `labels` globs marks, with its
+/// evaluation offset.
+pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let file = scenario.file();
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_id != base.step_id)
+        .find_map(|s| {
+            let Action::Call(call) = &scenario.actions()[s.step_index] else {
+                return None;
+            };
+            let labels = file
+                .servers
+                .iter()
+                .find(|d| d.id == call.server)
+                .and_then(|d| d.labels.as_ref())?;
+            let path = call.arguments.get("path").and_then(Value::as_str)?;
+            let marked = labels
+                .keys()
+                .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path));
+            (marked && s.agent_id == base.agent && call.server != base.server)
+                .then(|| (s.step_id.clone(), s.evaluation_ms))
+        })
+}
