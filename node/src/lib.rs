@@ -16,6 +16,8 @@
 //! - [`node`]: one node's operations;
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
+//! - [`executor`]: the step executor, one handler per action kind, and the
+//!   synchronous direct dispatcher;
 //! - [`evaluator`]: adversary actions judged by the real kernel in the world;
 //! - [`host`]: the node process's actor that loads a world sent over the wire;
 //! - [`service`]: the `NodeControl` and `KernelLink` gRPC services;
@@ -36,6 +38,7 @@ pub mod daemon;
 pub mod embedded;
 pub mod error;
 pub mod evaluator;
+pub mod executor;
 pub mod grpc_link;
 pub mod host;
 pub mod link;

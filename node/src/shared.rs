@@ -9,7 +9,8 @@
 //! process's memory). Kernels evaluate one action at a time in the
 //! controller's total order, so the mutex never decides an outcome.
 //!
-//! Only the synchronous adversary evaluator uses this; runs bind their
+//! Only the direct dispatcher (`crate::executor::direct`, which the
+//! synchronous adversary evaluator drives) uses this; runs bind their
 //! kernels through [`crate::trust_stores::bind_node`]. The rules applied
 //! are `chio_kernel::ledger`'s either way. Seen request ids are shared too,
 //! so replay protection is global across the kernels, as in a run.

@@ -83,15 +83,16 @@ impl AgentActor {
                     now_ms,
                     reply,
                 } => {
-                    let result = match self.held.get(&capability_id) {
-                        None => Err(NodeError::NotHeld {
-                            agent: self.id.clone(),
-                            capability: capability_id,
-                        }),
-                        Some(parent) => parent
-                            .delegate(&self.key, &delegatee, &attenuation, &child_id, now_ms)
-                            .map_err(|e| NodeError::Kernel(e.to_string())),
-                    };
+                    let result = delegate_held(
+                        &self.id,
+                        &self.key,
+                        &self.held,
+                        &capability_id,
+                        &delegatee,
+                        attenuation,
+                        &child_id,
+                        now_ms,
+                    );
                     let _ = reply.send(result);
                 }
             }
@@ -99,29 +100,63 @@ impl AgentActor {
     }
 
     fn prepare(&self, intent: CallIntent) -> Result<ToolCallRequest, NodeError> {
-        let capability = match (self.held.get(&intent.capability_id), intent.captured) {
-            (Some(token), _) => token.clone(),
-            (None, Some(captured)) => captured,
-            (None, None) => {
-                return Err(NodeError::NotHeld {
-                    agent: self.id.clone(),
-                    capability: intent.capability_id,
-                })
-            }
-        };
-        ToolCallRequest {
-            request_id: intent.request_id,
-            capability,
-            server: intent.server,
-            tool: intent.tool,
-            arguments: intent.arguments,
-            agent_id: self.id.clone(),
-            session_id: self.id.clone(),
-            issued_at_ms: intent.now_ms,
-            proof: RequestProof::default(),
+        prepare_request(&self.id, &self.key, &self.held, intent)
+    }
+}
+
+/// An agent's request for `intent`, signed with its key: the capability it
+/// holds by that id, else the captured token the intent carries.
+pub(crate) fn prepare_request(
+    agent: &str,
+    key: &SigningKey,
+    held: &BTreeMap<String, CapabilityToken>,
+    intent: CallIntent,
+) -> Result<ToolCallRequest, NodeError> {
+    let capability = match (held.get(&intent.capability_id), intent.captured) {
+        (Some(token), _) => token.clone(),
+        (None, Some(captured)) => captured,
+        (None, None) => {
+            return Err(NodeError::NotHeld {
+                agent: agent.to_string(),
+                capability: intent.capability_id,
+            })
         }
-        .sign(&self.key)
-        .map_err(|e| NodeError::Kernel(e.to_string()))
+    };
+    ToolCallRequest {
+        request_id: intent.request_id,
+        capability,
+        server: intent.server,
+        tool: intent.tool,
+        arguments: intent.arguments,
+        agent_id: agent.to_string(),
+        session_id: agent.to_string(),
+        issued_at_ms: intent.now_ms,
+        proof: RequestProof::default(),
+    }
+    .sign(key)
+    .map_err(|e| NodeError::Kernel(e.to_string()))
+}
+
+/// The child of a capability the agent holds, signed with its key.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn delegate_held(
+    agent: &str,
+    key: &SigningKey,
+    held: &BTreeMap<String, CapabilityToken>,
+    capability_id: &str,
+    delegatee: &str,
+    attenuation: Attenuation,
+    child_id: &str,
+    now_ms: u64,
+) -> Result<CapabilityToken, NodeError> {
+    match held.get(capability_id) {
+        None => Err(NodeError::NotHeld {
+            agent: agent.to_string(),
+            capability: capability_id.to_string(),
+        }),
+        Some(parent) => parent
+            .delegate(key, delegatee, &attenuation, child_id, now_ms)
+            .map_err(|e| NodeError::Kernel(e.to_string())),
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::server::ToolServerHandle;
 use crate::error::NodeError;
+use crate::tools::ToolResult;
 
 /// A kernel's answer to one call, in a form that crosses process
 /// boundaries unchanged.
@@ -51,7 +52,8 @@ pub struct CallOutcome {
 }
 
 impl CallOutcome {
-    fn from_decision(kernel_id: &str, decision: Decision) -> Self {
+    /// The outcome of `decision`, made by kernel `kernel_id`.
+    pub(crate) fn from_decision(kernel_id: &str, decision: Decision) -> Self {
         CallOutcome {
             kernel_id: kernel_id.to_string(),
             projected: decision.projected(),
@@ -64,6 +66,16 @@ impl CallOutcome {
             output: decision.output,
             trace: decision.trace,
         }
+    }
+}
+
+/// What a tool server's answer is to the kernel that dispatched to it.
+pub(crate) fn tool_output(result: ToolResult) -> ToolOutput {
+    ToolOutput {
+        content: result.content,
+        label: result.label.map(|l| l.as_str().to_string()),
+        integrity: result.integrity.label(),
+        performed: result.performed,
     }
 }
 
@@ -132,16 +144,7 @@ impl KernelActor {
                     )),
                 };
                 match dispatched {
-                    Ok(result) => self.kernel.complete(
-                        *ticket,
-                        ToolOutput {
-                            content: result.content,
-                            label: result.label.map(|l| l.as_str().to_string()),
-                            integrity: result.integrity.label(),
-                            performed: result.performed,
-                        },
-                        now_ms,
-                    ),
+                    Ok(result) => self.kernel.complete(*ticket, tool_output(result), now_ms),
                     Err(reason) => {
                         self.kernel
                             .abort(*ticket, &format!("dispatch failed: {reason}"), now_ms)

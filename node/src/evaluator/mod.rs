@@ -5,20 +5,16 @@
 //! synchronously, without actors: it resolves the world once (keys, issued
 //! grants, kernel configurations with their guard pipelines, tool-server
 //! configurations seeded from the fixtures), and for each batch builds a
-//! fresh instance of it: one [`Kernel`] per declared kernel over one
-//! [`SharedTrust`] (as the embedded topology shares authority state), and
-//! one [`ToolServer`] per declared server. It then walks the scenario's
-//! schedule in order, exactly as the run driver does (calls signed by the
-//! acting agent's arena key with the step id as request id and the agent as
-//! session, delegations signed by the holder with the delegator's labels
-//! recorded for the child, messages carrying labels to the receiver, each
-//! label move by the rule of `chio_kernel::label::LabelCarry`, revocations
-//! through the shared state), and right before each call step evaluates the
-//! batch's actions
-//! whose base step it is, in batch order. So an action meets the state its
-//! base step meets: earlier delegations, revocations, session journal,
-//! labels and budgets; the batch's earlier actions of the same base step
-//! also leave their traces there.
+//! fresh instance of it, a [`DirectDispatcher`] (one kernel per declared
+//! kernel over one shared authority state, one simulated server per declared
+//! server, each agent's holdings). It then walks the scenario's schedule
+//! through the run driver's own [`StepExecutor`], so every scheduled call,
+//! delegation, revocation and message means here exactly what it means in a
+//! run, and right before each call step evaluates the batch's actions whose
+//! base step it is, in batch order. So an action meets the state its base
+//! step meets: earlier delegations, revocations, session journal, labels and
+//! budgets; the batch's earlier actions of the same base step also leave
+//! their traces there.
 //!
 //! Operators can make a request depart from its base step: another request
 //! id (the base step's own), another session, an evaluation at the
@@ -58,23 +54,23 @@ use std::collections::BTreeMap;
 
 use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, WideningPlan};
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
-use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome, Feedback, Stage};
-use chio_arena::adversary::goal::Goal;
+use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario};
-use chio_kernel::guards::prompt_injection::{scan_value, Pattern, Reading, ValueFinding};
-use chio_kernel::kernel::{Admission, Decision, Kernel, ToolOutput};
+use chio_kernel::kernel::{Admission, Decision};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
-use chio_kernel::label::LabelCarry;
-use chio_kernel::path::normalize_path;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 
 use crate::error::NodeError;
-use crate::shared::SharedTrust;
-use crate::tools::ToolServer;
+use crate::executor::direct::{serve, DirectDispatcher};
+use crate::executor::{complete_now, StepExecutor};
 use crate::world::{FixtureSet, World, AGENT_ROLE};
+
+mod feedback;
+
+use feedback::feedback;
 
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
@@ -120,47 +116,25 @@ fn failure(cause: impl std::fmt::Display) -> ArenaError {
     }
 }
 
-/// One fresh instance of the world.
+/// One fresh instance of the world: the run's step executor over a direct
+/// dispatcher, so scheduled steps mean here what they mean in a run.
 struct Instance<'w> {
     world: &'w World,
-    trust: SharedTrust,
-    kernels: BTreeMap<String, Kernel>,
-    servers: BTreeMap<String, ToolServer>,
-    /// Every capability so far, with the agent holding it.
-    ledger: BTreeMap<String, (String, CapabilityToken)>,
-    /// The label of each scenario call step's released output, by step id,
-    /// for messages that forward it.
-    output_labels: BTreeMap<String, Option<String>>,
-    evaluations: u64,
+    direct: DirectDispatcher<'w>,
+    executor: StepExecutor,
 }
 
 impl<'w> Instance<'w> {
     fn new(world: &'w World) -> Result<Self, ArenaError> {
-        let trust = SharedTrust::new();
-        let mut kernels = BTreeMap::new();
-        for (id, plan) in &world.kernels {
-            let kernel = Kernel::new(plan.config.clone(), trust.kernel_stores())
-                .map_err(|e| failure(format!("kernel {id}: {e}")))?;
-            kernels.insert(id.clone(), kernel);
-        }
-        let servers = world
-            .servers
-            .iter()
-            .map(|(id, plan)| {
-                let server =
-                    ToolServer::new(id, plan.config.clone()).with_integrity(plan.integrity.clone());
-                (id.clone(), server)
-            })
-            .collect();
         Ok(Self {
             world,
-            trust,
-            kernels,
-            servers,
-            ledger: world.grants.clone(),
-            output_labels: BTreeMap::new(),
-            evaluations: 0,
+            direct: DirectDispatcher::new(world).map_err(failure)?,
+            executor: StepExecutor::new(world),
         })
+    }
+
+    fn evaluations(&self) -> Result<u64, ArenaError> {
+        Ok(self.direct.state().map_err(failure)?.evaluations)
     }
 
     fn key_of(&self, agent: &str) -> SigningKey {
@@ -178,32 +152,6 @@ impl<'w> Instance<'w> {
             .or_else(|| self.world.server_kernel(fallback_server))
             .map(str::to_string)
             .ok_or_else(|| failure(format!("no kernel serves {server} or {fallback_server}")))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn sign(
-        &self,
-        request_id: &str,
-        agent: &str,
-        capability: CapabilityToken,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        now_ms: u64,
-    ) -> Result<ToolCallRequest, ArenaError> {
-        ToolCallRequest {
-            request_id: request_id.to_string(),
-            capability,
-            server: server.to_string(),
-            tool: tool.to_string(),
-            arguments,
-            agent_id: agent.to_string(),
-            session_id: agent.to_string(),
-            issued_at_ms: now_ms,
-            proof: RequestProof::default(),
-        }
-        .sign(&self.key_of(agent))
-        .map_err(failure)
     }
 
     /// Signs an action's call with `arguments`, applying its request-id,
@@ -241,15 +189,15 @@ impl<'w> Instance<'w> {
         if !call.at_expiry {
             return offset;
         }
-        self.ledger
-            .get(&call.capability)
-            .map_or(offset, |(_, token)| token.state().expires_at_ms)
+        self.executor
+            .capability(&call.capability)
+            .map_or(offset, |held| held.token.state().expires_at_ms)
     }
 
     fn token(&self, capability: &str) -> Result<CapabilityToken, ArenaError> {
-        self.ledger
-            .get(capability)
-            .map(|(_, token)| token.clone())
+        self.executor
+            .capability(capability)
+            .map(|held| held.token.clone())
             .ok_or_else(|| {
                 failure(format!(
                     "capability {capability} does not exist at this point"
@@ -264,55 +212,47 @@ impl<'w> Instance<'w> {
         request: &ToolCallRequest,
         now_ms: u64,
     ) -> Result<Decision, ArenaError> {
-        let world = self.world;
-        let servers = &mut self.servers;
-        let k = self
-            .kernels
-            .get_mut(kernel)
-            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
-        self.evaluations += 1;
-        Ok(k.evaluate(request, now_ms, &mut |req| {
-            dispatch(world, servers, kernel, req)
-        }))
+        self.direct
+            .state()
+            .map_err(failure)?
+            .decide(self.world, kernel, request, now_ms)
+            .map_err(failure)
     }
 
-    fn complete(
+    /// Admits two requests before completing either (a concurrent replay).
+    fn admit_both(
         &mut self,
         kernel: &str,
-        admission: Admission,
-        now_ms: u64,
+        first: (&ToolCallRequest, u64),
+        second: (&ToolCallRequest, u64),
     ) -> Result<Decision, ArenaError> {
         let world = self.world;
-        let k = self
+        let mut state = self.direct.state().map_err(failure)?;
+        let state = &mut *state;
+        let k = state
             .kernels
             .get_mut(kernel)
             .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
-        Ok(match admission {
-            Admission::Decided(decision) => *decision,
-            Admission::Admitted(ticket) => {
-                match dispatch(world, &mut self.servers, kernel, ticket.request()) {
-                    Ok(output) => k.complete(*ticket, output, now_ms),
-                    Err(reason) => k.abort(*ticket, &reason, now_ms),
+        state.evaluations += 2;
+        let admitted = [k.admit(first.0, first.1), k.admit(second.0, second.1)];
+        let mut last = None;
+        for (admission, now_ms) in admitted.into_iter().zip([first.1, second.1]) {
+            last = Some(match admission {
+                Admission::Decided(decision) => *decision,
+                Admission::Admitted(ticket) => {
+                    match serve(world, &mut state.servers, kernel, ticket.request()) {
+                        Ok(output) => k.complete(*ticket, output, now_ms),
+                        Err(reason) => {
+                            k.abort(*ticket, &format!("dispatch failed: {reason}"), now_ms)
+                        }
+                    }
                 }
-            }
-        })
+            });
+        }
+        last.ok_or_else(|| failure("a concurrent replay decided nothing"))
     }
 
-    fn admit(
-        &mut self,
-        kernel: &str,
-        request: &ToolCallRequest,
-        now_ms: u64,
-    ) -> Result<Admission, ArenaError> {
-        let k = self
-            .kernels
-            .get_mut(kernel)
-            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
-        self.evaluations += 1;
-        Ok(k.admit(request, now_ms))
-    }
-
-    /// Runs one of the scenario's own steps, as the run driver does.
+    /// Runs one of the scenario's own steps through the run's step executor.
     fn run_step(
         &mut self,
         scenario: &Scenario,
@@ -321,66 +261,58 @@ impl<'w> Instance<'w> {
         now_ms: u64,
     ) -> Result<(), ArenaError> {
         let step = &scenario.file().steps[index];
-        match &scenario.actions()[index] {
-            Action::Call(call) => {
-                let Some(capability) = &call.capability else {
-                    return Ok(());
-                };
-                let token = self.token(capability)?;
-                let kernel = self.kernel_for(&call.server, &call.server)?;
-                let request = self.sign(
-                    &step.id,
-                    agent,
-                    token,
-                    &call.server,
-                    &call.tool,
-                    call.arguments.clone(),
-                    now_ms,
-                )?;
-                let decision = self.evaluate(&kernel, &request, now_ms)?;
-                self.output_labels
-                    .insert(step.id.clone(), decision.trace.output_label);
-            }
-            Action::Delegate(delegate) => {
-                let parent = self.token(&delegate.capability)?;
-                let attenuation = delegate.attenuation(now_ms);
-                let delegatee = public_key_hex(&self.key_of(&delegate.to));
-                let child = parent
-                    .delegate(
-                        &self.key_of(agent),
-                        &delegatee,
-                        &attenuation,
-                        &delegate.delegation,
-                        now_ms,
-                    )
-                    .map_err(failure)?;
-                // What the delegator holds is recorded for the child, as a
-                // node records it (chio_kernel::label::LabelCarry).
-                let link = child
-                    .delegation_chain
-                    .last()
-                    .ok_or_else(|| failure(format!("delegation {} carries no link", child.id)))?;
-                LabelCarry::delegation(agent, link)
-                    .and_then(|carry| carry.apply(&mut self.trust.clone()))
-                    .map_err(failure)?;
-                self.ledger
-                    .insert(delegate.delegation.clone(), (delegate.to.clone(), child));
-            }
-            Action::Revoke(revoke) => {
-                self.trust.revoke(&revoke.target).map_err(failure)?;
-            }
-            Action::Message(message) => {
-                let output_label = message
-                    .from_step
-                    .as_ref()
-                    .and_then(|source| self.output_labels.get(source).cloned().flatten());
-                LabelCarry::message(agent, &message.to, &message.to, output_label.as_deref())
-                    .apply(&mut self.trust.clone())
-                    .map_err(failure)?;
-            }
-            Action::Advance(_) => {}
-        }
+        let prepared = self
+            .executor
+            .prepare(
+                self.world,
+                &step.id,
+                &scenario.actions()[index],
+                agent,
+                now_ms,
+            )
+            .map_err(failure)?;
+        complete_now(
+            self.executor
+                .perform(&self.direct, "direct", &step.id, &prepared),
+        )
+        .map_err(failure)?;
         Ok(())
+    }
+
+    /// Edits a server's fixture for the duration of `during`, then restores it.
+    fn with_fixture_edit<T>(
+        &mut self,
+        edit: &chio_arena::adversary::action::FixtureEdit,
+        during: impl FnOnce(&mut Self) -> Result<T, ArenaError>,
+    ) -> Result<T, ArenaError> {
+        let original = {
+            let mut state = self.direct.state().map_err(failure)?;
+            let server = state.servers.get_mut(&edit.server).ok_or_else(|| {
+                failure(format!("fixture server {} is not declared", edit.server))
+            })?;
+            let before = server.call("read_file", &json!({"path": edit.path}));
+            let original = before
+                .content
+                .get("content")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            server.call(
+                "write_file",
+                &json!({"path": edit.path, "content": edit.apply(original.as_deref().unwrap_or(""))}),
+            );
+            original
+        };
+        let result = during(self);
+        let mut state = self.direct.state().map_err(failure)?;
+        if let Some(server) = state.servers.get_mut(&edit.server) {
+            match original {
+                Some(text) => {
+                    server.call("write_file", &json!({"path": edit.path, "content": text}))
+                }
+                None => server.call("delete_file", &json!({"path": edit.path})),
+            };
+        }
+        result
     }
 
     /// Runs one adversary action; `base_server` routes a server the world lacks.
@@ -404,32 +336,13 @@ impl<'w> Instance<'w> {
                 (self.evaluate(&kernel, &request, now_ms)?, 1)
             }
             Mutation::Fixture { edit, .. } => {
-                let server = self.servers.get_mut(&edit.server).ok_or_else(|| {
-                    failure(format!("fixture server {} is not declared", edit.server))
-                })?;
-                let before = server.call("read_file", &json!({"path": edit.path}));
-                let original = before
-                    .content
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .map(str::to_string);
-                server.call(
-                    "write_file",
-                    &json!({"path": edit.path, "content": edit.apply(original.as_deref().unwrap_or(""))}),
-                );
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
-                let decision = self.evaluate(&kernel, &request, now_ms);
-                if let Some(server) = self.servers.get_mut(&edit.server) {
-                    match original {
-                        Some(text) => {
-                            server.call("write_file", &json!({"path": edit.path, "content": text}))
-                        }
-                        None => server.call("delete_file", &json!({"path": edit.path})),
-                    };
-                }
-                (decision?, 1)
+                let decision = self.with_fixture_edit(edit, |instance| {
+                    instance.evaluate(&kernel, &request, now_ms)
+                })?;
+                (decision, 1)
             }
             Mutation::Replay(plan) => {
                 let token = self.token(&call.capability)?;
@@ -447,10 +360,9 @@ impl<'w> Instance<'w> {
                     _ => original.clone(),
                 };
                 if plan.mode == ReplayMode::Concurrent {
-                    let first = self.admit(&kernel, &original, now_ms)?;
-                    let second = self.admit(&kernel, &copy, copy_at)?;
-                    self.complete(&kernel, first, now_ms)?;
-                    (self.complete(&kernel, second, copy_at)?, 2)
+                    let decision =
+                        self.admit_both(&kernel, (&original, now_ms), (&copy, copy_at))?;
+                    (decision, 2)
                 } else {
                     self.evaluate(&kernel, &original, now_ms)?;
                     (self.evaluate(&kernel, &copy, copy_at)?, 2)
@@ -537,139 +449,6 @@ fn widen(
     }
 }
 
-/// The search's feedback on one decided action (see the module doc).
-fn feedback(
-    action: &AdversaryAction,
-    decision: &Decision,
-    projected: chio_kernel::verdict::ProjectedVerdict,
-) -> Feedback {
-    let stage = Stage::classify(
-        projected,
-        decision.reason.as_deref(),
-        decision.guard.as_deref(),
-    );
-    let admitted = stage == Stage::Admitted;
-    let goal = action
-        .goal
-        .clone()
-        .unwrap_or_else(|| Goal::default_for(action.gene.class()));
-    match goal {
-        Goal::SmuggleInstruction => {
-            // What the kernel saw: the arguments, or the output it produced.
-            let seen = match &action.mutation {
-                Mutation::Fixture { .. } => match &decision.output {
-                    Some(output) => Some(output.clone()),
-                    None if !admitted => action_fixture_text(action),
-                    None => None,
-                },
-                _ => Some(action.call.arguments.clone()),
-            };
-            let finding = seen.as_ref().and_then(|v| scan_value(v, &Pattern::ALL));
-            let (detail, closeness) = match &finding {
-                Some(f) => (Some(describe_finding(f)), disguise(f)),
-                None => (None, 0),
-            };
-            Feedback {
-                stage,
-                detail,
-                closeness,
-                goal_reached: admitted && finding.is_some(),
-            }
-        }
-        Goal::ReachForbiddenPath { path } => {
-            let spelled = action
-                .call
-                .arguments
-                .get("path")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let reached = normalize_path(spelled)
-                .ok()
-                .zip(normalize_path(&path).ok())
-                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(&b));
-            Feedback {
-                stage,
-                detail: reached.then(|| "names-the-goal-path".to_string()),
-                closeness: if reached && spelled != path { 500 } else { 0 },
-                goal_reached: admitted && reached,
-            }
-        }
-        _ => Feedback {
-            stage,
-            detail: None,
-            closeness: 0,
-            goal_reached: admitted,
-        },
-    }
-}
-
-/// The fixture line an action injects, as a string value, for a denied fixture action.
-fn action_fixture_text(action: &AdversaryAction) -> Option<Value> {
-    match &action.mutation {
-        Mutation::Fixture { edit, .. } => Some(Value::String(edit.payload.clone())),
-        _ => None,
-    }
-}
-
-/// `rule/reading/depth` of a reference finding, or `split/rule`.
-fn describe_finding(finding: &ValueFinding) -> String {
-    match finding {
-        ValueFinding::At { found, .. } => format!(
-            "{}/{}/{}/{}",
-            found.pattern.as_str(),
-            found.rule,
-            found.reading.as_str(),
-            found.embedding
-        ),
-        ValueFinding::Split { found } => {
-            format!("{}/{}/split", found.pattern.as_str(), found.rule)
-        }
-        ValueFinding::Limit { limit, .. } => format!("limit/{limit}"),
-    }
-}
-
-/// Thousandths: how hard the reference detector had to look to read the payload.
-fn disguise(finding: &ValueFinding) -> u16 {
-    match finding {
-        ValueFinding::At { found, .. } => {
-            let reading = if found.reading == Reading::Plain {
-                0
-            } else {
-                500
-            };
-            let depth = 150 * found.embedding.min(3) as u16;
-            (reading + depth).min(999)
-        }
-        ValueFinding::Split { .. } => 700,
-        ValueFinding::Limit { .. } => 300,
-    }
-}
-
-/// Serves an admitted call on a simulated server the kernel serves.
-fn dispatch(
-    world: &World,
-    servers: &mut BTreeMap<String, ToolServer>,
-    kernel: &str,
-    request: &ToolCallRequest,
-) -> Result<ToolOutput, String> {
-    let served = world.server_kernel(&request.server) == Some(kernel);
-    match servers.get_mut(&request.server) {
-        Some(server) if served => {
-            let result = server.call(&request.tool, &request.arguments);
-            Ok(ToolOutput {
-                content: result.content,
-                label: result.label.map(|l| l.as_str().to_string()),
-                integrity: result.integrity.label(),
-                performed: result.performed,
-            })
-        }
-        _ => Err(format!(
-            "server {} is not served by kernel {kernel}",
-            request.server
-        )),
-    }
-}
-
 impl ActionEvaluator for KernelActionEvaluator {
     fn evaluate_batch(
         &mut self,
@@ -718,7 +497,7 @@ impl ActionEvaluator for KernelActionEvaluator {
         if let Some(step) = by_step.keys().chain(after.keys()).next() {
             return Err(failure(format!("base step {step} is not in the scenario")));
         }
-        self.evaluations += instance.evaluations;
+        self.evaluations += instance.evaluations()?;
         outcomes
             .into_iter()
             .map(|o| o.ok_or_else(|| failure("an action was left unevaluated")))

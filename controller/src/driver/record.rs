@@ -1,0 +1,333 @@
+//! The step recorder: turns each prepared and performed step into its
+//! bundle record, judges it against the step's expectation, and keeps the
+//! run's hash chains.
+//!
+//! Admission state and each agent's session history are hash chains over
+//! what happened before a step (SHA-256 of the previous link, a newline,
+//! the canonical JSON of the new entry), so recording a step costs the same
+//! whatever the run's length. A call's verdict, or a delegate or revoke
+//! step's outcome, that differs from its expectation, or a reason that lacks
+//! the step's `expect_reason`, counts as a mismatch and, unless
+//! `keep_going`, stops the run.
+
+use std::collections::BTreeMap;
+
+use chio_arena::bundle::{StepInputs, StepRecord, StopRecord};
+use chio_arena::scenario::StepExpectation;
+use chio_arena::Action;
+use chio_kernel::canonical::to_canonical_string;
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::receipt::SignedReceipt;
+use chio_node::executor::{canonical_sha256, Performed, PreparedStep};
+use chio_node::{NodeError, World};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{reason_mismatch, EVALUATOR_VERSION, UNEXPECTED_REASON};
+
+/// The next link of a hash chain: SHA-256 of the previous link (hex), a
+/// newline, and the canonical JSON of the new entry.
+fn extend_chain(previous: &str, entry: &Value) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(previous.as_bytes());
+    hasher.update(b"\n");
+    hasher.update(to_canonical_string(entry).unwrap_or_default().as_bytes());
+    hex::encode(hasher.finalize())
+}
+
+/// What a finished recording holds.
+pub(super) struct Recorded {
+    /// Every step record, in order.
+    pub steps: Vec<StepRecord>,
+    /// Every call's receipt, in order.
+    pub receipts: Vec<SignedReceipt>,
+    /// Steps whose expectation failed.
+    pub mismatches: Vec<String>,
+    /// Why the run stopped early, when it did.
+    pub stopped: Option<StopRecord>,
+}
+
+/// The recorder of one run.
+pub(super) struct StepRecorder<'r> {
+    policy_hashes: &'r BTreeMap<String, String>,
+    authority_hex: String,
+    keep_going: bool,
+    empty: String,
+    admission: String,
+    sessions: BTreeMap<String, String>,
+    recorded: Recorded,
+}
+
+impl<'r> StepRecorder<'r> {
+    /// A recorder for a run of `world` under the kernels' `policy_hashes`.
+    pub fn new(
+        world: &World,
+        policy_hashes: &'r BTreeMap<String, String>,
+        keep_going: bool,
+    ) -> Self {
+        let empty = canonical_sha256(&Value::Array(Vec::new()));
+        Self {
+            policy_hashes,
+            authority_hex: public_key_hex(&world.authority),
+            keep_going,
+            admission: empty.clone(),
+            empty,
+            sessions: BTreeMap::new(),
+            recorded: Recorded {
+                steps: Vec::new(),
+                receipts: Vec::new(),
+                mismatches: Vec::new(),
+                stopped: None,
+            },
+        }
+    }
+
+    /// Whether a mismatch stopped the run.
+    pub fn stopped(&self) -> bool {
+        self.recorded.stopped.is_some()
+    }
+
+    /// The recording so far.
+    pub fn finish(self) -> Recorded {
+        self.recorded
+    }
+
+    /// A step's record before anything is known of its action.
+    pub fn begin(
+        &mut self,
+        step_id: &str,
+        agent: &str,
+        virtual_time: String,
+        expected_reason: Option<&str>,
+    ) -> StepRecord {
+        let session = self
+            .sessions
+            .entry(agent.to_string())
+            .or_insert_with(|| self.empty.clone())
+            .clone();
+        StepRecord {
+            step_id: step_id.to_string(),
+            action: String::new(),
+            agent: agent.to_string(),
+            kernel: None,
+            target: None,
+            expected: None,
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: None,
+            detail: None,
+            expected_reason: expected_reason.map(str::to_string),
+            labels: None,
+            trace: None,
+            inputs: StepInputs {
+                invocation: String::new(),
+                evaluator: String::new(),
+                authority_time: canonical_sha256(&json!({
+                    "trusted_issuers": [self.authority_hex],
+                    "now": virtual_time,
+                })),
+                admission: self.admission.clone(),
+                session,
+            },
+            virtual_time,
+        }
+    }
+
+    /// What is known of a step before it is dispatched.
+    pub fn prepared(&self, record: &mut StepRecord, action: &Action, prepared: &PreparedStep) {
+        record.action = prepared.kind().to_string();
+        let agent = record.agent.clone();
+        match (action, prepared) {
+            (Action::Call(call), PreparedStep::Call(p)) => {
+                record.kernel = Some(p.kernel.clone());
+                record.target = Some(format!("{}/{}", call.server, call.tool));
+                record.expected = Some(call.expect_verdict.as_str().to_string());
+                record.inputs.invocation = canonical_sha256(&json!({
+                    "agent": agent,
+                    "server": call.server,
+                    "tool": call.tool,
+                    "arguments": call.arguments,
+                    "capability": p.command.capability_id,
+                    "captured": p.captured(),
+                }));
+                record.inputs.evaluator = canonical_sha256(&json!({
+                    "kernel": p.kernel,
+                    "policy": self.policy_hashes.get(&p.kernel),
+                    "evaluator": EVALUATOR_VERSION,
+                }));
+                record.inputs.authority_time = canonical_sha256(&json!({
+                    "trusted_issuers": [self.authority_hex],
+                    "token": p.token_sha256,
+                    "now": record.virtual_time,
+                }));
+            }
+            (Action::Delegate(delegate), _) => {
+                record.inputs.invocation =
+                    canonical_sha256(&json!({"agent": agent, "delegate": delegate}));
+            }
+            (Action::Revoke(revoke), _) => {
+                record.detail = Some(revoke.target.clone());
+                record.inputs.invocation =
+                    canonical_sha256(&json!({"agent": agent, "revoke": revoke}));
+            }
+            (Action::Message(message), PreparedStep::Message(p)) => {
+                record.target = Some(message.to.clone());
+                record.inputs.invocation =
+                    canonical_sha256(&json!({"agent": agent, "message": message}));
+                record.detail = Some(p.content_sha256.clone());
+            }
+            (Action::Advance(advance), _) => {
+                record.detail = Some(advance.advance_ms.to_string());
+                record.inputs.invocation =
+                    canonical_sha256(&json!({"agent": agent, "advance_ms": advance.advance_ms}));
+            }
+            // The executor prepares each action as its own kind.
+            _ => {}
+        }
+    }
+
+    /// Records what a dispatched step did and judges it.
+    pub fn performed(
+        &mut self,
+        mut record: StepRecord,
+        action: &Action,
+        prepared: &PreparedStep,
+        performed: Performed,
+    ) {
+        match (action, prepared, performed) {
+            (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
+                let actual = outcome.projected.as_str().to_string();
+                let verdict_ok = actual == call.expect_verdict.as_str();
+                record.actual = Some(actual.clone());
+                record.verdict = Some(outcome.verdict.as_str().to_string());
+                record.reason = outcome.reason.clone();
+                record.guard = outcome.guard.clone();
+                record.receipt_id = Some(outcome.receipt.id.clone());
+                record.recorded = Some(outcome.recorded);
+                record.trace = Some(outcome.trace.clone());
+                self.recorded.receipts.push(outcome.receipt.clone());
+                let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
+                if let Some(chain) = self.sessions.get_mut(&record.agent) {
+                    *chain = extend_chain(chain, &entry);
+                }
+                self.admission = extend_chain(
+                    &self.admission,
+                    &json!({"call": entry, "capability": p.command.capability_id}),
+                );
+                let reason_miss = reason_mismatch(&record);
+                record.pass = Some(verdict_ok && reason_miss.is_none());
+                if !verdict_ok {
+                    let message = format!(
+                        "step {} expected {} but the kernel answered {}{}",
+                        record.step_id,
+                        call.expect_verdict.as_str(),
+                        actual,
+                        outcome
+                            .reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    );
+                    self.mismatch(&record, "unexpected-verdict", message);
+                } else if let Some(message) = reason_miss {
+                    self.mismatch(&record, UNEXPECTED_REASON, message);
+                }
+            }
+            (Action::Delegate(delegate), _, Performed::Delegate(done)) => {
+                let refusal = match done {
+                    Ok(made) => {
+                        record.detail = Some(made.child.token_sha256.clone());
+                        let mut link = json!({"delegate": delegate.delegation, "token": made.child.token_sha256});
+                        if !made.labels.is_empty() {
+                            link["labels"] = json!(made.labels);
+                        }
+                        self.admission = extend_chain(&self.admission, &link);
+                        record.labels = Some(made.labels);
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                };
+                self.judge(&mut record, delegate.expect, refusal);
+            }
+            (Action::Revoke(revoke), _, Performed::Revoke(refusal)) => {
+                if refusal.is_none() {
+                    self.admission =
+                        extend_chain(&self.admission, &json!({"revoke": revoke.target}));
+                }
+                self.judge(&mut record, revoke.expect, refusal);
+            }
+            (Action::Message(message), _, Performed::Message(outcome)) => {
+                let entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
+                self.admission = extend_chain(&self.admission, &entry);
+                let receiver = self
+                    .sessions
+                    .entry(message.to.clone())
+                    .or_insert_with(|| self.empty.clone());
+                *receiver = extend_chain(receiver, &entry);
+                record.labels = Some(outcome.labels);
+            }
+            // Advance, and (never produced) a kind answered as another.
+            _ => {}
+        }
+        self.recorded.steps.push(record);
+    }
+
+    /// Records a step whose dispatch failed outside any verdict.
+    pub fn infrastructure(&mut self, record: StepRecord, error: &NodeError) {
+        self.recorded.stopped = Some(StopRecord {
+            step_id: record.step_id.clone(),
+            cause: "infrastructure".to_string(),
+            message: error.to_string(),
+        });
+        self.recorded.steps.push(record);
+    }
+
+    /// Counts a mismatch and, unless `keep_going`, stops the run with `cause`.
+    fn mismatch(&mut self, record: &StepRecord, cause: &str, message: String) {
+        self.recorded.mismatches.push(record.step_id.clone());
+        if !self.keep_going {
+            self.recorded.stopped = Some(StopRecord {
+                step_id: record.step_id.clone(),
+                cause: cause.to_string(),
+                message,
+            });
+        }
+    }
+
+    /// Records what a delegate or revoke step did against what it expected:
+    /// `refusal` is the reason it was refused, `None` when it took effect.
+    fn judge(
+        &mut self,
+        record: &mut StepRecord,
+        expected: StepExpectation,
+        refusal: Option<String>,
+    ) {
+        let actual = if refusal.is_some() {
+            StepExpectation::Refused
+        } else {
+            StepExpectation::Done
+        };
+        let outcome_ok = actual == expected;
+        record.expected = Some(expected.as_str().to_string());
+        record.actual = Some(actual.as_str().to_string());
+        record.reason = refusal.clone();
+        let reason_miss = reason_mismatch(record);
+        record.pass = Some(outcome_ok && reason_miss.is_none());
+        if !outcome_ok {
+            let message = format!(
+                "step {} expected {} but it was {}{}",
+                record.step_id,
+                expected.as_str(),
+                actual.as_str(),
+                refusal.map(|r| format!(": {r}")).unwrap_or_default()
+            );
+            self.mismatch(record, "unexpected-outcome", message);
+        } else if let Some(message) = reason_miss {
+            self.mismatch(record, UNEXPECTED_REASON, message);
+        }
+    }
+}

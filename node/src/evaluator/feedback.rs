@@ -1,0 +1,121 @@
+//! The search's feedback on one decided adversary action: the pipeline
+//! stage that stopped it, how close a detector came, and the goal's oracle.
+//! None of this detail comes from the kernel's decision, which names a
+//! pattern and a pointer only; the reference readings here are the kernel
+//! crate's own, run outside any guard.
+
+use chio_arena::adversary::action::{AdversaryAction, Mutation};
+use chio_arena::adversary::fitness::{Feedback, Stage};
+use chio_arena::adversary::goal::Goal;
+use chio_kernel::guards::prompt_injection::{scan_value, Pattern, Reading, ValueFinding};
+use chio_kernel::kernel::Decision;
+use chio_kernel::path::normalize_path;
+use serde_json::Value;
+
+/// The search's feedback on one decided action (see the module doc).
+pub(super) fn feedback(
+    action: &AdversaryAction,
+    decision: &Decision,
+    projected: chio_kernel::verdict::ProjectedVerdict,
+) -> Feedback {
+    let stage = Stage::classify(
+        projected,
+        decision.reason.as_deref(),
+        decision.guard.as_deref(),
+    );
+    let admitted = stage == Stage::Admitted;
+    let goal = action
+        .goal
+        .clone()
+        .unwrap_or_else(|| Goal::default_for(action.gene.class()));
+    match goal {
+        Goal::SmuggleInstruction => {
+            // What the kernel saw: the arguments, or the output it produced.
+            let seen = match &action.mutation {
+                Mutation::Fixture { .. } => match &decision.output {
+                    Some(output) => Some(output.clone()),
+                    None if !admitted => action_fixture_text(action),
+                    None => None,
+                },
+                _ => Some(action.call.arguments.clone()),
+            };
+            let finding = seen.as_ref().and_then(|v| scan_value(v, &Pattern::ALL));
+            let (detail, closeness) = match &finding {
+                Some(f) => (Some(describe_finding(f)), disguise(f)),
+                None => (None, 0),
+            };
+            Feedback {
+                stage,
+                detail,
+                closeness,
+                goal_reached: admitted && finding.is_some(),
+            }
+        }
+        Goal::ReachForbiddenPath { path } => {
+            let spelled = action
+                .call
+                .arguments
+                .get("path")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let reached = normalize_path(spelled)
+                .ok()
+                .zip(normalize_path(&path).ok())
+                .is_some_and(|(a, b)| a.eq_ignore_ascii_case(&b));
+            Feedback {
+                stage,
+                detail: reached.then(|| "names-the-goal-path".to_string()),
+                closeness: if reached && spelled != path { 500 } else { 0 },
+                goal_reached: admitted && reached,
+            }
+        }
+        _ => Feedback {
+            stage,
+            detail: None,
+            closeness: 0,
+            goal_reached: admitted,
+        },
+    }
+}
+
+/// The fixture line an action injects, as a string value, for a denied fixture action.
+fn action_fixture_text(action: &AdversaryAction) -> Option<Value> {
+    match &action.mutation {
+        Mutation::Fixture { edit, .. } => Some(Value::String(edit.payload.clone())),
+        _ => None,
+    }
+}
+
+/// `rule/reading/depth` of a reference finding, or `split/rule`.
+fn describe_finding(finding: &ValueFinding) -> String {
+    match finding {
+        ValueFinding::At { found, .. } => format!(
+            "{}/{}/{}/{}",
+            found.pattern.as_str(),
+            found.rule,
+            found.reading.as_str(),
+            found.embedding
+        ),
+        ValueFinding::Split { found } => {
+            format!("{}/{}/split", found.pattern.as_str(), found.rule)
+        }
+        ValueFinding::Limit { limit, .. } => format!("limit/{limit}"),
+    }
+}
+
+/// Thousandths: how hard the reference detector had to look to read the payload.
+fn disguise(finding: &ValueFinding) -> u16 {
+    match finding {
+        ValueFinding::At { found, .. } => {
+            let reading = if found.reading == Reading::Plain {
+                0
+            } else {
+                500
+            };
+            let depth = 150 * found.embedding.min(3) as u16;
+            (reading + depth).min(999)
+        }
+        ValueFinding::Split { .. } => 700,
+        ValueFinding::Limit { .. } => 300,
+    }
+}

@@ -1,0 +1,96 @@
+//! Call steps: the acting agent presents a capability to the kernel that
+//! serves the target server.
+//!
+//! The controller's half: the step must present a capability that exists at
+//! this point of the run; when the agent does not hold it, the step presents
+//! the token as captured (the kernel must refuse a token proven by another
+//! key, so a captured token is the attack, not a shortcut). The call is
+//! routed to the kernel serving the server, and its request id is the step
+//! id. The node's half signs and evaluates; its released output is kept for
+//! messages that forward it.
+
+use chio_arena::scenario::CallAction;
+use chio_kernel::token::CapabilityToken;
+use serde_json::Value;
+
+use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
+use crate::actors::CallOutcome;
+use crate::error::NodeError;
+use crate::node::CallCommand;
+use crate::world::World;
+
+/// A call ready to dispatch.
+#[derive(Debug, Clone)]
+pub struct PreparedCall {
+    /// The command for the acting agent's node.
+    pub command: CallCommand,
+    /// The kernel serving the server.
+    pub kernel: String,
+    /// The presented capability's fingerprint.
+    pub token_sha256: String,
+}
+
+impl PreparedCall {
+    /// Whether the agent presents a token it does not hold.
+    pub fn captured(&self) -> bool {
+        self.command.captured.is_some()
+    }
+}
+
+/// The controller's decisions for a call step.
+pub(super) fn prepare(
+    executor: &StepExecutor,
+    world: &World,
+    step_id: &str,
+    call: &CallAction,
+    agent: &str,
+    now_ms: u64,
+) -> Result<PreparedCall, NodeError> {
+    let capability_id = call
+        .capability
+        .clone()
+        .ok_or_else(|| NodeError::Scenario(format!("step {step_id} presents no capability")))?;
+    let entry = executor.capability(&capability_id).ok_or_else(|| {
+        NodeError::Scenario(format!(
+            "step {step_id} presents capability {capability_id} before it exists"
+        ))
+    })?;
+    let captured: Option<CapabilityToken> = (entry.holder != agent).then(|| entry.token.clone());
+    let kernel = world
+        .server_kernel(&call.server)
+        .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
+        .to_string();
+    Ok(PreparedCall {
+        command: CallCommand {
+            request_id: step_id.to_string(),
+            agent: agent.to_string(),
+            capability_id,
+            captured,
+            server: call.server.clone(),
+            tool: call.tool.clone(),
+            arguments: call.arguments.clone(),
+            now_ms,
+        },
+        kernel,
+        token_sha256: entry.token_sha256.clone(),
+    })
+}
+
+/// Dispatches the call and keeps its released output for later messages.
+pub(super) async fn perform(
+    executor: &mut StepExecutor,
+    dispatcher: &dyn Dispatcher,
+    node: &str,
+    step_id: &str,
+    prepared: &PreparedCall,
+) -> Result<CallOutcome, NodeError> {
+    let outcome = dispatcher.call(node, prepared.command.clone()).await?;
+    executor.outputs.insert(
+        step_id.to_string(),
+        ReleasedOutput {
+            label: outcome.trace.output_label.clone(),
+            content_sha256: canonical_sha256(outcome.output.as_ref().unwrap_or(&Value::Null)),
+        },
+    );
+    Ok(outcome)
+}

@@ -1,0 +1,275 @@
+//! The direct dispatcher: a scenario's whole world in one value, answered
+//! synchronously, for the adversary evaluator.
+//!
+//! It does what the nodes of an embedded run do, without actors: one
+//! [`Kernel`] per declared kernel over one [`SharedTrust`] (the rules are
+//! `chio_kernel::ledger`'s, as in every store), one [`ToolServer`] per
+//! declared server, and each agent's held capabilities. An agent signs with
+//! the same function the agent actor uses, a delegation is signed, recorded
+//! and handed over as a node does it, and a kernel decides exactly as the
+//! kernel actor does. Every future it returns is ready at once, so
+//! [`super::complete_now`] drives the step executor over it without a
+//! runtime, which keeps an evolution's kernel evaluations cheap.
+//!
+//! Beyond the [`Dispatcher`] operations it lends its kernels, servers and
+//! trust state to the evaluator, which makes adversary calls that no
+//! scheduled step makes (replays, widened links, edited fixtures).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, MutexGuard};
+
+use chio_kernel::kernel::{Decision, Kernel};
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::label::LabelCarry;
+use chio_kernel::request::ToolCallRequest;
+use chio_kernel::token::CapabilityToken;
+
+use super::Dispatcher;
+use crate::actors::agent::{delegate_held, prepare_request, CallIntent};
+use crate::actors::kernel::tool_output;
+use crate::actors::CallOutcome;
+use crate::error::NodeError;
+use crate::link::LinkFuture;
+use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
+use crate::shared::SharedTrust;
+use crate::tools::ToolServer;
+use crate::world::World;
+
+/// The mutable half of the world: kernels, servers and what agents hold.
+#[derive(Debug)]
+pub struct DirectState {
+    /// Kernels by id.
+    pub kernels: BTreeMap<String, Kernel>,
+    /// Simulated tool servers by id.
+    pub servers: BTreeMap<String, ToolServer>,
+    /// Capabilities each agent holds, by agent then capability id.
+    pub held: BTreeMap<String, BTreeMap<String, CapabilityToken>>,
+    /// Kernel evaluations made so far.
+    pub evaluations: u64,
+}
+
+impl DirectState {
+    /// Decides `request` on `kernel`, dispatching an admitted call to a
+    /// server that kernel serves, as the kernel actor does.
+    pub fn decide(
+        &mut self,
+        world: &World,
+        kernel: &str,
+        request: &ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<Decision, NodeError> {
+        let servers = &mut self.servers;
+        let k = self
+            .kernels
+            .get_mut(kernel)
+            .ok_or_else(|| NodeError::Unroutable(format!("kernel {kernel}")))?;
+        self.evaluations += 1;
+        Ok(k.evaluate(request, now_ms, &mut |req| {
+            serve(world, servers, kernel, req)
+                .map_err(|reason| format!("dispatch failed: {reason}"))
+        }))
+    }
+}
+
+/// Serves an admitted call on a simulated server `kernel` serves.
+pub fn serve(
+    world: &World,
+    servers: &mut BTreeMap<String, ToolServer>,
+    kernel: &str,
+    request: &ToolCallRequest,
+) -> Result<chio_kernel::kernel::ToolOutput, String> {
+    let served = world.server_kernel(&request.server) == Some(kernel);
+    match servers.get_mut(&request.server) {
+        Some(server) if served => Ok(tool_output(server.call(&request.tool, &request.arguments))),
+        _ => Err(format!(
+            "server {} is not served by kernel {kernel}",
+            request.server
+        )),
+    }
+}
+
+/// A world answered synchronously (see the module doc).
+#[derive(Debug)]
+pub struct DirectDispatcher<'w> {
+    world: &'w World,
+    trust: SharedTrust,
+    state: Mutex<DirectState>,
+}
+
+impl<'w> DirectDispatcher<'w> {
+    /// A fresh instance of `world`: its grants held, nothing evaluated.
+    pub fn new(world: &'w World) -> Result<Self, NodeError> {
+        let trust = SharedTrust::new();
+        let mut kernels = BTreeMap::new();
+        for (id, plan) in &world.kernels {
+            let kernel = Kernel::new(plan.config.clone(), trust.kernel_stores())
+                .map_err(|e| NodeError::Kernel(format!("kernel {id}: {e}")))?;
+            kernels.insert(id.clone(), kernel);
+        }
+        let servers = world
+            .servers
+            .iter()
+            .map(|(id, plan)| {
+                let server =
+                    ToolServer::new(id, plan.config.clone()).with_integrity(plan.integrity.clone());
+                (id.clone(), server)
+            })
+            .collect();
+        let mut held: BTreeMap<String, BTreeMap<String, CapabilityToken>> = BTreeMap::new();
+        for (id, (holder, token)) in &world.grants {
+            held.entry(holder.clone())
+                .or_default()
+                .insert(id.clone(), token.clone());
+        }
+        Ok(Self {
+            world,
+            trust,
+            state: Mutex::new(DirectState {
+                kernels,
+                servers,
+                held,
+                evaluations: 0,
+            }),
+        })
+    }
+
+    /// The world answered.
+    pub fn world(&self) -> &'w World {
+        self.world
+    }
+
+    /// The shared authority state every kernel reads.
+    pub fn trust(&self) -> &SharedTrust {
+        &self.trust
+    }
+
+    /// The kernels, servers and holdings, for calls no scheduled step makes.
+    pub fn state(&self) -> Result<MutexGuard<'_, DirectState>, NodeError> {
+        self.state
+            .lock()
+            .map_err(|_| NodeError::Kernel("a direct world was poisoned by a panic".to_string()))
+    }
+
+    fn call_now(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
+        let plan = self
+            .world
+            .agents
+            .get(&command.agent)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.agent)))?;
+        let mut state = self.state()?;
+        let empty = BTreeMap::new();
+        let held = state.held.get(&command.agent).unwrap_or(&empty);
+        let request = prepare_request(
+            &command.agent,
+            &plan.key,
+            held,
+            CallIntent {
+                request_id: command.request_id,
+                capability_id: command.capability_id,
+                captured: command.captured,
+                server: command.server,
+                tool: command.tool,
+                arguments: command.arguments,
+                now_ms: command.now_ms,
+            },
+        )?;
+        let kernel = self
+            .world
+            .server_kernel(&request.server)
+            .ok_or_else(|| NodeError::Unroutable(format!("server {}", request.server)))?
+            .to_string();
+        let decision = state.decide(self.world, &kernel, &request, command.now_ms)?;
+        Ok(CallOutcome::from_decision(&kernel, decision))
+    }
+
+    fn delegate_now(&self, command: DelegateCommand) -> Result<DelegateOutcome, NodeError> {
+        let plan = self
+            .world
+            .agents
+            .get(&command.agent)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.agent)))?;
+        let delegatee = self
+            .world
+            .agents
+            .get(&command.to)
+            .map(|to| public_key_hex(&to.key))
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
+        let mut state = self.state()?;
+        let empty = BTreeMap::new();
+        let child = delegate_held(
+            &command.agent,
+            &plan.key,
+            state.held.get(&command.agent).unwrap_or(&empty),
+            &command.capability_id,
+            &delegatee,
+            command.attenuation,
+            &command.delegation_id,
+            command.now_ms,
+        )?;
+        let link = child
+            .delegation_chain
+            .last()
+            .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
+        let carry = LabelCarry::delegation(&command.agent, link)
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let carried = self.carry(&carry)?;
+        state
+            .held
+            .entry(command.to.clone())
+            .or_default()
+            .insert(child.id.clone(), child.clone());
+        Ok(DelegateOutcome {
+            token: child,
+            labels: carry.reported(&carried),
+        })
+    }
+
+    fn message_now(&self, command: MessageCommand) -> Result<MessageOutcome, NodeError> {
+        for agent in [&command.agent, &command.to] {
+            if !self.world.agents.contains_key(agent) {
+                return Err(NodeError::Unroutable(format!("agent {agent}")));
+            }
+        }
+        let carry = LabelCarry::message(
+            &command.agent,
+            &command.to,
+            &command.to,
+            command.output_label.as_deref(),
+        );
+        let carried = self.carry(&carry)?;
+        Ok(MessageOutcome {
+            labels: carry.reported(&carried),
+        })
+    }
+
+    fn carry(&self, carry: &LabelCarry) -> Result<BTreeSet<String>, NodeError> {
+        carry
+            .apply(&mut self.trust.clone())
+            .map_err(|e| NodeError::Authority(e.to_string()))
+    }
+}
+
+impl Dispatcher for DirectDispatcher<'_> {
+    fn call(&self, _node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+        let answer = self.call_now(command);
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn delegate(&self, _node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+        let answer = self.delegate_now(command);
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn revoke(&self, _node: &str, target: &str, _at_ms: u64) -> LinkFuture<'_, ()> {
+        let answer = self
+            .trust
+            .revoke(target)
+            .map_err(|e| NodeError::Authority(e.to_string()));
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn message(&self, _node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        let answer = self.message_now(command);
+        Box::pin(std::future::ready(answer))
+    }
+}

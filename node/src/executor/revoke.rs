@@ -1,0 +1,74 @@
+//! Revoke steps: the issuing authority, or the holder of an ancestor of the
+//! target, revokes a capability or delegation.
+//!
+//! The controller's half decides authority by key from the signed token
+//! (`chio_kernel::revocation::check_revocation_authority`) before anything
+//! is dispatched; the node's half writes the revocation to the authority
+//! state every kernel reads.
+
+use chio_arena::scenario::RevokeAction;
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::revocation::check_revocation_authority;
+
+use super::{Dispatcher, StepExecutor};
+use crate::error::NodeError;
+use crate::world::World;
+
+/// A revocation ready to dispatch, or the controller's refusal of it.
+#[derive(Debug, Clone)]
+pub struct PreparedRevoke {
+    /// The capability or delegation id revoked.
+    pub target: String,
+    /// Virtual time of the revocation, Unix milliseconds.
+    pub at_ms: u64,
+    /// Why the controller refuses it, when it does.
+    pub refusal: Option<String>,
+}
+
+/// The controller's decisions for a revoke step.
+pub(super) fn prepare(
+    executor: &StepExecutor,
+    world: &World,
+    revoke: &RevokeAction,
+    agent: &str,
+    now_ms: u64,
+) -> PreparedRevoke {
+    let revoker = if revoke.by_authority {
+        Some(public_key_hex(&world.authority))
+    } else {
+        world
+            .agents
+            .get(agent)
+            .map(|plan| public_key_hex(&plan.key))
+    };
+    let permitted = match (executor.capability(&revoke.target), revoker) {
+        (Some(entry), Some(revoker)) => {
+            check_revocation_authority(&entry.token, &revoker).map(|_| ())
+        }
+        (None, _) => Err(format!(
+            "revocation refused: capability {} does not exist yet",
+            revoke.target
+        )),
+        (_, None) => Err(format!("revocation refused: agent {agent} is not placed")),
+    };
+    PreparedRevoke {
+        target: revoke.target.clone(),
+        at_ms: now_ms,
+        refusal: permitted.err(),
+    }
+}
+
+/// Dispatches a permitted revocation; answers the refusal otherwise.
+pub(super) async fn perform(
+    dispatcher: &dyn Dispatcher,
+    node: &str,
+    prepared: &PreparedRevoke,
+) -> Result<Option<String>, NodeError> {
+    if let Some(refusal) = &prepared.refusal {
+        return Ok(Some(refusal.clone()));
+    }
+    dispatcher
+        .revoke(node, &prepared.target, prepared.at_ms)
+        .await?;
+    Ok(None)
+}
