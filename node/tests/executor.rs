@@ -1,0 +1,164 @@
+//! One step executor: every reference scenario's schedule, performed by the
+//! step executor over the embedded topology (actors, the in-memory
+//! trust-control store) and over the direct dispatcher the adversary search
+//! drives (kernels called synchronously), gives the same outcome at every
+//! step: the same verdict, reason and guard for a call, the same child and
+//! labels for a delegation, the same refusal for a delegate or revoke step,
+//! the same labels for a message. So an action means the same thing in a
+//! run and in an evolution.
+
+use std::path::{Path, PathBuf};
+
+use chio_arena::{load_scenario, Scenario};
+use chio_node::executor::direct::DirectDispatcher;
+use chio_node::executor::{complete_now, Performed, StepExecutor};
+use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
+
+fn scenarios() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let mut found: Vec<PathBuf> = [root.clone(), root.join("agentdojo")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("scenarios folder"))
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// What one step did, in a form both dispatchers produce alike.
+fn summary(performed: &Result<Performed, NodeError>) -> String {
+    match performed {
+        Err(e) => format!("infrastructure: {e}"),
+        Ok(Performed::Call(outcome)) => format!(
+            "call {} {:?} {:?} output {:?} receipt {}",
+            outcome.verdict.as_str(),
+            outcome.reason,
+            outcome.guard,
+            outcome.output,
+            outcome.receipt.id
+        ),
+        Ok(Performed::Delegate(Ok(made))) => {
+            format!("delegated {} {:?}", made.child.token_sha256, made.labels)
+        }
+        Ok(Performed::Delegate(Err(refusal))) => format!("delegation refused: {refusal}"),
+        Ok(Performed::Revoke(refusal)) => format!("revoke {refusal:?}"),
+        Ok(Performed::Message(outcome)) => format!("message {:?}", outcome.labels),
+        Ok(Performed::Advance) => "advance".to_string(),
+    }
+}
+
+/// Every step's summary through the embedded topology.
+async fn through_embedded(scenario: &Scenario, world: &World) -> Vec<String> {
+    let topology = EmbeddedTopology::start(world)
+        .await
+        .expect("embedded start");
+    let mut executor = StepExecutor::new(world);
+    let mut out = Vec::new();
+    for scheduled in scenario.schedule() {
+        let step = &scenario.file().steps[scheduled.step_index];
+        let now_ms = world.start_ms + scheduled.evaluation_ms;
+        let node = world.agent_node(&scheduled.agent_id).expect("placed");
+        let prepared = executor
+            .prepare(
+                world,
+                &step.id,
+                &scenario.actions()[scheduled.step_index],
+                &scheduled.agent_id,
+                now_ms,
+            )
+            .expect("prepared");
+        let performed = executor.perform(&topology, node, &step.id, &prepared).await;
+        out.push(format!("{}: {}", step.id, summary(&performed)));
+    }
+    out
+}
+
+/// Every step's summary through the direct dispatcher, without a runtime.
+fn through_direct(scenario: &Scenario, world: &World) -> Vec<String> {
+    let direct = DirectDispatcher::new(world).expect("direct world");
+    let mut executor = StepExecutor::new(world);
+    let mut out = Vec::new();
+    for scheduled in scenario.schedule() {
+        let step = &scenario.file().steps[scheduled.step_index];
+        let now_ms = world.start_ms + scheduled.evaluation_ms;
+        let prepared = executor
+            .prepare(
+                world,
+                &step.id,
+                &scenario.actions()[scheduled.step_index],
+                &scheduled.agent_id,
+                now_ms,
+            )
+            .expect("prepared");
+        let performed = complete_now(executor.perform(&direct, "direct", &step.id, &prepared));
+        out.push(format!("{}: {}", step.id, summary(&performed)));
+    }
+    out
+}
+
+// Proves the run and the search share one meaning of every scheduled action:
+// the two dispatchers agree step by step on every reference scenario.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_and_direct_agree_on_every_reference_scenario() {
+    let mut compared = 0;
+    for path in scenarios() {
+        let scenario = load_scenario(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+        let fixtures = FixtureSet::load(&scenario).expect("fixtures");
+        // A seed scenario without a world has nothing to dispatch.
+        let Ok(world) = World::resolve(&scenario, &fixtures) else {
+            continue;
+        };
+        let embedded = through_embedded(&scenario, &world).await;
+        let direct = through_direct(&scenario, &world);
+        assert_eq!(embedded.len(), direct.len(), "{path:?}");
+        for (a, b) in embedded.iter().zip(&direct) {
+            assert_eq!(a, b, "{path:?}: the dispatchers disagree");
+        }
+        compared += embedded.len();
+    }
+    assert!(compared > 50, "only {compared} steps were compared");
+}
+
+// Proves the direct dispatcher refuses what a node refuses: a delegation by
+// an agent that does not hold the capability never produces a child, so
+// the search cannot act on a capability the run never granted.
+#[test]
+fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
+    let scenario = load_scenario(&path).expect("loads");
+    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
+    let world = World::resolve(&scenario, &fixtures).expect("world");
+    let direct = DirectDispatcher::new(&world).expect("direct world");
+    let mut executor = StepExecutor::new(&world);
+    let (grant, (holder, _)) = world.grants.iter().next().expect("a grant");
+    let thief = world
+        .agents
+        .keys()
+        .find(|a| *a != holder)
+        .expect("a second agent")
+        .clone();
+    let action = chio_arena::Action::Delegate(chio_arena::scenario::DelegateAction {
+        capability: grant.clone(),
+        to: thief.clone(),
+        delegation: "stolen".to_string(),
+        tools: None,
+        path_prefix: None,
+        expires_after_ms: None,
+        max_invocations: None,
+        share_bps: None,
+        expect: chio_arena::scenario::StepExpectation::Refused,
+    });
+    let prepared = executor
+        .prepare(&world, "steal", &action, &thief, world.start_ms)
+        .expect("prepared");
+    let performed =
+        complete_now(executor.perform(&direct, "direct", "steal", &prepared)).expect("answered");
+    match performed {
+        Performed::Delegate(Err(refusal)) => {
+            assert!(refusal.contains("does not hold"), "{refusal}");
+        }
+        other => panic!("a non-holder delegated: {}", summary(&Ok(other))),
+    }
+    assert!(executor.capability("stolen").is_none());
+}
