@@ -444,8 +444,13 @@ impl Kernel {
                 format!("invocation budget of {}", limit.capability_id),
             ));
         }
+        let tool_budgets =
+            !crate::planted::weakened_anywhere(crate::planted::Weakness::NoToolBudgets);
         for budget in self.tool_budgets.iter().filter(|b| {
-            b.agent == principal && b.server == request.server && b.tool == request.tool
+            tool_budgets
+                && b.agent == principal
+                && b.server == request.server
+                && b.tool == request.tool
         }) {
             wanted.push((
                 format!(

@@ -178,7 +178,13 @@ pub fn decide_hold(
         .ok_or_else(|| LedgerRefusal::BudgetOverflow {
             budget_key: budget_key.to_owned(),
         })?;
-    Ok(if after <= limit {
+    let granted =
+        if crate::planted::weakened_anywhere(crate::planted::Weakness::BudgetCheckBeforeAdd) {
+            used <= limit
+        } else {
+            after <= limit
+        };
+    Ok(if granted {
         HoldDecision::Granted { used: after, limit }
     } else {
         HoldDecision::Refused { used, limit }

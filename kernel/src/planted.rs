@@ -3,7 +3,7 @@
 //! The arena's adversary search claims it finds what a human red team
 //! finds. To measure that claim, this module can switch off one
 //! normalisation or check of the `prompt-injection` or `forbidden-path`
-//! guard at run time, and the search is scored on whether it finds an
+//! guard, or one check of the budget stage, at run time, and the search is scored on whether it finds an
 //! escape through the hole. Everything here is behind the test-only cargo
 //! feature `planted-weakness`: without it, [`weakened`] is a constant
 //! `false` and every mutant branch compiles away, so a production kernel
@@ -50,6 +50,11 @@ pub enum Weakness {
     NoPercentDecoding,
     /// `forbidden-path` does not read `\` as a separator.
     NoBackslashSeparator,
+    /// A budget hold is granted while the count *before* it is within the
+    /// limit, so one call more than the limit is admitted.
+    BudgetCheckBeforeAdd,
+    /// The kernel skips the configured per-agent tool budgets.
+    NoToolBudgets,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -57,7 +62,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 15] = [
+    pub const ALL: [Weakness; 17] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -73,6 +78,8 @@ impl Weakness {
         Weakness::NoDotSegmentCollapse,
         Weakness::NoPercentDecoding,
         Weakness::NoBackslashSeparator,
+        Weakness::BudgetCheckBeforeAdd,
+        Weakness::NoToolBudgets,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -93,6 +100,8 @@ impl Weakness {
             Weakness::NoDotSegmentCollapse => "no-dot-segment-collapse",
             Weakness::NoPercentDecoding => "no-percent-decoding",
             Weakness::NoBackslashSeparator => "no-backslash-separator",
+            Weakness::BudgetCheckBeforeAdd => "budget-check-before-add",
+            Weakness::NoToolBudgets => "no-tool-budgets",
         }
     }
 
@@ -101,9 +110,11 @@ impl Weakness {
         Weakness::ALL.into_iter().find(|w| w.as_str() == text)
     }
 
-    /// The guard kind the weakness lives in (`prompt-injection` or `forbidden-path`).
+    /// The check the weakness lives in: the guard kind (`prompt-injection`
+    /// or `forbidden-path`), or `budget` for the budget stage.
     pub fn guard_kind(&self) -> &'static str {
         match self {
+            Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
@@ -149,6 +160,10 @@ mod active {
         IN_GUARD.with(|n| n.get() > 0) && SELECTED.load(Ordering::Relaxed) == weakness.code()
     }
 
+    pub fn weakened_anywhere(weakness: Weakness) -> bool {
+        SELECTED.load(Ordering::Relaxed) == weakness.code()
+    }
+
     pub fn enter() {
         IN_GUARD.with(|n| n.set(n.get() + 1));
     }
@@ -177,6 +192,22 @@ pub fn weakened(weakness: Weakness) -> bool {
     #[cfg(feature = "planted-weakness")]
     {
         active::weakened(weakness)
+    }
+    #[cfg(not(feature = "planted-weakness"))]
+    {
+        let _ = weakness;
+        false
+    }
+}
+
+/// Whether `weakness` is planted in a check outside any guard (the budget
+/// stage and its hold rule). The arena's budget oracle keeps its own count
+/// and never calls these checks, so it stays an independent judge.
+#[inline]
+pub fn weakened_anywhere(weakness: Weakness) -> bool {
+    #[cfg(feature = "planted-weakness")]
+    {
+        active::weakened_anywhere(weakness)
     }
     #[cfg(not(feature = "planted-weakness"))]
     {

@@ -97,4 +97,14 @@ fn mutants_weaken_the_guard_and_nothing_else() {
         assert!(!caught, "{} did not weaken the guard", weakness.as_str());
         assert!(forbidden(path), "{path} is caught by the hardened guard");
     }
+    // The budget mutant opens the hold rule's edge, and only while selected.
+    use chio_kernel::ledger::{decide_hold, HoldDecision};
+    planted::select(Some(Weakness::BudgetCheckBeforeAdd));
+    let weakened = decide_hold("k", 2, 1, 2).expect("decided");
+    planted::select(None);
+    assert_eq!(weakened, HoldDecision::Granted { used: 3, limit: 2 });
+    assert_eq!(
+        decide_hold("k", 2, 1, 2).expect("decided"),
+        HoldDecision::Refused { used: 2, limit: 2 }
+    );
 }

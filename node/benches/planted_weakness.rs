@@ -3,7 +3,8 @@
 //! For the hardened guards and then for each guard mutant of the kernel's
 //! `planted-weakness` feature (`chio_kernel::planted::Weakness`), runs
 //! `evolve` with the default configuration and a budget of 200 generations
-//! over `scenarios/planted-weakness-benchmark.toml`, stopping a mutant's
+//! over `scenarios/planted-weakness-benchmark.toml` (guard mutants) or
+//! `scenarios/planted-budget-benchmark.toml` (budget mutants), stopping a mutant's
 //! run at the first generation with an escape. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
 //! the first escape's operator sequence in words; then the detection rate
@@ -62,10 +63,18 @@ fn median(mut values: Vec<u64>) -> Option<f64> {
     })
 }
 
+/// The benchmark world a run searches: the guards' world for guard
+/// mutants (and the hardened guards), the budget world for budget mutants.
+fn world_of(name: &str) -> chio_arena::Scenario {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../scenarios")
+        .join(name);
+    load_scenario(&path).expect("scenario loads")
+}
+
 fn main() {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/planted-weakness-benchmark.toml");
-    let scenario = load_scenario(&path).expect("scenario loads");
+    let guards_world = world_of("planted-weakness-benchmark.toml");
+    let budget_world = world_of("planted-budget-benchmark.toml");
     let generations: u32 = std::env::var("CHIO_BENCH_GENERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -81,19 +90,33 @@ fn main() {
     let mut found_generations = Vec::new();
     let mut found_evaluations = Vec::new();
     let mut found = 0usize;
-    let runs: Vec<Option<Weakness>> = std::iter::once(None)
-        .chain(Weakness::ALL.into_iter().map(Some))
-        .collect();
-    for weakness in &runs {
-        planted::select(*weakness);
-        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
+    // The hardened kernel against each world, then each mutant against its own.
+    let runs: Vec<(Option<Weakness>, &chio_arena::Scenario)> =
+        [(None, &guards_world), (None, &budget_world)]
+            .into_iter()
+            .chain(Weakness::ALL.into_iter().map(|w| {
+                let world = if w.guard_kind() == "budget" {
+                    &budget_world
+                } else {
+                    &guards_world
+                };
+                (Some(w), world)
+            }))
+            .collect();
+    for (weakness, scenario) in &runs {
+        let (weakness, scenario) = (*weakness, *scenario);
+        planted::select(weakness);
+        let mut evaluator = KernelActionEvaluator::load(scenario).expect("world resolves");
         let mut control = StopAtEscape {
             stop: weakness.is_some(),
         };
         let result =
-            evolve_with(&scenario, &config, &mut evaluator, &mut control).expect("evolution runs");
+            evolve_with(scenario, &config, &mut evaluator, &mut control).expect("evolution runs");
         planted::select(None);
-        let name = weakness.map_or("hardened (none planted)", |w| w.as_str());
+        let name = match weakness {
+            Some(w) => w.as_str().to_string(),
+            None => format!("hardened (none planted), {}", scenario.id()),
+        };
         let escaped = result.first_escape_generation.is_some();
         if let (Some(w), Some(g), Some(e)) = (
             weakness,
@@ -125,7 +148,7 @@ fn main() {
             assert_eq!(result.generations_completed, generations);
         }
     }
-    let mutants = runs.len() - 1;
+    let mutants = Weakness::ALL.len();
     println!();
     println!(
         "detection rate: {found}/{mutants} ({:.0}%)",

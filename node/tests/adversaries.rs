@@ -395,3 +395,39 @@ fn labelled_values_do_not_leak_to_a_lower_clearance() {
         assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
     }
 }
+
+// An exceed-budget burst makes one copy more than the tightest declared budget (here the tool budget of 2 under a capability limit of 5): the kernel admits exactly the budget, sequentially and with every copy admitted before any completes, and the independent count finds no escape.
+#[test]
+fn budget_bursts_are_held_at_the_tightest_limit() {
+    for mode in ["immediate", "concurrent"] {
+        let text = std::fs::read_to_string(scenarios_dir().join("planted-budget-benchmark.toml"))
+            .expect("readable");
+        let text =
+            format!("{text}\n[adversaries.params]\nmodes = [\"{mode}\"]\nreuse = [\"nonce\"]\n");
+        let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+        let report = one_shot(&scenario);
+        let records = &report.samples[0].records;
+        assert!(!records.is_empty(), "{mode}: no burst was made");
+        assert_eq!(report.samples[0].survivals, 0, "{mode}: {records:#?}");
+        // The first burst of a batch meets a fresh budget: two of its three copies get through.
+        assert!(
+            records
+                .iter()
+                .any(|r| r.detail.as_deref() == Some("2-of-3-admitted")),
+            "{mode}: {records:#?}"
+        );
+        for record in records {
+            let detail = record.detail.as_deref().unwrap_or("");
+            assert!(detail.ends_with("-of-3-admitted"), "{mode}: {detail}");
+            assert!(
+                record
+                    .reason
+                    .as_deref()
+                    .unwrap_or("")
+                    .contains("tool budget of summarizer for workspace/read_file exhausted"),
+                "{mode}: {:?}",
+                record.reason
+            );
+        }
+    }
+}

@@ -34,10 +34,12 @@ use crate::rng::fnv1a64;
 use crate::scenario::{Action, ExpectedVerdict, ServerKind};
 use crate::Scenario;
 
+mod inject;
 mod world;
+use inject::{inject_draft, pick};
 pub use world::{
-    base_steps, declared_scopes, labelled_read_after, revocation_after, BaseStep, DeclaredGrant,
-    DeclaredScope,
+    base_steps, budget_limit, declared_scopes, labelled_read_after, revocation_after, BaseStep,
+    DeclaredGrant, DeclaredScope,
 };
 
 /// The call an action makes (for a replay: the captured original).
@@ -127,6 +129,19 @@ pub struct WideningPlan {
     pub also: Vec<WideningKind>,
 }
 
+/// The base call made again and again, one more time than its tightest
+/// declared budget allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BurstPlan {
+    /// How many copies are made.
+    pub copies: u32,
+    /// Whether every copy is admitted before any completes.
+    pub concurrent: bool,
+}
+
+/// The most copies a burst makes, whatever the budget.
+pub const MAX_BURST: u64 = 64;
+
 /// How the action departs from its base step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -169,6 +184,8 @@ pub enum Mutation {
         /// The read step it follows.
         read_step: String,
     },
+    /// The base call made as a burst (see [`BurstPlan`]).
+    Burst(BurstPlan),
 }
 
 impl Mutation {
@@ -343,6 +360,13 @@ pub fn mutate_with(
             let (revoke_step, at_ms) = revocation_after(scenario, base)?;
             call.evaluation_ms = at_ms;
             Mutation::AfterRevocation { revoke_step }
+        }
+        (Gene::ReplayAttempt { mode, .. }, _) if *goal == Goal::ExceedBudget => {
+            let limit = budget_limit(scenario, base)?;
+            Mutation::Burst(BurstPlan {
+                copies: limit.saturating_add(1).min(MAX_BURST) as u32,
+                concurrent: *mode == ReplayMode::Concurrent,
+            })
         }
         (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::LeakLabel => {
             let (read_step, at_ms) = labelled_read_after(scenario, base)?;
@@ -523,105 +547,6 @@ pub fn mutate_with(
         operators: operators.to_vec(),
         goal: Some(goal.clone()),
     })
-}
-
-/// Puts the draft's payload into the arguments: split in two when the draft
-/// says so, under the renamed key when it has one; returns the JSON pointer
-/// of the (first) argument carrying it.
-fn inject_draft(arguments: &mut Value, draft: &Draft, rng: &mut ChaCha20Rng) -> String {
-    let (first, second) = match draft.split {
-        Split::None => (draft.payload.clone(), None),
-        _ => {
-            let (a, b) = draft.halves();
-            (a, Some(b))
-        }
-    };
-    let pointer = match &draft.key {
-        Some(key) => {
-            if !arguments.is_object() {
-                *arguments = Value::Object(Default::default());
-            }
-            let key = fresh_key(arguments, key);
-            if let Value::Object(map) = arguments {
-                map.insert(key.clone(), Value::String(first));
-            }
-            format!("/{key}")
-        }
-        None => inject_argument(arguments, &first, rng),
-    };
-    if let (Some(second), Value::Object(map)) = (second, &mut *arguments) {
-        match draft.split {
-            Split::Nested => {
-                let mut inner = serde_json::Map::new();
-                inner.insert("note".to_string(), Value::String(second));
-                let key = fresh_key(&Value::Object(map.clone()), "meta");
-                map.insert(key, Value::Object(inner));
-            }
-            _ => {
-                let key = fresh_key(&Value::Object(map.clone()), "note");
-                map.insert(key, Value::String(second));
-            }
-        }
-    }
-    pointer
-}
-
-/// `base`, or `base_1`, `base_2`, ... : the first key `arguments` lacks.
-fn fresh_key(arguments: &Value, base: &str) -> String {
-    let taken = |k: &str| arguments.get(k).is_some();
-    let mut key = base.to_string();
-    let mut n = 1;
-    while taken(&key) {
-        key = format!("{base}_{n}");
-        n += 1;
-    }
-    key
-}
-
-/// Candidate `choice` of `options` other than `current`.
-fn pick(options: &[String], current: &str, choice: u32) -> Option<String> {
-    let others: Vec<&String> = options.iter().filter(|o| *o != current).collect();
-    if others.is_empty() {
-        return None;
-    }
-    Some(others[choice as usize % others.len()].clone())
-}
-
-/// Puts `text` into an argument: appended to an existing string argument or
-/// as a new `note`, chosen by `rng`; returns the argument's JSON pointer.
-fn inject_argument(arguments: &mut Value, text: &str, rng: &mut ChaCha20Rng) -> String {
-    if !arguments.is_object() {
-        *arguments = Value::Object(Default::default());
-    }
-    let Value::Object(map) = arguments else {
-        unreachable!("arguments were just made an object");
-    };
-    let mut keys: Vec<String> = map
-        .iter()
-        .filter(|(_, v)| v.is_string())
-        .map(|(k, _)| k.clone())
-        .collect();
-    keys.sort();
-    let slot = (rng.next_u32() as usize) % (keys.len() + 1);
-    match keys.get(slot) {
-        Some(key) => {
-            if let Some(Value::String(s)) = map.get_mut(key) {
-                s.push('\n');
-                s.push_str(text);
-            }
-            format!("/{key}")
-        }
-        None => {
-            let mut key = "note".to_string();
-            let mut n = 1;
-            while map.contains_key(&key) {
-                key = format!("note_{n}");
-                n += 1;
-            }
-            map.insert(key.clone(), Value::String(text.to_string()));
-            format!("/{key}")
-        }
-    }
 }
 
 #[cfg(test)]

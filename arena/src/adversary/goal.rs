@@ -12,7 +12,11 @@
 //! reference normaliser, must name the declared path; for
 //! `outlive-revocation` the call is made right after the scenario revokes
 //! its capability (or an ancestor), and for `leak-label` right after a read
-//! the scenario's server labels mark, and it must be admitted.
+//! the scenario's server labels mark, and it must be admitted; for
+//! `exceed-budget` the base call is made again as a burst of one more copy
+//! than its tightest declared budget allows, and the oracle counts the
+//! admitted calls under each budget itself, independently of the kernel's
+//! accounting.
 
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +45,9 @@ pub enum Goal {
     LeakLabel,
     /// A delegation wider than its parent, used and admitted.
     WidenDelegation,
+    /// More calls admitted under a budget (a tool budget or a capability's
+    /// invocation limit) than it allows.
+    ExceedBudget,
 }
 
 impl Goal {
@@ -64,6 +71,7 @@ impl Goal {
             Goal::OutliveRevocation => "outlive-revocation",
             Goal::LeakLabel => "leak-label",
             Goal::WidenDelegation => "widen-delegation",
+            Goal::ExceedBudget => "exceed-budget",
         }
     }
 
@@ -74,7 +82,7 @@ impl Goal {
             AdversaryClass::CapabilityOverrequest => {
                 "use-beyond-scope, reach-forbidden-path or leak-label"
             }
-            AdversaryClass::ReplayAttempt => "replay-request or outlive-revocation",
+            AdversaryClass::ReplayAttempt => "replay-request, outlive-revocation or exceed-budget",
             AdversaryClass::ScopeEscape => "widen-delegation",
         }
     }
@@ -99,6 +107,7 @@ impl Goal {
             Some("outlive-revocation") => Goal::OutliveRevocation,
             Some("leak-label") => Goal::LeakLabel,
             Some("widen-delegation") => Goal::WidenDelegation,
+            Some("exceed-budget") => Goal::ExceedBudget,
             Some("reach-forbidden-path") => {
                 let path = goal_path.ok_or_else(|| {
                     refuse(
@@ -120,7 +129,7 @@ impl Goal {
                 return Err(refuse(
                     "goal",
                     format!(
-                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label or widen-delegation"
+                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label, widen-delegation or exceed-budget"
                     ),
                 ))
             }
@@ -134,7 +143,10 @@ impl Goal {
                 )
             }
             AdversaryClass::ReplayAttempt => {
-                matches!(goal, Goal::ReplayRequest | Goal::OutliveRevocation)
+                matches!(
+                    goal,
+                    Goal::ReplayRequest | Goal::OutliveRevocation | Goal::ExceedBudget
+                )
             }
             AdversaryClass::ScopeEscape => goal == Goal::WidenDelegation,
         };
@@ -175,7 +187,8 @@ impl Goal {
             Goal::UseBeyondScope
             | Goal::ReplayRequest
             | Goal::OutliveRevocation
-            | Goal::LeakLabel => &[Family::Protocol],
+            | Goal::LeakLabel
+            | Goal::ExceedBudget => &[Family::Protocol],
             Goal::WidenDelegation => &[Family::Protocol],
         }
     }

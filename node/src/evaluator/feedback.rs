@@ -12,11 +12,25 @@ use chio_kernel::kernel::Decision;
 use chio_kernel::path::normalize_path;
 use serde_json::Value;
 
+/// What the evaluator saw beyond the shown decision: for a burst, how many
+/// copies it made, how many were admitted, and whether one was admitted
+/// past its budget (the evaluator's own count, see `budget`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Observed {
+    /// Copies made.
+    pub copies: u32,
+    /// Copies admitted.
+    pub admitted: u32,
+    /// Whether a copy was admitted past a budget.
+    pub exceeded: bool,
+}
+
 /// The search's feedback on one decided action (see the module doc).
 pub(super) fn feedback(
     action: &AdversaryAction,
     decision: &Decision,
     projected: chio_kernel::verdict::ProjectedVerdict,
+    observed: &Observed,
 ) -> Feedback {
     let stage = Stage::classify(
         projected,
@@ -69,6 +83,18 @@ pub(super) fn feedback(
                 goal_reached: admitted && reached,
             }
         }
+        Goal::ExceedBudget => Feedback {
+            stage,
+            detail: Some(format!(
+                "{}-of-{}-admitted",
+                observed.admitted, observed.copies
+            )),
+            // How many of the copies got through: the curve climbs as a
+            // burst gets closer to the limit's edge.
+            closeness: (u64::from(observed.admitted) * 999 / u64::from(observed.copies.max(1)))
+                as u16,
+            goal_reached: observed.exceeded,
+        },
         _ => Feedback {
             stage,
             detail: None,

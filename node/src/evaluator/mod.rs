@@ -65,12 +65,14 @@ use serde_json::{json, Value};
 
 use crate::error::NodeError;
 use crate::executor::direct::{serve, DirectDispatcher};
-use crate::executor::{complete_now, StepExecutor};
+use crate::executor::{complete_now, Performed, PreparedStep, StepExecutor};
 use crate::world::{FixtureSet, World, AGENT_ROLE};
 
+mod budget;
 mod feedback;
 
-use feedback::feedback;
+use budget::BudgetTally;
+use feedback::{feedback, Observed};
 
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
@@ -122,6 +124,7 @@ struct Instance<'w> {
     world: &'w World,
     direct: DirectDispatcher<'w>,
     executor: StepExecutor,
+    tally: BudgetTally,
 }
 
 impl<'w> Instance<'w> {
@@ -130,6 +133,7 @@ impl<'w> Instance<'w> {
             world,
             direct: DirectDispatcher::new(world).map_err(failure)?,
             executor: StepExecutor::new(world),
+            tally: BudgetTally::default(),
         })
     }
 
@@ -205,51 +209,69 @@ impl<'w> Instance<'w> {
             })
     }
 
-    /// `Kernel::evaluate` on `kernel`, dispatching to the simulated servers it serves.
+    /// `Kernel::evaluate` on `kernel`, dispatching to the simulated servers
+    /// it serves; an admission is counted under its budgets.
     fn evaluate(
         &mut self,
         kernel: &str,
         request: &ToolCallRequest,
         now_ms: u64,
-    ) -> Result<Decision, ArenaError> {
-        self.direct
+    ) -> Result<(Decision, bool), ArenaError> {
+        let decision = self
+            .direct
             .state()
             .map_err(failure)?
             .decide(self.world, kernel, request, now_ms)
-            .map_err(failure)
+            .map_err(failure)?;
+        let exceeded = self.tally.record(self.world, request, decision.verdict);
+        Ok((decision, exceeded))
     }
 
-    /// Admits two requests before completing either (a concurrent replay).
-    fn admit_both(
+    /// Admits every request before completing any (a concurrent replay or
+    /// burst); answers each decision, in order, with whether it was
+    /// admitted past a budget.
+    fn admit_all(
         &mut self,
         kernel: &str,
-        first: (&ToolCallRequest, u64),
-        second: (&ToolCallRequest, u64),
-    ) -> Result<Decision, ArenaError> {
+        requests: &[(ToolCallRequest, u64)],
+    ) -> Result<Vec<(Decision, bool)>, ArenaError> {
         let world = self.world;
-        let mut state = self.direct.state().map_err(failure)?;
-        let state = &mut *state;
-        let k = state
-            .kernels
-            .get_mut(kernel)
-            .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
-        state.evaluations += 2;
-        let admitted = [k.admit(first.0, first.1), k.admit(second.0, second.1)];
-        let mut last = None;
-        for (admission, now_ms) in admitted.into_iter().zip([first.1, second.1]) {
-            last = Some(match admission {
-                Admission::Decided(decision) => *decision,
-                Admission::Admitted(ticket) => {
-                    match serve(world, &mut state.servers, kernel, ticket.request()) {
-                        Ok(output) => k.complete(*ticket, output, now_ms),
-                        Err(reason) => {
-                            k.abort(*ticket, &format!("dispatch failed: {reason}"), now_ms)
+        let decisions = {
+            let mut state = self.direct.state().map_err(failure)?;
+            let state = &mut *state;
+            let k = state
+                .kernels
+                .get_mut(kernel)
+                .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
+            state.evaluations += requests.len() as u64;
+            let admitted: Vec<Admission> = requests
+                .iter()
+                .map(|(request, now_ms)| k.admit(request, *now_ms))
+                .collect();
+            let mut decisions = Vec::with_capacity(requests.len());
+            for (admission, (_, now_ms)) in admitted.into_iter().zip(requests) {
+                decisions.push(match admission {
+                    Admission::Decided(decision) => *decision,
+                    Admission::Admitted(ticket) => {
+                        match serve(world, &mut state.servers, kernel, ticket.request()) {
+                            Ok(output) => k.complete(*ticket, output, *now_ms),
+                            Err(reason) => {
+                                k.abort(*ticket, &format!("dispatch failed: {reason}"), *now_ms)
+                            }
                         }
                     }
-                }
-            });
-        }
-        last.ok_or_else(|| failure("a concurrent replay decided nothing"))
+                });
+            }
+            decisions
+        };
+        Ok(decisions
+            .into_iter()
+            .zip(requests)
+            .map(|(decision, (request, _))| {
+                let exceeded = self.tally.record(world, request, decision.verdict);
+                (decision, exceeded)
+            })
+            .collect())
     }
 
     /// Runs one of the scenario's own steps through the run's step executor.
@@ -271,11 +293,29 @@ impl<'w> Instance<'w> {
                 now_ms,
             )
             .map_err(failure)?;
-        complete_now(
-            self.executor
-                .perform(&self.direct, "direct", &step.id, &prepared),
-        )
-        .map_err(failure)?;
+        let performed =
+            complete_now(
+                self.executor
+                    .perform(&self.direct, "direct", &step.id, &prepared),
+            )
+            .map_err(failure)?;
+        // A scheduled admission counts under its budgets like any other.
+        if let (PreparedStep::Call(call), Performed::Call(outcome)) = (&prepared, &performed) {
+            if let Some(held) = self.executor.capability(&call.command.capability_id) {
+                let request = ToolCallRequest {
+                    request_id: call.command.request_id.clone(),
+                    capability: held.token.clone(),
+                    server: call.command.server.clone(),
+                    tool: call.command.tool.clone(),
+                    arguments: Value::Null,
+                    agent_id: call.command.agent.clone(),
+                    session_id: call.command.agent.clone(),
+                    issued_at_ms: now_ms,
+                    proof: RequestProof::default(),
+                };
+                self.tally.record(self.world, &request, outcome.verdict);
+            }
+        }
         Ok(())
     }
 
@@ -324,6 +364,7 @@ impl<'w> Instance<'w> {
         let call = &action.call;
         let now_ms = self.action_time(call);
         let kernel = self.kernel_for(&call.server, base_server)?;
+        let mut observed = Observed::default();
         let (decision, evaluations) = match &action.mutation {
             Mutation::Arguments { .. }
             | Mutation::Overrequest { .. }
@@ -333,7 +374,7 @@ impl<'w> Instance<'w> {
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
-                (self.evaluate(&kernel, &request, now_ms)?, 1)
+                (self.evaluate(&kernel, &request, now_ms)?.0, 1)
             }
             Mutation::Fixture { edit, .. } => {
                 let token = self.token(&call.capability)?;
@@ -342,7 +383,7 @@ impl<'w> Instance<'w> {
                 let decision = self.with_fixture_edit(edit, |instance| {
                     instance.evaluate(&kernel, &request, now_ms)
                 })?;
-                (decision, 1)
+                (decision.0, 1)
             }
             Mutation::Replay(plan) => {
                 let token = self.token(&call.capability)?;
@@ -360,12 +401,16 @@ impl<'w> Instance<'w> {
                     _ => original.clone(),
                 };
                 if plan.mode == ReplayMode::Concurrent {
-                    let decision =
-                        self.admit_both(&kernel, (&original, now_ms), (&copy, copy_at))?;
-                    (decision, 2)
+                    let decided =
+                        self.admit_all(&kernel, &[(original, now_ms), (copy, copy_at)])?;
+                    let last = decided
+                        .into_iter()
+                        .last()
+                        .ok_or_else(|| failure("a concurrent replay decided nothing"))?;
+                    (last.0, 2)
                 } else {
                     self.evaluate(&kernel, &original, now_ms)?;
-                    (self.evaluate(&kernel, &copy, copy_at)?, 2)
+                    (self.evaluate(&kernel, &copy, copy_at)?.0, 2)
                 }
             }
             Mutation::Widen(plan) => {
@@ -373,11 +418,43 @@ impl<'w> Instance<'w> {
                     self.widened_child(plan, &call.agent, &call.capability, &call.tool, now_ms)?;
                 let request =
                     self.sign_action(&action.id, call, child, call.arguments.clone(), now_ms)?;
-                (self.evaluate(&kernel, &request, now_ms)?, 1)
+                (self.evaluate(&kernel, &request, now_ms)?.0, 1)
+            }
+            Mutation::Burst(plan) => {
+                let token = self.token(&call.capability)?;
+                let mut requests = Vec::with_capacity(plan.copies as usize);
+                for copy in 0..plan.copies {
+                    let id = format!("{}#{copy}", action.id);
+                    let request =
+                        self.sign_action(&id, call, token.clone(), call.arguments.clone(), now_ms)?;
+                    requests.push((request, now_ms));
+                }
+                let decided = if plan.concurrent {
+                    self.admit_all(&kernel, &requests)?
+                } else {
+                    let mut decided = Vec::with_capacity(requests.len());
+                    for (request, at) in &requests {
+                        decided.push(self.evaluate(&kernel, request, *at)?);
+                    }
+                    decided
+                };
+                observed.copies = plan.copies;
+                observed.admitted = decided
+                    .iter()
+                    .filter(|(d, _)| d.verdict == chio_kernel::verdict::Verdict::Allow)
+                    .count() as u32;
+                observed.exceeded = decided.iter().any(|(_, exceeded)| *exceeded);
+                // The copy that went past the budget, else the last one.
+                let shown = match decided.iter().position(|(_, exceeded)| *exceeded) {
+                    Some(at) => decided.into_iter().nth(at),
+                    None => decided.into_iter().last(),
+                };
+                let shown = shown.ok_or_else(|| failure("a burst made no copy"))?;
+                (shown.0, plan.copies)
             }
         };
         let projected = decision.projected();
-        let feedback = feedback(action, &decision, projected);
+        let feedback = feedback(action, &decision, projected, &observed);
         Ok(ActionOutcome {
             verdict: decision.verdict,
             projected,

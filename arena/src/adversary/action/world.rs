@@ -219,3 +219,39 @@ pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(Stri
                 .then(|| (s.step_id.clone(), s.evaluation_ms))
         })
 }
+
+/// The tightest budget the scenario declares over `base`'s call: its
+/// agent's `[[budgets]]` entry for the server and tool, and the invocation
+/// limit of the presented capability and of every ancestor it was
+/// delegated from. `None` when no budget applies, so there is nothing to
+/// exceed.
+pub fn budget_limit(scenario: &Scenario, base: &BaseStep) -> Option<u64> {
+    let file = scenario.file();
+    let mut limits: Vec<u64> = file
+        .budgets
+        .iter()
+        .filter(|b| b.agent == base.agent && b.server == base.server && b.tool == base.tool)
+        .map(|b| b.max_invocations)
+        .collect();
+    let mut capability = base.capability.clone();
+    // A chain is at most as long as the schedule; the bound keeps a
+    // malformed self-reference from looping.
+    for _ in 0..=scenario.actions().len() {
+        if let Some(grant) = file.grants.iter().find(|g| g.id == capability) {
+            limits.extend(grant.max_invocations);
+            break;
+        }
+        let parent = scenario.actions().iter().find_map(|a| match a {
+            Action::Delegate(d) if d.delegation == capability => Some(d),
+            _ => None,
+        });
+        match parent {
+            Some(delegate) => {
+                limits.extend(delegate.max_invocations);
+                capability = delegate.capability.clone();
+            }
+            None => break,
+        }
+    }
+    limits.into_iter().min()
+}

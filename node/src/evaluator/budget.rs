@@ -1,0 +1,75 @@
+//! The `exceed-budget` oracle: an independent count of admitted calls under
+//! every budget the scenario declares.
+//!
+//! The kernel keeps its own budget accounting in the shared trust state;
+//! an oracle that read it back would miss exactly the defects it exists to
+//! find (a hold rule that lets one more through, budgets skipped). So the
+//! evaluator counts for itself: every call a kernel admits, scheduled or
+//! adversarial, counts once under its principal's tool budget on the
+//! serving kernel and under each invocation limit along its capability's
+//! chain (the root's and every link's). A call admitted while a count is
+//! already at its limit is a budget exceeded.
+
+use std::collections::BTreeMap;
+
+use chio_kernel::request::ToolCallRequest;
+use chio_kernel::verdict::Verdict;
+
+use crate::world::World;
+
+/// Admitted calls per budget key, counted by the evaluator.
+#[derive(Debug, Default)]
+pub(super) struct BudgetTally {
+    admitted: BTreeMap<String, u64>,
+}
+
+/// The budgets `request` falls under, with their limits.
+fn budgets_of(world: &World, request: &ToolCallRequest) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let serving = world
+        .server_kernel(&request.server)
+        .and_then(|k| world.kernels.get(k));
+    if let Some(plan) = serving {
+        for budget in plan.config.tool_budgets.iter().filter(|b| {
+            b.agent == request.agent_id && b.server == request.server && b.tool == request.tool
+        }) {
+            out.push((
+                format!("tool/{}/{}/{}", budget.agent, budget.server, budget.tool),
+                budget.max_invocations,
+            ));
+        }
+    }
+    let token = &request.capability;
+    let root = token.root_body();
+    if let Some(max) = root.max_invocations {
+        out.push((format!("capability/{}", root.id), max));
+    }
+    for link in &token.delegation_chain {
+        if let Some(max) = link.attenuation.max_invocations {
+            out.push((format!("capability/{}", link.child_id), max));
+        }
+    }
+    out
+}
+
+impl BudgetTally {
+    /// Counts `request` when a kernel's `verdict` admitted it; answers
+    /// whether it was admitted past a limit.
+    pub(super) fn record(
+        &mut self,
+        world: &World,
+        request: &ToolCallRequest,
+        verdict: Verdict,
+    ) -> bool {
+        if verdict != Verdict::Allow {
+            return false;
+        }
+        let mut exceeded = false;
+        for (key, limit) in budgets_of(world, request) {
+            let count = self.admitted.entry(key).or_insert(0);
+            *count += 1;
+            exceeded |= *count > limit;
+        }
+        exceeded
+    }
+}
