@@ -29,14 +29,19 @@ use crate::adversary::class::{
     FALLBACK_SERVER,
 };
 use crate::adversary::goal::Goal;
-use crate::adversary::operators::{apply_all, Draft, Operator, Split};
+use crate::adversary::operators::{apply_all, Draft, Operator};
 use crate::rng::fnv1a64;
 use crate::scenario::{Action, ExpectedVerdict, ServerKind};
 use crate::Scenario;
 
 mod inject;
+mod shape;
 mod world;
 use inject::{inject_draft, pick};
+use shape::{
+    base_call, extra_widenings, injection_mutation, replay_mutation, widen_call, widening_mutation,
+    WideningCandidates,
+};
 pub use world::{
     base_steps, budget_limit, declared_scopes, labelled_read_after, revocation_after, BaseStep,
     DeclaredGrant, DeclaredScope,
@@ -329,30 +334,8 @@ pub fn mutate_with(
     };
     let mut draft = Draft::new(payload_text, goal_path);
     apply_all(operators, &mut draft);
-    let protocol = &draft.protocol;
-    let mut call = MutatedCall {
-        agent: base.agent.clone(),
-        capability: base.capability.clone(),
-        server: base.server.clone(),
-        tool: base.tool.clone(),
-        arguments: base.arguments.clone(),
-        evaluation_ms: base.evaluation_ms,
-        request_id: protocol.reuse_request_id.then(|| base.step_id.clone()),
-        session: protocol
-            .change_session
-            .then(|| format!("{}.other-session", base.agent)),
-        at_expiry: protocol.expiry_edge,
-        future_dated_ms: protocol.future_dated_ms,
-    };
-    let also: Vec<WideningKind> = protocol
-        .extra_widenings
-        .iter()
-        .filter_map(|w| match w.as_str() {
-            "expiry" => Some(WideningKind::Expiry),
-            "share" => Some(WideningKind::Share),
-            _ => None,
-        })
-        .collect();
+    let mut call = base_call(base, &draft);
+    let also = extra_widenings(&draft);
     let mut expected = ProjectedVerdict::Deny;
     let mut inside_grant = false;
     let mutation = match (gene, params) {
@@ -388,34 +371,7 @@ pub fn mutate_with(
                 pattern, target, ..
             },
             _,
-        ) => match target {
-            InjectionTarget::Arguments => {
-                let pointer = inject_draft(&mut call.arguments, &draft, &mut rng);
-                Mutation::Arguments {
-                    pattern: pattern.clone(),
-                    pointer,
-                }
-            }
-            InjectionTarget::Fixture => {
-                let path = base.reads_fixture.clone()?;
-                let text = match draft.split {
-                    Split::None => draft.payload.clone(),
-                    _ => {
-                        let (a, b) = draft.halves();
-                        format!("{a}\n\n{b}")
-                    }
-                };
-                Mutation::Fixture {
-                    pattern: pattern.clone(),
-                    edit: FixtureEdit {
-                        server: base.server.clone(),
-                        path,
-                        payload: text,
-                        line: rng.next_u32(),
-                    },
-                }
-            }
-        },
+        ) => injection_mutation(pattern, *target, &draft, base, &mut call, &mut rng)?,
         (
             Gene::CapabilityOverrequest { swap, choice },
             ClassParams::CapabilityOverrequest { tools, servers, .. },
@@ -438,96 +394,15 @@ pub fn mutate_with(
             ClassParams::ReplayAttempt {
                 delay_ms, stale_ms, ..
             },
-        ) => {
-            let offset_ms = match mode {
-                ReplayMode::Immediate | ReplayMode::Concurrent => 0,
-                ReplayMode::Delayed => *delay_ms,
-                ReplayMode::Stale => *stale_ms,
-            };
-            let copy_arguments = match reuse {
-                ReplayReuse::Request => None,
-                ReplayReuse::Nonce => {
-                    let mut args = base.arguments.clone();
-                    if let Value::Object(map) = &mut args {
-                        map.insert(
-                            "attempt".to_string(),
-                            Value::from(rng.next_u32() % 1000 + 2),
-                        );
-                    }
-                    Some(args)
-                }
-            };
-            Mutation::Replay(ReplayPlan {
-                mode: *mode,
-                reuse: *reuse,
-                offset_ms,
-                copy_arguments,
-            })
-        }
+        ) => replay_mutation(*mode, *reuse, (*delay_ms, *stale_ms), base, &mut rng),
         (
             Gene::ScopeEscape { widening, choice },
             ClassParams::ScopeEscape { tools, servers, .. },
         ) => {
-            let scope = scope?;
-            let mut plan = WideningPlan {
-                widening: *widening,
-                parent: base.capability.clone(),
-                delegator: scope.holder.clone(),
-                extra_tool: None,
-                extra_server: None,
-                also: also.into_iter().filter(|w| w != widening).collect(),
-            };
-            match widening {
-                WideningKind::Tool => {
-                    let fresh: Vec<String> = tools
-                        .iter()
-                        .filter(|t| !scope.grants_tool(&base.server, t))
-                        .cloned()
-                        .collect();
-                    let tool = fresh.get(*choice as usize % fresh.len().max(1))?.clone();
-                    call.tool = tool.clone();
-                    plan.extra_tool = Some(tool);
-                }
-                WideningKind::Path => {
-                    let prefixed = scope
-                        .grants
-                        .iter()
-                        .any(|g| g.server == base.server && g.path_prefix.is_some());
-                    if !prefixed {
-                        return None;
-                    }
-                    let name = base
-                        .arguments
-                        .get("path")
-                        .and_then(Value::as_str)
-                        .and_then(|p| p.rsplit('/').next())
-                        .filter(|n| !n.is_empty())
-                        .unwrap_or("escape.txt");
-                    if let Value::Object(map) = &mut call.arguments {
-                        map.insert(
-                            "path".to_string(),
-                            Value::String(format!("/outside/{name}")),
-                        );
-                    }
-                }
-                WideningKind::Server => {
-                    let fresh: Vec<String> = servers
-                        .iter()
-                        .filter(|s| !scope.grants.iter().any(|g| &g.server == *s))
-                        .cloned()
-                        .collect();
-                    let server = fresh
-                        .get(*choice as usize % fresh.len().max(1))
-                        .cloned()
-                        .unwrap_or_else(|| FALLBACK_SERVER.to_string());
-                    call.server = server.clone();
-                    plan.extra_server = Some(server);
-                }
-                WideningKind::Expiry | WideningKind::Share => {}
-            }
-            call.agent = accomplice_id(&base.agent);
-            call.capability = format!("{}.escape-{}", base.capability, member);
-            Mutation::Widen(plan)
+            let candidates = WideningCandidates { tools, servers };
+            let widened = widening_mutation(*widening, *choice, &candidates, scope?, base, also)?;
+            widen_call(&mut call, &widened, base, member);
+            Mutation::Widen(widened)
         }
         // A gene whose params belong to another class: populations refuse
         // this at construction, so there is nothing to mutate.
