@@ -26,7 +26,10 @@
 //! - [`rng`] holds [`ArenaRng`] and FNV-1a;
 //! - [`scheduler`] holds [`DeterministicScheduler`];
 //! - [`witness`] holds [`DeterminismWitness`];
-//! - [`error`] holds [`ArenaError`] and its codes.
+//! - [`error`] holds [`ArenaError`] and its codes;
+//! - [`diagnostic`] holds [`ErrorClass`], the [`Diagnostic`] trait every
+//!   error implements, the table macro both error enums are declared
+//!   with, and the docs anchor and URN derived from a code.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -34,6 +37,7 @@ pub mod adversary;
 pub mod bundle;
 pub mod campaign;
 pub mod clock;
+pub mod diagnostic;
 pub mod error;
 pub mod experiment_error;
 pub mod fixtures;
@@ -46,8 +50,9 @@ pub mod secrets;
 pub mod witness;
 
 pub use clock::VirtualClock;
-pub use error::{ArenaError, ERROR_CODES};
-pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CODES};
+pub use diagnostic::{Diagnostic, ErrorClass};
+pub use error::{ArenaError, ERROR_CLASSES, ERROR_CODES};
+pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes, Action,

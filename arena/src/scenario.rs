@@ -585,7 +585,10 @@ fn check_id(id: &str, field: String) -> Result<(), ArenaError> {
     if is_valid_id(id) {
         Ok(())
     } else {
-        Err(ArenaError::InvalidId { field })
+        Err(ArenaError::InvalidId {
+            field,
+            value: id.to_string(),
+        })
     }
 }
 
@@ -1134,7 +1137,10 @@ impl Validator<'_> {
             for (glob, label) in labels {
                 let field = format!("servers[{i}].labels.{glob:?}");
                 if glob.is_empty() {
-                    return Err(ArenaError::InvalidId { field });
+                    return Err(ArenaError::InvalidId {
+                        field,
+                        value: String::new(),
+                    });
                 }
                 check_id(label, field.clone())?;
                 if Label::parse(label).is_none() {
@@ -1159,7 +1165,10 @@ impl Validator<'_> {
             for (glob, level) in globs {
                 let field = format!("servers[{i}].integrity_globs.{glob:?}");
                 if glob.is_empty() {
-                    return Err(ArenaError::InvalidId { field });
+                    return Err(ArenaError::InvalidId {
+                        field,
+                        value: String::new(),
+                    });
                 }
                 if Integrity::parse(level).is_none() {
                     return Err(ArenaError::UnsupportedValue {

@@ -38,7 +38,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 
 const COMMAND: &str = "arena evolve";
@@ -88,13 +88,7 @@ pub struct EvolveArgs {
 }
 
 fn out_of_range(message: String, help: String) -> CliError {
-    CliError {
-        code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
-        command: COMMAND,
-        message,
-        help,
-        exit: Exit::InvalidInput,
-    }
+    CliError::new(codes::FLAG_OUT_OF_RANGE, COMMAND, message, help)
 }
 
 /// The bounded-budget gate: both ends closed.
@@ -332,6 +326,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Exit;
 
     // Both ends of both budget flags are closed; the over-cap generations block is the seed's.
     #[test]

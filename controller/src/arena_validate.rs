@@ -43,7 +43,7 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
             schema_version: VALIDATE_SCHEMA_VERSION,
         };
         let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
         json.push('\n');
         json
     } else {

@@ -33,11 +33,11 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 
 /// The error code of a topology file that cannot be used.
-pub const TOPOLOGY_INVALID: &str = "CHIO-TOPOLOGY-INVALID";
+pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
 
 /// A topology file as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -75,13 +75,7 @@ pub struct Topology {
 }
 
 fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
-    CliError {
-        code: TOPOLOGY_INVALID.to_string(),
-        command,
-        message,
-        help: help.to_string(),
-        exit: Exit::InvalidInput,
-    }
+    CliError::new(codes::TOPOLOGY_INVALID, command, message, help)
 }
 
 impl Topology {

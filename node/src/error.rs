@@ -56,3 +56,11 @@ pub enum NodeError {
         cause: String,
     },
 }
+
+impl NodeError {
+    /// Whether the scenario's world or its fixtures are at fault (the input),
+    /// rather than a process, store or peer (infrastructure).
+    pub fn is_world(&self) -> bool {
+        matches!(self, NodeError::Scenario(_) | NodeError::Fixture { .. })
+    }
+}
