@@ -20,7 +20,8 @@
 //! - [`experiment_error`] holds [`ExperimentError`] for both;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
-//! - [`scenario`] holds loading, validation and the validated [`Scenario`];
+//! - [`scenario`] holds the validated [`Scenario`], its actions, loading and
+//!   the pure validator;
 //! - [`secrets`] holds inline-secret detection;
 //! - [`clock`] holds [`VirtualClock`];
 //! - [`rng`] holds [`ArenaRng`] and FNV-1a;
@@ -55,9 +56,9 @@ pub use error::{ArenaError, ERROR_CLASSES, ERROR_CODES};
 pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
-    load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes, Action,
-    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction, RevokeAction,
-    Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
+    parse_scenario_with_fixtures, Action, AdvanceAction, CallAction, DelegateAction,
+    ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

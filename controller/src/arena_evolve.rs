@@ -191,7 +191,8 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
             format!("pass --population-size {DEFAULT_POPULATION_SIZE} or another value from 1 to {MAX_POPULATION_SIZE}"),
         ));
     }
-    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    let scenario = load_scenario(&args.file)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     if scenario.file().adversaries.is_empty() {
         return Err(arena_error(&ArenaError::NoAdversaries));
     }

@@ -195,7 +195,8 @@ fn relative_to(from: &Path, to: &Path) -> Result<String, CliError> {
 
 /// Runs the command, printing to `out`.
 pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    let scenario = load_scenario(&args.file)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     if args.cap == 0 || args.cap > MAX_PROMOTE_CAP {
         return Err(CliError::new(
             codes::FLAG_OUT_OF_RANGE,

@@ -88,8 +88,8 @@ struct RunReport<'a> {
 /// the one exception is a scenario without a world, which validates (the
 /// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let (scenario, bytes) =
-        load_scenario_with_bytes(file).map_err(|e| CliError::from_arena(command, &e))?;
+    let (scenario, bytes) = load_scenario_with_bytes(file)
+        .map_err(|e| CliError::from_scenario_file(command, file, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;

@@ -23,6 +23,8 @@
 
 pub use chio_arena::diagnostic::{docs_anchor, ErrorClass, ERRORS_DOC_URL};
 use chio_arena::diagnostic::{docs_url, urn};
+use std::path::Path;
+
 use chio_arena::{ArenaError, Diagnostic};
 
 /// A code the controller raises itself, with the class its exit follows.
@@ -168,6 +170,9 @@ pub struct CliError {
     pub help: String,
     /// The exit code to leave with, which [`Exit::of`] derives from the code's class.
     pub exit: Exit,
+    /// Where in the input the error points, as `FILE:LINE:COLUMN`, when it
+    /// names a value written there.
+    pub location: Option<String>,
 }
 
 impl CliError {
@@ -184,6 +189,7 @@ impl CliError {
             message: message.into(),
             help: help.into(),
             exit: Exit::of(code.class),
+            location: None,
         }
     }
 
@@ -196,12 +202,29 @@ impl CliError {
             message: err.summary(),
             help: err.help(),
             exit: Exit::of(err.class()),
+            location: None,
         }
     }
 
     /// Wraps an arena error (see [`CliError::from_diagnostic`]).
     pub fn from_arena(command: &'static str, err: &ArenaError) -> Self {
         Self::from_diagnostic(command, err)
+    }
+
+    /// Wraps a refusal of the scenario file `path`, pointing at the line
+    /// and column of the value its field names when that value is written
+    /// in the file (the file is read again only to find it; a file that
+    /// cannot be read gives no location).
+    pub fn from_scenario_file(command: &'static str, path: &Path, err: &ArenaError) -> Self {
+        let location = err.field().and_then(|field| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let (line, column) = chio_arena::scenario::locate(&text, field)?;
+            Some(format!("{}:{line}:{column}", path.display()))
+        });
+        Self {
+            location,
+            ..Self::from_arena(command, err)
+        }
     }
 
     /// Writing to standard output failed.
@@ -249,10 +272,15 @@ impl CliError {
         docs_url(self.code)
     }
 
-    /// The four-line block printed on standard error.
+    /// The block printed on standard error: four lines, and a `-->` line
+    /// after the first when the error points at a place in the input.
     pub fn render(&self) -> String {
+        let location = match &self.location {
+            Some(at) => format!("  --> {at}\n"),
+            None => String::new(),
+        };
         format!(
-            "error[{}]: {}: {}\n  help: {}\n  code: {}\n  docs: {}\n",
+            "error[{}]: {}: {}\n{location}  help: {}\n  code: {}\n  docs: {}\n",
             self.code,
             self.command,
             self.message,
@@ -299,6 +327,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    // A refusal of a written value points at its line and column, after the first line.
+    #[test]
+    fn renders_the_location_of_a_written_value() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let file = tmp.path().join("s.toml");
+        std::fs::write(&file, "id = \"x\"\n\n[[agents]]\nid = \"rev/iewer\"\n").expect("write");
+        let err = ArenaError::InvalidId {
+            field: "agents[0].id".into(),
+            value: "rev/iewer".into(),
+        };
+        let block = CliError::from_scenario_file("arena validate", &file, &err).render();
+        let second = block.lines().nth(1).expect("a second line");
+        assert_eq!(second, format!("  --> {}:4:6", file.display()));
+        let unplaced =
+            CliError::from_scenario_file("arena validate", &file, &ArenaError::EmptySteps);
+        assert!(unplaced
+            .render()
+            .lines()
+            .nth(1)
+            .expect("help")
+            .starts_with("  help: "));
     }
 
     // Each class leaves with its documented exit code, whichever declaration the error comes from.

@@ -177,7 +177,6 @@ impl GrpcTopology {
     /// Trusts the world's authority in trust-control and loads the world on
     /// every node of the topology.
     pub async fn prepare(
-        scenario: &Scenario,
         world: &World,
         inputs: &RunInputs,
         topology: &Topology,
@@ -202,12 +201,6 @@ impl GrpcTopology {
             .add_issuer_key(authority)
             .await
             .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
-        let folders: Vec<String> = scenario
-            .file()
-            .servers
-            .iter()
-            .filter_map(|s| s.fixtures.clone())
-            .collect();
         let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
@@ -221,7 +214,6 @@ impl GrpcTopology {
                 .load_world(WorldOffer {
                     scenario: &inputs.scenario_bytes,
                     fixtures: &inputs.fixtures,
-                    fixture_folders: &folders,
                     peers: &topology.nodes,
                     run_id,
                 })
@@ -297,7 +289,7 @@ pub async fn run_distributed(
     );
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
-        let cluster = GrpcTopology::prepare(scenario, &world, inputs, topology, &run_id).await?;
+        let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
         let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
         if stop_nodes {
             cluster.shutdown().await;

@@ -58,7 +58,7 @@ fn reference_scenarios_validate_reproducibly() {
     assert!(entries(tmp.path()).is_empty(), "validate wrote files");
 }
 
-// A refused scenario exits 2, prints exactly the documented error block on stderr, nothing on stdout, and writes nothing.
+// A refused scenario exits 2, prints exactly the documented error block (pointing at the line and column of the second id) on stderr, nothing on stdout, and writes nothing.
 #[test]
 fn refusal_prints_the_error_block_and_exits_2() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -69,7 +69,7 @@ fn refusal_prints_the_error_block_and_exits_2() {
     assert!(output.stdout.is_empty(), "{}", explain(&args, &output));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "error[CHIO-SCENARIO-DUPLICATE-ID]: arena validate: duplicate agent id \"alice\" at agents[1].id\n  help: give each agent a unique id\n  code: urn:chio:error:scenario:duplicate-id\n  docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id\n"
+        format!("error[CHIO-SCENARIO-DUPLICATE-ID]: arena validate: duplicate agent id \"alice\" at agents[1].id\n  --> {}:21:6\n  help: give each agent a unique id\n  code: urn:chio:error:scenario:duplicate-id\n  docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id\n", file.display())
     );
     assert!(
         entries(tmp.path()).is_empty(),
