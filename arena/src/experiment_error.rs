@@ -86,8 +86,8 @@ error_table! {
         actual: String,
     } => "CHIO-CAMPAIGN-DEFINITION-DRIFT", Input, at: None,
         summary: format!(
-                "task {task:?}: its files hash to {actual}, not the declared definition {declared}"
-            ),
+            "task {task:?}: its files hash to {actual}, not the declared definition {declared}"
+        ),
         help: "restore the task's files, or declare a new campaign with the new definition hash (chio campaign hash prints it)";
     /// The ledger names another campaign.
     OtherDeclaration {
@@ -97,8 +97,8 @@ error_table! {
         declared: String,
     } => "CHIO-CAMPAIGN-OTHER-DECLARATION", Input, at: None,
         summary: format!(
-                "the ledger belongs to campaign {ledger:?}, not to the declaration given ({declared:?})"
-            ),
+            "the ledger belongs to campaign {ledger:?}, not to the declaration given ({declared:?})"
+        ),
         help: "pass the declaration this ledger was made from";
     /// The declaration's bytes changed after the ledger was admitted.
     DeclarationChanged {
@@ -108,8 +108,8 @@ error_table! {
         actual: String,
     } => "CHIO-CAMPAIGN-DECLARATION-CHANGED", Input, at: None,
         summary: format!(
-                "the declaration's bytes changed after admission: the ledger records sha256 {recorded}, the file is {actual}"
-            ),
+            "the declaration's bytes changed after admission: the ledger records sha256 {recorded}, the file is {actual}"
+        ),
         help: "restore the declaration's admitted bytes; a changed protocol needs a new campaign and a new ledger";
     /// A scheduled attempt has no ledger row.
     MissingAttempt {
@@ -140,8 +140,8 @@ error_table! {
         field: String,
     } => "CHIO-CAMPAIGN-ROW-MISMATCH", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?}: {field} disagrees with the declared schedule"
-            ),
+            "ledger row {schedule_id:?}: {field} disagrees with the declared schedule"
+        ),
         help: "restore the row's task, repetition and evidence from chio campaign template";
     /// A fixture replay of a recorded bundle is labelled as a live attempt, or the reverse.
     RelabelledEvidence {
@@ -153,8 +153,8 @@ error_table! {
         claimed: String,
     } => "CHIO-CAMPAIGN-RELABELLED-EVIDENCE", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?} is scheduled as {declared} evidence but carries {claimed} evidence"
-            ),
+            "ledger row {schedule_id:?} is scheduled as {declared} evidence but carries {claimed} evidence"
+        ),
         help: "fill a fixture row only from chio arena replay results and a live row only from chio arena run, evolve or matrix results";
     /// A native outcome the task's kind never produces.
     UnknownOutcome {
@@ -166,8 +166,8 @@ error_table! {
         allowed: String,
     } => "CHIO-CAMPAIGN-UNKNOWN-OUTCOME", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?}: native outcome {outcome:?} is not one its task produces"
-            ),
+            "ledger row {schedule_id:?}: native outcome {outcome:?} is not one its task produces"
+        ),
         help: format!("record the native outcome as the tool wrote it: one of {allowed}");
     /// A pass whose own evidence says otherwise.
     ContradictedPass {
@@ -195,8 +195,8 @@ error_table! {
         field: String,
     } => "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?} is {outcome} (not attempted) but carries {field}"
-            ),
+            "ledger row {schedule_id:?} is {outcome} (not attempted) but carries {field}"
+        ),
         help: "an attempt that ran keeps its native outcome; set it, or clear the results (an intervention needs an attempt, or a SKIPPED row)";
     /// An import targets a row that already holds an attempt.
     AlreadyAttempted {
@@ -242,8 +242,8 @@ error_table! {
         declared: String,
     } => "CHIO-CAMPAIGN-OVER-LIMIT", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?} spent {spent} against a {limit} limit of {declared} and its reason does not name the overrun"
-            ),
+            "ledger row {schedule_id:?} spent {spent} against a {limit} limit of {declared} and its reason does not name the overrun"
+        ),
         help: format!("keep the row as it happened and give it a reason naming the {limit} overrun (chio campaign import writes one); an over-limit attempt blocks comparison either way");
     /// A row holds a negative or non-finite number.
     BadNumber {
@@ -253,8 +253,8 @@ error_table! {
         field: String,
     } => "CHIO-CAMPAIGN-BAD-NUMBER", Input, at: None,
         summary: format!(
-                "ledger row {schedule_id:?}: {field} is negative or not finite"
-            ),
+            "ledger row {schedule_id:?}: {field} is negative or not finite"
+        ),
         help: "write a finite number of zero or more, or null when it is unknown";
     /// A matrix file breaks a rule of its schema.
     Matrix {
@@ -273,8 +273,8 @@ error_table! {
         value: String,
     } => "CHIO-MATRIX-BASELINE-DELTA", Input, at: None,
         summary: format!(
-                "axis {axis:?}: value {value:?} is the baseline (the first value) and declares a delta"
-            ),
+            "axis {axis:?}: value {value:?} is the baseline (the first value) and declares a delta"
+        ),
         help: "move the delta to another value, or put the baseline first";
     /// A non-baseline value of an axis declares no delta.
     MissingDelta {
@@ -288,8 +288,8 @@ error_table! {
         declared: String,
     } => "CHIO-MATRIX-MISSING-DELTA", Input, at: None,
         summary: format!(
-                "axis {axis:?}: value {value:?} declares no delta; only the first value ({baseline:?}) is the baseline; deltas declared for this axis: [{declared}]"
-            ),
+            "axis {axis:?}: value {value:?} declares no delta; only the first value ({baseline:?}) is the baseline; deltas declared for this axis: [{declared}]"
+        ),
         help: "declare a [values.<axis>.<value>] delta, or correct the value's spelling";
     /// A `[values]` table names an axis or value that is not declared.
     StrayDelta {
@@ -313,8 +313,8 @@ error_table! {
         cells: String,
     } => "CHIO-MATRIX-UNKNOWN-REFERENCE", Input, at: None,
         summary: format!(
-                "verdict.reference {reference} is not a cell; the cells are [{cells}]"
-            ),
+            "verdict.reference {reference} is not a cell; the cells are [{cells}]"
+        ),
         help: "name one of the declared cells";
     /// A grid reference leaves axes out.
     PartialReference {
@@ -331,8 +331,8 @@ error_table! {
         metrics: String,
     } => "CHIO-MATRIX-UNKNOWN-CRITERION", Input, at: None,
         summary: format!(
-                "verdict.criterion {criterion:?} is not a metric a run provides; criterion metrics: [{metrics}]"
-            ),
+            "verdict.criterion {criterion:?} is not a metric a run provides; criterion metrics: [{metrics}]"
+        ),
         help: "name one of the criterion metrics docs/matrices.md lists";
     /// A validity metric does not exist.
     UnknownValidity {
@@ -342,8 +342,8 @@ error_table! {
         metrics: String,
     } => "CHIO-MATRIX-UNKNOWN-VALIDITY", Input, at: None,
         summary: format!(
-                "verdict.validity names {metric:?}, which is not a validity metric; validity metrics: [{metrics}]"
-            ),
+            "verdict.validity names {metric:?}, which is not a validity metric; validity metrics: [{metrics}]"
+        ),
         help: "name one of the validity metrics docs/matrices.md lists, or remove it";
     /// A `[[validation]]` block names no validator metric.
     UnknownValidator {
@@ -353,8 +353,8 @@ error_table! {
         metrics: String,
     } => "CHIO-MATRIX-UNKNOWN-VALIDATOR", Input, at: None,
         summary: format!(
-                "a [[validation]] block names {metric:?}, which is not a validator metric; validator metrics: [{metrics}]"
-            ),
+            "a [[validation]] block names {metric:?}, which is not a validator metric; validator metrics: [{metrics}]"
+        ),
         help: "name one of the validator metrics docs/matrices.md lists";
     /// Two `[[validation]]` blocks declare one metric.
     DuplicateValidator {
@@ -362,8 +362,8 @@ error_table! {
         metric: String,
     } => "CHIO-MATRIX-DUPLICATE-VALIDATOR", Input, at: None,
         summary: format!(
-                "two [[validation]] blocks declare the metric {metric:?}"
-            ),
+            "two [[validation]] blocks declare the metric {metric:?}"
+        ),
         help: "keep one block per metric, with both min and max in it if both apply";
     /// A load setting is given twice with different values.
     AmbiguousLoad {
@@ -375,8 +375,8 @@ error_table! {
         given: String,
     } => "CHIO-MATRIX-AMBIGUOUS-LOAD", Input, at: None,
         summary: format!(
-                "{setting} is given twice: the matrix declares {declared} and the command line says {given}"
-            ),
+            "{setting} is given twice: the matrix declares {declared} and the command line says {given}"
+        ),
         help: "drop the command-line flag, or change the [protocol] key; the matrix file is the record of its load";
     /// A cell's delta cannot be applied to the base scenario.
     Delta {
@@ -395,9 +395,9 @@ error_table! {
         source: ArenaError,
     } => "CHIO-MATRIX-SCENARIO", Input, at: None,
         summary: format!(
-                "the scenario of cell {cell:?} is refused: {}",
-                source.summary()
-            ),
+            "the scenario of cell {cell:?} is refused: {}",
+            source.summary()
+        ),
         help: source.help();
     /// The output folder holds runs of another matrix definition.
     ForeignRunLedger {
@@ -405,8 +405,8 @@ error_table! {
         path: String,
     } => "CHIO-MATRIX-FOREIGN-RUN-LEDGER", Input, at: None,
         summary: format!(
-                "run record {path:?} belongs to another matrix definition"
-            ),
+            "run record {path:?} belongs to another matrix definition"
+        ),
         help: "use another --out folder, or remove the runs of the old definition";
     /// The output folder already holds runs and `--resume` was not given.
     RunLedgerExists {
