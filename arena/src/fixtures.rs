@@ -14,11 +14,18 @@
 //! or device, a dangling link and a link looping back to a folder above it
 //! are refused. Files are read in sorted order, keyed by their path relative
 //! to the fixture folder with `/` separators.
+//!
+//! What was read is a [`FixtureSet`] by server id; the path rules that need
+//! no disk ([`check_folder`]) also apply when a scenario is validated
+//! against a set read before, as a node does.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::ArenaError;
+use crate::scenario::Scenario;
 
 /// The files of one fixture folder: relative path (with `/`) to UTF-8 content.
 pub type FixtureFiles = BTreeMap<String, String>;
@@ -46,6 +53,44 @@ pub fn normalized_folder(folder: &str) -> Option<String> {
     }
 }
 
+/// The fixture files of every workspace server that declares a folder, by
+/// server id: what the loader read and checked, and what travels with the
+/// scenario's bytes to a node, which validates against it without a
+/// filesystem.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixtureSet {
+    /// Server id to (relative path to UTF-8 content).
+    pub servers: BTreeMap<String, FixtureFiles>,
+}
+
+impl FixtureSet {
+    /// The fixture files of every workspace server, exactly as the scenario
+    /// loader read and checked them: nothing is read from disk again, so a
+    /// run seeds the bytes that were validated and cannot fail on them. The
+    /// `Result` is kept for callers; it is always `Ok`.
+    pub fn load(scenario: &Scenario) -> Result<FixtureSet, ArenaError> {
+        Ok(scenario.fixture_set().clone())
+    }
+}
+
+/// The rules a `fixtures` path obeys as written, whatever the disk holds:
+/// below the scenario's folder, and not below a folder named like the
+/// bundle's copy of the scenario file. Returns the normalised folder.
+pub fn check_folder(folder: &str, field: &str) -> Result<String, ArenaError> {
+    let normalized =
+        normalized_folder(folder).ok_or_else(|| ArenaError::FixtureOutsideScenario {
+            field: field.to_string(),
+            entry: None,
+        })?;
+    if normalized.split('/').next() == Some(SCENARIO_INPUT) {
+        return Err(ArenaError::OutOfRange {
+            field: field.to_string(),
+            rule: "fixtures is not below a folder named scenario.toml, the bundle's name for the scenario file",
+        });
+    }
+    Ok(normalized)
+}
+
 /// Reads the fixture folder `folder` (as written at `field`) below
 /// `base_dir`, the scenario's folder; see the module documentation for
 /// what is refused.
@@ -58,13 +103,7 @@ pub fn read_fixtures(
         field: field.to_string(),
         entry,
     };
-    let normalized = normalized_folder(folder).ok_or_else(|| outside(None))?;
-    if normalized.split('/').next() == Some(SCENARIO_INPUT) {
-        return Err(ArenaError::OutOfRange {
-            field: field.to_string(),
-            rule: "fixtures is not below a folder named scenario.toml, the bundle's name for the scenario file",
-        });
-    }
+    let normalized = check_folder(folder, field)?;
     let dir = base_dir.join(&normalized);
     if !dir.is_dir() {
         return Err(ArenaError::FixtureMissing {

@@ -20,13 +20,17 @@
 //! - [`experiment_error`] holds [`ExperimentError`] for both;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
-//! - [`scenario`] holds loading, validation and the validated [`Scenario`];
+//! - [`scenario`] holds the validated [`Scenario`], its actions, loading and
+//!   the pure validator;
 //! - [`secrets`] holds inline-secret detection;
 //! - [`clock`] holds [`VirtualClock`];
 //! - [`rng`] holds [`ArenaRng`] and FNV-1a;
 //! - [`scheduler`] holds [`DeterministicScheduler`];
 //! - [`witness`] holds [`DeterminismWitness`];
-//! - [`error`] holds [`ArenaError`] and its codes.
+//! - [`error`] holds [`ArenaError`] and its codes;
+//! - [`diagnostic`] holds [`ErrorClass`], the [`Diagnostic`] trait every
+//!   error implements, the table macro both error enums are declared
+//!   with, and the docs anchor and URN derived from a code.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -34,6 +38,7 @@ pub mod adversary;
 pub mod bundle;
 pub mod campaign;
 pub mod clock;
+pub mod diagnostic;
 pub mod error;
 pub mod experiment_error;
 pub mod fixtures;
@@ -46,13 +51,14 @@ pub mod secrets;
 pub mod witness;
 
 pub use clock::VirtualClock;
-pub use error::{ArenaError, ERROR_CODES};
-pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CODES};
+pub use diagnostic::{Diagnostic, ErrorClass};
+pub use error::{ArenaError, ERROR_CLASSES, ERROR_CODES};
+pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
-    load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes, Action,
-    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction, RevokeAction,
-    Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
+    parse_scenario_with_fixtures, Action, AdvanceAction, CallAction, DelegateAction,
+    ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

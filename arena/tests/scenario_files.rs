@@ -493,3 +493,64 @@ fn pr_421_fixture_carries_an_undetected_injected_comment() {
     let json: serde_json::Value = serde_json::from_str(&text).expect("fixture is JSON");
     assert!(json["comment"].is_string());
 }
+
+/// The repository's `scenarios/` folder.
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+// Validation against the fixture files a loader read gives the very scenario
+// the loader validated, from the bytes alone: no folder is read or created.
+#[test]
+fn validation_against_a_fixture_set_matches_the_loader() {
+    let (scenario, bytes) =
+        chio_arena::load_scenario_with_bytes(scenarios_dir().join("walking_skeleton.toml"))
+            .expect("the reference scenario loads");
+    let set = scenario.fixture_set().clone();
+    assert!(!set.servers.is_empty(), "the skeleton seeds a workspace");
+    let nowhere = Path::new("no/such/folder");
+    let again = chio_arena::parse_scenario_with_fixtures(&bytes, nowhere, &set)
+        .expect("the same bytes validate against the same files");
+    assert_eq!(again.actions(), scenario.actions());
+    assert_eq!(again.schedule(), scenario.schedule());
+    assert_eq!(again.fixture_set(), &set);
+}
+
+// A fixture folder with no files in the set is missing, and a folder that
+// leaves the scenario's folder is refused by its path alone, before any lookup.
+#[test]
+fn a_fixture_set_without_the_folder_refuses_it() {
+    let (_, bytes) =
+        chio_arena::load_scenario_with_bytes(scenarios_dir().join("walking_skeleton.toml"))
+            .expect("the reference scenario loads");
+    let empty = chio_arena::fixtures::FixtureSet::default();
+    let err = chio_arena::parse_scenario_with_fixtures(&bytes, Path::new("."), &empty)
+        .expect_err("no files for the workspace");
+    assert_eq!(err.code(), "CHIO-SCENARIO-FIXTURE-MISSING", "{err}");
+    let text = std::str::from_utf8(&bytes).expect("UTF-8").replace(
+        "fixtures = \"fixtures/walking-skeleton\"",
+        "fixtures = \"../walking-skeleton\"",
+    );
+    let err = chio_arena::parse_scenario_with_fixtures(text.as_bytes(), Path::new("."), &empty)
+        .expect_err("a folder outside");
+    assert_eq!(err.code(), "CHIO-SCENARIO-FIXTURE-OUTSIDE", "{err}");
+}
+
+// An invalid id is quoted in the message, so the reader sees which value is wrong.
+#[test]
+fn an_invalid_id_is_named() {
+    let text = std::fs::read_to_string(scenarios_dir().join("walking_skeleton.toml"))
+        .expect("the reference scenario reads");
+    let first_agent = text.find("[[agents]]").expect("an agent");
+    let id_at = first_agent + text[first_agent..].find("id = \"").expect("its id");
+    let end = id_at + 6 + text[id_at + 6..].find('"').expect("closing quote");
+    let broken = format!("{}id = \"rev/iewer{}", &text[..id_at], &text[end..]);
+    let err = parse_scenario(&broken, &scenarios_dir()).expect_err("refused");
+    assert_eq!(err.code(), "CHIO-SCENARIO-INVALID-ID");
+    assert!(
+        err.summary()
+            .starts_with("id \"rev/iewer\" at agents[0].id is empty"),
+        "{}",
+        err.summary()
+    );
+}

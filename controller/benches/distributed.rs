@@ -176,15 +176,9 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
     )
     .expect("local cluster starts");
     let (elapsed, mut samples) = runtime.block_on(async {
-        let grpc = GrpcTopology::prepare(
-            &scenario,
-            &world,
-            &inputs,
-            cluster.topology(),
-            &fresh_run_id(),
-        )
-        .await
-        .expect("nodes load the world");
+        let grpc = GrpcTopology::prepare(&world, &inputs, cluster.topology(), &fresh_run_id())
+            .await
+            .expect("nodes load the world");
         let timed = Timed {
             inner: &grpc,
             samples: Mutex::new(Vec::with_capacity(steps)),

@@ -38,7 +38,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 
 const COMMAND: &str = "arena evolve";
@@ -88,13 +88,7 @@ pub struct EvolveArgs {
 }
 
 fn out_of_range(message: String, help: String) -> CliError {
-    CliError {
-        code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
-        command: COMMAND,
-        message,
-        help,
-        exit: Exit::InvalidInput,
-    }
+    CliError::new(codes::FLAG_OUT_OF_RANGE, COMMAND, message, help)
 }
 
 /// The bounded-budget gate: both ends closed.
@@ -197,7 +191,8 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
             format!("pass --population-size {DEFAULT_POPULATION_SIZE} or another value from 1 to {MAX_POPULATION_SIZE}"),
         ));
     }
-    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    let scenario = load_scenario(&args.file)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     if scenario.file().adversaries.is_empty() {
         return Err(arena_error(&ArenaError::NoAdversaries));
     }
@@ -332,6 +327,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Exit;
 
     // Both ends of both budget flags are closed; the over-cap generations block is the seed's.
     #[test]

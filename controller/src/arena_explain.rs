@@ -22,7 +22,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 const COMMAND: &str = "arena explain";
 
@@ -56,19 +56,17 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let manifest = &bundle.manifest;
     let Some(step) = manifest.steps.iter().find(|s| s.step_id == args.step) else {
         let recorded: Vec<&str> = manifest.steps.iter().map(|s| s.step_id.as_str()).collect();
-        return Err(CliError {
-            code: "CHIO-ARENA-UNKNOWN-STEP".to_string(),
-            command: COMMAND,
-            message: format!(
+        return Err(CliError::new(
+            codes::UNRECORDED_STEP,
+            COMMAND,
+            format!(
                 "bundle {} records no step {:?}; it records: {}",
                 args.bundle.display(),
                 args.step,
                 recorded.join(", ")
             ),
-            help: "name a step the run dispatched; a run that stopped early records no later step"
-                .to_string(),
-            exit: Exit::InvalidInput,
-        });
+            "name a step the run dispatched; a run that stopped early records no later step",
+        ));
     };
     let arguments = (step.action == "call")
         .then(|| recorded_arguments(&bundle, &step.step_id))
@@ -81,7 +79,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             step,
         };
         let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
         json.push('\n');
         json
     } else {

@@ -47,7 +47,7 @@ use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 
 use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::junit::{suite_from_cell, CellRun};
 use crate::report::{write_report, ReportKind};
 
@@ -82,17 +82,7 @@ pub struct MatrixArgs {
 
 /// Converts an experiment refusal or failure into the CLI's error.
 pub fn experiment_error(command: &'static str, err: &ExperimentError) -> CliError {
-    CliError {
-        code: err.code().to_string(),
-        command,
-        message: err.summary(),
-        help: err.help(),
-        exit: if err.is_infrastructure() {
-            Exit::Infrastructure
-        } else {
-            Exit::InvalidInput
-        },
-    }
+    CliError::from_diagnostic(command, err)
 }
 
 /// Runs a cell's scenario and its adversaries against the real kernel.
@@ -244,13 +234,12 @@ fn junit_report(
 /// contradicts a declared concurrency.
 pub fn load_for(matrix: &Matrix, workers: Option<usize>) -> Result<Load, CliError> {
     if workers == Some(0) {
-        return Err(CliError {
-            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".into(),
-            command: COMMAND,
-            message: "--workers must be at least 1".into(),
-            help: "pass --workers 1 or more, or leave it out".into(),
-            exit: Exit::InvalidInput,
-        });
+        return Err(CliError::new(
+            codes::FLAG_OUT_OF_RANGE,
+            COMMAND,
+            "--workers must be at least 1",
+            "pass --workers 1 or more, or leave it out",
+        ));
     }
     let flag = workers.map(|w| u32::try_from(w).unwrap_or(u32::MAX));
     let (concurrency, source) = match (matrix.concurrency(), flag) {

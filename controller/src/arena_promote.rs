@@ -43,7 +43,7 @@ use chio_node::evaluator::KernelActionEvaluator;
 use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 const COMMAND: &str = "arena promote";
 /// The schema of the `--json` report.
@@ -195,15 +195,15 @@ fn relative_to(from: &Path, to: &Path) -> Result<String, CliError> {
 
 /// Runs the command, printing to `out`.
 pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let scenario = load_scenario(&args.file).map_err(|e| arena_error(&e))?;
+    let scenario = load_scenario(&args.file)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     if args.cap == 0 || args.cap > MAX_PROMOTE_CAP {
-        return Err(CliError {
-            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
-            command: COMMAND,
-            message: format!("--cap must be between 1 and {MAX_PROMOTE_CAP}"),
-            help: format!("pass --cap {ARENA_PROMOTE_CAP_DEFAULT} or another value from 1 to {MAX_PROMOTE_CAP}"),
-            exit: Exit::InvalidInput,
-        });
+        return Err(CliError::new(
+            codes::FLAG_OUT_OF_RANGE,
+            COMMAND,
+            format!("--cap must be between 1 and {MAX_PROMOTE_CAP}"),
+            format!("pass --cap {ARENA_PROMOTE_CAP_DEFAULT} or another value from 1 to {MAX_PROMOTE_CAP}"),
+        ));
     }
     let bases = base_steps(&scenario);
     if let Some(step) = args

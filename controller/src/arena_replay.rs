@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::arena_run::{load_for_run, runtime};
 use crate::cli::{DiffArgs, ReplayArgs};
 use crate::driver::run_embedded;
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 /// Schema of `chio arena replay --json`.
 pub const REPLAY_SCHEMA_VERSION: &str = "chio.arena.replay/v1";
@@ -62,7 +62,7 @@ fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
 fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result<String, CliError> {
     if json {
         let mut text = chio_kernel::canonical::to_canonical_string(report)
-            .map_err(|e| CliError::from_arena(command, &chio_arena::ArenaError::Canonical(e)))?;
+            .map_err(|e| CliError::from_arena(command, &chio_arena::ArenaError::from(e)))?;
         text.push('\n');
         return Ok(text);
     }
@@ -112,14 +112,12 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
         ),
         None => "a policy file no longer matches the manifest".to_string(),
     };
-    Err(CliError {
-        code: "CHIO-ARENA-DRIFT".to_string(),
+    Err(CliError::new(
+        codes::DRIFT,
         command,
         message,
-        help: "inspect the named input of that step; the report lists every drifting step"
-            .to_string(),
-        exit: Exit::ExpectationFailed,
-    })
+        "inspect the named input of that step; the report lists every drifting step",
+    ))
 }
 
 /// Prints a drift report and turns drift into the command's error.

@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::cli::RunArgs;
 use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
 
@@ -35,7 +35,7 @@ const COMMAND: &str = "arena run";
 pub const RUN_SCHEMA_VERSION: &str = "chio.arena.run/v1";
 
 /// The code of a run stopped by a reason that lacks its `expect_reason`.
-pub const UNEXPECTED_REASON_CODE: &str = "CHIO-ARENA-UNEXPECTED-REASON";
+pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
 
 /// One step of the outcome.
 #[derive(Debug, Serialize)]
@@ -88,8 +88,8 @@ struct RunReport<'a> {
 /// the one exception is a scenario without a world, which validates (the
 /// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let (scenario, bytes) =
-        load_scenario_with_bytes(file).map_err(|e| CliError::from_arena(command, &e))?;
+    let (scenario, bytes) = load_scenario_with_bytes(file)
+        .map_err(|e| CliError::from_scenario_file(command, file, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;
@@ -155,21 +155,19 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
         RunStatus::Stopped => {
             let stop = manifest.stopped.as_ref();
             if stop.is_some_and(|s| s.cause == UNEXPECTED_REASON) {
-                return Err(CliError {
-                    code: UNEXPECTED_REASON_CODE.to_string(),
+                return Err(CliError::new(
+                    codes::UNEXPECTED_REASON,
                     command,
-                    message: stop.map(|s| s.message.clone()).unwrap_or_default(),
-                    help: "fix the policy or the step's expect_reason (a part of the reason, matched case-sensitively); chio arena explain BUNDLE STEP shows what the decision read, and --keep-going runs the remaining steps".to_string(),
-                    exit: Exit::ExpectationFailed,
-                });
+                    stop.map(|s| s.message.clone()).unwrap_or_default(),
+                    "fix the policy or the step's expect_reason (a part of the reason, matched case-sensitively); chio arena explain BUNDLE STEP shows what the decision read, and --keep-going runs the remaining steps",
+                ));
             }
-            Err(CliError {
-                code: "CHIO-ARENA-UNEXPECTED-VERDICT".to_string(),
+            Err(CliError::new(
+                codes::UNEXPECTED_VERDICT,
                 command,
-                message: stop.map(|s| s.message.clone()).unwrap_or_default(),
-                help: "fix the policy or the step's expect_verdict (or expect, for a delegate or revoke step); the bundle keeps every receipt up to this step, and --keep-going runs the remaining steps".to_string(),
-                exit: Exit::ExpectationFailed,
-            })
+                stop.map(|s| s.message.clone()).unwrap_or_default(),
+                "fix the policy or the step's expect_verdict (or expect, for a delegate or revoke step); the bundle keeps every receipt up to this step, and --keep-going runs the remaining steps",
+            ))
         }
         RunStatus::Failed => {
             // Only reasons missed when every mismatched step has the
@@ -180,21 +178,20 @@ pub fn outcome_error(command: &'static str, result: &RunResult) -> Result<(), Cl
                 .filter(|s| manifest.mismatches.contains(&s.step_id))
                 .all(|s| s.expected == s.actual);
             let (code, help) = if only_reasons {
-                (UNEXPECTED_REASON_CODE, "fix the policy or the steps' expect_reason; each step's reason is in the bundle")
+                (codes::UNEXPECTED_REASON, "fix the policy or the steps' expect_reason; each step's reason is in the bundle")
             } else {
-                ("CHIO-ARENA-UNEXPECTED-VERDICT", "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle")
+                (codes::UNEXPECTED_VERDICT, "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle")
             };
-            Err(CliError {
-                code: code.to_string(),
+            Err(CliError::new(
+                code,
                 command,
-                message: format!(
+                format!(
                     "{} step(s) answered other than expected: {}",
                     manifest.mismatches.len(),
                     manifest.mismatches.join(", ")
                 ),
-                help: help.to_string(),
-                exit: Exit::ExpectationFailed,
-            })
+                help,
+            ))
         }
         RunStatus::InfrastructureFailure => Err(CliError::infrastructure(
             command,
@@ -263,7 +260,7 @@ fn render_json(scenario: &Scenario, result: &RunResult, dir: &Path) -> Result<St
         outcome: outcome(result, &result.bundle),
     };
     let mut text = chio_kernel::canonical::to_canonical_string(&report)
-        .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+        .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
     text.push('\n');
     Ok(text)
 }

@@ -29,7 +29,8 @@ struct ValidateReport<'a> {
 
 /// Runs the command, printing to `out`.
 pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let scenario = load_scenario(&args.file).map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    let scenario = load_scenario(&args.file)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     tracing::info!(
         scenario_id = scenario.id(),
         rng_seed = scenario.file().rng_seed,
@@ -43,7 +44,7 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
             schema_version: VALIDATE_SCHEMA_VERSION,
         };
         let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
         json.push('\n');
         json
     } else {

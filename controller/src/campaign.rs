@@ -47,7 +47,7 @@ use chio_arena::ExperimentError;
 use clap::{Args, Parser, Subcommand};
 
 use crate::arena_matrix::experiment_error;
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError, Exit};
 
 /// `chio campaign ...`.
 #[derive(Debug, Args)]
@@ -216,13 +216,12 @@ fn run_template(args: &TemplateArgs, out: &mut dyn Write) -> Result<(), CliError
     let bytes = ledger_bytes(&template(&campaign)).map_err(refuse(COMMAND))?;
     match &args.out {
         None => write_out(COMMAND, out, &bytes),
-        Some(path) if path.exists() => Err(CliError {
-            code: "CHIO-CAMPAIGN-LEDGER-EXISTS".into(),
-            command: COMMAND,
-            message: format!("{:?} already exists", path.display().to_string()),
-            help: "an admitted ledger is never replaced; choose a new path".into(),
-            exit: Exit::InvalidInput,
-        }),
+        Some(path) if path.exists() => Err(CliError::new(
+            codes::LEDGER_EXISTS,
+            COMMAND,
+            format!("{:?} already exists", path.display().to_string()),
+            "an admitted ledger is never replaced; choose a new path",
+        )),
         Some(path) => write_atomically(path, &bytes).map_err(refuse(COMMAND)),
     }
 }
@@ -233,14 +232,12 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let mut records = Vec::new();
     for spec in &args.records {
         let Some((schedule_id, path)) = spec.split_once('=') else {
-            return Err(CliError {
-                code: "CHIO-CLI-RECORD-SPEC".into(),
-                command: COMMAND,
-                message: format!("{spec:?} does not name its schedule id"),
-                help: "write each record as SCHEDULE_ID=PATH, for example pr-421/01=run.json"
-                    .into(),
-                exit: Exit::InvalidInput,
-            });
+            return Err(CliError::new(
+                codes::RECORD_SPEC,
+                COMMAND,
+                format!("{spec:?} does not name its schedule id"),
+                "write each record as SCHEDULE_ID=PATH, for example pr-421/01=run.json",
+            ));
         };
         let bytes = std::fs::read(path).map_err(|e| {
             experiment_error(
@@ -380,13 +377,12 @@ fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Result<(), CliEr
     let mut bundles = std::collections::BTreeMap::new();
     for spec in &args.bundles {
         let Some((id, dir)) = spec.split_once('=') else {
-            return Err(CliError {
-                code: "CHIO-CLI-RECORD-SPEC".into(),
-                command: COMMAND,
-                message: format!("--bundle {spec:?} does not name its schedule id"),
-                help: "write --bundle SCHEDULE_ID=DIR, for example pr-421-replay/01=target/arena/pr_421_review".into(),
-                exit: Exit::InvalidInput,
-            });
+            return Err(CliError::new(
+                codes::RECORD_SPEC,
+                COMMAND,
+                format!("--bundle {spec:?} does not name its schedule id"),
+                "write --bundle SCHEDULE_ID=DIR, for example pr-421-replay/01=target/arena/pr_421_review",
+            ));
         };
         bundles.insert(id.to_string(), PathBuf::from(dir));
     }
@@ -434,13 +430,12 @@ fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Result<(), CliEr
             }
             (TaskKind::Scenario, Evidence::Fixture) => {
                 let Some(bundle) = &bundle else {
-                    return Err(CliError {
-                        code: "CHIO-CLI-RECORD-SPEC".into(),
-                        command: COMMAND,
-                        message: format!("fixture attempt {id:?} names no recorded bundle"),
-                        help: format!("pass --bundle {id}=DIR with the bundle to replay"),
-                        exit: Exit::InvalidInput,
-                    });
+                    return Err(CliError::new(
+                        codes::RECORD_SPEC,
+                        COMMAND,
+                        format!("fixture attempt {id:?} names no recorded bundle"),
+                        format!("pass --bundle {id}=DIR with the bundle to replay"),
+                    ));
                 };
                 vec![
                     "arena".into(),
@@ -568,13 +563,12 @@ fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError
         }),
         (_, _, Some(reason)) => Annotation::Skip(reason.clone()),
         _ => {
-            return Err(CliError {
-                code: "CHIO-CLI-RECORD-SPEC".into(),
-                command: COMMAND,
-                message: "no annotation given".into(),
-                help: "pass --decision NOTE, --repair NOTE or --skip REASON".into(),
-                exit: Exit::InvalidInput,
-            })
+            return Err(CliError::new(
+                codes::RECORD_SPEC,
+                COMMAND,
+                "no annotation given",
+                "pass --decision NOTE, --repair NOTE or --skip REASON",
+            ))
         }
     };
     let next =
@@ -616,13 +610,12 @@ fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
         "matrix" => TaskKind::Matrix,
         "evolve" => TaskKind::Evolve,
         other => {
-            return Err(CliError {
-                code: "CHIO-CLI-FLAG-OUT-OF-RANGE".into(),
-                command: COMMAND,
-                message: format!("--kind {other:?} is not scenario, evolve or matrix"),
-                help: "pass --kind scenario, --kind evolve or --kind matrix".into(),
-                exit: Exit::InvalidInput,
-            })
+            return Err(CliError::new(
+                codes::FLAG_OUT_OF_RANGE,
+                COMMAND,
+                format!("--kind {other:?} is not scenario, evolve or matrix"),
+                "pass --kind scenario, --kind evolve or --kind matrix",
+            ))
         }
     };
     let (subject, definition) = match &args.revision {

@@ -1,4 +1,4 @@
-//! The CLI's error type and its one rendering.
+//! The CLI's error type, its codes, its exit classes and its one rendering.
 //!
 //! Every `chio` command reports a failure as a [`CliError`] and the binary
 //! prints it with [`CliError::render`] as the block documented in
@@ -11,36 +11,116 @@
 //!   docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id
 //! ```
 //!
-//! The URN and the docs anchor are derived from the code, so a new code
-//! needs only its heading in `docs/errors.md`. Exit codes are [`Exit`].
+//! A `CliError` is made in one of two ways: from an error of the arena
+//! library ([`CliError::from_diagnostic`]), whose code and class its own
+//! table declares, or from one of the codes the controller raises itself,
+//! each declared once in [`codes`] with its class ([`CliError::new`]). The
+//! exit code follows from the class in one function, [`Exit::of`]. The URN
+//! and the docs anchor are derived from the code
+//! ([`chio_arena::diagnostic`]), so a new code needs only its row and its
+//! heading in `docs/errors.md`; [`documented_codes`] is the list that
+//! heading check reads.
 
-use chio_arena::ArenaError;
+pub use chio_arena::diagnostic::{docs_anchor, ErrorClass, ERRORS_DOC_URL};
+use chio_arena::diagnostic::{docs_url, urn};
+use std::path::Path;
 
-/// Where `docs/errors.md` is published; each code has an anchor there.
-pub const ERRORS_DOC_URL: &str = "https://chio.computer/docs/reference/errors";
+use chio_arena::{ArenaError, Diagnostic};
 
-/// Codes the controller raises itself (the scenario codes are
-/// `chio_arena::ERROR_CODES`); each has a heading in `docs/errors.md`.
-pub const CLI_ERROR_CODES: &[&str] = &[
-    "CHIO-CLI-OUTPUT",
-    "CHIO-ARENA-WORLD",
-    "CHIO-ARENA-UNEXPECTED-VERDICT",
-    "CHIO-ARENA-UNEXPECTED-REASON",
-    "CHIO-ARENA-INFRASTRUCTURE",
-    "CHIO-ARENA-DRIFT",
-    "CHIO-TOPOLOGY-INVALID",
-    "CHIO-SERVE-CONFIG",
-    "CHIO-EVAL-UNREADABLE",
-    "CHIO-EVAL-NOT-JSON",
-    "CHIO-EVAL-NOT-AN-OBJECT",
-    "CHIO-EVAL-MISSING-FIELD",
-    "CHIO-EVAL-UNKNOWN-FIELD",
-    "CHIO-EVAL-INVALID-FIELD",
-    "CHIO-EVAL-MISSING-CLOCK",
-    "CHIO-EVAL-OUT-OF-RANGE",
-    "CHIO-CLI-FLAG-OUT-OF-RANGE",
-    "CHIO-REPORT-WRITE",
-];
+/// A code the controller raises itself, with the class its exit follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CliCode {
+    /// The stable code, such as `CHIO-CLI-FLAG-OUT-OF-RANGE`.
+    pub code: &'static str,
+    /// Whether the input, an expectation or something outside failed.
+    pub class: ErrorClass,
+}
+
+/// Declares the controller's own codes, each once, and their list.
+macro_rules! cli_codes {
+    ($( $(#[$meta:meta])* $name:ident = $code:literal, $class:ident; )*) => {
+        /// The codes the controller raises itself, one constant each.
+        pub mod codes {
+            use super::{CliCode, ErrorClass};
+            $(
+                $(#[$meta])*
+                pub const $name: CliCode = CliCode { code: $code, class: ErrorClass::$class };
+            )*
+        }
+
+        /// Codes the controller raises itself (the arena's are
+        /// `chio_arena::ERROR_CODES` and `chio_arena::EXPERIMENT_ERROR_CODES`);
+        /// each has a heading in `docs/errors.md`.
+        pub const CLI_ERROR_CODES: &[&str] = &[$($code),*];
+
+        /// The controller's codes with their classes.
+        pub const CLI_ERROR_CLASSES: &[(&str, ErrorClass)] =
+            &[$(($code, ErrorClass::$class)),*];
+    };
+}
+
+cli_codes! {
+    /// Writing to standard output failed.
+    CLI_OUTPUT = "CHIO-CLI-OUTPUT", Infrastructure;
+    /// The scenario's world cannot be resolved by a node.
+    ARENA_WORLD = "CHIO-ARENA-WORLD", Input;
+    /// A step answered another verdict or outcome than it expected.
+    UNEXPECTED_VERDICT = "CHIO-ARENA-UNEXPECTED-VERDICT", Expectation;
+    /// A step's reason does not contain its `expect_reason`.
+    UNEXPECTED_REASON = "CHIO-ARENA-UNEXPECTED-REASON", Expectation;
+    /// A node, a store or a peer failed during a run.
+    INFRASTRUCTURE = "CHIO-ARENA-INFRASTRUCTURE", Infrastructure;
+    /// A replay decided or read otherwise than the recorded run.
+    DRIFT = "CHIO-ARENA-DRIFT", Expectation;
+    /// A step named to `arena explain` is not in the bundle (the same code
+    /// the arena library gives an unknown step named to the adversaries).
+    UNRECORDED_STEP = "CHIO-ARENA-UNKNOWN-STEP", Input;
+    /// A topology file is refused.
+    TOPOLOGY_INVALID = "CHIO-TOPOLOGY-INVALID", Input;
+    /// A serving process is refused at start-up.
+    SERVE_CONFIG = "CHIO-SERVE-CONFIG", Input;
+    /// A portable-evaluation envelope cannot be read.
+    EVAL_UNREADABLE = "CHIO-EVAL-UNREADABLE", Input;
+    /// A portable-evaluation envelope is not JSON.
+    EVAL_NOT_JSON = "CHIO-EVAL-NOT-JSON", Input;
+    /// A portable-evaluation envelope is not a JSON object.
+    EVAL_NOT_AN_OBJECT = "CHIO-EVAL-NOT-AN-OBJECT", Input;
+    /// A portable-evaluation envelope lacks a field.
+    EVAL_MISSING_FIELD = "CHIO-EVAL-MISSING-FIELD", Input;
+    /// A portable-evaluation envelope has a field it does not define.
+    EVAL_UNKNOWN_FIELD = "CHIO-EVAL-UNKNOWN-FIELD", Input;
+    /// A portable-evaluation envelope has a field of the wrong shape.
+    EVAL_INVALID_FIELD = "CHIO-EVAL-INVALID-FIELD", Input;
+    /// A portable evaluation has no clock.
+    EVAL_MISSING_CLOCK = "CHIO-EVAL-MISSING-CLOCK", Input;
+    /// A portable-evaluation number is out of range.
+    EVAL_OUT_OF_RANGE = "CHIO-EVAL-OUT-OF-RANGE", Input;
+    /// A command-line flag is outside its range.
+    FLAG_OUT_OF_RANGE = "CHIO-CLI-FLAG-OUT-OF-RANGE", Input;
+    /// A report file (JUnit, SARIF) could not be written.
+    REPORT_WRITE = "CHIO-REPORT-WRITE", Infrastructure;
+    /// `campaign template --out` names a ledger that already exists.
+    LEDGER_EXISTS = "CHIO-CAMPAIGN-LEDGER-EXISTS", Input;
+    /// A `SCHEDULE_ID=PATH` argument or an annotation is malformed.
+    RECORD_SPEC = "CHIO-CLI-RECORD-SPEC", Input;
+}
+
+/// Every code a `chio` command can print with its class, from the three
+/// declarations (scenario, experiment and CLI), sorted by code and without
+/// repeats: the list `docs/errors.md` must give a heading and an exit code
+/// each. A code two tables declare (the unknown step) keeps its first class;
+/// a test checks that they agree.
+pub fn documented_codes() -> Vec<(&'static str, ErrorClass)> {
+    let mut all: Vec<(&'static str, ErrorClass)> = chio_arena::ERROR_CLASSES
+        .iter()
+        .chain(chio_arena::EXPERIMENT_ERROR_CLASSES)
+        .chain(CLI_ERROR_CLASSES)
+        .copied()
+        .collect();
+    all.sort_by_key(|(code, _)| *code);
+    all.dedup_by_key(|(code, _)| *code);
+    all
+}
 
 /// The documented process exit codes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,11 +131,20 @@ pub enum Exit {
     ExpectationFailed,
     /// 2: the input (file, flag, scenario) was refused; nothing was written.
     InvalidInput,
-    /// 3: something outside the input failed (output stream, store, peer).
+    /// 3: something outside the input failed (output stream, disk, store, peer).
     Infrastructure,
 }
 
 impl Exit {
+    /// The one classification of failures into exit codes.
+    pub fn of(class: ErrorClass) -> Exit {
+        match class {
+            ErrorClass::Input => Exit::InvalidInput,
+            ErrorClass::Expectation => Exit::ExpectationFailed,
+            ErrorClass::Infrastructure => Exit::Infrastructure,
+        }
+    }
+
     /// The numeric process exit code.
     pub fn code(self) -> u8 {
         match self {
@@ -72,91 +161,126 @@ impl Exit {
 #[error("{command}: {message}; {help}")]
 pub struct CliError {
     /// The stable code, such as `CHIO-CLI-FLAG-OUT-OF-RANGE`.
-    pub code: String,
+    pub code: &'static str,
     /// The command that failed, such as `arena validate`.
     pub command: &'static str,
     /// What went wrong, naming the field or flag.
     pub message: String,
     /// How to fix it.
     pub help: String,
-    /// The exit code to leave with.
+    /// The exit code to leave with, which [`Exit::of`] derives from the code's class.
     pub exit: Exit,
+    /// Where in the input the error points, as `FILE:LINE:COLUMN`, when it
+    /// names a value written there.
+    pub location: Option<String>,
 }
 
 impl CliError {
-    /// Wraps an arena error. Whether it is an infrastructure failure (exit 3,
-    /// such as a bundle the disk could not hold) or a refused input (exit 2)
-    /// is decided once, by [`ArenaError::is_infrastructure`].
-    pub fn from_arena(command: &'static str, err: &ArenaError) -> Self {
-        let exit = if err.is_infrastructure() {
-            Exit::Infrastructure
-        } else {
-            Exit::InvalidInput
-        };
+    /// A failure under one of the controller's own codes.
+    pub fn new(
+        code: CliCode,
+        command: &'static str,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
         Self {
-            code: err.code().to_string(),
+            code: code.code,
+            command,
+            message: message.into(),
+            help: help.into(),
+            exit: Exit::of(code.class),
+            location: None,
+        }
+    }
+
+    /// Wraps an error of the arena library (a scenario, bundle, campaign or
+    /// matrix refusal); its own declaration gives the code and the class.
+    pub fn from_diagnostic(command: &'static str, err: &dyn Diagnostic) -> Self {
+        Self {
+            code: err.code(),
             command,
             message: err.summary(),
             help: err.help(),
-            exit,
+            exit: Exit::of(err.class()),
+            location: None,
+        }
+    }
+
+    /// Wraps an arena error (see [`CliError::from_diagnostic`]).
+    pub fn from_arena(command: &'static str, err: &ArenaError) -> Self {
+        Self::from_diagnostic(command, err)
+    }
+
+    /// Wraps a refusal of the scenario file `path`, pointing at the line
+    /// and column of the value its field names when that value is written
+    /// in the file (the file is read again only to find it; a file that
+    /// cannot be read gives no location).
+    pub fn from_scenario_file(command: &'static str, path: &Path, err: &ArenaError) -> Self {
+        let location = err.field().and_then(|field| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let (line, column) = chio_arena::scenario::locate(&text, field)?;
+            Some(format!("{}:{line}:{column}", path.display()))
+        });
+        Self {
+            location,
+            ..Self::from_arena(command, err)
         }
     }
 
     /// Writing to standard output failed.
     pub fn output(command: &'static str, err: &std::io::Error) -> Self {
-        Self {
-            code: "CHIO-CLI-OUTPUT".to_string(),
+        Self::new(
+            codes::CLI_OUTPUT,
             command,
-            message: format!("cannot write to standard output: {}", err.kind()),
-            help: "check that the output pipe or file is writable".to_string(),
-            exit: Exit::Infrastructure,
-        }
+            format!("cannot write to standard output: {}", err.kind()),
+            "check that the output pipe or file is writable",
+        )
     }
 
     /// Wraps a node failure: a world that cannot be resolved is invalid
     /// input, anything else an infrastructure failure.
     pub fn node(command: &'static str, err: &chio_node::NodeError) -> Self {
-        use chio_node::NodeError;
-        match err {
-            NodeError::Scenario(_) | NodeError::Fixture { .. } => Self {
-                code: "CHIO-ARENA-WORLD".to_string(),
+        if err.is_world() {
+            Self::new(
+                codes::ARENA_WORLD,
                 command,
-                message: err.to_string(),
-                help: "fix the scenario's world declarations or its fixture files".to_string(),
-                exit: Exit::InvalidInput,
-            },
-            _ => Self::infrastructure(command, err.to_string()),
+                err.to_string(),
+                "fix the scenario's world declarations or its fixture files",
+            )
+        } else {
+            Self::infrastructure(command, err.to_string())
         }
     }
 
     /// Something outside the input failed.
     pub fn infrastructure(command: &'static str, message: String) -> Self {
-        Self {
-            code: "CHIO-ARENA-INFRASTRUCTURE".to_string(),
+        Self::new(
+            codes::INFRASTRUCTURE,
             command,
             message,
-            help:
-                "check the named node or store and run again; the bundle keeps every receipt so far"
-                    .to_string(),
-            exit: Exit::Infrastructure,
-        }
+            "check the named node or store and run again; the bundle keeps every receipt so far",
+        )
     }
 
     /// The code's URN, such as `urn:chio:error:scenario:duplicate-id`.
     pub fn urn(&self) -> String {
-        let (domain, rest) = split_code(&self.code);
-        format!("urn:chio:error:{domain}:{rest}")
+        urn(self.code)
     }
 
     /// The code's documentation link.
     pub fn docs_url(&self) -> String {
-        format!("{ERRORS_DOC_URL}#{}", docs_anchor(&self.code))
+        docs_url(self.code)
     }
 
-    /// The four-line block printed on standard error.
+    /// The block printed on standard error: four lines, and a `-->` line
+    /// after the first when the error points at a place in the input.
     pub fn render(&self) -> String {
+        let location = match &self.location {
+            Some(at) => format!("  --> {at}\n"),
+            None => String::new(),
+        };
         format!(
-            "error[{}]: {}: {}\n  help: {}\n  code: {}\n  docs: {}\n",
+            "error[{}]: {}: {}\n{location}  help: {}\n  code: {}\n  docs: {}\n",
             self.code,
             self.command,
             self.message,
@@ -167,25 +291,6 @@ impl CliError {
     }
 }
 
-/// Splits `CHIO-SCENARIO-DUPLICATE-ID` into `("scenario", "duplicate-id")`.
-fn split_code(code: &str) -> (String, String) {
-    let lower = code
-        .strip_prefix("CHIO-")
-        .unwrap_or(code)
-        .to_ascii_lowercase();
-    match lower.split_once('-') {
-        Some((domain, rest)) => (domain.to_string(), rest.to_string()),
-        None => (lower, String::new()),
-    }
-}
-
-/// The heading anchor of a code in `docs/errors.md`, such as
-/// `error-scenario-duplicate-id`.
-pub fn docs_anchor(code: &str) -> String {
-    let (domain, rest) = split_code(code);
-    format!("error-{domain}-{rest}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,16 +298,71 @@ mod tests {
     // The rendering matches the documented block byte for byte.
     #[test]
     fn renders_the_documented_block() {
-        let err = CliError {
-            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".into(),
-            command: "arena evolve",
-            message: "--generations must be at most 200".into(),
-            help: "pass --generations 200 or fewer".into(),
-            exit: Exit::InvalidInput,
-        };
+        let err = CliError::new(
+            codes::FLAG_OUT_OF_RANGE,
+            "arena evolve",
+            "--generations must be at most 200",
+            "pass --generations 200 or fewer",
+        );
+        assert_eq!(err.exit, Exit::InvalidInput);
         assert_eq!(
             err.render(),
             "error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --generations must be at most 200\n  help: pass --generations 200 or fewer\n  code: urn:chio:error:cli:flag-out-of-range\n  docs: https://chio.computer/docs/reference/errors#error-cli-flag-out-of-range\n"
         );
+    }
+
+    // A code declared by two tables has one class in both, so its exit does not depend on who raised it.
+    #[test]
+    fn shared_codes_agree_on_their_class() {
+        let all: Vec<(&str, ErrorClass)> = chio_arena::ERROR_CLASSES
+            .iter()
+            .chain(chio_arena::EXPERIMENT_ERROR_CLASSES)
+            .chain(CLI_ERROR_CLASSES)
+            .copied()
+            .collect();
+        for (code, class) in &all {
+            for (other, other_class) in &all {
+                if code == other {
+                    assert_eq!(class, other_class, "{code}");
+                }
+            }
+        }
+    }
+
+    // A refusal of a written value points at its line and column, after the first line.
+    #[test]
+    fn renders_the_location_of_a_written_value() {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let file = tmp.path().join("s.toml");
+        std::fs::write(&file, "id = \"x\"\n\n[[agents]]\nid = \"rev/iewer\"\n").expect("write");
+        let err = ArenaError::InvalidId {
+            field: "agents[0].id".into(),
+            value: "rev/iewer".into(),
+        };
+        let block = CliError::from_scenario_file("arena validate", &file, &err).render();
+        let second = block.lines().nth(1).expect("a second line");
+        assert_eq!(second, format!("  --> {}:4:6", file.display()));
+        let unplaced =
+            CliError::from_scenario_file("arena validate", &file, &ArenaError::EmptySteps);
+        assert!(unplaced
+            .render()
+            .lines()
+            .nth(1)
+            .expect("help")
+            .starts_with("  help: "));
+    }
+
+    // Each class leaves with its documented exit code, whichever declaration the error comes from.
+    #[test]
+    fn exit_follows_the_class() {
+        let disk = ArenaError::BundleIo {
+            path: "out".into(),
+            cause: "no space left on device".into(),
+        };
+        assert_eq!(CliError::from_arena("arena run", &disk).exit.code(), 3);
+        let input = ArenaError::EmptySteps;
+        assert_eq!(CliError::from_arena("arena run", &input).exit.code(), 2);
+        let drift = CliError::new(codes::DRIFT, "arena replay", "x", "y");
+        assert_eq!(drift.exit.code(), 1);
     }
 }

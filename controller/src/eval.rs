@@ -18,19 +18,19 @@ use chio_kernel::error::EnvelopeError;
 use chio_kernel::portable::{evaluate_envelope_at, PortableAnswer};
 
 use crate::cli::EvalArgs;
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 const COMMAND: &str = "eval";
 
 fn envelope_error(err: &EnvelopeError) -> CliError {
     let code = match err {
-        EnvelopeError::NotJson { .. } => "CHIO-EVAL-NOT-JSON",
-        EnvelopeError::NotAnObject => "CHIO-EVAL-NOT-AN-OBJECT",
-        EnvelopeError::MissingField { .. } => "CHIO-EVAL-MISSING-FIELD",
-        EnvelopeError::UnknownField { .. } => "CHIO-EVAL-UNKNOWN-FIELD",
-        EnvelopeError::InvalidField { .. } => "CHIO-EVAL-INVALID-FIELD",
-        EnvelopeError::MissingClock => "CHIO-EVAL-MISSING-CLOCK",
-        EnvelopeError::OutOfRange { .. } => "CHIO-EVAL-OUT-OF-RANGE",
+        EnvelopeError::NotJson { .. } => codes::EVAL_NOT_JSON,
+        EnvelopeError::NotAnObject => codes::EVAL_NOT_AN_OBJECT,
+        EnvelopeError::MissingField { .. } => codes::EVAL_MISSING_FIELD,
+        EnvelopeError::UnknownField { .. } => codes::EVAL_UNKNOWN_FIELD,
+        EnvelopeError::InvalidField { .. } => codes::EVAL_INVALID_FIELD,
+        EnvelopeError::MissingClock => codes::EVAL_MISSING_CLOCK,
+        EnvelopeError::OutOfRange { .. } => codes::EVAL_OUT_OF_RANGE,
     };
     let text = err.to_string();
     let (message, help) = match text.split_once("; ") {
@@ -41,22 +41,17 @@ fn envelope_error(err: &EnvelopeError) -> CliError {
                 .to_string(),
         ),
     };
-    CliError {
-        code: code.to_string(),
-        command: COMMAND,
-        message,
-        help,
-        exit: Exit::InvalidInput,
-    }
+    CliError::new(code, COMMAND, message, help)
 }
 
 fn read_input(args: &EvalArgs) -> Result<Vec<u8>, CliError> {
-    let unreadable = |e: std::io::Error, what: String| CliError {
-        code: "CHIO-EVAL-UNREADABLE".to_string(),
-        command: COMMAND,
-        message: format!("cannot read {what}: {}", e.kind()),
-        help: "pass a readable envelope file, or - to read standard input".to_string(),
-        exit: Exit::InvalidInput,
+    let unreadable = |e: std::io::Error, what: String| {
+        CliError::new(
+            codes::EVAL_UNREADABLE,
+            COMMAND,
+            format!("cannot read {what}: {}", e.kind()),
+            "pass a readable envelope file, or - to read standard input",
+        )
     };
     match args.envelope.as_deref() {
         None | Some("-") => {
@@ -95,13 +90,12 @@ pub const MAX_NOW_UNIX_SECS: u64 = 1 << 53;
 /// Refuses a `--now-unix-secs` the answer could not print, before anything is read.
 fn check_now_flag(now_unix_secs: Option<u64>) -> Result<(), CliError> {
     match now_unix_secs {
-        Some(now) if now > MAX_NOW_UNIX_SECS => Err(CliError {
-            code: "CHIO-CLI-FLAG-OUT-OF-RANGE".to_string(),
-            command: COMMAND,
-            message: "--now-unix-secs must be at most 9007199254740992 (2^53)".to_string(),
-            help: "pass a clock of at most 2^53 Unix seconds".to_string(),
-            exit: Exit::InvalidInput,
-        }),
+        Some(now) if now > MAX_NOW_UNIX_SECS => Err(CliError::new(
+            codes::FLAG_OUT_OF_RANGE,
+            COMMAND,
+            "--now-unix-secs must be at most 9007199254740992 (2^53)",
+            "pass a clock of at most 2^53 Unix seconds",
+        )),
         _ => Ok(()),
     }
 }
@@ -116,7 +110,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
         // The envelope's integers were range-checked, so this signals a bug.
         let json = answer
             .to_canonical_json()
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::Canonical(e)))?;
+            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
         format!("{json}\n")
     } else {
         readable(&answer)

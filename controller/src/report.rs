@@ -12,10 +12,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 /// The CLI code of a report that could not be written.
-pub const REPORT_WRITE_CODE: &str = "CHIO-REPORT-WRITE";
+pub const REPORT_WRITE_CODE: &str = codes::REPORT_WRITE.code;
 
 /// Which report format a file holds, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,13 +85,7 @@ impl ReportError {
             Some((message, help)) => (message.to_string(), help.to_string()),
             None => (text, String::new()),
         };
-        CliError {
-            code: REPORT_WRITE_CODE.to_string(),
-            command,
-            message,
-            help,
-            exit: Exit::Infrastructure,
-        }
+        CliError::new(codes::REPORT_WRITE, command, message, help)
     }
 }
 
@@ -139,6 +133,7 @@ pub fn write_report(kind: ReportKind, path: &Path, bytes: &[u8]) -> Result<(), R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Exit;
 
     // A report lands whole, creating its folder, and leaves no temporary file behind.
     #[test]

@@ -14,22 +14,21 @@ use chio_trust::TrustError;
 
 use crate::arena_run::runtime;
 use crate::cli::{NodeServeArgs, TrustServeArgs};
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 
 const NODE_COMMAND: &str = "node serve";
 const TRUST_COMMAND: &str = "trust serve";
 
 /// The error code of a serving process refused at start-up.
-pub const SERVE_CONFIG: &str = "CHIO-SERVE-CONFIG";
+pub const SERVE_CONFIG: &str = codes::SERVE_CONFIG.code;
 
 fn config_error(command: &'static str, message: String) -> CliError {
-    CliError {
-        code: SERVE_CONFIG.to_string(),
+    CliError::new(
+        codes::SERVE_CONFIG,
         command,
         message,
-        help: "fix the flags or files the message names and start the process again".to_string(),
-        exit: Exit::InvalidInput,
-    }
+        "fix the flags or files the message names and start the process again",
+    )
 }
 
 /// Runs `chio node serve` until shutdown.

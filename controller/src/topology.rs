@@ -33,11 +33,11 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
-use crate::error::{CliError, Exit};
+use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 
 /// The error code of a topology file that cannot be used.
-pub const TOPOLOGY_INVALID: &str = "CHIO-TOPOLOGY-INVALID";
+pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
 
 /// A topology file as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -75,13 +75,7 @@ pub struct Topology {
 }
 
 fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
-    CliError {
-        code: TOPOLOGY_INVALID.to_string(),
-        command,
-        message,
-        help: help.to_string(),
-        exit: Exit::InvalidInput,
-    }
+    CliError::new(codes::TOPOLOGY_INVALID, command, message, help)
 }
 
 impl Topology {
@@ -183,7 +177,6 @@ impl GrpcTopology {
     /// Trusts the world's authority in trust-control and loads the world on
     /// every node of the topology.
     pub async fn prepare(
-        scenario: &Scenario,
         world: &World,
         inputs: &RunInputs,
         topology: &Topology,
@@ -208,12 +201,6 @@ impl GrpcTopology {
             .add_issuer_key(authority)
             .await
             .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
-        let folders: Vec<String> = scenario
-            .file()
-            .servers
-            .iter()
-            .filter_map(|s| s.fixtures.clone())
-            .collect();
         let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
@@ -227,7 +214,6 @@ impl GrpcTopology {
                 .load_world(WorldOffer {
                     scenario: &inputs.scenario_bytes,
                     fixtures: &inputs.fixtures,
-                    fixture_folders: &folders,
                     peers: &topology.nodes,
                     run_id,
                 })
@@ -303,7 +289,7 @@ pub async fn run_distributed(
     );
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
-        let cluster = GrpcTopology::prepare(scenario, &world, inputs, topology, &run_id).await?;
+        let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
         let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
         if stop_nodes {
             cluster.shutdown().await;

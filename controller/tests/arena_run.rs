@@ -487,3 +487,38 @@ fn out_under_a_file_is_an_io_failure() {
         b"not a folder"
     );
 }
+
+// A full disk exits 3 (infrastructure), not 2: the run's output goes to
+// /dev/full, which answers every write with ENOSPC exactly as a full
+// filesystem does and needs no root; the error block names the output code.
+#[cfg(target_os = "linux")]
+#[test]
+fn full_disk_exits_three() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let scenario = stage(tmp.path(), "walking_skeleton");
+    let args = [
+        "arena",
+        "run",
+        scenario.to_str().expect("UTF-8 path"),
+        "--json",
+        "--out",
+        "bundle",
+    ];
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full opens for writing");
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_chio"));
+    command.args(args).current_dir(tmp.path()).stdout(full);
+    for key in util::OUTPUT_ENV {
+        command.env_remove(key);
+    }
+    let output = command.output().expect("the chio binary runs");
+    assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-CLI-OUTPUT]: arena run: cannot write to standard output: "),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no storage space"), "{stderr}");
+}

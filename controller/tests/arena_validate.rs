@@ -58,7 +58,7 @@ fn reference_scenarios_validate_reproducibly() {
     assert!(entries(tmp.path()).is_empty(), "validate wrote files");
 }
 
-// A refused scenario exits 2, prints exactly the documented error block on stderr, nothing on stdout, and writes nothing.
+// A refused scenario exits 2, prints exactly the documented error block (pointing at the line and column of the second id) on stderr, nothing on stdout, and writes nothing.
 #[test]
 fn refusal_prints_the_error_block_and_exits_2() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -69,7 +69,7 @@ fn refusal_prints_the_error_block_and_exits_2() {
     assert!(output.stdout.is_empty(), "{}", explain(&args, &output));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
-        "error[CHIO-SCENARIO-DUPLICATE-ID]: arena validate: duplicate agent id \"alice\" at agents[1].id\n  help: give each agent a unique id\n  code: urn:chio:error:scenario:duplicate-id\n  docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id\n"
+        format!("error[CHIO-SCENARIO-DUPLICATE-ID]: arena validate: duplicate agent id \"alice\" at agents[1].id\n  --> {}:21:6\n  help: give each agent a unique id\n  code: urn:chio:error:scenario:duplicate-id\n  docs: https://chio.computer/docs/reference/errors#error-scenario-duplicate-id\n", file.display())
     );
     assert!(
         entries(tmp.path()).is_empty(),
@@ -104,24 +104,38 @@ fn secret_refusal_does_not_echo_the_value() {
     assert!(!stderr.contains("4f9a8b7c6d5e4f3a2b1c0d9e"), "{stderr}");
 }
 
-// docs/errors.md has an anchored heading for every code the CLI can print, and lists the exit codes.
+// docs/errors.md has an anchored heading for every code the three error tables declare, giving the exit code its class leads to, no heading for a code none declares, and lists the exit codes.
 #[test]
 fn every_code_is_documented() {
+    use chio_controller::error::{docs_anchor, documented_codes, Exit};
     let doc = std::fs::read_to_string(repo_path("docs/errors.md")).expect("docs/errors.md");
-    let mut codes: Vec<&str> = chio_arena::ERROR_CODES.to_vec();
-    codes.extend_from_slice(chio_controller::error::CLI_ERROR_CODES);
+    let codes = documented_codes();
+    let declared = |code: &str| codes.iter().any(|(c, _)| *c == code);
+    assert!(declared("CHIO-CAMPAIGN-LEDGER-EXISTS") && declared("CHIO-CLI-RECORD-SPEC"));
     let missing: Vec<String> = codes
         .iter()
-        .map(|c| chio_controller::error::docs_anchor(c))
+        .map(|(c, _)| docs_anchor(c))
         .filter(|anchor| !doc.contains(&format!("### {anchor}\n")))
         .collect();
     assert!(missing.is_empty(), "undocumented codes: {missing:?}");
-    for code in &codes {
+    for (code, class) in &codes {
+        let exit = Exit::of(*class).code();
         assert!(
-            doc.contains(&format!("`{code}`")),
-            "{code} not named in docs/errors.md"
+            doc.contains(&format!("`{code}`. Exit {exit}.")),
+            "docs/errors.md does not give {code} exit {exit}"
         );
     }
+    let anchors: std::collections::BTreeSet<String> =
+        codes.iter().map(|(c, _)| docs_anchor(c)).collect();
+    let stale: Vec<&str> = doc
+        .lines()
+        .filter_map(|line| line.strip_prefix("### "))
+        .filter(|heading| heading.starts_with("error-") && !anchors.contains(*heading))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "documented codes no table declares: {stale:?}"
+    );
     for exit in ["| 0 |", "| 1 |", "| 2 |", "| 3 |"] {
         assert!(doc.contains(exit), "exit code row {exit} missing");
     }

@@ -121,7 +121,6 @@ fn world_of(file: &Path) -> (chio_arena::Scenario, FixtureSet, World, Vec<u8>) {
 /// Trusts the world's authority and loads the world on `node` at `url`.
 async fn load(
     cluster: &Cluster,
-    scenario: &chio_arena::Scenario,
     fixtures: &FixtureSet,
     world: &World,
     bytes: &[u8],
@@ -134,12 +133,6 @@ async fn load(
         .add_issuer_key(key)
         .await
         .expect("trust the authority");
-    let folders: Vec<String> = scenario
-        .file()
-        .servers
-        .iter()
-        .filter_map(|s| s.fixtures.clone())
-        .collect();
     let peers = cluster
         .nodes
         .iter()
@@ -156,7 +149,6 @@ async fn load(
         .load_world(WorldOffer {
             scenario: bytes,
             fixtures,
-            fixture_folders: &folders,
             peers: &peers,
             run_id,
         })
@@ -386,11 +378,10 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
             ("fixtures/ws/readme.txt", "hello\n"),
         ],
     );
-    let (scenario, fixtures, world, bytes) = world_of(&file);
+    let (_, fixtures, world, bytes) = world_of(&file);
     let rt = runtime();
     let client = rt.block_on(load(
         &cluster,
-        &scenario,
         &fixtures,
         &world,
         &bytes,
@@ -454,7 +445,7 @@ fn restarted_node_sees_retained_labels() {
         LABELS_SCENARIO,
         &[("fixtures/ws/internal/plan.txt", "internal plan\n")],
     );
-    let (scenario, fixtures, world, bytes) = world_of(&file);
+    let (_, fixtures, world, bytes) = world_of(&file);
     let rt = runtime();
     let start = world.start_ms;
     let post = |id: &str, at: u64| {
@@ -470,7 +461,6 @@ fn restarted_node_sees_retained_labels() {
     };
     let client = rt.block_on(load(
         &cluster,
-        &scenario,
         &fixtures,
         &world,
         &bytes,
@@ -497,7 +487,6 @@ fn restarted_node_sees_retained_labels() {
     cluster.start_node("node-a");
     let client = rt.block_on(load(
         &cluster,
-        &scenario,
         &fixtures,
         &world,
         &bytes,
@@ -519,7 +508,6 @@ fn restarted_node_sees_retained_labels() {
     );
     let fresh = rt.block_on(load(
         &cluster,
-        &scenario,
         &fixtures,
         &world,
         &bytes,

@@ -640,7 +640,6 @@ fn load_world(
         .iter()
         .map(|(name, proc)| (name.clone(), proc.url()))
         .collect();
-    let folders = vec!["fixtures/ws".to_string()];
     let mut clients = Vec::new();
     for (name, proc) in &cluster.nodes {
         let client = NodeClient::new(
@@ -653,7 +652,6 @@ fn load_world(
         rt.block_on(client.load_world(WorldOffer {
             scenario: &bytes,
             fixtures: &fixtures,
-            fixture_folders: &folders,
             peers: &peers,
             run_id,
         }))

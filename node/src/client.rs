@@ -38,8 +38,6 @@ pub struct WorldOffer<'a> {
     pub scenario: &'a [u8],
     /// Its fixture files.
     pub fixtures: &'a FixtureSet,
-    /// Fixture folders the scenario names.
-    pub fixture_folders: &'a [String],
     /// KernelLink URL of every logical node.
     pub peers: &'a BTreeMap<String, String>,
     /// The run's namespace in trust-control.
@@ -105,7 +103,6 @@ impl NodeClient {
             node: self.node.clone(),
             scenario: offer.scenario.to_vec(),
             fixtures_json: encode("fixture set", offer.fixtures)?,
-            fixture_folders: offer.fixture_folders.to_vec(),
             peers: offer
                 .peers
                 .iter()

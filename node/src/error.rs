@@ -11,6 +11,10 @@ pub enum NodeError {
     /// The scenario's world cannot be resolved.
     #[error("scenario world cannot be resolved: {0}")]
     Scenario(String),
+    /// The scenario's bytes, validated on the node against the fixture
+    /// files sent with them, are refused.
+    #[error("scenario world cannot be resolved: {0}")]
+    Refused(#[from] chio_arena::ArenaError),
     /// A fixture file or folder cannot be read.
     #[error("fixture {path} cannot be read: {cause}")]
     Fixture {
@@ -55,4 +59,15 @@ pub enum NodeError {
         /// What the transport reported.
         cause: String,
     },
+}
+
+impl NodeError {
+    /// Whether the scenario's world or its fixtures are at fault (the input),
+    /// rather than a process, store or peer (infrastructure).
+    pub fn is_world(&self) -> bool {
+        matches!(
+            self,
+            NodeError::Scenario(_) | NodeError::Refused(_) | NodeError::Fixture { .. }
+        )
+    }
 }

@@ -3,8 +3,8 @@
 //! A node process starts empty. The controller's `LoadWorld` gives it the
 //! scenario bytes, the fixture files, the addresses of its peers and the
 //! run's id; the host validates the scenario exactly as the controller did
-//! (in a private folder where the fixture folders are recreated, so no
-//! shared filesystem is needed), resolves the same world, spawns the
+//! (against the fixture files sent with it, so no filesystem is needed),
+//! resolves the same world, spawns the
 //! kernels, agents and tool servers placed on its logical node, wires their
 //! stores to trust-control (or the local SQLite state) and links them to the
 //! other nodes over gRPC. A later `LoadWorld` replaces the previous world;
@@ -14,11 +14,11 @@
 //! the work, so a long call never blocks a `LoadWorld` or another call.
 
 use std::collections::BTreeMap;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chio_arena::parse_scenario_bytes;
+use chio_arena::parse_scenario_with_fixtures;
 use chio_trust::{SqliteTrustStore, TrustClient, TrustStore};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
@@ -65,8 +65,6 @@ pub struct WorldLoad {
     pub scenario: Vec<u8>,
     /// The fixture files.
     pub fixtures: FixtureSet,
-    /// Fixture folders the scenario names, relative to its file.
-    pub fixture_folders: Vec<String>,
     /// KernelLink URL of every logical node.
     pub peers: BTreeMap<String, String>,
     /// The run's namespace in trust-control.
@@ -106,9 +104,6 @@ pub struct NodeHost {
 
 struct Hosted {
     node: Node,
-    /// The private folder the scenario was validated in; kept for the
-    /// world's lifetime.
-    _workdir: tempfile::TempDir,
 }
 
 struct HostActor {
@@ -204,33 +199,10 @@ impl HostActor {
             });
         }
         check_run_id(&load.run_id)?;
-        let workdir = tempfile::Builder::new()
-            .prefix("chio-node-")
-            .tempdir()
-            .map_err(|e| NodeError::Config {
-                problem: format!("cannot create a private folder for the scenario: {e}"),
-                fix: "make TMPDIR (or /tmp) writable for the node process",
-            })?;
-        for folder in &load.fixture_folders {
-            let relative = Path::new(folder);
-            let inside = !folder.is_empty()
-                && relative
-                    .components()
-                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-            if !inside {
-                return Err(NodeError::Scenario(format!(
-                    "fixture folder {folder:?} is not a relative path inside the scenario folder"
-                )));
-            }
-            std::fs::create_dir_all(workdir.path().join(relative)).map_err(|e| {
-                NodeError::Fixture {
-                    path: folder.clone(),
-                    cause: e.to_string(),
-                }
-            })?;
-        }
-        let scenario = parse_scenario_bytes(&load.scenario, workdir.path())
-            .map_err(|e| NodeError::Scenario(e.to_string()))?;
+        // Validation is pure: each fixture folder is checked against the
+        // files sent with the bytes, so nothing is written or read here.
+        let scenario =
+            parse_scenario_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
         let world = World::resolve(&scenario, &load.fixtures)?;
         if !world.nodes.contains(&load.node) {
             return Err(NodeError::Scenario(format!(
@@ -250,10 +222,7 @@ impl HostActor {
             "world loaded"
         );
         Ok((
-            Hosted {
-                node,
-                _workdir: workdir,
-            },
+            Hosted { node },
             LoadedWorld {
                 scenario_id: world.scenario_id.clone(),
                 scenario_sha256: hex::encode(Sha256::digest(&load.scenario)),

@@ -59,7 +59,6 @@ impl NodeControl for NodeControlService {
                 node: message.node,
                 scenario: message.scenario,
                 fixtures,
-                fixture_folders: message.fixture_folders,
                 peers: message.peers.into_iter().collect(),
                 run_id: message.run_id,
             })

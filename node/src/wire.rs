@@ -51,9 +51,10 @@ pub fn decode_answer<T: DeserializeOwned>(
 pub fn status_of(error: &NodeError) -> Status {
     let message = error.to_string();
     match error {
-        NodeError::Scenario(_) | NodeError::Fixture { .. } | NodeError::Config { .. } => {
-            Status::invalid_argument(message)
-        }
+        NodeError::Scenario(_)
+        | NodeError::Refused(_)
+        | NodeError::Fixture { .. }
+        | NodeError::Config { .. } => Status::invalid_argument(message),
         NodeError::Unroutable(_) => Status::not_found(message),
         NodeError::NotHeld { .. } => Status::failed_precondition(message),
         NodeError::ActorGone(_) | NodeError::Authority(_) | NodeError::Remote { .. } => {

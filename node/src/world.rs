@@ -19,7 +19,6 @@ use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::{Integrity, Label};
 use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
 use ed25519_dalek::SigningKey;
-use serde::{Deserialize, Serialize};
 
 use crate::error::NodeError;
 use crate::tools::{IntegrityPolicy, ToolServerConfig};
@@ -34,26 +33,9 @@ pub const AGENT_ROLE: &str = "agent";
 pub const AUTHORITY_ID: &str = "arena";
 
 /// The files a scenario's workspace servers are seeded with, by server id
-/// and path relative to the fixture folder. It travels with the scenario
-/// bytes to every node, so a node needs no shared filesystem.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FixtureSet {
-    /// Server id to (relative path to UTF-8 content).
-    pub servers: BTreeMap<String, BTreeMap<String, String>>,
-}
-
-impl FixtureSet {
-    /// The fixture files of every workspace server, exactly as the scenario
-    /// loader read and checked them (confined to the scenario's folder, UTF-8
-    /// text): nothing is read from disk again, so a run seeds the bytes that
-    /// were validated and cannot fail on them. The `Result` is kept for
-    /// callers; it is always `Ok`.
-    pub fn load(scenario: &Scenario) -> Result<FixtureSet, NodeError> {
-        Ok(FixtureSet {
-            servers: scenario.fixtures().clone(),
-        })
-    }
-}
+/// (the arena's type: it travels with the scenario bytes to every node, so a
+/// node needs no shared filesystem).
+pub use chio_arena::fixtures::FixtureSet;
 
 /// A kernel as the world places it.
 #[derive(Debug, Clone)]

@@ -60,7 +60,6 @@ fn harness() -> &'static Harness {
                     node: "node-a".into(),
                     scenario: std::fs::read(&file).unwrap(),
                     fixtures_json: serde_json::to_vec(&fixtures).unwrap(),
-                    fixture_folders: vec!["fixtures/walking-skeleton".into()],
                     peers: [("node-a".to_string(), url.clone())].into_iter().collect(),
                     run_id: "fuzz".into(),
                 }))
@@ -148,7 +147,6 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                 node: text,
                 scenario: body,
                 fixtures_json: b"{}".to_vec(),
-                fixture_folders: vec!["../outside".into()],
                 peers: Default::default(),
                 run_id: "fuzz-reload".into(),
             }))

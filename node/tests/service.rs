@@ -38,7 +38,6 @@ async fn malformed_messages_are_refused_with_a_status() {
             node: "node-a".into(),
             scenario: b"not = [toml".to_vec(),
             fixtures_json: b"{\"servers\":{}}".to_vec(),
-            fixture_folders: vec!["../escape".into()],
             peers: Default::default(),
             run_id: "run-1".into(),
         }))

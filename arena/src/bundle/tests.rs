@@ -203,3 +203,25 @@ fn read_refuses_linked_inputs() {
     let err = Bundle::read(&dir).unwrap_err();
     assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
 }
+
+// A full disk while the bundle is written is an infrastructure failure (the
+// CLI exits 3), never a refused input. /dev/full answers every write with
+// ENOSPC, exactly as a full filesystem does, without root: the receipts file
+// of the folder being filled is made a link to it, so the bundle's own write
+// path meets the error.
+#[cfg(target_os = "linux")]
+#[test]
+fn full_disk_is_an_infrastructure_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let staging = tmp.path().join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::os::unix::fs::symlink("/dev/full", staging.join(RECEIPTS_FILE)).unwrap();
+    let bundle = sample(
+        vec![step("one", "allow", "e1")],
+        &[("scenario.toml", b"id = 1")],
+    );
+    let err = bundle.write_contents(&staging).unwrap_err();
+    assert!(matches!(err, ArenaError::BundleIo { .. }), "{err:?}");
+    assert_eq!(err.class(), crate::ErrorClass::Infrastructure);
+    assert!(err.summary().contains("No space left on device"), "{err}");
+}

@@ -1,0 +1,217 @@
+//! The typed form of a scenario's steps: what each action does once the
+//! validator has checked it, and the small closed vocabularies (server
+//! kinds, expected verdicts, step expectations) the file spells as words.
+//!
+//! These types hold no rule of their own beyond parsing a word; the
+//! validator (`super::validate`) decides which values are admissible and
+//! builds them, and runners read them.
+
+use serde::Serialize;
+
+/// The kind of a tool server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerKind {
+    /// A simulated filesystem seeded from fixtures.
+    Workspace,
+    /// A publish sink.
+    Publish,
+    /// A deterministic test runner.
+    TestRunner,
+    /// An HTTP sink.
+    Http,
+}
+
+impl ServerKind {
+    /// Parses the kind as written in the scenario.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "workspace" => Some(Self::Workspace),
+            "publish" => Some(Self::Publish),
+            "test-runner" => Some(Self::TestRunner),
+            "http" => Some(Self::Http),
+            _ => None,
+        }
+    }
+}
+
+/// The verdict a call step expects, in the scenario alphabet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExpectedVerdict {
+    /// A plain allow.
+    Allow,
+    /// A deny or a pending approval.
+    Deny,
+    /// A sanitized allow.
+    Rewrite,
+}
+
+impl ExpectedVerdict {
+    /// Parses the verdict as written in the scenario.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "allow" => Some(Self::Allow),
+            "deny" => Some(Self::Deny),
+            "rewrite" => Some(Self::Rewrite),
+            _ => None,
+        }
+    }
+
+    /// The verdict as written in the scenario.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny => "deny",
+            Self::Rewrite => "rewrite",
+        }
+    }
+}
+
+/// A tool call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallAction {
+    /// The server called.
+    pub server: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments as a JSON object, ready to hash and send.
+    pub arguments: serde_json::Value,
+    /// What the kernel is expected to answer.
+    pub expect_verdict: ExpectedVerdict,
+    /// The capability presented: as written, or resolved to the agent's only
+    /// capability for the server; `None` only in a scenario without a world.
+    pub capability: Option<String>,
+}
+
+/// An attenuated hand-over of a capability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DelegateAction {
+    /// The parent capability the delegator holds.
+    pub capability: String,
+    /// The receiving agent.
+    pub to: String,
+    /// The id of the new capability.
+    pub delegation: String,
+    /// Attenuated tools; inherited when absent.
+    pub tools: Option<Vec<String>>,
+    /// Attenuated path prefix; inherited when absent.
+    pub path_prefix: Option<String>,
+    /// Validity in milliseconds after the delegation is evaluated; inherited when absent.
+    pub expires_after_ms: Option<u64>,
+    /// Attenuated invocation cap; inherited when absent.
+    pub max_invocations: Option<u64>,
+    /// Share of the parent's allowance; the whole parent share when absent.
+    pub share_bps: Option<u64>,
+    /// Whether the delegation is expected to be done or refused.
+    #[serde(skip_serializing_if = "StepExpectation::is_done")]
+    pub expect: StepExpectation,
+}
+
+/// What a delegate or revoke step expects of itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepExpectation {
+    /// The step takes effect (the default).
+    #[default]
+    Done,
+    /// The step is refused (an unauthorised revocation, a delegation of a
+    /// capability the agent does not hold or that widens its parent).
+    Refused,
+}
+
+impl StepExpectation {
+    /// The word a bundle and a table print.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepExpectation::Done => "done",
+            StepExpectation::Refused => "refused",
+        }
+    }
+
+    /// Whether this is the default, so fingerprints of steps that do not
+    /// declare an expectation keep their bytes.
+    pub fn is_done(&self) -> bool {
+        *self == StepExpectation::Done
+    }
+
+    /// Parses the expectation as written in the scenario.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "done" => Some(StepExpectation::Done),
+            "refused" => Some(StepExpectation::Refused),
+            _ => None,
+        }
+    }
+}
+
+impl DelegateAction {
+    /// What the delegator narrows, as the kernel applies it, for a
+    /// delegation evaluated at `now_ms` (Unix milliseconds of virtual time):
+    /// `expires_after_ms` counts from that instant and the kernel's expiry
+    /// is in whole seconds. Every runner (the run driver, the adversary
+    /// evaluator) builds the child's attenuation here, so they agree.
+    pub fn attenuation(&self, now_ms: u64) -> chio_kernel::token::Attenuation {
+        chio_kernel::token::Attenuation {
+            tools: self.tools.clone(),
+            path_prefix: self.path_prefix.clone(),
+            not_before_ms: None,
+            expires_at_ms: self.expires_after_ms.map(|ms| now_ms.saturating_add(ms)),
+            max_invocations: self.max_invocations,
+            // Validation keeps share_bps within 1..=10,000.
+            share_bps: self.share_bps.and_then(|b| u32::try_from(b).ok()),
+        }
+    }
+}
+
+/// A revocation of a capability or delegation link.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RevokeAction {
+    /// The grant or delegation revoked.
+    pub target: String,
+    /// Whether the issuing authority revokes (`by = "authority"`); otherwise
+    /// the step's agent does, and must hold an ancestor of the target.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_authority: bool,
+    /// Whether the revocation is expected to be done or refused.
+    #[serde(skip_serializing_if = "StepExpectation::is_done")]
+    pub expect: StepExpectation,
+}
+
+/// Content one agent sends another. The receiver's principal and session
+/// take the join of the content's labels: what the sender's principal holds
+/// when it sends, plus the label of a forwarded output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageAction {
+    /// The receiving agent.
+    pub to: String,
+    /// Literal text, when the message says something of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The earlier call step of the sender whose output is forwarded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_step: Option<String>,
+}
+
+/// A move of the virtual clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdvanceAction {
+    /// Milliseconds added for every later action.
+    pub advance_ms: u64,
+}
+
+/// A step's action, typed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub enum Action {
+    /// A tool call with an expected verdict.
+    Call(CallAction),
+    /// A delegation.
+    Delegate(DelegateAction),
+    /// A revocation.
+    Revoke(RevokeAction),
+    /// A message from the step's agent to another agent.
+    Message(MessageAction),
+    /// A clock advance.
+    Advance(AdvanceAction),
+}

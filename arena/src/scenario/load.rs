@@ -1,0 +1,160 @@
+//! Reading and parsing a scenario, and the entry points that then validate it.
+//!
+//! This is the only part of the scenario module that touches the disk: the
+//! scenario file is read once (so the bytes validated are the bytes a run
+//! records and hashes), and after the schema is parsed every fixture folder a
+//! server names is read, confined to the scenario's folder, by
+//! [`crate::fixtures::read_fixtures`]. Each read's outcome is kept by server
+//! and handed to the pure validator (`super::validate`), which reports a
+//! fixture refusal when it reaches that server, so the first refusal is the
+//! same whichever stage finds it. [`parse_scenario_with_fixtures`] skips the
+//! reading altogether and validates against files read before.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::validate::{validate, FixtureSource};
+use super::Scenario;
+use crate::error::ArenaError;
+use crate::fixtures::{self, FixtureSet};
+use crate::model::ScenarioFile;
+use crate::secrets;
+
+/// Reads and validates a scenario file; fixtures resolve next to it.
+pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
+    load_scenario_with_bytes(path).map(|(scenario, _)| scenario)
+}
+
+/// Reads and validates a scenario file, returning the bytes it validated,
+/// so a caller that records the file (a run's bundle) records exactly those
+/// rather than reading the file a second time.
+pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec<u8>), ArenaError> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|e| ArenaError::Unreadable {
+        path: path.display().to_string(),
+        reason: e.kind().to_string(),
+    })?;
+    let base_dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let scenario = parse_scenario_bytes(&bytes, &base_dir)?;
+    Ok((scenario, bytes))
+}
+
+/// Validates scenario bytes, which must be UTF-8 TOML; fixture folders are
+/// read below `base_dir`.
+pub fn parse_scenario_bytes(bytes: &[u8], base_dir: &Path) -> Result<Scenario, ArenaError> {
+    parse_scenario(utf8(bytes)?, base_dir)
+}
+
+/// Validates scenario text; `base_dir` is the folder fixtures are read from.
+pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaError> {
+    let file = parse_file(text)?;
+    let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = file
+        .servers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, server)| {
+            let folder = server.fixtures.as_deref()?;
+            let field = format!("servers[{i}].fixtures");
+            Some((i, fixtures::read_fixtures(base_dir, folder, &field)))
+        })
+        .collect();
+    validate(file, base_dir, FixtureSource::Read(&reads))
+}
+
+/// Validates scenario bytes against fixture files read before (a node
+/// receives them with the bytes): nothing is read from disk, and a server's
+/// folder exists exactly when `fixtures` holds files for that server.
+/// `base_dir` is recorded in the scenario but nothing is resolved against it.
+pub fn parse_scenario_with_fixtures(
+    bytes: &[u8],
+    base_dir: &Path,
+    fixtures: &FixtureSet,
+) -> Result<Scenario, ArenaError> {
+    let file = parse_file(utf8(bytes)?)?;
+    validate(file, base_dir, FixtureSource::Given(fixtures))
+}
+
+/// The text of the bytes, or a syntax error at the first byte that is not UTF-8.
+fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let (line, column) = line_column(&bytes[..e.valid_up_to()], e.valid_up_to());
+        ArenaError::Syntax {
+            line,
+            column,
+            reason: "the file is not UTF-8 text".to_string(),
+        }
+    })
+}
+
+/// Stages 1 to 3: TOML syntax, inline secrets, the closed schema.
+fn parse_file(text: &str) -> Result<ScenarioFile, ArenaError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
+        let (line, column) = line_column(text.as_bytes(), offset);
+        ArenaError::Syntax {
+            line,
+            column,
+            // The parser's wording quotes no source today; redact in case it ever does.
+            reason: secrets::redact_credentials(e.message().lines().next().unwrap_or("")),
+        }
+    })?;
+    secrets::scan_document(&table)?;
+    serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(schema_error)
+}
+
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |p| p + 1);
+    (line, offset - line_start + 1)
+}
+
+/// Turns serde's complaint into a typed error naming the field. Serde quotes
+/// offending values ("invalid type: string \"...\""), so only the expected
+/// part of its message is kept.
+fn schema_error(err: serde_path_to_error::Error<toml::de::Error>) -> ArenaError {
+    let path = err.path().to_string();
+    let message = err
+        .inner()
+        .message()
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    let quoted = |prefix: &str| -> Option<String> {
+        let rest = message.strip_prefix(prefix)?;
+        let end = rest.find('`')?;
+        Some(rest[..end].to_string())
+    };
+    if message.starts_with("unknown field `") {
+        return ArenaError::UnknownKey { field: path };
+    }
+    if let Some(name) = quoted("missing field `") {
+        let field = if path == "." || path.is_empty() {
+            name
+        } else {
+            format!("{path}.{name}")
+        };
+        return ArenaError::MissingKey { field };
+    }
+    let expected = message
+        .split_once(", expected ")
+        .map(|(_, e)| e.to_string())
+        .unwrap_or_else(|| "a value of the documented type".to_string());
+    let expected = match expected.as_str() {
+        "u64" | "u32" | "i64" => "a non-negative integer".to_string(),
+        "a sequence" => "an array".to_string(),
+        "a map" => "a table".to_string(),
+        _ => expected,
+    };
+    ArenaError::WrongType {
+        field: path,
+        expected,
+    }
+}

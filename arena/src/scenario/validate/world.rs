@@ -1,0 +1,335 @@
+//! The world sections of a scenario: nodes, guards (each configuration
+//! built by the kernel's guard builder), kernels and their pipelines,
+//! servers and their fixture folders, agents' placement, grants and budgets.
+
+use std::collections::BTreeSet;
+
+use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
+use chio_kernel::label::{Integrity, Label};
+
+use super::checks::{
+    check_id, check_instant, check_invocations, check_offset, check_path_prefix, check_share,
+    check_tools, declared_ids, resolve, table_to_json,
+};
+use super::{FixtureSource, Validator};
+use crate::error::ArenaError;
+use crate::fixtures::{self, FixtureFiles, FixtureSet};
+use crate::model::ServerDecl;
+use crate::scenario::ServerKind;
+
+const GUARD_KINDS: &str = "forbidden-path, path-allowlist, behavioral-sequence, information-flow, integrity, prompt-injection, approval, secret-redaction";
+
+impl<'a> Validator<'a> {
+    /// Checks the world and returns the fixture files of each workspace
+    /// server that declares a folder, by server id.
+    pub(super) fn world(&self, has_world: bool, start_ms: u64) -> Result<FixtureSet, ArenaError> {
+        let f = self.file;
+        let nodes = declared_ids("node", "nodes", f.nodes.iter().map(|n| n.id.as_str()))?;
+        let guards = self.guards(has_world)?;
+        let kernels = self.kernels(&nodes, &guards)?;
+        let servers = declared_ids("server", "servers", f.servers.iter().map(|s| s.id.as_str()))?;
+        let mut fixtures = FixtureSet::default();
+        for (i, server) in f.servers.iter().enumerate() {
+            resolve(&kernels, "kernel", &server.kernel, || {
+                format!("servers[{i}].kernel")
+            })?;
+            if let Some(files) = self.server(i, server)? {
+                fixtures.servers.insert(server.id.clone(), files);
+            }
+        }
+        self.placement(&kernels, has_world)?;
+        self.grants(&servers, start_ms)?;
+        Ok(fixtures)
+    }
+
+    /// Guard ids, and each configured guard built as the kernel would.
+    fn guards(&self, has_world: bool) -> Result<BTreeSet<&'a str>, ArenaError> {
+        let f = self.file;
+        let guards = declared_ids("guard", "guards", f.guards.iter().map(|g| g.id.as_str()))?;
+        for (i, guard) in f.guards.iter().enumerate() {
+            if has_world && guard.kind.is_none() {
+                return Err(ArenaError::MissingKey {
+                    field: format!("guards[{i}].kind"),
+                });
+            }
+            if let Some(spec) = guard_spec(i, guard)? {
+                spec.build().map_err(|e| ArenaError::GuardConfig {
+                    field: format!("guards[{i}].config"),
+                    reason: e.to_string(),
+                })?;
+            }
+        }
+        Ok(guards)
+    }
+
+    /// Kernel ids, each kernel's node, and its pipeline of declared guards
+    /// (each at most once).
+    fn kernels(
+        &self,
+        nodes: &BTreeSet<&str>,
+        guards: &BTreeSet<&str>,
+    ) -> Result<BTreeSet<&'a str>, ArenaError> {
+        let f = self.file;
+        let kernels = declared_ids("kernel", "kernels", f.kernels.iter().map(|k| k.id.as_str()))?;
+        for (i, kernel) in f.kernels.iter().enumerate() {
+            resolve(nodes, "node", &kernel.node, || format!("kernels[{i}].node"))?;
+            let mut pipeline = BTreeSet::new();
+            for (j, guard) in kernel.guards.iter().enumerate() {
+                let field = || format!("kernels[{i}].guards[{j}]");
+                resolve(guards, "guard", guard, field)?;
+                if !pipeline.insert(guard.as_str()) {
+                    return Err(ArenaError::DuplicateId {
+                        kind: "pipeline guard",
+                        id: guard.clone(),
+                        field: field(),
+                    });
+                }
+            }
+        }
+        Ok(kernels)
+    }
+
+    /// Each agent's kernel, and a world that declares every section once
+    /// any is declared.
+    fn placement(&self, kernels: &BTreeSet<&str>, has_world: bool) -> Result<(), ArenaError> {
+        let f = self.file;
+        for (i, agent) in f.agents.iter().enumerate() {
+            match &agent.kernel {
+                Some(kernel) => {
+                    resolve(kernels, "kernel", kernel, || format!("agents[{i}].kernel"))?
+                }
+                None if has_world => {
+                    return Err(ArenaError::IncompleteWorld {
+                        field: format!("agents[{i}].kernel"),
+                    })
+                }
+                None => {}
+            }
+        }
+        if has_world {
+            for (section, empty) in [
+                ("[[nodes]]", f.nodes.is_empty()),
+                ("[[kernels]]", f.kernels.is_empty()),
+                ("[[servers]]", f.servers.is_empty()),
+            ] {
+                if empty {
+                    return Err(ArenaError::IncompleteWorld {
+                        field: section.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Grant ids, and each grant's agent, server, tools and limits.
+    fn grants(&self, servers: &BTreeSet<&str>, start_ms: u64) -> Result<(), ArenaError> {
+        let f = self.file;
+        let agents = self.agent_ids();
+        declared_ids("grant", "grants", f.grants.iter().map(|g| g.id.as_str()))?;
+        for (i, grant) in f.grants.iter().enumerate() {
+            let at = |key: &str| format!("grants[{i}].{key}");
+            resolve(&agents, "agent", &grant.agent, || at("agent"))?;
+            resolve(servers, "server", &grant.server, || at("server"))?;
+            check_tools(&grant.tools, &at("tools"))?;
+            check_path_prefix(grant.path_prefix.as_deref(), || at("path_prefix"))?;
+            check_offset(grant.not_before_ms, || at("not_before_ms"))?;
+            check_offset(grant.expires_after_ms, || at("expires_after_ms"))?;
+            check_instant(start_ms, grant.not_before(), || at("not_before_ms"))?;
+            check_instant(start_ms, grant.expires_after(), || at("expires_after_ms"))?;
+            if grant.not_before() >= grant.expires_after() {
+                return Err(ArenaError::OutOfRange {
+                    field: at("expires_after_ms"),
+                    rule: "expires_after_ms is greater than not_before_ms",
+                });
+            }
+            check_invocations(grant.max_invocations, || at("max_invocations"))?;
+            check_share(grant.share_bps, || at("share_bps"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks one server and returns its fixture files, if it declares a folder.
+    fn server(&self, i: usize, server: &ServerDecl) -> Result<Option<FixtureFiles>, ArenaError> {
+        let at = |key: &str| format!("servers[{i}].{key}");
+        let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
+            field: at("kind"),
+            value: server.kind.clone(),
+            allowed: "workspace, publish, test-runner, http",
+        })?;
+        if kind != ServerKind::Workspace {
+            for (key, present) in [
+                ("root", server.root.is_some()),
+                ("fixtures", server.fixtures.is_some()),
+                ("labels", server.labels.is_some()),
+                ("integrity_globs", server.integrity_globs.is_some()),
+            ] {
+                if present {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at(key),
+                        context: "only workspace servers take it",
+                    });
+                }
+            }
+        }
+        if kind != ServerKind::TestRunner && server.failing.is_some() {
+            return Err(ArenaError::KeyNotAllowed {
+                field: at("failing"),
+                context: "only test-runner servers take it",
+            });
+        }
+        if let Some(root) = &server.root {
+            if !root.starts_with('/') || root.split('/').any(|c| c == "..") {
+                return Err(ArenaError::OutOfRange {
+                    field: at("root"),
+                    rule: "root is an absolute path without '..'",
+                });
+            }
+        }
+        if let Some(failing) = &server.failing {
+            for (j, test) in failing.iter().enumerate() {
+                if test.is_empty() {
+                    return Err(ArenaError::EmptyList {
+                        field: format!("servers[{i}].failing[{j}]"),
+                    });
+                }
+            }
+        }
+        if let Some(labels) = &server.labels {
+            for (glob, label) in labels {
+                let field = format!("servers[{i}].labels.{glob:?}");
+                if glob.is_empty() {
+                    return Err(ArenaError::InvalidId {
+                        field,
+                        value: String::new(),
+                    });
+                }
+                check_id(label, field.clone())?;
+                if Label::parse(label).is_none() {
+                    return Err(ArenaError::UnsupportedValue {
+                        field,
+                        value: label.clone(),
+                        allowed: "public, internal, confidential, restricted",
+                    });
+                }
+            }
+        }
+        if let Some(level) = &server.integrity {
+            if Integrity::parse(level).is_none() {
+                return Err(ArenaError::UnsupportedValue {
+                    field: at("integrity"),
+                    value: level.clone(),
+                    allowed: "trusted, untrusted",
+                });
+            }
+        }
+        if let Some(globs) = &server.integrity_globs {
+            for (glob, level) in globs {
+                let field = format!("servers[{i}].integrity_globs.{glob:?}");
+                if glob.is_empty() {
+                    return Err(ArenaError::InvalidId {
+                        field,
+                        value: String::new(),
+                    });
+                }
+                if Integrity::parse(level).is_none() {
+                    return Err(ArenaError::UnsupportedValue {
+                        field,
+                        value: level.clone(),
+                        allowed: "trusted, untrusted",
+                    });
+                }
+            }
+        }
+        match &server.fixtures {
+            Some(folder) => self.fixture_files(i, server, folder).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The files of server `i`'s fixture folder, as the loader read them or
+    /// as they were given.
+    fn fixture_files(
+        &self,
+        i: usize,
+        server: &ServerDecl,
+        folder: &str,
+    ) -> Result<FixtureFiles, ArenaError> {
+        let field = format!("servers[{i}].fixtures");
+        let missing = || ArenaError::FixtureMissing {
+            field: field.clone(),
+            folder: folder.to_string(),
+        };
+        match &self.fixtures {
+            FixtureSource::Read(reads) => reads.get(&i).cloned().unwrap_or_else(|| Err(missing())),
+            FixtureSource::Given(set) => {
+                fixtures::check_folder(folder, &field)?;
+                set.servers.get(&server.id).cloned().ok_or_else(missing)
+            }
+        }
+    }
+
+    pub(super) fn budgets(&self, has_world: bool) -> Result<(), ArenaError> {
+        let agents = self.agent_ids();
+        let servers: BTreeSet<&str> = self.file.servers.iter().map(|s| s.id.as_str()).collect();
+        let mut seen = BTreeSet::new();
+        for (i, budget) in self.file.budgets.iter().enumerate() {
+            let at = |key: &str| format!("budgets[{i}].{key}");
+            resolve(&agents, "agent", &budget.agent, || at("agent"))?;
+            if has_world {
+                resolve(&servers, "server", &budget.server, || at("server"))?;
+            }
+            check_invocations(Some(budget.max_invocations), || at("max_invocations"))?;
+            let key = (&budget.agent, &budget.server, &budget.tool);
+            if !seen.insert(key) {
+                return Err(ArenaError::DuplicateId {
+                    kind: "budget",
+                    id: format!("{}/{}/{}", budget.agent, budget.server, budget.tool),
+                    field: format!("budgets[{i}]"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A guard as the kernel's data form, or `None` for a guard without a kind
+/// (a world-less scenario may name guards it does not configure).
+pub(crate) fn guard_spec(
+    index: usize,
+    guard: &crate::model::GuardDecl,
+) -> Result<Option<GuardSpec>, ArenaError> {
+    let mode = match guard.mode.as_deref() {
+        None => GuardMode::Enforce,
+        Some(text) => GuardMode::parse(text).map_err(|_| ArenaError::UnsupportedValue {
+            field: format!("guards[{index}].mode"),
+            value: text.to_string(),
+            allowed: "enforce, observe",
+        })?,
+    };
+    let Some(kind_text) = guard.kind.as_deref() else {
+        if guard.config.is_some() {
+            return Err(ArenaError::KeyNotAllowed {
+                field: format!("guards[{index}].config"),
+                context: "a guard takes config only together with kind",
+            });
+        }
+        return Ok(None);
+    };
+    let kind = GuardKind::parse(kind_text).map_err(|_| ArenaError::UnsupportedValue {
+        field: format!("guards[{index}].kind"),
+        value: kind_text.to_string(),
+        allowed: GUARD_KINDS,
+    })?;
+    let field = format!("guards[{index}].config");
+    let config = match &guard.config {
+        Some(table) => table_to_json(table, &field)?,
+        None => serde_json::Value::Object(Default::default()),
+    };
+    Ok(Some(GuardSpec {
+        id: guard.id.clone(),
+        kind,
+        mode,
+        config,
+    }))
+}
