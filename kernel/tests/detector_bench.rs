@@ -25,6 +25,7 @@ mod util;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use chio_kernel::guards::prompt_injection::inspect;
 use chio_kernel::guards::GuardKind;
 use chio_kernel::token::FULL_SHARE_BPS;
 use chio_kernel::{CapabilityToken, Kernel, ToolCallRequest, ToolOutput, Verdict};
@@ -366,7 +367,12 @@ fn show(bench: &mut Bench, attacks: &[(String, Vec<String>)], benign: &[(String,
     }
     for (family, items) in benign {
         for text in items.iter().filter(|t| bench.denied(t, Delivery::Output)) {
-            println!("FALSE {family}: {}", Value::String(text.clone()));
+            let rules: Vec<String> = inspect(text)
+                .matches
+                .iter()
+                .map(|m| format!("{}/{}/{}", m.pattern.as_str(), m.rule, m.reading.as_str()))
+                .collect();
+            println!("FALSE {family} {rules:?}: {}", Value::String(text.clone()));
         }
     }
 }

@@ -8,6 +8,7 @@
 //! (`< | im_start | >`) does not hide it.
 
 use super::rules::{words, Outcome, Views};
+use super::{actions, roles};
 
 /// Tag names that dress text as a tool invocation or its result, compared
 /// with `_` and `-` removed.
@@ -25,8 +26,6 @@ const TOOL_TAGS: &[&str] = &[
 const TOOL_KEYS: &[&str] = &["toolcall", "toolcalls", "functioncall"];
 /// Chat-template markers that carry no `<|...|>` shape, in the compact view.
 const TEMPLATE_MARKERS: &[&str] = &["[inst]", "[/inst]", "<<sys>>", "<</sys>>"];
-/// Roles a `### role` heading may announce.
-const HEADING_ROLES: &[&str] = &["system", "instruction", "assistant", "developer"];
 /// Phrases that claim a boundary of the conversation, as word sequences.
 const BOUNDARY_PHRASES: &[&[&str]] = &[
     &["end", "of", "user", "input"],
@@ -176,7 +175,9 @@ fn quoted_key(compact: &str, names: &[&str]) -> bool {
 
 /// `tool-name-spoof`: a tool tag (`tool-tag`), a tool special token
 /// (`tool-token`), a tool-call JSON key (`tool-key`), a routing prefix
-/// (`to=functions.`) or a bracketed tool marker (`[tool:`).
+/// (`to=functions.`), a bracketed tool marker (`[tool:`), or a tool call
+/// outside markup (`tool-key` unquoted, `react-action`, `tool-call-prose`;
+/// in `actions.rs`).
 pub fn tool_spoof(views: &Views) -> Outcome {
     if find_tag(&views.flat, TOOL_TAGS, false) {
         return Outcome::Hit("tool-tag");
@@ -194,6 +195,9 @@ pub fn tool_spoof(views: &Views) -> Outcome {
     if views.compact.contains("[tool:") {
         return Outcome::Hit("tool-bracket");
     }
+    if let Some(rule) = actions::tool_call(&views.lines, &views.flat) {
+        return Outcome::Hit(rule);
+    }
     let named = words(&views.flat)
         .iter()
         .any(|w| TOOL_TAGS.contains(&canonical_name(w).as_str()) && w.contains('_'));
@@ -204,28 +208,13 @@ pub fn tool_spoof(views: &Views) -> Outcome {
     }
 }
 
-/// A line `### role` or `###role:`: three or more `#`, a role, then a
-/// colon or the end of the line.
-fn role_heading(lines: &str) -> bool {
-    lines.lines().any(|line| {
-        let line = line.trim_start();
-        let hashes = line.bytes().take_while(|b| *b == b'#').count();
-        if hashes < 3 {
-            return false;
-        }
-        let rest = line[hashes..].trim_start();
-        let word_end = rest
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(rest.len());
-        let after = rest[word_end..].trim_start();
-        HEADING_ROLES.contains(&&rest[..word_end]) && (after.is_empty() || after.starts_with(':'))
-    })
-}
-
 /// `delimiter-confusion`: a special token `<|...|>` (`special-token`), a
 /// template marker such as `[INST]` or `<<SYS>>` (`template-marker`), a
-/// role tag `<system>`, `</system>`, `</user>` (`role-tag`), a role heading
-/// (`role-heading`) or a boundary phrase such as `end of user input`
+/// role tag `<system>` or `</system>` around prose, or `</user>`
+/// (`role-tag`), a token as a plain tag (`token-tag`), a role heading
+/// (`role-heading`), a bracketed role (`role-bracket`), a compound role
+/// label (`role-label`), forged turns (`turn-forgery`; these four in
+/// `roles.rs`) or a boundary phrase such as `end of user input`
 /// (`boundary-phrase`).
 pub fn delimiter(views: &Views) -> Outcome {
     if special_tokens(&views.compact).next().is_some() {
@@ -234,11 +223,23 @@ pub fn delimiter(views: &Views) -> Outcome {
     if TEMPLATE_MARKERS.iter().any(|m| views.compact.contains(m)) {
         return Outcome::Hit("template-marker");
     }
-    if find_tag(&views.flat, &["system"], true) || find_closing_user(&views.flat) {
+    if roles::system_tag_in_prose(&views.flat) || find_closing_user(&views.flat) {
         return Outcome::Hit("role-tag");
     }
-    if role_heading(&views.lines) {
+    if roles::token_tag(&views.flat) {
+        return Outcome::Hit("token-tag");
+    }
+    if roles::role_heading(&views.lines) {
         return Outcome::Hit("role-heading");
+    }
+    if roles::role_bracket(&views.lines) {
+        return Outcome::Hit("role-bracket");
+    }
+    if roles::role_label(&views.lines) {
+        return Outcome::Hit("role-label");
+    }
+    if roles::turn_forgery(&views.lines) {
+        return Outcome::Hit("turn-forgery");
     }
     let words = words(&views.flat);
     let phrase = BOUNDARY_PHRASES

@@ -59,8 +59,12 @@ use super::{
 use crate::error::KernelError;
 use crate::planted::GuardScope;
 
+mod actions;
+mod address;
+mod leak;
 mod markup;
 mod normalise;
+mod roles;
 mod rules;
 mod scan;
 mod structure;

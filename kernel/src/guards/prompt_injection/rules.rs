@@ -12,8 +12,8 @@
 //! A rule that does not fire may still report how close it came, in
 //! thousandths ([`Outcome::Near`]), for the adversary search.
 
-use super::markup;
 use super::Pattern;
+use super::{address, leak, markup};
 
 /// What one rule concluded about one reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,10 +143,12 @@ pub fn check(pattern: Pattern, views: &Views) -> Outcome {
     match pattern {
         Pattern::IgnorePreviousInstructions => sentences(&views.flat)
             .map(|s| override_instructions(&words(s)))
-            .fold(Outcome::Miss, Outcome::or),
+            .fold(Outcome::Miss, Outcome::or)
+            .or(address::check(&views.lines, is_instruction_noun)),
         Pattern::SystemPromptLeak => sentences(&views.flat)
             .map(|s| disclose_hidden_context(&words(s)))
-            .fold(Outcome::Miss, Outcome::or),
+            .fold(Outcome::Miss, Outcome::or)
+            .or(leak::check(views)),
         Pattern::ToolNameSpoof => markup::tool_spoof(views),
         Pattern::JsonPayloadSmuggle => Outcome::Miss,
         Pattern::DelimiterConfusion => markup::delimiter(views),
@@ -188,6 +190,36 @@ pub fn words(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether `word` is an instruction noun, or one letter away from a long
+/// one (inserted, dropped, changed or two swapped: `iunstructions`,
+/// `instrcutions`), since a model reads through a typo.
+pub fn is_instruction_noun(word: &str) -> bool {
+    if INSTRUCTION_NOUNS.contains(&word) {
+        return true;
+    }
+    word.len() >= 8
+        && INSTRUCTION_NOUNS
+            .iter()
+            .any(|noun| noun.len() >= 8 && one_edit_apart(word.as_bytes(), noun.as_bytes()))
+}
+
+/// Whether `a` becomes `b` by one insertion, deletion, substitution or
+/// swap of two neighbouring bytes.
+fn one_edit_apart(a: &[u8], b: &[u8]) -> bool {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match ra.len() as isize - rb.len() as isize {
+        0 => {
+            ra.is_empty()
+                || ra[1..] == rb[1..]
+                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        1 => ra[1..] == *rb,
+        -1 => *ra == rb[1..],
+        _ => false,
+    }
+}
+
 /// `override-verb`: an override verb followed within six words by an
 /// instruction noun, with a context qualifier between them or just after
 /// the noun.
@@ -199,7 +231,7 @@ fn override_instructions(words: &[&str]) -> Outcome {
             continue;
         }
         for (j, noun) in words.iter().enumerate().skip(i + 1).take(WINDOW * 3) {
-            if !INSTRUCTION_NOUNS.contains(noun) {
+            if !is_instruction_noun(noun) {
                 continue;
             }
             let qualified = words[i + 1..words.len().min(j + 3)]

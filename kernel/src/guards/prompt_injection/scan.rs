@@ -35,8 +35,10 @@ fn scan(
     let json = enabled.contains(&Pattern::JsonPayloadSmuggle);
     let mut structures = Vec::new();
     for (reading, views) in &readings {
-        if matches!(reading, Reading::Plain | Reading::TagDecoded)
-            && views.flat.contains(['{', '['])
+        if matches!(
+            reading,
+            Reading::Plain | Reading::TagDecoded | Reading::Base64Decoded
+        ) && views.flat.contains(['{', '['])
         {
             structures.push((*reading, structure::scan_text(&views.flat, json, budget)?));
         }
