@@ -244,7 +244,7 @@ fn variant_families(attacks: &[(String, Vec<String>)]) -> Vec<(String, Vec<Strin
                 .unwrap_or_else(|| panic!("no family {name}"))
         })
         .collect();
-    let transforms: [(&str, fn(&str) -> String); 3] = [
+    let transforms: [(&str, Transform); 3] = [
         ("variant-homoglyph", homoglyph),
         ("variant-tag-characters", tag_characters),
         ("variant-base64", base64),
@@ -259,6 +259,11 @@ fn variant_families(attacks: &[(String, Vec<String>)]) -> Vec<(String, Vec<Strin
         })
         .collect()
 }
+
+/// A family: its name and its texts.
+type Family = (String, Vec<String>);
+/// A text transform deriving a family.
+type Transform = fn(&str) -> String;
 
 /// One row of a table: family, delivery, items, denied.
 type Row = (String, Delivery, usize, usize);
@@ -279,7 +284,7 @@ fn measure(
 }
 
 /// The attack and benign families, derived families included.
-fn corpus() -> (Vec<(String, Vec<String>)>, Vec<(String, Vec<String>)>) {
+fn corpus() -> (Vec<Family>, Vec<Family>) {
     let mut attacks = families("attack");
     attacks.extend(variant_families(&attacks));
     let mut benign = families("benign");

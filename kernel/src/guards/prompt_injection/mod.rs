@@ -10,28 +10,36 @@
 //! (`normalise.rs`: invisible and formatting characters removed, NFKC,
 //! lowercase, diacritics dropped, Cyrillic, Greek and other look-alikes
 //! folded to Latin, whitespace collapsed; plus extra readings for invisible
-//! word separators, tag-character messages and right-to-left overrides).
-//! The patterns are shapes, not lists of payloads:
+//! word separators, tag-character messages, right-to-left overrides and
+//! long base64 runs). The patterns are shapes, not lists of payloads:
 //! - `ignore-previous-instructions`: an override verb (`ignore`, `disregard`,
 //!   `forget`, `override`, `bypass`, ...) followed within six words by an
-//!   instruction noun (`instructions`, `rules`, `guidelines`, `prompt`, ...),
-//!   with a qualifier that points at earlier context (`previous`, `prior`,
-//!   `above`, `all`, `your`, `system`, ...) between them or just after;
+//!   instruction noun (`instructions`, `rules`, `guidelines`, `prompt`, ...,
+//!   or one typo from a long one), with a qualifier that points at earlier
+//!   context (`previous`, `prior`, `above`, `all`, `your`, `system`, ...)
+//!   between them or just after; and instructions in data addressed to the
+//!   model, references to the task it was given, and overrides followed by
+//!   a redirect (`address.rs`);
 //! - `system-prompt-leak`: a disclosure verb (`reveal`, `print`, `repeat`,
 //!   `dump`, ...) followed within seven words by a hidden-context phrase
-//!   (`system prompt`, `system message`, `hidden instructions`, ...);
+//!   (`system prompt`, `system message`, `hidden instructions`, ...); and
+//!   requests for the instructions or the text above, and markdown-image
+//!   exfiltration (`leak.rs`);
 //! - `tool-name-spoof`: text dressed as a tool invocation: a tool tag
 //!   (`<tool_call`, `< tool_call >`, `</function_calls>`, `<invoke ...>`), a
 //!   tool special token (`<|tool_call|>`), a tool-call key (`"tool_call":`,
-//!   `'function_call' :`), `to=functions.` or `[tool:`;
+//!   `'function_call' :`), `to=functions.` or `[tool:`; and tool calls in
+//!   prose or non-JSON literals and ReAct action lines (`actions.rs`);
 //! - `json-payload-smuggle`: an object shaped like a tool call or a
 //!   privileged chat message, in text (JSON, single-quoted JSON, Python
 //!   dicts, at any nesting depth, escaped inside JSON strings at any level
 //!   up to the budget) or in the JSON value itself (`structure.rs`);
 //! - `delimiter-confusion`: chat-template and role delimiters however they
 //!   are spaced: any `<|...|>` special token, `[INST]`, `<<SYS>>`, role tags
-//!   (`<system>`, `</system>`, `</user>`), a `### system` or `###system:`
-//!   heading, boundary phrases (`end of user input`, ...).
+//!   (`<system>`, `</system>` around prose, `</user>`), a `### system` or
+//!   `###(system_message)` heading, boundary phrases (`end of user input`,
+//!   ...); and bracketed roles, compound role labels, tokens as plain tags
+//!   and forged user and assistant turns (`roles.rs`).
 //!
 //! The guard scans every key and string of the value, then the string
 //! values read together (joined by a space and by nothing), so a payload
@@ -48,6 +56,12 @@
 //! produce for a pattern (the detector must catch it) and
 //! [`Pattern::evasive_variants`] are variants these detectors are known to
 //! miss, kept so the arena's survival figures are honest about the limits.
+//!
+//! Modules: `normalise` (the readings), `scan` (the text scan and the value
+//! walk), `rules` (the verb rules and the views), `markup` (tool and
+//! delimiter markup), `roles`, `address`, `leak`, `actions` (the rules
+//! named above), `structure` (`json-payload-smuggle` and the budget),
+//! `tests`.
 
 use serde::Deserialize;
 use serde_json::Value;

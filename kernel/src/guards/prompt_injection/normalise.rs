@@ -27,8 +27,10 @@
 //! Further readings are made only when the text gives a reason: invisible
 //! characters used as word separators ([`Reading::InvisibleAsSpace`]), a
 //! message spelled in tag characters, which some models read although no
-//! screen shows it ([`Reading::TagDecoded`]), and a right-to-left override
-//! that displays a run in reverse ([`Reading::Reversed`]).
+//! screen shows it ([`Reading::TagDecoded`]), a right-to-left override
+//! that displays a run in reverse ([`Reading::Reversed`]), and base64 runs
+//! of at least [`MIN_BASE64_RUN`] characters that decode to printable text
+//! ([`Reading::Base64Decoded`]).
 
 use unicode_normalization::char::is_combining_mark;
 use unicode_normalization::UnicodeNormalization;

@@ -89,7 +89,7 @@ pub fn system_tag_in_prose(flat: &str) -> bool {
             return false;
         }
         if closing {
-            flat[..at].trim_end().chars().next_back() != Some('>')
+            !flat[..at].trim_end().ends_with('>')
         } else {
             let next = flat[end + 1..].trim_start();
             !next.starts_with('<') || next.starts_with("<|")
