@@ -2,7 +2,9 @@
 //! JSON configs, code, CI files, logs and notes under `tests/corpus/benign/`,
 //! plus every fixture and seed prompt the reference scenarios ship. None may
 //! trigger a detector, as one text, as a tool output or as call arguments
-//! whose string values are also read together.
+//! whose string values are also read together. The fixtures that carry an
+//! injection by design ([`HOSTILE_FIXTURES`], read by scenarios whose
+//! defence is not the detector) are held to the opposite: they must be caught.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -29,6 +31,16 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Scenario fixtures written as injections, for scenarios that test another
+/// defence (integrity labels); relative to `scenarios/fixtures/`.
+const HOSTILE_FIXTURES: &[&str] = &["integrity-hijack/mail/invoice.txt"];
+
+fn is_hostile(path: &Path) -> bool {
+    HOSTILE_FIXTURES
+        .iter()
+        .any(|f| path.ends_with(Path::new("scenarios/fixtures").join(f)))
+}
+
 fn corpus() -> Vec<(PathBuf, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
@@ -37,6 +49,7 @@ fn corpus() -> Vec<(PathBuf, String)> {
     files_under(&root.join("../scenarios/prompts"), &mut paths);
     paths
         .into_iter()
+        .filter(|p| !is_hostile(p))
         .map(|p| {
             let text = fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p, text)
@@ -102,4 +115,26 @@ fn benign_corpus_passes() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// The fixtures written as injections are caught by the default detector, as text and as a tool output.
+#[test]
+fn hostile_fixtures_are_detected() {
+    let guard = guard();
+    let labels = BTreeMap::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/fixtures");
+    for fixture in HOSTILE_FIXTURES {
+        let path = root.join(fixture);
+        let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(detect(&text).is_some(), "{fixture} not detected");
+        let output = json!({"ok": true, "content": text});
+        let path_args = json!({"path": "/workspace/in.txt"});
+        assert!(
+            matches!(
+                guard.check_output(&context(&path_args, &labels), &output),
+                Ok(OutputVerdict::Deny(_))
+            ),
+            "{fixture} passed as output"
+        );
+    }
 }

@@ -1,17 +1,19 @@
-//! The text rules of four injection patterns, run on one reading.
+//! The text rules of the injection patterns, run on one reading, and the
+//! views and sentence and word splitting every text rule shares.
 //!
 //! Each rule is a shape, not a list of payloads: a verb near a noun with a
-//! qualifier between them, a tag that opens or closes, a special token
-//! between `<|` and `|>`, a role heading on a line of its own. Rules run on
-//! three views of a reading: its lines, the flat text (line breaks read as
-//! spaces) and the compact text (every space removed), so spacing inside a
-//! delimiter (`< | im_start | >`) does not hide it. The fifth pattern,
-//! `json-payload-smuggle`, is structural and lives in `structure.rs`.
+//! qualifier between them. Rules run on three views of a reading: its lines,
+//! the flat text (line breaks read as spaces) and the compact text (every
+//! space removed). The verb rules live here; the markup rules (tool tags,
+//! special tokens, role tags and headings) in `markup.rs`. The fifth
+//! pattern, `json-payload-smuggle`, is structural and lives in
+//! `structure.rs`.
 //!
 //! A rule that does not fire may still report how close it came, in
 //! thousandths ([`Outcome::Near`]), for the adversary search.
 
 use super::Pattern;
+use super::{address, leak, markup};
 
 /// What one rule concluded about one reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,44 +137,21 @@ const HIDDEN_CONTEXT: &[(&str, &str)] = &[
     ("developer", "message"),
     ("developer", "instructions"),
 ];
-/// Tag names that dress text as a tool invocation or its result, compared
-/// with `_` and `-` removed.
-const TOOL_TAGS: &[&str] = &[
-    "toolcall",
-    "toolcalls",
-    "functioncall",
-    "functioncalls",
-    "invoke",
-    "tooluse",
-    "toolresult",
-    "functionresults",
-];
-/// JSON keys that announce a tool invocation, compared with `_` and `-` removed.
-const TOOL_KEYS: &[&str] = &["toolcall", "toolcalls", "functioncall"];
-/// Chat-template markers that carry no `<|...|>` shape, in the compact view.
-const TEMPLATE_MARKERS: &[&str] = &["[inst]", "[/inst]", "<<sys>>", "<</sys>>"];
-/// Roles a `### role` heading may announce.
-const HEADING_ROLES: &[&str] = &["system", "instruction", "assistant", "developer"];
-/// Phrases that claim a boundary of the conversation, as word sequences.
-const BOUNDARY_PHRASES: &[&[&str]] = &[
-    &["end", "of", "user", "input"],
-    &["begin", "system", "prompt"],
-    &["end", "of", "system", "prompt"],
-];
-
 /// Runs `pattern`'s rules on one reading; `json-payload-smuggle` is not a
 /// text rule and always misses here.
 pub fn check(pattern: Pattern, views: &Views) -> Outcome {
     match pattern {
         Pattern::IgnorePreviousInstructions => sentences(&views.flat)
             .map(|s| override_instructions(&words(s)))
-            .fold(Outcome::Miss, Outcome::or),
+            .fold(Outcome::Miss, Outcome::or)
+            .or(address::check(&views.lines, is_instruction_noun)),
         Pattern::SystemPromptLeak => sentences(&views.flat)
             .map(|s| disclose_hidden_context(&words(s)))
-            .fold(Outcome::Miss, Outcome::or),
-        Pattern::ToolNameSpoof => tool_spoof(views),
+            .fold(Outcome::Miss, Outcome::or)
+            .or(leak::check(views)),
+        Pattern::ToolNameSpoof => markup::tool_spoof(views),
         Pattern::JsonPayloadSmuggle => Outcome::Miss,
-        Pattern::DelimiterConfusion => delimiter(views),
+        Pattern::DelimiterConfusion => markup::delimiter(views),
     }
 }
 
@@ -211,6 +190,36 @@ pub fn words(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Whether `word` is an instruction noun, or one letter away from a long
+/// one (inserted, dropped, changed or two swapped: `iunstructions`,
+/// `instrcutions`), since a model reads through a typo.
+pub fn is_instruction_noun(word: &str) -> bool {
+    if INSTRUCTION_NOUNS.contains(&word) {
+        return true;
+    }
+    word.len() >= 8
+        && INSTRUCTION_NOUNS
+            .iter()
+            .any(|noun| noun.len() >= 8 && one_edit_apart(word.as_bytes(), noun.as_bytes()))
+}
+
+/// Whether `a` becomes `b` by one insertion, deletion, substitution or
+/// swap of two neighbouring bytes.
+fn one_edit_apart(a: &[u8], b: &[u8]) -> bool {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (ra, rb) = (&a[prefix..], &b[prefix..]);
+    match ra.len() as isize - rb.len() as isize {
+        0 => {
+            ra.is_empty()
+                || ra[1..] == rb[1..]
+                || (ra.len() >= 2 && ra[0] == rb[1] && ra[1] == rb[0] && ra[2..] == rb[2..])
+        }
+        1 => ra[1..] == *rb,
+        -1 => *ra == rb[1..],
+        _ => false,
+    }
+}
+
 /// `override-verb`: an override verb followed within six words by an
 /// instruction noun, with a context qualifier between them or just after
 /// the noun.
@@ -222,7 +231,7 @@ fn override_instructions(words: &[&str]) -> Outcome {
             continue;
         }
         for (j, noun) in words.iter().enumerate().skip(i + 1).take(WINDOW * 3) {
-            if !INSTRUCTION_NOUNS.contains(noun) {
+            if !is_instruction_noun(noun) {
                 continue;
             }
             let qualified = words[i + 1..words.len().min(j + 3)]
@@ -287,250 +296,6 @@ fn closeness(window: usize, distance: usize) -> u16 {
         .min(999)
 }
 
-/// Removes `_` and `-` and keeps what follows a namespace `:`.
-fn canonical_name(name: &str) -> String {
-    let local = name.rsplit(':').next().unwrap_or(name);
-    local.chars().filter(|c| *c != '_' && *c != '-').collect()
-}
-
-fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b':')
-}
-
-fn skip_spaces(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i] == b' ' {
-        i += 1;
-    }
-    i
-}
-
-/// Whether the attribute list starting at `i` (each attribute `name=value`)
-/// closes with `>` or `/>` within a short distance, as a real tag would.
-fn tag_closes(b: &[u8], mut i: usize) -> bool {
-    let limit = b.len().min(i + 512);
-    loop {
-        i = skip_spaces(b, i);
-        if i >= limit {
-            return false;
-        }
-        match b[i] {
-            b'>' => return true,
-            b'/' => return b.get(i + 1) == Some(&b'>'),
-            c if is_name_byte(c) => {
-                while i < limit && is_name_byte(b[i]) {
-                    i += 1;
-                }
-                i = skip_spaces(b, i);
-                if i >= limit || b[i] != b'=' {
-                    return false;
-                }
-                i = skip_spaces(b, i + 1);
-                match b.get(i) {
-                    Some(&q) if q == b'"' || q == b'\'' => {
-                        i += 1;
-                        while i < limit && b[i] != q && b[i] != b'\n' && b[i] != b'<' {
-                            i += 1;
-                        }
-                        if i >= limit || b[i] != q {
-                            return false;
-                        }
-                        i += 1;
-                    }
-                    _ => {
-                        while i < limit && !matches!(b[i], b' ' | b'>' | b'<' | b'\n') {
-                            i += 1;
-                        }
-                    }
-                }
-            }
-            _ => return false,
-        }
-    }
-}
-
-/// A tag `<name ...>` or `</name>` whose canonical name is in `names`.
-/// Written tight (`<tool_call`) it counts as soon as the name is read;
-/// written with spaces after `<` it must close like a tag (`< tool_call >`,
-/// `< tool_call name="x">`), so `i < tool_calls.len()` stays innocent. With
-/// `bare` set the tag must close right after its name.
-fn find_tag(text: &str, names: &[&str], bare: bool) -> bool {
-    let b = text.as_bytes();
-    for (at, _) in text.match_indices('<') {
-        let mut i = at + 1;
-        let start = i;
-        i = skip_spaces(b, i);
-        if b.get(i) == Some(&b'/') {
-            i = skip_spaces(b, i + 1);
-        }
-        let spaced = b[start..i].contains(&b' ');
-        let name_start = i;
-        while i < b.len() && is_name_byte(b[i]) {
-            i += 1;
-        }
-        if i == name_start || !names.contains(&canonical_name(&text[name_start..i]).as_str()) {
-            continue;
-        }
-        if spaced && crate::planted::weakened(crate::planted::Weakness::TightToolTagsOnly) {
-            continue;
-        }
-        let closes = if bare {
-            let j = skip_spaces(b, i);
-            b.get(j) == Some(&b'>')
-        } else {
-            !spaced || tag_closes(b, i)
-        };
-        if closes {
-            return true;
-        }
-    }
-    false
-}
-
-/// The largest character boundary of `text` at or below `at`.
-fn char_floor(text: &str, at: usize) -> usize {
-    let mut at = at.min(text.len());
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-/// The special tokens `<|name|>` of the compact view, by name.
-fn special_tokens(compact: &str) -> impl Iterator<Item = &str> {
-    compact.match_indices("<|").filter_map(move |(at, _)| {
-        let rest = &compact[at + 2..];
-        // A name is at most 48 bytes, so the close is looked for only that far.
-        let end = rest[..char_floor(rest, 50)].find("|>")?;
-        let name = &rest[..end];
-        let plausible = !name.is_empty()
-            && name.len() <= 48
-            && name.bytes().any(|c| c.is_ascii_alphabetic())
-            && !name.contains(['<', '>', '|']);
-        plausible.then_some(name)
-    })
-}
-
-/// A quoted key in the compact view whose canonical name is in `names`,
-/// followed by `:`.
-fn quoted_key(compact: &str, names: &[&str]) -> bool {
-    let b = compact.as_bytes();
-    for (at, quote) in compact.match_indices(['"', '\'']) {
-        let rest = &compact[at + 1..];
-        let Some(end) = rest[..char_floor(rest, 42)].find(quote) else {
-            continue;
-        };
-        let after = at + 1 + end + 1;
-        if b.get(after) == Some(&b':') && names.contains(&canonical_name(&rest[..end]).as_str()) {
-            return true;
-        }
-    }
-    false
-}
-
-/// `tool-name-spoof`: a tool tag (`tool-tag`), a tool special token
-/// (`tool-token`), a tool-call JSON key (`tool-key`), a routing prefix
-/// (`to=functions.`) or a bracketed tool marker (`[tool:`).
-fn tool_spoof(views: &Views) -> Outcome {
-    if find_tag(&views.flat, TOOL_TAGS, false) {
-        return Outcome::Hit("tool-tag");
-    }
-    if special_tokens(&views.compact).any(|name| TOOL_TAGS.contains(&canonical_name(name).as_str()))
-    {
-        return Outcome::Hit("tool-token");
-    }
-    if quoted_key(&views.compact, TOOL_KEYS) {
-        return Outcome::Hit("tool-key");
-    }
-    if views.compact.contains("to=functions.") {
-        return Outcome::Hit("routing-prefix");
-    }
-    if views.compact.contains("[tool:") {
-        return Outcome::Hit("tool-bracket");
-    }
-    let named = words(&views.flat)
-        .iter()
-        .any(|w| TOOL_TAGS.contains(&canonical_name(w).as_str()) && w.contains('_'));
-    if named {
-        Outcome::Near("tool-tag", 400)
-    } else {
-        Outcome::Miss
-    }
-}
-
-/// A line `### role` or `###role:`: three or more `#`, a role, then a
-/// colon or the end of the line.
-fn role_heading(lines: &str) -> bool {
-    lines.lines().any(|line| {
-        let line = line.trim_start();
-        let hashes = line.bytes().take_while(|b| *b == b'#').count();
-        if hashes < 3 {
-            return false;
-        }
-        let rest = line[hashes..].trim_start();
-        let word_end = rest
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(rest.len());
-        let after = rest[word_end..].trim_start();
-        HEADING_ROLES.contains(&&rest[..word_end]) && (after.is_empty() || after.starts_with(':'))
-    })
-}
-
-/// `delimiter-confusion`: a special token `<|...|>` (`special-token`), a
-/// template marker such as `[INST]` or `<<SYS>>` (`template-marker`), a
-/// role tag `<system>`, `</system>`, `</user>` (`role-tag`), a role heading
-/// (`role-heading`) or a boundary phrase such as `end of user input`
-/// (`boundary-phrase`).
-fn delimiter(views: &Views) -> Outcome {
-    if special_tokens(&views.compact).next().is_some() {
-        return Outcome::Hit("special-token");
-    }
-    if TEMPLATE_MARKERS.iter().any(|m| views.compact.contains(m)) {
-        return Outcome::Hit("template-marker");
-    }
-    if find_tag(&views.flat, &["system"], true) || find_closing_user(&views.flat) {
-        return Outcome::Hit("role-tag");
-    }
-    if role_heading(&views.lines) {
-        return Outcome::Hit("role-heading");
-    }
-    let words = words(&views.flat);
-    let phrase = BOUNDARY_PHRASES
-        .iter()
-        .any(|p| words.windows(p.len()).any(|w| w == *p));
-    if phrase {
-        return Outcome::Hit("boundary-phrase");
-    }
-    let token_words = [
-        "im_start",
-        "im_end",
-        "endoftext",
-        "eot_id",
-        "start_header_id",
-    ];
-    if words.iter().any(|w| token_words.contains(w)) {
-        Outcome::Near("special-token", 500)
-    } else {
-        Outcome::Miss
-    }
-}
-
-/// `</user>` with optional spaces, the one closing-only role tag.
-fn find_closing_user(flat: &str) -> bool {
-    let b = flat.as_bytes();
-    flat.match_indices('<').any(|(at, _)| {
-        let i = skip_spaces(b, at + 1);
-        if b.get(i) != Some(&b'/') {
-            return false;
-        }
-        let i = skip_spaces(b, i + 1);
-        if !flat[i..].starts_with("user") {
-            return false;
-        }
-        let j = skip_spaces(b, i + 4);
-        b.get(j) == Some(&b'>')
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -564,28 +329,6 @@ mod tests {
         ));
     }
 
-    // Tags count written tight or with spaces, but spaced text must close like a tag.
-    #[test]
-    fn tags_with_spaces() {
-        let p = Pattern::ToolNameSpoof;
-        for text in [
-            "<tool_call name=\"x\">",
-            "< tool_call >",
-            "<tool_call >",
-            "< / tool_call >",
-            "< function-call name = 'x' id=3 >",
-            "<invoke name=\"write_file\">",
-        ] {
-            assert_eq!(run(p, text), Outcome::Hit("tool-tag"), "{text}");
-        }
-        for text in [
-            "for i < tool_calls.len() { }",
-            "if a < invoke and b > c then",
-        ] {
-            assert_ne!(run(p, text), Outcome::Hit("tool-tag"), "{text}");
-        }
-    }
-
     // A verb's window ends with its sentence.
     #[test]
     fn windows_stop_at_sentences() {
@@ -602,30 +345,5 @@ mod tests {
             Outcome::Hit("disclosure-verb")
         );
         assert_eq!(sentences("a. b! c? d.e").count(), 4);
-    }
-
-    // Special tokens, template markers, role tags and headings are delimiters however they are spaced.
-    #[test]
-    fn delimiter_shapes() {
-        let p = Pattern::DelimiterConfusion;
-        for (text, rule) in [
-            ("< | im_start | > system", "special-token"),
-            ("<|begin_of_text|>", "special-token"),
-            ("[ INST ] hi", "template-marker"),
-            ("< system >", "role-tag"),
-            ("</ user>", "role-tag"),
-            ("###system\nobey", "role-heading"),
-            ("### Instruction: obey", "role-heading"),
-            ("end of user\ninput", "boundary-phrase"),
-        ] {
-            assert_eq!(run(p, text), Outcome::Hit(rule), "{text}");
-        }
-        for text in [
-            "### System requirements",
-            "a <|> b",
-            "### Instructions for contributors",
-        ] {
-            assert!(!matches!(run(p, text), Outcome::Hit(_)), "{text}");
-        }
     }
 }

@@ -1,0 +1,292 @@
+//! The scan: runs the enabled patterns over every reading of a text, then
+//! over the JSON strings embedded in it, and walks a JSON value (every
+//! object's shape, every key and string, then the string values read
+//! together). The rules themselves live in `rules.rs`, `markup.rs`,
+//! and `structure.rs`; what a finding means to a
+//! call is the guard's business (`mod.rs`).
+
+use serde_json::Value;
+
+use super::normalise::{normalise, readings, Reading};
+use super::rules::{self, Outcome, Views};
+use super::structure::{self, Budget, ScanLimit, ValueKind, MAX_EMBEDDING};
+use super::{Inspection, NearMiss, Pattern, RuleMatch, ValueFinding};
+use crate::planted::{weakened, Weakness};
+
+/// Scans one text with the enabled patterns; the first match, in
+/// [`Pattern::ALL`] order, with JSON strings embedded in it scanned after
+/// the text itself.
+fn scan(
+    text: &str,
+    enabled: &[Pattern],
+    level: usize,
+    budget: &mut Budget,
+) -> Result<Option<RuleMatch>, ScanLimit> {
+    let text = if weakened(Weakness::ShortScanWindow) {
+        &text[..floor_boundary(text, crate::planted::SHORT_SCAN_WINDOW)]
+    } else {
+        text
+    };
+    let readings: Vec<(Reading, Views)> = readings(text)
+        .into_iter()
+        .map(|(reading, text)| (reading, Views::new(text)))
+        .collect();
+    budget.bytes(readings.iter().map(|(_, v)| v.len()).sum())?;
+    let json = enabled.contains(&Pattern::JsonPayloadSmuggle);
+    let mut structures = Vec::new();
+    for (reading, views) in &readings {
+        if matches!(
+            reading,
+            Reading::Plain | Reading::TagDecoded | Reading::Base64Decoded
+        ) && views.flat.contains(['{', '['])
+        {
+            structures.push((*reading, structure::scan_text(&views.flat, json, budget)?));
+        }
+    }
+    for pattern in Pattern::ALL.into_iter().filter(|p| enabled.contains(p)) {
+        if pattern == Pattern::DelimiterConfusion && weakened(Weakness::DropDelimiterPattern) {
+            continue;
+        }
+        let hit = if pattern == Pattern::JsonPayloadSmuggle {
+            structures
+                .iter()
+                .find_map(|(reading, s)| s.smuggled.map(|rule| (*reading, rule)))
+        } else {
+            readings
+                .iter()
+                .find_map(|(reading, views)| match rules::check(pattern, views) {
+                    Outcome::Hit(rule) => Some((*reading, rule)),
+                    _ => None,
+                })
+        };
+        if let Some((reading, rule)) = hit {
+            return Ok(Some(RuleMatch {
+                pattern,
+                rule,
+                reading,
+                embedding: level,
+            }));
+        }
+    }
+    if weakened(Weakness::NoEmbeddedRescan) {
+        return Ok(None);
+    }
+    for (_, found) in &structures {
+        for inner in &found.embedded {
+            if level >= MAX_EMBEDDING {
+                return Err(ScanLimit::Embedding);
+            }
+            if let Some(hit) = scan(inner, enabled, level + 1, budget)? {
+                return Ok(Some(hit));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The largest character boundary of `text` at or below `at`.
+fn floor_boundary(text: &str, at: usize) -> usize {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// Whether one pattern's detector fires on `text` (a text past the scan
+/// budget does not count as a firing here; see [`inspect`]).
+pub fn detects(pattern: Pattern, text: &str) -> bool {
+    matches!(
+        scan(text, &[pattern], 0, &mut Budget::default()),
+        Ok(Some(_))
+    )
+}
+
+/// The first pattern (in [`Pattern::ALL`] order) detected in `text`.
+pub fn detect(text: &str) -> Option<Pattern> {
+    scan(text, &Pattern::ALL, 0, &mut Budget::default())
+        .ok()
+        .flatten()
+        .map(|m| m.pattern)
+}
+
+/// Every pattern detected in `text`.
+pub fn detect_all(text: &str) -> Vec<Pattern> {
+    Pattern::ALL
+        .into_iter()
+        .filter(|p| detects(*p, text))
+        .collect()
+}
+
+/// The detectors' full conclusion on `text`: which rule of each pattern
+/// fired, how close the others came, and whether the scan budget ran out.
+pub fn inspect(text: &str) -> Inspection {
+    let mut inspection = Inspection::default();
+    let mut budget = Budget::default();
+    for pattern in Pattern::ALL {
+        match scan(text, &[pattern], 0, &mut budget) {
+            Ok(Some(found)) => inspection.matches.push(found),
+            Ok(None) => {}
+            Err(limit) => {
+                inspection.limit = Some(limit);
+                return inspection;
+            }
+        }
+    }
+    let plain = Views::new(normalise(text));
+    for pattern in Pattern::ALL {
+        if inspection.matches.iter().any(|m| m.pattern == pattern) {
+            continue;
+        }
+        let near = if pattern == Pattern::JsonPayloadSmuggle {
+            structure::scan_text(&plain.flat, false, &mut Budget::default())
+                .ok()
+                .and_then(|s| s.near)
+                .map_or(Outcome::Miss, |(rule, closeness)| {
+                    Outcome::Near(rule, closeness)
+                })
+        } else {
+            rules::check(pattern, &plain)
+        };
+        if let Outcome::Near(rule, closeness) = near {
+            if closeness > 0 {
+                inspection.near_misses.push(NearMiss {
+                    pattern,
+                    rule,
+                    closeness,
+                });
+            }
+        }
+    }
+    inspection
+}
+
+/// One step of the value walk.
+enum Work<'v> {
+    /// A value and its pointer.
+    Value(&'v Value, String),
+    /// An object key and the pointer of its entry.
+    Key(&'v str, String),
+}
+
+fn pointer_or_root(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "/".to_string()
+    } else {
+        pointer.to_string()
+    }
+}
+
+/// The shape of an object of a JSON value, for `json-payload-smuggle`.
+fn value_shape(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
+    let mut shape = structure::ObjectShape::default();
+    for (key, value) in map {
+        let kind = match value {
+            Value::String(s) => ValueKind::Str(s),
+            Value::Object(_) => ValueKind::Object,
+            Value::Array(_) => ValueKind::Array,
+            _ => ValueKind::Other,
+        };
+        shape.add(key, kind);
+    }
+    shape.suspicious()
+}
+
+/// Scans a JSON value with `patterns`: every object's shape and every key
+/// and string (in document order, depth first), then the string values read
+/// together. The walk keeps its own stack, so no nesting is too deep for
+/// it; the scan budget bounds the work and running out of it is a finding.
+pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
+    let mut budget = Budget::default();
+    let json = patterns.contains(&Pattern::JsonPayloadSmuggle);
+    let mut values: Vec<&str> = Vec::new();
+    let mut stack = vec![Work::Value(value, String::new())];
+    while let Some(work) = stack.pop() {
+        let at = match &work {
+            Work::Value(_, pointer) | Work::Key(_, pointer) => pointer,
+        };
+        if let Err(limit) = budget.node() {
+            return Some(ValueFinding::Limit {
+                limit,
+                pointer: pointer_or_root(at),
+            });
+        }
+        let (text, pointer) = match work {
+            Work::Key(key, pointer) => (key, pointer),
+            Work::Value(Value::String(text), pointer) => {
+                values.push(text);
+                (text.as_str(), pointer)
+            }
+            Work::Value(Value::Array(items), pointer) => {
+                if let Err(limit) = budget.reserve(items.len()) {
+                    return Some(ValueFinding::Limit {
+                        limit,
+                        pointer: pointer_or_root(&pointer),
+                    });
+                }
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push(Work::Value(item, format!("{pointer}/{i}")));
+                }
+                continue;
+            }
+            Work::Value(Value::Object(map), pointer) => {
+                if let Err(limit) = budget.reserve(map.len().saturating_mul(2)) {
+                    return Some(ValueFinding::Limit {
+                        limit,
+                        pointer: pointer_or_root(&pointer),
+                    });
+                }
+                if let Some(rule) = value_shape(map).filter(|_| json) {
+                    return Some(ValueFinding::At {
+                        found: RuleMatch {
+                            pattern: Pattern::JsonPayloadSmuggle,
+                            rule,
+                            reading: Reading::Plain,
+                            embedding: 0,
+                        },
+                        pointer: pointer_or_root(&pointer),
+                    });
+                }
+                for (key, item) in map.iter().rev() {
+                    let entry = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    stack.push(Work::Value(item, entry.clone()));
+                    stack.push(Work::Key(key, entry));
+                }
+                continue;
+            }
+            Work::Value(_, _) => continue,
+        };
+        match scan(text, patterns, 0, &mut budget) {
+            Ok(Some(found)) => {
+                return Some(ValueFinding::At {
+                    found,
+                    pointer: pointer_or_root(&pointer),
+                })
+            }
+            Ok(None) => {}
+            Err(limit) => {
+                return Some(ValueFinding::Limit {
+                    limit,
+                    pointer: pointer_or_root(&pointer),
+                })
+            }
+        }
+    }
+    let values: Vec<&str> = values.into_iter().filter(|v| !v.is_empty()).collect();
+    if values.len() < 2 || weakened(Weakness::NoSplitJoin) {
+        return None;
+    }
+    for separator in [" ", ""] {
+        match scan(&values.join(separator), patterns, 0, &mut budget) {
+            Ok(Some(found)) => return Some(ValueFinding::Split { found }),
+            Ok(None) => {}
+            Err(limit) => {
+                return Some(ValueFinding::Limit {
+                    limit,
+                    pointer: "/".to_string(),
+                })
+            }
+        }
+    }
+    None
+}
