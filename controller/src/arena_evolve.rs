@@ -28,10 +28,12 @@ use std::time::{Duration, Instant};
 
 use chio_arena::adversary::chart::render_chart;
 use chio_arena::adversary::coevolution::DEFAULT_POPULATION_SIZE;
-use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
+use chio_arena::adversary::coevolution::{
+    evolve_with, BudgetControl, EvolutionResult, GenerationRecord,
+};
 use chio_arena::adversary::population::MAX_POPULATION_SIZE;
 use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
-use chio_arena::{load_scenario, ArenaError};
+use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
@@ -182,8 +184,21 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     })
 }
 
-/// Runs the command, printing to `out`.
+/// Runs the command, printing to `out`: load and check, evolve, write the
+/// leaderboard, trace, chart and SARIF files, then report.
 pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let scenario = load_checked(args)?;
+    let result = evolve(args, &scenario)?;
+    let (dir, board) = write_outputs(args, &scenario, &result)?;
+    let text = summary_text(args, &scenario, &result, &dir, &board)?;
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::output(COMMAND, &e))
+}
+
+/// Checks the budget flags, loads the scenario and refuses one without
+/// adversaries or a world.
+fn load_checked(args: &EvolveArgs) -> Result<Scenario, CliError> {
     check_budget(args.generations, args.wall_seconds)?;
     if args.population_size == 0 || args.population_size > MAX_POPULATION_SIZE {
         return Err(out_of_range(
@@ -197,6 +212,12 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         return Err(arena_error(&ArenaError::NoAdversaries));
     }
     scenario.require_world().map_err(|e| arena_error(&e))?;
+    Ok(scenario)
+}
+
+/// Runs the search against the real kernels, showing progress on a
+/// terminal and stopping at the wall budget.
+fn evolve(args: &EvolveArgs, scenario: &Scenario) -> Result<EvolutionResult, CliError> {
     tracing::info!(
         scenario_id = scenario.id(),
         rng_seed = scenario.file().rng_seed,
@@ -204,7 +225,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         "evolving adversary populations"
     );
     let mut evaluator =
-        KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
+        KernelActionEvaluator::load(scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     let config = EvolveConfig {
         generations: args.generations,
         population_size: args.population_size,
@@ -225,10 +246,19 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         bar,
         hit: false,
     };
-    let result = evolve_with(&scenario, &config, &mut evaluator, &mut budget)
-        .map_err(|e| arena_error(&e))?;
+    let result =
+        evolve_with(scenario, &config, &mut evaluator, &mut budget).map_err(|e| arena_error(&e))?;
     budget.bar.finish_and_clear();
+    Ok(result)
+}
 
+/// Writes the leaderboard (JSON and Markdown), the trace, the chart and,
+/// with `--sarif`, the SARIF report; answers the folder and the leaderboard.
+fn write_outputs(
+    args: &EvolveArgs,
+    scenario: &Scenario,
+    result: &EvolutionResult,
+) -> Result<(PathBuf, Leaderboard), CliError> {
     let dir = args
         .out
         .clone()
@@ -266,16 +296,27 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 reason: e.kind().to_string(),
             })
         })?;
-        let log = crate::sarif::render(&scenario, &args.file, &text, &result);
+        let log = crate::sarif::render(scenario, &args.file, &text, result);
         write_report(ReportKind::Sarif, path, log.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }
+    Ok((dir, board))
+}
 
+/// The report: canonical JSON with `--json`, else a summary and the
+/// leaderboard in Markdown.
+fn summary_text(
+    args: &EvolveArgs,
+    scenario: &Scenario,
+    result: &EvolutionResult,
+    dir: &Path,
+    board: &Leaderboard,
+) -> Result<String, CliError> {
     let stopped_by = if result.stopped_by_budget {
         "wall-budget"
     } else {
         "generations"
     };
-    let text = if args.json {
+    Ok(if args.json {
         let summary = EvolveSummary {
             budget_gate: BUDGET_GATE,
             generations: args.generations,
@@ -294,7 +335,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 .iter()
                 .map(|f| f.to_string())
                 .collect(),
-            leaderboard: &board,
+            leaderboard: board,
         };
         let mut bytes = to_canonical_vec(&summary).map_err(|e| arena_error(&e.into()))?;
         bytes.push(b'\n');
@@ -318,10 +359,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         s.push_str(&board.to_markdown());
         s.push_str(&format!("\nwritten to {}\n", dir.display()));
         s
-    };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    })
 }
 
 #[cfg(test)]

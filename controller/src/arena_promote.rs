@@ -33,8 +33,8 @@ use std::collections::BTreeSet;
 use chio_arena::adversary::action::{base_steps, AdversaryAction};
 use chio_arena::adversary::fitness::ActionEvaluator;
 use chio_arena::adversary::{
-    actions_for, populations_from_scenario, ActionResult, GenerationRecord, PromotedCase,
-    PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
+    actions_for, populations_from_scenario, ActionResult, AdversaryPopulation, GenerationRecord,
+    PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };
 use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
@@ -193,10 +193,56 @@ fn relative_to(from: &Path, to: &Path) -> Result<String, CliError> {
     Ok(parts.join("/"))
 }
 
-/// Runs the command, printing to `out`.
+/// Runs the command, printing to `out`: load and check the arguments, pass
+/// the bless gate, evaluate each action alone, write the cases, report.
 pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let scenario = load_scenario(&args.file)
         .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
+    let populations = selected_populations(args, &scenario)?;
+    if args.target == PromoteTarget::Fixtures {
+        PromotionGate::from_env()
+            .check(scenario.id())
+            .map_err(|e| arena_error(&e))?;
+    }
+    let mut evaluator =
+        KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
+    let root = args
+        .out
+        .clone()
+        .unwrap_or_else(|| scenario.base_dir().join("promoted"));
+    let actions: Vec<AdversaryAction> = match &args.from_trace {
+        Some(path) => trace_escapes(&scenario, path, &args.populations)?,
+        None => populations
+            .iter()
+            .flat_map(|p| actions_for(&scenario, p, 0))
+            .collect(),
+    };
+    let evaluated = evaluate_actions(args, &scenario, &mut evaluator, actions)?;
+    let mut cases = evaluated.cases;
+    let mut skipped_by_cap = 0;
+    if args.target == PromoteTarget::Fixtures && cases.len() > args.cap {
+        skipped_by_cap = cases.len() - args.cap;
+        cases.truncate(args.cap);
+    }
+    let written = write_cases(args, &root, cases)?;
+    let report = PromoteReport {
+        schema_version: PROMOTE_SCHEMA_VERSION,
+        scenario_id: scenario.id(),
+        target: args.target,
+        written,
+        skipped_by_cap,
+        not_eligible: evaluated.not_eligible,
+        still_escaping: args.from_trace.as_ref().map(|_| evaluated.still_escaping),
+    };
+    print_report(args.json, &report, out)
+}
+
+/// Checks `--cap`, `--step` and `--population` against the scenario and
+/// answers the populations to promote from.
+fn selected_populations(
+    args: &PromoteArgs,
+    scenario: &Scenario,
+) -> Result<Vec<AdversaryPopulation>, CliError> {
     if args.cap == 0 || args.cap > MAX_PROMOTE_CAP {
         return Err(CliError::new(
             codes::FLAG_OUT_OF_RANGE,
@@ -205,7 +251,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
             format!("pass --cap {ARENA_PROMOTE_CAP_DEFAULT} or another value from 1 to {MAX_PROMOTE_CAP}"),
         ));
     }
-    let bases = base_steps(&scenario);
+    let bases = base_steps(scenario);
     if let Some(step) = args
         .steps
         .iter()
@@ -213,7 +259,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
     {
         return Err(arena_error(&ArenaError::UnknownStep { step: step.clone() }));
     }
-    let mut populations = populations_from_scenario(&scenario).map_err(|e| arena_error(&e))?;
+    let mut populations = populations_from_scenario(scenario).map_err(|e| arena_error(&e))?;
     if populations.is_empty() {
         return Err(arena_error(&ArenaError::NoAdversaries));
     }
@@ -231,66 +277,74 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
     if !args.populations.is_empty() {
         populations.retain(|p| args.populations.contains(&p.name));
     }
-    if args.target == PromoteTarget::Fixtures {
-        PromotionGate::from_env()
-            .check(scenario.id())
-            .map_err(|e| arena_error(&e))?;
-    }
-    let mut evaluator =
-        KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
-    let root = args
-        .out
-        .clone()
-        .unwrap_or_else(|| scenario.base_dir().join("promoted"));
+    Ok(populations)
+}
+
+/// The cases the evaluated actions yield, and how many were not eligible.
+struct Evaluated {
+    /// Eligible cases, in action order.
+    cases: Vec<PromotedCase>,
+    /// Actions whose outcome the target does not keep.
+    not_eligible: usize,
+    /// Of those, the actions the kernel still admits.
+    still_escaping: usize,
+}
+
+/// Evaluates each action on the chosen steps alone and keeps the outcomes
+/// the target promotes.
+fn evaluate_actions(
+    args: &PromoteArgs,
+    scenario: &Scenario,
+    evaluator: &mut KernelActionEvaluator,
+    actions: Vec<AdversaryAction>,
+) -> Result<Evaluated, CliError> {
     let mut cases: Vec<PromotedCase> = Vec::new();
     let mut not_eligible = 0;
     let mut still_escaping = 0;
-    let actions: Vec<AdversaryAction> = match &args.from_trace {
-        Some(path) => trace_escapes(&scenario, path, &args.populations)?,
-        None => populations
-            .iter()
-            .flat_map(|p| actions_for(&scenario, p, 0))
-            .collect(),
-    };
-    {
-        for action in actions {
-            if !args.steps.is_empty() && !args.steps.contains(&action.base_step) {
-                continue;
+    for action in actions {
+        if !args.steps.is_empty() && !args.steps.contains(&action.base_step) {
+            continue;
+        }
+        let outcome = evaluator
+            .evaluate_batch(std::slice::from_ref(&action))
+            .map_err(|e| arena_error(&e))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                arena_error(&ArenaError::Evaluation {
+                    cause: "the evaluator returned no outcome".to_string(),
+                })
+            })?;
+        let case = match args.target {
+            PromoteTarget::Fixtures => PromotedCase::fixture(scenario.id(), "", &action, &outcome),
+            PromoteTarget::AdversarialSuite => {
+                PromotedCase::adversarial(scenario.id(), "", &action, &outcome)
             }
-            let outcome = evaluator
-                .evaluate_batch(std::slice::from_ref(&action))
-                .map_err(|e| arena_error(&e))?
-                .into_iter()
-                .next()
-                .ok_or_else(|| {
-                    arena_error(&ArenaError::Evaluation {
-                        cause: "the evaluator returned no outcome".to_string(),
-                    })
-                })?;
-            let case = match args.target {
-                PromoteTarget::Fixtures => {
-                    PromotedCase::fixture(scenario.id(), "", &action, &outcome)
-                }
-                PromoteTarget::AdversarialSuite => {
-                    PromotedCase::adversarial(scenario.id(), "", &action, &outcome)
-                }
-            };
-            match case {
-                Some(case) => cases.push(case),
-                None => {
-                    not_eligible += 1;
-                    if outcome.projected == ProjectedVerdict::Allow {
-                        still_escaping += 1;
-                    }
+        };
+        match case {
+            Some(case) => cases.push(case),
+            None => {
+                not_eligible += 1;
+                if outcome.projected == ProjectedVerdict::Allow {
+                    still_escaping += 1;
                 }
             }
         }
     }
-    let mut skipped_by_cap = 0;
-    if args.target == PromoteTarget::Fixtures && cases.len() > args.cap {
-        skipped_by_cap = cases.len() - args.cap;
-        cases.truncate(args.cap);
-    }
+    Ok(Evaluated {
+        cases,
+        not_eligible,
+        still_escaping,
+    })
+}
+
+/// Writes each case as canonical JSON in its target folder, naming its
+/// scenario relative to that folder; answers the paths written.
+fn write_cases(
+    args: &PromoteArgs,
+    root: &Path,
+    cases: Vec<PromotedCase>,
+) -> Result<Vec<String>, CliError> {
     let scenario_file = args.file.clone();
     let mut written = Vec::new();
     for mut case in cases {
@@ -308,17 +362,17 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         std::fs::write(&path, bytes).map_err(|e| output_error(&path, &e))?;
         written.push(path.display().to_string());
     }
-    let report = PromoteReport {
-        schema_version: PROMOTE_SCHEMA_VERSION,
-        scenario_id: scenario.id(),
-        target: args.target,
-        written,
-        skipped_by_cap,
-        not_eligible,
-        still_escaping: args.from_trace.as_ref().map(|_| still_escaping),
-    };
-    let text = if args.json {
-        let mut bytes = to_canonical_vec(&report).map_err(|e| arena_error(&e.into()))?;
+    Ok(written)
+}
+
+/// Prints the report, as canonical JSON with `--json`.
+fn print_report(
+    json: bool,
+    report: &PromoteReport<'_>,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let text = if json {
+        let mut bytes = to_canonical_vec(report).map_err(|e| arena_error(&e.into()))?;
         bytes.push(b'\n');
         String::from_utf8_lossy(&bytes).into_owned()
     } else {

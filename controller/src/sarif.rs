@@ -129,130 +129,19 @@ pub fn render(
     scenario_text: &str,
     result: &EvolutionResult,
 ) -> String {
-    let uri = path_uri(scenario_path);
+    let lines = ScenarioLines {
+        scenario,
+        uri: path_uri(scenario_path),
+        steps: header_lines(scenario_text, "steps"),
+        adversaries: header_lines(scenario_text, "adversaries"),
+    };
+    let uri = &lines.uri;
     let file = scenario.file();
-    let step_lines = header_lines(scenario_text, "steps");
-    let adversary_lines = header_lines(scenario_text, "adversaries");
-    let step_line = |id: &str| {
-        file.steps
-            .iter()
-            .position(|s| s.id == id)
-            .and_then(|i| step_lines.get(i).copied())
-    };
-    let adversary_line = |population: &str| {
-        file.adversaries
-            .iter()
-            .position(|a| a.population == population)
-            .and_then(|i| adversary_lines.get(i).copied())
-    };
-
-    // Every escape once, by (rule, population, action id); the first
-    // generation that recorded it is kept (elites keep their sample).
-    let mut escapes: BTreeMap<(usize, &str, &str), Escape<'_>> = BTreeMap::new();
-    for generation in &result.trace {
-        for sample in &generation.samples {
-            let rule = AdversaryClass::ALL
-                .iter()
-                .position(|c| *c == sample.class)
-                .unwrap_or(0);
-            for record in &sample.records {
-                if record.result != ActionResult::Survived {
-                    continue;
-                }
-                escapes
-                    .entry((rule, sample.population.as_str(), record.action.as_str()))
-                    .or_insert(Escape {
-                        generation: generation.generation,
-                        class: sample.class,
-                        population: &sample.population,
-                        lineage: &sample.lineage,
-                        record,
-                    });
-            }
-        }
-    }
-
-    let rules: Vec<Value> = AdversaryClass::ALL
-        .iter()
-        .map(|class| {
-            let (name, short, full) = rule_text(*class);
-            json!({
-                "id": class.as_str(),
-                "name": name,
-                "shortDescription": { "text": short },
-                "fullDescription": { "text": full },
-                "help": { "text": full },
-                "defaultConfiguration": { "level": "error" },
-                "properties": { "tags": ["security", "chio-arena", "adversary"] },
-            })
-        })
-        .collect();
-
+    let escapes = collect_escapes(result);
+    let rules = driver_rules();
     let results: Vec<Value> = escapes
         .iter()
-        .map(|((rule, _, _), e)| {
-            let r = e.record;
-            let class = e.class.as_str();
-            let origin = if e.population == e.lineage {
-                String::new()
-            } else {
-                format!(", bred from declared population {}", e.lineage)
-            };
-            let operators = if r.operators.is_empty() {
-                String::new()
-            } else {
-                format!("; its operators: {}", describe(&r.operators))
-            };
-            let text = format!(
-                "population {} ({class}{origin}) escaped the guard pipeline: action {} mutating step {} was expected to be denied, and the kernel answered {}{}{operators}",
-                e.population,
-                r.action,
-                r.base_step,
-                r.actual.as_str(),
-                r.guard
-                    .as_deref()
-                    .map(|g| format!(" (deciding guard {g})"))
-                    .unwrap_or_default()
-            );
-            let step_at = step_line(&r.base_step);
-            let adversary_at = adversary_line(e.lineage);
-            let primary_text = if step_at.is_some() {
-                format!("step {}, which the action mutates", r.base_step)
-            } else {
-                format!("adversary population {}", e.lineage)
-            };
-            let related_text = format!("[[adversaries]] population {} ({class})", e.lineage);
-            json!({
-                "ruleId": class,
-                "ruleIndex": rule,
-                "level": "error",
-                "message": { "text": text },
-                "locations": [{
-                    "physicalLocation": physical(&uri, step_at.or(adversary_at)),
-                    "message": { "text": primary_text },
-                }],
-                "relatedLocations": [{
-                    "id": 1,
-                    "physicalLocation": physical(&uri, adversary_at),
-                    "message": { "text": related_text },
-                }],
-                "partialFingerprints": {
-                    "chioArenaEscape/v1": format!("{}:{}", scenario.id(), r.action),
-                },
-                "properties": {
-                    "scenario": scenario.id(),
-                    "generation": e.generation,
-                    "population": e.population,
-                    "lineage": e.lineage,
-                    "action": r.action,
-                    "baseStep": r.base_step,
-                    "gene": r.gene,
-                    "expected": r.expected.as_str(),
-                    "actual": r.actual.as_str(),
-                    "receiptId": r.receipt_id,
-                },
-            })
-        })
+        .map(|((rule, _, _), e)| lines.result(*rule, e))
         .collect();
 
     let log = json!({
@@ -281,6 +170,155 @@ pub fn render(
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Every escape once, by (rule, population, action id); the first
+/// generation that recorded it is kept (elites keep their sample).
+fn collect_escapes(result: &EvolutionResult) -> BTreeMap<(usize, &str, &str), Escape<'_>> {
+    let mut escapes = BTreeMap::new();
+    for generation in &result.trace {
+        for sample in &generation.samples {
+            let rule = AdversaryClass::ALL
+                .iter()
+                .position(|c| *c == sample.class)
+                .unwrap_or(0);
+            for record in &sample.records {
+                if record.result != ActionResult::Survived {
+                    continue;
+                }
+                escapes
+                    .entry((rule, sample.population.as_str(), record.action.as_str()))
+                    .or_insert(Escape {
+                        generation: generation.generation,
+                        class: sample.class,
+                        population: &sample.population,
+                        lineage: &sample.lineage,
+                        record,
+                    });
+            }
+        }
+    }
+    escapes
+}
+
+/// One rule per adversary class, in `AdversaryClass::ALL` order.
+fn driver_rules() -> Vec<Value> {
+    AdversaryClass::ALL
+        .iter()
+        .map(|class| {
+            let (name, short, full) = rule_text(*class);
+            json!({
+                "id": class.as_str(),
+                "name": name,
+                "shortDescription": { "text": short },
+                "fullDescription": { "text": full },
+                "help": { "text": full },
+                "defaultConfiguration": { "level": "error" },
+                "properties": { "tags": ["security", "chio-arena", "adversary"] },
+            })
+        })
+        .collect()
+}
+
+/// The scenario file as results point into it: its URI and the lines of
+/// its `[[steps]]` and `[[adversaries]]` headers.
+struct ScenarioLines<'a> {
+    /// The scenario the evolution ran.
+    scenario: &'a Scenario,
+    /// The scenario path as a URI reference.
+    uri: String,
+    /// The line of each `[[steps]]` header, in declaration order.
+    steps: Vec<u64>,
+    /// The line of each `[[adversaries]]` header, in declaration order.
+    adversaries: Vec<u64>,
+}
+
+impl ScenarioLines<'_> {
+    /// The header line of step `id`, when found.
+    fn step_line(&self, id: &str) -> Option<u64> {
+        self.scenario
+            .file()
+            .steps
+            .iter()
+            .position(|s| s.id == id)
+            .and_then(|i| self.steps.get(i).copied())
+    }
+
+    /// The header line of the population `population`, when found.
+    fn adversary_line(&self, population: &str) -> Option<u64> {
+        self.scenario
+            .file()
+            .adversaries
+            .iter()
+            .position(|a| a.population == population)
+            .and_then(|i| self.adversaries.get(i).copied())
+    }
+
+    /// One escape as a SARIF result of rule `rule`, located at the step it
+    /// mutates, with its population's header as a related location.
+    fn result(&self, rule: usize, e: &Escape<'_>) -> Value {
+        let r = e.record;
+        let class = e.class.as_str();
+        let origin = if e.population == e.lineage {
+            String::new()
+        } else {
+            format!(", bred from declared population {}", e.lineage)
+        };
+        let operators = if r.operators.is_empty() {
+            String::new()
+        } else {
+            format!("; its operators: {}", describe(&r.operators))
+        };
+        let text = format!(
+            "population {} ({class}{origin}) escaped the guard pipeline: action {} mutating step {} was expected to be denied, and the kernel answered {}{}{operators}",
+            e.population,
+            r.action,
+            r.base_step,
+            r.actual.as_str(),
+            r.guard
+                .as_deref()
+                .map(|g| format!(" (deciding guard {g})"))
+                .unwrap_or_default()
+        );
+        let step_at = self.step_line(&r.base_step);
+        let adversary_at = self.adversary_line(e.lineage);
+        let primary_text = if step_at.is_some() {
+            format!("step {}, which the action mutates", r.base_step)
+        } else {
+            format!("adversary population {}", e.lineage)
+        };
+        let related_text = format!("[[adversaries]] population {} ({class})", e.lineage);
+        json!({
+            "ruleId": class,
+            "ruleIndex": rule,
+            "level": "error",
+            "message": { "text": text },
+            "locations": [{
+                "physicalLocation": physical(&self.uri, step_at.or(adversary_at)),
+                "message": { "text": primary_text },
+            }],
+            "relatedLocations": [{
+                "id": 1,
+                "physicalLocation": physical(&self.uri, adversary_at),
+                "message": { "text": related_text },
+            }],
+            "partialFingerprints": {
+                "chioArenaEscape/v1": format!("{}:{}", self.scenario.id(), r.action),
+            },
+            "properties": {
+                "scenario": self.scenario.id(),
+                "generation": e.generation,
+                "population": e.population,
+                "lineage": e.lineage,
+                "action": r.action,
+                "baseStep": r.base_step,
+                "gene": r.gene,
+                "expected": r.expected.as_str(),
+                "actual": r.actual.as_str(),
+                "receiptId": r.receipt_id,
+            },
+        })
+    }
 }
 
 #[cfg(test)]

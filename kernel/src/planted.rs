@@ -249,12 +249,12 @@ mod tests {
             assert_eq!(Weakness::parse(w.as_str()), Some(w));
             assert!(matches!(
                 w.guard_kind(),
-                "prompt-injection" | "forbidden-path"
+                "prompt-injection" | "forbidden-path" | "budget"
             ));
         }
     }
 
-    // Outside a guard scope nothing is ever weakened, whatever is selected.
+    // Outside a guard scope no guard weakness is ever planted, whatever is selected.
     #[test]
     fn outside_a_guard_nothing_is_weakened() {
         for w in Weakness::ALL {

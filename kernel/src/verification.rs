@@ -15,8 +15,8 @@ use crate::canonical::to_canonical_vec;
 use crate::path::{is_under, normalize_path};
 use crate::signature::{verify_hex, SignatureCache};
 use crate::token::{
-    CapabilityToken, GrantState, MonetaryLimit, ScopeGrant, ANY_TOOL, CAPABILITY_SCHEMA,
-    DELEGATION_SCHEMA,
+    CapabilityBody, CapabilityToken, GrantState, MonetaryLimit, ScopeGrant, ANY_TOOL,
+    CAPABILITY_SCHEMA, DELEGATION_SCHEMA,
 };
 
 /// Exact reason: the issuer is not in the trusted set.
@@ -70,13 +70,15 @@ pub struct VerifiedCapability {
 }
 
 /// Verifies a capability at `now_ms` (Unix milliseconds) against the trusted
-/// issuer keys; answers the deny reason on failure.
+/// issuer keys; answers the deny reason on failure. The checks run in the
+/// order the module documents: structure and issuer, signatures, window,
+/// then the chain's shape.
 pub fn verify_capability(
     token: &CapabilityToken,
     trusted_issuers: &[String],
     now_ms: u64,
     max_depth: usize,
-    mut cache: Option<&mut SignatureCache>,
+    cache: Option<&mut SignatureCache>,
 ) -> Result<VerifiedCapability, String> {
     if token.schema != CAPABILITY_SCHEMA {
         return Err(format!(
@@ -104,12 +106,39 @@ pub fn verify_capability(
     if !trusted_issuers.contains(&root.issuer) {
         return Err(UNTRUSTED_ISSUER.to_string());
     }
+    verify_signatures(token, &root, cache)?;
+    // Time, on the effective window.
+    if now_ms < token.not_before_ms {
+        return Err(NOT_YET_VALID.to_string());
+    }
+    if now_ms > token.expires_at_ms {
+        return Err(EXPIRED.to_string());
+    }
+    let chain = verify_chain(token, &root, now_ms)?;
+    Ok(VerifiedCapability {
+        id: token.id.clone(),
+        subject: token.subject.clone(),
+        root_id: root.id,
+        ancestors: chain.ancestors,
+        state: token.state(),
+        shares: chain.shares,
+        invocation_limits: chain.invocation_limits,
+    })
+}
+
+/// Verifies the root's signature by its issuer and each link's by its
+/// delegator, and that the top-level fields are what the last link signed.
+fn verify_signatures(
+    token: &CapabilityToken,
+    root: &CapabilityBody,
+    mut cache: Option<&mut SignatureCache>,
+) -> Result<(), String> {
     // Signatures: root by the issuer, each link by its delegator, and the
     // top-level fields must be what the last link signed.
     if token.issuer != root.issuer || root.schema != CAPABILITY_SCHEMA {
         return Err(INVALID_SIGNATURE.to_string());
     }
-    let root_bytes = to_canonical_vec(&root).map_err(|_| INVALID_SIGNATURE.to_string())?;
+    let root_bytes = to_canonical_vec(root).map_err(|_| INVALID_SIGNATURE.to_string())?;
     if !verify_hex(
         cache.as_deref_mut(),
         &root.issuer,
@@ -141,14 +170,27 @@ pub fn verify_capability(
             return Err(INVALID_SIGNATURE.to_string());
         }
     }
-    // Time, on the effective window.
-    if now_ms < token.not_before_ms {
-        return Err(NOT_YET_VALID.to_string());
-    }
-    if now_ms > token.expires_at_ms {
-        return Err(EXPIRED.to_string());
-    }
-    // Chain shape.
+    Ok(())
+}
+
+/// What walking a well-formed chain yields for the later steps.
+struct ChainWalk {
+    /// Ids of the root and every intermediate capability, root first.
+    ancestors: Vec<String>,
+    /// Share admissions, root side first.
+    shares: Vec<ShareClaim>,
+    /// Invocation budgets along the chain, root first.
+    invocation_limits: Vec<InvocationLimit>,
+}
+
+/// Walks the chain from the root: continuity, cycles of ids and keys, link
+/// dates, and the attenuation of every link, collecting share claims and
+/// invocation budgets.
+fn verify_chain(
+    token: &CapabilityToken,
+    root: &CapabilityBody,
+    now_ms: u64,
+) -> Result<ChainWalk, String> {
     let mut ids = vec![root.id.clone()];
     let mut keys = vec![root.subject.clone()];
     let mut parent_state = root.state();
@@ -216,12 +258,8 @@ pub fn verify_capability(
         parent_time = link.timestamp_ms;
     }
     ids.pop();
-    Ok(VerifiedCapability {
-        id: token.id.clone(),
-        subject: token.subject.clone(),
-        root_id: root.id,
+    Ok(ChainWalk {
         ancestors: ids,
-        state: token.state(),
         shares,
         invocation_limits,
     })

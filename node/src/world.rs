@@ -100,7 +100,9 @@ pub struct World {
 }
 
 impl World {
-    /// Resolves the world of `scenario`, seeding workspaces from `fixtures`.
+    /// Resolves the world of `scenario`, seeding workspaces from `fixtures`:
+    /// agents and their keys, kernels with their guards, tool servers, then
+    /// the grants the authority issues at the clock's start.
     pub fn resolve(scenario: &Scenario, fixtures: &FixtureSet) -> Result<World, NodeError> {
         scenario
             .require_world()
@@ -118,108 +120,10 @@ impl World {
             .map(|s| (s.id.clone(), s))
             .collect();
 
-        let mut agents = BTreeMap::new();
-        let mut agent_keys = BTreeMap::new();
-        for agent in &file.agents {
-            let kernel = agent.kernel.clone().ok_or_else(|| {
-                NodeError::Scenario(format!("agent {} names no kernel", agent.id))
-            })?;
-            let node = kernel_node(scenario, &kernel)?;
-            let key = derive_arena_key(seed, AGENT_ROLE, &agent.id);
-            agent_keys.insert(agent.id.clone(), public_key_hex(&key));
-            agents.insert(
-                agent.id.clone(),
-                AgentPlan {
-                    id: agent.id.clone(),
-                    kernel,
-                    node,
-                    key,
-                },
-            );
-        }
-
-        let tool_budgets: Vec<ToolBudget> = file
-            .budgets
-            .iter()
-            .map(|b| ToolBudget {
-                agent: b.agent.clone(),
-                server: b.server.clone(),
-                tool: b.tool.clone(),
-                max_invocations: b.max_invocations,
-            })
-            .collect();
-
-        let mut kernels = BTreeMap::new();
-        for kernel in &file.kernels {
-            let mut config =
-                KernelConfig::new(&kernel.id, derive_arena_key(seed, KERNEL_ROLE, &kernel.id));
-            config.trusted_issuers = vec![authority_hex.clone()];
-            config.agent_keys = agent_keys.clone();
-            config.tool_budgets = tool_budgets.clone();
-            config.guards = kernel
-                .guards
-                .iter()
-                .map(|id| {
-                    specs.get(id).cloned().ok_or_else(|| {
-                        NodeError::Scenario(format!(
-                            "kernel {} names unknown guard {id}",
-                            kernel.id
-                        ))
-                    })
-                })
-                .collect::<Result<_, _>>()?;
-            kernels.insert(
-                kernel.id.clone(),
-                KernelPlan {
-                    id: kernel.id.clone(),
-                    node: kernel.node.clone(),
-                    config,
-                },
-            );
-        }
-
-        let mut servers = BTreeMap::new();
-        for server in &file.servers {
-            let node = kernel_node(scenario, &server.kernel)?;
-            servers.insert(
-                server.id.clone(),
-                ServerPlan {
-                    id: server.id.clone(),
-                    kernel: server.kernel.clone(),
-                    node,
-                    config: server_config(server, fixtures)?,
-                    integrity: integrity_policy(server)?,
-                },
-            );
-        }
-
-        let mut grants = BTreeMap::new();
-        for grant in &file.grants {
-            let subject = agent_keys.get(&grant.agent).ok_or_else(|| {
-                NodeError::Scenario(format!("grant {} names unknown agent", grant.id))
-            })?;
-            let tools: Vec<&str> = grant.tools.iter().map(String::as_str).collect();
-            let mut scope = ScopeGrant::new(&grant.server, &tools);
-            if let Some(prefix) = &grant.path_prefix {
-                scope = scope.with_path_prefix(prefix);
-            }
-            let body = CapabilityBody {
-                schema: CAPABILITY_SCHEMA.to_string(),
-                id: grant.id.clone(),
-                issuer: authority_hex.clone(),
-                subject: subject.clone(),
-                scope: vec![scope],
-                not_before_ms: start_ms.saturating_add(grant.not_before()),
-                expires_at_ms: start_ms.saturating_add(grant.expires_after()),
-                max_invocations: grant.max_invocations,
-                share_bps: u32::try_from(grant.share()).map_err(|_| {
-                    NodeError::Scenario(format!("grant {} share_bps out of range", grant.id))
-                })?,
-            };
-            let token = CapabilityToken::issue(body, &authority)
-                .map_err(|e| NodeError::Kernel(e.to_string()))?;
-            grants.insert(grant.id.clone(), (grant.agent.clone(), token));
-        }
+        let (agents, agent_keys) = resolve_agents(scenario)?;
+        let kernels = resolve_kernels(scenario, &specs, &authority_hex, &agent_keys)?;
+        let servers = resolve_servers(scenario, fixtures)?;
+        let grants = issue_grants(scenario, start_ms, &authority, &authority_hex, &agent_keys)?;
 
         Ok(World {
             scenario_id: file.id.clone(),
@@ -293,6 +197,153 @@ impl World {
                 .collect(),
         )
     }
+}
+
+/// Agent id to the agent's public key (hex), as kernels and grants name it.
+type AgentKeys = BTreeMap<String, String>;
+
+/// Every agent placed on its kernel's node, and every agent's public key
+/// by agent id.
+fn resolve_agents(
+    scenario: &Scenario,
+) -> Result<(BTreeMap<String, AgentPlan>, AgentKeys), NodeError> {
+    let (file, seed) = (scenario.file(), scenario.file().rng_seed);
+    let mut agents = BTreeMap::new();
+    let mut agent_keys = BTreeMap::new();
+    for agent in &file.agents {
+        let kernel = agent
+            .kernel
+            .clone()
+            .ok_or_else(|| NodeError::Scenario(format!("agent {} names no kernel", agent.id)))?;
+        let node = kernel_node(scenario, &kernel)?;
+        let key = derive_arena_key(seed, AGENT_ROLE, &agent.id);
+        agent_keys.insert(agent.id.clone(), public_key_hex(&key));
+        agents.insert(
+            agent.id.clone(),
+            AgentPlan {
+                id: agent.id.clone(),
+                kernel,
+                node,
+                key,
+            },
+        );
+    }
+
+    Ok((agents, agent_keys))
+}
+
+/// Every kernel with its node, its key, the authority it trusts, the agent
+/// keys and budgets it knows and its guard pipeline.
+fn resolve_kernels(
+    scenario: &Scenario,
+    specs: &BTreeMap<String, GuardSpec>,
+    authority_hex: &str,
+    agent_keys: &AgentKeys,
+) -> Result<BTreeMap<String, KernelPlan>, NodeError> {
+    let (file, seed) = (scenario.file(), scenario.file().rng_seed);
+    let tool_budgets: Vec<ToolBudget> = file
+        .budgets
+        .iter()
+        .map(|b| ToolBudget {
+            agent: b.agent.clone(),
+            server: b.server.clone(),
+            tool: b.tool.clone(),
+            max_invocations: b.max_invocations,
+        })
+        .collect();
+
+    let mut kernels = BTreeMap::new();
+    for kernel in &file.kernels {
+        let mut config =
+            KernelConfig::new(&kernel.id, derive_arena_key(seed, KERNEL_ROLE, &kernel.id));
+        config.trusted_issuers = vec![authority_hex.to_string()];
+        config.agent_keys = agent_keys.clone();
+        config.tool_budgets = tool_budgets.clone();
+        config.guards = kernel
+            .guards
+            .iter()
+            .map(|id| {
+                specs.get(id).cloned().ok_or_else(|| {
+                    NodeError::Scenario(format!("kernel {} names unknown guard {id}", kernel.id))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        kernels.insert(
+            kernel.id.clone(),
+            KernelPlan {
+                id: kernel.id.clone(),
+                node: kernel.node.clone(),
+                config,
+            },
+        );
+    }
+
+    Ok(kernels)
+}
+
+/// Every tool server placed on its kernel's node, seeded from `fixtures`.
+fn resolve_servers(
+    scenario: &Scenario,
+    fixtures: &FixtureSet,
+) -> Result<BTreeMap<String, ServerPlan>, NodeError> {
+    let file = scenario.file();
+    let mut servers = BTreeMap::new();
+    for server in &file.servers {
+        let node = kernel_node(scenario, &server.kernel)?;
+        servers.insert(
+            server.id.clone(),
+            ServerPlan {
+                id: server.id.clone(),
+                kernel: server.kernel.clone(),
+                node,
+                config: server_config(server, fixtures)?,
+                integrity: integrity_policy(server)?,
+            },
+        );
+    }
+
+    Ok(servers)
+}
+
+/// Every grant as a token the authority issues to its agent's key, its
+/// window counted from the clock's start.
+fn issue_grants(
+    scenario: &Scenario,
+    start_ms: u64,
+    authority: &SigningKey,
+    authority_hex: &str,
+    agent_keys: &AgentKeys,
+) -> Result<BTreeMap<String, (String, CapabilityToken)>, NodeError> {
+    let file = scenario.file();
+    let mut grants = BTreeMap::new();
+    for grant in &file.grants {
+        let subject = agent_keys.get(&grant.agent).ok_or_else(|| {
+            NodeError::Scenario(format!("grant {} names unknown agent", grant.id))
+        })?;
+        let tools: Vec<&str> = grant.tools.iter().map(String::as_str).collect();
+        let mut scope = ScopeGrant::new(&grant.server, &tools);
+        if let Some(prefix) = &grant.path_prefix {
+            scope = scope.with_path_prefix(prefix);
+        }
+        let body = CapabilityBody {
+            schema: CAPABILITY_SCHEMA.to_string(),
+            id: grant.id.clone(),
+            issuer: authority_hex.to_string(),
+            subject: subject.clone(),
+            scope: vec![scope],
+            not_before_ms: start_ms.saturating_add(grant.not_before()),
+            expires_at_ms: start_ms.saturating_add(grant.expires_after()),
+            max_invocations: grant.max_invocations,
+            share_bps: u32::try_from(grant.share()).map_err(|_| {
+                NodeError::Scenario(format!("grant {} share_bps out of range", grant.id))
+            })?,
+        };
+        let token = CapabilityToken::issue(body, authority)
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        grants.insert(grant.id.clone(), (grant.agent.clone(), token));
+    }
+
+    Ok(grants)
 }
 
 fn kernel_node(scenario: &Scenario, kernel: &str) -> Result<String, NodeError> {

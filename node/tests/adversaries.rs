@@ -281,7 +281,7 @@ fn with_genome(scenario: &Scenario, lineage: &str, genome: &[Operator]) -> Fitne
 #[test]
 fn garbled_payloads_reach_no_goal() {
     let weak = scenario("adversaries-weakened.toml");
-    let garbled = with_genome(&weak, "injection", &[Operator::Base64]);
+    let garbled = with_genome(&weak, "injection", &[Operator::Hex]);
     let sample = &garbled.samples[0];
     assert_eq!(sample.survivals, 0, "{:#?}", sample.records);
     assert!(sample.goal_missed > 0);

@@ -423,6 +423,46 @@ pub fn parse_campaign(bytes: &[u8], dir: &Path, name: &str) -> Result<Campaign, 
     };
     let text = std::str::from_utf8(bytes).map_err(|_| syntax("not UTF-8 text".into()))?;
     let file: CampaignFile = toml::from_str(text).map_err(|e| syntax(e.message().to_string()))?;
+    check_header(&file)?;
+    let root = dir.join(file.root.as_deref().unwrap_or("."));
+    let pinned = match &file.revision {
+        None => None,
+        Some(revision) => {
+            let tree = PinnedTree::read(&root, revision)?;
+            let copy = private_copy(&tree)?;
+            Some((tree, copy))
+        }
+    };
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut schedule = Vec::new();
+    for (i, decl) in file.tasks.iter().enumerate() {
+        let task = declared_task(i, decl, &tasks, &root, pinned.as_ref())?;
+        for repetition in 1..=decl.repetitions {
+            schedule.push(ScheduledAttempt {
+                schedule_id: schedule_id(&decl.id, repetition),
+                task: tasks.len(),
+                repetition,
+            });
+        }
+        tasks.push(task);
+    }
+    Ok(Campaign {
+        sha256: sha256_hex(bytes),
+        mode: match &pinned {
+            Some((tree, _)) => DefinitionMode::Pinned {
+                commit: tree.commit.clone(),
+            },
+            None => DefinitionMode::WorkingTree,
+        },
+        file,
+        root,
+        tasks,
+        schedule,
+    })
+}
+
+/// Checks the schema id, the campaign id, that tasks exist and `[cost]`.
+fn check_header(file: &CampaignFile) -> Result<(), ExperimentError> {
     if file.schema_version == CAMPAIGN_SCHEMA_V1 {
         return Err(declaration_error(
             "schema_version",
@@ -456,111 +496,98 @@ pub fn parse_campaign(bytes: &[u8], dir: &Path, name: &str) -> Result<Campaign, 
             }
         }
     }
-    let root = dir.join(file.root.as_deref().unwrap_or("."));
-    let pinned = match &file.revision {
-        None => None,
-        Some(revision) => {
-            let tree = PinnedTree::read(&root, revision)?;
-            let copy = private_copy(&tree)?;
-            Some((tree, copy))
+    Ok(())
+}
+
+/// Validates task `i` against the tasks before it and computes its
+/// definition (from the pinned tree when there is one), refusing drift.
+fn declared_task(
+    i: usize,
+    decl: &TaskDecl,
+    tasks: &[Task],
+    root: &Path,
+    pinned: Option<&(PinnedTree, tempfile::TempDir)>,
+) -> Result<Task, ExperimentError> {
+    let at = |key: &str| format!("tasks[{i}].{key}");
+    if !crate::scenario::is_valid_id(&decl.id) {
+        return Err(declaration_error(at("id"), "use only [A-Za-z0-9_.-]"));
+    }
+    if tasks.iter().any(|t| t.id == decl.id) {
+        return Err(declaration_error(
+            at("id"),
+            format!("task {:?} is declared twice", decl.id),
+        ));
+    }
+    let (kind, evidence) = task_kind(decl, &at)?;
+    if decl.repetitions == 0 || decl.repetitions > MAX_REPETITIONS {
+        return Err(declaration_error(
+            at("repetitions"),
+            format!("must be between 1 and {MAX_REPETITIONS}"),
+        ));
+    }
+    let limits = limits(decl.limits.as_ref(), &at("limits"))?;
+    let (subject, definition, inputs) = match pinned {
+        Some((tree, copy)) => pinned_task_definition(tree, copy.path(), kind, &decl.file)?,
+        None => {
+            let (subject, paths) = task_inputs(root, kind, &decl.file)?;
+            let definition = definition_hash(root, &paths)?;
+            (subject, definition, paths)
         }
     };
-    let mut tasks: Vec<Task> = Vec::new();
-    let mut schedule = Vec::new();
-    for (i, decl) in file.tasks.iter().enumerate() {
-        let at = |key: &str| format!("tasks[{i}].{key}");
-        if !crate::scenario::is_valid_id(&decl.id) {
-            return Err(declaration_error(at("id"), "use only [A-Za-z0-9_.-]"));
-        }
-        if tasks.iter().any(|t| t.id == decl.id) {
-            return Err(declaration_error(
-                at("id"),
-                format!("task {:?} is declared twice", decl.id),
-            ));
-        }
-        let kind = match decl.kind.as_str() {
-            "scenario" => TaskKind::Scenario,
-            "matrix" => TaskKind::Matrix,
-            "evolve" => TaskKind::Evolve,
-            other => {
-                return Err(declaration_error(
-                    at("kind"),
-                    format!("{other:?} is not scenario, evolve or matrix"),
-                ))
-            }
-        };
-        let evidence = match decl.evidence.as_deref() {
-            None | Some("live") => Evidence::Live,
-            Some("fixture") if kind == TaskKind::Scenario => Evidence::Fixture,
-            Some("fixture") => {
-                return Err(declaration_error(
-                    at("evidence"),
-                    "only scenario tasks replay recorded bundles",
-                ))
-            }
-            Some(other) => {
-                return Err(declaration_error(
-                    at("evidence"),
-                    format!("{other:?} is not live or fixture"),
-                ))
-            }
-        };
-        if decl.repetitions == 0 || decl.repetitions > MAX_REPETITIONS {
-            return Err(declaration_error(
-                at("repetitions"),
-                format!("must be between 1 and {MAX_REPETITIONS}"),
-            ));
-        }
-        let limits = limits(decl.limits.as_ref(), &at("limits"))?;
-        let (subject, definition, inputs) = match &pinned {
-            Some((tree, copy)) => pinned_task_definition(tree, copy.path(), kind, &decl.file)?,
-            None => {
-                let (subject, paths) = task_inputs(&root, kind, &decl.file)?;
-                let definition = definition_hash(&root, &paths)?;
-                (subject, definition, paths)
-            }
-        };
-        if definition.sha256 != decl.definition.sha256 || definition.files != decl.definition.files
-        {
-            return Err(ExperimentError::DefinitionDrift {
-                task: decl.id.clone(),
-                declared: format!(
-                    "{} ({} files)",
-                    decl.definition.sha256, decl.definition.files
-                ),
-                actual: format!("{} ({} files)", definition.sha256, definition.files),
-            });
-        }
-        for repetition in 1..=decl.repetitions {
-            schedule.push(ScheduledAttempt {
-                schedule_id: schedule_id(&decl.id, repetition),
-                task: tasks.len(),
-                repetition,
-            });
-        }
-        tasks.push(Task {
-            id: decl.id.clone(),
-            kind,
-            evidence,
-            file: decl.file.clone(),
-            subject,
-            repetitions: decl.repetitions,
-            limits,
-            definition,
-            inputs,
+    if definition.sha256 != decl.definition.sha256 || definition.files != decl.definition.files {
+        return Err(ExperimentError::DefinitionDrift {
+            task: decl.id.clone(),
+            declared: format!(
+                "{} ({} files)",
+                decl.definition.sha256, decl.definition.files
+            ),
+            actual: format!("{} ({} files)", definition.sha256, definition.files),
         });
     }
-    Ok(Campaign {
-        sha256: sha256_hex(bytes),
-        mode: match &pinned {
-            Some((tree, _)) => DefinitionMode::Pinned {
-                commit: tree.commit.clone(),
-            },
-            None => DefinitionMode::WorkingTree,
-        },
-        file,
-        root,
-        tasks,
-        schedule,
+    Ok(Task {
+        id: decl.id.clone(),
+        kind,
+        evidence,
+        file: decl.file.clone(),
+        subject,
+        repetitions: decl.repetitions,
+        limits,
+        definition,
+        inputs,
     })
+}
+
+/// A task's kind and its evidence; only scenario tasks replay fixtures.
+fn task_kind(
+    decl: &TaskDecl,
+    at: &dyn Fn(&str) -> String,
+) -> Result<(TaskKind, Evidence), ExperimentError> {
+    let kind = match decl.kind.as_str() {
+        "scenario" => TaskKind::Scenario,
+        "matrix" => TaskKind::Matrix,
+        "evolve" => TaskKind::Evolve,
+        other => {
+            return Err(declaration_error(
+                at("kind"),
+                format!("{other:?} is not scenario, evolve or matrix"),
+            ))
+        }
+    };
+    let evidence = match decl.evidence.as_deref() {
+        None | Some("live") => Evidence::Live,
+        Some("fixture") if kind == TaskKind::Scenario => Evidence::Fixture,
+        Some("fixture") => {
+            return Err(declaration_error(
+                at("evidence"),
+                "only scenario tasks replay recorded bundles",
+            ))
+        }
+        Some(other) => {
+            return Err(declaration_error(
+                at("evidence"),
+                format!("{other:?} is not live or fixture"),
+            ))
+        }
+    };
+    Ok((kind, evidence))
 }

@@ -33,7 +33,7 @@
 //! controller implements it with the real kernel in the cell's world.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,6 +43,9 @@ use super::metrics::RunMetrics;
 use super::{Cell, Matrix};
 use crate::experiment_error::ExperimentError;
 use crate::Scenario;
+use workers::{Execution, Queue};
+
+mod workers;
 
 /// Schema id of a run record.
 pub const RUN_RECORD_SCHEMA: &str = "chio.arena.matrix-run/v2";
@@ -306,6 +309,49 @@ pub fn run_matrix(
 ) -> Result<(RunTable, ExecutionSummary), ExperimentError> {
     let started = now_ms();
     let clock = (started, now_ms);
+    prepare_runs_dir(out, resume)?;
+    let (table, pending) = recorded_runs(matrix, out)?;
+    let scheduled = matrix.cells().len() * matrix.repetitions() as usize;
+    let summary = ExecutionSummary {
+        scheduled,
+        from_ledger: scheduled - pending.len(),
+        executed: pending.len(),
+    };
+    write_state(matrix, out, load, counts(&table), "running", clock)?;
+    let execution = Execution {
+        matrix,
+        out,
+        runner,
+        load,
+        progress,
+        clock,
+    };
+    let queue = Queue {
+        pending: &pending,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(summary.from_ledger),
+        stop: AtomicBool::new(false),
+        table: Mutex::new(table),
+        failures: Mutex::new(Vec::new()),
+        scheduled,
+    };
+    execution.run_workers(&queue);
+    let table = queue.table.into_inner().unwrap_or_default();
+    let mut failures = queue.failures.into_inner().unwrap_or_default();
+    failures.sort_by_key(|(i, _)| *i);
+    if let Some((_, first)) = failures.into_iter().next() {
+        write_state(matrix, out, load, counts(&table), "failed", clock)?;
+        return Err(first);
+    }
+    let final_counts = counts(&table);
+    let complete = complete_table(matrix.cells(), table)?;
+    write_state(matrix, out, load, final_counts, "complete", clock)?;
+    Ok((complete, summary))
+}
+
+/// Refuses an existing run ledger unless resuming, then makes the `runs`
+/// folder.
+fn prepare_runs_dir(out: &Path, resume: bool) -> Result<(), ExperimentError> {
     let runs_dir = out.join("runs");
     let existing = std::fs::read_dir(&runs_dir)
         .map(|entries| {
@@ -319,12 +365,24 @@ pub fn run_matrix(
             path: out.display().to_string(),
         });
     }
-    std::fs::create_dir_all(&runs_dir).map_err(|e| io_error(&runs_dir, &e))?;
+    std::fs::create_dir_all(&runs_dir).map_err(|e| io_error(&runs_dir, &e))
+}
 
+/// A (cell, repetition) still to run, with its earlier failed record.
+type PendingRun = (usize, u32, Option<RunRecord>);
+
+/// The run table while runs are still missing, by cell then repetition.
+type PartialTable = Vec<Vec<Option<RunRecord>>>;
+
+/// The table of runs the ledger already holds with measurements, and every
+/// run still to go, in cell then repetition order.
+fn recorded_runs(
+    matrix: &Matrix,
+    out: &Path,
+) -> Result<(PartialTable, Vec<PendingRun>), ExperimentError> {
     let cells = matrix.cells();
     let repetitions = matrix.repetitions();
-    let mut table: Vec<Vec<Option<RunRecord>>> =
-        vec![vec![None; repetitions as usize]; cells.len()];
+    let mut table: PartialTable = vec![vec![None; repetitions as usize]; cells.len()];
     let mut pending = Vec::new();
     for (c, cell) in cells.iter().enumerate() {
         for r in 0..repetitions {
@@ -341,90 +399,11 @@ pub fn run_matrix(
             }
         }
     }
-    let scheduled = cells.len() * repetitions as usize;
-    let summary = ExecutionSummary {
-        scheduled,
-        from_ledger: scheduled - pending.len(),
-        executed: pending.len(),
-    };
-    write_state(matrix, out, load, counts(&table), "running", clock)?;
+    Ok((table, pending))
+}
 
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(summary.from_ledger);
-    let stop = AtomicBool::new(false);
-    let shared = Mutex::new(table);
-    let failures: Mutex<Vec<(usize, ExperimentError)>> = Mutex::new(Vec::new());
-    let fail = |i: usize, e: ExperimentError| {
-        stop.store(true, Ordering::SeqCst);
-        if let Ok(mut list) = failures.lock() {
-            list.push((i, e));
-        }
-    };
-    std::thread::scope(|scope| {
-        for worker in 0..load.concurrency.max(1) {
-            let (next, done, stop, shared, pending, runner, fail) =
-                (&next, &done, &stop, &shared, &pending, &runner, &fail);
-            let spawned = std::thread::Builder::new()
-                .name(format!("matrix-worker-{worker}"))
-                .spawn_scoped(scope, move || loop {
-                    if stop.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some((c, r, earlier)) = pending.get(i) else {
-                        return;
-                    };
-                    match run_one(matrix, out, runner, load, *c, *r, earlier.as_ref()) {
-                        Ok(record) => {
-                            let failed = record.metrics.is_none();
-                            let reason = record
-                                .attempts
-                                .last()
-                                .and_then(|a| a.reason.clone())
-                                .unwrap_or_default();
-                            if let Ok(mut table) = shared.lock() {
-                                table[*c][*r as usize] = Some(record);
-                                let _ = write_state(
-                                    matrix,
-                                    out,
-                                    load,
-                                    counts(&table),
-                                    "running",
-                                    clock,
-                                );
-                            }
-                            if failed {
-                                fail(
-                                    i,
-                                    ExperimentError::RunFailed {
-                                        cell: matrix.cells()[*c].name.clone(),
-                                        repetition: *r,
-                                        reason,
-                                    },
-                                );
-                                return;
-                            }
-                            progress(done.fetch_add(1, Ordering::SeqCst) + 1, scheduled);
-                        }
-                        Err(e) => {
-                            fail(i, e);
-                            return;
-                        }
-                    }
-                });
-            if let Err(e) = spawned {
-                fail(usize::MAX, io_error(out, &e));
-            }
-        }
-    });
-    let table = shared.into_inner().unwrap_or_default();
-    let mut failures = failures.into_inner().unwrap_or_default();
-    failures.sort_by_key(|(i, _)| *i);
-    if let Some((_, first)) = failures.into_iter().next() {
-        write_state(matrix, out, load, counts(&table), "failed", clock)?;
-        return Err(first);
-    }
-    let final_counts = counts(&table);
+/// The complete table, refusing any run without measurements.
+fn complete_table(cells: &[Cell], table: PartialTable) -> Result<RunTable, ExperimentError> {
     let mut complete = Vec::with_capacity(cells.len());
     for (c, row) in table.into_iter().enumerate() {
         let mut runs = Vec::with_capacity(row.len());
@@ -442,8 +421,7 @@ pub fn run_matrix(
         }
         complete.push(runs);
     }
-    write_state(matrix, out, load, final_counts, "complete", clock)?;
-    Ok((complete, summary))
+    Ok(complete)
 }
 
 /// One attempt on its own thread, abandoned when it outlives `timeout`.

@@ -1,7 +1,8 @@
-//! Loading a matrix file: parsing, fail-closed validation of every key,
-//! applying each cell's deltas to the base scenario, the design hash and the
-//! per-repetition seeds derived from it. What a loaded matrix is lives in
-//! the parent module; running and synthesising it live beside this one.
+//! Loading a matrix file: parsing, fail-closed validation of every key, the
+//! design hash and the per-repetition seeds derived from it. What a loaded
+//! matrix is lives in the parent module; building its cells from the axes,
+//! variants and deltas lives in `cells`; running and synthesising it live
+//! beside this one.
 
 use super::*;
 
@@ -52,11 +53,51 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, ExperimentError> {
     validate(file, path, &dir)
 }
 
+/// Validates a parsed matrix file section by section, in the order its
+/// errors are reported: header and protocol, base scenario, axes and deltas,
+/// cells, reference, verdict, validators.
 pub(super) fn validate(
     file: MatrixFile,
     path: &Path,
     dir: &Path,
 ) -> Result<Matrix, ExperimentError> {
+    let protocol = validate_protocol(&file)?;
+    let base = load_base(&file, path, dir)?;
+    let axes = cells::declared_axes(&file)?;
+    let cells = cells::build_cells(&file, &axes, &base.text, base.scenario.base_dir())?;
+    let reference = resolve_reference(&file.verdict.reference, &axes, &cells)?;
+    let verdict = validate_verdict(&file.verdict)?;
+    let validators = validators(&file.validation, &cells)?;
+    let design = design_hash(&cells, &base.base_definition);
+    Ok(Matrix {
+        base_dir: base.scenario.base_dir().to_path_buf(),
+        input_files: base.input_files,
+        definition: base.definition,
+        design,
+        timeout: protocol.timeout,
+        attempts: protocol.attempts,
+        validators,
+        axes,
+        cells,
+        reference,
+        criterion: verdict.criterion,
+        validity: verdict.validity,
+        draws: verdict.draws,
+        seed: verdict.seed,
+        file,
+    })
+}
+
+/// The load a validated `[protocol]` fixes beyond what the file states.
+struct Protocol {
+    /// Seconds one attempt may take.
+    timeout: f64,
+    /// Attempts per run.
+    attempts: u32,
+}
+
+/// Checks the schema id, the matrix id, the hypothesis and `[protocol]`.
+fn validate_protocol(file: &MatrixFile) -> Result<Protocol, ExperimentError> {
     if file.schema_version == MATRIX_SCHEMA_V1 {
         return Err(matrix_error(
             "schema_version",
@@ -117,8 +158,26 @@ pub(super) fn validate(
             format!("must be between 1 and {MAX_ATTEMPTS}"),
         ));
     }
+    Ok(Protocol { timeout, attempts })
+}
 
-    // The base scenario and the files it reads.
+/// The base scenario, its text and the definitions of the files it reads.
+struct BaseScenario {
+    /// The loaded base scenario, which must declare a world.
+    scenario: Scenario,
+    /// The base scenario's TOML text, the table every cell's deltas edit.
+    text: String,
+    /// The definition hash over the matrix file and the base's inputs.
+    definition: Definition,
+    /// The definition hash over the base's inputs alone, part of the design.
+    base_definition: Definition,
+    /// Every pinned input file, matrix file first.
+    input_files: Vec<PathBuf>,
+}
+
+/// Loads the base scenario and hashes the matrix file and every file the
+/// base reads, relative to the matrix's `root`.
+fn load_base(file: &MatrixFile, path: &Path, dir: &Path) -> Result<BaseScenario, ExperimentError> {
     let scenario_path = dir.join(&file.scenario);
     let base =
         crate::load_scenario(&scenario_path).map_err(|source| ExperimentError::Scenario {
@@ -142,168 +201,21 @@ pub(super) fn validate(
     let definition = definition_hash(&root, &rel_inputs)?;
     let base_definition = definition_hash(&root, &rel_inputs[1..])?;
     let input_files = rel_inputs.iter().map(|p| root.join(p)).collect();
+    Ok(BaseScenario {
+        scenario: base,
+        text: base_text,
+        definition,
+        base_definition,
+        input_files,
+    })
+}
 
-    // Axes in declaration order, then the grid.
-    let mut axes: Vec<(usize, String, Vec<String>)> = file
-        .axes
-        .iter()
-        .map(|(k, v)| (k.span().start, k.get_ref().clone(), v.clone()))
-        .collect();
-    axes.sort_by_key(|(start, _, _)| *start);
-    let axes: Vec<(String, Vec<String>)> = axes.into_iter().map(|(_, k, v)| (k, v)).collect();
-    for (axis, values) in &axes {
-        if values.is_empty() {
-            return Err(matrix_error(
-                format!("axes.{axis}"),
-                "list at least one value",
-            ));
-        }
-        let deltas = file.values.get(axis);
-        let baseline = &values[0];
-        if deltas.and_then(|d| d.get(baseline)).is_some() {
-            return Err(ExperimentError::BaselineDelta {
-                axis: axis.clone(),
-                value: baseline.clone(),
-            });
-        }
-        for value in &values[1..] {
-            if deltas
-                .and_then(|d| d.get(value))
-                .is_none_or(Delta::is_empty)
-            {
-                return Err(ExperimentError::MissingDelta {
-                    axis: axis.clone(),
-                    value: value.clone(),
-                    baseline: baseline.clone(),
-                    declared: deltas
-                        .map(|d| {
-                            d.keys()
-                                .map(|k| format!("{k:?}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        })
-                        .unwrap_or_default(),
-                });
-            }
-        }
-    }
-    for (axis, deltas) in &file.values {
-        for value in deltas.keys() {
-            let declared = axes
-                .iter()
-                .any(|(a, values)| a == axis && values.contains(value));
-            if !declared {
-                return Err(ExperimentError::StrayDelta {
-                    field: format!("values.{axis}.{value}"),
-                });
-            }
-        }
-    }
-
-    let base_table: toml::Table = base_text
-        .parse()
-        .map_err(|e: toml::de::Error| matrix_error("scenario", e.message().to_string()))?;
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut push_cell = |name: String,
-                         coordinates: Vec<String>,
-                         deltas: Vec<(String, &Delta)>|
-     -> Result<(), ExperimentError> {
-        if cells.iter().any(|c| c.name == name) {
-            return Err(ExperimentError::DuplicateCell { cell: name });
-        }
-        let mut table = base_table.clone();
-        let mut topology = TOPOLOGIES[0].to_string();
-        for (field, delta) in deltas {
-            apply_delta(&mut table, &field, delta)?;
-            if let Some(t) = &delta.topology {
-                if !TOPOLOGIES.contains(&t.as_str()) {
-                    return Err(ExperimentError::Delta {
-                        field: format!("{field}.topology"),
-                        reason: format!(
-                            "topology {t:?} is not one a matrix run can use here ({})",
-                            TOPOLOGIES.join(", ")
-                        ),
-                    });
-                }
-                topology = t.clone();
-            }
-        }
-        let scenario_text = table.to_string();
-        parse_scenario(&scenario_text, base.base_dir()).map_err(|source| {
-            ExperimentError::Scenario {
-                cell: name.clone(),
-                source,
-            }
-        })?;
-        cells.push(Cell {
-            name,
-            coordinates,
-            scenario_text,
-            topology,
-        });
-        Ok(())
-    };
-    if !axes.is_empty() {
-        let mut odometer = vec![0usize; axes.len()];
-        loop {
-            let coordinates: Vec<String> = odometer
-                .iter()
-                .zip(&axes)
-                .map(|(i, (_, values))| values[*i].clone())
-                .collect();
-            let deltas: Vec<(String, &Delta)> = axes
-                .iter()
-                .zip(&coordinates)
-                .filter_map(|((axis, _), value)| {
-                    file.values
-                        .get(axis)
-                        .and_then(|d| d.get(value))
-                        .map(|d| (format!("values.{axis}.{value}"), d))
-                })
-                .collect();
-            push_cell(coordinates.join(" / "), coordinates.clone(), deltas)?;
-            // Advance the last axis fastest, so the first axis is the slowest.
-            let mut position = axes.len();
-            loop {
-                if position == 0 {
-                    break;
-                }
-                position -= 1;
-                odometer[position] += 1;
-                if odometer[position] < axes[position].1.len() {
-                    break;
-                }
-                odometer[position] = 0;
-                if position == 0 {
-                    position = usize::MAX;
-                    break;
-                }
-            }
-            if position == usize::MAX {
-                break;
-            }
-        }
-    }
-    let mut variants: Vec<(usize, &String, &Delta)> = file
-        .variants
-        .iter()
-        .map(|(k, v)| (k.span().start, k.get_ref(), v))
-        .collect();
-    variants.sort_by_key(|(start, _, _)| *start);
-    for (_, name, delta) in variants {
-        push_cell(
-            name.clone(),
-            Vec::new(),
-            vec![(format!("variants.{name}"), delta)],
-        )?;
-    }
-    if cells.is_empty() {
-        return Err(matrix_error(
-            "axes",
-            "declare at least one cell, from [axes] or [variants]",
-        ));
-    }
-
+/// Finds the reference cell, by name or by its value on every axis.
+fn resolve_reference(
+    reference: &Reference,
+    axes: &[(String, Vec<String>)],
+    cells: &[Cell],
+) -> Result<usize, ExperimentError> {
     let cell_list = || {
         cells
             .iter()
@@ -311,13 +223,13 @@ pub(super) fn validate(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let reference = match &file.verdict.reference {
+    match reference {
         Reference::Name(name) => cells.iter().position(|c| c.name == *name).ok_or_else(|| {
             ExperimentError::UnknownReference {
                 reference: format!("{name:?}"),
                 cells: cell_list(),
             }
-        })?,
+        }),
         Reference::Grid(map) => {
             let written = format!("{map:?}");
             if let Some(axis) = map.keys().find(|k| !axes.iter().any(|(a, _)| a == *k)) {
@@ -343,17 +255,33 @@ pub(super) fn validate(
                 .ok_or_else(|| ExperimentError::UnknownReference {
                     reference: written,
                     cells: cell_list(),
-                })?
+                })
         }
-    };
-    let criterion = Metric::parse(&file.verdict.criterion)
+    }
+}
+
+/// What a validated `[verdict]` judges by, apart from its reference.
+struct Verdict {
+    /// The metric the verdict rests on.
+    criterion: Metric,
+    /// The metrics a run must satisfy to enter an aggregate.
+    validity: Vec<Metric>,
+    /// Resampling draws.
+    draws: u32,
+    /// Resampling seed.
+    seed: u64,
+}
+
+/// Checks the criterion, the validity metrics and the draws of `[verdict]`.
+fn validate_verdict(verdict: &VerdictSection) -> Result<Verdict, ExperimentError> {
+    let criterion = Metric::parse(&verdict.criterion)
         .filter(|m| CRITERION_METRICS.contains(m))
         .ok_or_else(|| ExperimentError::UnknownCriterion {
-            criterion: file.verdict.criterion.clone(),
+            criterion: verdict.criterion.clone(),
             metrics: metric_names(CRITERION_METRICS),
         })?;
     let mut validity = Vec::new();
-    for name in &file.verdict.validity {
+    for name in &verdict.validity {
         let metric = Metric::parse(name)
             .filter(|m| VALIDITY_METRICS.contains(m))
             .ok_or_else(|| ExperimentError::UnknownValidity {
@@ -362,32 +290,19 @@ pub(super) fn validate(
             })?;
         validity.push(metric);
     }
-    let draws = file.verdict.draws.unwrap_or(DEFAULT_DRAWS);
+    let draws = verdict.draws.unwrap_or(DEFAULT_DRAWS);
     if draws == 0 || draws > MAX_DRAWS {
         return Err(matrix_error(
             "verdict.draws",
             format!("must be between 1 and {MAX_DRAWS}"),
         ));
     }
-    let seed = file.verdict.seed.unwrap_or(DEFAULT_BOOTSTRAP_SEED);
-    let validators = validators(&file.validation, &cells)?;
-    let design = design_hash(&cells, &base_definition);
-    Ok(Matrix {
-        base_dir: base.base_dir().to_path_buf(),
-        input_files,
-        definition,
-        design,
-        timeout,
-        attempts,
-        validators,
-        axes,
-        cells,
-        reference,
+    let seed = verdict.seed.unwrap_or(DEFAULT_BOOTSTRAP_SEED);
+    Ok(Verdict {
         criterion,
         validity,
         draws,
         seed,
-        file,
     })
 }
 
@@ -487,85 +402,4 @@ pub(super) fn validators(
         });
     }
     Ok(out)
-}
-
-/// Applies one delta to a scenario's TOML table, refusing any name the
-/// base scenario does not declare.
-pub(super) fn apply_delta(
-    table: &mut toml::Table,
-    field: &str,
-    delta: &Delta,
-) -> Result<(), ExperimentError> {
-    let refuse = |key: String, reason: String| ExperimentError::Delta {
-        field: format!("{field}.{key}"),
-        reason,
-    };
-    let find = |table: &mut toml::Table, list: &str, key: &str, id: &str| -> Option<usize> {
-        table
-            .get(list)
-            .and_then(toml::Value::as_array)
-            .and_then(|items| {
-                items
-                    .iter()
-                    .position(|i| i.get(key).and_then(toml::Value::as_str) == Some(id))
-            })
-    };
-    let item = |table: &mut toml::Table, list: &str, index: usize| -> Option<toml::Table> {
-        table
-            .get(list)
-            .and_then(toml::Value::as_array)
-            .and_then(|items| items.get(index))
-            .and_then(toml::Value::as_table)
-            .cloned()
-    };
-    let store = |table: &mut toml::Table, list: &str, index: usize, value: toml::Table| {
-        if let Some(toml::Value::Array(items)) = table.get_mut(list) {
-            items[index] = toml::Value::Table(value);
-        }
-    };
-    for (kernel, pipeline) in delta.guards.iter().flatten() {
-        let index = find(table, "kernels", "id", kernel).ok_or_else(|| {
-            refuse(
-                format!("guards.{kernel}"),
-                format!("the base scenario declares no kernel {kernel:?}"),
-            )
-        })?;
-        let mut entry = item(table, "kernels", index).unwrap_or_default();
-        entry.insert(
-            "guards".into(),
-            toml::Value::Array(pipeline.iter().map(|g| g.clone().into()).collect()),
-        );
-        store(table, "kernels", index, entry);
-    }
-    for (grant, keys) in delta.grants.iter().flatten() {
-        let index = find(table, "grants", "id", grant).ok_or_else(|| {
-            refuse(
-                format!("grants.{grant}"),
-                format!("the base scenario declares no grant {grant:?}"),
-            )
-        })?;
-        let mut entry = item(table, "grants", index).unwrap_or_default();
-        for (key, value) in keys {
-            if matches!(key.as_str(), "id" | "agent") {
-                return Err(refuse(
-                    format!("grants.{grant}.{key}"),
-                    "a delta may not change who holds a grant or its id".into(),
-                ));
-            }
-            entry.insert(key.clone(), value.clone());
-        }
-        store(table, "grants", index, entry);
-    }
-    for (population, params) in delta.adversaries.iter().flatten() {
-        let index = find(table, "adversaries", "population", population).ok_or_else(|| {
-            refuse(
-                format!("adversaries.{population}"),
-                format!("the base scenario declares no adversary population {population:?}"),
-            )
-        })?;
-        let mut entry = item(table, "adversaries", index).unwrap_or_default();
-        entry.insert("params".into(), toml::Value::Table(params.clone()));
-        store(table, "adversaries", index, entry);
-    }
-    Ok(())
 }

@@ -39,6 +39,7 @@
 //!   Markdown and HTML.
 
 pub mod bootstrap;
+mod cells;
 pub mod draws;
 pub mod execute;
 mod load;

@@ -88,6 +88,9 @@ pub fn overrun_phrase(limit: &str) -> String {
     format!("over its {limit} limit")
 }
 
+/// Checks one row against its scheduled attempt and its task: identity,
+/// evidence labels and numbers, then what an unrun or an attempted row may
+/// carry, then that a row which did not pass states why.
 fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError> {
     let id = || row.schedule_id.clone();
     // Both lookups succeed: check_ledger ran the schedule checks first.
@@ -107,6 +110,23 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             field: "repetition".into(),
         });
     }
+    check_row_labels(task, row)?;
+    if is_unrun(&row.native_outcome) {
+        check_unrun_row(row)?;
+    } else {
+        check_attempted_row(task, row)?;
+    }
+    let needs_reason = !is_pass(&row.native_outcome);
+    if needs_reason && row.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+        return Err(ExperimentError::MissingReason { schedule_id: id() });
+    }
+    Ok(())
+}
+
+/// The row's evidence label and its record's agree with the task's, and
+/// its wall time and cost are finite and not negative.
+fn check_row_labels(task: &Task, row: &LedgerRow) -> Result<(), ExperimentError> {
+    let id = || row.schedule_id.clone();
     let record_evidence = row
         .record
         .as_ref()
@@ -134,92 +154,97 @@ fn check_row(campaign: &Campaign, row: &LedgerRow) -> Result<(), ExperimentError
             });
         }
     }
-    if is_unrun(&row.native_outcome) {
-        let carried = [
-            ("a record", row.record.is_some()),
-            ("a definition hash", row.definition_sha256.is_some()),
-            ("a source revision", row.source_revision.is_some()),
-            ("a runtime identity", row.runtime_identity.is_some()),
-            ("oracle checks", !row.oracle_checks.is_empty()),
-            ("a spent budget", row.spent != Spent::default()),
-            ("an elapsed time", row.elapsed_seconds.is_some()),
-            ("an estimated cost", row.estimated_cost.is_some()),
-            ("evidence references", !row.evidence_refs.is_empty()),
-            (
-                "interventions",
-                row.native_outcome == DEFERRED && !row.interventions.is_empty(),
-            ),
-        ];
-        if let Some((field, _)) = carried.iter().find(|(_, set)| *set) {
-            return Err(ExperimentError::DeferredWithResults {
+    Ok(())
+}
+
+/// A DEFERRED or SKIPPED row carries no result of an attempt.
+fn check_unrun_row(row: &LedgerRow) -> Result<(), ExperimentError> {
+    let carried = [
+        ("a record", row.record.is_some()),
+        ("a definition hash", row.definition_sha256.is_some()),
+        ("a source revision", row.source_revision.is_some()),
+        ("a runtime identity", row.runtime_identity.is_some()),
+        ("oracle checks", !row.oracle_checks.is_empty()),
+        ("a spent budget", row.spent != Spent::default()),
+        ("an elapsed time", row.elapsed_seconds.is_some()),
+        ("an estimated cost", row.estimated_cost.is_some()),
+        ("evidence references", !row.evidence_refs.is_empty()),
+        (
+            "interventions",
+            row.native_outcome == DEFERRED && !row.interventions.is_empty(),
+        ),
+    ];
+    if let Some((field, _)) = carried.iter().find(|(_, set)| *set) {
+        return Err(ExperimentError::DeferredWithResults {
+            schedule_id: row.schedule_id.clone(),
+            outcome: row.native_outcome.clone(),
+            field: (*field).into(),
+        });
+    }
+    Ok(())
+}
+
+/// An attempted row: its outcome is one the task's tool reports, its
+/// record fits the task, and every limit overrun is named in its reason.
+fn check_attempted_row(task: &Task, row: &LedgerRow) -> Result<(), ExperimentError> {
+    let id = || row.schedule_id.clone();
+    let allowed = native_outcomes(task.kind, task.evidence);
+    if !allowed.contains(&row.native_outcome.as_str()) {
+        return Err(ExperimentError::UnknownOutcome {
+            schedule_id: id(),
+            outcome: row.native_outcome.clone(),
+            allowed: format!("{DEFERRED}, {SKIPPED}, {}", allowed.join(", ")),
+        });
+    }
+    match &row.record {
+        None if is_pass(&row.native_outcome) => {
+            return Err(ExperimentError::ContradictedPass {
                 schedule_id: id(),
-                outcome: row.native_outcome.clone(),
-                field: (*field).into(),
-            });
+                evidence: "no record at all".into(),
+            })
         }
-    } else {
-        let allowed = native_outcomes(task.kind, task.evidence);
-        if !allowed.contains(&row.native_outcome.as_str()) {
-            return Err(ExperimentError::UnknownOutcome {
-                schedule_id: id(),
-                outcome: row.native_outcome.clone(),
-                allowed: format!("{DEFERRED}, {SKIPPED}, {}", allowed.join(", ")),
-            });
-        }
-        match &row.record {
-            None if is_pass(&row.native_outcome) => {
-                return Err(ExperimentError::ContradictedPass {
+        None => {}
+        Some(record) => {
+            if record.subject != task.subject {
+                return Err(ExperimentError::WrongTask {
                     schedule_id: id(),
-                    evidence: "no record at all".into(),
-                })
+                    reason: format!(
+                        "the record names {:?}, the task runs {:?}",
+                        record.subject, task.subject
+                    ),
+                });
             }
-            None => {}
-            Some(record) => {
-                if record.subject != task.subject {
-                    return Err(ExperimentError::WrongTask {
-                        schedule_id: id(),
-                        reason: format!(
-                            "the record names {:?}, the task runs {:?}",
-                            record.subject, task.subject
-                        ),
+            if let Some(hash) = &row.definition_sha256 {
+                if *hash != task.definition.sha256 {
+                    return Err(ExperimentError::DefinitionDrift {
+                        task: task.id.clone(),
+                        declared: task.definition.sha256.clone(),
+                        actual: hash.clone(),
                     });
                 }
-                if let Some(hash) = &row.definition_sha256 {
-                    if *hash != task.definition.sha256 {
-                        return Err(ExperimentError::DefinitionDrift {
-                            task: task.id.clone(),
-                            declared: task.definition.sha256.clone(),
-                            actual: hash.clone(),
-                        });
-                    }
-                }
-                if is_pass(&row.native_outcome) {
-                    if let Some(evidence) = contradiction(record, &row.evidence_refs) {
-                        return Err(ExperimentError::ContradictedPass {
-                            schedule_id: id(),
-                            evidence,
-                        });
-                    }
-                }
             }
-        }
-        for (limit, status) in limit_statuses(task, row) {
-            let phrase = overrun_phrase(limit);
-            if status == LimitStatus::Over
-                && !row.reason.as_deref().is_some_and(|r| r.contains(&phrase))
-            {
-                return Err(ExperimentError::OverLimit {
-                    schedule_id: id(),
-                    limit: limit.to_string(),
-                    spent: spent_on(row, limit).map_or("?".into(), |v| format!("{v}")),
-                    declared: format!("{}", task.limits.get(limit)),
-                });
+            if is_pass(&row.native_outcome) {
+                if let Some(evidence) = contradiction(record, &row.evidence_refs) {
+                    return Err(ExperimentError::ContradictedPass {
+                        schedule_id: id(),
+                        evidence,
+                    });
+                }
             }
         }
     }
-    let needs_reason = !is_pass(&row.native_outcome);
-    if needs_reason && row.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
-        return Err(ExperimentError::MissingReason { schedule_id: id() });
+    for (limit, status) in limit_statuses(task, row) {
+        let phrase = overrun_phrase(limit);
+        if status == LimitStatus::Over
+            && !row.reason.as_deref().is_some_and(|r| r.contains(&phrase))
+        {
+            return Err(ExperimentError::OverLimit {
+                schedule_id: id(),
+                limit: limit.to_string(),
+                spent: spent_on(row, limit).map_or("?".into(), |v| format!("{v}")),
+                declared: format!("{}", task.limits.get(limit)),
+            });
+        }
     }
     Ok(())
 }

@@ -62,6 +62,8 @@ fn check(name: impl Into<String>, ok: bool) -> OracleCheck {
     }
 }
 
+/// Reads one native record: parses it, checks that its schema fits the
+/// task's kind and declared evidence, then fills the row by its schema.
 fn read_record(
     schedule_id: &str,
     record: &ImportRecord,
@@ -99,251 +101,282 @@ fn read_record(
             claimed: record_evidence.as_str().into(),
         });
     }
-    let mut evidence = RecordEvidence {
+    let evidence = RecordEvidence {
         schema_version: schema.to_string(),
         sha256: sha256_hex(&record.bytes),
         ..RecordEvidence::default()
     };
     let missing = |key: &str| syntax(format!("the record lacks {key}"));
     match schema {
-        RUN_RECORD => {
-            evidence.subject = get_str(&value, "scenario_id")
-                .ok_or_else(|| missing("scenario_id"))?
-                .to_string();
-            let outcome = value.get("outcome").ok_or_else(|| missing("outcome"))?;
-            let status = get_str(outcome, "status")
-                .ok_or_else(|| missing("outcome.status"))?
-                .to_string();
-            evidence.calls = get_u64(outcome, "calls");
-            evidence.passed = get_u64(outcome, "passed");
-            evidence.failed = get_u64(outcome, "failed");
-            evidence.stopped_at = get_str(outcome, "stopped_at").map(str::to_string);
-            evidence.receipt_root = get_str(outcome, "receipt_root").map(str::to_string);
-            let steps = outcome
-                .get("steps")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let failing: Vec<&Value> = steps
-                .iter()
-                .filter(|s| s.get("pass").and_then(Value::as_bool) == Some(false))
-                .collect();
-            evidence.failing_steps = Some(
-                failing
-                    .iter()
-                    .filter_map(|s| get_str(s, "step_id").map(str::to_string))
-                    .collect(),
-            );
-            let checks = steps
-                .iter()
-                .filter_map(|s| {
-                    let pass = s.get("pass").and_then(Value::as_bool)?;
-                    Some(check(
-                        format!(
-                            "{} expects {}",
-                            get_str(s, "step_id").unwrap_or("?"),
-                            get_str(s, "expected").unwrap_or("?")
-                        ),
-                        pass,
-                    ))
-                })
-                .collect();
-            let reason = (!is_pass(&status)).then(|| match failing.first() {
-                Some(step) => format!(
-                    "{status}: step {} expected {} and the kernel answered {}{}",
-                    get_str(step, "step_id").unwrap_or("?"),
-                    get_str(step, "expected").unwrap_or("?"),
-                    get_str(step, "actual").unwrap_or("?"),
-                    get_str(step, "reason")
-                        .map(|r| format!(" ({r})"))
-                        .unwrap_or_default()
-                ),
-                None => match &evidence.stopped_at {
-                    Some(step) => format!("{status} at step {step}"),
-                    None => format!("the run recorded status {status}"),
-                },
-            });
-            let refs = get_str(&value, "bundle_dir")
-                .map(|dir| EvidenceRef {
-                    path: dir.to_string(),
-                    merkle_root: evidence.receipt_root.clone(),
-                })
-                .into_iter()
-                .collect();
-            Ok(Filled {
-                outcome: status,
-                reason,
-                spent: Spent {
-                    steps: Some(steps.len() as u64),
-                    kernel_evaluations: evidence.calls,
-                    generations: Some(0),
-                },
-                record: evidence,
-                checks,
-                refs,
-            })
-        }
-        REPLAY_RECORD => {
-            evidence.subject = get_str(&value, "scenario_id")
-                .ok_or_else(|| missing("scenario_id"))?
-                .to_string();
-            let identical = value
-                .get("identical")
-                .and_then(Value::as_bool)
-                .ok_or_else(|| missing("identical"))?;
-            let drifted: Vec<String> = value
-                .get("drifts")
-                .and_then(Value::as_array)
-                .map(|d| {
-                    d.iter()
-                        .filter_map(|s| get_str(s, "step_id").map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let tampered = value
-                .get("policy_files")
-                .and_then(Value::as_object)
-                .map(|m| m.len() as u64);
-            evidence.tampered_policies = tampered;
-            let outcome = if identical { "identical" } else { "drifted" };
-            let reason = (!identical).then(|| match drifted.first() {
-                Some(step) => format!("the replay drifted first at step {step}"),
-                None => "the replay drifted: a policy file or receipt differs".to_string(),
-            });
-            let checks = vec![
-                check("the replay reproduces every step", drifted.is_empty()),
-                check(
-                    "every policy file matches the manifest",
-                    tampered.unwrap_or(0) == 0,
-                ),
-            ];
-            evidence.drifted_steps = Some(drifted);
-            let refs = get_str(&value, "left")
-                .map(|dir| EvidenceRef {
-                    path: dir.to_string(),
-                    merkle_root: None,
-                })
-                .into_iter()
-                .collect();
-            Ok(Filled {
-                outcome: outcome.to_string(),
-                reason,
-                spent: Spent {
-                    steps: None,
-                    kernel_evaluations: None,
-                    generations: Some(0),
-                },
-                record: evidence,
-                checks,
-                refs,
-            })
-        }
-        EVOLVE_RECORD => {
-            evidence.subject = get_str(&value, "scenario_id")
-                .ok_or_else(|| missing("scenario_id"))?
-                .to_string();
-            let stopped_by = get_str(&value, "stopped_by")
-                .ok_or_else(|| missing("stopped_by"))?
-                .to_string();
-            evidence.generations_scheduled = get_u64(&value, "generations");
-            evidence.generations_completed = get_u64(&value, "generations_completed");
-            let reason = (!is_pass(&stopped_by)).then(|| {
+        RUN_RECORD => fill_from_run(&value, evidence, missing),
+        REPLAY_RECORD => fill_from_replay(&value, evidence, missing),
+        EVOLVE_RECORD => fill_from_evolve(&value, evidence, missing),
+        _ => fill_from_matrix(&value, evidence, missing),
+    }
+}
+
+/// Fills a row from a `chio.arena.run/v1` record: its status, its failing
+/// steps and one check per step that states a pass.
+fn fill_from_run(
+    value: &Value,
+    mut evidence: RecordEvidence,
+    missing: impl Fn(&str) -> ExperimentError,
+) -> Result<Filled, ExperimentError> {
+    evidence.subject = get_str(value, "scenario_id")
+        .ok_or_else(|| missing("scenario_id"))?
+        .to_string();
+    let outcome = value.get("outcome").ok_or_else(|| missing("outcome"))?;
+    let status = get_str(outcome, "status")
+        .ok_or_else(|| missing("outcome.status"))?
+        .to_string();
+    evidence.calls = get_u64(outcome, "calls");
+    evidence.passed = get_u64(outcome, "passed");
+    evidence.failed = get_u64(outcome, "failed");
+    evidence.stopped_at = get_str(outcome, "stopped_at").map(str::to_string);
+    evidence.receipt_root = get_str(outcome, "receipt_root").map(str::to_string);
+    let steps = outcome
+        .get("steps")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let failing: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s.get("pass").and_then(Value::as_bool) == Some(false))
+        .collect();
+    evidence.failing_steps = Some(
+        failing
+            .iter()
+            .filter_map(|s| get_str(s, "step_id").map(str::to_string))
+            .collect(),
+    );
+    let checks = steps
+        .iter()
+        .filter_map(|s| {
+            let pass = s.get("pass").and_then(Value::as_bool)?;
+            Some(check(
                 format!(
-                    "stopped by {stopped_by} after {} of {} generations",
-                    evidence
-                        .generations_completed
-                        .map_or("?".to_string(), |n| n.to_string()),
-                    evidence
-                        .generations_scheduled
-                        .map_or("?".to_string(), |n| n.to_string())
-                )
-            });
-            let checks = vec![check(
-                "every scheduled generation ran",
-                evidence.generations_completed.is_some()
-                    && evidence.generations_completed == evidence.generations_scheduled,
-            )];
-            let refs = get_str(&value, "leaderboard_dir")
-                .map(|dir| EvidenceRef {
-                    path: dir.to_string(),
-                    merkle_root: None,
-                })
-                .into_iter()
-                .collect();
-            Ok(Filled {
-                outcome: stopped_by,
-                reason,
-                spent: Spent {
-                    steps: Some(0),
-                    kernel_evaluations: get_u64(&value, "kernel_evaluations"),
-                    generations: evidence.generations_completed,
-                },
-                record: evidence,
-                checks,
-                refs,
-            })
-        }
-        _ => {
-            evidence.subject = get_str(&value, "matrix_id")
-                .ok_or_else(|| missing("matrix_id"))?
-                .to_string();
-            let runs = value.get("runs").ok_or_else(|| missing("runs"))?;
-            evidence.runs_scheduled = get_u64(runs, "scheduled");
-            evidence.runs_recorded = get_u64(runs, "recorded");
-            let gaps = value
-                .get("gaps")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let count = |verdict: &str| {
-                gaps.iter()
-                    .filter(|g| get_str(g, "verdict") == Some(verdict))
-                    .count() as u64
-            };
-            evidence.established = Some(count("established"));
-            evidence.inconclusive = Some(count("inconclusive"));
-            evidence.invalid = Some(count("invalid"));
-            let mut checks = vec![check(
-                "every scheduled run is recorded",
-                evidence.runs_scheduled.is_some()
-                    && evidence.runs_scheduled == evidence.runs_recorded,
-            )];
-            for validator in value
-                .get("validators")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let metric = get_str(validator, "metric").unwrap_or("?");
-                for cell in validator
-                    .get("cells")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    checks.push(check(
-                        format!(
-                            "validator {metric} holds for {}",
-                            get_str(cell, "cell").unwrap_or("?")
-                        ),
-                        cell.get("passed").and_then(Value::as_bool) == Some(true),
-                    ));
-                }
-            }
-            Ok(Filled {
-                outcome: "complete".to_string(),
-                reason: None,
-                spent: Spent {
-                    steps: get_u64(runs, "steps"),
-                    kernel_evaluations: get_u64(runs, "kernel_evaluations"),
-                    generations: Some(0),
-                },
-                record: evidence,
-                checks,
-                refs: Vec::new(),
-            })
+                    "{} expects {}",
+                    get_str(s, "step_id").unwrap_or("?"),
+                    get_str(s, "expected").unwrap_or("?")
+                ),
+                pass,
+            ))
+        })
+        .collect();
+    let reason = (!is_pass(&status)).then(|| match failing.first() {
+        Some(step) => format!(
+            "{status}: step {} expected {} and the kernel answered {}{}",
+            get_str(step, "step_id").unwrap_or("?"),
+            get_str(step, "expected").unwrap_or("?"),
+            get_str(step, "actual").unwrap_or("?"),
+            get_str(step, "reason")
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ),
+        None => match &evidence.stopped_at {
+            Some(step) => format!("{status} at step {step}"),
+            None => format!("the run recorded status {status}"),
+        },
+    });
+    let refs = get_str(value, "bundle_dir")
+        .map(|dir| EvidenceRef {
+            path: dir.to_string(),
+            merkle_root: evidence.receipt_root.clone(),
+        })
+        .into_iter()
+        .collect();
+    Ok(Filled {
+        outcome: status,
+        reason,
+        spent: Spent {
+            steps: Some(steps.len() as u64),
+            kernel_evaluations: evidence.calls,
+            generations: Some(0),
+        },
+        record: evidence,
+        checks,
+        refs,
+    })
+}
+
+/// Fills a row from a replay record: identical or drifted, and whether
+/// every policy file matches the manifest.
+fn fill_from_replay(
+    value: &Value,
+    mut evidence: RecordEvidence,
+    missing: impl Fn(&str) -> ExperimentError,
+) -> Result<Filled, ExperimentError> {
+    evidence.subject = get_str(value, "scenario_id")
+        .ok_or_else(|| missing("scenario_id"))?
+        .to_string();
+    let identical = value
+        .get("identical")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| missing("identical"))?;
+    let drifted: Vec<String> = value
+        .get("drifts")
+        .and_then(Value::as_array)
+        .map(|d| {
+            d.iter()
+                .filter_map(|s| get_str(s, "step_id").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let tampered = value
+        .get("policy_files")
+        .and_then(Value::as_object)
+        .map(|m| m.len() as u64);
+    evidence.tampered_policies = tampered;
+    let outcome = if identical { "identical" } else { "drifted" };
+    let reason = (!identical).then(|| match drifted.first() {
+        Some(step) => format!("the replay drifted first at step {step}"),
+        None => "the replay drifted: a policy file or receipt differs".to_string(),
+    });
+    let checks = vec![
+        check("the replay reproduces every step", drifted.is_empty()),
+        check(
+            "every policy file matches the manifest",
+            tampered.unwrap_or(0) == 0,
+        ),
+    ];
+    evidence.drifted_steps = Some(drifted);
+    let refs = get_str(value, "left")
+        .map(|dir| EvidenceRef {
+            path: dir.to_string(),
+            merkle_root: None,
+        })
+        .into_iter()
+        .collect();
+    Ok(Filled {
+        outcome: outcome.to_string(),
+        reason,
+        spent: Spent {
+            steps: None,
+            kernel_evaluations: None,
+            generations: Some(0),
+        },
+        record: evidence,
+        checks,
+        refs,
+    })
+}
+
+/// Fills a row from an `evolve/v1` record: what stopped the search and
+/// whether every scheduled generation ran.
+fn fill_from_evolve(
+    value: &Value,
+    mut evidence: RecordEvidence,
+    missing: impl Fn(&str) -> ExperimentError,
+) -> Result<Filled, ExperimentError> {
+    evidence.subject = get_str(value, "scenario_id")
+        .ok_or_else(|| missing("scenario_id"))?
+        .to_string();
+    let stopped_by = get_str(value, "stopped_by")
+        .ok_or_else(|| missing("stopped_by"))?
+        .to_string();
+    evidence.generations_scheduled = get_u64(value, "generations");
+    evidence.generations_completed = get_u64(value, "generations_completed");
+    let reason = (!is_pass(&stopped_by)).then(|| {
+        format!(
+            "stopped by {stopped_by} after {} of {} generations",
+            evidence
+                .generations_completed
+                .map_or("?".to_string(), |n| n.to_string()),
+            evidence
+                .generations_scheduled
+                .map_or("?".to_string(), |n| n.to_string())
+        )
+    });
+    let checks = vec![check(
+        "every scheduled generation ran",
+        evidence.generations_completed.is_some()
+            && evidence.generations_completed == evidence.generations_scheduled,
+    )];
+    let refs = get_str(value, "leaderboard_dir")
+        .map(|dir| EvidenceRef {
+            path: dir.to_string(),
+            merkle_root: None,
+        })
+        .into_iter()
+        .collect();
+    Ok(Filled {
+        outcome: stopped_by,
+        reason,
+        spent: Spent {
+            steps: Some(0),
+            kernel_evaluations: get_u64(value, "kernel_evaluations"),
+            generations: evidence.generations_completed,
+        },
+        record: evidence,
+        checks,
+        refs,
+    })
+}
+
+/// Fills a row from a matrix synthesis: its verdict counts, whether every
+/// scheduled run is recorded and one check per validator and cell.
+fn fill_from_matrix(
+    value: &Value,
+    mut evidence: RecordEvidence,
+    missing: impl Fn(&str) -> ExperimentError,
+) -> Result<Filled, ExperimentError> {
+    evidence.subject = get_str(value, "matrix_id")
+        .ok_or_else(|| missing("matrix_id"))?
+        .to_string();
+    let runs = value.get("runs").ok_or_else(|| missing("runs"))?;
+    evidence.runs_scheduled = get_u64(runs, "scheduled");
+    evidence.runs_recorded = get_u64(runs, "recorded");
+    let gaps = value
+        .get("gaps")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let count = |verdict: &str| {
+        gaps.iter()
+            .filter(|g| get_str(g, "verdict") == Some(verdict))
+            .count() as u64
+    };
+    evidence.established = Some(count("established"));
+    evidence.inconclusive = Some(count("inconclusive"));
+    evidence.invalid = Some(count("invalid"));
+    let mut checks = vec![check(
+        "every scheduled run is recorded",
+        evidence.runs_scheduled.is_some() && evidence.runs_scheduled == evidence.runs_recorded,
+    )];
+    for validator in value
+        .get("validators")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let metric = get_str(validator, "metric").unwrap_or("?");
+        for cell in validator
+            .get("cells")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            checks.push(check(
+                format!(
+                    "validator {metric} holds for {}",
+                    get_str(cell, "cell").unwrap_or("?")
+                ),
+                cell.get("passed").and_then(Value::as_bool) == Some(true),
+            ));
         }
     }
+    Ok(Filled {
+        outcome: "complete".to_string(),
+        reason: None,
+        spent: Spent {
+            steps: get_u64(runs, "steps"),
+            kernel_evaluations: get_u64(runs, "kernel_evaluations"),
+            generations: Some(0),
+        },
+        record: evidence,
+        checks,
+        refs: Vec::new(),
+    })
 }
 
 /// The estimated cost of a row under the declaration's `[cost]`, or null

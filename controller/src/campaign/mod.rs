@@ -25,29 +25,28 @@
 //! leaves the ledger byte for byte as it was; `run`, `import` and
 //! `annotate` rewrite it only when everything they add is admitted. The
 //! logic is `chio_arena::campaign`; this module runs tools, reads files and
-//! prints.
+//! prints, and `attempt` runs the attempts of `run`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use chio_arena::campaign::definition::sha256_hex;
-use chio_arena::campaign::git::source_revision;
 use chio_arena::campaign::ledger::{
-    annotate, check_ledger, import, ledger_bytes, read_ledger, record_failure, template,
-    Annotation, EvidenceRef, ImportRecord, Intervention, InterventionKind, Ledger, Measured,
-    RuntimeIdentity,
+    annotate, check_ledger, import, ledger_bytes, read_ledger, template, Annotation, ImportRecord,
+    Intervention, InterventionKind, Ledger, RuntimeIdentity,
 };
 use chio_arena::campaign::portfolio::{portfolio_outcome, render_text, report};
 use chio_arena::campaign::{
-    load_campaign, task_definition, task_definition_at, Campaign, Evidence, TaskKind,
+    load_campaign, task_definition, task_definition_at, Campaign, TaskKind,
 };
 use chio_arena::matrix::execute::write_atomically;
 use chio_arena::ExperimentError;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Subcommand};
 
 use crate::arena_matrix::experiment_error;
-use crate::error::{codes, CliError, Exit};
+use crate::error::{codes, CliError};
+
+mod attempt;
 
 /// `chio campaign ...`.
 #[derive(Debug, Args)]
@@ -202,7 +201,7 @@ fn read_checked(
 pub fn run(args: &CampaignArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
         CampaignCommand::Template(a) => run_template(a, out),
-        CampaignCommand::Run(a) => run_attempts(a, out),
+        CampaignCommand::Run(a) => attempt::run_attempts(a, out),
         CampaignCommand::Import(a) => run_import(a, out),
         CampaignCommand::Annotate(a) => run_annotate(a, out),
         CampaignCommand::Report(a) => run_report(a, out),
@@ -363,190 +362,6 @@ pub fn folder_merkle_root(dir: &Path) -> Option<String> {
             .collect();
     }
     Some(hex::encode(&level[0]))
-}
-
-/// What one attempt left: the record's bytes, or the infrastructure failure.
-enum Ran {
-    Record(Vec<u8>),
-    Failed(String),
-}
-
-fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    const COMMAND: &str = "campaign run";
-    let (campaign, mut ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
-    let mut bundles = std::collections::BTreeMap::new();
-    for spec in &args.bundles {
-        let Some((id, dir)) = spec.split_once('=') else {
-            return Err(CliError::new(
-                codes::RECORD_SPEC,
-                COMMAND,
-                format!("--bundle {spec:?} does not name its schedule id"),
-                "write --bundle SCHEDULE_ID=DIR, for example pr-421-replay/01=target/arena/pr_421_review",
-            ));
-        };
-        bundles.insert(id.to_string(), PathBuf::from(dir));
-    }
-    let base = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("target/campaign").join(&campaign.file.id));
-    let runtime = runtime_identity().map_err(|e| CliError::infrastructure(COMMAND, e))?;
-    let mut ids = Vec::new();
-    for id in &args.schedule_ids {
-        let Some(attempt) = campaign.attempt(id) else {
-            return Err(experiment_error(
-                COMMAND,
-                &ExperimentError::UnscheduledAttempt {
-                    schedule_id: id.clone(),
-                },
-            ));
-        };
-        if ledger.rows.iter().any(|r| {
-            r.schedule_id == *id && r.native_outcome != chio_arena::campaign::ledger::DEFERRED
-        }) {
-            return Err(experiment_error(
-                COMMAND,
-                &ExperimentError::AlreadyAttempted {
-                    schedule_id: id.clone(),
-                },
-            ));
-        }
-        let task = &campaign.tasks[attempt.task];
-        let dir = base.join(id.replace('/', "-"));
-        let file = campaign.root.join(&task.file);
-        let file = file.to_string_lossy().into_owned();
-        let dir_text = dir.to_string_lossy().into_owned();
-        let bundle = bundles.get(id).cloned();
-        let argv: Vec<String> = match (task.kind, task.evidence) {
-            (TaskKind::Scenario, Evidence::Live) => {
-                vec![
-                    "arena".into(),
-                    "run".into(),
-                    file,
-                    "--json".into(),
-                    "--out".into(),
-                    dir_text,
-                ]
-            }
-            (TaskKind::Scenario, Evidence::Fixture) => {
-                let Some(bundle) = &bundle else {
-                    return Err(CliError::new(
-                        codes::RECORD_SPEC,
-                        COMMAND,
-                        format!("fixture attempt {id:?} names no recorded bundle"),
-                        format!("pass --bundle {id}=DIR with the bundle to replay"),
-                    ));
-                };
-                vec![
-                    "arena".into(),
-                    "replay".into(),
-                    bundle.to_string_lossy().into_owned(),
-                    "--json".into(),
-                ]
-            }
-            (TaskKind::Evolve, _) => {
-                vec![
-                    "arena".into(),
-                    "evolve".into(),
-                    file,
-                    "--json".into(),
-                    "--out".into(),
-                    dir_text,
-                ]
-            }
-            (TaskKind::Matrix, _) => {
-                vec![
-                    "arena".into(),
-                    "matrix".into(),
-                    file,
-                    "--json".into(),
-                    "--out".into(),
-                    dir_text,
-                ]
-            }
-        };
-        let revision = source_revision(&campaign.root, &task.inputs);
-        let cli = crate::cli::Cli::try_parse_from(
-            std::iter::once("chio".to_string()).chain(argv.iter().cloned()),
-        )
-        .map_err(|e| {
-            CliError::infrastructure(
-                COMMAND,
-                format!("cannot build the attempt's command line: {e}"),
-            )
-        })?;
-        let started = Instant::now();
-        let mut buffer = Vec::new();
-        let result = crate::run(&cli, &mut buffer);
-        // Milliseconds are as fine as a wall clock around a process call means anything.
-        let elapsed = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-        let ran = match result {
-            Ok(()) => Ran::Record(buffer),
-            Err(e) if !buffer.is_empty() && e.exit != Exit::InvalidInput => Ran::Record(buffer),
-            Err(e) if e.exit == Exit::Infrastructure => {
-                Ran::Failed(format!("{}: {}", e.code, e.message))
-            }
-            Err(e) => return Err(e),
-        };
-        let (steps, evaluations, refs) = match (task.kind, &bundle) {
-            (TaskKind::Scenario, Some(bundle)) => match chio_arena::bundle::Bundle::read(bundle) {
-                Ok(read) => (
-                    Some(read.manifest.steps.len() as u64),
-                    Some(
-                        read.manifest
-                            .steps
-                            .iter()
-                            .filter(|s| s.pass.is_some())
-                            .count() as u64,
-                    ),
-                    vec![EvidenceRef {
-                        path: bundle.display().to_string(),
-                        merkle_root: Some(read.manifest.receipt_root.clone()),
-                    }],
-                ),
-                Err(_) => (None, None, Vec::new()),
-            },
-            (TaskKind::Scenario, None) => (None, None, Vec::new()),
-            _ => (
-                None,
-                None,
-                vec![EvidenceRef {
-                    path: dir.display().to_string(),
-                    merkle_root: folder_merkle_root(&dir),
-                }],
-            ),
-        };
-        let measured = Measured {
-            elapsed_seconds: elapsed,
-            runtime: runtime.clone(),
-            source_revision: revision,
-            evidence_refs: refs,
-            steps,
-            kernel_evaluations: evaluations,
-        };
-        ledger = match ran {
-            Ran::Record(bytes) => import(
-                &campaign,
-                &ledger,
-                &[ImportRecord {
-                    schedule_id: id.clone(),
-                    path: format!("{} output", argv[..2].join(" ")),
-                    bytes,
-                    measured: Some(measured),
-                }],
-            ),
-            Ran::Failed(reason) => record_failure(&campaign, &ledger, id, &reason, &measured),
-        }
-        .map_err(refuse(COMMAND))?;
-        ids.push(id.as_str());
-    }
-    let bytes = ledger_bytes(&ledger).map_err(refuse(COMMAND))?;
-    write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
-    write_out(
-        COMMAND,
-        out,
-        filled_lines("ran", &campaign, &ledger, &ids).as_bytes(),
-    )
 }
 
 fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError> {
