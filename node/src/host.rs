@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chio_arena::parse_scenario_with_fixtures;
-use chio_trust::{SqliteTrustStore, TrustClient, TrustStore};
+use chio_trust::{InMemoryTrustStore, SqliteTrustStore, TrustClient, TrustStore};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
@@ -39,6 +39,10 @@ pub enum TrustBackend {
     /// SQLite files of this node alone (`--state-dir`): a single-node
     /// cluster, or nodes that share no authority state.
     Local(Arc<SqliteTrustStore>),
+    /// Trust state in this process's memory alone, gone when it exits: for
+    /// in-process harnesses (the fuzz targets) that serve a node's requests
+    /// without files or sockets.
+    Memory(Arc<InMemoryTrustStore>),
 }
 
 /// What a node process is, independent of the world it hosts.
@@ -213,6 +217,7 @@ impl HostActor {
         let node = match &self.config.backend {
             TrustBackend::Remote(client) => self.link(client.clone(), &world, &load, false).await?,
             TrustBackend::Local(store) => self.link(store.clone(), &world, &load, true).await?,
+            TrustBackend::Memory(store) => self.link(store.clone(), &world, &load, true).await?,
         };
         let (kernels, _, agents) = world.placed_on(&load.node);
         tracing::info!(

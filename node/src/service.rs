@@ -45,6 +45,13 @@ pub struct NodeControlService {
     stop: watch::Sender<bool>,
 }
 
+impl NodeControlService {
+    /// The service over `host`; a `Shutdown` request sets `stop` to true.
+    pub fn new(host: NodeHost, stop: watch::Sender<bool>) -> Self {
+        Self { host, stop }
+    }
+}
+
 #[tonic::async_trait]
 impl NodeControl for NodeControlService {
     async fn load_world(
@@ -139,6 +146,13 @@ pub struct KernelLinkService {
     host: NodeHost,
 }
 
+impl KernelLinkService {
+    /// The service over `host`.
+    pub fn new(host: NodeHost) -> Self {
+        Self { host }
+    }
+}
+
 #[tonic::async_trait]
 impl KernelLink for KernelLinkService {
     async fn evaluate(
@@ -190,16 +204,13 @@ pub async fn serve(
         })
     });
     let control = InterceptedService::new(
-        NodeControlServer::new(NodeControlService {
-            host: host.clone(),
-            stop,
-        })
-        .max_decoding_message_size(MAX_CONTROL_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES),
+        NodeControlServer::new(NodeControlService::new(host.clone(), stop))
+            .max_decoding_message_size(MAX_CONTROL_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES),
         token.check(),
     );
     let link = InterceptedService::new(
-        KernelLinkServer::new(KernelLinkService { host })
+        KernelLinkServer::new(KernelLinkService::new(host))
             .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES),
         token.check(),

@@ -1,0 +1,309 @@
+//! Seeds of the `node_control` and `kernel_link` targets: sessions of
+//! requests against the fuzz world (calls allowed and denied, a delegation
+//! and a call through it, a message, a revocation, a reload, forwarded
+//! requests signed by the world's agents, a token handed over), and hostile
+//! neighbours (an unknown agent or kernel, a stolen token, malformed JSON).
+
+use prost::Message;
+use serde_json::json;
+
+use chio_kernel::request::RequestProof;
+use chio_kernel::token::Attenuation;
+use chio_kernel::{CapabilityToken, ToolCallRequest};
+use chio_node::{CallCommand, DelegateCommand, MessageCommand};
+use chio_proto::node::v1 as node_pb;
+
+use super::{json_bytes, named, Seed};
+use crate::frames;
+use crate::node::{load_world_request, node_world, START_MS};
+
+/// One framed request: the RPC's selector and its protobuf bytes.
+type Frame = (u8, Vec<u8>);
+
+fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: u64) -> Vec<u8> {
+    let command = CallCommand {
+        request_id: request_id.into(),
+        agent: agent.into(),
+        capability_id: capability.into(),
+        captured: None,
+        server: "workspace-a".into(),
+        tool: "read_file".into(),
+        arguments: json!({ "path": path }),
+        now_ms: START_MS + offset_ms,
+    };
+    node_pb::CallRequest {
+        command_json: json_bytes(&command),
+    }
+    .encode_to_vec()
+}
+
+fn delegate_to(to: &str, id: &str, offset_ms: u64) -> Vec<u8> {
+    let command = DelegateCommand {
+        agent: "alice".into(),
+        capability_id: "alice-files".into(),
+        to: to.into(),
+        delegation_id: id.into(),
+        attenuation: Attenuation {
+            tools: Some(vec!["read_file".into()]),
+            path_prefix: Some("/workspace/shared/".into()),
+            expires_at_ms: Some(START_MS + 3_600_000),
+            share_bps: Some(6000),
+            ..Attenuation::default()
+        },
+        now_ms: START_MS + offset_ms,
+    };
+    node_pb::DelegateRequest {
+        command_json: json_bytes(&command),
+    }
+    .encode_to_vec()
+}
+
+fn message(to: &str, label: Option<&str>) -> Vec<u8> {
+    let command = MessageCommand {
+        agent: "alice".into(),
+        to: to.into(),
+        output_label: label.map(str::to_string),
+        now_ms: START_MS + 500,
+    };
+    node_pb::MessageRequest {
+        command_json: json_bytes(&command),
+    }
+    .encode_to_vec()
+}
+
+/// The `node_control` seeds.
+pub fn control_seeds() -> Vec<Seed> {
+    let plan = "/workspace/shared/plan.md";
+    let revoke = |target: &str| {
+        node_pb::RevokeRequest {
+            target: target.into(),
+            at_ms: START_MS + 1500,
+        }
+        .encode_to_vec()
+    };
+    let mut reload = load_world_request();
+    reload.run_id = "fuzz-again".into();
+    let mut elsewhere = load_world_request();
+    elsewhere.node = "node-z".into();
+    let sessions: Vec<(&str, Vec<Frame>)> = vec![
+        (
+            "call-allowed",
+            vec![(1, call("rq-1", "alice", "alice-files", plan, 1000))],
+        ),
+        (
+            "call-dotfile",
+            vec![(
+                1,
+                call("rq-2", "alice", "alice-files", "/workspace/.env", 1000),
+            )],
+        ),
+        (
+            "call-replayed",
+            vec![
+                (1, call("rq-3", "alice", "alice-files", plan, 1000)),
+                (1, call("rq-3", "alice", "alice-files", plan, 1100)),
+            ],
+        ),
+        (
+            "delegate-then-call",
+            vec![
+                (2, delegate_to("bob", "bob-files", 1000)),
+                (1, call("rq-4", "bob", "bob-files", plan, 2000)),
+                (
+                    1,
+                    call(
+                        "rq-5",
+                        "bob",
+                        "bob-files",
+                        "/workspace/private/keys.txt",
+                        2100,
+                    ),
+                ),
+            ],
+        ),
+        (
+            "message-then-revoke",
+            vec![
+                (3, message("bob", Some("confidential"))),
+                (4, revoke("alice-files")),
+                (1, call("rq-6", "alice", "alice-files", plan, 2000)),
+            ],
+        ),
+        (
+            "unknown-agent",
+            vec![(1, call("rq-7", "zed", "alice-files", plan, 1000))],
+        ),
+        (
+            "reload-then-call",
+            vec![
+                (0, reload.encode_to_vec()),
+                (1, call("rq-8", "alice", "alice-files", plan, 1000)),
+            ],
+        ),
+        ("load-foreign-node", vec![(0, elsewhere.encode_to_vec())]),
+        (
+            "malformed-command",
+            vec![(
+                1,
+                node_pb::CallRequest {
+                    command_json: b"{\"agent\":".to_vec(),
+                }
+                .encode_to_vec(),
+            )],
+        ),
+    ];
+    sessions
+        .into_iter()
+        .map(|(name, frames)| named(name, frames::encode(&frames)))
+        .collect()
+}
+
+fn signed_request(
+    token: &CapabilityToken,
+    agent: &str,
+    id: &str,
+    path: &str,
+    offset_ms: u64,
+) -> Vec<u8> {
+    let world = node_world();
+    let key = &world
+        .agents
+        .get(agent)
+        .expect("the agent is in the fuzz world")
+        .key;
+    let request = ToolCallRequest {
+        request_id: id.into(),
+        capability: token.clone(),
+        server: "workspace-a".into(),
+        tool: "read_file".into(),
+        arguments: json!({ "path": path }),
+        agent_id: agent.into(),
+        session_id: agent.into(),
+        issued_at_ms: START_MS + offset_ms,
+        proof: RequestProof::default(),
+    }
+    .sign(key)
+    .expect("a seed request signs");
+    json_bytes(&request)
+}
+
+fn evaluate(kernel: &str, request_json: Vec<u8>, offset_ms: u64) -> Frame {
+    let message = node_pb::EvaluateRequest {
+        kernel_id: kernel.into(),
+        request_json,
+        now_ms: START_MS + offset_ms,
+    };
+    (0, message.encode_to_vec())
+}
+
+/// The `kernel_link` seeds.
+pub fn link_seeds() -> Vec<Seed> {
+    let world = node_world();
+    let plan = "/workspace/shared/plan.md";
+    let (_, root) = world
+        .grants
+        .get("alice-files")
+        .expect("the fuzz world grants alice-files")
+        .clone();
+    let alice = &world
+        .agents
+        .get("alice")
+        .expect("alice is in the fuzz world")
+        .key;
+    let bob_hex = chio_kernel::keys::public_key_hex(
+        &world
+            .agents
+            .get("bob")
+            .expect("bob is in the fuzz world")
+            .key,
+    );
+    let child = root
+        .delegate(
+            alice,
+            &bob_hex,
+            &Attenuation {
+                tools: Some(vec!["read_file".into()]),
+                share_bps: Some(5000),
+                ..Attenuation::default()
+            },
+            "bob-link",
+            START_MS + 500,
+        )
+        .expect("the seed delegation signs");
+    let hand_over = |agent: &str, token: &CapabilityToken| {
+        (
+            1,
+            node_pb::HandOverRequest {
+                agent_id: agent.into(),
+                token_json: json_bytes(token),
+            }
+            .encode_to_vec(),
+        )
+    };
+    let alice_read = signed_request(&root, "alice", "rq-1", plan, 1000);
+    let sessions: Vec<(&str, Vec<Frame>)> = vec![
+        (
+            "evaluate-allowed",
+            vec![evaluate("kernel-a", alice_read.clone(), 1000)],
+        ),
+        (
+            "evaluate-replayed",
+            vec![
+                evaluate("kernel-a", alice_read.clone(), 1000),
+                evaluate("kernel-a", alice_read.clone(), 1200),
+            ],
+        ),
+        (
+            "evaluate-wrong-kernel",
+            vec![evaluate("kernel-b", alice_read.clone(), 1000)],
+        ),
+        (
+            "evaluate-unknown-kernel",
+            vec![evaluate("kernel-z", alice_read, 1000)],
+        ),
+        (
+            "evaluate-dotfile",
+            vec![evaluate(
+                "kernel-a",
+                signed_request(&root, "alice", "rq-2", "/workspace/.env", 1000),
+                1000,
+            )],
+        ),
+        (
+            "hand-over-then-evaluate",
+            vec![
+                hand_over("bob", &child),
+                evaluate(
+                    "kernel-a",
+                    signed_request(&child, "bob", "rq-3", plan, 1500),
+                    1500,
+                ),
+            ],
+        ),
+        (
+            "stolen-token",
+            vec![evaluate(
+                "kernel-a",
+                signed_request(&child, "carol", "rq-4", plan, 1500),
+                1500,
+            )],
+        ),
+        ("hand-over-unknown-agent", vec![hand_over("zed", &child)]),
+        (
+            "malformed-request",
+            vec![(
+                0,
+                node_pb::EvaluateRequest {
+                    kernel_id: "kernel-a".into(),
+                    request_json: b"[1,2".to_vec(),
+                    now_ms: 1,
+                }
+                .encode_to_vec(),
+            )],
+        ),
+    ];
+    sessions
+        .into_iter()
+        .map(|(name, frames)| named(name, frames::encode(&frames)))
+        .collect()
+}
