@@ -19,10 +19,11 @@
 //! and, if so, ends the run cleanly with the generations done (the summary
 //! says `stopped_by: "wall-budget"`). No clock value reaches any file: the
 //! files hold the generations done, which are a deterministic function of
-//! the scenario and the flags whenever the budget is not hit. A progress
-//! bar is drawn on standard error only when it is a terminal.
+//! the scenario and the flags whenever the budget is not hit. An
+//! `indicatif` progress bar is drawn on standard error only when it is a
+//! terminal, never with `--quiet` (`crate::term::progress_bar`).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -35,11 +36,12 @@ use chio_arena::{load_scenario, ArenaError};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::error::{CliError, Exit};
 use crate::report::{write_report, ReportKind};
+use crate::term::progress_bar;
 
 const COMMAND: &str = "arena evolve";
 
@@ -188,8 +190,9 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     })
 }
 
-/// Runs the command, printing to `out`.
-pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
+/// Runs the command, printing to `out`; `quiet` (`--quiet`) turns the
+/// progress bar off.
+pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), CliError> {
     check_budget(args.generations, args.wall_seconds)?;
     if args.population_size == 0 || args.population_size > MAX_POPULATION_SIZE {
         return Err(out_of_range(
@@ -215,15 +218,11 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
         population_size: args.population_size,
         ..EvolveConfig::default()
     };
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(u64::from(args.generations));
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} generations {msg}") {
-            bar.set_style(style);
-        }
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = progress_bar(
+        u64::from(args.generations),
+        "{bar:40} {pos}/{len} generations {msg}",
+        quiet,
+    );
     let mut budget = WallBudget {
         started: Instant::now(),
         budget: Duration::from_secs(args.wall_seconds),
