@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds what compose.yaml needs without pulling any image: the release
-# `chio` binary built on the host, a root filesystem holding it, the shared
-# libraries `ldd` lists for it and the reference scenarios, and generated
-# token files (kept out of the image and mounted read-only at run time).
-# Then `docker compose build` turns the root filesystem into a FROM scratch
-# image. Usage: compose/build.sh   (then: docker compose up --exit-code-from controller)
+# The offline image build: what compose.yaml needs without pulling any
+# image. Builds the release `chio` binary on the host, a root filesystem
+# holding it, the shared libraries `ldd` lists for it, the reference
+# scenarios and the compose topology, and turns it into the `FROM scratch`
+# image `chio-arena:local` (compose/Dockerfile). It also makes the token
+# secrets (compose/tokens.sh). Where base images can be pulled, the
+# multi-stage Dockerfile at the repository root builds the same image
+# inside Docker instead (docs/deploy.md).
+# Usage: compose/build.sh   (then: docker compose up --no-build --exit-code-from controller)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,18 +33,7 @@ cp -R scenarios "$rootfs/arena/scenarios"
 cp compose/topology.toml "$rootfs/arena/topology.toml"
 cp compose/Dockerfile "$out/context/Dockerfile"
 
-# Tokens: generated once, reused by later builds, never baked into the image.
-mkdir -p "$out/secrets"
-for name in cluster trust; do
-    if [ ! -s "$out/secrets/$name.token" ]; then
-        od -An -N24 -tx1 /dev/urandom | tr -d ' \n' > "$out/secrets/$name.token"
-    fi
-done
-chmod 0644 "$out/secrets/"*.token
+compose/tokens.sh
 
-echo "== docker compose build"
-if docker compose version >/dev/null 2>&1; then
-    docker compose build
-else
-    docker-compose build
-fi
+echo "== docker build -t chio-arena:local (FROM scratch)"
+docker build -t chio-arena:local "$out/context"

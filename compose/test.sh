@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The compose acceptance test: builds the images (no registry), runs
-# `docker compose up` (or `docker-compose up`) until the controller exits,
-# and checks its exit status and the output of the triangular-delegation run.
+# The compose acceptance test (the offline path CI runs): builds the image
+# on the host (compose/build.sh, no registry), runs `docker compose up
+# --no-build` (or `docker-compose`) until the controller exits, and checks
+# its exit status and the output of the triangular-delegation run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,7 +17,7 @@ log="$(mktemp)"
 trap '"${compose[@]}" down --volumes --remove-orphans >/dev/null 2>&1 || true; rm -f "$log"' EXIT
 
 status=0
-"${compose[@]}" up --exit-code-from controller --abort-on-container-exit 2>&1 | tee "$log" || status=$?
+"${compose[@]}" up --no-build --exit-code-from controller --abort-on-container-exit 2>&1 | tee "$log" || status=$?
 
 if [ "$status" -ne 0 ]; then
     echo "compose test: the controller exited with status $status" >&2

@@ -19,10 +19,11 @@
 //! and, if so, ends the run cleanly with the generations done (the summary
 //! says `stopped_by: "wall-budget"`). No clock value reaches any file: the
 //! files hold the generations done, which are a deterministic function of
-//! the scenario and the flags whenever the budget is not hit. A progress
-//! bar is drawn on standard error only when it is a terminal.
+//! the scenario and the flags whenever the budget is not hit. An
+//! `indicatif` progress bar is drawn on standard error only when it is a
+//! terminal, never with `--quiet` (`crate::term::progress_bar`).
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -37,11 +38,12 @@ use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
+use crate::term::progress_bar;
 
 const COMMAND: &str = "arena evolve";
 
@@ -185,10 +187,11 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
 }
 
 /// Runs the command, printing to `out`: load and check, evolve, write the
-/// leaderboard, trace, chart and SARIF files, then report.
-pub fn run(args: &EvolveArgs, out: &mut dyn Write) -> Result<(), CliError> {
+/// leaderboard, trace, chart and SARIF files, then report; `quiet`
+/// (`--quiet`) turns the progress bar off.
+pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), CliError> {
     let scenario = load_checked(args)?;
-    let result = evolve(args, &scenario)?;
+    let result = evolve(args, &scenario, quiet)?;
     let (dir, board) = write_outputs(args, &scenario, &result)?;
     let text = summary_text(args, &scenario, &result, &dir, &board)?;
     out.write_all(text.as_bytes())
@@ -217,7 +220,11 @@ fn load_checked(args: &EvolveArgs) -> Result<Scenario, CliError> {
 
 /// Runs the search against the real kernels, showing progress on a
 /// terminal and stopping at the wall budget.
-fn evolve(args: &EvolveArgs, scenario: &Scenario) -> Result<EvolutionResult, CliError> {
+fn evolve(
+    args: &EvolveArgs,
+    scenario: &Scenario,
+    quiet: bool,
+) -> Result<EvolutionResult, CliError> {
     tracing::info!(
         scenario_id = scenario.id(),
         rng_seed = scenario.file().rng_seed,
@@ -231,15 +238,11 @@ fn evolve(args: &EvolveArgs, scenario: &Scenario) -> Result<EvolutionResult, Cli
         population_size: args.population_size,
         ..EvolveConfig::default()
     };
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(u64::from(args.generations));
-        if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} generations {msg}") {
-            bar.set_style(style);
-        }
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = progress_bar(
+        u64::from(args.generations),
+        "{bar:40} {pos}/{len} generations {msg}",
+        quiet,
+    );
     let mut budget = WallBudget {
         started: Instant::now(),
         budget: Duration::from_secs(args.wall_seconds),

@@ -11,8 +11,9 @@
 //! `synthesis.md`, `synthesis.html`) only once every run is recorded. An
 //! interrupted matrix resumes with `--resume`, running only what the ledger
 //! lacks. Standard output gets the synthesis: canonical JSON with `--json`,
-//! otherwise the Markdown followed by how many runs came from the ledger. A
-//! progress line goes to standard error on a terminal only.
+//! otherwise the Markdown followed by how many runs came from the ledger. An
+//! `indicatif` progress bar goes to standard error on a terminal only, never
+//! with `--quiet` (`crate::term::progress_bar`).
 //!
 //! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
 //! the embedded topology (every step, whatever its verdict), then each
@@ -28,7 +29,7 @@
 //! scenario part is run again (it is deterministic) to fill the report.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -50,6 +51,7 @@ use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
 use crate::error::{codes, CliError};
 use crate::junit::{suite_from_cell, CellRun};
 use crate::report::{write_report, ReportKind};
+use crate::term::progress_bar;
 
 const COMMAND: &str = "arena matrix";
 
@@ -271,8 +273,9 @@ pub fn load_for(matrix: &Matrix, workers: Option<usize>) -> Result<Load, CliErro
     })
 }
 
-/// Runs the command, printing to `out`.
-pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
+/// Runs the command, printing to `out`; `quiet` (`--quiet`) turns the
+/// progress bar off.
+pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), CliError> {
     let matrix = load_matrix(&args.file).map_err(|e| experiment_error(COMMAND, &e))?;
     let load = load_for(&matrix, args.workers)?;
     let dir = args
@@ -287,14 +290,10 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
         concurrency = load.concurrency,
         "matrix loaded"
     );
-    let terminal = std::io::stderr().is_terminal();
-    let progress = move |done: usize, total: usize| {
-        if terminal {
-            eprint!("\rmatrix: {done}/{total} runs");
-            if done == total {
-                eprintln!();
-            }
-        }
+    let bar = progress_bar(0, "matrix: {bar:40} {pos}/{len} runs", quiet);
+    let progress = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
     };
     let recording = Arc::new(RecordingRunner::default());
     let runner: Arc<dyn MatrixRunner> = if args.junit.is_some() {
@@ -318,6 +317,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write) -> Result<(), CliError> {
         &now_ms,
     )
     .map_err(|e| experiment_error(COMMAND, &e))?;
+    bar.finish_and_clear();
     let synthesis = synthesize(&matrix, &runs, &load);
     let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(&synthesis);

@@ -1,6 +1,7 @@
 //! Terminal conventions: whether output is coloured (`--color`, `NO_COLOR`,
-//! `CLICOLOR`, `CLICOLOR_FORCE`) and how `--quiet`/`--verbose` map onto the
-//! tracing filter when `RUST_LOG` is not set.
+//! `CLICOLOR`, `CLICOLOR_FORCE`), how `--quiet`/`--verbose` map onto the
+//! tracing filter when `RUST_LOG` is not set, and when a long command draws
+//! its `indicatif` progress bar (standard error, a terminal, no `--quiet`).
 //!
 //! Colour is decided once per stream, before a command runs, and handed to
 //! the commands that print tables as a [`Palette`]; a command never asks the
@@ -17,8 +18,10 @@
 //! as `no-color.org` asks of per-invocation flags.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 
 use clap::ValueEnum;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// The `--color` flag's values.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
@@ -120,6 +123,27 @@ pub fn log_filter(quiet: bool, verbose: u8) -> &'static str {
     }
 }
 
+/// Whether a long command draws a progress bar: only on a terminal, and
+/// never with `--quiet`.
+pub fn shows_progress(quiet: bool, stderr_is_terminal: bool) -> bool {
+    stderr_is_terminal && !quiet
+}
+
+/// The progress bar of a long command (`arena matrix`, `arena evolve`):
+/// `len` units drawn with `template` on standard error, and only there,
+/// when [`shows_progress`] says so; otherwise a hidden bar that draws
+/// nothing. Progress never reaches standard output or an output file.
+pub fn progress_bar(len: u64, template: &str, quiet: bool) -> ProgressBar {
+    if !shows_progress(quiet, std::io::stderr().is_terminal()) {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +204,15 @@ mod tests {
         assert_eq!(log_filter(false, 1), "info");
         assert_eq!(log_filter(false, 2), "debug");
         assert_eq!(log_filter(false, 7), "trace");
+    }
+
+    // A progress bar is drawn only on a terminal without --quiet, and the hidden bar draws nothing.
+    #[test]
+    fn progress_only_on_a_terminal_without_quiet() {
+        assert!(shows_progress(false, true));
+        assert!(!shows_progress(true, true));
+        assert!(!shows_progress(false, false));
+        assert!(!shows_progress(true, false));
+        assert!(progress_bar(3, "{pos}/{len}", true).is_hidden());
     }
 }

@@ -12,12 +12,10 @@
 //! admitted) and at least one attack call was admitted; an injection whose
 //! carrier read was withheld never reached the agent.
 
-mod processes;
-
 use std::collections::BTreeMap;
 
 use chio_controller::api::{load_scenario_str, Topology};
-use processes::repo_path;
+use chio_tests::repo_path;
 
 /// The policies compared, by name, with the guard list the kernel runs.
 const POLICIES: [(&str, &str); 3] = [

@@ -10,7 +10,7 @@ mod util;
 
 use std::path::{Path, PathBuf};
 
-use util::{chio, explain, repo_path};
+use util::{chio, explain, repo_path, tree};
 
 fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -312,6 +312,40 @@ fn default_folder_names_the_repetitions() {
     let folder = tmp.path().join("target/arena/matrix/m-r2");
     assert!(folder.join("synthesis.json").exists());
     assert!(folder.join("state.json").exists());
+}
+
+// Off a terminal no progress is drawn: stderr holds no bar or carriage return, and neither stdout nor any output file holds progress text.
+#[test]
+fn progress_stays_off_a_non_terminal_and_out_of_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    std::fs::write(
+        &file,
+        base_matrix(&format!(
+            "{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n"
+        )),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains('\r') && !stderr.contains(" runs"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains('\r'));
+    for (name, bytes) in tree(&out) {
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(!text.contains('\r') && !text.contains("matrix: "), "{name}");
+    }
 }
 
 fn base_matrix(body: &str) -> String {

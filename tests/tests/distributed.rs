@@ -5,18 +5,15 @@
 //! fault behaviour: a killed node, a stopped trust-control, a restarted
 //! node, and clients without the token.
 
-mod processes;
-
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
-use chio_node::{CallCommand, FixtureSet, NodeClient, World};
-use chio_trust::model::IssuerKey;
+use chio_node::client::DEFAULT_CONTROL_DEADLINE;
+use chio_node::{CallCommand, NodeClient, World};
+use chio_tests::*;
 use chio_trust::TrustStore;
-use processes::*;
 use serde_json::{json, Value};
 
 const REFERENCE: [&str; 8] = [
@@ -109,52 +106,18 @@ arguments = { text = "status" }
 expect_verdict = "deny"
 "#;
 
-/// Loads a scenario and its world the way the controller does.
-fn world_of(file: &Path) -> (chio_arena::Scenario, FixtureSet, World, Vec<u8>) {
-    let scenario = chio_arena::load_scenario(file).expect("scenario loads");
-    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
-    let world = World::resolve(&scenario, &fixtures).expect("world");
-    let bytes = std::fs::read(file).unwrap();
-    (scenario, fixtures, world, bytes)
-}
-
-/// Trusts the world's authority and loads the world on `node` at `url`.
-async fn load(
+/// Loads the scenario `file` into `node` under `run_id`, the way the
+/// controller does, answering its world and the node's client.
+fn load(
+    rt: &tokio::runtime::Runtime,
     cluster: &Cluster,
-    fixtures: &FixtureSet,
-    world: &World,
-    bytes: &[u8],
+    file: &Path,
     node: &str,
     run_id: &str,
-) -> NodeClient {
-    let trust = cluster.trust_client(TRUST_TOKEN);
-    let key = IssuerKey::parse_hex(&chio_kernel::keys::public_key_hex(&world.authority)).unwrap();
-    trust
-        .add_issuer_key(key)
-        .await
-        .expect("trust the authority");
-    let peers = cluster
-        .nodes
-        .iter()
-        .map(|(name, proc)| (name.clone(), proc.url()))
-        .collect();
-    let client = NodeClient::new(
-        node,
-        &cluster.nodes[node].url(),
-        &cluster.cluster_token(),
-        DEFAULT_CONTROL_DEADLINE,
-    )
-    .unwrap();
-    client
-        .load_world(WorldOffer {
-            scenario: bytes,
-            fixtures,
-            peers: &peers,
-            run_id,
-        })
-        .await
-        .unwrap_or_else(|e| panic!("load world: {e}\n{}", cluster.logs()));
-    client
+) -> (World, NodeClient) {
+    let mut loaded = cluster.load_world(rt, file, run_id, &[node]);
+    let client = loaded.clients.remove(node).expect("the node's client");
+    (loaded.world, client)
 }
 
 fn call(
@@ -378,16 +341,8 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
             ("fixtures/ws/readme.txt", "hello\n"),
         ],
     );
-    let (_, fixtures, world, bytes) = world_of(&file);
     let rt = runtime();
-    let client = rt.block_on(load(
-        &cluster,
-        &fixtures,
-        &world,
-        &bytes,
-        "node-a",
-        "run-trust-stop",
-    ));
+    let (world, client) = load(&rt, &cluster, &file, "node-a", "run-trust-stop");
     let start = world.start_ms;
     let first = rt
         .block_on(client.call(&call(
@@ -445,8 +400,8 @@ fn restarted_node_sees_retained_labels() {
         LABELS_SCENARIO,
         &[("fixtures/ws/internal/plan.txt", "internal plan\n")],
     );
-    let (_, fixtures, world, bytes) = world_of(&file);
     let rt = runtime();
+    let (world, client) = load(&rt, &cluster, &file, "node-a", "run-labels");
     let start = world.start_ms;
     let post = |id: &str, at: u64| {
         call(
@@ -459,14 +414,6 @@ fn restarted_node_sees_retained_labels() {
             at,
         )
     };
-    let client = rt.block_on(load(
-        &cluster,
-        &fixtures,
-        &world,
-        &bytes,
-        "node-a",
-        "run-labels",
-    ));
     let before = rt
         .block_on(client.call(&post("post-before", start)))
         .unwrap();
@@ -485,14 +432,7 @@ fn restarted_node_sees_retained_labels() {
     assert_eq!(read.projected.as_str(), "allow", "{:?}", read.reason);
     cluster.nodes.get_mut("node-a").unwrap().kill();
     cluster.start_node("node-a");
-    let client = rt.block_on(load(
-        &cluster,
-        &fixtures,
-        &world,
-        &bytes,
-        "node-a",
-        "run-labels",
-    ));
+    let (_, client) = load(&rt, &cluster, &file, "node-a", "run-labels");
     let after = rt
         .block_on(client.call(&post("post-after", start + 2)))
         .unwrap();
@@ -506,14 +446,7 @@ fn restarted_node_sees_retained_labels() {
         "{:?}",
         after.reason
     );
-    let fresh = rt.block_on(load(
-        &cluster,
-        &fixtures,
-        &world,
-        &bytes,
-        "node-a",
-        "run-other",
-    ));
+    let (_, fresh) = load(&rt, &cluster, &file, "node-a", "run-other");
     let other = rt
         .block_on(fresh.call(&post("post-other-run", start + 3)))
         .unwrap();

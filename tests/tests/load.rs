@@ -11,14 +11,12 @@
 //! `CHIO_LOAD_STEPS=100000`) and `CHIO_LOAD_AGENTS` agents per node (default
 //! 4). See docs/benchmarks.md for measured figures.
 
-mod processes;
-
 use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use chio_tests::*;
 use chio_trust::TrustStore;
-use processes::*;
 
 const NODES: usize = 8;
 

@@ -12,15 +12,13 @@
 //!   which needs root and `ip netns`; without them the test prints why it
 //!   is skipped.
 
-mod processes;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use chio_tests::*;
 use chio_trust::TrustStore;
-use processes::*;
 
 /// Steps of each faulted run: long enough to inject a fault mid-run.
 const STEPS: usize = 600;
@@ -341,7 +339,7 @@ fn serve_in(dir: &Path, name: &str, netns: Option<&str>, args: &[String]) -> Chi
     let mut command = match netns {
         Some(ns) => {
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, chio()]);
+            c.args(["netns", "exec", ns]).arg(chio());
             c
         }
         None => Command::new(chio()),

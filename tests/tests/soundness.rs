@@ -8,8 +8,6 @@
 //! kernel-level neighbours of each class are in `kernel/tests/cases/`,
 //! `kernel/tests/pipeline.rs` and `kernel/tests/integrity.rs`.
 
-mod processes;
-
 use std::path::Path;
 
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
@@ -17,11 +15,9 @@ use chio_kernel::label::delegation_record_id;
 use chio_kernel::token::{
     Attenuation, CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA,
 };
-use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
-use chio_node::{CallCommand, DelegateCommand, FixtureSet, MessageCommand, NodeClient, World};
-use chio_trust::model::IssuerKey;
+use chio_node::{CallCommand, DelegateCommand, MessageCommand, NodeClient, World};
+use chio_tests::*;
 use chio_trust::TrustStore;
-use processes::*;
 use serde_json::{json, Value};
 
 /// The header every scenario here shares; `{id}` and `{scheduler}` vary.
@@ -626,39 +622,9 @@ fn load_world(
     file: &Path,
     run_id: &str,
 ) -> (World, Vec<(String, NodeClient)>) {
-    let _entered = rt.enter();
-    let scenario = chio_arena::load_scenario(file).expect("scenario loads");
-    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
-    let world = World::resolve(&scenario, &fixtures).expect("world");
-    let bytes = std::fs::read(file).unwrap();
-    let trust = cluster.trust_client(TRUST_TOKEN);
-    let key = IssuerKey::parse_hex(&public_key_hex(&world.authority)).unwrap();
-    rt.block_on(trust.add_issuer_key(key))
-        .expect("trust the authority");
-    let peers: std::collections::BTreeMap<String, String> = cluster
-        .nodes
-        .iter()
-        .map(|(name, proc)| (name.clone(), proc.url()))
-        .collect();
-    let mut clients = Vec::new();
-    for (name, proc) in &cluster.nodes {
-        let client = NodeClient::new(
-            name,
-            &proc.url(),
-            &cluster.cluster_token(),
-            DEFAULT_CONTROL_DEADLINE,
-        )
-        .unwrap();
-        rt.block_on(client.load_world(WorldOffer {
-            scenario: &bytes,
-            fixtures: &fixtures,
-            peers: &peers,
-            run_id,
-        }))
-        .unwrap_or_else(|e| panic!("load world on {name}: {e}\n{}", cluster.logs()));
-        clients.push((name.clone(), client));
-    }
-    (world, clients)
+    let names: Vec<&str> = cluster.nodes.keys().map(String::as_str).collect();
+    let loaded = cluster.load_world(rt, file, run_id, &names);
+    (loaded.world, loaded.clients.into_iter().collect())
 }
 
 /// A capability the world's authority issues to `solo` covering both
