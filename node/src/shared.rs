@@ -66,6 +66,7 @@ impl SharedTrust {
             journal: Box::new(InMemoryJournal::default()),
             labels: Box::new(self.clone()),
             nonces: Box::new(self.clone()),
+            batch: None,
         }
     }
 

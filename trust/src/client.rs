@@ -19,9 +19,10 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
+use crate::batch_wire::{answer_from_wire, op_to_wire, operation_name};
 use crate::model::{
-    AppendSummary, HoldOutcome, HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord,
-    ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
+    AppendSummary, BatchAnswers, BatchOp, HoldOutcome, HoldState, IssuerKey, LabelSets,
+    ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
 };
 use crate::service::error_chain;
 use crate::store::TrustStore;
@@ -196,7 +197,7 @@ fn malformed(operation: &'static str, problem: &'static str) -> TrustError {
     TrustError::MalformedAnswer { operation, problem }
 }
 
-fn label_sets(entries: Vec<pb::KeyLabels>) -> LabelSets {
+pub(crate) fn label_sets(entries: Vec<pb::KeyLabels>) -> LabelSets {
     entries
         .into_iter()
         .map(|entry| (entry.key, entry.labels.into_iter().collect()))
@@ -490,6 +491,42 @@ impl TrustStore for TrustClient {
             )
             .await?;
         Ok(label_sets(answer.entries))
+    }
+
+    async fn run_batch(&self, ops: Vec<BatchOp>) -> Result<BatchAnswers, TrustError> {
+        let names: Vec<&'static str> = ops.iter().map(operation_name).collect();
+        let appends = ops
+            .iter()
+            .any(|op| matches!(op, chio_kernel::batch::StoreOp::AppendReceipt { .. }));
+        let deadline = if appends {
+            self.config.append_deadline
+        } else {
+            self.config.call_deadline
+        };
+        // A failure of the whole call names the first operation, as that
+        // operation's own call would have failed first.
+        let operation = names.first().copied().unwrap_or("batch");
+        let message = pb::BatchRequest {
+            ops: ops.into_iter().map(op_to_wire).collect(),
+        };
+        let answer = self
+            .unary(operation, deadline, message, |mut c, r| async move {
+                c.batch(r).await
+            })
+            .await?;
+        if answer.answers.len() > names.len() {
+            return Err(malformed("batch", "more answers than operations"));
+        }
+        answer
+            .answers
+            .into_iter()
+            .zip(names)
+            .map(|(answer, name)| match answer_from_wire(answer) {
+                Ok(Ok(answer)) => Ok(Ok(answer)),
+                Ok(Err(status)) => Ok(Err(error_of(name, deadline, status))),
+                Err(problem) => Err(malformed("batch", problem)),
+            })
+            .collect()
     }
 }
 
