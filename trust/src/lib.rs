@@ -13,7 +13,7 @@
 //! - [`service`]: the `TrustControl` gRPC service and [`serve`];
 //! - [`client`]: [`TrustClient`], the node's side of the wire;
 //! - [`batch_wire`]: decision batches to and from their messages;
-//! - [`daemon`]: running the service as the `chio-trust` process;
+//! - [`daemon`]: running the service as a process (`chio trust serve`);
 //! - [`error`]: [`TrustError`], the one error type.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -129,6 +129,77 @@ fn share_ops(shares: &[ShareClaim]) -> impl Iterator<Item = StoreOp> + '_ {
     })
 }
 
+/// Reads the hold answers of step 5 in order; a refused or failed hold
+/// denies, and every granted hold is kept for its release or commit.
+fn read_holds(
+    wanted_holds: &[WantedHold],
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    state: &mut Admitting,
+) -> Result<(), Box<Outcome>> {
+    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    for wanted in wanted_holds {
+        let read = |used: u64, limit: u64, outcome: &str| BudgetRead {
+            key: wanted.key.clone(),
+            amount: wanted.amount,
+            limit,
+            used,
+            outcome: outcome.to_string(),
+            settled: None,
+        };
+        match next_answer(answers, StoreName::Budget) {
+            Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
+                state.trace.budget_keys.push(read(used, limit, "held"));
+                state.holds.push(wanted.hold_id.clone());
+            }
+            Ok(OpAnswer::Hold(HoldOutcome::Refused { used, limit })) => {
+                state.trace.budget_keys.push(read(used, limit, "refused"));
+                return Err(deny(format!(
+                    "{} exhausted: {used} of {limit} used, {} more requested",
+                    wanted.what, wanted.amount
+                )));
+            }
+            Ok(_) => return Err(deny(unexpected(StoreName::Budget))),
+            Err(e) => return Err(deny(e.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the share answers of step 7, root side first, recording each in
+/// `trace`; the first refused or failed admission denies.
+fn read_shares(
+    shares: &[ShareClaim],
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    trace: &mut DecisionTrace,
+) -> Result<(), Box<Outcome>> {
+    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    for claim in shares {
+        let admitted = match next_answer(answers, StoreName::SiblingShare) {
+            Ok(OpAnswer::Share(admission)) => Ok(admission),
+            Ok(_) => Err(unexpected(StoreName::SiblingShare)),
+            Err(e) => Err(e.to_string()),
+        };
+        trace.shares.push(ShareRead {
+            parent: claim.parent_id.clone(),
+            child: claim.child_id.clone(),
+            child_bps: claim.child_bps,
+            outcome: match &admitted {
+                Ok(ShareAdmission::Admitted) => "admitted",
+                Ok(ShareAdmission::Oversubscribed { .. }) => "oversubscribed",
+                Ok(ShareAdmission::UnknownParent) => "unknown-parent",
+                Err(_) => "error",
+            }
+            .to_string(),
+        });
+        match admitted {
+            Ok(ShareAdmission::Admitted) => {}
+            Ok(refusal) => return Err(deny(share_refusal_reason(claim, &refusal))),
+            Err(reason) => return Err(deny(reason)),
+        }
+    }
+    Ok(())
+}
+
 impl Kernel {
     /// Steps 1 to 7; see the module doc.
     pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
@@ -230,31 +301,8 @@ impl Kernel {
             request.tool, request.server
         ));
         // 5. Budgets.
-        for wanted in &plan.holds {
-            let read = |used: u64, limit: u64, outcome: &str| BudgetRead {
-                key: wanted.key.clone(),
-                amount: wanted.amount,
-                limit,
-                used,
-                outcome: outcome.to_string(),
-                settled: None,
-            };
-            match next_answer(&mut answers, StoreName::Budget) {
-                Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
-                    trace.budget_keys.push(read(used, limit, "held"));
-                    state.holds.push(wanted.hold_id.clone());
-                }
-                Ok(OpAnswer::Hold(HoldOutcome::Refused { used, limit })) => {
-                    trace.budget_keys.push(read(used, limit, "refused"));
-                    return Err(deny(format!(
-                        "{} exhausted: {used} of {limit} used, {} more requested",
-                        wanted.what, wanted.amount
-                    )));
-                }
-                Ok(_) => return Err(deny(unexpected(StoreName::Budget))),
-                Err(e) => return Err(deny(e.to_string())),
-            }
-        }
+        read_holds(&plan.holds, &mut answers, state)?;
+        let trace = &mut state.trace;
         trace.pass(match state.holds.len() {
             0 => "no budget applies".to_string(),
             n => format!("{n} budget hold(s) granted"),
@@ -290,40 +338,11 @@ impl Kernel {
         });
         // 7. Sibling shares, last; they rode in the batch unless the
         // guards had to read non-empty labels first.
-        let mut late;
-        let share_answers: &mut dyn Iterator<Item = Result<OpAnswer, StoreError>> =
-            if plan.shares_in_batch && labels.is_empty() {
-                &mut answers
-            } else {
-                late = self
-                    .stores
-                    .run_batch(share_ops(&verified.shares).collect())
-                    .into_iter();
-                &mut late
-            };
-        for claim in &verified.shares {
-            let admitted = match next_answer(share_answers, StoreName::SiblingShare) {
-                Ok(OpAnswer::Share(admission)) => Ok(admission),
-                Ok(_) => Err(unexpected(StoreName::SiblingShare)),
-                Err(e) => Err(e.to_string()),
-            };
-            trace.shares.push(ShareRead {
-                parent: claim.parent_id.clone(),
-                child: claim.child_id.clone(),
-                child_bps: claim.child_bps,
-                outcome: match &admitted {
-                    Ok(ShareAdmission::Admitted) => "admitted",
-                    Ok(ShareAdmission::Oversubscribed { .. }) => "oversubscribed",
-                    Ok(ShareAdmission::UnknownParent) => "unknown-parent",
-                    Err(_) => "error",
-                }
-                .to_string(),
-            });
-            match admitted {
-                Ok(ShareAdmission::Admitted) => {}
-                Ok(refusal) => return Err(deny(share_refusal_reason(claim, &refusal))),
-                Err(reason) => return Err(deny(reason)),
-            }
+        if plan.shares_in_batch && labels.is_empty() {
+            read_shares(&verified.shares, &mut answers, trace)?;
+        } else if !verified.shares.is_empty() {
+            let late = self.stores.run_batch(share_ops(&verified.shares).collect());
+            read_shares(&verified.shares, &mut late.into_iter(), trace)?;
         }
         trace.pass(match verified.shares.len() {
             0 => "no delegated share to admit".to_string(),

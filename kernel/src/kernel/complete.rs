@@ -32,6 +32,7 @@ use crate::request::ToolCallRequest;
 use crate::stores::JournalEntry;
 use crate::trace::DecisionTrace;
 use crate::verdict::Verdict;
+use crate::verification::VerifiedCapability;
 
 /// A decided deny: its outcome recorded in the trace.
 fn withheld(reason: String, observed: Vec<ObservedFinding>, trace: &mut DecisionTrace) -> Outcome {
@@ -53,6 +54,67 @@ fn released(label: &Option<String>, integrity: &Option<String>, performed: bool)
         (None, true) => "output released".to_string(),
         (_, false) => "output released; the server did not carry the call out".to_string(),
     }
+}
+
+/// What the closing batch of an allow must answer before the output is
+/// released.
+struct Closing<'a> {
+    /// Commits, one per granted hold.
+    holds: usize,
+    /// Whose ids are looked up again.
+    verified: &'a VerifiedCapability,
+    /// An output label that is not a known level: nothing is joined.
+    unknown: Option<String>,
+    /// The keys the output's labels join.
+    label_keys: Vec<String>,
+    /// How many labels join each key.
+    joined: usize,
+}
+
+/// The deny reason of an output label that is not a known level.
+fn unexpected_label(name: Option<&str>) -> String {
+    let name = name.unwrap_or_default();
+    format!("tool output label {name:?} is not a known level; output withheld")
+}
+
+/// Reads the closing batch of an allow in pipeline order, recording the
+/// settled holds and label writes in `trace`; the first answer that ends
+/// the decision is the deny reason.
+fn read_closing(
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    closing: Closing<'_>,
+    trace: &mut DecisionTrace,
+) -> Result<(), String> {
+    let mut commit = Ok(());
+    for _ in 0..closing.holds {
+        if let Err(e) = next_answer(answers, StoreName::Budget) {
+            commit = Err(e.to_string());
+            break;
+        }
+    }
+    trace.settle_holds(if commit.is_ok() {
+        "committed"
+    } else {
+        "commit-failed"
+    });
+    commit?;
+    // Revocation again before the allow is finalised: a revocation that
+    // raced the dispatch withholds the output (the tool did run, so the
+    // budget stays committed).
+    read_revocation(closing.verified, answers).map_err(|r| format!("{r}; output withheld"))?;
+    if let Some(name) = &closing.unknown {
+        return Err(unexpected_label(Some(name)));
+    }
+    if closing.joined > 0 {
+        for key in closing.label_keys {
+            for _ in 0..closing.joined {
+                next_answer(answers, StoreName::Label)
+                    .map_err(|e| format!("{e}; output withheld"))?;
+            }
+            trace.label_writes.push(key);
+        }
+    }
+    Ok(())
 }
 
 impl Kernel {
@@ -97,12 +159,6 @@ impl Kernel {
             &mut observed,
             &mut trace.guards,
         );
-        let commits: Vec<StoreOp> = holds
-            .iter()
-            .map(|hold_id| StoreOp::Commit {
-                hold_id: hold_id.clone(),
-            })
-            .collect();
         let (content, sanitized, rewrite) = match result {
             Ok(done) => done,
             Err(outcome) => {
@@ -111,6 +167,10 @@ impl Kernel {
                 let mut outcome = *outcome;
                 outcome.observed = observed;
                 trace.output("deny", outcome.reason.clone().unwrap_or_default());
+                let commits = holds
+                    .into_iter()
+                    .map(|hold_id| StoreOp::Commit { hold_id })
+                    .collect();
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
@@ -139,7 +199,12 @@ impl Kernel {
         };
         // The closing batch: commits, revocation again, then (for a known
         // label) the joins and the allow receipt.
-        let mut ops = commits;
+        let mut ops: Vec<StoreOp> = holds
+            .iter()
+            .map(|hold_id| StoreOp::Commit {
+                hold_id: hold_id.clone(),
+            })
+            .collect();
         ops.extend(revocation_ops(&verified));
         let receipt = match &unknown {
             Some(_) => None,
@@ -158,77 +223,41 @@ impl Kernel {
             }
         };
         let mut answers = self.stores.run_batch(ops).into_iter();
-        let mut commit = Ok(());
-        for _ in &holds {
-            if let Err(e) = next_answer(&mut answers, StoreName::Budget) {
-                commit = Err(e.to_string());
-                break;
-            }
-        }
-        trace.settle_holds(if commit.is_ok() {
-            "committed"
-        } else {
-            "commit-failed"
-        });
-        let denied = |reason: String, allow: Outcome, trace: &mut DecisionTrace| {
-            withheld(reason, allow.observed, trace)
+        let expected = Closing {
+            holds: holds.len(),
+            verified: &verified,
+            unknown,
+            label_keys,
+            joined: joined.len(),
         };
-        if let Err(e) = commit {
-            let outcome = denied(e, allow, &mut trace);
-            return self.finish(
-                &request,
-                &parameter_hash,
-                outcome,
-                now_ms,
-                trace,
-                Vec::new(),
-            );
-        }
-        // Revocation again before the allow is finalised: a revocation that
-        // raced the dispatch withholds the output (the tool did run, so the
-        // budget stays committed).
-        if let Err(reason) = read_revocation(&verified, &mut answers) {
-            let outcome = denied(format!("{reason}; output withheld"), allow, &mut trace);
-            return self.finish(
-                &request,
-                &parameter_hash,
-                outcome,
-                now_ms,
-                trace,
-                Vec::new(),
-            );
-        }
-        let Some(receipt) = receipt else {
-            let name = unknown.unwrap_or_default();
-            let reason =
-                format!("tool output label {name:?} is not a known level; output withheld");
-            let outcome = denied(reason, allow, &mut trace);
-            return self.finish(
-                &request,
-                &parameter_hash,
-                outcome,
-                now_ms,
-                trace,
-                Vec::new(),
-            );
+        let read = read_closing(&mut answers, expected, &mut trace);
+        let receipt = match (read, receipt) {
+            (Ok(()), Some(receipt)) => receipt,
+            (Err(reason), _) => {
+                let outcome = withheld(reason, allow.observed, &mut trace);
+                return self.finish(
+                    &request,
+                    &parameter_hash,
+                    outcome,
+                    now_ms,
+                    trace,
+                    Vec::new(),
+                );
+            }
+            (Ok(()), None) => {
+                let reason = unexpected_label(None);
+                let outcome = withheld(reason, allow.observed, &mut trace);
+                return self.finish(
+                    &request,
+                    &parameter_hash,
+                    outcome,
+                    now_ms,
+                    trace,
+                    Vec::new(),
+                );
+            }
         };
         if !joined.is_empty() {
-            for key in label_keys {
-                for _ in &joined {
-                    if let Err(e) = next_answer(&mut answers, StoreName::Label) {
-                        let outcome = denied(format!("{e}; output withheld"), allow, &mut trace);
-                        return self.finish(
-                            &request,
-                            &parameter_hash,
-                            outcome,
-                            now_ms,
-                            trace,
-                            Vec::new(),
-                        );
-                    }
-                }
-                trace.label_writes.push(key);
-            }
             trace.output_label = label.clone();
             trace.output_integrity = integrity.clone();
         }

@@ -43,11 +43,12 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chio_kernel::batch::StoreOp;
 use chio_kernel::error::{StoreError, StoreName};
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::{is_known_label, LabelCarry};
 use chio_kernel::stores::{InMemoryJournal, KernelStores};
-use chio_trust::model::IssuerKey;
+use chio_trust::model::{BatchOp, IssuerKey};
 use chio_trust::{TrustError, TrustStore};
 use tokio::runtime::Handle;
 
@@ -288,13 +289,29 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
                 )));
             }
             let into: Vec<String> = carry.into_keys().iter().map(|k| b.scoped(k)).collect();
-            for label in &carried {
-                label_call(
-                    b.deadlines.call,
-                    "join",
-                    b.store.join_labels(into.clone(), label),
-                )
-                .await?;
+            // Every join in one call; the batch stops at the first failure,
+            // as joining one label after another would.
+            let joins: Vec<BatchOp> = carried
+                .iter()
+                .map(|label| StoreOp::JoinLabels {
+                    keys: into.clone(),
+                    label: label.clone(),
+                })
+                .collect();
+            if joins.is_empty() {
+                return Ok(carried);
+            }
+            let wanted = joins.len();
+            let answers = label_call(b.deadlines.call, "join", b.store.run_batch(joins)).await?;
+            for answer in &answers {
+                if let Err(error) = answer {
+                    return Err(NodeError::Authority(format!("label store join: {error}")));
+                }
+            }
+            if answers.len() < wanted {
+                return Err(NodeError::Authority(
+                    "label store join: the batch ended before every label was joined".to_string(),
+                ));
             }
             Ok(carried)
         })
