@@ -226,7 +226,7 @@ pub struct TrustArgs {
 /// Commands under `chio trust`.
 #[derive(Debug, Subcommand)]
 pub enum TrustCommand {
-    /// Serve trust-control over a SQLite database (same flags as `chio-trust serve`).
+    /// Serve trust-control over a SQLite database until SIGTERM or ctrl-c.
     Serve(TrustServeArgs),
 }
 

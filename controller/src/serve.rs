@@ -5,7 +5,9 @@
 //! the role (`chio_node::daemon`, `chio_trust::daemon`), runs it until
 //! SIGTERM, ctrl-c or (for a node) the controller's `Shutdown`, and maps a
 //! refusal of its configuration to exit 2 and any other failure to exit 3.
-//! `chio trust serve` takes exactly the flags of `chio-trust serve`.
+//! `chio trust serve` is the only way to run trust-control as a process: its
+//! flags, exit codes, `error[CODE]` block and shutdown are the `chio`
+//! binary's, like every other command.
 
 use chio_node::daemon::NodeServeOptions;
 use chio_node::NodeError;

@@ -93,16 +93,18 @@
 //! - [`guards`]: the guard trait and the seven guards.
 //! - [`label`]: information-flow labels.
 //! - [`stores`]: store traits, in-memory stores, [`stores::KernelStores`].
+//! - [`batch`]: the store work of one decision as two batches, and where a batch stops.
 //! - [`signature`]: strict verification and the verified-signature cache.
 //! - [`receipt`]: signed receipts and their Merkle root.
 //! - [`verdict`]: verdicts and their projection.
-//! - [`kernel`]: the pipeline.
+//! - [`kernel`]: the pipeline (configuration, admission, binding, labels, guard running, completion).
 //! - [`trace`]: what a decision read and how each stage answered.
 //! - [`portable`]: portable evaluation and its JSON envelope.
 //! - [`error`]: the crate's errors.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod batch;
 pub mod canonical;
 pub mod credentials;
 pub mod error;

@@ -165,6 +165,10 @@ pub struct KernelStores {
     pub labels: Box<dyn LabelStore + Send>,
     /// Seen request ids.
     pub nonces: Box<dyn NonceStore + Send>,
+    /// Answers a whole decision batch in one call when set (trust-control);
+    /// `None` runs batches operation by operation against the stores above
+    /// ([`KernelStores::run_batch`]).
+    pub batch: Option<Box<dyn crate::batch::BatchStore + Send>>,
 }
 
 impl KernelStores {
@@ -178,6 +182,7 @@ impl KernelStores {
             journal: Box::new(InMemoryJournal::default()),
             labels: Box::new(InMemoryLabels::default()),
             nonces: Box::new(InMemoryNonces::default()),
+            batch: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chio_trust::store::memory::InMemoryTrustStore;
+use chio_trust::TrustStore;
 
 use crate::error::NodeError;
 use crate::link::InMemoryLink;
@@ -34,40 +35,7 @@ impl EmbeddedTopology {
     /// kernels to one in-memory trust store, and links them.
     pub async fn start(world: &World) -> Result<Self, NodeError> {
         let trust = InMemoryTrustStore::new();
-        let store = Arc::new(trust.clone());
-        let mut actors = BTreeMap::new();
-        let mut authorities = BTreeMap::new();
-        for (index, node) in world.nodes.iter().enumerate() {
-            // The first node registers the authority's key, as the
-            // controller does for a trust-control service.
-            let (spawned, authority) = bind_node(
-                store.clone(),
-                world,
-                node,
-                EMBEDDED_RUN_ID,
-                StoreDeadlines::default(),
-                index == 0,
-            )
-            .await?;
-            actors.insert(node.clone(), spawned);
-            authorities.insert(node.clone(), authority);
-        }
-        let mut all_kernels = BTreeMap::new();
-        let mut all_agents = BTreeMap::new();
-        for spawned in actors.values() {
-            all_kernels.extend(spawned.kernels.clone());
-            all_agents.extend(spawned.agents.clone());
-        }
-        let link = Arc::new(InMemoryLink::new(all_kernels, all_agents));
-        let mut nodes = BTreeMap::new();
-        for (id, spawned) in actors {
-            let authority: Arc<dyn AuthorityControl> = match authorities.remove(&id) {
-                Some(authority) => Arc::new(authority),
-                None => return Err(NodeError::Unroutable(format!("node {id}"))),
-            };
-            let node = Node::new(world, &id, spawned, link.clone(), authority);
-            nodes.insert(id, node);
-        }
+        let nodes = start_nodes(world, Arc::new(trust.clone())).await?;
         Ok(Self { nodes, trust })
     }
 
@@ -82,4 +50,47 @@ impl EmbeddedTopology {
     pub fn trust(&self) -> &InMemoryTrustStore {
         &self.trust
     }
+}
+
+/// Every node of `world` on the current tokio runtime, bound to `store`
+/// and linked in memory: the embedded topology over any trust store (a
+/// test counts the calls a run makes through a wrapping store).
+pub async fn start_nodes<S: TrustStore>(
+    world: &World,
+    store: Arc<S>,
+) -> Result<BTreeMap<String, Node>, NodeError> {
+    let mut actors = BTreeMap::new();
+    let mut authorities = BTreeMap::new();
+    for (index, node) in world.nodes.iter().enumerate() {
+        // The first node registers the authority's key, as the
+        // controller does for a trust-control service.
+        let (spawned, authority) = bind_node(
+            store.clone(),
+            world,
+            node,
+            EMBEDDED_RUN_ID,
+            StoreDeadlines::default(),
+            index == 0,
+        )
+        .await?;
+        actors.insert(node.clone(), spawned);
+        authorities.insert(node.clone(), authority);
+    }
+    let mut all_kernels = BTreeMap::new();
+    let mut all_agents = BTreeMap::new();
+    for spawned in actors.values() {
+        all_kernels.extend(spawned.kernels.clone());
+        all_agents.extend(spawned.agents.clone());
+    }
+    let link = Arc::new(InMemoryLink::new(all_kernels, all_agents));
+    let mut nodes = BTreeMap::new();
+    for (id, spawned) in actors {
+        let authority: Arc<dyn AuthorityControl> = match authorities.remove(&id) {
+            Some(authority) => Arc::new(authority),
+            None => return Err(NodeError::Unroutable(format!("node {id}"))),
+        };
+        let node = Node::new(world, &id, spawned, link.clone(), authority);
+        nodes.insert(id, node);
+    }
+    Ok(nodes)
 }

@@ -11,11 +11,13 @@
 //! dropping it stops its actors.
 //!
 //! The host only hands out the current [`Node`]; the node's own actors do
-//! the work, so a long call never blocks a `LoadWorld` or another call.
+//! the work, so a long call never blocks a `LoadWorld` or another call. The
+//! actor publishes the node it hosts in one shared slot that every RPC reads
+//! under a read lock, so finding the node costs no actor round trip.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chio_arena::parse_scenario_with_fixtures;
@@ -93,10 +95,10 @@ enum HostCommand {
         load: Box<WorldLoad>,
         reply: oneshot::Sender<Result<LoadedWorld, NodeError>>,
     },
-    Current {
-        reply: oneshot::Sender<Result<Node, NodeError>>,
-    },
 }
+
+/// The node currently hosted, published by the host actor for every RPC.
+type CurrentNode = Arc<RwLock<Option<Node>>>;
 
 /// A handle to the host actor; dropping every handle stops it and the
 /// world it hosts.
@@ -104,6 +106,7 @@ enum HostCommand {
 pub struct NodeHost {
     name: String,
     tx: mpsc::Sender<HostCommand>,
+    current: CurrentNode,
 }
 
 struct Hosted {
@@ -113,6 +116,7 @@ struct Hosted {
 struct HostActor {
     config: HostConfig,
     hosted: Option<Hosted>,
+    current: CurrentNode,
     rx: mpsc::Receiver<HostCommand>,
 }
 
@@ -122,14 +126,16 @@ impl NodeHost {
         let (tx, rx) = mpsc::channel(crate::actors::MAILBOX);
         let name = config.name.clone();
         let span = tracing::info_span!("node", name = %name);
+        let current = CurrentNode::default();
         let actor = HostActor {
             config,
             hosted: None,
+            current: current.clone(),
             rx,
         };
         // Task names need tokio_unstable; the span names the task instead.
         tokio::spawn(actor.run().instrument(span));
-        Self { name, tx }
+        Self { name, tx, current }
     }
 
     /// The logical node name this process plays.
@@ -154,14 +160,17 @@ impl NodeHost {
 
     /// The hosted node, or an error when no world is loaded.
     pub async fn node(&self) -> Result<Node, NodeError> {
-        let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(HostCommand::Current { reply })
-            .await
+        let current = self
+            .current
+            .read()
             .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?;
-        answer
-            .await
-            .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?
+        match current.as_ref() {
+            Some(node) => Ok(node.clone()),
+            None => Err(NodeError::Unroutable(format!(
+                "node {} has no world loaded; the controller must send LoadWorld first",
+                self.name
+            ))),
+        }
     }
 }
 
@@ -172,24 +181,27 @@ impl HostActor {
                 HostCommand::Load { load, reply } => {
                     // Drop the previous world first, so its kernels stop
                     // before the new ones start.
+                    self.publish(None);
                     self.hosted = None;
                     let result = self.load(*load).await;
                     let _ = reply.send(result.map(|(hosted, loaded)| {
+                        self.publish(Some(hosted.node.clone()));
                         self.hosted = Some(hosted);
                         loaded
                     }));
                 }
-                HostCommand::Current { reply } => {
-                    let _ = reply.send(match &self.hosted {
-                        Some(hosted) => Ok(hosted.node.clone()),
-                        None => Err(NodeError::Unroutable(format!(
-                            "node {} has no world loaded; the controller must send LoadWorld first",
-                            self.config.name
-                        ))),
-                    });
-                }
             }
         }
+    }
+
+    /// Publishes the node every RPC finds (a poisoned slot is recovered:
+    /// the value written here is whole, whatever a panicking reader did).
+    fn publish(&self, node: Option<Node>) {
+        let mut current = self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *current = node;
     }
 
     async fn load(&self, load: WorldLoad) -> Result<(Hosted, LoadedWorld), NodeError> {

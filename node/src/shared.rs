@@ -67,6 +67,7 @@ impl SharedTrust {
             journal: Box::new(InMemoryJournal::default()),
             labels: Box::new(self.clone()),
             nonces: Box::new(self.clone()),
+            batch: None,
         }
     }
 

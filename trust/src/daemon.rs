@@ -20,7 +20,7 @@ use crate::TrustError;
 /// Environment variable that may carry the token instead of a token file.
 pub const TOKEN_ENV: &str = "CHIO_TRUST_TOKEN";
 
-/// What `chio-trust serve` was asked to do.
+/// What `chio trust serve` was asked to do.
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// The SQLite database file, created when absent.

@@ -54,7 +54,7 @@ pub enum TrustError {
     /// The database was written by a newer schema than this build knows.
     #[error(
         "trust-control store schema version {found} is not supported (this build knows up to \
-         {supported}); upgrade chio-trust or use another database file"
+         {supported}); upgrade chio or use another database file"
     )]
     UnsupportedSchema {
         /// The `user_version` found in the file.
@@ -65,7 +65,7 @@ pub enum TrustError {
     /// The file is a SQLite database of another application.
     #[error(
         "trust-control store refused {path}: it is not a trust-control database; pass a new file \
-         or one created by chio-trust"
+         or one created by chio trust serve"
     )]
     ForeignDatabase {
         /// The database path.

@@ -12,11 +12,13 @@
 //! - [`token`]: the bearer token and its constant-time check;
 //! - [`service`]: the `TrustControl` gRPC service and [`serve`];
 //! - [`client`]: [`TrustClient`], the node's side of the wire;
-//! - [`daemon`]: running the service as the `chio-trust` process;
+//! - [`batch_wire`]: decision batches to and from their messages;
+//! - [`daemon`]: running the service as a process (`chio trust serve`);
 //! - [`error`]: [`TrustError`], the one error type.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod batch_wire;
 pub mod client;
 pub mod daemon;
 pub mod error;

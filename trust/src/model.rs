@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::TrustError;
 
+pub use chio_kernel::batch::{run_ops, OpAnswer};
 pub use chio_kernel::ledger::{
     commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
     repeat_hold, AdmittedChild, HoldDecision as HoldOutcome, HoldRecord, HoldState,
@@ -28,6 +29,116 @@ pub const MAX_RECEIPTS_PER_APPEND: usize = 10_000;
 pub const MAX_RECEIPT_PAGE: u32 = 1_000;
 /// Page size used when a list asks for 0 receipts.
 pub const DEFAULT_RECEIPT_PAGE: u32 = 100;
+
+/// Most operations one batch may carry; a decision needs a few dozen at
+/// most (one per chain link, hold, share, label join and receipt).
+pub const MAX_BATCH_OPS: usize = 1_024;
+
+/// One operation of a decision batch, as trust-control takes it: the
+/// kernel's operation with the receipt as its canonical bytes.
+pub type BatchOp = chio_kernel::batch::StoreOp<ReceiptRecord>;
+
+/// The answers to a batch: one per operation that ran, in order; a batch
+/// stops after the first answer that ends its decision
+/// (`chio_kernel::batch::stops`).
+pub type BatchAnswers = Vec<Result<OpAnswer, TrustError>>;
+
+/// The share admission a batch answers, from the ledger's decision.
+pub fn share_answer(outcome: ShareOutcome) -> OpAnswer {
+    OpAnswer::Share(match outcome {
+        ShareOutcome::Admitted { .. } => chio_kernel::stores::ShareAdmission::Admitted,
+        ShareOutcome::Refused {
+            sibling_sum_bps,
+            parent_bps,
+        } => chio_kernel::stores::ShareAdmission::Oversubscribed {
+            siblings_bps: sibling_sum_bps,
+            parent_bps,
+        },
+    })
+}
+
+/// Every operation of a batch, on one store's rows; each method validates
+/// its arguments and applies the ledger rules exactly as the store's
+/// single-operation method does, so [`apply_op`] is the one mapping from a
+/// batch operation to a store call.
+pub(crate) trait Rows {
+    /// The revocation time of `id`.
+    fn revoked_at(&mut self, id: &str) -> Result<Option<u64>, TrustError>;
+    /// Records a seen request key; whether it was fresh.
+    fn record_request(&mut self, request_key: &str) -> Result<bool, TrustError>;
+    /// Holds an amount of a budget.
+    fn hold(
+        &mut self,
+        hold_id: &str,
+        budget_key: &str,
+        amount: u64,
+        limit: u64,
+    ) -> Result<HoldOutcome, TrustError>;
+    /// Commits a hold.
+    fn commit(&mut self, hold_id: &str) -> Result<HoldState, TrustError>;
+    /// Releases a hold.
+    fn release(&mut self, hold_id: &str) -> Result<ReleaseOutcome, TrustError>;
+    /// Admits a child's share.
+    fn admit_share(
+        &mut self,
+        parent_id: &str,
+        child_id: &str,
+        child_bps: u32,
+        parent_bps: u32,
+    ) -> Result<ShareOutcome, TrustError>;
+    /// Appends receipts, all or nothing.
+    fn append(&mut self, receipts: &[ReceiptRecord]) -> Result<AppendSummary, TrustError>;
+    /// Reads the labels of keys.
+    fn read_labels(&mut self, keys: &[String]) -> Result<LabelSets, TrustError>;
+    /// Joins a label into keys.
+    fn join_labels(&mut self, keys: &[String], label: &str) -> Result<LabelSets, TrustError>;
+}
+
+/// Applies one batch operation to `rows`.
+pub(crate) fn apply_op(rows: &mut impl Rows, op: &BatchOp) -> Result<OpAnswer, TrustError> {
+    use chio_kernel::batch::StoreOp;
+    match op {
+        StoreOp::IsRevoked { id } => rows
+            .revoked_at(id)
+            .map(|at| OpAnswer::Revoked(at.is_some())),
+        StoreOp::RecordRequest { key } => rows.record_request(key).map(OpAnswer::Fresh),
+        StoreOp::Hold {
+            hold_id,
+            key,
+            amount,
+            limit,
+        } => rows.hold(hold_id, key, *amount, *limit).map(OpAnswer::Hold),
+        StoreOp::ReadLabels { keys, .. } => rows.read_labels(keys).map(OpAnswer::Labels),
+        StoreOp::AdmitShare {
+            parent_id,
+            child_id,
+            child_bps,
+            parent_bps,
+        } => rows
+            .admit_share(parent_id, child_id, *child_bps, *parent_bps)
+            .map(share_answer),
+        StoreOp::Commit { hold_id } => rows.commit(hold_id).map(|_| OpAnswer::Done),
+        StoreOp::Release { hold_id } => rows.release(hold_id).map(|_| OpAnswer::Done),
+        StoreOp::JoinLabels { keys, label } => {
+            rows.join_labels(keys, label).map(|_| OpAnswer::Done)
+        }
+        StoreOp::AppendReceipt { receipt } => rows
+            .append(std::slice::from_ref(receipt))
+            .map(|_| OpAnswer::Done),
+    }
+}
+
+/// Checks the size of a batch.
+pub fn check_batch(ops: &[BatchOp]) -> Result<(), TrustError> {
+    if ops.len() > MAX_BATCH_OPS {
+        return Err(TrustError::InvalidArgument {
+            field: "ops",
+            problem: format!("batch of {} operations", ops.len()),
+            fix: "send at most 1024 operations per batch",
+        });
+    }
+    Ok(())
+}
 
 /// The retained labels of several keys, ordered so answers are deterministic.
 pub type LabelSets = BTreeMap<String, BTreeSet<String>>;

@@ -1,5 +1,5 @@
-//! The `TrustControl` gRPC service: translates each RPC into one
-//! `TrustStore` call and its answer back into a message, and `serve`, which
+//! The `TrustControl` gRPC service: translates each RPC (a decision batch
+//! included, through `batch_wire`) into one `TrustStore` call and its answer back into a message, and `serve`, which
 //! runs the service on a bound listener until `shutdown` completes.
 //!
 //! No rule lives here: validation of ids and amounts, idempotence and every
@@ -20,6 +20,7 @@ use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
+use crate::batch_wire;
 use crate::model::{
     HoldOutcome, HoldState, IssuerKey, LabelSets, ReceiptRecord, ReleaseOutcome, ShareOutcome,
 };
@@ -82,7 +83,7 @@ fn hold_state(state: HoldState) -> pb::HoldState {
     }
 }
 
-fn key_labels(sets: LabelSets) -> Vec<pb::KeyLabels> {
+pub(crate) fn key_labels(sets: LabelSets) -> Vec<pb::KeyLabels> {
     sets.into_iter()
         .map(|(key, labels)| pb::KeyLabels {
             key,
@@ -333,6 +334,25 @@ impl<S: TrustStore> TrustControl for TrustControlService<S> {
             .map_err(status_of)?;
         Ok(Response::new(pb::JoinLabelsResponse {
             entries: key_labels(sets),
+        }))
+    }
+
+    async fn batch(
+        &self,
+        request: Request<pb::BatchRequest>,
+    ) -> Result<Response<pb::BatchResponse>, Status> {
+        let ops = request
+            .into_inner()
+            .ops
+            .into_iter()
+            .map(batch_wire::op_from_wire)
+            .collect::<Result<Vec<_>, _>>()?;
+        let answers = self.store.run_batch(ops).await.map_err(status_of)?;
+        Ok(Response::new(pb::BatchResponse {
+            answers: answers
+                .into_iter()
+                .map(batch_wire::answer_to_wire)
+                .collect(),
         }))
     }
 }

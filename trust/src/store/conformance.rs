@@ -8,8 +8,12 @@
 
 use std::collections::BTreeSet;
 
+use chio_kernel::batch::StoreOp;
+use chio_kernel::stores::ShareAdmission;
+
 use crate::model::{
-    HoldOutcome, HoldState, IssuerKey, ReceiptRecord, ReleaseOutcome, ShareOutcome,
+    BatchOp, HoldOutcome, HoldState, IssuerKey, OpAnswer, ReceiptRecord, ReleaseOutcome,
+    ShareOutcome,
 };
 use crate::store::TrustStore;
 
@@ -287,6 +291,142 @@ pub(crate) async fn labels<S: TrustStore>(store: S) {
     expect_error(store.join_labels(vec!["s1".into()], "").await, "label");
 }
 
+fn op_revoked(id: &str) -> BatchOp {
+    StoreOp::IsRevoked { id: id.to_owned() }
+}
+
+fn op_request(key: &str) -> BatchOp {
+    StoreOp::RecordRequest {
+        key: key.to_owned(),
+    }
+}
+
+fn op_hold(hold_id: &str, amount: u64, limit: u64) -> BatchOp {
+    StoreOp::Hold {
+        hold_id: hold_id.to_owned(),
+        key: "b".to_owned(),
+        amount,
+        limit,
+    }
+}
+
+/// One decision's work in one call: every operation as its own call would
+/// do it, the prefix up to the first ending answer, nothing after it.
+pub(crate) async fn batches<S: TrustStore>(store: S) {
+    store.revoke("cap-r", 1).await.unwrap();
+    let stopped = store
+        .run_batch(vec![
+            op_revoked("cap-a"),
+            op_revoked("cap-r"),
+            op_request("k1"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(
+        stopped,
+        vec![Ok(OpAnswer::Revoked(false)), Ok(OpAnswer::Revoked(true))]
+    );
+    assert!(
+        store.record_request("k1").await.unwrap(),
+        "nothing after a revoked id runs"
+    );
+    store
+        .join_labels(vec!["s".into()], "internal")
+        .await
+        .unwrap();
+    let full = vec![
+        op_request("k2"),
+        op_hold("h1", 1, 2),
+        StoreOp::ReadLabels {
+            keys: vec!["s".into(), "t".into()],
+            stop_unless_empty: false,
+        },
+        StoreOp::AdmitShare {
+            parent_id: "p".into(),
+            child_id: "c".into(),
+            child_bps: 6000,
+            parent_bps: 10000,
+        },
+        StoreOp::Commit {
+            hold_id: "h1".into(),
+        },
+        StoreOp::JoinLabels {
+            keys: vec!["t".into()],
+            label: "public".into(),
+        },
+        StoreOp::AppendReceipt {
+            receipt: receipt("r1", "{}"),
+        },
+    ];
+    let answers = store.run_batch(full).await.unwrap();
+    let sets = [
+        ("s".to_owned(), ["internal".to_owned()].into()),
+        ("t".to_owned(), BTreeSet::new()),
+    ]
+    .into();
+    assert_eq!(
+        answers,
+        vec![
+            Ok(OpAnswer::Fresh(true)),
+            Ok(OpAnswer::Hold(HoldOutcome::Granted { used: 1, limit: 2 })),
+            Ok(OpAnswer::Labels(sets)),
+            Ok(OpAnswer::Share(ShareAdmission::Admitted)),
+            Ok(OpAnswer::Done),
+            Ok(OpAnswer::Done),
+            Ok(OpAnswer::Done),
+        ]
+    );
+    assert_eq!(store.count_receipts().await.unwrap(), 1);
+    assert!(store.read_labels(vec!["t".into()]).await.unwrap()["t"].contains("public"));
+    expect_error(store.hold_budget("h1", "b", 1, 2).await, "request replayed");
+    let replay = store
+        .run_batch(vec![op_request("k2"), op_hold("h9", 1, 2)])
+        .await
+        .unwrap();
+    assert_eq!(replay, vec![Ok(OpAnswer::Fresh(false))]);
+    let refused = store
+        .run_batch(vec![op_hold("h2", 5, 2), op_request("k3")])
+        .await
+        .unwrap();
+    assert_eq!(
+        refused,
+        vec![Ok(OpAnswer::Hold(HoldOutcome::Refused {
+            used: 1,
+            limit: 2
+        }))]
+    );
+    assert!(store.record_request("k3").await.unwrap());
+    let release = vec![
+        StoreOp::Release {
+            hold_id: "h1".into(),
+        },
+        StoreOp::AppendReceipt {
+            receipt: receipt("r2", "{}"),
+        },
+    ];
+    let answers = store.run_batch(release).await.unwrap();
+    assert_eq!(answers.len(), 2, "a failed release does not stop the batch");
+    expect_error(answers[0].clone(), "committed");
+    assert_eq!(answers[1], Ok(OpAnswer::Done));
+    let failed = store
+        .run_batch(vec![op_revoked(""), op_request("k4")])
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 1);
+    expect_error(failed[0].clone(), "id");
+    let tainted = StoreOp::ReadLabels {
+        keys: vec!["s".into()],
+        stop_unless_empty: true,
+    };
+    let answers = store
+        .run_batch(vec![tainted, op_request("k4")])
+        .await
+        .unwrap();
+    assert_eq!(answers.len(), 1, "a tainted read marked to stop stops");
+    assert!(store.record_request("k4").await.unwrap());
+    assert_eq!(store.run_batch(Vec::new()).await.unwrap(), Vec::new());
+}
+
 /// Generates one `#[tokio::test]` per conformance check; `$make` builds a
 /// fresh `(store, guard)` pair, the guard keeping its resources alive.
 macro_rules! conformance_suite {
@@ -326,6 +466,12 @@ macro_rules! conformance_suite {
         async fn conformance_receipts() {
             let (store, _guard) = $make;
             $crate::store::conformance::receipts(store).await;
+        }
+        // Proves a decision batch runs each operation as its own call would and stops at the first ending answer.
+        #[tokio::test]
+        async fn conformance_batches() {
+            let (store, _guard) = $make;
+            $crate::store::conformance::batches(store).await;
         }
         // Proves retained labels form a set union per key.
         #[tokio::test]

@@ -1,20 +1,20 @@
 //! `InMemoryTrustStore`: the whole trust-control state in ordered maps
 //! behind one mutex, for the embedded topology and for tests.
 //!
-//! Every operation takes the lock once, applies the shared rules of `model`
-//! and returns, so operations are linearizable exactly as the SQLite store's
-//! single writer makes them. Nothing here is durable; restarts are the SQLite
+//! Every operation, and every decision batch, takes the lock once, applies
+//! the shared rules of `model` and returns, so operations are linearizable
+//! exactly as the SQLite store's single writer makes them. Nothing here is durable; restarts are the SQLite
 //! store's job.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::model::{
-    check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
-    decide_hold, decide_share, effective_parent_share, plan_append, receipt_page_size,
-    release_transition, repeat_hold, AdmittedChild, AppendSummary, HoldOutcome, HoldRecord,
-    HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation,
-    ShareOutcome, StoredReceipt,
+    apply_op, check_amount, check_batch, check_bps, check_id, check_label_keys, check_receipts,
+    commit_transition, decide_hold, decide_share, effective_parent_share, plan_append,
+    receipt_page_size, release_transition, repeat_hold, run_ops, AdmittedChild, AppendSummary,
+    BatchAnswers, BatchOp, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
+    ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome, StoredReceipt,
 };
 use crate::store::TrustStore;
 use crate::TrustError;
@@ -84,6 +84,171 @@ impl MemoryState {
     }
 }
 
+impl Rows for MemoryState {
+    fn revoked_at(&mut self, id: &str) -> Result<Option<u64>, TrustError> {
+        check_id("id", id)?;
+        Ok(self.revocations.get(id).copied())
+    }
+
+    fn record_request(&mut self, request_key: &str) -> Result<bool, TrustError> {
+        check_id("request_key", request_key)?;
+        Ok(self.seen_requests.insert(request_key.to_owned()))
+    }
+
+    fn hold(
+        &mut self,
+        hold_id: &str,
+        budget_key: &str,
+        amount: u64,
+        limit: u64,
+    ) -> Result<HoldOutcome, TrustError> {
+        check_id("hold_id", hold_id)?;
+        check_id("budget_key", budget_key)?;
+        check_amount("amount", amount)?;
+        check_amount("limit", limit)?;
+        let used = self.used(budget_key);
+        if let Some(existing) = self.holds.get(hold_id) {
+            return Ok(repeat_hold(
+                hold_id, existing, budget_key, amount, used, limit,
+            )?);
+        }
+        let outcome = decide_hold(budget_key, used, amount, limit)?;
+        if let HoldOutcome::Granted { used: after, .. } = outcome {
+            self.budget_used.insert(budget_key.to_owned(), after);
+            self.holds.insert(
+                hold_id.to_owned(),
+                HoldRecord {
+                    budget_key: budget_key.to_owned(),
+                    amount,
+                    state: HoldState::Held,
+                },
+            );
+        }
+        Ok(outcome)
+    }
+
+    fn commit(&mut self, hold_id: &str) -> Result<HoldState, TrustError> {
+        check_id("hold_id", hold_id)?;
+        let hold = self
+            .holds
+            .get_mut(hold_id)
+            .ok_or_else(|| TrustError::UnknownHold {
+                hold_id: hold_id.to_owned(),
+            })?;
+        hold.state = commit_transition(hold_id, hold.state)?;
+        Ok(hold.state)
+    }
+
+    fn release(&mut self, hold_id: &str) -> Result<ReleaseOutcome, TrustError> {
+        check_id("hold_id", hold_id)?;
+        let Some(hold) = self.holds.get(hold_id).cloned() else {
+            return Ok(ReleaseOutcome::UnknownHold);
+        };
+        let next = release_transition(hold_id, hold.state)?;
+        if hold.state == HoldState::Held {
+            let used = self.used(&hold.budget_key);
+            // A held amount was added to `used` when granted, so this cannot underflow.
+            let after = used.checked_sub(hold.amount).unwrap_or_else(|| {
+                unreachable!("budget usage below a held amount: invariant broken")
+            });
+            self.budget_used.insert(hold.budget_key.clone(), after);
+        }
+        if let Some(record) = self.holds.get_mut(hold_id) {
+            record.state = next;
+        }
+        Ok(ReleaseOutcome::Released)
+    }
+
+    fn admit_share(
+        &mut self,
+        parent_id: &str,
+        child_id: &str,
+        child_bps: u32,
+        parent_bps: u32,
+    ) -> Result<ShareOutcome, TrustError> {
+        check_id("parent_id", parent_id)?;
+        check_id("child_id", child_id)?;
+        check_bps("child_bps", child_bps)?;
+        check_bps("parent_bps", parent_bps)?;
+        let sibling_sum: u32 = self
+            .shares
+            .get(parent_id)
+            .map(|children| {
+                children
+                    .iter()
+                    .filter(|(id, _)| id.as_str() != child_id)
+                    .map(|(_, share)| share.child_bps)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let existing = self.share_parent.get(child_id).map(|parent| AdmittedChild {
+            parent_id: parent.clone(),
+            child_bps: self
+                .shares
+                .get(parent)
+                .and_then(|children| children.get(child_id))
+                .map_or(0, |share| share.child_bps),
+        });
+        let parent_bps =
+            effective_parent_share(self.parent_shares.get(parent_id).copied(), parent_bps);
+        let outcome = decide_share(
+            parent_id,
+            child_id,
+            existing.as_ref(),
+            sibling_sum,
+            child_bps,
+            parent_bps,
+        )?;
+        if existing.is_none() {
+            if let ShareOutcome::Admitted { .. } = outcome {
+                self.share_parent
+                    .insert(child_id.to_owned(), parent_id.to_owned());
+                self.parent_shares
+                    .entry(parent_id.to_owned())
+                    .or_insert(parent_bps);
+                self.shares
+                    .entry(parent_id.to_owned())
+                    .or_default()
+                    .insert(child_id.to_owned(), AdmittedShare { child_bps });
+            }
+        }
+        Ok(outcome)
+    }
+
+    fn append(&mut self, receipts: &[ReceiptRecord]) -> Result<AppendSummary, TrustError> {
+        check_receipts(receipts)?;
+        let (to_insert, summary) = plan_append(receipts, |id| {
+            Ok(self
+                .receipt_index
+                .get(id)
+                .map(|index| self.receipts[*index].body.clone()))
+        })?;
+        for receipt in to_insert {
+            let index = self.receipts.len();
+            self.receipt_index.insert(receipt.receipt_id.clone(), index);
+            self.receipts.push(receipt.clone());
+        }
+        Ok(summary)
+    }
+
+    fn read_labels(&mut self, keys: &[String]) -> Result<LabelSets, TrustError> {
+        check_label_keys(keys)?;
+        Ok(self.labels_of(keys))
+    }
+
+    fn join_labels(&mut self, keys: &[String], label: &str) -> Result<LabelSets, TrustError> {
+        check_label_keys(keys)?;
+        check_id("label", label)?;
+        for key in keys {
+            self.labels
+                .entry(key.clone())
+                .or_default()
+                .insert(label.to_owned());
+        }
+        Ok(self.labels_of(keys))
+    }
+}
+
 impl TrustStore for InMemoryTrustStore {
     async fn add_issuer_key(&self, key: IssuerKey) -> Result<bool, TrustError> {
         Ok(self.lock().issuer_keys.insert(key))
@@ -111,8 +276,7 @@ impl TrustStore for InMemoryTrustStore {
     }
 
     async fn revoked_at(&self, id: &str) -> Result<Option<u64>, TrustError> {
-        check_id("id", id)?;
-        Ok(self.lock().revocations.get(id).copied())
+        self.lock().revoked_at(id)
     }
 
     async fn hold_budget(
@@ -122,64 +286,15 @@ impl TrustStore for InMemoryTrustStore {
         amount: u64,
         limit: u64,
     ) -> Result<HoldOutcome, TrustError> {
-        check_id("hold_id", hold_id)?;
-        check_id("budget_key", budget_key)?;
-        check_amount("amount", amount)?;
-        check_amount("limit", limit)?;
-        let mut state = self.lock();
-        let used = state.used(budget_key);
-        if let Some(existing) = state.holds.get(hold_id) {
-            return Ok(repeat_hold(
-                hold_id, existing, budget_key, amount, used, limit,
-            )?);
-        }
-        let outcome = decide_hold(budget_key, used, amount, limit)?;
-        if let HoldOutcome::Granted { used: after, .. } = outcome {
-            state.budget_used.insert(budget_key.to_owned(), after);
-            state.holds.insert(
-                hold_id.to_owned(),
-                HoldRecord {
-                    budget_key: budget_key.to_owned(),
-                    amount,
-                    state: HoldState::Held,
-                },
-            );
-        }
-        Ok(outcome)
+        self.lock().hold(hold_id, budget_key, amount, limit)
     }
 
     async fn commit_budget(&self, hold_id: &str) -> Result<HoldState, TrustError> {
-        check_id("hold_id", hold_id)?;
-        let mut state = self.lock();
-        let hold = state
-            .holds
-            .get_mut(hold_id)
-            .ok_or_else(|| TrustError::UnknownHold {
-                hold_id: hold_id.to_owned(),
-            })?;
-        hold.state = commit_transition(hold_id, hold.state)?;
-        Ok(hold.state)
+        self.lock().commit(hold_id)
     }
 
     async fn release_budget(&self, hold_id: &str) -> Result<ReleaseOutcome, TrustError> {
-        check_id("hold_id", hold_id)?;
-        let mut state = self.lock();
-        let Some(hold) = state.holds.get(hold_id).cloned() else {
-            return Ok(ReleaseOutcome::UnknownHold);
-        };
-        let next = release_transition(hold_id, hold.state)?;
-        if hold.state == HoldState::Held {
-            let used = state.used(&hold.budget_key);
-            // A held amount was added to `used` when granted, so this cannot underflow.
-            let after = used.checked_sub(hold.amount).unwrap_or_else(|| {
-                unreachable!("budget usage below a held amount: invariant broken")
-            });
-            state.budget_used.insert(hold.budget_key.clone(), after);
-        }
-        if let Some(record) = state.holds.get_mut(hold_id) {
-            record.state = next;
-        }
-        Ok(ReleaseOutcome::Released)
+        self.lock().release(hold_id)
     }
 
     async fn admit_share(
@@ -189,87 +304,19 @@ impl TrustStore for InMemoryTrustStore {
         child_bps: u32,
         parent_bps: u32,
     ) -> Result<ShareOutcome, TrustError> {
-        check_id("parent_id", parent_id)?;
-        check_id("child_id", child_id)?;
-        check_bps("child_bps", child_bps)?;
-        check_bps("parent_bps", parent_bps)?;
-        let mut state = self.lock();
-        let sibling_sum: u32 = state
-            .shares
-            .get(parent_id)
-            .map(|children| {
-                children
-                    .iter()
-                    .filter(|(id, _)| id.as_str() != child_id)
-                    .map(|(_, share)| share.child_bps)
-                    .sum()
-            })
-            .unwrap_or(0);
-        let existing = state
-            .share_parent
-            .get(child_id)
-            .map(|parent| AdmittedChild {
-                parent_id: parent.clone(),
-                child_bps: state
-                    .shares
-                    .get(parent)
-                    .and_then(|children| children.get(child_id))
-                    .map_or(0, |share| share.child_bps),
-            });
-        let parent_bps =
-            effective_parent_share(state.parent_shares.get(parent_id).copied(), parent_bps);
-        let outcome = decide_share(
-            parent_id,
-            child_id,
-            existing.as_ref(),
-            sibling_sum,
-            child_bps,
-            parent_bps,
-        )?;
-        if existing.is_none() {
-            if let ShareOutcome::Admitted { .. } = outcome {
-                state
-                    .share_parent
-                    .insert(child_id.to_owned(), parent_id.to_owned());
-                state
-                    .parent_shares
-                    .entry(parent_id.to_owned())
-                    .or_insert(parent_bps);
-                state
-                    .shares
-                    .entry(parent_id.to_owned())
-                    .or_default()
-                    .insert(child_id.to_owned(), AdmittedShare { child_bps });
-            }
-        }
-        Ok(outcome)
+        self.lock()
+            .admit_share(parent_id, child_id, child_bps, parent_bps)
     }
 
     async fn record_request(&self, request_key: &str) -> Result<bool, TrustError> {
-        check_id("request_key", request_key)?;
-        Ok(self.lock().seen_requests.insert(request_key.to_owned()))
+        self.lock().record_request(request_key)
     }
 
     async fn append_receipts(
         &self,
         receipts: Vec<ReceiptRecord>,
     ) -> Result<AppendSummary, TrustError> {
-        check_receipts(&receipts)?;
-        let mut state = self.lock();
-        let (to_insert, summary) = plan_append(&receipts, |id| {
-            Ok(state
-                .receipt_index
-                .get(id)
-                .map(|index| state.receipts[*index].body.clone()))
-        })?;
-        for receipt in to_insert {
-            let index = state.receipts.len();
-            state
-                .receipt_index
-                .insert(receipt.receipt_id.clone(), index);
-            state.receipts.push(receipt.clone());
-        }
-        Ok(summary)
+        self.lock().append(&receipts)
     }
 
     async fn list_receipts(&self, after_seq: u64, limit: u32) -> Result<ReceiptPage, TrustError> {
@@ -303,21 +350,16 @@ impl TrustStore for InMemoryTrustStore {
     }
 
     async fn read_labels(&self, keys: Vec<String>) -> Result<LabelSets, TrustError> {
-        check_label_keys(&keys)?;
-        Ok(self.lock().labels_of(&keys))
+        self.lock().read_labels(&keys)
     }
 
     async fn join_labels(&self, keys: Vec<String>, label: &str) -> Result<LabelSets, TrustError> {
-        check_label_keys(&keys)?;
-        check_id("label", label)?;
+        self.lock().join_labels(&keys, label)
+    }
+
+    async fn run_batch(&self, ops: Vec<BatchOp>) -> Result<BatchAnswers, TrustError> {
+        check_batch(&ops)?;
         let mut state = self.lock();
-        for key in &keys {
-            state
-                .labels
-                .entry(key.clone())
-                .or_default()
-                .insert(label.to_owned());
-        }
-        Ok(state.labels_of(&keys))
+        Ok(run_ops(&ops, |op| apply_op(&mut *state, op)))
     }
 }

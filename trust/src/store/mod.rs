@@ -14,8 +14,8 @@
 use std::future::Future;
 
 use crate::model::{
-    AppendSummary, HoldOutcome, HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord,
-    ReleaseOutcome, Revocation, ShareOutcome,
+    AppendSummary, BatchAnswers, BatchOp, HoldOutcome, HoldState, IssuerKey, LabelSets,
+    ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome,
 };
 use crate::TrustError;
 
@@ -120,4 +120,16 @@ pub trait TrustStore: Send + Sync + 'static {
         keys: Vec<String>,
         label: &str,
     ) -> impl Future<Output = Result<LabelSets, TrustError>> + Send;
+
+    /// Runs a decision batch in one call: each operation exactly as its own
+    /// method would, in order, stopping where `chio_kernel::batch::stops`
+    /// says (every store runs it through `model::run_ops`). The answers are
+    /// the prefix that ran; `Err` for the whole call only when the store
+    /// could not run the batch at all (unreachable, closed, commit failed),
+    /// in which case the caller must assume any prefix of it took effect,
+    /// as with any write that got no answer.
+    fn run_batch(
+        &self,
+        ops: Vec<BatchOp>,
+    ) -> impl Future<Output = Result<BatchAnswers, TrustError>> + Send;
 }

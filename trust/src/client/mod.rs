@@ -19,9 +19,10 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Response, Status};
 
+use crate::batch_wire::{answer_from_wire, op_to_wire, operation_name};
 use crate::model::{
-    AppendSummary, HoldOutcome, HoldState, IssuerKey, LabelSets, ReceiptPage, ReceiptRecord,
-    ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
+    AppendSummary, BatchAnswers, BatchOp, HoldOutcome, HoldState, IssuerKey, LabelSets,
+    ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, ShareOutcome, StoredReceipt,
 };
 use crate::service::error_chain;
 use crate::store::TrustStore;
@@ -196,7 +197,7 @@ fn malformed(operation: &'static str, problem: &'static str) -> TrustError {
     TrustError::MalformedAnswer { operation, problem }
 }
 
-fn label_sets(entries: Vec<pb::KeyLabels>) -> LabelSets {
+pub(crate) fn label_sets(entries: Vec<pb::KeyLabels>) -> LabelSets {
     entries
         .into_iter()
         .map(|entry| (entry.key, entry.labels.into_iter().collect()))
@@ -491,125 +492,43 @@ impl TrustStore for TrustClient {
             .await?;
         Ok(label_sets(answer.entries))
     }
+
+    async fn run_batch(&self, ops: Vec<BatchOp>) -> Result<BatchAnswers, TrustError> {
+        let names: Vec<&'static str> = ops.iter().map(operation_name).collect();
+        let appends = ops
+            .iter()
+            .any(|op| matches!(op, chio_kernel::batch::StoreOp::AppendReceipt { .. }));
+        let deadline = if appends {
+            self.config.append_deadline
+        } else {
+            self.config.call_deadline
+        };
+        // A failure of the whole call names the first operation, as that
+        // operation's own call would have failed first.
+        let operation = names.first().copied().unwrap_or("batch");
+        let message = pb::BatchRequest {
+            ops: ops.into_iter().map(op_to_wire).collect(),
+        };
+        let answer = self
+            .unary(operation, deadline, message, |mut c, r| async move {
+                c.batch(r).await
+            })
+            .await?;
+        if answer.answers.len() > names.len() {
+            return Err(malformed("batch", "more answers than operations"));
+        }
+        answer
+            .answers
+            .into_iter()
+            .zip(names)
+            .map(|(answer, name)| match answer_from_wire(answer) {
+                Ok(Ok(answer)) => Ok(Ok(answer)),
+                Ok(Err(status)) => Ok(Err(error_of(name, deadline, status))),
+                Err(problem) => Err(malformed("batch", problem)),
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::service::serve;
-    use crate::store::sqlite::SqliteTrustStore;
-    use tokio::net::TcpListener;
-
-    const TOKEN: &str = "conformance-token-0123456789";
-
-    /// Starts a service over `store` on an ephemeral port; returns its url
-    /// and the sender that stops it.
-    async fn start<S: TrustStore>(store: S) -> (String, tokio::sync::oneshot::Sender<()>) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let token = BearerToken::new(TOKEN).expect("token");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(serve(store, token, listener, async {
-            let _ = stopped.await;
-        }));
-        (url, stop)
-    }
-
-    /// A service over `store` and a client holding the right token; the
-    /// guard stops the service when dropped.
-    async fn served<S: TrustStore>(store: S) -> (TrustClient, tokio::sync::oneshot::Sender<()>) {
-        let (url, stop) = start(store).await;
-        let token = BearerToken::new(TOKEN).expect("token");
-        let client = TrustClient::connect(&url, &token, TrustClientConfig::default())
-            .await
-            .expect("connect");
-        (client, stop)
-    }
-
-    mod over_memory_store {
-        crate::store::conformance::conformance_suite!(
-            super::served(crate::store::memory::InMemoryTrustStore::new()).await
-        );
-    }
-
-    mod over_sqlite_store {
-        async fn open() -> (
-            super::TrustClient,
-            (tokio::sync::oneshot::Sender<()>, tempfile::TempDir),
-        ) {
-            let dir = tempfile::tempdir().expect("temp dir");
-            let store = crate::store::sqlite::SqliteTrustStore::open(dir.path().join("trust.db"))
-                .expect("open");
-            let (client, stop) = super::served(store).await;
-            (client, (stop, dir))
-        }
-        crate::store::conformance::conformance_suite!(open().await);
-    }
-
-    // Proves a call to a service that does not answer fails as unavailable, naming trust-control.
-    #[tokio::test]
-    async fn unreachable_service_is_unavailable() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        drop(listener);
-        let token = BearerToken::new(TOKEN).unwrap();
-        let client = TrustClient::connect_lazy(&url, &token, TrustClientConfig::default()).unwrap();
-        let error = client.is_revoked("cap").await.unwrap_err();
-        assert!(matches!(error, TrustError::Unavailable { .. }), "{error:?}");
-        assert!(
-            error.to_string().starts_with("trust-control unavailable"),
-            "{error}"
-        );
-    }
-
-    // Proves a service that accepts but never answers trips the per-call deadline.
-    #[tokio::test]
-    async fn silent_service_trips_the_deadline() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        // Accept connections and hold them open without speaking HTTP/2.
-        let holder = tokio::spawn(async move {
-            let mut held = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                held.push(socket);
-            }
-        });
-        let token = BearerToken::new(TOKEN).unwrap();
-        let config = TrustClientConfig {
-            call_deadline: Duration::from_millis(200),
-            append_deadline: Duration::from_millis(300),
-            connect_timeout: Duration::from_millis(200),
-        };
-        let client = TrustClient::connect_lazy(&url, &token, config).unwrap();
-        let error = client
-            .append_receipts(vec![ReceiptRecord {
-                receipt_id: "r".into(),
-                body: vec![1],
-            }])
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                TrustError::DeadlineExceeded { .. } | TrustError::Unavailable { .. }
-            ),
-            "{error:?}"
-        );
-        assert!(error.to_string().starts_with("trust-control"), "{error}");
-        holder.abort();
-    }
-
-    // Proves a client with another token is refused and told so without the token echoed.
-    #[tokio::test]
-    async fn wrong_token_is_unauthenticated() {
-        let dir = tempfile::tempdir().unwrap();
-        let (url, _stop) = start(SqliteTrustStore::open(dir.path().join("t.db")).unwrap()).await;
-        let wrong = BearerToken::new("another-token-abcdefghijkl").unwrap();
-        let client = TrustClient::connect(&url, &wrong, TrustClientConfig::default())
-            .await
-            .unwrap();
-        let error = client.count_receipts().await.unwrap_err();
-        assert_eq!(error, TrustError::Unauthenticated);
-        assert!(!error.to_string().contains("another-token"));
-    }
-}
+mod tests;

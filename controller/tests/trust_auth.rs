@@ -1,9 +1,9 @@
 //! Process tests of authentication: every `TrustControl` RPC sent to the
-//! real `chio-trust` binary without the bearer token, or with a wrong one,
+//! real `chio trust serve` without the bearer token, or with a wrong one,
 //! is refused as unauthenticated, never echoes what was sent, and changes
 //! nothing.
 
-mod util;
+mod trust_process;
 
 use chio_proto::trust::v1 as pb;
 use chio_proto::trust::v1::trust_control_client::TrustControlClient;
@@ -12,7 +12,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 
-use util::{token_file, TrustProcess};
+use trust_process::{token_file, TrustProcess};
 
 /// Builds a request carrying `authorization` exactly as given (or none).
 fn request<T>(message: T, authorization: Option<&str>) -> Request<T> {
@@ -189,7 +189,7 @@ async fn every_rpc_requires_the_bearer_token() {
     let dir = tempfile::tempdir().unwrap();
     let process = TrustProcess::start(
         &dir.path().join("trust.db"),
-        &token_file(dir.path(), util::TOKEN),
+        &token_file(dir.path(), trust_process::TOKEN),
     );
     let mut raw = TrustControlClient::connect(process.url.clone())
         .await
@@ -197,8 +197,11 @@ async fn every_rpc_requires_the_bearer_token() {
 
     let wrong_secret = "wrong-token-zyxwvutsrqponm";
     let wrong = format!("Bearer {wrong_secret}");
-    let bare = util::TOKEN.to_owned();
-    let prefix_only = format!("Bearer {}", &util::TOKEN[..util::TOKEN.len() - 1]);
+    let bare = trust_process::TOKEN.to_owned();
+    let prefix_only = format!(
+        "Bearer {}",
+        &trust_process::TOKEN[..trust_process::TOKEN.len() - 1]
+    );
     let attempts: [(&str, Option<&str>); 5] = [
         ("no header", None),
         ("wrong token", Some(&wrong)),
@@ -217,7 +220,8 @@ async fn every_rpc_requires_the_bearer_token() {
                 "{rpc} with {label}: {status:?}"
             );
             assert!(
-                !status.message().contains(wrong_secret) && !status.message().contains(util::TOKEN),
+                !status.message().contains(wrong_secret)
+                    && !status.message().contains(trust_process::TOKEN),
                 "{rpc} with {label} echoed the token: {}",
                 status.message()
             );
@@ -233,7 +237,7 @@ async fn every_rpc_requires_the_bearer_token() {
     assert!(labels["s"].is_empty());
 
     // The same calls with the right token are answered (most succeed; none is unauthenticated).
-    let right = format!("Bearer {}", util::TOKEN);
+    let right = format!("Bearer {}", trust_process::TOKEN);
     for (rpc, result) in call_every_rpc(&mut raw, Some(&right)).await {
         if let Err(status) = result {
             assert_ne!(status.code(), Code::Unauthenticated, "{rpc}: {status:?}");
@@ -248,7 +252,7 @@ async fn client_with_wrong_token_gets_a_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let process = TrustProcess::start(
         &dir.path().join("trust.db"),
-        &token_file(dir.path(), util::TOKEN),
+        &token_file(dir.path(), trust_process::TOKEN),
     );
     let client = process.client_with("wrong-token-zyxwvutsrqponm").await;
     let error = client.hold_budget("h", "k", 1, 1).await.unwrap_err();

@@ -1,5 +1,5 @@
-//! Shared harness of the process tests: runs the real `chio-trust` binary in
-//! a fresh temp directory on port 0, reads the bound address from its
+//! Shared harness of trust-control's process tests: runs the real `chio
+//! trust serve` in a fresh temp directory on port 0, reads the bound address from its
 //! stdout, and on a failing test prints the command, exit status, stdout and
 //! stderr so the failure explains itself.
 
@@ -19,9 +19,10 @@ pub const TOKEN: &str = "test-token-0123456789abcdef";
 /// How long a process may take to start or to exit before the test fails.
 const PROCESS_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The path of the binary under test.
+/// The path of the binary under test; trust-control is its `trust`
+/// subcommand.
 pub fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_chio-trust")
+    env!("CARGO_BIN_EXE_chio")
 }
 
 /// Writes `token` to a file in `dir` and returns its path.
@@ -31,11 +32,15 @@ pub fn token_file(dir: &Path, token: &str) -> PathBuf {
     path
 }
 
-/// A command for the binary with `CHIO_TRUST_TOKEN` removed, so the host
-/// environment never leaks into a test.
+/// `chio -v trust ARGS` (service logs at info, as an operator would run
+/// it) with `CHIO_TRUST_TOKEN` removed, so the host environment never
+/// leaks into a test.
 pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(binary());
-    command.args(args).env_remove("CHIO_TRUST_TOKEN");
+    command
+        .args(["-v", "trust"])
+        .args(args)
+        .env_remove("CHIO_TRUST_TOKEN");
     command
 }
 
@@ -46,7 +51,7 @@ pub fn run_to_exit(mut command: Command) -> (String, Output) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn chio-trust");
+        .expect("spawn chio trust serve");
     let started = Instant::now();
     loop {
         if child.try_wait().expect("wait").is_some() {
@@ -76,7 +81,7 @@ pub fn describe(output: &Output) -> String {
     )
 }
 
-/// A running `chio-trust serve`; killed when dropped, and described on
+/// A running `chio trust serve`; killed when dropped, and described on
 /// stderr when dropped during a failing test.
 pub struct TrustProcess {
     child: Child,
@@ -89,7 +94,7 @@ pub struct TrustProcess {
 }
 
 impl TrustProcess {
-    /// Starts `chio-trust serve --db DB --listen 127.0.0.1:0 --token-file
+    /// Starts `chio trust serve --db DB --listen 127.0.0.1:0 --token-file
     /// TOKEN_FILE --print-addr` and waits for its address line.
     pub fn start(db: &Path, token_file: &Path) -> TrustProcess {
         let mut command = command(&[
@@ -114,7 +119,7 @@ impl TrustProcess {
             .stdout(Stdio::piped())
             .stderr(stderr)
             .spawn()
-            .expect("spawn chio-trust");
+            .expect("spawn chio trust serve");
         let stdout = child.stdout.take().expect("piped stdout");
         let (line_tx, line_rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -135,7 +140,9 @@ impl TrustProcess {
         let line = line_rx.recv_timeout(PROCESS_TIMEOUT).unwrap_or_default();
         match line.trim().strip_prefix("listening on ") {
             Some(addr) => process.url = format!("http://{addr}"),
-            None => panic!("chio-trust did not announce its address; first stdout line: {line:?}"),
+            None => {
+                panic!("chio trust serve did not announce its address; first stdout line: {line:?}")
+            }
         }
         process
     }
@@ -150,7 +157,7 @@ impl TrustProcess {
         let token = BearerToken::new(token).expect("test token");
         TrustClient::connect(&self.url, &token, TrustClientConfig::default())
             .await
-            .expect("connect to chio-trust")
+            .expect("connect to chio trust serve")
     }
 
     /// Kills the process with SIGKILL (no chance to flush anything).
@@ -176,7 +183,7 @@ impl TrustProcess {
             }
             assert!(
                 started.elapsed() < PROCESS_TIMEOUT,
-                "chio-trust did not stop within {PROCESS_TIMEOUT:?} of SIGTERM"
+                "chio trust serve did not stop within {PROCESS_TIMEOUT:?} of SIGTERM"
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -201,7 +208,7 @@ impl Drop for TrustProcess {
         }
         if std::thread::panicking() {
             eprintln!(
-                "--- chio-trust process\ncommand: {}\nstatus: {:?}\nurl: {}\nstderr:\n{}",
+                "--- chio trust serve process\ncommand: {}\nstatus: {:?}\nurl: {}\nstderr:\n{}",
                 self.command,
                 self.status,
                 self.url,

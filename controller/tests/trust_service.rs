@@ -1,9 +1,9 @@
 //! Process tests of the trust-control operations through the real
-//! `chio-trust` binary: every operation end to end with the typed client,
+//! `chio trust serve`: every operation end to end with the typed client,
 //! concurrent share admission and budget holds that never exceed their
 //! bound, and acknowledged receipts that survive `kill -9` and a restart.
 
-mod util;
+mod trust_process;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use chio_trust::model::{
 use chio_trust::{TrustClient, TrustStore};
 use tokio::sync::Mutex;
 
-use util::{token_file, TrustProcess};
+use trust_process::{token_file, TrustProcess};
 
 fn receipt(id: &str, body: &str) -> ReceiptRecord {
     ReceiptRecord {
@@ -28,7 +28,7 @@ fn receipt(id: &str, body: &str) -> ReceiptRecord {
 async fn operations_end_to_end_and_across_restart() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("trust.db");
-    let token = token_file(dir.path(), util::TOKEN);
+    let token = token_file(dir.path(), trust_process::TOKEN);
     let mut process = TrustProcess::start(&db, &token);
     let client = process.client().await;
 
@@ -130,7 +130,7 @@ async fn concurrent_share_admission_never_exceeds_the_parent() {
     let dir = tempfile::tempdir().unwrap();
     let process = TrustProcess::start(
         &dir.path().join("trust.db"),
-        &token_file(dir.path(), util::TOKEN),
+        &token_file(dir.path(), trust_process::TOKEN),
     );
     let clients: Vec<TrustClient> = futures_clients(&process, 4).await;
     let mut tasks = Vec::new();
@@ -192,7 +192,7 @@ async fn concurrent_holds_grant_exactly_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let process = TrustProcess::start(
         &dir.path().join("trust.db"),
-        &token_file(dir.path(), util::TOKEN),
+        &token_file(dir.path(), trust_process::TOKEN),
     );
     let clients = futures_clients(&process, 4).await;
     let tasks: Vec<_> = (0..100)
@@ -219,7 +219,7 @@ async fn concurrent_holds_grant_exactly_the_limit() {
 async fn acknowledged_receipts_survive_kill_9() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("trust.db");
-    let token = token_file(dir.path(), util::TOKEN);
+    let token = token_file(dir.path(), trust_process::TOKEN);
     let mut process = TrustProcess::start(&db, &token);
     let clients = futures_clients(&process, 4).await;
     let acknowledged: Arc<Mutex<BTreeMap<String, Vec<u8>>>> = Arc::default();

@@ -1,12 +1,12 @@
 //! Security check of what trust-control prints: with `RUST_LOG=trace` (every
 //! log line of the service and of its HTTP/2 and gRPC libraries), the real
-//! `chio-trust` binary is started with its token from a file and from the
+//! `chio trust serve` is started with its token from a file and from the
 //! environment, answers every RPC with the right token, refuses wrong
 //! tokens, refuses to start with a short token, and is stopped. Its captured
 //! stdout and stderr, and the status messages the clients received, must
 //! never contain the service token or any token a client presented.
 
-mod util;
+mod trust_process;
 
 use std::process::{Command, Stdio};
 
@@ -15,7 +15,7 @@ use chio_proto::trust::v1::trust_control_client::TrustControlClient;
 use tonic::metadata::MetadataValue;
 use tonic::Request;
 
-use util::{binary, run_to_exit, TrustProcess};
+use trust_process::{binary, run_to_exit, TrustProcess};
 
 /// Distinct from the shared test token, so a hit can only come from here.
 const SERVICE_TOKEN: &str = "svc-secret-token-Q7w9e1r3t5y7";
@@ -183,14 +183,14 @@ fn assert_clean(label: &str, text: &str) {
 async fn logs_and_errors_never_contain_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("trust.db");
-    let token_path = util::token_file(dir.path(), SERVICE_TOKEN);
+    let token_path = trust_process::token_file(dir.path(), SERVICE_TOKEN);
     let stdout_path = dir.path().join("stdout.log");
 
     // Token from a file, then from the environment; stdout is teed to a file.
     let sources: [(&str, bool); 2] = [("token file", true), ("environment", false)];
     for (label, from_file) in sources {
         let mut script = format!(
-            "exec '{}' serve --db '{}' --listen 127.0.0.1:0 --print-addr",
+            "exec '{}' trust serve --db '{}' --listen 127.0.0.1:0 --print-addr",
             binary(),
             db.display()
         );
@@ -229,7 +229,7 @@ async fn logs_and_errors_never_contain_a_token() {
     // A refused start prints the problem, never the short token.
     let mut short = Command::new(binary());
     short
-        .args(["serve", "--db", db.to_str().unwrap()])
+        .args(["trust", "serve", "--db", db.to_str().unwrap()])
         .env("RUST_LOG", "trace")
         .env("CHIO_TRUST_TOKEN", SHORT_TOKEN)
         .stdout(Stdio::piped());

@@ -1,4 +1,4 @@
-//! Fault tests of trust-control through the real `chio-trust` binary, each
+//! Fault tests of trust-control through the real `chio trust serve`, each
 //! with the outcome documented in docs/faults.md:
 //!
 //! - restarted mid-stream (SIGTERM, then SIGKILL) on the same address while a
@@ -16,7 +16,7 @@
 //!   and after a restart without the limit every acknowledged receipt is
 //!   there and appends succeed again.
 
-mod util;
+mod trust_process;
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use chio_trust::model::ReceiptRecord;
 use chio_trust::{BearerToken, TrustClient, TrustClientConfig, TrustError, TrustStore};
 
-use util::{command, token_file, TrustProcess, TOKEN};
+use trust_process::{command, token_file, TrustProcess, TOKEN};
 
 fn receipt(i: usize, body_bytes: usize) -> ReceiptRecord {
     let mut body = format!("{{\"receipt\":{i},\"pad\":\"");
@@ -245,9 +245,9 @@ async fn disk_full_is_a_typed_error_and_keeps_acknowledged_receipts() {
     let token_path = token_file(dir.path(), TOKEN);
     // 512 blocks of 512 bytes (dash) or 1 KiB (bash): 256 to 512 KiB per file.
     let script = format!(
-        "trap '' XFSZ; ulimit -f 512; exec '{}' serve --db '{}' --listen 127.0.0.1:0 \
+        "trap '' XFSZ; ulimit -f 512; exec '{}' trust serve --db '{}' --listen 127.0.0.1:0 \
          --token-file '{}' --print-addr",
-        util::binary(),
+        trust_process::binary(),
         db.display(),
         token_path.display()
     );

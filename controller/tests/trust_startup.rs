@@ -1,15 +1,15 @@
-//! Process tests of how `chio-trust serve` starts and stops: it refuses to
+//! Process tests of how `chio trust serve` starts and stops: it refuses to
 //! start without a usable token (exit code 2, a message naming the fix and
 //! never the token), accepts the token from the environment, announces its
 //! address, and exits 0 on SIGTERM.
 
-mod util;
+mod trust_process;
 
 use std::time::{Duration, Instant};
 
 use chio_trust::TrustStore;
 
-use util::{command, describe, run_to_exit, token_file, TrustProcess, TOKEN};
+use trust_process::{command, describe, run_to_exit, token_file, TrustProcess, TOKEN};
 
 fn serve_args(db: &str) -> Vec<&str> {
     vec![

@@ -1,0 +1,523 @@
+//! Admission: steps 1 to 7 of the pipeline, up to a ticket to dispatch or a
+//! final decision.
+//!
+//! Admission plans before it asks: it verifies the capability, binds the
+//! proof, selects the scope grant, reads the session journal and (for a
+//! call presenting sibling shares) runs the guards over empty labels, all
+//! locally; then it sends the store work those checks allow as one batch
+//! ([`crate::batch`]) and reads the answers in pipeline order, so every
+//! deny reason, trace entry and store effect is the one the step-by-step
+//! pipeline gives. The batch carries operations only up to the first local
+//! refusal: a request whose proof fails consumes no request id, one out of
+//! scope holds no budget.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::guard_run::run_request_guards;
+use super::{Admission, AdmissionTicket, Kernel, Outcome};
+use crate::batch::{OpAnswer, StoreOp};
+use crate::error::{StoreError, StoreName};
+use crate::guards::GuardContext;
+use crate::ledger::seen_request_key;
+use crate::receipt::{canonical_sha256, ObservedFinding};
+use crate::request::ToolCallRequest;
+use crate::scope::select_grant;
+use crate::stores::{HoldOutcome, JournalEntry, ShareAdmission};
+use crate::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead};
+use crate::verdict::Verdict;
+use crate::verification::{verify_capability, ShareClaim, VerifiedCapability};
+
+/// A budget hold the call needs (step 5).
+struct WantedHold {
+    key: String,
+    amount: u64,
+    limit: u64,
+    what: String,
+    hold_id: String,
+}
+
+/// The guards' answer over one set of labels, kept so a run made before
+/// the batch can stand when the labels turn out empty.
+struct GuardRun {
+    result: Result<(), Box<Outcome>>,
+    observed: Vec<ObservedFinding>,
+    answers: Vec<GuardAnswer>,
+}
+
+/// What steps 3 to 7 found locally, and the batch of store work they allow.
+struct Plan {
+    ops: Vec<StoreOp>,
+    /// Step 3: the principal and the scoped request key, or the deny reason.
+    bound: Result<(String, String), String>,
+    /// Step 4: `Some` once binding passed.
+    scope: Option<Result<(), String>>,
+    holds: Vec<WantedHold>,
+    /// Step 6: the journal, `Some` once the scope passed.
+    journal: Option<Result<Vec<JournalEntry>, StoreError>>,
+    /// The guards run over empty labels, when the shares ride in the batch.
+    early_guards: Option<GuardRun>,
+    /// Whether the batch admits the shares after the label read.
+    shares_in_batch: bool,
+}
+
+/// Everything admission accumulates on the way, deny or not.
+#[derive(Default)]
+struct Admitting {
+    holds: Vec<String>,
+    observed: Vec<ObservedFinding>,
+    trace: DecisionTrace,
+}
+
+/// The next answer of a batch; a batch that ended early answers nothing
+/// more, which fails closed naming the operation's store.
+pub(super) fn next_answer(
+    answers: &mut (impl Iterator<Item = Result<OpAnswer, StoreError>> + ?Sized),
+    store: StoreName,
+) -> Result<OpAnswer, StoreError> {
+    answers.next().unwrap_or_else(|| {
+        Err(StoreError::unavailable(
+            store,
+            "the batch ended before this operation was answered",
+        ))
+    })
+}
+
+fn unexpected(store: StoreName) -> String {
+    StoreError::unavailable(store, "the batch answered another operation").to_string()
+}
+
+/// The revocation lookups of a verified capability: its own id, then every
+/// ancestor root first.
+pub(super) fn revocation_ops(verified: &VerifiedCapability) -> Vec<StoreOp> {
+    std::iter::once(&verified.id)
+        .chain(&verified.ancestors)
+        .map(|id| StoreOp::IsRevoked { id: id.clone() })
+        .collect()
+}
+
+/// Reads the answers of [`revocation_ops`]; the first revoked id or failed
+/// lookup is the deny reason.
+pub(super) fn read_revocation(
+    verified: &VerifiedCapability,
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+) -> Result<(), String> {
+    for (index, id) in std::iter::once(&verified.id)
+        .chain(&verified.ancestors)
+        .enumerate()
+    {
+        match next_answer(answers, StoreName::Revocation) {
+            Ok(OpAnswer::Revoked(false)) => {}
+            Ok(OpAnswer::Revoked(true)) if index == 0 => {
+                return Err(format!("capability has been revoked: {id}"))
+            }
+            Ok(OpAnswer::Revoked(true)) => {
+                return Err(format!("delegation chain revoked at ancestor {id}"))
+            }
+            Ok(_) => return Err(unexpected(StoreName::Revocation)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+    Ok(())
+}
+
+fn share_ops(shares: &[ShareClaim]) -> impl Iterator<Item = StoreOp> + '_ {
+    shares.iter().map(|claim| StoreOp::AdmitShare {
+        parent_id: claim.parent_id.clone(),
+        child_id: claim.child_id.clone(),
+        child_bps: claim.child_bps,
+        parent_bps: claim.parent_bps,
+    })
+}
+
+/// Reads the hold answers of step 5 in order; a refused or failed hold
+/// denies, and every granted hold is kept for its release or commit.
+fn read_holds(
+    wanted_holds: &[WantedHold],
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    state: &mut Admitting,
+) -> Result<(), Box<Outcome>> {
+    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    for wanted in wanted_holds {
+        let read = |used: u64, limit: u64, outcome: &str| BudgetRead {
+            key: wanted.key.clone(),
+            amount: wanted.amount,
+            limit,
+            used,
+            outcome: outcome.to_string(),
+            settled: None,
+        };
+        match next_answer(answers, StoreName::Budget) {
+            Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
+                state.trace.budget_keys.push(read(used, limit, "held"));
+                state.holds.push(wanted.hold_id.clone());
+            }
+            Ok(OpAnswer::Hold(HoldOutcome::Refused { used, limit })) => {
+                state.trace.budget_keys.push(read(used, limit, "refused"));
+                return Err(deny(format!(
+                    "{} exhausted: {used} of {limit} used, {} more requested",
+                    wanted.what, wanted.amount
+                )));
+            }
+            Ok(_) => return Err(deny(unexpected(StoreName::Budget))),
+            Err(e) => return Err(deny(e.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Reads the share answers of step 7, root side first, recording each in
+/// `trace`; the first refused or failed admission denies.
+fn read_shares(
+    shares: &[ShareClaim],
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    trace: &mut DecisionTrace,
+) -> Result<(), Box<Outcome>> {
+    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    for claim in shares {
+        let admitted = match next_answer(answers, StoreName::SiblingShare) {
+            Ok(OpAnswer::Share(admission)) => Ok(admission),
+            Ok(_) => Err(unexpected(StoreName::SiblingShare)),
+            Err(e) => Err(e.to_string()),
+        };
+        trace.shares.push(ShareRead {
+            parent: claim.parent_id.clone(),
+            child: claim.child_id.clone(),
+            child_bps: claim.child_bps,
+            outcome: match &admitted {
+                Ok(ShareAdmission::Admitted) => "admitted",
+                Ok(ShareAdmission::Oversubscribed { .. }) => "oversubscribed",
+                Ok(ShareAdmission::UnknownParent) => "unknown-parent",
+                Err(_) => "error",
+            }
+            .to_string(),
+        });
+        match admitted {
+            Ok(ShareAdmission::Admitted) => {}
+            Ok(refusal) => return Err(deny(share_refusal_reason(claim, &refusal))),
+            Err(reason) => return Err(deny(reason)),
+        }
+    }
+    Ok(())
+}
+
+impl Kernel {
+    /// Steps 1 to 7; see the module doc.
+    pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
+        let parameter_hash = canonical_sha256(&request.arguments).unwrap_or_default();
+        let mut state = Admitting::default();
+        match self.admit_steps(request, now_ms, &mut state) {
+            Ok((verified, principal)) => Admission::Admitted(Box::new(AdmissionTicket {
+                request: request.clone(),
+                verified,
+                principal,
+                holds: state.holds,
+                observed: state.observed,
+                parameter_hash,
+                trace: state.trace,
+            })),
+            Err(mut outcome) => {
+                let mut trace = state.trace;
+                trace.settle_holds("released");
+                outcome.observed = state.observed;
+                let stopped = match outcome.verdict {
+                    Verdict::PendingApproval => "pending_approval",
+                    _ => "deny",
+                };
+                trace.stop(stopped, outcome.reason.as_deref().unwrap_or_default());
+                let releases = state
+                    .holds
+                    .into_iter()
+                    .map(|hold_id| StoreOp::Release { hold_id })
+                    .collect();
+                Admission::Decided(Box::new(self.finish(
+                    request,
+                    &parameter_hash,
+                    *outcome,
+                    now_ms,
+                    trace,
+                    releases,
+                )))
+            }
+        }
+    }
+
+    fn admit_steps(
+        &mut self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        state: &mut Admitting,
+    ) -> Result<(VerifiedCapability, String), Box<Outcome>> {
+        let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+        let trace = &mut state.trace;
+        // 1. The capability.
+        let verified = verify_capability(
+            &request.capability,
+            &self.trusted_issuers,
+            now_ms,
+            self.max_delegation_depth,
+            Some(&mut self.cache),
+        )
+        .map_err(deny)?;
+        trace.chain = verified.ancestors.clone();
+        trace.chain.push(verified.id.clone());
+        trace.pass(format!(
+            "capability {} verified: issuer trusted, signatures valid, {} link(s) attenuating, valid at {now_ms} ms",
+            verified.id,
+            trace.chain.len() - 1
+        ));
+        let mut plan = self.plan(request, now_ms, &verified);
+        let ops = std::mem::take(&mut plan.ops);
+        let mut answers = self.stores.run_batch(ops).into_iter();
+        // 2. Revocation, one lookup per id.
+        read_revocation(&verified, &mut answers).map_err(deny)?;
+        trace.pass(format!(
+            "looked up {}: none revoked",
+            trace.chain.join(", ")
+        ));
+        // 3. Binding; the principal is the registered agent whose key
+        // signed the proof, never the named id. The request id is consumed
+        // only by a request whose proof verified, scoped by lineage and
+        // principal, in a store shared by every kernel.
+        let (principal, _) = plan.bound.clone().map_err(deny)?;
+        trace.principal = Some(principal.clone());
+        match next_answer(&mut answers, StoreName::Nonce) {
+            Ok(OpAnswer::Fresh(true)) => {}
+            Ok(OpAnswer::Fresh(false)) => {
+                return Err(deny(format!("request replayed: {}", request.request_id)))
+            }
+            Ok(_) => return Err(deny(unexpected(StoreName::Nonce))),
+            Err(e) => return Err(deny(e.to_string())),
+        }
+        trace.pass(format!(
+            "principal {principal} signed the proof with the subject key; request id {} is fresh",
+            request.request_id
+        ));
+        // 4. Scope.
+        if let Some(Err(reason)) = plan.scope.take() {
+            return Err(deny(reason));
+        }
+        trace.pass(format!(
+            "tool {} on server {} is covered and its constraints hold",
+            request.tool, request.server
+        ));
+        // 5. Budgets.
+        read_holds(&plan.holds, &mut answers, state)?;
+        let trace = &mut state.trace;
+        trace.pass(match state.holds.len() {
+            0 => "no budget applies".to_string(),
+            n => format!("{n} budget hold(s) granted"),
+        });
+        // 6. Guards.
+        let journal = match plan.journal.take() {
+            Some(Ok(journal)) => journal,
+            Some(Err(e)) => return Err(deny(e.to_string())),
+            None => Vec::new(),
+        };
+        trace.journal = journal.clone();
+        let mut labels = BTreeMap::new();
+        if self.needs.labels {
+            let sets = match next_answer(&mut answers, StoreName::Label) {
+                Ok(OpAnswer::Labels(sets)) => sets,
+                Ok(_) => return Err(deny(unexpected(StoreName::Label))),
+                Err(e) => return Err(deny(e.to_string())),
+            };
+            labels = self
+                .collect_labels(request, &principal, &verified, &sets, trace)
+                .map_err(deny)?;
+        }
+        let run = match plan.early_guards.take() {
+            Some(run) if labels.is_empty() => run,
+            _ => self.run_guards(request, &principal, &journal, &labels),
+        };
+        state.observed.extend(run.observed);
+        trace.guards.extend(run.answers);
+        run.result?;
+        trace.pass(match self.guards.len() {
+            0 => "no guard configured".to_string(),
+            n => format!("{n} guard(s) let the call through"),
+        });
+        // 7. Sibling shares, last; they rode in the batch unless the
+        // guards had to read non-empty labels first.
+        if plan.shares_in_batch && labels.is_empty() {
+            read_shares(&verified.shares, &mut answers, trace)?;
+        } else if !verified.shares.is_empty() {
+            let late = self.stores.run_batch(share_ops(&verified.shares).collect());
+            read_shares(&verified.shares, &mut late.into_iter(), trace)?;
+        }
+        trace.pass(match verified.shares.len() {
+            0 => "no delegated share to admit".to_string(),
+            n => format!("{n} share(s) admitted"),
+        });
+        Ok((verified, principal))
+    }
+
+    /// Runs every local check of steps 3 to 7 and plans the batch: the
+    /// revocation lookups always, then the store work of each step whose
+    /// local checks passed.
+    fn plan(
+        &mut self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        verified: &VerifiedCapability,
+    ) -> Plan {
+        let mut plan = Plan {
+            ops: revocation_ops(verified),
+            bound: self.bind(request, verified, now_ms).map(|principal| {
+                let key = seen_request_key(&verified.root_id, &principal, &request.request_id);
+                (principal, key)
+            }),
+            scope: None,
+            holds: Vec::new(),
+            journal: None,
+            early_guards: None,
+            shares_in_batch: false,
+        };
+        let Ok((principal, seen_key)) = plan.bound.clone() else {
+            return plan;
+        };
+        plan.ops.push(StoreOp::RecordRequest {
+            key: seen_key.clone(),
+        });
+        let grant = select_grant(
+            &verified.state.scope,
+            &request.server,
+            &request.tool,
+            &request.arguments,
+        );
+        let monetary = match grant {
+            Ok(grant) => grant.monetary,
+            Err(reason) => {
+                plan.scope = Some(Err(reason));
+                return plan;
+            }
+        };
+        plan.scope = Some(Ok(()));
+        for limit in &verified.invocation_limits {
+            let key = format!("invocations/{}", limit.capability_id);
+            plan.holds.push(WantedHold {
+                hold_id: format!("{seen_key}#{key}"),
+                key,
+                amount: 1,
+                limit: limit.max_invocations,
+                what: format!("invocation budget of {}", limit.capability_id),
+            });
+        }
+        let tool_budgets =
+            !crate::planted::weakened_anywhere(crate::planted::Weakness::NoToolBudgets);
+        for budget in self.tool_budgets.iter().filter(|b| {
+            tool_budgets
+                && b.agent == principal
+                && b.server == request.server
+                && b.tool == request.tool
+        }) {
+            let key = format!(
+                "tool-invocations/{}/{}/{}",
+                budget.agent, budget.server, budget.tool
+            );
+            plan.holds.push(WantedHold {
+                // The hold id carries the scoped request key, so two
+                // principals (or two lineages) using one request id never
+                // share a hold.
+                hold_id: format!("{seen_key}#{key}"),
+                key,
+                amount: 1,
+                limit: budget.max_invocations,
+                what: format!(
+                    "tool budget of {} for {}/{}",
+                    budget.agent, budget.server, budget.tool
+                ),
+            });
+        }
+        if let Some(money) = monetary {
+            let key = format!(
+                "monetary/{}/{}/{}",
+                verified.root_id, request.server, money.currency
+            );
+            plan.holds.push(WantedHold {
+                hold_id: format!("{seen_key}#{key}"),
+                key,
+                amount: money.amount,
+                limit: money.max_total,
+                what: format!("monetary budget in {}", money.currency),
+            });
+        }
+        plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
+            hold_id: h.hold_id.clone(),
+            key: h.key.clone(),
+            amount: h.amount,
+            limit: h.limit,
+        }));
+        let journal = if self.needs.journal {
+            self.stores.journal.entries(&request.session_id)
+        } else {
+            Ok(Vec::new())
+        };
+        let Ok(entries) = &journal else {
+            plan.journal = Some(journal);
+            return plan;
+        };
+        if !verified.shares.is_empty() {
+            let run = self.run_guards(request, &principal, entries, &BTreeMap::new());
+            plan.shares_in_batch = run.result.is_ok();
+            plan.early_guards = Some(run);
+        }
+        plan.journal = Some(journal);
+        if self.needs.labels {
+            plan.ops.push(StoreOp::ReadLabels {
+                keys: self.label_keys(request, &principal, verified),
+                stop_unless_empty: plan.shares_in_batch,
+            });
+        }
+        if plan.shares_in_batch {
+            plan.ops.extend(share_ops(&verified.shares));
+        }
+        plan
+    }
+
+    fn run_guards(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        journal: &[JournalEntry],
+        labels: &BTreeMap<String, BTreeSet<String>>,
+    ) -> GuardRun {
+        let ctx = GuardContext {
+            server: &request.server,
+            tool: &request.tool,
+            arguments: &request.arguments,
+            agent_id: principal,
+            session_id: &request.session_id,
+            journal,
+            labels,
+            session_filesystem_roots: None,
+        };
+        let mut run = GuardRun {
+            result: Ok(()),
+            observed: Vec::new(),
+            answers: Vec::new(),
+        };
+        run.result = run_request_guards(&self.guards, &ctx, &mut run.observed, &mut run.answers);
+        run
+    }
+}
+
+/// The deny reason of a refused share admission.
+pub fn share_refusal_reason(
+    claim: &crate::verification::ShareClaim,
+    refusal: &ShareAdmission,
+) -> String {
+    match refusal {
+        ShareAdmission::Oversubscribed {
+            siblings_bps,
+            parent_bps,
+        } => format!(
+            "sibling shares oversubscribed: child {} asks {} bps, admitted siblings hold {siblings_bps} of parent {}'s {parent_bps} bps",
+            claim.child_id, claim.child_bps, claim.parent_id
+        ),
+        ShareAdmission::UnknownParent => format!(
+            "sibling share registry does not know parent {}",
+            claim.parent_id
+        ),
+        ShareAdmission::Admitted => String::new(),
+    }
+}

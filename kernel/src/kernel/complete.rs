@@ -1,0 +1,454 @@
+//! Step 8 and the closing batch: completing an admitted call after its
+//! dispatch, aborting one whose dispatch failed, and signing and appending
+//! every decision's receipt.
+//!
+//! An allow is settled in one batch ([`crate::batch`]): the hold commits,
+//! the second revocation lookup of the token and every ancestor, the label
+//! joins and the allow receipt, signed before the batch is sent. The batch
+//! stops at the first answer that ends the decision (a failed commit, a
+//! revoked id, a failed join or append); the kernel then denies with that
+//! answer's reason, as the step-by-step pipeline would, and appends the
+//! deny receipt alone. A deny closes with the releases (or, for a deny of
+//! the output guards, the commits) and its receipt in one batch.
+//!
+//! The session journal is the kernel's own memory, written once the
+//! verdict is final: an allow is journalled after its receipt was stored.
+//! Should the journal refuse it, the output is withheld and a deny receipt
+//! follows the stored allow receipt.
+
+use serde_json::Value;
+
+use super::admit::{next_answer, read_revocation, revocation_ops};
+use super::guard_run::run_output_guards;
+use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
+use crate::batch::{OpAnswer, StoreOp};
+use crate::error::{StoreError, StoreName};
+use crate::guards::GuardContext;
+use crate::label::{is_known_label, LabelKey};
+use crate::receipt::{
+    canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
+};
+use crate::request::ToolCallRequest;
+use crate::stores::JournalEntry;
+use crate::trace::DecisionTrace;
+use crate::verdict::Verdict;
+use crate::verification::VerifiedCapability;
+
+/// A decided deny: its outcome recorded in the trace.
+fn withheld(reason: String, observed: Vec<ObservedFinding>, trace: &mut DecisionTrace) -> Outcome {
+    trace.output("deny", reason.clone());
+    Outcome::deny(reason, None, observed)
+}
+
+/// The detail of an allow released with these labels.
+fn released(label: &Option<String>, integrity: &Option<String>, performed: bool) -> String {
+    match (label, performed) {
+        (Some(label), true) => match integrity {
+            Some(integrity) => format!("output released, labelled {label} and {integrity}"),
+            None => format!("output released, labelled {label}"),
+        },
+        (None, true) if integrity.is_some() => format!(
+            "output released, labelled {}",
+            integrity.as_deref().unwrap_or_default()
+        ),
+        (None, true) => "output released".to_string(),
+        (_, false) => "output released; the server did not carry the call out".to_string(),
+    }
+}
+
+/// What the closing batch of an allow must answer before the output is
+/// released.
+struct Closing<'a> {
+    /// Commits, one per granted hold.
+    holds: usize,
+    /// Whose ids are looked up again.
+    verified: &'a VerifiedCapability,
+    /// An output label that is not a known level: nothing is joined.
+    unknown: Option<String>,
+    /// The keys the output's labels join.
+    label_keys: Vec<String>,
+    /// How many labels join each key.
+    joined: usize,
+}
+
+/// The deny reason of an output label that is not a known level.
+fn unexpected_label(name: Option<&str>) -> String {
+    let name = name.unwrap_or_default();
+    format!("tool output label {name:?} is not a known level; output withheld")
+}
+
+/// Reads the closing batch of an allow in pipeline order, recording the
+/// settled holds and label writes in `trace`; the first answer that ends
+/// the decision is the deny reason.
+fn read_closing(
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    closing: Closing<'_>,
+    trace: &mut DecisionTrace,
+) -> Result<(), String> {
+    let mut commit = Ok(());
+    for _ in 0..closing.holds {
+        if let Err(e) = next_answer(answers, StoreName::Budget) {
+            commit = Err(e.to_string());
+            break;
+        }
+    }
+    trace.settle_holds(if commit.is_ok() {
+        "committed"
+    } else {
+        "commit-failed"
+    });
+    commit?;
+    // Revocation again before the allow is finalised: a revocation that
+    // raced the dispatch withholds the output (the tool did run, so the
+    // budget stays committed).
+    read_revocation(closing.verified, answers).map_err(|r| format!("{r}; output withheld"))?;
+    if let Some(name) = &closing.unknown {
+        return Err(unexpected_label(Some(name)));
+    }
+    if closing.joined > 0 {
+        for key in closing.label_keys {
+            for _ in 0..closing.joined {
+                next_answer(answers, StoreName::Label)
+                    .map_err(|e| format!("{e}; output withheld"))?;
+            }
+            trace.label_writes.push(key);
+        }
+    }
+    Ok(())
+}
+
+impl Kernel {
+    /// Step 8 after a dispatch that returned; see the module doc.
+    pub fn complete(
+        &mut self,
+        ticket: AdmissionTicket,
+        output: ToolOutput,
+        now_ms: u64,
+    ) -> Decision {
+        let AdmissionTicket {
+            request,
+            verified,
+            principal,
+            holds,
+            mut observed,
+            parameter_hash,
+            mut trace,
+        } = ticket;
+        let ToolOutput {
+            content,
+            label,
+            integrity,
+            performed,
+        } = output;
+        let journal = Vec::new();
+        let labels = std::collections::BTreeMap::new();
+        let ctx = GuardContext {
+            server: &request.server,
+            tool: &request.tool,
+            arguments: &request.arguments,
+            agent_id: &principal,
+            session_id: &request.session_id,
+            journal: &journal,
+            labels: &labels,
+            session_filesystem_roots: None,
+        };
+        let result = run_output_guards(
+            &self.guards,
+            &ctx,
+            content,
+            &mut observed,
+            &mut trace.guards,
+        );
+        let (content, sanitized, rewrite) = match result {
+            Ok(done) => done,
+            Err(outcome) => {
+                // The tool did run: its holds are committed even though the
+                // output is withheld.
+                let mut outcome = *outcome;
+                outcome.observed = observed;
+                trace.output("deny", outcome.reason.clone().unwrap_or_default());
+                let commits = holds
+                    .into_iter()
+                    .map(|hold_id| StoreOp::Commit { hold_id })
+                    .collect();
+                return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
+            }
+        };
+        let joined: Vec<String> = label.iter().chain(integrity.iter()).cloned().collect();
+        let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
+        let label_keys: Vec<String> = [
+            LabelKey::Session(request.session_id.clone()),
+            LabelKey::Principal(principal.clone()),
+            LabelKey::Lineage(verified.root_id.clone()),
+        ]
+        .iter()
+        .map(LabelKey::as_key)
+        .collect();
+        let (reason, guard) = match rewrite {
+            Some((guard, why)) => (Some(why), Some(guard)),
+            None => (None, None),
+        };
+        let allow = Outcome {
+            verdict: Verdict::Allow,
+            reason,
+            guard,
+            sanitized,
+            observed,
+            output: Some(content),
+            performed,
+        };
+        // The closing batch: commits, revocation again, then (for a known
+        // label) the joins and the allow receipt.
+        let mut ops: Vec<StoreOp> = holds
+            .iter()
+            .map(|hold_id| StoreOp::Commit {
+                hold_id: hold_id.clone(),
+            })
+            .collect();
+        ops.extend(revocation_ops(&verified));
+        let receipt = match &unknown {
+            Some(_) => None,
+            None => {
+                for key in &label_keys {
+                    ops.extend(joined.iter().map(|name| StoreOp::JoinLabels {
+                        keys: vec![key.clone()],
+                        label: name.clone(),
+                    }));
+                }
+                let receipt = self.sign_receipt(&request, &parameter_hash, &allow, now_ms);
+                ops.push(StoreOp::AppendReceipt {
+                    receipt: receipt.clone(),
+                });
+                Some(receipt)
+            }
+        };
+        let mut answers = self.stores.run_batch(ops).into_iter();
+        let expected = Closing {
+            holds: holds.len(),
+            verified: &verified,
+            unknown,
+            label_keys,
+            joined: joined.len(),
+        };
+        let read = read_closing(&mut answers, expected, &mut trace);
+        let receipt = match (read, receipt) {
+            (Ok(()), Some(receipt)) => receipt,
+            (Err(reason), _) => {
+                let outcome = withheld(reason, allow.observed, &mut trace);
+                return self.finish(
+                    &request,
+                    &parameter_hash,
+                    outcome,
+                    now_ms,
+                    trace,
+                    Vec::new(),
+                );
+            }
+            (Ok(()), None) => {
+                let reason = unexpected_label(None);
+                let outcome = withheld(reason, allow.observed, &mut trace);
+                return self.finish(
+                    &request,
+                    &parameter_hash,
+                    outcome,
+                    now_ms,
+                    trace,
+                    Vec::new(),
+                );
+            }
+        };
+        if !joined.is_empty() {
+            trace.output_label = label.clone();
+            trace.output_integrity = integrity.clone();
+        }
+        let outcome = if sanitized { "rewrite" } else { "pass" };
+        trace.output(outcome, released(&label, &integrity, performed));
+        let appended = next_answer(&mut answers, StoreName::Receipt).map(|_| ());
+        self.settle_allow(
+            &request,
+            &parameter_hash,
+            allow,
+            receipt,
+            appended,
+            now_ms,
+            trace,
+        )
+    }
+
+    /// Closes an allow whose receipt append answered `appended`: journals
+    /// it and releases the output, or denies naming the store that failed.
+    #[allow(clippy::too_many_arguments)]
+    fn settle_allow(
+        &mut self,
+        request: &ToolCallRequest,
+        parameter_hash: &str,
+        allow: Outcome,
+        receipt: SignedReceipt,
+        appended: Result<(), StoreError>,
+        now_ms: u64,
+        mut trace: DecisionTrace,
+    ) -> Decision {
+        let journalled = self.journal(request, &allow, now_ms);
+        let reason = match (appended, journalled) {
+            (Ok(()), Ok(())) => return self.decision(allow, receipt, true, trace),
+            (Err(e), _) => format!("{e}; no allow is released without a receipt"),
+            (Ok(()), Err(e)) => format!("{e}; output withheld"),
+        };
+        let deny = withheld(reason, allow.observed, &mut trace);
+        let receipt = self.sign_receipt(request, parameter_hash, &deny, now_ms);
+        let recorded = self.append_alone(&receipt);
+        self.decision(deny, receipt, recorded, trace)
+    }
+
+    /// Step 8 after a dispatch that failed: deny, budget released.
+    pub fn abort(&mut self, ticket: AdmissionTicket, reason: &str, now_ms: u64) -> Decision {
+        let reason = format!("dispatch failed: {reason}");
+        let mut trace = ticket.trace;
+        trace.settle_holds("released");
+        trace.output("deny", reason.clone());
+        let outcome = Outcome::deny(reason, None, ticket.observed);
+        let releases = ticket
+            .holds
+            .into_iter()
+            .map(|hold_id| StoreOp::Release { hold_id })
+            .collect();
+        self.finish(
+            &ticket.request,
+            &ticket.parameter_hash,
+            outcome,
+            now_ms,
+            trace,
+            releases,
+        )
+    }
+
+    /// Closes a decision whose verdict is final (a deny or a pending
+    /// approval): journals it, then runs `settle` (releases or commits) and
+    /// appends the signed receipt in one batch. Should a commit stop the
+    /// batch, the receipt is appended alone.
+    pub(super) fn finish(
+        &mut self,
+        request: &ToolCallRequest,
+        parameter_hash: &str,
+        outcome: Outcome,
+        now_ms: u64,
+        mut trace: DecisionTrace,
+        settle: Vec<StoreOp>,
+    ) -> Decision {
+        // A deny journalled or not is still a deny; only an allow is ever
+        // turned by the journal, in `settle_allow`.
+        let _ = self.journal(request, &outcome, now_ms);
+        let receipt = self.sign_receipt(request, parameter_hash, &outcome, now_ms);
+        let committing = settle.iter().any(|op| matches!(op, StoreOp::Commit { .. }));
+        let settled = settle.len();
+        let mut ops = settle;
+        ops.push(StoreOp::AppendReceipt {
+            receipt: receipt.clone(),
+        });
+        let answers = self.stores.run_batch(ops);
+        if committing {
+            let failed = answers.len() <= settled || answers[..settled].iter().any(|a| a.is_err());
+            trace.settle_holds(if failed { "commit-failed" } else { "committed" });
+        }
+        let recorded = match answers.into_iter().nth(settled) {
+            Some(appended) => appended.is_ok(),
+            None => self.append_alone(&receipt),
+        };
+        self.decision(outcome, receipt, recorded, trace)
+    }
+
+    /// Appends one receipt in a batch of its own; whether it was stored.
+    fn append_alone(&mut self, receipt: &SignedReceipt) -> bool {
+        let append = vec![StoreOp::AppendReceipt {
+            receipt: receipt.clone(),
+        }];
+        matches!(
+            self.stores.run_batch(append).first(),
+            Some(Ok(OpAnswer::Done))
+        )
+    }
+
+    /// Appends the decision's entry to the session journal.
+    fn journal(
+        &mut self,
+        request: &ToolCallRequest,
+        outcome: &Outcome,
+        now_ms: u64,
+    ) -> Result<(), StoreError> {
+        let projected = outcome.verdict.project(outcome.sanitized);
+        self.stores.journal.append(
+            &request.session_id,
+            JournalEntry {
+                request_id: request.request_id.clone(),
+                server: request.server.clone(),
+                tool: request.tool.clone(),
+                verdict: projected.as_str().to_string(),
+                at_ms: now_ms,
+                performed: outcome.verdict == Verdict::Allow && outcome.performed,
+            },
+        )
+    }
+
+    fn decision(
+        &self,
+        outcome: Outcome,
+        receipt: SignedReceipt,
+        recorded: bool,
+        trace: DecisionTrace,
+    ) -> Decision {
+        Decision {
+            verdict: outcome.verdict,
+            sanitized: outcome.sanitized,
+            reason: outcome.reason,
+            guard: outcome.guard,
+            receipt,
+            recorded,
+            output: outcome.output,
+            trace,
+        }
+    }
+
+    fn sign_receipt(
+        &self,
+        request: &ToolCallRequest,
+        parameter_hash: &str,
+        outcome: &Outcome,
+        now_ms: u64,
+    ) -> SignedReceipt {
+        let body = ReceiptBody {
+            schema: RECEIPT_SCHEMA.to_string(),
+            timestamp_ms: now_ms,
+            kernel_id: self.kernel_id.clone(),
+            kernel_key: self.key_hex.clone(),
+            capability_id: request.capability.id.clone(),
+            request_id: request.request_id.clone(),
+            agent_id: request.agent_id.clone(),
+            session_id: request.session_id.clone(),
+            server: request.server.clone(),
+            tool: request.tool.clone(),
+            parameter_hash: parameter_hash.to_string(),
+            decision: ReceiptDecision {
+                verdict: outcome.verdict,
+                reason: outcome.reason.clone(),
+                guard: outcome.guard.clone(),
+                sanitized: outcome.sanitized,
+            },
+            observed: outcome.observed.clone(),
+            output_hash: outcome.output.as_ref().map(output_hash),
+        };
+        match SignedReceipt::sign(body.clone(), &self.signing_key) {
+            Ok(receipt) => receipt,
+            // Only a timestamp beyond 2^53 ms has no canonical form; such a
+            // receipt stays unsigned, so it can never verify.
+            Err(_) => SignedReceipt {
+                id: String::new(),
+                body,
+                signature: String::new(),
+            },
+        }
+    }
+}
+
+fn output_hash(output: &Value) -> String {
+    canonical_sha256(output).unwrap_or_default()
+}

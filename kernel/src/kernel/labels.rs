@@ -1,0 +1,115 @@
+//! Which retained labels a call reads (step 6): the session, the
+//! principal, the lineage and the delegation record of every chain link,
+//! planned as keys for the admission batch and read back out of its answer.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::Kernel;
+use crate::error::{StoreError, StoreName};
+use crate::label::{delegation_record_id, LabelKey};
+use crate::request::ToolCallRequest;
+use crate::trace::DecisionTrace;
+use crate::verification::VerifiedCapability;
+
+impl Kernel {
+    /// The delegator of `link` among the registered agents, by key.
+    fn delegator_of(&self, delegator_key: &str) -> Option<String> {
+        self.agent_keys
+            .iter()
+            .find(|(_, key)| **key == delegator_key)
+            .map(|(agent, _)| agent.clone())
+    }
+
+    /// Every label key [`Kernel::collect_labels`] may read, for the batch.
+    pub(super) fn label_keys(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        verified: &VerifiedCapability,
+    ) -> Vec<String> {
+        let mut keys: Vec<String> = [
+            LabelKey::Session(request.session_id.clone()),
+            LabelKey::Principal(principal.to_string()),
+            LabelKey::Lineage(verified.root_id.clone()),
+        ]
+        .iter()
+        .map(LabelKey::as_key)
+        .collect();
+        for link in &request.capability.delegation_chain {
+            if let Some(record) = delegation_record_id(link) {
+                keys.push(LabelKey::Delegation(record).as_key());
+            }
+            if let Some(agent) = self.delegator_of(&link.delegator) {
+                keys.push(LabelKey::Principal(agent).as_key());
+            }
+        }
+        keys
+    }
+
+    /// Reads every place a label is kept for this call out of `sets`,
+    /// recording each key in `trace`, and answers the non-empty sets the
+    /// guards see.
+    ///
+    /// The session, the principal and the lineage are read (a fresh session
+    /// id of the caller's choosing washes neither the principal nor the
+    /// lineage), and the delegation record of every link of the presented
+    /// chain: what each delegator held when it delegated, kept under the
+    /// link's own digest ([`crate::label::delegation_record_id`]). A link
+    /// with no record was signed outside the run (a record always holds at
+    /// least [`crate::label::DELEGATION_RECORD_FLOOR`]); for it the
+    /// delegator's principal labels are read now instead, which holds
+    /// everything it held then, so a hand-made link carries no less taint
+    /// than a recorded one. The guards see a link's labels under
+    /// `delegation/<child id>` either way, so reasons stay readable; the
+    /// trace names the keys actually consulted.
+    pub(super) fn collect_labels(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        verified: &VerifiedCapability,
+        sets: &BTreeMap<String, BTreeSet<String>>,
+        trace: &mut DecisionTrace,
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+        let mut read = |key: String| -> Result<BTreeSet<String>, String> {
+            let Some(set) = sets.get(&key) else {
+                return Err(StoreError::unavailable(
+                    StoreName::Label,
+                    format!("the batch did not answer label key {key}"),
+                )
+                .to_string());
+            };
+            trace
+                .label_keys
+                .insert(key, set.iter().cloned().collect::<Vec<_>>());
+            Ok(set.clone())
+        };
+        let mut labels = BTreeMap::new();
+        for key in [
+            LabelKey::Session(request.session_id.clone()),
+            LabelKey::Principal(principal.to_string()),
+            LabelKey::Lineage(verified.root_id.clone()),
+        ] {
+            let key = key.as_key();
+            let set = read(key.clone())?;
+            if !set.is_empty() {
+                labels.insert(key, set);
+            }
+        }
+        for link in &request.capability.delegation_chain {
+            let key = format!("delegation/{}", link.child_id);
+            let mut set = match delegation_record_id(link) {
+                Some(record) => read(LabelKey::Delegation(record).as_key())?,
+                None => BTreeSet::new(),
+            };
+            if set.is_empty() {
+                if let Some(agent) = self.delegator_of(&link.delegator) {
+                    set = read(LabelKey::Principal(agent).as_key())?;
+                }
+            }
+            if !set.is_empty() {
+                labels.insert(key, set);
+            }
+        }
+        Ok(labels)
+    }
+}

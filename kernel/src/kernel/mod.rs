@@ -1,0 +1,308 @@
+//! The kernel: the evaluation pipeline over injected state.
+//!
+//! Order of work for one call (each step fails closed, and every deny is
+//! answered with a signed receipt appended to the receipt store):
+//! 1. verify the capability ([`crate::verification`]);
+//! 2. revocation of the presented id, then of every ancestor root first, one
+//!    uncached store lookup each;
+//! 3. bind the request to the subject: proof present, the named agent is
+//!    registered with the subject key, the proof's signer is the subject,
+//!    the proof verifies, the request is fresh, and its id was never seen
+//!    under this lineage and principal. The registered agent is the call's
+//!    principal: tool budgets, label keys, guards and receipts use it, never
+//!    a self-asserted id;
+//! 4. select the scope grant and evaluate its constraints ([`crate::scope`]);
+//! 5. hold budgets: every invocation limit along the chain, configured tool
+//!    budgets, and a monetary hold per lineage, each under a hold id scoped
+//!    by lineage, principal and request id; released on any later deny;
+//! 6. guards in pipeline order (observe-mode answers are recorded, not
+//!    enforced), reading the labels retained under the session, the
+//!    principal, the lineage and the delegation record of every link of the
+//!    chain (see [`crate::label::LabelCarry`]); PendingApproval stops here;
+//! 7. admit delegated sibling shares, root side first: the only step that
+//!    mutates shared allocation, so a call refused earlier consumes none.
+//!
+//! [`Kernel::admit`] runs steps 1 to 7 and hands back an [`AdmissionTicket`]
+//! so an async actor can dispatch the tool call; [`Kernel::complete`] then
+//! runs the post-invocation guards, looks up revocation of the token and
+//! every ancestor again (a revocation that raced the dispatch withholds the
+//! output), joins the output's label (and its integrity label, when the
+//! server marked it untrusted) into the session, principal and lineage
+//! label keys, commits the budget holds (the tool did run, so even a
+//! withheld output consumes them), appends the signed receipt and the
+//! session journal entry, and only then releases the output. A receipt
+//! append that fails turns the verdict into a deny naming the receipt
+//! store; the deny's own receipt is then attempted once and the decision
+//! says whether it was recorded. [`Kernel::abort`] is the deny for a failed
+//! dispatch, and [`Kernel::evaluate`] chains the three.
+//!
+//! Store work travels in two batches ([`crate::batch`]): admission checks
+//! everything it can locally (the capability, the proof, the scope, the
+//! journal, and, when the call presents sibling shares, the guards over
+//! empty labels), then sends revocation lookups, the request id, the holds,
+//! the label reads and the shares as one batch; settlement sends the
+//! commits or releases, the second revocation lookup, the label joins and
+//! the receipt as another. A store behind a network therefore answers a
+//! decision in two round trips. A third is taken only off the common path:
+//! a call whose retained labels are not empty and that presents sibling
+//! shares admits them after the guards have read the labels, and a
+//! decision that turns into a deny after its batch was sent (a revocation
+//! that raced the dispatch, a failed commit, label join or receipt append)
+//! appends its deny receipt alone. Each batch stops at the first answer
+//! that ends the decision, so the state a store is left in is the state
+//! one call per operation would leave.
+//!
+//! Every decision carries a [`DecisionTrace`] built along the way: the
+//! stages reached, the label keys, budget keys and journal entries read,
+//! and each guard's answer, so a recorded verdict can be explained.
+//!
+//! Module map: [`config`] (how a kernel is set up), `admit` (steps 1 to 7
+//! and the admission batch), `binding` (step 3's proof and principal),
+//! `labels` (the label keys step 6 reads), `guard_run` (running the guard
+//! pipeline), `complete` (step 8, abort, and the closing batch with the
+//! receipt).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use ed25519_dalek::SigningKey;
+use serde_json::Value;
+
+use crate::error::KernelError;
+use crate::guards::{Guard, GuardNeeds, GuardSpec};
+use crate::keys::{parse_public_key_hex, public_key_hex};
+use crate::receipt::{ObservedFinding, SignedReceipt};
+use crate::request::ToolCallRequest;
+use crate::signature::SignatureCache;
+use crate::stores::KernelStores;
+use crate::trace::DecisionTrace;
+use crate::verdict::{ProjectedVerdict, Verdict};
+use crate::verification::VerifiedCapability;
+
+mod admit;
+mod binding;
+mod complete;
+pub mod config;
+mod guard_run;
+mod labels;
+
+pub use admit::share_refusal_reason;
+pub use binding::{bind_proof, NOT_THE_PROVING_AGENT};
+pub use config::{KernelConfig, ToolBudget, DEFAULT_MAX_DELEGATION_DEPTH, DEFAULT_SIGNATURE_CACHE};
+
+/// The kernel's answer to a call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Allow, deny or pending approval.
+    pub verdict: Verdict,
+    /// Whether the released output was rewritten.
+    pub sanitized: bool,
+    /// Why (every deny and approval; a sanitized allow says what changed).
+    pub reason: Option<String>,
+    /// The guard that decided, when one did.
+    pub guard: Option<String>,
+    /// The signed receipt of this decision.
+    pub receipt: SignedReceipt,
+    /// Whether the receipt store acknowledged the receipt.
+    pub recorded: bool,
+    /// The released output (allows only).
+    pub output: Option<Value>,
+    /// What the decision read and how each stage answered, so the verdict
+    /// can be explained from the evidence alone.
+    pub trace: DecisionTrace,
+}
+
+impl Decision {
+    /// The verdict on the scenario alphabet.
+    pub fn projected(&self) -> ProjectedVerdict {
+        self.verdict.project(self.sanitized)
+    }
+}
+
+/// What a tool server returned.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// The result.
+    pub content: Value,
+    /// The information-flow label of what was returned, if classified.
+    pub label: Option<String>,
+    /// The integrity label of what was returned (`integrity:untrusted`)
+    /// when it came from an untrusted source; `None` for trusted content,
+    /// which lowers nothing.
+    pub integrity: Option<String>,
+    /// Whether the server carried the call out (a server that answered
+    /// that it could not, say for an unknown tool, did not). The session
+    /// journal records it, and session rules count only performed calls.
+    pub performed: bool,
+}
+
+/// A call that passed steps 1 to 7 and may be dispatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AdmissionTicket {
+    request: ToolCallRequest,
+    verified: VerifiedCapability,
+    /// The verified principal (see [`bind_proof`]).
+    principal: String,
+    holds: Vec<String>,
+    observed: Vec<ObservedFinding>,
+    parameter_hash: String,
+    /// The trace of admission, continued by [`Kernel::complete`].
+    trace: DecisionTrace,
+}
+
+impl AdmissionTicket {
+    /// The admitted request, to dispatch.
+    pub fn request(&self) -> &ToolCallRequest {
+        &self.request
+    }
+
+    /// The id of the grant's lineage (root capability).
+    pub fn lineage_id(&self) -> &str {
+        &self.verified.root_id
+    }
+}
+
+/// The outcome of admission.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// Dispatch, then call [`Kernel::complete`] or [`Kernel::abort`].
+    Admitted(Box<AdmissionTicket>),
+    /// Final: a deny or a pending approval, receipt already appended.
+    Decided(Box<Decision>),
+}
+
+/// Everything a decision's receipt needs besides the verdict.
+struct Outcome {
+    verdict: Verdict,
+    reason: Option<String>,
+    guard: Option<String>,
+    sanitized: bool,
+    observed: Vec<ObservedFinding>,
+    output: Option<Value>,
+    /// Whether the tool server carried the call out (allows only).
+    performed: bool,
+}
+
+impl Outcome {
+    fn deny(reason: String, guard: Option<String>, observed: Vec<ObservedFinding>) -> Self {
+        Outcome {
+            verdict: Verdict::Deny,
+            reason: Some(reason),
+            guard,
+            sanitized: false,
+            observed,
+            output: None,
+            performed: false,
+        }
+    }
+}
+
+/// An authorization kernel with its guards and stores.
+pub struct Kernel {
+    kernel_id: String,
+    signing_key: SigningKey,
+    key_hex: String,
+    trusted_issuers: Vec<String>,
+    guards: Vec<Box<dyn Guard>>,
+    needs: GuardNeeds,
+    max_delegation_depth: usize,
+    agent_keys: BTreeMap<String, String>,
+    tool_budgets: Vec<ToolBudget>,
+    max_request_age_ms: Option<u64>,
+    cache: SignatureCache,
+    stores: KernelStores,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("kernel_id", &self.kernel_id)
+            .field("kernel_key", &self.key_hex)
+            .field("guards", &self.guards)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Kernel {
+    /// Builds a kernel, validating issuer keys and guard configurations.
+    pub fn new(config: KernelConfig, stores: KernelStores) -> Result<Kernel, KernelError> {
+        for issuer in &config.trusted_issuers {
+            parse_public_key_hex(issuer)?;
+        }
+        for key in config.agent_keys.values() {
+            parse_public_key_hex(key)?;
+        }
+        let guards = config
+            .guards
+            .iter()
+            .map(GuardSpec::build)
+            .collect::<Result<Vec<_>, _>>()?;
+        let needs = guards.iter().fold(GuardNeeds::default(), |acc, g| {
+            let n = g.needs();
+            GuardNeeds {
+                journal: acc.journal || n.journal,
+                labels: acc.labels || n.labels,
+            }
+        });
+        Ok(Kernel {
+            key_hex: public_key_hex(&config.signing_key),
+            kernel_id: config.kernel_id,
+            signing_key: config.signing_key,
+            trusted_issuers: config.trusted_issuers,
+            guards,
+            needs,
+            max_delegation_depth: config.max_delegation_depth,
+            agent_keys: config.agent_keys,
+            tool_budgets: config.tool_budgets,
+            max_request_age_ms: config.max_request_age_ms,
+            cache: SignatureCache::new(config.signature_cache_capacity),
+            stores,
+        })
+    }
+
+    /// The kernel id.
+    pub fn kernel_id(&self) -> &str {
+        &self.kernel_id
+    }
+
+    /// The kernel's receipt-signing public key (hex).
+    pub fn public_key_hex(&self) -> &str {
+        &self.key_hex
+    }
+
+    /// The stores, to inspect.
+    pub fn stores(&self) -> &KernelStores {
+        &self.stores
+    }
+
+    /// The stores, for revocations and other authority actions.
+    pub fn stores_mut(&mut self) -> &mut KernelStores {
+        &mut self.stores
+    }
+
+    /// Replaces the trusted issuer set (as a trust-control refresh does).
+    pub fn set_trusted_issuers(&mut self, issuers: Vec<String>) {
+        self.trusted_issuers = issuers;
+    }
+
+    /// How many signature verifications the cache answered.
+    pub fn signature_cache_hits(&self) -> u64 {
+        self.cache.hits()
+    }
+
+    /// Admits, dispatches through `dispatch` when admitted, and completes.
+    pub fn evaluate(
+        &mut self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        dispatch: &mut dyn FnMut(&ToolCallRequest) -> Result<ToolOutput, String>,
+    ) -> Decision {
+        match self.admit(request, now_ms) {
+            Admission::Decided(decision) => *decision,
+            Admission::Admitted(ticket) => match dispatch(ticket.request()) {
+                Ok(output) => self.complete(*ticket, output, now_ms),
+                Err(reason) => self.abort(*ticket, &reason, now_ms),
+            },
+        }
+    }
+}

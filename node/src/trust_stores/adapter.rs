@@ -1,0 +1,375 @@
+//! The kernel-side adapter: one value implements every shared store trait
+//! of the kernel, and its decision batches, over a [`TrustStore`], blocking
+//! the kernel's own thread on the binding's runtime for each call.
+//!
+//! A single operation is one call; a batch ([`chio_kernel::batch`]) is one
+//! call too (`TrustStore::run_batch`), so a remote trust-control answers a
+//! kernel decision in two round trips. Ids are scoped into the run's
+//! namespace on the way out and label keys scoped back on the way in; every
+//! failure names the store of the operation it failed.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+
+use chio_kernel::batch::{stops, BatchAnswers, BatchStore, OpAnswer, StoreOp};
+use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::error::{StoreError, StoreName};
+use chio_kernel::receipt::SignedReceipt;
+use chio_kernel::stores::{
+    BudgetStore, HoldOutcome, LabelStore, NonceStore, ReceiptStore, RevocationStore,
+    ShareAdmission, SiblingShareStore,
+};
+use chio_trust::model::{BatchOp, ReceiptRecord, ShareOutcome};
+use chio_trust::{TrustError, TrustStore};
+
+use super::TrustBinding;
+
+/// Maps a trust-control failure to the kernel's store error: transport and
+/// storage failures are `Unavailable`, refusals are `Refused`.
+pub(super) fn store_error(store: StoreName, error: TrustError) -> StoreError {
+    match error {
+        TrustError::Unavailable { .. }
+        | TrustError::DeadlineExceeded { .. }
+        | TrustError::StoreClosed
+        | TrustError::Storage { .. }
+        | TrustError::Io { .. }
+        | TrustError::Unauthenticated
+        | TrustError::MalformedAnswer { .. } => StoreError::unavailable(store, error.to_string()),
+        other => StoreError::Refused {
+            store,
+            detail: other.to_string(),
+        },
+    }
+}
+
+/// The kernel-side adapter: one value implements every shared store trait.
+pub(super) struct TrustBackedStore<S> {
+    pub(super) binding: TrustBinding<S>,
+    /// Set while trusted issuer keys cannot be refreshed; see the module doc.
+    pub(super) issuer_failure: Arc<Mutex<Option<String>>>,
+}
+
+impl<S> Clone for TrustBackedStore<S> {
+    fn clone(&self) -> Self {
+        Self {
+            binding: self.binding.clone(),
+            issuer_failure: self.issuer_failure.clone(),
+        }
+    }
+}
+
+impl<S> TrustBackedStore<S> {
+    /// Fails every revocation lookup while the issuer keys cannot be
+    /// refreshed; see the module doc.
+    fn issuer_check(&self) -> Result<(), StoreError> {
+        let failure = self
+            .issuer_failure
+            .lock()
+            .map_err(|_| StoreError::unavailable(StoreName::Revocation, "issuer state poisoned"))?
+            .clone();
+        match failure {
+            Some(cause) => Err(StoreError::unavailable(
+                StoreName::Revocation,
+                format!("trusted issuer keys could not be refreshed: {cause}"),
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<S: TrustStore> RevocationStore for TrustBackedStore<S> {
+    fn is_revoked(&self, id: &str) -> Result<bool, StoreError> {
+        self.issuer_check()?;
+        let b = &self.binding;
+        let scoped = b.scoped(id);
+        b.block(
+            StoreName::Revocation,
+            b.deadlines.call,
+            b.store.revoked_at(&scoped),
+        )
+        .map(|at| at.is_some())
+    }
+
+    fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
+        let b = &self.binding;
+        let scoped = b.scoped(id);
+        b.block(
+            StoreName::Revocation,
+            b.deadlines.call,
+            b.store.revoke(&scoped, 0),
+        )
+        .map(|_| ())
+    }
+}
+
+impl<S: TrustStore> BudgetStore for TrustBackedStore<S> {
+    fn hold(
+        &mut self,
+        hold_id: &str,
+        key: &str,
+        amount: u64,
+        limit: u64,
+    ) -> Result<HoldOutcome, StoreError> {
+        let b = &self.binding;
+        let (hold_id, key) = (b.scoped(hold_id), b.scoped(key));
+        b.block(
+            StoreName::Budget,
+            b.deadlines.call,
+            b.store.hold_budget(&hold_id, &key, amount, limit),
+        )
+    }
+
+    fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
+        let b = &self.binding;
+        let hold_id = b.scoped(hold_id);
+        b.block(
+            StoreName::Budget,
+            b.deadlines.call,
+            b.store.commit_budget(&hold_id),
+        )
+        .map(|_| ())
+    }
+
+    fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
+        let b = &self.binding;
+        let hold_id = b.scoped(hold_id);
+        b.block(
+            StoreName::Budget,
+            b.deadlines.call,
+            b.store.release_budget(&hold_id),
+        )
+        .map(|_| ())
+    }
+}
+
+impl<S: TrustStore> NonceStore for TrustBackedStore<S> {
+    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError> {
+        let b = &self.binding;
+        let scoped = b.scoped(request_key);
+        b.block(
+            StoreName::Nonce,
+            b.deadlines.call,
+            b.store.record_request(&scoped),
+        )
+    }
+}
+
+impl<S: TrustStore> SiblingShareStore for TrustBackedStore<S> {
+    fn admit(
+        &mut self,
+        parent_id: &str,
+        child_id: &str,
+        child_bps: u32,
+        parent_bps: u32,
+    ) -> Result<ShareAdmission, StoreError> {
+        let b = &self.binding;
+        let (parent, child) = (b.scoped(parent_id), b.scoped(child_id));
+        let outcome = b.block(
+            StoreName::SiblingShare,
+            b.deadlines.call,
+            b.store.admit_share(&parent, &child, child_bps, parent_bps),
+        )?;
+        Ok(match outcome {
+            ShareOutcome::Admitted { .. } => ShareAdmission::Admitted,
+            ShareOutcome::Refused {
+                sibling_sum_bps,
+                parent_bps,
+            } => ShareAdmission::Oversubscribed {
+                siblings_bps: sibling_sum_bps,
+                parent_bps,
+            },
+        })
+    }
+}
+
+/// A receipt as trust-control stores it: its canonical bytes.
+fn receipt_record(receipt: &SignedReceipt) -> Result<ReceiptRecord, StoreError> {
+    let body = to_canonical_vec(receipt).map_err(|e| StoreError::Refused {
+        store: StoreName::Receipt,
+        detail: format!("receipt has no canonical form: {e}"),
+    })?;
+    Ok(ReceiptRecord {
+        receipt_id: receipt.id.clone(),
+        body,
+    })
+}
+
+impl<S: TrustStore> ReceiptStore for TrustBackedStore<S> {
+    fn append(&mut self, receipt: &SignedReceipt) -> Result<(), StoreError> {
+        let record = receipt_record(receipt)?;
+        let b = &self.binding;
+        b.block(
+            StoreName::Receipt,
+            b.deadlines.receipt,
+            b.store.append_receipts(vec![record]),
+        )
+        .map(|_| ())
+    }
+}
+
+impl<S: TrustStore> LabelStore for TrustBackedStore<S> {
+    fn read(&self, key: &str) -> Result<BTreeSet<String>, StoreError> {
+        let b = &self.binding;
+        let scoped = b.scoped(key);
+        let mut sets = b.block(
+            StoreName::Label,
+            b.deadlines.call,
+            b.store.read_labels(vec![scoped.clone()]),
+        )?;
+        Ok(sets.remove(&scoped).unwrap_or_default())
+    }
+
+    fn join(&mut self, key: &str, label: &str) -> Result<(), StoreError> {
+        let b = &self.binding;
+        let scoped = b.scoped(key);
+        b.block(
+            StoreName::Label,
+            b.deadlines.call,
+            b.store.join_labels(vec![scoped], label),
+        )
+        .map(|_| ())
+    }
+}
+
+impl<S: TrustStore> TrustBackedStore<S> {
+    /// An operation in trust-control's terms: ids in the run namespace, the
+    /// receipt as its canonical bytes.
+    fn scope_op(&self, op: StoreOp) -> Result<BatchOp, StoreError> {
+        let b = &self.binding;
+        let scoped = |keys: Vec<String>| keys.iter().map(|k| b.scoped(k)).collect();
+        Ok(match op {
+            StoreOp::IsRevoked { id } => StoreOp::IsRevoked { id: b.scoped(&id) },
+            StoreOp::RecordRequest { key } => StoreOp::RecordRequest {
+                key: b.scoped(&key),
+            },
+            StoreOp::Hold {
+                hold_id,
+                key,
+                amount,
+                limit,
+            } => StoreOp::Hold {
+                hold_id: b.scoped(&hold_id),
+                key: b.scoped(&key),
+                amount,
+                limit,
+            },
+            StoreOp::ReadLabels {
+                keys,
+                stop_unless_empty,
+            } => StoreOp::ReadLabels {
+                keys: scoped(keys),
+                stop_unless_empty,
+            },
+            StoreOp::AdmitShare {
+                parent_id,
+                child_id,
+                child_bps,
+                parent_bps,
+            } => StoreOp::AdmitShare {
+                parent_id: b.scoped(&parent_id),
+                child_id: b.scoped(&child_id),
+                child_bps,
+                parent_bps,
+            },
+            StoreOp::Commit { hold_id } => StoreOp::Commit {
+                hold_id: b.scoped(&hold_id),
+            },
+            StoreOp::Release { hold_id } => StoreOp::Release {
+                hold_id: b.scoped(&hold_id),
+            },
+            StoreOp::JoinLabels { keys, label } => StoreOp::JoinLabels {
+                keys: scoped(keys),
+                label,
+            },
+            StoreOp::AppendReceipt { receipt } => StoreOp::AppendReceipt {
+                receipt: receipt_record(&receipt)?,
+            },
+        })
+    }
+
+    /// An answer in the kernel's terms: label keys out of the namespace.
+    fn unscope_answer(&self, answer: OpAnswer) -> OpAnswer {
+        match answer {
+            OpAnswer::Labels(sets) => OpAnswer::Labels(
+                sets.into_iter()
+                    .map(|(key, set)| {
+                        let key = match key.strip_prefix(&self.binding.namespace) {
+                            Some(local) => local.to_string(),
+                            None => key,
+                        };
+                        (key, set)
+                    })
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+impl<S: TrustStore> BatchStore for TrustBackedStore<S> {
+    /// One round trip for the whole batch. Operations that cannot be sent
+    /// (a revocation lookup while the issuer keys are stale, a receipt with
+    /// no canonical form) end the batch there, answered with their error,
+    /// as the one-call-per-operation adapter would have failed them.
+    fn run(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
+        let mut stores = Vec::with_capacity(ops.len());
+        let mut wire = Vec::with_capacity(ops.len());
+        let mut unsent = None;
+        for op in ops {
+            let checked = match op {
+                StoreOp::IsRevoked { .. } => self.issuer_check(),
+                _ => Ok(()),
+            };
+            let store = op.store();
+            match checked.and_then(|()| self.scope_op(op)) {
+                Ok(op) => {
+                    stores.push(store);
+                    wire.push(op);
+                }
+                Err(error) => {
+                    unsent = Some(error);
+                    break;
+                }
+            }
+        }
+        let mut answers: BatchAnswers = Vec::with_capacity(wire.len() + 1);
+        if !wire.is_empty() {
+            let b = &self.binding;
+            let appends = wire
+                .iter()
+                .any(|op| matches!(op, StoreOp::AppendReceipt { .. }));
+            let deadline = if appends {
+                b.deadlines.receipt
+            } else {
+                b.deadlines.call
+            };
+            let last = wire.last().cloned();
+            match b.block_raw(deadline, b.store.run_batch(wire)) {
+                Ok(ran) => {
+                    for (answer, store) in ran.into_iter().zip(&stores) {
+                        answers.push(
+                            answer
+                                .map(|a| self.unscope_answer(a))
+                                .map_err(|e| store_error(*store, e)),
+                        );
+                    }
+                }
+                Err(failure) => {
+                    answers.extend(stores.iter().map(|store| Err(failure.named(*store))));
+                }
+            }
+            // An unsent operation is reached only when every sent one ran
+            // and none ended the batch.
+            let ended = answers.len() < stores.len()
+                || match (last, answers.last()) {
+                    (Some(op), Some(answer)) => stops(&op, answer),
+                    _ => false,
+                };
+            if ended {
+                return answers;
+            }
+        }
+        answers.extend(unsent.map(Err));
+        answers
+    }
+}

@@ -1,0 +1,337 @@
+//! Kernel stores over trust-control: the kernel's synchronous store traits
+//! implemented by blocking on a [`TrustStore`] (the remote `TrustClient`, or
+//! a local `SqliteTrustStore` for a node started with `--state-dir`).
+//!
+//! What lives where: revocations, budget holds, sibling shares, seen request
+//! ids, the receipt log and retained labels are trust-control's, so kernels
+//! on different nodes see one state and a restarted node forgets nothing a
+//! verdict depends on; the session journal stays in the node's memory (it
+//! belongs to the sessions a node serves). The embedded topology binds the
+//! same adapter to an in-memory trust store ([`bind_node`]), so embedded and
+//! distributed runs differ only by transport.
+//!
+//! Freshness contracts (`docs/topology.md`), fail-closed:
+//! - revocation is looked up per id on every call, never cached;
+//! - trusted issuer keys are cached at most [`ISSUER_CACHE_MAX_AGE`] by
+//!   [`IssuerKeyCache`]; when a refresh fails the kernel keeps its previous
+//!   set but every revocation lookup fails, naming the issuer refresh, until
+//!   a refresh succeeds, so no allow ever rests on keys older than the bound;
+//! - a budget hold that gets no answer is an error, so the kernel denies;
+//! - a receipt append is bounded by a deadline (5,000 ms by default,
+//!   configurable) and its miss is an error, so no allow is released.
+//!
+//! Every failure is a `StoreError` naming the store, which the kernel turns
+//! into a deny whose reason starts with that name. Calls block the kernel's
+//! own OS thread on a runtime handle (never a runtime worker).
+//!
+//! A kernel decision sends its store work as two batches
+//! (`chio_kernel::batch`), each one `TrustStore::run_batch` call, so a
+//! remote trust-control answers a decision in two round trips; the issuer
+//! refresh adds one at most every [`ISSUER_CACHE_MAX_AGE`] per kernel.
+//!
+//! Module map: `adapter` (the kernel's store traits and batches over a
+//! trust store), `issuers` ([`IssuerKeyCache`]); this module holds the
+//! binding, [`bind_node`] and the authority's label and revocation moves.
+//!
+//! Every id written to trust-control is prefixed with the run's namespace,
+//! so runs sharing one service never see each other's state. The rules the
+//! stores apply are `chio_kernel::ledger`'s, the same the kernel's in-memory
+//! stores apply, so every store gives the same outcomes.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chio_kernel::batch::StoreOp;
+use chio_kernel::error::{StoreError, StoreName};
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::label::{is_known_label, LabelCarry};
+use chio_kernel::stores::{InMemoryJournal, KernelStores};
+use chio_trust::model::{BatchOp, IssuerKey};
+use chio_trust::{TrustError, TrustStore};
+use tokio::runtime::Handle;
+
+use crate::actors::IssuerSource;
+use crate::error::NodeError;
+use crate::link::LinkFuture;
+use crate::node::{AuthorityControl, NodeActors};
+use crate::world::World;
+
+mod adapter;
+mod issuers;
+#[cfg(test)]
+mod tests;
+
+use adapter::{store_error, TrustBackedStore};
+pub use issuers::IssuerKeyCache;
+
+/// Longest time a fetched issuer key set is trusted without a new fetch.
+pub const ISSUER_CACHE_MAX_AGE: Duration = Duration::from_secs(2);
+/// Default deadline of a receipt append; its miss means no allow.
+pub const DEFAULT_RECEIPT_DEADLINE: Duration = Duration::from_millis(5_000);
+/// Default deadline of every other store call.
+pub const DEFAULT_STORE_DEADLINE: Duration = Duration::from_millis(2_000);
+
+/// How long the kernel waits on trust-control before denying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreDeadlines {
+    /// Deadline of revocation, budget, share and label calls.
+    pub call: Duration,
+    /// Deadline of a receipt append.
+    pub receipt: Duration,
+}
+
+impl Default for StoreDeadlines {
+    fn default() -> Self {
+        Self {
+            call: DEFAULT_STORE_DEADLINE,
+            receipt: DEFAULT_RECEIPT_DEADLINE,
+        }
+    }
+}
+
+/// One node's binding to a trust store: the store, the runtime that drives
+/// its futures, the run namespace and the deadlines.
+pub struct TrustBinding<S> {
+    store: Arc<S>,
+    handle: Handle,
+    namespace: String,
+    deadlines: StoreDeadlines,
+}
+
+impl<S> Clone for TrustBinding<S> {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            handle: self.handle.clone(),
+            namespace: self.namespace.clone(),
+            deadlines: self.deadlines,
+        }
+    }
+}
+
+impl<S> std::fmt::Debug for TrustBinding<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TrustBinding")
+            .field("namespace", &self.namespace)
+            .field("deadlines", &self.deadlines)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: TrustStore> TrustBinding<S> {
+    /// Binds `store` for the run named `run_id`; `handle` drives the calls.
+    pub fn new(store: Arc<S>, handle: Handle, run_id: &str, deadlines: StoreDeadlines) -> Self {
+        Self {
+            store,
+            handle,
+            namespace: format!("{run_id}/"),
+            deadlines,
+        }
+    }
+
+    /// The run-scoped name of an id in trust-control.
+    pub fn scoped(&self, id: &str) -> String {
+        format!("{}{id}", self.namespace)
+    }
+
+    /// Stores for one kernel and the issuer-key cache that must accompany
+    /// them (it shares the revocation store's failure flag).
+    pub fn kernel_stores(&self) -> (KernelStores, IssuerKeyCache<S>) {
+        let issuer_failure = Arc::new(Mutex::new(None));
+        let adapter = TrustBackedStore {
+            binding: self.clone(),
+            issuer_failure: issuer_failure.clone(),
+        };
+        let stores = KernelStores {
+            revocations: Box::new(adapter.clone()),
+            budgets: Box::new(adapter.clone()),
+            shares: Box::new(adapter.clone()),
+            receipts: Box::new(adapter.clone()),
+            journal: Box::new(InMemoryJournal::default()),
+            labels: Box::new(adapter.clone()),
+            nonces: Box::new(adapter.clone()),
+            batch: Some(Box::new(adapter)),
+        };
+        let cache = IssuerKeyCache {
+            binding: self.clone(),
+            fetched_at: None,
+            failure: issuer_failure,
+        };
+        (stores, cache)
+    }
+
+    /// Runs one store future on the bound runtime from a non-runtime thread,
+    /// bounded by `deadline`; every failure names `store`.
+    fn block<T>(
+        &self,
+        store: StoreName,
+        deadline: Duration,
+        future: impl Future<Output = Result<T, TrustError>>,
+    ) -> Result<T, StoreError> {
+        self.block_raw(deadline, future)
+            .map_err(|failure| failure.named(store))
+    }
+
+    /// Runs one store future bounded by `deadline`, leaving the failure
+    /// unnamed so a batch can name each operation's own store.
+    fn block_raw<T>(
+        &self,
+        deadline: Duration,
+        future: impl Future<Output = Result<T, TrustError>>,
+    ) -> Result<T, CallFailure> {
+        match self
+            .handle
+            .block_on(async { tokio::time::timeout(deadline, future).await })
+        {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(CallFailure::Store(error)),
+            Err(_) => Err(CallFailure::Deadline(deadline)),
+        }
+    }
+}
+
+/// Why a call to trust-control got no answer.
+#[derive(Debug, Clone)]
+enum CallFailure {
+    /// The store answered with an error.
+    Store(TrustError),
+    /// The deadline passed first.
+    Deadline(Duration),
+}
+
+impl CallFailure {
+    /// The kernel's store error for `store`.
+    fn named(&self, store: StoreName) -> StoreError {
+        match self {
+            CallFailure::Store(error) => store_error(store, error.clone()),
+            CallFailure::Deadline(deadline) => StoreError::unavailable(
+                store,
+                format!(
+                    "trust-control deadline exceeded: no answer within {} ms",
+                    deadline.as_millis()
+                ),
+            ),
+        }
+    }
+}
+
+/// Spawns `node`'s actors over `store`, the one way every topology binds
+/// kernels to trust state: the embedded topology passes an in-memory trust
+/// store, a node process a SQLite store or a trust-control client. When
+/// `register_authority` is set the world's authority key is trusted in the
+/// store first (a private store has no operator to do it).
+pub async fn bind_node<S: TrustStore>(
+    store: Arc<S>,
+    world: &World,
+    node: &str,
+    run_id: &str,
+    deadlines: StoreDeadlines,
+    register_authority: bool,
+) -> Result<(NodeActors, TrustAuthority<S>), NodeError> {
+    if register_authority {
+        let key = IssuerKey::parse_hex(&public_key_hex(&world.authority))
+            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        store
+            .add_issuer_key(key)
+            .await
+            .map_err(|e| NodeError::Authority(e.to_string()))?;
+    }
+    let binding = TrustBinding::new(store, Handle::current(), run_id, deadlines);
+    let actors = NodeActors::spawn_with_issuers(world, node, |_| {
+        let (stores, cache) = binding.kernel_stores();
+        let source: Box<dyn IssuerSource> = Box::new(cache);
+        Ok((stores, Some(source)))
+    })?;
+    Ok((actors, TrustAuthority::new(binding)))
+}
+
+/// One label-store call of a label move, bounded by `deadline`; a failure
+/// names the store and the operation.
+async fn label_call<T>(
+    deadline: Duration,
+    what: &str,
+    future: impl Future<Output = Result<T, TrustError>>,
+) -> Result<T, NodeError> {
+    match tokio::time::timeout(deadline, future).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(NodeError::Authority(format!("label store {what}: {error}"))),
+        Err(_) => Err(NodeError::Authority(format!(
+            "label store {what}: trust-control deadline exceeded"
+        ))),
+    }
+}
+
+/// Revocation and label moves on behalf of the authority, through
+/// trust-control.
+pub struct TrustAuthority<S> {
+    binding: TrustBinding<S>,
+}
+
+impl<S: TrustStore> TrustAuthority<S> {
+    /// Revokes through `binding`'s store in its run namespace.
+    pub fn new(binding: TrustBinding<S>) -> Self {
+        Self { binding }
+    }
+}
+
+impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
+    fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>> {
+        Box::pin(async move {
+            let b = &self.binding;
+            let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
+            let read = label_call(b.deadlines.call, "read", b.store.read_labels(from)).await?;
+            let carried = carry.carried(read.into_values().flatten());
+            if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
+                return Err(NodeError::Authority(format!(
+                    "label store: label {unknown:?} is not a known level; nothing was carried"
+                )));
+            }
+            let into: Vec<String> = carry.into_keys().iter().map(|k| b.scoped(k)).collect();
+            // Every join in one call; the batch stops at the first failure,
+            // as joining one label after another would.
+            let joins: Vec<BatchOp> = carried
+                .iter()
+                .map(|label| StoreOp::JoinLabels {
+                    keys: into.clone(),
+                    label: label.clone(),
+                })
+                .collect();
+            if joins.is_empty() {
+                return Ok(carried);
+            }
+            let wanted = joins.len();
+            let answers = label_call(b.deadlines.call, "join", b.store.run_batch(joins)).await?;
+            for answer in &answers {
+                if let Err(error) = answer {
+                    return Err(NodeError::Authority(format!("label store join: {error}")));
+                }
+            }
+            if answers.len() < wanted {
+                return Err(NodeError::Authority(
+                    "label store join: the batch ended before every label was joined".to_string(),
+                ));
+            }
+            Ok(carried)
+        })
+    }
+
+    fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        let scoped = self.binding.scoped(id);
+        Box::pin(async move {
+            match tokio::time::timeout(
+                self.binding.deadlines.call,
+                self.binding.store.revoke(&scoped, at_ms),
+            )
+            .await
+            {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(error)) => Err(NodeError::Authority(format!("revocation store: {error}"))),
+                Err(_) => Err(NodeError::Authority(
+                    "revocation store: trust-control deadline exceeded on revoke".to_string(),
+                )),
+            }
+        })
+    }
+}

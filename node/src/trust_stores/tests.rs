@@ -1,0 +1,98 @@
+//! Tests of the adapter over an in-memory trust store: shared state across
+//! kernels, run isolation, the issuer-refresh flag, and decision batches.
+
+use super::*;
+use chio_kernel::stores::{HoldOutcome, ShareAdmission};
+use chio_trust::InMemoryTrustStore;
+
+use crate::actors::IssuerSource;
+
+fn binding(run: &str) -> (tokio::runtime::Runtime, TrustBinding<InMemoryTrustStore>) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let binding = TrustBinding::new(
+        Arc::new(InMemoryTrustStore::new()),
+        runtime.handle().clone(),
+        run,
+        StoreDeadlines::default(),
+    );
+    (runtime, binding)
+}
+
+// Proves two kernels' adapters see one share registry and one budget, with the reference arithmetic.
+#[test]
+fn adapters_share_state_with_reference_arithmetic() {
+    let (_rt, binding) = binding("run-1");
+    let (mut a, _) = binding.kernel_stores();
+    let (mut b, _) = binding.kernel_stores();
+    assert_eq!(
+        a.shares.admit("p", "c1", 6000, 10000).unwrap(),
+        ShareAdmission::Admitted
+    );
+    assert_eq!(
+        b.shares.admit("p", "c2", 6000, 10000).unwrap(),
+        ShareAdmission::Oversubscribed {
+            siblings_bps: 6000,
+            parent_bps: 10000
+        }
+    );
+    assert_eq!(
+        a.budgets.hold("h1", "k", 1, 1).unwrap(),
+        HoldOutcome::Granted { used: 1, limit: 1 }
+    );
+    assert_eq!(
+        b.budgets.hold("h2", "k", 1, 1).unwrap(),
+        HoldOutcome::Refused { used: 1, limit: 1 }
+    );
+    a.budgets.commit("h1").unwrap();
+    assert!(
+        a.budgets.release("h1").is_err(),
+        "a committed hold is permanent"
+    );
+    let replay = b.budgets.hold("h1", "k", 1, 1).unwrap_err().to_string();
+    assert!(replay.contains("request replayed"), "{replay}");
+    assert!(a.nonces.check_and_record("root/alice/r1").unwrap());
+    assert!(
+        !b.nonces.check_and_record("root/alice/r1").unwrap(),
+        "a request id seen by one kernel is seen by every kernel"
+    );
+    a.revocations.revoke("cap").unwrap();
+    assert!(b.revocations.is_revoked("cap").unwrap());
+    a.labels.join("session:s", "internal").unwrap();
+    assert!(b.labels.read("session:s").unwrap().contains("internal"));
+}
+
+// Proves a run namespace isolates state: another run does not see the revocation.
+#[test]
+fn runs_do_not_see_each_other() {
+    let (_rt, one) = binding("run-1");
+    let two = TrustBinding::new(
+        one.store.clone(),
+        one.handle.clone(),
+        "run-2",
+        StoreDeadlines::default(),
+    );
+    let (mut a, _) = one.kernel_stores();
+    let (b, _) = two.kernel_stores();
+    a.revocations.revoke("cap").unwrap();
+    assert!(!b.revocations.is_revoked("cap").unwrap());
+}
+
+// Proves a failed issuer refresh keeps no allow possible: every revocation lookup then fails, naming the store.
+#[test]
+fn failed_issuer_refresh_fails_revocation_lookups() {
+    let (_rt, binding) = binding("run-1");
+    let (stores, mut cache) = binding.kernel_stores();
+    assert_eq!(cache.refresh(), Some(Vec::new()));
+    assert_eq!(cache.refresh(), None, "a fresh set is cached");
+    *cache.failure.lock().unwrap() = Some("trust-control unavailable: test".into());
+    let error = stores.revocations.is_revoked("cap").unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("revocation store unavailable"),
+        "{error}"
+    );
+}
