@@ -117,6 +117,49 @@ fn read_closing(
     Ok(())
 }
 
+/// What an allow's closing batch needs of the admitted call and its output.
+struct Released {
+    request: ToolCallRequest,
+    verified: VerifiedCapability,
+    holds: Vec<String>,
+    parameter_hash: String,
+    label: Option<String>,
+    integrity: Option<String>,
+    joined: Vec<String>,
+    unknown: Option<String>,
+    label_keys: Vec<String>,
+}
+
+/// The retained keys a released output's labels join: the session, the
+/// principal and the lineage.
+fn released_label_keys(
+    request: &ToolCallRequest,
+    principal: &str,
+    verified: &VerifiedCapability,
+) -> Vec<String> {
+    [
+        LabelKey::Session(request.session_id.clone()),
+        LabelKey::Principal(principal.to_string()),
+        LabelKey::Lineage(verified.root_id.clone()),
+    ]
+    .iter()
+    .map(LabelKey::as_key)
+    .collect()
+}
+
+/// One join per retained key and label, in key order then label order.
+fn join_ops(label_keys: &[String], joined: &[String]) -> Vec<StoreOp> {
+    label_keys
+        .iter()
+        .flat_map(|key| {
+            joined.iter().map(move |name| StoreOp::JoinLabels {
+                keys: vec![key.clone()],
+                label: name.clone(),
+            })
+        })
+        .collect()
+}
+
 impl Kernel {
     /// Step 8 after a dispatch that returned; see the module doc.
     pub fn complete(
@@ -176,14 +219,7 @@ impl Kernel {
         };
         let joined: Vec<String> = label.iter().chain(integrity.iter()).cloned().collect();
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
-        let label_keys: Vec<String> = [
-            LabelKey::Session(request.session_id.clone()),
-            LabelKey::Principal(principal.clone()),
-            LabelKey::Lineage(verified.root_id.clone()),
-        ]
-        .iter()
-        .map(LabelKey::as_key)
-        .collect();
+        let label_keys = released_label_keys(&request, &principal, &verified);
         let (reason, guard) = match rewrite {
             Some((guard, why)) => (Some(why), Some(guard)),
             None => (None, None),
@@ -197,8 +233,47 @@ impl Kernel {
             output: Some(content),
             performed,
         };
-        // The closing batch: commits, revocation again, then (for a known
-        // label) the joins and the allow receipt.
+        self.close_allow(
+            Released {
+                request,
+                verified,
+                holds,
+                parameter_hash,
+                label,
+                integrity,
+                joined,
+                unknown,
+                label_keys,
+            },
+            allow,
+            now_ms,
+            trace,
+        )
+    }
+
+    /// The closing batch of an allow: commits, revocation again, then (for
+    /// a known label) the joins and the allow receipt; then the receipt's
+    /// settlement, or a deny naming the store that failed.
+    fn close_allow(
+        &mut self,
+        released_output: Released,
+        allow: Outcome,
+        now_ms: u64,
+        mut trace: DecisionTrace,
+    ) -> Decision {
+        let Released {
+            request,
+            verified,
+            holds,
+            parameter_hash,
+            label,
+            integrity,
+            joined,
+            unknown,
+            label_keys,
+        } = released_output;
+        let sanitized = allow.sanitized;
+        let performed = allow.performed;
         let mut ops: Vec<StoreOp> = holds
             .iter()
             .map(|hold_id| StoreOp::Commit {
@@ -206,22 +281,14 @@ impl Kernel {
             })
             .collect();
         ops.extend(revocation_ops(&verified));
-        let receipt = match &unknown {
-            Some(_) => None,
-            None => {
-                for key in &label_keys {
-                    ops.extend(joined.iter().map(|name| StoreOp::JoinLabels {
-                        keys: vec![key.clone()],
-                        label: name.clone(),
-                    }));
-                }
-                let receipt = self.sign_receipt(&request, &parameter_hash, &allow, now_ms);
-                ops.push(StoreOp::AppendReceipt {
-                    receipt: receipt.clone(),
-                });
-                Some(receipt)
-            }
-        };
+        let receipt = unknown.is_none().then(|| {
+            ops.extend(join_ops(&label_keys, &joined));
+            let receipt = self.sign_receipt(&request, &parameter_hash, &allow, now_ms);
+            ops.push(StoreOp::AppendReceipt {
+                receipt: receipt.clone(),
+            });
+            receipt
+        });
         let mut answers = self.stores.run_batch(ops).into_iter();
         let expected = Closing {
             holds: holds.len(),
@@ -231,21 +298,14 @@ impl Kernel {
             joined: joined.len(),
         };
         let read = read_closing(&mut answers, expected, &mut trace);
-        let receipt = match (read, receipt) {
-            (Ok(()), Some(receipt)) => receipt,
-            (Err(reason), _) => {
-                let outcome = withheld(reason, allow.observed, &mut trace);
-                return self.finish(
-                    &request,
-                    &parameter_hash,
-                    outcome,
-                    now_ms,
-                    trace,
-                    Vec::new(),
-                );
-            }
-            (Ok(()), None) => {
-                let reason = unexpected_label(None);
+        let closed = match (read, receipt) {
+            (Ok(()), Some(receipt)) => Ok(receipt),
+            (Err(reason), _) => Err(reason),
+            (Ok(()), None) => Err(unexpected_label(None)),
+        };
+        let receipt = match closed {
+            Ok(receipt) => receipt,
+            Err(reason) => {
                 let outcome = withheld(reason, allow.observed, &mut trace);
                 return self.finish(
                     &request,
