@@ -206,6 +206,58 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
     }
 }
 
+/// `steps` sequential tonic unary echo calls (512-byte payload, after 200
+/// warm-up calls) to a child process serving the echo; each call's latency.
+fn measure_echo(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration> {
+    let mut child = Command::new(std::env::current_exe().expect("bench binary"))
+        .env(ROLE_ENV, "echo-server")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("echo server starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .expect("echo address")
+        .to_string();
+    let echo = runtime.block_on(async {
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .expect("echo connects");
+        let mut client = EchoClient::new(channel);
+        let payload = vec![7u8; 512];
+        for _ in 0..200 {
+            client
+                .echo(EchoMessage {
+                    payload: payload.clone(),
+                })
+                .await
+                .unwrap();
+        }
+        let mut echo = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let began = Instant::now();
+            client
+                .echo(EchoMessage {
+                    payload: payload.clone(),
+                })
+                .await
+                .unwrap();
+            echo.push(began.elapsed());
+        }
+        echo
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    echo
+}
+
 fn main() {
     if std::env::var(ROLE_ENV).as_deref() == Ok("echo-server") {
         serve_echo();
@@ -240,52 +292,7 @@ fn main() {
         .map(|&nodes| run_cluster(&runtime, steps, nodes))
         .collect();
     // 2. The bare echo between this process and a child process.
-    let mut child = Command::new(std::env::current_exe().expect("bench binary"))
-        .env(ROLE_ENV, "echo-server")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("echo server starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .expect("echo address")
-        .to_string();
-    let mut echo = runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .expect("echo connects");
-        let mut client = EchoClient::new(channel);
-        let payload = vec![7u8; 512];
-        for _ in 0..200 {
-            client
-                .echo(EchoMessage {
-                    payload: payload.clone(),
-                })
-                .await
-                .unwrap();
-        }
-        let mut echo = Vec::with_capacity(steps);
-        for _ in 0..steps {
-            let began = Instant::now();
-            client
-                .echo(EchoMessage {
-                    payload: payload.clone(),
-                })
-                .await
-                .unwrap();
-            echo.push(began.elapsed());
-        }
-        echo
-    });
-    let _ = child.kill();
-    let _ = child.wait();
+    let mut echo = measure_echo(&runtime, steps);
     echo.sort();
 
     let echo_mean: Duration = echo.iter().sum::<Duration>() / steps as u32;

@@ -99,6 +99,33 @@ pub struct CallCommand {
     pub now_ms: u64,
 }
 
+impl From<CallCommand> for CallIntent {
+    fn from(command: CallCommand) -> Self {
+        CallIntent {
+            request_id: command.request_id,
+            capability_id: command.capability_id,
+            captured: command.captured,
+            server: command.server,
+            tool: command.tool,
+            arguments: command.arguments,
+            now_ms: command.now_ms,
+        }
+    }
+}
+
+/// The label move a delegation makes: what the delegator holds, recorded
+/// for the child's link (`chio_kernel::label::LabelCarry`).
+pub(crate) fn delegation_carry(
+    delegator: &str,
+    child: &CapabilityToken,
+) -> Result<LabelCarry, NodeError> {
+    let link = child
+        .delegation_chain
+        .last()
+        .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
+    LabelCarry::delegation(delegator, link).map_err(|e| NodeError::Kernel(e.to_string()))
+}
+
 /// A scheduled delegation, as the controller sends it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DelegateCommand {
@@ -236,18 +263,9 @@ impl Node {
     /// Runs a scheduled call: the agent signs, the serving kernel decides.
     pub async fn call(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
         let agent = self.mux.agent(&command.agent)?;
-        let request = agent
-            .prepare(CallIntent {
-                request_id: command.request_id,
-                capability_id: command.capability_id,
-                captured: command.captured,
-                server: command.server,
-                tool: command.tool,
-                arguments: command.arguments,
-                now_ms: command.now_ms,
-            })
-            .await?;
-        self.mux.evaluate(request, command.now_ms).await
+        let now_ms = command.now_ms;
+        let request = agent.prepare(command.into()).await?;
+        self.mux.evaluate(request, now_ms).await
     }
 
     /// Runs a scheduled delegation: the delegator signs the child, what
@@ -269,12 +287,7 @@ impl Node {
                 command.now_ms,
             )
             .await?;
-        let link = child
-            .delegation_chain
-            .last()
-            .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
-        let carry = LabelCarry::delegation(&command.agent, link)
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let carry = delegation_carry(&command.agent, &child)?;
         let carried = self.authority.carry_labels(carry.clone()).await?;
         self.mux.hand_over(&command.to, child.clone()).await?;
         Ok(DelegateOutcome {

@@ -25,12 +25,14 @@ use chio_kernel::request::ToolCallRequest;
 use chio_kernel::token::CapabilityToken;
 
 use super::Dispatcher;
-use crate::actors::agent::{delegate_held, prepare_request, CallIntent};
+use crate::actors::agent::{delegate_held, prepare_request};
 use crate::actors::kernel::tool_output;
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
-use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
+use crate::node::{
+    delegation_carry, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+};
 use crate::shared::SharedTrust;
 use crate::tools::ToolServer;
 use crate::world::World;
@@ -159,26 +161,15 @@ impl<'w> DirectDispatcher<'w> {
         let mut state = self.state()?;
         let empty = BTreeMap::new();
         let held = state.held.get(&command.agent).unwrap_or(&empty);
-        let request = prepare_request(
-            &command.agent,
-            &plan.key,
-            held,
-            CallIntent {
-                request_id: command.request_id,
-                capability_id: command.capability_id,
-                captured: command.captured,
-                server: command.server,
-                tool: command.tool,
-                arguments: command.arguments,
-                now_ms: command.now_ms,
-            },
-        )?;
+        let now_ms = command.now_ms;
+        let agent = command.agent.clone();
+        let request = prepare_request(&agent, &plan.key, held, command.into())?;
         let kernel = self
             .world
             .server_kernel(&request.server)
             .ok_or_else(|| NodeError::Unroutable(format!("server {}", request.server)))?
             .to_string();
-        let decision = state.decide(self.world, &kernel, &request, command.now_ms)?;
+        let decision = state.decide(self.world, &kernel, &request, now_ms)?;
         Ok(CallOutcome::from_decision(&kernel, decision))
     }
 
@@ -206,12 +197,7 @@ impl<'w> DirectDispatcher<'w> {
             &command.delegation_id,
             command.now_ms,
         )?;
-        let link = child
-            .delegation_chain
-            .last()
-            .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
-        let carry = LabelCarry::delegation(&command.agent, link)
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let carry = delegation_carry(&command.agent, &child)?;
         let carried = self.carry(&carry)?;
         state
             .held
