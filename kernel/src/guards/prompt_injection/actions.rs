@@ -13,7 +13,7 @@
 //! - `react-action`: an `Action:` line followed by an `Action Input:` line,
 //!   the ReAct agents' tool-call format;
 //! - `image-exfiltration`: a markdown image (`![..](http..?q=..)`) or an
-//!   `<img src=..>` whose URL carries a query, with a placeholder in the
+//!   `<img src=..>` whose URL carries a query, with a template slot in the
 //!   query (`{..}`, `[..]`, a value left empty at the end) or words asking
 //!   to fill it (`replace`, `append`, `encode`, `followed by`, ...); or a
 //!   URL whose query ends empty and is `followed by` or `appended` to.
@@ -199,11 +199,11 @@ pub fn image_exfiltration(flat: &str) -> bool {
         }
         let before = &flat[floor(flat, at.saturating_sub(40))..at];
         let image = before.contains("](") && before.contains("![") || before.contains("<img");
-        let placeholder = query.contains(['{', '[']) || query.ends_with('=');
+        let template_slot = query.contains(['{', '[']) || query.ends_with('=');
         let tail = flat[at + url.len()..].trim_start();
         let continued = query.ends_with('=')
             && (tail.starts_with("followed by") || tail.starts_with("appended"));
-        (image && (placeholder || asks_to_fill)) || continued
+        (image && (template_slot || asks_to_fill)) || continued
     })
 }
 
