@@ -325,29 +325,41 @@ fn hardened_guards_survive_the_operator_search() {
     assert_eq!(result.first_escape_generation, None);
 }
 
+/// A reference scenario with `block` (TOML) appended, parsed next to the originals.
+fn with_block(name: &str, block: &str) -> Scenario {
+    let text = std::fs::read_to_string(scenarios_dir().join(name)).expect("readable");
+    parse_scenario(&format!("{text}\n{block}"), &scenarios_dir()).expect("loads")
+}
+
+/// Every action record of an evolution of `scenario`.
+fn evolved_records(
+    scenario: &Scenario,
+    generations: u32,
+    population_size: u32,
+) -> Vec<chio_arena::adversary::ActionRecord> {
+    let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
+    let config = EvolveConfig {
+        generations,
+        population_size,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(scenario, &config, &mut evaluator).expect("evolution");
+    result
+        .trace
+        .into_iter()
+        .flat_map(|g| g.samples)
+        .flat_map(|s| s.records)
+        .collect()
+}
+
 // An outlive-revocation adversary calls right after the scenario revokes an ancestor of its capability: the kernel denies every such call as revoked, whatever its protocol operators.
 #[test]
 fn outlived_revocations_are_denied() {
-    let text =
-        std::fs::read_to_string(scenarios_dir().join("three_agent_triangular_delegation.toml"))
-            .expect("readable");
-    let text = format!(
-        "{text}\n[[adversaries]]\nclass = \"replay-attempt\"\npopulation = \"outlive\"\nseed_ref = \"corpus/outlive\"\ngoal = \"outlive-revocation\"\n\n[adversaries.params]\nmodes = [\"immediate\"]\nreuse = [\"request\"]\n"
+    let scenario = with_block(
+        "three_agent_triangular_delegation.toml",
+        "[[adversaries]]\nclass = \"replay-attempt\"\npopulation = \"outlive\"\nseed_ref = \"corpus/outlive\"\ngoal = \"outlive-revocation\"\n\n[adversaries.params]\nmodes = [\"immediate\"]\nreuse = [\"request\"]\n",
     );
-    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
-    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
-    let config = EvolveConfig {
-        generations: 3,
-        population_size: 4,
-        ..EvolveConfig::default()
-    };
-    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
-    let records: Vec<_> = result
-        .trace
-        .iter()
-        .flat_map(|g| &g.samples)
-        .flat_map(|s| &s.records)
-        .collect();
+    let records = evolved_records(&scenario, 3, 4);
     assert!(!records.is_empty());
     for record in records {
         assert_eq!(record.base_step, "carol-reads-plan");
@@ -363,25 +375,11 @@ fn outlived_revocations_are_denied() {
 // A leak-label adversary publishes right after its session read an internal file: the kernel denies every such call, a claimed fresh session included, because labels are kept for the principal and the lineage too.
 #[test]
 fn labelled_values_do_not_leak_to_a_lower_clearance() {
-    let text =
-        std::fs::read_to_string(scenarios_dir().join("information_flow.toml")).expect("readable");
-    let text = format!(
-        "{text}\n[[adversaries]]\nclass = \"capability-overrequest\"\npopulation = \"leak\"\nseed_ref = \"corpus/leak\"\ngoal = \"leak-label\"\n\n[adversaries.params]\nswaps = [\"tool\"]\n"
+    let scenario = with_block(
+        "information_flow.toml",
+        "[[adversaries]]\nclass = \"capability-overrequest\"\npopulation = \"leak\"\nseed_ref = \"corpus/leak\"\ngoal = \"leak-label\"\n\n[adversaries.params]\nswaps = [\"tool\"]\n",
     );
-    let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
-    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
-    let config = EvolveConfig {
-        generations: 4,
-        population_size: 6,
-        ..EvolveConfig::default()
-    };
-    let result = evolve(&scenario, &config, &mut evaluator).expect("evolution");
-    let records: Vec<_> = result
-        .trace
-        .iter()
-        .flat_map(|g| &g.samples)
-        .flat_map(|s| &s.records)
-        .collect();
+    let records = evolved_records(&scenario, 4, 6);
     assert!(!records.is_empty());
     assert!(records
         .iter()
@@ -400,11 +398,10 @@ fn labelled_values_do_not_leak_to_a_lower_clearance() {
 #[test]
 fn budget_bursts_are_held_at_the_tightest_limit() {
     for mode in ["immediate", "concurrent"] {
-        let text = std::fs::read_to_string(scenarios_dir().join("planted-budget-benchmark.toml"))
-            .expect("readable");
-        let text =
-            format!("{text}\n[adversaries.params]\nmodes = [\"{mode}\"]\nreuse = [\"nonce\"]\n");
-        let scenario = parse_scenario(&text, &scenarios_dir()).expect("loads");
+        let scenario = with_block(
+            "planted-budget-benchmark.toml",
+            &format!("[adversaries.params]\nmodes = [\"{mode}\"]\nreuse = [\"nonce\"]\n"),
+        );
         let report = one_shot(&scenario);
         let records = &report.samples[0].records;
         assert!(!records.is_empty(), "{mode}: no burst was made");
