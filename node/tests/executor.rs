@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use chio_arena::{load_scenario, Scenario};
 use chio_node::executor::direct::DirectDispatcher;
-use chio_node::executor::{complete_now, Performed, StepExecutor};
+use chio_node::executor::{complete_now, Performed, PreparedStep, StepExecutor};
 use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
 
 fn scenarios() -> Vec<PathBuf> {
@@ -48,11 +48,18 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
     }
 }
 
-/// Every step's summary through the embedded topology.
-async fn through_embedded(scenario: &Scenario, world: &World) -> Vec<String> {
-    let topology = EmbeddedTopology::start(world)
-        .await
-        .expect("embedded start");
+/// Every step's summary, each step prepared by a fresh executor's run and
+/// performed by `perform` (one dispatcher or the other).
+fn through(
+    scenario: &Scenario,
+    world: &World,
+    mut perform: impl FnMut(
+        &mut StepExecutor,
+        &str,
+        &str,
+        &PreparedStep,
+    ) -> Result<Performed, NodeError>,
+) -> Vec<String> {
     let mut executor = StepExecutor::new(world);
     let mut out = Vec::new();
     for scheduled in scenario.schedule() {
@@ -68,30 +75,7 @@ async fn through_embedded(scenario: &Scenario, world: &World) -> Vec<String> {
                 now_ms,
             )
             .expect("prepared");
-        let performed = executor.perform(&topology, node, &step.id, &prepared).await;
-        out.push(format!("{}: {}", step.id, summary(&performed)));
-    }
-    out
-}
-
-/// Every step's summary through the direct dispatcher, without a runtime.
-fn through_direct(scenario: &Scenario, world: &World) -> Vec<String> {
-    let direct = DirectDispatcher::new(world).expect("direct world");
-    let mut executor = StepExecutor::new(world);
-    let mut out = Vec::new();
-    for scheduled in scenario.schedule() {
-        let step = &scenario.file().steps[scheduled.step_index];
-        let now_ms = world.start_ms + scheduled.evaluation_ms;
-        let prepared = executor
-            .prepare(
-                world,
-                &step.id,
-                &scenario.actions()[scheduled.step_index],
-                &scheduled.agent_id,
-                now_ms,
-            )
-            .expect("prepared");
-        let performed = complete_now(executor.perform(&direct, "direct", &step.id, &prepared));
+        let performed = perform(&mut executor, node, &step.id, &prepared);
         out.push(format!("{}: {}", step.id, summary(&performed)));
     }
     out
@@ -99,8 +83,13 @@ fn through_direct(scenario: &Scenario, world: &World) -> Vec<String> {
 
 // Proves the run and the search share one meaning of every scheduled action:
 // the two dispatchers agree step by step on every reference scenario.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn embedded_and_direct_agree_on_every_reference_scenario() {
+#[test]
+fn embedded_and_direct_agree_on_every_reference_scenario() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let mut compared = 0;
     for path in scenarios() {
         let scenario = load_scenario(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
@@ -109,8 +98,16 @@ async fn embedded_and_direct_agree_on_every_reference_scenario() {
         let Ok(world) = World::resolve(&scenario, &fixtures) else {
             continue;
         };
-        let embedded = through_embedded(&scenario, &world).await;
-        let direct = through_direct(&scenario, &world);
+        let topology = runtime
+            .block_on(EmbeddedTopology::start(&world))
+            .expect("embedded start");
+        let embedded = through(&scenario, &world, |executor, node, id, prepared| {
+            runtime.block_on(executor.perform(&topology, node, id, prepared))
+        });
+        let direct_world = DirectDispatcher::new(&world).expect("direct world");
+        let direct = through(&scenario, &world, |executor, _, id, prepared| {
+            complete_now(executor.perform(&direct_world, "direct", id, prepared))
+        });
         assert_eq!(embedded.len(), direct.len(), "{path:?}");
         for (a, b) in embedded.iter().zip(&direct) {
             assert_eq!(a, b, "{path:?}: the dispatchers disagree");
