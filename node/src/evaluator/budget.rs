@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 use chio_kernel::request::ToolCallRequest;
+use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 
 use crate::world::World;
@@ -23,23 +24,49 @@ pub(super) struct BudgetTally {
     admitted: BTreeMap<String, u64>,
 }
 
-/// The budgets `request` falls under, with their limits.
-fn budgets_of(world: &World, request: &ToolCallRequest) -> Vec<(String, u64)> {
+/// The call a budget counts: who made it, to which tool, on which capability.
+pub(super) struct Counted<'a> {
+    /// The principal (the agent whose key proved the request).
+    pub agent: &'a str,
+    /// The server called.
+    pub server: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The capability presented.
+    pub token: &'a CapabilityToken,
+}
+
+impl<'a> From<&'a ToolCallRequest> for Counted<'a> {
+    fn from(request: &'a ToolCallRequest) -> Self {
+        Counted {
+            agent: &request.agent_id,
+            server: &request.server,
+            tool: &request.tool,
+            token: &request.capability,
+        }
+    }
+}
+
+/// The budgets `call` falls under, with their limits.
+fn budgets_of(world: &World, call: &Counted<'_>) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let serving = world
-        .server_kernel(&request.server)
+        .server_kernel(call.server)
         .and_then(|k| world.kernels.get(k));
     if let Some(plan) = serving {
-        for budget in plan.config.tool_budgets.iter().filter(|b| {
-            b.agent == request.agent_id && b.server == request.server && b.tool == request.tool
-        }) {
+        for budget in plan
+            .config
+            .tool_budgets
+            .iter()
+            .filter(|b| b.agent == call.agent && b.server == call.server && b.tool == call.tool)
+        {
             out.push((
                 format!("tool/{}/{}/{}", budget.agent, budget.server, budget.tool),
                 budget.max_invocations,
             ));
         }
     }
-    let token = &request.capability;
+    let token = call.token;
     let root = token.root_body();
     if let Some(max) = root.max_invocations {
         out.push((format!("capability/{}", root.id), max));
@@ -53,19 +80,14 @@ fn budgets_of(world: &World, request: &ToolCallRequest) -> Vec<(String, u64)> {
 }
 
 impl BudgetTally {
-    /// Counts `request` when a kernel's `verdict` admitted it; answers
+    /// Counts `call` when a kernel's `verdict` admitted it; answers
     /// whether it was admitted past a limit.
-    pub(super) fn record(
-        &mut self,
-        world: &World,
-        request: &ToolCallRequest,
-        verdict: Verdict,
-    ) -> bool {
+    pub(super) fn record(&mut self, world: &World, call: Counted<'_>, verdict: Verdict) -> bool {
         if verdict != Verdict::Allow {
             return false;
         }
         let mut exceeded = false;
-        for (key, limit) in budgets_of(world, request) {
+        for (key, limit) in budgets_of(world, &call) {
             let count = self.admitted.entry(key).or_insert(0);
             *count += 1;
             exceeded |= *count > limit;

@@ -71,7 +71,7 @@ use crate::world::{FixtureSet, World, AGENT_ROLE};
 mod budget;
 mod feedback;
 
-use budget::BudgetTally;
+use budget::{BudgetTally, Counted};
 use feedback::{feedback, Observed};
 
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
@@ -223,7 +223,9 @@ impl<'w> Instance<'w> {
             .map_err(failure)?
             .decide(self.world, kernel, request, now_ms)
             .map_err(failure)?;
-        let exceeded = self.tally.record(self.world, request, decision.verdict);
+        let exceeded = self
+            .tally
+            .record(self.world, request.into(), decision.verdict);
         Ok((decision, exceeded))
     }
 
@@ -268,7 +270,7 @@ impl<'w> Instance<'w> {
             .into_iter()
             .zip(requests)
             .map(|(decision, (request, _))| {
-                let exceeded = self.tally.record(world, request, decision.verdict);
+                let exceeded = self.tally.record(world, request.into(), decision.verdict);
                 (decision, exceeded)
             })
             .collect())
@@ -302,18 +304,13 @@ impl<'w> Instance<'w> {
         // A scheduled admission counts under its budgets like any other.
         if let (PreparedStep::Call(call), Performed::Call(outcome)) = (&prepared, &performed) {
             if let Some(held) = self.executor.capability(&call.command.capability_id) {
-                let request = ToolCallRequest {
-                    request_id: call.command.request_id.clone(),
-                    capability: held.token.clone(),
-                    server: call.command.server.clone(),
-                    tool: call.command.tool.clone(),
-                    arguments: Value::Null,
-                    agent_id: call.command.agent.clone(),
-                    session_id: call.command.agent.clone(),
-                    issued_at_ms: now_ms,
-                    proof: RequestProof::default(),
+                let counted = Counted {
+                    agent: &call.command.agent,
+                    server: &call.command.server,
+                    tool: &call.command.tool,
+                    token: &held.token,
                 };
-                self.tally.record(self.world, &request, outcome.verdict);
+                self.tally.record(self.world, counted, outcome.verdict);
             }
         }
         Ok(())
