@@ -16,7 +16,10 @@
 //! Every JSON file is canonical (RFC 8785), so two runs of one scenario give
 //! byte-identical bundles. A bundle is written atomically: into a temporary
 //! sibling folder first, renamed into place once complete, so a failed write
-//! never leaves half a bundle nor loses the previous one. Producing the records is the run driver's job;
+//! never leaves half a bundle nor loses the previous one. A run writes its
+//! bundle as it goes with [`BundleWriter`] (`writer`), which appends each
+//! receipt and step record as it is recorded and writes the same bytes
+//! [`Bundle::write`] writes for the same bundle. Producing the records is the run driver's job;
 //! this module owns their shape, their files and [`compare_runs`], which
 //! names the first differing step and which input changed.
 
@@ -282,52 +285,9 @@ impl Bundle {
     /// mistyped `--out` never clobbers other files. Refusals are
     /// [`ArenaError::Bundle`]; filesystem failures are [`ArenaError::BundleIo`].
     pub fn write(&self, dir: &Path) -> Result<(), ArenaError> {
-        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
-            return Err(ArenaError::Bundle {
-                path: dir.display().to_string(),
-                cause: "--out must name a folder by a UTF-8 name (not '.' or '..')".to_string(),
-            });
-        };
-        let parent = match dir.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let existing = destination(dir)?;
-        std::fs::create_dir_all(&parent).map_err(|e| write_error(&parent, e))?;
-        let staging = sibling(&parent, name, "partial")?;
+        let staging = writer::Staging::open(dir)?;
         self.write_contents(staging.path())?;
-        if existing != Destination::Bundle {
-            // An absent destination, or an empty folder rename(2) replaces.
-            std::fs::rename(staging.path(), dir).map_err(|e| write_error(dir, e))?;
-            let _installed = staging.keep();
-            return Ok(());
-        }
-        // The old bundle moves into a sibling that is deleted when dropped,
-        // and moves back if the new one cannot take its place.
-        let previous = sibling(&parent, name, "previous")?;
-        std::fs::rename(dir, previous.path()).map_err(|e| write_error(dir, e))?;
-        if let Err(e) = std::fs::rename(staging.path(), dir) {
-            return match std::fs::rename(previous.path(), dir) {
-                Ok(()) => {
-                    let _restored = previous.keep();
-                    Err(write_error(dir, e))
-                }
-                Err(restore) => {
-                    let kept = previous.keep();
-                    Err(ArenaError::BundleIo {
-                        path: dir.display().to_string(),
-                        cause: format!(
-                            "{e}; the previous bundle could not be moved back ({restore}) and is kept at {}",
-                            kept.display()
-                        ),
-                    })
-                }
-            };
-        }
-        let _installed = staging.keep();
-        // Deleting the old bundle is best effort: the new one is in place.
-        let _ = previous.close();
-        Ok(())
+        staging.install()
     }
 
     /// Writes every file of the bundle into the empty folder `dir`.
@@ -535,3 +495,6 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
 
 #[cfg(test)]
 mod tests;
+mod writer;
+
+pub use writer::BundleWriter;

@@ -138,7 +138,11 @@ impl LoadedScenario {
                     &path.display().to_string(),
                     true,
                     false,
+                    None,
                 ))
+                // Without an output folder the bundle is kept in memory and
+                // no bundle error can arise.
+                .and_then(|run| run.map_err(|e| chio_node::NodeError::Kernel(e.to_string())))
             }
         }
         .map_err(|e| CliError::node(COMMAND, &e))?;

@@ -24,7 +24,7 @@ use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
+use crate::driver::{run_embedded_into, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -116,21 +116,26 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    // The bundle is written as the run goes, so memory does not grow with
+    // the records; the result keeps each step's summary for the report.
     let result = match args.topology.as_deref() {
-        None => runtime(COMMAND)?.block_on(run_embedded(&scenario, &inputs, args.keep_going)),
+        None => runtime(COMMAND)?.block_on(run_embedded_into(
+            &scenario,
+            &inputs,
+            args.keep_going,
+            &dir,
+        )),
         Some(topology) => crate::topology::run_with_topology(
             COMMAND,
             topology,
             &scenario,
             &inputs,
             args.keep_going,
+            &dir,
         )?,
     }
-    .map_err(|e| CliError::node(COMMAND, &e))?;
-    result
-        .bundle
-        .write(&dir)
-        .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    .map_err(|e| CliError::node(COMMAND, &e))?
+    .map_err(|e| CliError::from_arena(COMMAND, &e))?;
     if let Some(path) = &args.junit {
         let suite = crate::junit::suite_from_run(&scenario, &result.bundle.manifest);
         let xml = crate::junit::render("chio arena run", &[suite]);

@@ -5,9 +5,11 @@
 //!
 //! Order of work for one run: read the topology (or start a local cluster,
 //! see `local_cluster`), trust the world's arena authority in trust-control,
-//! send every node `LoadWorld` (the scenario bytes, the fixture files, the
-//! peers' addresses and a fresh run id that namespaces the run's state in
-//! trust-control), check every node loaded the same scenario bytes, then
+//! send every node `LoadWorld` (the world part of the scenario bytes, the
+//! file without its `[[steps]]` tables, which a node never needs; the
+//! fixture files, the peers' addresses and a fresh run id that namespaces
+//! the run's state in trust-control), check every node loaded exactly those
+//! bytes (by their SHA-256), then
 //! run the schedule one action at a time. Nothing here reaches the bundle
 //! but the nodes' answers, which is why a scenario's bundle is the same
 //! bytes on every topology. The schema is documented in `docs/topology.md`.
@@ -16,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chio_arena::Scenario;
+use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -32,7 +34,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
+use crate::driver::{run_schedule, run_schedule_into, Dispatcher, RunInputs, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 
@@ -201,7 +203,9 @@ impl GrpcTopology {
             .add_issuer_key(authority)
             .await
             .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
-        let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
+        // A node is sent the world part of the scenario and confirms, by its
+        // SHA-256, that it loaded exactly those bytes.
+        let expected_sha = hex::encode(Sha256::digest(&inputs.world_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
             let url = topology
@@ -212,7 +216,7 @@ impl GrpcTopology {
                 NodeClient::new(node, url, &topology.cluster_token, DEFAULT_CONTROL_DEADLINE)?;
             let loaded = client
                 .load_world(WorldOffer {
-                    scenario: &inputs.scenario_bytes,
+                    scenario: &inputs.world_bytes,
                     fixtures: &inputs.fixtures,
                     peers: &topology.nodes,
                     run_id,
@@ -270,7 +274,9 @@ impl Dispatcher for GrpcTopology {
     }
 }
 
-/// Runs a scenario across the node processes of `topology`.
+/// Runs a scenario across the node processes of `topology`; with `out`,
+/// its bundle is written there as the run goes (`run_schedule_into`),
+/// otherwise it is returned whole. The inner error is the bundle's.
 pub async fn run_distributed(
     scenario: &Scenario,
     inputs: &RunInputs,
@@ -278,7 +284,8 @@ pub async fn run_distributed(
     topology_name: &str,
     keep_going: bool,
     stop_nodes: bool,
-) -> Result<RunResult, NodeError> {
+    out: Option<&Path>,
+) -> Result<Result<RunResult, ArenaError>, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
     let run_id = fresh_run_id();
     let span = tracing::info_span!(
@@ -290,7 +297,14 @@ pub async fn run_distributed(
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
         let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-        let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
+        let result = match out {
+            Some(out) => {
+                run_schedule_into(scenario, &world, inputs, &cluster, keep_going, out).await
+            }
+            None => run_schedule(scenario, &world, inputs, &cluster, keep_going)
+                .await
+                .map(Ok),
+        };
         if stop_nodes {
             cluster.shutdown().await;
         }
@@ -300,15 +314,17 @@ pub async fn run_distributed(
     .await
 }
 
-/// Runs a scenario on `--topology local` or `--topology FILE`: the outer
-/// error refuses the topology, the inner one is the run's.
+/// Runs a scenario on `--topology local` or `--topology FILE`, writing its
+/// bundle into `out` as it goes: the outer error refuses the topology, the
+/// middle one is the run's, the inner one the bundle's.
 pub fn run_with_topology(
     command: &'static str,
     topology: &str,
     scenario: &Scenario,
     inputs: &RunInputs,
     keep_going: bool,
-) -> Result<Result<RunResult, NodeError>, CliError> {
+    out: &Path,
+) -> Result<Result<Result<RunResult, ArenaError>, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
     if topology == "local" {
@@ -329,6 +345,7 @@ pub fn run_with_topology(
             "local",
             keep_going,
             true,
+            Some(out),
         ));
         drop(cluster);
         return Ok(result);
@@ -336,7 +353,13 @@ pub fn run_with_topology(
     let loaded = Topology::load(command, Path::new(topology))?;
     loaded.check_covers(command, &nodes)?;
     Ok(runtime.block_on(run_distributed(
-        scenario, inputs, &loaded, topology, keep_going, false,
+        scenario,
+        inputs,
+        &loaded,
+        topology,
+        keep_going,
+        false,
+        Some(out),
     )))
 }
 

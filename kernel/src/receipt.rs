@@ -15,6 +15,8 @@
 //! promoted unchanged to the next level (never duplicated, so a list and the
 //! same list with its last receipt repeated have different roots). The root
 //! of an empty list is SHA-256 of the empty string. Roots are lowercase hex.
+//! [`MerkleFrontier`] computes the same root one id at a time, keeping only
+//! the tree's right frontier, so a run's bundle never holds every receipt.
 
 use ed25519_dalek::{Signature, Signer, SigningKey};
 use serde::{Deserialize, Serialize};
@@ -159,30 +161,88 @@ pub fn merkle_root_of_ids(ids: &[&str]) -> String {
     }
     let mut level: Vec<[u8; 32]> = ids
         .iter()
-        .map(|id| {
-            let mut h = Sha256::new();
-            h.update([0u8]);
-            h.update(id.as_bytes());
-            h.finalize().into()
-        })
+        .map(|id| merkle_leaf(id))
         .collect();
     while level.len() > 1 {
         level = level
             .chunks(2)
             .map(|pair| match pair {
-                [left, right] => {
-                    let mut h = Sha256::new();
-                    h.update([1u8]);
-                    h.update(left);
-                    h.update(right);
-                    h.finalize().into()
-                }
+                [left, right] => merkle_node(left, right),
                 [single] => *single,
                 _ => unreachable!("chunks(2) yields one or two nodes"),
             })
             .collect();
     }
     hex::encode(level[0])
+}
+
+fn merkle_leaf(id: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([0u8]);
+    h.update(id.as_bytes());
+    h.finalize().into()
+}
+
+fn merkle_node(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update([1u8]);
+    h.update(left);
+    h.update(right);
+    h.finalize().into()
+}
+
+/// The Merkle root of [`merkle_root`], computed one receipt id at a time.
+///
+/// The level-by-level tree over `n` leaves is the perfect subtrees of the
+/// binary decomposition of `n`, largest first, joined from the right (the
+/// promoted odd node is the smaller subtree on its right). So only the right
+/// frontier is kept: at most one perfect subtree root per height, about
+/// `log2(n)` hashes, whatever the number of receipts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MerkleFrontier {
+    /// Perfect subtree roots with their heights, largest (leftmost) first.
+    peaks: Vec<(u32, [u8; 32])>,
+    /// Receipt ids pushed.
+    count: u64,
+}
+
+impl MerkleFrontier {
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends the next receipt id in list order.
+    pub fn push(&mut self, id: &str) {
+        let mut node = (0u32, merkle_leaf(id));
+        while let Some(&(height, left)) = self.peaks.last() {
+            if height != node.0 {
+                break;
+            }
+            self.peaks.pop();
+            node = (height + 1, merkle_node(&left, &node.1));
+        }
+        self.peaks.push(node);
+        self.count += 1;
+    }
+
+    /// Receipt ids pushed so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The root over every id pushed so far, equal to [`merkle_root_of_ids`]
+    /// over the same ids.
+    pub fn root(&self) -> String {
+        let mut peaks = self.peaks.iter().rev();
+        let Some(&(_, mut acc)) = peaks.next() else {
+            return hex::encode(Sha256::digest([]));
+        };
+        for (_, left) in peaks {
+            acc = merkle_node(left, &acc);
+        }
+        hex::encode(acc)
+    }
 }
 
 #[cfg(test)]

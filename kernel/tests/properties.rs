@@ -1,7 +1,8 @@
 //! Property tests of the kernel: evaluation is a pure function of its
 //! inputs and state, arbitrary arguments never panic it, signed structures
-//! round-trip through canonical JSON, and a receipt stops verifying when any
-//! byte of it changes.
+//! round-trip through canonical JSON, a receipt stops verifying when any
+//! byte of it changes, and the incremental Merkle root equals the
+//! level-by-level one at every length.
 
 mod util;
 
@@ -145,5 +146,39 @@ proptest! {
         if let Ok(tampered) = serde_json::from_slice::<SignedReceipt>(&bytes) {
             prop_assert!(tampered.verify().is_err(), "byte {} changed and still verifies", i);
         }
+    }
+}
+
+proptest! {
+    // The incremental Merkle frontier gives merkle_root_of_ids's root after every id pushed, from 0 ids to the whole list.
+    #[test]
+    fn merkle_frontier_equals_the_level_by_level_root(
+        ids in proptest::collection::vec("[0-9a-f]{64}", 0..160)
+    ) {
+        use chio_kernel::receipt::{merkle_root_of_ids, MerkleFrontier};
+        let mut frontier = MerkleFrontier::new();
+        prop_assert_eq!(frontier.root(), merkle_root_of_ids(&[]));
+        for n in 1..=ids.len() {
+            frontier.push(&ids[n - 1]);
+            let prefix: Vec<&str> = ids[..n].iter().map(String::as_str).collect();
+            prop_assert_eq!(frontier.count(), n as u64);
+            prop_assert_eq!(frontier.root(), merkle_root_of_ids(&prefix));
+        }
+    }
+}
+
+// The frontier stays equal to the level-by-level root for every count from 0 to 1,100 (every shape of the binary decomposition up to there), and keeps at most one hash per height.
+#[test]
+fn merkle_frontier_every_count_to_1100() {
+    use chio_kernel::receipt::{merkle_root_of_ids, MerkleFrontier};
+    let ids: Vec<String> = (0..1_100u32)
+        .map(|i| format!("{:064x}", u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+        .collect();
+    let mut frontier = MerkleFrontier::new();
+    assert_eq!(frontier.root(), merkle_root_of_ids(&[]));
+    for n in 1..=ids.len() {
+        frontier.push(&ids[n - 1]);
+        let prefix: Vec<&str> = ids[..n].iter().map(String::as_str).collect();
+        assert_eq!(frontier.root(), merkle_root_of_ids(&prefix), "count {n}");
     }
 }

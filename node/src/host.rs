@@ -1,10 +1,13 @@
 //! `NodeHost`: the actor that owns what a node process currently hosts.
 //!
 //! A node process starts empty. The controller's `LoadWorld` gives it the
-//! scenario bytes, the fixture files, the addresses of its peers and the
-//! run's id; the host validates the scenario exactly as the controller did
-//! (against the fixture files sent with it, so no filesystem is needed),
-//! resolves the same world, spawns the
+//! world part of the scenario's bytes (the file without its `[[steps]]`
+//! tables, which a node never needs; the whole file when it cannot be cut),
+//! the fixture files, the addresses of its peers and the run's id; the host
+//! validates that world exactly as the controller did (against the fixture
+//! files sent with it, so no filesystem is needed), answers the SHA-256 of
+//! the bytes it loaded, so the controller confirms the node holds the world
+//! it sent, resolves the same world, spawns the
 //! kernels, agents and tool servers placed on its logical node, wires their
 //! stores to trust-control (or the local SQLite state) and links them to the
 //! other nodes over gRPC. A later `LoadWorld` replaces the previous world;
@@ -20,7 +23,7 @@ use std::path::Path;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use chio_arena::parse_scenario_with_fixtures;
+use chio_arena::parse_world_with_fixtures;
 use chio_trust::{InMemoryTrustStore, SqliteTrustStore, TrustClient, TrustStore};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
@@ -67,7 +70,7 @@ pub struct HostConfig {
 pub struct WorldLoad {
     /// The logical node to play.
     pub node: String,
-    /// The scenario file's bytes.
+    /// The world part of the scenario file's bytes (`chio_arena::world_bytes`).
     pub scenario: Vec<u8>,
     /// The fixture files.
     pub fixtures: FixtureSet,
@@ -82,7 +85,7 @@ pub struct WorldLoad {
 pub struct LoadedWorld {
     /// The scenario id.
     pub scenario_id: String,
-    /// SHA-256 of the scenario bytes.
+    /// SHA-256 of the scenario bytes the node loaded (the world part).
     pub scenario_sha256: String,
     /// Kernels hosted here.
     pub kernels: Vec<String>,
@@ -218,7 +221,7 @@ impl HostActor {
         // Validation is pure: each fixture folder is checked against the
         // files sent with the bytes, so nothing is written or read here.
         let scenario =
-            parse_scenario_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
+            parse_world_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
         let world = World::resolve(&scenario, &load.fixtures)?;
         if !world.nodes.contains(&load.node) {
             return Err(NodeError::Scenario(format!(

@@ -13,11 +13,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::validate::{validate, FixtureSource};
+use super::split::{split, Split};
+use super::validate::{validate, validate_world, FixtureSource};
 use super::Scenario;
 use crate::error::ArenaError;
 use crate::fixtures::{self, FixtureSet};
-use crate::model::ScenarioFile;
+use crate::model::{ScenarioFile, StepDecl};
 use crate::secrets;
 
 /// Reads and validates a scenario file; fixtures resolve next to it.
@@ -77,6 +78,71 @@ pub fn parse_scenario_with_fixtures(
     validate(file, base_dir, FixtureSource::Given(fixtures))
 }
 
+/// Validates the world of scenario bytes against fixture files read
+/// before, as a node loads it: the step tables are neither parsed nor
+/// validated (the controller that holds the schedule did both), so what a
+/// node holds does not grow with the schedule. The scenario has no actions
+/// and no schedule.
+pub fn parse_world_with_fixtures(
+    bytes: &[u8],
+    base_dir: &Path,
+    fixtures: &FixtureSet,
+) -> Result<Scenario, ArenaError> {
+    let file = parse_world_file(utf8(bytes)?)?;
+    validate_world(file, base_dir, FixtureSource::Given(fixtures))
+}
+
+/// The world part of scenario bytes: the file without its `[[steps]]`
+/// tables, every other byte kept in order, when the file splits and that
+/// part parses to the same world; otherwise the whole file. This is what a
+/// node is sent, so what it holds does not grow with the schedule.
+pub fn world_bytes(scenario: &Scenario, bytes: &[u8]) -> Vec<u8> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return bytes.to_vec();
+    };
+    match split(text) {
+        Some(cut) if parse_cut(&cut, false).is_some_and(|w| same_world(&w, scenario.file())) => {
+            cut.world.into_bytes()
+        }
+        _ => bytes.to_vec(),
+    }
+}
+
+/// Whether two files declare the same world (every section but the steps).
+fn same_world(a: &ScenarioFile, b: &ScenarioFile) -> bool {
+    let ScenarioFile {
+        schema_version,
+        id,
+        title,
+        rng_seed,
+        virtual_clock_start,
+        determinism,
+        nodes,
+        kernels,
+        servers,
+        agents,
+        grants,
+        guards,
+        budgets,
+        steps: _,
+        adversaries,
+    } = a;
+    *schema_version == b.schema_version
+        && *id == b.id
+        && *title == b.title
+        && *rng_seed == b.rng_seed
+        && *virtual_clock_start == b.virtual_clock_start
+        && *determinism == b.determinism
+        && *nodes == b.nodes
+        && *kernels == b.kernels
+        && *servers == b.servers
+        && *agents == b.agents
+        && *grants == b.grants
+        && *guards == b.guards
+        && *budgets == b.budgets
+        && *adversaries == b.adversaries
+}
+
 /// The text of the bytes, or a syntax error at the first byte that is not UTF-8.
 fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
     std::str::from_utf8(bytes).map_err(|e| {
@@ -89,8 +155,57 @@ fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
     })
 }
 
-/// Stages 1 to 3: TOML syntax, inline secrets, the closed schema.
+/// Stages 1 to 3: TOML syntax, inline secrets, the closed schema. A file
+/// the splitter cuts is parsed one step table at a time (see
+/// [`super::split`]); any refusal, or a cut the pieces do not accept, is
+/// reported by parsing the whole file, so the error is the whole file's.
 fn parse_file(text: &str) -> Result<ScenarioFile, ArenaError> {
+    if let Some(file) = split(text).and_then(|cut| parse_cut(&cut, true)) {
+        return Ok(file);
+    }
+    parse_whole(text)
+}
+
+/// The world of a scenario without its steps, as a node needs it: the
+/// step tables are skipped without being parsed when the file splits.
+fn parse_world_file(text: &str) -> Result<ScenarioFile, ArenaError> {
+    if let Some(file) = split(text).and_then(|cut| parse_cut(&cut, false)) {
+        return Ok(file);
+    }
+    let mut file = parse_whole(text)?;
+    file.steps = Vec::new();
+    Ok(file)
+}
+
+/// The file from its cut pieces (the step tables only when `with_steps`),
+/// or `None` when a piece is refused or the world still holds a `steps` key.
+fn parse_cut(cut: &Split<'_>, with_steps: bool) -> Option<ScenarioFile> {
+    /// One `[[steps]]` table parsed on its own.
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct StepTable {
+        steps: Vec<StepDecl>,
+    }
+    let world: toml::Table = cut.world.parse().ok()?;
+    if world.contains_key("steps") {
+        return None;
+    }
+    secrets::scan_document(&world).ok()?;
+    let mut file: ScenarioFile = toml::Value::Table(world).try_into().ok()?;
+    if with_steps {
+        file.steps.reserve_exact(cut.steps.len());
+        for piece in &cut.steps {
+            let table: toml::Table = piece.parse().ok()?;
+            secrets::scan_document(&table).ok()?;
+            let parsed: StepTable = toml::Value::Table(table).try_into().ok()?;
+            file.steps.extend(parsed.steps);
+        }
+    }
+    Some(file)
+}
+
+/// Stages 1 to 3 over the whole file as one document.
+fn parse_whole(text: &str) -> Result<ScenarioFile, ArenaError> {
     let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
         let offset = e.span().map(|s| s.start).unwrap_or(0).min(text.len());
         let (line, column) = line_column(text.as_bytes(), offset);

@@ -55,6 +55,7 @@ use crate::witness::DeterminismWitness;
 pub mod actions;
 pub mod load;
 pub mod locate;
+mod split;
 pub mod validate;
 
 pub use actions::{
@@ -63,7 +64,7 @@ pub use actions::{
 };
 pub use load::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
-    parse_scenario_with_fixtures,
+    parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes,
 };
 pub use locate::locate;
 pub use validate::is_valid_id;

@@ -20,9 +20,13 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::bundle::{Bundle, BundleManifest, StepRecord, BUNDLE_SCHEMA, SCENARIO_INPUT};
+use std::path::Path;
+
+use chio_arena::bundle::{
+    Bundle, BundleManifest, BundleWriter, StepRecord, StopRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
+};
 use chio_arena::fixtures::normalized_folder;
-use chio_arena::Scenario;
+use chio_arena::{ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
@@ -36,7 +40,7 @@ use tracing::Instrument;
 mod record;
 
 pub use chio_node::executor::Dispatcher;
-use record::StepRecorder;
+use record::{Sink, StepRecorder};
 
 /// The evaluator's version, part of every step's evaluator fingerprint.
 pub const EVALUATOR_VERSION: &str = concat!("chio-kernel/", env!("CARGO_PKG_VERSION"));
@@ -71,6 +75,9 @@ pub struct RunResult {
 pub struct RunInputs {
     /// The scenario file's bytes, as run.
     pub scenario_bytes: Vec<u8>,
+    /// The part of those bytes a node loads: the file without its
+    /// `[[steps]]` tables (`chio_arena::world_bytes`).
+    pub world_bytes: Vec<u8>,
     /// The fixture files, by server.
     pub fixtures: FixtureSet,
     /// Input files for the bundle, by path relative to `inputs/`.
@@ -93,6 +100,7 @@ impl RunInputs {
             }
         }
         Ok(RunInputs {
+            world_bytes: chio_arena::world_bytes(scenario, &scenario_bytes),
             scenario_bytes,
             fixtures,
             files,
@@ -151,7 +159,8 @@ pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
 
 /// Runs a scenario's whole schedule through `dispatcher`: each scheduled
 /// action is prepared and performed by the step executor and recorded by
-/// the step recorder, one at a time in the scheduler's order.
+/// the step recorder, one at a time in the scheduler's order. The bundle is
+/// returned whole, in memory.
 pub async fn run_schedule(
     scenario: &Scenario,
     world: &World,
@@ -160,14 +169,160 @@ pub async fn run_schedule(
     keep_going: bool,
 ) -> Result<RunResult, NodeError> {
     let policies = kernel_policies(world)?;
-    let policy_hashes: BTreeMap<String, String> = policies
+    let policy_hashes = policy_hashes(&policies);
+    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going, Sink::memory());
+    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder).await?;
+    let recorded = recorder.finish();
+    let Sink::Memory { steps, receipts } = recorded.sink else {
+        return Err(NodeError::Kernel("the recorder lost its records".to_string()));
+    };
+    let receipt_lines = receipts
+        .iter()
+        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
+    let mut manifest = manifest(scenario, world, inputs, &status, policy_hashes);
+    manifest.stopped = recorded.stopped;
+    manifest.mismatches = recorded.mismatches;
+    manifest.receipt_root = merkle_root(&receipts);
+    manifest.receipt_count = receipts.len() as u64;
+    manifest.steps = steps;
+    Ok(RunResult {
+        bundle: Bundle {
+            manifest,
+            receipts: receipt_lines,
+            policies,
+            inputs: inputs.files.clone(),
+        },
+        status,
+        failure,
+    })
+}
+
+/// Runs a scenario's whole schedule through `dispatcher` as
+/// [`run_schedule`] does, writing its bundle into `out` as it goes: each
+/// receipt and step record is appended as it is recorded, and the manifest
+/// is written last and the folder installed atomically (see
+/// `chio_arena::bundle::BundleWriter`), whether the run completes, stops
+/// or fails. The returned bundle holds the manifest with each step's record
+/// without its trace and input fingerprints, and no receipts or inputs: the
+/// written bundle holds them. The inner error is the bundle's (a refused
+/// `out`, or a write that failed, which stops the run).
+pub async fn run_schedule_into(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    dispatcher: &dyn Dispatcher,
+    keep_going: bool,
+    out: &Path,
+) -> Result<Result<RunResult, ArenaError>, NodeError> {
+    let policies = kernel_policies(world)?;
+    let policy_hashes = policy_hashes(&policies);
+    let writer = match BundleWriter::create(out) {
+        Ok(writer) => writer,
+        Err(e) => return Ok(Err(e)),
+    };
+    let sink = Sink::stream(writer);
+    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going, sink);
+    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder).await?;
+    let recorded = recorder.finish();
+    let Sink::Stream {
+        writer,
+        summaries,
+        failed,
+    } = recorded.sink
+    else {
+        return Err(NodeError::Kernel("the recorder lost its records".to_string()));
+    };
+    if let Some(e) = failed {
+        return Ok(Err(e));
+    }
+    let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
+    let mut manifest = manifest(scenario, world, inputs, &status, policy_hashes);
+    manifest.stopped = recorded.stopped;
+    manifest.mismatches = recorded.mismatches;
+    manifest.receipt_root = writer.receipt_root();
+    manifest.receipt_count = writer.receipt_count();
+    if let Err(e) = writer.finish(&manifest, &policies, &inputs.files) {
+        return Ok(Err(e));
+    }
+    manifest.steps = summaries;
+    Ok(Ok(RunResult {
+        bundle: Bundle {
+            manifest,
+            receipts: Vec::new(),
+            policies,
+            inputs: BTreeMap::new(),
+        },
+        status,
+        failure,
+    }))
+}
+
+fn policy_hashes(policies: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    policies
         .iter()
         .map(|(k, v)| (k.clone(), sha256_hex(v.as_bytes())))
-        .collect();
+        .collect()
+}
+
+fn run_status(
+    failure: &Option<NodeError>,
+    stopped: &Option<StopRecord>,
+    mismatches: &[String],
+) -> RunStatus {
+    if failure.is_some() {
+        RunStatus::InfrastructureFailure
+    } else if stopped.is_some() {
+        RunStatus::Stopped
+    } else if mismatches.is_empty() {
+        RunStatus::Passed
+    } else {
+        RunStatus::Failed
+    }
+}
+
+/// The manifest's fields known before any step is recorded; the caller
+/// fills the stop, the mismatches, the receipts and the steps.
+fn manifest(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    status: &RunStatus,
+    policy_hashes: BTreeMap<String, String>,
+) -> BundleManifest {
+    BundleManifest {
+        schema_version: BUNDLE_SCHEMA.to_string(),
+        determinism: scenario.determinism_witness(),
+        scenario_title: scenario.title().to_string(),
+        scenario_sha256: sha256_hex(&inputs.scenario_bytes),
+        status: match status {
+            RunStatus::Passed | RunStatus::Failed => "completed",
+            RunStatus::Stopped => "stopped",
+            RunStatus::InfrastructureFailure => "failed",
+        }
+        .to_string(),
+        stopped: None,
+        mismatches: Vec::new(),
+        receipt_root: String::new(),
+        receipt_count: 0,
+        arena_keys: world.public_keys(),
+        policies: policy_hashes,
+        steps: Vec::new(),
+    }
+}
+
+/// Dispatches and records every scheduled action in order; the
+/// infrastructure failure that ended the run early, if one did.
+async fn dispatch_all(
+    scenario: &Scenario,
+    world: &World,
+    dispatcher: &dyn Dispatcher,
+    recorder: &mut StepRecorder<'_>,
+) -> Result<Option<NodeError>, NodeError> {
     let clock = scenario.clock();
     let file = scenario.file();
     let mut executor = StepExecutor::new(world);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going);
     let mut failure = None;
 
     for scheduled in scenario.schedule() {
@@ -202,51 +357,29 @@ pub async fn run_schedule(
             break;
         }
     }
+    Ok(failure)
+}
 
-    let recorded = recorder.finish();
-    let status = if failure.is_some() {
-        RunStatus::InfrastructureFailure
-    } else if recorded.stopped.is_some() {
-        RunStatus::Stopped
-    } else if recorded.mismatches.is_empty() {
-        RunStatus::Passed
-    } else {
-        RunStatus::Failed
-    };
-    let receipt_lines = recorded
-        .receipts
-        .iter()
-        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
-        .collect::<Result<Vec<_>, _>>()?;
-    let manifest = BundleManifest {
-        schema_version: BUNDLE_SCHEMA.to_string(),
-        determinism: scenario.determinism_witness(),
-        scenario_title: scenario.title().to_string(),
-        scenario_sha256: sha256_hex(&inputs.scenario_bytes),
-        status: match status {
-            RunStatus::Passed | RunStatus::Failed => "completed",
-            RunStatus::Stopped => "stopped",
-            RunStatus::InfrastructureFailure => "failed",
-        }
-        .to_string(),
-        stopped: recorded.stopped,
-        mismatches: recorded.mismatches,
-        receipt_root: merkle_root(&recorded.receipts),
-        receipt_count: recorded.receipts.len() as u64,
-        arena_keys: world.public_keys(),
-        policies: policy_hashes,
-        steps: recorded.steps,
-    };
-    Ok(RunResult {
-        bundle: Bundle {
-            manifest,
-            receipts: receipt_lines,
-            policies,
-            inputs: inputs.files.clone(),
-        },
-        status,
-        failure,
-    })
+/// Runs a scenario in the embedded topology, writing its bundle into `out`
+/// as it goes (see [`run_schedule_into`]).
+pub async fn run_embedded_into(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    keep_going: bool,
+    out: &Path,
+) -> Result<Result<RunResult, ArenaError>, NodeError> {
+    let world = World::resolve(scenario, &inputs.fixtures)?;
+    let span = tracing::info_span!(
+        "run",
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        topology = "embedded"
+    );
+    tracing::info!(parent: &span, "starting embedded run");
+    let topology = EmbeddedTopology::start(&world).await?;
+    run_schedule_into(scenario, &world, inputs, &topology, keep_going, out)
+        .instrument(span)
+        .await
 }
 
 /// Runs a scenario in the embedded topology (every node in this process).

@@ -9,12 +9,17 @@
 //! step's outcome, that differs from its expectation, or a reason that lacks
 //! the step's `expect_reason`, counts as a mismatch and, unless
 //! `keep_going`, stops the run.
+//!
+//! Records and receipts go to a [`Sink`]: kept in memory for a bundle
+//! returned whole, or appended to the bundle being written as each step is
+//! recorded (`chio arena run`), so a run's memory does not grow with the
+//! size of its records.
 
 use std::collections::BTreeMap;
 
-use chio_arena::bundle::{StepInputs, StepRecord, StopRecord};
+use chio_arena::bundle::{BundleWriter, StepInputs, StepRecord, StopRecord};
 use chio_arena::scenario::StepExpectation;
-use chio_arena::Action;
+use chio_arena::{Action, ArenaError};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
@@ -35,12 +40,86 @@ fn extend_chain(previous: &str, entry: &Value) -> String {
     hex::encode(hasher.finalize())
 }
 
+/// Where the recorder puts each step record and receipt.
+pub(super) enum Sink {
+    /// Kept in memory, for a bundle returned whole.
+    Memory {
+        /// Every step record, in order.
+        steps: Vec<StepRecord>,
+        /// Every call's receipt, in order.
+        receipts: Vec<SignedReceipt>,
+    },
+    /// Appended to the bundle being written as each step is recorded; only
+    /// each record's summary (without its trace and input fingerprints)
+    /// stays in memory, for the run's report.
+    Stream {
+        /// The bundle being written.
+        writer: BundleWriter,
+        /// Every step record without its trace and fingerprints, in order.
+        summaries: Vec<StepRecord>,
+        /// The first write that failed; the run stops there.
+        failed: Option<ArenaError>,
+    },
+}
+
+impl Sink {
+    /// A sink that keeps everything in memory.
+    pub fn memory() -> Sink {
+        Sink::Memory {
+            steps: Vec::new(),
+            receipts: Vec::new(),
+        }
+    }
+
+    /// A sink that streams into `writer`.
+    pub fn stream(writer: BundleWriter) -> Sink {
+        Sink::Stream {
+            writer,
+            summaries: Vec::new(),
+            failed: None,
+        }
+    }
+
+    fn receipt(&mut self, receipt: &SignedReceipt) {
+        match self {
+            Sink::Memory { receipts, .. } => receipts.push(receipt.clone()),
+            Sink::Stream { writer, failed, .. } => {
+                if failed.is_none() {
+                    *failed = writer.receipt(receipt).err();
+                }
+            }
+        }
+    }
+
+    fn step(&mut self, record: StepRecord) {
+        match self {
+            Sink::Memory { steps, .. } => steps.push(record),
+            Sink::Stream {
+                writer,
+                summaries,
+                failed,
+            } => {
+                if failed.is_none() {
+                    *failed = writer.step(&record).err();
+                }
+                summaries.push(StepRecord {
+                    trace: None,
+                    inputs: StepInputs::default(),
+                    ..record
+                });
+            }
+        }
+    }
+
+    fn failed(&self) -> bool {
+        matches!(self, Sink::Stream { failed: Some(_), .. })
+    }
+}
+
 /// What a finished recording holds.
 pub(super) struct Recorded {
-    /// Every step record, in order.
-    pub steps: Vec<StepRecord>,
-    /// Every call's receipt, in order.
-    pub receipts: Vec<SignedReceipt>,
+    /// The step records and receipts.
+    pub sink: Sink,
     /// Steps whose expectation failed.
     pub mismatches: Vec<String>,
     /// Why the run stopped early, when it did.
@@ -64,6 +143,7 @@ impl<'r> StepRecorder<'r> {
         world: &World,
         policy_hashes: &'r BTreeMap<String, String>,
         keep_going: bool,
+        sink: Sink,
     ) -> Self {
         let empty = canonical_sha256(&Value::Array(Vec::new()));
         Self {
@@ -74,17 +154,16 @@ impl<'r> StepRecorder<'r> {
             empty,
             sessions: BTreeMap::new(),
             recorded: Recorded {
-                steps: Vec::new(),
-                receipts: Vec::new(),
+                sink,
                 mismatches: Vec::new(),
                 stopped: None,
             },
         }
     }
 
-    /// Whether a mismatch stopped the run.
+    /// Whether a mismatch, or a bundle write that failed, stopped the run.
     pub fn stopped(&self) -> bool {
-        self.recorded.stopped.is_some()
+        self.recorded.stopped.is_some() || self.recorded.sink.failed()
     }
 
     /// The recording so far.
@@ -209,7 +288,7 @@ impl<'r> StepRecorder<'r> {
                 record.receipt_id = Some(outcome.receipt.id.clone());
                 record.recorded = Some(outcome.recorded);
                 record.trace = Some(outcome.trace.clone());
-                self.recorded.receipts.push(outcome.receipt.clone());
+                self.recorded.sink.receipt(&outcome.receipt);
                 let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
                 if let Some(chain) = self.sessions.get_mut(&record.agent) {
                     *chain = extend_chain(chain, &entry);
@@ -273,7 +352,7 @@ impl<'r> StepRecorder<'r> {
             // Advance, and (never produced) a kind answered as another.
             _ => {}
         }
-        self.recorded.steps.push(record);
+        self.recorded.sink.step(record);
     }
 
     /// Records a step whose dispatch failed outside any verdict.
@@ -283,7 +362,7 @@ impl<'r> StepRecorder<'r> {
             cause: "infrastructure".to_string(),
             message: error.to_string(),
         });
-        self.recorded.steps.push(record);
+        self.recorded.sink.step(record);
     }
 
     /// Counts a mismatch and, unless `keep_going`, stops the run with `cause`.

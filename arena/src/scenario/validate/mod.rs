@@ -82,6 +82,8 @@ struct Resolved {
 struct Validator<'a> {
     file: &'a ScenarioFile,
     fixtures: FixtureSource<'a>,
+    /// The file's world only: the steps were not parsed (a node's load).
+    world_only: bool,
 }
 
 /// Validates a parsed file (stages 4 to 8) and builds the scenario;
@@ -91,9 +93,29 @@ pub(crate) fn validate(
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
+    validate_as(file, base_dir, fixtures, false)
+}
+
+/// Validates the world of a parsed file (stages 4 to 6) whose steps were
+/// left unparsed: the scenario it builds has no actions and no schedule.
+pub(crate) fn validate_world(
+    file: ScenarioFile,
+    base_dir: &Path,
+    fixtures: FixtureSource<'_>,
+) -> Result<Scenario, ArenaError> {
+    validate_as(file, base_dir, fixtures, true)
+}
+
+fn validate_as(
+    file: ScenarioFile,
+    base_dir: &Path,
+    fixtures: FixtureSource<'_>,
+    world_only: bool,
+) -> Result<Scenario, ArenaError> {
     let resolved = Validator {
         file: &file,
         fixtures,
+        world_only,
     }
     .run()?;
     Ok(Scenario {
@@ -123,7 +145,7 @@ impl<'a> Validator<'a> {
         if f.agents.is_empty() {
             return Err(ArenaError::EmptyAgents);
         }
-        if f.steps.is_empty() {
+        if f.steps.is_empty() && !self.world_only {
             return Err(ArenaError::EmptySteps);
         }
         self.agents()?;
@@ -142,6 +164,17 @@ impl<'a> Validator<'a> {
         let start_ms = clock.now_ms();
         let fixtures = self.world(has_world, start_ms)?;
         self.budgets(has_world)?;
+        if self.world_only {
+            return Ok(Resolved {
+                scheduler,
+                tick_ms,
+                clock: clock.with_tick_ms(tick_ms),
+                has_world,
+                actions: Vec::new(),
+                schedule: Vec::new(),
+                fixtures,
+            });
+        }
         let actions = self.steps(has_world)?;
         let inputs: Vec<ScheduleInput> = f
             .steps
