@@ -496,5 +496,7 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
 #[cfg(test)]
 mod tests;
 mod writer;
+#[cfg(test)]
+mod writer_tests;
 
 pub use writer::BundleWriter;

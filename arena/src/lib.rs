@@ -57,8 +57,9 @@ pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
-    parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes, Action, AdvanceAction, CallAction, DelegateAction,
-    ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes, Action, AdvanceAction,
+    CallAction, DelegateAction, ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind,
+    SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

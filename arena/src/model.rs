@@ -203,7 +203,9 @@ pub struct StepDecl {
     pub server: Option<String>,
     /// Call: the tool called.
     pub tool: Option<String>,
-    /// Call: the tool's arguments.
+    /// Call: the tool's arguments. Validation moves them into the call's
+    /// typed action (`Scenario::actions`, as JSON) and clears this copy, so
+    /// a validated scenario holds each call's arguments once.
     pub arguments: Option<toml::Table>,
     /// Call: `allow`, `deny` or `rewrite`.
     pub expect_verdict: Option<String>,

@@ -3,10 +3,10 @@
 //! Generates scenarios of 1,000 agents spread over 10 kernels on 10 logical
 //! nodes, with 1,000, 10,000 and 100,000 steps (nine reads in ten allowed,
 //! one in ten a forbidden path denied), runs each in the embedded topology
-//! through the same driver `chio arena run` uses, and prints steps per
-//! second, the cost per step, the ratio of each size's cost per step to the
-//! smallest size's (measured in the same invocation), and each run's peak
-//! resident memory. Each size runs in a child process of this binary so its
+//! through the same driver `chio arena run` uses, writing the bundle as the
+//! run goes as `chio arena run` does, and prints steps per second, the cost
+//! per step, the ratio of each size's cost per step to the smallest size's
+//! (measured in the same invocation), and each run's peak resident memory. Each size runs in a child process of this binary so its
 //! peak memory is its own.
 //!
 //! Run: `cargo bench -p chio-controller --bench scale` (sizes can be
@@ -91,10 +91,14 @@ fn child(steps: usize) {
         .unwrap();
     let run_start = Instant::now();
     let result = runtime
-        .block_on(chio_controller::driver::run_embedded(
-            &scenario, &inputs, false,
+        .block_on(chio_controller::driver::run_embedded_into(
+            &scenario,
+            &inputs,
+            false,
+            &dir.path().join("bundle"),
         ))
-        .expect("run completes");
+        .expect("run completes")
+        .expect("bundle is written");
     let run_s = run_start.elapsed().as_secs_f64();
     assert_eq!(
         result.bundle.manifest.receipt_count as usize, steps,

@@ -131,18 +131,19 @@ impl LoadedScenario {
                     .map(|n| n.id.clone())
                     .collect();
                 file.check_covers(COMMAND, &nodes)?;
-                runtime.block_on(run_distributed(
-                    &self.scenario,
-                    &self.inputs,
-                    &file,
-                    &path.display().to_string(),
-                    true,
-                    false,
-                    None,
-                ))
-                // Without an output folder the bundle is kept in memory and
-                // no bundle error can arise.
-                .and_then(|run| run.map_err(|e| chio_node::NodeError::Kernel(e.to_string())))
+                runtime
+                    .block_on(run_distributed(
+                        &self.scenario,
+                        &self.inputs,
+                        &file,
+                        &path.display().to_string(),
+                        true,
+                        false,
+                        None,
+                    ))
+                    // Without an output folder the bundle is kept in memory and
+                    // no bundle error can arise.
+                    .and_then(|run| run.map_err(|e| chio_node::NodeError::Kernel(e.to_string())))
             }
         }
         .map_err(|e| CliError::node(COMMAND, &e))?;

@@ -19,7 +19,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::bundle::Bundle;
+use chio_arena::bundle::{Bundle, StepRecord};
 use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
@@ -119,12 +119,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
     // The bundle is written as the run goes, so memory does not grow with
     // the records; the result keeps each step's summary for the report.
     let result = match args.topology.as_deref() {
-        None => runtime(COMMAND)?.block_on(run_embedded_into(
-            &scenario,
-            &inputs,
-            args.keep_going,
-            &dir,
-        )),
+        None => {
+            runtime(COMMAND)?.block_on(run_embedded_into(&scenario, &inputs, args.keep_going, &dir))
+        }
         Some(topology) => crate::topology::run_with_topology(
             COMMAND,
             topology,
@@ -270,9 +267,42 @@ fn render_json(scenario: &Scenario, result: &RunResult, dir: &Path) -> Result<St
     Ok(text)
 }
 
+/// One row of the table: a step's cells, in column order.
+fn table_row(s: &StepRecord, infrastructure_stop: Option<&str>) -> [String; 7] {
+    [
+        s.step_id.clone(),
+        s.action.clone(),
+        s.agent.clone(),
+        match (&s.target, &s.kernel, &s.detail) {
+            (Some(t), Some(k), _) => format!("{t} @ {k}"),
+            (Some(t), None, _) if s.action == "message" => format!(
+                "to {t} [{}]",
+                s.labels.as_deref().unwrap_or_default().join(", ")
+            ),
+            (_, _, _) if s.action == "delegate" => match s.labels.as_deref() {
+                Some(labels) if !labels.is_empty() => {
+                    format!("carries [{}]", labels.join(", "))
+                }
+                _ => String::new(),
+            },
+            (_, _, Some(d)) if s.action == "revoke" => d.clone(),
+            (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
+            _ => String::new(),
+        },
+        s.expected.clone().unwrap_or_default(),
+        s.actual.clone().unwrap_or_default(),
+        match s.pass {
+            Some(true) => "pass".into(),
+            Some(false) => "FAIL".into(),
+            None if infrastructure_stop == Some(s.step_id.as_str()) => "ERROR".into(),
+            None => "done".into(),
+        },
+    ]
+}
+
 fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Palette) -> String {
     let manifest = &result.bundle.manifest;
-    let mut rows: Vec<[String; 7]> = vec![[
+    let header: [String; 7] = [
         "STEP".into(),
         "ACTION".into(),
         "AGENT".into(),
@@ -280,54 +310,34 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         "EXPECTED".into(),
         "ACTUAL".into(),
         "RESULT".into(),
-    ]];
+    ];
     // The step an infrastructure failure stopped at did not complete.
     let infrastructure_stop = manifest
         .stopped
         .as_ref()
         .filter(|stop| stop.cause == "infrastructure")
         .map(|stop| stop.step_id.as_str());
+    // Rows are made twice (widths, then lines) rather than kept, so a long
+    // run's table costs no more memory than its text.
+    let mut widths: Vec<usize> = header.iter().map(|c| c.chars().count()).collect();
     for s in &manifest.steps {
-        rows.push([
-            s.step_id.clone(),
-            s.action.clone(),
-            s.agent.clone(),
-            match (&s.target, &s.kernel, &s.detail) {
-                (Some(t), Some(k), _) => format!("{t} @ {k}"),
-                (Some(t), None, _) if s.action == "message" => format!(
-                    "to {t} [{}]",
-                    s.labels.as_deref().unwrap_or_default().join(", ")
-                ),
-                (_, _, _) if s.action == "delegate" => match s.labels.as_deref() {
-                    Some(labels) if !labels.is_empty() => {
-                        format!("carries [{}]", labels.join(", "))
-                    }
-                    _ => String::new(),
-                },
-                (_, _, Some(d)) if s.action == "revoke" => d.clone(),
-                (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
-                _ => String::new(),
-            },
-            s.expected.clone().unwrap_or_default(),
-            s.actual.clone().unwrap_or_default(),
-            match s.pass {
-                Some(true) => "pass".into(),
-                Some(false) => "FAIL".into(),
-                None if infrastructure_stop == Some(s.step_id.as_str()) => "ERROR".into(),
-                None => "done".into(),
-            },
-        ]);
+        for (i, cell) in table_row(s, infrastructure_stop).iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
     }
-    let widths: Vec<usize> = (0..7)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
     let mut text = format!(
         "scenario {}: {}\nbundle   {}\n\n",
         scenario.id(),
         scenario.title(),
         dir.display()
     );
-    for (n, row) in rows.iter().enumerate() {
+    let rows = std::iter::once((header, None)).chain(
+        manifest
+            .steps
+            .iter()
+            .map(|s| (table_row(s, infrastructure_stop), Some(s))),
+    );
+    for (n, (row, step)) in rows.enumerate() {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate().take(6) {
             line.push_str(&format!("{:width$}  ", cell, width = widths[i]));
@@ -340,8 +350,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
         });
         text.push_str(line.trim_end());
         text.push('\n');
-        if n > 0 {
-            let step = &manifest.steps[n - 1];
+        if let Some(step) = step {
             if let Some(reason) = &step.reason {
                 text.push_str(&format!(
                     "{:indent$}reason: {reason}\n",

@@ -159,10 +159,7 @@ pub fn merkle_root_of_ids(ids: &[&str]) -> String {
     if ids.is_empty() {
         return hex::encode(Sha256::digest([]));
     }
-    let mut level: Vec<[u8; 32]> = ids
-        .iter()
-        .map(|id| merkle_leaf(id))
-        .collect();
+    let mut level: Vec<[u8; 32]> = ids.iter().map(|id| merkle_leaf(id)).collect();
     while level.len() > 1 {
         level = level
             .chunks(2)

@@ -220,8 +220,7 @@ impl HostActor {
         check_run_id(&load.run_id)?;
         // Validation is pure: each fixture folder is checked against the
         // files sent with the bytes, so nothing is written or read here.
-        let scenario =
-            parse_world_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
+        let scenario = parse_world_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
         let world = World::resolve(&scenario, &load.fixtures)?;
         if !world.nodes.contains(&load.node) {
             return Err(NodeError::Scenario(format!(

@@ -3,7 +3,7 @@
 
 use super::*;
 
-fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
+pub(super) fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
     StepRecord {
         step_id: id.to_string(),
         action: "call".to_string(),
@@ -33,7 +33,7 @@ fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
     }
 }
 
-fn manifest(steps: Vec<StepRecord>) -> BundleManifest {
+pub(super) fn manifest(steps: Vec<StepRecord>) -> BundleManifest {
     BundleManifest {
         schema_version: BUNDLE_SCHEMA.to_string(),
         determinism: DeterminismWitness {

@@ -273,3 +273,81 @@ fn schema_error(err: serde_path_to_error::Error<toml::de::Error>) -> ArenaError 
         expected,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every reference scenario's text, by path.
+    fn reference_texts() -> Vec<(PathBuf, String)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let mut out = Vec::new();
+        for dir in [root.clone(), root.join("agentdojo")] {
+            let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path, text));
+            }
+        }
+        out
+    }
+
+    // Parsing a reference scenario one step table at a time gives the very file the whole parse gives, and its world alone the same world.
+    #[test]
+    fn cut_parse_equals_the_whole_parse() {
+        let texts = reference_texts();
+        assert!(texts.len() > 30);
+        let mut cut = 0;
+        for (path, text) in &texts {
+            let Ok(whole) = parse_whole(text) else {
+                continue;
+            };
+            if let Some(pieces) = split(text) {
+                cut += 1;
+                let parsed = parse_cut(&pieces, true).expect("the cut parses");
+                assert!(parsed == whole, "{}", path.display());
+                let world = parse_cut(&pieces, false).expect("the world parses");
+                assert!(world.steps.is_empty());
+                assert!(same_world(&world, &whole), "{}", path.display());
+            }
+            let mut stepless = whole.clone();
+            stepless.steps = Vec::new();
+            assert!(parse_world_file(text).unwrap() == stepless);
+        }
+        assert!(cut > 30, "only {cut} reference scenarios were cut");
+    }
+
+    // A file whose steps are also written as a root key, or whose step table has a sub-table header, falls back to the whole parse and its refusal.
+    #[test]
+    fn odd_shapes_fall_back_to_the_whole_parse() {
+        let text = "steps = []\n[[steps]]\nid = \"a\"\n";
+        let pieces = split(text).unwrap();
+        assert!(parse_cut(&pieces, true).is_none());
+        assert_eq!(
+            parse_file(text).unwrap_err().to_string(),
+            parse_whole(text).unwrap_err().to_string()
+        );
+        let text = "[[steps]]\nid = \"a\"\n[steps.arguments]\npath = \"x\"\n";
+        let pieces = split(text).unwrap();
+        assert!(parse_cut(&pieces, true).is_none());
+    }
+
+    // A secret in a step table is refused with the error the whole file gives.
+    #[test]
+    fn a_refused_step_table_reports_the_whole_files_error() {
+        let (_, text) = reference_texts()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("three_agent_triangular_delegation.toml"))
+            .unwrap();
+        let text = format!("{text}\n[[steps]]\nid = \"leak\"\nagent = \"alice\"\napi_key = \"sk-abcdefghijklmnopqrstuvwx\"\n");
+        assert_eq!(
+            parse_file(&text).unwrap_err().to_string(),
+            parse_whole(&text).unwrap_err().to_string()
+        );
+    }
+}

@@ -104,7 +104,8 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// The declarations exactly as written.
+    /// The declarations exactly as written, but for each step's
+    /// `arguments`, which the step's typed action holds (see [`Self::actions`]).
     pub fn file(&self) -> &ScenarioFile {
         &self.file
     }

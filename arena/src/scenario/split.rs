@@ -212,7 +212,10 @@ mod tests {
         );
         assert_eq!(
             split.steps,
-            vec!["[[steps]] # one\nid = \"s1\"\n", "[[ steps ]]\nid = \"s2\"\n"]
+            vec![
+                "[[steps]] # one\nid = \"s1\"\n",
+                "[[ steps ]]\nid = \"s2\"\n"
+            ]
         );
     }
 

@@ -73,8 +73,9 @@ pub struct RunResult {
 /// What the driver needs to know about a scenario's inputs.
 #[derive(Debug, Clone)]
 pub struct RunInputs {
-    /// The scenario file's bytes, as run.
-    pub scenario_bytes: Vec<u8>,
+    /// SHA-256 (hex) of the scenario file's bytes, as run; the bytes
+    /// themselves are kept once, in `files` (`inputs/scenario.toml`).
+    pub scenario_sha256: String,
     /// The part of those bytes a node loads: the file without its
     /// `[[steps]]` tables (`chio_arena::world_bytes`).
     pub world_bytes: Vec<u8>,
@@ -90,7 +91,9 @@ impl RunInputs {
     pub fn load(scenario: &Scenario, scenario_bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
         let fixtures = FixtureSet::load(scenario)?;
         let mut files = BTreeMap::new();
-        files.insert(SCENARIO_INPUT.to_string(), scenario_bytes.clone());
+        let world_bytes = chio_arena::world_bytes(scenario, &scenario_bytes);
+        let scenario_sha256 = sha256_hex(&scenario_bytes);
+        files.insert(SCENARIO_INPUT.to_string(), scenario_bytes);
         for server in &scenario.file().servers {
             let folder = server.fixtures.as_deref().and_then(normalized_folder);
             if let (Some(rel), Some(seeded)) = (folder, fixtures.servers.get(&server.id)) {
@@ -100,8 +103,8 @@ impl RunInputs {
             }
         }
         Ok(RunInputs {
-            world_bytes: chio_arena::world_bytes(scenario, &scenario_bytes),
-            scenario_bytes,
+            world_bytes,
+            scenario_sha256,
             fixtures,
             files,
         })
@@ -174,7 +177,9 @@ pub async fn run_schedule(
     let failure = dispatch_all(scenario, world, dispatcher, &mut recorder).await?;
     let recorded = recorder.finish();
     let Sink::Memory { steps, receipts } = recorded.sink else {
-        return Err(NodeError::Kernel("the recorder lost its records".to_string()));
+        return Err(NodeError::Kernel(
+            "the recorder lost its records".to_string(),
+        ));
     };
     let receipt_lines = receipts
         .iter()
@@ -232,7 +237,9 @@ pub async fn run_schedule_into(
         failed,
     } = recorded.sink
     else {
-        return Err(NodeError::Kernel("the recorder lost its records".to_string()));
+        return Err(NodeError::Kernel(
+            "the recorder lost its records".to_string(),
+        ));
     };
     if let Some(e) = failed {
         return Ok(Err(e));
@@ -295,7 +302,7 @@ fn manifest(
         schema_version: BUNDLE_SCHEMA.to_string(),
         determinism: scenario.determinism_witness(),
         scenario_title: scenario.title().to_string(),
-        scenario_sha256: sha256_hex(&inputs.scenario_bytes),
+        scenario_sha256: inputs.scenario_sha256.clone(),
         status: match status {
             RunStatus::Passed | RunStatus::Failed => "completed",
             RunStatus::Stopped => "stopped",
@@ -322,7 +329,7 @@ async fn dispatch_all(
 ) -> Result<Option<NodeError>, NodeError> {
     let clock = scenario.clock();
     let file = scenario.file();
-    let mut executor = StepExecutor::new(world);
+    let mut executor = StepExecutor::for_actions(world, scenario.actions());
     let mut failure = None;
 
     for scheduled in scenario.schedule() {

@@ -112,7 +112,13 @@ impl Sink {
     }
 
     fn failed(&self) -> bool {
-        matches!(self, Sink::Stream { failed: Some(_), .. })
+        matches!(
+            self,
+            Sink::Stream {
+                failed: Some(_),
+                ..
+            }
+        )
     }
 }
 

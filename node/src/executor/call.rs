@@ -85,6 +85,9 @@ pub(super) async fn perform(
     prepared: &PreparedCall,
 ) -> Result<CallOutcome, NodeError> {
     let outcome = dispatcher.call(node, prepared.command.clone()).await?;
+    if !executor.keeps_output(step_id) {
+        return Ok(outcome);
+    }
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {

@@ -28,7 +28,7 @@ pub mod direct;
 pub mod message;
 pub mod revoke;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
@@ -184,6 +184,10 @@ pub struct StepExecutor {
     ledger: BTreeMap<String, HeldCapability>,
     /// Each call step's released output, by step id.
     outputs: BTreeMap<String, ReleasedOutput>,
+    /// When set, the only call steps whose outputs are kept: those a
+    /// message of the schedule forwards, so the ledger does not grow with
+    /// the number of calls.
+    forwarded: Option<BTreeSet<String>>,
 }
 
 impl StepExecutor {
@@ -198,7 +202,32 @@ impl StepExecutor {
                 })
                 .collect(),
             outputs: BTreeMap::new(),
+            forwarded: None,
         }
+    }
+
+    /// The executor for a run of a fixed schedule: as [`Self::new`], but it
+    /// keeps the released output of only the call steps a message among
+    /// `actions` forwards (`from_step`), the only outputs a later step reads.
+    pub fn for_actions(world: &World, actions: &[Action]) -> Self {
+        let forwarded = actions
+            .iter()
+            .filter_map(|action| match action {
+                Action::Message(message) => message.from_step.clone(),
+                _ => None,
+            })
+            .collect();
+        Self {
+            forwarded: Some(forwarded),
+            ..Self::new(world)
+        }
+    }
+
+    /// Whether the released output of call step `step_id` is kept.
+    fn keeps_output(&self, step_id: &str) -> bool {
+        self.forwarded
+            .as_ref()
+            .is_none_or(|forwarded| forwarded.contains(step_id))
     }
 
     /// The capability `id`, when it exists at this point of the run.
