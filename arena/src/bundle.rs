@@ -143,9 +143,10 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<Vec<String>>,
     /// For a call: what the kernel's decision read and how each stage
-    /// answered (`chio arena explain` prints it).
+    /// answered (`chio arena explain` prints it). Boxed, so a record
+    /// without one (every step but a call, a run's summaries) stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<chio_kernel::trace::DecisionTrace>,
+    pub trace: Option<Box<chio_kernel::trace::DecisionTrace>>,
     /// Fingerprints of the step's inputs.
     pub inputs: StepInputs,
 }

@@ -293,7 +293,7 @@ impl<'r> StepRecorder<'r> {
                 record.guard = outcome.guard.clone();
                 record.receipt_id = Some(outcome.receipt.id.clone());
                 record.recorded = Some(outcome.recorded);
-                record.trace = Some(outcome.trace.clone());
+                record.trace = Some(Box::new(outcome.trace.clone()));
                 self.recorded.sink.receipt(&outcome.receipt);
                 let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
                 if let Some(chain) = self.sessions.get_mut(&record.agent) {
