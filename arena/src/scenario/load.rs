@@ -322,6 +322,30 @@ mod tests {
         assert!(cut > 30, "only {cut} reference scenarios were cut");
     }
 
+    // A node's world bytes drop every step table, and validate, on the fixture files alone, to the world the controller validated.
+    #[test]
+    fn world_bytes_validate_to_the_same_world() {
+        let mut checked = 0;
+        for (path, text) in reference_texts() {
+            let Ok(scenario) = load_scenario(&path) else {
+                continue;
+            };
+            if !scenario.has_world() {
+                continue;
+            }
+            let world = world_bytes(&scenario, text.as_bytes());
+            assert!(world.len() < text.len(), "{}", path.display());
+            assert!(!String::from_utf8_lossy(&world).contains("[[steps]]"));
+            let loaded =
+                parse_world_with_fixtures(&world, Path::new("."), scenario.fixture_set()).unwrap();
+            assert!(same_world(loaded.file(), scenario.file()), "{}", path.display());
+            assert!(loaded.actions().is_empty() && loaded.schedule().is_empty());
+            assert_eq!(loaded.fixture_set(), scenario.fixture_set());
+            checked += 1;
+        }
+        assert!(checked > 25, "only {checked} scenarios with a world");
+    }
+
     // A file whose steps are also written as a root key, or whose step table has a sub-table header, falls back to the whole parse and its refusal.
     #[test]
     fn odd_shapes_fall_back_to_the_whole_parse() {
