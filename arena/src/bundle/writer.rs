@@ -254,9 +254,9 @@ fn write_manifest(dir: &Path, manifest: &BundleManifest) -> Result<(), ArenaErro
     let mut out = BufWriter::new(File::create(&path).map_err(|e| write_error(&path, e))?);
     let mut records = File::open(&part).map_err(|e| write_error(&part, e))?;
     let written = out
-        .write_all(head[..at].as_bytes())
+        .write_all(&head.as_bytes()[..at])
         .and_then(|()| std::io::copy(&mut records, &mut out).map(|_| ()))
-        .and_then(|()| out.write_all(head[at..].as_bytes()))
+        .and_then(|()| out.write_all(&head.as_bytes()[at..]))
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.into_inner().map_err(|e| e.into_error()))
         .and_then(|file| file.sync_all());

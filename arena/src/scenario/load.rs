@@ -338,7 +338,11 @@ mod tests {
             assert!(!String::from_utf8_lossy(&world).contains("[[steps]]"));
             let loaded =
                 parse_world_with_fixtures(&world, Path::new("."), scenario.fixture_set()).unwrap();
-            assert!(same_world(loaded.file(), scenario.file()), "{}", path.display());
+            assert!(
+                same_world(loaded.file(), scenario.file()),
+                "{}",
+                path.display()
+            );
             assert!(loaded.actions().is_empty() && loaded.schedule().is_empty());
             assert_eq!(loaded.fixture_set(), scenario.fixture_set());
             checked += 1;

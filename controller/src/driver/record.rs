@@ -54,7 +54,7 @@ pub(super) enum Sink {
     /// stays in memory, for the run's report.
     Stream {
         /// The bundle being written.
-        writer: BundleWriter,
+        writer: Box<BundleWriter>,
         /// Every step record without its trace and fingerprints, in order.
         summaries: Vec<StepRecord>,
         /// The first write that failed; the run stops there.
@@ -74,7 +74,7 @@ impl Sink {
     /// A sink that streams into `writer`.
     pub fn stream(writer: BundleWriter) -> Sink {
         Sink::Stream {
-            writer,
+            writer: Box::new(writer),
             summaries: Vec::new(),
             failed: None,
         }
