@@ -11,6 +11,7 @@
 //! - [`steps`]: each step's keys and typed action;
 //! - [`schedule`]: what the schedule order implies (holdings, messages).
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -84,6 +85,21 @@ struct Validator<'a> {
     fixtures: FixtureSource<'a>,
     /// The file's world only: the steps were not parsed (a node's load).
     world_only: bool,
+    /// Each step's `arguments`, moved out of the file (which keeps an empty
+    /// table where they were written, for the key checks) and taken one by
+    /// one as each call's action is built, so a long schedule never holds
+    /// its arguments twice.
+    arguments: RefCell<Vec<Option<toml::Table>>>,
+}
+
+impl Validator<'_> {
+    /// Step `index`'s arguments, taken: each is converted once.
+    fn take_arguments(&self, index: usize) -> Option<toml::Table> {
+        self.arguments
+            .borrow_mut()
+            .get_mut(index)
+            .and_then(Option::take)
+    }
 }
 
 /// Validates a parsed file (stages 4 to 8) and builds the scenario;
@@ -112,14 +128,20 @@ fn validate_as(
     fixtures: FixtureSource<'_>,
     world_only: bool,
 ) -> Result<Scenario, ArenaError> {
+    let arguments = file
+        .steps
+        .iter_mut()
+        .map(|step| step.arguments.as_mut().map(std::mem::take))
+        .collect();
     let resolved = Validator {
         file: &file,
         fixtures,
         world_only,
+        arguments: RefCell::new(arguments),
     }
     .run()?;
-    // Each call's typed action carries its arguments as JSON; the TOML copy
-    // is released, so a long schedule holds its arguments once.
+    // Each call's typed action carries its arguments as JSON; the empty
+    // tables left for the key checks go too.
     for step in &mut file.steps {
         step.arguments = None;
     }

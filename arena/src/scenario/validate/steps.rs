@@ -60,7 +60,8 @@ impl<'a> Validator<'a> {
                 format!("steps[{i}].agent")
             })?;
             check_offset(step.at, || format!("steps[{i}].at"))?;
-            actions.push(step_action(i, step, has_world, &declared)?);
+            let arguments = self.take_arguments(i);
+            actions.push(step_action(i, step, arguments, has_world, &declared)?);
         }
         Ok(actions)
     }
@@ -152,6 +153,7 @@ fn required(value: &Option<String>, at: At, key: &str) -> Result<String, ArenaEr
 fn step_action(
     i: usize,
     step: &StepDecl,
+    arguments: Option<toml::Table>,
     has_world: bool,
     declared: &Declared,
 ) -> Result<Action, ArenaError> {
@@ -192,7 +194,7 @@ fn step_action(
         })?,
     };
     match action {
-        "call" => call(step, &at, has_world, declared),
+        "call" => call(step, arguments, &at, has_world, declared),
         "delegate" => delegate(step, &at, declared, expect),
         "revoke" => revoke(step, &at, declared, expect),
         "message" => message(step, &at, declared),
@@ -202,6 +204,7 @@ fn step_action(
 
 fn call(
     step: &StepDecl,
+    arguments: Option<toml::Table>,
     at: At,
     has_world: bool,
     declared: &Declared,
@@ -228,7 +231,7 @@ fn call(
             at("capability")
         })?;
     }
-    let arguments = match &step.arguments {
+    let arguments = match &arguments {
         Some(table) => table_to_json(table, &at("arguments"))?,
         None => serde_json::Value::Object(Default::default()),
     };
