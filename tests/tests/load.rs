@@ -5,7 +5,8 @@
 //! lost: every step has exactly one receipt in the bundle, trust-control
 //! holds exactly the bundle's receipts (`CountReceipts` and the listed
 //! bodies), and the peak memory (`VmHWM` of `/proc/<pid>/status`) of the
-//! controller, trust-control and every node is reported.
+//! controller, trust-control and every node is reported; a node, which
+//! loads the world without the schedule, must stay within 150 MiB.
 //!
 //! Size: `CHIO_LOAD_STEPS` (default 1,000, what CI runs; the full test is
 //! `CHIO_LOAD_STEPS=100000`) and `CHIO_LOAD_AGENTS` agents per node (default
@@ -19,6 +20,9 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 
 const NODES: usize = 8;
+
+/// The most a node's peak memory may reach, whatever the schedule's length.
+const NODE_PEAK_LIMIT_KIB: u64 = 150 * 1024;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -183,6 +187,12 @@ fn eight_nodes_lose_no_receipt_under_load() {
     for (name, proc) in &cluster.nodes {
         let kib = vm_hwm_kib(proc.child.id()).expect("every node is alive");
         assert!(kib > 0);
+        // A node loads the world without the schedule, so its peak does not
+        // grow with the number of steps.
+        assert!(
+            kib <= NODE_PEAK_LIMIT_KIB,
+            "{name} peaked at {kib} KiB, above {NODE_PEAK_LIMIT_KIB} KiB\n{report}"
+        );
         report.push_str(&format!("VmHWM {name}: {kib} KiB\n"));
     }
     assert!(controller_hwm > 0, "the controller's memory was not read");
