@@ -15,6 +15,10 @@
 //! carries the kernel's decision trace (what the decision read, stage by
 //! stage), each message and delegation the labels it carried.
 //!
+//! [`run_schedule`] returns the bundle whole, in memory; [`run_schedule_into`]
+//! (what `chio arena run` uses) writes it as the run goes, so the run's
+//! memory does not grow with its records.
+//!
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`].
 
