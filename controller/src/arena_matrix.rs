@@ -18,7 +18,7 @@
 //! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
 //! the embedded topology (every step, whatever its verdict), then each
 //! declared adversary population, its members drawn from the run's seed
-//! (`chio_arena::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
+//! (`chio_arena::experiment::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
 //! fitness rounds by the kernel evaluator, in a fresh instance of the same
 //! world.
 //!
@@ -36,12 +36,12 @@ use std::sync::{Arc, Mutex};
 use chio_arena::adversary::fitness::evaluate_populations;
 use chio_arena::adversary::population::populations_from_scenario;
 use chio_arena::bundle::BundleManifest;
-use chio_arena::matrix::draws::draw_members;
-use chio_arena::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
-use chio_arena::matrix::metrics::RunMetrics;
-use chio_arena::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
-use chio_arena::matrix::Matrix;
-use chio_arena::matrix::{load_matrix, Cell};
+use chio_arena::experiment::matrix::draws::draw_members;
+use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
+use chio_arena::experiment::matrix::metrics::RunMetrics;
+use chio_arena::experiment::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
+use chio_arena::experiment::matrix::Matrix;
+use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;

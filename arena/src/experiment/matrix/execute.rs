@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use super::metrics::RunMetrics;
 use super::{Cell, Matrix};
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 use crate::Scenario;
 use workers::{Execution, Queue};
 

@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 
 /// The Git mode of a regular file.
 pub const MODE_FILE: &str = "100644";

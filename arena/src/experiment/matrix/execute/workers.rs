@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use super::{counts, io_error, run_one, write_state, Load, MatrixRunner, PartialTable, PendingRun};
 use super::{Matrix, WallClockMs};
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 
 /// What every worker runs against.
 pub(super) struct Execution<'a> {

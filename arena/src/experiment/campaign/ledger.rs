@@ -34,7 +34,7 @@ use serde_json::Value;
 
 use super::definition::sha256_hex;
 use super::{Campaign, Evidence, Task, TaskKind, LIMIT_NAMES};
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 
 mod checks;
 pub use checks::{check_ledger, limit_statuses, overrun_phrase, spent_on, LimitStatus};

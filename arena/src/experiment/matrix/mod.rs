@@ -54,10 +54,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::campaign::definition::{
+use crate::experiment::campaign::definition::{
     definition_hash, relative_to, rows_json, scenario_input_paths, sha256_hex, Definition,
 };
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 use crate::{parse_scenario, Scenario};
 use metrics::{
     metric_names, validator_metric_names, Metric, ValidatorMetric, CRITERION_METRICS,

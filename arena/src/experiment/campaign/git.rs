@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::definition::{rows_json, sha256_hex, Definition, DefinitionRow};
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 
 /// One file of a revision under the definition root.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use super::bootstrap::{judged_mean, paired_gap, GapInterval};
 use super::execute::{measurements, Load, RunTable};
 use super::metrics::{Metric, RunMetrics};
 use super::Matrix;
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 pub use render::{to_html, to_markdown, to_svg};
 
 mod render;

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiment_error::ExperimentError;
+use crate::experiment::error::ExperimentError;
 use definition::{
     definition_hash, normalise, relative_to, scenario_input_paths, sha256_hex, Definition,
 };
@@ -303,7 +303,7 @@ pub fn task_inputs(
             Ok((scenario.id().to_string(), paths))
         }
         TaskKind::Matrix => {
-            let matrix = crate::matrix::load_matrix(&root.join(&rel))?;
+            let matrix = crate::experiment::matrix::load_matrix(&root.join(&rel))?;
             let paths = matrix
                 .input_files()
                 .iter()
