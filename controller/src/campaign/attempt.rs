@@ -103,11 +103,10 @@ fn pending_task<'a>(
             },
         ));
     };
-    if ledger
-        .rows
-        .iter()
-        .any(|r| r.schedule_id == *id && r.native_outcome != chio_arena::experiment::campaign::ledger::DEFERRED)
-    {
+    if ledger.rows.iter().any(|r| {
+        r.schedule_id == *id
+            && r.native_outcome != chio_arena::experiment::campaign::ledger::DEFERRED
+    }) {
         return Err(experiment_error(
             COMMAND,
             &ExperimentError::AlreadyAttempted {
