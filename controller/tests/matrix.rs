@@ -357,9 +357,15 @@ fn base_matrix(body: &str) -> String {
 }
 
 fn assert_refused(body: &str, code: &str, message: &str) {
+    assert_refused_text(&base_matrix(body), code, message);
+}
+
+/// Like `assert_refused`, for a whole matrix text: exit 2, the `error[CODE]`
+/// block with its help, nothing on standard output and nothing written.
+fn assert_refused_text(text: &str, code: &str, message: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("m.toml");
-    std::fs::write(&file, base_matrix(body)).unwrap();
+    std::fs::write(&file, text).unwrap();
     let out = tmp.path().join("out");
     let args = [
         "arena",
@@ -381,30 +387,6 @@ fn assert_refused(body: &str, code: &str, message: &str) {
     assert!(!out.exists(), "a refused matrix wrote {}", out.display());
     let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(entries.len(), 1, "a refused matrix wrote files");
-}
-
-/// Like `assert_refused`, for a whole matrix text.
-fn assert_refused_text(text: &str, code: &str, message: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("m.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = tmp.path().join("out");
-    let args = [
-        "arena",
-        "matrix",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = chio(tmp.path(), &args);
-    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.starts_with(&format!("error[{code}]: arena matrix: ")),
-        "{stderr}"
-    );
-    assert!(stderr.contains(message), "{stderr}");
-    assert!(!out.exists(), "a refused matrix wrote {}", out.display());
 }
 
 const GRID: &str = "[axes]\npipeline = [\"full\", \"weak\"]\n\n[values.pipeline.weak]\nguards = { kernel-a = [\"no-dotfiles\"] }\n\n";
