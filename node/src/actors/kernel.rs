@@ -73,7 +73,7 @@ impl CallOutcome {
 pub(crate) fn tool_output(result: ToolResult) -> ToolOutput {
     ToolOutput {
         content: result.content,
-        label: result.label.map(|l| l.as_str().to_string()),
+        label: result.label,
         integrity: result.integrity.label(),
         performed: result.performed,
     }

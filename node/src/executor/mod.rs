@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use chio_arena::Action;
+use chio_arena::{Action, ActionKind};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
@@ -151,13 +151,13 @@ pub enum PreparedStep {
 
 impl PreparedStep {
     /// The action kind, as records name it.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ActionKind {
         match self {
-            PreparedStep::Call(_) => "call",
-            PreparedStep::Delegate(_) => "delegate",
-            PreparedStep::Revoke(_) => "revoke",
-            PreparedStep::Message(_) => "message",
-            PreparedStep::Advance { .. } => "advance",
+            PreparedStep::Call(_) => ActionKind::Call,
+            PreparedStep::Delegate(_) => ActionKind::Delegate,
+            PreparedStep::Revoke(_) => ActionKind::Revoke,
+            PreparedStep::Message(_) => ActionKind::Message,
+            PreparedStep::Advance { .. } => ActionKind::Advance,
         }
     }
 }
