@@ -195,13 +195,21 @@ impl GrpcTopology {
             &topology.trust_token,
             TrustClientConfig::default(),
         )
-        .map_err(|e| NodeError::Authority(e.to_string()))?;
-        let authority = IssuerKey::parse_hex(&public_key_hex(&world.authority))
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        .map_err(NodeError::Authority)?;
+        let authority =
+            IssuerKey::parse_hex(&public_key_hex(&world.authority)).map_err(|source| {
+                NodeError::AuthorityOperation {
+                    operation: "reading the arena authority's key",
+                    source,
+                }
+            })?;
         trust
             .add_issuer_key(authority)
             .await
-            .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
+            .map_err(|source| NodeError::AuthorityOperation {
+                operation: "cannot trust the arena authority",
+                source,
+            })?;
         let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {

@@ -119,11 +119,10 @@ pub(crate) fn delegation_carry(
     delegator: &str,
     child: &CapabilityToken,
 ) -> Result<LabelCarry, NodeError> {
-    let link = child
-        .delegation_chain
-        .last()
-        .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
-    LabelCarry::delegation(delegator, link).map_err(|e| NodeError::Kernel(e.to_string()))
+    let link = child.delegation_chain.last().ok_or(NodeError::Internal(
+        "a delegated capability carries no link",
+    ))?;
+    LabelCarry::delegation(delegator, link).map_err(NodeError::LabelRecord)
 }
 
 /// A scheduled delegation, as the controller sends it.

@@ -21,9 +21,8 @@ pub const MAX_CONTROL_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_LINK_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
 /// Encodes a value as canonical JSON for a `bytes` field.
-pub fn encode<T: Serialize>(what: &str, value: &T) -> Result<Vec<u8>, NodeError> {
-    to_canonical_vec(value)
-        .map_err(|e| NodeError::Kernel(format!("{what} has no canonical JSON form: {e}")))
+pub fn encode<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, NodeError> {
+    to_canonical_vec(value).map_err(NodeError::canonical(what))
 }
 
 /// Decodes a request field on a server, refusing it as `INVALID_ARGUMENT`.
@@ -57,10 +56,17 @@ pub fn status_of(error: &NodeError) -> Status {
         | NodeError::Config { .. } => Status::invalid_argument(message),
         NodeError::Unroutable(_) => Status::not_found(message),
         NodeError::NotHeld { .. } => Status::failed_precondition(message),
-        NodeError::ActorGone(_) | NodeError::Authority(_) | NodeError::Remote { .. } => {
-            Status::unavailable(message)
-        }
-        NodeError::Kernel(_) => Status::internal(message),
+        NodeError::ActorGone(_)
+        | NodeError::Authority(_)
+        | NodeError::AuthorityOperation { .. }
+        | NodeError::AuthorityStore(_)
+        | NodeError::AuthorityAnswer(_)
+        | NodeError::Remote { .. } => Status::unavailable(message),
+        NodeError::Kernel(_)
+        | NodeError::KernelStart { .. }
+        | NodeError::Canonical { .. }
+        | NodeError::LabelRecord(_)
+        | NodeError::Internal(_) => Status::internal(message),
     }
 }
 

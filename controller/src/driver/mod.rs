@@ -121,7 +121,7 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 "max_invocations": b.max_invocations,
             })).collect::<Vec<_>>(),
         });
-        let text = to_canonical_string(&policy).map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);
     }
     Ok(out)
@@ -219,7 +219,7 @@ pub async fn run_schedule(
     let receipt_lines = recorded
         .receipts
         .iter()
-        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
+        .map(|r| to_canonical_string(r).map_err(NodeError::canonical("a signed receipt")))
         .collect::<Result<Vec<_>, _>>()?;
     let manifest = BundleManifest {
         schema_version: BUNDLE_SCHEMA.to_string(),

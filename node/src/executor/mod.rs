@@ -271,8 +271,8 @@ pub fn complete_now<T>(future: impl Future<Output = Result<T, NodeError>>) -> Re
     let mut context = Context::from_waker(Waker::noop());
     match future.as_mut().poll(&mut context) {
         Poll::Ready(result) => result,
-        Poll::Pending => Err(NodeError::Kernel(
-            "a synchronous dispatcher answered later instead of at once".to_string(),
+        Poll::Pending => Err(NodeError::Internal(
+            "a synchronous dispatcher answered later instead of at once",
         )),
     }
 }
