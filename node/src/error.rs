@@ -99,6 +99,15 @@ pub enum NodeError {
         /// How to fix it.
         fix: &'static str,
     },
+    /// A protocol message's field does not decode: not JSON of the expected
+    /// shape, an unspecified enum, a missing message or a repeated key.
+    #[error("{field} is malformed: {problem}; send the value the chio controller or node encodes")]
+    Malformed {
+        /// The field, as the protocol names it (`outcome.trace.journal.verdict`).
+        field: String,
+        /// What is wrong with it (never the field's value).
+        problem: String,
+    },
     /// A remote node or service did not answer.
     #[error("remote {target} failed: {cause}")]
     Remote {
