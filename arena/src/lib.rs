@@ -56,7 +56,7 @@ pub use experiment::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
-    parse_scenario_with_fixtures, Action, AdvanceAction, CallAction, DelegateAction,
+    parse_scenario_with_fixtures, Action, ActionKind, AdvanceAction, CallAction, DelegateAction,
     ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};

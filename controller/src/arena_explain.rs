@@ -17,6 +17,7 @@
 use std::io::Write;
 
 use chio_arena::bundle::{Bundle, StepRecord, SCENARIO_INPUT};
+use chio_arena::ActionKind;
 use chio_kernel::trace::{DecisionTrace, STAGES};
 use clap::Args;
 use serde::Serialize;
@@ -68,7 +69,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "name a step the run dispatched; a run that stopped early records no later step",
         ));
     };
-    let arguments = (step.action == "call")
+    let arguments = (step.action == ActionKind::Call)
         .then(|| recorded_arguments(&bundle, &step.step_id))
         .flatten();
     let text = if args.json {
@@ -157,7 +158,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
         _ => {}
     }
     if let Some(labels) = &step.labels {
-        let what = if step.action == "delegate" {
+        let what = if step.action == ActionKind::Delegate {
             "labels kept"
         } else {
             "labels sent"
@@ -169,7 +170,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
     }
     if let Some(actual) = &step.actual {
         let verdict = match &step.verdict {
-            Some(v) if v != actual => format!(" (kernel verdict {v})"),
+            Some(v) if v.as_str() != actual.as_str() => format!(" (kernel verdict {v})"),
             _ => String::new(),
         };
         let pass = match step.pass {
@@ -191,7 +192,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
     if let Some(receipt) = &step.receipt_id {
         line(&mut text, "receipt", receipt);
     }
-    if step.action == "call" {
+    if step.action == ActionKind::Call {
         match &step.trace {
             Some(trace) => render_trace(&mut text, trace),
             None => text.push_str(

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use chio_arena::adversary::fitness::evaluate_populations;
 use chio_arena::adversary::population::populations_from_scenario;
-use chio_arena::bundle::BundleManifest;
+use chio_arena::bundle::{BundleManifest, StepOutcome};
 use chio_arena::experiment::matrix::draws::draw_members;
 use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
 use chio_arena::experiment::matrix::metrics::RunMetrics;
@@ -121,10 +121,21 @@ impl KernelMatrixRunner {
             let Some(pass) = step.pass else { continue };
             m.calls += 1;
             m.decisions += 1;
-            m.denied += u64::from(step.actual.as_deref() == Some("deny"));
+            m.denied +=
+                u64::from(step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)));
             m.expectations_met += u64::from(pass);
-            let admitted = matches!(step.actual.as_deref(), Some("allow" | "rewrite"));
-            if matches!(step.expected.as_deref(), Some("allow" | "rewrite")) {
+            let admitted = matches!(
+                step.actual,
+                Some(StepOutcome::Verdict(
+                    ProjectedVerdict::Allow | ProjectedVerdict::Rewrite
+                ))
+            );
+            if matches!(
+                step.expected,
+                Some(StepOutcome::Verdict(
+                    ProjectedVerdict::Allow | ProjectedVerdict::Rewrite
+                ))
+            ) {
                 m.benign_calls += 1;
                 if admitted {
                     m.benign_allowed += 1;

@@ -19,12 +19,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::bundle::Bundle;
-use chio_arena::{load_scenario_with_bytes, Scenario};
+use chio_arena::bundle::{Bundle, StepOutcome};
+use chio_arena::{load_scenario_with_bytes, ActionKind, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
+use crate::driver::{RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -41,14 +41,14 @@ pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
 #[derive(Debug, Serialize)]
 struct OutcomeStep<'a> {
     step_id: &'a str,
-    action: &'a str,
+    action: ActionKind,
     agent: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expected: Option<&'a str>,
+    expected: Option<StepOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    actual: Option<&'a str>,
+    actual: Option<StepOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pass: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,16 +116,14 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
-    let result = match args.topology.as_deref() {
-        None => runtime(COMMAND)?.block_on(run_embedded(&scenario, &inputs, args.keep_going)),
-        Some(topology) => crate::topology::run_with_topology(
-            COMMAND,
-            topology,
-            &scenario,
-            &inputs,
-            args.keep_going,
-        )?,
-    }
+    let topology = args.topology.clone().unwrap_or_default();
+    let result = crate::topology::run_with_topology(
+        COMMAND,
+        &topology,
+        &scenario,
+        &inputs,
+        args.keep_going,
+    )?
     .map_err(|e| CliError::node(COMMAND, &e))?;
     result
         .bundle
@@ -221,7 +219,7 @@ fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
     let calls: Vec<_> = manifest
         .steps
         .iter()
-        .filter(|s| s.pass.is_some() && s.action == "call")
+        .filter(|s| s.pass.is_some() && s.action == ActionKind::Call)
         .collect();
     Outcome {
         status: result.status.clone(),
@@ -236,11 +234,11 @@ fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
             .iter()
             .map(|s| OutcomeStep {
                 step_id: &s.step_id,
-                action: &s.action,
+                action: s.action,
                 agent: &s.agent,
                 kernel: s.kernel.as_deref(),
-                expected: s.expected.as_deref(),
-                actual: s.actual.as_deref(),
+                expected: s.expected,
+                actual: s.actual,
                 pass: s.pass,
                 reason: s.reason.as_deref(),
                 expected_reason: s.expected_reason.as_deref(),
@@ -285,26 +283,26 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
     for s in &manifest.steps {
         rows.push([
             s.step_id.clone(),
-            s.action.clone(),
+            s.action.to_string(),
             s.agent.clone(),
             match (&s.target, &s.kernel, &s.detail) {
                 (Some(t), Some(k), _) => format!("{t} @ {k}"),
-                (Some(t), None, _) if s.action == "message" => format!(
+                (Some(t), None, _) if s.action == ActionKind::Message => format!(
                     "to {t} [{}]",
                     s.labels.as_deref().unwrap_or_default().join(", ")
                 ),
-                (_, _, _) if s.action == "delegate" => match s.labels.as_deref() {
+                (_, _, _) if s.action == ActionKind::Delegate => match s.labels.as_deref() {
                     Some(labels) if !labels.is_empty() => {
                         format!("carries [{}]", labels.join(", "))
                     }
                     _ => String::new(),
                 },
-                (_, _, Some(d)) if s.action == "revoke" => d.clone(),
-                (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
+                (_, _, Some(d)) if s.action == ActionKind::Revoke => d.clone(),
+                (_, _, Some(d)) if s.action == ActionKind::Advance => format!("+{d} ms"),
                 _ => String::new(),
             },
-            s.expected.clone().unwrap_or_default(),
-            s.actual.clone().unwrap_or_default(),
+            s.expected.map(|e| e.to_string()).unwrap_or_default(),
+            s.actual.map(|a| a.to_string()).unwrap_or_default(),
             match s.pass {
                 Some(true) => "pass".into(),
                 Some(false) => "FAIL".into(),
@@ -353,7 +351,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
     let others: Vec<_> = manifest
         .steps
         .iter()
-        .filter(|s| s.pass.is_some() && s.action != "call")
+        .filter(|s| s.pass.is_some() && s.action != ActionKind::Call)
         .collect();
     let others = if others.is_empty() {
         String::new()
@@ -389,18 +387,19 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chio_arena::bundle::{BundleManifest, StepInputs, StepRecord, StopRecord};
+    use chio_arena::bundle::{BundleManifest, BundleStatus, StepInputs, StepRecord, StopRecord};
+    use chio_kernel::verdict::ProjectedVerdict;
     use std::collections::BTreeMap;
 
     fn step(id: &str) -> StepRecord {
         StepRecord {
             step_id: id.to_string(),
-            action: "call".to_string(),
+            action: ActionKind::Call,
             agent: "solo".to_string(),
             virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
             kernel: Some("kernel-a".to_string()),
             target: Some("workspace/read_file".to_string()),
-            expected: Some("allow".to_string()),
+            expected: Some(ProjectedVerdict::Allow.into()),
             actual: None,
             verdict: None,
             reason: None,
@@ -429,7 +428,7 @@ mod tests {
             determinism: scenario.determinism_witness(),
             scenario_title: scenario.title().to_string(),
             scenario_sha256: String::new(),
-            status: "failed".to_string(),
+            status: BundleStatus::Failed,
             stopped: Some(StopRecord {
                 step_id: "read-notes".to_string(),
                 cause: "infrastructure".to_string(),

@@ -32,7 +32,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
+use crate::cli::RunTopology;
+use crate::driver::{run_embedded, run_schedule, Dispatcher, RunInputs, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 
@@ -194,13 +195,21 @@ impl GrpcTopology {
             &topology.trust_token,
             TrustClientConfig::default(),
         )
-        .map_err(|e| NodeError::Authority(e.to_string()))?;
-        let authority = IssuerKey::parse_hex(&public_key_hex(&world.authority))
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        .map_err(NodeError::Authority)?;
+        let authority =
+            IssuerKey::parse_hex(&public_key_hex(&world.authority)).map_err(|source| {
+                NodeError::AuthorityOperation {
+                    operation: "reading the arena authority's key",
+                    source,
+                }
+            })?;
         trust
             .add_issuer_key(authority)
             .await
-            .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
+            .map_err(|source| NodeError::AuthorityOperation {
+                operation: "cannot trust the arena authority",
+                source,
+            })?;
         let expected_sha = hex::encode(Sha256::digest(&inputs.scenario_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
@@ -300,43 +309,54 @@ pub async fn run_distributed(
     .await
 }
 
-/// Runs a scenario on `--topology local` or `--topology FILE`: the outer
-/// error refuses the topology, the inner one is the run's.
+/// Runs a scenario embedded, on `--topology local` or on `--topology
+/// FILE`: the outer error refuses the topology, the inner one is the run's.
 pub fn run_with_topology(
     command: &'static str,
-    topology: &str,
+    topology: &RunTopology,
     scenario: &Scenario,
     inputs: &RunInputs,
     keep_going: bool,
 ) -> Result<Result<RunResult, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
-    if topology == "local" {
-        let chio = std::env::current_exe().map_err(|e| {
-            CliError::infrastructure(
-                command,
-                format!("cannot find the chio binary to start nodes: {e}"),
-            )
-        })?;
-        let cluster = match LocalCluster::start(&chio, &nodes) {
-            Ok(cluster) => cluster,
-            Err(e) => return Ok(Err(e)),
-        };
-        let result = runtime.block_on(run_distributed(
-            scenario,
-            inputs,
-            cluster.topology(),
-            "local",
-            keep_going,
-            true,
-        ));
-        drop(cluster);
-        return Ok(result);
-    }
-    let loaded = Topology::load(command, Path::new(topology))?;
+    let path = match topology {
+        RunTopology::Embedded => {
+            return Ok(runtime.block_on(run_embedded(scenario, inputs, keep_going)))
+        }
+        RunTopology::File(path) => path,
+        RunTopology::Local => {
+            let chio = std::env::current_exe().map_err(|e| {
+                CliError::infrastructure(
+                    command,
+                    format!("cannot find the chio binary to start nodes: {e}"),
+                )
+            })?;
+            let cluster = match LocalCluster::start(&chio, &nodes) {
+                Ok(cluster) => cluster,
+                Err(e) => return Ok(Err(e)),
+            };
+            let result = runtime.block_on(run_distributed(
+                scenario,
+                inputs,
+                cluster.topology(),
+                "local",
+                keep_going,
+                true,
+            ));
+            drop(cluster);
+            return Ok(result);
+        }
+    };
+    let loaded = Topology::load(command, path)?;
     loaded.check_covers(command, &nodes)?;
     Ok(runtime.block_on(run_distributed(
-        scenario, inputs, &loaded, topology, keep_going, false,
+        scenario,
+        inputs,
+        &loaded,
+        &path.display().to_string(),
+        keep_going,
+        false,
     )))
 }
 

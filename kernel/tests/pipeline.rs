@@ -459,7 +459,10 @@ fn observe_mode_records_without_denying() {
     );
     assert_eq!(d.verdict, Verdict::Allow);
     assert_eq!(d.receipt.body.observed.len(), 1);
-    assert_eq!(d.receipt.body.observed[0].would, "deny");
+    assert_eq!(
+        d.receipt.body.observed[0].would,
+        chio_kernel::receipt::WouldAnswer::Deny
+    );
 }
 
 // Invocation budgets are held and committed; a failed dispatch releases its hold.

@@ -25,7 +25,8 @@
 //! - [`grpc_link`]: `KernelLink` over gRPC between node processes;
 //! - [`trust_stores`]: kernel stores over trust-control or local SQLite;
 //! - [`cluster`]: the shared cluster bearer token;
-//! - [`wire`]: how kernel types cross the protocols, with size limits;
+//! - [`wire`]: every conversion between the node protocols' messages and
+//!   node types, the size limits and the status mapping;
 //! - [`daemon`]: running a node as a process (`chio node serve`);
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]

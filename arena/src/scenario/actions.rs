@@ -6,7 +6,9 @@
 //! validator (`super::validate`) decides which values are admissible and
 //! builds them, and runners read them.
 
-use serde::Serialize;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 /// The kind of a tool server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,38 +37,9 @@ impl ServerKind {
     }
 }
 
-/// The verdict a call step expects, in the scenario alphabet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExpectedVerdict {
-    /// A plain allow.
-    Allow,
-    /// A deny or a pending approval.
-    Deny,
-    /// A sanitized allow.
-    Rewrite,
-}
-
-impl ExpectedVerdict {
-    /// Parses the verdict as written in the scenario.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "allow" => Some(Self::Allow),
-            "deny" => Some(Self::Deny),
-            "rewrite" => Some(Self::Rewrite),
-            _ => None,
-        }
-    }
-
-    /// The verdict as written in the scenario.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-            Self::Rewrite => "rewrite",
-        }
-    }
-}
+/// The verdict a call step expects, in the scenario alphabet: the kernel's
+/// projected verdict, so an expectation and an answer compare as values.
+pub type ExpectedVerdict = chio_kernel::verdict::ProjectedVerdict;
 
 /// A tool call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,7 +82,7 @@ pub struct DelegateAction {
 }
 
 /// What a delegate or revoke step expects of itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepExpectation {
     /// The step takes effect (the default).
@@ -142,6 +115,12 @@ impl StepExpectation {
             "refused" => Some(StepExpectation::Refused),
             _ => None,
         }
+    }
+}
+
+impl fmt::Display for StepExpectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -200,6 +179,41 @@ pub struct AdvanceAction {
     pub advance_ms: u64,
 }
 
+/// The kind of a step's action, as bundles and tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    /// A tool call.
+    Call,
+    /// A delegation.
+    Delegate,
+    /// A revocation.
+    Revoke,
+    /// A message between agents.
+    Message,
+    /// A clock advance.
+    Advance,
+}
+
+impl ActionKind {
+    /// The lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ActionKind::Call => "call",
+            ActionKind::Delegate => "delegate",
+            ActionKind::Revoke => "revoke",
+            ActionKind::Message => "message",
+            ActionKind::Advance => "advance",
+        }
+    }
+}
+
+impl fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A step's action, typed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "lowercase")]
@@ -214,4 +228,17 @@ pub enum Action {
     Message(MessageAction),
     /// A clock advance.
     Advance(AdvanceAction),
+}
+
+impl Action {
+    /// The kind of this action.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::Call(_) => ActionKind::Call,
+            Action::Delegate(_) => ActionKind::Delegate,
+            Action::Revoke(_) => ActionKind::Revoke,
+            Action::Message(_) => ActionKind::Message,
+            Action::Advance(_) => ActionKind::Advance,
+        }
+    }
 }

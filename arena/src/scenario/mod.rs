@@ -58,7 +58,7 @@ pub mod locate;
 pub mod validate;
 
 pub use actions::{
-    Action, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
+    Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
     RevokeAction, ServerKind, StepExpectation,
 };
 pub use load::{

@@ -20,7 +20,9 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::bundle::{Bundle, BundleManifest, StepRecord, BUNDLE_SCHEMA, SCENARIO_INPUT};
+use chio_arena::bundle::{
+    Bundle, BundleManifest, BundleStatus, StepRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
+};
 use chio_arena::fixtures::normalized_folder;
 use chio_arena::Scenario;
 use chio_kernel::canonical::to_canonical_string;
@@ -119,7 +121,7 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 "max_invocations": b.max_invocations,
             })).collect::<Vec<_>>(),
         });
-        let text = to_canonical_string(&policy).map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);
     }
     Ok(out)
@@ -144,7 +146,7 @@ pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
         None => Some(format!(
             "step {} expected a reason containing {want:?} but it gave no reason (actual {})",
             record.step_id,
-            record.actual.as_deref().unwrap_or("?")
+            record.actual.map_or("?", |a| a.as_str())
         )),
     }
 }
@@ -182,6 +184,7 @@ pub async fn run_schedule(
         let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
         let mut record = recorder.begin(
             &step.id,
+            prepared.kind(),
             agent,
             clock.format_offset_ms(scheduled.evaluation_ms),
             scenario.expect_reason(scheduled.step_index),
@@ -216,7 +219,7 @@ pub async fn run_schedule(
     let receipt_lines = recorded
         .receipts
         .iter()
-        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
+        .map(|r| to_canonical_string(r).map_err(NodeError::canonical("a signed receipt")))
         .collect::<Result<Vec<_>, _>>()?;
     let manifest = BundleManifest {
         schema_version: BUNDLE_SCHEMA.to_string(),
@@ -224,11 +227,10 @@ pub async fn run_schedule(
         scenario_title: scenario.title().to_string(),
         scenario_sha256: sha256_hex(&inputs.scenario_bytes),
         status: match status {
-            RunStatus::Passed | RunStatus::Failed => "completed",
-            RunStatus::Stopped => "stopped",
-            RunStatus::InfrastructureFailure => "failed",
-        }
-        .to_string(),
+            RunStatus::Passed | RunStatus::Failed => BundleStatus::Completed,
+            RunStatus::Stopped => BundleStatus::Stopped,
+            RunStatus::InfrastructureFailure => BundleStatus::Failed,
+        },
         stopped: recorded.stopped,
         mismatches: recorded.mismatches,
         receipt_root: merkle_root(&recorded.receipts),

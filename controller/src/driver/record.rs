@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use chio_arena::bundle::{StepInputs, StepRecord, StopRecord};
 use chio_arena::scenario::StepExpectation;
-use chio_arena::Action;
+use chio_arena::{Action, ActionKind};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
@@ -96,6 +96,7 @@ impl<'r> StepRecorder<'r> {
     pub fn begin(
         &mut self,
         step_id: &str,
+        action: ActionKind,
         agent: &str,
         virtual_time: String,
         expected_reason: Option<&str>,
@@ -107,7 +108,7 @@ impl<'r> StepRecorder<'r> {
             .clone();
         StepRecord {
             step_id: step_id.to_string(),
-            action: String::new(),
+            action,
             agent: agent.to_string(),
             kernel: None,
             target: None,
@@ -139,13 +140,12 @@ impl<'r> StepRecorder<'r> {
 
     /// What is known of a step before it is dispatched.
     pub fn prepared(&self, record: &mut StepRecord, action: &Action, prepared: &PreparedStep) {
-        record.action = prepared.kind().to_string();
         let agent = record.agent.clone();
         match (action, prepared) {
             (Action::Call(call), PreparedStep::Call(p)) => {
                 record.kernel = Some(p.kernel.clone());
                 record.target = Some(format!("{}/{}", call.server, call.tool));
-                record.expected = Some(call.expect_verdict.as_str().to_string());
+                record.expected = Some(call.expect_verdict.into());
                 record.inputs.invocation = canonical_sha256(&json!({
                     "agent": agent,
                     "server": call.server,
@@ -200,10 +200,10 @@ impl<'r> StepRecorder<'r> {
     ) {
         match (action, prepared, performed) {
             (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
-                let actual = outcome.projected.as_str().to_string();
-                let verdict_ok = actual == call.expect_verdict.as_str();
-                record.actual = Some(actual.clone());
-                record.verdict = Some(outcome.verdict.as_str().to_string());
+                let actual = outcome.projected;
+                let verdict_ok = actual == call.expect_verdict;
+                record.actual = Some(actual.into());
+                record.verdict = Some(outcome.verdict);
                 record.reason = outcome.reason.clone();
                 record.guard = outcome.guard.clone();
                 record.receipt_id = Some(outcome.receipt.id.clone());
@@ -224,7 +224,7 @@ impl<'r> StepRecorder<'r> {
                     let message = format!(
                         "step {} expected {} but the kernel answered {}{}",
                         record.step_id,
-                        call.expect_verdict.as_str(),
+                        call.expect_verdict,
                         actual,
                         outcome
                             .reason
@@ -312,8 +312,8 @@ impl<'r> StepRecorder<'r> {
             StepExpectation::Done
         };
         let outcome_ok = actual == expected;
-        record.expected = Some(expected.as_str().to_string());
-        record.actual = Some(actual.as_str().to_string());
+        record.expected = Some(expected.into());
+        record.actual = Some(actual.into());
         record.reason = refusal.clone();
         let reason_miss = reason_mismatch(record);
         record.pass = Some(outcome_ok && reason_miss.is_none());

@@ -166,9 +166,7 @@ pub fn dispatch(
                 // A file's label may be an integrity label (`integrity:untrusted`).
                 Some((content, label)) => Ok(ToolOutput {
                     content: json!({ "content": content }),
-                    label: label
-                        .clone()
-                        .filter(|l| !chio_kernel::label::is_integrity_label(l)),
+                    label: label.as_deref().and_then(chio_kernel::label::Label::parse),
                     integrity: label
                         .clone()
                         .filter(|l| chio_kernel::label::is_integrity_label(l)),

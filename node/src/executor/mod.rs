@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use chio_arena::Action;
+use chio_arena::{Action, ActionKind};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
@@ -151,13 +151,13 @@ pub enum PreparedStep {
 
 impl PreparedStep {
     /// The action kind, as records name it.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ActionKind {
         match self {
-            PreparedStep::Call(_) => "call",
-            PreparedStep::Delegate(_) => "delegate",
-            PreparedStep::Revoke(_) => "revoke",
-            PreparedStep::Message(_) => "message",
-            PreparedStep::Advance { .. } => "advance",
+            PreparedStep::Call(_) => ActionKind::Call,
+            PreparedStep::Delegate(_) => ActionKind::Delegate,
+            PreparedStep::Revoke(_) => ActionKind::Revoke,
+            PreparedStep::Message(_) => ActionKind::Message,
+            PreparedStep::Advance { .. } => ActionKind::Advance,
         }
     }
 }
@@ -271,8 +271,8 @@ pub fn complete_now<T>(future: impl Future<Output = Result<T, NodeError>>) -> Re
     let mut context = Context::from_waker(Waker::noop());
     match future.as_mut().poll(&mut context) {
         Poll::Ready(result) => result,
-        Poll::Pending => Err(NodeError::Kernel(
-            "a synchronous dispatcher answered later instead of at once".to_string(),
+        Poll::Pending => Err(NodeError::Internal(
+            "a synchronous dispatcher answered later instead of at once",
         )),
     }
 }
