@@ -299,7 +299,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
                     }
                     _ => String::new(),
                 },
-                (_, _, Some(d)) if s.action == "revoke" => d.clone(),
+                (_, _, Some(d)) if s.action == "revoke" || s.action == "fault" => d.clone(),
                 (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
                 _ => String::new(),
             },
