@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chio_arena::Scenario;
+use chio_arena::scenario::FaultAction;
+use chio_arena::{Action, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -35,6 +36,7 @@ use tracing::Instrument;
 use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
+use crate::local_faults::{lock, LocalFaults};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -66,6 +68,9 @@ pub struct TrustControlEntry {
 pub struct Topology {
     /// Logical node to URL.
     pub nodes: BTreeMap<String, String>,
+    /// The peers' URLs each node is given, when they differ from `nodes`
+    /// (a local cluster whose links run through proxies); empty otherwise.
+    pub peer_urls: BTreeMap<String, BTreeMap<String, String>>,
     /// The cluster token.
     pub cluster_token: ClusterToken,
     /// Trust-control's URL.
@@ -131,6 +136,7 @@ impl Topology {
         }
         Ok(Topology {
             nodes: file.nodes,
+            peer_urls: BTreeMap::new(),
             cluster_token,
             trust_url: file.trust_control.url,
             trust_token,
@@ -214,7 +220,7 @@ impl GrpcTopology {
                 .load_world(WorldOffer {
                     scenario: &inputs.scenario_bytes,
                     fixtures: &inputs.fixtures,
-                    peers: &topology.nodes,
+                    peers: topology.peer_urls.get(node).unwrap_or(&topology.nodes),
                     run_id,
                 })
                 .await?;
@@ -279,6 +285,20 @@ pub async fn run_distributed(
     keep_going: bool,
     stop_nodes: bool,
 ) -> Result<RunResult, NodeError> {
+    run_cluster(scenario, inputs, topology, topology_name, keep_going, stop_nodes, None).await
+}
+
+/// [`run_distributed`], with `faults` inflicting the scenario's fault steps
+/// on a cluster this controller started.
+async fn run_cluster(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    topology: &Topology,
+    topology_name: &str,
+    keep_going: bool,
+    stop_nodes: bool,
+    faults: Option<&std::sync::Mutex<LocalCluster>>,
+) -> Result<RunResult, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
     let run_id = fresh_run_id();
     let span = tracing::info_span!(
@@ -290,7 +310,20 @@ pub async fn run_distributed(
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
         let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-        let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
+        let result = match faults {
+            None => run_schedule(scenario, &world, inputs, &cluster, keep_going).await,
+            Some(local) => {
+                let dispatcher = LocalFaults {
+                    grpc: &cluster,
+                    cluster: local,
+                    topology,
+                    world: &world,
+                    inputs,
+                    run_id: &run_id,
+                };
+                run_schedule(scenario, &world, inputs, &dispatcher, keep_going).await
+            }
+        };
         if stop_nodes {
             cluster.shutdown().await;
         }
@@ -311,6 +344,14 @@ pub fn run_with_topology(
 ) -> Result<Result<RunResult, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
+    let faults: Vec<&FaultAction> = scenario
+        .actions()
+        .iter()
+        .filter_map(|a| match a {
+            Action::Fault(fault) => Some(fault),
+            _ => None,
+        })
+        .collect();
     if topology == "local" {
         let chio = std::env::current_exe().map_err(|e| {
             CliError::infrastructure(
@@ -318,20 +359,39 @@ pub fn run_with_topology(
                 format!("cannot find the chio binary to start nodes: {e}"),
             )
         })?;
-        let cluster = match LocalCluster::start(&chio, &nodes) {
+        let proxied = faults.iter().any(|f| {
+            matches!(
+                f,
+                FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+            )
+        });
+        let cluster = match LocalCluster::start(&chio, &nodes, proxied) {
             Ok(cluster) => cluster,
             Err(e) => return Ok(Err(e)),
         };
-        let result = runtime.block_on(run_distributed(
-            scenario,
-            inputs,
-            cluster.topology(),
-            "local",
-            keep_going,
-            true,
-        ));
+        let topology = cluster.topology().clone();
+        let cluster = std::sync::Mutex::new(cluster);
+        let result = runtime.block_on(async {
+            if proxied {
+                lock(&cluster).serve_proxies()?;
+            }
+            let faults = (!faults.is_empty()).then_some(&cluster);
+            run_cluster(scenario, inputs, &topology, "local", keep_going, true, faults).await
+        });
+        drop(runtime);
         drop(cluster);
         return Ok(result);
+    }
+    if let Some(fault) = faults.first() {
+        return Err(topology_error(
+            command,
+            format!(
+                "scenario {} declares fault steps (the first: {}), which need processes the controller owns; a topology file names processes it did not start",
+                scenario.id(),
+                fault.describe()
+            ),
+            "run the scenario embedded (no --topology) or with --topology local",
+        ));
     }
     let loaded = Topology::load(command, Path::new(topology))?;
     loaded.check_covers(command, &nodes)?;
