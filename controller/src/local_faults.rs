@@ -21,6 +21,7 @@
 //! declared fault and never dispatched, so the bundle is the embedded run's
 //! bytes; what this module adds is that the fault is real.
 
+use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -223,5 +224,89 @@ impl LocalFaults<'_> {
             .get(node)
             .cloned()
             .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))
+    }
+}
+
+/// The receipts of the allows among `receipts` (canonical receipt lines, as
+/// a bundle holds them) that `stored` (receipt bodies in trust-control)
+/// lacks, and how many allows there are.
+pub fn unstored_allows(
+    receipts: &[String],
+    stored: &BTreeSet<Vec<u8>>,
+) -> (usize, Vec<String>) {
+    let mut allows = 0;
+    let mut missing = Vec::new();
+    for line in receipts {
+        let verdict = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|r| r["body"]["decision"]["verdict"].as_str().map(str::to_string));
+        // A line that does not parse is counted as an allow, so it must be stored.
+        if verdict.as_deref().is_none_or(|v| v == "allow") {
+            allows += 1;
+            if !stored.contains(line.as_bytes()) {
+                missing.push(line.clone());
+            }
+        }
+    }
+    (allows, missing)
+}
+
+/// After a fault run: resumes trust-control if a stall outlived the run,
+/// then checks that every allow of the bundle has its receipt in
+/// trust-control (nothing acknowledged was lost to a fault); answers the
+/// number of allows checked.
+pub async fn audit_receipts(
+    cluster: &Mutex<LocalCluster>,
+    topology: &Topology,
+    receipts: &[String],
+) -> Result<usize, NodeError> {
+    tokio::task::block_in_place(|| lock(cluster).signal_trust_control("CONT"))?;
+    let client = TrustClient::connect_lazy(
+        &topology.trust_url,
+        &topology.trust_token,
+        TrustClientConfig::default(),
+    )
+    .map_err(|e| NodeError::Authority(e.to_string()))?;
+    let mut stored = BTreeSet::new();
+    let mut after = 0;
+    loop {
+        let page = client
+            .list_receipts(after, 1_000)
+            .await
+            .map_err(|e| NodeError::Authority(e.to_string()))?;
+        stored.extend(page.receipts.into_iter().map(|r| r.body));
+        match page.next_after_seq {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    let (allows, missing) = unstored_allows(receipts, &stored);
+    if let Some(first) = missing.first() {
+        return Err(NodeError::Remote {
+            target: "trust-control".to_string(),
+            cause: format!(
+                "{} of {allows} admitted calls have no receipt in trust-control after the faults; the first: {first}",
+                missing.len()
+            ),
+        });
+    }
+    tracing::info!(allows, "every admitted call's receipt is in trust-control");
+    Ok(allows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves the audit names an allow whose receipt trust-control lacks and ignores denies.
+    #[test]
+    fn an_allow_without_its_stored_receipt_is_named() {
+        let allow = r#"{"body":{"decision":{"verdict":"allow"}},"id":"a"}"#.to_string();
+        let deny = r#"{"body":{"decision":{"verdict":"deny"}},"id":"d"}"#.to_string();
+        let stored = BTreeSet::new();
+        let (allows, missing) = unstored_allows(&[allow.clone(), deny.clone()], &stored);
+        assert_eq!((allows, missing), (1, vec![allow.clone()]));
+        let stored: BTreeSet<Vec<u8>> = [allow.as_bytes().to_vec()].into();
+        assert_eq!(unstored_allows(&[allow, deny], &stored), (1, Vec::new()));
     }
 }

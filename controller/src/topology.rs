@@ -36,7 +36,7 @@ use tracing::Instrument;
 use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
-use crate::local_faults::{lock, LocalFaults};
+use crate::local_faults::{audit_receipts, lock, LocalFaults};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -321,7 +321,13 @@ async fn run_cluster(
                     inputs,
                     run_id: &run_id,
                 };
-                run_schedule(scenario, &world, inputs, &dispatcher, keep_going).await
+                let run = run_schedule(scenario, &world, inputs, &dispatcher, keep_going).await;
+                match run {
+                    Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
+                        .await
+                        .map(|_| run),
+                    Err(e) => Err(e),
+                }
             }
         };
         if stop_nodes {
