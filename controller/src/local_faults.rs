@@ -147,11 +147,9 @@ impl LocalFaults<'_> {
     async fn check_refuses(&self, node: &str) -> Result<(), NodeError> {
         let url = self.url(node)?;
         let addr = url.trim_start_matches("http://");
-        let probe = tokio::time::timeout(
-            Duration::from_secs(1),
-            tokio::net::TcpStream::connect(addr),
-        )
-        .await;
+        let probe =
+            tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr))
+                .await;
         match probe {
             Ok(Ok(_)) => Err(NodeError::Remote {
                 target: format!("node {node}"),
@@ -176,7 +174,9 @@ impl LocalFaults<'_> {
             Err(TrustError::DeadlineExceeded { .. }) => Ok(()),
             other => Err(NodeError::Remote {
                 target: "trust-control".to_string(),
-                cause: format!("a store call to the paused service did not miss its deadline: {other:?}"),
+                cause: format!(
+                    "a store call to the paused service did not miss its deadline: {other:?}"
+                ),
             }),
         }
     }
@@ -230,16 +230,17 @@ impl LocalFaults<'_> {
 /// The receipts of the allows among `receipts` (canonical receipt lines, as
 /// a bundle holds them) that `stored` (receipt bodies in trust-control)
 /// lacks, and how many allows there are.
-pub fn unstored_allows(
-    receipts: &[String],
-    stored: &BTreeSet<Vec<u8>>,
-) -> (usize, Vec<String>) {
+pub fn unstored_allows(receipts: &[String], stored: &BTreeSet<Vec<u8>>) -> (usize, Vec<String>) {
     let mut allows = 0;
     let mut missing = Vec::new();
     for line in receipts {
         let verdict = serde_json::from_str::<serde_json::Value>(line)
             .ok()
-            .and_then(|r| r["body"]["decision"]["verdict"].as_str().map(str::to_string));
+            .and_then(|r| {
+                r["body"]["decision"]["verdict"]
+                    .as_str()
+                    .map(str::to_string)
+            });
         // A line that does not parse is counted as an allow, so it must be stored.
         if verdict.as_deref().is_none_or(|v| v == "allow") {
             allows += 1;

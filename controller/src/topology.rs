@@ -285,7 +285,16 @@ pub async fn run_distributed(
     keep_going: bool,
     stop_nodes: bool,
 ) -> Result<RunResult, NodeError> {
-    run_cluster(scenario, inputs, topology, topology_name, keep_going, stop_nodes, None).await
+    run_cluster(
+        scenario,
+        inputs,
+        topology,
+        topology_name,
+        keep_going,
+        stop_nodes,
+        None,
+    )
+    .await
 }
 
 /// [`run_distributed`], with `faults` inflicting the scenario's fault steps
@@ -368,7 +377,9 @@ pub fn run_with_topology(
         let proxied = faults.iter().any(|f| {
             matches!(
                 f,
-                FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+                FaultAction::Partition { .. }
+                    | FaultAction::Heal { .. }
+                    | FaultAction::Delay { .. }
             )
         });
         let cluster = match LocalCluster::start(&chio, &nodes, proxied) {
@@ -382,7 +393,10 @@ pub fn run_with_topology(
                 lock(&cluster).serve_proxies()?;
             }
             let faults = (!faults.is_empty()).then_some(&cluster);
-            run_cluster(scenario, inputs, &topology, "local", keep_going, true, faults).await
+            run_cluster(
+                scenario, inputs, &topology, "local", keep_going, true, faults,
+            )
+            .await
         });
         drop(runtime);
         drop(cluster);

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
-use chio_arena::scenario::{FaultAction, FaultLink};
 use chio_arena::load_scenario;
+use chio_arena::scenario::{FaultAction, FaultLink};
 use chio_kernel::verdict::Verdict;
 use chio_node::executor::{Dispatcher, FaultEvent, PreparedFault};
 use chio_node::{CallCommand, EmbeddedTopology, FixtureSet, World};
@@ -60,7 +60,9 @@ fn read(world: &World, agent: &str, id: &str) -> CallCommand {
 fn crashed_node_and_partitioned_kernel_answer_nothing_until_back() {
     let world = world();
     let rt = runtime();
-    let topology = rt.block_on(EmbeddedTopology::start(&world)).expect("starts");
+    let topology = rt
+        .block_on(EmbeddedTopology::start(&world))
+        .expect("starts");
     let call = |agent: &str, node: &str, id: &str| {
         rt.block_on(topology.call(node, read(&world, agent, id)))
     };
@@ -70,14 +72,22 @@ fn crashed_node_and_partitioned_kernel_answer_nothing_until_back() {
     let crash = FaultAction::Crash {
         node: "node-a".to_string(),
     };
-    rt.block_on(topology.fault(event(crash))).expect("simulated");
-    assert!(call("alice", "node-a", "a1").is_err(), "a crashed node answered");
-    assert!(call("carol", "node-c", "c2").is_err(), "a crashed node's kernel answered");
+    rt.block_on(topology.fault(event(crash)))
+        .expect("simulated");
+    assert!(
+        call("alice", "node-a", "a1").is_err(),
+        "a crashed node answered"
+    );
+    assert!(
+        call("carol", "node-c", "c2").is_err(),
+        "a crashed node's kernel answered"
+    );
     let restart = FaultAction::Restart {
         node: "node-a".to_string(),
         keep_state: true,
     };
-    rt.block_on(topology.fault(event(restart))).expect("simulated");
+    rt.block_on(topology.fault(event(restart)))
+        .expect("simulated");
     let back = call("alice", "node-a", "a2").expect("node-a answers again");
     assert_eq!(back.verdict, Verdict::Allow);
     let link = FaultLink::new("node-c", "node-a");
@@ -85,10 +95,16 @@ fn crashed_node_and_partitioned_kernel_answer_nothing_until_back() {
     rt.block_on(topology.fault(event(cut))).expect("simulated");
     let refused = call("carol", "node-c", "c3").expect_err("the partition refuses");
     assert!(refused.to_string().contains("partitioned"), "{refused}");
-    assert!(call("alice", "node-a", "a3").is_ok(), "the partition cut node-a off");
+    assert!(
+        call("alice", "node-a", "a3").is_ok(),
+        "the partition cut node-a off"
+    );
     rt.block_on(topology.fault(event(FaultAction::Heal { link })))
         .expect("simulated");
-    assert!(call("carol", "node-c", "c4").is_ok(), "the heal did not carry");
+    assert!(
+        call("carol", "node-c", "c4").is_ok(),
+        "the heal did not carry"
+    );
 }
 
 // Proves a stalled or cut-off trust-control makes the kernel deny naming its store, and that the stall's end and the heal restore allows.
@@ -96,20 +112,24 @@ fn crashed_node_and_partitioned_kernel_answer_nothing_until_back() {
 fn stalled_or_cut_off_trust_control_makes_the_kernel_deny() {
     let world = world();
     let rt = runtime();
-    let topology = rt.block_on(EmbeddedTopology::start(&world)).expect("starts");
+    let topology = rt
+        .block_on(EmbeddedTopology::start(&world))
+        .expect("starts");
     let call = |id: &str| {
         rt.block_on(topology.call("node-a", read(&world, "alice", id)))
             .expect("node-a answers")
     };
     assert_eq!(call("r1").verdict, Verdict::Allow);
     let stall = FaultAction::Stall { duration_ms: 1000 };
-    rt.block_on(topology.fault(event(stall))).expect("simulated");
+    rt.block_on(topology.fault(event(stall)))
+        .expect("simulated");
     let stalled = call("r2");
     assert_eq!(stalled.verdict, Verdict::Deny);
     let reason = stalled.reason.unwrap_or_default();
     assert!(reason.contains("store unavailable"), "{reason}");
     assert!(reason.contains("deadline"), "{reason}");
-    rt.block_on(topology.fault(FaultEvent::EndStall)).expect("simulated");
+    rt.block_on(topology.fault(FaultEvent::EndStall))
+        .expect("simulated");
     assert_eq!(call("r3").verdict, Verdict::Allow);
     let link = FaultLink::new("node-a", "trust-control");
     let cut = FaultAction::Partition { link: link.clone() };

@@ -152,10 +152,17 @@ fn every_fault_kind_runs_locally_identical_to_embedded_and_to_a_rerun() {
         let admitted = allows(&out("local"));
         assert!(admitted > 0, "{file:?} admits nothing");
         let audit = format!("every admitted call's receipt is in trust-control allows={admitted}");
-        assert!(stderr.contains(&audit), "{file:?}: no audit of {admitted} allows\n{stderr}");
+        assert!(
+            stderr.contains(&audit),
+            "{file:?}: no audit of {admitted} allows\n{stderr}"
+        );
         run_passing(dir.path(), file, &out("rerun"), true);
         let embedded = tree(&out("embedded"));
-        assert_eq!(embedded, tree(&out("local")), "{file:?}: local differs from embedded");
+        assert_eq!(
+            embedded,
+            tree(&out("local")),
+            "{file:?}: local differs from embedded"
+        );
         assert_eq!(embedded, tree(&out("rerun")), "{file:?}: the rerun differs");
     }
     let every: BTreeSet<String> = [

@@ -248,6 +248,14 @@ impl InEffect {
                         "crash the node in an earlier step, or remove the restart",
                     ));
                 }
+                // A restarted node loads its world from trust-control.
+                if let Some(why) = self.control_blocked(node) {
+                    return Err(refuse(
+                        "node",
+                        format!("node {node} cannot load its world on restart: {why}"),
+                        "restart the node after the heal of its trust-control link or the stall's end",
+                    ));
+                }
             }
             FaultAction::Partition { link } => {
                 if self.slowed.contains(link) {
@@ -303,24 +311,29 @@ impl InEffect {
         Ok(())
     }
 
-    /// Why a message between nodes `ends` (sender's, receiver's) cannot be
-    /// sent now, if it cannot.
-    fn blocks_message(&self, ends: &[Option<String>; 2]) -> Option<String> {
+    /// Why `node` cannot reach trust-control now, if it cannot.
+    fn control_blocked(&self, node: &str) -> Option<String> {
         if let Some((_, at)) = self.stall_until {
-            return Some(format!(
-                "trust-control, which carries a message's labels, is stalled by steps[{at}]"
-            ));
+            return Some(format!("trust-control is stalled by steps[{at}]"));
         }
+        let to_control = FaultLink::new(node, TRUST_CONTROL);
+        self.cut.get(&to_control).map(|at| {
+            format!(
+                "link {} is partitioned (at steps[{at}])",
+                to_control.describe()
+            )
+        })
+    }
+
+    /// Why a message between nodes `ends` (sender's, receiver's) cannot be
+    /// sent now, if it cannot: trust-control carries its labels.
+    fn blocks_message(&self, ends: &[Option<String>; 2]) -> Option<String> {
         for node in ends.iter().flatten() {
             if let Some(at) = self.down.get(node) {
                 return Some(format!("node {node} is down (crashed at steps[{at}])"));
             }
-            let to_control = FaultLink::new(node, TRUST_CONTROL);
-            if let Some(at) = self.cut.get(&to_control) {
-                return Some(format!(
-                    "link {} is partitioned (at steps[{at}])",
-                    to_control.describe()
-                ));
+            if let Some(why) = self.control_blocked(node) {
+                return Some(why);
             }
         }
         None
