@@ -121,7 +121,7 @@ fn virtual_ms(
     key: &'static str,
 ) -> Result<u64, ArenaError> {
     match value {
-        Some(ms) if ms >= 1 && ms <= MAX_OFFSET_MS => Ok(ms),
+        Some(ms) if (1..=MAX_OFFSET_MS).contains(&ms) => Ok(ms),
         _ => Err(ArenaError::OutOfRange {
             field: field(),
             rule: match key {
