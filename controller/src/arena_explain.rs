@@ -154,6 +154,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
             "advance",
             format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
         ),
+        "fault" => line(&mut text, "fault", step.detail.as_deref().unwrap_or("?")),
         _ => {}
     }
     if let Some(labels) = &step.labels {
@@ -192,8 +193,18 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
         line(&mut text, "receipt", receipt);
     }
     if step.action == "call" {
+        if let Some(detail) = &step.detail {
+            line(&mut text, "delayed", detail);
+        }
         match &step.trace {
             Some(trace) => render_trace(&mut text, trace),
+            // A fault in effect denied the call before dispatch: no kernel ran.
+            None if step.receipt_id.is_none() && step.actual.as_deref() == Some("deny") => text
+                .push_str(
+                    "
+a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
+",
+                ),
             None => text.push_str(
                 "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
             ),
