@@ -75,6 +75,11 @@ impl LinkProxy {
         self.mode.send_replace(mode);
     }
 
+    /// The proxy's address and its upstream, to probe without holding it.
+    pub fn probe(&self) -> (SocketAddr, String) {
+        (self.addr, self.upstream.clone())
+    }
+
     /// Starts the accept loop on the current runtime (once).
     pub fn serve(&self) -> Result<(), NodeError> {
         let taken = self
@@ -151,5 +156,28 @@ async fn pipe(
         if to.write_all(&buffer[..read]).await.is_err() {
             return;
         }
+    }
+}
+
+/// Checks that the cut proxy at `addr` (in front of `upstream`) refuses: a
+/// connection to it is closed at once, where an open link would keep it
+/// (the far end waits for the client to speak first).
+pub async fn check_cut(addr: SocketAddr, upstream: &str) -> Result<(), NodeError> {
+    let refused = match TcpStream::connect(addr).await {
+        Err(_) => true,
+        Ok(mut stream) => {
+            let mut byte = [0u8; 1];
+            let read =
+                tokio::time::timeout(Duration::from_millis(500), stream.read(&mut byte)).await;
+            matches!(read, Ok(Ok(0)) | Ok(Err(_)))
+        }
+    };
+    if refused {
+        Ok(())
+    } else {
+        Err(NodeError::Remote {
+            target: format!("link proxy to {upstream}"),
+            cause: "still carries after it was cut".to_string(),
+        })
     }
 }

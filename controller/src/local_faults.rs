@@ -38,7 +38,7 @@ use chio_node::{
 use chio_trust::{TrustClient, TrustClientConfig, TrustError, TrustStore};
 
 use crate::driver::{Dispatcher, RunInputs};
-use crate::link_proxy::LinkMode;
+use crate::link_proxy::{check_cut, LinkMode, LinkProxy};
 use crate::local_cluster::LocalCluster;
 use crate::topology::{GrpcTopology, Topology};
 
@@ -119,7 +119,10 @@ impl LocalFaults<'_> {
                 self.blocking(|c| c.signal_trust_control("STOP"))?;
                 self.check_stalled().await
             }
-            FaultAction::Partition { link } => self.set_link(&link.from, &link.to, LinkMode::Cut),
+            FaultAction::Partition { link } => {
+                self.set_link(&link.from, &link.to, LinkMode::Cut)?;
+                self.check_cut(&link.from, &link.to).await
+            }
             FaultAction::Heal { link } => self.set_link(&link.from, &link.to, LinkMode::Open),
             FaultAction::Delay { link, delay_ms } => {
                 let wall = Duration::from_millis(*delay_ms).min(MAX_WALL_DELAY);
@@ -139,6 +142,22 @@ impl LocalFaults<'_> {
         }
         for proxy in proxies {
             proxy.set(mode);
+        }
+        Ok(())
+    }
+
+    /// Checks that every proxy of a cut link refuses.
+    async fn check_cut(&self, a: &str, b: &str) -> Result<(), NodeError> {
+        let probes: Vec<_> = {
+            let cluster = lock(self.cluster);
+            cluster
+                .link_proxies(a, b)
+                .into_iter()
+                .map(LinkProxy::probe)
+                .collect()
+        };
+        for (addr, upstream) in probes {
+            check_cut(addr, &upstream).await?;
         }
         Ok(())
     }
