@@ -292,3 +292,92 @@ fn handed_to(
         .map(|(id, held)| (id.clone(), held.holder.clone(), held.token.clone()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn begun(state: &mut FaultState, fault: FaultAction, step: &str, at_ms: u64) {
+        let prepared = PreparedFault {
+            fault,
+            restore: Vec::new(),
+            lost: vec!["bob-files".to_string()],
+            at_ms,
+        };
+        state.apply(&prepared, step);
+    }
+
+    fn command(agent: &str, now_ms: u64) -> CallCommand {
+        CallCommand {
+            request_id: "r".to_string(),
+            agent: agent.to_string(),
+            capability_id: "bob-files".to_string(),
+            captured: None,
+            server: "ws".to_string(),
+            tool: "read_file".to_string(),
+            arguments: serde_json::json!({}),
+            now_ms,
+        }
+    }
+
+    // Proves each fault reaches exactly the calls it should, naming the fault step, and a stall ends at its instant.
+    #[test]
+    fn faults_reach_the_calls_they_cut_off_and_no_others() {
+        let mut state = FaultState::default();
+        let call =
+            |s: &FaultState, now| s.call_blocked(&command("bob", now), "node-b", "k-a", "node-a");
+        assert_eq!(call(&state, 0), None);
+        begun(
+            &mut state,
+            FaultAction::Stall { duration_ms: 10 },
+            "stall",
+            100,
+        );
+        let stalled = call(&state, 105).expect("stalled");
+        assert!(
+            stalled.contains("since step stall, for 5 ms more"),
+            "{stalled}"
+        );
+        assert!(state.stall_over(110) && !state.stall_over(109));
+        assert_eq!(call(&state, 110), None);
+        state.end_stall();
+        let link = FaultLink::new("node-a", "node-b");
+        begun(
+            &mut state,
+            FaultAction::Partition { link: link.clone() },
+            "cut",
+            0,
+        );
+        let cut = call(&state, 0).expect("partitioned");
+        assert!(
+            cut.starts_with("kernel k-a is unreachable: link node-a <-> node-b"),
+            "{cut}"
+        );
+        assert_eq!(
+            state.call_blocked(&command("alice", 0), "node-a", "k-a", "node-a"),
+            None
+        );
+        begun(&mut state, FaultAction::Heal { link }, "heal", 0);
+        assert_eq!(call(&state, 0), None);
+        let node = "node-b".to_string();
+        begun(
+            &mut state,
+            FaultAction::Crash { node: node.clone() },
+            "crash",
+            0,
+        );
+        assert!(call(&state, 0)
+            .expect("down")
+            .contains("agent bob cannot call"));
+        let restart = FaultAction::Restart {
+            node,
+            keep_state: false,
+        };
+        begun(&mut state, restart, "fresh", 0);
+        let lost = call(&state, 0).expect("lost");
+        assert!(
+            lost.contains("no longer holds capability bob-files"),
+            "{lost}"
+        );
+    }
+}
