@@ -161,12 +161,17 @@ impl<'r> StepRecorder<'r> {
                     "policy": self.policy_hashes.get(&p.kernel),
                     "evaluator": EVALUATOR_VERSION,
                 }));
-                record.inputs.authority_time = canonical_sha256(&json!({
+                let mut authority_time = json!({
                     "trusted_issuers": [self.authority_hex],
                     "token": p.token_sha256,
                     "now": record.virtual_time,
-                }));
-                record.detail = p.delayed.clone();
+                });
+                // A delayed call is evaluated later than its instant.
+                if let Some(delayed) = &p.delayed {
+                    authority_time["evaluated_ms"] = json!(p.command.now_ms);
+                    record.detail = Some(delayed.clone());
+                }
+                record.inputs.authority_time = canonical_sha256(&authority_time);
             }
             (Action::Delegate(delegate), _) => {
                 record.inputs.invocation =

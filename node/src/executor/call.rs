@@ -7,7 +7,9 @@
 //! key, so a captured token is the attack, not a shortcut). The call is
 //! routed to the kernel serving the server, and its request id is the step
 //! id. The node's half signs and evaluates; its released output is kept for
-//! messages that forward it.
+//! messages that forward it. A fault in effect (`super::fault`) may decide
+//! the call's deny instead, before anything is dispatched, or make it reach
+//! its kernel later over a delayed link.
 
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
