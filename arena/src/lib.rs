@@ -57,7 +57,8 @@ pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
     parse_scenario_with_fixtures, Action, ActionKind, AdvanceAction, CallAction, DelegateAction,
-    ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    ExpectedVerdict, FaultAction, FaultLink, MessageAction, RevokeAction, Scenario, ServerKind,
+    SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

@@ -16,9 +16,10 @@
 
 use std::io::Write;
 
-use chio_arena::bundle::{Bundle, StepRecord, SCENARIO_INPUT};
+use chio_arena::bundle::{Bundle, StepOutcome, StepRecord, SCENARIO_INPUT};
 use chio_arena::ActionKind;
 use chio_kernel::trace::{DecisionTrace, STAGES};
+use chio_kernel::verdict::ProjectedVerdict;
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
@@ -155,6 +156,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
             "advance",
             format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
         ),
+        "fault" => line(&mut text, "fault", step.detail.as_deref().unwrap_or("?")),
         _ => {}
     }
     if let Some(labels) = &step.labels {
@@ -193,8 +195,18 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
         line(&mut text, "receipt", receipt);
     }
     if step.action == ActionKind::Call {
+        if let Some(detail) = &step.detail {
+            line(&mut text, "delayed", detail);
+        }
         match &step.trace {
             Some(trace) => render_trace(&mut text, trace),
+            // A fault in effect denied the call before dispatch: no kernel ran.
+            None if step.receipt_id.is_none() && step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)) => text
+                .push_str(
+                    "
+a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
+",
+                ),
             None => text.push_str(
                 "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
             ),

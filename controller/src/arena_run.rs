@@ -297,7 +297,9 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
                     }
                     _ => String::new(),
                 },
-                (_, _, Some(d)) if s.action == ActionKind::Revoke => d.clone(),
+                (_, _, Some(d)) if matches!(s.action, ActionKind::Revoke | ActionKind::Fault) => {
+                    d.clone()
+                }
                 (_, _, Some(d)) if s.action == ActionKind::Advance => format!("+{d} ms"),
                 _ => String::new(),
             },

@@ -21,6 +21,8 @@
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
+//! - [`local_faults`] inflicts a scenario's fault steps on those processes,
+//!   and [`link_proxy`] is the switchable proxy in front of each link;
 //! - [`serve`] holds `chio node serve` and `chio trust serve`;
 //! - [`term`] holds `--color`, `NO_COLOR` and the `--quiet`/`--verbose` log levels;
 //! - [`report`] writes report files atomically and types their failure;
@@ -46,7 +48,9 @@ pub mod error;
 pub mod eval;
 pub mod harness;
 pub mod junit;
+pub mod link_proxy;
 pub mod local_cluster;
+pub mod local_faults;
 pub mod report;
 pub mod sarif;
 pub mod serve;

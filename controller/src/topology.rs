@@ -16,7 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chio_arena::Scenario;
+use chio_arena::scenario::FaultAction;
+use chio_arena::{Action, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -36,6 +37,7 @@ use crate::cli::RunTopology;
 use crate::driver::{run_embedded, run_schedule, Dispatcher, RunInputs, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
+use crate::local_faults::{audit_receipts, lock, LocalFaults};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -67,6 +69,9 @@ pub struct TrustControlEntry {
 pub struct Topology {
     /// Logical node to URL.
     pub nodes: BTreeMap<String, String>,
+    /// The peers' URLs each node is given, when they differ from `nodes`
+    /// (a local cluster whose links run through proxies); empty otherwise.
+    pub peer_urls: BTreeMap<String, BTreeMap<String, String>>,
     /// The cluster token.
     pub cluster_token: ClusterToken,
     /// Trust-control's URL.
@@ -132,6 +137,7 @@ impl Topology {
         }
         Ok(Topology {
             nodes: file.nodes,
+            peer_urls: BTreeMap::new(),
             cluster_token,
             trust_url: file.trust_control.url,
             trust_token,
@@ -223,7 +229,7 @@ impl GrpcTopology {
                 .load_world(WorldOffer {
                     scenario: &inputs.scenario_bytes,
                     fixtures: &inputs.fixtures,
-                    peers: &topology.nodes,
+                    peers: topology.peer_urls.get(node).unwrap_or(&topology.nodes),
                     run_id,
                 })
                 .await?;
@@ -288,6 +294,29 @@ pub async fn run_distributed(
     keep_going: bool,
     stop_nodes: bool,
 ) -> Result<RunResult, NodeError> {
+    run_cluster(
+        scenario,
+        inputs,
+        topology,
+        topology_name,
+        keep_going,
+        stop_nodes,
+        None,
+    )
+    .await
+}
+
+/// [`run_distributed`], with `faults` inflicting the scenario's fault steps
+/// on a cluster this controller started.
+async fn run_cluster(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    topology: &Topology,
+    topology_name: &str,
+    keep_going: bool,
+    stop_nodes: bool,
+    faults: Option<&std::sync::Mutex<LocalCluster>>,
+) -> Result<RunResult, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
     let run_id = fresh_run_id();
     let span = tracing::info_span!(
@@ -299,7 +328,26 @@ pub async fn run_distributed(
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
         let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-        let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
+        let result = match faults {
+            None => run_schedule(scenario, &world, inputs, &cluster, keep_going).await,
+            Some(local) => {
+                let dispatcher = LocalFaults {
+                    grpc: &cluster,
+                    cluster: local,
+                    topology,
+                    world: &world,
+                    inputs,
+                    run_id: &run_id,
+                };
+                let run = run_schedule(scenario, &world, inputs, &dispatcher, keep_going).await;
+                match run {
+                    Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
+                        .await
+                        .map(|_| run),
+                    Err(e) => Err(e),
+                }
+            }
+        };
         if stop_nodes {
             cluster.shutdown().await;
         }
@@ -307,6 +355,39 @@ pub async fn run_distributed(
     }
     .instrument(span)
     .await
+}
+
+/// Runs a scenario on a local cluster started for it (links proxied when
+/// the scenario partitions, heals or delays one), inflicting its fault
+/// steps on the real processes.
+fn run_local(
+    runtime: &tokio::runtime::Runtime,
+    chio: &Path,
+    nodes: &[String],
+    faults: &[&FaultAction],
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    let proxied = faults.iter().any(|f| {
+        matches!(
+            f,
+            FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+        )
+    });
+    let cluster = LocalCluster::start(chio, nodes, proxied)?;
+    let topology = cluster.topology().clone();
+    let cluster = std::sync::Mutex::new(cluster);
+    runtime.block_on(async {
+        if proxied {
+            lock(&cluster).serve_proxies()?;
+        }
+        let faults = (!faults.is_empty()).then_some(&cluster);
+        run_cluster(
+            scenario, inputs, &topology, "local", keep_going, true, faults,
+        )
+        .await
+    })
 }
 
 /// Runs a scenario embedded, on `--topology local` or on `--topology
@@ -320,6 +401,14 @@ pub fn run_with_topology(
 ) -> Result<Result<RunResult, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
+    let faults: Vec<&FaultAction> = scenario
+        .actions()
+        .iter()
+        .filter_map(|a| match a {
+            Action::Fault(fault) => Some(fault),
+            _ => None,
+        })
+        .collect();
     let path = match topology {
         RunTopology::Embedded => {
             return Ok(runtime.block_on(run_embedded(scenario, inputs, keep_going)))
@@ -332,22 +421,22 @@ pub fn run_with_topology(
                     format!("cannot find the chio binary to start nodes: {e}"),
                 )
             })?;
-            let cluster = match LocalCluster::start(&chio, &nodes) {
-                Ok(cluster) => cluster,
-                Err(e) => return Ok(Err(e)),
-            };
-            let result = runtime.block_on(run_distributed(
-                scenario,
-                inputs,
-                cluster.topology(),
-                "local",
-                keep_going,
-                true,
+            return Ok(run_local(
+                &runtime, &chio, &nodes, &faults, scenario, inputs, keep_going,
             ));
-            drop(cluster);
-            return Ok(result);
         }
     };
+    if let Some(fault) = faults.first() {
+        return Err(topology_error(
+            command,
+            format!(
+                "scenario {} declares fault steps (the first: {}), which need processes the controller owns; a topology file names processes it did not start",
+                scenario.id(),
+                fault.describe()
+            ),
+            "run the scenario embedded (no --topology) or with --topology local",
+        ));
+    }
     let loaded = Topology::load(command, path)?;
     loaded.check_covers(command, &nodes)?;
     Ok(runtime.block_on(run_distributed(

@@ -16,6 +16,7 @@ use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule, Dispatcher, RunStatus};
 use chio_node::actors::CallOutcome;
 use chio_node::embedded::start_nodes;
+use chio_node::executor::FaultEvent;
 use chio_node::link::LinkFuture;
 use chio_node::{
     CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node, NodeError,
@@ -189,6 +190,12 @@ impl Dispatcher for CountingDispatcher {
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
         let node = self.node(node);
         Box::pin(async move { node?.message(command).await })
+    }
+
+    // The executor never dispatches a step a fault reaches, so the counted
+    // decisions are the same whether or not the fault is simulated here.
+    fn fault(&self, _event: FaultEvent) -> LinkFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
     }
 }
 

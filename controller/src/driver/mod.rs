@@ -16,7 +16,11 @@
 //! stage), each message and delegation the labels it carried.
 //!
 //! The driver does not know how nodes are reached: the embedded topology
-//! and the gRPC topologies implement [`Dispatcher`].
+//! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
+//! fault step's fault. A fault step is a barrier
+//! ([`chio_node::executor::PreparedStep::is_barrier`]): nothing runs
+//! concurrently with it or is reordered across it, since it changes what
+//! every later step meets.
 
 use std::collections::BTreeMap;
 
@@ -181,6 +185,8 @@ pub async fn run_schedule(
             .agent_node(agent)
             .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
             .to_string();
+        // A stall over by this instant ends before the step is prepared.
+        let settled = executor.settle_faults(dispatcher, now_ms).await;
         let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
         let mut record = recorder.begin(
             &step.id,
@@ -190,10 +196,15 @@ pub async fn run_schedule(
             scenario.expect_reason(scheduled.step_index),
         );
         recorder.prepared(&mut record, action, &prepared);
-        match executor
-            .perform(dispatcher, &node, &step.id, &prepared)
-            .await
-        {
+        let performed = match settled {
+            Ok(()) => {
+                executor
+                    .perform(dispatcher, &node, &step.id, &prepared)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match performed {
             Ok(performed) => recorder.performed(record, action, &prepared, performed),
             Err(e) => {
                 recorder.infrastructure(record, &e);

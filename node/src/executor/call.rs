@@ -7,7 +7,9 @@
 //! key, so a captured token is the attack, not a shortcut). The call is
 //! routed to the kernel serving the server, and its request id is the step
 //! id. The node's half signs and evaluates; its released output is kept for
-//! messages that forward it.
+//! messages that forward it. A fault in effect (`super::fault`) may decide
+//! the call's deny instead, before anything is dispatched, or make it reach
+//! its kernel later over a delayed link.
 
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
@@ -28,6 +30,11 @@ pub struct PreparedCall {
     pub kernel: String,
     /// The presented capability's fingerprint.
     pub token_sha256: String,
+    /// The deny a fault in effect decides instead of dispatching the call
+    /// (`super::fault`), when one reaches it.
+    pub blocked: Option<String>,
+    /// How a delayed link changed the call's arrival, when one did.
+    pub delayed: Option<String>,
 }
 
 impl PreparedCall {
@@ -60,19 +67,30 @@ pub(super) fn prepare(
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
         .to_string();
+    let mut command = CallCommand {
+        request_id: step_id.to_string(),
+        agent: agent.to_string(),
+        capability_id,
+        captured,
+        server: call.server.clone(),
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+        now_ms,
+    };
+    let agent_node = world.agent_node(agent).unwrap_or_default();
+    let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
+    let faults = &executor.faults;
+    let blocked = faults.call_blocked(&command, agent_node, &kernel, kernel_node);
+    let delay = faults.delay(agent_node, kernel_node);
+    if let Some((ms, _)) = &delay {
+        command.now_ms = now_ms.saturating_add(*ms);
+    }
     Ok(PreparedCall {
-        command: CallCommand {
-            request_id: step_id.to_string(),
-            agent: agent.to_string(),
-            capability_id,
-            captured,
-            server: call.server.clone(),
-            tool: call.tool.clone(),
-            arguments: call.arguments.clone(),
-            now_ms,
-        },
+        command,
         kernel,
         token_sha256: entry.token_sha256.clone(),
+        blocked,
+        delayed: delay.map(|(_, note)| note),
     })
 }
 

@@ -13,6 +13,7 @@ use chio_arena::scenario::DelegateAction;
 use super::{Dispatcher, HeldCapability, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{DelegateCommand, DelegateOutcome};
+use crate::world::World;
 
 /// A delegation ready to dispatch, or the controller's refusal of it.
 #[derive(Debug, Clone)]
@@ -33,6 +34,7 @@ pub struct DelegatedChild {
 /// The controller's decisions for a delegate step.
 pub(super) fn prepare(
     executor: &StepExecutor,
+    world: &World,
     delegate: &DelegateAction,
     agent: &str,
     now_ms: u64,
@@ -40,8 +42,18 @@ pub(super) fn prepare(
     let held = executor
         .capability(&delegate.capability)
         .is_some_and(|entry| entry.holder == agent);
+    let blocked = executor.faults.delegate_blocked(
+        agent,
+        world.agent_node(agent).unwrap_or_default(),
+        &delegate.capability,
+        &delegate.to,
+        world.agent_node(&delegate.to).unwrap_or_default(),
+        now_ms,
+    );
     PreparedDelegate {
-        command: if held {
+        command: if let (true, Some(refusal)) = (held, blocked) {
+            Err(refusal)
+        } else if held {
             Ok(DelegateCommand {
                 agent: agent.to_string(),
                 capability_id: delegate.capability.clone(),

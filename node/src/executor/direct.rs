@@ -260,4 +260,11 @@ impl Dispatcher for DirectDispatcher<'_> {
         let answer = self.message_now(command);
         Box::pin(std::future::ready(answer))
     }
+
+    /// One synchronous process has no node to crash or link to cut: a fault
+    /// is only what the executor decides for the steps it reaches, which it
+    /// never dispatches here.
+    fn fault(&self, _event: super::FaultEvent) -> LinkFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
 }

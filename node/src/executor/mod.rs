@@ -10,7 +10,9 @@
 //! command through a [`Dispatcher`] and folds the answer into the run's
 //! ledger of capabilities and released outputs. One handler module per
 //! action kind holds both halves ([`call`], [`delegate`], [`revoke`],
-//! [`message`]).
+//! [`message`], [`fault`]). A fault step changes the faults in effect, which
+//! decide the fail-closed answer of every step they reach before anything
+//! is dispatched (see [`fault`]).
 //!
 //! Every caller drives this one executor: the run driver (embedded and gRPC
 //! topologies through their dispatchers, with its step recorder around it),
@@ -25,6 +27,7 @@
 pub mod call;
 pub mod delegate;
 pub mod direct;
+pub mod fault;
 pub mod message;
 pub mod revoke;
 
@@ -47,6 +50,7 @@ use crate::EmbeddedTopology;
 
 pub use call::PreparedCall;
 pub use delegate::{DelegatedChild, PreparedDelegate};
+pub use fault::{FaultEvent, FaultState, PreparedFault};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
 
@@ -61,6 +65,21 @@ pub trait Dispatcher: Send + Sync {
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()>;
     /// Sends a message from an agent hosted on `node`.
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome>;
+    /// Inflicts a fault on the run's infrastructure (or simulates it), and
+    /// answers once it is in effect. A dispatcher that cannot inflict
+    /// faults refuses, so a fault scenario never runs as if it had none.
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        let kind = match event {
+            FaultEvent::Begin(prepared) => prepared.fault.kind(),
+            FaultEvent::EndStall => "stall",
+        };
+        Box::pin(async move {
+            Err(NodeError::Config {
+                problem: format!("this topology cannot inflict a {kind} fault"),
+                fix: "run fault scenarios embedded (the default) or with --topology local, where the controller owns the processes",
+            })
+        })
+    }
 }
 
 impl Dispatcher for EmbeddedTopology {
@@ -83,6 +102,11 @@ impl Dispatcher for EmbeddedTopology {
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
         let node = self.node(node).cloned();
         Box::pin(async move { node?.message(command).await })
+    }
+
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        self.simulate(event);
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -147,6 +171,8 @@ pub enum PreparedStep {
         /// Milliseconds advanced.
         advance_ms: u64,
     },
+    /// A fault in the run's infrastructure.
+    Fault(Box<PreparedFault>),
 }
 
 impl PreparedStep {
@@ -158,7 +184,14 @@ impl PreparedStep {
             PreparedStep::Revoke(_) => ActionKind::Revoke,
             PreparedStep::Message(_) => ActionKind::Message,
             PreparedStep::Advance { .. } => ActionKind::Advance,
+            PreparedStep::Fault(_) => ActionKind::Fault,
         }
+    }
+
+    /// Whether nothing may run concurrently with this step or be reordered
+    /// across it: a fault changes what every later step meets.
+    pub fn is_barrier(&self) -> bool {
+        matches!(self, PreparedStep::Fault(_))
     }
 }
 
@@ -175,6 +208,10 @@ pub enum Performed {
     Message(MessageOutcome),
     /// The clock moved.
     Advance,
+    /// The deny a fault in effect decided for a call, never dispatched.
+    Blocked(String),
+    /// The fault is in effect.
+    Fault,
 }
 
 /// The run's view of capabilities and outputs, and the per-kind handlers.
@@ -184,6 +221,8 @@ pub struct StepExecutor {
     ledger: BTreeMap<String, HeldCapability>,
     /// Each call step's released output, by step id.
     outputs: BTreeMap<String, ReleasedOutput>,
+    /// The faults in effect.
+    faults: FaultState,
 }
 
 impl StepExecutor {
@@ -198,7 +237,28 @@ impl StepExecutor {
                 })
                 .collect(),
             outputs: BTreeMap::new(),
+            faults: FaultState::default(),
         }
+    }
+
+    /// The faults in effect at this point of the run.
+    pub fn faults(&self) -> &FaultState {
+        &self.faults
+    }
+
+    /// Ends, through `dispatcher`, a stall that is over by `now_ms`; the
+    /// run calls this before preparing each step, so a stall holds until
+    /// the first step whose instant reaches its end.
+    pub async fn settle_faults(
+        &mut self,
+        dispatcher: &dyn Dispatcher,
+        now_ms: u64,
+    ) -> Result<(), NodeError> {
+        if self.faults.stall_over(now_ms) {
+            dispatcher.fault(FaultEvent::EndStall).await?;
+            self.faults.end_stall();
+        }
+        Ok(())
     }
 
     /// The capability `id`, when it exists at this point of the run.
@@ -220,9 +280,9 @@ impl StepExecutor {
             Action::Call(call) => PreparedStep::Call(Box::new(call::prepare(
                 self, world, step_id, call, agent, now_ms,
             )?)),
-            Action::Delegate(delegate) => {
-                PreparedStep::Delegate(Box::new(delegate::prepare(self, delegate, agent, now_ms)))
-            }
+            Action::Delegate(delegate) => PreparedStep::Delegate(Box::new(delegate::prepare(
+                self, world, delegate, agent, now_ms,
+            ))),
             Action::Revoke(revoke) => {
                 PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
             }
@@ -232,6 +292,9 @@ impl StepExecutor {
             Action::Advance(advance) => PreparedStep::Advance {
                 advance_ms: advance.advance_ms,
             },
+            Action::Fault(action) => {
+                PreparedStep::Fault(Box::new(fault::prepare(self, world, action, now_ms)))
+            }
         })
     }
 
@@ -245,6 +308,9 @@ impl StepExecutor {
         prepared: &PreparedStep,
     ) -> Result<Performed, NodeError> {
         Ok(match prepared {
+            PreparedStep::Call(call) if call.blocked.is_some() => {
+                Performed::Blocked(call.blocked.clone().unwrap_or_default())
+            }
             PreparedStep::Call(prepared) => Performed::Call(Box::new(
                 call::perform(self, dispatcher, node, step_id, prepared).await?,
             )),
@@ -258,6 +324,13 @@ impl StepExecutor {
                 Performed::Message(message::perform(dispatcher, node, prepared).await?)
             }
             PreparedStep::Advance { .. } => Performed::Advance,
+            PreparedStep::Fault(prepared) => {
+                dispatcher
+                    .fault(FaultEvent::Begin((**prepared).clone()))
+                    .await?;
+                self.faults.apply(prepared, step_id);
+                Performed::Fault
+            }
         })
     }
 }

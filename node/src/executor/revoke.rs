@@ -51,10 +51,13 @@ pub(super) fn prepare(
         )),
         (_, None) => Err(format!("revocation refused: agent {agent} is not placed")),
     };
+    let blocked = world
+        .agent_node(agent)
+        .and_then(|node| executor.faults.revoke_blocked(node, now_ms));
     PreparedRevoke {
         target: revoke.target.clone(),
         at_ms: now_ms,
-        refusal: permitted.err(),
+        refusal: permitted.err().or(blocked),
     }
 }
 
