@@ -195,6 +195,7 @@ impl CellBuilder<'_> {
         }
         let mut table = self.base_table.clone();
         let mut topology = TOPOLOGIES[0].to_string();
+        let mut topology_declared = false;
         for (field, delta) in deltas {
             apply_delta(&mut table, &field, delta)?;
             if let Some(t) = &delta.topology {
@@ -208,6 +209,7 @@ impl CellBuilder<'_> {
                     });
                 }
                 topology = t.clone();
+                topology_declared = true;
             }
         }
         let scenario_text = table.to_string();
@@ -222,6 +224,7 @@ impl CellBuilder<'_> {
             coordinates,
             scenario_text,
             topology,
+            topology_declared,
         });
         Ok(())
     }

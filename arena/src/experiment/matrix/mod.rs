@@ -86,8 +86,11 @@ pub const DEFAULT_BOOTSTRAP_SEED: u64 = 20_260_729;
 pub const MAX_REPETITIONS: u32 = 1_000;
 /// The largest number of draws a verdict may declare.
 pub const MAX_DRAWS: u32 = 1_000_000;
-/// Topologies a matrix run can use in this build.
-pub const TOPOLOGIES: &[&str] = &["embedded"];
+/// Topologies a cell's delta may declare: `embedded` (every node in the
+/// controller's process) and `local` (node processes and trust-control the
+/// controller starts on loopback). A cell that declares none runs where
+/// `chio arena matrix --topology` says, embedded by default.
+pub const TOPOLOGIES: &[&str] = &["embedded", "local"];
 
 /// The matrix file as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -244,8 +247,29 @@ pub struct Cell {
     pub coordinates: Vec<String>,
     /// The scenario text after the cell's deltas.
     pub scenario_text: String,
-    /// The topology the cell runs on.
+    /// The topology the cell runs on: the one its deltas declare, else
+    /// `embedded` (the name the design hash records for an undeclared one).
     pub topology: String,
+    /// Whether a delta of the cell declared its topology; a cell that
+    /// declares none runs where the command's `--topology` says.
+    pub topology_declared: bool,
+}
+
+impl Cell {
+    /// The cell's scenario text with `seed` written into its `rng_seed`
+    /// (and `[determinism] rng_seed`): the bytes a run of the cell loads,
+    /// which nodes of a distributed topology are sent.
+    pub fn seeded_text(&self, seed: u64) -> Result<String, ExperimentError> {
+        let mut table: toml::Table =
+            self.scenario_text
+                .parse()
+                .map_err(|e: toml::de::Error| ExperimentError::Delta {
+                    field: self.name.clone(),
+                    reason: e.message().to_string(),
+                })?;
+        set_seed(&mut table, seed);
+        Ok(table.to_string())
+    }
 }
 
 /// A loaded, validated matrix.
@@ -356,20 +380,10 @@ impl Matrix {
 
     /// A cell's scenario for one repetition: its text with the seed set.
     pub fn scenario_for(&self, cell: &Cell, repetition: u32) -> Result<Scenario, ExperimentError> {
-        let seed = self.repetition_seed(repetition);
-        let mut table: toml::Table =
-            cell.scenario_text
-                .parse()
-                .map_err(|e: toml::de::Error| ExperimentError::Delta {
-                    field: cell.name.clone(),
-                    reason: e.message().to_string(),
-                })?;
-        set_seed(&mut table, seed);
-        parse_scenario(&table.to_string(), &self.base_dir).map_err(|source| {
-            ExperimentError::Scenario {
-                cell: cell.name.clone(),
-                source,
-            }
+        let text = cell.seeded_text(self.repetition_seed(repetition))?;
+        parse_scenario(&text, &self.base_dir).map_err(|source| ExperimentError::Scenario {
+            cell: cell.name.clone(),
+            source,
         })
     }
 }
