@@ -26,7 +26,7 @@ use chio_arena::{parse_scenario_bytes, Scenario};
 use chio_kernel::receipt::SignedReceipt;
 
 use crate::arena_run::{load_for_run, runtime};
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::driver::{run_embedded, RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::topology::{run_distributed, Topology as TopologyFile};
 
@@ -136,7 +136,7 @@ impl LoadedScenario {
                     &self.inputs,
                     &file,
                     &path.display().to_string(),
-                    true,
+                    RunOptions::keep_going(true),
                     false,
                 ))
             }

@@ -24,7 +24,9 @@ use chio_arena::{load_scenario_with_bytes, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
+use crate::driver::{
+    run_embedded_with, DispatchMode, RunInputs, RunOptions, RunResult, RunStatus, UNEXPECTED_REASON,
+};
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -116,15 +118,19 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    let options = RunOptions {
+        keep_going: args.keep_going,
+        dispatch: if args.one_at_a_time {
+            DispatchMode::OneAtATime
+        } else {
+            DispatchMode::Pipelined
+        },
+    };
     let result = match args.topology.as_deref() {
-        None => runtime(COMMAND)?.block_on(run_embedded(&scenario, &inputs, args.keep_going)),
-        Some(topology) => crate::topology::run_with_topology(
-            COMMAND,
-            topology,
-            &scenario,
-            &inputs,
-            args.keep_going,
-        )?,
+        None => runtime(COMMAND)?.block_on(run_embedded_with(&scenario, &inputs, options)),
+        Some(topology) => {
+            crate::topology::run_with_topology(COMMAND, topology, &scenario, &inputs, options)?
+        }
     }
     .map_err(|e| CliError::node(COMMAND, &e))?;
     result

@@ -32,7 +32,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::driver::{run_schedule, Dispatcher, RunInputs, RunResult};
+use crate::driver::{run_schedule_with, Dispatcher, RunInputs, RunOptions, RunResult};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 
@@ -276,7 +276,7 @@ pub async fn run_distributed(
     inputs: &RunInputs,
     topology: &Topology,
     topology_name: &str,
-    keep_going: bool,
+    options: RunOptions,
     stop_nodes: bool,
 ) -> Result<RunResult, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
@@ -290,7 +290,7 @@ pub async fn run_distributed(
     async {
         tracing::info!(run_id = %run_id, "starting distributed run");
         let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-        let result = run_schedule(scenario, &world, inputs, &cluster, keep_going).await;
+        let result = run_schedule_with(scenario, &world, inputs, &cluster, options).await;
         if stop_nodes {
             cluster.shutdown().await;
         }
@@ -307,7 +307,7 @@ pub fn run_with_topology(
     topology: &str,
     scenario: &Scenario,
     inputs: &RunInputs,
-    keep_going: bool,
+    options: RunOptions,
 ) -> Result<Result<RunResult, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
@@ -327,7 +327,7 @@ pub fn run_with_topology(
             inputs,
             cluster.topology(),
             "local",
-            keep_going,
+            options,
             true,
         ));
         drop(cluster);
@@ -336,7 +336,7 @@ pub fn run_with_topology(
     let loaded = Topology::load(command, Path::new(topology))?;
     loaded.check_covers(command, &nodes)?;
     Ok(runtime.block_on(run_distributed(
-        scenario, inputs, &loaded, topology, keep_going, false,
+        scenario, inputs, &loaded, topology, options, false,
     )))
 }
 
