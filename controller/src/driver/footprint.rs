@@ -94,6 +94,8 @@ impl Footprint {
 /// later step must not overlap to be dispatched.
 #[derive(Debug, Default)]
 pub struct Claimed {
+    /// How many footprints were added, claims or not.
+    steps: usize,
     barrier: bool,
     claims: BTreeMap<Resource, Access>,
 }
@@ -104,9 +106,9 @@ impl Claimed {
         Self::default()
     }
 
-    /// Whether nothing has been claimed yet.
+    /// Whether no earlier step is unfolded at all.
     fn is_empty(&self) -> bool {
-        !self.barrier && self.claims.is_empty()
+        self.steps == 0
     }
 
     /// Whether a step with `footprint` overlaps nothing claimed.
@@ -132,6 +134,7 @@ impl Claimed {
 
     /// Adds a step's footprint.
     pub fn add(&mut self, footprint: &Footprint) {
+        self.steps += 1;
         match footprint {
             Footprint::Barrier => self.barrier = true,
             Footprint::Claims(claims) => {
@@ -307,4 +310,102 @@ pub fn footprints(scenario: &Scenario, world: &World) -> Vec<Footprint> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena_run::load_for_run;
+
+    fn claims(list: &[(Resource, Access)]) -> Footprint {
+        Footprint::Claims(list.iter().cloned().collect())
+    }
+
+    fn server(access: Access) -> Footprint {
+        claims(&[(Resource::Server("ws".into()), access)])
+    }
+
+    /// The triangular scenario's footprints by step id.
+    fn triangular() -> BTreeMap<String, Footprint> {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/three_agent_triangular_delegation.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let ids = scenario
+            .schedule()
+            .iter()
+            .map(|s| s.step_id.clone())
+            .collect::<Vec<_>>();
+        ids.into_iter()
+            .zip(footprints(&scenario, &world))
+            .collect()
+    }
+
+    /// Whether `later` may be dispatched while `earlier` is unfolded.
+    fn overlap(earlier: &Footprint, later: &Footprint) -> bool {
+        let mut claimed = Claimed::new();
+        claimed.add(earlier);
+        !claimed.admits(later)
+    }
+
+    // Proves two reads of one resource do not overlap, and a write overlaps a read either way round.
+    #[test]
+    fn reads_share_and_writes_exclude() {
+        assert!(!overlap(&server(Access::Read), &server(Access::Read)));
+        assert!(overlap(&server(Access::Read), &server(Access::Write)));
+        assert!(overlap(&server(Access::Write), &server(Access::Read)));
+        let other = claims(&[(Resource::Server("other".into()), Access::Write)]);
+        assert!(!overlap(&server(Access::Write), &other));
+    }
+
+    // Proves a barrier waits for any earlier step and holds back every later one, and goes first when nothing is claimed.
+    #[test]
+    fn barrier_excludes_everything() {
+        let empty = Footprint::claims();
+        assert!(overlap(&Footprint::Barrier, &empty));
+        assert!(overlap(&empty, &Footprint::Barrier));
+        assert!(Claimed::new().admits(&Footprint::Barrier));
+    }
+
+    // Proves a call under a delegated capability shares a lineage with the revocation of its ancestor and reads the delegators' principals.
+    #[test]
+    fn delegated_call_overlaps_ancestor_revocation_and_delegators() {
+        let steps = triangular();
+        let revoke = &steps["alice-revokes-bob"];
+        let carol = &steps["carol-reads-after-revocation"];
+        assert!(overlap(revoke, carol));
+        assert!(overlap(&steps["bob-to-carol"], &steps["carol-reads-plan"]));
+        let Footprint::Claims(carol_claims) = carol else {
+            panic!("a call with a known capability is analysed");
+        };
+        for agent in ["alice", "bob"] {
+            assert!(carol_claims.contains_key(&Resource::Agent(agent.into())));
+        }
+        // Alice's own read of her grant is in the same lineage as carol's call.
+        assert!(overlap(&steps["alice-reads-plan"], carol));
+    }
+
+    // Proves a call presenting a capability no grant or delegation names is a barrier.
+    #[test]
+    fn unknown_capability_is_a_barrier() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/three_agent_triangular_delegation.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let lineages = Lineages::of(&scenario, &world);
+        let call = scenario
+            .actions()
+            .iter()
+            .find_map(|a| match a {
+                Action::Call(call) => Some(call.clone()),
+                _ => None,
+            })
+            .expect("a call step");
+        let mut unknown = call.clone();
+        unknown.capability = Some("no-such-capability".into());
+        let fp = footprint(&world, &lineages, "x", "alice", &Action::Call(unknown));
+        assert_eq!(fp, Footprint::Barrier);
+        let known = footprint(&world, &lineages, "x", "alice", &Action::Call(call));
+        assert_ne!(known, Footprint::Barrier);
+    }
 }
