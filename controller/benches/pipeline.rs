@@ -29,9 +29,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{
-    run_schedule_with, DispatchMode, RunOptions, RunResult, RunStatus,
-};
+use chio_controller::driver::{run_schedule_with, DispatchMode, RunOptions, RunResult, RunStatus};
 use chio_controller::topology::{fresh_run_id, GrpcTopology, Topology};
 use chio_node::World;
 use chio_tests::{many_agent_scenario, serve, write_scenario, Proc, CLUSTER_TOKEN, TRUST_TOKEN};
@@ -64,7 +62,11 @@ async fn delayed_pump(
     });
     let mut buffer = vec![0u8; 64 * 1024];
     while let Ok(n) = from.read(&mut buffer).await {
-        if n == 0 || tx.send((Instant::now() + delay, buffer[..n].to_vec())).is_err() {
+        if n == 0
+            || tx
+                .send((Instant::now() + delay, buffer[..n].to_vec()))
+                .is_err()
+        {
             break;
         }
     }
@@ -210,7 +212,11 @@ fn main() {
     let node_counts: Vec<usize> = std::env::var("CHIO_BENCH_NODES")
         .unwrap_or_else(|_| "8".to_string())
         .split(',')
-        .map(|n| n.trim().parse().expect("CHIO_BENCH_NODES lists node counts"))
+        .map(|n| {
+            n.trim()
+                .parse()
+                .expect("CHIO_BENCH_NODES lists node counts")
+        })
         .collect();
     let delay = Duration::from_micros(env_or("CHIO_BENCH_DELAY_US", 2000));
     let agents: usize = env_or("CHIO_BENCH_AGENTS", 32);
@@ -248,7 +254,11 @@ fn main() {
         println!(
             "| {nodes} | {one_rate:.0} | {piped_rate:.0} | {:.1}x | {} |",
             piped_rate / one_rate,
-            if identical { "byte-identical" } else { "DIFFER" }
+            if identical {
+                "byte-identical"
+            } else {
+                "DIFFER"
+            }
         );
         rows.insert(nodes, identical);
     }

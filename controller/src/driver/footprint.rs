@@ -336,9 +336,7 @@ mod tests {
             .iter()
             .map(|s| s.step_id.clone())
             .collect::<Vec<_>>();
-        ids.into_iter()
-            .zip(footprints(&scenario, &world))
-            .collect()
+        ids.into_iter().zip(footprints(&scenario, &world)).collect()
     }
 
     /// Whether `later` may be dispatched while `earlier` is unfolded.
