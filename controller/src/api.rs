@@ -27,7 +27,7 @@ use chio_kernel::receipt::SignedReceipt;
 
 use crate::arena_run::load_for_run;
 use crate::cli::RunTopology;
-use crate::driver::{RunInputs, RunResult, RunStatus};
+use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::topology::run_with_topology;
 
@@ -121,7 +121,8 @@ impl LoadedScenario {
             Topology::Embedded => RunTopology::Embedded,
             Topology::File(path) => RunTopology::File(path.clone()),
         };
-        let result = run_with_topology(COMMAND, &topology, &self.scenario, &self.inputs, true)?
+        let options = RunOptions::keep_going(true);
+        let result = run_with_topology(COMMAND, &topology, &self.scenario, &self.inputs, options)?
             .map_err(|e| CliError::node(COMMAND, &e))?;
         Ok(ScenarioRun {
             scenario_id: self.scenario.id().to_string(),

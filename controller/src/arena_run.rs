@@ -24,7 +24,7 @@ use chio_arena::{load_scenario_with_bytes, ActionKind, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
+use crate::driver::{DispatchMode, RunInputs, RunOptions, RunResult, RunStatus, UNEXPECTED_REASON};
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -116,15 +116,18 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    let options = RunOptions {
+        keep_going: args.keep_going,
+        dispatch: if args.one_at_a_time {
+            DispatchMode::OneAtATime
+        } else {
+            DispatchMode::Pipelined
+        },
+    };
     let topology = args.topology.clone().unwrap_or_default();
-    let result = crate::topology::run_with_topology(
-        COMMAND,
-        &topology,
-        &scenario,
-        &inputs,
-        args.keep_going,
-    )?
-    .map_err(|e| CliError::node(COMMAND, &e))?;
+    let result =
+        crate::topology::run_with_topology(COMMAND, &topology, &scenario, &inputs, options)?
+            .map_err(|e| CliError::node(COMMAND, &e))?;
     result
         .bundle
         .write(&dir)

@@ -108,7 +108,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -122,6 +122,11 @@ pub struct RunArgs {
     /// Run every step and report all mismatches instead of stopping at the first.
     #[arg(long)]
     pub keep_going: bool,
+    /// Send one step at a time, each answered and recorded before the next,
+    /// instead of sending steps whose footprints do not overlap together;
+    /// the bundle is the same bytes either way.
+    #[arg(long)]
+    pub one_at_a_time: bool,
     /// Where the nodes run: absent for one process (embedded), `local` to
     /// start trust-control and one node process per logical node on
     /// loopback, or a topology file (docs/topology.md) for running nodes.

@@ -24,7 +24,7 @@ use chio_arena::{Action, Scenario};
 use chio_node::NodeError;
 
 use crate::cli::RunTopology;
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::driver::{run_embedded_with, RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::local_cluster::LocalCluster;
 use crate::topology::{run_distributed, run_with_topology, Topology};
@@ -43,6 +43,11 @@ pub struct RunPlaces {
     file_turn: Mutex<()>,
     /// Local clusters between runs.
     idle: Mutex<Vec<Idle>>,
+}
+
+/// An experiment run records every step, whatever its verdict, pipelined.
+fn keep_going() -> RunOptions {
+    RunOptions::keep_going(true)
 }
 
 fn node_ids(scenario: &Scenario) -> Vec<String> {
@@ -118,9 +123,11 @@ impl RunPlaces {
             .map_err(|e| format!("cannot start the async runtime: {e}"))?;
         let place = self.place(declared);
         let result = match (&place, &self.file) {
-            (RunTopology::Embedded, _) => runtime.block_on(run_embedded(scenario, inputs, true)),
+            (RunTopology::Embedded, _) => {
+                runtime.block_on(run_embedded_with(scenario, inputs, keep_going()))
+            }
             (RunTopology::Local, _) if has_faults(scenario) => {
-                run_with_topology(self.command, &place, scenario, inputs, true)
+                run_with_topology(self.command, &place, scenario, inputs, keep_going())
                     .map_err(|e| e.to_string())?
             }
             (RunTopology::Local, _) => self.run_pooled(&runtime, scenario, inputs),
@@ -140,7 +147,7 @@ impl RunPlaces {
                     inputs,
                     topology,
                     &path.display().to_string(),
-                    true,
+                    keep_going(),
                     false,
                 ))
             }
@@ -185,7 +192,7 @@ impl RunPlaces {
             inputs,
             cluster.topology(),
             "local",
-            true,
+            keep_going(),
             false,
         ));
         let healthy = matches!(&result, Ok(run) if run.status != RunStatus::InfrastructureFailure);

@@ -34,7 +34,9 @@ use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
 use crate::cli::RunTopology;
-use crate::driver::{run_embedded, run_schedule, Dispatcher, RunInputs, RunResult};
+use crate::driver::{
+    run_embedded_with, run_schedule_with, Dispatcher, RunInputs, RunOptions, RunResult,
+};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
 use crate::local_faults::{audit_receipts, lock, LocalFaults};
@@ -291,7 +293,7 @@ pub async fn run_distributed(
     inputs: &RunInputs,
     topology: &Topology,
     topology_name: &str,
-    keep_going: bool,
+    options: RunOptions,
     stop_nodes: bool,
 ) -> Result<RunResult, NodeError> {
     run_cluster(
@@ -299,7 +301,7 @@ pub async fn run_distributed(
         inputs,
         topology,
         topology_name,
-        keep_going,
+        options,
         stop_nodes,
         None,
     )
@@ -313,7 +315,7 @@ async fn run_cluster(
     inputs: &RunInputs,
     topology: &Topology,
     topology_name: &str,
-    keep_going: bool,
+    options: RunOptions,
     stop_nodes: bool,
     faults: Option<&std::sync::Mutex<LocalCluster>>,
 ) -> Result<RunResult, NodeError> {
@@ -329,7 +331,7 @@ async fn run_cluster(
         tracing::info!(run_id = %run_id, "starting distributed run");
         let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
         let result = match faults {
-            None => run_schedule(scenario, &world, inputs, &cluster, keep_going).await,
+            None => run_schedule_with(scenario, &world, inputs, &cluster, options).await,
             Some(local) => {
                 let dispatcher = LocalFaults {
                     grpc: &cluster,
@@ -339,7 +341,7 @@ async fn run_cluster(
                     inputs,
                     run_id: &run_id,
                 };
-                let run = run_schedule(scenario, &world, inputs, &dispatcher, keep_going).await;
+                let run = run_schedule_with(scenario, &world, inputs, &dispatcher, options).await;
                 match run {
                     Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
                         .await
@@ -367,7 +369,7 @@ fn run_local(
     faults: &[&FaultAction],
     scenario: &Scenario,
     inputs: &RunInputs,
-    keep_going: bool,
+    options: RunOptions,
 ) -> Result<RunResult, NodeError> {
     let proxied = faults.iter().any(|f| {
         matches!(
@@ -383,10 +385,7 @@ fn run_local(
             lock(&cluster).serve_proxies()?;
         }
         let faults = (!faults.is_empty()).then_some(&cluster);
-        run_cluster(
-            scenario, inputs, &topology, "local", keep_going, true, faults,
-        )
-        .await
+        run_cluster(scenario, inputs, &topology, "local", options, true, faults).await
     })
 }
 
@@ -397,7 +396,7 @@ pub fn run_with_topology(
     topology: &RunTopology,
     scenario: &Scenario,
     inputs: &RunInputs,
-    keep_going: bool,
+    options: RunOptions,
 ) -> Result<Result<RunResult, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
@@ -411,7 +410,7 @@ pub fn run_with_topology(
         .collect();
     let path = match topology {
         RunTopology::Embedded => {
-            return Ok(runtime.block_on(run_embedded(scenario, inputs, keep_going)))
+            return Ok(runtime.block_on(run_embedded_with(scenario, inputs, options)))
         }
         RunTopology::File(path) => path,
         RunTopology::Local => {
@@ -422,7 +421,7 @@ pub fn run_with_topology(
                 )
             })?;
             return Ok(run_local(
-                &runtime, &chio, &nodes, &faults, scenario, inputs, keep_going,
+                &runtime, &chio, &nodes, &faults, scenario, inputs, options,
             ));
         }
     };
@@ -444,7 +443,7 @@ pub fn run_with_topology(
         inputs,
         &loaded,
         &path.display().to_string(),
-        keep_going,
+        options,
         false,
     )))
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule, Dispatcher, RunStatus};
+use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
 use chio_node::actors::CallOutcome;
 use chio_node::embedded::start_nodes;
 use chio_node::executor::FaultEvent;
@@ -224,7 +224,12 @@ fn count_run(runtime: &tokio::runtime::Runtime, file: &Path) -> Vec<Counted> {
             store: store.clone(),
             counted: Mutex::new(Vec::new()),
         };
-        let result = run_schedule(&scenario, &world, &inputs, &dispatcher, true)
+        // One step at a time, so each call's count is its own decision's.
+        let options = RunOptions {
+            keep_going: true,
+            dispatch: DispatchMode::OneAtATime,
+        };
+        let result = run_schedule_with(&scenario, &world, &inputs, &dispatcher, options)
             .await
             .expect("run");
         assert_ne!(

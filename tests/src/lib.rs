@@ -34,4 +34,4 @@ pub use cluster::{
 pub use files::{
     copy_tree, entries, reference_scenarios, repo_path, tree, worldless_scenarios, write_scenario,
 };
-pub use scenarios::cross_node_scenario;
+pub use scenarios::{cross_node_scenario, many_agent_scenario};

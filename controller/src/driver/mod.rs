@@ -1,19 +1,23 @@
-//! The run driver: dispatches a scenario's actions in total order to the
-//! nodes that host the acting agents, and turns what comes back into an
-//! evidence bundle.
+//! The run driver: dispatches a scenario's actions to the nodes that host
+//! the acting agents, and turns what comes back into an evidence bundle.
 //!
-//! Order of work for one run: resolve the world (keys, grants, placement),
-//! then for each scheduled action in the scheduler's order, compute its
-//! virtual instant (`start + evaluation offset`), send it to the acting
-//! agent's node through a [`Dispatcher`], wait for the answer, record it,
-//! and only then send the next. One action in flight at a time is what
-//! makes the run replayable whatever the topology: concurrency inside a node
-//! never reaches an output. A call whose verdict differs from its
-//! expectation, or whose reason lacks the step's `expect_reason`, stops the
-//! run unless `keep_going`; an infrastructure failure always stops it.
-//! Either way the bundle keeps every receipt so far. Each call's record
-//! carries the kernel's decision trace (what the decision read, stage by
-//! stage), each message and delegation the labels it carried.
+//! Order of work for one run: resolve the world (keys, grants, placement);
+//! the scheduler has already fixed the total order of actions. Each action's
+//! virtual instant is `start + evaluation offset`; it is prepared by the
+//! step executor from the run's ledger, sent to the acting agent's node
+//! through a [`Dispatcher`], and its answer folded and recorded. By default
+//! the driver pipelines (`pipeline`): steps whose footprints (`footprint`:
+//! agents, capability lineages, server state, forwarded outputs) do not
+//! overlap are in flight together, and answers are folded and recorded
+//! strictly in the total order, so the bundle is byte for byte the one a
+//! run with one action in flight at a time writes
+//! ([`DispatchMode::OneAtATime`], `--one-at-a-time`), whatever the
+//! topology. A call whose verdict differs from its expectation, or whose
+//! reason lacks the step's `expect_reason`, stops the run unless
+//! `keep_going`; an infrastructure failure always stops it. Either way the
+//! bundle keeps every receipt recorded so far. Each call's record carries
+//! the kernel's decision trace (what the decision read, stage by stage),
+//! each message and delegation the labels it carried.
 //!
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
@@ -28,17 +32,19 @@ use chio_arena::bundle::{
     Bundle, BundleManifest, BundleStatus, StepRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
 };
 use chio_arena::fixtures::normalized_folder;
-use chio_arena::Scenario;
+use chio_arena::{Action, Scenario, ScheduledAction};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
-use chio_node::executor::StepExecutor;
+use chio_node::executor::{PreparedStep, StepExecutor};
 use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+mod footprint;
+mod pipeline;
 mod record;
 
 pub use chio_node::executor::Dispatcher;
@@ -155,29 +161,69 @@ pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
     }
 }
 
-/// Runs a scenario's whole schedule through `dispatcher`: each scheduled
-/// action is prepared and performed by the step executor and recorded by
-/// the step recorder, one at a time in the scheduler's order.
-pub async fn run_schedule(
+/// How the driver sends a run's steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DispatchMode {
+    /// Steps whose footprints do not overlap are in flight together;
+    /// answers are recorded in the total order (the default).
+    #[default]
+    Pipelined,
+    /// One step in flight at a time, each recorded before the next is sent
+    /// (`chio arena run --one-at-a-time`).
+    OneAtATime,
+}
+
+/// How one run is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    /// Record every step and every mismatch instead of stopping at the first.
+    pub keep_going: bool,
+    /// Pipelined or one step at a time; the bundle is the same bytes.
+    pub dispatch: DispatchMode,
+}
+
+impl RunOptions {
+    /// Pipelined dispatch, stopping at the first mismatch unless `keep_going`.
+    pub fn keep_going(keep_going: bool) -> Self {
+        Self {
+            keep_going,
+            dispatch: DispatchMode::Pipelined,
+        }
+    }
+}
+
+/// A step's record with everything known before its answer, made when its
+/// turn to be recorded comes (the recorder's hash chains are read then).
+fn begin_record(
+    scenario: &Scenario,
+    recorder: &mut StepRecorder<'_>,
+    scheduled: &ScheduledAction,
+    action: &Action,
+    prepared: &PreparedStep,
+) -> StepRecord {
+    let mut record = recorder.begin(
+        &scenario.file().steps[scheduled.step_index].id,
+        prepared.kind(),
+        &scheduled.agent_id,
+        scenario.clock().format_offset_ms(scheduled.evaluation_ms),
+        scenario.expect_reason(scheduled.step_index),
+    );
+    recorder.prepared(&mut record, action, prepared);
+    record
+}
+
+/// One step in flight at a time: each scheduled action is prepared,
+/// performed and recorded before the next is sent. `Ok(Some(e))` is an
+/// infrastructure failure recorded in the bundle; `Err` aborts the run.
+async fn run_one_at_a_time(
     scenario: &Scenario,
     world: &World,
-    inputs: &RunInputs,
     dispatcher: &dyn Dispatcher,
-    keep_going: bool,
-) -> Result<RunResult, NodeError> {
-    let policies = kernel_policies(world)?;
-    let policy_hashes: BTreeMap<String, String> = policies
-        .iter()
-        .map(|(k, v)| (k.clone(), sha256_hex(v.as_bytes())))
-        .collect();
-    let clock = scenario.clock();
-    let file = scenario.file();
-    let mut executor = StepExecutor::new(world);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going);
-    let mut failure = None;
-
+    executor: &mut StepExecutor,
+    recorder: &mut StepRecorder<'_>,
+) -> Result<Option<NodeError>, NodeError> {
     for scheduled in scenario.schedule() {
-        let step = &file.steps[scheduled.step_index];
+        let step = &scenario.file().steps[scheduled.step_index];
         let action = &scenario.actions()[scheduled.step_index];
         let agent = &scheduled.agent_id;
         let now_ms = world.start_ms + scheduled.evaluation_ms;
@@ -188,14 +234,7 @@ pub async fn run_schedule(
         // A stall over by this instant ends before the step is prepared.
         let settled = executor.settle_faults(dispatcher, now_ms).await;
         let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
-        let mut record = recorder.begin(
-            &step.id,
-            prepared.kind(),
-            agent,
-            clock.format_offset_ms(scheduled.evaluation_ms),
-            scenario.expect_reason(scheduled.step_index),
-        );
-        recorder.prepared(&mut record, action, &prepared);
+        let record = begin_record(scenario, recorder, scheduled, action, &prepared);
         let performed = match settled {
             Ok(()) => {
                 executor
@@ -208,14 +247,73 @@ pub async fn run_schedule(
             Ok(performed) => recorder.performed(record, action, &prepared, performed),
             Err(e) => {
                 recorder.infrastructure(record, &e);
-                failure = Some(e);
-                break;
+                return Ok(Some(e));
             }
         }
         if recorder.stopped() {
             break;
         }
     }
+    Ok(None)
+}
+
+/// Runs a scenario's whole schedule through `dispatcher`, pipelined,
+/// stopping at the first mismatch unless `keep_going`.
+pub async fn run_schedule(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    dispatcher: &dyn Dispatcher,
+    keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    run_schedule_with(
+        scenario,
+        world,
+        inputs,
+        dispatcher,
+        RunOptions::keep_going(keep_going),
+    )
+    .await
+}
+
+/// Runs a scenario's whole schedule through `dispatcher`: each scheduled
+/// action is prepared and performed by the step executor and recorded by
+/// the step recorder in the scheduler's order, pipelined or one at a time
+/// as `options` say.
+pub async fn run_schedule_with(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    dispatcher: &dyn Dispatcher,
+    options: RunOptions,
+) -> Result<RunResult, NodeError> {
+    let policies = kernel_policies(world)?;
+    let policy_hashes: BTreeMap<String, String> = policies
+        .iter()
+        .map(|(k, v)| (k.clone(), sha256_hex(v.as_bytes())))
+        .collect();
+    let mut executor = StepExecutor::new(world);
+    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going);
+    // Faults are run state that changes with virtual time and reaches every
+    // later step's preparation, so a scenario with fault steps is driven one
+    // step at a time whatever the mode asked; the bundle is the same bytes.
+    let has_faults = scenario
+        .actions()
+        .iter()
+        .any(|a| matches!(a, Action::Fault(_)));
+    let dispatch = if has_faults {
+        DispatchMode::OneAtATime
+    } else {
+        options.dispatch
+    };
+    let failure = match dispatch {
+        DispatchMode::Pipelined => {
+            pipeline::run(scenario, world, dispatcher, &mut executor, &mut recorder).await?
+        }
+        DispatchMode::OneAtATime => {
+            run_one_at_a_time(scenario, world, dispatcher, &mut executor, &mut recorder).await?
+        }
+    };
 
     let recorded = recorder.finish();
     let status = if failure.is_some() {
@@ -262,11 +360,21 @@ pub async fn run_schedule(
     })
 }
 
-/// Runs a scenario in the embedded topology (every node in this process).
+/// Runs a scenario in the embedded topology (every node in this process),
+/// pipelined.
 pub async fn run_embedded(
     scenario: &Scenario,
     inputs: &RunInputs,
     keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    run_embedded_with(scenario, inputs, RunOptions::keep_going(keep_going)).await
+}
+
+/// Runs a scenario in the embedded topology as `options` say.
+pub async fn run_embedded_with(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    options: RunOptions,
 ) -> Result<RunResult, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
     let span = tracing::info_span!(
@@ -277,7 +385,7 @@ pub async fn run_embedded(
     );
     tracing::info!(parent: &span, "starting embedded run");
     let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule(scenario, &world, inputs, &topology, keep_going)
+    run_schedule_with(scenario, &world, inputs, &topology, options)
         .instrument(span)
         .await
 }

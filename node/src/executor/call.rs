@@ -94,15 +94,17 @@ pub(super) fn prepare(
     })
 }
 
-/// Dispatches the call and keeps its released output for later messages.
-pub(super) async fn perform(
-    executor: &mut StepExecutor,
+/// Dispatches the call; nothing of the run's ledger is read or written.
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
-    step_id: &str,
     prepared: &PreparedCall,
 ) -> Result<CallOutcome, NodeError> {
-    let outcome = dispatcher.call(node, prepared.command.clone()).await?;
+    dispatcher.call(node, prepared.command.clone()).await
+}
+
+/// Keeps the call's released output for later messages.
+pub(super) fn fold(executor: &mut StepExecutor, step_id: &str, outcome: &CallOutcome) {
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {
@@ -110,5 +112,4 @@ pub(super) async fn perform(
             content_sha256: canonical_sha256(outcome.output.as_ref().unwrap_or(&Value::Null)),
         },
     );
-    Ok(outcome)
 }

@@ -49,7 +49,7 @@ use crate::world::World;
 use crate::EmbeddedTopology;
 
 pub use call::PreparedCall;
-pub use delegate::{DelegatedChild, PreparedDelegate};
+pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
 pub use fault::{FaultEvent, FaultState, PreparedFault};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
@@ -214,6 +214,26 @@ pub enum Performed {
     Fault,
 }
 
+/// What a node answered for a dispatched step, before the run's ledger
+/// takes it in ([`StepExecutor::fold`]).
+#[derive(Debug, Clone)]
+pub enum Dispatched {
+    /// The serving kernel's answer to a call.
+    Call(Box<CallOutcome>),
+    /// The node's answer to a delegation, or why the controller refused it.
+    Delegate(Result<Box<DelegationAnswer>, String>),
+    /// `None` when the revocation took effect, else why it was refused.
+    Revoke(Option<String>),
+    /// The labels a message carried.
+    Message(MessageOutcome),
+    /// Nothing was dispatched.
+    Advance,
+    /// The deny a fault in effect decided for a call, never dispatched.
+    Blocked(String),
+    /// The fault the dispatcher inflicted, to be put in effect.
+    Fault(Box<PreparedFault>),
+}
+
 /// The run's view of capabilities and outputs, and the per-kind handlers.
 #[derive(Debug, Clone)]
 pub struct StepExecutor {
@@ -307,31 +327,65 @@ impl StepExecutor {
         step_id: &str,
         prepared: &PreparedStep,
     ) -> Result<Performed, NodeError> {
+        let dispatched = Self::dispatch(dispatcher, node, prepared).await?;
+        Ok(self.fold(step_id, dispatched))
+    }
+
+    /// Dispatches a prepared step to `node` without touching the run's
+    /// ledger, so steps whose footprints do not overlap can be in flight
+    /// together; [`StepExecutor::fold`] takes the answer in. An `Err` is an
+    /// infrastructure failure, never a verdict.
+    pub async fn dispatch(
+        dispatcher: &dyn Dispatcher,
+        node: &str,
+        prepared: &PreparedStep,
+    ) -> Result<Dispatched, NodeError> {
         Ok(match prepared {
             PreparedStep::Call(call) if call.blocked.is_some() => {
-                Performed::Blocked(call.blocked.clone().unwrap_or_default())
+                Dispatched::Blocked(call.blocked.clone().unwrap_or_default())
             }
-            PreparedStep::Call(prepared) => Performed::Call(Box::new(
-                call::perform(self, dispatcher, node, step_id, prepared).await?,
-            )),
+            PreparedStep::Call(prepared) => {
+                Dispatched::Call(Box::new(call::dispatch(dispatcher, node, prepared).await?))
+            }
             PreparedStep::Delegate(prepared) => {
-                Performed::Delegate(delegate::perform(self, dispatcher, node, prepared).await?)
+                Dispatched::Delegate(delegate::dispatch(dispatcher, node, prepared).await?)
             }
             PreparedStep::Revoke(prepared) => {
-                Performed::Revoke(revoke::perform(dispatcher, node, prepared).await?)
+                Dispatched::Revoke(revoke::dispatch(dispatcher, node, prepared).await?)
             }
             PreparedStep::Message(prepared) => {
-                Performed::Message(message::perform(dispatcher, node, prepared).await?)
+                Dispatched::Message(message::dispatch(dispatcher, node, prepared).await?)
             }
-            PreparedStep::Advance { .. } => Performed::Advance,
+            PreparedStep::Advance { .. } => Dispatched::Advance,
             PreparedStep::Fault(prepared) => {
                 dispatcher
                     .fault(FaultEvent::Begin((**prepared).clone()))
                     .await?;
-                self.faults.apply(prepared, step_id);
-                Performed::Fault
+                Dispatched::Fault(prepared.clone())
             }
         })
+    }
+
+    /// Folds a dispatched step's answer into the run's ledger (a call's
+    /// released output, a delegation's child and holder) and answers what
+    /// the step did. Folding in the total order leaves the ledger exactly
+    /// as one step at a time would.
+    pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Performed {
+        match dispatched {
+            Dispatched::Call(outcome) => {
+                call::fold(self, step_id, &outcome);
+                Performed::Call(outcome)
+            }
+            Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)),
+            Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
+            Dispatched::Message(outcome) => Performed::Message(outcome),
+            Dispatched::Advance => Performed::Advance,
+            Dispatched::Blocked(reason) => Performed::Blocked(reason),
+            Dispatched::Fault(prepared) => {
+                self.faults.apply(&prepared, step_id);
+                Performed::Fault
+            }
+        }
     }
 }
 

@@ -62,7 +62,7 @@ pub(super) fn prepare(
 }
 
 /// Dispatches a permitted revocation; answers the refusal otherwise.
-pub(super) async fn perform(
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedRevoke,
