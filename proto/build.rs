@@ -5,6 +5,7 @@
 /// Every protocol this crate compiles, relative to the crate root.
 const PROTOS: &[&str] = &[
     "chio/trust/v1/trust_control.proto",
+    "chio/node/v1/decision.proto",
     "chio/node/v1/node_control.proto",
     "chio/node/v1/kernel_link.proto",
     "chio/bench/v1/echo.proto",

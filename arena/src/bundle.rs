@@ -28,8 +28,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use chio_kernel::verdict::Verdict;
+
 use crate::error::ArenaError;
+use crate::scenario::ActionKind;
 use crate::witness::DeterminismWitness;
+
+mod outcome;
+
+pub use outcome::{BundleStatus, StepOutcome};
 
 /// Schema id of `arena.json`.
 pub const BUNDLE_SCHEMA: &str = "chio.arena.bundle/v1";
@@ -93,8 +100,8 @@ impl StepInputs {
 pub struct StepRecord {
     /// The step id.
     pub step_id: String,
-    /// `call`, `delegate`, `revoke` or `advance`.
-    pub action: String,
+    /// What kind of action the step was.
+    pub action: ActionKind,
     /// The acting agent.
     pub agent: String,
     /// Virtual instant of evaluation (RFC 3339).
@@ -105,15 +112,17 @@ pub struct StepRecord {
     /// For a call: server and tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
-    /// For a call: the verdict the scenario expects.
+    /// For a call: the verdict the scenario expects; for a delegate or
+    /// revoke step: whether it is expected to take effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expected: Option<String>,
-    /// For a call: the kernel's verdict on the scenario alphabet.
+    pub expected: Option<StepOutcome>,
+    /// For a call: the kernel's verdict on the scenario alphabet; for a
+    /// delegate or revoke step: whether it took effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actual: Option<String>,
+    pub actual: Option<StepOutcome>,
     /// For a call: the kernel's own verdict (`allow`, `deny`, `pending_approval`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<String>,
+    pub verdict: Option<Verdict>,
     /// For a call: why, for every deny and approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -131,7 +140,8 @@ pub struct StepRecord {
     pub pass: Option<bool>,
     /// For a delegation: the SHA-256 of the child token; for a revocation:
     /// the id revoked; for a message: the SHA-256 of the canonical content;
-    /// for an advance: the milliseconds added.
+    /// for an advance: the milliseconds added; for a fault: the fault in
+    /// words; for a call over a delayed link: how late it arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The part of the reason the step expects (`expect_reason`), so a
@@ -177,7 +187,7 @@ pub struct BundleManifest {
     pub scenario_sha256: String,
     /// `completed` (every step dispatched), `stopped` (an unexpected
     /// verdict ended the run) or `failed` (infrastructure).
-    pub status: String,
+    pub status: BundleStatus,
     /// Why the run ended early, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<StopRecord>,
@@ -427,9 +437,9 @@ pub struct StepDrift {
     /// position) or `missing` (one run ended before this step).
     pub what: String,
     /// The first run's verdict, when it has the step.
-    pub left: Option<String>,
+    pub left: Option<StepOutcome>,
     /// The second run's verdict, when it has the step.
-    pub right: Option<String>,
+    pub right: Option<StepOutcome>,
     /// The inputs that changed, in checklist order; the first is the one
     /// to investigate first.
     pub changed_inputs: Vec<String>,
@@ -466,8 +476,8 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
                         index,
                         step_id: a.step_id.clone(),
                         what: what.to_string(),
-                        left: a.actual.clone(),
-                        right: b.actual.clone(),
+                        left: a.actual,
+                        right: b.actual,
                         changed_inputs: changed,
                     });
                 }
@@ -476,7 +486,7 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
                 index,
                 step_id: a.step_id.clone(),
                 what: "missing".to_string(),
-                left: a.actual.clone(),
+                left: a.actual,
                 right: None,
                 changed_inputs: Vec::new(),
             }),
@@ -485,7 +495,7 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
                 step_id: b.step_id.clone(),
                 what: "missing".to_string(),
                 left: None,
-                right: b.actual.clone(),
+                right: b.actual,
                 changed_inputs: Vec::new(),
             }),
             (None, None) => {}

@@ -297,6 +297,19 @@ error_table! {
     } => "CHIO-SCENARIO-MESSAGE-SOURCE", Input, at: Some(field),
         summary: format!("{field} names step {step:?}, which a message cannot forward: {reason}"),
         help: "name an earlier call step of the message's own agent, or send literal content";
+    /// A fault step that a run could not suffer at that point of the
+    /// schedule (a restart of a node that is up, a heal of a link that
+    /// carries), or a message across a fault in effect.
+    FaultSequence {
+        /// Path of the step's key at fault.
+        field: String,
+        /// What is wrong at that point.
+        reason: String,
+        /// How to order the steps instead.
+        fix: &'static str,
+    } => "CHIO-SCENARIO-FAULT-SEQUENCE", Input, at: Some(field),
+        summary: format!("fault sequence broken at {field}: {reason}"),
+        help: format!("{fix}");
     /// A delegate, revoke or message step in a scenario without a world.
     WorldRequired {
         /// Path of the step's `action`.

@@ -1,5 +1,6 @@
-//! Chio Arena's scenario core: the `chio.arena.scenario/v1` format, its
-//! fail-closed validation, and the determinism contract a run obeys.
+//! Chio Arena's library: the `chio.arena.scenario/v1` format, its
+//! fail-closed validation, the determinism contract a run obeys, and the
+//! adversaries and experiments built on them.
 //!
 //! A scenario is one TOML file declaring agents, the world they act in
 //! (nodes, kernels, tool servers, grants, guards, budgets) and a schedule of
@@ -8,16 +9,16 @@
 //! time, randomness and order a run may use. Evaluating calls is the
 //! kernel's job; dispatching them is the controller's.
 //!
-//! Module map:
+//! The crate has three rooms, each a top-level module:
+//! - the scenario core (every module not named below): the format, loading,
+//!   validation, time, randomness, order and the evidence bundle;
 //! - [`adversary`]: adversary classes, populations, fitness, co-evolution,
 //!   leaderboards, the survival chart and promotion;
+//! - [`experiment`]: policy matrices and pinned campaigns, with
+//!   [`ExperimentError`], the error table they share.
+//!
+//! Module map of the scenario core:
 //! - [`bundle`]: the evidence bundle and run comparison;
-//! - [`campaign`]: pinned campaigns, definition hashes (from the working
-//!   tree or, through the `git` command, a pinned revision), attempt
-//!   ledgers and the portfolio report;
-//! - [`matrix`]: policy matrices, their protocol, validators and paired
-//!   bootstrap verdicts;
-//! - [`experiment_error`] holds [`ExperimentError`] for both;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`scenario`] holds the validated [`Scenario`], its actions, loading and
@@ -36,13 +37,11 @@
 
 pub mod adversary;
 pub mod bundle;
-pub mod campaign;
 pub mod clock;
 pub mod diagnostic;
 pub mod error;
-pub mod experiment_error;
+pub mod experiment;
 pub mod fixtures;
-pub mod matrix;
 pub mod model;
 pub mod rng;
 pub mod scenario;
@@ -53,13 +52,13 @@ pub mod witness;
 pub use clock::VirtualClock;
 pub use diagnostic::{Diagnostic, ErrorClass};
 pub use error::{ArenaError, ERROR_CLASSES, ERROR_CODES};
-pub use experiment_error::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
+pub use experiment::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
-    parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes, Action, AdvanceAction,
-    CallAction, DelegateAction, ExpectedVerdict, MessageAction, RevokeAction, Scenario, ServerKind,
-    SCENARIO_SCHEMA_VERSION,
+    parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes, Action, ActionKind,
+    AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction, FaultLink,
+    MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
 };
 pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
 pub use witness::DeterminismWitness;

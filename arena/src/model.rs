@@ -197,7 +197,7 @@ pub struct StepDecl {
     pub id: String,
     /// The acting agent.
     pub agent: String,
-    /// `call` (default), `delegate`, `revoke`, `message` or `advance`.
+    /// `call` (default), `delegate`, `revoke`, `message`, `advance` or `fault`.
     pub action: Option<String>,
     /// Call: the server called.
     pub server: Option<String>,
@@ -247,6 +247,21 @@ pub struct StepDecl {
     /// refusal reason) must contain; a mismatch stops the run like an
     /// unexpected verdict.
     pub expect_reason: Option<String>,
+    /// Fault: what fails (`crash`, `restart`, `partition`, `heal`, `stall`
+    /// or `delay`).
+    pub fault: Option<String>,
+    /// Fault (`crash`, `restart`): the logical node that fails or comes back.
+    pub node: Option<String>,
+    /// Fault (`restart`): whether the node comes back with its agents'
+    /// held capabilities (`true`) or fresh, holding only its grants (`false`).
+    pub keep_state: Option<bool>,
+    /// Fault (`partition`, `heal`, `delay`): the two ends of the link, each a
+    /// node or `trust-control`.
+    pub between: Option<Vec<String>>,
+    /// Fault (`stall`): virtual milliseconds trust-control answers nothing.
+    pub duration_ms: Option<u64>,
+    /// Fault (`delay`): virtual milliseconds a call crossing the link arrives late.
+    pub delay_ms: Option<u64>,
 }
 
 /// `[[adversaries]]`.

@@ -8,8 +8,8 @@
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use chio_arena::campaign::definition::{definition_hash, rows_json};
-use chio_arena::campaign::git::PinnedTree;
+use chio_arena::experiment::campaign::definition::{definition_hash, rows_json};
+use chio_arena::experiment::campaign::git::PinnedTree;
 
 const PINNED: &str = "c32c289faaad13208f1dd51846c8e5fd8a20dff5ca517f582c23546964e225ed";
 

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use chio_arena::matrix::execute::{
+use chio_arena::experiment::matrix::execute::{
     run_matrix, AttemptOutcome, Load, MatrixRunner, RunRecord, STATE_FILE,
 };
-use chio_arena::matrix::metrics::RunMetrics;
-use chio_arena::matrix::synthesis::synthesize;
-use chio_arena::matrix::{load_matrix, Cell, Matrix};
+use chio_arena::experiment::matrix::metrics::RunMetrics;
+use chio_arena::experiment::matrix::synthesis::synthesize;
+use chio_arena::experiment::matrix::{load_matrix, Cell, Matrix};
 use chio_arena::Scenario;
 
 fn matrix(dir: &Path, attempts: u32, timeout: &str) -> Matrix {

@@ -402,7 +402,7 @@ fn expectations(scenario: &chio_arena::Scenario) -> Vec<(String, ExpectedVerdict
 // The four reference scenarios validate with a complete world and the expected verdicts of their design.
 #[test]
 fn reference_scenarios_validate_with_their_expectations() {
-    use ExpectedVerdict::{Allow, Deny};
+    use chio_kernel::verdict::ProjectedVerdict::{Allow, Deny};
     let pr = reference("pr-421-review.toml");
     assert!(pr.has_world());
     let seed = load_scenario(tests_dir("fixtures").join("seed_pr_421_review.toml")).unwrap();

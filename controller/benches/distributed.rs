@@ -173,6 +173,7 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
     let cluster = LocalCluster::start(
         std::path::Path::new(env!("CARGO_BIN_EXE_chio")),
         &world.nodes,
+        false,
     )
     .expect("local cluster starts");
     let (elapsed, mut samples) = runtime.block_on(async {

@@ -94,7 +94,7 @@ fn child(steps: usize) {
         .block_on(chio_controller::driver::run_embedded_into(
             &scenario,
             &inputs,
-            false,
+            chio_controller::driver::RunOptions::keep_going(false),
             &dir.path().join("bundle"),
         ))
         .expect("run completes")

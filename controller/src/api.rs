@@ -25,10 +25,11 @@ use chio_arena::bundle::StepRecord;
 use chio_arena::{parse_scenario_bytes, Scenario};
 use chio_kernel::receipt::SignedReceipt;
 
-use crate::arena_run::{load_for_run, runtime};
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::arena_run::load_for_run;
+use crate::cli::RunTopology;
+use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
-use crate::topology::{run_distributed, Topology as TopologyFile};
+use crate::topology::run_with_topology;
 
 const COMMAND: &str = "api";
 
@@ -116,37 +117,23 @@ impl LoadedScenario {
     /// assert!(run.passed());
     /// ```
     pub fn run(&self, topology: &Topology) -> Result<ScenarioRun, CliError> {
-        let runtime = runtime(COMMAND)?;
-        let result = match topology {
-            Topology::Embedded => {
-                runtime.block_on(run_embedded(&self.scenario, &self.inputs, true))
-            }
-            Topology::File(path) => {
-                let file = TopologyFile::load(COMMAND, path)?;
-                let nodes: Vec<String> = self
-                    .scenario
-                    .file()
-                    .nodes
-                    .iter()
-                    .map(|n| n.id.clone())
-                    .collect();
-                file.check_covers(COMMAND, &nodes)?;
-                runtime
-                    .block_on(run_distributed(
-                        &self.scenario,
-                        &self.inputs,
-                        &file,
-                        &path.display().to_string(),
-                        true,
-                        false,
-                        None,
-                    ))
-                    // Without an output folder the bundle is kept in memory and
-                    // no bundle error can arise.
-                    .and_then(|run| run.map_err(|e| chio_node::NodeError::Kernel(e.to_string())))
-            }
-        }
-        .map_err(|e| CliError::node(COMMAND, &e))?;
+        let topology = match topology {
+            Topology::Embedded => RunTopology::Embedded,
+            Topology::File(path) => RunTopology::File(path.clone()),
+        };
+        let options = RunOptions::keep_going(true);
+        let result = run_with_topology(
+            COMMAND,
+            &topology,
+            &self.scenario,
+            &self.inputs,
+            options,
+            None,
+        )?
+        .map_err(|e| CliError::node(COMMAND, &e))?
+        // Without an output folder the bundle is kept in memory and no
+        // bundle error can arise.
+        .map_err(|e| CliError::from_arena(COMMAND, &e))?;
         Ok(ScenarioRun {
             scenario_id: self.scenario.id().to_string(),
             result,
@@ -180,8 +167,10 @@ impl ScenarioRun {
     ///
     /// ```
     /// use chio_controller::api::{load_scenario, Topology};
+    /// use chio_kernel::verdict::ProjectedVerdict;
     /// let run = load_scenario("../scenarios/approval.toml").unwrap().run(&Topology::Embedded).unwrap();
-    /// let denied = run.steps().iter().filter(|s| s.actual.as_deref() == Some("deny")).count();
+    /// let deny = Some(ProjectedVerdict::Deny.into());
+    /// let denied = run.steps().iter().filter(|s| s.actual == deny).count();
     /// assert!(denied >= 1);
     /// ```
     pub fn steps(&self) -> &[StepRecord] {

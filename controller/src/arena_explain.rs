@@ -16,8 +16,10 @@
 
 use std::io::Write;
 
-use chio_arena::bundle::{Bundle, StepRecord, SCENARIO_INPUT};
+use chio_arena::bundle::{Bundle, StepOutcome, StepRecord, SCENARIO_INPUT};
+use chio_arena::ActionKind;
 use chio_kernel::trace::{DecisionTrace, STAGES};
+use chio_kernel::verdict::ProjectedVerdict;
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
@@ -68,7 +70,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "name a step the run dispatched; a run that stopped early records no later step",
         ));
     };
-    let arguments = (step.action == "call")
+    let arguments = (step.action == ActionKind::Call)
         .then(|| recorded_arguments(&bundle, &step.step_id))
         .flatten();
     let text = if args.json {
@@ -154,10 +156,11 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
             "advance",
             format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
         ),
+        "fault" => line(&mut text, "fault", step.detail.as_deref().unwrap_or("?")),
         _ => {}
     }
     if let Some(labels) = &step.labels {
-        let what = if step.action == "delegate" {
+        let what = if step.action == ActionKind::Delegate {
             "labels kept"
         } else {
             "labels sent"
@@ -169,7 +172,7 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
     }
     if let Some(actual) = &step.actual {
         let verdict = match &step.verdict {
-            Some(v) if v != actual => format!(" (kernel verdict {v})"),
+            Some(v) if v.as_str() != actual.as_str() => format!(" (kernel verdict {v})"),
             _ => String::new(),
         };
         let pass = match step.pass {
@@ -191,9 +194,19 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
     if let Some(receipt) = &step.receipt_id {
         line(&mut text, "receipt", receipt);
     }
-    if step.action == "call" {
+    if step.action == ActionKind::Call {
+        if let Some(detail) = &step.detail {
+            line(&mut text, "delayed", detail);
+        }
         match &step.trace {
             Some(trace) => render_trace(&mut text, trace),
+            // A fault in effect denied the call before dispatch: no kernel ran.
+            None if step.receipt_id.is_none() && step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)) => text
+                .push_str(
+                    "
+a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
+",
+                ),
             None => text.push_str(
                 "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
             ),

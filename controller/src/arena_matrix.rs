@@ -18,7 +18,7 @@
 //! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
 //! the embedded topology (every step, whatever its verdict), then each
 //! declared adversary population, its members drawn from the run's seed
-//! (`chio_arena::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
+//! (`chio_arena::experiment::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
 //! fitness rounds by the kernel evaluator, in a fresh instance of the same
 //! world.
 //!
@@ -35,21 +35,23 @@ use std::sync::{Arc, Mutex};
 
 use chio_arena::adversary::fitness::evaluate_populations;
 use chio_arena::adversary::population::populations_from_scenario;
-use chio_arena::bundle::BundleManifest;
-use chio_arena::matrix::draws::draw_members;
-use chio_arena::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
-use chio_arena::matrix::metrics::RunMetrics;
-use chio_arena::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
-use chio_arena::matrix::Matrix;
-use chio_arena::matrix::{load_matrix, Cell};
+use chio_arena::bundle::{BundleManifest, StepOutcome};
+use chio_arena::experiment::matrix::draws::draw_members;
+use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
+use chio_arena::experiment::matrix::metrics::RunMetrics;
+use chio_arena::experiment::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
+use chio_arena::experiment::matrix::Matrix;
+use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 
-use crate::driver::{run_embedded, RunInputs, RunResult, RunStatus};
+use crate::cli::RunTopology;
+use crate::driver::{RunInputs, RunResult, RunStatus};
 use crate::error::{codes, CliError};
 use crate::junit::{suite_from_cell, CellRun};
+use crate::placement::RunPlaces;
 use crate::report::{write_report, ReportKind};
 use crate::term::progress_bar;
 
@@ -80,6 +82,12 @@ pub struct MatrixArgs {
     /// test case per step.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Where the scenario part of a run goes when its cell declares no
+    /// topology: `local` starts node processes and trust-control on
+    /// loopback and reuses them between runs, a topology file
+    /// (docs/topology.md) names running ones; default embedded.
+    #[arg(long, value_name = "local|FILE")]
+    pub topology: Option<RunTopology>,
 }
 
 /// Converts an experiment refusal or failure into the CLI's error.
@@ -87,32 +95,51 @@ pub fn experiment_error(command: &'static str, err: &ExperimentError) -> CliErro
     CliError::from_diagnostic(command, err)
 }
 
-/// Runs a cell's scenario and its adversaries against the real kernel.
-#[derive(Debug, Default)]
-pub struct KernelMatrixRunner;
+/// Runs a cell's scenario and its adversaries against the real kernel,
+/// the scenario part where the cell's topology or `--topology` says.
+#[derive(Debug, Clone)]
+pub struct KernelMatrixRunner {
+    places: Arc<RunPlaces>,
+}
+
+impl Default for KernelMatrixRunner {
+    /// Every run in the embedded topology.
+    fn default() -> Self {
+        Self::new(Arc::new(RunPlaces::embedded(COMMAND)))
+    }
+}
 
 impl KernelMatrixRunner {
-    /// The scenario part of a run: every step to the end in the embedded
-    /// topology, whatever its verdict.
-    pub fn run_steps(cell: &Cell, scenario: &Scenario) -> Result<(RunInputs, RunResult), String> {
-        let inputs = RunInputs::load(scenario, cell.scenario_text.as_bytes().to_vec())
+    /// A runner whose runs go to `places`.
+    pub fn new(places: Arc<RunPlaces>) -> Self {
+        Self { places }
+    }
+
+    /// The scenario part of a run: every step to the end, whatever its
+    /// verdict, on the cell's declared topology or else the default one.
+    pub fn run_steps(
+        &self,
+        cell: &Cell,
+        scenario: &Scenario,
+    ) -> Result<(RunInputs, RunResult), String> {
+        // The bytes a run loads are the cell's text with the repetition's
+        // seed: nodes of a distributed topology resolve the world from them.
+        let text = cell
+            .seeded_text(scenario.file().rng_seed)
             .map_err(|e| e.to_string())?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-        let result = runtime
-            .block_on(run_embedded(scenario, &inputs, true))
-            .map_err(|e| e.to_string())?;
+        let inputs = RunInputs::load(scenario, text.into_bytes()).map_err(|e| e.to_string())?;
+        let declared = cell.topology_declared.then_some(cell.topology.as_str());
+        let result = self.places.run(declared, scenario, &inputs)?;
         Ok((inputs, result))
     }
 
     /// A whole run: its measurements and the scenario part's manifest.
     pub fn run_measured(
+        &self,
         cell: &Cell,
         scenario: &Scenario,
     ) -> Result<(RunMetrics, BundleManifest), String> {
-        let (inputs, result) = Self::run_steps(cell, scenario)?;
+        let (inputs, result) = self.run_steps(cell, scenario)?;
         let mut m = RunMetrics {
             completed: result.status != RunStatus::InfrastructureFailure,
             ..RunMetrics::default()
@@ -121,10 +148,21 @@ impl KernelMatrixRunner {
             let Some(pass) = step.pass else { continue };
             m.calls += 1;
             m.decisions += 1;
-            m.denied += u64::from(step.actual.as_deref() == Some("deny"));
+            m.denied +=
+                u64::from(step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)));
             m.expectations_met += u64::from(pass);
-            let admitted = matches!(step.actual.as_deref(), Some("allow" | "rewrite"));
-            if matches!(step.expected.as_deref(), Some("allow" | "rewrite")) {
+            let admitted = matches!(
+                step.actual,
+                Some(StepOutcome::Verdict(
+                    ProjectedVerdict::Allow | ProjectedVerdict::Rewrite
+                ))
+            );
+            if matches!(
+                step.expected,
+                Some(StepOutcome::Verdict(
+                    ProjectedVerdict::Allow | ProjectedVerdict::Rewrite
+                ))
+            ) {
                 m.benign_calls += 1;
                 if admitted {
                     m.benign_allowed += 1;
@@ -161,20 +199,22 @@ impl KernelMatrixRunner {
 
 impl MatrixRunner for KernelMatrixRunner {
     fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
-        Self::run_measured(cell, scenario).map(|(metrics, _)| metrics)
+        self.run_measured(cell, scenario)
+            .map(|(metrics, _)| metrics)
     }
 }
 
 /// The kernel runner that also keeps each run's manifest, by cell name and
 /// seed, for the JUnit report.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct RecordingRunner {
+    runner: KernelMatrixRunner,
     manifests: Mutex<BTreeMap<(String, u64), BundleManifest>>,
 }
 
 impl MatrixRunner for RecordingRunner {
     fn run(&self, cell: &Cell, scenario: &Scenario) -> Result<RunMetrics, String> {
-        let (metrics, manifest) = KernelMatrixRunner::run_measured(cell, scenario)?;
+        let (metrics, manifest) = self.runner.run_measured(cell, scenario)?;
         if let Ok(mut map) = self.manifests.lock() {
             map.insert((cell.name.clone(), scenario.file().rng_seed), manifest);
         }
@@ -185,6 +225,7 @@ impl MatrixRunner for RecordingRunner {
 /// The JUnit report of a finished matrix: one suite per cell over its
 /// repetitions, re-running the scenario part of runs the ledger supplied.
 fn junit_report(
+    runner: &KernelMatrixRunner,
     matrix: &Matrix,
     mut manifests: BTreeMap<(String, u64), BundleManifest>,
 ) -> Result<String, CliError> {
@@ -199,7 +240,8 @@ fn junit_report(
             let manifest = match manifests.remove(&(cell.name.clone(), seed)) {
                 Some(manifest) => manifest,
                 None => {
-                    KernelMatrixRunner::run_steps(cell, &scenario)
+                    runner
+                        .run_steps(cell, &scenario)
                         .map_err(|reason| {
                             experiment_error(
                                 COMMAND,
@@ -295,11 +337,25 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let recording = Arc::new(RecordingRunner::default());
+    let places = Arc::new(RunPlaces::new(
+        COMMAND,
+        args.topology.clone().unwrap_or_default(),
+    )?);
+    for cell in matrix.cells() {
+        let scenario = matrix
+            .scenario_for(cell, 0)
+            .map_err(|e| experiment_error(COMMAND, &e))?;
+        places.check(&scenario)?;
+    }
+    let kernel_runner = KernelMatrixRunner::new(places);
+    let recording = Arc::new(RecordingRunner {
+        runner: kernel_runner.clone(),
+        manifests: Mutex::default(),
+    });
     let runner: Arc<dyn MatrixRunner> = if args.junit.is_some() {
         recording.clone()
     } else {
-        Arc::new(KernelMatrixRunner)
+        Arc::new(kernel_runner.clone())
     };
     let now_ms = || {
         std::time::SystemTime::now()
@@ -334,7 +390,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
             .lock()
             .map(|m| m.clone())
             .unwrap_or_default();
-        let xml = junit_report(&matrix, manifests)?;
+        let xml = junit_report(&kernel_runner, &matrix, manifests)?;
         write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use chio_arena::bundle::{compare_runs, Bundle, StepDrift, SCENARIO_INPUT};
+use chio_arena::bundle::{compare_runs, Bundle, BundleStatus, StepDrift, SCENARIO_INPUT};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -83,8 +83,8 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
             d.step_id,
             d.index,
             d.what,
-            d.left.as_deref().unwrap_or("-"),
-            d.right.as_deref().unwrap_or("-"),
+            d.left.map_or("-", |v| v.as_str()),
+            d.right.map_or("-", |v| v.as_str()),
             if d.changed_inputs.is_empty() {
                 "none recorded (the evaluator's code changed)".to_string()
             } else {
@@ -152,7 +152,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
     }
     let (scenario, inputs) = load_for_run(COMMAND, &work.path().join(SCENARIO_INPUT))?;
-    let keep_going = recorded.manifest.status != "stopped";
+    let keep_going = recorded.manifest.status != BundleStatus::Stopped;
     let replayed = runtime(COMMAND)?
         .block_on(run_embedded(&scenario, &inputs, keep_going))
         .map_err(|e| CliError::node(COMMAND, &e))?;

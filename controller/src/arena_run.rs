@@ -19,12 +19,12 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::bundle::{Bundle, StepRecord};
-use chio_arena::{load_scenario_with_bytes, Scenario};
+use chio_arena::bundle::{Bundle, StepOutcome, StepRecord};
+use chio_arena::{load_scenario_with_bytes, ActionKind, Scenario};
 use serde::Serialize;
 
 use crate::cli::RunArgs;
-use crate::driver::{run_embedded_into, RunInputs, RunResult, RunStatus, UNEXPECTED_REASON};
+use crate::driver::{DispatchMode, RunInputs, RunOptions, RunResult, RunStatus, UNEXPECTED_REASON};
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::{Palette, Tone};
@@ -41,14 +41,14 @@ pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
 #[derive(Debug, Serialize)]
 struct OutcomeStep<'a> {
     step_id: &'a str,
-    action: &'a str,
+    action: ActionKind,
     agent: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     kernel: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    expected: Option<&'a str>,
+    expected: Option<StepOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    actual: Option<&'a str>,
+    actual: Option<StepOutcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pass: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -116,21 +116,25 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    let options = RunOptions {
+        keep_going: args.keep_going,
+        dispatch: if args.one_at_a_time {
+            DispatchMode::OneAtATime
+        } else {
+            DispatchMode::Pipelined
+        },
+    };
+    let topology = args.topology.clone().unwrap_or_default();
     // The bundle is written as the run goes, so memory does not grow with
     // the records; the result keeps each step's summary for the report.
-    let result = match args.topology.as_deref() {
-        None => {
-            runtime(COMMAND)?.block_on(run_embedded_into(&scenario, &inputs, args.keep_going, &dir))
-        }
-        Some(topology) => crate::topology::run_with_topology(
-            COMMAND,
-            topology,
-            &scenario,
-            &inputs,
-            args.keep_going,
-            &dir,
-        )?,
-    }
+    let result = crate::topology::run_with_topology(
+        COMMAND,
+        &topology,
+        &scenario,
+        &inputs,
+        options,
+        Some(&dir),
+    )?
     .map_err(|e| CliError::node(COMMAND, &e))?
     .map_err(|e| CliError::from_arena(COMMAND, &e))?;
     if let Some(path) = &args.junit {
@@ -223,7 +227,7 @@ fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
     let calls: Vec<_> = manifest
         .steps
         .iter()
-        .filter(|s| s.pass.is_some() && s.action == "call")
+        .filter(|s| s.pass.is_some() && s.action == ActionKind::Call)
         .collect();
     Outcome {
         status: result.status.clone(),
@@ -238,11 +242,11 @@ fn outcome<'a>(result: &'a RunResult, bundle: &'a Bundle) -> Outcome<'a> {
             .iter()
             .map(|s| OutcomeStep {
                 step_id: &s.step_id,
-                action: &s.action,
+                action: s.action,
                 agent: &s.agent,
                 kernel: s.kernel.as_deref(),
-                expected: s.expected.as_deref(),
-                actual: s.actual.as_deref(),
+                expected: s.expected,
+                actual: s.actual,
                 pass: s.pass,
                 reason: s.reason.as_deref(),
                 expected_reason: s.expected_reason.as_deref(),
@@ -271,26 +275,28 @@ fn render_json(scenario: &Scenario, result: &RunResult, dir: &Path) -> Result<St
 fn table_row(s: &StepRecord, infrastructure_stop: Option<&str>) -> [String; 7] {
     [
         s.step_id.clone(),
-        s.action.clone(),
+        s.action.to_string(),
         s.agent.clone(),
         match (&s.target, &s.kernel, &s.detail) {
             (Some(t), Some(k), _) => format!("{t} @ {k}"),
-            (Some(t), None, _) if s.action == "message" => format!(
+            (Some(t), None, _) if s.action == ActionKind::Message => format!(
                 "to {t} [{}]",
                 s.labels.as_deref().unwrap_or_default().join(", ")
             ),
-            (_, _, _) if s.action == "delegate" => match s.labels.as_deref() {
+            (_, _, _) if s.action == ActionKind::Delegate => match s.labels.as_deref() {
                 Some(labels) if !labels.is_empty() => {
                     format!("carries [{}]", labels.join(", "))
                 }
                 _ => String::new(),
             },
-            (_, _, Some(d)) if s.action == "revoke" => d.clone(),
-            (_, _, Some(d)) if s.action == "advance" => format!("+{d} ms"),
+            (_, _, Some(d)) if matches!(s.action, ActionKind::Revoke | ActionKind::Fault) => {
+                d.clone()
+            }
+            (_, _, Some(d)) if s.action == ActionKind::Advance => format!("+{d} ms"),
             _ => String::new(),
         },
-        s.expected.clone().unwrap_or_default(),
-        s.actual.clone().unwrap_or_default(),
+        s.expected.map(|e| e.to_string()).unwrap_or_default(),
+        s.actual.map(|a| a.to_string()).unwrap_or_default(),
         match s.pass {
             Some(true) => "pass".into(),
             Some(false) => "FAIL".into(),
@@ -367,7 +373,7 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
     let others: Vec<_> = manifest
         .steps
         .iter()
-        .filter(|s| s.pass.is_some() && s.action != "call")
+        .filter(|s| s.pass.is_some() && s.action != ActionKind::Call)
         .collect();
     let others = if others.is_empty() {
         String::new()
@@ -403,18 +409,19 @@ fn render_table(scenario: &Scenario, result: &RunResult, dir: &Path, palette: Pa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chio_arena::bundle::{BundleManifest, StepInputs, StepRecord, StopRecord};
+    use chio_arena::bundle::{BundleManifest, BundleStatus, StepInputs, StepRecord, StopRecord};
+    use chio_kernel::verdict::ProjectedVerdict;
     use std::collections::BTreeMap;
 
     fn step(id: &str) -> StepRecord {
         StepRecord {
             step_id: id.to_string(),
-            action: "call".to_string(),
+            action: ActionKind::Call,
             agent: "solo".to_string(),
             virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
             kernel: Some("kernel-a".to_string()),
             target: Some("workspace/read_file".to_string()),
-            expected: Some("allow".to_string()),
+            expected: Some(ProjectedVerdict::Allow.into()),
             actual: None,
             verdict: None,
             reason: None,
@@ -443,7 +450,7 @@ mod tests {
             determinism: scenario.determinism_witness(),
             scenario_title: scenario.title().to_string(),
             scenario_sha256: String::new(),
-            status: "failed".to_string(),
+            status: BundleStatus::Failed,
             stopped: Some(StopRecord {
                 step_id: "read-notes".to_string(),
                 cause: "infrastructure".to_string(),

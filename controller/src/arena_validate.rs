@@ -113,6 +113,7 @@ fn summary(scenario: &Scenario) -> String {
                 _ => format!("message {} literal content", m.to),
             },
             Action::Advance(a) => format!("advance {} ms", a.advance_ms),
+            Action::Fault(f) => format!("fault: {}", f.describe()),
         };
         let what = match scenario.expect_reason(entry.step_index) {
             Some(reason) => format!("{what} (reason contains {reason:?})"),

@@ -108,7 +108,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -122,15 +122,46 @@ pub struct RunArgs {
     /// Run every step and report all mismatches instead of stopping at the first.
     #[arg(long)]
     pub keep_going: bool,
+    /// Send one step at a time, each answered and recorded before the next,
+    /// instead of sending steps whose footprints do not overlap together;
+    /// the bundle is the same bytes either way.
+    #[arg(long)]
+    pub one_at_a_time: bool,
     /// Where the nodes run: absent for one process (embedded), `local` to
     /// start trust-control and one node process per logical node on
     /// loopback, or a topology file (docs/topology.md) for running nodes.
     #[arg(long, value_name = "local|FILE")]
-    pub topology: Option<String>,
+    pub topology: Option<RunTopology>,
     /// Also write a JUnit XML report here: one test case per step, a
     /// failure per unexpected verdict, skipped steps after a stop.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+}
+
+/// Where `chio arena run` runs a scenario's nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RunTopology {
+    /// Every node in this process (no `--topology`).
+    #[default]
+    Embedded,
+    /// Trust-control and one node process per logical node on loopback,
+    /// started and stopped by the run (`--topology local`).
+    Local,
+    /// Node processes and trust-control already running, named by a
+    /// topology file (`--topology FILE`, see `docs/topology.md`).
+    File(PathBuf),
+}
+
+impl std::str::FromStr for RunTopology {
+    type Err = std::convert::Infallible;
+
+    /// `local`, or else the path of a topology file (read when the run starts).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(match text {
+            "local" => RunTopology::Local,
+            path => RunTopology::File(PathBuf::from(path)),
+        })
+    }
 }
 
 /// `chio arena replay DIR [--json]`.
@@ -245,4 +276,33 @@ pub struct TrustServeArgs {
     /// Print `listening on ADDR` on stdout once the socket is bound.
     #[arg(long)]
     pub print_addr: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(line: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(line).expect("the command line parses");
+        match cli.command {
+            Command::Arena(ArenaArgs {
+                command: ArenaCommand::Run(args),
+            }) => args,
+            other => panic!("not arena run: {other:?}"),
+        }
+    }
+
+    // `--topology` parses to the embedded default, the local cluster, or a topology file, and nothing else.
+    #[test]
+    fn topology_flag_parses_to_its_enum() {
+        let embedded = run_args(&["chio", "arena", "run", "s.toml"]);
+        assert_eq!(embedded.topology.unwrap_or_default(), RunTopology::Embedded);
+        let local = run_args(&["chio", "arena", "run", "s.toml", "--topology", "local"]);
+        assert_eq!(local.topology, Some(RunTopology::Local));
+        let file = run_args(&["chio", "arena", "run", "s.toml", "--topology", "t/top.toml"]);
+        assert_eq!(
+            file.topology,
+            Some(RunTopology::File(PathBuf::from("t/top.toml")))
+        );
+    }
 }

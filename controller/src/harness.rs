@@ -111,8 +111,8 @@ pub(crate) fn mismatch_lines(steps: &[chio_arena::bundle::StepRecord]) -> String
         text.push_str(&format!(
             "  {}: expected {}, kernel answered {}{}\n",
             step.step_id,
-            step.expected.as_deref().unwrap_or("?"),
-            step.actual.as_deref().unwrap_or("?"),
+            step.expected.map_or("?", |e| e.as_str()),
+            step.actual.map_or("?", |a| a.as_str()),
             step.reason
                 .as_deref()
                 .map(|r| format!(": {r}"))

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::bundle::{BundleManifest, StepRecord};
+use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord};
 use chio_arena::Scenario;
 
 /// How one test case ended.
@@ -98,8 +98,8 @@ fn failure_message(step: &StepRecord) -> String {
     }
     format!(
         "expected {}, kernel answered {}{}",
-        step.expected.as_deref().unwrap_or("?"),
-        step.actual.as_deref().unwrap_or("?"),
+        step.expected.map_or("?", |e| e.as_str()),
+        step.actual.map_or("?", |a| a.as_str()),
         step.reason
             .as_deref()
             .map(|r| format!(": {r}"))
@@ -116,15 +116,15 @@ fn step_detail(step: &StepRecord) -> String {
         format!("virtual_time: {}", step.virtual_time),
     ];
     let fields = [
-        ("target", &step.target),
-        ("kernel", &step.kernel),
-        ("expected", &step.expected),
-        ("actual", &step.actual),
-        ("reason", &step.reason),
-        ("expected_reason", &step.expected_reason),
-        ("guard", &step.guard),
-        ("receipt", &step.receipt_id),
-        ("detail", &step.detail),
+        ("target", step.target.as_deref()),
+        ("kernel", step.kernel.as_deref()),
+        ("expected", step.expected.as_ref().map(StepOutcome::as_str)),
+        ("actual", step.actual.as_ref().map(StepOutcome::as_str)),
+        ("reason", step.reason.as_deref()),
+        ("expected_reason", step.expected_reason.as_deref()),
+        ("guard", step.guard.as_deref()),
+        ("receipt", step.receipt_id.as_deref()),
+        ("detail", step.detail.as_deref()),
     ];
     for (key, value) in fields {
         if let Some(value) = value {
@@ -194,7 +194,7 @@ pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<Tes
 /// The evidence of one run, as suite properties.
 fn run_properties(manifest: &BundleManifest) -> BTreeMap<String, String> {
     let mut properties = BTreeMap::new();
-    properties.insert("status".into(), manifest.status.clone());
+    properties.insert("status".into(), manifest.status.to_string());
     properties.insert("receipt_root".into(), manifest.receipt_root.clone());
     properties.insert("receipts".into(), manifest.receipt_count.to_string());
     properties.insert("scenario_sha256".into(), manifest.scenario_sha256.clone());

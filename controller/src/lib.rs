@@ -21,6 +21,10 @@
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
+//! - [`local_faults`] inflicts a scenario's fault steps on those processes,
+//!   and [`link_proxy`] is the switchable proxy in front of each link;
+//! - [`placement`] decides where an experiment's runs execute (embedded,
+//!   pooled local clusters, a topology file's nodes);
 //! - [`serve`] holds `chio node serve` and `chio trust serve`;
 //! - [`term`] holds `--color`, `NO_COLOR` and the `--quiet`/`--verbose` log levels;
 //! - [`report`] writes report files atomically and types their failure;
@@ -46,7 +50,10 @@ pub mod error;
 pub mod eval;
 pub mod harness;
 pub mod junit;
+pub mod link_proxy;
 pub mod local_cluster;
+pub mod local_faults;
+pub mod placement;
 pub mod report;
 pub mod sarif;
 pub mod serve;

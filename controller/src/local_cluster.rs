@@ -9,6 +9,12 @@
 //! SQLite database; the folder goes when the cluster does. Children inherit
 //! standard error, so their logs appear with the controller's. Dropping a
 //! [`LocalCluster`] kills any process still running.
+//!
+//! For a scenario with fault steps the cluster is also the fault injector
+//! (`local_faults`): it kills a node's process and starts it again on the
+//! same address, pauses and resumes trust-control, and, when the scenario
+//! cuts or slows links, puts a [`LinkProxy`] in front of every link (each
+//! node's peers and its trust-control URL) that it can switch.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -16,10 +22,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
+use chio_arena::scenario::TRUST_CONTROL;
 use chio_node::{ClusterToken, NodeError};
 use chio_trust::BearerToken;
 use rand_core::{OsRng, RngCore};
 
+use crate::link_proxy::LinkProxy;
 use crate::topology::{Topology, START_TIMEOUT};
 
 /// A cluster of processes this controller started.
@@ -27,9 +35,21 @@ use crate::topology::{Topology, START_TIMEOUT};
 pub struct LocalCluster {
     topology: Topology,
     children: Vec<(String, Child)>,
+    /// The binary every process runs.
+    chio: PathBuf,
+    /// The trust-control URL each node was given (a proxy's, when links
+    /// are proxied).
+    control_urls: BTreeMap<String, String>,
+    /// The proxies in front of links, by (near end, far end); the far end
+    /// of a node's trust-control link is `trust-control`.
+    proxies: BTreeMap<(String, String), LinkProxy>,
     /// Holds the token files and the database while the cluster runs.
     _dir: tempfile::TempDir,
 }
+
+/// The file names of the cluster's tokens in its folder.
+const TRUST_TOKEN_FILE: &str = "trust.token";
+const CLUSTER_TOKEN_FILE: &str = "cluster.token";
 
 fn fresh_secret() -> String {
     let mut bytes = [0u8; 24];
@@ -117,8 +137,12 @@ fn start(what: &str, mut command: Command) -> Result<(Child, String), NodeError>
 
 impl LocalCluster {
     /// Starts trust-control and one node per name with the `chio` binary at
-    /// `chio`.
-    pub fn start(chio: &Path, nodes: &[String]) -> Result<LocalCluster, NodeError> {
+    /// `chio`; with `proxied_links`, every link runs through a [`LinkProxy`].
+    pub fn start(
+        chio: &Path,
+        nodes: &[String],
+        proxied_links: bool,
+    ) -> Result<LocalCluster, NodeError> {
         let dir = tempfile::Builder::new()
             .prefix("chio-local-cluster-")
             .tempdir()
@@ -128,13 +152,12 @@ impl LocalCluster {
             })?;
         let trust_secret = fresh_secret();
         let cluster_secret = fresh_secret();
-        let trust_token_file = dir.path().join("trust.token");
-        let cluster_token_file = dir.path().join("cluster.token");
-        write_secret(&trust_token_file, &trust_secret)?;
-        write_secret(&cluster_token_file, &cluster_secret)?;
+        write_secret(&dir.path().join(TRUST_TOKEN_FILE), &trust_secret)?;
+        write_secret(&dir.path().join(CLUSTER_TOKEN_FILE), &cluster_secret)?;
         let mut cluster = LocalCluster {
             topology: Topology {
                 nodes: BTreeMap::new(),
+                peer_urls: BTreeMap::new(),
                 cluster_token: ClusterToken::new(cluster_secret)?,
                 trust_url: String::new(),
                 trust_token: BearerToken::new(trust_secret).map_err(|e| NodeError::Config {
@@ -143,6 +166,9 @@ impl LocalCluster {
                 })?,
             },
             children: Vec::new(),
+            chio: chio.to_path_buf(),
+            control_urls: BTreeMap::new(),
+            proxies: BTreeMap::new(),
             _dir: dir,
         };
         let mut trust = Command::new(chio);
@@ -151,29 +177,140 @@ impl LocalCluster {
             .arg("--db")
             .arg(cluster._dir.path().join("trust.db"))
             .arg("--token-file")
-            .arg(&trust_token_file)
+            .arg(cluster._dir.path().join(TRUST_TOKEN_FILE))
             .env_remove("CHIO_TRUST_TOKEN");
         let (child, addr) = start("trust-control", trust)?;
         cluster.children.push(("trust-control".to_string(), child));
         cluster.topology.trust_url = format!("http://{addr}");
         for name in nodes {
-            let mut node = Command::new(chio);
-            node.args(["node", "serve", "--name", name, "--listen", "127.0.0.1:0"])
-                .arg("--print-addr")
-                .arg("--cluster-token-file")
-                .arg(&cluster_token_file)
-                .arg("--control-url")
-                .arg(&cluster.topology.trust_url)
-                .arg("--control-token-file")
-                .arg(&trust_token_file);
-            let (child, addr) = start(&format!("node {name}"), node)?;
+            let control = if proxied_links {
+                let proxy = LinkProxy::bind(&addr)?;
+                let url = proxy.url();
+                cluster
+                    .proxies
+                    .insert((name.clone(), TRUST_CONTROL.to_string()), proxy);
+                url
+            } else {
+                cluster.topology.trust_url.clone()
+            };
+            cluster.control_urls.insert(name.clone(), control);
+            let (child, addr) = start(
+                &format!("node {name}"),
+                cluster.node_command(name, "127.0.0.1:0"),
+            )?;
             cluster.children.push((format!("node {name}"), child));
             cluster
                 .topology
                 .nodes
                 .insert(name.clone(), format!("http://{addr}"));
         }
+        if proxied_links {
+            cluster.proxy_peers()?;
+        }
         Ok(cluster)
+    }
+
+    /// The command that starts node `name` listening on `listen`.
+    fn node_command(&self, name: &str, listen: &str) -> Command {
+        let mut node = Command::new(&self.chio);
+        node.args(["node", "serve", "--name", name, "--listen", listen])
+            .arg("--print-addr")
+            .arg("--cluster-token-file")
+            .arg(self._dir.path().join(CLUSTER_TOKEN_FILE))
+            .arg("--control-url")
+            .arg(self.control_urls.get(name).map_or("", String::as_str))
+            .arg("--control-token-file")
+            .arg(self._dir.path().join(TRUST_TOKEN_FILE));
+        node
+    }
+
+    /// Puts a proxy in front of every link between two nodes and gives each
+    /// node its peers' proxied addresses.
+    fn proxy_peers(&mut self) -> Result<(), NodeError> {
+        for from in self.topology.nodes.keys() {
+            let mut peers = BTreeMap::new();
+            for (to, url) in &self.topology.nodes {
+                if from == to {
+                    peers.insert(to.clone(), url.clone());
+                    continue;
+                }
+                let proxy = LinkProxy::bind(url.trim_start_matches("http://"))?;
+                peers.insert(to.clone(), proxy.url());
+                self.proxies.insert((from.clone(), to.clone()), proxy);
+            }
+            self.topology.peer_urls.insert(from.clone(), peers);
+        }
+        Ok(())
+    }
+
+    /// Starts every link proxy's accept loop on the current runtime.
+    pub fn serve_proxies(&self) -> Result<(), NodeError> {
+        self.proxies.values().try_for_each(LinkProxy::serve)
+    }
+
+    /// The proxies of the link between `a` and `b`, both directions (a
+    /// node's link to trust-control has one).
+    pub fn link_proxies(&self, a: &str, b: &str) -> Vec<&LinkProxy> {
+        [(a, b), (b, a)]
+            .iter()
+            .filter_map(|(x, y)| self.proxies.get(&(x.to_string(), y.to_string())))
+            .collect()
+    }
+
+    /// Kills node `name`'s process and waits for it to exit.
+    pub fn kill_node(&mut self, name: &str) -> Result<(), NodeError> {
+        let label = format!("node {name}");
+        let child = self
+            .children
+            .iter_mut()
+            .find(|(n, _)| *n == label)
+            .map(|(_, c)| c)
+            .ok_or_else(|| NodeError::Unroutable(label.clone()))?;
+        let gone = |e: std::io::Error| NodeError::Remote {
+            target: label.clone(),
+            cause: format!("cannot be killed: {e}"),
+        };
+        child.kill().map_err(gone)?;
+        child.wait().map_err(gone)?;
+        Ok(())
+    }
+
+    /// Starts node `name` again, on the address it had.
+    pub fn restart_node(&mut self, name: &str) -> Result<(), NodeError> {
+        let label = format!("node {name}");
+        let listen = self
+            .topology
+            .nodes
+            .get(name)
+            .map(|url| url.trim_start_matches("http://").to_string())
+            .ok_or_else(|| NodeError::Unroutable(label.clone()))?;
+        let (child, _) = start(&label, self.node_command(name, &listen))?;
+        match self.children.iter_mut().find(|(n, _)| *n == label) {
+            Some(slot) => slot.1 = child,
+            None => self.children.push((label, child)),
+        }
+        Ok(())
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to trust-control.
+    pub fn signal_trust_control(&self, signal: &str) -> Result<(), NodeError> {
+        let pid = self
+            .children
+            .iter()
+            .find(|(n, _)| n == "trust-control")
+            .map(|(_, c)| c.id())
+            .ok_or_else(|| NodeError::Unroutable("trust-control".to_string()))?;
+        let sent = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(pid.to_string())
+            .status();
+        match sent {
+            Ok(status) if status.success() => Ok(()),
+            other => Err(NodeError::Remote {
+                target: "trust-control".to_string(),
+                cause: format!("kill -{signal} {pid} failed: {other:?}"),
+            }),
+        }
     }
 
     /// The topology of the started processes.
@@ -189,6 +326,8 @@ impl LocalCluster {
 
 impl Drop for LocalCluster {
     fn drop(&mut self) {
+        // A paused trust-control is resumed so it can stop like the rest.
+        let _ = self.signal_trust_control("CONT");
         // Nodes were asked to shut down; whatever still runs is stopped.
         for (name, child) in self.children.iter_mut().rev() {
             if let Ok(None) = child.try_wait() {

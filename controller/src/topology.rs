@@ -5,11 +5,9 @@
 //!
 //! Order of work for one run: read the topology (or start a local cluster,
 //! see `local_cluster`), trust the world's arena authority in trust-control,
-//! send every node `LoadWorld` (the world part of the scenario bytes, the
-//! file without its `[[steps]]` tables, which a node never needs; the
-//! fixture files, the peers' addresses and a fresh run id that namespaces
-//! the run's state in trust-control), check every node loaded exactly those
-//! bytes (by their SHA-256), then
+//! send every node `LoadWorld` (the scenario bytes, the fixture files, the
+//! peers' addresses and a fresh run id that namespaces the run's state in
+//! trust-control), check every node loaded the same scenario bytes, then
 //! run the schedule one action at a time. Nothing here reaches the bundle
 //! but the nodes' answers, which is why a scenario's bundle is the same
 //! bytes on every topology. The schema is documented in `docs/topology.md`.
@@ -18,7 +16,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use chio_arena::{ArenaError, Scenario};
+use chio_arena::scenario::FaultAction;
+use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -34,9 +33,14 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use crate::driver::{run_schedule, run_schedule_into, Dispatcher, RunInputs, RunResult};
+use crate::cli::RunTopology;
+use crate::driver::{
+    run_embedded_into, run_embedded_with, run_schedule_into, run_schedule_with, Dispatcher,
+    RunInputs, RunOptions, RunResult,
+};
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
+use crate::local_faults::{audit_receipts, lock, LocalFaults};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -68,6 +72,9 @@ pub struct TrustControlEntry {
 pub struct Topology {
     /// Logical node to URL.
     pub nodes: BTreeMap<String, String>,
+    /// The peers' URLs each node is given, when they differ from `nodes`
+    /// (a local cluster whose links run through proxies); empty otherwise.
+    pub peer_urls: BTreeMap<String, BTreeMap<String, String>>,
     /// The cluster token.
     pub cluster_token: ClusterToken,
     /// Trust-control's URL.
@@ -133,6 +140,7 @@ impl Topology {
         }
         Ok(Topology {
             nodes: file.nodes,
+            peer_urls: BTreeMap::new(),
             cluster_token,
             trust_url: file.trust_control.url,
             trust_token,
@@ -196,15 +204,21 @@ impl GrpcTopology {
             &topology.trust_token,
             TrustClientConfig::default(),
         )
-        .map_err(|e| NodeError::Authority(e.to_string()))?;
-        let authority = IssuerKey::parse_hex(&public_key_hex(&world.authority))
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        .map_err(NodeError::Authority)?;
+        let authority =
+            IssuerKey::parse_hex(&public_key_hex(&world.authority)).map_err(|source| {
+                NodeError::AuthorityOperation {
+                    operation: "reading the arena authority's key",
+                    source,
+                }
+            })?;
         trust
             .add_issuer_key(authority)
             .await
-            .map_err(|e| NodeError::Authority(format!("cannot trust the arena authority: {e}")))?;
-        // A node is sent the world part of the scenario and confirms, by its
-        // SHA-256, that it loaded exactly those bytes.
+            .map_err(|source| NodeError::AuthorityOperation {
+                operation: "cannot trust the arena authority",
+                source,
+            })?;
         let expected_sha = hex::encode(Sha256::digest(&inputs.world_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
@@ -218,7 +232,7 @@ impl GrpcTopology {
                 .load_world(WorldOffer {
                     scenario: &inputs.world_bytes,
                     fixtures: &inputs.fixtures,
-                    peers: &topology.nodes,
+                    peers: topology.peer_urls.get(node).unwrap_or(&topology.nodes),
                     run_id,
                 })
                 .await?;
@@ -274,92 +288,213 @@ impl Dispatcher for GrpcTopology {
     }
 }
 
-/// Runs a scenario across the node processes of `topology`; with `out`,
-/// its bundle is written there as the run goes (`run_schedule_into`),
-/// otherwise it is returned whole. The inner error is the bundle's.
+/// A run whose bundle was written (or kept in memory): the inner error is
+/// the bundle's, a refused output folder or a write that failed.
+pub type Written = Result<RunResult, ArenaError>;
+
+/// The run of a bundle kept in memory (`out` was `None`, so no bundle
+/// error can arise; one would be a defect, reported as such).
+pub fn in_memory(run: Result<Written, NodeError>) -> Result<RunResult, NodeError> {
+    run?.map_err(|_| NodeError::Internal("a run kept in memory reported a bundle write error"))
+}
+
+/// A run's bundle kept in memory (`out` is `None`) or written into `out`
+/// once the run is over.
+fn keep_or_write(run: RunResult, out: Option<&Path>) -> Written {
+    match out {
+        Some(out) => run.bundle.write(out).map(|()| run),
+        None => Ok(run),
+    }
+}
+
+/// Runs a scenario across the node processes of `topology`, writing its
+/// bundle into `out` as it goes when one is given.
 pub async fn run_distributed(
     scenario: &Scenario,
     inputs: &RunInputs,
     topology: &Topology,
     topology_name: &str,
-    keep_going: bool,
+    options: RunOptions,
     stop_nodes: bool,
     out: Option<&Path>,
-) -> Result<Result<RunResult, ArenaError>, NodeError> {
-    let world = World::resolve(scenario, &inputs.fixtures)?;
-    let run_id = fresh_run_id();
-    let span = tracing::info_span!(
-        "run",
-        scenario_id = scenario.id(),
-        rng_seed = scenario.file().rng_seed,
-        topology = topology_name,
-    );
-    async {
-        tracing::info!(run_id = %run_id, "starting distributed run");
-        let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-        let result = match out {
-            Some(out) => {
-                run_schedule_into(scenario, &world, inputs, &cluster, keep_going, out).await
-            }
-            None => run_schedule(scenario, &world, inputs, &cluster, keep_going)
-                .await
-                .map(Ok),
-        };
-        if stop_nodes {
-            cluster.shutdown().await;
-        }
-        result
-    }
-    .instrument(span)
-    .await
+) -> Result<Written, NodeError> {
+    let cluster = ClusterRun {
+        topology,
+        topology_name,
+        stop_nodes,
+        faults: None,
+    };
+    cluster.run(scenario, inputs, options, out).await
 }
 
-/// Runs a scenario on `--topology local` or `--topology FILE`, writing its
-/// bundle into `out` as it goes: the outer error refuses the topology, the
-/// middle one is the run's, the inner one the bundle's.
-pub fn run_with_topology(
-    command: &'static str,
-    topology: &str,
+/// Where a distributed run goes: the processes of `topology`, whether to
+/// stop them afterwards, and (for a cluster this controller started) the
+/// cluster its fault steps are inflicted on.
+struct ClusterRun<'a> {
+    topology: &'a Topology,
+    topology_name: &'a str,
+    stop_nodes: bool,
+    faults: Option<&'a std::sync::Mutex<LocalCluster>>,
+}
+
+impl ClusterRun<'_> {
+    /// Loads the world on every node and runs the schedule. A fault run is
+    /// recorded in memory, so every admitted call's receipt can be checked
+    /// in trust-control before the bundle is written.
+    async fn run(
+        &self,
+        scenario: &Scenario,
+        inputs: &RunInputs,
+        options: RunOptions,
+        out: Option<&Path>,
+    ) -> Result<Written, NodeError> {
+        let world = World::resolve(scenario, &inputs.fixtures)?;
+        let run_id = fresh_run_id();
+        let span = tracing::info_span!(
+            "run",
+            scenario_id = scenario.id(),
+            rng_seed = scenario.file().rng_seed,
+            topology = self.topology_name,
+        );
+        async {
+            tracing::info!(run_id = %run_id, "starting distributed run");
+            let topology = self.topology;
+            let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
+            let result = match (self.faults, out) {
+                (None, Some(out)) => {
+                    run_schedule_into(scenario, &world, inputs, &cluster, options, out).await
+                }
+                (None, None) => run_schedule_with(scenario, &world, inputs, &cluster, options)
+                    .await
+                    .map(Ok),
+                (Some(local), out) => {
+                    let dispatcher = LocalFaults {
+                        grpc: &cluster,
+                        cluster: local,
+                        topology,
+                        world: &world,
+                        inputs,
+                        run_id: &run_id,
+                    };
+                    match run_schedule_with(scenario, &world, inputs, &dispatcher, options).await {
+                        Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
+                            .await
+                            .map(|_| keep_or_write(run, out)),
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            if self.stop_nodes {
+                cluster.shutdown().await;
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+}
+
+/// Runs a scenario on a local cluster started for it (links proxied when
+/// the scenario partitions, heals or delays one), inflicting its fault
+/// steps on the real processes.
+fn run_local(
+    runtime: &tokio::runtime::Runtime,
+    chio: &Path,
+    faults: &[&FaultAction],
     scenario: &Scenario,
     inputs: &RunInputs,
-    keep_going: bool,
-    out: &Path,
-) -> Result<Result<Result<RunResult, ArenaError>, NodeError>, CliError> {
+    options: RunOptions,
+    out: Option<&Path>,
+) -> Result<Written, NodeError> {
+    let proxied = faults.iter().any(|f| {
+        matches!(
+            f,
+            FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+        )
+    });
+    let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
+    let cluster = LocalCluster::start(chio, &nodes, proxied)?;
+    let topology = cluster.topology().clone();
+    let cluster = std::sync::Mutex::new(cluster);
+    runtime.block_on(async {
+        if proxied {
+            lock(&cluster).serve_proxies()?;
+        }
+        let run = ClusterRun {
+            topology: &topology,
+            topology_name: "local",
+            stop_nodes: true,
+            faults: (!faults.is_empty()).then_some(&cluster),
+        };
+        run.run(scenario, inputs, options, out).await
+    })
+}
+
+/// Runs a scenario embedded, on `--topology local` or on `--topology
+/// FILE`, writing its bundle into `out` when one is given (else keeping it
+/// in memory): the outer error refuses the topology, the middle one is the
+/// run's, the inner one the bundle's.
+pub fn run_with_topology(
+    command: &'static str,
+    topology: &RunTopology,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    options: RunOptions,
+    out: Option<&Path>,
+) -> Result<Result<Written, NodeError>, CliError> {
     let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
-    if topology == "local" {
-        let chio = std::env::current_exe().map_err(|e| {
-            CliError::infrastructure(
-                command,
-                format!("cannot find the chio binary to start nodes: {e}"),
-            )
-        })?;
-        let cluster = match LocalCluster::start(&chio, &nodes) {
-            Ok(cluster) => cluster,
-            Err(e) => return Ok(Err(e)),
-        };
-        let result = runtime.block_on(run_distributed(
-            scenario,
-            inputs,
-            cluster.topology(),
-            "local",
-            keep_going,
-            true,
-            Some(out),
+    let faults: Vec<&FaultAction> = scenario
+        .actions()
+        .iter()
+        .filter_map(|a| match a {
+            Action::Fault(fault) => Some(fault),
+            _ => None,
+        })
+        .collect();
+    let path = match topology {
+        RunTopology::Embedded => {
+            return Ok(runtime.block_on(async {
+                match out {
+                    Some(out) => run_embedded_into(scenario, inputs, options, out).await,
+                    None => run_embedded_with(scenario, inputs, options).await.map(Ok),
+                }
+            }))
+        }
+        RunTopology::File(path) => path,
+        RunTopology::Local => {
+            let chio = std::env::current_exe().map_err(|e| {
+                CliError::infrastructure(
+                    command,
+                    format!("cannot find the chio binary to start nodes: {e}"),
+                )
+            })?;
+            return Ok(run_local(
+                &runtime, &chio, &faults, scenario, inputs, options, out,
+            ));
+        }
+    };
+    if let Some(fault) = faults.first() {
+        return Err(topology_error(
+            command,
+            format!(
+                "scenario {} declares fault steps (the first: {}), which need processes the controller owns; a topology file names processes it did not start",
+                scenario.id(),
+                fault.describe()
+            ),
+            "run the scenario embedded (no --topology) or with --topology local",
         ));
-        drop(cluster);
-        return Ok(result);
     }
-    let loaded = Topology::load(command, Path::new(topology))?;
+    let loaded = Topology::load(command, path)?;
     loaded.check_covers(command, &nodes)?;
     Ok(runtime.block_on(run_distributed(
         scenario,
         inputs,
         &loaded,
-        topology,
-        keep_going,
+        &path.display().to_string(),
+        options,
         false,
-        Some(out),
+        out,
     )))
 }
 

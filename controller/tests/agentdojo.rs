@@ -14,7 +14,9 @@
 
 use std::collections::BTreeMap;
 
+use chio_arena::ActionKind;
 use chio_controller::api::{load_scenario_str, Topology};
+use chio_kernel::verdict::ProjectedVerdict;
 use chio_tests::repo_path;
 
 /// The policies compared, by name, with the guard list the kernel runs.
@@ -74,8 +76,8 @@ fn run_all() -> BTreeMap<String, BTreeMap<&'static str, Counts>> {
                 delivered: true,
                 ..Counts::default()
             };
-            for step in run.steps().iter().filter(|s| s.action == "call") {
-                let allowed = step.actual.as_deref() == Some("allow");
+            for step in run.steps().iter().filter(|s| s.action == ActionKind::Call) {
+                let allowed = step.actual == Some(ProjectedVerdict::Allow.into());
                 if step.step_id.starts_with("attack-") {
                     counts.attack += 1;
                     counts.attack_allowed += usize::from(allowed);

@@ -357,9 +357,15 @@ fn base_matrix(body: &str) -> String {
 }
 
 fn assert_refused(body: &str, code: &str, message: &str) {
+    assert_refused_text(&base_matrix(body), code, message);
+}
+
+/// Like `assert_refused`, for a whole matrix text: exit 2, the `error[CODE]`
+/// block with its help, nothing on standard output and nothing written.
+fn assert_refused_text(text: &str, code: &str, message: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("m.toml");
-    std::fs::write(&file, base_matrix(body)).unwrap();
+    std::fs::write(&file, text).unwrap();
     let out = tmp.path().join("out");
     let args = [
         "arena",
@@ -381,30 +387,6 @@ fn assert_refused(body: &str, code: &str, message: &str) {
     assert!(!out.exists(), "a refused matrix wrote {}", out.display());
     let entries: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
     assert_eq!(entries.len(), 1, "a refused matrix wrote files");
-}
-
-/// Like `assert_refused`, for a whole matrix text.
-fn assert_refused_text(text: &str, code: &str, message: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("m.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = tmp.path().join("out");
-    let args = [
-        "arena",
-        "matrix",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = chio(tmp.path(), &args);
-    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.starts_with(&format!("error[{code}]: arena matrix: ")),
-        "{stderr}"
-    );
-    assert!(stderr.contains(message), "{stderr}");
-    assert!(!out.exists(), "a refused matrix wrote {}", out.display());
 }
 
 const GRID: &str = "[axes]\npipeline = [\"full\", \"weak\"]\n\n[values.pipeline.weak]\nguards = { kernel-a = [\"no-dotfiles\"] }\n\n";
@@ -659,4 +641,70 @@ fn every_experiment_code_is_documented() {
     }
     assert!(repo_path("docs/campaigns.md").exists());
     assert!(repo_path("docs/matrices.md").exists());
+}
+
+/// A matrix whose one axis moves the scenario part of a run between the
+/// embedded topology and node processes the controller starts.
+fn topology_matrix(dir: &Path) -> PathBuf {
+    let file = dir.join("where.toml");
+    let body = "[axes]\nplace = [\"embedded\", \"local\"]\n\n[values.place.local]\ntopology = \"local\"\n\n[verdict]\ncriterion = \"escape_rate\"\nreference = { place = \"embedded\" }\n";
+    std::fs::write(&file, base_matrix(body)).unwrap();
+    file
+}
+
+fn metrics_of(record: &[u8]) -> serde_json::Value {
+    let value: serde_json::Value = serde_json::from_slice(record).unwrap();
+    assert!(!value["metrics"].is_null(), "a run has no measurements");
+    value["metrics"].clone()
+}
+
+// A cell declaring `topology = "local"` runs across real node processes and measures exactly what the embedded cell measures, and `--topology local` moves every other cell there without changing one byte of the run records or the synthesis.
+#[test]
+fn cells_measure_the_same_on_every_topology() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = topology_matrix(tmp.path());
+    let file = file.to_str().unwrap();
+    let mut outs = Vec::new();
+    for (label, extra) in [
+        ("embedded", &[][..]),
+        ("local", &["--topology", "local"][..]),
+    ] {
+        let out = tmp.path().join(label);
+        let mut args = vec!["arena", "matrix", file, "--json", "--workers", "2"];
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        outs.push(out);
+    }
+    let records = run_records(&outs[0]);
+    assert_eq!(records.len(), 4, "two cells, two repetitions");
+    for repetition in 0..2 {
+        let find = |cell: usize| {
+            let name = format!("c{cell:03}-r{repetition:04}.json");
+            let (_, bytes) = records
+                .iter()
+                .find(|(p, _)| p.to_str() == Some(name.as_str()))
+                .unwrap_or_else(|| panic!("no record {name}"));
+            metrics_of(bytes)
+        };
+        assert_eq!(
+            find(0),
+            find(1),
+            "repetition {repetition} differs by topology"
+        );
+    }
+    let synthesis: serde_json::Value =
+        serde_json::from_slice(&read(&outs[0].join("synthesis.json"))).unwrap();
+    for gap in synthesis["gaps"].as_array().unwrap() {
+        assert_eq!(gap["low"], gap["high"], "a topology gap has width: {gap}");
+    }
+    assert_eq!(run_records(&outs[0]), run_records(&outs[1]));
+    for name in SYNTHESIS {
+        assert_eq!(
+            read(&outs[0].join(name)),
+            read(&outs[1].join(name)),
+            "{name} depends on --topology"
+        );
+    }
 }

@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule, Dispatcher, RunStatus};
+use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
 use chio_node::actors::CallOutcome;
 use chio_node::embedded::start_nodes;
+use chio_node::executor::FaultEvent;
 use chio_node::link::LinkFuture;
 use chio_node::{
     CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node, NodeError,
@@ -190,6 +191,12 @@ impl Dispatcher for CountingDispatcher {
         let node = self.node(node);
         Box::pin(async move { node?.message(command).await })
     }
+
+    // The executor never dispatches a step a fault reaches, so the counted
+    // decisions are the same whether or not the fault is simulated here.
+    fn fault(&self, _event: FaultEvent) -> LinkFuture<'_, ()> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// The scenario files with a world under `dir`, sorted.
@@ -217,7 +224,12 @@ fn count_run(runtime: &tokio::runtime::Runtime, file: &Path) -> Vec<Counted> {
             store: store.clone(),
             counted: Mutex::new(Vec::new()),
         };
-        let result = run_schedule(&scenario, &world, &inputs, &dispatcher, true)
+        // One step at a time, so each call's count is its own decision's.
+        let options = RunOptions {
+            keep_going: true,
+            dispatch: DispatchMode::OneAtATime,
+        };
+        let result = run_schedule_with(&scenario, &world, &inputs, &dispatcher, options)
             .await
             .expect("run");
         assert_ne!(

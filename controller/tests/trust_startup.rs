@@ -22,27 +22,39 @@ fn serve_args(db: &str) -> Vec<&str> {
     ]
 }
 
-// Proves a start without any token exits 2 with the fix named, before touching the database.
-#[test]
-fn refuses_to_start_without_a_token() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("trust.db");
-    let (shown, output) = run_to_exit(command(&serve_args(db.to_str().unwrap())));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+/// Runs `cmd` to its exit, asserts exit 2 with every one of `needles` in
+/// standard error, and answers standard error.
+fn refused(cmd: std::process::Command, needles: &[&str]) -> String {
+    let (shown, output) = run_to_exit(cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(
         output.status.code(),
         Some(2),
         "command: {shown}\n{}",
         describe(&output)
     );
-    assert!(
-        stderr.contains("refuses to start without a bearer token")
-            && stderr.contains("--token-file")
-            && stderr.contains("CHIO_TRUST_TOKEN"),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "missing {needle:?}; command: {shown}\n{}",
+            describe(&output)
+        );
+    }
     assert!(output.stdout.is_empty(), "no address may be announced");
+    stderr
+}
+
+// Proves a start without any token exits 2 with the fix named, before touching the database.
+#[test]
+fn refuses_to_start_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("trust.db");
+    let needles = [
+        "refuses to start without a bearer token",
+        "--token-file",
+        "CHIO_TRUST_TOKEN",
+    ];
+    refused(command(&serve_args(db.to_str().unwrap())), &needles);
     assert!(
         !db.exists(),
         "the database must not be created without a token"
@@ -59,36 +71,13 @@ fn refuses_empty_and_short_tokens() {
     let empty = token_file(dir.path(), "");
     let mut args = serve_args(db);
     args.extend(["--token-file", empty.to_str().unwrap()]);
-    let (shown, output) = run_to_exit(command(&args));
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("without a bearer token"),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
+    refused(command(&args), &["without a bearer token"]);
 
     let secret = "open-sesame-15c";
     let short = token_file(dir.path(), secret);
     let mut args = serve_args(db);
     args.extend(["--token-file", short.to_str().unwrap()]);
-    let (shown, output) = run_to_exit(command(&args));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
-    assert!(
-        stderr.contains("minimum is 16"),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
+    let stderr = refused(command(&args), &["minimum is 16"]);
     assert!(
         !stderr.contains(secret),
         "the token must never be echoed:\n{stderr}"
@@ -96,14 +85,7 @@ fn refuses_empty_and_short_tokens() {
 
     let mut from_env = command(&serve_args(db));
     from_env.env("CHIO_TRUST_TOKEN", secret);
-    let (shown, output) = run_to_exit(from_env);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
+    let stderr = refused(from_env, &[]);
     assert!(
         !stderr.contains(secret),
         "the token must never be echoed:\n{stderr}"
@@ -120,18 +102,7 @@ fn refuses_two_token_sources() {
     args.extend(["--token-file", file.to_str().unwrap()]);
     let mut both = command(&args);
     both.env("CHIO_TRUST_TOKEN", TOKEN);
-    let (shown, output) = run_to_exit(both);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("use exactly one"),
-        "command: {shown}\n{}",
-        describe(&output)
-    );
+    refused(both, &["use exactly one"]);
 }
 
 // Proves the environment token starts the service, which answers and exits 0 on SIGTERM.

@@ -45,7 +45,7 @@ use crate::error::EnvelopeError;
 use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict};
 use crate::kernel::share_refusal_reason;
 use crate::keys::{derive_arena_key, public_key_hex};
-use crate::receipt::ObservedFinding;
+use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::scope::select_grant;
 use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
 use crate::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
@@ -177,20 +177,20 @@ pub fn evaluate_portable(
         let meta = guard.meta();
         let (would, reason) = match guard.check_request(&ctx) {
             Ok(GuardVerdict::Allow) => continue,
-            Ok(GuardVerdict::Deny(r)) => ("deny", r),
+            Ok(GuardVerdict::Deny(r)) => (WouldAnswer::Deny, r),
             Ok(GuardVerdict::PendingApproval(r)) => (
-                "pending_approval",
+                WouldAnswer::PendingApproval,
                 format!(
                     "guard {} requires approval, which portable evaluation cannot run: {r}",
                     meta.id
                 ),
             ),
-            Err(e) => ("error", format!("guard {} failed: {e}", meta.id)),
+            Err(e) => (WouldAnswer::Error, format!("guard {} failed: {e}", meta.id)),
         };
         if meta.mode == GuardMode::Observe {
             observed.push(ObservedFinding {
                 guard: meta.id.clone(),
-                would: would.to_string(),
+                would,
                 reason,
             });
             continue;

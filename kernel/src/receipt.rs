@@ -44,14 +44,47 @@ pub struct ReceiptDecision {
     pub sanitized: bool,
 }
 
+/// What an observe-mode guard would have done, had it been enforcing;
+/// receipts carry it as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WouldAnswer {
+    /// It would have refused the call or withheld the output.
+    Deny,
+    /// It would have held the call for a human decision.
+    PendingApproval,
+    /// It would have rewritten the output.
+    Rewrite,
+    /// It failed, which an enforcing guard turns into a deny.
+    Error,
+}
+
+impl WouldAnswer {
+    /// The snake_case name, as receipts carry it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            WouldAnswer::Deny => "deny",
+            WouldAnswer::PendingApproval => "pending_approval",
+            WouldAnswer::Rewrite => "rewrite",
+            WouldAnswer::Error => "error",
+        }
+    }
+}
+
+impl std::fmt::Display for WouldAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What an observe-mode guard would have done.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedFinding {
     /// The guard id.
     pub guard: String,
-    /// `deny`, `pending_approval`, `rewrite` or `error`.
-    pub would: String,
+    /// What the guard would have done.
+    pub would: WouldAnswer,
     /// The guard's reason.
     pub reason: String,
 }
@@ -246,6 +279,22 @@ impl MerkleFrontier {
 mod tests {
     use super::*;
     use crate::keys::derive_arena_key;
+
+    // An observed finding's answer is written and read as the snake_case word receipts always carried.
+    #[test]
+    fn would_answers_keep_their_words() {
+        for would in [
+            WouldAnswer::Deny,
+            WouldAnswer::PendingApproval,
+            WouldAnswer::Rewrite,
+            WouldAnswer::Error,
+        ] {
+            let json = serde_json::to_string(&would).unwrap();
+            assert_eq!(json, format!("\"{}\"", would.as_str()));
+            assert_eq!(serde_json::from_str::<WouldAnswer>(&json).unwrap(), would);
+        }
+        assert!(serde_json::from_str::<WouldAnswer>("\"allow\"").is_err());
+    }
 
     fn body(n: u64) -> ReceiptBody {
         let key = derive_arena_key(1, "kernel", "k");

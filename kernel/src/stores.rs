@@ -23,6 +23,7 @@ use crate::ledger::{
     repeat_hold, AdmittedChild, HoldRecord, HoldState, LedgerRefusal, ShareDecision,
 };
 use crate::receipt::SignedReceipt;
+use crate::verdict::ProjectedVerdict;
 
 /// Revoked capability and delegation ids.
 pub trait RevocationStore {
@@ -99,7 +100,7 @@ pub struct JournalEntry {
     pub tool: String,
     /// The projected verdict (`allow`, `rewrite` or `deny`); session rules
     /// count only allowed predecessors.
-    pub verdict: String,
+    pub verdict: ProjectedVerdict,
     /// Virtual time of the decision.
     pub at_ms: u64,
     /// Whether the tool server carried the call out; false for every deny
@@ -111,7 +112,10 @@ pub struct JournalEntry {
 impl JournalEntry {
     /// Whether the call was allowed (plainly or sanitized).
     pub fn allowed(&self) -> bool {
-        self.verdict == "allow" || self.verdict == "rewrite"
+        matches!(
+            self.verdict,
+            ProjectedVerdict::Allow | ProjectedVerdict::Rewrite
+        )
     }
 
     /// Whether the call satisfies a session rule that requires it: it was

@@ -11,7 +11,8 @@ use chio_kernel::receipt::merkle_root;
 use chio_kernel::stores::{KernelStores, ReceiptStore};
 use chio_kernel::token::{Attenuation, ScopeGrant};
 use chio_kernel::{
-    Admission, Kernel, ProjectedVerdict, SignedReceipt, StoreError, StoreName, ToolOutput, Verdict,
+    Admission, CapabilityToken, Kernel, ProjectedVerdict, SignedReceipt, StoreError, StoreName,
+    ToolOutput, Verdict,
 };
 use serde_json::json;
 use util::*;
@@ -40,18 +41,20 @@ fn read(path: &str) -> serde_json::Value {
     json!({ "path": path })
 }
 
+/// Alice's signed request to read `path` from `files` with `cap`.
+fn alice_reads(
+    cap: &CapabilityToken,
+    path: &str,
+    request_id: &str,
+) -> chio_kernel::ToolCallRequest {
+    request("alice", cap, "files", "read_file", read(path), request_id)
+}
+
 // The same input against the same state gives the same verdict and the same receipt bytes.
 #[test]
 fn same_input_same_verdict() {
     let cap = issue("cap-alice", "alice", files_scope());
-    let req = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let req = alice_reads(&cap, "/workspace/notes.txt", "r1");
     let files = world_files();
     let a = kernel(vec![]).evaluate(&req, NOW_MS, &mut dispatch(&files));
     let b = kernel(vec![]).evaluate(&req, NOW_MS, &mut dispatch(&files));
@@ -68,14 +71,7 @@ fn same_input_same_verdict() {
 fn only_clock_changed() {
     let cap = issue("cap-alice", "alice", files_scope());
     let files = world_files();
-    let req = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let req = alice_reads(&cap, "/workspace/notes.txt", "r1");
     assert_eq!(
         kernel(vec![])
             .evaluate(&req, NOW_MS, &mut dispatch(&files))
@@ -94,14 +90,7 @@ fn only_issuer_trust_changed() {
     let files = world_files();
     let mut k = kernel(vec![]);
     k.set_trusted_issuers(vec![]);
-    let req = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let req = alice_reads(&cap, "/workspace/notes.txt", "r1");
     let d = k.evaluate(&req, NOW_MS, &mut dispatch(&files));
     assert_eq!(
         d.reason.as_deref(),
@@ -151,21 +140,18 @@ fn information_flow_follows_reads() {
     let files = world_files();
     let mut k = flow_kernel();
     let post = json!({"channel": "general", "text": "weekly summary"});
-    let d1 = k.evaluate(
-        &request("alice", &cap, "publish", "post", post.clone(), "p1"),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d1 = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("publish", "post"),
+        post.clone(),
+        "p1",
     );
     assert_eq!(d1.verdict, Verdict::Allow);
     let d2 = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/internal/roadmap.md"),
-            "r1",
-        ),
+        &alice_reads(&cap, "/workspace/internal/roadmap.md", "r1"),
         NOW_MS + 1,
         &mut dispatch(&files),
     );
@@ -198,17 +184,14 @@ fn labels_reach_delegated_work() {
         .unwrap();
     let files = world_files();
     let mut k = flow_kernel();
-    k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/internal/roadmap.md"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/internal/roadmap.md"),
+        "r1",
     );
     let d = k.evaluate(
         &request(
@@ -320,47 +303,38 @@ fn wrong_request_consumes_no_share() {
         .unwrap();
     let files = world_files();
     let mut k = kernel(vec![]);
-    let wrong = k.evaluate(
-        &request(
-            "bob",
-            &bob,
-            "files",
-            "write_file",
-            read("/workspace/a.txt"),
-            "b1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let wrong = decide(
+        &mut k,
+        &files,
+        "bob",
+        &bob,
+        ("files", "write_file"),
+        read("/workspace/a.txt"),
+        "b1",
     );
     assert_eq!(
         wrong.reason.as_deref(),
         Some("tool write_file on server files not covered by any scope grant")
     );
-    let ok = k.evaluate(
-        &request(
-            "carol",
-            &carol,
-            "files",
-            "read_file",
-            read("/workspace/a.txt"),
-            "c1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let ok = decide(
+        &mut k,
+        &files,
+        "carol",
+        &carol,
+        ("files", "read_file"),
+        read("/workspace/a.txt"),
+        "c1",
     );
     assert_eq!(ok.verdict, Verdict::Allow);
     // The registry is real: bob's share no longer fits beside carol's.
-    let late = k.evaluate(
-        &request(
-            "bob",
-            &bob,
-            "files",
-            "read_file",
-            read("/workspace/a.txt"),
-            "b2",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let late = decide(
+        &mut k,
+        &files,
+        "bob",
+        &bob,
+        ("files", "read_file"),
+        read("/workspace/a.txt"),
+        "b2",
     );
     assert_eq!(
         late.reason.as_deref(),
@@ -374,17 +348,14 @@ fn redaction_makes_a_sanitized_allow() {
     let cap = issue("cap-alice", "alice", files_scope());
     let files = world_files();
     let mut k = kernel(vec![guard("redact", GuardKind::SecretRedaction, json!({}))]);
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/keys.txt"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/keys.txt"),
+        "r1",
     );
     assert_eq!(d.verdict, Verdict::Allow);
     assert!(d.sanitized);
@@ -407,17 +378,14 @@ fn injection_in_output_withholds_result() {
         GuardKind::PromptInjection,
         json!({"scan": ["output"]}),
     )]);
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/issue.json"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/issue.json"),
+        "r1",
     );
     assert_eq!(d.verdict, Verdict::Deny);
     assert_eq!(d.output, None);
@@ -441,10 +409,14 @@ fn approval_threshold() {
         GuardKind::Approval,
         json!({"tools": ["pay"], "argument": "amount", "above": 100}),
     )]);
-    let d = k.evaluate(
-        &request("alice", &cap, "bank", "pay", json!({"amount": 250}), "p1"),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("bank", "pay"),
+        json!({"amount": 250}),
+        "p1",
     );
     assert_eq!(d.verdict, Verdict::PendingApproval);
     assert_eq!(d.projected(), ProjectedVerdict::Deny);
@@ -452,10 +424,14 @@ fn approval_threshold() {
         d.reason.as_deref(),
         Some("argument amount = 250 exceeds 100; approval required")
     );
-    let d = k.evaluate(
-        &request("alice", &cap, "bank", "pay", json!({"amount": 50}), "p2"),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("bank", "pay"),
+        json!({"amount": 50}),
+        "p2",
     );
     assert_eq!(d.verdict, Verdict::Allow);
 }
@@ -472,21 +448,21 @@ fn observe_mode_records_without_denying() {
     );
     spec.mode = GuardMode::Observe;
     let mut k = kernel(vec![spec]);
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/notes.txt"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/notes.txt"),
+        "r1",
     );
     assert_eq!(d.verdict, Verdict::Allow);
     assert_eq!(d.receipt.body.observed.len(), 1);
-    assert_eq!(d.receipt.body.observed[0].would, "deny");
+    assert_eq!(
+        d.receipt.body.observed[0].would,
+        chio_kernel::receipt::WouldAnswer::Deny
+    );
 }
 
 // Invocation budgets are held and committed; a failed dispatch releases its hold.
@@ -502,48 +478,39 @@ fn invocation_budget_and_abort() {
     );
     let files = world_files();
     let mut k = kernel(vec![]);
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/missing.txt"),
-            "r0",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/missing.txt"),
+        "r0",
     );
     assert_eq!(
         d.reason.as_deref(),
         Some("dispatch failed: no such file /workspace/missing.txt")
     );
     for i in 1..=2 {
-        let d = k.evaluate(
-            &request(
-                "alice",
-                &cap,
-                "files",
-                "read_file",
-                read("/workspace/notes.txt"),
-                &format!("r{i}"),
-            ),
-            NOW_MS,
-            &mut dispatch(&files),
+        let d = decide(
+            &mut k,
+            &files,
+            "alice",
+            &cap,
+            ("files", "read_file"),
+            read("/workspace/notes.txt"),
+            &format!("r{i}"),
         );
         assert_eq!(d.verdict, Verdict::Allow, "call {i}");
     }
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/notes.txt"),
-            "r3",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/notes.txt"),
+        "r3",
     );
     assert_eq!(
         d.reason.as_deref(),
@@ -571,17 +538,14 @@ fn failed_receipt_append_denies() {
     let mut stores = KernelStores::in_memory();
     stores.receipts = Box::new(FailingReceipts);
     let mut k = Kernel::new(kernel_config(vec![]), stores).unwrap();
-    let d = k.evaluate(
-        &request(
-            "alice",
-            &cap,
-            "files",
-            "read_file",
-            read("/workspace/notes.txt"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let d = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("files", "read_file"),
+        read("/workspace/notes.txt"),
+        "r1",
     );
     assert_eq!(d.verdict, Verdict::Deny);
     assert_eq!(d.output, None);
@@ -598,14 +562,7 @@ fn failed_receipt_append_denies() {
 #[test]
 fn split_evaluation_matches_one_call() {
     let cap = issue("cap-alice", "alice", files_scope());
-    let req = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let req = alice_reads(&cap, "/workspace/notes.txt", "r1");
     let files = world_files();
     let one = kernel(vec![]).evaluate(&req, NOW_MS, &mut dispatch(&files));
     let mut k = kernel(vec![]);
@@ -703,17 +660,14 @@ fn a_fresh_session_does_not_wash_the_principal() {
     );
     let files = world_files();
     let mut k = flow_kernel();
-    let read = k.evaluate(
-        &request(
-            "alice",
-            &reader,
-            "files",
-            "read_file",
-            read("/workspace/internal/roadmap.md"),
-            "r1",
-        ),
-        NOW_MS,
-        &mut dispatch(&files),
+    let read = decide(
+        &mut k,
+        &files,
+        "alice",
+        &reader,
+        ("files", "read_file"),
+        read("/workspace/internal/roadmap.md"),
+        "r1",
     );
     assert_eq!(read.verdict, Verdict::Allow);
     let mut hop = request(

@@ -94,7 +94,7 @@ fn main() {
                 let r = server.call(&req.tool, &req.arguments);
                 Ok(ToolOutput {
                     content: r.content,
-                    label: r.label.map(|l| l.as_str().to_string()),
+                    label: r.label,
                     integrity: r.integrity.label(),
                     performed: r.performed,
                 })

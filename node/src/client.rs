@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chio_kernel::token::CapabilityToken;
 use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::node_control_client::NodeControlClient;
 use tonic::service::interceptor::InterceptedService;
@@ -21,9 +20,9 @@ use crate::error::NodeError;
 use crate::grpc_link::channel;
 use crate::host::LoadedWorld;
 use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
-use crate::wire::{
-    decode_answer, encode, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
-};
+use crate::wire::command::{call_request, delegate_request, fixtures_to_proto, message_request};
+use crate::wire::outcome::{call_outcome_from_proto, delegate_outcome, message_outcome};
+use crate::wire::{decode_answer, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES};
 use crate::world::FixtureSet;
 
 /// Default bound on one scheduled action sent to a node.
@@ -102,7 +101,7 @@ impl NodeClient {
         let message = pb::LoadWorldRequest {
             node: self.node.clone(),
             scenario: offer.scenario.to_vec(),
-            fixtures_json: encode("fixture set", offer.fixtures)?,
+            fixtures: fixtures_to_proto(offer.fixtures),
             peers: offer
                 .peers
                 .iter()
@@ -123,39 +122,32 @@ impl NodeClient {
 
     /// Runs one scheduled call.
     pub async fn call(&self, command: &CallCommand) -> Result<CallOutcome, NodeError> {
-        let message = pb::CallRequest {
-            command_json: encode("call command", command)?,
-        };
+        let message = call_request(command)?;
         let answer = self
             .unary(message, |mut c, r| async move { c.call(r).await })
             .await?;
-        decode_answer(&self.target, "outcome_json", &answer.outcome_json)
+        decode_answer(
+            &self.target,
+            call_outcome_from_proto("outcome", answer.outcome),
+        )
     }
 
     /// Runs one scheduled delegation.
     pub async fn delegate(&self, command: &DelegateCommand) -> Result<DelegateOutcome, NodeError> {
-        let message = pb::DelegateRequest {
-            command_json: encode("delegate command", command)?,
-        };
+        let message = delegate_request(command);
         let answer = self
             .unary(message, |mut c, r| async move { c.delegate(r).await })
             .await?;
-        let token: CapabilityToken = decode_answer(&self.target, "token_json", &answer.token_json)?;
-        Ok(DelegateOutcome {
-            token,
-            labels: answer.labels,
-        })
+        decode_answer(&self.target, delegate_outcome(answer))
     }
 
     /// Sends one scheduled message.
     pub async fn message(&self, command: &MessageCommand) -> Result<MessageOutcome, NodeError> {
-        let message = pb::MessageRequest {
-            command_json: encode("message command", command)?,
-        };
+        let message = message_request(command);
         let answer = self
             .unary(message, |mut c, r| async move { c.message(r).await })
             .await?;
-        decode_answer(&self.target, "outcome_json", &answer.outcome_json)
+        Ok(message_outcome(answer))
     }
 
     /// Revokes an id through the node's authority state.

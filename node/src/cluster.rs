@@ -12,8 +12,6 @@
 //! ASCII characters), so one generated secret fits both.
 
 use chio_trust::BearerToken;
-use tonic::metadata::{Ascii, MetadataValue};
-use tonic::{Request, Status};
 
 use crate::error::NodeError;
 
@@ -56,68 +54,25 @@ impl ClusterToken {
 
     /// The interceptor a serving node installs.
     pub fn check(&self) -> ClusterCheck {
-        ClusterCheck {
-            expected: self.token.digest(),
-        }
+        self.token.checker(CLUSTER_REFUSAL)
     }
 
     /// The interceptor a calling side installs.
     pub fn header(&self) -> ClusterHeader {
-        ClusterHeader {
-            value: self.token.header_value(),
-        }
+        self.token.header()
     }
 }
 
-/// The serving side's interceptor: refuses a call whose `authorization`
-/// header is missing or is not `Bearer <the cluster token>`.
-#[derive(Clone)]
-pub struct ClusterCheck {
-    expected: [u8; 32],
-}
+/// What a node answers a call without the cluster token.
+pub const CLUSTER_REFUSAL: &str =
+    "chio node requires authorization: Bearer <cluster token>; the token was missing or wrong";
 
-impl ClusterCheck {
-    fn admits(&self, header: Option<&[u8]>) -> bool {
-        chio_trust::token::bearer_header_matches(&self.expected, header)
-    }
-}
-
-impl tonic::service::Interceptor for ClusterCheck {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let header = request
-            .metadata()
-            .get("authorization")
-            .map(|value| value.as_bytes());
-        if self.admits(header) {
-            Ok(request)
-        } else {
-            Err(Status::unauthenticated(
-                "chio node requires authorization: Bearer <cluster token>; the token was missing or wrong",
-            ))
-        }
-    }
-}
+/// The serving side's interceptor: trust-control's bearer check with the
+/// node's refusal message.
+pub type ClusterCheck = chio_trust::token::BearerCheck;
 
 /// The calling side's interceptor: adds the cluster bearer header.
-#[derive(Clone)]
-pub struct ClusterHeader {
-    value: MetadataValue<Ascii>,
-}
-
-impl std::fmt::Debug for ClusterHeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClusterHeader(<redacted>)")
-    }
-}
-
-impl tonic::service::Interceptor for ClusterHeader {
-    fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request
-            .metadata_mut()
-            .insert("authorization", self.value.clone());
-        Ok(request)
-    }
-}
+pub type ClusterHeader = chio_trust::token::BearerHeader;
 
 #[cfg(test)]
 mod tests {

@@ -142,8 +142,8 @@ pub async fn run(
                 problem: format!("cannot create state folder {}: {e}", dir.display()),
                 fix: "pass a writable --state-dir",
             })?;
-            let store = SqliteTrustStore::open(dir.join(LOCAL_STATE_FILE))
-                .map_err(|e| NodeError::Authority(e.to_string()))?;
+            let store =
+                SqliteTrustStore::open(dir.join(LOCAL_STATE_FILE)).map_err(NodeError::Authority)?;
             TrustBackend::Local(Arc::new(store))
         }
     };

@@ -5,7 +5,12 @@
 //! `CallOutcome`, not an error. The controller maps them to the
 //! infrastructure-failure exit code.
 
-/// What can go wrong while hosting or reaching actors.
+use chio_kernel::canonical::CanonicalError;
+use chio_kernel::{KernelError, StoreError};
+use chio_trust::TrustError;
+
+/// What can go wrong while hosting or reaching actors. Where a typed error
+/// caused it, the variant keeps that error as its source.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NodeError {
     /// The scenario's world cannot be resolved.
@@ -25,7 +30,33 @@ pub enum NodeError {
     },
     /// The kernel library refused something (a signature, a configuration).
     #[error("kernel error: {0}")]
-    Kernel(String),
+    Kernel(#[from] KernelError),
+    /// One kernel refused to start with its configuration.
+    #[error("kernel error: kernel {kernel}: {source}")]
+    KernelStart {
+        /// The kernel id.
+        kernel: String,
+        /// Why its configuration was refused.
+        #[source]
+        source: KernelError,
+    },
+    /// A value that crosses a protocol as canonical JSON has no canonical
+    /// form.
+    #[error("kernel error: {what} has no canonical JSON form: {source}")]
+    Canonical {
+        /// What was being encoded.
+        what: &'static str,
+        /// Why it has no canonical form.
+        #[source]
+        source: CanonicalError,
+    },
+    /// A delegation's label record cannot be formed from its link.
+    #[error("kernel error: {0}")]
+    LabelRecord(#[source] StoreError),
+    /// A node invariant broke: a defect in chio, never a property of the
+    /// input.
+    #[error("internal error: {0}; this is a defect in chio, report it")]
+    Internal(&'static str),
     /// An actor stopped before answering.
     #[error("{0} stopped before answering; the node is shutting down or crashed")]
     ActorGone(String),
@@ -42,7 +73,24 @@ pub enum NodeError {
     },
     /// The authority state (trust-control) refused or did not answer.
     #[error("trust-control store failed: {0}")]
-    Authority(String),
+    Authority(#[from] TrustError),
+    /// The authority state refused or did not answer one named operation.
+    #[error("trust-control store failed: {operation}: {source}")]
+    AuthorityOperation {
+        /// The operation, such as `label store read`.
+        operation: &'static str,
+        /// What trust-control (or its client) reported.
+        #[source]
+        source: TrustError,
+    },
+    /// The in-process authority state (the embedded topology's and the
+    /// direct dispatcher's stores) refused or failed.
+    #[error("trust-control store failed: {0}")]
+    AuthorityStore(#[from] StoreError),
+    /// The authority state gave no usable answer: a deadline passed, a batch
+    /// ended early, or a stored label is not a known level.
+    #[error("trust-control store failed: {0}")]
+    AuthorityAnswer(String),
     /// A node's configuration (flags, token, store choice) is unusable.
     #[error("node configuration refused: {problem}; {fix}")]
     Config {
@@ -50,6 +98,15 @@ pub enum NodeError {
         problem: String,
         /// How to fix it.
         fix: &'static str,
+    },
+    /// A protocol message's field does not decode: not JSON of the expected
+    /// shape, an unspecified enum, a missing message or a repeated key.
+    #[error("{field} is malformed: {problem}; send the value the chio controller or node encodes")]
+    Malformed {
+        /// The field, as the protocol names it (`outcome.trace.journal.verdict`).
+        field: String,
+        /// What is wrong with it (never the field's value).
+        problem: String,
     },
     /// A remote node or service did not answer.
     #[error("remote {target} failed: {cause}")]
@@ -62,6 +119,11 @@ pub enum NodeError {
 }
 
 impl NodeError {
+    /// The error of `what` having no canonical JSON form, for `map_err`.
+    pub fn canonical(what: &'static str) -> impl FnOnce(CanonicalError) -> NodeError {
+        move |source| NodeError::Canonical { what, source }
+    }
+
     /// Whether the scenario's world or its fixtures are at fault (the input),
     /// rather than a process, store or peer (infrastructure).
     pub fn is_world(&self) -> bool {
@@ -69,5 +131,67 @@ impl NodeError {
             self,
             NodeError::Scenario(_) | NodeError::Refused(_) | NodeError::Fixture { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use super::*;
+    use chio_kernel::StoreName;
+
+    // A trust-control failure keeps its typed source and the message a user saw before.
+    #[test]
+    fn authority_failures_keep_their_source() {
+        let error = NodeError::AuthorityOperation {
+            operation: "revocation store",
+            source: TrustError::StoreClosed,
+        };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "trust-control store failed: revocation store: {}",
+                TrustError::StoreClosed
+            )
+        );
+        let source = error.source().expect("the trust error is the source");
+        assert_eq!(
+            source.downcast_ref::<TrustError>(),
+            Some(&TrustError::StoreClosed)
+        );
+        let store = StoreError::unavailable(StoreName::Label, "poisoned");
+        let error = NodeError::from(store.clone());
+        assert_eq!(
+            error.to_string(),
+            format!("trust-control store failed: {store}")
+        );
+        assert_eq!(
+            error.source().and_then(|s| s.downcast_ref::<StoreError>()),
+            Some(&store)
+        );
+    }
+
+    // A kernel refusal keeps its typed source, and a kernel that will not start is named.
+    #[test]
+    fn kernel_failures_keep_their_source() {
+        let refused = KernelError::UnknownGuardMode {
+            mode: "loud".to_string(),
+        };
+        let error = NodeError::KernelStart {
+            kernel: "kernel-a".to_string(),
+            source: refused.clone(),
+        };
+        assert_eq!(
+            error.to_string(),
+            format!("kernel error: kernel kernel-a: {refused}")
+        );
+        assert_eq!(
+            error.source().and_then(|s| s.downcast_ref::<KernelError>()),
+            Some(&refused)
+        );
+        let error = NodeError::from(refused.clone());
+        assert_eq!(error.to_string(), format!("kernel error: {refused}"));
+        assert!(error.source().is_some());
     }
 }

@@ -22,6 +22,7 @@ use crate::actors::CallOutcome;
 use crate::cluster::{ClusterHeader, ClusterToken};
 use crate::error::NodeError;
 use crate::link::{KernelLink, LinkFuture};
+use crate::wire::outcome::call_outcome_from_proto;
 use crate::wire::{decode_answer, encode, error_of, MAX_LINK_MESSAGE_BYTES};
 use crate::world::World;
 
@@ -125,7 +126,7 @@ impl KernelLink for GrpcLink {
             let target = format!("node {node} (kernel {kernel_id})");
             let message = pb::EvaluateRequest {
                 kernel_id,
-                request_json: encode("tool call request", &request)?,
+                request_json: encode("a signed tool call request", &request)?,
                 now_ms,
             };
             let mut request = tonic::Request::new(message);
@@ -138,7 +139,7 @@ impl KernelLink for GrpcLink {
                 })?
                 .map_err(|status| error_of(&target, &status))?
                 .into_inner();
-            decode_answer(&target, "outcome_json", &answer.outcome_json)
+            decode_answer(&target, call_outcome_from_proto("outcome", answer.outcome))
         })
     }
 
@@ -150,7 +151,7 @@ impl KernelLink for GrpcLink {
             let target = format!("node {node} (agent {agent_id})");
             let message = pb::HandOverRequest {
                 agent_id,
-                token_json: encode("capability token", &token)?,
+                token_json: encode("a capability token", &token)?,
             };
             let mut request = tonic::Request::new(message);
             request.set_timeout(self.deadline);

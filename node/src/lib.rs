@@ -16,8 +16,10 @@
 //! - [`node`]: one node's operations;
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
-//! - [`executor`]: the step executor, one handler per action kind, and the
-//!   synchronous direct dispatcher;
+//! - [`simulated_faults`]: crashes, partitions and stalls as the embedded
+//!   topology simulates them;
+//! - [`executor`]: the step executor, one handler per action kind (faults
+//!   included), and the synchronous direct dispatcher;
 //! - [`evaluator`]: adversary actions judged by the real kernel in the world;
 //! - [`host`]: the node process's actor that loads a world sent over the wire;
 //! - [`service`]: the `NodeControl` and `KernelLink` gRPC services;
@@ -25,7 +27,8 @@
 //! - [`grpc_link`]: `KernelLink` over gRPC between node processes;
 //! - [`trust_stores`]: kernel stores over trust-control or local SQLite;
 //! - [`cluster`]: the shared cluster bearer token;
-//! - [`wire`]: how kernel types cross the protocols, with size limits;
+//! - [`wire`]: every conversion between the node protocols' messages and
+//!   node types, the size limits and the status mapping;
 //! - [`daemon`]: running a node as a process (`chio node serve`);
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
@@ -46,6 +49,7 @@ pub mod mux;
 pub mod node;
 pub mod service;
 pub mod shared;
+pub mod simulated_faults;
 pub mod tools;
 pub mod trust_stores;
 pub mod wire;

@@ -22,7 +22,6 @@ use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::LabelCarry;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{Attenuation, CapabilityToken};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::actors::agent::CallIntent;
@@ -46,7 +45,7 @@ pub trait AuthorityControl: Send + Sync {
 }
 
 /// A scheduled message, as the controller sends it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageCommand {
     /// The sending agent, hosted by the node that receives the command.
     pub agent: String,
@@ -61,7 +60,7 @@ pub struct MessageCommand {
 }
 
 /// What a message carried.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageOutcome {
     /// The labels joined into the receiver's principal and session, in
     /// ascending order.
@@ -69,7 +68,7 @@ pub struct MessageOutcome {
 }
 
 /// What a delegation produced.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DelegateOutcome {
     /// The child capability, already held by the delegatee.
     pub token: CapabilityToken,
@@ -79,7 +78,7 @@ pub struct DelegateOutcome {
 }
 
 /// A scheduled call, as the controller sends it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CallCommand {
     /// Request id (the step id, or a reused one for a replay).
     pub request_id: String,
@@ -119,15 +118,14 @@ pub(crate) fn delegation_carry(
     delegator: &str,
     child: &CapabilityToken,
 ) -> Result<LabelCarry, NodeError> {
-    let link = child
-        .delegation_chain
-        .last()
-        .ok_or_else(|| NodeError::Kernel(format!("delegation {} carries no link", child.id)))?;
-    LabelCarry::delegation(delegator, link).map_err(|e| NodeError::Kernel(e.to_string()))
+    let link = child.delegation_chain.last().ok_or(NodeError::Internal(
+        "a delegated capability carries no link",
+    ))?;
+    LabelCarry::delegation(delegator, link).map_err(NodeError::LabelRecord)
 }
 
 /// A scheduled delegation, as the controller sends it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct DelegateCommand {
     /// The delegating agent.
     pub agent: String,

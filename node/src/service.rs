@@ -3,9 +3,9 @@
 //! one listener until shutdown.
 //!
 //! The services only translate (see `CONTRIBUTING.md`): each RPC decodes its
-//! message, asks the [`NodeHost`] for the hosted [`crate::Node`] or to load
-//! a world, awaits the answer and encodes it; a closed actor becomes a
-//! status. Authentication is the cluster token's interceptor, which runs
+//! message with [`crate::wire`], asks the [`NodeHost`] for the hosted
+//! [`crate::Node`] or to load a world, awaits the answer and encodes it; a
+//! closed actor becomes a status. Authentication is the cluster token's interceptor, which runs
 //! before a body is decoded. Accepted sockets get `TCP_NODELAY`. Messages
 //! over the size limits of [`crate::wire`] are refused by tonic with
 //! `OUT_OF_RANGE`.
@@ -28,11 +28,11 @@ use tracing::Instrument;
 use crate::cluster::ClusterToken;
 use crate::error::NodeError;
 use crate::host::{NodeHost, WorldLoad};
-use crate::node::{CallCommand, DelegateCommand, MessageCommand};
+use crate::wire::command::{call_command, delegate_command, fixtures_from_proto, message_command};
+use crate::wire::outcome::{call_outcome_to_proto, delegate_response, message_response};
 use crate::wire::{
-    decode_field, encode, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
+    decode, decode_request, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
 };
-use crate::world::FixtureSet;
 
 fn internal(error: NodeError) -> Status {
     status_of(&error)
@@ -59,7 +59,7 @@ impl NodeControl for NodeControlService {
         request: Request<pb::LoadWorldRequest>,
     ) -> Result<Response<pb::LoadWorldResponse>, Status> {
         let message = request.into_inner();
-        let fixtures: FixtureSet = decode_field("fixtures_json", &message.fixtures_json)?;
+        let fixtures = fixtures_from_proto(message.fixtures);
         let loaded = self
             .host
             .load(WorldLoad {
@@ -83,11 +83,11 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::CallRequest>,
     ) -> Result<Response<pb::CallResponse>, Status> {
-        let command: CallCommand = decode_field("command_json", &request.get_ref().command_json)?;
+        let command = decode_request(call_command(request.into_inner()))?;
         let node = self.host.node().await.map_err(internal)?;
         let outcome = node.call(command).await.map_err(internal)?;
         Ok(Response::new(pb::CallResponse {
-            outcome_json: encode("call outcome", &outcome).map_err(internal)?,
+            outcome: Some(call_outcome_to_proto(&outcome).map_err(internal)?),
         }))
     }
 
@@ -95,27 +95,22 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::DelegateRequest>,
     ) -> Result<Response<pb::DelegateResponse>, Status> {
-        let command: DelegateCommand =
-            decode_field("command_json", &request.get_ref().command_json)?;
+        let command = decode_request(delegate_command(request.into_inner()))?;
         let node = self.host.node().await.map_err(internal)?;
         let outcome = node.delegate(command).await.map_err(internal)?;
-        Ok(Response::new(pb::DelegateResponse {
-            token_json: encode("capability token", &outcome.token).map_err(internal)?,
-            labels: outcome.labels,
-        }))
+        Ok(Response::new(
+            delegate_response(&outcome).map_err(internal)?,
+        ))
     }
 
     async fn message(
         &self,
         request: Request<pb::MessageRequest>,
     ) -> Result<Response<pb::MessageResponse>, Status> {
-        let command: MessageCommand =
-            decode_field("command_json", &request.get_ref().command_json)?;
+        let command = message_command(request.into_inner());
         let node = self.host.node().await.map_err(internal)?;
         let outcome = node.message(command).await.map_err(internal)?;
-        Ok(Response::new(pb::MessageResponse {
-            outcome_json: encode("message outcome", &outcome).map_err(internal)?,
-        }))
+        Ok(Response::new(message_response(&outcome)))
     }
 
     async fn revoke(
@@ -160,14 +155,14 @@ impl KernelLink for KernelLinkService {
         request: Request<pb::EvaluateRequest>,
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let message = request.into_inner();
-        let call: ToolCallRequest = decode_field("request_json", &message.request_json)?;
+        let call: ToolCallRequest = decode_request(decode("request_json", &message.request_json))?;
         let node = self.host.node().await.map_err(internal)?;
         let outcome = node
             .evaluate_forwarded(&message.kernel_id, call, message.now_ms)
             .await
             .map_err(internal)?;
         Ok(Response::new(pb::EvaluateResponse {
-            outcome_json: encode("call outcome", &outcome).map_err(internal)?,
+            outcome: Some(call_outcome_to_proto(&outcome).map_err(internal)?),
         }))
     }
 
@@ -176,7 +171,7 @@ impl KernelLink for KernelLinkService {
         request: Request<pb::HandOverRequest>,
     ) -> Result<Response<pb::HandOverResponse>, Status> {
         let message = request.into_inner();
-        let token: CapabilityToken = decode_field("token_json", &message.token_json)?;
+        let token: CapabilityToken = decode_request(decode("token_json", &message.token_json))?;
         let node = self.host.node().await.map_err(internal)?;
         node.hand_over(&message.agent_id, token)
             .await

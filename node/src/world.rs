@@ -338,8 +338,7 @@ fn issue_grants(
                 NodeError::Scenario(format!("grant {} share_bps out of range", grant.id))
             })?,
         };
-        let token = CapabilityToken::issue(body, authority)
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let token = CapabilityToken::issue(body, authority)?;
         grants.insert(grant.id.clone(), (grant.agent.clone(), token));
     }
 

@@ -45,14 +45,18 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
         Ok(Performed::Revoke(refusal)) => format!("revoke {refusal:?}"),
         Ok(Performed::Message(outcome)) => format!("message {:?}", outcome.labels),
         Ok(Performed::Advance) => "advance".to_string(),
+        Ok(Performed::Blocked(reason)) => format!("blocked by a fault: {reason}"),
+        Ok(Performed::Fault) => "fault".to_string(),
     }
 }
 
 /// Every step's summary, each step prepared by a fresh executor's run and
-/// performed by `perform` (one dispatcher or the other).
+/// performed by `perform` (one dispatcher or the other), after `settle`
+/// ends a stall that is over by the step's instant, as the run driver does.
 fn through(
     scenario: &Scenario,
     world: &World,
+    mut settle: impl FnMut(&mut StepExecutor, u64) -> Result<(), NodeError>,
     mut perform: impl FnMut(
         &mut StepExecutor,
         &str,
@@ -66,6 +70,7 @@ fn through(
         let step = &scenario.file().steps[scheduled.step_index];
         let now_ms = world.start_ms + scheduled.evaluation_ms;
         let node = world.agent_node(&scheduled.agent_id).expect("placed");
+        settle(&mut executor, now_ms).expect("settled");
         let prepared = executor
             .prepare(
                 world,
@@ -101,13 +106,23 @@ fn embedded_and_direct_agree_on_every_reference_scenario() {
         let topology = runtime
             .block_on(EmbeddedTopology::start(&world))
             .expect("embedded start");
-        let embedded = through(&scenario, &world, |executor, node, id, prepared| {
-            runtime.block_on(executor.perform(&topology, node, id, prepared))
-        });
+        let embedded = through(
+            &scenario,
+            &world,
+            |executor, now_ms| runtime.block_on(executor.settle_faults(&topology, now_ms)),
+            |executor, node, id, prepared| {
+                runtime.block_on(executor.perform(&topology, node, id, prepared))
+            },
+        );
         let direct_world = DirectDispatcher::new(&world).expect("direct world");
-        let direct = through(&scenario, &world, |executor, _, id, prepared| {
-            complete_now(executor.perform(&direct_world, "direct", id, prepared))
-        });
+        let direct = through(
+            &scenario,
+            &world,
+            |executor, now_ms| complete_now(executor.settle_faults(&direct_world, now_ms)),
+            |executor, _, id, prepared| {
+                complete_now(executor.perform(&direct_world, "direct", id, prepared))
+            },
+        );
         assert_eq!(embedded.len(), direct.len(), "{path:?}");
         for (a, b) in embedded.iter().zip(&direct) {
             assert_eq!(a, b, "{path:?}: the dispatchers disagree");

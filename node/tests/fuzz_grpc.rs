@@ -1,7 +1,8 @@
 //! Fuzz target for every request a node accepts: `NodeControl` (LoadWorld,
 //! Call, Delegate, Revoke) and `KernelLink` (Evaluate, HandOver), sent to a
 //! real node over loopback after it loaded a real world, with arbitrary
-//! bytes and byte-level mutations of valid commands. A case passes when the
+//! bytes and byte-level mutations of valid commands (a command's protobuf
+//! bytes; bytes that do not decode as the command go into its JSON field). A case passes when the
 //! node answers (a response or a `Status`) and still serves a valid call
 //! afterwards; a transport failure means the node died. The case count comes
 //! from `CHIO_FUZZ_CASES` (default 48, what CI runs); long runs are in
@@ -12,12 +13,14 @@ mod util;
 use std::sync::OnceLock;
 
 use chio_arena::load_scenario;
-use chio_node::FixtureSet;
+use chio_node::wire::command::{call_request, fixtures_to_proto};
+use chio_node::{CallCommand, FixtureSet};
 use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::kernel_link_client::KernelLinkClient;
 use chio_proto::node::v1::node_control_client::NodeControlClient;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
+use prost::Message;
 use serde_json::json;
 use util::{authorized, start};
 
@@ -51,20 +54,7 @@ fn harness() -> &'static Harness {
             .unwrap();
         let (url, state) = runtime.block_on(async {
             let (url, state) = start().await;
-            let file = repo("scenarios/walking_skeleton.toml");
-            let scenario = load_scenario(&file).unwrap();
-            let fixtures = FixtureSet::load(&scenario).unwrap();
-            let mut control = NodeControlClient::connect(url.clone()).await.unwrap();
-            control
-                .load_world(authorized(pb::LoadWorldRequest {
-                    node: "node-a".into(),
-                    scenario: std::fs::read(&file).unwrap(),
-                    fixtures_json: serde_json::to_vec(&fixtures).unwrap(),
-                    peers: [("node-a".to_string(), url.clone())].into_iter().collect(),
-                    run_id: "fuzz".into(),
-                }))
-                .await
-                .expect("the node loads the walking skeleton");
+            load_world(&url).await;
             (url, state)
         });
         Harness {
@@ -75,17 +65,43 @@ fn harness() -> &'static Harness {
     })
 }
 
-fn valid_call(request_id: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "request_id": request_id,
-        "agent": "solo",
-        "capability_id": "solo-read",
-        "captured": null,
-        "server": "workspace",
-        "tool": "read_file",
-        "arguments": {"path": "/workspace/notes.txt"},
-        "now_ms": 1767600000000u64
-    }))
+/// Loads the walking skeleton onto the node at `url`.
+async fn load_world(url: &str) {
+    let file = repo("scenarios/walking_skeleton.toml");
+    let scenario = load_scenario(&file).unwrap();
+    let fixtures = FixtureSet::load(&scenario).unwrap();
+    let mut control = NodeControlClient::connect(url.to_string()).await.unwrap();
+    control
+        .load_world(authorized(pb::LoadWorldRequest {
+            node: "node-a".into(),
+            scenario: std::fs::read(&file).unwrap(),
+            fixtures: fixtures_to_proto(&fixtures),
+            peers: [("node-a".to_string(), url.to_string())]
+                .into_iter()
+                .collect(),
+            run_id: "fuzz".into(),
+        }))
+        .await
+        .expect("the node loads the walking skeleton");
+}
+
+/// Whether `which` selects `LoadWorld`, which replaces (and, when refused,
+/// drops) the hosted world.
+fn reloads(which: u8) -> bool {
+    which % 7 == 6
+}
+
+fn valid_call(request_id: &str) -> pb::CallRequest {
+    call_request(&CallCommand {
+        request_id: request_id.into(),
+        agent: "solo".into(),
+        capability_id: "solo-read".into(),
+        captured: None,
+        server: "workspace".into(),
+        tool: "read_file".into(),
+        arguments: json!({"path": "/workspace/notes.txt"}),
+        now_ms: 1767600000000,
+    })
     .unwrap()
 }
 
@@ -108,14 +124,17 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
         .await
         .map_err(|e| e.to_string())?;
     let answered = match which % 7 {
-        0 => control
-            .call(authorized(pb::CallRequest { command_json: body }))
-            .await
-            .map(|_| ()),
-        1 => control
-            .delegate(authorized(pb::DelegateRequest { command_json: body }))
-            .await
-            .map(|_| ()),
+        0 => {
+            let request = pb::CallRequest::decode(body.as_slice()).unwrap_or(pb::CallRequest {
+                arguments_json: body,
+                ..pb::CallRequest::default()
+            });
+            control.call(authorized(request)).await.map(|_| ())
+        }
+        1 => {
+            let request = pb::DelegateRequest::decode(body.as_slice()).unwrap_or_default();
+            control.delegate(authorized(request)).await.map(|_| ())
+        }
         2 => control
             .revoke(authorized(pb::RevokeRequest {
                 target: text,
@@ -138,15 +157,15 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
             }))
             .await
             .map(|_| ()),
-        5 => control
-            .message(authorized(pb::MessageRequest { command_json: body }))
-            .await
-            .map(|_| ()),
+        5 => {
+            let request = pb::MessageRequest::decode(body.as_slice()).unwrap_or_default();
+            control.message(authorized(request)).await.map(|_| ())
+        }
         _ => control
             .load_world(authorized(pb::LoadWorldRequest {
                 node: text,
                 scenario: body,
-                fixtures_json: b"{}".to_vec(),
+                fixtures: Default::default(),
                 peers: Default::default(),
                 run_id: "fuzz-reload".into(),
             }))
@@ -175,15 +194,23 @@ proptest! {
         n in any::<u32>(),
     ) {
         let h = harness();
-        let body = if use_raw { raw } else { mutate(valid_call(&format!("fz-{n}")), &edits) };
+        let body = if use_raw {
+            raw
+        } else {
+            mutate(valid_call(&format!("fz-{n}")).encode_to_vec(), &edits)
+        };
         let sent = h.runtime.block_on(send(&h.url, which, body, text));
         prop_assert!(sent.is_ok(), "the node stopped answering: {sent:?}");
+        if reloads(which) {
+            // A load replaces the world, so a refused one leaves none: load it again.
+            h.runtime.block_on(load_world(&h.url));
+        }
         let check = h.runtime.block_on(async {
             let mut control = NodeControlClient::connect(h.url.clone()).await.map_err(|e| e.to_string())?;
             control
-                .call(authorized(pb::CallRequest { command_json: valid_call(&format!("check-{n}-{which}")) }))
+                .call(authorized(valid_call(&format!("check-{n}-{which}"))))
                 .await
-                .map(|r| r.into_inner().outcome_json)
+                .map(|r| r.into_inner().outcome)
                 .map_err(|s| s.to_string())
         });
         // The check call is answered with an outcome (its verdict may be a replay deny when ids repeat).

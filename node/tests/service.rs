@@ -11,18 +11,24 @@ mod util;
 
 use util::{authorized, start, TOKEN};
 
-// Proves malformed canonical-JSON fields are INVALID_ARGUMENT on both services and the node keeps serving.
+// Proves fields that do not decode are INVALID_ARGUMENT naming the field on both services, and the node keeps serving.
 #[tokio::test]
 async fn malformed_messages_are_refused_with_a_status() {
     let (url, _dir) = start().await;
     let mut control = NodeControlClient::connect(url.clone()).await.unwrap();
     let status = control
         .call(authorized(pb::CallRequest {
-            command_json: b"{\"agent\": 7".to_vec(),
+            agent: "alice".into(),
+            arguments_json: b"{\"path\": 7".to_vec(),
+            ..pb::CallRequest::default()
         }))
         .await
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(
+        status.message().starts_with("arguments_json is malformed"),
+        "{status:?}"
+    );
     let mut link = KernelLinkClient::connect(url.clone()).await.unwrap();
     let status = link
         .evaluate(authorized(pb::EvaluateRequest {
@@ -37,7 +43,7 @@ async fn malformed_messages_are_refused_with_a_status() {
         .load_world(authorized(pb::LoadWorldRequest {
             node: "node-a".into(),
             scenario: b"not = [toml".to_vec(),
-            fixtures_json: b"{\"servers\":{}}".to_vec(),
+            fixtures: Default::default(),
             peers: Default::default(),
             run_id: "run-1".into(),
         }))
@@ -80,7 +86,8 @@ async fn calls_without_the_token_are_unauthenticated() {
     let mut control = NodeControlClient::connect(url).await.unwrap();
     let status = control
         .call(pb::CallRequest {
-            command_json: b"garbage".to_vec(),
+            arguments_json: b"garbage".to_vec(),
+            ..pb::CallRequest::default()
         })
         .await
         .unwrap_err();

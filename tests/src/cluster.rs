@@ -314,3 +314,25 @@ pub fn wait_until(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// A call by `agent` presenting the held capability `capability` to `tool`
+/// on `server`: the command every process suite sends to a node.
+pub fn call_command(
+    request_id: &str,
+    agent: &str,
+    capability: &str,
+    (server, tool): (&str, &str),
+    arguments: serde_json::Value,
+    now_ms: u64,
+) -> chio_node::CallCommand {
+    chio_node::CallCommand {
+        request_id: request_id.to_string(),
+        agent: agent.to_string(),
+        capability_id: capability.to_string(),
+        captured: None,
+        server: server.to_string(),
+        tool: tool.to_string(),
+        arguments,
+        now_ms,
+    }
+}

@@ -28,9 +28,10 @@ pub mod scenarios;
 
 pub use binary::{chio, explain, run_binary, run_chio, OUTPUT_ENV};
 pub use cluster::{
-    runtime, serve, wait_until, Cluster, LoadedWorld, Proc, CLUSTER_TOKEN, TRUST_TOKEN,
+    call_command, runtime, serve, wait_until, Cluster, LoadedWorld, Proc, CLUSTER_TOKEN,
+    TRUST_TOKEN,
 };
 pub use files::{
     copy_tree, entries, reference_scenarios, repo_path, tree, worldless_scenarios, write_scenario,
 };
-pub use scenarios::cross_node_scenario;
+pub use scenarios::{cross_node_scenario, many_agent_scenario};

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use chio_node::client::DEFAULT_CONTROL_DEADLINE;
-use chio_node::{CallCommand, NodeClient, World};
+use chio_node::{NodeClient, World};
 use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
@@ -118,27 +118,6 @@ fn load(
     let mut loaded = cluster.load_world(rt, file, run_id, &[node]);
     let client = loaded.clients.remove(node).expect("the node's client");
     (loaded.world, client)
-}
-
-fn call(
-    request_id: &str,
-    agent: &str,
-    capability: &str,
-    server: &str,
-    tool: &str,
-    arguments: Value,
-    now_ms: u64,
-) -> CallCommand {
-    CallCommand {
-        request_id: request_id.to_string(),
-        agent: agent.to_string(),
-        capability_id: capability.to_string(),
-        captured: None,
-        server: server.to_string(),
-        tool: tool.to_string(),
-        arguments,
-        now_ms,
-    }
 }
 
 // Acceptance 1: every reference scenario run with --topology local writes a bundle byte-identical to the embedded run's.
@@ -345,12 +324,11 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
     let (world, client) = load(&rt, &cluster, &file, "node-a", "run-trust-stop");
     let start = world.start_ms;
     let first = rt
-        .block_on(client.call(&call(
+        .block_on(client.call(&call_command(
             "warm-up",
             "solo",
             "solo-read",
-            "workspace",
-            "read_file",
+            ("workspace", "read_file"),
             json!({"path": "/workspace/readme.txt"}),
             start,
         )))
@@ -360,12 +338,11 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
     let began = Instant::now();
     for i in 0..1000u64 {
         let outcome = rt
-            .block_on(client.call(&call(
+            .block_on(client.call(&call_command(
                 &format!("down-{i}"),
                 "solo",
                 "solo-read",
-                "workspace",
-                "read_file",
+                ("workspace", "read_file"),
                 json!({"path": "/workspace/readme.txt"}),
                 start + 1 + i,
             )))
@@ -404,12 +381,11 @@ fn restarted_node_sees_retained_labels() {
     let (world, client) = load(&rt, &cluster, &file, "node-a", "run-labels");
     let start = world.start_ms;
     let post = |id: &str, at: u64| {
-        call(
+        call_command(
             id,
             "solo",
             "solo-post",
-            "outbox",
-            "publish",
+            ("outbox", "publish"),
             json!({"text": "status"}),
             at,
         )
@@ -419,12 +395,11 @@ fn restarted_node_sees_retained_labels() {
         .unwrap();
     assert_eq!(before.projected.as_str(), "allow", "{:?}", before.reason);
     let read = rt
-        .block_on(client.call(&call(
+        .block_on(client.call(&call_command(
             "read",
             "solo",
             "solo-read",
-            "workspace",
-            "read_file",
+            ("workspace", "read_file"),
             json!({"path": "/workspace/internal/plan.txt"}),
             start + 1,
         )))

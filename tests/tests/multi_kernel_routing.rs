@@ -218,16 +218,8 @@ fn every_pair_of_kernels_routes_both_ways() {
 }
 
 fn read(id: &str, agent: &str, capability: &str, server: &str, now_ms: u64) -> CallCommand {
-    CallCommand {
-        request_id: id.to_string(),
-        agent: agent.to_string(),
-        capability_id: capability.to_string(),
-        captured: None,
-        server: server.to_string(),
-        tool: "read_file".to_string(),
-        arguments: json!({"path": "/workspace/notes.txt"}),
-        now_ms,
-    }
+    let path = json!({"path": "/workspace/notes.txt"});
+    call_command(id, agent, capability, (server, "read_file"), path, now_ms)
 }
 
 // Proves a call forwarded to a kernel whose node process is down fails as infrastructure naming that node, is never allowed and leaves no receipt, while the same node's local kernel and the route to the live node keep working, before and after.

@@ -383,8 +383,10 @@ pub async fn serve<S: TrustStore>(
             }
         })
     });
-    let service =
-        TrustControlServer::with_interceptor(TrustControlService::new(store), token.checker());
+    let service = TrustControlServer::with_interceptor(
+        TrustControlService::new(store),
+        token.checker(crate::token::TRUST_REFUSAL),
+    );
     let (draining, drain_started) = tokio::sync::oneshot::channel::<()>();
     let signal = async move {
         shutdown.await;

@@ -71,24 +71,61 @@ impl BearerToken {
             .unwrap_or_else(|_| unreachable!("a validated token is a valid header value"))
     }
 
-    /// The server-side checker for this token.
-    pub(crate) fn checker(&self) -> TokenCheck {
-        TokenCheck {
-            expected: Sha256::digest(self.secret.as_bytes()).into(),
+    /// The server-side checker for this token; `refusal` is the message a
+    /// refused call gets (it must not echo what was sent).
+    pub fn checker(&self, refusal: &'static str) -> BearerCheck {
+        BearerCheck {
+            expected: self.digest(),
+            refusal,
+        }
+    }
+
+    /// The client-side interceptor that sends this token.
+    pub fn header(&self) -> BearerHeader {
+        BearerHeader {
+            value: self.header_value(),
         }
     }
 }
 
-/// The server's interceptor: refuses any request whose `authorization`
-/// header is missing or is not `Bearer <the token>`.
+/// What trust-control answers a call without its token.
+pub const TRUST_REFUSAL: &str =
+    "trust-control requires authorization: Bearer <token>; the token was missing or wrong";
+
+/// A server's interceptor: refuses any request whose `authorization`
+/// header is missing or is not `Bearer <the token>`, with the service's own
+/// refusal message. Trust-control and the node cluster token both use it.
 #[derive(Clone)]
-pub(crate) struct TokenCheck {
+pub struct BearerCheck {
     expected: [u8; 32],
+    refusal: &'static str,
 }
 
-impl TokenCheck {
-    fn admits(&self, header: Option<&[u8]>) -> bool {
+impl std::fmt::Debug for BearerCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerCheck(<redacted>)")
+    }
+}
+
+impl BearerCheck {
+    /// Whether `header` (the `authorization` value, if any) carries the token.
+    pub fn admits(&self, header: Option<&[u8]>) -> bool {
         bearer_header_matches(&self.expected, header)
+    }
+}
+
+impl tonic::service::Interceptor for BearerCheck {
+    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
+        let header = request
+            .metadata()
+            .get("authorization")
+            .map(|value| value.as_bytes());
+        if self.admits(header) {
+            Ok(request)
+        } else {
+            // Never echo what was sent.
+            Err(Status::unauthenticated(self.refusal))
+        }
     }
 }
 
@@ -107,34 +144,15 @@ pub fn bearer_header_matches(expected: &[u8; 32], header: Option<&[u8]>) -> bool
     equal && header.is_some()
 }
 
-impl tonic::service::Interceptor for TokenCheck {
-    fn call(&mut self, request: Request<()>) -> Result<Request<()>, Status> {
-        let header = request
-            .metadata()
-            .get("authorization")
-            .map(|value| value.as_bytes());
-        if self.admits(header) {
-            Ok(request)
-        } else {
-            // Never echo what was sent.
-            Err(Status::unauthenticated(
-                "trust-control requires authorization: Bearer <token>; the token was missing or wrong",
-            ))
-        }
-    }
-}
-
 /// The client's interceptor: adds the bearer header to every request.
 #[derive(Clone)]
-pub(crate) struct BearerHeader {
+pub struct BearerHeader {
     value: MetadataValue<Ascii>,
 }
 
-impl BearerHeader {
-    pub(crate) fn new(token: &BearerToken) -> Self {
-        BearerHeader {
-            value: token.header_value(),
-        }
+impl std::fmt::Debug for BearerHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerHeader(<redacted>)")
     }
 }
 
@@ -173,7 +191,7 @@ mod tests {
     // Proves only the exact bearer header is admitted.
     #[test]
     fn checker_admits_only_the_exact_token() {
-        let check = BearerToken::new(TOKEN).unwrap().checker();
+        let check = BearerToken::new(TOKEN).unwrap().checker(TRUST_REFUSAL);
         assert!(check.admits(Some(format!("Bearer {TOKEN}").as_bytes())));
         assert!(!check.admits(None));
         assert!(!check.admits(Some(b"")));

@@ -2,18 +2,23 @@
 //! and refusing linked or foreign inputs.
 
 use super::*;
+use chio_kernel::verdict::ProjectedVerdict;
 
 pub(super) fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
+    let projected = ProjectedVerdict::parse(actual).expect("a verdict of the scenario alphabet");
     StepRecord {
         step_id: id.to_string(),
-        action: "call".to_string(),
+        action: ActionKind::Call,
         agent: "a".to_string(),
         virtual_time: "2026-01-01T00:00:00.000Z".to_string(),
         kernel: Some("k".to_string()),
         target: Some("s/t".to_string()),
-        expected: Some("allow".to_string()),
-        actual: Some(actual.to_string()),
-        verdict: Some(actual.to_string()),
+        expected: Some(ProjectedVerdict::Allow.into()),
+        actual: Some(projected.into()),
+        verdict: Some(match projected {
+            ProjectedVerdict::Deny => Verdict::Deny,
+            ProjectedVerdict::Allow | ProjectedVerdict::Rewrite => Verdict::Allow,
+        }),
         reason: None,
         guard: None,
         receipt_id: Some(format!("r-{id}-{actual}")),
@@ -48,7 +53,7 @@ pub(super) fn manifest(steps: Vec<StepRecord>) -> BundleManifest {
         },
         scenario_title: "t".to_string(),
         scenario_sha256: "x".to_string(),
-        status: "completed".to_string(),
+        status: BundleStatus::Completed,
         stopped: None,
         mismatches: Vec::new(),
         receipt_root: "r".to_string(),

@@ -62,7 +62,7 @@ fn both(count: u64, stopped: bool) -> (BTreeMap<String, Vec<u8>>, BTreeMap<Strin
     let mut whole = manifest(steps.clone());
     whole.receipt_root = merkle_root(&receipts);
     if stopped {
-        whole.status = "stopped".to_string();
+        whole.status = crate::bundle::BundleStatus::Stopped;
         whole.stopped = Some(StopRecord {
             step_id: "s0".to_string(),
             cause: "unexpected-verdict".to_string(),

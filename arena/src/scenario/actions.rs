@@ -6,7 +6,9 @@
 //! validator (`super::validate`) decides which values are admissible and
 //! builds them, and runners read them.
 
-use serde::Serialize;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
 
 /// The kind of a tool server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -35,38 +37,9 @@ impl ServerKind {
     }
 }
 
-/// The verdict a call step expects, in the scenario alphabet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ExpectedVerdict {
-    /// A plain allow.
-    Allow,
-    /// A deny or a pending approval.
-    Deny,
-    /// A sanitized allow.
-    Rewrite,
-}
-
-impl ExpectedVerdict {
-    /// Parses the verdict as written in the scenario.
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "allow" => Some(Self::Allow),
-            "deny" => Some(Self::Deny),
-            "rewrite" => Some(Self::Rewrite),
-            _ => None,
-        }
-    }
-
-    /// The verdict as written in the scenario.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Allow => "allow",
-            Self::Deny => "deny",
-            Self::Rewrite => "rewrite",
-        }
-    }
-}
+/// The verdict a call step expects, in the scenario alphabet: the kernel's
+/// projected verdict, so an expectation and an answer compare as values.
+pub type ExpectedVerdict = chio_kernel::verdict::ProjectedVerdict;
 
 /// A tool call.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,7 +82,7 @@ pub struct DelegateAction {
 }
 
 /// What a delegate or revoke step expects of itself.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StepExpectation {
     /// The step takes effect (the default).
@@ -142,6 +115,12 @@ impl StepExpectation {
             "refused" => Some(StepExpectation::Refused),
             _ => None,
         }
+    }
+}
+
+impl fmt::Display for StepExpectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -200,6 +179,169 @@ pub struct AdvanceAction {
     pub advance_ms: u64,
 }
 
+/// The kind of a step's action, as bundles and tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    /// A tool call.
+    Call,
+    /// A delegation.
+    Delegate,
+    /// A revocation.
+    Revoke,
+    /// A message between agents.
+    Message,
+    /// A clock advance.
+    Advance,
+    /// A fault inflicted on the run's infrastructure.
+    Fault,
+}
+
+impl ActionKind {
+    /// The lowercase name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ActionKind::Call => "call",
+            ActionKind::Delegate => "delegate",
+            ActionKind::Revoke => "revoke",
+            ActionKind::Message => "message",
+            ActionKind::Advance => "advance",
+            ActionKind::Fault => "fault",
+        }
+    }
+}
+
+impl fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The name a fault's `between` gives the trust-control service.
+pub const TRUST_CONTROL: &str = "trust-control";
+
+/// A link a fault cuts or slows: two nodes (in id order), or a node and
+/// trust-control (`to` is then [`TRUST_CONTROL`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct FaultLink {
+    /// A node.
+    pub from: String,
+    /// The other node, or [`TRUST_CONTROL`].
+    pub to: String,
+}
+
+impl FaultLink {
+    /// The link between two ends, normalised so that both spellings of a
+    /// link are one value.
+    pub fn new(a: &str, b: &str) -> Self {
+        let (from, to) = if a == TRUST_CONTROL || (b != TRUST_CONTROL && b < a) {
+            (b, a)
+        } else {
+            (a, b)
+        };
+        Self {
+            from: from.to_string(),
+            to: to.to_string(),
+        }
+    }
+
+    /// Whether the link joins a node to trust-control.
+    pub fn to_trust_control(&self) -> bool {
+        self.to == TRUST_CONTROL
+    }
+
+    /// Whether `node` is one of the link's ends.
+    pub fn touches(&self, node: &str) -> bool {
+        self.from == node || self.to == node
+    }
+
+    /// The link as a reason prints it (`node-a <-> node-b`).
+    pub fn describe(&self) -> String {
+        format!("{} <-> {}", self.from, self.to)
+    }
+}
+
+/// What a fault step does to the run's infrastructure. A fault has no
+/// verdict of its own: the steps after it state what the kernels answer
+/// while it lasts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "fault", rename_all = "lowercase")]
+pub enum FaultAction {
+    /// A node stops: its agents and kernels answer nothing.
+    Crash {
+        /// The node.
+        node: String,
+    },
+    /// A crashed node comes back.
+    Restart {
+        /// The node.
+        node: String,
+        /// Whether its agents keep the capabilities handed to them; without
+        /// state they hold only their grants.
+        keep_state: bool,
+    },
+    /// A link refuses everything that crosses it.
+    Partition {
+        /// The link cut.
+        link: FaultLink,
+    },
+    /// A partitioned or delayed link carries again, on time.
+    Heal {
+        /// The link healed.
+        link: FaultLink,
+    },
+    /// Trust-control answers nothing until the first step whose instant
+    /// reaches the stall's end.
+    Stall {
+        /// Virtual milliseconds from the fault step's instant.
+        duration_ms: u64,
+    },
+    /// A call crossing a link between two nodes arrives late.
+    Delay {
+        /// The link slowed.
+        link: FaultLink,
+        /// Virtual milliseconds added to the serving kernel's instant.
+        delay_ms: u64,
+    },
+}
+
+impl FaultAction {
+    /// The fault's kind, as written in the scenario.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FaultAction::Crash { .. } => "crash",
+            FaultAction::Restart { .. } => "restart",
+            FaultAction::Partition { .. } => "partition",
+            FaultAction::Heal { .. } => "heal",
+            FaultAction::Stall { .. } => "stall",
+            FaultAction::Delay { .. } => "delay",
+        }
+    }
+
+    /// The fault in words, as a table and a record's detail print it.
+    pub fn describe(&self) -> String {
+        match self {
+            FaultAction::Crash { node } => format!("crash {node}"),
+            FaultAction::Restart { node, keep_state } => format!(
+                "restart {node} {}",
+                if *keep_state {
+                    "with its state"
+                } else {
+                    "without its state"
+                }
+            ),
+            FaultAction::Partition { link } => format!("partition {}", link.describe()),
+            FaultAction::Heal { link } => format!("heal {}", link.describe()),
+            FaultAction::Stall { duration_ms } => {
+                format!("stall {TRUST_CONTROL} for {duration_ms} ms")
+            }
+            FaultAction::Delay { link, delay_ms } => {
+                format!("delay {} by {delay_ms} ms", link.describe())
+            }
+        }
+    }
+}
+
 /// A step's action, typed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "action", rename_all = "lowercase")]
@@ -214,4 +356,20 @@ pub enum Action {
     Message(MessageAction),
     /// A clock advance.
     Advance(AdvanceAction),
+    /// A fault in the run's infrastructure.
+    Fault(FaultAction),
+}
+
+impl Action {
+    /// The kind of this action.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::Call(_) => ActionKind::Call,
+            Action::Delegate(_) => ActionKind::Delegate,
+            Action::Revoke(_) => ActionKind::Revoke,
+            Action::Message(_) => ActionKind::Message,
+            Action::Advance(_) => ActionKind::Advance,
+            Action::Fault(_) => ActionKind::Fault,
+        }
+    }
 }

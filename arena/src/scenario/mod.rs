@@ -26,6 +26,9 @@
 //!    execution order to check that each delegation hands on a capability
 //!    its agent holds at that point and to resolve each call's capability,
 //!    and that each message forwards an earlier call step of its sender;
+//!    and that faults follow each other as a run can suffer them (a crash
+//!    before its restart, a partition before its heal, no message across
+//!    a fault);
 //! 8. adversaries.
 //!
 //! A scenario without a world (no nodes, kernels, servers, grants or agent
@@ -59,8 +62,8 @@ mod split;
 pub mod validate;
 
 pub use actions::{
-    Action, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
-    RevokeAction, ServerKind, StepExpectation,
+    Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction,
+    FaultLink, MessageAction, RevokeAction, ServerKind, StepExpectation, TRUST_CONTROL,
 };
 pub use load::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,

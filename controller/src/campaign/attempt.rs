@@ -1,6 +1,6 @@
 //! `chio campaign run`: running named attempts with this binary and filling
 //! their rows with the record and what was measured around it. Which tool a
-//! task runs and how its rows are admitted live in `chio_arena::campaign`;
+//! task runs and how its rows are admitted live in `chio_arena::experiment::campaign`;
 //! the other campaign commands live in the parent module.
 
 use std::collections::BTreeMap;
@@ -8,12 +8,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use chio_arena::campaign::git::source_revision;
-use chio_arena::campaign::ledger::{
+use chio_arena::experiment::campaign::git::source_revision;
+use chio_arena::experiment::campaign::ledger::{
     import, ledger_bytes, record_failure, EvidenceRef, ImportRecord, Ledger, Measured,
 };
-use chio_arena::campaign::{Campaign, Evidence, Task, TaskKind};
-use chio_arena::matrix::execute::write_atomically;
+use chio_arena::experiment::campaign::{Campaign, Evidence, Task, TaskKind};
+use chio_arena::experiment::matrix::execute::write_atomically;
 use chio_arena::ExperimentError;
 use clap::Parser;
 
@@ -103,11 +103,10 @@ fn pending_task<'a>(
             },
         ));
     };
-    if ledger
-        .rows
-        .iter()
-        .any(|r| r.schedule_id == *id && r.native_outcome != chio_arena::campaign::ledger::DEFERRED)
-    {
+    if ledger.rows.iter().any(|r| {
+        r.schedule_id == *id
+            && r.native_outcome != chio_arena::experiment::campaign::ledger::DEFERRED
+    }) {
         return Err(experiment_error(
             COMMAND,
             &ExperimentError::AlreadyAttempted {

@@ -24,22 +24,22 @@
 //! definition hash and refuses drifted files. Every refusal exits 2 and
 //! leaves the ledger byte for byte as it was; `run`, `import` and
 //! `annotate` rewrite it only when everything they add is admitted. The
-//! logic is `chio_arena::campaign`; this module runs tools, reads files and
+//! logic is `chio_arena::experiment::campaign`; this module runs tools, reads files and
 //! prints, and `attempt` runs the attempts of `run`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::campaign::definition::sha256_hex;
-use chio_arena::campaign::ledger::{
+use chio_arena::experiment::campaign::definition::sha256_hex;
+use chio_arena::experiment::campaign::ledger::{
     annotate, check_ledger, import, ledger_bytes, read_ledger, template, Annotation, ImportRecord,
     Intervention, InterventionKind, Ledger, RuntimeIdentity,
 };
-use chio_arena::campaign::portfolio::{portfolio_outcome, render_text, report};
-use chio_arena::campaign::{
+use chio_arena::experiment::campaign::portfolio::{portfolio_outcome, render_text, report};
+use chio_arena::experiment::campaign::{
     load_campaign, task_definition, task_definition_at, Campaign, TaskKind,
 };
-use chio_arena::matrix::execute::write_atomically;
+use chio_arena::experiment::matrix::execute::write_atomically;
 use chio_arena::ExperimentError;
 use clap::{Args, Subcommand};
 

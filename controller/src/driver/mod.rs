@@ -1,46 +1,56 @@
-//! The run driver: dispatches a scenario's actions in total order to the
-//! nodes that host the acting agents, and turns what comes back into an
-//! evidence bundle.
+//! The run driver: dispatches a scenario's actions to the nodes that host
+//! the acting agents, and turns what comes back into an evidence bundle.
 //!
-//! Order of work for one run: resolve the world (keys, grants, placement),
-//! then for each scheduled action in the scheduler's order, compute its
-//! virtual instant (`start + evaluation offset`), send it to the acting
-//! agent's node through a [`Dispatcher`], wait for the answer, record it,
-//! and only then send the next. One action in flight at a time is what
-//! makes the run replayable whatever the topology: concurrency inside a node
-//! never reaches an output. A call whose verdict differs from its
-//! expectation, or whose reason lacks the step's `expect_reason`, stops the
-//! run unless `keep_going`; an infrastructure failure always stops it.
-//! Either way the bundle keeps every receipt so far. Each call's record
-//! carries the kernel's decision trace (what the decision read, stage by
-//! stage), each message and delegation the labels it carried.
+//! Order of work for one run: resolve the world (keys, grants, placement);
+//! the scheduler has already fixed the total order of actions. Each action's
+//! virtual instant is `start + evaluation offset`; it is prepared by the
+//! step executor from the run's ledger, sent to the acting agent's node
+//! through a [`Dispatcher`], and its answer folded and recorded. By default
+//! the driver pipelines (`pipeline`): steps whose footprints (`footprint`:
+//! agents, capability lineages, server state, forwarded outputs) do not
+//! overlap are in flight together, and answers are folded and recorded
+//! strictly in the total order, so the bundle is byte for byte the one a
+//! run with one action in flight at a time writes
+//! ([`DispatchMode::OneAtATime`], `--one-at-a-time`), whatever the
+//! topology. A call whose verdict differs from its expectation, or whose
+//! reason lacks the step's `expect_reason`, stops the run unless
+//! `keep_going`; an infrastructure failure always stops it. Either way the
+//! bundle keeps every receipt recorded so far. Each call's record carries
+//! the kernel's decision trace (what the decision read, stage by stage),
+//! each message and delegation the labels it carried.
 //!
-//! [`run_schedule`] returns the bundle whole, in memory; [`run_schedule_into`]
-//! (what `chio arena run` uses) writes it as the run goes, so the run's
-//! memory does not grow with its records.
+//! [`run_schedule_with`] returns the bundle whole, in memory;
+//! [`run_schedule_into`] (what `chio arena run` uses) writes it as the run
+//! goes, so the run's memory does not grow with its records.
 //!
 //! The driver does not know how nodes are reached: the embedded topology
-//! and the gRPC topologies implement [`Dispatcher`].
+//! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
+//! fault step's fault. A fault step is a barrier
+//! ([`chio_node::executor::PreparedStep::is_barrier`]): nothing runs
+//! concurrently with it or is reordered across it, since it changes what
+//! every later step meets.
 
 use std::collections::BTreeMap;
-
 use std::path::Path;
 
 use chio_arena::bundle::{
-    Bundle, BundleManifest, BundleWriter, StepRecord, StopRecord, BUNDLE_SCHEMA, SCENARIO_INPUT,
+    Bundle, BundleManifest, BundleStatus, BundleWriter, StepRecord, StopRecord, BUNDLE_SCHEMA,
+    SCENARIO_INPUT,
 };
 use chio_arena::fixtures::normalized_folder;
-use chio_arena::{ArenaError, Scenario};
+use chio_arena::{Action, ArenaError, Scenario, ScheduledAction};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
-use chio_node::executor::StepExecutor;
+use chio_node::executor::{PreparedStep, StepExecutor};
 use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+mod footprint;
+mod pipeline;
 mod record;
 
 pub use chio_node::executor::Dispatcher;
@@ -134,7 +144,7 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 "max_invocations": b.max_invocations,
             })).collect::<Vec<_>>(),
         });
-        let text = to_canonical_string(&policy).map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);
     }
     Ok(out)
@@ -159,15 +169,109 @@ pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
         None => Some(format!(
             "step {} expected a reason containing {want:?} but it gave no reason (actual {})",
             record.step_id,
-            record.actual.as_deref().unwrap_or("?")
+            record.actual.map_or("?", |a| a.as_str())
         )),
     }
 }
 
-/// Runs a scenario's whole schedule through `dispatcher`: each scheduled
-/// action is prepared and performed by the step executor and recorded by
-/// the step recorder, one at a time in the scheduler's order. The bundle is
-/// returned whole, in memory.
+/// How the driver sends a run's steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DispatchMode {
+    /// Steps whose footprints do not overlap are in flight together;
+    /// answers are recorded in the total order (the default).
+    #[default]
+    Pipelined,
+    /// One step in flight at a time, each recorded before the next is sent
+    /// (`chio arena run --one-at-a-time`).
+    OneAtATime,
+}
+
+/// How one run is driven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    /// Record every step and every mismatch instead of stopping at the first.
+    pub keep_going: bool,
+    /// Pipelined or one step at a time; the bundle is the same bytes.
+    pub dispatch: DispatchMode,
+}
+
+impl RunOptions {
+    /// Pipelined dispatch, stopping at the first mismatch unless `keep_going`.
+    pub fn keep_going(keep_going: bool) -> Self {
+        Self {
+            keep_going,
+            dispatch: DispatchMode::Pipelined,
+        }
+    }
+}
+
+/// A step's record with everything known before its answer, made when its
+/// turn to be recorded comes (the recorder's hash chains are read then).
+fn begin_record(
+    scenario: &Scenario,
+    recorder: &mut StepRecorder<'_>,
+    scheduled: &ScheduledAction,
+    action: &Action,
+    prepared: &PreparedStep,
+) -> StepRecord {
+    let mut record = recorder.begin(
+        &scenario.file().steps[scheduled.step_index].id,
+        prepared.kind(),
+        &scheduled.agent_id,
+        scenario.clock().format_offset_ms(scheduled.evaluation_ms),
+        scenario.expect_reason(scheduled.step_index),
+    );
+    recorder.prepared(&mut record, action, prepared);
+    record
+}
+
+/// One step in flight at a time: each scheduled action is prepared,
+/// performed and recorded before the next is sent. `Ok(Some(e))` is an
+/// infrastructure failure recorded in the bundle; `Err` aborts the run.
+async fn run_one_at_a_time(
+    scenario: &Scenario,
+    world: &World,
+    dispatcher: &dyn Dispatcher,
+    executor: &mut StepExecutor,
+    recorder: &mut StepRecorder<'_>,
+) -> Result<Option<NodeError>, NodeError> {
+    for scheduled in scenario.schedule() {
+        let step = &scenario.file().steps[scheduled.step_index];
+        let action = &scenario.actions()[scheduled.step_index];
+        let agent = &scheduled.agent_id;
+        let now_ms = world.start_ms + scheduled.evaluation_ms;
+        let node = world
+            .agent_node(agent)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
+            .to_string();
+        // A stall over by this instant ends before the step is prepared.
+        let settled = executor.settle_faults(dispatcher, now_ms).await;
+        let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
+        let record = begin_record(scenario, recorder, scheduled, action, &prepared);
+        let performed = match settled {
+            Ok(()) => {
+                executor
+                    .perform(dispatcher, &node, &step.id, &prepared)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match performed {
+            Ok(performed) => recorder.performed(record, action, &prepared, performed),
+            Err(e) => {
+                recorder.infrastructure(record, &e);
+                return Ok(Some(e));
+            }
+        }
+        if recorder.stopped() {
+            break;
+        }
+    }
+    Ok(None)
+}
+
+/// Runs a scenario's whole schedule through `dispatcher`, pipelined,
+/// stopping at the first mismatch unless `keep_going`.
 pub async fn run_schedule(
     scenario: &Scenario,
     world: &World,
@@ -175,19 +279,38 @@ pub async fn run_schedule(
     dispatcher: &dyn Dispatcher,
     keep_going: bool,
 ) -> Result<RunResult, NodeError> {
+    run_schedule_with(
+        scenario,
+        world,
+        inputs,
+        dispatcher,
+        RunOptions::keep_going(keep_going),
+    )
+    .await
+}
+
+/// Runs a scenario's whole schedule through `dispatcher`: each scheduled
+/// action is prepared and performed by the step executor and recorded by
+/// the step recorder in the scheduler's order, pipelined or one at a time
+/// as `options` say. The bundle is returned whole, in memory.
+pub async fn run_schedule_with(
+    scenario: &Scenario,
+    world: &World,
+    inputs: &RunInputs,
+    dispatcher: &dyn Dispatcher,
+    options: RunOptions,
+) -> Result<RunResult, NodeError> {
     let policies = kernel_policies(world)?;
     let policy_hashes = policy_hashes(&policies);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going, Sink::memory());
-    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder).await?;
+    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, Sink::memory());
+    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder, options).await?;
     let recorded = recorder.finish();
     let Sink::Memory { steps, receipts } = recorded.sink else {
-        return Err(NodeError::Kernel(
-            "the recorder lost its records".to_string(),
-        ));
+        return Err(NodeError::Internal("the step recorder lost its records"));
     };
     let receipt_lines = receipts
         .iter()
-        .map(|r| to_canonical_string(r).map_err(|e| NodeError::Kernel(e.to_string())))
+        .map(|r| to_canonical_string(r).map_err(NodeError::canonical("a signed receipt")))
         .collect::<Result<Vec<_>, _>>()?;
     let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
     let mut manifest = manifest(scenario, world, inputs, &status, policy_hashes);
@@ -209,11 +332,11 @@ pub async fn run_schedule(
 }
 
 /// Runs a scenario's whole schedule through `dispatcher` as
-/// [`run_schedule`] does, writing its bundle into `out` as it goes: each
-/// receipt and step record is appended as it is recorded, and the manifest
-/// is written last and the folder installed atomically (see
-/// `chio_arena::bundle::BundleWriter`), whether the run completes, stops
-/// or fails. The returned bundle holds the manifest with each step's record
+/// [`run_schedule_with`] does, writing its bundle into `out` as it goes:
+/// each receipt and step record is appended as it is recorded, and the
+/// manifest is written last and the folder installed atomically (see
+/// `chio_arena::bundle::BundleWriter`), whether the run completes, stops or
+/// fails. The returned bundle holds the manifest with each step's record
 /// without its trace and input fingerprints, and no receipts or inputs: the
 /// written bundle holds them. The inner error is the bundle's (a refused
 /// `out`, or a write that failed, which stops the run).
@@ -222,7 +345,7 @@ pub async fn run_schedule_into(
     world: &World,
     inputs: &RunInputs,
     dispatcher: &dyn Dispatcher,
-    keep_going: bool,
+    options: RunOptions,
     out: &Path,
 ) -> Result<Result<RunResult, ArenaError>, NodeError> {
     let policies = kernel_policies(world)?;
@@ -232,8 +355,8 @@ pub async fn run_schedule_into(
         Err(e) => return Ok(Err(e)),
     };
     let sink = Sink::stream(writer);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, keep_going, sink);
-    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder).await?;
+    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, sink);
+    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder, options).await?;
     let recorded = recorder.finish();
     let Sink::Stream {
         writer,
@@ -241,9 +364,7 @@ pub async fn run_schedule_into(
         failed,
     } = recorded.sink
     else {
-        return Err(NodeError::Kernel(
-            "the recorder lost its records".to_string(),
-        ));
+        return Err(NodeError::Internal("the step recorder lost its records"));
     };
     if let Some(e) = failed {
         return Ok(Err(e));
@@ -308,11 +429,10 @@ fn manifest(
         scenario_title: scenario.title().to_string(),
         scenario_sha256: inputs.scenario_sha256.clone(),
         status: match status {
-            RunStatus::Passed | RunStatus::Failed => "completed",
-            RunStatus::Stopped => "stopped",
-            RunStatus::InfrastructureFailure => "failed",
-        }
-        .to_string(),
+            RunStatus::Passed | RunStatus::Failed => BundleStatus::Completed,
+            RunStatus::Stopped => BundleStatus::Stopped,
+            RunStatus::InfrastructureFailure => BundleStatus::Failed,
+        },
         stopped: None,
         mismatches: Vec::new(),
         receipt_root: String::new(),
@@ -323,60 +443,74 @@ fn manifest(
     }
 }
 
-/// Dispatches and records every scheduled action in order; the
-/// infrastructure failure that ended the run early, if one did.
+/// Dispatches and records every scheduled action, pipelined or one at a
+/// time; the infrastructure failure that ended the run early, if one did.
 async fn dispatch_all(
     scenario: &Scenario,
     world: &World,
     dispatcher: &dyn Dispatcher,
     recorder: &mut StepRecorder<'_>,
+    options: RunOptions,
 ) -> Result<Option<NodeError>, NodeError> {
-    let clock = scenario.clock();
-    let file = scenario.file();
     let mut executor = StepExecutor::for_actions(world, scenario.actions());
-    let mut failure = None;
-
-    for scheduled in scenario.schedule() {
-        let step = &file.steps[scheduled.step_index];
-        let action = &scenario.actions()[scheduled.step_index];
-        let agent = &scheduled.agent_id;
-        let now_ms = world.start_ms + scheduled.evaluation_ms;
-        let node = world
-            .agent_node(agent)
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
-            .to_string();
-        let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
-        let mut record = recorder.begin(
-            &step.id,
-            agent,
-            clock.format_offset_ms(scheduled.evaluation_ms),
-            scenario.expect_reason(scheduled.step_index),
-        );
-        recorder.prepared(&mut record, action, &prepared);
-        match executor
-            .perform(dispatcher, &node, &step.id, &prepared)
-            .await
-        {
-            Ok(performed) => recorder.performed(record, action, &prepared, performed),
-            Err(e) => {
-                recorder.infrastructure(record, &e);
-                failure = Some(e);
-                break;
-            }
+    // Faults are run state that changes with virtual time and reaches every
+    // later step's preparation, so a scenario with fault steps is driven one
+    // step at a time whatever the mode asked; the bundle is the same bytes.
+    let has_faults = scenario
+        .actions()
+        .iter()
+        .any(|a| matches!(a, Action::Fault(_)));
+    let dispatch = if has_faults {
+        DispatchMode::OneAtATime
+    } else {
+        options.dispatch
+    };
+    match dispatch {
+        DispatchMode::Pipelined => {
+            pipeline::run(scenario, world, dispatcher, &mut executor, recorder).await
         }
-        if recorder.stopped() {
-            break;
+        DispatchMode::OneAtATime => {
+            run_one_at_a_time(scenario, world, dispatcher, &mut executor, recorder).await
         }
     }
-    Ok(failure)
 }
 
-/// Runs a scenario in the embedded topology, writing its bundle into `out`
-/// as it goes (see [`run_schedule_into`]).
-pub async fn run_embedded_into(
+/// Runs a scenario in the embedded topology (every node in this process),
+/// pipelined.
+pub async fn run_embedded(
     scenario: &Scenario,
     inputs: &RunInputs,
     keep_going: bool,
+) -> Result<RunResult, NodeError> {
+    run_embedded_with(scenario, inputs, RunOptions::keep_going(keep_going)).await
+}
+
+/// Runs a scenario in the embedded topology as `options` say.
+pub async fn run_embedded_with(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    options: RunOptions,
+) -> Result<RunResult, NodeError> {
+    let world = World::resolve(scenario, &inputs.fixtures)?;
+    let span = tracing::info_span!(
+        "run",
+        scenario_id = scenario.id(),
+        rng_seed = scenario.file().rng_seed,
+        topology = "embedded"
+    );
+    tracing::info!(parent: &span, "starting embedded run");
+    let topology = EmbeddedTopology::start(&world).await?;
+    run_schedule_with(scenario, &world, inputs, &topology, options)
+        .instrument(span)
+        .await
+}
+
+/// Runs a scenario in the embedded topology as `options` say, writing its
+/// bundle into `out` as it goes (see [`run_schedule_into`]).
+pub async fn run_embedded_into(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    options: RunOptions,
     out: &Path,
 ) -> Result<Result<RunResult, ArenaError>, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
@@ -388,27 +522,7 @@ pub async fn run_embedded_into(
     );
     tracing::info!(parent: &span, "starting embedded run");
     let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule_into(scenario, &world, inputs, &topology, keep_going, out)
-        .instrument(span)
-        .await
-}
-
-/// Runs a scenario in the embedded topology (every node in this process).
-pub async fn run_embedded(
-    scenario: &Scenario,
-    inputs: &RunInputs,
-    keep_going: bool,
-) -> Result<RunResult, NodeError> {
-    let world = World::resolve(scenario, &inputs.fixtures)?;
-    let span = tracing::info_span!(
-        "run",
-        scenario_id = scenario.id(),
-        rng_seed = scenario.file().rng_seed,
-        topology = "embedded"
-    );
-    tracing::info!(parent: &span, "starting embedded run");
-    let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule(scenario, &world, inputs, &topology, keep_going)
+    run_schedule_into(scenario, &world, inputs, &topology, options, out)
         .instrument(span)
         .await
 }

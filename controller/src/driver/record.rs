@@ -8,7 +8,9 @@
 //! whatever the run's length. A call's verdict, or a delegate or revoke
 //! step's outcome, that differs from its expectation, or a reason that lacks
 //! the step's `expect_reason`, counts as a mismatch and, unless
-//! `keep_going`, stops the run.
+//! `keep_going`, stops the run. A call a fault in effect denied before
+//! dispatch is recorded and judged like any call, without receipt or trace;
+//! a fault step has no verdict and extends the admission chain.
 //!
 //! Records and receipts go to a [`Sink`]: kept in memory for a bundle
 //! returned whole, or appended to the bundle being written as each step is
@@ -18,12 +20,13 @@
 use std::collections::BTreeMap;
 
 use chio_arena::bundle::{BundleWriter, StepInputs, StepRecord, StopRecord};
-use chio_arena::scenario::StepExpectation;
-use chio_arena::{Action, ArenaError};
+use chio_arena::scenario::{CallAction, StepExpectation};
+use chio_arena::{Action, ActionKind, ArenaError};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
-use chio_node::executor::{canonical_sha256, Performed, PreparedStep};
+use chio_kernel::verdict::{ProjectedVerdict, Verdict};
+use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep};
 use chio_node::{NodeError, World};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -181,6 +184,7 @@ impl<'r> StepRecorder<'r> {
     pub fn begin(
         &mut self,
         step_id: &str,
+        action: ActionKind,
         agent: &str,
         virtual_time: String,
         expected_reason: Option<&str>,
@@ -192,7 +196,7 @@ impl<'r> StepRecorder<'r> {
             .clone();
         StepRecord {
             step_id: step_id.to_string(),
-            action: String::new(),
+            action,
             agent: agent.to_string(),
             kernel: None,
             target: None,
@@ -224,13 +228,12 @@ impl<'r> StepRecorder<'r> {
 
     /// What is known of a step before it is dispatched.
     pub fn prepared(&self, record: &mut StepRecord, action: &Action, prepared: &PreparedStep) {
-        record.action = prepared.kind().to_string();
         let agent = record.agent.clone();
         match (action, prepared) {
             (Action::Call(call), PreparedStep::Call(p)) => {
                 record.kernel = Some(p.kernel.clone());
                 record.target = Some(format!("{}/{}", call.server, call.tool));
-                record.expected = Some(call.expect_verdict.as_str().to_string());
+                record.expected = Some(call.expect_verdict.into());
                 record.inputs.invocation = canonical_sha256(&json!({
                     "agent": agent,
                     "server": call.server,
@@ -244,11 +247,17 @@ impl<'r> StepRecorder<'r> {
                     "policy": self.policy_hashes.get(&p.kernel),
                     "evaluator": EVALUATOR_VERSION,
                 }));
-                record.inputs.authority_time = canonical_sha256(&json!({
+                let mut authority_time = json!({
                     "trusted_issuers": [self.authority_hex],
                     "token": p.token_sha256,
                     "now": record.virtual_time,
-                }));
+                });
+                // A delayed call is evaluated later than its instant.
+                if let Some(delayed) = &p.delayed {
+                    authority_time["evaluated_ms"] = json!(p.command.now_ms);
+                    record.detail = Some(delayed.clone());
+                }
+                record.inputs.authority_time = canonical_sha256(&authority_time);
             }
             (Action::Delegate(delegate), _) => {
                 record.inputs.invocation =
@@ -264,6 +273,11 @@ impl<'r> StepRecorder<'r> {
                 record.inputs.invocation =
                     canonical_sha256(&json!({"agent": agent, "message": message}));
                 record.detail = Some(p.content_sha256.clone());
+            }
+            (Action::Fault(fault), _) => {
+                record.detail = Some(fault.describe());
+                record.inputs.invocation =
+                    canonical_sha256(&json!({"agent": agent, "fault": fault}));
             }
             (Action::Advance(advance), _) => {
                 record.detail = Some(advance.advance_ms.to_string());
@@ -285,42 +299,26 @@ impl<'r> StepRecorder<'r> {
     ) {
         match (action, prepared, performed) {
             (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
-                let actual = outcome.projected.as_str().to_string();
-                let verdict_ok = actual == call.expect_verdict.as_str();
-                record.actual = Some(actual.clone());
-                record.verdict = Some(outcome.verdict.as_str().to_string());
-                record.reason = outcome.reason.clone();
+                record.verdict = Some(outcome.verdict);
                 record.guard = outcome.guard.clone();
                 record.receipt_id = Some(outcome.receipt.id.clone());
                 record.recorded = Some(outcome.recorded);
                 record.trace = Some(Box::new(outcome.trace.clone()));
                 self.recorded.sink.receipt(&outcome.receipt);
-                let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
-                if let Some(chain) = self.sessions.get_mut(&record.agent) {
-                    *chain = extend_chain(chain, &entry);
-                }
+                let actual = outcome.projected;
+                self.judge_call(&mut record, call, p, actual, outcome.reason.clone());
+            }
+            (Action::Call(call), PreparedStep::Call(p), Performed::Blocked(reason)) => {
+                // A fault decided the deny before dispatch: no kernel ran,
+                // so there is no receipt and no trace.
+                record.verdict = Some(Verdict::Deny);
+                self.judge_call(&mut record, call, p, ProjectedVerdict::Deny, Some(reason));
+            }
+            (Action::Fault(fault), _, Performed::Fault) => {
                 self.admission = extend_chain(
                     &self.admission,
-                    &json!({"call": entry, "capability": p.command.capability_id}),
+                    &json!({"fault": record.step_id, "what": fault}),
                 );
-                let reason_miss = reason_mismatch(&record);
-                record.pass = Some(verdict_ok && reason_miss.is_none());
-                if !verdict_ok {
-                    let message = format!(
-                        "step {} expected {} but the kernel answered {}{}",
-                        record.step_id,
-                        call.expect_verdict.as_str(),
-                        actual,
-                        outcome
-                            .reason
-                            .as_deref()
-                            .map(|r| format!(": {r}"))
-                            .unwrap_or_default()
-                    );
-                    self.mismatch(&record, "unexpected-verdict", message);
-                } else if let Some(message) = reason_miss {
-                    self.mismatch(&record, UNEXPECTED_REASON, message);
-                }
             }
             (Action::Delegate(delegate), _, Performed::Delegate(done)) => {
                 let refusal = match done {
@@ -361,6 +359,43 @@ impl<'r> StepRecorder<'r> {
         self.recorded.sink.step(record);
     }
 
+    /// Records a call's verdict on the scenario alphabet and its reason,
+    /// extends the hash chains, and judges both against the step.
+    fn judge_call(
+        &mut self,
+        record: &mut StepRecord,
+        call: &CallAction,
+        prepared: &PreparedCall,
+        actual: ProjectedVerdict,
+        reason: Option<String>,
+    ) {
+        let verdict_ok = actual == call.expect_verdict;
+        record.actual = Some(actual.into());
+        record.reason = reason.clone();
+        let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
+        if let Some(chain) = self.sessions.get_mut(&record.agent) {
+            *chain = extend_chain(chain, &entry);
+        }
+        self.admission = extend_chain(
+            &self.admission,
+            &json!({"call": entry, "capability": prepared.command.capability_id}),
+        );
+        let reason_miss = reason_mismatch(record);
+        record.pass = Some(verdict_ok && reason_miss.is_none());
+        if !verdict_ok {
+            let message = format!(
+                "step {} expected {} but the kernel answered {}{}",
+                record.step_id,
+                call.expect_verdict,
+                actual,
+                reason.map(|r| format!(": {r}")).unwrap_or_default()
+            );
+            self.mismatch(record, "unexpected-verdict", message);
+        } else if let Some(message) = reason_miss {
+            self.mismatch(record, UNEXPECTED_REASON, message);
+        }
+    }
+
     /// Records a step whose dispatch failed outside any verdict.
     pub fn infrastructure(&mut self, record: StepRecord, error: &NodeError) {
         self.recorded.stopped = Some(StopRecord {
@@ -397,8 +432,8 @@ impl<'r> StepRecorder<'r> {
             StepExpectation::Done
         };
         let outcome_ok = actual == expected;
-        record.expected = Some(expected.as_str().to_string());
-        record.actual = Some(actual.as_str().to_string());
+        record.expected = Some(expected.into());
+        record.actual = Some(actual.into());
         record.reason = refusal.clone();
         let reason_miss = reason_mismatch(record);
         record.pass = Some(outcome_ok && reason_miss.is_none());

@@ -9,8 +9,9 @@
 //!
 //! Properties: nothing panics (a panic in any actor aborts the fuzzer, and
 //! the replay test counts them); every refusal is a status whose message
-//! names its cause, never `UNKNOWN`; every answer's JSON decodes to its type
-//! and is canonical (encoding the decoded value gives the same bytes); every
+//! names its cause, never `UNKNOWN`; every answer decodes through the
+//! node's own wire conversions, and its signed values and JSON fields are
+//! canonical (encoding the decoded value gives the same bytes); every
 //! receipt verifies; every deny names its cause; reported labels are in
 //! ascending order as documented.
 
@@ -20,19 +21,22 @@ use std::time::Duration;
 use prost::Message;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::watch;
 use tonic::{Code, Request, Response, Status};
 
 use chio_arena::parse_scenario;
 use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::Verdict;
 use chio_kernel::CapabilityToken;
-use chio_node::actors::CallOutcome;
 use chio_node::cluster::ClusterToken;
 use chio_node::host::{HostConfig, NodeHost, TrustBackend};
 use chio_node::service::{KernelLinkService, NodeControlService};
 use chio_node::trust_stores::StoreDeadlines;
-use chio_node::{FixtureSet, MessageOutcome, World};
+use chio_node::wire::command::fixtures_to_proto;
+use chio_node::wire::outcome::call_outcome_from_proto;
+use chio_node::{FixtureSet, World};
 use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::kernel_link_server::KernelLink;
 use chio_proto::node::v1::node_control_server::NodeControl;
@@ -75,7 +79,7 @@ pub fn load_world_request() -> pb::LoadWorldRequest {
     pb::LoadWorldRequest {
         node: NODE.into(),
         scenario: WORLD_TOML.as_bytes().to_vec(),
-        fixtures_json: serde_json::to_vec(&fixtures).expect("fixtures encode"),
+        fixtures: fixtures_to_proto(&fixtures),
         peers: [(NODE.to_string(), "http://127.0.0.1:1".to_string())]
             .into_iter()
             .collect(),
@@ -161,7 +165,7 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
                 return Reach::Undecoded;
             };
             checked(service.call(Request::new(message)).await, |answer| {
-                call_outcome(&answer.outcome_json)
+                call_outcome(answer.outcome)
             })
         }
         2 => {
@@ -179,8 +183,7 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
                 return Reach::Undecoded;
             };
             checked(service.message(Request::new(message)).await, |answer| {
-                let outcome = canonical::<MessageOutcome>("outcome_json", &answer.outcome_json);
-                assert!(sorted(&outcome.labels), "message labels out of order");
+                assert!(sorted(&answer.labels), "message labels out of order");
                 Reach::Accepted
             })
         }
@@ -201,7 +204,7 @@ async fn link_frame(service: &KernelLinkService, frame: frames::Frame<'_>) -> Re
             return Reach::Undecoded;
         };
         checked(service.evaluate(Request::new(message)).await, |answer| {
-            call_outcome(&answer.outcome_json)
+            call_outcome(answer.outcome)
         })
     } else {
         let Ok(message) = pb::HandOverRequest::decode(frame.body) else {
@@ -225,8 +228,8 @@ fn checked<T>(result: Result<Response<T>, Status>, accept: impl FnOnce(T) -> Rea
                 "a refusal must name its cause"
             );
             assert_ne!(status.code(), Code::Unknown, "{}", status.message());
-            let undecoded = status.code() == Code::InvalidArgument
-                && status.message().contains("is not canonical JSON");
+            let undecoded =
+                status.code() == Code::InvalidArgument && status.message().contains("is malformed");
             if undecoded {
                 Reach::Undecoded
             } else {
@@ -236,10 +239,20 @@ fn checked<T>(result: Result<Response<T>, Status>, accept: impl FnOnce(T) -> Rea
     }
 }
 
-/// A call's answer: canonical, with a verifying receipt and a reason for
-/// every deny.
-fn call_outcome(bytes: &[u8]) -> Reach {
-    let outcome = canonical::<CallOutcome>("outcome_json", bytes);
+/// A call's answer: typed fields that decode, a canonical receipt that
+/// verifies, a canonical output, and a reason for every deny.
+fn call_outcome(answer: Option<pb::CallOutcome>) -> Reach {
+    let Some(answer) = answer else {
+        panic!("a call was answered without an outcome");
+    };
+    canonical::<SignedReceipt>("outcome.receipt_json", &answer.receipt_json);
+    if let Some(output) = &answer.output_json {
+        canonical::<Value>("outcome.output_json", output);
+    }
+    let outcome = match call_outcome_from_proto("outcome", Some(answer)) {
+        Ok(outcome) => outcome,
+        Err(error) => panic!("a node answered an outcome that does not decode: {error}"),
+    };
     if let Err(error) = outcome.receipt.verify() {
         panic!("a node answered a receipt that does not verify: {error}");
     }

@@ -106,7 +106,8 @@ fn node_control_seeds_reach_the_kernel() {
             ("reload-then-call", Reach::Accepted),
             ("unknown-agent", Reach::Refused),
             ("load-foreign-node", Reach::Refused),
-            ("malformed-command", Reach::Undecoded),
+            ("malformed-arguments", Reach::Undecoded),
+            ("delegate-without-attenuation", Reach::Undecoded),
         ],
     );
 }

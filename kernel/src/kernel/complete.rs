@@ -24,7 +24,7 @@ use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::guards::GuardContext;
-use crate::label::{is_known_label, LabelKey};
+use crate::label::{is_known_label, Label, LabelKey};
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
 };
@@ -41,7 +41,7 @@ fn withheld(reason: String, observed: Vec<ObservedFinding>, trace: &mut Decision
 }
 
 /// The detail of an allow released with these labels.
-fn released(label: &Option<String>, integrity: &Option<String>, performed: bool) -> String {
+fn released(label: Option<Label>, integrity: &Option<String>, performed: bool) -> String {
     match (label, performed) {
         (Some(label), true) => match integrity {
             Some(integrity) => format!("output released, labelled {label} and {integrity}"),
@@ -123,7 +123,7 @@ struct Released {
     verified: VerifiedCapability,
     holds: Vec<String>,
     parameter_hash: String,
-    label: Option<String>,
+    label: Option<Label>,
     integrity: Option<String>,
     joined: Vec<String>,
     unknown: Option<String>,
@@ -217,7 +217,11 @@ impl Kernel {
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
-        let joined: Vec<String> = label.iter().chain(integrity.iter()).cloned().collect();
+        let joined: Vec<String> = label
+            .iter()
+            .map(|l| l.as_str().to_string())
+            .chain(integrity.iter().cloned())
+            .collect();
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
         let label_keys = released_label_keys(&request, &principal, &verified);
         let (reason, guard) = match rewrite {
@@ -318,11 +322,11 @@ impl Kernel {
             }
         };
         if !joined.is_empty() {
-            trace.output_label = label.clone();
+            trace.output_label = label.map(|l| l.as_str().to_string());
             trace.output_integrity = integrity.clone();
         }
         let outcome = if sanitized { "rewrite" } else { "pass" };
-        trace.output(outcome, released(&label, &integrity, performed));
+        trace.output(outcome, released(label, &integrity, performed));
         let appended = next_answer(&mut answers, StoreName::Receipt).map(|_| ());
         self.settle_allow(
             &request,
@@ -442,7 +446,7 @@ impl Kernel {
                 request_id: request.request_id.clone(),
                 server: request.server.clone(),
                 tool: request.tool.clone(),
-                verdict: projected.as_str().to_string(),
+                verdict: projected,
                 at_ms: now_ms,
                 performed: outcome.verdict == Verdict::Allow && outcome.performed,
             },

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Outcome;
 use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict, OutputVerdict};
-use crate::receipt::ObservedFinding;
+use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::trace::GuardAnswer;
 use crate::verdict::Verdict;
 
@@ -44,20 +44,20 @@ pub(super) fn run_request_guards(
         });
         let (would, reason) = match answer {
             Ok(GuardVerdict::Allow) => continue,
-            Ok(GuardVerdict::Deny(reason)) => ("deny", reason),
-            Ok(GuardVerdict::PendingApproval(reason)) => ("pending_approval", reason),
-            Err(e) => ("error", format!("guard {} failed: {e}", meta.id)),
+            Ok(GuardVerdict::Deny(reason)) => (WouldAnswer::Deny, reason),
+            Ok(GuardVerdict::PendingApproval(reason)) => (WouldAnswer::PendingApproval, reason),
+            Err(e) => (WouldAnswer::Error, format!("guard {} failed: {e}", meta.id)),
         };
         if meta.mode == GuardMode::Observe {
             observed.push(ObservedFinding {
                 guard: meta.id.clone(),
-                would: would.to_string(),
+                would,
                 reason,
             });
             continue;
         }
         let mut outcome = Outcome::deny(reason, Some(meta.id.clone()), Vec::new());
-        if would == "pending_approval" {
+        if would == WouldAnswer::PendingApproval {
             outcome.verdict = Verdict::PendingApproval;
         }
         return Err(Box::new(outcome));
@@ -105,7 +105,7 @@ pub(super) fn run_output_guards(
             Ok(OutputVerdict::Pass) => {}
             Ok(OutputVerdict::Deny(reason)) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
-                would: "deny".to_string(),
+                would: WouldAnswer::Deny,
                 reason,
             }),
             Ok(OutputVerdict::Deny(reason)) => {
@@ -117,7 +117,7 @@ pub(super) fn run_output_guards(
             }
             Ok(OutputVerdict::Rewrite(_, why)) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
-                would: "rewrite".to_string(),
+                would: WouldAnswer::Rewrite,
                 reason: why,
             }),
             Ok(OutputVerdict::Rewrite(new, why)) => {
@@ -130,7 +130,7 @@ pub(super) fn run_output_guards(
             }
             Err(e) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
-                would: "error".to_string(),
+                would: WouldAnswer::Error,
                 reason: format!("guard {} failed: {e}", meta.id),
             }),
             Err(e) => {

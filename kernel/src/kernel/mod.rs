@@ -71,6 +71,7 @@ use serde_json::Value;
 use crate::error::KernelError;
 use crate::guards::{Guard, GuardNeeds, GuardSpec};
 use crate::keys::{parse_public_key_hex, public_key_hex};
+use crate::label::Label;
 use crate::receipt::{ObservedFinding, SignedReceipt};
 use crate::request::ToolCallRequest;
 use crate::signature::SignatureCache;
@@ -125,7 +126,7 @@ pub struct ToolOutput {
     /// The result.
     pub content: Value,
     /// The information-flow label of what was returned, if classified.
-    pub label: Option<String>,
+    pub label: Option<Label>,
     /// The integrity label of what was returned (`integrity:untrusted`)
     /// when it came from an untrusted source; `None` for trusted content,
     /// which lowers nothing.

@@ -10,7 +10,7 @@ use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::RequestProof;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{CapabilityBody, ScopeGrant, CAPABILITY_SCHEMA, FULL_SHARE_BPS};
-use chio_kernel::{CapabilityToken, Kernel, KernelConfig, ToolCallRequest, ToolOutput};
+use chio_kernel::{CapabilityToken, Decision, Kernel, KernelConfig, ToolCallRequest, ToolOutput};
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 
@@ -139,6 +139,21 @@ pub fn request(
     request_by(agent, agent, cap, server, tool, arguments, request_id)
 }
 
+/// What `kernel` decides at [`NOW_MS`] for `agent` calling `tool` on
+/// `server` with `cap`, the call dispatched to the tool world of `files`.
+pub fn decide(
+    kernel: &mut Kernel,
+    files: &BTreeMap<String, (String, Option<String>)>,
+    agent: &str,
+    cap: &CapabilityToken,
+    (server, tool): (&str, &str),
+    arguments: Value,
+    request_id: &str,
+) -> Decision {
+    let call = request(agent, cap, server, tool, arguments, request_id);
+    kernel.evaluate(&call, NOW_MS, &mut dispatch(files))
+}
+
 /// A deterministic tool world: files under /workspace with labels, a
 /// publish sink and a test runner.
 pub fn dispatch(
@@ -151,9 +166,7 @@ pub fn dispatch(
                 // A file's label may be an integrity label (`integrity:untrusted`).
                 Some((content, label)) => Ok(ToolOutput {
                     content: json!({ "content": content }),
-                    label: label
-                        .clone()
-                        .filter(|l| !chio_kernel::label::is_integrity_label(l)),
+                    label: label.as_deref().and_then(chio_kernel::label::Label::parse),
                     integrity: label
                         .clone()
                         .filter(|l| chio_kernel::label::is_integrity_label(l)),

@@ -134,7 +134,7 @@ pub(crate) fn prepare_request(
         proof: RequestProof::default(),
     }
     .sign(key)
-    .map_err(|e| NodeError::Kernel(e.to_string()))
+    .map_err(NodeError::Kernel)
 }
 
 /// The child of a capability the agent holds, signed with its key.
@@ -156,7 +156,7 @@ pub(crate) fn delegate_held(
         }),
         Some(parent) => parent
             .delegate(key, delegatee, &attenuation, child_id, now_ms)
-            .map_err(|e| NodeError::Kernel(e.to_string())),
+            .map_err(NodeError::Kernel),
     }
 }
 

@@ -73,7 +73,7 @@ impl CallOutcome {
 pub(crate) fn tool_output(result: ToolResult) -> ToolOutput {
     ToolOutput {
         content: result.content,
-        label: result.label.map(|l| l.as_str().to_string()),
+        label: result.label,
         integrity: result.integrity.label(),
         performed: result.performed,
     }
@@ -191,13 +191,13 @@ impl KernelHandle {
                     .run();
                 }
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
+                    let _ = ready_tx.send(Err(e));
                 }
             })
             .map_err(|e| NodeError::ActorGone(format!("kernel {id}: cannot start thread: {e}")))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Self { id, tx }),
-            Ok(Err(cause)) => Err(NodeError::Kernel(format!("kernel {id}: {cause}"))),
+            Ok(Err(source)) => Err(NodeError::KernelStart { kernel: id, source }),
             Err(_) => Err(NodeError::ActorGone(format!("kernel {id}"))),
         }
     }

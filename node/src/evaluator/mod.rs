@@ -285,6 +285,7 @@ impl<'w> Instance<'w> {
         now_ms: u64,
     ) -> Result<(), ArenaError> {
         let step = &scenario.file().steps[index];
+        complete_now(self.executor.settle_faults(&self.direct, now_ms)).map_err(failure)?;
         let prepared = self
             .executor
             .prepare(

@@ -7,7 +7,9 @@
 //! key, so a captured token is the attack, not a shortcut). The call is
 //! routed to the kernel serving the server, and its request id is the step
 //! id. The node's half signs and evaluates; its released output is kept for
-//! messages that forward it.
+//! messages that forward it. A fault in effect (`super::fault`) may decide
+//! the call's deny instead, before anything is dispatched, or make it reach
+//! its kernel later over a delayed link.
 
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
@@ -28,6 +30,11 @@ pub struct PreparedCall {
     pub kernel: String,
     /// The presented capability's fingerprint.
     pub token_sha256: String,
+    /// The deny a fault in effect decides instead of dispatching the call
+    /// (`super::fault`), when one reaches it.
+    pub blocked: Option<String>,
+    /// How a delayed link changed the call's arrival, when one did.
+    pub delayed: Option<String>,
 }
 
 impl PreparedCall {
@@ -60,33 +67,46 @@ pub(super) fn prepare(
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
         .to_string();
+    let mut command = CallCommand {
+        request_id: step_id.to_string(),
+        agent: agent.to_string(),
+        capability_id,
+        captured,
+        server: call.server.clone(),
+        tool: call.tool.clone(),
+        arguments: call.arguments.clone(),
+        now_ms,
+    };
+    let agent_node = world.agent_node(agent).unwrap_or_default();
+    let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
+    let faults = &executor.faults;
+    let blocked = faults.call_blocked(&command, agent_node, &kernel, kernel_node);
+    let delay = faults.delay(agent_node, kernel_node);
+    if let Some((ms, _)) = &delay {
+        command.now_ms = now_ms.saturating_add(*ms);
+    }
     Ok(PreparedCall {
-        command: CallCommand {
-            request_id: step_id.to_string(),
-            agent: agent.to_string(),
-            capability_id,
-            captured,
-            server: call.server.clone(),
-            tool: call.tool.clone(),
-            arguments: call.arguments.clone(),
-            now_ms,
-        },
+        command,
         kernel,
         token_sha256: entry.token_sha256.clone(),
+        blocked,
+        delayed: delay.map(|(_, note)| note),
     })
 }
 
-/// Dispatches the call and keeps its released output for later messages.
-pub(super) async fn perform(
-    executor: &mut StepExecutor,
+/// Dispatches the call; nothing of the run's ledger is read or written.
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
-    step_id: &str,
     prepared: &PreparedCall,
 ) -> Result<CallOutcome, NodeError> {
-    let outcome = dispatcher.call(node, prepared.command.clone()).await?;
+    dispatcher.call(node, prepared.command.clone()).await
+}
+
+/// Keeps the call's released output for later messages.
+pub(super) fn fold(executor: &mut StepExecutor, step_id: &str, outcome: &CallOutcome) {
     if !executor.keeps_output(step_id) {
-        return Ok(outcome);
+        return;
     }
     executor.outputs.insert(
         step_id.to_string(),
@@ -95,5 +115,4 @@ pub(super) async fn perform(
             content_sha256: canonical_sha256(outcome.output.as_ref().unwrap_or(&Value::Null)),
         },
     );
-    Ok(outcome)
 }

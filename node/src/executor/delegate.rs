@@ -13,6 +13,7 @@ use chio_arena::scenario::DelegateAction;
 use super::{Dispatcher, HeldCapability, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{DelegateCommand, DelegateOutcome};
+use crate::world::World;
 
 /// A delegation ready to dispatch, or the controller's refusal of it.
 #[derive(Debug, Clone)]
@@ -33,6 +34,7 @@ pub struct DelegatedChild {
 /// The controller's decisions for a delegate step.
 pub(super) fn prepare(
     executor: &StepExecutor,
+    world: &World,
     delegate: &DelegateAction,
     agent: &str,
     now_ms: u64,
@@ -40,8 +42,18 @@ pub(super) fn prepare(
     let held = executor
         .capability(&delegate.capability)
         .is_some_and(|entry| entry.holder == agent);
+    let blocked = executor.faults.delegate_blocked(
+        agent,
+        world.agent_node(agent).unwrap_or_default(),
+        &delegate.capability,
+        &delegate.to,
+        world.agent_node(&delegate.to).unwrap_or_default(),
+        now_ms,
+    );
     PreparedDelegate {
-        command: if held {
+        command: if let (true, Some(refusal)) = (held, blocked) {
+            Err(refusal)
+        } else if held {
             Ok(DelegateCommand {
                 agent: agent.to_string(),
                 capability_id: delegate.capability.clone(),
@@ -59,21 +71,44 @@ pub(super) fn prepare(
     }
 }
 
-/// Dispatches the delegation and records the child's holder.
-pub(super) async fn perform(
-    executor: &mut StepExecutor,
+/// What a node answered for a delegation, before the run's ledger takes it in.
+#[derive(Debug, Clone)]
+pub struct DelegationAnswer {
+    /// The delegatee, who holds the child once folded.
+    pub to: String,
+    /// The child's id in the ledger.
+    pub delegation_id: String,
+    /// The node's answer: the child token and the labels recorded for it.
+    pub outcome: DelegateOutcome,
+}
+
+/// Dispatches the delegation; answers the controller's refusal without
+/// dispatching. Nothing of the run's ledger is read or written.
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedDelegate,
-) -> Result<Result<Box<DelegatedChild>, String>, NodeError> {
+) -> Result<Result<Box<DelegationAnswer>, String>, NodeError> {
     let command = match &prepared.command {
         Ok(command) => command,
         Err(refusal) => return Ok(Err(refusal.clone())),
     };
-    let DelegateOutcome { token, labels } = dispatcher.delegate(node, command.clone()).await?;
-    let child = HeldCapability::new(&command.to, token);
-    executor
-        .ledger
-        .insert(command.delegation_id.clone(), child.clone());
-    Ok(Ok(Box::new(DelegatedChild { child, labels })))
+    let outcome = dispatcher.delegate(node, command.clone()).await?;
+    Ok(Ok(Box::new(DelegationAnswer {
+        to: command.to.clone(),
+        delegation_id: command.delegation_id.clone(),
+        outcome,
+    })))
+}
+
+/// Records the child's holder in the run's ledger.
+pub(super) fn fold(
+    executor: &mut StepExecutor,
+    answer: Result<Box<DelegationAnswer>, String>,
+) -> Result<Box<DelegatedChild>, String> {
+    let answer = answer?;
+    let DelegateOutcome { token, labels } = answer.outcome;
+    let child = HeldCapability::new(&answer.to, token);
+    executor.ledger.insert(answer.delegation_id, child.clone());
+    Ok(Box::new(DelegatedChild { child, labels }))
 }

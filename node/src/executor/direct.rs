@@ -104,8 +104,13 @@ impl<'w> DirectDispatcher<'w> {
         let trust = SharedTrust::new();
         let mut kernels = BTreeMap::new();
         for (id, plan) in &world.kernels {
-            let kernel = Kernel::new(plan.config.clone(), trust.kernel_stores())
-                .map_err(|e| NodeError::Kernel(format!("kernel {id}: {e}")))?;
+            let kernel =
+                Kernel::new(plan.config.clone(), trust.kernel_stores()).map_err(|source| {
+                    NodeError::KernelStart {
+                        kernel: id.clone(),
+                        source,
+                    }
+                })?;
             kernels.insert(id.clone(), kernel);
         }
         let servers = world
@@ -149,7 +154,7 @@ impl<'w> DirectDispatcher<'w> {
     pub fn state(&self) -> Result<MutexGuard<'_, DirectState>, NodeError> {
         self.state
             .lock()
-            .map_err(|_| NodeError::Kernel("a direct world was poisoned by a panic".to_string()))
+            .map_err(|_| NodeError::Internal("a direct world was poisoned by a panic"))
     }
 
     fn call_now(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
@@ -231,7 +236,7 @@ impl<'w> DirectDispatcher<'w> {
     fn carry(&self, carry: &LabelCarry) -> Result<BTreeSet<String>, NodeError> {
         carry
             .apply(&mut self.trust.clone())
-            .map_err(|e| NodeError::Authority(e.to_string()))
+            .map_err(NodeError::AuthorityStore)
     }
 }
 
@@ -247,15 +252,19 @@ impl Dispatcher for DirectDispatcher<'_> {
     }
 
     fn revoke(&self, _node: &str, target: &str, _at_ms: u64) -> LinkFuture<'_, ()> {
-        let answer = self
-            .trust
-            .revoke(target)
-            .map_err(|e| NodeError::Authority(e.to_string()));
+        let answer = self.trust.revoke(target).map_err(NodeError::AuthorityStore);
         Box::pin(std::future::ready(answer))
     }
 
     fn message(&self, _node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
         let answer = self.message_now(command);
         Box::pin(std::future::ready(answer))
+    }
+
+    /// One synchronous process has no node to crash or link to cut: a fault
+    /// is only what the executor decides for the steps it reaches, which it
+    /// never dispatches here.
+    fn fault(&self, _event: super::FaultEvent) -> LinkFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
     }
 }

@@ -56,7 +56,7 @@ pub(super) fn prepare(
 }
 
 /// Dispatches the message.
-pub(super) async fn perform(
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedMessage,

@@ -10,7 +10,9 @@
 //! command through a [`Dispatcher`] and folds the answer into the run's
 //! ledger of capabilities and released outputs. One handler module per
 //! action kind holds both halves ([`call`], [`delegate`], [`revoke`],
-//! [`message`]).
+//! [`message`], [`fault`]). A fault step changes the faults in effect, which
+//! decide the fail-closed answer of every step they reach before anything
+//! is dispatched (see [`fault`]).
 //!
 //! Every caller drives this one executor: the run driver (embedded and gRPC
 //! topologies through their dispatchers, with its step recorder around it),
@@ -25,6 +27,7 @@
 pub mod call;
 pub mod delegate;
 pub mod direct;
+pub mod fault;
 pub mod message;
 pub mod revoke;
 
@@ -32,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
-use chio_arena::Action;
+use chio_arena::{Action, ActionKind};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
@@ -46,7 +49,8 @@ use crate::world::World;
 use crate::EmbeddedTopology;
 
 pub use call::PreparedCall;
-pub use delegate::{DelegatedChild, PreparedDelegate};
+pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
+pub use fault::{FaultEvent, FaultState, PreparedFault};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
 
@@ -61,6 +65,21 @@ pub trait Dispatcher: Send + Sync {
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()>;
     /// Sends a message from an agent hosted on `node`.
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome>;
+    /// Inflicts a fault on the run's infrastructure (or simulates it), and
+    /// answers once it is in effect. A dispatcher that cannot inflict
+    /// faults refuses, so a fault scenario never runs as if it had none.
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        let kind = match event {
+            FaultEvent::Begin(prepared) => prepared.fault.kind(),
+            FaultEvent::EndStall => "stall",
+        };
+        Box::pin(async move {
+            Err(NodeError::Config {
+                problem: format!("this topology cannot inflict a {kind} fault"),
+                fix: "run fault scenarios embedded (the default) or with --topology local, where the controller owns the processes",
+            })
+        })
+    }
 }
 
 impl Dispatcher for EmbeddedTopology {
@@ -83,6 +102,11 @@ impl Dispatcher for EmbeddedTopology {
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
         let node = self.node(node).cloned();
         Box::pin(async move { node?.message(command).await })
+    }
+
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        self.simulate(event);
+        Box::pin(async { Ok(()) })
     }
 }
 
@@ -147,18 +171,27 @@ pub enum PreparedStep {
         /// Milliseconds advanced.
         advance_ms: u64,
     },
+    /// A fault in the run's infrastructure.
+    Fault(Box<PreparedFault>),
 }
 
 impl PreparedStep {
     /// The action kind, as records name it.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ActionKind {
         match self {
-            PreparedStep::Call(_) => "call",
-            PreparedStep::Delegate(_) => "delegate",
-            PreparedStep::Revoke(_) => "revoke",
-            PreparedStep::Message(_) => "message",
-            PreparedStep::Advance { .. } => "advance",
+            PreparedStep::Call(_) => ActionKind::Call,
+            PreparedStep::Delegate(_) => ActionKind::Delegate,
+            PreparedStep::Revoke(_) => ActionKind::Revoke,
+            PreparedStep::Message(_) => ActionKind::Message,
+            PreparedStep::Advance { .. } => ActionKind::Advance,
+            PreparedStep::Fault(_) => ActionKind::Fault,
         }
+    }
+
+    /// Whether nothing may run concurrently with this step or be reordered
+    /// across it: a fault changes what every later step meets.
+    pub fn is_barrier(&self) -> bool {
+        matches!(self, PreparedStep::Fault(_))
     }
 }
 
@@ -175,6 +208,30 @@ pub enum Performed {
     Message(MessageOutcome),
     /// The clock moved.
     Advance,
+    /// The deny a fault in effect decided for a call, never dispatched.
+    Blocked(String),
+    /// The fault is in effect.
+    Fault,
+}
+
+/// What a node answered for a dispatched step, before the run's ledger
+/// takes it in ([`StepExecutor::fold`]).
+#[derive(Debug, Clone)]
+pub enum Dispatched {
+    /// The serving kernel's answer to a call.
+    Call(Box<CallOutcome>),
+    /// The node's answer to a delegation, or why the controller refused it.
+    Delegate(Result<Box<DelegationAnswer>, String>),
+    /// `None` when the revocation took effect, else why it was refused.
+    Revoke(Option<String>),
+    /// The labels a message carried.
+    Message(MessageOutcome),
+    /// Nothing was dispatched.
+    Advance,
+    /// The deny a fault in effect decided for a call, never dispatched.
+    Blocked(String),
+    /// The fault the dispatcher inflicted, to be put in effect.
+    Fault(Box<PreparedFault>),
 }
 
 /// The run's view of capabilities and outputs, and the per-kind handlers.
@@ -188,6 +245,8 @@ pub struct StepExecutor {
     /// message of the schedule forwards, so the ledger does not grow with
     /// the number of calls.
     forwarded: Option<BTreeSet<String>>,
+    /// The faults in effect.
+    faults: FaultState,
 }
 
 impl StepExecutor {
@@ -203,6 +262,7 @@ impl StepExecutor {
                 .collect(),
             outputs: BTreeMap::new(),
             forwarded: None,
+            faults: FaultState::default(),
         }
     }
 
@@ -230,6 +290,26 @@ impl StepExecutor {
             .is_none_or(|forwarded| forwarded.contains(step_id))
     }
 
+    /// The faults in effect at this point of the run.
+    pub fn faults(&self) -> &FaultState {
+        &self.faults
+    }
+
+    /// Ends, through `dispatcher`, a stall that is over by `now_ms`; the
+    /// run calls this before preparing each step, so a stall holds until
+    /// the first step whose instant reaches its end.
+    pub async fn settle_faults(
+        &mut self,
+        dispatcher: &dyn Dispatcher,
+        now_ms: u64,
+    ) -> Result<(), NodeError> {
+        if self.faults.stall_over(now_ms) {
+            dispatcher.fault(FaultEvent::EndStall).await?;
+            self.faults.end_stall();
+        }
+        Ok(())
+    }
+
     /// The capability `id`, when it exists at this point of the run.
     pub fn capability(&self, id: &str) -> Option<&HeldCapability> {
         self.ledger.get(id)
@@ -249,9 +329,9 @@ impl StepExecutor {
             Action::Call(call) => PreparedStep::Call(Box::new(call::prepare(
                 self, world, step_id, call, agent, now_ms,
             )?)),
-            Action::Delegate(delegate) => {
-                PreparedStep::Delegate(Box::new(delegate::prepare(self, delegate, agent, now_ms)))
-            }
+            Action::Delegate(delegate) => PreparedStep::Delegate(Box::new(delegate::prepare(
+                self, world, delegate, agent, now_ms,
+            ))),
             Action::Revoke(revoke) => {
                 PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
             }
@@ -261,6 +341,9 @@ impl StepExecutor {
             Action::Advance(advance) => PreparedStep::Advance {
                 advance_ms: advance.advance_ms,
             },
+            Action::Fault(action) => {
+                PreparedStep::Fault(Box::new(fault::prepare(self, world, action, now_ms)))
+            }
         })
     }
 
@@ -273,21 +356,65 @@ impl StepExecutor {
         step_id: &str,
         prepared: &PreparedStep,
     ) -> Result<Performed, NodeError> {
+        let dispatched = Self::dispatch(dispatcher, node, prepared).await?;
+        Ok(self.fold(step_id, dispatched))
+    }
+
+    /// Dispatches a prepared step to `node` without touching the run's
+    /// ledger, so steps whose footprints do not overlap can be in flight
+    /// together; [`StepExecutor::fold`] takes the answer in. An `Err` is an
+    /// infrastructure failure, never a verdict.
+    pub async fn dispatch(
+        dispatcher: &dyn Dispatcher,
+        node: &str,
+        prepared: &PreparedStep,
+    ) -> Result<Dispatched, NodeError> {
         Ok(match prepared {
-            PreparedStep::Call(prepared) => Performed::Call(Box::new(
-                call::perform(self, dispatcher, node, step_id, prepared).await?,
-            )),
+            PreparedStep::Call(call) if call.blocked.is_some() => {
+                Dispatched::Blocked(call.blocked.clone().unwrap_or_default())
+            }
+            PreparedStep::Call(prepared) => {
+                Dispatched::Call(Box::new(call::dispatch(dispatcher, node, prepared).await?))
+            }
             PreparedStep::Delegate(prepared) => {
-                Performed::Delegate(delegate::perform(self, dispatcher, node, prepared).await?)
+                Dispatched::Delegate(delegate::dispatch(dispatcher, node, prepared).await?)
             }
             PreparedStep::Revoke(prepared) => {
-                Performed::Revoke(revoke::perform(dispatcher, node, prepared).await?)
+                Dispatched::Revoke(revoke::dispatch(dispatcher, node, prepared).await?)
             }
             PreparedStep::Message(prepared) => {
-                Performed::Message(message::perform(dispatcher, node, prepared).await?)
+                Dispatched::Message(message::dispatch(dispatcher, node, prepared).await?)
             }
-            PreparedStep::Advance { .. } => Performed::Advance,
+            PreparedStep::Advance { .. } => Dispatched::Advance,
+            PreparedStep::Fault(prepared) => {
+                dispatcher
+                    .fault(FaultEvent::Begin((**prepared).clone()))
+                    .await?;
+                Dispatched::Fault(prepared.clone())
+            }
         })
+    }
+
+    /// Folds a dispatched step's answer into the run's ledger (a call's
+    /// released output, a delegation's child and holder) and answers what
+    /// the step did. Folding in the total order leaves the ledger exactly
+    /// as one step at a time would.
+    pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Performed {
+        match dispatched {
+            Dispatched::Call(outcome) => {
+                call::fold(self, step_id, &outcome);
+                Performed::Call(outcome)
+            }
+            Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)),
+            Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
+            Dispatched::Message(outcome) => Performed::Message(outcome),
+            Dispatched::Advance => Performed::Advance,
+            Dispatched::Blocked(reason) => Performed::Blocked(reason),
+            Dispatched::Fault(prepared) => {
+                self.faults.apply(&prepared, step_id);
+                Performed::Fault
+            }
+        }
     }
 }
 
@@ -300,8 +427,8 @@ pub fn complete_now<T>(future: impl Future<Output = Result<T, NodeError>>) -> Re
     let mut context = Context::from_waker(Waker::noop());
     match future.as_mut().poll(&mut context) {
         Poll::Ready(result) => result,
-        Poll::Pending => Err(NodeError::Kernel(
-            "a synchronous dispatcher answered later instead of at once".to_string(),
+        Poll::Pending => Err(NodeError::Internal(
+            "a synchronous dispatcher answered later instead of at once",
         )),
     }
 }

@@ -51,15 +51,18 @@ pub(super) fn prepare(
         )),
         (_, None) => Err(format!("revocation refused: agent {agent} is not placed")),
     };
+    let blocked = world
+        .agent_node(agent)
+        .and_then(|node| executor.faults.revoke_blocked(node, now_ms));
     PreparedRevoke {
         target: revoke.target.clone(),
         at_ms: now_ms,
-        refusal: permitted.err(),
+        refusal: permitted.err().or(blocked),
     }
 }
 
 /// Dispatches a permitted revocation; answers the refusal otherwise.
-pub(super) async fn perform(
+pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedRevoke,

@@ -231,12 +231,16 @@ pub async fn bind_node<S: TrustStore>(
     register_authority: bool,
 ) -> Result<(NodeActors, TrustAuthority<S>), NodeError> {
     if register_authority {
-        let key = IssuerKey::parse_hex(&public_key_hex(&world.authority))
-            .map_err(|e| NodeError::Kernel(e.to_string()))?;
+        let key = IssuerKey::parse_hex(&public_key_hex(&world.authority)).map_err(|source| {
+            NodeError::AuthorityOperation {
+                operation: "reading the arena authority's key",
+                source,
+            }
+        })?;
         store
             .add_issuer_key(key)
             .await
-            .map_err(|e| NodeError::Authority(e.to_string()))?;
+            .map_err(NodeError::Authority)?;
     }
     let binding = TrustBinding::new(store, Handle::current(), run_id, deadlines);
     let actors = NodeActors::spawn_with_issuers(world, node, |_| {
@@ -251,14 +255,14 @@ pub async fn bind_node<S: TrustStore>(
 /// names the store and the operation.
 async fn label_call<T>(
     deadline: Duration,
-    what: &str,
+    operation: &'static str,
     future: impl Future<Output = Result<T, TrustError>>,
 ) -> Result<T, NodeError> {
     match tokio::time::timeout(deadline, future).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(NodeError::Authority(format!("label store {what}: {error}"))),
-        Err(_) => Err(NodeError::Authority(format!(
-            "label store {what}: trust-control deadline exceeded"
+        Ok(Err(source)) => Err(NodeError::AuthorityOperation { operation, source }),
+        Err(_) => Err(NodeError::AuthorityAnswer(format!(
+            "{operation}: trust-control deadline exceeded"
         ))),
     }
 }
@@ -281,10 +285,15 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
         Box::pin(async move {
             let b = &self.binding;
             let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
-            let read = label_call(b.deadlines.call, "read", b.store.read_labels(from)).await?;
+            let read = label_call(
+                b.deadlines.call,
+                "label store read",
+                b.store.read_labels(from),
+            )
+            .await?;
             let carried = carry.carried(read.into_values().flatten());
             if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
-                return Err(NodeError::Authority(format!(
+                return Err(NodeError::AuthorityAnswer(format!(
                     "label store: label {unknown:?} is not a known level; nothing was carried"
                 )));
             }
@@ -302,14 +311,22 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
                 return Ok(carried);
             }
             let wanted = joins.len();
-            let answers = label_call(b.deadlines.call, "join", b.store.run_batch(joins)).await?;
+            let answers = label_call(
+                b.deadlines.call,
+                "label store join",
+                b.store.run_batch(joins),
+            )
+            .await?;
             for answer in &answers {
                 if let Err(error) = answer {
-                    return Err(NodeError::Authority(format!("label store join: {error}")));
+                    return Err(NodeError::AuthorityOperation {
+                        operation: "label store join",
+                        source: error.clone(),
+                    });
                 }
             }
             if answers.len() < wanted {
-                return Err(NodeError::Authority(
+                return Err(NodeError::AuthorityAnswer(
                     "label store join: the batch ended before every label was joined".to_string(),
                 ));
             }
@@ -327,8 +344,11 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
             .await
             {
                 Ok(Ok(_)) => Ok(()),
-                Ok(Err(error)) => Err(NodeError::Authority(format!("revocation store: {error}"))),
-                Err(_) => Err(NodeError::Authority(
+                Ok(Err(source)) => Err(NodeError::AuthorityOperation {
+                    operation: "revocation store",
+                    source,
+                }),
+                Err(_) => Err(NodeError::AuthorityAnswer(
                     "revocation store: trust-control deadline exceeded on revoke".to_string(),
                 )),
             }

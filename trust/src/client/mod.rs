@@ -98,7 +98,7 @@ impl TrustClient {
 
     fn over(channel: Channel, token: &BearerToken, config: TrustClientConfig) -> Self {
         TrustClient {
-            inner: TrustControlClient::with_interceptor(channel, BearerHeader::new(token)),
+            inner: TrustControlClient::with_interceptor(channel, token.header()),
             config,
         }
     }

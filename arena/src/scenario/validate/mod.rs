@@ -9,7 +9,8 @@
 //!   references, TOML to JSON);
 //! - [`world`]: nodes, guards, kernels, servers, grants and budgets;
 //! - [`steps`]: each step's keys and typed action;
-//! - [`schedule`]: what the schedule order implies (holdings, messages).
+//! - [`schedule`]: what the schedule order implies (holdings, messages);
+//! - [`faults`]: fault steps' keys and the order faults may come in.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,6 +26,7 @@ use crate::scheduler::{
 };
 
 mod checks;
+mod faults;
 mod schedule;
 mod steps;
 mod world;
@@ -218,6 +220,7 @@ impl<'a> Validator<'a> {
             .schedule(&inputs)?;
         let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
         self.messages(&actions, &schedule)?;
+        self.fault_sequence(&actions, &schedule)?;
         self.adversaries()?;
         Ok(Resolved {
             scheduler,

@@ -106,7 +106,7 @@ impl Validator<'_> {
                         }
                     }
                 },
-                Action::Revoke(_) | Action::Message(_) | Action::Advance(_) => {}
+                Action::Revoke(_) | Action::Message(_) | Action::Advance(_) | Action::Fault(_) => {}
             }
         }
         Ok(actions)

@@ -8,6 +8,7 @@ use super::checks::{
     check_id, check_invocations, check_offset, check_path_prefix, check_share, check_tools,
     declared_ids, resolve, table_to_json,
 };
+use super::faults::{fault_action, FAULT_KEYS};
 use super::Validator;
 use crate::error::ArenaError;
 use crate::model::StepDecl;
@@ -22,6 +23,7 @@ struct Declared<'s, 'a> {
     agents: &'s BTreeSet<&'a str>,
     servers: &'s BTreeSet<&'a str>,
     capabilities: &'s BTreeSet<&'a str>,
+    nodes: &'s BTreeSet<&'a str>,
 }
 
 /// The path of one key of one step, such as `steps[3].agent`.
@@ -49,10 +51,12 @@ impl<'a> Validator<'a> {
                 }
             }
         }
+        let nodes: BTreeSet<&str> = f.nodes.iter().map(|n| n.id.as_str()).collect();
         let declared = Declared {
             agents: &agents,
             servers: &servers,
             capabilities: &capabilities,
+            nodes: &nodes,
         };
         let mut actions = Vec::with_capacity(f.steps.len());
         for (i, step) in f.steps.iter().enumerate() {
@@ -92,6 +96,7 @@ fn allowed_keys(action: &str) -> Option<&'static [&'static str]> {
         "revoke" => &["target", "by", "expect"],
         "message" => &["to", "content", "from_step"],
         "advance" => &["advance_ms"],
+        "fault" => FAULT_KEYS,
         _ => return None,
     })
 }
@@ -120,6 +125,12 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
         ("advance_ms", step.advance_ms.is_some()),
         ("content", step.content.is_some()),
         ("from_step", step.from_step.is_some()),
+        ("fault", step.fault.is_some()),
+        ("node", step.node.is_some()),
+        ("keep_state", step.keep_state.is_some()),
+        ("between", step.between.is_some()),
+        ("duration_ms", step.duration_ms.is_some()),
+        ("delay_ms", step.delay_ms.is_some()),
         (
             "expect_reason",
             step.expect_reason.is_some() && !takes_reason,
@@ -134,6 +145,7 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
                     "delegate" => "a delegate step takes capability, to, delegation, its attenuations, expect, expect_reason and at",
                     "revoke" => "a revoke step takes target, by, expect, expect_reason and at",
                     "message" => "a message step takes to, content or from_step, and at",
+                    "fault" => "a fault step takes fault, the keys its kind needs (node, keep_state, between, duration_ms, delay_ms) and at; it has no verdict, so no expect_reason",
                     _ => "an advance step takes advance_ms and at",
                 },
             });
@@ -162,7 +174,7 @@ fn step_action(
     let allowed = allowed_keys(action).ok_or_else(|| ArenaError::UnsupportedValue {
         field: at("action"),
         value: action.to_string(),
-        allowed: "call, delegate, revoke, message, advance",
+        allowed: "call, delegate, revoke, message, advance, fault",
     })?;
     if action != "call" {
         if step.expect_verdict.is_some() {
@@ -171,7 +183,7 @@ fn step_action(
                 action: action.to_string(),
             });
         }
-        if !has_world && matches!(action, "delegate" | "revoke" | "message") {
+        if !has_world && matches!(action, "delegate" | "revoke" | "message" | "fault") {
             return Err(ArenaError::WorldRequired {
                 field: at("action"),
                 action: action.to_string(),
@@ -198,6 +210,7 @@ fn step_action(
         "delegate" => delegate(step, &at, declared, expect),
         "revoke" => revoke(step, &at, declared, expect),
         "message" => message(step, &at, declared),
+        "fault" => fault_action(step, &at, declared.nodes),
         _ => advance(step, &at),
     }
 }

@@ -10,6 +10,7 @@ use serde_json::json;
 use chio_kernel::request::RequestProof;
 use chio_kernel::token::Attenuation;
 use chio_kernel::{CapabilityToken, ToolCallRequest};
+use chio_node::wire::command::{call_request, delegate_request, message_request};
 use chio_node::{CallCommand, DelegateCommand, MessageCommand};
 use chio_proto::node::v1 as node_pb;
 
@@ -31,10 +32,9 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         arguments: json!({ "path": path }),
         now_ms: START_MS + offset_ms,
     };
-    node_pb::CallRequest {
-        command_json: json_bytes(&command),
-    }
-    .encode_to_vec()
+    call_request(&command)
+        .expect("a seed call encodes")
+        .encode_to_vec()
 }
 
 fn delegate_to(to: &str, id: &str, offset_ms: u64) -> Vec<u8> {
@@ -52,10 +52,7 @@ fn delegate_to(to: &str, id: &str, offset_ms: u64) -> Vec<u8> {
         },
         now_ms: START_MS + offset_ms,
     };
-    node_pb::DelegateRequest {
-        command_json: json_bytes(&command),
-    }
-    .encode_to_vec()
+    delegate_request(&command).encode_to_vec()
 }
 
 fn message(to: &str, label: Option<&str>) -> Vec<u8> {
@@ -65,10 +62,7 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
         output_label: label.map(str::to_string),
         now_ms: START_MS + 500,
     };
-    node_pb::MessageRequest {
-        command_json: json_bytes(&command),
-    }
-    .encode_to_vec()
+    message_request(&command).encode_to_vec()
 }
 
 /// The `node_control` seeds.
@@ -142,11 +136,29 @@ pub fn control_seeds() -> Vec<Seed> {
         ),
         ("load-foreign-node", vec![(0, elsewhere.encode_to_vec())]),
         (
-            "malformed-command",
+            "malformed-arguments",
             vec![(
                 1,
                 node_pb::CallRequest {
-                    command_json: b"{\"agent\":".to_vec(),
+                    agent: "alice".into(),
+                    capability_id: "alice-files".into(),
+                    arguments_json: b"{\"path\":".to_vec(),
+                    ..node_pb::CallRequest::default()
+                }
+                .encode_to_vec(),
+            )],
+        ),
+        (
+            "delegate-without-attenuation",
+            vec![(
+                2,
+                node_pb::DelegateRequest {
+                    agent: "alice".into(),
+                    capability_id: "alice-files".into(),
+                    to: "bob".into(),
+                    delegation_id: "bob-files".into(),
+                    attenuation: None,
+                    now_ms: START_MS + 1000,
                 }
                 .encode_to_vec(),
             )],

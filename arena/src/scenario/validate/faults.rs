@@ -1,0 +1,341 @@
+//! Fault steps: the keys each fault kind takes, the nodes and links they
+//! name, and what the schedule's order implies of them (a node crashes
+//! before it restarts, a link is cut or slowed before it heals, trust-control
+//! stalls once at a time, and no message crosses a fault in effect, since a
+//! message has no verdict to state the fault's refusal).
+//!
+//! What a fault means for the steps after it is the step executor's
+//! (`chio_node::executor::fault`); this module only refuses a sequence a run
+//! could not suffer.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::checks::resolve;
+use super::Validator;
+use crate::error::ArenaError;
+use crate::model::StepDecl;
+use crate::scenario::{Action, FaultAction, FaultLink, TRUST_CONTROL};
+use crate::scheduler::{ScheduledAction, MAX_OFFSET_MS};
+
+/// The keys a fault step may carry besides `agent`, `action` and `at`.
+pub(super) const FAULT_KEYS: &[&str] = &[
+    "fault",
+    "node",
+    "keep_state",
+    "between",
+    "duration_ms",
+    "delay_ms",
+];
+
+/// The fault kinds, as an error lists them.
+const FAULT_KINDS: &str = "crash, restart, partition, heal, stall, delay";
+
+/// Checks one fault step's keys against its kind and builds it; `nodes` are
+/// the declared node ids.
+pub(super) fn fault_action(
+    step: &StepDecl,
+    at: &dyn Fn(&str) -> String,
+    nodes: &BTreeSet<&str>,
+) -> Result<Action, ArenaError> {
+    let kind = step
+        .fault
+        .as_deref()
+        .ok_or_else(|| ArenaError::MissingKey { field: at("fault") })?;
+    let (takes, context): (&[&str], &'static str) = match kind {
+        "crash" => (&["node"], "a crash fault takes node"),
+        "restart" => (
+            &["node", "keep_state"],
+            "a restart fault takes node and keep_state",
+        ),
+        "partition" | "heal" => (&["between"], "a partition or heal fault takes between"),
+        "stall" => (&["duration_ms"], "a stall fault takes duration_ms"),
+        "delay" => (
+            &["between", "delay_ms"],
+            "a delay fault takes between and delay_ms",
+        ),
+        other => {
+            return Err(ArenaError::UnsupportedValue {
+                field: at("fault"),
+                value: other.to_string(),
+                allowed: FAULT_KINDS,
+            })
+        }
+    };
+    let present = [
+        ("node", step.node.is_some()),
+        ("keep_state", step.keep_state.is_some()),
+        ("between", step.between.is_some()),
+        ("duration_ms", step.duration_ms.is_some()),
+        ("delay_ms", step.delay_ms.is_some()),
+    ];
+    for (key, is_present) in present {
+        if is_present && !takes.contains(&key) {
+            return Err(ArenaError::KeyNotAllowed {
+                field: at(key),
+                context,
+            });
+        }
+        if !is_present && takes.contains(&key) {
+            return Err(ArenaError::MissingKey { field: at(key) });
+        }
+    }
+    let node = || -> Result<String, ArenaError> {
+        let node = step.node.clone().unwrap_or_default();
+        resolve(nodes, "node", &node, || at("node"))?;
+        Ok(node)
+    };
+    let link = || link(step.between.as_deref().unwrap_or_default(), at, nodes);
+    let fault = match kind {
+        "crash" => FaultAction::Crash { node: node()? },
+        "restart" => FaultAction::Restart {
+            node: node()?,
+            keep_state: step.keep_state.unwrap_or_default(),
+        },
+        "partition" => FaultAction::Partition { link: link()? },
+        "heal" => FaultAction::Heal { link: link()? },
+        "stall" => FaultAction::Stall {
+            duration_ms: virtual_ms(step.duration_ms, || at("duration_ms"), "duration_ms")?,
+        },
+        _ => {
+            let link = link()?;
+            if link.to_trust_control() {
+                return Err(ArenaError::UnsupportedValue {
+                    field: at("between"),
+                    value: TRUST_CONTROL.to_string(),
+                    allowed: "two nodes (a slow trust-control is a stall fault)",
+                });
+            }
+            FaultAction::Delay {
+                link,
+                delay_ms: virtual_ms(step.delay_ms, || at("delay_ms"), "delay_ms")?,
+            }
+        }
+    };
+    Ok(Action::Fault(fault))
+}
+
+/// A fault's virtual duration: between 1 ms and 2^53.
+fn virtual_ms(
+    value: Option<u64>,
+    field: impl FnOnce() -> String,
+    key: &'static str,
+) -> Result<u64, ArenaError> {
+    match value {
+        Some(ms) if (1..=MAX_OFFSET_MS).contains(&ms) => Ok(ms),
+        _ => Err(ArenaError::OutOfRange {
+            field: field(),
+            rule: match key {
+                "duration_ms" => "duration_ms is between 1 and 2^53",
+                _ => "delay_ms is between 1 and 2^53",
+            },
+        }),
+    }
+}
+
+/// The link `between` names: two different ends, each a declared node or
+/// `trust-control`, at most one of them trust-control.
+fn link(
+    between: &[String],
+    at: &dyn Fn(&str) -> String,
+    nodes: &BTreeSet<&str>,
+) -> Result<FaultLink, ArenaError> {
+    let [a, b] = between else {
+        return Err(ArenaError::OutOfRange {
+            field: at("between"),
+            rule: "between names exactly two ends, each a node or \"trust-control\"",
+        });
+    };
+    for (index, end) in [a, b].into_iter().enumerate() {
+        if end != TRUST_CONTROL {
+            resolve(nodes, "node", end, || format!("{}[{index}]", at("between")))?;
+        }
+    }
+    if a == b {
+        return Err(ArenaError::OutOfRange {
+            field: at("between"),
+            rule: "between names two different ends",
+        });
+    }
+    if nodes.contains(TRUST_CONTROL) {
+        return Err(ArenaError::FaultSequence {
+            field: at("between"),
+            reason: format!("a node is named {TRUST_CONTROL:?}, so the link is ambiguous"),
+            fix: "rename the node; \"trust-control\" in between names the service",
+        });
+    }
+    Ok(FaultLink::new(a, b))
+}
+
+/// The faults in effect at one point of the schedule, by the step that
+/// began each.
+#[derive(Default)]
+struct InEffect {
+    down: BTreeMap<String, usize>,
+    cut: BTreeMap<FaultLink, usize>,
+    slowed: BTreeSet<FaultLink>,
+    stall_until: Option<(u64, usize)>,
+}
+
+impl Validator<'_> {
+    /// Walks the schedule in execution order and refuses a fault a run could
+    /// not suffer there, or a message across a fault in effect.
+    pub(super) fn fault_sequence(
+        &self,
+        actions: &[Action],
+        schedule: &[ScheduledAction],
+    ) -> Result<(), ArenaError> {
+        let f = self.file;
+        let kernel_node: BTreeMap<&str, &str> = f
+            .kernels
+            .iter()
+            .map(|k| (k.id.as_str(), k.node.as_str()))
+            .collect();
+        let agent_node = |agent: &str| -> Option<String> {
+            let kernel = f.agents.iter().find(|a| a.id == agent)?.kernel.as_deref()?;
+            kernel_node.get(kernel).map(|n| n.to_string())
+        };
+        let mut state = InEffect::default();
+        for entry in schedule {
+            let i = entry.step_index;
+            if state
+                .stall_until
+                .is_some_and(|(until, _)| entry.evaluation_ms >= until)
+            {
+                state.stall_until = None;
+            }
+            match &actions[i] {
+                Action::Fault(fault) => state.apply(fault, i, entry.evaluation_ms)?,
+                Action::Message(message) => {
+                    let ends = [agent_node(&f.steps[i].agent), agent_node(&message.to)];
+                    if let Some(reason) = state.blocks_message(&ends) {
+                        return Err(ArenaError::FaultSequence {
+                            field: format!("steps[{i}].to"),
+                            reason,
+                            fix: "a message has no verdict to state a fault; place it after the restart, the heal or the stall's end",
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+impl InEffect {
+    /// Applies fault step `i` at offset `now`, refusing one out of sequence.
+    fn apply(&mut self, fault: &FaultAction, i: usize, now: u64) -> Result<(), ArenaError> {
+        let refuse = |key: &str, reason: String, fix: &'static str| ArenaError::FaultSequence {
+            field: format!("steps[{i}].{key}"),
+            reason,
+            fix,
+        };
+        match fault {
+            FaultAction::Crash { node } => {
+                if let Some(at) = self.down.insert(node.clone(), i) {
+                    return Err(refuse(
+                        "node",
+                        format!("node {node} is already down (crashed at steps[{at}])"),
+                        "restart the node before crashing it again",
+                    ));
+                }
+            }
+            FaultAction::Restart { node, .. } => {
+                if self.down.remove(node).is_none() {
+                    return Err(refuse(
+                        "node",
+                        format!("node {node} is not down at this point"),
+                        "crash the node in an earlier step, or remove the restart",
+                    ));
+                }
+                // A restarted node loads its world from trust-control.
+                if let Some(why) = self.control_blocked(node) {
+                    return Err(refuse(
+                        "node",
+                        format!("node {node} cannot load its world on restart: {why}"),
+                        "restart the node after the heal of its trust-control link or the stall's end",
+                    ));
+                }
+            }
+            FaultAction::Partition { link } => {
+                if self.slowed.contains(link) {
+                    return Err(refuse(
+                        "between",
+                        format!("link {} is delayed", link.describe()),
+                        "heal the delay before partitioning the link",
+                    ));
+                }
+                if let Some(at) = self.cut.insert(link.clone(), i) {
+                    return Err(refuse(
+                        "between",
+                        format!(
+                            "link {} is already partitioned (at steps[{at}])",
+                            link.describe()
+                        ),
+                        "heal the link before partitioning it again",
+                    ));
+                }
+            }
+            FaultAction::Heal { link } => {
+                if self.cut.remove(link).is_none() && !self.slowed.remove(link) {
+                    return Err(refuse(
+                        "between",
+                        format!(
+                            "link {} is neither partitioned nor delayed",
+                            link.describe()
+                        ),
+                        "partition or delay the link in an earlier step, or remove the heal",
+                    ));
+                }
+            }
+            FaultAction::Stall { duration_ms } => {
+                if let Some((_, at)) = self.stall_until {
+                    return Err(refuse(
+                        "fault",
+                        format!("trust-control is still stalled by steps[{at}]"),
+                        "start the next stall at or after the end of the previous one",
+                    ));
+                }
+                self.stall_until = Some((now.saturating_add(*duration_ms), i));
+            }
+            FaultAction::Delay { link, .. } => {
+                if self.cut.contains_key(link) || !self.slowed.insert(link.clone()) {
+                    return Err(refuse(
+                        "between",
+                        format!("link {} is already partitioned or delayed", link.describe()),
+                        "heal the link before delaying it",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Why `node` cannot reach trust-control now, if it cannot.
+    fn control_blocked(&self, node: &str) -> Option<String> {
+        if let Some((_, at)) = self.stall_until {
+            return Some(format!("trust-control is stalled by steps[{at}]"));
+        }
+        let to_control = FaultLink::new(node, TRUST_CONTROL);
+        self.cut.get(&to_control).map(|at| {
+            format!(
+                "link {} is partitioned (at steps[{at}])",
+                to_control.describe()
+            )
+        })
+    }
+
+    /// Why a message between nodes `ends` (sender's, receiver's) cannot be
+    /// sent now, if it cannot: trust-control carries its labels.
+    fn blocks_message(&self, ends: &[Option<String>; 2]) -> Option<String> {
+        for node in ends.iter().flatten() {
+            if let Some(at) = self.down.get(node) {
+                return Some(format!("node {node} is down (crashed at steps[{at}])"));
+            }
+            if let Some(why) = self.control_blocked(node) {
+                return Some(why);
+            }
+        }
+        None
+    }
+}

@@ -1,0 +1,409 @@
+//! Step footprints: what each scheduled step reads or writes that another
+//! step's outcome could depend on, known from the scenario and the resolved
+//! world before anything runs.
+//!
+//! The pipelined driver (`pipeline`) dispatches a step while earlier steps
+//! are still in flight only when their footprints do not overlap (two reads
+//! of one resource never overlap; a write overlaps any access). A step's
+//! footprint claims, as [`Resource`]s:
+//!
+//! - the acting agent ([`Resource::Agent`]): its principal and session
+//!   labels (the session id is the agent id), its session journal on every
+//!   kernel, its tool budgets, the request ids and tokens its agent actor
+//!   holds;
+//! - for a call, delegation or revocation, the whole lineage of the
+//!   capability ([`Resource::Lineage`]): every capability id joined to it by
+//!   any delegate step of the scenario, ancestors and descendants alike, so
+//!   a revocation of an ancestor, a budget held on an ancestor, a sibling
+//!   share, lineage labels and the run's ledger entries of the lineage (which
+//!   capability exists and who holds it, what `prepare` reads) are covered;
+//!   and a read of every agent that holds or delegates in that lineage (a
+//!   call reads the delegator's principal labels for each chain link);
+//! - for a delegation, the delegatee too (it comes to hold the child); for a
+//!   message, the receiver (its principal and session take the message's
+//!   labels) and the forwarded call's released output
+//!   ([`Resource::Output`]), which that call writes;
+//! - for a call, the tool server's state ([`Resource::Server`]): a read of a
+//!   workspace server by `read_file` or `list_dir`, a write for every other
+//!   tool and server kind, and a write for any call to a server a tool budget
+//!   names.
+//!
+//! What is not claimed, and why it cannot reach an output: receipts are
+//! content-addressed and the bundle lists them in the order the driver
+//! records them, not the order trust-control appended them; request and
+//! hold ids are step ids, unique in a run; issuer-key refreshes follow the
+//! wall clock and change no decision. A step whose footprint cannot be
+//! known (a call that presents no capability or an unknown one, a call to
+//! an unknown server, and any step kind this module does not analyse) is a
+//! [`Footprint::Barrier`]: it waits for every earlier step and every later
+//! step waits for it. When unsure, conflict.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chio_arena::{Action, Scenario};
+use chio_node::tools::ToolServerConfig;
+use chio_node::World;
+
+/// Something steps share whose state one step's outcome could depend on.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Resource {
+    /// An agent: its principal and session labels, journal, tool budgets
+    /// and actor.
+    Agent(String),
+    /// A class of capability ids joined by delegation, named by its least id.
+    Lineage(String),
+    /// A tool server's state.
+    Server(String),
+    /// A call step's released output, by step id.
+    Output(String),
+}
+
+/// How a step uses a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Access {
+    /// Reads it; reads of one resource never overlap.
+    Read,
+    /// Writes it; overlaps any other access.
+    Write,
+}
+
+/// What one step claims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Footprint {
+    /// Every earlier step must finish first, and every later step waits.
+    Barrier,
+    /// The resources it reads or writes.
+    Claims(BTreeMap<Resource, Access>),
+}
+
+impl Footprint {
+    fn claims() -> Self {
+        Footprint::Claims(BTreeMap::new())
+    }
+
+    /// Adds a claim; a write wins over a read of the same resource.
+    fn claim(&mut self, resource: Resource, access: Access) {
+        if let Footprint::Claims(claims) = self {
+            let entry = claims.entry(resource).or_insert(access);
+            *entry = (*entry).max(access);
+        }
+    }
+}
+
+/// The union of the footprints of earlier steps not yet folded, which a
+/// later step must not overlap to be dispatched.
+#[derive(Debug, Default)]
+pub struct Claimed {
+    /// How many footprints were added, claims or not.
+    steps: usize,
+    barrier: bool,
+    claims: BTreeMap<Resource, Access>,
+}
+
+impl Claimed {
+    /// Nothing claimed.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether no earlier step is unfolded at all.
+    fn is_empty(&self) -> bool {
+        self.steps == 0
+    }
+
+    /// Whether a step with `footprint` overlaps nothing claimed.
+    pub fn admits(&self, footprint: &Footprint) -> bool {
+        match footprint {
+            Footprint::Barrier => self.is_empty(),
+            Footprint::Claims(claims) => {
+                !self.barrier
+                    && claims
+                        .iter()
+                        .all(|(resource, access)| match self.claims.get(resource) {
+                            None => true,
+                            Some(held) => *held == Access::Read && *access == Access::Read,
+                        })
+            }
+        }
+    }
+
+    /// Whether every later step overlaps what is claimed (a barrier is).
+    pub fn blocks_all(&self) -> bool {
+        self.barrier
+    }
+
+    /// Adds a step's footprint.
+    pub fn add(&mut self, footprint: &Footprint) {
+        self.steps += 1;
+        match footprint {
+            Footprint::Barrier => self.barrier = true,
+            Footprint::Claims(claims) => {
+                for (resource, access) in claims {
+                    let entry = self.claims.entry(resource.clone()).or_insert(*access);
+                    *entry = (*entry).max(*access);
+                }
+            }
+        }
+    }
+}
+
+/// Capability ids joined by delegation, and the agents of each class.
+struct Lineages {
+    /// Each known capability id's class name.
+    class: BTreeMap<String, String>,
+    /// Every agent that holds, delegates or receives in each class.
+    agents: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Lineages {
+    /// Joins every grant and every delegate step's parent and child.
+    fn of(scenario: &Scenario, world: &World) -> Self {
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut members: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (id, (holder, _)) in &world.grants {
+            edges.entry(id.clone()).or_default();
+            members
+                .entry(id.clone())
+                .or_default()
+                .insert(holder.clone());
+        }
+        for (step, action) in scenario.file().steps.iter().zip(scenario.actions()) {
+            if let Action::Delegate(d) = action {
+                edges
+                    .entry(d.capability.clone())
+                    .or_default()
+                    .insert(d.delegation.clone());
+                edges
+                    .entry(d.delegation.clone())
+                    .or_default()
+                    .insert(d.capability.clone());
+                for id in [&d.capability, &d.delegation] {
+                    let agents = members.entry(id.clone()).or_default();
+                    agents.insert(step.agent.clone());
+                    agents.insert(d.to.clone());
+                }
+            }
+        }
+        let mut class = BTreeMap::new();
+        let mut agents: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        // Ids in ascending order, so each class is named by its least id.
+        for start in edges.keys() {
+            if class.contains_key(start) {
+                continue;
+            }
+            let mut stack = vec![start.clone()];
+            while let Some(id) = stack.pop() {
+                if class.insert(id.clone(), start.clone()).is_some() {
+                    continue;
+                }
+                if let Some(held) = members.get(&id) {
+                    agents
+                        .entry(start.clone())
+                        .or_default()
+                        .extend(held.iter().cloned());
+                }
+                if let Some(next) = edges.get(&id) {
+                    stack.extend(next.iter().filter(|n| !class.contains_key(*n)).cloned());
+                }
+            }
+        }
+        Lineages { class, agents }
+    }
+
+    /// Claims `capability`'s lineage (write) and its agents (read); `false`
+    /// when the id belongs to no lineage.
+    fn claim(&self, footprint: &mut Footprint, capability: &str) -> bool {
+        let Some(class) = self.class.get(capability) else {
+            return false;
+        };
+        footprint.claim(Resource::Lineage(class.clone()), Access::Write);
+        for agent in self.agents.get(class).into_iter().flatten() {
+            footprint.claim(Resource::Agent(agent.clone()), Access::Read);
+        }
+        true
+    }
+}
+
+/// Whether a call of `tool` on `server` leaves the server's state as it was.
+fn reads_only(world: &World, server: &str, tool: &str) -> bool {
+    let budgeted = world.kernels.values().any(|kernel| {
+        kernel
+            .config
+            .tool_budgets
+            .iter()
+            .any(|budget| budget.server == server)
+    });
+    let workspace = world
+        .servers
+        .get(server)
+        .is_some_and(|plan| matches!(plan.config, ToolServerConfig::Workspace { .. }));
+    workspace && !budgeted && matches!(tool, "read_file" | "list_dir")
+}
+
+/// The footprint of one step of `agent`.
+fn footprint(
+    world: &World,
+    lineages: &Lineages,
+    step_id: &str,
+    agent: &str,
+    action: &Action,
+) -> Footprint {
+    let mut footprint = Footprint::claims();
+    footprint.claim(Resource::Agent(agent.to_string()), Access::Write);
+    #[allow(unreachable_patterns)]
+    let known = match action {
+        Action::Call(call) => {
+            let access = if reads_only(world, &call.server, &call.tool) {
+                Access::Read
+            } else {
+                Access::Write
+            };
+            footprint.claim(Resource::Server(call.server.clone()), access);
+            footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
+            world.servers.contains_key(&call.server)
+                && call
+                    .capability
+                    .as_deref()
+                    .is_some_and(|id| lineages.claim(&mut footprint, id))
+        }
+        Action::Delegate(delegate) => {
+            footprint.claim(Resource::Agent(delegate.to.clone()), Access::Write);
+            lineages.claim(&mut footprint, &delegate.capability)
+        }
+        Action::Revoke(revoke) => {
+            // A target no step creates is refused; it touches no lineage.
+            lineages.claim(&mut footprint, &revoke.target);
+            true
+        }
+        Action::Message(message) => {
+            footprint.claim(Resource::Agent(message.to.clone()), Access::Write);
+            if let Some(source) = &message.from_step {
+                footprint.claim(Resource::Output(source.clone()), Access::Read);
+            }
+            true
+        }
+        Action::Advance(_) => true,
+        // A step kind added later is a barrier until it is analysed here.
+        _ => false,
+    };
+    if known {
+        footprint
+    } else {
+        Footprint::Barrier
+    }
+}
+
+/// Every scheduled step's footprint, in the scheduler's order.
+pub fn footprints(scenario: &Scenario, world: &World) -> Vec<Footprint> {
+    let lineages = Lineages::of(scenario, world);
+    let file = scenario.file();
+    scenario
+        .schedule()
+        .iter()
+        .map(|scheduled| {
+            footprint(
+                world,
+                &lineages,
+                &file.steps[scheduled.step_index].id,
+                &scheduled.agent_id,
+                &scenario.actions()[scheduled.step_index],
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena_run::load_for_run;
+
+    fn claims(list: &[(Resource, Access)]) -> Footprint {
+        Footprint::Claims(list.iter().cloned().collect())
+    }
+
+    fn server(access: Access) -> Footprint {
+        claims(&[(Resource::Server("ws".into()), access)])
+    }
+
+    /// The triangular scenario's footprints by step id.
+    fn triangular() -> BTreeMap<String, Footprint> {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/three_agent_triangular_delegation.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let ids = scenario
+            .schedule()
+            .iter()
+            .map(|s| s.step_id.clone())
+            .collect::<Vec<_>>();
+        ids.into_iter().zip(footprints(&scenario, &world)).collect()
+    }
+
+    /// Whether `later` may be dispatched while `earlier` is unfolded.
+    fn overlap(earlier: &Footprint, later: &Footprint) -> bool {
+        let mut claimed = Claimed::new();
+        claimed.add(earlier);
+        !claimed.admits(later)
+    }
+
+    // Proves two reads of one resource do not overlap, and a write overlaps a read either way round.
+    #[test]
+    fn reads_share_and_writes_exclude() {
+        assert!(!overlap(&server(Access::Read), &server(Access::Read)));
+        assert!(overlap(&server(Access::Read), &server(Access::Write)));
+        assert!(overlap(&server(Access::Write), &server(Access::Read)));
+        let other = claims(&[(Resource::Server("other".into()), Access::Write)]);
+        assert!(!overlap(&server(Access::Write), &other));
+    }
+
+    // Proves a barrier waits for any earlier step and holds back every later one, and goes first when nothing is claimed.
+    #[test]
+    fn barrier_excludes_everything() {
+        let empty = Footprint::claims();
+        assert!(overlap(&Footprint::Barrier, &empty));
+        assert!(overlap(&empty, &Footprint::Barrier));
+        assert!(Claimed::new().admits(&Footprint::Barrier));
+    }
+
+    // Proves a call under a delegated capability shares a lineage with the revocation of its ancestor and reads the delegators' principals.
+    #[test]
+    fn delegated_call_overlaps_ancestor_revocation_and_delegators() {
+        let steps = triangular();
+        let revoke = &steps["alice-revokes-bob"];
+        let carol = &steps["carol-reads-after-revocation"];
+        assert!(overlap(revoke, carol));
+        assert!(overlap(&steps["bob-to-carol"], &steps["carol-reads-plan"]));
+        let Footprint::Claims(carol_claims) = carol else {
+            panic!("a call with a known capability is analysed");
+        };
+        for agent in ["alice", "bob"] {
+            assert!(carol_claims.contains_key(&Resource::Agent(agent.into())));
+        }
+        // Alice's own read of her grant is in the same lineage as carol's call.
+        assert!(overlap(&steps["alice-reads-plan"], carol));
+    }
+
+    // Proves a call presenting a capability no grant or delegation names is a barrier.
+    #[test]
+    fn unknown_capability_is_a_barrier() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/three_agent_triangular_delegation.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let lineages = Lineages::of(&scenario, &world);
+        let call = scenario
+            .actions()
+            .iter()
+            .find_map(|a| match a {
+                Action::Call(call) => Some(call.clone()),
+                _ => None,
+            })
+            .expect("a call step");
+        let mut unknown = call.clone();
+        unknown.capability = Some("no-such-capability".into());
+        let fp = footprint(&world, &lineages, "x", "alice", &Action::Call(unknown));
+        assert_eq!(fp, Footprint::Barrier);
+        let known = footprint(&world, &lineages, "x", "alice", &Action::Call(call));
+        assert_ne!(known, Footprint::Barrier);
+    }
+}

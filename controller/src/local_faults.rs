@@ -1,0 +1,332 @@
+//! Faults inflicted on a local cluster (`--topology local`): the dispatcher
+//! of a fault scenario's run, which carries every step to the node
+//! processes like the gRPC dispatcher and inflicts each fault step's fault
+//! on the real processes.
+//!
+//! - `crash`: the node's process is killed (SIGKILL) and the controller
+//!   checks that its address refuses connections;
+//! - `restart`: the node's process starts again on the same address and is
+//!   sent the same world and run id (so its kernels see the run's shared
+//!   state in trust-control); with `keep_state`, every capability handed to
+//!   its agents during the run is handed over again, and without it they
+//!   hold only their grants;
+//! - `stall`: trust-control is paused (SIGSTOP) and the controller checks
+//!   that a real store call fails at a short deadline; the stall's end
+//!   resumes it (SIGCONT);
+//! - `partition`, `heal`, `delay`: the link's proxies are cut, opened, or
+//!   made to hold every chunk (for the virtual delay, bounded by
+//!   [`MAX_WALL_DELAY`] of wall time so runs stay fast).
+//!
+//! The steps a fault reaches are decided by the step executor from the
+//! declared fault and never dispatched, so the bundle is the embedded run's
+//! bytes; what this module adds is that the fault is real.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use chio_arena::scenario::FaultAction;
+use chio_node::actors::CallOutcome;
+use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
+use chio_node::executor::{FaultEvent, PreparedFault};
+use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
+use chio_node::link::{KernelLink, LinkFuture};
+use chio_node::{
+    CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand, MessageOutcome,
+    NodeClient, NodeError, World,
+};
+use chio_trust::{TrustClient, TrustClientConfig, TrustError, TrustStore};
+
+use crate::driver::{Dispatcher, RunInputs};
+use crate::link_proxy::{check_cut, LinkMode, LinkProxy};
+use crate::local_cluster::LocalCluster;
+use crate::topology::{GrpcTopology, Topology};
+
+/// The most wall time a delayed link holds each chunk.
+pub const MAX_WALL_DELAY: Duration = Duration::from_millis(50);
+/// The deadline of the store call that checks a stall is in effect.
+const STALL_PROBE_DEADLINE: Duration = Duration::from_millis(200);
+
+/// Locks the cluster; a poisoned lock only means a panic elsewhere.
+pub fn lock(cluster: &Mutex<LocalCluster>) -> MutexGuard<'_, LocalCluster> {
+    cluster.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The dispatcher of a fault scenario on a local cluster.
+pub struct LocalFaults<'r> {
+    /// Carries the ordinary steps.
+    pub grpc: &'r GrpcTopology,
+    /// The processes faults are inflicted on.
+    pub cluster: &'r Mutex<LocalCluster>,
+    /// Their addresses and tokens.
+    pub topology: &'r Topology,
+    /// The run's world.
+    pub world: &'r World,
+    /// The scenario's bytes and fixtures, sent again to a restarted node.
+    pub inputs: &'r RunInputs,
+    /// The run's namespace in trust-control.
+    pub run_id: &'r str,
+}
+
+impl Dispatcher for LocalFaults<'_> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+        self.grpc.call(node, command)
+    }
+
+    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+        self.grpc.delegate(node, command)
+    }
+
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        self.grpc.revoke(node, target, at_ms)
+    }
+
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        self.grpc.message(node, command)
+    }
+
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        Box::pin(async move {
+            match event {
+                FaultEvent::EndStall => self.blocking(|c| c.signal_trust_control("CONT")),
+                FaultEvent::Begin(prepared) => self.begin(prepared).await,
+            }
+        })
+    }
+}
+
+impl LocalFaults<'_> {
+    /// Runs a blocking process operation on the cluster without stalling
+    /// the runtime's other tasks (the link proxies among them).
+    fn blocking<T>(
+        &self,
+        operation: impl FnOnce(&mut LocalCluster) -> Result<T, NodeError>,
+    ) -> Result<T, NodeError> {
+        tokio::task::block_in_place(|| operation(&mut lock(self.cluster)))
+    }
+
+    async fn begin(&self, prepared: PreparedFault) -> Result<(), NodeError> {
+        match &prepared.fault {
+            FaultAction::Crash { node } => {
+                self.blocking(|c| c.kill_node(node))?;
+                self.check_refuses(node).await
+            }
+            FaultAction::Restart { node, .. } => {
+                self.blocking(|c| c.restart_node(node))?;
+                self.reload(node, &prepared).await
+            }
+            FaultAction::Stall { .. } => {
+                self.blocking(|c| c.signal_trust_control("STOP"))?;
+                self.check_stalled().await
+            }
+            FaultAction::Partition { link } => {
+                self.set_link(&link.from, &link.to, LinkMode::Cut)?;
+                self.check_cut(&link.from, &link.to).await
+            }
+            FaultAction::Heal { link } => self.set_link(&link.from, &link.to, LinkMode::Open),
+            FaultAction::Delay { link, delay_ms } => {
+                let wall = Duration::from_millis(*delay_ms).min(MAX_WALL_DELAY);
+                self.set_link(&link.from, &link.to, LinkMode::Delayed(wall))
+            }
+        }
+    }
+
+    fn set_link(&self, a: &str, b: &str, mode: LinkMode) -> Result<(), NodeError> {
+        let cluster = lock(self.cluster);
+        let proxies = cluster.link_proxies(a, b);
+        if proxies.is_empty() {
+            return Err(NodeError::Config {
+                problem: format!("the link {a} <-> {b} has no proxy to switch"),
+                fix: "report this: a local cluster for a scenario with link faults proxies every link",
+            });
+        }
+        for proxy in proxies {
+            proxy.set(mode);
+        }
+        Ok(())
+    }
+
+    /// Checks that every proxy of a cut link refuses.
+    async fn check_cut(&self, a: &str, b: &str) -> Result<(), NodeError> {
+        let probes: Vec<_> = {
+            let cluster = lock(self.cluster);
+            cluster
+                .link_proxies(a, b)
+                .into_iter()
+                .map(LinkProxy::probe)
+                .collect()
+        };
+        for (addr, upstream) in probes {
+            check_cut(addr, &upstream).await?;
+        }
+        Ok(())
+    }
+
+    /// Checks that a crashed node's address refuses connections.
+    async fn check_refuses(&self, node: &str) -> Result<(), NodeError> {
+        let url = self.url(node)?;
+        let addr = url.trim_start_matches("http://");
+        let probe =
+            tokio::time::timeout(Duration::from_secs(1), tokio::net::TcpStream::connect(addr))
+                .await;
+        match probe {
+            Ok(Ok(_)) => Err(NodeError::Remote {
+                target: format!("node {node}"),
+                cause: "still accepts connections after it was killed".to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks that a real store call to the paused trust-control fails at
+    /// its deadline.
+    async fn check_stalled(&self) -> Result<(), NodeError> {
+        let config = TrustClientConfig {
+            call_deadline: STALL_PROBE_DEADLINE,
+            append_deadline: STALL_PROBE_DEADLINE,
+            connect_timeout: STALL_PROBE_DEADLINE,
+        };
+        let client =
+            TrustClient::connect_lazy(&self.topology.trust_url, &self.topology.trust_token, config)
+                .map_err(NodeError::Authority)?;
+        match client.count_receipts().await {
+            Err(TrustError::DeadlineExceeded { .. }) => Ok(()),
+            other => Err(NodeError::Remote {
+                target: "trust-control".to_string(),
+                cause: format!(
+                    "a store call to the paused service did not miss its deadline: {other:?}"
+                ),
+            }),
+        }
+    }
+
+    /// Sends a restarted node the run's world and, with its state, the
+    /// capabilities its agents held.
+    async fn reload(&self, node: &str, prepared: &PreparedFault) -> Result<(), NodeError> {
+        let url = self.url(node)?;
+        let client = NodeClient::new(
+            node,
+            &url,
+            &self.topology.cluster_token,
+            DEFAULT_CONTROL_DEADLINE,
+        )?;
+        client
+            .load_world(WorldOffer {
+                scenario: &self.inputs.world_bytes,
+                fixtures: &self.inputs.fixtures,
+                peers: self
+                    .topology
+                    .peer_urls
+                    .get(node)
+                    .unwrap_or(&self.topology.nodes),
+                run_id: self.run_id,
+            })
+            .await?;
+        if prepared.restore.is_empty() {
+            return Ok(());
+        }
+        let link = GrpcLink::new(
+            self.world,
+            &self.topology.nodes,
+            &self.topology.cluster_token,
+            DEFAULT_LINK_DEADLINE,
+        )?;
+        for (agent, token) in &prepared.restore {
+            link.hand_over(agent, token.clone()).await?;
+        }
+        Ok(())
+    }
+
+    fn url(&self, node: &str) -> Result<String, NodeError> {
+        self.topology
+            .nodes
+            .get(node)
+            .cloned()
+            .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))
+    }
+}
+
+/// The receipts of the allows among `receipts` (canonical receipt lines, as
+/// a bundle holds them) that `stored` (receipt bodies in trust-control)
+/// lacks, and how many allows there are.
+pub fn unstored_allows(receipts: &[String], stored: &BTreeSet<Vec<u8>>) -> (usize, Vec<String>) {
+    let mut allows = 0;
+    let mut missing = Vec::new();
+    for line in receipts {
+        let verdict = serde_json::from_str::<serde_json::Value>(line)
+            .ok()
+            .and_then(|r| {
+                r["body"]["decision"]["verdict"]
+                    .as_str()
+                    .map(str::to_string)
+            });
+        // A line that does not parse is counted as an allow, so it must be stored.
+        if verdict.as_deref().is_none_or(|v| v == "allow") {
+            allows += 1;
+            if !stored.contains(line.as_bytes()) {
+                missing.push(line.clone());
+            }
+        }
+    }
+    (allows, missing)
+}
+
+/// After a fault run: resumes trust-control if a stall outlived the run,
+/// then checks that every allow of the bundle has its receipt in
+/// trust-control (nothing acknowledged was lost to a fault); answers the
+/// number of allows checked.
+pub async fn audit_receipts(
+    cluster: &Mutex<LocalCluster>,
+    topology: &Topology,
+    receipts: &[String],
+) -> Result<usize, NodeError> {
+    tokio::task::block_in_place(|| lock(cluster).signal_trust_control("CONT"))?;
+    let client = TrustClient::connect_lazy(
+        &topology.trust_url,
+        &topology.trust_token,
+        TrustClientConfig::default(),
+    )
+    .map_err(NodeError::Authority)?;
+    let mut stored = BTreeSet::new();
+    let mut after = 0;
+    loop {
+        let page = client
+            .list_receipts(after, 1_000)
+            .await
+            .map_err(NodeError::Authority)?;
+        stored.extend(page.receipts.into_iter().map(|r| r.body));
+        match page.next_after_seq {
+            Some(next) => after = next,
+            None => break,
+        }
+    }
+    let (allows, missing) = unstored_allows(receipts, &stored);
+    if let Some(first) = missing.first() {
+        return Err(NodeError::Remote {
+            target: "trust-control".to_string(),
+            cause: format!(
+                "{} of {allows} admitted calls have no receipt in trust-control after the faults; the first: {first}",
+                missing.len()
+            ),
+        });
+    }
+    tracing::info!(allows, "every admitted call's receipt is in trust-control");
+    Ok(allows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves the audit names an allow whose receipt trust-control lacks and ignores denies.
+    #[test]
+    fn an_allow_without_its_stored_receipt_is_named() {
+        let allow = r#"{"body":{"decision":{"verdict":"allow"}},"id":"a"}"#.to_string();
+        let deny = r#"{"body":{"decision":{"verdict":"deny"}},"id":"d"}"#.to_string();
+        let stored = BTreeSet::new();
+        let (allows, missing) = unstored_allows(&[allow.clone(), deny.clone()], &stored);
+        assert_eq!((allows, missing), (1, vec![allow.clone()]));
+        let stored: BTreeSet<Vec<u8>> = [allow.as_bytes().to_vec()].into();
+        assert_eq!(unstored_allows(&[allow, deny], &stored), (1, Vec::new()));
+    }
+}

@@ -1,0 +1,221 @@
+//! Where the runs of an experiment execute: the embedded topology, local
+//! clusters the controller starts and reuses from run to run, or the
+//! running nodes of a topology file.
+//!
+//! `chio arena matrix --topology local|FILE` and a cell's declared
+//! `topology` both end here. A run on a local cluster takes an idle cluster
+//! of the same node set from the pool (starting one when none is idle),
+//! loads its world with a fresh run id, and gives the cluster back when the
+//! run did not fail as infrastructure; so a matrix starts at most as many
+//! clusters as it runs at once, not one per run. A scenario with fault
+//! steps gets a cluster of its own, stopped after the run, because its
+//! faults kill, pause and cut that cluster's processes. Runs on a topology
+//! file share one set of nodes, which host one world at a time, so they go
+//! one at a time, and a scenario with fault steps is refused there as
+//! `chio arena run` refuses it.
+//!
+//! The place never reaches an output: by the determinism contract a run's
+//! bundle, and so its measurements, are the same bytes on every topology.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use chio_arena::{Action, Scenario};
+use chio_node::NodeError;
+
+use crate::cli::RunTopology;
+use crate::driver::{run_embedded_with, RunInputs, RunOptions, RunResult, RunStatus};
+use crate::error::CliError;
+use crate::local_cluster::LocalCluster;
+use crate::topology::{in_memory, run_distributed, run_with_topology, Topology};
+
+/// An idle local cluster and the node set it was started for.
+type Idle = (Vec<String>, LocalCluster);
+
+/// Where runs go: the default place, and what it takes to reach it.
+#[derive(Debug)]
+pub struct RunPlaces {
+    command: &'static str,
+    default: RunTopology,
+    /// The checked topology file, when the default is one.
+    file: Option<(PathBuf, Topology)>,
+    /// One run at a time on the topology file's nodes.
+    file_turn: Mutex<()>,
+    /// Local clusters between runs.
+    idle: Mutex<Vec<Idle>>,
+}
+
+/// An experiment run records every step, whatever its verdict, pipelined.
+fn keep_going() -> RunOptions {
+    RunOptions::keep_going(true)
+}
+
+fn node_ids(scenario: &Scenario) -> Vec<String> {
+    scenario.file().nodes.iter().map(|n| n.id.clone()).collect()
+}
+
+fn has_faults(scenario: &Scenario) -> bool {
+    scenario
+        .actions()
+        .iter()
+        .any(|a| matches!(a, Action::Fault(_)))
+}
+
+impl RunPlaces {
+    /// Runs of `command` go to `default` unless a cell declares its own
+    /// topology; a topology file is read and checked now, so a bad one is
+    /// refused before anything runs.
+    pub fn new(command: &'static str, default: RunTopology) -> Result<Self, CliError> {
+        let file = match &default {
+            RunTopology::File(path) => Some((path.clone(), Topology::load(command, path)?)),
+            RunTopology::Embedded | RunTopology::Local => None,
+        };
+        Ok(Self {
+            command,
+            default,
+            file,
+            file_turn: Mutex::new(()),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Every run of `command` in the embedded topology.
+    pub fn embedded(command: &'static str) -> Self {
+        Self {
+            command,
+            default: RunTopology::Embedded,
+            file: None,
+            file_turn: Mutex::new(()),
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Refuses, before anything runs, a scenario the default place cannot
+    /// host: a topology file without an address for one of its nodes.
+    pub fn check(&self, scenario: &Scenario) -> Result<(), CliError> {
+        match &self.file {
+            Some((_, topology)) => topology.check_covers(self.command, &node_ids(scenario)),
+            None => Ok(()),
+        }
+    }
+
+    /// The place of a run: `declared` (a cell's `embedded` or `local`)
+    /// when given, else the default.
+    fn place(&self, declared: Option<&str>) -> RunTopology {
+        match declared {
+            Some("local") => RunTopology::Local,
+            Some("embedded") => RunTopology::Embedded,
+            _ => self.default.clone(),
+        }
+    }
+
+    /// Runs `scenario` to the end (`keep_going`) where `declared` or the
+    /// default says; an `Err` is an infrastructure failure of the attempt.
+    pub fn run(
+        &self,
+        declared: Option<&str>,
+        scenario: &Scenario,
+        inputs: &RunInputs,
+    ) -> Result<RunResult, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        let place = self.place(declared);
+        let result = match (&place, &self.file) {
+            (RunTopology::Embedded, _) => {
+                runtime.block_on(run_embedded_with(scenario, inputs, keep_going()))
+            }
+            (RunTopology::Local, _) if has_faults(scenario) => in_memory(
+                run_with_topology(self.command, &place, scenario, inputs, keep_going(), None)
+                    .map_err(|e| e.to_string())?,
+            ),
+            (RunTopology::Local, _) => self.run_pooled(&runtime, scenario, inputs),
+            (RunTopology::File(_), Some((path, topology))) => {
+                if has_faults(scenario) {
+                    return Err(format!(
+                        "scenario {} declares fault steps, which need processes the controller owns; run the matrix embedded or with --topology local",
+                        scenario.id()
+                    ));
+                }
+                let _turn = self
+                    .file_turn
+                    .lock()
+                    .map_err(|_| "a run on the topology file's nodes panicked".to_string())?;
+                in_memory(runtime.block_on(run_distributed(
+                    scenario,
+                    inputs,
+                    topology,
+                    &path.display().to_string(),
+                    keep_going(),
+                    false,
+                    None,
+                )))
+            }
+            (RunTopology::File(path), None) => {
+                return Err(format!(
+                    "topology file {} was not loaded before the runs",
+                    path.display()
+                ))
+            }
+        };
+        result.map_err(|e| e.to_string())
+    }
+
+    /// A run on an idle local cluster of the scenario's node set, started
+    /// when none is idle and kept for the next run unless this one failed
+    /// as infrastructure.
+    fn run_pooled(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        scenario: &Scenario,
+        inputs: &RunInputs,
+    ) -> Result<RunResult, NodeError> {
+        let nodes = node_ids(scenario);
+        let taken = {
+            let mut idle = self.idle.lock().map_err(|_| poisoned())?;
+            idle.iter()
+                .position(|(set, _)| *set == nodes)
+                .map(|i| idle.swap_remove(i).1)
+        };
+        let cluster = match taken {
+            Some(cluster) => cluster,
+            None => {
+                let chio = std::env::current_exe().map_err(|e| NodeError::Config {
+                    problem: format!("cannot find the chio binary to start nodes: {e}"),
+                    fix: "run chio from a readable path",
+                })?;
+                LocalCluster::start(&chio, &nodes, false)?
+            }
+        };
+        let result = in_memory(runtime.block_on(run_distributed(
+            scenario,
+            inputs,
+            cluster.topology(),
+            "local",
+            keep_going(),
+            false,
+            None,
+        )));
+        let healthy = matches!(&result, Ok(run) if run.status != RunStatus::InfrastructureFailure);
+        if healthy {
+            self.idle
+                .lock()
+                .map_err(|_| poisoned())?
+                .push((nodes, cluster));
+        }
+        result
+    }
+
+    /// How many local clusters are idle in the pool.
+    pub fn idle_clusters(&self) -> usize {
+        self.idle.lock().map(|idle| idle.len()).unwrap_or(0)
+    }
+}
+
+fn poisoned() -> NodeError {
+    NodeError::Config {
+        problem: "a run on a pooled local cluster panicked".to_string(),
+        fix: "rerun the matrix; report the panic with its log",
+    }
+}

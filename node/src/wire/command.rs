@@ -1,0 +1,151 @@
+//! The controller's commands on the wire: a scheduled call, delegation and
+//! message, and the fixture files a world is loaded with, to and from their
+//! `chio.node.v1` messages.
+//!
+//! Every field is typed but two: a captured capability token, which is a
+//! signed value and crosses as its canonical JSON, and a call's arguments,
+//! which are arbitrary JSON and cross as canonical JSON in
+//! `arguments_json`. Decoding names the field that does not decode.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chio_kernel::token::Attenuation;
+use chio_proto::node::v1 as pb;
+
+use super::{decode, encode, required};
+use crate::error::NodeError;
+use crate::node::{CallCommand, DelegateCommand, MessageCommand};
+use crate::world::FixtureSet;
+
+/// A scheduled call as the controller sends it.
+pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError> {
+    Ok(pb::CallRequest {
+        request_id: command.request_id.clone(),
+        agent: command.agent.clone(),
+        capability_id: command.capability_id.clone(),
+        captured_token_json: command
+            .captured
+            .as_ref()
+            .map(|token| encode("a captured capability token", token))
+            .transpose()?,
+        server: command.server.clone(),
+        tool: command.tool.clone(),
+        arguments_json: encode("the call's arguments", &command.arguments)?,
+        now_ms: command.now_ms,
+    })
+}
+
+/// A scheduled call as a node receives it.
+pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> {
+    Ok(CallCommand {
+        captured: request
+            .captured_token_json
+            .as_deref()
+            .map(|bytes| decode("captured_token_json", bytes))
+            .transpose()?,
+        arguments: decode("arguments_json", &request.arguments_json)?,
+        request_id: request.request_id,
+        agent: request.agent,
+        capability_id: request.capability_id,
+        server: request.server,
+        tool: request.tool,
+        now_ms: request.now_ms,
+    })
+}
+
+/// What a delegation narrows, on the wire.
+pub fn attenuation_to_proto(attenuation: &Attenuation) -> pb::Attenuation {
+    pb::Attenuation {
+        tools: attenuation.tools.as_ref().map(|tools| pb::ToolList {
+            tools: tools.clone(),
+        }),
+        path_prefix: attenuation.path_prefix.clone(),
+        not_before_ms: attenuation.not_before_ms,
+        expires_at_ms: attenuation.expires_at_ms,
+        max_invocations: attenuation.max_invocations,
+        share_bps: attenuation.share_bps,
+    }
+}
+
+/// What a delegation narrows, from the wire.
+pub fn attenuation_from_proto(attenuation: pb::Attenuation) -> Attenuation {
+    Attenuation {
+        tools: attenuation.tools.map(|list| list.tools),
+        path_prefix: attenuation.path_prefix,
+        not_before_ms: attenuation.not_before_ms,
+        expires_at_ms: attenuation.expires_at_ms,
+        max_invocations: attenuation.max_invocations,
+        share_bps: attenuation.share_bps,
+    }
+}
+
+/// A scheduled delegation as the controller sends it.
+pub fn delegate_request(command: &DelegateCommand) -> pb::DelegateRequest {
+    pb::DelegateRequest {
+        agent: command.agent.clone(),
+        capability_id: command.capability_id.clone(),
+        to: command.to.clone(),
+        delegation_id: command.delegation_id.clone(),
+        attenuation: Some(attenuation_to_proto(&command.attenuation)),
+        now_ms: command.now_ms,
+    }
+}
+
+/// A scheduled delegation as a node receives it. The attenuation is
+/// required: a sender always writes one, so an absent one is a malformed
+/// message, never a silent "inherit everything".
+pub fn delegate_command(request: pb::DelegateRequest) -> Result<DelegateCommand, NodeError> {
+    Ok(DelegateCommand {
+        attenuation: attenuation_from_proto(required("attenuation", request.attenuation)?),
+        agent: request.agent,
+        capability_id: request.capability_id,
+        to: request.to,
+        delegation_id: request.delegation_id,
+        now_ms: request.now_ms,
+    })
+}
+
+/// A scheduled message as the controller sends it.
+pub fn message_request(command: &MessageCommand) -> pb::MessageRequest {
+    pb::MessageRequest {
+        agent: command.agent.clone(),
+        to: command.to.clone(),
+        output_label: command.output_label.clone(),
+        now_ms: command.now_ms,
+    }
+}
+
+/// A scheduled message as a node receives it.
+pub fn message_command(request: pb::MessageRequest) -> MessageCommand {
+    MessageCommand {
+        agent: request.agent,
+        to: request.to,
+        output_label: request.output_label,
+        now_ms: request.now_ms,
+    }
+}
+
+/// The fixture files of a world, by server, on the wire.
+pub fn fixtures_to_proto(fixtures: &FixtureSet) -> HashMap<String, pb::ServerFixtures> {
+    fixtures
+        .servers
+        .iter()
+        .map(|(server, files)| {
+            let files = files
+                .iter()
+                .map(|(path, text)| (path.clone(), text.clone()))
+                .collect();
+            (server.clone(), pb::ServerFixtures { files })
+        })
+        .collect()
+}
+
+/// The fixture files of a world, ordered again, from the wire.
+pub fn fixtures_from_proto(fixtures: HashMap<String, pb::ServerFixtures>) -> FixtureSet {
+    FixtureSet {
+        servers: fixtures
+            .into_iter()
+            .map(|(server, files)| (server, files.files.into_iter().collect::<BTreeMap<_, _>>()))
+            .collect(),
+    }
+}

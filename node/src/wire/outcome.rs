@@ -1,0 +1,293 @@
+//! The node's answers on the wire: a kernel's `CallOutcome` with its
+//! decision trace (answered by `NodeControl.Call` and `KernelLink.Evaluate`),
+//! a delegation's child and labels, and a message's labels, to and from
+//! their `chio.node.v1` messages.
+//!
+//! The signed receipt and the child capability token cross as the canonical
+//! JSON their signer signed, and the released output as canonical JSON;
+//! everything else is typed. The projected verdict is not sent: the
+//! receiver projects the kernel's verdict with `sanitized`, so the two can
+//! never disagree. Decoding names the field that does not decode.
+
+use std::collections::BTreeMap;
+
+use chio_kernel::stores::JournalEntry;
+use chio_kernel::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead, StageTrace};
+use chio_kernel::verdict::{ProjectedVerdict, Verdict};
+use chio_proto::node::v1 as pb;
+
+use super::{decode, encode, malformed, required};
+use crate::actors::CallOutcome;
+use crate::error::NodeError;
+use crate::node::{DelegateOutcome, MessageOutcome};
+
+fn verdict_to_proto(verdict: Verdict) -> pb::Verdict {
+    match verdict {
+        Verdict::Allow => pb::Verdict::Allow,
+        Verdict::Deny => pb::Verdict::Deny,
+        Verdict::PendingApproval => pb::Verdict::PendingApproval,
+    }
+}
+
+fn verdict_from_proto(field: &str, value: i32) -> Result<Verdict, NodeError> {
+    match pb::Verdict::try_from(value) {
+        Ok(pb::Verdict::Allow) => Ok(Verdict::Allow),
+        Ok(pb::Verdict::Deny) => Ok(Verdict::Deny),
+        Ok(pb::Verdict::PendingApproval) => Ok(Verdict::PendingApproval),
+        Ok(pb::Verdict::Unspecified) => Err(malformed(field, "unspecified")),
+        Err(_) => Err(malformed(field, format!("{value} is not a verdict"))),
+    }
+}
+
+fn projected_to_proto(verdict: ProjectedVerdict) -> pb::ProjectedVerdict {
+    match verdict {
+        ProjectedVerdict::Allow => pb::ProjectedVerdict::Allow,
+        ProjectedVerdict::Deny => pb::ProjectedVerdict::Deny,
+        ProjectedVerdict::Rewrite => pb::ProjectedVerdict::Rewrite,
+    }
+}
+
+fn projected_from_proto(field: &str, value: i32) -> Result<ProjectedVerdict, NodeError> {
+    match pb::ProjectedVerdict::try_from(value) {
+        Ok(pb::ProjectedVerdict::Allow) => Ok(ProjectedVerdict::Allow),
+        Ok(pb::ProjectedVerdict::Deny) => Ok(ProjectedVerdict::Deny),
+        Ok(pb::ProjectedVerdict::Rewrite) => Ok(ProjectedVerdict::Rewrite),
+        Ok(pb::ProjectedVerdict::Unspecified) => Err(malformed(field, "unspecified")),
+        Err(_) => Err(malformed(
+            field,
+            format!("{value} is not a projected verdict"),
+        )),
+    }
+}
+
+/// A kernel's answer, on the wire.
+pub fn call_outcome_to_proto(outcome: &CallOutcome) -> Result<pb::CallOutcome, NodeError> {
+    Ok(pb::CallOutcome {
+        kernel_id: outcome.kernel_id.clone(),
+        verdict: verdict_to_proto(outcome.verdict).into(),
+        sanitized: outcome.sanitized,
+        reason: outcome.reason.clone(),
+        guard: outcome.guard.clone(),
+        recorded: outcome.recorded,
+        receipt_json: encode("a signed receipt", &outcome.receipt)?,
+        output_json: outcome
+            .output
+            .as_ref()
+            .map(|output| encode("a released output", output))
+            .transpose()?,
+        trace: Some(trace_to_proto(&outcome.trace)),
+    })
+}
+
+/// A kernel's answer, from the wire; `field` names the message (`outcome`).
+pub fn call_outcome_from_proto(
+    field: &str,
+    outcome: Option<pb::CallOutcome>,
+) -> Result<CallOutcome, NodeError> {
+    let outcome = required(field, outcome)?;
+    let verdict = verdict_from_proto(&format!("{field}.verdict"), outcome.verdict)?;
+    Ok(CallOutcome {
+        projected: verdict.project(outcome.sanitized),
+        verdict,
+        receipt: decode(&format!("{field}.receipt_json"), &outcome.receipt_json)?,
+        output: outcome
+            .output_json
+            .as_deref()
+            .map(|bytes| decode(&format!("{field}.output_json"), bytes))
+            .transpose()?,
+        trace: trace_from_proto(
+            &format!("{field}.trace"),
+            required(&format!("{field}.trace"), outcome.trace)?,
+        )?,
+        kernel_id: outcome.kernel_id,
+        sanitized: outcome.sanitized,
+        reason: outcome.reason,
+        guard: outcome.guard,
+        recorded: outcome.recorded,
+    })
+}
+
+/// A decision trace, on the wire.
+pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
+    pb::DecisionTrace {
+        principal: trace.principal.clone(),
+        chain: trace.chain.clone(),
+        stages: trace
+            .stages
+            .iter()
+            .map(|s| pb::StageTrace {
+                stage: s.stage.clone(),
+                outcome: s.outcome.clone(),
+                detail: s.detail.clone(),
+            })
+            .collect(),
+        label_keys: trace
+            .label_keys
+            .iter()
+            .map(|(key, labels)| pb::KeyLabels {
+                key: key.clone(),
+                labels: labels.clone(),
+            })
+            .collect(),
+        budget_keys: trace
+            .budget_keys
+            .iter()
+            .map(|b| pb::BudgetRead {
+                key: b.key.clone(),
+                amount: b.amount,
+                limit: b.limit,
+                used: b.used,
+                outcome: b.outcome.clone(),
+                settled: b.settled.clone(),
+            })
+            .collect(),
+        journal: trace.journal.iter().map(journal_to_proto).collect(),
+        guards: trace
+            .guards
+            .iter()
+            .map(|g| pb::GuardAnswer {
+                guard: g.guard.clone(),
+                kind: g.kind.clone(),
+                mode: g.mode.clone(),
+                phase: g.phase.clone(),
+                answer: g.answer.clone(),
+                reason: g.reason.clone(),
+            })
+            .collect(),
+        shares: trace
+            .shares
+            .iter()
+            .map(|s| pb::ShareRead {
+                parent: s.parent.clone(),
+                child: s.child.clone(),
+                child_bps: s.child_bps,
+                outcome: s.outcome.clone(),
+            })
+            .collect(),
+        output_label: trace.output_label.clone(),
+        output_integrity: trace.output_integrity.clone(),
+        label_writes: trace.label_writes.clone(),
+    }
+}
+
+fn journal_to_proto(entry: &JournalEntry) -> pb::JournalEntry {
+    pb::JournalEntry {
+        request_id: entry.request_id.clone(),
+        server: entry.server.clone(),
+        tool: entry.tool.clone(),
+        verdict: projected_to_proto(entry.verdict).into(),
+        at_ms: entry.at_ms,
+        performed: entry.performed,
+    }
+}
+
+/// A decision trace, from the wire; a label key read twice is refused.
+pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<DecisionTrace, NodeError> {
+    let mut label_keys = BTreeMap::new();
+    for read in trace.label_keys {
+        if label_keys.contains_key(&read.key) {
+            return Err(malformed(
+                &format!("{field}.label_keys"),
+                format!("key {:?} appears twice", read.key),
+            ));
+        }
+        label_keys.insert(read.key, read.labels);
+    }
+    let journal_field = format!("{field}.journal.verdict");
+    let journal = trace
+        .journal
+        .into_iter()
+        .map(|e| {
+            Ok(JournalEntry {
+                verdict: projected_from_proto(&journal_field, e.verdict)?,
+                request_id: e.request_id,
+                server: e.server,
+                tool: e.tool,
+                at_ms: e.at_ms,
+                performed: e.performed,
+            })
+        })
+        .collect::<Result<_, NodeError>>()?;
+    Ok(DecisionTrace {
+        principal: trace.principal,
+        chain: trace.chain,
+        stages: trace
+            .stages
+            .into_iter()
+            .map(|s| StageTrace {
+                stage: s.stage,
+                outcome: s.outcome,
+                detail: s.detail,
+            })
+            .collect(),
+        label_keys,
+        budget_keys: trace
+            .budget_keys
+            .into_iter()
+            .map(|b| BudgetRead {
+                key: b.key,
+                amount: b.amount,
+                limit: b.limit,
+                used: b.used,
+                outcome: b.outcome,
+                settled: b.settled,
+            })
+            .collect(),
+        journal,
+        guards: trace
+            .guards
+            .into_iter()
+            .map(|g| GuardAnswer {
+                guard: g.guard,
+                kind: g.kind,
+                mode: g.mode,
+                phase: g.phase,
+                answer: g.answer,
+                reason: g.reason,
+            })
+            .collect(),
+        shares: trace
+            .shares
+            .into_iter()
+            .map(|s| ShareRead {
+                parent: s.parent,
+                child: s.child,
+                child_bps: s.child_bps,
+                outcome: s.outcome,
+            })
+            .collect(),
+        output_label: trace.output_label,
+        output_integrity: trace.output_integrity,
+        label_writes: trace.label_writes,
+    })
+}
+
+/// A delegation's answer, on the wire.
+pub fn delegate_response(outcome: &DelegateOutcome) -> Result<pb::DelegateResponse, NodeError> {
+    Ok(pb::DelegateResponse {
+        token_json: encode("a capability token", &outcome.token)?,
+        labels: outcome.labels.clone(),
+    })
+}
+
+/// A delegation's answer, from the wire.
+pub fn delegate_outcome(response: pb::DelegateResponse) -> Result<DelegateOutcome, NodeError> {
+    Ok(DelegateOutcome {
+        token: decode("token_json", &response.token_json)?,
+        labels: response.labels,
+    })
+}
+
+/// A message's answer, on the wire.
+pub fn message_response(outcome: &MessageOutcome) -> pb::MessageResponse {
+    pb::MessageResponse {
+        labels: outcome.labels.clone(),
+    }
+}
+
+/// A message's answer, from the wire.
+pub fn message_outcome(response: pb::MessageResponse) -> MessageOutcome {
+    MessageOutcome {
+        labels: response.labels,
+    }
+}
