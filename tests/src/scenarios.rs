@@ -140,19 +140,12 @@ fixtures = "fixtures/ws"
 /// independent of each other, and with more than one node every call
 /// crosses to another node process.
 pub fn many_agent_scenario(nodes: usize, agents: usize, steps: usize) -> String {
-    let mut text = String::from(
-        r#"id = "many_agents"
-title = "independent agents on several nodes read through the next node's kernel"
-schema_version = "chio.arena.scenario/v1"
-rng_seed = 21
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-
-[determinism]
-rng_seed = 21
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-scheduler = "deterministic-multi-v1"
-locale = "C"
-"#,
+    let mut text = header(
+        "many_agents",
+        "independent agents on several nodes read through the next node's kernel",
+        21,
+        "deterministic-multi-v1",
+        "2026-01-05T08:00:00.000Z",
     );
     for n in 0..nodes {
         text.push_str(&format!(

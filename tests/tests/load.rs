@@ -31,47 +31,6 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// Eight nodes, each with a kernel, a workspace and `agents` agents granted
-/// the next node's workspace; `steps` reads spread over every agent.
-pub fn load_scenario(steps: usize, agents: usize) -> String {
-    let mut text = String::from(
-        r#"id = "load_many_agents"
-title = "many agents on eight nodes read through the next node's kernel"
-schema_version = "chio.arena.scenario/v1"
-rng_seed = 21
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-
-[determinism]
-rng_seed = 21
-virtual_clock_start = "2026-01-05T08:00:00.000Z"
-scheduler = "deterministic-multi-v1"
-locale = "C"
-"#,
-    );
-    for n in 0..NODES {
-        text.push_str(&format!(
-            "\n[[nodes]]\nid = \"node-{n}\"\n\n[[kernels]]\nid = \"kernel-{n}\"\nnode = \"node-{n}\"\n\n[[servers]]\nid = \"ws-{n}\"\nkernel = \"kernel-{n}\"\nkind = \"workspace\"\nfixtures = \"fixtures/ws\"\n"
-        ));
-    }
-    for n in 0..NODES {
-        let next = (n + 1) % NODES;
-        for a in 0..agents {
-            text.push_str(&format!(
-                "\n[[agents]]\nid = \"agent-{n}-{a}\"\nrole = \"reader\"\nmodel = \"recorded:reader\"\nseed_prompt_ref = \"prompts/agent.txt\"\nkernel = \"kernel-{n}\"\n\n[[grants]]\nid = \"grant-{n}-{a}\"\nagent = \"agent-{n}-{a}\"\nserver = \"ws-{next}\"\ntools = [\"read_file\"]\npath_prefix = \"/workspace/\"\n"
-            ));
-        }
-    }
-    for i in 0..steps {
-        let n = i % NODES;
-        let a = (i / NODES) % agents;
-        let next = (n + 1) % NODES;
-        text.push_str(&format!(
-            "\n[[steps]]\nid = \"s-{i:06}\"\nagent = \"agent-{n}-{a}\"\nserver = \"ws-{next}\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/notes.txt\" }}\nexpect_verdict = \"allow\"\n"
-        ));
-    }
-    text
-}
-
 /// `VmHWM` of a live process, in KiB.
 fn vm_hwm_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -92,7 +51,7 @@ fn eight_nodes_lose_no_receipt_under_load() {
     let scenario_dir = cluster.dir.path().join("scenario");
     let file = write_scenario(
         &scenario_dir,
-        &load_scenario(steps, agents),
+        &many_agent_scenario(NODES, agents, steps),
         &[("fixtures/ws/notes.txt", "notes\n")],
     );
     let topology = cluster.topology();

@@ -491,14 +491,7 @@ pub async fn run_embedded_with(
     inputs: &RunInputs,
     options: RunOptions,
 ) -> Result<RunResult, NodeError> {
-    let world = World::resolve(scenario, &inputs.fixtures)?;
-    let span = tracing::info_span!(
-        "run",
-        scenario_id = scenario.id(),
-        rng_seed = scenario.file().rng_seed,
-        topology = "embedded"
-    );
-    tracing::info!(parent: &span, "starting embedded run");
+    let (world, span) = embedded_world(scenario, inputs)?;
     let topology = EmbeddedTopology::start(&world).await?;
     run_schedule_with(scenario, &world, inputs, &topology, options)
         .instrument(span)
@@ -513,6 +506,18 @@ pub async fn run_embedded_into(
     options: RunOptions,
     out: &Path,
 ) -> Result<Result<RunResult, ArenaError>, NodeError> {
+    let (world, span) = embedded_world(scenario, inputs)?;
+    let topology = EmbeddedTopology::start(&world).await?;
+    run_schedule_into(scenario, &world, inputs, &topology, options, out)
+        .instrument(span)
+        .await
+}
+
+/// The world of an embedded run and the run's tracing span.
+fn embedded_world(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+) -> Result<(World, tracing::Span), NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
     let span = tracing::info_span!(
         "run",
@@ -521,8 +526,5 @@ pub async fn run_embedded_into(
         topology = "embedded"
     );
     tracing::info!(parent: &span, "starting embedded run");
-    let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule_into(scenario, &world, inputs, &topology, options, out)
-        .instrument(span)
-        .await
+    Ok((world, span))
 }
