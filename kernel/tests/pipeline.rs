@@ -41,6 +41,25 @@ fn read(path: &str) -> serde_json::Value {
     json!({ "path": path })
 }
 
+/// What `kernel` decides for alice reading `path` from `files` with `cap`.
+fn alice_decides(
+    kernel: &mut Kernel,
+    files: &BTreeMap<String, (String, Option<String>)>,
+    cap: &CapabilityToken,
+    path: &str,
+    request_id: &str,
+) -> chio_kernel::Decision {
+    decide(
+        kernel,
+        files,
+        "alice",
+        cap,
+        ("files", "read_file"),
+        read(path),
+        request_id,
+    )
+}
+
 /// Alice's signed request to read `path` from `files` with `cap`.
 fn alice_reads(
     cap: &CapabilityToken,
@@ -184,15 +203,7 @@ fn labels_reach_delegated_work() {
         .unwrap();
     let files = world_files();
     let mut k = flow_kernel();
-    decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/internal/roadmap.md"),
-        "r1",
-    );
+    alice_decides(&mut k, &files, &cap, "/workspace/internal/roadmap.md", "r1");
     let d = k.evaluate(
         &request(
             "bob",
@@ -348,15 +359,7 @@ fn redaction_makes_a_sanitized_allow() {
     let cap = issue("cap-alice", "alice", files_scope());
     let files = world_files();
     let mut k = kernel(vec![guard("redact", GuardKind::SecretRedaction, json!({}))]);
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/keys.txt"),
-        "r1",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/keys.txt", "r1");
     assert_eq!(d.verdict, Verdict::Allow);
     assert!(d.sanitized);
     assert_eq!(d.projected(), ProjectedVerdict::Rewrite);
@@ -378,15 +381,7 @@ fn injection_in_output_withholds_result() {
         GuardKind::PromptInjection,
         json!({"scan": ["output"]}),
     )]);
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/issue.json"),
-        "r1",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/issue.json", "r1");
     assert_eq!(d.verdict, Verdict::Deny);
     assert_eq!(d.output, None);
     assert_eq!(
@@ -448,15 +443,7 @@ fn observe_mode_records_without_denying() {
     );
     spec.mode = GuardMode::Observe;
     let mut k = kernel(vec![spec]);
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r1");
     assert_eq!(d.verdict, Verdict::Allow);
     assert_eq!(d.receipt.body.observed.len(), 1);
     assert_eq!(
@@ -478,40 +465,22 @@ fn invocation_budget_and_abort() {
     );
     let files = world_files();
     let mut k = kernel(vec![]);
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/missing.txt"),
-        "r0",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/missing.txt", "r0");
     assert_eq!(
         d.reason.as_deref(),
         Some("dispatch failed: no such file /workspace/missing.txt")
     );
     for i in 1..=2 {
-        let d = decide(
+        let d = alice_decides(
             &mut k,
             &files,
-            "alice",
             &cap,
-            ("files", "read_file"),
-            read("/workspace/notes.txt"),
+            "/workspace/notes.txt",
             &format!("r{i}"),
         );
         assert_eq!(d.verdict, Verdict::Allow, "call {i}");
     }
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/notes.txt"),
-        "r3",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r3");
     assert_eq!(
         d.reason.as_deref(),
         Some("invocation budget of cap-alice exhausted: 2 of 2 used, 1 more requested")
@@ -538,15 +507,7 @@ fn failed_receipt_append_denies() {
     let mut stores = KernelStores::in_memory();
     stores.receipts = Box::new(FailingReceipts);
     let mut k = Kernel::new(kernel_config(vec![]), stores).unwrap();
-    let d = decide(
-        &mut k,
-        &files,
-        "alice",
-        &cap,
-        ("files", "read_file"),
-        read("/workspace/notes.txt"),
-        "r1",
-    );
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r1");
     assert_eq!(d.verdict, Verdict::Deny);
     assert_eq!(d.output, None);
     assert!(!d.recorded);
@@ -660,13 +621,11 @@ fn a_fresh_session_does_not_wash_the_principal() {
     );
     let files = world_files();
     let mut k = flow_kernel();
-    let read = decide(
+    let read = alice_decides(
         &mut k,
         &files,
-        "alice",
         &reader,
-        ("files", "read_file"),
-        read("/workspace/internal/roadmap.md"),
+        "/workspace/internal/roadmap.md",
         "r1",
     );
     assert_eq!(read.verdict, Verdict::Allow);
