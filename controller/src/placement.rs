@@ -17,14 +17,13 @@
 //! The place never reaches an output: by the determinism contract a run's
 //! bundle, and so its measurements, are the same bytes on every topology.
 
-use std::path::PathBuf;
 use std::sync::Mutex;
 
-use chio_arena::{Action, Scenario};
+use chio_arena::Scenario;
 use chio_node::NodeError;
 
 use crate::cli::RunTopology;
-use crate::driver::{run_embedded_with, RunInputs, RunOptions, RunResult, RunStatus};
+use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::local_cluster::LocalCluster;
 use crate::topology::{in_memory, run_distributed, run_with_topology, Topology};
@@ -37,8 +36,9 @@ type Idle = (Vec<String>, LocalCluster);
 pub struct RunPlaces {
     command: &'static str,
     default: RunTopology,
-    /// The checked topology file, when the default is one.
-    file: Option<(PathBuf, Topology)>,
+    /// The topology file's nodes, when the default is one, checked before
+    /// the runs.
+    file: Option<Topology>,
     /// One run at a time on the topology file's nodes.
     file_turn: Mutex<()>,
     /// Local clusters between runs.
@@ -50,32 +50,19 @@ fn keep_going() -> RunOptions {
     RunOptions::keep_going(true)
 }
 
-fn node_ids(scenario: &Scenario) -> Vec<String> {
-    scenario.file().nodes.iter().map(|n| n.id.clone()).collect()
-}
-
-fn has_faults(scenario: &Scenario) -> bool {
-    scenario
-        .actions()
-        .iter()
-        .any(|a| matches!(a, Action::Fault(_)))
-}
-
 impl RunPlaces {
     /// Runs of `command` go to `default` unless a cell declares its own
     /// topology; a topology file is read and checked now, so a bad one is
     /// refused before anything runs.
     pub fn new(command: &'static str, default: RunTopology) -> Result<Self, CliError> {
         let file = match &default {
-            RunTopology::File(path) => Some((path.clone(), Topology::load(command, path)?)),
+            RunTopology::File(path) => Some(Topology::load(command, path)?),
             RunTopology::Embedded | RunTopology::Local => None,
         };
         Ok(Self {
-            command,
             default,
             file,
-            file_turn: Mutex::new(()),
-            idle: Mutex::new(Vec::new()),
+            ..Self::embedded(command)
         })
     }
 
@@ -94,7 +81,7 @@ impl RunPlaces {
     /// host: a topology file without an address for one of its nodes.
     pub fn check(&self, scenario: &Scenario) -> Result<(), CliError> {
         match &self.file {
-            Some((_, topology)) => topology.check_covers(self.command, &node_ids(scenario)),
+            Some(topology) => topology.check_covers(self.command, &scenario.node_ids()),
             None => Ok(()),
         }
     }
@@ -111,53 +98,32 @@ impl RunPlaces {
 
     /// Runs `scenario` to the end (`keep_going`) where `declared` or the
     /// default says; an `Err` is an infrastructure failure of the attempt.
+    /// A local run without fault steps takes a pooled cluster; every other
+    /// run goes the way `chio arena run` sends it ([`run_with_topology`]),
+    /// one at a time on a topology file's nodes, which host one world at a
+    /// time.
     pub fn run(
         &self,
         declared: Option<&str>,
         scenario: &Scenario,
         inputs: &RunInputs,
     ) -> Result<RunResult, String> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
         let place = self.place(declared);
-        let result = match (&place, &self.file) {
-            (RunTopology::Embedded, _) => {
-                runtime.block_on(run_embedded_with(scenario, inputs, keep_going()))
-            }
-            (RunTopology::Local, _) if has_faults(scenario) => in_memory(
-                run_with_topology(self.command, &place, scenario, inputs, keep_going(), None)
-                    .map_err(|e| e.to_string())?,
-            ),
-            (RunTopology::Local, _) => self.run_pooled(&runtime, scenario, inputs),
-            (RunTopology::File(_), Some((path, topology))) => {
-                if has_faults(scenario) {
-                    return Err(format!(
-                        "scenario {} declares fault steps, which need processes the controller owns; run the matrix embedded or with --topology local",
-                        scenario.id()
-                    ));
-                }
-                let _turn = self
-                    .file_turn
-                    .lock()
-                    .map_err(|_| "a run on the topology file's nodes panicked".to_string())?;
-                in_memory(runtime.block_on(run_distributed(
-                    scenario,
-                    inputs,
-                    topology,
-                    &path.display().to_string(),
-                    keep_going(),
-                    false,
-                    None,
-                )))
-            }
-            (RunTopology::File(path), None) => {
-                return Err(format!(
-                    "topology file {} was not loaded before the runs",
-                    path.display()
-                ))
-            }
+        let pooled = place == RunTopology::Local && scenario.fault_steps().next().is_none();
+        let result = if pooled {
+            self.run_pooled(scenario, inputs)
+        } else {
+            let _turn = match place {
+                RunTopology::File(_) => Some(
+                    self.file_turn
+                        .lock()
+                        .map_err(|_| "a run on the topology file's nodes panicked".to_string())?,
+                ),
+                RunTopology::Embedded | RunTopology::Local => None,
+            };
+            let run = run_with_topology(self.command, &place, scenario, inputs, keep_going(), None)
+                .map_err(|e| e.to_string())?;
+            in_memory(run)
         };
         result.map_err(|e| e.to_string())
     }
@@ -165,13 +131,15 @@ impl RunPlaces {
     /// A run on an idle local cluster of the scenario's node set, started
     /// when none is idle and kept for the next run unless this one failed
     /// as infrastructure.
-    fn run_pooled(
-        &self,
-        runtime: &tokio::runtime::Runtime,
-        scenario: &Scenario,
-        inputs: &RunInputs,
-    ) -> Result<RunResult, NodeError> {
-        let nodes = node_ids(scenario);
+    fn run_pooled(&self, scenario: &Scenario, inputs: &RunInputs) -> Result<RunResult, NodeError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| NodeError::Config {
+                problem: format!("cannot start the async runtime: {e}"),
+                fix: "raise the process's thread or file limits",
+            })?;
+        let nodes = scenario.node_ids();
         let taken = {
             let mut idle = self.idle.lock().map_err(|_| poisoned())?;
             idle.iter()

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chio_arena::scenario::FaultAction;
-use chio_arena::{Action, ArenaError, Scenario};
+use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -412,8 +412,7 @@ fn run_local(
             FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
         )
     });
-    let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
-    let cluster = LocalCluster::start(chio, &nodes, proxied)?;
+    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied)?;
     let topology = cluster.topology().clone();
     let cluster = std::sync::Mutex::new(cluster);
     runtime.block_on(async {
@@ -442,16 +441,8 @@ pub fn run_with_topology(
     options: RunOptions,
     out: Option<&Path>,
 ) -> Result<Result<Written, NodeError>, CliError> {
-    let nodes: Vec<String> = scenario.file().nodes.iter().map(|n| n.id.clone()).collect();
     let runtime = crate::arena_run::runtime(command)?;
-    let faults: Vec<&FaultAction> = scenario
-        .actions()
-        .iter()
-        .filter_map(|a| match a {
-            Action::Fault(fault) => Some(fault),
-            _ => None,
-        })
-        .collect();
+    let faults: Vec<&FaultAction> = scenario.fault_steps().collect();
     let path = match topology {
         RunTopology::Embedded => {
             return Ok(runtime.block_on(async {
@@ -486,7 +477,7 @@ pub fn run_with_topology(
         ));
     }
     let loaded = Topology::load(command, path)?;
-    loaded.check_covers(command, &nodes)?;
+    loaded.check_covers(command, &scenario.node_ids())?;
     Ok(runtime.block_on(run_distributed(
         scenario,
         inputs,

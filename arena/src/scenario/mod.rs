@@ -180,6 +180,19 @@ impl Scenario {
         &self.actions
     }
 
+    /// The fault steps' faults, in declaration order.
+    pub fn fault_steps(&self) -> impl Iterator<Item = &FaultAction> {
+        self.actions.iter().filter_map(|action| match action {
+            Action::Fault(fault) => Some(fault),
+            _ => None,
+        })
+    }
+
+    /// The ids of the scenario's nodes, in declaration order.
+    pub fn node_ids(&self) -> Vec<String> {
+        self.file.nodes.iter().map(|n| n.id.clone()).collect()
+    }
+
     /// The actions in execution order, with scheduled and evaluation offsets.
     pub fn schedule(&self) -> &[ScheduledAction] {
         &self.schedule

@@ -456,10 +456,7 @@ async fn dispatch_all(
     // Faults are run state that changes with virtual time and reaches every
     // later step's preparation, so a scenario with fault steps is driven one
     // step at a time whatever the mode asked; the bundle is the same bytes.
-    let has_faults = scenario
-        .actions()
-        .iter()
-        .any(|a| matches!(a, Action::Fault(_)));
+    let has_faults = scenario.fault_steps().next().is_some();
     let dispatch = if has_faults {
         DispatchMode::OneAtATime
     } else {
