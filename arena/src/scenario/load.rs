@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::split::{split, Split};
-use super::validate::{validate, validate_world, FixtureSource};
+use super::validate::{arguments_json, validate, validate_world, FixtureSource};
 use super::Scenario;
 use crate::error::ArenaError;
 use crate::fixtures::{self, FixtureSet};
@@ -51,7 +51,7 @@ pub fn parse_scenario_bytes(bytes: &[u8], base_dir: &Path) -> Result<Scenario, A
 
 /// Validates scenario text; `base_dir` is the folder fixtures are read from.
 pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaError> {
-    let file = parse_file(text)?;
+    let (file, converted) = parse_file(text)?;
     let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = file
         .servers
         .iter()
@@ -62,7 +62,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaErro
             Some((i, fixtures::read_fixtures(base_dir, folder, &field)))
         })
         .collect();
-    validate(file, base_dir, FixtureSource::Read(&reads))
+    validate(file, converted, base_dir, FixtureSource::Read(&reads))
 }
 
 /// Validates scenario bytes against fixture files read before (a node
@@ -74,8 +74,8 @@ pub fn parse_scenario_with_fixtures(
     base_dir: &Path,
     fixtures: &FixtureSet,
 ) -> Result<Scenario, ArenaError> {
-    let file = parse_file(utf8(bytes)?)?;
-    validate(file, base_dir, FixtureSource::Given(fixtures))
+    let (file, converted) = parse_file(utf8(bytes)?)?;
+    validate(file, converted, base_dir, FixtureSource::Given(fixtures))
 }
 
 /// Validates the world of scenario bytes against fixture files read
@@ -101,7 +101,9 @@ pub fn world_bytes(scenario: &Scenario, bytes: &[u8]) -> Vec<u8> {
         return bytes.to_vec();
     };
     match split(text) {
-        Some(cut) if parse_cut(&cut, false).is_some_and(|w| same_world(&w, scenario.file())) => {
+        Some(cut)
+            if parse_cut(&cut, false).is_some_and(|(w, _)| same_world(&w, scenario.file())) =>
+        {
             cut.world.into_bytes()
         }
         _ => bytes.to_vec(),
@@ -159,17 +161,19 @@ fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
 /// the splitter cuts is parsed one step table at a time (see
 /// [`super::split`]); any refusal, or a cut the pieces do not accept, is
 /// reported by parsing the whole file, so the error is the whole file's.
-fn parse_file(text: &str) -> Result<ScenarioFile, ArenaError> {
-    if let Some(file) = split(text).and_then(|cut| parse_cut(&cut, true)) {
-        return Ok(file);
+/// The second value holds each step's `arguments` as the cut parse
+/// converted them (empty after the whole parse, whose validation converts).
+fn parse_file(text: &str) -> Result<(ScenarioFile, Vec<Option<serde_json::Value>>), ArenaError> {
+    if let Some(parsed) = split(text).and_then(|cut| parse_cut(&cut, true)) {
+        return Ok(parsed);
     }
-    parse_whole(text)
+    Ok((parse_whole(text)?, Vec::new()))
 }
 
 /// The world of a scenario without its steps, as a node needs it: the
 /// step tables are skipped without being parsed when the file splits.
 fn parse_world_file(text: &str) -> Result<ScenarioFile, ArenaError> {
-    if let Some(file) = split(text).and_then(|cut| parse_cut(&cut, false)) {
+    if let Some((file, _)) = split(text).and_then(|cut| parse_cut(&cut, false)) {
         return Ok(file);
     }
     let mut file = parse_whole(text)?;
@@ -178,8 +182,13 @@ fn parse_world_file(text: &str) -> Result<ScenarioFile, ArenaError> {
 }
 
 /// The file from its cut pieces (the step tables only when `with_steps`),
-/// or `None` when a piece is refused or the world still holds a `steps` key.
-fn parse_cut(cut: &Split<'_>, with_steps: bool) -> Option<ScenarioFile> {
+/// with each step's `arguments` converted to JSON as its table is parsed
+/// (the file keeps an empty table there), or `None` when a piece or a
+/// conversion is refused or the world still holds a `steps` key.
+fn parse_cut(
+    cut: &Split<'_>,
+    with_steps: bool,
+) -> Option<(ScenarioFile, Vec<Option<serde_json::Value>>)> {
     /// One `[[steps]]` table parsed on its own.
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -192,16 +201,31 @@ fn parse_cut(cut: &Split<'_>, with_steps: bool) -> Option<ScenarioFile> {
     }
     secrets::scan_document(&world).ok()?;
     let mut file: ScenarioFile = toml::Value::Table(world).try_into().ok()?;
+    let mut converted = Vec::new();
     if with_steps {
         file.steps.reserve_exact(cut.steps.len());
+        converted.reserve_exact(cut.steps.len());
         for piece in &cut.steps {
             let table: toml::Table = piece.parse().ok()?;
             secrets::scan_document(&table).ok()?;
             let parsed: StepTable = toml::Value::Table(table).try_into().ok()?;
-            file.steps.extend(parsed.steps);
+            for mut step in parsed.steps {
+                let index = file.steps.len();
+                let json = match step.arguments.as_mut() {
+                    Some(table) => {
+                        let field = format!("steps[{index}].arguments");
+                        let json = arguments_json(table, &field).ok()?;
+                        *table = toml::Table::new();
+                        Some(json)
+                    }
+                    None => None,
+                };
+                converted.push(json);
+                file.steps.push(step);
+            }
         }
     }
-    Some(file)
+    Some((file, converted))
 }
 
 /// Stages 1 to 3 over the whole file as one document.
@@ -309,9 +333,21 @@ mod tests {
             };
             if let Some(pieces) = split(text) {
                 cut += 1;
-                let parsed = parse_cut(&pieces, true).expect("the cut parses");
-                assert!(parsed == whole, "{}", path.display());
-                let world = parse_cut(&pieces, false).expect("the world parses");
+                let (parsed, converted) = parse_cut(&pieces, true).expect("the cut parses");
+                // The cut converts each step's arguments as it parses the
+                // step's table, leaving an empty table in the file.
+                let mut expected = whole.clone();
+                assert_eq!(converted.len(), expected.steps.len());
+                for (step, json) in expected.steps.iter_mut().zip(&converted) {
+                    let want = step.arguments.as_mut().map(|table| {
+                        let want = arguments_json(table, "arguments").expect("converts");
+                        *table = toml::Table::new();
+                        want
+                    });
+                    assert_eq!(json, &want, "{}", path.display());
+                }
+                assert!(parsed == expected, "{}", path.display());
+                let (world, _) = parse_cut(&pieces, false).expect("the world parses");
                 assert!(world.steps.is_empty());
                 assert!(same_world(&world, &whole), "{}", path.display());
             }
@@ -363,6 +399,29 @@ mod tests {
         let text = "[[steps]]\nid = \"a\"\n[steps.arguments]\npath = \"x\"\n";
         let pieces = split(text).unwrap();
         assert!(parse_cut(&pieces, true).is_none());
+    }
+
+    // Arguments the cut parse cannot convert (out of range, not finite) send the file through the whole parse, which refuses them at the same field.
+    #[test]
+    fn unconvertible_arguments_are_refused_at_their_field() {
+        let (path, text) = reference_texts()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("three_agent_triangular_delegation.toml"))
+            .unwrap();
+        let base = path.parent().unwrap();
+        let steps = parse_whole(&text).unwrap().steps.len();
+        for (value, rule) in [("9007199254740993", "-2^53..=2^53"), ("nan", "finite")] {
+            let extra = format!("\n[[steps]]\nid = \"odd\"\nagent = \"alice\"\nserver = \"workspace-a\"\ntool = \"read_file\"\nexpect_verdict = \"allow\"\narguments = {{ n = {value} }}\n");
+            let text = format!("{text}{extra}");
+            let pieces = split(&text).unwrap();
+            assert!(parse_cut(&pieces, true).is_none(), "{value}");
+            let err = parse_scenario(&text, base).unwrap_err();
+            let shown = err.to_string();
+            assert!(
+                shown.contains(&format!("steps[{steps}].arguments.n")) && shown.contains(rule),
+                "{shown}"
+            );
+        }
     }
 
     // A secret in a step table is refused with the error the whole file gives.

@@ -293,23 +293,44 @@ fn footprint(
     }
 }
 
-/// Every scheduled step's footprint, in the scheduler's order.
-pub fn footprints(scenario: &Scenario, world: &World) -> Vec<Footprint> {
-    let lineages = Lineages::of(scenario, world);
-    let file = scenario.file();
-    scenario
-        .schedule()
-        .iter()
-        .map(|scheduled| {
-            footprint(
-                world,
-                &lineages,
-                &file.steps[scheduled.step_index].id,
-                &scheduled.agent_id,
-                &scenario.actions()[scheduled.step_index],
-            )
-        })
-        .collect()
+/// Makes the footprint of any scheduled step on demand, so the pipelined
+/// driver holds footprints only for the steps in its window, never one per
+/// step of the schedule.
+pub struct Footprints<'a> {
+    scenario: &'a Scenario,
+    world: &'a World,
+    lineages: Lineages,
+}
+
+impl<'a> Footprints<'a> {
+    /// Joins the scenario's lineages once, for every later footprint.
+    pub fn new(scenario: &'a Scenario, world: &'a World) -> Self {
+        Self {
+            scenario,
+            world,
+            lineages: Lineages::of(scenario, world),
+        }
+    }
+
+    /// The footprint of the step at `position` in the scheduler's order.
+    pub fn at(&self, position: usize) -> Footprint {
+        let Some(scheduled) = self.scenario.schedule().get(position) else {
+            return Footprint::Barrier;
+        };
+        let (Some(step), Some(action)) = (
+            self.scenario.file().steps.get(scheduled.step_index),
+            self.scenario.actions().get(scheduled.step_index),
+        ) else {
+            return Footprint::Barrier;
+        };
+        footprint(
+            self.world,
+            &self.lineages,
+            &step.id,
+            &scheduled.agent_id,
+            action,
+        )
+    }
 }
 
 #[cfg(test)]
@@ -336,7 +357,11 @@ mod tests {
             .iter()
             .map(|s| s.step_id.clone())
             .collect::<Vec<_>>();
-        ids.into_iter().zip(footprints(&scenario, &world)).collect()
+        let footprints = Footprints::new(&scenario, &world);
+        ids.into_iter()
+            .enumerate()
+            .map(|(position, id)| (id, footprints.at(position)))
+            .collect()
     }
 
     /// Whether `later` may be dispatched while `earlier` is unfolded.

@@ -28,6 +28,7 @@
 //! failure), the steps already in flight are awaited and dropped: nothing
 //! after the stop is recorded, though their kernels have decided them.
 
+use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
@@ -36,7 +37,7 @@ use chio_arena::Scenario;
 use chio_node::executor::{Dispatched, PreparedStep, StepExecutor};
 use chio_node::{NodeError, World};
 
-use super::footprint::{footprints, Claimed, Footprint};
+use super::footprint::{Claimed, Footprint, Footprints};
 use super::record::StepRecorder;
 use super::{begin_record, Dispatcher};
 
@@ -61,32 +62,44 @@ enum Slot {
     Recorded,
 }
 
-/// The pipelined loop over one run's schedule.
+/// The pipelined loop over one run's schedule. It holds a footprint and a
+/// slot only for the steps of its window (from the first unrecorded step,
+/// at most [`LOOKAHEAD`] of them), so its memory does not grow with the
+/// schedule.
 struct Pipeline<'a, 'd> {
     scenario: &'a Scenario,
     world: &'a World,
     dispatcher: &'d dyn Dispatcher,
-    footprints: Vec<Footprint>,
-    slots: Vec<Slot>,
+    footprints: Footprints<'a>,
+    /// The window: entry `i` is the step at position `next_record + i`.
+    window: VecDeque<(Footprint, Slot)>,
     in_flight: Vec<InFlight<'d>>,
     next_record: usize,
+    /// How many steps the schedule has.
+    total: usize,
 }
 
 impl<'a, 'd> Pipeline<'a, 'd> {
     /// Dispatches every waiting step in the window that overlaps no
     /// earlier unfolded step.
     fn launch(&mut self, executor: &StepExecutor) {
-        let end = self.slots.len().min(self.next_record + LOOKAHEAD);
+        let end = self.total.min(self.next_record + LOOKAHEAD);
+        while self.next_record + self.window.len() < end {
+            let position = self.next_record + self.window.len();
+            self.window
+                .push_back((self.footprints.at(position), Slot::Waiting));
+        }
         let mut claimed = Claimed::new();
-        for position in self.next_record..end {
+        for offset in 0..self.window.len() {
+            let (footprint, slot) = &self.window[offset];
             if claimed.blocks_all() {
                 break;
             }
-            let admitted = claimed.admits(&self.footprints[position]);
-            if admitted && matches!(self.slots[position], Slot::Waiting) {
-                self.slots[position] = self.dispatch(executor, position);
+            if claimed.admits(footprint) && matches!(slot, Slot::Waiting) {
+                let slot = self.dispatch(executor, self.next_record + offset);
+                self.window[offset].1 = slot;
             }
-            claimed.add(&self.footprints[position]);
+            claimed.add(&self.window[offset].0);
         }
     }
 
@@ -135,11 +148,31 @@ impl<'a, 'd> Pipeline<'a, 'd> {
 
     /// Takes an answer into its slot.
     fn answered(&mut self, position: usize, answer: Result<Dispatched, NodeError>) {
-        let slot = std::mem::replace(&mut self.slots[position], Slot::Recorded);
-        self.slots[position] = match slot {
+        let Some((_, slot)) = position
+            .checked_sub(self.next_record)
+            .and_then(|offset| self.window.get_mut(offset))
+        else {
+            return;
+        };
+        *slot = match std::mem::replace(slot, Slot::Recorded) {
             Slot::InFlight(prepared) => Slot::Answered(prepared, answer),
             other => other,
         };
+    }
+
+    /// Takes the first unrecorded step's slot out of the window, to be
+    /// recorded; `Slot::Waiting` when the window was empty.
+    fn take_first(&mut self) -> Slot {
+        self.window
+            .front_mut()
+            .map(|(_, slot)| std::mem::replace(slot, Slot::Recorded))
+            .unwrap_or(Slot::Waiting)
+    }
+
+    /// The first unrecorded step is recorded: the window moves on by one.
+    fn advance(&mut self) {
+        self.window.pop_front();
+        self.next_record += 1;
     }
 
     /// Waits for every step still in flight and drops its answer.
@@ -162,20 +195,20 @@ pub(super) async fn run(
         scenario,
         world,
         dispatcher,
-        footprints: footprints(scenario, world),
-        slots: scenario.schedule().iter().map(|_| Slot::Waiting).collect(),
+        footprints: Footprints::new(scenario, world),
+        window: VecDeque::with_capacity(LOOKAHEAD),
         in_flight: Vec::new(),
         next_record: 0,
+        total: scenario.schedule().len(),
     };
-    let total = pipeline.slots.len();
-    while pipeline.next_record < total {
+    while pipeline.next_record < pipeline.total {
         let position = pipeline.next_record;
-        match std::mem::replace(&mut pipeline.slots[position], Slot::Recorded) {
+        match pipeline.take_first() {
             Slot::Answered(prepared, answer) => {
                 let scheduled = &scenario.schedule()[position];
                 let action = &scenario.actions()[scheduled.step_index];
                 let record = begin_record(scenario, recorder, scheduled, action, &prepared);
-                pipeline.next_record += 1;
+                pipeline.advance();
                 match answer {
                     Ok(dispatched) => {
                         let step_id = &scenario.file().steps[scheduled.step_index].id;
@@ -198,14 +231,16 @@ pub(super) async fn run(
                 return Err(e);
             }
             waiting => {
-                pipeline.slots[position] = waiting;
+                if let Some((_, slot)) = pipeline.window.front_mut() {
+                    *slot = waiting;
+                }
                 pipeline.launch(executor);
                 match pipeline.next_answer().await {
                     Some((answered, answer)) => pipeline.answered(answered, answer),
                     // The first unrecorded step overlaps nothing unfolded,
                     // so `launch` always dispatches it; nothing in flight
                     // with it unanswered is a defect, reported, never a hang.
-                    None if !matches!(pipeline.slots[position], Slot::Unprepared(_)) => {
+                    None if !matches!(pipeline.window.front(), Some((_, Slot::Unprepared(_)))) => {
                         return Err(NodeError::Internal(
                             "the run driver has no step in flight while an unrecorded step waits",
                         ));

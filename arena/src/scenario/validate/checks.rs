@@ -157,7 +157,9 @@ pub(super) fn table_to_json(
     table: &toml::Table,
     field: &str,
 ) -> Result<serde_json::Value, ArenaError> {
-    let mut map = serde_json::Map::new();
+    // Sized to the table: a long schedule holds one map per call step, and
+    // a map grown one key at a time keeps room for keys it never gets.
+    let mut map = serde_json::Map::with_capacity(table.len());
     for (key, value) in table {
         map.insert(key.clone(), toml_to_json(value, &format!("{field}.{key}"))?);
     }

@@ -81,6 +81,28 @@ struct Resolved {
     fixtures: FixtureSet,
 }
 
+/// A step's `arguments` as validation receives them: the TOML table as
+/// parsed, or the JSON object the loader already converted it to. The
+/// loader converts each step table's arguments as it parses that table, so
+/// a long schedule never holds the TOML tree (hundreds of bytes per call
+/// step) beside the JSON; a conversion it refuses sends the file through
+/// the whole parse, whose validation reports the refusal in stage order.
+pub(crate) enum StepArguments {
+    /// Not converted yet: validation converts it when it builds the call.
+    Toml(toml::Table),
+    /// Converted by the loader, with the same rules ([`arguments_json`]).
+    Json(serde_json::Value),
+}
+
+/// Converts one step's `arguments` table to its JSON object; `field` names
+/// the table in an error (`steps[3].arguments`).
+pub(crate) fn arguments_json(
+    table: &toml::Table,
+    field: &str,
+) -> Result<serde_json::Value, ArenaError> {
+    checks::table_to_json(table, field)
+}
+
 /// One validation of one parsed file.
 struct Validator<'a> {
     file: &'a ScenarioFile,
@@ -91,12 +113,12 @@ struct Validator<'a> {
     /// table where they were written, for the key checks) and taken one by
     /// one as each call's action is built, so a long schedule never holds
     /// its arguments twice.
-    arguments: RefCell<Vec<Option<toml::Table>>>,
+    arguments: RefCell<Vec<Option<StepArguments>>>,
 }
 
 impl Validator<'_> {
     /// Step `index`'s arguments, taken: each is converted once.
-    fn take_arguments(&self, index: usize) -> Option<toml::Table> {
+    fn take_arguments(&self, index: usize) -> Option<StepArguments> {
         self.arguments
             .borrow_mut()
             .get_mut(index)
@@ -105,13 +127,16 @@ impl Validator<'_> {
 }
 
 /// Validates a parsed file (stages 4 to 8) and builds the scenario;
-/// `base_dir` is recorded, never read.
+/// `base_dir` is recorded, never read. `converted[i]`, when present, is step
+/// `i`'s `arguments` as the loader already converted them (the file keeps
+/// an empty table there, so the key checks see the key).
 pub(crate) fn validate(
     file: ScenarioFile,
+    converted: Vec<Option<serde_json::Value>>,
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    validate_as(file, base_dir, fixtures, false)
+    validate_as(file, converted, base_dir, fixtures, false)
 }
 
 /// Validates the world of a parsed file (stages 4 to 6) whose steps were
@@ -121,11 +146,12 @@ pub(crate) fn validate_world(
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    validate_as(file, base_dir, fixtures, true)
+    validate_as(file, Vec::new(), base_dir, fixtures, true)
 }
 
 fn validate_as(
     mut file: ScenarioFile,
+    mut converted: Vec<Option<serde_json::Value>>,
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
     world_only: bool,
@@ -133,8 +159,20 @@ fn validate_as(
     let arguments = file
         .steps
         .iter_mut()
-        .map(|step| step.arguments.as_mut().map(std::mem::take))
+        .enumerate()
+        .map(|(i, step)| {
+            let json = converted.get_mut(i).and_then(Option::take);
+            match json {
+                Some(json) => Some(StepArguments::Json(json)),
+                None => step
+                    .arguments
+                    .as_mut()
+                    .map(std::mem::take)
+                    .map(StepArguments::Toml),
+            }
+        })
         .collect();
+    drop(converted);
     let resolved = Validator {
         file: &file,
         fixtures,

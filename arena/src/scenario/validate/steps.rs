@@ -9,7 +9,7 @@ use super::checks::{
     declared_ids, resolve, table_to_json,
 };
 use super::faults::{fault_action, FAULT_KEYS};
-use super::Validator;
+use super::{StepArguments, Validator};
 use crate::error::ArenaError;
 use crate::model::StepDecl;
 use crate::scenario::{
@@ -165,7 +165,7 @@ fn required(value: &Option<String>, at: At, key: &str) -> Result<String, ArenaEr
 fn step_action(
     i: usize,
     step: &StepDecl,
-    arguments: Option<toml::Table>,
+    arguments: Option<StepArguments>,
     has_world: bool,
     declared: &Declared,
 ) -> Result<Action, ArenaError> {
@@ -217,7 +217,7 @@ fn step_action(
 
 fn call(
     step: &StepDecl,
-    arguments: Option<toml::Table>,
+    arguments: Option<StepArguments>,
     at: At,
     has_world: bool,
     declared: &Declared,
@@ -244,8 +244,9 @@ fn call(
             at("capability")
         })?;
     }
-    let arguments = match &arguments {
-        Some(table) => table_to_json(table, &at("arguments"))?,
+    let arguments = match arguments {
+        Some(StepArguments::Toml(table)) => table_to_json(&table, &at("arguments"))?,
+        Some(StepArguments::Json(json)) => json,
         None => serde_json::Value::Object(Default::default()),
     };
     Ok(Action::Call(CallAction {
