@@ -26,14 +26,13 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chio_arena::scenario::FaultAction;
-use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::executor::{FaultEvent, PreparedFault};
 use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
 use chio_node::link::{KernelLink, LinkFuture};
 use chio_node::{
-    CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand, MessageOutcome,
-    NodeClient, NodeError, World,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand,
+    MessageOutcome, NodeClient, NodeError, World,
 };
 use chio_trust::{TrustClient, TrustClientConfig, TrustError, TrustStore};
 
@@ -69,15 +68,19 @@ pub struct LocalFaults<'r> {
 }
 
 impl Dispatcher for LocalFaults<'_> {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         self.grpc.call(node, command)
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         self.grpc.delegate(node, command)
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         self.grpc.revoke(node, target, at_ms)
     }
 

@@ -19,12 +19,11 @@ use std::time::Duration;
 use chio_arena::scenario::FaultAction;
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
-use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::link::LinkFuture;
 use chio_node::{
-    CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
-    NodeClient, NodeError, World,
+    CallAnswer, CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand,
+    MessageOutcome, NodeClient, NodeError, World,
 };
 use chio_trust::model::IssuerKey;
 use chio_trust::{BearerToken, TrustClient, TrustClientConfig, TrustStore};
@@ -266,12 +265,16 @@ impl GrpcTopology {
 }
 
 impl Dispatcher for GrpcTopology {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let client = self.client(node);
         Box::pin(async move { client?.call(&command).await })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         let client = self.client(node);
         Box::pin(async move { client?.delegate(&command).await })
     }
@@ -281,7 +284,7 @@ impl Dispatcher for GrpcTopology {
         Box::pin(async move { client?.message(&command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         let client = self.client(node);
         let target = target.to_string();
         Box::pin(async move { client?.revoke(&target, at_ms).await })

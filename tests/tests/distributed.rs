@@ -332,7 +332,9 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
             json!({"path": "/workspace/readme.txt"}),
             start,
         )))
-        .expect("call while trust-control runs");
+        .expect("call while trust-control runs")
+        .decided()
+        .expect("a kernel decision");
     assert_eq!(first.projected.as_str(), "allow", "{:?}", first.reason);
     cluster.trust.kill();
     let began = Instant::now();
@@ -348,7 +350,9 @@ fn stopped_trust_control_denies_every_call_naming_the_store() {
             )))
             .unwrap_or_else(|e| {
                 panic!("call {i} failed as infrastructure: {e}\n{}", cluster.logs())
-            });
+            })
+            .decided()
+            .unwrap_or_else(|refusal| panic!("call {i}: the node refused: {refusal}"));
         assert_ne!(outcome.projected.as_str(), "allow", "call {i} was allowed");
         let reason = outcome.reason.clone().unwrap_or_default();
         assert!(
@@ -392,6 +396,8 @@ fn restarted_node_sees_retained_labels() {
     };
     let before = rt
         .block_on(client.call(&post("post-before", start)))
+        .unwrap()
+        .decided()
         .unwrap();
     assert_eq!(before.projected.as_str(), "allow", "{:?}", before.reason);
     let read = rt
@@ -403,6 +409,8 @@ fn restarted_node_sees_retained_labels() {
             json!({"path": "/workspace/internal/plan.txt"}),
             start + 1,
         )))
+        .unwrap()
+        .decided()
         .unwrap();
     assert_eq!(read.projected.as_str(), "allow", "{:?}", read.reason);
     cluster.nodes.get_mut("node-a").unwrap().kill();
@@ -410,6 +418,8 @@ fn restarted_node_sees_retained_labels() {
     let (_, client) = load(&rt, &cluster, &file, "node-a", "run-labels");
     let after = rt
         .block_on(client.call(&post("post-after", start + 2)))
+        .unwrap()
+        .decided()
         .unwrap();
     assert_eq!(after.projected.as_str(), "deny", "{}", cluster.logs());
     assert!(
@@ -424,6 +434,8 @@ fn restarted_node_sees_retained_labels() {
     let (_, fresh) = load(&rt, &cluster, &file, "node-a", "run-other");
     let other = rt
         .block_on(fresh.call(&post("post-other-run", start + 3)))
+        .unwrap()
+        .decided()
         .unwrap();
     assert_eq!(other.projected.as_str(), "allow", "{:?}", other.reason);
 }

@@ -87,7 +87,10 @@ fn failed_issuer_refresh_fails_revocation_lookups() {
     let (stores, mut cache) = binding.kernel_stores();
     assert_eq!(cache.refresh(), Some(Vec::new()));
     assert_eq!(cache.refresh(), None, "a fresh set is cached");
-    *cache.failure.lock().unwrap() = Some("trust-control unavailable: test".into());
+    *cache.failure.lock().unwrap() = Some(StoreError::unavailable(
+        StoreName::Revocation,
+        "trust-control unavailable",
+    ));
     let error = stores.revocations.is_revoked("cap").unwrap_err();
     assert!(
         error
