@@ -39,7 +39,7 @@ use crate::driver::{
 };
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
-use crate::local_faults::{audit_receipts, lock, LocalFaults};
+use crate::local_faults::{audit_receipts, lock, LocalFaults, STALL_STORE_DEADLINES};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -378,6 +378,7 @@ impl ClusterRun<'_> {
                         world: &world,
                         inputs,
                         run_id: &run_id,
+                        stalled: Default::default(),
                     };
                     match run_schedule_with(scenario, &world, inputs, &dispatcher, options).await {
                         Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
@@ -398,8 +399,8 @@ impl ClusterRun<'_> {
 }
 
 /// Runs a scenario on a local cluster started for it (links proxied when
-/// the scenario partitions, heals or delays one), inflicting its fault
-/// steps on the real processes.
+/// the scenario partitions, heals or delays one, or stalls trust-control),
+/// inflicting its fault steps on the real processes.
 fn run_local(
     runtime: &tokio::runtime::Runtime,
     chio: &Path,
@@ -412,10 +413,17 @@ fn run_local(
     let proxied = faults.iter().any(|f| {
         matches!(
             f,
-            FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+            FaultAction::Partition { .. }
+                | FaultAction::Heal { .. }
+                | FaultAction::Delay { .. }
+                | FaultAction::Stall { .. }
         )
     });
-    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied)?;
+    let stalls = faults
+        .iter()
+        .any(|f| matches!(f, FaultAction::Stall { .. }));
+    let deadlines = stalls.then_some(STALL_STORE_DEADLINES);
+    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied, deadlines)?;
     let topology = cluster.topology().clone();
     let cluster = std::sync::Mutex::new(cluster);
     runtime.block_on(async {
