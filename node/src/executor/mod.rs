@@ -211,7 +211,8 @@ impl PreparedStep {
 pub enum Performed {
     /// The serving kernel's answer to a call.
     Call(Box<CallOutcome>),
-    /// The child a delegation produced, or why the controller refused it.
+    /// The child a delegation produced, or why the controller or the
+    /// delegator's node refused it.
     Delegate(Result<Box<DelegatedChild>, String>),
     /// `None` when the revocation took effect, else why it was refused.
     Revoke(Option<String>),
@@ -233,7 +234,8 @@ pub enum Performed {
 pub enum Dispatched {
     /// The serving kernel's answer to a call.
     Call(Box<CallOutcome>),
-    /// The node's answer to a delegation, or why the controller refused it.
+    /// The node's answer to a delegation, or why the controller or the
+    /// node refused it.
     Delegate(Result<Box<DelegationAnswer>, String>),
     /// `None` when the revocation took effect, else why it was refused.
     Revoke(Option<String>),
