@@ -30,10 +30,10 @@ use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
 use chio_controller::local_cluster::LocalCluster;
 use chio_controller::topology::{fresh_run_id, GrpcTopology};
-use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
 use chio_node::{
-    CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, World,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+    World,
 };
 use chio_proto::bench::v1::echo_client::EchoClient;
 use chio_proto::bench::v1::echo_server::{Echo, EchoServer};
@@ -77,7 +77,7 @@ impl Timed<'_> {
 }
 
 impl Dispatcher for Timed<'_> {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let node = node.to_string();
         Box::pin(async move {
             let began = Instant::now();
@@ -87,11 +87,15 @@ impl Dispatcher for Timed<'_> {
         })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         self.inner.delegate(node, command)
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         self.inner.revoke(node, target, at_ms)
     }
 
@@ -175,6 +179,7 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
         std::path::Path::new(env!("CARGO_BIN_EXE_chio")),
         &world.nodes,
         false,
+        None,
     )
     .expect("local cluster starts");
     let (elapsed, mut samples) = runtime.block_on(async {

@@ -43,8 +43,21 @@ pub struct LocalCluster {
     /// The proxies in front of links, by (near end, far end); the far end
     /// of a node's trust-control link is `trust-control`.
     proxies: BTreeMap<(String, String), LinkProxy>,
+    /// The store deadlines every node is started with, when not the
+    /// defaults.
+    deadlines: Option<NodeStoreDeadlines>,
     /// Holds the token files and the database while the cluster runs.
     _dir: tempfile::TempDir,
+}
+
+/// The trust-control deadlines a node process is started with
+/// (`--store-deadline-ms`, `--receipt-deadline-ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeStoreDeadlines {
+    /// Deadline of every store call but a receipt append, in milliseconds.
+    pub store_ms: u64,
+    /// Deadline of a receipt append, in milliseconds.
+    pub receipt_ms: u64,
 }
 
 /// The file names of the cluster's tokens in its folder.
@@ -137,11 +150,14 @@ fn start(what: &str, mut command: Command) -> Result<(Child, String), NodeError>
 
 impl LocalCluster {
     /// Starts trust-control and one node per name with the `chio` binary at
-    /// `chio`; with `proxied_links`, every link runs through a [`LinkProxy`].
+    /// `chio`; with `proxied_links`, every link runs through a [`LinkProxy`];
+    /// with `deadlines`, every node's store calls are bounded by them
+    /// instead of the defaults.
     pub fn start(
         chio: &Path,
         nodes: &[String],
         proxied_links: bool,
+        deadlines: Option<NodeStoreDeadlines>,
     ) -> Result<LocalCluster, NodeError> {
         let dir = tempfile::Builder::new()
             .prefix("chio-local-cluster-")
@@ -169,6 +185,7 @@ impl LocalCluster {
             chio: chio.to_path_buf(),
             control_urls: BTreeMap::new(),
             proxies: BTreeMap::new(),
+            deadlines,
             _dir: dir,
         };
         let mut trust = Command::new(chio);
@@ -221,6 +238,12 @@ impl LocalCluster {
             .arg(self.control_urls.get(name).map_or("", String::as_str))
             .arg("--control-token-file")
             .arg(self._dir.path().join(TRUST_TOKEN_FILE));
+        if let Some(deadlines) = self.deadlines {
+            node.arg("--store-deadline-ms")
+                .arg(deadlines.store_ms.to_string())
+                .arg("--receipt-deadline-ms")
+                .arg(deadlines.receipt_ms.to_string());
+        }
         node
     }
 
@@ -254,6 +277,15 @@ impl LocalCluster {
         [(a, b), (b, a)]
             .iter()
             .filter_map(|(x, y)| self.proxies.get(&(x.to_string(), y.to_string())))
+            .collect()
+    }
+
+    /// The proxies of every node's link to trust-control, by node.
+    pub fn control_proxies(&self) -> Vec<&LinkProxy> {
+        self.proxies
+            .iter()
+            .filter(|((_, far), _)| far == TRUST_CONTROL)
+            .map(|(_, proxy)| proxy)
             .collect()
     }
 

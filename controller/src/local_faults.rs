@@ -10,40 +10,63 @@
 //!   state in trust-control); with `keep_state`, every capability handed to
 //!   its agents during the run is handed over again, and without it they
 //!   hold only their grants;
-//! - `stall`: trust-control is paused (SIGSTOP) and the controller checks
-//!   that a real store call fails at a short deadline; the stall's end
-//!   resumes it (SIGCONT);
+//! - `stall`: every node's link to trust-control becomes a black hole (its
+//!   proxy keeps the connections and throws away what is sent) and
+//!   trust-control is paused (SIGSTOP); the controller checks that a real
+//!   store call fails at a short deadline. The stall's end drops every
+//!   connection the black hole swallowed from and resumes the service
+//!   (SIGCONT), so nothing sent during the stall ever reaches the store:
+//!   a request left in a paused process's socket would be applied when it
+//!   resumes, residue an embedded run does not have;
 //! - `partition`, `heal`, `delay`: the link's proxies are cut, opened, or
 //!   made to hold every chunk (for the virtual delay, bounded by
 //!   [`MAX_WALL_DELAY`] of wall time so runs stay fast).
 //!
-//! The steps a fault reaches are decided by the step executor from the
-//! declared fault and never dispatched, so the bundle is the embedded run's
-//! bytes; what this module adds is that the fault is real.
+//! The steps a fault reaches are dispatched like any other, and the node
+//! processes and their kernels meet the real fault and give their own
+//! fail-closed answers (`chio_node::outage`), the bytes the embedded
+//! simulation gives; only a step whose agent's node is down is answered by
+//! the step executor.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use chio_arena::scenario::FaultAction;
-use chio_node::actors::CallOutcome;
+use chio_arena::scenario::{FaultAction, TRUST_CONTROL};
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::executor::{FaultEvent, PreparedFault};
 use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
 use chio_node::link::{KernelLink, LinkFuture};
 use chio_node::{
-    CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand, MessageOutcome,
-    NodeClient, NodeError, World,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand,
+    MessageOutcome, NodeClient, NodeError, World,
 };
 use chio_trust::{TrustClient, TrustClientConfig, TrustError, TrustStore};
 
 use crate::driver::{Dispatcher, RunInputs};
 use crate::link_proxy::{check_cut, LinkMode, LinkProxy};
-use crate::local_cluster::LocalCluster;
+use crate::local_cluster::{LocalCluster, NodeStoreDeadlines};
 use crate::topology::{GrpcTopology, Topology};
 
 /// The most wall time a delayed link holds each chunk.
 pub const MAX_WALL_DELAY: Duration = Duration::from_millis(50);
+/// The store deadlines of the nodes of a cluster whose scenario stalls
+/// trust-control: a call sent into the stall waits its whole deadline (and
+/// a denied call's receipt append its own), so they are short to keep runs
+/// fast, yet long enough that a store call on a loaded machine (a SQLite
+/// write and its fsync) never misses one outside a stall, which would turn
+/// an allow into a deny.
+pub const STALL_STORE_DEADLINES: NodeStoreDeadlines = NodeStoreDeadlines {
+    store_ms: 500,
+    receipt_ms: 1_000,
+};
+/// How long the end of a stall waits for the connections it swallowed
+/// from to close.
+const DRAIN_BOUND: Duration = Duration::from_secs(2);
+/// How long the nodes are given, after a stall, to see the connections it
+/// broke closed before the run goes on.
+const CLOSE_SETTLE: Duration = Duration::from_millis(50);
 /// The deadline of the store call that checks a stall is in effect.
 const STALL_PROBE_DEADLINE: Duration = Duration::from_millis(200);
 
@@ -66,18 +89,24 @@ pub struct LocalFaults<'r> {
     pub inputs: &'r RunInputs,
     /// The run's namespace in trust-control.
     pub run_id: &'r str,
+    /// Whether a stall is in effect (its links to trust-control swallow).
+    pub stalled: AtomicBool,
 }
 
 impl Dispatcher for LocalFaults<'_> {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         self.grpc.call(node, command)
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         self.grpc.delegate(node, command)
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         self.grpc.revoke(node, target, at_ms)
     }
 
@@ -88,7 +117,7 @@ impl Dispatcher for LocalFaults<'_> {
     fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
         Box::pin(async move {
             match event {
-                FaultEvent::EndStall => self.blocking(|c| c.signal_trust_control("CONT")),
+                FaultEvent::EndStall => self.end_stall().await,
                 FaultEvent::Begin(prepared) => self.begin(prepared).await,
             }
         })
@@ -116,6 +145,8 @@ impl LocalFaults<'_> {
                 self.reload(node, &prepared).await
             }
             FaultAction::Stall { .. } => {
+                self.stalled.store(true, Ordering::SeqCst);
+                self.switch_control_links(LinkMode::Open, LinkMode::BlackHole);
                 self.blocking(|c| c.signal_trust_control("STOP"))?;
                 self.check_stalled().await
             }
@@ -123,12 +154,65 @@ impl LocalFaults<'_> {
                 self.set_link(&link.from, &link.to, LinkMode::Cut)?;
                 self.check_cut(&link.from, &link.to).await
             }
-            FaultAction::Heal { link } => self.set_link(&link.from, &link.to, LinkMode::Open),
+            FaultAction::Heal { link } => {
+                // A link to trust-control healed during a stall joins the
+                // black hole, not the paused service.
+                let stalled = self.stalled.load(Ordering::SeqCst);
+                let to_control = link.from == TRUST_CONTROL || link.to == TRUST_CONTROL;
+                let mode = if stalled && to_control {
+                    LinkMode::BlackHole
+                } else {
+                    LinkMode::Open
+                };
+                self.set_link(&link.from, &link.to, mode)
+            }
             FaultAction::Delay { link, delay_ms } => {
                 let wall = Duration::from_millis(*delay_ms).min(MAX_WALL_DELAY);
                 self.set_link(&link.from, &link.to, LinkMode::Delayed(wall))
             }
         }
+    }
+
+    /// Switches every node's link to trust-control that is in mode `from`
+    /// to mode `to` (a cut link stays cut through a stall).
+    fn switch_control_links(&self, from: LinkMode, to: LinkMode) {
+        let cluster = lock(self.cluster);
+        for proxy in cluster.control_proxies() {
+            if proxy.mode() == from {
+                proxy.set(to);
+            }
+        }
+    }
+
+    /// Ends a stall: the links to trust-control stop swallowing and drop
+    /// every connection they swallowed from (what was sent into the stall
+    /// never arrives, and a connection that lost a chunk is broken), the
+    /// service resumes, and the nodes are given a moment to see their
+    /// connections closed, so their next call opens a new one.
+    async fn end_stall(&self) -> Result<(), NodeError> {
+        self.stalled.store(false, Ordering::SeqCst);
+        self.switch_control_links(LinkMode::BlackHole, LinkMode::Open);
+        let drains: Vec<_> = {
+            let cluster = lock(self.cluster);
+            let proxies = cluster.control_proxies();
+            proxies.into_iter().map(LinkProxy::drain_handle).collect()
+        };
+        let mut drained = true;
+        for drain in drains {
+            drained &= drain.drained(DRAIN_BOUND).await;
+        }
+        self.blocking(|c| c.signal_trust_control("CONT"))?;
+        if !drained {
+            return Err(NodeError::Remote {
+                target: "trust-control link proxy".to_string(),
+                cause: format!(
+                    "a connection swallowed during the stall was still open {} ms after it ended",
+                    DRAIN_BOUND.as_millis()
+                ),
+            });
+        }
+        tokio::time::sleep(CLOSE_SETTLE).await;
+        Ok(())
     }
 
     fn set_link(&self, a: &str, b: &str, mode: LinkMode) -> Result<(), NodeError> {

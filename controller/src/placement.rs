@@ -153,7 +153,7 @@ impl RunPlaces {
                     problem: format!("cannot find the chio binary to start nodes: {e}"),
                     fix: "run chio from a readable path",
                 })?;
-                LocalCluster::start(&chio, &nodes, false)?
+                LocalCluster::start(&chio, &nodes, false, None)?
             }
         };
         let result = in_memory(runtime.block_on(run_distributed(

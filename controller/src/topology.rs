@@ -19,12 +19,11 @@ use std::time::Duration;
 use chio_arena::scenario::FaultAction;
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
-use chio_node::actors::CallOutcome;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::link::LinkFuture;
 use chio_node::{
-    CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
-    NodeClient, NodeError, World,
+    CallAnswer, CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand,
+    MessageOutcome, NodeClient, NodeError, World,
 };
 use chio_trust::model::IssuerKey;
 use chio_trust::{BearerToken, TrustClient, TrustClientConfig, TrustStore};
@@ -40,7 +39,7 @@ use crate::driver::{
 };
 use crate::error::{codes, CliError};
 use crate::local_cluster::LocalCluster;
-use crate::local_faults::{audit_receipts, lock, LocalFaults};
+use crate::local_faults::{audit_receipts, lock, LocalFaults, STALL_STORE_DEADLINES};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -266,12 +265,16 @@ impl GrpcTopology {
 }
 
 impl Dispatcher for GrpcTopology {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let client = self.client(node);
         Box::pin(async move { client?.call(&command).await })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         let client = self.client(node);
         Box::pin(async move { client?.delegate(&command).await })
     }
@@ -281,7 +284,7 @@ impl Dispatcher for GrpcTopology {
         Box::pin(async move { client?.message(&command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         let client = self.client(node);
         let target = target.to_string();
         Box::pin(async move { client?.revoke(&target, at_ms).await })
@@ -375,6 +378,7 @@ impl ClusterRun<'_> {
                         world: &world,
                         inputs,
                         run_id: &run_id,
+                        stalled: Default::default(),
                     };
                     match run_schedule_with(scenario, &world, inputs, &dispatcher, options).await {
                         Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
@@ -395,8 +399,8 @@ impl ClusterRun<'_> {
 }
 
 /// Runs a scenario on a local cluster started for it (links proxied when
-/// the scenario partitions, heals or delays one), inflicting its fault
-/// steps on the real processes.
+/// the scenario partitions, heals or delays one, or stalls trust-control),
+/// inflicting its fault steps on the real processes.
 fn run_local(
     runtime: &tokio::runtime::Runtime,
     chio: &Path,
@@ -409,10 +413,17 @@ fn run_local(
     let proxied = faults.iter().any(|f| {
         matches!(
             f,
-            FaultAction::Partition { .. } | FaultAction::Heal { .. } | FaultAction::Delay { .. }
+            FaultAction::Partition { .. }
+                | FaultAction::Heal { .. }
+                | FaultAction::Delay { .. }
+                | FaultAction::Stall { .. }
         )
     });
-    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied)?;
+    let stalls = faults
+        .iter()
+        .any(|f| matches!(f, FaultAction::Stall { .. }));
+    let deadlines = stalls.then_some(STALL_STORE_DEADLINES);
+    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied, deadlines)?;
     let topology = cluster.topology().clone();
     let cluster = std::sync::Mutex::new(cluster);
     runtime.block_on(async {

@@ -8,10 +8,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunResult};
-use chio_node::actors::CallOutcome;
 use chio_node::link::LinkFuture;
 use chio_node::{
-    CallCommand, DelegateCommand, DelegateOutcome, EmbeddedTopology, MessageCommand,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, EmbeddedTopology, MessageCommand,
     MessageOutcome, World,
 };
 use chio_tests::{many_agent_scenario, repo_path, write_scenario};
@@ -36,13 +35,17 @@ impl Counting {
 }
 
 impl Dispatcher for Counting {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         self.around(self.inner.call(node, command))
     }
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         self.around(self.inner.delegate(node, command))
     }
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         self.around(self.inner.revoke(node, target, at_ms))
     }
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {

@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 
 use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
-use chio_node::actors::CallOutcome;
-use chio_node::embedded::start_nodes;
+use chio_node::embedded::start_nodes_with_faults;
 use chio_node::executor::FaultEvent;
 use chio_node::link::LinkFuture;
+use chio_node::simulated_faults::FaultSwitch;
 use chio_node::{
-    CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node, NodeError,
-    World,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+    Node, NodeError, World,
 };
 use chio_trust::model::{
     AppendSummary, BatchAnswers, BatchOp, HoldOutcome, HoldState, IssuerKey, LabelSets,
@@ -139,9 +139,13 @@ struct Counted {
 
 /// The embedded nodes, counting the store calls of each call step (one
 /// action is in flight at a time, so the difference is the decision's).
+/// Faults are simulated by the switch the nodes reach each other and the
+/// store through; a store call a fault refuses never reaches the counting
+/// store, and a restarted node keeps its actors.
 struct CountingDispatcher {
     nodes: BTreeMap<String, Node>,
     store: Arc<Counting>,
+    switch: FaultSwitch,
     counted: Mutex<Vec<Counted>>,
 }
 
@@ -155,14 +159,16 @@ impl CountingDispatcher {
 }
 
 impl Dispatcher for CountingDispatcher {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let node = self.node(node);
         Box::pin(async move {
             let step = command.request_id.clone();
             let before = self.store.calls.load(Ordering::SeqCst);
-            let outcome = node?.call(command).await?;
+            let answer = node?.call(command).await?;
             let calls = self.store.calls.load(Ordering::SeqCst) - before;
-            if let Ok(mut counted) = self.counted.lock() {
+            // A node's own deny is no kernel decision: nothing to count.
+            if let (CallAnswer::Decided(outcome), Ok(mut counted)) = (&answer, self.counted.lock())
+            {
                 counted.push(Counted {
                     step,
                     calls,
@@ -172,16 +178,20 @@ impl Dispatcher for CountingDispatcher {
                         && outcome.trace.label_keys.values().any(|set| !set.is_empty()),
                 });
             }
-            Ok(outcome)
+            Ok(answer)
         })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         let node = self.node(node);
         Box::pin(async move { node?.delegate(command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         let node = self.node(node);
         let target = target.to_string();
         Box::pin(async move { node?.revoke(&target, at_ms).await })
@@ -192,9 +202,8 @@ impl Dispatcher for CountingDispatcher {
         Box::pin(async move { node?.message(command).await })
     }
 
-    // The executor never dispatches a step a fault reaches, so the counted
-    // decisions are the same whether or not the fault is simulated here.
-    fn fault(&self, _event: FaultEvent) -> LinkFuture<'_, ()> {
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        self.switch.apply(&event);
         Box::pin(async { Ok(()) })
     }
 }
@@ -218,10 +227,14 @@ fn count_run(runtime: &tokio::runtime::Runtime, file: &Path) -> Vec<Counted> {
     let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
     let store = Arc::new(Counting::default());
     runtime.block_on(async {
-        let nodes = start_nodes(&world, store.clone()).await.expect("nodes");
+        let switch = FaultSwitch::default();
+        let nodes = start_nodes_with_faults(&world, store.clone(), &switch)
+            .await
+            .expect("nodes");
         let dispatcher = CountingDispatcher {
             nodes,
             store: store.clone(),
+            switch,
             counted: Mutex::new(Vec::new()),
         };
         // One step at a time, so each call's count is its own decision's.

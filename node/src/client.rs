@@ -14,14 +14,15 @@ use chio_proto::node::v1::node_control_client::NodeControlClient;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 
-use crate::actors::CallOutcome;
 use crate::cluster::{ClusterHeader, ClusterToken};
 use crate::error::NodeError;
 use crate::grpc_link::channel;
 use crate::host::LoadedWorld;
-use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
+use crate::node::{
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+};
 use crate::wire::command::{call_request, delegate_request, fixtures_to_proto, message_request};
-use crate::wire::outcome::{call_outcome_from_proto, delegate_outcome, message_outcome};
+use crate::wire::outcome::{call_answer, delegate_outcome, message_outcome};
 use crate::wire::{decode_answer, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES};
 use crate::world::FixtureSet;
 
@@ -120,20 +121,21 @@ impl NodeClient {
         })
     }
 
-    /// Runs one scheduled call.
-    pub async fn call(&self, command: &CallCommand) -> Result<CallOutcome, NodeError> {
+    /// Runs one scheduled call: the kernel's decision, or the node's own
+    /// refusal.
+    pub async fn call(&self, command: &CallCommand) -> Result<CallAnswer, NodeError> {
         let message = call_request(command)?;
         let answer = self
             .unary(message, |mut c, r| async move { c.call(r).await })
             .await?;
-        decode_answer(
-            &self.target,
-            call_outcome_from_proto("outcome", answer.outcome),
-        )
+        decode_answer(&self.target, call_answer(answer))
     }
 
-    /// Runs one scheduled delegation.
-    pub async fn delegate(&self, command: &DelegateCommand) -> Result<DelegateOutcome, NodeError> {
+    /// Runs one scheduled delegation: the child, or the node's refusal.
+    pub async fn delegate(
+        &self,
+        command: &DelegateCommand,
+    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
         let message = delegate_request(command);
         let answer = self
             .unary(message, |mut c, r| async move { c.delegate(r).await })
@@ -150,15 +152,16 @@ impl NodeClient {
         Ok(message_outcome(answer))
     }
 
-    /// Revokes an id through the node's authority state.
-    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<(), NodeError> {
+    /// Revokes an id through the node's authority state; answers the
+    /// node's refusal, if it refused.
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<String>, NodeError> {
         let message = pb::RevokeRequest {
             target: target.to_string(),
             at_ms,
         };
         self.unary(message, |mut c, r| async move { c.revoke(r).await })
             .await
-            .map(|_| ())
+            .map(|answer| answer.refusal)
     }
 
     /// Asks the node process to stop.

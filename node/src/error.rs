@@ -9,6 +9,8 @@ use chio_kernel::canonical::CanonicalError;
 use chio_kernel::{KernelError, StoreError};
 use chio_trust::TrustError;
 
+use crate::outage::Outage;
+
 /// What can go wrong while hosting or reaching actors. Where a typed error
 /// caused it, the variant keeps that error as its source.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +109,25 @@ pub enum NodeError {
         field: String,
         /// What is wrong with it (never the field's value).
         problem: String,
+    },
+    /// The link to another node failed in transport (its detail is
+    /// logged where it was met), so what the step needs on that node
+    /// cannot be reached.
+    #[error("node {node} is unreachable: {}", .outage.link_cause())]
+    LinkDown {
+        /// The node that could not be reached.
+        node: String,
+        /// How the link failed.
+        outage: Outage,
+    },
+    /// Trust-control could not be reached for one named operation of the
+    /// authority state (its detail is logged where it was met).
+    #[error("trust-control store failed: {operation}: {}", .outage.trust_cause())]
+    ControlDown {
+        /// The operation, such as `label store read`.
+        operation: &'static str,
+        /// How the call failed.
+        outage: Outage,
     },
     /// A remote node or service did not answer.
     #[error("remote {target} failed: {cause}")]

@@ -5,8 +5,11 @@
 //! each agent, and from the controller's `LoadWorld`, the URL of each node.
 //! Channels connect lazily, set `TCP_NODELAY`, carry the cluster token and
 //! bound every call by a deadline, so a dead peer is an error naming it
-//! within that bound, never a hang. The link only carries; the remote node's
-//! kernel decides.
+//! within that bound, never a hang. A failure of the link itself (refused,
+//! reset or closed, or no answer in time) is a typed `NodeError::LinkDown`
+//! of its kind, the transport's text only logged, so the node's deny reads
+//! the same whatever the operating system said. The link only carries; the
+//! remote node's kernel decides.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,11 +20,13 @@ use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::kernel_link_client::KernelLinkClient;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
+use tonic::{Code, Status};
 
 use crate::actors::CallOutcome;
 use crate::cluster::{ClusterHeader, ClusterToken};
 use crate::error::NodeError;
 use crate::link::{KernelLink, LinkFuture};
+use crate::outage::Outage;
 use crate::wire::outcome::call_outcome_from_proto;
 use crate::wire::{decode_answer, encode, error_of, MAX_LINK_MESSAGE_BYTES};
 use crate::world::World;
@@ -112,6 +117,60 @@ impl GrpcLink {
     }
 }
 
+impl GrpcLink {
+    /// The error of a call to `target` on `node` that got no answer
+    /// within the link's deadline.
+    fn late(&self, node: &str, target: &str) -> NodeError {
+        tracing::warn!(
+            target = %target,
+            deadline_ms = self.deadline.as_millis() as u64,
+            "link call got no answer within its deadline"
+        );
+        NodeError::LinkDown {
+            node: node.to_string(),
+            outage: Outage::DeadlineExceeded,
+        }
+    }
+}
+
+/// Whether the transport made `status` rather than the peer's node: a
+/// node's own statuses arrive over the wire, so they carry no source error
+/// and never start with the transport's words, and a node never answers
+/// `CANCELLED` (the transport does when a connection closes under a call).
+fn transport_made(status: &Status) -> bool {
+    let message = status.message();
+    std::error::Error::source(status).is_some()
+        || status.code() == Code::Cancelled
+        || message.starts_with("h2 protocol error")
+        || message.starts_with("transport error")
+}
+
+/// The error of a call to `target` on `node` answered by `status`: a
+/// failure of the link itself is [`NodeError::LinkDown`] of its kind (the
+/// transport's text is logged, never carried), anything the peer node
+/// answered is its error.
+fn link_failure(node: &str, target: &str, status: &Status) -> NodeError {
+    let outage = match status.code() {
+        Code::DeadlineExceeded => Some(Outage::DeadlineExceeded),
+        _ if transport_made(status) => Some(Outage::Unavailable),
+        _ => None,
+    };
+    match outage {
+        Some(outage) => {
+            tracing::warn!(
+                target = %target,
+                status = %error_of(target, status),
+                "link call failed in transport"
+            );
+            NodeError::LinkDown {
+                node: node.to_string(),
+                outage,
+            }
+        }
+        None => error_of(target, status),
+    }
+}
+
 impl KernelLink for GrpcLink {
     fn evaluate(
         &self,
@@ -133,11 +192,8 @@ impl KernelLink for GrpcLink {
             request.set_timeout(self.deadline);
             let answer = tokio::time::timeout(self.deadline, client.evaluate(request))
                 .await
-                .map_err(|_| NodeError::Remote {
-                    target: target.clone(),
-                    cause: format!("no answer within {} ms", self.deadline.as_millis()),
-                })?
-                .map_err(|status| error_of(&target, &status))?
+                .map_err(|_| self.late(&node, &target))?
+                .map_err(|status| link_failure(&node, &target, &status))?
                 .into_inner();
             decode_answer(&target, call_outcome_from_proto("outcome", answer.outcome))
         })
@@ -157,11 +213,8 @@ impl KernelLink for GrpcLink {
             request.set_timeout(self.deadline);
             tokio::time::timeout(self.deadline, client.hand_over(request))
                 .await
-                .map_err(|_| NodeError::Remote {
-                    target: target.clone(),
-                    cause: format!("no answer within {} ms", self.deadline.as_millis()),
-                })?
-                .map_err(|status| error_of(&target, &status))?;
+                .map_err(|_| self.late(&node, &target))?
+                .map_err(|status| link_failure(&node, &target, &status))?;
             Ok(())
         })
     }

@@ -14,6 +14,8 @@
 //! - [`link`]: the `KernelLink` trait and its in-memory implementation;
 //! - [`mux`]: the `KernelMultiplexer`;
 //! - [`node`]: one node's operations;
+//! - [`outage`]: unreachable peers and trust-control, and the node's own
+//!   fail-closed answers to the steps they reach;
 //! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
 //! - [`simulated_faults`]: crashes, partitions and stalls as the embedded
@@ -47,6 +49,7 @@ pub mod host;
 pub mod link;
 pub mod mux;
 pub mod node;
+pub mod outage;
 pub mod service;
 pub mod shared;
 pub mod simulated_faults;
@@ -62,6 +65,6 @@ pub use error::NodeError;
 pub use grpc_link::GrpcLink;
 pub use host::NodeHost;
 pub use node::{
-    CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node,
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome, Node,
 };
 pub use world::{FixtureSet, World};

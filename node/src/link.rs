@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{RwLock, RwLockReadGuard};
 
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::token::CapabilityToken;
@@ -34,11 +35,18 @@ pub trait KernelLink: Send + Sync {
     fn hand_over(&self, agent_id: &str, token: CapabilityToken) -> LinkFuture<'_, ()>;
 }
 
-/// A link to actors of other nodes running in the same process.
-#[derive(Debug, Clone, Default)]
-pub struct InMemoryLink {
+/// The actors a link reaches, by id.
+#[derive(Debug, Default)]
+struct Reachable {
     kernels: BTreeMap<String, KernelHandle>,
     agents: BTreeMap<String, AgentHandle>,
+}
+
+/// A link to actors of other nodes running in the same process. A node
+/// restarted in process replaces its actors here ([`InMemoryLink::replace`]).
+#[derive(Debug, Default)]
+pub struct InMemoryLink {
+    reachable: RwLock<Reachable>,
 }
 
 impl InMemoryLink {
@@ -47,7 +55,26 @@ impl InMemoryLink {
         kernels: BTreeMap<String, KernelHandle>,
         agents: BTreeMap<String, AgentHandle>,
     ) -> Self {
-        Self { kernels, agents }
+        Self {
+            reachable: RwLock::new(Reachable { kernels, agents }),
+        }
+    }
+
+    /// Reaches `kernels` and `agents` from now on instead of the actors of
+    /// the same ids (a restarted node's).
+    pub fn replace(
+        &self,
+        kernels: &BTreeMap<String, KernelHandle>,
+        agents: &BTreeMap<String, AgentHandle>,
+    ) {
+        // A poisoned lock only means a panic elsewhere; the maps are whole.
+        let mut reachable = self.reachable.write().unwrap_or_else(|e| e.into_inner());
+        reachable.kernels.extend(kernels.clone());
+        reachable.agents.extend(agents.clone());
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Reachable> {
+        self.reachable.read().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -58,7 +85,7 @@ impl KernelLink for InMemoryLink {
         request: ToolCallRequest,
         now_ms: u64,
     ) -> LinkFuture<'_, CallOutcome> {
-        let kernel = self.kernels.get(kernel_id).cloned();
+        let kernel = self.read().kernels.get(kernel_id).cloned();
         let kernel_id = kernel_id.to_string();
         Box::pin(async move {
             match kernel {
@@ -69,7 +96,7 @@ impl KernelLink for InMemoryLink {
     }
 
     fn hand_over(&self, agent_id: &str, token: CapabilityToken) -> LinkFuture<'_, ()> {
-        let agent = self.agents.get(agent_id).cloned();
+        let agent = self.read().agents.get(agent_id).cloned();
         let agent_id = agent_id.to_string();
         Box::pin(async move {
             match agent {

@@ -8,7 +8,10 @@
 //! handed over to the delegatee's node), a message (the content's labels
 //! are joined into the receiver's principal and session in the label store
 //! the kernels read), and a revocation (sent to the authority state).
-//! Ordering is the controller's: a node handles what it is sent.
+//! Ordering is the controller's: a node handles what it is sent. When what
+//! a step needs cannot be reached (another node over the link,
+//! trust-control) or is not held, the node answers its own fail-closed
+//! refusal ([`crate::outage`]) rather than an error.
 //!
 //! Labels move only through the authority state ([`AuthorityControl`]),
 //! which is trust-control in a distributed run and its in-memory store in
@@ -29,6 +32,7 @@ use crate::actors::{AgentHandle, CallOutcome, IssuerSource, KernelHandle, ToolSe
 use crate::error::NodeError;
 use crate::link::{KernelLink, LinkFuture};
 use crate::mux::KernelMultiplexer;
+use crate::outage;
 use crate::tools::ToolServer;
 use crate::world::{KernelPlan, World};
 
@@ -75,6 +79,28 @@ pub struct DelegateOutcome {
     /// The delegator's labels recorded for the child (`delegation/<child
     /// id>`), in ascending order, without the record's floor.
     pub labels: Vec<String>,
+}
+
+/// What the acting agent's node answers for a call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallAnswer {
+    /// The serving kernel decided: its verdict, signed receipt and trace.
+    Decided(Box<CallOutcome>),
+    /// The node denied the call itself, with its reason
+    /// ([`crate::outage`]): the serving kernel could not be reached, or the
+    /// agent does not hold what it presents. No kernel ran the call, so
+    /// there is no receipt and no trace.
+    Refused(String),
+}
+
+impl CallAnswer {
+    /// The kernel's outcome, or the node's refusal as the error.
+    pub fn decided(self) -> Result<CallOutcome, String> {
+        match self {
+            CallAnswer::Decided(outcome) => Ok(*outcome),
+            CallAnswer::Refused(reason) => Err(reason),
+        }
+    }
 }
 
 /// A scheduled call, as the controller sends it.
@@ -259,24 +285,46 @@ impl Node {
     }
 
     /// Runs a scheduled call: the agent signs, the serving kernel decides.
-    pub async fn call(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
+    /// The node denies the call itself when the agent does not hold what it
+    /// presents or the serving kernel cannot be reached
+    /// ([`crate::outage`]); any other failure is an error.
+    pub async fn call(&self, command: CallCommand) -> Result<CallAnswer, NodeError> {
         let agent = self.mux.agent(&command.agent)?;
         let now_ms = command.now_ms;
-        let request = agent.prepare(command.into()).await?;
-        self.mux.evaluate(request, now_ms).await
+        let request = match agent.prepare(command.into()).await {
+            Ok(request) => request,
+            Err(NodeError::NotHeld { agent, capability }) => {
+                return Ok(CallAnswer::Refused(outage::not_held(&agent, &capability)))
+            }
+            Err(e) => return Err(e),
+        };
+        let kernel = self.mux.kernel_for(&request.server)?.to_string();
+        match self.mux.evaluate_on(&kernel, request, now_ms).await {
+            Ok(outcome) => Ok(CallAnswer::Decided(Box::new(outcome))),
+            Err(NodeError::LinkDown { node, outage }) => Ok(CallAnswer::Refused(
+                outage::kernel_unreachable(&kernel, &node, &self.id, outage),
+            )),
+            Err(e) => Err(e),
+        }
     }
 
     /// Runs a scheduled delegation: the delegator signs the child, what
     /// the delegator holds now is recorded for the child, and only then is
     /// the child handed to the delegatee, so no call through it can precede
-    /// its record.
-    pub async fn delegate(&self, command: DelegateCommand) -> Result<DelegateOutcome, NodeError> {
+    /// its record. The node refuses the delegation itself (`Ok(Err(reason))`)
+    /// when the delegator does not hold the parent, trust-control cannot be
+    /// reached to record the child's labels, or the delegatee's node cannot
+    /// be reached.
+    pub async fn delegate(
+        &self,
+        command: DelegateCommand,
+    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
         let agent = self.mux.agent(&command.agent)?;
         let delegatee = self
             .agent_keys
             .get(&command.to)
             .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
-        let child = agent
+        let signed = agent
             .delegate(
                 &command.capability_id,
                 delegatee,
@@ -284,14 +332,38 @@ impl Node {
                 &command.delegation_id,
                 command.now_ms,
             )
-            .await?;
+            .await;
+        let child = match signed {
+            Ok(child) => child,
+            Err(NodeError::NotHeld { agent, capability }) => {
+                return Ok(Err(outage::delegation_not_held(&agent, &capability)))
+            }
+            Err(e) => return Err(e),
+        };
         let carry = delegation_carry(&command.agent, &child)?;
-        let carried = self.authority.carry_labels(carry.clone()).await?;
-        self.mux.hand_over(&command.to, child.clone()).await?;
-        Ok(DelegateOutcome {
+        let carried = match self.authority.carry_labels(carry.clone()).await {
+            Ok(carried) => carried,
+            Err(NodeError::ControlDown { outage, .. }) => {
+                return Ok(Err(outage::delegation_unrecorded(outage)))
+            }
+            Err(e) => return Err(e),
+        };
+        match self.mux.hand_over(&command.to, child.clone()).await {
+            Ok(()) => {}
+            Err(NodeError::LinkDown { node, outage }) => {
+                return Ok(Err(outage::delegation_undelivered(
+                    &command.to,
+                    &node,
+                    &self.id,
+                    outage,
+                )))
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(Ok(DelegateOutcome {
             token: child,
             labels: carry.reported(&carried),
-        })
+        }))
     }
 
     /// Runs a scheduled message from an agent of this node: the labels the
@@ -316,9 +388,17 @@ impl Node {
         })
     }
 
-    /// Revokes a capability or delegation id through the authority state.
-    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<(), NodeError> {
-        self.authority.revoke(target, at_ms).await
+    /// Revokes a capability or delegation id through the authority state;
+    /// answers the node's refusal when trust-control cannot be reached to
+    /// record it.
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<String>, NodeError> {
+        match self.authority.revoke(target, at_ms).await {
+            Ok(()) => Ok(None),
+            Err(NodeError::ControlDown { outage, .. }) => {
+                Ok(Some(outage::revocation_unrecorded(outage)))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Hands a capability to an agent on this node (KernelLink).

@@ -29,7 +29,9 @@ use crate::cluster::ClusterToken;
 use crate::error::NodeError;
 use crate::host::{NodeHost, WorldLoad};
 use crate::wire::command::{call_command, delegate_command, fixtures_from_proto, message_command};
-use crate::wire::outcome::{call_outcome_to_proto, delegate_response, message_response};
+use crate::wire::outcome::{
+    call_outcome_to_proto, call_response, delegate_response, message_response,
+};
 use crate::wire::{
     decode, decode_request, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
 };
@@ -85,10 +87,8 @@ impl NodeControl for NodeControlService {
     ) -> Result<Response<pb::CallResponse>, Status> {
         let command = decode_request(call_command(request.into_inner()))?;
         let node = self.host.node().await.map_err(internal)?;
-        let outcome = node.call(command).await.map_err(internal)?;
-        Ok(Response::new(pb::CallResponse {
-            outcome: Some(call_outcome_to_proto(&outcome).map_err(internal)?),
-        }))
+        let answer = node.call(command).await.map_err(internal)?;
+        Ok(Response::new(call_response(&answer).map_err(internal)?))
     }
 
     async fn delegate(
@@ -119,10 +119,11 @@ impl NodeControl for NodeControlService {
     ) -> Result<Response<pb::RevokeResponse>, Status> {
         let message = request.into_inner();
         let node = self.host.node().await.map_err(internal)?;
-        node.revoke(&message.target, message.at_ms)
+        let refusal = node
+            .revoke(&message.target, message.at_ms)
             .await
             .map_err(internal)?;
-        Ok(Response::new(pb::RevokeResponse {}))
+        Ok(Response::new(pb::RevokeResponse { refusal }))
     }
 
     async fn shutdown(

@@ -13,7 +13,9 @@
 //! synchronous adversary evaluator drives) uses this; runs bind their
 //! kernels through [`crate::trust_stores::bind_node`]. The rules applied
 //! are `chio_kernel::ledger`'s either way. Seen request ids are shared too,
-//! so replay protection is global across the kernels, as in a run.
+//! so replay protection is global across the kernels, as in a run. A view
+//! gated by the run's fault switch ([`SharedTrust::gated`]) fails every
+//! store call while its node cannot reach trust-control, as a node's do.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -25,6 +27,8 @@ use chio_kernel::stores::{
     NonceStore, ReceiptStore, RevocationStore, ShareAdmission, SiblingShareStore,
 };
 use std::collections::BTreeSet;
+
+use crate::simulated_faults::FaultSwitch;
 
 /// The in-process stand-in for trust-control's state.
 #[derive(Debug, Default)]
@@ -39,10 +43,19 @@ struct TrustState {
     log: Vec<SignedReceipt>,
 }
 
+/// Where a view of the shared state sits: the node whose kernels use it,
+/// and the faults that may cut that node off.
+#[derive(Debug, Clone)]
+struct Gate {
+    node: String,
+    switch: FaultSwitch,
+}
+
 /// One shared authority state, cloned into every kernel of an embedded run.
 #[derive(Debug, Clone, Default)]
 pub struct SharedTrust {
     state: Arc<Mutex<TrustState>>,
+    gate: Option<Gate>,
 }
 
 impl SharedTrust {
@@ -51,7 +64,26 @@ impl SharedTrust {
         Self::default()
     }
 
+    /// The same state as node `node` reaches it: while `switch` cuts the
+    /// node from trust-control or trust-control stalls, every store call
+    /// fails with that outage's kind, as a node's store calls do, and
+    /// nothing is read or written.
+    pub fn gated(&self, node: &str, switch: &FaultSwitch) -> Self {
+        Self {
+            state: self.state.clone(),
+            gate: Some(Gate {
+                node: node.to_string(),
+                switch: switch.clone(),
+            }),
+        }
+    }
+
     fn lock(&self, store: StoreName) -> Result<MutexGuard<'_, TrustState>, StoreError> {
+        if let Some(gate) = &self.gate {
+            if let Some(outage) = gate.switch.control_outage(&gate.node) {
+                return Err(StoreError::unavailable(store, outage.trust_cause()));
+            }
+        }
         self.state
             .lock()
             .map_err(|_| StoreError::unavailable(store, "shared state poisoned by a panic"))

@@ -1,15 +1,17 @@
-//! Faults simulated in the embedded topology: what a crashed node, a cut
-//! link and a stalled trust-control look like to actors sharing one process.
+//! Faults simulated in one process: what a crashed node, a cut link and a
+//! stalled trust-control look like to actors sharing one process (the
+//! embedded topology) and to the direct dispatcher's kernels.
 //!
-//! One [`FaultSwitch`] per embedded run holds the faults in effect. A
-//! crashed node's dispatcher entry and its kernels and agents (reached over
-//! the in-memory link) stop answering; a partitioned link refuses what
-//! crosses it; a node cut from trust-control, or any node while
-//! trust-control is stalled, gets a store call that fails at its deadline
+//! One [`FaultSwitch`] per run holds the faults in effect. A crashed node's
+//! kernels and agents, reached over the in-memory link, and a partitioned
+//! link fail as an unavailable link ([`SimulatedLink`]), as a refused or
+//! dropped connection does between processes; a node cut from
+//! trust-control gets a store call that fails as unavailable, and any node
+//! while trust-control is stalled one that fails at its deadline
 //! ([`SimulatedStore`] answers at once with the deadline error, so a test
-//! never waits in wall time). The controller never dispatches a step into a
-//! fault (`crate::executor::fault`); this simulation is what a step that
-//! did would meet, and what the adversary search and tests probe.
+//! never waits in wall time, and applies nothing). The nodes and kernels
+//! then give their own fail-closed answers, the same as on real processes
+//! (`crate::outage`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -28,6 +30,7 @@ use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::executor::FaultEvent;
 use crate::link::{InMemoryLink, KernelLink, LinkFuture};
+use crate::outage::Outage;
 
 /// The deadline a simulated stalled store call reports.
 const SIMULATED_DEADLINE: Duration = Duration::from_millis(300);
@@ -86,32 +89,55 @@ impl FaultSwitch {
         }
     }
 
-    /// `Err` when `to` cannot be reached from `from`.
-    fn check_path(&self, from: &str, to: &str) -> Result<(), NodeError> {
-        self.check_up(to)?;
-        if from != to && self.with(|f| f.cut.contains(&FaultLink::new(from, to))) {
-            return Err(NodeError::Remote {
-                target: format!("node {to}"),
-                cause: format!("link {from} <-> {to} is partitioned"),
-            });
-        }
-        Ok(())
+    /// How a call from node `from` to node `to` fails, if it does: a
+    /// crashed node refuses connections, a cut link drops them, so either
+    /// is an unavailable link, as on real processes.
+    pub fn path_outage(&self, from: &str, to: &str) -> Option<Outage> {
+        self.with(|f| {
+            let cut = from != to && f.cut.contains(&FaultLink::new(from, to));
+            (f.down.contains(to) || cut).then_some(Outage::Unavailable)
+        })
     }
 
-    /// `Err` when `node` cannot reach trust-control.
+    /// `Err` when `to` cannot be reached from `from`.
+    fn check_path(&self, from: &str, to: &str) -> Result<(), NodeError> {
+        match self.path_outage(from, to) {
+            Some(outage) => Err(NodeError::LinkDown {
+                node: to.to_string(),
+                outage,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// How a store call from `node` fails, if it does: a stalled
+    /// trust-control answers nothing until the call's deadline, a cut link
+    /// refuses at once.
+    pub fn control_outage(&self, node: &str) -> Option<Outage> {
+        self.with(|f| {
+            if f.stalled {
+                Some(Outage::DeadlineExceeded)
+            } else if f.down.contains(node) || f.cut.contains(&FaultLink::new(node, TRUST_CONTROL))
+            {
+                Some(Outage::Unavailable)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `Err` when `node` cannot reach trust-control, the error its client
+    /// would meet.
     fn check_control(&self, node: &str, operation: &'static str) -> Result<(), TrustError> {
-        let blocked = self.with(|f| {
-            f.stalled
-                || f.down.contains(node)
-                || f.cut.contains(&FaultLink::new(node, TRUST_CONTROL))
-        });
-        if blocked {
-            Err(TrustError::DeadlineExceeded {
+        match self.control_outage(node) {
+            Some(Outage::DeadlineExceeded) => Err(TrustError::DeadlineExceeded {
                 operation,
                 deadline: SIMULATED_DEADLINE,
-            })
-        } else {
-            Ok(())
+            }),
+            Some(Outage::Unavailable) => Err(TrustError::Unavailable {
+                detail: format!("{operation}: the link to trust-control is partitioned"),
+            }),
+            None => Ok(()),
         }
     }
 }

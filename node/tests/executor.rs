@@ -45,7 +45,7 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
         Ok(Performed::Revoke(refusal)) => format!("revoke {refusal:?}"),
         Ok(Performed::Message(outcome)) => format!("message {:?}", outcome.labels),
         Ok(Performed::Advance) => "advance".to_string(),
-        Ok(Performed::Blocked(reason)) => format!("blocked by a fault: {reason}"),
+        Ok(Performed::Refused(reason)) => format!("refused without a kernel: {reason}"),
         Ok(Performed::Fault) => "fault".to_string(),
     }
 }
@@ -119,8 +119,8 @@ fn embedded_and_direct_agree_on_every_reference_scenario() {
             &scenario,
             &world,
             |executor, now_ms| complete_now(executor.settle_faults(&direct_world, now_ms)),
-            |executor, _, id, prepared| {
-                complete_now(executor.perform(&direct_world, "direct", id, prepared))
+            |executor, node, id, prepared| {
+                complete_now(executor.perform(&direct_world, node, id, prepared))
             },
         );
         assert_eq!(embedded.len(), direct.len(), "{path:?}");

@@ -1,18 +1,22 @@
-//! The embedded topology's simulated faults: a crashed node answers
-//! nothing, a kernel across a partition is unreachable, a node cut from
-//! trust-control (or any node while trust-control stalls) gets a store call
-//! that fails at its deadline, so its kernel denies naming the store; and a
-//! heal, a restart or the stall's end brings each back. The controller
-//! never dispatches a step into a fault; this is what one that did would
-//! meet.
+//! The embedded topology's simulated faults give the answers real ones do:
+//! a call to a kernel on a crashed node or across a partition is denied by
+//! the agent's node, which cannot reach the kernel; a kernel cut from
+//! trust-control, or any kernel while trust-control stalls, denies from its
+//! own pipeline naming its store and the kind of outage (with its trace and
+//! receipt, recorded nowhere); a delegation or revocation that cannot be
+//! recorded or handed over is refused by the node; a node restarted without
+//! its state no longer holds what it was handed; and a heal, a restart or
+//! the stall's end brings each back. No answer carries a transport's text.
 
 use std::path::Path;
 
 use chio_arena::load_scenario;
 use chio_arena::scenario::{FaultAction, FaultLink};
+use chio_kernel::token::Attenuation;
 use chio_kernel::verdict::Verdict;
+use chio_node::actors::CallOutcome;
 use chio_node::executor::{Dispatcher, FaultEvent, PreparedFault};
-use chio_node::{CallCommand, EmbeddedTopology, FixtureSet, World};
+use chio_node::{CallCommand, DelegateCommand, EmbeddedTopology, FixtureSet, World};
 
 fn world() -> World {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,15 +43,31 @@ fn event(fault: FaultAction) -> FaultEvent {
     })
 }
 
-/// A read of the shared plan by `agent` presenting Alice's grant (captured
-/// when `agent` is not Alice), with request id `id`.
-fn read(world: &World, agent: &str, id: &str) -> CallCommand {
-    let (holder, token) = world.grants.get("alice-files").expect("grant").clone();
+fn cut(a: &str, b: &str) -> FaultAction {
+    FaultAction::Partition {
+        link: FaultLink::new(a, b),
+    }
+}
+
+fn heal(a: &str, b: &str) -> FaultAction {
+    FaultAction::Heal {
+        link: FaultLink::new(a, b),
+    }
+}
+
+/// A read of the shared plan by `agent` presenting `capability` (captured
+/// from `holder` when that is not `agent`), with request id `id`.
+fn read(world: &World, agent: &str, capability: &str, id: &str) -> CallCommand {
+    let captured = world
+        .grants
+        .get(capability)
+        .filter(|(holder, _)| holder != agent)
+        .map(|(_, token)| token.clone());
     CallCommand {
         request_id: id.to_string(),
         agent: agent.to_string(),
-        capability_id: "alice-files".to_string(),
-        captured: (holder != agent).then_some(token),
+        capability_id: capability.to_string(),
+        captured,
         server: "workspace-a".to_string(),
         tool: "read_file".to_string(),
         arguments: serde_json::json!({"path": "/workspace/shared/plan.md"}),
@@ -55,87 +75,239 @@ fn read(world: &World, agent: &str, id: &str) -> CallCommand {
     }
 }
 
-// Proves a crashed node and a kernel across a partition answer nothing, and answer again after the restart and the heal.
+/// Alice's delegation of a read-only share of her grant to `to`.
+fn share(world: &World, to: &str, id: &str) -> DelegateCommand {
+    DelegateCommand {
+        agent: "alice".to_string(),
+        capability_id: "alice-files".to_string(),
+        to: to.to_string(),
+        delegation_id: id.to_string(),
+        attenuation: Attenuation {
+            tools: Some(vec!["read_file".to_string()]),
+            ..Attenuation::default()
+        },
+        now_ms: world.start_ms,
+    }
+}
+
+/// One embedded run of the partition scenario's world.
+struct Run {
+    world: World,
+    rt: tokio::runtime::Runtime,
+    topology: EmbeddedTopology,
+}
+
+impl Run {
+    fn start() -> Self {
+        let world = world();
+        let rt = runtime();
+        let topology = rt
+            .block_on(EmbeddedTopology::start(&world))
+            .expect("starts");
+        Self {
+            world,
+            rt,
+            topology,
+        }
+    }
+
+    fn fault(&self, fault: FaultAction) {
+        self.rt
+            .block_on(self.topology.fault(event(fault)))
+            .expect("simulated");
+    }
+
+    /// `agent`'s read through node `node`: the kernel's outcome, or the
+    /// node's own deny.
+    fn read(
+        &self,
+        node: &str,
+        agent: &str,
+        capability: &str,
+        id: &str,
+    ) -> Result<CallOutcome, String> {
+        let command = read(&self.world, agent, capability, id);
+        self.rt
+            .block_on(self.topology.call(node, command))
+            .expect("the node answers")
+            .decided()
+    }
+
+    /// The kernel's outcome of a read the node must carry.
+    fn decided(&self, node: &str, agent: &str, capability: &str, id: &str) -> CallOutcome {
+        self.read(node, agent, capability, id)
+            .unwrap_or_else(|refusal| panic!("{id}: the node refused: {refusal}"))
+    }
+}
+
+// Proves a kernel on a crashed node or across a partition is denied by the agent's node with one reason for both, never reached, and reached again after the restart and the heal.
 #[test]
-fn crashed_node_and_partitioned_kernel_answer_nothing_until_back() {
-    let world = world();
-    let rt = runtime();
-    let topology = rt
-        .block_on(EmbeddedTopology::start(&world))
-        .expect("starts");
-    let call = |agent: &str, node: &str, id: &str| {
-        rt.block_on(topology.call(node, read(&world, agent, id)))
-    };
+fn an_unreachable_kernel_is_denied_by_the_agents_node() {
+    let run = Run::start();
     // Carol's captured read reaches kernel-a, which refuses the stolen token.
-    let reached = call("carol", "node-c", "c1").expect("kernel-a answers");
+    let reached = run.decided("node-c", "carol", "alice-files", "c1");
     assert_eq!(reached.verdict, Verdict::Deny);
-    let crash = FaultAction::Crash {
+    let unreachable =
+        "kernel kernel-a on node node-a is unreachable from node node-c: the link is unavailable";
+    run.fault(FaultAction::Crash {
         node: "node-a".to_string(),
-    };
-    rt.block_on(topology.fault(event(crash)))
-        .expect("simulated");
-    assert!(
-        call("alice", "node-a", "a1").is_err(),
-        "a crashed node answered"
+    });
+    assert_eq!(
+        run.read("node-c", "carol", "alice-files", "c2"),
+        Err(unreachable.to_string())
     );
-    assert!(
-        call("carol", "node-c", "c2").is_err(),
-        "a crashed node's kernel answered"
-    );
-    let restart = FaultAction::Restart {
+    run.fault(FaultAction::Restart {
         node: "node-a".to_string(),
         keep_state: true,
-    };
-    rt.block_on(topology.fault(event(restart)))
-        .expect("simulated");
-    let back = call("alice", "node-a", "a2").expect("node-a answers again");
+    });
+    let back = run.decided("node-a", "alice", "alice-files", "a2");
     assert_eq!(back.verdict, Verdict::Allow);
-    let link = FaultLink::new("node-c", "node-a");
-    let cut = FaultAction::Partition { link: link.clone() };
-    rt.block_on(topology.fault(event(cut))).expect("simulated");
-    let refused = call("carol", "node-c", "c3").expect_err("the partition refuses");
-    assert!(refused.to_string().contains("partitioned"), "{refused}");
-    assert!(
-        call("alice", "node-a", "a3").is_ok(),
+    run.fault(cut("node-c", "node-a"));
+    assert_eq!(
+        run.read("node-c", "carol", "alice-files", "c3"),
+        Err(unreachable.to_string())
+    );
+    let local = run.decided("node-a", "alice", "alice-files", "a3");
+    assert_eq!(
+        local.verdict,
+        Verdict::Allow,
         "the partition cut node-a off"
     );
-    rt.block_on(topology.fault(event(FaultAction::Heal { link })))
+    run.fault(heal("node-a", "node-c"));
+    let healed = run.decided("node-c", "carol", "alice-files", "c4");
+    assert_eq!(healed.kernel_id, "kernel-a");
+}
+
+// Proves a stalled or cut-off trust-control makes the kernel deny from its own pipeline, naming its store and the kind of outage, with its trace and an unrecorded receipt, and that the stall's end and the heal restore allows.
+#[test]
+fn stalled_or_cut_off_trust_control_makes_the_kernel_deny() {
+    let run = Run::start();
+    let call = |id: &str| run.decided("node-a", "alice", "alice-files", id);
+    assert_eq!(call("r1").verdict, Verdict::Allow);
+    run.fault(FaultAction::Stall { duration_ms: 1000 });
+    let stalled = call("r2");
+    assert_eq!(stalled.verdict, Verdict::Deny);
+    assert_eq!(
+        stalled.reason.as_deref(),
+        Some("revocation store unavailable: trust-control deadline exceeded")
+    );
+    assert!(!stalled.recorded, "a receipt was recorded during a stall");
+    let last = stalled.trace.stages.last().expect("a stage decided");
+    assert_eq!(last.outcome, "deny");
+    run.rt
+        .block_on(run.topology.fault(FaultEvent::EndStall))
         .expect("simulated");
+    assert_eq!(call("r3").verdict, Verdict::Allow);
+    run.fault(cut("node-a", "trust-control"));
+    let cut_off = call("r4");
+    assert_eq!(cut_off.verdict, Verdict::Deny);
+    assert_eq!(
+        cut_off.reason.as_deref(),
+        Some("revocation store unavailable: trust-control unavailable")
+    );
+    // Only node-a is cut: kernel-a denies whoever calls it, node-b's own
+    // store calls still reach trust-control.
+    run.fault(heal("trust-control", "node-a"));
+    assert_eq!(call("r5").verdict, Verdict::Allow);
+}
+
+// Proves a delegation or revocation that cannot be recorded or handed over is refused by the delegator's node with its reason, and is done once the fault heals.
+#[test]
+fn delegations_and_revocations_reached_by_a_fault_are_refused_by_the_node() {
+    let run = Run::start();
+    let delegate = |to: &str, id: &str| {
+        run.rt
+            .block_on(run.topology.delegate("node-a", share(&run.world, to, id)))
+            .expect("node-a answers")
+    };
+    let revoke = |target: &str| {
+        run.rt
+            .block_on(run.topology.revoke("node-a", target, run.world.start_ms))
+            .expect("node-a answers")
+    };
+    run.fault(cut("node-a", "trust-control"));
+    assert_eq!(
+        delegate("bob", "bob-1").err().as_deref(),
+        Some(
+            "delegation refused: the child's labels cannot be recorded: trust-control unavailable"
+        )
+    );
+    assert_eq!(
+        revoke("alice-files").as_deref(),
+        Some("revocation refused: the revocation cannot be recorded: trust-control unavailable")
+    );
+    run.fault(heal("node-a", "trust-control"));
+    run.fault(FaultAction::Stall { duration_ms: 1000 });
+    assert_eq!(
+        delegate("bob", "bob-2").err().as_deref(),
+        Some("delegation refused: the child's labels cannot be recorded: trust-control deadline exceeded")
+    );
+    run.rt
+        .block_on(run.topology.fault(FaultEvent::EndStall))
+        .expect("simulated");
+    run.fault(FaultAction::Crash {
+        node: "node-b".to_string(),
+    });
+    assert_eq!(
+        delegate("bob", "bob-3").err().as_deref(),
+        Some("delegation refused: the child cannot be handed to agent bob on node node-b from node node-a: the link is unavailable")
+    );
+    run.fault(FaultAction::Restart {
+        node: "node-b".to_string(),
+        keep_state: true,
+    });
     assert!(
-        call("carol", "node-c", "c4").is_ok(),
-        "the heal did not carry"
+        delegate("bob", "bob-4").is_ok(),
+        "the restart did not carry"
     );
 }
 
-// Proves a stalled or cut-off trust-control makes the kernel deny naming its store, and that the stall's end and the heal restore allows.
+// Proves a node restarted without its state no longer holds a capability it was handed, so it denies presenting it, and one restarted with its state holds it again.
 #[test]
-fn stalled_or_cut_off_trust_control_makes_the_kernel_deny() {
-    let world = world();
-    let rt = runtime();
-    let topology = rt
-        .block_on(EmbeddedTopology::start(&world))
-        .expect("starts");
-    let call = |id: &str| {
-        rt.block_on(topology.call("node-a", read(&world, "alice", id)))
-            .expect("node-a answers")
+fn a_node_restarted_without_its_state_refuses_what_it_lost() {
+    let run = Run::start();
+    let child = run
+        .rt
+        .block_on(
+            run.topology
+                .delegate("node-a", share(&run.world, "bob", "bob-files")),
+        )
+        .expect("node-a answers")
+        .expect("delegated");
+    let bobs = |id: &str| {
+        let mut command = read(&run.world, "bob", "bob-files", id);
+        command.captured = None;
+        run.rt
+            .block_on(run.topology.call("node-b", command))
+            .expect("node-b answers")
+            .decided()
     };
-    assert_eq!(call("r1").verdict, Verdict::Allow);
-    let stall = FaultAction::Stall { duration_ms: 1000 };
-    rt.block_on(topology.fault(event(stall)))
+    assert_eq!(bobs("b1").map(|o| o.verdict), Ok(Verdict::Allow));
+    run.fault(FaultAction::Crash {
+        node: "node-b".to_string(),
+    });
+    run.fault(FaultAction::Restart {
+        node: "node-b".to_string(),
+        keep_state: false,
+    });
+    assert_eq!(
+        bobs("b2").map(|o| o.verdict),
+        Err("agent bob does not hold capability bob-files".to_string())
+    );
+    run.fault(FaultAction::Crash {
+        node: "node-b".to_string(),
+    });
+    let restore = FaultEvent::Begin(PreparedFault {
+        fault: FaultAction::Restart {
+            node: "node-b".to_string(),
+            keep_state: true,
+        },
+        restore: vec![("bob".to_string(), child.token)],
+        lost: Vec::new(),
+        at_ms: 0,
+    });
+    run.rt
+        .block_on(run.topology.fault(restore))
         .expect("simulated");
-    let stalled = call("r2");
-    assert_eq!(stalled.verdict, Verdict::Deny);
-    let reason = stalled.reason.unwrap_or_default();
-    assert!(reason.contains("store unavailable"), "{reason}");
-    assert!(reason.contains("deadline"), "{reason}");
-    rt.block_on(topology.fault(FaultEvent::EndStall))
-        .expect("simulated");
-    assert_eq!(call("r3").verdict, Verdict::Allow);
-    let link = FaultLink::new("node-a", "trust-control");
-    let cut = FaultAction::Partition { link: link.clone() };
-    rt.block_on(topology.fault(event(cut))).expect("simulated");
-    assert_eq!(call("r4").verdict, Verdict::Deny);
-    rt.block_on(topology.fault(event(FaultAction::Heal { link })))
-        .expect("simulated");
-    assert_eq!(call("r5").verdict, Verdict::Allow);
+    assert_eq!(bobs("b3").map(|o| o.verdict), Ok(Verdict::Allow));
 }

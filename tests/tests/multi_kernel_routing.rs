@@ -7,12 +7,13 @@
 //! capability presented to a server on a kernel it was not issued for is
 //! refused there for its scope, for every agent and every wrong server;
 //! that the whole run writes the same bundle in the embedded topology; and
-//! that a call forwarded to a node that is down fails naming that node,
-//! records nothing, and leaves every other route working.
+//! that a call forwarded to a node that is down is denied by the
+//! forwarding node naming that node (never an allow), records nothing, and
+//! leaves every other route working.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chio_node::CallCommand;
+use chio_node::{CallAnswer, CallCommand};
 use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
@@ -222,7 +223,7 @@ fn read(id: &str, agent: &str, capability: &str, server: &str, now_ms: u64) -> C
     call_command(id, agent, capability, (server, "read_file"), path, now_ms)
 }
 
-// Proves a call forwarded to a kernel whose node process is down fails as infrastructure naming that node, is never allowed and leaves no receipt, while the same node's local kernel and the route to the live node keep working, before and after.
+// Proves a call forwarded to a kernel whose node process is down is denied by the forwarding node naming that node and the kind of failure (no OS text), is never allowed and leaves no receipt, while the same node's local kernel and the route to the live node keep working, before and after.
 #[test]
 fn forwarded_call_to_a_node_that_is_down_names_it() {
     let mut cluster = Cluster::start(&["node-a", "node-b", "node-c"]);
@@ -235,7 +236,9 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
     let trust = cluster.trust_client(TRUST_TOKEN);
     let before = rt
         .block_on(node_a.call(&read("to-c-up", "reader-a", "reader-a-ws-c", "ws-c", start)))
-        .unwrap_or_else(|e| panic!("forwarded call while node-c is up: {e}\n{}", cluster.logs()));
+        .unwrap_or_else(|e| panic!("forwarded call while node-c is up: {e}\n{}", cluster.logs()))
+        .decided()
+        .unwrap_or_else(|refusal| panic!("node-a refused while node-c is up: {refusal}"));
     assert_eq!(before.projected.as_str(), "allow", "{:?}", before.reason);
     assert_eq!(before.receipt.body.kernel_id, "kernel-c");
     let receipts_before = rt.block_on(trust.count_receipts()).expect("count");
@@ -249,13 +252,18 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
             "ws-c",
             start + 1 + i,
         )));
-        match result {
-            Err(e) => assert!(e.to_string().contains("node-c"), "{id}: {e}"),
-            Ok(outcome) => panic!(
+        match result.map(CallAnswer::decided) {
+            Ok(Err(refusal)) => assert_eq!(
+                refusal,
+                "kernel kernel-c on node node-c is unreachable from node node-a: the link is unavailable",
+                "{id}"
+            ),
+            Ok(Ok(outcome)) => panic!(
                 "{id}: answered {} ({:?}) with node-c down",
                 outcome.projected.as_str(),
                 outcome.reason
             ),
+            Err(e) => panic!("{id}: node-a failed instead of denying: {e}"),
         }
     }
     assert_eq!(
@@ -267,7 +275,9 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
         let capability = format!("reader-a-{server}");
         let outcome = rt
             .block_on(node_a.call(&read(id, "reader-a", &capability, server, start + 10)))
-            .unwrap_or_else(|e| panic!("{id} with node-c down: {e}\n{}", cluster.logs()));
+            .unwrap_or_else(|e| panic!("{id} with node-c down: {e}\n{}", cluster.logs()))
+            .decided()
+            .unwrap_or_else(|refusal| panic!("{id}: node-a refused: {refusal}"));
         assert_eq!(
             outcome.projected.as_str(),
             "allow",
@@ -276,7 +286,7 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
         );
         assert_eq!(outcome.receipt.body.kernel_id, kernel, "{id}");
     }
-    // The reverse direction: node-b forwarding to node-c fails alike.
+    // The reverse direction: node-b forwarding to node-c is denied alike.
     let from_b = rt.block_on(loaded.client("node-b").call(&read(
         "b-to-c-down",
         "reader-b",
@@ -284,11 +294,11 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
         "ws-c",
         start + 20,
     )));
-    assert!(
-        from_b
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("node-c")),
-        "{:?}",
-        from_b.map(|o| o.projected.as_str().to_string())
+    assert_eq!(
+        from_b.map(CallAnswer::decided).map(|answer| answer.err()),
+        Ok(Some(
+            "kernel kernel-c on node node-c is unreachable from node node-b: the link is unavailable"
+                .to_string()
+        )),
     );
 }

@@ -6,7 +6,7 @@
 //! rerun's on a fresh cluster. A topology file, whose processes the
 //! controller did not start, refuses a fault scenario. See docs/faults.md.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chio_arena::{load_scenario, Action, FaultAction};
@@ -75,9 +75,155 @@ arguments = { path = "/workspace/shared/plan.md" }
 expect_verdict = "allow"
 "#;
 
-/// A scenario in `dir` on the partition scenario's world whose only fault
-/// is a delay.
-fn delay_scenario(dir: &Path) -> PathBuf {
+/// Attacks at the edges of faults. Bob's share is allowed, then his call
+/// across a partition from kernel-a is denied by his node and allowed again
+/// once healed. Alice revokes it; while kernel-a is cut from trust-control
+/// the revoked share is denied for the store (never allowed from stale
+/// state), and after the heal for its revocation. Alice may read once (a
+/// tool budget); trust-control stalls for 3 virtual ms: her read during the
+/// stall and the one 1 ms before its end are denied and hold nothing, the
+/// one at the instant it ends is admitted as her only read, and the next
+/// meets the exhausted budget.
+const NEIGHBOUR_STEPS: &str = r#"
+[[budgets]]
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+max_invocations = 1
+
+[[steps]]
+id = "alice-to-bob"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-files"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+
+[[steps]]
+id = "bob-reads-before-the-cut"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "cut-node-b-from-node-a"
+agent = "alice"
+action = "fault"
+fault = "partition"
+between = ["node-b", "node-a"]
+
+[[steps]]
+id = "bob-reads-across-the-cut"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "kernel kernel-a on node node-a is unreachable from node node-b: the link is unavailable"
+
+[[steps]]
+id = "heal-node-b-and-node-a"
+agent = "alice"
+action = "fault"
+fault = "heal"
+between = ["node-a", "node-b"]
+
+[[steps]]
+id = "bob-reads-after-the-heal"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "alice-revokes-bob"
+agent = "alice"
+action = "revoke"
+target = "bob-files"
+
+[[steps]]
+id = "cut-node-a-from-trust-control"
+agent = "alice"
+action = "fault"
+fault = "partition"
+between = ["node-a", "trust-control"]
+
+[[steps]]
+id = "bob-presents-the-revoked-share-while-cut-off"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "revocation store unavailable: trust-control unavailable"
+
+[[steps]]
+id = "heal-node-a-and-trust-control"
+agent = "alice"
+action = "fault"
+fault = "heal"
+between = ["trust-control", "node-a"]
+
+[[steps]]
+id = "bob-presents-the-revoked-share-after-the-heal"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "capability has been revoked: bob-files"
+
+[[steps]]
+id = "stall-trust-control"
+agent = "alice"
+action = "fault"
+fault = "stall"
+duration_ms = 3
+
+[[steps]]
+id = "alice-reads-during-the-stall"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "revocation store unavailable: trust-control deadline exceeded"
+
+[[steps]]
+id = "alice-reads-1-ms-before-the-stall-ends"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "revocation store unavailable: trust-control deadline exceeded"
+
+[[steps]]
+id = "alice-reads-as-the-stall-ends"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "alice-reads-over-budget"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "exhausted: 1 of 1 used"
+"#;
+
+/// A scenario `id` in `dir` on the partition scenario's world with
+/// `steps` (which may add budgets) as its schedule.
+fn on_the_partition_world(dir: &Path, id: &str, steps: &str) -> PathBuf {
     let world = std::fs::read_to_string(repo_path(
         "scenarios/fault_revocation_during_partition.toml",
     ))
@@ -85,13 +231,19 @@ fn delay_scenario(dir: &Path) -> PathBuf {
     let head = &world[..world.find("[[steps]]").expect("steps")];
     let head = head.replace(
         "id = \"fault_revocation_during_partition\"",
-        "id = \"fault_delay\"",
+        &format!("id = \"{id}\""),
     );
     copy_tree(
         &repo_path("scenarios/fixtures/triangular"),
         &dir.join("fixtures/triangular"),
     );
-    write_scenario(dir, &format!("{head}{DELAY_STEPS}"), &[])
+    write_scenario(dir, &format!("{head}{steps}"), &[])
+}
+
+/// A scenario in `dir` on the partition scenario's world whose only fault
+/// is a delay.
+fn delay_scenario(dir: &Path) -> PathBuf {
+    on_the_partition_world(dir, "fault_delay", DELAY_STEPS)
 }
 
 /// Runs `chio -v arena run FILE --out OUT [--topology local]` and checks it
@@ -178,6 +330,60 @@ fn every_fault_kind_runs_locally_identical_to_embedded_and_to_a_rerun() {
     .map(str::to_string)
     .collect();
     assert_eq!(kinds, every, "a fault kind is not exercised");
+}
+
+/// Each step record of a bundle by step id.
+fn step_records(bundle: &Path) -> BTreeMap<String, serde_json::Value> {
+    let text = std::fs::read_to_string(bundle.join("arena.json")).expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+    manifest["steps"]
+        .as_array()
+        .expect("step records")
+        .iter()
+        .map(|record| {
+            let id = record["step_id"].as_str().unwrap_or_default();
+            (id.to_string(), record.clone())
+        })
+        .collect()
+}
+
+// Proves no fault turns into an allow at its edges, embedded and on real processes alike: a call across a partition to a kernel that would allow is denied by the agent's node and allowed after the heal; a revoked share is denied while its kernel is cut from trust-control and for its revocation after; a read during a stall and 1 ms before its end is denied with the kernel's trace and holds no budget, the read at its end is admitted; every admitted call's receipt is in trust-control and the bundles are byte-identical.
+#[test]
+fn no_fault_turns_into_an_allow_at_its_edges() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = on_the_partition_world(&dir.path().join("edges"), "fault_edges", NEIGHBOUR_STEPS);
+    let (embedded, local) = (dir.path().join("embedded"), dir.path().join("local"));
+    run_passing(dir.path(), &file, &embedded, false);
+    let stderr = run_passing(dir.path(), &file, &local, true);
+    let audit = "every admitted call's receipt is in trust-control allows=3";
+    assert!(stderr.contains(audit), "no audit of 3 allows\n{stderr}");
+    assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    let records = step_records(&embedded);
+    let at = |id: &str| {
+        records[id]["virtual_time"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert_eq!(at("stall-trust-control"), "2026-07-01T09:00:00.011Z");
+    assert_eq!(
+        at("alice-reads-1-ms-before-the-stall-ends"),
+        "2026-07-01T09:00:00.013Z"
+    );
+    assert_eq!(
+        at("alice-reads-as-the-stall-ends"),
+        "2026-07-01T09:00:00.014Z"
+    );
+    // The node's deny has no kernel behind it; the kernel's deny during the
+    // stall carries its trace and a receipt recorded nowhere.
+    let across = &records["bob-reads-across-the-cut"];
+    assert!(
+        across["receipt_id"].is_null() && across["trace"].is_null(),
+        "{across}"
+    );
+    let stalled = &records["alice-reads-during-the-stall"];
+    assert_eq!(stalled["recorded"], false, "{stalled}");
+    assert!(stalled["trace"].is_object(), "{stalled}");
 }
 
 // Proves a topology file (processes the controller did not start) refuses a fault scenario before anything is sent, naming the fix.

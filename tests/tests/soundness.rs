@@ -17,7 +17,7 @@ use chio_kernel::token::{
     Attenuation, CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA,
 };
 use chio_node::actors::CallOutcome;
-use chio_node::{CallCommand, DelegateCommand, MessageCommand, NodeClient, World};
+use chio_node::{CallAnswer, CallCommand, DelegateCommand, MessageCommand, NodeClient, World};
 use chio_tests::scenarios::{self, agent, grant, read_step, two_nodes};
 use chio_tests::*;
 use chio_trust::TrustStore;
@@ -546,9 +546,16 @@ impl TwoNodeRun {
 
     /// Sends `command` to `node` and answers the outcome.
     fn call(&self, node: &str, command: &CallCommand) -> CallOutcome {
-        self.rt
+        let answer = self
+            .rt
             .block_on(self.clients[node].call(command))
-            .unwrap_or_else(|e| panic!("call: {e}\n{}", self.cluster.logs()))
+            .unwrap_or_else(|e| panic!("call: {e}\n{}", self.cluster.logs()));
+        match answer {
+            CallAnswer::Decided(outcome) => *outcome,
+            CallAnswer::Refused(reason) => {
+                panic!("the node refused: {reason}\n{}", self.cluster.logs())
+            }
+        }
     }
 
     /// The virtual start of the world, in milliseconds.
@@ -783,7 +790,8 @@ fn taint_reaches_other_nodes_through_messages_and_delegations() {
             attenuation: Attenuation::default(),
             now_ms: start + 4,
         }))
-        .unwrap_or_else(|e| panic!("delegate: {e}\n{}", cluster.logs()));
+        .unwrap_or_else(|e| panic!("delegate: {e}\n{}", cluster.logs()))
+        .unwrap_or_else(|refusal| panic!("delegate: {refusal}\n{}", cluster.logs()));
     assert_eq!(delegated.labels, ["internal"]);
     let erin = run.call("node-b", &post("erin-1", "erin", "erin-blog", start + 5));
     assert_eq!(

@@ -8,9 +8,10 @@
 //! whatever the run's length. A call's verdict, or a delegate or revoke
 //! step's outcome, that differs from its expectation, or a reason that lacks
 //! the step's `expect_reason`, counts as a mismatch and, unless
-//! `keep_going`, stops the run. A call a fault in effect denied before
-//! dispatch is recorded and judged like any call, without receipt or trace;
-//! a fault step has no verdict and extends the admission chain.
+//! `keep_going`, stops the run. A call denied without a kernel decision
+//! (by the agent's node, or by the controller when that node is down) is
+//! recorded and judged like any call, without receipt or trace; a fault
+//! step has no verdict and extends the admission chain.
 //!
 //! Records and receipts go to a [`Sink`]: kept in memory for a bundle
 //! returned whole, or appended to the bundle being written as each step is
@@ -308,9 +309,11 @@ impl<'r> StepRecorder<'r> {
                 let actual = outcome.projected;
                 self.judge_call(&mut record, call, p, actual, outcome.reason.clone());
             }
-            (Action::Call(call), PreparedStep::Call(p), Performed::Blocked(reason)) => {
-                // A fault decided the deny before dispatch: no kernel ran,
-                // so there is no receipt and no trace.
+            (Action::Call(call), PreparedStep::Call(p), Performed::Refused(reason)) => {
+                // The agent's node denied the call itself (its kernel could
+                // not be reached, or it does not hold the capability), or
+                // the controller did (the agent's node is down): no kernel
+                // ran, so there is no receipt and no trace.
                 record.verdict = Some(Verdict::Deny);
                 self.judge_call(&mut record, call, p, ProjectedVerdict::Deny, Some(reason));
             }

@@ -9,7 +9,9 @@
 //!
 //! Properties: nothing panics (a panic in any actor aborts the fuzzer, and
 //! the replay test counts them); every refusal is a status whose message
-//! names its cause, never `UNKNOWN`; every answer decodes through the
+//! names its cause, never `UNKNOWN`; a node's own refusal of a call,
+//! delegation or revocation (sent in place of the answer) names its cause
+//! alone and carries no OS text; every answer decodes through the
 //! node's own wire conversions, and its signed values and JSON fields are
 //! canonical (encoding the decoded value gives the same bytes); every
 //! receipt verifies; every deny names its cause; reported labels are in
@@ -164,15 +166,23 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
             let Ok(message) = pb::CallRequest::decode(frame.body) else {
                 return Reach::Undecoded;
             };
-            checked(service.call(Request::new(message)).await, |answer| {
-                call_outcome(answer.outcome)
-            })
+            checked(
+                service.call(Request::new(message)).await,
+                |answer| match answer.refusal {
+                    Some(reason) => node_refusal(&reason, answer.outcome.is_none()),
+                    None => call_outcome(answer.outcome),
+                },
+            )
         }
         2 => {
             let Ok(message) = pb::DelegateRequest::decode(frame.body) else {
                 return Reach::Undecoded;
             };
             checked(service.delegate(Request::new(message)).await, |answer| {
+                if let Some(reason) = &answer.refusal {
+                    let alone = answer.token_json.is_empty() && answer.labels.is_empty();
+                    return node_refusal(reason, alone);
+                }
                 canonical::<CapabilityToken>("token_json", &answer.token_json);
                 assert!(sorted(&answer.labels), "delegation labels out of order");
                 Reach::Accepted
@@ -191,9 +201,13 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
             let Ok(message) = pb::RevokeRequest::decode(frame.body) else {
                 return Reach::Undecoded;
             };
-            checked(service.revoke(Request::new(message)).await, |_| {
-                Reach::Accepted
-            })
+            checked(
+                service.revoke(Request::new(message)).await,
+                |answer| match answer.refusal {
+                    Some(reason) => node_refusal(&reason, true),
+                    None => Reach::Accepted,
+                },
+            )
         }
     }
 }
@@ -237,6 +251,20 @@ fn checked<T>(result: Result<Response<T>, Status>, accept: impl FnOnce(T) -> Rea
             }
         }
     }
+}
+
+/// A node's own refusal of a step (the agent does not hold what it
+/// presents, a peer or trust-control cannot be reached): it names its
+/// cause, travels `alone` (never beside an answer), and carries no
+/// transport text.
+fn node_refusal(reason: &str, alone: bool) -> Reach {
+    assert!(alone, "a refusal was sent beside an answer: {reason}");
+    assert!(!reason.is_empty(), "a refusal must name its cause");
+    assert!(
+        !reason.contains("os error"),
+        "a refusal carries OS text: {reason}"
+    );
+    Reach::Refused
 }
 
 /// A call's answer: typed fields that decode, a canonical receipt that

@@ -296,10 +296,11 @@ impl<'w> Instance<'w> {
                 now_ms,
             )
             .map_err(failure)?;
+        let node = self.world.agent_node(agent).unwrap_or("direct");
         let performed =
             complete_now(
                 self.executor
-                    .perform(&self.direct, "direct", &step.id, &prepared),
+                    .perform(&self.direct, node, &step.id, &prepared),
             )
             .map_err(failure)?;
         // A scheduled admission counts under its budgets like any other.

@@ -6,10 +6,12 @@
 //! the token as captured (the kernel must refuse a token proven by another
 //! key, so a captured token is the attack, not a shortcut). The call is
 //! routed to the kernel serving the server, and its request id is the step
-//! id. The node's half signs and evaluates; its released output is kept for
-//! messages that forward it. A fault in effect (`super::fault`) may decide
-//! the call's deny instead, before anything is dispatched, or make it reach
-//! its kernel later over a delayed link.
+//! id. The node's half signs and evaluates, or denies the call itself when
+//! the kernel cannot be reached or the agent does not hold what it presents
+//! (`crate::outage`); a released output is kept for messages that forward
+//! it. A fault in effect (`super::fault`) may make the call reach its
+//! kernel later over a delayed link; only when the agent's own node is
+//! down does the controller answer the call, since nobody can make it.
 
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
@@ -18,7 +20,7 @@ use serde_json::Value;
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
-use crate::node::CallCommand;
+use crate::node::{CallAnswer, CallCommand};
 use crate::world::World;
 
 /// A call ready to dispatch.
@@ -30,8 +32,8 @@ pub struct PreparedCall {
     pub kernel: String,
     /// The presented capability's fingerprint.
     pub token_sha256: String,
-    /// The deny a fault in effect decides instead of dispatching the call
-    /// (`super::fault`), when one reaches it.
+    /// The controller's deny when the agent's node is down (nobody can
+    /// make the call, `super::fault`); the call is not dispatched then.
     pub blocked: Option<String>,
     /// How a delayed link changed the call's arrival, when one did.
     pub delayed: Option<String>,
@@ -80,7 +82,7 @@ pub(super) fn prepare(
     let agent_node = world.agent_node(agent).unwrap_or_default();
     let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
     let faults = &executor.faults;
-    let blocked = faults.call_blocked(&command, agent_node, &kernel, kernel_node);
+    let blocked = faults.call_blocked(agent, agent_node);
     let delay = faults.delay(agent_node, kernel_node);
     if let Some((ms, _)) = &delay {
         command.now_ms = now_ms.saturating_add(*ms);
@@ -94,12 +96,13 @@ pub(super) fn prepare(
     })
 }
 
-/// Dispatches the call; nothing of the run's ledger is read or written.
+/// Dispatches the call: the kernel's decision or the node's own deny;
+/// nothing of the run's ledger is read or written.
 pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedCall,
-) -> Result<CallOutcome, NodeError> {
+) -> Result<CallAnswer, NodeError> {
     dispatcher.call(node, prepared.command.clone()).await
 }
 

@@ -3,10 +3,13 @@
 //!
 //! The controller's half: only the holder of a capability may hand it on,
 //! decided from the run's ledger before anything is dispatched, so every
-//! topology refuses alike. The node's half signs the child with the
-//! delegator's key, records what the delegator holds for the child, and
-//! hands the child to the delegatee; the executor then records the
-//! delegatee as its holder.
+//! topology refuses alike; and a delegator whose node is down cannot act.
+//! The node's half signs the child with the delegator's key, records what
+//! the delegator holds for the child, and hands the child to the delegatee,
+//! refusing the delegation itself when the delegator no longer holds the
+//! parent, trust-control or the delegatee's node cannot be reached
+//! (`crate::outage`); the executor then records the delegatee as its
+//! holder.
 
 use chio_arena::scenario::DelegateAction;
 
@@ -42,14 +45,9 @@ pub(super) fn prepare(
     let held = executor
         .capability(&delegate.capability)
         .is_some_and(|entry| entry.holder == agent);
-    let blocked = executor.faults.delegate_blocked(
-        agent,
-        world.agent_node(agent).unwrap_or_default(),
-        &delegate.capability,
-        &delegate.to,
-        world.agent_node(&delegate.to).unwrap_or_default(),
-        now_ms,
-    );
+    let blocked = executor
+        .faults
+        .delegate_blocked(world.agent_node(agent).unwrap_or_default());
     PreparedDelegate {
         command: if let (true, Some(refusal)) = (held, blocked) {
             Err(refusal)
@@ -82,8 +80,9 @@ pub struct DelegationAnswer {
     pub outcome: DelegateOutcome,
 }
 
-/// Dispatches the delegation; answers the controller's refusal without
-/// dispatching. Nothing of the run's ledger is read or written.
+/// Dispatches the delegation, answering the child or the node's refusal;
+/// answers the controller's refusal without dispatching. Nothing of the
+/// run's ledger is read or written.
 pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
@@ -93,7 +92,10 @@ pub(super) async fn dispatch(
         Ok(command) => command,
         Err(refusal) => return Ok(Err(refusal.clone())),
     };
-    let outcome = dispatcher.delegate(node, command.clone()).await?;
+    let outcome = match dispatcher.delegate(node, command.clone()).await? {
+        Ok(outcome) => outcome,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
     Ok(Ok(Box::new(DelegationAnswer {
         to: command.to.clone(),
         delegation_id: command.delegation_id.clone(),

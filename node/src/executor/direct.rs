@@ -7,9 +7,13 @@
 //! declared server, and each agent's held capabilities. An agent signs with
 //! the same function the agent actor uses, a delegation is signed, recorded
 //! and handed over as a node does it, and a kernel decides exactly as the
-//! kernel actor does. Every future it returns is ready at once, so
-//! [`super::complete_now`] drives the step executor over it without a
-//! runtime, which keeps an evolution's kernel evaluations cheap.
+//! kernel actor does. Faults are simulated as in the embedded topology
+//! (one [`FaultSwitch`]: a kernel's store calls fail while its node cannot
+//! reach trust-control, an unreachable kernel or delegatee is refused with
+//! the node's reason, a restarted node starts afresh), so a fault scenario
+//! means here what it means in a run. Every future it returns is ready at
+//! once, so [`super::complete_now`] drives the step executor over it
+//! without a runtime, which keeps an evolution's kernel evaluations cheap.
 //!
 //! Beyond the [`Dispatcher`] operations it lends its kernels, servers and
 //! trust state to the evaluator, which makes adversary calls that no
@@ -24,18 +28,23 @@ use chio_kernel::label::LabelCarry;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::token::CapabilityToken;
 
-use super::Dispatcher;
+use chio_arena::scenario::FaultAction;
+
+use super::{Dispatcher, FaultEvent};
 use crate::actors::agent::{delegate_held, prepare_request};
 use crate::actors::kernel::tool_output;
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
 use crate::node::{
-    delegation_carry, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+    delegation_carry, CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand,
+    MessageOutcome,
 };
+use crate::outage;
 use crate::shared::SharedTrust;
+use crate::simulated_faults::FaultSwitch;
 use crate::tools::ToolServer;
-use crate::world::World;
+use crate::world::{KernelPlan, World};
 
 /// The mutable half of the world: kernels, servers and what agents hold.
 #[derive(Debug)]
@@ -95,23 +104,33 @@ pub fn serve(
 pub struct DirectDispatcher<'w> {
     world: &'w World,
     trust: SharedTrust,
+    switch: FaultSwitch,
     state: Mutex<DirectState>,
+}
+
+/// A fresh kernel for plan `id`, its stores the shared state as its node
+/// reaches it through `switch`.
+fn start_kernel(
+    trust: &SharedTrust,
+    switch: &FaultSwitch,
+    id: &str,
+    plan: &KernelPlan,
+) -> Result<Kernel, NodeError> {
+    let stores = trust.gated(&plan.node, switch).kernel_stores();
+    Kernel::new(plan.config.clone(), stores).map_err(|source| NodeError::KernelStart {
+        kernel: id.to_string(),
+        source,
+    })
 }
 
 impl<'w> DirectDispatcher<'w> {
     /// A fresh instance of `world`: its grants held, nothing evaluated.
     pub fn new(world: &'w World) -> Result<Self, NodeError> {
         let trust = SharedTrust::new();
+        let switch = FaultSwitch::default();
         let mut kernels = BTreeMap::new();
         for (id, plan) in &world.kernels {
-            let kernel =
-                Kernel::new(plan.config.clone(), trust.kernel_stores()).map_err(|source| {
-                    NodeError::KernelStart {
-                        kernel: id.clone(),
-                        source,
-                    }
-                })?;
-            kernels.insert(id.clone(), kernel);
+            kernels.insert(id.clone(), start_kernel(&trust, &switch, id, plan)?);
         }
         let servers = world
             .servers
@@ -131,6 +150,7 @@ impl<'w> DirectDispatcher<'w> {
         Ok(Self {
             world,
             trust,
+            switch,
             state: Mutex::new(DirectState {
                 kernels,
                 servers,
@@ -157,7 +177,7 @@ impl<'w> DirectDispatcher<'w> {
             .map_err(|_| NodeError::Internal("a direct world was poisoned by a panic"))
     }
 
-    fn call_now(&self, command: CallCommand) -> Result<CallOutcome, NodeError> {
+    fn call_now(&self, command: CallCommand) -> Result<CallAnswer, NodeError> {
         let plan = self
             .world
             .agents
@@ -168,17 +188,63 @@ impl<'w> DirectDispatcher<'w> {
         let held = state.held.get(&command.agent).unwrap_or(&empty);
         let now_ms = command.now_ms;
         let agent = command.agent.clone();
-        let request = prepare_request(&agent, &plan.key, held, command.into())?;
+        let request = match prepare_request(&agent, &plan.key, held, command.into()) {
+            Ok(request) => request,
+            Err(NodeError::NotHeld { agent, capability }) => {
+                return Ok(CallAnswer::Refused(outage::not_held(&agent, &capability)))
+            }
+            Err(e) => return Err(e),
+        };
         let kernel = self
             .world
             .server_kernel(&request.server)
             .ok_or_else(|| NodeError::Unroutable(format!("server {}", request.server)))?
             .to_string();
+        let from = self.world.agent_node(&agent).unwrap_or_default();
+        let to = self.world.kernel_node(&kernel).unwrap_or_default();
+        if let Some(outage) = self.switch.path_outage(from, to) {
+            let reason = outage::kernel_unreachable(&kernel, to, from, outage);
+            return Ok(CallAnswer::Refused(reason));
+        }
         let decision = state.decide(self.world, &kernel, &request, now_ms)?;
-        Ok(CallOutcome::from_decision(&kernel, decision))
+        Ok(CallAnswer::Decided(Box::new(CallOutcome::from_decision(
+            &kernel, decision,
+        ))))
     }
 
-    fn delegate_now(&self, command: DelegateCommand) -> Result<DelegateOutcome, NodeError> {
+    /// Restarts `node` as a node process restarts: fresh kernels (an empty
+    /// session journal) over the same shared state, and its agents holding
+    /// their grants and `restore`.
+    fn restart(&self, node: &str, restore: &[(String, CapabilityToken)]) -> Result<(), NodeError> {
+        let mut state = self.state()?;
+        for (id, plan) in self.world.kernels.iter().filter(|(_, k)| k.node == node) {
+            let kernel = start_kernel(&self.trust, &self.switch, id, plan)?;
+            state.kernels.insert(id.clone(), kernel);
+        }
+        for agent in self.world.agents.values().filter(|a| a.node == node) {
+            let grants = self
+                .world
+                .grants
+                .iter()
+                .filter(|(_, (holder, _))| *holder == agent.id)
+                .map(|(id, (_, token))| (id.clone(), token.clone()))
+                .collect();
+            state.held.insert(agent.id.clone(), grants);
+        }
+        for (agent, token) in restore {
+            state
+                .held
+                .entry(agent.clone())
+                .or_default()
+                .insert(token.id.clone(), token.clone());
+        }
+        Ok(())
+    }
+
+    fn delegate_now(
+        &self,
+        command: DelegateCommand,
+    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
         let plan = self
             .world
             .agents
@@ -192,7 +258,7 @@ impl<'w> DirectDispatcher<'w> {
             .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
         let mut state = self.state()?;
         let empty = BTreeMap::new();
-        let child = delegate_held(
+        let signed = delegate_held(
             &command.agent,
             &plan.key,
             state.held.get(&command.agent).unwrap_or(&empty),
@@ -201,18 +267,34 @@ impl<'w> DirectDispatcher<'w> {
             command.attenuation,
             &command.delegation_id,
             command.now_ms,
-        )?;
+        );
+        let child = match signed {
+            Ok(child) => child,
+            Err(NodeError::NotHeld { agent, capability }) => {
+                return Ok(Err(outage::delegation_not_held(&agent, &capability)))
+            }
+            Err(e) => return Err(e),
+        };
+        let from = self.world.agent_node(&command.agent).unwrap_or_default();
+        if let Some(outage) = self.switch.control_outage(from) {
+            return Ok(Err(outage::delegation_unrecorded(outage)));
+        }
         let carry = delegation_carry(&command.agent, &child)?;
         let carried = self.carry(&carry)?;
+        let to = self.world.agent_node(&command.to).unwrap_or_default();
+        if let Some(outage) = self.switch.path_outage(from, to) {
+            let reason = outage::delegation_undelivered(&command.to, to, from, outage);
+            return Ok(Err(reason));
+        }
         state
             .held
             .entry(command.to.clone())
             .or_default()
             .insert(child.id.clone(), child.clone());
-        Ok(DelegateOutcome {
+        Ok(Ok(DelegateOutcome {
             token: child,
             labels: carry.reported(&carried),
-        })
+        }))
     }
 
     fn message_now(&self, command: MessageCommand) -> Result<MessageOutcome, NodeError> {
@@ -241,18 +323,31 @@ impl<'w> DirectDispatcher<'w> {
 }
 
 impl Dispatcher for DirectDispatcher<'_> {
-    fn call(&self, _node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
+    fn call(&self, _node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let answer = self.call_now(command);
         Box::pin(std::future::ready(answer))
     }
 
-    fn delegate(&self, _node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
+    fn delegate(
+        &self,
+        _node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
         let answer = self.delegate_now(command);
         Box::pin(std::future::ready(answer))
     }
 
-    fn revoke(&self, _node: &str, target: &str, _at_ms: u64) -> LinkFuture<'_, ()> {
-        let answer = self.trust.revoke(target).map_err(NodeError::AuthorityStore);
+    /// Revokes as node `node` would: refused while it cannot reach
+    /// trust-control.
+    fn revoke(&self, node: &str, target: &str, _at_ms: u64) -> LinkFuture<'_, Option<String>> {
+        let answer = match self.switch.control_outage(node) {
+            Some(outage) => Ok(Some(outage::revocation_unrecorded(outage))),
+            None => self
+                .trust
+                .revoke(target)
+                .map(|()| None)
+                .map_err(NodeError::AuthorityStore),
+        };
         Box::pin(std::future::ready(answer))
     }
 
@@ -261,10 +356,17 @@ impl Dispatcher for DirectDispatcher<'_> {
         Box::pin(std::future::ready(answer))
     }
 
-    /// One synchronous process has no node to crash or link to cut: a fault
-    /// is only what the executor decides for the steps it reaches, which it
-    /// never dispatches here.
-    fn fault(&self, _event: super::FaultEvent) -> LinkFuture<'_, ()> {
-        Box::pin(std::future::ready(Ok(())))
+    /// Simulates the fault as the embedded topology does: the switch cuts
+    /// what it reaches, and a restarted node starts afresh.
+    fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
+        self.switch.apply(&event);
+        let answer = match &event {
+            FaultEvent::Begin(prepared) => match &prepared.fault {
+                FaultAction::Restart { node, .. } => self.restart(node, &prepared.restore),
+                _ => Ok(()),
+            },
+            FaultEvent::EndStall => Ok(()),
+        };
+        Box::pin(std::future::ready(answer))
     }
 }

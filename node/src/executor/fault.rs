@@ -2,37 +2,40 @@
 //!
 //! A fault step changes the run's infrastructure: a node crashes or comes
 //! back, a link is cut, slowed or healed, trust-control stalls. The
-//! controller keeps the faults in effect ([`FaultState`]) and decides, before
-//! dispatch, the fail-closed answer of every step a fault reaches, from the
-//! declared fault alone:
+//! topology's dispatcher inflicts it ([`super::Dispatcher::fault`]):
+//! simulated in the embedded topology, real processes killed, paused and
+//! cut in `--topology local`. Every step a fault reaches is still
+//! dispatched and answered by the nodes' and kernels' own fail-closed path,
+//! so its answer is the one a real outage gives, the same bytes on every
+//! topology:
 //!
-//! - a call whose agent's node is down, whose serving kernel's node is down
-//!   or cut from the agent's node, or whose kernel cannot reach trust-control
-//!   (its link cut, or trust-control stalled) is a deny;
-//! - a delegation whose delegator's or delegatee's node is down, whose two
-//!   nodes are cut apart, or whose delegator cannot record the child's
-//!   labels in trust-control is refused; so is a revocation whose agent's
-//!   node is down or cannot reach trust-control;
+//! - a call whose serving kernel's node is down or cut from the agent's
+//!   node is denied by the agent's node, which cannot reach the kernel
+//!   (`crate::outage`); one whose kernel cannot reach trust-control (its
+//!   link cut, or trust-control stalled) is denied by that kernel, whose
+//!   store calls fail;
+//! - a delegation whose delegator's node cannot record the child's labels
+//!   in trust-control, or cannot reach the delegatee's node, is refused by
+//!   that node; so is a revocation it cannot record;
 //! - a capability handed to an agent of a node restarted without its state
-//!   is lost: presenting or delegating it is a deny or a refusal;
+//!   is no longer held there, so that node refuses to present or delegate
+//!   it;
 //! - a call crossing a delayed link is evaluated by its kernel `delay_ms`
 //!   later than its step's instant.
 //!
-//! Such a step is not dispatched into the fault: a request sent into a
-//! paused or dying process can be applied after it resumes, or half applied,
-//! and that residue differs between an embedded and a real process. Its
-//! reason is therefore the declared fault's, the same bytes on every
-//! topology, and the topology's dispatcher inflicts the fault itself
-//! ([`super::Dispatcher::fault`]): simulated in the embedded topology,
-//! real processes killed, paused and cut in `--topology local`.
+//! What the controller keeps ([`FaultState`]) is what only it can know: a
+//! step whose acting agent's node is down is answered here (nobody can make
+//! the call), a delayed link moves a call's instant, a stall ends at the
+//! first step whose instant reaches its end, and a restart with its state
+//! hands back what the node's agents held, less what an earlier restart
+//! without state lost.
 
 use std::collections::BTreeMap;
 
-use chio_arena::scenario::{FaultAction, FaultLink, TRUST_CONTROL};
+use chio_arena::scenario::{FaultAction, FaultLink};
 use chio_kernel::token::CapabilityToken;
 
 use super::StepExecutor;
-use crate::node::CallCommand;
 use crate::world::World;
 
 /// A fault step, ready for the dispatcher.
@@ -59,16 +62,18 @@ pub enum FaultEvent {
     EndStall,
 }
 
-/// The faults in effect at one point of a run, each with the step that
-/// began it.
+/// The faults in effect at one point of a run, as far as the controller
+/// acts on them, each with the step that began it.
 #[derive(Debug, Clone, Default)]
 pub struct FaultState {
+    /// Nodes down, with the step that crashed each.
     down: BTreeMap<String, String>,
-    cut: BTreeMap<FaultLink, String>,
+    /// Delayed links: the delay and the step that began it.
     delayed: BTreeMap<FaultLink, (u64, String)>,
     /// The stall's end (Unix ms) and the step that began it.
     stall: Option<(u64, String)>,
-    /// Capabilities lost by a restart without state, with that step.
+    /// Capabilities lost by a restart without state, with that step: a
+    /// later restart with state does not hand them over again.
     lost: BTreeMap<String, String>,
 }
 
@@ -99,11 +104,9 @@ impl FaultState {
                     self.lost.insert(id.clone(), step.clone());
                 }
             }
-            FaultAction::Partition { link } => {
-                self.cut.insert(link.clone(), step);
-            }
+            // A cut link is the nodes' to meet: nothing is decided here.
+            FaultAction::Partition { .. } => {}
             FaultAction::Heal { link } => {
-                self.cut.remove(link);
                 self.delayed.remove(link);
             }
             FaultAction::Stall { duration_ms } => {
@@ -122,71 +125,11 @@ impl FaultState {
             .map(|step| format!("node {node} is down (crashed at step {step})"))
     }
 
-    /// Why nodes `a` and `b` cannot reach each other, if they cannot.
-    fn apart(&self, a: &str, b: &str) -> Option<String> {
-        if a == b {
-            return None;
-        }
-        let link = FaultLink::new(a, b);
-        self.cut
-            .get(&link)
-            .map(|step| format!("link {} is partitioned (at step {step})", link.describe()))
-    }
-
-    /// Why `node` cannot reach trust-control at `now_ms`, if it cannot.
-    fn no_control(&self, node: &str, now_ms: u64) -> Option<String> {
-        if let Some((until, step)) = &self.stall {
-            if now_ms < *until {
-                return Some(format!(
-                    "trust-control is stalled (since step {step}, for {} ms more) and the store call missed its deadline",
-                    until - now_ms
-                ));
-            }
-        }
-        let link = FaultLink::new(node, TRUST_CONTROL);
-        self.cut
-            .get(&link)
-            .map(|step| format!("link {} is partitioned (at step {step})", link.describe()))
-    }
-
-    /// Why `capability` is no longer held, if a restart lost it.
-    fn lost(&self, agent: &str, node: &str, capability: &str) -> Option<String> {
-        self.lost.get(capability).map(|step| {
-            format!(
-                "agent {agent} no longer holds capability {capability}: node {node} restarted without its state at step {step}"
-            )
-        })
-    }
-
-    /// The deny reason of `command` (its agent on `agent_node`) to `kernel`
-    /// (on `kernel_node`), when a fault reaches it.
-    pub fn call_blocked(
-        &self,
-        command: &CallCommand,
-        agent_node: &str,
-        kernel: &str,
-        kernel_node: &str,
-    ) -> Option<String> {
-        let agent = command.agent.as_str();
-        let capability = command.capability_id.as_str();
-        let captured = command.captured.is_some();
-        let now_ms = command.now_ms;
-        if let Some(why) = self.down(agent_node) {
-            return Some(format!("agent {agent} cannot call: {why}"));
-        }
-        if !captured {
-            if let Some(why) = self.lost(agent, agent_node, capability) {
-                return Some(why);
-            }
-        }
-        if let Some(why) = self
-            .down(kernel_node)
-            .or_else(|| self.apart(agent_node, kernel_node))
-        {
-            return Some(format!("kernel {kernel} is unreachable: {why}"));
-        }
-        self.no_control(kernel_node, now_ms)
-            .map(|why| format!("kernel {kernel} cannot reach trust-control, so it denies: {why}"))
+    /// The deny of a call by `agent`, whose node `agent_node` is down:
+    /// nobody can make the call, so the controller answers it.
+    pub fn call_blocked(&self, agent: &str, agent_node: &str) -> Option<String> {
+        self.down(agent_node)
+            .map(|why| format!("agent {agent} cannot call: {why}"))
     }
 
     /// How late a call from `agent_node` reaches a kernel on `kernel_node`.
@@ -206,40 +149,18 @@ impl FaultState {
         })
     }
 
-    /// The refusal of a delegation of `capability` by `agent` (on
-    /// `agent_node`) to an agent on `to_node`, when a fault reaches it.
-    pub fn delegate_blocked(
-        &self,
-        agent: &str,
-        agent_node: &str,
-        capability: &str,
-        to: &str,
-        to_node: &str,
-        now_ms: u64,
-    ) -> Option<String> {
-        let why = self
-            .down(agent_node)
-            .or_else(|| self.lost(agent, agent_node, capability))
-            .or_else(|| {
-                self.no_control(agent_node, now_ms)
-                    .map(|why| format!("the child's labels cannot be recorded: {why}"))
-            })
-            .or_else(|| {
-                self.down(to_node)
-                    .or_else(|| self.apart(agent_node, to_node))
-                    .map(|why| format!("the child cannot be handed to agent {to}: {why}"))
-            })?;
-        Some(format!("delegation refused: {why}"))
+    /// The refusal of a delegation whose delegator's node `agent_node` is
+    /// down.
+    pub fn delegate_blocked(&self, agent_node: &str) -> Option<String> {
+        self.down(agent_node)
+            .map(|why| format!("delegation refused: {why}"))
     }
 
-    /// The refusal of a revocation sent through `agent_node`, when a fault
-    /// reaches it.
-    pub fn revoke_blocked(&self, agent_node: &str, now_ms: u64) -> Option<String> {
-        let why = self.down(agent_node).or_else(|| {
-            self.no_control(agent_node, now_ms)
-                .map(|why| format!("the revocation cannot be recorded: {why}"))
-        })?;
-        Some(format!("revocation refused: {why}"))
+    /// The refusal of a revocation sent through `agent_node` while it is
+    /// down.
+    pub fn revoke_blocked(&self, agent_node: &str) -> Option<String> {
+        self.down(agent_node)
+            .map(|why| format!("revocation refused: {why}"))
     }
 }
 
@@ -307,58 +228,32 @@ mod tests {
         state.apply(&prepared, step);
     }
 
-    fn command(agent: &str, now_ms: u64) -> CallCommand {
-        CallCommand {
-            request_id: "r".to_string(),
-            agent: agent.to_string(),
-            capability_id: "bob-files".to_string(),
-            captured: None,
-            server: "ws".to_string(),
-            tool: "read_file".to_string(),
-            arguments: serde_json::json!({}),
-            now_ms,
-        }
-    }
-
-    // Proves each fault reaches exactly the calls it should, naming the fault step, and a stall ends at its instant.
+    // Proves the controller answers only for a node that is down, leaves cut links and stalls to the nodes, and ends a stall at its instant.
     #[test]
-    fn faults_reach_the_calls_they_cut_off_and_no_others() {
+    fn the_controller_answers_only_for_a_node_that_is_down() {
         let mut state = FaultState::default();
-        let call =
-            |s: &FaultState, now| s.call_blocked(&command("bob", now), "node-b", "k-a", "node-a");
-        assert_eq!(call(&state, 0), None);
+        assert_eq!(state.call_blocked("bob", "node-b"), None);
         begun(
             &mut state,
             FaultAction::Stall { duration_ms: 10 },
             "stall",
             100,
         );
-        let stalled = call(&state, 105).expect("stalled");
-        assert!(
-            stalled.contains("since step stall, for 5 ms more"),
-            "{stalled}"
-        );
+        assert_eq!(state.call_blocked("bob", "node-b"), None);
+        assert_eq!(state.revoke_blocked("node-b"), None);
         assert!(state.stall_over(110) && !state.stall_over(109));
-        assert_eq!(call(&state, 110), None);
         state.end_stall();
-        let link = FaultLink::new("node-a", "node-b");
+        let cut = FaultLink::new("node-a", "node-b");
+        begun(&mut state, FaultAction::Partition { link: cut }, "cut", 0);
+        let control = FaultLink::new("node-b", chio_arena::scenario::TRUST_CONTROL);
         begun(
             &mut state,
-            FaultAction::Partition { link: link.clone() },
-            "cut",
+            FaultAction::Partition { link: control },
+            "off",
             0,
         );
-        let cut = call(&state, 0).expect("partitioned");
-        assert!(
-            cut.starts_with("kernel k-a is unreachable: link node-a <-> node-b"),
-            "{cut}"
-        );
-        assert_eq!(
-            state.call_blocked(&command("alice", 0), "node-a", "k-a", "node-a"),
-            None
-        );
-        begun(&mut state, FaultAction::Heal { link }, "heal", 0);
-        assert_eq!(call(&state, 0), None);
+        assert_eq!(state.call_blocked("bob", "node-b"), None);
+        assert_eq!(state.delegate_blocked("node-b"), None);
         let node = "node-b".to_string();
         begun(
             &mut state,
@@ -366,18 +261,46 @@ mod tests {
             "crash",
             0,
         );
-        assert!(call(&state, 0)
-            .expect("down")
-            .contains("agent bob cannot call"));
+        let down = state.call_blocked("bob", "node-b").expect("down");
+        assert_eq!(
+            down,
+            "agent bob cannot call: node node-b is down (crashed at step crash)"
+        );
+        assert!(state.delegate_blocked("node-b").is_some());
+        assert!(state.revoke_blocked("node-b").is_some());
+        assert_eq!(state.call_blocked("alice", "node-a"), None);
         let restart = FaultAction::Restart {
             node,
             keep_state: false,
         };
         begun(&mut state, restart, "fresh", 0);
-        let lost = call(&state, 0).expect("lost");
-        assert!(
-            lost.contains("no longer holds capability bob-files"),
-            "{lost}"
+        assert_eq!(state.call_blocked("bob", "node-b"), None);
+        assert_eq!(
+            state.lost.get("bob-files").map(String::as_str),
+            Some("fresh")
         );
+    }
+
+    // Proves a delayed link moves only the calls crossing it, and a heal ends the delay.
+    #[test]
+    fn a_delay_reaches_only_calls_crossing_its_link() {
+        let mut state = FaultState::default();
+        let link = FaultLink::new("node-a", "node-b");
+        begun(
+            &mut state,
+            FaultAction::Delay {
+                link: link.clone(),
+                delay_ms: 2000,
+            },
+            "slow",
+            0,
+        );
+        let (ms, note) = state.delay("node-b", "node-a").expect("delayed");
+        assert_eq!(ms, 2000);
+        assert!(note.contains("delayed at step slow"), "{note}");
+        assert_eq!(state.delay("node-c", "node-a"), None);
+        assert_eq!(state.delay("node-a", "node-a"), None);
+        begun(&mut state, FaultAction::Heal { link }, "heal", 0);
+        assert_eq!(state.delay("node-b", "node-a"), None);
     }
 }

@@ -10,9 +10,10 @@
 //! command through a [`Dispatcher`] and folds the answer into the run's
 //! ledger of capabilities and released outputs. One handler module per
 //! action kind holds both halves ([`call`], [`delegate`], [`revoke`],
-//! [`message`], [`fault`]). A fault step changes the faults in effect, which
-//! decide the fail-closed answer of every step they reach before anything
-//! is dispatched (see [`fault`]).
+//! [`message`], [`fault`]). A fault step changes the infrastructure the
+//! later steps are dispatched into; the nodes and kernels give the
+//! fail-closed answers of the steps it reaches, and the controller answers
+//! only a step whose acting agent's node is down (see [`fault`]).
 //!
 //! Every caller drives this one executor: the run driver (embedded and gRPC
 //! topologies through their dispatchers, with its step recorder around it),
@@ -44,7 +45,9 @@ use sha2::{Digest, Sha256};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
-use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
+use crate::node::{
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+};
 use crate::world::World;
 use crate::EmbeddedTopology;
 
@@ -56,13 +59,18 @@ pub use revoke::PreparedRevoke;
 
 /// How prepared commands reach the node hosting the acting agent.
 pub trait Dispatcher: Send + Sync {
-    /// Runs a call on `node`.
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome>;
+    /// Runs a call on `node`: the serving kernel's decision, or the node's
+    /// own deny.
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer>;
     /// Runs a delegation on `node`, returning the child token and the
-    /// labels recorded for it.
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome>;
-    /// Runs a revocation on `node`.
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()>;
+    /// labels recorded for it, or the node's refusal.
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>>;
+    /// Runs a revocation on `node`; answers the node's refusal, if any.
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>>;
     /// Sends a message from an agent hosted on `node`.
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome>;
     /// Inflicts a fault on the run's infrastructure (or simulates it), and
@@ -83,30 +91,33 @@ pub trait Dispatcher: Send + Sync {
 }
 
 impl Dispatcher for EmbeddedTopology {
-    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallOutcome> {
-        let node = self.node(node).cloned();
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
+        let node = self.node(node);
         Box::pin(async move { node?.call(command).await })
     }
 
-    fn delegate(&self, node: &str, command: DelegateCommand) -> LinkFuture<'_, DelegateOutcome> {
-        let node = self.node(node).cloned();
+    fn delegate(
+        &self,
+        node: &str,
+        command: DelegateCommand,
+    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+        let node = self.node(node);
         Box::pin(async move { node?.delegate(command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, ()> {
-        let node = self.node(node).cloned();
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+        let node = self.node(node);
         let target = target.to_string();
         Box::pin(async move { node?.revoke(&target, at_ms).await })
     }
 
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
-        let node = self.node(node).cloned();
+        let node = self.node(node);
         Box::pin(async move { node?.message(command).await })
     }
 
     fn fault(&self, event: FaultEvent) -> LinkFuture<'_, ()> {
-        self.simulate(event);
-        Box::pin(async { Ok(()) })
+        Box::pin(self.simulate(event))
     }
 }
 
@@ -200,7 +211,8 @@ impl PreparedStep {
 pub enum Performed {
     /// The serving kernel's answer to a call.
     Call(Box<CallOutcome>),
-    /// The child a delegation produced, or why the controller refused it.
+    /// The child a delegation produced, or why the controller or the
+    /// delegator's node refused it.
     Delegate(Result<Box<DelegatedChild>, String>),
     /// `None` when the revocation took effect, else why it was refused.
     Revoke(Option<String>),
@@ -208,8 +220,10 @@ pub enum Performed {
     Message(MessageOutcome),
     /// The clock moved.
     Advance,
-    /// The deny a fault in effect decided for a call, never dispatched.
-    Blocked(String),
+    /// A call denied without a kernel decision: by the controller (its
+    /// agent's node is down) or by the agent's node (the kernel cannot be
+    /// reached, or the agent does not hold what it presents).
+    Refused(String),
     /// The fault is in effect.
     Fault,
 }
@@ -220,7 +234,8 @@ pub enum Performed {
 pub enum Dispatched {
     /// The serving kernel's answer to a call.
     Call(Box<CallOutcome>),
-    /// The node's answer to a delegation, or why the controller refused it.
+    /// The node's answer to a delegation, or why the controller or the
+    /// node refused it.
     Delegate(Result<Box<DelegationAnswer>, String>),
     /// `None` when the revocation took effect, else why it was refused.
     Revoke(Option<String>),
@@ -228,8 +243,9 @@ pub enum Dispatched {
     Message(MessageOutcome),
     /// Nothing was dispatched.
     Advance,
-    /// The deny a fault in effect decided for a call, never dispatched.
-    Blocked(String),
+    /// A call denied without a kernel decision: by the controller (its
+    /// agent's node is down) or by the agent's node.
+    Refused(String),
     /// The fault the dispatcher inflicted, to be put in effect.
     Fault(Box<PreparedFault>),
 }
@@ -371,11 +387,13 @@ impl StepExecutor {
     ) -> Result<Dispatched, NodeError> {
         Ok(match prepared {
             PreparedStep::Call(call) if call.blocked.is_some() => {
-                Dispatched::Blocked(call.blocked.clone().unwrap_or_default())
+                Dispatched::Refused(call.blocked.clone().unwrap_or_default())
             }
-            PreparedStep::Call(prepared) => {
-                Dispatched::Call(Box::new(call::dispatch(dispatcher, node, prepared).await?))
-            }
+            PreparedStep::Call(prepared) => match call::dispatch(dispatcher, node, prepared).await?
+            {
+                CallAnswer::Decided(outcome) => Dispatched::Call(outcome),
+                CallAnswer::Refused(reason) => Dispatched::Refused(reason),
+            },
             PreparedStep::Delegate(prepared) => {
                 Dispatched::Delegate(delegate::dispatch(dispatcher, node, prepared).await?)
             }
@@ -409,7 +427,7 @@ impl StepExecutor {
             Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
             Dispatched::Message(outcome) => Performed::Message(outcome),
             Dispatched::Advance => Performed::Advance,
-            Dispatched::Blocked(reason) => Performed::Blocked(reason),
+            Dispatched::Refused(reason) => Performed::Refused(reason),
             Dispatched::Fault(prepared) => {
                 self.faults.apply(&prepared, step_id);
                 Performed::Fault

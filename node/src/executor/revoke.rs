@@ -3,8 +3,9 @@
 //!
 //! The controller's half decides authority by key from the signed token
 //! (`chio_kernel::revocation::check_revocation_authority`) before anything
-//! is dispatched; the node's half writes the revocation to the authority
-//! state every kernel reads.
+//! is dispatched, and refuses for a revoker whose node is down; the node's
+//! half writes the revocation to the authority state every kernel reads,
+//! or refuses it when trust-control cannot be reached (`crate::outage`).
 
 use chio_arena::scenario::RevokeAction;
 use chio_kernel::keys::public_key_hex;
@@ -53,7 +54,7 @@ pub(super) fn prepare(
     };
     let blocked = world
         .agent_node(agent)
-        .and_then(|node| executor.faults.revoke_blocked(node, now_ms));
+        .and_then(|node| executor.faults.revoke_blocked(node));
     PreparedRevoke {
         target: revoke.target.clone(),
         at_ms: now_ms,
@@ -61,7 +62,8 @@ pub(super) fn prepare(
     }
 }
 
-/// Dispatches a permitted revocation; answers the refusal otherwise.
+/// Dispatches a permitted revocation, answering the node's refusal if it
+/// cannot record it; answers the controller's refusal otherwise.
 pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
@@ -72,6 +74,5 @@ pub(super) async fn dispatch(
     }
     dispatcher
         .revoke(node, &prepared.target, prepared.at_ms)
-        .await?;
-    Ok(None)
+        .await
 }

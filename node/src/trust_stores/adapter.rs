@@ -23,10 +23,18 @@ use chio_trust::model::{BatchOp, ReceiptRecord, ShareOutcome};
 use chio_trust::{TrustError, TrustStore};
 
 use super::TrustBinding;
+use crate::outage::Outage;
 
 /// Maps a trust-control failure to the kernel's store error: transport and
-/// storage failures are `Unavailable`, refusals are `Refused`.
+/// storage failures are `Unavailable`, refusals are `Refused`. A transport
+/// failure names only its kind ([`Outage::trust_cause`]), its detail
+/// logged, so the kernel's deny reads the same whatever the transport said
+/// and whether the fault is real or simulated.
 pub(super) fn store_error(store: StoreName, error: TrustError) -> StoreError {
+    if let Some(outage) = Outage::of_trust(&error) {
+        tracing::warn!(store = %store, error = %error, "trust-control call failed");
+        return StoreError::unavailable(store, outage.trust_cause());
+    }
     match error {
         TrustError::Unavailable { .. }
         | TrustError::DeadlineExceeded { .. }
@@ -45,8 +53,9 @@ pub(super) fn store_error(store: StoreName, error: TrustError) -> StoreError {
 /// The kernel-side adapter: one value implements every shared store trait.
 pub(super) struct TrustBackedStore<S> {
     pub(super) binding: TrustBinding<S>,
-    /// Set while trusted issuer keys cannot be refreshed; see the module doc.
-    pub(super) issuer_failure: Arc<Mutex<Option<String>>>,
+    /// Set while trusted issuer keys cannot be refreshed, to the error
+    /// every revocation lookup fails with; see the module doc.
+    pub(super) issuer_failure: Arc<Mutex<Option<StoreError>>>,
 }
 
 impl<S> Clone for TrustBackedStore<S> {
@@ -60,7 +69,7 @@ impl<S> Clone for TrustBackedStore<S> {
 
 impl<S> TrustBackedStore<S> {
     /// Fails every revocation lookup while the issuer keys cannot be
-    /// refreshed; see the module doc.
+    /// refreshed, with the error the refresh left; see the module doc.
     fn issuer_check(&self) -> Result<(), StoreError> {
         let failure = self
             .issuer_failure
@@ -68,10 +77,7 @@ impl<S> TrustBackedStore<S> {
             .map_err(|_| StoreError::unavailable(StoreName::Revocation, "issuer state poisoned"))?
             .clone();
         match failure {
-            Some(cause) => Err(StoreError::unavailable(
-                StoreName::Revocation,
-                format!("trusted issuer keys could not be refreshed: {cause}"),
-            )),
+            Some(error) => Err(error),
             None => Ok(()),
         }
     }

@@ -56,6 +56,7 @@ use crate::actors::IssuerSource;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
 use crate::node::{AuthorityControl, NodeActors};
+use crate::outage::Outage;
 use crate::world::World;
 
 mod adapter;
@@ -202,17 +203,27 @@ enum CallFailure {
 }
 
 impl CallFailure {
-    /// The kernel's store error for `store`.
+    /// The kernel's store error for `store`: an outage names its kind only
+    /// (the deadline's length is logged), whatever missed it.
     fn named(&self, store: StoreName) -> StoreError {
         match self {
             CallFailure::Store(error) => store_error(store, error.clone()),
-            CallFailure::Deadline(deadline) => StoreError::unavailable(
-                store,
-                format!(
-                    "trust-control deadline exceeded: no answer within {} ms",
-                    deadline.as_millis()
-                ),
-            ),
+            CallFailure::Deadline(deadline) => {
+                tracing::warn!(
+                    store = %store,
+                    deadline_ms = deadline.as_millis() as u64,
+                    "trust-control call got no answer within its deadline"
+                );
+                StoreError::unavailable(store, Outage::DeadlineExceeded.trust_cause())
+            }
+        }
+    }
+
+    /// The kind of outage, when trust-control could not be reached.
+    fn outage(&self) -> Option<Outage> {
+        match self {
+            CallFailure::Store(error) => Outage::of_trust(error),
+            CallFailure::Deadline(_) => Some(Outage::DeadlineExceeded),
         }
     }
 }
@@ -251,19 +262,41 @@ pub async fn bind_node<S: TrustStore>(
     Ok((actors, TrustAuthority::new(binding)))
 }
 
-/// One label-store call of a label move, bounded by `deadline`; a failure
-/// names the store and the operation.
-async fn label_call<T>(
+/// One authority-state call (a label move's read or join, a revocation),
+/// bounded by `deadline`; a failure names the operation, and one that
+/// could not reach trust-control is [`NodeError::ControlDown`] of its kind,
+/// the transport's detail only logged.
+async fn authority_call<T>(
     deadline: Duration,
     operation: &'static str,
     future: impl Future<Output = Result<T, TrustError>>,
 ) -> Result<T, NodeError> {
     match tokio::time::timeout(deadline, future).await {
         Ok(Ok(value)) => Ok(value),
-        Ok(Err(source)) => Err(NodeError::AuthorityOperation { operation, source }),
-        Err(_) => Err(NodeError::AuthorityAnswer(format!(
-            "{operation}: trust-control deadline exceeded"
-        ))),
+        Ok(Err(source)) => Err(authority_error(operation, source)),
+        Err(_) => {
+            tracing::warn!(
+                operation,
+                deadline_ms = deadline.as_millis() as u64,
+                "trust-control call got no answer within its deadline"
+            );
+            Err(NodeError::ControlDown {
+                operation,
+                outage: Outage::DeadlineExceeded,
+            })
+        }
+    }
+}
+
+/// The error of authority operation `operation` that trust-control failed
+/// with `source`.
+fn authority_error(operation: &'static str, source: TrustError) -> NodeError {
+    match Outage::of_trust(&source) {
+        Some(outage) => {
+            tracing::warn!(operation, error = %source, "trust-control call failed");
+            NodeError::ControlDown { operation, outage }
+        }
+        None => NodeError::AuthorityOperation { operation, source },
     }
 }
 
@@ -285,7 +318,7 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
         Box::pin(async move {
             let b = &self.binding;
             let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
-            let read = label_call(
+            let read = authority_call(
                 b.deadlines.call,
                 "label store read",
                 b.store.read_labels(from),
@@ -311,7 +344,7 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
                 return Ok(carried);
             }
             let wanted = joins.len();
-            let answers = label_call(
+            let answers = authority_call(
                 b.deadlines.call,
                 "label store join",
                 b.store.run_batch(joins),
@@ -319,10 +352,7 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
             .await?;
             for answer in &answers {
                 if let Err(error) = answer {
-                    return Err(NodeError::AuthorityOperation {
-                        operation: "label store join",
-                        source: error.clone(),
-                    });
+                    return Err(authority_error("label store join", error.clone()));
                 }
             }
             if answers.len() < wanted {
@@ -337,21 +367,13 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
     fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
         let scoped = self.binding.scoped(id);
         Box::pin(async move {
-            match tokio::time::timeout(
+            authority_call(
                 self.binding.deadlines.call,
+                "revocation store",
                 self.binding.store.revoke(&scoped, at_ms),
             )
             .await
-            {
-                Ok(Ok(_)) => Ok(()),
-                Ok(Err(source)) => Err(NodeError::AuthorityOperation {
-                    operation: "revocation store",
-                    source,
-                }),
-                Err(_) => Err(NodeError::AuthorityAnswer(
-                    "revocation store: trust-control deadline exceeded on revoke".to_string(),
-                )),
-            }
+            .map(|_| ())
         })
     }
 }

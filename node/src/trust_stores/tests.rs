@@ -87,7 +87,10 @@ fn failed_issuer_refresh_fails_revocation_lookups() {
     let (stores, mut cache) = binding.kernel_stores();
     assert_eq!(cache.refresh(), Some(Vec::new()));
     assert_eq!(cache.refresh(), None, "a fresh set is cached");
-    *cache.failure.lock().unwrap() = Some("trust-control unavailable: test".into());
+    *cache.failure.lock().unwrap() = Some(StoreError::unavailable(
+        StoreName::Revocation,
+        "trust-control unavailable",
+    ));
     let error = stores.revocations.is_revoked("cap").unwrap_err();
     assert!(
         error
@@ -95,4 +98,75 @@ fn failed_issuer_refresh_fails_revocation_lookups() {
             .starts_with("revocation store unavailable"),
         "{error}"
     );
+}
+
+// Proves a kernel cut from trust-control denies with the same reason whether or not an issuer refresh fell due during the outage (which depends on wall time), naming only the kind of outage.
+#[test]
+fn an_outage_reads_the_same_with_or_without_an_issuer_refresh() {
+    use chio_arena::scenario::{FaultAction, FaultLink, TRUST_CONTROL};
+
+    use crate::executor::{FaultEvent, PreparedFault};
+    use crate::simulated_faults::{FaultSwitch, SimulatedStore};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let switch = FaultSwitch::default();
+    let store = SimulatedStore {
+        node: "node-a".to_string(),
+        inner: Arc::new(InMemoryTrustStore::new()),
+        switch: switch.clone(),
+    };
+    let binding = TrustBinding::new(
+        Arc::new(store),
+        runtime.handle().clone(),
+        "run-1",
+        StoreDeadlines::default(),
+    );
+    let (refreshed, mut cache) = binding.kernel_stores();
+    let (unrefreshed, _) = binding.kernel_stores();
+    for (fault, kind) in [
+        (
+            FaultAction::Partition {
+                link: FaultLink::new("node-a", TRUST_CONTROL),
+            },
+            "trust-control unavailable",
+        ),
+        (
+            FaultAction::Stall { duration_ms: 10 },
+            "trust-control deadline exceeded",
+        ),
+    ] {
+        switch.apply(&FaultEvent::Begin(PreparedFault {
+            fault,
+            restore: Vec::new(),
+            lost: Vec::new(),
+            at_ms: 0,
+        }));
+        // The refresh falls due during the outage.
+        cache.fetched_at = None;
+        assert_eq!(cache.refresh(), None, "a refresh reached a cut-off store");
+        let after_refresh = refreshed.revocations.is_revoked("cap").unwrap_err();
+        let without = unrefreshed.revocations.is_revoked("cap").unwrap_err();
+        assert_eq!(after_refresh, without);
+        assert_eq!(
+            without.to_string(),
+            format!("revocation store unavailable: {kind}")
+        );
+        switch.apply(&FaultEvent::Begin(PreparedFault {
+            fault: FaultAction::Heal {
+                link: FaultLink::new("node-a", TRUST_CONTROL),
+            },
+            restore: Vec::new(),
+            lost: Vec::new(),
+            at_ms: 0,
+        }));
+        switch.apply(&FaultEvent::EndStall);
+        assert!(
+            cache.refresh().is_some(),
+            "the refresh after the outage failed"
+        );
+        assert_eq!(refreshed.revocations.is_revoked("cap"), Ok(false));
+    }
 }

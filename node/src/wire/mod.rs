@@ -96,6 +96,8 @@ pub fn status_of(error: &NodeError) -> Status {
         | NodeError::AuthorityOperation { .. }
         | NodeError::AuthorityStore(_)
         | NodeError::AuthorityAnswer(_)
+        | NodeError::LinkDown { .. }
+        | NodeError::ControlDown { .. }
         | NodeError::Remote { .. } => Status::unavailable(message),
         NodeError::Kernel(_)
         | NodeError::KernelStart { .. }

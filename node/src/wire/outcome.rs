@@ -1,7 +1,8 @@
 //! The node's answers on the wire: a kernel's `CallOutcome` with its
-//! decision trace (answered by `NodeControl.Call` and `KernelLink.Evaluate`),
-//! a delegation's child and labels, and a message's labels, to and from
-//! their `chio.node.v1` messages.
+//! decision trace (answered by `NodeControl.Call` and `KernelLink.Evaluate`)
+//! or the node's own refusal of a call, a delegation's child and labels or
+//! its refusal, and a message's labels, to and from their `chio.node.v1`
+//! messages.
 //!
 //! The signed receipt and the child capability token cross as the canonical
 //! JSON their signer signed, and the released output as canonical JSON;
@@ -19,7 +20,7 @@ use chio_proto::node::v1 as pb;
 use super::{decode, encode, malformed, required};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
-use crate::node::{DelegateOutcome, MessageOutcome};
+use crate::node::{CallAnswer, DelegateOutcome, MessageOutcome};
 
 fn verdict_to_proto(verdict: Verdict) -> pb::Verdict {
     match verdict {
@@ -262,20 +263,65 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
     })
 }
 
-/// A delegation's answer, on the wire.
-pub fn delegate_response(outcome: &DelegateOutcome) -> Result<pb::DelegateResponse, NodeError> {
-    Ok(pb::DelegateResponse {
-        token_json: encode("a capability token", &outcome.token)?,
-        labels: outcome.labels.clone(),
+/// A node's answer to a call, on the wire.
+pub fn call_response(answer: &CallAnswer) -> Result<pb::CallResponse, NodeError> {
+    Ok(match answer {
+        CallAnswer::Decided(outcome) => pb::CallResponse {
+            outcome: Some(call_outcome_to_proto(outcome)?),
+            refusal: None,
+        },
+        CallAnswer::Refused(reason) => pb::CallResponse {
+            outcome: None,
+            refusal: Some(reason.clone()),
+        },
     })
 }
 
-/// A delegation's answer, from the wire.
-pub fn delegate_outcome(response: pb::DelegateResponse) -> Result<DelegateOutcome, NodeError> {
-    Ok(DelegateOutcome {
+/// A node's answer to a call, from the wire: the kernel's outcome or the
+/// node's refusal, never both.
+pub fn call_answer(response: pb::CallResponse) -> Result<CallAnswer, NodeError> {
+    match (response.refusal, response.outcome) {
+        (Some(_), Some(_)) => Err(malformed("refusal", "sent together with an outcome")),
+        (Some(reason), None) => Ok(CallAnswer::Refused(reason)),
+        (None, outcome) => Ok(CallAnswer::Decided(Box::new(call_outcome_from_proto(
+            "outcome", outcome,
+        )?))),
+    }
+}
+
+/// A delegation's answer, on the wire.
+pub fn delegate_response(
+    answer: &Result<DelegateOutcome, String>,
+) -> Result<pb::DelegateResponse, NodeError> {
+    Ok(match answer {
+        Ok(outcome) => pb::DelegateResponse {
+            token_json: encode("a capability token", &outcome.token)?,
+            labels: outcome.labels.clone(),
+            refusal: None,
+        },
+        Err(reason) => pb::DelegateResponse {
+            token_json: Vec::new(),
+            labels: Vec::new(),
+            refusal: Some(reason.clone()),
+        },
+    })
+}
+
+/// A delegation's answer, from the wire: the child, or the node's refusal
+/// with nothing else set.
+pub fn delegate_outcome(
+    response: pb::DelegateResponse,
+) -> Result<Result<DelegateOutcome, String>, NodeError> {
+    if let Some(reason) = response.refusal {
+        if !response.token_json.is_empty() || !response.labels.is_empty() {
+            return Err(malformed("refusal", "sent together with a child"));
+        }
+        return Ok(Err(reason));
+    }
+    Ok(Ok(DelegateOutcome {
         token: decode("token_json", &response.token_json)?,
         labels: response.labels,
-    })
+    }))
 }
 
 /// A message's answer, on the wire.

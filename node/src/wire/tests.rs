@@ -21,7 +21,9 @@ use super::command::*;
 use super::outcome::*;
 use super::*;
 use crate::actors::CallOutcome;
-use crate::node::{CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome};
+use crate::node::{
+    CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+};
 use crate::world::FixtureSet;
 
 fn token(id: &str) -> CapabilityToken {
@@ -329,9 +331,9 @@ proptest! {
     // Proves a kernel's answer, trace and signed receipt included, survives the wire unchanged.
     #[test]
     fn call_outcomes_round_trip(outcome in call_outcome_strategy()) {
-        let sent = pb::CallResponse { outcome: Some(call_outcome_to_proto(&outcome).unwrap()) };
-        let back = call_outcome_from_proto("outcome", through_bytes(sent).outcome).unwrap();
-        prop_assert_eq!(back, outcome);
+        let answer = CallAnswer::Decided(Box::new(outcome));
+        let back = call_answer(through_bytes(call_response(&answer).unwrap())).unwrap();
+        prop_assert_eq!(back, answer);
     }
 
     // Proves fixture files survive the wire unchanged and in order.
@@ -355,8 +357,31 @@ fn delegate_outcomes_round_trip() {
         token: token("bob-files"),
         labels: vec!["internal".into(), "public".into()],
     };
-    let sent = through_bytes(delegate_response(&outcome).unwrap());
-    assert_eq!(delegate_outcome(sent).unwrap(), outcome);
+    let answer = Ok(outcome);
+    let sent = through_bytes(delegate_response(&answer).unwrap());
+    assert_eq!(delegate_outcome(sent).unwrap(), answer);
+}
+
+// Proves a node's own refusals of a call and of a delegation survive the wire, and one sent beside an answer is refused.
+#[test]
+fn node_refusals_round_trip_and_never_ride_with_an_answer() {
+    let refused = CallAnswer::Refused("kernel k on node node-a is unreachable".to_string());
+    let back = call_answer(through_bytes(call_response(&refused).unwrap())).unwrap();
+    assert_eq!(back, refused);
+    let both = pb::CallResponse {
+        outcome: Some(pb::CallOutcome::default()),
+        refusal: Some("no".to_string()),
+    };
+    assert!(call_answer(both).is_err());
+    let declined: Result<DelegateOutcome, String> = Err("delegation refused: no".to_string());
+    let sent = through_bytes(delegate_response(&declined).unwrap());
+    assert_eq!(delegate_outcome(sent).unwrap(), declined);
+    let both = pb::DelegateResponse {
+        token_json: b"{}".to_vec(),
+        labels: Vec::new(),
+        refusal: Some("no".to_string()),
+    };
+    assert!(delegate_outcome(both).is_err());
 }
 
 fn refusal<T: std::fmt::Debug>(decoded: Result<T, NodeError>) -> Status {

@@ -4,14 +4,17 @@
 //! call by a deadline (enforced on the client, and sent as `grpc-timeout` so
 //! the service can give up too), and turns every failure into a
 //! [`TrustError`] whose message names trust-control and the cause, so the
-//! node can deny with that message as its reason. It implements
+//! node can deny with that message as its reason. A call that got no answer
+//! within its deadline is `DeadlineExceeded`; one the transport broke
+//! before it (refused, reset, closed, or cancelled under the call) is
+//! `Unavailable`, so the kind says what happened. It implements
 //! [`TrustStore`], so a node runs the same code against a remote service as
 //! against an in-process store.
 //!
 //! Caching is the caller's business: this client never caches an answer.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chio_proto::trust::v1 as pb;
 use chio_proto::trust::v1::trust_control_client::TrustControlClient;
@@ -121,8 +124,16 @@ impl TrustClient {
     {
         let mut request = Request::new(message);
         request.set_timeout(deadline);
+        let began = Instant::now();
         match tokio::time::timeout(deadline, call(self.inner.clone(), request)).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
+            // A call cancelled before its deadline was cancelled by the
+            // transport: the connection closed under it.
+            Ok(Err(status)) if status.code() == Code::Cancelled && began.elapsed() < deadline => {
+                Err(TrustError::Unavailable {
+                    detail: format!("{operation}: {}", describe(&status)),
+                })
+            }
             Ok(Err(status)) => Err(error_of(operation, deadline, status)),
             Err(_) => Err(TrustError::DeadlineExceeded {
                 operation,

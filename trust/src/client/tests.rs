@@ -119,3 +119,40 @@ async fn wrong_token_is_unauthenticated() {
     assert_eq!(error, TrustError::Unauthenticated);
     assert!(!error.to_string().contains("another-token"));
 }
+
+// Proves a connection dropped under the client (a link cut after it carried calls) fails the next call as unavailable at once, never as a missed deadline.
+#[tokio::test]
+async fn a_dropped_connection_is_unavailable_not_a_deadline() {
+    use tokio::io::copy_bidirectional;
+
+    let (upstream, _stop) = start(crate::store::memory::InMemoryTrustStore::new()).await;
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let (cut_tx, cut_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            if *cut_rx.borrow() {
+                continue;
+            }
+            let mut cut = cut_rx.clone();
+            let upstream = upstream.clone();
+            tokio::spawn(async move {
+                let mut outbound = tokio::net::TcpStream::connect(upstream).await.unwrap();
+                tokio::select! {
+                    _ = copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    _ = cut.changed() => {}
+                }
+            });
+        }
+    });
+    let token = BearerToken::new(TOKEN).unwrap();
+    let client = TrustClient::connect_lazy(&url, &token, TrustClientConfig::default()).unwrap();
+    assert_eq!(client.is_revoked("cap").await, Ok(false));
+    cut_tx.send_replace(true);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let began = std::time::Instant::now();
+    let error = client.is_revoked("cap").await.unwrap_err();
+    assert!(matches!(error, TrustError::Unavailable { .. }), "{error:?}");
+    assert!(began.elapsed() < DEFAULT_CALL_DEADLINE, "{error}");
+}
