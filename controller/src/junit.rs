@@ -18,9 +18,13 @@
 //! `BTreeMap`. It is written with [`crate::report::write_report`].
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord};
+use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord, StopRecord};
 use chio_arena::Scenario;
+
+use crate::arena_run::{bundle_error, read_back_error};
+use crate::error::CliError;
 
 /// How one test case ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +143,49 @@ fn step_detail(step: &StepRecord) -> String {
     text
 }
 
+/// The case of the scheduled step `name`, judged from its `record` (none
+/// when the run never reached it) and the run's `stop`.
+fn case(
+    scenario: &Scenario,
+    name: &str,
+    record: Option<&StepRecord>,
+    stop: Option<&StopRecord>,
+) -> TestCase {
+    let (outcome, output) = match record {
+        None => (
+            CaseOutcome::Skipped {
+                message: match stop {
+                    Some(s) => format!("not run: the run stopped at step {}", s.step_id),
+                    None => "not run".to_string(),
+                },
+            },
+            None,
+        ),
+        Some(step) => match stop {
+            Some(s) if s.step_id == name && s.cause == "infrastructure" => (
+                CaseOutcome::Error {
+                    message: s.message.clone(),
+                },
+                None,
+            ),
+            _ if step.pass == Some(false) => (
+                CaseOutcome::Failed {
+                    message: failure_message(step),
+                    detail: step_detail(step),
+                },
+                None,
+            ),
+            _ => (CaseOutcome::Passed, Some(step_detail(step))),
+        },
+    };
+    TestCase {
+        name: name.to_string(),
+        classname: scenario.id().to_string(),
+        outcome,
+        output,
+    }
+}
+
 /// The cases of one run: every scheduled step of `scenario`, judged from the
 /// run's manifest.
 pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<TestCase> {
@@ -152,41 +199,8 @@ pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<Tes
         .schedule()
         .iter()
         .map(|scheduled| {
-            let name = scheduled.step_id.clone();
-            let classname = scenario.id().to_string();
-            let (outcome, output) = match records.get(name.as_str()) {
-                None => (
-                    CaseOutcome::Skipped {
-                        message: match stop {
-                            Some(s) => format!("not run: the run stopped at step {}", s.step_id),
-                            None => "not run".to_string(),
-                        },
-                    },
-                    None,
-                ),
-                Some(step) => match stop {
-                    Some(s) if s.step_id == name && s.cause == "infrastructure" => (
-                        CaseOutcome::Error {
-                            message: s.message.clone(),
-                        },
-                        None,
-                    ),
-                    _ if step.pass == Some(false) => (
-                        CaseOutcome::Failed {
-                            message: failure_message(step),
-                            detail: step_detail(step),
-                        },
-                        None,
-                    ),
-                    _ => (CaseOutcome::Passed, Some(step_detail(step))),
-                },
-            };
-            TestCase {
-                name,
-                classname,
-                outcome,
-                output,
-            }
+            let name = scheduled.step_id.as_str();
+            case(scenario, name, records.get(name).copied(), stop)
         })
         .collect()
 }
@@ -202,13 +216,43 @@ fn run_properties(manifest: &BundleManifest) -> BTreeMap<String, String> {
     properties
 }
 
-/// The suite of one `chio arena run`.
-pub fn suite_from_run(scenario: &Scenario, manifest: &BundleManifest) -> TestSuite {
-    TestSuite {
+/// The suite of one `chio arena run` whose bundle was written into `dir`
+/// and whose `manifest` (without steps) the run returned: the step records
+/// are read back one at a time, each the next scheduled step's (a run
+/// records its steps in schedule order and stops early only), and every
+/// scheduled step after the last record is skipped. A bundle that cannot be
+/// read back, or whose records are not the schedule's, is
+/// `CHIO-REPORT-BUNDLE-READ`.
+pub fn suite_from_bundle(
+    command: &'static str,
+    scenario: &Scenario,
+    manifest: &BundleManifest,
+    dir: &Path,
+) -> Result<TestSuite, CliError> {
+    let stop = manifest.stopped.as_ref();
+    let schedule = scenario.schedule();
+    let mut next = schedule.iter();
+    let mut cases = Vec::with_capacity(schedule.len());
+    crate::arena_run::each_step(command, dir, |record| match next.next() {
+        Some(scheduled) if scheduled.step_id == record.step_id => {
+            cases.push(case(scenario, &scheduled.step_id, Some(&record), stop));
+            Ok(())
+        }
+        scheduled => {
+            let cause = format!(
+                "step record {} is not the next scheduled step ({})",
+                record.step_id,
+                scheduled.map_or("none is left", |s| s.step_id.as_str())
+            );
+            Err(read_back_error(command, &bundle_error(dir, cause)))
+        }
+    })?;
+    cases.extend(next.map(|scheduled| case(scenario, &scheduled.step_id, None, stop)));
+    Ok(TestSuite {
         name: scenario.id().to_string(),
         properties: run_properties(manifest),
-        cases: cases_from_run(scenario, manifest),
-    }
+        cases,
+    })
 }
 
 /// One repetition of a matrix cell: its seed and its run's manifest.
