@@ -15,7 +15,11 @@
 //! The file is a pure function of the runs: no wall-clock time, no host
 //! name, no durations (the format's `time` attributes are optional and left
 //! out), suites in the order given, cases in schedule order, properties in a
-//! `BTreeMap`. It is written with [`crate::report::write_report`].
+//! `BTreeMap`. It is written with [`crate::report::write_report`]. A `chio
+//! arena run` suite reads the run's step records back from the bundle it
+//! wrote, one at a time ([`suite_from_bundle`]), since the run keeps none in
+//! memory; a matrix cell's suites are judged from the manifests its runs
+//! kept.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -472,6 +476,83 @@ mod tests {
             "a&lt;b&gt;&amp;&quot;c&apos;&#10;&#9;\u{FFFD}"
         );
         assert_eq!(escape_xml("x\n\"y\"", false), "x\n\"y\"");
+    }
+
+    /// Writes a walking-skeleton bundle with `ids` as its records, stopped
+    /// at the last one, and reads its suite back.
+    fn suite_of(ids: &[&str]) -> Result<TestSuite, CliError> {
+        use chio_arena::bundle::{Bundle, BundleStatus, StepInputs, BUNDLE_SCHEMA};
+        let scenario = chio_arena::load_scenario(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/walking_skeleton.toml"),
+        )
+        .unwrap();
+        let record = |id: &str| StepRecord {
+            step_id: id.to_string(),
+            action: chio_arena::ActionKind::Call,
+            agent: "solo".to_string(),
+            virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
+            kernel: None,
+            target: None,
+            expected: None,
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: Some(true),
+            detail: None,
+            expected_reason: None,
+            labels: None,
+            trace: None,
+            inputs: StepInputs::default(),
+        };
+        let mut manifest = BundleManifest {
+            schema_version: BUNDLE_SCHEMA.to_string(),
+            determinism: scenario.determinism_witness(),
+            scenario_title: scenario.title().to_string(),
+            scenario_sha256: String::new(),
+            status: BundleStatus::Stopped,
+            stopped: ids.last().map(|id| StopRecord {
+                step_id: id.to_string(),
+                cause: "unexpected-verdict".to_string(),
+                message: String::new(),
+            }),
+            mismatches: Vec::new(),
+            receipt_root: String::new(),
+            receipt_count: 0,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            steps: ids.iter().map(|id| record(id)).collect(),
+        };
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bundle");
+        Bundle {
+            manifest: manifest.clone(),
+            receipts: Vec::new(),
+            policies: BTreeMap::new(),
+            inputs: BTreeMap::new(),
+        }
+        .write(&dir)
+        .unwrap();
+        manifest.steps = Vec::new();
+        suite_from_bundle("arena run", &scenario, &manifest, &dir)
+    }
+
+    // A run's suite read back from its bundle judges the recorded steps and skips the rest; records out of the schedule's order are refused as a bundle that cannot be read back.
+    #[test]
+    fn a_run_suite_is_read_back_in_schedule_order() {
+        let suite = suite_of(&["read-notes"]).unwrap();
+        assert_eq!(suite.cases.len(), 2);
+        assert_eq!(suite.cases[0].outcome, CaseOutcome::Passed);
+        assert_eq!(suite.skipped(), 1);
+        let refused = suite_of(&["read-dotenv"]).unwrap_err();
+        assert_eq!(refused.code, "CHIO-REPORT-BUNDLE-READ");
+        assert!(
+            refused.message.contains("read-dotenv"),
+            "{}",
+            refused.message
+        );
     }
 
     // Counts on the root and on each suite add up from the cases' outcomes.

@@ -10,7 +10,7 @@
 //! and measures the table's columns, and checks that the records are the
 //! run's (every scheduled step when the run completed, ending at the stop
 //! step when it stopped); the second writes each row or document member
-//! straight to the output. The document is written as its canonical JSON
+//! straight to the output, and must read as many records as the first. The document is written as its canonical JSON
 //! would be written whole: its text without steps, cut where the outcome's
 //! `steps` array opens, with the members written in between. A bundle that
 //! cannot be read back is `CHIO-REPORT-BUNDLE-READ` (exit 3), never an
@@ -256,6 +256,26 @@ fn first_pass(
     Ok(tally)
 }
 
+/// The second pass: `visit` called on each record, which must be as many
+/// as the first pass read (a bundle changed in between is refused, not
+/// printed short).
+fn second_pass(
+    command: &'static str,
+    dir: &Path,
+    tally: &Tally,
+    visit: impl FnMut(StepRecord) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    let read = each_step(command, dir, visit)?;
+    if usize::try_from(read).ok() == Some(tally.records) {
+        return Ok(());
+    }
+    let cause = format!(
+        "it held {} step records when first read and {read} when read again",
+        tally.records
+    );
+    Err(read_back_error(command, &bundle_error(dir, cause)))
+}
+
 /// Writes the `--json` document to `out` and returns the tally.
 pub fn write_json(
     command: &'static str,
@@ -282,7 +302,7 @@ pub fn write_json(
     let io = |e: std::io::Error| CliError::output(command, &e);
     out.write_all(&text.as_bytes()[..at]).map_err(io)?;
     let mut first = true;
-    each_step(command, dir, |s| {
+    second_pass(command, dir, &tally, |s| {
         let member =
             chio_kernel::canonical::to_canonical_string(&OutcomeStep::of(&s)).map_err(canonical)?;
         if !std::mem::take(&mut first) {
@@ -389,7 +409,7 @@ pub fn write_table(
         table_line(&HEADER.map(String::from), &widths, true, palette)
     );
     out.write_all(head.as_bytes()).map_err(io)?;
-    each_step(command, dir, |step| {
+    second_pass(command, dir, &tally, |step| {
         let mut text = table_line(
             &table_row(&step, infrastructure_stop),
             &widths,
