@@ -19,9 +19,12 @@
 //! never leaves half a bundle nor loses the previous one. A run writes its
 //! bundle as it goes with [`BundleWriter`] (`writer`), which appends each
 //! receipt and step record as it is recorded and writes the same bytes
-//! [`Bundle::write`] writes for the same bundle. Producing the records is the run driver's job;
-//! this module owns their shape, their files and [`compare_runs`], which
-//! names the first differing step and which input changed.
+//! [`Bundle::write`] writes for the same bundle; [`for_each_step`]
+//! (`reader`) reads a written bundle's step records back one at a time, so
+//! a report of a long run never holds the whole manifest. Producing the
+//! records is the run driver's job; this module owns their shape, their
+//! files and [`compare_runs`], which names the first differing step and
+//! which input changed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -154,7 +157,7 @@ pub struct StepRecord {
     pub labels: Option<Vec<String>>,
     /// For a call: what the kernel's decision read and how each stage
     /// answered (`chio arena explain` prints it). Boxed, so a record
-    /// without one (every step but a call, a run's summaries) stays small.
+    /// without one (every step but a call) stays small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<Box<chio_kernel::trace::DecisionTrace>>,
     /// Fingerprints of the step's inputs.
@@ -504,10 +507,14 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
     drifts
 }
 
+mod reader;
+#[cfg(test)]
+mod reader_tests;
 #[cfg(test)]
 mod tests;
 mod writer;
 #[cfg(test)]
 mod writer_tests;
 
+pub use reader::for_each_step;
 pub use writer::BundleWriter;

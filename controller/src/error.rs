@@ -99,6 +99,8 @@ cli_codes! {
     FLAG_OUT_OF_RANGE = "CHIO-CLI-FLAG-OUT-OF-RANGE", Input;
     /// A report file (JUnit, SARIF) could not be written.
     REPORT_WRITE = "CHIO-REPORT-WRITE", Infrastructure;
+    /// The bundle a run wrote could not be read back for its report.
+    REPORT_BUNDLE_READ = "CHIO-REPORT-BUNDLE-READ", Infrastructure;
     /// `campaign template --out` names a ledger that already exists.
     LEDGER_EXISTS = "CHIO-CAMPAIGN-LEDGER-EXISTS", Input;
     /// A `SCHEDULE_ID=PATH` argument or an annotation is malformed.

@@ -15,12 +15,20 @@
 //! The file is a pure function of the runs: no wall-clock time, no host
 //! name, no durations (the format's `time` attributes are optional and left
 //! out), suites in the order given, cases in schedule order, properties in a
-//! `BTreeMap`. It is written with [`crate::report::write_report`].
+//! `BTreeMap`. It is written with [`crate::report::write_report`]. A `chio
+//! arena run` suite reads the run's step records back from the bundle it
+//! wrote, one at a time ([`suite_from_bundle`]), since the run keeps none in
+//! memory; a matrix cell's suites are judged from the manifests its runs
+//! kept.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
-use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord};
+use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord, StopRecord};
 use chio_arena::Scenario;
+
+use crate::arena_run::{bundle_error, read_back_error};
+use crate::error::CliError;
 
 /// How one test case ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -139,6 +147,49 @@ fn step_detail(step: &StepRecord) -> String {
     text
 }
 
+/// The case of the scheduled step `name`, judged from its `record` (none
+/// when the run never reached it) and the run's `stop`.
+fn case(
+    scenario: &Scenario,
+    name: &str,
+    record: Option<&StepRecord>,
+    stop: Option<&StopRecord>,
+) -> TestCase {
+    let (outcome, output) = match record {
+        None => (
+            CaseOutcome::Skipped {
+                message: match stop {
+                    Some(s) => format!("not run: the run stopped at step {}", s.step_id),
+                    None => "not run".to_string(),
+                },
+            },
+            None,
+        ),
+        Some(step) => match stop {
+            Some(s) if s.step_id == name && s.cause == "infrastructure" => (
+                CaseOutcome::Error {
+                    message: s.message.clone(),
+                },
+                None,
+            ),
+            _ if step.pass == Some(false) => (
+                CaseOutcome::Failed {
+                    message: failure_message(step),
+                    detail: step_detail(step),
+                },
+                None,
+            ),
+            _ => (CaseOutcome::Passed, Some(step_detail(step))),
+        },
+    };
+    TestCase {
+        name: name.to_string(),
+        classname: scenario.id().to_string(),
+        outcome,
+        output,
+    }
+}
+
 /// The cases of one run: every scheduled step of `scenario`, judged from the
 /// run's manifest.
 pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<TestCase> {
@@ -152,41 +203,8 @@ pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<Tes
         .schedule()
         .iter()
         .map(|scheduled| {
-            let name = scheduled.step_id.clone();
-            let classname = scenario.id().to_string();
-            let (outcome, output) = match records.get(name.as_str()) {
-                None => (
-                    CaseOutcome::Skipped {
-                        message: match stop {
-                            Some(s) => format!("not run: the run stopped at step {}", s.step_id),
-                            None => "not run".to_string(),
-                        },
-                    },
-                    None,
-                ),
-                Some(step) => match stop {
-                    Some(s) if s.step_id == name && s.cause == "infrastructure" => (
-                        CaseOutcome::Error {
-                            message: s.message.clone(),
-                        },
-                        None,
-                    ),
-                    _ if step.pass == Some(false) => (
-                        CaseOutcome::Failed {
-                            message: failure_message(step),
-                            detail: step_detail(step),
-                        },
-                        None,
-                    ),
-                    _ => (CaseOutcome::Passed, Some(step_detail(step))),
-                },
-            };
-            TestCase {
-                name,
-                classname,
-                outcome,
-                output,
-            }
+            let name = scheduled.step_id.as_str();
+            case(scenario, name, records.get(name).copied(), stop)
         })
         .collect()
 }
@@ -202,13 +220,43 @@ fn run_properties(manifest: &BundleManifest) -> BTreeMap<String, String> {
     properties
 }
 
-/// The suite of one `chio arena run`.
-pub fn suite_from_run(scenario: &Scenario, manifest: &BundleManifest) -> TestSuite {
-    TestSuite {
+/// The suite of one `chio arena run` whose bundle was written into `dir`
+/// and whose `manifest` (without steps) the run returned: the step records
+/// are read back one at a time, each the next scheduled step's (a run
+/// records its steps in schedule order and stops early only), and every
+/// scheduled step after the last record is skipped. A bundle that cannot be
+/// read back, or whose records are not the schedule's, is
+/// `CHIO-REPORT-BUNDLE-READ`.
+pub fn suite_from_bundle(
+    command: &'static str,
+    scenario: &Scenario,
+    manifest: &BundleManifest,
+    dir: &Path,
+) -> Result<TestSuite, CliError> {
+    let stop = manifest.stopped.as_ref();
+    let schedule = scenario.schedule();
+    let mut next = schedule.iter();
+    let mut cases = Vec::with_capacity(schedule.len());
+    crate::arena_run::each_step(command, dir, |record| match next.next() {
+        Some(scheduled) if scheduled.step_id == record.step_id => {
+            cases.push(case(scenario, &scheduled.step_id, Some(&record), stop));
+            Ok(())
+        }
+        scheduled => {
+            let cause = format!(
+                "step record {} is not the next scheduled step ({})",
+                record.step_id,
+                scheduled.map_or("none is left", |s| s.step_id.as_str())
+            );
+            Err(read_back_error(command, &bundle_error(dir, cause)))
+        }
+    })?;
+    cases.extend(next.map(|scheduled| case(scenario, &scheduled.step_id, None, stop)));
+    Ok(TestSuite {
         name: scenario.id().to_string(),
         properties: run_properties(manifest),
-        cases: cases_from_run(scenario, manifest),
-    }
+        cases,
+    })
 }
 
 /// One repetition of a matrix cell: its seed and its run's manifest.
@@ -428,6 +476,83 @@ mod tests {
             "a&lt;b&gt;&amp;&quot;c&apos;&#10;&#9;\u{FFFD}"
         );
         assert_eq!(escape_xml("x\n\"y\"", false), "x\n\"y\"");
+    }
+
+    /// Writes a walking-skeleton bundle with `ids` as its records, stopped
+    /// at the last one, and reads its suite back.
+    fn suite_of(ids: &[&str]) -> Result<TestSuite, CliError> {
+        use chio_arena::bundle::{Bundle, BundleStatus, StepInputs, BUNDLE_SCHEMA};
+        let scenario = chio_arena::load_scenario(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/walking_skeleton.toml"),
+        )
+        .unwrap();
+        let record = |id: &str| StepRecord {
+            step_id: id.to_string(),
+            action: chio_arena::ActionKind::Call,
+            agent: "solo".to_string(),
+            virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
+            kernel: None,
+            target: None,
+            expected: None,
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: Some(true),
+            detail: None,
+            expected_reason: None,
+            labels: None,
+            trace: None,
+            inputs: StepInputs::default(),
+        };
+        let mut manifest = BundleManifest {
+            schema_version: BUNDLE_SCHEMA.to_string(),
+            determinism: scenario.determinism_witness(),
+            scenario_title: scenario.title().to_string(),
+            scenario_sha256: String::new(),
+            status: BundleStatus::Stopped,
+            stopped: ids.last().map(|id| StopRecord {
+                step_id: id.to_string(),
+                cause: "unexpected-verdict".to_string(),
+                message: String::new(),
+            }),
+            mismatches: Vec::new(),
+            receipt_root: String::new(),
+            receipt_count: 0,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            steps: ids.iter().map(|id| record(id)).collect(),
+        };
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("bundle");
+        Bundle {
+            manifest: manifest.clone(),
+            receipts: Vec::new(),
+            policies: BTreeMap::new(),
+            inputs: BTreeMap::new(),
+        }
+        .write(&dir)
+        .unwrap();
+        manifest.steps = Vec::new();
+        suite_from_bundle("arena run", &scenario, &manifest, &dir)
+    }
+
+    // A run's suite read back from its bundle judges the recorded steps and skips the rest; records out of the schedule's order are refused as a bundle that cannot be read back.
+    #[test]
+    fn a_run_suite_is_read_back_in_schedule_order() {
+        let suite = suite_of(&["read-notes"]).unwrap();
+        assert_eq!(suite.cases.len(), 2);
+        assert_eq!(suite.cases[0].outcome, CaseOutcome::Passed);
+        assert_eq!(suite.skipped(), 1);
+        let refused = suite_of(&["read-dotenv"]).unwrap_err();
+        assert_eq!(refused.code, "CHIO-REPORT-BUNDLE-READ");
+        assert!(
+            refused.message.contains("read-dotenv"),
+            "{}",
+            refused.message
+        );
     }
 
     // Counts on the root and on each suite add up from the cases' outcomes.

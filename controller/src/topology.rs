@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use chio_arena::bundle::Bundle;
 use chio_arena::scenario::FaultAction;
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
@@ -302,10 +303,29 @@ pub fn in_memory(run: Result<Written, NodeError>) -> Result<RunResult, NodeError
 }
 
 /// A run's bundle kept in memory (`out` is `None`) or written into `out`
-/// once the run is over.
+/// once the run is over; a written run is returned as a run written as it
+/// goes is (`run_schedule_into`): its manifest without steps, no receipts
+/// and no inputs, which the written bundle holds.
 fn keep_or_write(run: RunResult, out: Option<&Path>) -> Written {
     match out {
-        Some(out) => run.bundle.write(out).map(|()| run),
+        Some(out) => {
+            run.bundle.write(out)?;
+            let Bundle {
+                mut manifest,
+                policies,
+                ..
+            } = run.bundle;
+            manifest.steps = Vec::new();
+            Ok(RunResult {
+                bundle: Bundle {
+                    manifest,
+                    receipts: Vec::new(),
+                    policies,
+                    inputs: BTreeMap::new(),
+                },
+                ..run
+            })
+        }
         None => Ok(run),
     }
 }

@@ -21,7 +21,10 @@
 //!
 //! [`run_schedule_with`] returns the bundle whole, in memory;
 //! [`run_schedule_into`] (what `chio arena run` uses) writes it as the run
-//! goes, so the run's memory does not grow with its records.
+//! goes and keeps no step record, so the run's memory does not grow with
+//! its records: what it returns is the manifest without steps, and a
+//! report of the steps reads them back from the written bundle
+//! (`chio_arena::bundle::for_each_step`).
 //!
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
@@ -336,10 +339,10 @@ pub async fn run_schedule_with(
 /// each receipt and step record is appended as it is recorded, and the
 /// manifest is written last and the folder installed atomically (see
 /// `chio_arena::bundle::BundleWriter`), whether the run completes, stops or
-/// fails. The returned bundle holds the manifest with each step's record
-/// without its trace and input fingerprints, and no receipts or inputs: the
-/// written bundle holds them. The inner error is the bundle's (a refused
-/// `out`, or a write that failed, which stops the run).
+/// fails. The returned bundle holds the manifest without its steps, and no
+/// receipts or inputs: the written bundle holds them, and a report reads
+/// the steps back from it one at a time. The inner error is the bundle's
+/// (a refused `out`, or a write that failed, which stops the run).
 pub async fn run_schedule_into(
     scenario: &Scenario,
     world: &World,
@@ -358,12 +361,7 @@ pub async fn run_schedule_into(
     let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, sink);
     let failure = dispatch_all(scenario, world, dispatcher, &mut recorder, options).await?;
     let recorded = recorder.finish();
-    let Sink::Stream {
-        writer,
-        summaries,
-        failed,
-    } = recorded.sink
-    else {
+    let Sink::Stream { writer, failed } = recorded.sink else {
         return Err(NodeError::Internal("the step recorder lost its records"));
     };
     if let Some(e) = failed {
@@ -378,7 +376,6 @@ pub async fn run_schedule_into(
     if let Err(e) = writer.finish(&manifest, &policies, &inputs.files) {
         return Ok(Err(e));
     }
-    manifest.steps = summaries;
     Ok(Ok(RunResult {
         bundle: Bundle {
             manifest,

@@ -15,8 +15,8 @@
 //!
 //! Records and receipts go to a [`Sink`]: kept in memory for a bundle
 //! returned whole, or appended to the bundle being written as each step is
-//! recorded (`chio arena run`), so a run's memory does not grow with the
-//! size of its records.
+//! recorded (`chio arena run`) and not kept, so a run's memory does not grow
+//! with its records; the run's report reads them back from the bundle.
 
 use std::collections::BTreeMap;
 
@@ -53,14 +53,11 @@ pub(super) enum Sink {
         /// Every call's receipt, in order.
         receipts: Vec<SignedReceipt>,
     },
-    /// Appended to the bundle being written as each step is recorded; only
-    /// each record's summary (without its trace and input fingerprints)
-    /// stays in memory, for the run's report.
+    /// Appended to the bundle being written as each step is recorded;
+    /// nothing of a record stays in memory once it is written.
     Stream {
         /// The bundle being written.
         writer: Box<BundleWriter>,
-        /// Every step record without its trace and fingerprints, in order.
-        summaries: Vec<StepRecord>,
         /// The first write that failed; the run stops there.
         failed: Option<ArenaError>,
     },
@@ -79,7 +76,6 @@ impl Sink {
     pub fn stream(writer: BundleWriter) -> Sink {
         Sink::Stream {
             writer: Box::new(writer),
-            summaries: Vec::new(),
             failed: None,
         }
     }
@@ -98,19 +94,10 @@ impl Sink {
     fn step(&mut self, record: StepRecord) {
         match self {
             Sink::Memory { steps, .. } => steps.push(record),
-            Sink::Stream {
-                writer,
-                summaries,
-                failed,
-            } => {
+            Sink::Stream { writer, failed } => {
                 if failed.is_none() {
                     *failed = writer.step(&record).err();
                 }
-                summaries.push(StepRecord {
-                    trace: None,
-                    inputs: StepInputs::default(),
-                    ..record
-                });
             }
         }
     }
