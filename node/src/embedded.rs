@@ -140,16 +140,8 @@ fn simulated_link(
     SimulatedLink {
         from: id.to_string(),
         inner: link,
-        kernel_nodes: world
-            .kernels
-            .values()
-            .map(|k| (k.id.clone(), k.node.clone()))
-            .collect(),
-        agent_nodes: world
-            .agents
-            .values()
-            .map(|a| (a.id.clone(), a.node.clone()))
-            .collect(),
+        kernel_nodes: world.kernel_nodes(),
+        agent_nodes: world.agent_nodes(),
         switch: switch.clone(),
     }
 }

@@ -84,16 +84,8 @@ impl GrpcLink {
             clients.insert(node.clone(), client);
         }
         Ok(Self {
-            kernel_nodes: world
-                .kernels
-                .values()
-                .map(|k| (k.id.clone(), k.node.clone()))
-                .collect(),
-            agent_nodes: world
-                .agents
-                .values()
-                .map(|a| (a.id.clone(), a.node.clone()))
-                .collect(),
+            kernel_nodes: world.kernel_nodes(),
+            agent_nodes: world.agent_nodes(),
             peers: clients,
             deadline,
         })

@@ -153,6 +153,23 @@ impl World {
         self.kernels.get(kernel).map(|k| k.node.as_str())
     }
 
+    /// Each kernel's logical node, by kernel id: what a link between nodes
+    /// needs to know of the world to route a call.
+    pub fn kernel_nodes(&self) -> BTreeMap<String, String> {
+        self.kernels
+            .values()
+            .map(|k| (k.id.clone(), k.node.clone()))
+            .collect()
+    }
+
+    /// Each agent's logical node, by agent id.
+    pub fn agent_nodes(&self) -> BTreeMap<String, String> {
+        self.agents
+            .values()
+            .map(|a| (a.id.clone(), a.node.clone()))
+            .collect()
+    }
+
     /// The public keys of the run, printed as arena keys: by role, then id.
     pub fn public_keys(&self) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut keys = BTreeMap::new();
