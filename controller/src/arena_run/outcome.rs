@@ -218,7 +218,7 @@ pub(crate) fn read_back_error(command: &'static str, e: &ArenaError) -> CliError
         codes::REPORT_BUNDLE_READ,
         command,
         format!("cannot read the run's steps back from the bundle it wrote: {e}"),
-        "the run was judged and its bundle written, but the bundle changed or became unreadable before its report was printed; keep other processes out of the --out folder and run again",
+        "the run was judged and its bundle written; keep other processes out of the --out folder while the run finishes, and run again",
     )
 }
 
