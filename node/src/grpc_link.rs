@@ -144,6 +144,7 @@ fn transport_made(status: &Status) -> bool {
 fn link_failure(node: &str, target: &str, status: &Status) -> NodeError {
     let outage = match status.code() {
         Code::DeadlineExceeded => Some(Outage::DeadlineExceeded),
+        Code::Cancelled if chio_trust::client::timed_out(status) => Some(Outage::DeadlineExceeded),
         _ if transport_made(status) => Some(Outage::Unavailable),
         _ => None,
     };

@@ -14,7 +14,7 @@
 //! Caching is the caller's business: this client never caches an answer.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chio_proto::trust::v1 as pb;
 use chio_proto::trust::v1::trust_control_client::TrustControlClient;
@@ -124,16 +124,8 @@ impl TrustClient {
     {
         let mut request = Request::new(message);
         request.set_timeout(deadline);
-        let began = Instant::now();
         match tokio::time::timeout(deadline, call(self.inner.clone(), request)).await {
             Ok(Ok(response)) => Ok(response.into_inner()),
-            // A call cancelled before its deadline was cancelled by the
-            // transport: the connection closed under it.
-            Ok(Err(status)) if status.code() == Code::Cancelled && began.elapsed() < deadline => {
-                Err(TrustError::Unavailable {
-                    detail: format!("{operation}: {}", describe(&status)),
-                })
-            }
             Ok(Err(status)) => Err(error_of(operation, deadline, status)),
             Err(_) => Err(TrustError::DeadlineExceeded {
                 operation,
@@ -175,15 +167,40 @@ fn error_of(operation: &'static str, deadline: Duration, status: Status) -> Trus
         Code::Unknown | Code::Internal if is_transport(&status) => TrustError::Unavailable {
             detail: format!("{operation}: {}", describe(&status)),
         },
-        Code::DeadlineExceeded | Code::Cancelled => TrustError::DeadlineExceeded {
+        Code::DeadlineExceeded => TrustError::DeadlineExceeded {
             operation,
             deadline,
+        },
+        Code::Cancelled if timed_out(&status) => TrustError::DeadlineExceeded {
+            operation,
+            deadline,
+        },
+        // Cancelled any other way, the transport cancelled the call: the
+        // connection closed under it.
+        Code::Cancelled => TrustError::Unavailable {
+            detail: format!("{operation}: {}", describe(&status)),
         },
         _ => TrustError::Rejected {
             operation,
             message: status.message().to_owned(),
         },
     }
+}
+
+/// Whether the client's transport gave up on the call at its deadline:
+/// tonic's own timeout answers `CANCELLED` with [`tonic::TimeoutExpired`]
+/// in the status's sources, while a connection closed under the call is
+/// `CANCELLED` without it. Whichever of the two timers (the request's
+/// `grpc-timeout` or the caller's) fires first, a late answer reads as late.
+pub fn timed_out(status: &Status) -> bool {
+    let mut source = std::error::Error::source(status);
+    while let Some(error) = source {
+        if error.is::<tonic::TimeoutExpired>() {
+            return true;
+        }
+        source = error.source();
+    }
+    false
 }
 
 /// Whether a status was made by the client's transport rather than sent

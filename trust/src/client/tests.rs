@@ -156,3 +156,20 @@ async fn a_dropped_connection_is_unavailable_not_a_deadline() {
     assert!(matches!(error, TrustError::Unavailable { .. }), "{error:?}");
     assert!(began.elapsed() < DEFAULT_CALL_DEADLINE, "{error}");
 }
+
+// Proves a call tonic's own timer gave up on reads as late, while a call the transport cancelled otherwise reads as unavailable.
+#[test]
+fn tonic_timeout_is_a_deadline_and_other_cancels_are_not() {
+    let late = tonic::Status::from_error(Box::new(tonic::TimeoutExpired(())));
+    assert_eq!(late.code(), Code::Cancelled);
+    assert!(super::timed_out(&late));
+    let error = super::error_of("revoked_at", DEFAULT_CALL_DEADLINE, late);
+    assert!(
+        matches!(error, TrustError::DeadlineExceeded { .. }),
+        "{error:?}"
+    );
+    let cancelled = tonic::Status::cancelled("the connection closed");
+    assert!(!super::timed_out(&cancelled));
+    let error = super::error_of("revoked_at", DEFAULT_CALL_DEADLINE, cancelled);
+    assert!(matches!(error, TrustError::Unavailable { .. }), "{error:?}");
+}
