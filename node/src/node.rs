@@ -293,10 +293,7 @@ impl Node {
         let now_ms = command.now_ms;
         let request = match agent.prepare(command.into()).await {
             Ok(request) => request,
-            Err(NodeError::NotHeld { agent, capability }) => {
-                return Ok(CallAnswer::Refused(outage::not_held(&agent, &capability)))
-            }
-            Err(e) => return Err(e),
+            Err(e) => return outage::call_refusal(e).map(CallAnswer::Refused),
         };
         let kernel = self.mux.kernel_for(&request.server)?.to_string();
         match self.mux.evaluate_on(&kernel, request, now_ms).await {
@@ -335,10 +332,7 @@ impl Node {
             .await;
         let child = match signed {
             Ok(child) => child,
-            Err(NodeError::NotHeld { agent, capability }) => {
-                return Ok(Err(outage::delegation_not_held(&agent, &capability)))
-            }
-            Err(e) => return Err(e),
+            Err(e) => return outage::delegation_refusal(e).map(Err),
         };
         let carry = delegation_carry(&command.agent, &child)?;
         let carried = match self.authority.carry_labels(carry.clone()).await {

@@ -17,6 +17,8 @@
 
 use chio_trust::TrustError;
 
+use crate::error::NodeError;
+
 /// Why the other end of a call did not answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Outage {
@@ -78,6 +80,25 @@ pub fn not_held(agent: &str, capability: &str) -> String {
 /// parent.
 pub fn delegation_not_held(agent: &str, capability: &str) -> String {
     format!("delegation refused: {}", not_held(agent, capability))
+}
+
+/// What a node answers when signing a call fails with `error`: the deny
+/// of a capability the agent does not hold, or `error` itself, which is no
+/// answer of the node's.
+pub fn call_refusal(error: NodeError) -> Result<String, NodeError> {
+    match error {
+        NodeError::NotHeld { agent, capability } => Ok(not_held(&agent, &capability)),
+        other => Err(other),
+    }
+}
+
+/// What a node answers when signing a delegation fails with `error`: the
+/// refusal of a parent the delegator does not hold, or `error` itself.
+pub fn delegation_refusal(error: NodeError) -> Result<String, NodeError> {
+    match error {
+        NodeError::NotHeld { agent, capability } => Ok(delegation_not_held(&agent, &capability)),
+        other => Err(other),
+    }
 }
 
 /// The node's refusal of a delegation whose child's labels cannot be

@@ -190,10 +190,7 @@ impl<'w> DirectDispatcher<'w> {
         let agent = command.agent.clone();
         let request = match prepare_request(&agent, &plan.key, held, command.into()) {
             Ok(request) => request,
-            Err(NodeError::NotHeld { agent, capability }) => {
-                return Ok(CallAnswer::Refused(outage::not_held(&agent, &capability)))
-            }
-            Err(e) => return Err(e),
+            Err(e) => return outage::call_refusal(e).map(CallAnswer::Refused),
         };
         let kernel = self
             .world
@@ -270,10 +267,7 @@ impl<'w> DirectDispatcher<'w> {
         );
         let child = match signed {
             Ok(child) => child,
-            Err(NodeError::NotHeld { agent, capability }) => {
-                return Ok(Err(outage::delegation_not_held(&agent, &capability)))
-            }
-            Err(e) => return Err(e),
+            Err(e) => return outage::delegation_refusal(e).map(Err),
         };
         let from = self.world.agent_node(&command.agent).unwrap_or_default();
         if let Some(outage) = self.switch.control_outage(from) {
