@@ -65,13 +65,15 @@ impl fmt::Display for SchedulerKind {
     }
 }
 
-/// What the scheduler needs to know about one declared action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScheduleInput {
+/// What the scheduler needs to know about one declared action, borrowed
+/// from the declarations (a long schedule is ordered without a second copy
+/// of every step id and agent id beside the one the output keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleInput<'a> {
     /// The step id, carried through to the output.
-    pub step_id: String,
+    pub step_id: &'a str,
     /// The acting agent; second key of the order.
-    pub agent_id: String,
+    pub agent_id: &'a str,
     /// Explicit offset from the clock start, if the step gives one.
     pub at: Option<u64>,
     /// For advance actions: how far the clock moves for later actions.
@@ -133,9 +135,12 @@ impl DeterministicScheduler {
     }
 
     /// Orders `inputs` (given in declaration order) into execution order.
-    pub fn schedule(&self, inputs: &[ScheduleInput]) -> Result<Vec<ScheduledAction>, ArenaError> {
+    pub fn schedule(
+        &self,
+        inputs: &[ScheduleInput<'_>],
+    ) -> Result<Vec<ScheduledAction>, ArenaError> {
         if self.kind == SchedulerKind::SingleAgentV1 {
-            let mut agents: Vec<&str> = inputs.iter().map(|i| i.agent_id.as_str()).collect();
+            let mut agents: Vec<&str> = inputs.iter().map(|i| i.agent_id).collect();
             agents.sort_unstable();
             agents.dedup();
             if agents.len() > 1 {
@@ -147,7 +152,7 @@ impl DeterministicScheduler {
         let mut per_agent: std::collections::BTreeMap<&str, usize> = Default::default();
         let mut actions = Vec::with_capacity(inputs.len());
         for (index, input) in inputs.iter().enumerate() {
-            let counter = per_agent.entry(input.agent_id.as_str()).or_insert(0);
+            let counter = per_agent.entry(input.agent_id).or_insert(0);
             let intra = *counter;
             *counter += 1;
             let scheduled = match input.at {
@@ -163,8 +168,8 @@ impl DeterministicScheduler {
             })?;
             actions.push(ScheduledAction {
                 step_index: index,
-                step_id: input.step_id.clone(),
-                agent_id: input.agent_id.clone(),
+                step_id: input.step_id.to_string(),
+                agent_id: input.agent_id.to_string(),
                 intra_agent_step: intra,
                 scheduled_ms,
                 evaluation_ms: scheduled_ms,
@@ -212,10 +217,10 @@ impl DeterministicScheduler {
 mod tests {
     use super::*;
 
-    fn input(id: &str, at: Option<u64>, advance_ms: Option<u64>) -> ScheduleInput {
+    fn input(id: &str, at: Option<u64>, advance_ms: Option<u64>) -> ScheduleInput<'_> {
         ScheduleInput {
-            step_id: id.to_string(),
-            agent_id: "a".to_string(),
+            step_id: id,
+            agent_id: "a",
             at,
             advance_ms,
         }

@@ -136,10 +136,15 @@ fn rng_streams_are_independent_of_draw_order() {
     assert_ne!(rng.agent_seed("alice"), rng.agent_seed("bob"));
 }
 
-fn input(step: &str, agent: &str, at: Option<u64>, advance: Option<u64>) -> ScheduleInput {
+fn input<'a>(
+    step: &'a str,
+    agent: &'a str,
+    at: Option<u64>,
+    advance: Option<u64>,
+) -> ScheduleInput<'a> {
     ScheduleInput {
-        step_id: step.into(),
-        agent_id: agent.into(),
+        step_id: step,
+        agent_id: agent,
         at,
         advance_ms: advance,
     }

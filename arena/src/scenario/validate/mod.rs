@@ -247,8 +247,8 @@ impl<'a> Validator<'a> {
             .steps
             .iter()
             .map(|s| ScheduleInput {
-                step_id: s.id.clone(),
-                agent_id: s.agent.clone(),
+                step_id: &s.id,
+                agent_id: &s.agent,
                 at: s.at,
                 advance_ms: s.advance_ms,
             })
@@ -256,6 +256,7 @@ impl<'a> Validator<'a> {
         let schedule = DeterministicScheduler::new(scheduler, tick_ms)
             .with_start_ms(start_ms)
             .schedule(&inputs)?;
+        drop(inputs);
         let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
         self.messages(&actions, &schedule)?;
         self.fault_sequence(&actions, &schedule)?;

@@ -121,11 +121,32 @@ impl Validator<'_> {
         schedule: &[ScheduledAction],
     ) -> Result<(), ArenaError> {
         let f = self.file;
-        let position: BTreeMap<usize, usize> = schedule
+        // Each step's place in execution order, by declaration index.
+        let mut position = vec![usize::MAX; actions.len()];
+        for (order, entry) in schedule.iter().enumerate() {
+            if let Some(slot) = position.get_mut(entry.step_index) {
+                *slot = order;
+            }
+        }
+        // The declaration index of each step a message forwards from, found
+        // in one pass (the first step with the id, as ids are unique).
+        let mut sources: BTreeMap<&str, Option<usize>> = actions
             .iter()
-            .enumerate()
-            .map(|(order, entry)| (entry.step_index, order))
+            .filter_map(|action| match action {
+                Action::Message(MessageAction {
+                    from_step: Some(source),
+                    ..
+                }) => Some((source.as_str(), None)),
+                _ => None,
+            })
             .collect();
+        if !sources.is_empty() {
+            for (j, step) in f.steps.iter().enumerate() {
+                if let Some(slot @ None) = sources.get_mut(step.id.as_str()) {
+                    *slot = Some(j);
+                }
+            }
+        }
         for (i, action) in actions.iter().enumerate() {
             let Action::Message(MessageAction {
                 from_step: Some(source),
@@ -135,7 +156,7 @@ impl Validator<'_> {
                 continue;
             };
             let field = format!("steps[{i}].from_step");
-            let Some(j) = f.steps.iter().position(|s| s.id == *source) else {
+            let Some(j) = sources.get(source.as_str()).copied().flatten() else {
                 return Err(ArenaError::UndeclaredReference {
                     kind: "step",
                     id: source.clone(),
@@ -146,7 +167,7 @@ impl Validator<'_> {
                 Some("it is not a call step")
             } else if f.steps[j].agent != f.steps[i].agent {
                 Some("it is another agent's step")
-            } else if position.get(&j) >= position.get(&i) {
+            } else if position.get(j) >= position.get(i) {
                 Some("it is not ordered before the message")
             } else {
                 None
