@@ -51,7 +51,7 @@ pub struct ScenarioFile {
     pub budgets: Vec<BudgetDecl>,
     /// The scheduled actions with the verdicts they expect.
     #[serde(default)]
-    pub steps: Vec<StepDecl>,
+    pub steps: Vec<StepHead>,
     /// Adversary populations that mutate the scenario.
     #[serde(default)]
     pub adversaries: Vec<AdversaryDecl>,
@@ -187,6 +187,63 @@ pub struct BudgetDecl {
     pub tool: String,
     /// How many calls are admitted; at least 1.
     pub max_invocations: u64,
+}
+
+/// One step as a scenario keeps it: the keys every later stage reads of
+/// every step (the schedule, the records, the checks that depend on the
+/// order), and the whole declaration only until validation has read it.
+///
+/// A [`StepDecl`] has a field for every key of every action kind (over 600
+/// bytes, most of them empty); a long schedule holds one head per step
+/// instead. The whole parse of a file keeps each declaration in `decl`;
+/// the loader that parses the file one step table at a time keeps none and
+/// hands validation the tables to parse again, one at a time. A validated
+/// scenario's heads hold no declaration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "StepDecl")]
+pub struct StepHead {
+    /// The step's id.
+    pub id: String,
+    /// The acting agent.
+    pub agent: String,
+    /// The action word as written (`call` when absent).
+    pub action: Option<String>,
+    /// Delegate: the id of the new capability.
+    pub delegation: Option<String>,
+    /// Any action: virtual offset in milliseconds from the clock start.
+    pub at: Option<u64>,
+    /// Advance: milliseconds the clock moves for all later actions.
+    pub advance_ms: Option<u64>,
+    /// The substring the step's reason must contain.
+    pub expect_reason: Option<String>,
+    /// The whole declaration, while validation still needs it.
+    pub decl: Option<Box<StepDecl>>,
+}
+
+impl StepHead {
+    /// The head of `decl`, without the declaration itself.
+    pub fn of(decl: &StepDecl) -> Self {
+        Self {
+            id: decl.id.clone(),
+            agent: decl.agent.clone(),
+            action: decl.action.clone(),
+            delegation: decl.delegation.clone(),
+            at: decl.at,
+            advance_ms: decl.advance_ms,
+            expect_reason: decl.expect_reason.clone(),
+            decl: None,
+        }
+    }
+}
+
+impl From<StepDecl> for StepHead {
+    fn from(decl: StepDecl) -> Self {
+        let head = Self::of(&decl);
+        Self {
+            decl: Some(Box::new(decl)),
+            ..head
+        }
+    }
 }
 
 /// `[[steps]]`: one scheduled action; which keys apply depends on `action`.

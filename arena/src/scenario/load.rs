@@ -18,7 +18,7 @@ use super::validate::{arguments_json, validate, validate_world, FixtureSource};
 use super::Scenario;
 use crate::error::ArenaError;
 use crate::fixtures::{self, FixtureSet};
-use crate::model::{ScenarioFile, StepDecl};
+use crate::model::{ScenarioFile, StepDecl, StepHead};
 use crate::secrets;
 
 /// Reads and validates a scenario file; fixtures resolve next to it.
@@ -51,8 +51,9 @@ pub fn parse_scenario_bytes(bytes: &[u8], base_dir: &Path) -> Result<Scenario, A
 
 /// Validates scenario text; `base_dir` is the folder fixtures are read from.
 pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaError> {
-    let (file, converted) = parse_file(text)?;
-    let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = file
+    let parsed = parse_file(text)?;
+    let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = parsed
+        .file
         .servers
         .iter()
         .enumerate()
@@ -62,7 +63,7 @@ pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaErro
             Some((i, fixtures::read_fixtures(base_dir, folder, &field)))
         })
         .collect();
-    validate(file, converted, base_dir, FixtureSource::Read(&reads))
+    validate(parsed, base_dir, FixtureSource::Read(&reads))
 }
 
 /// Validates scenario bytes against fixture files read before (a node
@@ -74,8 +75,11 @@ pub fn parse_scenario_with_fixtures(
     base_dir: &Path,
     fixtures: &FixtureSet,
 ) -> Result<Scenario, ArenaError> {
-    let (file, converted) = parse_file(utf8(bytes)?)?;
-    validate(file, converted, base_dir, FixtureSource::Given(fixtures))
+    validate(
+        parse_file(utf8(bytes)?)?,
+        base_dir,
+        FixtureSource::Given(fixtures),
+    )
 }
 
 /// Validates the world of scenario bytes against fixture files read
@@ -102,7 +106,7 @@ pub fn world_bytes(scenario: &Scenario, bytes: &[u8]) -> Vec<u8> {
     };
     match split(text) {
         Some(cut)
-            if parse_cut(&cut, false).is_some_and(|(w, _)| same_world(&w, scenario.file())) =>
+            if parse_cut(&cut, false).is_some_and(|w| same_world(&w.file, scenario.file())) =>
         {
             cut.world.into_bytes()
         }
@@ -157,44 +161,72 @@ fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
     })
 }
 
+/// A parsed file, as validation receives it.
+#[derive(Debug)]
+pub(crate) struct Parsed<'t> {
+    /// The declarations. After the cut parse no step head holds its
+    /// declaration: validation parses it again from `tables`.
+    pub file: ScenarioFile,
+    /// Each step's `arguments` as the cut parse converted them (empty after
+    /// the whole parse, whose validation converts).
+    pub converted: Vec<Option<serde_json::Value>>,
+    /// After the cut parse, each step's table, by step index (empty after
+    /// the whole parse, whose heads hold their declarations).
+    pub tables: Vec<&'t str>,
+}
+
 /// Stages 1 to 3: TOML syntax, inline secrets, the closed schema. A file
 /// the splitter cuts is parsed one step table at a time (see
 /// [`super::split`]); any refusal, or a cut the pieces do not accept, is
 /// reported by parsing the whole file, so the error is the whole file's.
-/// The second value holds each step's `arguments` as the cut parse
-/// converted them (empty after the whole parse, whose validation converts).
-fn parse_file(text: &str) -> Result<(ScenarioFile, Vec<Option<serde_json::Value>>), ArenaError> {
+fn parse_file(text: &str) -> Result<Parsed<'_>, ArenaError> {
     if let Some(parsed) = split(text).and_then(|cut| parse_cut(&cut, true)) {
         return Ok(parsed);
     }
-    Ok((parse_whole(text)?, Vec::new()))
+    Ok(Parsed {
+        file: parse_whole(text)?,
+        converted: Vec::new(),
+        tables: Vec::new(),
+    })
 }
 
 /// The world of a scenario without its steps, as a node needs it: the
 /// step tables are skipped without being parsed when the file splits.
 fn parse_world_file(text: &str) -> Result<ScenarioFile, ArenaError> {
-    if let Some((file, _)) = split(text).and_then(|cut| parse_cut(&cut, false)) {
-        return Ok(file);
+    if let Some(parsed) = split(text).and_then(|cut| parse_cut(&cut, false)) {
+        return Ok(parsed.file);
     }
     let mut file = parse_whole(text)?;
     file.steps = Vec::new();
     Ok(file)
 }
 
-/// The file from its cut pieces (the step tables only when `with_steps`),
-/// with each step's `arguments` converted to JSON as its table is parsed
-/// (the file keeps an empty table there), or `None` when a piece or a
-/// conversion is refused or the world still holds a `steps` key.
-fn parse_cut(
-    cut: &Split<'_>,
-    with_steps: bool,
-) -> Option<(ScenarioFile, Vec<Option<serde_json::Value>>)> {
-    /// One `[[steps]]` table parsed on its own.
-    #[derive(serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct StepTable {
-        steps: Vec<StepDecl>,
-    }
+/// One `[[steps]]` table parsed on its own.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StepTable {
+    steps: Vec<StepDecl>,
+}
+
+/// The one step a cut `[[steps]]` table declares, or `None` when it does
+/// not parse to exactly one.
+pub(crate) fn parse_step_table(table: &str) -> Option<StepDecl> {
+    one_step(table.parse().ok()?)
+}
+
+/// The one step a parsed `[[steps]]` table declares.
+fn one_step(table: toml::Table) -> Option<StepDecl> {
+    let parsed: StepTable = toml::Value::Table(table).try_into().ok()?;
+    let [step] = <[StepDecl; 1]>::try_from(parsed.steps).ok()?;
+    Some(step)
+}
+
+/// The file from its cut pieces (the step tables only when `with_steps`):
+/// each step table is parsed and scanned, its `arguments` converted to
+/// JSON, and only its head kept; `None` when a piece or a conversion is
+/// refused, a step table does not hold exactly one step, or the world still
+/// holds a `steps` key.
+fn parse_cut<'t>(cut: &Split<'t>, with_steps: bool) -> Option<Parsed<'t>> {
     let world: toml::Table = cut.world.parse().ok()?;
     if world.contains_key("steps") {
         return None;
@@ -202,30 +234,32 @@ fn parse_cut(
     secrets::scan_document(&world).ok()?;
     let mut file: ScenarioFile = toml::Value::Table(world).try_into().ok()?;
     let mut converted = Vec::new();
-    if with_steps {
-        file.steps.reserve_exact(cut.steps.len());
-        converted.reserve_exact(cut.steps.len());
-        for piece in &cut.steps {
-            let table: toml::Table = piece.parse().ok()?;
-            secrets::scan_document(&table).ok()?;
-            let parsed: StepTable = toml::Value::Table(table).try_into().ok()?;
-            for mut step in parsed.steps {
-                let index = file.steps.len();
-                let json = match step.arguments.as_mut() {
-                    Some(table) => {
-                        let field = format!("steps[{index}].arguments");
-                        let json = arguments_json(table, &field).ok()?;
-                        *table = toml::Table::new();
-                        Some(json)
-                    }
-                    None => None,
-                };
-                converted.push(json);
-                file.steps.push(step);
-            }
-        }
+    if !with_steps {
+        return Some(Parsed {
+            file,
+            converted,
+            tables: Vec::new(),
+        });
     }
-    Some((file, converted))
+    file.steps.reserve_exact(cut.steps.len());
+    converted.reserve_exact(cut.steps.len());
+    for piece in &cut.steps {
+        let table: toml::Table = piece.parse().ok()?;
+        secrets::scan_document(&table).ok()?;
+        let step = one_step(table)?;
+        let index = file.steps.len();
+        let json = match &step.arguments {
+            Some(table) => Some(arguments_json(table, &format!("steps[{index}].arguments")).ok()?),
+            None => None,
+        };
+        converted.push(json);
+        file.steps.push(StepHead::of(&step));
+    }
+    Some(Parsed {
+        file,
+        converted,
+        tables: cut.steps.clone(),
+    })
 }
 
 /// Stages 1 to 3 over the whole file as one document.
@@ -333,21 +367,28 @@ mod tests {
             };
             if let Some(pieces) = split(text) {
                 cut += 1;
-                let (parsed, converted) = parse_cut(&pieces, true).expect("the cut parses");
+                let parsed = parse_cut(&pieces, true).expect("the cut parses");
                 // The cut converts each step's arguments as it parses the
-                // step's table, leaving an empty table in the file.
+                // step's table, and keeps only each step's head.
+                assert_eq!(parsed.converted.len(), whole.steps.len());
+                assert_eq!(parsed.tables.len(), whole.steps.len());
                 let mut expected = whole.clone();
-                assert_eq!(converted.len(), expected.steps.len());
-                for (step, json) in expected.steps.iter_mut().zip(&converted) {
-                    let want = step.arguments.as_mut().map(|table| {
-                        let want = arguments_json(table, "arguments").expect("converts");
-                        *table = toml::Table::new();
-                        want
-                    });
-                    assert_eq!(json, &want, "{}", path.display());
+                for (i, head) in expected.steps.iter_mut().enumerate() {
+                    let decl = head
+                        .decl
+                        .take()
+                        .expect("the whole parse keeps declarations");
+                    let want = decl
+                        .arguments
+                        .as_ref()
+                        .map(|table| arguments_json(table, "arguments").expect("converts"));
+                    assert_eq!(parsed.converted[i], want, "{}", path.display());
+                    // The table parses again to the very declaration.
+                    let again = parse_step_table(parsed.tables[i]).expect("parses again");
+                    assert!(again == *decl, "{}", path.display());
                 }
-                assert!(parsed == expected, "{}", path.display());
-                let (world, _) = parse_cut(&pieces, false).expect("the world parses");
+                assert!(parsed.file == expected, "{}", path.display());
+                let world = parse_cut(&pieces, false).expect("the world parses").file;
                 assert!(world.steps.is_empty());
                 assert!(same_world(&world, &whole), "{}", path.display());
             }

@@ -107,8 +107,9 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// The declarations exactly as written, but for each step's
-    /// `arguments`, which the step's typed action holds (see [`Self::actions`]).
+    /// The declarations as written, but for the steps: of each, only its
+    /// head ([`crate::model::StepHead`]); what the step does is its typed
+    /// action (see [`Self::actions`]).
     pub fn file(&self) -> &ScenarioFile {
         &self.file
     }

@@ -12,15 +12,17 @@
 //! - [`schedule`]: what the schedule order implies (holdings, messages);
 //! - [`faults`]: fault steps' keys and the order faults may come in.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::load::{parse_step_table, Parsed};
 use super::{Action, Scenario, SCENARIO_SCHEMA_VERSION};
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
 use crate::error::ArenaError;
 use crate::fixtures::{FixtureFiles, FixtureSet};
-use crate::model::ScenarioFile;
+use crate::model::{ScenarioFile, StepDecl};
 use crate::scheduler::{
     DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_OFFSET_MS,
 };
@@ -106,6 +108,8 @@ pub(crate) fn arguments_json(
 /// One validation of one parsed file.
 struct Validator<'a> {
     file: &'a ScenarioFile,
+    /// Each step's table, for the steps whose head holds no declaration.
+    tables: &'a [&'a str],
     fixtures: FixtureSource<'a>,
     /// The file's world only: the steps were not parsed (a node's load).
     world_only: bool,
@@ -116,7 +120,26 @@ struct Validator<'a> {
     arguments: RefCell<Vec<Option<StepArguments>>>,
 }
 
-impl Validator<'_> {
+impl<'a> Validator<'a> {
+    /// Step `index`'s whole declaration: the one its head holds, or its
+    /// table parsed again (the loader parsed and checked that table before
+    /// and kept only the head, so it parses the same way).
+    fn decl(&self, index: usize) -> Result<Cow<'a, StepDecl>, ArenaError> {
+        let held = self.file.steps.get(index).and_then(|s| s.decl.as_deref());
+        if let Some(decl) = held {
+            return Ok(Cow::Borrowed(decl));
+        }
+        self.tables
+            .get(index)
+            .and_then(|table| parse_step_table(table))
+            .map(Cow::Owned)
+            .ok_or_else(|| ArenaError::Syntax {
+                line: 0,
+                column: 0,
+                reason: format!("steps[{index}] could not be parsed again from its table"),
+            })
+    }
+
     /// Step `index`'s arguments, taken: each is converted once.
     fn take_arguments(&self, index: usize) -> Option<StepArguments> {
         self.arguments
@@ -127,16 +150,20 @@ impl Validator<'_> {
 }
 
 /// Validates a parsed file (stages 4 to 8) and builds the scenario;
-/// `base_dir` is recorded, never read. `converted[i]`, when present, is step
-/// `i`'s `arguments` as the loader already converted them (the file keeps
-/// an empty table there, so the key checks see the key).
+/// `base_dir` is recorded, never read. A step whose head holds no
+/// declaration is parsed again from its table when its turn comes, and its
+/// `arguments` are the ones the loader converted.
 pub(crate) fn validate(
-    file: ScenarioFile,
-    converted: Vec<Option<serde_json::Value>>,
+    parsed: Parsed<'_>,
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    validate_as(file, converted, base_dir, fixtures, false)
+    let Parsed {
+        file,
+        converted,
+        tables,
+    } = parsed;
+    validate_as(file, converted, &tables, base_dir, fixtures, false)
 }
 
 /// Validates the world of a parsed file (stages 4 to 6) whose steps were
@@ -146,12 +173,13 @@ pub(crate) fn validate_world(
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    validate_as(file, Vec::new(), base_dir, fixtures, true)
+    validate_as(file, Vec::new(), &[], base_dir, fixtures, true)
 }
 
 fn validate_as(
     mut file: ScenarioFile,
     mut converted: Vec<Option<serde_json::Value>>,
+    tables: &[&str],
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
     world_only: bool,
@@ -165,8 +193,9 @@ fn validate_as(
             match json {
                 Some(json) => Some(StepArguments::Json(json)),
                 None => step
-                    .arguments
+                    .decl
                     .as_mut()
+                    .and_then(|decl| decl.arguments.as_mut())
                     .map(std::mem::take)
                     .map(StepArguments::Toml),
             }
@@ -175,15 +204,16 @@ fn validate_as(
     drop(converted);
     let resolved = Validator {
         file: &file,
+        tables,
         fixtures,
         world_only,
         arguments: RefCell::new(arguments),
     }
     .run()?;
-    // Each call's typed action carries its arguments as JSON; the empty
-    // tables left for the key checks go too.
+    // Each call's typed action carries what its declaration said; a
+    // validated scenario keeps only the heads.
     for step in &mut file.steps {
-        step.arguments = None;
+        step.decl = None;
     }
     Ok(Scenario {
         file,

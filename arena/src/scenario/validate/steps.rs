@@ -64,8 +64,9 @@ impl<'a> Validator<'a> {
                 format!("steps[{i}].agent")
             })?;
             check_offset(step.at, || format!("steps[{i}].at"))?;
+            let decl = self.decl(i)?;
             let arguments = self.take_arguments(i);
-            actions.push(step_action(i, step, arguments, has_world, &declared)?);
+            actions.push(step_action(i, &decl, arguments, has_world, &declared)?);
         }
         Ok(actions)
     }
