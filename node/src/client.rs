@@ -21,6 +21,7 @@ use crate::host::LoadedWorld;
 use crate::node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
 };
+use crate::tools::FileChange;
 use crate::wire::command::{call_request, delegate_request, fixtures_to_proto, message_request};
 use crate::wire::outcome::{call_answer, delegate_outcome, message_outcome};
 use crate::wire::{decode_answer, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES};
@@ -162,6 +163,29 @@ impl NodeClient {
         self.unary(message, |mut c, r| async move { c.revoke(r).await })
             .await
             .map(|answer| answer.refusal)
+    }
+
+    /// Reads, writes or deletes a fixture file of a tool server the node
+    /// hosts; answers what the file held.
+    pub async fn change_fixture(
+        &self,
+        server: &str,
+        path: &str,
+        change: FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        use pb::change_fixture_request::Change;
+        let message = pb::ChangeFixtureRequest {
+            server_id: server.to_string(),
+            path: path.to_string(),
+            change: match change {
+                FileChange::Keep => None,
+                FileChange::Write(content) => Some(Change::Write(content)),
+                FileChange::Delete => Some(Change::Delete(true)),
+            },
+        };
+        self.unary(message, |mut c, r| async move { c.change_fixture(r).await })
+            .await
+            .map(|answer| answer.previous)
     }
 
     /// Asks the node process to stop.

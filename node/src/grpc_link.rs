@@ -110,6 +110,59 @@ impl GrpcLink {
 }
 
 impl GrpcLink {
+    /// Evaluates calls that arrive together on kernel `kernel_id`, on the
+    /// node hosting it: every call is admitted before any is dispatched
+    /// (`KernelLink.EvaluateTogether`). Answers one outcome per call.
+    pub async fn evaluate_together(
+        &self,
+        kernel_id: &str,
+        requests: &[(ToolCallRequest, u64)],
+    ) -> Result<Vec<CallOutcome>, NodeError> {
+        let (node, mut client) = self.peer(&self.kernel_nodes, "kernel", kernel_id)?;
+        let target = format!("node {node} (kernel {kernel_id})");
+        let evaluations = requests
+            .iter()
+            .map(|(request, now_ms)| {
+                Ok(pb::Evaluation {
+                    request_json: encode("a signed tool call request", request)?,
+                    now_ms: *now_ms,
+                })
+            })
+            .collect::<Result<Vec<_>, NodeError>>()?;
+        let message = pb::EvaluateTogetherRequest {
+            kernel_id: kernel_id.to_string(),
+            evaluations,
+        };
+        let mut request = tonic::Request::new(message);
+        request.set_timeout(self.deadline);
+        let answer = tokio::time::timeout(self.deadline, client.evaluate_together(request))
+            .await
+            .map_err(|_| self.late(&node, &target))?
+            .map_err(|status| link_failure(&node, &target, &status))?
+            .into_inner();
+        if answer.outcomes.len() != requests.len() {
+            return Err(NodeError::Remote {
+                target,
+                cause: format!(
+                    "answered {} outcomes for {} calls",
+                    answer.outcomes.len(),
+                    requests.len()
+                ),
+            });
+        }
+        answer
+            .outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(i, outcome)| {
+                decode_answer(
+                    &target,
+                    call_outcome_from_proto(&format!("outcomes[{i}]"), Some(outcome)),
+                )
+            })
+            .collect()
+    }
+
     /// The error of a call to `target` on `node` that got no answer
     /// within the link's deadline.
     fn late(&self, node: &str, target: &str) -> NodeError {

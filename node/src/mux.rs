@@ -15,6 +15,7 @@ use chio_kernel::token::CapabilityToken;
 use crate::actors::{AgentHandle, CallOutcome, KernelHandle};
 use crate::error::NodeError;
 use crate::link::KernelLink;
+use crate::tools::FileChange;
 
 /// The routing table of one node.
 #[derive(Clone)]
@@ -81,6 +82,39 @@ impl KernelMultiplexer {
             Some(local) => local.evaluate(request, now_ms).await,
             None => self.link.evaluate(kernel_id, request, now_ms).await,
         }
+    }
+
+    /// Evaluates calls that arrive together on a kernel of this node (see
+    /// `KernelHandle::evaluate_together`); they never travel further.
+    pub async fn evaluate_together_on(
+        &self,
+        kernel_id: &str,
+        requests: Vec<(ToolCallRequest, u64)>,
+    ) -> Result<Vec<CallOutcome>, NodeError> {
+        self.local_kernel(kernel_id)?
+            .evaluate_together(requests)
+            .await
+    }
+
+    /// Changes a file of a tool server a kernel of this node serves, outside
+    /// any call; answers the content it had.
+    pub async fn change_file(
+        &self,
+        server: &str,
+        path: &str,
+        change: FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        let kernel = self.local_kernel(self.kernel_for(server)?)?;
+        let handle = kernel.server(server).ok_or_else(|| {
+            NodeError::Unroutable(format!("server {server} is not served by this node"))
+        })?;
+        handle.change_file(path, change).await
+    }
+
+    fn local_kernel(&self, kernel_id: &str) -> Result<&KernelHandle, NodeError> {
+        self.kernels
+            .get(kernel_id)
+            .ok_or_else(|| NodeError::Unroutable(format!("kernel {kernel_id} is not on this node")))
     }
 
     /// Hands a capability to an agent, local or remote.

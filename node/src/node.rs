@@ -410,4 +410,25 @@ impl Node {
     ) -> Result<CallOutcome, NodeError> {
         self.mux.evaluate_on(kernel_id, request, now_ms).await
     }
+
+    /// Evaluates calls that arrive together on a kernel this node hosts:
+    /// all admitted, in order, before any is dispatched.
+    pub async fn evaluate_together(
+        &self,
+        kernel_id: &str,
+        requests: Vec<(chio_kernel::request::ToolCallRequest, u64)>,
+    ) -> Result<Vec<CallOutcome>, NodeError> {
+        self.mux.evaluate_together_on(kernel_id, requests).await
+    }
+
+    /// Changes a fixture file of a tool server this node hosts, outside
+    /// any call; answers the content it had.
+    pub async fn change_fixture(
+        &self,
+        server: &str,
+        path: &str,
+        change: crate::tools::FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        self.mux.change_file(server, path, change).await
+    }
 }

@@ -28,12 +28,14 @@ use tracing::Instrument;
 use crate::cluster::ClusterToken;
 use crate::error::NodeError;
 use crate::host::{NodeHost, WorldLoad};
+use crate::tools::FileChange;
 use crate::wire::command::{call_command, delegate_command, fixtures_from_proto, message_command};
 use crate::wire::outcome::{
     call_outcome_to_proto, call_response, delegate_response, message_response,
 };
 use crate::wire::{
-    decode, decode_request, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES,
+    decode, decode_request, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_EVALUATED_TOGETHER,
+    MAX_LINK_MESSAGE_BYTES,
 };
 
 fn internal(error: NodeError) -> Status {
@@ -126,6 +128,20 @@ impl NodeControl for NodeControlService {
         Ok(Response::new(pb::RevokeResponse { refusal }))
     }
 
+    async fn change_fixture(
+        &self,
+        request: Request<pb::ChangeFixtureRequest>,
+    ) -> Result<Response<pb::ChangeFixtureResponse>, Status> {
+        let message = request.into_inner();
+        let change = file_change(message.change);
+        let node = self.host.node().await.map_err(internal)?;
+        let previous = node
+            .change_fixture(&message.server_id, &message.path, change)
+            .await
+            .map_err(internal)?;
+        Ok(Response::new(pb::ChangeFixtureResponse { previous }))
+    }
+
     async fn shutdown(
         &self,
         _request: Request<pb::ShutdownRequest>,
@@ -179,6 +195,57 @@ impl KernelLink for KernelLinkService {
             .map_err(internal)?;
         Ok(Response::new(pb::HandOverResponse {}))
     }
+
+    async fn evaluate_together(
+        &self,
+        request: Request<pb::EvaluateTogetherRequest>,
+    ) -> Result<Response<pb::EvaluateTogetherResponse>, Status> {
+        let message = request.into_inner();
+        let calls = decode_request(evaluations(message.evaluations))?;
+        let node = self.host.node().await.map_err(internal)?;
+        let outcomes = node
+            .evaluate_together(&message.kernel_id, calls)
+            .await
+            .map_err(internal)?;
+        let outcomes = outcomes
+            .iter()
+            .map(call_outcome_to_proto)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(internal)?;
+        Ok(Response::new(pb::EvaluateTogetherResponse { outcomes }))
+    }
+}
+
+/// The change a `ChangeFixture` asks for.
+fn file_change(change: Option<pb::change_fixture_request::Change>) -> FileChange {
+    use pb::change_fixture_request::Change;
+    match change {
+        None => FileChange::Keep,
+        Some(Change::Write(content)) => FileChange::Write(content),
+        Some(Change::Delete(_)) => FileChange::Delete,
+    }
+}
+
+/// The calls of an `EvaluateTogether`, each request decoded and named by its
+/// position; more than [`MAX_EVALUATED_TOGETHER`] is refused.
+fn evaluations(evaluations: Vec<pb::Evaluation>) -> Result<Vec<(ToolCallRequest, u64)>, NodeError> {
+    if evaluations.len() > MAX_EVALUATED_TOGETHER {
+        return Err(crate::wire::malformed(
+            "evaluations",
+            format!(
+                "{} calls, more than the {MAX_EVALUATED_TOGETHER} one group may carry",
+                evaluations.len()
+            ),
+        ));
+    }
+    evaluations
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let request = decode(&format!("evaluations[{i}].request_json"), &e.request_json)?;
+            Ok((request, e.now_ms))
+        })
+        .collect()
 }
 
 /// Serves both node services on `listener` until `shutdown` completes or

@@ -99,6 +99,17 @@ pub struct IntegrityPolicy {
     pub globs: Vec<(String, Integrity)>,
 }
 
+/// What [`ToolServer::change_file`] does to a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileChange {
+    /// Leave it as it is (a read).
+    Keep,
+    /// Write this content.
+    Write(String),
+    /// Delete it.
+    Delete,
+}
+
 /// A simulated tool server's state.
 #[derive(Debug, Clone)]
 pub struct ToolServer {
@@ -211,6 +222,28 @@ impl ToolServer {
             result.integrity = self.integrity_of(arguments);
         }
         result
+    }
+
+    /// Changes the file at `path` outside any call, through the server's
+    /// own read, write and delete (the adversary evaluator's fixture edit
+    /// and its restore), and answers the content the file had before:
+    /// `None` when there was none, or the server is no workspace, which
+    /// keeps no files.
+    pub fn change_file(&mut self, path: &str, change: FileChange) -> Option<String> {
+        let before = self.serve("read_file", &json!({ "path": path }));
+        let previous = before
+            .content
+            .get("content")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match change {
+            FileChange::Keep => None,
+            FileChange::Write(text) => {
+                Some(self.serve("write_file", &json!({ "path": path, "content": text })))
+            }
+            FileChange::Delete => Some(self.serve("delete_file", &json!({ "path": path }))),
+        };
+        previous
     }
 
     fn serve(&mut self, tool: &str, arguments: &Value) -> ToolResult {
@@ -419,6 +452,32 @@ mod tests {
         let internal = ws.call("read_file", &json!({"path": "/workspace/internal/plan.md"}));
         assert_eq!(internal.content["content"], "q3 plan");
         assert_eq!(internal.label, Some(Label::Internal));
+    }
+
+    // A fixture edit answers what was there, and its restore puts it back.
+    #[test]
+    fn change_file_answers_the_previous_content_and_restores() {
+        let mut server = workspace();
+        let path = "/workspace/notes.txt";
+        let original = server.change_file(path, FileChange::Keep);
+        assert_eq!(original.as_deref(), Some("hello"));
+        let edited = FileChange::Write("edited".to_string());
+        assert_eq!(server.change_file(path, edited), original);
+        assert_eq!(
+            server.change_file(path, FileChange::Keep).as_deref(),
+            Some("edited")
+        );
+        let restore = FileChange::Write("hello".to_string());
+        assert_eq!(server.change_file(path, restore).as_deref(), Some("edited"));
+        assert_eq!(server.change_file(path, FileChange::Keep), original);
+        let fresh = "/workspace/new.txt";
+        let written = FileChange::Write("x".to_string());
+        assert_eq!(server.change_file(fresh, written), None);
+        assert_eq!(
+            server.change_file(fresh, FileChange::Delete).as_deref(),
+            Some("x")
+        );
+        assert_eq!(server.change_file(fresh, FileChange::Keep), None);
     }
 
     // Writes are visible to later reads and listings, in sorted order.

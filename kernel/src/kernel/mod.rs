@@ -306,4 +306,32 @@ impl Kernel {
             },
         }
     }
+
+    /// Admits every request, in order, before dispatching any, then
+    /// dispatches and completes the admitted ones in the same order: the
+    /// deterministic form of calls that arrive together (a concurrent replay
+    /// or a burst of copies), where each admission meets the holds and seen
+    /// request ids of the admissions before it but no completion. Answers one
+    /// decision per request, in request order.
+    pub fn evaluate_together(
+        &mut self,
+        requests: &[(ToolCallRequest, u64)],
+        dispatch: &mut dyn FnMut(&ToolCallRequest) -> Result<ToolOutput, String>,
+    ) -> Vec<Decision> {
+        let admitted: Vec<Admission> = requests
+            .iter()
+            .map(|(request, now_ms)| self.admit(request, *now_ms))
+            .collect();
+        admitted
+            .into_iter()
+            .zip(requests)
+            .map(|(admission, (_, now_ms))| match admission {
+                Admission::Decided(decision) => *decision,
+                Admission::Admitted(ticket) => match dispatch(ticket.request()) {
+                    Ok(output) => self.complete(*ticket, output, *now_ms),
+                    Err(reason) => self.abort(*ticket, &reason, *now_ms),
+                },
+            })
+            .collect()
+    }
 }

@@ -4,13 +4,15 @@
 //! (steps 1 to 7 of the pipeline, `chio_kernel::kernel`), dispatch to the
 //! tool-server actor when admitted, then complete (post-invocation guards,
 //! labels, budget commit, receipt append) or abort on a dispatch failure.
-//! The kernel's receipt is the only evidence the actor returns; what the
-//! verdict means is the controller's business.
+//! Calls that arrive together (an adversary's concurrent replay or burst)
+//! are admitted, in order, before any is dispatched, then completed in
+//! order. The kernel's receipt is the only evidence the actor returns; what
+//! the verdict means is the controller's business.
 
 use std::collections::BTreeMap;
 use std::thread;
 
-use chio_kernel::kernel::{Admission, Decision, Kernel, KernelConfig, ToolOutput};
+use chio_kernel::kernel::{Decision, Kernel, KernelConfig, ToolOutput};
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::stores::KernelStores;
@@ -67,6 +69,22 @@ impl CallOutcome {
             trace: decision.trace,
         }
     }
+
+    /// The kernel's decision this outcome carries (the inverse of
+    /// `from_decision`), for callers that judge decisions wherever they
+    /// were made.
+    pub fn into_decision(self) -> Decision {
+        Decision {
+            verdict: self.verdict,
+            sanitized: self.sanitized,
+            reason: self.reason,
+            guard: self.guard,
+            receipt: self.receipt,
+            recorded: self.recorded,
+            output: self.output,
+            trace: self.trace,
+        }
+    }
 }
 
 /// What a tool server's answer is to the kernel that dispatched to it.
@@ -94,6 +112,10 @@ enum KernelCommand {
         now_ms: u64,
         reply: oneshot::Sender<CallOutcome>,
     },
+    EvaluateTogether {
+        requests: Vec<(ToolCallRequest, u64)>,
+        reply: oneshot::Sender<Vec<CallOutcome>>,
+    },
 }
 
 /// A handle to a running kernel actor.
@@ -101,9 +123,15 @@ enum KernelCommand {
 pub struct KernelHandle {
     id: String,
     tx: mpsc::Sender<KernelCommand>,
+    /// The tool servers the kernel serves, so a fixture edit can reach one
+    /// outside any call.
+    servers: BTreeMap<String, ToolServerHandle>,
 }
 
 struct KernelActor {
+    /// The kernel's id, kept apart so a dispatch can name it while the
+    /// kernel is busy deciding.
+    id: String,
     kernel: Kernel,
     issuers: Option<Box<dyn IssuerSource>>,
     servers: BTreeMap<String, ToolServerHandle>,
@@ -113,47 +141,60 @@ struct KernelActor {
 impl KernelActor {
     fn run(mut self) {
         while let Some(command) = self.rx.blocking_recv() {
+            self.refresh_issuers();
             match command {
                 KernelCommand::Evaluate {
                     request,
                     now_ms,
                     reply,
                 } => {
-                    let outcome = self.evaluate(&request, now_ms);
-                    let _ = reply.send(outcome);
+                    let (id, servers) = (&self.id, &self.servers);
+                    let decision = self.kernel.evaluate(&request, now_ms, &mut |admitted| {
+                        dispatch(servers, id, admitted)
+                    });
+                    let _ = reply.send(CallOutcome::from_decision(id, decision));
+                }
+                KernelCommand::EvaluateTogether { requests, reply } => {
+                    let (id, servers) = (&self.id, &self.servers);
+                    let decisions = self.kernel.evaluate_together(&requests, &mut |admitted| {
+                        dispatch(servers, id, admitted)
+                    });
+                    let outcomes = decisions
+                        .into_iter()
+                        .map(|decision| CallOutcome::from_decision(id, decision))
+                        .collect();
+                    let _ = reply.send(outcomes);
                 }
             }
         }
     }
 
-    fn evaluate(&mut self, request: &ToolCallRequest, now_ms: u64) -> CallOutcome {
+    /// Refreshes the trusted issuer keys once before each command.
+    fn refresh_issuers(&mut self) {
         if let Some(keys) = self.issuers.as_mut().and_then(|source| source.refresh()) {
             self.kernel.set_trusted_issuers(keys);
         }
-        let decision = match self.kernel.admit(request, now_ms) {
-            Admission::Decided(decision) => *decision,
-            Admission::Admitted(ticket) => {
-                let dispatched = match self.servers.get(&ticket.request().server) {
-                    Some(server) => server
-                        .call_blocking(&ticket.request().tool, &ticket.request().arguments)
-                        .map_err(|e| e.to_string()),
-                    None => Err(format!(
-                        "server {} is not served by kernel {}",
-                        ticket.request().server,
-                        self.kernel.kernel_id()
-                    )),
-                };
-                match dispatched {
-                    Ok(result) => self.kernel.complete(*ticket, tool_output(result), now_ms),
-                    Err(reason) => {
-                        self.kernel
-                            .abort(*ticket, &format!("dispatch failed: {reason}"), now_ms)
-                    }
-                }
-            }
-        };
-        CallOutcome::from_decision(self.kernel.kernel_id(), decision)
     }
+}
+
+/// Dispatches an admitted call to the tool-server actor serving it.
+fn dispatch(
+    servers: &BTreeMap<String, ToolServerHandle>,
+    kernel_id: &str,
+    request: &ToolCallRequest,
+) -> Result<chio_kernel::kernel::ToolOutput, String> {
+    let dispatched = match servers.get(&request.server) {
+        Some(server) => server
+            .call_blocking(&request.tool, &request.arguments)
+            .map_err(|e| e.to_string()),
+        None => Err(format!(
+            "server {} is not served by kernel {kernel_id}",
+            request.server
+        )),
+    };
+    dispatched
+        .map(tool_output)
+        .map_err(|reason| format!("dispatch failed: {reason}"))
 }
 
 impl KernelHandle {
@@ -177,12 +218,14 @@ impl KernelHandle {
         let id = config.kernel_id.clone();
         let (tx, rx) = mpsc::channel(super::MAILBOX);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let handles = servers.clone();
         thread::Builder::new()
             .name(format!("kernel-{id}"))
             .spawn(move || match Kernel::new(config, stores) {
                 Ok(kernel) => {
                     let _ = ready_tx.send(Ok(()));
                     KernelActor {
+                        id: kernel.kernel_id().to_string(),
                         kernel,
                         issuers,
                         servers,
@@ -196,7 +239,11 @@ impl KernelHandle {
             })
             .map_err(|e| NodeError::ActorGone(format!("kernel {id}: cannot start thread: {e}")))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Self { id, tx }),
+            Ok(Ok(())) => Ok(Self {
+                id,
+                tx,
+                servers: handles,
+            }),
             Ok(Err(source)) => Err(NodeError::KernelStart { kernel: id, source }),
             Err(_) => Err(NodeError::ActorGone(format!("kernel {id}"))),
         }
@@ -205,6 +252,11 @@ impl KernelHandle {
     /// The kernel id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// A tool server this kernel serves.
+    pub fn server(&self, id: &str) -> Option<&ToolServerHandle> {
+        self.servers.get(id)
     }
 
     /// Evaluates one call at virtual time `now_ms` (Unix milliseconds).
@@ -220,6 +272,22 @@ impl KernelHandle {
                 now_ms,
                 reply,
             })
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("kernel {}", self.id)))?;
+        answer
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("kernel {}", self.id)))
+    }
+
+    /// Evaluates calls that arrive together: every one is admitted, in
+    /// order, before any is dispatched (`Kernel::evaluate_together`).
+    pub async fn evaluate_together(
+        &self,
+        requests: Vec<(ToolCallRequest, u64)>,
+    ) -> Result<Vec<CallOutcome>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(KernelCommand::EvaluateTogether { requests, reply })
             .await
             .map_err(|_| NodeError::ActorGone(format!("kernel {}", self.id)))?;
         answer

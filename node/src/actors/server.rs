@@ -5,13 +5,18 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::NodeError;
-use crate::tools::{ToolResult, ToolServer};
+use crate::tools::{FileChange, ToolResult, ToolServer};
 
 enum ServerCommand {
     Call {
         tool: String,
         arguments: Value,
         reply: oneshot::Sender<ToolResult>,
+    },
+    ChangeFile {
+        path: String,
+        change: FileChange,
+        reply: oneshot::Sender<Option<String>>,
     },
 }
 
@@ -40,6 +45,14 @@ impl ServerActor {
                     // The caller may have given up; the call still happened.
                     let _ = reply.send(result);
                 }
+                ServerCommand::ChangeFile {
+                    path,
+                    change,
+                    reply,
+                } => {
+                    let previous = self.server.change_file(&path, change);
+                    let _ = reply.send(previous);
+                }
             }
         }
     }
@@ -49,6 +62,7 @@ impl std::fmt::Debug for ServerCommand {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ServerCommand::Call { tool, .. } => write!(f, "Call({tool})"),
+            ServerCommand::ChangeFile { path, .. } => write!(f, "ChangeFile({path})"),
         }
     }
 }
@@ -80,6 +94,27 @@ impl ToolServerHandle {
             .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;
         answer
             .blocking_recv()
+            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))
+    }
+
+    /// Changes a file of the server outside any call and answers the
+    /// content it had (see `ToolServer::change_file`).
+    pub async fn change_file(
+        &self,
+        path: &str,
+        change: FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(ServerCommand::ChangeFile {
+                path: path.to_string(),
+                change,
+                reply,
+            })
+            .await
+            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;
+        answer
+            .await
             .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))
     }
 }

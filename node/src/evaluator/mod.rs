@@ -39,6 +39,12 @@
 //! Other goals are reached by any admission. None of this detail comes from
 //! the kernel's decision, which names a pattern and a pointer only.
 //!
+//! Where the world runs is the [`Worlds`] the evaluator is given
+//! ([`instance`]): in process by default ([`DirectWorlds`]), or on node
+//! processes, where an action's signed call reaches its kernel over
+//! `KernelLink` exactly as a peer node's would. The logic here is the same
+//! for both.
+//!
 //! Per action: the request is signed by the action's agent (for a scope
 //! escape, an accomplice with its own arena key), routed to the kernel that
 //! serves the server it names (or, for a server the world does not declare,
@@ -56,20 +62,23 @@ use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, Wide
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
 use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario};
-use chio_kernel::kernel::{Admission, Decision};
+use chio_kernel::kernel::Decision;
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use ed25519_dalek::SigningKey;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::NodeError;
-use crate::executor::direct::{serve, DirectDispatcher};
-use crate::executor::{complete_now, Performed, PreparedStep, StepExecutor};
+use crate::executor::{Performed, PreparedStep, StepExecutor};
+use crate::tools::FileChange;
 use crate::world::{FixtureSet, World, AGENT_ROLE};
 
 mod budget;
 mod feedback;
+pub mod instance;
+
+pub use instance::{DirectWorlds, WorldInstance, Worlds};
 
 use budget::{BudgetTally, Counted};
 use feedback::{feedback, Observed};
@@ -77,27 +86,38 @@ use feedback::{feedback, Observed};
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
 
-/// Evaluates adversary actions with the real kernel in a scenario's world.
+/// Evaluates adversary actions with the real kernel in a scenario's world,
+/// in the instances `W` makes (in process unless told otherwise).
 #[derive(Debug)]
-pub struct KernelActionEvaluator {
+pub struct KernelActionEvaluator<W: Worlds = DirectWorlds> {
     scenario: Scenario,
     world: World,
+    worlds: W,
     evaluations: u64,
 }
 
 impl KernelActionEvaluator {
     /// Resolves the scenario's world, seeding workspaces from `fixtures`.
     pub fn new(scenario: &Scenario, fixtures: &FixtureSet) -> Result<Self, NodeError> {
-        Ok(Self {
-            scenario: scenario.clone(),
-            world: World::resolve(scenario, fixtures)?,
-            evaluations: 0,
-        })
+        let world = World::resolve(scenario, fixtures)?;
+        Ok(Self::with_worlds(scenario, world, DirectWorlds))
     }
 
     /// Reads the fixtures next to the scenario and resolves its world.
     pub fn load(scenario: &Scenario) -> Result<Self, NodeError> {
         Self::new(scenario, &FixtureSet::load(scenario)?)
+    }
+}
+
+impl<W: Worlds> KernelActionEvaluator<W> {
+    /// Evaluates in the instances of `world` that `worlds` makes.
+    pub fn with_worlds(scenario: &Scenario, world: World, worlds: W) -> Self {
+        Self {
+            scenario: scenario.clone(),
+            world,
+            worlds,
+            evaluations: 0,
+        }
     }
 
     /// Kernel evaluations made so far (real steps and actions together).
@@ -118,27 +138,28 @@ fn failure(cause: impl std::fmt::Display) -> ArenaError {
     }
 }
 
-/// One fresh instance of the world: the run's step executor over a direct
-/// dispatcher, so scheduled steps mean here what they mean in a run.
-struct Instance<'w> {
+/// One fresh instance of the world: the run's step executor over the
+/// instance's dispatcher, so scheduled steps mean here what they mean in a
+/// run.
+struct Instance<'w, I> {
     world: &'w World,
-    direct: DirectDispatcher<'w>,
+    place: I,
     executor: StepExecutor,
     tally: BudgetTally,
+    /// Kernel decisions made: every call step a kernel answered and every
+    /// decided action call.
+    evaluations: u64,
 }
 
-impl<'w> Instance<'w> {
-    fn new(world: &'w World) -> Result<Self, ArenaError> {
-        Ok(Self {
+impl<'w, I: WorldInstance> Instance<'w, I> {
+    fn new(world: &'w World, place: I) -> Self {
+        Self {
             world,
-            direct: DirectDispatcher::new(world).map_err(failure)?,
+            place,
             executor: StepExecutor::new(world),
             tally: BudgetTally::default(),
-        })
-    }
-
-    fn evaluations(&self) -> Result<u64, ArenaError> {
-        Ok(self.direct.state().map_err(failure)?.evaluations)
+            evaluations: 0,
+        }
     }
 
     fn key_of(&self, agent: &str) -> SigningKey {
@@ -218,11 +239,10 @@ impl<'w> Instance<'w> {
         now_ms: u64,
     ) -> Result<(Decision, bool), ArenaError> {
         let decision = self
-            .direct
-            .state()
-            .map_err(failure)?
-            .decide(self.world, kernel, request, now_ms)
+            .place
+            .decide(kernel, request, now_ms)
             .map_err(failure)?;
+        self.evaluations += 1;
         let exceeded = self
             .tally
             .record(self.world, request.into(), decision.verdict);
@@ -238,34 +258,11 @@ impl<'w> Instance<'w> {
         requests: &[(ToolCallRequest, u64)],
     ) -> Result<Vec<(Decision, bool)>, ArenaError> {
         let world = self.world;
-        let decisions = {
-            let mut state = self.direct.state().map_err(failure)?;
-            let state = &mut *state;
-            let k = state
-                .kernels
-                .get_mut(kernel)
-                .ok_or_else(|| failure(format!("unknown kernel {kernel}")))?;
-            state.evaluations += requests.len() as u64;
-            let admitted: Vec<Admission> = requests
-                .iter()
-                .map(|(request, now_ms)| k.admit(request, *now_ms))
-                .collect();
-            let mut decisions = Vec::with_capacity(requests.len());
-            for (admission, (_, now_ms)) in admitted.into_iter().zip(requests) {
-                decisions.push(match admission {
-                    Admission::Decided(decision) => *decision,
-                    Admission::Admitted(ticket) => {
-                        match serve(world, &mut state.servers, kernel, ticket.request()) {
-                            Ok(output) => k.complete(*ticket, output, *now_ms),
-                            Err(reason) => {
-                                k.abort(*ticket, &format!("dispatch failed: {reason}"), *now_ms)
-                            }
-                        }
-                    }
-                });
-            }
-            decisions
-        };
+        let decisions = self
+            .place
+            .decide_together(kernel, requests)
+            .map_err(failure)?;
+        self.evaluations += requests.len() as u64;
         Ok(decisions
             .into_iter()
             .zip(requests)
@@ -285,7 +282,9 @@ impl<'w> Instance<'w> {
         now_ms: u64,
     ) -> Result<(), ArenaError> {
         let step = &scenario.file().steps[index];
-        complete_now(self.executor.settle_faults(&self.direct, now_ms)).map_err(failure)?;
+        self.place
+            .complete(self.executor.settle_faults(self.place.dispatcher(), now_ms))
+            .map_err(failure)?;
         let prepared = self
             .executor
             .prepare(
@@ -297,12 +296,16 @@ impl<'w> Instance<'w> {
             )
             .map_err(failure)?;
         let node = self.world.agent_node(agent).unwrap_or("direct");
-        let performed =
-            complete_now(
+        let performed = self
+            .place
+            .complete(
                 self.executor
-                    .perform(&self.direct, node, &step.id, &prepared),
+                    .perform(self.place.dispatcher(), node, &step.id, &prepared),
             )
             .map_err(failure)?;
+        if matches!(performed, Performed::Call(_)) {
+            self.evaluations += 1;
+        }
         // A scheduled admission counts under its budgets like any other.
         if let (PreparedStep::Call(call), Performed::Call(outcome)) = (&prepared, &performed) {
             if let Some(held) = self.executor.capability(&call.command.capability_id) {
@@ -324,33 +327,22 @@ impl<'w> Instance<'w> {
         edit: &chio_arena::adversary::action::FixtureEdit,
         during: impl FnOnce(&mut Self) -> Result<T, ArenaError>,
     ) -> Result<T, ArenaError> {
-        let original = {
-            let mut state = self.direct.state().map_err(failure)?;
-            let server = state.servers.get_mut(&edit.server).ok_or_else(|| {
-                failure(format!("fixture server {} is not declared", edit.server))
-            })?;
-            let before = server.call("read_file", &json!({"path": edit.path}));
-            let original = before
-                .content
-                .get("content")
-                .and_then(Value::as_str)
-                .map(str::to_string);
-            server.call(
-                "write_file",
-                &json!({"path": edit.path, "content": edit.apply(original.as_deref().unwrap_or(""))}),
-            );
-            original
-        };
+        let original = self
+            .place
+            .change_file(&edit.server, &edit.path, FileChange::Keep)
+            .map_err(failure)?;
+        let edited = FileChange::Write(edit.apply(original.as_deref().unwrap_or("")));
+        self.place
+            .change_file(&edit.server, &edit.path, edited)
+            .map_err(failure)?;
         let result = during(self);
-        let mut state = self.direct.state().map_err(failure)?;
-        if let Some(server) = state.servers.get_mut(&edit.server) {
-            match original {
-                Some(text) => {
-                    server.call("write_file", &json!({"path": edit.path, "content": text}))
-                }
-                None => server.call("delete_file", &json!({"path": edit.path})),
-            };
-        }
+        let restore = match original {
+            Some(text) => FileChange::Write(text),
+            None => FileChange::Delete,
+        };
+        self.place
+            .change_file(&edit.server, &edit.path, restore)
+            .map_err(failure)?;
         result
     }
 
@@ -525,7 +517,7 @@ fn widen(
     }
 }
 
-impl ActionEvaluator for KernelActionEvaluator {
+impl<W: Worlds> ActionEvaluator for KernelActionEvaluator<W> {
     fn evaluate_batch(
         &mut self,
         actions: &[AdversaryAction],
@@ -545,7 +537,8 @@ impl ActionEvaluator for KernelActionEvaluator {
             }
         }
         let mut outcomes: Vec<Option<ActionOutcome>> = vec![None; actions.len()];
-        let mut instance = Instance::new(&self.world)?;
+        let place = self.worlds.instance(&self.world).map_err(failure)?;
+        let mut instance = Instance::new(&self.world, place);
         for scheduled in scenario.schedule() {
             if let Some(indices) = by_step.remove(scheduled.step_id.as_str()) {
                 let base_server = match &scenario.actions()[scheduled.step_index] {
@@ -573,7 +566,7 @@ impl ActionEvaluator for KernelActionEvaluator {
         if let Some(step) = by_step.keys().chain(after.keys()).next() {
             return Err(failure(format!("base step {step} is not in the scenario")));
         }
-        self.evaluations += instance.evaluations()?;
+        self.evaluations += instance.evaluations;
         outcomes
             .into_iter()
             .map(|o| o.ok_or_else(|| failure("an action was left unevaluated")))

@@ -32,6 +32,9 @@ pub const MAX_CONTROL_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// Largest `KernelLink` message and call answer: one request or outcome.
 pub const MAX_LINK_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 
+/// Most calls one `EvaluateTogether` carries: an adversary's largest burst.
+pub const MAX_EVALUATED_TOGETHER: usize = 64;
+
 /// Encodes a value as canonical JSON for a `bytes` field.
 pub fn encode<T: Serialize>(what: &'static str, value: &T) -> Result<Vec<u8>, NodeError> {
     to_canonical_vec(value).map_err(NodeError::canonical(what))
