@@ -1,10 +1,11 @@
-//! `chio arena evolve FILE [--generations N] [--population-size N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH]`.
+//! `chio arena evolve FILE [--generations N] [--population-size N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH] [--topology local|FILE]`.
 //!
 //! Order of work: check both budget flags against the bounded-budget gate
 //! (`MAX_ARENA_EVOLVE_GENERATIONS` and `MAX_ARENA_EVOLVE_WALL_SECONDS`, both
 //! ends closed: 0 and over-cap are refused as `CHIO-CLI-FLAG-OUT-OF-RANGE`
 //! before the file is even read), load the scenario, resolve its world for
-//! the kernel evaluator, co-evolve its populations
+//! the kernel evaluator (in process, or with `--topology` on node processes
+//! that every batch reuses, `crate::cluster_worlds`), co-evolve its populations
 //! (`chio_arena::adversary::coevolution`), then write under the output root
 //! (default `target/arena`) `leaderboard.json` (canonical,
 //! `chio.arena.leaderboard/v1`), `leaderboard.md`, `evolve-trace.json` (the
@@ -34,13 +35,16 @@ use chio_arena::adversary::coevolution::{
 };
 use chio_arena::adversary::population::MAX_POPULATION_SIZE;
 use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
-use chio_arena::{load_scenario, ArenaError, Scenario};
+use chio_arena::{ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
-use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
+use crate::arena_run::load_for_run;
+use crate::cli::RunTopology;
+use crate::cluster_worlds::evaluate_with_topology;
+use crate::driver::RunInputs;
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 use crate::term::progress_bar;
@@ -89,6 +93,13 @@ pub struct EvolveArgs {
     /// adversary class, located in the scenario file).
     #[arg(long, value_name = "PATH")]
     pub sarif: Option<PathBuf>,
+    /// Where the kernels decide: in this process (the default), `local`
+    /// (trust-control and one node process per logical node on loopback,
+    /// started once and reused by every batch), or a topology file
+    /// (docs/topology.md) naming running nodes. The files are the same bytes
+    /// on every topology.
+    #[arg(long, value_name = "local|FILE")]
+    pub topology: Option<RunTopology>,
 }
 
 fn out_of_range(message: String, help: String) -> CliError {
@@ -190,8 +201,8 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
 /// leaderboard, trace, chart and SARIF files, then report; `quiet`
 /// (`--quiet`) turns the progress bar off.
 pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), CliError> {
-    let scenario = load_checked(args)?;
-    let result = evolve(args, &scenario, quiet)?;
+    let (scenario, inputs) = load_checked(args)?;
+    let result = evolve(args, &scenario, &inputs, quiet)?;
     let (dir, board) = write_outputs(args, &scenario, &result)?;
     let text = summary_text(args, &scenario, &result, &dir, &board)?;
     out.write_all(text.as_bytes())
@@ -201,7 +212,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
 
 /// Checks the budget flags, loads the scenario and refuses one without
 /// adversaries or a world.
-fn load_checked(args: &EvolveArgs) -> Result<Scenario, CliError> {
+fn load_checked(args: &EvolveArgs) -> Result<(Scenario, RunInputs), CliError> {
     check_budget(args.generations, args.wall_seconds)?;
     if args.population_size == 0 || args.population_size > MAX_POPULATION_SIZE {
         return Err(out_of_range(
@@ -209,13 +220,11 @@ fn load_checked(args: &EvolveArgs) -> Result<Scenario, CliError> {
             format!("pass --population-size {DEFAULT_POPULATION_SIZE} or another value from 1 to {MAX_POPULATION_SIZE}"),
         ));
     }
-    let scenario = load_scenario(&args.file)
-        .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
+    let (scenario, inputs) = load_for_run(COMMAND, &args.file)?;
     if scenario.file().adversaries.is_empty() {
         return Err(arena_error(&ArenaError::NoAdversaries));
     }
-    scenario.require_world().map_err(|e| arena_error(&e))?;
-    Ok(scenario)
+    Ok((scenario, inputs))
 }
 
 /// Runs the search against the real kernels, showing progress on a
@@ -223,6 +232,7 @@ fn load_checked(args: &EvolveArgs) -> Result<Scenario, CliError> {
 fn evolve(
     args: &EvolveArgs,
     scenario: &Scenario,
+    inputs: &RunInputs,
     quiet: bool,
 ) -> Result<EvolutionResult, CliError> {
     tracing::info!(
@@ -231,8 +241,6 @@ fn evolve(
         generations = args.generations,
         "evolving adversary populations"
     );
-    let mut evaluator =
-        KernelActionEvaluator::load(scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     let config = EvolveConfig {
         generations: args.generations,
         population_size: args.population_size,
@@ -249,8 +257,11 @@ fn evolve(
         bar,
         hit: false,
     };
-    let result =
-        evolve_with(scenario, &config, &mut evaluator, &mut budget).map_err(|e| arena_error(&e))?;
+    let place = args.topology.clone().unwrap_or_default();
+    let result = evaluate_with_topology(COMMAND, &place, scenario, inputs, |evaluator| {
+        evolve_with(scenario, &config, evaluator, &mut budget)
+    })?
+    .map_err(|e| arena_error(&e))?;
     budget.bar.finish_and_clear();
     Ok(result)
 }

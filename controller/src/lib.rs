@@ -20,6 +20,8 @@
 //! - [`arena_promote`] holds `chio arena promote`;
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
+//! - [`cluster_worlds`] is where the adversary evaluator's worlds run on
+//!   node processes (`arena evolve --topology`, matrix cells on a topology);
 //! - [`local_cluster`] holds `--topology local` (processes on loopback);
 //! - [`local_faults`] inflicts a scenario's fault steps on those processes,
 //!   and [`link_proxy`] is the switchable proxy in front of each link;
@@ -45,6 +47,7 @@ pub mod arena_run;
 pub mod arena_validate;
 pub mod campaign;
 pub mod cli;
+pub mod cluster_worlds;
 pub mod driver;
 pub mod error;
 pub mod eval;

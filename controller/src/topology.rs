@@ -255,6 +255,20 @@ impl GrpcTopology {
             .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))
     }
 
+    /// Reads, writes or deletes a fixture file of a tool server on `node`
+    /// (the adversary evaluator's fixture edit); answers what it held.
+    pub async fn change_fixture(
+        &self,
+        node: &str,
+        server: &str,
+        path: &str,
+        change: chio_node::tools::FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        self.client(node)?
+            .change_fixture(server, path, change)
+            .await
+    }
+
     /// Asks every node to stop (for clusters the controller started).
     pub async fn shutdown(&self) {
         for client in self.clients.values() {

@@ -41,9 +41,12 @@
 //!   ...); and bracketed roles, compound role labels, tokens as plain tags
 //!   and forged user and assistant turns (`roles.rs`).
 //!
-//! The guard scans every key and string of the value, then the string
-//! values read together (joined by a space and by nothing), so a payload
-//! split over two arguments is caught. The walk has no depth limit but a
+//! The guard scans every key and string of the value in canonical order
+//! (objects by RFC 8785 key order, whatever order the request's map holds,
+//! so a verdict is a function of the signed bytes and the same on every
+//! topology), then the string values read together, forwards and backwards
+//! (joined by a space and by nothing), so a payload split over two
+//! arguments is caught whichever key sorts first. The walk has no depth limit but a
 //! budget ([`MAX_JSON_NODES`], [`MAX_EMBEDDING`], [`MAX_SCAN_BYTES`]): a
 //! value that needs more is denied with a reason naming the limit.
 //!
@@ -216,7 +219,8 @@ pub enum ValueFinding {
         pointer: String,
     },
     /// A pattern only visible with the string values read together, in
-    /// document order, joined by a space or by nothing.
+    /// canonical document order or its reverse, joined by a space or by
+    /// nothing.
     Split {
         /// What fired.
         found: RuleMatch,

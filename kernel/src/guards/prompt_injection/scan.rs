@@ -11,6 +11,7 @@ use super::normalise::{normalise, readings, Reading};
 use super::rules::{self, Outcome, Views};
 use super::structure::{self, Budget, ScanLimit, ValueKind, MAX_EMBEDDING};
 use super::{Inspection, NearMiss, Pattern, RuleMatch, ValueFinding};
+use crate::canonical::canonical_entries;
 use crate::planted::{weakened, Weakness};
 
 /// Scans one text with the enabled patterns; the first match, in
@@ -180,7 +181,7 @@ fn pointer_or_root(pointer: &str) -> String {
 /// The shape of an object of a JSON value, for `json-payload-smuggle`.
 fn value_shape(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
     let mut shape = structure::ObjectShape::default();
-    for (key, value) in map {
+    for (key, value) in canonical_entries(map) {
         let kind = match value {
             Value::String(s) => ValueKind::Str(s),
             Value::Object(_) => ValueKind::Object,
@@ -193,8 +194,9 @@ fn value_shape(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
 }
 
 /// Scans a JSON value with `patterns`: every object's shape and every key
-/// and string (in document order, depth first), then the string values read
-/// together. The walk keeps its own stack, so no nesting is too deep for
+/// and string (in canonical document order, objects by RFC 8785 key order,
+/// depth first), then the string values read together, forwards and
+/// backwards. The walk keeps its own stack, so no nesting is too deep for
 /// it; the scan budget bounds the work and running out of it is a finding.
 pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
     let mut budget = Budget::default();
@@ -247,7 +249,10 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
                         pointer: pointer_or_root(&pointer),
                     });
                 }
-                for (key, item) in map.iter().rev() {
+                // Canonical key order: the walk, and so the first finding and
+                // the joined values, are the signed document's whatever
+                // order the request's map holds its keys in.
+                for (key, item) in canonical_entries(map).into_iter().rev() {
                     let entry = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
                     stack.push(Work::Value(item, entry.clone()));
                     stack.push(Work::Key(key, entry));
@@ -276,8 +281,14 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
     if values.len() < 2 || weakened(Weakness::NoSplitJoin) {
         return None;
     }
-    for separator in [" ", ""] {
-        match scan(&values.join(separator), patterns, 0, &mut budget) {
+    // Read together forwards and backwards: a payload split over two
+    // values is caught whichever of their keys sorts first.
+    let backwards: Vec<&str> = values.iter().rev().copied().collect();
+    let joins = [" ", ""]
+        .into_iter()
+        .flat_map(|separator| [values.join(separator), backwards.join(separator)]);
+    for joined in joins {
+        match scan(&joined, patterns, 0, &mut budget) {
             Ok(Some(found)) => return Some(ValueFinding::Split { found }),
             Ok(None) => {}
             Err(limit) => {

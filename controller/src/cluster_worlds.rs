@@ -1,0 +1,230 @@
+//! The adversary evaluator's world instances on node processes: what
+//! `chio arena evolve --topology` and the adversary part of a matrix cell
+//! on a topology evaluate in.
+//!
+//! [`ClusterWorlds`] owns nothing of the cluster: the nodes and
+//! trust-control are a local cluster the command started once or the
+//! processes a topology file names, and every batch reuses them. A fresh
+//! instance is one `LoadWorld` on every node with a fresh run id, exactly
+//! as a run's start (`GrpcTopology::prepare`), so the kernels, agents and
+//! tool servers are new and trust-control's state for the batch is its own.
+//! Scheduled steps go through `NodeControl` as in a run. An action's
+//! signed call goes to the node hosting the kernel that must decide it over
+//! `KernelLink`, the path a peer node's call takes, so an adversary reaches
+//! the kernel exactly where a compromised node would. Calls made together
+//! go as one `EvaluateTogether`, and a fixture edit and its restore as
+//! `ChangeFixture` to the node hosting the server.
+//!
+//! The evaluator's futures are waited for on the command's runtime, from
+//! the command's own thread (never from inside the runtime).
+
+use chio_arena::adversary::fitness::ActionEvaluator;
+use chio_arena::Scenario;
+use chio_kernel::kernel::Decision;
+use chio_kernel::request::ToolCallRequest;
+use chio_node::evaluator::{KernelActionEvaluator, WorldInstance, Worlds};
+use chio_node::executor::Dispatcher;
+use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
+use chio_node::link::KernelLink;
+use chio_node::tools::FileChange;
+use chio_node::{GrpcLink, NodeError, World};
+use tokio::runtime::Runtime;
+
+use crate::cli::RunTopology;
+use crate::driver::RunInputs;
+use crate::error::CliError;
+use crate::local_cluster::LocalCluster;
+use crate::topology::{fresh_run_id, GrpcTopology, Topology};
+
+/// Runs `evaluate` with an adversary evaluator whose worlds are on the
+/// nodes of `topology`, waited for on `runtime`. A scenario with fault
+/// steps is refused: its faults would have to be inflicted on the cluster
+/// in every batch, which only the embedded evaluator's simulation does.
+pub fn evaluate_on<T>(
+    runtime: &Runtime,
+    topology: &Topology,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> T,
+) -> Result<T, NodeError> {
+    refuse_faults(scenario)?;
+    let world = World::resolve(scenario, &inputs.fixtures)?;
+    let worlds = ClusterWorlds::new(runtime, &world, topology, inputs)?;
+    let mut evaluator = KernelActionEvaluator::with_worlds(scenario, world.clone(), worlds);
+    Ok(evaluate(&mut evaluator))
+}
+
+/// Refuses a scenario with fault steps for evaluation on node processes
+/// (see [`evaluate_on`]).
+pub fn refuse_faults(scenario: &Scenario) -> Result<(), NodeError> {
+    match scenario.fault_steps().next() {
+        Some(fault) => Err(NodeError::Config {
+            problem: format!(
+                "scenario {} declares fault steps (the first: {}), which the adversary evaluator simulates only in process",
+                scenario.id(),
+                fault.describe()
+            ),
+            fix: "evaluate its adversaries embedded (no --topology), or remove the fault steps",
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Runs `evaluate` with an adversary evaluator on `place`: in process, on
+/// a local cluster started for it (and stopped after it), or on the
+/// running nodes of a topology file. Every batch reuses the same processes.
+pub fn evaluate_with_topology<T>(
+    command: &'static str,
+    place: &RunTopology,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> T,
+) -> Result<T, CliError> {
+    let node_error = |e: NodeError| CliError::node(command, &e);
+    match place {
+        RunTopology::Embedded => {
+            let mut evaluator =
+                KernelActionEvaluator::new(scenario, &inputs.fixtures).map_err(node_error)?;
+            Ok(evaluate(&mut evaluator))
+        }
+        RunTopology::Local => {
+            refuse_faults(scenario).map_err(node_error)?;
+            let runtime = crate::arena_run::runtime(command)?;
+            let chio = std::env::current_exe().map_err(|e| {
+                CliError::infrastructure(
+                    command,
+                    format!("cannot find the chio binary to start nodes: {e}"),
+                )
+            })?;
+            let cluster = LocalCluster::start(&chio, &scenario.node_ids(), false, None)
+                .map_err(node_error)?;
+            evaluate_on(&runtime, cluster.topology(), scenario, inputs, evaluate)
+                .map_err(node_error)
+        }
+        RunTopology::File(path) => {
+            refuse_faults(scenario).map_err(node_error)?;
+            let topology = Topology::load(command, path)?;
+            topology.check_covers(command, &scenario.node_ids())?;
+            let runtime = crate::arena_run::runtime(command)?;
+            evaluate_on(&runtime, &topology, scenario, inputs, evaluate).map_err(node_error)
+        }
+    }
+}
+
+/// Fresh instances of a world on the nodes of one cluster.
+#[derive(Debug)]
+pub struct ClusterWorlds<'a> {
+    runtime: &'a Runtime,
+    topology: &'a Topology,
+    inputs: &'a RunInputs,
+    link: GrpcLink,
+}
+
+impl<'a> ClusterWorlds<'a> {
+    /// Instances of `world` on the nodes of `topology`, loaded with
+    /// `inputs` and waited for on `runtime`.
+    pub fn new(
+        runtime: &'a Runtime,
+        world: &World,
+        topology: &'a Topology,
+        inputs: &'a RunInputs,
+    ) -> Result<Self, NodeError> {
+        // The link's channels are made inside the runtime they will use.
+        let _entered = runtime.enter();
+        let link = GrpcLink::new(
+            world,
+            &topology.nodes,
+            &topology.cluster_token,
+            DEFAULT_LINK_DEADLINE,
+        )?;
+        Ok(Self {
+            runtime,
+            topology,
+            inputs,
+            link,
+        })
+    }
+}
+
+impl Worlds for ClusterWorlds<'_> {
+    type Instance<'w>
+        = ClusterInstance<'w>
+    where
+        Self: 'w;
+
+    fn instance<'w>(&'w mut self, world: &'w World) -> Result<ClusterInstance<'w>, NodeError> {
+        let run_id = fresh_run_id();
+        let grpc = self.runtime.block_on(GrpcTopology::prepare(
+            world,
+            self.inputs,
+            self.topology,
+            &run_id,
+        ))?;
+        Ok(ClusterInstance {
+            runtime: self.runtime,
+            world,
+            grpc,
+            link: &self.link,
+        })
+    }
+}
+
+/// One batch's instance of the world on the cluster's nodes.
+#[derive(Debug)]
+pub struct ClusterInstance<'w> {
+    runtime: &'w Runtime,
+    world: &'w World,
+    grpc: GrpcTopology,
+    link: &'w GrpcLink,
+}
+
+impl WorldInstance for ClusterInstance<'_> {
+    fn dispatcher(&self) -> &dyn Dispatcher {
+        &self.grpc
+    }
+
+    fn complete<T>(
+        &self,
+        future: impl std::future::Future<Output = Result<T, NodeError>>,
+    ) -> Result<T, NodeError> {
+        self.runtime.block_on(future)
+    }
+
+    fn decide(
+        &mut self,
+        kernel: &str,
+        request: &ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<Decision, NodeError> {
+        let outcome = self
+            .runtime
+            .block_on(self.link.evaluate(kernel, request.clone(), now_ms))?;
+        Ok(outcome.into_decision())
+    }
+
+    fn decide_together(
+        &mut self,
+        kernel: &str,
+        requests: &[(ToolCallRequest, u64)],
+    ) -> Result<Vec<Decision>, NodeError> {
+        let outcomes = self
+            .runtime
+            .block_on(self.link.evaluate_together(kernel, requests))?;
+        Ok(outcomes.into_iter().map(|o| o.into_decision()).collect())
+    }
+
+    fn change_file(
+        &mut self,
+        server: &str,
+        path: &str,
+        change: FileChange,
+    ) -> Result<Option<String>, NodeError> {
+        let node = self
+            .world
+            .server_kernel(server)
+            .and_then(|kernel| self.world.kernel_node(kernel))
+            .ok_or_else(|| NodeError::Unroutable(format!("server {server}")))?;
+        self.runtime
+            .block_on(self.grpc.change_fixture(node, server, path, change))
+    }
+}
