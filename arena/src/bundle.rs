@@ -164,6 +164,20 @@ pub struct StepRecord {
     pub inputs: StepInputs,
 }
 
+impl StepRecord {
+    /// Who gave a call step its answer, in the words of a mismatch: the
+    /// kernel when one decided it (the step has a receipt), else the
+    /// calling side (its agent's node, or the controller when that node was
+    /// down), which denies before any kernel runs.
+    pub fn answer(&self, actual: &str) -> String {
+        if self.receipt_id.is_none() && actual == "deny" {
+            "it was denied before any kernel decided".to_string()
+        } else {
+            format!("the kernel answered {actual}")
+        }
+    }
+}
+
 /// Why a run ended before its last step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StopRecord {

@@ -44,7 +44,6 @@ use chio_arena::experiment::matrix::Matrix;
 use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
 use chio_kernel::verdict::ProjectedVerdict;
-use chio_node::evaluator::KernelActionEvaluator;
 use clap::Args;
 
 use crate::cli::RunTopology;
@@ -176,11 +175,12 @@ impl KernelMatrixRunner {
         let populations =
             draw_members(&declared, scenario.file().rng_seed).map_err(|e| e.to_string())?;
         if !populations.is_empty() {
-            let mut evaluator = KernelActionEvaluator::new(scenario, &inputs.fixtures)
-                .map_err(|e| e.to_string())?;
-            let report =
-                evaluate_populations(scenario, &populations, ADVERSARY_ROUNDS, &mut evaluator)
-                    .map_err(|e| e.to_string())?;
+            let declared = cell.topology_declared.then_some(cell.topology.as_str());
+            let report = self
+                .places
+                .evaluate(declared, scenario, &inputs, |evaluator| {
+                    evaluate_populations(scenario, &populations, ADVERSARY_ROUNDS, evaluator)
+                })?;
             let (survivals, defeats) = report.totals();
             m.adversary_actions = u64::from(survivals + defeats);
             m.escapes = u64::from(survivals);

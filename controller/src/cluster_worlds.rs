@@ -34,7 +34,7 @@ use crate::cli::RunTopology;
 use crate::driver::RunInputs;
 use crate::error::CliError;
 use crate::local_cluster::LocalCluster;
-use crate::topology::{fresh_run_id, GrpcTopology, Topology};
+use crate::topology::{fresh_run_id, topology_error, GrpcTopology, Topology};
 
 /// Runs `evaluate` with an adversary evaluator whose worlds are on the
 /// nodes of `topology`, waited for on `runtime`. A scenario with fault
@@ -54,18 +54,37 @@ pub fn evaluate_on<T>(
     Ok(evaluate(&mut evaluator))
 }
 
-/// Refuses a scenario with fault steps for evaluation on node processes
-/// (see [`evaluate_on`]).
+/// How to evaluate a scenario with fault steps instead.
+const FAULT_FIX: &str =
+    "evaluate its adversaries embedded (no --topology), or remove the fault steps";
+
+/// Why a scenario cannot be evaluated on node processes, if it cannot: its
+/// fault steps (see [`evaluate_on`]).
+fn fault_refusal(scenario: &Scenario) -> Option<String> {
+    scenario.fault_steps().next().map(|fault| {
+        format!(
+            "scenario {} declares fault steps (the first: {}), which the adversary evaluator simulates only in process",
+            scenario.id(),
+            fault.describe()
+        )
+    })
+}
+
+/// Refuses a scenario with fault steps for evaluation on node processes.
 pub fn refuse_faults(scenario: &Scenario) -> Result<(), NodeError> {
-    match scenario.fault_steps().next() {
-        Some(fault) => Err(NodeError::Config {
-            problem: format!(
-                "scenario {} declares fault steps (the first: {}), which the adversary evaluator simulates only in process",
-                scenario.id(),
-                fault.describe()
-            ),
-            fix: "evaluate its adversaries embedded (no --topology), or remove the fault steps",
+    match fault_refusal(scenario) {
+        Some(problem) => Err(NodeError::Config {
+            problem,
+            fix: FAULT_FIX,
         }),
+        None => Ok(()),
+    }
+}
+
+/// The same refusal as the command's input error, before anything starts.
+fn refuse_faults_for(command: &'static str, scenario: &Scenario) -> Result<(), CliError> {
+    match fault_refusal(scenario) {
+        Some(problem) => Err(topology_error(command, problem, FAULT_FIX)),
         None => Ok(()),
     }
 }
@@ -88,7 +107,7 @@ pub fn evaluate_with_topology<T>(
             Ok(evaluate(&mut evaluator))
         }
         RunTopology::Local => {
-            refuse_faults(scenario).map_err(node_error)?;
+            refuse_faults_for(command, scenario)?;
             let runtime = crate::arena_run::runtime(command)?;
             let chio = std::env::current_exe().map_err(|e| {
                 CliError::infrastructure(
@@ -102,7 +121,7 @@ pub fn evaluate_with_topology<T>(
                 .map_err(node_error)
         }
         RunTopology::File(path) => {
-            refuse_faults(scenario).map_err(node_error)?;
+            refuse_faults_for(command, scenario)?;
             let topology = Topology::load(command, path)?;
             topology.check_covers(command, &scenario.node_ids())?;
             let runtime = crate::arena_run::runtime(command)?;

@@ -109,10 +109,10 @@ pub(crate) fn mismatch_lines(steps: &[chio_arena::bundle::StepRecord]) -> String
             }
         }
         text.push_str(&format!(
-            "  {}: expected {}, kernel answered {}{}\n",
+            "  {}: expected {}, {}{}\n",
             step.step_id,
             step.expected.map_or("?", |e| e.as_str()),
-            step.actual.map_or("?", |a| a.as_str()),
+            step.answer(step.actual.map_or("?", |a| a.as_str())),
             step.reason
                 .as_deref()
                 .map(|r| format!(": {r}"))

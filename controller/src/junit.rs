@@ -105,9 +105,9 @@ fn failure_message(step: &StepRecord) -> String {
         }
     }
     format!(
-        "expected {}, kernel answered {}{}",
+        "expected {}, {}{}",
         step.expected.map_or("?", |e| e.as_str()),
-        step.actual.map_or("?", |a| a.as_str()),
+        step.answer(step.actual.map_or("?", |a| a.as_str())),
         step.reason
             .as_deref()
             .map(|r| format!(": {r}"))
@@ -572,7 +572,7 @@ mod tests {
                 case(
                     "b",
                     CaseOutcome::Failed {
-                        message: "expected deny, kernel answered allow".into(),
+                        message: "expected deny, the kernel answered allow".into(),
                         detail: String::new(),
                     },
                 ),

@@ -14,15 +14,23 @@
 //! one at a time, and a scenario with fault steps is refused there as
 //! `chio arena run` refuses it.
 //!
+//! The adversary part of a run goes to the same place
+//! ([`RunPlaces::evaluate`], `crate::cluster_worlds`): its batches load
+//! their worlds on the same pooled cluster or topology file's nodes, and a
+//! scenario with fault steps is refused there, since only the embedded
+//! evaluator simulates faults batch by batch.
+//!
 //! The place never reaches an output: by the determinism contract a run's
 //! bundle, and so its measurements, are the same bytes on every topology.
 
 use std::sync::Mutex;
 
+use chio_arena::adversary::fitness::ActionEvaluator;
 use chio_arena::Scenario;
 use chio_node::NodeError;
 
 use crate::cli::RunTopology;
+use crate::cluster_worlds::{evaluate_on, evaluate_with_topology, refuse_faults};
 use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::local_cluster::LocalCluster;
@@ -132,30 +140,9 @@ impl RunPlaces {
     /// when none is idle and kept for the next run unless this one failed
     /// as infrastructure.
     fn run_pooled(&self, scenario: &Scenario, inputs: &RunInputs) -> Result<RunResult, NodeError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| NodeError::Config {
-                problem: format!("cannot start the async runtime: {e}"),
-                fix: "raise the process's thread or file limits",
-            })?;
+        let runtime = current_thread()?;
         let nodes = scenario.node_ids();
-        let taken = {
-            let mut idle = self.idle.lock().map_err(|_| poisoned())?;
-            idle.iter()
-                .position(|(set, _)| *set == nodes)
-                .map(|i| idle.swap_remove(i).1)
-        };
-        let cluster = match taken {
-            Some(cluster) => cluster,
-            None => {
-                let chio = std::env::current_exe().map_err(|e| NodeError::Config {
-                    problem: format!("cannot find the chio binary to start nodes: {e}"),
-                    fix: "run chio from a readable path",
-                })?;
-                LocalCluster::start(&chio, &nodes, false, None)?
-            }
-        };
+        let cluster = self.take_cluster(&nodes)?;
         let result = in_memory(runtime.block_on(run_distributed(
             scenario,
             inputs,
@@ -167,18 +154,111 @@ impl RunPlaces {
         )));
         let healthy = matches!(&result, Ok(run) if run.status != RunStatus::InfrastructureFailure);
         if healthy {
-            self.idle
-                .lock()
-                .map_err(|_| poisoned())?
-                .push((nodes, cluster));
+            self.give_back(nodes, cluster)?;
         }
         result
+    }
+
+    /// Runs `evaluate` with an adversary evaluator whose worlds live where
+    /// the runs of `declared` (or the default) go: in process, on a pooled
+    /// local cluster (given back unless the evaluation failed), or on the
+    /// topology file's nodes, one evaluation or run at a time.
+    pub fn evaluate<T, E: std::fmt::Display>(
+        &self,
+        declared: Option<&str>,
+        scenario: &Scenario,
+        inputs: &RunInputs,
+        evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> Result<T, E>,
+    ) -> Result<T, String> {
+        let flatten = |evaluated: Result<Result<T, E>, NodeError>| match evaluated {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match self.place(declared) {
+            RunTopology::Embedded => {
+                let evaluated = evaluate_with_topology(
+                    self.command,
+                    &RunTopology::Embedded,
+                    scenario,
+                    inputs,
+                    evaluate,
+                )
+                .map_err(|e| e.to_string())?;
+                evaluated.map_err(|e| e.to_string())
+            }
+            RunTopology::Local => {
+                refuse_faults(scenario).map_err(|e| e.to_string())?;
+                let runtime = current_thread().map_err(|e| e.to_string())?;
+                let nodes = scenario.node_ids();
+                let cluster = self.take_cluster(&nodes).map_err(|e| e.to_string())?;
+                let evaluated =
+                    evaluate_on(&runtime, cluster.topology(), scenario, inputs, evaluate);
+                let healthy = matches!(&evaluated, Ok(Ok(_)));
+                if healthy {
+                    self.give_back(nodes, cluster).map_err(|e| e.to_string())?;
+                }
+                flatten(evaluated)
+            }
+            RunTopology::File(_) => {
+                let topology = self
+                    .file
+                    .as_ref()
+                    .ok_or_else(|| "the topology file was not read before the runs".to_string())?;
+                let _turn = self
+                    .file_turn
+                    .lock()
+                    .map_err(|_| "a run on the topology file's nodes panicked".to_string())?;
+                let runtime = current_thread().map_err(|e| e.to_string())?;
+                flatten(evaluate_on(&runtime, topology, scenario, inputs, evaluate))
+            }
+        }
+    }
+
+    /// An idle local cluster of node set `nodes` from the pool, or a new one.
+    fn take_cluster(&self, nodes: &[String]) -> Result<LocalCluster, NodeError> {
+        let taken = {
+            let mut idle = self.idle.lock().map_err(|_| poisoned())?;
+            idle.iter()
+                .position(|(set, _)| set == nodes)
+                .map(|i| idle.swap_remove(i).1)
+        };
+        match taken {
+            Some(cluster) => Ok(cluster),
+            None => {
+                let chio = std::env::current_exe().map_err(|e| NodeError::Config {
+                    problem: format!("cannot find the chio binary to start nodes: {e}"),
+                    fix: "run chio from a readable path",
+                })?;
+                LocalCluster::start(&chio, nodes, false, None)
+            }
+        }
+    }
+
+    /// Puts a healthy cluster back in the pool for the next run.
+    fn give_back(&self, nodes: Vec<String>, cluster: LocalCluster) -> Result<(), NodeError> {
+        self.idle
+            .lock()
+            .map_err(|_| poisoned())?
+            .push((nodes, cluster));
+        Ok(())
     }
 
     /// How many local clusters are idle in the pool.
     pub fn idle_clusters(&self) -> usize {
         self.idle.lock().map(|idle| idle.len()).unwrap_or(0)
     }
+}
+
+/// A runtime for one pooled run or evaluation, driven from its thread.
+fn current_thread() -> Result<tokio::runtime::Runtime, NodeError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| NodeError::Config {
+            problem: format!("cannot start the async runtime: {e}"),
+            fix: "raise the process's thread or file limits",
+        })
 }
 
 fn poisoned() -> NodeError {

@@ -83,7 +83,8 @@ pub struct Topology {
     pub trust_token: BearerToken,
 }
 
-fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
+/// A topology that cannot be used for `command`, with how to fix it.
+pub(crate) fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
     CliError::new(codes::TOPOLOGY_INVALID, command, message, help)
 }
 

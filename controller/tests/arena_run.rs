@@ -135,6 +135,32 @@ fn triangular_prints_a_table() {
     assert!(text.contains("result: passed"), "{text}");
 }
 
+// A wrong expectation of a call no kernel decided says so: the deny came before any kernel, with the calling side's reason.
+#[test]
+fn wrong_expectation_of_a_refused_call_names_no_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage(tmp.path(), "fault_crash_between_delegation_and_use");
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let edited = text.replacen(
+        "expect_verdict = \"deny\"\nexpect_reason = \"agent bob cannot call: node node-b is down\"",
+        "expect_verdict = \"allow\"",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).unwrap();
+    let (output, args) = run_json(tmp.path(), &scenario, "stopped", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "step bob-reads-while-down expected allow but it was denied before any kernel decided: agent bob cannot call: node node-b is down"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("the kernel answered"), "{stderr}");
+}
+
 // A wrong expectation stops the run with exit 1, names the step, both verdicts and the reason, and keeps the receipts so far.
 #[test]
 fn wrong_expectation_stops_and_keeps_receipts() {

@@ -229,7 +229,7 @@ fn junit_reports_a_failing_step_with_its_reason() {
         .expect("a <failure>");
     assert_eq!(
         failure.attribute("message"),
-        Some("expected allow, kernel answered deny: capability presented by another agent: agent carol does not hold the subject key of capability bob-files")
+        Some("expected allow, the kernel answered deny: capability presented by another agent: agent carol does not hold the subject key of capability bob-files")
     );
     let position = names
         .iter()

@@ -276,6 +276,17 @@ fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
     }
 }
 
+/// An object's entries in canonical order (RFC 8785 3.2.3: by the UTF-16
+/// code units of the keys), whatever order the map holds them in. Whoever
+/// reads a signed value's objects for a decision reads them in this order,
+/// so the decision is a function of the signed bytes alone, never of the
+/// order a sender (or a parser) happened to leave the keys in.
+pub fn canonical_entries(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    entries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,15 +431,4 @@ mod tests {
         let low = serde_json::json!(-9007199254740993i64);
         assert_eq!(first_inexact_integer(&low, "n").as_deref(), Some("n"));
     }
-}
-
-/// An object's entries in canonical order (RFC 8785 3.2.3: by the UTF-16
-/// code units of the keys), whatever order the map holds them in. Whoever
-/// reads a signed value's objects for a decision reads them in this order,
-/// so the decision is a function of the signed bytes alone, never of the
-/// order a sender (or a parser) happened to leave the keys in.
-pub fn canonical_entries(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
-    entries
 }

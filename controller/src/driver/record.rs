@@ -374,10 +374,10 @@ impl<'r> StepRecorder<'r> {
         record.pass = Some(verdict_ok && reason_miss.is_none());
         if !verdict_ok {
             let message = format!(
-                "step {} expected {} but the kernel answered {}{}",
+                "step {} expected {} but {}{}",
                 record.step_id,
                 call.expect_verdict,
-                actual,
+                record.answer(actual.as_str()),
                 reason.map(|r| format!(": {r}")).unwrap_or_default()
             );
             self.mismatch(record, "unexpected-verdict", message);

@@ -1,6 +1,6 @@
 //! Targets `node_control` and `kernel_link`: a sequence of `NodeControl`
-//! (LoadWorld, Call, Delegate, Message, Revoke) or `KernelLink` (Evaluate,
-//! HandOver) requests (see [`crate::frames`]), each decoded from protobuf as
+//! (LoadWorld, Call, Delegate, Message, Revoke, ChangeFixture) or
+//! `KernelLink` (Evaluate, HandOver, EvaluateTogether) requests (see [`crate::frames`]), each decoded from protobuf as
 //! tonic decodes it and served by the node's own service implementation
 //! over a `NodeHost` that has just loaded the world of
 //! `fuzz/targets/world.toml` over an in-memory trust store. One input is one
@@ -55,9 +55,9 @@ pub const NODE: &str = "node-a";
 /// The world's clock start, Unix milliseconds (2026-06-15T14:00:00Z).
 pub const START_MS: u64 = 1_781_532_000_000;
 /// The number of `NodeControl` RPCs fuzzed; a selector is taken modulo it.
-pub const CONTROL_RPCS: u8 = 5;
+pub const CONTROL_RPCS: u8 = 6;
 /// The number of `KernelLink` RPCs; a selector is taken modulo it.
-pub const LINK_RPCS: u8 = 2;
+pub const LINK_RPCS: u8 = 3;
 
 /// The runtime and the world's `LoadWorld` request, built once.
 struct Fixture {
@@ -197,6 +197,14 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
                 Reach::Accepted
             })
         }
+        5 => {
+            let Ok(message) = pb::ChangeFixtureRequest::decode(frame.body) else {
+                return Reach::Undecoded;
+            };
+            checked(service.change_fixture(Request::new(message)).await, |_| {
+                Reach::Accepted
+            })
+        }
         _ => {
             let Ok(message) = pb::RevokeRequest::decode(frame.body) else {
                 return Reach::Undecoded;
@@ -213,20 +221,48 @@ async fn control_frame(service: &NodeControlService, frame: frames::Frame<'_>) -
 }
 
 async fn link_frame(service: &KernelLinkService, frame: frames::Frame<'_>) -> Reach {
-    if frame.selector % LINK_RPCS == 0 {
-        let Ok(message) = pb::EvaluateRequest::decode(frame.body) else {
-            return Reach::Undecoded;
-        };
-        checked(service.evaluate(Request::new(message)).await, |answer| {
-            call_outcome(answer.outcome)
-        })
-    } else {
-        let Ok(message) = pb::HandOverRequest::decode(frame.body) else {
-            return Reach::Undecoded;
-        };
-        checked(service.hand_over(Request::new(message)).await, |_| {
-            Reach::Accepted
-        })
+    match frame.selector % LINK_RPCS {
+        0 => {
+            let Ok(message) = pb::EvaluateRequest::decode(frame.body) else {
+                return Reach::Undecoded;
+            };
+            checked(service.evaluate(Request::new(message)).await, |answer| {
+                call_outcome(answer.outcome)
+            })
+        }
+        1 => {
+            let Ok(message) = pb::HandOverRequest::decode(frame.body) else {
+                return Reach::Undecoded;
+            };
+            checked(service.hand_over(Request::new(message)).await, |_| {
+                Reach::Accepted
+            })
+        }
+        _ => {
+            let Ok(message) = pb::EvaluateTogetherRequest::decode(frame.body) else {
+                return Reach::Undecoded;
+            };
+            let sent = message.evaluations.len();
+            checked(
+                service.evaluate_together(Request::new(message)).await,
+                |answer| {
+                    assert_eq!(answer.outcomes.len(), sent, "one outcome per call");
+                    // Accepted when any call was admitted; every outcome
+                    // is checked like a single call's.
+                    answer
+                        .outcomes
+                        .into_iter()
+                        .map(|outcome| call_outcome(Some(outcome)))
+                        .fold(Reach::Refused, |reach, one| {
+                            if one == Reach::Accepted {
+                                one
+                            } else {
+                                reach
+                            }
+                        })
+                },
+            )
+        }
     }
 }
 

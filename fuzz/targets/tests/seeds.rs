@@ -104,6 +104,7 @@ fn node_control_seeds_reach_the_kernel() {
             ("delegate-then-call", Reach::Accepted),
             ("message-then-revoke", Reach::Accepted),
             ("reload-then-call", Reach::Accepted),
+            ("change-fixture-then-call", Reach::Accepted),
             ("unknown-agent", Reach::Refused),
             ("load-foreign-node", Reach::Refused),
             ("malformed-arguments", Reach::Undecoded),
@@ -119,6 +120,8 @@ fn kernel_link_seeds_reach_the_kernel() {
         "kernel_link",
         &[
             ("evaluate-allowed", Reach::Accepted),
+            ("together-replayed", Reach::Accepted),
+            ("together-too-many", Reach::Undecoded),
             ("evaluate-dotfile", Reach::Refused),
             ("evaluate-unknown-kernel", Reach::Refused),
             ("hand-over-then-evaluate", Reach::Accepted),

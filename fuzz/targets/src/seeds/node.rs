@@ -136,6 +136,23 @@ pub fn control_seeds() -> Vec<Seed> {
         ),
         ("load-foreign-node", vec![(0, elsewhere.encode_to_vec())]),
         (
+            "change-fixture-then-call",
+            vec![
+                (
+                    5,
+                    node_pb::ChangeFixtureRequest {
+                        server_id: "workspace-a".into(),
+                        path: plan.into(),
+                        change: Some(node_pb::change_fixture_request::Change::Write(
+                            "an edited plan".into(),
+                        )),
+                    }
+                    .encode_to_vec(),
+                ),
+                (1, call("rq-9", "alice", "alice-files", plan, 1000)),
+            ],
+        ),
+        (
             "malformed-arguments",
             vec![(
                 1,
@@ -208,6 +225,20 @@ fn evaluate(kernel: &str, request_json: Vec<u8>, offset_ms: u64) -> Frame {
     (0, message.encode_to_vec())
 }
 
+fn evaluate_together(kernel: &str, requests: Vec<(Vec<u8>, u64)>) -> Frame {
+    let message = node_pb::EvaluateTogetherRequest {
+        kernel_id: kernel.into(),
+        evaluations: requests
+            .into_iter()
+            .map(|(request_json, offset_ms)| node_pb::Evaluation {
+                request_json,
+                now_ms: START_MS + offset_ms,
+            })
+            .collect(),
+    };
+    (2, message.encode_to_vec())
+}
+
 /// The `kernel_link` seeds.
 pub fn link_seeds() -> Vec<Seed> {
     let world = node_world();
@@ -264,6 +295,20 @@ pub fn link_seeds() -> Vec<Seed> {
                 evaluate("kernel-a", alice_read.clone(), 1000),
                 evaluate("kernel-a", alice_read.clone(), 1200),
             ],
+        ),
+        (
+            "together-replayed",
+            vec![evaluate_together(
+                "kernel-a",
+                vec![(alice_read.clone(), 1000), (alice_read.clone(), 1000)],
+            )],
+        ),
+        (
+            "together-too-many",
+            vec![evaluate_together(
+                "kernel-a",
+                vec![(alice_read.clone(), 1000); 65],
+            )],
         ),
         (
             "evaluate-wrong-kernel",

@@ -1,0 +1,176 @@
+//! Process tests of `chio arena evolve --topology`: the adversary search run
+//! against kernels in node processes (a local cluster the command starts,
+//! or running nodes a topology file names) writes the very files the
+//! embedded search writes, finds the same escapes, and reuses the same
+//! processes for every batch.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use chio_tests::*;
+use chio_trust::TrustStore;
+use serde_json::Value;
+
+/// Two nodes: the reviewer's kernel on one, the workspace's on the other.
+const SCENARIO: &str = "scenarios/adversaries-two-nodes.toml";
+
+/// One generation keeps the suite quick; the trace still holds every batch.
+const GENERATIONS: &str = "1";
+
+/// Runs `chio arena evolve` on the two-node scenario with `extra` flags,
+/// writing into `out`; answers the `--json` summary and the files written.
+fn evolve(out: &Path, extra: &[&str]) -> (Value, BTreeMap<String, Vec<u8>>) {
+    let scenario = repo_path(SCENARIO).display().to_string();
+    let out_arg = out.display().to_string();
+    let mut args = vec![
+        "arena",
+        "evolve",
+        scenario.as_str(),
+        "--generations",
+        GENERATIONS,
+        "--json",
+        "--quiet",
+        "--out",
+        out_arg.as_str(),
+    ];
+    args.extend_from_slice(extra);
+    let output = run_chio(&repo_path(""), &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let summary: Value = serde_json::from_slice(&output.stdout).expect("a JSON summary");
+    (summary, tree(out))
+}
+
+/// The embedded search's summary and files, computed once per test binary.
+fn embedded() -> &'static (Value, BTreeMap<String, Vec<u8>>) {
+    static EMBEDDED: OnceLock<(Value, BTreeMap<String, Vec<u8>>)> = OnceLock::new();
+    EMBEDDED.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        evolve(&dir.path().join("out"), &[])
+    })
+}
+
+/// The summary without the output folder it names, which differs by design.
+fn without_dir(summary: &Value) -> Value {
+    let mut summary = summary.clone();
+    if let Some(map) = summary.as_object_mut() {
+        map.remove("leaderboard_dir");
+    }
+    summary
+}
+
+/// Asserts two searches wrote the same files and summaries.
+fn assert_same(what: &str, (summary, files): &(Value, BTreeMap<String, Vec<u8>>)) {
+    let (base_summary, base_files) = embedded();
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        base_files.keys().collect::<Vec<_>>(),
+        "{what}: the same files"
+    );
+    for (name, bytes) in base_files {
+        assert!(
+            files.get(name) == Some(bytes),
+            "{what}: {name} differs from the embedded search's"
+        );
+    }
+    assert_eq!(without_dir(summary), without_dir(base_summary), "{what}");
+}
+
+// The search on a local cluster writes the embedded search's bytes, and it
+// still finds the injection escapes the observing guard lets through.
+#[test]
+fn evolve_on_a_local_cluster_writes_the_embedded_bytes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let local = evolve(&dir.path().join("out"), &["--topology", "local"]);
+    assert_same("--topology local", &local);
+    let escapes = local.0["leaderboard"]["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|row| row["survival_rate"].as_f64().unwrap_or(0.0) > 0.0)
+        .count();
+    assert!(escapes > 0, "the search over processes finds escapes");
+    assert_eq!(local.0["first_escape_generation"], 0);
+}
+
+// The search on running nodes writes the embedded bytes, every kernel
+// decision of it reaches trust-control as a receipt, and the same processes
+// serve a second search with the same result.
+#[test]
+fn evolve_on_running_nodes_reuses_them_for_every_batch() {
+    let cluster = Cluster::start(&["node-a", "node-b"]);
+    let topology = cluster.topology().display().to_string();
+    let first = evolve(
+        &cluster.dir.path().join("first"),
+        &["--topology", &topology],
+    );
+    assert_same("--topology FILE", &first);
+    let runtime = runtime();
+    let trust = cluster.trust_client(TRUST_TOKEN);
+    let receipts = runtime
+        .block_on(trust.count_receipts())
+        .expect("trust-control counts its receipts");
+    let decisions = first.0["kernel_evaluations"].as_u64().expect("a count");
+    assert!(
+        receipts >= decisions,
+        "{receipts} receipts in trust-control for {decisions} action decisions\n{}",
+        cluster.logs()
+    );
+    let second = evolve(
+        &cluster.dir.path().join("second"),
+        &["--topology", &topology],
+    );
+    assert_same("a second search on the same nodes", &second);
+    let after = runtime
+        .block_on(trust.count_receipts())
+        .expect("trust-control counts its receipts");
+    assert!(
+        after >= receipts + decisions,
+        "the second search ran on them too"
+    );
+}
+
+// A scenario with fault steps is refused on a topology before any process
+// starts, with the fix named; embedded, the same search runs.
+#[test]
+fn evolve_refuses_fault_steps_on_a_topology() {
+    let text = std::fs::read_to_string(repo_path("scenarios/fault_stall_during_budget_hold.toml"))
+        .expect("fault scenario");
+    let text = format!(
+        "{text}\n[[adversaries]]\nclass = \"replay-attempt\"\npopulation = \"replay\"\nseed_ref = \"corpus/replay\"\n"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    copy_tree(
+        &repo_path("scenarios/fixtures/triangular"),
+        &dir.path().join("fixtures/triangular"),
+    );
+    let path = dir.path().join("faulty.toml");
+    std::fs::write(&path, text).expect("scenario");
+    let path = path.display().to_string();
+    let out = dir.path().join("out").display().to_string();
+    let args = [
+        "arena",
+        "evolve",
+        path.as_str(),
+        "--generations",
+        "1",
+        "--quiet",
+        "--out",
+        out.as_str(),
+        "--topology",
+        "local",
+    ];
+    let output = run_chio(dir.path(), &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(
+        stderr.contains("declares fault steps") && stderr.contains("no --topology"),
+        "{stderr}"
+    );
+    let embedded = run_chio(dir.path(), &args[..8]);
+    assert!(
+        embedded.status.success(),
+        "{}",
+        explain(&args[..8], &embedded)
+    );
+}
