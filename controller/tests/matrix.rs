@@ -658,7 +658,7 @@ fn metrics_of(record: &[u8]) -> serde_json::Value {
     value["metrics"].clone()
 }
 
-// A cell declaring `topology = "local"` runs across real node processes and measures exactly what the embedded cell measures, and `--topology local` moves every other cell there without changing one byte of the run records or the synthesis.
+// A cell declaring `topology = "local"` runs across real node processes (its scenario steps and its adversary batches alike) and measures exactly what the embedded cell measures, escapes included, and `--topology local` moves every other cell there without changing one byte of the run records or the synthesis.
 #[test]
 fn cells_measure_the_same_on_every_topology() {
     let tmp = tempfile::tempdir().unwrap();

@@ -285,7 +285,7 @@ fn killed_serving_node_is_denied_by_the_calling_node_naming_it() {
     );
     assert!(
         stderr.contains(
-            "deny: kernel kernel-a on node node-a is unreachable from node node-b: the link is unavailable"
+            "expected allow but it was denied before any kernel decided: kernel kernel-a on node node-a is unreachable from node node-b: the link is unavailable"
         ),
         "{context}"
     );
