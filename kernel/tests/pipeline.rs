@@ -519,6 +519,68 @@ fn failed_receipt_append_denies() {
     assert_eq!(d.receipt.body.decision.verdict, Verdict::Deny);
 }
 
+// Calls that arrive together are all admitted before any is dispatched, yet
+// neither a budget nor a request id admits twice: the holds and seen ids of
+// earlier admissions in the group already count.
+#[test]
+fn calls_together_admit_before_dispatch_and_hold_the_budget() {
+    let cap = issue_with(
+        "cap-alice",
+        "alice",
+        files_scope(),
+        &authority(),
+        Some(2),
+        10_000,
+    );
+    let files = world_files();
+    let mut k = kernel(vec![]);
+    let copies: Vec<_> = (1..=3)
+        .map(|i| {
+            (
+                alice_reads(&cap, "/workspace/notes.txt", &format!("r{i}")),
+                NOW_MS,
+            )
+        })
+        .collect();
+    let mut dispatched = 0;
+    let mut serve = dispatch(&files);
+    let decisions = k.evaluate_together(&copies, &mut |request| {
+        dispatched += 1;
+        serve(request)
+    });
+    assert_eq!(dispatched, 2, "only the admitted copies are dispatched");
+    let verdicts: Vec<Verdict> = decisions.iter().map(|d| d.verdict).collect();
+    assert_eq!(verdicts, [Verdict::Allow, Verdict::Allow, Verdict::Deny]);
+    assert_eq!(
+        decisions[2].reason.as_deref(),
+        Some("invocation budget of cap-alice exhausted: 2 of 2 used, 1 more requested")
+    );
+    // The same request twice in one group: the copy meets the seen id.
+    let mut k = kernel(vec![]);
+    let same = alice_reads(&cap, "/workspace/notes.txt", "again");
+    let decisions = k.evaluate_together(
+        &[(same.clone(), NOW_MS), (same, NOW_MS)],
+        &mut dispatch(&files),
+    );
+    assert_eq!(decisions[0].verdict, Verdict::Allow);
+    assert_eq!(decisions[1].verdict, Verdict::Deny);
+    assert!(
+        decisions[1]
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with("request replayed")),
+        "{:?}",
+        decisions[1].reason
+    );
+    // One at a time, the same group answers the same.
+    let mut one = kernel(vec![]);
+    let one_by_one: Vec<Verdict> = copies
+        .iter()
+        .map(|(request, now)| one.evaluate(request, *now, &mut dispatch(&files)).verdict)
+        .collect();
+    assert_eq!(one_by_one, [Verdict::Allow, Verdict::Allow, Verdict::Deny]);
+}
+
 // The admit/complete split gives the same answer as the one-call form, and receipts chain into a Merkle root.
 #[test]
 fn split_evaluation_matches_one_call() {
