@@ -135,23 +135,36 @@ fn triangular_prints_a_table() {
     assert!(text.contains("result: passed"), "{text}");
 }
 
+/// Stages reference scenario `name` with `from` replaced by `to` (once),
+/// runs it into `stopped` and requires exit 1; answers its standard error.
+fn run_with_wrong_expectation(
+    dir: &Path,
+    name: &str,
+    from: &str,
+    to: &str,
+) -> (std::path::PathBuf, String) {
+    let scenario = stage(dir, name);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).unwrap();
+    let (output, args) = run_json(dir, &scenario, "stopped", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (scenario, stderr)
+}
+
 // A wrong expectation of a call no kernel decided says so: the deny came before any kernel, with the calling side's reason.
 #[test]
 fn wrong_expectation_of_a_refused_call_names_no_kernel() {
     let tmp = tempfile::tempdir().unwrap();
-    let scenario = stage(tmp.path(), "fault_crash_between_delegation_and_use");
-    let text = std::fs::read_to_string(&scenario).unwrap();
-    let edited = text.replacen(
+    let (_, stderr) = run_with_wrong_expectation(
+        tmp.path(),
+        "fault_crash_between_delegation_and_use",
         "expect_verdict = \"deny\"\nexpect_reason = \"agent bob cannot call: node node-b is down\"",
         "expect_verdict = \"allow\"",
-        1,
     );
-    assert_ne!(edited, text);
-    std::fs::write(&scenario, edited).unwrap();
-    let (output, args) = run_json(tmp.path(), &scenario, "stopped", &[]);
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains(
             "step bob-reads-while-down expected allow but it was denied before any kernel decided: agent bob cannot call: node node-b is down"
@@ -165,20 +178,13 @@ fn wrong_expectation_of_a_refused_call_names_no_kernel() {
 #[test]
 fn wrong_expectation_stops_and_keeps_receipts() {
     let tmp = tempfile::tempdir().unwrap();
-    let scenario = stage(tmp.path(), "information_flow");
-    let text = std::fs::read_to_string(&scenario).unwrap();
     // The third of four calls (the internal read) is now expected to be denied.
-    let edited = text.replacen(
+    let (scenario, stderr) = run_with_wrong_expectation(
+        tmp.path(),
+        "information_flow",
         "arguments = { path = \"/workspace/internal/q4-plan.md\" }\nexpect_verdict = \"allow\"",
         "arguments = { path = \"/workspace/internal/q4-plan.md\" }\nexpect_verdict = \"deny\"",
-        1,
     );
-    assert_ne!(edited, text);
-    std::fs::write(&scenario, edited).unwrap();
-    let (output, args) = run_json(tmp.path(), &scenario, "stopped", &[]);
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    assert_eq!(output.status.code(), Some(1), "{}", explain(&argv, &output));
-    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("error[CHIO-ARENA-UNEXPECTED-VERDICT]"),
         "{stderr}"
