@@ -1,5 +1,6 @@
 //! Fuzz target for every request a node accepts: `NodeControl` (LoadWorld,
-//! Call, Delegate, Revoke) and `KernelLink` (Evaluate, HandOver), sent to a
+//! Call, Delegate, Revoke, Message, ChangeFixture) and `KernelLink`
+//! (Evaluate, HandOver, EvaluateTogether), sent to a
 //! real node over loopback after it loaded a real world, with arbitrary
 //! bytes and byte-level mutations of valid commands (a command's protobuf
 //! bytes; bytes that do not decode as the command go into its JSON field). A case passes when the
@@ -88,7 +89,7 @@ async fn load_world(url: &str) {
 /// Whether `which` selects `LoadWorld`, which replaces (and, when refused,
 /// drops) the hosted world.
 fn reloads(which: u8) -> bool {
-    which % 7 == 6
+    which % 9 == 8
 }
 
 fn valid_call(request_id: &str) -> pb::CallRequest {
@@ -123,7 +124,7 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
     let mut link = KernelLinkClient::connect(url.to_string())
         .await
         .map_err(|e| e.to_string())?;
-    let answered = match which % 7 {
+    let answered = match which % 9 {
         0 => {
             let request = pb::CallRequest::decode(body.as_slice()).unwrap_or(pb::CallRequest {
                 arguments_json: body,
@@ -160,6 +161,39 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
         5 => {
             let request = pb::MessageRequest::decode(body.as_slice()).unwrap_or_default();
             control.message(authorized(request)).await.map(|_| ())
+        }
+        6 => {
+            let request =
+                pb::EvaluateTogetherRequest::decode(body.as_slice()).unwrap_or_else(|_| {
+                    pb::EvaluateTogetherRequest {
+                        kernel_id: text,
+                        evaluations: vec![
+                            pb::Evaluation {
+                                request_json: body,
+                                now_ms: 1,
+                            };
+                            2
+                        ],
+                    }
+                });
+            link.evaluate_together(authorized(request))
+                .await
+                .map(|_| ())
+        }
+        7 => {
+            let request = pb::ChangeFixtureRequest::decode(body.as_slice()).unwrap_or(
+                pb::ChangeFixtureRequest {
+                    server_id: "workspace".into(),
+                    path: text,
+                    change: Some(pb::change_fixture_request::Change::Write(
+                        String::from_utf8_lossy(&body).into_owned(),
+                    )),
+                },
+            );
+            control
+                .change_fixture(authorized(request))
+                .await
+                .map(|_| ())
         }
         _ => control
             .load_world(authorized(pb::LoadWorldRequest {
