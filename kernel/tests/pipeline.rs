@@ -452,17 +452,22 @@ fn observe_mode_records_without_denying() {
     );
 }
 
-// Invocation budgets are held and committed; a failed dispatch releases its hold.
-#[test]
-fn invocation_budget_and_abort() {
-    let cap = issue_with(
+/// Alice's file capability, limited to two invocations.
+fn two_invocation_cap() -> chio_kernel::token::CapabilityToken {
+    issue_with(
         "cap-alice",
         "alice",
         files_scope(),
         &authority(),
         Some(2),
         10_000,
-    );
+    )
+}
+
+// Invocation budgets are held and committed; a failed dispatch releases its hold.
+#[test]
+fn invocation_budget_and_abort() {
+    let cap = two_invocation_cap();
     let files = world_files();
     let mut k = kernel(vec![]);
     let d = alice_decides(&mut k, &files, &cap, "/workspace/missing.txt", "r0");
@@ -524,14 +529,7 @@ fn failed_receipt_append_denies() {
 // earlier admissions in the group already count.
 #[test]
 fn calls_together_admit_before_dispatch_and_hold_the_budget() {
-    let cap = issue_with(
-        "cap-alice",
-        "alice",
-        files_scope(),
-        &authority(),
-        Some(2),
-        10_000,
-    );
+    let cap = two_invocation_cap();
     let files = world_files();
     let mut k = kernel(vec![]);
     let copies: Vec<_> = (1..=3)
