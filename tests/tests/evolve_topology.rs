@@ -140,6 +140,50 @@ fn evolve_on_running_nodes_reuses_them_for_every_batch() {
     }
 }
 
+// Every reference scenario with adversaries and a world evolves to the same
+// files on a local cluster as in process: no scenario's search depends on
+// where its kernels run.
+#[test]
+fn every_adversary_scenario_evolves_alike_on_a_local_cluster() {
+    let mut compared = 0;
+    for name in reference_scenarios() {
+        let path = repo_path(&format!("scenarios/{name}.toml"));
+        let text = std::fs::read_to_string(&path).expect("reference scenario");
+        if !text.contains("[[adversaries]]") || !text.contains("[[kernels]]") {
+            continue;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut outputs = Vec::new();
+        for extra in [&[][..], &["--topology", "local"][..]] {
+            let out = dir.path().join(format!("out{}", outputs.len()));
+            let (path, out_arg) = (path.display().to_string(), out.display().to_string());
+            let mut args = vec![
+                "arena",
+                "evolve",
+                path.as_str(),
+                "--generations",
+                GENERATIONS,
+                "--quiet",
+                "--out",
+                out_arg.as_str(),
+            ];
+            args.extend_from_slice(extra);
+            let output = run_chio(&repo_path(""), &args);
+            assert!(output.status.success(), "{}", explain(&args, &output));
+            outputs.push(tree(&out));
+        }
+        assert!(
+            outputs[0] == outputs[1],
+            "{name}: the search on a local cluster wrote other files"
+        );
+        compared += 1;
+    }
+    assert!(
+        compared >= 6,
+        "only {compared} adversary scenarios compared"
+    );
+}
+
 // A scenario with fault steps is refused on a topology before any process
 // starts, with the fix named; embedded, the same search runs.
 #[test]
