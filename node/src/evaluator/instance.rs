@@ -20,7 +20,7 @@ use chio_kernel::kernel::Decision;
 use chio_kernel::request::ToolCallRequest;
 
 use crate::error::NodeError;
-use crate::executor::direct::{serve, DirectDispatcher};
+use crate::executor::direct::DirectDispatcher;
 use crate::executor::{complete_now, Dispatcher};
 use crate::tools::FileChange;
 use crate::world::World;
@@ -115,18 +115,7 @@ impl WorldInstance for DirectDispatcher<'_> {
         requests: &[(ToolCallRequest, u64)],
     ) -> Result<Vec<Decision>, NodeError> {
         let world = self.world();
-        let mut state = self.state()?;
-        let state = &mut *state;
-        let k = state
-            .kernels
-            .get_mut(kernel)
-            .ok_or_else(|| NodeError::Unroutable(format!("kernel {kernel}")))?;
-        state.evaluations += requests.len() as u64;
-        let servers = &mut state.servers;
-        Ok(k.evaluate_together(requests, &mut |request| {
-            serve(world, servers, kernel, request)
-                .map_err(|reason| format!("dispatch failed: {reason}"))
-        }))
+        self.state()?.decide_together(world, kernel, requests)
     }
 
     fn change_file(

@@ -55,8 +55,6 @@ pub struct DirectState {
     pub servers: BTreeMap<String, ToolServer>,
     /// Capabilities each agent holds, by agent then capability id.
     pub held: BTreeMap<String, BTreeMap<String, CapabilityToken>>,
-    /// Kernel evaluations made so far.
-    pub evaluations: u64,
 }
 
 impl DirectState {
@@ -69,16 +67,43 @@ impl DirectState {
         request: &ToolCallRequest,
         now_ms: u64,
     ) -> Result<Decision, NodeError> {
-        let servers = &mut self.servers;
         let k = self
             .kernels
             .get_mut(kernel)
             .ok_or_else(|| NodeError::Unroutable(format!("kernel {kernel}")))?;
-        self.evaluations += 1;
-        Ok(k.evaluate(request, now_ms, &mut |req| {
-            serve(world, servers, kernel, req)
-                .map_err(|reason| format!("dispatch failed: {reason}"))
-        }))
+        Ok(k.evaluate(
+            request,
+            now_ms,
+            &mut served_by(world, &mut self.servers, kernel),
+        ))
+    }
+
+    /// Decides calls that arrive together on `kernel`: every one admitted
+    /// before any is dispatched (`Kernel::evaluate_together`).
+    pub fn decide_together(
+        &mut self,
+        world: &World,
+        kernel: &str,
+        requests: &[(ToolCallRequest, u64)],
+    ) -> Result<Vec<Decision>, NodeError> {
+        let k = self
+            .kernels
+            .get_mut(kernel)
+            .ok_or_else(|| NodeError::Unroutable(format!("kernel {kernel}")))?;
+        Ok(k.evaluate_together(requests, &mut served_by(world, &mut self.servers, kernel)))
+    }
+}
+
+/// The dispatch of `kernel`'s admitted calls to the servers it serves, its
+/// failure named as the kernel actor names it.
+fn served_by<'a>(
+    world: &'a World,
+    servers: &'a mut BTreeMap<String, ToolServer>,
+    kernel: &'a str,
+) -> impl FnMut(&ToolCallRequest) -> Result<chio_kernel::kernel::ToolOutput, String> + 'a {
+    move |request| {
+        serve(world, servers, kernel, request)
+            .map_err(|reason| format!("dispatch failed: {reason}"))
     }
 }
 
@@ -155,7 +180,6 @@ impl<'w> DirectDispatcher<'w> {
                 kernels,
                 servers,
                 held,
-                evaluations: 0,
             }),
         })
     }
