@@ -20,6 +20,7 @@ use chio_arena::adversary::EvolveConfig;
 use chio_controller::arena_run::load_for_run;
 use chio_controller::cluster_worlds::evaluate_on;
 use chio_controller::local_cluster::LocalCluster;
+use chio_controller::topology::{fresh_run_id, GrpcTopology};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_node::evaluator::KernelActionEvaluator;
 
@@ -87,18 +88,17 @@ fn main() {
             * u64::from(config.fitness_rounds);
     }
 
-    // One batch's fresh world alone: LoadWorld on every node, no step.
+    // One batch's fresh world alone: LoadWorld on every node, no step, over
+    // clients connected once, as the search's batches load theirs.
     let world = chio_node::World::resolve(&scenario, &inputs.fixtures).expect("world");
+    let grpc = runtime
+        .block_on(GrpcTopology::connect(&world, cluster.topology()))
+        .expect("the nodes answer");
     let loads = 20;
     let started = Instant::now();
     for _ in 0..loads {
         runtime
-            .block_on(chio_controller::topology::GrpcTopology::prepare(
-                &world,
-                &inputs,
-                cluster.topology(),
-                &chio_controller::topology::fresh_run_id(),
-            ))
+            .block_on(grpc.load(&inputs, cluster.topology(), &fresh_run_id()))
             .expect("the nodes load the world");
     }
     let load_ms = started.elapsed().as_secs_f64() * 1000.0 / f64::from(loads);

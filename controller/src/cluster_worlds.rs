@@ -4,10 +4,12 @@
 //!
 //! [`ClusterWorlds`] owns nothing of the cluster: the nodes and
 //! trust-control are a local cluster the command started once or the
-//! processes a topology file names, and every batch reuses them. A fresh
-//! instance is one `LoadWorld` on every node with a fresh run id, exactly
-//! as a run's start (`GrpcTopology::prepare`), so the kernels, agents and
-//! tool servers are new and trust-control's state for the batch is its own.
+//! processes a topology file names, and every batch reuses them, and their
+//! connections: the processes are reached and the arena authority trusted
+//! once (`GrpcTopology::connect`), and a fresh instance is one `LoadWorld`
+//! on every node with a fresh run id (`GrpcTopology::load`, the second half
+//! of a run's start), so the kernels, agents and tool servers are new and
+//! trust-control's state for the batch is its own.
 //! Scheduled steps go through `NodeControl` as in a run. An action's
 //! signed call goes to the node hosting the kernel that must decide it over
 //! `KernelLink`, the path a peer node's call takes, so an adversary reaches
@@ -136,20 +138,24 @@ pub struct ClusterWorlds<'a> {
     runtime: &'a Runtime,
     topology: &'a Topology,
     inputs: &'a RunInputs,
+    /// One client per node, connected (and the authority trusted) once.
+    grpc: GrpcTopology,
     link: GrpcLink,
 }
 
 impl<'a> ClusterWorlds<'a> {
     /// Instances of `world` on the nodes of `topology`, loaded with
-    /// `inputs` and waited for on `runtime`.
+    /// `inputs` and waited for on `runtime`: the processes are reached and
+    /// the arena authority trusted here, once; each instance only loads.
     pub fn new(
         runtime: &'a Runtime,
         world: &World,
         topology: &'a Topology,
         inputs: &'a RunInputs,
     ) -> Result<Self, NodeError> {
-        // The link's channels are made inside the runtime they will use.
+        // The clients' channels are made inside the runtime they will use.
         let _entered = runtime.enter();
+        let grpc = runtime.block_on(GrpcTopology::connect(world, topology))?;
         let link = GrpcLink::new(
             world,
             &topology.nodes,
@@ -160,6 +166,7 @@ impl<'a> ClusterWorlds<'a> {
             runtime,
             topology,
             inputs,
+            grpc,
             link,
         })
     }
@@ -173,16 +180,12 @@ impl Worlds for ClusterWorlds<'_> {
 
     fn instance<'w>(&'w mut self, world: &'w World) -> Result<ClusterInstance<'w>, NodeError> {
         let run_id = fresh_run_id();
-        let grpc = self.runtime.block_on(GrpcTopology::prepare(
-            world,
-            self.inputs,
-            self.topology,
-            &run_id,
-        ))?;
+        self.runtime
+            .block_on(self.grpc.load(self.inputs, self.topology, &run_id))?;
         Ok(ClusterInstance {
             runtime: self.runtime,
             world,
-            grpc,
+            grpc: &self.grpc,
             link: &self.link,
         })
     }
@@ -193,13 +196,13 @@ impl Worlds for ClusterWorlds<'_> {
 pub struct ClusterInstance<'w> {
     runtime: &'w Runtime,
     world: &'w World,
-    grpc: GrpcTopology,
+    grpc: &'w GrpcTopology,
     link: &'w GrpcLink,
 }
 
 impl WorldInstance for ClusterInstance<'_> {
     fn dispatcher(&self) -> &dyn Dispatcher {
-        &self.grpc
+        self.grpc
     }
 
     fn complete<T>(

@@ -193,6 +193,15 @@ impl GrpcTopology {
         topology: &Topology,
         run_id: &str,
     ) -> Result<GrpcTopology, NodeError> {
+        let cluster = Self::connect(world, topology).await?;
+        cluster.load(inputs, topology, run_id).await?;
+        Ok(cluster)
+    }
+
+    /// Waits for the topology's processes, trusts the world's authority in
+    /// trust-control and makes one client per node; loads nothing, so the
+    /// same clients serve every world loaded after (`load`).
+    pub async fn connect(world: &World, topology: &Topology) -> Result<GrpcTopology, NodeError> {
         // Processes started together (docker compose) may still be binding.
         wait_for_listener("trust-control", &topology.trust_url).await?;
         for node in &world.nodes {
@@ -220,7 +229,6 @@ impl GrpcTopology {
                 operation: "cannot trust the arena authority",
                 source,
             })?;
-        let expected_sha = hex::encode(Sha256::digest(&inputs.world_bytes));
         let mut clients = BTreeMap::new();
         for node in &world.nodes {
             let url = topology
@@ -229,6 +237,21 @@ impl GrpcTopology {
                 .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))?;
             let client =
                 NodeClient::new(node, url, &topology.cluster_token, DEFAULT_CONTROL_DEADLINE)?;
+            clients.insert(node.clone(), client);
+        }
+        Ok(GrpcTopology { clients })
+    }
+
+    /// Loads the world of `inputs` on every node under `run_id`, replacing
+    /// the one each hosted, and checks every node loaded the bytes sent.
+    pub async fn load(
+        &self,
+        inputs: &RunInputs,
+        topology: &Topology,
+        run_id: &str,
+    ) -> Result<(), NodeError> {
+        let expected_sha = hex::encode(Sha256::digest(&inputs.world_bytes));
+        for (node, client) in &self.clients {
             let loaded = client
                 .load_world(WorldOffer {
                     scenario: &inputs.world_bytes,
@@ -244,9 +267,8 @@ impl GrpcTopology {
                 });
             }
             tracing::info!(node = %node, kernels = ?loaded.kernels, agents = ?loaded.agents, "node loaded the world");
-            clients.insert(node.clone(), client);
         }
-        Ok(GrpcTopology { clients })
+        Ok(())
     }
 
     fn client(&self, node: &str) -> Result<NodeClient, NodeError> {
