@@ -118,7 +118,7 @@ impl GrpcLink {
         kernel_id: &str,
         requests: &[(ToolCallRequest, u64)],
     ) -> Result<Vec<CallOutcome>, NodeError> {
-        let (node, mut client) = self.peer(&self.kernel_nodes, "kernel", kernel_id)?;
+        let (node, client) = self.peer(&self.kernel_nodes, "kernel", kernel_id)?;
         let target = format!("node {node} (kernel {kernel_id})");
         let evaluations = requests
             .iter()
@@ -133,13 +133,11 @@ impl GrpcLink {
             kernel_id: kernel_id.to_string(),
             evaluations,
         };
-        let mut request = tonic::Request::new(message);
-        request.set_timeout(self.deadline);
-        let answer = tokio::time::timeout(self.deadline, client.evaluate_together(request))
-            .await
-            .map_err(|_| self.late(&node, &target))?
-            .map_err(|status| link_failure(&node, &target, &status))?
-            .into_inner();
+        let answer = self
+            .unary(&node, &target, client, message, |mut c, r| async move {
+                c.evaluate_together(r).await
+            })
+            .await?;
         if answer.outcomes.len() != requests.len() {
             return Err(NodeError::Remote {
                 target,
@@ -161,6 +159,30 @@ impl GrpcLink {
                 )
             })
             .collect()
+    }
+
+    /// Sends one call to `node` with `client`, bounded by the link's
+    /// deadline: no answer in time, or a failure of the transport, is
+    /// [`NodeError::LinkDown`] of its kind; anything the peer answered is
+    /// its error.
+    async fn unary<Req, Resp, Fut>(
+        &self,
+        node: &str,
+        target: &str,
+        client: LinkClient,
+        message: Req,
+        call: impl FnOnce(LinkClient, tonic::Request<Req>) -> Fut,
+    ) -> Result<Resp, NodeError>
+    where
+        Fut: std::future::Future<Output = Result<tonic::Response<Resp>, Status>>,
+    {
+        let mut request = tonic::Request::new(message);
+        request.set_timeout(self.deadline);
+        tokio::time::timeout(self.deadline, call(client, request))
+            .await
+            .map_err(|_| self.late(node, target))?
+            .map(tonic::Response::into_inner)
+            .map_err(|status| link_failure(node, target, &status))
     }
 
     /// The error of a call to `target` on `node` that got no answer
@@ -227,20 +249,18 @@ impl KernelLink for GrpcLink {
         let routed = self.peer(&self.kernel_nodes, "kernel", kernel_id);
         let kernel_id = kernel_id.to_string();
         Box::pin(async move {
-            let (node, mut client) = routed?;
+            let (node, client) = routed?;
             let target = format!("node {node} (kernel {kernel_id})");
             let message = pb::EvaluateRequest {
                 kernel_id,
                 request_json: encode("a signed tool call request", &request)?,
                 now_ms,
             };
-            let mut request = tonic::Request::new(message);
-            request.set_timeout(self.deadline);
-            let answer = tokio::time::timeout(self.deadline, client.evaluate(request))
-                .await
-                .map_err(|_| self.late(&node, &target))?
-                .map_err(|status| link_failure(&node, &target, &status))?
-                .into_inner();
+            let answer = self
+                .unary(&node, &target, client, message, |mut c, r| async move {
+                    c.evaluate(r).await
+                })
+                .await?;
             decode_answer(&target, call_outcome_from_proto("outcome", answer.outcome))
         })
     }
@@ -249,19 +269,17 @@ impl KernelLink for GrpcLink {
         let routed = self.peer(&self.agent_nodes, "agent", agent_id);
         let agent_id = agent_id.to_string();
         Box::pin(async move {
-            let (node, mut client) = routed?;
+            let (node, client) = routed?;
             let target = format!("node {node} (agent {agent_id})");
             let message = pb::HandOverRequest {
                 agent_id,
                 token_json: encode("a capability token", &token)?,
             };
-            let mut request = tonic::Request::new(message);
-            request.set_timeout(self.deadline);
-            tokio::time::timeout(self.deadline, client.hand_over(request))
-                .await
-                .map_err(|_| self.late(&node, &target))?
-                .map_err(|status| link_failure(&node, &target, &status))?;
-            Ok(())
+            self.unary(&node, &target, client, message, |mut c, r| async move {
+                c.hand_over(r).await
+            })
+            .await
+            .map(|_| ())
         })
     }
 }
