@@ -35,7 +35,7 @@ use tokio::runtime::Runtime;
 use crate::cli::RunTopology;
 use crate::driver::RunInputs;
 use crate::error::CliError;
-use crate::local_cluster::LocalCluster;
+use crate::local_cluster::{running_chio, LocalCluster};
 use crate::topology::{fresh_run_id, topology_error, GrpcTopology, Topology};
 
 /// Runs `evaluate` with an adversary evaluator whose worlds are on the
@@ -111,12 +111,7 @@ pub fn evaluate_with_topology<T>(
         RunTopology::Local => {
             refuse_faults_for(command, scenario)?;
             let runtime = crate::arena_run::runtime(command)?;
-            let chio = std::env::current_exe().map_err(|e| {
-                CliError::infrastructure(
-                    command,
-                    format!("cannot find the chio binary to start nodes: {e}"),
-                )
-            })?;
+            let chio = running_chio().map_err(|e| CliError::infrastructure(command, e))?;
             let cluster = LocalCluster::start(&chio, &scenario.node_ids(), false, None)
                 .map_err(node_error)?;
             evaluate_on(&runtime, cluster.topology(), scenario, inputs, evaluate)

@@ -148,6 +148,12 @@ fn start(what: &str, mut command: Command) -> Result<(Child, String), NodeError>
     }
 }
 
+/// The running `chio` binary, which a local cluster's processes run; the
+/// error says what could not be found, in the words every caller reports.
+pub fn running_chio() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find the chio binary to start nodes: {e}"))
+}
+
 impl LocalCluster {
     /// Starts trust-control and one node per name with the `chio` binary at
     /// `chio`; with `proxied_links`, every link runs through a [`LinkProxy`];

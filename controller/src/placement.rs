@@ -33,7 +33,7 @@ use crate::cli::RunTopology;
 use crate::cluster_worlds::{evaluate_on, evaluate_with_topology, refuse_faults};
 use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
-use crate::local_cluster::LocalCluster;
+use crate::local_cluster::{running_chio, LocalCluster};
 use crate::topology::{in_memory, run_distributed, run_with_topology, Topology};
 
 /// An idle local cluster and the node set it was started for.
@@ -226,8 +226,8 @@ impl RunPlaces {
         match taken {
             Some(cluster) => Ok(cluster),
             None => {
-                let chio = std::env::current_exe().map_err(|e| NodeError::Config {
-                    problem: format!("cannot find the chio binary to start nodes: {e}"),
+                let chio = running_chio().map_err(|problem| NodeError::Config {
+                    problem,
                     fix: "run chio from a readable path",
                 })?;
                 LocalCluster::start(&chio, nodes, false, None)

@@ -39,7 +39,7 @@ use crate::driver::{
     RunInputs, RunOptions, RunResult,
 };
 use crate::error::{codes, CliError};
-use crate::local_cluster::LocalCluster;
+use crate::local_cluster::{running_chio, LocalCluster};
 use crate::local_faults::{audit_receipts, lock, LocalFaults, STALL_STORE_DEADLINES};
 
 /// The error code of a topology file that cannot be used.
@@ -522,12 +522,7 @@ pub fn run_with_topology(
         }
         RunTopology::File(path) => path,
         RunTopology::Local => {
-            let chio = std::env::current_exe().map_err(|e| {
-                CliError::infrastructure(
-                    command,
-                    format!("cannot find the chio binary to start nodes: {e}"),
-                )
-            })?;
+            let chio = running_chio().map_err(|e| CliError::infrastructure(command, e))?;
             return Ok(run_local(
                 &runtime, &chio, &faults, scenario, inputs, options, out,
             ));
