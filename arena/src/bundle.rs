@@ -165,14 +165,18 @@ pub struct StepRecord {
 }
 
 impl StepRecord {
-    /// Who gave a call step its answer, in the words of a mismatch: the
-    /// kernel when one decided it (the step has a receipt), else the
-    /// calling side (its agent's node, or the controller when that node was
-    /// down), which denies before any kernel runs.
-    pub fn answer(&self, actual: &str) -> String {
-        if self.receipt_id.is_none() && actual == "deny" {
+    /// A call step's actual verdict and who gave it, in the words of a
+    /// mismatch: the kernel when one decided it (the step has a receipt),
+    /// else the calling side (its agent's node, or the controller when that
+    /// node was down), which denies before any kernel runs.
+    pub fn answer(&self) -> String {
+        let denied = Some(StepOutcome::Verdict(
+            chio_kernel::verdict::ProjectedVerdict::Deny,
+        ));
+        if self.receipt_id.is_none() && self.actual == denied {
             "it was denied before any kernel decided".to_string()
         } else {
+            let actual = self.actual.map_or("?", |a| a.as_str());
             format!("the kernel answered {actual}")
         }
     }

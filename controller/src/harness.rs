@@ -112,7 +112,7 @@ pub(crate) fn mismatch_lines(steps: &[chio_arena::bundle::StepRecord]) -> String
             "  {}: expected {}, {}{}\n",
             step.step_id,
             step.expected.map_or("?", |e| e.as_str()),
-            step.answer(step.actual.map_or("?", |a| a.as_str())),
+            step.answer(),
             step.reason
                 .as_deref()
                 .map(|r| format!(": {r}"))

@@ -107,7 +107,7 @@ fn failure_message(step: &StepRecord) -> String {
     format!(
         "expected {}, {}{}",
         step.expected.map_or("?", |e| e.as_str()),
-        step.answer(step.actual.map_or("?", |a| a.as_str())),
+        step.answer(),
         step.reason
             .as_deref()
             .map(|r| format!(": {r}"))

@@ -377,7 +377,7 @@ impl<'r> StepRecorder<'r> {
                 "step {} expected {} but {}{}",
                 record.step_id,
                 call.expect_verdict,
-                record.answer(actual.as_str()),
+                record.answer(),
                 reason.map(|r| format!(": {r}")).unwrap_or_default()
             );
             self.mismatch(record, "unexpected-verdict", message);
