@@ -21,7 +21,17 @@ const GENERATIONS: &str = "1";
 /// Runs `chio arena evolve` on the two-node scenario with `extra` flags,
 /// writing into `out`; answers the `--json` summary and the files written.
 fn evolve(out: &Path, extra: &[&str]) -> (Value, BTreeMap<String, Vec<u8>>) {
-    let scenario = repo_path(SCENARIO).display().to_string();
+    evolve_scenario(&repo_path(SCENARIO), out, extra)
+}
+
+/// Runs `chio arena evolve` on `scenario` for [`GENERATIONS`] with `extra`
+/// flags, writing into `out`; answers the `--json` summary and the files.
+fn evolve_scenario(
+    scenario: &Path,
+    out: &Path,
+    extra: &[&str],
+) -> (Value, BTreeMap<String, Vec<u8>>) {
+    let scenario = scenario.display().to_string();
     let out_arg = out.display().to_string();
     let mut args = vec![
         "arena",
@@ -153,27 +163,11 @@ fn every_adversary_scenario_evolves_alike_on_a_local_cluster() {
             continue;
         }
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut outputs = Vec::new();
-        for extra in [&[][..], &["--topology", "local"][..]] {
-            let out = dir.path().join(format!("out{}", outputs.len()));
-            let (path, out_arg) = (path.display().to_string(), out.display().to_string());
-            let mut args = vec![
-                "arena",
-                "evolve",
-                path.as_str(),
-                "--generations",
-                GENERATIONS,
-                "--quiet",
-                "--out",
-                out_arg.as_str(),
-            ];
-            args.extend_from_slice(extra);
-            let output = run_chio(&repo_path(""), &args);
-            assert!(output.status.success(), "{}", explain(&args, &output));
-            outputs.push(tree(&out));
-        }
+        let (_, embedded) = evolve_scenario(&path, &dir.path().join("embedded"), &[]);
+        let (_, local) =
+            evolve_scenario(&path, &dir.path().join("local"), &["--topology", "local"]);
         assert!(
-            outputs[0] == outputs[1],
+            embedded == local,
             "{name}: the search on a local cluster wrote other files"
         );
         compared += 1;

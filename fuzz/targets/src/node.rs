@@ -247,19 +247,13 @@ async fn link_frame(service: &KernelLinkService, frame: frames::Frame<'_>) -> Re
                 service.evaluate_together(Request::new(message)).await,
                 |answer| {
                     assert_eq!(answer.outcomes.len(), sent, "one outcome per call");
-                    // Accepted when any call was admitted; every outcome
-                    // is checked like a single call's.
+                    // Every outcome is checked like a single call's; the
+                    // group is accepted when any call was admitted.
                     answer
                         .outcomes
                         .into_iter()
                         .map(|outcome| call_outcome(Some(outcome)))
-                        .fold(Reach::Refused, |reach, one| {
-                            if one == Reach::Accepted {
-                                one
-                            } else {
-                                reach
-                            }
-                        })
+                        .fold(Reach::Refused, Ord::max)
                 },
             )
         }
