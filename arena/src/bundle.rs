@@ -535,4 +535,4 @@ mod writer;
 mod writer_tests;
 
 pub use reader::for_each_step;
-pub use writer::BundleWriter;
+pub use writer::{BundleWriter, StreamedScenario};

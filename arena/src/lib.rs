@@ -58,7 +58,7 @@ pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
     parse_scenario_with_fixtures, parse_world_with_fixtures, world_bytes, Action, ActionKind,
     AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction, FaultLink,
-    MessageAction, RevokeAction, Scenario, ServerKind, SCENARIO_SCHEMA_VERSION,
+    MessageAction, RevokeAction, Scenario, ScenarioText, ServerKind, Step, SCENARIO_SCHEMA_VERSION,
 };
-pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind};
+pub use scheduler::{DeterministicScheduler, ScheduleInput, ScheduledStep, SchedulerKind};
 pub use witness::DeterminismWitness;

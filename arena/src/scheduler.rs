@@ -65,32 +65,25 @@ impl fmt::Display for SchedulerKind {
     }
 }
 
-/// What the scheduler needs to know about one declared action, borrowed
-/// from the declarations (a long schedule is ordered without a second copy
-/// of every step id and agent id beside the one the output keeps).
+/// What the scheduler needs to know about one declared action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ScheduleInput<'a> {
-    /// The step id, carried through to the output.
-    pub step_id: &'a str,
-    /// The acting agent; second key of the order.
-    pub agent_id: &'a str,
+pub struct ScheduleInput {
+    /// The acting agent's rank among the scenario's agent ids in ascending
+    /// order (so ranks order as the ids do); second key of the order.
+    pub agent: u32,
     /// Explicit offset from the clock start, if the step gives one.
     pub at: Option<u64>,
     /// For advance actions: how far the clock moves for later actions.
     pub advance_ms: Option<u64>,
 }
 
-/// One action in execution order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ScheduledAction {
+/// One action in execution order: which step, and when. A long schedule
+/// keeps one of these per step, so it holds no string; the step's id and
+/// agent are the step's own (`Scenario::step`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScheduledStep {
     /// Index of the step in declaration order.
     pub step_index: usize,
-    /// The step id.
-    pub step_id: String,
-    /// The acting agent.
-    pub agent_id: String,
-    /// Index among the agent's steps in declaration order; third sort key.
-    pub intra_agent_step: usize,
     /// Offset from the clock start the action is scheduled at; first sort key.
     pub scheduled_ms: u64,
     /// Offset the clock shows when the action is evaluated: the scheduled
@@ -135,53 +128,62 @@ impl DeterministicScheduler {
     }
 
     /// Orders `inputs` (given in declaration order) into execution order.
-    pub fn schedule(
+    pub fn schedule(&self, inputs: &[ScheduleInput]) -> Result<Vec<ScheduledStep>, ArenaError> {
+        self.schedule_with(inputs.len(), |i| inputs[i])
+    }
+
+    /// Orders `count` actions, the `i`th described by `input(i)` in
+    /// declaration order, into execution order. Besides its output the
+    /// scheduler holds one 24-byte sort key per action.
+    pub fn schedule_with(
         &self,
-        inputs: &[ScheduleInput<'_>],
-    ) -> Result<Vec<ScheduledAction>, ArenaError> {
+        count: usize,
+        input: impl Fn(usize) -> ScheduleInput,
+    ) -> Result<Vec<ScheduledStep>, ArenaError> {
+        let mut per_agent: std::collections::BTreeMap<u32, u32> = Default::default();
         if self.kind == SchedulerKind::SingleAgentV1 {
-            let mut agents: Vec<&str> = inputs.iter().map(|i| i.agent_id).collect();
-            agents.sort_unstable();
-            agents.dedup();
+            let agents: std::collections::BTreeSet<u32> =
+                (0..count).map(|i| input(i).agent).collect();
             if agents.len() > 1 {
                 return Err(ArenaError::SingleAgentScheduler {
                     count: agents.len(),
                 });
             }
         }
-        let mut per_agent: std::collections::BTreeMap<&str, usize> = Default::default();
-        let mut actions = Vec::with_capacity(inputs.len());
-        for (index, input) in inputs.iter().enumerate() {
-            let counter = per_agent.entry(input.agent_id).or_insert(0);
+        // (scheduled offset, agent rank, intra-agent step, step index)
+        let mut keys: Vec<(u64, u32, u32, u32)> = Vec::with_capacity(count);
+        for index in 0..count {
+            let one = input(index);
+            let counter = per_agent.entry(one.agent).or_insert(0);
             let intra = *counter;
             *counter += 1;
-            let scheduled = match input.at {
+            let scheduled = match one.at {
                 Some(at) => u128::from(at),
                 None => index as u128 * u128::from(self.tick_ms),
             };
             let scheduled_ms = self.bounded(scheduled).ok_or_else(|| ArenaError::OutOfRange {
-                field: match input.at {
+                field: match one.at {
                     Some(_) => format!("steps[{index}].at"),
                     None => format!("steps[{index}]"),
                 },
                 rule: "the step's instant, the clock start plus its offset, is at most 2^53 Unix milliseconds",
             })?;
-            actions.push(ScheduledAction {
-                step_index: index,
-                step_id: input.step_id.to_string(),
-                agent_id: input.agent_id.to_string(),
-                intra_agent_step: intra,
+            let step = u32::try_from(index).map_err(|_| ArenaError::OutOfRange {
+                field: format!("steps[{index}]"),
+                rule: "a scenario has at most 2^32 - 1 steps",
+            })?;
+            keys.push((scheduled_ms, one.agent, intra, step));
+        }
+        // The key is unique per action, so an unstable sort is the order.
+        keys.sort_unstable();
+        let mut actions: Vec<ScheduledStep> = keys
+            .into_iter()
+            .map(|(scheduled_ms, _, _, step)| ScheduledStep {
+                step_index: step as usize,
                 scheduled_ms,
                 evaluation_ms: scheduled_ms,
-            });
-        }
-        actions.sort_by(|a, b| {
-            (a.scheduled_ms, a.agent_id.as_str(), a.intra_agent_step).cmp(&(
-                b.scheduled_ms,
-                b.agent_id.as_str(),
-                b.intra_agent_step,
-            ))
-        });
+            })
+            .collect();
         let mut advanced: u128 = 0;
         // The advance ordered last so far: the one to blame for an instant
         // pushed past the bound, since scheduled offsets were bounded above.
@@ -197,7 +199,7 @@ impl DeterministicScheduler {
                     rule: "every later instant, the clock start plus its offset plus the advances before it, is at most 2^53 Unix milliseconds",
                 }
             })?;
-            if let Some(ms) = inputs[action.step_index].advance_ms {
+            if let Some(ms) = input(action.step_index).advance_ms {
                 advanced += u128::from(ms);
                 last_advance = Some(action.step_index);
             }
@@ -217,10 +219,9 @@ impl DeterministicScheduler {
 mod tests {
     use super::*;
 
-    fn input(id: &str, at: Option<u64>, advance_ms: Option<u64>) -> ScheduleInput<'_> {
+    fn input(_id: &str, at: Option<u64>, advance_ms: Option<u64>) -> ScheduleInput {
         ScheduleInput {
-            step_id: id,
-            agent_id: "a",
+            agent: 0,
             at,
             advance_ms,
         }

@@ -33,6 +33,22 @@ pub struct DeterminismWitness {
     pub virtual_clock_start: String,
 }
 
+/// Where, in canonical JSON `text` that embeds a witness under the key
+/// `determinism` and was printed with its `steps` empty, the witness's
+/// empty `steps` array opens: the index just after its `[`, where a writer
+/// puts the step ids (see `Scenario::write_witness_steps`). The witness's
+/// keys before `steps` hold ids and fixed words, never a quote, so the
+/// first `"steps":[]` after `"determinism":{` is the witness's own; `None`
+/// when there is none before `before`.
+pub fn empty_steps_at(text: &str, before: usize) -> Option<usize> {
+    const EMPTY: &str = "\"steps\":[]";
+    let open = text.find("\"determinism\":{")?;
+    text[open..]
+        .find(EMPTY)
+        .map(|i| open + i + EMPTY.len() - 1)
+        .filter(|i| *i < before)
+}
+
 impl DeterminismWitness {
     /// The witness as canonical JSON text.
     pub fn to_canonical_json(&self) -> Result<String, ArenaError> {

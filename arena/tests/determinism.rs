@@ -136,18 +136,30 @@ fn rng_streams_are_independent_of_draw_order() {
     assert_ne!(rng.agent_seed("alice"), rng.agent_seed("bob"));
 }
 
+/// A step's id beside its scheduler input; the agent's rank is its place
+/// among the agent ids in ascending order, as the validator ranks them.
 fn input<'a>(
     step: &'a str,
     agent: &'a str,
     at: Option<u64>,
     advance: Option<u64>,
-) -> ScheduleInput<'a> {
-    ScheduleInput {
-        step_id: step,
-        agent_id: agent,
-        at,
-        advance_ms: advance,
-    }
+) -> (&'a str, ScheduleInput) {
+    let rank = ["alice", "bob", "carol"]
+        .iter()
+        .position(|a| *a == agent)
+        .expect("a test agent") as u32;
+    (
+        step,
+        ScheduleInput {
+            agent: rank,
+            at,
+            advance_ms: advance,
+        },
+    )
+}
+
+fn inputs_of(steps: &[(&str, ScheduleInput)]) -> Vec<ScheduleInput> {
+    steps.iter().map(|(_, input)| *input).collect()
 }
 
 // Three agents interleave by (time, agent id, intra-agent step), and an advance shifts only the actions ordered after it.
@@ -165,31 +177,24 @@ fn scheduler_interleaves_three_agents() {
         input("c3", "carol", Some(1), None),
     ];
     let schedule = DeterministicScheduler::new(SchedulerKind::DeterministicMultiV1, 1)
-        .schedule(&inputs)
+        .schedule(&inputs_of(&inputs))
         .unwrap();
-    let order: Vec<(&str, u64, u64, usize)> = schedule
+    let order: Vec<(&str, u64, u64)> = schedule
         .iter()
-        .map(|s| {
-            (
-                s.step_id.as_str(),
-                s.scheduled_ms,
-                s.evaluation_ms,
-                s.intra_agent_step,
-            )
-        })
+        .map(|s| (inputs[s.step_index].0, s.scheduled_ms, s.evaluation_ms))
         .collect();
     assert_eq!(
         order,
         vec![
-            ("a1", 0, 0, 0),
-            ("c1", 0, 0, 0),
-            ("c3", 1, 1, 2),
-            ("a2", 2, 2, 1),
-            ("b1", 2, 2, 0),
-            ("c2", 2, 2, 1),
-            ("a3", 3, 3, 2),
-            ("wait", 3, 3, 1),
-            ("b2", 4, 1_004, 2),
+            ("a1", 0, 0),
+            ("c1", 0, 0),
+            ("c3", 1, 1),
+            ("a2", 2, 2),
+            ("b1", 2, 2),
+            ("c2", 2, 2),
+            ("a3", 3, 3),
+            ("wait", 3, 3),
+            ("b2", 4, 1_004),
         ]
     );
 }
@@ -203,9 +208,9 @@ fn scheduler_keeps_an_agents_own_order_on_ties() {
         input("z", "alice", Some(1), None),
     ];
     let schedule = DeterministicScheduler::new(SchedulerKind::SingleAgentV1, 1)
-        .schedule(&inputs)
+        .schedule(&inputs_of(&inputs))
         .unwrap();
-    let ids: Vec<&str> = schedule.iter().map(|s| s.step_id.as_str()).collect();
+    let ids: Vec<&str> = schedule.iter().map(|s| inputs[s.step_index].0).collect();
     assert_eq!(ids, ["z", "x", "y"]);
 }
 
@@ -217,7 +222,7 @@ fn single_agent_scheduler_refuses_two_agents() {
         input("b", "bob", None, None),
     ];
     let err = DeterministicScheduler::new(SchedulerKind::SingleAgentV1, 1)
-        .schedule(&inputs)
+        .schedule(&inputs_of(&inputs))
         .unwrap_err();
     assert_eq!(err, ArenaError::SingleAgentScheduler { count: 2 });
 }

@@ -370,8 +370,14 @@ fn seed_example_projects_the_seed_witness() {
         &std::fs::read_to_string(fixtures.join("seed_pr_421_review.run.json")).expect("output"),
     )
     .expect("seed output is JSON");
-    let witness: serde_json::Value =
-        serde_json::from_str(&scenario.determinism_witness().to_canonical_json().unwrap()).unwrap();
+    let witness: serde_json::Value = serde_json::from_str(
+        &scenario
+            .determinism_witness()
+            .unwrap()
+            .to_canonical_json()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(witness, printed["determinism"]);
 }
 
@@ -386,16 +392,21 @@ fn expectations(scenario: &chio_arena::Scenario) -> Vec<(String, ExpectedVerdict
     scenario
         .schedule()
         .iter()
-        .filter_map(|entry| match &scenario.actions()[entry.step_index] {
-            Action::Call(call) => Some((
-                entry.step_id.clone(),
-                call.expect_verdict,
-                call.capability
-                    .clone()
-                    .expect("world calls resolve a capability"),
-            )),
-            _ => None,
-        })
+        .filter_map(
+            |entry| match scenario.step(entry.step_index).unwrap().into_owned() {
+                chio_arena::Step {
+                    head,
+                    action: Action::Call(call),
+                } => Some((
+                    head.id.clone(),
+                    call.expect_verdict,
+                    call.capability
+                        .clone()
+                        .expect("world calls resolve a capability"),
+                )),
+                _ => None,
+            },
+        )
         .collect()
 }
 
@@ -441,7 +452,10 @@ fn reference_scenarios_validate_with_their_expectations() {
         .collect();
     assert_eq!(kernels, ["kernel-a", "kernel-b"]);
     let last = exchange.schedule().last().unwrap();
-    assert_eq!(last.step_id, "write-after-expiry");
+    assert_eq!(
+        exchange.step(last.step_index).unwrap().head.id,
+        "write-after-expiry"
+    );
     assert!(last.evaluation_ms > exchange.file().grants[0].expires_after());
 
     let triangle = reference("three_agent_triangular_delegation.toml");
@@ -449,9 +463,8 @@ fn reference_scenarios_validate_with_their_expectations() {
     assert_eq!(f.nodes.len(), 3);
     assert_eq!(f.kernels.len(), 3);
     let delegations: Vec<(String, String, String)> = triangle
-        .actions()
-        .iter()
-        .filter_map(|a| match a {
+        .steps()
+        .filter_map(|s| match &s.unwrap().action {
             Action::Delegate(d) => Some((d.capability.clone(), d.to.clone(), d.delegation.clone())),
             _ => None,
         })
@@ -511,7 +524,12 @@ fn validation_against_a_fixture_set_matches_the_loader() {
     let nowhere = Path::new("no/such/folder");
     let again = chio_arena::parse_scenario_with_fixtures(&bytes, nowhere, &set)
         .expect("the same bytes validate against the same files");
-    assert_eq!(again.actions(), scenario.actions());
+    let steps = |s: &chio_arena::Scenario| {
+        s.steps()
+            .map(|step| step.unwrap().into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(steps(&again), steps(&scenario));
     assert_eq!(again.schedule(), scenario.schedule());
     assert_eq!(again.fixture_set(), &set);
 }

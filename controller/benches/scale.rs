@@ -80,8 +80,7 @@ fn child(steps: usize) {
 
     let load_start = Instant::now();
     let scenario = chio_arena::load_scenario(&file).expect("generated scenario validates");
-    let inputs =
-        chio_controller::driver::RunInputs::load(&scenario, std::fs::read(&file).unwrap()).unwrap();
+    let inputs = chio_controller::driver::RunInputs::load(&scenario).unwrap();
     let load_s = load_start.elapsed().as_secs_f64();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -80,8 +80,7 @@ pub fn load_scenario_str(
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(COMMAND, &e))?;
-    let inputs = RunInputs::load(&scenario, text.as_bytes().to_vec())
-        .map_err(|e| CliError::node(COMMAND, &e))?;
+    let inputs = RunInputs::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     Ok(LoadedScenario { scenario, inputs })
 }
 
@@ -100,7 +99,7 @@ impl LoadedScenario {
     ///
     /// ```
     /// let s = chio_controller::api::load_scenario("../scenarios/approval.toml").unwrap();
-    /// assert!(!s.scenario().file().steps.is_empty());
+    /// assert!(s.scenario().step_count() > 0);
     /// ```
     pub fn scenario(&self) -> &Scenario {
         &self.scenario

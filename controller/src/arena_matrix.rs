@@ -126,7 +126,8 @@ impl KernelMatrixRunner {
         let text = cell
             .seeded_text(scenario.file().rng_seed)
             .map_err(|e| e.to_string())?;
-        let inputs = RunInputs::load(scenario, text.into_bytes()).map_err(|e| e.to_string())?;
+        let inputs =
+            RunInputs::load_with_text(scenario, text.into_bytes()).map_err(|e| e.to_string())?;
         let declared = cell.topology_declared.then_some(cell.topology.as_str());
         let result = self.places.run(declared, scenario, &inputs)?;
         Ok((inputs, result))

@@ -143,6 +143,7 @@ fn trace_escapes(
                     .and_then(|(_, r)| r.parse::<u32>().ok())
                     .unwrap_or(0);
                 if let Some(action) = actions_for(scenario, population, round)
+                    .map_err(|e| arena_error(&e))?
                     .into_iter()
                     .find(|a| a.id == escape.action)
                 {
@@ -212,10 +213,13 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .unwrap_or_else(|| scenario.base_dir().join("promoted"));
     let actions: Vec<AdversaryAction> = match &args.from_trace {
         Some(path) => trace_escapes(&scenario, path, &args.populations)?,
-        None => populations
-            .iter()
-            .flat_map(|p| actions_for(&scenario, p, 0))
-            .collect(),
+        None => {
+            let mut all = Vec::new();
+            for population in &populations {
+                all.extend(actions_for(&scenario, population, 0).map_err(|e| arena_error(&e))?);
+            }
+            all
+        }
     };
     let evaluated = evaluate_actions(args, &scenario, &mut evaluator, actions)?;
     let mut cases = evaluated.cases;
@@ -251,7 +255,7 @@ fn selected_populations(
             format!("pass --cap {ARENA_PROMOTE_CAP_DEFAULT} or another value from 1 to {MAX_PROMOTE_CAP}"),
         ));
     }
-    let bases = base_steps(scenario);
+    let bases = base_steps(scenario).map_err(|e| arena_error(&e))?;
     if let Some(step) = args
         .steps
         .iter()

@@ -23,7 +23,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::{load_scenario_with_bytes, Scenario};
+use chio_arena::{load_scenario, Scenario};
 
 use crate::cli::RunArgs;
 use crate::driver::{DispatchMode, RunInputs, RunOptions, RunResult, RunStatus, UNEXPECTED_REASON};
@@ -51,12 +51,12 @@ pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
 /// the one exception is a scenario without a world, which validates (the
 /// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let (scenario, bytes) = load_scenario_with_bytes(file)
-        .map_err(|e| CliError::from_scenario_file(command, file, &e))?;
+    let scenario =
+        load_scenario(file).map_err(|e| CliError::from_scenario_file(command, file, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;
-    let inputs = RunInputs::load(&scenario, bytes).map_err(|e| CliError::node(command, &e))?;
+    let inputs = RunInputs::load(&scenario).map_err(|e| CliError::node(command, &e))?;
     Ok((scenario, inputs))
 }
 

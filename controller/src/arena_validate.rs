@@ -36,9 +36,10 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         rng_seed = scenario.file().rng_seed,
         "scenario validated"
     );
+    let refused = |e: chio_arena::ArenaError| CliError::from_arena(COMMAND, &e);
     let text = if args.json {
         let report = ValidateReport {
-            determinism: scenario.determinism_witness(),
+            determinism: scenario.determinism_witness().map_err(refused)?,
             scenario_id: scenario.id(),
             scenario_title: scenario.title(),
             schema_version: VALIDATE_SCHEMA_VERSION,
@@ -48,15 +49,15 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         json.push('\n');
         json
     } else {
-        summary(&scenario)
+        summary(&scenario).map_err(refused)?
     };
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| CliError::output(COMMAND, &e))
 }
 
-fn summary(scenario: &Scenario) -> String {
-    let w = scenario.determinism_witness();
+fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
+    let w = scenario.determinism_witness()?;
     let clock = scenario.clock();
     let mut s = format!(
         "scenario {} is valid: {}\n",
@@ -77,20 +78,15 @@ fn summary(scenario: &Scenario) -> String {
     }
     s.push_str("schedule (execution order)\n");
     // Columns as wide as the longest agent and step id, so long ids stay aligned.
-    let agent_width = scenario
-        .schedule()
-        .iter()
-        .map(|e| e.agent_id.chars().count())
-        .max()
-        .unwrap_or(0);
-    let step_width = scenario
-        .schedule()
-        .iter()
-        .map(|e| e.step_id.chars().count())
-        .max()
-        .unwrap_or(0);
+    let (mut agent_width, mut step_width) = (0, 0);
+    for step in scenario.steps() {
+        let step = step?;
+        agent_width = agent_width.max(step.head.agent.chars().count());
+        step_width = step_width.max(step.head.id.chars().count());
+    }
     for entry in scenario.schedule() {
-        let what = match &scenario.actions()[entry.step_index] {
+        let step = scenario.step(entry.step_index)?;
+        let what = match &step.action {
             Action::Call(c) => format!(
                 "call {}/{} expect {}{}",
                 c.server,
@@ -115,15 +111,15 @@ fn summary(scenario: &Scenario) -> String {
             Action::Advance(a) => format!("advance {} ms", a.advance_ms),
             Action::Fault(f) => format!("fault: {}", f.describe()),
         };
-        let what = match scenario.expect_reason(entry.step_index) {
+        let what = match &step.head.expect_reason {
             Some(reason) => format!("{what} (reason contains {reason:?})"),
             None => what,
         };
         s.push_str(&format!(
             "  {}  {:<agent_width$}  {:<step_width$}  {}\n",
             clock.format_offset_ms(entry.evaluation_ms),
-            entry.agent_id,
-            entry.step_id,
+            step.head.agent,
+            step.head.id,
             what
         ));
     }
@@ -148,5 +144,5 @@ fn summary(scenario: &Scenario) -> String {
             ));
         }
     }
-    s
+    Ok(s)
 }

@@ -199,11 +199,15 @@ pub fn cases_from_run(scenario: &Scenario, manifest: &BundleManifest) -> Vec<Tes
         .map(|s| (s.step_id.as_str(), s))
         .collect();
     let stop = manifest.stopped.as_ref();
+    // A run kept in memory carries its witness's step ids, by declaration index.
+    let ids = &manifest.determinism.steps;
     scenario
         .schedule()
         .iter()
         .map(|scheduled| {
-            let name = scheduled.step_id.as_str();
+            let name = ids
+                .get(scheduled.step_index)
+                .map_or("(a step the witness does not list)", String::as_str);
             case(scenario, name, records.get(name).copied(), stop)
         })
         .collect()
@@ -237,21 +241,32 @@ pub fn suite_from_bundle(
     let schedule = scenario.schedule();
     let mut next = schedule.iter();
     let mut cases = Vec::with_capacity(schedule.len());
-    crate::arena_run::each_step(command, dir, |record| match next.next() {
-        Some(scheduled) if scheduled.step_id == record.step_id => {
-            cases.push(case(scenario, &scheduled.step_id, Some(&record), stop));
-            Ok(())
-        }
-        scheduled => {
-            let cause = format!(
-                "step record {} is not the next scheduled step ({})",
-                record.step_id,
-                scheduled.map_or("none is left", |s| s.step_id.as_str())
-            );
-            Err(read_back_error(command, &bundle_error(dir, cause)))
+    let id_of = |scheduled: &chio_arena::ScheduledStep| -> Result<String, CliError> {
+        scenario
+            .step(scheduled.step_index)
+            .map(|step| step.head.id.clone())
+            .map_err(|e| read_back_error(command, &e))
+    };
+    crate::arena_run::each_step(command, dir, |record| {
+        let scheduled = next.next().map(id_of).transpose()?;
+        match scheduled {
+            Some(id) if id == record.step_id => {
+                cases.push(case(scenario, &id, Some(&record), stop));
+                Ok(())
+            }
+            scheduled => {
+                let cause = format!(
+                    "step record {} is not the next scheduled step ({})",
+                    record.step_id,
+                    scheduled.as_deref().unwrap_or("none is left")
+                );
+                Err(read_back_error(command, &bundle_error(dir, cause)))
+            }
         }
     })?;
-    cases.extend(next.map(|scheduled| case(scenario, &scheduled.step_id, None, stop)));
+    for scheduled in next {
+        cases.push(case(scenario, &id_of(scheduled)?, None, stop));
+    }
     Ok(TestSuite {
         name: scenario.id().to_string(),
         properties: run_properties(manifest),
@@ -509,7 +524,9 @@ mod tests {
         };
         let mut manifest = BundleManifest {
             schema_version: BUNDLE_SCHEMA.to_string(),
-            determinism: scenario.determinism_witness(),
+            determinism: scenario
+                .determinism_witness()
+                .expect("the scenario's steps read"),
             scenario_title: scenario.title().to_string(),
             scenario_sha256: String::new(),
             status: BundleStatus::Stopped,

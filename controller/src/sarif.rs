@@ -234,13 +234,12 @@ struct ScenarioLines<'a> {
 }
 
 impl ScenarioLines<'_> {
-    /// The header line of step `id`, when found.
+    /// The header line of step `id`, when found (a step whose table cannot
+    /// be read again is not found, and its result carries no location).
     fn step_line(&self, id: &str) -> Option<u64> {
         self.scenario
-            .file()
-            .steps
-            .iter()
-            .position(|s| s.id == id)
+            .steps()
+            .position(|s| s.is_ok_and(|s| s.head.id == id))
             .and_then(|i| self.steps.get(i).copied())
     }
 

@@ -35,12 +35,13 @@ fn main() {
     let world = evaluator.world().clone();
 
     // Bare kernel evaluations.
-    let Some(Action::Call(call)) = scenario.actions().first() else {
+    let first = scenario.step(0).expect("the first step reads").into_owned();
+    let Action::Call(call) = &first.action else {
         panic!("the first step is a call");
     };
     let capability = call.capability.clone().expect("resolved capability");
     let (_, token) = world.grants.get(&capability).expect("grant").clone();
-    let agent = &scenario.file().steps[0].agent;
+    let agent = &first.head.agent;
     let key = world.agents.get(agent).expect("agent").key.clone();
     let kernel_id = world
         .server_kernel(&call.server)

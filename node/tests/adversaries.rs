@@ -207,7 +207,7 @@ fn actions_repeat_and_seed_plus_one_diverges() {
         let populations = populations_from_scenario(s).expect("populations");
         let actions: Vec<_> = populations
             .iter()
-            .flat_map(|p| actions_for(s, p, 0))
+            .flat_map(|p| actions_for(s, p, 0).expect("the scenario's steps read"))
             .collect();
         let report = one_shot(s);
         (

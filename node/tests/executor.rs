@@ -67,21 +67,15 @@ fn through(
     let mut executor = StepExecutor::new(world);
     let mut out = Vec::new();
     for scheduled in scenario.schedule() {
-        let step = &scenario.file().steps[scheduled.step_index];
+        let step = scenario.step(scheduled.step_index).expect("the step reads");
         let now_ms = world.start_ms + scheduled.evaluation_ms;
-        let node = world.agent_node(&scheduled.agent_id).expect("placed");
+        let node = world.agent_node(&step.head.agent).expect("placed");
         settle(&mut executor, now_ms).expect("settled");
         let prepared = executor
-            .prepare(
-                world,
-                &step.id,
-                &scenario.actions()[scheduled.step_index],
-                &scheduled.agent_id,
-                now_ms,
-            )
+            .prepare(world, &step.head.id, &step.action, &step.head.agent, now_ms)
             .expect("prepared");
-        let performed = perform(&mut executor, node, &step.id, &prepared);
-        out.push(format!("{}: {}", step.id, summary(&performed)));
+        let performed = perform(&mut executor, node, &step.head.id, &prepared);
+        out.push(format!("{}: {}", step.head.id, summary(&performed)));
     }
     out
 }

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use chio_arena::{load_scenario, Action, FaultAction};
+use chio_arena::{load_scenario, FaultAction};
 use chio_tests::*;
 
 /// The reference scenarios with fault steps.
@@ -274,14 +274,10 @@ fn allows(bundle: &Path) -> usize {
 fn fault_kinds(file: &Path) -> BTreeSet<String> {
     let scenario = load_scenario(file).expect("loads");
     scenario
-        .actions()
-        .iter()
-        .filter_map(|action| match action {
-            Action::Fault(FaultAction::Restart { keep_state, .. }) => {
-                Some(format!("restart keep_state={keep_state}"))
-            }
-            Action::Fault(fault) => Some(fault.kind().to_string()),
-            _ => None,
+        .fault_steps()
+        .map(|fault| match fault {
+            FaultAction::Restart { keep_state, .. } => format!("restart keep_state={keep_state}"),
+            fault => fault.kind().to_string(),
         })
         .collect()
 }

@@ -30,8 +30,9 @@ use crate::adversary::class::{
 };
 use crate::adversary::goal::Goal;
 use crate::adversary::operators::{apply_all, Draft, Operator};
+use crate::error::ArenaError;
 use crate::rng::fnv1a64;
-use crate::scenario::{Action, ExpectedVerdict, ServerKind};
+use crate::scenario::{Action, DelegateAction, ExpectedVerdict, ServerKind, Step};
 use crate::Scenario;
 
 mod inject;

@@ -402,9 +402,9 @@ pub fn actions_for(
     scenario: &Scenario,
     population: &AdversaryPopulation,
     round: u32,
-) -> Vec<AdversaryAction> {
-    let bases = base_steps(scenario);
-    let scopes = declared_scopes(scenario);
+) -> Result<Vec<AdversaryAction>, ArenaError> {
+    let bases = base_steps(scenario)?;
+    let scopes = declared_scopes(scenario)?;
     let mut actions = Vec::new();
     for (member, gene) in population.members.iter().enumerate() {
         let actor = Actor {
@@ -422,7 +422,7 @@ pub fn actions_for(
             }
         }
     }
-    actions
+    Ok(actions)
 }
 
 /// Evaluates one population over `rounds` fitness rounds.
@@ -448,7 +448,7 @@ pub fn evaluate_population(
     };
     let mut progress_sum: u64 = 0;
     for round in 0..rounds {
-        let actions = actions_for(scenario, population, round);
+        let actions = actions_for(scenario, population, round)?;
         if actions.is_empty() {
             continue;
         }

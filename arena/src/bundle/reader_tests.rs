@@ -43,7 +43,9 @@ fn write(dir: &Path, whole: &BundleManifest, streamed: bool) {
             steps: Vec::new(),
             ..whole.clone()
         };
-        writer.finish(&head, &BTreeMap::new(), &inputs()).unwrap();
+        writer
+            .finish(&head, &BTreeMap::new(), &inputs(), None)
+            .unwrap();
     } else {
         Bundle {
             manifest: whole.clone(),

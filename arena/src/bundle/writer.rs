@@ -27,9 +27,21 @@ use chio_kernel::receipt::{MerkleFrontier, SignedReceipt};
 
 use super::{
     destination, sibling, write_error, write_file, BundleManifest, Destination, StepRecord,
-    INPUTS_DIR, MANIFEST_FILE, POLICIES_DIR, RECEIPTS_FILE,
+    INPUTS_DIR, MANIFEST_FILE, POLICIES_DIR, RECEIPTS_FILE, SCENARIO_INPUT,
 };
 use crate::error::ArenaError;
+use crate::scenario::{Scenario, ScenarioText};
+
+/// What a streamed bundle records of its scenario beside the run's inputs:
+/// the bytes run (`inputs/scenario.toml`) and the scenario whose step ids
+/// the manifest's witness lists.
+#[derive(Clone, Copy)]
+pub struct StreamedScenario<'s> {
+    /// The bytes recorded as `inputs/scenario.toml`.
+    pub text: &'s ScenarioText,
+    /// The scenario run.
+    pub scenario: &'s Scenario,
+}
 
 /// The part file step records are appended to until the manifest is written.
 const STEPS_PART: &str = ".steps.part";
@@ -189,12 +201,17 @@ impl BundleWriter {
 
     /// Writes the policies, the inputs and the manifest (`manifest.steps`
     /// must be empty: the appended records take their place), then installs
-    /// the bundle in place.
+    /// the bundle in place. With `scenario`, its text is written as
+    /// `inputs/scenario.toml` from where it is kept (never from `inputs`),
+    /// and the witness's step ids are written from its steps one at a time
+    /// (`manifest.determinism.steps` must then be empty), so a long
+    /// schedule is never held whole to be recorded.
     pub fn finish(
         self,
         manifest: &BundleManifest,
         policies: &BTreeMap<String, String>,
         inputs: &BTreeMap<String, Vec<u8>>,
+        scenario: Option<StreamedScenario<'_>>,
     ) -> Result<(), ArenaError> {
         let BundleWriter {
             staging,
@@ -226,16 +243,38 @@ impl BundleWriter {
             }
             write_file(&path, bytes)?;
         }
+        if let Some(streamed) = &scenario {
+            let path = dir.join(INPUTS_DIR).join(SCENARIO_INPUT);
+            std::fs::create_dir_all(dir.join(INPUTS_DIR)).map_err(|e| write_error(&dir, e))?;
+            let file = File::create(&path).map_err(|e| write_error(&path, e))?;
+            let mut out = BufWriter::new(file);
+            streamed
+                .text
+                .copy_to(&mut out)
+                .and_then(|()| out.into_inner().map_err(|e| e.into_error()))
+                .and_then(|file| file.sync_all())
+                .map_err(|e| write_error(&path, e))?;
+        }
         // The manifest goes last: a folder with arena.json is a whole bundle.
-        write_manifest(&dir, manifest)?;
+        write_manifest(&dir, manifest, scenario.map(|s| s.scenario))?;
         staging.install()
     }
 }
 
 /// Writes `arena.json` with the part file's records as its `steps`, and
-/// removes the part file.
-fn write_manifest(dir: &Path, manifest: &BundleManifest) -> Result<(), ArenaError> {
+/// removes the part file; with `scenario`, the determinism witness's
+/// `steps` are its step ids, written one at a time.
+fn write_manifest(
+    dir: &Path,
+    manifest: &BundleManifest,
+    scenario: Option<&Scenario>,
+) -> Result<(), ArenaError> {
     let head = to_canonical_string(manifest)?;
+    let path = dir.join(MANIFEST_FILE);
+    let refused = |cause: &str| ArenaError::BundleIo {
+        path: path.display().to_string(),
+        cause: cause.to_string(),
+    };
     // `steps` is the manifest's last key but `stopped`, whose strings are
     // escaped, so the last unescaped `"steps":[]` is the manifest's own.
     const EMPTY: &str = "\"steps\":[]";
@@ -244,17 +283,35 @@ fn write_manifest(dir: &Path, manifest: &BundleManifest) -> Result<(), ArenaErro
         .filter(|_| manifest.steps.is_empty())
         .map(|at| at + EMPTY.len() - 1)
     else {
-        return Err(ArenaError::BundleIo {
-            path: dir.join(MANIFEST_FILE).display().to_string(),
-            cause: "the streamed manifest carries its steps in the part file only".to_string(),
-        });
+        return Err(refused(
+            "the streamed manifest carries its steps in the part file only",
+        ));
+    };
+    let witness = match scenario {
+        None => None,
+        Some(_) if !manifest.determinism.steps.is_empty() => {
+            return Err(refused(
+                "the streamed manifest writes the witness's steps from the scenario only",
+            ))
+        }
+        Some(scenario) => {
+            let inner = crate::witness::empty_steps_at(&head, at)
+                .ok_or_else(|| refused("the manifest's witness holds no steps"))?;
+            Some((inner, scenario))
+        }
     };
     let part = dir.join(STEPS_PART);
-    let path = dir.join(MANIFEST_FILE);
     let mut out = BufWriter::new(File::create(&path).map_err(|e| write_error(&path, e))?);
     let mut records = File::open(&part).map_err(|e| write_error(&part, e))?;
+    let mut from = 0;
+    if let Some((inner, scenario)) = witness {
+        out.write_all(&head.as_bytes()[..inner])
+            .map_err(|e| write_error(&path, e))?;
+        scenario.write_witness_steps(&mut out)?;
+        from = inner;
+    }
     let written = out
-        .write_all(&head.as_bytes()[..at])
+        .write_all(&head.as_bytes()[from..at])
         .and_then(|()| std::io::copy(&mut records, &mut out).map(|_| ()))
         .and_then(|()| out.write_all(&head.as_bytes()[at..]))
         .and_then(|()| out.write_all(b"\n"))

@@ -94,7 +94,7 @@ fn both(count: u64, stopped: bool) -> (BTreeMap<String, Vec<u8>>, BTreeMap<Strin
     head.steps = Vec::new();
     head.receipt_root = writer.receipt_root();
     assert_eq!(writer.receipt_count(), count);
-    writer.finish(&head, &policies, &inputs).unwrap();
+    writer.finish(&head, &policies, &inputs, None).unwrap();
     (
         files(&root.path().join("whole")),
         files(&root.path().join("streamed")),

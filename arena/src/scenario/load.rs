@@ -11,47 +11,112 @@
 //! reading altogether and validates against files read before.
 
 use std::collections::BTreeMap;
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use super::split::{split, Split};
+use super::split::{split, Block, Cutter};
+use super::text::{ScenarioText, Span, Spooler};
 use super::validate::{arguments_json, validate, validate_world, FixtureSource};
 use super::Scenario;
 use crate::error::ArenaError;
 use crate::fixtures::{self, FixtureSet};
-use crate::model::{ScenarioFile, StepDecl, StepHead};
+use crate::model::{ScenarioFile, StepDecl};
 use crate::secrets;
 
-/// Reads and validates a scenario file; fixtures resolve next to it.
-pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
-    load_scenario_with_bytes(path).map(|(scenario, _)| scenario)
-}
+/// A scenario file longer than this is spooled rather than held in memory.
+const SPOOL_AFTER: usize = 1 << 20;
 
-/// Reads and validates a scenario file, returning the bytes it validated,
-/// so a caller that records the file (a run's bundle) records exactly those
-/// rather than reading the file a second time.
-pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec<u8>), ArenaError> {
+/// Reads and validates a scenario file; fixtures resolve next to it.
+///
+/// The file is read once, line by line, while it is cut at its step
+/// tables, and each table is checked as it passes; a file longer than
+/// 1 MiB goes into a private spool (see [`super::text`]), so memory then
+/// holds the world, each table's offset and the schedule, never the file.
+pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|e| ArenaError::Unreadable {
+    let unreadable = |e: std::io::Error| ArenaError::Unreadable {
         path: path.display().to_string(),
         reason: e.kind().to_string(),
-    })?;
+    };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
+    let mut reader = std::io::BufReader::new(file);
+    // A file is kept in memory until it outgrows `SPOOL_AFTER`, then in a
+    // private spool; failing to write the spool is the machine's fault.
+    let spool_failed = |e: std::io::Error| ArenaError::Output {
+        path: "the private spool of the scenario's bytes (a temporary file)".to_string(),
+        cause: e.kind().to_string(),
+    };
+    let mut held: Vec<u8> = Vec::new();
+    let mut spooler: Option<Spooler> = None;
+    let mut cut = CutBuilder::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(unreadable)? == 0 {
+            break;
+        }
+        match &mut spooler {
+            Some(spool) => spool.write(&line).map_err(spool_failed)?,
+            None => {
+                held.extend_from_slice(&line);
+                if held.len() > SPOOL_AFTER {
+                    let mut spool = Spooler::new().map_err(spool_failed)?;
+                    spool.write(&held).map_err(spool_failed)?;
+                    held = Vec::new();
+                    spooler = Some(spool);
+                }
+            }
+        }
+        cut.line(&line);
+    }
+    let text = match spooler {
+        Some(spool) => spool.finish().map_err(spool_failed)?,
+        None => ScenarioText::memory(held),
+    };
     let base_dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let scenario = parse_scenario_bytes(&bytes, &base_dir)?;
+    read_and_validate(text, cut.finish(), &base_dir)
+}
+
+/// Reads and validates a scenario file, returning the bytes it validated,
+/// so a caller that records the file records exactly those rather than
+/// reading the file a second time. A run keeps the scenario's own
+/// [`Scenario::text`] instead, which a long file does not hold in memory.
+pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec<u8>), ArenaError> {
+    let path = path.as_ref();
+    let scenario = load_scenario(path)?;
+    let bytes = scenario
+        .text()
+        .to_vec()
+        .map_err(|e| ArenaError::Unreadable {
+            path: path.display().to_string(),
+            reason: e.kind().to_string(),
+        })?;
     Ok((scenario, bytes))
 }
 
 /// Validates scenario bytes, which must be UTF-8 TOML; fixture folders are
 /// read below `base_dir`.
 pub fn parse_scenario_bytes(bytes: &[u8], base_dir: &Path) -> Result<Scenario, ArenaError> {
-    parse_scenario(utf8(bytes)?, base_dir)
+    let cut = CutBuilder::over(bytes);
+    read_and_validate(ScenarioText::memory(bytes.to_vec()), cut, base_dir)
 }
 
 /// Validates scenario text; `base_dir` is the folder fixtures are read from.
 pub fn parse_scenario(text: &str, base_dir: &Path) -> Result<Scenario, ArenaError> {
-    let parsed = parse_file(text)?;
+    parse_scenario_bytes(text.as_bytes(), base_dir)
+}
+
+/// Parses `text` (cut as `cut` says, when it cut), reads the fixture
+/// folders its servers name and validates it.
+fn read_and_validate(
+    text: ScenarioText,
+    cut: Option<Cut>,
+    base_dir: &Path,
+) -> Result<Scenario, ArenaError> {
+    let parsed = parse_file(text, cut)?;
     let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = parsed
         .file
         .servers
@@ -75,17 +140,15 @@ pub fn parse_scenario_with_fixtures(
     base_dir: &Path,
     fixtures: &FixtureSet,
 ) -> Result<Scenario, ArenaError> {
-    validate(
-        parse_file(utf8(bytes)?)?,
-        base_dir,
-        FixtureSource::Given(fixtures),
-    )
+    let cut = CutBuilder::over(bytes);
+    let parsed = parse_file(ScenarioText::memory(bytes.to_vec()), cut)?;
+    validate(parsed, base_dir, FixtureSource::Given(fixtures))
 }
 
 /// Validates the world of scenario bytes against fixture files read
 /// before, as a node loads it: the step tables are neither parsed nor
 /// validated (the controller that holds the schedule did both), so what a
-/// node holds does not grow with the schedule. The scenario has no actions
+/// node holds does not grow with the schedule. The scenario has no steps
 /// and no schedule.
 pub fn parse_world_with_fixtures(
     bytes: &[u8],
@@ -106,7 +169,7 @@ pub fn world_bytes(scenario: &Scenario, bytes: &[u8]) -> Vec<u8> {
     };
     match split(text) {
         Some(cut)
-            if parse_cut(&cut, false).is_some_and(|w| same_world(&w.file, scenario.file())) =>
+            if parse_world_piece(&cut.world).is_some_and(|w| same_world(&w, scenario.file())) =>
         {
             cut.world.into_bytes()
         }
@@ -163,38 +226,141 @@ fn utf8(bytes: &[u8]) -> Result<&str, ArenaError> {
 
 /// A parsed file, as validation receives it.
 #[derive(Debug)]
-pub(crate) struct Parsed<'t> {
-    /// The declarations. After the cut parse no step head holds its
-    /// declaration: validation parses it again from `tables`.
+pub(crate) struct Parsed {
+    /// The declarations. After the cut parse the file holds no step:
+    /// validation parses each from its table in `text`, by `spans`; after
+    /// the whole parse each step head holds its declaration.
     pub file: ScenarioFile,
-    /// Each step's `arguments` as the cut parse converted them (empty after
-    /// the whole parse, whose validation converts).
-    pub converted: Vec<Option<serde_json::Value>>,
-    /// After the cut parse, each step's table, by step index (empty after
-    /// the whole parse, whose heads hold their declarations).
-    pub tables: Vec<&'t str>,
+    /// The bytes parsed.
+    pub text: ScenarioText,
+    /// After the cut parse, where each step's table lies in `text`, by step
+    /// index, and the world's own text (every block but the step tables).
+    pub cut: Option<(Vec<Span>, String)>,
+}
+
+/// The text cut as it was read: the world, each step table's place, and
+/// whether every step table passed stages 1 to 3 on its own.
+pub(crate) struct Cut {
+    world: String,
+    spans: Vec<Span>,
+}
+
+/// Cuts text line by line as it is read (see [`super::split`]), checking
+/// each step table as it closes.
+struct CutBuilder {
+    cutter: Cutter,
+    /// The block being read.
+    current: String,
+    world: String,
+    spans: Vec<Span>,
+    /// False once the text cannot be cut, is not UTF-8, or a step table is
+    /// refused: the whole parse then reports what the whole file gives.
+    ok: bool,
+}
+
+impl CutBuilder {
+    fn new() -> Self {
+        Self {
+            cutter: Cutter::new(),
+            current: String::new(),
+            world: String::new(),
+            spans: Vec::new(),
+            ok: true,
+        }
+    }
+
+    /// The cut of bytes held in memory.
+    fn over(bytes: &[u8]) -> Option<Cut> {
+        let mut cut = Self::new();
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            cut.line(line);
+        }
+        cut.finish()
+    }
+
+    /// Feeds the next line, its newline included.
+    fn line(&mut self, line: &[u8]) {
+        if !self.ok {
+            return;
+        }
+        let Ok(line) = std::str::from_utf8(line) else {
+            self.ok = false;
+            return;
+        };
+        match self.cutter.line(line) {
+            None => self.ok = false,
+            Some(closed) => {
+                if let Some(block) = closed {
+                    self.close(block);
+                }
+                self.current.push_str(line);
+            }
+        }
+    }
+
+    fn close(&mut self, block: Block) {
+        if block.is_step {
+            let len = u32::try_from(block.end - block.start);
+            match len {
+                Ok(len) if check_step_piece(&self.current) => self.spans.push(Span {
+                    start: block.start as u64,
+                    len,
+                }),
+                _ => self.ok = false,
+            }
+        } else {
+            self.world.push_str(&self.current);
+        }
+        self.current.clear();
+    }
+
+    /// The cut, when the whole text cut and every step table passed.
+    fn finish(mut self) -> Option<Cut> {
+        if !self.ok {
+            return None;
+        }
+        let last = std::mem::replace(&mut self.cutter, Cutter::new()).finish()?;
+        if let Some(block) = last {
+            self.close(block);
+        }
+        (self.ok && !self.spans.is_empty()).then_some(Cut {
+            world: self.world,
+            spans: self.spans,
+        })
+    }
 }
 
 /// Stages 1 to 3: TOML syntax, inline secrets, the closed schema. A file
-/// the splitter cuts is parsed one step table at a time (see
-/// [`super::split`]); any refusal, or a cut the pieces do not accept, is
-/// reported by parsing the whole file, so the error is the whole file's.
-fn parse_file(text: &str) -> Result<Parsed<'_>, ArenaError> {
-    if let Some(parsed) = split(text).and_then(|cut| parse_cut(&cut, true)) {
-        return Ok(parsed);
+/// that was cut is parsed one step table at a time (see [`super::split`]);
+/// any refusal, or a cut the pieces do not accept, is reported by parsing
+/// the whole file, so the error is the whole file's.
+fn parse_file(text: ScenarioText, cut: Option<Cut>) -> Result<Parsed, ArenaError> {
+    if let Some(cut) = cut {
+        if let Some(file) = parse_world_piece(&cut.world) {
+            return Ok(Parsed {
+                file,
+                text,
+                cut: Some((cut.spans, cut.world)),
+            });
+        }
     }
+    let bytes = text.to_vec().map_err(|e| ArenaError::Output {
+        path: "the private spool of the scenario's bytes (a temporary file)".to_string(),
+        cause: e.kind().to_string(),
+    })?;
+    let file = parse_whole(utf8(&bytes)?)?;
     Ok(Parsed {
-        file: parse_whole(text)?,
-        converted: Vec::new(),
-        tables: Vec::new(),
+        file,
+        text,
+        cut: None,
     })
 }
 
 /// The world of a scenario without its steps, as a node needs it: the
 /// step tables are skipped without being parsed when the file splits.
 fn parse_world_file(text: &str) -> Result<ScenarioFile, ArenaError> {
-    if let Some(parsed) = split(text).and_then(|cut| parse_cut(&cut, false)) {
-        return Ok(parsed.file);
+    if let Some(file) = split(text).and_then(|cut| parse_world_piece(&cut.world)) {
+        return Ok(file);
     }
     let mut file = parse_whole(text)?;
     file.steps = Vec::new();
@@ -221,45 +387,35 @@ fn one_step(table: toml::Table) -> Option<StepDecl> {
     Some(step)
 }
 
-/// The file from its cut pieces (the step tables only when `with_steps`):
-/// each step table is parsed and scanned, its `arguments` converted to
-/// JSON, and only its head kept; `None` when a piece or a conversion is
-/// refused, a step table does not hold exactly one step, or the world still
-/// holds a `steps` key.
-fn parse_cut<'t>(cut: &Split<'t>, with_steps: bool) -> Option<Parsed<'t>> {
-    let world: toml::Table = cut.world.parse().ok()?;
+/// Whether a cut `[[steps]]` table passes stages 1 to 3 on its own: it
+/// parses, holds no inline secret, declares exactly one step, and its
+/// `arguments` convert to JSON.
+fn check_step_piece(piece: &str) -> bool {
+    let Ok(table) = piece.parse::<toml::Table>() else {
+        return false;
+    };
+    if secrets::scan_document(&table).is_err() {
+        return false;
+    }
+    let Some(step) = one_step(table) else {
+        return false;
+    };
+    match &step.arguments {
+        Some(table) => arguments_json(table, "arguments").is_ok(),
+        None => true,
+    }
+}
+
+/// The world piece of a cut file as its declarations (no steps); `None`
+/// when it does not parse, holds a secret or a `steps` key, or breaks the
+/// schema.
+fn parse_world_piece(world: &str) -> Option<ScenarioFile> {
+    let world: toml::Table = world.parse().ok()?;
     if world.contains_key("steps") {
         return None;
     }
     secrets::scan_document(&world).ok()?;
-    let mut file: ScenarioFile = toml::Value::Table(world).try_into().ok()?;
-    let mut converted = Vec::new();
-    if !with_steps {
-        return Some(Parsed {
-            file,
-            converted,
-            tables: Vec::new(),
-        });
-    }
-    file.steps.reserve_exact(cut.steps.len());
-    converted.reserve_exact(cut.steps.len());
-    for piece in &cut.steps {
-        let table: toml::Table = piece.parse().ok()?;
-        secrets::scan_document(&table).ok()?;
-        let step = one_step(table)?;
-        let index = file.steps.len();
-        let json = match &step.arguments {
-            Some(table) => Some(arguments_json(table, &format!("steps[{index}].arguments")).ok()?),
-            None => None,
-        };
-        converted.push(json);
-        file.steps.push(StepHead::of(&step));
-    }
-    Some(Parsed {
-        file,
-        converted,
-        tables: cut.steps.clone(),
-    })
+    toml::Value::Table(world).try_into().ok()
 }
 
 /// Stages 1 to 3 over the whole file as one document.
@@ -355,7 +511,35 @@ mod tests {
         out
     }
 
-    // Parsing a reference scenario one step table at a time gives the very file the whole parse gives, and its world alone the same world.
+    /// A reference scenario's text validated with its steps kept in
+    /// memory and with none kept (each parsed again from its table).
+    fn both_ways(path: &Path, text: &str) -> Option<(Scenario, Scenario)> {
+        let base = path.parent().unwrap();
+        let held = parse_scenario(text, base).ok()?;
+        let read = |bytes: &[u8]| {
+            let parsed = parse_file(
+                ScenarioText::memory(bytes.to_vec()),
+                CutBuilder::over(bytes),
+            )?;
+            let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = parsed
+                .file
+                .servers
+                .iter()
+                .enumerate()
+                .filter_map(|(i, server)| {
+                    let folder = server.fixtures.as_deref()?;
+                    Some((i, fixtures::read_fixtures(base, folder, "fixtures")))
+                })
+                .collect();
+            super::super::validate::validate_holding(parsed, base, FixtureSource::Read(&reads), 0)
+        };
+        Some((
+            held,
+            read(text.as_bytes()).expect("validates without held steps"),
+        ))
+    }
+
+    // Parsing a reference scenario one step table at a time gives the very world and steps the whole parse gives.
     #[test]
     fn cut_parse_equals_the_whole_parse() {
         let texts = reference_texts();
@@ -365,38 +549,153 @@ mod tests {
             let Ok(whole) = parse_whole(text) else {
                 continue;
             };
-            if let Some(pieces) = split(text) {
+            if let Some(pieces) = CutBuilder::over(text.as_bytes()) {
                 cut += 1;
-                let parsed = parse_cut(&pieces, true).expect("the cut parses");
-                // The cut converts each step's arguments as it parses the
-                // step's table, and keeps only each step's head.
-                assert_eq!(parsed.converted.len(), whole.steps.len());
-                assert_eq!(parsed.tables.len(), whole.steps.len());
-                let mut expected = whole.clone();
-                for (i, head) in expected.steps.iter_mut().enumerate() {
-                    let decl = head
-                        .decl
-                        .take()
-                        .expect("the whole parse keeps declarations");
-                    let want = decl
-                        .arguments
-                        .as_ref()
-                        .map(|table| arguments_json(table, "arguments").expect("converts"));
-                    assert_eq!(parsed.converted[i], want, "{}", path.display());
-                    // The table parses again to the very declaration.
-                    let again = parse_step_table(parsed.tables[i]).expect("parses again");
-                    assert!(again == *decl, "{}", path.display());
-                }
-                assert!(parsed.file == expected, "{}", path.display());
-                let world = parse_cut(&pieces, false).expect("the world parses").file;
+                let world = parse_world_piece(&pieces.world).expect("the world parses");
                 assert!(world.steps.is_empty());
                 assert!(same_world(&world, &whole), "{}", path.display());
+                assert_eq!(pieces.spans.len(), whole.steps.len());
+                let memory = ScenarioText::memory(text.as_bytes().to_vec());
+                for (span, head) in pieces.spans.iter().zip(&whole.steps) {
+                    let table = String::from_utf8(memory.read_span(*span).unwrap()).unwrap();
+                    let again = parse_step_table(&table).expect("parses again");
+                    assert!(Some(&again) == head.decl.as_deref(), "{}", path.display());
+                }
             }
             let mut stepless = whole.clone();
             stepless.steps = Vec::new();
             assert!(parse_world_file(text).unwrap() == stepless);
         }
         assert!(cut > 30, "only {cut} reference scenarios were cut");
+    }
+
+    // A scenario whose steps are parsed again from their tables answers every step, the schedule, the faults and the witness exactly as one that holds them.
+    #[test]
+    fn steps_read_again_equal_steps_held() {
+        let mut checked = 0;
+        for (path, text) in reference_texts() {
+            let Some((held, read)) = both_ways(&path, &text) else {
+                continue;
+            };
+            assert!(matches!(held.steps, super::super::Steps::Held(_)));
+            assert!(matches!(read.steps, super::super::Steps::Spans { .. }));
+            assert_eq!(held.step_count(), read.step_count(), "{}", path.display());
+            for i in 0..held.step_count() {
+                assert_eq!(
+                    held.step(i).unwrap(),
+                    read.step(i).unwrap(),
+                    "{}",
+                    path.display()
+                );
+            }
+            assert!(read.step(held.step_count()).is_err());
+            assert_eq!(held.schedule(), read.schedule());
+            assert_eq!(
+                held.fault_steps().collect::<Vec<_>>(),
+                read.fault_steps().collect::<Vec<_>>()
+            );
+            assert_eq!(held.forwarded_steps(), read.forwarded_steps());
+            assert_eq!(held.delegate_steps(), read.delegate_steps());
+            assert_eq!(
+                held.determinism_witness().unwrap(),
+                read.determinism_witness().unwrap()
+            );
+            let mut ids = Vec::new();
+            read.write_witness_steps(&mut ids).unwrap();
+            let list = chio_kernel::canonical::to_canonical_string(
+                &held.determinism_witness().unwrap().steps,
+            )
+            .unwrap();
+            assert_eq!(format!("[{}]", String::from_utf8(ids).unwrap()), list);
+            assert_eq!(held.world_bytes().unwrap(), read.world_bytes().unwrap());
+            checked += 1;
+        }
+        assert!(checked > 25, "only {checked} scenarios checked both ways");
+    }
+
+    // A refusal is the same whether the steps are held or read again: a duplicate id, an undeclared capability and a misplaced message each name the same field.
+    #[test]
+    fn refusals_are_the_same_either_way() {
+        let (path, text) = reference_texts()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("three_agent_triangular_delegation.toml"))
+            .unwrap();
+        let base = path.parent().unwrap();
+        let first_id = parse_whole(&text).unwrap().steps[0].id.clone();
+        for extra in [
+            format!("\n[[steps]]\nid = \"{first_id}\"\nagent = \"alice\"\nserver = \"workspace-a\"\ntool = \"read_file\"\nexpect_verdict = \"allow\"\n"),
+            "\n[[steps]]\nid = \"odd\"\nagent = \"alice\"\nserver = \"workspace-a\"\ntool = \"read_file\"\nexpect_verdict = \"allow\"\ncapability = \"nobody\"\n".to_string(),
+            "\n[[steps]]\nid = \"m\"\nagent = \"alice\"\naction = \"message\"\nto = \"bob\"\nfrom_step = \"m\"\n".to_string(),
+        ] {
+            let text = format!("{text}{extra}");
+            let held = parse_scenario(&text, base).unwrap_err();
+            let parsed =
+                parse_file(ScenarioText::memory(text.clone().into_bytes()), CutBuilder::over(text.as_bytes()))
+                    .unwrap();
+            let reads = BTreeMap::new();
+            let read = super::super::validate::validate_holding(
+                parsed,
+                base,
+                FixtureSource::Read(&reads),
+                0,
+            );
+            // Fixture folders are not read here, so only refusals before
+            // the world's fixtures may differ; these are all step refusals.
+            let read = read.unwrap_err();
+            if read.field().is_some_and(|f| f.starts_with("servers")) {
+                continue;
+            }
+            assert_eq!(held.to_string(), read.to_string());
+        }
+    }
+
+    // A file over 1 MiB is spooled as it is read; the spooled scenario gives the very steps, schedule and bytes the same text gives in memory, and an edit of the file after loading changes none of them.
+    #[test]
+    fn a_long_file_is_spooled_and_reads_as_the_text() {
+        let (path, text) = reference_texts()
+            .into_iter()
+            .find(|(p, _)| p.ends_with("three_agent_triangular_delegation.toml"))
+            .unwrap();
+        let mut long = text.clone();
+        let mut extra = 0;
+        while long.len() <= SPOOL_AFTER {
+            long.push_str(&format!("\n[[steps]] # {extra}\nid = \"more-{extra:05}\"\nagent = \"alice\"\nserver = \"workspace-a\"\ntool = \"read_file\"\narguments = {{ path = \"/workspace/plan.md\" }}\nexpect_verdict = \"allow\"\ncapability = \"alice-files\"\n"));
+            extra += 1;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        copy_tree(
+            &path.parent().unwrap().join("fixtures/triangular"),
+            &dir.path().join("fixtures/triangular"),
+        );
+        let file = dir.path().join("long.toml");
+        std::fs::write(&file, &long).unwrap();
+        let spooled = load_scenario(&file).unwrap();
+        assert!(format!("{:?}", spooled.text()).contains("spooled: true"));
+        std::fs::write(&file, "edited").unwrap();
+        let held = parse_scenario(&long, dir.path()).unwrap();
+        assert!(format!("{:?}", held.text()).contains("spooled: false"));
+        assert!(matches!(spooled.steps, super::super::Steps::Spans { .. }));
+        assert_eq!(spooled.step_count(), held.step_count());
+        assert!(spooled.step_count() > 1000);
+        for i in 0..held.step_count() {
+            assert_eq!(spooled.step(i).unwrap(), held.step(i).unwrap());
+        }
+        assert_eq!(spooled.schedule(), held.schedule());
+        assert_eq!(spooled.text().to_vec().unwrap(), long.as_bytes());
+        assert_eq!(spooled.text(), held.text());
+        assert_eq!(spooled.world_bytes().unwrap(), held.world_bytes().unwrap());
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        if from.is_dir() {
+            std::fs::create_dir_all(to).unwrap();
+            for entry in std::fs::read_dir(from).unwrap() {
+                let entry = entry.unwrap();
+                copy_tree(&entry.path(), &to.join(entry.file_name()));
+            }
+        } else {
+            std::fs::copy(from, to).unwrap();
+        }
     }
 
     // A node's world bytes drop every step table, and validate, on the fixture files alone, to the world the controller validated.
@@ -420,7 +719,7 @@ mod tests {
                 "{}",
                 path.display()
             );
-            assert!(loaded.actions().is_empty() && loaded.schedule().is_empty());
+            assert!(loaded.step_count() == 0 && loaded.schedule().is_empty());
             assert_eq!(loaded.fixture_set(), scenario.fixture_set());
             checked += 1;
         }
@@ -431,15 +730,16 @@ mod tests {
     #[test]
     fn odd_shapes_fall_back_to_the_whole_parse() {
         let text = "steps = []\n[[steps]]\nid = \"a\"\n";
-        let pieces = split(text).unwrap();
-        assert!(parse_cut(&pieces, true).is_none());
+        let cut = CutBuilder::over(text.as_bytes());
+        assert!(cut.is_none_or(|pieces| parse_world_piece(&pieces.world).is_none()));
         assert_eq!(
-            parse_file(text).unwrap_err().to_string(),
+            parse_scenario(text, Path::new("."))
+                .unwrap_err()
+                .to_string(),
             parse_whole(text).unwrap_err().to_string()
         );
         let text = "[[steps]]\nid = \"a\"\n[steps.arguments]\npath = \"x\"\n";
-        let pieces = split(text).unwrap();
-        assert!(parse_cut(&pieces, true).is_none());
+        assert!(CutBuilder::over(text.as_bytes()).is_none());
     }
 
     // Arguments the cut parse cannot convert (out of range, not finite) send the file through the whole parse, which refuses them at the same field.
@@ -454,8 +754,7 @@ mod tests {
         for (value, rule) in [("9007199254740993", "-2^53..=2^53"), ("nan", "finite")] {
             let extra = format!("\n[[steps]]\nid = \"odd\"\nagent = \"alice\"\nserver = \"workspace-a\"\ntool = \"read_file\"\nexpect_verdict = \"allow\"\narguments = {{ n = {value} }}\n");
             let text = format!("{text}{extra}");
-            let pieces = split(&text).unwrap();
-            assert!(parse_cut(&pieces, true).is_none(), "{value}");
+            assert!(CutBuilder::over(text.as_bytes()).is_none(), "{value}");
             let err = parse_scenario(&text, base).unwrap_err();
             let shown = err.to_string();
             assert!(
@@ -473,8 +772,11 @@ mod tests {
             .find(|(p, _)| p.ends_with("three_agent_triangular_delegation.toml"))
             .unwrap();
         let text = format!("{text}\n[[steps]]\nid = \"leak\"\nagent = \"alice\"\napi_key = \"sk-abcdefghijklmnopqrstuvwx\"\n");
+        assert!(CutBuilder::over(text.as_bytes()).is_none());
         assert_eq!(
-            parse_file(&text).unwrap_err().to_string(),
+            parse_scenario(&text, Path::new("."))
+                .unwrap_err()
+                .to_string(),
             parse_whole(&text).unwrap_err().to_string()
         );
     }

@@ -42,7 +42,8 @@
 //! - [`validate`]: the validator, one module per section (checks shared by
 //!   all, world, steps, schedule).
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::GuardSpec;
@@ -50,16 +51,20 @@ use chio_kernel::guards::GuardSpec;
 use crate::clock::VirtualClock;
 use crate::error::ArenaError;
 use crate::fixtures::{FixtureFiles, FixtureSet};
-use crate::model::{GrantDecl, ScenarioFile, ServerDecl};
+use crate::model::{GrantDecl, ScenarioFile, ServerDecl, StepHead};
 use crate::rng::ArenaRng;
-use crate::scheduler::{ScheduledAction, SchedulerKind};
+use crate::scheduler::{ScheduledStep, SchedulerKind};
 use crate::witness::DeterminismWitness;
 
 pub mod actions;
 pub mod load;
 pub mod locate;
 mod split;
+pub mod text;
 pub mod validate;
+
+pub use text::ScenarioText;
+use text::Span;
 
 pub use actions::{
     Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction,
@@ -83,10 +88,40 @@ pub const DEFAULT_GRANT_EXPIRY_MS: u64 = 86_400_000;
 /// A capability's share when `share_bps` is absent: the whole allowance.
 pub const DEFAULT_SHARE_BPS: u64 = 10_000;
 
+/// One step: its head (id, agent, action word, expected reason) and its
+/// typed action, a call's capability resolved when it named none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// The step's head, without its declaration.
+    pub head: StepHead,
+    /// What the step does.
+    pub action: Action,
+}
+
+/// How a validated scenario keeps its steps.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Steps {
+    /// Every step parsed, in declaration order (a short schedule, or a file
+    /// parsed whole).
+    Held(Vec<Step>),
+    /// Where each step's table lies in the scenario's text, and what each
+    /// call without `capability` resolved to (see `validate::Built`).
+    Spans {
+        spans: Vec<Span>,
+        resolved: Vec<u32>,
+        names: Vec<String>,
+    },
+}
+
 /// A validated scenario. Only the loaders of [`load`] make one.
+///
+/// A long schedule is not held parsed: each step's table is parsed again
+/// from the scenario's text when [`Scenario::step`] is asked for it, and
+/// what the scenario keeps per step is the table's place, the schedule's
+/// entry and the capability a call resolved to (about 40 bytes).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
-    /// The declarations as written.
+    /// The declarations as written, but for the steps (see [`Self::step`]).
     file: ScenarioFile,
     /// The folder fixture paths are relative to.
     base_dir: PathBuf,
@@ -98,18 +133,27 @@ pub struct Scenario {
     clock: VirtualClock,
     /// Whether the scenario declares a world.
     has_world: bool,
-    /// One typed action per step, in declaration order.
-    actions: Vec<Action>,
+    /// The bytes validated.
+    text: ScenarioText,
+    /// The text without its step tables, when the file was cut.
+    world_text: Option<String>,
+    /// The steps, held or by place.
+    steps: Steps,
     /// The actions in execution order with their times.
-    schedule: Vec<ScheduledAction>,
+    schedule: Vec<ScheduledStep>,
+    /// The fault steps' faults, in declaration order.
+    faults: Vec<FaultAction>,
+    /// The call steps whose output a message forwards.
+    forwarded: BTreeSet<String>,
+    /// The delegate steps' indices, in declaration order.
+    delegations: Vec<usize>,
     /// The fixture files read and checked at load, by workspace server id.
     fixtures: FixtureSet,
 }
 
 impl Scenario {
-    /// The declarations as written, but for the steps: of each, only its
-    /// head ([`crate::model::StepHead`]); what the step does is its typed
-    /// action (see [`Self::actions`]).
+    /// The declarations as written, but for the steps, which it does not
+    /// hold: a step is [`Self::step`].
     pub fn file(&self) -> &ScenarioFile {
         &self.file
     }
@@ -154,6 +198,21 @@ impl Scenario {
         self.has_world
     }
 
+    /// The bytes the scenario was validated from (what a bundle records).
+    pub fn text(&self) -> &ScenarioText {
+        &self.text
+    }
+
+    /// What a node is sent: the file without its `[[steps]]` tables, every
+    /// other byte kept in order, when the file was cut; otherwise the whole
+    /// file. What a node holds therefore does not grow with the schedule.
+    pub fn world_bytes(&self) -> std::io::Result<Vec<u8>> {
+        match &self.world_text {
+            Some(world) => Ok(world.as_bytes().to_vec()),
+            None => self.text.to_vec(),
+        }
+    }
+
     /// Refuses a scenario without a world, saying that no step can be
     /// dispatched and naming the keys to add; a runner calls this before
     /// dispatching or writing anything.
@@ -162,31 +221,72 @@ impl Scenario {
             Ok(())
         } else {
             Err(ArenaError::NoWorld {
-                steps: self.file.steps.len(),
+                steps: self.step_count(),
             })
         }
     }
 
-    /// The substring a step's reason must contain (`expect_reason`), by
-    /// declaration index.
-    pub fn expect_reason(&self, step_index: usize) -> Option<&str> {
-        self.file
-            .steps
-            .get(step_index)
-            .and_then(|s| s.expect_reason.as_deref())
+    /// The number of steps.
+    pub fn step_count(&self) -> usize {
+        match &self.steps {
+            Steps::Held(held) => held.len(),
+            Steps::Spans { spans, .. } => spans.len(),
+        }
     }
 
-    /// One typed action per step, in declaration order.
-    pub fn actions(&self) -> &[Action] {
-        &self.actions
+    /// Step `index` in declaration order: held, or parsed again from the
+    /// scenario's text (which validation parsed and accepted before, so a
+    /// refusal here is the text's storage failing, never the scenario).
+    pub fn step(&self, index: usize) -> Result<Cow<'_, Step>, ArenaError> {
+        match &self.steps {
+            Steps::Held(held) => {
+                held.get(index)
+                    .map(Cow::Borrowed)
+                    .ok_or_else(|| ArenaError::Syntax {
+                        line: 0,
+                        column: 0,
+                        reason: format!("steps[{index}] is past the last step"),
+                    })
+            }
+            Steps::Spans {
+                spans,
+                resolved,
+                names,
+            } => {
+                let source = validate::StepSource::Spans {
+                    text: &self.text,
+                    spans,
+                };
+                let decl = source.decl(index)?;
+                let mut action = validate::rebuild_action(index, &decl, self.has_world)?;
+                let slot = resolved.get(index).copied().unwrap_or(validate::UNRESOLVED);
+                validate::apply_resolution(&mut action, slot, names);
+                Ok(Cow::Owned(Step {
+                    head: StepHead::of(&decl),
+                    action,
+                }))
+            }
+        }
+    }
+
+    /// Every step in declaration order.
+    pub fn steps(&self) -> impl Iterator<Item = Result<Cow<'_, Step>, ArenaError>> + '_ {
+        (0..self.step_count()).map(|i| self.step(i))
     }
 
     /// The fault steps' faults, in declaration order.
     pub fn fault_steps(&self) -> impl Iterator<Item = &FaultAction> {
-        self.actions.iter().filter_map(|action| match action {
-            Action::Fault(fault) => Some(fault),
-            _ => None,
-        })
+        self.faults.iter()
+    }
+
+    /// The ids of the call steps whose output some message forwards.
+    pub fn forwarded_steps(&self) -> &BTreeSet<String> {
+        &self.forwarded
+    }
+
+    /// The indices of the delegate steps, in declaration order.
+    pub fn delegate_steps(&self) -> &[usize] {
+        &self.delegations
     }
 
     /// The ids of the scenario's nodes, in declaration order.
@@ -195,7 +295,7 @@ impl Scenario {
     }
 
     /// The actions in execution order, with scheduled and evaluation offsets.
-    pub fn schedule(&self) -> &[ScheduledAction] {
+    pub fn schedule(&self) -> &[ScheduledStep] {
         &self.schedule
     }
 
@@ -224,7 +324,18 @@ impl Scenario {
     }
 
     /// The determinism witness: the projection replay depends on.
-    pub fn determinism_witness(&self) -> DeterminismWitness {
+    pub fn determinism_witness(&self) -> Result<DeterminismWitness, ArenaError> {
+        let mut witness = self.determinism_head();
+        witness.steps = self
+            .steps()
+            .map(|step| step.map(|s| s.head.id.clone()))
+            .collect::<Result<_, _>>()?;
+        Ok(witness)
+    }
+
+    /// The witness without its step ids, which a long schedule writes one
+    /// at a time ([`Self::write_witness_steps`]).
+    pub fn determinism_head(&self) -> DeterminismWitness {
         DeterminismWitness {
             scenario_id: self.file.id.clone(),
             schema_version: self.file.schema_version.clone(),
@@ -233,8 +344,25 @@ impl Scenario {
             scheduler: self.scheduler.as_str().to_string(),
             locale: self.file.determinism.locale.clone(),
             agents: self.file.agents.iter().map(|a| a.id.clone()).collect(),
-            steps: self.file.steps.iter().map(|s| s.id.clone()).collect(),
+            steps: Vec::new(),
         }
+    }
+
+    /// Writes the witness's step ids as the members of its canonical
+    /// `steps` array: each id's canonical JSON string, joined by commas.
+    pub fn write_witness_steps(&self, out: &mut dyn std::io::Write) -> Result<(), ArenaError> {
+        for (i, step) in self.steps().enumerate() {
+            let step = step?;
+            let id = chio_kernel::canonical::to_canonical_string(&step.head.id)?;
+            let sep: &[u8] = if i == 0 { b"" } else { b"," };
+            out.write_all(sep)
+                .and_then(|()| out.write_all(id.as_bytes()))
+                .map_err(|e| ArenaError::BundleIo {
+                    path: "the manifest's determinism witness".to_string(),
+                    cause: e.to_string(),
+                })?;
+        }
+        Ok(())
     }
 }
 

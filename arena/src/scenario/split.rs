@@ -32,59 +32,100 @@ enum Carry {
     MultiLiteral,
 }
 
+/// The lexer fed one line at a time, so a file can be cut as it is read.
+#[derive(Debug, Clone)]
+pub(crate) struct Cutter {
+    carry: Carry,
+    depth: usize,
+    /// Start of the current block and whether it is a step table.
+    block: (usize, bool),
+    offset: usize,
+}
+
+/// A block the cutter closed: its byte range and whether it is a
+/// `[[steps]]` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub start: usize,
+    pub end: usize,
+    pub is_step: bool,
+}
+
+impl Cutter {
+    pub(crate) fn new() -> Self {
+        Self {
+            carry: Carry::Plain,
+            depth: 0,
+            block: (0, false),
+            offset: 0,
+        }
+    }
+
+    /// Feeds the next line (its `\n` included); the block a header on this
+    /// line closes, if any; `None` when the lexer cannot go on (the caller
+    /// then parses the whole text, which reports the problem).
+    pub(crate) fn line(&mut self, line: &str) -> Option<Option<Block>> {
+        let mut closed = None;
+        if self.carry == Carry::Plain && self.depth == 0 {
+            let trimmed = line.trim_start_matches([' ', '\t']);
+            if trimmed.starts_with('[') {
+                closed = self.close();
+                self.block = (self.offset, is_steps_header(trimmed));
+                // A header line holds no value: only its own quoted keys,
+                // which `header_end` skips.
+                header_end(trimmed)?;
+                self.offset += line.len();
+                return Some(closed);
+            }
+        }
+        (self.carry, self.depth) = lex_line(line, self.carry, self.depth)?;
+        self.offset += line.len();
+        Some(closed)
+    }
+
+    /// The last block, once every line is fed; `None` when the text ends
+    /// inside a string or a bracket.
+    pub(crate) fn finish(mut self) -> Option<Option<Block>> {
+        if self.carry != Carry::Plain || self.depth != 0 {
+            return None;
+        }
+        Some(self.close())
+    }
+
+    fn close(&mut self) -> Option<Block> {
+        let (start, is_step) = self.block;
+        (start != self.offset).then_some(Block {
+            start,
+            end: self.offset,
+            is_step,
+        })
+    }
+}
+
 /// Cuts `text` at its top-level headers; `None` when it holds no
 /// `[[steps]]` header or the lexer ends inside a string or a bracket (the
 /// caller then parses the whole text, which reports the problem).
 pub(crate) fn split(text: &str) -> Option<Split<'_>> {
     let mut world = String::new();
     let mut steps = Vec::new();
-    let mut carry = Carry::Plain;
-    let mut depth = 0usize;
-    // Start of the current block and whether it is a step table.
-    let mut block = (0usize, false);
-    let mut offset = 0usize;
-    for line in text.split_inclusive('\n') {
-        if carry == Carry::Plain && depth == 0 {
-            let trimmed = line.trim_start_matches([' ', '\t']);
-            if trimmed.starts_with('[') {
-                let is_step = is_steps_header(trimmed);
-                close_block(text, block, offset, &mut world, &mut steps);
-                block = (offset, is_step);
-                // A header line holds no value: only its own quoted keys,
-                // which `header_end` skips.
-                header_end(trimmed)?;
-                offset += line.len();
-                continue;
+    let mut cutter = Cutter::new();
+    let mut take = |block: Option<Block>| {
+        if let Some(b) = block {
+            if b.is_step {
+                steps.push(&text[b.start..b.end]);
+            } else {
+                world.push_str(&text[b.start..b.end]);
             }
         }
-        (carry, depth) = lex_line(line, carry, depth)?;
-        offset += line.len();
+    };
+    for line in text.split_inclusive('\n') {
+        take(cutter.line(line)?);
     }
-    if carry != Carry::Plain || depth != 0 {
-        return None;
-    }
-    close_block(text, block, offset, &mut world, &mut steps);
+    take(cutter.finish()?);
     if steps.is_empty() {
         None
     } else {
         Some(Split { world, steps })
-    }
-}
-
-fn close_block<'t>(
-    text: &'t str,
-    (start, is_step): (usize, bool),
-    end: usize,
-    world: &mut String,
-    steps: &mut Vec<&'t str>,
-) {
-    if start == end {
-        return;
-    }
-    if is_step {
-        steps.push(&text[start..end]);
-    } else {
-        world.push_str(&text[start..end]);
     }
 }
 

@@ -300,7 +300,23 @@ pub fn write_json(
     };
     let mut out = BufWriter::new(out);
     let io = |e: std::io::Error| CliError::output(command, &e);
-    out.write_all(&text.as_bytes()[..at]).map_err(io)?;
+    // A streamed run returns its witness without step ids: they are
+    // written from the scenario, one at a time, as its bundle's are.
+    let mut from = 0;
+    if result.bundle.manifest.determinism.steps.is_empty() && scenario.step_count() > 0 {
+        let inner = chio_arena::witness::empty_steps_at(&text, at).ok_or_else(|| {
+            CliError::infrastructure(
+                command,
+                "the run document has no witness steps to write the step ids into".to_string(),
+            )
+        })?;
+        out.write_all(&text.as_bytes()[..inner]).map_err(io)?;
+        scenario
+            .write_witness_steps(&mut out)
+            .map_err(|e| CliError::from_arena(command, &e))?;
+        from = inner;
+    }
+    out.write_all(&text.as_bytes()[from..at]).map_err(io)?;
     let mut first = true;
     second_pass(command, dir, &tally, |s| {
         let member =

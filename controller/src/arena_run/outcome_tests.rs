@@ -37,6 +37,10 @@ fn whole_json(scenario: &Scenario, result: &RunResult, dir: &Path, steps: &[Step
     tally.passed = calls.iter().filter(|s| s.pass == Some(true)).count();
     tally.failed = calls.iter().filter(|s| s.pass == Some(false)).count();
     let mut document = report(scenario, result, dir, &tally);
+    // The whole document carries the whole witness, which a streamed run
+    // writes from the scenario.
+    let witness = scenario.determinism_witness().unwrap();
+    document.determinism = &witness;
     document.outcome.steps = steps.iter().map(OutcomeStep::of).collect();
     let mut text = chio_kernel::canonical::to_canonical_string(&document).unwrap();
     text.push('\n');
@@ -94,7 +98,7 @@ fn hand_made(
     let scenario = chio_arena::load_scenario(scenario_path("walking_skeleton.toml")).unwrap();
     let manifest = BundleManifest {
         schema_version: chio_arena::bundle::BUNDLE_SCHEMA.to_string(),
-        determinism: scenario.determinism_witness(),
+        determinism: scenario.determinism_witness().unwrap(),
         scenario_title: scenario.title().to_string(),
         scenario_sha256: String::new(),
         status: BundleStatus::Stopped,
@@ -147,7 +151,13 @@ fn streamed_document_equals_the_whole_one_for_real_runs() {
             .unwrap()
             .unwrap();
         assert!(result.bundle.manifest.steps.is_empty(), "{name}");
-        let steps = Bundle::read(&dir).unwrap().manifest.steps;
+        let written = Bundle::read(&dir).unwrap().manifest;
+        assert_eq!(
+            written.determinism,
+            scenario.determinism_witness().unwrap(),
+            "{name}"
+        );
+        let steps = written.steps;
         assert!(!steps.is_empty(), "{name}");
         let streamed = streamed_json(&scenario, &result, &dir);
         assert_eq!(

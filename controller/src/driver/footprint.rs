@@ -167,8 +167,13 @@ impl Lineages {
                 .or_default()
                 .insert(holder.clone());
         }
-        for (step, action) in scenario.file().steps.iter().zip(scenario.actions()) {
-            if let Action::Delegate(d) = action {
+        for index in scenario.delegate_steps() {
+            // A step that cannot be read leaves its lineage unjoined; its
+            // own footprint is then a barrier (see `Footprints::at`).
+            let Ok(step) = scenario.step(*index) else {
+                continue;
+            };
+            if let Action::Delegate(d) = &step.action {
                 edges
                     .entry(d.capability.clone())
                     .or_default()
@@ -179,7 +184,7 @@ impl Lineages {
                     .insert(d.capability.clone());
                 for id in [&d.capability, &d.delegation] {
                     let agents = members.entry(id.clone()).or_default();
-                    agents.insert(step.agent.clone());
+                    agents.insert(step.head.agent.clone());
                     agents.insert(d.to.clone());
                 }
             }
@@ -317,18 +322,15 @@ impl<'a> Footprints<'a> {
         let Some(scheduled) = self.scenario.schedule().get(position) else {
             return Footprint::Barrier;
         };
-        let (Some(step), Some(action)) = (
-            self.scenario.file().steps.get(scheduled.step_index),
-            self.scenario.actions().get(scheduled.step_index),
-        ) else {
+        let Ok(step) = self.scenario.step(scheduled.step_index) else {
             return Footprint::Barrier;
         };
         footprint(
             self.world,
             &self.lineages,
-            &step.id,
-            &scheduled.agent_id,
-            action,
+            &step.head.id,
+            &step.head.agent,
+            &step.action,
         )
     }
 }
@@ -355,7 +357,7 @@ mod tests {
         let ids = scenario
             .schedule()
             .iter()
-            .map(|s| s.step_id.clone())
+            .map(|s| scenario.step(s.step_index).unwrap().head.id.clone())
             .collect::<Vec<_>>();
         let footprints = Footprints::new(&scenario, &world);
         ids.into_iter()
@@ -417,9 +419,8 @@ mod tests {
         let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
         let lineages = Lineages::of(&scenario, &world);
         let call = scenario
-            .actions()
-            .iter()
-            .find_map(|a| match a {
+            .steps()
+            .find_map(|s| match &s.unwrap().action {
                 Action::Call(call) => Some(call.clone()),
                 _ => None,
             })

@@ -37,11 +37,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chio_arena::bundle::{
-    Bundle, BundleManifest, BundleStatus, BundleWriter, StepRecord, StopRecord, BUNDLE_SCHEMA,
-    SCENARIO_INPUT,
+    Bundle, BundleManifest, BundleStatus, BundleWriter, StepRecord, StopRecord, StreamedScenario,
+    BUNDLE_SCHEMA, SCENARIO_INPUT,
 };
 use chio_arena::fixtures::normalized_folder;
-use chio_arena::{Action, ArenaError, Scenario, ScheduledAction};
+use chio_arena::{ArenaError, DeterminismWitness, Scenario, ScenarioText, ScheduledStep, Step};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
@@ -91,26 +91,48 @@ pub struct RunResult {
 #[derive(Debug, Clone)]
 pub struct RunInputs {
     /// SHA-256 (hex) of the scenario file's bytes, as run; the bytes
-    /// themselves are kept once, in `files` (`inputs/scenario.toml`).
+    /// themselves are the scenario's own text (`Scenario::text`), recorded
+    /// as `inputs/scenario.toml`.
     pub scenario_sha256: String,
     /// The part of those bytes a node loads: the file without its
-    /// `[[steps]]` tables (`chio_arena::world_bytes`).
+    /// `[[steps]]` tables (`Scenario::world_bytes`).
     pub world_bytes: Vec<u8>,
     /// The fixture files, by server.
     pub fixtures: FixtureSet,
-    /// Input files for the bundle, by path relative to `inputs/`.
+    /// The fixture files for the bundle, by path relative to `inputs/`
+    /// (the scenario file is written from `text`).
     pub files: BTreeMap<String, Vec<u8>>,
+    /// The scenario's bytes as run.
+    pub text: ScenarioText,
 }
 
 impl RunInputs {
-    /// Gathers the scenario's bytes and the fixtures its loader read; each
-    /// fixture folder is recorded under its normalised path (`./a/` as `a`).
-    pub fn load(scenario: &Scenario, scenario_bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
+    /// Gathers the fixtures the scenario's loader read; each fixture folder
+    /// is recorded under its normalised path (`./a/` as `a`).
+    pub fn load(scenario: &Scenario) -> Result<RunInputs, NodeError> {
+        let world_bytes = scenario.world_bytes().map_err(|e| NodeError::Fixture {
+            path: "the scenario's spooled bytes".to_string(),
+            cause: e.to_string(),
+        })?;
+        Self::gather(scenario, scenario.text().clone(), world_bytes)
+    }
+
+    /// As [`Self::load`], for a run whose recorded bytes are `bytes` (a
+    /// matrix cell's text with its repetition's seed), which must validate
+    /// to `scenario`.
+    pub fn load_with_text(scenario: &Scenario, bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
+        let world_bytes = chio_arena::world_bytes(scenario, &bytes);
+        Self::gather(scenario, ScenarioText::memory(bytes), world_bytes)
+    }
+
+    fn gather(
+        scenario: &Scenario,
+        text: ScenarioText,
+        world_bytes: Vec<u8>,
+    ) -> Result<RunInputs, NodeError> {
         let fixtures = FixtureSet::load(scenario)?;
         let mut files = BTreeMap::new();
-        let world_bytes = chio_arena::world_bytes(scenario, &scenario_bytes);
-        let scenario_sha256 = sha256_hex(&scenario_bytes);
-        files.insert(SCENARIO_INPUT.to_string(), scenario_bytes);
+        let scenario_sha256 = text.sha256().to_string();
         for server in &scenario.file().servers {
             let folder = server.fixtures.as_deref().and_then(normalized_folder);
             if let (Some(rel), Some(seeded)) = (folder, fixtures.servers.get(&server.id)) {
@@ -124,7 +146,19 @@ impl RunInputs {
             scenario_sha256,
             fixtures,
             files,
+            text,
         })
+    }
+
+    /// Every input file of the bundle, the scenario's bytes included, in memory.
+    pub fn all_files(&self) -> Result<BTreeMap<String, Vec<u8>>, NodeError> {
+        let mut files = self.files.clone();
+        let bytes = self.text.to_vec().map_err(|e| NodeError::Fixture {
+            path: "the scenario's spooled bytes".to_string(),
+            cause: e.to_string(),
+        })?;
+        files.insert(SCENARIO_INPUT.to_string(), bytes);
+        Ok(files)
     }
 }
 
@@ -213,18 +247,18 @@ impl RunOptions {
 fn begin_record(
     scenario: &Scenario,
     recorder: &mut StepRecorder<'_>,
-    scheduled: &ScheduledAction,
-    action: &Action,
+    scheduled: &ScheduledStep,
+    step: &Step,
     prepared: &PreparedStep,
 ) -> StepRecord {
     let mut record = recorder.begin(
-        &scenario.file().steps[scheduled.step_index].id,
+        &step.head.id,
         prepared.kind(),
-        &scheduled.agent_id,
+        &step.head.agent,
         scenario.clock().format_offset_ms(scheduled.evaluation_ms),
-        scenario.expect_reason(scheduled.step_index),
+        step.head.expect_reason.as_deref(),
     );
-    recorder.prepared(&mut record, action, prepared);
+    recorder.prepared(&mut record, &step.action, prepared);
     record
 }
 
@@ -239,9 +273,9 @@ async fn run_one_at_a_time(
     recorder: &mut StepRecorder<'_>,
 ) -> Result<Option<NodeError>, NodeError> {
     for scheduled in scenario.schedule() {
-        let step = &scenario.file().steps[scheduled.step_index];
-        let action = &scenario.actions()[scheduled.step_index];
-        let agent = &scheduled.agent_id;
+        let step = scenario.step(scheduled.step_index)?;
+        let action = &step.action;
+        let agent = &step.head.agent;
         let now_ms = world.start_ms + scheduled.evaluation_ms;
         let node = world
             .agent_node(agent)
@@ -249,12 +283,12 @@ async fn run_one_at_a_time(
             .to_string();
         // A stall over by this instant ends before the step is prepared.
         let settled = executor.settle_faults(dispatcher, now_ms).await;
-        let prepared = executor.prepare(world, &step.id, action, agent, now_ms)?;
-        let record = begin_record(scenario, recorder, scheduled, action, &prepared);
+        let prepared = executor.prepare(world, &step.head.id, action, agent, now_ms)?;
+        let record = begin_record(scenario, recorder, scheduled, &step, &prepared);
         let performed = match settled {
             Ok(()) => {
                 executor
-                    .perform(dispatcher, &node, &step.id, &prepared)
+                    .perform(dispatcher, &node, &step.head.id, &prepared)
                     .await
             }
             Err(e) => Err(e),
@@ -316,7 +350,8 @@ pub async fn run_schedule_with(
         .map(|r| to_canonical_string(r).map_err(NodeError::canonical("a signed receipt")))
         .collect::<Result<Vec<_>, _>>()?;
     let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
-    let mut manifest = manifest(scenario, world, inputs, &status, policy_hashes);
+    let witness = scenario.determinism_witness()?;
+    let mut manifest = manifest(scenario, witness, world, inputs, &status, policy_hashes);
     manifest.stopped = recorded.stopped;
     manifest.mismatches = recorded.mismatches;
     manifest.receipt_root = merkle_root(&receipts);
@@ -327,7 +362,7 @@ pub async fn run_schedule_with(
             manifest,
             receipts: receipt_lines,
             policies,
-            inputs: inputs.files.clone(),
+            inputs: inputs.all_files()?,
         },
         status,
         failure,
@@ -368,12 +403,18 @@ pub async fn run_schedule_into(
         return Ok(Err(e));
     }
     let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
-    let mut manifest = manifest(scenario, world, inputs, &status, policy_hashes);
+    // The writer writes the witness's step ids from the scenario.
+    let witness = scenario.determinism_head();
+    let mut manifest = manifest(scenario, witness, world, inputs, &status, policy_hashes);
     manifest.stopped = recorded.stopped;
     manifest.mismatches = recorded.mismatches;
     manifest.receipt_root = writer.receipt_root();
     manifest.receipt_count = writer.receipt_count();
-    if let Err(e) = writer.finish(&manifest, &policies, &inputs.files) {
+    let streamed = StreamedScenario {
+        text: &inputs.text,
+        scenario,
+    };
+    if let Err(e) = writer.finish(&manifest, &policies, &inputs.files, Some(streamed)) {
         return Ok(Err(e));
     }
     Ok(Ok(RunResult {
@@ -415,6 +456,7 @@ fn run_status(
 /// fills the stop, the mismatches, the receipts and the steps.
 fn manifest(
     scenario: &Scenario,
+    determinism: DeterminismWitness,
     world: &World,
     inputs: &RunInputs,
     status: &RunStatus,
@@ -422,7 +464,7 @@ fn manifest(
 ) -> BundleManifest {
     BundleManifest {
         schema_version: BUNDLE_SCHEMA.to_string(),
-        determinism: scenario.determinism_witness(),
+        determinism,
         scenario_title: scenario.title().to_string(),
         scenario_sha256: inputs.scenario_sha256.clone(),
         status: match status {
@@ -449,7 +491,7 @@ async fn dispatch_all(
     recorder: &mut StepRecorder<'_>,
     options: RunOptions,
 ) -> Result<Option<NodeError>, NodeError> {
-    let mut executor = StepExecutor::for_actions(world, scenario.actions());
+    let mut executor = StepExecutor::for_forwarded(world, scenario.forwarded_steps());
     // Faults are run state that changes with virtual time and reaches every
     // later step's preparation, so a scenario with fault steps is driven one
     // step at a time whatever the mode asked; the bundle is the same bytes.

@@ -106,15 +106,18 @@ impl<'a, 'd> Pipeline<'a, 'd> {
     /// Prepares step `position` against the ledger as it is now and sends it.
     fn dispatch(&mut self, executor: &StepExecutor, position: usize) -> Slot {
         let scheduled = &self.scenario.schedule()[position];
-        let step = &self.scenario.file().steps[scheduled.step_index];
-        let action = &self.scenario.actions()[scheduled.step_index];
-        let agent = &scheduled.agent_id;
+        let step = match self.scenario.step(scheduled.step_index) {
+            Ok(step) => step,
+            Err(e) => return Slot::Unprepared(e.into()),
+        };
+        let action = &step.action;
+        let agent = &step.head.agent;
         let now_ms = self.world.start_ms + scheduled.evaluation_ms;
         let node = match self.world.agent_node(agent) {
             Some(node) => node.to_string(),
             None => return Slot::Unprepared(NodeError::Unroutable(format!("agent {agent}"))),
         };
-        let prepared = match executor.prepare(self.world, &step.id, action, agent, now_ms) {
+        let prepared = match executor.prepare(self.world, &step.head.id, action, agent, now_ms) {
             Ok(prepared) => prepared,
             Err(e) => return Slot::Unprepared(e),
         };
@@ -206,14 +209,19 @@ pub(super) async fn run(
         match pipeline.take_first() {
             Slot::Answered(prepared, answer) => {
                 let scheduled = &scenario.schedule()[position];
-                let action = &scenario.actions()[scheduled.step_index];
-                let record = begin_record(scenario, recorder, scheduled, action, &prepared);
+                let step = match scenario.step(scheduled.step_index) {
+                    Ok(step) => step,
+                    Err(e) => {
+                        pipeline.drain().await;
+                        return Err(e.into());
+                    }
+                };
+                let record = begin_record(scenario, recorder, scheduled, &step, &prepared);
                 pipeline.advance();
                 match answer {
                     Ok(dispatched) => {
-                        let step_id = &scenario.file().steps[scheduled.step_index].id;
-                        let performed = executor.fold(step_id, dispatched);
-                        recorder.performed(record, action, &prepared, performed);
+                        let performed = executor.fold(&step.head.id, dispatched);
+                        recorder.performed(record, &step.action, &prepared, performed);
                     }
                     Err(e) => {
                         recorder.infrastructure(record, &e);

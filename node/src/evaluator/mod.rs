@@ -61,7 +61,7 @@ use std::collections::BTreeMap;
 use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, WideningPlan};
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
 use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
-use chio_arena::{Action, ArenaError, Scenario};
+use chio_arena::{Action, ArenaError, Scenario, Step};
 use chio_kernel::kernel::Decision;
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::{RequestProof, ToolCallRequest};
@@ -274,33 +274,22 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
     }
 
     /// Runs one of the scenario's own steps through the run's step executor.
-    fn run_step(
-        &mut self,
-        scenario: &Scenario,
-        index: usize,
-        agent: &str,
-        now_ms: u64,
-    ) -> Result<(), ArenaError> {
-        let step = &scenario.file().steps[index];
+    fn run_step(&mut self, step: &Step, now_ms: u64) -> Result<(), ArenaError> {
+        let agent = step.head.agent.as_str();
+        let step_id = step.head.id.as_str();
         self.place
             .complete(self.executor.settle_faults(self.place.dispatcher(), now_ms))
             .map_err(failure)?;
         let prepared = self
             .executor
-            .prepare(
-                self.world,
-                &step.id,
-                &scenario.actions()[index],
-                agent,
-                now_ms,
-            )
+            .prepare(self.world, step_id, &step.action, agent, now_ms)
             .map_err(failure)?;
         let node = self.world.agent_node(agent).unwrap_or("direct");
         let performed = self
             .place
             .complete(
                 self.executor
-                    .perform(self.place.dispatcher(), node, &step.id, &prepared),
+                    .perform(self.place.dispatcher(), node, step_id, &prepared),
             )
             .map_err(failure)?;
         if matches!(performed, Performed::Call(_)) {
@@ -540,23 +529,19 @@ impl<W: Worlds> ActionEvaluator for KernelActionEvaluator<W> {
         let place = self.worlds.instance(&self.world).map_err(failure)?;
         let mut instance = Instance::new(&self.world, place);
         for scheduled in scenario.schedule() {
-            if let Some(indices) = by_step.remove(scheduled.step_id.as_str()) {
-                let base_server = match &scenario.actions()[scheduled.step_index] {
+            let step = scenario.step(scheduled.step_index)?;
+            if let Some(indices) = by_step.remove(step.head.id.as_str()) {
+                let base_server = match &step.action {
                     Action::Call(call) => call.server.clone(),
-                    _ => {
-                        return Err(failure(format!(
-                            "base step {} is not a call",
-                            scheduled.step_id
-                        )))
-                    }
+                    _ => return Err(failure(format!("base step {} is not a call", step.head.id))),
                 };
                 for i in indices {
                     outcomes[i] = Some(instance.run_action(&actions[i], &base_server)?);
                 }
             }
             let now_ms = self.world.start_ms + scheduled.evaluation_ms;
-            instance.run_step(scenario, scheduled.step_index, &scheduled.agent_id, now_ms)?;
-            if let Some(indices) = after.remove(scheduled.step_id.as_str()) {
+            instance.run_step(&step, now_ms)?;
+            if let Some(indices) = after.remove(step.head.id.as_str()) {
                 for i in indices {
                     let server = actions[i].call.server.clone();
                     outcomes[i] = Some(instance.run_action(&actions[i], &server)?);

@@ -283,18 +283,12 @@ impl StepExecutor {
     }
 
     /// The executor for a run of a fixed schedule: as [`Self::new`], but it
-    /// keeps the released output of only the call steps a message among
-    /// `actions` forwards (`from_step`), the only outputs a later step reads.
-    pub fn for_actions(world: &World, actions: &[Action]) -> Self {
-        let forwarded = actions
-            .iter()
-            .filter_map(|action| match action {
-                Action::Message(message) => message.from_step.clone(),
-                _ => None,
-            })
-            .collect();
+    /// keeps the released output of only the call steps a message of
+    /// the scenario forwards (`from_step`, see `Scenario::forwarded_steps`),
+    /// the only outputs a later step reads.
+    pub fn for_forwarded(world: &World, forwarded: &BTreeSet<String>) -> Self {
         Self {
-            forwarded: Some(forwarded),
+            forwarded: Some(forwarded.clone()),
             ..Self::new(world)
         }
     }

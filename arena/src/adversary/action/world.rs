@@ -33,11 +33,12 @@ pub struct BaseStep {
 
 /// The call steps of a scenario that adversaries mutate: calls expected to
 /// be admitted, in execution order. A scenario without a world has none.
-pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
+pub fn base_steps(scenario: &Scenario) -> Result<Vec<BaseStep>, ArenaError> {
     let file = scenario.file();
     let mut out = Vec::new();
     for scheduled in scenario.schedule() {
-        let Action::Call(call) = &scenario.actions()[scheduled.step_index] else {
+        let step = scenario.step(scheduled.step_index)?;
+        let Action::Call(call) = &step.action else {
             continue;
         };
         let Some(capability) = &call.capability else {
@@ -60,9 +61,9 @@ pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
             })
             .flatten();
         out.push(BaseStep {
-            step_id: scheduled.step_id.clone(),
+            step_id: step.head.id.clone(),
             step_index: scheduled.step_index,
-            agent: scheduled.agent_id.clone(),
+            agent: step.head.agent.clone(),
             capability: capability.clone(),
             server: call.server.clone(),
             tool: call.tool.clone(),
@@ -72,7 +73,7 @@ pub fn base_steps(scenario: &Scenario) -> Vec<BaseStep> {
             reads_fixture,
         });
     }
-    out
+    Ok(out)
 }
 
 /// One server's part of a declared scope.
@@ -121,7 +122,7 @@ impl DeclaredScope {
 
 /// Every capability of the scenario (grants, then delegations in execution
 /// order) with the scope it declares.
-pub fn declared_scopes(scenario: &Scenario) -> BTreeMap<String, DeclaredScope> {
+pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredScope>, ArenaError> {
     let mut scopes: BTreeMap<String, DeclaredScope> = scenario
         .file()
         .grants
@@ -141,7 +142,11 @@ pub fn declared_scopes(scenario: &Scenario) -> BTreeMap<String, DeclaredScope> {
         })
         .collect();
     for scheduled in scenario.schedule() {
-        if let Action::Delegate(d) = &scenario.actions()[scheduled.step_index] {
+        if !scenario.delegate_steps().contains(&scheduled.step_index) {
+            continue;
+        }
+        let step = scenario.step(scheduled.step_index)?;
+        if let Action::Delegate(d) = &step.action {
             if let Some(parent) = scopes.get(&d.capability).cloned() {
                 let grants = parent
                     .grants
@@ -162,17 +167,36 @@ pub fn declared_scopes(scenario: &Scenario) -> BTreeMap<String, DeclaredScope> {
             }
         }
     }
-    scopes
+    Ok(scopes)
+}
+
+/// The delegate steps' actions, in declaration order. Read from a
+/// scenario whose text can no longer be read, there are none; the run that
+/// evaluates any action reads every step and fails on the same text.
+fn delegations(scenario: &Scenario) -> Vec<DelegateAction> {
+    scenario
+        .delegate_steps()
+        .iter()
+        .filter_map(|i| match scenario.step(*i).ok()?.action.clone() {
+            Action::Delegate(d) => Some(d),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Step `i`'s id, agent and action, or `None` when its text cannot be read
+/// (see [`delegations`]).
+fn step_at(scenario: &Scenario, i: usize) -> Option<Step> {
+    scenario.step(i).ok().map(|s| s.into_owned())
 }
 
 /// The first revoke step after `base` whose target is the base step's
 /// capability or one of its ancestors, with its evaluation offset.
 pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let delegated = delegations(scenario);
     let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
-    for action in scenario.actions() {
-        if let Action::Delegate(d) = action {
-            parent.insert(d.delegation.as_str(), d.capability.as_str());
-        }
+    for d in &delegated {
+        parent.insert(d.delegation.as_str(), d.capability.as_str());
     }
     let mut lineage = vec![base.capability.as_str()];
     while let Some(up) = lineage.last().and_then(|c| parent.get(c)) {
@@ -184,12 +208,15 @@ pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String,
     scenario
         .schedule()
         .iter()
-        .skip_while(|s| s.step_id != base.step_id)
-        .find_map(|s| match &scenario.actions()[s.step_index] {
-            Action::Revoke(r) if lineage.contains(&r.target.as_str()) => {
-                Some((s.step_id.clone(), s.evaluation_ms))
+        .skip_while(|s| s.step_index != base.step_index)
+        .find_map(|s| {
+            let step = step_at(scenario, s.step_index)?;
+            match &step.action {
+                Action::Revoke(r) if lineage.contains(&r.target.as_str()) => {
+                    Some((step.head.id.clone(), s.evaluation_ms))
+                }
+                _ => None,
             }
-            _ => None,
         })
 }
 
@@ -201,9 +228,10 @@ pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(Stri
     scenario
         .schedule()
         .iter()
-        .skip_while(|s| s.step_id != base.step_id)
+        .skip_while(|s| s.step_index != base.step_index)
         .find_map(|s| {
-            let Action::Call(call) = &scenario.actions()[s.step_index] else {
+            let step = step_at(scenario, s.step_index)?;
+            let Action::Call(call) = &step.action else {
                 return None;
             };
             let labels = file
@@ -215,8 +243,8 @@ pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(Stri
             let marked = labels
                 .keys()
                 .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path));
-            (marked && s.agent_id == base.agent && call.server != base.server)
-                .then(|| (s.step_id.clone(), s.evaluation_ms))
+            (marked && step.head.agent == base.agent && call.server != base.server)
+                .then(|| (step.head.id.clone(), s.evaluation_ms))
         })
 }
 
@@ -236,15 +264,13 @@ pub fn budget_limit(scenario: &Scenario, base: &BaseStep) -> Option<u64> {
     let mut capability = base.capability.clone();
     // A chain is at most as long as the schedule; the bound keeps a
     // malformed self-reference from looping.
-    for _ in 0..=scenario.actions().len() {
+    let delegated = delegations(scenario);
+    for _ in 0..=delegated.len() {
         if let Some(grant) = file.grants.iter().find(|g| g.id == capability) {
             limits.extend(grant.max_invocations);
             break;
         }
-        let parent = scenario.actions().iter().find_map(|a| match a {
-            Action::Delegate(d) if d.delegation == capability => Some(d),
-            _ => None,
-        });
+        let parent = delegated.iter().find(|d| d.delegation == capability);
         match parent {
             Some(delegate) => {
                 limits.extend(delegate.max_invocations);

@@ -10,12 +10,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::checks::resolve;
+use super::schedule::Walk;
+use super::steps::Names;
 use super::Validator;
 use crate::error::ArenaError;
 use crate::model::StepDecl;
-use crate::scenario::{Action, FaultAction, FaultLink, TRUST_CONTROL};
-use crate::scheduler::{ScheduledAction, MAX_OFFSET_MS};
+use crate::scenario::{Action, ActionKind, FaultAction, FaultLink, TRUST_CONTROL};
+use crate::scheduler::MAX_OFFSET_MS;
 
 /// The keys a fault step may carry besides `agent`, `action` and `at`.
 pub(super) const FAULT_KEYS: &[&str] = &[
@@ -35,7 +36,7 @@ const FAULT_KINDS: &str = "crash, restart, partition, heal, stall, delay";
 pub(super) fn fault_action(
     step: &StepDecl,
     at: &dyn Fn(&str) -> String,
-    nodes: &BTreeSet<&str>,
+    nodes: Names<'_>,
 ) -> Result<Action, ArenaError> {
     let kind = step
         .fault
@@ -81,7 +82,7 @@ pub(super) fn fault_action(
     }
     let node = || -> Result<String, ArenaError> {
         let node = step.node.clone().unwrap_or_default();
-        resolve(nodes, "node", &node, || at("node"))?;
+        nodes.resolve("node", &node, || at("node"))?;
         Ok(node)
     };
     let link = || link(step.between.as_deref().unwrap_or_default(), at, nodes);
@@ -137,7 +138,7 @@ fn virtual_ms(
 fn link(
     between: &[String],
     at: &dyn Fn(&str) -> String,
-    nodes: &BTreeSet<&str>,
+    nodes: Names<'_>,
 ) -> Result<FaultLink, ArenaError> {
     let [a, b] = between else {
         return Err(ArenaError::OutOfRange {
@@ -147,7 +148,7 @@ fn link(
     };
     for (index, end) in [a, b].into_iter().enumerate() {
         if end != TRUST_CONTROL {
-            resolve(nodes, "node", end, || format!("{}[{index}]", at("between")))?;
+            nodes.resolve("node", end, || format!("{}[{index}]", at("between")))?;
         }
     }
     if a == b {
@@ -156,7 +157,7 @@ fn link(
             rule: "between names two different ends",
         });
     }
-    if nodes.contains(TRUST_CONTROL) {
+    if nodes.declares(TRUST_CONTROL) {
         return Err(ArenaError::FaultSequence {
             field: at("between"),
             reason: format!("a node is named {TRUST_CONTROL:?}, so the link is ambiguous"),
@@ -181,10 +182,14 @@ impl Validator<'_> {
     /// not suffer there, or a message across a fault in effect.
     pub(super) fn fault_sequence(
         &self,
-        actions: &[Action],
-        schedule: &[ScheduledAction],
+        walk: &Walk<'_>,
+        faults: &[(usize, FaultAction)],
     ) -> Result<(), ArenaError> {
         let f = self.file;
+        // Without a fault nothing is out of sequence and no message is cut.
+        if faults.is_empty() {
+            return Ok(());
+        }
         let kernel_node: BTreeMap<&str, &str> = f
             .kernels
             .iter()
@@ -194,8 +199,9 @@ impl Validator<'_> {
             let kernel = f.agents.iter().find(|a| a.id == agent)?.kernel.as_deref()?;
             kernel_node.get(kernel).map(|n| n.to_string())
         };
+        let fault_of: BTreeMap<usize, &FaultAction> = faults.iter().map(|(i, f)| (*i, f)).collect();
         let mut state = InEffect::default();
-        for entry in schedule {
+        for entry in walk.schedule {
             let i = entry.step_index;
             if state
                 .stall_until
@@ -203,10 +209,18 @@ impl Validator<'_> {
             {
                 state.stall_until = None;
             }
-            match &actions[i] {
-                Action::Fault(fault) => state.apply(fault, i, entry.evaluation_ms)?,
-                Action::Message(message) => {
-                    let ends = [agent_node(&f.steps[i].agent), agent_node(&message.to)];
+            match walk.kinds.get(i) {
+                Some(ActionKind::Fault) => {
+                    if let Some(fault) = fault_of.get(&i) {
+                        state.apply(fault, i, entry.evaluation_ms)?;
+                    }
+                }
+                Some(ActionKind::Message) => {
+                    let action = self.action_at(walk, i)?;
+                    let Action::Message(message) = action.as_ref() else {
+                        continue;
+                    };
+                    let ends = [agent_node(walk.agent(i)), agent_node(&message.to)];
                     if let Some(reason) = state.blocks_message(&ends) {
                         return Err(ArenaError::FaultSequence {
                             field: format!("steps[{i}].to"),

@@ -13,18 +13,18 @@
 //! - [`faults`]: fault steps' keys and the order faults may come in.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::load::{parse_step_table, Parsed};
-use super::{Action, Scenario, SCENARIO_SCHEMA_VERSION};
+use super::text::{ScenarioText, Span};
+use super::{Action, FaultAction, Scenario, Step, Steps, SCENARIO_SCHEMA_VERSION};
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
 use crate::error::ArenaError;
 use crate::fixtures::{FixtureFiles, FixtureSet};
-use crate::model::{ScenarioFile, StepDecl};
+use crate::model::{ScenarioFile, StepDecl, StepHead};
 use crate::scheduler::{
-    DeterministicScheduler, ScheduleInput, ScheduledAction, SchedulerKind, MAX_OFFSET_MS,
+    DeterministicScheduler, ScheduleInput, ScheduledStep, SchedulerKind, MAX_OFFSET_MS,
 };
 
 mod checks;
@@ -32,6 +32,9 @@ mod faults;
 mod schedule;
 mod steps;
 mod world;
+
+use schedule::Walk;
+pub(crate) use steps::rebuild_action;
 
 pub use checks::is_valid_id;
 use checks::{check_id, check_unique, declared_ids, table_to_json};
@@ -78,23 +81,36 @@ struct Resolved {
     tick_ms: u64,
     clock: VirtualClock,
     has_world: bool,
-    actions: Vec<Action>,
-    schedule: Vec<ScheduledAction>,
     fixtures: FixtureSet,
+    steps: Built,
 }
 
-/// A step's `arguments` as validation receives them: the TOML table as
-/// parsed, or the JSON object the loader already converted it to. The
-/// loader converts each step table's arguments as it parses that table, so
-/// a long schedule never holds the TOML tree (hundreds of bytes per call
-/// step) beside the JSON; a conversion it refuses sends the file through
-/// the whole parse, whose validation reports the refusal in stage order.
-pub(crate) enum StepArguments {
-    /// Not converted yet: validation converts it when it builds the call.
-    Toml(toml::Table),
-    /// Converted by the loader, with the same rules ([`arguments_json`]).
-    Json(serde_json::Value),
+/// What the steps' validation derives, beside the world.
+#[derive(Default)]
+pub(crate) struct Built {
+    /// Every step parsed, when the scenario keeps them in memory.
+    pub held: Option<Vec<Step>>,
+    /// The actions in execution order with their times.
+    pub schedule: Vec<ScheduledStep>,
+    /// For each step, the capability a call without `capability` resolved
+    /// to (an index into `names`), or [`UNRESOLVED`].
+    pub resolved: Vec<u32>,
+    /// The capability ids `resolved` indexes.
+    pub names: Vec<String>,
+    /// Each fault step's index and fault, in declaration order.
+    pub faults: Vec<(usize, FaultAction)>,
+    /// The call steps whose output a message forwards.
+    pub forwarded: BTreeSet<String>,
+    /// The delegate steps' indices, in declaration order.
+    pub delegations: Vec<usize>,
 }
+
+/// `Built::resolved` of a step that resolved nothing.
+pub(crate) const UNRESOLVED: u32 = u32::MAX;
+
+/// At most this many steps are kept parsed in memory; a longer schedule is
+/// parsed again from the scenario's text a step at a time.
+pub(crate) const HELD_STEPS_LIMIT: usize = 512;
 
 /// Converts one step's `arguments` table to its JSON object; `field` names
 /// the table in an error (`steps[3].arguments`).
@@ -105,116 +121,169 @@ pub(crate) fn arguments_json(
     checks::table_to_json(table, field)
 }
 
+/// Where validation finds each step's declaration.
+#[derive(Clone, Copy)]
+pub(crate) enum StepSource<'a> {
+    /// The whole parse: each head holds its declaration.
+    Held(&'a [StepHead]),
+    /// The cut parse: each step's table lies in the text.
+    Spans {
+        text: &'a ScenarioText,
+        spans: &'a [Span],
+    },
+}
+
+impl<'a> StepSource<'a> {
+    /// The number of steps.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            StepSource::Held(heads) => heads.len(),
+            StepSource::Spans { spans, .. } => spans.len(),
+        }
+    }
+
+    /// Step `index`'s whole declaration: the one its head holds, or its
+    /// table parsed again (the loader parsed and checked that table before,
+    /// so it parses the same way).
+    pub(crate) fn decl(&self, index: usize) -> Result<Cow<'a, StepDecl>, ArenaError> {
+        let again = |reason: String| ArenaError::Syntax {
+            line: 0,
+            column: 0,
+            reason,
+        };
+        match self {
+            StepSource::Held(heads) => heads
+                .get(index)
+                .and_then(|s| s.decl.as_deref())
+                .map(Cow::Borrowed)
+                .ok_or_else(|| again(format!("steps[{index}] holds no declaration"))),
+            StepSource::Spans { text, spans } => {
+                let span = spans
+                    .get(index)
+                    .ok_or_else(|| again(format!("steps[{index}] is past the last step")))?;
+                let bytes = text.read_span(*span).map_err(|e| ArenaError::Output {
+                    path: "the private spool of the scenario's bytes (a temporary file)"
+                        .to_string(),
+                    cause: e.kind().to_string(),
+                })?;
+                std::str::from_utf8(&bytes)
+                    .ok()
+                    .and_then(parse_step_table)
+                    .map(Cow::Owned)
+                    .ok_or_else(|| {
+                        again(format!(
+                            "steps[{index}] could not be parsed again from its table"
+                        ))
+                    })
+            }
+        }
+    }
+}
+
 /// One validation of one parsed file.
 struct Validator<'a> {
     file: &'a ScenarioFile,
-    /// Each step's table, for the steps whose head holds no declaration.
-    tables: &'a [&'a str],
+    /// Each step's declaration.
+    source: StepSource<'a>,
     fixtures: FixtureSource<'a>,
     /// The file's world only: the steps were not parsed (a node's load).
     world_only: bool,
-    /// Each step's `arguments`, moved out of the file (which keeps an empty
-    /// table where they were written, for the key checks) and taken one by
-    /// one as each call's action is built, so a long schedule never holds
-    /// its arguments twice.
-    arguments: RefCell<Vec<Option<StepArguments>>>,
-}
-
-impl<'a> Validator<'a> {
-    /// Step `index`'s whole declaration: the one its head holds, or its
-    /// table parsed again (the loader parsed and checked that table before
-    /// and kept only the head, so it parses the same way).
-    fn decl(&self, index: usize) -> Result<Cow<'a, StepDecl>, ArenaError> {
-        let held = self.file.steps.get(index).and_then(|s| s.decl.as_deref());
-        if let Some(decl) = held {
-            return Ok(Cow::Borrowed(decl));
-        }
-        self.tables
-            .get(index)
-            .and_then(|table| parse_step_table(table))
-            .map(Cow::Owned)
-            .ok_or_else(|| ArenaError::Syntax {
-                line: 0,
-                column: 0,
-                reason: format!("steps[{index}] could not be parsed again from its table"),
-            })
-    }
-
-    /// Step `index`'s arguments, taken: each is converted once.
-    fn take_arguments(&self, index: usize) -> Option<StepArguments> {
-        self.arguments
-            .borrow_mut()
-            .get_mut(index)
-            .and_then(Option::take)
-    }
+    /// The most steps of a cut file kept parsed in memory.
+    held_limit: usize,
 }
 
 /// Validates a parsed file (stages 4 to 8) and builds the scenario;
-/// `base_dir` is recorded, never read. A step whose head holds no
-/// declaration is parsed again from its table when its turn comes, and its
-/// `arguments` are the ones the loader converted.
+/// `base_dir` is recorded, never read. A step is parsed again from its
+/// table each time validation walks it.
 pub(crate) fn validate(
-    parsed: Parsed<'_>,
+    parsed: Parsed,
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    let Parsed {
-        file,
-        converted,
-        tables,
-    } = parsed;
-    validate_as(file, converted, &tables, base_dir, fixtures, false)
+    validate_holding(parsed, base_dir, fixtures, HELD_STEPS_LIMIT)
+}
+
+/// [`validate`], keeping the steps parsed in memory only when the file was
+/// parsed whole or has at most `held_limit` steps.
+pub(crate) fn validate_holding(
+    parsed: Parsed,
+    base_dir: &Path,
+    fixtures: FixtureSource<'_>,
+    held_limit: usize,
+) -> Result<Scenario, ArenaError> {
+    let Parsed { file, text, cut } = parsed;
+    let (spans, world_text) = match cut {
+        Some((spans, world)) => (Some(spans), Some(world)),
+        None => (None, None),
+    };
+    let source = match &spans {
+        Some(spans) => StepSource::Spans { text: &text, spans },
+        None => StepSource::Held(&file.steps),
+    };
+    let resolved = Validator {
+        file: &file,
+        source,
+        fixtures,
+        world_only: false,
+        held_limit,
+    }
+    .run()?;
+    build(file, base_dir, resolved, text, spans, world_text)
 }
 
 /// Validates the world of a parsed file (stages 4 to 6) whose steps were
-/// left unparsed: the scenario it builds has no actions and no schedule.
+/// left unparsed: the scenario it builds has no steps and no schedule.
 pub(crate) fn validate_world(
     file: ScenarioFile,
     base_dir: &Path,
     fixtures: FixtureSource<'_>,
 ) -> Result<Scenario, ArenaError> {
-    validate_as(file, Vec::new(), &[], base_dir, fixtures, true)
-}
-
-fn validate_as(
-    mut file: ScenarioFile,
-    mut converted: Vec<Option<serde_json::Value>>,
-    tables: &[&str],
-    base_dir: &Path,
-    fixtures: FixtureSource<'_>,
-    world_only: bool,
-) -> Result<Scenario, ArenaError> {
-    let arguments = file
-        .steps
-        .iter_mut()
-        .enumerate()
-        .map(|(i, step)| {
-            let json = converted.get_mut(i).and_then(Option::take);
-            match json {
-                Some(json) => Some(StepArguments::Json(json)),
-                None => step
-                    .decl
-                    .as_mut()
-                    .and_then(|decl| decl.arguments.as_mut())
-                    .map(std::mem::take)
-                    .map(StepArguments::Toml),
-            }
-        })
-        .collect();
-    drop(converted);
     let resolved = Validator {
         file: &file,
-        tables,
+        source: StepSource::Held(&[]),
         fixtures,
-        world_only,
-        arguments: RefCell::new(arguments),
+        world_only: true,
+        held_limit: 0,
     }
     .run()?;
-    // Each call's typed action carries what its declaration said; a
-    // validated scenario keeps only the heads.
-    for step in &mut file.steps {
-        step.decl = None;
-    }
+    let text = ScenarioText::memory(Vec::new());
+    build(file, base_dir, resolved, text, None, None)
+}
+
+fn build(
+    mut file: ScenarioFile,
+    base_dir: &Path,
+    resolved: Resolved,
+    text: ScenarioText,
+    spans: Option<Vec<Span>>,
+    world_text: Option<String>,
+) -> Result<Scenario, ArenaError> {
+    // A validated scenario keeps no step in its file: each is a
+    // [`Step`], held or parsed again from the text.
+    file.steps = Vec::new();
+    let Built {
+        held,
+        schedule,
+        resolved: resolutions,
+        names,
+        faults,
+        forwarded,
+        delegations,
+    } = resolved.steps;
+    let steps = match (held, spans) {
+        (Some(mut held), _) => {
+            for (step, slot) in held.iter_mut().zip(&resolutions) {
+                apply_resolution(&mut step.action, *slot, &names);
+            }
+            Steps::Held(held)
+        }
+        (None, Some(spans)) => Steps::Spans {
+            spans,
+            resolved: resolutions,
+            names,
+        },
+        (None, None) => Steps::Held(Vec::new()),
+    };
     Ok(Scenario {
         file,
         base_dir: base_dir.to_path_buf(),
@@ -222,10 +291,26 @@ fn validate_as(
         tick_ms: resolved.tick_ms,
         clock: resolved.clock,
         has_world: resolved.has_world,
-        actions: resolved.actions,
-        schedule: resolved.schedule,
+        text,
+        world_text,
+        steps,
+        schedule,
+        faults: faults.into_iter().map(|(_, fault)| fault).collect(),
+        forwarded,
+        delegations,
         fixtures: resolved.fixtures,
     })
+}
+
+/// Gives a call without `capability` the one it resolved to.
+pub(crate) fn apply_resolution(action: &mut Action, slot: u32, names: &[String]) {
+    if let Action::Call(call) = action {
+        if call.capability.is_none() {
+            if let Some(name) = names.get(slot as usize) {
+                call.capability = Some(name.clone());
+            }
+        }
+    }
 }
 
 impl<'a> Validator<'a> {
@@ -242,7 +327,7 @@ impl<'a> Validator<'a> {
         if f.agents.is_empty() {
             return Err(ArenaError::EmptyAgents);
         }
-        if f.steps.is_empty() && !self.world_only {
+        if self.source.len() == 0 && !self.world_only {
             return Err(ArenaError::EmptySteps);
         }
         self.agents()?;
@@ -267,38 +352,47 @@ impl<'a> Validator<'a> {
                 tick_ms,
                 clock: clock.with_tick_ms(tick_ms),
                 has_world,
-                actions: Vec::new(),
-                schedule: Vec::new(),
                 fixtures,
+                steps: Built::default(),
             });
         }
-        let actions = self.steps(has_world)?;
-        let inputs: Vec<ScheduleInput> = f
-            .steps
-            .iter()
-            .map(|s| ScheduleInput {
-                step_id: &s.id,
-                agent_id: &s.agent,
-                at: s.at,
-                advance_ms: s.advance_ms,
-            })
-            .collect();
+        let mut built = self.steps(has_world)?;
+        let agents = std::mem::take(&mut built.agents);
+        let at = std::mem::take(&mut built.at);
+        let advances = std::mem::take(&mut built.advances);
         let schedule = DeterministicScheduler::new(scheduler, tick_ms)
             .with_start_ms(start_ms)
-            .schedule(&inputs)?;
-        drop(inputs);
-        let actions = self.holdings(actions, &schedule, has_world, start_ms)?;
-        self.messages(&actions, &schedule)?;
-        self.fault_sequence(&actions, &schedule)?;
+            .schedule_with(self.source.len(), |i| ScheduleInput {
+                agent: agents.get(i).copied().unwrap_or(0),
+                at: at.get(&i).copied(),
+                advance_ms: advances.get(&i).copied(),
+            })?;
+        drop((at, advances));
+        let ranked = self.ranked_agents();
+        let walk = Walk {
+            schedule: &schedule,
+            agents: &agents,
+            ranked: &ranked,
+            kinds: &built.kinds,
+            held: built.steps.held.as_deref(),
+            has_world,
+        };
+        let (resolved, names) = self.holdings(&walk, start_ms)?;
+        self.messages(&walk)?;
+        self.fault_sequence(&walk, &built.steps.faults)?;
         self.adversaries()?;
+        drop((agents, ranked));
+        let mut steps = built.steps;
+        steps.schedule = schedule;
+        steps.resolved = resolved;
+        steps.names = names;
         Ok(Resolved {
             scheduler,
             tick_ms,
             clock: clock.with_tick_ms(tick_ms),
             has_world,
-            actions,
-            schedule,
             fixtures,
+            steps,
         })
     }
 

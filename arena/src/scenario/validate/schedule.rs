@@ -3,28 +3,70 @@
 //! call without `capability` resolves to its agent's only capability for the
 //! server, and a message forwards an earlier call step of its own sender.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::checks::check_instant;
-use super::Validator;
+use super::steps::rebuild_action;
+use super::{Validator, UNRESOLVED};
 use crate::error::ArenaError;
-use crate::scenario::{Action, MessageAction};
-use crate::scheduler::ScheduledAction;
+use crate::scenario::{Action, ActionKind, MessageAction, Step};
+use crate::scheduler::ScheduledStep;
 
-impl Validator<'_> {
+/// What a walk of the schedule reads: the order, and each step's agent
+/// and kind; a step's action is the held one or is parsed again.
+pub(super) struct Walk<'w> {
+    pub schedule: &'w [ScheduledStep],
+    /// Each step's agent rank (see `Validator::ranked_agents`).
+    pub agents: &'w [u32],
+    /// The agent ids in ascending order.
+    pub ranked: &'w [&'w str],
+    pub kinds: &'w [ActionKind],
+    /// Every step, when the scenario keeps them in memory.
+    pub held: Option<&'w [Step]>,
+    pub has_world: bool,
+}
+
+impl Walk<'_> {
+    /// Step `i`'s agent id.
+    pub(super) fn agent(&self, i: usize) -> &str {
+        self.agents
+            .get(i)
+            .and_then(|rank| self.ranked.get(*rank as usize))
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
+impl<'a> Validator<'a> {
+    /// Step `i`'s typed action, as the steps' pass built it.
+    pub(super) fn action_at<'w>(
+        &self,
+        walk: &'w Walk<'_>,
+        i: usize,
+    ) -> Result<Cow<'w, Action>, ArenaError> {
+        if let Some(step) = walk.held.and_then(|held| held.get(i)) {
+            return Ok(Cow::Borrowed(&step.action));
+        }
+        let decl = self.source.decl(i)?;
+        rebuild_action(i, &decl, walk.has_world).map(Cow::Owned)
+    }
+
     /// Walks the schedule in execution order: a delegation may hand on only
     /// what its agent holds at that point, a presented delegation must exist
     /// by then, and a call without `capability` resolves to the agent's only
-    /// capability for the server.
+    /// capability for the server. Returns each step's resolution (an index
+    /// into the names returned, or `UNRESOLVED`).
     pub(super) fn holdings(
         &self,
-        mut actions: Vec<Action>,
-        schedule: &[ScheduledAction],
-        has_world: bool,
+        walk: &Walk<'_>,
         start_ms: u64,
-    ) -> Result<Vec<Action>, ArenaError> {
-        if !has_world {
-            return Ok(actions);
+    ) -> Result<(Vec<u32>, Vec<String>), ArenaError> {
+        let mut resolved = vec![UNRESOLVED; walk.kinds.len()];
+        let mut names: Vec<String> = Vec::new();
+        let mut name_index: BTreeMap<String, u32> = BTreeMap::new();
+        if !walk.has_world {
+            return Ok((resolved, names));
         }
         let f = self.file;
         // capability id -> server it covers, for capabilities that exist so far.
@@ -40,10 +82,17 @@ impl Validator<'_> {
                 .or_default()
                 .insert(grant.id.clone());
         }
-        for entry in schedule {
+        for entry in walk.schedule {
             let i = entry.step_index;
-            let agent = &f.steps[i].agent;
-            match &mut actions[i] {
+            if !matches!(
+                walk.kinds.get(i),
+                Some(ActionKind::Delegate | ActionKind::Call)
+            ) {
+                continue;
+            }
+            let agent = walk.agent(i);
+            let action = self.action_at(walk, i)?;
+            match action.as_ref() {
                 Action::Delegate(delegate) => {
                     if let Some(ms) = delegate.expires_after_ms {
                         // The child expires `ms` after the delegation's own instant.
@@ -57,7 +106,7 @@ impl Validator<'_> {
                     if !holds {
                         return Err(ArenaError::CapabilityNotHeld {
                             field: format!("steps[{i}].capability"),
-                            agent: agent.clone(),
+                            agent: agent.to_string(),
                             capability: delegate.capability.clone(),
                         });
                     }
@@ -88,18 +137,27 @@ impl Validator<'_> {
                             .filter(|c| server_of.get(*c) == Some(&call.server))
                             .collect();
                         match candidates.as_slice() {
-                            [only] => call.capability = Some((*only).clone()),
+                            [only] => {
+                                let next = names.len() as u32;
+                                let slot = *name_index.entry((*only).clone()).or_insert(next);
+                                if slot == next {
+                                    names.push((*only).clone());
+                                }
+                                if let Some(out) = resolved.get_mut(i) {
+                                    *out = slot;
+                                }
+                            }
                             [] => {
                                 return Err(ArenaError::NoCapability {
                                     field: format!("steps[{i}]"),
-                                    agent: agent.clone(),
+                                    agent: agent.to_string(),
                                     server: call.server.clone(),
                                 })
                             }
                             _ => {
                                 return Err(ArenaError::AmbiguousCapability {
                                     field: format!("steps[{i}]"),
-                                    agent: agent.clone(),
+                                    agent: agent.to_string(),
                                     server: call.server.clone(),
                                 })
                             }
@@ -109,52 +167,57 @@ impl Validator<'_> {
                 Action::Revoke(_) | Action::Message(_) | Action::Advance(_) | Action::Fault(_) => {}
             }
         }
-        Ok(actions)
+        Ok((resolved, names))
     }
 
     /// A message forwards the output of an earlier call step of its own
     /// sender, ordered before it in execution order; anything else would
     /// forward what the sender never received.
-    pub(super) fn messages(
-        &self,
-        actions: &[Action],
-        schedule: &[ScheduledAction],
-    ) -> Result<(), ArenaError> {
-        let f = self.file;
+    pub(super) fn messages(&self, walk: &Walk<'_>) -> Result<(), ArenaError> {
+        let messages: Vec<usize> = (0..walk.kinds.len())
+            .filter(|i| walk.kinds[*i] == ActionKind::Message)
+            .collect();
+        if messages.is_empty() {
+            return Ok(());
+        }
+        // Each message's source id, by the message's declaration index.
+        let mut forwards: Vec<(usize, String)> = Vec::new();
+        for i in messages {
+            if let Action::Message(MessageAction {
+                from_step: Some(source),
+                ..
+            }) = self.action_at(walk, i)?.as_ref()
+            {
+                forwards.push((i, source.clone()));
+            }
+        }
+        if forwards.is_empty() {
+            return Ok(());
+        }
         // Each step's place in execution order, by declaration index.
-        let mut position = vec![usize::MAX; actions.len()];
-        for (order, entry) in schedule.iter().enumerate() {
+        let mut position = vec![usize::MAX; walk.kinds.len()];
+        for (order, entry) in walk.schedule.iter().enumerate() {
             if let Some(slot) = position.get_mut(entry.step_index) {
                 *slot = order;
             }
         }
         // The declaration index of each step a message forwards from, found
         // in one pass (the first step with the id, as ids are unique).
-        let mut sources: BTreeMap<&str, Option<usize>> = actions
+        let mut sources: BTreeMap<&str, Option<usize>> = forwards
             .iter()
-            .filter_map(|action| match action {
-                Action::Message(MessageAction {
-                    from_step: Some(source),
-                    ..
-                }) => Some((source.as_str(), None)),
-                _ => None,
-            })
+            .map(|(_, source)| (source.as_str(), None))
             .collect();
-        if !sources.is_empty() {
-            for (j, step) in f.steps.iter().enumerate() {
-                if let Some(slot @ None) = sources.get_mut(step.id.as_str()) {
-                    *slot = Some(j);
-                }
+        for j in 0..walk.kinds.len() {
+            let id = match walk.held.and_then(|held| held.get(j)) {
+                Some(step) => Cow::Borrowed(step.head.id.as_str()),
+                None => Cow::Owned(self.source.decl(j)?.id.clone()),
+            };
+            if let Some(slot @ None) = sources.get_mut(id.as_ref()) {
+                *slot = Some(j);
             }
         }
-        for (i, action) in actions.iter().enumerate() {
-            let Action::Message(MessageAction {
-                from_step: Some(source),
-                ..
-            }) = action
-            else {
-                continue;
-            };
+        for (i, source) in &forwards {
+            let i = *i;
             let field = format!("steps[{i}].from_step");
             let Some(j) = sources.get(source.as_str()).copied().flatten() else {
                 return Err(ArenaError::UndeclaredReference {
@@ -163,9 +226,9 @@ impl Validator<'_> {
                     field,
                 });
             };
-            let reason = if !matches!(actions[j], Action::Call(_)) {
+            let reason = if walk.kinds.get(j) != Some(&ActionKind::Call) {
                 Some("it is not a call step")
-            } else if f.steps[j].agent != f.steps[i].agent {
+            } else if walk.agent(j) != walk.agent(i) {
                 Some("it is another agent's step")
             } else if position.get(j) >= position.get(i) {
                 Some("it is not ordered before the message")

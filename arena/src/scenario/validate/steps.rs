@@ -2,74 +2,244 @@
 //! declared agents, servers and capabilities, and the typed action each
 //! step becomes. What depends on the schedule's order is `super::schedule`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::checks::{
     check_id, check_invocations, check_offset, check_path_prefix, check_share, check_tools,
-    declared_ids, resolve, table_to_json,
+    resolve, table_to_json,
 };
 use super::faults::{fault_action, FAULT_KEYS};
-use super::{StepArguments, Validator};
+use super::{Built, StepSource, Validator};
 use crate::error::ArenaError;
-use crate::model::StepDecl;
+use crate::model::{StepDecl, StepHead};
 use crate::scenario::{
-    Action, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
-    RevokeAction, StepExpectation,
+    Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
+    RevokeAction, Step, StepExpectation,
 };
 use crate::scheduler::MAX_OFFSET_MS;
 
 /// The ids a step may refer to.
-struct Declared<'s, 'a> {
-    agents: &'s BTreeSet<&'a str>,
-    servers: &'s BTreeSet<&'a str>,
-    capabilities: &'s BTreeSet<&'a str>,
-    nodes: &'s BTreeSet<&'a str>,
+struct Declared<'s> {
+    agents: Names<'s>,
+    servers: Names<'s>,
+    capabilities: Names<'s>,
+    nodes: Names<'s>,
+}
+
+/// One namespace of ids a step may refer to.
+#[derive(Clone, Copy)]
+pub(super) enum Names<'s> {
+    /// Ids declared by the world.
+    Borrowed(&'s BTreeSet<&'s str>),
+    /// Ids gathered from the steps.
+    Owned(&'s BTreeSet<String>),
+    /// Any id: the step was validated before and is only being rebuilt.
+    Any,
+}
+
+impl Names<'_> {
+    /// Whether the namespace declares `id` (never, for [`Names::Any`]).
+    pub(super) fn declares(&self, id: &str) -> bool {
+        match self {
+            Names::Borrowed(set) => set.contains(id),
+            Names::Owned(set) => set.contains(id),
+            Names::Any => false,
+        }
+    }
+
+    /// Refuses an id this namespace does not hold.
+    pub(super) fn resolve(
+        &self,
+        kind: &'static str,
+        id: &str,
+        field: impl FnOnce() -> String,
+    ) -> Result<(), ArenaError> {
+        if matches!(self, Names::Any) || self.declares(id) {
+            Ok(())
+        } else {
+            resolve(&BTreeSet::new(), kind, id, field)
+        }
+    }
 }
 
 /// The path of one key of one step, such as `steps[3].agent`.
 type At<'f> = &'f dyn Fn(&str) -> String;
 
+/// What the steps' pass gathers for the schedule and its walks.
+pub(super) struct StepsPass {
+    /// Each step's agent, as its rank among the agent ids in ascending order.
+    pub agents: Vec<u32>,
+    /// Each step's kind.
+    pub kinds: Vec<ActionKind>,
+    /// The explicit offsets, by step index.
+    pub at: BTreeMap<usize, u64>,
+    /// The advances, by step index.
+    pub advances: BTreeMap<usize, u64>,
+    /// What the scenario keeps.
+    pub steps: Built,
+}
+
 impl<'a> Validator<'a> {
-    /// Checks every step and returns one typed action per step, in
-    /// declaration order.
-    pub(super) fn steps(&self, has_world: bool) -> Result<Vec<Action>, ArenaError> {
+    /// The agent ids in ascending order: a step's agent is its rank here.
+    pub(super) fn ranked_agents(&self) -> Vec<&'a str> {
+        let mut ids: Vec<&str> = self.file.agents.iter().map(|a| a.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Checks every step in declaration order: ids, delegation ids, then
+    /// each step's keys, references and typed action.
+    pub(super) fn steps(&self, has_world: bool) -> Result<StepsPass, ArenaError> {
         let f = self.file;
-        declared_ids("step", "steps", f.steps.iter().map(|s| s.id.as_str()))?;
-        let agents = self.agent_ids();
-        let servers: BTreeSet<&str> = f.servers.iter().map(|s| s.id.as_str()).collect();
-        // Capability ids: grants and delegations share one namespace.
-        let mut capabilities: BTreeSet<&str> = f.grants.iter().map(|g| g.id.as_str()).collect();
-        for (i, step) in f.steps.iter().enumerate() {
-            if let (Some("delegate"), Some(id)) = (step.action.as_deref(), &step.delegation) {
-                check_id(id, format!("steps[{i}].delegation"))?;
-                if !capabilities.insert(id.as_str()) {
-                    return Err(ArenaError::DuplicateId {
-                        kind: "capability",
-                        id: id.clone(),
-                        field: format!("steps[{i}].delegation"),
-                    });
-                }
+        let count = self.source.len();
+        // Step ids: every id well formed, then no id twice. Ids are compared
+        // by a 64-bit hash, and equal hashes by their ids.
+        let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(count);
+        let mut delegations: Vec<(usize, String)> = Vec::new();
+        for i in 0..count {
+            let decl = self.source.decl(i)?;
+            check_id(&decl.id, format!("steps[{i}].id"))?;
+            hashes.push((id_hash(&decl.id), i as u32));
+            if let (Some("delegate"), Some(id)) = (decl.action.as_deref(), &decl.delegation) {
+                delegations.push((i, id.clone()));
             }
         }
+        self.unique_step_ids(hashes)?;
+        // Capability ids: grants and delegations share one namespace.
+        let mut capabilities: BTreeSet<String> = f.grants.iter().map(|g| g.id.clone()).collect();
+        for (i, id) in &delegations {
+            check_id(id, format!("steps[{i}].delegation"))?;
+            if !capabilities.insert(id.clone()) {
+                return Err(ArenaError::DuplicateId {
+                    kind: "capability",
+                    id: id.clone(),
+                    field: format!("steps[{i}].delegation"),
+                });
+            }
+        }
+        drop(delegations);
+        let agents = self.agent_ids();
+        let servers: BTreeSet<&str> = f.servers.iter().map(|s| s.id.as_str()).collect();
         let nodes: BTreeSet<&str> = f.nodes.iter().map(|n| n.id.as_str()).collect();
         let declared = Declared {
-            agents: &agents,
-            servers: &servers,
-            capabilities: &capabilities,
-            nodes: &nodes,
+            agents: Names::Borrowed(&agents),
+            servers: Names::Borrowed(&servers),
+            capabilities: Names::Owned(&capabilities),
+            nodes: Names::Borrowed(&nodes),
         };
-        let mut actions = Vec::with_capacity(f.steps.len());
-        for (i, step) in f.steps.iter().enumerate() {
-            resolve(&agents, "agent", &step.agent, || {
+        let ranked = self.ranked_agents();
+        let keep = matches!(self.source, StepSource::Held(_)) || count <= self.held_limit;
+        let mut pass = StepsPass {
+            agents: Vec::with_capacity(count),
+            kinds: Vec::with_capacity(count),
+            at: BTreeMap::new(),
+            advances: BTreeMap::new(),
+            steps: Built {
+                held: keep.then(|| Vec::with_capacity(count)),
+                ..Built::default()
+            },
+        };
+        for i in 0..count {
+            let decl = self.source.decl(i)?;
+            resolve(&agents, "agent", &decl.agent, || {
                 format!("steps[{i}].agent")
             })?;
-            check_offset(step.at, || format!("steps[{i}].at"))?;
-            let decl = self.decl(i)?;
-            let arguments = self.take_arguments(i);
-            actions.push(step_action(i, &decl, arguments, has_world, &declared)?);
+            check_offset(decl.at, || format!("steps[{i}].at"))?;
+            let action = step_action(i, &decl, has_world, &declared)?;
+            let rank = ranked.binary_search(&decl.agent.as_str()).map_err(|_| {
+                ArenaError::UndeclaredReference {
+                    kind: "agent",
+                    id: decl.agent.clone(),
+                    field: format!("steps[{i}].agent"),
+                }
+            })?;
+            pass.agents.push(rank as u32);
+            pass.kinds.push(action.kind());
+            if let Some(at) = decl.at {
+                pass.at.insert(i, at);
+            }
+            if let Some(ms) = decl.advance_ms {
+                pass.advances.insert(i, ms);
+            }
+            match &action {
+                Action::Fault(fault) => pass.steps.faults.push((i, fault.clone())),
+                Action::Message(MessageAction {
+                    from_step: Some(source),
+                    ..
+                }) => {
+                    pass.steps.forwarded.insert(source.clone());
+                }
+                Action::Delegate(_) => pass.steps.delegations.push(i),
+                _ => {}
+            }
+            if let Some(held) = &mut pass.steps.held {
+                held.push(Step {
+                    head: StepHead::of(&decl),
+                    action,
+                });
+            }
         }
-        Ok(actions)
+        Ok(pass)
     }
+
+    /// Refuses a step id declared twice, naming the later declaration of
+    /// the first id repeated (the one a set of ids in declaration order
+    /// meets first).
+    fn unique_step_ids(&self, mut hashes: Vec<(u64, u32)>) -> Result<(), ArenaError> {
+        hashes.sort_unstable();
+        let mut first: Option<(usize, String)> = None;
+        let mut group = 0;
+        while group < hashes.len() {
+            let end = group
+                + hashes[group..]
+                    .iter()
+                    .take_while(|(h, _)| *h == hashes[group].0)
+                    .count();
+            if end - group > 1 {
+                // Equal hashes: compare the ids themselves.
+                let mut seen: BTreeSet<String> = BTreeSet::new();
+                for (_, index) in &hashes[group..end] {
+                    let index = *index as usize;
+                    let id = self.source.decl(index)?.id.clone();
+                    if !seen.insert(id.clone()) && first.as_ref().is_none_or(|(at, _)| index < *at)
+                    {
+                        first = Some((index, id));
+                    }
+                }
+            }
+            group = end;
+        }
+        match first {
+            Some((index, id)) => Err(ArenaError::DuplicateId {
+                kind: "step",
+                id,
+                field: format!("steps[{index}].id"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A 64-bit hash of a step id (equal hashes are compared by their ids).
+fn id_hash(id: &str) -> u64 {
+    crate::rng::fnv1a64(id.as_bytes())
+}
+
+/// Step `i`'s typed action from its declaration, which validation accepted
+/// before: references are not looked up again.
+pub(crate) fn rebuild_action(
+    i: usize,
+    decl: &StepDecl,
+    has_world: bool,
+) -> Result<Action, ArenaError> {
+    let declared = Declared {
+        agents: Names::Any,
+        servers: Names::Any,
+        capabilities: Names::Any,
+        nodes: Names::Any,
+    };
+    step_action(i, decl, has_world, &declared)
 }
 
 /// The keys each action takes (besides `agent`, `action`, `at` and
@@ -166,7 +336,6 @@ fn required(value: &Option<String>, at: At, key: &str) -> Result<String, ArenaEr
 fn step_action(
     i: usize,
     step: &StepDecl,
-    arguments: Option<StepArguments>,
     has_world: bool,
     declared: &Declared,
 ) -> Result<Action, ArenaError> {
@@ -207,7 +376,7 @@ fn step_action(
         })?,
     };
     match action {
-        "call" => call(step, arguments, &at, has_world, declared),
+        "call" => call(step, &at, has_world, declared),
         "delegate" => delegate(step, &at, declared, expect),
         "revoke" => revoke(step, &at, declared, expect),
         "message" => message(step, &at, declared),
@@ -218,7 +387,6 @@ fn step_action(
 
 fn call(
     step: &StepDecl,
-    arguments: Option<StepArguments>,
     at: At,
     has_world: bool,
     declared: &Declared,
@@ -226,7 +394,9 @@ fn call(
     let server = required(&step.server, at, "server")?;
     let tool = required(&step.tool, at, "tool")?;
     if has_world {
-        resolve(declared.servers, "server", &server, || at("server"))?;
+        declared
+            .servers
+            .resolve("server", &server, || at("server"))?;
     }
     let verdict =
         step.expect_verdict
@@ -241,13 +411,12 @@ fn call(
             allowed: "allow, deny, rewrite",
         })?;
     if let Some(capability) = &step.capability {
-        resolve(declared.capabilities, "capability", capability, || {
-            at("capability")
-        })?;
+        declared
+            .capabilities
+            .resolve("capability", capability, || at("capability"))?;
     }
-    let arguments = match arguments {
-        Some(StepArguments::Toml(table)) => table_to_json(&table, &at("arguments"))?,
-        Some(StepArguments::Json(json)) => json,
+    let arguments = match &step.arguments {
+        Some(table) => table_to_json(table, &at("arguments"))?,
         None => serde_json::Value::Object(Default::default()),
     };
     Ok(Action::Call(CallAction {
@@ -268,10 +437,10 @@ fn delegate(
     let capability = required(&step.capability, at, "capability")?;
     let to = required(&step.to, at, "to")?;
     let delegation = required(&step.delegation, at, "delegation")?;
-    resolve(declared.capabilities, "capability", &capability, || {
-        at("capability")
-    })?;
-    resolve(declared.agents, "agent", &to, || at("to"))?;
+    declared
+        .capabilities
+        .resolve("capability", &capability, || at("capability"))?;
+    declared.agents.resolve("agent", &to, || at("to"))?;
     if let Some(tools) = &step.tools {
         check_tools(tools, &at("tools"))?;
     }
@@ -299,9 +468,9 @@ fn revoke(
     expect: StepExpectation,
 ) -> Result<Action, ArenaError> {
     let target = required(&step.target, at, "target")?;
-    resolve(declared.capabilities, "capability", &target, || {
-        at("target")
-    })?;
+    declared
+        .capabilities
+        .resolve("capability", &target, || at("target"))?;
     let by_authority = match step.by.as_deref() {
         None => false,
         Some("authority") => true,
@@ -322,7 +491,7 @@ fn revoke(
 
 fn message(step: &StepDecl, at: At, declared: &Declared) -> Result<Action, ArenaError> {
     let to = required(&step.to, at, "to")?;
-    resolve(declared.agents, "agent", &to, || at("to"))?;
+    declared.agents.resolve("agent", &to, || at("to"))?;
     match (&step.content, &step.from_step) {
         (Some(_), Some(_)) => {
             return Err(ArenaError::KeyNotAllowed {
