@@ -40,7 +40,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use chio_arena::{Action, Scenario};
+use chio_arena::{Action, Scenario, Step};
 use chio_node::tools::ToolServerConfig;
 use chio_node::World;
 
@@ -302,7 +302,6 @@ fn footprint(
 /// driver holds footprints only for the steps in its window, never one per
 /// step of the schedule.
 pub struct Footprints<'a> {
-    scenario: &'a Scenario,
     world: &'a World,
     lineages: Lineages,
 }
@@ -311,20 +310,13 @@ impl<'a> Footprints<'a> {
     /// Joins the scenario's lineages once, for every later footprint.
     pub fn new(scenario: &'a Scenario, world: &'a World) -> Self {
         Self {
-            scenario,
             world,
             lineages: Lineages::of(scenario, world),
         }
     }
 
-    /// The footprint of the step at `position` in the scheduler's order.
-    pub fn at(&self, position: usize) -> Footprint {
-        let Some(scheduled) = self.scenario.schedule().get(position) else {
-            return Footprint::Barrier;
-        };
-        let Ok(step) = self.scenario.step(scheduled.step_index) else {
-            return Footprint::Barrier;
-        };
+    /// The footprint of `step`, one of the scenario's.
+    pub fn of(&self, step: &Step) -> Footprint {
         footprint(
             self.world,
             &self.lineages,
@@ -354,15 +346,14 @@ mod tests {
             .join("../scenarios/three_agent_triangular_delegation.toml");
         let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
         let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
-        let ids = scenario
+        let footprints = Footprints::new(&scenario, &world);
+        scenario
             .schedule()
             .iter()
-            .map(|s| scenario.step(s.step_index).unwrap().head.id.clone())
-            .collect::<Vec<_>>();
-        let footprints = Footprints::new(&scenario, &world);
-        ids.into_iter()
-            .enumerate()
-            .map(|(position, id)| (id, footprints.at(position)))
+            .map(|s| {
+                let step = scenario.step(s.step_index).unwrap();
+                (step.head.id.clone(), footprints.of(&step))
+            })
             .collect()
     }
 

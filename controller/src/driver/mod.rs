@@ -110,10 +110,7 @@ impl RunInputs {
     /// Gathers the fixtures the scenario's loader read; each fixture folder
     /// is recorded under its normalised path (`./a/` as `a`).
     pub fn load(scenario: &Scenario) -> Result<RunInputs, NodeError> {
-        let world_bytes = scenario.world_bytes().map_err(|e| NodeError::Fixture {
-            path: "the scenario's spooled bytes".to_string(),
-            cause: e.to_string(),
-        })?;
+        let world_bytes = scenario.world_bytes().map_err(spool_error)?;
         Self::gather(scenario, scenario.text().clone(), world_bytes)
     }
 
@@ -153,12 +150,17 @@ impl RunInputs {
     /// Every input file of the bundle, the scenario's bytes included, in memory.
     pub fn all_files(&self) -> Result<BTreeMap<String, Vec<u8>>, NodeError> {
         let mut files = self.files.clone();
-        let bytes = self.text.to_vec().map_err(|e| NodeError::Fixture {
-            path: "the scenario's spooled bytes".to_string(),
-            cause: e.to_string(),
-        })?;
+        let bytes = self.text.to_vec().map_err(spool_error)?;
         files.insert(SCENARIO_INPUT.to_string(), bytes);
         Ok(files)
+    }
+}
+
+/// The scenario's bytes could not be read back from where they are kept.
+fn spool_error(e: std::io::Error) -> NodeError {
+    NodeError::Fixture {
+        path: "the scenario's spooled bytes".to_string(),
+        cause: e.to_string(),
     }
 }
 

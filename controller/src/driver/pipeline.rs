@@ -28,12 +28,13 @@
 //! failure), the steps already in flight are awaited and dropped: nothing
 //! after the stop is recorded, though their kernels have decided them.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::task::Poll;
 
-use chio_arena::Scenario;
+use chio_arena::{Scenario, ScheduledStep, Step};
 use chio_node::executor::{Dispatched, PreparedStep, StepExecutor};
 use chio_node::{NodeError, World};
 
@@ -62,17 +63,25 @@ enum Slot {
     Recorded,
 }
 
-/// The pipelined loop over one run's schedule. It holds a footprint and a
-/// slot only for the steps of its window (from the first unrecorded step,
-/// at most [`LOOKAHEAD`] of them), so its memory does not grow with the
-/// schedule.
+/// One step of the window: the step as read once when it entered (or why
+/// it could not be read), its footprint and its slot.
+struct Entry<'a> {
+    step: Result<Cow<'a, Step>, NodeError>,
+    footprint: Footprint,
+    slot: Slot,
+}
+
+/// The pipelined loop over one run's schedule. It holds a step, a
+/// footprint and a slot only for the steps of its window (from the first
+/// unrecorded step, at most [`LOOKAHEAD`] of them), so its memory does not
+/// grow with the schedule, and each step is read from the scenario once.
 struct Pipeline<'a, 'd> {
     scenario: &'a Scenario,
     world: &'a World,
     dispatcher: &'d dyn Dispatcher,
     footprints: Footprints<'a>,
     /// The window: entry `i` is the step at position `next_record + i`.
-    window: VecDeque<(Footprint, Slot)>,
+    window: VecDeque<Entry<'a>>,
     in_flight: Vec<InFlight<'d>>,
     next_record: usize,
     /// How many steps the schedule has.
@@ -86,48 +95,69 @@ impl<'a, 'd> Pipeline<'a, 'd> {
         let end = self.total.min(self.next_record + LOOKAHEAD);
         while self.next_record + self.window.len() < end {
             let position = self.next_record + self.window.len();
-            self.window
-                .push_back((self.footprints.at(position), Slot::Waiting));
+            let step = self
+                .scenario
+                .step(self.scenario.schedule()[position].step_index);
+            let footprint = match &step {
+                Ok(step) => self.footprints.of(step),
+                // A step that cannot be read waits for everything before it.
+                Err(_) => Footprint::Barrier,
+            };
+            self.window.push_back(Entry {
+                step: step.map_err(NodeError::from),
+                footprint,
+                slot: Slot::Waiting,
+            });
         }
         let mut claimed = Claimed::new();
         for offset in 0..self.window.len() {
-            let (footprint, slot) = &self.window[offset];
             if claimed.blocks_all() {
                 break;
             }
-            if claimed.admits(footprint) && matches!(slot, Slot::Waiting) {
-                let slot = self.dispatch(executor, self.next_record + offset);
-                self.window[offset].1 = slot;
+            let entry = &self.window[offset];
+            if claimed.admits(&entry.footprint) && matches!(entry.slot, Slot::Waiting) {
+                let position = self.next_record + offset;
+                let sent = match &entry.step {
+                    Ok(step) => self.dispatch(executor, position, step),
+                    Err(e) => Err(e.clone()),
+                };
+                self.window[offset].slot = match sent {
+                    Ok((prepared, future)) => {
+                        self.in_flight.push(future);
+                        Slot::InFlight(prepared)
+                    }
+                    Err(e) => Slot::Unprepared(e),
+                };
             }
-            claimed.add(&self.window[offset].0);
+            claimed.add(&self.window[offset].footprint);
         }
     }
 
-    /// Prepares step `position` against the ledger as it is now and sends it.
-    fn dispatch(&mut self, executor: &StepExecutor, position: usize) -> Slot {
+    /// Prepares `step`, at `position`, against the ledger as it is now, and
+    /// the sending of it.
+    fn dispatch(
+        &self,
+        executor: &StepExecutor,
+        position: usize,
+        step: &Step,
+    ) -> Result<(PreparedStep, InFlight<'d>), NodeError> {
         let scheduled = &self.scenario.schedule()[position];
-        let step = match self.scenario.step(scheduled.step_index) {
-            Ok(step) => step,
-            Err(e) => return Slot::Unprepared(e.into()),
-        };
         let action = &step.action;
         let agent = &step.head.agent;
         let now_ms = self.world.start_ms + scheduled.evaluation_ms;
-        let node = match self.world.agent_node(agent) {
-            Some(node) => node.to_string(),
-            None => return Slot::Unprepared(NodeError::Unroutable(format!("agent {agent}"))),
-        };
-        let prepared = match executor.prepare(self.world, &step.head.id, action, agent, now_ms) {
-            Ok(prepared) => prepared,
-            Err(e) => return Slot::Unprepared(e),
-        };
+        let node = self
+            .world
+            .agent_node(agent)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
+            .to_string();
+        let prepared = executor.prepare(self.world, &step.head.id, action, agent, now_ms)?;
         let dispatcher = self.dispatcher;
         let sent = prepared.clone();
-        self.in_flight.push(Box::pin(async move {
+        let future: InFlight<'d> = Box::pin(async move {
             let answer = StepExecutor::dispatch(dispatcher, &node, &sent).await;
             (position, answer)
-        }));
-        Slot::InFlight(prepared)
+        });
+        Ok((prepared, future))
     }
 
     /// Waits for the next answer of any step in flight.
@@ -151,7 +181,7 @@ impl<'a, 'd> Pipeline<'a, 'd> {
 
     /// Takes an answer into its slot.
     fn answered(&mut self, position: usize, answer: Result<Dispatched, NodeError>) {
-        let Some((_, slot)) = position
+        let Some(Entry { slot, .. }) = position
             .checked_sub(self.next_record)
             .and_then(|offset| self.window.get_mut(offset))
         else {
@@ -168,14 +198,15 @@ impl<'a, 'd> Pipeline<'a, 'd> {
     fn take_first(&mut self) -> Slot {
         self.window
             .front_mut()
-            .map(|(_, slot)| std::mem::replace(slot, Slot::Recorded))
+            .map(|entry| std::mem::replace(&mut entry.slot, Slot::Recorded))
             .unwrap_or(Slot::Waiting)
     }
 
-    /// The first unrecorded step is recorded: the window moves on by one.
-    fn advance(&mut self) {
-        self.window.pop_front();
+    /// The first unrecorded step is recorded: the window moves on by one,
+    /// handing back that step.
+    fn advance(&mut self) -> Option<Result<Cow<'a, Step>, NodeError>> {
         self.next_record += 1;
+        self.window.pop_front().map(|entry| entry.step)
     }
 
     /// Waits for every step still in flight and drops its answer.
@@ -208,16 +239,15 @@ pub(super) async fn run(
         let position = pipeline.next_record;
         match pipeline.take_first() {
             Slot::Answered(prepared, answer) => {
-                let scheduled = &scenario.schedule()[position];
-                let step = match scenario.step(scheduled.step_index) {
-                    Ok(step) => step,
-                    Err(e) => {
-                        pipeline.drain().await;
-                        return Err(e.into());
-                    }
+                let scheduled: &ScheduledStep = &scenario.schedule()[position];
+                // An answered step was read when it entered the window.
+                let Some(Ok(step)) = pipeline.advance() else {
+                    pipeline.drain().await;
+                    return Err(NodeError::Internal(
+                        "the run driver lost an answered step from its window",
+                    ));
                 };
                 let record = begin_record(scenario, recorder, scheduled, &step, &prepared);
-                pipeline.advance();
                 match answer {
                     Ok(dispatched) => {
                         let performed = executor.fold(&step.head.id, dispatched);
@@ -239,8 +269,8 @@ pub(super) async fn run(
                 return Err(e);
             }
             waiting => {
-                if let Some((_, slot)) = pipeline.window.front_mut() {
-                    *slot = waiting;
+                if let Some(entry) = pipeline.window.front_mut() {
+                    entry.slot = waiting;
                 }
                 pipeline.launch(executor);
                 match pipeline.next_answer().await {
@@ -248,7 +278,14 @@ pub(super) async fn run(
                     // The first unrecorded step overlaps nothing unfolded,
                     // so `launch` always dispatches it; nothing in flight
                     // with it unanswered is a defect, reported, never a hang.
-                    None if !matches!(pipeline.window.front(), Some((_, Slot::Unprepared(_)))) => {
+                    None if !matches!(
+                        pipeline.window.front(),
+                        Some(Entry {
+                            slot: Slot::Unprepared(_),
+                            ..
+                        })
+                    ) =>
+                    {
                         return Err(NodeError::Internal(
                             "the run driver has no step in flight while an unrecorded step waits",
                         ));
