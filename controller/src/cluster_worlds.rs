@@ -17,8 +17,19 @@
 //! go as one `EvaluateTogether`, and a fixture edit and its restore as
 //! `ChangeFixture` to the node hosting the server.
 //!
+//! A scenario with fault steps is evaluated on a local cluster started for
+//! it ([`evaluate_on_local`]): the batch's dispatcher is the one a fault
+//! run uses (`crate::local_faults`), so each batch's crashes, restarts,
+//! partitions, delays and stalls are inflicted on the real processes, and
+//! the next batch first brings the cluster back to health. The nodes of a
+//! topology file are not this controller's to kill, so a fault scenario is
+//! refused there.
+//!
 //! The evaluator's futures are waited for on the command's runtime, from
 //! the command's own thread (never from inside the runtime).
+
+use std::path::Path;
+use std::sync::Mutex;
 
 use chio_arena::adversary::fitness::ActionEvaluator;
 use chio_arena::Scenario;
@@ -36,12 +47,13 @@ use crate::cli::RunTopology;
 use crate::driver::RunInputs;
 use crate::error::CliError;
 use crate::local_cluster::{running_chio, LocalCluster};
+use crate::local_faults::{lock, start_cluster, LocalFaults};
 use crate::topology::{fresh_run_id, topology_error, GrpcTopology, Topology};
 
 /// Runs `evaluate` with an adversary evaluator whose worlds are on the
 /// nodes of `topology`, waited for on `runtime`. A scenario with fault
-/// steps is refused: its faults would have to be inflicted on the cluster
-/// in every batch, which only the embedded evaluator's simulation does.
+/// steps is refused: its faults would have to be inflicted on processes
+/// this controller did not start (see [`evaluate_on_local`]).
 pub fn evaluate_on<T>(
     runtime: &Runtime,
     topology: &Topology,
@@ -50,29 +62,76 @@ pub fn evaluate_on<T>(
     evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> T,
 ) -> Result<T, NodeError> {
     refuse_faults(scenario)?;
+    evaluate_in(runtime, topology, None, scenario, inputs, evaluate)
+}
+
+/// Runs `evaluate` with an adversary evaluator whose worlds are on a local
+/// cluster started for it with the `chio` binary at `chio` (and stopped
+/// after it), shaped for the scenario's fault steps
+/// (`local_faults::start_cluster`): each batch inflicts the faults its
+/// schedule declares on the real processes, as `chio arena run --topology
+/// local` does, and the next batch starts from a healthy cluster.
+pub fn evaluate_on_local<T>(
+    chio: &Path,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> T,
+) -> Result<T, NodeError> {
+    // Inflicting a fault blocks on the cluster's processes, which needs a
+    // runtime with workers (`tokio::task::block_in_place`).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("chio-cluster-worlds")
+        .enable_all()
+        .build()
+        .map_err(|e| NodeError::Config {
+            problem: format!("cannot start the async runtime: {e}"),
+            fix: "raise the process's thread or file limits",
+        })?;
+    let cluster = start_cluster(chio, scenario)?;
+    let topology = cluster.topology().clone();
+    let cluster = Mutex::new(cluster);
+    {
+        let _entered = runtime.enter();
+        lock(&cluster).serve_proxies()?;
+    }
+    let faults = scenario.fault_steps().next().is_some().then_some(&cluster);
+    evaluate_in(&runtime, &topology, faults, scenario, inputs, evaluate)
+}
+
+/// [`evaluate_on`], inflicting fault steps on `faults` when given.
+fn evaluate_in<T>(
+    runtime: &Runtime,
+    topology: &Topology,
+    faults: Option<&Mutex<LocalCluster>>,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    evaluate: impl FnOnce(&mut dyn ActionEvaluator) -> T,
+) -> Result<T, NodeError> {
     let world = World::resolve(scenario, &inputs.fixtures)?;
-    let worlds = ClusterWorlds::new(runtime, &world, topology, inputs)?;
+    let worlds = ClusterWorlds::new(runtime, &world, topology, inputs, faults)?;
     let mut evaluator = KernelActionEvaluator::with_worlds(scenario, world.clone(), worlds);
     Ok(evaluate(&mut evaluator))
 }
 
 /// How to evaluate a scenario with fault steps instead.
 const FAULT_FIX: &str =
-    "evaluate its adversaries embedded (no --topology), or remove the fault steps";
+    "evaluate its adversaries embedded (no --topology) or with --topology local";
 
-/// Why a scenario cannot be evaluated on node processes, if it cannot: its
-/// fault steps (see [`evaluate_on`]).
+/// Why a scenario cannot be evaluated on the nodes of a topology file, if
+/// it cannot: its fault steps (see [`evaluate_on`]).
 fn fault_refusal(scenario: &Scenario) -> Option<String> {
     scenario.fault_steps().next().map(|fault| {
         format!(
-            "scenario {} declares fault steps (the first: {}), which the adversary evaluator simulates only in process",
+            "scenario {} declares fault steps (the first: {}), which need processes the controller owns; a topology file names processes it did not start",
             scenario.id(),
             fault.describe()
         )
     })
 }
 
-/// Refuses a scenario with fault steps for evaluation on node processes.
+/// Refuses a scenario with fault steps for evaluation on nodes this
+/// controller did not start.
 pub fn refuse_faults(scenario: &Scenario) -> Result<(), NodeError> {
     match fault_refusal(scenario) {
         Some(problem) => Err(NodeError::Config {
@@ -109,13 +168,8 @@ pub fn evaluate_with_topology<T>(
             Ok(evaluate(&mut evaluator))
         }
         RunTopology::Local => {
-            refuse_faults_for(command, scenario)?;
-            let runtime = crate::arena_run::runtime(command)?;
             let chio = running_chio().map_err(|e| CliError::infrastructure(command, e))?;
-            let cluster = LocalCluster::start(&chio, &scenario.node_ids(), false, None)
-                .map_err(node_error)?;
-            evaluate_on(&runtime, cluster.topology(), scenario, inputs, evaluate)
-                .map_err(node_error)
+            evaluate_on_local(&chio, scenario, inputs, evaluate).map_err(node_error)
         }
         RunTopology::File(path) => {
             refuse_faults_for(command, scenario)?;
@@ -136,17 +190,25 @@ pub struct ClusterWorlds<'a> {
     /// One client per node, connected (and the authority trusted) once.
     grpc: GrpcTopology,
     link: GrpcLink,
+    /// The local cluster fault steps are inflicted on, when the scenario
+    /// declares any (its processes are this controller's).
+    faults: Option<&'a Mutex<LocalCluster>>,
+    /// The current instance's namespace in trust-control.
+    run_id: String,
 }
 
 impl<'a> ClusterWorlds<'a> {
     /// Instances of `world` on the nodes of `topology`, loaded with
     /// `inputs` and waited for on `runtime`: the processes are reached and
     /// the arena authority trusted here, once; each instance only loads.
+    /// With `faults`, fault steps are inflicted on that cluster, whose
+    /// topology `topology` is.
     pub fn new(
         runtime: &'a Runtime,
         world: &World,
         topology: &'a Topology,
         inputs: &'a RunInputs,
+        faults: Option<&'a Mutex<LocalCluster>>,
     ) -> Result<Self, NodeError> {
         // The clients' channels are made inside the runtime they will use.
         let _entered = runtime.enter();
@@ -163,6 +225,8 @@ impl<'a> ClusterWorlds<'a> {
             inputs,
             grpc,
             link,
+            faults,
+            run_id: String::new(),
         })
     }
 }
@@ -173,31 +237,62 @@ impl Worlds for ClusterWorlds<'_> {
     where
         Self: 'w;
 
+    /// A fresh instance: on a fault cluster, first brought back to health
+    /// from whatever the previous batch's faults left (nodes crashed,
+    /// links cut, trust-control stalled), then the world loaded on every
+    /// node under a fresh run id.
     fn instance<'w>(&'w mut self, world: &'w World) -> Result<ClusterInstance<'w>, NodeError> {
-        let run_id = fresh_run_id();
-        self.runtime
-            .block_on(self.grpc.load(self.inputs, self.topology, &run_id))?;
-        Ok(ClusterInstance {
-            runtime: self.runtime,
+        self.run_id = fresh_run_id();
+        let this: &'w Self = self;
+        let faults = this.faults.map(|cluster| LocalFaults {
+            grpc: &this.grpc,
+            cluster,
+            topology: this.topology,
             world,
-            grpc: &self.grpc,
-            link: &self.link,
+            inputs: this.inputs,
+            run_id: &this.run_id,
+            stalled: Default::default(),
+        });
+        if let Some(faults) = &faults {
+            this.runtime.block_on(faults.recover())?;
+        }
+        this.runtime
+            .block_on(this.grpc.load(this.inputs, this.topology, &this.run_id))?;
+        Ok(ClusterInstance {
+            runtime: this.runtime,
+            world,
+            grpc: &this.grpc,
+            link: &this.link,
+            faults,
         })
     }
 }
 
 /// One batch's instance of the world on the cluster's nodes.
-#[derive(Debug)]
 pub struct ClusterInstance<'w> {
     runtime: &'w Runtime,
     world: &'w World,
     grpc: &'w GrpcTopology,
     link: &'w GrpcLink,
+    /// The dispatcher that inflicts the batch's fault steps, on a fault
+    /// cluster.
+    faults: Option<LocalFaults<'w>>,
+}
+
+impl std::fmt::Debug for ClusterInstance<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterInstance")
+            .field("faults", &self.faults.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl WorldInstance for ClusterInstance<'_> {
     fn dispatcher(&self) -> &dyn Dispatcher {
-        self.grpc
+        match &self.faults {
+            Some(faults) => faults,
+            None => self.grpc,
+        }
     }
 
     fn complete<T>(

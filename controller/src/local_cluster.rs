@@ -295,6 +295,31 @@ impl LocalCluster {
             .collect()
     }
 
+    /// Every link proxy of the cluster, in link order.
+    pub fn proxies(&self) -> impl Iterator<Item = &LinkProxy> {
+        self.proxies.values()
+    }
+
+    /// The nodes whose process has exited (killed by a crash fault, or
+    /// died), in name order.
+    pub fn exited_nodes(&mut self) -> Result<Vec<String>, NodeError> {
+        let mut exited = Vec::new();
+        for (label, child) in &mut self.children {
+            let Some(name) = label.strip_prefix("node ") else {
+                continue;
+            };
+            let status = child.try_wait().map_err(|e| NodeError::Remote {
+                target: label.clone(),
+                cause: format!("its status cannot be read: {e}"),
+            })?;
+            if status.is_some() {
+                exited.push(name.to_string());
+            }
+        }
+        exited.sort();
+        Ok(exited)
+    }
+
     /// Kills node `name`'s process and waits for it to exit.
     pub fn kill_node(&mut self, name: &str) -> Result<(), NodeError> {
         let label = format!("node {name}");

@@ -29,11 +29,13 @@
 //! the step executor.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use chio_arena::scenario::{FaultAction, TRUST_CONTROL};
+use chio_arena::Scenario;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::executor::{FaultEvent, PreparedFault};
 use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
@@ -69,6 +71,25 @@ const DRAIN_BOUND: Duration = Duration::from_secs(2);
 const CLOSE_SETTLE: Duration = Duration::from_millis(50);
 /// The deadline of the store call that checks a stall is in effect.
 const STALL_PROBE_DEADLINE: Duration = Duration::from_millis(200);
+
+/// Starts a local cluster for `scenario`'s nodes, shaped for its fault
+/// steps: every link proxied when one partitions, heals or delays a link
+/// or stalls trust-control, and the nodes' store deadlines shortened when
+/// one stalls it ([`STALL_STORE_DEADLINES`]). The caller serves the
+/// proxies on its runtime ([`LocalCluster::serve_proxies`]).
+pub fn start_cluster(chio: &Path, scenario: &Scenario) -> Result<LocalCluster, NodeError> {
+    let mut proxied = false;
+    let mut stalls = false;
+    for fault in scenario.fault_steps() {
+        proxied |= !matches!(
+            fault,
+            FaultAction::Crash { .. } | FaultAction::Restart { .. }
+        );
+        stalls |= matches!(fault, FaultAction::Stall { .. });
+    }
+    let deadlines = stalls.then_some(STALL_STORE_DEADLINES);
+    LocalCluster::start(chio, &scenario.node_ids(), proxied, deadlines)
+}
 
 /// Locks the cluster; a poisoned lock only means a panic elsewhere.
 pub fn lock(cluster: &Mutex<LocalCluster>) -> MutexGuard<'_, LocalCluster> {
@@ -171,6 +192,30 @@ impl LocalFaults<'_> {
                 self.set_link(&link.from, &link.to, LinkMode::Delayed(wall))
             }
         }
+    }
+
+    /// Brings the cluster back to health after whatever faults an earlier
+    /// use of it left in effect: every exited node process is started
+    /// again (the caller then loads a world on every node), a stall is
+    /// ended as a stall's end is, and every link is opened. Nothing sent
+    /// into a fault reaches anything afterwards.
+    pub async fn recover(&self) -> Result<(), NodeError> {
+        for node in self.blocking(|c| c.exited_nodes())? {
+            self.blocking(|c| c.restart_node(&node))?;
+        }
+        let swallowing = lock(self.cluster)
+            .control_proxies()
+            .iter()
+            .any(|proxy| proxy.mode() == LinkMode::BlackHole);
+        if swallowing {
+            self.end_stall().await?;
+        } else {
+            self.blocking(|c| c.signal_trust_control("CONT"))?;
+        }
+        for proxy in lock(self.cluster).proxies() {
+            proxy.set(LinkMode::Open);
+        }
+        Ok(())
     }
 
     /// Switches every node's link to trust-control that is in mode `from`

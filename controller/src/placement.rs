@@ -16,9 +16,10 @@
 //!
 //! The adversary part of a run goes to the same place
 //! ([`RunPlaces::evaluate`], `crate::cluster_worlds`): its batches load
-//! their worlds on the same pooled cluster or topology file's nodes, and a
-//! scenario with fault steps is refused there, since only the embedded
-//! evaluator simulates faults batch by batch.
+//! their worlds on the same pooled cluster or topology file's nodes. A
+//! scenario with fault steps is evaluated on a local cluster of its own,
+//! whose processes each batch's faults are inflicted on, and is refused on
+//! a topology file's nodes, as its run is.
 //!
 //! The place never reaches an output: by the determinism contract a run's
 //! bundle, and so its measurements, are the same bytes on every topology.
@@ -30,7 +31,7 @@ use chio_arena::Scenario;
 use chio_node::NodeError;
 
 use crate::cli::RunTopology;
-use crate::cluster_worlds::{evaluate_on, evaluate_with_topology, refuse_faults};
+use crate::cluster_worlds::{evaluate_on, evaluate_on_local, evaluate_with_topology};
 use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::local_cluster::{running_chio, LocalCluster};
@@ -187,8 +188,13 @@ impl RunPlaces {
                 .map_err(|e| e.to_string())?;
                 evaluated.map_err(|e| e.to_string())
             }
+            RunTopology::Local if scenario.fault_steps().next().is_some() => {
+                // Its faults kill, pause and cut processes: a cluster of
+                // its own, stopped after the evaluation.
+                let chio = running_chio().map_err(|problem| problem.to_string())?;
+                flatten(evaluate_on_local(&chio, scenario, inputs, evaluate))
+            }
             RunTopology::Local => {
-                refuse_faults(scenario).map_err(|e| e.to_string())?;
                 let runtime = current_thread().map_err(|e| e.to_string())?;
                 let nodes = scenario.node_ids();
                 let cluster = self.take_cluster(&nodes).map_err(|e| e.to_string())?;

@@ -40,7 +40,7 @@ use crate::driver::{
 };
 use crate::error::{codes, CliError};
 use crate::local_cluster::{running_chio, LocalCluster};
-use crate::local_faults::{audit_receipts, lock, LocalFaults, STALL_STORE_DEADLINES};
+use crate::local_faults::{audit_receipts, lock, start_cluster, LocalFaults};
 
 /// The error code of a topology file that cannot be used.
 pub const TOPOLOGY_INVALID: &str = codes::TOPOLOGY_INVALID.code;
@@ -461,37 +461,22 @@ impl ClusterRun<'_> {
 fn run_local(
     runtime: &tokio::runtime::Runtime,
     chio: &Path,
-    faults: &[&FaultAction],
     scenario: &Scenario,
     inputs: &RunInputs,
     options: RunOptions,
     out: Option<&Path>,
 ) -> Result<Written, NodeError> {
-    let proxied = faults.iter().any(|f| {
-        matches!(
-            f,
-            FaultAction::Partition { .. }
-                | FaultAction::Heal { .. }
-                | FaultAction::Delay { .. }
-                | FaultAction::Stall { .. }
-        )
-    });
-    let stalls = faults
-        .iter()
-        .any(|f| matches!(f, FaultAction::Stall { .. }));
-    let deadlines = stalls.then_some(STALL_STORE_DEADLINES);
-    let cluster = LocalCluster::start(chio, &scenario.node_ids(), proxied, deadlines)?;
+    let cluster = start_cluster(chio, scenario)?;
     let topology = cluster.topology().clone();
     let cluster = std::sync::Mutex::new(cluster);
+    let faulty = scenario.fault_steps().next().is_some();
     runtime.block_on(async {
-        if proxied {
-            lock(&cluster).serve_proxies()?;
-        }
+        lock(&cluster).serve_proxies()?;
         let run = ClusterRun {
             topology: &topology,
             topology_name: "local",
             stop_nodes: true,
-            faults: (!faults.is_empty()).then_some(&cluster),
+            faults: faulty.then_some(&cluster),
         };
         run.run(scenario, inputs, options, out).await
     })
@@ -523,9 +508,7 @@ pub fn run_with_topology(
         RunTopology::File(path) => path,
         RunTopology::Local => {
             let chio = running_chio().map_err(|e| CliError::infrastructure(command, e))?;
-            return Ok(run_local(
-                &runtime, &chio, &faults, scenario, inputs, options, out,
-            ));
+            return Ok(run_local(&runtime, &chio, scenario, inputs, options, out));
         }
     };
     if let Some(fault) = faults.first() {

@@ -178,10 +178,71 @@ fn every_adversary_scenario_evolves_alike_on_a_local_cluster() {
     );
 }
 
-// A scenario with fault steps is refused on a topology before any process
-// starts, with the fix named; embedded, the same search runs.
+/// The records of every action in an evolve trace.
+fn trace_records(files: &BTreeMap<String, Vec<u8>>) -> Vec<Value> {
+    let trace: Value =
+        serde_json::from_slice(&files["evolve-trace.json"]).expect("the trace is JSON");
+    let mut records = Vec::new();
+    collect_records(&trace, &mut records);
+    records
+}
+
+/// Every object of `value` that carries an action's `result`.
+fn collect_records(value: &Value, out: &mut Vec<Value>) {
+    match value {
+        Value::Object(map) => {
+            if map.contains_key("action") && map.contains_key("result") {
+                out.push(value.clone());
+            }
+            map.values().for_each(|v| collect_records(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_records(v, out)),
+        _ => {}
+    }
+}
+
+// A search whose schedule crashes, restarts and cuts nodes inflicts them on
+// a local cluster's real processes and writes the embedded bytes: an action
+// whose kernel's node is down reaches no kernel (a deny naming the crash,
+// without a receipt) in both places, and each batch starts from a healthy
+// cluster although the schedule ends with a node down and a link cut.
 #[test]
-fn evolve_refuses_fault_steps_on_a_topology() {
+fn evolve_inflicts_crashes_and_cuts_on_a_local_cluster() {
+    let scenario = repo_path("scenarios/adversaries-during-faults.toml");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (embedded_summary, embedded) = evolve_scenario(&scenario, &dir.path().join("e"), &[]);
+    let (local_summary, local) =
+        evolve_scenario(&scenario, &dir.path().join("l"), &["--topology", "local"]);
+    assert!(
+        embedded == local,
+        "the search on a local cluster wrote other files"
+    );
+    assert_eq!(without_dir(&embedded_summary), without_dir(&local_summary));
+    let records = trace_records(&local);
+    assert!(records.len() > 100, "only {} action records", records.len());
+    let unreached: Vec<&Value> = records
+        .iter()
+        .filter(|r| {
+            r["reason"]
+                == "kernel kernel-b cannot decide: node node-b is down (crashed at step crash-node-b)"
+        })
+        .collect();
+    assert!(!unreached.is_empty(), "no action met the crashed kernel");
+    for record in &records {
+        let decided = record.get("receipt_id").is_some();
+        let is_unreached = unreached.contains(&record);
+        assert!(decided != is_unreached, "{record}");
+    }
+    assert!(unreached
+        .iter()
+        .all(|r| r["actual"] == "deny" && r["stage"] == "dispatch"));
+}
+
+// A search whose schedule stalls trust-control meets the stall on real
+// processes as in process: the actions made during it are denied by their
+// kernels at the store's deadline, and the files are the embedded ones.
+#[test]
+fn evolve_meets_a_stall_on_a_local_cluster_as_embedded() {
     let text = std::fs::read_to_string(repo_path("scenarios/fault_stall_during_budget_hold.toml"))
         .expect("fault scenario");
     let text = format!(
@@ -194,31 +255,52 @@ fn evolve_refuses_fault_steps_on_a_topology() {
     );
     let path = dir.path().join("faulty.toml");
     std::fs::write(&path, text).expect("scenario");
-    let path = path.display().to_string();
+    let (_, embedded) = evolve_scenario(&path, &dir.path().join("e"), &[]);
+    let (_, local) = evolve_scenario(&path, &dir.path().join("l"), &["--topology", "local"]);
+    assert!(
+        embedded == local,
+        "the search on a local cluster wrote other files"
+    );
+    let stalled = trace_records(&local)
+        .iter()
+        .filter(|r| {
+            r["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.contains("trust-control deadline exceeded"))
+        })
+        .count();
+    assert!(stalled > 0, "no action met the stall");
+}
+
+// A topology file names processes the controller did not start, so a search
+// with fault steps is refused there before anything is sent, naming the fix.
+#[test]
+fn evolve_refuses_fault_steps_on_a_topology_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scenario = repo_path("scenarios/adversaries-during-faults.toml")
+        .display()
+        .to_string();
+    let topology = dir.path().join("topology.toml").display().to_string();
     let out = dir.path().join("out").display().to_string();
     let args = [
         "arena",
         "evolve",
-        path.as_str(),
+        scenario.as_str(),
         "--generations",
         "1",
         "--quiet",
         "--out",
         out.as_str(),
         "--topology",
-        "local",
+        topology.as_str(),
     ];
     let output = run_chio(dir.path(), &args);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(stderr.contains("CHIO-TOPOLOGY-INVALID"), "{stderr}");
     assert!(
-        stderr.contains("declares fault steps") && stderr.contains("no --topology"),
+        stderr.contains("declares fault steps") && stderr.contains("--topology local"),
         "{stderr}"
     );
-    let embedded = run_chio(dir.path(), &args[..8]);
-    assert!(
-        embedded.status.success(),
-        "{}",
-        explain(&args[..8], &embedded)
-    );
+    assert!(!dir.path().join("out").exists(), "nothing is written");
 }

@@ -66,8 +66,11 @@ pub struct ActionOutcome {
     pub guard: Option<String>,
     /// The kernel that decided.
     pub kernel: String,
-    /// The signed receipt of the decisive request.
-    pub receipt: SignedReceipt,
+    /// The signed receipt of the decisive request; `None` when no kernel
+    /// decided it (the node hosting the kernel was down when the action
+    /// was made, so the call never reached a kernel).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<SignedReceipt>,
     /// Kernel evaluations the action took (a replay takes two).
     pub evaluations: u32,
     /// What the search learns beyond the verdict: stage, closeness, the goal oracle.
@@ -245,8 +248,10 @@ pub struct ActionRecord {
     pub reason: Option<String>,
     /// The deciding guard, if any.
     pub guard: Option<String>,
-    /// The receipt id, content-addressed.
-    pub receipt_id: String,
+    /// The receipt id, content-addressed; absent when no kernel decided
+    /// the action (its kernel's node was down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_id: Option<String>,
     /// The score.
     pub result: ActionResult,
     /// The member's operator sequence.
@@ -492,7 +497,7 @@ pub fn evaluate_population(
                 actual: outcome.projected,
                 reason: outcome.reason,
                 guard: outcome.guard,
-                receipt_id: outcome.receipt.id,
+                receipt_id: outcome.receipt.map(|r| r.id),
                 result,
                 operators: action.operators.clone(),
                 stage,

@@ -113,47 +113,53 @@ pub type FixtureDescriptor = PromotedCase;
 pub type AdversarialCase = PromotedCase;
 
 impl PromotedCase {
-    /// A fixture descriptor, for a Deny outcome only.
+    /// A fixture descriptor, for a Deny outcome a kernel decided only
+    /// (an action no kernel reached has no receipt to promote).
     pub fn fixture(
         scenario_id: &str,
         scenario: &str,
         action: &AdversaryAction,
         outcome: &ActionOutcome,
     ) -> Option<Self> {
-        (outcome.projected == ProjectedVerdict::Deny)
-            .then(|| Self::build(FIXTURE_SCHEMA, scenario_id, scenario, action, outcome))
+        if outcome.projected != ProjectedVerdict::Deny {
+            return None;
+        }
+        Self::build(FIXTURE_SCHEMA, scenario_id, scenario, action, outcome)
     }
 
-    /// An adversarial case, for a Deny or Rewrite outcome only.
+    /// An adversarial case, for a Deny or Rewrite outcome a kernel decided
+    /// only.
     pub fn adversarial(
         scenario_id: &str,
         scenario: &str,
         action: &AdversaryAction,
         outcome: &ActionOutcome,
     ) -> Option<Self> {
-        matches!(
+        if !matches!(
             outcome.projected,
             ProjectedVerdict::Deny | ProjectedVerdict::Rewrite
+        ) {
+            return None;
+        }
+        Self::build(
+            ADVERSARIAL_CASE_SCHEMA,
+            scenario_id,
+            scenario,
+            action,
+            outcome,
         )
-        .then(|| {
-            Self::build(
-                ADVERSARIAL_CASE_SCHEMA,
-                scenario_id,
-                scenario,
-                action,
-                outcome,
-            )
-        })
     }
 
+    /// The case of `outcome`, when a kernel signed a receipt for it.
     fn build(
         schema: &str,
         scenario_id: &str,
         scenario: &str,
         action: &AdversaryAction,
         outcome: &ActionOutcome,
-    ) -> Self {
-        Self {
+    ) -> Option<Self> {
+        let receipt = outcome.receipt.clone()?;
+        Some(Self {
             schema_version: schema.to_string(),
             scenario_id: scenario_id.to_string(),
             scenario: scenario.to_string(),
@@ -163,8 +169,8 @@ impl PromotedCase {
             projected: outcome.projected,
             reason: outcome.reason.clone(),
             guard: outcome.guard.clone(),
-            receipt: outcome.receipt.clone(),
-        }
+            receipt,
+        })
     }
 
     /// The case's file name: scenario id and action id, `/` made `_`.
@@ -181,7 +187,7 @@ impl PromotedCase {
         outcome.verdict == self.verdict
             && outcome.projected == self.projected
             && outcome.reason == self.reason
-            && outcome.receipt == self.receipt
+            && outcome.receipt.as_ref() == Some(&self.receipt)
     }
 }
 

@@ -125,6 +125,13 @@ impl FaultState {
             .map(|step| format!("node {node} is down (crashed at step {step})"))
     }
 
+    /// Why kernel `kernel`, on node `node`, cannot decide anything, if it
+    /// cannot: its node is down, so a call sent to it finds no process.
+    pub fn kernel_unreachable(&self, kernel: &str, node: &str) -> Option<String> {
+        self.down(node)
+            .map(|why| format!("kernel {kernel} cannot decide: {why}"))
+    }
+
     /// The deny of a call by `agent`, whose node `agent_node` is down:
     /// nobody can make the call, so the controller answers it.
     pub fn call_blocked(&self, agent: &str, agent_node: &str) -> Option<String> {
