@@ -44,7 +44,7 @@ use crate::outage;
 use crate::shared::SharedTrust;
 use crate::simulated_faults::FaultSwitch;
 use crate::tools::ToolServer;
-use crate::world::{KernelPlan, World};
+use crate::world::{KernelPlan, ServerPlan, World};
 
 /// The mutable half of the world: kernels, servers and what agents hold.
 #[derive(Debug)]
@@ -124,6 +124,11 @@ pub fn serve(
     }
 }
 
+/// Tool server `id` as `plan` seeds it, nothing called yet.
+fn fresh_server(id: &str, plan: &ServerPlan) -> ToolServer {
+    ToolServer::new(id, plan.config.clone()).with_integrity(plan.integrity.clone())
+}
+
 /// A world answered synchronously (see the module doc).
 #[derive(Debug)]
 pub struct DirectDispatcher<'w> {
@@ -160,11 +165,7 @@ impl<'w> DirectDispatcher<'w> {
         let servers = world
             .servers
             .iter()
-            .map(|(id, plan)| {
-                let server =
-                    ToolServer::new(id, plan.config.clone()).with_integrity(plan.integrity.clone());
-                (id.clone(), server)
-            })
+            .map(|(id, plan)| (id.clone(), fresh_server(id, plan)))
             .collect();
         let mut held: BTreeMap<String, BTreeMap<String, CapabilityToken>> = BTreeMap::new();
         for (id, (holder, token)) in &world.grants {
@@ -234,13 +235,21 @@ impl<'w> DirectDispatcher<'w> {
     }
 
     /// Restarts `node` as a node process restarts: fresh kernels (an empty
-    /// session journal) over the same shared state, and its agents holding
-    /// their grants and `restore`.
+    /// session journal) over the same shared state, the tool servers its
+    /// kernels serve seeded afresh from the world's fixtures (what a call
+    /// wrote before the crash is gone, as it is from a restarted process
+    /// and from the embedded topology's restarted node), and its agents
+    /// holding their grants and `restore`.
     fn restart(&self, node: &str, restore: &[(String, CapabilityToken)]) -> Result<(), NodeError> {
         let mut state = self.state()?;
         for (id, plan) in self.world.kernels.iter().filter(|(_, k)| k.node == node) {
             let kernel = start_kernel(&self.trust, &self.switch, id, plan)?;
             state.kernels.insert(id.clone(), kernel);
+        }
+        for (id, plan) in &self.world.servers {
+            if plan.node == node {
+                state.servers.insert(id.clone(), fresh_server(id, plan));
+            }
         }
         for agent in self.world.agents.values().filter(|a| a.node == node) {
             let grants = self
