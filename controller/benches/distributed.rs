@@ -13,6 +13,14 @@
 //! (`CHIO_BENCH_ROLE=echo-server`), so both round trips cross a process
 //! boundary on loopback with `TCP_NODELAY` on both ends.
 //!
+//! A third measure in the same invocation is the floor the contracts set
+//! under a cross-node step (`docs/topology.md`): four sequential echo
+//! round trips (controller to node, node to node, the kernel's two
+//! trust-control batches) and two durable SQLite commits (WAL,
+//! `synchronous=FULL`: the seen request id and holds before dispatch, the
+//! receipt before the allow is released), with no kernel at all. The step
+//! is printed against both the echo and that floor.
+//!
 //! Run: `cargo bench -p chio-controller --bench distributed`
 //! (`CHIO_BENCH_STEPS` changes the step count). Node scaling:
 //! `CHIO_BENCH_NODES=1,2,4,8` runs the same scenario shape over each number
@@ -220,9 +228,8 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
     }
 }
 
-/// `steps` sequential tonic unary echo calls (512-byte payload, after 200
-/// warm-up calls) to a child process serving the echo; each call's latency.
-fn measure_echo(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration> {
+/// Starts this benchmark binary as the echo server; the child and its address.
+fn spawn_echo() -> (std::process::Child, String) {
     let mut child = Command::new(std::env::current_exe().expect("bench binary"))
         .env(ROLE_ENV, "echo-server")
         .stdout(Stdio::piped())
@@ -237,32 +244,44 @@ fn measure_echo(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration
         .strip_prefix("listening on ")
         .expect("echo address")
         .to_string();
+    (child, addr)
+}
+
+/// A client of the echo at `addr`, warmed up with 200 calls.
+async fn echo_client(addr: &str) -> EchoClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .expect("echo connects");
+    let mut client = EchoClient::new(channel);
+    for _ in 0..200 {
+        echo_once(&mut client).await;
+    }
+    client
+}
+
+/// One unary echo of a 512-byte payload.
+async fn echo_once(client: &mut EchoClient<tonic::transport::Channel>) {
+    client
+        .echo(EchoMessage {
+            payload: vec![7u8; 512],
+        })
+        .await
+        .unwrap();
+}
+
+/// `steps` sequential tonic unary echo calls (512-byte payload, after 200
+/// warm-up calls) to a child process serving the echo; each call's latency.
+fn measure_echo(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration> {
+    let (mut child, addr) = spawn_echo();
     let echo = runtime.block_on(async {
-        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
-            .unwrap()
-            .tcp_nodelay(true)
-            .connect()
-            .await
-            .expect("echo connects");
-        let mut client = EchoClient::new(channel);
-        let payload = vec![7u8; 512];
-        for _ in 0..200 {
-            client
-                .echo(EchoMessage {
-                    payload: payload.clone(),
-                })
-                .await
-                .unwrap();
-        }
+        let mut client = echo_client(&addr).await;
         let mut echo = Vec::with_capacity(steps);
         for _ in 0..steps {
             let began = Instant::now();
-            client
-                .echo(EchoMessage {
-                    payload: payload.clone(),
-                })
-                .await
-                .unwrap();
+            echo_once(&mut client).await;
             echo.push(began.elapsed());
         }
         echo
@@ -270,6 +289,54 @@ fn measure_echo(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration
     let _ = child.kill();
     let _ = child.wait();
     echo
+}
+
+/// Round trips a cross-node step must make one after another: controller
+/// to the agent's node, that node to the kernel's node, and the kernel's
+/// two trust-control batches (before dispatch, and the receipt before the
+/// allow is released).
+const FLOOR_HOPS: usize = 4;
+/// Durable commits a cross-node step must wait for one after another: the
+/// seen request id and holds before dispatch, the receipt after it.
+const FLOOR_COMMITS: usize = 2;
+
+/// The floor the contracts set under a cross-node step, measured: per
+/// step, [`FLOOR_HOPS`] sequential echo round trips to a child process and
+/// [`FLOOR_COMMITS`] one-row SQLite transactions (WAL,
+/// `synchronous=FULL`, a file in a fresh temporary folder), with no
+/// signing, no kernel and no scenario. Answers each step's latency.
+fn measure_floor(runtime: &tokio::runtime::Runtime, steps: usize) -> Vec<Duration> {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let db = rusqlite::Connection::open(dir.path().join("floor.db")).expect("database");
+    db.pragma_update(None, "journal_mode", "WAL").expect("WAL");
+    db.pragma_update(None, "synchronous", "FULL")
+        .expect("synchronous=FULL");
+    db.execute(
+        "CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",
+        [],
+    )
+    .expect("table");
+    let body = vec![9u8; 512];
+    let (mut child, addr) = spawn_echo();
+    let floor = runtime.block_on(async {
+        let mut client = echo_client(&addr).await;
+        let mut floor = Vec::with_capacity(steps);
+        for _ in 0..steps {
+            let began = Instant::now();
+            for _ in 0..FLOOR_HOPS {
+                echo_once(&mut client).await;
+            }
+            for _ in 0..FLOOR_COMMITS {
+                db.execute("INSERT INTO rows (body) VALUES (?1)", [&body])
+                    .expect("durable insert");
+            }
+            floor.push(began.elapsed());
+        }
+        floor
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    floor
 }
 
 fn main() {
@@ -308,6 +375,10 @@ fn main() {
     // 2. The bare echo between this process and a child process.
     let mut echo = measure_echo(&runtime, steps);
     echo.sort();
+    // 3. The floor the contracts set: the step's hops and commits, bare.
+    let mut floor = measure_floor(&runtime, steps);
+    floor.sort();
+    let floor_mean: Duration = floor.iter().sum::<Duration>() / steps as u32;
 
     let echo_mean: Duration = echo.iter().sum::<Duration>() / steps as u32;
     println!("distributed benchmark: {steps} steps per run, node processes + trust-control (SQLite WAL, synchronous=FULL), loopback");
@@ -338,6 +409,12 @@ fn main() {
         echo_mean,
         &echo,
     );
+    row(
+        format!("contract floor: {FLOOR_HOPS} echoes + {FLOOR_COMMITS} durable commits"),
+        1.0 / floor_mean.as_secs_f64(),
+        floor_mean,
+        &floor,
+    );
     for run in &runs {
         let step_mean = run.elapsed / steps as u32;
         println!(
@@ -346,6 +423,12 @@ fn main() {
             step_mean.as_secs_f64() / echo_mean.as_secs_f64(),
             percentile(&run.samples, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
             percentile(&run.samples, 0.99).as_secs_f64() / percentile(&echo, 0.99).as_secs_f64(),
+        );
+        println!(
+            "{} node(s): ratio step/contract floor p50 {:.2}x (the floor itself is {:.1}x the echo)",
+            run.nodes,
+            percentile(&run.samples, 0.5).as_secs_f64() / percentile(&floor, 0.5).as_secs_f64(),
+            percentile(&floor, 0.5).as_secs_f64() / percentile(&echo, 0.5).as_secs_f64(),
         );
     }
 }
