@@ -165,6 +165,39 @@ pub struct StepRecord {
 }
 
 impl StepRecord {
+    /// The record of step `step_id`, an `action` of `agent` at
+    /// `virtual_time` with `inputs`, before anything of its answer is
+    /// known: every optional field empty.
+    pub fn new(
+        step_id: &str,
+        action: ActionKind,
+        agent: &str,
+        virtual_time: String,
+        inputs: StepInputs,
+    ) -> StepRecord {
+        StepRecord {
+            step_id: step_id.to_string(),
+            action,
+            agent: agent.to_string(),
+            virtual_time,
+            kernel: None,
+            target: None,
+            expected: None,
+            actual: None,
+            verdict: None,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            recorded: None,
+            pass: None,
+            detail: None,
+            expected_reason: None,
+            labels: None,
+            trace: None,
+            inputs,
+        }
+    }
+
     /// A call step's actual verdict and who gave it, in the words of a
     /// mismatch: the kernel when one decided it (the step has a receipt),
     /// else the calling side (its agent's node, or the controller when that

@@ -22,25 +22,14 @@ fn suite_of(ids: &[&str]) -> Result<TestSuite, CliError> {
     )
     .unwrap();
     let record = |id: &str| StepRecord {
-        step_id: id.to_string(),
-        action: chio_arena::ActionKind::Call,
-        agent: "solo".to_string(),
-        virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
-        kernel: None,
-        target: None,
-        expected: None,
-        actual: None,
-        verdict: None,
-        reason: None,
-        guard: None,
-        receipt_id: None,
-        recorded: None,
         pass: Some(true),
-        detail: None,
-        expected_reason: None,
-        labels: None,
-        trace: None,
-        inputs: StepInputs::default(),
+        ..StepRecord::new(
+            id,
+            chio_arena::ActionKind::Call,
+            "solo",
+            "2026-01-05T08:00:00.000Z".to_string(),
+            StepInputs::default(),
+        )
     };
     let mut manifest = BundleManifest {
         schema_version: BUNDLE_SCHEMA.to_string(),

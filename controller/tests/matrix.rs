@@ -349,7 +349,12 @@ fn progress_stays_off_a_non_terminal_and_out_of_files() {
 }
 
 fn base_matrix(body: &str) -> String {
-    let scenario = repo_path("scenarios/pr-421-review.toml");
+    matrix_over("scenarios/pr-421-review.toml", body)
+}
+
+/// A two-repetition matrix over the reference scenario at `scenario`.
+fn matrix_over(scenario: &str, body: &str) -> String {
+    let scenario = repo_path(scenario);
     format!(
         "schema_version = \"chio.arena.matrix/v2\"\nid = \"m\"\ntitle = \"t\"\nhypothesis = \"the weak pipeline lets attacks through\"\nscenario = {:?}\nroot = \"/\"\n\n[protocol]\nrepetitions = 2\n\n{body}",
         scenario.to_str().unwrap()
@@ -643,13 +648,60 @@ fn every_experiment_code_is_documented() {
     assert!(repo_path("docs/matrices.md").exists());
 }
 
+/// The axis that moves a run between the embedded topology and node
+/// processes the controller starts.
+const PLACE_AXIS: &str = "[axes]\nplace = [\"embedded\", \"local\"]\n\n[values.place.local]\ntopology = \"local\"\n\n[verdict]\ncriterion = \"escape_rate\"\nreference = { place = \"embedded\" }\n";
+
 /// A matrix whose one axis moves the scenario part of a run between the
 /// embedded topology and node processes the controller starts.
 fn topology_matrix(dir: &Path) -> PathBuf {
     let file = dir.join("where.toml");
-    let body = "[axes]\nplace = [\"embedded\", \"local\"]\n\n[values.place.local]\ntopology = \"local\"\n\n[verdict]\ncriterion = \"escape_rate\"\nreference = { place = \"embedded\" }\n";
-    std::fs::write(&file, base_matrix(body)).unwrap();
+    std::fs::write(&file, base_matrix(PLACE_AXIS)).unwrap();
     file
+}
+
+// A cell of a scenario whose schedule crashes, restarts and cuts nodes, declared `topology = "local"`, inflicts those faults on real processes in its run and in every adversary batch, and measures exactly what the embedded cell measures.
+#[test]
+fn a_fault_scenarios_cells_measure_the_same_on_a_local_cluster() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("faults.toml");
+    let text = matrix_over("scenarios/adversaries-during-faults.toml", PLACE_AXIS);
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--json",
+        "--workers",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let records = run_records(&out);
+    assert_eq!(records.len(), 4, "two cells, two repetitions");
+    for repetition in 0..2 {
+        let find = |cell: usize| {
+            let name = format!("c{cell:03}-r{repetition:04}.json");
+            let (_, bytes) = records
+                .iter()
+                .find(|(p, _)| p.to_str() == Some(name.as_str()))
+                .unwrap_or_else(|| panic!("no record {name}"));
+            metrics_of(bytes)
+        };
+        let embedded = find(0);
+        assert!(
+            embedded["adversary_actions"].as_u64().unwrap_or(0) > 100,
+            "no adversary was evaluated: {embedded}"
+        );
+        assert_eq!(
+            embedded,
+            find(1),
+            "repetition {repetition} differs by topology"
+        );
+    }
 }
 
 fn metrics_of(record: &[u8]) -> serde_json::Value {

@@ -7,10 +7,6 @@ use chio_kernel::verdict::ProjectedVerdict;
 pub(super) fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
     let projected = ProjectedVerdict::parse(actual).expect("a verdict of the scenario alphabet");
     StepRecord {
-        step_id: id.to_string(),
-        action: ActionKind::Call,
-        agent: "a".to_string(),
-        virtual_time: "2026-01-01T00:00:00.000Z".to_string(),
         kernel: Some("k".to_string()),
         target: Some("s/t".to_string()),
         expected: Some(ProjectedVerdict::Allow.into()),
@@ -24,17 +20,19 @@ pub(super) fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
         receipt_id: Some(format!("r-{id}-{actual}")),
         recorded: Some(true),
         pass: Some(actual == "allow"),
-        detail: None,
-        expected_reason: None,
-        labels: None,
-        trace: None,
-        inputs: StepInputs {
-            invocation: "i".to_string(),
-            evaluator: evaluator.to_string(),
-            authority_time: "t".to_string(),
-            admission: "a".to_string(),
-            session: "s".to_string(),
-        },
+        ..StepRecord::new(
+            id,
+            ActionKind::Call,
+            "a",
+            "2026-01-01T00:00:00.000Z".to_string(),
+            StepInputs {
+                invocation: "i".to_string(),
+                evaluator: evaluator.to_string(),
+                authority_time: "t".to_string(),
+                admission: "a".to_string(),
+                session: "s".to_string(),
+            },
+        )
     }
 }
 

@@ -64,27 +64,17 @@ fn table(scenario: &Scenario, result: &RunResult, dir: &Path) -> (Result<Tally, 
 
 /// A record of `id` for a hand-made bundle.
 fn step(id: &str) -> StepRecord {
-    StepRecord {
-        step_id: id.to_string(),
-        action: ActionKind::Call,
-        agent: "solo".to_string(),
-        virtual_time: "2026-01-05T08:00:00.000Z".to_string(),
-        kernel: Some("kernel-a".to_string()),
-        target: Some("workspace/read_file".to_string()),
-        expected: Some(ProjectedVerdict::Allow.into()),
-        actual: None,
-        verdict: None,
-        reason: None,
-        guard: None,
-        receipt_id: None,
-        recorded: None,
-        pass: None,
-        detail: None,
-        expected_reason: None,
-        labels: None,
-        trace: None,
-        inputs: StepInputs::default(),
-    }
+    let mut record = StepRecord::new(
+        id,
+        ActionKind::Call,
+        "solo",
+        "2026-01-05T08:00:00.000Z".to_string(),
+        StepInputs::default(),
+    );
+    record.kernel = Some("kernel-a".to_string());
+    record.target = Some("workspace/read_file".to_string());
+    record.expected = Some(ProjectedVerdict::Allow.into());
+    record
 }
 
 /// Writes a hand-made bundle of the walking skeleton with `steps`, stopped

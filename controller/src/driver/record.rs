@@ -182,36 +182,19 @@ impl<'r> StepRecorder<'r> {
             .entry(agent.to_string())
             .or_insert_with(|| self.empty.clone())
             .clone();
-        StepRecord {
-            step_id: step_id.to_string(),
-            action,
-            agent: agent.to_string(),
-            kernel: None,
-            target: None,
-            expected: None,
-            actual: None,
-            verdict: None,
-            reason: None,
-            guard: None,
-            receipt_id: None,
-            recorded: None,
-            pass: None,
-            detail: None,
-            expected_reason: expected_reason.map(str::to_string),
-            labels: None,
-            trace: None,
-            inputs: StepInputs {
-                invocation: String::new(),
-                evaluator: String::new(),
-                authority_time: canonical_sha256(&json!({
-                    "trusted_issuers": [self.authority_hex],
-                    "now": virtual_time,
-                })),
-                admission: self.admission.clone(),
-                session,
-            },
-            virtual_time,
-        }
+        let inputs = StepInputs {
+            invocation: String::new(),
+            evaluator: String::new(),
+            authority_time: canonical_sha256(&json!({
+                "trusted_issuers": [self.authority_hex],
+                "now": virtual_time,
+            })),
+            admission: self.admission.clone(),
+            session,
+        };
+        let mut record = StepRecord::new(step_id, action, agent, virtual_time, inputs);
+        record.expected_reason = expected_reason.map(str::to_string);
+        record
     }
 
     /// What is known of a step before it is dispatched.
