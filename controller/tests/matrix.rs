@@ -683,14 +683,7 @@ fn a_fault_scenarios_cells_measure_the_same_on_a_local_cluster() {
     let records = run_records(&out);
     assert_eq!(records.len(), 4, "two cells, two repetitions");
     for repetition in 0..2 {
-        let find = |cell: usize| {
-            let name = format!("c{cell:03}-r{repetition:04}.json");
-            let (_, bytes) = records
-                .iter()
-                .find(|(p, _)| p.to_str() == Some(name.as_str()))
-                .unwrap_or_else(|| panic!("no record {name}"));
-            metrics_of(bytes)
-        };
+        let find = |cell: usize| cell_metrics(&records, cell, repetition);
         let embedded = find(0);
         assert!(
             embedded["adversary_actions"].as_u64().unwrap_or(0) > 100,
@@ -702,6 +695,20 @@ fn a_fault_scenarios_cells_measure_the_same_on_a_local_cluster() {
             "repetition {repetition} differs by topology"
         );
     }
+}
+
+/// The measurements of cell `cell`'s run `repetition` among `records`.
+fn cell_metrics(
+    records: &[(PathBuf, Vec<u8>)],
+    cell: usize,
+    repetition: usize,
+) -> serde_json::Value {
+    let name = format!("c{cell:03}-r{repetition:04}.json");
+    let (_, bytes) = records
+        .iter()
+        .find(|(p, _)| p.to_str() == Some(name.as_str()))
+        .unwrap_or_else(|| panic!("no record {name}"));
+    metrics_of(bytes)
 }
 
 fn metrics_of(record: &[u8]) -> serde_json::Value {
@@ -732,14 +739,7 @@ fn cells_measure_the_same_on_every_topology() {
     let records = run_records(&outs[0]);
     assert_eq!(records.len(), 4, "two cells, two repetitions");
     for repetition in 0..2 {
-        let find = |cell: usize| {
-            let name = format!("c{cell:03}-r{repetition:04}.json");
-            let (_, bytes) = records
-                .iter()
-                .find(|(p, _)| p.to_str() == Some(name.as_str()))
-                .unwrap_or_else(|| panic!("no record {name}"));
-            metrics_of(bytes)
-        };
+        let find = |cell: usize| cell_metrics(&records, cell, repetition);
         assert_eq!(
             find(0),
             find(1),
