@@ -31,9 +31,10 @@
 //! at its base step. An action whose kernel's node is down at that point
 //! (or, for a fixture injection, the node serving the edited file) reaches
 //! no kernel: it is a deny naming the crashed node, with no receipt and no
-//! kernel evaluation, decided here from the schedule's faults so that an
-//! in-process world, whose kernel objects outlive a simulated crash, and a
-//! cluster, whose crashed process answers nothing, give the same bytes.
+//! kernel evaluation, decided from the schedule's faults (`unreachable`),
+//! so that an in-process world, whose kernel objects outlive a simulated
+//! crash, and a cluster, whose crashed process answers nothing, give the
+//! same bytes.
 //!
 //! Beyond the verdict, each outcome carries [`Feedback`] for the search: the
 //! pipeline stage that stopped the action, and the goal's oracle. For
@@ -69,13 +70,12 @@ use std::collections::BTreeMap;
 
 use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, WideningPlan};
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
-use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome, Feedback, Stage};
+use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario, Step};
 use chio_kernel::kernel::Decision;
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::token::{CapabilityToken, ScopeGrant};
-use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
@@ -87,34 +87,13 @@ use crate::world::{FixtureSet, World, AGENT_ROLE};
 mod budget;
 mod feedback;
 pub mod instance;
+mod unreachable;
 
 pub use instance::{DirectWorlds, WorldInstance, Worlds};
 
 use budget::{BudgetTally, Counted};
 use feedback::{feedback, Observed};
-
-/// The outcome of an action no kernel decided (see
-/// `Instance::unreachable`): a deny with `reason`, no receipt, no kernel
-/// evaluation, stopped at dispatch.
-fn unreached(kernel: String, reason: String) -> ActionOutcome {
-    let projected = ProjectedVerdict::Deny;
-    let stage = Stage::classify(projected, Some(&reason), None);
-    ActionOutcome {
-        verdict: Verdict::Deny,
-        projected,
-        reason: Some(reason),
-        guard: None,
-        kernel,
-        receipt: None,
-        evaluations: 0,
-        feedback: Some(Feedback {
-            stage,
-            detail: None,
-            closeness: 0,
-            goal_reached: false,
-        }),
-    }
-}
+use unreachable::{unreachable, unreached};
 
 /// Seconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
@@ -377,7 +356,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
         let call = &action.call;
         let now_ms = self.action_time(call);
         let kernel = self.kernel_for(&call.server, base_server)?;
-        if let Some(reason) = self.unreachable(&kernel, &action.mutation) {
+        if let Some(reason) = unreachable(self.world, self.executor.faults(), &kernel, action) {
             return Ok(unreached(kernel, reason));
         }
         let mut observed = Observed::default();
@@ -480,25 +459,6 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             receipt: Some(decision.receipt),
             evaluations,
             feedback: Some(feedback),
-        })
-    }
-
-    /// Why an action for `kernel` reaches no kernel at this point of the
-    /// schedule, if it does not: the node hosting `kernel` is down, or,
-    /// for a fixture injection, the node hosting the server whose file it
-    /// edits. Decided from the faults the schedule has declared so far,
-    /// the same in every place the world runs: in process the kernel's
-    /// object would still answer, but a crashed node process answers
-    /// nothing, so no place asks it.
-    fn unreachable(&self, kernel: &str, mutation: &Mutation) -> Option<String> {
-        let faults = self.executor.faults();
-        let down = |kernel: &str| {
-            let node = self.world.kernel_node(kernel)?;
-            faults.kernel_unreachable(kernel, node)
-        };
-        down(kernel).or_else(|| match mutation {
-            Mutation::Fixture { edit, .. } => down(self.world.server_kernel(&edit.server)?),
-            _ => None,
         })
     }
 

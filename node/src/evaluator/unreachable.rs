@@ -1,0 +1,55 @@
+//! Adversary actions that reach no kernel: the rule that a kernel whose
+//! node is down decides nothing, and the outcome such an action gets.
+//!
+//! The rule is the evaluator's, decided from the faults the schedule has
+//! declared so far (the step executor's [`FaultState`]), never from where
+//! the world runs: in process a crashed node's kernel object would still
+//! answer, while a killed node process answers nothing, so neither place
+//! is asked and both give the same bytes. What a kernel that is up but cut
+//! from trust-control or stalled decides stays its own (a deny naming its
+//! store), as for any scheduled call.
+
+use chio_arena::adversary::action::{AdversaryAction, Mutation};
+use chio_arena::adversary::fitness::{ActionOutcome, Feedback, Stage};
+use chio_kernel::verdict::{ProjectedVerdict, Verdict};
+
+use crate::executor::FaultState;
+use crate::world::World;
+
+/// Why `action`, routed to `kernel`, reaches no kernel with `faults` in
+/// effect, if it does not: the node hosting `kernel` is down, or, for a
+/// fixture injection, the node hosting the server whose file it edits.
+pub(super) fn unreachable(
+    world: &World,
+    faults: &FaultState,
+    kernel: &str,
+    action: &AdversaryAction,
+) -> Option<String> {
+    let down = |kernel: &str| faults.kernel_unreachable(kernel, world.kernel_node(kernel)?);
+    down(kernel).or_else(|| match &action.mutation {
+        Mutation::Fixture { edit, .. } => down(world.server_kernel(&edit.server)?),
+        _ => None,
+    })
+}
+
+/// The outcome of an action no kernel decided: a deny with `reason`, no
+/// receipt, no kernel evaluation, stopped at dispatch.
+pub(super) fn unreached(kernel: String, reason: String) -> ActionOutcome {
+    let projected = ProjectedVerdict::Deny;
+    let stage = Stage::classify(projected, Some(&reason), None);
+    ActionOutcome {
+        verdict: Verdict::Deny,
+        projected,
+        reason: Some(reason),
+        guard: None,
+        kernel,
+        receipt: None,
+        evaluations: 0,
+        feedback: Some(Feedback {
+            stage,
+            detail: None,
+            closeness: 0,
+            goal_reached: false,
+        }),
+    }
+}
