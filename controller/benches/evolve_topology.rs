@@ -8,6 +8,12 @@
 //! node), their ratio, and whether the two searches' generation traces are
 //! byte-identical (it fails when they are not).
 //!
+//! A second part does the same for `scenarios/adversaries-during-faults.toml`,
+//! whose schedule crashes, restarts and cuts nodes: on a local cluster
+//! started for it (`evaluate_on_local`, start included in its time), every
+//! batch inflicts those faults on the real processes and the next batch
+//! first brings the cluster back to health.
+//!
 //! Run: `cargo bench -p chio-controller --bench evolve_topology`.
 //! `CHIO_BENCH_GENERATIONS` (default 4) sets the generations of each
 //! search, `CHIO_BENCH_ROUNDS` (default 2) the rounds.
@@ -18,7 +24,7 @@ use std::time::Instant;
 use chio_arena::adversary::coevolution::{evolve, EvolutionResult};
 use chio_arena::adversary::EvolveConfig;
 use chio_controller::arena_run::load_for_run;
-use chio_controller::cluster_worlds::evaluate_on;
+use chio_controller::cluster_worlds::{evaluate_on, evaluate_on_local};
 use chio_controller::local_cluster::LocalCluster;
 use chio_controller::topology::{fresh_run_id, GrpcTopology};
 use chio_kernel::canonical::to_canonical_vec;
@@ -113,6 +119,59 @@ fn main() {
     println!("fresh world on the cluster (LoadWorld on every node): {load_ms:.1} ms");
     println!(
         "cost of processes (embedded rate / cluster rate): {:.1}x; traces byte-identical",
+        embedded_rate / cluster_rate
+    );
+    drop(cluster);
+    faults(&config, rounds);
+}
+
+/// The search of the fault scenario in process and on a local cluster
+/// whose processes each batch's faults are inflicted on.
+fn faults(config: &EvolveConfig, rounds: u32) {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/adversaries-during-faults.toml");
+    let (scenario, inputs) = load_for_run("bench", &file).expect("the scenario loads");
+    let chio = Path::new(env!("CARGO_BIN_EXE_chio"));
+    let (mut embedded_secs, mut cluster_secs) = (0.0, 0.0);
+    let (mut actions, mut batches) = (0u64, 0u64);
+    for round in 0..rounds {
+        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
+        let started = Instant::now();
+        let embedded = evolve(&scenario, config, &mut evaluator).expect("embedded search");
+        embedded_secs += started.elapsed().as_secs_f64();
+
+        let started = Instant::now();
+        let on_cluster =
+            evaluate_on_local(chio, &scenario, &inputs, |e| evolve(&scenario, config, e))
+                .expect("the cluster hosts the search")
+                .expect("search on the cluster");
+        cluster_secs += started.elapsed().as_secs_f64();
+
+        assert!(
+            trace_bytes(&embedded) == trace_bytes(&on_cluster),
+            "round {round}: the search meeting real faults wrote another trace"
+        );
+        actions += embedded.actions_evaluated as u64;
+        batches += embedded
+            .trace
+            .iter()
+            .map(|generation| generation.samples.len() as u64)
+            .sum::<u64>()
+            * u64::from(config.fitness_rounds);
+    }
+    let embedded_rate = actions as f64 / embedded_secs;
+    let cluster_rate = actions as f64 / cluster_secs;
+    println!(
+        "fault search: {rounds} rounds of {} generations, {actions} adversary actions in {batches} batches each way, each batch crashing and restarting a node and cutting one from trust-control",
+        config.generations
+    );
+    println!("embedded (simulated faults): {embedded_secs:.2} s, {embedded_rate:.0} actions/s");
+    println!(
+        "local cluster (faults inflicted, cluster started per round): {cluster_secs:.2} s, {cluster_rate:.0} actions/s, {:.1} ms per batch",
+        cluster_secs * 1000.0 / batches as f64
+    );
+    println!(
+        "cost of real faults (embedded rate / cluster rate): {:.1}x; traces byte-identical",
         embedded_rate / cluster_rate
     );
 }
