@@ -23,6 +23,7 @@ use std::time::Instant;
 
 use chio_arena::adversary::coevolution::{evolve, EvolutionResult};
 use chio_arena::adversary::EvolveConfig;
+use chio_arena::Scenario;
 use chio_controller::arena_run::load_for_run;
 use chio_controller::cluster_worlds::{evaluate_on, evaluate_on_local};
 use chio_controller::local_cluster::LocalCluster;
@@ -40,6 +41,54 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// The canonical bytes of a search's generation trace.
 fn trace_bytes(result: &EvolutionResult) -> Vec<u8> {
     to_canonical_vec(&result.trace).expect("the trace is canonical JSON")
+}
+
+/// What [`alternate`] measured, summed over its rounds.
+struct Timed {
+    embedded_secs: f64,
+    cluster_secs: f64,
+    actions: u64,
+    batches: u64,
+}
+
+/// Runs `scenario`'s search embedded, then with `on_cluster`, for `rounds`
+/// rounds, timing each side and failing when a round's two generation
+/// traces differ.
+fn alternate(
+    scenario: &Scenario,
+    config: &EvolveConfig,
+    rounds: u32,
+    mut on_cluster: impl FnMut(&EvolveConfig) -> EvolutionResult,
+) -> Timed {
+    let mut timed = Timed {
+        embedded_secs: 0.0,
+        cluster_secs: 0.0,
+        actions: 0,
+        batches: 0,
+    };
+    for round in 0..rounds {
+        let mut evaluator = KernelActionEvaluator::load(scenario).expect("world resolves");
+        let started = Instant::now();
+        let embedded = evolve(scenario, config, &mut evaluator).expect("embedded search");
+        timed.embedded_secs += started.elapsed().as_secs_f64();
+
+        let started = Instant::now();
+        let cluster = on_cluster(config);
+        timed.cluster_secs += started.elapsed().as_secs_f64();
+
+        assert!(
+            trace_bytes(&embedded) == trace_bytes(&cluster),
+            "round {round}: the search on node processes wrote another trace"
+        );
+        timed.actions += embedded.actions_evaluated as u64;
+        timed.batches += embedded
+            .trace
+            .iter()
+            .map(|generation| generation.samples.len() as u64)
+            .sum::<u64>()
+            * u64::from(config.fitness_rounds);
+    }
+    timed
 }
 
 fn main() {
@@ -65,34 +114,19 @@ fn main() {
     )
     .expect("the local cluster starts");
 
-    let (mut embedded_secs, mut cluster_secs) = (0.0, 0.0);
-    let (mut actions, mut batches) = (0u64, 0u64);
-    for round in 0..rounds {
-        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
-        let started = Instant::now();
-        let embedded = evolve(&scenario, &config, &mut evaluator).expect("embedded search");
-        embedded_secs += started.elapsed().as_secs_f64();
-
-        let started = Instant::now();
-        let on_cluster = evaluate_on(&runtime, cluster.topology(), &scenario, &inputs, |e| {
-            evolve(&scenario, &config, e)
+    let timed = alternate(&scenario, &config, rounds, |config| {
+        evaluate_on(&runtime, cluster.topology(), &scenario, &inputs, |e| {
+            evolve(&scenario, config, e)
         })
         .expect("the cluster hosts the search")
-        .expect("search on the cluster");
-        cluster_secs += started.elapsed().as_secs_f64();
-
-        assert!(
-            trace_bytes(&embedded) == trace_bytes(&on_cluster),
-            "round {round}: the search on node processes wrote another trace"
-        );
-        actions += embedded.actions_evaluated as u64;
-        batches += embedded
-            .trace
-            .iter()
-            .map(|generation| generation.samples.len() as u64)
-            .sum::<u64>()
-            * u64::from(config.fitness_rounds);
-    }
+        .expect("search on the cluster")
+    });
+    let Timed {
+        embedded_secs,
+        cluster_secs,
+        actions,
+        batches,
+    } = timed;
 
     // One batch's fresh world alone: LoadWorld on every node, no step, over
     // clients connected once, as the search's batches load theirs.
@@ -132,33 +166,16 @@ fn faults(config: &EvolveConfig, rounds: u32) {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/adversaries-during-faults.toml");
     let (scenario, inputs) = load_for_run("bench", &file).expect("the scenario loads");
     let chio = Path::new(env!("CARGO_BIN_EXE_chio"));
-    let (mut embedded_secs, mut cluster_secs) = (0.0, 0.0);
-    let (mut actions, mut batches) = (0u64, 0u64);
-    for round in 0..rounds {
-        let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world resolves");
-        let started = Instant::now();
-        let embedded = evolve(&scenario, config, &mut evaluator).expect("embedded search");
-        embedded_secs += started.elapsed().as_secs_f64();
-
-        let started = Instant::now();
-        let on_cluster =
-            evaluate_on_local(chio, &scenario, &inputs, |e| evolve(&scenario, config, e))
-                .expect("the cluster hosts the search")
-                .expect("search on the cluster");
-        cluster_secs += started.elapsed().as_secs_f64();
-
-        assert!(
-            trace_bytes(&embedded) == trace_bytes(&on_cluster),
-            "round {round}: the search meeting real faults wrote another trace"
-        );
-        actions += embedded.actions_evaluated as u64;
-        batches += embedded
-            .trace
-            .iter()
-            .map(|generation| generation.samples.len() as u64)
-            .sum::<u64>()
-            * u64::from(config.fitness_rounds);
-    }
+    let Timed {
+        embedded_secs,
+        cluster_secs,
+        actions,
+        batches,
+    } = alternate(&scenario, config, rounds, |config| {
+        evaluate_on_local(chio, &scenario, &inputs, |e| evolve(&scenario, config, e))
+            .expect("the cluster hosts the search")
+            .expect("search on the cluster")
+    });
     let embedded_rate = actions as f64 / embedded_secs;
     let cluster_rate = actions as f64 / cluster_secs;
     println!(
