@@ -416,6 +416,50 @@ fn refuses_a_missing_delta() {
     );
 }
 
+// Two axes whose deltas set the same key are refused at load, naming both axes and the key, whichever key it is: a kernel's pipeline, one key of a grant, a population's parameters, the topology; two keys of one grant on two axes are not an overlap.
+#[test]
+fn refuses_axes_whose_deltas_overlap() {
+    let verdict = "[verdict]\ncriterion = \"escape_rate\"\nreference = { pipeline = \"full\", other = \"base\" }\n";
+    for (delta, key) in [
+        ("guards = { kernel-a = [] }", "guards.kernel-a"),
+        (
+            "grants = { reviewer-read = { max_invocations = 1 } }",
+            "grants.reviewer-read.max_invocations",
+        ),
+        ("topology = \"local\"", "topology"),
+    ] {
+        let first = match key {
+            "guards.kernel-a" => "guards = { kernel-a = [\"no-dotfiles\"] }",
+            "topology" => "topology = \"embedded\"",
+            _ => "grants = { reviewer-read = { max_invocations = 2 } }",
+        };
+        assert_refused_text(
+            &base_matrix(&format!(
+                "[axes]\npipeline = [\"full\", \"weak\"]\nother = [\"base\", \"changed\"]\n\n[values.pipeline.weak]\n{first}\n\n[values.other.changed]\n{delta}\n\n{verdict}"
+            )),
+            "CHIO-MATRIX-OVERLAPPING-DELTAS",
+            &format!("axes \"pipeline\" and \"other\" both set {key} in their deltas"),
+        );
+    }
+    // Another key of the same grant on each axis is not an overlap.
+    let disjoint = base_matrix(&format!(
+        "[axes]\npipeline = [\"full\", \"weak\"]\nother = [\"base\", \"changed\"]\n\n[values.pipeline.weak]\ngrants = {{ reviewer-read = {{ max_invocations = 2 }} }}\n\n[values.other.changed]\ngrants = {{ reviewer-read = {{ max_invocations = 2, path_prefix = \"/workspace/tests/\" }} }}\n\n{verdict}"
+    ));
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    std::fs::write(&file, &disjoint).unwrap();
+    let err = chio_arena::experiment::matrix::load_matrix(&file).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("both set grants.reviewer-read.max_invocations"),
+        "{err}"
+    );
+    let disjoint = disjoint.replace("max_invocations = 2, path_prefix", "path_prefix");
+    std::fs::write(&file, &disjoint).unwrap();
+    let matrix = chio_arena::experiment::matrix::load_matrix(&file);
+    assert!(matrix.is_ok(), "{:?}", matrix.err());
+}
+
 // A cell declared twice (a variant named like a grid cell) is refused.
 #[test]
 fn refuses_a_duplicate_cell() {

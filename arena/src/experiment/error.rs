@@ -291,6 +291,21 @@ error_table! {
             "axis {axis:?}: value {value:?} declares no delta; only the first value ({baseline:?}) is the baseline; deltas declared for this axis: [{declared}]"
         ),
         help: "declare a [values.<axis>.<value>] delta, or correct the value's spelling";
+    /// Two axes' deltas set the same key, so a cell combining them would
+    /// measure only the later axis's setting under both names.
+    OverlappingDeltas {
+        /// The axis declared first.
+        first: String,
+        /// The later axis.
+        second: String,
+        /// The key both set (`guards.<kernel>`, `grants.<grant>.<key>`,
+        /// `adversaries.<population>` or `topology`).
+        key: String,
+    } => "CHIO-MATRIX-OVERLAPPING-DELTAS", Input, at: None,
+        summary: format!(
+            "axes {first:?} and {second:?} both set {key} in their deltas, so a cell combining them would not be what its name says"
+        ),
+        help: "let one axis own each key (merge the two axes into one, or move the setting into [variants])";
     /// A `[values]` table names an axis or value that is not declared.
     StrayDelta {
         /// The `values.<axis>.<value>` path.

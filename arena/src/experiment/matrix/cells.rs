@@ -7,8 +7,10 @@ use super::load::matrix_error;
 use super::*;
 
 /// The axes in declaration order, each with its values, after checking
-/// that every non-baseline value has a delta, no baseline value has one and
-/// no delta names an undeclared value.
+/// that every non-baseline value has a delta, no baseline value has one, no
+/// delta names an undeclared value, and no two axes set the same key (a
+/// grid cell combines one value of each axis, so a key both set would hold
+/// only the later axis's setting, whatever the cell's name says).
 pub(super) fn declared_axes(
     file: &MatrixFile,
 ) -> Result<Vec<(String, Vec<String>)>, ExperimentError> {
@@ -34,7 +36,36 @@ pub(super) fn declared_axes(
             }
         }
     }
+    refuse_overlaps(file, &axes)?;
     Ok(axes)
+}
+
+/// Refuses two axes whose deltas set one key, naming the first such pair
+/// in declaration order and the key.
+fn refuse_overlaps(
+    file: &MatrixFile,
+    axes: &[(String, Vec<String>)],
+) -> Result<(), ExperimentError> {
+    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+    for (axis, _) in axes {
+        let keys: BTreeSet<String> = file
+            .values
+            .get(axis)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .flat_map(Delta::keys)
+            .collect();
+        for key in keys {
+            if let Some(first) = owner.insert(key.clone(), axis) {
+                return Err(ExperimentError::OverlappingDeltas {
+                    first: first.to_string(),
+                    second: axis.clone(),
+                    key,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks one axis: at least one value, no delta on its baseline (the first

@@ -48,7 +48,7 @@ pub mod synthesis;
 use load::set_seed;
 pub use load::{design_hash, load_matrix, repetition_seed};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -203,6 +203,28 @@ pub struct Delta {
 }
 
 impl Delta {
+    /// Every key of the scenario this delta sets: a kernel's whole guard
+    /// pipeline, one key of a grant, a population's whole parameters, the
+    /// topology.
+    fn keys(&self) -> BTreeSet<String> {
+        let mut keys = BTreeSet::new();
+        for kernel in self.guards.iter().flat_map(BTreeMap::keys) {
+            keys.insert(format!("guards.{kernel}"));
+        }
+        for (grant, table) in self.grants.iter().flatten() {
+            for key in table.keys() {
+                keys.insert(format!("grants.{grant}.{key}"));
+            }
+        }
+        for population in self.adversaries.iter().flat_map(BTreeMap::keys) {
+            keys.insert(format!("adversaries.{population}"));
+        }
+        if self.topology.is_some() {
+            keys.insert("topology".to_string());
+        }
+        keys
+    }
+
     fn is_empty(&self) -> bool {
         self.guards.is_none()
             && self.grants.is_none()
