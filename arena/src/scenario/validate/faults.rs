@@ -2,13 +2,14 @@
 //! name, and what the schedule's order implies of them (a node crashes
 //! before it restarts, a link is cut or slowed before it heals, trust-control
 //! stalls once at a time, and no message crosses a fault in effect, since a
-//! message has no verdict to state the fault's refusal).
+//! message has no verdict to state the fault's refusal), and a delay that
+//! would carry a call past the last instant canonical JSON prints exactly.
 //!
 //! What a fault means for the steps after it is the step executor's
 //! (`chio_node::executor::fault`); this module only refuses a sequence a run
 //! could not suffer.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use super::schedule::Walk;
 use super::steps::Names;
@@ -16,7 +17,7 @@ use super::Validator;
 use crate::error::ArenaError;
 use crate::model::StepDecl;
 use crate::scenario::{Action, ActionKind, FaultAction, FaultLink, TRUST_CONTROL};
-use crate::scheduler::MAX_OFFSET_MS;
+use crate::scheduler::{MAX_INSTANT_MS, MAX_OFFSET_MS};
 
 /// The keys a fault step may carry besides `agent`, `action` and `at`.
 pub(super) const FAULT_KEYS: &[&str] = &[
@@ -173,7 +174,8 @@ fn link(
 struct InEffect {
     down: BTreeMap<String, usize>,
     cut: BTreeMap<FaultLink, usize>,
-    slowed: BTreeSet<FaultLink>,
+    /// Delayed links, each with its delay and the step that began it.
+    slowed: BTreeMap<FaultLink, (u64, usize)>,
     stall_until: Option<(u64, usize)>,
 }
 
@@ -184,6 +186,7 @@ impl Validator<'_> {
         &self,
         walk: &Walk<'_>,
         faults: &[(usize, FaultAction)],
+        start_ms: u64,
     ) -> Result<(), ArenaError> {
         let f = self.file;
         // Without a fault nothing is out of sequence and no message is cut.
@@ -199,6 +202,10 @@ impl Validator<'_> {
             let kernel = f.agents.iter().find(|a| a.id == agent)?.kernel.as_deref()?;
             kernel_node.get(kernel).map(|n| n.to_string())
         };
+        let server_node = |server: &str| -> Option<&str> {
+            let kernel = f.servers.iter().find(|s| s.id == server)?.kernel.as_str();
+            kernel_node.get(kernel).copied()
+        };
         let fault_of: BTreeMap<usize, &FaultAction> = faults.iter().map(|(i, f)| (*i, f)).collect();
         let mut state = InEffect::default();
         for entry in walk.schedule {
@@ -213,6 +220,25 @@ impl Validator<'_> {
                 Some(ActionKind::Fault) => {
                     if let Some(fault) = fault_of.get(&i) {
                         state.apply(fault, i, entry.evaluation_ms)?;
+                        if let FaultAction::Delay { delay_ms, .. } = fault {
+                            arrives_in_range(start_ms, entry.evaluation_ms, *delay_ms, i)?;
+                        }
+                    }
+                }
+                Some(ActionKind::Call) if !state.slowed.is_empty() => {
+                    let action = self.action_at(walk, i)?;
+                    let Action::Call(call) = action.as_ref() else {
+                        continue;
+                    };
+                    let ends = (agent_node(walk.agent(i)), server_node(&call.server));
+                    let (Some(from), Some(to)) = ends else {
+                        continue;
+                    };
+                    if from == to {
+                        continue;
+                    }
+                    if let Some((delay_ms, at)) = state.slowed.get(&FaultLink::new(&from, to)) {
+                        arrives_in_range(start_ms, entry.evaluation_ms, *delay_ms, *at)?;
                     }
                 }
                 Some(ActionKind::Message) => {
@@ -234,6 +260,24 @@ impl Validator<'_> {
         }
         Ok(())
     }
+}
+
+/// Refuses delay step `delay_step`'s `delay_ms` when a call sent at
+/// `offset` would reach its kernel past 2^53 Unix milliseconds: that
+/// decision's instant would not print exactly as canonical JSON.
+fn arrives_in_range(
+    start_ms: u64,
+    offset: u64,
+    delay_ms: u64,
+    delay_step: usize,
+) -> Result<(), ArenaError> {
+    if start_ms.saturating_add(offset).saturating_add(delay_ms) > MAX_INSTANT_MS {
+        return Err(ArenaError::OutOfRange {
+            field: format!("steps[{delay_step}].delay_ms"),
+            rule: "a call crossing the delayed link, sent at the delay's instant or later, arrives at most 2^53 Unix milliseconds after the epoch",
+        });
+    }
+    Ok(())
 }
 
 impl InEffect {
@@ -272,7 +316,7 @@ impl InEffect {
                 }
             }
             FaultAction::Partition { link } => {
-                if self.slowed.contains(link) {
+                if self.slowed.contains_key(link) {
                     return Err(refuse(
                         "between",
                         format!("link {} is delayed", link.describe()),
@@ -291,7 +335,7 @@ impl InEffect {
                 }
             }
             FaultAction::Heal { link } => {
-                if self.cut.remove(link).is_none() && !self.slowed.remove(link) {
+                if self.cut.remove(link).is_none() && self.slowed.remove(link).is_none() {
                     return Err(refuse(
                         "between",
                         format!(
@@ -312,14 +356,15 @@ impl InEffect {
                 }
                 self.stall_until = Some((now.saturating_add(*duration_ms), i));
             }
-            FaultAction::Delay { link, .. } => {
-                if self.cut.contains_key(link) || !self.slowed.insert(link.clone()) {
+            FaultAction::Delay { link, delay_ms } => {
+                if self.cut.contains_key(link) || self.slowed.contains_key(link) {
                     return Err(refuse(
                         "between",
                         format!("link {} is already partitioned or delayed", link.describe()),
                         "heal the link before delaying it",
                     ));
                 }
+                self.slowed.insert(link.clone(), (*delay_ms, i));
             }
         }
         Ok(())

@@ -379,7 +379,7 @@ impl<'a> Validator<'a> {
         };
         let (resolved, names) = self.holdings(&walk, start_ms)?;
         self.messages(&walk)?;
-        self.fault_sequence(&walk, &built.steps.faults)?;
+        self.fault_sequence(&walk, &built.steps.faults, start_ms)?;
         self.adversaries()?;
         drop((agents, ranked));
         let mut steps = built.steps;
