@@ -107,8 +107,14 @@ pub struct StepRecord {
     pub action: ActionKind,
     /// The acting agent.
     pub agent: String,
-    /// Virtual instant of evaluation (RFC 3339).
+    /// Virtual instant of the step (RFC 3339): when it was evaluated, or,
+    /// for a call over a delayed link, when it was sent.
     pub virtual_time: String,
+    /// For a call over a delayed link: the virtual instant it reached its
+    /// kernel and was decided (RFC 3339), after every step scheduled at or
+    /// before it; the record keeps its scheduled place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_time: Option<String>,
     /// For a call: the kernel that evaluated it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
@@ -180,6 +186,7 @@ impl StepRecord {
             action,
             agent: agent.to_string(),
             virtual_time,
+            decided_time: None,
             kernel: None,
             target: None,
             expected: None,

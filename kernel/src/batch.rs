@@ -250,7 +250,7 @@ mod tests {
     #[test]
     fn batch_stops_at_the_first_ending_answer() {
         let mut stores = KernelStores::in_memory();
-        stores.revocations.revoke("b").unwrap();
+        stores.revocations.revoke("b", 1).unwrap();
         let ops = vec![
             revoked("a"),
             revoked("b"),

@@ -29,8 +29,9 @@ use crate::verdict::ProjectedVerdict;
 pub trait RevocationStore {
     /// Whether `id` (a capability id or a delegated child id) is revoked.
     fn is_revoked(&self, id: &str) -> Result<bool, StoreError>;
-    /// Revokes `id`; revoking twice is not an error.
-    fn revoke(&mut self, id: &str) -> Result<(), StoreError>;
+    /// Revokes `id` at virtual instant `at_ms` (Unix ms); revoking twice is
+    /// not an error and keeps the first instant, as trust-control does.
+    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError>;
 }
 
 pub use crate::ledger::HoldDecision as HoldOutcome;
@@ -191,19 +192,27 @@ impl KernelStores {
     }
 }
 
-/// In-memory revocation set.
+/// In-memory revocations: each revoked id with the instant of its first
+/// revocation.
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryRevocations {
-    /// Revoked ids.
-    pub revoked: BTreeSet<String>,
+    /// Revoked ids, each with its first revocation's instant (Unix ms).
+    pub revoked: BTreeMap<String, u64>,
+}
+
+impl InMemoryRevocations {
+    /// When `id` was first revoked, if it was.
+    pub fn revoked_at(&self, id: &str) -> Option<u64> {
+        self.revoked.get(id).copied()
+    }
 }
 
 impl RevocationStore for InMemoryRevocations {
     fn is_revoked(&self, id: &str) -> Result<bool, StoreError> {
-        Ok(self.revoked.contains(id))
+        Ok(self.revoked.contains_key(id))
     }
-    fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
-        self.revoked.insert(id.to_string());
+    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError> {
+        self.revoked.entry(id.to_string()).or_insert(at_ms);
         Ok(())
     }
 }

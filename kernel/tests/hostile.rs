@@ -143,7 +143,7 @@ impl RevocationStore for FailingRevocations {
             "connection refused",
         ))
     }
-    fn revoke(&mut self, _id: &str) -> Result<(), StoreError> {
+    fn revoke(&mut self, _id: &str, _at_ms: u64) -> Result<(), StoreError> {
         Err(StoreError::unavailable(
             StoreName::Revocation,
             "connection refused",
@@ -303,7 +303,7 @@ fn build_kernel(case: &Case) -> Kernel {
     let mut stores = KernelStores::in_memory();
     let mut revocations = InMemoryRevocations::default();
     for id in &case.revoke {
-        revocations.revoke(id).expect("in-memory revoke");
+        revocations.revoke(id, 0).expect("in-memory revoke");
     }
     stores.revocations = Box::new(revocations);
     match case.failing_store.as_deref() {

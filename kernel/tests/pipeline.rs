@@ -648,7 +648,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
             panic!("expected admission")
         };
         let out = dispatch(&files)(ticket.request()).unwrap();
-        k.stores_mut().revocations.revoke(revoked).unwrap();
+        k.stores_mut().revocations.revoke(revoked, 0).unwrap();
         let d = k.complete(
             *ticket,
             ToolOutput {

@@ -103,9 +103,16 @@ impl SharedTrust {
         }
     }
 
-    /// Revokes `id` on behalf of the authority.
-    pub fn revoke(&self, id: &str) -> Result<(), StoreError> {
-        self.lock(StoreName::Revocation)?.revocations.revoke(id)
+    /// Revokes `id` on behalf of the authority at `at_ms`.
+    pub fn revoke(&self, id: &str, at_ms: u64) -> Result<(), StoreError> {
+        self.lock(StoreName::Revocation)?
+            .revocations
+            .revoke(id, at_ms)
+    }
+
+    /// When `id` was first revoked, if it was.
+    pub fn revoked_at(&self, id: &str) -> Result<Option<u64>, StoreError> {
+        Ok(self.lock(StoreName::Revocation)?.revocations.revoked_at(id))
     }
 
     /// Every receipt appended so far, in append order.
@@ -119,8 +126,10 @@ impl RevocationStore for SharedTrust {
         self.lock(StoreName::Revocation)?.revocations.is_revoked(id)
     }
 
-    fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
-        self.lock(StoreName::Revocation)?.revocations.revoke(id)
+    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError> {
+        self.lock(StoreName::Revocation)?
+            .revocations
+            .revoke(id, at_ms)
     }
 }
 
@@ -197,7 +206,7 @@ mod tests {
         let trust = SharedTrust::new();
         let mut a = trust.kernel_stores();
         let b = trust.kernel_stores();
-        a.revocations.revoke("cap-1").unwrap();
+        a.revocations.revoke("cap-1", 1).unwrap();
         assert!(b.revocations.is_revoked("cap-1").unwrap());
         let mut b = b;
         assert_eq!(

@@ -254,14 +254,17 @@ impl ToolServer {
                 labels,
             } => workspace_call(root, files, labels, tool, arguments),
             ServerState::Publish { posts } => match tool {
-                "publish" => {
-                    posts.push(arguments.clone());
-                    ToolResult::plain(json!({
-                        "ok": true,
-                        "published": posts.len(),
-                        "digest": digest(arguments),
-                    }))
-                }
+                "publish" => match digest(arguments) {
+                    Ok(digest) => {
+                        posts.push(arguments.clone());
+                        ToolResult::plain(json!({
+                            "ok": true,
+                            "published": posts.len(),
+                            "digest": digest,
+                        }))
+                    }
+                    Err(refused) => refused,
+                },
                 other => unknown_tool(other),
             },
             ServerState::TestRunner { failing, runs } => match tool {
@@ -289,15 +292,18 @@ impl ToolServer {
                 other => unknown_tool(other),
             },
             ServerState::Http { requests } => match tool {
-                "http_post" => {
-                    requests.push(arguments.clone());
-                    ToolResult::plain(json!({
-                        "ok": true,
-                        "status": 200,
-                        "request": requests.len(),
-                        "digest": digest(arguments),
-                    }))
-                }
+                "http_post" => match digest(arguments) {
+                    Ok(digest) => {
+                        requests.push(arguments.clone());
+                        ToolResult::plain(json!({
+                            "ok": true,
+                            "status": 200,
+                            "request": requests.len(),
+                            "digest": digest,
+                        }))
+                    }
+                    Err(refused) => refused,
+                },
                 other => unknown_tool(other),
             },
         }
@@ -308,12 +314,17 @@ fn unknown_tool(tool: &str) -> ToolResult {
     ToolResult::failed(format!("unknown tool {tool}"))
 }
 
-fn digest(value: &Value) -> String {
-    // Canonical bytes cannot fail for values that came from JSON arguments
-    // of bounded integers; fall back to the empty digest input otherwise so
-    // a sink never refuses a call the kernel admitted.
-    let bytes = chio_kernel::canonical::canonical_bytes(value).unwrap_or_default();
-    hex::encode(Sha256::digest(&bytes))
+/// SHA-256 (hex) of what a sink received, or the sink's refusal of
+/// arguments with no canonical form (an integer past 2^53): the call is
+/// not performed, rather than answered with the digest of something else.
+fn digest(value: &Value) -> Result<String, ToolResult> {
+    match chio_kernel::canonical::canonical_bytes(value) {
+        Ok(bytes) => Ok(hex::encode(Sha256::digest(&bytes))),
+        // The message names the rule, never the value.
+        Err(_) => Err(ToolResult::failed(
+            "the arguments have no canonical JSON form (an integer past 2^53)",
+        )),
+    }
 }
 
 fn workspace_call(
@@ -440,6 +451,32 @@ mod tests {
             });
         let answer = web.call("http_post", &json!({"url": "https://example.test"}));
         assert_eq!(answer.integrity, Integrity::Untrusted);
+    }
+
+    // A sink refuses arguments with no canonical form (not performed, nothing kept, the value never echoed) instead of answering the digest of something else; the same arguments within range are published.
+    #[test]
+    fn sinks_refuse_arguments_with_no_canonical_form() {
+        let huge = json!({"url": "https://example.test", "n": 1u64 << 60});
+        for (config, tool) in [
+            (ToolServerConfig::Http, "http_post"),
+            (ToolServerConfig::Publish, "publish"),
+        ] {
+            let mut server = ToolServer::new("sink", config);
+            let refused = server.call(tool, &huge);
+            assert!(!refused.performed, "{tool}: {:?}", refused.content);
+            assert_eq!(refused.content["ok"], false);
+            let error = refused.content["error"].as_str().unwrap_or_default();
+            assert!(error.contains("no canonical JSON form"), "{error}");
+            assert!(!error.contains(&(1u64 << 60).to_string()), "{error}");
+            let kept = server.call(tool, &json!({"url": "https://example.test", "n": 1}));
+            assert!(kept.performed, "{tool}");
+            let count = if tool == "publish" {
+                "published"
+            } else {
+                "request"
+            };
+            assert_eq!(kept.content[count], 1, "{tool}: the refused call was kept");
+        }
     }
 
     // A read returns the seeded content and the label of the glob it matches.

@@ -64,7 +64,7 @@ fn through(
         &PreparedStep,
     ) -> Result<Performed, NodeError>,
 ) -> Vec<String> {
-    let mut executor = StepExecutor::new(world);
+    let mut executor = StepExecutor::new(world).expect("the grants fingerprint");
     let mut out = Vec::new();
     for scheduled in scenario.schedule() {
         let step = scenario.step(scheduled.step_index).expect("the step reads");
@@ -136,7 +136,7 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
     let fixtures = FixtureSet::load(&scenario).expect("fixtures");
     let world = World::resolve(&scenario, &fixtures).expect("world");
     let direct = DirectDispatcher::new(&world).expect("direct world");
-    let mut executor = StepExecutor::new(&world);
+    let mut executor = StepExecutor::new(&world).expect("the grants fingerprint");
     let (grant, (holder, _)) = world.grants.iter().next().expect("a grant");
     let thief = world
         .agents
@@ -167,4 +167,48 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
         other => panic!("a non-holder delegated: {}", summary(&Ok(other))),
     }
     assert!(executor.capability("stolen").is_none());
+}
+
+// Proves the direct dispatcher records a revocation's instant as the node does (trust-control keeps the first): a revoke step at an instant is stored at that instant, and a second revocation keeps the first.
+#[test]
+fn the_direct_dispatcher_keeps_a_revocation_instant() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
+    let scenario = load_scenario(&path).expect("loads");
+    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
+    let world = World::resolve(&scenario, &fixtures).expect("world");
+    let direct = DirectDispatcher::new(&world).expect("direct world");
+    let mut executor = StepExecutor::new(&world).expect("the grants fingerprint");
+    let grant = world.grants.keys().next().expect("a grant").clone();
+    let action = chio_arena::Action::Revoke(chio_arena::scenario::RevokeAction {
+        target: grant.clone(),
+        by_authority: true,
+        expect: chio_arena::scenario::StepExpectation::Done,
+    });
+    let agent = world.agents.keys().next().expect("an agent").clone();
+    for (offset, id) in [(1234, "revoke"), (5678, "again")] {
+        let now_ms = world.start_ms + offset;
+        let prepared = executor
+            .prepare(&world, id, &action, &agent, now_ms)
+            .expect("prepared");
+        complete_now(executor.perform(&direct, "direct", id, &prepared)).expect("answered");
+    }
+    assert_eq!(
+        direct.trust().revoked_at(&grant).expect("readable"),
+        Some(world.start_ms + 1234)
+    );
+}
+
+// Proves a fingerprint of a value with no canonical form (an integer past 2^53) is an error naming what was fingerprinted, never the digest of something else.
+#[test]
+fn a_value_with_no_canonical_form_has_no_fingerprint() {
+    let huge = serde_json::json!({"n": 1u64 << 60});
+    let err = chio_node::executor::canonical_sha256("a call's released output", &huge)
+        .expect_err("no canonical form");
+    assert!(
+        err.to_string()
+            .contains("a call's released output has no canonical JSON form"),
+        "{err}"
+    );
+    let fine = chio_node::executor::canonical_sha256("a value", &serde_json::json!({"n": 1}));
+    assert_eq!(fine.expect("fingerprinted").len(), 64);
 }

@@ -398,3 +398,360 @@ fn a_topology_file_refuses_a_fault_scenario() {
     assert!(stderr.contains("CHIO-TOPOLOGY-INVALID"), "{stderr}");
     assert!(stderr.contains("--topology local"), "{stderr}");
 }
+
+/// Calls in flight over a 1 s delay. Bob sends three reads at +10, +11
+/// and +12 ms; they reach kernel-a at +1,010, +1,011 and +1,012 ms. The
+/// first share is revoked at +20 ms (before its call arrives), the second
+/// at +1,011 ms (the exact instant its call arrives: a step scheduled at an
+/// instant is applied first), the third at +1,013 ms (after its call is
+/// decided). Alice's read at +30 ms is decided before bob's earlier calls.
+/// After a heal and a second delay, a call in flight when kernel-a's node
+/// crashes is lost, though the node is back before it would arrive; the
+/// next call after the restart is admitted.
+const IN_FLIGHT_STEPS: &str = r#"
+[[steps]]
+id = "alice-to-bob-early"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-early"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+share_bps = 2500
+at = 0
+
+[[steps]]
+id = "alice-to-bob-edge"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-edge"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+share_bps = 2500
+at = 1
+
+[[steps]]
+id = "alice-to-bob-late"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-late"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+share_bps = 2500
+at = 2
+
+[[steps]]
+id = "alice-to-bob-crash"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-crash"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+share_bps = 2500
+at = 3
+
+[[steps]]
+id = "slow-node-b-to-node-a"
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1000
+at = 4
+
+[[steps]]
+id = "bob-reads-revoked-in-flight"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+capability = "bob-early"
+expect_verdict = "deny"
+expect_reason = "revoked"
+at = 10
+
+[[steps]]
+id = "bob-reads-revoked-as-it-arrives"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+capability = "bob-edge"
+expect_verdict = "deny"
+expect_reason = "revoked"
+at = 11
+
+[[steps]]
+id = "bob-reads-revoked-after-it-arrives"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+capability = "bob-late"
+expect_verdict = "allow"
+at = 12
+
+[[steps]]
+id = "revoke-bob-early"
+agent = "alice"
+action = "revoke"
+target = "bob-early"
+at = 20
+
+[[steps]]
+id = "alice-reads-meanwhile"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+at = 30
+
+[[steps]]
+id = "revoke-bob-edge"
+agent = "alice"
+action = "revoke"
+target = "bob-edge"
+at = 1011
+
+[[steps]]
+id = "revoke-bob-late"
+agent = "alice"
+action = "revoke"
+target = "bob-late"
+at = 1013
+
+[[steps]]
+id = "heal-the-delay"
+agent = "alice"
+action = "fault"
+fault = "heal"
+between = ["node-a", "node-b"]
+at = 1100
+
+[[steps]]
+id = "slow-node-b-to-node-a-again"
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1000
+at = 1101
+
+[[steps]]
+id = "bob-reads-as-node-a-crashes"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+capability = "bob-crash"
+expect_verdict = "deny"
+expect_reason = "kernel kernel-a cannot decide: node node-a crashed at step crash-node-a while the call was in flight"
+at = 1110
+
+[[steps]]
+id = "crash-node-a"
+agent = "alice"
+action = "fault"
+fault = "crash"
+node = "node-a"
+at = 1200
+
+[[steps]]
+id = "restart-node-a"
+agent = "alice"
+action = "fault"
+fault = "restart"
+node = "node-a"
+keep_state = true
+at = 1300
+
+[[steps]]
+id = "bob-reads-after-the-restart"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+capability = "bob-crash"
+expect_verdict = "allow"
+at = 1400
+"#;
+
+// Proves a call over a delayed link is decided at its arrival instant, after every step scheduled at or before it (a revocation before arrival and at the exact arrival instant deny it, one after does not), that a later undelayed call is decided first while every record keeps its scheduled place with its decision time, and that a crash of the kernel's node while the call is in flight loses it even when the node is back before arrival; embedded and on real processes, byte for byte.
+#[test]
+fn a_delayed_call_is_decided_when_it_arrives() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = on_the_partition_world(
+        &dir.path().join("flight"),
+        "fault_in_flight",
+        IN_FLIGHT_STEPS,
+    );
+    let (embedded, local) = (dir.path().join("embedded"), dir.path().join("local"));
+    run_passing(dir.path(), &file, &embedded, false);
+    run_passing(dir.path(), &file, &local, true);
+    assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    let text = std::fs::read_to_string(embedded.join("arena.json")).expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+    let order: Vec<&str> = manifest["steps"]
+        .as_array()
+        .expect("step records")
+        .iter()
+        .map(|record| record["step_id"].as_str().unwrap_or_default())
+        .collect();
+    let scheduled: Vec<&str> = IN_FLIGHT_STEPS
+        .lines()
+        .filter_map(|line| line.strip_prefix("id = \""))
+        .map(|id| id.trim_end_matches('"'))
+        .collect();
+    assert_eq!(order, scheduled, "records leave their scheduled place");
+    let records = step_records(&embedded);
+    let field = |id: &str, key: &str| records[id][key].as_str().map(str::to_string);
+    for (id, decided) in [
+        ("bob-reads-revoked-in-flight", "2026-07-01T09:00:01.010Z"),
+        (
+            "bob-reads-revoked-as-it-arrives",
+            "2026-07-01T09:00:01.011Z",
+        ),
+        (
+            "bob-reads-revoked-after-it-arrives",
+            "2026-07-01T09:00:01.012Z",
+        ),
+        ("bob-reads-as-node-a-crashes", "2026-07-01T09:00:02.110Z"),
+    ] {
+        assert_eq!(field(id, "decided_time").as_deref(), Some(decided), "{id}");
+    }
+    assert_eq!(
+        field("bob-reads-revoked-in-flight", "virtual_time").as_deref(),
+        Some("2026-07-01T09:00:00.010Z")
+    );
+    assert_eq!(field("alice-reads-meanwhile", "decided_time"), None);
+    // The allow's receipt is stamped at its arrival, before the revocation
+    // that follows it.
+    let receipts = std::fs::read_to_string(embedded.join("receipts.ndjson")).expect("receipts");
+    let receipt = |id: &str| {
+        receipts
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("receipt"))
+            .find(|receipt| receipt["body"]["request_id"] == id)
+            .unwrap_or_else(|| panic!("no receipt for {id}"))
+    };
+    let (late, meanwhile) = (
+        receipt("bob-reads-revoked-after-it-arrives"),
+        receipt("alice-reads-meanwhile"),
+    );
+    assert_eq!(late["body"]["decision"]["verdict"], "allow", "{late}");
+    let stamp = |receipt: &serde_json::Value| receipt["body"]["timestamp_ms"].as_u64();
+    assert_eq!(
+        stamp(&late).zip(stamp(&meanwhile)).map(|(l, m)| l - m),
+        Some(1012 - 30),
+        "the late allow is stamped at its arrival"
+    );
+    // A kernel that decided the revoked calls signed their denies.
+    let early = receipt("bob-reads-revoked-in-flight");
+    assert_eq!(early["body"]["decision"]["verdict"], "deny", "{early}");
+}
+
+/// A call in flight when a later step stops the run: alice's read expects
+/// the wrong verdict.
+const STOP_IN_FLIGHT_STEPS: &str = r#"
+[[steps]]
+id = "alice-to-bob"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-files"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+
+[[steps]]
+id = "slow-node-b-to-node-a"
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1000
+
+[[steps]]
+id = "bob-reads-in-flight"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "alice-reads-expecting-the-wrong-verdict"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+
+[[steps]]
+id = "alice-reads-never"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+"#;
+
+// Proves a run stopped by a mismatch while a call is in flight still lands and records that call, at its scheduled place, before the step that stopped the run, and runs nothing scheduled after it; embedded and on real processes, byte for byte.
+#[test]
+fn a_stop_still_records_the_calls_in_flight() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = on_the_partition_world(
+        &dir.path().join("stop"),
+        "fault_stop_in_flight",
+        STOP_IN_FLIGHT_STEPS,
+    );
+    let mut trees = Vec::new();
+    for local in [false, true] {
+        let out = dir.path().join(format!("out-{local}"));
+        let (file, out_arg) = (file.display().to_string(), out.display().to_string());
+        let mut args = vec!["arena", "run", &file, "--out", &out_arg];
+        if local {
+            args.extend(["--topology", "local"]);
+        }
+        let output = run_chio(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("step alice-reads-expecting-the-wrong-verdict expected deny"),
+            "{stderr}"
+        );
+        let text = std::fs::read_to_string(out.join("arena.json")).expect("manifest");
+        let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+        let steps = manifest["steps"].as_array().expect("step records");
+        let order: Vec<&str> = steps
+            .iter()
+            .map(|record| record["step_id"].as_str().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            order,
+            [
+                "alice-to-bob",
+                "slow-node-b-to-node-a",
+                "bob-reads-in-flight",
+                "alice-reads-expecting-the-wrong-verdict"
+            ],
+            "{text}"
+        );
+        let landed = &steps[2];
+        assert_eq!(landed["actual"], "allow", "{landed}");
+        assert_eq!(
+            landed["decided_time"], "2026-07-01T09:00:01.002Z",
+            "{landed}"
+        );
+        trees.push(tree(&out));
+    }
+    assert_eq!(trees[0], trees[1], "local differs from embedded");
+}

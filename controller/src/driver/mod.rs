@@ -45,7 +45,7 @@ use chio_arena::{ArenaError, DeterminismWitness, Scenario, ScenarioText, Schedul
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
-use chio_node::executor::{PreparedStep, StepExecutor};
+use chio_node::executor::{DelayedCalls, PreparedStep, StepExecutor};
 use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
 use serde::Serialize;
 use serde_json::json;
@@ -246,13 +246,16 @@ impl RunOptions {
 
 /// A step's record with everything known before its answer, made when its
 /// turn to be recorded comes (the recorder's hash chains are read then).
+/// A call decided later than its instant (over a delayed link) records
+/// the instant it was decided beside the one it was sent.
 fn begin_record(
     scenario: &Scenario,
+    world: &World,
     recorder: &mut StepRecorder<'_>,
     scheduled: &ScheduledStep,
     step: &Step,
     prepared: &PreparedStep,
-) -> StepRecord {
+) -> Result<StepRecord, NodeError> {
     let mut record = recorder.begin(
         &step.head.id,
         prepared.kind(),
@@ -260,13 +263,77 @@ fn begin_record(
         scenario.clock().format_offset_ms(scheduled.evaluation_ms),
         step.head.expect_reason.as_deref(),
     );
-    recorder.prepared(&mut record, &step.action, prepared);
-    record
+    if let Some(arrival) = prepared.arrival_ms() {
+        let offset = arrival.saturating_sub(world.start_ms);
+        record.decided_time = Some(scenario.clock().format_offset_ms(offset));
+    }
+    if let Err(e) = recorder.prepared(&mut record, &step.action, prepared) {
+        recorder.infrastructure(record, &e);
+        return Err(e);
+    }
+    Ok(record)
+}
+
+/// A call in flight over a delayed link: its record, begun at its
+/// scheduled place, and what its dispatch needs at its arrival.
+struct InFlightStep {
+    record: StepRecord,
+    step: Step,
+    prepared: PreparedStep,
+    node: String,
+}
+
+/// Decides every call in flight that arrives before `instant_ms` (all of
+/// them when `None`), in arrival order, each once the stall its arrival
+/// ends is over and with what a crash since its sending left of it. After
+/// an infrastructure failure each remaining call is recorded with it, not
+/// dispatched, so no record is lost; the failure is answered.
+async fn land_in_flight(
+    world: &World,
+    dispatcher: &dyn Dispatcher,
+    executor: &mut StepExecutor,
+    recorder: &mut StepRecorder<'_>,
+    in_flight: &mut DelayedCalls<InFlightStep>,
+    instant_ms: Option<u64>,
+) -> Option<NodeError> {
+    let mut failure: Option<NodeError> = None;
+    while let Some(mut call) = in_flight.arriving_before(instant_ms) {
+        if let Some(e) = &failure {
+            recorder.infrastructure(call.record, e);
+            continue;
+        }
+        let arrival = call.prepared.arrival_ms().unwrap_or_default();
+        let performed = match executor.settle_faults(dispatcher, arrival).await {
+            Ok(()) => {
+                executor.arrive(world, &mut call.prepared);
+                executor
+                    .perform(dispatcher, &call.node, &call.step.head.id, &call.prepared)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        match performed {
+            Ok(performed) => {
+                failure = recorder
+                    .performed(call.record, &call.step.action, &call.prepared, performed)
+                    .err();
+            }
+            Err(e) => {
+                recorder.infrastructure(call.record, &e);
+                failure = Some(e);
+            }
+        }
+    }
+    failure
 }
 
 /// One step in flight at a time: each scheduled action is prepared,
-/// performed and recorded before the next is sent. `Ok(Some(e))` is an
-/// infrastructure failure recorded in the bundle; `Err` aborts the run.
+/// performed and recorded before the next is sent, except a call over a
+/// delayed link, which is decided at its arrival, after every step whose
+/// instant is at or before it (`DelayedCalls`), and recorded at its scheduled
+/// place. A run that stops still decides every call it had sent.
+/// `Ok(Some(e))` is an infrastructure failure recorded in the bundle;
+/// `Err` aborts the run.
 async fn run_one_at_a_time(
     scenario: &Scenario,
     world: &World,
@@ -274,19 +341,48 @@ async fn run_one_at_a_time(
     executor: &mut StepExecutor,
     recorder: &mut StepRecorder<'_>,
 ) -> Result<Option<NodeError>, NodeError> {
+    let mut in_flight = DelayedCalls::default();
+    let mut failure = None;
     for scheduled in scenario.schedule() {
-        let step = scenario.step(scheduled.step_index)?;
-        let action = &step.action;
-        let agent = &step.head.agent;
         let now_ms = world.start_ms + scheduled.evaluation_ms;
+        failure = land_in_flight(
+            world,
+            dispatcher,
+            executor,
+            recorder,
+            &mut in_flight,
+            Some(now_ms),
+        )
+        .await;
+        if failure.is_some() || recorder.stopped() {
+            break;
+        }
+        let step = scenario.step(scheduled.step_index)?;
+        let agent = &step.head.agent;
         let node = world
             .agent_node(agent)
             .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
             .to_string();
         // A stall over by this instant ends before the step is prepared.
         let settled = executor.settle_faults(dispatcher, now_ms).await;
-        let prepared = executor.prepare(world, &step.head.id, action, agent, now_ms)?;
-        let record = begin_record(scenario, recorder, scheduled, &step, &prepared);
+        let prepared = executor.prepare(world, &step.head.id, &step.action, agent, now_ms)?;
+        let record = match begin_record(scenario, world, recorder, scheduled, &step, &prepared) {
+            Ok(record) => record,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        if let (Ok(()), Some(arrival)) = (&settled, prepared.arrival_ms()) {
+            let call = InFlightStep {
+                record,
+                step: step.into_owned(),
+                prepared,
+                node,
+            };
+            in_flight.send(arrival, call);
+            continue;
+        }
         let performed = match settled {
             Ok(()) => {
                 executor
@@ -295,18 +391,30 @@ async fn run_one_at_a_time(
             }
             Err(e) => Err(e),
         };
-        match performed {
-            Ok(performed) => recorder.performed(record, action, &prepared, performed),
+        let performed = match performed {
+            Ok(performed) => recorder.performed(record, &step.action, &prepared, performed),
             Err(e) => {
                 recorder.infrastructure(record, &e);
-                return Ok(Some(e));
+                Err(e)
             }
+        };
+        if let Err(e) = performed {
+            failure = Some(e);
+            break;
         }
         if recorder.stopped() {
             break;
         }
     }
-    Ok(None)
+    // Every call still in flight was sent, so it reaches its kernel; after
+    // a failure it is recorded with that failure.
+    if let Some(e) = &failure {
+        while let Some(call) = in_flight.arriving_before(None) {
+            recorder.infrastructure(call.record, e);
+        }
+        return Ok(failure);
+    }
+    Ok(land_in_flight(world, dispatcher, executor, recorder, &mut in_flight, None).await)
 }
 
 /// Runs a scenario's whole schedule through `dispatcher`, pipelined,
@@ -493,7 +601,7 @@ async fn dispatch_all(
     recorder: &mut StepRecorder<'_>,
     options: RunOptions,
 ) -> Result<Option<NodeError>, NodeError> {
-    let mut executor = StepExecutor::for_forwarded(world, scenario.forwarded_steps());
+    let mut executor = StepExecutor::for_forwarded(world, scenario.forwarded_steps())?;
     // Faults are run state that changes with virtual time and reaches every
     // later step's preparation, so a scenario with fault steps is driven one
     // step at a time whatever the mode asked; the bundle is the same bytes.

@@ -151,6 +151,13 @@ impl<'a, 'd> Pipeline<'a, 'd> {
             .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
             .to_string();
         let prepared = executor.prepare(self.world, &step.head.id, action, agent, now_ms)?;
+        // Only a fault delays a link, and a fault scenario runs one step at
+        // a time, where a delayed call is decided at its arrival.
+        if prepared.arrival_ms().is_some() {
+            return Err(NodeError::Internal(
+                "a call over a delayed link reached the pipelined driver",
+            ));
+        }
         let dispatcher = self.dispatcher;
         let sent = prepared.clone();
         let future: InFlight<'d> = Box::pin(async move {
@@ -247,17 +254,22 @@ pub(super) async fn run(
                         "the run driver lost an answered step from its window",
                     ));
                 };
-                let record = begin_record(scenario, recorder, scheduled, &step, &prepared);
-                match answer {
-                    Ok(dispatched) => {
-                        let performed = executor.fold(&step.head.id, dispatched);
-                        recorder.performed(record, &step.action, &prepared, performed);
-                    }
-                    Err(e) => {
-                        recorder.infrastructure(record, &e);
-                        pipeline.drain().await;
-                        return Ok(Some(e));
-                    }
+                let recorded =
+                    match begin_record(scenario, world, recorder, scheduled, &step, &prepared) {
+                        Err(e) => Err(e),
+                        Ok(record) => match answer.and_then(|d| executor.fold(&step.head.id, d)) {
+                            Ok(performed) => {
+                                recorder.performed(record, &step.action, &prepared, performed)
+                            }
+                            Err(e) => {
+                                recorder.infrastructure(record, &e);
+                                Err(e)
+                            }
+                        },
+                    };
+                if let Err(e) = recorded {
+                    pipeline.drain().await;
+                    return Ok(Some(e));
                 }
                 if recorder.stopped() {
                     pipeline.drain().await;

@@ -13,12 +13,18 @@
 //! recorded and judged like any call, without receipt or trace; a fault
 //! step has no verdict and extends the admission chain.
 //!
+//! Records leave the recorder in the schedule's order: a call over a
+//! delayed link is judged when it is decided, after later steps, and the
+//! records after it wait for it (its receipt with them), so the bundle
+//! lists every step at its scheduled place. The hash chains are extended
+//! in the order steps are decided, which is the same on every topology.
+//!
 //! Records and receipts go to a [`Sink`]: kept in memory for a bundle
 //! returned whole, or appended to the bundle being written as each step is
 //! recorded (`chio arena run`) and not kept, so a run's memory does not grow
 //! with its records; the run's report reads them back from the bundle.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use chio_arena::bundle::{BundleWriter, StepInputs, StepRecord, StopRecord};
 use chio_arena::scenario::{CallAction, StepExpectation};
@@ -34,14 +40,20 @@ use sha2::{Digest, Sha256};
 
 use super::{reason_mismatch, EVALUATOR_VERSION, UNEXPECTED_REASON};
 
+/// What a step's invocation fingerprint is called in an error.
+const INVOCATION: &str = "a step's invocation";
+
 /// The next link of a hash chain: SHA-256 of the previous link (hex), a
-/// newline, and the canonical JSON of the new entry.
-fn extend_chain(previous: &str, entry: &Value) -> String {
+/// newline, and the canonical JSON of the new entry; an entry with no
+/// canonical form fails the run rather than extend the chain with
+/// something else.
+fn extend_chain(previous: &str, entry: &Value) -> Result<String, NodeError> {
+    let entry = to_canonical_string(entry).map_err(NodeError::canonical("a hash chain's entry"))?;
     let mut hasher = Sha256::new();
     hasher.update(previous.as_bytes());
     hasher.update(b"\n");
-    hasher.update(to_canonical_string(entry).unwrap_or_default().as_bytes());
-    hex::encode(hasher.finalize())
+    hasher.update(entry.as_bytes());
+    Ok(hex::encode(hasher.finalize()))
 }
 
 /// Where the recorder puts each step record and receipt.
@@ -123,6 +135,10 @@ pub(super) struct Recorded {
     pub stopped: Option<StopRecord>,
 }
 
+/// A begun step's place in the schedule's order, with its record and
+/// receipt once it is judged.
+type Held = (String, Option<(StepRecord, Option<SignedReceipt>)>);
+
 /// The recorder of one run.
 pub(super) struct StepRecorder<'r> {
     policy_hashes: &'r BTreeMap<String, String>,
@@ -131,6 +147,9 @@ pub(super) struct StepRecorder<'r> {
     empty: String,
     admission: String,
     sessions: BTreeMap<String, String>,
+    /// Begun steps not yet written, in the schedule's order: only a call
+    /// still in flight over a delayed link keeps the ones after it here.
+    held: VecDeque<Held>,
     recorded: Recorded,
 }
 
@@ -142,7 +161,8 @@ impl<'r> StepRecorder<'r> {
         keep_going: bool,
         sink: Sink,
     ) -> Self {
-        let empty = canonical_sha256(&Value::Array(Vec::new()));
+        // The canonical JSON of the empty array is `[]`.
+        let empty = hex::encode(Sha256::digest(b"[]"));
         Self {
             policy_hashes,
             authority_hex: public_key_hex(&world.authority),
@@ -150,6 +170,7 @@ impl<'r> StepRecorder<'r> {
             admission: empty.clone(),
             empty,
             sessions: BTreeMap::new(),
+            held: VecDeque::new(),
             recorded: Recorded {
                 sink,
                 mismatches: Vec::new(),
@@ -185,39 +206,84 @@ impl<'r> StepRecorder<'r> {
         let inputs = StepInputs {
             invocation: String::new(),
             evaluator: String::new(),
-            authority_time: canonical_sha256(&json!({
-                "trusted_issuers": [self.authority_hex],
-                "now": virtual_time,
-            })),
+            authority_time: String::new(),
             admission: self.admission.clone(),
             session,
         };
         let mut record = StepRecord::new(step_id, action, agent, virtual_time, inputs);
         record.expected_reason = expected_reason.map(str::to_string);
+        self.held.push_back((step_id.to_string(), None));
         record
     }
 
+    /// Takes in a judged record and writes every record whose turn has
+    /// come: the sink sees records, receipts and mismatches in the
+    /// schedule's order whatever order steps were decided in.
+    fn write(&mut self, record: StepRecord, receipt: Option<SignedReceipt>) {
+        match self
+            .held
+            .iter_mut()
+            .find(|(id, done)| done.is_none() && *id == record.step_id)
+        {
+            Some(slot) => slot.1 = Some((record, receipt)),
+            // A record that was never begun has no place to wait for.
+            None => self
+                .held
+                .push_back((record.step_id.clone(), Some((record, receipt)))),
+        }
+        while self.held.front().is_some_and(|(_, done)| done.is_some()) {
+            let Some((_, Some((record, receipt)))) = self.held.pop_front() else {
+                break;
+            };
+            if let Some(receipt) = &receipt {
+                self.recorded.sink.receipt(receipt);
+            }
+            if record.pass == Some(false) {
+                self.recorded.mismatches.push(record.step_id.clone());
+            }
+            self.recorded.sink.step(record);
+        }
+    }
+
     /// What is known of a step before it is dispatched.
-    pub fn prepared(&self, record: &mut StepRecord, action: &Action, prepared: &PreparedStep) {
+    pub fn prepared(
+        &self,
+        record: &mut StepRecord,
+        action: &Action,
+        prepared: &PreparedStep,
+    ) -> Result<(), NodeError> {
         let agent = record.agent.clone();
+        record.inputs.authority_time = canonical_sha256(
+            "a step's authority inputs",
+            &json!({
+                "trusted_issuers": [self.authority_hex],
+                "now": record.virtual_time,
+            }),
+        )?;
         match (action, prepared) {
             (Action::Call(call), PreparedStep::Call(p)) => {
                 record.kernel = Some(p.kernel.clone());
                 record.target = Some(format!("{}/{}", call.server, call.tool));
                 record.expected = Some(call.expect_verdict.into());
-                record.inputs.invocation = canonical_sha256(&json!({
-                    "agent": agent,
-                    "server": call.server,
-                    "tool": call.tool,
-                    "arguments": call.arguments,
-                    "capability": p.command.capability_id,
-                    "captured": p.captured(),
-                }));
-                record.inputs.evaluator = canonical_sha256(&json!({
-                    "kernel": p.kernel,
-                    "policy": self.policy_hashes.get(&p.kernel),
-                    "evaluator": EVALUATOR_VERSION,
-                }));
+                record.inputs.invocation = canonical_sha256(
+                    INVOCATION,
+                    &json!({
+                        "agent": agent,
+                        "server": call.server,
+                        "tool": call.tool,
+                        "arguments": call.arguments,
+                        "capability": p.command.capability_id,
+                        "captured": p.captured(),
+                    }),
+                )?;
+                record.inputs.evaluator = canonical_sha256(
+                    "a call's evaluator inputs",
+                    &json!({
+                        "kernel": p.kernel,
+                        "policy": self.policy_hashes.get(&p.kernel),
+                        "evaluator": EVALUATOR_VERSION,
+                    }),
+                )?;
                 let mut authority_time = json!({
                     "trusted_issuers": [self.authority_hex],
                     "token": p.token_sha256,
@@ -228,46 +294,73 @@ impl<'r> StepRecorder<'r> {
                     authority_time["evaluated_ms"] = json!(p.command.now_ms);
                     record.detail = Some(delayed.clone());
                 }
-                record.inputs.authority_time = canonical_sha256(&authority_time);
+                record.inputs.authority_time =
+                    canonical_sha256("a call's authority inputs", &authority_time)?;
             }
             (Action::Delegate(delegate), _) => {
                 record.inputs.invocation =
-                    canonical_sha256(&json!({"agent": agent, "delegate": delegate}));
+                    canonical_sha256(INVOCATION, &json!({"agent": agent, "delegate": delegate}))?;
             }
             (Action::Revoke(revoke), _) => {
                 record.detail = Some(revoke.target.clone());
                 record.inputs.invocation =
-                    canonical_sha256(&json!({"agent": agent, "revoke": revoke}));
+                    canonical_sha256(INVOCATION, &json!({"agent": agent, "revoke": revoke}))?;
             }
             (Action::Message(message), PreparedStep::Message(p)) => {
                 record.target = Some(message.to.clone());
                 record.inputs.invocation =
-                    canonical_sha256(&json!({"agent": agent, "message": message}));
+                    canonical_sha256(INVOCATION, &json!({"agent": agent, "message": message}))?;
                 record.detail = Some(p.content_sha256.clone());
             }
             (Action::Fault(fault), _) => {
                 record.detail = Some(fault.describe());
                 record.inputs.invocation =
-                    canonical_sha256(&json!({"agent": agent, "fault": fault}));
+                    canonical_sha256(INVOCATION, &json!({"agent": agent, "fault": fault}))?;
             }
             (Action::Advance(advance), _) => {
                 record.detail = Some(advance.advance_ms.to_string());
-                record.inputs.invocation =
-                    canonical_sha256(&json!({"agent": agent, "advance_ms": advance.advance_ms}));
+                record.inputs.invocation = canonical_sha256(
+                    INVOCATION,
+                    &json!({"agent": agent, "advance_ms": advance.advance_ms}),
+                )?;
             }
             // The executor prepares each action as its own kind.
             _ => {}
         }
+        Ok(())
     }
 
-    /// Records what a dispatched step did and judges it.
+    /// Records what a dispatched step did and judges it. A fingerprint that
+    /// cannot be formed records the step as an infrastructure failure and
+    /// answers the error.
     pub fn performed(
         &mut self,
         mut record: StepRecord,
         action: &Action,
         prepared: &PreparedStep,
         performed: Performed,
-    ) {
+    ) -> Result<(), NodeError> {
+        match self.judged(&mut record, action, prepared, performed) {
+            Ok(receipt) => {
+                self.write(record, receipt);
+                Ok(())
+            }
+            Err(e) => {
+                self.infrastructure(record, &e);
+                Err(e)
+            }
+        }
+    }
+
+    /// What [`Self::performed`] records of a step, and its receipt.
+    fn judged(
+        &mut self,
+        record: &mut StepRecord,
+        action: &Action,
+        prepared: &PreparedStep,
+        performed: Performed,
+    ) -> Result<Option<SignedReceipt>, NodeError> {
+        let mut receipt = None;
         match (action, prepared, performed) {
             (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
                 record.verdict = Some(outcome.verdict);
@@ -275,9 +368,9 @@ impl<'r> StepRecorder<'r> {
                 record.receipt_id = Some(outcome.receipt.id.clone());
                 record.recorded = Some(outcome.recorded);
                 record.trace = Some(Box::new(outcome.trace.clone()));
-                self.recorded.sink.receipt(&outcome.receipt);
+                receipt = Some(outcome.receipt.clone());
                 let actual = outcome.projected;
-                self.judge_call(&mut record, call, p, actual, outcome.reason.clone());
+                self.judge_call(record, call, p, actual, outcome.reason.clone())?;
             }
             (Action::Call(call), PreparedStep::Call(p), Performed::Refused(reason)) => {
                 // The agent's node denied the call itself (its kernel could
@@ -285,13 +378,13 @@ impl<'r> StepRecorder<'r> {
                 // the controller did (the agent's node is down): no kernel
                 // ran, so there is no receipt and no trace.
                 record.verdict = Some(Verdict::Deny);
-                self.judge_call(&mut record, call, p, ProjectedVerdict::Deny, Some(reason));
+                self.judge_call(record, call, p, ProjectedVerdict::Deny, Some(reason))?;
             }
             (Action::Fault(fault), _, Performed::Fault) => {
                 self.admission = extend_chain(
                     &self.admission,
                     &json!({"fault": record.step_id, "what": fault}),
-                );
+                )?;
             }
             (Action::Delegate(delegate), _, Performed::Delegate(done)) => {
                 let refusal = match done {
@@ -301,35 +394,35 @@ impl<'r> StepRecorder<'r> {
                         if !made.labels.is_empty() {
                             link["labels"] = json!(made.labels);
                         }
-                        self.admission = extend_chain(&self.admission, &link);
+                        self.admission = extend_chain(&self.admission, &link)?;
                         record.labels = Some(made.labels);
                         None
                     }
                     Err(reason) => Some(reason),
                 };
-                self.judge(&mut record, delegate.expect, refusal);
+                self.judge(record, delegate.expect, refusal);
             }
             (Action::Revoke(revoke), _, Performed::Revoke(refusal)) => {
                 if refusal.is_none() {
                     self.admission =
-                        extend_chain(&self.admission, &json!({"revoke": revoke.target}));
+                        extend_chain(&self.admission, &json!({"revoke": revoke.target}))?;
                 }
-                self.judge(&mut record, revoke.expect, refusal);
+                self.judge(record, revoke.expect, refusal);
             }
             (Action::Message(message), _, Performed::Message(outcome)) => {
                 let entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
-                self.admission = extend_chain(&self.admission, &entry);
+                self.admission = extend_chain(&self.admission, &entry)?;
                 let receiver = self
                     .sessions
                     .entry(message.to.clone())
                     .or_insert_with(|| self.empty.clone());
-                *receiver = extend_chain(receiver, &entry);
+                *receiver = extend_chain(receiver, &entry)?;
                 record.labels = Some(outcome.labels);
             }
             // Advance, and (never produced) a kind answered as another.
             _ => {}
         }
-        self.recorded.sink.step(record);
+        Ok(receipt)
     }
 
     /// Records a call's verdict on the scenario alphabet and its reason,
@@ -341,18 +434,18 @@ impl<'r> StepRecorder<'r> {
         prepared: &PreparedCall,
         actual: ProjectedVerdict,
         reason: Option<String>,
-    ) {
+    ) -> Result<(), NodeError> {
         let verdict_ok = actual == call.expect_verdict;
         record.actual = Some(actual.into());
         record.reason = reason.clone();
         let entry = json!({"step": record.step_id, "server": call.server, "tool": call.tool, "verdict": actual});
         if let Some(chain) = self.sessions.get_mut(&record.agent) {
-            *chain = extend_chain(chain, &entry);
+            *chain = extend_chain(chain, &entry)?;
         }
         self.admission = extend_chain(
             &self.admission,
             &json!({"call": entry, "capability": prepared.command.capability_id}),
-        );
+        )?;
         let reason_miss = reason_mismatch(record);
         record.pass = Some(verdict_ok && reason_miss.is_none());
         if !verdict_ok {
@@ -367,6 +460,7 @@ impl<'r> StepRecorder<'r> {
         } else if let Some(message) = reason_miss {
             self.mismatch(record, UNEXPECTED_REASON, message);
         }
+        Ok(())
     }
 
     /// Records a step whose dispatch failed outside any verdict.
@@ -376,13 +470,14 @@ impl<'r> StepRecorder<'r> {
             cause: "infrastructure".to_string(),
             message: error.to_string(),
         });
-        self.recorded.sink.step(record);
+        self.write(record, None);
     }
 
-    /// Counts a mismatch and, unless `keep_going`, stops the run with `cause`.
+    /// Stops the run with `cause` at the first mismatch decided, unless
+    /// `keep_going`; the mismatch is counted when its record is written
+    /// (its `pass` is false).
     fn mismatch(&mut self, record: &StepRecord, cause: &str, message: String) {
-        self.recorded.mismatches.push(record.step_id.clone());
-        if !self.keep_going {
+        if !self.keep_going && self.recorded.stopped.is_none() {
             self.recorded.stopped = Some(StopRecord {
                 step_id: record.step_id.clone(),
                 cause: cause.to_string(),

@@ -80,7 +80,7 @@ use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
 use crate::error::NodeError;
-use crate::executor::{Performed, PreparedStep, StepExecutor};
+use crate::executor::{DelayedCalls, Performed, PreparedStep, StepExecutor};
 use crate::tools::FileChange;
 use crate::world::{FixtureSet, World, AGENT_ROLE};
 
@@ -157,6 +157,9 @@ struct Instance<'w, I> {
     world: &'w World,
     place: I,
     executor: StepExecutor,
+    /// Scheduled calls in flight over delayed links: step id, the agent's
+    /// node and the prepared call.
+    in_flight: DelayedCalls<(String, String, PreparedStep)>,
     tally: BudgetTally,
     /// Kernel decisions made: every call step a kernel answered and every
     /// decided action call.
@@ -164,14 +167,15 @@ struct Instance<'w, I> {
 }
 
 impl<'w, I: WorldInstance> Instance<'w, I> {
-    fn new(world: &'w World, place: I) -> Self {
-        Self {
+    fn new(world: &'w World, place: I) -> Result<Self, NodeError> {
+        Ok(Self {
             world,
             place,
-            executor: StepExecutor::new(world),
+            executor: StepExecutor::new(world)?,
+            in_flight: DelayedCalls::default(),
             tally: BudgetTally::default(),
             evaluations: 0,
-        }
+        })
     }
 
     fn key_of(&self, agent: &str) -> SigningKey {
@@ -285,7 +289,9 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             .collect())
     }
 
-    /// Runs one of the scenario's own steps through the run's step executor.
+    /// Runs one of the scenario's own steps through the run's step
+    /// executor; a call over a delayed link is put in flight, to be
+    /// decided at its arrival ([`Self::land_before`]), as a run does.
     fn run_step(&mut self, step: &Step, now_ms: u64) -> Result<(), ArenaError> {
         let agent = step.head.agent.as_str();
         let step_id = step.head.id.as_str();
@@ -296,19 +302,54 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             .executor
             .prepare(self.world, step_id, &step.action, agent, now_ms)
             .map_err(failure)?;
-        let node = self.world.agent_node(agent).unwrap_or("direct");
+        let node = self.world.agent_node(agent).unwrap_or("direct").to_string();
+        if let Some(arrival) = prepared.arrival_ms() {
+            self.in_flight
+                .send(arrival, (step_id.to_string(), node, prepared));
+            return Ok(());
+        }
+        self.decide_step(step_id, &node, &prepared)
+    }
+
+    /// Decides every scheduled call in flight that arrives before
+    /// `instant_ms` (all of them when `None`), in arrival order, as the run
+    /// driver does: after the stall its arrival ends, with what a crash
+    /// since its sending left of it.
+    fn land_before(&mut self, instant_ms: Option<u64>) -> Result<(), ArenaError> {
+        while let Some((step_id, node, mut prepared)) = self.in_flight.arriving_before(instant_ms) {
+            let arrival = prepared.arrival_ms().unwrap_or_default();
+            self.place
+                .complete(
+                    self.executor
+                        .settle_faults(self.place.dispatcher(), arrival),
+                )
+                .map_err(failure)?;
+            self.executor.arrive(self.world, &mut prepared);
+            self.decide_step(&step_id, &node, &prepared)?;
+        }
+        Ok(())
+    }
+
+    /// Performs a prepared scheduled step on `node` and counts what a
+    /// kernel decided.
+    fn decide_step(
+        &mut self,
+        step_id: &str,
+        node: &str,
+        prepared: &PreparedStep,
+    ) -> Result<(), ArenaError> {
         let performed = self
             .place
             .complete(
                 self.executor
-                    .perform(self.place.dispatcher(), node, step_id, &prepared),
+                    .perform(self.place.dispatcher(), node, step_id, prepared),
             )
             .map_err(failure)?;
         if matches!(performed, Performed::Call(_)) {
             self.evaluations += 1;
         }
         // A scheduled admission counts under its budgets like any other.
-        if let (PreparedStep::Call(call), Performed::Call(outcome)) = (&prepared, &performed) {
+        if let (PreparedStep::Call(call), Performed::Call(outcome)) = (prepared, &performed) {
             if let Some(held) = self.executor.capability(&call.command.capability_id) {
                 let counted = Counted {
                     agent: &call.command.agent,
@@ -542,8 +583,12 @@ impl<W: Worlds> ActionEvaluator for KernelActionEvaluator<W> {
         }
         let mut outcomes: Vec<Option<ActionOutcome>> = vec![None; actions.len()];
         let place = self.worlds.instance(&self.world).map_err(failure)?;
-        let mut instance = Instance::new(&self.world, place);
+        let mut instance = Instance::new(&self.world, place).map_err(failure)?;
         for scheduled in scenario.schedule() {
+            let now_ms = self.world.start_ms + scheduled.evaluation_ms;
+            // Calls over delayed links arriving before this instant are
+            // decided before anything made at it.
+            instance.land_before(Some(now_ms))?;
             let step = scenario.step(scheduled.step_index)?;
             if let Some(indices) = by_step.remove(step.head.id.as_str()) {
                 let base_server = match &step.action {
@@ -554,7 +599,6 @@ impl<W: Worlds> ActionEvaluator for KernelActionEvaluator<W> {
                     outcomes[i] = Some(instance.run_action(&actions[i], &base_server)?);
                 }
             }
-            let now_ms = self.world.start_ms + scheduled.evaluation_ms;
             instance.run_step(&step, now_ms)?;
             if let Some(indices) = after.remove(step.head.id.as_str()) {
                 for i in indices {
@@ -563,6 +607,7 @@ impl<W: Worlds> ActionEvaluator for KernelActionEvaluator<W> {
                 }
             }
         }
+        instance.land_before(None)?;
         if let Some(step) = by_step.keys().chain(after.keys()).next() {
             return Err(failure(format!("base step {step} is not in the scenario")));
         }

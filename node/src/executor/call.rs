@@ -13,6 +13,8 @@
 //! kernel later over a delayed link; only when the agent's own node is
 //! down does the controller answer the call, since nobody can make it.
 
+use std::collections::BTreeMap;
+
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
@@ -37,12 +39,64 @@ pub struct PreparedCall {
     pub blocked: Option<String>,
     /// How a delayed link changed the call's arrival, when one did.
     pub delayed: Option<String>,
+    /// How many times the kernel's node and the agent's node had crashed
+    /// when the call was sent: a call in flight is lost to a crash of
+    /// either before it arrives.
+    pub sent_crashes: (u64, u64),
 }
 
 impl PreparedCall {
     /// Whether the agent presents a token it does not hold.
     pub fn captured(&self) -> bool {
         self.command.captured.is_some()
+    }
+
+    /// The instant (Unix ms) a call over a delayed link reaches its kernel,
+    /// where it is decided; `None` for a call that is decided when sent.
+    pub fn arrival_ms(&self) -> Option<u64> {
+        self.delayed.as_ref().map(|_| self.command.now_ms)
+    }
+}
+
+/// Calls in flight over delayed links, each with what its caller keeps for
+/// it, in the order they reach their kernels: by arrival instant, then by
+/// the order they were sent.
+#[derive(Debug)]
+pub struct DelayedCalls<T> {
+    calls: BTreeMap<(u64, u64), T>,
+    sent: u64,
+}
+
+impl<T> Default for DelayedCalls<T> {
+    fn default() -> Self {
+        Self {
+            calls: BTreeMap::new(),
+            sent: 0,
+        }
+    }
+}
+
+impl<T> DelayedCalls<T> {
+    /// Puts a call sent now in flight until `arrival_ms`.
+    pub fn send(&mut self, arrival_ms: u64, call: T) {
+        self.calls.insert((arrival_ms, self.sent), call);
+        self.sent += 1;
+    }
+
+    /// The next call to arrive strictly before `instant_ms` (every call
+    /// still in flight when `None`), taken out of flight: a step scheduled
+    /// at an instant is applied before a call arriving at that instant.
+    pub fn arriving_before(&mut self, instant_ms: Option<u64>) -> Option<T> {
+        let first = *self.calls.keys().next()?;
+        if instant_ms.is_some_and(|instant| first.0 >= instant) {
+            return None;
+        }
+        self.calls.remove(&first)
+    }
+
+    /// Whether no call is in flight.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
     }
 }
 
@@ -93,7 +147,32 @@ pub(super) fn prepare(
         token_sha256: entry.token_sha256.clone(),
         blocked,
         delayed: delay.map(|(_, note)| note),
+        sent_crashes: (
+            faults.crash_count(kernel_node),
+            faults.crash_count(agent_node),
+        ),
     })
+}
+
+/// What a call in flight meets when it reaches its kernel's node: the
+/// controller's deny when that node, or the agent's own, is down by then
+/// or crashed since the call was sent (the call finds no process to decide
+/// it, or the agent's node that sent it is gone);
+/// otherwise the call is dispatched as prepared, and meets every other
+/// fault where it is (a cut link, a stall) as any call does.
+pub(super) fn arrive(executor: &StepExecutor, world: &World, prepared: &mut PreparedCall) {
+    if prepared.blocked.is_some() {
+        return;
+    }
+    let faults = &executor.faults;
+    let agent = prepared.command.agent.as_str();
+    let agent_node = world.agent_node(agent).unwrap_or_default();
+    let kernel_node = world.kernel_node(&prepared.kernel).unwrap_or_default();
+    prepared.blocked = faults.in_flight_lost(
+        (&prepared.kernel, kernel_node),
+        (agent, agent_node),
+        prepared.sent_crashes,
+    );
 }
 
 /// Dispatches the call: the kernel's decision or the node's own deny;
@@ -107,15 +186,24 @@ pub(super) async fn dispatch(
 }
 
 /// Keeps the call's released output for later messages.
-pub(super) fn fold(executor: &mut StepExecutor, step_id: &str, outcome: &CallOutcome) {
+pub(super) fn fold(
+    executor: &mut StepExecutor,
+    step_id: &str,
+    outcome: &CallOutcome,
+) -> Result<(), NodeError> {
     if !executor.keeps_output(step_id) {
-        return;
+        return Ok(());
     }
+    let content_sha256 = canonical_sha256(
+        "a call's released output",
+        outcome.output.as_ref().unwrap_or(&Value::Null),
+    )?;
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {
             label: outcome.trace.output_label.clone(),
-            content_sha256: canonical_sha256(outcome.output.as_ref().unwrap_or(&Value::Null)),
+            content_sha256,
         },
     );
+    Ok(())
 }

@@ -103,14 +103,18 @@ pub(super) async fn dispatch(
     })))
 }
 
-/// Records the child's holder in the run's ledger.
+/// Records the child's holder in the run's ledger; a refusal passes
+/// through, and a child that cannot be fingerprinted fails the run.
 pub(super) fn fold(
     executor: &mut StepExecutor,
     answer: Result<Box<DelegationAnswer>, String>,
-) -> Result<Box<DelegatedChild>, String> {
-    let answer = answer?;
+) -> Result<Result<Box<DelegatedChild>, String>, NodeError> {
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(refusal) => return Ok(Err(refusal)),
+    };
     let DelegateOutcome { token, labels } = answer.outcome;
-    let child = HeldCapability::new(&answer.to, token);
+    let child = HeldCapability::new(&answer.to, token)?;
     executor.ledger.insert(answer.delegation_id, child.clone());
-    Ok(Box::new(DelegatedChild { child, labels }))
+    Ok(Ok(Box::new(DelegatedChild { child, labels })))
 }

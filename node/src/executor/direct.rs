@@ -366,12 +366,12 @@ impl Dispatcher for DirectDispatcher<'_> {
 
     /// Revokes as node `node` would: refused while it cannot reach
     /// trust-control.
-    fn revoke(&self, node: &str, target: &str, _at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
         let answer = match self.switch.control_outage(node) {
             Some(outage) => Ok(Some(outage::revocation_unrecorded(outage))),
             None => self
                 .trust
-                .revoke(target)
+                .revoke(target, at_ms)
                 .map(|()| None)
                 .map_err(NodeError::AuthorityStore),
         };

@@ -68,6 +68,10 @@ pub enum FaultEvent {
 pub struct FaultState {
     /// Nodes down, with the step that crashed each.
     down: BTreeMap<String, String>,
+    /// How many times each node has crashed, with the latest crash's step:
+    /// a call in flight to a node that crashed meanwhile is lost, even if
+    /// the node is back when the call would have arrived.
+    crashes: BTreeMap<String, (u64, String)>,
     /// Delayed links: the delay and the step that began it.
     delayed: BTreeMap<FaultLink, (u64, String)>,
     /// The stall's end (Unix ms) and the step that began it.
@@ -96,6 +100,8 @@ impl FaultState {
         let now_ms = prepared.at_ms;
         match &prepared.fault {
             FaultAction::Crash { node } => {
+                let crashes = self.crashes.entry(node.clone()).or_default();
+                *crashes = (crashes.0 + 1, step.clone());
                 self.down.insert(node.clone(), step);
             }
             FaultAction::Restart { node, .. } => {
@@ -123,6 +129,40 @@ impl FaultState {
         self.down
             .get(node)
             .map(|step| format!("node {node} is down (crashed at step {step})"))
+    }
+
+    /// How many times `node` has crashed so far.
+    pub fn crash_count(&self, node: &str) -> u64 {
+        self.crashes.get(node).map_or(0, |(count, _)| *count)
+    }
+
+    /// Why a call sent when `node` had crashed `sent` times is lost on
+    /// its way, if it is: the node is down, or crashed since (the process
+    /// the call was sent to is gone, whatever came back in its place).
+    fn lost_in_flight(&self, node: &str, sent: u64) -> Option<String> {
+        self.down(node).or_else(|| {
+            let (count, step) = self.crashes.get(node)?;
+            (*count != sent)
+                .then(|| format!("node {node} crashed at step {step} while the call was in flight"))
+        })
+    }
+
+    /// Why a call in flight to kernel `kernel` on `kernel_node`, from
+    /// `agent` on `agent_node`, sent when those nodes had crashed `sent`
+    /// times (kernel's node, agent's node), never reaches a decision, if
+    /// it does not.
+    pub fn in_flight_lost(
+        &self,
+        (kernel, kernel_node): (&str, &str),
+        (agent, agent_node): (&str, &str),
+        sent: (u64, u64),
+    ) -> Option<String> {
+        self.lost_in_flight(kernel_node, sent.0)
+            .map(|why| format!("kernel {kernel} cannot decide: {why}"))
+            .or_else(|| {
+                self.lost_in_flight(agent_node, sent.1)
+                    .map(|why| format!("agent {agent} cannot call: {why}"))
+            })
     }
 
     /// Why kernel `kernel`, on node `node`, cannot decide anything, if it

@@ -29,22 +29,21 @@ pub(super) fn prepare(
     message: &MessageAction,
     agent: &str,
     now_ms: u64,
-) -> PreparedMessage {
+) -> Result<PreparedMessage, NodeError> {
     let released = match &message.from_step {
-        Some(source) => executor
-            .outputs
-            .get(source)
-            .cloned()
-            .unwrap_or(ReleasedOutput {
+        Some(source) => match executor.outputs.get(source) {
+            Some(released) => released.clone(),
+            None => ReleasedOutput {
                 label: None,
-                content_sha256: canonical_sha256(&Value::Null),
-            }),
+                content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
+            },
+        },
         None => ReleasedOutput {
             label: None,
-            content_sha256: canonical_sha256(&json!(message.content)),
+            content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
         },
     };
-    PreparedMessage {
+    Ok(PreparedMessage {
         command: MessageCommand {
             agent: agent.to_string(),
             to: message.to.clone(),
@@ -52,7 +51,7 @@ pub(super) fn prepare(
             now_ms,
         },
         content_sha256: released.content_sha256,
-    }
+    })
 }
 
 /// Dispatches the message.

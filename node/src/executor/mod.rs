@@ -37,7 +37,6 @@ use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
 use chio_arena::{Action, ActionKind};
-use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -51,7 +50,7 @@ use crate::node::{
 use crate::world::World;
 use crate::EmbeddedTopology;
 
-pub use call::PreparedCall;
+pub use call::{DelayedCalls, PreparedCall};
 pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
 pub use fault::{FaultEvent, FaultState, PreparedFault};
 pub use message::PreparedMessage;
@@ -122,15 +121,14 @@ impl Dispatcher for EmbeddedTopology {
 }
 
 /// SHA-256 (hex) of a value's canonical JSON: the fingerprint every record
-/// of a run uses.
-pub fn canonical_sha256(value: &Value) -> String {
-    // Every value fingerprinted here is built from validated scenario data
-    // or signed kernel values (integers within 2^53), so canonicalisation
-    // cannot fail; an empty input would only make two fingerprints compare
-    // equal, never allow.
-    hex::encode(Sha256::digest(
-        to_canonical_string(value).unwrap_or_default().as_bytes(),
-    ))
+/// of a run uses, the kernel's own (`chio_kernel::receipt::canonical_sha256`).
+/// A value with no canonical form (an integer past 2^53) is an error naming
+/// `what`, never the fingerprint of something else: two different values
+/// must never share a fingerprint in the evidence.
+pub fn canonical_sha256(what: &'static str, value: &Value) -> Result<String, NodeError> {
+    let bytes =
+        chio_kernel::canonical::canonical_bytes(value).map_err(NodeError::canonical(what))?;
+    Ok(hex::encode(Sha256::digest(bytes)))
 }
 
 /// A capability the run knows of: who holds it, the token, and the token's
@@ -146,14 +144,17 @@ pub struct HeldCapability {
 }
 
 impl HeldCapability {
-    /// Records `token` as held by `holder`.
-    pub fn new(holder: &str, token: CapabilityToken) -> Self {
-        let token_sha256 = canonical_sha256(&serde_json::to_value(&token).unwrap_or(Value::Null));
-        Self {
+    /// Records `token` as held by `holder`; fails when the token has no
+    /// canonical form to fingerprint.
+    pub fn new(holder: &str, token: CapabilityToken) -> Result<Self, NodeError> {
+        let value = serde_json::to_value(&token)
+            .map_err(|_| NodeError::Internal("a capability token did not encode as JSON"))?;
+        let token_sha256 = canonical_sha256("a capability token", &value)?;
+        Ok(Self {
             holder: holder.to_string(),
             token,
             token_sha256,
-        }
+        })
     }
 }
 
@@ -203,6 +204,15 @@ impl PreparedStep {
     /// across it: a fault changes what every later step meets.
     pub fn is_barrier(&self) -> bool {
         matches!(self, PreparedStep::Fault(_))
+    }
+
+    /// When the step is decided later than its instant: a call sent over a
+    /// delayed link, decided at its arrival (Unix ms).
+    pub fn arrival_ms(&self) -> Option<u64> {
+        match self {
+            PreparedStep::Call(call) => call.arrival_ms(),
+            _ => None,
+        }
     }
 }
 
@@ -266,31 +276,32 @@ pub struct StepExecutor {
 }
 
 impl StepExecutor {
-    /// The executor at the start of a run: the world's grants, nothing released.
-    pub fn new(world: &World) -> Self {
-        Self {
+    /// The executor at the start of a run: the world's grants, nothing
+    /// released; fails when a grant's token cannot be fingerprinted.
+    pub fn new(world: &World) -> Result<Self, NodeError> {
+        Ok(Self {
             ledger: world
                 .grants
                 .iter()
                 .map(|(id, (holder, token))| {
-                    (id.clone(), HeldCapability::new(holder, token.clone()))
+                    Ok((id.clone(), HeldCapability::new(holder, token.clone())?))
                 })
-                .collect(),
+                .collect::<Result<_, NodeError>>()?,
             outputs: BTreeMap::new(),
             forwarded: None,
             faults: FaultState::default(),
-        }
+        })
     }
 
     /// The executor for a run of a fixed schedule: as [`Self::new`], but it
     /// keeps the released output of only the call steps a message of
     /// the scenario forwards (`from_step`, see `Scenario::forwarded_steps`),
     /// the only outputs a later step reads.
-    pub fn for_forwarded(world: &World, forwarded: &BTreeSet<String>) -> Self {
-        Self {
+    pub fn for_forwarded(world: &World, forwarded: &BTreeSet<String>) -> Result<Self, NodeError> {
+        Ok(Self {
             forwarded: Some(forwarded.clone()),
-            ..Self::new(world)
-        }
+            ..Self::new(world)?
+        })
     }
 
     /// Whether the released output of call step `step_id` is kept.
@@ -320,6 +331,15 @@ impl StepExecutor {
         Ok(())
     }
 
+    /// Readies a call that was in flight over a delayed link for dispatch
+    /// at its arrival: what a crash since it was sent leaves of it
+    /// ([`call::arrive`]). Any other step is left as it is.
+    pub fn arrive(&self, world: &World, prepared: &mut PreparedStep) {
+        if let PreparedStep::Call(call) = prepared {
+            call::arrive(self, world, call);
+        }
+    }
+
     /// The capability `id`, when it exists at this point of the run.
     pub fn capability(&self, id: &str) -> Option<&HeldCapability> {
         self.ledger.get(id)
@@ -346,7 +366,7 @@ impl StepExecutor {
                 PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
             }
             Action::Message(message) => {
-                PreparedStep::Message(message::prepare(self, message, agent, now_ms))
+                PreparedStep::Message(message::prepare(self, message, agent, now_ms)?)
             }
             Action::Advance(advance) => PreparedStep::Advance {
                 advance_ms: advance.advance_ms,
@@ -367,7 +387,7 @@ impl StepExecutor {
         prepared: &PreparedStep,
     ) -> Result<Performed, NodeError> {
         let dispatched = Self::dispatch(dispatcher, node, prepared).await?;
-        Ok(self.fold(step_id, dispatched))
+        self.fold(step_id, dispatched)
     }
 
     /// Dispatches a prepared step to `node` without touching the run's
@@ -411,13 +431,15 @@ impl StepExecutor {
     /// released output, a delegation's child and holder) and answers what
     /// the step did. Folding in the total order leaves the ledger exactly
     /// as one step at a time would.
-    pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Performed {
-        match dispatched {
+    /// Fails, and changes nothing, when a value the ledger fingerprints has
+    /// no canonical form.
+    pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Result<Performed, NodeError> {
+        Ok(match dispatched {
             Dispatched::Call(outcome) => {
-                call::fold(self, step_id, &outcome);
+                call::fold(self, step_id, &outcome)?;
                 Performed::Call(outcome)
             }
-            Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)),
+            Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)?),
             Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
             Dispatched::Message(outcome) => Performed::Message(outcome),
             Dispatched::Advance => Performed::Advance,
@@ -426,7 +448,7 @@ impl StepExecutor {
                 self.faults.apply(&prepared, step_id);
                 Performed::Fault
             }
-        }
+        })
     }
 }
 

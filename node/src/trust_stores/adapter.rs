@@ -96,13 +96,13 @@ impl<S: TrustStore> RevocationStore for TrustBackedStore<S> {
         .map(|at| at.is_some())
     }
 
-    fn revoke(&mut self, id: &str) -> Result<(), StoreError> {
+    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError> {
         let b = &self.binding;
         let scoped = b.scoped(id);
         b.block(
             StoreName::Revocation,
             b.deadlines.call,
-            b.store.revoke(&scoped, 0),
+            b.store.revoke(&scoped, at_ms),
         )
         .map(|_| ())
     }

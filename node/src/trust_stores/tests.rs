@@ -58,8 +58,13 @@ fn adapters_share_state_with_reference_arithmetic() {
         !b.nonces.check_and_record("root/alice/r1").unwrap(),
         "a request id seen by one kernel is seen by every kernel"
     );
-    a.revocations.revoke("cap").unwrap();
+    a.revocations.revoke("cap", 7).unwrap();
     assert!(b.revocations.is_revoked("cap").unwrap());
+    // The kernel's revocation keeps its instant, as the node's does.
+    let at = binding
+        .handle
+        .block_on(binding.store.revoked_at(&binding.scoped("cap")));
+    assert_eq!(at.unwrap(), Some(7));
     a.labels.join("session:s", "internal").unwrap();
     assert!(b.labels.read("session:s").unwrap().contains("internal"));
 }
@@ -76,7 +81,7 @@ fn runs_do_not_see_each_other() {
     );
     let (mut a, _) = one.kernel_stores();
     let (b, _) = two.kernel_stores();
-    a.revocations.revoke("cap").unwrap();
+    a.revocations.revoke("cap", 7).unwrap();
     assert!(!b.revocations.is_revoked("cap").unwrap());
 }
 
