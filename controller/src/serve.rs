@@ -75,7 +75,8 @@ pub fn trust(args: &TrustServeArgs) -> Result<(), CliError> {
             | TrustError::AmbiguousToken
             | TrustError::InvalidArgument { .. }
             | TrustError::ForeignDatabase { .. }
-            | TrustError::UnsupportedSchema { .. } => config_error(TRUST_COMMAND, e.to_string()),
+            | TrustError::UnsupportedSchema { .. }
+            | TrustError::MigrationRefused { .. } => config_error(TRUST_COMMAND, e.to_string()),
             other => CliError::infrastructure(TRUST_COMMAND, other.to_string()),
         })
 }

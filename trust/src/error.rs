@@ -62,6 +62,22 @@ pub enum TrustError {
         /// The newest schema version this build creates and reads.
         supported: i64,
     },
+    /// A version 1 file holds an admission whose request the migration to
+    /// the current schema cannot carry over as seen, so a replay of it would
+    /// be admitted again; the file is left at version 1, unchanged.
+    #[error(
+        "trust-control store cannot migrate {path} from schema version 1: {problem}, so a replay \
+         of that request could not be refused after the upgrade; the file is left unchanged at \
+         version 1: {fix}"
+    )]
+    MigrationRefused {
+        /// The database path.
+        path: String,
+        /// Which row could not be carried over, and why.
+        problem: String,
+        /// How the operator proceeds.
+        fix: &'static str,
+    },
     /// The file is a SQLite database of another application.
     #[error(
         "trust-control store refused {path}: it is not a trust-control database; pass a new file \

@@ -65,6 +65,7 @@ pub fn status_of(error: TrustError) -> Status {
         TrustError::Unauthenticated => Status::unauthenticated(message),
         TrustError::Storage { .. }
         | TrustError::UnsupportedSchema { .. }
+        | TrustError::MigrationRefused { .. }
         | TrustError::ForeignDatabase { .. }
         | TrustError::MissingToken
         | TrustError::WeakToken { .. }

@@ -12,7 +12,9 @@
 //!
 //! Module map: [`schema`] (the file, its version and pragmas), [`writer`]
 //! (the writer thread and group commit), `rows` (the SQL of every
-//! operation).
+//! operation), `version_one` (what a version 1 file recorded of the
+//! requests it admitted, carried over by the migration and honoured by
+//! `record_request`).
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -33,6 +35,7 @@ mod rows;
 pub mod schema;
 #[cfg(test)]
 mod tests;
+mod version_one;
 pub mod writer;
 
 use rows::SqlRows;

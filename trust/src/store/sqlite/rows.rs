@@ -9,6 +9,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::version_one;
 use crate::model::{
     check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
     decide_hold, decide_share, effective_parent_share, plan_append, release_transition,
@@ -197,7 +198,12 @@ impl Rows for SqlRows<'_> {
             .0
             .prepare_cached("INSERT OR IGNORE INTO seen_requests (request_key) VALUES (?1)")?
             .execute([request_key])?;
-        Ok(inserted == 1)
+        if inserted != 1 {
+            return Ok(false);
+        }
+        // A request a version 1 file admitted is recorded by its run and
+        // request id only, which is all version 1 kept; it is seen too.
+        Ok(!version_one::admitted_by_version_one(self.0, request_key)?)
     }
 
     fn hold(

@@ -1,13 +1,15 @@
 //! The trust-control database file: its schema, created on open and
 //! versioned with `PRAGMA user_version`, the `PRAGMA application_id` that
 //! marks it as trust-control's (a stray database is refused instead of
-//! being written into), the migration from version 1, and the durability
-//! pragmas (`journal_mode=WAL`, `synchronous=FULL`).
+//! being written into), the migration from version 1 (which carries the
+//! requests a version 1 file admitted over as seen, see `version_one`), and
+//! the durability pragmas (`journal_mode=WAL`, `synchronous=FULL`).
 
 use std::path::Path;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
+use super::version_one;
 use crate::TrustError;
 
 /// The schema version this build creates and reads.
@@ -98,18 +100,45 @@ pub(super) fn prepare_connection(conn: &Connection, path: &Path) -> Result<(), T
         return Err(foreign());
     }
     if version == 1 {
-        // Version 1 files gain the two tables; nothing else changed.
-        let migrate = format!(
-            "BEGIN IMMEDIATE;\n{SCHEMA_V2_ADDITIONS}\nPRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
-        );
-        conn.execute_batch(&migrate)?;
-        return Ok(());
+        return migrate_from_version_one(conn, path);
     }
+    check_version(version)
+}
+
+fn check_version(version: i64) -> Result<(), TrustError> {
     if version != SCHEMA_VERSION {
         return Err(TrustError::UnsupportedSchema {
             found: version,
             supported: SCHEMA_VERSION,
         });
     }
+    Ok(())
+}
+
+/// Migrates a version 1 file in one transaction: it gains the two tables
+/// of version 2, and every request its kernels admitted is recorded as seen
+/// (`version_one`), or nothing changes and the migration is refused.
+fn migrate_from_version_one(conn: &Connection, path: &Path) -> Result<(), TrustError> {
+    let transaction = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    // Another process may have migrated the file since it was first read.
+    let version: i64 = transaction.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    if version != 1 {
+        return check_version(version);
+    }
+    transaction.execute_batch(SCHEMA_V2_ADDITIONS)?;
+    let carried = version_one::carried_requests(&transaction, path)?;
+    {
+        let mut insert =
+            transaction.prepare("INSERT INTO seen_requests (request_key) VALUES (?1)")?;
+        for key in &carried {
+            insert.execute([key])?;
+        }
+    }
+    transaction.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    transaction.commit()?;
+    tracing::info!(
+        carried = carried.len(),
+        "trust-control file migrated from schema version 1"
+    );
     Ok(())
 }
