@@ -15,7 +15,8 @@
 //!   wall time and source revision unknown, with a recorded deviation;
 //! - `annotate DECL LEDGER SCHEDULE_ID --decision NOTE | --repair NOTE |
 //!   --skip REASON` records a human intervention, or a deliberate skip;
-//! - `report DECL LEDGER [--json]` prints the portfolio;
+//! - `report DECL LEDGER [--json]` prints the portfolio, each row checked
+//!   against the evidence it names and the repository's commits;
 //! - `hash --kind scenario|evolve|matrix --root DIR [--revision REV] FILE`
 //!   prints the definition hash a declaration pins for a task file, from the
 //!   working tree or from the repository's objects at a revision.
@@ -142,7 +143,7 @@ pub struct ReportArgs {
     pub declaration: PathBuf,
     /// The ledger.
     pub ledger: PathBuf,
-    /// Print canonical JSON (`chio.arena.campaign-report/v1`).
+    /// Print canonical JSON (`chio.arena.campaign-report/v3`).
     #[arg(long)]
     pub json: bool,
 }
