@@ -239,7 +239,7 @@ fn reference_campaign_end_to_end() {
         0,
     );
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
-    assert_eq!(report["schema_version"], "chio.arena.campaign-report/v2");
+    assert_eq!(report["schema_version"], "chio.arena.campaign-report/v3");
     assert_eq!(report["definitions"], "working-tree");
     let outcome = |id: &str| {
         attempt(&report, id)["outcome"]
@@ -257,6 +257,13 @@ fn reference_campaign_end_to_end() {
     assert_eq!(outcome("pr-421-replay/01"), "verified delivery");
     assert_eq!(outcome("guard-pipelines/01"), "verified delivery");
     assert_eq!(outcome("pr-421-evolve/01"), "verified delivery");
+    for line in report["attempts"].as_array().unwrap() {
+        assert_eq!(
+            line["contradictions"],
+            Value::Array(Vec::new()),
+            "measured and imported rows agree with their evidence: {line}"
+        );
+    }
     let gaps = attempt(&report, "walking-skeleton/02")["evidence_gaps"].clone();
     assert!(gaps
         .as_array()
@@ -356,6 +363,7 @@ const LIMITS: &str = "{ wall_seconds = 120, steps = 20, kernel_evaluations = 20,
 struct Shape {
     ws: u32,
     control: u32,
+    replays: u32,
     limits: &'static str,
     pinned: bool,
     extra: &'static str,
@@ -364,6 +372,7 @@ struct Shape {
 const SMALL: Shape = Shape {
     ws: 2,
     control: 1,
+    replays: 1,
     limits: LIMITS,
     pinned: false,
     extra: "",
@@ -401,9 +410,9 @@ fn fixture_with(shape: Shape) -> Fixture {
         format!(
             "schema_version = \"chio.arena.campaign/v2\"\nid = \"small\"\ntitle = \"small\"\nroot = \"root\"\n{pin}{}\n\n\
              [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = {}\nlimits = {}\ndefinition = {ws}\n\n\
-             [[tasks]]\nid = \"ws-replay\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nevidence = \"fixture\"\nrepetitions = 1\nlimits = {LIMITS}\ndefinition = {ws}\n\n\
+             [[tasks]]\nid = \"ws-replay\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nevidence = \"fixture\"\nrepetitions = {}\nlimits = {LIMITS}\ndefinition = {ws}\n\n\
              [[tasks]]\nid = \"control\"\nkind = \"scenario\"\nfile = \"campaigns/controls/misexpected_read.toml\"\nrepetitions = {}\nlimits = {LIMITS}\ndefinition = {control}\n",
-            shape.extra, shape.ws, shape.limits, shape.control
+            shape.extra, shape.ws, shape.limits, shape.replays, shape.control
         ),
     )
     .unwrap();
@@ -585,6 +594,7 @@ fn every_portfolio_outcome_is_reachable() {
     let f = fixture_with(Shape {
         ws: 7,
         control: 3,
+        replays: 2,
         ..SMALL
     });
     f.run_ok(&["ws/01", "ws/02"]);
@@ -601,6 +611,7 @@ fn every_portfolio_outcome_is_reachable() {
     );
     f.import_ok("ws/03", &f.ws_run("ws3"));
     f.import_ok("ws/04", &f.ws_run("ws4"));
+    // A run's checks are its bundle's verdicts: an edited one is contradicted.
     f.edit_row("ws/04", |row| {
         row["oracle_checks"][0]["ok"] = false.into();
     });
@@ -644,6 +655,19 @@ fn every_portfolio_outcome_is_reachable() {
     f.edit_row("ws-replay/01", |row| {
         row.insert("oracle_checks".into(), Value::Array(Vec::new()));
     });
+    // A replay's verdict is not rerun by the report, so a failed check on
+    // an identical replay stands as a false completion.
+    let second = f.dir.join("replay2.json");
+    let replay = expect(
+        &f.dir,
+        &["arena", "replay", s(&f.dir.join("ws4")), "--json"],
+        0,
+    );
+    std::fs::write(&second, &replay.stdout).unwrap();
+    f.import_ok("ws-replay/02", &second);
+    f.edit_row("ws-replay/02", |row| {
+        row["oracle_checks"][1]["ok"] = false.into();
+    });
 
     let report = f.report();
     let outcome = |id: &str| {
@@ -656,7 +680,7 @@ fn every_portfolio_outcome_is_reachable() {
         ("ws/01", "verified delivery"),
         ("ws/02", "verified after a human repair"),
         ("ws/03", "pass without complete evidence"),
-        ("ws/04", "false completion"),
+        ("ws/04", "contradicted by its evidence"),
         ("ws/05", "skipped"),
         ("ws/06", "not attempted"),
         ("ws/07", "error"),
@@ -664,17 +688,22 @@ fn every_portfolio_outcome_is_reachable() {
         ("control/02", "stopped with appropriateness not established"),
         ("control/03", "ended without completing"),
         ("ws-replay/01", "ungraded"),
+        ("ws-replay/02", "false completion"),
     ];
     for (id, want) in expected {
         assert_eq!(outcome(id), want, "{id}");
     }
+    assert_eq!(
+        attempt(&report, "ws/04")["contradictions"][0]["field"],
+        "oracle_checks[0]"
+    );
     let sections = report["sections"].as_array().unwrap();
     let counted: u64 = sections
         .iter()
         .flat_map(|s| s["outcomes"].as_array().unwrap())
         .map(|o| o["count"].as_u64().unwrap())
         .sum();
-    assert_eq!(counted, 11, "each attempt in exactly one outcome");
+    assert_eq!(counted, 12, "each attempt in exactly one outcome");
     assert_eq!(sections[0]["decisions"], 1);
     assert_eq!(sections[0]["repairs"], 1);
     let blocked = sections[0]["blocked_because"].as_array().unwrap();
@@ -685,6 +714,182 @@ fn every_portfolio_outcome_is_reachable() {
     assert_eq!(
         sections[1]["comparison"], "blocked",
         "an ungraded replay blocks its section"
+    );
+}
+
+/// A well-formed commit id no repository here holds.
+const INVENTED: &str = "4d1c0ffee4d1c0ffee4d1c0ffee4d1c0ffee4d1c";
+
+/// The fields the report names as contradicted for `id`.
+fn contradicted_fields(report: &Value, id: &str) -> Vec<String> {
+    attempt(report, id)["contradictions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{id} lists no contradictions"))
+        .iter()
+        .map(|c| c["field"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Asserts that the report marks `id` contradicted on `field`, never as a
+/// delivery, and blocks the live comparison naming both.
+fn assert_contradicted(report: &Value, id: &str, field: &str) {
+    assert_eq!(
+        attempt(report, id)["outcome"],
+        "contradicted by its evidence"
+    );
+    let fields = contradicted_fields(report, id);
+    assert!(
+        fields.iter().any(|f| f == field),
+        "{field} not in {fields:?}"
+    );
+    let live = &report["sections"][0];
+    assert_eq!(live["comparison"], "blocked");
+    let prefix = format!("{id} is contradicted by its evidence: {field}: ");
+    assert!(
+        live["blocked_because"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with(&prefix)),
+        "{}",
+        live["blocked_because"]
+    );
+}
+
+// The stopped control, edited by hand into a pass with consistent counts, held checks and an invented revision, in a root that is no Git checkout: the report still prints, marks it contradicted by its evidence naming each field, and the comparison is blocked.
+#[test]
+fn a_stopped_attempt_edited_into_a_pass_is_contradicted() {
+    let f = fixture();
+    f.run_ok(&["control/01"]);
+    std::fs::remove_dir_all(f.root.join(".git")).unwrap();
+    f.edit_row("control/01", |row| {
+        row.insert("native_outcome".into(), "passed".into());
+        row.insert("reason".into(), Value::Null);
+        row.insert("source_revision".into(), INVENTED.into());
+        let record = row["record"].as_object_mut().unwrap();
+        let calls = record["calls"].clone();
+        record.insert("passed".into(), calls);
+        record.insert("failed".into(), 0.into());
+        record.insert("failing_steps".into(), Value::Array(Vec::new()));
+        record.remove("stopped_at");
+        for check in row["oracle_checks"].as_array_mut().unwrap() {
+            check["ok"] = true.into();
+        }
+    });
+    let before = std::fs::read(&f.ledger).unwrap();
+    let report = f.report();
+    for field in ["native_outcome", "record.stopped_at", "source_revision"] {
+        assert_contradicted(&report, "control/01", field);
+    }
+    let text = expect(&f.dir, &["campaign", "report", s(&f.decl), s(&f.ledger)], 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("control/01") && text.contains("contradicted by its evidence"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "    contradicted: native_outcome: the row records \"passed\", the bundle \"stopped\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "    contradicted: source_revision: {INVENTED} cannot be checked: the campaign root is not in a Git checkout"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("verified delivery     "), "{text}");
+    assert_eq!(
+        std::fs::read(&f.ledger).unwrap(),
+        before,
+        "the ledger changed"
+    );
+}
+
+// One measured run, edited one field at a time: its status, its evidence and record roots, its verdict counts, its bundle removed, and a revision the real repository does not hold are each contradicted and named.
+#[test]
+fn each_field_the_evidence_contradicts_is_named() {
+    let f = fixture();
+    f.run_ok(&["ws/01"]);
+    let genuine = std::fs::read(&f.ledger).unwrap();
+    let bundle = f.dir.join("attempts/ws-01");
+    type Edit = fn(&mut serde_json::Map<String, Value>);
+    let cases: [(&str, Edit, &[&str]); 4] = [
+        (
+            "edited status",
+            |row| {
+                row.insert("native_outcome".into(), "failed".into());
+                row.insert("reason".into(), "failed: edited".into());
+            },
+            &["native_outcome"],
+        ),
+        (
+            "edited roots",
+            |row| {
+                let other = Value::from("c".repeat(64));
+                row["evidence_refs"][0]["merkle_root"] = other.clone();
+                row["record"]["receipt_root"] = other;
+            },
+            &["evidence_refs[0].merkle_root", "record.receipt_root"],
+        ),
+        (
+            "edited verdict counts",
+            |row| {
+                let calls = row["record"]["calls"].as_u64().unwrap() + 1;
+                row["record"]["calls"] = calls.into();
+                row["record"]["passed"] = calls.into();
+            },
+            &["record.calls", "record.passed"],
+        ),
+        (
+            "invented revision",
+            |row| {
+                row.insert("source_revision".into(), INVENTED.into());
+            },
+            &["source_revision"],
+        ),
+    ];
+    for (what, edit, fields) in cases {
+        std::fs::write(&f.ledger, &genuine).unwrap();
+        f.edit_row("ws/01", edit);
+        let report = f.report();
+        for field in fields {
+            assert_contradicted(&report, "ws/01", field);
+        }
+        assert_eq!(contradicted_fields(&report, "ws/01"), *fields, "{what}");
+    }
+    std::fs::write(&f.ledger, &genuine).unwrap();
+    let moved = f.dir.join("moved");
+    std::fs::rename(&bundle, &moved).unwrap();
+    assert_contradicted(&f.report(), "ws/01", "evidence_refs[0].path");
+    std::fs::rename(&moved, &bundle).unwrap();
+    assert_eq!(
+        attempt(&f.report(), "ws/01")["outcome"],
+        "verified delivery"
+    );
+}
+
+// Rows `chio campaign run` measured stay what they are once the report opens their evidence: a pass a verified delivery, a stop a stop, and nothing is contradicted.
+#[test]
+fn measured_rows_stay_verified() {
+    let f = fixture();
+    f.run_ok(&["ws/01", "control/01"]);
+    let report = f.report();
+    assert_eq!(attempt(&report, "ws/01")["outcome"], "verified delivery");
+    assert_eq!(
+        attempt(&report, "control/01")["outcome"],
+        "stopped with appropriateness not established"
+    );
+    for line in report["attempts"].as_array().unwrap() {
+        assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
+    }
+    let blocked = report["sections"][0]["blocked_because"].as_array().unwrap();
+    assert!(
+        blocked
+            .iter()
+            .all(|r| !r.as_str().unwrap().contains("contradicted")),
+        "{blocked:?}"
     );
 }
 

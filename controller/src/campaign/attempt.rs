@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use chio_arena::experiment::campaign::evidence::folder_merkle_root;
 use chio_arena::experiment::campaign::git::source_revision;
 use chio_arena::experiment::campaign::ledger::{
     import, ledger_bytes, record_failure, EvidenceRef, ImportRecord, Ledger, Measured,
@@ -18,7 +19,7 @@ use chio_arena::ExperimentError;
 use clap::Parser;
 
 use super::CampaignRunArgs;
-use super::{filled_lines, folder_merkle_root, read_checked, refuse, runtime_identity, write_out};
+use super::{filled_lines, read_checked, refuse, runtime_identity, write_out};
 use crate::arena_matrix::experiment_error;
 use crate::error::{codes, CliError, Exit};
 

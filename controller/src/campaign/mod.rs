@@ -15,7 +15,8 @@
 //!   wall time and source revision unknown, with a recorded deviation;
 //! - `annotate DECL LEDGER SCHEDULE_ID --decision NOTE | --repair NOTE |
 //!   --skip REASON` records a human intervention, or a deliberate skip;
-//! - `report DECL LEDGER [--json]` prints the portfolio;
+//! - `report DECL LEDGER [--json]` prints the portfolio, each row checked
+//!   against the evidence it names and the repository's commits;
 //! - `hash --kind scenario|evolve|matrix --root DIR [--revision REV] FILE`
 //!   prints the definition hash a declaration pins for a task file, from the
 //!   working tree or from the repository's objects at a revision.
@@ -142,7 +143,7 @@ pub struct ReportArgs {
     pub declaration: PathBuf,
     /// The ledger.
     pub ledger: PathBuf,
-    /// Print canonical JSON (`chio.arena.campaign-report/v1`).
+    /// Print canonical JSON (`chio.arena.campaign-report/v3`).
     #[arg(long)]
     pub json: bool,
 }
@@ -295,73 +296,6 @@ pub fn runtime_identity() -> Result<RuntimeIdentity, String> {
         binary_sha256: sha256_hex(&bytes),
         platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
     })
-}
-
-/// A Merkle root over every file below `dir` (links are not followed):
-/// leaves are SHA-256 of the `/`-joined relative path, a zero byte and the
-/// file's bytes, in path order; each level hashes pairs of 32-byte digests
-/// left then right, an odd last digest moving up unchanged. Null for a
-/// folder with no file.
-pub fn folder_merkle_root(dir: &Path) -> Option<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                walk(base, &path, out);
-            } else if kind.is_file() {
-                let Ok(relative) = path.strip_prefix(base) else {
-                    continue;
-                };
-                let name = relative
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                if let Ok(bytes) = std::fs::read(&path) {
-                    out.push((name, bytes));
-                }
-            }
-        }
-    }
-    use sha2::{Digest, Sha256};
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    let mut level: Vec<Vec<u8>> = files
-        .iter()
-        .map(|(name, bytes)| {
-            let mut h = Sha256::new();
-            h.update(name.as_bytes());
-            h.update([0u8]);
-            h.update(bytes);
-            h.finalize().to_vec()
-        })
-        .collect();
-    if level.is_empty() {
-        return None;
-    }
-    while level.len() > 1 {
-        level = level
-            .chunks(2)
-            .map(|pair| match pair {
-                [left, right] => {
-                    let mut h = Sha256::new();
-                    h.update(left);
-                    h.update(right);
-                    h.finalize().to_vec()
-                }
-                [one] => one.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-    }
-    Some(hex::encode(&level[0]))
 }
 
 fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError> {

@@ -16,8 +16,9 @@
 //! commit the working tree that ran an attempt was. It is the `HEAD` commit
 //! when none of the task's files has an uncommitted change (tracked or
 //! untracked), and otherwise unknown, with the reason recorded as a
-//! deviation. Git is run as the `git` command; nothing here writes to the
-//! repository.
+//! deviation. [`commit_exists`] answers the question the report asks of a
+//! row that names such a commit: does the repository hold it. Git is run as
+//! the `git` command; nothing here writes to the repository.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -305,5 +306,33 @@ pub fn source_revision(root: &Path, paths: &[PathBuf]) -> Result<String, String>
             "uncommitted changes to the task's files ({}), so no commit holds the tree that ran",
             changed.join(", ")
         ))
+    }
+}
+
+/// Whether the repository holding `root` has the commit `revision`, written
+/// as a full commit id (40 or 64 lowercase hex digits): `Ok(false)` when it
+/// does not (or `revision` is not a full id), `Err` with the reason when it
+/// cannot be asked (`root` is not in a Git checkout, or git cannot run).
+pub fn commit_exists(root: &Path, revision: &str) -> Result<bool, String> {
+    git_line(root, &["rev-parse", "--show-toplevel"])
+        .map_err(|e| format!("the campaign root is not in a Git checkout ({e})"))?;
+    let full_id = matches!(revision.len(), 40 | 64)
+        && revision
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !full_id {
+        return Ok(false);
+    }
+    match git_line(
+        root,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{revision}^{{commit}}"),
+        ],
+    ) {
+        Ok(commit) => Ok(commit == revision),
+        Err(_) => Ok(false),
     }
 }

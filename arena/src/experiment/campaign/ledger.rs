@@ -39,6 +39,7 @@ use crate::experiment::error::ExperimentError;
 mod checks;
 pub use checks::{check_ledger, limit_statuses, overrun_phrase, spent_on, LimitStatus};
 mod records;
+pub(crate) use records::derive;
 pub use records::{estimated_cost, import, record_failure, ImportRecord, Measured};
 
 /// Schema id of a ledger.

@@ -18,15 +18,18 @@
 //! computed with. Schedule ids are `<task>/<repetition>` with the
 //! repetition written on two digits from `01`. The ledger ([`ledger`]) and
 //! the report ([`portfolio`]) only read files: they never rescore a native
-//! outcome.
+//! outcome, and the report checks each row against the evidence it names
+//! ([`evidence`]).
 //!
 //! Module map:
 //! - [`definition`]: definition hashes and the files a scenario run reads;
+//! - [`evidence`]: what a row's evidence and source revision say of it;
 //! - [`git`]: pinned revisions and the commit an attempt ran from;
 //! - [`ledger`]: the ledger, its template, its checks and the import;
 //! - [`portfolio`]: the report.
 
 pub mod definition;
+pub mod evidence;
 pub mod git;
 pub mod ledger;
 pub mod portfolio;

@@ -2,22 +2,26 @@
 //!
 //! Every attempt lands in exactly one portfolio outcome, derived from its
 //! row (native outcome, oracle checks, evidence, limits, interventions) and
-//! never rescored; [`portfolio_outcome`] is the one place that decides, in
-//! this order:
+//! what the evidence the row names says of it ([`super::evidence`]), and
+//! never rescored; [`outcome_of`] is the one place that decides, in this
+//! order:
 //!
 //! 1. `DEFERRED` is **not attempted**; `SKIPPED` is **skipped**;
-//! 2. `infrastructure-failure` is an **error**;
-//! 3. an attempt whose row holds no oracle check is **ungraded**;
-//! 4. a pass (`passed`, `identical`, `complete`, `generations`) with a
+//! 2. an attempt whose evidence contradicts its row (or whose claimed source
+//!    revision cannot be checked) is **contradicted by its evidence**,
+//!    whatever the row claims;
+//! 3. `infrastructure-failure` is an **error**;
+//! 4. an attempt whose row holds no oracle check is **ungraded**;
+//! 5. a pass (`passed`, `identical`, `complete`, `generations`) with a
 //!    failed oracle check is a **false completion**; with incomplete
 //!    evidence (no evidence reference with a Merkle root, an unknown source
 //!    revision or runtime, a limit over or unknown) a **pass without complete
 //!    evidence**; with a `repair` intervention **verified after a human
 //!    repair**; otherwise a **verified delivery**;
-//! 5. a stop (`stopped`, `wall-budget`) with a `decision` intervention is an
+//! 6. a stop (`stopped`, `wall-budget`) with a `decision` intervention is an
 //!    **appropriate stop**, without one **stopped with appropriateness not
 //!    established**;
-//! 6. `failed` and `drifted` **ended without completing**.
+//! 7. `failed` and `drifted` **ended without completing**.
 //!
 //! Live attempts and fixture replays are reported in separate sections and
 //! never pooled. Each section gives its outcome counts, the decisions and
@@ -28,11 +32,16 @@
 //! verified delivery. Every attempt is marked within, over or unknown for
 //! each declared limit. A section's comparison is blocked while any of its
 //! attempts is unjudged (not attempted, ungraded, or a stop whose
-//! appropriateness is not established), off the declared revision or
-//! runtime, or over a limit; the report lists every reason.
+//! appropriateness is not established), contradicted by its evidence, off
+//! the declared revision or runtime, or over a limit; the report lists every
+//! reason, and each contradicted attempt names the fields its evidence
+//! does not bear out.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::evidence::{check_ledger_evidence, check_row_evidence, Contradiction};
 use super::ledger::{
     limit_statuses, InterventionKind, Ledger, LedgerRow, LimitStatus, RuntimeIdentity, DEFERRED,
     SKIPPED,
@@ -40,7 +49,7 @@ use super::ledger::{
 use super::{Campaign, Evidence};
 
 /// Schema id of `chio campaign report --json`.
-pub const REPORT_SCHEMA_VERSION: &str = "chio.arena.campaign-report/v2";
+pub const REPORT_SCHEMA_VERSION: &str = "chio.arena.campaign-report/v3";
 
 /// A verified delivery.
 pub const VERIFIED: &str = "verified delivery";
@@ -52,6 +61,8 @@ pub const APPROPRIATE_STOP: &str = "appropriate stop";
 pub const PASS_INCOMPLETE: &str = "pass without complete evidence";
 /// A pass its own checks deny.
 pub const FALSE_COMPLETION: &str = "false completion";
+/// An attempt whose row the evidence it names does not bear out.
+pub const CONTRADICTED: &str = "contradicted by its evidence";
 /// A stop nobody judged.
 pub const STOP_UNJUDGED: &str = "stopped with appropriateness not established";
 /// An attempt that ended without completing.
@@ -72,6 +83,7 @@ pub const PORTFOLIO_OUTCOMES: &[&str] = &[
     APPROPRIATE_STOP,
     PASS_INCOMPLETE,
     FALSE_COMPLETION,
+    CONTRADICTED,
     STOP_UNJUDGED,
     ENDED,
     ERROR,
@@ -108,11 +120,21 @@ fn has(row: &LedgerRow, kind: InterventionKind) -> bool {
     row.interventions.iter().any(|i| i.kind == kind)
 }
 
-/// The portfolio outcome of a checked row (see the module doc).
+/// The portfolio outcome of a checked row, opening the evidence it names
+/// (see the module doc). This sees the row alone: the report also
+/// contradicts rows that name one folder as their evidence
+/// ([`check_ledger_evidence`]).
 pub fn portfolio_outcome(campaign: &Campaign, row: &LedgerRow) -> &'static str {
+    outcome_of(campaign, row, !check_row_evidence(campaign, row).is_empty())
+}
+
+/// The portfolio outcome of a checked row whose evidence was opened:
+/// `contradicted` says whether it contradicts the row (see the module doc).
+pub fn outcome_of(campaign: &Campaign, row: &LedgerRow, contradicted: bool) -> &'static str {
     match row.native_outcome.as_str() {
         DEFERRED => return NOT_ATTEMPTED,
         SKIPPED => return SKIPPED_OUTCOME,
+        _ if contradicted => return CONTRADICTED,
         "infrastructure-failure" => return ERROR,
         _ => {}
     }
@@ -224,6 +246,9 @@ pub struct AttemptLine {
     pub limits: Vec<LimitLine>,
     /// What keeps a pass from being verified; empty otherwise.
     pub evidence_gaps: Vec<String>,
+    /// Each field of the row its evidence does not bear out; empty when
+    /// the evidence bears the row out.
+    pub contradictions: Vec<Contradiction>,
     /// The row's deviations.
     pub deviations: Vec<String>,
 }
@@ -231,7 +256,7 @@ pub struct AttemptLine {
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
-    /// `chio.arena.campaign-report/v2`.
+    /// `chio.arena.campaign-report/v3`.
     pub schema_version: &'static str,
     /// The campaign id.
     pub campaign_id: String,
@@ -279,7 +304,11 @@ fn runtime_matches(campaign: &Campaign, runtime: &RuntimeIdentity) -> bool {
 }
 
 /// Why the comparison of a section's rows is blocked.
-fn blocked_because(campaign: &Campaign, rows: &[&LedgerRow]) -> Vec<String> {
+fn blocked_because(
+    campaign: &Campaign,
+    rows: &[&LedgerRow],
+    contradictions: &BTreeMap<String, Vec<Contradiction>>,
+) -> Vec<String> {
     let mut reasons = Vec::new();
     let declared_revision = match &campaign.mode {
         super::DefinitionMode::Pinned { commit } => Some(commit.as_str()),
@@ -288,9 +317,16 @@ fn blocked_because(campaign: &Campaign, rows: &[&LedgerRow]) -> Vec<String> {
     let mut runtimes = std::collections::BTreeSet::new();
     for row in rows {
         let id = &row.schedule_id;
-        let outcome = portfolio_outcome(campaign, row);
+        let found = contradictions.get(id).map(Vec::as_slice).unwrap_or(&[]);
+        let outcome = outcome_of(campaign, row, !found.is_empty());
         if matches!(outcome, NOT_ATTEMPTED | UNGRADED | STOP_UNJUDGED) {
             reasons.push(format!("{id} is unjudged ({outcome})"));
+        }
+        for c in found {
+            reasons.push(format!(
+                "{id} is contradicted by its evidence: {}: {}",
+                c.field, c.reason
+            ));
         }
         if matches!(row.native_outcome.as_str(), DEFERRED | SKIPPED) {
             continue;
@@ -335,8 +371,11 @@ fn blocked_because(campaign: &Campaign, rows: &[&LedgerRow]) -> Vec<String> {
     reasons
 }
 
-/// Builds the report of a ledger that passed [`super::ledger::check_ledger`].
+/// Builds the report of a ledger that passed [`super::ledger::check_ledger`],
+/// opening the evidence every row names.
 pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
+    let contradictions = check_ledger_evidence(campaign, ledger);
+    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
     let mut sections = Vec::new();
     for evidence in [Evidence::Live, Evidence::Fixture] {
         let rows: Vec<&LedgerRow> = ledger
@@ -353,7 +392,7 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
                 outcome: o,
                 count: rows
                     .iter()
-                    .filter(|r| portfolio_outcome(campaign, r) == *o)
+                    .filter(|r| outcome_of(campaign, r, contradicted(r)) == *o)
                     .count() as u64,
             })
             .collect::<Vec<_>>();
@@ -371,7 +410,7 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
             .filter(|c| matches!(c.outcome, VERIFIED | VERIFIED_AFTER_REPAIR))
             .map(|c| c.count)
             .sum::<u64>();
-        let blocked_because = blocked_because(campaign, &rows);
+        let blocked_because = blocked_because(campaign, &rows, &contradictions);
         let count = |kind| {
             rows.iter()
                 .flat_map(|r| &r.interventions)
@@ -412,7 +451,7 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
         })
         .map(|(a, r)| {
             let task = &campaign.tasks[a.task];
-            let outcome = portfolio_outcome(campaign, r);
+            let outcome = outcome_of(campaign, r, contradicted(r));
             AttemptLine {
                 schedule_id: r.schedule_id.clone(),
                 evidence: r.evidence,
@@ -434,6 +473,10 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
                     Vec::new()
                 },
                 deviations: r.deviations.clone(),
+                contradictions: contradictions
+                    .get(&r.schedule_id)
+                    .cloned()
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -556,6 +599,9 @@ pub fn render_text(report: &Report) -> String {
                 "    evidence incomplete: {}\n",
                 a.evidence_gaps.join("; ")
             ));
+        }
+        for c in &a.contradictions {
+            text.push_str(&format!("    contradicted: {}: {}\n", c.field, c.reason));
         }
     }
     text

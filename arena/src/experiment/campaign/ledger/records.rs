@@ -115,6 +115,24 @@ fn read_record(
     }
 }
 
+/// What a record's bytes establish for a task's row, as an import would
+/// fill it: the native outcome, the record's evidence and the oracle checks.
+pub(crate) fn derive(
+    schedule_id: &str,
+    path: &str,
+    bytes: &[u8],
+    task: &Task,
+) -> Result<(String, RecordEvidence, Vec<OracleCheck>), ExperimentError> {
+    let record = ImportRecord {
+        schedule_id: schedule_id.to_string(),
+        path: path.to_string(),
+        bytes: bytes.to_vec(),
+        measured: None,
+    };
+    let filled = read_record(schedule_id, &record, task.evidence, task.kind)?;
+    Ok((filled.outcome, filled.record, filled.checks))
+}
+
 /// Fills a row from a `chio.arena.run/v1` record: its status, its failing
 /// steps and one check per step that states a pass.
 fn fill_from_run(
