@@ -201,6 +201,33 @@ error_table! {
     } => "CHIO-SCENARIO-AMBIGUOUS-CAPABILITY", Input, at: Some(field),
         summary: format!("agent {agent:?} holds several capabilities for server {server:?} at {field}"),
         help: "name the presented capability with `capability`";
+    /// A grant, delegation or call names a tool its server does not
+    /// declare.
+    UnknownTool {
+        /// Path of the tool name.
+        field: String,
+        /// The tool as written.
+        tool: String,
+        /// The server.
+        server: String,
+        /// The declared tool closest to it.
+        closest: String,
+    } => "CHIO-SCENARIO-UNKNOWN-TOOL", Input, at: Some(field),
+        summary: format!("{field} names tool {tool:?}, which server {server:?} does not declare"),
+        help: format!("did you mean {closest:?}? docs/scenario-schema.md lists the tools of each server kind");
+    /// A call step's arguments fail its tool's input schema.
+    ArgumentsRefused {
+        /// Path of the arguments.
+        field: String,
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The JSON pointer and keyword that fail (never the value).
+        why: String,
+    } => "CHIO-SCENARIO-ARGUMENTS-REFUSED", Input, at: Some(field),
+        summary: format!("the arguments at {field} for {server}/{tool} {why}"),
+        help: "give the arguments the tool's input schema requires; docs/scenario-schema.md lists each tool's required arguments";
     /// A budget allows zero invocations.
     ZeroBudget {
         /// Path of `max_invocations`.

@@ -42,6 +42,12 @@ pub enum KernelError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A tool's input schema that does not compile.
+    #[error("{detail}; write a draft 2020-12 JSON Schema with no remote $ref")]
+    ToolSchema {
+        /// Which tool, where its schema fails, and the keyword.
+        detail: String,
+    },
     /// A receipt that does not verify.
     #[error("receipt does not verify: {detail}; the receipt was altered or signed by another key")]
     ReceiptInvalid {

@@ -45,6 +45,9 @@
 //! | 3 binding | `request cannot be canonicalised for its proof: <cause>` |
 //! | 3 binding | `request is stale: issued at <t> ms, evaluated at <now> ms, older than <max> ms` / `request is dated <t> ms, after the evaluation time <now> ms` |
 //! | 3 binding | `request replayed: <id>` (the id was seen before under this capability lineage and principal, on any kernel, before any restart) / `nonce store unavailable: <cause>` / `nonce store refused the operation: <cause>` |
+//! | 4 scope | `server <s> is not served by this kernel` (the kernel's catalog lists every server it serves) |
+//! | 4 scope | `tool <t> is not declared by server <s>` (a tool the server's contract does not declare, whatever the capability covers) |
+//! | 4 scope | `arguments of <s>/<t> fail the tool's input schema at <pointer>: <keyword>` (the JSON pointer of the failing argument and the schema keyword it breaks, never the value) |
 //! | 4 scope | `tool <t> on server <s> not covered by any scope grant` |
 //! | 4 scope | `unknown constraint <name>; the kernel cannot evaluate it` |
 //! | 4 scope | `constraint path_prefix is malformed; the kernel cannot evaluate it` (also `monetary`) |
@@ -106,6 +109,7 @@
 
 pub mod batch;
 pub mod canonical;
+pub mod contract;
 pub mod credentials;
 pub mod error;
 pub mod glob;

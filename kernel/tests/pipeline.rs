@@ -782,3 +782,64 @@ fn an_unperformed_predecessor_does_not_count() {
         Verdict::Allow
     );
 }
+
+// A kernel with a tool catalog denies, at the scope stage and whatever the capability covers, a call to a tool its server does not declare, to a server it does not serve, and arguments the tool's schema refuses (naming the pointer and keyword, never the value); a declared call with admitted arguments is allowed.
+#[test]
+fn a_kernel_with_a_catalog_admits_only_declared_tools() {
+    use chio_kernel::contract::{ToolAnnotations, ToolCatalog, ToolContract};
+    let contract = ToolContract {
+        name: "read_file".into(),
+        description: "reads".into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"]
+        }),
+        annotations: ToolAnnotations::default(),
+    };
+    let mut catalog = ToolCatalog::new();
+    catalog.insert(
+        "files".into(),
+        BTreeMap::from([("read_file".to_string(), contract)]),
+    );
+    let mut config = kernel_config(vec![]);
+    config.tools = Some(catalog);
+    let mut k = Kernel::new(config, KernelStores::in_memory()).expect("builds");
+    let cap = issue("cap-alice", "alice", files_scope());
+    let files = world_files();
+    let mut decide = |tool: &str, server: &str, arguments: serde_json::Value, id: &str| {
+        let req = request("alice", &cap, server, tool, arguments, id);
+        k.evaluate(&req, NOW_MS, &mut dispatch(&files))
+    };
+    let allowed = decide("read_file", "files", read("/workspace/notes.txt"), "r1");
+    assert_eq!(allowed.verdict, Verdict::Allow);
+    let undeclared = decide("list_dir", "files", read("/workspace/"), "r2");
+    assert_eq!(undeclared.verdict, Verdict::Deny);
+    assert_eq!(
+        undeclared.reason.as_deref(),
+        Some("tool list_dir is not declared by server files")
+    );
+    let typo = decide("read_flie", "files", read("/workspace/notes.txt"), "r3");
+    assert_eq!(
+        typo.reason.as_deref(),
+        Some("tool read_flie is not declared by server files")
+    );
+    let secret = "sk-abcdefghijklmnopqrstuvwx";
+    let mistyped = decide("read_file", "files", json!({"path": [secret]}), "r4");
+    assert_eq!(
+        mistyped.reason.as_deref(),
+        Some("arguments of files/read_file fail the tool's input schema at /path: type")
+    );
+    let missing = decide("read_file", "files", json!({}), "r5");
+    assert_eq!(
+        missing.reason.as_deref(),
+        Some("arguments of files/read_file fail the tool's input schema at /: required")
+    );
+    let elsewhere = decide("read_file", "web", read("/workspace/notes.txt"), "r6");
+    assert_eq!(
+        elsewhere.reason.as_deref(),
+        Some("server web is not served by this kernel")
+    );
+    let trace = serde_json::to_string(&mistyped.trace).unwrap();
+    assert!(!trace.contains(secret), "{trace}");
+}

@@ -203,18 +203,6 @@ impl ToolServer {
         &self.id
     }
 
-    /// The tools this server answers, for validation and documentation.
-    pub fn tools(&self) -> &'static [&'static str] {
-        match self.state {
-            ServerState::Workspace { .. } => {
-                &["read_file", "write_file", "list_dir", "delete_file"]
-            }
-            ServerState::Publish { .. } => &["publish"],
-            ServerState::TestRunner { .. } => &["run_tests"],
-            ServerState::Http { .. } => &["http_post"],
-        }
-    }
-
     /// Serves one admitted call.
     pub fn call(&mut self, tool: &str, arguments: &Value) -> ToolResult {
         let mut result = self.serve(tool, arguments);

@@ -251,6 +251,27 @@ fn resolve_agents(
 
 /// Every kernel with its node, its key, the authority it trusts, the agent
 /// keys and budgets it knows and its guard pipeline.
+/// The tools of every server kernel `kernel` serves, from each server's
+/// kind: the catalog its admission checks every call against.
+fn catalog_of(
+    file: &chio_arena::model::ScenarioFile,
+    kernel: &str,
+) -> Result<chio_kernel::contract::ToolCatalog, NodeError> {
+    let mut catalog = chio_kernel::contract::ToolCatalog::new();
+    for server in file.servers.iter().filter(|s| s.kernel == kernel) {
+        let kind = ServerKind::parse(&server.kind).ok_or_else(|| {
+            NodeError::Scenario(format!("server {} has no known kind", server.id))
+        })?;
+        let tools = kind
+            .tools()
+            .into_iter()
+            .map(|tool| (tool.name.clone(), tool))
+            .collect();
+        catalog.insert(server.id.clone(), tools);
+    }
+    Ok(catalog)
+}
+
 fn resolve_kernels(
     scenario: &Scenario,
     specs: &BTreeMap<String, GuardSpec>,
@@ -276,6 +297,7 @@ fn resolve_kernels(
         config.trusted_issuers = vec![authority_hex.to_string()];
         config.agent_keys = agent_keys.clone();
         config.tool_budgets = tool_budgets.clone();
+        config.tools = Some(catalog_of(file, &kernel.id)?);
         config.guards = kernel
             .guards
             .iter()

@@ -96,9 +96,12 @@ fn deny_reasons_name_the_cause_per_class() {
     assert!(reasons(AdversaryClass::PromptInjection)
         .iter()
         .any(|r| r.contains("in tool output")));
+    // An over-request for a tool the server does not declare meets the
+    // contract check before the scope check.
     assert!(reasons(AdversaryClass::CapabilityOverrequest)
         .iter()
-        .all(|r| r.contains("not covered by any scope grant")));
+        .all(|r| r.contains("not covered by any scope grant")
+            || r.contains("is not declared by server")));
     assert!(reasons(AdversaryClass::ReplayAttempt)
         .iter()
         .all(|r| r.starts_with("request replayed") || r == "capability has expired"));

@@ -329,7 +329,7 @@ fn unexpected_refusal_stops_the_run() {
     );
 }
 
-// Escape 5: `publish requires run_tests` is not satisfied by a run_tests call to a server that has no such tool; it is satisfied once a server performs it.
+// Escape 5: `publish requires run_tests` is not satisfied by a run_tests call to a server that has no such tool (such a call is refused by validate, and by the kernel's contract check when sent anyway); it is satisfied once a server performs it.
 #[test]
 fn predecessors_must_be_performed() {
     let dir = tempfile::tempdir().unwrap();
@@ -362,21 +362,13 @@ kind = "test-runner"
 id = "fake-ci"
 agent = "solo"
 server = "outbox"
-tools = ["run_tests", "publish"]
+tools = ["publish"]
 
 [[grants]]
 id = "real-ci"
 agent = "solo"
 server = "ci"
 tools = ["run_tests"]
-
-[[steps]]
-id = "tests-on-a-server-without-them"
-agent = "solo"
-server = "outbox"
-tool = "run_tests"
-capability = "fake-ci"
-expect_verdict = "allow"
 
 [[steps]]
 id = "publish-after-nothing-ran"
@@ -410,6 +402,25 @@ expect_verdict = "allow"
     assert_eq!(
         bundle_step(dir.path(), "publish-after-nothing-ran")["reason"],
         "tool publish requires an earlier allowed and performed run_tests in session solo"
+    );
+    // A run_tests call to the publish server cannot even be scheduled.
+    let fake = dir.path().join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+    let with_fake = text.replacen(
+        "\n[[steps]]\n",
+        "\n[[steps]]\nid = \"tests-on-a-server-without-them\"\nagent = \"solo\"\nserver = \"outbox\"\ntool = \"run_tests\"\ncapability = \"fake-ci\"\nexpect_verdict = \"allow\"\n\n[[steps]]\n",
+        1,
+    );
+    let file = write_scenario(&fake, &with_fake, &[]);
+    let file = file.display().to_string();
+    let args = ["arena", "validate", &file];
+    let output = run_chio(&fake, &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("CHIO-SCENARIO-UNKNOWN-TOOL"), "{stderr}");
+    assert!(
+        stderr.contains("names tool \"run_tests\", which server \"outbox\" does not declare"),
+        "{stderr}"
     );
 }
 
@@ -446,7 +457,7 @@ id = "just-above"
 agent = "solo"
 server = "pay"
 tool = "http_post"
-arguments = { amount = "100.000000000000001" }
+arguments = { url = "https://pay.example/transfer", amount = "100.000000000000001" }
 expect_verdict = "deny"
 
 [[steps]]
@@ -454,7 +465,7 @@ id = "exactly-at"
 agent = "solo"
 server = "pay"
 tool = "http_post"
-arguments = { amount = "100.000000000000000" }
+arguments = { url = "https://pay.example/transfer", amount = "100.000000000000000" }
 expect_verdict = "allow"
 
 [[steps]]
@@ -462,7 +473,7 @@ id = "float-fraction"
 agent = "solo"
 server = "pay"
 tool = "http_post"
-arguments = { amount = 99.5 }
+arguments = { url = "https://pay.example/transfer", amount = 99.5 }
 expect_verdict = "deny"
 "#,
     );

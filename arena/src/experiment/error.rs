@@ -407,7 +407,7 @@ error_table! {
         /// The cell whose scenario is refused (or `base`).
         cell: String,
         /// The scenario loader's refusal.
-        source: ArenaError,
+        source: Box<ArenaError>,
     } => "CHIO-MATRIX-SCENARIO", Input, at: None,
         summary: format!(
             "the scenario of cell {cell:?} is refused: {}",

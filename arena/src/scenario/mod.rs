@@ -61,6 +61,7 @@ pub mod load;
 pub mod locate;
 mod split;
 pub mod text;
+pub mod tools;
 pub mod validate;
 
 pub use text::ScenarioText;

@@ -182,6 +182,7 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 "agent": b.agent, "server": b.server, "tool": b.tool,
                 "max_invocations": b.max_invocations,
             })).collect::<Vec<_>>(),
+            "tools": plan.config.tools,
         });
         let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);

@@ -378,6 +378,16 @@ impl Kernel {
         plan.ops.push(StoreOp::RecordRequest {
             key: seen_key.clone(),
         });
+        // The tool's contract first: an undeclared tool, or arguments its
+        // schema refuses, is never in scope, whatever the capability says.
+        if let Some(Err(reason)) = self
+            .contracts
+            .as_ref()
+            .map(|c| c.check(&request.server, &request.tool, &request.arguments))
+        {
+            plan.scope = Some(Err(reason));
+            return plan;
+        }
         let grant = select_grant(
             &verified.state.scope,
             &request.server,

@@ -10,6 +10,7 @@ use std::fmt;
 
 use ed25519_dalek::SigningKey;
 
+use crate::contract::ToolCatalog;
 use crate::guards::GuardSpec;
 use crate::keys::public_key_hex;
 
@@ -53,6 +54,12 @@ pub struct KernelConfig {
     pub max_request_age_ms: Option<u64>,
     /// Capacity of the verified-signature cache (0 disables it).
     pub signature_cache_capacity: usize,
+    /// The tools of every server the kernel serves. With a catalog, a
+    /// call to another server, to an undeclared tool or with arguments its
+    /// schema refuses is denied at the scope stage; `None` (a kernel
+    /// built outside a world, such as a portable evaluation) checks no
+    /// contract.
+    pub tools: Option<ToolCatalog>,
 }
 
 impl KernelConfig {
@@ -69,6 +76,7 @@ impl KernelConfig {
             tool_budgets: Vec::new(),
             max_request_age_ms: None,
             signature_cache_capacity: DEFAULT_SIGNATURE_CACHE,
+            tools: None,
         }
     }
 }

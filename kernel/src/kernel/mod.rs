@@ -68,6 +68,7 @@ use std::fmt;
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
+use crate::contract::CompiledCatalog;
 use crate::error::KernelError;
 use crate::guards::{Guard, GuardNeeds, GuardSpec};
 use crate::keys::{parse_public_key_hex, public_key_hex};
@@ -212,6 +213,7 @@ pub struct Kernel {
     max_request_age_ms: Option<u64>,
     cache: SignatureCache,
     stores: KernelStores,
+    contracts: Option<CompiledCatalog>,
 }
 
 impl fmt::Debug for Kernel {
@@ -257,6 +259,11 @@ impl Kernel {
             tool_budgets: config.tool_budgets,
             max_request_age_ms: config.max_request_age_ms,
             cache: SignatureCache::new(config.signature_cache_capacity),
+            contracts: config
+                .tools
+                .as_ref()
+                .map(CompiledCatalog::compile)
+                .transpose()?,
             stores,
         })
     }

@@ -299,7 +299,7 @@ pub fn task_inputs(
             let scenario = crate::load_scenario(root.join(&rel)).map_err(|source| {
                 ExperimentError::Scenario {
                     cell: file.to_string(),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
             let paths = scenario_input_paths(&scenario, &rel);

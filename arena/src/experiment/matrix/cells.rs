@@ -247,7 +247,7 @@ impl CellBuilder<'_> {
         parse_scenario(&scenario_text, self.base_dir).map_err(|source| {
             ExperimentError::Scenario {
                 cell: name.clone(),
-                source,
+                source: Box::new(source),
             }
         })?;
         self.cells.push(Cell {

@@ -182,12 +182,12 @@ fn load_base(file: &MatrixFile, path: &Path, dir: &Path) -> Result<BaseScenario,
     let base =
         crate::load_scenario(&scenario_path).map_err(|source| ExperimentError::Scenario {
             cell: "base".into(),
-            source,
+            source: Box::new(source),
         })?;
     base.require_world()
         .map_err(|source| ExperimentError::Scenario {
             cell: "base".into(),
-            source,
+            source: Box::new(source),
         })?;
     let base_text =
         std::fs::read_to_string(&scenario_path).map_err(|e| ExperimentError::Unreadable {

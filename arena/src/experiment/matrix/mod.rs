@@ -405,7 +405,7 @@ impl Matrix {
         let text = cell.seeded_text(self.repetition_seed(repetition))?;
         parse_scenario(&text, &self.base_dir).map_err(|source| ExperimentError::Scenario {
             cell: cell.name.clone(),
-            source,
+            source: Box::new(source),
         })
     }
 }

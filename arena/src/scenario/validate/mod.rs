@@ -28,6 +28,7 @@ use crate::scheduler::{
 };
 
 mod checks;
+mod contracts;
 mod faults;
 mod schedule;
 mod steps;
@@ -380,6 +381,7 @@ impl<'a> Validator<'a> {
         let (resolved, names) = self.holdings(&walk, start_ms)?;
         self.messages(&walk)?;
         self.fault_sequence(&walk, &built.steps.faults, start_ms)?;
+        self.tool_contracts(&walk)?;
         self.adversaries()?;
         drop((agents, ranked));
         let mut steps = built.steps;

@@ -1,0 +1,245 @@
+//! Tool contracts: what each tool a server publishes is (its name, what it
+//! does, the JSON Schema its arguments must satisfy, and the MCP tool
+//! annotations saying what it touches), and the kernel's check that a call
+//! names a declared tool with arguments its schema admits.
+//!
+//! The check runs at admission for every call, whatever sent it: a scripted
+//! step, an adversary's action or a request built by hand. A kernel with a
+//! catalog denies a call to a server it does not list, to a tool the server
+//! does not declare, and a call whose arguments fail the tool's schema, each
+//! with its own reason. A reason names the JSON pointer of the failing
+//! argument and the schema keyword it breaks, never the value.
+//!
+//! Schemas are draft 2020-12 and compiled when the kernel is built; a
+//! schema that does not compile, or that reaches outside itself (a remote
+//! `$ref`), is refused then.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::KernelError;
+
+/// What a tool touches, as the MCP specification's tool annotations say it,
+/// with the specification's defaults when a definition leaves one out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool does not modify its environment (default `false`).
+    #[serde(default)]
+    pub read_only_hint: bool,
+    /// A modification may be destructive (default `true`; meaningful only
+    /// when not read-only).
+    #[serde(default = "yes")]
+    pub destructive_hint: bool,
+    /// Calling twice with the same arguments has no further effect
+    /// (default `false`).
+    #[serde(default)]
+    pub idempotent_hint: bool,
+    /// The tool reaches an open world, such as the internet (default
+    /// `true`).
+    #[serde(default = "yes")]
+    pub open_world_hint: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ToolAnnotations {
+    /// The MCP specification's defaults.
+    fn default() -> Self {
+        Self {
+            read_only_hint: false,
+            destructive_hint: true,
+            idempotent_hint: false,
+            open_world_hint: true,
+        }
+    }
+}
+
+/// One declared tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolContract {
+    /// The tool's name, as a call names it.
+    pub name: String,
+    /// What the tool does, for readers.
+    pub description: String,
+    /// The JSON Schema (draft 2020-12) a call's arguments must satisfy.
+    pub input_schema: Value,
+    /// What the tool touches.
+    pub annotations: ToolAnnotations,
+}
+
+/// The tools of every server a kernel serves: server id to tool name to
+/// contract.
+pub type ToolCatalog = BTreeMap<String, BTreeMap<String, ToolContract>>;
+
+/// A catalog with each schema compiled, as a kernel holds it.
+pub struct CompiledCatalog {
+    servers: BTreeMap<String, BTreeMap<String, jsonschema::Validator>>,
+}
+
+impl std::fmt::Debug for CompiledCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(
+                self.servers
+                    .iter()
+                    .map(|(server, tools)| (server, tools.keys().collect::<Vec<_>>())),
+            )
+            .finish()
+    }
+}
+
+/// Compiles `schema` as draft 2020-12 with nothing fetched from outside it;
+/// the error names the server and tool, and why, never the schema text.
+pub fn compile_schema(
+    server: &str,
+    tool: &str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, KernelError> {
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .build(schema)
+        .map_err(|e| KernelError::ToolSchema {
+            detail: format!(
+                "the input schema of tool {tool} on server {server} does not compile at {}: {}",
+                e.schema_path(),
+                keyword_of(e.schema_path().as_str())
+            ),
+        })
+}
+
+/// The keyword a schema path ends in (`/properties/path/type` is `type`).
+fn keyword_of(schema_path: &str) -> &str {
+    schema_path
+        .rsplit('/')
+        .find(|segment| !segment.is_empty())
+        .unwrap_or("schema")
+}
+
+impl CompiledCatalog {
+    /// Compiles every schema of `catalog`.
+    pub fn compile(catalog: &ToolCatalog) -> Result<Self, KernelError> {
+        let mut servers = BTreeMap::new();
+        for (server, tools) in catalog {
+            let mut compiled = BTreeMap::new();
+            for (name, contract) in tools {
+                compiled.insert(
+                    name.clone(),
+                    compile_schema(server, name, &contract.input_schema)?,
+                );
+            }
+            servers.insert(server.clone(), compiled);
+        }
+        Ok(Self { servers })
+    }
+
+    /// Whether `tool` on `server` is declared and `arguments` satisfy its
+    /// schema; the deny reason otherwise.
+    pub fn check(&self, server: &str, tool: &str, arguments: &Value) -> Result<(), String> {
+        let tools = self
+            .servers
+            .get(server)
+            .ok_or_else(|| format!("server {server} is not served by this kernel"))?;
+        let validator = tools
+            .get(tool)
+            .ok_or_else(|| format!("tool {tool} is not declared by server {server}"))?;
+        schema_failure(validator, arguments).map_or(Ok(()), |why| {
+            Err(format!("arguments of {server}/{tool} {why}"))
+        })
+    }
+}
+
+/// Why `arguments` fail `validator`, if they do: the first failure's JSON
+/// pointer and keyword, never the value.
+pub fn schema_failure(validator: &jsonschema::Validator, arguments: &Value) -> Option<String> {
+    let error = validator.iter_errors(arguments).next()?;
+    let pointer = error.instance_path().as_str().to_string();
+    let keyword = keyword_of(error.schema_path().as_str()).to_string();
+    let at = if pointer.is_empty() { "/" } else { &pointer };
+    Some(format!("fail the tool's input schema at {at}: {keyword}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn catalog() -> CompiledCatalog {
+        let contract = ToolContract {
+            name: "read_file".into(),
+            description: "reads".into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {"path": {"type": "string"}},
+                "required": ["path"],
+                "additionalProperties": false
+            }),
+            annotations: ToolAnnotations::default(),
+        };
+        let mut tools = BTreeMap::new();
+        tools.insert("read_file".to_string(), contract);
+        let mut catalog = ToolCatalog::new();
+        catalog.insert("workspace".to_string(), tools);
+        CompiledCatalog::compile(&catalog).expect("compiles")
+    }
+
+    // A declared tool with admitted arguments passes; an unknown server, an undeclared tool, a missing, mistyped or extra argument is refused, naming the pointer and keyword, never the value.
+    #[test]
+    fn a_call_must_name_a_declared_tool_with_admitted_arguments() {
+        let c = catalog();
+        assert_eq!(
+            c.check("workspace", "read_file", &json!({"path": "/a"})),
+            Ok(())
+        );
+        assert_eq!(
+            c.check("other", "read_file", &json!({})),
+            Err("server other is not served by this kernel".into())
+        );
+        assert_eq!(
+            c.check("workspace", "read_flie", &json!({"path": "/a"})),
+            Err("tool read_flie is not declared by server workspace".into())
+        );
+        assert_eq!(
+            c.check("workspace", "read_file", &json!({})),
+            Err(
+                "arguments of workspace/read_file fail the tool's input schema at /: required"
+                    .into()
+            )
+        );
+        let secret = "sk-very-secret";
+        let typed = c
+            .check("workspace", "read_file", &json!({"path": 7}))
+            .unwrap_err();
+        assert!(typed.ends_with("at /path: type"), "{typed}");
+        let extra = c
+            .check(
+                "workspace",
+                "read_file",
+                &json!({"path": "/a", "token": secret}),
+            )
+            .unwrap_err();
+        assert!(extra.contains("additionalProperties"), "{extra}");
+        assert!(!extra.contains(secret), "{extra}");
+    }
+
+    // A schema that does not compile is refused when the kernel is built, naming the tool.
+    #[test]
+    fn a_schema_that_does_not_compile_is_refused() {
+        let err = compile_schema("s", "t", &json!({"type": 12})).unwrap_err();
+        assert!(err.to_string().contains("tool t on server s"), "{err}");
+    }
+
+    // Absent annotations take the MCP specification's defaults.
+    #[test]
+    fn absent_annotations_take_the_specification_defaults() {
+        let parsed: ToolAnnotations = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(parsed, ToolAnnotations::default());
+        assert!(parsed.open_world_hint && parsed.destructive_hint);
+        assert!(!parsed.read_only_hint && !parsed.idempotent_hint);
+    }
+}
