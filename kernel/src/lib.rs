@@ -117,6 +117,7 @@ pub mod ledger;
 pub mod path;
 pub mod planted;
 pub mod portable;
+pub mod reason;
 pub mod receipt;
 pub mod request;
 pub mod revocation;
