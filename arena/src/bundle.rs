@@ -135,6 +135,11 @@ pub struct StepRecord {
     /// For a call: why, for every deny and approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The stable code of `reason` (a kernel's deny, a node's or the
+    /// controller's deny without a kernel, a refused delegate or revoke
+    /// step); absent when there is no reason or it has no code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<String>,
     /// For a call: the guard that decided, if one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
@@ -193,6 +198,7 @@ impl StepRecord {
             actual: None,
             verdict: None,
             reason: None,
+            reason_code: None,
             guard: None,
             receipt_id: None,
             recorded: None,

@@ -39,6 +39,7 @@ use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOp
 use chio_controller::local_cluster::LocalCluster;
 use chio_controller::topology::{fresh_run_id, GrpcTopology};
 use chio_node::link::LinkFuture;
+use chio_node::outage::Refusal;
 use chio_node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
     World,
@@ -99,11 +100,11 @@ impl Dispatcher for Timed<'_> {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         self.inner.delegate(node, command)
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         self.inner.revoke(node, target, at_ms)
     }
 

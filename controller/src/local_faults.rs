@@ -40,6 +40,7 @@ use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::executor::{FaultEvent, PreparedFault};
 use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
 use chio_node::link::{KernelLink, LinkFuture};
+use chio_node::outage::Refusal;
 use chio_node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, GrpcLink, MessageCommand,
     MessageOutcome, NodeClient, NodeError, World,
@@ -123,11 +124,11 @@ impl Dispatcher for LocalFaults<'_> {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         self.grpc.delegate(node, command)
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         self.grpc.revoke(node, target, at_ms)
     }
 

@@ -22,6 +22,7 @@ use chio_arena::{ArenaError, Scenario};
 use chio_kernel::keys::public_key_hex;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::link::LinkFuture;
+use chio_node::outage::Refusal;
 use chio_node::{
     CallAnswer, CallCommand, ClusterToken, DelegateCommand, DelegateOutcome, MessageCommand,
     MessageOutcome, NodeClient, NodeError, World,
@@ -312,7 +313,7 @@ impl Dispatcher for GrpcTopology {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         let client = self.client(node);
         Box::pin(async move { client?.delegate(&command).await })
     }
@@ -322,7 +323,7 @@ impl Dispatcher for GrpcTopology {
         Box::pin(async move { client?.message(&command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         let client = self.client(node);
         let target = target.to_string();
         Box::pin(async move { client?.revoke(&target, at_ms).await })

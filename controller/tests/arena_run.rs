@@ -313,6 +313,127 @@ fn wrong_expect_reason_stops_with_both_reasons() {
     assert_eq!(json_of(&output)["outcome"]["failed"], 1);
 }
 
+/// Stages scenario `name` under `dir` with its first `from` replaced by `to`.
+fn stage_edited(dir: &Path, name: &str, from: &str, to: &str) -> std::path::PathBuf {
+    let scenario = stage(dir, name);
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text);
+    std::fs::write(&scenario, edited).unwrap();
+    scenario
+}
+
+// An expect_reason that is a reason code passes on a reason of that code, and the code is on the step record, in its trace and in the --json document.
+#[test]
+fn expect_reason_may_name_a_reason_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage_edited(
+        tmp.path(),
+        "deny_reasons",
+        "expect_reason = \"matches forbidden glob **/.env\"",
+        "expect_reason = \"forbidden-path\"",
+    );
+    let (output, args) = run_json(tmp.path(), &scenario, "coded", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&argv, &output));
+    let step = &json_of(&output)["outcome"]["steps"][1];
+    assert_eq!(step["step_id"], "read-dotenv");
+    assert_eq!(step["reason_code"], "forbidden-path");
+    assert_eq!(step["expected_reason"], "forbidden-path");
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("coded/arena.json")).unwrap())
+            .unwrap();
+    let record = &manifest["steps"][1];
+    assert_eq!(record["reason_code"], "forbidden-path");
+    assert_eq!(record["trace"]["reason_code"], "forbidden-path");
+    assert_eq!(record["pass"], true);
+    let refused = &manifest["steps"][6];
+    assert_eq!(refused["step_id"], "deputy-revokes-operator");
+    assert_eq!(refused["reason_code"], "revoker-not-authorized");
+    assert!(manifest["steps"][0].get("reason_code").is_none());
+}
+
+// A deny no kernel made carries its code on the step record (it has no trace), and an expect_reason naming it passes.
+#[test]
+fn a_node_deny_carries_its_code() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage_edited(
+        tmp.path(),
+        "fault_crash_between_delegation_and_use",
+        "expect_reason = \"agent bob cannot call: node node-b is down\"",
+        "expect_reason = \"agent-node-down\"",
+    );
+    let (output, args) = run_json(tmp.path(), &scenario, "coded", &[]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&argv, &output));
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("coded/arena.json")).unwrap())
+            .unwrap();
+    let steps = manifest["steps"].as_array().unwrap();
+    let code_of = |id: &str| {
+        let step = steps.iter().find(|s| s["step_id"] == id).unwrap();
+        assert!(step.get("trace").is_none(), "{id} has a trace");
+        step["reason_code"].clone()
+    };
+    assert_eq!(code_of("bob-reads-while-down"), "agent-node-down");
+    assert_eq!(
+        code_of("bob-reads-after-fresh-restart"),
+        "capability-not-held"
+    );
+    assert_eq!(
+        code_of("carol-reads-from-crashed-kernel"),
+        "kernel-unreachable"
+    );
+    assert_eq!(code_of("alice-to-bob-while-down"), "delegation-undelivered");
+}
+
+// An expect_reason naming another code stops the run with CHIO-ARENA-UNEXPECTED-REASON, naming the expected code and the actual reason with its code, even when the reason's text contains the word.
+#[test]
+fn a_wrong_reason_code_stops_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = stage_edited(
+        tmp.path(),
+        "deny_reasons",
+        "expect_reason = \"matches forbidden glob **/.env\"",
+        "expect_reason = \"out-of-scope\"",
+    );
+    let args = ["arena", "run", scenario.to_str().unwrap(), "--out", "b"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-UNEXPECTED-REASON]: arena run: step read-dotenv expected a reason of code \"out-of-scope\" but the reason is \"path /workspace/.env matches forbidden glob **/.env\" (code \"forbidden-path\")"),
+        "{}",
+        explain(&args, &output)
+    );
+    // "exhausted" is a word of the budget reason but no code: still a substring.
+    let scenario = stage_edited(
+        tmp.path(),
+        "deny_reasons",
+        "expect_reason = \"invocation budget of deputy-read exhausted: 1 of 1 used\"",
+        "expect_reason = \"exhausted\"",
+    );
+    let args = ["arena", "run", scenario.to_str().unwrap(), "--out", "c"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    // "revoked" is a code: the revoker's refusal contains no such reason.
+    let scenario = stage_edited(
+        tmp.path(),
+        "deny_reasons",
+        "expect_reason = \"the revoker holds no ancestor of capability operator-read\"",
+        "expect_reason = \"revoked\"",
+    );
+    let args = ["arena", "run", scenario.to_str().unwrap(), "--out", "d"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[CHIO-ARENA-UNEXPECTED-REASON]")
+            && stderr.contains("(code \"revoker-not-authorized\")"),
+        "{stderr}"
+    );
+}
+
 // Explain prints a call's decision inputs (label keys with their labels) and the pipeline stage by stage with each guard's answer, the same bytes twice; --json is canonical; an unknown step is refused with exit 2.
 #[test]
 fn explain_prints_what_a_decision_read() {

@@ -141,6 +141,60 @@ fn every_code_is_documented() {
     }
 }
 
+/// The codes a table of `section` in docs/errors.md lists in its `code`
+/// column, each as often as rows name it.
+fn table_codes(doc: &str, section: &str) -> Vec<String> {
+    let body = doc
+        .split(&format!("\n## {section}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("docs/errors.md has no section {section}"));
+    let body = body.split("\n## ").next().unwrap_or_default();
+    let mut column = None;
+    let mut codes = Vec::new();
+    for line in body
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|---"))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        match column {
+            None => column = cells.iter().position(|c| *c == "code"),
+            Some(i) => codes.extend(cells[i].split('`').skip(1).step_by(2).map(str::to_string)),
+        }
+    }
+    assert!(column.is_some(), "section {section} has no code column");
+    codes
+}
+
+// docs/errors.md lists the code of every reason the kernel and the node declare, and no code either does not.
+#[test]
+fn every_reason_code_is_documented() {
+    let doc = std::fs::read_to_string(repo_path("docs/errors.md")).expect("docs/errors.md");
+    let documented: std::collections::BTreeSet<String> = [
+        "Deny reasons",
+        "Refused delegate and revoke steps",
+        "Fault denials",
+    ]
+    .iter()
+    .flat_map(|section| table_codes(&doc, section))
+    .collect();
+    let declared: std::collections::BTreeSet<String> = chio_kernel::reason::ReasonCode::ALL
+        .iter()
+        .map(|c| c.as_str().to_string())
+        .chain(
+            chio_node::outage::NodeCode::ALL
+                .iter()
+                .map(|c| c.as_str().to_string()),
+        )
+        .collect();
+    let missing: Vec<&String> = declared.difference(&documented).collect();
+    assert!(missing.is_empty(), "undocumented reason codes: {missing:?}");
+    let stale: Vec<&String> = documented.difference(&declared).collect();
+    assert!(
+        stale.is_empty(),
+        "documented codes nothing declares: {stale:?}"
+    );
+}
+
 // The schedule listing keeps its columns aligned whatever the length of the step and agent ids.
 #[test]
 fn schedule_listing_aligns_long_ids() {

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use chio_controller::arena_run::load_for_run;
 use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunResult};
 use chio_node::link::LinkFuture;
+use chio_node::outage::Refusal;
 use chio_node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, EmbeddedTopology, MessageCommand,
     MessageOutcome, World,
@@ -42,10 +43,10 @@ impl Dispatcher for Counting {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         self.around(self.inner.delegate(node, command))
     }
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         self.around(self.inner.revoke(node, target, at_ms))
     }
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {

@@ -17,6 +17,7 @@ use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOp
 use chio_node::embedded::start_nodes_with_faults;
 use chio_node::executor::FaultEvent;
 use chio_node::link::LinkFuture;
+use chio_node::outage::Refusal;
 use chio_node::simulated_faults::FaultSwitch;
 use chio_node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
@@ -186,12 +187,12 @@ impl Dispatcher for CountingDispatcher {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         let node = self.node(node);
         Box::pin(async move { node?.delegate(command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         let node = self.node(node);
         let target = target.to_string();
         Box::pin(async move { node?.revoke(&target, at_ms).await })

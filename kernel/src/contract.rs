@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::KernelError;
+use crate::reason::DenyReason;
 
 /// What a tool touches, as the MCP specification's tool annotations say it,
 /// with the specification's defaults when a definition leaves one out.
@@ -140,28 +141,64 @@ impl CompiledCatalog {
 
     /// Whether `tool` on `server` is declared and `arguments` satisfy its
     /// schema; the deny reason otherwise.
-    pub fn check(&self, server: &str, tool: &str, arguments: &Value) -> Result<(), String> {
+    pub fn check(&self, server: &str, tool: &str, arguments: &Value) -> Result<(), DenyReason> {
         let tools = self
             .servers
             .get(server)
-            .ok_or_else(|| format!("server {server} is not served by this kernel"))?;
-        let validator = tools
-            .get(tool)
-            .ok_or_else(|| format!("tool {tool} is not declared by server {server}"))?;
-        schema_failure(validator, arguments).map_or(Ok(()), |why| {
-            Err(format!("arguments of {server}/{tool} {why}"))
-        })
+            .ok_or_else(|| DenyReason::ServerNotServed {
+                server: server.to_string(),
+            })?;
+        let validator = tools.get(tool).ok_or_else(|| DenyReason::ToolNotDeclared {
+            tool: tool.to_string(),
+            server: server.to_string(),
+        })?;
+        match schema_failure(validator, arguments) {
+            None => Ok(()),
+            Some(failure) => Err(DenyReason::ArgumentsRefused {
+                server: server.to_string(),
+                tool: tool.to_string(),
+                pointer: failure.pointer,
+                keyword: failure.keyword,
+            }),
+        }
     }
 }
 
-/// Why `arguments` fail `validator`, if they do: the first failure's JSON
-/// pointer and keyword, never the value.
-pub fn schema_failure(validator: &jsonschema::Validator, arguments: &Value) -> Option<String> {
+/// Where arguments fail a schema: the JSON pointer of the failing value
+/// (`/` for the whole) and the keyword it breaks, never the value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaFailure {
+    /// The failing value's JSON pointer.
+    pub pointer: String,
+    /// The schema keyword it breaks.
+    pub keyword: String,
+}
+
+impl std::fmt::Display for SchemaFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "fail the tool's input schema at {}: {}",
+            self.pointer, self.keyword
+        )
+    }
+}
+
+/// Why `arguments` fail `validator`, if they do: the first failure.
+pub fn schema_failure(
+    validator: &jsonschema::Validator,
+    arguments: &Value,
+) -> Option<SchemaFailure> {
     let error = validator.iter_errors(arguments).next()?;
     let pointer = error.instance_path().as_str().to_string();
-    let keyword = keyword_of(error.schema_path().as_str()).to_string();
-    let at = if pointer.is_empty() { "/" } else { &pointer };
-    Some(format!("fail the tool's input schema at {at}: {keyword}"))
+    Some(SchemaFailure {
+        pointer: if pointer.is_empty() {
+            "/".to_string()
+        } else {
+            pointer
+        },
+        keyword: keyword_of(error.schema_path().as_str()).to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -192,37 +229,35 @@ mod tests {
     #[test]
     fn a_call_must_name_a_declared_tool_with_admitted_arguments() {
         let c = catalog();
+        let text = |r: Result<(), DenyReason>| r.map_err(|e| e.to_string());
         assert_eq!(
             c.check("workspace", "read_file", &json!({"path": "/a"})),
             Ok(())
         );
         assert_eq!(
-            c.check("other", "read_file", &json!({})),
+            text(c.check("other", "read_file", &json!({}))),
             Err("server other is not served by this kernel".into())
         );
         assert_eq!(
-            c.check("workspace", "read_flie", &json!({"path": "/a"})),
+            text(c.check("workspace", "read_flie", &json!({"path": "/a"}))),
             Err("tool read_flie is not declared by server workspace".into())
         );
         assert_eq!(
-            c.check("workspace", "read_file", &json!({})),
+            text(c.check("workspace", "read_file", &json!({}))),
             Err(
                 "arguments of workspace/read_file fail the tool's input schema at /: required"
                     .into()
             )
         );
         let secret = "sk-very-secret";
-        let typed = c
-            .check("workspace", "read_file", &json!({"path": 7}))
-            .unwrap_err();
+        let typed = text(c.check("workspace", "read_file", &json!({"path": 7}))).unwrap_err();
         assert!(typed.ends_with("at /path: type"), "{typed}");
-        let extra = c
-            .check(
-                "workspace",
-                "read_file",
-                &json!({"path": "/a", "token": secret}),
-            )
-            .unwrap_err();
+        let extra = text(c.check(
+            "workspace",
+            "read_file",
+            &json!({"path": "/a", "token": secret}),
+        ))
+        .unwrap_err();
         assert!(extra.contains("additionalProperties"), "{extra}");
         assert!(!extra.contains(secret), "{extra}");
     }

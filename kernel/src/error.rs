@@ -5,7 +5,7 @@
 //! because every store failure on the authorization path becomes a deny whose
 //! reason must say which store it was. `EnvelopeError` names the field of a
 //! malformed portable-evaluation envelope. Denials themselves are not errors:
-//! they are verdicts with reasons (see the crate doc for the table).
+//! they are verdicts with reasons ([`crate::reason`]).
 
 use std::fmt;
 

@@ -20,6 +20,8 @@
 
 use serde_json::Value;
 
+use crate::reason::DenyReason;
+
 /// Key names whose string values are paths wherever they appear.
 const PATH_KEYS: &[&str] = &[
     "path",
@@ -58,10 +60,11 @@ pub enum PathProblem {
 
 impl PathProblem {
     /// The deny reason for this problem on the path as presented.
-    pub fn reason(&self, raw: &str) -> String {
+    pub fn reason(&self, raw: &str) -> DenyReason {
+        let path = raw.to_string();
         match self {
-            PathProblem::EscapesRoot => format!("path {raw} escapes the root"),
-            PathProblem::NulByte => format!("path {raw:?} contains a NUL byte"),
+            PathProblem::EscapesRoot => DenyReason::PathEscapesRoot { path },
+            PathProblem::NulByte => DenyReason::PathNulByte { path },
         }
     }
 }
@@ -224,7 +227,7 @@ mod tests {
         assert_eq!(normalize_path("../x"), Err(PathProblem::EscapesRoot));
         assert_eq!(normalize_path("/a\0b"), Err(PathProblem::NulByte));
         assert_eq!(
-            PathProblem::EscapesRoot.reason("/a/../.."),
+            PathProblem::EscapesRoot.reason("/a/../..").to_string(),
             "path /a/../.. escapes the root"
         );
     }

@@ -45,6 +45,7 @@ use crate::error::EnvelopeError;
 use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict};
 use crate::kernel::share_refusal_reason;
 use crate::keys::{derive_arena_key, public_key_hex};
+use crate::reason::DenyReason;
 use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::scope::select_grant;
 use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
@@ -113,10 +114,10 @@ pub struct PortableDecision {
 }
 
 impl PortableDecision {
-    fn deny(reason: String, guard: Option<String>, matched: Option<usize>) -> Self {
+    fn deny(reason: DenyReason, guard: Option<String>, matched: Option<usize>) -> Self {
         PortableDecision {
             verdict: PortableVerdict::Deny,
-            reason: Some(reason),
+            reason: Some(reason.to_string()),
             guard,
             matched_grant: matched,
             observed: Vec::new(),
@@ -143,15 +144,15 @@ pub fn evaluate_portable(
         Err(reason) => return PortableDecision::deny(reason, None, None),
     };
     if request.agent_id != verified.subject {
-        return PortableDecision::deny(
-            format!(
-                "capability presented by another agent: request agent {} is not the subject of capability {}",
-                request.agent_id.get(..16).unwrap_or(&request.agent_id),
-                verified.id
-            ),
-            None,
-            None,
-        );
+        let reason = DenyReason::PortableNotSubject {
+            agent: request
+                .agent_id
+                .get(..16)
+                .unwrap_or(&request.agent_id)
+                .to_string(),
+            capability: verified.id.clone(),
+        };
+        return PortableDecision::deny(reason, None, None);
     }
     let grant = match select_grant(
         &verified.state.scope,
@@ -180,18 +181,24 @@ pub fn evaluate_portable(
             Ok(GuardVerdict::Deny(r)) => (WouldAnswer::Deny, r),
             Ok(GuardVerdict::PendingApproval(r)) => (
                 WouldAnswer::PendingApproval,
-                format!(
-                    "guard {} requires approval, which portable evaluation cannot run: {r}",
-                    meta.id
-                ),
+                DenyReason::PortableApproval {
+                    guard: meta.id.clone(),
+                    reason: Box::new(r),
+                },
             ),
-            Err(e) => (WouldAnswer::Error, format!("guard {} failed: {e}", meta.id)),
+            Err(e) => (
+                WouldAnswer::Error,
+                DenyReason::GuardFailed {
+                    guard: meta.id.clone(),
+                    cause: e.to_string(),
+                },
+            ),
         };
         if meta.mode == GuardMode::Observe {
             observed.push(ObservedFinding {
                 guard: meta.id.clone(),
                 would,
-                reason,
+                reason: reason.to_string(),
             });
             continue;
         }
@@ -207,8 +214,11 @@ pub fn evaluate_portable(
             claim.parent_bps,
         ) {
             Ok(ShareAdmission::Admitted) => continue,
-            Ok(refusal) => share_refusal_reason(claim, &refusal),
-            Err(e) => e.to_string(),
+            Ok(refusal) => match share_refusal_reason(claim, &refusal) {
+                Some(reason) => reason,
+                None => continue,
+            },
+            Err(e) => DenyReason::from(e),
         };
         let mut d = PortableDecision::deny(refusal, None, Some(grant.index));
         d.observed = observed;

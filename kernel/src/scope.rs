@@ -16,6 +16,7 @@
 use serde_json::Value;
 
 use crate::path::{is_under, normalize_path, path_arguments};
+use crate::reason::DenyReason;
 use crate::token::{MonetaryLimit, ScopeGrant, KNOWN_CONSTRAINTS};
 
 /// A monetary amount to hold before dispatch.
@@ -44,16 +45,17 @@ pub fn select_grant(
     server: &str,
     tool: &str,
     arguments: &Value,
-) -> Result<SelectedGrant, String> {
+) -> Result<SelectedGrant, DenyReason> {
     let mut candidates: Vec<(usize, &ScopeGrant)> = scope
         .iter()
         .enumerate()
         .filter(|(_, g)| g.server == server && g.covers_tool(tool))
         .collect();
     if candidates.is_empty() {
-        return Err(format!(
-            "tool {tool} on server {server} not covered by any scope grant"
-        ));
+        return Err(DenyReason::OutOfScope {
+            tool: tool.to_string(),
+            server: server.to_string(),
+        });
     }
     candidates.sort_by_key(|(i, g)| {
         let exact = g.tools.iter().any(|t| t == tool);
@@ -74,22 +76,26 @@ pub fn select_grant(
             }
         }
     }
-    Err(first_failure.unwrap_or_else(|| "no scope grant applies".to_string()))
+    // Candidates were not empty, so one of them failed.
+    Err(first_failure.unwrap_or_else(|| DenyReason::OutOfScope {
+        tool: tool.to_string(),
+        server: server.to_string(),
+    }))
 }
 
 /// Evaluates every constraint of one grant against the arguments.
 pub fn evaluate_constraints(
     grant: &ScopeGrant,
     arguments: &Value,
-) -> Result<Option<MonetaryHold>, String> {
+) -> Result<Option<MonetaryHold>, DenyReason> {
     if let Some(unknown) = grant
         .constraints
         .keys()
         .find(|k| !KNOWN_CONSTRAINTS.contains(&k.as_str()))
     {
-        return Err(format!(
-            "unknown constraint {unknown}; the kernel cannot evaluate it"
-        ));
+        return Err(DenyReason::ConstraintUnknown {
+            name: unknown.clone(),
+        });
     }
     let mut monetary = None;
     for (name, value) in &grant.constraints {
@@ -102,51 +108,44 @@ pub fn evaluate_constraints(
     Ok(monetary)
 }
 
-fn check_path_prefix(value: &Value, arguments: &Value) -> Result<(), String> {
-    let prefix = value
-        .as_str()
-        .and_then(|p| normalize_path(p).ok())
-        .ok_or_else(|| {
-            "constraint path_prefix is malformed; the kernel cannot evaluate it".to_string()
-        })?;
+fn check_path_prefix(value: &Value, arguments: &Value) -> Result<(), DenyReason> {
+    let prefix = value.as_str().and_then(|p| normalize_path(p).ok()).ok_or(
+        DenyReason::ConstraintMalformed {
+            name: "path_prefix",
+        },
+    )?;
     let paths = path_arguments(arguments);
     if paths.is_empty() {
-        return Err(
-            "constraint path_prefix requires a path argument and the call has none".to_string(),
-        );
+        return Err(DenyReason::PathArgumentMissing);
     }
     for arg in paths {
         let normal = normalize_path(&arg.raw).map_err(|p| p.reason(&arg.raw))?;
         if !is_under(&normal, &prefix) {
-            return Err(format!(
-                "path {} (argument {}) is outside the granted prefix {}",
-                arg.raw,
-                arg.pointer,
-                value.as_str().unwrap_or_default()
-            ));
+            return Err(DenyReason::OutsidePrefix {
+                path: arg.raw,
+                pointer: arg.pointer,
+                prefix: value.as_str().unwrap_or_default().to_string(),
+            });
         }
     }
     Ok(())
 }
 
-fn check_monetary(value: &Value, arguments: &Value) -> Result<MonetaryHold, String> {
-    let limit: MonetaryLimit = serde_json::from_value(value.clone()).map_err(|_| {
-        "constraint monetary is malformed; the kernel cannot evaluate it".to_string()
-    })?;
+fn check_monetary(value: &Value, arguments: &Value) -> Result<MonetaryHold, DenyReason> {
+    let limit: MonetaryLimit = serde_json::from_value(value.clone())
+        .map_err(|_| DenyReason::ConstraintMalformed { name: "monetary" })?;
     let amount = arguments
         .get(&limit.argument)
         .and_then(Value::as_u64)
-        .ok_or_else(|| {
-            format!(
-                "constraint monetary needs argument {} as a whole number of minor units",
-                limit.argument
-            )
+        .ok_or_else(|| DenyReason::AmountMalformed {
+            argument: limit.argument.clone(),
         })?;
     if amount > limit.max_per_invocation {
-        return Err(format!(
-            "amount {amount} {} exceeds the per-invocation maximum {}",
-            limit.currency, limit.max_per_invocation
-        ));
+        return Err(DenyReason::AmountTooLarge {
+            amount,
+            currency: limit.currency,
+            max: limit.max_per_invocation,
+        });
     }
     Ok(MonetaryHold {
         currency: limit.currency,
@@ -183,9 +182,12 @@ mod tests {
             "read_file",
             &json!({"path": "/w/shared/a", "target": "/etc/passwd"}),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("/etc/passwd"), "{err}");
-        let err = select_grant(&scope, "other", "read_file", &json!({})).unwrap_err();
+        let err = select_grant(&scope, "other", "read_file", &json!({}))
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "tool read_file on server other not covered by any scope grant"
@@ -197,7 +199,9 @@ mod tests {
     fn constraints() {
         let g = ScopeGrant::new("s", &["t"]).with_constraint("geo_fence", json!("eu"));
         assert_eq!(
-            evaluate_constraints(&g, &json!({})).unwrap_err(),
+            evaluate_constraints(&g, &json!({}))
+                .unwrap_err()
+                .to_string(),
             "unknown constraint geo_fence; the kernel cannot evaluate it"
         );
         let g = ScopeGrant::new("pay", &["pay"]).with_constraint(

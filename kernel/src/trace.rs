@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::reason::ReasonCode;
 use crate::stores::JournalEntry;
 
 /// The pipeline stages in order, as a trace names them.
@@ -44,6 +45,10 @@ pub struct DecisionTrace {
     pub chain: Vec<String>,
     /// The stages reached, in pipeline order; the last one decided.
     pub stages: Vec<StageTrace>,
+    /// The code of the decision's reason (see [`crate::reason`]), for
+    /// every deny and pending approval; absent for an allow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<ReasonCode>,
     /// Every label key read at admission and the labels it held (empty
     /// sets included, so a reader sees that a key was read and was clean).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

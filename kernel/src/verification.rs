@@ -13,20 +13,12 @@
 
 use crate::canonical::to_canonical_vec;
 use crate::path::{is_under, normalize_path};
+use crate::reason::{DenyReason, Widening};
 use crate::signature::{verify_hex, SignatureCache};
 use crate::token::{
     CapabilityBody, CapabilityToken, GrantState, MonetaryLimit, ScopeGrant, ANY_TOOL,
     CAPABILITY_SCHEMA, DELEGATION_SCHEMA,
 };
-
-/// Exact reason: the issuer is not in the trusted set.
-pub const UNTRUSTED_ISSUER: &str = "capability issuer is not a trusted CA";
-/// Exact reason: a signature over the capability does not verify.
-pub const INVALID_SIGNATURE: &str = "capability signature is invalid";
-/// Exact reason: the clock is before `not_before_ms`.
-pub const NOT_YET_VALID: &str = "capability not yet valid";
-/// Exact reason: the clock is after `expires_at_ms`.
-pub const EXPIRED: &str = "capability has expired";
 
 /// One sibling-share admission the chain requires (step 7).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,40 +71,40 @@ pub fn verify_capability(
     now_ms: u64,
     max_depth: usize,
     cache: Option<&mut SignatureCache>,
-) -> Result<VerifiedCapability, String> {
+) -> Result<VerifiedCapability, DenyReason> {
     if token.schema != CAPABILITY_SCHEMA {
-        return Err(format!(
-            "capability schema {:?} is not {CAPABILITY_SCHEMA}",
-            token.schema
-        ));
+        return Err(DenyReason::SchemaUnknown {
+            schema: token.schema.clone(),
+        });
     }
     // Cheap structural limits come before any signature work, so a chain
     // of thousands of links is refused without verifying one of them.
     let depth = token.delegation_chain.len();
     if depth > max_depth {
-        return Err(format!(
-            "delegation depth {depth} exceeds the limit {max_depth}"
-        ));
+        return Err(DenyReason::DelegationTooDeep {
+            depth,
+            limit: max_depth,
+        });
     }
     let root = token.root_body();
     let delegated = !token.delegation_chain.is_empty();
     if delegated != token.root.is_some() {
         return Err(if delegated {
-            "delegated capability carries no root grant".to_string()
+            DenyReason::RootGrantMissing
         } else {
-            "capability carries a root grant but no delegation chain".to_string()
+            DenyReason::RootGrantUnexpected
         });
     }
     if !trusted_issuers.contains(&root.issuer) {
-        return Err(UNTRUSTED_ISSUER.to_string());
+        return Err(DenyReason::UntrustedIssuer);
     }
     verify_signatures(token, &root, cache)?;
     // Time, on the effective window.
     if now_ms < token.not_before_ms {
-        return Err(NOT_YET_VALID.to_string());
+        return Err(DenyReason::NotYetValid);
     }
     if now_ms > token.expires_at_ms {
-        return Err(EXPIRED.to_string());
+        return Err(DenyReason::Expired);
     }
     let chain = verify_chain(token, &root, now_ms)?;
     Ok(VerifiedCapability {
@@ -132,25 +124,25 @@ fn verify_signatures(
     token: &CapabilityToken,
     root: &CapabilityBody,
     mut cache: Option<&mut SignatureCache>,
-) -> Result<(), String> {
+) -> Result<(), DenyReason> {
     // Signatures: root by the issuer, each link by its delegator, and the
     // top-level fields must be what the last link signed.
     if token.issuer != root.issuer || root.schema != CAPABILITY_SCHEMA {
-        return Err(INVALID_SIGNATURE.to_string());
+        return Err(DenyReason::InvalidSignature);
     }
-    let root_bytes = to_canonical_vec(root).map_err(|_| INVALID_SIGNATURE.to_string())?;
+    let root_bytes = to_canonical_vec(root).map_err(|_| DenyReason::InvalidSignature)?;
     if !verify_hex(
         cache.as_deref_mut(),
         &root.issuer,
         &root_bytes,
         &token.signature,
     ) {
-        return Err(INVALID_SIGNATURE.to_string());
+        return Err(DenyReason::InvalidSignature);
     }
     for link in &token.delegation_chain {
         let bytes = link
             .signing_bytes()
-            .map_err(|_| INVALID_SIGNATURE.to_string())?;
+            .map_err(|_| DenyReason::InvalidSignature)?;
         if link.schema != DELEGATION_SCHEMA
             || !verify_hex(
                 cache.as_deref_mut(),
@@ -159,7 +151,7 @@ fn verify_signatures(
                 &link.signature,
             )
         {
-            return Err(INVALID_SIGNATURE.to_string());
+            return Err(DenyReason::InvalidSignature);
         }
     }
     if let Some(last) = token.delegation_chain.last() {
@@ -167,7 +159,7 @@ fn verify_signatures(
             || last.delegatee != token.subject
             || last.attenuation != token.state()
         {
-            return Err(INVALID_SIGNATURE.to_string());
+            return Err(DenyReason::InvalidSignature);
         }
     }
     Ok(())
@@ -190,7 +182,7 @@ fn verify_chain(
     token: &CapabilityToken,
     root: &CapabilityBody,
     now_ms: u64,
-) -> Result<ChainWalk, String> {
+) -> Result<ChainWalk, DenyReason> {
     let mut ids = vec![root.id.clone()];
     let mut keys = vec![root.subject.clone()];
     let mut parent_state = root.state();
@@ -208,34 +200,31 @@ fn verify_chain(
         .collect();
     for (i, link) in token.delegation_chain.iter().enumerate() {
         if link.parent_id != parent_id || link.delegator != parent_subject {
-            return Err(format!(
-                "delegation chain is broken at link {i}: link {} does not continue from {parent_id}",
-                link.child_id
-            ));
+            return Err(DenyReason::ChainBroken {
+                index: i,
+                child: link.child_id.clone(),
+                parent: parent_id,
+            });
         }
         if ids.contains(&link.child_id) {
-            return Err(format!(
-                "delegation chain has a cycle: capability id {} appears twice",
-                link.child_id
-            ));
+            return Err(DenyReason::ChainCycleId {
+                child: link.child_id.clone(),
+            });
         }
         if keys.contains(&link.delegatee) {
-            return Err(format!(
-                "delegation chain has a cycle: link {} delegates back to a key already in the chain",
-                link.child_id
-            ));
+            return Err(DenyReason::ChainCycleKey {
+                child: link.child_id.clone(),
+            });
         }
         if link.timestamp_ms < parent_time {
-            return Err(format!(
-                "delegation link {} is dated before its parent link",
-                link.child_id
-            ));
+            return Err(DenyReason::LinkBeforeParent {
+                child: link.child_id.clone(),
+            });
         }
         if link.timestamp_ms > now_ms {
-            return Err(format!(
-                "delegation link {} is dated after the evaluation time",
-                link.child_id
-            ));
+            return Err(DenyReason::LinkInFuture {
+                child: link.child_id.clone(),
+            });
         }
         check_attenuation(&link.child_id, &parent_state, &link.attenuation)?;
         shares.push(ShareClaim {
@@ -271,71 +260,78 @@ pub fn check_attenuation(
     child_id: &str,
     parent: &GrantState,
     child: &GrantState,
-) -> Result<(), String> {
+) -> Result<(), DenyReason> {
+    let link = child_id.to_string();
     for grant in &child.scope {
-        if let Some(problem) = uncovered(grant, &parent.scope) {
-            return Err(format!(
-                "delegation link {child_id} widens scope: {problem}"
-            ));
+        if let Some(widening) = uncovered(grant, &parent.scope) {
+            return Err(DenyReason::WidensScope {
+                child: link,
+                widening,
+            });
         }
     }
     if child.expires_at_ms > parent.expires_at_ms {
-        return Err(format!(
-            "delegation link {child_id} expires at {} ms after its parent's expiry {} ms",
-            child.expires_at_ms, parent.expires_at_ms
-        ));
+        return Err(DenyReason::WidensExpiry {
+            child: link,
+            expires: child.expires_at_ms,
+            parent: parent.expires_at_ms,
+        });
     }
     if child.not_before_ms < parent.not_before_ms {
-        return Err(format!(
-            "delegation link {child_id} becomes valid at {} ms before its parent's start {} ms",
-            child.not_before_ms, parent.not_before_ms
-        ));
+        return Err(DenyReason::WidensStart {
+            child: link,
+            not_before: child.not_before_ms,
+            parent: parent.not_before_ms,
+        });
     }
     match (parent.max_invocations, child.max_invocations) {
         (Some(p), None) => {
-            return Err(format!(
-                "delegation link {child_id} has an unlimited invocation budget under a parent limited to {p}"
-            ))
+            return Err(DenyReason::UnlimitedBudget {
+                child: link,
+                parent: p,
+            })
         }
         (Some(p), Some(c)) if c > p => {
-            return Err(format!(
-                "delegation link {child_id} allows {c} invocations, more than its parent's {p}"
-            ))
+            return Err(DenyReason::WidensBudget {
+                child: link,
+                allows: c,
+                parent: p,
+            })
         }
         _ => {}
     }
     if child.share_bps > parent.share_bps {
-        return Err(format!(
-            "delegation link {child_id} share {} bps exceeds its parent's {} bps",
-            child.share_bps, parent.share_bps
-        ));
+        return Err(DenyReason::WidensShare {
+            child: link,
+            bps: child.share_bps,
+            parent: parent.share_bps,
+        });
     }
     Ok(())
 }
 
 /// Why `grant` is not covered by any parent grant, or `None` when it is.
-fn uncovered(grant: &ScopeGrant, parents: &[ScopeGrant]) -> Option<String> {
+fn uncovered(grant: &ScopeGrant, parents: &[ScopeGrant]) -> Option<Widening> {
     let same_server: Vec<&ScopeGrant> = parents
         .iter()
         .filter(|p| p.server == grant.server)
         .collect();
     if same_server.is_empty() {
-        return Some(format!(
-            "server {} is not granted by its parent",
-            grant.server
-        ));
+        return Some(Widening::Server {
+            server: grant.server.clone(),
+        });
     }
-    let mut last = String::new();
+    let mut last = None;
     for parent in same_server {
         match covered_by(grant, parent) {
             Ok(()) => return None,
-            Err(why) => last = why,
+            Err(why) => last = Some(why),
         }
     }
-    Some(last)
+    last
 }
 
-fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), String> {
+fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), Widening> {
     for tool in &grant.tools {
         let ok = if tool == ANY_TOOL {
             parent.tools.iter().any(|t| t == ANY_TOOL)
@@ -343,10 +339,10 @@ fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), String> {
             parent.covers_tool(tool)
         };
         if !ok {
-            return Err(format!(
-                "tool {tool} on server {} is not granted by its parent",
-                grant.server
-            ));
+            return Err(Widening::Tool {
+                tool: tool.clone(),
+                server: grant.server.clone(),
+            });
         }
     }
     for (name, value) in &parent.constraints {
@@ -376,10 +372,10 @@ fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), String> {
             (_, Some(child)) => child == value,
         };
         if !ok {
-            return Err(format!(
-                "constraint {name} on server {} is looser than its parent's",
-                grant.server
-            ));
+            return Err(Widening::Constraint {
+                name: name.clone(),
+                server: grant.server.clone(),
+            });
         }
     }
     Ok(())

@@ -21,9 +21,10 @@ use crate::host::LoadedWorld;
 use crate::node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
 };
+use crate::outage::Refusal;
 use crate::tools::FileChange;
 use crate::wire::command::{call_request, delegate_request, fixtures_to_proto, message_request};
-use crate::wire::outcome::{call_answer, delegate_outcome, message_outcome};
+use crate::wire::outcome::{call_answer, delegate_outcome, message_outcome, revoke_outcome};
 use crate::wire::{decode_answer, error_of, MAX_CONTROL_MESSAGE_BYTES, MAX_LINK_MESSAGE_BYTES};
 use crate::world::FixtureSet;
 
@@ -136,7 +137,7 @@ impl NodeClient {
     pub async fn delegate(
         &self,
         command: &DelegateCommand,
-    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
+    ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
         let message = delegate_request(command);
         let answer = self
             .unary(message, |mut c, r| async move { c.delegate(r).await })
@@ -155,14 +156,15 @@ impl NodeClient {
 
     /// Revokes an id through the node's authority state; answers the
     /// node's refusal, if it refused.
-    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<String>, NodeError> {
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<Refusal>, NodeError> {
         let message = pb::RevokeRequest {
             target: target.to_string(),
             at_ms,
         };
-        self.unary(message, |mut c, r| async move { c.revoke(r).await })
-            .await
-            .map(|answer| answer.refusal)
+        let answer = self
+            .unary(message, |mut c, r| async move { c.revoke(r).await })
+            .await?;
+        decode_answer(&self.target, revoke_outcome(answer))
     }
 
     /// Reads, writes or deletes a fixture file of a tool server the node

@@ -32,7 +32,7 @@ use crate::actors::{AgentHandle, CallOutcome, IssuerSource, KernelHandle, ToolSe
 use crate::error::NodeError;
 use crate::link::{KernelLink, LinkFuture};
 use crate::mux::KernelMultiplexer;
-use crate::outage;
+use crate::outage::{self, Refusal};
 use crate::tools::ToolServer;
 use crate::world::{KernelPlan, World};
 
@@ -90,12 +90,12 @@ pub enum CallAnswer {
     /// ([`crate::outage`]): the serving kernel could not be reached, or the
     /// agent does not hold what it presents. No kernel ran the call, so
     /// there is no receipt and no trace.
-    Refused(String),
+    Refused(Refusal),
 }
 
 impl CallAnswer {
     /// The kernel's outcome, or the node's refusal as the error.
-    pub fn decided(self) -> Result<CallOutcome, String> {
+    pub fn decided(self) -> Result<CallOutcome, Refusal> {
         match self {
             CallAnswer::Decided(outcome) => Ok(*outcome),
             CallAnswer::Refused(reason) => Err(reason),
@@ -315,7 +315,7 @@ impl Node {
     pub async fn delegate(
         &self,
         command: DelegateCommand,
-    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
+    ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
         let agent = self.mux.agent(&command.agent)?;
         let delegatee = self
             .agent_keys
@@ -385,7 +385,7 @@ impl Node {
     /// Revokes a capability or delegation id through the authority state;
     /// answers the node's refusal when trust-control cannot be reached to
     /// record it.
-    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<String>, NodeError> {
+    pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<Refusal>, NodeError> {
         match self.authority.revoke(target, at_ms).await {
             Ok(()) => Ok(None),
             Err(NodeError::ControlDown { outage, .. }) => {

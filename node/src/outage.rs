@@ -14,6 +14,11 @@
 //! is unreachable or whose capability the agent does not hold, a delegation
 //! whose child cannot be recorded or handed over, a revocation that cannot
 //! be recorded.
+//!
+//! Each such answer is a [`NodeReason`] with a stable [`NodeCode`] (the
+//! controller's answers for a node that is down are among them); it
+//! travels as a [`Refusal`], its code beside its message, over the wire and
+//! into the step record, as a kernel's code travels in its decision trace.
 
 use chio_trust::TrustError;
 
@@ -56,6 +61,330 @@ impl Outage {
     }
 }
 
+macro_rules! node_codes {
+    ($($(#[$doc:meta])* $variant:ident => $code:literal,)+) => {
+        /// The stable code of a node's (or the controller's) answer, one per
+        /// reason template; never one of the kernel's
+        /// ([`chio_kernel::reason::ReasonCode`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum NodeCode {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl NodeCode {
+            /// Every code, in documentation order.
+            pub const ALL: &'static [NodeCode] = &[$(NodeCode::$variant,)+];
+
+            /// The kebab-case code.
+            pub fn as_str(&self) -> &'static str {
+                match self {
+                    $(NodeCode::$variant => $code,)+
+                }
+            }
+        }
+    };
+}
+
+node_codes! {
+    /// The serving kernel's node cannot be reached from the agent's.
+    KernelUnreachable => "kernel-unreachable",
+    /// The agent does not hold the capability it presents.
+    CapabilityNotHeld => "capability-not-held",
+    /// The acting agent's node is down, so nobody can make the call.
+    AgentNodeDown => "agent-node-down",
+    /// The kernel's node is down, so it decides nothing.
+    KernelNodeDown => "kernel-node-down",
+    /// The kernel's node crashed while the call was on its way to it.
+    KernelCrashedInFlight => "kernel-crashed-in-flight",
+    /// The agent's node crashed while its call was on its way.
+    AgentCrashedInFlight => "agent-crashed-in-flight",
+    /// The delegator does not hold the parent.
+    DelegationNotHeld => "delegation-not-held",
+    /// The delegator's node is down.
+    DelegatorNodeDown => "delegator-node-down",
+    /// The child's labels cannot be recorded in trust-control.
+    DelegationUnrecorded => "delegation-unrecorded",
+    /// The child cannot be handed to the delegatee's node.
+    DelegationUndelivered => "delegation-undelivered",
+    /// The revoker may not revoke the target.
+    RevokerNotAuthorized => "revoker-not-authorized",
+    /// The revoked capability does not exist yet.
+    RevocationTargetUnknown => "revocation-target-unknown",
+    /// The revoking agent is not placed on a node.
+    RevokerNotPlaced => "revoker-not-placed",
+    /// The revoker's node is down.
+    RevokerNodeDown => "revoker-node-down",
+    /// The revocation cannot be recorded in trust-control.
+    RevocationUnrecorded => "revocation-unrecorded",
+}
+
+impl NodeCode {
+    /// The code spelt `text`, if it is one.
+    pub fn parse(text: &str) -> Option<NodeCode> {
+        NodeCode::ALL.iter().copied().find(|c| c.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for NodeCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A node that a fault step crashed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeDown {
+    /// The node.
+    pub node: String,
+    /// The step that crashed it.
+    pub step: String,
+}
+
+impl std::fmt::Display for NodeDown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "node {} is down (crashed at step {})",
+            self.node, self.step
+        )
+    }
+}
+
+impl NodeDown {
+    /// The crash as a call in flight met it.
+    fn in_flight(&self) -> String {
+        format!(
+            "node {} crashed at step {} while the call was in flight",
+            self.node, self.step
+        )
+    }
+}
+
+/// What a node (or the controller, for an agent whose node is down)
+/// answers for a step it carries no further; see the module doc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeReason {
+    /// A call whose serving kernel (on `kernel_node`) cannot be reached
+    /// from `from_node`.
+    KernelUnreachable {
+        /// The kernel.
+        kernel: String,
+        /// Its node.
+        kernel_node: String,
+        /// The agent's node.
+        from_node: String,
+        /// What happened on the link.
+        outage: Outage,
+    },
+    /// A call presenting a capability its agent does not hold.
+    NotHeld {
+        /// The agent.
+        agent: String,
+        /// The capability.
+        capability: String,
+    },
+    /// A call whose agent's node is down.
+    AgentDown {
+        /// The agent.
+        agent: String,
+        /// Its node.
+        down: NodeDown,
+    },
+    /// An action sent to a kernel whose node is down.
+    KernelDown {
+        /// The kernel.
+        kernel: String,
+        /// Its node.
+        down: NodeDown,
+    },
+    /// A call whose kernel's node crashed while the call was in flight.
+    KernelCrashedInFlight {
+        /// The kernel.
+        kernel: String,
+        /// Its node and the crash.
+        down: NodeDown,
+    },
+    /// A call whose agent's node crashed while the call was in flight.
+    AgentCrashedInFlight {
+        /// The agent.
+        agent: String,
+        /// Its node and the crash.
+        down: NodeDown,
+    },
+    /// A delegation of a parent the delegator does not hold.
+    DelegationNotHeld {
+        /// The delegator.
+        agent: String,
+        /// The parent.
+        capability: String,
+    },
+    /// A delegation whose delegator's node is down.
+    DelegatorDown(NodeDown),
+    /// A delegation whose child's labels cannot be recorded.
+    DelegationUnrecorded(Outage),
+    /// A delegation whose child cannot be handed over.
+    DelegationUndelivered {
+        /// The delegatee.
+        to: String,
+        /// Its node.
+        to_node: String,
+        /// The delegator's node.
+        from_node: String,
+        /// What happened on the link.
+        outage: Outage,
+    },
+    /// A revocation by a key that may not revoke the target.
+    RevokerNotAuthorized {
+        /// The target.
+        capability: String,
+    },
+    /// A revocation of a capability that does not exist yet.
+    RevocationTargetUnknown {
+        /// The target.
+        capability: String,
+    },
+    /// A revocation by an agent placed on no node.
+    RevokerNotPlaced {
+        /// The agent.
+        agent: String,
+    },
+    /// A revocation sent through a node that is down.
+    RevokerDown(NodeDown),
+    /// A revocation that cannot be recorded.
+    RevocationUnrecorded(Outage),
+}
+
+impl NodeReason {
+    /// The reason's stable code.
+    pub fn code(&self) -> NodeCode {
+        match self {
+            NodeReason::KernelUnreachable { .. } => NodeCode::KernelUnreachable,
+            NodeReason::NotHeld { .. } => NodeCode::CapabilityNotHeld,
+            NodeReason::AgentDown { .. } => NodeCode::AgentNodeDown,
+            NodeReason::KernelDown { .. } => NodeCode::KernelNodeDown,
+            NodeReason::KernelCrashedInFlight { .. } => NodeCode::KernelCrashedInFlight,
+            NodeReason::AgentCrashedInFlight { .. } => NodeCode::AgentCrashedInFlight,
+            NodeReason::DelegationNotHeld { .. } => NodeCode::DelegationNotHeld,
+            NodeReason::DelegatorDown(_) => NodeCode::DelegatorNodeDown,
+            NodeReason::DelegationUnrecorded(_) => NodeCode::DelegationUnrecorded,
+            NodeReason::DelegationUndelivered { .. } => NodeCode::DelegationUndelivered,
+            NodeReason::RevokerNotAuthorized { .. } => NodeCode::RevokerNotAuthorized,
+            NodeReason::RevocationTargetUnknown { .. } => NodeCode::RevocationTargetUnknown,
+            NodeReason::RevokerNotPlaced { .. } => NodeCode::RevokerNotPlaced,
+            NodeReason::RevokerDown(_) => NodeCode::RevokerNodeDown,
+            NodeReason::RevocationUnrecorded(_) => NodeCode::RevocationUnrecorded,
+        }
+    }
+
+    /// The answer as it travels: its code and its message.
+    pub fn refusal(&self) -> Refusal {
+        Refusal {
+            code: self.code(),
+            message: self.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for NodeReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeReason::KernelUnreachable {
+                kernel,
+                kernel_node,
+                from_node,
+                outage,
+            } => write!(
+                f,
+                "kernel {kernel} on node {kernel_node} is unreachable from node {from_node}: {}",
+                outage.link_cause()
+            ),
+            NodeReason::NotHeld { agent, capability } => {
+                write!(f, "agent {agent} does not hold capability {capability}")
+            }
+            NodeReason::AgentDown { agent, down } => write!(f, "agent {agent} cannot call: {down}"),
+            NodeReason::KernelDown { kernel, down } => {
+                write!(f, "kernel {kernel} cannot decide: {down}")
+            }
+            NodeReason::KernelCrashedInFlight { kernel, down } => write!(
+                f,
+                "kernel {kernel} cannot decide: {}",
+                down.in_flight()
+            ),
+            NodeReason::AgentCrashedInFlight { agent, down } => {
+                write!(f, "agent {agent} cannot call: {}", down.in_flight())
+            }
+            NodeReason::DelegationNotHeld { agent, capability } => write!(
+                f,
+                "delegation refused: agent {agent} does not hold capability {capability}"
+            ),
+            NodeReason::DelegatorDown(down) => write!(f, "delegation refused: {down}"),
+            NodeReason::DelegationUnrecorded(outage) => write!(
+                f,
+                "delegation refused: the child's labels cannot be recorded: {}",
+                outage.trust_cause()
+            ),
+            NodeReason::DelegationUndelivered {
+                to,
+                to_node,
+                from_node,
+                outage,
+            } => write!(
+                f,
+                "delegation refused: the child cannot be handed to agent {to} on node {to_node} from node {from_node}: {}",
+                outage.link_cause()
+            ),
+            _ => self.fmt_revocation(f),
+        }
+    }
+}
+
+impl NodeReason {
+    fn fmt_revocation(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeReason::RevokerNotAuthorized { capability } => write!(
+                f,
+                "revocation refused: the revoker holds no ancestor of capability {capability} and is not its issuer; only the issuing authority or a holder of an ancestor link may revoke it"
+            ),
+            NodeReason::RevocationTargetUnknown { capability } => write!(
+                f,
+                "revocation refused: capability {capability} does not exist yet"
+            ),
+            NodeReason::RevokerNotPlaced { agent } => {
+                write!(f, "revocation refused: agent {agent} is not placed")
+            }
+            NodeReason::RevokerDown(down) => write!(f, "revocation refused: {down}"),
+            NodeReason::RevocationUnrecorded(outage) => write!(
+                f,
+                "revocation refused: the revocation cannot be recorded: {}",
+                outage.trust_cause()
+            ),
+            _ => unreachable!("calls and delegations are printed by Display"),
+        }
+    }
+}
+
+/// A node's answer as it travels (over the wire, into a step record): the
+/// code and the message of a [`NodeReason`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The reason's code.
+    pub code: NodeCode,
+    /// The reason's message, exactly as recorded.
+    pub message: String,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<NodeReason> for Refusal {
+    fn from(reason: NodeReason) -> Self {
+        reason.refusal()
+    }
+}
+
 /// The node's deny of a call whose serving kernel (on `kernel_node`)
 /// cannot be reached from `from_node`.
 pub fn kernel_unreachable(
@@ -63,69 +392,61 @@ pub fn kernel_unreachable(
     kernel_node: &str,
     from_node: &str,
     outage: Outage,
-) -> String {
-    format!(
-        "kernel {kernel} on node {kernel_node} is unreachable from node {from_node}: {}",
-        outage.link_cause()
-    )
-}
-
-/// The node's deny of a call presenting a capability its agent does not
-/// hold (and does not present as captured).
-pub fn not_held(agent: &str, capability: &str) -> String {
-    format!("agent {agent} does not hold capability {capability}")
-}
-
-/// The node's refusal of a delegation by an agent that does not hold the
-/// parent.
-pub fn delegation_not_held(agent: &str, capability: &str) -> String {
-    format!("delegation refused: {}", not_held(agent, capability))
+) -> Refusal {
+    NodeReason::KernelUnreachable {
+        kernel: kernel.to_string(),
+        kernel_node: kernel_node.to_string(),
+        from_node: from_node.to_string(),
+        outage,
+    }
+    .refusal()
 }
 
 /// What a node answers when signing a call fails with `error`: the deny
 /// of a capability the agent does not hold, or `error` itself, which is no
 /// answer of the node's.
-pub fn call_refusal(error: NodeError) -> Result<String, NodeError> {
+pub fn call_refusal(error: NodeError) -> Result<Refusal, NodeError> {
     match error {
-        NodeError::NotHeld { agent, capability } => Ok(not_held(&agent, &capability)),
+        NodeError::NotHeld { agent, capability } => {
+            Ok(NodeReason::NotHeld { agent, capability }.refusal())
+        }
         other => Err(other),
     }
 }
 
 /// What a node answers when signing a delegation fails with `error`: the
 /// refusal of a parent the delegator does not hold, or `error` itself.
-pub fn delegation_refusal(error: NodeError) -> Result<String, NodeError> {
+pub fn delegation_refusal(error: NodeError) -> Result<Refusal, NodeError> {
     match error {
-        NodeError::NotHeld { agent, capability } => Ok(delegation_not_held(&agent, &capability)),
+        NodeError::NotHeld { agent, capability } => {
+            Ok(NodeReason::DelegationNotHeld { agent, capability }.refusal())
+        }
         other => Err(other),
     }
 }
 
 /// The node's refusal of a delegation whose child's labels cannot be
 /// recorded in trust-control.
-pub fn delegation_unrecorded(outage: Outage) -> String {
-    format!(
-        "delegation refused: the child's labels cannot be recorded: {}",
-        outage.trust_cause()
-    )
+pub fn delegation_unrecorded(outage: Outage) -> Refusal {
+    NodeReason::DelegationUnrecorded(outage).refusal()
 }
 
 /// The node's refusal of a delegation whose child cannot be handed to
 /// agent `to` on `to_node` from `from_node`.
-pub fn delegation_undelivered(to: &str, to_node: &str, from_node: &str, outage: Outage) -> String {
-    format!(
-        "delegation refused: the child cannot be handed to agent {to} on node {to_node} from node {from_node}: {}",
-        outage.link_cause()
-    )
+pub fn delegation_undelivered(to: &str, to_node: &str, from_node: &str, outage: Outage) -> Refusal {
+    NodeReason::DelegationUndelivered {
+        to: to.to_string(),
+        to_node: to_node.to_string(),
+        from_node: from_node.to_string(),
+        outage,
+    }
+    .refusal()
 }
 
 /// The node's refusal of a revocation that cannot be recorded in
 /// trust-control.
-pub fn revocation_unrecorded(outage: Outage) -> String {
-    format!(
-        "revocation refused: the revocation cannot be recorded: {}",
-        outage.trust_cause()
-    )
+pub fn revocation_unrecorded(outage: Outage) -> Refusal {
+    NodeReason::RevocationUnrecorded(outage).refusal()
 }
 
 #[cfg(test)]
@@ -154,10 +475,59 @@ mod tests {
             delegation_undelivered("bob", "node-b", "node-a", Outage::Unavailable),
             revocation_unrecorded(Outage::Unavailable),
         ];
-        for answer in answers {
+        for answer in answers.iter().map(|a| a.message.as_str()) {
             for leak in ["127.0.0.1", "os error", " ms", "4242"] {
                 assert!(!answer.contains(leak), "{answer} leaks {leak}");
             }
+        }
+    }
+
+    // Each node reason prints its documented message, and every code has one.
+    #[test]
+    fn every_node_code_has_a_reason_with_its_message() {
+        let down = || NodeDown {
+            node: "node-b".to_string(),
+            step: "crash".to_string(),
+        };
+        let s = |text: &str| text.to_string();
+        let examples = [
+            (NodeReason::KernelUnreachable { kernel: s("k"), kernel_node: s("node-a"), from_node: s("node-b"), outage: Outage::DeadlineExceeded }, "kernel k on node node-a is unreachable from node node-b: the link missed its deadline"),
+            (NodeReason::NotHeld { agent: s("bob"), capability: s("c") }, "agent bob does not hold capability c"),
+            (NodeReason::AgentDown { agent: s("bob"), down: down() }, "agent bob cannot call: node node-b is down (crashed at step crash)"),
+            (NodeReason::KernelDown { kernel: s("k"), down: down() }, "kernel k cannot decide: node node-b is down (crashed at step crash)"),
+            (NodeReason::KernelCrashedInFlight { kernel: s("k"), down: down() }, "kernel k cannot decide: node node-b crashed at step crash while the call was in flight"),
+            (NodeReason::AgentCrashedInFlight { agent: s("bob"), down: down() }, "agent bob cannot call: node node-b crashed at step crash while the call was in flight"),
+            (NodeReason::DelegationNotHeld { agent: s("bob"), capability: s("c") }, "delegation refused: agent bob does not hold capability c"),
+            (NodeReason::DelegatorDown(down()), "delegation refused: node node-b is down (crashed at step crash)"),
+            (NodeReason::DelegationUnrecorded(Outage::Unavailable), "delegation refused: the child's labels cannot be recorded: trust-control unavailable"),
+            (NodeReason::DelegationUndelivered { to: s("bob"), to_node: s("node-b"), from_node: s("node-a"), outage: Outage::Unavailable }, "delegation refused: the child cannot be handed to agent bob on node node-b from node node-a: the link is unavailable"),
+            (NodeReason::RevokerNotAuthorized { capability: s("c") }, "revocation refused: the revoker holds no ancestor of capability c and is not its issuer; only the issuing authority or a holder of an ancestor link may revoke it"),
+            (NodeReason::RevocationTargetUnknown { capability: s("c") }, "revocation refused: capability c does not exist yet"),
+            (NodeReason::RevokerNotPlaced { agent: s("bob") }, "revocation refused: agent bob is not placed"),
+            (NodeReason::RevokerDown(down()), "revocation refused: node node-b is down (crashed at step crash)"),
+            (NodeReason::RevocationUnrecorded(Outage::DeadlineExceeded), "revocation refused: the revocation cannot be recorded: trust-control deadline exceeded"),
+        ];
+        let mut covered = std::collections::BTreeSet::new();
+        for (reason, message) in examples {
+            let refusal = reason.refusal();
+            assert_eq!(refusal.message, message);
+            assert_eq!(refusal.code, reason.code());
+            covered.insert(reason.code());
+        }
+        let all: std::collections::BTreeSet<_> = NodeCode::ALL.iter().copied().collect();
+        assert_eq!(covered, all, "a node code without an example reason");
+    }
+
+    // Node codes are unique and never a kernel's, so a code names one reason.
+    #[test]
+    fn node_codes_are_unique_and_apart_from_the_kernel_codes() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in chio_kernel::reason::ReasonCode::ALL {
+            assert!(seen.insert(code.as_str()));
+        }
+        for code in NodeCode::ALL {
+            assert!(seen.insert(code.as_str()), "{code} is declared twice");
+            assert_eq!(NodeCode::parse(code.as_str()), Some(*code));
         }
     }
 }

@@ -31,7 +31,7 @@ use crate::host::{NodeHost, WorldLoad};
 use crate::tools::FileChange;
 use crate::wire::command::{call_command, delegate_command, fixtures_from_proto, message_command};
 use crate::wire::outcome::{
-    call_outcome_to_proto, call_response, delegate_response, message_response,
+    call_outcome_to_proto, call_response, delegate_response, message_response, revoke_response,
 };
 use crate::wire::{
     decode, decode_request, status_of, MAX_CONTROL_MESSAGE_BYTES, MAX_EVALUATED_TOGETHER,
@@ -125,7 +125,7 @@ impl NodeControl for NodeControlService {
             .revoke(&message.target, message.at_ms)
             .await
             .map_err(internal)?;
-        Ok(Response::new(pb::RevokeResponse { refusal }))
+        Ok(Response::new(revoke_response(&refusal)))
     }
 
     async fn change_fixture(

@@ -328,7 +328,7 @@ fn workspace_call(
     };
     let path = match normalize_path(raw) {
         Ok(p) => p,
-        Err(problem) => return ToolResult::failed(problem.reason(raw)),
+        Err(problem) => return ToolResult::failed(problem.reason(raw).to_string()),
     };
     if !chio_kernel::path::is_under(&path, root) {
         return ToolResult::failed(format!("path {path} is outside the workspace root {root}"));

@@ -162,7 +162,8 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
         complete_now(executor.perform(&direct, "direct", "steal", &prepared)).expect("answered");
     match performed {
         Performed::Delegate(Err(refusal)) => {
-            assert!(refusal.contains("does not hold"), "{refusal}");
+            assert!(refusal.message.contains("does not hold"), "{refusal}");
+            assert_eq!(refusal.code.as_str(), "delegation-not-held");
         }
         other => panic!("a non-holder delegated: {}", summary(&Ok(other))),
     }

@@ -131,6 +131,7 @@ impl Run {
             .block_on(self.topology.call(node, command))
             .expect("the node answers")
             .decided()
+            .map_err(|refusal| refusal.message)
     }
 
     /// The kernel's outcome of a read the node must carry.
@@ -219,11 +220,13 @@ fn delegations_and_revocations_reached_by_a_fault_are_refused_by_the_node() {
         run.rt
             .block_on(run.topology.delegate("node-a", share(&run.world, to, id)))
             .expect("node-a answers")
+            .map_err(|refusal| refusal.message)
     };
     let revoke = |target: &str| {
         run.rt
             .block_on(run.topology.revoke("node-a", target, run.world.start_ms))
             .expect("node-a answers")
+            .map(|refusal| refusal.message)
     };
     run.fault(cut("node-a", "trust-control"));
     assert_eq!(
@@ -281,6 +284,7 @@ fn a_node_restarted_without_its_state_refuses_what_it_lost() {
             .block_on(run.topology.call("node-b", command))
             .expect("node-b answers")
             .decided()
+            .map_err(|refusal| refusal.message)
     };
     assert_eq!(bobs("b1").map(|o| o.verdict), Ok(Verdict::Allow));
     run.fault(FaultAction::Crash {

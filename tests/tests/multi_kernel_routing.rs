@@ -253,11 +253,14 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
             start + 1 + i,
         )));
         match result.map(CallAnswer::decided) {
-            Ok(Err(refusal)) => assert_eq!(
-                refusal,
-                "kernel kernel-c on node node-c is unreachable from node node-a: the link is unavailable",
-                "{id}"
-            ),
+            Ok(Err(refusal)) => {
+                assert_eq!(
+                    refusal.message,
+                    "kernel kernel-c on node node-c is unreachable from node node-a: the link is unavailable",
+                    "{id}"
+                );
+                assert_eq!(refusal.code.as_str(), "kernel-unreachable", "{id}");
+            }
             Ok(Ok(outcome)) => panic!(
                 "{id}: answered {} ({:?}) with node-c down",
                 outcome.projected.as_str(),
@@ -295,7 +298,9 @@ fn forwarded_call_to_a_node_that_is_down_names_it() {
         start + 20,
     )));
     assert_eq!(
-        from_b.map(CallAnswer::decided).map(|answer| answer.err()),
+        from_b
+            .map(CallAnswer::decided)
+            .map(|answer| answer.err().map(|refusal| refusal.message)),
         Ok(Some(
             "kernel kernel-c on node node-c is unreachable from node node-b: the link is unavailable"
                 .to_string()

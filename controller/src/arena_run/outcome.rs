@@ -46,6 +46,8 @@ pub(super) struct OutcomeStep<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    reason_code: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     expected_reason: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<&'a [String]>,
@@ -63,6 +65,7 @@ impl<'a> OutcomeStep<'a> {
             actual: s.actual,
             pass: s.pass,
             reason: s.reason.as_deref(),
+            reason_code: s.reason_code.as_deref(),
             expected_reason: s.expected_reason.as_deref(),
             labels: s.labels.as_deref(),
         }

@@ -34,6 +34,7 @@ use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep};
+use chio_node::outage::Refusal;
 use chio_node::{NodeError, World};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -370,6 +371,7 @@ impl<'r> StepRecorder<'r> {
                 record.trace = Some(Box::new(outcome.trace.clone()));
                 receipt = Some(outcome.receipt.clone());
                 let actual = outcome.projected;
+                record.reason_code = outcome.trace.reason_code.map(|c| c.as_str().to_string());
                 self.judge_call(record, call, p, actual, outcome.reason.clone())?;
             }
             (Action::Call(call), PreparedStep::Call(p), Performed::Refused(reason)) => {
@@ -378,7 +380,9 @@ impl<'r> StepRecorder<'r> {
                 // the controller did (the agent's node is down): no kernel
                 // ran, so there is no receipt and no trace.
                 record.verdict = Some(Verdict::Deny);
-                self.judge_call(record, call, p, ProjectedVerdict::Deny, Some(reason))?;
+                record.reason_code = Some(reason.code.as_str().to_string());
+                let reason = Some(reason.message);
+                self.judge_call(record, call, p, ProjectedVerdict::Deny, reason)?;
             }
             (Action::Fault(fault), _, Performed::Fault) => {
                 self.admission = extend_chain(
@@ -492,8 +496,10 @@ impl<'r> StepRecorder<'r> {
         &mut self,
         record: &mut StepRecord,
         expected: StepExpectation,
-        refusal: Option<String>,
+        refusal: Option<Refusal>,
     ) {
+        record.reason_code = refusal.as_ref().map(|r| r.code.as_str().to_string());
+        let refusal = refusal.map(|r| r.message);
         let actual = if refusal.is_some() {
             StepExpectation::Refused
         } else {

@@ -35,7 +35,10 @@ pub fn capability_token(data: &[u8]) -> Reach {
         }
         Err(reason) => {
             assert!(!issued, "an issued token was refused: {reason}");
-            assert!(!reason.is_empty(), "a refusal must name its cause");
+            assert!(
+                !reason.to_string().is_empty(),
+                "a refusal must name its cause"
+            );
         }
     }
     let Some((agent, key)) = world.agent_of(&token.subject) else {

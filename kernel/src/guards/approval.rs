@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict};
 use crate::error::KernelError;
+use crate::reason::DenyReason;
 
 /// Configuration of `approval`.
 #[derive(Debug, Clone, Deserialize)]
@@ -164,10 +165,11 @@ impl Guard for ApprovalGuard {
             return Ok(GuardVerdict::Allow);
         }
         let Some((argument, above)) = &self.threshold else {
-            return Ok(GuardVerdict::PendingApproval(format!(
-                "tool {} requires approval",
-                ctx.tool
-            )));
+            return Ok(GuardVerdict::PendingApproval(
+                DenyReason::ApprovalRequired {
+                    tool: ctx.tool.to_string(),
+                },
+            ));
         };
         let value = exact_amount(ctx.arguments.get(argument).unwrap_or(&Value::Null));
         let value = match value {
@@ -180,9 +182,13 @@ impl Guard for ApprovalGuard {
             }
         };
         if value > *above {
-            Ok(GuardVerdict::PendingApproval(format!(
-                "argument {argument} = {value} exceeds {above}; approval required"
-            )))
+            Ok(GuardVerdict::PendingApproval(
+                DenyReason::ApprovalThreshold {
+                    argument: argument.clone(),
+                    value: value.to_string(),
+                    threshold: above.to_string(),
+                },
+            ))
         } else {
             Ok(GuardVerdict::Allow)
         }

@@ -13,6 +13,7 @@ use super::{
     config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardNeeds, GuardVerdict,
 };
 use crate::error::KernelError;
+use crate::reason::DenyReason;
 
 /// One session rule.
 #[derive(Debug, Clone, Deserialize)]
@@ -78,10 +79,11 @@ impl Guard for BehavioralSequenceGuard {
                 .iter()
                 .any(|e| e.tool == rule.requires && e.satisfies_predecessor());
             if !satisfied {
-                return Ok(GuardVerdict::Deny(format!(
-                    "tool {} requires an earlier allowed and performed {} in session {}",
-                    rule.tool, rule.requires, ctx.session_id
-                )));
+                return Ok(GuardVerdict::Deny(DenyReason::SequenceRequired {
+                    tool: rule.tool.clone(),
+                    requires: rule.requires.clone(),
+                    session: ctx.session_id.to_string(),
+                }));
             }
         }
         Ok(GuardVerdict::Allow)

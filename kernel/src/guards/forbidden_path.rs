@@ -12,6 +12,7 @@ use crate::error::KernelError;
 use crate::glob::Glob;
 use crate::path::{normalize_path, path_arguments, PathProblem};
 use crate::planted::{weakened, GuardScope, Weakness};
+use crate::reason::DenyReason;
 
 /// The guard's normalisation with one step left out, when a path weakness
 /// is planted (`planted-weakness` builds only); `None` otherwise.
@@ -119,11 +120,10 @@ impl Guard for ForbiddenPathGuard {
                     g.is_match(&normal)
                 }
             }) {
-                return Ok(GuardVerdict::Deny(format!(
-                    "path {} matches forbidden glob {}",
-                    arg.raw,
-                    glob.as_str()
-                )));
+                return Ok(GuardVerdict::Deny(DenyReason::ForbiddenPath {
+                    path: arg.raw,
+                    glob: glob.as_str().to_string(),
+                }));
             }
         }
         Ok(GuardVerdict::Allow)

@@ -25,6 +25,7 @@ use super::{
 };
 use crate::error::KernelError;
 use crate::label::{is_integrity_label, Label};
+use crate::reason::DenyReason;
 
 /// Configuration of `information-flow`.
 #[derive(Debug, Clone, Deserialize)]
@@ -118,10 +119,12 @@ impl Guard for InformationFlowGuard {
                     ))
                 })?;
                 if label > *clearance {
-                    return Ok(GuardVerdict::Deny(format!(
-                        "information flow: retained label {label} ({key}) exceeds the clearance {clearance} of server {}",
-                        ctx.server
-                    )));
+                    return Ok(GuardVerdict::Deny(DenyReason::InformationFlow {
+                        label: label.to_string(),
+                        key: key.clone(),
+                        clearance: clearance.to_string(),
+                        server: ctx.server.to_string(),
+                    }));
                 }
             }
         }

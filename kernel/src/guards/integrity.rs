@@ -21,6 +21,7 @@ use super::{
 };
 use crate::error::KernelError;
 use crate::label::{is_integrity_label, Integrity};
+use crate::reason::DenyReason;
 
 /// Configuration of `integrity`.
 #[derive(Debug, Clone, Deserialize)]
@@ -130,10 +131,12 @@ impl Guard for IntegrityGuard {
                     ))
                 })?;
                 if level > Integrity::Trusted {
-                    let reason = format!(
-                        "integrity: {key} holds {level} content; tool {} on server {} is consequential",
-                        ctx.tool, ctx.server
-                    );
+                    let reason = DenyReason::UntrustedContext {
+                        key: key.clone(),
+                        level: level.to_string(),
+                        tool: ctx.tool.to_string(),
+                        server: ctx.server.to_string(),
+                    };
                     return Ok(match self.on_untrusted {
                         OnUntrusted::Deny => GuardVerdict::Deny(reason),
                         OnUntrusted::Approval => GuardVerdict::PendingApproval(reason),

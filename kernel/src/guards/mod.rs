@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::KernelError;
+use crate::reason::DenyReason;
 use crate::stores::JournalEntry;
 
 /// The guards the kernel ships.
@@ -279,9 +280,9 @@ pub enum GuardVerdict {
     /// Nothing to object to.
     Allow,
     /// Refused, with the reason.
-    Deny(String),
+    Deny(DenyReason),
     /// A human must approve first, with the reason.
-    PendingApproval(String),
+    PendingApproval(DenyReason),
 }
 
 /// A guard's answer on a tool's output.
@@ -290,7 +291,7 @@ pub enum OutputVerdict {
     /// Release the output as it is.
     Pass,
     /// Withhold the output and deny, with the reason.
-    Deny(String),
+    Deny(DenyReason),
     /// Release this rewritten output instead (a sanitized allow), with what changed.
     Rewrite(Value, String),
 }

@@ -15,6 +15,7 @@ use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta,
 use crate::error::KernelError;
 use crate::glob::Glob;
 use crate::path::{is_under, normalize_path, path_arguments};
+use crate::reason::DenyReason;
 
 /// Configuration of `path-allowlist`.
 #[derive(Debug, Clone, Deserialize)]
@@ -92,10 +93,10 @@ impl Guard for PathAllowlistGuard {
         };
         let args = path_arguments(ctx.arguments);
         if args.is_empty() {
-            return Ok(GuardVerdict::Deny(format!(
-                "tool {} carries no path argument for the {access} allowlist to check",
-                ctx.tool
-            )));
+            return Ok(GuardVerdict::Deny(DenyReason::AllowlistPathMissing {
+                tool: ctx.tool.to_string(),
+                access,
+            }));
         }
         for arg in args {
             let normal = match normalize_path(&arg.raw) {
@@ -104,17 +105,16 @@ impl Guard for PathAllowlistGuard {
             };
             if let Some(roots) = ctx.session_filesystem_roots {
                 if !roots.iter().any(|r| is_under(&normal, r)) {
-                    return Ok(GuardVerdict::Deny(format!(
-                        "path {} is outside the session filesystem roots",
-                        arg.raw
-                    )));
+                    return Ok(GuardVerdict::Deny(DenyReason::OutsideSessionRoots {
+                        path: arg.raw,
+                    }));
                 }
             }
             if !globs.iter().any(|g| g.is_match(&normal)) {
-                return Ok(GuardVerdict::Deny(format!(
-                    "path {} is not in the {access} allowlist",
-                    arg.raw
-                )));
+                return Ok(GuardVerdict::Deny(DenyReason::NotAllowlisted {
+                    path: arg.raw,
+                    access,
+                }));
             }
         }
         Ok(GuardVerdict::Allow)

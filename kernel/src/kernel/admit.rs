@@ -19,6 +19,7 @@ use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::guards::GuardContext;
 use crate::ledger::seen_request_key;
+use crate::reason::{BudgetName, DenyReason};
 use crate::receipt::{canonical_sha256, ObservedFinding};
 use crate::request::ToolCallRequest;
 use crate::scope::select_grant;
@@ -32,7 +33,7 @@ struct WantedHold {
     key: String,
     amount: u64,
     limit: u64,
-    what: String,
+    what: BudgetName,
     hold_id: String,
 }
 
@@ -48,9 +49,9 @@ struct GuardRun {
 struct Plan {
     ops: Vec<StoreOp>,
     /// Step 3: the principal and the scoped request key, or the deny reason.
-    bound: Result<(String, String), String>,
+    bound: Result<(String, String), DenyReason>,
     /// Step 4: `Some` once binding passed.
-    scope: Option<Result<(), String>>,
+    scope: Option<Result<(), DenyReason>>,
     holds: Vec<WantedHold>,
     /// Step 6: the journal, `Some` once the scope passed.
     journal: Option<Result<Vec<JournalEntry>, StoreError>>,
@@ -82,8 +83,8 @@ pub(super) fn next_answer(
     })
 }
 
-fn unexpected(store: StoreName) -> String {
-    StoreError::unavailable(store, "the batch answered another operation").to_string()
+fn unexpected(store: StoreName) -> DenyReason {
+    StoreError::unavailable(store, "the batch answered another operation").into()
 }
 
 /// The revocation lookups of a verified capability: its own id, then every
@@ -100,7 +101,7 @@ pub(super) fn revocation_ops(verified: &VerifiedCapability) -> Vec<StoreOp> {
 pub(super) fn read_revocation(
     verified: &VerifiedCapability,
     answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
-) -> Result<(), String> {
+) -> Result<(), DenyReason> {
     for (index, id) in std::iter::once(&verified.id)
         .chain(&verified.ancestors)
         .enumerate()
@@ -108,13 +109,15 @@ pub(super) fn read_revocation(
         match next_answer(answers, StoreName::Revocation) {
             Ok(OpAnswer::Revoked(false)) => {}
             Ok(OpAnswer::Revoked(true)) if index == 0 => {
-                return Err(format!("capability has been revoked: {id}"))
+                return Err(DenyReason::Revoked { id: id.clone() })
             }
             Ok(OpAnswer::Revoked(true)) => {
-                return Err(format!("delegation chain revoked at ancestor {id}"))
+                return Err(DenyReason::ChainRevoked {
+                    ancestor: id.clone(),
+                })
             }
             Ok(_) => return Err(unexpected(StoreName::Revocation)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -136,7 +139,7 @@ fn read_holds(
     answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
     state: &mut Admitting,
 ) -> Result<(), Box<Outcome>> {
-    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    let deny = |reason: DenyReason| Box::new(Outcome::deny(reason, None, Vec::new()));
     for wanted in wanted_holds {
         let read = |used: u64, limit: u64, outcome: &str| BudgetRead {
             key: wanted.key.clone(),
@@ -153,13 +156,15 @@ fn read_holds(
             }
             Ok(OpAnswer::Hold(HoldOutcome::Refused { used, limit })) => {
                 state.trace.budget_keys.push(read(used, limit, "refused"));
-                return Err(deny(format!(
-                    "{} exhausted: {used} of {limit} used, {} more requested",
-                    wanted.what, wanted.amount
-                )));
+                return Err(deny(DenyReason::BudgetExhausted {
+                    budget: wanted.what.clone(),
+                    used,
+                    limit,
+                    amount: wanted.amount,
+                }));
             }
             Ok(_) => return Err(deny(unexpected(StoreName::Budget))),
-            Err(e) => return Err(deny(e.to_string())),
+            Err(e) => return Err(deny(e.into())),
         }
     }
     Ok(())
@@ -172,12 +177,12 @@ fn read_shares(
     answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
     trace: &mut DecisionTrace,
 ) -> Result<(), Box<Outcome>> {
-    let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+    let deny = |reason: DenyReason| Box::new(Outcome::deny(reason, None, Vec::new()));
     for claim in shares {
         let admitted = match next_answer(answers, StoreName::SiblingShare) {
             Ok(OpAnswer::Share(admission)) => Ok(admission),
             Ok(_) => Err(unexpected(StoreName::SiblingShare)),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(DenyReason::from(e)),
         };
         trace.shares.push(ShareRead {
             parent: claim.parent_id.clone(),
@@ -193,7 +198,11 @@ fn read_shares(
         });
         match admitted {
             Ok(ShareAdmission::Admitted) => {}
-            Ok(refusal) => return Err(deny(share_refusal_reason(claim, &refusal))),
+            Ok(refusal) => {
+                if let Some(reason) = share_refusal_reason(claim, &refusal) {
+                    return Err(deny(reason));
+                }
+            }
             Err(reason) => return Err(deny(reason)),
         }
     }
@@ -247,7 +256,7 @@ impl Kernel {
         now_ms: u64,
         state: &mut Admitting,
     ) -> Result<(VerifiedCapability, String), Box<Outcome>> {
-        let deny = |reason: String| Box::new(Outcome::deny(reason, None, Vec::new()));
+        let deny = |reason: DenyReason| Box::new(Outcome::deny(reason, None, Vec::new()));
         let trace = &mut state.trace;
         // 1. The capability.
         let verified = verify_capability(
@@ -283,10 +292,12 @@ impl Kernel {
         match next_answer(&mut answers, StoreName::Nonce) {
             Ok(OpAnswer::Fresh(true)) => {}
             Ok(OpAnswer::Fresh(false)) => {
-                return Err(deny(format!("request replayed: {}", request.request_id)))
+                return Err(deny(DenyReason::Replayed {
+                    request_id: request.request_id.clone(),
+                }))
             }
             Ok(_) => return Err(deny(unexpected(StoreName::Nonce))),
-            Err(e) => return Err(deny(e.to_string())),
+            Err(e) => return Err(deny(e.into())),
         }
         trace.pass(format!(
             "principal {principal} signed the proof with the subject key; request id {} is fresh",
@@ -310,7 +321,7 @@ impl Kernel {
         // 6. Guards.
         let journal = match plan.journal.take() {
             Some(Ok(journal)) => journal,
-            Some(Err(e)) => return Err(deny(e.to_string())),
+            Some(Err(e)) => return Err(deny(e.into())),
             None => Vec::new(),
         };
         trace.journal = journal.clone();
@@ -319,7 +330,7 @@ impl Kernel {
             let sets = match next_answer(&mut answers, StoreName::Label) {
                 Ok(OpAnswer::Labels(sets)) => sets,
                 Ok(_) => return Err(deny(unexpected(StoreName::Label))),
-                Err(e) => return Err(deny(e.to_string())),
+                Err(e) => return Err(deny(e.into())),
             };
             labels = self
                 .collect_labels(request, &principal, &verified, &sets, trace)
@@ -409,7 +420,9 @@ impl Kernel {
                 key,
                 amount: 1,
                 limit: limit.max_invocations,
-                what: format!("invocation budget of {}", limit.capability_id),
+                what: BudgetName::Invocations {
+                    capability: limit.capability_id.clone(),
+                },
             });
         }
         let tool_budgets =
@@ -432,10 +445,11 @@ impl Kernel {
                 key,
                 amount: 1,
                 limit: budget.max_invocations,
-                what: format!(
-                    "tool budget of {} for {}/{}",
-                    budget.agent, budget.server, budget.tool
-                ),
+                what: BudgetName::Tool {
+                    agent: budget.agent.clone(),
+                    server: budget.server.clone(),
+                    tool: budget.tool.clone(),
+                },
             });
         }
         if let Some(money) = monetary {
@@ -448,7 +462,9 @@ impl Kernel {
                 key,
                 amount: money.amount,
                 limit: money.max_total,
-                what: format!("monetary budget in {}", money.currency),
+                what: BudgetName::Monetary {
+                    currency: money.currency.clone(),
+                },
             });
         }
         plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
@@ -511,23 +527,25 @@ impl Kernel {
     }
 }
 
-/// The deny reason of a refused share admission.
+/// The deny reason of a refused share admission (`None` for an admitted one).
 pub fn share_refusal_reason(
     claim: &crate::verification::ShareClaim,
     refusal: &ShareAdmission,
-) -> String {
+) -> Option<DenyReason> {
     match refusal {
         ShareAdmission::Oversubscribed {
             siblings_bps,
             parent_bps,
-        } => format!(
-            "sibling shares oversubscribed: child {} asks {} bps, admitted siblings hold {siblings_bps} of parent {}'s {parent_bps} bps",
-            claim.child_id, claim.child_bps, claim.parent_id
-        ),
-        ShareAdmission::UnknownParent => format!(
-            "sibling share registry does not know parent {}",
-            claim.parent_id
-        ),
-        ShareAdmission::Admitted => String::new(),
+        } => Some(DenyReason::SharesOversubscribed {
+            child: claim.child_id.clone(),
+            bps: claim.child_bps,
+            siblings: *siblings_bps,
+            parent: claim.parent_id.clone(),
+            parent_bps: *parent_bps,
+        }),
+        ShareAdmission::UnknownParent => Some(DenyReason::ShareParentUnknown {
+            parent: claim.parent_id.clone(),
+        }),
+        ShareAdmission::Admitted => None,
     }
 }

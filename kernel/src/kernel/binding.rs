@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Kernel;
+use crate::reason::DenyReason;
 use crate::request::ToolCallRequest;
 use crate::signature::verify_hex;
 use crate::verification::VerifiedCapability;
@@ -18,20 +19,21 @@ impl Kernel {
         request: &ToolCallRequest,
         verified: &VerifiedCapability,
         now_ms: u64,
-    ) -> Result<String, String> {
+    ) -> Result<String, DenyReason> {
         let principal = bind_proof(request, verified, &self.agent_keys)?;
         if let Some(max_age) = self.max_request_age_ms {
             if now_ms.saturating_sub(request.issued_at_ms) > max_age {
-                return Err(format!(
-                    "request is stale: issued at {} ms, evaluated at {now_ms} ms, older than {max_age} ms",
-                    request.issued_at_ms
-                ));
+                return Err(DenyReason::RequestStale {
+                    issued: request.issued_at_ms,
+                    now: now_ms,
+                    max_age,
+                });
             }
             if request.issued_at_ms.saturating_sub(now_ms) > max_age {
-                return Err(format!(
-                    "request is dated {} ms, after the evaluation time {now_ms} ms",
-                    request.issued_at_ms
-                ));
+                return Err(DenyReason::RequestFromFuture {
+                    issued: request.issued_at_ms,
+                    now: now_ms,
+                });
             }
         }
         Ok(principal)
@@ -54,39 +56,39 @@ pub fn bind_proof(
     request: &ToolCallRequest,
     verified: &VerifiedCapability,
     agent_keys: &BTreeMap<String, String>,
-) -> Result<String, String> {
+) -> Result<String, DenyReason> {
     if request.proof.signer.is_empty() || request.proof.signature.is_empty() {
-        return Err("proof of possession is missing".to_string());
+        return Err(DenyReason::ProofMissing);
     }
     match agent_keys.get(&request.agent_id) {
         Some(key) if *key != verified.subject => {
-            return Err(format!(
-                "capability presented by another agent: agent {} does not hold the subject key of capability {}",
-                request.agent_id, verified.id
-            ));
+            return Err(DenyReason::AgentNotSubject {
+                agent: request.agent_id.clone(),
+                capability: verified.id.clone(),
+            });
         }
         Some(_) => {}
         None => {
-            return Err(format!(
-                "{NOT_THE_PROVING_AGENT}: agent {} is not registered with key {}",
-                printable_id(&request.agent_id),
-                short(&request.proof.signer)
-            ));
+            return Err(DenyReason::NotTheProvingAgent {
+                agent: printable_id(&request.agent_id),
+                key: short(&request.proof.signer).to_string(),
+            });
         }
     }
     if request.proof.signer != verified.subject {
-        return Err(format!(
-            "capability presented by another agent: request signed by key {}, capability {} belongs to key {}",
-            short(&request.proof.signer),
-            verified.id,
-            short(&verified.subject)
-        ));
+        return Err(DenyReason::SignerNotSubject {
+            signer: short(&request.proof.signer).to_string(),
+            capability: verified.id.clone(),
+            subject: short(&verified.subject).to_string(),
+        });
     }
     let message = request
         .proof_message()
-        .map_err(|e| format!("request cannot be canonicalised for its proof: {e}"))?;
+        .map_err(|e| DenyReason::ProofUncanonical {
+            cause: e.to_string(),
+        })?;
     if !verify_hex(None, &verified.subject, &message, &request.proof.signature) {
-        return Err("proof of possession is invalid".to_string());
+        return Err(DenyReason::ProofInvalid);
     }
     Ok(request.agent_id.clone())
 }

@@ -25,6 +25,7 @@ use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::guards::GuardContext;
 use crate::label::{is_known_label, Label, LabelKey};
+use crate::reason::DenyReason;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
 };
@@ -35,8 +36,12 @@ use crate::verdict::Verdict;
 use crate::verification::VerifiedCapability;
 
 /// A decided deny: its outcome recorded in the trace.
-fn withheld(reason: String, observed: Vec<ObservedFinding>, trace: &mut DecisionTrace) -> Outcome {
-    trace.output("deny", reason.clone());
+fn withheld(
+    reason: DenyReason,
+    observed: Vec<ObservedFinding>,
+    trace: &mut DecisionTrace,
+) -> Outcome {
+    trace.output("deny", reason.to_string());
     Outcome::deny(reason, None, observed)
 }
 
@@ -72,9 +77,11 @@ struct Closing<'a> {
 }
 
 /// The deny reason of an output label that is not a known level.
-fn unexpected_label(name: Option<&str>) -> String {
-    let name = name.unwrap_or_default();
-    format!("tool output label {name:?} is not a known level; output withheld")
+fn unexpected_label(name: Option<&str>) -> DenyReason {
+    DenyReason::OutputLabelUnknown {
+        label: name.unwrap_or_default().to_string(),
+    }
+    .withheld()
 }
 
 /// Reads the closing batch of an allow in pipeline order, recording the
@@ -84,11 +91,11 @@ fn read_closing(
     answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
     closing: Closing<'_>,
     trace: &mut DecisionTrace,
-) -> Result<(), String> {
+) -> Result<(), DenyReason> {
     let mut commit = Ok(());
     for _ in 0..closing.holds {
         if let Err(e) = next_answer(answers, StoreName::Budget) {
-            commit = Err(e.to_string());
+            commit = Err(DenyReason::from(e));
             break;
         }
     }
@@ -101,7 +108,7 @@ fn read_closing(
     // Revocation again before the allow is finalised: a revocation that
     // raced the dispatch withholds the output (the tool did run, so the
     // budget stays committed).
-    read_revocation(closing.verified, answers).map_err(|r| format!("{r}; output withheld"))?;
+    read_revocation(closing.verified, answers).map_err(DenyReason::withheld)?;
     if let Some(name) = &closing.unknown {
         return Err(unexpected_label(Some(name)));
     }
@@ -109,7 +116,7 @@ fn read_closing(
         for key in closing.label_keys {
             for _ in 0..closing.joined {
                 next_answer(answers, StoreName::Label)
-                    .map_err(|e| format!("{e}; output withheld"))?;
+                    .map_err(|e| DenyReason::from(e).withheld())?;
             }
             trace.label_writes.push(key);
         }
@@ -231,6 +238,7 @@ impl Kernel {
         let allow = Outcome {
             verdict: Verdict::Allow,
             reason,
+            code: None,
             guard,
             sanitized,
             observed,
@@ -355,8 +363,8 @@ impl Kernel {
         let journalled = self.journal(request, &allow, now_ms);
         let reason = match (appended, journalled) {
             (Ok(()), Ok(())) => return self.decision(allow, receipt, true, trace),
-            (Err(e), _) => format!("{e}; no allow is released without a receipt"),
-            (Ok(()), Err(e)) => format!("{e}; output withheld"),
+            (Err(e), _) => DenyReason::ReceiptUnrecorded(e),
+            (Ok(()), Err(e)) => DenyReason::from(e).withheld(),
         };
         let deny = withheld(reason, allow.observed, &mut trace);
         let receipt = self.sign_receipt(request, parameter_hash, &deny, now_ms);
@@ -366,10 +374,12 @@ impl Kernel {
 
     /// Step 8 after a dispatch that failed: deny, budget released.
     pub fn abort(&mut self, ticket: AdmissionTicket, reason: &str, now_ms: u64) -> Decision {
-        let reason = format!("dispatch failed: {reason}");
+        let reason = DenyReason::DispatchFailed {
+            cause: reason.to_string(),
+        };
         let mut trace = ticket.trace;
         trace.settle_holds("released");
-        trace.output("deny", reason.clone());
+        trace.output("deny", reason.to_string());
         let outcome = Outcome::deny(reason, None, ticket.observed);
         let releases = ticket
             .holds
@@ -458,8 +468,9 @@ impl Kernel {
         outcome: Outcome,
         receipt: SignedReceipt,
         recorded: bool,
-        trace: DecisionTrace,
+        mut trace: DecisionTrace,
     ) -> Decision {
+        trace.reason_code = outcome.code;
         Decision {
             verdict: outcome.verdict,
             sanitized: outcome.sanitized,

@@ -9,7 +9,8 @@
 use serde_json::Value;
 
 use super::Outcome;
-use crate::guards::{Guard, GuardContext, GuardMode, GuardVerdict, OutputVerdict};
+use crate::guards::{Guard, GuardContext, GuardError, GuardMode, GuardVerdict, OutputVerdict};
+use crate::reason::DenyReason;
 use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::trace::GuardAnswer;
 use crate::verdict::Verdict;
@@ -38,21 +39,23 @@ pub(super) fn run_request_guards(
             .to_string(),
             reason: match &answer {
                 Ok(GuardVerdict::Allow) => None,
-                Ok(GuardVerdict::Deny(r)) | Ok(GuardVerdict::PendingApproval(r)) => Some(r.clone()),
-                Err(e) => Some(format!("guard {} failed: {e}", meta.id)),
+                Ok(GuardVerdict::Deny(r)) | Ok(GuardVerdict::PendingApproval(r)) => {
+                    Some(r.to_string())
+                }
+                Err(e) => Some(failed(&meta.id, e).to_string()),
             },
         });
         let (would, reason) = match answer {
             Ok(GuardVerdict::Allow) => continue,
             Ok(GuardVerdict::Deny(reason)) => (WouldAnswer::Deny, reason),
             Ok(GuardVerdict::PendingApproval(reason)) => (WouldAnswer::PendingApproval, reason),
-            Err(e) => (WouldAnswer::Error, format!("guard {} failed: {e}", meta.id)),
+            Err(e) => (WouldAnswer::Error, failed(&meta.id, &e)),
         };
         if meta.mode == GuardMode::Observe {
             observed.push(ObservedFinding {
                 guard: meta.id.clone(),
                 would,
-                reason,
+                reason: reason.to_string(),
             });
             continue;
         }
@@ -63,6 +66,14 @@ pub(super) fn run_request_guards(
         return Err(Box::new(outcome));
     }
     Ok(())
+}
+
+/// The reason of guard `guard` that could not decide.
+fn failed(guard: &str, error: &GuardError) -> DenyReason {
+    DenyReason::GuardFailed {
+        guard: guard.to_string(),
+        cause: error.to_string(),
+    }
 }
 
 /// A rewrite that a post-invocation guard made: (guard id, what changed).
@@ -97,8 +108,9 @@ pub(super) fn run_output_guards(
             .to_string(),
             reason: match &answer {
                 Ok(OutputVerdict::Pass) => None,
-                Ok(OutputVerdict::Deny(r)) | Ok(OutputVerdict::Rewrite(_, r)) => Some(r.clone()),
-                Err(e) => Some(format!("guard {} failed: {e}", meta.id)),
+                Ok(OutputVerdict::Deny(r)) => Some(r.to_string()),
+                Ok(OutputVerdict::Rewrite(_, r)) => Some(r.clone()),
+                Err(e) => Some(failed(&meta.id, e).to_string()),
             },
         });
         match answer {
@@ -106,7 +118,7 @@ pub(super) fn run_output_guards(
             Ok(OutputVerdict::Deny(reason)) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
                 would: WouldAnswer::Deny,
-                reason,
+                reason: reason.to_string(),
             }),
             Ok(OutputVerdict::Deny(reason)) => {
                 return Err(Box::new(Outcome::deny(
@@ -131,11 +143,11 @@ pub(super) fn run_output_guards(
             Err(e) if observe => observed.push(ObservedFinding {
                 guard: meta.id.clone(),
                 would: WouldAnswer::Error,
-                reason: format!("guard {} failed: {e}", meta.id),
+                reason: failed(&meta.id, &e).to_string(),
             }),
             Err(e) => {
                 return Err(Box::new(Outcome::deny(
-                    format!("guard {} failed: {e}; output withheld", meta.id),
+                    failed(&meta.id, &e).withheld(),
                     Some(meta.id.clone()),
                     Vec::new(),
                 )))

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Kernel;
 use crate::error::{StoreError, StoreName};
 use crate::label::{delegation_record_id, LabelKey};
+use crate::reason::DenyReason;
 use crate::request::ToolCallRequest;
 use crate::trace::DecisionTrace;
 use crate::verification::VerifiedCapability;
@@ -69,14 +70,14 @@ impl Kernel {
         verified: &VerifiedCapability,
         sets: &BTreeMap<String, BTreeSet<String>>,
         trace: &mut DecisionTrace,
-    ) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
-        let mut read = |key: String| -> Result<BTreeSet<String>, String> {
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, DenyReason> {
+        let mut read = |key: String| -> Result<BTreeSet<String>, DenyReason> {
             let Some(set) = sets.get(&key) else {
                 return Err(StoreError::unavailable(
                     StoreName::Label,
                     format!("the batch did not answer label key {key}"),
                 )
-                .to_string());
+                .into());
             };
             trace
                 .label_keys

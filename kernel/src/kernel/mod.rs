@@ -73,6 +73,7 @@ use crate::error::KernelError;
 use crate::guards::{Guard, GuardNeeds, GuardSpec};
 use crate::keys::{parse_public_key_hex, public_key_hex};
 use crate::label::Label;
+use crate::reason::{DenyReason, ReasonCode};
 use crate::receipt::{ObservedFinding, SignedReceipt};
 use crate::request::ToolCallRequest;
 use crate::signature::SignatureCache;
@@ -177,6 +178,9 @@ pub enum Admission {
 struct Outcome {
     verdict: Verdict,
     reason: Option<String>,
+    /// The code of a deny's or approval's reason (a sanitized allow's
+    /// reason has none).
+    code: Option<ReasonCode>,
     guard: Option<String>,
     sanitized: bool,
     observed: Vec<ObservedFinding>,
@@ -186,10 +190,11 @@ struct Outcome {
 }
 
 impl Outcome {
-    fn deny(reason: String, guard: Option<String>, observed: Vec<ObservedFinding>) -> Self {
+    fn deny(reason: DenyReason, guard: Option<String>, observed: Vec<ObservedFinding>) -> Self {
         Outcome {
             verdict: Verdict::Deny,
-            reason: Some(reason),
+            code: Some(reason.code()),
+            reason: Some(reason.to_string()),
             guard,
             sanitized: false,
             observed,

@@ -25,7 +25,11 @@ pub(super) fn unreachable(
     kernel: &str,
     action: &AdversaryAction,
 ) -> Option<String> {
-    let down = |kernel: &str| faults.kernel_unreachable(kernel, world.kernel_node(kernel)?);
+    let down = |kernel: &str| {
+        faults
+            .kernel_unreachable(kernel, world.kernel_node(kernel)?)
+            .map(|refusal| refusal.message)
+    };
     down(kernel).or_else(|| match &action.mutation {
         Mutation::Fixture { edit, .. } => down(world.server_kernel(&edit.server)?),
         _ => None,

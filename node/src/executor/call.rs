@@ -23,6 +23,7 @@ use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::node::{CallAnswer, CallCommand};
+use crate::outage::Refusal;
 use crate::world::World;
 
 /// A call ready to dispatch.
@@ -36,7 +37,7 @@ pub struct PreparedCall {
     pub token_sha256: String,
     /// The controller's deny when the agent's node is down (nobody can
     /// make the call, `super::fault`); the call is not dispatched then.
-    pub blocked: Option<String>,
+    pub blocked: Option<Refusal>,
     /// How a delayed link changed the call's arrival, when one did.
     pub delayed: Option<String>,
     /// How many times the kernel's node and the agent's node had crashed

@@ -16,13 +16,14 @@ use chio_arena::scenario::DelegateAction;
 use super::{Dispatcher, HeldCapability, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{DelegateCommand, DelegateOutcome};
+use crate::outage::{NodeReason, Refusal};
 use crate::world::World;
 
 /// A delegation ready to dispatch, or the controller's refusal of it.
 #[derive(Debug, Clone)]
 pub struct PreparedDelegate {
     /// The command, or why the controller refuses the delegation.
-    pub command: Result<DelegateCommand, String>,
+    pub command: Result<DelegateCommand, Refusal>,
 }
 
 /// What a delegation produced.
@@ -61,10 +62,11 @@ pub(super) fn prepare(
                 now_ms,
             })
         } else {
-            Err(format!(
-                "delegation refused: agent {agent} does not hold capability {}",
-                delegate.capability
-            ))
+            Err(NodeReason::DelegationNotHeld {
+                agent: agent.to_string(),
+                capability: delegate.capability.clone(),
+            }
+            .refusal())
         },
     }
 }
@@ -87,7 +89,7 @@ pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedDelegate,
-) -> Result<Result<Box<DelegationAnswer>, String>, NodeError> {
+) -> Result<Result<Box<DelegationAnswer>, Refusal>, NodeError> {
     let command = match &prepared.command {
         Ok(command) => command,
         Err(refusal) => return Ok(Err(refusal.clone())),
@@ -107,8 +109,8 @@ pub(super) async fn dispatch(
 /// through, and a child that cannot be fingerprinted fails the run.
 pub(super) fn fold(
     executor: &mut StepExecutor,
-    answer: Result<Box<DelegationAnswer>, String>,
-) -> Result<Result<Box<DelegatedChild>, String>, NodeError> {
+    answer: Result<Box<DelegationAnswer>, Refusal>,
+) -> Result<Result<Box<DelegatedChild>, Refusal>, NodeError> {
     let answer = match answer {
         Ok(answer) => answer,
         Err(refusal) => return Ok(Err(refusal)),

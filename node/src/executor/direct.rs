@@ -40,7 +40,7 @@ use crate::node::{
     delegation_carry, CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand,
     MessageOutcome,
 };
-use crate::outage;
+use crate::outage::{self, Refusal};
 use crate::shared::SharedTrust;
 use crate::simulated_faults::FaultSwitch;
 use crate::tools::ToolServer;
@@ -274,7 +274,7 @@ impl<'w> DirectDispatcher<'w> {
     fn delegate_now(
         &self,
         command: DelegateCommand,
-    ) -> Result<Result<DelegateOutcome, String>, NodeError> {
+    ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
         let plan = self
             .world
             .agents
@@ -359,14 +359,14 @@ impl Dispatcher for DirectDispatcher<'_> {
         &self,
         _node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         let answer = self.delegate_now(command);
         Box::pin(std::future::ready(answer))
     }
 
     /// Revokes as node `node` would: refused while it cannot reach
     /// trust-control.
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         let answer = match self.switch.control_outage(node) {
             Some(outage) => Ok(Some(outage::revocation_unrecorded(outage))),
             None => self

@@ -36,6 +36,7 @@ use chio_arena::scenario::{FaultAction, FaultLink};
 use chio_kernel::token::CapabilityToken;
 
 use super::StepExecutor;
+use crate::outage::{NodeDown, NodeReason, Refusal};
 use crate::world::World;
 
 /// A fault step, ready for the dispatcher.
@@ -125,10 +126,11 @@ impl FaultState {
     }
 
     /// Why `node` is down, if it is.
-    fn down(&self, node: &str) -> Option<String> {
-        self.down
-            .get(node)
-            .map(|step| format!("node {node} is down (crashed at step {step})"))
+    fn down(&self, node: &str) -> Option<NodeDown> {
+        self.down.get(node).map(|step| NodeDown {
+            node: node.to_string(),
+            step: step.clone(),
+        })
     }
 
     /// How many times `node` has crashed so far.
@@ -139,11 +141,15 @@ impl FaultState {
     /// Why a call sent when `node` had crashed `sent` times is lost on
     /// its way, if it is: the node is down, or crashed since (the process
     /// the call was sent to is gone, whatever came back in its place).
-    fn lost_in_flight(&self, node: &str, sent: u64) -> Option<String> {
-        self.down(node).or_else(|| {
+    fn lost_in_flight(&self, node: &str, sent: u64) -> Option<Lost> {
+        self.down(node).map(Lost::Down).or_else(|| {
             let (count, step) = self.crashes.get(node)?;
-            (*count != sent)
-                .then(|| format!("node {node} crashed at step {step} while the call was in flight"))
+            (*count != sent).then(|| {
+                Lost::Crashed(NodeDown {
+                    node: node.to_string(),
+                    step: step.clone(),
+                })
+            })
         })
     }
 
@@ -156,27 +162,46 @@ impl FaultState {
         (kernel, kernel_node): (&str, &str),
         (agent, agent_node): (&str, &str),
         sent: (u64, u64),
-    ) -> Option<String> {
+    ) -> Option<Refusal> {
+        let kernel = kernel.to_string();
+        let agent = agent.to_string();
         self.lost_in_flight(kernel_node, sent.0)
-            .map(|why| format!("kernel {kernel} cannot decide: {why}"))
+            .map(|lost| match lost {
+                Lost::Down(down) => NodeReason::KernelDown { kernel, down },
+                Lost::Crashed(down) => NodeReason::KernelCrashedInFlight { kernel, down },
+            })
             .or_else(|| {
                 self.lost_in_flight(agent_node, sent.1)
-                    .map(|why| format!("agent {agent} cannot call: {why}"))
+                    .map(|lost| match lost {
+                        Lost::Down(down) => NodeReason::AgentDown { agent, down },
+                        Lost::Crashed(down) => NodeReason::AgentCrashedInFlight { agent, down },
+                    })
             })
+            .map(|reason| reason.refusal())
     }
 
     /// Why kernel `kernel`, on node `node`, cannot decide anything, if it
     /// cannot: its node is down, so a call sent to it finds no process.
-    pub fn kernel_unreachable(&self, kernel: &str, node: &str) -> Option<String> {
-        self.down(node)
-            .map(|why| format!("kernel {kernel} cannot decide: {why}"))
+    pub fn kernel_unreachable(&self, kernel: &str, node: &str) -> Option<Refusal> {
+        self.down(node).map(|down| {
+            NodeReason::KernelDown {
+                kernel: kernel.to_string(),
+                down,
+            }
+            .refusal()
+        })
     }
 
     /// The deny of a call by `agent`, whose node `agent_node` is down:
     /// nobody can make the call, so the controller answers it.
-    pub fn call_blocked(&self, agent: &str, agent_node: &str) -> Option<String> {
-        self.down(agent_node)
-            .map(|why| format!("agent {agent} cannot call: {why}"))
+    pub fn call_blocked(&self, agent: &str, agent_node: &str) -> Option<Refusal> {
+        self.down(agent_node).map(|down| {
+            NodeReason::AgentDown {
+                agent: agent.to_string(),
+                down,
+            }
+            .refusal()
+        })
     }
 
     /// How late a call from `agent_node` reaches a kernel on `kernel_node`.
@@ -198,17 +223,25 @@ impl FaultState {
 
     /// The refusal of a delegation whose delegator's node `agent_node` is
     /// down.
-    pub fn delegate_blocked(&self, agent_node: &str) -> Option<String> {
+    pub fn delegate_blocked(&self, agent_node: &str) -> Option<Refusal> {
         self.down(agent_node)
-            .map(|why| format!("delegation refused: {why}"))
+            .map(|down| NodeReason::DelegatorDown(down).refusal())
     }
 
     /// The refusal of a revocation sent through `agent_node` while it is
     /// down.
-    pub fn revoke_blocked(&self, agent_node: &str) -> Option<String> {
+    pub fn revoke_blocked(&self, agent_node: &str) -> Option<Refusal> {
         self.down(agent_node)
-            .map(|why| format!("revocation refused: {why}"))
+            .map(|down| NodeReason::RevokerDown(down).refusal())
     }
+}
+
+/// How a call in flight lost a node.
+enum Lost {
+    /// The node is down.
+    Down(NodeDown),
+    /// The node crashed since the call was sent (it may be up again).
+    Crashed(NodeDown),
 }
 
 /// The controller's half of a fault step at `now_ms`: what a restart
@@ -310,9 +343,10 @@ mod tests {
         );
         let down = state.call_blocked("bob", "node-b").expect("down");
         assert_eq!(
-            down,
+            down.message,
             "agent bob cannot call: node node-b is down (crashed at step crash)"
         );
+        assert_eq!(down.code.as_str(), "agent-node-down");
         assert!(state.delegate_blocked("node-b").is_some());
         assert!(state.revoke_blocked("node-b").is_some());
         assert_eq!(state.call_blocked("alice", "node-a"), None);

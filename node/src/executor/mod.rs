@@ -47,6 +47,7 @@ use crate::link::LinkFuture;
 use crate::node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
 };
+use crate::outage::Refusal;
 use crate::world::World;
 use crate::EmbeddedTopology;
 
@@ -67,9 +68,9 @@ pub trait Dispatcher: Send + Sync {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>>;
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>>;
     /// Runs a revocation on `node`; answers the node's refusal, if any.
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>>;
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>>;
     /// Sends a message from an agent hosted on `node`.
     fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome>;
     /// Inflicts a fault on the run's infrastructure (or simulates it), and
@@ -99,12 +100,12 @@ impl Dispatcher for EmbeddedTopology {
         &self,
         node: &str,
         command: DelegateCommand,
-    ) -> LinkFuture<'_, Result<DelegateOutcome, String>> {
+    ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
         let node = self.node(node);
         Box::pin(async move { node?.delegate(command).await })
     }
 
-    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<String>> {
+    fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
         let node = self.node(node);
         let target = target.to_string();
         Box::pin(async move { node?.revoke(&target, at_ms).await })
@@ -223,9 +224,9 @@ pub enum Performed {
     Call(Box<CallOutcome>),
     /// The child a delegation produced, or why the controller or the
     /// delegator's node refused it.
-    Delegate(Result<Box<DelegatedChild>, String>),
+    Delegate(Result<Box<DelegatedChild>, Refusal>),
     /// `None` when the revocation took effect, else why it was refused.
-    Revoke(Option<String>),
+    Revoke(Option<Refusal>),
     /// The labels a message carried.
     Message(MessageOutcome),
     /// The clock moved.
@@ -233,7 +234,7 @@ pub enum Performed {
     /// A call denied without a kernel decision: by the controller (its
     /// agent's node is down) or by the agent's node (the kernel cannot be
     /// reached, or the agent does not hold what it presents).
-    Refused(String),
+    Refused(Refusal),
     /// The fault is in effect.
     Fault,
 }
@@ -246,16 +247,16 @@ pub enum Dispatched {
     Call(Box<CallOutcome>),
     /// The node's answer to a delegation, or why the controller or the
     /// node refused it.
-    Delegate(Result<Box<DelegationAnswer>, String>),
+    Delegate(Result<Box<DelegationAnswer>, Refusal>),
     /// `None` when the revocation took effect, else why it was refused.
-    Revoke(Option<String>),
+    Revoke(Option<Refusal>),
     /// The labels a message carried.
     Message(MessageOutcome),
     /// Nothing was dispatched.
     Advance,
     /// A call denied without a kernel decision: by the controller (its
     /// agent's node is down) or by the agent's node.
-    Refused(String),
+    Refused(Refusal),
     /// The fault the dispatcher inflicted, to be put in effect.
     Fault(Box<PreparedFault>),
 }
@@ -401,7 +402,7 @@ impl StepExecutor {
     ) -> Result<Dispatched, NodeError> {
         Ok(match prepared {
             PreparedStep::Call(call) if call.blocked.is_some() => {
-                Dispatched::Refused(call.blocked.clone().unwrap_or_default())
+                Dispatched::Refused(call.blocked.clone().expect("a blocked call"))
             }
             PreparedStep::Call(prepared) => match call::dispatch(dispatcher, node, prepared).await?
             {

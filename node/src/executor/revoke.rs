@@ -13,6 +13,7 @@ use chio_kernel::revocation::check_revocation_authority;
 
 use super::{Dispatcher, StepExecutor};
 use crate::error::NodeError;
+use crate::outage::{NodeReason, Refusal};
 use crate::world::World;
 
 /// A revocation ready to dispatch, or the controller's refusal of it.
@@ -23,7 +24,7 @@ pub struct PreparedRevoke {
     /// Virtual time of the revocation, Unix milliseconds.
     pub at_ms: u64,
     /// Why the controller refuses it, when it does.
-    pub refusal: Option<String>,
+    pub refusal: Option<Refusal>,
 }
 
 /// The controller's decisions for a revoke step.
@@ -43,14 +44,17 @@ pub(super) fn prepare(
             .map(|plan| public_key_hex(&plan.key))
     };
     let permitted = match (executor.capability(&revoke.target), revoker) {
-        (Some(entry), Some(revoker)) => {
-            check_revocation_authority(&entry.token, &revoker).map(|_| ())
-        }
-        (None, _) => Err(format!(
-            "revocation refused: capability {} does not exist yet",
-            revoke.target
-        )),
-        (_, None) => Err(format!("revocation refused: agent {agent} is not placed")),
+        (Some(entry), Some(revoker)) => check_revocation_authority(&entry.token, &revoker)
+            .map(|_| ())
+            .ok_or_else(|| NodeReason::RevokerNotAuthorized {
+                capability: entry.token.id.clone(),
+            }),
+        (None, _) => Err(NodeReason::RevocationTargetUnknown {
+            capability: revoke.target.clone(),
+        }),
+        (_, None) => Err(NodeReason::RevokerNotPlaced {
+            agent: agent.to_string(),
+        }),
     };
     let blocked = world
         .agent_node(agent)
@@ -58,7 +62,7 @@ pub(super) fn prepare(
     PreparedRevoke {
         target: revoke.target.clone(),
         at_ms: now_ms,
-        refusal: permitted.err().or(blocked),
+        refusal: permitted.err().map(Refusal::from).or(blocked),
     }
 }
 
@@ -68,7 +72,7 @@ pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedRevoke,
-) -> Result<Option<String>, NodeError> {
+) -> Result<Option<Refusal>, NodeError> {
     if let Some(refusal) = &prepared.refusal {
         return Ok(Some(refusal.clone()));
     }

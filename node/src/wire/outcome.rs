@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use chio_kernel::reason::ReasonCode;
 use chio_kernel::stores::JournalEntry;
 use chio_kernel::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead, StageTrace};
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
@@ -21,6 +22,7 @@ use super::{decode, encode, malformed, required};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::node::{CallAnswer, DelegateOutcome, MessageOutcome};
+use crate::outage::{NodeCode, Refusal};
 
 fn verdict_to_proto(verdict: Verdict) -> pb::Verdict {
     match verdict {
@@ -168,6 +170,7 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
         output_label: trace.output_label.clone(),
         output_integrity: trace.output_integrity.clone(),
         label_writes: trace.label_writes.clone(),
+        reason_code: trace.reason_code.map(|code| code.as_str().to_string()),
     }
 }
 
@@ -194,6 +197,14 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         }
         label_keys.insert(read.key, read.labels);
     }
+    let reason_code = trace
+        .reason_code
+        .as_deref()
+        .map(|code| {
+            ReasonCode::parse(code)
+                .ok_or_else(|| malformed(&format!("{field}.reason_code"), "not a reason code"))
+        })
+        .transpose()?;
     let journal_field = format!("{field}.journal.verdict");
     let journal = trace
         .journal
@@ -210,6 +221,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         })
         .collect::<Result<_, NodeError>>()?;
     Ok(DecisionTrace {
+        reason_code,
         principal: trace.principal,
         chain: trace.chain,
         stages: trace
@@ -269,10 +281,12 @@ pub fn call_response(answer: &CallAnswer) -> Result<pb::CallResponse, NodeError>
         CallAnswer::Decided(outcome) => pb::CallResponse {
             outcome: Some(call_outcome_to_proto(outcome)?),
             refusal: None,
+            refusal_code: None,
         },
         CallAnswer::Refused(reason) => pb::CallResponse {
             outcome: None,
-            refusal: Some(reason.clone()),
+            refusal: Some(reason.message.clone()),
+            refusal_code: Some(reason.code.as_str().to_string()),
         },
     })
 }
@@ -282,7 +296,10 @@ pub fn call_response(answer: &CallAnswer) -> Result<pb::CallResponse, NodeError>
 pub fn call_answer(response: pb::CallResponse) -> Result<CallAnswer, NodeError> {
     match (response.refusal, response.outcome) {
         (Some(_), Some(_)) => Err(malformed("refusal", "sent together with an outcome")),
-        (Some(reason), None) => Ok(CallAnswer::Refused(reason)),
+        (Some(reason), None) => Ok(CallAnswer::Refused(refusal_from_proto(
+            reason,
+            response.refusal_code,
+        )?)),
         (None, outcome) => Ok(CallAnswer::Decided(Box::new(call_outcome_from_proto(
             "outcome", outcome,
         )?))),
@@ -291,18 +308,20 @@ pub fn call_answer(response: pb::CallResponse) -> Result<CallAnswer, NodeError> 
 
 /// A delegation's answer, on the wire.
 pub fn delegate_response(
-    answer: &Result<DelegateOutcome, String>,
+    answer: &Result<DelegateOutcome, Refusal>,
 ) -> Result<pb::DelegateResponse, NodeError> {
     Ok(match answer {
         Ok(outcome) => pb::DelegateResponse {
             token_json: encode("a capability token", &outcome.token)?,
             labels: outcome.labels.clone(),
             refusal: None,
+            refusal_code: None,
         },
         Err(reason) => pb::DelegateResponse {
             token_json: Vec::new(),
             labels: Vec::new(),
-            refusal: Some(reason.clone()),
+            refusal: Some(reason.message.clone()),
+            refusal_code: Some(reason.code.as_str().to_string()),
         },
     })
 }
@@ -311,17 +330,41 @@ pub fn delegate_response(
 /// with nothing else set.
 pub fn delegate_outcome(
     response: pb::DelegateResponse,
-) -> Result<Result<DelegateOutcome, String>, NodeError> {
+) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
     if let Some(reason) = response.refusal {
         if !response.token_json.is_empty() || !response.labels.is_empty() {
             return Err(malformed("refusal", "sent together with a child"));
         }
-        return Ok(Err(reason));
+        return Ok(Err(refusal_from_proto(reason, response.refusal_code)?));
     }
     Ok(Ok(DelegateOutcome {
         token: decode("token_json", &response.token_json)?,
         labels: response.labels,
     }))
+}
+
+/// A revocation's answer, on the wire.
+pub fn revoke_response(refusal: &Option<Refusal>) -> pb::RevokeResponse {
+    pb::RevokeResponse {
+        refusal: refusal.as_ref().map(|r| r.message.clone()),
+        refusal_code: refusal.as_ref().map(|r| r.code.as_str().to_string()),
+    }
+}
+
+/// A revocation's answer, from the wire: the node's refusal, if it refused.
+pub fn revoke_outcome(response: pb::RevokeResponse) -> Result<Option<Refusal>, NodeError> {
+    response
+        .refusal
+        .map(|reason| refusal_from_proto(reason, response.refusal_code))
+        .transpose()
+}
+
+/// A node's refusal from the wire: its message and the code sent with it.
+fn refusal_from_proto(message: String, code: Option<String>) -> Result<Refusal, NodeError> {
+    let code = code.ok_or_else(|| malformed("refusal_code", "missing beside a refusal"))?;
+    let code =
+        NodeCode::parse(&code).ok_or_else(|| malformed("refusal_code", "not a node code"))?;
+    Ok(Refusal { code, message })
 }
 
 /// A message's answer, on the wire.

@@ -4,6 +4,7 @@
 //! field.
 
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::reason::ReasonCode;
 use chio_kernel::receipt::{
     ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, WouldAnswer, RECEIPT_SCHEMA,
 };
@@ -23,6 +24,9 @@ use super::*;
 use crate::actors::CallOutcome;
 use crate::node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
+};
+use crate::outage::{
+    delegation_unrecorded, kernel_unreachable, revocation_unrecorded, Outage, Refusal,
 };
 use crate::world::FixtureSet;
 
@@ -192,6 +196,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
         (
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
+            prop::option::of(prop::sample::select(ReasonCode::ALL)),
         ),
         prop::collection::vec(stage, 0..3),
         prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
@@ -207,7 +212,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
     )
         .prop_map(
             |(
-                (principal, chain),
+                (principal, chain, reason_code),
                 stages,
                 label_keys,
                 budget_keys,
@@ -219,6 +224,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
                 principal,
                 chain,
                 stages,
+                reason_code,
                 label_keys,
                 budget_keys,
                 journal,
@@ -365,23 +371,46 @@ fn delegate_outcomes_round_trip() {
 // Proves a node's own refusals of a call and of a delegation survive the wire, and one sent beside an answer is refused.
 #[test]
 fn node_refusals_round_trip_and_never_ride_with_an_answer() {
-    let refused = CallAnswer::Refused("kernel k on node node-a is unreachable".to_string());
+    let unreachable = kernel_unreachable("k", "node-a", "node-b", Outage::Unavailable);
+    let refused = CallAnswer::Refused(unreachable.clone());
     let back = call_answer(through_bytes(call_response(&refused).unwrap())).unwrap();
     assert_eq!(back, refused);
     let both = pb::CallResponse {
         outcome: Some(pb::CallOutcome::default()),
         refusal: Some("no".to_string()),
+        refusal_code: Some("kernel-unreachable".to_string()),
     };
     assert!(call_answer(both).is_err());
-    let declined: Result<DelegateOutcome, String> = Err("delegation refused: no".to_string());
+    let uncoded = pb::CallResponse {
+        outcome: None,
+        refusal: Some(unreachable.message.clone()),
+        refusal_code: None,
+    };
+    assert!(call_answer(uncoded).is_err(), "a refusal without its code");
+    let declined: Result<DelegateOutcome, Refusal> =
+        Err(delegation_unrecorded(Outage::DeadlineExceeded));
     let sent = through_bytes(delegate_response(&declined).unwrap());
     assert_eq!(delegate_outcome(sent).unwrap(), declined);
     let both = pb::DelegateResponse {
         token_json: b"{}".to_vec(),
         labels: Vec::new(),
         refusal: Some("no".to_string()),
+        refusal_code: Some("delegation-unrecorded".to_string()),
     };
     assert!(delegate_outcome(both).is_err());
+    let unrecorded = Some(revocation_unrecorded(Outage::Unavailable));
+    assert_eq!(
+        revoke_outcome(through_bytes(revoke_response(&unrecorded))).unwrap(),
+        unrecorded
+    );
+    let foreign = pb::RevokeResponse {
+        refusal: Some("no".to_string()),
+        refusal_code: Some("revoked".to_string()),
+    };
+    assert!(
+        revoke_outcome(foreign).is_err(),
+        "a kernel's code on a node's refusal"
+    );
 }
 
 fn refusal<T: std::fmt::Debug>(decoded: Result<T, NodeError>) -> Status {

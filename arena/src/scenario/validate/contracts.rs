@@ -112,7 +112,7 @@ impl Validator<'_> {
                 field: format!("steps[{i}].arguments"),
                 server: server.to_string(),
                 tool: tool.to_string(),
-                why,
+                why: why.to_string(),
             }),
         }
     }

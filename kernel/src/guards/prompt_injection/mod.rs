@@ -75,6 +75,7 @@ use super::{
 };
 use crate::error::KernelError;
 use crate::planted::GuardScope;
+use crate::reason::{DenyReason, Injection};
 
 mod actions;
 mod address;
@@ -308,21 +309,23 @@ impl PromptInjectionGuard {
 
 /// The deny reason for a finding; it names the pattern (or the limit) and
 /// where, never the text that matched.
-fn reason(finding: &ValueFinding, place: &str) -> String {
+fn reason(finding: &ValueFinding, place: &'static str) -> DenyReason {
     match finding {
-        ValueFinding::At { found, pointer } => {
-            format!(
-                "prompt injection ({}) in {place} at {pointer}",
-                found.pattern.as_str()
-            )
-        }
-        ValueFinding::Split { found } => format!(
-            "prompt injection ({}) in {place} split across string values",
-            found.pattern.as_str()
-        ),
-        ValueFinding::Limit { limit, pointer } => {
-            format!("prompt injection scan limit reached in {place} at {pointer}: {limit}")
-        }
+        ValueFinding::At { found, pointer } => DenyReason::PromptInjection(Injection {
+            place,
+            pointer: Some(pointer.clone()),
+            pattern: found.pattern.as_str().to_string(),
+        }),
+        ValueFinding::Split { found } => DenyReason::PromptInjection(Injection {
+            place,
+            pointer: None,
+            pattern: found.pattern.as_str().to_string(),
+        }),
+        ValueFinding::Limit { limit, pointer } => DenyReason::ScanLimit {
+            place,
+            pointer: pointer.clone(),
+            limit: limit.to_string(),
+        },
     }
 }
 
@@ -354,10 +357,7 @@ impl Guard for PromptInjectionGuard {
             return Ok(OutputVerdict::Pass);
         }
         Ok(match self.find(output) {
-            Some(finding) => OutputVerdict::Deny(format!(
-                "{}; output withheld",
-                reason(&finding, "tool output")
-            )),
+            Some(finding) => OutputVerdict::Deny(reason(&finding, "tool output").withheld()),
             None => OutputVerdict::Pass,
         })
     }

@@ -5,6 +5,44 @@
 
 use super::*;
 
+/// A request verdict with its reason as the receipt signs it.
+#[derive(Debug, PartialEq)]
+enum GuardVerdict {
+    Allow,
+    Deny(String),
+    PendingApproval(String),
+}
+
+/// An output verdict with its reason as the receipt signs it.
+#[derive(Debug, PartialEq)]
+enum OutputVerdict {
+    Pass,
+    Deny(String),
+    Rewrite(Value, String),
+}
+
+impl From<crate::guards::GuardVerdict> for GuardVerdict {
+    fn from(verdict: crate::guards::GuardVerdict) -> Self {
+        match verdict {
+            crate::guards::GuardVerdict::Allow => GuardVerdict::Allow,
+            crate::guards::GuardVerdict::Deny(r) => GuardVerdict::Deny(r.to_string()),
+            crate::guards::GuardVerdict::PendingApproval(r) => {
+                GuardVerdict::PendingApproval(r.to_string())
+            }
+        }
+    }
+}
+
+impl From<crate::guards::OutputVerdict> for OutputVerdict {
+    fn from(verdict: crate::guards::OutputVerdict) -> Self {
+        match verdict {
+            crate::guards::OutputVerdict::Pass => OutputVerdict::Pass,
+            crate::guards::OutputVerdict::Deny(r) => OutputVerdict::Deny(r.to_string()),
+            crate::guards::OutputVerdict::Rewrite(v, r) => OutputVerdict::Rewrite(v, r),
+        }
+    }
+}
+
 // Each canonical sample is caught by its own detector.
 #[test]
 fn samples_are_detected() {
@@ -106,7 +144,7 @@ fn on_arguments(arguments: &Value) -> GuardVerdict {
         labels: &labels,
         session_filesystem_roots: None,
     };
-    guard().check_request(&ctx).expect("no guard error")
+    guard().check_request(&ctx).expect("no guard error").into()
 }
 
 /// The output-side verdict on `output`.
@@ -123,7 +161,10 @@ fn on_output(output: &Value) -> OutputVerdict {
         labels: &labels,
         session_filesystem_roots: None,
     };
-    guard().check_output(&ctx, output).expect("no guard error")
+    guard()
+        .check_output(&ctx, output)
+        .expect("no guard error")
+        .into()
 }
 
 /// Asserts `text` is denied as `pattern` in an argument and in a tool output.
