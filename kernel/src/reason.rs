@@ -1127,5 +1127,19 @@ impl DenyReason {
     }
 }
 
+/// An attacker-chosen id as it may appear in a reason: at most 64
+/// characters, control characters replaced, so a reason stays one line.
+pub fn printable_id(id: &str) -> String {
+    let mut out: String = id
+        .chars()
+        .take(64)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if id.chars().count() > 64 {
+        out.push_str("...");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -126,15 +126,20 @@ fn embedded_and_direct_agree_on_every_reference_scenario() {
     assert!(compared > 50, "only {compared} steps were compared");
 }
 
+/// The world of the deny-reasons reference scenario.
+fn deny_reasons_world() -> World {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
+    let scenario = load_scenario(&path).expect("loads");
+    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
+    World::resolve(&scenario, &fixtures).expect("world")
+}
+
 // Proves the direct dispatcher refuses what a node refuses: a delegation by
 // an agent that does not hold the capability never produces a child, so
 // the search cannot act on a capability the run never granted.
 #[test]
 fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
-    let scenario = load_scenario(&path).expect("loads");
-    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
-    let world = World::resolve(&scenario, &fixtures).expect("world");
+    let world = deny_reasons_world();
     let direct = DirectDispatcher::new(&world).expect("direct world");
     let mut executor = StepExecutor::new(&world).expect("the grants fingerprint");
     let (grant, (holder, _)) = world.grants.iter().next().expect("a grant");
@@ -173,10 +178,7 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
 // Proves the direct dispatcher records a revocation's instant as the node does (trust-control keeps the first): a revoke step at an instant is stored at that instant, and a second revocation keeps the first.
 #[test]
 fn the_direct_dispatcher_keeps_a_revocation_instant() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
-    let scenario = load_scenario(&path).expect("loads");
-    let fixtures = FixtureSet::load(&scenario).expect("fixtures");
-    let world = World::resolve(&scenario, &fixtures).expect("world");
+    let world = deny_reasons_world();
     let direct = DirectDispatcher::new(&world).expect("direct world");
     let mut executor = StepExecutor::new(&world).expect("the grants fingerprint");
     let grant = world.grants.keys().next().expect("a grant").clone();

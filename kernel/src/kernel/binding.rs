@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::Kernel;
-use crate::reason::DenyReason;
+use crate::reason::{printable_id, DenyReason};
 use crate::request::ToolCallRequest;
 use crate::signature::verify_hex;
 use crate::verification::VerifiedCapability;
@@ -91,20 +91,6 @@ pub fn bind_proof(
         return Err(DenyReason::ProofInvalid);
     }
     Ok(request.agent_id.clone())
-}
-
-/// An attacker-chosen id as it may appear in a reason: at most 64
-/// characters, control characters replaced, so a reason stays one line.
-fn printable_id(id: &str) -> String {
-    let mut out: String = id
-        .chars()
-        .take(64)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if id.chars().count() > 64 {
-        out.push_str("...");
-    }
-    out
 }
 
 fn short(key: &str) -> &str {

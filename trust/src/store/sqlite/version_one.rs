@@ -40,6 +40,7 @@
 //! its id for good, so its receipt needs no record: a replay of it is
 //! decided afresh.
 
+use chio_kernel::reason::printable_id;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -83,20 +84,6 @@ fn receipt_request(body: &[u8]) -> Option<(String, String)> {
     Some((request_id.to_owned(), verdict.to_owned()))
 }
 
-/// An id from the file as a message may quote it: at most 64 characters,
-/// control characters replaced.
-fn quoted(id: &str) -> String {
-    let mut out: String = id
-        .chars()
-        .take(64)
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect();
-    if id.chars().count() > 64 {
-        out.push_str("...");
-    }
-    out
-}
-
 /// The seen-request records of every request the version 1 rows of `conn`
 /// admitted, or the refusal naming the first admission that cannot be
 /// carried over.
@@ -120,8 +107,8 @@ pub(super) fn carried_requests(
             return Err(refuse(format!(
                 "hold {} of budget {} is not a kernel's hold <run>/<request id>#<budget key>, so \
                  the request that took it is unknown",
-                quoted(&hold_id),
-                quoted(&budget_key)
+                printable_id(&hold_id),
+                printable_id(&budget_key)
             )));
         };
         held.entry(request_id.to_owned())
@@ -136,15 +123,15 @@ pub(super) fn carried_requests(
             return Err(refuse(format!(
                 "receipt {} is not a kernel receipt naming a request id and a verdict, so whether \
                  it admitted a request is unknown",
-                quoted(&receipt_id)
+                printable_id(&receipt_id)
             )));
         };
         if verdict != "deny" && !held.contains_key(&request_id) {
             return Err(refuse(format!(
                 "receipt {} admitted request {} ({verdict}) without a budget hold, and version 1 \
                  recorded no run for it",
-                quoted(&receipt_id),
-                quoted(&request_id)
+                printable_id(&receipt_id),
+                printable_id(&request_id)
             )));
         }
     }
