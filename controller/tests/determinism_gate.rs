@@ -17,6 +17,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "delegation_taint",
         "deny_reasons",
         "integrity_hijack",
+        "labels_at_rest",
     ] {
         assert!(
             names.iter().any(|n| n == required),

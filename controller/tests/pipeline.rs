@@ -116,6 +116,7 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "three_agent_triangular_delegation",
         "delegation_taint",
         "message_exfiltration",
+        "labels_at_rest",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);

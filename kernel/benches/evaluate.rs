@@ -17,7 +17,7 @@ use std::time::Duration;
 use chio_kernel::keys::derive_arena_key;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::Attenuation;
-use chio_kernel::{CapabilityToken, Kernel, ToolCallRequest, ToolOutput, Verdict};
+use chio_kernel::{AdmissionTicket, CapabilityToken, Kernel, ToolOutput, Verdict};
 use criterion::{BatchSize, Criterion};
 use ed25519_dalek::{Signer, Verifier};
 use serde_json::json;
@@ -56,7 +56,7 @@ fn bench_kernel(cache: usize, trusted: bool) -> Kernel {
     Kernel::new(config, KernelStores::in_memory()).expect("bench kernel")
 }
 
-fn echo(_: &ToolCallRequest) -> Result<ToolOutput, String> {
+fn echo(_: &AdmissionTicket) -> Result<ToolOutput, String> {
     Ok(ToolOutput {
         content: json!({"content": "hello"}),
         label: None,

@@ -14,7 +14,7 @@
 //! schema that does not compile, or that reaches outside itself (a remote
 //! `$ref`), is refused then.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -81,6 +81,8 @@ pub type ToolCatalog = BTreeMap<String, BTreeMap<String, ToolContract>>;
 /// A catalog with each schema compiled, as a kernel holds it.
 pub struct CompiledCatalog {
     servers: BTreeMap<String, BTreeMap<String, jsonschema::Validator>>,
+    /// The tools declared read-only, as `(server, tool)`.
+    read_only: BTreeSet<(String, String)>,
 }
 
 impl std::fmt::Debug for CompiledCatalog {
@@ -126,6 +128,7 @@ impl CompiledCatalog {
     /// Compiles every schema of `catalog`.
     pub fn compile(catalog: &ToolCatalog) -> Result<Self, KernelError> {
         let mut servers = BTreeMap::new();
+        let mut read_only = BTreeSet::new();
         for (server, tools) in catalog {
             let mut compiled = BTreeMap::new();
             for (name, contract) in tools {
@@ -133,10 +136,21 @@ impl CompiledCatalog {
                     name.clone(),
                     compile_schema(server, name, &contract.input_schema)?,
                 );
+                if contract.annotations.read_only_hint {
+                    read_only.insert((server.clone(), name.clone()));
+                }
             }
             servers.insert(server.clone(), compiled);
         }
-        Ok(Self { servers })
+        Ok(Self { servers, read_only })
+    }
+
+    /// Whether `tool` on `server` is declared read-only: it changes
+    /// nothing, so nothing it is sent is kept where a later call reads it.
+    /// An undeclared tool is not.
+    pub fn reads_only(&self, server: &str, tool: &str) -> bool {
+        self.read_only
+            .contains(&(server.to_string(), tool.to_string()))
     }
 
     /// Whether `tool` on `server` is declared and `arguments` satisfy its

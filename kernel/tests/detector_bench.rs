@@ -35,7 +35,7 @@ use chio_kernel::guards::{
     GuardContext, GuardKind, GuardMode, GuardSpec, GuardVerdict, OutputVerdict,
 };
 use chio_kernel::token::FULL_SHARE_BPS;
-use chio_kernel::{CapabilityToken, Kernel, ToolCallRequest, ToolOutput, Verdict};
+use chio_kernel::{CapabilityToken, Kernel, ToolOutput, Verdict};
 use serde_json::{json, Value};
 use util::*;
 
@@ -100,7 +100,7 @@ impl Bench {
         };
         let request = request("alice", &self.cap, "files", tool, arguments, &id);
         let content = json!({ "content": text });
-        let mut dispatch = |_: &ToolCallRequest| {
+        let mut dispatch = |_: &chio_kernel::AdmissionTicket| {
             Ok(ToolOutput {
                 content: content.clone(),
                 label: None,

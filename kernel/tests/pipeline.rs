@@ -591,7 +591,7 @@ fn split_evaluation_matches_one_call() {
         panic!("expected admission")
     };
     assert_eq!(ticket.lineage_id(), "cap-alice");
-    let out = dispatch(&files)(ticket.request()).unwrap();
+    let out = dispatch(&files)(&ticket).unwrap();
     let split = k.complete(
         *ticket,
         ToolOutput {
@@ -647,7 +647,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
         let Admission::Admitted(ticket) = k.admit(&req, NOW_MS) else {
             panic!("expected admission")
         };
-        let out = dispatch(&files)(ticket.request()).unwrap();
+        let out = dispatch(&files)(&ticket).unwrap();
         k.stores_mut().revocations.revoke(revoked, 0).unwrap();
         let d = k.complete(
             *ticket,
@@ -734,7 +734,7 @@ fn an_unperformed_predecessor_does_not_count() {
         GuardKind::BehavioralSequence,
         json!({"rules": [{"tool": "publish", "requires": "run_tests"}]}),
     )]);
-    let mut not_performed = |_: &chio_kernel::ToolCallRequest| {
+    let mut not_performed = |_: &chio_kernel::AdmissionTicket| {
         Ok(ToolOutput {
             content: json!({"ok": false, "error": "unknown tool run_tests"}),
             label: None,

@@ -91,8 +91,9 @@ fn main() {
     for round in requests.chunks(per_round) {
         let started = Instant::now();
         for request in round {
-            let decision = kernel.evaluate(request, now, &mut |req| {
-                let r = server.call(&req.tool, &req.arguments);
+            let decision = kernel.evaluate(request, now, &mut |admitted| {
+                let req = admitted.request();
+                let r = server.call(&req.tool, &req.arguments, admitted.carried_labels());
                 Ok(ToolOutput {
                     content: r.content,
                     label: r.label,

@@ -15,6 +15,15 @@
 //! ([`IntegrityPolicy`]): a performed call's result takes the integrity of
 //! the workspace globs its path matches, or else the server's own, and an
 //! untrusted result lowers the integrity of whoever reads it.
+//!
+//! Labels at rest: a server that keeps what a call writes keeps with it the
+//! labels the call carried (everything its caller held when admitted,
+//! `AdmissionTicket::carried_labels`), and a read of the stored item
+//! answers the join of those labels and of what the server's declaration
+//! gives the path, so data written by a tainted agent reads back tainted
+//! whoever reads it. One rule for every writing tool, in [`Stored`]; a
+//! server reseeded from its fixtures reseeds its data and labels together,
+//! since the labels live in the same state.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -110,6 +119,40 @@ pub enum FileChange {
     Delete,
 }
 
+/// An item a server keeps, with the labels of the call that wrote it
+/// (none for a seeded fixture, whose labels come from the declaration).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The content.
+    pub content: String,
+    /// Confidentiality levels and integrity labels (`integrity:untrusted`)
+    /// of whoever wrote it.
+    pub labels: BTreeSet<String>,
+}
+
+impl Stored {
+    fn seeded(content: String) -> Self {
+        Self {
+            content,
+            labels: BTreeSet::new(),
+        }
+    }
+
+    /// The highest confidentiality level among the stored labels.
+    fn level(&self) -> Option<Label> {
+        self.labels.iter().filter_map(|l| Label::parse(l)).max()
+    }
+
+    /// The lowest integrity among the stored labels.
+    fn integrity(&self) -> Integrity {
+        self.labels
+            .iter()
+            .filter_map(|l| Integrity::from_label(l))
+            .max()
+            .unwrap_or_default()
+    }
+}
+
 /// A simulated tool server's state.
 #[derive(Debug, Clone)]
 pub struct ToolServer {
@@ -123,7 +166,7 @@ pub struct ToolServer {
 enum ServerState {
     Workspace {
         root: String,
-        files: BTreeMap<String, String>,
+        files: BTreeMap<String, Stored>,
         labels: Vec<(Glob, Label)>,
     },
     Publish {
@@ -148,7 +191,10 @@ impl ToolServer {
                 labels,
             } => ServerState::Workspace {
                 root,
-                files,
+                files: files
+                    .into_iter()
+                    .map(|(path, content)| (path, Stored::seeded(content)))
+                    .collect(),
                 labels: labels
                     .into_iter()
                     .map(|(pattern, label)| (Glob::new(&pattern), label))
@@ -203,11 +249,17 @@ impl ToolServer {
         &self.id
     }
 
-    /// Serves one admitted call.
-    pub fn call(&mut self, tool: &str, arguments: &Value) -> ToolResult {
-        let mut result = self.serve(tool, arguments);
+    /// Serves one admitted call, which carries `carried`: the labels its
+    /// caller held, kept with whatever the call writes.
+    pub fn call(
+        &mut self,
+        tool: &str,
+        arguments: &Value,
+        carried: &BTreeSet<String>,
+    ) -> ToolResult {
+        let mut result = self.serve(tool, arguments, Writer::Call(carried));
         if result.performed {
-            result.integrity = self.integrity_of(arguments);
+            result.integrity = result.integrity.max(self.integrity_of(arguments));
         }
         result
     }
@@ -217,8 +269,9 @@ impl ToolServer {
     /// and its restore), and answers the content the file had before:
     /// `None` when there was none, or the server is no workspace, which
     /// keeps no files.
+    /// An edited file keeps the labels of the file it replaces.
     pub fn change_file(&mut self, path: &str, change: FileChange) -> Option<String> {
-        let before = self.serve("read_file", &json!({ "path": path }));
+        let before = self.serve("read_file", &json!({ "path": path }), Writer::Edit);
         let previous = before
             .content
             .get("content")
@@ -226,21 +279,25 @@ impl ToolServer {
             .map(str::to_string);
         match change {
             FileChange::Keep => None,
-            FileChange::Write(text) => {
-                Some(self.serve("write_file", &json!({ "path": path, "content": text })))
+            FileChange::Write(text) => Some(self.serve(
+                "write_file",
+                &json!({ "path": path, "content": text }),
+                Writer::Edit,
+            )),
+            FileChange::Delete => {
+                Some(self.serve("delete_file", &json!({ "path": path }), Writer::Edit))
             }
-            FileChange::Delete => Some(self.serve("delete_file", &json!({ "path": path }))),
         };
         previous
     }
 
-    fn serve(&mut self, tool: &str, arguments: &Value) -> ToolResult {
+    fn serve(&mut self, tool: &str, arguments: &Value, writer: Writer<'_>) -> ToolResult {
         match &mut self.state {
             ServerState::Workspace {
                 root,
                 files,
                 labels,
-            } => workspace_call(root, files, labels, tool, arguments),
+            } => workspace_call(root, files, labels, tool, arguments, writer),
             ServerState::Publish { posts } => match tool {
                 "publish" => match digest(arguments) {
                     Ok(digest) => {
@@ -298,6 +355,25 @@ impl ToolServer {
     }
 }
 
+/// Who writes what a server keeps: an admitted call, with the labels it
+/// carried, or a fixture edit outside any call, which keeps the labels of
+/// the item it replaces.
+#[derive(Debug, Clone, Copy)]
+enum Writer<'a> {
+    Call(&'a BTreeSet<String>),
+    Edit,
+}
+
+impl Writer<'_> {
+    /// The labels an item written over `previous` keeps.
+    fn labels(self, previous: Option<&Stored>) -> BTreeSet<String> {
+        match self {
+            Writer::Call(carried) => carried.clone(),
+            Writer::Edit => previous.map(|p| p.labels.clone()).unwrap_or_default(),
+        }
+    }
+}
+
 fn unknown_tool(tool: &str) -> ToolResult {
     ToolResult::failed(format!("unknown tool {tool}"))
 }
@@ -317,10 +393,11 @@ fn digest(value: &Value) -> Result<String, ToolResult> {
 
 fn workspace_call(
     root: &str,
-    files: &mut BTreeMap<String, String>,
+    files: &mut BTreeMap<String, Stored>,
     labels: &[(Glob, Label)],
     tool: &str,
     arguments: &Value,
+    writer: Writer<'_>,
 ) -> ToolResult {
     let raw = match arguments.get("path").and_then(Value::as_str) {
         Some(p) => p,
@@ -335,14 +412,15 @@ fn workspace_call(
     }
     match tool {
         "read_file" => match files.get(&path) {
-            Some(content) => ToolResult {
-                content: json!({"ok": true, "path": path, "content": content}),
+            Some(stored) => ToolResult {
+                content: json!({"ok": true, "path": path, "content": stored.content}),
                 performed: true,
-                integrity: Integrity::Trusted,
+                integrity: stored.integrity(),
                 label: labels
                     .iter()
                     .filter(|(glob, _)| glob.is_match(&path))
                     .map(|(_, label)| *label)
+                    .chain(stored.level())
                     .max(),
             },
             None => ToolResult::failed(format!("no such file {path}")),
@@ -354,7 +432,8 @@ fn workspace_call(
                 None => String::new(),
             };
             let bytes = content.len();
-            files.insert(path.clone(), content);
+            let labels = writer.labels(files.get(&path));
+            files.insert(path.clone(), Stored { content, labels });
             ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))
         }
         "delete_file" => match files.remove(&path) {
@@ -368,8 +447,13 @@ fn workspace_call(
                 format!("{path}/")
             };
             let mut entries: BTreeSet<String> = BTreeSet::new();
-            for name in files.keys() {
+            // A name is what a listing reveals, and whoever wrote a file
+            // chose its name: the listing carries the labels of every file
+            // it names, as a read of each would.
+            let mut named = Stored::seeded(String::new());
+            for (name, stored) in files.iter() {
                 if let Some(rest) = name.strip_prefix(&prefix) {
+                    named.labels.extend(stored.labels.iter().cloned());
                     let first = rest.split('/').next().unwrap_or(rest);
                     if rest.contains('/') {
                         entries.insert(format!("{first}/"));
@@ -386,11 +470,12 @@ fn workspace_call(
                         .any(|e| glob.is_match(&format!("{prefix}{e}")))
                 })
                 .map(|(_, label)| *label)
+                .chain(named.level())
                 .max();
             ToolResult {
                 content: json!({"ok": true, "path": path, "entries": entries}),
                 label,
-                integrity: Integrity::Trusted,
+                integrity: named.integrity(),
                 performed: true,
             }
         }
@@ -401,6 +486,11 @@ fn workspace_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a call from an agent that read nothing classified carries.
+    fn clean() -> BTreeSet<String> {
+        BTreeSet::new()
+    }
 
     fn workspace() -> ToolServer {
         let mut files = BTreeMap::new();
@@ -426,18 +516,34 @@ mod tests {
             default: Integrity::Trusted,
             globs: vec![("/workspace/internal/**".to_string(), Integrity::Untrusted)],
         });
-        let notes = ws.call("read_file", &json!({"path": "/workspace/notes.txt"}));
+        let notes = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/notes.txt"}),
+            &clean(),
+        );
         assert_eq!(notes.integrity, Integrity::Trusted);
-        let plan = ws.call("read_file", &json!({"path": "/workspace/internal/plan.md"}));
+        let plan = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/internal/plan.md"}),
+            &clean(),
+        );
         assert_eq!(plan.integrity, Integrity::Untrusted);
-        let missing = ws.call("read_file", &json!({"path": "/workspace/internal/none"}));
+        let missing = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/internal/none"}),
+            &clean(),
+        );
         assert_eq!(missing.integrity, Integrity::Trusted);
         let mut web =
             ToolServer::new("web", ToolServerConfig::Http).with_integrity(IntegrityPolicy {
                 default: Integrity::Untrusted,
                 globs: Vec::new(),
             });
-        let answer = web.call("http_post", &json!({"url": "https://example.test"}));
+        let answer = web.call(
+            "http_post",
+            &json!({"url": "https://example.test"}),
+            &clean(),
+        );
         assert_eq!(answer.integrity, Integrity::Untrusted);
     }
 
@@ -450,13 +556,17 @@ mod tests {
             (ToolServerConfig::Publish, "publish"),
         ] {
             let mut server = ToolServer::new("sink", config);
-            let refused = server.call(tool, &huge);
+            let refused = server.call(tool, &huge, &clean());
             assert!(!refused.performed, "{tool}: {:?}", refused.content);
             assert_eq!(refused.content["ok"], false);
             let error = refused.content["error"].as_str().unwrap_or_default();
             assert!(error.contains("no canonical JSON form"), "{error}");
             assert!(!error.contains(&(1u64 << 60).to_string()), "{error}");
-            let kept = server.call(tool, &json!({"url": "https://example.test", "n": 1}));
+            let kept = server.call(
+                tool,
+                &json!({"url": "https://example.test", "n": 1}),
+                &clean(),
+            );
             assert!(kept.performed, "{tool}");
             let count = if tool == "publish" {
                 "published"
@@ -467,14 +577,81 @@ mod tests {
         }
     }
 
+    // What a call writes keeps the labels the call carried: a read of it, or a listing naming it, answers them joined with the declaration's; an overwrite takes its writer's labels; a fixture edit keeps the labels of the file it replaces.
+    #[test]
+    fn stored_items_keep_their_writers_labels() {
+        let mut ws = workspace();
+        let tainted: BTreeSet<String> = ["internal", "integrity:untrusted"]
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let path = "/workspace/copy.txt";
+        let written = ws.call(
+            "write_file",
+            &json!({"path": path, "content": "q3 plan"}),
+            &tainted,
+        );
+        assert!(written.performed);
+        assert_eq!(written.label, None, "a write reveals nothing");
+        let read = ws.call("read_file", &json!({"path": path}), &clean());
+        assert_eq!(read.label, Some(Label::Internal));
+        assert_eq!(read.integrity, Integrity::Untrusted);
+        let listing = ws.call("list_dir", &json!({"path": "/workspace"}), &clean());
+        assert_eq!(listing.integrity, Integrity::Untrusted);
+        // The declaration still counts: a clean write under a labelled glob reads labelled.
+        let confidential: BTreeSet<String> = ["confidential".to_string()].into();
+        ws.call(
+            "write_file",
+            &json!({"path": "/workspace/internal/plan.md", "content": "x"}),
+            &confidential,
+        );
+        let plan = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/internal/plan.md"}),
+            &clean(),
+        );
+        assert_eq!(plan.label, Some(Label::Confidential));
+        // An edit outside any call keeps the stored labels; a clean overwrite replaces them.
+        ws.change_file(path, FileChange::Write("edited".to_string()));
+        let edited = ws.call("read_file", &json!({"path": path}), &clean());
+        assert_eq!(edited.content["content"], "edited");
+        assert_eq!(edited.integrity, Integrity::Untrusted);
+        ws.call(
+            "write_file",
+            &json!({"path": path, "content": "mine"}),
+            &clean(),
+        );
+        let mine = ws.call("read_file", &json!({"path": path}), &clean());
+        assert_eq!((mine.label, mine.integrity), (None, Integrity::Trusted));
+        // A fixture edit of a seeded file stays unlabelled, as the fixture was.
+        ws.change_file(
+            "/workspace/notes.txt",
+            FileChange::Write("edit".to_string()),
+        );
+        let notes = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/notes.txt"}),
+            &clean(),
+        );
+        assert_eq!((notes.label, notes.integrity), (None, Integrity::Trusted));
+    }
+
     // A read returns the seeded content and the label of the glob it matches.
     #[test]
     fn reads_carry_labels() {
         let mut ws = workspace();
-        let plain = ws.call("read_file", &json!({"path": "/workspace/notes.txt"}));
+        let plain = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/notes.txt"}),
+            &clean(),
+        );
         assert_eq!(plain.content["content"], "hello");
         assert_eq!(plain.label, None);
-        let internal = ws.call("read_file", &json!({"path": "/workspace/internal/plan.md"}));
+        let internal = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/internal/plan.md"}),
+            &clean(),
+        );
         assert_eq!(internal.content["content"], "q3 plan");
         assert_eq!(internal.label, Some(Label::Internal));
     }
@@ -512,14 +689,15 @@ mod tests {
         let w = ws.call(
             "write_file",
             &json!({"path": "/workspace/b.txt", "content": "x"}),
+            &clean(),
         );
         assert_eq!(w.content["ok"], true);
         assert_eq!(
-            ws.call("read_file", &json!({"path": "/workspace/b.txt"}))
+            ws.call("read_file", &json!({"path": "/workspace/b.txt"}), &clean())
                 .content["content"],
             "x"
         );
-        let listing = ws.call("list_dir", &json!({"path": "/workspace"}));
+        let listing = ws.call("list_dir", &json!({"path": "/workspace"}), &clean());
         assert_eq!(
             listing.content["entries"],
             json!(["b.txt", "internal/", "notes.txt"])
@@ -531,9 +709,13 @@ mod tests {
     #[test]
     fn paths_outside_root_fail() {
         let mut ws = workspace();
-        let out = ws.call("read_file", &json!({"path": "/etc/passwd"}));
+        let out = ws.call("read_file", &json!({"path": "/etc/passwd"}), &clean());
         assert_eq!(out.content["ok"], false);
-        let climb = ws.call("read_file", &json!({"path": "/workspace/../../etc"}));
+        let climb = ws.call(
+            "read_file",
+            &json!({"path": "/workspace/../../etc"}),
+            &clean(),
+        );
         assert_eq!(climb.content["ok"], false);
         assert!(climb.content["error"]
             .as_str()
@@ -548,26 +730,31 @@ mod tests {
         failing.insert("test_pricing".to_string());
         let mut tr = ToolServer::new("tests", ToolServerConfig::TestRunner { failing });
         assert_eq!(
-            tr.call("run_tests", &json!({"tests": ["test_ok"]})).content["status"],
+            tr.call("run_tests", &json!({"tests": ["test_ok"]}), &clean())
+                .content["status"],
             "pass"
         );
-        assert_eq!(tr.call("run_tests", &json!({})).content["status"], "fail");
+        assert_eq!(
+            tr.call("run_tests", &json!({}), &clean()).content["status"],
+            "fail"
+        );
     }
 
     // Sinks number what they receive and digest it canonically.
     #[test]
     fn sinks_record_in_order() {
         let mut p = ToolServer::new("pub", ToolServerConfig::Publish);
-        let a = p.call("publish", &json!({"b": 1, "a": 2}));
-        let b = p.call("publish", &json!({"a": 2, "b": 1}));
+        let a = p.call("publish", &json!({"b": 1, "a": 2}), &clean());
+        let b = p.call("publish", &json!({"a": 2, "b": 1}), &clean());
         assert_eq!(a.content["published"], 1);
         assert_eq!(b.content["published"], 2);
         assert_eq!(a.content["digest"], b.content["digest"]);
         let mut h = ToolServer::new("web", ToolServerConfig::Http);
         assert_eq!(
-            h.call("http_post", &json!({"url": "https://x"})).content["status"],
+            h.call("http_post", &json!({"url": "https://x"}), &clean())
+                .content["status"],
             200
         );
-        assert_eq!(h.call("nope", &json!({})).content["ok"], false);
+        assert_eq!(h.call("nope", &json!({}), &clean()).content["ok"], false);
     }
 }

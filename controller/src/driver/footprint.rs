@@ -26,7 +26,10 @@
 //! - for a call, the tool server's state ([`Resource::Server`]): a read of a
 //!   workspace server by `read_file` or `list_dir`, a write for every other
 //!   tool and server kind, and a write for any call to a server a tool budget
-//!   names.
+//!   names. A write stores the labels its caller holds with what it writes
+//!   (labels at rest), which the caller's own claims (its agent, its
+//!   lineage and the delegators of its chain) and the server write cover:
+//!   a later read of the server waits for the write and the labels it read.
 //!
 //! What is not claimed, and why it cannot reach an output: receipts are
 //! content-addressed and the bundle lists them in the order the driver

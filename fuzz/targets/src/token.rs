@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use chio_kernel::request::RequestProof;
 use chio_kernel::verdict::Verdict;
 use chio_kernel::verification::verify_capability;
-use chio_kernel::{CapabilityToken, ToolCallRequest, ToolOutput};
+use chio_kernel::{AdmissionTicket, CapabilityToken, ToolCallRequest, ToolOutput};
 
 use crate::world::{token_world, MAX_DEPTH, NOW_MS};
 use crate::Reach;
@@ -105,7 +105,8 @@ fn call_for(token: &CapabilityToken, agent: &str) -> ToolCallRequest {
 }
 
 /// A tool world that answers every call with a fixed document.
-fn dispatch(request: &ToolCallRequest) -> Result<ToolOutput, String> {
+fn dispatch(admitted: &AdmissionTicket) -> Result<ToolOutput, String> {
+    let request = admitted.request();
     Ok(ToolOutput {
         content: Value::String(format!("{} of {}", request.tool, request.server)),
         label: None,

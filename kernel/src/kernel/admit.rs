@@ -67,6 +67,8 @@ struct Admitting {
     holds: Vec<String>,
     observed: Vec<ObservedFinding>,
     trace: DecisionTrace,
+    /// What the call carries to its server ([`AdmissionTicket::carried_labels`]).
+    carried: BTreeSet<String>,
 }
 
 /// The next answer of a batch; a batch that ended early answers nothing
@@ -209,7 +211,26 @@ fn read_shares(
     Ok(())
 }
 
+/// The labels a call carries to its server, from everything its caller
+/// holds: `public` is left out, since it raises nothing.
+fn carried_labels(held: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    held.values()
+        .flatten()
+        .filter(|label| label.as_str() != crate::label::Label::Public.as_str())
+        .cloned()
+        .collect()
+}
+
 impl Kernel {
+    /// Whether the call's tool may keep what it is sent, so the call must
+    /// carry its caller's labels: every tool its catalog does not declare
+    /// read-only, and every tool of a kernel with no catalog.
+    fn may_keep(&self, request: &ToolCallRequest) -> bool {
+        self.contracts
+            .as_ref()
+            .is_none_or(|c| !c.reads_only(&request.server, &request.tool))
+    }
+
     /// Steps 1 to 7; see the module doc.
     pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
         let parameter_hash = canonical_sha256(&request.arguments).unwrap_or_default();
@@ -223,6 +244,7 @@ impl Kernel {
                 observed: state.observed,
                 parameter_hash,
                 trace: state.trace,
+                carried: state.carried,
             })),
             Err(mut outcome) => {
                 let mut trace = state.trace;
@@ -326,15 +348,22 @@ impl Kernel {
         };
         trace.journal = journal.clone();
         let mut labels = BTreeMap::new();
-        if self.needs.labels {
+        let mut carried = BTreeSet::new();
+        if self.needs.labels || self.may_keep(request) {
             let sets = match next_answer(&mut answers, StoreName::Label) {
                 Ok(OpAnswer::Labels(sets)) => sets,
                 Ok(_) => return Err(deny(unexpected(StoreName::Label))),
                 Err(e) => return Err(deny(e.into())),
             };
-            labels = self
+            let held = self
                 .collect_labels(request, &principal, &verified, &sets, trace)
                 .map_err(deny)?;
+            if self.may_keep(request) {
+                carried = carried_labels(&held);
+            }
+            if self.needs.labels {
+                labels = held;
+            }
         }
         let run = match plan.early_guards.take() {
             Some(run) if labels.is_empty() => run,
@@ -359,6 +388,7 @@ impl Kernel {
             0 => "no delegated share to admit".to_string(),
             n => format!("{n} share(s) admitted"),
         });
+        state.carried = carried;
         Ok((verified, principal))
     }
 
@@ -488,10 +518,11 @@ impl Kernel {
             plan.early_guards = Some(run);
         }
         plan.journal = Some(journal);
-        if self.needs.labels {
+        if self.needs.labels || self.may_keep(request) {
             plan.ops.push(StoreOp::ReadLabels {
                 keys: self.label_keys(request, &principal, verified),
-                stop_unless_empty: plan.shares_in_batch,
+                // Only labels the guards read can change what follows.
+                stop_unless_empty: plan.shares_in_batch && self.needs.labels,
             });
         }
         if plan.shares_in_batch {

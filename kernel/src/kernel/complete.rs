@@ -183,6 +183,7 @@ impl Kernel {
             mut observed,
             parameter_hash,
             mut trace,
+            carried: _,
         } = ticket;
         let ToolOutput {
             content,

@@ -62,7 +62,7 @@
 //! pipeline), `complete` (step 8, abort, and the closing batch with the
 //! receipt).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use ed25519_dalek::SigningKey;
@@ -151,12 +151,26 @@ pub struct AdmissionTicket {
     parameter_hash: String,
     /// The trace of admission, continued by [`Kernel::complete`].
     trace: DecisionTrace,
+    /// What the caller held when admitted, for a tool that may keep what
+    /// it is sent (see [`AdmissionTicket::carried_labels`]).
+    carried: BTreeSet<String>,
 }
 
 impl AdmissionTicket {
     /// The admitted request, to dispatch.
     pub fn request(&self) -> &ToolCallRequest {
         &self.request
+    }
+
+    /// The labels the call carries to its tool server: every label
+    /// retained under the caller's session, principal and lineage and the
+    /// delegation record of each link it presented, when admitted (levels
+    /// above `public` and integrity labels). A server that stores what a
+    /// call writes keeps them with the stored item, so a later read of it
+    /// carries them on (see `docs/architecture.md`, labels at rest). Empty
+    /// for a tool its catalog declares read-only, which keeps nothing.
+    pub fn carried_labels(&self) -> &BTreeSet<String> {
+        &self.carried
     }
 
     /// The id of the grant's lineage (root capability).
@@ -308,11 +322,11 @@ impl Kernel {
         &mut self,
         request: &ToolCallRequest,
         now_ms: u64,
-        dispatch: &mut dyn FnMut(&ToolCallRequest) -> Result<ToolOutput, String>,
+        dispatch: &mut dyn FnMut(&AdmissionTicket) -> Result<ToolOutput, String>,
     ) -> Decision {
         match self.admit(request, now_ms) {
             Admission::Decided(decision) => *decision,
-            Admission::Admitted(ticket) => match dispatch(ticket.request()) {
+            Admission::Admitted(ticket) => match dispatch(&ticket) {
                 Ok(output) => self.complete(*ticket, output, now_ms),
                 Err(reason) => self.abort(*ticket, &reason, now_ms),
             },
@@ -328,7 +342,7 @@ impl Kernel {
     pub fn evaluate_together(
         &mut self,
         requests: &[(ToolCallRequest, u64)],
-        dispatch: &mut dyn FnMut(&ToolCallRequest) -> Result<ToolOutput, String>,
+        dispatch: &mut dyn FnMut(&AdmissionTicket) -> Result<ToolOutput, String>,
     ) -> Vec<Decision> {
         let admitted: Vec<Admission> = requests
             .iter()
@@ -339,7 +353,7 @@ impl Kernel {
             .zip(requests)
             .map(|(admission, (_, now_ms))| match admission {
                 Admission::Decided(decision) => *decision,
-                Admission::Admitted(ticket) => match dispatch(ticket.request()) {
+                Admission::Admitted(ticket) => match dispatch(&ticket) {
                     Ok(output) => self.complete(*ticket, output, *now_ms),
                     Err(reason) => self.abort(*ticket, &reason, *now_ms),
                 },

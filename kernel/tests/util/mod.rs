@@ -10,7 +10,9 @@ use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::RequestProof;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{CapabilityBody, ScopeGrant, CAPABILITY_SCHEMA, FULL_SHARE_BPS};
-use chio_kernel::{CapabilityToken, Decision, Kernel, KernelConfig, ToolCallRequest, ToolOutput};
+use chio_kernel::{
+    AdmissionTicket, CapabilityToken, Decision, Kernel, KernelConfig, ToolCallRequest, ToolOutput,
+};
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
 
@@ -158,29 +160,32 @@ pub fn decide(
 /// publish sink and a test runner.
 pub fn dispatch(
     files: &BTreeMap<String, (String, Option<String>)>,
-) -> impl FnMut(&ToolCallRequest) -> Result<ToolOutput, String> + '_ {
-    move |req: &ToolCallRequest| match req.tool.as_str() {
-        "read_file" => {
-            let path = req.arguments["path"].as_str().unwrap_or_default();
-            match files.get(path) {
-                // A file's label may be an integrity label (`integrity:untrusted`).
-                Some((content, label)) => Ok(ToolOutput {
-                    content: json!({ "content": content }),
-                    label: label.as_deref().and_then(chio_kernel::label::Label::parse),
-                    integrity: label
-                        .clone()
-                        .filter(|l| chio_kernel::label::is_integrity_label(l)),
-                    performed: true,
-                }),
-                None => Err(format!("no such file {path}")),
+) -> impl FnMut(&AdmissionTicket) -> Result<ToolOutput, String> + '_ {
+    move |admitted: &AdmissionTicket| {
+        let req = admitted.request();
+        match req.tool.as_str() {
+            "read_file" => {
+                let path = req.arguments["path"].as_str().unwrap_or_default();
+                match files.get(path) {
+                    // A file's label may be an integrity label (`integrity:untrusted`).
+                    Some((content, label)) => Ok(ToolOutput {
+                        content: json!({ "content": content }),
+                        label: label.as_deref().and_then(chio_kernel::label::Label::parse),
+                        integrity: label
+                            .clone()
+                            .filter(|l| chio_kernel::label::is_integrity_label(l)),
+                        performed: true,
+                    }),
+                    None => Err(format!("no such file {path}")),
+                }
             }
+            _ => Ok(ToolOutput {
+                content: json!({ "ok": true }),
+                label: None,
+                integrity: None,
+                performed: true,
+            }),
         }
-        _ => Ok(ToolOutput {
-            content: json!({ "ok": true }),
-            label: None,
-            integrity: None,
-            performed: true,
-        }),
     }
 }
 

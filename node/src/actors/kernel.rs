@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::thread;
 
-use chio_kernel::kernel::{Decision, Kernel, KernelConfig, ToolOutput};
+use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel, KernelConfig, ToolOutput};
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::stores::KernelStores;
@@ -181,11 +181,12 @@ impl KernelActor {
 fn dispatch(
     servers: &BTreeMap<String, ToolServerHandle>,
     kernel_id: &str,
-    request: &ToolCallRequest,
+    admitted: &AdmissionTicket,
 ) -> Result<chio_kernel::kernel::ToolOutput, String> {
+    let request = admitted.request();
     let dispatched = match servers.get(&request.server) {
         Some(server) => server
-            .call_blocking(&request.tool, &request.arguments)
+            .call_blocking(&request.tool, &request.arguments, admitted.carried_labels())
             .map_err(|e| e.to_string()),
         None => Err(format!(
             "server {} is not served by kernel {kernel_id}",

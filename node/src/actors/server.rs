@@ -1,6 +1,8 @@
 //! The tool-server actor: owns one simulated server and answers its calls
 //! in arrival order. What a call returns is `crate::tools`' business.
 
+use std::collections::BTreeSet;
+
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -11,6 +13,7 @@ enum ServerCommand {
     Call {
         tool: String,
         arguments: Value,
+        carried: BTreeSet<String>,
         reply: oneshot::Sender<ToolResult>,
     },
     ChangeFile {
@@ -39,9 +42,10 @@ impl ServerActor {
                 ServerCommand::Call {
                     tool,
                     arguments,
+                    carried,
                     reply,
                 } => {
-                    let result = self.server.call(&tool, &arguments);
+                    let result = self.server.call(&tool, &arguments, &carried);
                     // The caller may have given up; the call still happened.
                     let _ = reply.send(result);
                 }
@@ -83,12 +87,18 @@ impl ToolServerHandle {
     }
 
     /// Calls a tool from a thread outside the runtime (the kernel actor).
-    pub fn call_blocking(&self, tool: &str, arguments: &Value) -> Result<ToolResult, NodeError> {
+    pub fn call_blocking(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        carried: &BTreeSet<String>,
+    ) -> Result<ToolResult, NodeError> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .blocking_send(ServerCommand::Call {
                 tool: tool.to_string(),
                 arguments: arguments.clone(),
+                carried: carried.clone(),
                 reply,
             })
             .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;

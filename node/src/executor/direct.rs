@@ -22,7 +22,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
-use chio_kernel::kernel::{Decision, Kernel};
+use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel};
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::LabelCarry;
 use chio_kernel::request::ToolCallRequest;
@@ -100,9 +100,9 @@ fn served_by<'a>(
     world: &'a World,
     servers: &'a mut BTreeMap<String, ToolServer>,
     kernel: &'a str,
-) -> impl FnMut(&ToolCallRequest) -> Result<chio_kernel::kernel::ToolOutput, String> + 'a {
-    move |request| {
-        serve(world, servers, kernel, request)
+) -> impl FnMut(&AdmissionTicket) -> Result<chio_kernel::kernel::ToolOutput, String> + 'a {
+    move |admitted| {
+        serve(world, servers, kernel, admitted)
             .map_err(|reason| format!("dispatch failed: {reason}"))
     }
 }
@@ -112,11 +112,16 @@ pub fn serve(
     world: &World,
     servers: &mut BTreeMap<String, ToolServer>,
     kernel: &str,
-    request: &ToolCallRequest,
+    admitted: &AdmissionTicket,
 ) -> Result<chio_kernel::kernel::ToolOutput, String> {
+    let request = admitted.request();
     let served = world.server_kernel(&request.server) == Some(kernel);
     match servers.get_mut(&request.server) {
-        Some(server) if served => Ok(tool_output(server.call(&request.tool, &request.arguments))),
+        Some(server) if served => Ok(tool_output(server.call(
+            &request.tool,
+            &request.arguments,
+            admitted.carried_labels(),
+        ))),
         _ => Err(format!(
             "server {} is not served by kernel {kernel}",
             request.server
