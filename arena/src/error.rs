@@ -228,6 +228,27 @@ error_table! {
     } => "CHIO-SCENARIO-ARGUMENTS-REFUSED", Input, at: Some(field),
         summary: format!("the arguments at {field} for {server}/{tool} {why}"),
         help: "give the arguments the tool's input schema requires; docs/scenario-schema.md lists each tool's required arguments";
+    /// An argument object that names a reference (`from_step`, `literal`,
+    /// `fixture`) but is not one the value grammar reads.
+    ValueReference {
+        /// Path of the object, its JSON pointer appended.
+        field: String,
+        /// What is wrong.
+        problem: &'static str,
+    } => "CHIO-SCENARIO-VALUE-REFERENCE", Input, at: Some(field),
+        summary: format!("{field} is not a reference the value grammar reads: {problem}"),
+        help: "write { from_step = \"<step>\", pointer = \"/json/pointer\" }, or { literal = ... } for an object that should be sent as written; docs/scenario-schema.md, \"Values\"";
+    /// A reference to a step whose value the referring step cannot have.
+    ValueSource {
+        /// Path of the reference, its JSON pointer appended.
+        field: String,
+        /// The step it names.
+        step: String,
+        /// Which condition fails.
+        reason: &'static str,
+    } => "CHIO-SCENARIO-VALUE-SOURCE", Input, at: Some(field),
+        summary: format!("{field} takes its value from step {step:?}, which it cannot read: {reason}"),
+        help: "name an earlier call step of the same agent; docs/scenario-schema.md, \"Values\"";
     /// A budget allows zero invocations.
     ZeroBudget {
         /// Path of `max_invocations`.

@@ -117,10 +117,37 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "delegation_taint",
         "message_exfiltration",
         "labels_at_rest",
+        "value_references",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);
         let (one, _) = run(&file, DispatchMode::OneAtATime);
         assert_eq!(pipelined.bundle, one.bundle, "{name}");
     }
+}
+
+// Proves a call whose arguments take values from earlier outputs is sent the resolved values (the receipt's parameter hash is that of the arguments with the reference replaced and the literal unwrapped), and waits for the step it reads when pipelined.
+#[test]
+fn references_send_the_values_they_name() {
+    let file = repo_path("scenarios/value_references.toml");
+    let (pipelined, _) = run(&file, DispatchMode::Pipelined);
+    let (one, _) = run(&file, DispatchMode::OneAtATime);
+    assert_eq!(pipelined.bundle, one.bundle);
+    let receipt = one
+        .bundle
+        .receipts
+        .iter()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).expect("receipt"))
+        .find(|r| r["body"]["request_id"] == "pay-the-bill")
+        .expect("pay-the-bill has a receipt");
+    let sent = serde_json::json!({
+        "url": "https://payments.test/transfer",
+        "to": "IBAN-SUPPLIER",
+        "amount": "120",
+        "memo": {"from_step": "read-bill"},
+    });
+    assert_eq!(
+        receipt["body"]["parameter_hash"],
+        chio_kernel::receipt::canonical_sha256(&sent).expect("canonical")
+    );
 }

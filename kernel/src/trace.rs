@@ -75,6 +75,15 @@ pub struct DecisionTrace {
     /// The keys the output's label was joined into.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub label_writes: Vec<String>,
+    /// An allow whose server answered that it did not carry the call out
+    /// (absent otherwise), so a value that step was to produce is known
+    /// to be missing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub not_performed: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// How one stage answered.

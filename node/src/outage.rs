@@ -116,6 +116,10 @@ node_codes! {
     RevokerNodeDown => "revoker-node-down",
     /// The revocation cannot be recorded in trust-control.
     RevocationUnrecorded => "revocation-unrecorded",
+    /// A call argument takes its value from a step that released none.
+    ReferenceUnresolved => "reference-unresolved",
+    /// A call argument is a reference object the value grammar refuses.
+    ReferenceMalformed => "reference-malformed",
 }
 
 impl NodeCode {
@@ -252,6 +256,26 @@ pub enum NodeReason {
     RevokerDown(NodeDown),
     /// A revocation that cannot be recorded.
     RevocationUnrecorded(Outage),
+    /// A call whose argument takes its value from a step that released
+    /// none, so it is never sent.
+    ReferenceUnresolved {
+        /// The JSON pointer of the argument (empty: the whole arguments).
+        argument: String,
+        /// The step named.
+        step: String,
+        /// The pointer into its output.
+        pointer: String,
+        /// Why there is no value.
+        why: chio_arena::scenario::value::Unresolved,
+    },
+    /// A call whose argument is a reference object the grammar refuses
+    /// (a loaded scenario holds none; a hand-built call may).
+    ReferenceMalformed {
+        /// The JSON pointer of the object.
+        argument: String,
+        /// What is wrong.
+        problem: &'static str,
+    },
 }
 
 impl NodeReason {
@@ -273,6 +297,8 @@ impl NodeReason {
             NodeReason::RevokerNotPlaced { .. } => NodeCode::RevokerNotPlaced,
             NodeReason::RevokerDown(_) => NodeCode::RevokerNodeDown,
             NodeReason::RevocationUnrecorded(_) => NodeCode::RevocationUnrecorded,
+            NodeReason::ReferenceUnresolved { .. } => NodeCode::ReferenceUnresolved,
+            NodeReason::ReferenceMalformed { .. } => NodeCode::ReferenceMalformed,
         }
     }
 
@@ -333,8 +359,48 @@ impl std::fmt::Display for NodeReason {
                 "delegation refused: the child cannot be handed to agent {to} on node {to_node} from node {from_node}: {}",
                 outage.link_cause()
             ),
+            NodeReason::ReferenceUnresolved {
+                argument,
+                step,
+                pointer,
+                why,
+            } => {
+                let pointer = if pointer.is_empty() {
+                    "the whole output".to_string()
+                } else {
+                    format!("pointer {pointer}")
+                };
+                write!(
+                    f,
+                    "call refused: {} takes its value from step {step} ({pointer}), but {why}",
+                    argument_name(argument)
+                )
+            }
+            NodeReason::ReferenceMalformed { argument, problem } => write!(
+                f,
+                "call refused: {} not a reference the value grammar reads: {problem}",
+                argument_is(argument)
+            ),
             _ => self.fmt_revocation(f),
         }
+    }
+}
+
+/// How a reason names the argument at JSON pointer `at`.
+fn argument_name(at: &str) -> String {
+    if at.is_empty() {
+        "the arguments".to_string()
+    } else {
+        format!("argument {at}")
+    }
+}
+
+/// [`argument_name`] with its verb.
+fn argument_is(at: &str) -> String {
+    if at.is_empty() {
+        "the arguments are".to_string()
+    } else {
+        format!("argument {at} is")
     }
 }
 
@@ -506,6 +572,8 @@ mod tests {
             (NodeReason::RevokerNotPlaced { agent: s("bob") }, "revocation refused: agent bob is not placed"),
             (NodeReason::RevokerDown(down()), "revocation refused: node node-b is down (crashed at step crash)"),
             (NodeReason::RevocationUnrecorded(Outage::DeadlineExceeded), "revocation refused: the revocation cannot be recorded: trust-control deadline exceeded"),
+            (NodeReason::ReferenceUnresolved { argument: s("/to"), step: s("read-bill"), pointer: s("/iban"), why: chio_arena::scenario::value::Unresolved::Denied }, "call refused: argument /to takes its value from step read-bill (pointer /iban), but it was not allowed"),
+            (NodeReason::ReferenceMalformed { argument: s(""), problem: "a literal takes only the key literal; put the whole object inside it" }, "call refused: the arguments are not a reference the value grammar reads: a literal takes only the key literal; put the whole object inside it"),
         ];
         let mut covered = std::collections::BTreeSet::new();
         for (reason, message) in examples {

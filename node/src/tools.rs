@@ -249,6 +249,17 @@ impl ToolServer {
         &self.id
     }
 
+    /// How many calls a sink or test runner has kept (0 for a workspace).
+    #[cfg(test)]
+    fn received(&self) -> usize {
+        match &self.state {
+            ServerState::Publish { posts } => posts.len(),
+            ServerState::Http { requests } => requests.len(),
+            ServerState::TestRunner { runs, .. } => *runs as usize,
+            ServerState::Workspace { .. } => 0,
+        }
+    }
+
     /// Serves one admitted call, which carries `carried`: the labels its
     /// caller held, kept with whatever the call writes.
     pub fn call(
@@ -302,11 +313,7 @@ impl ToolServer {
                 "publish" => match digest(arguments) {
                     Ok(digest) => {
                         posts.push(arguments.clone());
-                        ToolResult::plain(json!({
-                            "ok": true,
-                            "published": posts.len(),
-                            "digest": digest,
-                        }))
+                        ToolResult::plain(json!({"ok": true, "digest": digest}))
                     }
                     Err(refused) => refused,
                 },
@@ -329,7 +336,6 @@ impl ToolServer {
                     };
                     ToolResult::plain(json!({
                         "ok": true,
-                        "run": *runs,
                         "status": if failed.is_empty() { "pass" } else { "fail" },
                         "failed": failed,
                     }))
@@ -340,12 +346,7 @@ impl ToolServer {
                 "http_post" => match digest(arguments) {
                     Ok(digest) => {
                         requests.push(arguments.clone());
-                        ToolResult::plain(json!({
-                            "ok": true,
-                            "status": 200,
-                            "request": requests.len(),
-                            "digest": digest,
-                        }))
+                        ToolResult::plain(json!({"ok": true, "status": 200, "digest": digest}))
                     }
                     Err(refused) => refused,
                 },
@@ -436,8 +437,14 @@ fn workspace_call(
             files.insert(path.clone(), Stored { content, labels });
             ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))
         }
+        // The answer tells that the file was there, which its labels cover.
         "delete_file" => match files.remove(&path) {
-            Some(_) => ToolResult::plain(json!({"ok": true, "path": path})),
+            Some(removed) => ToolResult {
+                content: json!({"ok": true, "path": path}),
+                label: removed.level(),
+                integrity: removed.integrity(),
+                performed: true,
+            },
             None => ToolResult::failed(format!("no such file {path}")),
         },
         "list_dir" => {
@@ -568,12 +575,7 @@ mod tests {
                 &clean(),
             );
             assert!(kept.performed, "{tool}");
-            let count = if tool == "publish" {
-                "published"
-            } else {
-                "request"
-            };
-            assert_eq!(kept.content[count], 1, "{tool}: the refused call was kept");
+            assert_eq!(server.received(), 1, "{tool}: the refused call was kept");
         }
     }
 
@@ -623,6 +625,17 @@ mod tests {
         );
         let mine = ws.call("read_file", &json!({"path": path}), &clean());
         assert_eq!((mine.label, mine.integrity), (None, Integrity::Trusted));
+        // A delete tells that the file was there: its answer carries the file's labels.
+        ws.call(
+            "write_file",
+            &json!({"path": path, "content": "x"}),
+            &tainted,
+        );
+        let deleted = ws.call("delete_file", &json!({"path": path}), &clean());
+        assert_eq!(
+            (deleted.label, deleted.integrity),
+            (Some(Label::Internal), Integrity::Untrusted)
+        );
         // A fixture edit of a seeded file stays unlabelled, as the fixture was.
         ws.change_file(
             "/workspace/notes.txt",
@@ -740,15 +753,28 @@ mod tests {
         );
     }
 
-    // Sinks number what they receive and digest it canonically.
+    // Sinks keep what they receive and digest it canonically; an answer depends only on its own call, never on what other callers sent before (a count would carry one caller's data to the next), so it carries no one else's labels.
     #[test]
-    fn sinks_record_in_order() {
+    fn sinks_record_and_answer_only_their_call() {
         let mut p = ToolServer::new("pub", ToolServerConfig::Publish);
         let a = p.call("publish", &json!({"b": 1, "a": 2}), &clean());
         let b = p.call("publish", &json!({"a": 2, "b": 1}), &clean());
-        assert_eq!(a.content["published"], 1);
-        assert_eq!(b.content["published"], 2);
-        assert_eq!(a.content["digest"], b.content["digest"]);
+        assert_eq!(p.received(), 2);
+        assert_eq!(
+            a.content, b.content,
+            "the second answer reveals the first call"
+        );
+        let mut t = ToolServer::new(
+            "tests",
+            ToolServerConfig::TestRunner {
+                failing: BTreeSet::new(),
+            },
+        );
+        let first = t.call("run_tests", &json!({}), &clean());
+        assert_eq!(
+            first.content,
+            t.call("run_tests", &json!({}), &clean()).content
+        );
         let mut h = ToolServer::new("web", ToolServerConfig::Http);
         assert_eq!(
             h.call("http_post", &json!({"url": "https://x"}), &clean())

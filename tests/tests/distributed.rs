@@ -17,7 +17,7 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 9] = [
+const REFERENCE: [&str; 10] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -27,6 +27,7 @@ const REFERENCE: [&str; 9] = [
     "deny_reasons",
     "integrity_hijack",
     "labels_at_rest",
+    "value_references",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

@@ -63,6 +63,7 @@ mod split;
 pub mod text;
 pub mod tools;
 pub mod validate;
+pub mod value;
 
 pub use text::ScenarioText;
 use text::Span;

@@ -22,7 +22,8 @@
 //! - for a delegation, the delegatee too (it comes to hold the child); for a
 //!   message, the receiver (its principal and session take the message's
 //!   labels) and the forwarded call's released output
-//!   ([`Resource::Output`]), which that call writes;
+//!   ([`Resource::Output`]), which that call writes; for a call whose
+//!   argument takes its value from a step, that step's output, likewise;
 //! - for a call, the tool server's state ([`Resource::Server`]): a read of a
 //!   workspace server by `read_file` or `list_dir`, a write for every other
 //!   tool and server kind, and a write for any call to a server a tool budget
@@ -268,6 +269,13 @@ fn footprint(
             };
             footprint.claim(Resource::Server(call.server.clone()), access);
             footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
+            // An argument that takes its value from a step waits for it.
+            for placed in
+                chio_arena::scenario::value::references(&call.arguments).unwrap_or_default()
+            {
+                let chio_arena::scenario::value::Reference::Step { step, .. } = placed.reference;
+                footprint.claim(Resource::Output(step), Access::Read);
+            }
             world.servers.contains_key(&call.server)
                 && call
                     .capability

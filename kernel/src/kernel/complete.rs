@@ -336,6 +336,7 @@ impl Kernel {
         }
         let outcome = if sanitized { "rewrite" } else { "pass" };
         trace.output(outcome, released(label, &integrity, performed));
+        trace.not_performed = !performed;
         let appended = next_answer(&mut answers, StoreName::Receipt).map(|_| ());
         self.settle_allow(
             &request,

@@ -15,15 +15,17 @@
 
 use std::collections::BTreeMap;
 
+use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
 use chio_arena::scenario::CallAction;
 use chio_kernel::token::CapabilityToken;
+use chio_kernel::verdict::Verdict;
 use serde_json::Value;
 
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::node::{CallAnswer, CallCommand};
-use crate::outage::Refusal;
+use crate::outage::{NodeReason, Refusal};
 use crate::world::World;
 
 /// A call ready to dispatch.
@@ -124,6 +126,10 @@ pub(super) fn prepare(
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
         .to_string();
+    let (arguments, unresolved) = match resolved_arguments(executor, &call.arguments) {
+        Ok(arguments) => (arguments, None),
+        Err(refusal) => (call.arguments.clone(), Some(refusal)),
+    };
     let mut command = CallCommand {
         request_id: step_id.to_string(),
         agent: agent.to_string(),
@@ -131,13 +137,14 @@ pub(super) fn prepare(
         captured,
         server: call.server.clone(),
         tool: call.tool.clone(),
-        arguments: call.arguments.clone(),
+        arguments,
         now_ms,
     };
     let agent_node = world.agent_node(agent).unwrap_or_default();
     let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
     let faults = &executor.faults;
-    let blocked = faults.call_blocked(agent, agent_node);
+    // A call missing a value is never sent; nor is one nobody can make.
+    let blocked = unresolved.or_else(|| faults.call_blocked(agent, agent_node));
     let delay = faults.delay(agent_node, kernel_node);
     if let Some((ms, _)) = &delay {
         command.now_ms = now_ms.saturating_add(*ms);
@@ -199,12 +206,57 @@ pub(super) fn fold(
         "a call's released output",
         outcome.output.as_ref().unwrap_or(&Value::Null),
     )?;
+    let value = match (&outcome.output, outcome.verdict) {
+        (_, Verdict::Deny | Verdict::PendingApproval) => Err(Unresolved::Denied),
+        (None, Verdict::Allow) => Err(Unresolved::Withheld),
+        (Some(_), Verdict::Allow) if outcome.trace.not_performed => Err(Unresolved::NotPerformed),
+        (Some(output), Verdict::Allow) => Ok(output.clone()),
+    };
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {
             label: outcome.trace.output_label.clone(),
             content_sha256,
+            value,
         },
     );
     Ok(())
+}
+
+/// The arguments a call step sends: its declared arguments with
+/// every reference to an earlier step's output resolved (see
+/// `chio_arena::scenario::value`), or the deny of a reference that finds
+/// no value. A step that was refused before any kernel decided it (or was
+/// never recorded) has no output, so it was not carried out.
+fn resolved_arguments(executor: &StepExecutor, arguments: &Value) -> Result<Value, Refusal> {
+    if !value::has_references(arguments) {
+        return Ok(arguments.clone());
+    }
+    let mut lookup = |reference: &Reference| match reference {
+        Reference::Step { step, pointer } => match executor.outputs.get(step) {
+            Some(released) => match &released.value {
+                Ok(output) => value::at_pointer(output, pointer),
+                Err(why) => Err(why.clone()),
+            },
+            None => Err(Unresolved::NotPerformed),
+        },
+    };
+    value::resolve(arguments, &mut lookup).map_err(|stopped| match stopped {
+        Resolution::Unanswered {
+            at,
+            reference: Reference::Step { step, pointer },
+            why,
+        } => NodeReason::ReferenceUnresolved {
+            argument: at,
+            step,
+            pointer,
+            why,
+        }
+        .refusal(),
+        Resolution::Malformed(malformed) => NodeReason::ReferenceMalformed {
+            argument: malformed.at,
+            problem: malformed.problem,
+        }
+        .refusal(),
+    })
 }

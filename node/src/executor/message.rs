@@ -7,6 +7,7 @@
 //! node's half joins the sender's labels and the forwarded output's label
 //! into the receiver's principal and session.
 
+use chio_arena::scenario::value::Unresolved;
 use chio_arena::scenario::MessageAction;
 use serde_json::{json, Value};
 
@@ -36,11 +37,13 @@ pub(super) fn prepare(
             None => ReleasedOutput {
                 label: None,
                 content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
+                value: Err(Unresolved::NotPerformed),
             },
         },
         None => ReleasedOutput {
             label: None,
             content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
+            value: Ok(json!(message.content)),
         },
     };
     Ok(PreparedMessage {

@@ -36,6 +36,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
+use chio_arena::scenario::value::Unresolved;
 use chio_arena::{Action, ActionKind};
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
@@ -159,13 +160,16 @@ impl HeldCapability {
     }
 }
 
-/// What a released call output is to a message that forwards it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a released call output is to a message that forwards it and to a
+/// call whose argument takes a value from it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReleasedOutput {
     /// The label the serving kernel recorded for it.
     pub label: Option<String>,
     /// [`canonical_sha256`] of the released output (`null` when withheld).
     pub content_sha256: String,
+    /// The released output, or why the step released none.
+    pub value: Result<Value, Unresolved>,
 }
 
 /// A scheduled action, decided by the controller and ready to dispatch.

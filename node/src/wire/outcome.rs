@@ -170,6 +170,7 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
         output_label: trace.output_label.clone(),
         output_integrity: trace.output_integrity.clone(),
         label_writes: trace.label_writes.clone(),
+        not_performed: trace.not_performed,
         reason_code: trace.reason_code.map(|code| code.as_str().to_string()),
     }
 }
@@ -272,6 +273,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         output_label: trace.output_label,
         output_integrity: trace.output_integrity,
         label_writes: trace.label_writes,
+        not_performed: trace.not_performed,
     })
 }
 

@@ -208,6 +208,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
             prop::option::of(text()),
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
+            any::<bool>(),
         ),
     )
         .prop_map(
@@ -219,7 +220,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
                 journal,
                 guards,
                 shares,
-                (output_label, output_integrity, label_writes),
+                (output_label, output_integrity, label_writes, not_performed),
             )| DecisionTrace {
                 principal,
                 chain,
@@ -233,6 +234,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
                 output_label,
                 output_integrity,
                 label_writes,
+                not_performed,
             },
         )
 }

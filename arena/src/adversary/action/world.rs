@@ -32,7 +32,10 @@ pub struct BaseStep {
 }
 
 /// The call steps of a scenario that adversaries mutate: calls expected to
-/// be admitted, in execution order. A scenario without a world has none.
+/// be admitted, in execution order. A scenario without a world has none,
+/// and a call whose arguments take values from other steps is none: its
+/// values exist only in the scripted run, which the adversary does not
+/// replay step by step.
 pub fn base_steps(scenario: &Scenario) -> Result<Vec<BaseStep>, ArenaError> {
     let file = scenario.file();
     let mut out = Vec::new();
@@ -44,6 +47,9 @@ pub fn base_steps(scenario: &Scenario) -> Result<Vec<BaseStep>, ArenaError> {
         let Some(capability) = &call.capability else {
             continue;
         };
+        if crate::scenario::value::has_references(&call.arguments) {
+            continue;
+        }
         let expect = match call.expect_verdict {
             ExpectedVerdict::Allow => ProjectedVerdict::Allow,
             ExpectedVerdict::Rewrite => ProjectedVerdict::Rewrite,

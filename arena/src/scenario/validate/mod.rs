@@ -100,8 +100,12 @@ pub(crate) struct Built {
     pub names: Vec<String>,
     /// Each fault step's index and fault, in declaration order.
     pub faults: Vec<(usize, FaultAction)>,
-    /// The call steps whose output a message forwards.
+    /// The call steps whose output a later step reads: a message forwards
+    /// it, or a call's argument takes a value from it.
     pub forwarded: BTreeSet<String>,
+    /// Each call argument that takes its value from a step: the call's
+    /// index, the JSON pointer of the argument and the step it names.
+    pub references: Vec<(usize, String, String)>,
     /// The delegate steps' indices, in declaration order.
     pub delegations: Vec<usize>,
 }
@@ -270,6 +274,7 @@ fn build(
         faults,
         forwarded,
         delegations,
+        references: _,
     } = resolved.steps;
     let steps = match (held, spans) {
         (Some(mut held), _) => {
@@ -376,6 +381,7 @@ impl<'a> Validator<'a> {
             ranked: &ranked,
             kinds: &built.kinds,
             held: built.steps.held.as_deref(),
+            references: &built.steps.references,
             has_world,
         };
         let (resolved, names) = self.holdings(&walk, start_ms)?;

@@ -24,6 +24,9 @@ pub(super) struct Walk<'w> {
     pub kinds: &'w [ActionKind],
     /// Every step, when the scenario keeps them in memory.
     pub held: Option<&'w [Step]>,
+    /// Each call argument that takes its value from a step
+    /// (`Built::references`).
+    pub references: &'w [(usize, String, String)],
     pub has_world: bool,
 }
 
@@ -171,25 +174,29 @@ impl<'a> Validator<'a> {
     }
 
     /// A message forwards the output of an earlier call step of its own
-    /// sender, ordered before it in execution order; anything else would
-    /// forward what the sender never received.
+    /// sender, and a call's argument takes a value from one, ordered before
+    /// it in execution order; anything else would read what the agent never
+    /// received.
     pub(super) fn messages(&self, walk: &Walk<'_>) -> Result<(), ArenaError> {
-        let messages: Vec<usize> = (0..walk.kinds.len())
-            .filter(|i| walk.kinds[*i] == ActionKind::Message)
-            .collect();
-        if messages.is_empty() {
-            return Ok(());
-        }
-        // Each message's source id, by the message's declaration index.
-        let mut forwards: Vec<(usize, String)> = Vec::new();
-        for i in messages {
+        // Each reader's declaration index, the field naming the source, the
+        // source's id, and whether the reader is a message.
+        let mut forwards: Vec<(usize, String, String, bool)> = Vec::new();
+        for i in (0..walk.kinds.len()).filter(|i| walk.kinds[*i] == ActionKind::Message) {
             if let Action::Message(MessageAction {
                 from_step: Some(source),
                 ..
             }) = self.action_at(walk, i)?.as_ref()
             {
-                forwards.push((i, source.clone()));
+                forwards.push((i, format!("steps[{i}].from_step"), source.clone(), true));
             }
+        }
+        for (i, at, source) in walk.references {
+            forwards.push((
+                *i,
+                format!("steps[{i}].arguments{at}"),
+                source.clone(),
+                false,
+            ));
         }
         if forwards.is_empty() {
             return Ok(());
@@ -205,7 +212,7 @@ impl<'a> Validator<'a> {
         // in one pass (the first step with the id, as ids are unique).
         let mut sources: BTreeMap<&str, Option<usize>> = forwards
             .iter()
-            .map(|(_, source)| (source.as_str(), None))
+            .map(|(_, _, source, _)| (source.as_str(), None))
             .collect();
         for j in 0..walk.kinds.len() {
             let id = match walk.held.and_then(|held| held.get(j)) {
@@ -216,13 +223,15 @@ impl<'a> Validator<'a> {
                 *slot = Some(j);
             }
         }
-        for (i, source) in &forwards {
-            let i = *i;
-            let field = format!("steps[{i}].from_step");
-            let Some(j) = sources.get(source.as_str()).copied().flatten() else {
+        let found: BTreeMap<String, Option<usize>> = sources
+            .into_iter()
+            .map(|(id, j)| (id.to_string(), j))
+            .collect();
+        for (i, field, source, message) in forwards {
+            let Some(j) = found.get(source.as_str()).copied().flatten() else {
                 return Err(ArenaError::UndeclaredReference {
                     kind: "step",
-                    id: source.clone(),
+                    id: source,
                     field,
                 });
             };
@@ -231,15 +240,27 @@ impl<'a> Validator<'a> {
             } else if walk.agent(j) != walk.agent(i) {
                 Some("it is another agent's step")
             } else if position.get(j) >= position.get(i) {
-                Some("it is not ordered before the message")
+                Some(if message {
+                    "it is not ordered before the message"
+                } else {
+                    "it is not ordered before the call"
+                })
             } else {
                 None
             };
             if let Some(reason) = reason {
-                return Err(ArenaError::MessageSource {
-                    field,
-                    step: source.clone(),
-                    reason,
+                return Err(if message {
+                    ArenaError::MessageSource {
+                        field,
+                        step: source,
+                        reason,
+                    }
+                } else {
+                    ArenaError::ValueSource {
+                        field,
+                        step: source,
+                        reason,
+                    }
                 });
             }
         }

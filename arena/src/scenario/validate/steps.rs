@@ -171,6 +171,16 @@ impl<'a> Validator<'a> {
                     pass.steps.forwarded.insert(source.clone());
                 }
                 Action::Delegate(_) => pass.steps.delegations.push(i),
+                Action::Call(call) => {
+                    // The grammar was checked when the step was read.
+                    for placed in
+                        crate::scenario::value::references(&call.arguments).unwrap_or_default()
+                    {
+                        let crate::scenario::value::Reference::Step { step, .. } = placed.reference;
+                        pass.steps.forwarded.insert(step.clone());
+                        pass.steps.references.push((i, placed.at, step));
+                    }
+                }
                 _ => {}
             }
             if let Some(held) = &mut pass.steps.held {
@@ -419,6 +429,12 @@ fn call(
         Some(table) => table_to_json(table, &at("arguments"))?,
         None => serde_json::Value::Object(Default::default()),
     };
+    crate::scenario::value::references(&arguments).map_err(|malformed| {
+        ArenaError::ValueReference {
+            field: format!("{}{}", at("arguments"), malformed.at),
+            problem: malformed.problem,
+        }
+    })?;
     Ok(Action::Call(CallAction {
         server,
         tool,
