@@ -257,19 +257,8 @@ fn catalog_of(
     file: &chio_arena::model::ScenarioFile,
     kernel: &str,
 ) -> Result<chio_kernel::contract::ToolCatalog, NodeError> {
-    let mut catalog = chio_kernel::contract::ToolCatalog::new();
-    for server in file.servers.iter().filter(|s| s.kernel == kernel) {
-        let kind = ServerKind::parse(&server.kind).ok_or_else(|| {
-            NodeError::Scenario(format!("server {} has no known kind", server.id))
-        })?;
-        let tools = kind
-            .tools()
-            .into_iter()
-            .map(|tool| (tool.name.clone(), tool))
-            .collect();
-        catalog.insert(server.id.clone(), tools);
-    }
-    Ok(catalog)
+    chio_arena::scenario::tools::catalog_of(file, kernel)
+        .map_err(|server| NodeError::Scenario(format!("server {server} has no known kind")))
 }
 
 fn resolve_kernels(

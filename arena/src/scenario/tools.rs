@@ -10,7 +10,7 @@
 //! properties are allowed, since the simulated sinks keep whatever they are
 //! sent.
 
-use chio_kernel::contract::{ToolAnnotations, ToolContract};
+use chio_kernel::contract::{ToolAnnotations, ToolCatalog, ToolContract};
 use serde_json::{json, Value};
 
 use super::ServerKind;
@@ -193,6 +193,23 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// The catalog of kernel `kernel` of `file`: the tools of every server it
+/// serves, by server id. The error names a server whose kind is not a
+/// built-in one (which `validate` refuses).
+pub fn catalog_of(file: &crate::model::ScenarioFile, kernel: &str) -> Result<ToolCatalog, String> {
+    let mut catalog = ToolCatalog::new();
+    for server in file.servers.iter().filter(|s| s.kernel == kernel) {
+        let kind = ServerKind::parse(&server.kind).ok_or_else(|| server.id.clone())?;
+        let tools = kind
+            .tools()
+            .into_iter()
+            .map(|tool| (tool.name.clone(), tool))
+            .collect();
+        catalog.insert(server.id.clone(), tools);
+    }
+    Ok(catalog)
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::contract::ToolCatalog;
 use crate::error::KernelError;
 use crate::reason::DenyReason;
 use crate::stores::JournalEntry;
@@ -168,6 +169,65 @@ fn empty_object() -> Value {
 }
 
 impl GuardSpec {
+    /// Whether the configuration names no tools where its kind can take
+    /// them from the tools' effects: an `integrity` guard without
+    /// `consequential`, an `information-flow` guard without `clearance`.
+    pub fn takes_tools_from_effects(&self) -> bool {
+        let names = |key: &str| self.config.get(key).is_some();
+        match self.kind {
+            GuardKind::Integrity => !names("consequential"),
+            GuardKind::InformationFlow => !names("clearance"),
+            _ => false,
+        }
+    }
+
+    /// The spec as a kernel serving `catalog` builds it. A configuration
+    /// that names its tools keeps its meaning exactly; one that names none
+    /// takes them from the tools' annotations: the `integrity` guard's
+    /// consequential tools are every tool that is not read-only or that
+    /// reaches an open world, and the `information-flow` guard clears every
+    /// server with an open-world tool for `public` only. Without a catalog
+    /// nothing is filled in, so such a configuration is refused as before.
+    pub fn with_effects(&self, catalog: Option<&ToolCatalog>) -> GuardSpec {
+        let mut spec = self.clone();
+        let Some(catalog) = catalog.filter(|_| self.takes_tools_from_effects()) else {
+            return spec;
+        };
+        if spec.config.is_null() {
+            spec.config = empty_object();
+        }
+        let Value::Object(config) = &mut spec.config else {
+            return spec;
+        };
+        let mut chosen = serde_json::Map::new();
+        for (server, tools) in catalog {
+            let picked: Vec<Value> = tools
+                .values()
+                .filter(|tool| match self.kind {
+                    GuardKind::Integrity => {
+                        !tool.annotations.read_only_hint || tool.annotations.open_world_hint
+                    }
+                    _ => tool.annotations.open_world_hint,
+                })
+                .map(|tool| Value::String(tool.name.clone()))
+                .collect();
+            if picked.is_empty() {
+                continue;
+            }
+            let entry = match self.kind {
+                GuardKind::Integrity => Value::Array(picked),
+                _ => Value::String(crate::label::Label::Public.as_str().to_string()),
+            };
+            chosen.insert(server.clone(), entry);
+        }
+        let key = match self.kind {
+            GuardKind::Integrity => "consequential",
+            _ => "clearance",
+        };
+        config.insert(key.to_string(), Value::Object(chosen));
+        spec
+    }
+
     /// Validates the configuration and builds the guard.
     pub fn build(&self) -> Result<Box<dyn Guard>, KernelError> {
         let meta = GuardMeta {
@@ -366,5 +426,70 @@ mod tests {
         .unwrap();
         assert_eq!(spec.mode, GuardMode::Enforce);
         assert!(spec.build().is_ok());
+    }
+
+    // A guard that names no tools takes them from the annotations (integrity: not read-only or open-world; information flow: open-world servers at public); one that names its tools keeps them; without a catalog nothing is filled in and the guard is refused as before.
+    #[test]
+    fn guards_without_tools_take_them_from_effects() {
+        use crate::contract::{ToolAnnotations, ToolCatalog, ToolContract};
+        let tool = |name: &str, read_only_hint: bool, open_world_hint: bool| ToolContract {
+            name: name.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            annotations: ToolAnnotations {
+                read_only_hint,
+                destructive_hint: false,
+                idempotent_hint: true,
+                open_world_hint,
+            },
+        };
+        let mut catalog = ToolCatalog::new();
+        catalog.insert(
+            "files".to_string(),
+            [
+                tool("read_file", true, false),
+                tool("write_file", false, false),
+            ]
+            .into_iter()
+            .map(|t| (t.name.clone(), t))
+            .collect(),
+        );
+        catalog.insert(
+            "web".to_string(),
+            [tool("fetch", true, true)]
+                .into_iter()
+                .map(|t| (t.name.clone(), t))
+                .collect(),
+        );
+        let spec = |kind, config| GuardSpec {
+            id: "g".to_string(),
+            kind,
+            mode: GuardMode::Enforce,
+            config,
+        };
+        let integrity = spec(
+            GuardKind::Integrity,
+            serde_json::json!({"on_untrusted": "deny"}),
+        );
+        assert!(integrity.takes_tools_from_effects());
+        assert!(integrity.build().is_err(), "no tools and no catalog");
+        let filled = integrity.with_effects(Some(&catalog));
+        assert_eq!(
+            filled.config["consequential"],
+            serde_json::json!({"files": ["write_file"], "web": ["fetch"]})
+        );
+        assert!(filled.build().is_ok());
+        let flow = spec(GuardKind::InformationFlow, Value::Null);
+        assert_eq!(
+            flow.with_effects(Some(&catalog)).config,
+            serde_json::json!({"clearance": {"web": "public"}})
+        );
+        let named = spec(
+            GuardKind::Integrity,
+            serde_json::json!({"consequential": {"files": ["read_file"]}}),
+        );
+        assert!(!named.takes_tools_from_effects());
+        assert_eq!(named.with_effects(Some(&catalog)), named);
+        assert_eq!(integrity.with_effects(None), integrity);
     }
 }

@@ -70,7 +70,7 @@ use serde_json::Value;
 
 use crate::contract::CompiledCatalog;
 use crate::error::KernelError;
-use crate::guards::{Guard, GuardNeeds, GuardSpec};
+use crate::guards::{Guard, GuardNeeds};
 use crate::keys::{parse_public_key_hex, public_key_hex};
 use crate::label::Label;
 use crate::reason::{DenyReason, ReasonCode};
@@ -257,7 +257,7 @@ impl Kernel {
         let guards = config
             .guards
             .iter()
-            .map(GuardSpec::build)
+            .map(|spec| spec.with_effects(config.tools.as_ref()).build())
             .collect::<Result<Vec<_>, _>>()?;
         let needs = guards.iter().fold(GuardNeeds::default(), |acc, g| {
             let n = g.needs();

@@ -5,6 +5,8 @@
 use std::collections::BTreeSet;
 
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
+
+use crate::scenario::tools::catalog_of;
 use chio_kernel::label::{Integrity, Label};
 
 use super::checks::{
@@ -37,6 +39,7 @@ impl<'a> Validator<'a> {
                 fixtures.servers.insert(server.id.clone(), files);
             }
         }
+        self.effect_guards(has_world)?;
         self.placement(&kernels, has_world)?;
         self.grants(&servers, start_ms)?;
         Ok(fixtures)
@@ -53,6 +56,11 @@ impl<'a> Validator<'a> {
                 });
             }
             if let Some(spec) = guard_spec(i, guard)? {
+                // Tools taken from effects are known per kernel, once the
+                // servers are checked (`effect_guards`).
+                if has_world && spec.takes_tools_from_effects() {
+                    continue;
+                }
                 spec.build().map_err(|e| ArenaError::GuardConfig {
                     field: format!("guards[{i}].config"),
                     reason: e.to_string(),
@@ -60,6 +68,54 @@ impl<'a> Validator<'a> {
             }
         }
         Ok(guards)
+    }
+
+    /// Each guard that takes its tools from the tools' effects, built as
+    /// every kernel whose pipeline names it builds it (with that kernel's
+    /// catalog), or, named by none, with every server's tools.
+    fn effect_guards(&self, has_world: bool) -> Result<(), ArenaError> {
+        let f = self.file;
+        if !has_world {
+            return Ok(());
+        }
+        for (i, guard) in f.guards.iter().enumerate() {
+            let Some(spec) = guard_spec(i, guard)? else {
+                continue;
+            };
+            if !spec.takes_tools_from_effects() {
+                continue;
+            }
+            let users: Vec<&str> = f
+                .kernels
+                .iter()
+                .filter(|k| k.guards.contains(&guard.id))
+                .map(|k| k.id.as_str())
+                .collect();
+            let catalogs = if users.is_empty() {
+                let mut all = chio_kernel::contract::ToolCatalog::new();
+                for kernel in &f.kernels {
+                    all.extend(catalog_of(f, &kernel.id).unwrap_or_default());
+                }
+                vec![(None, all)]
+            } else {
+                users
+                    .into_iter()
+                    .map(|k| (Some(k), catalog_of(f, k).unwrap_or_default()))
+                    .collect()
+            };
+            for (kernel, catalog) in catalogs {
+                spec.with_effects(Some(&catalog))
+                    .build()
+                    .map_err(|e| ArenaError::GuardConfig {
+                        field: format!("guards[{i}].config"),
+                        reason: match kernel {
+                            Some(k) => format!("{e} (with the tools kernel {k} serves)"),
+                            None => e.to_string(),
+                        },
+                    })?;
+            }
+        }
+        Ok(())
     }
 
     /// Kernel ids, each kernel's node, and its pipeline of declared guards
