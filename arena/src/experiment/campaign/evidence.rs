@@ -51,7 +51,7 @@ use super::git;
 use super::ledger::{
     is_unrun, Ledger, LedgerRow, OracleCheck, EVOLVE_RECORD, REPLAY_RECORD, RUN_RECORD,
 };
-use super::{Campaign, Evidence, TaskKind};
+use super::{Campaign, Evidence, Task, TaskKind};
 
 mod bundle;
 mod folder;
@@ -76,6 +76,27 @@ fn contradiction(field: impl Into<String>, reason: impl Into<String>) -> Contrad
     Contradiction {
         field: field.into(),
         reason: reason.into(),
+    }
+}
+
+/// One evidence reference of a row, as the bundle and folder checks read it.
+struct RefCheck<'a> {
+    /// The row's task.
+    task: &'a Task,
+    /// The row.
+    row: &'a LedgerRow,
+    /// The folder the reference names.
+    dir: &'a Path,
+    /// The Merkle root the reference claims, if it claims one.
+    root: Option<&'a str>,
+    /// The reference's place in the row's `evidence_refs`.
+    index: usize,
+}
+
+impl RefCheck<'_> {
+    /// The row field `evidence_refs[<index>].<key>`.
+    fn at(&self, key: &str) -> String {
+        format!("evidence_refs[{}].{key}", self.index)
     }
 }
 
@@ -173,39 +194,30 @@ fn row_contradictions(
             ));
         }
     }
-    for (i, reference) in row.evidence_refs.iter().enumerate() {
-        let at = |key: &str| format!("evidence_refs[{i}].{key}");
-        let dir = Path::new(&reference.path);
-        if !dir.is_dir() {
-            if reference.merkle_root.is_some() {
+    for (index, reference) in row.evidence_refs.iter().enumerate() {
+        let checked = RefCheck {
+            task,
+            row,
+            dir: Path::new(&reference.path),
+            root: reference.merkle_root.as_deref(),
+            index,
+        };
+        if !checked.dir.is_dir() {
+            if checked.root.is_some() {
                 let what = match task.kind {
                     TaskKind::Scenario => "bundle",
                     _ => "output folder",
                 };
                 found.push(contradiction(
-                    at("path"),
+                    checked.at("path"),
                     format!("no {what} at {}", reference.path),
                 ));
             }
             continue;
         }
         match task.kind {
-            TaskKind::Scenario => check_bundle(
-                task,
-                row,
-                dir,
-                reference.merkle_root.as_deref(),
-                &at,
-                &mut found,
-            ),
-            _ => check_folder(
-                task,
-                row,
-                dir,
-                reference.merkle_root.as_deref(),
-                &at,
-                &mut found,
-            ),
+            TaskKind::Scenario => check_bundle(&checked, &mut found),
+            _ => check_folder(&checked, &mut found),
         }
     }
     found

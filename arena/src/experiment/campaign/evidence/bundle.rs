@@ -5,11 +5,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{compare_checks, contradiction, Contradiction};
+use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::bundle::{BundleManifest, BundleStatus, MANIFEST_FILE, RECEIPTS_FILE};
 use crate::experiment::campaign::definition::normalise;
-use crate::experiment::campaign::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
-use crate::experiment::campaign::Task;
+use crate::experiment::campaign::ledger::{OracleCheck, RUN_RECORD};
 use crate::scenario::ActionKind;
 
 /// Reads a bundle's manifest and checks its receipts against its root.
@@ -80,19 +79,19 @@ fn differ<T: std::fmt::Debug + PartialEq>(
 
 /// Checks a scenario's bundle: readable, the task's scenario, the
 /// reference's root, and for a run every field the row copied from it.
-pub(super) fn check_bundle(
-    task: &Task,
-    row: &LedgerRow,
-    dir: &Path,
-    root: Option<&str>,
-    at: &dyn Fn(&str) -> String,
-    found: &mut Vec<Contradiction>,
-) {
+pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+    let RefCheck {
+        task,
+        row,
+        dir,
+        root,
+        ..
+    } = *checked;
     let manifest = match read_bundle(dir) {
         Ok(manifest) => manifest,
         Err(why) => {
             found.push(contradiction(
-                at("path"),
+                checked.at("path"),
                 format!("{} is not a sound bundle: {why}", dir.display()),
             ));
             return;
@@ -107,7 +106,7 @@ pub(super) fn check_bundle(
     });
     if let Some(expected) = scenario_hash.filter(|h| *h != manifest.scenario_sha256) {
         found.push(contradiction(
-            at("path"),
+            checked.at("path"),
             format!(
                 "the bundle ran a scenario file with SHA-256 {}, not the task's {} ({expected})",
                 manifest.scenario_sha256, task.file
@@ -116,7 +115,7 @@ pub(super) fn check_bundle(
     }
     if let Some(root) = root.filter(|r| *r != manifest.receipt_root) {
         found.push(contradiction(
-            at("merkle_root"),
+            checked.at("merkle_root"),
             format!(
                 "{root} is not the bundle's receipt root {}",
                 manifest.receipt_root

@@ -5,26 +5,25 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{compare_checks, contradiction, Contradiction, SYNTHESIS_FILE};
+use super::{compare_checks, contradiction, Contradiction, RefCheck, SYNTHESIS_FILE};
 use crate::experiment::campaign::definition::sha256_hex;
-use crate::experiment::campaign::ledger::{derive, LedgerRow, RecordEvidence, MATRIX_RECORD};
-use crate::experiment::campaign::Task;
+use crate::experiment::campaign::ledger::{derive, RecordEvidence, MATRIX_RECORD};
 
 /// Checks an evolution's or matrix's output folder: its root, and for a
 /// matrix the synthesis the row's record names.
-pub(super) fn check_folder(
-    task: &Task,
-    row: &LedgerRow,
-    dir: &Path,
-    root: Option<&str>,
-    at: &dyn Fn(&str) -> String,
-    found: &mut Vec<Contradiction>,
-) {
+pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+    let RefCheck {
+        task,
+        row,
+        dir,
+        root,
+        ..
+    } = *checked;
     if let Some(root) = root {
         let actual = folder_merkle_root(dir);
         if actual.as_deref() != Some(root) {
             found.push(contradiction(
-                at("merkle_root"),
+                checked.at("merkle_root"),
                 format!(
                     "{root} is not the Merkle root of the files now in {} ({})",
                     dir.display(),
