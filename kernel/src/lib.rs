@@ -47,6 +47,7 @@
 
 pub mod batch;
 pub mod canonical;
+mod code_enum;
 pub mod contract;
 pub mod credentials;
 pub mod error;
