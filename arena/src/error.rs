@@ -228,6 +228,35 @@ error_table! {
     } => "CHIO-SCENARIO-ARGUMENTS-REFUSED", Input, at: Some(field),
         summary: format!("the arguments at {field} for {server}/{tool} {why}"),
         help: "give the arguments the tool's input schema requires; docs/scenario-schema.md lists each tool's required arguments";
+    /// A tool a recorded server declares is malformed: its name breaks
+    /// MCP's grammar, or a schema is not JSON, not an object, does not
+    /// compile or refers outside itself.
+    ToolDeclaration {
+        /// Path of the key at fault, such as `servers[2].tools[0].input_schema`.
+        field: String,
+        /// What is wrong (never a value).
+        reason: String,
+    } => "CHIO-SCENARIO-TOOL-DECLARATION", Input, at: Some(field),
+        summary: format!("the tool declared at {field} is refused: {reason}"),
+        help: "fix the declaration as docs/scenario-schema.md, \"Declared tools\", describes (or import it again with chio import mcp)";
+    /// A declared tool's definition does not digest to the digest it states.
+    ToolDigest {
+        /// Path of the `digest` key.
+        field: String,
+        /// Why, naming the tool and the digest its definition has.
+        reason: String,
+    } => "CHIO-SCENARIO-TOOL-DIGEST", Input, at: Some(field),
+        summary: format!("{field} does not match: {reason}"),
+        help: "compare the declaration with the server's current tools/list; state the digest of the definition you accept, or remove the key";
+    /// A recorded server's answer cannot be matched as written.
+    RecordedAnswer {
+        /// Path of the answer's key at fault, such as `servers[2].answers[1].step`.
+        field: String,
+        /// What is wrong (never a value).
+        reason: String,
+    } => "CHIO-SCENARIO-RECORDED-ANSWER", Input, at: Some(field),
+        summary: format!("the recorded answer at {field} is refused: {reason}"),
+        help: "an answer names a call step of this server (step), or an agent, a declared tool and arguments; docs/scenario-schema.md, \"Recorded servers\", shows both";
     /// An argument object that names a reference (`from_step`, `literal`,
     /// `fixture`) but is not one the value grammar reads.
     ValueReference {

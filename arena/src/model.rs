@@ -102,13 +102,14 @@ pub struct ServerDecl {
     pub id: String,
     /// The kernel that serves it.
     pub kernel: String,
-    /// `workspace`, `publish`, `test-runner` or `http`.
+    /// `workspace`, `publish`, `test-runner`, `http` or `recorded`.
     pub kind: String,
     /// Workspace only: the mount point of the simulated filesystem.
     pub root: Option<String>,
     /// Workspace only: folder next to the scenario seeded under `root`.
     pub fixtures: Option<String>,
-    /// Workspace only: glob to information-flow label of what a read returns.
+    /// Workspace and recorded only: glob to information-flow label of what
+    /// a call whose `path` argument matches returns.
     pub labels: Option<BTreeMap<String, String>>,
     /// Test-runner only: tests that fail when requested.
     pub failing: Option<Vec<String>>,
@@ -116,9 +117,72 @@ pub struct ServerDecl {
     /// default, or `untrusted`): an untrusted result lowers the integrity
     /// of its reader.
     pub integrity: Option<String>,
-    /// Workspace only: glob to integrity of a read of a matching path,
-    /// overriding `integrity` for the paths it matches.
+    /// Workspace and recorded only: glob to integrity of a call whose
+    /// `path` argument matches, overriding `integrity` for the paths it
+    /// matches.
     pub integrity_globs: Option<BTreeMap<String, String>>,
+    /// Recorded only: the tools the server declares, as contracts.
+    pub tools: Option<Vec<ToolDecl>>,
+    /// Recorded only: the answers the server gives, in order.
+    pub answers: Option<Vec<AnswerDecl>>,
+}
+
+/// `[[servers.tools]]`: one tool a recorded server declares, as MCP's
+/// `tools/list` defines a tool.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolDecl {
+    /// The tool's name (MCP's grammar: 1 to 128 of `[A-Za-z0-9_.-]`).
+    pub name: String,
+    /// What the tool does (empty when absent).
+    pub description: Option<String>,
+    /// The input schema, draft 2020-12, as JSON text (lossless: JSON
+    /// Schema may hold `null`, which TOML cannot write).
+    pub input_schema: String,
+    /// The output schema, draft 2020-12, as JSON text; a recorded answer
+    /// that is `ok` must satisfy it.
+    pub output_schema: Option<String>,
+    /// What the tool touches; an absent hint takes MCP's default.
+    pub annotations: Option<AnnotationsDecl>,
+    /// The SHA-256 (hex) of the definition's canonical JSON; when present
+    /// the definition must digest to it.
+    pub digest: Option<String>,
+}
+
+/// `[servers.tools.annotations]`: MCP's tool annotations, snake_case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnnotationsDecl {
+    /// Changes nothing (default false).
+    pub read_only_hint: Option<bool>,
+    /// A change may be destructive (default true).
+    pub destructive_hint: Option<bool>,
+    /// Calling again with the same arguments changes nothing more
+    /// (default false).
+    pub idempotent_hint: Option<bool>,
+    /// Reaches an open world (default true).
+    pub open_world_hint: Option<bool>,
+}
+
+/// `[[servers.answers]]`: one recorded answer of a recorded server,
+/// matched to a call by its step, or by agent, tool and arguments.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerDecl {
+    /// The call step this answers (its request id is the step id).
+    pub step: Option<String>,
+    /// Without `step`: the calling agent.
+    pub agent: Option<String>,
+    /// Without `step`: the tool called.
+    pub tool: Option<String>,
+    /// Without `step`: the arguments, matched by canonical JSON (default
+    /// `{}`).
+    pub arguments: Option<toml::Table>,
+    /// What the server answers (any value).
+    pub output: toml::Value,
+    /// Whether the server carried the call out (default true); `false`
+    /// answers the output as a failure, not performed.
+    pub ok: Option<bool>,
 }
 
 /// `[[agents]]`.

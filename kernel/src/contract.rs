@@ -11,14 +11,23 @@
 //! argument and the schema keyword it breaks, never the value.
 //!
 //! Schemas are draft 2020-12 and compiled when the kernel is built; a
-//! schema that does not compile, or that reaches outside itself (a remote
-//! `$ref`), is refused then.
+//! schema that does not compile, or that reaches outside itself (a `$ref`
+//! or `$dynamicRef` that is not a fragment of the schema itself, `#...`),
+//! is refused then.
+//!
+//! A contract's digest ([`ToolContract::digest`]) is the SHA-256 of the
+//! canonical JSON (RFC 8785) of the definition as MCP's `tools/list` shapes
+//! it: `name`, `description`, `inputSchema`, `outputSchema` when there is
+//! one, and `annotations` with all four hints written out (absent ones take
+//! the specification's defaults), so a definition imported from a server
+//! and the same definition written in a scenario digest alike.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::canonical::to_canonical_vec;
 use crate::error::KernelError;
 use crate::reason::DenyReason;
 
@@ -70,8 +79,62 @@ pub struct ToolContract {
     pub description: String,
     /// The JSON Schema (draft 2020-12) a call's arguments must satisfy.
     pub input_schema: Value,
+    /// The JSON Schema (draft 2020-12) of what the tool answers, when its
+    /// definition gives one (MCP's `outputSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
     /// What the tool touches.
     pub annotations: ToolAnnotations,
+}
+
+impl ToolContract {
+    /// The SHA-256 (lowercase hex) of the definition's canonical JSON (see
+    /// the module doc); the error says the definition has no canonical
+    /// form (an integer past 2^53), never its text.
+    pub fn digest(&self) -> Result<String, KernelError> {
+        use sha2::{Digest, Sha256};
+        let bytes = to_canonical_vec(self)?;
+        Ok(hex::encode(Sha256::digest(&bytes)))
+    }
+}
+
+/// The JSON pointer of the first `$ref` or `$dynamicRef` of `schema` that
+/// does not stay inside it (its value is not a string starting with `#`),
+/// in document order; `None` when every reference is local.
+pub fn remote_reference(schema: &Value) -> Option<String> {
+    fn walk(value: &Value, at: &mut String) -> Option<String> {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&key.replace('~', "~0").replace('/', "~1"));
+                    let is_ref = key == "$ref" || key == "$dynamicRef";
+                    if is_ref && !child.as_str().is_some_and(|r| r.starts_with('#')) {
+                        return Some(at.clone());
+                    }
+                    if let Some(found) = walk(child, at) {
+                        return Some(found);
+                    }
+                    at.truncate(len);
+                }
+                None
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    let len = at.len();
+                    at.push_str(&format!("/{i}"));
+                    if let Some(found) = walk(child, at) {
+                        return Some(found);
+                    }
+                    at.truncate(len);
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+    walk(schema, &mut String::new())
 }
 
 /// The tools of every server a kernel serves: server id to tool name to
@@ -104,12 +167,37 @@ pub fn compile_schema(
     tool: &str,
     schema: &Value,
 ) -> Result<jsonschema::Validator, KernelError> {
+    compile(server, tool, "input", schema)
+}
+
+/// [`compile_schema`] for a tool's output schema.
+pub fn compile_output_schema(
+    server: &str,
+    tool: &str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, KernelError> {
+    compile(server, tool, "output", schema)
+}
+
+fn compile(
+    server: &str,
+    tool: &str,
+    which: &str,
+    schema: &Value,
+) -> Result<jsonschema::Validator, KernelError> {
+    if let Some(pointer) = remote_reference(schema) {
+        return Err(KernelError::ToolSchema {
+            detail: format!(
+                "the {which} schema of tool {tool} on server {server} refers outside itself at {pointer}: only local references (#...) are followed"
+            ),
+        });
+    }
     jsonschema::options()
         .with_draft(jsonschema::Draft::Draft202012)
         .build(schema)
         .map_err(|e| KernelError::ToolSchema {
             detail: format!(
-                "the input schema of tool {tool} on server {server} does not compile at {}: {}",
+                "the {which} schema of tool {tool} on server {server} does not compile at {}: {}",
                 e.schema_path(),
                 keyword_of(e.schema_path().as_str())
             ),
@@ -230,6 +318,7 @@ mod tests {
                 "required": ["path"],
                 "additionalProperties": false
             }),
+            output_schema: None,
             annotations: ToolAnnotations::default(),
         };
         let mut tools = BTreeMap::new();
@@ -281,6 +370,70 @@ mod tests {
     fn a_schema_that_does_not_compile_is_refused() {
         let err = compile_schema("s", "t", &json!({"type": 12})).unwrap_err();
         assert!(err.to_string().contains("tool t on server s"), "{err}");
+    }
+
+    // A remote reference, anywhere in a schema, is refused at compile time naming its pointer; a local one compiles.
+    #[test]
+    fn remote_references_are_refused() {
+        let local =
+            json!({"$defs": {"p": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/p"}}});
+        assert!(compile_schema("s", "t", &local).is_ok());
+        for (schema, pointer) in [
+            (json!({"$ref": "https://example.test/s.json"}), "/$ref"),
+            (
+                json!({"properties": {"a": {"$ref": "other.json#/x"}}}),
+                "/properties/a/$ref",
+            ),
+            (
+                json!({"anyOf": [{"type": "string"}, {"$dynamicRef": "file:///etc/x"}]}),
+                "/anyOf/1/$dynamicRef",
+            ),
+            (
+                json!({"properties": {"a/b": {"$ref": 7}}}),
+                "/properties/a~1b/$ref",
+            ),
+        ] {
+            assert_eq!(remote_reference(&schema).as_deref(), Some(pointer));
+            let err = compile_schema("s", "t", &schema).unwrap_err().to_string();
+            assert!(
+                err.contains(pointer) && err.contains("outside itself"),
+                "{err}"
+            );
+        }
+    }
+
+    // The digest covers every part of the definition, and absent annotations digest as their defaults written out.
+    #[test]
+    fn the_digest_covers_the_definition() {
+        let base = ToolContract {
+            name: "git_status".into(),
+            description: "Shows the working tree status".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+        };
+        let digest = base.digest().unwrap();
+        assert_eq!(digest.len(), 64);
+        let written = serde_json::to_value(&base).unwrap();
+        assert_eq!(
+            written,
+            json!({"name": "git_status", "description": "Shows the working tree status", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": true}})
+        );
+        let mut changed = vec![
+            base.clone(),
+            base.clone(),
+            base.clone(),
+            base.clone(),
+            base.clone(),
+        ];
+        changed[0].name = "git_diff".into();
+        changed[1].description.push('.');
+        changed[2].input_schema = json!({"type": "object", "required": []});
+        changed[3].output_schema = Some(json!({"type": "object"}));
+        changed[4].annotations.read_only_hint = true;
+        for other in changed {
+            assert_ne!(other.digest().unwrap(), digest, "{other:?}");
+        }
     }
 
     // Absent annotations take the MCP specification's defaults.

@@ -795,6 +795,7 @@ fn a_kernel_with_a_catalog_admits_only_declared_tools() {
             "properties": {"path": {"type": "string"}},
             "required": ["path"]
         }),
+        output_schema: None,
         annotations: ToolAnnotations::default(),
     };
     let mut catalog = ToolCatalog::new();

@@ -93,7 +93,11 @@ fn main() {
         for request in round {
             let decision = kernel.evaluate(request, now, &mut |admitted| {
                 let req = admitted.request();
-                let r = server.call(&req.tool, &req.arguments, admitted.carried_labels());
+                let caller = chio_node::tools::Caller {
+                    request_id: &req.request_id,
+                    agent: &req.agent_id,
+                };
+                let r = server.call(caller, &req.tool, &req.arguments, admitted.carried_labels());
                 Ok(ToolOutput {
                     content: r.content,
                     label: r.label,

@@ -24,6 +24,15 @@
 //! whoever reads it. One rule for every writing tool, in [`Stored`]; a
 //! server reseeded from its fixtures reseeds its data and labels together,
 //! since the labels live in the same state.
+//!
+//! A recorded server answers from the answers its scenario records
+//! ([`RecordedAnswer`]): a call whose request id is a step an answer names
+//! takes that answer, once; any other call takes the first unused answer
+//! recorded for its agent, tool and canonical arguments. Which answers are
+//! used is the server's state, as a workspace's files are, so a server
+//! started afresh (a restarted node) has used none. A call that matches
+//! nothing is answered not performed, naming the nearest recorded call of
+//! the same tool and the argument that differs, never a value.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,6 +104,53 @@ pub enum ToolServerConfig {
     },
     /// A sink that records outgoing HTTP requests.
     Http,
+    /// A server answering what the scenario records.
+    Recorded {
+        /// The answers, in declaration order.
+        answers: Vec<RecordedAnswer>,
+        /// Glob to label of an answer to a call whose `path` argument
+        /// matches; the highest of every match.
+        labels: Vec<(String, Label)>,
+    },
+}
+
+/// Which calls a recorded answer answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AnswerMatch {
+    /// The call of this step: its request id is the step id.
+    Step(String),
+    /// A call by this agent of this tool with these arguments, compared as
+    /// canonical JSON.
+    Call {
+        /// The calling agent.
+        agent: String,
+        /// The tool called.
+        tool: String,
+        /// The arguments' canonical JSON.
+        arguments: String,
+    },
+}
+
+/// One answer a recorded server gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedAnswer {
+    /// Which call it answers.
+    pub matches: AnswerMatch,
+    /// Whether the call is carried out (`ok`); an answer that is not is
+    /// answered as a failure, not performed.
+    pub ok: bool,
+    /// What the server answers.
+    pub output: Value,
+}
+
+/// Who makes a call, as the server sees it: the request id (a scripted
+/// step's id, or an adversary's own) and the calling agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller<'a> {
+    /// The request's id.
+    pub request_id: &'a str,
+    /// The calling agent's id.
+    pub agent: &'a str,
 }
 
 /// How far a server's results can be trusted, resolved from the scenario.
@@ -179,6 +235,11 @@ enum ServerState {
     Http {
         requests: Vec<Value>,
     },
+    Recorded {
+        answers: Vec<RecordedAnswer>,
+        used: Vec<bool>,
+        labels: Vec<(Glob, Label)>,
+    },
 }
 
 impl ToolServer {
@@ -206,6 +267,14 @@ impl ToolServer {
             }
             ToolServerConfig::Http => ServerState::Http {
                 requests: Vec::new(),
+            },
+            ToolServerConfig::Recorded { answers, labels } => ServerState::Recorded {
+                used: vec![false; answers.len()],
+                answers,
+                labels: labels
+                    .into_iter()
+                    .map(|(pattern, label)| (Glob::new(&pattern), label))
+                    .collect(),
             },
         };
         Self {
@@ -256,19 +325,28 @@ impl ToolServer {
             ServerState::Publish { posts } => posts.len(),
             ServerState::Http { requests } => requests.len(),
             ServerState::TestRunner { runs, .. } => *runs as usize,
+            ServerState::Recorded { used, .. } => used.iter().filter(|u| **u).count(),
             ServerState::Workspace { .. } => 0,
         }
     }
 
-    /// Serves one admitted call, which carries `carried`: the labels its
-    /// caller held, kept with whatever the call writes.
+    /// Serves one admitted call of `caller`, which carries `carried`: the
+    /// labels its caller held, kept with whatever the call writes.
     pub fn call(
         &mut self,
+        caller: Caller<'_>,
         tool: &str,
         arguments: &Value,
         carried: &BTreeSet<String>,
     ) -> ToolResult {
-        let mut result = self.serve(tool, arguments, Writer::Call(carried));
+        let mut result = match &mut self.state {
+            ServerState::Recorded {
+                answers,
+                used,
+                labels,
+            } => recorded_call(answers, used, labels, caller, tool, arguments),
+            _ => self.serve(tool, arguments, Writer::Call(carried)),
+        };
         if result.performed {
             result.integrity = result.integrity.max(self.integrity_of(arguments));
         }
@@ -352,8 +430,152 @@ impl ToolServer {
                 },
                 other => unknown_tool(other),
             },
+            // Answered by `recorded_call`, which needs the caller; an edit
+            // outside any call finds no file.
+            ServerState::Recorded { .. } => {
+                ToolResult::failed("a recorded server keeps no files".to_string())
+            }
         }
     }
+}
+
+/// The answer of a recorded server to one call: the unused answer of the
+/// call's step, else the first unused answer recorded for its agent, tool
+/// and canonical arguments, else a failure naming the nearest recorded
+/// call of the tool.
+fn recorded_call(
+    answers: &[RecordedAnswer],
+    used: &mut [bool],
+    labels: &[(Glob, Label)],
+    caller: Caller<'_>,
+    tool: &str,
+    arguments: &Value,
+) -> ToolResult {
+    let canonical = match chio_kernel::canonical::canonical_bytes(arguments) {
+        Ok(bytes) => String::from_utf8(bytes).unwrap_or_default(),
+        Err(_) => {
+            return ToolResult::failed(
+                "the arguments have no canonical JSON form (an integer past 2^53)",
+            )
+        }
+    };
+    let unused = |i: &usize| !used.get(*i).copied().unwrap_or(true);
+    let by_step = (0..answers.len()).filter(unused).find(
+        |i| matches!(&answers[*i].matches, AnswerMatch::Step(step) if step == caller.request_id),
+    );
+    let by_call = || {
+        (0..answers.len()).filter(unused).find(|i| {
+            matches!(&answers[*i].matches, AnswerMatch::Call { agent, tool: t, arguments: a }
+                if agent == caller.agent && t == tool && *a == canonical)
+        })
+    };
+    let Some(index) = by_step.or_else(by_call) else {
+        return ToolResult::failed(unmatched(answers, used, caller, tool, arguments));
+    };
+    if let Some(slot) = used.get_mut(index) {
+        *slot = true;
+    }
+    let answer = &answers[index];
+    let path = arguments
+        .get("path")
+        .and_then(Value::as_str)
+        .and_then(|raw| normalize_path(raw).ok());
+    let label = path.and_then(|path| {
+        labels
+            .iter()
+            .filter(|(glob, _)| glob.is_match(&path))
+            .map(|(_, label)| *label)
+            .max()
+    });
+    ToolResult {
+        content: json!({"ok": answer.ok, "output": answer.output}),
+        label: label.filter(|_| answer.ok),
+        integrity: Integrity::Trusted,
+        performed: answer.ok,
+    }
+}
+
+/// Why a call matches no recorded answer, naming the nearest recorded call
+/// of the same tool by its step or its agent and the first argument key
+/// that differs; never a value, which could be a secret.
+fn unmatched(
+    answers: &[RecordedAnswer],
+    used: &[bool],
+    caller: Caller<'_>,
+    tool: &str,
+    arguments: &Value,
+) -> String {
+    let head = format!(
+        "no recorded answer matches this call of {tool} by {}",
+        caller.agent
+    );
+    let mut nearest: Option<(usize, usize, String)> = None;
+    for (i, answer) in answers.iter().enumerate() {
+        let AnswerMatch::Call {
+            agent,
+            tool: t,
+            arguments: recorded,
+        } = &answer.matches
+        else {
+            continue;
+        };
+        if t != tool {
+            continue;
+        }
+        let recorded: Value = serde_json::from_str(recorded).unwrap_or(Value::Null);
+        let (count, first) = differing_keys(&recorded, arguments);
+        let already = used.get(i).copied().unwrap_or(false);
+        let why = match (agent == caller.agent, first, already) {
+            (true, None, true) => "its one answer is used already".to_string(),
+            (true, Some(key), _) => format!("argument {key} differs"),
+            (true, None, false) => "the arguments differ".to_string(),
+            (false, Some(key), _) => {
+                format!("it is recorded for agent {agent}, and argument {key} differs")
+            }
+            (false, None, _) => format!("it is recorded for agent {agent}"),
+        };
+        let rank = count + usize::from(agent != caller.agent) * 1000 + usize::from(already);
+        if nearest.as_ref().is_none_or(|(best, _, _)| rank < *best) {
+            nearest = Some((rank, i, why));
+        }
+    }
+    let step_of = answers
+        .iter()
+        .any(|a| matches!(&a.matches, AnswerMatch::Step(s) if s == caller.request_id));
+    match nearest {
+        Some((_, i, why)) => format!(
+            "{head}: the nearest recorded call is answers[{i}] ({why}); record an answer for this call"
+        ),
+        None if step_of => format!(
+            "{head}: the answer of step {} is used already; record an answer for this call",
+            caller.request_id
+        ),
+        None => format!("{head}: no call of {tool} is recorded; record an answer for this call"),
+    }
+}
+
+/// How many top-level argument keys differ between `recorded` and `sent`
+/// (present in one only, or with other values), and the first of them in
+/// key order.
+fn differing_keys(recorded: &Value, sent: &Value) -> (usize, Option<String>) {
+    let empty = serde_json::Map::new();
+    let a = recorded.as_object().unwrap_or(&empty);
+    let b = sent.as_object().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let differ: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let (x, y) = (a.get(*k), b.get(*k));
+            match (x, y) {
+                (Some(x), Some(y)) => {
+                    chio_kernel::canonical::canonical_bytes(x).ok()
+                        != chio_kernel::canonical::canonical_bytes(y).ok()
+                }
+                _ => true,
+            }
+        })
+        .collect();
+    (differ.len(), differ.first().map(|k| (*k).clone()))
 }
 
 /// Who writes what a server keeps: an admitted call, with the labels it
@@ -499,6 +721,14 @@ mod tests {
         BTreeSet::new()
     }
 
+    /// A caller whose request id names no step.
+    fn anon() -> Caller<'static> {
+        Caller {
+            request_id: "req",
+            agent: "alice",
+        }
+    }
+
     fn workspace() -> ToolServer {
         let mut files = BTreeMap::new();
         files.insert("/workspace/notes.txt".to_string(), "hello".to_string());
@@ -524,18 +754,21 @@ mod tests {
             globs: vec![("/workspace/internal/**".to_string(), Integrity::Untrusted)],
         });
         let notes = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/notes.txt"}),
             &clean(),
         );
         assert_eq!(notes.integrity, Integrity::Trusted);
         let plan = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/internal/plan.md"}),
             &clean(),
         );
         assert_eq!(plan.integrity, Integrity::Untrusted);
         let missing = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/internal/none"}),
             &clean(),
@@ -547,6 +780,7 @@ mod tests {
                 globs: Vec::new(),
             });
         let answer = web.call(
+            anon(),
             "http_post",
             &json!({"url": "https://example.test"}),
             &clean(),
@@ -563,13 +797,14 @@ mod tests {
             (ToolServerConfig::Publish, "publish"),
         ] {
             let mut server = ToolServer::new("sink", config);
-            let refused = server.call(tool, &huge, &clean());
+            let refused = server.call(anon(), tool, &huge, &clean());
             assert!(!refused.performed, "{tool}: {:?}", refused.content);
             assert_eq!(refused.content["ok"], false);
             let error = refused.content["error"].as_str().unwrap_or_default();
             assert!(error.contains("no canonical JSON form"), "{error}");
             assert!(!error.contains(&(1u64 << 60).to_string()), "{error}");
             let kept = server.call(
+                anon(),
                 tool,
                 &json!({"url": "https://example.test", "n": 1}),
                 &clean(),
@@ -589,25 +824,28 @@ mod tests {
             .collect();
         let path = "/workspace/copy.txt";
         let written = ws.call(
+            anon(),
             "write_file",
             &json!({"path": path, "content": "q3 plan"}),
             &tainted,
         );
         assert!(written.performed);
         assert_eq!(written.label, None, "a write reveals nothing");
-        let read = ws.call("read_file", &json!({"path": path}), &clean());
+        let read = ws.call(anon(), "read_file", &json!({"path": path}), &clean());
         assert_eq!(read.label, Some(Label::Internal));
         assert_eq!(read.integrity, Integrity::Untrusted);
-        let listing = ws.call("list_dir", &json!({"path": "/workspace"}), &clean());
+        let listing = ws.call(anon(), "list_dir", &json!({"path": "/workspace"}), &clean());
         assert_eq!(listing.integrity, Integrity::Untrusted);
         // The declaration still counts: a clean write under a labelled glob reads labelled.
         let confidential: BTreeSet<String> = ["confidential".to_string()].into();
         ws.call(
+            anon(),
             "write_file",
             &json!({"path": "/workspace/internal/plan.md", "content": "x"}),
             &confidential,
         );
         let plan = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/internal/plan.md"}),
             &clean(),
@@ -615,23 +853,25 @@ mod tests {
         assert_eq!(plan.label, Some(Label::Confidential));
         // An edit outside any call keeps the stored labels; a clean overwrite replaces them.
         ws.change_file(path, FileChange::Write("edited".to_string()));
-        let edited = ws.call("read_file", &json!({"path": path}), &clean());
+        let edited = ws.call(anon(), "read_file", &json!({"path": path}), &clean());
         assert_eq!(edited.content["content"], "edited");
         assert_eq!(edited.integrity, Integrity::Untrusted);
         ws.call(
+            anon(),
             "write_file",
             &json!({"path": path, "content": "mine"}),
             &clean(),
         );
-        let mine = ws.call("read_file", &json!({"path": path}), &clean());
+        let mine = ws.call(anon(), "read_file", &json!({"path": path}), &clean());
         assert_eq!((mine.label, mine.integrity), (None, Integrity::Trusted));
         // A delete tells that the file was there: its answer carries the file's labels.
         ws.call(
+            anon(),
             "write_file",
             &json!({"path": path, "content": "x"}),
             &tainted,
         );
-        let deleted = ws.call("delete_file", &json!({"path": path}), &clean());
+        let deleted = ws.call(anon(), "delete_file", &json!({"path": path}), &clean());
         assert_eq!(
             (deleted.label, deleted.integrity),
             (Some(Label::Internal), Integrity::Untrusted)
@@ -642,6 +882,7 @@ mod tests {
             FileChange::Write("edit".to_string()),
         );
         let notes = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/notes.txt"}),
             &clean(),
@@ -654,6 +895,7 @@ mod tests {
     fn reads_carry_labels() {
         let mut ws = workspace();
         let plain = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/notes.txt"}),
             &clean(),
@@ -661,6 +903,7 @@ mod tests {
         assert_eq!(plain.content["content"], "hello");
         assert_eq!(plain.label, None);
         let internal = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/internal/plan.md"}),
             &clean(),
@@ -700,17 +943,23 @@ mod tests {
     fn writes_then_reads_and_lists() {
         let mut ws = workspace();
         let w = ws.call(
+            anon(),
             "write_file",
             &json!({"path": "/workspace/b.txt", "content": "x"}),
             &clean(),
         );
         assert_eq!(w.content["ok"], true);
         assert_eq!(
-            ws.call("read_file", &json!({"path": "/workspace/b.txt"}), &clean())
-                .content["content"],
+            ws.call(
+                anon(),
+                "read_file",
+                &json!({"path": "/workspace/b.txt"}),
+                &clean()
+            )
+            .content["content"],
             "x"
         );
-        let listing = ws.call("list_dir", &json!({"path": "/workspace"}), &clean());
+        let listing = ws.call(anon(), "list_dir", &json!({"path": "/workspace"}), &clean());
         assert_eq!(
             listing.content["entries"],
             json!(["b.txt", "internal/", "notes.txt"])
@@ -722,9 +971,15 @@ mod tests {
     #[test]
     fn paths_outside_root_fail() {
         let mut ws = workspace();
-        let out = ws.call("read_file", &json!({"path": "/etc/passwd"}), &clean());
+        let out = ws.call(
+            anon(),
+            "read_file",
+            &json!({"path": "/etc/passwd"}),
+            &clean(),
+        );
         assert_eq!(out.content["ok"], false);
         let climb = ws.call(
+            anon(),
             "read_file",
             &json!({"path": "/workspace/../../etc"}),
             &clean(),
@@ -743,12 +998,17 @@ mod tests {
         failing.insert("test_pricing".to_string());
         let mut tr = ToolServer::new("tests", ToolServerConfig::TestRunner { failing });
         assert_eq!(
-            tr.call("run_tests", &json!({"tests": ["test_ok"]}), &clean())
-                .content["status"],
+            tr.call(
+                anon(),
+                "run_tests",
+                &json!({"tests": ["test_ok"]}),
+                &clean()
+            )
+            .content["status"],
             "pass"
         );
         assert_eq!(
-            tr.call("run_tests", &json!({}), &clean()).content["status"],
+            tr.call(anon(), "run_tests", &json!({}), &clean()).content["status"],
             "fail"
         );
     }
@@ -757,8 +1017,8 @@ mod tests {
     #[test]
     fn sinks_record_and_answer_only_their_call() {
         let mut p = ToolServer::new("pub", ToolServerConfig::Publish);
-        let a = p.call("publish", &json!({"b": 1, "a": 2}), &clean());
-        let b = p.call("publish", &json!({"a": 2, "b": 1}), &clean());
+        let a = p.call(anon(), "publish", &json!({"b": 1, "a": 2}), &clean());
+        let b = p.call(anon(), "publish", &json!({"a": 2, "b": 1}), &clean());
         assert_eq!(p.received(), 2);
         assert_eq!(
             a.content, b.content,
@@ -770,17 +1030,187 @@ mod tests {
                 failing: BTreeSet::new(),
             },
         );
-        let first = t.call("run_tests", &json!({}), &clean());
+        let first = t.call(anon(), "run_tests", &json!({}), &clean());
         assert_eq!(
             first.content,
-            t.call("run_tests", &json!({}), &clean()).content
+            t.call(anon(), "run_tests", &json!({}), &clean()).content
         );
         let mut h = ToolServer::new("web", ToolServerConfig::Http);
         assert_eq!(
-            h.call("http_post", &json!({"url": "https://x"}), &clean())
+            h.call(anon(), "http_post", &json!({"url": "https://x"}), &clean())
                 .content["status"],
             200
         );
-        assert_eq!(h.call("nope", &json!({}), &clean()).content["ok"], false);
+        assert_eq!(
+            h.call(anon(), "nope", &json!({}), &clean()).content["ok"],
+            false
+        );
+    }
+
+    fn recorded() -> ToolServer {
+        let call = |agent: &str, tool: &str, arguments: Value, output: Value| RecordedAnswer {
+            matches: AnswerMatch::Call {
+                agent: agent.to_string(),
+                tool: tool.to_string(),
+                arguments: String::from_utf8(
+                    chio_kernel::canonical::canonical_bytes(&arguments).unwrap(),
+                )
+                .unwrap(),
+            },
+            ok: true,
+            output,
+        };
+        ToolServer::new(
+            "git",
+            ToolServerConfig::Recorded {
+                answers: vec![
+                    RecordedAnswer {
+                        matches: AnswerMatch::Step("status".to_string()),
+                        ok: true,
+                        output: json!({"branch": "main"}),
+                    },
+                    call(
+                        "alice",
+                        "git_log",
+                        json!({"max_count": 1, "repo_path": "/repo"}),
+                        json!("first"),
+                    ),
+                    call(
+                        "alice",
+                        "git_log",
+                        json!({"repo_path": "/repo", "max_count": 1}),
+                        json!("second"),
+                    ),
+                    RecordedAnswer {
+                        matches: AnswerMatch::Step("push".to_string()),
+                        ok: false,
+                        output: json!("rejected"),
+                    },
+                    call(
+                        "alice",
+                        "read",
+                        json!({"path": "/repo/internal/plan"}),
+                        json!("plan"),
+                    ),
+                ],
+                labels: vec![("/repo/internal/**".to_string(), Label::Internal)],
+            },
+        )
+    }
+
+    fn caller<'a>(request_id: &'a str, agent: &'a str) -> Caller<'a> {
+        Caller { request_id, agent }
+    }
+
+    // A step's answer is matched by its request id once, whatever the arguments; other calls take the first unused answer of their agent, tool and canonical arguments, in order; an answer that is not ok is not performed.
+    #[test]
+    fn recorded_answers_match_by_step_then_by_call() {
+        let mut git = recorded();
+        let status = git.call(
+            caller("status", "alice"),
+            "git_status",
+            &json!({"x": 1}),
+            &clean(),
+        );
+        assert!(status.performed);
+        assert_eq!(
+            status.content,
+            json!({"ok": true, "output": {"branch": "main"}})
+        );
+        let again = git.call(
+            caller("status", "alice"),
+            "git_status",
+            &json!({}),
+            &clean(),
+        );
+        assert!(!again.performed, "a step's answer is given once");
+        let args = json!({"repo_path": "/repo", "max_count": 1});
+        let first = git.call(caller("adv#1", "alice"), "git_log", &args, &clean());
+        let second = git.call(caller("adv#2", "alice"), "git_log", &args, &clean());
+        assert_eq!(first.content["output"], "first");
+        assert_eq!(second.content["output"], "second");
+        let third = git.call(caller("adv#3", "alice"), "git_log", &args, &clean());
+        assert!(!third.performed);
+        let error = third.content["error"].as_str().unwrap();
+        assert!(
+            error.contains("answers[1]") && error.contains("used already"),
+            "{error}"
+        );
+        let push = git.call(caller("push", "alice"), "git_push", &json!({}), &clean());
+        assert_eq!(
+            (push.performed, push.content["ok"].clone()),
+            (false, json!(false))
+        );
+        assert_eq!(push.content["output"], "rejected");
+    }
+
+    // A call that matches nothing is not performed, naming the nearest recorded call and the argument key that differs, never a value.
+    #[test]
+    fn unmatched_calls_name_the_nearest_answer_without_values() {
+        let mut git = recorded();
+        let secret = "sk-very-secret-value-0123456789";
+        let miss = git.call(
+            caller("s", "alice"),
+            "git_log",
+            &json!({"repo_path": "/repo", "max_count": secret}),
+            &clean(),
+        );
+        assert!(!miss.performed);
+        let error = miss.content["error"].as_str().unwrap();
+        assert!(
+            error.contains("answers[1]") && error.contains("argument max_count differs"),
+            "{error}"
+        );
+        assert!(
+            !error.contains(secret) && !error.contains("/repo"),
+            "{error}"
+        );
+        let other = git.call(
+            caller("s", "bob"),
+            "git_log",
+            &json!({"repo_path": "/repo", "max_count": 1}),
+            &clean(),
+        );
+        let error = other.content["error"].as_str().unwrap();
+        assert!(error.contains("recorded for agent alice"), "{error}");
+        let none = git.call(caller("s", "alice"), "git_blame", &json!({}), &clean());
+        let error = none.content["error"].as_str().unwrap();
+        assert!(
+            error.contains("no call of git_blame is recorded"),
+            "{error}"
+        );
+        assert_eq!(git.received(), 0, "a miss uses no answer");
+    }
+
+    // An answer takes the labels of the globs its path argument matches; a server started afresh (a restart) has used no answer.
+    #[test]
+    fn recorded_answers_carry_labels_and_restart_fresh() {
+        let mut git = recorded();
+        let plan = git.call(
+            caller("r", "alice"),
+            "read",
+            &json!({"path": "/repo/internal/plan"}),
+            &clean(),
+        );
+        assert_eq!(plan.label, Some(Label::Internal));
+        git.call(
+            caller("status", "alice"),
+            "git_status",
+            &json!({}),
+            &clean(),
+        );
+        assert_eq!(git.received(), 2);
+        let mut restarted = recorded();
+        assert_eq!(restarted.received(), 0);
+        assert!(
+            restarted
+                .call(
+                    caller("status", "alice"),
+                    "git_status",
+                    &json!({}),
+                    &clean()
+                )
+                .performed
+        );
     }
 }

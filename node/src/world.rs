@@ -21,7 +21,7 @@ use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY
 use ed25519_dalek::SigningKey;
 
 use crate::error::NodeError;
-use crate::tools::{IntegrityPolicy, ToolServerConfig};
+use crate::tools::{AnswerMatch, IntegrityPolicy, RecordedAnswer, ToolServerConfig};
 
 /// The role name of the arena authority's key.
 pub const AUTHORITY_ROLE: &str = "authority";
@@ -418,20 +418,10 @@ fn server_config(
                     files.insert(format!("{root}/{rel}"), content.clone());
                 }
             }
-            let mut labels = Vec::new();
-            for (glob, label) in server.labels.iter().flatten() {
-                let parsed = Label::parse(label).ok_or_else(|| {
-                    NodeError::Scenario(format!(
-                        "server {} label {label} is not public, internal, confidential or restricted",
-                        server.id
-                    ))
-                })?;
-                labels.push((glob.clone(), parsed));
-            }
             ToolServerConfig::Workspace {
                 root,
                 files,
-                labels,
+                labels: server_labels(server)?,
             }
         }
         ServerKind::Publish => ToolServerConfig::Publish,
@@ -439,5 +429,60 @@ fn server_config(
             failing: server.failing.iter().flatten().cloned().collect(),
         },
         ServerKind::Http => ToolServerConfig::Http,
+        ServerKind::Recorded => ToolServerConfig::Recorded {
+            answers: recorded_answers(server)?,
+            labels: server_labels(server)?,
+        },
     })
+}
+
+/// A server's `labels` globs, each with its parsed label.
+fn server_labels(server: &ServerDecl) -> Result<Vec<(String, Label)>, NodeError> {
+    let mut labels = Vec::new();
+    for (glob, label) in server.labels.iter().flatten() {
+        let parsed = Label::parse(label).ok_or_else(|| {
+            NodeError::Scenario(format!(
+                "server {} label {label} is not public, internal, confidential or restricted",
+                server.id
+            ))
+        })?;
+        labels.push((glob.clone(), parsed));
+    }
+    Ok(labels)
+}
+
+/// A recorded server's answers, in declaration order, each call answer's
+/// arguments in canonical JSON.
+fn recorded_answers(server: &ServerDecl) -> Result<Vec<RecordedAnswer>, NodeError> {
+    let invalid = |j: usize, why: &str| {
+        NodeError::Scenario(format!("server {} answers[{j}] {why}", server.id))
+    };
+    let mut answers = Vec::new();
+    for (j, answer) in server.answers.iter().flatten().enumerate() {
+        let matches = match (&answer.step, &answer.agent, &answer.tool) {
+            (Some(step), _, _) => AnswerMatch::Step(step.clone()),
+            (None, Some(agent), Some(tool)) => {
+                let arguments = answer
+                    .arguments_json()
+                    .map_err(|_| invalid(j, "has arguments JSON cannot hold"))?;
+                let canonical = chio_kernel::canonical::canonical_bytes(&arguments)
+                    .map_err(|_| invalid(j, "has arguments with no canonical JSON form"))?;
+                AnswerMatch::Call {
+                    agent: agent.clone(),
+                    tool: tool.clone(),
+                    arguments: String::from_utf8(canonical)
+                        .map_err(|_| invalid(j, "has arguments that are not UTF-8"))?,
+                }
+            }
+            _ => return Err(invalid(j, "names neither a step nor an agent and a tool")),
+        };
+        answers.push(RecordedAnswer {
+            matches,
+            ok: answer.ok.unwrap_or(true),
+            output: answer
+                .output_json()
+                .map_err(|_| invalid(j, "has an output JSON cannot hold"))?,
+        });
+    }
+    Ok(answers)
 }

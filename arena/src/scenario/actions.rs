@@ -22,6 +22,9 @@ pub enum ServerKind {
     TestRunner,
     /// An HTTP sink.
     Http,
+    /// A server whose tools the scenario declares and whose answers it
+    /// records.
+    Recorded,
 }
 
 impl ServerKind {
@@ -32,6 +35,7 @@ impl ServerKind {
             "publish" => Some(Self::Publish),
             "test-runner" => Some(Self::TestRunner),
             "http" => Some(Self::Http),
+            "recorded" => Some(Self::Recorded),
             _ => None,
         }
     }

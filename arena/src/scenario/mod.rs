@@ -39,6 +39,8 @@
 //! - [`actions`]: the typed actions and the words they parse;
 //! - [`load`]: reading, parsing and the entry points;
 //! - [`locate`]: the line and column where an error's field is written;
+//! - [`mcp`]: an MCP `tools/list` result read as a recorded server's tools;
+//! - [`tools`]: the tools each server kind publishes or declares;
 //! - [`validate`]: the validator, one module per section (checks shared by
 //!   all, world, steps, schedule).
 
@@ -59,6 +61,7 @@ use crate::witness::DeterminismWitness;
 pub mod actions;
 pub mod load;
 pub mod locate;
+pub mod mcp;
 mod split;
 pub mod text;
 pub mod tools;
@@ -389,5 +392,20 @@ impl ServerDecl {
     /// The workspace mount point, with the default applied.
     pub fn root_or_default(&self) -> &str {
         self.root.as_deref().unwrap_or(DEFAULT_WORKSPACE_ROOT)
+    }
+}
+
+impl crate::model::AnswerDecl {
+    /// The answer's arguments as JSON (`{}` when absent).
+    pub fn arguments_json(&self) -> Result<serde_json::Value, ArenaError> {
+        match &self.arguments {
+            Some(table) => validate::arguments_json(table, "arguments"),
+            None => Ok(serde_json::Value::Object(Default::default())),
+        }
+    }
+
+    /// The answer's output as JSON.
+    pub fn output_json(&self) -> Result<serde_json::Value, ArenaError> {
+        validate::value_json(&self.output, "output")
     }
 }

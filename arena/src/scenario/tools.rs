@@ -9,11 +9,25 @@
 //! workspace tool needs a string `path`, `http_post` a string `url`; other
 //! properties are allowed, since the simulated sinks keep whatever they are
 //! sent.
+//!
+//! A `recorded` server publishes no built-in tools: it declares its own
+//! (`[[servers.tools]]`), each turned into the same contract here
+//! ([`declared_contract`]) and checked by the one rule a declared
+//! definition must satisfy, whether written in a scenario or imported from
+//! an MCP server's `tools/list` ([`check_contract`]): MCP's tool-name
+//! grammar, schemas that are JSON objects compiling as draft 2020-12 with
+//! only local references, and a canonical form to digest.
 
-use chio_kernel::contract::{ToolAnnotations, ToolCatalog, ToolContract};
+use chio_kernel::contract::{
+    compile_output_schema, compile_schema, ToolAnnotations, ToolCatalog, ToolContract,
+};
 use serde_json::{json, Value};
 
 use super::ServerKind;
+use crate::model::{AnnotationsDecl, ServerDecl, ToolDecl};
+
+/// The longest tool name MCP's grammar allows.
+pub const MAX_TOOL_NAME: usize = 128;
 
 /// Annotations of a tool that changes nothing and reaches no open world.
 const READS: ToolAnnotations = ToolAnnotations {
@@ -33,6 +47,7 @@ fn tool(
         name: name.to_string(),
         description: description.to_string(),
         input_schema,
+        output_schema: None,
         annotations,
     }
 }
@@ -51,8 +66,9 @@ fn object(required: &[&str], optional: &[(&str, Value)]) -> Value {
 }
 
 impl ServerKind {
-    /// Every kind, in the order the docs list them.
-    pub const ALL: [ServerKind; 4] = [
+    /// Every kind that publishes its own tools, in the order the docs list
+    /// them.
+    pub const BUILT_IN: [ServerKind; 4] = [
         ServerKind::Workspace,
         ServerKind::Publish,
         ServerKind::TestRunner,
@@ -66,10 +82,12 @@ impl ServerKind {
             ServerKind::Publish => "publish",
             ServerKind::TestRunner => "test-runner",
             ServerKind::Http => "http",
+            ServerKind::Recorded => "recorded",
         }
     }
 
-    /// The tools a server of this kind publishes.
+    /// The tools a server of this kind publishes (none for `recorded`,
+    /// whose tools its declaration gives: [`server_tools`]).
     pub fn tools(self) -> Vec<ToolContract> {
         let path = || object(&["path"], &[]);
         match self {
@@ -130,8 +148,153 @@ impl ServerKind {
                     open_world_hint: true,
                 },
             )],
+            ServerKind::Recorded => Vec::new(),
         }
     }
+}
+
+/// Whether `name` follows MCP's tool-name grammar: 1 to 128 characters,
+/// each an ASCII letter, a digit, `_`, `-` or `.`.
+pub fn is_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// What is wrong with a tool definition: the key at fault (`name`,
+/// `input_schema`, `output_schema`, `digest`) and why, never a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractProblem {
+    /// The key of the definition at fault.
+    pub key: &'static str,
+    /// What is wrong and how to fix it.
+    pub reason: String,
+}
+
+fn problem(key: &'static str, reason: impl Into<String>) -> ContractProblem {
+    ContractProblem {
+        key,
+        reason: reason.into(),
+    }
+}
+
+/// Checks a tool definition as a recorded server declares it, written or
+/// imported: its name, its schemas (JSON objects that compile as draft
+/// 2020-12 with only local references) and its canonical form, and
+/// answers its digest. `server` names the server in a compile error.
+pub fn check_contract(server: &str, contract: &ToolContract) -> Result<String, ContractProblem> {
+    let name = &contract.name;
+    if !is_tool_name(name) {
+        return Err(problem(
+            "name",
+            format!(
+                "a tool name is 1 to {MAX_TOOL_NAME} characters of A-Z, a-z, 0-9, _, - and . (MCP's tool-name grammar)"
+            ),
+        ));
+    }
+    if !contract.input_schema.is_object() {
+        return Err(problem(
+            "input_schema",
+            format!("the input schema of tool {name} is not a JSON object"),
+        ));
+    }
+    compile_schema(server, name, &contract.input_schema)
+        .map_err(|e| problem("input_schema", e.to_string()))?;
+    if let Some(output) = &contract.output_schema {
+        if !output.is_object() {
+            return Err(problem(
+                "output_schema",
+                format!("the output schema of tool {name} is not a JSON object"),
+            ));
+        }
+        compile_output_schema(server, name, output)
+            .map_err(|e| problem("output_schema", e.to_string()))?;
+    }
+    contract.digest().map_err(|_| {
+        problem(
+            "input_schema",
+            format!(
+                "the definition of tool {name} has no canonical JSON form (an integer past 2^53)"
+            ),
+        )
+    })
+}
+
+/// A schema written as JSON text, parsed; the error gives the line and
+/// column of the first fault, never the text.
+fn schema_text(key: &'static str, tool: &str, text: &str) -> Result<Value, ContractProblem> {
+    serde_json::from_str(text).map_err(|e| {
+        problem(
+            key,
+            format!(
+                "the {key} of tool {tool} is not JSON text (line {}, column {}): write the schema as a JSON object in a TOML string",
+                e.line(),
+                e.column()
+            ),
+        )
+    })
+}
+
+/// The annotations a declaration gives, each absent hint taking MCP's
+/// default.
+pub fn annotations_of(decl: Option<&AnnotationsDecl>) -> ToolAnnotations {
+    let defaults = ToolAnnotations::default();
+    let decl = decl.copied().unwrap_or_default();
+    ToolAnnotations {
+        read_only_hint: decl.read_only_hint.unwrap_or(defaults.read_only_hint),
+        destructive_hint: decl.destructive_hint.unwrap_or(defaults.destructive_hint),
+        idempotent_hint: decl.idempotent_hint.unwrap_or(defaults.idempotent_hint),
+        open_world_hint: decl.open_world_hint.unwrap_or(defaults.open_world_hint),
+    }
+}
+
+/// The contract a `[[servers.tools]]` entry of server `server` declares,
+/// checked ([`check_contract`]), with its digest; a `digest` it states must
+/// be that one.
+pub fn declared_contract(
+    server: &str,
+    decl: &ToolDecl,
+) -> Result<(ToolContract, String), ContractProblem> {
+    let name = &decl.name;
+    let contract = ToolContract {
+        name: name.clone(),
+        description: decl.description.clone().unwrap_or_default(),
+        input_schema: schema_text("input_schema", name, &decl.input_schema)?,
+        output_schema: decl
+            .output_schema
+            .as_deref()
+            .map(|text| schema_text("output_schema", name, text))
+            .transpose()?,
+        annotations: annotations_of(decl.annotations.as_ref()),
+    };
+    let digest = check_contract(server, &contract)?;
+    match &decl.digest {
+        Some(stated) if !stated.eq_ignore_ascii_case(&digest) => Err(problem(
+            "digest",
+            format!(
+                "the definition of tool {name} digests to {digest}, not to the stated digest: the definition changed since it was recorded; check the change and state the new digest, or remove the key"
+            ),
+        )),
+        _ => Ok((contract, digest)),
+    }
+}
+
+/// The tools server `server` publishes: its built-in kind's, or for a
+/// recorded server those it declares (a declaration validation refuses is
+/// left out). `None` for a kind that is not known.
+pub fn server_tools(server: &ServerDecl) -> Option<Vec<ToolContract>> {
+    let kind = ServerKind::parse(&server.kind)?;
+    Some(match kind {
+        ServerKind::Recorded => server
+            .tools
+            .iter()
+            .flatten()
+            .filter_map(|decl| declared_contract(&server.id, decl).ok())
+            .map(|(contract, _)| contract)
+            .collect(),
+        built_in => built_in.tools(),
+    })
 }
 
 /// The Markdown table of every built-in kind's tools, as
@@ -141,7 +304,7 @@ pub fn reference_table() -> String {
         "| kind | tool | required arguments | readOnly | destructive | idempotent | openWorld | what it does |\n|---|---|---|---|---|---|---|---|\n",
     );
     let yes = |b: bool| if b { "yes" } else { "no" };
-    for kind in ServerKind::ALL {
+    for kind in ServerKind::BUILT_IN {
         for t in kind.tools() {
             let required: Vec<String> = t.input_schema["required"]
                 .as_array()
@@ -196,14 +359,13 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The catalog of kernel `kernel` of `file`: the tools of every server it
-/// serves, by server id. The error names a server whose kind is not a
-/// built-in one (which `validate` refuses).
+/// serves, by server id ([`server_tools`]). The error names a server whose
+/// kind is not known (which `validate` refuses).
 pub fn catalog_of(file: &crate::model::ScenarioFile, kernel: &str) -> Result<ToolCatalog, String> {
     let mut catalog = ToolCatalog::new();
     for server in file.servers.iter().filter(|s| s.kernel == kernel) {
-        let kind = ServerKind::parse(&server.kind).ok_or_else(|| server.id.clone())?;
-        let tools = kind
-            .tools()
+        let tools = server_tools(server)
+            .ok_or_else(|| server.id.clone())?
             .into_iter()
             .map(|tool| (tool.name.clone(), tool))
             .collect();
@@ -219,7 +381,7 @@ mod tests {
     // Every built-in schema compiles as draft 2020-12, and the closest tool of a typo is the one meant.
     #[test]
     fn builtin_schemas_compile_and_typos_find_their_tool() {
-        for kind in ServerKind::ALL {
+        for kind in ServerKind::BUILT_IN {
             for t in kind.tools() {
                 chio_kernel::contract::compile_schema(kind.as_str(), &t.name, &t.input_schema)
                     .expect("compiles");

@@ -436,6 +436,7 @@ mod tests {
             name: name.to_string(),
             description: String::new(),
             input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
             annotations: ToolAnnotations {
                 read_only_hint,
                 destructive_hint: false,

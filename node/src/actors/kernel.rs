@@ -186,7 +186,15 @@ fn dispatch(
     let request = admitted.request();
     let dispatched = match servers.get(&request.server) {
         Some(server) => server
-            .call_blocking(&request.tool, &request.arguments, admitted.carried_labels())
+            .call_blocking(
+                crate::tools::Caller {
+                    request_id: &request.request_id,
+                    agent: &request.agent_id,
+                },
+                &request.tool,
+                &request.arguments,
+                admitted.carried_labels(),
+            )
             .map_err(|e| e.to_string()),
         None => Err(format!(
             "server {} is not served by kernel {kernel_id}",

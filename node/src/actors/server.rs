@@ -7,10 +7,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::NodeError;
-use crate::tools::{FileChange, ToolResult, ToolServer};
+use crate::tools::{Caller, FileChange, ToolResult, ToolServer};
 
 enum ServerCommand {
     Call {
+        request_id: String,
+        agent: String,
         tool: String,
         arguments: Value,
         carried: BTreeSet<String>,
@@ -40,12 +42,18 @@ impl ServerActor {
         while let Some(command) = self.rx.recv().await {
             match command {
                 ServerCommand::Call {
+                    request_id,
+                    agent,
                     tool,
                     arguments,
                     carried,
                     reply,
                 } => {
-                    let result = self.server.call(&tool, &arguments, &carried);
+                    let caller = Caller {
+                        request_id: &request_id,
+                        agent: &agent,
+                    };
+                    let result = self.server.call(caller, &tool, &arguments, &carried);
                     // The caller may have given up; the call still happened.
                     let _ = reply.send(result);
                 }
@@ -89,6 +97,7 @@ impl ToolServerHandle {
     /// Calls a tool from a thread outside the runtime (the kernel actor).
     pub fn call_blocking(
         &self,
+        caller: Caller<'_>,
         tool: &str,
         arguments: &Value,
         carried: &BTreeSet<String>,
@@ -96,6 +105,8 @@ impl ToolServerHandle {
         let (reply, answer) = oneshot::channel();
         self.tx
             .blocking_send(ServerCommand::Call {
+                request_id: caller.request_id.to_string(),
+                agent: caller.agent.to_string(),
                 tool: tool.to_string(),
                 arguments: arguments.clone(),
                 carried: carried.clone(),

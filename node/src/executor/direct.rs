@@ -118,6 +118,10 @@ pub fn serve(
     let served = world.server_kernel(&request.server) == Some(kernel);
     match servers.get_mut(&request.server) {
         Some(server) if served => Ok(tool_output(server.call(
+            crate::tools::Caller {
+                request_id: &request.request_id,
+                agent: &request.agent_id,
+            },
             &request.tool,
             &request.arguments,
             admitted.carried_labels(),

@@ -1,6 +1,6 @@
 //! Tool contracts at validation: every tool a grant, a delegation or a call
 //! step names must be one its server declares (the built-in kind's table,
-//! `crate::scenario::tools`), and a call step's arguments must satisfy that
+//! or a recorded server's own declarations: `crate::scenario::tools`), and a call step's arguments must satisfy that
 //! tool's input schema. The kernels check the same at admission for every
 //! call; this refuses a scenario that could only pass by accident.
 
@@ -11,8 +11,8 @@ use chio_kernel::contract::{compile_schema, schema_failure, ToolContract};
 use super::schedule::Walk;
 use super::Validator;
 use crate::error::ArenaError;
-use crate::scenario::tools::closest;
-use crate::scenario::{Action, ServerKind};
+use crate::scenario::tools::{closest, server_tools};
+use crate::scenario::Action;
 
 impl Validator<'_> {
     /// Refuses a tool no server declares where a grant, delegation or call
@@ -23,16 +23,13 @@ impl Validator<'_> {
         if !walk.has_world {
             return Ok(());
         }
-        let declared: BTreeMap<&str, (ServerKind, Vec<ToolContract>)> = f
+        let declared: BTreeMap<&str, Vec<ToolContract>> = f
             .servers
             .iter()
-            .filter_map(|s| {
-                let kind = ServerKind::parse(&s.kind)?;
-                Some((s.id.as_str(), (kind, kind.tools())))
-            })
+            .filter_map(|s| Some((s.id.as_str(), server_tools(s)?)))
             .collect();
         let named = |server: &str, tool: &str, field: String| -> Result<(), ArenaError> {
-            let Some((_, tools)) = declared.get(server) else {
+            let Some(tools) = declared.get(server) else {
                 return Ok(());
             };
             if tools.iter().any(|t| t.name == tool) {
@@ -86,7 +83,7 @@ impl Validator<'_> {
     /// Refuses call step `i`'s arguments when the tool's schema does.
     fn call_arguments(
         &self,
-        declared: &BTreeMap<&str, (ServerKind, Vec<ToolContract>)>,
+        declared: &BTreeMap<&str, Vec<ToolContract>>,
         i: usize,
         server: &str,
         tool: &str,
@@ -94,7 +91,7 @@ impl Validator<'_> {
     ) -> Result<(), ArenaError> {
         let Some(contract) = declared
             .get(server)
-            .and_then(|(_, tools)| tools.iter().find(|t| t.name == tool))
+            .and_then(|tools| tools.iter().find(|t| t.name == tool))
         else {
             return Ok(());
         };

@@ -10,7 +10,8 @@
 //! - [`world`]: nodes, guards, kernels, servers, grants and budgets;
 //! - [`steps`]: each step's keys and typed action;
 //! - [`schedule`]: what the schedule order implies (holdings, messages);
-//! - [`faults`]: fault steps' keys and the order faults may come in.
+//! - [`faults`]: fault steps' keys and the order faults may come in;
+//! - [`recorded`]: recorded servers' declared tools and answers.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,6 +31,7 @@ use crate::scheduler::{
 mod checks;
 mod contracts;
 mod faults;
+mod recorded;
 mod schedule;
 mod steps;
 mod world;
@@ -124,6 +126,15 @@ pub(crate) fn arguments_json(
     field: &str,
 ) -> Result<serde_json::Value, ArenaError> {
     checks::table_to_json(table, field)
+}
+
+/// Converts a TOML value to JSON as a scenario's values are (`field`
+/// names it in an error).
+pub(crate) fn value_json(
+    value: &toml::Value,
+    field: &str,
+) -> Result<serde_json::Value, ArenaError> {
+    checks::toml_to_json(value, field)
 }
 
 /// Where validation finds each step's declaration.
@@ -388,6 +399,7 @@ impl<'a> Validator<'a> {
         self.messages(&walk)?;
         self.fault_sequence(&walk, &built.steps.faults, start_ms)?;
         self.tool_contracts(&walk)?;
+        self.recorded_answers(&walk)?;
         self.adversaries()?;
         drop((agents, ranked));
         let mut steps = built.steps;

@@ -211,19 +211,44 @@ impl<'a> Validator<'a> {
         let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
             field: at("kind"),
             value: server.kind.clone(),
-            allowed: "workspace, publish, test-runner, http",
+            allowed: "workspace, publish, test-runner, http, recorded",
         })?;
         if kind != ServerKind::Workspace {
             for (key, present) in [
                 ("root", server.root.is_some()),
                 ("fixtures", server.fixtures.is_some()),
+            ] {
+                if present {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at(key),
+                        context: "only workspace servers take it",
+                    });
+                }
+            }
+        }
+        if !matches!(kind, ServerKind::Workspace | ServerKind::Recorded) {
+            for (key, present) in [
                 ("labels", server.labels.is_some()),
                 ("integrity_globs", server.integrity_globs.is_some()),
             ] {
                 if present {
                     return Err(ArenaError::KeyNotAllowed {
                         field: at(key),
-                        context: "only workspace servers take it",
+                        context: "only workspace and recorded servers take it",
+                    });
+                }
+            }
+        }
+        if kind != ServerKind::Recorded {
+            for (key, present) in [
+                ("tools", server.tools.is_some()),
+                ("answers", server.answers.is_some()),
+            ] {
+                if present {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at(key),
+                        context:
+                            "only recorded servers take it; a built-in kind publishes its own tools",
                     });
                 }
             }
@@ -296,6 +321,9 @@ impl<'a> Validator<'a> {
                     });
                 }
             }
+        }
+        if kind == ServerKind::Recorded {
+            self.recorded(i, server)?;
         }
         match &server.fixtures {
             Some(folder) => self.fixture_files(i, server, folder).map(Some),

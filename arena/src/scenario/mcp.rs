@@ -1,0 +1,323 @@
+//! MCP `tools/list` results turned into a recorded server's declaration
+//! (`chio import mcp`).
+//!
+//! The input is untrusted: bytes some server produced. [`parse_tools_list`]
+//! reads either the JSON-RPC response (`{"jsonrpc": ..., "result":
+//! {"tools": [...]}}`) or the bare result (`{"tools": [...]}`), refuses
+//! anything else with a message that names the place and the fix (never a
+//! value from the input), and checks every definition with the one rule a
+//! declared tool satisfies ([`super::tools::check_contract`]): MCP's
+//! tool-name grammar, schemas that are JSON objects compiling as draft
+//! 2020-12 with only local references, a canonical form to digest; and no
+//! name twice. [`server_declaration`] prints the `[[servers]]` block, each
+//! tool with its digest, so a later change of the server's definitions is
+//! refused at validation until someone looks at it.
+//!
+//! Keys a scenario does not keep (a tool's `title`, `icons`, `_meta`, an
+//! annotation's `title`) are ignored; a hint that is absent stays absent
+//! and takes MCP's default, which is also what its digest covers.
+
+use serde_json::{Map, Value};
+
+use super::tools::{annotations_of, check_contract, is_tool_name, MAX_TOOL_NAME};
+use crate::model::AnnotationsDecl;
+use chio_kernel::contract::ToolContract;
+
+/// One tool of a `tools/list` result, with what its declaration prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedTool {
+    /// The definition as a contract (absent hints at their defaults).
+    pub contract: ToolContract,
+    /// The hints the definition gave, to print only those.
+    pub hints: AnnotationsDecl,
+    /// The definition's digest.
+    pub digest: String,
+}
+
+/// Why a `tools/list` result is refused: where (a JSON-path-like place
+/// such as `result.tools[2].inputSchema`) and what to do, never a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportProblem {
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ImportProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn refuse(message: impl Into<String>) -> ImportProblem {
+    ImportProblem {
+        message: message.into(),
+    }
+}
+
+/// The tools of a `tools/list` result, in the order the server listed
+/// them, each checked; `server` names the server in a schema's compile
+/// error.
+pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>, ImportProblem> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        use serde_json::error::Category;
+        let (line, column) = (e.line(), e.column());
+        refuse(match e.classify() {
+            Category::Eof => format!(
+                "the input ends before its JSON does (line {line}, column {column}): the file is truncated; save the whole tools/list response again"
+            ),
+            Category::Io => "the input could not be read".to_string(),
+            _ => format!(
+                "the input is not JSON (line {line}, column {column}): pass the tools/list response or its result as the server sent it"
+            ),
+        })
+    })?;
+    let Value::Object(top) = &value else {
+        return Err(refuse(
+            "the input is not a JSON object: pass a JSON-RPC response {\"result\": {\"tools\": [...]}} or a result {\"tools\": [...]}",
+        ));
+    };
+    let (result, at) = if top.contains_key("tools") {
+        (top, String::new())
+    } else if let Some(result) = top.get("result") {
+        let Value::Object(result) = result else {
+            return Err(refuse(
+                "result is not a JSON object: a tools/list result is {\"tools\": [...]}",
+            ));
+        };
+        (result, "result.".to_string())
+    } else if top.contains_key("error") {
+        return Err(refuse(
+            "the input is a JSON-RPC error response, not a tools/list result: fix what the server reported and list its tools again",
+        ));
+    } else {
+        return Err(refuse(
+            "the input has neither tools nor result.tools: pass a JSON-RPC response {\"result\": {\"tools\": [...]}} or a result {\"tools\": [...]}",
+        ));
+    };
+    if result
+        .get("nextCursor")
+        .is_some_and(|cursor| !cursor.is_null())
+    {
+        return Err(refuse(format!(
+            "{at}nextCursor is set: the server has more tools than this page; ask for every page and merge their tools arrays into one result"
+        )));
+    }
+    let Some(Value::Array(listed)) = result.get("tools") else {
+        return Err(refuse(format!(
+            "{at}tools is not a JSON array: a tools/list result lists its tools as an array"
+        )));
+    };
+    let mut tools: Vec<ImportedTool> = Vec::with_capacity(listed.len());
+    for (k, entry) in listed.iter().enumerate() {
+        let place = format!("{at}tools[{k}]");
+        let tool = imported_tool(entry, &place, server)?;
+        if let Some(first) = tools
+            .iter()
+            .position(|t| t.contract.name == tool.contract.name)
+        {
+            return Err(refuse(format!(
+                "{place} repeats the name {} of {at}tools[{first}]: a server lists each tool once; keep one definition",
+                tool.contract.name
+            )));
+        }
+        tools.push(tool);
+    }
+    if tools.is_empty() {
+        return Err(refuse(format!(
+            "{at}tools is empty: a recorded server declares at least one tool"
+        )));
+    }
+    Ok(tools)
+}
+
+/// One listed tool, checked.
+fn imported_tool(entry: &Value, place: &str, server: &str) -> Result<ImportedTool, ImportProblem> {
+    let Value::Object(tool) = entry else {
+        return Err(refuse(format!("{place} is not a JSON object")));
+    };
+    let name = match tool.get("name") {
+        None => {
+            return Err(refuse(format!(
+                "{place} has no name: every tool of a tools/list result is named"
+            )))
+        }
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(refuse(format!("{place}.name is not a string"))),
+    };
+    if !is_tool_name(name) {
+        return Err(refuse(format!(
+            "{place}.name breaks MCP's tool-name grammar (1 to {MAX_TOOL_NAME} characters of A-Z, a-z, 0-9, _, - and .): rename the tool on the server"
+        )));
+    }
+    let description = match tool.get("description") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(text)) => text.clone(),
+        Some(_) => return Err(refuse(format!("{place}.description is not a string"))),
+    };
+    let schema = |key: &str, required: bool| -> Result<Option<Value>, ImportProblem> {
+        match tool.get(key) {
+            None | Some(Value::Null) if !required => Ok(None),
+            None => Err(refuse(format!(
+                "{place} has no {key}: every tool states the JSON Schema of its arguments"
+            ))),
+            Some(Value::Object(schema)) => Ok(Some(Value::Object(schema.clone()))),
+            Some(_) => Err(refuse(format!(
+                "{place}.{key} is not a JSON object: a tool's schema is a JSON Schema object such as {{\"type\": \"object\"}}"
+            ))),
+        }
+    };
+    let input_schema = schema("inputSchema", true)?.unwrap_or_default();
+    let output_schema = schema("outputSchema", false)?;
+    let hints = match tool.get("annotations") {
+        None | Some(Value::Null) => AnnotationsDecl::default(),
+        Some(Value::Object(annotations)) => hints_of(annotations, place)?,
+        Some(_) => return Err(refuse(format!("{place}.annotations is not a JSON object"))),
+    };
+    let contract = ToolContract {
+        name: name.clone(),
+        description,
+        input_schema,
+        output_schema,
+        annotations: annotations_of(Some(&hints)),
+    };
+    let digest = check_contract(server, &contract).map_err(|problem| {
+        let key = match problem.key {
+            "output_schema" => "outputSchema",
+            "name" => "name",
+            _ => "inputSchema",
+        };
+        refuse(format!("{place}.{key} is refused: {}", problem.reason))
+    })?;
+    Ok(ImportedTool {
+        contract,
+        hints,
+        digest,
+    })
+}
+
+/// The four hints an annotations object gives, each a boolean when present.
+fn hints_of(
+    annotations: &Map<String, Value>,
+    place: &str,
+) -> Result<AnnotationsDecl, ImportProblem> {
+    let hint = |key: &str| match annotations.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(refuse(format!(
+            "{place}.annotations.{key} is not a boolean"
+        ))),
+    };
+    Ok(AnnotationsDecl {
+        read_only_hint: hint("readOnlyHint")?,
+        destructive_hint: hint("destructiveHint")?,
+        idempotent_hint: hint("idempotentHint")?,
+        open_world_hint: hint("openWorldHint")?,
+    })
+}
+
+/// A TOML string holding `text` exactly.
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_string()).to_string()
+}
+
+/// The `[[servers]]` block of a recorded server `id` served by `kernel`
+/// declaring `tools`, ready to paste into a scenario (answers to add).
+pub fn server_declaration(id: &str, kernel: &str, tools: &[ImportedTool]) -> String {
+    let mut out = String::new();
+    out.push_str(
+        "# Imported from an MCP tools/list result (chio import mcp). Each digest pins its\n",
+    );
+    out.push_str(
+        "# tool's definition: validation refuses the scenario once a definition changes.\n",
+    );
+    out.push_str("# Record the server's answers in [[servers.answers]] tables below.\n");
+    out.push_str("[[servers]]\n");
+    out.push_str(&format!("id = {}\n", toml_string(id)));
+    out.push_str(&format!("kernel = {}\n", toml_string(kernel)));
+    out.push_str("kind = \"recorded\"\n");
+    for tool in tools {
+        let c = &tool.contract;
+        out.push_str("\n[[servers.tools]]\n");
+        out.push_str(&format!("name = {}\n", toml_string(&c.name)));
+        out.push_str(&format!("description = {}\n", toml_string(&c.description)));
+        out.push_str(&format!(
+            "input_schema = {}\n",
+            toml_string(&c.input_schema.to_string())
+        ));
+        if let Some(output) = &c.output_schema {
+            out.push_str(&format!(
+                "output_schema = {}\n",
+                toml_string(&output.to_string())
+            ));
+        }
+        out.push_str(&format!("digest = {}\n", toml_string(&tool.digest)));
+        let h = tool.hints;
+        let given = [
+            ("read_only_hint", h.read_only_hint),
+            ("destructive_hint", h.destructive_hint),
+            ("idempotent_hint", h.idempotent_hint),
+            ("open_world_hint", h.open_world_hint),
+        ];
+        if given.iter().any(|(_, v)| v.is_some()) {
+            out.push_str("\n[servers.tools.annotations]\n");
+            for (key, value) in given {
+                if let Some(value) = value {
+                    out.push_str(&format!("{key} = {value}\n"));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(text: &str) -> Result<Vec<ImportedTool>, String> {
+        parse_tools_list(text.as_bytes(), "git").map_err(|e| e.message)
+    }
+
+    // Both shapes read the same tools; hints map to the scenario's keys with absent ones left to MCP's defaults.
+    #[test]
+    fn both_shapes_read_the_same_tools() {
+        let bare = r#"{"tools": [{"name": "git_status", "description": "Shows status", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true, "title": "Status"}}]}"#;
+        let rpc = format!(r#"{{"jsonrpc": "2.0", "id": 1, "result": {bare}}}"#);
+        let a = tools(bare).unwrap();
+        assert_eq!(a, tools(&rpc).unwrap());
+        assert_eq!(a[0].hints.read_only_hint, Some(true));
+        assert_eq!(a[0].hints.destructive_hint, None);
+        assert!(a[0].contract.annotations.destructive_hint);
+        let block = server_declaration("git", "kernel-a", &a);
+        assert!(block.contains("read_only_hint = true\n"), "{block}");
+        assert!(!block.contains("destructive_hint"), "{block}");
+    }
+
+    // Hostile input is refused naming the place and the fix, never echoing a value from the input.
+    #[test]
+    fn hostile_input_is_refused_with_its_fix() {
+        let secret = "sk-live-0123456789abcdefghij";
+        for (text, wanted) in [
+            (r#"{"tools": [{"name": "a", "inputSchema": {"#.to_string(), "truncated"),
+            ("not json".to_string(), "is not JSON"),
+            ("[1]".to_string(), "not a JSON object"),
+            (r#"{"jsonrpc": "2.0", "error": {"code": -1}}"#.to_string(), "JSON-RPC error"),
+            (format!(r#"{{"tools": [{{"description": "{secret}", "inputSchema": {{}}}}]}}"#), "tools[0] has no name"),
+            (format!(r#"{{"tools": [{{"name": "bad name {secret}", "inputSchema": {{}}}}]}}"#), "tools[0].name breaks"),
+            (format!(r#"{{"tools": [{{"name": "{}", "inputSchema": {{}}}}]}}"#, "a".repeat(129)), "tools[0].name breaks"),
+            (r#"{"tools": [{"name": "a", "inputSchema": "object"}]}"#.to_string(), "tools[0].inputSchema is not a JSON object"),
+            (r#"{"tools": [{"name": "a"}]}"#.to_string(), "tools[0] has no inputSchema"),
+            (r#"{"tools": [{"name": "a", "inputSchema": {}}, {"name": "a", "inputSchema": {}}]}"#.to_string(), "tools[1] repeats the name a of tools[0]"),
+            (r#"{"tools": [{"name": "a", "inputSchema": {"$ref": "https://example.test/x"}}]}"#.to_string(), "refers outside itself"),
+            (r#"{"tools": [{"name": "a", "inputSchema": {"type": 7}}]}"#.to_string(), "does not compile"),
+            (r#"{"tools": [{"name": "a", "inputSchema": {}, "annotations": {"readOnlyHint": "yes"}}]}"#.to_string(), "readOnlyHint is not a boolean"),
+            (r#"{"tools": [], "nextCursor": "2"}"#.to_string(), "nextCursor"),
+            (r#"{"tools": []}"#.to_string(), "tools is empty"),
+            (r#"{"result": {"tools": {}}}"#.to_string(), "result.tools is not a JSON array"),
+        ] {
+            let err = tools(&text).expect_err(&text);
+            assert!(err.contains(wanted), "{text}: {err}");
+            assert!(!err.contains(secret), "{err}");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Recorded servers at validation: the tools a `recorded` server declares
+//! (each a contract `crate::scenario::tools` checks, names unique, a stated
+//! digest matched) and its answers. An answer's own keys are checked with
+//! the world, so a node that loads only the world checks them too: an
+//! answer names either a step or an agent, a declared tool and arguments
+//! the tool's schema admits, never both; an `ok` output satisfies the
+//! tool's output schema. What needs the schedule is checked with the
+//! steps: a step answer names a call step of this server, once.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+
+use chio_kernel::contract::{compile_output_schema, compile_schema, schema_failure, ToolContract};
+use serde_json::Value;
+
+use super::checks::{check_id, resolve, table_to_json, toml_to_json};
+use super::schedule::Walk;
+use super::Validator;
+use crate::error::ArenaError;
+use crate::model::{AnswerDecl, ServerDecl};
+use crate::scenario::tools::{closest, declared_contract};
+use crate::scenario::{Action, ServerKind};
+
+impl Validator<'_> {
+    /// Checks recorded server `i`: its declared tools and its answers' own
+    /// keys.
+    pub(super) fn recorded(&self, i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
+        let tools = self.declared_tools(i, server)?;
+        let agents = self.agent_ids();
+        for (j, answer) in server.answers.iter().flatten().enumerate() {
+            let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
+            let output = toml_to_json(&answer.output, &at("output"))?;
+            let Some(step) = &answer.step else {
+                let agent = answer
+                    .agent
+                    .as_ref()
+                    .ok_or_else(|| ArenaError::MissingKey { field: at("agent") })?;
+                resolve(&agents, "agent", agent, || at("agent"))?;
+                let tool = answer
+                    .tool
+                    .as_ref()
+                    .ok_or_else(|| ArenaError::MissingKey { field: at("tool") })?;
+                let contract = declared(&tools, &server.id, tool, at("tool"))?;
+                let arguments = match &answer.arguments {
+                    Some(table) => table_to_json(table, &at("arguments"))?,
+                    None => Value::Object(Default::default()),
+                };
+                let validator = compile_schema(&server.id, tool, &contract.input_schema)
+                    .map_err(|e| refused(at("arguments"), &server.id, tool, e.to_string()))?;
+                if let Some(why) = schema_failure(&validator, &arguments) {
+                    return Err(refused(at("arguments"), &server.id, tool, why.to_string()));
+                }
+                return_output(contract, answer, output, &at("output"))?;
+                continue;
+            };
+            check_id(step, at("step"))?;
+            for (key, present) in [
+                ("agent", answer.agent.is_some()),
+                ("tool", answer.tool.is_some()),
+                ("arguments", answer.arguments.is_some()),
+            ] {
+                if present {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at(key),
+                        context: "an answer with step matches that step's call, whatever its agent, tool and arguments",
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Server `i`'s declared tools by name, each checked, at least one and
+    /// no name twice.
+    fn declared_tools(
+        &self,
+        i: usize,
+        server: &ServerDecl,
+    ) -> Result<BTreeMap<String, ToolContract>, ArenaError> {
+        let decls = server
+            .tools
+            .as_ref()
+            .ok_or_else(|| ArenaError::MissingKey {
+                field: format!("servers[{i}].tools"),
+            })?;
+        if decls.is_empty() {
+            return Err(ArenaError::EmptyList {
+                field: format!("servers[{i}].tools"),
+            });
+        }
+        let mut tools = BTreeMap::new();
+        for (j, decl) in decls.iter().enumerate() {
+            let (contract, _) = declared_contract(&server.id, decl).map_err(|problem| {
+                let field = format!("servers[{i}].tools[{j}].{}", problem.key);
+                if problem.key == "digest" {
+                    ArenaError::ToolDigest {
+                        field,
+                        reason: problem.reason,
+                    }
+                } else {
+                    ArenaError::ToolDeclaration {
+                        field,
+                        reason: problem.reason,
+                    }
+                }
+            })?;
+            if tools.insert(contract.name.clone(), contract).is_some() {
+                return Err(ArenaError::DuplicateId {
+                    kind: "tool",
+                    id: decl.name.clone(),
+                    field: format!("servers[{i}].tools[{j}].name"),
+                });
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Refuses a step answer that names no step, a step that is not a call
+    /// of its server, a step answered twice on the server, and an `ok`
+    /// output the step's tool's output schema refuses.
+    pub(super) fn recorded_answers(&self, walk: &Walk<'_>) -> Result<(), ArenaError> {
+        let f = self.file;
+        let mut wanted: BTreeMap<&str, Option<usize>> = BTreeMap::new();
+        for server in &f.servers {
+            for answer in server.answers.iter().flatten() {
+                if let Some(step) = &answer.step {
+                    wanted.insert(step.as_str(), None);
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        for j in 0..walk.kinds.len() {
+            let id = match walk.held.and_then(|held| held.get(j)) {
+                Some(step) => Cow::Borrowed(step.head.id.as_str()),
+                None => Cow::Owned(self.source.decl(j)?.id.clone()),
+            };
+            if let Some(slot @ None) = wanted.get_mut(id.as_ref()) {
+                *slot = Some(j);
+            }
+        }
+        for (i, server) in f.servers.iter().enumerate() {
+            if ServerKind::parse(&server.kind) != Some(ServerKind::Recorded) {
+                continue;
+            }
+            let tools = crate::scenario::tools::server_tools(server).unwrap_or_default();
+            let mut answered = BTreeSet::new();
+            for (j, answer) in server.answers.iter().flatten().enumerate() {
+                let Some(step) = &answer.step else {
+                    continue;
+                };
+                let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
+                let index = wanted
+                    .get(step.as_str())
+                    .copied()
+                    .flatten()
+                    .ok_or_else(|| ArenaError::UndeclaredReference {
+                        kind: "step",
+                        id: step.clone(),
+                        field: at("step"),
+                    })?;
+                let call = match self.action_at(walk, index)?.into_owned() {
+                    Action::Call(call) => call,
+                    _ => {
+                        return Err(ArenaError::RecordedAnswer {
+                            field: at("step"),
+                            reason: format!("step {step} is not a call step"),
+                        })
+                    }
+                };
+                if call.server != server.id {
+                    return Err(ArenaError::RecordedAnswer {
+                        field: at("step"),
+                        reason: format!(
+                            "step {step} calls server {}, not this server {}",
+                            call.server, server.id
+                        ),
+                    });
+                }
+                if !answered.insert(step.as_str()) {
+                    return Err(ArenaError::DuplicateId {
+                        kind: "step answer",
+                        id: step.clone(),
+                        field: at("step"),
+                    });
+                }
+                // The step's tool is declared (the call step's check).
+                if let Some(contract) = tools.iter().find(|t| t.name == call.tool) {
+                    let output = toml_to_json(&answer.output, &at("output"))?;
+                    return_output(contract, answer, output, &at("output"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The declared tool `tool` of `server`, or the refusal naming the closest.
+fn declared<'t>(
+    tools: &'t BTreeMap<String, ToolContract>,
+    server: &str,
+    tool: &str,
+    field: String,
+) -> Result<&'t ToolContract, ArenaError> {
+    tools.get(tool).ok_or_else(|| ArenaError::UnknownTool {
+        field,
+        tool: tool.to_string(),
+        server: server.to_string(),
+        closest: closest(tool, tools.keys().map(String::as_str))
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
+
+fn refused(field: String, server: &str, tool: &str, why: String) -> ArenaError {
+    ArenaError::ArgumentsRefused {
+        field,
+        server: server.to_string(),
+        tool: tool.to_string(),
+        why,
+    }
+}
+
+/// Refuses an `ok` answer's output that the tool's output schema refuses,
+/// naming the pointer and keyword, never the value.
+fn return_output(
+    contract: &ToolContract,
+    answer: &AnswerDecl,
+    output: Value,
+    field: &str,
+) -> Result<(), ArenaError> {
+    let Some(schema) = &contract.output_schema else {
+        return Ok(());
+    };
+    if answer.ok == Some(false) {
+        return Ok(());
+    }
+    let reason = |why: String| ArenaError::RecordedAnswer {
+        field: field.to_string(),
+        reason: why,
+    };
+    let validator =
+        compile_output_schema("", &contract.name, schema).map_err(|e| reason(e.to_string()))?;
+    match schema_failure(&validator, &output) {
+        None => Ok(()),
+        Some(why) => Err(reason(format!(
+            "the output of tool {} fails its output schema at {}: {}",
+            contract.name, why.pointer, why.keyword
+        ))),
+    }
+}
