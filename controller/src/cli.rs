@@ -47,6 +47,8 @@ pub enum Command {
     Eval(EvalArgs),
     /// Pinned campaigns: ledger template, import and portfolio report.
     Campaign(crate::campaign::CampaignArgs),
+    /// Import tool definitions into a scenario declaration (`chio import mcp`).
+    Import(crate::import_mcp::ImportArgs),
     /// Node process commands (`chio node serve`).
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).

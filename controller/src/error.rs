@@ -105,6 +105,12 @@ cli_codes! {
     LEDGER_EXISTS = "CHIO-CAMPAIGN-LEDGER-EXISTS", Input;
     /// A `SCHEDULE_ID=PATH` argument or an annotation is malformed.
     RECORD_SPEC = "CHIO-CLI-RECORD-SPEC", Input;
+    /// The file `chio import mcp` reads cannot be read.
+    IMPORT_UNREADABLE = "CHIO-IMPORT-UNREADABLE", Input;
+    /// An MCP `tools/list` result is refused.
+    IMPORT_TOOLS_LIST = "CHIO-IMPORT-TOOLS-LIST", Input;
+    /// The declaration `chio import mcp --out` writes could not be written.
+    IMPORT_WRITE = "CHIO-IMPORT-WRITE", Infrastructure;
 }
 
 /// Every code a `chio` command can print with its class, from the three

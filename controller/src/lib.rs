@@ -19,6 +19,7 @@
 //! - [`arena_matrix`] holds `chio arena matrix`;
 //! - [`arena_promote`] holds `chio arena promote`;
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
+//! - [`import_mcp`] holds `chio import mcp` (an MCP `tools/list` result as a recorded server);
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`cluster_worlds`] is where the adversary evaluator's worlds run on
 //!   node processes (`arena evolve --topology`, matrix cells on a topology);
@@ -52,6 +53,7 @@ pub mod driver;
 pub mod error;
 pub mod eval;
 pub mod harness;
+pub mod import_mcp;
 pub mod junit;
 pub mod link_proxy;
 pub mod local_cluster;
@@ -103,6 +105,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
             cli::TrustCommand::Serve(args) => serve::trust(args),
         },
         cli::Command::Campaign(args) => campaign::run(args, out),
+        cli::Command::Import(args) => import_mcp::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
             cli::ArenaCommand::Run(args) => arena_run::run(args, out, palette),

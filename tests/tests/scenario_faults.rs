@@ -401,6 +401,65 @@ fn labels_at_rest_with_restarts(dir: &Path) -> PathBuf {
     )
 }
 
+/// After the schedule of recorded_git: the git server's node restarts, so
+/// its server starts afresh with no answer used (as a workspace reseeds its
+/// files): the log call both recorded answers were used for is answered
+/// again, by the first, and a commit message read from it is sent.
+const RECORDED_RESTART: &str = r#"
+[[steps]]
+id = "crash-node-a"
+agent = "dev"
+action = "fault"
+fault = "crash"
+node = "node-a"
+at = 40
+
+[[steps]]
+id = "restart-node-a"
+agent = "dev"
+action = "fault"
+fault = "restart"
+node = "node-a"
+keep_state = true
+at = 41
+
+[[steps]]
+id = "log-after-restart"
+agent = "dev"
+server = "git"
+tool = "git_log"
+arguments = { repo_path = "/repo", max_count = 1 }
+expect_verdict = "allow"
+at = 42
+
+[[steps]]
+id = "commit-the-first-log-line"
+agent = "dev"
+server = "git"
+tool = "git_commit"
+arguments = { repo_path = "/repo", message = { from_step = "log-after-restart", pointer = "/output/0" } }
+expect_verdict = "allow"
+at = 43
+"#;
+
+/// The recorded-git reference scenario in `dir` with a restart of the git
+/// server's node after its schedule.
+fn recorded_git_with_restart(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo_path("scenarios/recorded_git.toml"))
+        .expect("reference scenario");
+    let text = text.replace(
+        "id = \"recorded_git\"",
+        "id = \"recorded_git_with_restart\"",
+    );
+    for folder in ["prompts", "fixtures/recorded-git"] {
+        copy_tree(
+            &repo_path(&format!("scenarios/{folder}")),
+            &dir.join(folder),
+        );
+    }
+    write_scenario(dir, &format!("{text}{RECORDED_RESTART}"), &[])
+}
+
 /// Runs `chio -v arena run FILE --out OUT [--topology local]` and checks it
 /// passes; answers its standard error.
 fn run_passing(dir: &Path, file: &Path, out: &Path, local: bool) -> String {
@@ -447,6 +506,7 @@ fn every_fault_kind_runs_locally_identical_to_embedded_and_to_a_rerun() {
         .collect();
     files.push(delay_scenario(&dir.path().join("delay")));
     files.push(labels_at_rest_with_restarts(&dir.path().join("labels")));
+    files.push(recorded_git_with_restart(&dir.path().join("recorded")));
     let mut kinds = BTreeSet::new();
     for (index, file) in files.iter().enumerate() {
         kinds.extend(fault_kinds(file));

@@ -1,0 +1,118 @@
+//! `chio import mcp TOOLS.json --id SERVER [--kernel K] [--out FILE]`.
+//!
+//! Reads an MCP `tools/list` result (the JSON-RPC response or its bare
+//! result) and prints the `[[servers]]` declaration of a `recorded` server
+//! with those tools, their schemas, annotations and digests
+//! (`chio_arena::scenario::mcp`, which owns the parsing of the untrusted
+//! input and the rules every definition must satisfy). `--out` writes the
+//! declaration whole or not at all, through a temporary file beside it.
+//! Exit 0 with the declaration, 2 for input it refuses, 3 for a file it
+//! cannot write.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
+use clap::{Args, Subcommand};
+
+use crate::error::{codes, CliError};
+
+const COMMAND: &str = "import mcp";
+
+/// `chio import ...`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// What to import.
+    #[command(subcommand)]
+    pub command: ImportCommand,
+}
+
+/// Commands under `chio import`.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Print a recorded server's declaration from an MCP tools/list result.
+    Mcp(ImportMcpArgs),
+}
+
+/// `chio import mcp`.
+#[derive(Debug, Args)]
+pub struct ImportMcpArgs {
+    /// The tools/list result: a JSON-RPC response or its result object.
+    #[arg(value_name = "TOOLS.json")]
+    pub tools: PathBuf,
+    /// The id of the server to declare.
+    #[arg(long, value_name = "SERVER", value_parser = scenario_id)]
+    pub id: String,
+    /// The kernel that serves the server.
+    #[arg(long, value_name = "K", default_value = "kernel-a", value_parser = scenario_id)]
+    pub kernel: String,
+    /// Write the declaration to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// A flag value that is a scenario id.
+fn scenario_id(text: &str) -> Result<String, String> {
+    if chio_arena::scenario::is_valid_id(text) {
+        Ok(text.to_string())
+    } else {
+        Err("an id is non-empty, uses only A-Z, a-z, 0-9, _, . and -, and is not . or ..".into())
+    }
+}
+
+/// Runs `chio import`.
+pub fn run(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    match &args.command {
+        ImportCommand::Mcp(args) => mcp(args, out),
+    }
+}
+
+fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let bytes = std::fs::read(&args.tools).map_err(|e| {
+        CliError::new(
+            codes::IMPORT_UNREADABLE,
+            COMMAND,
+            format!("cannot read {}: {}", args.tools.display(), e.kind()),
+            "pass a readable file holding the server's tools/list response",
+        )
+    })?;
+    let tools = parse_tools_list(&bytes, &args.id).map_err(|problem| {
+        CliError::new(
+            codes::IMPORT_TOOLS_LIST,
+            COMMAND,
+            format!("{} is refused: {problem}", args.tools.display()),
+            "docs/scenario-schema.md, \"Declared tools\", says what a definition must be",
+        )
+    })?;
+    let declaration = server_declaration(&args.id, &args.kernel, &tools);
+    match &args.out {
+        None => out
+            .write_all(declaration.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| CliError::output(COMMAND, &e)),
+        Some(path) => write_whole(path, declaration.as_bytes()),
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it, renamed
+/// over it once flushed.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let failed = |e: std::io::Error| {
+        CliError::new(
+            codes::IMPORT_WRITE,
+            COMMAND,
+            format!("cannot write {}: {}", path.display(), e.kind()),
+            "check that the folder exists and is writable, or pass another --out",
+        )
+    };
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut file = tempfile::NamedTempFile::new_in(folder).map_err(failed)?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .map_err(failed)?;
+    file.persist(path).map_err(|e| failed(e.error))?;
+    Ok(())
+}
