@@ -505,8 +505,9 @@ fn every_fault_kind_runs_locally_identical_to_embedded_and_to_a_rerun() {
         .map(|name| repo_path(&format!("scenarios/{name}.toml")))
         .collect();
     files.push(delay_scenario(&dir.path().join("delay")));
-    files.push(labels_at_rest_with_restarts(&dir.path().join("labels")));
     files.push(recorded_git_with_restart(&dir.path().join("recorded")));
+    // Last: its step records are read below.
+    files.push(labels_at_rest_with_restarts(&dir.path().join("labels")));
     let mut kinds = BTreeSet::new();
     for (index, file) in files.iter().enumerate() {
         kinds.extend(fault_kinds(file));
