@@ -9,7 +9,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use chio_arena::bundle::{
     Bundle, BundleManifest, BundleStatus, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA,
@@ -25,39 +24,19 @@ use chio_arena::{ActionKind, DeterminismWitness};
 use chio_kernel::verdict::ProjectedVerdict;
 use serde_json::Value;
 
+#[path = "support/git.rs"]
+mod git_repo;
+use git_repo::{commit_all, INVENTED};
+
 const LIMITS: &str =
     "{ wall_seconds = 120, steps = 20, kernel_evaluations = 20, generations = 10 }";
 const CONTRADICTED: &str = "contradicted by its evidence";
 const VERIFIED: &str = "verified delivery";
-/// A well-formed commit id no repository here holds.
-const INVENTED: &str = "4d1c0ffee4d1c0ffee4d1c0ffee4d1c0ffee4d1c";
 
 fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../scenarios")
         .join(rel)
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args(["-c", "user.name=campaign test"])
-        .args(["-c", "user.email=test@example.invalid"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
 /// A campaign of one live run of the walking skeleton and one evolution of
@@ -90,12 +69,7 @@ impl Setup {
             std::fs::create_dir_all(target.parent().unwrap()).unwrap();
             std::fs::copy(repo_file(file), target).unwrap();
         }
-        let commit = git_root.then(|| {
-            git(&root, &["init", "-q"]);
-            git(&root, &["add", "-A"]);
-            git(&root, &["commit", "-q", "-m", "scenarios"]);
-            git(&root, &["rev-parse", "HEAD"])
-        });
+        let commit = git_root.then(|| commit_all(&root));
         let (_, definition) =
             task_definition(&root, TaskKind::Scenario, "walking_skeleton.toml").unwrap();
         let pin = format!(

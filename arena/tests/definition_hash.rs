@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use chio_arena::experiment::campaign::definition::{definition_hash, rows_json};
 use chio_arena::experiment::campaign::git::PinnedTree;
 
+#[path = "support/git.rs"]
+mod git_repo;
+use git_repo::git;
+
 const PINNED: &str = "c32c289faaad13208f1dd51846c8e5fd8a20dff5ca517f582c23546964e225ed";
 
 fn build_tree(root: &Path) {
@@ -86,22 +90,6 @@ fn links_are_not_followed() {
     let definition = definition_hash(tmp.path(), &[PathBuf::from("tree")]).unwrap();
     assert_eq!(definition.rows[0].mode, "120000");
     assert_eq!(definition.files, 1);
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(["-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
 
 // The same tree committed to Git hashes to the same pinned value from the revision's objects, and later working-tree edits do not move it.

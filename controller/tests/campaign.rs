@@ -5,11 +5,14 @@
 //! definitions read from Git, and one test per refusal, each asserting exit
 //! 2, the message, and that the ledger's bytes did not change.
 
+#[path = "../../arena/tests/support/git.rs"]
+mod git_repo;
 mod util;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use git_repo::{commit_all, git, INVENTED};
 use serde_json::Value;
 use util::{chio, copy_tree, explain, repo_path};
 
@@ -23,43 +26,6 @@ fn expect(dir: &Path, args: &[&str], code: i32) -> Output {
         explain(args, &output)
     );
     output
-}
-
-/// Runs git in `dir`, asserting success, and returns its trimmed output.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
-        .args([
-            "-c",
-            "user.name=campaign test",
-            "-c",
-            "user.email=test@example.invalid",
-        ])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        output.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
-/// Makes `dir` a repository with everything in it committed; returns the commit.
-fn commit_all(dir: &Path) -> String {
-    if !dir.join(".git").exists() {
-        git(dir, &["init", "-q"]);
-    }
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "scenarios", "--allow-empty"]);
-    git(dir, &["rev-parse", "HEAD"])
 }
 
 /// Runs a scenario with --json into `name.json` (bundle in `name/`).
@@ -716,9 +682,6 @@ fn every_portfolio_outcome_is_reachable() {
         "an ungraded replay blocks its section"
     );
 }
-
-/// A well-formed commit id no repository here holds.
-const INVENTED: &str = "4d1c0ffee4d1c0ffee4d1c0ffee4d1c0ffee4d1c";
 
 /// The fields the report names as contradicted for `id`.
 fn contradicted_fields(report: &Value, id: &str) -> Vec<String> {

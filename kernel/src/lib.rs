@@ -49,6 +49,7 @@
 pub mod amount;
 pub mod batch;
 pub mod canonical;
+mod code_enum;
 pub mod contract;
 pub mod credentials;
 pub mod error;

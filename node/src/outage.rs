@@ -61,31 +61,11 @@ impl Outage {
     }
 }
 
-macro_rules! node_codes {
-    ($($(#[$doc:meta])* $variant:ident => $code:literal,)+) => {
-        /// The stable code of a node's (or the controller's) answer, one per
-        /// reason template; never one of the kernel's
-        /// ([`chio_kernel::reason::ReasonCode`]).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum NodeCode {
-            $($(#[$doc])* $variant,)+
-        }
-
-        impl NodeCode {
-            /// Every code, in documentation order.
-            pub const ALL: &'static [NodeCode] = &[$(NodeCode::$variant,)+];
-
-            /// The kebab-case code.
-            pub fn as_str(&self) -> &'static str {
-                match self {
-                    $(NodeCode::$variant => $code,)+
-                }
-            }
-        }
-    };
-}
-
-node_codes! {
+chio_kernel::code_enum! {
+    /// The stable code of a node's (or the controller's) answer, one per
+    /// reason template; never one of the kernel's
+    /// ([`chio_kernel::reason::ReasonCode`]).
+    pub enum NodeCode;
     /// The serving kernel's node cannot be reached from the agent's.
     KernelUnreachable => "kernel-unreachable",
     /// The agent does not hold the capability it presents.
@@ -120,19 +100,6 @@ node_codes! {
     ReferenceUnresolved => "reference-unresolved",
     /// A call argument is a reference object the value grammar refuses.
     ReferenceMalformed => "reference-malformed",
-}
-
-impl NodeCode {
-    /// The code spelt `text`, if it is one.
-    pub fn parse(text: &str) -> Option<NodeCode> {
-        NodeCode::ALL.iter().copied().find(|c| c.as_str() == text)
-    }
-}
-
-impl std::fmt::Display for NodeCode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A node that a fault step crashed.

@@ -38,25 +38,29 @@ use std::path::Path;
 
 use chio_arena::bundle::{
     Bundle, BundleManifest, BundleStatus, BundleWriter, StepRecord, StopRecord, StreamedScenario,
-    BUNDLE_SCHEMA, SCENARIO_INPUT,
+    BUNDLE_SCHEMA,
 };
-use chio_arena::fixtures::normalized_folder;
-use chio_arena::{ArenaError, DeterminismWitness, Scenario, ScenarioText, ScheduledStep, Step};
+use chio_arena::{ArenaError, DeterminismWitness, Scenario, ScheduledStep, Step};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::merkle_root;
-use chio_node::executor::{DelayedCalls, PreparedStep, StepExecutor};
-use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
+use chio_node::executor::{PreparedStep, StepExecutor};
+use chio_node::{EmbeddedTopology, NodeError, World};
 use serde::Serialize;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+mod expect_reason;
 mod footprint;
+mod inputs;
+mod one_at_a_time;
 mod pipeline;
 mod record;
 
 pub use chio_node::executor::Dispatcher;
+pub use expect_reason::{is_reason_code, reason_mismatch, UNEXPECTED_REASON};
+pub use inputs::RunInputs;
 use record::{Sink, StepRecorder};
 
 /// The evaluator's version, part of every step's evaluator fingerprint.
@@ -85,83 +89,6 @@ pub struct RunResult {
     pub status: RunStatus,
     /// The infrastructure failure, when one ended the run.
     pub failure: Option<NodeError>,
-}
-
-/// What the driver needs to know about a scenario's inputs.
-#[derive(Debug, Clone)]
-pub struct RunInputs {
-    /// SHA-256 (hex) of the scenario file's bytes, as run; the bytes
-    /// themselves are the scenario's own text (`Scenario::text`), recorded
-    /// as `inputs/scenario.toml`.
-    pub scenario_sha256: String,
-    /// The part of those bytes a node loads: the file without its
-    /// `[[steps]]` tables (`Scenario::world_bytes`).
-    pub world_bytes: Vec<u8>,
-    /// The fixture files, by server.
-    pub fixtures: FixtureSet,
-    /// The fixture files for the bundle, by path relative to `inputs/`
-    /// (the scenario file is written from `text`).
-    pub files: BTreeMap<String, Vec<u8>>,
-    /// The scenario's bytes as run.
-    pub text: ScenarioText,
-}
-
-impl RunInputs {
-    /// Gathers the fixtures the scenario's loader read; each fixture folder
-    /// is recorded under its normalised path (`./a/` as `a`).
-    pub fn load(scenario: &Scenario) -> Result<RunInputs, NodeError> {
-        let world_bytes = scenario.world_bytes().map_err(spool_error)?;
-        Self::gather(scenario, scenario.text().clone(), world_bytes)
-    }
-
-    /// As [`Self::load`], for a run whose recorded bytes are `bytes` (a
-    /// matrix cell's text with its repetition's seed), which must validate
-    /// to `scenario`.
-    pub fn load_with_text(scenario: &Scenario, bytes: Vec<u8>) -> Result<RunInputs, NodeError> {
-        let world_bytes = chio_arena::world_bytes(scenario, &bytes);
-        Self::gather(scenario, ScenarioText::memory(bytes), world_bytes)
-    }
-
-    fn gather(
-        scenario: &Scenario,
-        text: ScenarioText,
-        world_bytes: Vec<u8>,
-    ) -> Result<RunInputs, NodeError> {
-        let fixtures = FixtureSet::load(scenario)?;
-        let mut files = BTreeMap::new();
-        let scenario_sha256 = text.sha256().to_string();
-        for server in &scenario.file().servers {
-            let folder = server.fixtures.as_deref().and_then(normalized_folder);
-            if let (Some(rel), Some(seeded)) = (folder, fixtures.servers.get(&server.id)) {
-                for (path, content) in seeded {
-                    files.insert(format!("{rel}/{path}"), content.as_bytes().to_vec());
-                }
-            }
-        }
-        Ok(RunInputs {
-            world_bytes,
-            scenario_sha256,
-            fixtures,
-            files,
-            text,
-        })
-    }
-
-    /// Every input file of the bundle, the scenario's bytes included, in memory.
-    pub fn all_files(&self) -> Result<BTreeMap<String, Vec<u8>>, NodeError> {
-        let mut files = self.files.clone();
-        let bytes = self.text.to_vec().map_err(spool_error)?;
-        files.insert(SCENARIO_INPUT.to_string(), bytes);
-        Ok(files)
-    }
-}
-
-/// The scenario's bytes could not be read back from where they are kept.
-fn spool_error(e: std::io::Error) -> NodeError {
-    NodeError::Fixture {
-        path: "the scenario's spooled bytes".to_string(),
-        cause: e.to_string(),
-    }
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -218,62 +145,6 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
         out.insert(id.clone(), text);
     }
     Ok(out)
-}
-
-/// The message of a record whose reason is not of code `want`, if it is not.
-fn code_mismatch(record: &StepRecord, want: &str) -> Option<String> {
-    match (record.reason_code.as_deref(), record.reason.as_deref()) {
-        (Some(code), _) if code == want => None,
-        (Some(code), Some(reason)) => Some(format!(
-            "step {} expected a reason of code {want:?} but the reason is {reason:?} (code {code:?})",
-            record.step_id
-        )),
-        (_, Some(reason)) => Some(format!(
-            "step {} expected a reason of code {want:?} but the reason {reason:?} has no code",
-            record.step_id
-        )),
-        (_, None) => Some(format!(
-            "step {} expected a reason of code {want:?} but it gave no reason (actual {})",
-            record.step_id,
-            record.actual.map_or("?", |a| a.as_str())
-        )),
-    }
-}
-
-/// The stop cause of a step whose reason lacks its `expect_reason`.
-pub const UNEXPECTED_REASON: &str = "unexpected-reason";
-
-/// Whether `text` is a reason code: a kernel's
-/// ([`chio_kernel::reason::ReasonCode`]) or a node's
-/// ([`chio_node::outage::NodeCode`]).
-pub fn is_reason_code(text: &str) -> bool {
-    chio_kernel::reason::ReasonCode::parse(text).is_some()
-        || chio_node::outage::NodeCode::parse(text).is_some()
-}
-
-/// `None` when the record's reason matches its expected reason (or none
-/// is expected); otherwise the message naming both. An expectation that
-/// is a reason code ([`is_reason_code`]) matches exactly the reason of
-/// that code; any other is a plain, case-sensitive substring of the reason
-/// the kernel (or the refusal) gave, so a scenario can pin the part that
-/// matters (a guard's words, a label key) without restating ids or numbers.
-pub fn reason_mismatch(record: &StepRecord) -> Option<String> {
-    let want = record.expected_reason.as_deref()?;
-    if is_reason_code(want) {
-        return code_mismatch(record, want);
-    }
-    match record.reason.as_deref() {
-        Some(reason) if reason.contains(want) => None,
-        Some(reason) => Some(format!(
-            "step {} expected a reason containing {want:?} but the reason is {reason:?}",
-            record.step_id
-        )),
-        None => Some(format!(
-            "step {} expected a reason containing {want:?} but it gave no reason (actual {})",
-            record.step_id,
-            record.actual.map_or("?", |a| a.as_str())
-        )),
-    }
 }
 
 /// How the driver sends a run's steps.
@@ -335,149 +206,6 @@ fn begin_record(
         return Err(e);
     }
     Ok(record)
-}
-
-/// A call in flight over a delayed link: its record, begun at its
-/// scheduled place, and what its dispatch needs at its arrival.
-struct InFlightStep {
-    record: StepRecord,
-    step: Step,
-    prepared: PreparedStep,
-    node: String,
-}
-
-/// Decides every call in flight that arrives before `instant_ms` (all of
-/// them when `None`), in arrival order, each once the stall its arrival
-/// ends is over and with what a crash since its sending left of it. After
-/// an infrastructure failure each remaining call is recorded with it, not
-/// dispatched, so no record is lost; the failure is answered.
-async fn land_in_flight(
-    world: &World,
-    dispatcher: &dyn Dispatcher,
-    executor: &mut StepExecutor,
-    recorder: &mut StepRecorder<'_>,
-    in_flight: &mut DelayedCalls<InFlightStep>,
-    instant_ms: Option<u64>,
-) -> Option<NodeError> {
-    let mut failure: Option<NodeError> = None;
-    while let Some(mut call) = in_flight.arriving_before(instant_ms) {
-        if let Some(e) = &failure {
-            recorder.infrastructure(call.record, e);
-            continue;
-        }
-        let arrival = call.prepared.arrival_ms().unwrap_or_default();
-        let performed = match executor.settle_faults(dispatcher, arrival).await {
-            Ok(()) => {
-                executor.arrive(world, &mut call.prepared);
-                executor
-                    .perform(dispatcher, &call.node, &call.step.head.id, &call.prepared)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        match performed {
-            Ok(performed) => {
-                failure = recorder
-                    .performed(call.record, &call.step.action, &call.prepared, performed)
-                    .err();
-            }
-            Err(e) => {
-                recorder.infrastructure(call.record, &e);
-                failure = Some(e);
-            }
-        }
-    }
-    failure
-}
-
-/// One step in flight at a time: each scheduled action is prepared,
-/// performed and recorded before the next is sent, except a call over a
-/// delayed link, which is decided at its arrival, after every step whose
-/// instant is at or before it (`DelayedCalls`), and recorded at its scheduled
-/// place. A run that stops still decides every call it had sent.
-/// `Ok(Some(e))` is an infrastructure failure recorded in the bundle;
-/// `Err` aborts the run.
-async fn run_one_at_a_time(
-    scenario: &Scenario,
-    world: &World,
-    dispatcher: &dyn Dispatcher,
-    executor: &mut StepExecutor,
-    recorder: &mut StepRecorder<'_>,
-) -> Result<Option<NodeError>, NodeError> {
-    let mut in_flight = DelayedCalls::default();
-    let mut failure = None;
-    for scheduled in scenario.schedule() {
-        let now_ms = world.start_ms + scheduled.evaluation_ms;
-        failure = land_in_flight(
-            world,
-            dispatcher,
-            executor,
-            recorder,
-            &mut in_flight,
-            Some(now_ms),
-        )
-        .await;
-        if failure.is_some() || recorder.stopped() {
-            break;
-        }
-        let step = scenario.step(scheduled.step_index)?;
-        let agent = &step.head.agent;
-        let node = world
-            .agent_node(agent)
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent}")))?
-            .to_string();
-        // A stall over by this instant ends before the step is prepared.
-        let settled = executor.settle_faults(dispatcher, now_ms).await;
-        let prepared = executor.prepare(world, &step.head.id, &step.action, agent, now_ms)?;
-        let record = match begin_record(scenario, world, recorder, scheduled, &step, &prepared) {
-            Ok(record) => record,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        };
-        if let (Ok(()), Some(arrival)) = (&settled, prepared.arrival_ms()) {
-            let call = InFlightStep {
-                record,
-                step: step.into_owned(),
-                prepared,
-                node,
-            };
-            in_flight.send(arrival, call);
-            continue;
-        }
-        let performed = match settled {
-            Ok(()) => {
-                executor
-                    .perform(dispatcher, &node, &step.head.id, &prepared)
-                    .await
-            }
-            Err(e) => Err(e),
-        };
-        let performed = match performed {
-            Ok(performed) => recorder.performed(record, &step.action, &prepared, performed),
-            Err(e) => {
-                recorder.infrastructure(record, &e);
-                Err(e)
-            }
-        };
-        if let Err(e) = performed {
-            failure = Some(e);
-            break;
-        }
-        if recorder.stopped() {
-            break;
-        }
-    }
-    // Every call still in flight was sent, so it reaches its kernel; after
-    // a failure it is recorded with that failure.
-    if let Some(e) = &failure {
-        while let Some(call) = in_flight.arriving_before(None) {
-            recorder.infrastructure(call.record, e);
-        }
-        return Ok(failure);
-    }
-    Ok(land_in_flight(world, dispatcher, executor, recorder, &mut in_flight, None).await)
 }
 
 /// Runs a scenario's whole schedule through `dispatcher`, pipelined,
@@ -679,7 +407,7 @@ async fn dispatch_all(
             pipeline::run(scenario, world, dispatcher, &mut executor, recorder).await
         }
         DispatchMode::OneAtATime => {
-            run_one_at_a_time(scenario, world, dispatcher, &mut executor, recorder).await
+            one_at_a_time::run(scenario, world, dispatcher, &mut executor, recorder).await
         }
     }
 }

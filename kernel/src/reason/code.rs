@@ -1,36 +1,14 @@
 //! The stable code of a reason: the code table, its spellings, and the
 //! code of each [`DenyReason`].
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::{DenyReason, Injection, Widening};
 use crate::error::StoreError;
 
-macro_rules! reason_codes {
-    ($($(#[$doc:meta])* $variant:ident => $code:literal,)+) => {
-        /// The stable code of a reason, one per reason template.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub enum ReasonCode {
-            $($(#[$doc])* $variant,)+
-        }
-
-        impl ReasonCode {
-            /// Every code, in documentation order.
-            pub const ALL: &'static [ReasonCode] = &[$(ReasonCode::$variant,)+];
-
-            /// The kebab-case code.
-            pub fn as_str(&self) -> &'static str {
-                match self {
-                    $(ReasonCode::$variant => $code,)+
-                }
-            }
-        }
-    };
-}
-
-reason_codes! {
+crate::code_enum! {
+    /// The stable code of a reason, one per reason template.
+    pub enum ReasonCode;
     /// `capability schema "<s>" is not chio.capability/v1`.
     SchemaUnknown => "schema-unknown",
     /// A delegated capability without its root grant.
@@ -183,19 +161,6 @@ reason_codes! {
     PortableNotSubject => "portable-not-subject",
     /// An approval that portable evaluation cannot run.
     PortableApproval => "portable-approval",
-}
-
-impl fmt::Display for ReasonCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl ReasonCode {
-    /// The code spelt `text`, if it is one.
-    pub fn parse(text: &str) -> Option<ReasonCode> {
-        ReasonCode::ALL.iter().copied().find(|c| c.as_str() == text)
-    }
 }
 
 impl Serialize for ReasonCode {

@@ -68,35 +68,34 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation, WideningPlan};
-use chio_arena::adversary::class::{ReplayMode, ReplayReuse, WideningKind};
+use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation};
+use chio_arena::adversary::class::{ReplayMode, ReplayReuse};
 use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
-use chio_arena::{Action, ArenaError, Scenario, Step};
+use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::kernel::Decision;
-use chio_kernel::keys::{derive_arena_key, public_key_hex};
+use chio_kernel::keys::derive_arena_key;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
-use chio_kernel::token::{CapabilityToken, ScopeGrant};
+use chio_kernel::token::CapabilityToken;
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
 use crate::error::NodeError;
-use crate::executor::{DelayedCalls, Performed, PreparedStep, StepExecutor};
+use crate::executor::{DelayedCalls, PreparedStep, StepExecutor};
 use crate::tools::FileChange;
 use crate::world::{FixtureSet, World, AGENT_ROLE};
 
 mod budget;
 mod feedback;
 pub mod instance;
+mod scheduled;
 mod unreachable;
+mod widening;
 
 pub use instance::{DirectWorlds, WorldInstance, Worlds};
 
-use budget::{BudgetTally, Counted};
+use budget::BudgetTally;
 use feedback::{feedback, Observed};
 use unreachable::{unreachable, unreached};
-
-/// Seconds a scope escape's expiry widening adds past the parent's expiry.
-const EXPIRY_WIDENING_MS: u64 = 86_400_000;
 
 /// Evaluates adversary actions with the real kernel in a scenario's world,
 /// in the instances `W` makes (in process unless told otherwise).
@@ -289,80 +288,6 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             .collect())
     }
 
-    /// Runs one of the scenario's own steps through the run's step
-    /// executor; a call over a delayed link is put in flight, to be
-    /// decided at its arrival ([`Self::land_before`]), as a run does.
-    fn run_step(&mut self, step: &Step, now_ms: u64) -> Result<(), ArenaError> {
-        let agent = step.head.agent.as_str();
-        let step_id = step.head.id.as_str();
-        self.place
-            .complete(self.executor.settle_faults(self.place.dispatcher(), now_ms))
-            .map_err(failure)?;
-        let prepared = self
-            .executor
-            .prepare(self.world, step_id, &step.action, agent, now_ms)
-            .map_err(failure)?;
-        let node = self.world.agent_node(agent).unwrap_or("direct").to_string();
-        if let Some(arrival) = prepared.arrival_ms() {
-            self.in_flight
-                .send(arrival, (step_id.to_string(), node, prepared));
-            return Ok(());
-        }
-        self.decide_step(step_id, &node, &prepared)
-    }
-
-    /// Decides every scheduled call in flight that arrives before
-    /// `instant_ms` (all of them when `None`), in arrival order, as the run
-    /// driver does: after the stall its arrival ends, with what a crash
-    /// since its sending left of it.
-    fn land_before(&mut self, instant_ms: Option<u64>) -> Result<(), ArenaError> {
-        while let Some((step_id, node, mut prepared)) = self.in_flight.arriving_before(instant_ms) {
-            let arrival = prepared.arrival_ms().unwrap_or_default();
-            self.place
-                .complete(
-                    self.executor
-                        .settle_faults(self.place.dispatcher(), arrival),
-                )
-                .map_err(failure)?;
-            self.executor.arrive(self.world, &mut prepared);
-            self.decide_step(&step_id, &node, &prepared)?;
-        }
-        Ok(())
-    }
-
-    /// Performs a prepared scheduled step on `node` and counts what a
-    /// kernel decided.
-    fn decide_step(
-        &mut self,
-        step_id: &str,
-        node: &str,
-        prepared: &PreparedStep,
-    ) -> Result<(), ArenaError> {
-        let performed = self
-            .place
-            .complete(
-                self.executor
-                    .perform(self.place.dispatcher(), node, step_id, prepared),
-            )
-            .map_err(failure)?;
-        if matches!(performed, Performed::Call(_)) {
-            self.evaluations += 1;
-        }
-        // A scheduled admission counts under its budgets like any other.
-        if let (PreparedStep::Call(call), Performed::Call(outcome)) = (prepared, &performed) {
-            if let Some(held) = self.executor.capability(&call.command.capability_id) {
-                let counted = Counted {
-                    agent: &call.command.agent,
-                    server: &call.command.server,
-                    tool: &call.command.tool,
-                    token: &held.token,
-                };
-                self.tally.record(self.world, counted, outcome.verdict);
-            }
-        }
-        Ok(())
-    }
-
     /// Edits a server's fixture for the duration of `during`, then restores it.
     fn with_fixture_edit<T>(
         &mut self,
@@ -501,64 +426,6 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             evaluations,
             feedback: Some(feedback),
         })
-    }
-
-    /// The holder signs a link handing the accomplice a scope wider than the parent's.
-    fn widened_child(
-        &self,
-        plan: &WideningPlan,
-        accomplice: &str,
-        child_id: &str,
-        tool: &str,
-        now_ms: u64,
-    ) -> Result<CapabilityToken, ArenaError> {
-        let parent = self.token(&plan.parent)?;
-        let mut state = parent.state();
-        for widening in std::iter::once(plan.widening).chain(plan.also.iter().copied()) {
-            widen(&mut state, widening, plan, tool);
-        }
-        let delegatee = public_key_hex(&self.key_of(accomplice));
-        parent
-            .delegate_state(
-                &self.key_of(&plan.delegator),
-                &delegatee,
-                state,
-                child_id,
-                now_ms,
-            )
-            .map_err(failure)
-    }
-}
-
-/// Applies one widening to a link's state.
-fn widen(
-    state: &mut chio_kernel::token::GrantState,
-    widening: WideningKind,
-    plan: &WideningPlan,
-    tool: &str,
-) {
-    {
-        match widening {
-            WideningKind::Tool => {
-                if let Some(extra) = &plan.extra_tool {
-                    for grant in &mut state.scope {
-                        grant.tools.push(extra.clone());
-                    }
-                }
-            }
-            WideningKind::Path => {
-                for grant in &mut state.scope {
-                    grant.constraints.remove("path_prefix");
-                }
-            }
-            WideningKind::Server => {
-                if let Some(extra) = &plan.extra_server {
-                    state.scope.push(ScopeGrant::new(extra, &[tool]));
-                }
-            }
-            WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
-            WideningKind::Share => state.share_bps += 1,
-        }
     }
 }
 

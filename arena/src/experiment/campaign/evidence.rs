@@ -46,17 +46,19 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
 
-use super::definition::{normalise, sha256_hex};
 use super::git;
 use super::ledger::{
-    derive, is_unrun, Ledger, LedgerRow, OracleCheck, RecordEvidence, EVOLVE_RECORD, MATRIX_RECORD,
-    REPLAY_RECORD, RUN_RECORD,
+    is_unrun, Ledger, LedgerRow, OracleCheck, EVOLVE_RECORD, REPLAY_RECORD, RUN_RECORD,
 };
 use super::{Campaign, Evidence, Task, TaskKind};
-use crate::bundle::{BundleManifest, BundleStatus, MANIFEST_FILE, RECEIPTS_FILE};
-use crate::scenario::ActionKind;
+
+mod bundle;
+mod folder;
+
+use bundle::check_bundle;
+use folder::check_folder;
+pub use folder::folder_merkle_root;
 
 /// The file of a matrix's output folder that holds its synthesis.
 pub const SYNTHESIS_FILE: &str = "synthesis.json";
@@ -74,6 +76,27 @@ fn contradiction(field: impl Into<String>, reason: impl Into<String>) -> Contrad
     Contradiction {
         field: field.into(),
         reason: reason.into(),
+    }
+}
+
+/// One evidence reference of a row, as the bundle and folder checks read it.
+struct RefCheck<'a> {
+    /// The row's task.
+    task: &'a Task,
+    /// The row.
+    row: &'a LedgerRow,
+    /// The folder the reference names.
+    dir: &'a Path,
+    /// The Merkle root the reference claims, if it claims one.
+    root: Option<&'a str>,
+    /// The reference's place in the row's `evidence_refs`.
+    index: usize,
+}
+
+impl RefCheck<'_> {
+    /// The row field `evidence_refs[<index>].<key>`.
+    fn at(&self, key: &str) -> String {
+        format!("evidence_refs[{}].{key}", self.index)
     }
 }
 
@@ -171,253 +194,33 @@ fn row_contradictions(
             ));
         }
     }
-    for (i, reference) in row.evidence_refs.iter().enumerate() {
-        let at = |key: &str| format!("evidence_refs[{i}].{key}");
-        let dir = Path::new(&reference.path);
-        if !dir.is_dir() {
-            if reference.merkle_root.is_some() {
+    for (index, reference) in row.evidence_refs.iter().enumerate() {
+        let checked = RefCheck {
+            task,
+            row,
+            dir: Path::new(&reference.path),
+            root: reference.merkle_root.as_deref(),
+            index,
+        };
+        if !checked.dir.is_dir() {
+            if checked.root.is_some() {
                 let what = match task.kind {
                     TaskKind::Scenario => "bundle",
                     _ => "output folder",
                 };
                 found.push(contradiction(
-                    at("path"),
+                    checked.at("path"),
                     format!("no {what} at {}", reference.path),
                 ));
             }
             continue;
         }
         match task.kind {
-            TaskKind::Scenario => check_bundle(
-                task,
-                row,
-                dir,
-                reference.merkle_root.as_deref(),
-                &at,
-                &mut found,
-            ),
-            _ => check_folder(
-                task,
-                row,
-                dir,
-                reference.merkle_root.as_deref(),
-                &at,
-                &mut found,
-            ),
+            TaskKind::Scenario => check_bundle(&checked, &mut found),
+            _ => check_folder(&checked, &mut found),
         }
     }
     found
-}
-
-/// Reads a bundle's manifest and checks its receipts against its root.
-fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
-    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE))
-        .map_err(|e| format!("it holds no readable {MANIFEST_FILE} ({})", e.kind()))?;
-    let manifest: BundleManifest = serde_json::from_str(&text)
-        .map_err(|e| format!("its {MANIFEST_FILE} is not a bundle manifest ({e})"))?;
-    let receipts = std::fs::read_to_string(dir.join(RECEIPTS_FILE))
-        .map_err(|e| format!("it holds no readable {RECEIPTS_FILE} ({})", e.kind()))?;
-    let mut ids = Vec::new();
-    for line in receipts.lines() {
-        let value: Value = serde_json::from_str(line)
-            .map_err(|_| format!("a line of its {RECEIPTS_FILE} is not a receipt"))?;
-        let id = value
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("a receipt of its {RECEIPTS_FILE} has no id"))?;
-        ids.push(id.to_string());
-    }
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
-    if root != manifest.receipt_root || ids.len() as u64 != manifest.receipt_count {
-        return Err(format!(
-            "its {} receipt(s) hash to {root}, not to the receipt root {} its manifest records",
-            ids.len(),
-            manifest.receipt_root
-        ));
-    }
-    Ok(manifest)
-}
-
-/// The native outcome a run's bundle records.
-fn run_outcome(manifest: &BundleManifest) -> &'static str {
-    match manifest.status {
-        BundleStatus::Failed => "infrastructure-failure",
-        BundleStatus::Stopped => "stopped",
-        BundleStatus::Completed if manifest.mismatches.is_empty() => "passed",
-        BundleStatus::Completed => "failed",
-    }
-}
-
-fn shown<T: std::fmt::Debug>(value: &Option<T>) -> String {
-    match value {
-        Some(v) => format!("{v:?}"),
-        None => "nothing".to_string(),
-    }
-}
-
-/// Records a contradiction when the row's value is not the bundle's.
-fn differ<T: std::fmt::Debug + PartialEq>(
-    found: &mut Vec<Contradiction>,
-    field: &str,
-    recorded: &Option<T>,
-    bundle: &Option<T>,
-) {
-    if recorded != bundle {
-        found.push(contradiction(
-            field,
-            format!(
-                "the row records {}, the bundle {}",
-                shown(recorded),
-                shown(bundle)
-            ),
-        ));
-    }
-}
-
-/// Checks a scenario's bundle: readable, the task's scenario, the
-/// reference's root, and for a run every field the row copied from it.
-fn check_bundle(
-    task: &Task,
-    row: &LedgerRow,
-    dir: &Path,
-    root: Option<&str>,
-    at: &dyn Fn(&str) -> String,
-    found: &mut Vec<Contradiction>,
-) {
-    let manifest = match read_bundle(dir) {
-        Ok(manifest) => manifest,
-        Err(why) => {
-            found.push(contradiction(
-                at("path"),
-                format!("{} is not a sound bundle: {why}", dir.display()),
-            ));
-            return;
-        }
-    };
-    let scenario_hash = normalise(Path::new(&task.file)).ok().and_then(|file| {
-        task.definition
-            .rows
-            .iter()
-            .find(|r| r.path == file)
-            .map(|r| r.sha256.clone())
-    });
-    if let Some(expected) = scenario_hash.filter(|h| *h != manifest.scenario_sha256) {
-        found.push(contradiction(
-            at("path"),
-            format!(
-                "the bundle ran a scenario file with SHA-256 {}, not the task's {} ({expected})",
-                manifest.scenario_sha256, task.file
-            ),
-        ));
-    }
-    if let Some(root) = root.filter(|r| *r != manifest.receipt_root) {
-        found.push(contradiction(
-            at("merkle_root"),
-            format!(
-                "{root} is not the bundle's receipt root {}",
-                manifest.receipt_root
-            ),
-        ));
-    }
-    let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
-    let steps = Some(manifest.steps.len() as u64);
-    let is_run = row
-        .record
-        .as_ref()
-        .is_some_and(|r| r.schema_version == RUN_RECORD);
-    if !is_run {
-        // A replay: the replayed bundle's counts, when the row states them.
-        if row.spent.steps.is_some() {
-            differ(found, "spent.steps", &row.spent.steps, &steps);
-        }
-        if row.spent.kernel_evaluations.is_some() {
-            differ(
-                found,
-                "spent.kernel_evaluations",
-                &row.spent.kernel_evaluations,
-                &Some(judged),
-            );
-        }
-        return;
-    }
-    let outcome = run_outcome(&manifest);
-    if row.native_outcome != outcome {
-        found.push(contradiction(
-            "native_outcome",
-            format!(
-                "the row records {:?}, the bundle {outcome:?} (status {}, {} mismatch(es))",
-                row.native_outcome,
-                manifest.status,
-                manifest.mismatches.len()
-            ),
-        ));
-    }
-    let calls = manifest
-        .steps
-        .iter()
-        .filter(|s| s.action == ActionKind::Call && s.pass.is_some())
-        .count() as u64;
-    let passed = manifest
-        .steps
-        .iter()
-        .filter(|s| s.action == ActionKind::Call && s.pass == Some(true))
-        .count() as u64;
-    let failing: Vec<String> = manifest
-        .steps
-        .iter()
-        .filter(|s| s.pass == Some(false))
-        .map(|s| s.step_id.clone())
-        .collect();
-    let record = row.record.clone().unwrap_or_default();
-    differ(
-        found,
-        "record.receipt_root",
-        &record.receipt_root,
-        &Some(manifest.receipt_root.clone()),
-    );
-    differ(found, "record.calls", &record.calls, &Some(calls));
-    differ(found, "record.passed", &record.passed, &Some(passed));
-    differ(
-        found,
-        "record.failed",
-        &record.failed,
-        &Some(calls - passed),
-    );
-    differ(
-        found,
-        "record.failing_steps",
-        &record.failing_steps,
-        &Some(failing),
-    );
-    differ(
-        found,
-        "record.stopped_at",
-        &record.stopped_at,
-        &manifest.stopped.as_ref().map(|s| s.step_id.clone()),
-    );
-    differ(found, "spent.steps", &row.spent.steps, &steps);
-    differ(
-        found,
-        "spent.kernel_evaluations",
-        &row.spent.kernel_evaluations,
-        &Some(calls),
-    );
-    let checks: Vec<OracleCheck> = manifest
-        .steps
-        .iter()
-        .filter_map(|s| {
-            Some(OracleCheck {
-                name: format!(
-                    "{} expects {}",
-                    s.step_id,
-                    s.expected.map_or("?", |e| e.as_str())
-                ),
-                ok: s.pass?,
-            })
-        })
-        .collect();
-    compare_checks(&row.oracle_checks, &checks, "the bundle", found);
 }
 
 /// Names the first oracle check the row holds that the evidence does not.
@@ -449,168 +252,4 @@ fn compare_checks(
             evidence.len()
         ),
     ));
-}
-
-/// Checks an evolution's or matrix's output folder: its root, and for a
-/// matrix the synthesis the row's record names.
-fn check_folder(
-    task: &Task,
-    row: &LedgerRow,
-    dir: &Path,
-    root: Option<&str>,
-    at: &dyn Fn(&str) -> String,
-    found: &mut Vec<Contradiction>,
-) {
-    if let Some(root) = root {
-        let actual = folder_merkle_root(dir);
-        if actual.as_deref() != Some(root) {
-            found.push(contradiction(
-                at("merkle_root"),
-                format!(
-                    "{root} is not the Merkle root of the files now in {} ({})",
-                    dir.display(),
-                    actual.as_deref().unwrap_or("it holds no file")
-                ),
-            ));
-        }
-    }
-    let Some(record) = row
-        .record
-        .as_ref()
-        .filter(|r| r.schema_version == MATRIX_RECORD)
-    else {
-        return;
-    };
-    let path = dir.join(SYNTHESIS_FILE);
-    let Ok(bytes) = std::fs::read(&path) else {
-        found.push(contradiction(
-            "record.sha256",
-            format!("{} holds no {SYNTHESIS_FILE}", dir.display()),
-        ));
-        return;
-    };
-    let digest = sha256_hex(&bytes);
-    if digest != record.sha256 {
-        found.push(contradiction(
-            "record.sha256",
-            format!(
-                "{} is not the SHA-256 of {} ({digest})",
-                record.sha256,
-                path.display()
-            ),
-        ));
-        return;
-    }
-    let (outcome, evidence, checks) =
-        match derive(&row.schedule_id, &path.display().to_string(), &bytes, task) {
-            Ok(derived) => derived,
-            Err(e) => {
-                found.push(contradiction("record", e.summary()));
-                return;
-            }
-        };
-    if outcome != row.native_outcome {
-        found.push(contradiction(
-            "native_outcome",
-            format!(
-                "the row records {:?}, {SYNTHESIS_FILE} {outcome:?}",
-                row.native_outcome
-            ),
-        ));
-    }
-    compare_records(record, &evidence, found);
-    compare_checks(&row.oracle_checks, &checks, SYNTHESIS_FILE, found);
-}
-
-/// Names every field of the row's record that the record's bytes do not state.
-fn compare_records(
-    recorded: &RecordEvidence,
-    evidence: &RecordEvidence,
-    found: &mut Vec<Contradiction>,
-) {
-    let as_map = |r: &RecordEvidence| match serde_json::to_value(r) {
-        Ok(Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
-    };
-    let (recorded, evidence) = (as_map(recorded), as_map(evidence));
-    let mut keys: Vec<&String> = recorded.keys().chain(evidence.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    for key in keys {
-        let (a, b) = (recorded.get(key), evidence.get(key));
-        if a != b {
-            let show = |v: Option<&Value>| v.map_or("nothing".to_string(), Value::to_string);
-            found.push(contradiction(
-                format!("record.{key}"),
-                format!("the row records {}, {SYNTHESIS_FILE} {}", show(a), show(b)),
-            ));
-        }
-    }
-}
-
-/// A Merkle root over every file below `dir` (links are not followed):
-/// leaves are SHA-256 of the `/`-joined relative path, a zero byte and the
-/// file's bytes, in path order; each level hashes pairs of 32-byte digests
-/// left then right, an odd last digest moving up unchanged. Null for a
-/// folder with no file.
-pub fn folder_merkle_root(dir: &Path) -> Option<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                walk(base, &path, out);
-            } else if kind.is_file() {
-                let Ok(relative) = path.strip_prefix(base) else {
-                    continue;
-                };
-                let name = relative
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                if let Ok(bytes) = std::fs::read(&path) {
-                    out.push((name, bytes));
-                }
-            }
-        }
-    }
-    use sha2::{Digest, Sha256};
-    let mut files = Vec::new();
-    walk(dir, dir, &mut files);
-    files.sort();
-    let mut level: Vec<Vec<u8>> = files
-        .iter()
-        .map(|(name, bytes)| {
-            let mut h = Sha256::new();
-            h.update(name.as_bytes());
-            h.update([0u8]);
-            h.update(bytes);
-            h.finalize().to_vec()
-        })
-        .collect();
-    if level.is_empty() {
-        return None;
-    }
-    while level.len() > 1 {
-        level = level
-            .chunks(2)
-            .map(|pair| match pair {
-                [left, right] => {
-                    let mut h = Sha256::new();
-                    h.update(left);
-                    h.update(right);
-                    h.finalize().to_vec()
-                }
-                [one] => one.clone(),
-                _ => Vec::new(),
-            })
-            .collect();
-    }
-    Some(hex::encode(&level[0]))
 }

@@ -199,8 +199,8 @@ mod tests {
         );
         assert_eq!(
             hold_request(
-                "run-a/r#2#monetary/root/files/usd",
-                "run-a/monetary/root/files/usd"
+                "run-a/r#2#monetary/grant/files/usd",
+                "run-a/monetary/grant/files/usd"
             ),
             Some(("run-a/", "r#2"))
         );
