@@ -285,6 +285,53 @@ error_table! {
     } => "CHIO-SCENARIO-ZERO-BUDGET", Input, at: Some(field),
         summary: format!("zero-invocation budget at {field}"),
         help: "set max_invocations to 1 or more";
+    /// A budget that sets neither `max_invocations` nor `limit`.
+    BudgetWithoutLimit {
+        /// Path of the budget.
+        field: String,
+    } => "CHIO-SCENARIO-BUDGET-NO-LIMIT", Input, at: Some(field),
+        summary: format!("budget at {field} limits nothing: it sets neither max_invocations nor limit"),
+        help: "add max_invocations = N, or amount, currency and limit = \"2000.00\" for a monetary budget";
+    /// A monetary limit that is not a positive exact decimal string.
+    BudgetLimit {
+        /// Path of `limit`.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    } => "CHIO-SCENARIO-BUDGET-LIMIT", Input, at: Some(field),
+        summary: format!("monetary limit at {field} {reason}"),
+        help: "write the limit as a positive decimal string such as \"2000.00\"; its decimal places are the budget's minor unit";
+    /// A currency code that is empty or not letters and digits.
+    BudgetCurrency {
+        /// Path of `currency`.
+        field: String,
+    } => "CHIO-SCENARIO-BUDGET-CURRENCY", Input, at: Some(field),
+        summary: format!("currency at {field} is not a code of 1 to 12 ASCII letters and digits"),
+        help: "write a currency code such as \"EUR\"";
+    /// An amount or currency argument the tool's input schema cannot carry.
+    BudgetArgument {
+        /// Path of `amount` or `currency_argument`.
+        field: String,
+        /// The argument named.
+        argument: String,
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What the schema says of it.
+        why: &'static str,
+    } => "CHIO-SCENARIO-BUDGET-ARGUMENT", Input, at: Some(field),
+        summary: format!("{field} names argument {argument:?}, which the input schema of {server}/{tool} {why}"),
+        help: "name an argument the tool's input schema admits (a string or a number for amount, a string for currency_argument); docs/scenario-schema.md lists each tool's arguments";
+    /// Entries sharing a monetary budget id that count differently.
+    BudgetShared {
+        /// Path of the later entry's `id`.
+        field: String,
+        /// The shared id.
+        id: String,
+    } => "CHIO-SCENARIO-BUDGET-SHARED", Input, at: Some(field),
+        summary: format!("budget id {id:?} at {field} is shared with an earlier entry that counts differently"),
+        help: "entries sharing an id share one total: give them the same agent or capability, currency, limit and window_ms, or another id";
     /// A number is outside its documented range.
     OutOfRange {
         /// Path of the number.

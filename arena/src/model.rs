@@ -46,7 +46,7 @@ pub struct ScenarioFile {
     /// Guards available to kernel pipelines.
     #[serde(default)]
     pub guards: Vec<GuardDecl>,
-    /// Invocation budgets per agent, server and tool.
+    /// Invocation and monetary budgets per agent (or grant), server and tool.
     #[serde(default)]
     pub budgets: Vec<BudgetDecl>,
     /// The scheduled actions with the verdicts they expect.
@@ -239,18 +239,59 @@ pub struct GuardDecl {
     pub config: Option<toml::Table>,
 }
 
-/// `[[budgets]]`.
+/// `[[budgets]]`: an invocation budget, a monetary budget, or both, on one
+/// tool of one server.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BudgetDecl {
-    /// The agent the budget limits.
-    pub agent: String,
+    /// Names a monetary budget in reasons; entries sharing an id share one
+    /// total. Defaults to one id per entry (see [`BudgetDecl::money_id`]).
+    pub id: Option<String>,
+    /// The agent the budget limits (or `capability`).
+    pub agent: Option<String>,
+    /// The grant whose lineage a monetary budget limits: every call
+    /// presenting it or a capability delegated from it (or `agent`).
+    pub capability: Option<String>,
     /// The server of the limited tool.
     pub server: String,
     /// The limited tool.
     pub tool: String,
     /// How many calls are admitted; at least 1.
-    pub max_invocations: u64,
+    pub max_invocations: Option<u64>,
+    /// Monetary: the argument carrying each call's amount.
+    pub amount: Option<String>,
+    /// Monetary: the budget's currency code.
+    pub currency: Option<String>,
+    /// Monetary: an argument that must name `currency`.
+    pub currency_argument: Option<String>,
+    /// Monetary: the most the calls may spend, as an exact decimal string;
+    /// its decimal places are the budget's minor unit.
+    pub limit: Option<String>,
+    /// Monetary: the length of the fixed virtual-time windows, counted from
+    /// the clock start, each with a total of its own.
+    pub window_ms: Option<u64>,
+}
+
+impl BudgetDecl {
+    /// Whether the entry declares a monetary limit.
+    pub fn is_monetary(&self) -> bool {
+        self.limit.is_some()
+    }
+
+    /// The monetary budget's id: `id` as written, or one naming the
+    /// entry's subject, server and tool (`agent:<a>/<s>/<t>` or
+    /// `capability:<c>/<s>/<t>`, which no written id can spell).
+    pub fn money_id(&self) -> String {
+        if let Some(id) = &self.id {
+            return id.clone();
+        }
+        let subject = match (&self.agent, &self.capability) {
+            (Some(agent), _) => format!("agent:{agent}"),
+            (None, Some(capability)) => format!("capability:{capability}"),
+            (None, None) => "unnamed".to_string(),
+        };
+        format!("{subject}/{}/{}", self.server, self.tool)
+    }
 }
 
 /// One step as a scenario keeps it: the keys every later stage reads of

@@ -42,6 +42,14 @@ pub enum KernelError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// A monetary budget the kernel cannot keep.
+    #[error("monetary budget {budget:?} is invalid: {message}")]
+    MonetaryBudget {
+        /// The budget's id.
+        budget: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A tool's input schema that does not compile.
     #[error("{detail}; write a draft 2020-12 JSON Schema with no remote $ref")]
     ToolSchema {

@@ -23,7 +23,10 @@
 //!   nothing;
 //! - a child is admitted once, with one parent and one share: the same
 //!   admission again is idempotent, another parent or share is a conflict;
-//! - `child + sum(other admitted siblings) <= parent` (inclusive).
+//! - `child + sum(other admitted siblings) <= parent` (inclusive);
+//! - a monetary budget counted in windows keeps one total per window, the
+//!   window of a call being `floor((now - origin) / length)`: a call at
+//!   exactly `origin + k * length` is the first of window `k`.
 
 use thiserror::Error;
 
@@ -289,6 +292,32 @@ pub fn decide_share(
     })
 }
 
+/// The store key of a monetary budget's total: per budget id and
+/// currency, and per window for a budget counted in windows, so each
+/// window starts from nothing. Every component is length-prefixed, so no
+/// choice of ids makes two budgets share a key.
+pub fn money_budget_key(budget_id: &str, currency: &str, window: Option<u64>) -> String {
+    let base = format!(
+        "money/{}:{budget_id}/{}:{currency}",
+        budget_id.len(),
+        currency.len()
+    );
+    match window {
+        Some(index) => format!("{base}/window/{index}"),
+        None => base,
+    }
+}
+
+/// The window a call at `now_ms` counts in: `floor((now_ms - origin_ms) /
+/// length_ms)`, so a call at exactly `origin_ms + k * length_ms` is in
+/// window `k`. `None` before `origin_ms` (or for a zero length): no window
+/// holds the call.
+pub fn window_index(now_ms: u64, origin_ms: u64, length_ms: u64) -> Option<u64> {
+    now_ms
+        .checked_sub(origin_ms)
+        .and_then(|elapsed| elapsed.checked_div(length_ms))
+}
+
 /// The key under which a request id is remembered: per capability lineage
 /// and verified principal, so one principal cannot burn another's ids, and
 /// one id is used once per lineage whichever kernel sees it.
@@ -378,6 +407,42 @@ mod tests {
                 sibling_sum_bps: 6000,
                 parent_bps: 10000
             }
+        );
+    }
+
+    // Proves a window starts exactly at each multiple of its length from the origin, and nothing before the origin falls in one.
+    #[test]
+    fn windows_start_at_their_exact_edge() {
+        let day = 86_400_000;
+        let origin = 1_000;
+        assert_eq!(window_index(origin, origin, day), Some(0));
+        assert_eq!(window_index(origin + day - 1, origin, day), Some(0));
+        assert_eq!(window_index(origin + day, origin, day), Some(1));
+        assert_eq!(window_index(origin + 2 * day - 1, origin, day), Some(1));
+        assert_eq!(window_index(origin + 2 * day, origin, day), Some(2));
+        assert_eq!(window_index(origin - 1, origin, day), None);
+        assert_eq!(window_index(origin, origin, 0), None);
+        assert_eq!(window_index(u64::MAX, 0, 1), Some(u64::MAX));
+    }
+
+    // Proves monetary budget keys differ per id, currency and window, and cannot collide by moving a separator.
+    #[test]
+    fn money_budget_keys_are_unambiguous() {
+        assert_eq!(
+            money_budget_key("daily", "EUR", Some(3)),
+            "money/5:daily/3:EUR/window/3"
+        );
+        assert_ne!(
+            money_budget_key("daily", "EUR", Some(0)),
+            money_budget_key("daily", "EUR", Some(1))
+        );
+        assert_ne!(
+            money_budget_key("daily", "EUR", None),
+            money_budget_key("daily", "EUR", Some(0))
+        );
+        assert_ne!(
+            money_budget_key("a/1:b", "c", None),
+            money_budget_key("a", "b/1:c", None)
         );
     }
 

@@ -22,6 +22,7 @@
 //! its reason and the redacting guard's id (and no code: it is no deny).
 //!
 //! # Module map
+//! - [`amount`]: exact decimal amounts and minor units, for approval thresholds and monetary budgets.
 //! - [`canonical`]: RFC 8785 canonical JSON.
 //! - [`credentials`]: credential-shaped spans, for redaction and the arena loader.
 //! - [`keys`]: arena key derivation and hex keys.
@@ -45,6 +46,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod amount;
 pub mod batch;
 pub mod canonical;
 mod code_enum;

@@ -171,6 +171,7 @@ pub fn evaluate_portable(
         session_id: &request.request_id,
         journal: &[],
         labels: &Default::default(),
+        money: &Default::default(),
         session_filesystem_roots: input.session_filesystem_roots,
     };
     let mut observed = Vec::new();

@@ -17,9 +17,11 @@
 
 mod code;
 mod display;
+mod money;
 
 pub use code::ReasonCode;
 pub use display::printable_id;
+pub use money::MoneyDeny;
 
 use crate::error::StoreError;
 
@@ -340,6 +342,8 @@ pub enum DenyReason {
         /// Units asked for.
         amount: u64,
     },
+    /// A monetary budget's reason (see [`MoneyDeny`]).
+    Money(Box<MoneyDeny>),
     /// A path matching a forbidden glob.
     ForbiddenPath {
         /// The path as presented.
@@ -481,6 +485,12 @@ impl DenyReason {
     /// The same reason with `; output withheld` after it.
     pub fn withheld(self) -> DenyReason {
         DenyReason::Withheld(Box::new(self))
+    }
+}
+
+impl From<MoneyDeny> for DenyReason {
+    fn from(reason: MoneyDeny) -> Self {
+        DenyReason::Money(Box::new(reason))
     }
 }
 

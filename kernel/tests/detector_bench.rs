@@ -433,6 +433,7 @@ fn detector_floors_at_the_guard() {
             session_id: "session-alice",
             journal: &[],
             labels: &labels,
+            money: &Default::default(),
             session_filesystem_roots: None,
         };
         match delivery {

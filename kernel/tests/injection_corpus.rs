@@ -68,6 +68,9 @@ fn guard() -> Box<dyn Guard> {
     .expect("default prompt-injection guard")
 }
 
+/// No monetary totals: the guard reads none.
+static NO_MONEY: BTreeMap<String, chio_kernel::guards::MoneyTotal> = BTreeMap::new();
+
 fn context<'a>(
     arguments: &'a Value,
     labels: &'a BTreeMap<String, std::collections::BTreeSet<String>>,
@@ -80,6 +83,7 @@ fn context<'a>(
         session_id: "reviewer",
         journal: &[],
         labels,
+        money: &NO_MONEY,
         session_filesystem_roots: None,
     }
 }

@@ -41,6 +41,7 @@ fn forbidden(path: &str) -> bool {
         session_id: "s",
         journal: &[],
         labels: &labels,
+        money: &Default::default(),
         session_filesystem_roots: None,
     };
     matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_)))

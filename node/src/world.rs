@@ -13,8 +13,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chio_arena::model::ServerDecl;
 use chio_arena::{Scenario, ServerKind};
+use chio_kernel::amount::MoneyLimit;
 use chio_kernel::guards::GuardSpec;
-use chio_kernel::kernel::{KernelConfig, ToolBudget};
+use chio_kernel::kernel::{BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::{Integrity, Label};
 use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
@@ -261,6 +262,41 @@ fn catalog_of(
         .map_err(|server| NodeError::Scenario(format!("server {server} has no known kind")))
 }
 
+/// The scenario's monetary budgets (`[[budgets]]` with a `limit`), their
+/// windows counted from the clock start.
+fn monetary_budgets(scenario: &Scenario) -> Result<Vec<MonetaryBudget>, NodeError> {
+    let start_ms = scenario.clock().now_ms();
+    let invalid = |id: &str, what: &str| {
+        NodeError::Scenario(format!("monetary budget {id} has no valid {what}"))
+    };
+    let mut budgets = Vec::new();
+    for b in scenario.file().budgets.iter().filter(|b| b.is_monetary()) {
+        let id = b.money_id();
+        let subject = match (&b.agent, &b.capability) {
+            (Some(agent), None) => BudgetSubject::Agent(agent.clone()),
+            (None, Some(capability)) => BudgetSubject::Capability(capability.clone()),
+            _ => return Err(invalid(&id, "agent or capability")),
+        };
+        let limit = MoneyLimit::parse(b.limit.as_deref().unwrap_or_default())
+            .map_err(|_| invalid(&id, "limit"))?;
+        budgets.push(MonetaryBudget {
+            subject,
+            server: b.server.clone(),
+            tool: b.tool.clone(),
+            amount_argument: b.amount.clone().ok_or_else(|| invalid(&id, "amount"))?,
+            currency: b.currency.clone().ok_or_else(|| invalid(&id, "currency"))?,
+            currency_argument: b.currency_argument.clone(),
+            limit,
+            window: b.window_ms.map(|length_ms| BudgetWindow {
+                origin_ms: start_ms,
+                length_ms,
+            }),
+            id,
+        });
+    }
+    Ok(budgets)
+}
+
 fn resolve_kernels(
     scenario: &Scenario,
     specs: &BTreeMap<String, GuardSpec>,
@@ -271,13 +307,16 @@ fn resolve_kernels(
     let tool_budgets: Vec<ToolBudget> = file
         .budgets
         .iter()
-        .map(|b| ToolBudget {
-            agent: b.agent.clone(),
-            server: b.server.clone(),
-            tool: b.tool.clone(),
-            max_invocations: b.max_invocations,
+        .filter_map(|b| {
+            Some(ToolBudget {
+                agent: b.agent.clone()?,
+                server: b.server.clone(),
+                tool: b.tool.clone(),
+                max_invocations: b.max_invocations?,
+            })
         })
         .collect();
+    let monetary_budgets = monetary_budgets(scenario)?;
 
     let mut kernels = BTreeMap::new();
     for kernel in &file.kernels {
@@ -286,6 +325,7 @@ fn resolve_kernels(
         config.trusted_issuers = vec![authority_hex.to_string()];
         config.agent_keys = agent_keys.clone();
         config.tool_budgets = tool_budgets.clone();
+        config.monetary_budgets = monetary_budgets.clone();
         config.tools = Some(catalog_of(file, &kernel.id)?);
         config.guards = kernel
             .guards

@@ -26,11 +26,16 @@
 //!   argument takes its value from a step, that step's output, likewise;
 //! - for a call, the tool server's state ([`Resource::Server`]): a read of a
 //!   workspace server by `read_file` or `list_dir`, a write for every other
-//!   tool and server kind, and a write for any call to a server a tool budget
-//!   names. A write stores the labels its caller holds with what it writes
-//!   (labels at rest), which the caller's own claims (its agent, its
-//!   lineage and the delegators of its chain) and the server write cover:
-//!   a later read of the server waits for the write and the labels it read.
+//!   tool and server kind, and a write for any call to a server a tool or
+//!   monetary budget names. A write stores the labels its caller holds with
+//!   what it writes (labels at rest), which the caller's own claims (its
+//!   agent, its lineage and the delegators of its chain) and the server
+//!   write cover: a later read of the server waits for the write and the
+//!   labels it read;
+//! - for a call, every monetary budget declared on its server and tool
+//!   ([`Resource::Budget`], a write, whoever the budget's subject): its total
+//!   (in every window) is shared by every call it counts, whichever agent,
+//!   lineage or kernel makes them, and an approval on the total reads it.
 //!
 //! What is not claimed, and why it cannot reach an output: receipts are
 //! content-addressed and the bundle lists them in the order the driver
@@ -60,6 +65,8 @@ pub enum Resource {
     Server(String),
     /// A call step's released output, by step id.
     Output(String),
+    /// A monetary budget's total, by budget id.
+    Budget(String),
 }
 
 /// How a step uses a resource.
@@ -241,6 +248,11 @@ fn reads_only(world: &World, server: &str, tool: &str) -> bool {
             .tool_budgets
             .iter()
             .any(|budget| budget.server == server)
+            || kernel
+                .config
+                .monetary_budgets
+                .iter()
+                .any(|budget| budget.server == server)
     });
     let workspace = world
         .servers
@@ -275,6 +287,14 @@ fn footprint(
             {
                 let chio_arena::scenario::value::Reference::Step { step, .. } = placed.reference;
                 footprint.claim(Resource::Output(step), Access::Read);
+            }
+            for budget in world
+                .kernels
+                .values()
+                .flat_map(|kernel| &kernel.config.monetary_budgets)
+                .filter(|b| b.server == call.server && b.tool == call.tool)
+            {
+                footprint.claim(Resource::Budget(budget.id.clone()), Access::Write);
             }
             world.servers.contains_key(&call.server)
                 && call
@@ -410,6 +430,32 @@ mod tests {
         }
         // Alice's own read of her grant is in the same lineage as carol's call.
         assert!(overlap(&steps["alice-reads-plan"], carol));
+    }
+
+    // Proves every call to a monetary-budgeted tool writes that budget's total, whichever agent makes it, so two calls counted by one budget are never in flight together.
+    #[test]
+    fn calls_counted_by_a_monetary_budget_write_its_total() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/monetary_budget.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let footprints = Footprints::new(&scenario, &world);
+        let budgets = [
+            Resource::Budget("clerk-daily-eur".into()),
+            Resource::Budget("intern-daily-eur".into()),
+        ];
+        let mut calls = 0;
+        for step in scenario.steps() {
+            let step = step.unwrap();
+            let Footprint::Claims(claims) = footprints.of(&step) else {
+                panic!("{} is analysed", step.head.id);
+            };
+            for budget in &budgets {
+                assert_eq!(claims.get(budget), Some(&Access::Write), "{}", step.head.id);
+            }
+            calls += 1;
+        }
+        assert!(calls > 2);
     }
 
     // Proves a call presenting a capability no grant or delegation names is a barrier.

@@ -95,6 +95,27 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A monetary budget as a kernel policy records it (written only for
+/// kernels that have one, so other policies keep their bytes).
+fn monetary_policy(budget: &chio_kernel::kernel::MonetaryBudget) -> serde_json::Value {
+    let (subject, name) = match &budget.subject {
+        chio_kernel::kernel::BudgetSubject::Agent(agent) => ("agent", agent),
+        chio_kernel::kernel::BudgetSubject::Capability(id) => ("capability", id),
+    };
+    let mut policy = json!({
+        "id": budget.id,
+        "server": budget.server,
+        "tool": budget.tool,
+        "amount": budget.amount_argument,
+        "currency": budget.currency,
+        "currency_argument": budget.currency_argument,
+        "limit": budget.limit.text,
+        "window": budget.window.map(|w| json!({"origin_ms": w.origin_ms, "length_ms": w.length_ms})),
+    });
+    policy[subject] = json!(name);
+    policy
+}
+
 /// Each kernel's policy as canonical JSON, by kernel id.
 pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeError> {
     let mut out = BTreeMap::new();
@@ -111,6 +132,15 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
             })).collect::<Vec<_>>(),
             "tools": plan.config.tools,
         });
+        let mut policy = policy;
+        if !plan.config.monetary_budgets.is_empty() {
+            policy["monetary_budgets"] = plan
+                .config
+                .monetary_budgets
+                .iter()
+                .map(monetary_policy)
+                .collect();
+        }
         let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);
     }

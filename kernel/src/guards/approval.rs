@@ -2,27 +2,39 @@
 //!
 //! Config: `{ "tools": ["pay"], "argument": "amount", "above": 100 }`. A call
 //! to a listed tool is PendingApproval when its numeric `argument` exceeds
-//! `above`; with no `argument` configured every call to a listed tool needs
+//! `above`; with no threshold configured every call to a listed tool needs
 //! approval. A listed call whose argument is missing or not a number is a
 //! guard error (deny): the threshold cannot be evaluated.
 //!
-//! Amounts are compared exactly, as decimals, never as binary floats: the
-//! threshold and the argument are each a whole JSON number or a decimal
-//! string (`"100.000000000000001"`, no exponent, no spaces). A JSON number
-//! with a fraction is refused, because a binary float has already rounded
-//! it before the kernel sees it (`100.000000000000001` arrives as `100`);
-//! so is a decimal string with more digits than can be held exactly. Both
-//! refusals are guard errors, so the call is denied, never admitted.
-
-use std::str::FromStr;
+//! A threshold can also apply to a running total: `{ "tools": ["pay"],
+//! "budget": "daily", "total_above": "1000" }` makes a listed call
+//! PendingApproval when the total of monetary budget `daily` (a scenario's
+//! `[[budgets]]` with a `limit`), this call's amount included, would be
+//! above `total_above` in the call's window. Admission holds the amount
+//! before the guards run and hands each held budget's total to the guards
+//! ([`super::MoneyTotal`]), so the guard reads no store; a call that waits
+//! for approval releases its hold like any refused call. A call the budget
+//! does not count adds nothing to its total and meets only the other
+//! thresholds. Both kinds of threshold may be set; either one above asks
+//! for approval.
+//!
+//! Amounts are compared exactly, as decimals, never as binary floats, by the
+//! one rule of [`crate::amount`]: the threshold and the argument are each a
+//! whole JSON number or a decimal string (`"100.000000000000001"`, no
+//! exponent, no spaces). A fraction carried by a binary float or a decimal
+//! string with more digits than can be held exactly is refused as a guard
+//! error, so the call is denied, never admitted.
 
 use rust_decimal::Decimal;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict};
+use super::{
+    config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardNeeds, GuardVerdict,
+};
+use crate::amount::exact_amount;
 use crate::error::KernelError;
-use crate::reason::DenyReason;
+use crate::reason::{DenyReason, MoneyDeny};
 
 /// Configuration of `approval`.
 #[derive(Debug, Clone, Deserialize)]
@@ -37,71 +49,13 @@ pub struct ApprovalConfig {
     /// number or a decimal string.
     #[serde(default)]
     pub above: Option<Value>,
-}
-
-/// Reads an amount exactly: a whole JSON number, or a decimal string of
-/// digits with at most one point and an optional leading minus. Anything
-/// else (a fraction carried by a binary float, an exponent, spaces, more
-/// digits than a 96-bit decimal holds) answers why it cannot be compared.
-pub fn exact_amount(value: &Value) -> Result<Decimal, &'static str> {
-    match value {
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Ok(Decimal::from(i))
-            } else if let Some(u) = n.as_u64() {
-                Ok(Decimal::from(u))
-            } else {
-                Err("is a number with a fraction, which JSON carries as a rounded binary float; pass it as a decimal string")
-            }
-        }
-        Value::String(text) => {
-            let digits = text.strip_prefix('-').unwrap_or(text);
-            let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-            let well_formed = !whole.is_empty()
-                && whole.bytes().all(|b| b.is_ascii_digit())
-                && fraction.bytes().all(|b| b.is_ascii_digit())
-                && (fraction.is_empty() != digits.contains('.'));
-            if !well_formed {
-                return Err("is not a decimal string of digits with at most one point");
-            }
-            Decimal::from_str_exact(text)
-                .or_else(|_| {
-                    Decimal::from_str(text).and_then(|d| {
-                        // `from_str_exact` refuses some exact values with
-                        // trailing zeros; accept them only if nothing was lost.
-                        if d.normalize().to_string() == normalize_text(text) {
-                            Ok(d)
-                        } else {
-                            Err(rust_decimal::Error::Underflow)
-                        }
-                    })
-                })
-                .map_err(|_| "has more digits than can be compared exactly")
-        }
-        _ => Err("is missing or not a number"),
-    }
-}
-
-/// A decimal string without redundant zeros, to compare with a parsed value.
-fn normalize_text(text: &str) -> String {
-    let (sign, digits) = match text.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", text),
-    };
-    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-    let whole = whole.trim_start_matches('0');
-    let fraction = fraction.trim_end_matches('0');
-    let whole = if whole.is_empty() { "0" } else { whole };
-    let body = if fraction.is_empty() {
-        whole.to_string()
-    } else {
-        format!("{whole}.{fraction}")
-    };
-    if body == "0" {
-        body
-    } else {
-        format!("{sign}{body}")
-    }
+    /// The monetary budget whose running total `total_above` compares.
+    #[serde(default)]
+    pub budget: Option<String>,
+    /// The threshold on the budget's total with the call; a total strictly
+    /// above it needs approval. A whole number or a decimal string.
+    #[serde(default)]
+    pub total_above: Option<Value>,
 }
 
 /// The built guard.
@@ -110,6 +64,7 @@ pub struct ApprovalGuard {
     meta: GuardMeta,
     tools: Vec<String>,
     threshold: Option<(String, Decimal)>,
+    total: Option<(String, Decimal)>,
 }
 
 impl ApprovalGuard {
@@ -145,10 +100,35 @@ impl ApprovalGuard {
                 ))
             }
         };
+        let total = match (config.budget, config.total_above) {
+            (Some(budget), Some(above)) => match exact_amount(&above) {
+                Ok(above) => Some((budget, above)),
+                Err(_) => {
+                    return Err(config_error(
+                        &meta,
+                        "total_above is not an exact amount; use a whole number or a decimal string such as \"1000.00\"",
+                    ))
+                }
+            },
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(config_error(
+                    &meta,
+                    "budget is set without total_above; add total_above",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(config_error(
+                    &meta,
+                    "total_above is set without budget; name the monetary budget whose total it compares",
+                ))
+            }
+        };
         Ok(ApprovalGuard {
             meta,
             tools: config.tools,
             threshold,
+            total,
         })
     }
 }
@@ -160,16 +140,53 @@ impl Guard for ApprovalGuard {
     fn kind(&self) -> GuardKind {
         GuardKind::Approval
     }
+    fn needs(&self) -> GuardNeeds {
+        GuardNeeds {
+            money: self.total.is_some(),
+            ..GuardNeeds::default()
+        }
+    }
+    fn money_budgets(&self) -> Vec<&str> {
+        self.total
+            .iter()
+            .map(|(budget, _)| budget.as_str())
+            .collect()
+    }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
         if !self.tools.iter().any(|t| t == ctx.tool) {
             return Ok(GuardVerdict::Allow);
         }
-        let Some((argument, above)) = &self.threshold else {
+        if self.threshold.is_none() && self.total.is_none() {
             return Ok(GuardVerdict::PendingApproval(
                 DenyReason::ApprovalRequired {
                     tool: ctx.tool.to_string(),
                 },
             ));
+        }
+        if let Some(pending) = self.above_threshold(ctx)? {
+            return Ok(GuardVerdict::PendingApproval(pending));
+        }
+        if let Some((budget, above)) = &self.total {
+            if let Some(held) = ctx.money.get(budget).filter(|held| held.total > *above) {
+                return Ok(GuardVerdict::PendingApproval(DenyReason::from(
+                    MoneyDeny::TotalAboveApproval {
+                        budget: budget.clone(),
+                        total: held.total.to_string(),
+                        threshold: above.to_string(),
+                        currency: held.currency.clone(),
+                    },
+                )));
+            }
+        }
+        Ok(GuardVerdict::Allow)
+    }
+}
+
+impl ApprovalGuard {
+    /// The per-call threshold's reason when the call's argument is above it.
+    fn above_threshold(&self, ctx: &GuardContext<'_>) -> Result<Option<DenyReason>, GuardError> {
+        let Some((argument, above)) = &self.threshold else {
+            return Ok(None);
         };
         let value = exact_amount(ctx.arguments.get(argument).unwrap_or(&Value::Null));
         let value = match value {
@@ -181,63 +198,10 @@ impl Guard for ApprovalGuard {
                 )))
             }
         };
-        if value > *above {
-            Ok(GuardVerdict::PendingApproval(
-                DenyReason::ApprovalThreshold {
-                    argument: argument.clone(),
-                    value: value.to_string(),
-                    threshold: above.to_string(),
-                },
-            ))
-        } else {
-            Ok(GuardVerdict::Allow)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    // Proves amounts compare exactly: one unit in the 15th decimal place above the threshold is above it.
-    #[test]
-    fn decimal_strings_compare_exactly() {
-        let above = exact_amount(&json!(100)).unwrap();
-        assert!(exact_amount(&json!("100.000000000000001")).unwrap() > above);
-        assert!(exact_amount(&json!("100.000000000000000")).unwrap() == above);
-        assert!(exact_amount(&json!("99.999999999999999999")).unwrap() < above);
-        assert!(exact_amount(&json!("-5")).unwrap() < above);
-    }
-
-    proptest::proptest! {
-        // Proves the amount parser never panics on arbitrary text, and that whatever it accepts is a plain decimal that compares exactly with itself written out again.
-        #[test]
-        fn amount_parser_is_total_and_exact(text in ".{0,64}", digits in "-?[0-9]{1,20}(\\.[0-9]{1,8})?") {
-            let _ = exact_amount(&json!(text));
-            let parsed = exact_amount(&json!(digits.clone())).expect("a plain decimal parses");
-            let again = exact_amount(&json!(parsed.to_string())).expect("its own text parses");
-            proptest::prop_assert_eq!(parsed, again);
-        }
-    }
-
-    // Proves what cannot be compared exactly is refused: fractions as floats, exponents, spaces, too many digits.
-    #[test]
-    fn inexact_amounts_are_refused() {
-        for bad in [
-            json!(100.5),
-            json!("1e3"),
-            json!(" 100"),
-            json!("100."),
-            json!(".5"),
-            json!("+5"),
-            json!("NaN"),
-            json!("1".repeat(40)),
-            json!("0.00000000000000000000000000000001"),
-            json!(null),
-            json!(true),
-        ] {
-            assert!(exact_amount(&bad).is_err(), "{bad} must be refused");
-        }
+        Ok((value > *above).then(|| DenyReason::ApprovalThreshold {
+            argument: argument.clone(),
+            value: value.to_string(),
+            threshold: above.to_string(),
+        }))
     }
 }

@@ -70,6 +70,7 @@ impl Guard for BehavioralSequenceGuard {
         GuardNeeds {
             journal: true,
             labels: false,
+            ..GuardNeeds::default()
         }
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {

@@ -90,6 +90,7 @@ impl Guard for InformationFlowGuard {
         GuardNeeds {
             journal: false,
             labels: true,
+            ..GuardNeeds::default()
         }
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {

@@ -105,6 +105,7 @@ impl Guard for IntegrityGuard {
         GuardNeeds {
             journal: false,
             labels: true,
+            ..GuardNeeds::default()
         }
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {

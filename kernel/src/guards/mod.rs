@@ -4,7 +4,7 @@
 //! answers allow, deny or pending approval; post-invocation guards also see
 //! the tool's output and may deny it or rewrite it (a sanitized allow).
 //! Guards are pure: everything they read (the session journal, retained
-//! labels) is handed to them in a [`GuardContext`] by the kernel, which reads
+//! labels, monetary budgets' totals) is handed to them in a [`GuardContext`] by the kernel, which reads
 //! only what a guard declares in [`GuardNeeds`]. A guard error denies.
 //!
 //! [`GuardSpec`] is the data form (as a scenario declares it) and
@@ -311,6 +311,20 @@ pub struct GuardNeeds {
     pub journal: bool,
     /// Retained labels for the session and lineage.
     pub labels: bool,
+    /// Monetary budgets' totals with the call (see [`MoneyTotal`]), which
+    /// exist only once admission has held them.
+    pub money: bool,
+}
+
+/// A monetary budget's running total with the call being decided, as
+/// admission held it (in the call's window, with every earlier held or
+/// spent amount).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MoneyTotal {
+    /// The total, this call's amount included.
+    pub total: rust_decimal::Decimal,
+    /// The budget's currency.
+    pub currency: String,
 }
 
 /// Everything a guard may look at.
@@ -330,6 +344,9 @@ pub struct GuardContext<'a> {
     pub journal: &'a [JournalEntry],
     /// Retained labels by label key (empty unless the guard needs it).
     pub labels: &'a BTreeMap<String, BTreeSet<String>>,
+    /// Totals of the monetary budgets the call was held against, by
+    /// budget id (empty after dispatch and for a call no budget counts).
+    pub money: &'a BTreeMap<String, MoneyTotal>,
     /// Filesystem roots of the owning session, when the caller knows them.
     pub session_filesystem_roots: Option<&'a [String]>,
 }
@@ -370,6 +387,11 @@ pub trait Guard: Send + Sync + fmt::Debug {
     /// State the guard reads.
     fn needs(&self) -> GuardNeeds {
         GuardNeeds::default()
+    }
+    /// The monetary budgets whose totals the guard reads, so the kernel
+    /// can refuse a configuration naming a budget it does not keep.
+    fn money_budgets(&self) -> Vec<&str> {
+        Vec::new()
     }
     /// Whether the guard inspects output (runs in the post-invocation pipeline).
     fn inspects_output(&self) -> bool {

@@ -221,6 +221,7 @@ mod tests {
             session_id: "operator",
             journal: &[],
             labels: &labels,
+            money: &Default::default(),
             session_filesystem_roots: None,
         };
         let output = json!({"log": ["Bearer\nabc.def-123456", "ok"], "ghp_x": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"});

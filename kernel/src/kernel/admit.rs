@@ -14,12 +14,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::guard_run::run_request_guards;
+use super::money::{plan_money, PlannedMoney};
 use super::{Admission, AdmissionTicket, Kernel, Outcome};
+use crate::amount::{format_units, units_decimal};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
-use crate::guards::GuardContext;
+use crate::guards::{GuardContext, MoneyTotal};
 use crate::ledger::seen_request_key;
-use crate::reason::{BudgetName, DenyReason};
+use crate::reason::{BudgetName, DenyReason, MoneyDeny};
 use crate::receipt::{canonical_sha256, ObservedFinding};
 use crate::request::ToolCallRequest;
 use crate::scope::select_grant;
@@ -33,8 +35,16 @@ struct WantedHold {
     key: String,
     amount: u64,
     limit: u64,
-    what: BudgetName,
+    what: HoldOf,
     hold_id: String,
+}
+
+/// What a hold counts against, for its deny reason and the guards.
+enum HoldOf {
+    /// An invocation or grant-level monetary budget.
+    Units(BudgetName),
+    /// A configured monetary budget.
+    Money(PlannedMoney),
 }
 
 /// The guards' answer over one set of labels, kept so a run made before
@@ -53,6 +63,9 @@ struct Plan {
     /// Step 4: `Some` once binding passed.
     scope: Option<Result<(), DenyReason>>,
     holds: Vec<WantedHold>,
+    /// Step 5: a monetary budget that cannot count the call, found before
+    /// anything was held.
+    budget_refusal: Option<DenyReason>,
     /// Step 6: the journal, `Some` once the scope passed.
     journal: Option<Result<Vec<JournalEntry>, StoreError>>,
     /// The guards run over empty labels, when the shares ride in the batch.
@@ -65,6 +78,9 @@ struct Plan {
 #[derive(Default)]
 struct Admitting {
     holds: Vec<String>,
+    /// Each monetary budget's total with this call, by budget id, for the
+    /// guards that read it.
+    money: BTreeMap<String, MoneyTotal>,
     observed: Vec<ObservedFinding>,
     trace: DecisionTrace,
     /// What the call carries to its server ([`AdmissionTicket::carried_labels`]).
@@ -155,14 +171,33 @@ fn read_holds(
             Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
                 state.trace.budget_keys.push(read(used, limit, "held"));
                 state.holds.push(wanted.hold_id.clone());
+                if let HoldOf::Money(money) = &wanted.what {
+                    state.money.insert(
+                        money.budget.clone(),
+                        MoneyTotal {
+                            total: units_decimal(used, money.scale),
+                            currency: money.currency.clone(),
+                        },
+                    );
+                }
             }
             Ok(OpAnswer::Hold(HoldOutcome::Refused { used, limit })) => {
                 state.trace.budget_keys.push(read(used, limit, "refused"));
-                return Err(deny(DenyReason::BudgetExhausted {
-                    budget: wanted.what.clone(),
-                    used,
-                    limit,
-                    amount: wanted.amount,
+                return Err(deny(match &wanted.what {
+                    HoldOf::Units(budget) => DenyReason::BudgetExhausted {
+                        budget: budget.clone(),
+                        used,
+                        limit,
+                        amount: wanted.amount,
+                    },
+                    HoldOf::Money(money) => DenyReason::from(MoneyDeny::Exceeded {
+                        budget: money.budget.clone(),
+                        spent: format_units(used, money.scale),
+                        amount: format_units(wanted.amount, money.scale),
+                        limit: money.limit_text.clone(),
+                        currency: money.currency.clone(),
+                        window: money.window,
+                    }),
                 }));
             }
             Ok(_) => return Err(deny(unexpected(StoreName::Budget))),
@@ -334,6 +369,9 @@ impl Kernel {
             request.tool, request.server
         ));
         // 5. Budgets.
+        if let Some(reason) = plan.budget_refusal.take() {
+            return Err(deny(reason));
+        }
         read_holds(&plan.holds, &mut answers, state)?;
         let trace = &mut state.trace;
         trace.pass(match state.holds.len() {
@@ -367,7 +405,7 @@ impl Kernel {
         }
         let run = match plan.early_guards.take() {
             Some(run) if labels.is_empty() => run,
-            _ => self.run_guards(request, &principal, &journal, &labels),
+            _ => self.run_guards(request, &principal, &journal, &labels, &state.money),
         };
         state.observed.extend(run.observed);
         trace.guards.extend(run.answers);
@@ -409,6 +447,7 @@ impl Kernel {
             }),
             scope: None,
             holds: Vec::new(),
+            budget_refusal: None,
             journal: None,
             early_guards: None,
             shares_in_batch: false,
@@ -450,9 +489,9 @@ impl Kernel {
                 key,
                 amount: 1,
                 limit: limit.max_invocations,
-                what: BudgetName::Invocations {
+                what: HoldOf::Units(BudgetName::Invocations {
                     capability: limit.capability_id.clone(),
-                },
+                }),
             });
         }
         let tool_budgets =
@@ -475,12 +514,44 @@ impl Kernel {
                 key,
                 amount: 1,
                 limit: budget.max_invocations,
-                what: BudgetName::Tool {
+                what: HoldOf::Units(BudgetName::Tool {
                     agent: budget.agent.clone(),
                     server: budget.server.clone(),
                     tool: budget.tool.clone(),
-                },
+                }),
             });
+        }
+        // Monetary budgets: the amount and currency are read before
+        // anything is held, so a call that cannot be counted holds nothing.
+        let chain: Vec<String> = verified
+            .ancestors
+            .iter()
+            .chain(std::iter::once(&verified.id))
+            .cloned()
+            .collect();
+        match plan_money(
+            &self.monetary_budgets,
+            &principal,
+            &chain,
+            &request.server,
+            &request.tool,
+            &request.arguments,
+            now_ms,
+        ) {
+            Ok(planned) => plan
+                .holds
+                .extend(planned.into_iter().map(|money| WantedHold {
+                    hold_id: format!("{seen_key}#{}", money.key),
+                    key: money.key.clone(),
+                    amount: money.units,
+                    limit: money.limit,
+                    what: HoldOf::Money(money),
+                })),
+            Err(reason) => {
+                plan.holds.clear();
+                plan.budget_refusal = Some(reason);
+                return plan;
+            }
         }
         if let Some(money) = monetary {
             let key = format!(
@@ -492,9 +563,9 @@ impl Kernel {
                 key,
                 amount: money.amount,
                 limit: money.max_total,
-                what: BudgetName::Monetary {
+                what: HoldOf::Units(BudgetName::Monetary {
                     currency: money.currency.clone(),
-                },
+                }),
             });
         }
         plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
@@ -512,8 +583,16 @@ impl Kernel {
             plan.journal = Some(journal);
             return plan;
         };
-        if !verified.shares.is_empty() {
-            let run = self.run_guards(request, &principal, entries, &BTreeMap::new());
+        // Guards that read a monetary total need the holds' answers, so
+        // they never run ahead of the batch.
+        if !verified.shares.is_empty() && !self.needs.money {
+            let run = self.run_guards(
+                request,
+                &principal,
+                entries,
+                &BTreeMap::new(),
+                &BTreeMap::new(),
+            );
             plan.shares_in_batch = run.result.is_ok();
             plan.early_guards = Some(run);
         }
@@ -537,6 +616,7 @@ impl Kernel {
         principal: &str,
         journal: &[JournalEntry],
         labels: &BTreeMap<String, BTreeSet<String>>,
+        money: &BTreeMap<String, MoneyTotal>,
     ) -> GuardRun {
         let ctx = GuardContext {
             server: &request.server,
@@ -546,6 +626,7 @@ impl Kernel {
             session_id: &request.session_id,
             journal,
             labels,
+            money,
             session_filesystem_roots: None,
         };
         let mut run = GuardRun {

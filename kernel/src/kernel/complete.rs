@@ -201,6 +201,7 @@ impl Kernel {
             session_id: &request.session_id,
             journal: &journal,
             labels: &labels,
+            money: &Default::default(),
             session_filesystem_roots: None,
         };
         let result = run_output_guards(

@@ -1,5 +1,6 @@
 //! How a kernel is set up: its identity and signing key, trusted issuers,
-//! the guard pipeline, registered agents, tool budgets and limits.
+//! the guard pipeline, registered agents, tool and monetary budgets and
+//! limits.
 //!
 //! Validation of what is configured (issuer and agent keys, guard
 //! configurations) happens when the kernel is built (`Kernel::new`); the
@@ -10,6 +11,7 @@ use std::fmt;
 
 use ed25519_dalek::SigningKey;
 
+use crate::amount::MoneyLimit;
 use crate::contract::ToolCatalog;
 use crate::guards::GuardSpec;
 use crate::keys::public_key_hex;
@@ -32,6 +34,66 @@ pub struct ToolBudget {
     pub max_invocations: u64,
 }
 
+/// Whose calls a monetary budget counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetSubject {
+    /// Every call whose verified principal is this agent.
+    Agent(String),
+    /// Every call presenting this capability or one delegated from it
+    /// (the id is anywhere in the presented chain).
+    Capability(String),
+}
+
+/// Fixed windows of virtual time a monetary budget counts in: window `k`
+/// holds the calls at `origin_ms + k * length_ms` up to, not including,
+/// `origin_ms + (k + 1) * length_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetWindow {
+    /// Where window 0 starts (Unix ms; a scenario's clock start).
+    pub origin_ms: u64,
+    /// How long each window is (ms, at least 1).
+    pub length_ms: u64,
+}
+
+/// A monetary budget on one tool (a scenario's `[[budgets]]` with a
+/// `limit`): the amounts of the calls it covers, summed exactly in the
+/// limit's minor units, never exceed the limit (in each window, when it
+/// has windows). Budgets sharing an id share one total.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MonetaryBudget {
+    /// Names the budget in reasons and in its store key.
+    pub id: String,
+    /// Whose calls it counts.
+    pub subject: BudgetSubject,
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The argument carrying each call's amount.
+    pub amount_argument: String,
+    /// The budget's currency.
+    pub currency: String,
+    /// An argument that must name `currency`, when set.
+    pub currency_argument: Option<String>,
+    /// The limit, its scale and its minor units.
+    pub limit: MoneyLimit,
+    /// The windows it counts in; `None` counts over the whole run.
+    pub window: Option<BudgetWindow>,
+}
+
+impl MonetaryBudget {
+    /// Whether the budget counts a call by `principal` to `server`/`tool`
+    /// presenting `chain` (capability ids, root first).
+    pub fn covers(&self, principal: &str, chain: &[String], server: &str, tool: &str) -> bool {
+        self.server == server
+            && self.tool == tool
+            && match &self.subject {
+                BudgetSubject::Agent(agent) => agent == principal,
+                BudgetSubject::Capability(id) => chain.iter().any(|c| c == id),
+            }
+    }
+}
+
 /// How a kernel is set up.
 #[derive(Clone)]
 pub struct KernelConfig {
@@ -50,6 +112,8 @@ pub struct KernelConfig {
     pub agent_keys: BTreeMap<String, String>,
     /// Per-agent tool budgets.
     pub tool_budgets: Vec<ToolBudget>,
+    /// Monetary budgets, in declaration order.
+    pub monetary_budgets: Vec<MonetaryBudget>,
     /// Oldest request accepted, in milliseconds of virtual time (`None`: any age).
     pub max_request_age_ms: Option<u64>,
     /// Capacity of the verified-signature cache (0 disables it).
@@ -74,6 +138,7 @@ impl KernelConfig {
             max_delegation_depth: DEFAULT_MAX_DELEGATION_DEPTH,
             agent_keys: BTreeMap::new(),
             tool_budgets: Vec::new(),
+            monetary_budgets: Vec::new(),
             max_request_age_ms: None,
             signature_cache_capacity: DEFAULT_SIGNATURE_CACHE,
             tools: None,

@@ -13,8 +13,12 @@
 //!    a self-asserted id;
 //! 4. select the scope grant and evaluate its constraints ([`crate::scope`]);
 //! 5. hold budgets: every invocation limit along the chain, configured tool
-//!    budgets, and a monetary hold per lineage, each under a hold id scoped
-//!    by lineage, principal and request id; released on any later deny;
+//!    budgets, configured monetary budgets (the call's amount in the
+//!    budget's minor units, in the call's window; an amount or currency
+//!    argument that cannot be counted denies before anything is held), and
+//!    a monetary hold per lineage for a grant's `monetary` constraint, each
+//!    under a hold id scoped by lineage, principal and request id; released
+//!    on any later deny, a pending approval included;
 //! 6. guards in pipeline order (observe-mode answers are recorded, not
 //!    enforced), reading the labels retained under the session, the
 //!    principal, the lineage and the delegation record of every link of the
@@ -57,7 +61,8 @@
 //! and each guard's answer, so a recorded verdict can be explained.
 //!
 //! Module map: [`config`] (how a kernel is set up), `admit` (steps 1 to 7
-//! and the admission batch), `binding` (step 3's proof and principal),
+//! and the admission batch), `money` (step 5's monetary budgets: coverage,
+//! amounts, windows), `binding` (step 3's proof and principal),
 //! `labels` (the label keys step 6 reads), `guard_run` (running the guard
 //! pipeline), `complete` (step 8, abort, and the closing batch with the
 //! receipt).
@@ -88,10 +93,14 @@ mod complete;
 pub mod config;
 mod guard_run;
 mod labels;
+mod money;
 
 pub use admit::share_refusal_reason;
 pub use binding::{bind_proof, NOT_THE_PROVING_AGENT};
-pub use config::{KernelConfig, ToolBudget, DEFAULT_MAX_DELEGATION_DEPTH, DEFAULT_SIGNATURE_CACHE};
+pub use config::{
+    BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget,
+    DEFAULT_MAX_DELEGATION_DEPTH, DEFAULT_SIGNATURE_CACHE,
+};
 
 /// The kernel's answer to a call.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,6 +238,7 @@ pub struct Kernel {
     max_delegation_depth: usize,
     agent_keys: BTreeMap<String, String>,
     tool_budgets: Vec<ToolBudget>,
+    monetary_budgets: Vec<config::MonetaryBudget>,
     max_request_age_ms: Option<u64>,
     cache: SignatureCache,
     stores: KernelStores,
@@ -245,6 +255,64 @@ impl fmt::Debug for Kernel {
     }
 }
 
+/// Refuses monetary budgets the kernel cannot keep (an empty id or
+/// currency, a zero-length window, entries sharing an id that disagree on
+/// what they count) and a guard reading the total of a budget not
+/// configured.
+fn check_monetary_budgets(
+    budgets: &[config::MonetaryBudget],
+    guards: &[Box<dyn Guard>],
+) -> Result<(), KernelError> {
+    let invalid = |budget: &str, message: &str| KernelError::MonetaryBudget {
+        budget: budget.to_string(),
+        message: message.to_string(),
+    };
+    for (index, budget) in budgets.iter().enumerate() {
+        if budget.id.is_empty() {
+            return Err(invalid(&budget.id, "its id is empty; name the budget"));
+        }
+        if budget.currency.is_empty() {
+            return Err(invalid(
+                &budget.id,
+                "its currency is empty; name a currency",
+            ));
+        }
+        if budget.window.is_some_and(|w| w.length_ms == 0) {
+            return Err(invalid(
+                &budget.id,
+                "its window is 0 ms long; use 1 ms or more",
+            ));
+        }
+        let first = budgets.iter().take(index).find(|b| b.id == budget.id);
+        if first.is_some_and(|first| {
+            first.subject != budget.subject
+                || first.currency != budget.currency
+                || first.limit != budget.limit
+                || first.window != budget.window
+        }) {
+            return Err(invalid(
+                &budget.id,
+                "entries sharing an id count one total; give them the same subject, currency, limit and window",
+            ));
+        }
+    }
+    for guard in guards {
+        if let Some(missing) = guard
+            .money_budgets()
+            .into_iter()
+            .find(|id| !budgets.iter().any(|b| b.id == *id))
+        {
+            return Err(KernelError::GuardConfig {
+                guard: guard.meta().id.clone(),
+                message: format!(
+                    "budget {missing} is not a monetary budget of this kernel; name a budget with a limit"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl Kernel {
     /// Builds a kernel, validating issuer keys and guard configurations.
     pub fn new(config: KernelConfig, stores: KernelStores) -> Result<Kernel, KernelError> {
@@ -259,11 +327,13 @@ impl Kernel {
             .iter()
             .map(|spec| spec.with_effects(config.tools.as_ref()).build())
             .collect::<Result<Vec<_>, _>>()?;
+        check_monetary_budgets(&config.monetary_budgets, &guards)?;
         let needs = guards.iter().fold(GuardNeeds::default(), |acc, g| {
             let n = g.needs();
             GuardNeeds {
                 journal: acc.journal || n.journal,
                 labels: acc.labels || n.labels,
+                money: acc.money || n.money,
             }
         });
         Ok(Kernel {
@@ -276,6 +346,7 @@ impl Kernel {
             max_delegation_depth: config.max_delegation_depth,
             agent_keys: config.agent_keys,
             tool_budgets: config.tool_budgets,
+            monetary_budgets: config.monetary_budgets,
             max_request_age_ms: config.max_request_age_ms,
             cache: SignatureCache::new(config.signature_cache_capacity),
             contracts: config

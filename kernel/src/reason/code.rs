@@ -103,6 +103,22 @@ crate::code_enum! {
     AmountTooLarge => "amount-too-large",
     /// A budget with no room left.
     BudgetExhausted => "budget-exhausted",
+    /// A monetary budget's amount argument is absent.
+    BudgetAmountMissing => "budget-amount-missing",
+    /// A monetary budget's amount is not an exact decimal.
+    BudgetAmountMalformed => "budget-amount-malformed",
+    /// An amount with more decimal places than its budget's limit.
+    BudgetAmountTooPrecise => "budget-amount-too-precise",
+    /// An amount of zero or less.
+    BudgetAmountNotPositive => "budget-amount-not-positive",
+    /// A monetary budget's currency argument is absent.
+    BudgetCurrencyMissing => "budget-currency-missing",
+    /// A currency argument naming another currency than its budget's.
+    BudgetCurrencyMismatch => "budget-currency-mismatch",
+    /// A call before a windowed budget's first window.
+    BudgetWindowBeforeStart => "budget-window-before-start",
+    /// A monetary budget the call's amount would take past its limit.
+    BudgetExceeded => "budget-exceeded",
     /// A path matching a forbidden glob (forbidden-path).
     ForbiddenPath => "forbidden-path",
     /// A path outside the allowlist (path-allowlist).
@@ -127,6 +143,8 @@ crate::code_enum! {
     ApprovalRequired => "approval-required",
     /// An argument above the approval threshold (approval).
     ApprovalThreshold => "approval-threshold",
+    /// A monetary budget's total above the approval threshold (approval).
+    ApprovalTotalThreshold => "approval-total-threshold",
     /// A guard that could not decide.
     GuardFailed => "guard-failed",
     /// Sibling shares above the parent's.
@@ -223,6 +241,7 @@ impl DenyReason {
             R::AmountMalformed { .. } => C::AmountMalformed,
             R::AmountTooLarge { .. } => C::AmountTooLarge,
             R::BudgetExhausted { .. } => C::BudgetExhausted,
+            R::Money(reason) => reason.code(),
             R::ForbiddenPath { .. } => C::ForbiddenPath,
             R::NotAllowlisted { .. } => C::NotAllowlisted,
             R::AllowlistPathMissing { .. } => C::AllowlistPathMissing,

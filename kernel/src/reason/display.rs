@@ -247,6 +247,7 @@ impl DenyReason {
                 f,
                 "{budget} exhausted: {used} of {limit} used, {amount} more requested"
             ),
+            R::Money(reason) => write!(f, "{reason}"),
             _ => self.fmt_guard(f),
         }
     }

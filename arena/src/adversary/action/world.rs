@@ -264,8 +264,12 @@ pub fn budget_limit(scenario: &Scenario, base: &BaseStep) -> Option<u64> {
     let mut limits: Vec<u64> = file
         .budgets
         .iter()
-        .filter(|b| b.agent == base.agent && b.server == base.server && b.tool == base.tool)
-        .map(|b| b.max_invocations)
+        .filter(|b| {
+            b.agent.as_deref() == Some(base.agent.as_str())
+                && b.server == base.server
+                && b.tool == base.tool
+        })
+        .filter_map(|b| b.max_invocations)
         .collect();
     let mut capability = base.capability.clone();
     // A chain is at most as long as the schedule; the bound keeps a

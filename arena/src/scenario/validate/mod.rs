@@ -28,6 +28,7 @@ use crate::scheduler::{
     DeterministicScheduler, ScheduleInput, ScheduledStep, SchedulerKind, MAX_OFFSET_MS,
 };
 
+mod budgets;
 mod checks;
 mod contracts;
 mod faults;

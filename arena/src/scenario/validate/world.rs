@@ -1,6 +1,7 @@
 //! The world sections of a scenario: nodes, guards (each configuration
 //! built by the kernel's guard builder), kernels and their pipelines,
-//! servers and their fixture folders, agents' placement, grants and budgets.
+//! servers and their fixture folders, agents' placement and grants (the
+//! budgets are the sibling module `budgets`).
 
 use std::collections::BTreeSet;
 
@@ -351,29 +352,6 @@ impl<'a> Validator<'a> {
                 set.servers.get(&server.id).cloned().ok_or_else(missing)
             }
         }
-    }
-
-    pub(super) fn budgets(&self, has_world: bool) -> Result<(), ArenaError> {
-        let agents = self.agent_ids();
-        let servers: BTreeSet<&str> = self.file.servers.iter().map(|s| s.id.as_str()).collect();
-        let mut seen = BTreeSet::new();
-        for (i, budget) in self.file.budgets.iter().enumerate() {
-            let at = |key: &str| format!("budgets[{i}].{key}");
-            resolve(&agents, "agent", &budget.agent, || at("agent"))?;
-            if has_world {
-                resolve(&servers, "server", &budget.server, || at("server"))?;
-            }
-            check_invocations(Some(budget.max_invocations), || at("max_invocations"))?;
-            let key = (&budget.agent, &budget.server, &budget.tool);
-            if !seen.insert(key) {
-                return Err(ArenaError::DuplicateId {
-                    kind: "budget",
-                    id: format!("{}/{}/{}", budget.agent, budget.server, budget.tool),
-                    field: format!("budgets[{i}]"),
-                });
-            }
-        }
-        Ok(())
     }
 }
 

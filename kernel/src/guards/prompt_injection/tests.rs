@@ -142,6 +142,7 @@ fn on_arguments(arguments: &Value) -> GuardVerdict {
         session_id: "s",
         journal: &[],
         labels: &labels,
+        money: &Default::default(),
         session_filesystem_roots: None,
     };
     guard().check_request(&ctx).expect("no guard error").into()
@@ -159,6 +160,7 @@ fn on_output(output: &Value) -> OutputVerdict {
         session_id: "s",
         journal: &[],
         labels: &labels,
+        money: &Default::default(),
         session_filesystem_roots: None,
     };
     guard()
