@@ -105,6 +105,9 @@ cli_codes! {
     LEDGER_EXISTS = "CHIO-CAMPAIGN-LEDGER-EXISTS", Input;
     /// A `SCHEDULE_ID=PATH` argument or an annotation is malformed.
     RECORD_SPEC = "CHIO-CLI-RECORD-SPEC", Input;
+    /// A replay of a bundle whose run read sealed files is not told where
+    /// they are.
+    SEALED_FROM = "CHIO-CLI-SEALED-FROM", Input;
 }
 
 /// Every code a `chio` command can print with its class, from the three
