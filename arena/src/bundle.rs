@@ -269,6 +269,12 @@ pub struct BundleManifest {
     pub arena_keys: BTreeMap<String, BTreeMap<String, String>>,
     /// SHA-256 of each kernel's canonical policy file, by kernel id.
     pub policies: BTreeMap<String, String>,
+    /// SHA-256 of the text of each sealed file call arguments read
+    /// (`{ fixture = ... }`), by path as the scenario writes it: the only
+    /// trace of a sealed value in the bundle, whose `inputs/` never holds
+    /// the file (see `crate::scenario::sealed`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sealed: BTreeMap<String, String>,
     /// One entry per dispatched step, in dispatch order.
     pub steps: Vec<StepRecord>,
 }

@@ -278,6 +278,17 @@ error_table! {
     } => "CHIO-SCENARIO-VALUE-SOURCE", Input, at: Some(field),
         summary: format!("{field} takes its value from step {step:?}, which it cannot read: {reason}"),
         help: "name an earlier call step of the same agent; docs/scenario-schema.md, \"Values\"";
+    /// A `{ fixture = ... }` value whose file cannot be sealed.
+    SealedFixture {
+        /// Path of the reference, its JSON pointer appended.
+        field: String,
+        /// The file as the scenario writes it.
+        path: String,
+        /// What is wrong, never what the file holds.
+        problem: String,
+    } => "CHIO-SCENARIO-VALUE-FIXTURE", Input, at: Some(field),
+        summary: format!("{field} reads its value from fixture {path:?}, which cannot be sealed: {problem}"),
+        help: "name a UTF-8 text file of 8 to 65536 characters below the scenario's folder, outside every server's fixtures folder, with no control characters but one final newline; docs/scenario-schema.md, \"Values\"";
     /// A budget allows zero invocations.
     ZeroBudget {
         /// Path of `max_invocations`.

@@ -154,6 +154,7 @@ impl Setup {
             receipt_count: 2,
             arena_keys: BTreeMap::new(),
             policies: BTreeMap::new(),
+            sealed: BTreeMap::new(),
             steps,
         };
         edit(&mut manifest);

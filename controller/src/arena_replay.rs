@@ -16,7 +16,7 @@ use chio_arena::bundle::{compare_runs, Bundle, BundleStatus, StepDrift, SCENARIO
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::arena_run::{load_for_run, runtime};
+use crate::arena_run::{load_for_run_sealed_from, runtime};
 use crate::cli::{DiffArgs, ReplayArgs};
 use crate::driver::run_embedded;
 use crate::error::{codes, CliError};
@@ -151,7 +151,35 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         std::fs::write(&path, bytes)
             .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
     }
-    let (scenario, inputs) = load_for_run(COMMAND, &work.path().join(SCENARIO_INPUT))?;
+    let sealed = &recorded.manifest.sealed;
+    if !sealed.is_empty() && args.sealed_from.is_none() {
+        return Err(CliError::new(
+            codes::SEALED_FROM,
+            COMMAND,
+            format!(
+                "the run read {} sealed file(s), which a bundle records only as digests",
+                sealed.len()
+            ),
+            "pass --sealed-from <the folder of the scenario the bundle was run from>",
+        ));
+    }
+    let (scenario, inputs) = load_for_run_sealed_from(
+        COMMAND,
+        &work.path().join(SCENARIO_INPUT),
+        args.sealed_from.as_deref(),
+    )?;
+    let read = chio_arena::scenario::sealed::digests(scenario.sealed());
+    if let Some((path, _)) = sealed
+        .iter()
+        .find(|(path, digest)| read.get(*path) != Some(*digest))
+    {
+        return Err(CliError::new(
+            codes::DRIFT,
+            COMMAND,
+            format!("sealed file {path} no longer has the digest the bundle recorded"),
+            "replay with the sealed files the run read, or run the scenario again",
+        ));
+    }
     let keep_going = recorded.manifest.status != BundleStatus::Stopped;
     let replayed = runtime(COMMAND)?
         .block_on(run_embedded(&scenario, &inputs, keep_going))

@@ -23,7 +23,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use chio_arena::{load_scenario, Scenario};
+use chio_arena::Scenario;
 
 use crate::cli::RunArgs;
 use crate::driver::{DispatchMode, RunInputs, RunOptions, RunResult, RunStatus, UNEXPECTED_REASON};
@@ -51,8 +51,18 @@ pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
 /// the one exception is a scenario without a world, which validates (the
 /// seed's example has none) but gives a run nothing to dispatch.
 pub fn load_for_run(command: &'static str, file: &Path) -> Result<(Scenario, RunInputs), CliError> {
-    let scenario =
-        load_scenario(file).map_err(|e| CliError::from_scenario_file(command, file, &e))?;
+    load_for_run_sealed_from(command, file, None)
+}
+
+/// [`load_for_run`], reading sealed files below `sealed_from` when given
+/// (see `chio_arena::scenario::sealed`).
+pub fn load_for_run_sealed_from(
+    command: &'static str,
+    file: &Path,
+    sealed_from: Option<&Path>,
+) -> Result<(Scenario, RunInputs), CliError> {
+    let scenario = chio_arena::scenario::load::load_scenario_sealed_from(file, sealed_from)
+        .map_err(|e| CliError::from_scenario_file(command, file, &e))?;
     scenario
         .require_world()
         .map_err(|e| CliError::from_arena(command, &e))?;

@@ -171,6 +171,11 @@ impl std::str::FromStr for RunTopology {
 pub struct ReplayArgs {
     /// The bundle folder a run wrote.
     pub dir: PathBuf,
+    /// The folder of the scenario the bundle was run from, where its
+    /// sealed files (`{ fixture = ... }` arguments) are read again: a
+    /// bundle records only their digests.
+    #[arg(long, value_name = "FOLDER")]
+    pub sealed_from: Option<PathBuf>,
     /// Print canonical JSON (`chio.arena.replay/v1`).
     #[arg(long)]
     pub json: bool,

@@ -111,6 +111,9 @@ cli_codes! {
     IMPORT_TOOLS_LIST = "CHIO-IMPORT-TOOLS-LIST", Input;
     /// The declaration `chio import mcp --out` writes could not be written.
     IMPORT_WRITE = "CHIO-IMPORT-WRITE", Infrastructure;
+    /// A replay of a bundle whose run read sealed files is not told where
+    /// they are.
+    SEALED_FROM = "CHIO-CLI-SEALED-FROM", Input;
 }
 
 /// Every code a `chio` command can print with its class, from the three

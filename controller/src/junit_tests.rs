@@ -49,6 +49,7 @@ fn suite_of(ids: &[&str]) -> Result<TestSuite, CliError> {
         receipt_count: 0,
         arena_keys: BTreeMap::new(),
         policies: BTreeMap::new(),
+        sealed: std::collections::BTreeMap::new(),
         steps: ids.iter().map(|id| record(id)).collect(),
     };
     let root = tempfile::tempdir().unwrap();

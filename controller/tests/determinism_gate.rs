@@ -19,6 +19,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "integrity_hijack",
         "labels_at_rest",
         "recorded_git",
+        "sealed_secret",
     ] {
         assert!(
             names.iter().any(|n| n == required),

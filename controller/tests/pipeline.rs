@@ -119,6 +119,7 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "labels_at_rest",
         "value_references",
         "recorded_git",
+        "sealed_secret",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);

@@ -67,6 +67,7 @@ pub mod receipt;
 pub mod request;
 pub mod revocation;
 pub mod scope;
+pub mod seal;
 pub mod signature;
 pub mod stores;
 pub mod token;

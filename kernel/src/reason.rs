@@ -403,6 +403,14 @@ pub enum DenyReason {
     },
     /// A prompt injection at one place, or split across values.
     PromptInjection(Injection),
+    /// A credential in a call's arguments, which the secret-redaction
+    /// guard scanning arguments refuses to send.
+    CredentialInArguments {
+        /// The shape that matched (`github-token`, ...).
+        shape: &'static str,
+        /// The JSON pointer of the string holding it.
+        pointer: String,
+    },
     /// The injection scan's limit.
     ScanLimit {
         /// `arguments` or `tool output`.

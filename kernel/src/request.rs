@@ -4,7 +4,8 @@
 //! its capability's subject names. The proof covers (as canonical JSON, schema
 //! `chio.request-proof/v1`) the request id, the presented capability's id,
 //! server, tool, the SHA-256 of the canonical arguments, agent id, session id
-//! and the virtual time the request was issued, so none of them can be
+//! and the virtual time the request was issued (and the pointers of its
+//! sealed arguments, when it names any), so none of them can be
 //! changed or the proof moved to another request. The proof names its
 //! signer's key, which lets the kernel tell "presented by another agent" (a
 //! valid signature by a key that is not the subject) from "invalid proof".
@@ -54,6 +55,11 @@ pub struct ToolCallRequest {
     pub issued_at_ms: u64,
     /// Proof of possession of the subject key.
     pub proof: RequestProof,
+    /// JSON pointers of the arguments whose values are sealed: checked and
+    /// guarded like any other, never written into evidence text
+    /// ([`crate::seal`]). Signed with the request when present.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sealed: Vec<String>,
 }
 
 /// The signed part of a request.
@@ -68,6 +74,8 @@ struct ProofMessage<'a> {
     agent_id: &'a str,
     session_id: &'a str,
     issued_at_ms: u64,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    sealed: &'a [String],
 }
 
 impl ToolCallRequest {
@@ -84,6 +92,7 @@ impl ToolCallRequest {
             agent_id: &self.agent_id,
             session_id: &self.session_id,
             issued_at_ms: self.issued_at_ms,
+            sealed: &self.sealed,
         })?)
     }
 

@@ -148,6 +148,17 @@ pub struct ShareRead {
 }
 
 impl DecisionTrace {
+    /// Hides every sealed argument value in the trace's texts: each
+    /// stage's detail and each guard's reason (`crate::seal`).
+    pub fn scrub(&mut self, seal: &crate::seal::Seal) {
+        for stage in &mut self.stages {
+            seal.scrub_in(&mut stage.detail);
+        }
+        for guard in &mut self.guards {
+            seal.scrub_opt(&mut guard.reason);
+        }
+    }
+
     /// Records that the next stage passed.
     pub fn pass(&mut self, detail: impl Into<String>) {
         self.push("pass", detail.into());

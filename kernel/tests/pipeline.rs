@@ -844,3 +844,102 @@ fn a_kernel_with_a_catalog_admits_only_declared_tools() {
     let trace = serde_json::to_string(&mistyped.trace).unwrap();
     assert!(!trace.contains(secret), "{trace}");
 }
+
+// A sealed argument is judged like any other, but no window of it reaches the signed receipt's reason or the trace; the receipt still verifies, binds the arguments sent, and the sealed pointers are signed with the request.
+#[test]
+fn sealed_arguments_never_reach_evidence_text() {
+    let secret = "/etc/correct-horse-battery-staple";
+    let cap = issue("cap-alice", "alice", files_scope());
+    let files = world_files();
+    let mut req = alice_reads(&cap, secret, "sealed-1");
+    req.sealed = vec!["/path".to_string()];
+    let req = req.sign(&agent_key("alice")).expect("signs");
+    let decision = kernel(vec![]).evaluate(&req, NOW_MS, &mut dispatch(&files));
+    assert_eq!(decision.verdict, Verdict::Deny);
+    let expected = "path <sealed> (argument /path) is outside the granted prefix /workspace/";
+    assert_eq!(decision.reason.as_deref(), Some(expected));
+    assert_eq!(
+        decision.receipt.body.decision.reason.as_deref(),
+        Some(expected)
+    );
+    decision
+        .receipt
+        .verify()
+        .expect("the scrubbed receipt verifies");
+    assert_eq!(
+        decision.receipt.body.parameter_hash,
+        chio_kernel::receipt::canonical_sha256(&req.arguments).unwrap()
+    );
+    let evidence = format!(
+        "{}{}",
+        serde_json::to_string(&decision.receipt).unwrap(),
+        serde_json::to_string(&decision.trace).unwrap()
+    );
+    assert!(!evidence.contains("horse-ba"), "{evidence}");
+
+    // The same request unsealed quotes the path, as every reason did before.
+    let plain = alice_reads(&cap, secret, "sealed-2");
+    let decision = kernel(vec![]).evaluate(&plain, NOW_MS, &mut dispatch(&files));
+    assert!(decision.reason.unwrap().contains(secret));
+
+    // Sealing after signing breaks the proof: the pointers are signed.
+    let mut forged = alice_reads(&cap, secret, "sealed-3");
+    forged.sealed = vec!["/path".to_string()];
+    let decision = kernel(vec![]).evaluate(&forged, NOW_MS, &mut dispatch(&files));
+    assert_eq!(decision.verdict, Verdict::Deny);
+    assert!(decision.reason.unwrap().contains("proof"));
+}
+
+// The secret-redaction guard scanning arguments denies a credential anywhere in them, naming the shape and the pointer only; scanning the output alone (the default) lets it through.
+#[test]
+fn credentials_in_arguments_are_refused_when_scanned() {
+    let token = "ghp_Zq8fT3wLr5Yx1Kd7Vm2Np9Hs4Bc6Jg0Ae8U";
+    let scope = vec![ScopeGrant::new("publish", &["post"])];
+    let cap = issue("cap-alice", "alice", scope);
+    let files = world_files();
+    let args = json!({"title": "notes", "meta": {"auth": token}});
+    let scanning = guard(
+        "redact",
+        GuardKind::SecretRedaction,
+        json!({"scan": ["arguments", "output"]}),
+    );
+    let mut k = kernel(vec![scanning]);
+    let decision = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("publish", "post"),
+        args.clone(),
+        "c1",
+    );
+    assert_eq!(decision.verdict, Verdict::Deny);
+    assert_eq!(
+        decision.reason.as_deref(),
+        Some("credential (github-token) in arguments at /meta/auth; a call may not send a credential")
+    );
+    assert_eq!(
+        decision.trace.reason_code.map(|c| c.as_str()),
+        Some("credential-in-arguments")
+    );
+    let output_only = guard("redact", GuardKind::SecretRedaction, json!({}));
+    let mut k = kernel(vec![output_only]);
+    let decision = decide(
+        &mut k,
+        &files,
+        "alice",
+        &cap,
+        ("publish", "post"),
+        args,
+        "c2",
+    );
+    assert_eq!(decision.verdict, Verdict::Allow);
+    for bad in [json!({"scan": []}), json!({"scan": ["headers"]})] {
+        let spec = guard("redact", GuardKind::SecretRedaction, bad);
+        assert!(Kernel::new(
+            kernel_config(vec![spec]),
+            chio_kernel::stores::KernelStores::in_memory()
+        )
+        .is_err());
+    }
+}

@@ -122,6 +122,8 @@ pub struct CallCommand {
     pub arguments: Value,
     /// Virtual time, Unix milliseconds.
     pub now_ms: u64,
+    /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
+    pub sealed: Vec<String>,
 }
 
 impl From<CallCommand> for CallIntent {
@@ -134,6 +136,7 @@ impl From<CallCommand> for CallIntent {
             tool: command.tool,
             arguments: command.arguments,
             now_ms: command.now_ms,
+            sealed: command.sealed,
         }
     }
 }

@@ -100,6 +100,8 @@ chio_kernel::code_enum! {
     ReferenceUnresolved => "reference-unresolved",
     /// A call argument is a reference object the value grammar refuses.
     ReferenceMalformed => "reference-malformed",
+    /// A call argument takes a sealed file's text that was not read.
+    SealedUnresolved => "sealed-unresolved",
 }
 
 /// A node that a fault step crashed.
@@ -243,6 +245,17 @@ pub enum NodeReason {
         /// What is wrong.
         problem: &'static str,
     },
+    /// A call whose argument takes a sealed file's text, when the file was
+    /// not read for the run (a run resolves values where it read the
+    /// scenario from its folder).
+    SealedUnresolved {
+        /// The JSON pointer of the argument.
+        argument: String,
+        /// The file, as the scenario writes it.
+        path: String,
+        /// Why there is no value.
+        why: chio_arena::scenario::value::Unresolved,
+    },
 }
 
 impl NodeReason {
@@ -266,6 +279,7 @@ impl NodeReason {
             NodeReason::RevocationUnrecorded(_) => NodeCode::RevocationUnrecorded,
             NodeReason::ReferenceUnresolved { .. } => NodeCode::ReferenceUnresolved,
             NodeReason::ReferenceMalformed { .. } => NodeCode::ReferenceMalformed,
+            NodeReason::SealedUnresolved { .. } => NodeCode::SealedUnresolved,
         }
     }
 
@@ -347,6 +361,15 @@ impl std::fmt::Display for NodeReason {
                 f,
                 "call refused: {} not a reference the value grammar reads: {problem}",
                 argument_is(argument)
+            ),
+            NodeReason::SealedUnresolved {
+                argument,
+                path,
+                why,
+            } => write!(
+                f,
+                "call refused: {} takes its value from sealed file {path}, but {why}",
+                argument_name(argument)
             ),
             _ => self.fmt_revocation(f),
         }
@@ -540,6 +563,7 @@ mod tests {
             (NodeReason::RevokerDown(down()), "revocation refused: node node-b is down (crashed at step crash)"),
             (NodeReason::RevocationUnrecorded(Outage::DeadlineExceeded), "revocation refused: the revocation cannot be recorded: trust-control deadline exceeded"),
             (NodeReason::ReferenceUnresolved { argument: s("/to"), step: s("read-bill"), pointer: s("/iban"), why: chio_arena::scenario::value::Unresolved::Denied }, "call refused: argument /to takes its value from step read-bill (pointer /iban), but it was not allowed"),
+            (NodeReason::SealedUnresolved { argument: s("/body"), path: s("fixtures/secrets/token.txt"), why: chio_arena::scenario::value::Unresolved::Unsealed }, "call refused: argument /body takes its value from sealed file fixtures/secrets/token.txt, but it was not read for this run"),
             (NodeReason::ReferenceMalformed { argument: s(""), problem: "a literal takes only the key literal; put the whole object inside it" }, "call refused: the arguments are not a reference the value grammar reads: a literal takes only the key literal; put the whole object inside it"),
         ];
         let mut covered = std::collections::BTreeSet::new();

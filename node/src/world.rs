@@ -98,6 +98,10 @@ pub struct World {
     pub agents: BTreeMap<String, AgentPlan>,
     /// Grants issued at setup, by grant id, with the agent holding each.
     pub grants: BTreeMap<String, (String, CapabilityToken)>,
+    /// The sealed files call arguments read, by path (empty where the
+    /// scenario was not read from its folder, as on a node: only the
+    /// controller resolves values).
+    pub sealed: chio_arena::scenario::sealed::SealedSet,
 }
 
 impl World {
@@ -136,6 +140,7 @@ impl World {
             servers,
             agents,
             grants,
+            sealed: scenario.sealed().clone(),
         })
     }
 

@@ -102,6 +102,7 @@ fn valid_call(request_id: &str) -> pb::CallRequest {
         tool: "read_file".into(),
         arguments: json!({"path": "/workspace/notes.txt"}),
         now_ms: 1767600000000,
+        sealed: Vec::new(),
     })
     .unwrap()
 }

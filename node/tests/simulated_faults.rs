@@ -72,6 +72,7 @@ fn read(world: &World, agent: &str, capability: &str, id: &str) -> CallCommand {
         tool: "read_file".to_string(),
         arguments: serde_json::json!({"path": "/workspace/shared/plan.md"}),
         now_ms: world.start_ms + 1,
+        sealed: Vec::new(),
     }
 }
 

@@ -334,5 +334,6 @@ pub fn call_command(
         tool: tool.to_string(),
         arguments,
         now_ms,
+        sealed: Vec::new(),
     }
 }

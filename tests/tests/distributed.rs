@@ -17,7 +17,7 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 12] = [
+const REFERENCE: [&str; 13] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -30,6 +30,7 @@ const REFERENCE: [&str; 12] = [
     "value_references",
     "effects_by_default",
     "recorded_git",
+    "sealed_secret",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

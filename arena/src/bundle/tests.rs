@@ -58,6 +58,7 @@ pub(super) fn manifest(steps: Vec<StepRecord>) -> BundleManifest {
         receipt_count: steps.len() as u64,
         arena_keys: BTreeMap::new(),
         policies: BTreeMap::new(),
+        sealed: std::collections::BTreeMap::new(),
         steps,
     }
 }

@@ -35,6 +35,17 @@ const SPOOL_AFTER: usize = 1 << 20;
 /// 1 MiB goes into a private spool (see [`super::text`]), so memory then
 /// holds the world, each table's offset and the schedule, never the file.
 pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
+    load_scenario_sealed_from(path, None)
+}
+
+/// [`load_scenario`], reading the files its arguments seal
+/// (`{ fixture = ... }`, see [`super::sealed`]) below `sealed_from`
+/// instead of the scenario's folder when it is given: a replay of a bundle,
+/// whose `inputs/` never holds them, names the folder they are in.
+pub fn load_scenario_sealed_from(
+    path: impl AsRef<Path>,
+    sealed_from: Option<&Path>,
+) -> Result<Scenario, ArenaError> {
     let path = path.as_ref();
     let unreadable = |e: std::io::Error| ArenaError::Unreadable {
         path: path.display().to_string(),
@@ -79,7 +90,9 @@ pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    read_and_validate(text, cut.finish(), &base_dir)
+    let mut scenario = read_and_validate(text, cut.finish(), &base_dir)?;
+    scenario.read_sealed(sealed_from.unwrap_or(&base_dir))?;
+    Ok(scenario)
 }
 
 /// Reads and validates a scenario file, returning the bytes it validated,
@@ -103,7 +116,9 @@ pub fn load_scenario_with_bytes(path: impl AsRef<Path>) -> Result<(Scenario, Vec
 /// read below `base_dir`.
 pub fn parse_scenario_bytes(bytes: &[u8], base_dir: &Path) -> Result<Scenario, ArenaError> {
     let cut = CutBuilder::over(bytes);
-    read_and_validate(ScenarioText::memory(bytes.to_vec()), cut, base_dir)
+    let mut scenario = read_and_validate(ScenarioText::memory(bytes.to_vec()), cut, base_dir)?;
+    scenario.read_sealed(base_dir)?;
+    Ok(scenario)
 }
 
 /// Validates scenario text; `base_dir` is the folder fixtures are read from.

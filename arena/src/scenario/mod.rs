@@ -62,6 +62,7 @@ pub mod actions;
 pub mod load;
 pub mod locate;
 pub mod mcp;
+pub mod sealed;
 mod split;
 pub mod text;
 pub mod tools;
@@ -154,6 +155,12 @@ pub struct Scenario {
     delegations: Vec<usize>,
     /// The fixture files read and checked at load, by workspace server id.
     fixtures: FixtureSet,
+    /// Each file a call argument reads sealed, with the first argument
+    /// naming it.
+    sealed_paths: BTreeMap<String, String>,
+    /// The sealed files read, by path: empty until [`Self::read_sealed`]
+    /// (a node never reads them: the controller resolves every value).
+    sealed: sealed::SealedSet,
 }
 
 impl Scenario {
@@ -326,6 +333,37 @@ impl Scenario {
     /// scenario's bytes to a node.
     pub fn fixture_set(&self) -> &FixtureSet {
         &self.fixtures
+    }
+
+    /// Whether a call argument reads a sealed file (`{ fixture = ... }`).
+    pub fn has_sealed(&self) -> bool {
+        !self.sealed_paths.is_empty()
+    }
+
+    /// The sealed files read so far, by path as the scenario writes them.
+    pub fn sealed(&self) -> &sealed::SealedSet {
+        &self.sealed
+    }
+
+    /// Reads every sealed file the scenario's arguments name below
+    /// `folder` (the scenario's folder, or the one a replay is given),
+    /// refusing one the rules of [`sealed`] refuse; a path named by several
+    /// arguments is read once and reported at the first.
+    pub fn read_sealed(&mut self, folder: &Path) -> Result<(), ArenaError> {
+        let server_folders: Vec<String> = self
+            .file
+            .servers
+            .iter()
+            .filter_map(|server| server.fixtures.as_deref())
+            .filter_map(crate::fixtures::normalized_folder)
+            .collect();
+        let mut read = sealed::SealedSet::new();
+        for (path, field) in &self.sealed_paths {
+            let text = sealed::read_sealed(folder, path, field, &server_folders)?;
+            read.insert(path.clone(), text);
+        }
+        self.sealed = read;
+        Ok(())
     }
 
     /// The determinism witness: the projection replay depends on.

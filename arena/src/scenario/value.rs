@@ -8,13 +8,16 @@
 //!   RFC 6901 JSON pointer `pointer` (default `""`, the whole) in the
 //!   released output of the earlier call step `read-bill` of the same
 //!   agent, after the output guards;
+//! - `{ fixture = "fixtures/secrets/token.txt" }`: the text of a file
+//!   below the scenario's folder, sealed: it reaches the kernel and its
+//!   guards as the argument's value, and everything the run writes keeps
+//!   only its digest (see `crate::scenario::sealed`);
 //! - `{ literal = { ... } }`: the value as written, never read as a
 //!   reference, for an object that would otherwise read as one.
 //!
 //! An object with `from_step`, `literal` or `fixture` among its keys is a
 //! reference and nothing else: any other key beside them is refused at
-//! load rather than guessed. `fixture` is reserved for values read from a
-//! file of the scenario's folder and is refused until it is built. A
+//! load rather than guessed. A
 //! reference whose step was denied, withheld or not carried out, or whose
 //! pointer finds nothing, makes the call a deny with its own reason at run
 //! time ([`Unresolved`]); it is never sent with a missing value.
@@ -35,6 +38,12 @@ pub enum Reference {
         step: String,
         /// An RFC 6901 JSON pointer into its released output.
         pointer: String,
+    },
+    /// The sealed text of the file at `path`, relative to the scenario's
+    /// folder.
+    Fixture {
+        /// The file, as the scenario writes it.
+        path: String,
     },
 }
 
@@ -68,6 +77,8 @@ pub enum Unresolved {
     NotPerformed,
     /// The pointer finds nothing in the released output.
     NoValue,
+    /// The sealed file was not read where the run resolves its values.
+    Unsealed,
 }
 
 impl fmt::Display for Unresolved {
@@ -77,6 +88,7 @@ impl fmt::Display for Unresolved {
             Unresolved::Withheld => "its output was withheld",
             Unresolved::NotPerformed => "it was not carried out",
             Unresolved::NoValue => "its pointer finds nothing in the released output",
+            Unresolved::Unsealed => "it was not read for this run",
         })
     }
 }
@@ -152,9 +164,19 @@ fn read<'v>(
                 pointer,
             }))
         }
-        ["fixture"] => Err(malformed(
-            "values read from a fixture file are not supported yet; write the value, or { literal = ... }",
-        )),
+        ["fixture"] => {
+            if object.len() != 1 {
+                return Err(malformed(
+                    "a fixture reference takes only the key fixture; write { literal = { ... } } for an object with this key",
+                ));
+            }
+            let Some(Value::String(path)) = object.get("fixture") else {
+                return Err(malformed(
+                    "fixture must be the path of a file below the scenario's folder (a string)",
+                ));
+            };
+            Ok(Reading::Reference(Reference::Fixture { path: path.clone() }))
+        }
         _ => Err(malformed(
             "an object names at most one of from_step, literal and fixture; write { literal = { ... } } for an object with these keys",
         )),
@@ -321,7 +343,7 @@ mod tests {
             Reference::Step { step, pointer } if step == "read-bill" => {
                 at_pointer(&output, pointer)
             }
-            Reference::Step { .. } => Err(Unresolved::NotPerformed),
+            Reference::Step { .. } | Reference::Fixture { .. } => Err(Unresolved::NotPerformed),
         };
         let sent = resolve(&args, &mut lookup).unwrap();
         assert_eq!(
@@ -344,7 +366,7 @@ mod tests {
         ));
     }
 
-    // Every malformed reference object is refused with its place: extra keys, two reserved keys, a non-string step, a bad pointer, a fixture.
+    // Every malformed reference object is refused with its place: extra keys, two reserved keys, a non-string step, a bad pointer, a fixture with another key or a path that is not a string.
     #[test]
     fn malformed_references_are_refused() {
         for (value, at) in [
@@ -359,9 +381,10 @@ mod tests {
             (json!({"x": {"from_step": "s", "pointer": "/a~2"}}), "/x"),
             (json!({"x": {"from_step": "s", "pointer": 3}}), "/x"),
             (
-                json!({"x": {"fixture": "fixtures/secrets/token.txt"}}),
+                json!({"x": {"fixture": "fixtures/secrets/token.txt", "y": 1}}),
                 "/x",
             ),
+            (json!({"x": {"fixture": 3}}), "/x"),
             (json!({"a~b/c": {"from_step": "s", "q": 1}}), "/a~0b~1c"),
         ] {
             let refused = references(&value).unwrap_err();
@@ -370,5 +393,20 @@ mod tests {
         }
         assert!(is_pointer("") && is_pointer("/") && is_pointer("/a~0~1/0"));
         assert!(!is_pointer("a") && !is_pointer("/~") && !is_pointer("/~x"));
+    }
+
+    // A fixture reference is found with its place and its path as written.
+    #[test]
+    fn fixture_references_are_found_with_their_paths() {
+        let args = json!({"body": {"fixture": "fixtures/secrets/token.txt"}});
+        assert_eq!(
+            references(&args).unwrap(),
+            vec![Placed {
+                at: "/body".to_string(),
+                reference: Reference::Fixture {
+                    path: "fixtures/secrets/token.txt".to_string()
+                },
+            }]
+        );
     }
 }

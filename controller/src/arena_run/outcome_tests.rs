@@ -98,6 +98,7 @@ fn hand_made(
         receipt_count: 0,
         arena_keys: BTreeMap::new(),
         policies: BTreeMap::new(),
+        sealed: BTreeMap::new(),
         steps,
     };
     let bundle = Bundle {

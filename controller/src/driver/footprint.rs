@@ -281,12 +281,15 @@ fn footprint(
             };
             footprint.claim(Resource::Server(call.server.clone()), access);
             footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
-            // An argument that takes its value from a step waits for it.
+            // An argument that takes its value from a step waits for it; a
+            // sealed file was read at load and waits for nothing.
             for placed in
                 chio_arena::scenario::value::references(&call.arguments).unwrap_or_default()
             {
-                let chio_arena::scenario::value::Reference::Step { step, .. } = placed.reference;
-                footprint.claim(Resource::Output(step), Access::Read);
+                if let chio_arena::scenario::value::Reference::Step { step, .. } = placed.reference
+                {
+                    footprint.claim(Resource::Output(step), Access::Read);
+                }
             }
             for budget in world
                 .kernels

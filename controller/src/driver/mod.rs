@@ -379,6 +379,7 @@ fn manifest(
         receipt_count: 0,
         arena_keys: world.public_keys(),
         policies: policy_hashes,
+        sealed: chio_arena::scenario::sealed::digests(scenario.sealed()),
         steps: Vec::new(),
     }
 }

@@ -12,6 +12,13 @@
 //! as they are) becomes `[REDACTED]`; what identifies it (a header's scheme
 //! word, `password=`) stays. An output the guard changed is released as a
 //! sanitized allow (projected `rewrite`).
+//!
+//! `scan` (default `["output"]`) may add `"arguments"`: a call whose
+//! arguments carry a credential in any string (object keys included) is
+//! then denied before it runs, naming the shape and the JSON pointer of
+//! the string, never the credential: a credential is not rewritten on its
+//! way out, because a call sent with `[REDACTED]` is not the call the agent
+//! made.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -22,6 +29,7 @@ use super::{
 };
 use crate::credentials::{redact, CredentialKind};
 use crate::error::KernelError;
+use crate::reason::DenyReason;
 
 pub use crate::credentials::REDACTED;
 
@@ -61,6 +69,9 @@ pub struct SecretRedactionConfig {
     /// Shape names (default: all).
     #[serde(default)]
     pub patterns: Option<Vec<String>>,
+    /// What is scanned: `output` (the default) and `arguments`.
+    #[serde(default)]
+    pub scan: Option<Vec<String>>,
 }
 
 /// The built guard.
@@ -70,6 +81,10 @@ pub struct SecretRedactionGuard {
     meta: GuardMeta,
     /// The credential shapes to redact.
     kinds: Vec<CredentialKind>,
+    /// Whether a call's arguments are scanned (and refused).
+    arguments: bool,
+    /// Whether the output is scanned (and redacted).
+    output: bool,
 }
 
 impl SecretRedactionGuard {
@@ -89,7 +104,64 @@ impl SecretRedactionGuard {
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        Ok(SecretRedactionGuard { meta, kinds })
+        let (arguments, output) = match config.scan {
+            None => (false, true),
+            Some(places) if places.is_empty() => {
+                return Err(config_error(
+                    &meta,
+                    "scan is empty; omit it to scan the output",
+                ))
+            }
+            Some(places) => {
+                let mut arguments = false;
+                let mut output = false;
+                for place in &places {
+                    match place.as_str() {
+                        "arguments" => arguments = true,
+                        "output" => output = true,
+                        other => {
+                            return Err(config_error(
+                                &meta,
+                                format!("unknown scan place {other:?}; use arguments or output"),
+                            ))
+                        }
+                    }
+                }
+                (arguments, output)
+            }
+        };
+        Ok(SecretRedactionGuard {
+            meta,
+            kinds,
+            arguments,
+            output,
+        })
+    }
+}
+
+/// The first credential of `kinds` in `value` in document order (object
+/// keys before their values), with the JSON pointer of the string.
+fn first_in(value: &Value, kinds: &[CredentialKind], at: &str) -> Option<(CredentialKind, String)> {
+    let found = |text: &str| {
+        crate::credentials::find_credentials(text)
+            .into_iter()
+            .find(|span| kinds.contains(&span.kind))
+            .map(|span| span.kind)
+    };
+    match value {
+        Value::String(text) => found(text).map(|kind| (kind, at.to_string())),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| first_in(item, kinds, &format!("{at}/{i}"))),
+        Value::Object(members) => members.iter().find_map(|(key, member)| {
+            let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+            match found(key) {
+                Some(kind) => Some((kind, here)),
+                None => first_in(member, kinds, &here),
+            }
+        }),
+        _ => None,
     }
 }
 
@@ -101,10 +173,19 @@ impl Guard for SecretRedactionGuard {
         GuardKind::SecretRedaction
     }
     fn inspects_output(&self) -> bool {
-        true
+        self.output
     }
-    fn check_request(&self, _ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
-        Ok(GuardVerdict::Allow)
+    fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        if !self.arguments {
+            return Ok(GuardVerdict::Allow);
+        }
+        Ok(match first_in(ctx.arguments, &self.kinds, "") {
+            Some((kind, pointer)) => GuardVerdict::Deny(DenyReason::CredentialInArguments {
+                shape: kind.as_str(),
+                pointer,
+            }),
+            None => GuardVerdict::Allow,
+        })
     }
     fn check_output(
         &self,
@@ -208,9 +289,14 @@ mod tests {
             id: "redact".into(),
             mode: GuardMode::Enforce,
         };
-        let guard =
-            SecretRedactionGuard::new(meta.clone(), SecretRedactionConfig { patterns: None })
-                .unwrap();
+        let guard = SecretRedactionGuard::new(
+            meta.clone(),
+            SecretRedactionConfig {
+                patterns: None,
+                scan: None,
+            },
+        )
+        .unwrap();
         let labels = Default::default();
         let arguments = json!({});
         let ctx = GuardContext {
@@ -238,6 +324,7 @@ mod tests {
             meta.clone(),
             SecretRedactionConfig {
                 patterns: Some(vec!["github-token".into()]),
+                scan: None,
             },
         )
         .unwrap();
@@ -250,6 +337,7 @@ mod tests {
             meta,
             SecretRedactionConfig {
                 patterns: Some(vec!["gh-token".into()]),
+                scan: None,
             },
         )
         .unwrap_err();

@@ -30,6 +30,7 @@ use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
 };
 use crate::request::ToolCallRequest;
+use crate::seal::Seal;
 use crate::stores::JournalEntry;
 use crate::trace::DecisionTrace;
 use crate::verdict::Verdict;
@@ -365,14 +366,14 @@ impl Kernel {
     ) -> Decision {
         let journalled = self.journal(request, &allow, now_ms);
         let reason = match (appended, journalled) {
-            (Ok(()), Ok(())) => return self.decision(allow, receipt, true, trace),
+            (Ok(()), Ok(())) => return self.decision(request, allow, receipt, true, trace),
             (Err(e), _) => DenyReason::ReceiptUnrecorded(e),
             (Ok(()), Err(e)) => DenyReason::from(e).withheld(),
         };
         let deny = withheld(reason, allow.observed, &mut trace);
         let receipt = self.sign_receipt(request, parameter_hash, &deny, now_ms);
         let recorded = self.append_alone(&receipt);
-        self.decision(deny, receipt, recorded, trace)
+        self.decision(request, deny, receipt, recorded, trace)
     }
 
     /// Step 8 after a dispatch that failed: deny, budget released.
@@ -431,7 +432,7 @@ impl Kernel {
             Some(appended) => appended.is_ok(),
             None => self.append_alone(&receipt),
         };
-        self.decision(outcome, receipt, recorded, trace)
+        self.decision(request, outcome, receipt, recorded, trace)
     }
 
     /// Appends one receipt in a batch of its own; whether it was stored.
@@ -468,12 +469,18 @@ impl Kernel {
 
     fn decision(
         &self,
-        outcome: Outcome,
+        request: &ToolCallRequest,
+        mut outcome: Outcome,
         receipt: SignedReceipt,
         recorded: bool,
         mut trace: DecisionTrace,
     ) -> Decision {
         trace.reason_code = outcome.code;
+        let seal = Seal::of(&request.arguments, &request.sealed);
+        if !seal.is_empty() {
+            seal.scrub_opt(&mut outcome.reason);
+            trace.scrub(&seal);
+        }
         Decision {
             verdict: outcome.verdict,
             sanitized: outcome.sanitized,
@@ -493,6 +500,8 @@ impl Kernel {
         outcome: &Outcome,
         now_ms: u64,
     ) -> SignedReceipt {
+        // No evidence text carries a sealed argument (`crate::seal`).
+        let seal = Seal::of(&request.arguments, &request.sealed);
         let body = ReceiptBody {
             schema: RECEIPT_SCHEMA.to_string(),
             timestamp_ms: now_ms,
@@ -507,11 +516,18 @@ impl Kernel {
             parameter_hash: parameter_hash.to_string(),
             decision: ReceiptDecision {
                 verdict: outcome.verdict,
-                reason: outcome.reason.clone(),
+                reason: outcome.reason.as_deref().map(|r| seal.scrub(r)),
                 guard: outcome.guard.clone(),
                 sanitized: outcome.sanitized,
             },
-            observed: outcome.observed.clone(),
+            observed: outcome
+                .observed
+                .iter()
+                .map(|finding| ObservedFinding {
+                    reason: seal.scrub(&finding.reason),
+                    ..finding.clone()
+                })
+                .collect(),
             output_hash: outcome.output.as_ref().map(output_hash),
         };
         match SignedReceipt::sign(body.clone(), &self.signing_key) {

@@ -137,6 +137,8 @@ crate::code_enum! {
     PromptInjection => "prompt-injection",
     /// A prompt injection split across string values (prompt-injection).
     PromptInjectionSplit => "prompt-injection-split",
+    /// A credential in the arguments (secret-redaction scanning arguments).
+    CredentialInArguments => "credential-in-arguments",
     /// The injection scan ran past its budget (prompt-injection).
     ScanLimit => "scan-limit",
     /// A tool that always needs approval (approval).
@@ -253,6 +255,7 @@ impl DenyReason {
                 pointer: Some(_), ..
             }) => C::PromptInjection,
             R::PromptInjection(Injection { pointer: None, .. }) => C::PromptInjectionSplit,
+            R::CredentialInArguments { .. } => C::CredentialInArguments,
             R::ScanLimit { .. } => C::ScanLimit,
             R::ApprovalRequired { .. } => C::ApprovalRequired,
             R::ApprovalThreshold { .. } => C::ApprovalThreshold,

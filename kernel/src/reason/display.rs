@@ -308,6 +308,10 @@ impl DenyReason {
                 f,
                 "prompt injection ({pattern}) in {place} split across string values"
             ),
+            R::CredentialInArguments { shape, pointer } => write!(
+                f,
+                "credential ({shape}) in arguments at {pointer}; a call may not send a credential"
+            ),
             R::ScanLimit {
                 place,
                 pointer,

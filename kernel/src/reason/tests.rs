@@ -84,6 +84,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::InformationFlow { label: s("internal"), key: s("session/s1"), clearance: s("public"), server: s("blog") }, "information flow: retained label internal (session/s1) exceeds the clearance public of server blog"),
         (R::UntrustedContext { key: s("session/s1"), level: s("untrusted"), tool: s("push"), server: s("git") }, "integrity: session/s1 holds untrusted content; tool push on server git is consequential"),
         (injection(Some("/note")), "prompt injection (tool-name-spoof) in arguments at /note"),
+        (R::CredentialInArguments { shape: "github-token", pointer: s("/body") }, "credential (github-token) in arguments at /body; a call may not send a credential"),
         (injection(None), "prompt injection (tool-name-spoof) in arguments split across string values"),
         (R::ScanLimit { place: "tool output", pointer: s("/rows"), limit: s("more than 10 JSON nodes") }, "prompt injection scan limit reached in tool output at /rows: more than 10 JSON nodes"),
         (R::ApprovalRequired { tool: s("pay") }, "tool pay requires approval"),

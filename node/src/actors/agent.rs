@@ -33,6 +33,8 @@ pub struct CallIntent {
     pub arguments: Value,
     /// Virtual time of the request, Unix milliseconds.
     pub now_ms: u64,
+    /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
+    pub sealed: Vec<String>,
 }
 
 enum AgentCommand {
@@ -132,6 +134,7 @@ pub(crate) fn prepare_request(
         session_id: agent.to_string(),
         issued_at_ms: intent.now_ms,
         proof: RequestProof::default(),
+        sealed: intent.sealed,
     }
     .sign(key)
     .map_err(NodeError::Kernel)

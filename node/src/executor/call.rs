@@ -130,6 +130,7 @@ pub(super) fn prepare(
         Ok(arguments) => (arguments, None),
         Err(refusal) => (call.arguments.clone(), Some(refusal)),
     };
+    let sealed = sealed_pointers(&call.arguments);
     let mut command = CallCommand {
         request_id: step_id.to_string(),
         agent: agent.to_string(),
@@ -139,6 +140,7 @@ pub(super) fn prepare(
         tool: call.tool.clone(),
         arguments,
         now_ms,
+        sealed,
     };
     let agent_node = world.agent_node(agent).unwrap_or_default();
     let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
@@ -223,6 +225,17 @@ pub(super) fn fold(
     Ok(())
 }
 
+/// The JSON pointers of the arguments that take a sealed file's text
+/// (`{ fixture = ... }`): the kernel keeps their values out of evidence.
+fn sealed_pointers(arguments: &Value) -> Vec<String> {
+    value::references(arguments)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|placed| matches!(placed.reference, Reference::Fixture { .. }))
+        .map(|placed| placed.at)
+        .collect()
+}
+
 /// The arguments a call step sends: its declared arguments with
 /// every reference to an earlier step's output resolved (see
 /// `chio_arena::scenario::value`), or the deny of a reference that finds
@@ -240,6 +253,11 @@ fn resolved_arguments(executor: &StepExecutor, arguments: &Value) -> Result<Valu
             },
             None => Err(Unresolved::NotPerformed),
         },
+        Reference::Fixture { path } => executor
+            .sealed
+            .get(path)
+            .map(|sealed| Value::String(sealed.text().to_string()))
+            .ok_or(Unresolved::Unsealed),
     };
     value::resolve(arguments, &mut lookup).map_err(|stopped| match stopped {
         Resolution::Unanswered {
@@ -250,6 +268,16 @@ fn resolved_arguments(executor: &StepExecutor, arguments: &Value) -> Result<Valu
             argument: at,
             step,
             pointer,
+            why,
+        }
+        .refusal(),
+        Resolution::Unanswered {
+            at,
+            reference: Reference::Fixture { path },
+            why,
+        } => NodeReason::SealedUnresolved {
+            argument: at,
+            path,
             why,
         }
         .refusal(),

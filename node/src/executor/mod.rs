@@ -278,6 +278,8 @@ pub struct StepExecutor {
     forwarded: Option<BTreeSet<String>>,
     /// The faults in effect.
     faults: FaultState,
+    /// The sealed files arguments read, by path.
+    sealed: chio_arena::scenario::sealed::SealedSet,
 }
 
 impl StepExecutor {
@@ -295,6 +297,7 @@ impl StepExecutor {
             outputs: BTreeMap::new(),
             forwarded: None,
             faults: FaultState::default(),
+            sealed: world.sealed.clone(),
         })
     }
 

@@ -32,6 +32,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
         tool: command.tool.clone(),
         arguments_json: encode("the call's arguments", &command.arguments)?,
         now_ms: command.now_ms,
+        sealed: command.sealed.clone(),
     })
 }
 
@@ -50,6 +51,7 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
         server: request.server,
         tool: request.tool,
         now_ms: request.now_ms,
+        sealed: request.sealed,
     })
 }
 

@@ -99,6 +99,7 @@ fn call_command_strategy() -> impl Strategy<Value = CallCommand> {
                     tool,
                     arguments,
                     now_ms,
+                    sealed: Vec::new(),
                 }
             },
         )
@@ -431,6 +432,7 @@ fn malformed_fields_are_invalid_arguments_naming_the_field() {
         tool: "read_file".into(),
         arguments: json!({"path": "/w/a"}),
         now_ms: 1,
+        sealed: Vec::new(),
     };
     let mut request = call_request(&command).unwrap();
     request.arguments_json = b"{\"path\":".to_vec();

@@ -109,6 +109,9 @@ pub(crate) struct Built {
     /// Each call argument that takes its value from a step: the call's
     /// index, the JSON pointer of the argument and the step it names.
     pub references: Vec<(usize, String, String)>,
+    /// Each file a call argument reads sealed (`{ fixture = ... }`), with
+    /// the first argument naming it.
+    pub sealed: BTreeMap<String, String>,
     /// The delegate steps' indices, in declaration order.
     pub delegations: Vec<usize>,
 }
@@ -287,6 +290,7 @@ fn build(
         forwarded,
         delegations,
         references: _,
+        sealed: sealed_paths,
     } = resolved.steps;
     let steps = match (held, spans) {
         (Some(mut held), _) => {
@@ -317,6 +321,8 @@ fn build(
         forwarded,
         delegations,
         fixtures: resolved.fixtures,
+        sealed_paths,
+        sealed: Default::default(),
     })
 }
 

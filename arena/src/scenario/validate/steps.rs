@@ -176,9 +176,16 @@ impl<'a> Validator<'a> {
                     for placed in
                         crate::scenario::value::references(&call.arguments).unwrap_or_default()
                     {
-                        let crate::scenario::value::Reference::Step { step, .. } = placed.reference;
-                        pass.steps.forwarded.insert(step.clone());
-                        pass.steps.references.push((i, placed.at, step));
+                        match placed.reference {
+                            crate::scenario::value::Reference::Step { step, .. } => {
+                                pass.steps.forwarded.insert(step.clone());
+                                pass.steps.references.push((i, placed.at, step));
+                            }
+                            crate::scenario::value::Reference::Fixture { path } => {
+                                let field = format!("steps[{i}].arguments{}", placed.at);
+                                pass.steps.sealed.entry(path).or_insert(field);
+                            }
+                        }
                     }
                 }
                 _ => {}

@@ -31,6 +31,7 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         tool: "read_file".into(),
         arguments: json!({ "path": path }),
         now_ms: START_MS + offset_ms,
+        sealed: Vec::new(),
     };
     call_request(&command)
         .expect("a seed call encodes")
@@ -210,6 +211,7 @@ fn signed_request(
         session_id: agent.into(),
         issued_at_ms: START_MS + offset_ms,
         proof: RequestProof::default(),
+        sealed: Vec::new(),
     }
     .sign(key)
     .expect("a seed request signs");

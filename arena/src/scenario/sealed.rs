@@ -1,0 +1,182 @@
+//! Sealed values: the text of a secret file a step sends as an argument.
+//!
+//! `{ fixture = "fixtures/secrets/token.txt" }` in a call's arguments
+//! sends the text of that file, so a guard can be tried on a real
+//! credential without writing it into the scenario (where the loader's
+//! inline-secret scan refuses it). The loader reads every such file once,
+//! below the scenario's folder and by the same confinement rules as a
+//! server's fixture folder ([`crate::fixtures`]); the run sends the text
+//! with the argument's pointer marked sealed, so no kernel writes it into
+//! a reason, a finding or a trace (`chio_kernel::seal`); the bundle records
+//! only each file's SHA-256 (`sealed` in `arena.json`) and never copies the
+//! file into `inputs/`. A replay reads the files again from the folder it
+//! is given and refuses one whose digest changed.
+//!
+//! A sealed file must hold UTF-8 text of [`chio_kernel::seal::WINDOW`] to
+//! [`MAX_CHARS`] characters (one final newline is not part of the value)
+//! and no control characters, and must not lie in a server's fixtures
+//! folder: that folder is copied into the bundle and served to agents.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::ArenaError;
+use crate::fixtures::check_folder;
+
+/// The most characters a sealed value may have.
+pub const MAX_CHARS: usize = 65_536;
+
+/// One sealed file's text and digest. Its `Debug` shows the digest only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedText {
+    text: String,
+    sha256: String,
+}
+
+impl fmt::Debug for SealedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SealedText(sha256:{})", self.sha256)
+    }
+}
+
+impl SealedText {
+    /// The value sent.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The SHA-256 (hex) of the value sent.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+/// Every sealed file of a scenario, by its path as the scenario writes it.
+pub type SealedSet = BTreeMap<String, SealedText>;
+
+/// The digests of `set`, by path: what a bundle records.
+pub fn digests(set: &SealedSet) -> BTreeMap<String, String> {
+    set.iter()
+        .map(|(path, sealed)| (path.clone(), sealed.sha256.clone()))
+        .collect()
+}
+
+/// Reads the sealed file `path` (written at `field`) below `base_dir`,
+/// refusing one inside any of `server_folders` (normalised fixture
+/// folders).
+pub fn read_sealed(
+    base_dir: &Path,
+    path: &str,
+    field: &str,
+    server_folders: &[String],
+) -> Result<SealedText, ArenaError> {
+    let refuse = |problem: String| ArenaError::SealedFixture {
+        field: field.to_string(),
+        path: path.to_string(),
+        problem,
+    };
+    let normalized = check_folder(path, field)?;
+    if let Some(folder) = server_folders
+        .iter()
+        .find(|folder| normalized == **folder || normalized.starts_with(&format!("{folder}/")))
+    {
+        return Err(refuse(format!(
+            "it lies in the fixtures folder {folder:?} of a server, which the bundle copies and agents can read"
+        )));
+    }
+    let base = base_dir.canonicalize().map_err(|e| {
+        refuse(format!(
+            "the scenario's folder cannot be resolved: {}",
+            e.kind()
+        ))
+    })?;
+    let real = base_dir
+        .join(&normalized)
+        .canonicalize()
+        .map_err(|e| refuse(format!("it cannot be resolved: {}", e.kind())))?;
+    if !real.starts_with(&base) {
+        return Err(ArenaError::FixtureOutsideScenario {
+            field: field.to_string(),
+            entry: Some(normalized),
+        });
+    }
+    if !real.is_file() {
+        return Err(refuse("it is not a regular file".to_string()));
+    }
+    let bytes =
+        std::fs::read(&real).map_err(|e| refuse(format!("it cannot be read: {}", e.kind())))?;
+    seal_bytes(bytes).map_err(refuse)
+}
+
+/// The sealed value of a file's bytes, or what is wrong with them (never
+/// what they hold).
+pub fn seal_bytes(bytes: Vec<u8>) -> Result<SealedText, String> {
+    let mut text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    if text.ends_with("\r\n") {
+        text.truncate(text.len() - 2);
+    } else if text.ends_with('\n') {
+        text.truncate(text.len() - 1);
+    }
+    let count = text.chars().count();
+    if count < chio_kernel::seal::WINDOW {
+        return Err(format!(
+            "it holds {count} characters and a sealed value holds at least {}",
+            chio_kernel::seal::WINDOW
+        ));
+    }
+    if count > MAX_CHARS {
+        return Err(format!("it holds more than {MAX_CHARS} characters"));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(
+            "it holds a control character (a line break is allowed only at its end)".to_string(),
+        );
+    }
+    let sha256 = hex::encode(Sha256::digest(text.as_bytes()));
+    Ok(SealedText { text, sha256 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    // Proves one final newline is not part of the value, and short, control-bearing or non-UTF-8 files are refused without their content.
+    #[test]
+    fn sealed_text_rules() {
+        let sealed = seal_bytes(b"correct-horse-battery\n".to_vec()).unwrap();
+        assert_eq!(sealed.text(), "correct-horse-battery");
+        assert_eq!(
+            seal_bytes(b"correct-horse-battery\r\n".to_vec()).unwrap(),
+            sealed
+        );
+        assert!(!format!("{sealed:?}").contains("horse"));
+        for (bytes, problem) in [
+            (b"short\n".to_vec(), "at least 8"),
+            (b"two\nlines-of-text".to_vec(), "control character"),
+            (
+                vec![0xff, 0xfe, 0x41, 0x41, 0x41, 0x41, 0x41, 0x41],
+                "UTF-8",
+            ),
+        ] {
+            let refused = seal_bytes(bytes.clone()).unwrap_err();
+            assert!(refused.contains(problem), "{refused}");
+        }
+    }
+
+    proptest! {
+        // Proves no bytes make sealing panic, and a refusal never quotes the bytes.
+        #[test]
+        fn sealing_never_panics_or_quotes(bytes in proptest::collection::vec(any::<u8>(), 0..64)) {
+            if let Err(problem) = seal_bytes(bytes.clone()) {
+                if let Ok(text) = String::from_utf8(bytes) {
+                    let trimmed = text.trim_end_matches(['\r', '\n']);
+                    prop_assert!(trimmed.chars().count() < 8 || !problem.contains(trimmed));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Sealed argument values: what a kernel may never write into evidence.
+//!
+//! A request may name some of its arguments as sealed
+//! ([`crate::request::ToolCallRequest::sealed`]): values a test reads from
+//! a secret file so that a guard can be tried on a real credential. The
+//! kernel checks them like every argument, and the guards see them, but
+//! no text the kernel writes (a receipt's reason, an observed finding, a
+//! stage or guard answer of the decision trace) may carry one. Reasons
+//! quote argument values in several shapes (as written, escaped, cut to a
+//! printable length), so the rule is not about one shape: no run of
+//! [`WINDOW`] characters of a sealed value survives in any such text.
+//! Every maximal stretch of text covered by windows of a sealed value is
+//! replaced by [`MARK`]; at most `WINDOW - 1` characters of a sealed value
+//! can therefore ever stand together in evidence, and sealed values
+//! shorter than [`WINDOW`] are refused where they are declared.
+//!
+//! The receipt keeps the SHA-256 of the arguments as always, so what was
+//! sent stays bound to the decision.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// The length of the runs of a sealed value no evidence text may hold,
+/// and the least length of a sealed value.
+pub const WINDOW: usize = 8;
+
+/// What stands in evidence where a sealed value was.
+pub const MARK: &str = "<sealed>";
+
+/// The windows of the sealed values of one request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Seal {
+    windows: BTreeSet<Vec<char>>,
+}
+
+impl Seal {
+    /// The seal of `arguments` for the JSON pointers in `sealed`: each
+    /// value found there is sealed (a string as its text, any other value
+    /// as its JSON text and every string inside it). A pointer that finds
+    /// nothing seals nothing: the request is judged on what it carries.
+    pub fn of(arguments: &Value, sealed: &[String]) -> Seal {
+        let mut seal = Seal::default();
+        for pointer in sealed {
+            if let Some(value) = arguments.pointer(pointer) {
+                seal.add_value(value);
+            }
+        }
+        seal
+    }
+
+    fn add_value(&mut self, value: &Value) {
+        match value {
+            Value::String(text) => self.add_text(text),
+            Value::Array(items) => items.iter().for_each(|item| self.add_value(item)),
+            Value::Object(members) => members.values().for_each(|item| self.add_value(item)),
+            _ => {}
+        }
+        if !value.is_string() {
+            self.add_text(&value.to_string());
+        }
+    }
+
+    fn add_text(&mut self, text: &str) {
+        let chars: Vec<char> = text.chars().collect();
+        for window in chars.windows(WINDOW) {
+            self.windows.insert(window.to_vec());
+        }
+    }
+
+    /// Whether nothing is sealed.
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// `text` with every stretch covered by windows of a sealed value
+    /// replaced by [`MARK`].
+    pub fn scrub(&self, text: &str) -> String {
+        if self.windows.is_empty() {
+            return text.to_string();
+        }
+        let chars: Vec<char> = text.chars().collect();
+        let mut covered = vec![false; chars.len()];
+        for (start, window) in chars.windows(WINDOW).enumerate() {
+            if self.windows.contains(window) {
+                covered[start..start + WINDOW].fill(true);
+            }
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut in_mark = false;
+        for (c, hidden) in chars.iter().zip(covered) {
+            match (hidden, in_mark) {
+                (true, false) => {
+                    out.push_str(MARK);
+                    in_mark = true;
+                }
+                (true, true) => {}
+                (false, _) => {
+                    out.push(*c);
+                    in_mark = false;
+                }
+            }
+        }
+        out
+    }
+
+    /// [`Self::scrub`] of an optional text.
+    pub fn scrub_opt(&self, text: &mut Option<String>) {
+        if let Some(text) = text {
+            *text = self.scrub(text);
+        }
+    }
+
+    /// [`Self::scrub`] in place.
+    pub fn scrub_in(&self, text: &mut String) {
+        if !self.windows.is_empty() {
+            *text = self.scrub(text);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    const SECRET: &str = "correct-horse-battery-staple";
+
+    // Proves a sealed value is hidden as written, escaped, cut short and inside longer text, and other text is kept.
+    #[test]
+    fn sealed_values_leave_no_window_in_text() {
+        let seal = Seal::of(&json!({"path": SECRET, "n": 1}), &["/path".to_string()]);
+        assert_eq!(
+            seal.scrub(&format!("path {SECRET} escapes the root")),
+            "path <sealed> escapes the root"
+        );
+        assert_eq!(
+            seal.scrub(&format!("path {:?} contains", SECRET)),
+            "path \"<sealed>\" contains"
+        );
+        assert_eq!(
+            seal.scrub("path correct-hor... is cut"),
+            "path <sealed>... is cut"
+        );
+        assert_eq!(seal.scrub("nothing secret here"), "nothing secret here");
+        assert_eq!(seal.scrub("correct"), "correct");
+    }
+
+    // Proves pointers that find nothing seal nothing, and a sealed object seals its strings.
+    #[test]
+    fn a_seal_covers_what_its_pointers_find() {
+        let args = json!({"a": {"token": SECRET}, "b": "plain text value"});
+        assert!(Seal::of(&args, &["/missing".to_string()]).is_empty());
+        let seal = Seal::of(&args, &["/a".to_string()]);
+        assert_eq!(seal.scrub(SECRET), MARK);
+        assert_eq!(seal.scrub("plain text value"), "plain text value");
+    }
+
+    proptest! {
+        // Proves no run of WINDOW characters of a sealed value survives scrubbing, wherever and however often it appears.
+        #[test]
+        fn no_window_survives(
+            secret in "[ -~]{8,40}",
+            before in "[ -~]{0,20}",
+            after in "[ -~]{0,20}",
+            cut in 8usize..40,
+        ) {
+            let seal = Seal::of(&json!({"s": secret.clone()}), &["/s".to_string()]);
+            let shown: String = secret.chars().take(cut).collect();
+            let text = format!("{before}{secret}{after} and {shown}...");
+            let out = seal.scrub(&text);
+            let chars: Vec<char> = secret.chars().collect();
+            for window in chars.windows(WINDOW) {
+                let window: String = window.iter().collect();
+                prop_assert!(!out.contains(&window), "{window:?} in {out:?}");
+            }
+        }
+    }
+}
