@@ -81,6 +81,7 @@ fn context<'a>(
         journal: &[],
         labels,
         session_filesystem_roots: None,
+        provenance: &chio_kernel::provenance::NO_PROVENANCE,
     }
 }
 

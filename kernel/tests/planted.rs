@@ -42,6 +42,7 @@ fn forbidden(path: &str) -> bool {
         journal: &[],
         labels: &labels,
         session_filesystem_roots: None,
+        provenance: &chio_kernel::provenance::NO_PROVENANCE,
     };
     matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_)))
 }

@@ -60,6 +60,7 @@ fn try_request(
         session_id: format!("session-{agent}"),
         issued_at_ms: NOW_MS,
         proof: Default::default(),
+        argument_sources: Vec::new(),
     };
     unsigned.clone().sign(&agent_key(agent)).unwrap_or(unsigned)
 }

@@ -65,6 +65,7 @@ fn main() {
                 session_id: agent.clone(),
                 issued_at_ms: now,
                 proof: RequestProof::default(),
+                argument_sources: Vec::new(),
             }
             .sign(&key)
             .expect("signs")

@@ -202,6 +202,7 @@ impl Kernel {
             journal: &journal,
             labels: &labels,
             session_filesystem_roots: None,
+            provenance: &crate::provenance::NO_PROVENANCE,
         };
         let result = run_output_guards(
             &self.guards,

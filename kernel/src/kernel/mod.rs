@@ -233,6 +233,7 @@ pub struct Kernel {
     cache: SignatureCache,
     stores: KernelStores,
     contracts: Option<CompiledCatalog>,
+    agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
 }
 
 impl fmt::Debug for Kernel {
@@ -284,6 +285,7 @@ impl Kernel {
                 .map(CompiledCatalog::compile)
                 .transpose()?,
             stores,
+            agent_roles: config.agent_roles,
         })
     }
 

@@ -125,6 +125,7 @@ pub fn request_by(
         session_id: format!("session-{agent}"),
         issued_at_ms: NOW_MS,
         proof: RequestProof::default(),
+        argument_sources: Vec::new(),
     }
     .sign(&agent_key(signer))
     .expect("test request signs")

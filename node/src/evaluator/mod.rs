@@ -217,6 +217,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             session_id: call.session.clone().unwrap_or_else(|| call.agent.clone()),
             issued_at_ms: now_ms + call.future_dated_ms,
             proof: RequestProof::default(),
+            argument_sources: Vec::new(),
         }
         .sign(&self.key_of(&call.agent))
         .map_err(failure)

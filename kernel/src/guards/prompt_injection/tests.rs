@@ -143,6 +143,7 @@ fn on_arguments(arguments: &Value) -> GuardVerdict {
         journal: &[],
         labels: &labels,
         session_filesystem_roots: None,
+        provenance: &crate::provenance::NO_PROVENANCE,
     };
     guard().check_request(&ctx).expect("no guard error").into()
 }
@@ -160,6 +161,7 @@ fn on_output(output: &Value) -> OutputVerdict {
         journal: &[],
         labels: &labels,
         session_filesystem_roots: None,
+        provenance: &crate::provenance::NO_PROVENANCE,
     };
     guard()
         .check_output(&ctx, output)
