@@ -18,6 +18,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "deny_reasons",
         "integrity_hijack",
         "labels_at_rest",
+        "planner_reader",
     ] {
         assert!(
             names.iter().any(|n| n == required),

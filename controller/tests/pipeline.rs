@@ -118,6 +118,7 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "message_exfiltration",
         "labels_at_rest",
         "value_references",
+        "planner_reader",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);

@@ -95,6 +95,8 @@ pub enum ToolServerConfig {
     },
     /// A sink that records outgoing HTTP requests.
     Http,
+    /// The user's bank: it records transfers.
+    Bank,
 }
 
 /// How far a server's results can be trusted, resolved from the scenario.
@@ -179,6 +181,9 @@ enum ServerState {
     Http {
         requests: Vec<Value>,
     },
+    Bank {
+        transfers: Vec<Value>,
+    },
 }
 
 impl ToolServer {
@@ -206,6 +211,9 @@ impl ToolServer {
             }
             ToolServerConfig::Http => ServerState::Http {
                 requests: Vec::new(),
+            },
+            ToolServerConfig::Bank => ServerState::Bank {
+                transfers: Vec::new(),
             },
         };
         Self {
@@ -255,6 +263,7 @@ impl ToolServer {
         match &self.state {
             ServerState::Publish { posts } => posts.len(),
             ServerState::Http { requests } => requests.len(),
+            ServerState::Bank { transfers } => transfers.len(),
             ServerState::TestRunner { runs, .. } => *runs as usize,
             ServerState::Workspace { .. } => 0,
         }
@@ -347,6 +356,17 @@ impl ToolServer {
                     Ok(digest) => {
                         requests.push(arguments.clone());
                         ToolResult::plain(json!({"ok": true, "status": 200, "digest": digest}))
+                    }
+                    Err(refused) => refused,
+                },
+                other => unknown_tool(other),
+            },
+            // Answered from the call alone, like the sinks.
+            ServerState::Bank { transfers } => match tool {
+                "send_money" => match digest(arguments) {
+                    Ok(digest) => {
+                        transfers.push(arguments.clone());
+                        ToolResult::plain(json!({"ok": true, "status": "sent", "digest": digest}))
                     }
                     Err(refused) => refused,
                 },

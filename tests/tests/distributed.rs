@@ -17,7 +17,7 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 11] = [
+const REFERENCE: [&str; 12] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -29,6 +29,7 @@ const REFERENCE: [&str; 11] = [
     "labels_at_rest",
     "value_references",
     "effects_by_default",
+    "planner_reader",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

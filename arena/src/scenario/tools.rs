@@ -52,11 +52,12 @@ fn object(required: &[&str], optional: &[(&str, Value)]) -> Value {
 
 impl ServerKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [ServerKind; 4] = [
+    pub const ALL: [ServerKind; 5] = [
         ServerKind::Workspace,
         ServerKind::Publish,
         ServerKind::TestRunner,
         ServerKind::Http,
+        ServerKind::Bank,
     ];
 
     /// The kind as a scenario writes it.
@@ -66,6 +67,7 @@ impl ServerKind {
             ServerKind::Publish => "publish",
             ServerKind::TestRunner => "test-runner",
             ServerKind::Http => "http",
+            ServerKind::Bank => "bank",
         }
     }
 
@@ -128,6 +130,17 @@ impl ServerKind {
                     destructive_hint: true,
                     idempotent_hint: false,
                     open_world_hint: true,
+                },
+            )],
+            ServerKind::Bank => vec![tool(
+                "send_money",
+                "Transfers amount to the account recipient (an IBAN) from the user's own account.",
+                object(&["recipient", "amount"], &[("subject", json!({}))]),
+                ToolAnnotations {
+                    read_only_hint: false,
+                    destructive_hint: true,
+                    idempotent_hint: false,
+                    open_world_hint: false,
                 },
             )],
         }

@@ -7,7 +7,8 @@
 //! - `{ from_step = "read-bill", pointer = "/iban" }`: the value at the
 //!   RFC 6901 JSON pointer `pointer` (default `""`, the whole) in the
 //!   released output of the earlier call step `read-bill` of the same
-//!   agent, after the output guards;
+//!   agent, after the output guards, or in the value an earlier hand-over
+//!   (a message step with a schema) delivered to the agent;
 //! - `{ literal = { ... } }`: the value as written, never read as a
 //!   reference, for an object that would otherwise read as one.
 //!
@@ -68,6 +69,8 @@ pub enum Unresolved {
     NotPerformed,
     /// The pointer finds nothing in the released output.
     NoValue,
+    /// The step was a hand-over that was refused, so it delivered nothing.
+    Refused,
 }
 
 impl fmt::Display for Unresolved {
@@ -77,6 +80,7 @@ impl fmt::Display for Unresolved {
             Unresolved::Withheld => "its output was withheld",
             Unresolved::NotPerformed => "it was not carried out",
             Unresolved::NoValue => "its pointer finds nothing in the released output",
+            Unresolved::Refused => "the hand-over was refused",
         })
     }
 }

@@ -31,6 +31,8 @@ pub struct CallIntent {
     pub tool: String,
     /// Arguments.
     pub arguments: Value,
+    /// The arguments built from earlier values, with their provenance.
+    pub sources: Vec<chio_kernel::provenance::ArgumentSource>,
     /// Virtual time of the request, Unix milliseconds.
     pub now_ms: u64,
 }
@@ -132,6 +134,7 @@ pub(crate) fn prepare_request(
         session_id: agent.to_string(),
         issued_at_ms: intent.now_ms,
         proof: RequestProof::default(),
+        argument_sources: intent.sources,
     }
     .sign(key)
     .map_err(NodeError::Kernel)
