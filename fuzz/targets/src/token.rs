@@ -101,6 +101,7 @@ fn call_for(token: &CapabilityToken, agent: &str) -> ToolCallRequest {
         session_id: format!("session-{agent}"),
         issued_at_ms: NOW_MS,
         proof: RequestProof::default(),
+        argument_sources: Vec::new(),
     }
 }
 

@@ -187,7 +187,7 @@ pub enum PreparedStep {
     /// A revocation.
     Revoke(PreparedRevoke),
     /// A message.
-    Message(PreparedMessage),
+    Message(Box<PreparedMessage>),
     /// The virtual clock moves; nothing is dispatched.
     Advance {
         /// Milliseconds advanced.
@@ -376,9 +376,9 @@ impl StepExecutor {
             Action::Revoke(revoke) => {
                 PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
             }
-            Action::Message(message) => {
-                PreparedStep::Message(message::prepare(self, step_id, message, agent, now_ms)?)
-            }
+            Action::Message(message) => PreparedStep::Message(Box::new(message::prepare(
+                self, step_id, message, agent, now_ms,
+            )?)),
             Action::Advance(advance) => PreparedStep::Advance {
                 advance_ms: advance.advance_ms,
             },

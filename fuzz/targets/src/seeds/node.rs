@@ -30,6 +30,7 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         server: "workspace-a".into(),
         tool: "read_file".into(),
         arguments: json!({ "path": path }),
+        sources: Vec::new(),
         now_ms: START_MS + offset_ms,
     };
     call_request(&command)
@@ -60,9 +61,12 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
         agent: "alice".into(),
         to: to.into(),
         output_label: label.map(str::to_string),
+        handover: None,
         now_ms: START_MS + 500,
     };
-    message_request(&command).encode_to_vec()
+    message_request(&command)
+        .expect("a seed message encodes")
+        .encode_to_vec()
 }
 
 /// The `node_control` seeds.
@@ -210,6 +214,7 @@ fn signed_request(
         session_id: agent.into(),
         issued_at_ms: START_MS + offset_ms,
         proof: RequestProof::default(),
+        argument_sources: Vec::new(),
     }
     .sign(key)
     .expect("a seed request signs");
