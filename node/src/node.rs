@@ -526,3 +526,59 @@ impl Node {
         self.mux.change_file(server, path, change).await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chio_kernel::label::LabelKey;
+    use serde_json::json;
+
+    fn handover(value: Value) -> MessageCommand {
+        MessageCommand {
+            agent: "reader".to_string(),
+            to: "planner".to_string(),
+            output_label: None,
+            handover: Some(HandOverCommand {
+                step: "hand-iban".to_string(),
+                schema: json!({"type": "string", "maxLength": 8}),
+                value,
+                value_labels: vec!["integrity:untrusted".to_string()],
+            }),
+            now_ms: 1,
+        }
+    }
+
+    // Only a quarantined reader's hand-over to a planner leaves the receiver untouched; any other sender taints it besides the record; a refused value carries nothing and names its code, never the value.
+    #[test]
+    fn the_one_exception_to_message_tainting() {
+        let record = LabelKey::HandOver("handover/planner/hand-iban".to_string());
+        let endorsed = message_carry(
+            &handover(json!("DE89")),
+            AgentRole::Quarantined,
+            AgentRole::Planner,
+        )
+        .unwrap();
+        assert_eq!(endorsed.into, [record.clone()]);
+        assert!(endorsed.extra.contains(&"integrity:untrusted".to_string()));
+        for sender in [AgentRole::Ordinary, AgentRole::Planner] {
+            let tainting =
+                message_carry(&handover(json!("DE89")), sender, AgentRole::Planner).unwrap();
+            assert_eq!(
+                tainting.into,
+                [
+                    LabelKey::Principal("planner".to_string()),
+                    LabelKey::Session("planner".to_string()),
+                    record.clone()
+                ]
+            );
+        }
+        let refused = message_carry(
+            &handover(json!("DE89370400440532013000")),
+            AgentRole::Quarantined,
+            AgentRole::Planner,
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, "hand-over-refused");
+        assert!(!refused.message.contains("DE89"), "{}", refused.message);
+    }
+}

@@ -19,9 +19,12 @@
 //! built from an earlier value (`crate::provenance`): a protected argument
 //! carrying an untrusted value is refused, and so is any argument carrying
 //! one when the tool reaches an open world (`openWorldHint`), unless the
-//! argument's value is on the tool's allowlist for it. This is what judges
-//! a planner, whose context a schema-checked hand-over leaves trusted: the
-//! value it was handed keeps its own labels. `on_untrusted` applies to
+//! argument's value is on the tool's allowlist for it. This judges planners
+//! only (whose context a schema-checked hand-over leaves trusted, so the
+//! value they were handed must keep its own labels); every other agent is
+//! judged by its context alone, as before. For a planner, an open-world
+//! tool is consequential for its untrusted-derived arguments even when the
+//! configuration does not list it. `on_untrusted` applies to
 //! these refusals too. An argument name is a top-level argument; a name
 //! starting with `/` is a JSON pointer. A value inside a protected
 //! argument counts as the argument.
@@ -35,6 +38,7 @@ use super::{
 };
 use crate::error::KernelError;
 use crate::label::{is_integrity_label, Integrity};
+use crate::provenance::AgentRole;
 use crate::reason::DenyReason;
 
 /// Configuration of `integrity`.
@@ -182,6 +186,13 @@ impl Guard for IntegrityGuard {
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
         if self.consequential(ctx.server, ctx.tool) != Some(true) {
+            // A tool that reaches the open world is consequential for a
+            // planner exactly for its untrusted-derived arguments.
+            if ctx.provenance.role == AgentRole::Planner && ctx.provenance.open_world {
+                if let Some(reason) = self.untrusted_argument(ctx)? {
+                    return Ok(self.refuse(reason));
+                }
+            }
             return Ok(GuardVerdict::Allow);
         }
         // Name the narrowest scope of taint first, as information-flow does.
@@ -210,6 +221,11 @@ impl Guard for IntegrityGuard {
                     return Ok(self.refuse(reason));
                 }
             }
+        }
+        // Session taint is the rule for every other agent; a planner is
+        // judged by its arguments besides.
+        if ctx.provenance.role != AgentRole::Planner {
+            return Ok(GuardVerdict::Allow);
         }
         match self.untrusted_argument(ctx)? {
             Some(reason) => Ok(self.refuse(reason)),
@@ -284,7 +300,7 @@ impl IntegrityGuard {
 mod tests {
     use super::*;
     use crate::guards::GuardMode;
-    use crate::provenance::{AgentRole, Provenance};
+    use crate::provenance::Provenance;
     use serde_json::json;
 
     fn guard(config: serde_json::Value) -> IntegrityGuard {
@@ -390,6 +406,31 @@ mod tests {
             judge(&held, "pay", paid, &untrusted_at(&["/recipient"], false)),
             GuardVerdict::PendingApproval(DenyReason::UntrustedArgument { .. })
         ));
+        let mut ordinary = untrusted_at(&["/recipient"], false);
+        ordinary.role = AgentRole::Ordinary;
+        assert_eq!(
+            judge(&g, "pay", json!({"recipient": "XX00ATTACKER"}), &ordinary),
+            GuardVerdict::Allow
+        );
+        let unlisted = judge(
+            &g,
+            "forum",
+            json!({"text": "x"}),
+            &untrusted_at(&["/text"], true),
+        );
+        assert!(matches!(
+            unlisted,
+            GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { .. })
+        ));
+        assert_eq!(
+            judge(
+                &g,
+                "forum",
+                json!({"text": "x"}),
+                &untrusted_at(&["/text"], false)
+            ),
+            GuardVerdict::Allow
+        );
         assert_eq!(g.consequential("bank", "pay"), Some(true));
         assert_eq!(g.consequential("bank", "read"), Some(false));
     }
