@@ -22,7 +22,6 @@
 //! so its provenance reaches the planner's kernel and survives a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::str::FromStr;
 
 use rust_decimal::Decimal;
 use serde_json::Value;
@@ -131,9 +130,9 @@ fn decimal(text: &str) -> Option<Decimal> {
     if !is_decimal_text(text) {
         return None;
     }
-    Decimal::from_str_exact(text)
-        .or_else(|_| Decimal::from_str(text))
-        .ok()
+    // Exact or nothing: a decimal the type cannot hold without rounding is
+    // refused, never rounded into range.
+    Decimal::from_str_exact(text).ok()
 }
 
 impl ValueSchema {
@@ -526,6 +525,11 @@ mod tests {
         assert_eq!(refusal(&amount, json!("0.00")), (String::new(), "minimum"));
         assert_eq!(refusal(&amount, json!("1e3")), (String::new(), "type"));
         assert_eq!(refusal(&amount, json!(12)), (String::new(), "type"));
+        let wide =
+            schema(json!({"type": "string", "maxLength": 64, "minimum": "0", "maximum": "1"}));
+        assert!(wide.check(&json!(format!("0.{}1", "0".repeat(20)))).is_ok());
+        let inexact = format!("0.{}1", "0".repeat(40));
+        assert_eq!(refusal(&wide, json!(inexact)), (String::new(), "type"));
         let count = schema(json!({"type": "integer", "minimum": 1, "maximum": 3}));
         assert!(count.check(&json!(3)).is_ok());
         assert_eq!(refusal(&count, json!(4)), (String::new(), "maximum"));

@@ -27,7 +27,8 @@
 //! configuration does not list it. `on_untrusted` applies to
 //! these refusals too. An argument name is a top-level argument; a name
 //! starting with `/` is a JSON pointer. A value inside a protected
-//! argument counts as the argument.
+//! argument counts as the argument, and so does a value the argument lies
+//! inside (arguments built as a whole from one value).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -270,9 +271,13 @@ impl IntegrityGuard {
             if !untrusted {
                 continue;
             }
+            // A value inside a protected argument, or one the protected
+            // argument lies inside (the whole arguments built from it).
             let guarded = protected.and_then(|set| {
-                set.iter()
-                    .find(|argument| crate::provenance::within(pointer, argument))
+                set.iter().find(|argument| {
+                    crate::provenance::within(pointer, argument)
+                        || crate::provenance::within(argument, pointer)
+                })
             });
             if let Some(argument) = guarded {
                 if !allowed(argument) {
@@ -380,6 +385,10 @@ mod tests {
         );
         assert!(
             matches!(nested, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
+        );
+        let whole = judge(&g, "pay", paid.clone(), &untrusted_at(&[""], false));
+        assert!(
+            matches!(whole, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
         );
         let listed = json!({"recipient": "DE89370400440532013000", "amount": "10"});
         assert_eq!(
