@@ -289,6 +289,31 @@ error_table! {
     } => "CHIO-SCENARIO-VALUE-FIXTURE", Input, at: Some(field),
         summary: format!("{field} reads its value from fixture {path:?}, which cannot be sealed: {problem}"),
         help: "name a UTF-8 text file of 8 to 65536 characters below the scenario's folder, outside every server's fixtures folder, with no control characters but one final newline; docs/scenario-schema.md, \"Values\"";
+    /// A hand-over's schema uses a keyword or form outside the kernel's subset.
+    HandOverSchema {
+        /// Path of the schema, the offending part's JSON pointer appended.
+        field: String,
+        /// What is wrong, naming the keyword.
+        problem: String,
+    } => "CHIO-SCENARIO-HANDOVER-SCHEMA", Input, at: Some(field),
+        summary: format!("{field} is not a hand-over schema: {problem}"),
+        help: "use only enum, integer, string (with maxLength), array (with maxItems) and closed objects; docs/scenario-schema.md, \"Hand-overs\"";
+    /// A hand-over to an agent that is not a planner.
+    HandOverReceiver {
+        /// Path of the `to` key.
+        field: String,
+        /// The receiving agent.
+        agent: String,
+    } => "CHIO-SCENARIO-HANDOVER-RECEIVER", Input, at: Some(field),
+        summary: format!("{field} hands a value over to agent {agent:?}, which is not a planner"),
+        help: "declare the receiver planner = true, or send an ordinary message (content or from_step)";
+    /// An agent declared both quarantined and planner.
+    AgentRoles {
+        /// Path of the agent.
+        field: String,
+    } => "CHIO-SCENARIO-AGENT-ROLES", Input, at: Some(field),
+        summary: format!("{field} is declared both quarantined and planner"),
+        help: "a quarantined reader reads untrusted content and a planner acts on hand-overs: give the two roles to two agents";
     /// A budget allows zero invocations.
     ZeroBudget {
         /// Path of `max_invocations`.

@@ -199,6 +199,13 @@ pub struct AgentDecl {
     pub seed_prompt_ref: String,
     /// World: the kernel the agent enters through.
     pub kernel: Option<String>,
+    /// A quarantined reader: may read untrusted content, calls nothing
+    /// consequential, and passes values on only by schema-checked
+    /// hand-overs.
+    pub quarantined: Option<bool>,
+    /// A planner: judged by argument, so a schema-checked hand-over from a
+    /// quarantined reader leaves its session trusted.
+    pub planner: Option<bool>,
 }
 
 /// `[[grants]]`.
@@ -405,6 +412,10 @@ pub struct StepDecl {
     /// Message: the id of an earlier call step of the sender whose output
     /// is forwarded (its label travels with it).
     pub from_step: Option<String>,
+    /// Message (hand-over): the schema the handed-over value must satisfy.
+    pub schema: Option<toml::Table>,
+    /// Message (hand-over): the value handed over, in the value grammar.
+    pub value: Option<toml::Value>,
     /// Call, delegate and revoke: a substring the kernel's reason (or the
     /// refusal reason) must contain; a mismatch stops the run like an
     /// unexpected verdict.

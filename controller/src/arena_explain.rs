@@ -238,6 +238,19 @@ fn render_trace(text: &mut String, trace: &DecisionTrace) {
     for (key, labels) in &trace.label_keys {
         text.push_str(&format!("    {key:<width$}  {}\n", labels_text(labels)));
     }
+    // Only a call with arguments built from earlier values has any.
+    if !trace.argument_labels.is_empty() {
+        text.push_str("  argument labels\n");
+        let width = trace
+            .argument_labels
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (pointer, labels) in &trace.argument_labels {
+            text.push_str(&format!("    {pointer:<width$}  {}\n", labels_text(labels)));
+        }
+    }
     text.push_str("  budget keys held\n");
     if trace.budget_keys.is_empty() {
         text.push_str("    (none)\n");

@@ -487,6 +487,30 @@ fn explain_prints_what_a_decision_read() {
     assert!(String::from_utf8_lossy(&output.stderr).starts_with("error[CHIO-ARENA-UNKNOWN-STEP]"));
 }
 
+// Explain prints the labels of each argument a planner's call built from a hand-over, by pointer, and the hand-over record it read; a call of literals prints no argument labels.
+#[test]
+fn explain_prints_argument_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/planner_reader.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "b"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let args = ["arena", "explain", "b", "planner-pays-injected-iban"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "  argument labels\n    /amount     integrity:untrusted\n    /recipient  integrity:untrusted\n",
+        "    handover/planner/hand-injected-iban  integrity:untrusted, public\n",
+        "  6 guards      deny             integrity: argument /recipient carries untrusted content; it is protected on tool send_money of server bank",
+    ] {
+        assert!(text.contains(line), "missing {line:?} in\n{text}");
+    }
+    let args = ["arena", "explain", "b", "planner-pays-a-literal-payee"];
+    let output = chio(tmp.path(), &args);
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("argument labels"));
+}
+
 // Replay of an untouched bundle reports no drift; after the policy or the clock in its inputs changed it names the step and the input.
 #[test]
 fn replay_reports_policy_and_clock_drift() {

@@ -20,6 +20,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "labels_at_rest",
         "recorded_git",
         "sealed_secret",
+        "planner_reader",
     ] {
         assert!(
             names.iter().any(|n| n == required),

@@ -120,6 +120,7 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "value_references",
         "recorded_git",
         "sealed_secret",
+        "planner_reader",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);

@@ -146,6 +146,8 @@ pub struct CompiledCatalog {
     servers: BTreeMap<String, BTreeMap<String, jsonschema::Validator>>,
     /// The tools declared read-only, as `(server, tool)`.
     read_only: BTreeSet<(String, String)>,
+    /// The tools declared to reach an open world, as `(server, tool)`.
+    open_world: BTreeSet<(String, String)>,
 }
 
 impl std::fmt::Debug for CompiledCatalog {
@@ -217,6 +219,7 @@ impl CompiledCatalog {
     pub fn compile(catalog: &ToolCatalog) -> Result<Self, KernelError> {
         let mut servers = BTreeMap::new();
         let mut read_only = BTreeSet::new();
+        let mut open_world = BTreeSet::new();
         for (server, tools) in catalog {
             let mut compiled = BTreeMap::new();
             for (name, contract) in tools {
@@ -227,10 +230,17 @@ impl CompiledCatalog {
                 if contract.annotations.read_only_hint {
                     read_only.insert((server.clone(), name.clone()));
                 }
+                if contract.annotations.open_world_hint {
+                    open_world.insert((server.clone(), name.clone()));
+                }
             }
             servers.insert(server.clone(), compiled);
         }
-        Ok(Self { servers, read_only })
+        Ok(Self {
+            servers,
+            read_only,
+            open_world,
+        })
     }
 
     /// Whether `tool` on `server` is declared read-only: it changes
@@ -239,6 +249,20 @@ impl CompiledCatalog {
     pub fn reads_only(&self, server: &str, tool: &str) -> bool {
         self.read_only
             .contains(&(server.to_string(), tool.to_string()))
+    }
+
+    /// Whether `tool` on `server` is declared to reach an open world
+    /// (`openWorldHint`). An undeclared tool is not.
+    pub fn reaches_open_world(&self, server: &str, tool: &str) -> bool {
+        self.open_world
+            .contains(&(server.to_string(), tool.to_string()))
+    }
+
+    /// Whether `tool` on `server` has an effect: not declared read-only, or
+    /// declared to reach an open world (the `integrity` guard's default
+    /// consequential set). An undeclared tool has.
+    pub fn has_effects(&self, server: &str, tool: &str) -> bool {
+        !self.reads_only(server, tool) || self.reaches_open_world(server, tool)
     }
 
     /// Whether `tool` on `server` is declared and `arguments` satisfy its

@@ -163,6 +163,9 @@ pub enum LabelKey {
     /// What the delegator of one delegation link held when it delegated,
     /// keyed by [`delegation_record_id`] of the link.
     Delegation(String),
+    /// The labels of one handed-over value, keyed by
+    /// [`crate::handover::record_key`] (`handover/<receiver>/<step>`).
+    HandOver(String),
 }
 
 impl LabelKey {
@@ -174,6 +177,7 @@ impl LabelKey {
             LabelKey::Principal(id) => format!("principal/{id}"),
             LabelKey::Lineage(id) => format!("lineage/{id}"),
             LabelKey::Delegation(id) => format!("delegation/{id}"),
+            LabelKey::HandOver(key) => key.clone(),
         }
     }
 }
@@ -248,6 +252,39 @@ impl LabelCarry {
         })
     }
 
+    /// A hand-over of a schema-checked value from `sender` to `receiver`
+    /// by message step `step`: the sender's principal labels and the
+    /// labels of the outputs the value was built from (`value_labels`),
+    /// with [`DELEGATION_RECORD_FLOOR`] so a written record is never empty,
+    /// are kept under the value's record. When `endorsed` (a quarantined
+    /// reader handing over to a planner, the one exception to message
+    /// tainting) nothing else is written: the receiver's principal and
+    /// session stay as they are. Otherwise the receiver is tainted exactly
+    /// as by [`LabelCarry::message`], and the record is kept besides.
+    pub fn handover(
+        sender: &str,
+        receiver: &str,
+        step: &str,
+        value_labels: &[String],
+        endorsed: bool,
+    ) -> Self {
+        let mut into = Vec::new();
+        if !endorsed {
+            into.push(LabelKey::Principal(receiver.to_string()));
+            into.push(LabelKey::Session(receiver.to_string()));
+        }
+        into.push(LabelKey::HandOver(crate::handover::record_key(
+            receiver, step,
+        )));
+        let mut extra: Vec<String> = value_labels.to_vec();
+        extra.push(DELEGATION_RECORD_FLOOR.as_str().to_string());
+        LabelCarry {
+            from: vec![LabelKey::Principal(sender.to_string())],
+            extra,
+            into,
+        }
+    }
+
     /// The keys read, as stores persist them.
     pub fn from_keys(&self) -> Vec<String> {
         self.from.iter().map(LabelKey::as_key).collect()
@@ -269,7 +306,7 @@ impl LabelCarry {
         let record = self
             .into
             .iter()
-            .any(|k| matches!(k, LabelKey::Delegation(_)));
+            .any(|k| matches!(k, LabelKey::Delegation(_) | LabelKey::HandOver(_)));
         carried
             .iter()
             .filter(|l| !(record && l.as_str() == DELEGATION_RECORD_FLOOR.as_str()))

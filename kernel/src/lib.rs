@@ -33,6 +33,8 @@
 //! - [`path`], [`glob`]: lexical paths and globs.
 //! - [`guards`]: the guard trait and the seven guards.
 //! - [`label`]: information-flow labels.
+//! - [`handover`]: the schema a quarantined reader's hand-over must satisfy.
+//! - [`provenance`]: agent roles and where each argument's value came from.
 //! - [`stores`]: store traits, in-memory stores, [`stores::KernelStores`].
 //! - [`batch`]: the store work of one decision as two batches, and where a batch stops.
 //! - [`signature`]: strict verification and the verified-signature cache.
@@ -55,6 +57,7 @@ pub mod credentials;
 pub mod error;
 pub mod glob;
 pub mod guards;
+pub mod handover;
 pub mod kernel;
 pub mod keys;
 pub mod label;
@@ -62,6 +65,7 @@ pub mod ledger;
 pub mod path;
 pub mod planted;
 pub mod portable;
+pub mod provenance;
 pub mod reason;
 pub mod receipt;
 pub mod request;

@@ -173,6 +173,7 @@ pub fn evaluate_portable(
         labels: &Default::default(),
         money: &Default::default(),
         session_filesystem_roots: input.session_filesystem_roots,
+        provenance: &crate::provenance::NO_PROVENANCE,
     };
     let mut observed = Vec::new();
     for guard in input.guards {

@@ -279,6 +279,29 @@ pub enum DenyReason {
         /// The schema keyword it breaks.
         keyword: String,
     },
+    /// A quarantined reader calling a consequential tool.
+    QuarantinedConsequential {
+        /// The agent.
+        agent: String,
+        /// The tool.
+        tool: String,
+        /// The server.
+        server: String,
+    },
+    /// An argument built from a handed-over value whose record holds nothing.
+    ArgumentUnrecorded {
+        /// The argument's JSON pointer.
+        argument: String,
+        /// The record key it names.
+        record: String,
+    },
+    /// A handed-over value its schema refuses.
+    HandOverRefused {
+        /// Where in the value it fails.
+        pointer: String,
+        /// The keyword that refused it.
+        keyword: String,
+    },
     /// No grant covers the tool.
     OutOfScope {
         /// The tool.
@@ -396,6 +419,24 @@ pub enum DenyReason {
         key: String,
         /// The integrity level.
         level: String,
+        /// The tool.
+        tool: String,
+        /// The server.
+        server: String,
+    },
+    /// A planner's protected argument carrying untrusted content.
+    UntrustedArgument {
+        /// The argument's JSON pointer.
+        argument: String,
+        /// The tool.
+        tool: String,
+        /// The server.
+        server: String,
+    },
+    /// A planner's argument of an open-world tool carrying untrusted content.
+    UntrustedOpenWorldArgument {
+        /// The argument's JSON pointer.
+        argument: String,
         /// The tool.
         tool: String,
         /// The server.

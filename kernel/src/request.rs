@@ -5,7 +5,9 @@
 //! `chio.request-proof/v1`) the request id, the presented capability's id,
 //! server, tool, the SHA-256 of the canonical arguments, agent id, session id
 //! and the virtual time the request was issued (and the pointers of its
-//! sealed arguments, when it names any), so none of them can be
+//! sealed arguments, when it names any, and, for a call whose arguments are
+//! built from earlier values, the SHA-256 of their sources), so none of
+//! them can be
 //! changed or the proof moved to another request. The proof names its
 //! signer's key, which lets the kernel tell "presented by another agent" (a
 //! valid signature by a key that is not the subject) from "invalid proof".
@@ -60,6 +62,11 @@ pub struct ToolCallRequest {
     /// ([`crate::seal`]). Signed with the request when present.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sealed: Vec<String>,
+    /// The arguments built from earlier values, with where each came from
+    /// (`crate::provenance`); empty for a call of literals only, and then
+    /// absent from the JSON and the proof, so such requests sign as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argument_sources: Vec<crate::provenance::ArgumentSource>,
 }
 
 /// The signed part of a request.
@@ -76,12 +83,21 @@ struct ProofMessage<'a> {
     issued_at_ms: u64,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     sealed: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    argument_sources_sha256: Option<String>,
 }
 
 impl ToolCallRequest {
     /// The canonical bytes the proof signs.
     pub fn proof_message(&self) -> Result<Vec<u8>, KernelError> {
         let arguments_sha256 = canonical_sha256(&self.arguments)?;
+        let argument_sources_sha256 = if self.argument_sources.is_empty() {
+            None
+        } else {
+            let sources = serde_json::to_value(&self.argument_sources)
+                .map_err(|e| crate::canonical::CanonicalError::Serialize(e.to_string()))?;
+            Some(canonical_sha256(&sources)?)
+        };
         Ok(to_canonical_vec(&ProofMessage {
             schema: PROOF_SCHEMA,
             request_id: &self.request_id,
@@ -93,6 +109,7 @@ impl ToolCallRequest {
             session_id: &self.session_id,
             issued_at_ms: self.issued_at_ms,
             sealed: &self.sealed,
+            argument_sources_sha256,
         })?)
     }
 

@@ -53,6 +53,11 @@ pub struct DecisionTrace {
     /// sets included, so a reader sees that a key was read and was clean).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub label_keys: BTreeMap<String, Vec<String>>,
+    /// The labels of each argument built from an earlier value, by its
+    /// JSON pointer (`public` left out), so a reader sees which argument
+    /// carried what; absent for a call of literals only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub argument_labels: BTreeMap<String, Vec<String>>,
     /// Every budget key held at admission, in hold order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_keys: Vec<BudgetRead>,

@@ -435,6 +435,7 @@ fn detector_floors_at_the_guard() {
             labels: &labels,
             money: &Default::default(),
             session_filesystem_roots: None,
+            provenance: &chio_kernel::provenance::NO_PROVENANCE,
         };
         match delivery {
             Delivery::Arguments => matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_))),

@@ -33,7 +33,10 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Scenario fixtures written as injections, for scenarios that test another
 /// defence (integrity labels); relative to `scenarios/fixtures/`.
-const HOSTILE_FIXTURES: &[&str] = &["integrity-hijack/mail/invoice.txt"];
+const HOSTILE_FIXTURES: &[&str] = &[
+    "integrity-hijack/mail/invoice.txt",
+    "planner-reader/inbox/bill-march.txt",
+];
 
 fn is_hostile(path: &Path) -> bool {
     HOSTILE_FIXTURES
@@ -85,6 +88,7 @@ fn context<'a>(
         labels,
         money: &NO_MONEY,
         session_filesystem_roots: None,
+        provenance: &chio_kernel::provenance::NO_PROVENANCE,
     }
 }
 

@@ -43,6 +43,7 @@ fn forbidden(path: &str) -> bool {
         labels: &labels,
         money: &Default::default(),
         session_filesystem_roots: None,
+        provenance: &chio_kernel::provenance::NO_PROVENANCE,
     };
     matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_)))
 }

@@ -61,6 +61,7 @@ fn try_request(
         issued_at_ms: NOW_MS,
         proof: Default::default(),
         sealed: Vec::new(),
+        argument_sources: Vec::new(),
     };
     unsigned.clone().sign(&agent_key(agent)).unwrap_or(unsigned)
 }

@@ -66,6 +66,7 @@ fn main() {
                 issued_at_ms: now,
                 proof: RequestProof::default(),
                 sealed: Vec::new(),
+                argument_sources: Vec::new(),
             }
             .sign(&key)
             .expect("signs")

@@ -147,7 +147,7 @@ impl NodeClient {
 
     /// Sends one scheduled message.
     pub async fn message(&self, command: &MessageCommand) -> Result<MessageOutcome, NodeError> {
-        let message = message_request(command);
+        let message = message_request(command)?;
         let answer = self
             .unary(message, |mut c, r| async move { c.message(r).await })
             .await?;

@@ -21,8 +21,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use chio_kernel::handover::ValueSchema;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::LabelCarry;
+use chio_kernel::provenance::{AgentRole, ArgumentSource};
+use chio_kernel::reason::DenyReason;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{Attenuation, CapabilityToken};
 use serde_json::Value;
@@ -59,16 +62,44 @@ pub struct MessageCommand {
     /// kernel's decision trace recorded it; absent for literal content or
     /// an output that was not labelled (or not released).
     pub output_label: Option<String>,
+    /// The value a hand-over passes, when the message is one.
+    pub handover: Option<HandOverCommand>,
     /// Virtual time, Unix milliseconds.
     pub now_ms: u64,
+}
+
+/// A value handed over under a schema (`chio_kernel::handover`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandOverCommand {
+    /// The message step, which names the value's record.
+    pub step: String,
+    /// The schema the value must satisfy.
+    pub schema: Value,
+    /// The value, every reference resolved.
+    pub value: Value,
+    /// The labels of the outputs the value was built from (their label
+    /// and integrity, as the releasing kernels recorded them), ascending.
+    pub value_labels: Vec<String>,
+}
+
+/// Why a message step was refused: a reason and its stable code (a
+/// kernel's, such as `hand-over-refused`, or a node's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepRefusal {
+    /// The reason's code.
+    pub code: String,
+    /// The reason's message.
+    pub message: String,
 }
 
 /// What a message carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageOutcome {
-    /// The labels joined into the receiver's principal and session, in
-    /// ascending order.
+    /// The labels joined into the receiver's principal and session (for
+    /// a hand-over, into the value's record), in ascending order.
     pub labels: Vec<String>,
+    /// Why a hand-over was refused (then nothing was carried).
+    pub refusal: Option<StepRefusal>,
 }
 
 /// What a delegation produced.
@@ -120,6 +151,8 @@ pub struct CallCommand {
     pub tool: String,
     /// Arguments.
     pub arguments: Value,
+    /// The arguments built from earlier values, with their provenance.
+    pub sources: Vec<ArgumentSource>,
     /// Virtual time, Unix milliseconds.
     pub now_ms: u64,
     /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
@@ -135,10 +168,60 @@ impl From<CallCommand> for CallIntent {
             server: command.server,
             tool: command.tool,
             arguments: command.arguments,
+            sources: command.sources,
             now_ms: command.now_ms,
             sealed: command.sealed,
         }
     }
+}
+
+/// The label move a message makes, or why a hand-over is refused.
+///
+/// A message of content or of a forwarded output carries the sender's
+/// labels to the receiver ([`LabelCarry::message`]). A hand-over's value is
+/// checked against its schema by the kernel's rule
+/// ([`chio_kernel::handover::ValueSchema`]) first: a value it refuses is
+/// refused with `hand-over-refused` and carries nothing. A value it admits
+/// is recorded with its labels ([`LabelCarry::handover`]); the receiver's
+/// principal and session stay trusted only when a quarantined reader hands
+/// over to a planner, and are tainted as by any message otherwise.
+pub(crate) fn message_carry(
+    command: &MessageCommand,
+    sender: AgentRole,
+    receiver: AgentRole,
+) -> Result<LabelCarry, StepRefusal> {
+    let Some(handover) = &command.handover else {
+        return Ok(LabelCarry::message(
+            &command.agent,
+            &command.to,
+            &command.to,
+            command.output_label.as_deref(),
+        ));
+    };
+    let refuse = |reason: DenyReason| StepRefusal {
+        code: reason.code().as_str().to_string(),
+        message: reason.to_string(),
+    };
+    let schema = ValueSchema::parse(&handover.schema).map_err(|refused| {
+        refuse(DenyReason::HandOverRefused {
+            pointer: refused.at,
+            keyword: "schema".to_string(),
+        })
+    })?;
+    schema.check(&handover.value).map_err(|refused| {
+        refuse(DenyReason::HandOverRefused {
+            pointer: refused.pointer,
+            keyword: refused.keyword.to_string(),
+        })
+    })?;
+    let endorsed = sender == AgentRole::Quarantined && receiver == AgentRole::Planner;
+    Ok(LabelCarry::handover(
+        &command.agent,
+        &command.to,
+        &handover.step,
+        &handover.value_labels,
+        endorsed,
+    ))
 }
 
 /// The label move a delegation makes: what the delegator holds, recorded
@@ -244,6 +327,7 @@ pub struct Node {
     id: String,
     mux: KernelMultiplexer,
     agent_keys: BTreeMap<String, String>,
+    roles: BTreeMap<String, AgentRole>,
     authority: Arc<dyn AuthorityControl>,
 }
 
@@ -277,6 +361,11 @@ impl Node {
                 .agents
                 .values()
                 .map(|a| (a.id.clone(), public_key_hex(&a.key)))
+                .collect(),
+            roles: world
+                .agents
+                .values()
+                .map(|a| (a.id.clone(), a.role))
                 .collect(),
             authority,
         }
@@ -373,15 +462,20 @@ impl Node {
         if !self.agent_keys.contains_key(&command.to) {
             return Err(NodeError::Unroutable(format!("agent {}", command.to)));
         }
-        let carry = LabelCarry::message(
-            &command.agent,
-            &command.to,
-            &command.to,
-            command.output_label.as_deref(),
-        );
+        let role = |agent: &str| self.roles.get(agent).copied().unwrap_or_default();
+        let carry = match message_carry(&command, role(&command.agent), role(&command.to)) {
+            Ok(carry) => carry,
+            Err(refusal) => {
+                return Ok(MessageOutcome {
+                    labels: Vec::new(),
+                    refusal: Some(refusal),
+                })
+            }
+        };
         let carried = self.authority.carry_labels(carry.clone()).await?;
         Ok(MessageOutcome {
             labels: carry.reported(&carried),
+            refusal: None,
         })
     }
 
@@ -433,5 +527,61 @@ impl Node {
         change: crate::tools::FileChange,
     ) -> Result<Option<String>, NodeError> {
         self.mux.change_file(server, path, change).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chio_kernel::label::LabelKey;
+    use serde_json::json;
+
+    fn handover(value: Value) -> MessageCommand {
+        MessageCommand {
+            agent: "reader".to_string(),
+            to: "planner".to_string(),
+            output_label: None,
+            handover: Some(HandOverCommand {
+                step: "hand-iban".to_string(),
+                schema: json!({"type": "string", "maxLength": 8}),
+                value,
+                value_labels: vec!["integrity:untrusted".to_string()],
+            }),
+            now_ms: 1,
+        }
+    }
+
+    // Only a quarantined reader's hand-over to a planner leaves the receiver untouched; any other sender taints it besides the record; a refused value carries nothing and names its code, never the value.
+    #[test]
+    fn the_one_exception_to_message_tainting() {
+        let record = LabelKey::HandOver("handover/planner/hand-iban".to_string());
+        let endorsed = message_carry(
+            &handover(json!("DE89")),
+            AgentRole::Quarantined,
+            AgentRole::Planner,
+        )
+        .unwrap();
+        assert_eq!(endorsed.into, [record.clone()]);
+        assert!(endorsed.extra.contains(&"integrity:untrusted".to_string()));
+        for sender in [AgentRole::Ordinary, AgentRole::Planner] {
+            let tainting =
+                message_carry(&handover(json!("DE89")), sender, AgentRole::Planner).unwrap();
+            assert_eq!(
+                tainting.into,
+                [
+                    LabelKey::Principal("planner".to_string()),
+                    LabelKey::Session("planner".to_string()),
+                    record.clone()
+                ]
+            );
+        }
+        let refused = message_carry(
+            &handover(json!("DE89370400440532013000")),
+            AgentRole::Quarantined,
+            AgentRole::Planner,
+        )
+        .unwrap_err();
+        assert_eq!(refused.code, "hand-over-refused");
+        assert!(!refused.message.contains("DE89"), "{}", refused.message);
     }
 }

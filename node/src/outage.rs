@@ -237,6 +237,18 @@ pub enum NodeReason {
         /// Why there is no value.
         why: chio_arena::scenario::value::Unresolved,
     },
+    /// A hand-over whose value takes a value from a step that released
+    /// none, so nothing is handed over.
+    HandOverUnresolved {
+        /// The JSON pointer of the reference within the value.
+        at: String,
+        /// The step named.
+        step: String,
+        /// The pointer into its output.
+        pointer: String,
+        /// Why there is no value.
+        why: chio_arena::scenario::value::Unresolved,
+    },
     /// A call whose argument is a reference object the grammar refuses
     /// (a loaded scenario holds none; a hand-built call may).
     ReferenceMalformed {
@@ -277,7 +289,9 @@ impl NodeReason {
             NodeReason::RevokerNotPlaced { .. } => NodeCode::RevokerNotPlaced,
             NodeReason::RevokerDown(_) => NodeCode::RevokerNodeDown,
             NodeReason::RevocationUnrecorded(_) => NodeCode::RevocationUnrecorded,
-            NodeReason::ReferenceUnresolved { .. } => NodeCode::ReferenceUnresolved,
+            NodeReason::ReferenceUnresolved { .. } | NodeReason::HandOverUnresolved { .. } => {
+                NodeCode::ReferenceUnresolved
+            }
             NodeReason::ReferenceMalformed { .. } => NodeCode::ReferenceMalformed,
             NodeReason::SealedUnresolved { .. } => NodeCode::SealedUnresolved,
         }
@@ -355,6 +369,27 @@ impl std::fmt::Display for NodeReason {
                     f,
                     "call refused: {} takes its value from step {step} ({pointer}), but {why}",
                     argument_name(argument)
+                )
+            }
+            NodeReason::HandOverUnresolved {
+                at,
+                step,
+                pointer,
+                why,
+            } => {
+                let pointer = if pointer.is_empty() {
+                    "the whole output".to_string()
+                } else {
+                    format!("pointer {pointer}")
+                };
+                let place = if at.is_empty() {
+                    "the value".to_string()
+                } else {
+                    format!("the value at {at}")
+                };
+                write!(
+                    f,
+                    "hand-over refused: {place} takes its value from step {step} ({pointer}), but {why}"
                 )
             }
             NodeReason::ReferenceMalformed { argument, problem } => write!(
@@ -564,6 +599,7 @@ mod tests {
             (NodeReason::RevocationUnrecorded(Outage::DeadlineExceeded), "revocation refused: the revocation cannot be recorded: trust-control deadline exceeded"),
             (NodeReason::ReferenceUnresolved { argument: s("/to"), step: s("read-bill"), pointer: s("/iban"), why: chio_arena::scenario::value::Unresolved::Denied }, "call refused: argument /to takes its value from step read-bill (pointer /iban), but it was not allowed"),
             (NodeReason::SealedUnresolved { argument: s("/body"), path: s("fixtures/secrets/token.txt"), why: chio_arena::scenario::value::Unresolved::Unsealed }, "call refused: argument /body takes its value from sealed file fixtures/secrets/token.txt, but it was not read for this run"),
+            (NodeReason::HandOverUnresolved { at: s("/iban"), step: s("reads-bill"), pointer: s(""), why: chio_arena::scenario::value::Unresolved::Denied }, "hand-over refused: the value at /iban takes its value from step reads-bill (the whole output), but it was not allowed"),
             (NodeReason::ReferenceMalformed { argument: s(""), problem: "a literal takes only the key literal; put the whole object inside it" }, "call refused: the arguments are not a reference the value grammar reads: a literal takes only the key literal; put the whole object inside it"),
         ];
         let mut covered = std::collections::BTreeSet::new();

@@ -109,7 +109,7 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::MessageRequest>,
     ) -> Result<Response<pb::MessageResponse>, Status> {
-        let command = message_command(request.into_inner());
+        let command = decode_request(message_command(request.into_inner()))?;
         let node = self.host.node().await.map_err(internal)?;
         let outcome = node.message(command).await.map_err(internal)?;
         Ok(Response::new(message_response(&outcome)))

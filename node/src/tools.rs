@@ -112,6 +112,8 @@ pub enum ToolServerConfig {
         /// matches; the highest of every match.
         labels: Vec<(String, Label)>,
     },
+    /// The user's bank: it records transfers.
+    Bank,
 }
 
 /// Which calls a recorded answer answers.
@@ -240,6 +242,9 @@ enum ServerState {
         used: Vec<bool>,
         labels: Vec<(Glob, Label)>,
     },
+    Bank {
+        transfers: Vec<Value>,
+    },
 }
 
 impl ToolServer {
@@ -275,6 +280,9 @@ impl ToolServer {
                     .into_iter()
                     .map(|(pattern, label)| (Glob::new(&pattern), label))
                     .collect(),
+            },
+            ToolServerConfig::Bank => ServerState::Bank {
+                transfers: Vec::new(),
             },
         };
         Self {
@@ -324,6 +332,7 @@ impl ToolServer {
         match &self.state {
             ServerState::Publish { posts } => posts.len(),
             ServerState::Http { requests } => requests.len(),
+            ServerState::Bank { transfers } => transfers.len(),
             ServerState::TestRunner { runs, .. } => *runs as usize,
             ServerState::Recorded { used, .. } => used.iter().filter(|u| **u).count(),
             ServerState::Workspace { .. } => 0,
@@ -435,6 +444,17 @@ impl ToolServer {
             ServerState::Recorded { .. } => {
                 ToolResult::failed("a recorded server keeps no files".to_string())
             }
+            // Answered from the call alone, like the sinks.
+            ServerState::Bank { transfers } => match tool {
+                "send_money" => match digest(arguments) {
+                    Ok(digest) => {
+                        transfers.push(arguments.clone());
+                        ToolResult::plain(json!({"ok": true, "status": "sent", "digest": digest}))
+                    }
+                    Err(refused) => refused,
+                },
+                other => unknown_tool(other),
+            },
         }
     }
 }

@@ -18,6 +18,7 @@ use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::{BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::{Integrity, Label};
+use chio_kernel::provenance::AgentRole;
 use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
 use ed25519_dalek::SigningKey;
 
@@ -75,6 +76,8 @@ pub struct AgentPlan {
     pub node: String,
     /// Its arena key, which grants name as subject.
     pub key: SigningKey,
+    /// Its role in the planner / reader split.
+    pub role: AgentRole,
 }
 
 /// The resolved world of one scenario.
@@ -227,6 +230,25 @@ type AgentKeys = BTreeMap<String, String>;
 
 /// Every agent placed on its kernel's node, and every agent's public key
 /// by agent id.
+/// The agents a world declares quarantined or planner, by id.
+fn agent_roles(file: &chio_arena::model::ScenarioFile) -> BTreeMap<String, AgentRole> {
+    file.agents
+        .iter()
+        .filter_map(|agent| match (agent.quarantined, agent.planner) {
+            (Some(true), _) => Some((agent.id.clone(), AgentRole::Quarantined)),
+            (_, Some(true)) => Some((agent.id.clone(), AgentRole::Planner)),
+            _ => None,
+        })
+        .collect()
+}
+
+impl World {
+    /// The role of `agent` (ordinary for an unknown one).
+    pub fn role(&self, agent: &str) -> AgentRole {
+        self.agents.get(agent).map(|a| a.role).unwrap_or_default()
+    }
+}
+
 fn resolve_agents(
     scenario: &Scenario,
 ) -> Result<(BTreeMap<String, AgentPlan>, AgentKeys), NodeError> {
@@ -241,6 +263,11 @@ fn resolve_agents(
         let node = kernel_node(scenario, &kernel)?;
         let key = derive_arena_key(seed, AGENT_ROLE, &agent.id);
         agent_keys.insert(agent.id.clone(), public_key_hex(&key));
+        let role = match (agent.quarantined, agent.planner) {
+            (Some(true), _) => AgentRole::Quarantined,
+            (_, Some(true)) => AgentRole::Planner,
+            _ => AgentRole::Ordinary,
+        };
         agents.insert(
             agent.id.clone(),
             AgentPlan {
@@ -248,6 +275,7 @@ fn resolve_agents(
                 kernel,
                 node,
                 key,
+                role,
             },
         );
     }
@@ -329,6 +357,7 @@ fn resolve_kernels(
             KernelConfig::new(&kernel.id, derive_arena_key(seed, KERNEL_ROLE, &kernel.id));
         config.trusted_issuers = vec![authority_hex.to_string()];
         config.agent_keys = agent_keys.clone();
+        config.agent_roles = agent_roles(file);
         config.tool_budgets = tool_budgets.clone();
         config.monetary_budgets = monetary_budgets.clone();
         config.tools = Some(catalog_of(file, &kernel.id)?);
@@ -478,6 +507,7 @@ fn server_config(
             answers: recorded_answers(server)?,
             labels: server_labels(server)?,
         },
+        ServerKind::Bank => ToolServerConfig::Bank,
     })
 }
 

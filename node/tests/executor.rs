@@ -43,7 +43,9 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
         }
         Ok(Performed::Delegate(Err(refusal))) => format!("delegation refused: {refusal}"),
         Ok(Performed::Revoke(refusal)) => format!("revoke {refusal:?}"),
-        Ok(Performed::Message(outcome)) => format!("message {:?}", outcome.labels),
+        Ok(Performed::Message(outcome)) => {
+            format!("message {:?} {:?}", outcome.labels, outcome.refusal)
+        }
         Ok(Performed::Advance) => "advance".to_string(),
         Ok(Performed::Refused(reason)) => format!("refused without a kernel: {reason}"),
         Ok(Performed::Fault) => "fault".to_string(),

@@ -101,6 +101,7 @@ fn valid_call(request_id: &str) -> pb::CallRequest {
         server: "workspace".into(),
         tool: "read_file".into(),
         arguments: json!({"path": "/workspace/notes.txt"}),
+        sources: Vec::new(),
         now_ms: 1767600000000,
         sealed: Vec::new(),
     })

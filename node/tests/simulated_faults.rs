@@ -71,6 +71,7 @@ fn read(world: &World, agent: &str, capability: &str, id: &str) -> CallCommand {
         server: "workspace-a".to_string(),
         tool: "read_file".to_string(),
         arguments: serde_json::json!({"path": "/workspace/shared/plan.md"}),
+        sources: Vec::new(),
         now_ms: world.start_ms + 1,
         sealed: Vec::new(),
     }

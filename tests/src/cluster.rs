@@ -333,6 +333,7 @@ pub fn call_command(
         server: server.to_string(),
         tool: tool.to_string(),
         arguments,
+        sources: Vec::new(),
         now_ms,
         sealed: Vec::new(),
     }

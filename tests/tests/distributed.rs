@@ -17,7 +17,7 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 13] = [
+const REFERENCE: [&str; 14] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -31,6 +31,7 @@ const REFERENCE: [&str; 13] = [
     "effects_by_default",
     "recorded_git",
     "sealed_secret",
+    "planner_reader",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

@@ -977,3 +977,72 @@ fn a_stop_still_records_the_calls_in_flight() {
     }
     assert_eq!(trees[0], trees[1], "local differs from embedded");
 }
+
+/// The planner / reader reference scenario with the planner's node crashed
+/// and restarted (fresh, holding only its grants) after every hand-over and
+/// before the planner uses any of them.
+fn planner_reader_with_restart(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(repo_path("scenarios/planner_reader.toml"))
+        .expect("reference scenario");
+    let text = text.replace(
+        "id = \"planner_reader\"",
+        "id = \"planner_reader_with_restart\"",
+    );
+    let first_use = text
+        .find("[[steps]]\nid = \"planner-pays-rent\"")
+        .expect("the planner's first call");
+    let (before, after) = text.split_at(first_use);
+    let restart = r#"[[steps]]
+id = "crash-planner-node"
+agent = "planner"
+action = "fault"
+fault = "crash"
+node = "node-b"
+at = 150
+
+[[steps]]
+id = "restart-planner-node"
+agent = "planner"
+action = "fault"
+fault = "restart"
+node = "node-b"
+keep_state = false
+at = 160
+
+"#;
+    for folder in ["prompts", "fixtures/planner-reader"] {
+        copy_tree(
+            &repo_path(&format!("scenarios/{folder}")),
+            &dir.join(folder),
+        );
+    }
+    write_scenario(dir, &format!("{before}{restart}{after}"), &[])
+}
+
+// Proves a hand-over's record outlives a restart of the planner's node on real processes: across two kernels on two node processes, the restarted planner pays from the handed-over IBAN (allowlisted), is refused the injected IBAN by its own labels, and the bundle is the embedded run's byte for byte.
+#[test]
+fn hand_overs_keep_their_labels_across_a_restart_of_the_planners_node() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = planner_reader_with_restart(&dir.path().join("planner"));
+    let (embedded, local) = (dir.path().join("embedded"), dir.path().join("local"));
+    run_passing(dir.path(), &file, &embedded, false);
+    run_passing(dir.path(), &file, &local, true);
+    assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    let records = step_records(&local);
+    assert_eq!(records["planner-pays-rent"]["actual"], "allow");
+    let refused = &records["planner-pays-injected-iban"];
+    assert_eq!(refused["reason_code"], "untrusted-argument");
+    assert_eq!(
+        refused["trace"]["argument_labels"]["/recipient"],
+        serde_json::json!(["integrity:untrusted"])
+    );
+    assert_eq!(
+        refused["trace"]["label_keys"]["handover/planner/hand-injected-iban"],
+        serde_json::json!(["integrity:untrusted", "public"])
+    );
+    assert_eq!(
+        records["reader-pays-itself"]["reason_code"],
+        "quarantined-consequential"
+    );
+    assert_eq!(records["hand-the-bill-as-iban"]["actual"], "refused");
+}

@@ -778,6 +778,7 @@ fn taint_reaches_other_nodes_through_messages_and_delegations() {
             agent: "alice".into(),
             to: "bob".into(),
             output_label: read.trace.output_label.clone(),
+            handover: None,
             now_ms: start + 2,
         }))
         .unwrap_or_else(|e| panic!("message: {e}\n{}", cluster.logs()));

@@ -25,6 +25,8 @@ pub enum ServerKind {
     /// A server whose tools the scenario declares and whose answers it
     /// records.
     Recorded,
+    /// The user's own bank: transfers leave the account, not the world.
+    Bank,
 }
 
 impl ServerKind {
@@ -36,6 +38,7 @@ impl ServerKind {
             "test-runner" => Some(Self::TestRunner),
             "http" => Some(Self::Http),
             "recorded" => Some(Self::Recorded),
+            "bank" => Some(Self::Bank),
             _ => None,
         }
     }
@@ -174,6 +177,23 @@ pub struct MessageAction {
     /// The earlier call step of the sender whose output is forwarded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_step: Option<String>,
+    /// A schema-checked value handed over, instead of content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handover: Option<HandOverAction>,
+}
+
+/// A value a message hands over under a schema (`docs/security.md`,
+/// "Planners and quarantined readers").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HandOverAction {
+    /// The schema (the kernel's hand-over subset, `chio_kernel::handover`).
+    pub schema: serde_json::Value,
+    /// The value in the value grammar: references to the sender's earlier
+    /// call outputs are resolved when the message is sent.
+    pub value: serde_json::Value,
+    /// Whether the hand-over is expected to be delivered or refused.
+    #[serde(skip_serializing_if = "StepExpectation::is_done")]
+    pub expect: StepExpectation,
 }
 
 /// A move of the virtual clock.

@@ -74,7 +74,8 @@ use text::Span;
 
 pub use actions::{
     Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction,
-    FaultLink, MessageAction, RevokeAction, ServerKind, StepExpectation, TRUST_CONTROL,
+    FaultLink, HandOverAction, MessageAction, RevokeAction, ServerKind, StepExpectation,
+    TRUST_CONTROL,
 };
 pub use load::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,

@@ -68,11 +68,12 @@ fn object(required: &[&str], optional: &[(&str, Value)]) -> Value {
 impl ServerKind {
     /// Every kind that publishes its own tools, in the order the docs list
     /// them.
-    pub const BUILT_IN: [ServerKind; 4] = [
+    pub const BUILT_IN: [ServerKind; 5] = [
         ServerKind::Workspace,
         ServerKind::Publish,
         ServerKind::TestRunner,
         ServerKind::Http,
+        ServerKind::Bank,
     ];
 
     /// The kind as a scenario writes it.
@@ -83,6 +84,7 @@ impl ServerKind {
             ServerKind::TestRunner => "test-runner",
             ServerKind::Http => "http",
             ServerKind::Recorded => "recorded",
+            ServerKind::Bank => "bank",
         }
     }
 
@@ -149,6 +151,17 @@ impl ServerKind {
                 },
             )],
             ServerKind::Recorded => Vec::new(),
+            ServerKind::Bank => vec![tool(
+                "send_money",
+                "Transfers amount to the account recipient (an IBAN) from the user's own account.",
+                object(&["recipient", "amount"], &[("subject", json!({}))]),
+                ToolAnnotations {
+                    read_only_hint: false,
+                    destructive_hint: true,
+                    idempotent_hint: false,
+                    open_world_hint: false,
+                },
+            )],
         }
     }
 }

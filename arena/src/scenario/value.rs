@@ -7,7 +7,8 @@
 //! - `{ from_step = "read-bill", pointer = "/iban" }`: the value at the
 //!   RFC 6901 JSON pointer `pointer` (default `""`, the whole) in the
 //!   released output of the earlier call step `read-bill` of the same
-//!   agent, after the output guards;
+//!   agent, after the output guards, or in the value an earlier hand-over
+//!   (a message step with a schema) delivered to the agent;
 //! - `{ fixture = "fixtures/secrets/token.txt" }`: the text of a file
 //!   below the scenario's folder, sealed: it reaches the kernel and its
 //!   guards as the argument's value, and everything the run writes keeps
@@ -79,6 +80,8 @@ pub enum Unresolved {
     NoValue,
     /// The sealed file was not read where the run resolves its values.
     Unsealed,
+    /// The step was a hand-over that was refused, so it delivered nothing.
+    Refused,
 }
 
 impl fmt::Display for Unresolved {
@@ -89,6 +92,7 @@ impl fmt::Display for Unresolved {
             Unresolved::NotPerformed => "it was not carried out",
             Unresolved::NoValue => "its pointer finds nothing in the released output",
             Unresolved::Unsealed => "it was not read for this run",
+            Unresolved::Refused => "the hand-over was refused",
         })
     }
 }

@@ -319,6 +319,20 @@ fn footprint(
             if let Some(source) = &message.from_step {
                 footprint.claim(Resource::Output(source.clone()), Access::Read);
             }
+            // A hand-over reads the outputs its value is built from and
+            // writes the value a planner's call may take.
+            if let Some(handover) = &message.handover {
+                footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
+                for placed in
+                    chio_arena::scenario::value::references(&handover.value).unwrap_or_default()
+                {
+                    if let chio_arena::scenario::value::Reference::Step { step, .. } =
+                        placed.reference
+                    {
+                        footprint.claim(Resource::Output(step), Access::Read);
+                    }
+                }
+            }
             true
         }
         Action::Advance(_) => true,

@@ -120,7 +120,7 @@ fn monetary_policy(budget: &chio_kernel::kernel::MonetaryBudget) -> serde_json::
 pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeError> {
     let mut out = BTreeMap::new();
     for (id, plan) in &world.kernels {
-        let policy = json!({
+        let mut policy = json!({
             "kernel": id,
             "kernel_key": public_key_hex(&plan.config.signing_key),
             "trusted_issuers": plan.config.trusted_issuers,
@@ -132,7 +132,6 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
             })).collect::<Vec<_>>(),
             "tools": plan.config.tools,
         });
-        let mut policy = policy;
         if !plan.config.monetary_budgets.is_empty() {
             policy["monetary_budgets"] = plan
                 .config
@@ -140,6 +139,11 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 .iter()
                 .map(monetary_policy)
                 .collect();
+        }
+        // Roles are recorded only when a world declares some, so the
+        // policies of every other world keep their bytes.
+        if !plan.config.agent_roles.is_empty() {
+            policy["agent_roles"] = json!(plan.config.agent_roles);
         }
         let text = to_canonical_string(&policy).map_err(NodeError::canonical("a kernel policy"))?;
         out.insert(id.clone(), text);

@@ -414,7 +414,10 @@ impl<'r> StepRecorder<'r> {
                 self.judge(record, revoke.expect, refusal);
             }
             (Action::Message(message), _, Performed::Message(outcome)) => {
-                let entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
+                let mut entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
+                if let Some(refusal) = &outcome.refusal {
+                    entry["refused"] = json!(refusal.code);
+                }
                 self.admission = extend_chain(&self.admission, &entry)?;
                 let receiver = self
                     .sessions
@@ -422,6 +425,11 @@ impl<'r> StepRecorder<'r> {
                     .or_insert_with(|| self.empty.clone());
                 *receiver = extend_chain(receiver, &entry)?;
                 record.labels = Some(outcome.labels);
+                // A hand-over is delivered or refused, like a delegation.
+                if let Some(handover) = &message.handover {
+                    let refusal = outcome.refusal.map(|r| (r.code, r.message));
+                    self.judge_outcome(record, handover.expect, refusal);
+                }
             }
             // Advance, and (never produced) a kind answered as another.
             _ => {}
@@ -498,8 +506,23 @@ impl<'r> StepRecorder<'r> {
         expected: StepExpectation,
         refusal: Option<Refusal>,
     ) {
-        record.reason_code = refusal.as_ref().map(|r| r.code.as_str().to_string());
-        let refusal = refusal.map(|r| r.message);
+        let refusal = refusal.map(|r| (r.code.as_str().to_string(), r.message));
+        self.judge_outcome(record, expected, refusal);
+    }
+
+    /// [`StepRecorder::judge`] for a refusal given as its code and message
+    /// (a hand-over's refusal may carry a kernel's code or a node's).
+    fn judge_outcome(
+        &mut self,
+        record: &mut StepRecord,
+        expected: StepExpectation,
+        refusal: Option<(String, String)>,
+    ) {
+        record.reason_code = refusal
+            .as_ref()
+            .map(|(code, _)| code.clone())
+            .filter(|code| !code.is_empty());
+        let refusal = refusal.map(|(_, message)| message);
         let actual = if refusal.is_some() {
             StepExpectation::Refused
         } else {

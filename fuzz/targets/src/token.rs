@@ -102,6 +102,7 @@ fn call_for(token: &CapabilityToken, agent: &str) -> ToolCallRequest {
         issued_at_ms: NOW_MS,
         proof: RequestProof::default(),
         sealed: Vec::new(),
+        argument_sources: Vec::new(),
     }
 }
 

@@ -11,6 +11,24 @@
 //! content said. The guard never looks at content: an injection the
 //! detector misses is stopped by where it came from, not by what it says.
 //! `"*"` in a server's list makes every tool of that server consequential.
+//!
+//! Per-argument judgement (`protected`, `allow`): `{ "protected": {
+//! "<server>": { "<tool>": ["recipient", "iban"] } }, "allow": { "<server>":
+//! { "<tool>": { "recipient": ["<value>", ...] } } } }`. Besides its context,
+//! a call to a consequential tool is judged by the labels of each argument
+//! built from an earlier value (`crate::provenance`): a protected argument
+//! carrying an untrusted value is refused, and so is any argument carrying
+//! one when the tool reaches an open world (`openWorldHint`), unless the
+//! argument's value is on the tool's allowlist for it. This judges planners
+//! only (whose context a schema-checked hand-over leaves trusted, so the
+//! value they were handed must keep its own labels); every other agent is
+//! judged by its context alone, as before. For a planner, an open-world
+//! tool is consequential for its untrusted-derived arguments even when the
+//! configuration does not list it. `on_untrusted` applies to
+//! these refusals too. An argument name is a top-level argument; a name
+//! starting with `/` is a JSON pointer. A value inside a protected
+//! argument counts as the argument, and so does a value the argument lies
+//! inside (arguments built as a whole from one value).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -21,6 +39,7 @@ use super::{
 };
 use crate::error::KernelError;
 use crate::label::{is_integrity_label, Integrity};
+use crate::provenance::AgentRole;
 use crate::reason::DenyReason;
 
 /// Configuration of `integrity`.
@@ -34,6 +53,13 @@ pub struct IntegrityConfig {
     /// (the default) or `approval`.
     #[serde(default = "deny_by_default")]
     pub on_untrusted: String,
+    /// Arguments that must not carry an untrusted value, by server and tool.
+    #[serde(default)]
+    pub protected: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+    /// Values an argument may take even when it carries an untrusted
+    /// value, by server, tool and argument.
+    #[serde(default)]
+    pub allow: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>,
 }
 
 fn deny_by_default() -> String {
@@ -55,6 +81,20 @@ pub struct IntegrityGuard {
     meta: GuardMeta,
     consequential: BTreeMap<String, BTreeSet<String>>,
     on_untrusted: OnUntrusted,
+    /// Protected argument pointers by `(server, tool)`.
+    protected: BTreeMap<(String, String), BTreeSet<String>>,
+    /// Allowlisted values by `(server, tool)` and argument pointer.
+    allow: BTreeMap<(String, String), BTreeMap<String, BTreeSet<String>>>,
+}
+
+/// The JSON pointer an argument name stands for: a top-level argument, or
+/// the pointer itself when it starts with `/`.
+fn argument_pointer(name: &str) -> String {
+    if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("/{}", name.replace('~', "~0").replace('/', "~1"))
+    }
 }
 
 impl IntegrityGuard {
@@ -86,10 +126,41 @@ impl IntegrityGuard {
                 ))
             }
         };
+        let mut protected = BTreeMap::new();
+        for (server, tools) in config.protected {
+            for (tool, names) in tools {
+                if names.is_empty() || names.iter().any(|n| n.is_empty() || n == "/") {
+                    return Err(config_error(
+                        &meta,
+                        format!("protected.{server}.{tool} must name arguments"),
+                    ));
+                }
+                let pointers = names.iter().map(|n| argument_pointer(n)).collect();
+                protected.insert((server.clone(), tool), pointers);
+            }
+        }
+        let mut allow = BTreeMap::new();
+        for (server, tools) in config.allow {
+            for (tool, arguments) in tools {
+                let mut lists = BTreeMap::new();
+                for (name, values) in arguments {
+                    if name.is_empty() || values.is_empty() {
+                        return Err(config_error(
+                            &meta,
+                            format!("allow.{server}.{tool} must list values for named arguments"),
+                        ));
+                    }
+                    lists.insert(argument_pointer(&name), values.into_iter().collect());
+                }
+                allow.insert((server.clone(), tool), lists);
+            }
+        }
         Ok(IntegrityGuard {
             meta,
             consequential,
             on_untrusted,
+            protected,
+            allow,
         })
     }
 }
@@ -108,11 +179,22 @@ impl Guard for IntegrityGuard {
             ..GuardNeeds::default()
         }
     }
+    fn consequential(&self, server: &str, tool: &str) -> Option<bool> {
+        Some(
+            self.consequential
+                .get(server)
+                .is_some_and(|tools| tools.contains(tool) || tools.contains("*")),
+        )
+    }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
-        let Some(tools) = self.consequential.get(ctx.server) else {
-            return Ok(GuardVerdict::Allow);
-        };
-        if !tools.contains(ctx.tool) && !tools.contains("*") {
+        if self.consequential(ctx.server, ctx.tool) != Some(true) {
+            // A tool that reaches the open world is consequential for a
+            // planner exactly for its untrusted-derived arguments.
+            if ctx.provenance.role == AgentRole::Planner && ctx.provenance.open_world {
+                if let Some(reason) = self.untrusted_argument(ctx)? {
+                    return Ok(self.refuse(reason));
+                }
+            }
             return Ok(GuardVerdict::Allow);
         }
         // Name the narrowest scope of taint first, as information-flow does.
@@ -138,13 +220,229 @@ impl Guard for IntegrityGuard {
                         tool: ctx.tool.to_string(),
                         server: ctx.server.to_string(),
                     };
-                    return Ok(match self.on_untrusted {
-                        OnUntrusted::Deny => GuardVerdict::Deny(reason),
-                        OnUntrusted::Approval => GuardVerdict::PendingApproval(reason),
-                    });
+                    return Ok(self.refuse(reason));
                 }
             }
         }
-        Ok(GuardVerdict::Allow)
+        // Session taint is the rule for every other agent; a planner is
+        // judged by its arguments besides.
+        if ctx.provenance.role != AgentRole::Planner {
+            return Ok(GuardVerdict::Allow);
+        }
+        match self.untrusted_argument(ctx)? {
+            Some(reason) => Ok(self.refuse(reason)),
+            None => Ok(GuardVerdict::Allow),
+        }
+    }
+}
+
+impl IntegrityGuard {
+    fn refuse(&self, reason: DenyReason) -> GuardVerdict {
+        match self.on_untrusted {
+            OnUntrusted::Deny => GuardVerdict::Deny(reason),
+            OnUntrusted::Approval => GuardVerdict::PendingApproval(reason),
+        }
+    }
+
+    /// The first argument (in pointer order) that carries an untrusted
+    /// value where it may not: inside a protected argument, or anywhere in
+    /// the arguments of an open-world tool, unless the argument's value is
+    /// on its allowlist.
+    fn untrusted_argument(&self, ctx: &GuardContext<'_>) -> Result<Option<DenyReason>, GuardError> {
+        let key = (ctx.server.to_string(), ctx.tool.to_string());
+        let protected = self.protected.get(&key);
+        let allow = self.allow.get(&key);
+        let allowed = |argument: &str| {
+            let value = ctx.arguments.pointer(argument);
+            allow
+                .and_then(|lists| lists.get(argument))
+                .zip(value.and_then(|v| v.as_str()))
+                .is_some_and(|(list, value)| list.contains(value))
+        };
+        for (pointer, labels) in &ctx.provenance.arguments {
+            let mut untrusted = false;
+            for name in labels.iter().filter(|n| is_integrity_label(n)) {
+                let level = Integrity::from_label(name).ok_or_else(|| {
+                    GuardError(format!(
+                        "argument {pointer} carries label {name:?}, which is not a known integrity level"
+                    ))
+                })?;
+                untrusted |= level > Integrity::Trusted;
+            }
+            if !untrusted {
+                continue;
+            }
+            // A value inside a protected argument, or one the protected
+            // argument lies inside (the whole arguments built from it).
+            let guarded = protected.and_then(|set| {
+                set.iter().find(|argument| {
+                    crate::provenance::within(pointer, argument)
+                        || crate::provenance::within(argument, pointer)
+                })
+            });
+            if let Some(argument) = guarded {
+                if !allowed(argument) {
+                    return Ok(Some(DenyReason::UntrustedArgument {
+                        argument: argument.clone(),
+                        tool: ctx.tool.to_string(),
+                        server: ctx.server.to_string(),
+                    }));
+                }
+                continue;
+            }
+            if ctx.provenance.open_world && !allowed(pointer) {
+                return Ok(Some(DenyReason::UntrustedOpenWorldArgument {
+                    argument: pointer.clone(),
+                    tool: ctx.tool.to_string(),
+                    server: ctx.server.to_string(),
+                }));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guards::GuardMode;
+    use crate::provenance::Provenance;
+    use serde_json::json;
+
+    fn guard(config: serde_json::Value) -> IntegrityGuard {
+        let meta = GuardMeta {
+            id: "integrity".to_string(),
+            mode: GuardMode::Enforce,
+        };
+        IntegrityGuard::new(meta, serde_json::from_value(config).unwrap()).unwrap()
+    }
+
+    fn judge(
+        guard: &IntegrityGuard,
+        tool: &str,
+        arguments: serde_json::Value,
+        provenance: &Provenance,
+    ) -> GuardVerdict {
+        let labels = BTreeMap::new();
+        let ctx = GuardContext {
+            server: "bank",
+            tool,
+            arguments: &arguments,
+            agent_id: "planner",
+            session_id: "planner",
+            journal: &[],
+            labels: &labels,
+            money: &Default::default(),
+            session_filesystem_roots: None,
+            provenance,
+        };
+        guard.check_request(&ctx).unwrap()
+    }
+
+    fn untrusted_at(pointers: &[&str], open_world: bool) -> Provenance {
+        Provenance {
+            role: AgentRole::Planner,
+            open_world,
+            arguments: pointers
+                .iter()
+                .map(|p| {
+                    (
+                        p.to_string(),
+                        BTreeSet::from(["integrity:untrusted".to_string()]),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    // A protected argument carrying an untrusted value is refused by its pointer unless its value is allowlisted; other arguments of a closed-world tool pass; an open-world tool refuses any untrusted argument; approval mode holds instead.
+    #[test]
+    fn arguments_are_judged_by_their_own_labels() {
+        let config = json!({
+            "consequential": {"bank": ["pay", "post"]},
+            "protected": {"bank": {"pay": ["recipient"]}},
+            "allow": {"bank": {"pay": {"recipient": ["DE89370400440532013000"]}}},
+        });
+        let g = guard(config.clone());
+        let paid = json!({"recipient": "XX00ATTACKER", "amount": "10"});
+        let deny = judge(
+            &g,
+            "pay",
+            paid.clone(),
+            &untrusted_at(&["/recipient"], false),
+        );
+        assert_eq!(
+            deny,
+            GuardVerdict::Deny(DenyReason::UntrustedArgument {
+                argument: "/recipient".to_string(),
+                tool: "pay".to_string(),
+                server: "bank".to_string(),
+            })
+        );
+        let nested = judge(
+            &g,
+            "pay",
+            json!({"recipient": ["x"]}),
+            &untrusted_at(&["/recipient/0"], false),
+        );
+        assert!(
+            matches!(nested, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
+        );
+        let whole = judge(&g, "pay", paid.clone(), &untrusted_at(&[""], false));
+        assert!(
+            matches!(whole, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
+        );
+        let listed = json!({"recipient": "DE89370400440532013000", "amount": "10"});
+        assert_eq!(
+            judge(&g, "pay", listed, &untrusted_at(&["/recipient"], false)),
+            GuardVerdict::Allow
+        );
+        assert_eq!(
+            judge(&g, "pay", paid.clone(), &untrusted_at(&["/amount"], false)),
+            GuardVerdict::Allow
+        );
+        let open = judge(
+            &g,
+            "post",
+            json!({"memo": "x"}),
+            &untrusted_at(&["/memo"], true),
+        );
+        assert!(
+            matches!(open, GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { ref argument, .. }) if argument == "/memo")
+        );
+        let mut held = config;
+        held["on_untrusted"] = json!("approval");
+        let held = guard(held);
+        assert!(matches!(
+            judge(&held, "pay", paid, &untrusted_at(&["/recipient"], false)),
+            GuardVerdict::PendingApproval(DenyReason::UntrustedArgument { .. })
+        ));
+        let mut ordinary = untrusted_at(&["/recipient"], false);
+        ordinary.role = AgentRole::Ordinary;
+        assert_eq!(
+            judge(&g, "pay", json!({"recipient": "XX00ATTACKER"}), &ordinary),
+            GuardVerdict::Allow
+        );
+        let unlisted = judge(
+            &g,
+            "forum",
+            json!({"text": "x"}),
+            &untrusted_at(&["/text"], true),
+        );
+        assert!(matches!(
+            unlisted,
+            GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { .. })
+        ));
+        assert_eq!(
+            judge(
+                &g,
+                "forum",
+                json!({"text": "x"}),
+                &untrusted_at(&["/text"], false)
+            ),
+            GuardVerdict::Allow
+        );
+        assert_eq!(g.consequential("bank", "pay"), Some(true));
+        assert_eq!(g.consequential("bank", "read"), Some(false));
     }
 }

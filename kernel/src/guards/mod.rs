@@ -349,6 +349,9 @@ pub struct GuardContext<'a> {
     pub money: &'a BTreeMap<String, MoneyTotal>,
     /// Filesystem roots of the owning session, when the caller knows them.
     pub session_filesystem_roots: Option<&'a [String]>,
+    /// The caller's role and where each argument's value came from
+    /// ([`crate::provenance::NO_PROVENANCE`] when nothing is known).
+    pub provenance: &'a crate::provenance::Provenance,
 }
 
 /// A guard's answer before dispatch.
@@ -396,6 +399,12 @@ pub trait Guard: Send + Sync + fmt::Debug {
     /// Whether the guard inspects output (runs in the post-invocation pipeline).
     fn inspects_output(&self) -> bool {
         false
+    }
+    /// Whether `tool` on `server` is consequential to this guard, for a
+    /// guard that names consequential tools (`integrity`); `None` for any
+    /// other. A kernel refuses a quarantined reader every consequential tool.
+    fn consequential(&self, _server: &str, _tool: &str) -> Option<bool> {
+        None
     }
     /// Decides on a call before dispatch.
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError>;

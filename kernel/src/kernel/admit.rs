@@ -21,6 +21,7 @@ use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::guards::{GuardContext, MoneyTotal};
 use crate::ledger::seen_request_key;
+use crate::provenance::{AgentRole, Provenance};
 use crate::reason::{BudgetName, DenyReason, MoneyDeny};
 use crate::receipt::{canonical_sha256, ObservedFinding};
 use crate::request::ToolCallRequest;
@@ -266,6 +267,36 @@ impl Kernel {
             .is_none_or(|c| !c.reads_only(&request.server, &request.tool))
     }
 
+    /// Whether admission reads labels for this call: a guard needs them,
+    /// the tool may keep what it is sent, or an argument was built from a
+    /// handed-over value whose record must be read.
+    fn reads_labels(&self, request: &ToolCallRequest) -> bool {
+        self.needs.labels || self.may_keep(request) || !request.argument_sources.is_empty()
+    }
+
+    /// The role a world declared for `principal` (ordinary when none).
+    fn role_of(&self, principal: &str) -> AgentRole {
+        self.agent_roles.get(principal).copied().unwrap_or_default()
+    }
+
+    /// Whether `tool` on `server` is consequential on this kernel: in the
+    /// consequential set of its `integrity` guards when it has any, else by
+    /// the tool's effects (not read-only, or reaching an open world); every
+    /// tool is, for a kernel with neither.
+    fn consequential(&self, server: &str, tool: &str) -> bool {
+        let answers: Vec<bool> = self
+            .guards
+            .iter()
+            .filter_map(|g| g.consequential(server, tool))
+            .collect();
+        if !answers.is_empty() {
+            return answers.contains(&true);
+        }
+        self.contracts
+            .as_ref()
+            .is_none_or(|c| c.has_effects(server, tool))
+    }
+
     /// Steps 1 to 7; see the module doc.
     pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
         let parameter_hash = canonical_sha256(&request.arguments).unwrap_or_default();
@@ -387,7 +418,15 @@ impl Kernel {
         trace.journal = journal.clone();
         let mut labels = BTreeMap::new();
         let mut carried = BTreeSet::new();
-        if self.needs.labels || self.may_keep(request) {
+        let mut provenance = Provenance {
+            role: self.role_of(&principal),
+            open_world: self
+                .contracts
+                .as_ref()
+                .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
+            arguments: BTreeMap::new(),
+        };
+        if self.reads_labels(request) {
             let sets = match next_answer(&mut answers, StoreName::Label) {
                 Ok(OpAnswer::Labels(sets)) => sets,
                 Ok(_) => return Err(deny(unexpected(StoreName::Label))),
@@ -396,16 +435,27 @@ impl Kernel {
             let held = self
                 .collect_labels(request, &principal, &verified, &sets, trace)
                 .map_err(deny)?;
+            provenance.arguments = self
+                .collect_argument_labels(request, &sets, trace)
+                .map_err(deny)?;
             if self.may_keep(request) {
                 carried = carried_labels(&held);
+                carried.extend(provenance.arguments.values().flatten().cloned());
             }
             if self.needs.labels {
                 labels = held;
             }
         }
         let run = match plan.early_guards.take() {
-            Some(run) if labels.is_empty() => run,
-            _ => self.run_guards(request, &principal, &journal, &labels, &state.money),
+            Some(run) if labels.is_empty() && provenance.arguments.is_empty() => run,
+            _ => self.run_guards(
+                request,
+                &principal,
+                &journal,
+                &labels,
+                &state.money,
+                &provenance,
+            ),
         };
         state.observed.extend(run.observed);
         trace.guards.extend(run.answers);
@@ -466,6 +516,18 @@ impl Kernel {
             .map(|c| c.check(&request.server, &request.tool, &request.arguments))
         {
             plan.scope = Some(Err(reason));
+            return plan;
+        }
+        // A quarantined reader calls nothing consequential, whatever its
+        // capability and guards say.
+        if self.role_of(&principal) == AgentRole::Quarantined
+            && self.consequential(&request.server, &request.tool)
+        {
+            plan.scope = Some(Err(DenyReason::QuarantinedConsequential {
+                agent: principal.clone(),
+                tool: request.tool.clone(),
+                server: request.server.clone(),
+            }));
             return plan;
         }
         let grant = select_grant(
@@ -583,21 +645,23 @@ impl Kernel {
             plan.journal = Some(journal);
             return plan;
         };
-        // Guards that read a monetary total need the holds' answers, so
-        // they never run ahead of the batch.
-        if !verified.shares.is_empty() && !self.needs.money {
+        // Guards that read a monetary total need the holds' answers, and
+        // arguments built from handed-over values are judged with their
+        // labels, so in either case the guards never run ahead of the batch.
+        if !verified.shares.is_empty() && !self.needs.money && request.argument_sources.is_empty() {
             let run = self.run_guards(
                 request,
                 &principal,
                 entries,
                 &BTreeMap::new(),
                 &BTreeMap::new(),
+                &crate::provenance::NO_PROVENANCE,
             );
             plan.shares_in_batch = run.result.is_ok();
             plan.early_guards = Some(run);
         }
         plan.journal = Some(journal);
-        if self.needs.labels || self.may_keep(request) {
+        if self.reads_labels(request) {
             plan.ops.push(StoreOp::ReadLabels {
                 keys: self.label_keys(request, &principal, verified),
                 // Only labels the guards read can change what follows.
@@ -617,6 +681,7 @@ impl Kernel {
         journal: &[JournalEntry],
         labels: &BTreeMap<String, BTreeSet<String>>,
         money: &BTreeMap<String, MoneyTotal>,
+        provenance: &Provenance,
     ) -> GuardRun {
         let ctx = GuardContext {
             server: &request.server,
@@ -628,6 +693,7 @@ impl Kernel {
             labels,
             money,
             session_filesystem_roots: None,
+            provenance,
         };
         let mut run = GuardRun {
             result: Ok(()),

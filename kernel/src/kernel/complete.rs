@@ -204,6 +204,7 @@ impl Kernel {
             labels: &labels,
             money: &Default::default(),
             session_filesystem_roots: None,
+            provenance: &crate::provenance::NO_PROVENANCE,
         };
         let result = run_output_guards(
             &self.guards,

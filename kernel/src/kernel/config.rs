@@ -124,6 +124,9 @@ pub struct KernelConfig {
     /// built outside a world, such as a portable evaluation) checks no
     /// contract.
     pub tools: Option<ToolCatalog>,
+    /// The planner / reader role of each agent that has one
+    /// (`crate::provenance::AgentRole`); an agent not listed is ordinary.
+    pub agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
 }
 
 impl KernelConfig {
@@ -142,6 +145,7 @@ impl KernelConfig {
             max_request_age_ms: None,
             signature_cache_capacity: DEFAULT_SIGNATURE_CACHE,
             tools: None,
+            agent_roles: BTreeMap::new(),
         }
     }
 }

@@ -44,7 +44,48 @@ impl Kernel {
                 keys.push(LabelKey::Principal(agent).as_key());
             }
         }
+        for source in &request.argument_sources {
+            if let Some(record) = &source.record {
+                if !keys.contains(record) {
+                    keys.push(record.clone());
+                }
+            }
+        }
         keys
+    }
+
+    /// The labels of each argument built from an earlier value
+    /// ([`crate::provenance::argument_labels`]): the output labels its
+    /// source names, joined with what its hand-over record holds in
+    /// `sets`. Each record read is kept in `trace` like every label key,
+    /// and the arguments' labels in `trace.argument_labels`; a record that
+    /// holds nothing (never written) denies, naming the argument.
+    pub(super) fn collect_argument_labels(
+        &self,
+        request: &ToolCallRequest,
+        sets: &BTreeMap<String, BTreeSet<String>>,
+        trace: &mut DecisionTrace,
+    ) -> Result<BTreeMap<String, BTreeSet<String>>, DenyReason> {
+        if request.argument_sources.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        for source in &request.argument_sources {
+            if let Some(record) = &source.record {
+                let set = sets.get(record).cloned().unwrap_or_default();
+                trace
+                    .label_keys
+                    .insert(record.clone(), set.into_iter().collect());
+            }
+        }
+        let labels = crate::provenance::argument_labels(&request.argument_sources, &|key| {
+            sets.get(key).cloned()
+        })
+        .map_err(|(argument, record)| DenyReason::ArgumentUnrecorded { argument, record })?;
+        trace.argument_labels = labels
+            .iter()
+            .map(|(pointer, set)| (pointer.clone(), set.iter().cloned().collect()))
+            .collect();
+        Ok(labels)
     }
 
     /// Reads every place a label is kept for this call out of `sets`,

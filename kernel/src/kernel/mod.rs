@@ -243,6 +243,7 @@ pub struct Kernel {
     cache: SignatureCache,
     stores: KernelStores,
     contracts: Option<CompiledCatalog>,
+    agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
 }
 
 impl fmt::Debug for Kernel {
@@ -355,6 +356,7 @@ impl Kernel {
                 .map(CompiledCatalog::compile)
                 .transpose()?,
             stores,
+            agent_roles: config.agent_roles,
         })
     }
 

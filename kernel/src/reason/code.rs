@@ -85,6 +85,12 @@ crate::code_enum! {
     ArgumentsRefused => "arguments-refused",
     /// No scope grant covers the tool.
     OutOfScope => "out-of-scope",
+    /// A quarantined reader calling a consequential tool.
+    QuarantinedConsequential => "quarantined-consequential",
+    /// An argument naming a hand-over record that holds nothing.
+    ArgumentUnrecorded => "argument-unrecorded",
+    /// A handed-over value its schema refuses (a message step).
+    HandOverRefused => "hand-over-refused",
     /// A constraint the kernel does not know.
     ConstraintUnknown => "constraint-unknown",
     /// A constraint whose value the kernel cannot read.
@@ -133,6 +139,10 @@ crate::code_enum! {
     InformationFlow => "information-flow",
     /// Untrusted content before a consequential tool (integrity).
     UntrustedContext => "untrusted-context",
+    /// A planner's protected argument carrying untrusted content (integrity).
+    UntrustedArgument => "untrusted-argument",
+    /// A planner's open-world argument carrying untrusted content (integrity).
+    UntrustedOpenWorldArgument => "untrusted-open-world-argument",
     /// A prompt injection found at one place (prompt-injection).
     PromptInjection => "prompt-injection",
     /// A prompt injection split across string values (prompt-injection).
@@ -234,6 +244,9 @@ impl DenyReason {
             R::ToolNotDeclared { .. } => C::ToolNotDeclared,
             R::ArgumentsRefused { .. } => C::ArgumentsRefused,
             R::OutOfScope { .. } => C::OutOfScope,
+            R::QuarantinedConsequential { .. } => C::QuarantinedConsequential,
+            R::ArgumentUnrecorded { .. } => C::ArgumentUnrecorded,
+            R::HandOverRefused { .. } => C::HandOverRefused,
             R::ConstraintUnknown { .. } => C::ConstraintUnknown,
             R::ConstraintMalformed { .. } => C::ConstraintMalformed,
             R::PathArgumentMissing => C::PathArgumentMissing,
@@ -251,6 +264,8 @@ impl DenyReason {
             R::SequenceRequired { .. } => C::SequenceRequired,
             R::InformationFlow { .. } => C::InformationFlow,
             R::UntrustedContext { .. } => C::UntrustedContext,
+            R::UntrustedArgument { .. } => C::UntrustedArgument,
+            R::UntrustedOpenWorldArgument { .. } => C::UntrustedOpenWorldArgument,
             R::PromptInjection(Injection {
                 pointer: Some(_), ..
             }) => C::PromptInjection,

@@ -199,6 +199,23 @@ impl DenyReason {
                 f,
                 "arguments of {server}/{tool} fail the tool's input schema at {pointer}: {keyword}"
             ),
+            R::QuarantinedConsequential {
+                agent,
+                tool,
+                server,
+            } => write!(
+                f,
+                "agent {agent} is a quarantined reader; tool {tool} on server {server} is consequential"
+            ),
+            R::ArgumentUnrecorded { argument, record } => write!(
+                f,
+                "argument {argument} is built from the hand-over {record}, which was never recorded; its labels are unknown"
+            ),
+            R::HandOverRefused { pointer, keyword } => write!(
+                f,
+                "hand-over refused: the value fails its schema at {}: {keyword}",
+                if pointer.is_empty() { "the root" } else { pointer.as_str() }
+            ),
             R::OutOfScope { tool, server } => write!(
                 f,
                 "tool {tool} on server {server} not covered by any scope grant"
@@ -294,6 +311,22 @@ impl DenyReason {
             } => write!(
                 f,
                 "integrity: {key} holds {level} content; tool {tool} on server {server} is consequential"
+            ),
+            R::UntrustedArgument {
+                argument,
+                tool,
+                server,
+            } => write!(
+                f,
+                "integrity: argument {argument} carries untrusted content; it is protected on tool {tool} of server {server}"
+            ),
+            R::UntrustedOpenWorldArgument {
+                argument,
+                tool,
+                server,
+            } => write!(
+                f,
+                "integrity: argument {argument} carries untrusted content; tool {tool} on server {server} reaches the open world"
             ),
             R::PromptInjection(Injection {
                 place,

@@ -126,6 +126,7 @@ pub fn request_by(
         issued_at_ms: NOW_MS,
         proof: RequestProof::default(),
         sealed: Vec::new(),
+        argument_sources: Vec::new(),
     }
     .sign(&agent_key(signer))
     .expect("test request signs")

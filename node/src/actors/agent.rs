@@ -31,6 +31,8 @@ pub struct CallIntent {
     pub tool: String,
     /// Arguments.
     pub arguments: Value,
+    /// The arguments built from earlier values, with their provenance.
+    pub sources: Vec<chio_kernel::provenance::ArgumentSource>,
     /// Virtual time of the request, Unix milliseconds.
     pub now_ms: u64,
     /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
@@ -135,6 +137,7 @@ pub(crate) fn prepare_request(
         issued_at_ms: intent.now_ms,
         proof: RequestProof::default(),
         sealed: intent.sealed,
+        argument_sources: intent.sources,
     }
     .sign(key)
     .map_err(NodeError::Kernel)

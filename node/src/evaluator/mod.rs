@@ -218,6 +218,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             issued_at_ms: now_ms + call.future_dated_ms,
             proof: RequestProof::default(),
             sealed: Vec::new(),
+            argument_sources: Vec::new(),
         }
         .sign(&self.key_of(&call.agent))
         .map_err(failure)

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
 use chio_arena::scenario::CallAction;
+use chio_kernel::provenance::ArgumentSource;
 use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
@@ -126,9 +127,9 @@ pub(super) fn prepare(
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
         .to_string();
-    let (arguments, unresolved) = match resolved_arguments(executor, &call.arguments) {
-        Ok(arguments) => (arguments, None),
-        Err(refusal) => (call.arguments.clone(), Some(refusal)),
+    let (arguments, sources, unresolved) = match resolved_arguments(executor, &call.arguments) {
+        Ok((arguments, sources)) => (arguments, sources, None),
+        Err(refusal) => (call.arguments.clone(), Vec::new(), Some(refusal)),
     };
     let sealed = sealed_pointers(&call.arguments);
     let mut command = CallCommand {
@@ -139,6 +140,7 @@ pub(super) fn prepare(
         server: call.server.clone(),
         tool: call.tool.clone(),
         arguments,
+        sources,
         now_ms,
         sealed,
     };
@@ -218,6 +220,8 @@ pub(super) fn fold(
         step_id.to_string(),
         ReleasedOutput {
             label: outcome.trace.output_label.clone(),
+            integrity: outcome.trace.output_integrity.clone(),
+            record: None,
             content_sha256,
             value,
         },
@@ -238,28 +242,16 @@ fn sealed_pointers(arguments: &Value) -> Vec<String> {
 
 /// The arguments a call step sends: its declared arguments with
 /// every reference to an earlier step's output resolved (see
-/// `chio_arena::scenario::value`), or the deny of a reference that finds
-/// no value. A step that was refused before any kernel decided it (or was
-/// never recorded) has no output, so it was not carried out.
-fn resolved_arguments(executor: &StepExecutor, arguments: &Value) -> Result<Value, Refusal> {
-    if !value::has_references(arguments) {
-        return Ok(arguments.clone());
-    }
-    let mut lookup = |reference: &Reference| match reference {
-        Reference::Step { step, pointer } => match executor.outputs.get(step) {
-            Some(released) => match &released.value {
-                Ok(output) => value::at_pointer(output, pointer),
-                Err(why) => Err(why.clone()),
-            },
-            None => Err(Unresolved::NotPerformed),
-        },
-        Reference::Fixture { path } => executor
-            .sealed
-            .get(path)
-            .map(|sealed| Value::String(sealed.text().to_string()))
-            .ok_or(Unresolved::Unsealed),
-    };
-    value::resolve(arguments, &mut lookup).map_err(|stopped| match stopped {
+/// `chio_arena::scenario::value`), with the provenance of each argument a
+/// reference built that carries labels or a hand-over record, or the deny
+/// of a reference that finds no value. A step that was refused before any
+/// kernel decided it (or was never recorded) has no output, so it was not
+/// carried out.
+fn resolved_arguments(
+    executor: &StepExecutor,
+    arguments: &Value,
+) -> Result<(Value, Vec<ArgumentSource>), Refusal> {
+    resolve_value(executor, arguments).map_err(|stopped| match stopped {
         Resolution::Unanswered {
             at,
             reference: Reference::Step { step, pointer },
@@ -287,4 +279,57 @@ fn resolved_arguments(executor: &StepExecutor, arguments: &Value) -> Result<Valu
         }
         .refusal(),
     })
+}
+
+/// `value` with every reference resolved against the run's released
+/// outputs and delivered hand-overs, and the provenance of each reference
+/// whose source carries labels or a record (in document order).
+pub(super) fn resolve_value(
+    executor: &StepExecutor,
+    value: &Value,
+) -> Result<(Value, Vec<ArgumentSource>), Resolution<Unresolved>> {
+    if !value::has_references(value) {
+        return Ok((value.clone(), Vec::new()));
+    }
+    let mut lookup = |reference: &Reference| match reference {
+        Reference::Step { step, pointer } => match executor.outputs.get(step) {
+            Some(released) => match &released.value {
+                Ok(output) => value::at_pointer(output, pointer),
+                Err(why) => Err(why.clone()),
+            },
+            None => Err(Unresolved::NotPerformed),
+        },
+        Reference::Fixture { path } => executor
+            .sealed
+            .get(path)
+            .map(|sealed| Value::String(sealed.text().to_string()))
+            .ok_or(Unresolved::Unsealed),
+    };
+    let resolved = value::resolve(value, &mut lookup)?;
+    let mut sources = Vec::new();
+    for placed in value::references(value).map_err(Resolution::Malformed)? {
+        // A sealed file is the scenario's own text: it carries no label.
+        let Reference::Step { step, .. } = &placed.reference else {
+            continue;
+        };
+        let Some(released) = executor.outputs.get(step) else {
+            continue;
+        };
+        let labels: Vec<String> = released
+            .label
+            .iter()
+            .chain(released.integrity.iter())
+            .filter(|label| label.as_str() != chio_kernel::label::Label::Public.as_str())
+            .cloned()
+            .collect();
+        if labels.is_empty() && released.record.is_none() {
+            continue;
+        }
+        sources.push(ArgumentSource {
+            pointer: placed.at,
+            labels,
+            record: released.record.clone(),
+        });
+    }
+    Ok((resolved, sources))
 }

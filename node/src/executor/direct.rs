@@ -339,15 +339,23 @@ impl<'w> DirectDispatcher<'w> {
                 return Err(NodeError::Unroutable(format!("agent {agent}")));
             }
         }
-        let carry = LabelCarry::message(
-            &command.agent,
-            &command.to,
-            &command.to,
-            command.output_label.as_deref(),
-        );
+        let carry = match crate::node::message_carry(
+            &command,
+            self.world.role(&command.agent),
+            self.world.role(&command.to),
+        ) {
+            Ok(carry) => carry,
+            Err(refusal) => {
+                return Ok(MessageOutcome {
+                    labels: Vec::new(),
+                    refusal: Some(refusal),
+                })
+            }
+        };
         let carried = self.carry(&carry)?;
         Ok(MessageOutcome {
             labels: carry.reported(&carried),
+            refusal: None,
         })
     }
 

@@ -6,14 +6,26 @@
 //! kernel recorded for it (a withheld output travels as nothing). The
 //! node's half joins the sender's labels and the forwarded output's label
 //! into the receiver's principal and session.
+//!
+//! A hand-over (a message with a schema) passes a value instead: the
+//! controller resolves its references against the sender's released
+//! outputs and sends the value with the labels of the outputs it was built
+//! from; the sender's node checks it against the schema by the kernel's
+//! rule and records its labels (`crate::node::message_carry`). A delivered
+//! value is kept under the message step for the receiver's later calls,
+//! with its record, so each argument built from it carries its labels.
 
-use chio_arena::scenario::value::Unresolved;
-use chio_arena::scenario::MessageAction;
+use std::collections::BTreeSet;
+
+use chio_arena::scenario::value::{Reference, Resolution, Unresolved};
+use chio_arena::scenario::{HandOverAction, MessageAction};
 use serde_json::{json, Value};
 
+use super::call::resolve_value;
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
-use crate::node::{MessageCommand, MessageOutcome};
+use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
+use crate::outage::NodeReason;
 
 /// A message ready to dispatch.
 #[derive(Debug, Clone)]
@@ -22,26 +34,37 @@ pub struct PreparedMessage {
     pub command: MessageCommand,
     /// [`canonical_sha256`] of what travels.
     pub content_sha256: String,
+    /// The controller's refusal of a hand-over whose value cannot be
+    /// resolved; the message is not dispatched then.
+    pub blocked: Option<StepRefusal>,
 }
 
 /// The controller's decisions for a message step.
 pub(super) fn prepare(
     executor: &StepExecutor,
+    step_id: &str,
     message: &MessageAction,
     agent: &str,
     now_ms: u64,
 ) -> Result<PreparedMessage, NodeError> {
+    if let Some(handover) = &message.handover {
+        return prepare_handover(executor, step_id, message, handover, agent, now_ms);
+    }
     let released = match &message.from_step {
         Some(source) => match executor.outputs.get(source) {
             Some(released) => released.clone(),
             None => ReleasedOutput {
                 label: None,
+                integrity: None,
+                record: None,
                 content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
                 value: Err(Unresolved::NotPerformed),
             },
         },
         None => ReleasedOutput {
             label: None,
+            integrity: None,
+            record: None,
             content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
             value: Ok(json!(message.content)),
         },
@@ -51,17 +74,130 @@ pub(super) fn prepare(
             agent: agent.to_string(),
             to: message.to.clone(),
             output_label: released.label,
+            handover: None,
             now_ms,
         },
         content_sha256: released.content_sha256,
+        blocked: None,
     })
 }
 
-/// Dispatches the message.
+/// A hand-over's command: its value resolved against the sender's outputs,
+/// with their labels, or the refusal of a reference that finds no value.
+fn prepare_handover(
+    executor: &StepExecutor,
+    step_id: &str,
+    message: &MessageAction,
+    handover: &HandOverAction,
+    agent: &str,
+    now_ms: u64,
+) -> Result<PreparedMessage, NodeError> {
+    // A sealed value is sent by call arguments only (the loader refuses it
+    // here too): a hand-over never resolves one.
+    let sealed = chio_arena::scenario::value::references(&handover.value)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|placed| matches!(placed.reference, Reference::Fixture { .. }));
+    let resolved = match sealed {
+        Some(placed) => Err(Resolution::Malformed(chio_arena::scenario::value::Malformed {
+            at: placed.at,
+            problem: "a hand-over's value may not read a sealed file; sealed values are sent by call arguments only",
+        })),
+        None => resolve_value(executor, &handover.value),
+    };
+    let (value, blocked, value_labels) = match resolved {
+        Ok((value, sources)) => {
+            let labels: BTreeSet<String> = sources.into_iter().flat_map(|s| s.labels).collect();
+            (value, None, labels.into_iter().collect())
+        }
+        Err(stopped) => {
+            let reason = match stopped {
+                Resolution::Unanswered {
+                    at,
+                    reference: Reference::Step { step, pointer },
+                    why,
+                } => NodeReason::HandOverUnresolved {
+                    at,
+                    step,
+                    pointer,
+                    why,
+                },
+                Resolution::Unanswered {
+                    at,
+                    reference: Reference::Fixture { path },
+                    why,
+                } => NodeReason::SealedUnresolved {
+                    argument: at,
+                    path,
+                    why,
+                },
+                Resolution::Malformed(malformed) => NodeReason::ReferenceMalformed {
+                    argument: malformed.at,
+                    problem: malformed.problem,
+                },
+            };
+            let refusal = reason.refusal();
+            let blocked = StepRefusal {
+                code: refusal.code.as_str().to_string(),
+                message: refusal.message,
+            };
+            (Value::Null, Some(blocked), Vec::new())
+        }
+    };
+    Ok(PreparedMessage {
+        content_sha256: canonical_sha256("a handed-over value", &value)?,
+        command: MessageCommand {
+            agent: agent.to_string(),
+            to: message.to.clone(),
+            output_label: None,
+            handover: Some(HandOverCommand {
+                step: step_id.to_string(),
+                schema: handover.schema.clone(),
+                value,
+                value_labels,
+            }),
+            now_ms,
+        },
+        blocked,
+    })
+}
+
+/// What a hand-over delivered for the receiver's later references: the
+/// value with its record, or why there is none. `None` for a message that
+/// is no hand-over.
+pub(super) fn delivered(
+    prepared: &PreparedMessage,
+    outcome: &MessageOutcome,
+) -> Option<ReleasedOutput> {
+    let handover = prepared.command.handover.as_ref()?;
+    let value = match outcome.refusal {
+        None => Ok(handover.value.clone()),
+        Some(_) => Err(Unresolved::Refused),
+    };
+    Some(ReleasedOutput {
+        label: None,
+        integrity: None,
+        record: Some(chio_kernel::handover::record_key(
+            &prepared.command.to,
+            &handover.step,
+        )),
+        content_sha256: prepared.content_sha256.clone(),
+        value,
+    })
+}
+
+/// Dispatches the message; a blocked hand-over is answered with its
+/// refusal and never sent.
 pub(super) async fn dispatch(
     dispatcher: &dyn Dispatcher,
     node: &str,
     prepared: &PreparedMessage,
 ) -> Result<MessageOutcome, NodeError> {
+    if let Some(refusal) = &prepared.blocked {
+        return Ok(MessageOutcome {
+            labels: Vec::new(),
+            refusal: Some(refusal.clone()),
+        });
+    }
     dispatcher.message(node, prepared.command.clone()).await
 }

@@ -166,6 +166,11 @@ impl HeldCapability {
 pub struct ReleasedOutput {
     /// The label the serving kernel recorded for it.
     pub label: Option<String>,
+    /// The integrity label the serving kernel recorded for it, when the
+    /// output was untrusted.
+    pub integrity: Option<String>,
+    /// For a handed-over value: the label record every kernel reads.
+    pub record: Option<String>,
     /// [`canonical_sha256`] of the released output (`null` when withheld).
     pub content_sha256: String,
     /// The released output, or why the step released none.
@@ -182,7 +187,7 @@ pub enum PreparedStep {
     /// A revocation.
     Revoke(PreparedRevoke),
     /// A message.
-    Message(PreparedMessage),
+    Message(Box<PreparedMessage>),
     /// The virtual clock moves; nothing is dispatched.
     Advance {
         /// Milliseconds advanced.
@@ -254,8 +259,9 @@ pub enum Dispatched {
     Delegate(Result<Box<DelegationAnswer>, Refusal>),
     /// `None` when the revocation took effect, else why it was refused.
     Revoke(Option<Refusal>),
-    /// The labels a message carried.
-    Message(MessageOutcome),
+    /// The labels a message carried, and for a hand-over the value it
+    /// delivered (or why it delivered none) for later references.
+    Message(MessageOutcome, Option<Box<ReleasedOutput>>),
     /// Nothing was dispatched.
     Advance,
     /// A call denied without a kernel decision: by the controller (its
@@ -373,9 +379,9 @@ impl StepExecutor {
             Action::Revoke(revoke) => {
                 PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
             }
-            Action::Message(message) => {
-                PreparedStep::Message(message::prepare(self, message, agent, now_ms)?)
-            }
+            Action::Message(message) => PreparedStep::Message(Box::new(message::prepare(
+                self, step_id, message, agent, now_ms,
+            )?)),
             Action::Advance(advance) => PreparedStep::Advance {
                 advance_ms: advance.advance_ms,
             },
@@ -423,7 +429,9 @@ impl StepExecutor {
                 Dispatched::Revoke(revoke::dispatch(dispatcher, node, prepared).await?)
             }
             PreparedStep::Message(prepared) => {
-                Dispatched::Message(message::dispatch(dispatcher, node, prepared).await?)
+                let outcome = message::dispatch(dispatcher, node, prepared).await?;
+                let delivered = message::delivered(prepared, &outcome).map(Box::new);
+                Dispatched::Message(outcome, delivered)
             }
             PreparedStep::Advance { .. } => Dispatched::Advance,
             PreparedStep::Fault(prepared) => {
@@ -449,7 +457,14 @@ impl StepExecutor {
             }
             Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)?),
             Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
-            Dispatched::Message(outcome) => Performed::Message(outcome),
+            Dispatched::Message(outcome, delivered) => {
+                if let Some(delivered) = delivered {
+                    if self.keeps_output(step_id) {
+                        self.outputs.insert(step_id.to_string(), *delivered);
+                    }
+                }
+                Performed::Message(outcome)
+            }
             Dispatched::Advance => Performed::Advance,
             Dispatched::Refused(reason) => Performed::Refused(reason),
             Dispatched::Fault(prepared) => {

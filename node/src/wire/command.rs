@@ -14,7 +14,9 @@ use chio_proto::node::v1 as pb;
 
 use super::{decode, encode, required};
 use crate::error::NodeError;
-use crate::node::{CallCommand, DelegateCommand, MessageCommand};
+use chio_kernel::provenance::ArgumentSource;
+
+use crate::node::{CallCommand, DelegateCommand, HandOverCommand, MessageCommand};
 use crate::world::FixtureSet;
 
 /// A scheduled call as the controller sends it.
@@ -33,6 +35,15 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
         arguments_json: encode("the call's arguments", &command.arguments)?,
         now_ms: command.now_ms,
         sealed: command.sealed.clone(),
+        argument_sources: command
+            .sources
+            .iter()
+            .map(|source| pb::ArgumentSource {
+                pointer: source.pointer.clone(),
+                labels: source.labels.clone(),
+                record: source.record.clone(),
+            })
+            .collect(),
     })
 }
 
@@ -45,6 +56,15 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
             .map(|bytes| decode("captured_token_json", bytes))
             .transpose()?,
         arguments: decode("arguments_json", &request.arguments_json)?,
+        sources: request
+            .argument_sources
+            .into_iter()
+            .map(|source| ArgumentSource {
+                pointer: source.pointer,
+                labels: source.labels,
+                record: source.record,
+            })
+            .collect(),
         request_id: request.request_id,
         agent: request.agent,
         capability_id: request.capability_id,
@@ -108,23 +128,46 @@ pub fn delegate_command(request: pb::DelegateRequest) -> Result<DelegateCommand,
 }
 
 /// A scheduled message as the controller sends it.
-pub fn message_request(command: &MessageCommand) -> pb::MessageRequest {
-    pb::MessageRequest {
+pub fn message_request(command: &MessageCommand) -> Result<pb::MessageRequest, NodeError> {
+    Ok(pb::MessageRequest {
         agent: command.agent.clone(),
         to: command.to.clone(),
         output_label: command.output_label.clone(),
         now_ms: command.now_ms,
-    }
+        handover: command
+            .handover
+            .as_ref()
+            .map(|h| {
+                Ok::<_, NodeError>(pb::HandOver {
+                    step: h.step.clone(),
+                    schema_json: encode("a hand-over's schema", &h.schema)?,
+                    value_json: encode("a handed-over value", &h.value)?,
+                    value_labels: h.value_labels.clone(),
+                })
+            })
+            .transpose()?,
+    })
 }
 
 /// A scheduled message as a node receives it.
-pub fn message_command(request: pb::MessageRequest) -> MessageCommand {
-    MessageCommand {
+pub fn message_command(request: pb::MessageRequest) -> Result<MessageCommand, NodeError> {
+    Ok(MessageCommand {
+        handover: request
+            .handover
+            .map(|h| {
+                Ok::<_, NodeError>(HandOverCommand {
+                    schema: decode("handover.schema_json", &h.schema_json)?,
+                    value: decode("handover.value_json", &h.value_json)?,
+                    step: h.step,
+                    value_labels: h.value_labels,
+                })
+            })
+            .transpose()?,
         agent: request.agent,
         to: request.to,
         output_label: request.output_label,
         now_ms: request.now_ms,
-    }
+    })
 }
 
 /// The fixture files of a world, by server, on the wire.

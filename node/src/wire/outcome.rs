@@ -21,6 +21,7 @@ use chio_proto::node::v1 as pb;
 use super::{decode, encode, malformed, required};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
+use crate::node::StepRefusal;
 use crate::node::{CallAnswer, DelegateOutcome, MessageOutcome};
 use crate::outage::{NodeCode, Refusal};
 
@@ -132,6 +133,14 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
                 labels: labels.clone(),
             })
             .collect(),
+        argument_labels: trace
+            .argument_labels
+            .iter()
+            .map(|(pointer, labels)| pb::KeyLabels {
+                key: pointer.clone(),
+                labels: labels.clone(),
+            })
+            .collect(),
         budget_keys: trace
             .budget_keys
             .iter()
@@ -198,6 +207,16 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         }
         label_keys.insert(read.key, read.labels);
     }
+    let mut argument_labels = BTreeMap::new();
+    for read in trace.argument_labels {
+        if argument_labels.contains_key(&read.key) {
+            return Err(malformed(
+                &format!("{field}.argument_labels"),
+                format!("argument {:?} appears twice", read.key),
+            ));
+        }
+        argument_labels.insert(read.key, read.labels);
+    }
     let reason_code = trace
         .reason_code
         .as_deref()
@@ -235,6 +254,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
             })
             .collect(),
         label_keys,
+        argument_labels,
         budget_keys: trace
             .budget_keys
             .into_iter()
@@ -373,12 +393,23 @@ fn refusal_from_proto(message: String, code: Option<String>) -> Result<Refusal, 
 pub fn message_response(outcome: &MessageOutcome) -> pb::MessageResponse {
     pb::MessageResponse {
         labels: outcome.labels.clone(),
+        refusal: outcome.refusal.as_ref().map(|r| r.message.clone()),
+        refusal_code: outcome.refusal.as_ref().map(|r| r.code.clone()),
     }
 }
 
 /// A message's answer, from the wire.
 pub fn message_outcome(response: pb::MessageResponse) -> MessageOutcome {
+    let refusal = match (response.refusal, response.refusal_code) {
+        (Some(message), Some(code)) => Some(StepRefusal { code, message }),
+        (Some(message), None) => Some(StepRefusal {
+            code: String::new(),
+            message,
+        }),
+        _ => None,
+    };
     MessageOutcome {
         labels: response.labels,
+        refusal,
     }
 }

@@ -83,14 +83,35 @@ fn projected() -> impl Strategy<Value = ProjectedVerdict> {
     ]
 }
 
+fn argument_source() -> impl Strategy<Value = chio_kernel::provenance::ArgumentSource> {
+    (
+        text(),
+        prop::collection::vec(text(), 0..3),
+        prop::option::of(text()),
+    )
+        .prop_map(
+            |(pointer, labels, record)| chio_kernel::provenance::ArgumentSource {
+                pointer,
+                labels,
+                record,
+            },
+        )
+}
+
 fn call_command_strategy() -> impl Strategy<Value = CallCommand> {
     (
         (text(), text(), text(), any::<bool>()),
         (text(), text(), json_value(), any::<u64>()),
+        prop::collection::vec(argument_source(), 0..3),
     )
         .prop_map(
-            |((request_id, agent, capability_id, captured), (server, tool, arguments, now_ms))| {
+            |(
+                (request_id, agent, capability_id, captured),
+                (server, tool, arguments, now_ms),
+                sources,
+            )| {
                 CallCommand {
+                    sources,
                     captured: captured.then(|| token(&capability_id)),
                     request_id,
                     agent,
@@ -200,7 +221,10 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
             prop::option::of(prop::sample::select(ReasonCode::ALL)),
         ),
         prop::collection::vec(stage, 0..3),
-        prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
+        (
+            prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
+            prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
+        ),
         prop::collection::vec(budget, 0..3),
         prop::collection::vec(journal, 0..3),
         prop::collection::vec(guard, 0..3),
@@ -216,7 +240,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
             |(
                 (principal, chain, reason_code),
                 stages,
-                label_keys,
+                (label_keys, argument_labels),
                 budget_keys,
                 journal,
                 guards,
@@ -228,6 +252,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
                 stages,
                 reason_code,
                 label_keys,
+                argument_labels,
                 budget_keys,
                 journal,
                 guards,
@@ -330,10 +355,14 @@ proptest! {
         output_label in prop::option::of(text()),
         now_ms in any::<u64>(),
         labels in prop::collection::vec(text(), 0..4),
+        handover in prop::option::of((text(), json_value(), json_value(), prop::collection::vec(text(), 0..3))),
+        refusal in prop::option::of((text(), text())),
     ) {
-        let command = MessageCommand { agent, to, output_label, now_ms };
-        prop_assert_eq!(message_command(through_bytes(message_request(&command))), command);
-        let outcome = MessageOutcome { labels };
+        let handover = handover.map(|(step, schema, value, value_labels)| crate::node::HandOverCommand { step, schema, value, value_labels });
+        let command = MessageCommand { agent, to, output_label, handover, now_ms };
+        prop_assert_eq!(message_command(through_bytes(message_request(&command).unwrap())).unwrap(), command);
+        let refusal = refusal.map(|(code, message)| crate::node::StepRefusal { code, message });
+        let outcome = MessageOutcome { labels, refusal };
         prop_assert_eq!(message_outcome(through_bytes(message_response(&outcome))), outcome);
     }
 
@@ -431,6 +460,7 @@ fn malformed_fields_are_invalid_arguments_naming_the_field() {
         server: "files".into(),
         tool: "read_file".into(),
         arguments: json!({"path": "/w/a"}),
+        sources: Vec::new(),
         now_ms: 1,
         sealed: Vec::new(),
     };

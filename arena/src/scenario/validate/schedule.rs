@@ -181,22 +181,39 @@ impl<'a> Validator<'a> {
         // Each reader's declaration index, the field naming the source, the
         // source's id, and whether the reader is a message.
         let mut forwards: Vec<(usize, String, String, bool)> = Vec::new();
+        // The hand-overs by declaration index, with their receivers.
+        let mut handovers: BTreeMap<usize, String> = BTreeMap::new();
         for i in (0..walk.kinds.len()).filter(|i| walk.kinds[*i] == ActionKind::Message) {
-            if let Action::Message(MessageAction {
-                from_step: Some(source),
-                ..
-            }) = self.action_at(walk, i)?.as_ref()
-            {
-                forwards.push((i, format!("steps[{i}].from_step"), source.clone(), true));
+            match self.action_at(walk, i)?.as_ref() {
+                Action::Message(MessageAction {
+                    from_step: Some(source),
+                    ..
+                }) => {
+                    forwards.push((i, format!("steps[{i}].from_step"), source.clone(), true));
+                }
+                Action::Message(MessageAction {
+                    to,
+                    handover: Some(_),
+                    ..
+                }) => {
+                    let planner = self
+                        .file
+                        .agents
+                        .iter()
+                        .any(|a| a.id == *to && a.planner == Some(true));
+                    if !planner {
+                        return Err(ArenaError::HandOverReceiver {
+                            field: format!("steps[{i}].to"),
+                            agent: to.clone(),
+                        });
+                    }
+                    handovers.insert(i, to.clone());
+                }
+                _ => {}
             }
         }
         for (i, at, source) in walk.references {
-            forwards.push((
-                *i,
-                format!("steps[{i}].arguments{at}"),
-                source.clone(),
-                false,
-            ));
+            forwards.push((*i, format!("steps[{i}].{at}"), source.clone(), false));
         }
         if forwards.is_empty() {
             return Ok(());
@@ -235,13 +252,29 @@ impl<'a> Validator<'a> {
                     field,
                 });
             };
-            let reason = if walk.kinds.get(j) != Some(&ActionKind::Call) {
-                Some("it is not a call step")
+            // A call may take a value from a hand-over made to its agent.
+            let handed = !message && walk.kinds.get(i) == Some(&ActionKind::Call);
+            let reason = if handed && handovers.contains_key(&j) {
+                if handovers.get(&j).map(String::as_str) != Some(walk.agent(i)) {
+                    Some("it is a hand-over to another agent")
+                } else if position.get(j) >= position.get(i) {
+                    Some("it is not ordered before the call")
+                } else {
+                    None
+                }
+            } else if walk.kinds.get(j) != Some(&ActionKind::Call) {
+                Some(if handed {
+                    "it is not a call step or a hand-over to this agent"
+                } else {
+                    "it is not a call step"
+                })
             } else if walk.agent(j) != walk.agent(i) {
                 Some("it is another agent's step")
             } else if position.get(j) >= position.get(i) {
                 Some(if message {
                     "it is not ordered before the message"
+                } else if walk.kinds.get(i) == Some(&ActionKind::Message) {
+                    "it is not ordered before the hand-over"
                 } else {
                     "it is not ordered before the call"
                 })

@@ -6,15 +6,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::checks::{
     check_id, check_invocations, check_offset, check_path_prefix, check_share, check_tools,
-    resolve, table_to_json,
+    resolve, table_to_json, toml_to_json,
 };
 use super::faults::{fault_action, FAULT_KEYS};
 use super::{Built, StepSource, Validator};
 use crate::error::ArenaError;
 use crate::model::{StepDecl, StepHead};
 use crate::scenario::{
-    Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, MessageAction,
-    RevokeAction, Step, StepExpectation,
+    Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, HandOverAction,
+    MessageAction, RevokeAction, Step, StepExpectation,
 };
 use crate::scheduler::MAX_OFFSET_MS;
 
@@ -170,6 +170,37 @@ impl<'a> Validator<'a> {
                 }) => {
                     pass.steps.forwarded.insert(source.clone());
                 }
+                Action::Message(MessageAction {
+                    handover: Some(handover),
+                    ..
+                }) => {
+                    // The grammar was checked when the step was read.
+                    for placed in
+                        crate::scenario::value::references(&handover.value).unwrap_or_default()
+                    {
+                        match placed.reference {
+                            crate::scenario::value::Reference::Step { step, .. } => {
+                                pass.steps.forwarded.insert(step.clone());
+                                pass.steps.references.push((
+                                    i,
+                                    format!("value{}", placed.at),
+                                    step,
+                                ));
+                            }
+                            // A sealed value is sent by a call's arguments
+                            // only: a hand-over's value reaches a planner.
+                            crate::scenario::value::Reference::Fixture { path } => {
+                                return Err(ArenaError::SealedFixture {
+                                    field: format!("steps[{i}].value{}", placed.at),
+                                    path,
+                                    problem: "a hand-over's value may not read a sealed file; sealed values are sent by call arguments only".to_string(),
+                                });
+                            }
+                        }
+                    }
+                    // A planner's call may take values from the hand-over.
+                    pass.steps.forwarded.insert(decl.id.clone());
+                }
                 Action::Delegate(_) => pass.steps.delegations.push(i),
                 Action::Call(call) => {
                     // The grammar was checked when the step was read.
@@ -179,7 +210,11 @@ impl<'a> Validator<'a> {
                         match placed.reference {
                             crate::scenario::value::Reference::Step { step, .. } => {
                                 pass.steps.forwarded.insert(step.clone());
-                                pass.steps.references.push((i, placed.at, step));
+                                pass.steps.references.push((
+                                    i,
+                                    format!("arguments{}", placed.at),
+                                    step,
+                                ));
                             }
                             crate::scenario::value::Reference::Fixture { path } => {
                                 let field = format!("steps[{i}].arguments{}", placed.at);
@@ -282,7 +317,7 @@ fn allowed_keys(action: &str) -> Option<&'static [&'static str]> {
             "expect",
         ],
         "revoke" => &["target", "by", "expect"],
-        "message" => &["to", "content", "from_step"],
+        "message" => &["to", "content", "from_step", "schema", "value", "expect"],
         "advance" => &["advance_ms"],
         "fault" => FAULT_KEYS,
         _ => return None,
@@ -293,7 +328,8 @@ fn allowed_keys(action: &str) -> Option<&'static [&'static str]> {
 fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result<(), ArenaError> {
     // A reason is what a call, a delegation or a revocation answers;
     // messages and advances have none to compare.
-    let takes_reason = matches!(action, "call" | "delegate" | "revoke");
+    let takes_reason = matches!(action, "call" | "delegate" | "revoke")
+        || (action == "message" && step.schema.is_some());
     let present = [
         ("server", step.server.is_some()),
         ("tool", step.tool.is_some()),
@@ -313,6 +349,8 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
         ("advance_ms", step.advance_ms.is_some()),
         ("content", step.content.is_some()),
         ("from_step", step.from_step.is_some()),
+        ("schema", step.schema.is_some()),
+        ("value", step.value.is_some()),
         ("fault", step.fault.is_some()),
         ("node", step.node.is_some()),
         ("keep_state", step.keep_state.is_some()),
@@ -332,7 +370,7 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
                     "call" => "a call step takes server, tool, arguments, expect_verdict, capability, expect_reason and at",
                     "delegate" => "a delegate step takes capability, to, delegation, its attenuations, expect, expect_reason and at",
                     "revoke" => "a revoke step takes target, by, expect, expect_reason and at",
-                    "message" => "a message step takes to, content or from_step, and at",
+                    "message" => "a message step takes to, content or from_step (or a hand-over's schema, value, expect and expect_reason), and at",
                     "fault" => "a fault step takes fault, the keys its kind needs (node, keep_state, between, duration_ms, delay_ms) and at; it has no verdict, so no expect_reason",
                     _ => "an advance step takes advance_ms and at",
                 },
@@ -396,7 +434,7 @@ fn step_action(
         "call" => call(step, &at, has_world, declared),
         "delegate" => delegate(step, &at, declared, expect),
         "revoke" => revoke(step, &at, declared, expect),
-        "message" => message(step, &at, declared),
+        "message" => message(step, &at, declared, expect),
         "fault" => fault_action(step, &at, declared.nodes),
         _ => advance(step, &at),
     }
@@ -512,9 +550,23 @@ fn revoke(
     }))
 }
 
-fn message(step: &StepDecl, at: At, declared: &Declared) -> Result<Action, ArenaError> {
+fn message(
+    step: &StepDecl,
+    at: At,
+    declared: &Declared,
+    expect: StepExpectation,
+) -> Result<Action, ArenaError> {
     let to = required(&step.to, at, "to")?;
     declared.agents.resolve("agent", &to, || at("to"))?;
+    if step.schema.is_some() || step.value.is_some() {
+        return handover(step, at, to, expect);
+    }
+    if step.expect.is_some() {
+        return Err(ArenaError::KeyNotAllowed {
+            field: at("expect"),
+            context: "only a hand-over (a message with schema and value) can be refused; a message of content or from_step takes to, content or from_step, and at",
+        });
+    }
     match (&step.content, &step.from_step) {
         (Some(_), Some(_)) => {
             return Err(ArenaError::KeyNotAllowed {
@@ -534,6 +586,59 @@ fn message(step: &StepDecl, at: At, declared: &Declared) -> Result<Action, Arena
         to,
         content: step.content.clone(),
         from_step: step.from_step.clone(),
+        handover: None,
+    }))
+}
+
+/// A hand-over: a message whose `value` (in the value grammar) must
+/// satisfy its `schema`, which the kernel's subset parses here and every
+/// kernel checks again when the value is sent.
+fn handover(
+    step: &StepDecl,
+    at: At,
+    to: String,
+    expect: StepExpectation,
+) -> Result<Action, ArenaError> {
+    for (key, present) in [
+        ("content", step.content.is_some()),
+        ("from_step", step.from_step.is_some()),
+    ] {
+        if present {
+            return Err(ArenaError::KeyNotAllowed {
+                field: at(key),
+                context: "a hand-over carries its value in value (a reference or a literal), not content or from_step",
+            });
+        }
+    }
+    let Some(schema) = &step.schema else {
+        return Err(ArenaError::MissingKey {
+            field: at("schema"),
+        });
+    };
+    let Some(value) = &step.value else {
+        return Err(ArenaError::MissingKey { field: at("value") });
+    };
+    let schema = table_to_json(schema, &at("schema"))?;
+    chio_kernel::handover::ValueSchema::parse(&schema).map_err(|refused| {
+        ArenaError::HandOverSchema {
+            field: format!("{}{}", at("schema"), refused.at),
+            problem: refused.problem,
+        }
+    })?;
+    let value = toml_to_json(value, &at("value"))?;
+    crate::scenario::value::references(&value).map_err(|malformed| ArenaError::ValueReference {
+        field: format!("{}{}", at("value"), malformed.at),
+        problem: malformed.problem,
+    })?;
+    Ok(Action::Message(MessageAction {
+        to,
+        content: None,
+        from_step: None,
+        handover: Some(HandOverAction {
+            schema,
+            value,
+            expect,
+        }),
     }))
 }
 

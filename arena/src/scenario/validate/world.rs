@@ -151,6 +151,11 @@ impl<'a> Validator<'a> {
     fn placement(&self, kernels: &BTreeSet<&str>, has_world: bool) -> Result<(), ArenaError> {
         let f = self.file;
         for (i, agent) in f.agents.iter().enumerate() {
+            if agent.quarantined == Some(true) && agent.planner == Some(true) {
+                return Err(ArenaError::AgentRoles {
+                    field: format!("agents[{i}]"),
+                });
+            }
             match &agent.kernel {
                 Some(kernel) => {
                     resolve(kernels, "kernel", kernel, || format!("agents[{i}].kernel"))?
@@ -212,7 +217,7 @@ impl<'a> Validator<'a> {
         let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
             field: at("kind"),
             value: server.kind.clone(),
-            allowed: "workspace, publish, test-runner, http, recorded",
+            allowed: "workspace, publish, test-runner, http, bank, recorded",
         })?;
         if kind != ServerKind::Workspace {
             for (key, present) in [

@@ -30,6 +30,7 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         server: "workspace-a".into(),
         tool: "read_file".into(),
         arguments: json!({ "path": path }),
+        sources: Vec::new(),
         now_ms: START_MS + offset_ms,
         sealed: Vec::new(),
     };
@@ -61,9 +62,12 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
         agent: "alice".into(),
         to: to.into(),
         output_label: label.map(str::to_string),
+        handover: None,
         now_ms: START_MS + 500,
     };
-    message_request(&command).encode_to_vec()
+    message_request(&command)
+        .expect("a seed message encodes")
+        .encode_to_vec()
 }
 
 /// The `node_control` seeds.
@@ -212,6 +216,7 @@ fn signed_request(
         issued_at_ms: START_MS + offset_ms,
         proof: RequestProof::default(),
         sealed: Vec::new(),
+        argument_sources: Vec::new(),
     }
     .sign(key)
     .expect("a seed request signs");

@@ -144,6 +144,7 @@ fn on_arguments(arguments: &Value) -> GuardVerdict {
         labels: &labels,
         money: &Default::default(),
         session_filesystem_roots: None,
+        provenance: &crate::provenance::NO_PROVENANCE,
     };
     guard().check_request(&ctx).expect("no guard error").into()
 }
@@ -162,6 +163,7 @@ fn on_output(output: &Value) -> OutputVerdict {
         labels: &labels,
         money: &Default::default(),
         session_filesystem_roots: None,
+        provenance: &crate::provenance::NO_PROVENANCE,
     };
     guard()
         .check_output(&ctx, output)

@@ -1,0 +1,163 @@
+//! Where a call's argument values came from, and the roles that split
+//! reading untrusted content from acting on it.
+//!
+//! A call's arguments are literals (which carry nothing beyond their
+//! caller's own labels) or values built from earlier values: the released
+//! output of a call, or a value a quarantined reader handed over. The
+//! runtime that resolves a scenario's references names each such argument
+//! in the request ([`ArgumentSource`]): its pointer, the labels the
+//! releasing kernel recorded for the output it came from, and, for a
+//! handed-over value, the label record ([`crate::handover::record_key`])
+//! the kernel reads at admission from the store every kernel shares. The
+//! kernel joins them into each argument's labels ([`argument_labels`]),
+//! records them in the decision trace and hands them to the guards.
+//!
+//! [`AgentRole`] is what a world declares of an agent: a quarantined
+//! reader calls nothing consequential (every kernel refuses it, whatever
+//! its guards); a planner is judged by argument by the `integrity` guard
+//! (`crate::guards::integrity`); every other agent by its session.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::label::{Label, DELEGATION_RECORD_FLOOR};
+
+/// What a world declares of an agent for the planner / reader split.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentRole {
+    /// Judged by its session, principal and lineage, as every agent is.
+    #[default]
+    Ordinary,
+    /// May read untrusted content; calls nothing consequential and passes
+    /// values on only by schema-checked hand-overs.
+    Quarantined,
+    /// Judged by argument: only a protected or open-world argument that
+    /// carries an untrusted value refuses its call.
+    Planner,
+}
+
+impl AgentRole {
+    /// The role's name.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            AgentRole::Ordinary => "ordinary",
+            AgentRole::Quarantined => "quarantined",
+            AgentRole::Planner => "planner",
+        }
+    }
+}
+
+/// One argument of a call built from an earlier value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentSource {
+    /// The JSON pointer of the argument within the call's arguments.
+    pub pointer: String,
+    /// The labels the kernel that released the output recorded for it
+    /// (its label and integrity), for a value taken from a call's output.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The label record of a handed-over value, which admission reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+}
+
+/// What the guards know of a call's provenance.
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    /// The calling principal's role.
+    pub role: AgentRole,
+    /// Whether the called tool reaches an open world (`openWorldHint`).
+    pub open_world: bool,
+    /// Each argument built from an earlier value, by pointer, with its
+    /// labels (`public` left out: it raises nothing).
+    pub arguments: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// No provenance: an ordinary caller, a tool that stays in its world, and
+/// only literal arguments.
+pub static NO_PROVENANCE: Provenance = Provenance {
+    role: AgentRole::Ordinary,
+    open_world: false,
+    arguments: BTreeMap::new(),
+};
+
+/// The labels of each argument of `sources`: the recorded labels of the
+/// output it came from, joined with what its hand-over record holds
+/// (`records` answers a record key). A record that holds nothing was never
+/// written (a written record always holds the floor `public`), so its
+/// pointer is answered as the error and the call must be refused.
+pub fn argument_labels(
+    sources: &[ArgumentSource],
+    records: &dyn Fn(&str) -> Option<BTreeSet<String>>,
+) -> Result<BTreeMap<String, BTreeSet<String>>, (String, String)> {
+    let mut labels: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in sources {
+        let entry = labels.entry(source.pointer.clone()).or_default();
+        entry.extend(source.labels.iter().cloned());
+        if let Some(record) = &source.record {
+            match records(record) {
+                Some(held) if !held.is_empty() => entry.extend(held),
+                _ => return Err((source.pointer.clone(), record.clone())),
+            }
+        }
+        entry.retain(|l| l != Label::Public.as_str() && l != DELEGATION_RECORD_FLOOR.as_str());
+    }
+    Ok(labels)
+}
+
+/// Whether `pointer` is `argument` or lies inside it (`/to` holds `/to/0`).
+pub fn within(pointer: &str, argument: &str) -> bool {
+    pointer == argument
+        || pointer
+            .strip_prefix(argument)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A source's labels join its record's; the floor is left out; a record that holds nothing refuses the argument by pointer.
+    #[test]
+    fn argument_labels_join_records_and_fail_closed() {
+        let sources = vec![
+            ArgumentSource {
+                pointer: "/iban".to_string(),
+                labels: vec![],
+                record: Some("handover/p/m1".to_string()),
+            },
+            ArgumentSource {
+                pointer: "/memo".to_string(),
+                labels: vec!["internal".to_string()],
+                record: None,
+            },
+        ];
+        let records = |key: &str| -> Option<BTreeSet<String>> {
+            (key == "handover/p/m1").then(|| {
+                ["public", "integrity:untrusted"]
+                    .into_iter()
+                    .map(String::from)
+                    .collect()
+            })
+        };
+        let labels = argument_labels(&sources, &records).unwrap();
+        assert_eq!(
+            labels["/iban"].iter().collect::<Vec<_>>(),
+            ["integrity:untrusted"]
+        );
+        assert_eq!(labels["/memo"].iter().collect::<Vec<_>>(), ["internal"]);
+        let missing = vec![ArgumentSource {
+            pointer: "/to".to_string(),
+            labels: vec![],
+            record: Some("handover/p/m2".to_string()),
+        }];
+        assert_eq!(
+            argument_labels(&missing, &records),
+            Err(("/to".to_string(), "handover/p/m2".to_string()))
+        );
+        assert!(within("/to", "/to") && within("/to/0", "/to") && !within("/tour", "/to"));
+    }
+}
