@@ -104,9 +104,18 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
                 format!("delegate {} to {} as {}", d.capability, d.to, d.delegation)
             }
             Action::Revoke(r) => format!("revoke {}", r.target),
-            Action::Message(m) => match (&m.from_step, &m.content) {
+            Action::Message(m) => match (&m.from_step, &m.handover) {
                 (Some(source), _) => format!("message {} the output of {source}", m.to),
-                _ => format!("message {} literal content", m.to),
+                (None, Some(handover)) => format!(
+                    "hand over to {} a value under its schema{}",
+                    m.to,
+                    if handover.expect.is_done() {
+                        ""
+                    } else {
+                        " (expected refused)"
+                    }
+                ),
+                (None, None) => format!("message {} literal content", m.to),
             },
             Action::Advance(a) => format!("advance {} ms", a.advance_ms),
             Action::Fault(f) => format!("fault: {}", f.describe()),

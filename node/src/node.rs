@@ -561,7 +561,7 @@ mod tests {
             AgentRole::Planner,
         )
         .unwrap();
-        assert_eq!(endorsed.into, [record.clone()]);
+        assert_eq!(endorsed.into, std::slice::from_ref(&record));
         assert!(endorsed.extra.contains(&"integrity:untrusted".to_string()));
         for sender in [AgentRole::Ordinary, AgentRole::Planner] {
             let tainting =

@@ -2,10 +2,12 @@
 //! message, and the fixture files a world is loaded with, to and from their
 //! `chio.node.v1` messages.
 //!
-//! Every field is typed but two: a captured capability token, which is a
-//! signed value and crosses as its canonical JSON, and a call's arguments,
-//! which are arbitrary JSON and cross as canonical JSON in
-//! `arguments_json`. Decoding names the field that does not decode.
+//! Every field is typed but these: a captured capability token, which is a
+//! signed value and crosses as its canonical JSON, and a call's arguments
+//! and a hand-over's schema and value, which are arbitrary JSON and cross
+//! as canonical JSON (`arguments_json`, `schema_json`, `value_json`). A
+//! call's argument sources are typed. Decoding names the field that does
+//! not decode.
 
 use std::collections::{BTreeMap, HashMap};
 
