@@ -10,8 +10,15 @@
 //! of its kind, the transport's text only logged, so the node's deny reads
 //! the same whatever the operating system said. The link only carries; the
 //! remote node's kernel decides.
+//!
+//! A call the link itself failed renews that peer's channel: the next call
+//! connects afresh instead of meeting what the failed connection left
+//! behind (a connection a cut dropped is seen as closed only when it is
+//! next used, so without this the first call after a heal could fail on
+//! it). Nothing is sent again: a failed call stays failed.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chio_kernel::request::ToolCallRequest;
@@ -54,12 +61,51 @@ pub fn channel(url: &str) -> Result<Channel, NodeError> {
         })
 }
 
+/// One peer node: where it is, and the client its next call uses.
+struct Peer {
+    url: String,
+    header: ClusterHeader,
+    client: Mutex<LinkClient>,
+}
+
+impl std::fmt::Debug for Peer {
+    // The header carries the cluster token: only the address is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer").field("url", &self.url).finish()
+    }
+}
+
+impl Peer {
+    fn client(url: &str, header: ClusterHeader) -> Result<LinkClient, NodeError> {
+        Ok(KernelLinkClient::with_interceptor(channel(url)?, header)
+            .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES))
+    }
+
+    fn current(&self) -> LinkClient {
+        self.client
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the client with one on a fresh channel.
+    fn renew(&self) {
+        if let Ok(fresh) = Self::client(&self.url, self.header.clone()) {
+            *self
+                .client
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
+        }
+    }
+}
+
 /// A link to the other nodes of a run over gRPC.
 #[derive(Debug, Clone)]
 pub struct GrpcLink {
     kernel_nodes: BTreeMap<String, String>,
     agent_nodes: BTreeMap<String, String>,
-    peers: BTreeMap<String, LinkClient>,
+    peers: BTreeMap<String, Arc<Peer>>,
     deadline: Duration,
 }
 
@@ -78,10 +124,16 @@ impl GrpcLink {
                 problem: format!("no address was given for node {node}"),
                 fix: "list every node of the scenario in the topology",
             })?;
-            let client = KernelLinkClient::with_interceptor(channel(url)?, token.header())
-                .max_decoding_message_size(MAX_LINK_MESSAGE_BYTES)
-                .max_encoding_message_size(MAX_LINK_MESSAGE_BYTES);
-            clients.insert(node.clone(), client);
+            let header = token.header();
+            let client = Mutex::new(Peer::client(url, header.clone())?);
+            clients.insert(
+                node.clone(),
+                Arc::new(Peer {
+                    url: url.clone(),
+                    header,
+                    client,
+                }),
+            );
         }
         Ok(Self {
             kernel_nodes: world.kernel_nodes(),
@@ -103,7 +155,7 @@ impl GrpcLink {
         let client = self
             .peers
             .get(node)
-            .cloned()
+            .map(|peer| peer.current())
             .ok_or_else(|| NodeError::Unroutable(format!("node {node}")))?;
         Ok((node.clone(), client))
     }
@@ -178,11 +230,20 @@ impl GrpcLink {
     {
         let mut request = tonic::Request::new(message);
         request.set_timeout(self.deadline);
-        tokio::time::timeout(self.deadline, call(client, request))
+        let answer = tokio::time::timeout(self.deadline, call(client, request))
             .await
-            .map_err(|_| self.late(node, target))?
-            .map(tonic::Response::into_inner)
-            .map_err(|status| link_failure(node, target, &status))
+            .map_err(|_| self.late(node, target))
+            .and_then(|answer| {
+                answer
+                    .map(tonic::Response::into_inner)
+                    .map_err(|status| link_failure(node, target, &status))
+            });
+        if let Err(NodeError::LinkDown { .. }) = &answer {
+            if let Some(peer) = self.peers.get(node) {
+                peer.renew();
+            }
+        }
+        answer
     }
 
     /// The error of a call to `target` on `node` that got no answer
