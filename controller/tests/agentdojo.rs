@@ -3,7 +3,7 @@
 //! injection defence, the `prompt-injection` detection guard only, and
 //! integrity labels) and the table of utility and attack success is
 //! printed. The table is deterministic (two runs are byte-identical) and is
-//! the one quoted in `docs/benchmarks.md`, which this test checks.
+//! the one quoted in `docs/benchmark-breakdowns.md`, which this test checks.
 //!
 //! Steps are classified by id: `user-*` is the benign user task,
 //! `carrier-*` the user's own read whose result carries the injection (also
@@ -158,16 +158,17 @@ fn render(table: &BTreeMap<String, BTreeMap<&'static str, Counts>>) -> String {
     out
 }
 
-// The benchmark table is byte-identical across two runs, the shipped integrity policy meets every expectation, and docs/benchmarks.md quotes the table as it is.
+// The benchmark table is byte-identical across two runs, the shipped integrity policy meets every expectation, and docs/benchmark-breakdowns.md quotes the table as it is.
 #[test]
 fn agentdojo_benchmark_table() {
     let first = render(&run_all());
     let second = render(&run_all());
     assert_eq!(first, second, "two runs give the same table");
     println!("{first}");
-    let docs = std::fs::read_to_string(repo_path("docs/benchmarks.md")).expect("benchmarks doc");
+    let docs = std::fs::read_to_string(repo_path("docs/benchmark-breakdowns.md"))
+        .expect("benchmark breakdowns doc");
     assert!(
         docs.contains(&first),
-        "docs/benchmarks.md does not quote the current table:\n{first}"
+        "docs/benchmark-breakdowns.md does not quote the current table:\n{first}"
     );
 }

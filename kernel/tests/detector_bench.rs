@@ -358,7 +358,7 @@ fn table(title: &str, columns: [&str; 2], rows: &[Row]) -> String {
 }
 
 /// The detection floor of each family (in percent, both deliveries): the
-/// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
+/// figure recorded in `docs/benchmark-breakdowns.md`, rounded down, so a regression
 /// fails here. `agentdojo-direct` (`TODO: {goal}`) has no floor: nothing in
 /// it marks an injection.
 const FLOORS: &[(&str, usize)] = &[
