@@ -251,18 +251,37 @@ fn resolved_arguments(
     executor: &StepExecutor,
     arguments: &Value,
 ) -> Result<(Value, Vec<ArgumentSource>), Refusal> {
-    resolve_value(executor, arguments).map_err(|stopped| match stopped {
+    resolve_value(executor, arguments).map_err(|stopped| {
+        unresolved(stopped, |argument, step, pointer, why| {
+            NodeReason::ReferenceUnresolved {
+                argument,
+                step,
+                pointer,
+                why,
+            }
+        })
+        .refusal()
+    })
+}
+
+/// The node's reason for a value whose resolution stopped: `step` gives
+/// the reason of a reference to a step that found no value (its place,
+/// step, pointer and why); a sealed file not read and a malformed
+/// reference read the same for calls and hand-overs.
+pub(super) fn unresolved(
+    stopped: Resolution<Unresolved>,
+    step: impl FnOnce(String, String, String, Unresolved) -> NodeReason,
+) -> NodeReason {
+    match stopped {
         Resolution::Unanswered {
             at,
-            reference: Reference::Step { step, pointer },
+            reference:
+                Reference::Step {
+                    step: source,
+                    pointer,
+                },
             why,
-        } => NodeReason::ReferenceUnresolved {
-            argument: at,
-            step,
-            pointer,
-            why,
-        }
-        .refusal(),
+        } => step(at, source, pointer, why),
         Resolution::Unanswered {
             at,
             reference: Reference::Fixture { path },
@@ -271,14 +290,12 @@ fn resolved_arguments(
             argument: at,
             path,
             why,
-        }
-        .refusal(),
+        },
         Resolution::Malformed(malformed) => NodeReason::ReferenceMalformed {
             argument: malformed.at,
             problem: malformed.problem,
-        }
-        .refusal(),
-    })
+        },
+    }
 }
 
 /// `value` with every reference resolved against the run's released

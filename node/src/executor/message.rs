@@ -21,7 +21,7 @@ use chio_arena::scenario::value::{Reference, Resolution, Unresolved};
 use chio_arena::scenario::{HandOverAction, MessageAction};
 use serde_json::{json, Value};
 
-use super::call::resolve_value;
+use super::call::{resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
@@ -111,31 +111,14 @@ fn prepare_handover(
             (value, None, labels.into_iter().collect())
         }
         Err(stopped) => {
-            let reason = match stopped {
-                Resolution::Unanswered {
-                    at,
-                    reference: Reference::Step { step, pointer },
-                    why,
-                } => NodeReason::HandOverUnresolved {
+            let reason = unresolved(stopped, |at, step, pointer, why| {
+                NodeReason::HandOverUnresolved {
                     at,
                     step,
                     pointer,
                     why,
-                },
-                Resolution::Unanswered {
-                    at,
-                    reference: Reference::Fixture { path },
-                    why,
-                } => NodeReason::SealedUnresolved {
-                    argument: at,
-                    path,
-                    why,
-                },
-                Resolution::Malformed(malformed) => NodeReason::ReferenceMalformed {
-                    argument: malformed.at,
-                    problem: malformed.problem,
-                },
-            };
+                }
+            });
             let refusal = reason.refusal();
             let blocked = StepRefusal {
                 code: refusal.code.as_str().to_string(),
