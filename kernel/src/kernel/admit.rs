@@ -13,67 +13,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::guard_run::run_request_guards;
-use super::money::{plan_money, PlannedMoney};
+use super::plan::{HoldOf, WantedHold};
 use super::{Admission, AdmissionTicket, Kernel, Outcome};
 use crate::amount::{format_units, units_decimal};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
-use crate::guards::{GuardContext, MoneyTotal};
-use crate::ledger::seen_request_key;
+use crate::guards::MoneyTotal;
 use crate::provenance::{AgentRole, Provenance};
-use crate::reason::{BudgetName, DenyReason, MoneyDeny};
+use crate::reason::{DenyReason, MoneyDeny};
 use crate::receipt::{canonical_sha256, ObservedFinding};
 use crate::request::ToolCallRequest;
-use crate::scope::select_grant;
-use crate::stores::{HoldOutcome, JournalEntry, ShareAdmission};
-use crate::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead};
+use crate::stores::{HoldOutcome, ShareAdmission};
+use crate::trace::{BudgetRead, DecisionTrace, ShareRead};
 use crate::verdict::Verdict;
 use crate::verification::{verify_capability, ShareClaim, VerifiedCapability};
-
-/// A budget hold the call needs (step 5).
-struct WantedHold {
-    key: String,
-    amount: u64,
-    limit: u64,
-    what: HoldOf,
-    hold_id: String,
-}
-
-/// What a hold counts against, for its deny reason and the guards.
-enum HoldOf {
-    /// An invocation or grant-level monetary budget.
-    Units(BudgetName),
-    /// A configured monetary budget.
-    Money(PlannedMoney),
-}
-
-/// The guards' answer over one set of labels, kept so a run made before
-/// the batch can stand when the labels turn out empty.
-struct GuardRun {
-    result: Result<(), Box<Outcome>>,
-    observed: Vec<ObservedFinding>,
-    answers: Vec<GuardAnswer>,
-}
-
-/// What steps 3 to 7 found locally, and the batch of store work they allow.
-struct Plan {
-    ops: Vec<StoreOp>,
-    /// Step 3: the principal and the scoped request key, or the deny reason.
-    bound: Result<(String, String), DenyReason>,
-    /// Step 4: `Some` once binding passed.
-    scope: Option<Result<(), DenyReason>>,
-    holds: Vec<WantedHold>,
-    /// Step 5: a monetary budget that cannot count the call, found before
-    /// anything was held.
-    budget_refusal: Option<DenyReason>,
-    /// Step 6: the journal, `Some` once the scope passed.
-    journal: Option<Result<Vec<JournalEntry>, StoreError>>,
-    /// The guards run over empty labels, when the shares ride in the batch.
-    early_guards: Option<GuardRun>,
-    /// Whether the batch admits the shares after the label read.
-    shares_in_batch: bool,
-}
 
 /// Everything admission accumulates on the way, deny or not.
 #[derive(Default)]
@@ -142,7 +95,7 @@ pub(super) fn read_revocation(
     Ok(())
 }
 
-fn share_ops(shares: &[ShareClaim]) -> impl Iterator<Item = StoreOp> + '_ {
+pub(super) fn share_ops(shares: &[ShareClaim]) -> impl Iterator<Item = StoreOp> + '_ {
     shares.iter().map(|claim| StoreOp::AdmitShare {
         parent_id: claim.parent_id.clone(),
         child_id: claim.child_id.clone(),
@@ -270,12 +223,12 @@ impl Kernel {
     /// Whether admission reads labels for this call: a guard needs them,
     /// the tool may keep what it is sent, or an argument was built from a
     /// handed-over value whose record must be read.
-    fn reads_labels(&self, request: &ToolCallRequest) -> bool {
+    pub(super) fn reads_labels(&self, request: &ToolCallRequest) -> bool {
         self.needs.labels || self.may_keep(request) || !request.argument_sources.is_empty()
     }
 
     /// The role a world declared for `principal` (ordinary when none).
-    fn role_of(&self, principal: &str) -> AgentRole {
+    pub(super) fn role_of(&self, principal: &str) -> AgentRole {
         self.agent_roles.get(principal).copied().unwrap_or_default()
     }
 
@@ -283,7 +236,7 @@ impl Kernel {
     /// consequential set of its `integrity` guards when it has any, else by
     /// the tool's effects (not read-only, or reaching an open world); every
     /// tool is, for a kernel with neither.
-    fn consequential(&self, server: &str, tool: &str) -> bool {
+    pub(super) fn consequential(&self, server: &str, tool: &str) -> bool {
         let answers: Vec<bool> = self
             .guards
             .iter()
@@ -478,230 +431,6 @@ impl Kernel {
         });
         state.carried = carried;
         Ok((verified, principal))
-    }
-
-    /// Runs every local check of steps 3 to 7 and plans the batch: the
-    /// revocation lookups always, then the store work of each step whose
-    /// local checks passed.
-    fn plan(
-        &mut self,
-        request: &ToolCallRequest,
-        now_ms: u64,
-        verified: &VerifiedCapability,
-    ) -> Plan {
-        let mut plan = Plan {
-            ops: revocation_ops(verified),
-            bound: self.bind(request, verified, now_ms).map(|principal| {
-                let key = seen_request_key(&verified.root_id, &principal, &request.request_id);
-                (principal, key)
-            }),
-            scope: None,
-            holds: Vec::new(),
-            budget_refusal: None,
-            journal: None,
-            early_guards: None,
-            shares_in_batch: false,
-        };
-        let Ok((principal, seen_key)) = plan.bound.clone() else {
-            return plan;
-        };
-        plan.ops.push(StoreOp::RecordRequest {
-            key: seen_key.clone(),
-        });
-        // The tool's contract first: an undeclared tool, or arguments its
-        // schema refuses, is never in scope, whatever the capability says.
-        if let Some(Err(reason)) = self
-            .contracts
-            .as_ref()
-            .map(|c| c.check(&request.server, &request.tool, &request.arguments))
-        {
-            plan.scope = Some(Err(reason));
-            return plan;
-        }
-        // A quarantined reader calls nothing consequential, whatever its
-        // capability and guards say.
-        if self.role_of(&principal) == AgentRole::Quarantined
-            && self.consequential(&request.server, &request.tool)
-        {
-            plan.scope = Some(Err(DenyReason::QuarantinedConsequential {
-                agent: principal.clone(),
-                tool: request.tool.clone(),
-                server: request.server.clone(),
-            }));
-            return plan;
-        }
-        let grant = select_grant(
-            &verified.state.scope,
-            &request.server,
-            &request.tool,
-            &request.arguments,
-        );
-        let monetary = match grant {
-            Ok(grant) => grant.monetary,
-            Err(reason) => {
-                plan.scope = Some(Err(reason));
-                return plan;
-            }
-        };
-        plan.scope = Some(Ok(()));
-        for limit in &verified.invocation_limits {
-            let key = format!("invocations/{}", limit.capability_id);
-            plan.holds.push(WantedHold {
-                hold_id: format!("{seen_key}#{key}"),
-                key,
-                amount: 1,
-                limit: limit.max_invocations,
-                what: HoldOf::Units(BudgetName::Invocations {
-                    capability: limit.capability_id.clone(),
-                }),
-            });
-        }
-        let tool_budgets =
-            !crate::planted::weakened_anywhere(crate::planted::Weakness::NoToolBudgets);
-        for budget in self.tool_budgets.iter().filter(|b| {
-            tool_budgets
-                && b.agent == principal
-                && b.server == request.server
-                && b.tool == request.tool
-        }) {
-            let key = format!(
-                "tool-invocations/{}/{}/{}",
-                budget.agent, budget.server, budget.tool
-            );
-            plan.holds.push(WantedHold {
-                // The hold id carries the scoped request key, so two
-                // principals (or two lineages) using one request id never
-                // share a hold.
-                hold_id: format!("{seen_key}#{key}"),
-                key,
-                amount: 1,
-                limit: budget.max_invocations,
-                what: HoldOf::Units(BudgetName::Tool {
-                    agent: budget.agent.clone(),
-                    server: budget.server.clone(),
-                    tool: budget.tool.clone(),
-                }),
-            });
-        }
-        // Monetary budgets: the amount and currency are read before
-        // anything is held, so a call that cannot be counted holds nothing.
-        let chain: Vec<String> = verified
-            .ancestors
-            .iter()
-            .chain(std::iter::once(&verified.id))
-            .cloned()
-            .collect();
-        match plan_money(
-            &self.monetary_budgets,
-            &principal,
-            &chain,
-            &request.server,
-            &request.tool,
-            &request.arguments,
-            now_ms,
-        ) {
-            Ok(planned) => plan
-                .holds
-                .extend(planned.into_iter().map(|money| WantedHold {
-                    hold_id: format!("{seen_key}#{}", money.key),
-                    key: money.key.clone(),
-                    amount: money.units,
-                    limit: money.limit,
-                    what: HoldOf::Money(money),
-                })),
-            Err(reason) => {
-                plan.holds.clear();
-                plan.budget_refusal = Some(reason);
-                return plan;
-            }
-        }
-        if let Some(money) = monetary {
-            let key = format!(
-                "monetary/{}/{}/{}",
-                verified.root_id, request.server, money.currency
-            );
-            plan.holds.push(WantedHold {
-                hold_id: format!("{seen_key}#{key}"),
-                key,
-                amount: money.amount,
-                limit: money.max_total,
-                what: HoldOf::Units(BudgetName::Monetary {
-                    currency: money.currency.clone(),
-                }),
-            });
-        }
-        plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
-            hold_id: h.hold_id.clone(),
-            key: h.key.clone(),
-            amount: h.amount,
-            limit: h.limit,
-        }));
-        let journal = if self.needs.journal {
-            self.stores.journal.entries(&request.session_id)
-        } else {
-            Ok(Vec::new())
-        };
-        let Ok(entries) = &journal else {
-            plan.journal = Some(journal);
-            return plan;
-        };
-        // Guards that read a monetary total need the holds' answers, and
-        // arguments built from handed-over values are judged with their
-        // labels, so in either case the guards never run ahead of the batch.
-        if !verified.shares.is_empty() && !self.needs.money && request.argument_sources.is_empty() {
-            let run = self.run_guards(
-                request,
-                &principal,
-                entries,
-                &BTreeMap::new(),
-                &BTreeMap::new(),
-                &crate::provenance::NO_PROVENANCE,
-            );
-            plan.shares_in_batch = run.result.is_ok();
-            plan.early_guards = Some(run);
-        }
-        plan.journal = Some(journal);
-        if self.reads_labels(request) {
-            plan.ops.push(StoreOp::ReadLabels {
-                keys: self.label_keys(request, &principal, verified),
-                // Only labels the guards read can change what follows.
-                stop_unless_empty: plan.shares_in_batch && self.needs.labels,
-            });
-        }
-        if plan.shares_in_batch {
-            plan.ops.extend(share_ops(&verified.shares));
-        }
-        plan
-    }
-
-    fn run_guards(
-        &self,
-        request: &ToolCallRequest,
-        principal: &str,
-        journal: &[JournalEntry],
-        labels: &BTreeMap<String, BTreeSet<String>>,
-        money: &BTreeMap<String, MoneyTotal>,
-        provenance: &Provenance,
-    ) -> GuardRun {
-        let ctx = GuardContext {
-            server: &request.server,
-            tool: &request.tool,
-            arguments: &request.arguments,
-            agent_id: principal,
-            session_id: &request.session_id,
-            journal,
-            labels,
-            money,
-            session_filesystem_roots: None,
-            provenance,
-        };
-        let mut run = GuardRun {
-            result: Ok(()),
-            observed: Vec::new(),
-            answers: Vec::new(),
-        };
-        run.result = run_request_guards(&self.guards, &ctx, &mut run.observed, &mut run.answers);
-        run
     }
 }
 

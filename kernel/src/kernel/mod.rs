@@ -94,6 +94,7 @@ pub mod config;
 mod guard_run;
 mod labels;
 mod money;
+mod plan;
 
 pub use admit::share_refusal_reason;
 pub use binding::{bind_proof, NOT_THE_PROVING_AGENT};
