@@ -230,6 +230,10 @@ pub struct GrantDecl {
     pub max_invocations: Option<u64>,
     /// Share of the allowance in basis points (default 10000).
     pub share_bps: Option<u64>,
+    /// Whether the capability binds the digests of the definitions of the
+    /// tools it covers, as the server declares them when it is issued: a
+    /// call after the server changes a definition (a rug pull) is denied.
+    pub pin_definitions: Option<bool>,
 }
 
 /// `[[guards]]`.
@@ -366,7 +370,8 @@ pub struct StepDecl {
     pub id: String,
     /// The acting agent.
     pub agent: String,
-    /// `call` (default), `delegate`, `revoke`, `message`, `advance` or `fault`.
+    /// `call` (default), `delegate`, `revoke`, `message`, `advance`, `fault`
+    /// or `redefine`.
     pub action: Option<String>,
     /// Call: the server called.
     pub server: Option<String>,
@@ -435,6 +440,40 @@ pub struct StepDecl {
     pub duration_ms: Option<u64>,
     /// Fault (`delay`): virtual milliseconds a call crossing the link arrives late.
     pub delay_ms: Option<u64>,
+    /// Redefine: the tool's new definition, which the server puts in force
+    /// at the step's instant.
+    pub definition: Option<DefinitionDecl>,
+}
+
+/// `[steps.definition]`: a tool's definition as a `redefine` step gives it,
+/// the keys of a declared tool but its name (the step's `tool`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefinitionDecl {
+    /// What the tool now says it does (empty when absent).
+    pub description: Option<String>,
+    /// The new input schema, draft 2020-12, as JSON text.
+    pub input_schema: String,
+    /// The new output schema, as JSON text.
+    pub output_schema: Option<String>,
+    /// What the tool now says it touches.
+    pub annotations: Option<AnnotationsDecl>,
+    /// The SHA-256 (hex) the new definition must digest to, when stated.
+    pub digest: Option<String>,
+}
+
+impl DefinitionDecl {
+    /// The definition as a declared tool named `tool`.
+    pub fn as_tool(&self, tool: &str) -> ToolDecl {
+        ToolDecl {
+            name: tool.to_string(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            output_schema: self.output_schema.clone(),
+            annotations: self.annotations,
+            digest: self.digest.clone(),
+        }
+    }
 }
 
 /// `[[adversaries]]`.

@@ -119,6 +119,10 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
             },
             Action::Advance(a) => format!("advance {} ms", a.advance_ms),
             Action::Fault(f) => format!("fault: {}", f.describe()),
+            Action::Redefine(r) => format!(
+                "redefine {}/{} (definition digest {})",
+                r.server, r.tool, r.digest
+            ),
         };
         let what = match &step.head.expect_reason {
             Some(reason) => format!("{what} (reason contains {reason:?})"),

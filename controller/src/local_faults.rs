@@ -350,6 +350,7 @@ impl LocalFaults<'_> {
                     .get(node)
                     .unwrap_or(&self.topology.nodes),
                 run_id: self.run_id,
+                redefinitions: &self.inputs.redefinitions,
             })
             .await?;
         if prepared.restore.is_empty() {

@@ -259,6 +259,7 @@ impl GrpcTopology {
                     fixtures: &inputs.fixtures,
                     peers: topology.peer_urls.get(node).unwrap_or(&topology.nodes),
                     run_id,
+                    redefinitions: &inputs.redefinitions,
                 })
                 .await?;
             if loaded.scenario_sha256 != expected_sha {

@@ -47,7 +47,7 @@ use crate::kernel::share_refusal_reason;
 use crate::keys::{derive_arena_key, public_key_hex};
 use crate::reason::DenyReason;
 use crate::receipt::{ObservedFinding, WouldAnswer};
-use crate::scope::select_grant;
+use crate::scope::{select_grant, CallUnderScope};
 use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
 use crate::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
 use crate::verification::verify_capability;
@@ -154,11 +154,16 @@ pub fn evaluate_portable(
         };
         return PortableDecision::deny(reason, None, None);
     }
+    // A portable evaluation holds no catalog: a capability that pins tool
+    // definitions is denied, since no definition is known to compare.
     let grant = match select_grant(
         &verified.state.scope,
-        &request.server,
-        &request.tool,
-        &request.arguments,
+        CallUnderScope {
+            server: &request.server,
+            tool: &request.tool,
+            arguments: &request.arguments,
+            definition: None,
+        },
     ) {
         Ok(g) => g,
         Err(reason) => return PortableDecision::deny(reason, None, None),

@@ -309,6 +309,29 @@ pub enum DenyReason {
         /// The server.
         server: String,
     },
+    /// A capability that pins tool definitions met a definition other than
+    /// the one it was issued for (a rug pull).
+    DefinitionChanged {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A capability that pins tool definitions pins none for this tool.
+    DefinitionNotPinned {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// A capability that pins tool definitions, before a kernel that holds
+    /// no definition of the tool (a portable evaluation has no catalog).
+    DefinitionUnknown {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// A constraint the kernel does not know.
     ConstraintUnknown {
         /// Its name.
@@ -316,7 +339,7 @@ pub enum DenyReason {
     },
     /// A constraint value the kernel cannot read.
     ConstraintMalformed {
-        /// `path_prefix` or `monetary`.
+        /// `path_prefix`, `monetary` or `tool_digests`.
         name: &'static str,
     },
     /// `path_prefix` and no path argument.

@@ -11,7 +11,11 @@
 //! case-sensitively by whole components; a call with no path argument fails
 //! it. `monetary` requires its argument to be a whole number of minor units
 //! no larger than `max_per_invocation`, and yields a hold against
-//! `max_total` for step 5.
+//! `max_total` for step 5. `tool_digests` (tool name to the SHA-256 of its
+//! definition, [`crate::contract::ToolContract::digest`]) binds the grant to
+//! the definitions it was issued for: a call to a tool it pins nothing for,
+//! or whose definition in force at the decision differs, is denied, and so
+//! is any pinned call before a kernel holding no definition of the tool.
 
 use serde_json::Value;
 
@@ -39,13 +43,28 @@ pub struct SelectedGrant {
     pub monetary: Option<MonetaryHold>,
 }
 
-/// Selects the grant for `server`/`tool` and evaluates its constraints.
+/// What a grant is evaluated against: the call's target and arguments, and
+/// the digest of the tool's definition in force when the call is decided
+/// (`None` when the kernel holds no catalog).
+#[derive(Debug, Clone, Copy)]
+pub struct CallUnderScope<'a> {
+    /// The tool server.
+    pub server: &'a str,
+    /// The tool.
+    pub tool: &'a str,
+    /// The call's arguments.
+    pub arguments: &'a Value,
+    /// The digest of the tool's definition in force, for `tool_digests`.
+    pub definition: Option<&'a str>,
+}
+
+/// Selects the grant for the call's server and tool and evaluates its
+/// constraints.
 pub fn select_grant(
     scope: &[ScopeGrant],
-    server: &str,
-    tool: &str,
-    arguments: &Value,
+    call: CallUnderScope<'_>,
 ) -> Result<SelectedGrant, DenyReason> {
+    let CallUnderScope { server, tool, .. } = call;
     let mut candidates: Vec<(usize, &ScopeGrant)> = scope
         .iter()
         .enumerate()
@@ -69,7 +88,7 @@ pub fn select_grant(
     });
     let mut first_failure = None;
     for (index, grant) in candidates {
-        match evaluate_constraints(grant, arguments) {
+        match evaluate_constraints(grant, call) {
             Ok(monetary) => return Ok(SelectedGrant { index, monetary }),
             Err(reason) => {
                 first_failure.get_or_insert(reason);
@@ -83,11 +102,12 @@ pub fn select_grant(
     }))
 }
 
-/// Evaluates every constraint of one grant against the arguments.
+/// Evaluates every constraint of one grant against the call.
 pub fn evaluate_constraints(
     grant: &ScopeGrant,
-    arguments: &Value,
+    call: CallUnderScope<'_>,
 ) -> Result<Option<MonetaryHold>, DenyReason> {
+    let arguments = call.arguments;
     if let Some(unknown) = grant
         .constraints
         .keys()
@@ -102,6 +122,7 @@ pub fn evaluate_constraints(
         match name.as_str() {
             "path_prefix" => check_path_prefix(value, arguments)?,
             "monetary" => monetary = Some(check_monetary(value, arguments)?),
+            "tool_digests" => check_tool_digests(value, call)?,
             _ => unreachable!("unknown constraints were refused above"),
         }
     }
@@ -129,6 +150,34 @@ fn check_path_prefix(value: &Value, arguments: &Value) -> Result<(), DenyReason>
         }
     }
     Ok(())
+}
+
+fn check_tool_digests(value: &Value, call: CallUnderScope<'_>) -> Result<(), DenyReason> {
+    let pins = value.as_object().ok_or(DenyReason::ConstraintMalformed {
+        name: "tool_digests",
+    })?;
+    let pinned = match pins.get(call.tool) {
+        None => {
+            return Err(DenyReason::DefinitionNotPinned {
+                server: call.server.to_string(),
+                tool: call.tool.to_string(),
+            })
+        }
+        Some(pinned) => pinned.as_str().ok_or(DenyReason::ConstraintMalformed {
+            name: "tool_digests",
+        })?,
+    };
+    match call.definition {
+        None => Err(DenyReason::DefinitionUnknown {
+            server: call.server.to_string(),
+            tool: call.tool.to_string(),
+        }),
+        Some(in_force) if in_force == pinned => Ok(()),
+        Some(_) => Err(DenyReason::DefinitionChanged {
+            server: call.server.to_string(),
+            tool: call.tool.to_string(),
+        }),
+    }
 }
 
 fn check_monetary(value: &Value, arguments: &Value) -> Result<MonetaryHold, DenyReason> {
@@ -159,6 +208,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A call to `server`/`tool` with no definition in force.
+    fn call<'a>(server: &'a str, tool: &'a str, arguments: &'a Value) -> CallUnderScope<'a> {
+        CallUnderScope {
+            server,
+            tool,
+            arguments,
+            definition: None,
+        }
+    }
+
     // The most specific passing grant wins, and a decoy path field cannot satisfy a prefix.
     #[test]
     fn selection_and_decoys() {
@@ -166,26 +225,27 @@ mod tests {
             ScopeGrant::new("files", &["*"]).with_path_prefix("/w/"),
             ScopeGrant::new("files", &["read_file"]).with_path_prefix("/w/shared/"),
         ];
-        let sel = select_grant(&scope, "files", "read_file", &json!({"path": "/w/a"})).unwrap();
+        let sel =
+            select_grant(&scope, call("files", "read_file", &json!({"path": "/w/a"}))).unwrap();
         assert_eq!(sel.index, 0);
         let sel = select_grant(
             &scope,
-            "files",
-            "read_file",
-            &json!({"path": "/w/shared/a"}),
+            call("files", "read_file", &json!({"path": "/w/shared/a"})),
         )
         .unwrap();
         assert_eq!(sel.index, 1);
         let err = select_grant(
             &scope,
-            "files",
-            "read_file",
-            &json!({"path": "/w/shared/a", "target": "/etc/passwd"}),
+            call(
+                "files",
+                "read_file",
+                &json!({"path": "/w/shared/a", "target": "/etc/passwd"}),
+            ),
         )
         .unwrap_err()
         .to_string();
         assert!(err.contains("/etc/passwd"), "{err}");
-        let err = select_grant(&scope, "other", "read_file", &json!({}))
+        let err = select_grant(&scope, call("other", "read_file", &json!({})))
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -199,7 +259,7 @@ mod tests {
     fn constraints() {
         let g = ScopeGrant::new("s", &["t"]).with_constraint("geo_fence", json!("eu"));
         assert_eq!(
-            evaluate_constraints(&g, &json!({}))
+            evaluate_constraints(&g, call(&g.server, "t", &json!({})))
                 .unwrap_err()
                 .to_string(),
             "unknown constraint geo_fence; the kernel cannot evaluate it"
@@ -208,10 +268,45 @@ mod tests {
             "monetary",
             json!({"argument": "amount", "currency": "EUR", "max_per_invocation": 100, "max_total": 150}),
         );
-        assert!(evaluate_constraints(&g, &json!({"amount": 101})).is_err());
-        let hold = evaluate_constraints(&g, &json!({"amount": 99}))
+        assert!(evaluate_constraints(&g, call(&g.server, "t", &json!({"amount": 101}))).is_err());
+        let hold = evaluate_constraints(&g, call(&g.server, "t", &json!({"amount": 99})))
             .unwrap()
             .unwrap();
         assert_eq!(hold.amount, 99);
+    }
+
+    // A pinned grant admits only the definition it was issued for: another digest, an unpinned tool, a kernel without the definition and a malformed pin all deny.
+    #[test]
+    fn pinned_definitions() {
+        let g = ScopeGrant::new("git", &["*"])
+            .with_constraint("tool_digests", json!({"git_status": "aa", "git_log": "bb"}));
+        let args = json!({});
+        let at = |tool, definition| CallUnderScope {
+            server: "git",
+            tool,
+            arguments: &args,
+            definition,
+        };
+        assert!(evaluate_constraints(&g, at("git_status", Some("aa"))).is_ok());
+        let reason = |tool, definition| {
+            evaluate_constraints(&g, at(tool, definition))
+                .unwrap_err()
+                .code()
+                .as_str()
+        };
+        assert_eq!(reason("git_status", Some("bb")), "definition-changed");
+        assert_eq!(reason("git_push", Some("cc")), "definition-not-pinned");
+        assert_eq!(reason("git_log", None), "definition-unknown");
+        let malformed =
+            ScopeGrant::new("git", &["*"]).with_constraint("tool_digests", json!(["aa"]));
+        assert_eq!(
+            evaluate_constraints(&malformed, at("git_status", Some("aa")))
+                .unwrap_err()
+                .to_string(),
+            "constraint tool_digests is malformed; the kernel cannot evaluate it"
+        );
+        let not_text = ScopeGrant::new("git", &["*"])
+            .with_constraint("tool_digests", json!({"git_status": 1}));
+        assert!(evaluate_constraints(&not_text, at("git_status", Some("aa"))).is_err());
     }
 }

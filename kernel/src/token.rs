@@ -48,7 +48,7 @@ pub const FULL_SHARE_BPS: u32 = 10_000;
 pub const ANY_TOOL: &str = "*";
 
 /// The constraint names the kernel evaluates; any other denies.
-pub const KNOWN_CONSTRAINTS: &[&str] = &["path_prefix", "monetary"];
+pub const KNOWN_CONSTRAINTS: &[&str] = &["path_prefix", "monetary", "tool_digests"];
 
 /// Permission to call some tools of one server, under constraints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use chio_kernel::contract::Redefinition;
 use chio_proto::node::v1 as pb;
 use chio_proto::node::v1::node_control_client::NodeControlClient;
 use tonic::service::interceptor::InterceptedService;
@@ -44,6 +45,9 @@ pub struct WorldOffer<'a> {
     pub peers: &'a BTreeMap<String, String>,
     /// The run's namespace in trust-control.
     pub run_id: &'a str,
+    /// The tool definitions servers change during the run
+    /// (`chio_arena::Scenario::redefinitions`).
+    pub redefinitions: &'a [Redefinition],
 }
 
 /// An authenticated `NodeControl` client for one logical node.
@@ -111,6 +115,14 @@ impl NodeClient {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             run_id: offer.run_id.to_string(),
+            redefinitions_json: if offer.redefinitions.is_empty() {
+                String::new()
+            } else {
+                serde_json::to_string(offer.redefinitions).map_err(|e| NodeError::Remote {
+                    target: self.target.clone(),
+                    cause: format!("the redefinitions cannot be sent: {e}"),
+                })?
+            },
         };
         let answer = self
             .unary(message, |mut c, r| async move { c.load_world(r).await })

@@ -24,6 +24,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chio_arena::parse_world_with_fixtures;
+use chio_kernel::contract::Redefinition;
 use chio_trust::{InMemoryTrustStore, SqliteTrustStore, TrustClient, TrustStore};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
@@ -78,6 +79,8 @@ pub struct WorldLoad {
     pub peers: BTreeMap<String, String>,
     /// The run's namespace in trust-control.
     pub run_id: String,
+    /// The tool definitions servers change during the run.
+    pub redefinitions: Vec<Redefinition>,
 }
 
 /// What a node loaded, for the controller to cross-check.
@@ -221,7 +224,7 @@ impl HostActor {
         // Validation is pure: each fixture folder is checked against the
         // files sent with the bytes, so nothing is written or read here.
         let scenario = parse_world_with_fixtures(&load.scenario, Path::new("."), &load.fixtures)?;
-        let world = World::resolve(&scenario, &load.fixtures)?;
+        let world = World::resolve_with(&scenario, &load.fixtures, &load.redefinitions)?;
         if !world.nodes.contains(&load.node) {
             return Err(NodeError::Scenario(format!(
                 "scenario {} declares no node {}",

@@ -64,6 +64,17 @@ impl NodeControl for NodeControlService {
     ) -> Result<Response<pb::LoadWorldResponse>, Status> {
         let message = request.into_inner();
         let fixtures = fixtures_from_proto(message.fixtures);
+        let redefinitions = if message.redefinitions_json.is_empty() {
+            Vec::new()
+        } else {
+            serde_json::from_str(&message.redefinitions_json).map_err(|e| {
+                Status::invalid_argument(format!(
+                    "redefinitions_json is not a list of redefinitions (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ))
+            })?
+        };
         let loaded = self
             .host
             .load(WorldLoad {
@@ -72,6 +83,7 @@ impl NodeControl for NodeControlService {
                 fixtures,
                 peers: message.peers.into_iter().collect(),
                 run_id: message.run_id,
+                redefinitions,
             })
             .await
             .map_err(internal)?;

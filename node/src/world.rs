@@ -14,12 +14,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use chio_arena::model::ServerDecl;
 use chio_arena::{Scenario, ServerKind};
 use chio_kernel::amount::MoneyLimit;
+use chio_kernel::contract::Redefinition;
 use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::{BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::{Integrity, Label};
 use chio_kernel::provenance::AgentRole;
-use chio_kernel::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
+use chio_kernel::token::{
+    CapabilityBody, CapabilityToken, ScopeGrant, ANY_TOOL, CAPABILITY_SCHEMA,
+};
 use ed25519_dalek::SigningKey;
 
 use crate::error::NodeError;
@@ -112,6 +115,19 @@ impl World {
     /// agents and their keys, kernels with their guards, tool servers, then
     /// the grants the authority issues at the clock's start.
     pub fn resolve(scenario: &Scenario, fixtures: &FixtureSet) -> Result<World, NodeError> {
+        let redefinitions = scenario
+            .redefinitions()
+            .map_err(|e| NodeError::Scenario(e.to_string()))?;
+        Self::resolve_with(scenario, fixtures, &redefinitions)
+    }
+
+    /// [`World::resolve`] with the run's tool redefinitions given apart,
+    /// for a node sent the world without its schedule.
+    pub fn resolve_with(
+        scenario: &Scenario,
+        fixtures: &FixtureSet,
+        redefinitions: &[Redefinition],
+    ) -> Result<World, NodeError> {
         scenario
             .require_world()
             .map_err(|e| NodeError::Scenario(e.to_string()))?;
@@ -129,7 +145,8 @@ impl World {
             .collect();
 
         let (agents, agent_keys) = resolve_agents(scenario)?;
-        let kernels = resolve_kernels(scenario, &specs, &authority_hex, &agent_keys)?;
+        let kernels =
+            resolve_kernels(scenario, &specs, &authority_hex, &agent_keys, redefinitions)?;
         let servers = resolve_servers(scenario, fixtures)?;
         let grants = issue_grants(scenario, start_ms, &authority, &authority_hex, &agent_keys)?;
 
@@ -335,6 +352,7 @@ fn resolve_kernels(
     specs: &BTreeMap<String, GuardSpec>,
     authority_hex: &str,
     agent_keys: &AgentKeys,
+    redefinitions: &[Redefinition],
 ) -> Result<BTreeMap<String, KernelPlan>, NodeError> {
     let (file, seed) = (scenario.file(), scenario.file().rng_seed);
     let tool_budgets: Vec<ToolBudget> = file
@@ -350,7 +368,6 @@ fn resolve_kernels(
         })
         .collect();
     let monetary_budgets = monetary_budgets(scenario)?;
-
     let mut kernels = BTreeMap::new();
     for kernel in &file.kernels {
         let mut config =
@@ -361,6 +378,15 @@ fn resolve_kernels(
         config.tool_budgets = tool_budgets.clone();
         config.monetary_budgets = monetary_budgets.clone();
         config.tools = Some(catalog_of(file, &kernel.id)?);
+        config.redefinitions = redefinitions
+            .iter()
+            .filter(|r| {
+                file.servers
+                    .iter()
+                    .any(|s| s.id == r.server && s.kernel == kernel.id)
+            })
+            .cloned()
+            .collect();
         config.guards = kernel
             .guards
             .iter()
@@ -427,6 +453,9 @@ fn issue_grants(
         if let Some(prefix) = &grant.path_prefix {
             scope = scope.with_path_prefix(prefix);
         }
+        if grant.pin_definitions == Some(true) {
+            scope = scope.with_constraint("tool_digests", pinned_digests(file, grant)?);
+        }
         let body = CapabilityBody {
             schema: CAPABILITY_SCHEMA.to_string(),
             id: grant.id.clone(),
@@ -445,6 +474,33 @@ fn issue_grants(
     }
 
     Ok(grants)
+}
+
+/// The digests a definition-pinning grant binds: each tool it covers (every
+/// tool its server declares, for `*`), as the server declares it at the
+/// clock's start.
+fn pinned_digests(
+    file: &chio_arena::model::ScenarioFile,
+    grant: &chio_arena::model::GrantDecl,
+) -> Result<serde_json::Value, NodeError> {
+    let server = file
+        .servers
+        .iter()
+        .find(|s| s.id == grant.server)
+        .ok_or_else(|| NodeError::Scenario(format!("grant {} names unknown server", grant.id)))?;
+    let tools = chio_arena::scenario::tools::server_tools(server)
+        .ok_or_else(|| NodeError::Scenario(format!("server {} has no known kind", server.id)))?;
+    let mut pins = serde_json::Map::new();
+    for tool in tools
+        .iter()
+        .filter(|t| grant.tools.iter().any(|g| g == &t.name || g == ANY_TOOL))
+    {
+        let digest = tool
+            .digest()
+            .map_err(|_| NodeError::Scenario(format!("tool {} has no digest", tool.name)))?;
+        pins.insert(tool.name.clone(), serde_json::Value::String(digest));
+    }
+    Ok(serde_json::Value::Object(pins))
 }
 
 fn kernel_node(scenario: &Scenario, kernel: &str) -> Result<String, NodeError> {

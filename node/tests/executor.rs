@@ -49,6 +49,7 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
         Ok(Performed::Advance) => "advance".to_string(),
         Ok(Performed::Refused(reason)) => format!("refused without a kernel: {reason}"),
         Ok(Performed::Fault) => "fault".to_string(),
+        Ok(Performed::Redefine) => "redefine".to_string(),
     }
 }
 

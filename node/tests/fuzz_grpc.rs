@@ -81,6 +81,7 @@ async fn load_world(url: &str) {
                 .into_iter()
                 .collect(),
             run_id: "fuzz".into(),
+            redefinitions_json: String::new(),
         }))
         .await
         .expect("the node loads the walking skeleton");
@@ -204,6 +205,7 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                 fixtures: Default::default(),
                 peers: Default::default(),
                 run_id: "fuzz-reload".into(),
+                redefinitions_json: String::new(),
             }))
             .await
             .map(|_| ()),

@@ -46,6 +46,7 @@ async fn malformed_messages_are_refused_with_a_status() {
             fixtures: Default::default(),
             peers: Default::default(),
             run_id: "run-1".into(),
+            redefinitions_json: String::new(),
         }))
         .await
         .unwrap_err();

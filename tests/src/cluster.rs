@@ -281,6 +281,7 @@ impl Cluster {
                 fixtures: &fixtures,
                 peers: &peers,
                 run_id,
+                redefinitions: &scenario.redefinitions().expect("redefinitions"),
             }))
             .unwrap_or_else(|e| panic!("load world on {node}: {e}\n{}", self.logs()));
             clients.insert(node.to_string(), client);

@@ -196,6 +196,24 @@ pub struct HandOverAction {
     pub expect: StepExpectation,
 }
 
+/// A tool server changing one of its tools' definitions at the step's
+/// instant, as a live server can between two `tools/list` calls. The
+/// kernel serving the server checks every call decided at or after that
+/// instant against the new definition, and a capability that pinned the
+/// old one no longer covers the tool (`definition-changed`). The change is
+/// the server's, so it outlives a restart of any node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RedefineAction {
+    /// The server (a recorded server).
+    pub server: String,
+    /// The tool, one the server declares.
+    pub tool: String,
+    /// The new definition.
+    pub contract: chio_kernel::contract::ToolContract,
+    /// The new definition's digest, as bundles and tables print it.
+    pub digest: String,
+}
+
 /// A move of the virtual clock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AdvanceAction {
@@ -219,6 +237,8 @@ pub enum ActionKind {
     Advance,
     /// A fault inflicted on the run's infrastructure.
     Fault,
+    /// A tool server changing a tool's definition.
+    Redefine,
 }
 
 impl ActionKind {
@@ -231,6 +251,7 @@ impl ActionKind {
             ActionKind::Message => "message",
             ActionKind::Advance => "advance",
             ActionKind::Fault => "fault",
+            ActionKind::Redefine => "redefine",
         }
     }
 }
@@ -382,6 +403,8 @@ pub enum Action {
     Advance(AdvanceAction),
     /// A fault in the run's infrastructure.
     Fault(FaultAction),
+    /// A server changing a tool's definition.
+    Redefine(RedefineAction),
 }
 
 impl Action {
@@ -394,6 +417,7 @@ impl Action {
             Action::Message(_) => ActionKind::Message,
             Action::Advance(_) => ActionKind::Advance,
             Action::Fault(_) => ActionKind::Fault,
+            Action::Redefine(_) => ActionKind::Redefine,
         }
     }
 }

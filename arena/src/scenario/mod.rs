@@ -74,8 +74,8 @@ use text::Span;
 
 pub use actions::{
     Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, FaultAction,
-    FaultLink, HandOverAction, MessageAction, RevokeAction, ServerKind, StepExpectation,
-    TRUST_CONTROL,
+    FaultLink, HandOverAction, MessageAction, RedefineAction, RevokeAction, ServerKind,
+    StepExpectation, TRUST_CONTROL,
 };
 pub use load::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,
@@ -154,6 +154,8 @@ pub struct Scenario {
     forwarded: BTreeSet<String>,
     /// The delegate steps' indices, in declaration order.
     delegations: Vec<usize>,
+    /// The redefine steps' indices, in declaration order.
+    redefinitions: Vec<usize>,
     /// The fixture files read and checked at load, by workspace server id.
     fixtures: FixtureSet,
     /// Each file a call argument reads sealed, with the first argument
@@ -300,6 +302,37 @@ impl Scenario {
     /// The indices of the delegate steps, in declaration order.
     pub fn delegate_steps(&self) -> &[usize] {
         &self.delegations
+    }
+
+    /// The indices of the redefine steps, in declaration order.
+    pub fn redefine_steps(&self) -> &[usize] {
+        &self.redefinitions
+    }
+
+    /// Every redefinition as the kernels hold it, with the instant it takes
+    /// effect (Unix ms of virtual time: the clock start plus the step's
+    /// evaluation offset), in declaration order.
+    pub fn redefinitions(&self) -> Result<Vec<chio_kernel::contract::Redefinition>, ArenaError> {
+        if self.redefinitions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let offsets: BTreeMap<usize, u64> = self
+            .schedule
+            .iter()
+            .map(|s| (s.step_index, s.evaluation_ms))
+            .collect();
+        let start = self.clock.now_ms();
+        let mut out = Vec::with_capacity(self.redefinitions.len());
+        for &i in &self.redefinitions {
+            if let Action::Redefine(r) = &self.step(i)?.action {
+                out.push(chio_kernel::contract::Redefinition {
+                    at_ms: start.saturating_add(offsets.get(&i).copied().unwrap_or_default()),
+                    server: r.server.clone(),
+                    contract: r.contract.clone(),
+                });
+            }
+        }
+        Ok(out)
     }
 
     /// The ids of the scenario's nodes, in declaration order.

@@ -358,6 +358,9 @@ fn table_row(s: &StepRecord, infrastructure_stop: Option<&str>) -> [String; 7] {
                 d.clone()
             }
             (_, _, Some(d)) if s.action == ActionKind::Advance => format!("+{d} ms"),
+            (Some(t), None, Some(d)) if s.action == ActionKind::Redefine => {
+                format!("{t} now {}", d.get(..16).unwrap_or(d))
+            }
             _ => String::new(),
         },
         s.expected.map(|e| e.to_string()).unwrap_or_default(),

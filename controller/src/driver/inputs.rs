@@ -24,6 +24,9 @@ pub struct RunInputs {
     pub files: BTreeMap<String, Vec<u8>>,
     /// The scenario's bytes as run.
     pub text: ScenarioText,
+    /// The tool definitions servers change during the run, which a node
+    /// is sent beside the world bytes (they leave the schedule out).
+    pub redefinitions: Vec<chio_kernel::contract::Redefinition>,
 }
 
 impl RunInputs {
@@ -58,7 +61,11 @@ impl RunInputs {
                 }
             }
         }
+        let redefinitions = scenario
+            .redefinitions()
+            .map_err(|e| NodeError::Scenario(e.to_string()))?;
         Ok(RunInputs {
+            redefinitions,
             world_bytes,
             scenario_sha256,
             fixtures,

@@ -140,6 +140,11 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
                 .map(monetary_policy)
                 .collect();
         }
+        // Redefinitions are recorded only where a kernel has some, so the
+        // policies of every other world keep their bytes.
+        if !plan.config.redefinitions.is_empty() {
+            policy["redefinitions"] = json!(plan.config.redefinitions);
+        }
         // Roles are recorded only when a world declares some, so the
         // policies of every other world keep their bytes.
         if !plan.config.agent_roles.is_empty() {

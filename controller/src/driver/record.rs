@@ -318,6 +318,12 @@ impl<'r> StepRecorder<'r> {
                 record.inputs.invocation =
                     canonical_sha256(INVOCATION, &json!({"agent": agent, "fault": fault}))?;
             }
+            (Action::Redefine(redefine), _) => {
+                record.target = Some(format!("{}/{}", redefine.server, redefine.tool));
+                record.detail = Some(redefine.digest.clone());
+                record.inputs.invocation =
+                    canonical_sha256(INVOCATION, &json!({"agent": agent, "redefine": redefine}))?;
+            }
             (Action::Advance(advance), _) => {
                 record.detail = Some(advance.advance_ms.to_string());
                 record.inputs.invocation = canonical_sha256(
@@ -383,6 +389,12 @@ impl<'r> StepRecorder<'r> {
                 record.reason_code = Some(reason.code.as_str().to_string());
                 let reason = Some(reason.message);
                 self.judge_call(record, call, p, ProjectedVerdict::Deny, reason)?;
+            }
+            (Action::Redefine(redefine), _, Performed::Redefine) => {
+                self.admission = extend_chain(
+                    &self.admission,
+                    &json!({"redefine": record.step_id, "server": redefine.server, "tool": redefine.tool, "digest": redefine.digest}),
+                )?;
             }
             (Action::Fault(fault), _, Performed::Fault) => {
                 self.admission = extend_chain(

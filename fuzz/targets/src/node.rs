@@ -86,6 +86,7 @@ pub fn load_world_request() -> pb::LoadWorldRequest {
             .into_iter()
             .collect(),
         run_id: "fuzz".into(),
+        redefinitions_json: String::new(),
     }
 }
 

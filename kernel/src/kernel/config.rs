@@ -12,7 +12,7 @@ use std::fmt;
 use ed25519_dalek::SigningKey;
 
 use crate::amount::MoneyLimit;
-use crate::contract::ToolCatalog;
+use crate::contract::{Redefinition, ToolCatalog};
 use crate::guards::GuardSpec;
 use crate::keys::public_key_hex;
 
@@ -124,6 +124,10 @@ pub struct KernelConfig {
     /// built outside a world, such as a portable evaluation) checks no
     /// contract.
     pub tools: Option<ToolCatalog>,
+    /// Definitions the catalog's servers put in force later in the run
+    /// (a server changing a tool between two `tools/list` calls): a call is
+    /// checked against the definition in force at its decision instant.
+    pub redefinitions: Vec<Redefinition>,
     /// The planner / reader role of each agent that has one
     /// (`crate::provenance::AgentRole`); an agent not listed is ordinary.
     pub agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
@@ -145,6 +149,7 @@ impl KernelConfig {
             max_request_age_ms: None,
             signature_cache_capacity: DEFAULT_SIGNATURE_CACHE,
             tools: None,
+            redefinitions: Vec::new(),
             agent_roles: BTreeMap::new(),
         }
     }

@@ -73,7 +73,7 @@ use std::fmt;
 use ed25519_dalek::SigningKey;
 use serde_json::Value;
 
-use crate::contract::CompiledCatalog;
+use crate::contract::{widest_effects, CompiledCatalog};
 use crate::error::KernelError;
 use crate::guards::{Guard, GuardNeeds};
 use crate::keys::{parse_public_key_hex, public_key_hex};
@@ -324,10 +324,16 @@ impl Kernel {
         for key in config.agent_keys.values() {
             parse_public_key_hex(key)?;
         }
+        // Guards that take their tools from effects read them over every
+        // version of each tool (`crate::contract::widest_effects`).
+        let effects = config
+            .tools
+            .as_ref()
+            .map(|tools| widest_effects(tools, &config.redefinitions));
         let guards = config
             .guards
             .iter()
-            .map(|spec| spec.with_effects(config.tools.as_ref()).build())
+            .map(|spec| spec.with_effects(effects.as_ref()).build())
             .collect::<Result<Vec<_>, _>>()?;
         check_monetary_budgets(&config.monetary_budgets, &guards)?;
         let needs = guards.iter().fold(GuardNeeds::default(), |acc, g| {
@@ -354,7 +360,7 @@ impl Kernel {
             contracts: config
                 .tools
                 .as_ref()
-                .map(CompiledCatalog::compile)
+                .map(|tools| CompiledCatalog::compile(tools, &config.redefinitions))
                 .transpose()?,
             stores,
             agent_roles: config.agent_roles,

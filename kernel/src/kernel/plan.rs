@@ -15,7 +15,7 @@ use crate::provenance::{AgentRole, Provenance};
 use crate::reason::{BudgetName, DenyReason};
 use crate::receipt::ObservedFinding;
 use crate::request::ToolCallRequest;
-use crate::scope::select_grant;
+use crate::scope::{select_grant, CallUnderScope};
 use crate::stores::JournalEntry;
 use crate::trace::GuardAnswer;
 use crate::verification::VerifiedCapability;
@@ -98,7 +98,7 @@ impl Kernel {
         if let Some(Err(reason)) = self
             .contracts
             .as_ref()
-            .map(|c| c.check(&request.server, &request.tool, &request.arguments))
+            .map(|c| c.check(&request.server, &request.tool, &request.arguments, now_ms))
         {
             plan.scope = Some(Err(reason));
             return plan;
@@ -115,11 +115,18 @@ impl Kernel {
             }));
             return plan;
         }
+        let definition = self
+            .contracts
+            .as_ref()
+            .and_then(|c| c.digest_in_force(&request.server, &request.tool, now_ms));
         let grant = select_grant(
             &verified.state.scope,
-            &request.server,
-            &request.tool,
-            &request.arguments,
+            CallUnderScope {
+                server: &request.server,
+                tool: &request.tool,
+                arguments: &request.arguments,
+                definition,
+            },
         );
         let monetary = match grant {
             Ok(grant) => grant.monetary,

@@ -91,6 +91,12 @@ crate::code_enum! {
     ArgumentUnrecorded => "argument-unrecorded",
     /// A handed-over value its schema refuses (a message step).
     HandOverRefused => "hand-over-refused",
+    /// A pinned tool definition that changed since the capability was issued.
+    DefinitionChanged => "definition-changed",
+    /// A tool a definition-pinning capability pins nothing for.
+    DefinitionNotPinned => "definition-not-pinned",
+    /// A pinning capability before a kernel with no definition of the tool.
+    DefinitionUnknown => "definition-unknown",
     /// A constraint the kernel does not know.
     ConstraintUnknown => "constraint-unknown",
     /// A constraint whose value the kernel cannot read.
@@ -247,6 +253,9 @@ impl DenyReason {
             R::QuarantinedConsequential { .. } => C::QuarantinedConsequential,
             R::ArgumentUnrecorded { .. } => C::ArgumentUnrecorded,
             R::HandOverRefused { .. } => C::HandOverRefused,
+            R::DefinitionChanged { .. } => C::DefinitionChanged,
+            R::DefinitionNotPinned { .. } => C::DefinitionNotPinned,
+            R::DefinitionUnknown { .. } => C::DefinitionUnknown,
             R::ConstraintUnknown { .. } => C::ConstraintUnknown,
             R::ConstraintMalformed { .. } => C::ConstraintMalformed,
             R::PathArgumentMissing => C::PathArgumentMissing,

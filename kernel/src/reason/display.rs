@@ -220,6 +220,18 @@ impl DenyReason {
                 f,
                 "tool {tool} on server {server} not covered by any scope grant"
             ),
+            R::DefinitionChanged { server, tool } => write!(
+                f,
+                "tool definition changed: {server}/{tool} is not the definition the capability was issued for"
+            ),
+            R::DefinitionNotPinned { server, tool } => write!(
+                f,
+                "capability pins tool definitions and none for {server}/{tool}"
+            ),
+            R::DefinitionUnknown { server, tool } => write!(
+                f,
+                "capability pins tool definitions and this kernel holds no definition of {server}/{tool}"
+            ),
             R::ConstraintUnknown { name } => {
                 write!(
                     f,

@@ -195,6 +195,10 @@ pub enum PreparedStep {
     },
     /// A fault in the run's infrastructure.
     Fault(Box<PreparedFault>),
+    /// A server changes a tool's definition; nothing is dispatched, since
+    /// every kernel serving the server holds the redefinition from the
+    /// world and checks calls against the definition in force.
+    Redefine,
 }
 
 impl PreparedStep {
@@ -207,6 +211,7 @@ impl PreparedStep {
             PreparedStep::Message(_) => ActionKind::Message,
             PreparedStep::Advance { .. } => ActionKind::Advance,
             PreparedStep::Fault(_) => ActionKind::Fault,
+            PreparedStep::Redefine => ActionKind::Redefine,
         }
     }
 
@@ -246,6 +251,8 @@ pub enum Performed {
     Refused(Refusal),
     /// The fault is in effect.
     Fault,
+    /// The definition is in force.
+    Redefine,
 }
 
 /// What a node answered for a dispatched step, before the run's ledger
@@ -269,6 +276,8 @@ pub enum Dispatched {
     Refused(Refusal),
     /// The fault the dispatcher inflicted, to be put in effect.
     Fault(Box<PreparedFault>),
+    /// Nothing was dispatched for a redefinition.
+    Redefine,
 }
 
 /// The run's view of capabilities and outputs, and the per-kind handlers.
@@ -388,6 +397,7 @@ impl StepExecutor {
             Action::Fault(action) => {
                 PreparedStep::Fault(Box::new(fault::prepare(self, world, action, now_ms)))
             }
+            Action::Redefine(_) => PreparedStep::Redefine,
         })
     }
 
@@ -434,6 +444,7 @@ impl StepExecutor {
                 Dispatched::Message(outcome, delivered)
             }
             PreparedStep::Advance { .. } => Dispatched::Advance,
+            PreparedStep::Redefine => Dispatched::Redefine,
             PreparedStep::Fault(prepared) => {
                 dispatcher
                     .fault(FaultEvent::Begin((**prepared).clone()))
@@ -466,6 +477,7 @@ impl StepExecutor {
                 Performed::Message(outcome)
             }
             Dispatched::Advance => Performed::Advance,
+            Dispatched::Redefine => Performed::Redefine,
             Dispatched::Refused(reason) => Performed::Refused(reason),
             Dispatched::Fault(prepared) => {
                 self.faults.apply(&prepared, step_id);

@@ -4,7 +4,7 @@
 //! tool's input schema. The kernels check the same at admission for every
 //! call; this refuses a scenario that could only pass by accident.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chio_kernel::contract::{compile_schema, schema_failure, ToolContract};
 
@@ -12,7 +12,7 @@ use super::schedule::Walk;
 use super::Validator;
 use crate::error::ArenaError;
 use crate::scenario::tools::{closest, server_tools};
-use crate::scenario::Action;
+use crate::scenario::{Action, ServerKind};
 
 impl Validator<'_> {
     /// Refuses a tool no server declares where a grant, delegation or call
@@ -51,6 +51,29 @@ impl Validator<'_> {
                 named(&grant.server, tool, format!("grants[{i}].tools[{j}]"))?;
             }
         }
+        // A tool a redefine step changes is checked at admission only,
+        // against the definition in force when each call is decided.
+        let mut redefined: BTreeSet<(String, String)> = BTreeSet::new();
+        for i in 0..self.source.len() {
+            if let Action::Redefine(r) = self.action_at(walk, i)?.as_ref() {
+                let kind = f
+                    .servers
+                    .iter()
+                    .find(|s| s.id == r.server)
+                    .map(|s| s.kind.as_str());
+                if kind != Some(ServerKind::Recorded.as_str()) {
+                    return Err(ArenaError::ToolDeclaration {
+                        field: format!("steps[{i}].server"),
+                        reason: format!(
+                            "server {} is not a recorded server; only a server that declares its own tools can change one",
+                            r.server
+                        ),
+                    });
+                }
+                named(&r.server, &r.tool, format!("steps[{i}].tool"))?;
+                redefined.insert((r.server.clone(), r.tool.clone()));
+            }
+        }
         let mut parents: BTreeMap<String, String> = BTreeMap::new();
         let mut delegated: Vec<(usize, String, Vec<String>)> = Vec::new();
         for i in 0..self.source.len() {
@@ -58,7 +81,15 @@ impl Validator<'_> {
             match action.as_ref() {
                 Action::Call(call) => {
                     named(&call.server, &call.tool, format!("steps[{i}].tool"))?;
-                    self.call_arguments(&declared, i, &call.server, &call.tool, &call.arguments)?;
+                    if !redefined.contains(&(call.server.clone(), call.tool.clone())) {
+                        self.call_arguments(
+                            &declared,
+                            i,
+                            &call.server,
+                            &call.tool,
+                            &call.arguments,
+                        )?;
+                    }
                 }
                 Action::Delegate(d) => {
                     parents.insert(d.delegation.clone(), d.capability.clone());

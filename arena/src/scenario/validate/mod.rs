@@ -114,6 +114,8 @@ pub(crate) struct Built {
     pub sealed: BTreeMap<String, String>,
     /// The delegate steps' indices, in declaration order.
     pub delegations: Vec<usize>,
+    /// The redefine steps' indices, in declaration order.
+    pub redefinitions: Vec<usize>,
 }
 
 /// `Built::resolved` of a step that resolved nothing.
@@ -289,6 +291,7 @@ fn build(
         faults,
         forwarded,
         delegations,
+        redefinitions,
         references: _,
         sealed: sealed_paths,
     } = resolved.steps;
@@ -320,6 +323,7 @@ fn build(
         faults: faults.into_iter().map(|(_, fault)| fault).collect(),
         forwarded,
         delegations,
+        redefinitions,
         fixtures: resolved.fixtures,
         sealed_paths,
         sealed: Default::default(),

@@ -167,7 +167,11 @@ impl<'a> Validator<'a> {
                         }
                     }
                 },
-                Action::Revoke(_) | Action::Message(_) | Action::Advance(_) | Action::Fault(_) => {}
+                Action::Revoke(_)
+                | Action::Message(_)
+                | Action::Advance(_)
+                | Action::Fault(_)
+                | Action::Redefine(_) => {}
             }
         }
         Ok((resolved, names))

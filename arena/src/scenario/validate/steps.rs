@@ -14,7 +14,7 @@ use crate::error::ArenaError;
 use crate::model::{StepDecl, StepHead};
 use crate::scenario::{
     Action, ActionKind, AdvanceAction, CallAction, DelegateAction, ExpectedVerdict, HandOverAction,
-    MessageAction, RevokeAction, Step, StepExpectation,
+    MessageAction, RedefineAction, RevokeAction, Step, StepExpectation,
 };
 use crate::scheduler::MAX_OFFSET_MS;
 
@@ -202,6 +202,7 @@ impl<'a> Validator<'a> {
                     pass.steps.forwarded.insert(decl.id.clone());
                 }
                 Action::Delegate(_) => pass.steps.delegations.push(i),
+                Action::Redefine(_) => pass.steps.redefinitions.push(i),
                 Action::Call(call) => {
                     // The grammar was checked when the step was read.
                     for placed in

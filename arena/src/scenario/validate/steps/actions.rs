@@ -45,6 +45,7 @@ fn allowed_keys(action: &str) -> Option<&'static [&'static str]> {
         "message" => &["to", "content", "from_step", "schema", "value", "expect"],
         "advance" => &["advance_ms"],
         "fault" => FAULT_KEYS,
+        "redefine" => &["server", "tool", "definition"],
         _ => return None,
     })
 }
@@ -82,6 +83,7 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
         ("between", step.between.is_some()),
         ("duration_ms", step.duration_ms.is_some()),
         ("delay_ms", step.delay_ms.is_some()),
+        ("definition", step.definition.is_some()),
         (
             "expect_reason",
             step.expect_reason.is_some() && !takes_reason,
@@ -97,6 +99,7 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
                     "revoke" => "a revoke step takes target, by, expect, expect_reason and at",
                     "message" => "a message step takes to, content or from_step (or a hand-over's schema, value, expect and expect_reason), and at",
                     "fault" => "a fault step takes fault, the keys its kind needs (node, keep_state, between, duration_ms, delay_ms) and at; it has no verdict, so no expect_reason",
+                    "redefine" => "a redefine step takes server, tool, definition and at; it has no verdict, so no expect_reason",
                     _ => "an advance step takes advance_ms and at",
                 },
             });
@@ -124,7 +127,7 @@ pub(super) fn step_action(
     let allowed = allowed_keys(action).ok_or_else(|| ArenaError::UnsupportedValue {
         field: at("action"),
         value: action.to_string(),
-        allowed: "call, delegate, revoke, message, advance, fault",
+        allowed: "call, delegate, revoke, message, advance, fault, redefine",
     })?;
     if action != "call" {
         if step.expect_verdict.is_some() {
@@ -133,7 +136,12 @@ pub(super) fn step_action(
                 action: action.to_string(),
             });
         }
-        if !has_world && matches!(action, "delegate" | "revoke" | "message" | "fault") {
+        if !has_world
+            && matches!(
+                action,
+                "delegate" | "revoke" | "message" | "fault" | "redefine"
+            )
+        {
             return Err(ArenaError::WorldRequired {
                 field: at("action"),
                 action: action.to_string(),
@@ -161,6 +169,7 @@ pub(super) fn step_action(
         "revoke" => revoke(step, &at, declared, expect),
         "message" => message(step, &at, declared, expect),
         "fault" => fault_action(step, &at, declared.nodes),
+        "redefine" => redefine(step, &at, declared),
         _ => advance(step, &at),
     }
 }
@@ -364,6 +373,50 @@ fn handover(
             value,
             expect,
         }),
+    }))
+}
+
+/// A redefine step: its server is declared and its definition is one a
+/// server could list (checked as a declared tool is). That the server is a
+/// recorded one declaring the tool is checked with the contracts.
+fn redefine(step: &StepDecl, at: At, declared: &Declared) -> Result<Action, ArenaError> {
+    let server = required(&step.server, at, "server")?;
+    let tool = required(&step.tool, at, "tool")?;
+    declared
+        .servers
+        .resolve("server", &server, || at("server"))?;
+    let definition = step
+        .definition
+        .as_ref()
+        .ok_or_else(|| ArenaError::MissingKey {
+            field: at("definition"),
+        })?;
+    let (contract, digest) =
+        crate::scenario::tools::declared_contract(&server, &definition.as_tool(&tool)).map_err(
+            |problem| {
+                let field = if problem.key == "name" {
+                    at("tool")
+                } else {
+                    format!("{}.{}", at("definition"), problem.key)
+                };
+                if problem.key == "digest" {
+                    ArenaError::ToolDigest {
+                        field,
+                        reason: problem.reason,
+                    }
+                } else {
+                    ArenaError::ToolDeclaration {
+                        field,
+                        reason: problem.reason,
+                    }
+                }
+            },
+        )?;
+    Ok(Action::Redefine(RedefineAction {
+        server,
+        tool,
+        contract,
+        digest,
     }))
 }
 
