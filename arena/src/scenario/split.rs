@@ -69,6 +69,13 @@ impl Cutter {
         if self.carry == Carry::Plain && self.depth == 0 {
             let trimmed = line.trim_start_matches([' ', '\t']);
             if trimmed.starts_with('[') {
+                // A step's own sub-table (`[steps.definition]`) belongs to
+                // the step table it follows.
+                if self.block.1 && is_steps_subtable_header(trimmed) {
+                    header_end(trimmed)?;
+                    self.offset += line.len();
+                    return Some(None);
+                }
                 closed = self.close();
                 self.block = (self.offset, is_steps_header(trimmed));
                 // A header line holds no value: only its own quoted keys,
@@ -141,6 +148,17 @@ fn is_steps_header(line: &str) -> bool {
     let after = after.trim_start_matches([' ', '\t']);
     key.trim_matches([' ', '\t']) == "steps"
         && (after.is_empty() || after.starts_with('#') || after.starts_with(['\r', '\n']))
+}
+
+/// Whether a header line opens a sub-table of the last step
+/// (`[steps.definition]`, `[[steps.x.y]]`): its first bare key is `steps`
+/// and a dotted key follows.
+fn is_steps_subtable_header(line: &str) -> bool {
+    let rest = line.trim_start_matches('[').trim_start_matches([' ', '\t']);
+    let Some(after) = rest.strip_prefix("steps") else {
+        return false;
+    };
+    after.trim_start_matches([' ', '\t']).starts_with('.')
 }
 
 /// Checks a header line closes on itself (quoted keys may hold brackets);
@@ -277,5 +295,26 @@ mod tests {
         assert_eq!(split("[[steps]]\nc = [1,\n"), None);
         assert_eq!(split("[[steps]]\nc = \"open\n"), None);
         assert_eq!(split("id = \"a\"\n[[agents]]\nid = \"x\"\n"), None);
+    }
+
+    // A step's sub-tables stay with the step they follow; a `steps`-prefixed name that is another key, or a sub-table before any step, is a world block.
+    #[test]
+    fn step_sub_tables_stay_with_their_step() {
+        let text = "[[steps]]\nid = \"s1\"\n[steps.definition]\nx = 1\n[ steps . definition.annotations ]\ny = true\n[[steps]]\nid = \"s2\"\n[stepsize]\nz = 2\n";
+        let split = split(text).unwrap();
+        assert_eq!(
+            split.steps,
+            vec![
+                "[[steps]]\nid = \"s1\"\n[steps.definition]\nx = 1\n[ steps . definition.annotations ]\ny = true\n",
+                "[[steps]]\nid = \"s2\"\n"
+            ]
+        );
+        assert_eq!(split.world, "[stepsize]\nz = 2\n");
+        let before = split_world_first("[steps.definition]\nx = 1\n[[steps]]\nid = \"s\"\n");
+        assert_eq!(before, "[steps.definition]\nx = 1\n");
+    }
+
+    fn split_world_first(text: &str) -> String {
+        split(text).unwrap().world
     }
 }
