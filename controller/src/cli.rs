@@ -82,8 +82,12 @@ pub struct ArenaArgs {
 /// Commands under `chio arena`.
 #[derive(Debug, Subcommand)]
 pub enum ArenaCommand {
+    /// Write a working scenario with its fixtures into a new folder.
+    Init(crate::arena_init::InitArgs),
     /// Load and validate a scenario and print its determinism witness.
     Validate(ValidateArgs),
+    /// Warn about what validates but is probably wrong in a scenario.
+    Lint(crate::arena_lint::LintArgs),
     /// Run a scenario against the real kernel and write its evidence bundle.
     Run(RunArgs),
     /// Re-evaluate a bundle and report drift by step.

@@ -114,6 +114,12 @@ cli_codes! {
     /// A replay of a bundle whose run read sealed files is not told where
     /// they are.
     SEALED_FROM = "CHIO-CLI-SEALED-FROM", Input;
+    /// `arena init` would overwrite a file that exists.
+    INIT_EXISTS = "CHIO-CLI-INIT-EXISTS", Input;
+    /// `arena init` could not write its template.
+    INIT_WRITE = "CHIO-CLI-INIT-WRITE", Infrastructure;
+    /// `arena lint --deny-warnings` found warnings.
+    LINT_WARNINGS = "CHIO-CLI-LINT-WARNINGS", Expectation;
 }
 
 /// Every code a `chio` command can print with its class, from the three

@@ -9,7 +9,9 @@
 //! - [`api`] is the library surface for a user's own tests: load, run, inspect, write, assert;
 //! - [`cli`] holds the clap command tree;
 //! - [`error`] holds [`CliError`], [`Exit`] and the rendering;
+//! - [`arena_init`] holds `chio arena init` and the scenario templates it writes;
 //! - [`arena_validate`] holds `chio arena validate`;
+//! - [`arena_lint`] holds `chio arena lint`;
 //! - [`arena_run`] holds `chio arena run`;
 //! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
 //! - [`arena_explain`] holds `chio arena explain`;
@@ -41,6 +43,8 @@
 pub mod api;
 pub mod arena_evolve;
 pub mod arena_explain;
+pub mod arena_init;
+pub mod arena_lint;
 pub mod arena_matrix;
 pub mod arena_promote;
 pub mod arena_replay;
@@ -107,7 +111,9 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
         cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Import(args) => import_mcp::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
+            cli::ArenaCommand::Init(args) => arena_init::run(args, out),
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
+            cli::ArenaCommand::Lint(args) => arena_lint::run(args, out),
             cli::ArenaCommand::Run(args) => arena_run::run(args, out, palette),
             cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
             cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),

@@ -37,6 +37,7 @@
 //!
 //! Module map:
 //! - [`actions`]: the typed actions and the words they parse;
+//! - [`lint`]: warnings about what validates but is probably wrong;
 //! - [`load`]: reading, parsing and the entry points;
 //! - [`locate`]: the line and column where an error's field is written;
 //! - [`mcp`]: an MCP `tools/list` result read as a recorded server's tools;
@@ -59,6 +60,7 @@ use crate::scheduler::{ScheduledStep, SchedulerKind};
 use crate::witness::DeterminismWitness;
 
 pub mod actions;
+pub mod lint;
 pub mod load;
 pub mod locate;
 pub mod mcp;

@@ -1,0 +1,365 @@
+//! Lint: what a validated scenario says that is probably not what its
+//! author meant.
+//!
+//! Validation refuses what cannot run; lint reads a scenario validation
+//! already accepted (a [`Scenario`], so there is one loader) and warns about
+//! what runs but proves less than it seems to: a deny step that does not say
+//! why, a grant, a server or an agent the schedule never touches, a guard
+//! that only observes. Each warning has a stable code from [`LINT_RULES`]
+//! (documented under "Lint warnings" in `docs/errors.md`), the field path it
+//! is about, why it is probably wrong and how to fix it. Lint never fails a
+//! scenario itself; the command decides what warnings mean for its exit.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::error::ArenaError;
+use crate::scenario::{Action, ExpectedVerdict, Scenario};
+
+/// One lint rule: its stable code and what it looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LintRule {
+    /// The stable code, such as `CHIO-LINT-DENY-WITHOUT-REASON`.
+    pub code: &'static str,
+    /// What the rule looks for, in a few words.
+    pub summary: &'static str,
+}
+
+/// A deny step without `expect_reason`.
+pub const DENY_WITHOUT_REASON: LintRule = LintRule {
+    code: "CHIO-LINT-DENY-WITHOUT-REASON",
+    summary: "a call step expects deny without saying why",
+};
+/// A grant no step presents, delegates or revokes.
+pub const UNUSED_GRANT: LintRule = LintRule {
+    code: "CHIO-LINT-UNUSED-GRANT",
+    summary: "a grant no step uses",
+};
+/// A server no step calls.
+pub const UNCALLED_SERVER: LintRule = LintRule {
+    code: "CHIO-LINT-UNCALLED-SERVER",
+    summary: "a server no step calls",
+};
+/// An agent that is the agent of no step.
+pub const IDLE_AGENT: LintRule = LintRule {
+    code: "CHIO-LINT-IDLE-AGENT",
+    summary: "an agent that never acts",
+};
+/// A guard in `observe` mode.
+pub const OBSERVE_GUARD: LintRule = LintRule {
+    code: "CHIO-LINT-OBSERVE-GUARD",
+    summary: "a guard that observes and never stops a call",
+};
+
+/// Every lint rule, in the order its warnings are reported; each code has
+/// a heading in `docs/errors.md` ([`lint_anchor`]).
+pub const LINT_RULES: &[LintRule] = &[
+    OBSERVE_GUARD,
+    UNCALLED_SERVER,
+    IDLE_AGENT,
+    UNUSED_GRANT,
+    DENY_WITHOUT_REASON,
+];
+
+/// The heading of a lint code in `docs/errors.md`: `CHIO-LINT-IDLE-AGENT`
+/// becomes `lint-idle-agent` (error codes take `error-`, so the two lists
+/// never collide).
+pub fn lint_anchor(code: &str) -> String {
+    let rest = code.strip_prefix("CHIO-").unwrap_or(code);
+    rest.to_ascii_lowercase()
+}
+
+/// One warning about one place of the scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LintWarning {
+    /// The rule's stable code.
+    pub code: &'static str,
+    /// The entry the warning is about, such as `steps[3]` or `grants[1]`.
+    pub field: String,
+    /// The key of that entry to point at in the file (`id`, `mode`,
+    /// `expect_verdict`), so a reader lands on the line.
+    #[serde(skip)]
+    pub key: &'static str,
+    /// Why the entry is probably wrong.
+    pub message: String,
+    /// How to fix it.
+    pub help: String,
+}
+
+impl LintWarning {
+    /// The path of the value to point at: the entry and its key.
+    pub fn pointer(&self) -> String {
+        format!("{}.{}", self.field, self.key)
+    }
+}
+
+/// The warnings of a validated scenario, in [`LINT_RULES`] order and, within
+/// a rule, in declaration order.
+pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
+    let file = scenario.file();
+    let mut acting = BTreeSet::new();
+    let mut called = BTreeSet::new();
+    let mut used = BTreeSet::new();
+    let mut unexplained = Vec::new();
+    for (index, step) in scenario.steps().enumerate() {
+        let step = step?;
+        acting.insert(step.head.agent.clone());
+        match &step.action {
+            Action::Call(call) => {
+                called.insert(call.server.clone());
+                used.extend(call.capability.clone());
+                if call.expect_verdict == ExpectedVerdict::Deny && step.head.expect_reason.is_none()
+                {
+                    unexplained.push((index, step.head.id.clone()));
+                }
+            }
+            Action::Delegate(delegate) => {
+                used.insert(delegate.capability.clone());
+            }
+            Action::Revoke(revoke) => {
+                used.insert(revoke.target.clone());
+            }
+            Action::Message(_) | Action::Advance(_) | Action::Fault(_) => {}
+        }
+    }
+
+    let mut warnings = Vec::new();
+    for (index, guard) in file.guards.iter().enumerate() {
+        if guard.mode.as_deref() == Some("observe") {
+            warnings.push(LintWarning {
+                code: OBSERVE_GUARD.code,
+                field: format!("guards[{index}]"),
+                key: "mode",
+                message: format!(
+                    "guard {:?} is in observe mode: it records what it finds and never stops a call, so no step can show it refusing anything",
+                    guard.id
+                ),
+                help: "remove `mode = \"observe\"` (enforce is the default), or keep it only while measuring what the guard would refuse".into(),
+            });
+        }
+    }
+    for (index, server) in file.servers.iter().enumerate() {
+        if !called.contains(&server.id) {
+            warnings.push(LintWarning {
+                code: UNCALLED_SERVER.code,
+                field: format!("servers[{index}]"),
+                key: "id",
+                message: format!(
+                    "server {:?} is called by no step, so nothing the scenario proves involves it",
+                    server.id
+                ),
+                help: format!(
+                    "add a call step with `server = {:?}`, or remove the server and what names it",
+                    server.id
+                ),
+            });
+        }
+    }
+    for (index, agent) in file.agents.iter().enumerate() {
+        if !acting.contains(&agent.id) {
+            warnings.push(LintWarning {
+                code: IDLE_AGENT.code,
+                field: format!("agents[{index}]"),
+                key: "id",
+                message: format!(
+                    "agent {:?} never acts: no step has `agent = {:?}`, so what it may do is never tried",
+                    agent.id, agent.id
+                ),
+                help: format!(
+                    "add a step with `agent = {:?}`, or remove the agent",
+                    agent.id
+                ),
+            });
+        }
+    }
+    for (index, grant) in file.grants.iter().enumerate() {
+        if !used.contains(&grant.id) {
+            warnings.push(LintWarning {
+                code: UNUSED_GRANT.code,
+                field: format!("grants[{index}]"),
+                key: "id",
+                message: format!(
+                    "grant {:?} is used by no step: no call presents it and no delegate or revoke step names it, so the scenario never tests what it admits",
+                    grant.id
+                ),
+                help: format!(
+                    "add a call by {:?} to {:?} (or a delegation of it), or remove the grant",
+                    grant.agent, grant.server
+                ),
+            });
+        }
+    }
+    for (index, id) in unexplained {
+        warnings.push(LintWarning {
+            code: DENY_WITHOUT_REASON.code,
+            field: format!("steps[{index}]"),
+            key: "expect_verdict",
+            message: format!(
+                "step {id:?} expects deny without `expect_reason`: any deny passes it, also one for another reason than the one it is about"
+            ),
+            help: "add `expect_reason` with the deny's reason code or words of its reason (docs/errors.md, \"Deny reasons\"); a run prints the reason of every deny".into(),
+        });
+    }
+    Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-kernel world with an observed guard, two servers, two agents,
+    /// two grants and the given steps.
+    fn scenario(steps: &str) -> Scenario {
+        let text = format!(
+            r#"schema_version = "chio.arena.scenario/v1"
+id = "lint"
+title = "lint"
+rng_seed = 1
+virtual_clock_start = "2026-01-05T09:00:00.000Z"
+
+[determinism]
+rng_seed = 1
+virtual_clock_start = "2026-01-05T09:00:00.000Z"
+scheduler = "deterministic-multi-v1"
+locale = "C"
+
+[[nodes]]
+id = "node-a"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+guards = ["dotfiles"]
+
+[[guards]]
+id = "dotfiles"
+kind = "forbidden-path"
+mode = "observe"
+
+[guards.config]
+globs = ["**/.env"]
+
+[[servers]]
+id = "web"
+kernel = "kernel-a"
+kind = "http"
+
+[[servers]]
+id = "blog"
+kernel = "kernel-a"
+kind = "publish"
+
+[[agents]]
+id = "alice"
+role = "a"
+model = "recorded:alice"
+seed_prompt_ref = "prompts/a.txt"
+kernel = "kernel-a"
+
+[[agents]]
+id = "bob"
+role = "b"
+model = "recorded:bob"
+seed_prompt_ref = "prompts/b.txt"
+kernel = "kernel-a"
+
+[[grants]]
+id = "alice-web"
+agent = "alice"
+server = "web"
+tools = ["http_post"]
+
+[[grants]]
+id = "bob-blog"
+agent = "bob"
+server = "blog"
+tools = ["publish"]
+{steps}"#
+        );
+        crate::parse_scenario(&text, std::path::Path::new("."))
+            .expect("the lint scenario validates")
+    }
+
+    fn codes(warnings: &[LintWarning]) -> Vec<(&str, &str)> {
+        warnings
+            .iter()
+            .map(|w| (w.code, w.field.as_str()))
+            .collect()
+    }
+
+    // Each rule fires on its entry, in rule order, naming the field path of the entry.
+    #[test]
+    fn every_rule_names_its_entry() {
+        let s = scenario(
+            r#"
+[[steps]]
+id = "post"
+agent = "alice"
+server = "web"
+tool = "http_post"
+arguments = { url = "https://x.test" }
+expect_verdict = "deny"
+"#,
+        );
+        let warnings = lint(&s).expect("lint");
+        assert_eq!(
+            codes(&warnings),
+            vec![
+                ("CHIO-LINT-OBSERVE-GUARD", "guards[0]"),
+                ("CHIO-LINT-UNCALLED-SERVER", "servers[1]"),
+                ("CHIO-LINT-IDLE-AGENT", "agents[1]"),
+                ("CHIO-LINT-UNUSED-GRANT", "grants[1]"),
+                ("CHIO-LINT-DENY-WITHOUT-REASON", "steps[0]"),
+            ]
+        );
+        assert_eq!(warnings[4].pointer(), "steps[0].expect_verdict");
+    }
+
+    // A grant named only by a delegation or a revocation counts as used, and a deny with its reason is quiet.
+    #[test]
+    fn delegated_grants_and_explained_denies_are_quiet() {
+        let s = scenario(
+            r#"
+[[steps]]
+id = "post"
+agent = "alice"
+server = "web"
+tool = "http_post"
+arguments = { url = "https://x.test" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "hand-on"
+agent = "bob"
+action = "delegate"
+capability = "bob-blog"
+to = "alice"
+delegation = "alice-blog"
+
+[[steps]]
+id = "publish"
+agent = "alice"
+server = "blog"
+tool = "publish"
+capability = "alice-blog"
+expect_verdict = "deny"
+expect_reason = "x"
+"#,
+        );
+        let warnings = lint(&s).expect("lint");
+        assert_eq!(
+            codes(&warnings),
+            vec![("CHIO-LINT-OBSERVE-GUARD", "guards[0]")]
+        );
+    }
+
+    // Anchors are the code's lower-case rest, outside the `error-` namespace of error headings.
+    #[test]
+    fn anchors_stay_out_of_the_error_namespace() {
+        assert_eq!(lint_anchor(IDLE_AGENT.code), "lint-idle-agent");
+        for rule in LINT_RULES {
+            assert!(lint_anchor(rule.code).starts_with("lint-"));
+        }
+    }
+}
