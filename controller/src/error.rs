@@ -109,8 +109,28 @@ cli_codes! {
     IMPORT_UNREADABLE = "CHIO-IMPORT-UNREADABLE", Input;
     /// An MCP `tools/list` result is refused.
     IMPORT_TOOLS_LIST = "CHIO-IMPORT-TOOLS-LIST", Input;
-    /// The declaration `chio import mcp --out` writes could not be written.
+    /// The declaration `chio import mcp --out` or the scenario `chio import
+    /// trace --out` writes could not be written.
     IMPORT_WRITE = "CHIO-IMPORT-WRITE", Infrastructure;
+    /// `chio import trace --format` names no format it reads.
+    IMPORT_TRACE_FORMAT = "CHIO-IMPORT-TRACE-FORMAT", Input;
+    /// A trace is not JSON (or JSON lines), or is truncated.
+    IMPORT_TRACE_SYNTAX = "CHIO-IMPORT-TRACE-SYNTAX", Input;
+    /// A trace is JSON of another shape than its format's.
+    IMPORT_TRACE_SHAPE = "CHIO-IMPORT-TRACE-SHAPE", Input;
+    /// A trace holds a result without its call or a call without its result.
+    IMPORT_TRACE_UNMATCHED = "CHIO-IMPORT-TRACE-UNMATCHED", Input;
+    /// A trace gives one id to two calls or requests, or answers one twice.
+    IMPORT_TRACE_DUPLICATE_ID = "CHIO-IMPORT-TRACE-DUPLICATE-ID", Input;
+    /// A trace's tool call has arguments that are not a JSON object.
+    IMPORT_TRACE_ARGUMENTS = "CHIO-IMPORT-TRACE-ARGUMENTS", Input;
+    /// A trace names a tool outside MCP's grammar or defines one the
+    /// scenario refuses.
+    IMPORT_TRACE_TOOL = "CHIO-IMPORT-TRACE-TOOL", Input;
+    /// A trace holds a value a scenario cannot write.
+    IMPORT_TRACE_VALUE = "CHIO-IMPORT-TRACE-VALUE", Input;
+    /// The scenario written from a trace does not validate.
+    IMPORT_TRACE_REFUSED = "CHIO-IMPORT-TRACE-REFUSED", Input;
     /// A replay of a bundle whose run read sealed files is not told where
     /// they are.
     SEALED_FROM = "CHIO-CLI-SEALED-FROM", Input;

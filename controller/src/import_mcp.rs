@@ -1,6 +1,7 @@
-//! `chio import mcp TOOLS.json --id SERVER [--kernel K] [--out FILE]`.
+//! `chio import mcp TOOLS.json --id SERVER [--kernel K] [--out FILE]` and
+//! `chio import trace FILE --format mcp|openai|anthropic --out DIR [--id ID]`.
 //!
-//! Reads an MCP `tools/list` result (the JSON-RPC response or its bare
+//! `import mcp` reads an MCP `tools/list` result (the JSON-RPC response or its bare
 //! result) and prints the `[[servers]]` declaration of a `recorded` server
 //! with those tools, their schemas, annotations and digests
 //! (`chio_arena::scenario::mcp`, which owns the parsing of the untrusted
@@ -8,11 +9,19 @@
 //! declaration whole or not at all, through a temporary file beside it.
 //! Exit 0 with the declaration, 2 for input it refuses, 3 for a file it
 //! cannot write.
+//!
+//! `import trace` reads a recorded session (an MCP JSON-RPC log, an OpenAI
+//! or an Anthropic transcript) and writes `DIR/scenario.toml` and the
+//! agent's prompt file (`chio_arena::scenario::trace`, which owns the
+//! parsing, the scenario it becomes and its validation). It writes the
+//! prompt first and the scenario last, each whole or not at all, so a
+//! `scenario.toml` in DIR is always complete; the same exit codes apply.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
+use chio_arena::scenario::trace::{import_trace, TraceFault, TraceFormat};
 use clap::{Args, Subcommand};
 
 use crate::error::{codes, CliError};
@@ -32,6 +41,8 @@ pub struct ImportArgs {
 pub enum ImportCommand {
     /// Print a recorded server's declaration from an MCP tools/list result.
     Mcp(ImportMcpArgs),
+    /// Write a scenario replaying a recorded trace's tool calls.
+    Trace(ImportTraceArgs),
 }
 
 /// `chio import mcp`.
@@ -51,6 +62,24 @@ pub struct ImportMcpArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `chio import trace`.
+#[derive(Debug, Args)]
+pub struct ImportTraceArgs {
+    /// The trace: an MCP session log (one JSON-RPC message per line), or an
+    /// OpenAI or Anthropic transcript (one JSON request body).
+    #[arg(value_name = "FILE")]
+    pub trace: PathBuf,
+    /// The trace's format: mcp, openai or anthropic.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: String,
+    /// The folder to write scenario.toml and its prompt into (made if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The scenario's id.
+    #[arg(long, value_name = "ID", default_value = "imported_trace", value_parser = scenario_id)]
+    pub id: String,
+}
+
 /// A flag value that is a scenario id.
 fn scenario_id(text: &str) -> Result<String, String> {
     if chio_arena::scenario::is_valid_id(text) {
@@ -64,6 +93,7 @@ fn scenario_id(text: &str) -> Result<String, String> {
 pub fn run(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     match &args.command {
         ImportCommand::Mcp(args) => mcp(args, out),
+        ImportCommand::Trace(args) => trace(args),
     }
 }
 
@@ -90,17 +120,73 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .write_all(declaration.as_bytes())
             .and_then(|()| out.flush())
             .map_err(|e| CliError::output(COMMAND, &e)),
-        Some(path) => write_whole(path, declaration.as_bytes()),
+        Some(path) => write_whole(COMMAND, path, declaration.as_bytes()),
     }
+}
+
+fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
+    const TRACE: &str = "import trace";
+    let Some(format) = TraceFormat::parse(&args.format) else {
+        let known: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.as_str()).collect();
+        return Err(CliError::new(
+            codes::IMPORT_TRACE_FORMAT,
+            TRACE,
+            "--format names no trace format this command reads",
+            format!("pass --format {}", known.join(", --format ")),
+        ));
+    };
+    let bytes = std::fs::read(&args.trace).map_err(|e| {
+        CliError::new(
+            codes::IMPORT_UNREADABLE,
+            TRACE,
+            format!("cannot read {}: {}", args.trace.display(), e.kind()),
+            "pass a readable file holding the recorded trace",
+        )
+    })?;
+    let imported = import_trace(&bytes, format, &args.id).map_err(|e| {
+        let code = match e.fault {
+            TraceFault::Syntax => codes::IMPORT_TRACE_SYNTAX,
+            TraceFault::Shape => codes::IMPORT_TRACE_SHAPE,
+            TraceFault::Unmatched => codes::IMPORT_TRACE_UNMATCHED,
+            TraceFault::DuplicateId => codes::IMPORT_TRACE_DUPLICATE_ID,
+            TraceFault::Arguments => codes::IMPORT_TRACE_ARGUMENTS,
+            TraceFault::Tool => codes::IMPORT_TRACE_TOOL,
+            TraceFault::Value => codes::IMPORT_TRACE_VALUE,
+            TraceFault::Refused => codes::IMPORT_TRACE_REFUSED,
+        };
+        CliError::new(
+            code,
+            TRACE,
+            format!("{}, {e}", args.trace.display()),
+            "docs/scenario-schema.md, \"Imported traces\", says what each format must hold",
+        )
+    })?;
+    let prompt = args.out.join(&imported.prompt_ref);
+    if let Some(folder) = prompt.parent() {
+        std::fs::create_dir_all(folder).map_err(|e| {
+            CliError::new(
+                codes::IMPORT_WRITE,
+                TRACE,
+                format!("cannot make {}: {}", folder.display(), e.kind()),
+                "check that the folder can be made there, or pass another --out",
+            )
+        })?;
+    }
+    write_whole(TRACE, &prompt, imported.prompt.as_bytes())?;
+    write_whole(
+        TRACE,
+        &args.out.join("scenario.toml"),
+        imported.scenario.as_bytes(),
+    )
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it, renamed
 /// over it once flushed.
-fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+fn write_whole(command: &'static str, path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     let failed = |e: std::io::Error| {
         CliError::new(
             codes::IMPORT_WRITE,
-            COMMAND,
+            command,
             format!("cannot write {}: {}", path.display(), e.kind()),
             "check that the folder exists and is writable, or pass another --out",
         )

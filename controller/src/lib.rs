@@ -21,7 +21,8 @@
 //! - [`arena_matrix`] holds `chio arena matrix`;
 //! - [`arena_promote`] holds `chio arena promote`;
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
-//! - [`import_mcp`] holds `chio import mcp` (an MCP `tools/list` result as a recorded server);
+//! - [`import_mcp`] holds `chio import mcp` (an MCP `tools/list` result as a recorded server)
+//!   and `chio import trace` (a recorded trace as a scenario);
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`cluster_worlds`] is where the adversary evaluator's worlds run on
 //!   node processes (`arena evolve --topology`, matrix cells on a topology);

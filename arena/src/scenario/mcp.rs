@@ -102,6 +102,23 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
             "{at}nextCursor is set: the server has more tools than this page; ask for every page and merge their tools arrays into one result"
         )));
     }
+    let tools = parse_tools_page(result, &at, server)?;
+    if tools.is_empty() {
+        return Err(refuse(format!(
+            "{at}tools is empty: a recorded server declares at least one tool"
+        )));
+    }
+    Ok(tools)
+}
+
+/// The tools of one `tools/list` result object (`result`, written at
+/// `at`, such as `result.`), each checked, none named twice; a page may be
+/// empty and may carry `nextCursor` (a session log holds every page).
+pub fn parse_tools_page(
+    result: &Map<String, Value>,
+    at: &str,
+    server: &str,
+) -> Result<Vec<ImportedTool>, ImportProblem> {
     let Some(Value::Array(listed)) = result.get("tools") else {
         return Err(refuse(format!(
             "{at}tools is not a JSON array: a tools/list result lists its tools as an array"
@@ -121,11 +138,6 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
             )));
         }
         tools.push(tool);
-    }
-    if tools.is_empty() {
-        return Err(refuse(format!(
-            "{at}tools is empty: a recorded server declares at least one tool"
-        )));
     }
     Ok(tools)
 }
@@ -236,34 +248,42 @@ pub fn server_declaration(id: &str, kernel: &str, tools: &[ImportedTool]) -> Str
     out.push_str(&format!("kernel = {}\n", toml_string(kernel)));
     out.push_str("kind = \"recorded\"\n");
     for tool in tools {
-        let c = &tool.contract;
-        out.push_str("\n[[servers.tools]]\n");
-        out.push_str(&format!("name = {}\n", toml_string(&c.name)));
-        out.push_str(&format!("description = {}\n", toml_string(&c.description)));
+        out.push_str(&tool_table(tool));
+    }
+    out
+}
+
+/// The `[[servers.tools]]` table of one tool (with its annotations table
+/// when it gave hints), preceded by a blank line.
+pub fn tool_table(tool: &ImportedTool) -> String {
+    let mut out = String::new();
+    let c = &tool.contract;
+    out.push_str("\n[[servers.tools]]\n");
+    out.push_str(&format!("name = {}\n", toml_string(&c.name)));
+    out.push_str(&format!("description = {}\n", toml_string(&c.description)));
+    out.push_str(&format!(
+        "input_schema = {}\n",
+        toml_string(&c.input_schema.to_string())
+    ));
+    if let Some(output) = &c.output_schema {
         out.push_str(&format!(
-            "input_schema = {}\n",
-            toml_string(&c.input_schema.to_string())
+            "output_schema = {}\n",
+            toml_string(&output.to_string())
         ));
-        if let Some(output) = &c.output_schema {
-            out.push_str(&format!(
-                "output_schema = {}\n",
-                toml_string(&output.to_string())
-            ));
-        }
-        out.push_str(&format!("digest = {}\n", toml_string(&tool.digest)));
-        let h = tool.hints;
-        let given = [
-            ("read_only_hint", h.read_only_hint),
-            ("destructive_hint", h.destructive_hint),
-            ("idempotent_hint", h.idempotent_hint),
-            ("open_world_hint", h.open_world_hint),
-        ];
-        if given.iter().any(|(_, v)| v.is_some()) {
-            out.push_str("\n[servers.tools.annotations]\n");
-            for (key, value) in given {
-                if let Some(value) = value {
-                    out.push_str(&format!("{key} = {value}\n"));
-                }
+    }
+    out.push_str(&format!("digest = {}\n", toml_string(&tool.digest)));
+    let h = tool.hints;
+    let given = [
+        ("read_only_hint", h.read_only_hint),
+        ("destructive_hint", h.destructive_hint),
+        ("idempotent_hint", h.idempotent_hint),
+        ("open_world_hint", h.open_world_hint),
+    ];
+    if given.iter().any(|(_, v)| v.is_some()) {
+        out.push_str("\n[servers.tools.annotations]\n");
+        for (key, value) in given {
+            if let Some(value) = value {
+                out.push_str(&format!("{key} = {value}\n"));
             }
         }
     }

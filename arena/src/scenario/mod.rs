@@ -42,6 +42,8 @@
 //! - [`locate`]: the line and column where an error's field is written;
 //! - [`mcp`]: an MCP `tools/list` result read as a recorded server's tools;
 //! - [`tools`]: the tools each server kind publishes or declares;
+//! - [`trace`]: a recorded agent trace (MCP log, OpenAI or Anthropic
+//!   transcript) written as a scenario;
 //! - [`validate`]: the validator, one module per section (checks shared by
 //!   all, world, steps, schedule).
 
@@ -68,6 +70,7 @@ pub mod sealed;
 mod split;
 pub mod text;
 pub mod tools;
+pub mod trace;
 pub mod validate;
 pub mod value;
 

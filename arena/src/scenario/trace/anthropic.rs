@@ -1,0 +1,145 @@
+//! An Anthropic Messages transcript: a request body with `messages` and
+//! optional `tools`.
+//!
+//! Assistant messages carry `tool_use` content blocks (`id`, `name`,
+//! `input`), user messages answer them with `tool_result` blocks
+//! (`tool_use_id`, `content` as a string or an array of text blocks,
+//! optional `is_error`, which records a call the tool did not carry out).
+//! Tools are `{"name", "description", "input_schema"}`; a tool with a
+//! `type` other than `custom` (a server or client tool Anthropic defines,
+//! such as web search) has no schema to declare and is skipped. Places are
+//! JSON pointers.
+
+use serde_json::Value;
+
+use super::{
+    below, called_name, content_text, define, defined_tool, id_key, output_of, parse_json, Pending,
+    Trace, TraceCall, TraceError, TraceFault, TraceFormat,
+};
+
+/// Reads a transcript.
+pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
+    let value = parse_json(bytes, "the input", "transcript")?;
+    let Value::Object(top) = &value else {
+        return Err(TraceError::new(
+            TraceFault::Shape,
+            "the input",
+            "is not a JSON object: pass a Messages request body {\"messages\": [...], \"tools\": [...]}",
+        ));
+    };
+    let mut tools = Vec::new();
+    match top.get("tools") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(defined)) => {
+            for (k, tool) in defined.iter().enumerate() {
+                let place = below("/tools", k);
+                let Value::Object(tool) = tool else {
+                    return Err(TraceError::new(
+                        TraceFault::Tool,
+                        place,
+                        "is not a JSON object",
+                    ));
+                };
+                if tool
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t != "custom")
+                {
+                    continue;
+                }
+                let defined = defined_tool(
+                    tool.get("name"),
+                    tool.get("description"),
+                    Some(tool.get("input_schema").unwrap_or(&Value::Null)),
+                    &place,
+                    "input_schema",
+                )?;
+                define(&mut tools, defined, &place)?;
+            }
+        }
+        Some(_) => {
+            return Err(TraceError::new(
+                TraceFault::Shape,
+                "/tools",
+                "is not an array",
+            ))
+        }
+    }
+    let Some(Value::Array(messages)) = top.get("messages") else {
+        return Err(TraceError::new(
+            TraceFault::Shape,
+            "/messages",
+            "is missing or not an array: pass the request body that holds the conversation",
+        ));
+    };
+    let mut calls = Pending::default();
+    let mut prompt = None;
+    for (i, message) in messages.iter().enumerate() {
+        let place = below("/messages", i);
+        let Value::Object(message) = message else {
+            return Err(TraceError::new(
+                TraceFault::Shape,
+                place,
+                "is not a JSON object",
+            ));
+        };
+        let role = message.get("role").and_then(Value::as_str);
+        if role == Some("user") && prompt.is_none() {
+            prompt = content_text(message.get("content"));
+        }
+        let Some(Value::Array(blocks)) = message.get("content") else {
+            continue;
+        };
+        for (k, block) in blocks.iter().enumerate() {
+            let at = below(&below(&place, "content"), k);
+            match (role, block.get("type").and_then(Value::as_str)) {
+                (Some("assistant"), Some("tool_use")) => {
+                    let key = id_key(block.get("id"), &below(&at, "id"), false)?;
+                    let tool = called_name(block.get("name"), &below(&at, "name"))?;
+                    let arguments = match block.get("input") {
+                        Some(Value::Object(input)) => input.clone(),
+                        _ => {
+                            return Err(TraceError::new(
+                                TraceFault::Arguments,
+                                below(&at, "input"),
+                                "the input is not a JSON object: a tool is called with an object of named arguments",
+                            ))
+                        }
+                    };
+                    calls.call(
+                        key,
+                        TraceCall {
+                            tool,
+                            arguments,
+                            ok: true,
+                            output: Value::Null,
+                            place: at,
+                        },
+                    )?;
+                }
+                (Some("user"), Some("tool_result")) => {
+                    let key = id_key(block.get("tool_use_id"), &below(&at, "tool_use_id"), false)?;
+                    let ok = match block.get("is_error") {
+                        None | Some(Value::Null) => true,
+                        Some(Value::Bool(is_error)) => !is_error,
+                        Some(_) => {
+                            return Err(TraceError::new(
+                                TraceFault::Shape,
+                                below(&at, "is_error"),
+                                "is not a boolean",
+                            ))
+                        }
+                    };
+                    calls.result(&key, &at, ok, output_of(block.get("content")))?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Trace {
+        format: TraceFormat::Anthropic,
+        tools,
+        calls: calls.finish("a tool_result block")?,
+        prompt,
+    })
+}
