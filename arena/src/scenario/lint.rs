@@ -120,7 +120,7 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
             Action::Revoke(revoke) => {
                 used.insert(revoke.target.clone());
             }
-            Action::Message(_) | Action::Advance(_) | Action::Fault(_) => {}
+            Action::Message(_) | Action::Advance(_) | Action::Fault(_) | Action::Redefine(_) => {}
         }
     }
 
