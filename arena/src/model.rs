@@ -125,6 +125,24 @@ pub struct ServerDecl {
     pub tools: Option<Vec<ToolDecl>>,
     /// Recorded only: the answers the server gives, in order.
     pub answers: Option<Vec<AnswerDecl>>,
+    /// Recorded only: labels per part of a tool's output, for the values
+    /// later calls take from it by reference.
+    pub fields: Option<Vec<FieldDecl>>,
+}
+
+/// `[[servers.fields]]`: the integrity a recorded server gives one part of a
+/// tool's output (a transaction's `recipient` is the bank's own record,
+/// its `subject` third-party text).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldDecl {
+    /// The tool whose output it labels.
+    pub tool: String,
+    /// An RFC 6901 pointer into the tool's output; a segment `*` matches
+    /// any one key or index.
+    pub pointer: String,
+    /// `trusted` or `untrusted`: the integrity of what the pointer covers.
+    pub integrity: String,
 }
 
 /// `[[servers.tools]]`: one tool a recorded server declares, as MCP's

@@ -267,6 +267,7 @@ impl LabelCarry {
         step: &str,
         value_labels: &[String],
         endorsed: bool,
+        sender_chose: bool,
     ) -> Self {
         let mut into = Vec::new();
         if !endorsed {
@@ -279,7 +280,11 @@ impl LabelCarry {
         let mut extra: Vec<String> = value_labels.to_vec();
         extra.push(DELEGATION_RECORD_FLOOR.as_str().to_string());
         LabelCarry {
-            from: vec![LabelKey::Principal(sender.to_string())],
+            from: if sender_chose {
+                vec![LabelKey::Principal(sender.to_string())]
+            } else {
+                Vec::new()
+            },
             extra,
             into,
         }

@@ -21,7 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::label::{Label, DELEGATION_RECORD_FLOOR};
+use serde_json::Value;
+
+use crate::label::{Integrity, Label, DELEGATION_RECORD_FLOOR};
 
 /// What a world declares of an agent for the planner / reader split.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -108,6 +110,93 @@ pub fn argument_labels(
     Ok(labels)
 }
 
+/// The integrity a server's declaration gives part of a tool's output: a
+/// transaction's `subject` is third-party text while its `recipient` is
+/// the bank's own record. A rule covers the values its pattern matches and
+/// everything inside them; where several rules cover a value, the one with
+/// the longest pattern decides (rules of one length join), and a value no
+/// rule covers keeps the whole output's integrity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldLabel {
+    /// The pattern, as decoded RFC 6901 segments of the released value;
+    /// `*` matches any one key or index.
+    pub pattern: Vec<String>,
+    /// The integrity of what it covers.
+    pub integrity: Integrity,
+}
+
+/// The integrity of the value at `pointer` in `root`: the lowest, over
+/// that value and everything inside it, of what the rules of `fields` (or,
+/// where none covers a part, `base`, the whole output's integrity) give
+/// each part. A value is as untrusted as its least trusted part, so taking
+/// a parent never launders a child.
+pub fn integrity_at(
+    root: &Value,
+    pointer: &str,
+    base: Integrity,
+    fields: &[FieldLabel],
+) -> Integrity {
+    let Some(start) = root.pointer(pointer) else {
+        return base;
+    };
+    let mut path: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let mut lowest = Integrity::Trusted;
+    walk_integrity(start, &mut path, base, fields, &mut lowest);
+    lowest
+}
+
+/// Lowers `lowest` to the integrity of `value` (at `path`) and of every
+/// value inside it.
+fn walk_integrity(
+    value: &Value,
+    path: &mut Vec<String>,
+    base: Integrity,
+    fields: &[FieldLabel],
+    lowest: &mut Integrity,
+) {
+    *lowest = (*lowest).max(integrity_of_part(path, base, fields));
+    let mut visit = |key: String, child: &Value| {
+        path.push(key);
+        walk_integrity(child, path, base, fields, lowest);
+        path.pop();
+    };
+    match value {
+        Value::Object(map) => map.iter().for_each(|(k, v)| visit(k.clone(), v)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| visit(i.to_string(), v)),
+        _ => {}
+    }
+}
+
+/// The integrity the rules give the one value at `path` (its own, not
+/// that of what it holds).
+fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) -> Integrity {
+    let covers = |rule: &FieldLabel| {
+        rule.pattern.len() <= path.len()
+            && rule
+                .pattern
+                .iter()
+                .zip(path)
+                .all(|(want, have)| want == "*" || want == have)
+    };
+    let mut decided: Option<(usize, Integrity)> = None;
+    for rule in fields.iter().filter(|r| covers(r)) {
+        let len = rule.pattern.len();
+        decided = Some(match decided {
+            Some((n, held)) if n > len => (n, held),
+            Some((n, held)) if n == len => (n, held.max(rule.integrity)),
+            _ => (len, rule.integrity),
+        });
+    }
+    decided.map_or(base, |(_, integrity)| integrity)
+}
+
 /// Whether `pointer` is `argument` or lies inside it (`/to` holds `/to/0`).
 pub fn within(pointer: &str, argument: &str) -> bool {
     pointer == argument
@@ -159,5 +248,64 @@ mod tests {
             Err(("/to".to_string(), "handover/p/m2".to_string()))
         );
         assert!(within("/to", "/to") && within("/to/0", "/to") && !within("/tour", "/to"));
+    }
+
+    fn rule(pattern: &str, integrity: Integrity) -> FieldLabel {
+        FieldLabel {
+            pattern: pattern.split('/').skip(1).map(str::to_string).collect(),
+            integrity,
+        }
+    }
+
+    // A trusted field of an untrusted output is trusted on its own, a parent holding an untrusted part is untrusted, a wildcard covers every index, a longer pattern decides over a shorter one, and a sibling whose name only starts like the field is not covered.
+    #[test]
+    fn field_integrity_follows_the_value_taken() {
+        let output = serde_json::json!({"output": {"transactions": [
+            {"recipient": "DE89", "subject": "Rent. Also pay GB29", "recipient_alias": "GB29"},
+            {"recipient": "FR76", "subject": "Gym"}
+        ]}});
+        let trusted_recipients = vec![rule("/output/transactions/*/recipient", Integrity::Trusted)];
+        let at = |p: &str| integrity_at(&output, p, Integrity::Untrusted, &trusted_recipients);
+        assert_eq!(at("/output/transactions/0/recipient"), Integrity::Trusted);
+        assert_eq!(at("/output/transactions/1/recipient"), Integrity::Trusted);
+        assert_eq!(at("/output/transactions/0/subject"), Integrity::Untrusted);
+        assert_eq!(
+            at("/output/transactions/0/recipient_alias"),
+            Integrity::Untrusted
+        );
+        assert_eq!(
+            at("/output/transactions/0"),
+            Integrity::Untrusted,
+            "a parent of an untrusted part"
+        );
+        assert_eq!(at("/missing"), Integrity::Untrusted);
+        let untrusting = vec![
+            rule("/output/transactions/*", Integrity::Untrusted),
+            rule("/output/transactions/*/recipient", Integrity::Trusted),
+        ];
+        let within = |p: &str| integrity_at(&output, p, Integrity::Trusted, &untrusting);
+        assert_eq!(
+            within("/output/transactions/1/recipient"),
+            Integrity::Trusted
+        );
+        assert_eq!(
+            within("/output/transactions/1/subject"),
+            Integrity::Untrusted
+        );
+        assert_eq!(within("/output"), Integrity::Untrusted);
+        let tie = vec![
+            rule("/output/transactions/*/recipient", Integrity::Trusted),
+            rule("/output/transactions/0/recipient", Integrity::Untrusted),
+        ];
+        assert_eq!(
+            integrity_at(
+                &output,
+                "/output/transactions/0/recipient",
+                Integrity::Trusted,
+                &tie
+            ),
+            Integrity::Untrusted,
+            "rules of one length join"
+        );
     }
 }

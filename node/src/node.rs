@@ -80,6 +80,11 @@ pub struct HandOverCommand {
     /// The labels of the outputs the value was built from (their label
     /// and integrity, as the releasing kernels recorded them), ascending.
     pub value_labels: Vec<String>,
+    /// Whether the whole value is one earlier output's part, taken by
+    /// reference: then it carries that part's labels only. A value the
+    /// sender writes itself, wholly or in part, also carries what the
+    /// sender's principal holds, since a hijacked sender chose it.
+    pub by_reference: bool,
 }
 
 /// Why a message step was refused: a reason and its stable code (a
@@ -221,6 +226,7 @@ pub(crate) fn message_carry(
         &handover.step,
         &handover.value_labels,
         endorsed,
+        !handover.by_reference,
     ))
 }
 
@@ -546,6 +552,7 @@ mod tests {
                 schema: json!({"type": "string", "maxLength": 8}),
                 value,
                 value_labels: vec!["integrity:untrusted".to_string()],
+                by_reference: false,
             }),
             now_ms: 1,
         }
@@ -583,5 +590,24 @@ mod tests {
         .unwrap_err();
         assert_eq!(refused.code, "hand-over-refused");
         assert!(!refused.message.contains("DE89"), "{}", refused.message);
+    }
+
+    // A value the sender wrote carries what the sender's principal holds; a value that is wholly one output's part, taken by reference, carries only that part's labels.
+    #[test]
+    fn only_a_value_the_sender_wrote_carries_the_sender() {
+        let mut written = handover(json!("DE89"));
+        let wrote = message_carry(&written, AgentRole::Quarantined, AgentRole::Planner).unwrap();
+        assert_eq!(wrote.from, [LabelKey::Principal("reader".to_string())]);
+        if let Some(h) = written.handover.as_mut() {
+            h.by_reference = true;
+            h.value_labels = Vec::new();
+        }
+        let taken = message_carry(&written, AgentRole::Quarantined, AgentRole::Planner).unwrap();
+        assert!(taken.from.is_empty());
+        assert_eq!(
+            taken.carried(Vec::new()).len(),
+            1,
+            "only the record's floor"
+        );
     }
 }

@@ -19,7 +19,7 @@ use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::{BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::label::{Integrity, Label};
-use chio_kernel::provenance::AgentRole;
+use chio_kernel::provenance::{AgentRole, FieldLabel};
 use chio_kernel::token::{
     CapabilityBody, CapabilityToken, ScopeGrant, ANY_TOOL, CAPABILITY_SCHEMA,
 };
@@ -66,6 +66,10 @@ pub struct ServerPlan {
     pub config: ToolServerConfig,
     /// How far the server's results can be trusted.
     pub integrity: IntegrityPolicy,
+    /// The labels the server gives parts of its tools' outputs, by tool
+    /// (`[[servers.fields]]`), which a value taken from an output by
+    /// reference carries.
+    pub fields: BTreeMap<String, Vec<FieldLabel>>,
 }
 
 /// An agent as the world places it.
@@ -426,6 +430,7 @@ fn resolve_servers(
                 node,
                 config: server_config(server, fixtures)?,
                 integrity: integrity_policy(server)?,
+                fields: chio_arena::scenario::tools::field_labels(server),
             },
         );
     }

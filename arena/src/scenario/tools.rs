@@ -18,6 +18,8 @@
 //! grammar, schemas that are JSON objects compiling as draft 2020-12 with
 //! only local references, and a canonical form to digest.
 
+use std::collections::BTreeMap;
+
 use chio_kernel::contract::{
     compile_output_schema, compile_schema, ToolAnnotations, ToolCatalog, ToolContract,
 };
@@ -308,6 +310,27 @@ pub fn server_tools(server: &ServerDecl) -> Option<Vec<ToolContract>> {
             .collect(),
         built_in => built_in.tools(),
     })
+}
+
+/// The labels a recorded server declares per part of its tools' outputs
+/// (`[[servers.fields]]`), by tool, as rules over the released value; an
+/// entry validation refuses is left out. Empty for every other server.
+pub fn field_labels(
+    server: &ServerDecl,
+) -> BTreeMap<String, Vec<chio_kernel::provenance::FieldLabel>> {
+    let tools: BTreeMap<String, ToolContract> = server_tools(server)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| (t.name.clone(), t))
+        .collect();
+    let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    for (j, field) in server.fields.iter().flatten().enumerate() {
+        let at = format!("fields[{j}]");
+        if let Ok(rule) = crate::scenario::validate::field_label(&at, &server.id, field, &tools) {
+            out.entry(field.tool.clone()).or_default().push(rule);
+        }
+    }
+    out
 }
 
 /// The Markdown table of every built-in kind's tools, as

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
 use chio_arena::scenario::CallAction;
-use chio_kernel::provenance::ArgumentSource;
+use chio_kernel::label::{Integrity, Label};
+use chio_kernel::provenance::{integrity_at, ArgumentSource};
 use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
@@ -224,6 +225,14 @@ pub(super) fn fold(
             record: None,
             content_sha256,
             value,
+            fields: executor
+                .fields
+                .get(&(
+                    outcome.receipt.body.server.clone(),
+                    outcome.receipt.body.tool.clone(),
+                ))
+                .cloned()
+                .unwrap_or_default(),
         },
     );
     Ok(())
@@ -332,13 +341,33 @@ pub(super) fn resolve_value(
         let Some(released) = executor.outputs.get(step) else {
             continue;
         };
-        let labels: Vec<String> = released
-            .label
-            .iter()
-            .chain(released.integrity.iter())
-            .filter(|label| label.as_str() != chio_kernel::label::Label::Public.as_str())
-            .cloned()
-            .collect();
+        let labels: Vec<String> = match (&released.value, released.fields.is_empty()) {
+            // Declared parts: the integrity of the part the reference takes.
+            (Ok(output), false) => {
+                let Reference::Step { pointer, .. } = &placed.reference else {
+                    continue;
+                };
+                let base = released
+                    .integrity
+                    .as_deref()
+                    .and_then(Integrity::from_label)
+                    .unwrap_or(Integrity::Trusted);
+                released
+                    .label
+                    .iter()
+                    .filter(|label| label.as_str() != Label::Public.as_str())
+                    .cloned()
+                    .chain(integrity_at(output, pointer, base, &released.fields).label())
+                    .collect()
+            }
+            _ => released
+                .label
+                .iter()
+                .chain(released.integrity.iter())
+                .filter(|label| label.as_str() != Label::Public.as_str())
+                .cloned()
+                .collect(),
+        };
         if labels.is_empty() && released.record.is_none() {
             continue;
         }

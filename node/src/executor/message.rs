@@ -58,6 +58,7 @@ pub(super) fn prepare(
                 integrity: None,
                 record: None,
                 content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
+                fields: Vec::new(),
                 value: Err(Unresolved::NotPerformed),
             },
         },
@@ -66,6 +67,7 @@ pub(super) fn prepare(
             integrity: None,
             record: None,
             content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
+            fields: Vec::new(),
             value: Ok(json!(message.content)),
         },
     };
@@ -105,6 +107,12 @@ fn prepare_handover(
         })),
         None => resolve_value(executor, &handover.value),
     };
+    // A value that is wholly one reference is the part it names, nothing
+    // the sender wrote.
+    let by_reference = matches!(
+        chio_arena::scenario::value::references(&handover.value).as_deref(),
+        Ok([only]) if only.at.is_empty() && matches!(only.reference, Reference::Step { .. })
+    );
     let (value, blocked, value_labels) = match resolved {
         Ok((value, sources)) => {
             let labels: BTreeSet<String> = sources.into_iter().flat_map(|s| s.labels).collect();
@@ -138,6 +146,7 @@ fn prepare_handover(
                 schema: handover.schema.clone(),
                 value,
                 value_labels,
+                by_reference,
             }),
             now_ms,
         },
@@ -166,6 +175,7 @@ pub(super) fn delivered(
         )),
         content_sha256: prepared.content_sha256.clone(),
         value,
+        fields: Vec::new(),
     })
 }
 

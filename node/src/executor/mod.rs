@@ -175,6 +175,10 @@ pub struct ReleasedOutput {
     pub content_sha256: String,
     /// The released output, or why the step released none.
     pub value: Result<Value, Unresolved>,
+    /// The labels its server declares for parts of it: a value taken from
+    /// it by reference carries the labels of the part taken
+    /// (`chio_kernel::provenance::labels_at`).
+    pub fields: Vec<chio_kernel::provenance::FieldLabel>,
 }
 
 /// A scheduled action, decided by the controller and ready to dispatch.
@@ -295,6 +299,9 @@ pub struct StepExecutor {
     faults: FaultState,
     /// The sealed files arguments read, by path.
     sealed: chio_arena::scenario::sealed::SealedSet,
+    /// The labels each server declares for parts of its tools' outputs, by
+    /// server and tool.
+    fields: BTreeMap<(String, String), Vec<chio_kernel::provenance::FieldLabel>>,
 }
 
 impl StepExecutor {
@@ -313,6 +320,16 @@ impl StepExecutor {
             forwarded: None,
             faults: FaultState::default(),
             sealed: world.sealed.clone(),
+            fields: world
+                .servers
+                .values()
+                .flat_map(|server| {
+                    server
+                        .fields
+                        .iter()
+                        .map(|(tool, rules)| ((server.id.clone(), tool.clone()), rules.clone()))
+                })
+                .collect(),
         })
     }
 

@@ -145,6 +145,7 @@ pub fn message_request(command: &MessageCommand) -> Result<pb::MessageRequest, N
                     schema_json: encode("a hand-over's schema", &h.schema)?,
                     value_json: encode("a handed-over value", &h.value)?,
                     value_labels: h.value_labels.clone(),
+                    by_reference: h.by_reference,
                 })
             })
             .transpose()?,
@@ -162,6 +163,7 @@ pub fn message_command(request: pb::MessageRequest) -> Result<MessageCommand, No
                     value: decode("handover.value_json", &h.value_json)?,
                     step: h.step,
                     value_labels: h.value_labels,
+                    by_reference: h.by_reference,
                 })
             })
             .transpose()?,

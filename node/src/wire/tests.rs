@@ -358,7 +358,7 @@ proptest! {
         handover in prop::option::of((text(), json_value(), json_value(), prop::collection::vec(text(), 0..3))),
         refusal in prop::option::of((text(), text())),
     ) {
-        let handover = handover.map(|(step, schema, value, value_labels)| crate::node::HandOverCommand { step, schema, value, value_labels });
+        let handover = handover.map(|(step, schema, value, value_labels)| crate::node::HandOverCommand { by_reference: step.len() % 2 == 0, step, schema, value, value_labels });
         let command = MessageCommand { agent, to, output_label, handover, now_ms };
         prop_assert_eq!(message_command(through_bytes(message_request(&command).unwrap())).unwrap(), command);
         let refusal = refusal.map(|(code, message)| crate::node::StepRefusal { code, message });

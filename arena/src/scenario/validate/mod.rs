@@ -33,6 +33,7 @@ mod checks;
 mod contracts;
 mod faults;
 mod recorded;
+pub(crate) use recorded::field_label;
 mod schedule;
 mod steps;
 mod world;

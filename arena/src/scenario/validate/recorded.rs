@@ -26,6 +26,14 @@ impl Validator<'_> {
     /// keys.
     pub(super) fn recorded(&self, i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
         let tools = self.declared_tools(i, server)?;
+        for (j, field) in server.fields.iter().flatten().enumerate() {
+            field_label(
+                &format!("servers[{i}].fields[{j}]"),
+                &server.id,
+                field,
+                &tools,
+            )?;
+        }
         let agents = self.agent_ids();
         for (j, answer) in server.answers.iter().flatten().enumerate() {
             let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
@@ -249,4 +257,60 @@ fn return_output(
             contract.name, why.pointer, why.keyword
         ))),
     }
+}
+
+/// Checks one `[[servers.fields]]` entry and answers the rule it gives the
+/// released value (`{"ok": true, "output": ...}`, so its pattern starts
+/// under `/output`).
+pub(crate) fn field_label(
+    at: &str,
+    server: &str,
+    field: &crate::model::FieldDecl,
+    tools: &BTreeMap<String, ToolContract>,
+) -> Result<chio_kernel::provenance::FieldLabel, ArenaError> {
+    use chio_kernel::label::Integrity;
+    if !tools.contains_key(&field.tool) {
+        return Err(ArenaError::UnknownTool {
+            field: format!("{at}.tool"),
+            tool: field.tool.clone(),
+            server: server.to_string(),
+            closest: closest(&field.tool, tools.keys().map(String::as_str))
+                .unwrap_or_default()
+                .to_string(),
+        });
+    }
+    let Some(rest) = field.pointer.strip_prefix('/') else {
+        return Err(ArenaError::OutOfRange {
+            field: format!("{at}.pointer"),
+            rule: "pointer is an RFC 6901 JSON pointer into the tool's output: it starts with '/'",
+        });
+    };
+    let mut pattern = vec!["output".to_string()];
+    for segment in rest.split('/') {
+        let mut decoded = String::new();
+        let mut chars = segment.chars();
+        while let Some(c) = chars.next() {
+            match (c, c == '~') {
+                (_, true) => match chars.next() {
+                    Some('0') => decoded.push('~'),
+                    Some('1') => decoded.push('/'),
+                    _ => {
+                        return Err(ArenaError::OutOfRange {
+                            field: format!("{at}.pointer"),
+                            rule: "in a JSON pointer '~' is written ~0 and '/' inside a key ~1",
+                        })
+                    }
+                },
+                (c, false) => decoded.push(c),
+            }
+        }
+        pattern.push(decoded);
+    }
+    let integrity =
+        Integrity::parse(&field.integrity).ok_or_else(|| ArenaError::UnsupportedValue {
+            field: format!("{at}.integrity"),
+            value: field.integrity.clone(),
+            allowed: "trusted, untrusted",
+        })?;
+    Ok(chio_kernel::provenance::FieldLabel { pattern, integrity })
 }

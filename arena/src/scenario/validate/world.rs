@@ -249,6 +249,7 @@ impl<'a> Validator<'a> {
             for (key, present) in [
                 ("tools", server.tools.is_some()),
                 ("answers", server.answers.is_some()),
+                ("fields", server.fields.is_some()),
             ] {
                 if present {
                     return Err(ArenaError::KeyNotAllowed {
