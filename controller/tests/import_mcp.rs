@@ -296,10 +296,15 @@ fn fixture_repository(dir: &Path) -> PathBuf {
     repo
 }
 
-/// Runs `chio import mcp --command COMMAND --id ID EXTRA...` in `dir`.
+/// Runs `chio import mcp --command COMMAND --id ID EXTRA...` in `dir`, with
+/// a generous `--timeout-ms` unless EXTRA gives one: a machine busy with
+/// the rest of the suite may take seconds to start Python.
 fn import_live(dir: &Path, command: &str, id: &str, extra: &[&str]) -> std::process::Output {
     let mut args = vec!["import", "mcp", "--command", command, "--id", id];
     args.extend_from_slice(extra);
+    if !extra.contains(&"--timeout-ms") {
+        args.extend(["--timeout-ms", "60000"]);
+    }
     chio(dir, &args)
 }
 
@@ -419,7 +424,7 @@ fn a_paged_live_listing_prints_the_file_forms_declaration() {
     );
 }
 
-// Hostile servers are refused each with its code and exit: a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers at the timeout, one that exits early with its status; none echoes what the server wrote, and no output is printed.
+// Hostile servers are refused each with its code and exit: a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers once its timeout has passed, one that exits early with its status; none echoes what the server wrote, and no output is printed.
 #[test]
 fn hostile_live_servers_are_refused_with_their_codes() {
     let Some(python) = mcp_python() else { return };
@@ -474,11 +479,13 @@ fn hostile_live_servers_are_refused_with_their_codes() {
         assert!(stderr.contains(wanted), "{mode}: {stderr}");
         assert!(!stderr.contains(secret), "{mode}: {stderr}");
         assert!(output.stdout.is_empty(), "{mode}");
-        assert!(
-            started.elapsed() < Duration::from_secs(9),
-            "{mode} took {:?}",
-            started.elapsed()
-        );
+        if mode == "silent" {
+            let took = started.elapsed();
+            assert!(
+                took >= Duration::from_millis(1500) && took < Duration::from_secs(30),
+                "the silent server was stopped after {took:?}"
+            );
+        }
     }
 }
 
