@@ -489,6 +489,31 @@ fn hostile_live_servers_are_refused_with_their_codes() {
     }
 }
 
+// A server that stays alive once its standard input closes still gives its declaration and is killed, not left running, when the import returns.
+#[test]
+fn a_server_that_lingers_after_listing_is_killed() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file = tmp.path().join("server.pid");
+    let server = repo_path("controller/tests/fixtures/mcp/hostile_server.py");
+    let command = command_line(&[
+        python.to_str().unwrap(),
+        server.to_str().unwrap(),
+        "linger",
+        pid_file.to_str().unwrap(),
+    ]);
+    let output = import_live(tmp.path(), &command, "linger", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("name = \"first_tool\""));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid: u32 = pid.trim().parse().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the server {pid} is still running after the import returned"
+    );
+}
+
 // A program that cannot be started is refused naming the program and never the environment, an unsplittable or empty command naming the fix, and a TOOLS.json with --command, neither, or TOOLS.json with --timeout-ms by the command line's usage error.
 #[test]
 fn commands_that_cannot_start_and_wrong_sources_are_refused() {
