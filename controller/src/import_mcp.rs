@@ -49,7 +49,7 @@ pub struct ImportArgs {
 /// Commands under `chio import`.
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
-    /// Print a recorded server's declaration from an MCP tools/list result.
+    /// Print a recorded server's declaration from an MCP tools/list result, saved or listed live.
     Mcp(ImportMcpArgs),
     /// Write a scenario replaying a recorded trace's tool calls.
     Trace(ImportTraceArgs),
