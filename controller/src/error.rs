@@ -107,6 +107,17 @@ cli_codes! {
     RECORD_SPEC = "CHIO-CLI-RECORD-SPEC", Input;
     /// The file `chio import mcp` reads cannot be read.
     IMPORT_UNREADABLE = "CHIO-IMPORT-UNREADABLE", Input;
+    /// `chio import mcp` is given both TOOLS.json and `--command`, or neither.
+    IMPORT_MCP_SOURCE = "CHIO-IMPORT-MCP-SOURCE", Input;
+    /// The `--command` of `chio import mcp` cannot be split or started.
+    IMPORT_MCP_START = "CHIO-IMPORT-MCP-START", Input;
+    /// The MCP server did not answer the handshake and `tools/list` in time.
+    IMPORT_MCP_TIMEOUT = "CHIO-IMPORT-MCP-TIMEOUT", Infrastructure;
+    /// The MCP server exited before it listed its tools.
+    IMPORT_MCP_EXITED = "CHIO-IMPORT-MCP-EXITED", Infrastructure;
+    /// The MCP server answered the handshake or `tools/list` with an error
+    /// or something the protocol does not allow.
+    IMPORT_MCP_PROTOCOL = "CHIO-IMPORT-MCP-PROTOCOL", Input;
     /// An MCP `tools/list` result is refused.
     IMPORT_TOOLS_LIST = "CHIO-IMPORT-TOOLS-LIST", Input;
     /// The declaration `chio import mcp --out` or the scenario `chio import

@@ -1,9 +1,13 @@
-//! `chio import mcp TOOLS.json --id SERVER [--kernel K] [--out FILE]` and
+//! `chio import mcp TOOLS.json --id SERVER [--kernel K] [--out FILE]`,
+//! `chio import mcp --command "CMD ARGS..." --id SERVER [--kernel K] [--out FILE]
+//! [--timeout-ms N]` and
 //! `chio import trace FILE --format mcp|openai|anthropic --out DIR [--id ID]`.
 //!
 //! `import mcp` reads an MCP `tools/list` result (the JSON-RPC response or its bare
 //! result) and prints the `[[servers]]` declaration of a `recorded` server
-//! with those tools, their schemas, annotations and digests
+//! with those tools, their schemas, annotations and digests; with
+//! `--command` it starts the MCP server itself and lists its tools
+//! (`crate::import_mcp_live`), then reads that result the same way
 //! (`chio_arena::scenario::mcp`, which owns the parsing of the untrusted
 //! input and the rules every definition must satisfy). `--out` writes the
 //! declaration whole or not at all, through a temporary file beside it.
@@ -19,14 +23,20 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
 use chio_arena::scenario::trace::{import_trace, TraceFault, TraceFormat};
-use clap::{Args, Subcommand};
+use clap::{ArgGroup, Args, Subcommand};
 
 use crate::error::{codes, CliError};
+use crate::import_mcp_live::list_tools;
 
 const COMMAND: &str = "import mcp";
+
+/// How long, in milliseconds of wall time, `--command`'s server has to
+/// answer the handshake and list its tools unless `--timeout-ms` says.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
 /// `chio import ...`.
 #[derive(Debug, Args)]
@@ -39,18 +49,24 @@ pub struct ImportArgs {
 /// Commands under `chio import`.
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
-    /// Print a recorded server's declaration from an MCP tools/list result.
+    /// Print a recorded server's declaration from an MCP tools/list result, saved or listed live.
     Mcp(ImportMcpArgs),
     /// Write a scenario replaying a recorded trace's tool calls.
     Trace(ImportTraceArgs),
 }
 
-/// `chio import mcp`.
+/// `chio import mcp`: exactly one of TOOLS.json and `--command` says where
+/// the tools come from.
 #[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["tools", "command"])))]
 pub struct ImportMcpArgs {
     /// The tools/list result: a JSON-RPC response or its result object.
     #[arg(value_name = "TOOLS.json")]
-    pub tools: PathBuf,
+    pub tools: Option<PathBuf>,
+    /// Start this MCP server over stdio and list its tools (split like a
+    /// shell would, run without one).
+    #[arg(long, value_name = "CMD ARGS...")]
+    pub command: Option<String>,
     /// The id of the server to declare.
     #[arg(long, value_name = "SERVER", value_parser = scenario_id)]
     pub id: String,
@@ -60,6 +76,15 @@ pub struct ImportMcpArgs {
     /// Write the declaration to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// With --command: the wall time, in milliseconds, the server has to
+    /// answer the handshake and list every tool (1 to 600000; default 10000).
+    #[arg(
+        long,
+        value_name = "N",
+        conflicts_with = "tools",
+        value_parser = clap::value_parser!(u64).range(1..=600_000)
+    )]
+    pub timeout_ms: Option<u64>,
 }
 
 /// `chio import trace`.
@@ -98,19 +123,29 @@ pub fn run(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let bytes = std::fs::read(&args.tools).map_err(|e| {
-        CliError::new(
-            codes::IMPORT_UNREADABLE,
-            COMMAND,
-            format!("cannot read {}: {}", args.tools.display(), e.kind()),
-            "pass a readable file holding the server's tools/list response",
-        )
-    })?;
+    let (bytes, source) = match (&args.tools, &args.command) {
+        (Some(file), None) => (read_tools_file(file)?, file.display().to_string()),
+        (None, Some(command)) => (
+            list_tools(
+                command,
+                Duration::from_millis(args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS)),
+            )?,
+            "the server's tools/list result".to_string(),
+        ),
+        _ => {
+            return Err(CliError::new(
+                codes::IMPORT_MCP_SOURCE,
+                COMMAND,
+                "the tools come from TOOLS.json or from --command, and exactly one is given",
+                "pass a saved tools/list result or --command \"CMD ARGS...\", not both",
+            ))
+        }
+    };
     let tools = parse_tools_list(&bytes, &args.id).map_err(|problem| {
         CliError::new(
             codes::IMPORT_TOOLS_LIST,
             COMMAND,
-            format!("{} is refused: {problem}", args.tools.display()),
+            format!("{source} is refused: {problem}"),
             "docs/scenario-schema.md, \"Declared tools\", says what a definition must be",
         )
     })?;
@@ -122,6 +157,18 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .map_err(|e| CliError::output(COMMAND, &e)),
         Some(path) => write_whole(COMMAND, path, declaration.as_bytes()),
     }
+}
+
+/// The bytes of a saved `tools/list` result.
+fn read_tools_file(file: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(file).map_err(|e| {
+        CliError::new(
+            codes::IMPORT_UNREADABLE,
+            COMMAND,
+            format!("cannot read {}: {}", file.display(), e.kind()),
+            "pass a readable file holding the server's tools/list response",
+        )
+    })
 }
 
 fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {

@@ -23,6 +23,7 @@
 //! - [`campaign`] holds `chio campaign template | run | import | annotate | report | hash`;
 //! - [`import_mcp`] holds `chio import mcp` (an MCP `tools/list` result as a recorded server)
 //!   and `chio import trace` (a recorded trace as a scenario);
+//! - [`import_mcp_live`] starts an MCP server for `chio import mcp --command` and lists its tools;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`cluster_worlds`] is where the adversary evaluator's worlds run on
 //!   node processes (`arena evolve --topology`, matrix cells on a topology);
@@ -59,6 +60,7 @@ pub mod error;
 pub mod eval;
 pub mod harness;
 pub mod import_mcp;
+pub mod import_mcp_live;
 pub mod junit;
 pub mod link_proxy;
 pub mod local_cluster;

@@ -3,10 +3,21 @@
 //! the fixture keeps that declaration, hostile input is refused naming the
 //! fix, and the scenario's refusals of an undeclared tool and of arguments
 //! its schema refuses.
+//!
+//! `--command` is proved against real servers over stdio: the reference git
+//! server of the MCP project (`mcp-server-git` from PyPI) on a repository
+//! the test makes, and small servers on the official MCP Python SDK that
+//! misbehave on purpose (`fixtures/mcp/hostile_server.py`). Both live in a
+//! Python virtual environment whose python `CHIO_MCP_PYTHON` names;
+//! `.ci/run` makes it. Without it these tests say why and return, except
+//! under CI, where they fail.
 
 mod util;
 
-use util::{chio, copy_tree, explain, repo_path};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use util::{chio, chio_env, copy_tree, explain, repo_path, tree};
 
 const FIXTURE: &str = "scenarios/fixtures/recorded-git/tools_list.json";
 
@@ -222,5 +233,338 @@ fn the_recorded_server_refuses_undeclared_tools_and_refused_arguments_at_validat
         if let Some(value) = never {
             assert!(!stderr.contains(value), "{stderr}");
         }
+    }
+}
+
+/// The python of the virtual environment holding `mcp-server-git` and the
+/// MCP SDK, from `CHIO_MCP_PYTHON`; `None` (the test returns) when it is
+/// unset outside CI. Under CI an unset variable fails the test.
+fn mcp_python() -> Option<PathBuf> {
+    match std::env::var_os("CHIO_MCP_PYTHON").filter(|v| !v.is_empty()) {
+        Some(python) => {
+            let python = PathBuf::from(python);
+            assert!(
+                python.is_file(),
+                "CHIO_MCP_PYTHON names {}, which is not a file; point it at the python of a venv with mcp-server-git (see CONTRIBUTING.md)",
+                python.display()
+            );
+            Some(python)
+        }
+        None if std::env::var_os("CI").is_some() => panic!(
+            "CHIO_MCP_PYTHON is not set under CI: .ci/run makes the venv with mcp-server-git and exports it; run the tests through .ci/run"
+        ),
+        None => {
+            eprintln!(
+                "skipped: CHIO_MCP_PYTHON is not set; make the venv as CONTRIBUTING.md says (or run .ci/run) to run the live MCP import tests"
+            );
+            None
+        }
+    }
+}
+
+/// `words` as one command line, each quoted as a shell would need.
+fn command_line(words: &[&str]) -> String {
+    shell_words::join(words)
+}
+
+/// A git repository in `dir` with one commit.
+fn fixture_repository(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README.md"), "fixture\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "README.md"][..],
+        &[
+            "-c",
+            "user.name=Fixture",
+            "-c",
+            "user.email=fixture@example.test",
+            "commit",
+            "-q",
+            "-m",
+            "first",
+        ][..],
+    ] {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&repo)
+            .status()
+            .expect("git runs");
+        assert!(status.success(), "git {args:?} failed");
+    }
+    repo
+}
+
+/// Runs `chio import mcp --command COMMAND --id ID EXTRA...` in `dir`, with
+/// a generous `--timeout-ms` unless EXTRA gives one: a machine busy with
+/// the rest of the suite may take seconds to start Python.
+fn import_live(dir: &Path, command: &str, id: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["import", "mcp", "--command", command, "--id", id];
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--timeout-ms") {
+        args.extend(["--timeout-ms", "60000"]);
+    }
+    chio(dir, &args)
+}
+
+// The reference git MCP server, started with --command on a fresh repository, gives a declaration listing its git tools with digests that validates and runs embedded and on --topology local with the same bundle bytes, and --out writes the same bytes.
+#[test]
+fn a_live_git_server_imports_into_a_scenario_that_runs_on_both_topologies() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = fixture_repository(tmp.path());
+    let command = command_line(&[
+        python.to_str().unwrap(),
+        "-m",
+        "mcp_server_git",
+        "--repository",
+        repo.to_str().unwrap(),
+    ]);
+    let output = import_live(tmp.path(), &command, "git", &[]);
+    let args = ["import", "mcp", "--command", &command, "--id", "git"];
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("starting {command}")), "{stderr}");
+    let block = String::from_utf8(output.stdout).unwrap();
+    assert!(block.contains("kind = \"recorded\""), "{block}");
+    let names = block.matches("\nname = ").count();
+    assert!(names >= 5, "{block}");
+    assert_eq!(block.matches("\ndigest = ").count(), names, "{block}");
+    for tool in ["git_status", "git_log", "git_diff", "git_commit"] {
+        assert!(
+            block.contains(&format!("name = \"{tool}\"")),
+            "{tool}: {block}"
+        );
+    }
+    let file = tmp.path().join("scenario.toml");
+    std::fs::write(&file, frame(&block)).unwrap();
+    std::fs::write(tmp.path().join("prompt.txt"), "x\n").unwrap();
+    let file = file.to_str().unwrap();
+    let args = ["arena", "validate", file];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let mut bundles = Vec::new();
+    for (label, extra) in [
+        ("embedded", &[][..]),
+        ("local", &["--topology", "local"][..]),
+    ] {
+        let out = tmp.path().join(label);
+        let mut args = vec!["arena", "run", file, "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        bundles.push(tree(&out));
+    }
+    assert!(bundles[0].contains_key("arena.json"), "no bundle written");
+    assert!(
+        bundles[0] == bundles[1],
+        "the local bundle differs from the embedded one"
+    );
+    let out = tmp.path().join("git.toml");
+    let output = import_live(
+        tmp.path(),
+        &command,
+        "git",
+        &["--out", out.to_str().unwrap()],
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), block);
+}
+
+/// The command line that runs the hostile fixture server in `mode`.
+fn hostile(python: &Path, mode: &str) -> String {
+    let server = repo_path("controller/tests/fixtures/mcp/hostile_server.py");
+    command_line(&[python.to_str().unwrap(), server.to_str().unwrap(), mode])
+}
+
+// A server listing its tools on two pages gives, through --command, the very declaration the file form prints for the merged tools/list result.
+#[test]
+fn a_paged_live_listing_prints_the_file_forms_declaration() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let output = import_live(tmp.path(), &hostile(&python, "paged"), "paged", &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let tool = |name: &str| {
+        serde_json::json!({
+            "name": name,
+            "description": "a test tool (ghp_16C7e42F292c6912E7710c838347Ae178B4a)",
+            "inputSchema": {"type": "object"}
+        })
+    };
+    let saved = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {"tools": [tool("first_tool"), tool("second_tool")]}
+    });
+    let file = tmp.path().join("tools.json");
+    std::fs::write(&file, saved.to_string()).unwrap();
+    let args = ["import", "mcp", file.to_str().unwrap(), "--id", "paged"];
+    let from_file = chio(tmp.path(), &args);
+    assert_eq!(
+        from_file.status.code(),
+        Some(0),
+        "{}",
+        explain(&args, &from_file)
+    );
+    assert_eq!(
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(from_file.stdout).unwrap()
+    );
+}
+
+// Hostile servers are refused each with its code and exit: a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers once its timeout has passed, one that exits early with its status; none echoes what the server wrote, and no output is printed.
+#[test]
+fn hostile_live_servers_are_refused_with_their_codes() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    let cases: [(&str, &[&str], i32, &str, &str); 5] = [
+        (
+            "bad-name",
+            &[],
+            2,
+            "CHIO-IMPORT-TOOLS-LIST",
+            "tools[0].name breaks MCP's tool-name grammar",
+        ),
+        (
+            "remote-ref",
+            &[],
+            2,
+            "CHIO-IMPORT-TOOLS-LIST",
+            "refers outside itself",
+        ),
+        (
+            "loop",
+            &[],
+            2,
+            "CHIO-IMPORT-MCP-PROTOCOL",
+            "a nextCursor it had already given",
+        ),
+        (
+            "silent",
+            &["--timeout-ms", "1500"],
+            3,
+            "CHIO-IMPORT-MCP-TIMEOUT",
+            "within 1500 ms",
+        ),
+        (
+            "exit",
+            &[],
+            3,
+            "CHIO-IMPORT-MCP-EXITED",
+            "exited before it listed its tools (exit status: 3)",
+        ),
+    ];
+    for (mode, extra, exit, code, wanted) in cases {
+        let started = Instant::now();
+        let output = import_live(tmp.path(), &hostile(&python, mode), "hostile", extra);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(exit), "{mode}: {stderr}");
+        assert!(
+            stderr.contains(&format!("error[{code}]")),
+            "{mode}: {stderr}"
+        );
+        assert!(stderr.contains(wanted), "{mode}: {stderr}");
+        assert!(!stderr.contains(secret), "{mode}: {stderr}");
+        assert!(output.stdout.is_empty(), "{mode}");
+        if mode == "silent" {
+            let took = started.elapsed();
+            assert!(
+                took >= Duration::from_millis(1500) && took < Duration::from_secs(30),
+                "the silent server was stopped after {took:?}"
+            );
+        }
+    }
+}
+
+// A server that stays alive once its standard input closes still gives its declaration and is killed, not left running, when the import returns.
+#[test]
+fn a_server_that_lingers_after_listing_is_killed() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file = tmp.path().join("server.pid");
+    let server = repo_path("controller/tests/fixtures/mcp/hostile_server.py");
+    let command = command_line(&[
+        python.to_str().unwrap(),
+        server.to_str().unwrap(),
+        "linger",
+        pid_file.to_str().unwrap(),
+    ]);
+    let output = import_live(tmp.path(), &command, "linger", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("name = \"first_tool\""));
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let pid: u32 = pid.trim().parse().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the server {pid} is still running after the import returned"
+    );
+}
+
+// A program that cannot be started is refused naming the program and never the environment, an unsplittable or empty command naming the fix, and a TOOLS.json with --command, neither, or TOOLS.json with --timeout-ms by the command line's usage error.
+#[test]
+fn commands_that_cannot_start_and_wrong_sources_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = "sk-live-0123456789abcdefghij";
+    let args = [
+        "import",
+        "mcp",
+        "--command",
+        "chio-no-such-server --flag",
+        "--id",
+        "x",
+    ];
+    let output = chio_env(tmp.path(), &args, &[("MCP_TOKEN", secret)]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(stderr.contains("error[CHIO-IMPORT-MCP-START]"), "{stderr}");
+    assert!(
+        stderr.contains("cannot start chio-no-such-server"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(secret), "{stderr}");
+    for (command, wanted) in [
+        ("server 'unclosed", "not a command line"),
+        ("  ", "--command is empty"),
+    ] {
+        let args = ["import", "mcp", "--command", command, "--id", "x"];
+        let output = chio(tmp.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+        assert!(stderr.contains("error[CHIO-IMPORT-MCP-START]"), "{stderr}");
+        assert!(stderr.contains(wanted), "{stderr}");
+    }
+    for (args, wanted) in [
+        (
+            &["import", "mcp", "--id", "x"][..],
+            "required arguments were not provided",
+        ),
+        (
+            &["import", "mcp", "t.json", "--command", "s", "--id", "x"][..],
+            "cannot be used with",
+        ),
+        (
+            &["import", "mcp", "t.json", "--timeout-ms", "5", "--id", "x"][..],
+            "cannot be used with '--timeout-ms",
+        ),
+    ] {
+        let output = chio(tmp.path(), args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(args, &output));
+        assert!(stderr.contains(wanted), "{stderr}");
+        assert!(output.stdout.is_empty());
     }
 }
