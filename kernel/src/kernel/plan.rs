@@ -288,9 +288,10 @@ impl Kernel {
             money,
             session_filesystem_roots: None,
             provenance,
-            definition: self.contracts.as_ref().and_then(|c| {
-                c.poisoning_in_force(&request.server, &request.tool, now_ms)
-            }),
+            definition: self
+                .contracts
+                .as_ref()
+                .and_then(|c| c.poisoning_in_force(&request.server, &request.tool, now_ms)),
         };
         let mut run = GuardRun {
             result: Ok(()),
