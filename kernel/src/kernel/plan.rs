@@ -267,6 +267,9 @@ impl Kernel {
         plan
     }
 
+    /// Runs the pre-dispatch guards over what admission knows of the call
+    /// decided at `now_ms` (the instant that picks the definition in force).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_guards(
         &self,
         request: &ToolCallRequest,
