@@ -572,3 +572,53 @@ fn an_invalid_id_is_named() {
         err.summary()
     );
 }
+
+/// Every scenario file under `dir`, at any depth, in path order.
+fn scenario_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).expect("listable") {
+            let path = entry.expect("directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|e| e == "toml") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+// The injection reader flags no tool definition of any scenario in scenarios/ or tests/valid/ (recorded servers, redefinitions, built-in kinds), except the poisoned ones tool_poisoning.toml declares on purpose.
+#[test]
+fn no_definition_of_a_scenario_is_flagged_but_the_poisoned_reference() {
+    let mut flagged = Vec::new();
+    let mut read = 0;
+    for path in scenario_files_under(&scenarios_dir())
+        .into_iter()
+        .chain(scenario_files_under(&tests_dir("valid")))
+    {
+        let Ok(scenario) = load_scenario(&path) else {
+            continue;
+        };
+        read += 1;
+        let found = scenario.poisoned_definitions().expect("redefinitions");
+        if path.ends_with("tool_poisoning.toml") {
+            assert!(!found.is_empty(), "the poisoned reference is not flagged");
+            continue;
+        }
+        flagged.extend(found.into_iter().map(|(kernel, f)| {
+            format!(
+                "{}: {kernel} {}/{} {}",
+                path.display(),
+                f.server,
+                f.tool,
+                f.finding
+            )
+        }));
+    }
+    assert!(read >= 30, "only {read} scenarios loaded");
+    assert!(flagged.is_empty(), "{flagged:#?}");
+}

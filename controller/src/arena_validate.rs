@@ -136,6 +136,22 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
             what
         ));
     }
+    // One line per tool definition the injection reader flags (tool
+    // poisoning), naming where and the rule, never the text; none for a
+    // world whose definitions are clean.
+    for (kernel, found) in scenario.poisoned_definitions()? {
+        let from = match found.from_ms {
+            0 => String::new(),
+            at => format!(
+                " from {}",
+                clock.format_offset_ms(at.saturating_sub(clock.now_ms()))
+            ),
+        };
+        s.push_str(&format!(
+            "flagged definition: {}/{} on {kernel}{from}: {}\n",
+            found.server, found.tool, found.finding
+        ));
+    }
     if scenario.has_world() {
         let f = scenario.file();
         s.push_str(&format!(

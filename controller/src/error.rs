@@ -123,6 +123,9 @@ cli_codes! {
     /// The declaration `chio import mcp --out` or the scenario `chio import
     /// trace --out` writes could not be written.
     IMPORT_WRITE = "CHIO-IMPORT-WRITE", Infrastructure;
+    /// `chio import mcp|trace --deny-poisoned` read a tool definition the
+    /// prompt-injection reader flags.
+    IMPORT_POISONED = "CHIO-IMPORT-POISONED", Input;
     /// `chio import trace --format` names no format it reads.
     IMPORT_TRACE_FORMAT = "CHIO-IMPORT-TRACE-FORMAT", Input;
     /// A trace is not JSON (or JSON lines), or is truncated.

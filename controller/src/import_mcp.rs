@@ -14,6 +14,12 @@
 //! Exit 0 with the declaration, 2 for input it refuses, 3 for a file it
 //! cannot write.
 //!
+//! Both commands read every tool definition with the kernel's
+//! prompt-injection reader (tool poisoning): each flagged definition is a
+//! warning on standard error naming the tool, the pattern, the rule and the
+//! JSON pointer (never the text), and is still declared, with a comment
+//! above it; `--deny-poisoned` refuses the input instead (exit 2).
+//!
 //! `import trace` reads a recorded session (an MCP JSON-RPC log, an OpenAI
 //! or an Anthropic transcript) and writes `DIR/scenario.toml` and the
 //! agent's prompt file (`chio_arena::scenario::trace`, which owns the
@@ -27,6 +33,7 @@ use std::time::Duration;
 
 use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
 use chio_arena::scenario::trace::{import_trace, TraceFault, TraceFormat};
+use chio_kernel::guards::prompt_injection::DefinitionFinding;
 use clap::{ArgGroup, Args, Subcommand};
 
 use crate::error::{codes, CliError};
@@ -85,6 +92,10 @@ pub struct ImportMcpArgs {
         value_parser = clap::value_parser!(u64).range(1..=600_000)
     )]
     pub timeout_ms: Option<u64>,
+    /// Refuse (exit 2) instead of warning when a definition is flagged as
+    /// tool poisoning.
+    #[arg(long)]
+    pub deny_poisoned: bool,
 }
 
 /// `chio import trace`.
@@ -103,6 +114,10 @@ pub struct ImportTraceArgs {
     /// The scenario's id.
     #[arg(long, value_name = "ID", default_value = "imported_trace", value_parser = scenario_id)]
     pub id: String,
+    /// Refuse (exit 2) instead of warning when a definition is flagged as
+    /// tool poisoning.
+    #[arg(long)]
+    pub deny_poisoned: bool,
 }
 
 /// A flag value that is a scenario id.
@@ -149,6 +164,11 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "docs/scenario-schema.md, \"Declared tools\", says what a definition must be",
         )
     })?;
+    let flagged: Vec<(String, DefinitionFinding)> = tools
+        .iter()
+        .filter_map(|t| t.poisoning().map(|found| (t.contract.name.clone(), found)))
+        .collect();
+    poisoned(COMMAND, &flagged, args.deny_poisoned)?;
     let declaration = server_declaration(&args.id, &args.kernel, &tools);
     match &args.out {
         None => out
@@ -208,6 +228,7 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
             "docs/scenario-schema.md, \"Imported traces\", says what each format must hold",
         )
     })?;
+    poisoned(TRACE, &imported.flagged, args.deny_poisoned)?;
     let prompt = args.out.join(&imported.prompt_ref);
     if let Some(folder) = prompt.parent() {
         std::fs::create_dir_all(folder).map_err(|e| {
@@ -225,6 +246,34 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
         &args.out.join("scenario.toml"),
         imported.scenario.as_bytes(),
     )
+}
+
+/// Warns on standard error about each flagged definition (tool, pattern,
+/// rule and JSON pointer, never the text), or with `deny` refuses the first
+/// before anything is written.
+fn poisoned(
+    command: &'static str,
+    flagged: &[(String, DefinitionFinding)],
+    deny: bool,
+) -> Result<(), CliError> {
+    if let (true, Some((tool, found))) = (deny, flagged.first()) {
+        return Err(CliError::new(
+            codes::IMPORT_POISONED,
+            command,
+            format!(
+                "tool {tool}: its definition carries a prompt injection: {found}{}",
+                match flagged.len() {
+                    1 => String::new(),
+                    n => format!(" ({} more flagged)", n - 1),
+                }
+            ),
+            "read the definition on the server and remove the hidden instruction, or import without --deny-poisoned and decide on each flagged tool",
+        ));
+    }
+    for (tool, found) in flagged {
+        eprintln!("warning: tool {tool}: its definition carries a prompt injection: {found}");
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` through a temporary file beside it, renamed

@@ -23,7 +23,9 @@ use util::{chio, entries, explain, repo_path};
 /// only the receiver of a delegation the stall refuses, and carol is never
 /// used; and `labels_at_rest` issues its agents grants their steps do not
 /// all use (grace writes through alice's delegation, not her own grant), so
-/// that labels, never a missing capability, decide its steps.
+/// that labels, never a missing capability, decide its steps; and
+/// `tool_poisoning` keeps one guard in observe mode to show a flagged
+/// definition recorded in a receipt without stopping the call.
 const INTENDED: &[(&str, &str, &str)] = &[
     (
         "adversaries-during-faults.toml",
@@ -138,6 +140,11 @@ const INTENDED: &[(&str, &str, &str)] = &[
         "session_rule.toml",
         "CHIO-LINT-DENY-WITHOUT-REASON",
         "steps[0]",
+    ),
+    (
+        "tool_poisoning.toml",
+        "CHIO-LINT-OBSERVE-GUARD",
+        "guards[1]",
     ),
     (
         "three_agent_triangular_delegation.toml",

@@ -243,3 +243,34 @@ fn schedule_listing_aligns_long_ids() {
         "{stdout}"
     );
 }
+
+// The tool-poisoning reference prints one line per flagged definition (the catalog's two and the redefinition's, with its instant), naming the place and rule and never the text; a scenario with clean definitions prints none.
+#[test]
+fn flagged_definitions_are_listed_one_line_each() {
+    let file = repo_path("scenarios/tool_poisoning.toml");
+    let args = ["arena", "validate", file.to_str().unwrap()];
+    let output = chio(&repo_path("scenarios"), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.starts_with("flagged definition: "))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "flagged definition: docs/summarise on kernel-a: ignore-previous-instructions (rule override-verb) at /description",
+            "flagged definition: docs/translate on kernel-a from 2026-07-01T10:00:00.100Z: delimiter-confusion (rule special-token) at /inputSchema/properties/language/enum/2",
+            "flagged definition: wiki/search on kernel-b: ignore-previous-instructions (rule override-verb) at /inputSchema/properties/query/description",
+        ],
+        "{printed}"
+    );
+    for word in ["IMPORTANT", "id_rsa", "im_start", ".aws"] {
+        assert!(!lines.concat().contains(word), "{word}");
+    }
+    let clean = repo_path("scenarios/rug_pull.toml");
+    let args = ["arena", "validate", clean.to_str().unwrap()];
+    let output = chio(&repo_path("scenarios"), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("flagged definition"));
+}

@@ -39,6 +39,7 @@ use serde_json::Value;
 
 use crate::canonical::to_canonical_vec;
 use crate::error::KernelError;
+use crate::guards::prompt_injection::{scan_definition, DefinitionFinding};
 use crate::reason::DenyReason;
 
 /// What a tool touches, as the MCP specification's tool annotations say it,
@@ -190,6 +191,51 @@ pub fn widest_effects(catalog: &ToolCatalog, redefinitions: &[Redefinition]) -> 
     widest
 }
 
+/// A flagged definition of a kernel's catalog, as a kernel's policy
+/// records it: which tool, from when, and what the injection reader found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PoisonedDefinition {
+    /// The server that publishes the tool.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// The instant the flagged definition takes effect (0 for one loaded
+    /// with the catalog).
+    pub from_ms: u64,
+    /// Where in the definition, and which pattern and rule fired.
+    pub finding: DefinitionFinding,
+}
+
+/// Every flagged definition of `catalog` and of the `redefinitions` of its
+/// servers, in the order the catalog holds them (server, tool) and then
+/// the redefinitions in the order they are declared; the same reading the
+/// kernel's catalog makes when it is compiled.
+pub fn poisoned_definitions(
+    catalog: &ToolCatalog,
+    redefinitions: &[Redefinition],
+) -> Vec<PoisonedDefinition> {
+    let initial = catalog.iter().flat_map(|(server, tools)| {
+        tools
+            .values()
+            .map(move |contract| (0, server.as_str(), contract))
+    });
+    let later = redefinitions
+        .iter()
+        .filter(|r| catalog.contains_key(&r.server))
+        .map(|r| (r.at_ms, r.server.as_str(), &r.contract));
+    initial
+        .chain(later)
+        .filter_map(|(from_ms, server, contract)| {
+            scan_definition(contract).map(|finding| PoisonedDefinition {
+                server: server.to_string(),
+                tool: contract.name.clone(),
+                from_ms,
+                finding,
+            })
+        })
+        .collect()
+}
+
 /// One version of a tool, as the catalog checks calls against it.
 struct Version {
     /// The instant it takes effect (0 for the definition loaded first).
@@ -198,6 +244,8 @@ struct Version {
     validator: jsonschema::Validator,
     /// The definition's digest, which a pinning capability must match.
     digest: String,
+    /// What the injection reader found in the definition, if anything.
+    poisoning: Option<DefinitionFinding>,
 }
 
 /// A catalog with each schema compiled, as a kernel holds it.
@@ -304,6 +352,7 @@ impl CompiledCatalog {
                 from_ms,
                 validator: compile_schema(server, name, &contract.input_schema)?,
                 digest: contract.digest()?,
+                poisoning: scan_definition(contract),
             };
             let versions = servers
                 .entry(server.clone())
@@ -356,6 +405,19 @@ impl CompiledCatalog {
         self.in_force(server, tool, now_ms)
             .ok()
             .map(|v| v.digest.as_str())
+    }
+
+    /// What the injection reader found in the definition of `tool` on
+    /// `server` in force at `now_ms`, when it is declared then and flagged.
+    pub fn poisoning_in_force(
+        &self,
+        server: &str,
+        tool: &str,
+        now_ms: u64,
+    ) -> Option<&DefinitionFinding> {
+        self.in_force(server, tool, now_ms)
+            .ok()
+            .and_then(|v| v.poisoning.as_ref())
     }
 
     /// Whether `tool` on `server` is declared read-only: it changes

@@ -179,6 +179,7 @@ pub fn evaluate_portable(
         money: &Default::default(),
         session_filesystem_roots: input.session_filesystem_roots,
         provenance: &crate::provenance::NO_PROVENANCE,
+        definition: None,
     };
     let mut observed = Vec::new();
     for guard in input.guards {

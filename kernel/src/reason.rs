@@ -475,6 +475,20 @@ pub enum DenyReason {
         /// The JSON pointer of the string holding it.
         pointer: String,
     },
+    /// A call to a tool whose definition in force carries an injection
+    /// (tool poisoning), refused by a prompt-injection guard that reads
+    /// definitions. It names where in the definition and the pattern,
+    /// never the text.
+    PoisonedDefinition {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// The JSON pointer into the definition (`/description`, ...).
+        pointer: String,
+        /// The pattern that fired, or `scan-limit`.
+        pattern: String,
+    },
     /// The injection scan's limit.
     ScanLimit {
         /// `arguments` or `tool output`.

@@ -436,6 +436,7 @@ fn detector_floors_at_the_guard() {
             money: &Default::default(),
             session_filesystem_roots: None,
             provenance: &chio_kernel::provenance::NO_PROVENANCE,
+            definition: None,
         };
         match delivery {
             Delivery::Arguments => matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_))),

@@ -89,6 +89,7 @@ fn context<'a>(
         money: &NO_MONEY,
         session_filesystem_roots: None,
         provenance: &chio_kernel::provenance::NO_PROVENANCE,
+        definition: None,
     }
 }
 

@@ -44,6 +44,7 @@ fn forbidden(path: &str) -> bool {
         money: &Default::default(),
         session_filesystem_roots: None,
         provenance: &chio_kernel::provenance::NO_PROVENANCE,
+        definition: None,
     };
     matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_)))
 }
@@ -56,6 +57,7 @@ fn mutants_weaken_the_guard_and_nothing_else() {
         PromptInjectionConfig {
             patterns: None,
             scan: None,
+            scan_definitions: false,
         },
     )
     .expect("guard");

@@ -13,6 +13,10 @@
 //! tool with its digest, so a later change of the server's definitions is
 //! refused at validation until someone looks at it.
 //!
+//! Every definition is also read by the kernel's prompt-injection reader
+//! ([`ImportedTool::poisoning`]); a flagged one is still declared, with a
+//! comment above it naming the pattern, rule and JSON pointer.
+//!
 //! Keys a scenario does not keep (a tool's `title`, `icons`, `_meta`, an
 //! annotation's `title`) are ignored; a hint that is absent stays absent
 //! and takes MCP's default, which is also what its digest covers.
@@ -22,6 +26,7 @@ use serde_json::{Map, Value};
 use super::tools::{annotations_of, check_contract, is_tool_name, MAX_TOOL_NAME};
 use crate::model::AnnotationsDecl;
 use chio_kernel::contract::ToolContract;
+use chio_kernel::guards::prompt_injection::{scan_definition, DefinitionFinding};
 
 /// One tool of a `tools/list` result, with what its declaration prints.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +37,16 @@ pub struct ImportedTool {
     pub hints: AnnotationsDecl,
     /// The definition's digest.
     pub digest: String,
+}
+
+impl ImportedTool {
+    /// What the kernel's prompt-injection reader finds in the definition
+    /// (tool poisoning), if anything: the same reading a kernel makes of it
+    /// when it loads. An importer warns about it (or refuses it when told
+    /// to) and the declaration says so above the tool.
+    pub fn poisoning(&self) -> Option<DefinitionFinding> {
+        scan_definition(&self.contract)
+    }
 }
 
 /// Why a `tools/list` result is refused: where (a JSON-path-like place
@@ -254,11 +269,19 @@ pub fn server_declaration(id: &str, kernel: &str, tools: &[ImportedTool]) -> Str
 }
 
 /// The `[[servers.tools]]` table of one tool (with its annotations table
-/// when it gave hints), preceded by a blank line.
+/// when it gave hints), preceded by a blank line, and by a comment naming
+/// the pattern, rule and place when the injection reader flags the
+/// definition (never its text).
 pub fn tool_table(tool: &ImportedTool) -> String {
     let mut out = String::new();
     let c = &tool.contract;
-    out.push_str("\n[[servers.tools]]\n");
+    out.push('\n');
+    if let Some(found) = tool.poisoning() {
+        out.push_str(&format!(
+            "# Flagged as tool poisoning: the prompt-injection reader finds {found} in this\n# definition. Read it on the server before any agent sees it.\n"
+        ));
+    }
+    out.push_str("[[servers.tools]]\n");
     out.push_str(&format!("name = {}\n", toml_string(&c.name)));
     out.push_str(&format!("description = {}\n", toml_string(&c.description)));
     out.push_str(&format!(

@@ -340,6 +340,26 @@ impl Scenario {
         Ok(out)
     }
 
+    /// Every tool definition of the world that the injection reader flags,
+    /// by kernel (in declaration order): each kernel's catalog, then the
+    /// redefinitions of its servers, as the kernel reads them when it loads
+    /// ([`chio_kernel::contract::poisoned_definitions`]).
+    pub fn poisoned_definitions(
+        &self,
+    ) -> Result<Vec<(String, chio_kernel::contract::PoisonedDefinition)>, ArenaError> {
+        let redefinitions = self.redefinitions()?;
+        let mut out = Vec::new();
+        for kernel in &self.file.kernels {
+            let catalog = tools::catalog_of(&self.file, &kernel.id).unwrap_or_default();
+            out.extend(
+                chio_kernel::contract::poisoned_definitions(&catalog, &redefinitions)
+                    .into_iter()
+                    .map(|found| (kernel.id.clone(), found)),
+            );
+        }
+        Ok(out)
+    }
+
     /// The ids of the scenario's nodes, in declaration order.
     pub fn node_ids(&self) -> Vec<String> {
         self.file.nodes.iter().map(|n| n.id.clone()).collect()

@@ -429,6 +429,22 @@ mod tests {
         assert_eq!(edit_distance("git_psuh", "git_push"), 2);
     }
 
+    // No definition of a built-in kind is ever flagged by the injection reader (they are code, so this is the whole set).
+    #[test]
+    fn builtin_definitions_are_never_flagged_as_poisoned() {
+        for kind in ServerKind::BUILT_IN {
+            for t in kind.tools() {
+                assert_eq!(
+                    chio_kernel::guards::prompt_injection::scan_definition(&t),
+                    None,
+                    "{}/{}",
+                    kind.as_str(),
+                    t.name
+                );
+            }
+        }
+    }
+
     // The table in docs/scenario-schema.md is the one the code publishes; run with CHIO_WRITE_DOCS=1 to regenerate it.
     #[test]
     fn the_documented_tools_table_is_the_code_s() {

@@ -145,6 +145,21 @@ pub fn kernel_policies(world: &World) -> Result<BTreeMap<String, String>, NodeEr
         if !plan.config.redefinitions.is_empty() {
             policy["redefinitions"] = json!(plan.config.redefinitions);
         }
+        // Flagged definitions (tool poisoning: the injection reader's
+        // findings over the catalog and its redefinitions, as the kernel
+        // reads them when it loads) are recorded only where a kernel has
+        // some, so the policies of every other world keep their bytes.
+        let poisoned = plan
+            .config
+            .tools
+            .as_ref()
+            .map(|tools| {
+                chio_kernel::contract::poisoned_definitions(tools, &plan.config.redefinitions)
+            })
+            .unwrap_or_default();
+        if !poisoned.is_empty() {
+            policy["poisoned_definitions"] = json!(poisoned);
+        }
         // Roles are recorded only when a world declares some, so the
         // policies of every other world keep their bytes.
         if !plan.config.agent_roles.is_empty() {

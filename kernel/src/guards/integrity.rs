@@ -335,6 +335,7 @@ mod tests {
             money: &Default::default(),
             session_filesystem_roots: None,
             provenance,
+            definition: None,
         };
         guard.check_request(&ctx).unwrap()
     }

@@ -352,6 +352,10 @@ pub struct GuardContext<'a> {
     /// The caller's role and where each argument's value came from
     /// ([`crate::provenance::NO_PROVENANCE`] when nothing is known).
     pub provenance: &'a crate::provenance::Provenance,
+    /// What the injection reader found in the called tool's definition in
+    /// force at the decision (`None` for a clean one, or when the kernel
+    /// holds no catalog, or after dispatch).
+    pub definition: Option<&'a prompt_injection::DefinitionFinding>,
 }
 
 /// A guard's answer before dispatch.

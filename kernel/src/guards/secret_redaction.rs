@@ -310,6 +310,7 @@ mod tests {
             money: &Default::default(),
             session_filesystem_roots: None,
             provenance: &crate::provenance::NO_PROVENANCE,
+            definition: None,
         };
         let output = json!({"log": ["Bearer\nabc.def-123456", "ok"], "ghp_x": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"});
         let OutputVerdict::Rewrite(value, reason) = guard.check_output(&ctx, &output).unwrap()

@@ -403,6 +403,7 @@ impl Kernel {
             Some(run) if labels.is_empty() && provenance.arguments.is_empty() => run,
             _ => self.run_guards(
                 request,
+                now_ms,
                 &principal,
                 &journal,
                 &labels,

@@ -205,6 +205,7 @@ impl Kernel {
             money: &Default::default(),
             session_filesystem_roots: None,
             provenance: &crate::provenance::NO_PROVENANCE,
+            definition: None,
         };
         let result = run_output_guards(
             &self.guards,

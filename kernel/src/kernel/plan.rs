@@ -243,6 +243,7 @@ impl Kernel {
         if !verified.shares.is_empty() && !self.needs.money && request.argument_sources.is_empty() {
             let run = self.run_guards(
                 request,
+                now_ms,
                 &principal,
                 entries,
                 &BTreeMap::new(),
@@ -266,9 +267,13 @@ impl Kernel {
         plan
     }
 
+    /// Runs the pre-dispatch guards over what admission knows of the call
+    /// decided at `now_ms` (the instant that picks the definition in force).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_guards(
         &self,
         request: &ToolCallRequest,
+        now_ms: u64,
         principal: &str,
         journal: &[JournalEntry],
         labels: &BTreeMap<String, BTreeSet<String>>,
@@ -286,6 +291,10 @@ impl Kernel {
             money,
             session_filesystem_roots: None,
             provenance,
+            definition: self
+                .contracts
+                .as_ref()
+                .and_then(|c| c.poisoning_in_force(&request.server, &request.tool, now_ms)),
         };
         let mut run = GuardRun {
             result: Ok(()),

@@ -157,6 +157,8 @@ crate::code_enum! {
     CredentialInArguments => "credential-in-arguments",
     /// The injection scan ran past its budget (prompt-injection).
     ScanLimit => "scan-limit",
+    /// A call to a tool whose definition in force carries an injection (prompt-injection, `scan_definitions`).
+    PoisonedDefinition => "poisoned-definition",
     /// A tool that always needs approval (approval).
     ApprovalRequired => "approval-required",
     /// An argument above the approval threshold (approval).
@@ -281,6 +283,7 @@ impl DenyReason {
             R::PromptInjection(Injection { pointer: None, .. }) => C::PromptInjectionSplit,
             R::CredentialInArguments { .. } => C::CredentialInArguments,
             R::ScanLimit { .. } => C::ScanLimit,
+            R::PoisonedDefinition { .. } => C::PoisonedDefinition,
             R::ApprovalRequired { .. } => C::ApprovalRequired,
             R::ApprovalThreshold { .. } => C::ApprovalThreshold,
             R::GuardFailed { .. } => C::GuardFailed,

@@ -365,6 +365,15 @@ impl DenyReason {
                 f,
                 "prompt injection scan limit reached in {place} at {pointer}: {limit}"
             ),
+            R::PoisonedDefinition {
+                server,
+                tool,
+                pointer,
+                pattern,
+            } => write!(
+                f,
+                "tool poisoning: the definition of {server}/{tool} in force carries a prompt injection ({pattern}) at {pointer}"
+            ),
             _ => self.fmt_late(f),
         }
     }

@@ -96,6 +96,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::CredentialInArguments { shape: "github-token", pointer: s("/body") }, "credential (github-token) in arguments at /body; a call may not send a credential"),
         (injection(None), "prompt injection (tool-name-spoof) in arguments split across string values"),
         (R::ScanLimit { place: "tool output", pointer: s("/rows"), limit: s("more than 10 JSON nodes") }, "prompt injection scan limit reached in tool output at /rows: more than 10 JSON nodes"),
+        (R::PoisonedDefinition { server: s("s"), tool: s("t"), pointer: s("/inputSchema/properties/notes/description"), pattern: s("ignore-previous-instructions") }, "tool poisoning: the definition of s/t in force carries a prompt injection (ignore-previous-instructions) at /inputSchema/properties/notes/description"),
         (R::ApprovalRequired { tool: s("pay") }, "tool pay requires approval"),
         (R::ApprovalThreshold { argument: s("amount"), value: s("12"), threshold: s("10") }, "argument amount = 12 exceeds 10; approval required"),
         (R::GuardFailed { guard: s("g"), cause: s("x") }, "guard g failed: x"),

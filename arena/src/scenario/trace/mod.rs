@@ -161,6 +161,13 @@ pub struct ImportedTrace {
     pub prompt_ref: String,
     /// The prompt file's text.
     pub prompt: String,
+    /// The tools the trace defines whose definition the prompt-injection
+    /// reader flags (tool poisoning), in definition order, with what it
+    /// found; each is still declared, with a comment above it.
+    pub flagged: Vec<(
+        String,
+        chio_kernel::guards::prompt_injection::DefinitionFinding,
+    )>,
 }
 
 /// Reads `bytes` as `format` and writes the scenario `id` that replays it,

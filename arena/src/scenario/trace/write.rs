@@ -174,10 +174,16 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
             trace.calls.len()
         ),
     };
+    let flagged = trace
+        .tools
+        .iter()
+        .filter_map(|t| t.poisoning().map(|found| (t.contract.name.clone(), found)))
+        .collect();
     Ok(ImportedTrace {
         scenario: out,
         prompt_ref: PROMPT_REF.to_string(),
         prompt,
+        flagged,
     })
 }
 

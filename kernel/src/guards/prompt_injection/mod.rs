@@ -1,10 +1,14 @@
 //! `prompt-injection`: detectors for five injection patterns, over a call's
 //! arguments and a tool's output.
 //!
-//! Config: `{ "patterns": [...], "scan": ["arguments", "output"] }`, both
-//! optional (default: all five patterns, both places). On arguments the guard
-//! denies before dispatch; on output it denies after dispatch and the kernel
-//! withholds the result.
+//! Config: `{ "patterns": [...], "scan": ["arguments", "output"],
+//! "scan_definitions": false }`, all optional (default: all five patterns,
+//! both places, definitions not enforced). On arguments the guard denies
+//! before dispatch; on output it denies after dispatch and the kernel
+//! withholds the result. With `scan_definitions` it also denies, before
+//! anything else it checks, a call to a tool whose definition in force at
+//! the decision carries an injection (`definition.rs`: the same reader over
+//! the definition, run once per version when the catalog is loaded).
 //!
 //! Every rule matches a normalised reading of the text, never its raw bytes
 //! (`normalise.rs`: invisible and formatting characters removed, NFKC,
@@ -61,7 +65,7 @@
 //! miss, kept so the arena's survival figures are honest about the limits.
 //!
 //! Modules: `normalise` (the readings), `scan` (the text scan and the value
-//! walk), `rules` (the verb rules and the views), `markup` (tool and
+//! walk), `definition` (the reader over a tool definition), `rules` (the verb rules and the views), `markup` (tool and
 //! delimiter markup), `roles`, `address`, `leak`, `actions` (the rules
 //! named above), `structure` (`json-payload-smuggle` and the budget),
 //! `tests`.
@@ -79,6 +83,7 @@ use crate::reason::{DenyReason, Injection};
 
 mod actions;
 mod address;
+mod definition;
 mod leak;
 mod markup;
 mod normalise;
@@ -87,6 +92,7 @@ mod rules;
 mod scan;
 mod structure;
 
+pub use definition::{scan_definition, DefinitionFinding};
 pub use normalise::{is_invisible, normalise, Reading};
 pub use scan::{detect, detect_all, detects, inspect, scan_value};
 pub use structure::{ScanLimit, MAX_EMBEDDING, MAX_JSON_NODES, MAX_SCAN_BYTES};
@@ -245,6 +251,10 @@ pub struct PromptInjectionConfig {
     /// Where to look: `arguments`, `output` (default: both).
     #[serde(default)]
     pub scan: Option<Vec<String>>,
+    /// Whether a call to a tool whose definition in force carries an
+    /// injection is refused (default: no, the finding is only recorded).
+    #[serde(default)]
+    pub scan_definitions: bool,
 }
 
 /// The built guard.
@@ -258,6 +268,8 @@ pub struct PromptInjectionGuard {
     scan_arguments: bool,
     /// Whether tool output is scanned after dispatch.
     scan_output: bool,
+    /// Whether a call to a tool with a flagged definition is refused.
+    scan_definitions: bool,
 }
 
 impl PromptInjectionGuard {
@@ -297,7 +309,16 @@ impl PromptInjectionGuard {
             patterns,
             scan_arguments: scan.iter().any(|s| s == "arguments"),
             scan_output: scan.iter().any(|s| s == "output"),
+            scan_definitions: config.scan_definitions,
         })
+    }
+
+    /// Whether this guard refuses a call to a tool whose definition in
+    /// force has `finding`: only with `scan_definitions`, and only for a
+    /// configured pattern (a definition past the scan budget always).
+    fn acts_on(&self, finding: &DefinitionFinding) -> bool {
+        self.scan_definitions
+            && (Pattern::parse(&finding.pattern).is_none_or(|p| self.patterns.contains(&p)))
     }
 
     /// The first finding in `value` with the configured patterns.
@@ -340,6 +361,14 @@ impl Guard for PromptInjectionGuard {
         self.scan_output
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        if let Some(finding) = ctx.definition.filter(|f| self.acts_on(f)) {
+            return Ok(GuardVerdict::Deny(DenyReason::PoisonedDefinition {
+                server: ctx.server.to_string(),
+                tool: ctx.tool.to_string(),
+                pointer: finding.pointer.clone(),
+                pattern: finding.pattern.clone(),
+            }));
+        }
         if !self.scan_arguments {
             return Ok(GuardVerdict::Allow);
         }

@@ -127,6 +127,7 @@ fn guard() -> PromptInjectionGuard {
     let config = PromptInjectionConfig {
         patterns: None,
         scan: None,
+        scan_definitions: false,
     };
     PromptInjectionGuard::new(meta, config).expect("default config")
 }
@@ -145,6 +146,7 @@ fn on_arguments(arguments: &Value) -> GuardVerdict {
         money: &Default::default(),
         session_filesystem_roots: None,
         provenance: &crate::provenance::NO_PROVENANCE,
+        definition: None,
     };
     guard().check_request(&ctx).expect("no guard error").into()
 }
@@ -164,6 +166,7 @@ fn on_output(output: &Value) -> OutputVerdict {
         money: &Default::default(),
         session_filesystem_roots: None,
         provenance: &crate::provenance::NO_PROVENANCE,
+        definition: None,
     };
     guard()
         .check_output(&ctx, output)
