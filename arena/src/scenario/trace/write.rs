@@ -135,7 +135,7 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
         names.join(", ")
     );
     out.push_str(
-        "\n# State the verdict you expect of each call: \"allow\" below is a placeholder.\n",
+        "\n# State the verdict you expect of each call: \"allow\" below is only the default the import writes.\n",
     );
     for (index, call) in trace.calls.iter().enumerate() {
         let _ = write!(

@@ -1,0 +1,72 @@
+//! Tests of `node`.
+use super::*;
+use chio_kernel::label::LabelKey;
+use serde_json::json;
+
+fn handover(value: Value) -> MessageCommand {
+    MessageCommand {
+        agent: "reader".to_string(),
+        to: "planner".to_string(),
+        output_label: None,
+        handover: Some(HandOverCommand {
+            step: "hand-iban".to_string(),
+            schema: json!({"type": "string", "maxLength": 8}),
+            value,
+            value_labels: vec!["integrity:untrusted".to_string()],
+            by_reference: false,
+        }),
+        now_ms: 1,
+    }
+}
+
+// Only a quarantined reader's hand-over to a planner leaves the receiver untouched; any other sender taints it besides the record; a refused value carries nothing and names its code, never the value.
+#[test]
+fn the_one_exception_to_message_tainting() {
+    let record = LabelKey::HandOver("handover/planner/hand-iban".to_string());
+    let endorsed = message_carry(
+        &handover(json!("DE89")),
+        AgentRole::Quarantined,
+        AgentRole::Planner,
+    )
+    .unwrap();
+    assert_eq!(endorsed.into, std::slice::from_ref(&record));
+    assert!(endorsed.extra.contains(&"integrity:untrusted".to_string()));
+    for sender in [AgentRole::Ordinary, AgentRole::Planner] {
+        let tainting = message_carry(&handover(json!("DE89")), sender, AgentRole::Planner).unwrap();
+        assert_eq!(
+            tainting.into,
+            [
+                LabelKey::Principal("planner".to_string()),
+                LabelKey::Session("planner".to_string()),
+                record.clone()
+            ]
+        );
+    }
+    let refused = message_carry(
+        &handover(json!("DE89370400440532013000")),
+        AgentRole::Quarantined,
+        AgentRole::Planner,
+    )
+    .unwrap_err();
+    assert_eq!(refused.code, "hand-over-refused");
+    assert!(!refused.message.contains("DE89"), "{}", refused.message);
+}
+
+// A value the sender wrote carries what the sender's principal holds; a value that is wholly one output's part, taken by reference, carries only that part's labels.
+#[test]
+fn only_a_value_the_sender_wrote_carries_the_sender() {
+    let mut written = handover(json!("DE89"));
+    let wrote = message_carry(&written, AgentRole::Quarantined, AgentRole::Planner).unwrap();
+    assert_eq!(wrote.from, [LabelKey::Principal("reader".to_string())]);
+    if let Some(h) = written.handover.as_mut() {
+        h.by_reference = true;
+        h.value_labels = Vec::new();
+    }
+    let taken = message_carry(&written, AgentRole::Quarantined, AgentRole::Planner).unwrap();
+    assert!(taken.from.is_empty());
+    assert_eq!(
+        taken.carried(Vec::new()).len(),
+        1,
+        "only the record's floor"
+    );
+}
