@@ -333,7 +333,8 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             | Mutation::Overrequest { .. }
             | Mutation::Path { .. }
             | Mutation::AfterRevocation { .. }
-            | Mutation::AfterLabelledRead { .. } => {
+            | Mutation::AfterLabelledRead { .. }
+            | Mutation::AfterRedefinition { .. } => {
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
