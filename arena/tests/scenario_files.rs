@@ -591,7 +591,7 @@ fn scenario_files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-// The injection reader flags no tool definition of any scenario in scenarios/ or tests/valid/ (recorded servers, redefinitions, built-in kinds), except the poisoned ones tool_poisoning.toml declares on purpose.
+// The injection reader flags no tool definition of any scenario in scenarios/ or tests/valid/ (recorded servers, redefinitions, built-in kinds), except the poisoned ones tool_poisoning.toml and its adversary twin adversaries-tool-poisoning.toml declare on purpose.
 #[test]
 fn no_definition_of_a_scenario_is_flagged_but_the_poisoned_reference() {
     let mut flagged = Vec::new();
@@ -605,7 +605,9 @@ fn no_definition_of_a_scenario_is_flagged_but_the_poisoned_reference() {
         };
         read += 1;
         let found = scenario.poisoned_definitions().expect("redefinitions");
-        if path.ends_with("tool_poisoning.toml") {
+        if path.ends_with("tool_poisoning.toml")
+            || path.ends_with("adversaries-tool-poisoning.toml")
+        {
             assert!(!found.is_empty(), "the poisoned reference is not flagged");
             continue;
         }

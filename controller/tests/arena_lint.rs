@@ -25,7 +25,9 @@ use util::{chio, entries, explain, repo_path};
 /// all use (grace writes through alice's delegation, not her own grant), so
 /// that labels, never a missing capability, decide its steps; and
 /// `tool_poisoning` keeps one guard in observe mode to show a flagged
-/// definition recorded in a receipt without stopping the call.
+/// definition recorded in a receipt without stopping the call, and
+/// `adversaries-tool-poisoning` keeps that world so that the poisoned-tool
+/// goal shows it makes no action against a guard that only observes.
 const INTENDED: &[(&str, &str, &str)] = &[
     (
         "adversaries-during-faults.toml",
@@ -143,6 +145,11 @@ const INTENDED: &[(&str, &str, &str)] = &[
     ),
     (
         "tool_poisoning.toml",
+        "CHIO-LINT-OBSERVE-GUARD",
+        "guards[1]",
+    ),
+    (
+        "adversaries-tool-poisoning.toml",
         "CHIO-LINT-OBSERVE-GUARD",
         "guards[1]",
     ),

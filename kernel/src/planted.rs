@@ -3,7 +3,8 @@
 //! The arena's adversary search claims it finds what a human red team
 //! finds. To measure that claim, this module can switch off one
 //! normalisation or check of the `prompt-injection` or `forbidden-path`
-//! guard, or one check of the budget stage, at run time, and the search is scored on whether it finds an
+//! guard, one check of the budget stage, or the scope check's comparison
+//! of pinned tool definitions, at run time, and the search is scored on whether it finds an
 //! escape through the hole. Everything here is behind the test-only cargo
 //! feature `planted-weakness`: without it, [`weakened`] is a constant
 //! `false` and every mutant branch compiles away, so a production kernel
@@ -55,6 +56,12 @@ pub enum Weakness {
     BudgetCheckBeforeAdd,
     /// The kernel skips the configured per-agent tool budgets.
     NoToolBudgets,
+    /// The scope check skips the `tool_digests` comparison: a pinned
+    /// capability covers a tool whose definition changed under it.
+    NoDefinitionPins,
+    /// The `prompt-injection` guard skips the definition scan: a call to a
+    /// tool whose definition in force is flagged passes it.
+    NoDefinitionScan,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -62,7 +69,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 17] = [
+    pub const ALL: [Weakness; 19] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -80,6 +87,8 @@ impl Weakness {
         Weakness::NoBackslashSeparator,
         Weakness::BudgetCheckBeforeAdd,
         Weakness::NoToolBudgets,
+        Weakness::NoDefinitionPins,
+        Weakness::NoDefinitionScan,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -102,6 +111,8 @@ impl Weakness {
             Weakness::NoBackslashSeparator => "no-backslash-separator",
             Weakness::BudgetCheckBeforeAdd => "budget-check-before-add",
             Weakness::NoToolBudgets => "no-tool-budgets",
+            Weakness::NoDefinitionPins => "no-definition-pins",
+            Weakness::NoDefinitionScan => "no-definition-scan",
         }
     }
 
@@ -111,10 +122,12 @@ impl Weakness {
     }
 
     /// The check the weakness lives in: the guard kind (`prompt-injection`
-    /// or `forbidden-path`), or `budget` for the budget stage.
+    /// or `forbidden-path`), `budget` for the budget stage, or `scope` for
+    /// the scope check.
     pub fn guard_kind(&self) -> &'static str {
         match self {
             Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
+            Weakness::NoDefinitionPins => "scope",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
@@ -201,7 +214,9 @@ pub fn weakened(weakness: Weakness) -> bool {
 }
 
 /// Whether `weakness` is planted in a check outside any guard (the budget
-/// stage and its hold rule). The arena's budget oracle keeps its own count
+/// stage and its hold rule, the scope check's pinned definitions) or in a
+/// guard check that no reference reading shares (the definition scan's
+/// verdict). The arena's budget oracle keeps its own count
 /// and never calls these checks, so it stays an independent judge.
 #[inline]
 pub fn weakened_anywhere(weakness: Weakness) -> bool {
@@ -249,7 +264,7 @@ mod tests {
             assert_eq!(Weakness::parse(w.as_str()), Some(w));
             assert!(matches!(
                 w.guard_kind(),
-                "prompt-injection" | "forbidden-path" | "budget"
+                "prompt-injection" | "forbidden-path" | "budget" | "scope"
             ));
         }
     }

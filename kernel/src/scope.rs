@@ -173,6 +173,11 @@ fn check_tool_digests(value: &Value, call: CallUnderScope<'_>) -> Result<(), Den
             tool: call.tool.to_string(),
         }),
         Some(in_force) if in_force == pinned => Ok(()),
+        Some(_)
+            if crate::planted::weakened_anywhere(crate::planted::Weakness::NoDefinitionPins) =>
+        {
+            Ok(())
+        }
         Some(_) => Err(DenyReason::DefinitionChanged {
             server: call.server.to_string(),
             tool: call.tool.to_string(),

@@ -3,8 +3,11 @@
 //! For the hardened guards and then for each guard mutant of the kernel's
 //! `planted-weakness` feature (`chio_kernel::planted::Weakness`), runs
 //! `evolve` with the default configuration and a budget of 200 generations
-//! over `scenarios/planted-weakness-benchmark.toml` (guard mutants) or
-//! `scenarios/planted-budget-benchmark.toml` (budget mutants), stopping a mutant's
+//! over `scenarios/planted-weakness-benchmark.toml` (guard mutants),
+//! `scenarios/planted-budget-benchmark.toml` (budget mutants),
+//! `scenarios/adversaries-rug-pull.toml` (the skipped pinned-digest
+//! comparison) or `scenarios/adversaries-tool-poisoning.toml` (the skipped
+//! definition scan), stopping a mutant's
 //! run at the first generation with an escape. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
 //! the first escape's operator sequence in words; then the detection rate
@@ -75,6 +78,8 @@ fn world_of(name: &str) -> chio_arena::Scenario {
 fn main() {
     let guards_world = world_of("planted-weakness-benchmark.toml");
     let budget_world = world_of("planted-budget-benchmark.toml");
+    let pins_world = world_of("adversaries-rug-pull.toml");
+    let poisoning_world = world_of("adversaries-tool-poisoning.toml");
     let generations: u32 = std::env::var("CHIO_BENCH_GENERATIONS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -91,18 +96,23 @@ fn main() {
     let mut found_evaluations = Vec::new();
     let mut found = 0usize;
     // The hardened kernel against each world, then each mutant against its own.
-    let runs: Vec<(Option<Weakness>, &chio_arena::Scenario)> =
-        [(None, &guards_world), (None, &budget_world)]
-            .into_iter()
-            .chain(Weakness::ALL.into_iter().map(|w| {
-                let world = if w.guard_kind() == "budget" {
-                    &budget_world
-                } else {
-                    &guards_world
-                };
-                (Some(w), world)
-            }))
-            .collect();
+    let runs: Vec<(Option<Weakness>, &chio_arena::Scenario)> = [
+        (None, &guards_world),
+        (None, &budget_world),
+        (None, &pins_world),
+        (None, &poisoning_world),
+    ]
+    .into_iter()
+    .chain(Weakness::ALL.into_iter().map(|w| {
+        let world = match w {
+            Weakness::NoDefinitionPins => &pins_world,
+            Weakness::NoDefinitionScan => &poisoning_world,
+            _ if w.guard_kind() == "budget" => &budget_world,
+            _ => &guards_world,
+        };
+        (Some(w), world)
+    }))
+    .collect();
     for (weakness, scenario) in &runs {
         let (weakness, scenario) = (*weakness, *scenario);
         planted::select(weakness);

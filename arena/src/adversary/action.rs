@@ -44,8 +44,8 @@ use shape::{
     WideningCandidates,
 };
 pub use world::{
-    base_steps, budget_limit, declared_scopes, labelled_read_after, revocation_after, BaseStep,
-    DeclaredGrant, DeclaredScope,
+    base_steps, budget_limit, declared_scopes, labelled_read_after, pinned_redefinition_after,
+    poisoned_redefinition_after, revocation_after, BaseStep, DeclaredGrant, DeclaredScope,
 };
 
 /// The call an action makes (for a replay: the captured original).
@@ -192,6 +192,12 @@ pub enum Mutation {
     },
     /// The base call made as a burst (see [`BurstPlan`]).
     Burst(BurstPlan),
+    /// The base call made again right after the scenario redefines its tool
+    /// (for `use-changed-definition` and `call-poisoned-tool`).
+    AfterRedefinition {
+        /// The redefine step it follows.
+        redefine_step: String,
+    },
 }
 
 impl Mutation {
@@ -201,6 +207,7 @@ impl Mutation {
         match self {
             Mutation::AfterRevocation { revoke_step } => Some(revoke_step),
             Mutation::AfterLabelledRead { read_step } => Some(read_step),
+            Mutation::AfterRedefinition { redefine_step } => Some(redefine_step),
             _ => None,
         }
     }
@@ -356,6 +363,16 @@ pub fn mutate_with(
             let (read_step, at_ms) = labelled_read_after(scenario, base)?;
             call.evaluation_ms = at_ms;
             Mutation::AfterLabelledRead { read_step }
+        }
+        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::UseChangedDefinition => {
+            let (redefine_step, at_ms) = pinned_redefinition_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterRedefinition { redefine_step }
+        }
+        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::CallPoisonedTool => {
+            let (redefine_step, at_ms) = poisoned_redefinition_after(scenario, base)?;
+            call.evaluation_ms = at_ms;
+            Mutation::AfterRedefinition { redefine_step }
         }
         (Gene::CapabilityOverrequest { .. }, _) if goal_path.is_some() => {
             let path = draft.path.clone()?;

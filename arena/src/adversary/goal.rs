@@ -16,7 +16,11 @@
 //! `exceed-budget` the base call is made again as a burst of one more copy
 //! than its tightest declared budget allows, and the oracle counts the
 //! admitted calls under each budget itself, independently of the kernel's
-//! accounting.
+//! accounting; for `use-changed-definition` the base call is made again
+//! right after the scenario redefines its tool under a capability that pins
+//! definitions, and for `call-poisoned-tool` right after a redefinition that
+//! the definition scan flags, on a kernel whose enforcing injection guard
+//! reads definitions; either is an escape when admitted.
 
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +52,12 @@ pub enum Goal {
     /// More calls admitted under a budget (a tool budget or a capability's
     /// invocation limit) than it allows.
     ExceedBudget,
+    /// A call under a capability that pins tool definitions, to a tool the
+    /// scenario redefined since, admitted (a rug pull).
+    UseChangedDefinition,
+    /// A call to a tool whose definition in force the definition scan flags,
+    /// on a kernel whose enforcing injection guard reads definitions, admitted.
+    CallPoisonedTool,
 }
 
 impl Goal {
@@ -72,6 +82,8 @@ impl Goal {
             Goal::LeakLabel => "leak-label",
             Goal::WidenDelegation => "widen-delegation",
             Goal::ExceedBudget => "exceed-budget",
+            Goal::UseChangedDefinition => "use-changed-definition",
+            Goal::CallPoisonedTool => "call-poisoned-tool",
         }
     }
 
@@ -80,7 +92,7 @@ impl Goal {
         match class {
             AdversaryClass::PromptInjection => "smuggle-instruction",
             AdversaryClass::CapabilityOverrequest => {
-                "use-beyond-scope, reach-forbidden-path or leak-label"
+                "use-beyond-scope, reach-forbidden-path, leak-label, use-changed-definition or call-poisoned-tool"
             }
             AdversaryClass::ReplayAttempt => "replay-request, outlive-revocation or exceed-budget",
             AdversaryClass::ScopeEscape => "widen-delegation",
@@ -108,6 +120,8 @@ impl Goal {
             Some("leak-label") => Goal::LeakLabel,
             Some("widen-delegation") => Goal::WidenDelegation,
             Some("exceed-budget") => Goal::ExceedBudget,
+            Some("use-changed-definition") => Goal::UseChangedDefinition,
+            Some("call-poisoned-tool") => Goal::CallPoisonedTool,
             Some("reach-forbidden-path") => {
                 let path = goal_path.ok_or_else(|| {
                     refuse(
@@ -129,7 +143,7 @@ impl Goal {
                 return Err(refuse(
                     "goal",
                     format!(
-                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label, widen-delegation or exceed-budget"
+                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label, widen-delegation, exceed-budget, use-changed-definition or call-poisoned-tool"
                     ),
                 ))
             }
@@ -139,7 +153,11 @@ impl Goal {
             AdversaryClass::CapabilityOverrequest => {
                 matches!(
                     goal,
-                    Goal::UseBeyondScope | Goal::ReachForbiddenPath { .. } | Goal::LeakLabel
+                    Goal::UseBeyondScope
+                        | Goal::ReachForbiddenPath { .. }
+                        | Goal::LeakLabel
+                        | Goal::UseChangedDefinition
+                        | Goal::CallPoisonedTool
                 )
             }
             AdversaryClass::ReplayAttempt => {
@@ -171,11 +189,16 @@ impl Goal {
     }
 
     /// Whether the class gene shapes this goal's actions (a path goal names
-    /// its own path, an outlived revocation its own moment).
+    /// its own path, an outlived revocation, a changed or a poisoned
+    /// definition its own moment).
     pub fn uses_gene(&self) -> bool {
         !matches!(
             self,
-            Goal::ReachForbiddenPath { .. } | Goal::OutliveRevocation | Goal::LeakLabel
+            Goal::ReachForbiddenPath { .. }
+                | Goal::OutliveRevocation
+                | Goal::LeakLabel
+                | Goal::UseChangedDefinition
+                | Goal::CallPoisonedTool
         )
     }
 
@@ -188,7 +211,9 @@ impl Goal {
             | Goal::ReplayRequest
             | Goal::OutliveRevocation
             | Goal::LeakLabel
-            | Goal::ExceedBudget => &[Family::Protocol],
+            | Goal::ExceedBudget
+            | Goal::UseChangedDefinition
+            | Goal::CallPoisonedTool => &[Family::Protocol],
             Goal::WidenDelegation => &[Family::Protocol],
         }
     }
@@ -284,5 +309,36 @@ mod tests {
         let path = Goal::ReachForbiddenPath { path: "/a".into() };
         assert!(path.operators().iter().all(|o| o.family() == Family::Path));
         assert!(!Goal::ReplayRequest.operators().is_empty());
+    }
+
+    // The two tool-definition goals parse for capability-overrequest only, take no gene and act with protocol operators (no widening).
+    #[test]
+    fn definition_goals_parse_and_fit_their_class() {
+        use AdversaryClass::*;
+        for (name, goal) in [
+            ("use-changed-definition", Goal::UseChangedDefinition),
+            ("call-poisoned-tool", Goal::CallPoisonedTool),
+        ] {
+            assert_eq!(
+                Goal::from_block(CapabilityOverrequest, Some(name), None, "a").unwrap(),
+                goal
+            );
+            assert_eq!(goal.as_str(), name);
+            for other in [PromptInjection, ReplayAttempt, ScopeEscape] {
+                let refused = Goal::from_block(other, Some(name), None, "a").unwrap_err();
+                assert!(refused.to_string().contains("cannot pursue"), "{refused}");
+            }
+            assert!(!goal.uses_gene());
+            let operators = goal.operators();
+            assert!(!operators.is_empty());
+            assert!(operators.iter().all(|o| o.family() == Family::Protocol
+                && !matches!(o, Operator::WidenExpiry | Operator::WidenShare)));
+        }
+        let unknown = Goal::from_block(CapabilityOverrequest, Some("rug-pull"), None, "a")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("use-changed-definition") && unknown.contains("call-poisoned-tool")
+        );
     }
 }

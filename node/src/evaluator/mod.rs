@@ -24,7 +24,10 @@
 //! An `outlive-revocation` action is not made before its base step but right
 //! after the revoke step that revokes its capability (or an ancestor), so it
 //! meets the revocation; a `leak-label` action right after the labelled read
-//! it tries to leak, so it meets the retained label.
+//! it tries to leak, so it meets the retained label; a
+//! `use-changed-definition` or `call-poisoned-tool` action right after the
+//! redefine step of its tool, at that step's instant, so the new definition
+//! is in force at its decision.
 //!
 //! Fault steps of the schedule are performed like every other step (a
 //! crash, a partition, a stall), so an action meets the faults in effect
@@ -333,7 +336,8 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             | Mutation::Overrequest { .. }
             | Mutation::Path { .. }
             | Mutation::AfterRevocation { .. }
-            | Mutation::AfterLabelledRead { .. } => {
+            | Mutation::AfterLabelledRead { .. }
+            | Mutation::AfterRedefinition { .. } => {
                 let token = self.token(&call.capability)?;
                 let request =
                     self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;

@@ -2,7 +2,10 @@
 //! anything: the call steps an action can start from, the scopes the
 //! scenario grants, and the steps after which a revocation or a labelled
 //! read has happened (where `outlive-revocation` and `leak-label` actions
-//! are made). Building and mutating actions lives in the parent module.
+//! are made), and the redefine steps after which a pinned capability's tool
+//! has changed or a tool's definition in force is flagged (where
+//! `use-changed-definition` and `call-poisoned-tool` actions are made).
+//! Building and mutating actions lives in the parent module.
 
 use super::*;
 
@@ -290,4 +293,118 @@ pub fn budget_limit(scenario: &Scenario, base: &BaseStep) -> Option<u64> {
         }
     }
     limits.into_iter().min()
+}
+
+/// The capability `capability` and every ancestor it was delegated from,
+/// nearest first.
+fn lineage(scenario: &Scenario, capability: &str) -> Vec<String> {
+    let delegated = delegations(scenario);
+    let mut out = vec![capability.to_string()];
+    while let Some(up) = out
+        .last()
+        .and_then(|c| delegated.iter().find(|d| &d.delegation == c))
+        .map(|d| d.capability.clone())
+    {
+        if out.contains(&up) {
+            break;
+        }
+        out.push(up);
+    }
+    out
+}
+
+/// The redefine steps of `base`'s server and tool scheduled at or after
+/// `base`, in execution order, with their evaluation offsets.
+fn redefinitions_after(
+    scenario: &Scenario,
+    base: &BaseStep,
+) -> Vec<(String, u64, crate::scenario::RedefineAction)> {
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_index != base.step_index)
+        .filter_map(|s| {
+            let step = step_at(scenario, s.step_index)?;
+            match step.action {
+                Action::Redefine(r) if r.server == base.server && r.tool == base.tool => {
+                    Some((step.head.id.clone(), s.evaluation_ms, r))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The first redefine step after `base` that changes the definition of
+/// `base`'s tool, when the presented capability (or the grant it was
+/// delegated from) pins definitions (`pin_definitions = true`), with its
+/// evaluation offset. The base step is admitted, so the definition in force
+/// at it is the pinned one; a redefinition to the same digest changes
+/// nothing and is skipped.
+pub fn pinned_redefinition_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let file = scenario.file();
+    let root = lineage(scenario, &base.capability).pop()?;
+    let grant = file.grants.iter().find(|g| g.id == root)?;
+    if grant.pin_definitions != Some(true) {
+        return None;
+    }
+    let pinned = file
+        .servers
+        .iter()
+        .find(|s| s.id == base.server)
+        .and_then(crate::scenario::tools::server_tools)?
+        .into_iter()
+        .find(|t| t.name == base.tool)?
+        .digest()
+        .ok()?;
+    redefinitions_after(scenario, base)
+        .into_iter()
+        .find(|(_, _, r)| r.contract.digest().is_ok_and(|d| d != pinned))
+        .map(|(id, at, _)| (id, at))
+}
+
+/// The first redefine step after `base` whose new definition of `base`'s
+/// tool the definition scan flags, when the kernel serving `base`'s server
+/// refuses such calls (an enforcing `prompt-injection` guard with
+/// `scan_definitions = true` whose patterns include the finding's), with
+/// its evaluation offset.
+pub fn poisoned_redefinition_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    redefinitions_after(scenario, base)
+        .into_iter()
+        .find(|(_, _, r)| {
+            chio_kernel::guards::prompt_injection::scan_definition(&r.contract)
+                .is_some_and(|finding| scans_definitions(scenario, &base.server, &finding.pattern))
+        })
+        .map(|(id, at, _)| (id, at))
+}
+
+/// Whether the kernel serving `server` has an enforcing `prompt-injection`
+/// guard with `scan_definitions = true` that acts on `pattern`.
+fn scans_definitions(scenario: &Scenario, server: &str, pattern: &str) -> bool {
+    let file = scenario.file();
+    let Some(kernel) = file
+        .servers
+        .iter()
+        .find(|s| s.id == server)
+        .and_then(|s| file.kernels.iter().find(|k| k.id == s.kernel))
+    else {
+        return false;
+    };
+    kernel.guards.iter().any(|id| {
+        file.guards.iter().any(|g| {
+            let config = g.config.as_ref();
+            let patterns = config
+                .and_then(|c| c.get("patterns"))
+                .and_then(|p| p.as_array());
+            &g.id == id
+                && g.kind.as_deref() == Some("prompt-injection")
+                && g.mode.as_deref().unwrap_or("enforce") == "enforce"
+                && config
+                    .and_then(|c| c.get("scan_definitions"))
+                    .and_then(|v| v.as_bool())
+                    == Some(true)
+                && (Pattern::parse(pattern).is_none()
+                    || patterns.is_none_or(|list| list.iter().any(|p| p.as_str() == Some(pattern))))
+        })
+    })
 }

@@ -319,6 +319,7 @@ impl PromptInjectionGuard {
     fn acts_on(&self, finding: &DefinitionFinding) -> bool {
         self.scan_definitions
             && (Pattern::parse(&finding.pattern).is_none_or(|p| self.patterns.contains(&p)))
+            && !crate::planted::weakened_anywhere(crate::planted::Weakness::NoDefinitionScan)
     }
 
     /// The first finding in `value` with the configured patterns.
