@@ -197,82 +197,18 @@ const INTENDED: &[(&str, &str, &str)] = &[
 
 /// A world whose second agent, second server and second grant nothing
 /// touches, with an observed guard and a deny step that gives no reason.
-const WARNED: &str = r#"schema_version = "chio.arena.scenario/v1"
-id = "warned"
-title = "every lint rule fires once"
-rng_seed = 1
-virtual_clock_start = "2026-01-05T09:00:00.000Z"
+/// The lint world (`arena/tests/fixtures/lint_world.toml`, which the lint
+/// rules' unit tests share) with one deny step that gives no reason: every
+/// rule fires once.
+fn warned() -> String {
+    let world = std::fs::read_to_string(repo_path("arena/tests/fixtures/lint_world.toml"))
+        .expect("the lint world reads");
+    format!("{world}[[steps]]\nid = \"post\"\nagent = \"alice\"\nserver = \"web\"\ntool = \"http_post\"\narguments = {{ url = \"https://x.test\" }}\nexpect_verdict = \"deny\"\n")
+}
 
-[determinism]
-rng_seed = 1
-virtual_clock_start = "2026-01-05T09:00:00.000Z"
-scheduler = "deterministic-multi-v1"
-locale = "C"
-
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-guards = ["dotfiles"]
-
-[[guards]]
-id = "dotfiles"
-kind = "forbidden-path"
-mode = "observe"
-
-[guards.config]
-globs = ["**/.env"]
-
-[[servers]]
-id = "web"
-kernel = "kernel-a"
-kind = "http"
-
-[[servers]]
-id = "blog"
-kernel = "kernel-a"
-kind = "publish"
-
-[[agents]]
-id = "alice"
-role = "a"
-model = "recorded:alice"
-seed_prompt_ref = "prompts/a.txt"
-kernel = "kernel-a"
-
-[[agents]]
-id = "bob"
-role = "b"
-model = "recorded:bob"
-seed_prompt_ref = "prompts/b.txt"
-kernel = "kernel-a"
-
-[[grants]]
-id = "alice-web"
-agent = "alice"
-server = "web"
-tools = ["http_post"]
-
-[[grants]]
-id = "bob-blog"
-agent = "bob"
-server = "blog"
-tools = ["publish"]
-
-[[steps]]
-id = "post"
-agent = "alice"
-server = "web"
-tool = "http_post"
-arguments = { url = "https://x.test" }
-expect_verdict = "deny"
-"#;
-
-/// Writes [`WARNED`] as `scenario.toml` under `dir` and returns its name.
+/// Writes [`warned`] as `scenario.toml` under `dir` and returns its name.
 fn write_warned(dir: &Path) -> &'static str {
-    std::fs::write(dir.join("scenario.toml"), WARNED).expect("write scenario");
+    std::fs::write(dir.join("scenario.toml"), warned()).expect("write scenario");
     "scenario.toml"
 }
 

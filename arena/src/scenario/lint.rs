@@ -208,74 +208,13 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
 mod tests {
     use super::*;
 
-    /// A one-kernel world with an observed guard, two servers, two agents,
-    /// two grants and the given steps.
+    /// The lint world (`tests/fixtures/lint_world.toml`: one kernel with an
+    /// observed guard, two servers, two agents, two grants) and the given
+    /// steps.
     fn scenario(steps: &str) -> Scenario {
         let text = format!(
-            r#"schema_version = "chio.arena.scenario/v1"
-id = "lint"
-title = "lint"
-rng_seed = 1
-virtual_clock_start = "2026-01-05T09:00:00.000Z"
-
-[determinism]
-rng_seed = 1
-virtual_clock_start = "2026-01-05T09:00:00.000Z"
-scheduler = "deterministic-multi-v1"
-locale = "C"
-
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-guards = ["dotfiles"]
-
-[[guards]]
-id = "dotfiles"
-kind = "forbidden-path"
-mode = "observe"
-
-[guards.config]
-globs = ["**/.env"]
-
-[[servers]]
-id = "web"
-kernel = "kernel-a"
-kind = "http"
-
-[[servers]]
-id = "blog"
-kernel = "kernel-a"
-kind = "publish"
-
-[[agents]]
-id = "alice"
-role = "a"
-model = "recorded:alice"
-seed_prompt_ref = "prompts/a.txt"
-kernel = "kernel-a"
-
-[[agents]]
-id = "bob"
-role = "b"
-model = "recorded:bob"
-seed_prompt_ref = "prompts/b.txt"
-kernel = "kernel-a"
-
-[[grants]]
-id = "alice-web"
-agent = "alice"
-server = "web"
-tools = ["http_post"]
-
-[[grants]]
-id = "bob-blog"
-agent = "bob"
-server = "blog"
-tools = ["publish"]
-{steps}"#
+            "{}{steps}",
+            include_str!("../../tests/fixtures/lint_world.toml")
         );
         crate::parse_scenario(&text, std::path::Path::new("."))
             .expect("the lint scenario validates")
