@@ -21,6 +21,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "recorded_git",
         "sealed_secret",
         "planner_reader",
+        "monetary_shares",
     ] {
         assert!(
             names.iter().any(|n| n == required),

@@ -308,6 +308,13 @@ pub fn money_budget_key(budget_id: &str, currency: &str, window: Option<u64>) ->
     }
 }
 
+/// The store key of a delegated capability's sub-total under a monetary
+/// budget: the budget's key (window included) and the capability,
+/// length-prefixed like every component.
+pub fn share_budget_key(budget_key: &str, capability_id: &str) -> String {
+    format!("{budget_key}/share/{}:{capability_id}", capability_id.len())
+}
+
 /// The window a call at `now_ms` counts in: `floor((now_ms - origin_ms) /
 /// length_ms)`, so a call at exactly `origin_ms + k * length_ms` is in
 /// window `k`. `None` before `origin_ms` (or for a zero length): no window

@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::money::PlannedMoney;
 use super::plan::{HoldOf, WantedHold};
 use super::{Admission, AdmissionTicket, Kernel, Outcome};
 use crate::amount::{format_units, units_decimal};
@@ -125,7 +126,7 @@ fn read_holds(
             Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
                 state.trace.budget_keys.push(read(used, limit, "held"));
                 state.holds.push(wanted.hold_id.clone());
-                if let HoldOf::Money(money) = &wanted.what {
+                if let HoldOf::Money(money @ PlannedMoney { share: None, .. }) = &wanted.what {
                     state.money.insert(
                         money.budget.clone(),
                         MoneyTotal {
@@ -144,13 +145,25 @@ fn read_holds(
                         limit,
                         amount: wanted.amount,
                     },
-                    HoldOf::Money(money) => DenyReason::from(MoneyDeny::Exceeded {
-                        budget: money.budget.clone(),
-                        spent: format_units(used, money.scale),
-                        amount: format_units(wanted.amount, money.scale),
-                        limit: money.limit_text.clone(),
-                        currency: money.currency.clone(),
-                        window: money.window,
+                    HoldOf::Money(money) => DenyReason::from(match &money.share {
+                        None => MoneyDeny::Exceeded {
+                            budget: money.budget.clone(),
+                            spent: format_units(used, money.scale),
+                            amount: format_units(wanted.amount, money.scale),
+                            limit: money.limit_text.clone(),
+                            currency: money.currency.clone(),
+                            window: money.window,
+                        },
+                        Some((capability, bps)) => MoneyDeny::ShareExceeded {
+                            budget: money.budget.clone(),
+                            capability: capability.clone(),
+                            bps: *bps,
+                            spent: format_units(used, money.scale),
+                            amount: format_units(wanted.amount, money.scale),
+                            limit: money.limit_text.clone(),
+                            currency: money.currency.clone(),
+                            window: money.window,
+                        },
                     }),
                 }));
             }

@@ -10,9 +10,10 @@
 
 use serde_json::Value;
 
-use super::config::MonetaryBudget;
+use super::config::{BudgetSubject, MonetaryBudget};
+use crate::amount::format_units;
 use crate::amount::{value_units, UnitsProblem};
-use crate::ledger::{money_budget_key, window_index};
+use crate::ledger::{money_budget_key, share_budget_key, window_index};
 use crate::reason::{printable_id, DenyReason, MoneyDeny};
 
 /// One monetary hold a call needs.
@@ -34,6 +35,10 @@ pub(super) struct PlannedMoney {
     pub currency: String,
     /// The window the call counts in, when the budget has windows.
     pub window: Option<u64>,
+    /// For the sub-total of a delegated share: the capability and its
+    /// share in basis points of the budget's own capability. `None` for
+    /// the budget's total.
+    pub share: Option<(String, u32)>,
 }
 
 fn money(reason: MoneyDeny) -> DenyReason {
@@ -133,17 +138,70 @@ fn plan_one(
         scale: budget.limit.scale,
         currency: budget.currency.clone(),
         window,
+        share: None,
     })
 }
 
-/// Every monetary hold a call by `principal` presenting `chain` needs, in
-/// declaration order, one per budget id (entries sharing an id share one
-/// total, and a call is counted once in it); the first budget that cannot
-/// count the call answers the deny reason.
+/// The sub-totals a call under a budget that names a capability also
+/// counts in: one per delegated capability of the presented chain below
+/// the budget's own whose share (`bps`, parallel to `chain`) is smaller
+/// than the budget capability's. Shares are basis points of the root
+/// allowance and a child never holds more than its parent (the sibling
+/// rule of [`crate::ledger`] keeps children within it together), so the
+/// share's limit is the budget's limit times `child / own`, rounded down
+/// to the minor unit; every call of the child's lineage counts in it.
+fn share_holds(
+    total: &PlannedMoney,
+    own: &str,
+    chain: &[String],
+    bps: &[u32],
+) -> Vec<PlannedMoney> {
+    let Some(at) = chain.iter().position(|c| c == own) else {
+        return Vec::new();
+    };
+    let own_bps = bps.get(at).copied().unwrap_or(FULL);
+    chain
+        .iter()
+        .zip(bps)
+        .skip(at + 1)
+        .filter(|(_, child_bps)| **child_bps < own_bps)
+        .map(|(child, child_bps)| {
+            let limit = u64::try_from(
+                u128::from(total.limit) * u128::from(*child_bps) / u128::from(own_bps.max(1)),
+            )
+            .unwrap_or(u64::MAX);
+            PlannedMoney {
+                key: share_budget_key(&total.key, child),
+                limit,
+                limit_text: format_units(limit, total.scale),
+                share: Some((child.clone(), *child_bps)),
+                ..total.clone()
+            }
+        })
+        .collect()
+}
+
+/// A full share, in basis points.
+const FULL: u32 = crate::token::FULL_SHARE_BPS;
+
+/// The capabilities a call presents, root first, with each one's share in
+/// basis points of the root allowance (`bps`, parallel to `ids`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Lineage<'a> {
+    /// The capability ids, root first.
+    pub ids: &'a [String],
+    /// Each one's share.
+    pub bps: &'a [u32],
+}
+
+/// Every monetary hold a call by `principal` presenting `lineage` needs, in declaration order, one per
+/// budget id (entries sharing an id share one total, and a call is counted
+/// once in it), each followed by the sub-totals of its delegated shares;
+/// the first budget that cannot count the call answers the deny reason.
 pub(super) fn plan_money(
     budgets: &[MonetaryBudget],
     principal: &str,
-    chain: &[String],
+    lineage: Lineage<'_>,
     server: &str,
     tool: &str,
     arguments: &Value,
@@ -152,12 +210,18 @@ pub(super) fn plan_money(
     let mut planned: Vec<PlannedMoney> = Vec::new();
     for budget in budgets
         .iter()
-        .filter(|b| b.covers(principal, chain, server, tool))
+        .filter(|b| b.covers(principal, lineage.ids, server, tool))
     {
         if planned.iter().any(|p| p.budget == budget.id) {
             continue;
         }
-        planned.push(plan_one(budget, arguments, now_ms)?);
+        let total = plan_one(budget, arguments, now_ms)?;
+        let shares = match &budget.subject {
+            BudgetSubject::Capability(own) => share_holds(&total, own, lineage.ids, lineage.bps),
+            BudgetSubject::Agent(_) => Vec::new(),
+        };
+        planned.push(total);
+        planned.extend(shares);
     }
     Ok(planned)
 }
@@ -186,11 +250,14 @@ mod tests {
         }
     }
 
+    /// A call presenting no capability the budgets name.
+    const NONE: Lineage<'static> = Lineage { ids: &[], bps: &[] };
+
     fn plan(arguments: Value, now_ms: u64) -> Result<Vec<PlannedMoney>, DenyReason> {
         plan_money(
             &[daily()],
             "clerk",
-            &[],
+            NONE,
             "payments",
             "pay",
             &arguments,
@@ -262,7 +329,7 @@ mod tests {
     fn coverage_and_shared_ids() {
         let args = json!({"amount": "1", "currency": "EUR"});
         let other = |principal: &str, tool: &str| {
-            plan_money(&[daily()], principal, &[], "payments", tool, &args, 1_000).unwrap()
+            plan_money(&[daily()], principal, NONE, "payments", tool, &args, 1_000).unwrap()
         };
         assert!(other("mallory", "pay").is_empty());
         assert!(other("clerk", "refund").is_empty());
@@ -272,7 +339,10 @@ mod tests {
         let held = plan_money(
             &[lineage.clone()],
             "anyone",
-            &chain,
+            Lineage {
+                ids: &chain,
+                bps: &[FULL, FULL],
+            },
             "payments",
             "pay",
             &args,
@@ -281,14 +351,14 @@ mod tests {
         .unwrap();
         assert_eq!(held.len(), 1);
         assert!(
-            plan_money(&[lineage], "anyone", &[], "payments", "pay", &args, 1_000)
+            plan_money(&[lineage], "anyone", NONE, "payments", "pay", &args, 1_000)
                 .unwrap()
                 .is_empty()
         );
         let twice = plan_money(
             &[daily(), daily()],
             "clerk",
-            &[],
+            NONE,
             "payments",
             "pay",
             &args,
@@ -296,5 +366,65 @@ mod tests {
         )
         .unwrap();
         assert_eq!(twice.len(), 1);
+    }
+
+    // Proves a capability budget adds one sub-total per delegated capability
+    // below it whose share is smaller, with the limit scaled by the share
+    // relative to the budget's own capability and rounded down to the minor
+    // unit, under a key of its own; a full share and the budget's own
+    // capability add none, and an agent budget never does.
+    #[test]
+    fn delegated_shares_add_sub_totals() {
+        let args = json!({"amount": "1", "currency": "EUR"});
+        let mut lineage = daily();
+        lineage.subject = BudgetSubject::Capability("mid".into());
+        let chain: Vec<String> = ["root", "mid", "full", "third"]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        // root 10000, mid 6000, full 6000 (no narrower), third 2000.
+        let held = plan_money(
+            &[lineage.clone()],
+            "anyone",
+            Lineage {
+                ids: &chain,
+                bps: &[FULL, 6000, 6000, 2000],
+            },
+            "payments",
+            "pay",
+            &args,
+            1_000,
+        )
+        .unwrap();
+        assert_eq!(held.len(), 2, "{held:?}");
+        assert_eq!(held[0].share, None);
+        assert_eq!(held[0].limit, 200_000);
+        let third = &held[1];
+        assert_eq!(third.share, Some(("third".to_string(), 2000)));
+        // 2000.00 * 2000 / 6000 = 666.666..., rounded down to 666.66.
+        assert_eq!(third.limit, 66_666);
+        assert_eq!(third.limit_text, "666.66");
+        assert_eq!(third.key, share_budget_key(&held[0].key, "third"));
+        assert_ne!(third.key, held[0].key);
+        // The same chain under an agent budget: the total only.
+        let by_agent = plan_money(
+            &[daily()],
+            "clerk",
+            Lineage {
+                ids: &chain,
+                bps: &[FULL, 6000, 6000, 2000],
+            },
+            "payments",
+            "pay",
+            &args,
+            1_000,
+        )
+        .unwrap();
+        assert_eq!(by_agent.len(), 1);
+        // Two siblings' keys never meet, whatever their ids.
+        assert_ne!(
+            share_budget_key("k", "a/share/1:b"),
+            share_budget_key("k/share/1:a", "b")
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::admit::{revocation_ops, share_ops};
 use super::guard_run::run_request_guards;
-use super::money::{plan_money, PlannedMoney};
+use super::money::{plan_money, Lineage, PlannedMoney};
 use super::{Kernel, Outcome};
 use crate::batch::StoreOp;
 use crate::error::StoreError;
@@ -183,10 +183,27 @@ impl Kernel {
             .chain(std::iter::once(&verified.id))
             .cloned()
             .collect();
+        // Each capability's share, root first: the first link names the
+        // root's, every link its child's.
+        let bps: Vec<u32> = verified
+            .shares
+            .first()
+            .map(|s| s.parent_bps)
+            .into_iter()
+            .chain(verified.shares.iter().map(|s| s.child_bps))
+            .collect();
+        let bps = if bps.is_empty() {
+            vec![verified.state.share_bps]
+        } else {
+            bps
+        };
         match plan_money(
             &self.monetary_budgets,
             &principal,
-            &chain,
+            Lineage {
+                ids: &chain,
+                bps: &bps,
+            },
             &request.server,
             &request.tool,
             &request.arguments,

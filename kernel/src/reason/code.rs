@@ -131,6 +131,8 @@ crate::code_enum! {
     BudgetWindowBeforeStart => "budget-window-before-start",
     /// A monetary budget the call's amount would take past its limit.
     BudgetExceeded => "budget-exceeded",
+    /// A delegated capability's share of a monetary budget the call's amount would take past its limit.
+    BudgetShareExceeded => "budget-share-exceeded",
     /// A path matching a forbidden glob (forbidden-path).
     ForbiddenPath => "forbidden-path",
     /// A path outside the allowlist (path-allowlist).

@@ -92,6 +92,27 @@ pub enum MoneyDeny {
         /// The window's index, for a budget counted in windows.
         window: Option<u64>,
     },
+    /// The call's amount would take what a delegated capability's lineage
+    /// has spent past that capability's share of the budget.
+    ShareExceeded {
+        /// The budget's id.
+        budget: String,
+        /// The delegated capability whose share it is.
+        capability: String,
+        /// Its share, in basis points of the budget's own capability.
+        bps: u32,
+        /// Held and spent so far under that capability (in the call's window).
+        spent: String,
+        /// The call's amount.
+        amount: String,
+        /// The share's limit: the budget's limit times the share, rounded down
+        /// to the budget's minor unit.
+        limit: String,
+        /// The budget's currency.
+        currency: String,
+        /// The window's index, for a budget counted in windows.
+        window: Option<u64>,
+    },
     /// The total with this call would be above an approval threshold
     /// (approval, PendingApproval).
     TotalAboveApproval {
@@ -120,6 +141,7 @@ impl MoneyDeny {
             M::CurrencyMismatch { .. } => C::BudgetCurrencyMismatch,
             M::WindowBeforeStart { .. } => C::BudgetWindowBeforeStart,
             M::Exceeded { .. } => C::BudgetExceeded,
+            M::ShareExceeded { .. } => C::BudgetShareExceeded,
             M::TotalAboveApproval { .. } => C::ApprovalTotalThreshold,
         }
     }
@@ -187,6 +209,25 @@ impl fmt::Display for MoneyDeny {
                 write!(
                     f,
                     "monetary budget {budget} exceeded: {spent} of {limit} {currency} spent"
+                )?;
+                if let Some(window) = window {
+                    write!(f, " in window {window}")?;
+                }
+                write!(f, ", {amount} more requested")
+            }
+            M::ShareExceeded {
+                budget,
+                capability,
+                bps,
+                spent,
+                amount,
+                limit,
+                currency,
+                window,
+            } => {
+                write!(
+                    f,
+                    "monetary budget {budget}: delegated share of {capability} ({bps} bps) exceeded: {spent} of {limit} {currency} spent"
                 )?;
                 if let Some(window) = window {
                     write!(f, " in window {window}")?;

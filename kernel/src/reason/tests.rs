@@ -78,6 +78,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::from(MoneyDeny::CurrencyMismatch { budget: s("daily"), argument: s("currency"), found: s("\"USD\""), currency: s("EUR") }), "monetary budget daily counts EUR and argument currency names \"USD\""),
         (R::from(MoneyDeny::WindowBeforeStart { budget: s("daily"), now: 5, origin: 9 }), "monetary budget daily counts in windows from 9 ms; the call at 5 ms is before the first"),
         (R::from(MoneyDeny::Exceeded { budget: s("daily"), spent: s("1999.98"), amount: s("999.99"), limit: s("2000.00"), currency: s("EUR"), window: Some(0) }), "monetary budget daily exceeded: 1999.98 of 2000.00 EUR spent in window 0, 999.99 more requested"),
+        (R::from(MoneyDeny::ShareExceeded { budget: s("daily"), capability: s("clerk-pay"), bps: 5000, spent: s("400.00"), amount: s("100.01"), limit: s("500.00"), currency: s("EUR"), window: None }), "monetary budget daily: delegated share of clerk-pay (5000 bps) exceeded: 400.00 of 500.00 EUR spent, 100.01 more requested"),
         (R::from(MoneyDeny::TotalAboveApproval { budget: s("daily"), total: s("1999.98"), threshold: s("1000"), currency: s("EUR") }), "monetary budget daily would reach 1999.98 EUR, above 1000; approval required"),
         (R::ForbiddenPath { path: s("/.env"), glob: s("**/.env") }, "path /.env matches forbidden glob **/.env"),
         (R::NotAllowlisted { path: s("/x"), access: "read" }, "path /x is not in the read allowlist"),
