@@ -284,7 +284,7 @@ fn write_outputs(
             cause: e.kind().to_string(),
         })
     })?;
-    let board = Leaderboard::from_evolution(scenario.id(), &result);
+    let board = Leaderboard::from_evolution(scenario.id(), result);
     let trace = TraceDocument {
         schema_version: TRACE_SCHEMA,
         scenario_id: scenario.id(),

@@ -146,11 +146,22 @@ fn two_weakened_guards_give_two_causes() {
         .find(|c| c["goal"] == "smuggle-instruction")
         .unwrap();
     assert_eq!(injection["pattern"], "tool-name-spoof");
-    assert!(stdout.contains(&format!("{escapes} escapes in 2 causes")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{escapes} escapes in 2 causes")),
+        "{stdout}"
+    );
     // Rerun: the same bytes.
     let (again, _, _) = evolve(tmp.path(), file, "1", "b");
-    assert_eq!(stdout.replace("written to a", ""), again.replace("written to b", ""));
-    for name in ["leaderboard.json", "leaderboard.md", "escapes.sarif", "evolve-trace.json"] {
+    assert_eq!(
+        stdout.replace("written to a", ""),
+        again.replace("written to b", "")
+    );
+    for name in [
+        "leaderboard.json",
+        "leaderboard.md",
+        "escapes.sarif",
+        "evolve-trace.json",
+    ] {
         assert_eq!(
             std::fs::read(tmp.path().join("a").join(name)).unwrap(),
             std::fs::read(tmp.path().join("b").join(name)).unwrap(),
@@ -203,7 +214,11 @@ fn causes_partition_the_escapes_of_a_search() {
     assert_eq!(results.len(), causes.len());
     let fingerprints: BTreeSet<&str> = results
         .iter()
-        .map(|r| r["partialFingerprints"]["chioArenaEscapeCause/v1"].as_str().unwrap())
+        .map(|r| {
+            r["partialFingerprints"]["chioArenaEscapeCause/v1"]
+                .as_str()
+                .unwrap()
+        })
         .collect();
     assert_eq!(fingerprints.len(), results.len(), "one result per cause");
     let goal_stage_pattern: BTreeSet<(String, String, String)> = causes

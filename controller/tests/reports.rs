@@ -478,7 +478,10 @@ fn sarif_reports_an_escape_with_rule_and_location() {
                 .unwrap() as usize;
             assert_eq!(lines[line - 1], "[[steps]]");
         }
-        assert!(message.contains(&format!("{} escape", props["count"])), "{message}");
+        assert!(
+            message.contains(&format!("{} escape", props["count"])),
+            "{message}"
+        );
     }
     let injection = results
         .iter()

@@ -48,6 +48,7 @@ pub use action::{
     base_steps, declared_scopes, mutate, AdversaryAction, BaseStep, DeclaredScope, FixtureEdit,
     MutatedCall, Mutation, ReplayPlan, WideningPlan,
 };
+pub use causes::{CauseKey, EscapeCause, EscapeOccurrence};
 pub use class::{
     AdversaryClass, ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind,
     WideningKind,
@@ -61,7 +62,6 @@ pub use fitness::{
     Feedback, FitnessReport, FitnessSample, Stage,
 };
 pub use goal::Goal;
-pub use causes::{CauseKey, EscapeCause, EscapeOccurrence};
 pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
 pub use operators::{describe, Draft, Family, Operator};
 pub use population::{populations_from_scenario, AdversaryPopulation};

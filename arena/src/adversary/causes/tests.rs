@@ -61,7 +61,11 @@ fn key_reads_the_four_parts() {
     let r = record(
         "a",
         Some("tool-name-spoof/tool-tag/plain/0"),
-        vec![Operator::RenameKey, Operator::Leetspeak, Operator::Confusables],
+        vec![
+            Operator::RenameKey,
+            Operator::Leetspeak,
+            Operator::Confusables,
+        ],
     );
     let key = CauseKey::of(AdversaryClass::PromptInjection, &r);
     assert_eq!(key.goal, "smuggle-instruction");
@@ -73,7 +77,11 @@ fn key_reads_the_four_parts() {
     path.decided_stage = None;
     let key = CauseKey::of(AdversaryClass::CapabilityOverrequest, &path);
     assert_eq!(
-        (key.pattern.as_str(), key.family.as_str(), key.stage.as_str()),
+        (
+            key.pattern.as_str(),
+            key.family.as_str(),
+            key.stage.as_str()
+        ),
         ("none", "none", "admitted")
     );
 }
@@ -88,7 +96,11 @@ fn groups_dedupes_and_picks_the_shortest_example() {
         vec![sample(
             "p",
             vec![
-                record("p/0/r0", spoof, vec![Operator::Fullwidth, Operator::UpperCase]),
+                record(
+                    "p/0/r0",
+                    spoof,
+                    vec![Operator::Fullwidth, Operator::UpperCase],
+                ),
                 record("p/1/r0", spoof, vec![Operator::Fullwidth]),
                 record("p/2/r0", leak, vec![]),
             ],
@@ -99,7 +111,10 @@ fn groups_dedupes_and_picks_the_shortest_example() {
         1,
         vec![
             g0.samples[0].clone(),
-            sample("q", vec![record("q/0/r0", spoof, vec![Operator::Diacritics])]),
+            sample(
+                "q",
+                vec![record("q/0/r0", spoof, vec![Operator::Diacritics])],
+            ),
         ],
     );
     let causes = causes_of_run(&[g0, g1]);
