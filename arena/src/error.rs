@@ -513,6 +513,16 @@ error_table! {
     } => "CHIO-SCENARIO-FIXTURE-MISSING", Input, at: Some(field),
         summary: format!("fixtures folder {folder:?} at {field} does not exist next to the scenario"),
         help: "create the folder next to the scenario file or correct the path";
+    /// An agent's `seed_prompt_ref` names no file next to the scenario
+    /// (`chio arena validate` checks it; the prompt is read by no kernel).
+    SeedPromptMissing {
+        /// Path of the `seed_prompt_ref` key.
+        field: String,
+        /// The file, relative to the scenario.
+        file: String,
+    } => "CHIO-SCENARIO-SEED-PROMPT-MISSING", Input, at: Some(field),
+        summary: format!("seed prompt {file:?} at {field} is not a file next to the scenario"),
+        help: "write the agent's prompt to that file (relative to the scenario's folder) or correct seed_prompt_ref";
     /// A fixtures path that leaves the scenario's folder: absolute, climbing
     /// out with `..`, naming the folder itself, or resolving elsewhere
     /// through a symbolic link (the folder or anything below it).

@@ -8,7 +8,7 @@
 //! that every batch reuses, `crate::cluster_worlds`), co-evolve its populations
 //! (`chio_arena::adversary::coevolution`), then write under the output root
 //! (default `target/arena`) `leaderboard.json` (canonical,
-//! `chio.arena.leaderboard/v1`), `leaderboard.md`, `evolve-trace.json` (the
+//! `chio.arena.leaderboard/v2`, escapes grouped by cause), `leaderboard.md`, `evolve-trace.json` (the
 //! generation trace, canonical: per generation every action's operator
 //! sequence, stage and progress) and `survival.svg` (best and mean fitness,
 //! best survival rate, the first escape marked), and print the summary.
@@ -89,8 +89,9 @@ pub struct EvolveArgs {
     /// The output root (default `target/arena`).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Also write every escape as a SARIF 2.1.0 result here (one rule per
-    /// adversary class, located in the scenario file).
+    /// Also write the escapes as SARIF 2.1.0 here: one result per cause,
+    /// its occurrences as related locations (one rule per adversary class,
+    /// located in the scenario file).
     #[arg(long, value_name = "PATH")]
     pub sarif: Option<PathBuf>,
     /// Where the kernels decide: in this process (the default), `local`
@@ -283,7 +284,7 @@ fn write_outputs(
             cause: e.kind().to_string(),
         })
     })?;
-    let board = Leaderboard::from_report(scenario.id(), &result.final_report());
+    let board = Leaderboard::from_evolution(scenario.id(), result);
     let trace = TraceDocument {
         schema_version: TRACE_SCHEMA,
         scenario_id: scenario.id(),
@@ -365,8 +366,10 @@ fn summary_text(
         );
         match result.first_escape_generation {
             Some(g) => s.push_str(&format!(
-                "first escape in generation {g}, after {} kernel evaluations\n",
-                result.evaluations_to_first_escape.unwrap_or(0)
+                "first escape in generation {g}, after {} kernel evaluations; {} escapes in {} causes\n",
+                result.evaluations_to_first_escape.unwrap_or(0),
+                board.escape_count(),
+                board.causes.len()
             )),
             None => s.push_str("no escape found\n"),
         }

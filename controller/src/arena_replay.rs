@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::Path;
 
 use chio_arena::bundle::{compare_runs, Bundle, BundleStatus, StepDrift, SCENARIO_INPUT};
+use chio_arena::ArenaError;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -35,10 +36,79 @@ struct DriftReport<'a> {
     identical: bool,
     policy_files: BTreeMap<String, String>,
     drifts: Vec<StepDrift>,
+    /// For `arena diff`: the two scenarios, when the bundles are runs of
+    /// different ones (another id, or the same id from another file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scenarios_differ: Option<ScenariosDiffer>,
 }
 
-fn read_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
-    Bundle::read(dir).map_err(|e| CliError::from_arena(command, &e))
+/// The two scenarios of a diff whose bundles ran different ones.
+#[derive(Debug, Serialize)]
+struct ScenariosDiffer {
+    left_id: String,
+    right_id: String,
+    left_sha256: String,
+    right_sha256: String,
+}
+
+impl ScenariosDiffer {
+    /// `None` when both bundles ran the same scenario file.
+    fn of(left: &Bundle, right: &Bundle) -> Option<Self> {
+        let (l, r) = (&left.manifest, &right.manifest);
+        (l.determinism.scenario_id != r.determinism.scenario_id
+            || l.scenario_sha256 != r.scenario_sha256)
+            .then(|| Self {
+                left_id: l.determinism.scenario_id.clone(),
+                right_id: r.determinism.scenario_id.clone(),
+                left_sha256: l.scenario_sha256.clone(),
+                right_sha256: r.scenario_sha256.clone(),
+            })
+    }
+
+    /// The warning printed before the comparison.
+    fn warning(&self) -> String {
+        let what = if self.left_id == self.right_id {
+            format!(
+                "runs of two different files with the same scenario id {}",
+                self.left_id
+            )
+        } else {
+            format!(
+                "runs of different scenarios: {} and {}",
+                self.left_id, self.right_id
+            )
+        };
+        format!(
+            "warning: the bundles are {what} (scenario sha256 {} vs {}); steps are compared by position, so each difference below may only reflect the scenarios\n",
+            short(&self.left_sha256),
+            short(&self.right_sha256)
+        )
+    }
+}
+
+/// The first 12 hex digits of a digest.
+fn short(digest: &str) -> &str {
+    digest.get(..12).unwrap_or(digest)
+}
+
+/// The help of a bundle a reading command (replay, diff, explain) refuses:
+/// these commands take a folder a run wrote and have no `--out`.
+pub const READ_BUNDLE_HELP: &str =
+    "pass the folder a run wrote with `chio arena run --out DIR` (it holds arena.json)";
+
+/// Reads the bundle in `dir` for a command that only reads it.
+pub fn read_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
+    Bundle::read(dir).map_err(|e| {
+        let err = CliError::from_arena(command, &e);
+        if matches!(e, ArenaError::Bundle { .. }) {
+            CliError {
+                help: READ_BUNDLE_HELP.to_string(),
+                ..err
+            }
+        } else {
+            err
+        }
+    })
 }
 
 /// Policy files whose bytes no longer hash to the manifest's record.
@@ -66,10 +136,15 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
         text.push('\n');
         return Ok(text);
     }
-    let mut text = format!(
+    let mut text = report
+        .scenarios_differ
+        .as_ref()
+        .map(ScenariosDiffer::warning)
+        .unwrap_or_default();
+    text.push_str(&format!(
         "{command}: {} vs {} (scenario {})\n",
         report.left, report.right, report.scenario_id
-    );
+    ));
     for (kernel, problem) in &report.policy_files {
         text.push_str(&format!("policy {kernel}: {problem}\n"));
     }
@@ -196,6 +271,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
             && recorded.receipts == replayed.bundle.receipts,
         policy_files,
         drifts,
+        scenarios_differ: None,
     };
     report_drift(&report, args.json, COMMAND, out)
 }
@@ -216,6 +292,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
         identical: drifts.is_empty() && policy_files.is_empty() && left.receipts == right.receipts,
         policy_files,
         drifts,
+        scenarios_differ: ScenariosDiffer::of(&left, &right),
     };
     report_drift(&report, args.json, COMMAND, out)
 }

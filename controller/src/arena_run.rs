@@ -122,16 +122,62 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
     } else {
         outcome::write_table(COMMAND, &scenario, &result, &dir, palette, out)?
     };
-    outcome_error(COMMAND, &result, tally.only_reasons)
+    outcome_error(COMMAND, &result, &tally).map_err(|e| CliError {
+        location: failed_step_location(&args.file, &scenario, &result, &tally),
+        ..e
+    })
 }
 
-/// The error a finished run exits with, if any; `only_reasons` says
-/// whether every mismatched step had its expected verdict (or outcome), so
-/// that a run that failed (`--keep-going`) missed only reasons.
-pub fn outcome_error(
+/// Where the step a run stopped at (or, for `--keep-going`, its first
+/// mismatching step) writes what it expected, as `FILE:LINE:COLUMN`: its
+/// `expect_reason` for a reason mismatch, else its `expect_verdict` (or
+/// `expect`), else its `id`.
+fn failed_step_location(
+    file: &Path,
+    scenario: &Scenario,
+    result: &RunResult,
+    tally: &outcome::Tally,
+) -> Option<String> {
+    let manifest = &result.bundle.manifest;
+    let (step_id, reason) = match (&manifest.stopped, manifest.mismatches.first()) {
+        (Some(stop), _) => (stop.step_id.as_str(), stop.cause == UNEXPECTED_REASON),
+        (None, Some(first)) => {
+            let verdict = format!("{first} (");
+            (
+                first.as_str(),
+                !tally
+                    .verdict_mismatches
+                    .iter()
+                    .any(|m| m.starts_with(&verdict)),
+            )
+        }
+        (None, None) => return None,
+    };
+    let index = scenario
+        .steps()
+        .position(|s| s.is_ok_and(|s| s.head.id == step_id))?;
+    let text = std::fs::read_to_string(file).ok()?;
+    let fields: &[&str] = if reason {
+        &["expect_reason", "expect_verdict", "id"]
+    } else {
+        &["expect_verdict", "expect", "id"]
+    };
+    fields.iter().find_map(|field| {
+        let (line, column) =
+            chio_arena::scenario::locate(&text, &format!("steps[{index}].{field}"))?;
+        Some(format!("{}:{line}:{column}", file.display()))
+    })
+}
+
+/// The error a finished run exits with, if any; the tally's mismatches
+/// say, for a run that failed (`--keep-going`), which steps answered
+/// another verdict and which only missed their reason: a run that missed
+/// only reasons is `CHIO-ARENA-UNEXPECTED-REASON`, and either kind is
+/// labelled as what it is, with what was expected and what came.
+pub(crate) fn outcome_error(
     command: &'static str,
     result: &RunResult,
-    only_reasons: bool,
+    tally: &outcome::Tally,
 ) -> Result<(), CliError> {
     let manifest = &result.bundle.manifest;
     match result.status {
@@ -154,19 +200,15 @@ pub fn outcome_error(
             ))
         }
         RunStatus::Failed => {
-            let (code, help) = if only_reasons {
+            let (code, help) = if tally.only_reasons {
                 (codes::UNEXPECTED_REASON, "fix the policy or the steps' expect_reason; each step's reason is in the bundle")
             } else {
-                (codes::UNEXPECTED_VERDICT, "fix the policy or the steps' expect_verdict; each step's verdict and reason are in the bundle")
+                (codes::UNEXPECTED_VERDICT, "fix the policy or the steps' expect_verdict (and expect_reason); each step's verdict and reason are in the bundle")
             };
             Err(CliError::new(
                 code,
                 command,
-                format!(
-                    "{} step(s) answered other than expected: {}",
-                    manifest.mismatches.len(),
-                    manifest.mismatches.join(", ")
-                ),
+                failed_message(manifest, tally),
                 help,
             ))
         }
@@ -187,5 +229,34 @@ pub fn outcome_error(
                 })
                 .unwrap_or_default(),
         )),
+    }
+}
+
+/// What a failed run missed: the verdict mismatches, then the reason
+/// mismatches, each labelled and with expected and actual.
+fn failed_message(manifest: &chio_arena::bundle::BundleManifest, tally: &outcome::Tally) -> String {
+    let mut parts = Vec::new();
+    if !tally.verdict_mismatches.is_empty() {
+        parts.push(format!(
+            "{} step(s) answered another verdict than expected: {}",
+            tally.verdict_mismatches.len(),
+            tally.verdict_mismatches.join(", ")
+        ));
+    }
+    if !tally.reason_mismatches.is_empty() {
+        parts.push(format!(
+            "{} reason mismatch(es): {}",
+            tally.reason_mismatches.len(),
+            tally.reason_mismatches.join("; ")
+        ));
+    }
+    if parts.is_empty() {
+        format!(
+            "{} step(s) answered other than expected: {}",
+            manifest.mismatches.len(),
+            manifest.mismatches.join(", ")
+        )
+    } else {
+        parts.join("; ")
     }
 }

@@ -30,6 +30,7 @@ struct ValidateReport<'a> {
 /// Runs the command, printing to `out`.
 pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let scenario = load_scenario(&args.file)
+        .and_then(|s| s.check_seed_prompts().map(|()| s))
         .map_err(|e| CliError::from_scenario_file(COMMAND, &args.file, &e))?;
     tracing::info!(
         scenario_id = scenario.id(),

@@ -55,7 +55,7 @@ pub enum Command {
     Trust(TrustArgs),
     /// Print a shell completion script for `chio` (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
-    /// Print the `chio(1)` manual page (roff), generated from these definitions.
+    /// Print the `chio(1)` manual page, or a command's (`chio man arena`), as roff generated from these definitions.
     Man(ManArgs),
 }
 
@@ -67,9 +67,14 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-/// `chio man`.
+/// `chio man [COMMAND]...`.
 #[derive(Debug, Args)]
-pub struct ManArgs {}
+pub struct ManArgs {
+    /// The command whose page to print, as words (`arena`, `arena run`):
+    /// the `chio-arena(1)` and `chio-arena-run(1)` pages the main page lists.
+    #[arg(value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
 /// `chio arena ...`.
 #[derive(Debug, Args)]
@@ -197,11 +202,20 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
-/// `chio eval [ENVELOPE.json | -] [--json] [--now-unix-secs N]`.
+/// `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// The envelope file; `-` or nothing reads standard input.
+    #[arg(conflicts_with = "from_bundle")]
     pub envelope: Option<String>,
+    /// Build the envelope from a call a run recorded: the bundle folder and
+    /// the step id (its clock is the step's; `--now-unix-secs` moves it).
+    #[arg(long, num_args = 2, value_names = ["BUNDLE", "STEP"])]
+    pub from_bundle: Option<Vec<String>>,
+    /// Also write the envelope evaluated to PATH (canonical JSON), to
+    /// change one input and evaluate it again.
+    #[arg(long, value_name = "PATH")]
+    pub write_envelope: Option<std::path::PathBuf>,
     /// Print the answer as canonical JSON.
     #[arg(long)]
     pub json: bool,

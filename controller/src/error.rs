@@ -95,6 +95,8 @@ cli_codes! {
     EVAL_MISSING_CLOCK = "CHIO-EVAL-MISSING-CLOCK", Input;
     /// A portable-evaluation number is out of range.
     EVAL_OUT_OF_RANGE = "CHIO-EVAL-OUT-OF-RANGE", Input;
+    /// `chio eval --from-bundle` names a step it cannot build an envelope from.
+    EVAL_FROM_BUNDLE = "CHIO-EVAL-FROM-BUNDLE", Input;
     /// A command-line flag is outside its range.
     FLAG_OUT_OF_RANGE = "CHIO-CLI-FLAG-OUT-OF-RANGE", Input;
     /// A report file (JUnit, SARIF) could not be written.
@@ -154,6 +156,8 @@ cli_codes! {
     INIT_WRITE = "CHIO-CLI-INIT-WRITE", Infrastructure;
     /// `arena lint --deny-warnings` found warnings.
     LINT_WARNINGS = "CHIO-CLI-LINT-WARNINGS", Expectation;
+    /// `chio man COMMAND` names no command of `chio`.
+    MAN_UNKNOWN = "CHIO-CLI-MAN-UNKNOWN", Input;
 }
 
 /// Every code a `chio` command can print with its class, from the three
@@ -267,11 +271,17 @@ impl CliError {
     /// in the file (the file is read again only to find it; a file that
     /// cannot be read gives no location).
     pub fn from_scenario_file(command: &'static str, path: &Path, err: &ArenaError) -> Self {
-        let location = err.field().and_then(|field| {
-            let text = std::fs::read_to_string(path).ok()?;
-            let (line, column) = chio_arena::scenario::locate(&text, field)?;
-            Some(format!("{}:{line}:{column}", path.display()))
-        });
+        let location = match err {
+            // A syntax error carries its own place.
+            ArenaError::Syntax { line, column, .. } => {
+                Some(format!("{}:{line}:{column}", path.display()))
+            }
+            _ => err.field().and_then(|field| {
+                let text = std::fs::read_to_string(path).ok()?;
+                let (line, column) = chio_arena::scenario::locate(&text, field)?;
+                Some(format!("{}:{line}:{column}", path.display()))
+            }),
+        };
         Self {
             location,
             ..Self::from_arena(command, err)

@@ -1,4 +1,4 @@
-//! `chio eval [ENVELOPE.json | -] [--json] [--now-unix-secs N]`.
+//! `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
 //!
 //! Portable evaluation from the command line: reads one JSON envelope
 //! (request, signed capability, `trusted_issuers_hex`, optional
@@ -11,6 +11,9 @@
 //! refused. Every integer of the envelope (and the flag's clock) must be at
 //! most 2^53 in magnitude, so the answer prints exactly; a larger one is a
 //! named refusal. Exit 0 for any answer, 2 for a malformed envelope.
+//! `--from-bundle` builds the envelope of a recorded call instead
+//! (`crate::eval_bundle`); `--write-envelope` writes the envelope
+//! evaluated, canonical, so one input can be changed and evaluated again.
 
 use std::io::{Read, Write};
 
@@ -29,7 +32,14 @@ fn envelope_error(err: &EnvelopeError) -> CliError {
         EnvelopeError::MissingField { .. } => codes::EVAL_MISSING_FIELD,
         EnvelopeError::UnknownField { .. } => codes::EVAL_UNKNOWN_FIELD,
         EnvelopeError::InvalidField { .. } => codes::EVAL_INVALID_FIELD,
-        EnvelopeError::MissingClock => codes::EVAL_MISSING_CLOCK,
+        EnvelopeError::MissingClock => {
+            return CliError::new(
+                codes::EVAL_MISSING_CLOCK,
+                COMMAND,
+                "the envelope has no clock_override_unix_secs and no --now-unix-secs was given",
+                "pass --now-unix-secs N (the evaluation time in Unix seconds), or add clock_override_unix_secs to the envelope",
+            )
+        }
         EnvelopeError::OutOfRange { .. } => codes::EVAL_OUT_OF_RANGE,
     };
     let text = err.to_string();
@@ -103,7 +113,40 @@ fn check_now_flag(now_unix_secs: Option<u64>) -> Result<(), CliError> {
 /// Runs the command, printing to `out`.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     check_now_flag(args.now_unix_secs)?;
-    let bytes = read_input(args)?;
+    let bytes = match &args.from_bundle {
+        Some(words) => {
+            // clap takes exactly two values; anything else is refused as a flag.
+            let [dir, step] = words.as_slice() else {
+                return Err(CliError::new(
+                    codes::FLAG_OUT_OF_RANGE,
+                    COMMAND,
+                    "--from-bundle takes two values",
+                    "pass --from-bundle BUNDLE STEP",
+                ));
+            };
+            let envelope = crate::eval_bundle::envelope_from_bundle(
+                std::path::Path::new(dir),
+                step,
+                args.now_unix_secs,
+            )?;
+            chio_kernel::canonical::to_canonical_vec(&envelope)
+                .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?
+        }
+        None => read_input(args)?,
+    };
+    if let Some(path) = &args.write_envelope {
+        let mut text = bytes.clone();
+        text.push(b'\n');
+        std::fs::write(path, text).map_err(|e| {
+            CliError::from_arena(
+                COMMAND,
+                &chio_arena::ArenaError::Output {
+                    path: path.display().to_string(),
+                    cause: e.kind().to_string(),
+                },
+            )
+        })?;
+    }
     let answer =
         evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
     let text = if args.json {

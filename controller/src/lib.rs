@@ -58,6 +58,7 @@ pub mod cluster_worlds;
 pub mod driver;
 pub mod error;
 pub mod eval;
+pub mod eval_bundle;
 pub mod harness;
 pub mod import_mcp;
 pub mod import_mcp_live;
@@ -65,6 +66,7 @@ pub mod junit;
 pub mod link_proxy;
 pub mod local_cluster;
 pub mod local_faults;
+pub mod man;
 pub mod placement;
 pub mod report;
 pub mod sarif;
@@ -100,10 +102,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
                 .and_then(|()| out.flush())
                 .map_err(|e| CliError::output("completions", &e))
         }
-        cli::Command::Man(_) => clap_mangen::Man::new(Cli::command())
-            .render(out)
-            .and_then(|()| out.flush())
-            .map_err(|e| CliError::output("man", &e)),
+        cli::Command::Man(args) => man::run(args, out),
         cli::Command::Eval(args) => eval::run(args, out),
         cli::Command::Node(node) => match &node.command {
             cli::NodeCommand::Serve(args) => serve::node(args),

@@ -1,30 +1,32 @@
-//! SARIF 2.1.0 reports (`chio arena evolve --sarif PATH`): every adversary
-//! action that escaped the guard pipeline becomes a result a code-scanning
-//! tool shows against the scenario file.
+//! SARIF 2.1.0 reports (`chio arena evolve --sarif PATH`): every cause of
+//! the adversary actions that escaped the guard pipeline becomes one result
+//! a code-scanning tool shows against the scenario file.
 //!
 //! One rule per adversary class (rule id = the class's kebab-case token, in
-//! `AdversaryClass::ALL` order) sits in the tool's driver; every escape of
-//! every generation, each action id once, is a result at level `error`
-//! whose message names the population, its class and lineage, the action
-//! and the step it mutated (and, for a bred action, its operator sequence
-//! in words). Its location is the scenario file (the path as
-//! given on the command line, as a URI reference) at the line of the
-//! `[[steps]]` header of the step the action mutates; the `[[adversaries]]`
-//! header of the population's lineage is a related location (and the
-//! location itself when the step's header cannot be found). Lines are found
-//! by counting the `[[steps]]` and `[[adversaries]]` headers in the file's
-//! text: the n-th header of each is the n-th declaration.
+//! `AdversaryClass::ALL` order) sits in the tool's driver. The escapes of
+//! every generation, each action id once, are grouped by cause
+//! (`chio_arena::adversary::causes`: goal, the stage that decided, the
+//! reference reader's pattern, the operator family); each cause is one
+//! result at level `error` under its class's rule, whose message gives the
+//! cause, its count and its shortest example. Its location is the scenario
+//! file (the path as given on the command line, as a URI reference) at the
+//! line of the `[[steps]]` header of the step the example mutates (the
+//! `[[adversaries]]` header of its lineage when the step's header cannot be
+//! found); every occurrence is a related location, at the header of the
+//! step it mutates, so the related locations of all results add up to the
+//! escape count. Lines are found by counting the `[[steps]]` and
+//! `[[adversaries]]` headers in the file's text: the n-th header of each is
+//! the n-th declaration.
 //!
 //! The document is a pure function of the scenario and the evolution: no
-//! timestamps, no host names, results ordered by rule, population and action
-//! id (a `BTreeMap`), keys in the order written here.
+//! timestamps, no host names, results in the causes' order (count
+//! descending, then key), keys in the order written here.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
+use chio_arena::adversary::causes::{causes_of_run, EscapeCause, EscapeOccurrence};
 use chio_arena::adversary::coevolution::EvolutionResult;
-use chio_arena::adversary::fitness::{ActionRecord, ActionResult};
-use chio_arena::adversary::{describe, AdversaryClass};
+use chio_arena::adversary::AdversaryClass;
 use chio_arena::Scenario;
 use serde_json::{json, Value};
 
@@ -100,15 +102,6 @@ pub fn path_uri(path: &Path) -> String {
     }
 }
 
-/// One escape, as found in the trace.
-struct Escape<'a> {
-    generation: u32,
-    class: AdversaryClass,
-    population: &'a str,
-    lineage: &'a str,
-    record: &'a ActionRecord,
-}
-
 /// A `physicalLocation` in the scenario file, at `line` when known.
 fn physical(uri: &str, line: Option<u64>) -> Value {
     match line {
@@ -137,12 +130,9 @@ pub fn render(
     };
     let uri = &lines.uri;
     let file = scenario.file();
-    let escapes = collect_escapes(result);
+    let causes = causes_of_run(&result.trace);
     let rules = driver_rules();
-    let results: Vec<Value> = escapes
-        .iter()
-        .map(|((rule, _, _), e)| lines.result(*rule, e))
-        .collect();
+    let results: Vec<Value> = causes.iter().map(|c| lines.result(c)).collect();
 
     let log = json!({
         "$schema": SARIF_SCHEMA_URI,
@@ -164,41 +154,13 @@ pub fn render(
                 "generationsCompleted": result.generations_completed,
                 "stoppedBy": if result.stopped_by_budget { "wall-budget" } else { "generations" },
                 "actionsEvaluated": result.actions_evaluated,
+                "escapes": causes.iter().map(|c| u64::from(c.count)).sum::<u64>(),
             },
         }],
     });
     let mut text = serde_json::to_string_pretty(&log).unwrap_or_default();
     text.push('\n');
     text
-}
-
-/// Every escape once, by (rule, population, action id); the first
-/// generation that recorded it is kept (elites keep their sample).
-fn collect_escapes(result: &EvolutionResult) -> BTreeMap<(usize, &str, &str), Escape<'_>> {
-    let mut escapes = BTreeMap::new();
-    for generation in &result.trace {
-        for sample in &generation.samples {
-            let rule = AdversaryClass::ALL
-                .iter()
-                .position(|c| *c == sample.class)
-                .unwrap_or(0);
-            for record in &sample.records {
-                if record.result != ActionResult::Survived {
-                    continue;
-                }
-                escapes
-                    .entry((rule, sample.population.as_str(), record.action.as_str()))
-                    .or_insert(Escape {
-                        generation: generation.generation,
-                        class: sample.class,
-                        population: &sample.population,
-                        lineage: &sample.lineage,
-                        record,
-                    });
-            }
-        }
-    }
-    escapes
 }
 
 /// One rule per adversary class, in `AdversaryClass::ALL` order.
@@ -253,68 +215,91 @@ impl ScenarioLines<'_> {
             .and_then(|i| self.adversaries.get(i).copied())
     }
 
-    /// One escape as a SARIF result of rule `rule`, located at the step it
-    /// mutates, with its population's header as a related location.
-    fn result(&self, rule: usize, e: &Escape<'_>) -> Value {
-        let r = e.record;
-        let class = e.class.as_str();
-        let origin = if e.population == e.lineage {
-            String::new()
-        } else {
-            format!(", bred from declared population {}", e.lineage)
-        };
-        let operators = if r.operators.is_empty() {
-            String::new()
-        } else {
-            format!("; its operators: {}", describe(&r.operators))
-        };
+    /// An occurrence's location: the header of the step it mutates, else
+    /// its lineage's header.
+    fn occurrence_line(&self, o: &EscapeOccurrence) -> (Option<u64>, bool) {
+        match self.step_line(&o.base_step) {
+            Some(line) => (Some(line), true),
+            None => (self.adversary_line(&o.lineage), false),
+        }
+    }
+
+    /// One cause as a SARIF result under its class's rule, located at the
+    /// step its shortest example mutates, every occurrence a related
+    /// location.
+    fn result(&self, cause: &EscapeCause) -> Value {
+        let rule = AdversaryClass::ALL
+            .iter()
+            .position(|c| *c == cause.class)
+            .unwrap_or(0);
+        let class = cause.class.as_str();
+        let e = &cause.example;
+        let key = cause.key();
         let text = format!(
-            "population {} ({class}{origin}) escaped the guard pipeline: action {} mutating step {} was expected to be denied, and the kernel answered {}{}{operators}",
+            "{} escape{} of goal {} admitted (deciding stage {}, reference pattern {}, operator family {}); shortest example: action {} of population {} ({class}, lineage {}) mutating step {}, {}",
+            cause.count,
+            if cause.count == 1 { "" } else { "s" },
+            key.goal,
+            key.stage,
+            key.pattern,
+            key.family,
+            e.action,
             e.population,
-            r.action,
-            r.base_step,
-            r.actual.as_str(),
-            r.guard
-                .as_deref()
-                .map(|g| format!(" (deciding guard {g})"))
-                .unwrap_or_default()
+            e.lineage,
+            e.base_step,
+            cause.example_description,
         );
-        let step_at = self.step_line(&r.base_step);
-        let adversary_at = self.adversary_line(e.lineage);
-        let primary_text = if step_at.is_some() {
-            format!("step {}, which the action mutates", r.base_step)
+        let (at, on_step) = self.occurrence_line(e);
+        let primary_text = if on_step {
+            format!("step {}, which the shortest example mutates", e.base_step)
         } else {
             format!("adversary population {}", e.lineage)
         };
-        let related_text = format!("[[adversaries]] population {} ({class})", e.lineage);
+        let related: Vec<Value> = cause
+            .occurrences
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                let (line, _) = self.occurrence_line(o);
+                json!({
+                    "id": i + 1,
+                    "physicalLocation": physical(&self.uri, line),
+                    "message": { "text": format!(
+                        "action {} of population {} (generation {}), mutating step {}: {}",
+                        o.action, o.population, o.generation, o.base_step, o.description()
+                    ) },
+                })
+            })
+            .collect();
         json!({
             "ruleId": class,
             "ruleIndex": rule,
             "level": "error",
             "message": { "text": text },
             "locations": [{
-                "physicalLocation": physical(&self.uri, step_at.or(adversary_at)),
+                "physicalLocation": physical(&self.uri, at),
                 "message": { "text": primary_text },
             }],
-            "relatedLocations": [{
-                "id": 1,
-                "physicalLocation": physical(&self.uri, adversary_at),
-                "message": { "text": related_text },
-            }],
+            "relatedLocations": related,
             "partialFingerprints": {
-                "chioArenaEscape/v1": format!("{}:{}", self.scenario.id(), r.action),
+                "chioArenaEscapeCause/v1": format!(
+                    "{}:{}:{}:{}:{}",
+                    self.scenario.id(), key.goal, key.stage, key.pattern, key.family
+                ),
             },
             "properties": {
                 "scenario": self.scenario.id(),
-                "generation": e.generation,
+                "goal": key.goal,
+                "stage": key.stage,
+                "pattern": key.pattern,
+                "family": key.family,
+                "count": cause.count,
                 "population": e.population,
                 "lineage": e.lineage,
-                "action": r.action,
-                "baseStep": r.base_step,
-                "gene": r.gene,
-                "expected": r.expected.as_str(),
-                "actual": r.actual.as_str(),
-                "receiptId": r.receipt_id,
+                "action": e.action,
+                "baseStep": e.base_step,
+                "gene": e.gene,
+                "generation": e.generation,
             },
         })
     }

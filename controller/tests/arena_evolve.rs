@@ -122,7 +122,7 @@ fn json_summary_has_the_seed_keys_and_results() {
     assert_eq!(summary["stopped_by"], "generations");
     assert_eq!(
         summary["leaderboard"]["schema_version"],
-        "chio.arena.leaderboard/v1"
+        "chio.arena.leaderboard/v2"
     );
     for file in [
         "leaderboard.json",
@@ -305,11 +305,11 @@ fn promote_turns_trace_escapes_into_regression_cases() {
         &["--generations", "2", "--population-size", "3"],
     );
     let board: serde_json::Value = serde_json::from_slice(&files[0]).expect("board");
-    let escapes = board["escapes"].as_array().expect("escapes listed");
-    assert!(!escapes.is_empty());
-    assert!(escapes
+    let causes = board["causes"].as_array().expect("causes listed");
+    assert!(!causes.is_empty());
+    assert!(causes
         .iter()
-        .all(|e| !e["description"].as_str().unwrap_or("").is_empty()));
+        .all(|c| !c["example_description"].as_str().unwrap_or("").is_empty()));
     let promoted = tmp.path().join("promoted");
     let trace = evolved.join("evolve-trace.json");
     let out = chio(

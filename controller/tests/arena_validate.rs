@@ -204,6 +204,7 @@ fn schedule_listing_aligns_long_ids() {
         &repo_path("scenarios/fixtures"),
         &scenarios.join("fixtures"),
     );
+    util::copy_tree(&repo_path("scenarios/prompts"), &scenarios.join("prompts"));
     let text = std::fs::read_to_string(repo_path("scenarios/deny_reasons.toml")).unwrap();
     let long = "deputy-revokes-the-operators-grant-and-is-refused-for-want-of-authority";
     let edited = text.replace(

@@ -117,6 +117,22 @@ fn reference_campaign_end_to_end() {
         text.contains("ran failing-control/01: native stopped, portfolio stopped with appropriateness not established"),
         "{text}"
     );
+    // Where it wrote: every attempt's folder under --out, and the ledger.
+    assert!(
+        text.contains(&format!("outputs written under {}:\n", attempts.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  walking-skeleton/01: {}\n",
+            attempts.join("walking-skeleton-01").display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ledger updated: {}\n", ledger.display())),
+        "{text}"
+    );
     let bundle = attempts.join("pr-421-01");
     expect(
         dir,

@@ -118,6 +118,7 @@ fn staged(root: &Path, fixtures: &str) -> PathBuf {
         &repo_path("scenarios/fixtures/walking-skeleton"),
         &folder.join("fixtures/walking-skeleton"),
     );
+    copy_tree(&repo_path("scenarios/prompts"), &folder.join("prompts"));
     std::fs::create_dir_all(root.join("outside")).unwrap();
     std::fs::write(root.join("outside/notes.txt"), "outside text").unwrap();
     let text = std::fs::read_to_string(repo_path("scenarios/walking_skeleton.toml")).unwrap();

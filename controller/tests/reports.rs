@@ -417,7 +417,7 @@ fn evolve_sarif(dir: &Path, file: &str, sarif: &str) -> serde_json::Value {
     log
 }
 
-// An escape from adversaries-weakened is a SARIF result under its class's rule, located at the [[steps]] header of the step it mutates, with the population's [[adversaries]] header as related location.
+// A cause of escapes from adversaries-weakened is a SARIF result under its class's rule, located at the [[steps]] header of the step its shortest example mutates, with every occurrence a related location at the [[steps]] header of the step it mutates.
 #[test]
 fn sarif_reports_an_escape_with_rule_and_location() {
     let tmp = workspace();
@@ -469,20 +469,25 @@ fn sarif_reports_an_escape_with_rule_and_location() {
             lines[line],
             format!("id = \"{}\"", props["baseStep"].as_str().unwrap())
         );
-        let related = &result["relatedLocations"][0]["physicalLocation"];
-        let line = related["region"]["startLine"].as_u64().unwrap() as usize;
-        assert_eq!(lines[line - 1], "[[adversaries]]");
-        assert_eq!(lines[line], format!("class = \"{rule}\""));
-        assert_eq!(
-            lines[line + 1],
-            format!("population = \"{}\"", props["lineage"].as_str().unwrap())
+        let related = result["relatedLocations"].as_array().unwrap();
+        assert_eq!(related.len() as u64, props["count"].as_u64().unwrap());
+        for (i, occurrence) in related.iter().enumerate() {
+            assert_eq!(occurrence["id"], i as u64 + 1);
+            let line = occurrence["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap() as usize;
+            assert_eq!(lines[line - 1], "[[steps]]");
+        }
+        assert!(
+            message.contains(&format!("{} escape", props["count"])),
+            "{message}"
         );
     }
     let injection = results
         .iter()
-        .find(|r| r["ruleId"] == "prompt-injection" && r["properties"]["population"] == "injection")
-        .expect("the declared injection population escapes");
-    assert_eq!(injection["properties"]["actual"], "allow");
+        .find(|r| r["ruleId"] == "prompt-injection" && r["properties"]["lineage"] == "injection")
+        .expect("the injection lineage escapes");
+    assert_eq!(injection["properties"]["goal"], "smuggle-instruction");
     let mut broken = log.clone();
     broken["runs"][0]["results"][0]["level"] = "fatal".into();
     assert!(

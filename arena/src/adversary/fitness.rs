@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::adversary::action::{base_steps, declared_scopes, mutate_with, Actor, AdversaryAction};
 use crate::adversary::class::AdversaryClass;
+use crate::adversary::goal::Goal;
 use crate::adversary::operators::Operator;
 use crate::adversary::population::AdversaryPopulation;
 use crate::error::ArenaError;
@@ -175,6 +176,11 @@ pub struct Feedback {
     pub closeness: u16,
     /// The oracle: whether the goal was reached (meaningful for an admitted action).
     pub goal_reached: bool,
+    /// The stage the kernel's decision trace names as deciding (its last
+    /// stage reached: the one that stopped the call, or the last one it
+    /// passed when admitted); absent when no kernel decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_stage: Option<String>,
 }
 
 /// How far one action got, in thousandths (1000: an escape).
@@ -266,6 +272,13 @@ pub struct ActionRecord {
     /// How far the action got, in thousandths.
     #[serde(default)]
     pub progress: u32,
+    /// The goal the action pursued, kebab-case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
+    /// The stage the kernel's decision trace names as deciding, when a
+    /// kernel decided ([`Feedback::decided_stage`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_stage: Option<String>,
 }
 
 impl ActionRecord {
@@ -489,6 +502,14 @@ pub fn evaluate_population(
                 },
                 |f| f.stage,
             ));
+            let goal = action
+                .goal
+                .clone()
+                .unwrap_or_else(|| Goal::default_for(action.gene.class()));
+            let (detail, decided_stage) = match outcome.feedback {
+                Some(f) => (f.detail, f.decided_stage),
+                None => (None, None),
+            };
             sample.records.push(ActionRecord {
                 action: action.id.clone(),
                 base_step: action.base_step.clone(),
@@ -501,8 +522,10 @@ pub fn evaluate_population(
                 result,
                 operators: action.operators.clone(),
                 stage,
-                detail: outcome.feedback.and_then(|f| f.detail),
+                detail,
                 progress,
+                goal: Some(goal.as_str().to_string()),
+                decided_stage,
             });
         }
     }

@@ -1,24 +1,27 @@
-//! The leaderboard: `chio.arena.leaderboard/v1`.
+//! The leaderboard: `chio.arena.leaderboard/v2`.
 //!
 //! A ranked [`FitnessReport`] becomes rows by survival rate descending,
 //! then fitness descending, ties by population name ascending, ranked from
-//! one. Every escaping action of the ranked generation is listed with its
-//! operator sequence in words, so a finding reads as what was done to the
-//! base action. Fields are only ever added to this schema, never renamed. The JSON form is printed
-//! through the kernel's canonical writer (RFC 8785, keys sorted) and is the
-//! contract other tools read; the Markdown form is for people. A survival
-//! rate of zero is the healthy result: a population that climbs the board
-//! names an attack the guard pipeline has to answer.
+//! one. Escapes are listed grouped by cause ([`crate::adversary::causes`]:
+//! goal, deciding stage, reference pattern, operator family), each with its
+//! count, shortest example and every occurrence, so one hole in the
+//! pipeline reads as one finding however many actions went through it.
+//! Version 2 replaced version 1's flat `escapes` list with `causes`. The
+//! JSON form is printed through the kernel's canonical writer (RFC 8785,
+//! keys sorted) and is the contract other tools read; the Markdown form is
+//! for people. A survival rate of zero is the healthy result: a population
+//! that climbs the board names an attack the guard pipeline has to answer.
 
 use chio_kernel::canonical::to_canonical_vec;
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::fitness::{ActionResult, FitnessReport};
-use crate::adversary::operators::{describe, Operator};
+use crate::adversary::causes::{causes_of_run, causes_of_samples, EscapeCause};
+use crate::adversary::coevolution::EvolutionResult;
+use crate::adversary::fitness::FitnessReport;
 use crate::error::ArenaError;
 
 /// Schema id of the leaderboard document.
-pub const LEADERBOARD_SCHEMA: &str = "chio.arena.leaderboard/v1";
+pub const LEADERBOARD_SCHEMA: &str = "chio.arena.leaderboard/v2";
 
 /// One ranked population.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,21 +45,6 @@ pub struct LeaderboardRow {
     pub fitness: f64,
 }
 
-/// One escaping action, named by what its operators did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LeaderboardEscape {
-    /// The action id.
-    pub action: String,
-    /// The population it belongs to.
-    pub population: String,
-    /// The member's gene, as a label.
-    pub gene: String,
-    /// The operator sequence, kebab-case, in order.
-    pub operators: Vec<Operator>,
-    /// The operator sequence in words.
-    pub description: String,
-}
-
 /// The leaderboard document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Leaderboard {
@@ -68,9 +56,11 @@ pub struct Leaderboard {
     pub generation: u32,
     /// The rows, ranked.
     pub rows: Vec<LeaderboardRow>,
-    /// Every escaping action of the generation, in row then evaluation order.
+    /// The escapes, grouped by cause, largest first: those of the ranked
+    /// generation ([`Leaderboard::from_report`]) or of every generation of
+    /// a run, each action once ([`Leaderboard::from_evolution`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub escapes: Vec<LeaderboardEscape>,
+    pub causes: Vec<EscapeCause>,
 }
 
 impl Leaderboard {
@@ -91,29 +81,28 @@ impl Leaderboard {
                 fitness: s.fitness(),
             })
             .collect();
-        let escapes = report
-            .samples
-            .iter()
-            .flat_map(|s| {
-                s.records
-                    .iter()
-                    .filter(|r| r.result == ActionResult::Survived)
-                    .map(|r| LeaderboardEscape {
-                        action: r.action.clone(),
-                        population: s.population.clone(),
-                        gene: r.gene.clone(),
-                        operators: r.operators.clone(),
-                        description: describe(&r.operators),
-                    })
-            })
-            .collect();
+        let causes = causes_of_samples(report.generation, &report.samples);
         Self {
             schema_version: LEADERBOARD_SCHEMA.to_string(),
             scenario_id: scenario_id.to_string(),
             generation: report.generation,
             rows,
-            escapes,
+            causes,
         }
+    }
+
+    /// Ranks a run's last generation and groups the escapes of every
+    /// generation by cause: what `chio arena evolve` writes.
+    pub fn from_evolution(scenario_id: &str, result: &EvolutionResult) -> Self {
+        Self {
+            causes: causes_of_run(&result.trace),
+            ..Self::from_report(scenario_id, &result.final_report())
+        }
+    }
+
+    /// Escapes over every cause.
+    pub fn escape_count(&self) -> u32 {
+        self.causes.iter().map(|c| c.count).sum()
     }
 
     /// The canonical JSON bytes (`leaderboard.json`).
@@ -142,12 +131,22 @@ impl Leaderboard {
                 row.fitness
             ));
         }
-        if !self.escapes.is_empty() {
-            out.push_str("\n## Escapes\n\n| action | gene | operators |\n|---|---|---|\n");
-            for escape in &self.escapes {
+        if !self.causes.is_empty() {
+            out.push_str(&format!(
+                "\n## Escapes by cause\n\n{} escapes, {} causes (goal, deciding stage, reference pattern, operator family), largest first.\n\n| count | goal | stage | pattern | family | shortest example |\n|---:|---|---|---|---|---|\n",
+                self.escape_count(),
+                self.causes.len()
+            ));
+            for cause in &self.causes {
                 out.push_str(&format!(
-                    "| {} | {} | {} |\n",
-                    escape.action, escape.gene, escape.description
+                    "| {} | {} | {} | {} | {} | {} ({}) |\n",
+                    cause.count,
+                    cause.goal,
+                    cause.stage,
+                    cause.pattern,
+                    cause.family,
+                    cause.example.action,
+                    cause.example_description
                 ));
             }
         }

@@ -23,7 +23,9 @@
 //! - [`fitness`]: the [`ActionEvaluator`] trait, per-action verdicts,
 //!   [`FitnessSample`], [`FitnessReport`] and [`evaluate_populations`];
 //! - [`coevolution`]: [`evolve`], its configuration and generation trace;
-//! - [`leaderboard`]: the `chio.arena.leaderboard/v1` document and its
+//! - [`causes`]: escapes grouped by cause (goal, deciding stage, reference
+//!   pattern, operator family), with counts and shortest examples;
+//! - [`leaderboard`]: the `chio.arena.leaderboard/v2` document and its
 //!   Markdown rendering;
 //! - [`chart`]: the SVG chart of best and mean fitness and survival per
 //!   generation, the first escape marked;
@@ -31,6 +33,7 @@
 //!   cases.
 
 pub mod action;
+pub mod causes;
 pub mod chart;
 pub mod class;
 pub mod coevolution;
@@ -45,6 +48,7 @@ pub use action::{
     base_steps, declared_scopes, mutate, AdversaryAction, BaseStep, DeclaredScope, FixtureEdit,
     MutatedCall, Mutation, ReplayPlan, WideningPlan,
 };
+pub use causes::{CauseKey, EscapeCause, EscapeOccurrence};
 pub use class::{
     AdversaryClass, ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind,
     WideningKind,
@@ -58,7 +62,7 @@ pub use fitness::{
     Feedback, FitnessReport, FitnessSample, Stage,
 };
 pub use goal::Goal;
-pub use leaderboard::{Leaderboard, LeaderboardEscape, LeaderboardRow, LEADERBOARD_SCHEMA};
+pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
 pub use operators::{describe, Draft, Family, Operator};
 pub use population::{populations_from_scenario, AdversaryPopulation};
 pub use promotion::{

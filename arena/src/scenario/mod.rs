@@ -246,6 +246,24 @@ impl Scenario {
         }
     }
 
+    /// Refuses an agent whose `seed_prompt_ref` names no file next to the
+    /// scenario (`CHIO-SCENARIO-SEED-PROMPT-MISSING`, naming the agent's
+    /// key and the file). This is the only check that reads the prompt's
+    /// place on disk: a node validates a world without its files, and no
+    /// kernel reads the prompt.
+    pub fn check_seed_prompts(&self) -> Result<(), ArenaError> {
+        for (i, agent) in self.file.agents.iter().enumerate() {
+            let path = self.base_dir.join(&agent.seed_prompt_ref);
+            if !path.is_file() {
+                return Err(ArenaError::SeedPromptMissing {
+                    field: format!("agents[{i}].seed_prompt_ref"),
+                    file: agent.seed_prompt_ref.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The number of steps.
     pub fn step_count(&self) -> usize {
         match &self.steps {

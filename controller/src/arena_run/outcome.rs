@@ -141,6 +141,12 @@ pub struct Tally {
     /// Whether every mismatched step has its expected verdict (or
     /// outcome), so only reasons were missed.
     pub only_reasons: bool,
+    /// Each step whose verdict (or outcome) differed from its expectation,
+    /// with both: `read-notes (expected deny, actual allow)`.
+    pub verdict_mismatches: Vec<String>,
+    /// Each step with its expected verdict whose reason missed its
+    /// `expect_reason`, naming the expected and the actual reason.
+    pub reason_mismatches: Vec<String>,
     /// Records read.
     records: usize,
     /// The last record's step id.
@@ -157,6 +163,8 @@ impl Tally {
             others: 0,
             others_passed: 0,
             only_reasons: true,
+            verdict_mismatches: Vec::new(),
+            reason_mismatches: Vec::new(),
             records: 0,
             last: None,
         }
@@ -176,8 +184,18 @@ impl Tally {
             }
             (None, _) => {}
         }
-        if mismatches.contains(s.step_id.as_str()) && s.expected != s.actual {
-            self.only_reasons = false;
+        if mismatches.contains(s.step_id.as_str()) {
+            if s.expected != s.actual {
+                self.only_reasons = false;
+                self.verdict_mismatches.push(format!(
+                    "{} (expected {}, actual {})",
+                    s.step_id,
+                    s.expected.map_or("-", |o| o.as_str()),
+                    s.actual.map_or("-", |o| o.as_str())
+                ));
+            } else if let Some(message) = crate::driver::reason_mismatch(s) {
+                self.reason_mismatches.push(message);
+            }
         }
         self.records += 1;
         self.last = Some(s.step_id.clone());

@@ -66,11 +66,33 @@ pub(super) fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Resul
     }
     let bytes = ledger_bytes(&ledger).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
-    write_out(
-        COMMAND,
-        out,
-        filled_lines("ran", &campaign, &ledger, &ids).as_bytes(),
-    )
+    let mut text = filled_lines("ran", &campaign, &ledger, &ids);
+    text.push_str(&written_lines(&base, &ids, &args.ledger));
+    write_out(COMMAND, out, text.as_bytes())
+}
+
+/// Where a run wrote: each attempt's folder under `base` (by default
+/// `target/campaign/<campaign-id>`, relative to the working folder) and
+/// the ledger it updated.
+fn written_lines(base: &std::path::Path, ids: &[&str], ledger: &std::path::Path) -> String {
+    let mut text = format!(
+        "outputs written under {}:
+",
+        base.display()
+    );
+    for id in ids {
+        text.push_str(&format!(
+            "  {id}: {}
+",
+            base.join(id.replace('/', "-")).display()
+        ));
+    }
+    text.push_str(&format!(
+        "ledger updated: {}
+",
+        ledger.display()
+    ));
+    text
 }
 
 /// Parses every `--bundle SCHEDULE_ID=DIR`, the last one winning per id.

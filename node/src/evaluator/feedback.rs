@@ -38,6 +38,8 @@ pub(super) fn feedback(
         decision.guard.as_deref(),
     );
     let admitted = stage == Stage::Admitted;
+    // The stage the decision trace names as deciding: its last one reached.
+    let decided_stage = decision.trace.stages.last().map(|s| s.stage.clone());
     let goal = action
         .goal
         .clone()
@@ -63,6 +65,7 @@ pub(super) fn feedback(
                 detail,
                 closeness,
                 goal_reached: admitted && finding.is_some(),
+                decided_stage,
             }
         }
         Goal::ReachForbiddenPath { path } => {
@@ -81,6 +84,7 @@ pub(super) fn feedback(
                 detail: reached.then(|| "names-the-goal-path".to_string()),
                 closeness: if reached && spelled != path { 500 } else { 0 },
                 goal_reached: admitted && reached,
+                decided_stage,
             }
         }
         Goal::ExceedBudget => Feedback {
@@ -94,12 +98,14 @@ pub(super) fn feedback(
             closeness: (u64::from(observed.admitted) * 999 / u64::from(observed.copies.max(1)))
                 as u16,
             goal_reached: observed.exceeded,
+            decided_stage,
         },
         _ => Feedback {
             stage,
             detail: None,
             closeness: 0,
             goal_reached: admitted,
+            decided_stage,
         },
     }
 }

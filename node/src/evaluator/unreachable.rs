@@ -54,6 +54,7 @@ pub(super) fn unreached(kernel: String, reason: String) -> ActionOutcome {
             detail: None,
             closeness: 0,
             goal_reached: false,
+            decided_stage: None,
         }),
     }
 }

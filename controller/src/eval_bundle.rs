@@ -1,0 +1,147 @@
+//! `chio eval --from-bundle BUNDLE STEP`: the portable-evaluation envelope
+//! of a call a run recorded.
+//!
+//! The bundle keeps the scenario it ran (`inputs/scenario.toml`, with its
+//! fixtures), and a scenario's world is a pure function of its bytes: the
+//! arena keys, and the capability tokens its grants issue, are derived
+//! again exactly as the run derived them. The envelope is then the step's
+//! request (its id is the step id, as in the run; the agent is the acting
+//! agent's arena public key; server, tool and arguments as written), the
+//! token the step presented, the arena authority as the one trusted
+//! issuer, and the clock at which the step was decided (its receipt's
+//! instant, in whole Unix seconds; `--now-unix-secs` moves it).
+//!
+//! Refused, as `CHIO-EVAL-FROM-BUNDLE` naming the step: a step that is not
+//! a call, a call that presents a delegation (its link is signed during the
+//! run, so the scenario alone does not hold it), a call that was never
+//! decided (no receipt), and a call whose arguments the run resolved from
+//! earlier values or sealed files: the envelope's arguments must hash to
+//! the receipt's `parameter_hash`, so the envelope is the recorded call or
+//! nothing. An unknown step is `CHIO-ARENA-UNKNOWN-STEP`.
+
+use std::path::Path;
+
+use chio_arena::bundle::{Bundle, SCENARIO_INPUT};
+use chio_arena::scenario::actions::Action;
+use chio_arena::ActionKind;
+use chio_kernel::keys::public_key_hex;
+use chio_kernel::receipt::canonical_sha256;
+use chio_node::world::World;
+use serde_json::{json, Value};
+
+use crate::arena_replay::read_bundle;
+use crate::error::{codes, CliError};
+
+const COMMAND: &str = "eval";
+
+fn refused(step: &str, why: String) -> CliError {
+    CliError::new(
+        codes::EVAL_FROM_BUNDLE,
+        COMMAND,
+        format!("cannot build an envelope from step {step}: {why}"),
+        "name a call step of the bundle that presents a grant's capability with literal arguments (chio arena explain BUNDLE STEP shows the step)",
+    )
+}
+
+/// The envelope of step `step` of the bundle in `dir`; `now_unix_secs`
+/// replaces the recorded clock when given.
+pub fn envelope_from_bundle(
+    dir: &Path,
+    step: &str,
+    now_unix_secs: Option<u64>,
+) -> Result<Value, CliError> {
+    let bundle = read_bundle(COMMAND, dir)?;
+    let record = bundle
+        .manifest
+        .steps
+        .iter()
+        .find(|s| s.step_id == step)
+        .ok_or_else(|| {
+            let recorded: Vec<&str> = bundle
+                .manifest
+                .steps
+                .iter()
+                .map(|s| s.step_id.as_str())
+                .collect();
+            CliError::new(
+                codes::UNRECORDED_STEP,
+                COMMAND,
+                format!("the bundle records no step {step}"),
+                format!("name one of: {}", recorded.join(", ")),
+            )
+        })?;
+    if record.action != ActionKind::Call {
+        return Err(refused(
+            step,
+            format!("it is a {} step", record.action.as_str()),
+        ));
+    }
+    let receipt = recorded_receipt(&bundle, record.receipt_id.as_deref()).ok_or_else(|| {
+        refused(
+            step,
+            "no kernel decided it (the bundle holds no receipt for it)".into(),
+        )
+    })?;
+    let scenario_path = dir.join("inputs").join(SCENARIO_INPUT);
+    let (scenario, _) = crate::arena_run::load_for_run(COMMAND, &scenario_path)?;
+    let world = World::resolve(&scenario, scenario.fixture_set())
+        .map_err(|e| CliError::node(COMMAND, &e))?;
+    let step_decl = scenario
+        .steps()
+        .filter_map(Result::ok)
+        .find(|s| s.head.id == step)
+        .ok_or_else(|| refused(step, "the bundle's scenario does not declare it".into()))?;
+    let Action::Call(call) = &step_decl.action else {
+        return Err(refused(
+            step,
+            "the bundle's scenario does not declare it as a call".into(),
+        ));
+    };
+    let capability_id = call
+        .capability
+        .as_deref()
+        .ok_or_else(|| refused(step, "it presents no capability".into()))?;
+    let (_, token) = world.grants.get(capability_id).ok_or_else(|| {
+        refused(
+            step,
+            format!("it presents delegation {capability_id}, whose link the run signed; only a grant's capability can be rebuilt from the scenario"),
+        )
+    })?;
+    let agent = world.agents.get(&record.agent).ok_or_else(|| {
+        refused(
+            step,
+            format!("its agent {} is not in the world", record.agent),
+        )
+    })?;
+    let recorded_hash = receipt["body"]["parameter_hash"].as_str().unwrap_or("");
+    let hash = canonical_sha256(&call.arguments).unwrap_or_default();
+    if hash != recorded_hash {
+        return Err(refused(
+            step,
+            "its arguments were resolved during the run (earlier values or sealed files), so the scenario does not hold the arguments the kernel decided".into(),
+        ));
+    }
+    let recorded_secs = receipt["body"]["timestamp_ms"].as_u64().unwrap_or(0) / 1000;
+    Ok(json!({
+        "request": {
+            "request_id": step,
+            "server": call.server,
+            "tool": call.tool,
+            "agent_id": public_key_hex(&agent.key),
+            "arguments": call.arguments,
+        },
+        "capability": token,
+        "trusted_issuers_hex": [public_key_hex(&world.authority)],
+        "clock_override_unix_secs": now_unix_secs.unwrap_or(recorded_secs),
+    }))
+}
+
+/// The receipt line with id `id`, parsed.
+fn recorded_receipt(bundle: &Bundle, id: Option<&str>) -> Option<Value> {
+    let id = id?;
+    bundle
+        .receipts
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|r| r["id"] == id)
+}
