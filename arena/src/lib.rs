@@ -43,6 +43,7 @@ pub mod error;
 pub mod experiment;
 pub mod fixtures;
 pub mod model;
+pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;

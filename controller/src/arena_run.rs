@@ -117,6 +117,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         let xml = crate::junit::render("chio arena run", &[suite]);
         write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }
+    if let Some(path) = &args.html {
+        let html = crate::html_report::run_page(COMMAND, &dir)?;
+        crate::html_report::write_page(COMMAND, path, &html)?;
+    }
     let tally = if args.json {
         outcome::write_json(COMMAND, &scenario, &result, &dir, out)?
     } else {

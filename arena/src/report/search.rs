@@ -1,0 +1,188 @@
+//! The report of an adversary search (`chio arena evolve` output): what
+//! was searched and whether anything escaped, in words; the fitness chart
+//! per generation (the chart `survival.svg` holds, inline); the ranked
+//! populations; and the escapes, one row per escaping action, the shortest
+//! example (fewest operators) first.
+
+use serde::Deserialize;
+
+use super::{escape, number, Page};
+use crate::adversary::chart::{first_escape, render_chart};
+use crate::adversary::coevolution::GenerationRecord;
+use crate::adversary::{Leaderboard, LeaderboardEscape, TRACE_SCHEMA};
+use crate::error::ArenaError;
+
+/// The generation trace as `evolve-trace.json` holds it (the fields the
+/// report reads).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TraceFile {
+    /// Always [`TRACE_SCHEMA`].
+    pub schema_version: String,
+    /// The scenario searched.
+    pub scenario_id: String,
+    /// Its seed.
+    pub rng_seed: u64,
+    /// Generations run.
+    pub generations_completed: u32,
+    /// One record per generation.
+    pub generations: Vec<GenerationRecord>,
+}
+
+impl TraceFile {
+    /// Reads `evolve-trace.json`'s bytes, refusing another schema.
+    pub fn parse(bytes: &[u8], path: &str) -> Result<TraceFile, ArenaError> {
+        let trace: TraceFile = serde_json::from_slice(bytes).map_err(|e| ArenaError::Bundle {
+            path: path.to_string(),
+            cause: format!("not an evolve trace: {e}"),
+        })?;
+        if trace.schema_version != TRACE_SCHEMA {
+            return Err(ArenaError::Bundle {
+                path: path.to_string(),
+                cause: format!("schema {:?} is not {TRACE_SCHEMA}", trace.schema_version),
+            });
+        }
+        Ok(trace)
+    }
+}
+
+/// What the search report reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Search<'a> {
+    /// The final leaderboard.
+    pub leaderboard: &'a Leaderboard,
+    /// The scenario's seed.
+    pub rng_seed: u64,
+    /// Generations run.
+    pub generations_completed: u32,
+    /// One record per generation.
+    pub generations: &'a [GenerationRecord],
+}
+
+/// The escapes, shortest example (fewest operators) first, then by
+/// population and action.
+pub fn sorted_escapes(board: &Leaderboard) -> Vec<&LeaderboardEscape> {
+    let mut escapes: Vec<&LeaderboardEscape> = board.escapes.iter().collect();
+    escapes.sort_by(|a, b| {
+        (a.operators.len(), &a.population, &a.action, &a.gene).cmp(&(
+            b.operators.len(),
+            &b.population,
+            &b.action,
+            &b.gene,
+        ))
+    });
+    escapes
+}
+
+/// The report of a search as a self-contained HTML page.
+pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
+    let board = search.leaderboard;
+    let escapes = sorted_escapes(board);
+    let mut page = Page::new();
+    page.element(
+        "h1",
+        Some("title"),
+        &format!("Adversary search report: {}", board.scenario_id),
+    );
+    page.raw(&format!(
+        "<div id=\"summary\" class=\"summary{}\">\n<p>",
+        if escapes.is_empty() { "" } else { " bad" }
+    ));
+    page.text(&format!(
+        "Adversary populations were bred for {} generation(s) (seed {}) against scenario {}, each action they invented evaluated by the real capability kernel. \
+         At generation {}, {} population(s) were ranked by how often their actions survived, that is, were not denied when they should have been.",
+        search.generations_completed,
+        search.rng_seed,
+        board.scenario_id,
+        board.generation,
+        board.rows.len()
+    ));
+    page.raw("</p>\n<p>");
+    match first_escape(search.generations) {
+        _ if escapes.is_empty() => page.text(
+            "No action escaped in the ranked generation: the kernel denied every adversary action it had to deny.",
+        ),
+        Some(g) => page.text(&format!(
+            "{} action(s) escaped in the ranked generation; the first escape of the search came at generation {g}. Each is listed below, the shortest example first.",
+            escapes.len()
+        )),
+        None => page.text(&format!(
+            "{} action(s) escaped in the ranked generation. Each is listed below, the shortest example first.",
+            escapes.len()
+        )),
+    }
+    page.raw("</p>\n</div>\n<h2>Fitness per generation</h2>\n<div id=\"fitness-chart\">\n");
+    page.raw(&render_chart(&board.scenario_id, search.generations)?);
+    page.raw("</div>\n<h2>Populations</h2>\n");
+    let rows: Vec<Vec<String>> = board
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.rank.to_string(),
+                escape(&r.population),
+                escape(&r.class),
+                number(Some(r.survival_rate)),
+                r.survivals.to_string(),
+                r.defeats.to_string(),
+                r.total_actions.to_string(),
+                number(Some(r.fitness)),
+            ]
+        })
+        .collect();
+    page.table(
+        Some("populations"),
+        &[
+            "rank",
+            "population",
+            "class",
+            "survival rate",
+            "survivals",
+            "defeats",
+            "actions",
+            "fitness",
+        ],
+        &rows,
+    );
+    page.raw("<h2>Escapes</h2>\n");
+    if escapes.is_empty() {
+        page.raw("<p id=\"escapes\">None.</p>\n");
+    } else {
+        let class_of = |population: &str| {
+            board
+                .rows
+                .iter()
+                .find(|r| r.population == population)
+                .map(|r| r.class.clone())
+                .unwrap_or_default()
+        };
+        let rows: Vec<Vec<String>> = escapes
+            .iter()
+            .map(|e| {
+                vec![
+                    escape(&e.population),
+                    escape(&class_of(&e.population)),
+                    escape(&e.action),
+                    escape(&e.gene),
+                    e.operators.len().to_string(),
+                    escape(&e.description),
+                ]
+            })
+            .collect();
+        page.table(
+            Some("escapes"),
+            &[
+                "population",
+                "class",
+                "action",
+                "gene",
+                "operators",
+                "what was done to the base action",
+            ],
+            &rows,
+        );
+    }
+    Ok(page.finish(
+        "search",
+        &format!("Adversary search report: {}", board.scenario_id),
+    ))
+}
