@@ -88,7 +88,10 @@ impl Browser {
             _profile: profile,
         };
         let target = browser.call("Target.createTarget", json!({"url": "about:blank"}));
-        let target_id = target["targetId"].as_str().expect("a target id").to_string();
+        let target_id = target["targetId"]
+            .as_str()
+            .expect("a target id")
+            .to_string();
         let attached = browser.call(
             "Target.attachToTarget",
             json!({"targetId": target_id, "flatten": true}),
