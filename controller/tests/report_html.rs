@@ -57,13 +57,17 @@ fn assert_page(html: &str, ids: &[&str]) {
     }
 }
 
+/// A result, the extra flags of `chio report`, the page its own command
+/// wrote, and the element ids its page holds.
+type Case<'a> = (&'a Path, &'a [&'a str], Option<&'a Path>, &'a [&'a str]);
+
 // Each kind rendered twice is the same bytes, the same as the page its own command wrote, holds the policy and no script, and says what it found.
 #[test]
 fn every_kind_renders_the_same_bytes_twice() {
     let r = make();
     let dir = r.tmp.path();
     let decl = ["--declaration", s(&r.declaration)];
-    let cases: [(&Path, &[&str], Option<&Path>, &[&str]); 4] = [
+    let cases: [Case<'_>; 4] = [
         (
             &r.bundle,
             &[],
