@@ -265,3 +265,105 @@ pub fn labels_text(labels: &BTreeSet<String>) -> String {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::StepInputs;
+
+    fn step(id: &str, action: ActionKind, agent: &str, target: Option<&str>) -> StepRecord {
+        let mut record = StepRecord::new(id, action, agent, "t".into(), StepInputs::default());
+        record.target = target.map(str::to_string);
+        record
+    }
+
+    fn table(text: &str) -> toml::Table {
+        text.parse().unwrap()
+    }
+
+    // Messages, hand-overs, delegations, calls and values taken from an output become edges; edges with the same ends and kind merge their steps and labels, in order.
+    #[test]
+    fn edges_merge_and_sort() {
+        let mut read = step("read", ActionKind::Call, "reader", Some("mail/read"));
+        let mut trace = chio_kernel::trace::DecisionTrace::default();
+        trace
+            .label_keys
+            .insert("session/reader".into(), vec!["secret".into()]);
+        read.trace = Some(Box::new(trace));
+        let mut hand = step("hand", ActionKind::Message, "reader", Some("planner"));
+        hand.labels = Some(vec!["untrusted".into()]);
+        let mut tell = step("tell", ActionKind::Message, "reader", Some("planner"));
+        tell.labels = Some(vec!["public".into()]);
+        let mut tell_again = step("tell-again", ActionKind::Message, "reader", Some("planner"));
+        tell_again.labels = Some(vec!["internal".into()]);
+        let delegate = step("give", ActionKind::Delegate, "alice", None);
+        let pay = step("pay", ActionKind::Call, "planner", Some("bank/pay"));
+        let advance = step("wait", ActionKind::Advance, "planner", None);
+        let tables: BTreeMap<String, toml::Table> = [
+            ("hand", "id = \"hand\"\nto = \"planner\"\nschema = { type = \"string\" }\nvalue = { from_step = \"read\", pointer = \"/x\" }"),
+            ("give", "id = \"give\"\nto = \"bob\""),
+            ("pay", "id = \"pay\"\narguments = { to = { from_step = \"read\", pointer = \"/iban\" } }"),
+        ]
+        .into_iter()
+        .map(|(id, text)| (id.to_string(), table(text)))
+        .collect();
+        let steps = [read, hand, tell, tell_again, delegate, pay, advance];
+        let found: Vec<(String, String, &str, String, String)> = edges(&steps, &tables)
+            .into_iter()
+            .map(|e| {
+                (
+                    e.from,
+                    e.to,
+                    e.kind.as_str(),
+                    e.steps.join(","),
+                    labels_text(&e.labels),
+                )
+            })
+            .collect();
+        let expected = [
+            ("alice", "bob", "delegation", "give", "no labels"),
+            ("mail/read", "bank/pay", "value", "pay", "no labels"),
+            ("mail/read", "planner", "value", "hand", "no labels"),
+            ("planner", "bank/pay", "call", "pay", "no labels"),
+            ("reader", "mail/read", "call", "read", "labels: secret"),
+            (
+                "reader",
+                "planner",
+                "message",
+                "tell,tell-again",
+                "labels: internal, public",
+            ),
+            (
+                "reader",
+                "planner",
+                "hand-over",
+                "hand",
+                "labels: untrusted",
+            ),
+        ];
+        let expected: Vec<(String, String, &str, String, String)> = expected
+            .iter()
+            .map(|(a, b, k, s, l)| {
+                (
+                    a.to_string(),
+                    b.to_string(),
+                    *k,
+                    s.to_string(),
+                    l.to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(found, expected);
+        let svg = to_svg(&edges(&steps, &tables));
+        assert_eq!(svg.matches("<line ").count(), expected.len());
+        assert!(to_svg(&[]).contains("no message, hand-over, delegation or call was recorded"));
+    }
+
+    // Names longer than a box are cut with an ellipsis after escaping nothing twice.
+    #[test]
+    fn long_names_are_cut_and_escaped() {
+        assert_eq!(short("a<b", 26), "a&lt;b");
+        assert_eq!(short("abcdef", 4), "abc\u{2026}");
+        assert_eq!(short("<<<<<<", 3), "&lt;&lt;\u{2026}");
+    }
+}

@@ -475,3 +475,37 @@ pub fn render(s: &MatrixView) -> String {
     }
     page.finish("matrix", &s.title)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Any bytes read as a synthesis are a view or a typed error, never a panic.
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = MatrixView::parse(&bytes);
+        }
+
+        // An object of the right schema lacking the synthesis's fields is refused, whatever its title.
+        #[test]
+        fn parsing_arbitrary_objects_never_panics(title in ".*", cells in 0usize..4) {
+            let text = serde_json::json!({
+                "schema_version": SYNTHESIS_SCHEMA_VERSION,
+                "title": title,
+                "cells": vec![serde_json::json!({"cell": "x"}); cells],
+            })
+            .to_string();
+            prop_assert!(MatrixView::parse(text.as_bytes()).is_err());
+        }
+    }
+
+    // Another schema is refused by name.
+    #[test]
+    fn another_schema_is_refused() {
+        let err = MatrixView::parse(b"{\"schema_version\":\"chio.arena.matrix-synthesis/v1\"}")
+            .unwrap_err();
+        assert!(err.to_string().contains("not a matrix synthesis"), "{err}");
+    }
+}

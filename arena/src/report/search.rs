@@ -186,3 +186,71 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
         &format!("Adversary search report: {}", board.scenario_id),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adversary::operators::Operator;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Any bytes read as an evolve trace are a trace or a typed error, never a panic.
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = TraceFile::parse(&bytes, "evolve-trace.json");
+        }
+    }
+
+    // Escapes come shortest example first (fewest operators), then by population and action.
+    #[test]
+    fn escapes_are_sorted_shortest_first() {
+        let escape = |action: &str, population: &str, operators: Vec<Operator>| LeaderboardEscape {
+            action: action.into(),
+            population: population.into(),
+            gene: "g".into(),
+            description: String::new(),
+            operators,
+        };
+        let board = Leaderboard {
+            schema_version: crate::adversary::LEADERBOARD_SCHEMA.into(),
+            scenario_id: "s".into(),
+            generation: 1,
+            rows: Vec::new(),
+            escapes: vec![
+                escape("a3", "p", vec![Operator::Base64, Operator::Hex]),
+                escape("a2", "q", vec![Operator::Hex]),
+                escape("a1", "q", vec![Operator::Base64]),
+                escape(
+                    "a0",
+                    "p",
+                    vec![Operator::Base64, Operator::Hex, Operator::UrlEncode],
+                ),
+                escape("a4", "o", vec![Operator::UrlEncode]),
+            ],
+        };
+        let order: Vec<&str> = sorted_escapes(&board)
+            .iter()
+            .map(|e| e.action.as_str())
+            .collect();
+        assert_eq!(order, ["a4", "a1", "a2", "a3", "a0"]);
+    }
+
+    // Another schema is refused naming the file and the schema expected.
+    #[test]
+    fn another_schema_is_refused() {
+        let text = serde_json::json!({
+            "schema_version": "chio.arena.evolve-trace/v0",
+            "scenario_id": "s",
+            "rng_seed": 1,
+            "generations_completed": 0,
+            "generations": [],
+        })
+        .to_string();
+        let err = TraceFile::parse(text.as_bytes(), "t.json").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("t.json") && text.contains(TRACE_SCHEMA),
+            "{text}"
+        );
+    }
+}
