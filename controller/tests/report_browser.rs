@@ -184,7 +184,15 @@ fn every_report_loads_cleanly_in_chromium() {
     check_page(
         &mut browser,
         &matrix_html,
-        &["title", "summary", "matrix-chart", "cells", "gaps"],
+        &[
+            "title",
+            "summary",
+            "matrix-chart",
+            "grid",
+            "cells",
+            "gaps",
+            "validators",
+        ],
     );
     check_page(
         &mut browser,

@@ -99,7 +99,15 @@ fn every_kind_renders_the_same_bytes_twice() {
             &r.matrix,
             &[],
             Some(&r.matrix.join("synthesis.html")),
-            &["title", "summary", "matrix-chart", "cells", "gaps"],
+            &[
+                "title",
+                "summary",
+                "matrix-chart",
+                "grid",
+                "cells",
+                "gaps",
+                "validators",
+            ],
         ),
         (
             &r.ledger,

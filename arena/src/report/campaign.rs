@@ -32,11 +32,19 @@ pub fn render(report: &Report) -> String {
         "<div id=\"summary\" class=\"summary{}\">\n<p>",
         if blocked { " bad" } else { "" }
     ));
-    let outcomes: Vec<String> = report
-        .sections
+    // Each outcome once, summed over the sections, in the order the
+    // sections list them.
+    let mut counts: Vec<(&str, u64)> = Vec::new();
+    for count in report.sections.iter().flat_map(|s| &s.outcomes) {
+        match counts.iter_mut().find(|(o, _)| *o == count.outcome) {
+            Some((_, n)) => *n += count.count,
+            None => counts.push((count.outcome, count.count)),
+        }
+    }
+    let outcomes: Vec<String> = counts
         .iter()
-        .flat_map(|s| s.outcomes.iter().filter(|c| c.count > 0))
-        .map(|c| format!("{} {}", c.count, c.outcome))
+        .filter(|(_, n)| *n > 0)
+        .map(|(o, n)| format!("{n} {o}"))
         .collect();
     page.text(&format!(
         "Campaign {} pins its tasks' inputs ({}) and records one ledger row per scheduled attempt; {} attempt(s) are recorded. Outcomes: {}.",
@@ -118,7 +126,7 @@ pub fn render(report: &Report) -> String {
         for reason in &section.blocked_because {
             rows.push(vec!["blocked".to_string(), escape(reason)]);
         }
-        page.table(None, &["", ""], &rows);
+        page.table(None, &["measure", "value"], &rows);
     }
     page.raw("</div>\n<h2>Attempts</h2>\n");
     let rows: Vec<Vec<String>> = report

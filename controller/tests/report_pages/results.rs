@@ -25,8 +25,8 @@ pub const HOSTILE_ESCAPED: &str = "&lt;/td&gt;&lt;script&gt;alert(&quot;x&quot;)
 pub const RUN_SCENARIO: &str = "scenarios/planner_reader.toml";
 /// The search's scenario: a weakened kernel, so actions escape.
 pub const EVOLVE_SCENARIO: &str = "scenarios/adversaries-weakened.toml";
-/// The matrix.
-pub const MATRIX: &str = "scenarios/matrices/guard_pipelines.toml";
+/// The matrix: two axes, so its page has a grid, and validators.
+pub const MATRIX: &str = "scenarios/matrices/protocol_reference.toml";
 
 /// Where each result is.
 pub struct Results {
