@@ -44,7 +44,7 @@ code{font-size:90%}\
 .muted{color:#777}\
 .summary{border-left:4px solid #4a7ab5;padding:0.2em 1em;background:#f6f8fb}\
 .summary.bad{border-color:#b5402a;background:#fbf4f3}\
-details{margin:0.3em 0}\
+details{margin:0.3em 0;padding-left:1em;border-left:2px solid #ddd}\
 summary{cursor:pointer}\
 svg{max-width:100%;height:auto}";
 
