@@ -177,6 +177,7 @@ fn every_report_loads_cleanly_in_chromium() {
             "summary",
             "fitness-chart",
             "populations",
+            "shortest",
             "escapes",
         ],
     );

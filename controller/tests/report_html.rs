@@ -92,6 +92,7 @@ fn every_kind_renders_the_same_bytes_twice() {
                 "summary",
                 "fitness-chart",
                 "populations",
+                "shortest",
                 "escapes",
             ],
         ),

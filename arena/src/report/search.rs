@@ -155,6 +155,41 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
                 .map(|r| r.class.clone())
                 .unwrap_or_default()
         };
+        // The shortest example of each class: the first of its escapes in
+        // the sorted order, with how many it stands for.
+        let mut shortest: std::collections::BTreeMap<String, (usize, &LeaderboardEscape)> =
+            std::collections::BTreeMap::new();
+        for e in &escapes {
+            shortest
+                .entry(class_of(&e.population))
+                .and_modify(|(n, _)| *n += 1)
+                .or_insert((1, e));
+        }
+        page.raw("<p>The shortest example of each class:</p>\n");
+        let rows: Vec<Vec<String>> = shortest
+            .iter()
+            .map(|(class, (n, e))| {
+                vec![
+                    escape(class),
+                    n.to_string(),
+                    escape(&e.action),
+                    e.operators.len().to_string(),
+                    escape(&e.description),
+                ]
+            })
+            .collect();
+        page.table(
+            Some("shortest"),
+            &[
+                "class",
+                "escapes",
+                "shortest example",
+                "operators",
+                "what was done to the base action",
+            ],
+            &rows,
+        );
+        page.raw("<p>Every escape, the shortest first:</p>\n");
         let rows: Vec<Vec<String>> = escapes
             .iter()
             .map(|e| {
