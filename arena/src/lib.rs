@@ -9,13 +9,15 @@
 //! time, randomness and order a run may use. Evaluating calls is the
 //! kernel's job; dispatching them is the controller's.
 //!
-//! The crate has three rooms, each a top-level module:
+//! The crate has four rooms, each a top-level module:
 //! - the scenario core (every module not named below): the format, loading,
 //!   validation, time, randomness, order and the evidence bundle;
 //! - [`adversary`]: adversary classes, populations, fitness, co-evolution,
 //!   leaderboards, the survival chart and promotion;
 //! - [`experiment`]: policy matrices and pinned campaigns, with
-//!   [`ExperimentError`], the error table they share.
+//!   [`ExperimentError`], the error table they share;
+//! - [`report`]: the self-contained HTML page of a run bundle, a search, a
+//!   matrix synthesis or a campaign portfolio (pure: no I/O).
 //!
 //! Module map of the scenario core:
 //! - [`bundle`]: the evidence bundle and run comparison;
@@ -43,6 +45,7 @@ pub mod error;
 pub mod experiment;
 pub mod fixtures;
 pub mod model;
+pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;

@@ -1,4 +1,4 @@
-//! `chio arena evolve FILE [--generations N] [--population-size N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH] [--topology local|FILE]`.
+//! `chio arena evolve FILE [--generations N] [--population-size N] [--wall-seconds S] [--json] [--out DIR] [--sarif PATH] [--html FILE] [--topology local|FILE]`.
 //!
 //! Order of work: check both budget flags against the bounded-budget gate
 //! (`MAX_ARENA_EVOLVE_GENERATIONS` and `MAX_ARENA_EVOLVE_WALL_SECONDS`, both
@@ -94,6 +94,10 @@ pub struct EvolveArgs {
     /// located in the scenario file).
     #[arg(long, value_name = "PATH")]
     pub sarif: Option<PathBuf>,
+    /// Also write the search's report here as one self-contained HTML page
+    /// (what `chio report DIR` writes for the output root).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Where the kernels decide: in this process (the default), `local`
     /// (trust-control and one node process per logical node on loopback,
     /// started once and reused by every batch), or a topology file
@@ -313,6 +317,16 @@ fn write_outputs(
         })?;
         let log = crate::sarif::render(scenario, &args.file, &text, result);
         write_report(ReportKind::Sarif, path, log.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+    }
+    if let Some(path) = &args.html {
+        let html = crate::html_report::search_page(
+            COMMAND,
+            &board,
+            scenario.file().rng_seed,
+            result.generations_completed,
+            &result.trace,
+        )?;
+        crate::html_report::write_page(COMMAND, path, &html)?;
     }
     Ok((dir, board))
 }

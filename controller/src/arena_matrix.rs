@@ -39,7 +39,7 @@ use chio_arena::bundle::{BundleManifest, StepOutcome};
 use chio_arena::experiment::matrix::draws::draw_members;
 use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
 use chio_arena::experiment::matrix::metrics::RunMetrics;
-use chio_arena::experiment::matrix::synthesis::{synthesize, to_html, to_json, to_markdown};
+use chio_arena::experiment::matrix::synthesis::{synthesize, to_json, to_markdown};
 use chio_arena::experiment::matrix::Matrix;
 use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
@@ -378,10 +378,13 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     let synthesis = synthesize(&matrix, &runs, &load);
     let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(&synthesis);
+    let view = chio_arena::report::matrix::MatrixView::of(&synthesis)
+        .map_err(|e| experiment_error(COMMAND, &e))?;
+    let html = chio_arena::report::matrix::render(&view);
     for (name, bytes) in [
-        ("synthesis.json", json.as_bytes()),
+        (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
         ("synthesis.md", markdown.as_bytes()),
-        ("synthesis.html", to_html(&synthesis).as_bytes()),
+        ("synthesis.html", html.as_bytes()),
     ] {
         write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
     }

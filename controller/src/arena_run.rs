@@ -1,4 +1,4 @@
-//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]`.
+//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH] [--html FILE]`.
 //!
 //! Loads and validates the scenario, refuses one without a world, runs it
 //! in the embedded topology (or across node processes with `--topology
@@ -13,7 +13,9 @@
 //! previous bundle in `--out` intact. With `--junit PATH` a JUnit XML report
 //! of the run (`junit`) is written too, atomically, after the bundle; a
 //! report that cannot be written is an infrastructure failure
-//! (`CHIO-REPORT-WRITE`, exit 3). The run keeps no step record in memory:
+//! (`CHIO-REPORT-WRITE`, exit 3). With `--html FILE` the run's report page
+//! is written the same way, rendered from the written bundle as `chio
+//! report` renders it (`crate::html_report`). The run keeps no step record in memory:
 //! the table, the document and the JUnit report read the steps back from
 //! the written bundle one at a time (`outcome`), and a bundle that cannot be
 //! read back is an infrastructure failure (`CHIO-REPORT-BUNDLE-READ`, exit
@@ -116,6 +118,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
             crate::junit::suite_from_bundle(COMMAND, &scenario, &result.bundle.manifest, &dir)?;
         let xml = crate::junit::render("chio arena run", &[suite]);
         write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+    }
+    if let Some(path) = &args.html {
+        let html = crate::html_report::run_page(COMMAND, &dir)?;
+        crate::html_report::write_page(COMMAND, path, &html)?;
     }
     let tally = if args.json {
         outcome::write_json(COMMAND, &scenario, &result, &dir, out)?

@@ -49,6 +49,9 @@ pub enum Command {
     Campaign(crate::campaign::CampaignArgs),
     /// Import tool definitions into a scenario declaration (`chio import mcp`).
     Import(crate::import_mcp::ImportArgs),
+    /// Write one self-contained HTML page for a run bundle, an evolve or
+    /// matrix output, or a campaign ledger.
+    Report(crate::html_report::ReportArgs),
     /// Node process commands (`chio node serve`).
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).
@@ -119,7 +122,7 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH] [--html FILE]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -147,6 +150,10 @@ pub struct RunArgs {
     /// failure per unexpected verdict, skipped steps after a stop.
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// Also write the run's report here as one self-contained HTML page
+    /// (what `chio report BUNDLE` writes).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Where `chio arena run` runs a scenario's nodes.

@@ -158,6 +158,14 @@ cli_codes! {
     LINT_WARNINGS = "CHIO-CLI-LINT-WARNINGS", Expectation;
     /// `chio man COMMAND` names no command of `chio`.
     MAN_UNKNOWN = "CHIO-CLI-MAN-UNKNOWN", Input;
+    /// `chio report` is given a path that holds none of the results it
+    /// renders.
+    REPORT_UNKNOWN_INPUT = "CHIO-REPORT-UNKNOWN-INPUT", Input;
+    /// A result `chio report` recognised cannot be read: a file missing,
+    /// unreadable, not its JSON or of another schema.
+    REPORT_INPUT_UNREADABLE = "CHIO-REPORT-INPUT-UNREADABLE", Input;
+    /// `chio report` is given a campaign ledger without its declaration.
+    REPORT_NEEDS_DECLARATION = "CHIO-REPORT-NEEDS-DECLARATION", Input;
 }
 
 /// Every code a `chio` command can print with its class, from the three

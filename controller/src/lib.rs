@@ -37,6 +37,8 @@
 //! - [`report`] writes report files atomically and types their failure;
 //! - [`junit`] renders `--junit` reports of runs and matrices;
 //! - [`sarif`] renders `arena evolve --sarif` reports of escapes;
+//! - [`html_report`] holds `chio report` and the `--html` pages of `arena run` and
+//!   `arena evolve` (rendered by `chio_arena::report`);
 //! - [`harness`] runs every scenario of a folder as a `cargo test` test;
 //! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
@@ -60,6 +62,7 @@ pub mod error;
 pub mod eval;
 pub mod eval_bundle;
 pub mod harness;
+pub mod html_report;
 pub mod import_mcp;
 pub mod import_mcp_live;
 pub mod junit;
@@ -112,6 +115,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
         },
         cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Import(args) => import_mcp::run(args, out),
+        cli::Command::Report(args) => html_report::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Init(args) => arena_init::run(args, out),
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),

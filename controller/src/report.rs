@@ -1,4 +1,4 @@
-//! Report files for other tools (JUnit XML, SARIF): writing them whole or
+//! Report files (JUnit XML, SARIF, HTML pages): writing them whole or
 //! not at all, and the typed error a failed write becomes.
 //!
 //! A report is rendered in memory first, then written to a temporary file
@@ -24,6 +24,8 @@ pub enum ReportKind {
     Junit,
     /// SARIF 2.1.0 (`--sarif`).
     Sarif,
+    /// A self-contained HTML page (`chio report`, `--html`).
+    Html,
 }
 
 impl ReportKind {
@@ -32,6 +34,7 @@ impl ReportKind {
         match self {
             ReportKind::Junit => "JUnit",
             ReportKind::Sarif => "SARIF",
+            ReportKind::Html => "HTML",
         }
     }
 }

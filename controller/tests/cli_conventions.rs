@@ -35,6 +35,8 @@ fn completions_name_the_subcommands() {
         "matrix",
         "evolve",
         "promote",
+        "report",
+        "--html",
         "--junit",
         "--sarif",
         "--color",

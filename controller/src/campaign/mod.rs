@@ -178,7 +178,8 @@ fn write_out(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<
         .map_err(|e| CliError::output(command, &e))
 }
 
-fn read_checked(
+/// The declaration and the ledger, each checked, the ledger against the declaration.
+pub(crate) fn read_checked(
     command: &'static str,
     decl: &Path,
     ledger: &Path,

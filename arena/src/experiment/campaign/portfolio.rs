@@ -42,7 +42,7 @@ use super::ledger::{limit_statuses, InterventionKind, LedgerRow, LimitStatus, DE
 use super::Campaign;
 
 mod report;
-mod text;
+pub(crate) mod text;
 
 pub use report::{report, Amount, AttemptLine, LimitLine, OutcomeCount, Report, Section};
 pub use text::render_text;

@@ -3,7 +3,8 @@
 //! bootstrap interval and verdict, the validators' judgement of every cell,
 //! and, for a two-axis matrix, the same as a grid (first axis as rows,
 //! second as columns), as canonical JSON (`chio.arena.matrix-synthesis/v2`),
-//! Markdown and a self-contained HTML page with an inline SVG chart.
+//! Markdown and a self-contained HTML page with an inline SVG chart (the
+//! matrix report, `crate::report::matrix`).
 //!
 //! A run enters a cell's aggregate only when every validity metric holds
 //! and the criterion is defined for it; otherwise it is unjudged and left
@@ -15,7 +16,7 @@
 //! the runs were scheduled or resumed.
 //!
 //! This module computes the synthesis and writes its JSON; `render` writes
-//! its Markdown, HTML and SVG.
+//! its Markdown.
 
 use serde::Serialize;
 
@@ -24,7 +25,7 @@ use super::execute::{measurements, Load, RunTable};
 use super::metrics::{Metric, RunMetrics};
 use super::Matrix;
 use crate::experiment::error::ExperimentError;
-pub use render::{to_html, to_markdown, to_svg};
+pub use render::to_markdown;
 
 mod render;
 

@@ -5,13 +5,13 @@ use crate::experiment::campaign::ledger::LimitStatus;
 use crate::experiment::campaign::Evidence;
 
 /// A number as text with at most three decimals, trailing zeros dropped.
-fn short(value: f64) -> String {
+pub(crate) fn short(value: f64) -> String {
     let text = format!("{value:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// An amount of seconds or cost, with short numbers.
-fn shorten(amount: &Amount<f64>) -> Amount<String> {
+pub(crate) fn shorten(amount: &Amount<f64>) -> Amount<String> {
     Amount {
         known_subtotal: short(amount.known_subtotal),
         known_attempts: amount.known_attempts,
@@ -20,7 +20,7 @@ fn shorten(amount: &Amount<f64>) -> Amount<String> {
     }
 }
 
-fn describe<T: std::fmt::Display>(amount: &Amount<T>, unit: &str) -> String {
+pub(crate) fn describe<T: std::fmt::Display>(amount: &Amount<T>, unit: &str) -> String {
     match &amount.total {
         Some(total) => format!("{total} {unit} over {} attempt(s)", amount.known_attempts),
         None if amount.known_attempts == 0 && amount.unknown_attempts == 0 => {

@@ -1,0 +1,200 @@
+//! Self-contained HTML reports of every result the arena writes: a run
+//! bundle ([`run`]), an adversary search ([`search`]), a matrix synthesis
+//! ([`matrix`]) and a campaign portfolio ([`campaign`]). One renderer
+//! serves `chio report`, `arena run --html`, `arena evolve --html` and the
+//! matrix's `synthesis.html`.
+//!
+//! Every page is one file a browser shows offline: inline CSS and inline
+//! SVG only, no script, no external resource, and a Content-Security-Policy
+//! ([`CSP`]) that forbids anything else, so a page that tried to load
+//! something would be refused by the browser rather than reach the
+//! network. Everything a page prints from its input passes through
+//! [`escape`] (bundle contents are untrusted: a reason or an argument is
+//! text, never markup). A page is a pure function of its input: no clock,
+//! no randomness, and every collection it iterates is ordered, so the same
+//! input gives the same bytes.
+//!
+//! Module map:
+//! - this module: the page frame, the policy, the style and escaping;
+//! - [`run`]: a run bundle, with [`explain`] (each call's decision, stage
+//!   by stage) and [`flow`] (the picture of which data reached whom);
+//! - [`search`]: the fitness chart and the escapes of an evolve output;
+//! - [`matrix`]: the grid with intervals of a matrix synthesis;
+//! - [`campaign`]: the portfolio of a campaign ledger.
+
+pub mod campaign;
+pub mod explain;
+pub mod flow;
+pub mod matrix;
+pub mod run;
+pub mod search;
+
+/// The Content-Security-Policy every page declares: nothing may load but
+/// the page's own inline style and `data:` images.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
+
+/// The inline style sheet every page shares.
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:72em;color:#222}\
+table{border-collapse:collapse;margin:0.5em 0 1em}\
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}\
+th{background:#f3f3f3}\
+code{font-size:90%}\
+.pass{color:#1b6e20;font-weight:bold}\
+.fail{color:#b5402a;font-weight:bold}\
+.muted{color:#777}\
+.summary{border-left:4px solid #4a7ab5;padding:0.2em 1em;background:#f6f8fb}\
+.summary.bad{border-color:#b5402a;background:#fbf4f3}\
+details{margin:0.3em 0;padding-left:1em;border-left:2px solid #ddd}\
+summary{cursor:pointer}\
+svg{max-width:100%;height:auto}";
+
+/// `text` with the five HTML-significant characters escaped, safe in an
+/// element's content and in a double- or single-quoted attribute.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A page being written: its body, then [`Page::finish`] frames it.
+#[derive(Debug, Default)]
+pub struct Page {
+    body: String,
+}
+
+impl Page {
+    /// An empty page.
+    pub fn new() -> Page {
+        Page::default()
+    }
+
+    /// Appends markup written by the renderer (never untrusted text).
+    pub fn raw(&mut self, markup: &str) {
+        self.body.push_str(markup);
+    }
+
+    /// Appends `text`, escaped.
+    pub fn text(&mut self, text: &str) {
+        self.body.push_str(&escape(text));
+    }
+
+    /// Appends `<tag id="id">text</tag>` with `text` escaped; `id` is the
+    /// renderer's own.
+    pub fn element(&mut self, tag: &str, id: Option<&str>, text: &str) {
+        match id {
+            Some(id) => self.body.push_str(&format!("<{tag} id=\"{id}\">")),
+            None => self.body.push_str(&format!("<{tag}>")),
+        }
+        self.text(text);
+        self.body.push_str(&format!("</{tag}>\n"));
+    }
+
+    /// Appends a table: `id`, header cells, and rows of cells already
+    /// written as markup (escape untrusted parts with [`escape`]).
+    pub fn table(&mut self, id: Option<&str>, header: &[&str], rows: &[Vec<String>]) {
+        match id {
+            Some(id) => self.body.push_str(&format!("<table id=\"{id}\">\n<tr>")),
+            None => self.body.push_str("<table>\n<tr>"),
+        }
+        for h in header {
+            self.body.push_str(&format!("<th>{}</th>", escape(h)));
+        }
+        self.body.push_str("</tr>\n");
+        for row in rows {
+            self.body.push_str("<tr>");
+            for cell in row {
+                self.body.push_str(&format!("<td>{cell}</td>"));
+            }
+            self.body.push_str("</tr>\n");
+        }
+        self.body.push_str("</table>\n");
+    }
+
+    /// The whole document, titled `title` (escaped), with the policy and
+    /// the style inline.
+    pub fn finish(self, kind: &str, title: &str) -> String {
+        format!(
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
+             <meta name=\"generator\" content=\"chio report ({kind})\">\n\
+             <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+            escape(title),
+            self.body
+        )
+    }
+}
+
+/// A rate in `[0, 1]` with four decimals, or `n/a`.
+pub fn number(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.4}"))
+}
+
+/// A signed number with four decimals, or `n/a`.
+pub fn signed(value: Option<f64>) -> String {
+    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:+.4}"))
+}
+
+/// `pass` or `FAIL` as a coloured span, `-` when there is no judgement.
+pub fn pass_cell(pass: Option<bool>) -> String {
+    match pass {
+        Some(true) => "<span class=\"pass\">pass</span>".to_string(),
+        Some(false) => "<span class=\"fail\">FAIL</span>".to_string(),
+        None => "<span class=\"muted\">-</span>".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    // The five significant characters are escaped and nothing else changes.
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"q\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
+        );
+        assert_eq!(escape("plain text é"), "plain text é");
+    }
+
+    // The frame declares the policy and escapes its title.
+    #[test]
+    fn frame_declares_the_policy() {
+        let mut page = Page::new();
+        page.element("h1", Some("title"), "<b>");
+        let html = page.finish("run", "a <title>");
+        assert!(html.contains(&format!(
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">"
+        )));
+        assert!(html.contains("<title>a &lt;title&gt;</title>"));
+        assert!(html.contains("<h1 id=\"title\">&lt;b&gt;</h1>"));
+        assert!(!html.contains("<script"));
+    }
+
+    proptest! {
+        // Whatever the text, its escaped form holds no character that
+        // opens markup or ends an attribute, and unescaping gives it back.
+        #[test]
+        fn escaped_text_holds_no_markup(text in ".*") {
+            let escaped = escape(&text);
+            prop_assert!(!escaped.contains(['<', '>', '"', '\'']));
+            let back = escaped
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&");
+            prop_assert_eq!(back, text);
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! `chio report PATH --out FILE.html [--declaration DECL]`: one
+//! self-contained HTML page for a result, and the `--html FILE` of
+//! `arena run` and `arena evolve`.
+//!
+//! What PATH holds decides the report: a folder with `arena.json` is a run
+//! bundle (`chio arena run --out`), a folder with `leaderboard.json` and
+//! `evolve-trace.json` an adversary search (`chio arena evolve --out`), a
+//! folder with `synthesis.json` a matrix output (`chio arena matrix
+//! --out`), and a JSON file whose `schema_version` is the campaign ledger's
+//! a campaign ledger, whose portfolio also needs its declaration
+//! (`--declaration`). Anything else is refused as
+//! `CHIO-REPORT-UNKNOWN-INPUT`, naming what was expected. The pages are
+//! rendered by `chio_arena::report` (pure: it reads nothing and opens no
+//! socket), the one renderer of every HTML page `chio` writes, and written
+//! whole or not at all (`crate::report`). Standard output gets one line
+//! naming the kind and the file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chio_arena::adversary::coevolution::GenerationRecord;
+use chio_arena::adversary::Leaderboard;
+use chio_arena::bundle::{Bundle, MANIFEST_FILE};
+use chio_arena::experiment::campaign::ledger::LEDGER_SCHEMA_VERSION;
+use chio_arena::experiment::campaign::portfolio::report as portfolio;
+use chio_arena::report::search::{Search, TraceFile};
+use chio_arena::report::{campaign, matrix, run, search};
+use clap::Args;
+
+use crate::arena_evolve::{LEADERBOARD_JSON, TRACE_FILE};
+use crate::error::{codes, CliError};
+use crate::report::{write_report, ReportKind};
+
+const COMMAND: &str = "report";
+
+/// The matrix synthesis a matrix output folder holds.
+pub const SYNTHESIS_JSON: &str = "synthesis.json";
+
+/// `chio report PATH --out FILE.html [--declaration DECL]`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run bundle, an evolve output folder, a matrix output folder or a
+    /// campaign ledger.
+    pub path: PathBuf,
+    /// The HTML file to write.
+    #[arg(long, value_name = "FILE.html")]
+    pub out: PathBuf,
+    /// The campaign declaration, when PATH is a campaign ledger.
+    #[arg(long, value_name = "DECL")]
+    pub declaration: Option<PathBuf>,
+}
+
+/// What a path holds, as `chio report` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportInput {
+    /// A run bundle.
+    Run,
+    /// An evolve output folder.
+    Search,
+    /// A matrix output folder.
+    Matrix,
+    /// A campaign ledger.
+    Campaign,
+}
+
+impl ReportInput {
+    /// The kind in words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportInput::Run => "run",
+            ReportInput::Search => "search",
+            ReportInput::Matrix => "matrix",
+            ReportInput::Campaign => "campaign",
+        }
+    }
+}
+
+const EXPECTED: &str = "a run bundle (a folder with arena.json), an evolve output (a folder with leaderboard.json and evolve-trace.json), a matrix output (a folder with synthesis.json) or a campaign ledger (a JSON file of schema chio.arena.campaign-ledger/v2)";
+
+fn unknown(path: &Path, what: &str) -> CliError {
+    CliError::new(
+        codes::REPORT_UNKNOWN_INPUT,
+        COMMAND,
+        format!("{} {what}; expected {EXPECTED}", path.display()),
+        "pass the folder `arena run --out`, `arena evolve --out` or `arena matrix --out` wrote, or a campaign ledger with --declaration",
+    )
+}
+
+fn unreadable(path: &Path, cause: impl std::fmt::Display) -> CliError {
+    CliError::new(
+        codes::REPORT_INPUT_UNREADABLE,
+        COMMAND,
+        format!("cannot read {}: {cause}", path.display()),
+        "check that the result was written whole by this version of chio, and write it again if not",
+    )
+}
+
+/// Decides what `path` holds, or refuses it.
+pub fn detect(path: &Path) -> Result<ReportInput, CliError> {
+    if path.is_dir() {
+        if path.join(MANIFEST_FILE).is_file() {
+            return Ok(ReportInput::Run);
+        }
+        if path.join(LEADERBOARD_JSON).is_file() && path.join(TRACE_FILE).is_file() {
+            return Ok(ReportInput::Search);
+        }
+        if path.join(SYNTHESIS_JSON).is_file() {
+            return Ok(ReportInput::Matrix);
+        }
+        return Err(unknown(
+            path,
+            "is a folder that holds none of these results",
+        ));
+    }
+    if !path.is_file() {
+        return Err(unknown(path, "does not exist"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| unreadable(path, e.kind()))?;
+    #[derive(serde::Deserialize)]
+    struct Schema {
+        schema_version: String,
+    }
+    match serde_json::from_slice::<Schema>(&bytes) {
+        Ok(s) if s.schema_version == LEDGER_SCHEMA_VERSION => Ok(ReportInput::Campaign),
+        Ok(s) => Err(unknown(
+            path,
+            &format!("is a JSON file of schema {:?}", s.schema_version),
+        )),
+        Err(_) => Err(unknown(
+            path,
+            "is a file that is not a JSON document with a schema_version",
+        )),
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| unreadable(path, e.kind()))
+}
+
+/// The run report of the bundle in `dir`.
+pub fn run_page(command: &'static str, dir: &Path) -> Result<String, CliError> {
+    let bundle = Bundle::read(dir).map_err(|e| CliError::from_arena(command, &e))?;
+    Ok(run::render(&bundle))
+}
+
+/// The search report of a leaderboard and its generation trace.
+pub fn search_page(
+    command: &'static str,
+    leaderboard: &Leaderboard,
+    rng_seed: u64,
+    generations_completed: u32,
+    generations: &[GenerationRecord],
+) -> Result<String, CliError> {
+    search::render(&Search {
+        leaderboard,
+        rng_seed,
+        generations_completed,
+        generations,
+    })
+    .map_err(|e| CliError::from_arena(command, &e))
+}
+
+fn search_from(dir: &Path) -> Result<String, CliError> {
+    let board_path = dir.join(LEADERBOARD_JSON);
+    let board: Leaderboard =
+        serde_json::from_slice(&read(&board_path)?).map_err(|e| unreadable(&board_path, e))?;
+    let trace_path = dir.join(TRACE_FILE);
+    let trace = TraceFile::parse(&read(&trace_path)?, &trace_path.display().to_string())
+        .map_err(|e| unreadable(&trace_path, e))?;
+    search_page(
+        COMMAND,
+        &board,
+        trace.rng_seed,
+        trace.generations_completed,
+        &trace.generations,
+    )
+}
+
+fn matrix_from(dir: &Path) -> Result<String, CliError> {
+    let path = dir.join(SYNTHESIS_JSON);
+    let view = matrix::MatrixView::parse(&read(&path)?).map_err(|e| unreadable(&path, e))?;
+    Ok(matrix::render(&view))
+}
+
+fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, CliError> {
+    let Some(declaration) = declaration else {
+        return Err(CliError::new(
+            codes::REPORT_NEEDS_DECLARATION,
+            COMMAND,
+            format!(
+                "{} is a campaign ledger, and its portfolio is judged against its declaration",
+                ledger.display()
+            ),
+            "pass the campaign declaration with --declaration DECL",
+        ));
+    };
+    let (campaign, ledger) = crate::campaign::read_checked(COMMAND, declaration, ledger)?;
+    Ok(campaign::render(&portfolio(&campaign, &ledger)))
+}
+
+/// Renders the report of what `path` holds.
+pub fn render(path: &Path, declaration: Option<&Path>) -> Result<(ReportInput, String), CliError> {
+    let kind = detect(path)?;
+    let html = match kind {
+        ReportInput::Run => run_page(COMMAND, path)?,
+        ReportInput::Search => search_from(path)?,
+        ReportInput::Matrix => matrix_from(path)?,
+        ReportInput::Campaign => campaign_from(path, declaration)?,
+    };
+    Ok((kind, html))
+}
+
+/// Writes a page whole or not at all.
+pub fn write_page(command: &'static str, path: &Path, html: &str) -> Result<(), CliError> {
+    write_report(ReportKind::Html, path, html.as_bytes()).map_err(|e| e.into_cli(command))
+}
+
+/// Runs the command, printing to `out`.
+pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    let (kind, html) = render(&args.path, args.declaration.as_deref())?;
+    write_page(COMMAND, &args.out, &html)?;
+    writeln!(
+        out,
+        "wrote the {} report of {} to {}",
+        kind.as_str(),
+        args.path.display(),
+        args.out.display()
+    )
+    .and_then(|()| out.flush())
+    .map_err(|e| CliError::output(COMMAND, &e))
+}
