@@ -43,6 +43,7 @@ pub mod error;
 pub mod experiment;
 pub mod fixtures;
 pub mod model;
+pub mod recording;
 pub mod rng;
 pub mod scenario;
 pub mod scheduler;

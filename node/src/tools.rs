@@ -42,9 +42,11 @@ use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+mod live;
 mod recorded;
 
-use recorded::recorded_call;
+pub use live::{LiveAnswer, LiveServer, LiveTools};
+use recorded::{answer_result, recorded_call};
 pub use recorded::{AnswerMatch, Caller, RecordedAnswer};
 
 /// What a tool server returned for one call, with the information-flow label
@@ -119,6 +121,15 @@ pub enum ToolServerConfig {
     },
     /// The user's bank: it records transfers.
     Bank,
+    /// A live MCP server (`chio arena record`): every call is forwarded to
+    /// it by the server's actor and answered as a recorded answer is.
+    Live {
+        /// The connection calls are forwarded through.
+        live: LiveServer,
+        /// Glob to label of an answer to a call whose `path` argument
+        /// matches; the highest of every match.
+        labels: Vec<(String, Label)>,
+    },
 }
 
 /// How far a server's results can be trusted, resolved from the scenario.
@@ -211,6 +222,10 @@ enum ServerState {
     Bank {
         transfers: Vec<Value>,
     },
+    Live {
+        live: LiveServer,
+        labels: Vec<(Glob, Label)>,
+    },
 }
 
 impl ToolServer {
@@ -249,6 +264,13 @@ impl ToolServer {
             },
             ToolServerConfig::Bank => ServerState::Bank {
                 transfers: Vec::new(),
+            },
+            ToolServerConfig::Live { live, labels } => ServerState::Live {
+                live,
+                labels: labels
+                    .into_iter()
+                    .map(|(pattern, label)| (Glob::new(&pattern), label))
+                    .collect(),
             },
         };
         Self {
@@ -301,8 +323,31 @@ impl ToolServer {
             ServerState::Bank { transfers } => transfers.len(),
             ServerState::TestRunner { runs, .. } => *runs as usize,
             ServerState::Recorded { used, .. } => used.iter().filter(|u| **u).count(),
-            ServerState::Workspace { .. } => 0,
+            ServerState::Workspace { .. } | ServerState::Live { .. } => 0,
         }
+    }
+
+    /// The live server calls are forwarded to, for a live MCP server.
+    pub fn live(&self) -> Option<LiveServer> {
+        match &self.state {
+            ServerState::Live { live, .. } => Some(live.clone()),
+            _ => None,
+        }
+    }
+
+    /// The result of a live server's answer to a call with `arguments`,
+    /// by the rule a recorded answer follows (so its replay answers the
+    /// same), with the server's integrity.
+    pub fn live_result(&self, answer: LiveAnswer, arguments: &Value) -> ToolResult {
+        let labels: &[(Glob, Label)] = match &self.state {
+            ServerState::Live { labels, .. } => labels,
+            _ => &[],
+        };
+        let mut result = answer_result(answer.ok, answer.output, labels, arguments);
+        if result.performed {
+            result.integrity = result.integrity.max(self.integrity_of(arguments));
+        }
+        result
     }
 
     /// Serves one admitted call of `caller`, which carries `carried`: the
@@ -410,6 +455,10 @@ impl ToolServer {
             ServerState::Recorded { .. } => {
                 ToolResult::failed("a recorded server keeps no files".to_string())
             }
+            // Answered by the server's actor, which awaits the live server.
+            ServerState::Live { .. } => ToolResult::failed(
+                "a live MCP server answers only through its server's actor".to_string(),
+            ),
             // Answered from the call alone, like the sinks.
             ServerState::Bank { transfers } => match tool {
                 "send_money" => match digest(arguments) {

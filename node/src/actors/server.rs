@@ -49,11 +49,25 @@ impl ServerActor {
                     carried,
                     reply,
                 } => {
-                    let caller = Caller {
-                        request_id: &request_id,
-                        agent: &agent,
+                    let result = match self.server.live() {
+                        // A live server is awaited here, one call at a
+                        // time in arrival order; it answers within its
+                        // own timeout.
+                        Some(live) => {
+                            let answer = live
+                                .0
+                                .call(request_id, agent, tool, arguments.clone())
+                                .await;
+                            self.server.live_result(answer, &arguments)
+                        }
+                        None => {
+                            let caller = Caller {
+                                request_id: &request_id,
+                                agent: &agent,
+                            };
+                            self.server.call(caller, &tool, &arguments, &carried)
+                        }
                     };
-                    let result = self.server.call(caller, &tool, &arguments, &carried);
                     // The caller may have given up; the call still happened.
                     let _ = reply.send(result);
                 }
