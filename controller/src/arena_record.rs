@@ -53,8 +53,13 @@ mod live;
 const COMMAND: &str = "arena record";
 
 /// How long, in milliseconds of wall time, an mcp server has to answer one
-/// call (and its handshake and `tools/list`) unless its `timeout_ms` says.
+/// call unless its `timeout_ms` says.
 pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+/// The least time, in milliseconds, a server has to start, answer the
+/// handshake and list its tools (its `timeout_ms` when longer): starting an
+/// interpreter on a busy machine may take seconds a call never should.
+pub const MIN_START_TIMEOUT_MS: u64 = 60_000;
 
 /// What to run and record, and where.
 #[derive(Debug, Args)]
@@ -320,7 +325,8 @@ async fn record(
             cwd: Some(base.join(server.cwd.as_deref().unwrap_or("."))),
         };
         let timeout = Duration::from_millis(server.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
-        let server_live = match start(COMMAND, program, args, &launch, timeout).await {
+        let start_timeout = timeout.max(Duration::from_millis(MIN_START_TIMEOUT_MS));
+        let server_live = match start(COMMAND, program, args, &launch, start_timeout).await {
             Ok(server_live) => server_live,
             Err(e) => {
                 stop_all(started).await;

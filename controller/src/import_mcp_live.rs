@@ -234,7 +234,10 @@ pub(crate) async fn start(
                     "{program} did not answer the initialize handshake and tools/list within {} ms; it was stopped",
                     timeout.as_millis()
                 ),
-                format!("check that the command starts an MCP server on standard input and output, or pass a larger --timeout-ms; {SEE_STDERR}"),
+                format!(
+                    "check that the command starts an MCP server on standard input and output, or give it more time ({}); {SEE_STDERR}",
+                    if command == COMMAND { "--timeout-ms" } else { "the server's timeout_ms" }
+                ),
             ))
         }
     }
