@@ -130,7 +130,7 @@ fn assert_code(output: &Output, args: &[&str], status: i32, code: &str) {
     );
 }
 
-// The git server is recorded once; the recording replays with no python reachable into bundles that are the same bytes embedded, one step at a time and on --topology local, each twice, and whose evidence (arena.json, receipts) is the recording run's own.
+// The git server is recorded once; the recording replays with no python reachable into bundles that are the same bytes embedded, one step at a time and on --topology local, each twice, and whose evidence (arena.json, receipts) is the recording run's own; arena replay re-evaluates both bundles without drift.
 #[test]
 fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
     let Some(python) = mcp_python() else { return };
@@ -183,6 +183,12 @@ fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
     let recorded = tree(&dir.join("rec"));
     for file in ["arena.json", "receipts.ndjson"] {
         assert_eq!(recorded.get(file), first.get(file), "{file} differs");
+    }
+    // arena replay re-evaluates either bundle from its recording, no drift.
+    for bundle in ["rec", "replay-0"] {
+        let args = ["arena", "replay", bundle];
+        let output = without_python(dir, &args);
+        assert!(output.status.success(), "{}", explain(&args, &output));
     }
 }
 

@@ -46,7 +46,7 @@ mod live;
 mod recorded;
 
 pub use live::{LiveAnswer, LiveServer, LiveTools};
-use recorded::{answer_result, recorded_call};
+use recorded::recorded_call;
 pub use recorded::{AnswerMatch, Caller, RecordedAnswer};
 
 /// What a tool server returned for one call, with the information-flow label
@@ -325,29 +325,6 @@ impl ToolServer {
             ServerState::Recorded { used, .. } => used.iter().filter(|u| **u).count(),
             ServerState::Workspace { .. } | ServerState::Live { .. } => 0,
         }
-    }
-
-    /// The live server calls are forwarded to, for a live MCP server.
-    pub fn live(&self) -> Option<LiveServer> {
-        match &self.state {
-            ServerState::Live { live, .. } => Some(live.clone()),
-            _ => None,
-        }
-    }
-
-    /// The result of a live server's answer to a call with `arguments`,
-    /// by the rule a recorded answer follows (so its replay answers the
-    /// same), with the server's integrity.
-    pub fn live_result(&self, answer: LiveAnswer, arguments: &Value) -> ToolResult {
-        let labels: &[(Glob, Label)] = match &self.state {
-            ServerState::Live { labels, .. } => labels,
-            _ => &[],
-        };
-        let mut result = answer_result(answer.ok, answer.output, labels, arguments);
-        if result.performed {
-            result.integrity = result.integrity.max(self.integrity_of(arguments));
-        }
-        result
     }
 
     /// Serves one admitted call of `caller`, which carries `carried`: the

@@ -9,7 +9,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use chio_kernel::glob::Glob;
+use chio_kernel::label::Label;
 use serde_json::Value;
+
+use super::recorded::answer_result;
+use super::{ServerState, ToolResult, ToolServer};
 
 /// What a live server answered one call: whether it carried it out, and
 /// the output value (see `docs/mcp.md` for how an MCP result maps to it).
@@ -48,5 +53,30 @@ impl fmt::Debug for LiveServer {
 impl PartialEq for LiveServer {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl ToolServer {
+    /// The live server calls are forwarded to, for a live MCP server.
+    pub fn live(&self) -> Option<LiveServer> {
+        match &self.state {
+            ServerState::Live { live, .. } => Some(live.clone()),
+            _ => None,
+        }
+    }
+
+    /// The result of a live server's answer to a call with `arguments`,
+    /// by the rule a recorded answer follows (so its replay answers the
+    /// same), with the server's integrity.
+    pub fn live_result(&self, answer: LiveAnswer, arguments: &Value) -> ToolResult {
+        let labels: &[(Glob, Label)] = match &self.state {
+            ServerState::Live { labels, .. } => labels,
+            _ => &[],
+        };
+        let mut result = answer_result(answer.ok, answer.output, labels, arguments);
+        if result.performed {
+            result.integrity = result.integrity.max(self.integrity_of(arguments));
+        }
+        result
     }
 }
