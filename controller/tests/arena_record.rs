@@ -409,6 +409,10 @@ fn a_run_without_a_recording_is_refused_and_validate_starts_nothing() {
     let validate = ["arena", "validate", "mcp_git.toml"];
     let output = without_python(dir, &validate);
     assert!(output.status.success(), "{}", explain(&validate, &output));
+    // The runnable reference lists leave the mcp scenarios out; they are
+    // listed apart.
+    assert_eq!(chio_tests::mcp_scenarios(), ["mcp_git"]);
+    assert!(!util::reference_scenarios().iter().any(|s| s == "mcp_git"));
 }
 
 // A recording that is missing, not a recording, or that lists another definition than the scenario declares is refused with its code, naming the server or the tool, never with a panic.
