@@ -440,11 +440,16 @@ fn write_recordings(dir: &Path, recordings: &[Recording]) -> Result<(), CliError
     };
     std::fs::create_dir_all(&folder).map_err(failed)?;
     for recording in recordings {
-        let mut file = tempfile::NamedTempFile::new_in(&folder).map_err(failed)?;
-        file.write_all(&recording.to_bytes()).map_err(failed)?;
-        file.as_file().sync_all().map_err(failed)?;
-        file.persist(folder.join(Recording::file_name(&recording.server)))
-            .map_err(|e| failed(e.error))?;
+        let name = Recording::file_name(&recording.server);
+        let partial = folder.join(format!(".{name}.partial"));
+        let written = std::fs::File::create(&partial).and_then(|mut file| {
+            file.write_all(&recording.to_bytes())?;
+            file.sync_all()
+        });
+        if let Err(e) = written.and_then(|()| std::fs::rename(&partial, folder.join(&name))) {
+            let _ = std::fs::remove_file(&partial);
+            return Err(failed(e));
+        }
     }
     Ok(())
 }
