@@ -13,8 +13,9 @@
 //! `--out DIR` writes the run's bundle to DIR and the recording beside it,
 //! `DIR/recording/<server>.json` (`chio_arena::recording`). `--check DIR`
 //! writes the run's bundle to a temporary folder, compares every answer
-//! with the recording in DIR by step (`check`) and exits 1
-//! (`CHIO-ARENA-MCP-ANSWER-DRIFT`) when one drifted.
+//! with the recording in DIR by step (`check`), then the two runs' steps as
+//! `arena diff` compares two bundles (`chio_arena::bundle::compare_runs`),
+//! and exits 1 (`CHIO-ARENA-MCP-ANSWER-DRIFT`) when either drifted.
 //!
 //! A run replays a recording ([`attach_recordings`]): each server's
 //! recording, its tools checked against the declaration, travels in the
@@ -29,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chio_arena::bundle::{compare_runs, Bundle};
 use chio_arena::model::ServerDecl;
 use chio_arena::recording::{
     compare_tools, read_recording, RecordedTool, Recording, RecordingError, RECORDING_FIXTURE,
@@ -256,7 +258,7 @@ pub fn run(args: &RecordArgs, out: &mut dyn Write, palette: Palette) -> Result<(
             }
             outcome_error(COMMAND, &result, tally.only_reasons)
         }
-        (None, Some(previous)) => report_drift(args, &previous, &recordings, out),
+        (None, Some(previous)) => report_drift(args, &previous, &recordings, &dir, out),
         (None, None) => Ok(()),
     }
 }
@@ -267,6 +269,7 @@ fn report_drift(
     args: &RecordArgs,
     previous: &[Recording],
     now: &[Recording],
+    bundle: &Path,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let output = |e: std::io::Error| CliError::output(COMMAND, &e);
@@ -277,6 +280,34 @@ fn report_drift(
     }
     for drift in &found {
         writeln!(out, "drift: {drift}").map_err(output)?;
+    }
+    // What the answers changed downstream, step by step, as `arena diff`
+    // compares two bundles: the recorded run's and this one's.
+    let steps = match (Bundle::read(dir), Bundle::read(bundle)) {
+        (Ok(recorded), Ok(live)) => compare_runs(&recorded.manifest, &live.manifest),
+        _ => Vec::new(),
+    };
+    for step in &steps {
+        writeln!(
+            out,
+            "bundle: step {}: the {} differs{}",
+            step.step_id,
+            step.what,
+            match step.changed_inputs.first() {
+                Some(input) => format!(" (first changed input: {input})"),
+                None => String::new(),
+            }
+        )
+        .map_err(output)?;
+    }
+    for step in steps {
+        if !found.iter().any(|d| d.step == step.step_id) {
+            found.push(check::Drift {
+                step: step.step_id,
+                server: "-".to_string(),
+                what: format!("the run's {} differs", step.what),
+            });
+        }
     }
     if found.is_empty() {
         writeln!(

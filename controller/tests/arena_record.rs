@@ -219,7 +219,7 @@ fn a_denied_call_never_reaches_the_server() {
     assert!(calls.iter().all(|c| c["ok"] == true));
 }
 
-// --check runs live again: an unchanged repository drifts nowhere (exit 0); a changed working tree is reported by the step whose answer drifted, and only by it, with its code (exit 1).
+// --check runs live again: an unchanged repository drifts nowhere (exit 0); a changed working tree is reported by the step whose answer drifted, and only by it, with what it changed in the run (its receipt) and its code (exit 1).
 #[test]
 fn check_reports_a_drifted_answer_by_step() {
     let Some(python) = mcp_python() else { return };
@@ -247,6 +247,16 @@ fn check_reports_a_drifted_answer_by_step() {
     assert_eq!(
         drifts,
         ["drift: step diff: server git: its output differs at the whole value"],
+        "{stdout}"
+    );
+    // Downstream, as arena diff compares bundles: that step's receipt.
+    let steps: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("bundle: "))
+        .collect();
+    assert_eq!(
+        steps,
+        ["bundle: step diff: the receipt differs"],
         "{stdout}"
     );
     // The recording checked against is left as it was.
