@@ -45,6 +45,7 @@ pub mod error;
 pub mod experiment;
 pub mod fixtures;
 pub mod model;
+pub mod recording;
 pub mod report;
 pub mod rng;
 pub mod scenario;

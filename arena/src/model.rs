@@ -102,7 +102,8 @@ pub struct ServerDecl {
     pub id: String,
     /// The kernel that serves it.
     pub kernel: String,
-    /// `workspace`, `publish`, `test-runner`, `http` or `recorded`.
+    /// `workspace`, `publish`, `test-runner`, `http`, `bank`, `recorded`
+    /// or `mcp`.
     pub kind: String,
     /// Workspace only: the mount point of the simulated filesystem.
     pub root: Option<String>,
@@ -128,6 +129,18 @@ pub struct ServerDecl {
     /// Recorded only: labels per part of a tool's output, for the values
     /// later calls take from it by reference.
     pub fields: Option<Vec<FieldDecl>>,
+    /// Mcp only: the command that starts the server over stdio, program
+    /// first (`chio arena record` runs it; nothing else does).
+    pub command: Option<Vec<String>>,
+    /// Mcp only: environment variables the server is started with, beside
+    /// the recording command's own.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Mcp only: the folder the server starts in, relative to the
+    /// scenario's folder (default the scenario's folder).
+    pub cwd: Option<String>,
+    /// Mcp only: milliseconds of wall time the server has to answer one
+    /// call (1 to 600000, default 10000).
+    pub timeout_ms: Option<u64>,
 }
 
 /// `[[servers.fields]]`: the integrity a recorded server gives one part of a

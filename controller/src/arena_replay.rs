@@ -6,7 +6,10 @@
 //! step whose verdict or receipt drifted and which input changed. It also
 //! checks that the recorded policy files still hash to what the manifest
 //! says. Diff compares two recorded bundles the same way without running
-//! anything. Both exit 0 when there is no drift and 1 when there is.
+//! anything. Both exit 0 when there is no drift and 1 when there is. A
+//! bundle of a scenario with mcp servers is replayed from its recording:
+//! the one among its inputs (a `--replay-from` run) or beside them (a
+//! `chio arena record --out` bundle); no server is started.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -238,11 +241,22 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "pass --sealed-from <the folder of the scenario the bundle was run from>",
         ));
     }
-    let (scenario, inputs) = load_for_run_sealed_from(
+    let (scenario, mut inputs) = load_for_run_sealed_from(
         COMMAND,
         &work.path().join(SCENARIO_INPUT),
         args.sealed_from.as_deref(),
     )?;
+    // A replayed run keeps its recording among its inputs; a recording
+    // run's bundle has it beside them (`arena_record`).
+    if !crate::arena_record::mcp_servers(&scenario).is_empty() {
+        let staged = work.path().join(chio_arena::recording::RECORDING_FOLDER);
+        let from = if staged.is_dir() {
+            work.path()
+        } else {
+            args.dir.as_path()
+        };
+        crate::arena_record::attach_recordings(COMMAND, &scenario, &mut inputs, from)?;
+    }
     let read = chio_arena::scenario::sealed::digests(scenario.sealed());
     if let Some((path, _)) = sealed
         .iter()

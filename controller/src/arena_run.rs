@@ -1,4 +1,9 @@
-//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH] [--html FILE]`.
+//! `chio arena run FILE [--json] [--out DIR] [--keep-going] [--junit PATH]
+//! [--html FILE] [--replay-from DIR]`.
+//!
+//! A scenario with mcp servers runs only with `--replay-from DIR`, whose
+//! recording answers their calls (`arena_record`); without it the run is
+//! refused (`CHIO-ARENA-MCP-NOT-RECORDED`) and nothing is started.
 //!
 //! Loads and validates the scenario, refuses one without a world, runs it
 //! in the embedded topology (or across node processes with `--topology
@@ -37,7 +42,7 @@ mod outcome;
 #[cfg(test)]
 mod outcome_tests;
 
-pub(crate) use outcome::{bundle_error, each_step, read_back_error};
+pub(crate) use outcome::{bundle_error, each_step, read_back_error, write_table};
 
 const COMMAND: &str = "arena run";
 
@@ -86,7 +91,18 @@ pub fn runtime(command: &'static str) -> Result<tokio::runtime::Runtime, CliErro
 
 /// Runs the command, printing to `out` in `palette`'s colours.
 pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), CliError> {
-    let (scenario, inputs) = load_for_run(COMMAND, &args.file)?;
+    let (scenario, mut inputs) = load_for_run(COMMAND, &args.file)?;
+    // A live MCP server is never started by a run: its calls are answered
+    // from the recording `arena record` wrote.
+    match &args.replay_from {
+        Some(from) => {
+            crate::arena_record::attach_recordings(COMMAND, &scenario, &mut inputs, from)?
+        }
+        None if !crate::arena_record::mcp_servers(&scenario).is_empty() => {
+            return Err(crate::arena_record::not_recorded(COMMAND, &scenario))
+        }
+        None => {}
+    }
     let dir = args
         .out
         .clone()

@@ -98,6 +98,8 @@ pub enum ArenaCommand {
     Lint(crate::arena_lint::LintArgs),
     /// Run a scenario against the real kernel and write its evidence bundle.
     Run(RunArgs),
+    /// Run a scenario against its live MCP servers and record their answers.
+    Record(crate::arena_record::RecordArgs),
     /// Re-evaluate a bundle and report drift by step.
     Replay(ReplayArgs),
     /// Name the first step where two bundles differ and the input that changed.
@@ -122,7 +124,8 @@ pub struct ValidateArgs {
     pub json: bool,
 }
 
-/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH] [--html FILE]`.
+/// `chio arena run FILE [--json] [--out DIR] [--keep-going] [--one-at-a-time] [--junit PATH]
+/// [--html FILE] [--replay-from DIR]`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The scenario file; fixture folders resolve next to it.
@@ -154,6 +157,10 @@ pub struct RunArgs {
     /// (what `chio report BUNDLE` writes).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Answer every mcp server's calls from the recording `chio arena record
+    /// --out DIR` wrote (no server is started).
+    #[arg(long, value_name = "DIR")]
+    pub replay_from: Option<PathBuf>,
 }
 
 /// Where `chio arena run` runs a scenario's nodes.

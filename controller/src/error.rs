@@ -166,6 +166,19 @@ cli_codes! {
     REPORT_INPUT_UNREADABLE = "CHIO-REPORT-INPUT-UNREADABLE", Input;
     /// `chio report` is given a campaign ledger without its declaration.
     REPORT_NEEDS_DECLARATION = "CHIO-REPORT-NEEDS-DECLARATION", Input;
+    /// `arena run` of a scenario with an mcp server was not given its
+    /// recording (`--replay-from`), or `arena record` of one without.
+    MCP_NOT_RECORDED = "CHIO-ARENA-MCP-NOT-RECORDED", Input;
+    /// A recording (`--replay-from DIR`, `arena record --check DIR`) is
+    /// missing, unreadable or refused.
+    MCP_RECORDING = "CHIO-ARENA-MCP-RECORDING", Input;
+    /// A live server's tools, or a recording's, differ from the scenario's
+    /// declaration.
+    MCP_TOOLS_DRIFT = "CHIO-ARENA-MCP-TOOLS-DRIFT", Input;
+    /// `arena record --check` found answers that drifted from the recording.
+    MCP_ANSWER_DRIFT = "CHIO-ARENA-MCP-ANSWER-DRIFT", Expectation;
+    /// `arena record --out` could not write the recording.
+    MCP_RECORDING_WRITE = "CHIO-ARENA-MCP-RECORDING-WRITE", Infrastructure;
 }
 
 /// Every code a `chio` command can print with its class, from the three

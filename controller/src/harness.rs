@@ -18,7 +18,11 @@
 //! A scenario that declares no world (a validate-only file such as the
 //! seed's PR 421 example) has nothing to run: its test is listed as ignored,
 //! never passed, and `--include-ignored` runs it into the same refusal
-//! `chio arena run` prints (`CHIO-SCENARIO-NO-WORLD`).
+//! `chio arena run` prints (`CHIO-SCENARIO-NO-WORLD`). So is a scenario with
+//! a live MCP server (`kind = "mcp"`), which runs only from a recording
+//! `chio arena record` made: `--include-ignored` runs it into the refusal
+//! `chio arena run` prints without `--replay-from`
+//! (`CHIO-ARENA-MCP-NOT-RECORDED`).
 //!
 //! In `Cargo.toml`:
 //!
@@ -68,6 +72,9 @@ pub fn scenario_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// mismatched step (or the error that kept the scenario from running).
 pub fn check_scenario(file: &Path) -> Result<(), String> {
     let (scenario, inputs) = load_for_run(COMMAND, file).map_err(|e| e.render())?;
+    if !crate::arena_record::mcp_servers(&scenario).is_empty() {
+        return Err(crate::arena_record::not_recorded(COMMAND, &scenario).render());
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -140,8 +147,12 @@ pub fn trials_in(dir: impl AsRef<Path>) -> Vec<Trial> {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                // A scenario that loads without a world has nothing to run.
-                let worldless = chio_arena::load_scenario(&file).is_ok_and(|s| !s.has_world());
+                // A scenario that loads without a world has nothing to
+                // run, and one with a live MCP server runs only from its
+                // recording.
+                let worldless = chio_arena::load_scenario(&file).is_ok_and(|s| {
+                    !s.has_world() || !crate::arena_record::mcp_servers(&s).is_empty()
+                });
                 Trial::test(name, move || check_scenario(&file).map_err(Failed::from))
                     .with_kind("scenario")
                     .with_ignored_flag(worldless)

@@ -20,9 +20,13 @@
 //! server's standard input (MCP's stdio shutdown), waits a short grace for
 //! the server to exit, and kills it otherwise; a failure kills it at once.
 //! Wall time is fine here: an import is not a run and writes no evidence.
+//!
+//! `chio arena record` starts its servers through the same [`start`] and
+//! stops them through the same [`stop`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -111,36 +115,85 @@ pub fn list_tools(command_line: &str, timeout: Duration) -> Result<Vec<u8>, CliE
     runtime.block_on(exchange(program, args, timeout))
 }
 
-/// Spawns the server and runs the exchange under the deadline.
+/// Spawns the server, lists its tools and stops it.
 async fn exchange(program: &str, args: &[String], timeout: Duration) -> Result<Vec<u8>, CliError> {
-    let mut child = Command::new(program)
+    let started = start(COMMAND, program, args, &Launch::default(), timeout).await?;
+    let LiveServer {
+        client,
+        mut child,
+        tools,
+    } = started;
+    stop(client, &mut child).await;
+    let result = json!({ "tools": tools });
+    serde_json::to_vec(&result).map_err(|e| {
+        CliError::infrastructure(COMMAND, format!("cannot write the tools as JSON: {e}"))
+    })
+}
+
+/// Where and with what environment a server starts, beside the command's
+/// own.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Launch {
+    /// Variables added to the environment the server inherits.
+    pub env: BTreeMap<String, String>,
+    /// The folder it starts in (default the current one).
+    pub cwd: Option<PathBuf>,
+}
+
+/// A server that answered the handshake and listed its tools: the client
+/// over its stdio, the process, and every tool it listed as the
+/// protocol's JSON.
+pub(crate) struct LiveServer {
+    /// The MCP client connected to the server.
+    pub client: RunningService<RoleClient, ClientConfig>,
+    /// The server's process.
+    pub child: Child,
+    /// Every tool it listed, in its order.
+    pub tools: Vec<Value>,
+}
+
+/// Spawns `program` with `args` as `launch` says, and within `timeout`
+/// runs the initialize handshake and lists every tool; a failure kills
+/// the server and names the phase, for `command`'s error.
+pub(crate) async fn start(
+    command: &'static str,
+    program: &str,
+    args: &[String],
+    launch: &Launch,
+    timeout: Duration,
+) -> Result<LiveServer, CliError> {
+    let mut spawn = Command::new(program);
+    spawn
         .args(args)
+        .envs(&launch.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            let help = match e.kind() {
-                std::io::ErrorKind::NotFound => {
-                    format!("check that {program} is installed and on PATH, or pass its full path")
-                }
-                std::io::ErrorKind::PermissionDenied => {
-                    format!("check that {program} is an executable file you may run")
-                }
-                _ => "check the command and run it by itself".to_string(),
-            };
-            CliError::new(
-                codes::IMPORT_MCP_START,
-                COMMAND,
-                format!("cannot start {program}: {}", e.kind()),
-                help,
-            )
-        })?;
+        .kill_on_drop(true);
+    if let Some(cwd) = &launch.cwd {
+        spawn.current_dir(cwd);
+    }
+    let mut child = spawn.spawn().map_err(|e| {
+        let help = match e.kind() {
+            std::io::ErrorKind::NotFound => {
+                format!("check that {program} is installed and on PATH, or pass its full path")
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                format!("check that {program} is an executable file you may run")
+            }
+            _ => "check the command and run it by itself".to_string(),
+        };
+        CliError::new(
+            codes::IMPORT_MCP_START,
+            command,
+            format!("cannot start {program}: {}", e.kind()),
+            help,
+        )
+    })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         let _ = child.kill().await;
         return Err(CliError::infrastructure(
-            COMMAND,
+            command,
             format!("{program} started without the pipes it was given"),
         ));
     };
@@ -158,32 +211,33 @@ async fn exchange(program: &str, args: &[String], timeout: Duration) -> Result<V
     })
     .await;
     match listed {
-        Ok(Ok((client, Ok(tools)))) => {
-            stop(client, &mut child).await;
-            let result = json!({ "tools": tools });
-            serde_json::to_vec(&result).map_err(|e| {
-                CliError::infrastructure(COMMAND, format!("cannot write the tools as JSON: {e}"))
-            })
-        }
+        Ok(Ok((client, Ok(tools)))) => Ok(LiveServer {
+            client,
+            child,
+            tools,
+        }),
         Ok(Ok((client, Err(failure)))) => {
-            let error = failed(program, failure, &mut child).await;
+            let error = failed(command, program, failure, &mut child).await;
             let _ = tokio::time::timeout(EXIT_GRACE, client.cancel()).await;
             Err(error)
         }
-        Ok(Err(failure)) => Err(failed(program, failure, &mut child).await),
+        Ok(Err(failure)) => Err(failed(command, program, failure, &mut child).await),
         Err(_elapsed) => {
             if let Ok(Some(status)) = child.try_wait() {
-                return Err(exited(program, status));
+                return Err(exited(command, program, status));
             }
             let _ = child.kill().await;
             Err(CliError::new(
                 codes::IMPORT_MCP_TIMEOUT,
-                COMMAND,
+                command,
                 format!(
                     "{program} did not answer the initialize handshake and tools/list within {} ms; it was stopped",
                     timeout.as_millis()
                 ),
-                format!("check that the command starts an MCP server on standard input and output, or pass a larger --timeout-ms; {SEE_STDERR}"),
+                format!(
+                    "check that the command starts an MCP server on standard input and output, or give it more time ({}); {SEE_STDERR}",
+                    if command == COMMAND { "--timeout-ms" } else { "the server's timeout_ms" }
+                ),
             ))
         }
     }
@@ -231,7 +285,7 @@ async fn all_tools(
 
 /// Closes the connection (the server's standard input), waits a short
 /// grace for the server to exit and kills it otherwise.
-async fn stop(client: RunningService<RoleClient, ClientConfig>, child: &mut Child) {
+pub(crate) async fn stop(client: RunningService<RoleClient, ClientConfig>, child: &mut Child) {
     let _ = tokio::time::timeout(EXIT_GRACE, client.cancel()).await;
     if tokio::time::timeout(EXIT_GRACE, child.wait())
         .await
@@ -271,10 +325,15 @@ fn service_failure(phase: Phase, e: &ServiceError) -> Failure {
 /// the connection by exiting, otherwise what it answered; the server is
 /// killed either way. Never a text the server sent, which may hold
 /// anything.
-async fn failed(program: &str, failure: Failure, child: &mut Child) -> CliError {
+async fn failed(
+    command: &'static str,
+    program: &str,
+    failure: Failure,
+    child: &mut Child,
+) -> CliError {
     if let Failure::Closed(_) = failure {
         if let Ok(Ok(status)) = tokio::time::timeout(EXIT_PROBE, child.wait()).await {
-            return exited(program, status);
+            return exited(command, program, status);
         }
     }
     let _ = child.kill().await;
@@ -293,17 +352,17 @@ async fn failed(program: &str, failure: Failure, child: &mut Child) -> CliError 
     };
     CliError::new(
         codes::IMPORT_MCP_PROTOCOL,
-        COMMAND,
+        command,
         message,
         format!("check that the command starts an MCP server speaking MCP on standard input and output; {SEE_STDERR}"),
     )
 }
 
 /// The error of a server that exited before every tool was listed.
-fn exited(program: &str, status: ExitStatus) -> CliError {
+fn exited(command: &'static str, program: &str, status: ExitStatus) -> CliError {
     CliError::new(
         codes::IMPORT_MCP_EXITED,
-        COMMAND,
+        command,
         format!("{program} exited before it listed its tools ({status})"),
         format!("check the command's arguments; {SEE_STDERR}"),
     )

@@ -51,6 +51,7 @@ pub mod arena_init;
 pub mod arena_lint;
 pub mod arena_matrix;
 pub mod arena_promote;
+pub mod arena_record;
 pub mod arena_replay;
 pub mod arena_run;
 pub mod arena_validate;
@@ -121,6 +122,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
             cli::ArenaCommand::Lint(args) => arena_lint::run(args, out),
             cli::ArenaCommand::Run(args) => arena_run::run(args, out, palette),
+            cli::ArenaCommand::Record(args) => arena_record::run(args, out, palette),
             cli::ArenaCommand::Replay(args) => arena_replay::replay(args, out),
             cli::ArenaCommand::Diff(args) => arena_replay::diff(args, out),
             cli::ArenaCommand::Explain(args) => arena_explain::run(args, out),

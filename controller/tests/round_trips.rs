@@ -209,14 +209,16 @@ impl Dispatcher for CountingDispatcher {
     }
 }
 
-/// The scenario files with a world under `dir`, sorted.
+/// The scenario files with a world under `dir`, sorted, but those with a
+/// live MCP server, which run only from a recording.
 fn scenario_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| entries.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
     files.retain(|p| {
         p.extension().is_some_and(|e| e == "toml")
-            && chio_arena::load_scenario(p).is_ok_and(|s| s.has_world())
+            && chio_arena::load_scenario(p)
+                .is_ok_and(|s| s.has_world() && !s.file().servers.iter().any(|s| s.kind == "mcp"))
     });
     files.sort();
     files

@@ -42,8 +42,10 @@ use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+mod live;
 mod recorded;
 
+pub use live::{LiveAnswer, LiveServer, LiveTools};
 use recorded::recorded_call;
 pub use recorded::{AnswerMatch, Caller, RecordedAnswer};
 
@@ -119,6 +121,15 @@ pub enum ToolServerConfig {
     },
     /// The user's bank: it records transfers.
     Bank,
+    /// A live MCP server (`chio arena record`): every call is forwarded to
+    /// it by the server's actor and answered as a recorded answer is.
+    Live {
+        /// The connection calls are forwarded through.
+        live: LiveServer,
+        /// Glob to label of an answer to a call whose `path` argument
+        /// matches; the highest of every match.
+        labels: Vec<(String, Label)>,
+    },
 }
 
 /// How far a server's results can be trusted, resolved from the scenario.
@@ -211,6 +222,10 @@ enum ServerState {
     Bank {
         transfers: Vec<Value>,
     },
+    Live {
+        live: LiveServer,
+        labels: Vec<(Glob, Label)>,
+    },
 }
 
 impl ToolServer {
@@ -249,6 +264,13 @@ impl ToolServer {
             },
             ToolServerConfig::Bank => ServerState::Bank {
                 transfers: Vec::new(),
+            },
+            ToolServerConfig::Live { live, labels } => ServerState::Live {
+                live,
+                labels: labels
+                    .into_iter()
+                    .map(|(pattern, label)| (Glob::new(&pattern), label))
+                    .collect(),
             },
         };
         Self {
@@ -301,7 +323,7 @@ impl ToolServer {
             ServerState::Bank { transfers } => transfers.len(),
             ServerState::TestRunner { runs, .. } => *runs as usize,
             ServerState::Recorded { used, .. } => used.iter().filter(|u| **u).count(),
-            ServerState::Workspace { .. } => 0,
+            ServerState::Workspace { .. } | ServerState::Live { .. } => 0,
         }
     }
 
@@ -410,6 +432,10 @@ impl ToolServer {
             ServerState::Recorded { .. } => {
                 ToolResult::failed("a recorded server keeps no files".to_string())
             }
+            // Answered by the server's actor, which awaits the live server.
+            ServerState::Live { .. } => ToolResult::failed(
+                "a live MCP server answers only through its server's actor".to_string(),
+            ),
             // Answered from the call alone, like the sinks.
             ServerState::Bank { transfers } => match tool {
                 "send_money" => match digest(arguments) {

@@ -500,7 +500,44 @@ fn server_config(
             labels: server_labels(server)?,
         },
         ServerKind::Bank => ToolServerConfig::Bank,
+        ServerKind::Mcp => ToolServerConfig::Recorded {
+            answers: replayed_answers(server, fixtures)?,
+            labels: server_labels(server)?,
+        },
     })
+}
+
+/// An mcp server replayed from its recording, which travels in the fixture
+/// set under the server's id: each recorded call answers its request id
+/// (its step), once, as a recorded server's step answer does. A world
+/// without the recording is refused: only `chio arena record` talks to
+/// the live server.
+fn replayed_answers(
+    server: &ServerDecl,
+    fixtures: &FixtureSet,
+) -> Result<Vec<RecordedAnswer>, NodeError> {
+    use chio_arena::recording::{parse_recording, RECORDING_FIXTURE};
+    let text = fixtures
+        .servers
+        .get(&server.id)
+        .and_then(|files| files.get(RECORDING_FIXTURE))
+        .ok_or_else(|| {
+            NodeError::Scenario(format!(
+                "mcp server {} has no recording: record it with chio arena record FILE --out DIR and replay it with chio arena run FILE --replay-from DIR",
+                server.id
+            ))
+        })?;
+    let recording = parse_recording(text.as_bytes(), &server.id)
+        .map_err(|e| NodeError::Scenario(e.to_string()))?;
+    Ok(recording
+        .calls
+        .into_iter()
+        .map(|call| RecordedAnswer {
+            matches: AnswerMatch::Step(call.request_id),
+            ok: call.ok,
+            output: call.output,
+        })
+        .collect())
 }
 
 /// A server's `labels` globs, each with its parsed label.

@@ -77,7 +77,29 @@ fn scenarios_with_world(world: bool) -> Vec<String> {
     let mut names: Vec<String> = entries(&repo_path("scenarios"))
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .filter(|p| chio_arena::load_scenario(p).is_ok_and(|s| s.has_world() == world))
+        .filter(|p| {
+            chio_arena::load_scenario(p)
+                .is_ok_and(|s| s.has_world() == world && !has_mcp_server(&s))
+        })
+        .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether a scenario declares a live MCP server (`kind = "mcp"`).
+fn has_mcp_server(scenario: &chio_arena::Scenario) -> bool {
+    scenario.file().servers.iter().any(|s| s.kind == "mcp")
+}
+
+/// The reference scenarios with a live MCP server, by file stem: they
+/// validate, and run only from a recording (`chio arena record`, then
+/// `chio arena run --replay-from`), so the runnable lists leave them out.
+pub fn mcp_scenarios() -> Vec<String> {
+    let mut names: Vec<String> = entries(&repo_path("scenarios"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| chio_arena::load_scenario(p).is_ok_and(|s| has_mcp_server(&s)))
         .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .collect();
     names.sort();
@@ -86,7 +108,8 @@ fn scenarios_with_world(world: bool) -> Vec<String> {
 
 /// The runnable reference scenarios shipped in `scenarios/`, by file stem:
 /// every one that declares a world (a world-less file such as the seed's
-/// example validates but is refused by `arena run`).
+/// example validates but is refused by `arena run`), but those with a live
+/// MCP server ([`mcp_scenarios`]).
 pub fn reference_scenarios() -> Vec<String> {
     scenarios_with_world(true)
 }

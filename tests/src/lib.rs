@@ -32,6 +32,7 @@ pub use cluster::{
     TRUST_TOKEN,
 };
 pub use files::{
-    copy_tree, entries, reference_scenarios, repo_path, tree, worldless_scenarios, write_scenario,
+    copy_tree, entries, mcp_scenarios, reference_scenarios, repo_path, tree, worldless_scenarios,
+    write_scenario,
 };
 pub use scenarios::{cross_node_scenario, many_agent_scenario};

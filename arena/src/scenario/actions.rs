@@ -25,6 +25,10 @@ pub enum ServerKind {
     /// A server whose tools the scenario declares and whose answers it
     /// records.
     Recorded,
+    /// A live MCP server the scenario starts with its command: its tools
+    /// are declared as a recorded server's are, and its answers are
+    /// recorded by `chio arena record` and replayed from the recording.
+    Mcp,
     /// The user's own bank: transfers leave the account, not the world.
     Bank,
 }
@@ -38,6 +42,7 @@ impl ServerKind {
             "test-runner" => Some(Self::TestRunner),
             "http" => Some(Self::Http),
             "recorded" => Some(Self::Recorded),
+            "mcp" => Some(Self::Mcp),
             "bank" => Some(Self::Bank),
             _ => None,
         }

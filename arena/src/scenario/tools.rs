@@ -86,6 +86,7 @@ impl ServerKind {
             ServerKind::TestRunner => "test-runner",
             ServerKind::Http => "http",
             ServerKind::Recorded => "recorded",
+            ServerKind::Mcp => "mcp",
             ServerKind::Bank => "bank",
         }
     }
@@ -152,7 +153,7 @@ impl ServerKind {
                     open_world_hint: true,
                 },
             )],
-            ServerKind::Recorded => Vec::new(),
+            ServerKind::Recorded | ServerKind::Mcp => Vec::new(),
             ServerKind::Bank => vec![tool(
                 "send_money",
                 "Transfers amount to the account recipient (an IBAN) from the user's own account.",
@@ -301,7 +302,7 @@ pub fn declared_contract(
 pub fn server_tools(server: &ServerDecl) -> Option<Vec<ToolContract>> {
     let kind = ServerKind::parse(&server.kind)?;
     Some(match kind {
-        ServerKind::Recorded => server
+        ServerKind::Recorded | ServerKind::Mcp => server
             .tools
             .iter()
             .flatten()

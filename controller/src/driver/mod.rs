@@ -475,6 +475,38 @@ pub async fn run_embedded_into(
         .await
 }
 
+/// Runs a scenario in the embedded topology with each server named in
+/// `live` answered by that live server (`chio arena record`): its calls are
+/// forwarded to it, and answered by the rule a recorded answer follows.
+/// The bundle is written into `out` as it goes.
+pub async fn run_embedded_live_into(
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    options: RunOptions,
+    out: &Path,
+    live: &std::collections::BTreeMap<String, chio_node::tools::LiveServer>,
+) -> Result<Result<RunResult, ArenaError>, NodeError> {
+    let (mut world, span) = embedded_world(scenario, inputs)?;
+    for (id, server) in live {
+        let plan = world
+            .servers
+            .get_mut(id)
+            .ok_or_else(|| NodeError::Scenario(format!("unknown server {id}")))?;
+        let labels = match &plan.config {
+            chio_node::tools::ToolServerConfig::Recorded { labels, .. } => labels.clone(),
+            _ => Vec::new(),
+        };
+        plan.config = chio_node::tools::ToolServerConfig::Live {
+            live: server.clone(),
+            labels,
+        };
+    }
+    let topology = EmbeddedTopology::start(&world).await?;
+    run_schedule_into(scenario, &world, inputs, &topology, options, out)
+        .instrument(span)
+        .await
+}
+
 /// The world of an embedded run and the run's tracing span.
 fn embedded_world(
     scenario: &Scenario,

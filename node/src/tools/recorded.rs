@@ -86,6 +86,19 @@ pub(super) fn recorded_call(
         *slot = true;
     }
     let answer = &answers[index];
+    answer_result(answer.ok, answer.output.clone(), labels, arguments)
+}
+
+/// The result of an answer, recorded or live: `{"ok": ok, "output":
+/// output}`, performed when `ok`, labelled by the highest of the `labels`
+/// globs the call's `path` argument matches. One rule, so a live server's
+/// answer and its replay from the recording are the same result.
+pub(crate) fn answer_result(
+    ok: bool,
+    output: Value,
+    labels: &[(Glob, Label)],
+    arguments: &Value,
+) -> ToolResult {
     let path = arguments
         .get("path")
         .and_then(Value::as_str)
@@ -98,10 +111,10 @@ pub(super) fn recorded_call(
             .max()
     });
     ToolResult {
-        content: json!({"ok": answer.ok, "output": answer.output}),
-        label: label.filter(|_| answer.ok),
+        content: json!({"ok": ok, "output": output}),
+        label: label.filter(|_| ok),
         integrity: Integrity::Trusted,
-        performed: answer.ok,
+        performed: ok,
     }
 }
 

@@ -217,7 +217,7 @@ impl<'a> Validator<'a> {
         let kind = ServerKind::parse(&server.kind).ok_or_else(|| ArenaError::UnsupportedValue {
             field: at("kind"),
             value: server.kind.clone(),
-            allowed: "workspace, publish, test-runner, http, bank, recorded",
+            allowed: "workspace, publish, test-runner, http, bank, recorded, mcp",
         })?;
         if kind != ServerKind::Workspace {
             for (key, present) in [
@@ -232,7 +232,10 @@ impl<'a> Validator<'a> {
                 }
             }
         }
-        if !matches!(kind, ServerKind::Workspace | ServerKind::Recorded) {
+        if !matches!(
+            kind,
+            ServerKind::Workspace | ServerKind::Recorded | ServerKind::Mcp
+        ) {
             for (key, present) in [
                 ("labels", server.labels.is_some()),
                 ("integrity_globs", server.integrity_globs.is_some()),
@@ -240,22 +243,46 @@ impl<'a> Validator<'a> {
                 if present {
                     return Err(ArenaError::KeyNotAllowed {
                         field: at(key),
-                        context: "only workspace and recorded servers take it",
+                        context: "only workspace, recorded and mcp servers take it",
                     });
                 }
             }
         }
-        if kind != ServerKind::Recorded {
+        if !matches!(kind, ServerKind::Recorded | ServerKind::Mcp) {
             for (key, present) in [
                 ("tools", server.tools.is_some()),
-                ("answers", server.answers.is_some()),
                 ("fields", server.fields.is_some()),
             ] {
                 if present {
                     return Err(ArenaError::KeyNotAllowed {
                         field: at(key),
                         context:
-                            "only recorded servers take it; a built-in kind publishes its own tools",
+                            "only recorded and mcp servers take it; a built-in kind publishes its own tools",
+                    });
+                }
+            }
+        }
+        if kind != ServerKind::Recorded && server.answers.is_some() {
+            return Err(ArenaError::KeyNotAllowed {
+                field: at("answers"),
+                context: if kind == ServerKind::Mcp {
+                    "an mcp server's answers are recorded by chio arena record, not written in the scenario"
+                } else {
+                    "only recorded servers take it; a built-in kind publishes its own tools"
+                },
+            });
+        }
+        if kind != ServerKind::Mcp {
+            for (key, present) in [
+                ("command", server.command.is_some()),
+                ("env", server.env.is_some()),
+                ("cwd", server.cwd.is_some()),
+                ("timeout_ms", server.timeout_ms.is_some()),
+            ] {
+                if present {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at(key),
+                        context: "only mcp servers take it",
                     });
                 }
             }
@@ -332,6 +359,10 @@ impl<'a> Validator<'a> {
         if kind == ServerKind::Recorded {
             self.recorded(i, server)?;
         }
+        if kind == ServerKind::Mcp {
+            mcp_server(i, server)?;
+            self.recorded(i, server)?;
+        }
         match &server.fixtures {
             Some(folder) => self.fixture_files(i, server, folder).map(Some),
             None => Ok(None),
@@ -401,3 +432,67 @@ pub(crate) fn guard_spec(
         config,
     }))
 }
+
+/// The keys only an mcp server takes: a command whose program is not
+/// empty, environment names, a folder below the scenario's and a timeout in
+/// range (its tools are checked as a recorded server's). Never a value in an error (an
+/// environment value may be a secret).
+fn mcp_server(i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
+    let at = |key: &str| format!("servers[{i}].{key}");
+    let command = server
+        .command
+        .as_ref()
+        .ok_or_else(|| ArenaError::MissingKey {
+            field: at("command"),
+        })?;
+    match command.first() {
+        None => {
+            return Err(ArenaError::EmptyList {
+                field: at("command"),
+            })
+        }
+        Some(program) if program.trim().is_empty() => {
+            return Err(ArenaError::OutOfRange {
+                field: at("command[0]"),
+                rule: "the program (the command's first item) is not empty",
+            })
+        }
+        Some(_) => {}
+    }
+    if command.iter().any(|arg| arg.contains('\0')) {
+        return Err(ArenaError::OutOfRange {
+            field: at("command"),
+            rule: "no item of the command holds a NUL character",
+        });
+    }
+    for (name, value) in server.env.iter().flatten() {
+        let bad_name = name.is_empty() || name.contains('=') || name.contains('\0');
+        if bad_name || value.contains('\0') {
+            return Err(ArenaError::OutOfRange {
+                field: at("env"),
+                rule: "each variable has a name without '=' or NUL and a value without NUL",
+            });
+        }
+    }
+    if let Some(cwd) = &server.cwd {
+        if fixtures::normalized_folder(cwd).is_none() && !matches!(cwd.as_str(), "." | "./") {
+            return Err(ArenaError::OutOfRange {
+                field: at("cwd"),
+                rule: "cwd is a folder below the scenario's folder: relative, without '..'",
+            });
+        }
+    }
+    if let Some(timeout) = server.timeout_ms {
+        if !(1..=MAX_MCP_TIMEOUT_MS).contains(&timeout) {
+            return Err(ArenaError::OutOfRange {
+                field: at("timeout_ms"),
+                rule: "timeout_ms is between 1 and 600000 milliseconds",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The longest wall time, in milliseconds, an mcp server may be given to
+/// answer one call.
+pub const MAX_MCP_TIMEOUT_MS: u64 = 600_000;

@@ -1,0 +1,296 @@
+//! The recording of a live MCP server (`chio arena record`): the tools it
+//! listed, each with its digest, and every call it answered, in the order it
+//! answered them, keyed by the call's request id (a scripted step's id).
+//!
+//! One file per mcp server, `recording/<server>.json` below the recording's
+//! folder. A run replays it (`chio arena run --replay-from`): the replayed
+//! server answers each call with the recorded answer of its request id, as
+//! a recorded server answers a step answer. The file is untrusted input:
+//! [`parse_recording`] refuses anything but the shape [`Recording`] writes
+//! (an unknown key, a tool or request id twice, a call of a tool it did not
+//! list, a digest its definition does not give), with a [`RecordingError`],
+//! never a panic, and never quoting a value it read.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::scenario::mcp::parse_tools_list;
+
+/// The schema of a recording file.
+pub const RECORDING_SCHEMA_VERSION: &str = "chio.arena.mcp-recording/v1";
+
+/// The folder of a recording's files, below the recording's folder (the
+/// bundle `chio arena record --out` writes).
+pub const RECORDING_FOLDER: &str = "recording";
+
+/// The name of the file a replayed server's recording travels under in a
+/// run's fixture set (keyed by the server's id), as fixture files do.
+pub const RECORDING_FIXTURE: &str = "recording.json";
+
+/// The largest recording file read (64 MiB).
+pub const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The recording of one mcp server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Recording {
+    /// [`RECORDING_SCHEMA_VERSION`].
+    pub schema_version: String,
+    /// The server's id in the scenario.
+    pub server: String,
+    /// The tools the server listed, in its order.
+    pub tools: Vec<RecordedTool>,
+    /// The calls it answered, in order.
+    pub calls: Vec<RecordedCall>,
+}
+
+/// One tool the server listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedTool {
+    /// The tool's name.
+    pub name: String,
+    /// The digest of its definition, as `chio import mcp` states it.
+    pub digest: String,
+    /// The definition as the server listed it (MCP's JSON).
+    pub definition: Value,
+}
+
+/// One call the server answered (or did not, in time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedCall {
+    /// The call's request id: its step's id.
+    pub request_id: String,
+    /// The calling agent.
+    pub agent: String,
+    /// The tool called.
+    pub tool: String,
+    /// The arguments sent.
+    pub arguments: Value,
+    /// Whether the server carried the call out: false for an MCP error
+    /// result (`isError`), a JSON-RPC error or no answer in time.
+    pub ok: bool,
+    /// What the call answered (see `docs/mcp.md`, "Record and replay").
+    pub output: Value,
+}
+
+/// Why a recording is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordingError {
+    /// The file is missing or cannot be read.
+    #[error("the recording of server {server} cannot be read ({reason})")]
+    Unreadable {
+        /// The server whose recording it is.
+        server: String,
+        /// The I/O error's kind.
+        reason: String,
+    },
+    /// The file is larger than [`MAX_RECORDING_BYTES`].
+    #[error("the recording of server {server} is larger than 64 MiB")]
+    TooLarge {
+        /// The server whose recording it is.
+        server: String,
+    },
+    /// The file is not JSON of a recording's shape.
+    #[error("the recording of server {server} is not a recording: {reason}")]
+    Shape {
+        /// The server whose recording it is.
+        server: String,
+        /// Where and what is wrong, never a value.
+        reason: String,
+    },
+    /// The recording lists other tools than the scenario declares.
+    #[error(
+        "the recording of server {server} does not match the scenario's declaration: {reason}"
+    )]
+    Tools {
+        /// The server whose recording it is.
+        server: String,
+        /// Which tool differs and how.
+        reason: String,
+    },
+}
+
+impl Recording {
+    /// The recording's file name below [`RECORDING_FOLDER`].
+    pub fn file_name(server: &str) -> String {
+        format!("{server}.json")
+    }
+
+    /// The recording as the file holds it: pretty JSON with a final newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
+        bytes.push(b'\n');
+        bytes
+    }
+
+    /// The recorded call of `request_id`, if any.
+    pub fn call(&self, request_id: &str) -> Option<&RecordedCall> {
+        self.calls.iter().find(|c| c.request_id == request_id)
+    }
+
+    /// Checks that the recorded tools are exactly `declared` (name to
+    /// digest, as the scenario's declaration gives them), naming the first
+    /// tool that differs.
+    pub fn check_tools(&self, declared: &[(String, String)]) -> Result<(), RecordingError> {
+        compare_tools(&self.server, &self.tool_digests(), declared).map_err(|reason| {
+            RecordingError::Tools {
+                server: self.server.clone(),
+                reason,
+            }
+        })
+    }
+
+    /// The recorded tools as (name, digest), in listed order.
+    pub fn tool_digests(&self) -> Vec<(String, String)> {
+        self.tools
+            .iter()
+            .map(|t| (t.name.clone(), t.digest.clone()))
+            .collect()
+    }
+}
+
+/// Compares the tools a server lists (`listed`) with those the scenario
+/// declares for it, each as (name, digest): the reason naming the first
+/// tool, in name order, that one side has and the other has not, or whose
+/// definition differs.
+pub fn compare_tools(
+    server: &str,
+    listed: &[(String, String)],
+    declared: &[(String, String)],
+) -> Result<(), String> {
+    let listed: std::collections::BTreeMap<&str, &str> = listed
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_str()))
+        .collect();
+    let declared: std::collections::BTreeMap<&str, &str> = declared
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_str()))
+        .collect();
+    let names: BTreeSet<&str> = listed.keys().chain(declared.keys()).copied().collect();
+    for name in names {
+        match (listed.get(name), declared.get(name)) {
+            (Some(_), None) => {
+                return Err(format!(
+                    "server {server} lists tool {name}, which the scenario does not declare"
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "the scenario declares tool {name}, which server {server} does not list"
+                ))
+            }
+            (Some(l), Some(d)) if !l.eq_ignore_ascii_case(d) => {
+                return Err(format!(
+                    "the definition of tool {name} differs: server {server} lists one digesting to {l}, the scenario declares one digesting to {d}"
+                ))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Reads a recording of server `server` from its bytes, refusing anything
+/// a recording does not hold (see the module documentation).
+pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, RecordingError> {
+    let shape = |reason: String| RecordingError::Shape {
+        server: server.to_string(),
+        reason,
+    };
+    if bytes.len() as u64 > MAX_RECORDING_BYTES {
+        return Err(RecordingError::TooLarge {
+            server: server.to_string(),
+        });
+    }
+    let recording: Recording = serde_json::from_slice(bytes).map_err(|e| {
+        shape(format!(
+            "{} at line {}, column {}",
+            match e.classify() {
+                serde_json::error::Category::Data => "a key or value of the wrong shape",
+                serde_json::error::Category::Eof => "the JSON ends early",
+                _ => "not JSON",
+            },
+            e.line(),
+            e.column()
+        ))
+    })?;
+    if recording.schema_version != RECORDING_SCHEMA_VERSION {
+        return Err(shape(format!(
+            "schema_version is not {RECORDING_SCHEMA_VERSION}"
+        )));
+    }
+    if recording.server != server {
+        return Err(shape(
+            "it records another server than the one it is read for".to_string(),
+        ));
+    }
+    let definitions: Vec<Value> = recording
+        .tools
+        .iter()
+        .map(|t| t.definition.clone())
+        .collect();
+    let listed = serde_json::to_vec(&serde_json::json!({ "tools": definitions }))
+        .map_err(|_| shape("its tool definitions cannot be written as JSON".to_string()))?;
+    let imported = parse_tools_list(&listed, server)
+        .map_err(|problem| shape(format!("its tool definitions are refused: {problem}")))?;
+    for (i, (tool, read)) in recording.tools.iter().zip(&imported).enumerate() {
+        if tool.name != read.contract.name || !tool.digest.eq_ignore_ascii_case(&read.digest) {
+            return Err(shape(format!(
+                "tools[{i}] does not state its definition's name and digest"
+            )));
+        }
+    }
+    let names: BTreeSet<&str> = recording.tools.iter().map(|t| t.name.as_str()).collect();
+    let mut ids = BTreeSet::new();
+    for (i, call) in recording.calls.iter().enumerate() {
+        if !ids.insert(call.request_id.as_str()) {
+            return Err(shape(format!(
+                "calls[{i}] repeats the request id of an earlier call"
+            )));
+        }
+        if call.request_id.is_empty() || call.agent.is_empty() {
+            return Err(shape(format!(
+                "calls[{i}] has an empty request id or agent"
+            )));
+        }
+        if !names.contains(call.tool.as_str()) {
+            return Err(shape(format!(
+                "calls[{i}] calls a tool the recording does not list"
+            )));
+        }
+        if !call.arguments.is_object() {
+            return Err(shape(format!("calls[{i}].arguments is not a JSON object")));
+        }
+    }
+    Ok(recording)
+}
+
+/// Reads the recording of server `server` below `dir` (a folder `chio arena
+/// record --out` wrote): `dir/recording/<server>.json`.
+pub fn read_recording(dir: &std::path::Path, server: &str) -> Result<Recording, RecordingError> {
+    use std::io::Read;
+    let path = dir
+        .join(RECORDING_FOLDER)
+        .join(Recording::file_name(server));
+    let unreadable = |e: std::io::Error| RecordingError::Unreadable {
+        server: server.to_string(),
+        reason: match e.kind() {
+            std::io::ErrorKind::NotFound => "no such file".to_string(),
+            kind => kind.to_string(),
+        },
+    };
+    let file = std::fs::File::open(&path).map_err(unreadable)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_RECORDING_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    parse_recording(&bytes, server)
+}
+
+#[cfg(test)]
+#[path = "recording_tests.rs"]
+mod tests;
