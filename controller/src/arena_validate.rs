@@ -57,6 +57,8 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .map_err(|e| CliError::output(COMMAND, &e))
 }
 
+/// The readable summary: the determinism witness, the schedule, flagged
+/// tool definitions and the world.
 fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
     let w = scenario.determinism_witness()?;
     let clock = scenario.clock();
@@ -77,66 +79,7 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
     ] {
         s.push_str(&format!("  {key:<20} {value}\n"));
     }
-    s.push_str("schedule (execution order)\n");
-    // Columns as wide as the longest agent and step id, so long ids stay aligned.
-    let (mut agent_width, mut step_width) = (0, 0);
-    for step in scenario.steps() {
-        let step = step?;
-        agent_width = agent_width.max(step.head.agent.chars().count());
-        step_width = step_width.max(step.head.id.chars().count());
-    }
-    for entry in scenario.schedule() {
-        let step = scenario.step(entry.step_index)?;
-        let what = match &step.action {
-            Action::Call(c) => format!(
-                "call {}/{} expect {}{}",
-                c.server,
-                c.tool,
-                serde_json::to_value(c.expect_verdict)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                c.capability
-                    .as_ref()
-                    .map(|cap| format!(" with {cap}"))
-                    .unwrap_or_default()
-            ),
-            Action::Delegate(d) => {
-                format!("delegate {} to {} as {}", d.capability, d.to, d.delegation)
-            }
-            Action::Revoke(r) => format!("revoke {}", r.target),
-            Action::Message(m) => match (&m.from_step, &m.handover) {
-                (Some(source), _) => format!("message {} the output of {source}", m.to),
-                (None, Some(handover)) => format!(
-                    "hand over to {} a value under its schema{}",
-                    m.to,
-                    if handover.expect.is_done() {
-                        ""
-                    } else {
-                        " (expected refused)"
-                    }
-                ),
-                (None, None) => format!("message {} literal content", m.to),
-            },
-            Action::Advance(a) => format!("advance {} ms", a.advance_ms),
-            Action::Fault(f) => format!("fault: {}", f.describe()),
-            Action::Redefine(r) => format!(
-                "redefine {}/{} (definition digest {})",
-                r.server, r.tool, r.digest
-            ),
-        };
-        let what = match &step.head.expect_reason {
-            Some(reason) => format!("{what} (reason contains {reason:?})"),
-            None => what,
-        };
-        s.push_str(&format!(
-            "  {}  {:<agent_width$}  {:<step_width$}  {}\n",
-            clock.format_offset_ms(entry.evaluation_ms),
-            step.head.agent,
-            step.head.id,
-            what
-        ));
-    }
+    s.push_str(&schedule(scenario)?);
     // One line per tool definition the injection reader flags (tool
     // poisoning), naming where and the rule, never the text; none for a
     // world whose definitions are clean.
@@ -175,4 +118,76 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
         }
     }
     Ok(s)
+}
+
+/// The schedule in execution order, one line per step: its instant, agent,
+/// id and what it does, in columns as wide as the longest agent and step id.
+fn schedule(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
+    let clock = scenario.clock();
+    let mut s = String::from("schedule (execution order)\n");
+    // Columns as wide as the longest agent and step id, so long ids stay aligned.
+    let (mut agent_width, mut step_width) = (0, 0);
+    for step in scenario.steps() {
+        let step = step?;
+        agent_width = agent_width.max(step.head.agent.chars().count());
+        step_width = step_width.max(step.head.id.chars().count());
+    }
+    for entry in scenario.schedule() {
+        let step = scenario.step(entry.step_index)?;
+        let what = describe(&step.action);
+        let what = match &step.head.expect_reason {
+            Some(reason) => format!("{what} (reason contains {reason:?})"),
+            None => what,
+        };
+        s.push_str(&format!(
+            "  {}  {:<agent_width$}  {:<step_width$}  {}\n",
+            clock.format_offset_ms(entry.evaluation_ms),
+            step.head.agent,
+            step.head.id,
+            what
+        ));
+    }
+    Ok(s)
+}
+
+/// What one step does, as the schedule prints it.
+fn describe(action: &Action) -> String {
+    match action {
+        Action::Call(c) => format!(
+            "call {}/{} expect {}{}",
+            c.server,
+            c.tool,
+            serde_json::to_value(c.expect_verdict)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            c.capability
+                .as_ref()
+                .map(|cap| format!(" with {cap}"))
+                .unwrap_or_default()
+        ),
+        Action::Delegate(d) => {
+            format!("delegate {} to {} as {}", d.capability, d.to, d.delegation)
+        }
+        Action::Revoke(r) => format!("revoke {}", r.target),
+        Action::Message(m) => match (&m.from_step, &m.handover) {
+            (Some(source), _) => format!("message {} the output of {source}", m.to),
+            (None, Some(handover)) => format!(
+                "hand over to {} a value under its schema{}",
+                m.to,
+                if handover.expect.is_done() {
+                    ""
+                } else {
+                    " (expected refused)"
+                }
+            ),
+            (None, None) => format!("message {} literal content", m.to),
+        },
+        Action::Advance(a) => format!("advance {} ms", a.advance_ms),
+        Action::Fault(f) => format!("fault: {}", f.describe()),
+        Action::Redefine(r) => format!(
+            "redefine {}/{} (definition digest {})",
+            r.server, r.tool, r.digest
+        ),
+    }
 }

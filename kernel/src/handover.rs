@@ -26,6 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use rust_decimal::Decimal;
 use serde_json::Value;
 
+mod parse;
+
 /// The keywords the subset knows.
 pub const KEYWORDS: [&str; 11] = [
     "type",
@@ -141,202 +143,6 @@ impl ValueSchema {
         Self::parse_at(schema, "", 0)
     }
 
-    fn parse_at(schema: &Value, at: &str, depth: usize) -> Result<ValueSchema, SchemaRefused> {
-        if depth > MAX_DEPTH {
-            return Err(refused(
-                at,
-                format!("the schema nests more than {MAX_DEPTH} levels deep"),
-            ));
-        }
-        let Value::Object(table) = schema else {
-            return Err(refused(at, "a schema is a table of keywords"));
-        };
-        if let Some(unknown) = table.keys().find(|k| !KEYWORDS.contains(&k.as_str())) {
-            return Err(refused(
-                at,
-                format!(
-                    "keyword {unknown} is outside the hand-over schema subset; use {}",
-                    KEYWORDS.join(", ")
-                ),
-            ));
-        }
-        let only = |allowed: &[&str], kind: &str| -> Result<(), SchemaRefused> {
-            match table
-                .keys()
-                .find(|k| k.as_str() != "type" && !allowed.contains(&k.as_str()))
-            {
-                Some(k) => Err(refused(
-                    at,
-                    format!("keyword {k} does not apply to {kind}; it takes {allowed:?}"),
-                )),
-                None => Ok(()),
-            }
-        };
-        if let Some(values) = table.get("enum") {
-            only(&["enum"], "an enum")?;
-            let Value::Array(values) = values else {
-                return Err(refused(at, "keyword enum lists the admitted values"));
-            };
-            if values.is_empty() || values.iter().any(|v| v.is_object() || v.is_array()) {
-                return Err(refused(
-                    at,
-                    "keyword enum lists at least one string, number or boolean",
-                ));
-            }
-            if table.contains_key("type") {
-                return Err(refused(at, "keyword type does not apply to an enum"));
-            }
-            return Ok(ValueSchema::Enum(values.clone()));
-        }
-        let kind = match table.get("type") {
-            Some(Value::String(kind)) => kind.as_str(),
-            Some(_) => return Err(refused(at, "keyword type is a string")),
-            None => return Err(refused(at, "a schema names its type (or lists an enum)")),
-        };
-        match kind {
-            "integer" => {
-                only(&["minimum", "maximum"], "an integer")?;
-                let bound = |key: &str| match table.get(key) {
-                    None => Ok(None),
-                    Some(v) => v
-                        .as_i64()
-                        .map(Some)
-                        .ok_or_else(|| refused(at, format!("keyword {key} of an integer is an integer"))),
-                };
-                Ok(ValueSchema::Integer((bound("minimum")?, bound("maximum")?)))
-            }
-            "string" => {
-                only(&["maxLength", "pattern", "minimum", "maximum"], "a string")?;
-                let max_length = match table.get("maxLength") {
-                    Some(v) => v
-                        .as_u64()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| refused(at, "keyword maxLength is a whole number"))?,
-                    None => {
-                        return Err(refused(
-                            at,
-                            "keyword maxLength is required for a string; bound every string",
-                        ))
-                    }
-                };
-                let pattern = match table.get("pattern") {
-                    None => None,
-                    Some(Value::String(p)) => Some(
-                        regex::RegexBuilder::new(p)
-                            .size_limit(1 << 20)
-                            .build()
-                            .map_err(|_| refused(at, "keyword pattern is not a valid regular expression"))?,
-                    ),
-                    Some(_) => return Err(refused(at, "keyword pattern is a string")),
-                };
-                let bound = |key: &str| match table.get(key) {
-                    None => Ok(None),
-                    Some(Value::String(text)) => decimal(text).map(Some).ok_or_else(|| {
-                        refused(at, format!("keyword {key} of a string is an exact decimal"))
-                    }),
-                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
-                        decimal(&n.to_string()).map(Some).ok_or_else(|| {
-                            refused(at, format!("keyword {key} of a string is an exact decimal"))
-                        })
-                    }
-                    Some(_) => Err(refused(
-                        at,
-                        format!(
-                            "keyword {key} of a string is an exact decimal: write a whole number or a decimal string such as \"120.50\""
-                        ),
-                    )),
-                };
-                let (minimum, maximum) = (bound("minimum")?, bound("maximum")?);
-                let decimal = (minimum.is_some() || maximum.is_some()).then_some((minimum, maximum));
-                Ok(ValueSchema::String {
-                    max_length,
-                    pattern,
-                    decimal,
-                })
-            }
-            "array" => {
-                only(&["items", "maxItems"], "an array")?;
-                let max_items = match table.get("maxItems") {
-                    Some(v) => v
-                        .as_u64()
-                        .and_then(|n| usize::try_from(n).ok())
-                        .ok_or_else(|| refused(at, "keyword maxItems is a whole number"))?,
-                    None => {
-                        return Err(refused(
-                            at,
-                            "keyword maxItems is required for an array; bound every array",
-                        ))
-                    }
-                };
-                let items = table
-                    .get("items")
-                    .ok_or_else(|| refused(at, "keyword items is required for an array"))?;
-                Ok(ValueSchema::Array {
-                    items: Box::new(Self::parse_at(items, &format!("{at}/items"), depth + 1)?),
-                    max_items,
-                })
-            }
-            "object" => {
-                only(
-                    &["properties", "required", "additionalProperties"],
-                    "an object",
-                )?;
-                match table.get("additionalProperties") {
-                    None | Some(Value::Bool(false)) => {}
-                    Some(_) => {
-                        return Err(refused(
-                            at,
-                            "keyword additionalProperties may only be false: a hand-over object has exactly its declared properties",
-                        ))
-                    }
-                }
-                let Some(Value::Object(declared)) = table.get("properties") else {
-                    return Err(refused(
-                        at,
-                        "keyword properties is required for an object (a table of schemas)",
-                    ));
-                };
-                let mut properties = BTreeMap::new();
-                for (name, schema) in declared {
-                    let inner = format!("{at}/properties/{}", escape(name));
-                    properties.insert(name.clone(), Self::parse_at(schema, &inner, depth + 1)?);
-                }
-                let mut required = BTreeSet::new();
-                match table.get("required") {
-                    None => {}
-                    Some(Value::Array(names)) => {
-                        for name in names {
-                            match name.as_str() {
-                                Some(n) if properties.contains_key(n) => {
-                                    required.insert(n.to_string());
-                                }
-                                _ => {
-                                    return Err(refused(
-                                        at,
-                                        "keyword required lists names of declared properties",
-                                    ))
-                                }
-                            }
-                        }
-                    }
-                    Some(_) => {
-                        return Err(refused(at, "keyword required is a list of property names"))
-                    }
-                }
-                Ok(ValueSchema::Object {
-                    properties,
-                    required,
-                })
-            }
-            other => Err(refused(
-                at,
-                format!(
-                    "type {other} is outside the hand-over schema subset; use integer, string, array or object (or an enum)"
-                ),
-            )),
-        }
-    }
-
     /// Checks `value`; the first failure names its place and keyword.
     pub fn check(&self, value: &Value) -> Result<(), ValueRefused> {
         self.check_at(value, String::new())
@@ -373,29 +179,12 @@ impl ValueSchema {
                 max_length,
                 pattern,
                 decimal: range,
-            } => {
-                let Value::String(text) = value else {
-                    return fail("type");
-                };
-                if text.chars().count() > *max_length {
-                    return fail("maxLength");
-                }
-                if pattern.as_ref().is_some_and(|p| !p.is_match(text)) {
-                    return fail("pattern");
-                }
-                if let Some((minimum, maximum)) = range {
-                    let Some(amount) = decimal(text) else {
-                        return fail("type");
-                    };
-                    if minimum.is_some_and(|m| amount < m) {
-                        return fail("minimum");
-                    }
-                    if maximum.is_some_and(|m| amount > m) {
-                        return fail("maximum");
-                    }
-                }
-                Ok(())
-            }
+            } => check_string(value, *max_length, pattern.as_ref(), range.as_ref()).map_err(
+                |keyword| ValueRefused {
+                    pointer: at.clone(),
+                    keyword,
+                },
+            ),
             ValueSchema::Array { items, max_items } => {
                 let Value::Array(values) = value else {
                     return fail("type");
@@ -411,32 +200,75 @@ impl ValueSchema {
             ValueSchema::Object {
                 properties,
                 required,
-            } => {
-                let Value::Object(members) = value else {
-                    return fail("type");
-                };
-                if let Some(missing) = required.iter().find(|n| !members.contains_key(*n)) {
-                    return Err(ValueRefused {
-                        pointer: format!("{at}/{}", escape(missing)),
-                        keyword: "required",
-                    });
-                }
-                for (name, member) in members {
-                    let inner = format!("{at}/{}", escape(name));
-                    match properties.get(name) {
-                        Some(schema) => schema.check_at(member, inner)?,
-                        None => {
-                            return Err(ValueRefused {
-                                pointer: inner,
-                                keyword: "additionalProperties",
-                            })
-                        }
-                    }
-                }
-                Ok(())
+            } => check_object(value, properties, required, &at),
+        }
+    }
+}
+
+/// A string's checks in order (type, length, pattern, decimal range),
+/// answering the keyword of the first that refuses it.
+fn check_string(
+    value: &Value,
+    max_length: usize,
+    pattern: Option<&regex::Regex>,
+    range: Option<&Bounds<Decimal>>,
+) -> Result<(), &'static str> {
+    let Value::String(text) = value else {
+        return Err("type");
+    };
+    if text.chars().count() > max_length {
+        return Err("maxLength");
+    }
+    if pattern.is_some_and(|p| !p.is_match(text)) {
+        return Err("pattern");
+    }
+    if let Some((minimum, maximum)) = range {
+        let Some(amount) = decimal(text) else {
+            return Err("type");
+        };
+        if minimum.is_some_and(|m| amount < m) {
+            return Err("minimum");
+        }
+        if maximum.is_some_and(|m| amount > m) {
+            return Err("maximum");
+        }
+    }
+    Ok(())
+}
+
+/// An object's checks: every required property present, every member
+/// declared and admitted by its own schema.
+fn check_object(
+    value: &Value,
+    properties: &BTreeMap<String, ValueSchema>,
+    required: &BTreeSet<String>,
+    at: &str,
+) -> Result<(), ValueRefused> {
+    let Value::Object(members) = value else {
+        return Err(ValueRefused {
+            pointer: at.to_string(),
+            keyword: "type",
+        });
+    };
+    if let Some(missing) = required.iter().find(|n| !members.contains_key(*n)) {
+        return Err(ValueRefused {
+            pointer: format!("{at}/{}", escape(missing)),
+            keyword: "required",
+        });
+    }
+    for (name, member) in members {
+        let inner = format!("{at}/{}", escape(name));
+        match properties.get(name) {
+            Some(schema) => schema.check_at(member, inner)?,
+            None => {
+                return Err(ValueRefused {
+                    pointer: inner,
+                    keyword: "additionalProperties",
+                })
             }
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -354,6 +354,43 @@ impl std::fmt::Display for NodeReason {
                 "delegation refused: the child cannot be handed to agent {to} on node {to_node} from node {from_node}: {}",
                 outage.link_cause()
             ),
+            _ => self.fmt_value(f),
+        }
+    }
+}
+
+/// How a reason names the place a pointer reaches in a step's output.
+fn pointer_name(pointer: &str) -> String {
+    if pointer.is_empty() {
+        "the whole output".to_string()
+    } else {
+        format!("pointer {pointer}")
+    }
+}
+
+/// How a reason names the argument at JSON pointer `at`.
+fn argument_name(at: &str) -> String {
+    if at.is_empty() {
+        "the arguments".to_string()
+    } else {
+        format!("argument {at}")
+    }
+}
+
+/// [`argument_name`] with its verb.
+fn argument_is(at: &str) -> String {
+    if at.is_empty() {
+        "the arguments are".to_string()
+    } else {
+        format!("argument {at} is")
+    }
+}
+
+impl NodeReason {
+    /// The refusals of a value taken from elsewhere: another step's output,
+    /// a hand-over's source, or a sealed file.
+    fn fmt_value(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
             NodeReason::ReferenceUnresolved {
                 argument,
                 step,
@@ -401,36 +438,7 @@ impl std::fmt::Display for NodeReason {
             _ => self.fmt_revocation(f),
         }
     }
-}
 
-/// How a reason names the place a pointer reaches in a step's output.
-fn pointer_name(pointer: &str) -> String {
-    if pointer.is_empty() {
-        "the whole output".to_string()
-    } else {
-        format!("pointer {pointer}")
-    }
-}
-
-/// How a reason names the argument at JSON pointer `at`.
-fn argument_name(at: &str) -> String {
-    if at.is_empty() {
-        "the arguments".to_string()
-    } else {
-        format!("argument {at}")
-    }
-}
-
-/// [`argument_name`] with its verb.
-fn argument_is(at: &str) -> String {
-    if at.is_empty() {
-        "the arguments are".to_string()
-    } else {
-        format!("argument {at} is")
-    }
-}
-
-impl NodeReason {
     fn fmt_revocation(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NodeReason::RevokerNotAuthorized { capability } => write!(

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::money::PlannedMoney;
-use super::plan::{HoldOf, WantedHold};
+use super::plan::{GuardRun, HoldOf, Plan, WantedHold};
 use super::{Admission, AdmissionTicket, Kernel, Outcome};
 use crate::amount::{format_units, units_decimal};
 use crate::batch::{OpAnswer, StoreOp};
@@ -24,7 +24,7 @@ use crate::provenance::{AgentRole, Provenance};
 use crate::reason::{DenyReason, MoneyDeny};
 use crate::receipt::{canonical_sha256, ObservedFinding};
 use crate::request::ToolCallRequest;
-use crate::stores::{HoldOutcome, ShareAdmission};
+use crate::stores::{HoldOutcome, JournalEntry, ShareAdmission};
 use crate::trace::{BudgetRead, DecisionTrace, ShareRead};
 use crate::verdict::Verdict;
 use crate::verification::{verify_capability, ShareClaim, VerifiedCapability};
@@ -304,15 +304,93 @@ impl Kernel {
         }
     }
 
+    /// Steps 1 to 7 in pipeline order over one batch of store work; the
+    /// verified capability and the principal when every step admits.
     fn admit_steps(
         &mut self,
         request: &ToolCallRequest,
         now_ms: u64,
         state: &mut Admitting,
     ) -> Result<(VerifiedCapability, String), Box<Outcome>> {
-        let deny = |reason: DenyReason| Box::new(Outcome::deny(reason, None, Vec::new()));
-        let trace = &mut state.trace;
         // 1. The capability.
+        let verified = self.verify_step(request, now_ms, &mut state.trace)?;
+        let mut plan = self.plan(request, now_ms, &verified);
+        let ops = std::mem::take(&mut plan.ops);
+        let mut answers = self.stores.run_batch(ops).into_iter();
+        // 2. Revocation, one lookup per id.
+        read_revocation(&verified, &mut answers).map_err(deny)?;
+        let trace = &mut state.trace;
+        trace.pass(format!(
+            "looked up {}: none revoked",
+            trace.chain.join(", ")
+        ));
+        // 3. Binding.
+        let principal = read_binding(request, &plan, &mut answers, trace)?;
+        // 4. Scope.
+        if let Some(Err(reason)) = plan.scope.take() {
+            return Err(deny(reason));
+        }
+        trace.pass(format!(
+            "tool {} on server {} is covered and its constraints hold",
+            request.tool, request.server
+        ));
+        // 5. Budgets.
+        if let Some(reason) = plan.budget_refusal.take() {
+            return Err(deny(reason));
+        }
+        read_holds(&plan.holds, &mut answers, state)?;
+        state.trace.pass(match state.holds.len() {
+            0 => "no budget applies".to_string(),
+            n => format!("{n} budget hold(s) granted"),
+        });
+        // 6. Guards.
+        let journal = match plan.journal.take() {
+            Some(Ok(journal)) => journal,
+            Some(Err(e)) => return Err(deny(e.into())),
+            None => Vec::new(),
+        };
+        state.trace.journal = journal.clone();
+        let inputs = self.read_guard_inputs(
+            request,
+            &principal,
+            &verified,
+            journal,
+            &mut answers,
+            &mut state.trace,
+        )?;
+        let labels_empty = inputs.labels.is_empty();
+        let carried = self.guard_step(
+            request,
+            now_ms,
+            &principal,
+            inputs,
+            plan.early_guards.take(),
+            state,
+        )?;
+        // 7. Sibling shares, last; they rode in the batch unless the
+        // guards had to read non-empty labels first.
+        let trace = &mut state.trace;
+        if plan.shares_in_batch && labels_empty {
+            read_shares(&verified.shares, &mut answers, trace)?;
+        } else if !verified.shares.is_empty() {
+            let late = self.stores.run_batch(share_ops(&verified.shares).collect());
+            read_shares(&verified.shares, &mut late.into_iter(), trace)?;
+        }
+        trace.pass(match verified.shares.len() {
+            0 => "no delegated share to admit".to_string(),
+            n => format!("{n} share(s) admitted"),
+        });
+        state.carried = carried;
+        Ok((verified, principal))
+    }
+
+    /// Step 1: verifies the capability and its chain, recording the chain.
+    fn verify_step(
+        &mut self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        trace: &mut DecisionTrace,
+    ) -> Result<VerifiedCapability, Box<Outcome>> {
         let verified = verify_capability(
             &request.capability,
             &self.trusted_issuers,
@@ -328,124 +406,134 @@ impl Kernel {
             verified.id,
             trace.chain.len() - 1
         ));
-        let mut plan = self.plan(request, now_ms, &verified);
-        let ops = std::mem::take(&mut plan.ops);
-        let mut answers = self.stores.run_batch(ops).into_iter();
-        // 2. Revocation, one lookup per id.
-        read_revocation(&verified, &mut answers).map_err(deny)?;
-        trace.pass(format!(
-            "looked up {}: none revoked",
-            trace.chain.join(", ")
-        ));
-        // 3. Binding; the principal is the registered agent whose key
-        // signed the proof, never the named id. The request id is consumed
-        // only by a request whose proof verified, scoped by lineage and
-        // principal, in a store shared by every kernel.
-        let (principal, _) = plan.bound.clone().map_err(deny)?;
-        trace.principal = Some(principal.clone());
-        match next_answer(&mut answers, StoreName::Nonce) {
-            Ok(OpAnswer::Fresh(true)) => {}
-            Ok(OpAnswer::Fresh(false)) => {
-                return Err(deny(DenyReason::Replayed {
-                    request_id: request.request_id.clone(),
-                }))
-            }
-            Ok(_) => return Err(deny(unexpected(StoreName::Nonce))),
-            Err(e) => return Err(deny(e.into())),
-        }
-        trace.pass(format!(
-            "principal {principal} signed the proof with the subject key; request id {} is fresh",
-            request.request_id
-        ));
-        // 4. Scope.
-        if let Some(Err(reason)) = plan.scope.take() {
-            return Err(deny(reason));
-        }
-        trace.pass(format!(
-            "tool {} on server {} is covered and its constraints hold",
-            request.tool, request.server
-        ));
-        // 5. Budgets.
-        if let Some(reason) = plan.budget_refusal.take() {
-            return Err(deny(reason));
-        }
-        read_holds(&plan.holds, &mut answers, state)?;
-        let trace = &mut state.trace;
-        trace.pass(match state.holds.len() {
-            0 => "no budget applies".to_string(),
-            n => format!("{n} budget hold(s) granted"),
-        });
-        // 6. Guards.
-        let journal = match plan.journal.take() {
-            Some(Ok(journal)) => journal,
-            Some(Err(e)) => return Err(deny(e.into())),
-            None => Vec::new(),
-        };
-        trace.journal = journal.clone();
-        let mut labels = BTreeMap::new();
-        let mut carried = BTreeSet::new();
-        let mut provenance = Provenance {
-            role: self.role_of(&principal),
-            open_world: self
-                .contracts
-                .as_ref()
-                .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
-            arguments: BTreeMap::new(),
+        Ok(verified)
+    }
+
+    /// Step 6's reads: the session journal read in planning, the labels the guards and the call's carry need, and
+    /// each argument's provenance, from the batch's label answer.
+    fn read_guard_inputs(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        verified: &VerifiedCapability,
+        journal: Vec<JournalEntry>,
+        answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+        trace: &mut DecisionTrace,
+    ) -> Result<GuardInputs, Box<Outcome>> {
+        let mut inputs = GuardInputs {
+            journal,
+            labels: BTreeMap::new(),
+            carried: BTreeSet::new(),
+            provenance: Provenance {
+                role: self.role_of(principal),
+                open_world: self
+                    .contracts
+                    .as_ref()
+                    .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
+                arguments: BTreeMap::new(),
+            },
         };
         if self.reads_labels(request) {
-            let sets = match next_answer(&mut answers, StoreName::Label) {
+            let sets = match next_answer(answers, StoreName::Label) {
                 Ok(OpAnswer::Labels(sets)) => sets,
                 Ok(_) => return Err(deny(unexpected(StoreName::Label))),
                 Err(e) => return Err(deny(e.into())),
             };
             let held = self
-                .collect_labels(request, &principal, &verified, &sets, trace)
+                .collect_labels(request, principal, verified, &sets, trace)
                 .map_err(deny)?;
-            provenance.arguments = self
+            inputs.provenance.arguments = self
                 .collect_argument_labels(request, &sets, trace)
                 .map_err(deny)?;
             if self.may_keep(request) {
-                carried = carried_labels(&held);
-                carried.extend(provenance.arguments.values().flatten().cloned());
+                inputs.carried = carried_labels(&held);
+                inputs
+                    .carried
+                    .extend(inputs.provenance.arguments.values().flatten().cloned());
             }
             if self.needs.labels {
-                labels = held;
+                inputs.labels = held;
             }
         }
-        let run = match plan.early_guards.take() {
-            Some(run) if labels.is_empty() && provenance.arguments.is_empty() => run,
+        Ok(inputs)
+    }
+
+    /// Step 6's run: the guards over what admission read (the run made
+    /// before the batch stands when nothing read changes it); the labels
+    /// the call carries when they let it through.
+    fn guard_step(
+        &self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        principal: &str,
+        inputs: GuardInputs,
+        early: Option<GuardRun>,
+        state: &mut Admitting,
+    ) -> Result<BTreeSet<String>, Box<Outcome>> {
+        let run = match early {
+            Some(run) if inputs.labels.is_empty() && inputs.provenance.arguments.is_empty() => run,
             _ => self.run_guards(
                 request,
                 now_ms,
-                &principal,
-                &journal,
-                &labels,
+                principal,
+                &inputs.journal,
+                &inputs.labels,
                 &state.money,
-                &provenance,
+                &inputs.provenance,
             ),
         };
         state.observed.extend(run.observed);
-        trace.guards.extend(run.answers);
+        state.trace.guards.extend(run.answers);
         run.result?;
-        trace.pass(match self.guards.len() {
+        state.trace.pass(match self.guards.len() {
             0 => "no guard configured".to_string(),
             n => format!("{n} guard(s) let the call through"),
         });
-        // 7. Sibling shares, last; they rode in the batch unless the
-        // guards had to read non-empty labels first.
-        if plan.shares_in_batch && labels.is_empty() {
-            read_shares(&verified.shares, &mut answers, trace)?;
-        } else if !verified.shares.is_empty() {
-            let late = self.stores.run_batch(share_ops(&verified.shares).collect());
-            read_shares(&verified.shares, &mut late.into_iter(), trace)?;
-        }
-        trace.pass(match verified.shares.len() {
-            0 => "no delegated share to admit".to_string(),
-            n => format!("{n} share(s) admitted"),
-        });
-        state.carried = carried;
-        Ok((verified, principal))
+        Ok(inputs.carried)
     }
+}
+
+/// What the guards of step 6 read beside the journal, and what the call
+/// carries to its server if they let it through.
+struct GuardInputs {
+    journal: Vec<JournalEntry>,
+    labels: BTreeMap<String, BTreeSet<String>>,
+    carried: BTreeSet<String>,
+    provenance: Provenance,
+}
+
+/// A deny outcome of admission, before any finding is attached.
+fn deny(reason: DenyReason) -> Box<Outcome> {
+    Box::new(Outcome::deny(reason, None, Vec::new()))
+}
+
+/// Step 3's read: the principal is the registered agent whose key signed
+/// the proof, never the named id. The request id is consumed only by a
+/// request whose proof verified, scoped by lineage and principal, in a
+/// store shared by every kernel.
+fn read_binding(
+    request: &ToolCallRequest,
+    plan: &Plan,
+    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
+    trace: &mut DecisionTrace,
+) -> Result<String, Box<Outcome>> {
+    let (principal, _) = plan.bound.clone().map_err(deny)?;
+    trace.principal = Some(principal.clone());
+    match next_answer(answers, StoreName::Nonce) {
+        Ok(OpAnswer::Fresh(true)) => {}
+        Ok(OpAnswer::Fresh(false)) => {
+            return Err(deny(DenyReason::Replayed {
+                request_id: request.request_id.clone(),
+            }))
+        }
+        Ok(_) => return Err(deny(unexpected(StoreName::Nonce))),
+        Err(e) => return Err(deny(e.into())),
+    }
+    trace.pass(format!(
+        "principal {principal} signed the proof with the subject key; request id {} is fresh",
+        request.request_id
+    ));
+    Ok(principal)
 }
 
 /// The deny reason of a refused share admission (`None` for an admitted one).

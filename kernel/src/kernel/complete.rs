@@ -19,7 +19,7 @@
 use serde_json::Value;
 
 use super::admit::{next_answer, read_revocation, revocation_ops};
-use super::guard_run::run_output_guards;
+use super::guard_run::{run_output_guards, Rewrite};
 use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
@@ -169,6 +169,34 @@ fn join_ops(label_keys: &[String], joined: &[String]) -> Vec<StoreOp> {
 }
 
 impl Kernel {
+    /// Runs the output guards over what the tool returned; they read
+    /// neither journal, labels, money nor provenance.
+    fn run_output_guards_over(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        content: Value,
+        observed: &mut Vec<ObservedFinding>,
+        trace: &mut DecisionTrace,
+    ) -> Result<(Value, bool, Rewrite), Box<Outcome>> {
+        let journal = Vec::new();
+        let labels = std::collections::BTreeMap::new();
+        let ctx = GuardContext {
+            server: &request.server,
+            tool: &request.tool,
+            arguments: &request.arguments,
+            agent_id: principal,
+            session_id: &request.session_id,
+            journal: &journal,
+            labels: &labels,
+            money: &Default::default(),
+            session_filesystem_roots: None,
+            provenance: &crate::provenance::NO_PROVENANCE,
+            definition: None,
+        };
+        run_output_guards(&self.guards, &ctx, content, observed, &mut trace.guards)
+    }
+
     /// Step 8 after a dispatch that returned; see the module doc.
     pub fn complete(
         &mut self,
@@ -192,29 +220,9 @@ impl Kernel {
             integrity,
             performed,
         } = output;
-        let journal = Vec::new();
-        let labels = std::collections::BTreeMap::new();
-        let ctx = GuardContext {
-            server: &request.server,
-            tool: &request.tool,
-            arguments: &request.arguments,
-            agent_id: &principal,
-            session_id: &request.session_id,
-            journal: &journal,
-            labels: &labels,
-            money: &Default::default(),
-            session_filesystem_roots: None,
-            provenance: &crate::provenance::NO_PROVENANCE,
-            definition: None,
-        };
-        let result = run_output_guards(
-            &self.guards,
-            &ctx,
-            content,
-            &mut observed,
-            &mut trace.guards,
-        );
-        let (content, sanitized, rewrite) = match result {
+        let guarded =
+            self.run_output_guards_over(&request, &principal, content, &mut observed, &mut trace);
+        let (content, sanitized, rewrite) = match guarded {
             Ok(done) => done,
             Err(outcome) => {
                 // The tool did run: its holds are committed even though the

@@ -15,7 +15,7 @@ use crate::provenance::{AgentRole, Provenance};
 use crate::reason::{BudgetName, DenyReason};
 use crate::receipt::ObservedFinding;
 use crate::request::ToolCallRequest;
-use crate::scope::{select_grant, CallUnderScope};
+use crate::scope::{select_grant, CallUnderScope, MonetaryHold};
 use crate::stores::JournalEntry;
 use crate::trace::GuardAnswer;
 use crate::verification::VerifiedCapability;
@@ -93,6 +93,47 @@ impl Kernel {
         plan.ops.push(StoreOp::RecordRequest {
             key: seen_key.clone(),
         });
+        let monetary = match self.check_scope(request, now_ms, &principal, verified) {
+            Ok(monetary) => monetary,
+            Err(reason) => {
+                plan.scope = Some(Err(reason));
+                return plan;
+            }
+        };
+        plan.scope = Some(Ok(()));
+        plan.holds = self.invocation_holds(request, &principal, &seen_key, verified);
+        match self.money_holds(request, now_ms, &principal, &seen_key, verified) {
+            Ok(holds) => plan.holds.extend(holds),
+            Err(reason) => {
+                plan.holds.clear();
+                plan.budget_refusal = Some(reason);
+                return plan;
+            }
+        }
+        if let Some(money) = monetary {
+            plan.holds
+                .push(grant_monetary_hold(request, &seen_key, verified, &money));
+        }
+        plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
+            hold_id: h.hold_id.clone(),
+            key: h.key.clone(),
+            amount: h.amount,
+            limit: h.limit,
+        }));
+        self.plan_journal_and_labels(&mut plan, request, now_ms, &principal, verified);
+        plan
+    }
+
+    /// Step 4: the tool's contract, the reader's quarantine and the
+    /// capability's scope, in that order; the selected grant's monetary
+    /// hold, if any, when all three admit the call.
+    fn check_scope(
+        &self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        principal: &str,
+        verified: &VerifiedCapability,
+    ) -> Result<Option<MonetaryHold>, DenyReason> {
         // The tool's contract first: an undeclared tool, or arguments its
         // schema refuses, is never in scope, whatever the capability says.
         if let Some(Err(reason)) = self
@@ -100,20 +141,18 @@ impl Kernel {
             .as_ref()
             .map(|c| c.check(&request.server, &request.tool, &request.arguments, now_ms))
         {
-            plan.scope = Some(Err(reason));
-            return plan;
+            return Err(reason);
         }
         // A quarantined reader calls nothing consequential, whatever its
         // capability and guards say.
-        if self.role_of(&principal) == AgentRole::Quarantined
+        if self.role_of(principal) == AgentRole::Quarantined
             && self.consequential(&request.server, &request.tool)
         {
-            plan.scope = Some(Err(DenyReason::QuarantinedConsequential {
-                agent: principal.clone(),
+            return Err(DenyReason::QuarantinedConsequential {
+                agent: principal.to_string(),
                 tool: request.tool.clone(),
                 server: request.server.clone(),
-            }));
-            return plan;
+            });
         }
         let definition = self
             .contracts
@@ -127,18 +166,23 @@ impl Kernel {
                 arguments: &request.arguments,
                 definition,
             },
-        );
-        let monetary = match grant {
-            Ok(grant) => grant.monetary,
-            Err(reason) => {
-                plan.scope = Some(Err(reason));
-                return plan;
-            }
-        };
-        plan.scope = Some(Ok(()));
+        )?;
+        Ok(grant.monetary)
+    }
+
+    /// Step 5's counted holds: one per invocation limit on the lineage and
+    /// one per tool budget of the principal that names this tool.
+    fn invocation_holds(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        seen_key: &str,
+        verified: &VerifiedCapability,
+    ) -> Vec<WantedHold> {
+        let mut holds = Vec::new();
         for limit in &verified.invocation_limits {
             let key = format!("invocations/{}", limit.capability_id);
-            plan.holds.push(WantedHold {
+            holds.push(WantedHold {
                 hold_id: format!("{seen_key}#{key}"),
                 key,
                 amount: 1,
@@ -160,7 +204,7 @@ impl Kernel {
                 "tool-invocations/{}/{}/{}",
                 budget.agent, budget.server, budget.tool
             );
-            plan.holds.push(WantedHold {
+            holds.push(WantedHold {
                 // The hold id carries the scoped request key, so two
                 // principals (or two lineages) using one request id never
                 // share a hold.
@@ -175,31 +219,24 @@ impl Kernel {
                 }),
             });
         }
-        // Monetary budgets: the amount and currency are read before
-        // anything is held, so a call that cannot be counted holds nothing.
-        let chain: Vec<String> = verified
-            .ancestors
-            .iter()
-            .chain(std::iter::once(&verified.id))
-            .cloned()
-            .collect();
-        // Each capability's share, root first: the first link names the
-        // root's, every link its child's.
-        let bps: Vec<u32> = verified
-            .shares
-            .first()
-            .map(|s| s.parent_bps)
-            .into_iter()
-            .chain(verified.shares.iter().map(|s| s.child_bps))
-            .collect();
-        let bps = if bps.is_empty() {
-            vec![verified.state.share_bps]
-        } else {
-            bps
-        };
-        match plan_money(
+        holds
+    }
+
+    /// Step 5's configured monetary budgets: the amount and currency are
+    /// read before anything is held, so a call that cannot be counted holds
+    /// nothing.
+    fn money_holds(
+        &self,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        principal: &str,
+        seen_key: &str,
+        verified: &VerifiedCapability,
+    ) -> Result<Vec<WantedHold>, DenyReason> {
+        let (chain, bps) = lineage_shares(verified);
+        let planned = plan_money(
             &self.monetary_budgets,
-            &principal,
+            principal,
             Lineage {
                 ids: &chain,
                 bps: &bps,
@@ -208,43 +245,30 @@ impl Kernel {
             &request.tool,
             &request.arguments,
             now_ms,
-        ) {
-            Ok(planned) => plan
-                .holds
-                .extend(planned.into_iter().map(|money| WantedHold {
-                    hold_id: format!("{seen_key}#{}", money.key),
-                    key: money.key.clone(),
-                    amount: money.units,
-                    limit: money.limit,
-                    what: HoldOf::Money(money),
-                })),
-            Err(reason) => {
-                plan.holds.clear();
-                plan.budget_refusal = Some(reason);
-                return plan;
-            }
-        }
-        if let Some(money) = monetary {
-            let key = format!(
-                "monetary/{}/{}/{}",
-                verified.root_id, request.server, money.currency
-            );
-            plan.holds.push(WantedHold {
-                hold_id: format!("{seen_key}#{key}"),
-                key,
-                amount: money.amount,
-                limit: money.max_total,
-                what: HoldOf::Units(BudgetName::Monetary {
-                    currency: money.currency.clone(),
-                }),
-            });
-        }
-        plan.ops.extend(plan.holds.iter().map(|h| StoreOp::Hold {
-            hold_id: h.hold_id.clone(),
-            key: h.key.clone(),
-            amount: h.amount,
-            limit: h.limit,
-        }));
+        )?;
+        Ok(planned
+            .into_iter()
+            .map(|money| WantedHold {
+                hold_id: format!("{seen_key}#{}", money.key),
+                key: money.key.clone(),
+                amount: money.units,
+                limit: money.limit,
+                what: HoldOf::Money(money),
+            })
+            .collect())
+    }
+
+    /// Steps 6 and 7: reads the journal, runs the guards ahead of the batch
+    /// when nothing they read can change in it, and plans the label read
+    /// and the shares.
+    fn plan_journal_and_labels(
+        &self,
+        plan: &mut Plan,
+        request: &ToolCallRequest,
+        now_ms: u64,
+        principal: &str,
+        verified: &VerifiedCapability,
+    ) {
         let journal = if self.needs.journal {
             self.stores.journal.entries(&request.session_id)
         } else {
@@ -252,7 +276,7 @@ impl Kernel {
         };
         let Ok(entries) = &journal else {
             plan.journal = Some(journal);
-            return plan;
+            return;
         };
         // Guards that read a monetary total need the holds' answers, and
         // arguments built from handed-over values are judged with their
@@ -261,7 +285,7 @@ impl Kernel {
             let run = self.run_guards(
                 request,
                 now_ms,
-                &principal,
+                principal,
                 entries,
                 &BTreeMap::new(),
                 &BTreeMap::new(),
@@ -273,7 +297,7 @@ impl Kernel {
         plan.journal = Some(journal);
         if self.reads_labels(request) {
             plan.ops.push(StoreOp::ReadLabels {
-                keys: self.label_keys(request, &principal, verified),
+                keys: self.label_keys(request, principal, verified),
                 // Only labels the guards read can change what follows.
                 stop_unless_empty: plan.shares_in_batch && self.needs.labels,
             });
@@ -281,7 +305,6 @@ impl Kernel {
         if plan.shares_in_batch {
             plan.ops.extend(share_ops(&verified.shares));
         }
-        plan
     }
 
     /// Runs the pre-dispatch guards over what admission knows of the call
@@ -320,5 +343,53 @@ impl Kernel {
         };
         run.result = run_request_guards(&self.guards, &ctx, &mut run.observed, &mut run.answers);
         run
+    }
+}
+
+/// The lineage's capability ids and each one's share in basis points, root
+/// first: the first link names the root's share, every link its child's; a
+/// capability without links carries its own share.
+fn lineage_shares(verified: &VerifiedCapability) -> (Vec<String>, Vec<u32>) {
+    let chain: Vec<String> = verified
+        .ancestors
+        .iter()
+        .chain(std::iter::once(&verified.id))
+        .cloned()
+        .collect();
+    let bps: Vec<u32> = verified
+        .shares
+        .first()
+        .map(|s| s.parent_bps)
+        .into_iter()
+        .chain(verified.shares.iter().map(|s| s.child_bps))
+        .collect();
+    let bps = if bps.is_empty() {
+        vec![verified.state.share_bps]
+    } else {
+        bps
+    };
+    (chain, bps)
+}
+
+/// The hold a grant's own `monetary` constraint asks for, counted per root
+/// capability, server and currency.
+fn grant_monetary_hold(
+    request: &ToolCallRequest,
+    seen_key: &str,
+    verified: &VerifiedCapability,
+    money: &MonetaryHold,
+) -> WantedHold {
+    let key = format!(
+        "monetary/{}/{}/{}",
+        verified.root_id, request.server, money.currency
+    );
+    WantedHold {
+        hold_id: format!("{seen_key}#{key}"),
+        key,
+        amount: money.amount,
+        limit: money.max_total,
+        what: HoldOf::Units(BudgetName::Monetary {
+            currency: money.currency.clone(),
+        }),
     }
 }

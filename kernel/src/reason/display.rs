@@ -180,7 +180,7 @@ impl DenyReason {
         }
     }
 
-    /// Steps 4 and 5.
+    /// Step 4: the tool's contract, the reader's role and the scope grant.
     fn fmt_scope(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use DenyReason as R;
         match self {
@@ -255,6 +255,14 @@ impl DenyReason {
                 f,
                 "path {path} (argument {pointer}) is outside the granted prefix {prefix}"
             ),
+            _ => self.fmt_budget(f),
+        }
+    }
+
+    /// Step 5: a grant's amount and the budgets the call counts against.
+    fn fmt_budget(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DenyReason as R;
+        match self {
             R::AmountMalformed { argument } => write!(
                 f,
                 "constraint monetary needs argument {argument} as a whole number of minor units"
@@ -281,7 +289,7 @@ impl DenyReason {
         }
     }
 
-    /// Step 6.
+    /// Step 6: paths, sequences, information flow and integrity.
     fn fmt_guard(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use DenyReason as R;
         match self {
@@ -340,6 +348,14 @@ impl DenyReason {
                 f,
                 "integrity: argument {argument} carries untrusted content; tool {tool} on server {server} reaches the open world"
             ),
+            _ => self.fmt_injection(f),
+        }
+    }
+
+    /// Step 6, continued: injected text, credentials and poisoned definitions.
+    fn fmt_injection(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DenyReason as R;
+        match self {
             R::PromptInjection(Injection {
                 place,
                 pointer: Some(pointer),

@@ -190,59 +190,71 @@ impl fmt::Display for MoneyDeny {
                 f,
                 "monetary budget {budget} counts {currency} and argument {argument} names {found}"
             ),
+            _ => self.fmt_total(f),
+        }
+    }
+}
+
+impl MoneyDeny {
+    /// The reasons about a budget's window or total, after the call's
+    /// arguments were read.
+    fn fmt_total(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use MoneyDeny as M;
+        match self {
             M::WindowBeforeStart {
-                budget,
-                now,
-                origin,
-            } => write!(
-                f,
-                "monetary budget {budget} counts in windows from {origin} ms; the call at {now} ms is before the first"
-            ),
-            M::Exceeded {
-                budget,
-                spent,
-                amount,
-                limit,
-                currency,
-                window,
-            } => {
-                write!(
+                    budget,
+                    now,
+                    origin,
+                } => write!(
                     f,
-                    "monetary budget {budget} exceeded: {spent} of {limit} {currency} spent"
-                )?;
-                if let Some(window) = window {
-                    write!(f, " in window {window}")?;
+                    "monetary budget {budget} counts in windows from {origin} ms; the call at {now} ms is before the first"
+                ),
+                M::Exceeded {
+                    budget,
+                    spent,
+                    amount,
+                    limit,
+                    currency,
+                    window,
+                } => {
+                    write!(
+                        f,
+                        "monetary budget {budget} exceeded: {spent} of {limit} {currency} spent"
+                    )?;
+                    if let Some(window) = window {
+                        write!(f, " in window {window}")?;
+                    }
+                    write!(f, ", {amount} more requested")
                 }
-                write!(f, ", {amount} more requested")
-            }
-            M::ShareExceeded {
-                budget,
-                capability,
-                bps,
-                spent,
-                amount,
-                limit,
-                currency,
-                window,
-            } => {
-                write!(
+                M::ShareExceeded {
+                    budget,
+                    capability,
+                    bps,
+                    spent,
+                    amount,
+                    limit,
+                    currency,
+                    window,
+                } => {
+                    write!(
+                        f,
+                        "monetary budget {budget}: delegated share of {capability} ({bps} bps) exceeded: {spent} of {limit} {currency} spent"
+                    )?;
+                    if let Some(window) = window {
+                        write!(f, " in window {window}")?;
+                    }
+                    write!(f, ", {amount} more requested")
+                }
+                M::TotalAboveApproval {
+                    budget,
+                    total,
+                    threshold,
+                    currency,
+                } => write!(
                     f,
-                    "monetary budget {budget}: delegated share of {capability} ({bps} bps) exceeded: {spent} of {limit} {currency} spent"
-                )?;
-                if let Some(window) = window {
-                    write!(f, " in window {window}")?;
-                }
-                write!(f, ", {amount} more requested")
-            }
-            M::TotalAboveApproval {
-                budget,
-                total,
-                threshold,
-                currency,
-            } => write!(
-                f,
-                "monetary budget {budget} would reach {total} {currency}, above {threshold}; approval required"
-            ),
+                    "monetary budget {budget} would reach {total} {currency}, above {threshold}; approval required"
+                ),
+                _ => unreachable!("every monetary reason is printed by fmt or fmt_total"),
         }
     }
 }

@@ -71,7 +71,9 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::adversary::action::{AdversaryAction, MutatedCall, Mutation};
+use chio_arena::adversary::action::{
+    AdversaryAction, BurstPlan, MutatedCall, Mutation, ReplayPlan,
+};
 use chio_arena::adversary::class::{ReplayMode, ReplayReuse};
 use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario};
@@ -352,34 +354,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
                 })?;
                 (decision.0, 1)
             }
-            Mutation::Replay(plan) => {
-                let token = self.token(&call.capability)?;
-                let original =
-                    self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
-                let copy_at = now_ms + plan.offset_ms;
-                let copy = match (&plan.reuse, &plan.copy_arguments) {
-                    (ReplayReuse::Nonce, Some(arguments)) => self.sign_action(
-                        &action.id,
-                        call,
-                        original.capability.clone(),
-                        arguments.clone(),
-                        copy_at,
-                    )?,
-                    _ => original.clone(),
-                };
-                if plan.mode == ReplayMode::Concurrent {
-                    let decided =
-                        self.admit_all(&kernel, &[(original, now_ms), (copy, copy_at)])?;
-                    let last = decided
-                        .into_iter()
-                        .last()
-                        .ok_or_else(|| failure("a concurrent replay decided nothing"))?;
-                    (last.0, 2)
-                } else {
-                    self.evaluate(&kernel, &original, now_ms)?;
-                    (self.evaluate(&kernel, &copy, copy_at)?.0, 2)
-                }
-            }
+            Mutation::Replay(plan) => self.run_replay(action, &kernel, plan, now_ms)?,
             Mutation::Widen(plan) => {
                 let child =
                     self.widened_child(plan, &call.agent, &call.capability, &call.tool, now_ms)?;
@@ -388,36 +363,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
                 (self.evaluate(&kernel, &request, now_ms)?.0, 1)
             }
             Mutation::Burst(plan) => {
-                let token = self.token(&call.capability)?;
-                let mut requests = Vec::with_capacity(plan.copies as usize);
-                for copy in 0..plan.copies {
-                    let id = format!("{}#{copy}", action.id);
-                    let request =
-                        self.sign_action(&id, call, token.clone(), call.arguments.clone(), now_ms)?;
-                    requests.push((request, now_ms));
-                }
-                let decided = if plan.concurrent {
-                    self.admit_all(&kernel, &requests)?
-                } else {
-                    let mut decided = Vec::with_capacity(requests.len());
-                    for (request, at) in &requests {
-                        decided.push(self.evaluate(&kernel, request, *at)?);
-                    }
-                    decided
-                };
-                observed.copies = plan.copies;
-                observed.admitted = decided
-                    .iter()
-                    .filter(|(d, _)| d.verdict == chio_kernel::verdict::Verdict::Allow)
-                    .count() as u32;
-                observed.exceeded = decided.iter().any(|(_, exceeded)| *exceeded);
-                // The copy that went past the budget, else the last one.
-                let shown = match decided.iter().position(|(_, exceeded)| *exceeded) {
-                    Some(at) => decided.into_iter().nth(at),
-                    None => decided.into_iter().last(),
-                };
-                let shown = shown.ok_or_else(|| failure("a burst made no copy"))?;
-                (shown.0, plan.copies)
+                self.run_burst(action, &kernel, plan, now_ms, &mut observed)?
             }
         };
         let projected = decision.projected();
@@ -432,6 +378,88 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
             evaluations,
             feedback: Some(feedback),
         })
+    }
+
+    /// A replay: the captured original, then its copy (the same request, or
+    /// signed again with a fresh nonce), the copy admitted while the
+    /// original is in flight for a concurrent replay; the copy's decision.
+    fn run_replay(
+        &mut self,
+        action: &AdversaryAction,
+        kernel: &str,
+        plan: &ReplayPlan,
+        now_ms: u64,
+    ) -> Result<(Decision, u32), ArenaError> {
+        let call = &action.call;
+        let token = self.token(&call.capability)?;
+        let original = self.sign_action(&action.id, call, token, call.arguments.clone(), now_ms)?;
+        let copy_at = now_ms + plan.offset_ms;
+        let copy = match (&plan.reuse, &plan.copy_arguments) {
+            (ReplayReuse::Nonce, Some(arguments)) => self.sign_action(
+                &action.id,
+                call,
+                original.capability.clone(),
+                arguments.clone(),
+                copy_at,
+            )?,
+            _ => original.clone(),
+        };
+        if plan.mode == ReplayMode::Concurrent {
+            let decided = self.admit_all(kernel, &[(original, now_ms), (copy, copy_at)])?;
+            let last = decided
+                .into_iter()
+                .last()
+                .ok_or_else(|| failure("a concurrent replay decided nothing"))?;
+            Ok((last.0, 2))
+        } else {
+            self.evaluate(kernel, &original, now_ms)?;
+            Ok((self.evaluate(kernel, &copy, copy_at)?.0, 2))
+        }
+    }
+
+    /// A burst: copies of one call, admitted together or one after another;
+    /// how many were admitted and whether one went past a budget go to
+    /// `observed`, and the decision shown is the copy that went past it,
+    /// else the last.
+    fn run_burst(
+        &mut self,
+        action: &AdversaryAction,
+        kernel: &str,
+        plan: &BurstPlan,
+        now_ms: u64,
+        observed: &mut Observed,
+    ) -> Result<(Decision, u32), ArenaError> {
+        let call = &action.call;
+        let token = self.token(&call.capability)?;
+        let mut requests = Vec::with_capacity(plan.copies as usize);
+        for copy in 0..plan.copies {
+            let id = format!("{}#{copy}", action.id);
+            let request =
+                self.sign_action(&id, call, token.clone(), call.arguments.clone(), now_ms)?;
+            requests.push((request, now_ms));
+        }
+        let decided = if plan.concurrent {
+            self.admit_all(kernel, &requests)?
+        } else {
+            let mut decided = Vec::with_capacity(requests.len());
+            for (request, at) in &requests {
+                decided.push(self.evaluate(kernel, request, *at)?);
+            }
+            decided
+        };
+        observed.copies = plan.copies;
+        observed.admitted = decided
+            .iter()
+            .filter(|(d, _)| d.verdict == chio_kernel::verdict::Verdict::Allow)
+            .count() as u32;
+        observed.exceeded = decided.iter().any(|(_, exceeded)| *exceeded);
+        // The copy that went past the budget, else the last one.
+        let shown = match decided.iter().position(|(_, exceeded)| *exceeded) {
+            Some(at) => decided.into_iter().nth(at),
+            None => decided.into_iter().last(),
+        };
+        let shown = shown.ok_or_else(|| failure("a burst made no copy"))?;
+        Ok((shown.0, plan.copies))
     }
 }
 

@@ -197,26 +197,12 @@ fn journal_to_proto(entry: &JournalEntry) -> pb::JournalEntry {
 
 /// A decision trace, from the wire; a label key read twice is refused.
 pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<DecisionTrace, NodeError> {
-    let mut label_keys = BTreeMap::new();
-    for read in trace.label_keys {
-        if label_keys.contains_key(&read.key) {
-            return Err(malformed(
-                &format!("{field}.label_keys"),
-                format!("key {:?} appears twice", read.key),
-            ));
-        }
-        label_keys.insert(read.key, read.labels);
-    }
-    let mut argument_labels = BTreeMap::new();
-    for read in trace.argument_labels {
-        if argument_labels.contains_key(&read.key) {
-            return Err(malformed(
-                &format!("{field}.argument_labels"),
-                format!("argument {:?} appears twice", read.key),
-            ));
-        }
-        argument_labels.insert(read.key, read.labels);
-    }
+    let label_keys = labels_by_key(&format!("{field}.label_keys"), "key", trace.label_keys)?;
+    let argument_labels = labels_by_key(
+        &format!("{field}.argument_labels"),
+        "argument",
+        trace.argument_labels,
+    )?;
     let reason_code = trace
         .reason_code
         .as_deref()
@@ -225,21 +211,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
                 .ok_or_else(|| malformed(&format!("{field}.reason_code"), "not a reason code"))
         })
         .transpose()?;
-    let journal_field = format!("{field}.journal.verdict");
-    let journal = trace
-        .journal
-        .into_iter()
-        .map(|e| {
-            Ok(JournalEntry {
-                verdict: projected_from_proto(&journal_field, e.verdict)?,
-                request_id: e.request_id,
-                server: e.server,
-                tool: e.tool,
-                at_ms: e.at_ms,
-                performed: e.performed,
-            })
-        })
-        .collect::<Result<_, NodeError>>()?;
+    let journal = journal_from_proto(&format!("{field}.journal.verdict"), trace.journal)?;
     Ok(DecisionTrace {
         reason_code,
         principal: trace.principal,
@@ -258,28 +230,10 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         budget_keys: trace
             .budget_keys
             .into_iter()
-            .map(|b| BudgetRead {
-                key: b.key,
-                amount: b.amount,
-                limit: b.limit,
-                used: b.used,
-                outcome: b.outcome,
-                settled: b.settled,
-            })
+            .map(budget_from_proto)
             .collect(),
         journal,
-        guards: trace
-            .guards
-            .into_iter()
-            .map(|g| GuardAnswer {
-                guard: g.guard,
-                kind: g.kind,
-                mode: g.mode,
-                phase: g.phase,
-                answer: g.answer,
-                reason: g.reason,
-            })
-            .collect(),
+        guards: trace.guards.into_iter().map(guard_from_proto).collect(),
         shares: trace
             .shares
             .into_iter()
@@ -295,6 +249,70 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         label_writes: trace.label_writes,
         not_performed: trace.not_performed,
     })
+}
+
+/// Labels by key, from the wire, as read at `field`; a key (a `what`)
+/// read twice is refused.
+fn labels_by_key(
+    field: &str,
+    what: &str,
+    reads: Vec<pb::KeyLabels>,
+) -> Result<BTreeMap<String, Vec<String>>, NodeError> {
+    let mut by_key = BTreeMap::new();
+    for read in reads {
+        if by_key.contains_key(&read.key) {
+            return Err(malformed(
+                field,
+                format!("{what} {:?} appears twice", read.key),
+            ));
+        }
+        by_key.insert(read.key, read.labels);
+    }
+    Ok(by_key)
+}
+
+/// A trace's journal, from the wire; `field` names the entries' verdict.
+fn journal_from_proto(
+    field: &str,
+    entries: Vec<pb::JournalEntry>,
+) -> Result<Vec<JournalEntry>, NodeError> {
+    entries
+        .into_iter()
+        .map(|e| {
+            Ok(JournalEntry {
+                verdict: projected_from_proto(field, e.verdict)?,
+                request_id: e.request_id,
+                server: e.server,
+                tool: e.tool,
+                at_ms: e.at_ms,
+                performed: e.performed,
+            })
+        })
+        .collect()
+}
+
+/// A budget hold a trace records, from the wire.
+fn budget_from_proto(b: pb::BudgetRead) -> BudgetRead {
+    BudgetRead {
+        key: b.key,
+        amount: b.amount,
+        limit: b.limit,
+        used: b.used,
+        outcome: b.outcome,
+        settled: b.settled,
+    }
+}
+
+/// A guard's answer a trace records, from the wire.
+fn guard_from_proto(g: pb::GuardAnswer) -> GuardAnswer {
+    GuardAnswer {
+        guard: g.guard,
+        kind: g.kind,
+        mode: g.mode,
+        phase: g.phase,
+        answer: g.answer,
+        reason: g.reason,
+    }
 }
 
 /// A node's answer to a call, on the wire.

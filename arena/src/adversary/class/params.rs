@@ -62,98 +62,12 @@ impl ClassParams {
         let empty = toml::Table::new();
         let table = table.unwrap_or(&empty);
         let reader = ParamReader { table, field };
-        let default_servers = || -> Vec<String> {
-            if servers.is_empty() {
-                vec![FALLBACK_SERVER.to_string()]
-            } else {
-                servers.to_vec()
-            }
-        };
-        let default_tools = || DEFAULT_TOOLS.iter().map(|t| t.to_string()).collect();
-        let params = match class {
-            AdversaryClass::PromptInjection => {
-                reader.only(&["patterns", "targets", "evasive"])?;
-                let patterns = match reader.strings("patterns")? {
-                    Some(list) => {
-                        for (i, name) in list.iter().enumerate() {
-                            if Pattern::parse(name).is_none() {
-                                return Err(ArenaError::AdversaryParam {
-                                    field: format!("{field}.patterns[{i}]"),
-                                    reason: format!("unknown pattern {name:?}; use ignore-previous-instructions, system-prompt-leak, tool-name-spoof, json-payload-smuggle or delimiter-confusion"),
-                                });
-                            }
-                        }
-                        list
-                    }
-                    None => Pattern::ALL
-                        .iter()
-                        .map(|p| p.as_str().to_string())
-                        .collect(),
-                };
-                ClassParams::PromptInjection {
-                    patterns,
-                    targets: reader
-                        .words("targets", "arguments, fixture")?
-                        .unwrap_or_else(|| {
-                            vec![InjectionTarget::Arguments, InjectionTarget::Fixture]
-                        }),
-                    evasive: reader.boolean("evasive")?.unwrap_or(false),
-                }
-            }
-            AdversaryClass::CapabilityOverrequest => {
-                reader.only(&["swaps", "tools", "servers"])?;
-                ClassParams::CapabilityOverrequest {
-                    swaps: reader
-                        .words("swaps", "server, tool, both")?
-                        .unwrap_or_else(|| vec![SwapKind::Server, SwapKind::Tool, SwapKind::Both]),
-                    tools: reader.strings("tools")?.unwrap_or_else(default_tools),
-                    servers: reader.strings("servers")?.unwrap_or_else(default_servers),
-                }
-            }
-            AdversaryClass::ReplayAttempt => {
-                reader.only(&["modes", "reuse", "delay_ms", "stale_ms"])?;
-                ClassParams::ReplayAttempt {
-                    modes: reader
-                        .words("modes", "immediate, delayed, stale, concurrent")?
-                        .unwrap_or_else(|| {
-                            vec![
-                                ReplayMode::Immediate,
-                                ReplayMode::Delayed,
-                                ReplayMode::Stale,
-                                ReplayMode::Concurrent,
-                            ]
-                        }),
-                    reuses: reader
-                        .words("reuse", "request, nonce")?
-                        .unwrap_or_else(|| vec![ReplayReuse::Request, ReplayReuse::Nonce]),
-                    delay_ms: reader
-                        .millis("delay_ms")?
-                        .unwrap_or(DEFAULT_REPLAY_DELAY_MS),
-                    stale_ms: reader
-                        .millis("stale_ms")?
-                        .unwrap_or(DEFAULT_REPLAY_STALE_MS),
-                }
-            }
-            AdversaryClass::ScopeEscape => {
-                reader.only(&["widenings", "tools", "servers"])?;
-                ClassParams::ScopeEscape {
-                    widenings: reader
-                        .words("widenings", "tool, path, server, expiry, share")?
-                        .unwrap_or_else(|| {
-                            vec![
-                                WideningKind::Tool,
-                                WideningKind::Path,
-                                WideningKind::Server,
-                                WideningKind::Expiry,
-                                WideningKind::Share,
-                            ]
-                        }),
-                    tools: reader.strings("tools")?.unwrap_or_else(default_tools),
-                    servers: reader.strings("servers")?.unwrap_or_else(default_servers),
-                }
-            }
-        };
-        Ok(params)
+        match class {
+            AdversaryClass::PromptInjection => reader.prompt_injection(),
+            AdversaryClass::CapabilityOverrequest => reader.capability_overrequest(servers),
+            AdversaryClass::ReplayAttempt => reader.replay_attempt(),
+            AdversaryClass::ScopeEscape => reader.scope_escape(servers),
+        }
     }
 
     /// The class these parameters belong to.
@@ -222,7 +136,110 @@ struct ParamReader<'a> {
     field: &'a str,
 }
 
+/// The servers a population targets by default: the scenario's, or
+/// `admin` when it declares none.
+fn default_servers(servers: &[String]) -> Vec<String> {
+    if servers.is_empty() {
+        vec![FALLBACK_SERVER.to_string()]
+    } else {
+        servers.to_vec()
+    }
+}
+
+/// The tools a population targets by default: the simulated catalogue.
+fn default_tools() -> Vec<String> {
+    DEFAULT_TOOLS.iter().map(|t| t.to_string()).collect()
+}
+
 impl ParamReader<'_> {
+    /// `prompt-injection`'s params: known pattern names, targets, evasive.
+    fn prompt_injection(&self) -> Result<ClassParams, ArenaError> {
+        let field = self.field;
+        self.only(&["patterns", "targets", "evasive"])?;
+        let patterns = match self.strings("patterns")? {
+            Some(list) => {
+                for (i, name) in list.iter().enumerate() {
+                    if Pattern::parse(name).is_none() {
+                        return Err(ArenaError::AdversaryParam {
+                            field: format!("{field}.patterns[{i}]"),
+                            reason: format!("unknown pattern {name:?}; use ignore-previous-instructions, system-prompt-leak, tool-name-spoof, json-payload-smuggle or delimiter-confusion"),
+                        });
+                    }
+                }
+                list
+            }
+            None => Pattern::ALL
+                .iter()
+                .map(|p| p.as_str().to_string())
+                .collect(),
+        };
+        Ok(ClassParams::PromptInjection {
+            patterns,
+            targets: self
+                .words("targets", "arguments, fixture")?
+                .unwrap_or_else(|| vec![InjectionTarget::Arguments, InjectionTarget::Fixture]),
+            evasive: self.boolean("evasive")?.unwrap_or(false),
+        })
+    }
+
+    /// `capability-overrequest`'s params: swaps, tools, servers.
+    fn capability_overrequest(&self, servers: &[String]) -> Result<ClassParams, ArenaError> {
+        self.only(&["swaps", "tools", "servers"])?;
+        Ok(ClassParams::CapabilityOverrequest {
+            swaps: self
+                .words("swaps", "server, tool, both")?
+                .unwrap_or_else(|| vec![SwapKind::Server, SwapKind::Tool, SwapKind::Both]),
+            tools: self.strings("tools")?.unwrap_or_else(default_tools),
+            servers: self
+                .strings("servers")?
+                .unwrap_or_else(|| default_servers(servers)),
+        })
+    }
+
+    /// `replay-attempt`'s params: modes, reuse, delay_ms, stale_ms.
+    fn replay_attempt(&self) -> Result<ClassParams, ArenaError> {
+        self.only(&["modes", "reuse", "delay_ms", "stale_ms"])?;
+        Ok(ClassParams::ReplayAttempt {
+            modes: self
+                .words("modes", "immediate, delayed, stale, concurrent")?
+                .unwrap_or_else(|| {
+                    vec![
+                        ReplayMode::Immediate,
+                        ReplayMode::Delayed,
+                        ReplayMode::Stale,
+                        ReplayMode::Concurrent,
+                    ]
+                }),
+            reuses: self
+                .words("reuse", "request, nonce")?
+                .unwrap_or_else(|| vec![ReplayReuse::Request, ReplayReuse::Nonce]),
+            delay_ms: self.millis("delay_ms")?.unwrap_or(DEFAULT_REPLAY_DELAY_MS),
+            stale_ms: self.millis("stale_ms")?.unwrap_or(DEFAULT_REPLAY_STALE_MS),
+        })
+    }
+
+    /// `scope-escape`'s params: widenings, tools, servers.
+    fn scope_escape(&self, servers: &[String]) -> Result<ClassParams, ArenaError> {
+        self.only(&["widenings", "tools", "servers"])?;
+        Ok(ClassParams::ScopeEscape {
+            widenings: self
+                .words("widenings", "tool, path, server, expiry, share")?
+                .unwrap_or_else(|| {
+                    vec![
+                        WideningKind::Tool,
+                        WideningKind::Path,
+                        WideningKind::Server,
+                        WideningKind::Expiry,
+                        WideningKind::Share,
+                    ]
+                }),
+            tools: self.strings("tools")?.unwrap_or_else(default_tools),
+            servers: self
+                .strings("servers")?
+                .unwrap_or_else(|| default_servers(servers)),
+        })
+    }
+
     fn at(&self, key: &str) -> String {
         format!("{}.{key}", self.field)
     }

@@ -38,9 +38,11 @@ use crate::experiment::error::ExperimentError;
 
 mod checks;
 pub use checks::{check_ledger, limit_statuses, overrun_phrase, spent_on, LimitStatus};
+mod import;
+pub use import::import;
 mod records;
 pub(crate) use records::derive;
-pub use records::{estimated_cost, import, record_failure, ImportRecord, Measured};
+pub use records::{estimated_cost, record_failure, ImportRecord, Measured};
 
 /// Schema id of a ledger.
 pub const LEDGER_SCHEMA_VERSION: &str = "chio.arena.campaign-ledger/v2";

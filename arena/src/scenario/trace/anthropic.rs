@@ -12,6 +12,8 @@
 
 use serde_json::Value;
 
+use crate::scenario::mcp::ImportedTool;
+
 use super::{
     below, called_name, content_text, define, defined_tool, id_key, output_of, parse_json, Pending,
     Trace, TraceCall, TraceError, TraceFault, TraceFormat,
@@ -27,8 +29,50 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
             "is not a JSON object: pass a Messages request body {\"messages\": [...], \"tools\": [...]}",
         ));
     };
+    let tools = read_tools(top.get("tools"))?;
+    let Some(Value::Array(messages)) = top.get("messages") else {
+        return Err(TraceError::new(
+            TraceFault::Shape,
+            "/messages",
+            "is missing or not an array: pass the request body that holds the conversation",
+        ));
+    };
+    let mut calls = Pending::default();
+    let mut prompt = None;
+    for (i, message) in messages.iter().enumerate() {
+        let place = below("/messages", i);
+        let Value::Object(message) = message else {
+            return Err(TraceError::new(
+                TraceFault::Shape,
+                place,
+                "is not a JSON object",
+            ));
+        };
+        let role = message.get("role").and_then(Value::as_str);
+        if role == Some("user") && prompt.is_none() {
+            prompt = content_text(message.get("content"));
+        }
+        let Some(Value::Array(blocks)) = message.get("content") else {
+            continue;
+        };
+        for (k, block) in blocks.iter().enumerate() {
+            let at = below(&below(&place, "content"), k);
+            read_block(role, block, at, &mut calls)?;
+        }
+    }
+    Ok(Trace {
+        format: TraceFormat::Anthropic,
+        tools,
+        calls: calls.finish("a tool_result block")?,
+        prompt,
+    })
+}
+
+/// The `tools` of the request body: each custom tool defined once; a tool
+/// Anthropic defines (a `type` other than `custom`) is skipped.
+fn read_tools(listed: Option<&Value>) -> Result<Vec<ImportedTool>, TraceError> {
     let mut tools = Vec::new();
-    match top.get("tools") {
+    match listed {
         None | Some(Value::Null) => {}
         Some(Value::Array(defined)) => {
             for (k, tool) in defined.iter().enumerate() {
@@ -65,81 +109,58 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
             ))
         }
     }
-    let Some(Value::Array(messages)) = top.get("messages") else {
-        return Err(TraceError::new(
-            TraceFault::Shape,
-            "/messages",
-            "is missing or not an array: pass the request body that holds the conversation",
-        ));
-    };
-    let mut calls = Pending::default();
-    let mut prompt = None;
-    for (i, message) in messages.iter().enumerate() {
-        let place = below("/messages", i);
-        let Value::Object(message) = message else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                place,
-                "is not a JSON object",
-            ));
-        };
-        let role = message.get("role").and_then(Value::as_str);
-        if role == Some("user") && prompt.is_none() {
-            prompt = content_text(message.get("content"));
-        }
-        let Some(Value::Array(blocks)) = message.get("content") else {
-            continue;
-        };
-        for (k, block) in blocks.iter().enumerate() {
-            let at = below(&below(&place, "content"), k);
-            match (role, block.get("type").and_then(Value::as_str)) {
-                (Some("assistant"), Some("tool_use")) => {
-                    let key = id_key(block.get("id"), &below(&at, "id"), false)?;
-                    let tool = called_name(block.get("name"), &below(&at, "name"))?;
-                    let arguments = match block.get("input") {
-                        Some(Value::Object(input)) => input.clone(),
-                        _ => {
-                            return Err(TraceError::new(
-                                TraceFault::Arguments,
-                                below(&at, "input"),
-                                "the input is not a JSON object: a tool is called with an object of named arguments",
-                            ))
-                        }
-                    };
-                    calls.call(
-                        key,
-                        TraceCall {
-                            tool,
-                            arguments,
-                            ok: true,
-                            output: Value::Null,
-                            place: at,
-                        },
-                    )?;
+    Ok(tools)
+}
+
+/// One content block at `at` of a message of `role`: an assistant's
+/// `tool_use` opens a call, a user's `tool_result` answers one; any other
+/// block is not a tool call.
+fn read_block(
+    role: Option<&str>,
+    block: &Value,
+    at: String,
+    calls: &mut Pending,
+) -> Result<(), TraceError> {
+    match (role, block.get("type").and_then(Value::as_str)) {
+        (Some("assistant"), Some("tool_use")) => {
+            let key = id_key(block.get("id"), &below(&at, "id"), false)?;
+            let tool = called_name(block.get("name"), &below(&at, "name"))?;
+            let arguments = match block.get("input") {
+                Some(Value::Object(input)) => input.clone(),
+                _ => {
+                    return Err(TraceError::new(
+                        TraceFault::Arguments,
+                        below(&at, "input"),
+                        "the input is not a JSON object: a tool is called with an object of named arguments",
+                    ))
                 }
-                (Some("user"), Some("tool_result")) => {
-                    let key = id_key(block.get("tool_use_id"), &below(&at, "tool_use_id"), false)?;
-                    let ok = match block.get("is_error") {
-                        None | Some(Value::Null) => true,
-                        Some(Value::Bool(is_error)) => !is_error,
-                        Some(_) => {
-                            return Err(TraceError::new(
-                                TraceFault::Shape,
-                                below(&at, "is_error"),
-                                "is not a boolean",
-                            ))
-                        }
-                    };
-                    calls.result(&key, &at, ok, output_of(block.get("content")))?;
-                }
-                _ => {}
-            }
+            };
+            calls.call(
+                key,
+                TraceCall {
+                    tool,
+                    arguments,
+                    ok: true,
+                    output: Value::Null,
+                    place: at,
+                },
+            )
         }
+        (Some("user"), Some("tool_result")) => {
+            let key = id_key(block.get("tool_use_id"), &below(&at, "tool_use_id"), false)?;
+            let ok = match block.get("is_error") {
+                None | Some(Value::Null) => true,
+                Some(Value::Bool(is_error)) => !is_error,
+                Some(_) => {
+                    return Err(TraceError::new(
+                        TraceFault::Shape,
+                        below(&at, "is_error"),
+                        "is not a boolean",
+                    ))
+                }
+            };
+            calls.result(&key, &at, ok, output_of(block.get("content")))
+        }
+        _ => Ok(()),
     }
-    Ok(Trace {
-        format: TraceFormat::Anthropic,
-        tools,
-        calls: calls.finish("a tool_result block")?,
-        prompt,
-    })
 }

@@ -63,6 +63,47 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
     let server = server_id(trace.format);
     let derived = derived_tools(trace)?;
     let mut out = String::new();
+    write_world(&mut out, trace, id, server);
+    write_tools(&mut out, trace, &derived);
+    write_answers(&mut out, trace)?;
+    let names: Vec<String> = trace
+        .tools
+        .iter()
+        .chain(derived.iter().map(|(tool, _)| tool))
+        .map(|t| toml_string(&t.contract.name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "\n[[grants]]\nid = \"{AGENT}-{server}\"\nagent = \"{AGENT}\"\nserver = \"{server}\"\ntools = [{}]",
+        names.join(", ")
+    );
+    write_steps(&mut out, trace, server)?;
+    crate::scenario::parse_scenario(&out, Path::new(".")).map_err(|e| {
+        TraceError::new(
+            TraceFault::Refused,
+            "the written scenario",
+            format!(
+                "does not validate ({}: {e}); steps[k] is the trace's call k+1: fix that call in the trace or write the scenario by hand",
+                e.code()
+            ),
+        )
+    })?;
+    let flagged = trace
+        .tools
+        .iter()
+        .filter_map(|t| t.poisoning().map(|found| (t.contract.name.clone(), found)))
+        .collect();
+    Ok(ImportedTrace {
+        scenario: out,
+        prompt_ref: PROMPT_REF.to_string(),
+        prompt: prompt_of(trace),
+        flagged,
+    })
+}
+
+/// The scenario's head and its world up to the server's table: where it
+/// came from, its ids and determinism, the node, kernel and agent.
+fn write_world(out: &mut String, trace: &Trace, id: &str, server: &str) {
     let what = trace.format.describe();
     let _ = writeln!(
         out,
@@ -96,10 +137,15 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
         out,
         "[[servers]]\nid = \"{server}\"\nkernel = \"kernel-a\"\nkind = \"recorded\""
     );
+}
+
+/// The server's tools: those the trace defines, then those only called,
+/// each with a comment saying its schema was derived from its calls.
+fn write_tools(out: &mut String, trace: &Trace, derived: &[(ImportedTool, usize)]) {
     for tool in &trace.tools {
         out.push_str(&tool_table(tool));
     }
-    for (tool, calls) in &derived {
+    for (tool, calls) in derived {
         out.push_str(
             "\n# Called but never defined in the trace: this schema is derived from the tool's\n",
         );
@@ -109,6 +155,10 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
         );
         out.push_str(tool_table(tool).trim_start_matches('\n'));
     }
+}
+
+/// The server's recorded answers, one per call naming its step.
+fn write_answers(out: &mut String, trace: &Trace) -> Result<(), TraceError> {
     for (index, call) in trace.calls.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -119,21 +169,15 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
             out.push_str("ok = false\n");
         }
         out.push_str("output = ");
-        toml_value(&call.output, false, &mut out)
+        toml_value(&call.output, false, out)
             .map_err(|pointer| unwritable(call, "output", &pointer))?;
         out.push('\n');
     }
-    let names: Vec<String> = trace
-        .tools
-        .iter()
-        .chain(derived.iter().map(|(tool, _)| tool))
-        .map(|t| toml_string(&t.contract.name))
-        .collect();
-    let _ = writeln!(
-        out,
-        "\n[[grants]]\nid = \"{AGENT}-{server}\"\nagent = \"{AGENT}\"\nserver = \"{server}\"\ntools = [{}]",
-        names.join(", ")
-    );
+    Ok(())
+}
+
+/// One call step per recorded call, in order, each expecting `allow`.
+fn write_steps(out: &mut String, trace: &Trace, server: &str) -> Result<(), TraceError> {
     out.push_str(
         "\n# State the verdict you expect of each call: \"allow\" below is only the default the import writes.\n",
     );
@@ -144,24 +188,20 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
             step_id(index, &call.tool),
             toml_string(&call.tool)
         );
-        toml_table(&call.arguments, false, &mut out)
+        toml_table(&call.arguments, false, out)
             .map_err(|pointer| unwritable(call, "arguments", &pointer))?;
         out.push_str("\nexpect_verdict = \"allow\"\n");
         if index + 1 < trace.calls.len() {
             out.push('\n');
         }
     }
-    crate::scenario::parse_scenario(&out, Path::new(".")).map_err(|e| {
-        TraceError::new(
-            TraceFault::Refused,
-            "the written scenario",
-            format!(
-                "does not validate ({}: {e}); steps[k] is the trace's call k+1: fix that call in the trace or write the scenario by hand",
-                e.code()
-            ),
-        )
-    })?;
-    let prompt = match &trace.prompt {
+    Ok(())
+}
+
+/// The agent's prompt: the trace's first user text, ending in a newline,
+/// or a line saying what to replay when the trace has none.
+fn prompt_of(trace: &Trace) -> String {
+    match &trace.prompt {
         Some(text) if !text.trim().is_empty() => {
             let mut text = text.clone();
             if !text.ends_with('\n') {
@@ -170,21 +210,11 @@ pub fn scenario(trace: &Trace, id: &str) -> Result<ImportedTrace, TraceError> {
             text
         }
         _ => format!(
-            "Replay the {} tool calls of {what}, in the order they were made.\n",
-            trace.calls.len()
+            "Replay the {} tool calls of {}, in the order they were made.\n",
+            trace.calls.len(),
+            trace.format.describe()
         ),
-    };
-    let flagged = trace
-        .tools
-        .iter()
-        .filter_map(|t| t.poisoning().map(|found| (t.contract.name.clone(), found)))
-        .collect();
-    Ok(ImportedTrace {
-        scenario: out,
-        prompt_ref: PROMPT_REF.to_string(),
-        prompt,
-        flagged,
-    })
+    }
 }
 
 /// The refusal of a value of `call`'s `key` at `pointer`.

@@ -78,6 +78,73 @@ fn schema_refusal(schema: &Value, argument: &str, amount: bool) -> Option<&'stat
     }
 }
 
+/// Entry `i`'s subject: its agent or its grant, exactly one, declared.
+fn budget_subject<'b>(
+    i: usize,
+    budget: &'b BudgetDecl,
+    agents: &BTreeSet<&str>,
+    grants: &BTreeSet<&str>,
+) -> Result<&'b String, ArenaError> {
+    let at = |key: &str| format!("budgets[{i}].{key}");
+    match (&budget.agent, &budget.capability) {
+        (Some(agent), None) => {
+            resolve(agents, "agent", agent, || at("agent"))?;
+            Ok(agent)
+        }
+        (None, Some(capability)) => {
+            resolve(grants, "grant", capability, || at("capability"))?;
+            Ok(capability)
+        }
+        (Some(_), Some(_)) => Err(ArenaError::KeyNotAllowed {
+            field: at("capability"),
+            context: "a budget names agent or capability, not both",
+        }),
+        (None, None) => Err(ArenaError::MissingKey { field: at("agent") }),
+    }
+}
+
+/// Monetary entry `i` shares its id's total with the first entry of that
+/// id, so it must count alike; the first of an id is remembered.
+fn shares_counting<'b>(
+    i: usize,
+    budget: &'b BudgetDecl,
+    ids: &mut BTreeMap<String, Counting<'b>>,
+) -> Result<(), ArenaError> {
+    let id = budget.money_id();
+    match ids.get(&id) {
+        Some(first) if *first != counting(budget) => Err(ArenaError::BudgetShared {
+            field: format!("budgets[{i}].id"),
+            id,
+        }),
+        Some(_) => Ok(()),
+        None => {
+            ids.insert(id, counting(budget));
+            Ok(())
+        }
+    }
+}
+
+/// Refuses, on invocation-only entry `i`, the first key that belongs to a
+/// monetary budget.
+fn refuse_monetary_keys(i: usize, budget: &BudgetDecl) -> Result<(), ArenaError> {
+    match [
+        ("id", budget.id.is_some()),
+        ("amount", budget.amount.is_some()),
+        ("currency", budget.currency.is_some()),
+        ("currency_argument", budget.currency_argument.is_some()),
+        ("window_ms", budget.window_ms.is_some()),
+    ]
+    .into_iter()
+    .find_map(|(key, set)| set.then_some(key))
+    {
+        Some(key) => Err(ArenaError::KeyNotAllowed {
+            field: format!("budgets[{i}].{key}"),
+            context: "id, amount, currency, currency_argument and window_ms belong to a monetary budget; add limit",
+        }),
+        None => Ok(()),
+    }
+}
+
 impl Validator<'_> {
     /// Checks every `[[budgets]]` entry (see the module doc).
     pub(super) fn budgets(&self, has_world: bool) -> Result<(), ArenaError> {
@@ -94,23 +161,7 @@ impl Validator<'_> {
         let mut ids: BTreeMap<String, Counting<'_>> = BTreeMap::new();
         for (i, budget) in f.budgets.iter().enumerate() {
             let at = |key: &str| format!("budgets[{i}].{key}");
-            let subject = match (&budget.agent, &budget.capability) {
-                (Some(agent), None) => {
-                    resolve(&agents, "agent", agent, || at("agent"))?;
-                    agent
-                }
-                (None, Some(capability)) => {
-                    resolve(&grants, "grant", capability, || at("capability"))?;
-                    capability
-                }
-                (Some(_), Some(_)) => {
-                    return Err(ArenaError::KeyNotAllowed {
-                        field: at("capability"),
-                        context: "a budget names agent or capability, not both",
-                    })
-                }
-                (None, None) => return Err(ArenaError::MissingKey { field: at("agent") }),
-            };
+            let subject = budget_subject(i, budget, &agents, &grants)?;
             if has_world {
                 resolve(&server_ids, "server", &budget.server, || at("server"))?;
             }
@@ -128,33 +179,9 @@ impl Validator<'_> {
             }
             if budget.is_monetary() {
                 self.monetary(i, budget, &servers)?;
-                let id = budget.money_id();
-                match ids.get(&id) {
-                    Some(first) if *first != counting(budget) => {
-                        return Err(ArenaError::BudgetShared {
-                            field: at("id"),
-                            id,
-                        })
-                    }
-                    Some(_) => {}
-                    None => {
-                        ids.insert(id, counting(budget));
-                    }
-                }
-            } else if let Some(key) = [
-                ("id", budget.id.is_some()),
-                ("amount", budget.amount.is_some()),
-                ("currency", budget.currency.is_some()),
-                ("currency_argument", budget.currency_argument.is_some()),
-                ("window_ms", budget.window_ms.is_some()),
-            ]
-            .into_iter()
-            .find_map(|(key, set)| set.then_some(key))
-            {
-                return Err(ArenaError::KeyNotAllowed {
-                    field: at(key),
-                    context: "id, amount, currency, currency_argument and window_ms belong to a monetary budget; add limit",
-                });
+                shares_counting(i, budget, &mut ids)?;
+            } else {
+                refuse_monetary_keys(i, budget)?;
             }
             let key = (
                 budget.agent.is_some(),

@@ -280,93 +280,129 @@ fn arrives_in_range(
     Ok(())
 }
 
+/// A fault step `i` out of sequence: its key, why, and the fix.
+fn out_of_sequence(i: usize, key: &str, reason: String, fix: &'static str) -> ArenaError {
+    ArenaError::FaultSequence {
+        field: format!("steps[{i}].{key}"),
+        reason,
+        fix,
+    }
+}
+
 impl InEffect {
     /// Applies fault step `i` at offset `now`, refusing one out of sequence.
     fn apply(&mut self, fault: &FaultAction, i: usize, now: u64) -> Result<(), ArenaError> {
-        let refuse = |key: &str, reason: String, fix: &'static str| ArenaError::FaultSequence {
-            field: format!("steps[{i}].{key}"),
-            reason,
-            fix,
-        };
         match fault {
-            FaultAction::Crash { node } => {
-                if let Some(at) = self.down.insert(node.clone(), i) {
-                    return Err(refuse(
-                        "node",
-                        format!("node {node} is already down (crashed at steps[{at}])"),
-                        "restart the node before crashing it again",
-                    ));
-                }
-            }
-            FaultAction::Restart { node, .. } => {
-                if self.down.remove(node).is_none() {
-                    return Err(refuse(
-                        "node",
-                        format!("node {node} is not down at this point"),
-                        "crash the node in an earlier step, or remove the restart",
-                    ));
-                }
-                // A restarted node loads its world from trust-control.
-                if let Some(why) = self.control_blocked(node) {
-                    return Err(refuse(
-                        "node",
-                        format!("node {node} cannot load its world on restart: {why}"),
-                        "restart the node after the heal of its trust-control link or the stall's end",
-                    ));
-                }
-            }
-            FaultAction::Partition { link } => {
-                if self.slowed.contains_key(link) {
-                    return Err(refuse(
-                        "between",
-                        format!("link {} is delayed", link.describe()),
-                        "heal the delay before partitioning the link",
-                    ));
-                }
-                if let Some(at) = self.cut.insert(link.clone(), i) {
-                    return Err(refuse(
-                        "between",
-                        format!(
-                            "link {} is already partitioned (at steps[{at}])",
-                            link.describe()
-                        ),
-                        "heal the link before partitioning it again",
-                    ));
-                }
-            }
-            FaultAction::Heal { link } => {
-                if self.cut.remove(link).is_none() && self.slowed.remove(link).is_none() {
-                    return Err(refuse(
-                        "between",
-                        format!(
-                            "link {} is neither partitioned nor delayed",
-                            link.describe()
-                        ),
-                        "partition or delay the link in an earlier step, or remove the heal",
-                    ));
-                }
-            }
-            FaultAction::Stall { duration_ms } => {
-                if let Some((_, at)) = self.stall_until {
-                    return Err(refuse(
-                        "fault",
-                        format!("trust-control is still stalled by steps[{at}]"),
-                        "start the next stall at or after the end of the previous one",
-                    ));
-                }
-                self.stall_until = Some((now.saturating_add(*duration_ms), i));
-            }
-            FaultAction::Delay { link, delay_ms } => {
-                if self.cut.contains_key(link) || self.slowed.contains_key(link) {
-                    return Err(refuse(
-                        "between",
-                        format!("link {} is already partitioned or delayed", link.describe()),
-                        "heal the link before delaying it",
-                    ));
-                }
-                self.slowed.insert(link.clone(), (*delay_ms, i));
-            }
+            FaultAction::Crash { node } => self.crash(node, i),
+            FaultAction::Restart { node, .. } => self.restart(node, i),
+            FaultAction::Partition { link } => self.partition(link, i),
+            FaultAction::Heal { link } => self.heal(link, i),
+            FaultAction::Stall { duration_ms } => self.stall(*duration_ms, i, now),
+            FaultAction::Delay { link, delay_ms } => self.delay(link, *delay_ms, i),
         }
+    }
+
+    /// Step `i` crashes `node`, which must be up.
+    fn crash(&mut self, node: &str, i: usize) -> Result<(), ArenaError> {
+        if let Some(at) = self.down.insert(node.to_string(), i) {
+            return Err(out_of_sequence(
+                i,
+                "node",
+                format!("node {node} is already down (crashed at steps[{at}])"),
+                "restart the node before crashing it again",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Step `i` restarts `node`, which must be down and able to load its
+    /// world from trust-control.
+    fn restart(&mut self, node: &str, i: usize) -> Result<(), ArenaError> {
+        if self.down.remove(node).is_none() {
+            return Err(out_of_sequence(
+                i,
+                "node",
+                format!("node {node} is not down at this point"),
+                "crash the node in an earlier step, or remove the restart",
+            ));
+        }
+        // A restarted node loads its world from trust-control.
+        if let Some(why) = self.control_blocked(node) {
+            return Err(out_of_sequence(
+                i,
+                "node",
+                format!("node {node} cannot load its world on restart: {why}"),
+                "restart the node after the heal of its trust-control link or the stall's end",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Step `i` partitions `link`, which must be neither delayed nor cut.
+    fn partition(&mut self, link: &FaultLink, i: usize) -> Result<(), ArenaError> {
+        if self.slowed.contains_key(link) {
+            return Err(out_of_sequence(
+                i,
+                "between",
+                format!("link {} is delayed", link.describe()),
+                "heal the delay before partitioning the link",
+            ));
+        }
+        if let Some(at) = self.cut.insert(link.clone(), i) {
+            return Err(out_of_sequence(
+                i,
+                "between",
+                format!(
+                    "link {} is already partitioned (at steps[{at}])",
+                    link.describe()
+                ),
+                "heal the link before partitioning it again",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Step `i` heals `link`, which must be cut or delayed.
+    fn heal(&mut self, link: &FaultLink, i: usize) -> Result<(), ArenaError> {
+        if self.cut.remove(link).is_none() && self.slowed.remove(link).is_none() {
+            return Err(out_of_sequence(
+                i,
+                "between",
+                format!(
+                    "link {} is neither partitioned nor delayed",
+                    link.describe()
+                ),
+                "partition or delay the link in an earlier step, or remove the heal",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Step `i` stalls trust-control from `now`, which must not be stalled.
+    fn stall(&mut self, duration_ms: u64, i: usize, now: u64) -> Result<(), ArenaError> {
+        if let Some((_, at)) = self.stall_until {
+            return Err(out_of_sequence(
+                i,
+                "fault",
+                format!("trust-control is still stalled by steps[{at}]"),
+                "start the next stall at or after the end of the previous one",
+            ));
+        }
+        self.stall_until = Some((now.saturating_add(duration_ms), i));
+        Ok(())
+    }
+
+    /// Step `i` delays `link`, which must be neither cut nor delayed.
+    fn delay(&mut self, link: &FaultLink, delay_ms: u64, i: usize) -> Result<(), ArenaError> {
+        if self.cut.contains_key(link) || self.slowed.contains_key(link) {
+            return Err(out_of_sequence(
+                i,
+                "between",
+                format!("link {} is already partitioned or delayed", link.describe()),
+                "heal the link before delaying it",
+            ));
+        }
+        self.slowed.insert(link.clone(), (delay_ms, i));
         Ok(())
     }
 

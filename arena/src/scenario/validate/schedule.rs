@@ -10,8 +10,13 @@ use super::checks::check_instant;
 use super::steps::rebuild_action;
 use super::{Validator, UNRESOLVED};
 use crate::error::ArenaError;
-use crate::scenario::{Action, ActionKind, MessageAction, Step};
+use crate::model::ScenarioFile;
+use crate::scenario::{Action, ActionKind, CallAction, DelegateAction, MessageAction, Step};
 use crate::scheduler::ScheduledStep;
+
+/// A step that reads another: its declaration index, the field naming the
+/// source, the source's id, and whether the reader is a message.
+type Reader = (usize, String, String, bool);
 
 /// What a walk of the schedule reads: the order, and each step's agent
 /// and kind; a step's action is the held one or is parsed again.
@@ -65,26 +70,10 @@ impl<'a> Validator<'a> {
         walk: &Walk<'_>,
         start_ms: u64,
     ) -> Result<(Vec<u32>, Vec<String>), ArenaError> {
-        let mut resolved = vec![UNRESOLVED; walk.kinds.len()];
-        let mut names: Vec<String> = Vec::new();
-        let mut name_index: BTreeMap<String, u32> = BTreeMap::new();
         if !walk.has_world {
-            return Ok((resolved, names));
+            return Ok((vec![UNRESOLVED; walk.kinds.len()], Vec::new()));
         }
-        let f = self.file;
-        // capability id -> server it covers, for capabilities that exist so far.
-        let mut server_of: BTreeMap<String, String> = f
-            .grants
-            .iter()
-            .map(|g| (g.id.clone(), g.server.clone()))
-            .collect();
-        // agent id -> capabilities it holds so far (declaration order kept by BTreeSet on id).
-        let mut held: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for grant in &f.grants {
-            held.entry(grant.agent.clone())
-                .or_default()
-                .insert(grant.id.clone());
-        }
+        let mut holdings = Holdings::of_grants(self.file, walk.kinds.len());
         for entry in walk.schedule {
             let i = entry.step_index;
             if !matches!(
@@ -103,70 +92,9 @@ impl<'a> Validator<'a> {
                             format!("steps[{i}].expires_after_ms")
                         })?;
                     }
-                    let holds = held
-                        .get(agent)
-                        .is_some_and(|set| set.contains(&delegate.capability));
-                    if !holds {
-                        return Err(ArenaError::CapabilityNotHeld {
-                            field: format!("steps[{i}].capability"),
-                            agent: agent.to_string(),
-                            capability: delegate.capability.clone(),
-                        });
-                    }
-                    let server = server_of
-                        .get(&delegate.capability)
-                        .cloned()
-                        .unwrap_or_default();
-                    server_of.insert(delegate.delegation.clone(), server);
-                    held.entry(delegate.to.clone())
-                        .or_default()
-                        .insert(delegate.delegation.clone());
+                    holdings.delegate(i, agent, delegate)?;
                 }
-                Action::Call(call) => match &call.capability {
-                    Some(capability) => {
-                        if !server_of.contains_key(capability) {
-                            return Err(ArenaError::UndeclaredReference {
-                                kind: "capability (not yet delegated at this point)",
-                                id: capability.clone(),
-                                field: format!("steps[{i}].capability"),
-                            });
-                        }
-                    }
-                    None => {
-                        let candidates: Vec<&String> = held
-                            .get(agent)
-                            .into_iter()
-                            .flatten()
-                            .filter(|c| server_of.get(*c) == Some(&call.server))
-                            .collect();
-                        match candidates.as_slice() {
-                            [only] => {
-                                let next = names.len() as u32;
-                                let slot = *name_index.entry((*only).clone()).or_insert(next);
-                                if slot == next {
-                                    names.push((*only).clone());
-                                }
-                                if let Some(out) = resolved.get_mut(i) {
-                                    *out = slot;
-                                }
-                            }
-                            [] => {
-                                return Err(ArenaError::NoCapability {
-                                    field: format!("steps[{i}]"),
-                                    agent: agent.to_string(),
-                                    server: call.server.clone(),
-                                })
-                            }
-                            _ => {
-                                return Err(ArenaError::AmbiguousCapability {
-                                    field: format!("steps[{i}]"),
-                                    agent: agent.to_string(),
-                                    server: call.server.clone(),
-                                })
-                            }
-                        }
-                    }
-                },
+                Action::Call(call) => holdings.call(i, agent, call)?,
                 Action::Revoke(_)
                 | Action::Message(_)
                 | Action::Advance(_)
@@ -174,7 +102,7 @@ impl<'a> Validator<'a> {
                 | Action::Redefine(_) => {}
             }
         }
-        Ok((resolved, names))
+        Ok((holdings.resolved, holdings.names))
     }
 
     /// A message forwards the output of an earlier call step of its own
@@ -182,10 +110,56 @@ impl<'a> Validator<'a> {
     /// it in execution order; anything else would read what the agent never
     /// received.
     pub(super) fn messages(&self, walk: &Walk<'_>) -> Result<(), ArenaError> {
-        // Each reader's declaration index, the field naming the source, the
-        // source's id, and whether the reader is a message.
-        let mut forwards: Vec<(usize, String, String, bool)> = Vec::new();
-        // The hand-overs by declaration index, with their receivers.
+        let (forwards, handovers) = self.readers(walk)?;
+        if forwards.is_empty() {
+            return Ok(());
+        }
+        // Each step's place in execution order, by declaration index.
+        let mut position = vec![usize::MAX; walk.kinds.len()];
+        for (order, entry) in walk.schedule.iter().enumerate() {
+            if let Some(slot) = position.get_mut(entry.step_index) {
+                *slot = order;
+            }
+        }
+        let found = self.source_indices(walk, &forwards)?;
+        for (i, field, source, message) in forwards {
+            let Some(j) = found.get(source.as_str()).copied().flatten() else {
+                return Err(ArenaError::UndeclaredReference {
+                    kind: "step",
+                    id: source,
+                    field,
+                });
+            };
+            let reason = source_refusal(walk, &position, &handovers, (i, j), message);
+            if let Some(reason) = reason {
+                return Err(if message {
+                    ArenaError::MessageSource {
+                        field,
+                        step: source,
+                        reason,
+                    }
+                } else {
+                    ArenaError::ValueSource {
+                        field,
+                        step: source,
+                        reason,
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The steps that read another step: each message forwarding one (and
+    /// each call argument taking a value from one), as (declaration index,
+    /// field naming the source, the source's id, whether the reader is a
+    /// message); and the hand-overs by declaration index, with their
+    /// receivers, each refused unless its receiver is a planner.
+    fn readers(
+        &self,
+        walk: &Walk<'_>,
+    ) -> Result<(Vec<Reader>, BTreeMap<usize, String>), ArenaError> {
+        let mut forwards: Vec<Reader> = Vec::new();
         let mut handovers: BTreeMap<usize, String> = BTreeMap::new();
         for i in (0..walk.kinds.len()).filter(|i| walk.kinds[*i] == ActionKind::Message) {
             match self.action_at(walk, i)?.as_ref() {
@@ -219,18 +193,17 @@ impl<'a> Validator<'a> {
         for (i, at, source) in walk.references {
             forwards.push((*i, format!("steps[{i}].{at}"), source.clone(), false));
         }
-        if forwards.is_empty() {
-            return Ok(());
-        }
-        // Each step's place in execution order, by declaration index.
-        let mut position = vec![usize::MAX; walk.kinds.len()];
-        for (order, entry) in walk.schedule.iter().enumerate() {
-            if let Some(slot) = position.get_mut(entry.step_index) {
-                *slot = order;
-            }
-        }
-        // The declaration index of each step a message forwards from, found
-        // in one pass (the first step with the id, as ids are unique).
+        Ok((forwards, handovers))
+    }
+
+    /// The declaration index of each step read by another, found in one
+    /// pass (the first step with the id, as ids are unique); `None` for an
+    /// id no step has.
+    fn source_indices(
+        &self,
+        walk: &Walk<'_>,
+        forwards: &[Reader],
+    ) -> Result<BTreeMap<String, Option<usize>>, ArenaError> {
         let mut sources: BTreeMap<&str, Option<usize>> = forwards
             .iter()
             .map(|(_, _, source, _)| (source.as_str(), None))
@@ -244,63 +217,171 @@ impl<'a> Validator<'a> {
                 *slot = Some(j);
             }
         }
-        let found: BTreeMap<String, Option<usize>> = sources
+        Ok(sources
             .into_iter()
             .map(|(id, j)| (id.to_string(), j))
+            .collect())
+    }
+}
+
+/// Why step `i` may not read step `j` (a message forwarding it when
+/// `message`, else a value taken from it), or `None` when it may.
+fn source_refusal(
+    walk: &Walk<'_>,
+    position: &[usize],
+    handovers: &BTreeMap<usize, String>,
+    (i, j): (usize, usize),
+    message: bool,
+) -> Option<&'static str> {
+    // A call may take a value from a hand-over made to its agent.
+    let handed = !message && walk.kinds.get(i) == Some(&ActionKind::Call);
+    if handed && handovers.contains_key(&j) {
+        if handovers.get(&j).map(String::as_str) != Some(walk.agent(i)) {
+            Some("it is a hand-over to another agent")
+        } else if position.get(j) >= position.get(i) {
+            Some("it is not ordered before the call")
+        } else {
+            None
+        }
+    } else if walk.kinds.get(j) != Some(&ActionKind::Call) {
+        Some(if handed {
+            "it is not a call step or a hand-over to this agent"
+        } else {
+            "it is not a call step"
+        })
+    } else if walk.agent(j) != walk.agent(i) {
+        Some("it is another agent's step")
+    } else if position.get(j) >= position.get(i) {
+        Some(if message {
+            "it is not ordered before the message"
+        } else if walk.kinds.get(i) == Some(&ActionKind::Message) {
+            "it is not ordered before the hand-over"
+        } else {
+            "it is not ordered before the call"
+        })
+    } else {
+        None
+    }
+}
+
+/// What the walk of the schedule knows at one point: which capabilities
+/// exist, who holds them, and the calls resolved so far.
+struct Holdings {
+    /// Capability id -> the server it covers, for capabilities that exist so far.
+    server_of: BTreeMap<String, String>,
+    /// Agent id -> the capabilities it holds so far.
+    held: BTreeMap<String, BTreeSet<String>>,
+    /// Each step's resolution: an index into `names`, or `UNRESOLVED`.
+    resolved: Vec<u32>,
+    /// The capabilities calls resolved to, in order of first resolution.
+    names: Vec<String>,
+    /// Each name's index in `names`.
+    name_index: BTreeMap<String, u32>,
+}
+
+impl Holdings {
+    /// What exists before the first step: the world's grants.
+    fn of_grants(file: &ScenarioFile, steps: usize) -> Holdings {
+        let server_of = file
+            .grants
+            .iter()
+            .map(|g| (g.id.clone(), g.server.clone()))
             .collect();
-        for (i, field, source, message) in forwards {
-            let Some(j) = found.get(source.as_str()).copied().flatten() else {
-                return Err(ArenaError::UndeclaredReference {
-                    kind: "step",
-                    id: source,
-                    field,
-                });
-            };
-            // A call may take a value from a hand-over made to its agent.
-            let handed = !message && walk.kinds.get(i) == Some(&ActionKind::Call);
-            let reason = if handed && handovers.contains_key(&j) {
-                if handovers.get(&j).map(String::as_str) != Some(walk.agent(i)) {
-                    Some("it is a hand-over to another agent")
-                } else if position.get(j) >= position.get(i) {
-                    Some("it is not ordered before the call")
-                } else {
-                    None
-                }
-            } else if walk.kinds.get(j) != Some(&ActionKind::Call) {
-                Some(if handed {
-                    "it is not a call step or a hand-over to this agent"
-                } else {
-                    "it is not a call step"
-                })
-            } else if walk.agent(j) != walk.agent(i) {
-                Some("it is another agent's step")
-            } else if position.get(j) >= position.get(i) {
-                Some(if message {
-                    "it is not ordered before the message"
-                } else if walk.kinds.get(i) == Some(&ActionKind::Message) {
-                    "it is not ordered before the hand-over"
-                } else {
-                    "it is not ordered before the call"
-                })
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                return Err(if message {
-                    ArenaError::MessageSource {
-                        field,
-                        step: source,
-                        reason,
-                    }
-                } else {
-                    ArenaError::ValueSource {
-                        field,
-                        step: source,
-                        reason,
-                    }
-                });
-            }
+        let mut held: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for grant in &file.grants {
+            held.entry(grant.agent.clone())
+                .or_default()
+                .insert(grant.id.clone());
+        }
+        Holdings {
+            server_of,
+            held,
+            resolved: vec![UNRESOLVED; steps],
+            names: Vec::new(),
+            name_index: BTreeMap::new(),
+        }
+    }
+
+    /// Step `i` delegates: its agent must hold the capability it hands on;
+    /// the child then covers the same server and is held by its receiver.
+    fn delegate(
+        &mut self,
+        i: usize,
+        agent: &str,
+        delegate: &DelegateAction,
+    ) -> Result<(), ArenaError> {
+        let holds = self
+            .held
+            .get(agent)
+            .is_some_and(|set| set.contains(&delegate.capability));
+        if !holds {
+            return Err(ArenaError::CapabilityNotHeld {
+                field: format!("steps[{i}].capability"),
+                agent: agent.to_string(),
+                capability: delegate.capability.clone(),
+            });
+        }
+        let server = self
+            .server_of
+            .get(&delegate.capability)
+            .cloned()
+            .unwrap_or_default();
+        self.server_of.insert(delegate.delegation.clone(), server);
+        self.held
+            .entry(delegate.to.clone())
+            .or_default()
+            .insert(delegate.delegation.clone());
+        Ok(())
+    }
+
+    /// Step `i` calls: a named capability must exist by now; without one,
+    /// the call resolves to its agent's only capability for the server.
+    fn call(&mut self, i: usize, agent: &str, call: &CallAction) -> Result<(), ArenaError> {
+        let Some(capability) = &call.capability else {
+            return self.resolve_call(i, agent, call);
+        };
+        if !self.server_of.contains_key(capability) {
+            return Err(ArenaError::UndeclaredReference {
+                kind: "capability (not yet delegated at this point)",
+                id: capability.clone(),
+                field: format!("steps[{i}].capability"),
+            });
         }
         Ok(())
+    }
+
+    /// Resolves a call without `capability` to the one capability its
+    /// agent holds for the server, refusing none and more than one.
+    fn resolve_call(&mut self, i: usize, agent: &str, call: &CallAction) -> Result<(), ArenaError> {
+        let candidates: Vec<&String> = self
+            .held
+            .get(agent)
+            .into_iter()
+            .flatten()
+            .filter(|c| self.server_of.get(*c) == Some(&call.server))
+            .collect();
+        match candidates.as_slice() {
+            [only] => {
+                let next = self.names.len() as u32;
+                let slot = *self.name_index.entry((*only).clone()).or_insert(next);
+                if slot == next {
+                    self.names.push((*only).clone());
+                }
+                if let Some(out) = self.resolved.get_mut(i) {
+                    *out = slot;
+                }
+                Ok(())
+            }
+            [] => Err(ArenaError::NoCapability {
+                field: format!("steps[{i}]"),
+                agent: agent.to_string(),
+                server: call.server.clone(),
+            }),
+            _ => Err(ArenaError::AmbiguousCapability {
+                field: format!("steps[{i}]"),
+                agent: agent.to_string(),
+                server: call.server.clone(),
+            }),
+        }
     }
 }

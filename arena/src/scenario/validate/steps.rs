@@ -93,32 +93,7 @@ impl<'a> Validator<'a> {
     pub(super) fn steps(&self, has_world: bool) -> Result<StepsPass, ArenaError> {
         let f = self.file;
         let count = self.source.len();
-        // Step ids: every id well formed, then no id twice. Ids are compared
-        // by a 64-bit hash, and equal hashes by their ids.
-        let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(count);
-        let mut delegations: Vec<(usize, String)> = Vec::new();
-        for i in 0..count {
-            let decl = self.source.decl(i)?;
-            check_id(&decl.id, format!("steps[{i}].id"))?;
-            hashes.push((id_hash(&decl.id), i as u32));
-            if let (Some("delegate"), Some(id)) = (decl.action.as_deref(), &decl.delegation) {
-                delegations.push((i, id.clone()));
-            }
-        }
-        self.unique_step_ids(hashes)?;
-        // Capability ids: grants and delegations share one namespace.
-        let mut capabilities: BTreeSet<String> = f.grants.iter().map(|g| g.id.clone()).collect();
-        for (i, id) in &delegations {
-            check_id(id, format!("steps[{i}].delegation"))?;
-            if !capabilities.insert(id.clone()) {
-                return Err(ArenaError::DuplicateId {
-                    kind: "capability",
-                    id: id.clone(),
-                    field: format!("steps[{i}].delegation"),
-                });
-            }
-        }
-        drop(delegations);
+        let capabilities = self.step_and_capability_ids()?;
         let agents = self.agent_ids();
         let servers: BTreeSet<&str> = f.servers.iter().map(|s| s.id.as_str()).collect();
         let nodes: BTreeSet<&str> = f.nodes.iter().map(|n| n.id.as_str()).collect();
@@ -162,70 +137,7 @@ impl<'a> Validator<'a> {
             if let Some(ms) = decl.advance_ms {
                 pass.advances.insert(i, ms);
             }
-            match &action {
-                Action::Fault(fault) => pass.steps.faults.push((i, fault.clone())),
-                Action::Message(MessageAction {
-                    from_step: Some(source),
-                    ..
-                }) => {
-                    pass.steps.forwarded.insert(source.clone());
-                }
-                Action::Message(MessageAction {
-                    handover: Some(handover),
-                    ..
-                }) => {
-                    // The grammar was checked when the step was read.
-                    for placed in
-                        crate::scenario::value::references(&handover.value).unwrap_or_default()
-                    {
-                        match placed.reference {
-                            crate::scenario::value::Reference::Step { step, .. } => {
-                                pass.steps.forwarded.insert(step.clone());
-                                pass.steps.references.push((
-                                    i,
-                                    format!("value{}", placed.at),
-                                    step,
-                                ));
-                            }
-                            // A sealed value is sent by a call's arguments
-                            // only: a hand-over's value reaches a planner.
-                            crate::scenario::value::Reference::Fixture { path } => {
-                                return Err(ArenaError::SealedFixture {
-                                    field: format!("steps[{i}].value{}", placed.at),
-                                    path,
-                                    problem: "a hand-over's value may not read a sealed file; sealed values are sent by call arguments only".to_string(),
-                                });
-                            }
-                        }
-                    }
-                    // A planner's call may take values from the hand-over.
-                    pass.steps.forwarded.insert(decl.id.clone());
-                }
-                Action::Delegate(_) => pass.steps.delegations.push(i),
-                Action::Redefine(_) => pass.steps.redefinitions.push(i),
-                Action::Call(call) => {
-                    // The grammar was checked when the step was read.
-                    for placed in
-                        crate::scenario::value::references(&call.arguments).unwrap_or_default()
-                    {
-                        match placed.reference {
-                            crate::scenario::value::Reference::Step { step, .. } => {
-                                pass.steps.forwarded.insert(step.clone());
-                                pass.steps.references.push((
-                                    i,
-                                    format!("arguments{}", placed.at),
-                                    step,
-                                ));
-                            }
-                            crate::scenario::value::Reference::Fixture { path } => {
-                                let field = format!("steps[{i}].arguments{}", placed.at);
-                                pass.steps.sealed.entry(path).or_insert(field);
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
+            record_action(i, &decl.id, &action, &mut pass.steps)?;
             if let Some(held) = &mut pass.steps.held {
                 held.push(Step {
                     head: StepHead::of(&decl),
@@ -234,6 +146,39 @@ impl<'a> Validator<'a> {
             }
         }
         Ok(pass)
+    }
+
+    /// Checks the step ids (well formed, none twice) and the delegation
+    /// ids; the capability namespace, which grants and delegations share.
+    fn step_and_capability_ids(&self) -> Result<BTreeSet<String>, ArenaError> {
+        let count = self.source.len();
+        // Step ids: every id well formed, then no id twice. Ids are compared
+        // by a 64-bit hash, and equal hashes by their ids.
+        let mut hashes: Vec<(u64, u32)> = Vec::with_capacity(count);
+        let mut delegations: Vec<(usize, String)> = Vec::new();
+        for i in 0..count {
+            let decl = self.source.decl(i)?;
+            check_id(&decl.id, format!("steps[{i}].id"))?;
+            hashes.push((id_hash(&decl.id), i as u32));
+            if let (Some("delegate"), Some(id)) = (decl.action.as_deref(), &decl.delegation) {
+                delegations.push((i, id.clone()));
+            }
+        }
+        self.unique_step_ids(hashes)?;
+        // Capability ids: grants and delegations share one namespace.
+        let mut capabilities: BTreeSet<String> =
+            self.file.grants.iter().map(|g| g.id.clone()).collect();
+        for (i, id) in &delegations {
+            check_id(id, format!("steps[{i}].delegation"))?;
+            if !capabilities.insert(id.clone()) {
+                return Err(ArenaError::DuplicateId {
+                    kind: "capability",
+                    id: id.clone(),
+                    field: format!("steps[{i}].delegation"),
+                });
+            }
+        }
+        Ok(capabilities)
     }
 
     /// Refuses a step id declared twice, naming the later declaration of
@@ -283,3 +228,77 @@ mod actions;
 
 pub(crate) use actions::rebuild_action;
 use actions::step_action;
+
+/// Records what step `i`'s action means for the later passes: its fault,
+/// delegation or redefinition, the steps whose answers it reads and the
+/// sealed files its arguments read.
+fn record_action(i: usize, id: &str, action: &Action, steps: &mut Built) -> Result<(), ArenaError> {
+    match action {
+        Action::Fault(fault) => steps.faults.push((i, fault.clone())),
+        Action::Message(MessageAction {
+            from_step: Some(source),
+            ..
+        }) => {
+            steps.forwarded.insert(source.clone());
+        }
+        Action::Message(MessageAction {
+            handover: Some(handover),
+            ..
+        }) => {
+            record_handover_references(i, &handover.value, steps)?;
+            // A planner's call may take values from the hand-over.
+            steps.forwarded.insert(id.to_string());
+        }
+        Action::Delegate(_) => steps.delegations.push(i),
+        Action::Redefine(_) => steps.redefinitions.push(i),
+        Action::Call(call) => {
+            // The grammar was checked when the step was read.
+            for placed in crate::scenario::value::references(&call.arguments).unwrap_or_default() {
+                match placed.reference {
+                    crate::scenario::value::Reference::Step { step, .. } => {
+                        steps.forwarded.insert(step.clone());
+                        steps
+                            .references
+                            .push((i, format!("arguments{}", placed.at), step));
+                    }
+                    crate::scenario::value::Reference::Fixture { path } => {
+                        let field = format!("steps[{i}].arguments{}", placed.at);
+                        steps.sealed.entry(path).or_insert(field);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Records the steps a hand-over's value reads, refusing a sealed file in
+/// it.
+fn record_handover_references(
+    i: usize,
+    value: &serde_json::Value,
+    steps: &mut Built,
+) -> Result<(), ArenaError> {
+    // The grammar was checked when the step was read.
+    for placed in crate::scenario::value::references(value).unwrap_or_default() {
+        match placed.reference {
+            crate::scenario::value::Reference::Step { step, .. } => {
+                steps.forwarded.insert(step.clone());
+                steps
+                    .references
+                    .push((i, format!("value{}", placed.at), step));
+            }
+            // A sealed value is sent by a call's arguments
+            // only: a hand-over's value reaches a planner.
+            crate::scenario::value::Reference::Fixture { path } => {
+                return Err(ArenaError::SealedFixture {
+                    field: format!("steps[{i}].value{}", placed.at),
+                    path,
+                    problem: "a hand-over's value may not read a sealed file; sealed values are sent by call arguments only".to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}

@@ -11,7 +11,7 @@ use chio_kernel::request::RequestProof;
 use chio_kernel::token::Attenuation;
 use chio_kernel::{CapabilityToken, ToolCallRequest};
 use chio_node::wire::command::{call_request, delegate_request, message_request};
-use chio_node::{CallCommand, DelegateCommand, MessageCommand};
+use chio_node::{CallCommand, DelegateCommand, MessageCommand, World};
 use chio_proto::node::v1 as node_pb;
 
 use super::{json_bytes, named, Seed};
@@ -70,21 +70,32 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
         .encode_to_vec()
 }
 
+/// A session: its name and its framed requests.
+type Session = (&'static str, Vec<Frame>);
+
 /// The `node_control` seeds.
 pub fn control_seeds() -> Vec<Seed> {
     let plan = "/workspace/shared/plan.md";
-    let revoke = |target: &str| {
-        node_pb::RevokeRequest {
-            target: target.into(),
-            at_ms: START_MS + 1500,
-        }
-        .encode_to_vec()
-    };
-    let mut reload = load_world_request();
-    reload.run_id = "fuzz-again".into();
-    let mut elsewhere = load_world_request();
-    elsewhere.node = "node-z".into();
-    let sessions: Vec<(&str, Vec<Frame>)> = vec![
+    call_sessions(plan)
+        .into_iter()
+        .chain(node_change_sessions(plan))
+        .map(|(name, frames)| named(name, frames::encode(&frames)))
+        .collect()
+}
+
+/// A revocation of `target` at the world's fixed instant.
+fn revoke(target: &str) -> Vec<u8> {
+    node_pb::RevokeRequest {
+        target: target.into(),
+        at_ms: START_MS + 1500,
+    }
+    .encode_to_vec()
+}
+
+/// Sessions of an agent's calls: allowed, denied, replayed, through a
+/// delegation, after a message and a revocation, and by an unknown agent.
+fn call_sessions(plan: &str) -> Vec<Session> {
+    vec![
         (
             "call-allowed",
             vec![(1, call("rq-1", "alice", "alice-files", plan, 1000))],
@@ -132,6 +143,18 @@ pub fn control_seeds() -> Vec<Seed> {
             "unknown-agent",
             vec![(1, call("rq-7", "zed", "alice-files", plan, 1000))],
         ),
+    ]
+}
+
+/// Sessions that change the node or send it what it must refuse: a
+/// reload, another node's world, an edited fixture, malformed arguments,
+/// a delegation without attenuation.
+fn node_change_sessions(plan: &str) -> Vec<Session> {
+    let mut reload = load_world_request();
+    reload.run_id = "fuzz-again".into();
+    let mut elsewhere = load_world_request();
+    elsewhere.node = "node-z".into();
+    vec![
         (
             "reload-then-call",
             vec![
@@ -185,11 +208,7 @@ pub fn control_seeds() -> Vec<Seed> {
                 .encode_to_vec(),
             )],
         ),
-    ];
-    sessions
-        .into_iter()
-        .map(|(name, frames)| named(name, frames::encode(&frames)))
-        .collect()
+    ]
 }
 
 fn signed_request(
@@ -255,6 +274,17 @@ pub fn link_seeds() -> Vec<Seed> {
         .get("alice-files")
         .expect("the fuzz world grants alice-files")
         .clone();
+    let child = bob_link(&world, &root);
+    let alice_read = signed_request(&root, "alice", "rq-1", plan, 1000);
+    evaluate_sessions(alice_read)
+        .into_iter()
+        .chain(delegated_sessions(&root, &child, plan))
+        .map(|(name, frames)| named(name, frames::encode(&frames)))
+        .collect()
+}
+
+/// The child of alice's root that alice delegates to bob.
+fn bob_link(world: &World, root: &CapabilityToken) -> CapabilityToken {
     let alice = &world
         .agents
         .get("alice")
@@ -267,31 +297,37 @@ pub fn link_seeds() -> Vec<Seed> {
             .expect("bob is in the fuzz world")
             .key,
     );
-    let child = root
-        .delegate(
-            alice,
-            &bob_hex,
-            &Attenuation {
-                tools: Some(vec!["read_file".into()]),
-                share_bps: Some(5000),
-                ..Attenuation::default()
-            },
-            "bob-link",
-            START_MS + 500,
-        )
-        .expect("the seed delegation signs");
-    let hand_over = |agent: &str, token: &CapabilityToken| {
-        (
-            1,
-            node_pb::HandOverRequest {
-                agent_id: agent.into(),
-                token_json: json_bytes(token),
-            }
-            .encode_to_vec(),
-        )
-    };
-    let alice_read = signed_request(&root, "alice", "rq-1", plan, 1000);
-    let sessions: Vec<(&str, Vec<Frame>)> = vec![
+    root.delegate(
+        alice,
+        &bob_hex,
+        &Attenuation {
+            tools: Some(vec!["read_file".into()]),
+            share_bps: Some(5000),
+            ..Attenuation::default()
+        },
+        "bob-link",
+        START_MS + 500,
+    )
+    .expect("the seed delegation signs")
+}
+
+/// A token handed over to `agent`.
+fn hand_over(agent: &str, token: &CapabilityToken) -> Frame {
+    (
+        1,
+        node_pb::HandOverRequest {
+            agent_id: agent.into(),
+            token_json: json_bytes(token),
+        }
+        .encode_to_vec(),
+    )
+}
+
+/// Sessions evaluating alice's one signed read: allowed, replayed (one
+/// after another and together), too many together, and at the wrong or an
+/// unknown kernel.
+fn evaluate_sessions(alice_read: Vec<u8>) -> Vec<Session> {
+    vec![
         (
             "evaluate-allowed",
             vec![evaluate("kernel-a", alice_read.clone(), 1000)],
@@ -325,21 +361,29 @@ pub fn link_seeds() -> Vec<Seed> {
             "evaluate-unknown-kernel",
             vec![evaluate("kernel-z", alice_read, 1000)],
         ),
+    ]
+}
+
+/// Sessions around a delegation: a denied read by the root's holder, the
+/// child handed over and used, stolen, handed to an unknown agent, and a
+/// malformed request.
+fn delegated_sessions(root: &CapabilityToken, child: &CapabilityToken, plan: &str) -> Vec<Session> {
+    vec![
         (
             "evaluate-dotfile",
             vec![evaluate(
                 "kernel-a",
-                signed_request(&root, "alice", "rq-2", "/workspace/.env", 1000),
+                signed_request(root, "alice", "rq-2", "/workspace/.env", 1000),
                 1000,
             )],
         ),
         (
             "hand-over-then-evaluate",
             vec![
-                hand_over("bob", &child),
+                hand_over("bob", child),
                 evaluate(
                     "kernel-a",
-                    signed_request(&child, "bob", "rq-3", plan, 1500),
+                    signed_request(child, "bob", "rq-3", plan, 1500),
                     1500,
                 ),
             ],
@@ -348,11 +392,11 @@ pub fn link_seeds() -> Vec<Seed> {
             "stolen-token",
             vec![evaluate(
                 "kernel-a",
-                signed_request(&child, "carol", "rq-4", plan, 1500),
+                signed_request(child, "carol", "rq-4", plan, 1500),
                 1500,
             )],
         ),
-        ("hand-over-unknown-agent", vec![hand_over("zed", &child)]),
+        ("hand-over-unknown-agent", vec![hand_over("zed", child)]),
         (
             "malformed-request",
             vec![(
@@ -365,9 +409,5 @@ pub fn link_seeds() -> Vec<Seed> {
                 .encode_to_vec(),
             )],
         ),
-    ];
-    sessions
-        .into_iter()
-        .map(|(name, frames)| named(name, frames::encode(&frames)))
-        .collect()
+    ]
 }

@@ -64,9 +64,21 @@ fn strings(items: &[&str]) -> Vec<String> {
 
 /// The `trust_control` seeds.
 pub fn trust_seeds() -> Vec<Seed> {
+    let mut sessions = issuer_and_revocation_sessions();
+    sessions.extend(budget_share_and_request_sessions());
+    sessions.extend(log_and_limit_sessions());
+    sessions
+        .into_iter()
+        .map(|(name, frames)| named(name, frames::encode(&frames)))
+        .collect()
+}
+
+/// Sessions of the issuer keys (one added twice, in two cases) and of
+/// revocations (earlier, later and at the last instant).
+fn issuer_and_revocation_sessions() -> Vec<(&'static str, Vec<Frame>)> {
     let key = token_world().issuer_hex.clone();
     let upper = key.to_uppercase();
-    let mut sessions: Vec<(&str, Vec<Frame>)> = vec![
+    vec![
         (
             "issuers",
             vec![
@@ -94,6 +106,14 @@ pub fn trust_seeds() -> Vec<Seed> {
                 frame("IsRevoked", pb::IsRevokedRequest { id: "cap-1".into() }),
             ],
         ),
+    ]
+}
+
+/// Sessions of budget holds (past the limit, committed, released, released
+/// unknown), sibling shares past their parent, and a request id recorded
+/// twice.
+fn budget_share_and_request_sessions() -> Vec<(&'static str, Vec<Frame>)> {
+    vec![
         (
             "budgets",
             vec![
@@ -141,12 +161,7 @@ pub fn trust_seeds() -> Vec<Seed> {
                 ),
             ],
         ),
-    ];
-    sessions.extend(log_and_limit_sessions());
-    sessions
-        .into_iter()
-        .map(|(name, frames)| named(name, frames::encode(&frames)))
-        .collect()
+    ]
 }
 
 /// Sessions of the receipt log, labels, and values past the limits.

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::bundle::{BundleManifest, BundleStatus, MANIFEST_FILE, RECEIPTS_FILE};
 use crate::experiment::campaign::definition::normalise;
-use crate::experiment::campaign::ledger::{OracleCheck, RUN_RECORD};
+use crate::experiment::campaign::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
 use crate::scenario::ActionKind;
 
 /// Reads a bundle's manifest and checks its receipts against its root.
@@ -80,13 +80,7 @@ fn differ<T: std::fmt::Debug + PartialEq>(
 /// Checks a scenario's bundle: readable, the task's scenario, the
 /// reference's root, and for a run every field the row copied from it.
 pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
-    let RefCheck {
-        task,
-        row,
-        dir,
-        root,
-        ..
-    } = *checked;
+    let RefCheck { row, dir, .. } = *checked;
     let manifest = match read_bundle(dir) {
         Ok(manifest) => manifest,
         Err(why) => {
@@ -97,6 +91,39 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
             return;
         }
     };
+    check_identity(checked, &manifest, found);
+    let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
+    let steps = Some(manifest.steps.len() as u64);
+    let is_run = row
+        .record
+        .as_ref()
+        .is_some_and(|r| r.schema_version == RUN_RECORD);
+    if !is_run {
+        // A replay: the replayed bundle's counts, when the row states them.
+        if row.spent.steps.is_some() {
+            differ(found, "spent.steps", &row.spent.steps, &steps);
+        }
+        if row.spent.kernel_evaluations.is_some() {
+            differ(
+                found,
+                "spent.kernel_evaluations",
+                &row.spent.kernel_evaluations,
+                &Some(judged),
+            );
+        }
+        return;
+    }
+    check_run_record(row, &manifest, steps, found);
+}
+
+/// The bundle is of the task's scenario file, and its receipt root is the
+/// one the reference claims.
+fn check_identity(
+    checked: &RefCheck<'_>,
+    manifest: &BundleManifest,
+    found: &mut Vec<Contradiction>,
+) {
+    let RefCheck { task, root, .. } = *checked;
     let scenario_hash = normalise(Path::new(&task.file)).ok().and_then(|file| {
         task.definition
             .rows
@@ -122,28 +149,17 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
             ),
         ));
     }
-    let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
-    let steps = Some(manifest.steps.len() as u64);
-    let is_run = row
-        .record
-        .as_ref()
-        .is_some_and(|r| r.schema_version == RUN_RECORD);
-    if !is_run {
-        // A replay: the replayed bundle's counts, when the row states them.
-        if row.spent.steps.is_some() {
-            differ(found, "spent.steps", &row.spent.steps, &steps);
-        }
-        if row.spent.kernel_evaluations.is_some() {
-            differ(
-                found,
-                "spent.kernel_evaluations",
-                &row.spent.kernel_evaluations,
-                &Some(judged),
-            );
-        }
-        return;
-    }
-    let outcome = run_outcome(&manifest);
+}
+
+/// A run's row against its bundle: the native outcome, the record's
+/// counts and the oracle checks.
+fn check_run_record(
+    row: &LedgerRow,
+    manifest: &BundleManifest,
+    steps: Option<u64>,
+    found: &mut Vec<Contradiction>,
+) {
+    let outcome = run_outcome(manifest);
     if row.native_outcome != outcome {
         found.push(contradiction(
             "native_outcome",
@@ -155,6 +171,17 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
             ),
         ));
     }
+    check_record_counts(row, manifest, steps, found);
+}
+
+/// The counts a run's row copied from its bundle: calls, passes, failing
+/// steps, where it stopped, and what it spent.
+fn check_record_counts(
+    row: &LedgerRow,
+    manifest: &BundleManifest,
+    steps: Option<u64>,
+    found: &mut Vec<Contradiction>,
+) {
     let calls = manifest
         .steps
         .iter()
@@ -205,6 +232,17 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         &row.spent.kernel_evaluations,
         &Some(calls),
     );
+    compare_checks(
+        &row.oracle_checks,
+        &bundle_checks(manifest),
+        "the bundle",
+        found,
+    );
+}
+
+/// One oracle check per judged step of the bundle: the step expects its
+/// verdict, and whether it got it.
+fn bundle_checks(manifest: &BundleManifest) -> Vec<OracleCheck> {
     let checks: Vec<OracleCheck> = manifest
         .steps
         .iter()
@@ -219,5 +257,5 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
             })
         })
         .collect();
-    compare_checks(&row.oracle_checks, &checks, "the bundle", found);
+    checks
 }

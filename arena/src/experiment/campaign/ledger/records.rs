@@ -46,13 +46,13 @@ fn get_u64(value: &Value, key: &str) -> Option<u64> {
 }
 
 /// What a record fills in a row.
-struct Filled {
-    outcome: String,
-    reason: Option<String>,
-    record: RecordEvidence,
-    spent: Spent,
-    checks: Vec<OracleCheck>,
-    refs: Vec<EvidenceRef>,
+pub(super) struct Filled {
+    pub(super) outcome: String,
+    pub(super) reason: Option<String>,
+    pub(super) record: RecordEvidence,
+    pub(super) spent: Spent,
+    pub(super) checks: Vec<OracleCheck>,
+    pub(super) refs: Vec<EvidenceRef>,
 }
 
 fn check(name: impl Into<String>, ok: bool) -> OracleCheck {
@@ -64,7 +64,7 @@ fn check(name: impl Into<String>, ok: bool) -> OracleCheck {
 
 /// Reads one native record: parses it, checks that its schema fits the
 /// task's kind and declared evidence, then fills the row by its schema.
-fn read_record(
+pub(super) fn read_record(
     schedule_id: &str,
     record: &ImportRecord,
     expected: Evidence,
@@ -406,109 +406,6 @@ pub fn estimated_cost(campaign: &Campaign, row: &LedgerRow) -> Option<f64> {
     Some(evaluations * cost.per_kernel_evaluation + seconds * cost.per_wall_second)
 }
 
-/// Fills DEFERRED rows from records; returns the new ledger, or the refusal.
-pub fn import(
-    campaign: &Campaign,
-    ledger: &Ledger,
-    records: &[ImportRecord],
-) -> Result<Ledger, ExperimentError> {
-    check_ledger(campaign, ledger)?;
-    let mut ids = BTreeSet::new();
-    let mut digests: BTreeMap<String, &str> = BTreeMap::new();
-    for record in records {
-        if !ids.insert(record.schedule_id.as_str()) {
-            return Err(ExperimentError::ImportTwice {
-                what: format!("schedule id {:?}", record.schedule_id),
-            });
-        }
-        let digest = sha256_hex(&record.bytes);
-        if let Some(first) = digests.insert(digest, record.path.as_str()) {
-            return Err(ExperimentError::ImportTwice {
-                what: format!(
-                    "one record ({:?} and {:?} hold the same bytes) for two rows",
-                    first, record.path
-                ),
-            });
-        }
-    }
-    let mut next = ledger.clone();
-    for record in records {
-        let Some(attempt) = campaign.attempt(&record.schedule_id) else {
-            return Err(ExperimentError::UnscheduledAttempt {
-                schedule_id: record.schedule_id.clone(),
-            });
-        };
-        let task = &campaign.tasks[attempt.task];
-        let Some(row) = next
-            .rows
-            .iter_mut()
-            .find(|r| r.schedule_id == record.schedule_id)
-        else {
-            return Err(ExperimentError::MissingAttempt {
-                schedule_id: record.schedule_id.clone(),
-            });
-        };
-        if row.native_outcome != DEFERRED {
-            return Err(ExperimentError::AlreadyAttempted {
-                schedule_id: record.schedule_id.clone(),
-            });
-        }
-        let filled = read_record(&record.schedule_id, record, task.evidence, task.kind)?;
-        if filled.record.subject != task.subject {
-            return Err(ExperimentError::WrongTask {
-                schedule_id: record.schedule_id.clone(),
-                reason: format!(
-                    "the record names {:?}, the task runs {:?}",
-                    filled.record.subject, task.subject
-                ),
-            });
-        }
-        row.native_outcome = filled.outcome;
-        row.reason = filled.reason;
-        row.record = Some(filled.record);
-        row.definition_sha256 = Some(task.definition.sha256.clone());
-        row.oracle_checks = filled.checks;
-        row.spent = filled.spent;
-        row.evidence_refs = filled.refs;
-        row.deviations = Vec::new();
-        match &record.measured {
-            Some(measured) => {
-                row.elapsed_seconds = Some(measured.elapsed_seconds);
-                row.runtime_identity = Some(measured.runtime.clone());
-                match &measured.source_revision {
-                    Ok(commit) => row.source_revision = Some(commit.clone()),
-                    Err(why) => {
-                        row.source_revision = None;
-                        row.deviations
-                            .push(format!("source revision unknown: {why}"));
-                    }
-                }
-                if !measured.evidence_refs.is_empty() {
-                    row.evidence_refs = measured.evidence_refs.clone();
-                }
-                row.spent.steps = row.spent.steps.or(measured.steps);
-                row.spent.kernel_evaluations =
-                    row.spent.kernel_evaluations.or(measured.kernel_evaluations);
-            }
-            None => {
-                row.elapsed_seconds = None;
-                row.runtime_identity = None;
-                row.source_revision = None;
-                row.deviations
-                    .push("imported record: the commit it ran from is not recorded".to_string());
-                row.deviations.push(
-                    "imported record: the runtime and wall time are not recorded".to_string(),
-                );
-            }
-        }
-        note_overruns(task, row);
-        let cost = estimated_cost(campaign, row);
-        row.estimated_cost = cost;
-    }
-    check_ledger(campaign, &next)?;
-    Ok(next)
-}
-
 /// Records an attempt that produced no record because its infrastructure
 /// failed: native `infrastructure-failure`, with the failure as its reason
 /// and what was measured around it; the row stays DEFERRED on refusal.
@@ -570,7 +467,7 @@ pub fn record_failure(
 
 /// Appends every limit overrun to the row's reason, in the words the
 /// checks look for.
-fn note_overruns(task: &Task, row: &mut LedgerRow) {
+pub(super) fn note_overruns(task: &Task, row: &mut LedgerRow) {
     let mut overruns = Vec::new();
     for (limit, status) in limit_statuses(task, row) {
         if status == LimitStatus::Over {
