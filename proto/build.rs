@@ -16,7 +16,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={proto}");
     }
     let descriptors = protox::compile(PROTOS, ["."])?;
+    // Every protobuf map is a BTreeMap, so a message encodes its map entries
+    // in one order and the same message is the same bytes on every run.
     tonic_prost_build::configure()
+        .btree_map(".")
         .build_client(true)
         .build_server(true)
         .compile_fds(descriptors)?;

@@ -106,3 +106,28 @@ fn kernel_link_corpus_replays() {
 fn trust_control_corpus_replays() {
     replay("trust_control");
 }
+
+// Every target's seeds are the same bytes when built twice: no map whose
+// order varies from run to run reaches an encoded message (the fixtures of
+// a LoadWorld request among them).
+#[test]
+fn seeds_are_the_same_bytes_every_time() {
+    for target in [
+        "scenario_loader",
+        "capability_token",
+        "portable_envelope",
+        "node_control",
+        "kernel_link",
+        "trust_control",
+    ] {
+        let first = chio_fuzz_targets::seeds::seeds(target);
+        assert!(!first.is_empty(), "{target} has no seeds");
+        for _ in 0..3 {
+            assert_eq!(
+                first,
+                chio_fuzz_targets::seeds::seeds(target),
+                "{target}: seeds differ between two builds"
+            );
+        }
+    }
+}

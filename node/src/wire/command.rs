@@ -9,7 +9,7 @@
 //! call's argument sources are typed. Decoding names the field that does
 //! not decode.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use chio_kernel::token::Attenuation;
 use chio_proto::node::v1 as pb;
@@ -175,7 +175,7 @@ pub fn message_command(request: pb::MessageRequest) -> Result<MessageCommand, No
 }
 
 /// The fixture files of a world, by server, on the wire.
-pub fn fixtures_to_proto(fixtures: &FixtureSet) -> HashMap<String, pb::ServerFixtures> {
+pub fn fixtures_to_proto(fixtures: &FixtureSet) -> BTreeMap<String, pb::ServerFixtures> {
     fixtures
         .servers
         .iter()
@@ -189,12 +189,12 @@ pub fn fixtures_to_proto(fixtures: &FixtureSet) -> HashMap<String, pb::ServerFix
         .collect()
 }
 
-/// The fixture files of a world, ordered again, from the wire.
-pub fn fixtures_from_proto(fixtures: HashMap<String, pb::ServerFixtures>) -> FixtureSet {
+/// The fixture files of a world, from the wire.
+pub fn fixtures_from_proto(fixtures: BTreeMap<String, pb::ServerFixtures>) -> FixtureSet {
     FixtureSet {
         servers: fixtures
             .into_iter()
-            .map(|(server, files)| (server, files.files.into_iter().collect::<BTreeMap<_, _>>()))
+            .map(|(server, files)| (server, files.files))
             .collect(),
     }
 }
