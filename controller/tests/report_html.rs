@@ -166,7 +166,8 @@ fn every_kind_renders_the_same_bytes_twice() {
     );
     let search = std::fs::read_to_string(&r.evolve_html).unwrap();
     assert!(
-        search.contains("escaped in the ranked generation"),
+        search.contains(" cause(s); the first escape of the search came at generation ")
+            && search.contains("id=\"shortest\""),
         "{search}"
     );
     let campaign = report(dir, &r.ledger, &decl, "campaign.html");
