@@ -5,7 +5,9 @@
 //! consequential; what it learns reaches a planner only as a value that a
 //! [`ValueSchema`] admits. The schema language is a closed subset of JSON
 //! Schema, small enough that a reviewer can see every value it lets
-//! through: `enum`; `integer` with `minimum`/`maximum`; `string` with a
+//! through: `enum`; `integer` with `minimum`/`maximum`; `number` with a
+//! required exact-decimal `minimum` and `maximum` (a JSON number whose text
+//! is an exact decimal within them, compared exactly); `string` with a
 //! required `maxLength`, an optional `pattern` (the `regex` crate's syntax,
 //! searched like JSON Schema's, so anchor it with `^...$`) and an optional
 //! exact-decimal range (`minimum`/`maximum` on a string make it a decimal
@@ -78,6 +80,8 @@ pub enum ValueSchema {
     Enum(Vec<Value>),
     /// A JSON integer within the bounds.
     Integer(Bounds<i64>),
+    /// A JSON number whose text is an exact decimal within the bounds.
+    Number(Decimal, Decimal),
     /// A string of at most `max_length` characters.
     String {
         /// The longest string admitted, in characters.
@@ -124,6 +128,32 @@ fn is_decimal_text(text: &str) -> bool {
     };
     let all_digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     all_digits(whole) && fraction.is_none_or(all_digits)
+}
+
+/// An exact-decimal bound of `kind` (a decimal string or a whole number),
+/// if the schema gives one.
+fn decimal_bound(
+    given: Option<&Value>,
+    at: &str,
+    key: &str,
+    kind: &str,
+) -> Result<Option<Decimal>, SchemaRefused> {
+    let wrong = || {
+        refused(
+            at,
+            format!(
+                "keyword {key} of {kind} is an exact decimal: write a whole number or a decimal string such as \"120.50\""
+            ),
+        )
+    };
+    match given {
+        None => Ok(None),
+        Some(Value::String(text)) => decimal(text).map(Some).ok_or_else(wrong),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+            decimal(&n.to_string()).map(Some).ok_or_else(wrong)
+        }
+        Some(_) => Err(wrong()),
+    }
 }
 
 fn decimal(text: &str) -> Option<Decimal> {
@@ -205,6 +235,15 @@ impl ValueSchema {
                 };
                 Ok(ValueSchema::Integer((bound("minimum")?, bound("maximum")?)))
             }
+            "number" => {
+                only(&["minimum", "maximum"], "a number")?;
+                let bound = |key: &str| {
+                    decimal_bound(table.get(key), at, key, "a number")?.ok_or_else(|| {
+                        refused(at, format!("keyword {key} is required for a number; bound every number"))
+                    })
+                };
+                Ok(ValueSchema::Number(bound("minimum")?, bound("maximum")?))
+            }
             "string" => {
                 only(&["maxLength", "pattern", "minimum", "maximum"], "a string")?;
                 let max_length = match table.get("maxLength") {
@@ -229,23 +268,7 @@ impl ValueSchema {
                     ),
                     Some(_) => return Err(refused(at, "keyword pattern is a string")),
                 };
-                let bound = |key: &str| match table.get(key) {
-                    None => Ok(None),
-                    Some(Value::String(text)) => decimal(text).map(Some).ok_or_else(|| {
-                        refused(at, format!("keyword {key} of a string is an exact decimal"))
-                    }),
-                    Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
-                        decimal(&n.to_string()).map(Some).ok_or_else(|| {
-                            refused(at, format!("keyword {key} of a string is an exact decimal"))
-                        })
-                    }
-                    Some(_) => Err(refused(
-                        at,
-                        format!(
-                            "keyword {key} of a string is an exact decimal: write a whole number or a decimal string such as \"120.50\""
-                        ),
-                    )),
-                };
+                let bound = |key: &str| decimal_bound(table.get(key), at, key, "a string");
                 let (minimum, maximum) = (bound("minimum")?, bound("maximum")?);
                 let decimal = (minimum.is_some() || maximum.is_some()).then_some((minimum, maximum));
                 Ok(ValueSchema::String {
@@ -331,7 +354,7 @@ impl ValueSchema {
             other => Err(refused(
                 at,
                 format!(
-                    "type {other} is outside the hand-over schema subset; use integer, string, array or object (or an enum)"
+                    "type {other} is outside the hand-over schema subset; use integer, number, string, array or object (or an enum)"
                 ),
             )),
         }
@@ -365,6 +388,18 @@ impl ValueSchema {
                     return fail("minimum");
                 }
                 if maximum.is_some_and(|m| n > m) {
+                    return fail("maximum");
+                }
+                Ok(())
+            }
+            ValueSchema::Number(minimum, maximum) => {
+                let Some(amount) = value.as_number().and_then(|n| decimal(&n.to_string())) else {
+                    return fail("type");
+                };
+                if amount < *minimum {
+                    return fail("minimum");
+                }
+                if amount > *maximum {
                     return fail("maximum");
                 }
                 Ok(())
@@ -440,126 +475,5 @@ impl ValueSchema {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn schema(value: Value) -> ValueSchema {
-        ValueSchema::parse(&value).unwrap()
-    }
-
-    fn refusal(schema: &ValueSchema, value: Value) -> (String, &'static str) {
-        let r = schema.check(&value).unwrap_err();
-        (r.pointer, r.keyword)
-    }
-
-    // Every keyword outside the subset, and every unbounded string or array, is refused naming the keyword.
-    #[test]
-    fn the_subset_is_closed() {
-        for (bad, word) in [
-            (
-                json!({"type": "string", "maxLength": 4, "format": "email"}),
-                "format",
-            ),
-            (json!({"type": "string"}), "maxLength"),
-            (json!({"type": "array", "items": {"enum": [1]}}), "maxItems"),
-            (json!({"type": "number"}), "number"),
-            (
-                json!({"type": "object", "properties": {}, "additionalProperties": true}),
-                "additionalProperties",
-            ),
-            (
-                json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 1, "oneOf": []}}}),
-                "oneOf",
-            ),
-            (json!({"type": "integer", "pattern": "x"}), "pattern"),
-            (
-                json!({"type": "string", "maxLength": 9, "minimum": 1.5}),
-                "minimum",
-            ),
-            (
-                json!({"type": "string", "maxLength": 9, "pattern": "("}),
-                "pattern",
-            ),
-            (json!({"enum": [{"a": 1}]}), "enum"),
-            (json!({"$ref": "#"}), "$ref"),
-        ] {
-            let refused = ValueSchema::parse(&bad).unwrap_err();
-            assert!(refused.problem.contains(word), "{bad}: {}", refused.problem);
-        }
-        let nested = ValueSchema::parse(&json!({"type": "object", "properties": {"a": {"type": "array", "maxItems": 1, "items": {"type": "bogus"}}}})).unwrap_err();
-        assert_eq!(nested.at, "/properties/a/items");
-    }
-
-    // Values inside the schema pass; each edge outside is refused naming its place and keyword.
-    #[test]
-    fn values_are_checked_at_their_edges() {
-        let iban = schema(
-            json!({"type": "string", "maxLength": 34, "pattern": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$"}),
-        );
-        assert!(iban.check(&json!("DE89370400440532013000")).is_ok());
-        assert_eq!(
-            refusal(&iban, json!("DE89370400440532013000\n")),
-            (String::new(), "pattern")
-        );
-        assert_eq!(
-            refusal(&iban, json!("de89370400440532013000")),
-            (String::new(), "pattern")
-        );
-        assert_eq!(
-            refusal(&iban, json!("DE89".repeat(9))),
-            (String::new(), "maxLength")
-        );
-        assert_eq!(
-            refusal(&iban, json!({"iban": "DE89"})),
-            (String::new(), "type")
-        );
-        let amount = schema(
-            json!({"type": "string", "maxLength": 12, "minimum": "0.01", "maximum": "500.00"}),
-        );
-        assert!(amount.check(&json!("500.00")).is_ok() && amount.check(&json!("0.01")).is_ok());
-        assert_eq!(
-            refusal(&amount, json!("500.001")),
-            (String::new(), "maximum")
-        );
-        assert_eq!(refusal(&amount, json!("0.00")), (String::new(), "minimum"));
-        assert_eq!(refusal(&amount, json!("1e3")), (String::new(), "type"));
-        assert_eq!(refusal(&amount, json!(12)), (String::new(), "type"));
-        let wide =
-            schema(json!({"type": "string", "maxLength": 64, "minimum": "0", "maximum": "1"}));
-        assert!(wide.check(&json!(format!("0.{}1", "0".repeat(20)))).is_ok());
-        let inexact = format!("0.{}1", "0".repeat(40));
-        assert_eq!(refusal(&wide, json!(inexact)), (String::new(), "type"));
-        let count = schema(json!({"type": "integer", "minimum": 1, "maximum": 3}));
-        assert!(count.check(&json!(3)).is_ok());
-        assert_eq!(refusal(&count, json!(4)), (String::new(), "maximum"));
-        assert_eq!(refusal(&count, json!(2.5)), (String::new(), "type"));
-        let payee = schema(json!({"enum": ["ACME Utilities", "City Water"]}));
-        assert_eq!(
-            refusal(&payee, json!("Attacker Ltd")),
-            (String::new(), "enum")
-        );
-        let bill = schema(json!({
-            "type": "object",
-            "properties": {"iban": {"type": "string", "maxLength": 34}, "lines": {"type": "array", "maxItems": 2, "items": {"type": "integer"}}},
-            "required": ["iban"],
-        }));
-        assert!(bill.check(&json!({"iban": "X", "lines": [1, 2]})).is_ok());
-        assert_eq!(
-            refusal(&bill, json!({"lines": []})),
-            ("/iban".to_string(), "required")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "note": "pay"})),
-            ("/note".to_string(), "additionalProperties")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "lines": [1, 2, 3]})),
-            ("/lines".to_string(), "maxItems")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "lines": [1, {"a": 1}]})),
-            ("/lines/1".to_string(), "type")
-        );
-    }
-}
+#[path = "handover_tests.rs"]
+mod tests;
