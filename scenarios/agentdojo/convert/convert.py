@@ -15,9 +15,10 @@ What a file holds (keys sorted, lists in AgentDojo's order):
 - `tools`: each tool's name, description, input schema (from its function
   signature), and whether it reads only and reaches an open world (the
   rules `READS` and `OPEN_WORLD` below, written once for all suites);
-- `trusted_tools` and `trusted_fields`: the tools whose output never holds
-  an injection vector, and the parts of the other outputs that never do
-  (found by running every ground-truth call with a canary in each vector);
+- `trusted_tools` and `trusted_fields`: the consequential tools whose
+  output never holds an injection vector, and the parts of the other
+  outputs (every read's among them) that never do (found by running every
+  ground-truth call with a canary in each vector);
 - `kinds`: each argument's kind, hand-over schema and whether it is
   protected (the per-suite rules `KINDS` below, from the argument's name
   and AgentDojo's type);
@@ -272,13 +273,16 @@ def convert(name, suite):
                 if isinstance(part, str) and "<CANARY---" in part:
                     tainted_tools.add(call.function)
                     tainted.add(key)
-    # A tool is trusted when a ground truth calls it and no vector ever
-    # reaches its output.
-    trusted_tools = sorted(called - tainted_tools)
+    # A consequential tool is trusted when a ground truth calls it and no
+    # vector ever reaches its output. Every read is untrusted as a whole
+    # (whoever reads it may be hijacked by what a third party wrote), with
+    # the parts no vector reaches declared trusted.
+    effects = {t["name"] for t in tools if not t["read_only"] or t["open_world"]}
+    trusted_tools = sorted((called - tainted_tools) & effects)
     trusted_fields = [
         {"tool": t, "pointer": p}
         for (t, p) in sorted(seen_fields)
-        if t in tainted_tools and p != "" and (t, p) not in tainted
+        if t not in trusted_tools and p != "" and (t, p) not in tainted
         and not any((t, q) in tainted for q in prefixes(p))
     ]
     attack_text, loaded = {}, {}
