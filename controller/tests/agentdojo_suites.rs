@@ -95,7 +95,10 @@ fn suite_sample_under_four_policies() {
         let tasks = sample(&suite, 8);
         let tallies = run_suite(&suite, &tasks, &dir);
         assert_eq!(tallies, run_suite(&suite, &tasks, &dir), "{name}: two runs");
-        assert!(tallies["none"].attacks > 0, "{name}: no defence, no attack?");
+        assert!(
+            tallies["none"].attacks > 0,
+            "{name}: no defence, no attack?"
+        );
         assert_eq!(tallies["provenance"].attacks, 0, "{name}: provenance");
         by_suite.insert(name.to_string(), tallies);
     }
@@ -140,7 +143,10 @@ fn one_task_per_suite_embedded_and_local() {
         )
         .expect("prompt");
         std::fs::write(cwd.join("scenario.toml"), &built.text).expect("scenario");
-        for (out, extra) in [("embedded", &[][..]), ("local", &["--topology", "local"][..])] {
+        for (out, extra) in [
+            ("embedded", &[][..]),
+            ("local", &["--topology", "local"][..]),
+        ] {
             let mut args = vec!["arena", "run", "scenario.toml", "--out", out];
             args.extend_from_slice(extra);
             let output = chio(cwd, &args);

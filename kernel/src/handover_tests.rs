@@ -73,9 +73,8 @@ fn values_are_checked_at_their_edges() {
         refusal(&iban, json!({"iban": "DE89"})),
         (String::new(), "type")
     );
-    let amount = schema(
-        json!({"type": "string", "maxLength": 12, "minimum": "0.01", "maximum": "500.00"}),
-    );
+    let amount =
+        schema(json!({"type": "string", "maxLength": 12, "minimum": "0.01", "maximum": "500.00"}));
     assert!(amount.check(&json!("500.00")).is_ok() && amount.check(&json!("0.01")).is_ok());
     assert_eq!(
         refusal(&amount, json!("500.001")),
@@ -84,8 +83,7 @@ fn values_are_checked_at_their_edges() {
     assert_eq!(refusal(&amount, json!("0.00")), (String::new(), "minimum"));
     assert_eq!(refusal(&amount, json!("1e3")), (String::new(), "type"));
     assert_eq!(refusal(&amount, json!(12)), (String::new(), "type"));
-    let wide =
-        schema(json!({"type": "string", "maxLength": 64, "minimum": "0", "maximum": "1"}));
+    let wide = schema(json!({"type": "string", "maxLength": 64, "minimum": "0", "maximum": "1"}));
     assert!(wide.check(&json!(format!("0.{}1", "0".repeat(20)))).is_ok());
     let inexact = format!("0.{}1", "0".repeat(40));
     assert_eq!(refusal(&wide, json!(inexact)), (String::new(), "type"));
@@ -133,6 +131,11 @@ fn numbers_are_exact_decimals_within_their_bounds() {
     assert_eq!(refusal(&amount, json!(-0.5)), (String::new(), "minimum"));
     assert_eq!(refusal(&amount, json!("98.70")), (String::new(), "type"));
     assert_eq!(refusal(&amount, json!(1e-7)), (String::new(), "type"));
-    let lines = schema(json!({"type": "array", "maxItems": 2, "items": {"type": "number", "minimum": 1, "maximum": 2}}));
-    assert_eq!(refusal(&lines, json!([1.5, 3])), ("/1".to_string(), "maximum"));
+    let lines = schema(
+        json!({"type": "array", "maxItems": 2, "items": {"type": "number", "minimum": 1, "maximum": 2}}),
+    );
+    assert_eq!(
+        refusal(&lines, json!([1.5, 3])),
+        ("/1".to_string(), "maximum")
+    );
 }

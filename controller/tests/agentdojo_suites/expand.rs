@@ -109,7 +109,11 @@ fn world(
             "\n[[servers]]\nid = \"{server}\"\nkernel = \"kernel-a\"\nkind = \"recorded\"\nintegrity = \"{}\"\n",
             if trusted { "trusted" } else { "untrusted" }
         );
-        for tool in suite.tools.iter().filter(|t| suite.server_of(&t.name) == server) {
+        for tool in suite
+            .tools
+            .iter()
+            .filter(|t| suite.server_of(&t.name) == server)
+        {
             let _ = write!(
                 out,
                 "\n[[servers.tools]]\nname = \"{}\"\ndescription = {}\ninput_schema = {}\n\n[servers.tools.annotations]\n\
@@ -229,8 +233,22 @@ struct Play<'a> {
 }
 
 impl Play<'_> {
-    /// Writes a call step, its recorded answer and its role.
-    fn call(&mut self, id: &str, agent: &str, call: &Call, args: &Map<String, Value>, output: &Value, expect: &str, role: Role) {
+    /// Writes a call step, its recorded answer and its role; the step
+    /// expects what a sound defence does: a call the injection task wants
+    /// denied, every other call allowed.
+    fn call(
+        &mut self,
+        id: &str,
+        agent: &str,
+        call: &Call,
+        args: &Map<String, Value>,
+        output: &Value,
+        role: Role,
+    ) {
+        let expect = match role {
+            Role::Attack { .. } => "deny",
+            _ => "allow",
+        };
         let server = self.suite.server_of(&call.tool);
         let _ = write!(
             self.steps,
@@ -279,11 +297,22 @@ impl Play<'_> {
             if self.form == Form::Planner && call.actor == "planner" {
                 for (arg, source) in &call.sources {
                     let from = &self.task.calls[source.from];
-                    let from_step = format!("{}-u{}", if from.actor == "planner" { &planner } else { &reader }, source.from);
+                    let from_step = format!(
+                        "{}-u{}",
+                        if from.actor == "planner" {
+                            &planner
+                        } else {
+                            &reader
+                        },
+                        source.from
+                    );
                     if from.actor == "planner" {
                         // The planner's own earlier answer: taken by reference.
                         if let Some(pointer) = &source.pointer {
-                            args.insert(arg.clone(), json!({ "from_step": from_step, "pointer": pointer }));
+                            args.insert(
+                                arg.clone(),
+                                json!({ "from_step": from_step, "pointer": pointer }),
+                            );
                         }
                         continue;
                     }
@@ -306,7 +335,18 @@ impl Play<'_> {
                 }
             }
             let id = format!("{agent}-u{index}");
-            self.call(&id, &agent, call, &args, &output, "allow", Role::User { run: run_label.clone(), substituted, protected });
+            self.call(
+                &id,
+                &agent,
+                call,
+                &args,
+                &output,
+                Role::User {
+                    run: run_label.clone(),
+                    substituted,
+                    protected,
+                },
+            );
             if let Some(inj) = run {
                 if !hijacked && carries_injection(&output) {
                     hijacked = true;
@@ -321,7 +361,9 @@ impl Play<'_> {
     /// differs from the user's.
     fn target(&self, injection: &str, arg: &str, genuine: &Value) -> Option<Value> {
         let kind = &self.suite.kinds[arg];
-        let target = self.suite.injection_tasks[injection].targets.get(&kind.kind)?;
+        let target = self.suite.injection_tasks[injection]
+            .targets
+            .get(&kind.kind)?;
         let shaped = match (genuine, target) {
             (Value::Array(_), Value::Array(_)) => target.clone(),
             (Value::Array(_), t) => Value::Array(vec![t.clone()]),
@@ -348,8 +390,7 @@ impl Play<'_> {
             } else {
                 Role::Other
             };
-            let expect = if matches!(role, Role::Attack { .. }) { "deny" } else { "allow" };
-            self.call(&id, agent, call, &call.args, &call.output, expect, role);
+            self.call(&id, agent, call, &call.args, &call.output, role);
         }
     }
 }

@@ -188,7 +188,9 @@ pub fn render(by_suite: &BTreeMap<String, BTreeMap<&'static str, Tally>>) -> Str
         }
     }
     rows("all", &total, &mut out);
-    out.push_str("\n| task (clean run, provenance policy) | first refused call: rule |\n|---|---|\n");
+    out.push_str(
+        "\n| task (clean run, provenance policy) | first refused call: rule |\n|---|---|\n",
+    );
     for (task, why) in &total["provenance"].short {
         out.push_str(&format!("| {task} | {why} |\n"));
     }
