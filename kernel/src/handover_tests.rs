@@ -139,3 +139,17 @@ fn numbers_are_exact_decimals_within_their_bounds() {
         ("/1".to_string(), "maximum")
     );
 }
+
+proptest::proptest! {
+    // A number written with two decimals is admitted exactly when it lies within both bounds; a float of any bits never panics the check, and a number's text as a string is refused as its type.
+    #[test]
+    fn a_number_is_admitted_exactly_within_its_bounds(cents in -200_000i64..200_000, float in proptest::num::f64::ANY) {
+        let amount = schema(json!({"type": "number", "minimum": "-1000.00", "maximum": "1000.00"}));
+        let sign = if cents < 0 { "-" } else { "" };
+        let text = format!("{sign}{}.{:02}", cents.abs() / 100, cents.abs() % 100);
+        let value: Value = serde_json::from_str(&text).unwrap();
+        proptest::prop_assert_eq!(amount.check(&value).is_ok(), cents.abs() <= 100_000, "{}", text);
+        let _ = amount.check(&json!(float));
+        proptest::prop_assert_eq!(refusal(&amount, json!(text)), (String::new(), "type"));
+    }
+}
