@@ -5,7 +5,9 @@
 //! consequential; what it learns reaches a planner only as a value that a
 //! [`ValueSchema`] admits. The schema language is a closed subset of JSON
 //! Schema, small enough that a reviewer can see every value it lets
-//! through: `enum`; `integer` with `minimum`/`maximum`; `string` with a
+//! through: `enum`; `integer` with `minimum`/`maximum`; `number` with a
+//! required exact-decimal `minimum` and `maximum` (a JSON number whose text
+//! is an exact decimal within them, compared exactly); `string` with a
 //! required `maxLength`, an optional `pattern` (the `regex` crate's syntax,
 //! searched like JSON Schema's, so anchor it with `^...$`) and an optional
 //! exact-decimal range (`minimum`/`maximum` on a string make it a decimal
@@ -80,6 +82,8 @@ pub enum ValueSchema {
     Enum(Vec<Value>),
     /// A JSON integer within the bounds.
     Integer(Bounds<i64>),
+    /// A JSON number whose text is an exact decimal within the bounds.
+    Number(Decimal, Decimal),
     /// A string of at most `max_length` characters.
     String {
         /// The longest string admitted, in characters.
@@ -171,6 +175,18 @@ impl ValueSchema {
                     return fail("minimum");
                 }
                 if maximum.is_some_and(|m| n > m) {
+                    return fail("maximum");
+                }
+                Ok(())
+            }
+            ValueSchema::Number(minimum, maximum) => {
+                let Some(amount) = value.as_number().and_then(|n| decimal(&n.to_string())) else {
+                    return fail("type");
+                };
+                if amount < *minimum {
+                    return fail("minimum");
+                }
+                if amount > *maximum {
                     return fail("maximum");
                 }
                 Ok(())
@@ -272,126 +288,5 @@ fn check_object(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn schema(value: Value) -> ValueSchema {
-        ValueSchema::parse(&value).unwrap()
-    }
-
-    fn refusal(schema: &ValueSchema, value: Value) -> (String, &'static str) {
-        let r = schema.check(&value).unwrap_err();
-        (r.pointer, r.keyword)
-    }
-
-    // Every keyword outside the subset, and every unbounded string or array, is refused naming the keyword.
-    #[test]
-    fn the_subset_is_closed() {
-        for (bad, word) in [
-            (
-                json!({"type": "string", "maxLength": 4, "format": "email"}),
-                "format",
-            ),
-            (json!({"type": "string"}), "maxLength"),
-            (json!({"type": "array", "items": {"enum": [1]}}), "maxItems"),
-            (json!({"type": "number"}), "number"),
-            (
-                json!({"type": "object", "properties": {}, "additionalProperties": true}),
-                "additionalProperties",
-            ),
-            (
-                json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 1, "oneOf": []}}}),
-                "oneOf",
-            ),
-            (json!({"type": "integer", "pattern": "x"}), "pattern"),
-            (
-                json!({"type": "string", "maxLength": 9, "minimum": 1.5}),
-                "minimum",
-            ),
-            (
-                json!({"type": "string", "maxLength": 9, "pattern": "("}),
-                "pattern",
-            ),
-            (json!({"enum": [{"a": 1}]}), "enum"),
-            (json!({"$ref": "#"}), "$ref"),
-        ] {
-            let refused = ValueSchema::parse(&bad).unwrap_err();
-            assert!(refused.problem.contains(word), "{bad}: {}", refused.problem);
-        }
-        let nested = ValueSchema::parse(&json!({"type": "object", "properties": {"a": {"type": "array", "maxItems": 1, "items": {"type": "bogus"}}}})).unwrap_err();
-        assert_eq!(nested.at, "/properties/a/items");
-    }
-
-    // Values inside the schema pass; each edge outside is refused naming its place and keyword.
-    #[test]
-    fn values_are_checked_at_their_edges() {
-        let iban = schema(
-            json!({"type": "string", "maxLength": 34, "pattern": "^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$"}),
-        );
-        assert!(iban.check(&json!("DE89370400440532013000")).is_ok());
-        assert_eq!(
-            refusal(&iban, json!("DE89370400440532013000\n")),
-            (String::new(), "pattern")
-        );
-        assert_eq!(
-            refusal(&iban, json!("de89370400440532013000")),
-            (String::new(), "pattern")
-        );
-        assert_eq!(
-            refusal(&iban, json!("DE89".repeat(9))),
-            (String::new(), "maxLength")
-        );
-        assert_eq!(
-            refusal(&iban, json!({"iban": "DE89"})),
-            (String::new(), "type")
-        );
-        let amount = schema(
-            json!({"type": "string", "maxLength": 12, "minimum": "0.01", "maximum": "500.00"}),
-        );
-        assert!(amount.check(&json!("500.00")).is_ok() && amount.check(&json!("0.01")).is_ok());
-        assert_eq!(
-            refusal(&amount, json!("500.001")),
-            (String::new(), "maximum")
-        );
-        assert_eq!(refusal(&amount, json!("0.00")), (String::new(), "minimum"));
-        assert_eq!(refusal(&amount, json!("1e3")), (String::new(), "type"));
-        assert_eq!(refusal(&amount, json!(12)), (String::new(), "type"));
-        let wide =
-            schema(json!({"type": "string", "maxLength": 64, "minimum": "0", "maximum": "1"}));
-        assert!(wide.check(&json!(format!("0.{}1", "0".repeat(20)))).is_ok());
-        let inexact = format!("0.{}1", "0".repeat(40));
-        assert_eq!(refusal(&wide, json!(inexact)), (String::new(), "type"));
-        let count = schema(json!({"type": "integer", "minimum": 1, "maximum": 3}));
-        assert!(count.check(&json!(3)).is_ok());
-        assert_eq!(refusal(&count, json!(4)), (String::new(), "maximum"));
-        assert_eq!(refusal(&count, json!(2.5)), (String::new(), "type"));
-        let payee = schema(json!({"enum": ["ACME Utilities", "City Water"]}));
-        assert_eq!(
-            refusal(&payee, json!("Attacker Ltd")),
-            (String::new(), "enum")
-        );
-        let bill = schema(json!({
-            "type": "object",
-            "properties": {"iban": {"type": "string", "maxLength": 34}, "lines": {"type": "array", "maxItems": 2, "items": {"type": "integer"}}},
-            "required": ["iban"],
-        }));
-        assert!(bill.check(&json!({"iban": "X", "lines": [1, 2]})).is_ok());
-        assert_eq!(
-            refusal(&bill, json!({"lines": []})),
-            ("/iban".to_string(), "required")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "note": "pay"})),
-            ("/note".to_string(), "additionalProperties")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "lines": [1, 2, 3]})),
-            ("/lines".to_string(), "maxItems")
-        );
-        assert_eq!(
-            refusal(&bill, json!({"iban": "X", "lines": [1, {"a": 1}]})),
-            ("/lines/1".to_string(), "type")
-        );
-    }
-}
+#[path = "handover_tests.rs"]
+mod tests;

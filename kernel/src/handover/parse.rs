@@ -43,13 +43,14 @@ impl ValueSchema {
         };
         match kind {
             "integer" => parse_integer(table, at),
+            "number" => parse_number(table, at),
             "string" => parse_string(table, at),
             "array" => parse_array(table, at, depth),
             "object" => parse_object(table, at, depth),
             other => Err(refused(
                 at,
                 format!(
-                    "type {other} is outside the hand-over schema subset; use integer, string, array or object (or an enum)"
+                    "type {other} is outside the hand-over schema subset; use integer, number, string, array or object (or an enum)"
                 ),
             )),
         }
@@ -111,6 +112,20 @@ fn parse_integer(table: &Map<String, Value>, at: &str) -> Result<ValueSchema, Sc
     Ok(ValueSchema::Integer((bound("minimum")?, bound("maximum")?)))
 }
 
+/// A `number` with its required exact-decimal bounds.
+fn parse_number(table: &Map<String, Value>, at: &str) -> Result<ValueSchema, SchemaRefused> {
+    only(table, at, &["minimum", "maximum"], "a number")?;
+    let bound = |key: &str| {
+        decimal_bound(table, at, key, "a number")?.ok_or_else(|| {
+            refused(
+                at,
+                format!("keyword {key} is required for a number; bound every number"),
+            )
+        })
+    };
+    Ok(ValueSchema::Number(bound("minimum")?, bound("maximum")?))
+}
+
 /// A `string`: its required length bound, its optional pattern and its
 /// optional exact-decimal range.
 fn parse_string(table: &Map<String, Value>, at: &str) -> Result<ValueSchema, SchemaRefused> {
@@ -143,8 +158,8 @@ fn parse_string(table: &Map<String, Value>, at: &str) -> Result<ValueSchema, Sch
         Some(_) => return Err(refused(at, "keyword pattern is a string")),
     };
     let (minimum, maximum) = (
-        decimal_bound(table, at, "minimum")?,
-        decimal_bound(table, at, "maximum")?,
+        decimal_bound(table, at, "minimum", "a string")?,
+        decimal_bound(table, at, "maximum", "a string")?,
     );
     let decimal = (minimum.is_some() || maximum.is_some()).then_some((minimum, maximum));
     Ok(ValueSchema::String {
@@ -154,29 +169,29 @@ fn parse_string(table: &Map<String, Value>, at: &str) -> Result<ValueSchema, Sch
     })
 }
 
-/// A string's `minimum` or `maximum`: an exact decimal, written as a whole
-/// number or a decimal string.
+/// A `minimum` or `maximum` of `kind` (a string or a number): an exact
+/// decimal, written as a whole number or a decimal string.
 fn decimal_bound(
     table: &Map<String, Value>,
     at: &str,
     key: &str,
+    kind: &str,
 ) -> Result<Option<Decimal>, SchemaRefused> {
-    match table.get(key) {
-        None => Ok(None),
-        Some(Value::String(text)) => decimal(text).map(Some).ok_or_else(|| {
-            refused(at, format!("keyword {key} of a string is an exact decimal"))
-        }),
-        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
-            decimal(&n.to_string()).map(Some).ok_or_else(|| {
-                refused(at, format!("keyword {key} of a string is an exact decimal"))
-            })
-        }
-        Some(_) => Err(refused(
+    let wrong = || {
+        refused(
             at,
             format!(
-                "keyword {key} of a string is an exact decimal: write a whole number or a decimal string such as \"120.50\""
+                "keyword {key} of {kind} is an exact decimal: write a whole number or a decimal string such as \"120.50\""
             ),
-        )),
+        )
+    };
+    match table.get(key) {
+        None => Ok(None),
+        Some(Value::String(text)) => decimal(text).map(Some).ok_or_else(wrong),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => {
+            decimal(&n.to_string()).map(Some).ok_or_else(wrong)
+        }
+        Some(_) => Err(wrong()),
     }
 }
 
