@@ -49,6 +49,8 @@ pub enum Command {
     Campaign(crate::campaign::CampaignArgs),
     /// Import tool definitions into a scenario declaration (`chio import mcp`).
     Import(crate::import_mcp::ImportArgs),
+    /// The MCP edge: the kernel in front of real MCP servers (`chio mcp serve`, `grant`, `revoke`).
+    Mcp(crate::mcp_edge::McpArgs),
     /// Node process commands (`chio node serve`).
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).

@@ -65,6 +65,7 @@ pub mod junit;
 pub mod link_proxy;
 pub mod local_cluster;
 pub mod local_faults;
+pub mod mcp_edge;
 pub mod placement;
 pub mod report;
 pub mod sarif;
@@ -113,6 +114,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
         },
         cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Import(args) => import_mcp::run(args, out),
+        cli::Command::Mcp(args) => mcp_edge::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Init(args) => arena_init::run(args, out),
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),
