@@ -295,3 +295,53 @@ async fn git_upstream_admits_status_and_refuses_add() {
     );
     edge.stop().await;
 }
+
+// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, a frame over the edge's bound and JSON-RPC of the wrong shape are refused and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does.
+#[test]
+fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let args = counting_args(&python, &log, &authority);
+    // The signed call of docs/mcp.md's Python example, by the key of seed 3.
+    let token = grant(&authority, &client_key(3), "notes", "echo", &[]);
+    let output = std::process::Command::new(&python)
+        .env("EDGE_TOKEN", &token)
+        .env("EDGE_SECRET_HEX", hex::encode([3u8; 32]))
+        .arg(fixture("edge_client.py"))
+        .arg(chio_bin())
+        .args(&args)
+        .output()
+        .expect("run the Python client");
+    assert!(
+        output.status.success(),
+        "edge_client.py failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(got["list_without_capability"], json!([]));
+    for (step, code) in [
+        ("call_without_meta", "edge-no-capability"),
+        ("call_token_not_string", "edge-token-malformed"),
+        ("call_token_garbage", "edge-token-malformed"),
+        ("call_undeclared_tool", "edge-no-capability"),
+    ] {
+        assert_eq!(got[step]["is_error"], true, "{step}: {got}");
+        assert_eq!(got[step]["reason_code"], code, "{step}: {got}");
+    }
+    assert_eq!(got["wrong_shape_is_error"], true, "{got}");
+    assert_eq!(got["call_after_garbage"], "edge-no-capability", "{got}");
+    assert_eq!(got["call_after_garbage_is_error"], true, "{got}");
+    assert_eq!(got["alive_after"], true, "{got}");
+    assert_eq!(got["oversized_answered"], false, "{got}");
+    assert_eq!(got["list_with_capability"], json!(["echo"]), "{got}");
+    assert_eq!(got["signed_call"]["is_error"], false, "{got}");
+    assert_eq!(got["signed_call"]["text"], "signed from python", "{got}");
+    assert_eq!(
+        log_lines(&log),
+        ["echo signed from python"],
+        "only the signed call reaches the upstream"
+    );
+}
