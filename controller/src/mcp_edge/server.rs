@@ -77,10 +77,12 @@ fn answer(decision: &Decision) -> CallToolResult {
         _ => None,
     };
     let mut result = match (&decision.verdict, &decision.output) {
-        (Verdict::Allow, Some(output)) => serde_json::from_value::<CallToolResult>(output.clone())
-            .unwrap_or_else(|_| {
-                CallToolResult::success(vec![ContentBlock::text(output.to_string())])
-            }),
+        (Verdict::Allow, Some(output)) => {
+            let released = output.get("output").unwrap_or(output);
+            serde_json::from_value::<CallToolResult>(released.clone()).unwrap_or_else(|_| {
+                CallToolResult::success(vec![ContentBlock::text(released.to_string())])
+            })
+        }
         _ => {
             let code = decision
                 .trace
@@ -181,13 +183,17 @@ impl Edge {
         };
         let decided = match called {
             Ok(result) => {
-                let content = serde_json::to_value(&result).unwrap_or(Value::Null);
-                record.upstream = Some(content.clone());
+                let answered = serde_json::to_value(&result).unwrap_or(Value::Null);
+                record.upstream = Some(answered.clone());
+                // The kernel reads an upstream's answer as it reads a
+                // recorded server's: `{"ok": performed, "output": result}`,
+                // so a session replays as a scenario of a recorded server.
+                let performed = result.is_error != Some(true);
                 let output = ToolOutput {
-                    content,
+                    content: json!({ "ok": performed, "output": answered }),
                     label: None,
                     integrity: None,
-                    performed: result.is_error != Some(true),
+                    performed,
                 };
                 self.kernel.complete(*ticket, output, now_ms).await
             }
