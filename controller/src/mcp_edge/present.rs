@@ -127,19 +127,39 @@ pub fn request(
     })
 }
 
-/// What a client puts in `_meta` for a call: the token string and the
+/// One call as a client signs it.
+#[derive(Debug, Clone)]
+pub struct ClientCall<'a> {
+    /// The upstream id serving the tool.
+    pub server: &'a str,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The call's arguments.
+    pub arguments: &'a Value,
+    /// Unique per request.
+    pub request_id: &'a str,
+    /// The client's session.
+    pub session_id: &'a str,
+    /// The client's clock, Unix milliseconds.
+    pub issued_at_ms: u64,
+}
+
+/// What a client puts in `_meta` for `call`: the token string and the
 /// request signed with `key` (the client side of this module, for Rust
 /// clients and tests).
 pub fn client_meta(
     token: &str,
     key: &ed25519_dalek::SigningKey,
-    server: &str,
-    tool: &str,
-    arguments: &Value,
-    request_id: &str,
-    session_id: &str,
-    issued_at_ms: u64,
+    call: &ClientCall<'_>,
 ) -> Result<Map<String, Value>, PresentError> {
+    let ClientCall {
+        server,
+        tool,
+        arguments,
+        request_id,
+        session_id,
+        issued_at_ms,
+    } = *call;
     let agent = chio_kernel::keys::public_key_hex(key);
     let mut meta = Map::new();
     meta.insert(CAPABILITY_KEY.to_string(), Value::String(token.to_string()));
@@ -179,7 +199,7 @@ mod tests {
         let leaf = prop_oneof![
             Just(Value::Null),
             any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(|n| Value::from(n)),
+            any::<i64>().prop_map(Value::from),
             ".{0,40}".prop_map(Value::String),
         ];
         leaf.prop_recursive(3, 24, 6, |inner| {
@@ -242,8 +262,15 @@ mod tests {
         )
         .unwrap();
         let args = serde_json::json!({"repo_path": "."});
-        let mut meta =
-            client_meta(&token, &client, "git", "git_status", &args, "r", "s", 5).unwrap();
+        let call = ClientCall {
+            server: "git",
+            tool: "git_status",
+            arguments: &args,
+            request_id: "r",
+            session_id: "s",
+            issued_at_ms: 5,
+        };
+        let mut meta = client_meta(&token, &client, &call).unwrap();
         let built = request(&meta, "git", "git_status", args.clone()).unwrap();
         assert_eq!(
             built.proof.signer,

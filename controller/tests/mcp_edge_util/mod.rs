@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use chio_controller::mcp_edge::present::client_meta;
+use chio_controller::mcp_edge::present::{client_meta, ClientCall};
 use ed25519_dalek::SigningKey;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
@@ -224,17 +224,15 @@ pub fn signed_meta(
     arguments: &Value,
     request_id: &str,
 ) -> Map<String, Value> {
-    client_meta(
-        token,
-        key,
+    let call = ClientCall {
         server,
         tool,
         arguments,
         request_id,
-        "session-1",
-        now_ms(),
-    )
-    .expect("sign the request")
+        session_id: "session-1",
+        issued_at_ms: now_ms(),
+    };
+    client_meta(token, key, &call).expect("sign the request")
 }
 
 /// The verdict and reason code of a result (`allow` for a plain result).
