@@ -128,12 +128,12 @@ impl Upstream {
             let client = info
                 .serve((stdout, stdin))
                 .await
-                .map_err(|e| protocol(format!("the initialize handshake failed: {e}")))?;
+                .map_err(|e| protocol(handshake_failure(&e).to_string()))?;
             let tools = client
                 .peer()
                 .list_all_tools()
                 .await
-                .map_err(|e| protocol(format!("tools/list failed: {e}")))?;
+                .map_err(|e| protocol(listing_failure(&e).to_string()))?;
             Ok::<_, UpstreamError>((client, tools))
         })
         .await
@@ -182,6 +182,29 @@ impl Upstream {
                 timeout.as_millis()
             )),
         }
+    }
+}
+
+/// What failed in the handshake, by kind: never a text the upstream sent,
+/// which may hold anything.
+fn handshake_failure(e: &rmcp::service::ClientInitializeError) -> &'static str {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        E::JsonRpcError(_) => "it answered the initialize handshake with a JSON-RPC error",
+        E::ConnectionClosed(_) | E::TransportError { .. } => {
+            "it closed its standard output during the initialize handshake"
+        }
+        _ => "it answered the initialize handshake with something the protocol does not allow",
+    }
+}
+
+/// What failed in `tools/list`, by kind.
+fn listing_failure(e: &rmcp::service::ServiceError) -> &'static str {
+    use rmcp::service::ServiceError as E;
+    match e {
+        E::McpError(_) => "it answered tools/list with a JSON-RPC error",
+        E::TransportSend(_) | E::TransportClosed => "it closed its standard output during tools/list",
+        _ => "it answered tools/list with something other than a tools/list result",
     }
 }
 
