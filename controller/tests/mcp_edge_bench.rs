@@ -79,10 +79,13 @@ async fn edge_latency_against_direct_and_round_trip() {
         .spawn()
         .unwrap();
     let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-    let direct = ClientConfig::new(ClientCapabilities::default(), Implementation::new("bench", "0"))
-        .serve((stdout, stdin))
-        .await
-        .unwrap();
+    let direct = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new("bench", "0"),
+    )
+    .serve((stdout, stdin))
+    .await
+    .unwrap();
     let control = trust.client().await;
     let args = json!({"text": "bench"});
     let mut params = CallToolRequestParams::new("echo");
@@ -90,7 +93,8 @@ async fn edge_latency_against_direct_and_round_trip() {
         params = params.with_arguments(map.clone());
     }
     // Warm every path once.
-    edge.call(&token, &alice, "notes", "echo", &args, "warm").await;
+    edge.call(&token, &alice, "notes", "echo", &args, "warm")
+        .await;
     direct.peer().call_tool(params.clone()).await.unwrap();
 
     let (mut through_edge, mut to_upstream, mut round_trips) = (Vec::new(), Vec::new(), Vec::new());
@@ -108,8 +112,12 @@ async fn edge_latency_against_direct_and_round_trip() {
             to_upstream.push(start.elapsed());
 
             let ops = vec![
-                StoreOp::IsRevoked { id: format!("bench/cap-{i}") },
-                StoreOp::RecordRequest { key: format!("bench/{id}") },
+                StoreOp::IsRevoked {
+                    id: format!("bench/cap-{i}"),
+                },
+                StoreOp::RecordRequest {
+                    key: format!("bench/{id}"),
+                },
             ];
             let start = Instant::now();
             control.run_batch(ops).await.unwrap();

@@ -203,7 +203,9 @@ fn listing_failure(e: &rmcp::service::ServiceError) -> &'static str {
     use rmcp::service::ServiceError as E;
     match e {
         E::McpError(_) => "it answered tools/list with a JSON-RPC error",
-        E::TransportSend(_) | E::TransportClosed => "it closed its standard output during tools/list",
+        E::TransportSend(_) | E::TransportClosed => {
+            "it closed its standard output during tools/list"
+        }
         _ => "it answered tools/list with something other than a tools/list result",
     }
 }
