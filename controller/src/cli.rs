@@ -52,6 +52,8 @@ pub enum Command {
     /// Write one self-contained HTML page for a run bundle, an evolve or
     /// matrix output, or a campaign ledger.
     Report(crate::html_report::ReportArgs),
+    /// The MCP edge: the kernel in front of real MCP servers (`chio mcp serve`, `grant`, `revoke`).
+    Mcp(crate::mcp_edge::McpArgs),
     /// Node process commands (`chio node serve`).
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).

@@ -120,6 +120,18 @@ cli_codes! {
     /// The MCP server answered the handshake or `tools/list` with an error
     /// or something the protocol does not allow.
     IMPORT_MCP_PROTOCOL = "CHIO-IMPORT-MCP-PROTOCOL", Input;
+    /// `chio mcp`'s authority file cannot be created or read.
+    MCP_AUTHORITY = "CHIO-MCP-AUTHORITY", Input;
+    /// `chio mcp grant` is given a client key, server or tools it cannot grant.
+    MCP_GRANT = "CHIO-MCP-GRANT", Input;
+    /// `chio mcp serve` or `chio mcp revoke` is given flags it refuses.
+    MCP_CONFIG = "CHIO-MCP-CONFIG", Input;
+    /// Trust-control refused or did not answer `chio mcp serve` or `chio mcp revoke`.
+    MCP_CONTROL = "CHIO-MCP-CONTROL", Infrastructure;
+    /// An upstream of `chio mcp serve` did not start or list its tools.
+    MCP_UPSTREAM = "CHIO-MCP-UPSTREAM", Infrastructure;
+    /// `chio mcp serve --session-out` cannot create its folder.
+    MCP_SESSION_WRITE = "CHIO-MCP-SESSION-WRITE", Infrastructure;
     /// An MCP `tools/list` result is refused.
     IMPORT_TOOLS_LIST = "CHIO-IMPORT-TOOLS-LIST", Input;
     /// The declaration `chio import mcp --out` or the scenario `chio import

@@ -71,6 +71,7 @@ pub mod link_proxy;
 pub mod local_cluster;
 pub mod local_faults;
 pub mod man;
+pub mod mcp_edge;
 pub mod placement;
 pub mod report;
 pub mod sarif;
@@ -117,6 +118,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
         cli::Command::Campaign(args) => campaign::run(args, out),
         cli::Command::Import(args) => import_mcp::run(args, out),
         cli::Command::Report(args) => html_report::run(args, out),
+        cli::Command::Mcp(args) => mcp_edge::run(args, out),
         cli::Command::Arena(arena) => match &arena.command {
             cli::ArenaCommand::Init(args) => arena_init::run(args, out),
             cli::ArenaCommand::Validate(args) => arena_validate::run(args, out),

@@ -82,7 +82,7 @@ pub fn trust(args: &TrustServeArgs) -> Result<(), CliError> {
 }
 
 /// Completes on SIGTERM or ctrl-c, whichever comes first.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

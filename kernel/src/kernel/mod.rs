@@ -392,6 +392,28 @@ impl Kernel {
         self.trusted_issuers = issuers;
     }
 
+    /// Registers the agent named by its own public key (`key_hex`, 64
+    /// lowercase hex characters) as the holder of that key, so a request
+    /// whose `agent_id` is its key binds to it at step 3 like any
+    /// configured agent. A kernel that meets its callers only at call time
+    /// (the MCP edge) registers each caller this way: the id claims nothing
+    /// the proof does not already prove. A text that is not a public key
+    /// registers nothing and answers the key error; an agent configured
+    /// under that id keeps its configured key.
+    pub fn register_key_agent(&mut self, key_hex: &str) -> Result<(), KernelError> {
+        parse_public_key_hex(key_hex)?;
+        if key_hex.len() != 64 || key_hex.bytes().any(|b| b.is_ascii_uppercase()) {
+            return Err(KernelError::InvalidPublicKey {
+                detail: "an agent named by its key is named by 64 lowercase hex characters"
+                    .to_string(),
+            });
+        }
+        self.agent_keys
+            .entry(key_hex.to_string())
+            .or_insert_with(|| key_hex.to_string());
+        Ok(())
+    }
+
     /// How many signature verifications the cache answered.
     pub fn signature_cache_hits(&self) -> u64 {
         self.cache.hits()

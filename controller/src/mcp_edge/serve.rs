@@ -1,0 +1,192 @@
+//! `chio mcp serve`: start the upstreams, bind the kernel's stores to
+//! trust-control (remote with `--control-url`, trust-control's in-memory
+//! store otherwise, through the same adapter either way), trust the
+//! authority's issuer key there, and serve MCP on standard input and
+//! output until the client closes it, ctrl-c or SIGTERM.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chio_kernel::kernel::KernelConfig;
+use chio_kernel::keys::public_key_hex;
+use chio_node::trust_stores::TrustBinding;
+use chio_trust::model::IssuerKey;
+use chio_trust::{InMemoryTrustStore, TrustStore};
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::{RoleServer, ServiceExt};
+use serde_json::json;
+use tokio::runtime::Handle;
+
+use super::authority::{self, Authority};
+use super::grant::{control_client, deadlines};
+use super::kernel::EdgeKernel;
+use super::server::Edge;
+use super::session::Session;
+use super::upstream::{parse_spec, Upstream, Upstreams};
+use super::ServeArgs;
+use crate::arena_run::runtime;
+use crate::error::{codes, CliError};
+
+const COMMAND: &str = "mcp serve";
+
+/// The id the edge's kernel signs receipts under.
+pub const EDGE_KERNEL_ID: &str = "mcp-edge";
+
+fn config_error(message: String, help: &str) -> CliError {
+    CliError::new(codes::MCP_CONFIG, COMMAND, message, help)
+}
+
+/// Runs `chio mcp serve` until the client leaves or a signal arrives.
+pub fn run(args: &ServeArgs) -> Result<(), CliError> {
+    let specs = args
+        .upstream
+        .iter()
+        .map(|s| parse_spec(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| {
+            config_error(
+                e.to_string(),
+                "write each upstream as --upstream ID=\"CMD ARGS...\"",
+            )
+        })?;
+    for bound in [args.max_message_bytes, args.max_argument_bytes] {
+        if bound < 1024 {
+            return Err(config_error(
+                "--max-message-bytes and --max-argument-bytes must be at least 1024".to_string(),
+                "raise the bound",
+            ));
+        }
+    }
+    let authority = authority::read(&args.authority, COMMAND)?;
+    let rt = runtime(COMMAND)?;
+    let _entered = rt.enter();
+    let control = control_client(&args.control, COMMAND)?;
+    rt.block_on(async move {
+        let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
+        let mut started = Vec::new();
+        for (id, argv) in &specs {
+            started.push(Upstream::start(id, argv, timeout).await.map_err(|e| {
+                CliError::new(
+                    codes::MCP_UPSTREAM,
+                    COMMAND,
+                    e.to_string(),
+                    "run the upstream's command by itself to check that it serves MCP on standard input and output",
+                )
+            })?);
+        }
+        for u in &started {
+            tracing::info!(upstream = %u.id, tools = u.tools.len(), "upstream started");
+        }
+        let upstreams = Upstreams::new(started).map_err(|e| {
+            config_error(e.to_string(), "give each upstream its own id and tools")
+        })?;
+        let kernel = match control {
+            Some(client) => start_kernel(client, args, &authority, &upstreams).await?,
+            None => {
+                start_kernel(Arc::new(InMemoryTrustStore::new()), args, &authority, &upstreams)
+                    .await?
+            }
+        };
+        let session = match &args.session_out {
+            None => None,
+            Some(dir) => Some(Arc::new(
+                Session::create(dir, &header(args, &authority, &upstreams)).map_err(|e| {
+                    CliError::new(
+                        codes::MCP_SESSION_WRITE,
+                        COMMAND,
+                        e.to_string(),
+                        "name a new or empty folder you may write",
+                    )
+                })?,
+            )),
+        };
+        tracing::info!(namespace = %args.control.namespace, "kernel started");
+        let edge = Edge {
+            kernel,
+            upstreams: Arc::new(upstreams),
+            session,
+            max_argument_bytes: args.max_argument_bytes,
+            upstream_timeout: timeout,
+        };
+        // The binary holds the standard output's lock for the whole command
+        // (`main` passes it locked), so the server writes to its own copy of
+        // the descriptor, which takes no lock.
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| {
+                CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
+            })?;
+        let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
+        let transport =
+            AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
+                .with_max_line_length(args.max_message_bytes);
+        tracing::info!("serving MCP on standard input and output");
+        let running = edge.serve(transport).await.map_err(|e| {
+            CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
+        })?;
+        tokio::select! {
+            _ = running.waiting() => {}
+            () = crate::serve::shutdown_signal() => {}
+        }
+        Ok(())
+    })
+}
+
+/// What `session.json` holds besides its schema.
+fn header(args: &ServeArgs, authority: &Authority, upstreams: &Upstreams) -> serde_json::Value {
+    let listed: Vec<_> = upstreams
+        .by_id
+        .values()
+        .map(|u| json!({ "id": u.id, "tools": u.tools }))
+        .collect();
+    json!({
+        "namespace": args.control.namespace,
+        "kernel_id": EDGE_KERNEL_ID,
+        "issuer": public_key_hex(&authority.issuer),
+        "kernel_key": public_key_hex(&authority.receipts),
+        "max_request_age_ms": args.max_request_age_ms,
+        "upstreams": listed,
+    })
+}
+
+/// Trusts the issuer in `store` and starts the kernel over it.
+async fn start_kernel<S: TrustStore>(
+    store: Arc<S>,
+    args: &ServeArgs,
+    authority: &Authority,
+    upstreams: &Upstreams,
+) -> Result<EdgeKernel, CliError> {
+    let issuer = public_key_hex(&authority.issuer);
+    let key = IssuerKey::parse_hex(&issuer)
+        .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))?;
+    let d = deadlines();
+    match tokio::time::timeout(d.call, store.add_issuer_key(key)).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            return Err(CliError::new(
+                codes::MCP_CONTROL,
+                COMMAND,
+                format!("trust-control refused the authority's issuer key: {e}"),
+                "check --control-url and that the token is trust-control's",
+            ))
+        }
+        Err(_) => {
+            return Err(CliError::new(
+                codes::MCP_CONTROL,
+                COMMAND,
+                "trust-control did not answer within its deadline".to_string(),
+                "check that trust-control runs at --control-url",
+            ))
+        }
+    }
+    let binding = TrustBinding::new(store, Handle::current(), &args.control.namespace, d);
+    let (stores, cache) = binding.kernel_stores();
+    let mut config = KernelConfig::new(EDGE_KERNEL_ID, authority.receipts.clone());
+    config.trusted_issuers = vec![issuer];
+    config.max_request_age_ms = Some(args.max_request_age_ms);
+    config.tools = Some(upstreams.catalog());
+    EdgeKernel::spawn(config, stores, Box::new(cache))
+        .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))
+}

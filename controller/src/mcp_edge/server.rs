@@ -1,0 +1,262 @@
+//! The MCP server role of the edge.
+//!
+//! `tools/list` answers the upstream tools the presented capability covers
+//! (`_meta["chio/capability"]`, checked by the kernel's capability
+//! verification: issuer, signature, window, chain), and nothing without a
+//! valid one. `tools/call` reads the wall clock once (its admission
+//! instant, recorded), assembles the kernel's request from the call and its
+//! `_meta` (`present`), and runs the kernel: admit; on admission, forward
+//! to the upstream serving the tool and complete with its answer (the
+//! post-invocation guards, the second revocation look-up, budgets
+//! committed, the receipt appended), or abort when the upstream fails. A
+//! deny, whoever decides it, is a tool result with `isError: true` whose
+//! text starts with the reason code; the upstream never sees a call the
+//! kernel did not admit.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::kernel::{Admission, Decision, ToolOutput};
+use chio_kernel::verdict::Verdict;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::{json, Map, Value};
+
+use super::kernel::EdgeKernel;
+use super::present;
+use super::session::{CallRecord, Session};
+use super::upstream::Upstreams;
+
+/// What the server needs.
+pub struct Edge {
+    /// The kernel thread.
+    pub kernel: EdgeKernel,
+    /// The upstreams.
+    pub upstreams: Arc<Upstreams>,
+    /// The session folder, when written.
+    pub session: Option<Arc<Session>>,
+    /// Largest canonical size of a call's arguments.
+    pub max_argument_bytes: usize,
+    /// Deadline of an upstream call.
+    pub upstream_timeout: Duration,
+}
+
+/// The wall clock in Unix milliseconds: read once per admission.
+fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// An edge refusal decided before the kernel (no receipt).
+fn refusal(code: &str, reason: &str) -> CallToolResult {
+    let mut result = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {reason}"))]);
+    result.structured_content = Some(json!({
+        "verdict": "deny", "reason_code": code, "reason": reason,
+    }));
+    result
+}
+
+/// The answer to a kernel decision: its released output, or the deny.
+fn answer(decision: &Decision) -> CallToolResult {
+    let receipt = json!({
+        "chio/receipt": {
+            "id": decision.receipt.id,
+            "verdict": decision.projected(),
+            "recorded": decision.recorded,
+        }
+    });
+    let meta = match receipt {
+        Value::Object(map) => Some(MetaObject(map)),
+        _ => None,
+    };
+    let mut result = match (&decision.verdict, &decision.output) {
+        (Verdict::Allow, Some(output)) => {
+            let released = output.get("output").unwrap_or(output);
+            serde_json::from_value::<CallToolResult>(released.clone()).unwrap_or_else(|_| {
+                CallToolResult::success(vec![ContentBlock::text(released.to_string())])
+            })
+        }
+        _ => {
+            let code = decision
+                .trace
+                .reason_code
+                .map(|c| c.as_str().to_string())
+                .unwrap_or_else(|| "deny".to_string());
+            let reason = decision.reason.clone().unwrap_or_default();
+            let mut r = refusal(&code, &reason);
+            if let Some(Value::Object(s)) = r.structured_content.as_mut() {
+                s.insert(
+                    "receipt_id".into(),
+                    Value::String(decision.receipt.id.clone()),
+                );
+                s.insert("verdict".into(), json!(decision.projected()));
+            }
+            r
+        }
+    };
+    result.meta = meta;
+    result
+}
+
+impl Edge {
+    /// The server of the tool `name`: its upstream's id, or, for a tool no
+    /// upstream declares, the first server the presented capability names,
+    /// so the kernel's contract check refuses it with its own reason.
+    fn server_of(&self, name: &str, meta: &Map<String, Value>) -> String {
+        self.upstreams.route.get(name).cloned().unwrap_or_else(|| {
+            present::capability(meta)
+                .ok()
+                .and_then(|t| t.scope.first().map(|g| g.server.clone()))
+                .unwrap_or_default()
+        })
+    }
+
+    async fn decide(
+        &self,
+        params: CallToolRequestParams,
+        meta: Map<String, Value>,
+    ) -> CallToolResult {
+        let now_ms = wall_ms();
+        let tool = params.name.to_string();
+        let server = self.server_of(&tool, &meta);
+        let arguments = Upstreams::arguments(params.arguments.as_ref());
+        let mut record = CallRecord::new(now_ms, &server, &tool);
+        let size = to_canonical_vec(&arguments).map(|b| b.len());
+        let result = match size {
+            Err(_) => refusal(
+                "edge-arguments-uncanonical",
+                "the arguments have no canonical JSON form (an integer past 2^53)",
+            ),
+            Ok(n) if n > self.max_argument_bytes => refusal(
+                "edge-arguments-too-large",
+                &format!(
+                    "the arguments are {n} bytes of canonical JSON, over the edge's bound of {}",
+                    self.max_argument_bytes
+                ),
+            ),
+            Ok(_) => match present::request(&meta, &server, &tool, arguments) {
+                Err(e) => refusal(e.code(), &e.to_string()),
+                Ok(request) => {
+                    record.request = serde_json::to_value(&request).ok();
+                    self.run_kernel(request, now_ms, &mut record).await
+                }
+            },
+        };
+        record.answer(&result);
+        if let Some(session) = &self.session {
+            session.append(&record);
+        }
+        result
+    }
+
+    async fn run_kernel(
+        &self,
+        request: chio_kernel::request::ToolCallRequest,
+        now_ms: u64,
+        record: &mut CallRecord,
+    ) -> CallToolResult {
+        let gone =
+            |e: super::kernel::KernelThreadError| refusal("edge-kernel-stopped", &e.to_string());
+        let ticket = match self.kernel.admit(request, now_ms).await {
+            Err(e) => return gone(e),
+            Ok(Admission::Decided(decision)) => {
+                record.decision(&decision);
+                return answer(&decision);
+            }
+            Ok(Admission::Admitted(ticket)) => ticket,
+        };
+        let request = ticket.request();
+        let called = match self.upstreams.by_id.get(&request.server) {
+            Some(upstream) => {
+                upstream
+                    .call(&request.tool, &request.arguments, self.upstream_timeout)
+                    .await
+            }
+            None => Err(format!("no upstream serves {}", request.server)),
+        };
+        let decided = match called {
+            Ok(result) => {
+                let answered = serde_json::to_value(&result).unwrap_or(Value::Null);
+                record.upstream = Some(answered.clone());
+                // The kernel reads an upstream's answer as it reads a
+                // recorded server's: `{"ok": performed, "output": result}`,
+                // so a session replays as a scenario of a recorded server.
+                let performed = result.is_error != Some(true);
+                let output = ToolOutput {
+                    content: json!({ "ok": performed, "output": answered }),
+                    label: None,
+                    integrity: None,
+                    performed,
+                };
+                self.kernel.complete(*ticket, output, now_ms).await
+            }
+            Err(reason) => self.kernel.abort(*ticket, reason, now_ms).await,
+        };
+        match decided {
+            Ok(decision) => {
+                record.decision(&decision);
+                answer(&decision)
+            }
+            Err(e) => gone(e),
+        }
+    }
+}
+
+impl ServerHandler for Edge {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new("chio-mcp-edge", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let meta: &Map<String, Value> = &context.meta;
+        let Ok(token) = present::capability(meta) else {
+            return Ok(ListToolsResult::with_all_items(Vec::new()));
+        };
+        match self.kernel.verify(token.clone(), wall_ms()).await {
+            Ok(Ok(())) => {}
+            _ => return Ok(ListToolsResult::with_all_items(Vec::new())),
+        }
+        let tools = self
+            .upstreams
+            .by_id
+            .values()
+            .flat_map(|u| {
+                u.tools.iter().filter(|t| {
+                    token
+                        .scope
+                        .iter()
+                        .any(|g| g.server == u.id && g.covers_tool(&t.name))
+                })
+            })
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let mut meta: Map<String, Value> = context.meta.0 .0.clone();
+        if let Some(own) = &request.meta {
+            for (k, v) in own.0 .0.iter() {
+                meta.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        Ok(self.decide(request, meta).await.into())
+    }
+}
