@@ -84,6 +84,8 @@ use crate::reason::{DenyReason, Injection};
 mod actions;
 mod address;
 mod definition;
+mod jailbreak;
+mod languages;
 mod leak;
 mod markup;
 mod normalise;
