@@ -112,7 +112,9 @@ const REFUSAL: &str = r#"(?x)
     \b(?:do\snot|don'?t|never|must\snot)\s(?:ever\s)?(?:apologi[sz]e|refuse|decline)\b
     | \bnever\ssay\s(?:the\swords|that\syou|you\scan)
     | \b(?:do\snot|don'?t|never)\s(?:include|add|give)\s(?:any\s)?(?:\w+\s)?(?:warnings?|disclaimers?|notes?\sor\sdisclaimers?|"note")
-    | \bwithout\s(?:any\s|\w+ing\s)?(?:warnings?|disclaimers?|refusals?|censorship|hesitation)\b
+    | \bwithout\s(?:any\s)?(?:issuing\s|giving\s|adding\s|including\s)?(?:disclaimers?|refusals?|censorship)\b
+    | \bwithout\s(?:issuing|giving|adding|including)\s(?:any\s)?(?:\w+\s)?warnings?\b
+    | \bwithout\s(?:any\s)?(?:moral|ethical|safety)\s(?:warnings?|concerns?|considerations?)\b
     | \b(?:start|begin)\s(?:your\s(?:response|answer|reply|output)\s)?with\s"?'?(?:sure|absolutely|certainly|of\scourse)\b
     | \b(?:never|don'?t|do\snot)\s(?:say|mention|state)\s(?:that\s)?(?:you\s)?(?:can'?t|cannot|are\sunable|are\snot\sable)\b
     | \b(?:avoid|omit|skip|remove)\s(?:adding\s|including\s|giving\s)?(?:any\s|all\s)?(?:disclaimers|warnings|caveats|refusals|moral\slectures)\b
@@ -276,6 +278,7 @@ mod tests {
             "Thanks for your response, we will get back to you soon.",
             "Security alert: you must change your password within 24 hours.",
             "Skip the setup section if the tools are installed.",
+            "Ensure clippy passes without warnings; the format may change without warning.",
             "<rss version=\"2.0\"><channel><item><title>Restrictions lifted</title></item></channel></rss>",
         ] {
             assert!(!matches!(run(text), Outcome::Hit(_)), "{text}");
