@@ -85,7 +85,7 @@ const PERSONA_STRONG: &str = r"(?x)
 
 /// A model's or its maker's name, for `persona-model`.
 const MODEL_NAME: &str = r"(?x)
-    \b(?:chatgpt|gpt-?[34]\w*|openai|anthropic|claude|gemini|llama|language\smodel|ai\smodel|ai\sassistant|chatbot|llm)\b
+    \b(?:chatgpt|gpt-?[34]\w*|openai|gemini|llama|language\smodel|ai\smodel|ai\sassistant|chatbot|llm)\b
 ";
 
 /// A claimed mode or switched-off safeguard.
