@@ -10,11 +10,40 @@
 //!   `verbatim`, `word for word` or `back`;
 //! - `context-question`: `what are (or were) your initial (original,
 //!   starting, system, hidden, secret) instructions (prompt, rules)`;
+//! - `secret-request`: a request (`paste`, `output`, `give me`, `share`,
+//!   ...) for what the model holds as `your` own: its system prompt or
+//!   message, configuration, first or initial prompt, identifier, secret,
+//!   key or credentials;
 //! - `image-exfiltration`: an image URL to be filled with conversation data
 //!   (`actions.rs`).
 
+use std::sync::OnceLock;
+
+use regex::Regex;
+
 use super::actions;
 use super::rules::{sentences, words, Outcome, Views};
+
+/// `secret-request`: a request verb, then within a few words what the model
+/// holds as its own. `show` and `send` are left out (`show your ID at the
+/// desk`), and `share` asks only for the prompt or instructions.
+const SECRET_REQUEST: &str = r"(?x)
+    \b(?:paste|output|print|reveal|disclose|dump|leak|give\sme|tell\sme|provide|write\sout|recite|spell\sout)
+        \s(?:\w+\s){0,4}?(?:your|the\smodel'?s)\s(?:very\s)?(?:\w+\s)?
+        (?:system\sprompt|system\smessage|initial\sprompt|first\sprompt|original\sprompt|configuration|config|
+           unique\sid|id|identifier|secret|secrets|api\skey|password|credentials|hidden\sinstructions|
+           instructions\sverbatim|internal\sinstructions)\b
+    | \bshare\s(?:\w+\s){0,2}?your\s(?:\w+\s)?(?:system\sprompt|system\smessage|instructions|prompt|configuration)\b
+    | \b(?:first|opening|last)\s(?:sentence|line|words?)\sof\syour\s(?:system\s|initial\s|original\s)?(?:prompt|message|instructions)\b
+    | \b(?:output|print|repeat|dump)\s(?:the\s)?initialization\s(?:above|text)
+    | \b(?:list|give\sme|tell\sme)\s(?:all\s)?(?:of\s)?your\s(?:hidden|secret|internal|initial|system)\s(?:instructions|rules|prompt)
+    | ['\x22]you\sare(?:\s\.\.\.|\s\[[^\]]*\])?['\x22]
+";
+
+fn secret_request() -> &'static Regex {
+    static RULE: OnceLock<Regex> = OnceLock::new();
+    RULE.get_or_init(|| Regex::new(SECRET_REQUEST).expect("a valid fixed expression"))
+}
 
 const VERBS: &[&str] = &[
     "reveal",
@@ -171,6 +200,9 @@ pub fn check(views: &Views) -> Outcome {
         if context_question(&w) {
             return Outcome::Hit("context-question");
         }
+    }
+    if secret_request().is_match(&views.flat) {
+        return Outcome::Hit("secret-request");
     }
     if actions::image_exfiltration(&views.flat) {
         return Outcome::Hit("image-exfiltration");

@@ -23,12 +23,16 @@
 //!   context (`previous`, `prior`, `above`, `all`, `your`, `system`, ...)
 //!   between them or just after; and instructions in data addressed to the
 //!   model, references to the task it was given, and overrides followed by
-//!   a redirect (`address.rs`);
+//!   a redirect (`address.rs`); personas freed of their limits, claimed
+//!   modes, refusal suppression, directives about the model's response,
+//!   consequential tool calls and overrides of earlier messages
+//!   (`jailbreak.rs`); and the same in other languages (`languages.rs`);
 //! - `system-prompt-leak`: a disclosure verb (`reveal`, `print`, `repeat`,
 //!   `dump`, ...) followed within seven words by a hidden-context phrase
 //!   (`system prompt`, `system message`, `hidden instructions`, ...); and
 //!   requests for the instructions or the text above, and markdown-image
-//!   exfiltration (`leak.rs`);
+//!   exfiltration, and requests for what the model holds as its own
+//!   (`leak.rs`), also in other languages (`languages.rs`);
 //! - `tool-name-spoof`: text dressed as a tool invocation: a tool tag
 //!   (`<tool_call`, `< tool_call >`, `</function_calls>`, `<invoke ...>`), a
 //!   tool special token (`<|tool_call|>`), a tool-call key (`"tool_call":`,
@@ -66,8 +70,8 @@
 //!
 //! Modules: `normalise` (the readings), `scan` (the text scan and the value
 //! walk), `definition` (the reader over a tool definition), `rules` (the verb rules and the views), `markup` (tool and
-//! delimiter markup), `roles`, `address`, `leak`, `actions` (the rules
-//! named above), `structure` (`json-payload-smuggle` and the budget),
+//! delimiter markup), `roles`, `address`, `leak`, `actions`, `jailbreak`,
+//! `languages` (the rules named above), `structure` (`json-payload-smuggle` and the budget),
 //! `tests`.
 
 use serde::Deserialize;
@@ -84,6 +88,8 @@ use crate::reason::{DenyReason, Injection};
 mod actions;
 mod address;
 mod definition;
+mod jailbreak;
+mod languages;
 mod leak;
 mod markup;
 mod normalise;
