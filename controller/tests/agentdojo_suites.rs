@@ -105,7 +105,7 @@ fn suite_sample_under_four_policies() {
     println!("{}", render(&by_suite));
 }
 
-// The full table over 97 user tasks and 949 pairs: provenance admits no attack, and docs/benchmarks.md quotes the table as it is.
+// The full table over 97 user tasks and 949 pairs: provenance admits no attack, and docs/agentdojo.md quotes the table as it is.
 #[test]
 #[ignore = "the full run; see docs/benchmarks.md for its duration"]
 fn full_table() {
@@ -120,10 +120,10 @@ fn full_table() {
     println!("{table}");
     let all_attacks: usize = by_suite.values().map(|t| t["provenance"].attacks).sum();
     assert_eq!(all_attacks, 0, "provenance admits no attack");
-    let docs = std::fs::read_to_string(repo_path("docs/benchmarks.md")).expect("benchmarks doc");
+    let docs = std::fs::read_to_string(repo_path("docs/agentdojo.md")).expect("AgentDojo doc");
     assert!(
         docs.contains(&table),
-        "docs/benchmarks.md does not quote the current table:\n{table}"
+        "docs/agentdojo.md does not quote the current table:\n{table}"
     );
 }
 

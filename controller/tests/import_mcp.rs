@@ -242,30 +242,9 @@ fn the_recorded_server_refuses_undeclared_tools_and_refused_arguments_at_validat
     }
 }
 
-/// The python of the virtual environment holding `mcp-server-git` and the
-/// MCP SDK, from `CHIO_MCP_PYTHON`; `None` (the test returns) when it is
-/// unset outside CI. Under CI an unset variable fails the test.
+/// The executable `.ci/run` provides for these tests (`chio_tests::outside`).
 fn mcp_python() -> Option<PathBuf> {
-    match std::env::var_os("CHIO_MCP_PYTHON").filter(|v| !v.is_empty()) {
-        Some(python) => {
-            let python = PathBuf::from(python);
-            assert!(
-                python.is_file(),
-                "CHIO_MCP_PYTHON names {}, which is not a file; point it at the python of a venv with mcp-server-git (see CONTRIBUTING.md)",
-                python.display()
-            );
-            Some(python)
-        }
-        None if std::env::var_os("CI").is_some() => panic!(
-            "CHIO_MCP_PYTHON is not set under CI: .ci/run makes the venv with mcp-server-git and exports it; run the tests through .ci/run"
-        ),
-        None => {
-            eprintln!(
-                "skipped: CHIO_MCP_PYTHON is not set; make the venv as CONTRIBUTING.md says (or run .ci/run) to run the live MCP import tests"
-            );
-            None
-        }
-    }
+    chio_tests::outside::outside_part(chio_tests::outside::MCP_PYTHON, "the live MCP import tests")
 }
 
 /// `words` as one command line, each quoted as a shell would need.

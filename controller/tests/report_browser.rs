@@ -25,29 +25,9 @@ use cdp::Browser;
 use results::{hostile, make, ok, s};
 use serde_json::Value;
 
-/// The browser named by `CHIO_CHROMIUM`; `None` (the test returns) when it
-/// is unset outside CI. Under CI an unset variable fails the test.
+/// The executable `.ci/run` provides for these tests (`chio_tests::outside`).
 fn chromium() -> Option<PathBuf> {
-    match std::env::var_os("CHIO_CHROMIUM").filter(|v| !v.is_empty()) {
-        Some(path) => {
-            let path = PathBuf::from(path);
-            assert!(
-                path.is_file(),
-                "CHIO_CHROMIUM names {}, which is not a file; point it at a chromium binary (Debian: apt-get install chromium)",
-                path.display()
-            );
-            Some(path)
-        }
-        None if std::env::var_os("CI").is_some() => panic!(
-            "CHIO_CHROMIUM is not set under CI: .ci/run installs chromium and exports it; run the tests through .ci/run"
-        ),
-        None => {
-            eprintln!(
-                "skipped: CHIO_CHROMIUM is not set; install chromium (Debian: apt-get install chromium) and export CHIO_CHROMIUM=$(command -v chromium) to run the browser tests"
-            );
-            None
-        }
-    }
+    chio_tests::outside::outside_part(chio_tests::outside::CHROMIUM, "the browser tests")
 }
 
 fn file_url(path: &Path) -> String {

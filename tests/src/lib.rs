@@ -17,6 +17,8 @@
 //! - [`cluster`]: trust-control and node processes, topology files, loading
 //!   a world into nodes, gRPC clients and a runtime for them.
 //! - [`scenarios`]: generated scenario texts shared by several suites.
+//! - [`outside`]: the outside parts (a Python venv, a browser) found
+//!   through the variables `.ci/run` exports.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
@@ -24,6 +26,7 @@
 pub mod binary;
 pub mod cluster;
 pub mod files;
+pub mod outside;
 pub mod scenarios;
 
 pub use binary::{chio, explain, run_binary, run_chio, OUTPUT_ENV};

@@ -25,29 +25,9 @@ pub fn chio_bin() -> &'static str {
     env!("CARGO_BIN_EXE_chio")
 }
 
-/// The python of the venv with the MCP SDK and `mcp-server-git`
-/// (`CHIO_MCP_PYTHON`); `None` outside CI when unset, a failure under CI.
+/// The executable `.ci/run` provides for these tests (`chio_tests::outside`).
 pub fn mcp_python() -> Option<PathBuf> {
-    match std::env::var_os("CHIO_MCP_PYTHON").filter(|v| !v.is_empty()) {
-        Some(python) => {
-            let python = PathBuf::from(python);
-            assert!(
-                python.is_file(),
-                "CHIO_MCP_PYTHON names {}, which is not a file; point it at the python of a venv with mcp-server-git (see CONTRIBUTING.md)",
-                python.display()
-            );
-            Some(python)
-        }
-        None if std::env::var_os("CI").is_some() => panic!(
-            "CHIO_MCP_PYTHON is not set under CI: .ci/run makes the venv with mcp-server-git and exports it; run the tests through .ci/run"
-        ),
-        None => {
-            eprintln!(
-                "skipped: CHIO_MCP_PYTHON is not set; make the venv as CONTRIBUTING.md says (or run .ci/run) to run the MCP edge tests"
-            );
-            None
-        }
-    }
+    chio_tests::outside::outside_part(chio_tests::outside::MCP_PYTHON, "the MCP edge tests")
 }
 
 /// A fixture of `controller/tests/fixtures/mcp`.
