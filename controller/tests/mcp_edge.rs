@@ -207,6 +207,9 @@ async fn revocation_mid_session_and_control_down_fail_closed() {
     assert_eq!(verdict(&after).0, "deny", "{after:?}");
     assert!(text(&after).contains("revoked"), "{after:?}");
     assert_eq!(log_lines(&log).len(), 1);
+    // A revoked capability lists nothing; the other one still lists its tool.
+    assert!(edge.list(Some(&token)).await.is_empty());
+    assert_eq!(edge.list(Some(&second)).await, ["echo"]);
 
     // The other capability still works, until trust-control goes down.
     let other = edge
@@ -223,6 +226,8 @@ async fn revocation_mid_session_and_control_down_fail_closed() {
         2,
         "a call reached the upstream with trust-control down"
     );
+    // With trust-control down nothing can say the capability stands: nothing is listed.
+    assert!(edge.list(Some(&second)).await.is_empty());
     edge.stop().await;
 }
 

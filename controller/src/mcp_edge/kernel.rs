@@ -112,8 +112,9 @@ impl Actor {
                     reply,
                 } => {
                     let verified =
-                        verify_capability(&token, &self.trusted, now_ms, self.max_depth, None);
-                    let _ = reply.send(verified.map(|_| ()));
+                        verify_capability(&token, &self.trusted, now_ms, self.max_depth, None)
+                            .and_then(|v| self.kernel.check_revocation(&v));
+                    let _ = reply.send(verified);
                 }
             }
         }
@@ -216,9 +217,10 @@ impl EdgeKernel {
         .await
     }
 
-    /// The kernel's capability verification alone (issuer, signature,
-    /// window, chain), against the issuers the kernel trusts: what a
-    /// `tools/list` checks before it shows the tools a token covers.
+    /// The kernel's capability verification (issuer, signature, window,
+    /// chain, against the issuers the kernel trusts) and its revocation
+    /// check of the whole lineage: what a `tools/list` checks before it
+    /// shows the tools a token covers.
     pub async fn verify(
         &self,
         token: CapabilityToken,

@@ -414,6 +414,16 @@ impl Kernel {
         Ok(())
     }
 
+    /// Whether `verified` or any capability it descends from is revoked,
+    /// read from the revocation store as admission reads it (the same
+    /// batch operations and the same reasons): what a listing of the tools
+    /// a capability covers checks before it shows any, so a revoked
+    /// capability lists nothing. A store that cannot answer is a deny.
+    pub fn check_revocation(&mut self, verified: &VerifiedCapability) -> Result<(), DenyReason> {
+        let answers = self.stores.run_batch(admit::revocation_ops(verified));
+        admit::read_revocation(verified, &mut answers.into_iter())
+    }
+
     /// How many signature verifications the cache answered.
     pub fn signature_cache_hits(&self) -> u64 {
         self.cache.hits()
