@@ -5,8 +5,8 @@
 //! evidence gaps and contradictions.
 
 use super::{escape, Page};
-use crate::experiment::campaign::ledger::LimitStatus;
 use crate::experiment::campaign::portfolio::text::{describe, short, shorten};
+use crate::experiment::campaign::portfolio::LimitLine;
 use crate::experiment::campaign::portfolio::Report;
 use crate::experiment::campaign::Evidence;
 
@@ -133,21 +133,7 @@ pub fn render(report: &Report) -> String {
         .attempts
         .iter()
         .map(|a| {
-            let limits: Vec<String> = a
-                .limits
-                .iter()
-                .map(|l| {
-                    format!(
-                        "{} {}",
-                        l.limit,
-                        match l.status {
-                            LimitStatus::Within => "within",
-                            LimitStatus::Over => "OVER",
-                            LimitStatus::Unknown => "unknown",
-                        }
-                    )
-                })
-                .collect();
+            let limits: Vec<String> = a.limits.iter().map(LimitLine::summary).collect();
             let mut notes: Vec<String> = Vec::new();
             if !a.evidence_gaps.is_empty() {
                 notes.push(format!(

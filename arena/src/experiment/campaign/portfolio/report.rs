@@ -81,6 +81,19 @@ pub struct LimitLine {
     pub status: LimitStatus,
 }
 
+impl LimitLine {
+    /// The limit and how the attempt stands against it, as the text and
+    /// HTML portfolios print it (`wall_seconds within`, `... OVER`).
+    pub fn summary(&self) -> String {
+        let status = match self.status {
+            LimitStatus::Within => "within",
+            LimitStatus::Over => "OVER",
+            LimitStatus::Unknown => "unknown",
+        };
+        format!("{} {status}", self.limit)
+    }
+}
+
 /// One attempt as the report lists it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttemptLine {

@@ -1,7 +1,7 @@
 //! The report as readable text.
 
+use super::LimitLine;
 use super::{Amount, Report};
-use crate::experiment::campaign::ledger::LimitStatus;
 use crate::experiment::campaign::Evidence;
 
 /// A number as text with at most three decimals, trailing zeros dropped.
@@ -77,21 +77,7 @@ pub fn render_text(report: &Report) -> String {
     }
     text.push_str("\nattempts\n");
     for a in &report.attempts {
-        let limits: Vec<String> = a
-            .limits
-            .iter()
-            .map(|l| {
-                format!(
-                    "{} {}",
-                    l.limit,
-                    match l.status {
-                        LimitStatus::Within => "within",
-                        LimitStatus::Over => "OVER",
-                        LimitStatus::Unknown => "unknown",
-                    }
-                )
-            })
-            .collect();
+        let limits: Vec<String> = a.limits.iter().map(LimitLine::summary).collect();
         text.push_str(&format!(
             "  {:<28} {:<7} {:<24} {}{}\n    limits: {}\n",
             a.schedule_id,
