@@ -18,7 +18,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -32,6 +31,7 @@ use chio_node::node::AuthorityControl;
 use chio_node::trust_stores::{StoreDeadlines, TrustAuthority, TrustBinding};
 use chio_trust::{BearerToken, TrustClient, TrustClientConfig};
 
+use super::wall_ms;
 use super::{ControlArgs, GrantArgs, RevokeArgs};
 use crate::arena_run::runtime;
 use crate::error::{codes, CliError};
@@ -80,15 +80,6 @@ pub fn decode_token(text: &str) -> Result<CapabilityToken, TokenError> {
         .decode(body)
         .map_err(|_| TokenError::Encoding)?;
     serde_json::from_slice(&bytes).map_err(|_| TokenError::Shape)
-}
-
-/// Milliseconds since the Unix epoch, read from the wall clock: a grant's
-/// window starts at its issue.
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 fn grant_error(message: String, help: &str) -> CliError {

@@ -19,6 +19,7 @@
 //! (the MCP server role), `session` (the session folder), `serve` (start-up).
 
 use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
 
@@ -32,6 +33,18 @@ mod serve;
 mod server;
 pub mod session;
 mod upstream;
+
+/// The edge's one clock: the wall clock in Unix milliseconds, read once
+/// per admission (and once per grant, whose window starts at its issue)
+/// and recorded with the call in the session folder. It is the only clock
+/// read on a path that decides, and the edge is the only such path: a run
+/// reads virtual time.
+pub(crate) fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
 
 /// `chio mcp ...`.
 #[derive(Debug, Args)]

@@ -14,7 +14,7 @@
 //! kernel did not admit.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::kernel::{Admission, Decision, ToolOutput};
@@ -31,6 +31,7 @@ use super::kernel::EdgeKernel;
 use super::present;
 use super::session::{CallRecord, Session};
 use super::upstream::Upstreams;
+use super::wall_ms;
 
 /// What the server needs.
 pub struct Edge {
@@ -44,14 +45,6 @@ pub struct Edge {
     pub max_argument_bytes: usize,
     /// Deadline of an upstream call.
     pub upstream_timeout: Duration,
-}
-
-/// The wall clock in Unix milliseconds: read once per admission.
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// An edge refusal decided before the kernel (no receipt).
