@@ -36,6 +36,7 @@
 //!   with, and the docs anchor and URN derived from a code.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod adversary;
 pub mod bundle;

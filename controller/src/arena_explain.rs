@@ -127,91 +127,9 @@ fn render(step: &StepRecord, arguments: Option<&Value>) -> String {
         "step {} ({}) by {} at {}\n",
         step.step_id, step.action, step.agent, step.virtual_time
     );
-    match step.action.as_str() {
-        "call" => {
-            if let Some(target) = &step.target {
-                let at = step.kernel.as_deref().unwrap_or("?");
-                line(&mut text, "target", format!("{target} @ {at}"));
-            }
-            if let Some(arguments) = arguments {
-                let printed = chio_kernel::canonical::to_canonical_string(arguments)
-                    .unwrap_or_else(|_| arguments.to_string());
-                line(&mut text, "arguments", printed);
-            }
-        }
-        "message" => {
-            line(&mut text, "to", step.target.as_deref().unwrap_or("?"));
-            if let Some(detail) = &step.detail {
-                line(&mut text, "content", format!("sha256 {detail}"));
-            }
-        }
-        "delegate" => {
-            if let Some(detail) = &step.detail {
-                line(&mut text, "child", format!("token sha256 {detail}"));
-            }
-        }
-        "revoke" => line(&mut text, "target", step.detail.as_deref().unwrap_or("?")),
-        "advance" => line(
-            &mut text,
-            "advance",
-            format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
-        ),
-        "fault" => line(&mut text, "fault", step.detail.as_deref().unwrap_or("?")),
-        _ => {}
-    }
-    if let Some(labels) = &step.labels {
-        let what = if step.action == ActionKind::Delegate {
-            "labels kept"
-        } else {
-            "labels sent"
-        };
-        line(&mut text, what, labels_text(labels));
-    }
-    if let Some(expected) = &step.expected {
-        line(&mut text, "expected", expected);
-    }
-    if let Some(actual) = &step.actual {
-        let verdict = match &step.verdict {
-            Some(v) if v.as_str() != actual.as_str() => format!(" (kernel verdict {v})"),
-            _ => String::new(),
-        };
-        let pass = match step.pass {
-            Some(true) => ", pass",
-            Some(false) => ", FAIL",
-            None => "",
-        };
-        line(&mut text, "actual", format!("{actual}{verdict}{pass}"));
-    }
-    if let Some(reason) = &step.reason {
-        line(&mut text, "reason", reason);
-    }
-    if let Some(expected) = &step.expected_reason {
-        line(&mut text, "reason has", format!("{expected:?} expected"));
-    }
-    if let Some(guard) = &step.guard {
-        line(&mut text, "guard", guard);
-    }
-    if let Some(receipt) = &step.receipt_id {
-        line(&mut text, "receipt", receipt);
-    }
-    if step.action == ActionKind::Call {
-        if let Some(detail) = &step.detail {
-            line(&mut text, "delayed", detail);
-        }
-        match &step.trace {
-            Some(trace) => render_trace(&mut text, trace),
-            // A fault in effect denied the call before dispatch: no kernel ran.
-            None if step.receipt_id.is_none() && step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)) => text
-                .push_str(
-                    "
-a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
-",
-                ),
-            None => text.push_str(
-                "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
-            ),
-        }
-    }
+    action_lines(&mut text, step, arguments);
+    outcome_lines(&mut text, step);
+    call_trace_lines(&mut text, step);
     text
 }
 
@@ -225,6 +143,115 @@ fn render_trace(text: &mut String, trace: &DecisionTrace) {
     if !trace.chain.is_empty() {
         line(text, "chain", trace.chain.join(" > "));
     }
+    label_lines(text, trace);
+    budget_lines(text, trace);
+    journal_lines(text, trace);
+    pipeline_lines(text, trace);
+}
+
+/// The lines that say what the step did: a call's target and arguments,
+/// a message's recipient, a delegation's child, a revocation, an advance
+/// of the clock or a fault.
+fn action_lines(text: &mut String, step: &StepRecord, arguments: Option<&Value>) {
+    match step.action.as_str() {
+        "call" => {
+            if let Some(target) = &step.target {
+                let at = step.kernel.as_deref().unwrap_or("?");
+                line(text, "target", format!("{target} @ {at}"));
+            }
+            if let Some(arguments) = arguments {
+                let printed = chio_kernel::canonical::to_canonical_string(arguments)
+                    .unwrap_or_else(|_| arguments.to_string());
+                line(text, "arguments", printed);
+            }
+        }
+        "message" => {
+            line(text, "to", step.target.as_deref().unwrap_or("?"));
+            if let Some(detail) = &step.detail {
+                line(text, "content", format!("sha256 {detail}"));
+            }
+        }
+        "delegate" => {
+            if let Some(detail) = &step.detail {
+                line(text, "child", format!("token sha256 {detail}"));
+            }
+        }
+        "revoke" => line(text, "target", step.detail.as_deref().unwrap_or("?")),
+        "advance" => line(
+            text,
+            "advance",
+            format!("+{} ms", step.detail.as_deref().unwrap_or("?")),
+        ),
+        "fault" => line(text, "fault", step.detail.as_deref().unwrap_or("?")),
+        _ => {}
+    }
+}
+
+/// The lines of the step's labels, expected and actual outcome, reason,
+/// guard and receipt.
+fn outcome_lines(text: &mut String, step: &StepRecord) {
+    if let Some(labels) = &step.labels {
+        let what = if step.action == ActionKind::Delegate {
+            "labels kept"
+        } else {
+            "labels sent"
+        };
+        line(text, what, labels_text(labels));
+    }
+    if let Some(expected) = &step.expected {
+        line(text, "expected", expected);
+    }
+    if let Some(actual) = &step.actual {
+        let verdict = match &step.verdict {
+            Some(v) if v.as_str() != actual.as_str() => format!(" (kernel verdict {v})"),
+            _ => String::new(),
+        };
+        let pass = match step.pass {
+            Some(true) => ", pass",
+            Some(false) => ", FAIL",
+            None => "",
+        };
+        line(text, "actual", format!("{actual}{verdict}{pass}"));
+    }
+    if let Some(reason) = &step.reason {
+        line(text, "reason", reason);
+    }
+    if let Some(expected) = &step.expected_reason {
+        line(text, "reason has", format!("{expected:?} expected"));
+    }
+    if let Some(guard) = &step.guard {
+        line(text, "guard", guard);
+    }
+    if let Some(receipt) = &step.receipt_id {
+        line(text, "receipt", receipt);
+    }
+}
+
+/// A call's delay and its decision trace, or why the bundle has none.
+fn call_trace_lines(text: &mut String, step: &StepRecord) {
+    if step.action == ActionKind::Call {
+        if let Some(detail) = &step.detail {
+            line(text, "delayed", detail);
+        }
+        match &step.trace {
+            Some(trace) => render_trace(text, trace),
+            // A fault in effect denied the call before dispatch: no kernel ran.
+            None if step.receipt_id.is_none() && step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)) => text
+                .push_str(
+                    "
+a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
+",
+                ),
+            None => text.push_str(
+                "\nthis bundle records no decision trace for the step (an older chio wrote it); run the scenario again to record one\n",
+            ),
+        }
+    }
+}
+
+/// The label keys the call read and, for a call with arguments built from
+/// earlier values, the labels of those arguments.
+fn label_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("  label keys read\n");
     if trace.label_keys.is_empty() {
         text.push_str("    (none: no guard of the kernel reads labels, or the call stopped before the guards)\n");
@@ -251,6 +278,10 @@ fn render_trace(text: &mut String, trace: &DecisionTrace) {
             text.push_str(&format!("    {pointer:<width$}  {}\n", labels_text(labels)));
         }
     }
+}
+
+/// The budget keys the call held, each with its use and this hold.
+fn budget_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("  budget keys held\n");
     if trace.budget_keys.is_empty() {
         text.push_str("    (none)\n");
@@ -277,6 +308,10 @@ fn render_trace(text: &mut String, trace: &DecisionTrace) {
         };
         text.push_str(&format!("    {:<width$}  {what}\n", budget.key));
     }
+}
+
+/// The journal entries the call read.
+fn journal_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("  journal entries read\n");
     if trace.journal.is_empty() {
         text.push_str("    (none)\n");
@@ -295,6 +330,11 @@ fn render_trace(text: &mut String, trace: &DecisionTrace) {
             }
         ));
     }
+}
+
+/// The pipeline stage by stage, with each guard's answer under its stage
+/// and the stages never reached marked.
+fn pipeline_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("\npipeline\n");
     for (index, stage) in STAGES.iter().enumerate() {
         let recorded = trace.stages.iter().find(|s| s.stage == *stage);

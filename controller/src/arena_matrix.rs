@@ -30,7 +30,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use chio_arena::adversary::fitness::evaluate_populations;
@@ -39,7 +39,7 @@ use chio_arena::bundle::{BundleManifest, StepOutcome};
 use chio_arena::experiment::matrix::draws::draw_members;
 use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
 use chio_arena::experiment::matrix::metrics::RunMetrics;
-use chio_arena::experiment::matrix::synthesis::{synthesize, to_json, to_markdown};
+use chio_arena::experiment::matrix::synthesis::{synthesize, to_json, to_markdown, Synthesis};
 use chio_arena::experiment::matrix::Matrix;
 use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
@@ -338,16 +338,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let places = Arc::new(RunPlaces::new(
-        COMMAND,
-        args.topology.clone().unwrap_or_default(),
-    )?);
-    for cell in matrix.cells() {
-        let scenario = matrix
-            .scenario_for(cell, 0)
-            .map_err(|e| experiment_error(COMMAND, &e))?;
-        places.check(&scenario)?;
-    }
+    let places = checked_places(&matrix, args.topology.clone().unwrap_or_default())?;
     let kernel_runner = KernelMatrixRunner::new(places);
     let recording = Arc::new(RecordingRunner {
         runner: kernel_runner.clone(),
@@ -375,19 +366,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     )
     .map_err(|e| experiment_error(COMMAND, &e))?;
     bar.finish_and_clear();
-    let synthesis = synthesize(&matrix, &runs, &load);
-    let json = to_json(&synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
-    let markdown = to_markdown(&synthesis);
-    let view = chio_arena::report::matrix::MatrixView::of(&synthesis)
-        .map_err(|e| experiment_error(COMMAND, &e))?;
-    let html = chio_arena::report::matrix::render(&view);
-    for (name, bytes) in [
-        (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
-        ("synthesis.md", markdown.as_bytes()),
-        ("synthesis.html", html.as_bytes()),
-    ] {
-        write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
-    }
+    let (json, markdown) = write_synthesis(&dir, &synthesize(&matrix, &runs, &load))?;
     if let Some(path) = &args.junit {
         let manifests = recording
             .manifests
@@ -411,4 +390,34 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| CliError::output(COMMAND, &e))
+}
+
+/// The places the runs go to, once every cell's scenario fits them.
+fn checked_places(matrix: &Matrix, topology: RunTopology) -> Result<Arc<RunPlaces>, CliError> {
+    let places = Arc::new(RunPlaces::new(COMMAND, topology)?);
+    for cell in matrix.cells() {
+        let scenario = matrix
+            .scenario_for(cell, 0)
+            .map_err(|e| experiment_error(COMMAND, &e))?;
+        places.check(&scenario)?;
+    }
+    Ok(places)
+}
+
+/// Writes the synthesis as JSON, Markdown and HTML into `dir`; the JSON and
+/// Markdown, which the command prints.
+fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<(String, String), CliError> {
+    let json = to_json(synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
+    let markdown = to_markdown(synthesis);
+    let view = chio_arena::report::matrix::MatrixView::of(synthesis)
+        .map_err(|e| experiment_error(COMMAND, &e))?;
+    let html = chio_arena::report::matrix::render(&view);
+    for (name, bytes) in [
+        (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
+        ("synthesis.md", markdown.as_bytes()),
+        ("synthesis.html", html.as_bytes()),
+    ] {
+        write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
+    }
+    Ok((json, markdown))
 }

@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use chio_arena::bundle::{Bundle, SCENARIO_INPUT};
+use chio_arena::bundle::{Bundle, StepRecord, SCENARIO_INPUT};
 use chio_arena::scenario::actions::Action;
 use chio_arena::ActionKind;
 use chio_kernel::keys::public_key_hex;
@@ -51,31 +51,7 @@ pub fn envelope_from_bundle(
     now_unix_secs: Option<u64>,
 ) -> Result<Value, CliError> {
     let bundle = read_bundle(COMMAND, dir)?;
-    let record = bundle
-        .manifest
-        .steps
-        .iter()
-        .find(|s| s.step_id == step)
-        .ok_or_else(|| {
-            let recorded: Vec<&str> = bundle
-                .manifest
-                .steps
-                .iter()
-                .map(|s| s.step_id.as_str())
-                .collect();
-            CliError::new(
-                codes::UNRECORDED_STEP,
-                COMMAND,
-                format!("the bundle records no step {step}"),
-                format!("name one of: {}", recorded.join(", ")),
-            )
-        })?;
-    if record.action != ActionKind::Call {
-        return Err(refused(
-            step,
-            format!("it is a {} step", record.action.as_str()),
-        ));
-    }
+    let record = recorded_call(&bundle, step)?;
     let receipt = recorded_receipt(&bundle, record.receipt_id.as_deref()).ok_or_else(|| {
         refused(
             step,
@@ -134,6 +110,36 @@ pub fn envelope_from_bundle(
         "trusted_issuers_hex": [public_key_hex(&world.authority)],
         "clock_override_unix_secs": now_unix_secs.unwrap_or(recorded_secs),
     }))
+}
+
+/// The bundle's record of call step `step`.
+fn recorded_call<'b>(bundle: &'b Bundle, step: &str) -> Result<&'b StepRecord, CliError> {
+    let record = bundle
+        .manifest
+        .steps
+        .iter()
+        .find(|s| s.step_id == step)
+        .ok_or_else(|| {
+            let recorded: Vec<&str> = bundle
+                .manifest
+                .steps
+                .iter()
+                .map(|s| s.step_id.as_str())
+                .collect();
+            CliError::new(
+                codes::UNRECORDED_STEP,
+                COMMAND,
+                format!("the bundle records no step {step}"),
+                format!("name one of: {}", recorded.join(", ")),
+            )
+        })?;
+    if record.action != ActionKind::Call {
+        return Err(refused(
+            step,
+            format!("it is a {} step", record.action.as_str()),
+        ));
+    }
+    Ok(record)
 }
 
 /// The receipt line with id `id`, parsed.

@@ -173,23 +173,9 @@ pub(crate) async fn start(
     if let Some(cwd) = &launch.cwd {
         spawn.current_dir(cwd);
     }
-    let mut child = spawn.spawn().map_err(|e| {
-        let help = match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                format!("check that {program} is installed and on PATH, or pass its full path")
-            }
-            std::io::ErrorKind::PermissionDenied => {
-                format!("check that {program} is an executable file you may run")
-            }
-            _ => "check the command and run it by itself".to_string(),
-        };
-        CliError::new(
-            codes::IMPORT_MCP_START,
-            command,
-            format!("cannot start {program}: {}", e.kind()),
-            help,
-        )
-    })?;
+    let mut child = spawn
+        .spawn()
+        .map_err(|e| spawn_failure(command, program, &e))?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         let _ = child.kill().await;
         return Err(CliError::infrastructure(
@@ -241,6 +227,25 @@ pub(crate) async fn start(
             ))
         }
     }
+}
+
+/// The error of a server that could not be started, with help fitting why.
+fn spawn_failure(command: &'static str, program: &str, e: &std::io::Error) -> CliError {
+    let help = match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("check that {program} is installed and on PATH, or pass its full path")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("check that {program} is an executable file you may run")
+        }
+        _ => "check the command and run it by itself".to_string(),
+    };
+    CliError::new(
+        codes::IMPORT_MCP_START,
+        command,
+        format!("cannot start {program}: {}", e.kind()),
+        help,
+    )
 }
 
 /// Every tool the server lists, page after page, as the protocol's JSON.

@@ -43,6 +43,7 @@
 //! - `chio completions` and `chio man` are generated here from [`cli`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod api;
 pub mod arena_evolve;

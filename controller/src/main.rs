@@ -7,6 +7,7 @@
 //! Module map: everything lives in the `chio_controller` library.
 
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

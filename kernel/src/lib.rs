@@ -47,6 +47,7 @@
 //! - [`error`]: the crate's errors.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod amount;
 pub mod batch;

@@ -50,7 +50,7 @@ use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::scope::{select_grant, CallUnderScope};
 use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
 use crate::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
-use crate::verification::verify_capability;
+use crate::verification::{verify_capability, ShareClaim};
 
 /// Delegation depth limit of portable evaluation (the kernel's default).
 pub const PORTABLE_MAX_DELEGATION_DEPTH: usize = crate::kernel::DEFAULT_MAX_DELEGATION_DEPTH;
@@ -181,10 +181,36 @@ pub fn evaluate_portable(
         provenance: &crate::provenance::NO_PROVENANCE,
         definition: None,
     };
+    let observed = match request_guards(input.guards, &ctx, grant.index) {
+        Ok(observed) => observed,
+        Err(decision) => return decision,
+    };
+    if let Some(refusal) = share_refusal(shares, &verified.shares) {
+        let mut d = PortableDecision::deny(refusal, None, Some(grant.index));
+        d.observed = observed;
+        return d;
+    }
+    PortableDecision {
+        verdict: PortableVerdict::Allow,
+        reason: None,
+        guard: None,
+        matched_grant: Some(grant.index),
+        observed,
+    }
+}
+
+/// Runs the request guards in order: the findings of observe-mode guards,
+/// or the deny of the first enforcing guard that does not allow (carrying
+/// the findings so far).
+fn request_guards(
+    guards: &[&dyn Guard],
+    ctx: &GuardContext<'_>,
+    grant: usize,
+) -> Result<Vec<ObservedFinding>, PortableDecision> {
     let mut observed = Vec::new();
-    for guard in input.guards {
+    for guard in guards {
         let meta = guard.meta();
-        let (would, reason) = match guard.check_request(&ctx) {
+        let (would, reason) = match guard.check_request(ctx) {
             Ok(GuardVerdict::Allow) => continue,
             Ok(GuardVerdict::Deny(r)) => (WouldAnswer::Deny, r),
             Ok(GuardVerdict::PendingApproval(r)) => (
@@ -210,11 +236,17 @@ pub fn evaluate_portable(
             });
             continue;
         }
-        let mut d = PortableDecision::deny(reason, Some(meta.id.clone()), Some(grant.index));
+        let mut d = PortableDecision::deny(reason, Some(meta.id.clone()), Some(grant));
         d.observed = observed;
-        return d;
+        return Err(d);
     }
-    for claim in &verified.shares {
+    Ok(observed)
+}
+
+/// Admits each sibling share the chain claims; the reason of the first
+/// refusal, if any.
+fn share_refusal(shares: &mut dyn SiblingShareStore, claims: &[ShareClaim]) -> Option<DenyReason> {
+    for claim in claims {
         let refusal = match shares.admit(
             &claim.parent_id,
             &claim.child_id,
@@ -228,17 +260,9 @@ pub fn evaluate_portable(
             },
             Err(e) => DenyReason::from(e),
         };
-        let mut d = PortableDecision::deny(refusal, None, Some(grant.index));
-        d.observed = observed;
-        return d;
+        return Some(refusal);
     }
-    PortableDecision {
-        verdict: PortableVerdict::Allow,
-        reason: None,
-        guard: None,
-        matched_grant: Some(grant.index),
-        observed,
-    }
+    None
 }
 
 /// The answer to an envelope.

@@ -35,6 +35,7 @@
 //! - [`error`]: the node error type, [`NodeError`].
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod actors;
 pub mod client;

@@ -542,46 +542,50 @@ fn workspace_call(
             },
             None => ToolResult::failed(format!("no such file {path}")),
         },
-        "list_dir" => {
-            let prefix = if path.ends_with('/') {
-                path.clone()
+        "list_dir" => list_dir(&path, files, labels),
+        other => unknown_tool(other),
+    }
+}
+
+/// Lists a workspace folder: the names under it, labelled with every file
+/// the listing names.
+fn list_dir(path: &str, files: &BTreeMap<String, Stored>, labels: &[(Glob, Label)]) -> ToolResult {
+    let prefix = if path.ends_with('/') {
+        path.to_string()
+    } else {
+        format!("{path}/")
+    };
+    let mut entries: BTreeSet<String> = BTreeSet::new();
+    // A name is what a listing reveals, and whoever wrote a file
+    // chose its name: the listing carries the labels of every file
+    // it names, as a read of each would.
+    let mut named = Stored::seeded(String::new());
+    for (name, stored) in files.iter() {
+        if let Some(rest) = name.strip_prefix(&prefix) {
+            named.labels.extend(stored.labels.iter().cloned());
+            let first = rest.split('/').next().unwrap_or(rest);
+            if rest.contains('/') {
+                entries.insert(format!("{first}/"));
             } else {
-                format!("{path}/")
-            };
-            let mut entries: BTreeSet<String> = BTreeSet::new();
-            // A name is what a listing reveals, and whoever wrote a file
-            // chose its name: the listing carries the labels of every file
-            // it names, as a read of each would.
-            let mut named = Stored::seeded(String::new());
-            for (name, stored) in files.iter() {
-                if let Some(rest) = name.strip_prefix(&prefix) {
-                    named.labels.extend(stored.labels.iter().cloned());
-                    let first = rest.split('/').next().unwrap_or(rest);
-                    if rest.contains('/') {
-                        entries.insert(format!("{first}/"));
-                    } else {
-                        entries.insert(first.to_string());
-                    }
-                }
-            }
-            let label = labels
-                .iter()
-                .filter(|(glob, _)| {
-                    entries
-                        .iter()
-                        .any(|e| glob.is_match(&format!("{prefix}{e}")))
-                })
-                .map(|(_, label)| *label)
-                .chain(named.level())
-                .max();
-            ToolResult {
-                content: json!({"ok": true, "path": path, "entries": entries}),
-                label,
-                integrity: named.integrity(),
-                performed: true,
+                entries.insert(first.to_string());
             }
         }
-        other => unknown_tool(other),
+    }
+    let label = labels
+        .iter()
+        .filter(|(glob, _)| {
+            entries
+                .iter()
+                .any(|e| glob.is_match(&format!("{prefix}{e}")))
+        })
+        .map(|(_, label)| *label)
+        .chain(named.level())
+        .max();
+    ToolResult {
+        content: json!({"ok": true, "path": path, "entries": entries}),
+        label,
+        integrity: named.integrity(),
+        performed: true,
     }
 }
 

@@ -14,10 +14,12 @@
 //!   benchmark compares a scheduled step with.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 /// The trust-control protocols.
 pub mod trust {
     /// Version 1 of `chio.trust.v1.TrustControl`: messages, client and server.
+    #[allow(clippy::too_many_lines)]
     pub mod v1 {
         tonic::include_proto!("chio.trust.v1");
     }
@@ -26,6 +28,7 @@ pub mod trust {
 /// The node protocols.
 pub mod node {
     /// Version 1 of `chio.node.v1`: `NodeControl` and `KernelLink`.
+    #[allow(clippy::too_many_lines)]
     pub mod v1 {
         tonic::include_proto!("chio.node.v1");
     }
@@ -34,6 +37,7 @@ pub mod node {
 /// The benchmark's baseline protocol.
 pub mod bench {
     /// Version 1 of `chio.bench.v1.Echo`.
+    #[allow(clippy::too_many_lines)]
     pub mod v1 {
         tonic::include_proto!("chio.bench.v1");
     }

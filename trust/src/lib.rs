@@ -17,6 +17,7 @@
 //! - [`error`]: [`TrustError`], the one error type.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod batch_wire;
 pub mod client;

@@ -346,85 +346,46 @@ pub fn mutate_with(
     let also = extra_widenings(&draft);
     let mut expected = ProjectedVerdict::Deny;
     let mut inside_grant = false;
-    let mutation = match (gene, params) {
-        (Gene::ReplayAttempt { .. }, _) if *goal == Goal::OutliveRevocation => {
-            let (revoke_step, at_ms) = revocation_after(scenario, base)?;
-            call.evaluation_ms = at_ms;
-            Mutation::AfterRevocation { revoke_step }
-        }
-        (Gene::ReplayAttempt { mode, .. }, _) if *goal == Goal::ExceedBudget => {
-            let limit = budget_limit(scenario, base)?;
-            Mutation::Burst(BurstPlan {
-                copies: limit.saturating_add(1).min(MAX_BURST) as u32,
-                concurrent: *mode == ReplayMode::Concurrent,
-            })
-        }
-        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::LeakLabel => {
-            let (read_step, at_ms) = labelled_read_after(scenario, base)?;
-            call.evaluation_ms = at_ms;
-            Mutation::AfterLabelledRead { read_step }
-        }
-        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::UseChangedDefinition => {
-            let (redefine_step, at_ms) = pinned_redefinition_after(scenario, base)?;
-            call.evaluation_ms = at_ms;
-            Mutation::AfterRedefinition { redefine_step }
-        }
-        (Gene::CapabilityOverrequest { .. }, _) if *goal == Goal::CallPoisonedTool => {
-            let (redefine_step, at_ms) = poisoned_redefinition_after(scenario, base)?;
-            call.evaluation_ms = at_ms;
-            Mutation::AfterRedefinition { redefine_step }
-        }
-        (Gene::CapabilityOverrequest { .. }, _) if goal_path.is_some() => {
-            let path = draft.path.clone()?;
-            if !call.arguments.is_object() {
-                call.arguments = Value::Object(Default::default());
+    let mutation = match goal_mutation(scenario, base, gene, goal, &draft, &mut call) {
+        Some(directed) => directed?,
+        None => match (gene, params) {
+            (
+                Gene::PromptInjection {
+                    pattern, target, ..
+                },
+                _,
+            ) => injection_mutation(pattern, *target, &draft, base, &mut call, &mut rng)?,
+            (
+                Gene::CapabilityOverrequest { swap, choice },
+                ClassParams::CapabilityOverrequest { tools, servers, .. },
+            ) => {
+                inside_grant =
+                    overrequest_swap(&mut call, (*swap, *choice), tools, servers, base, scope)?;
+                if inside_grant {
+                    expected = base.expect;
+                }
+                Mutation::Overrequest { swap: *swap }
             }
-            if let Value::Object(map) = &mut call.arguments {
-                map.insert("path".to_string(), Value::String(path.clone()));
+            (
+                Gene::ReplayAttempt { mode, reuse },
+                ClassParams::ReplayAttempt {
+                    delay_ms, stale_ms, ..
+                },
+            ) => replay_mutation(*mode, *reuse, (*delay_ms, *stale_ms), base, &mut rng),
+            (
+                Gene::ScopeEscape { widening, choice },
+                ClassParams::ScopeEscape { tools, servers, .. },
+            ) => {
+                let candidates = WideningCandidates { tools, servers };
+                let widened =
+                    widening_mutation(*widening, *choice, &candidates, scope?, base, also)?;
+                widen_call(&mut call, &widened, base, member);
+                Mutation::Widen(widened)
             }
-            Mutation::Path { path }
-        }
-        (
-            Gene::PromptInjection {
-                pattern, target, ..
-            },
-            _,
-        ) => injection_mutation(pattern, *target, &draft, base, &mut call, &mut rng)?,
-        (
-            Gene::CapabilityOverrequest { swap, choice },
-            ClassParams::CapabilityOverrequest { tools, servers, .. },
-        ) => {
-            if matches!(swap, SwapKind::Tool | SwapKind::Both) {
-                call.tool = pick(tools, &base.tool, *choice)?;
-            }
-            if matches!(swap, SwapKind::Server | SwapKind::Both) {
-                call.server = pick(servers, &base.server, *choice)
-                    .unwrap_or_else(|| FALLBACK_SERVER.to_string());
-            }
-            if scope.is_some_and(|s| s.covers(&call.server, &call.tool, &call.arguments)) {
-                inside_grant = true;
-                expected = base.expect;
-            }
-            Mutation::Overrequest { swap: *swap }
-        }
-        (
-            Gene::ReplayAttempt { mode, reuse },
-            ClassParams::ReplayAttempt {
-                delay_ms, stale_ms, ..
-            },
-        ) => replay_mutation(*mode, *reuse, (*delay_ms, *stale_ms), base, &mut rng),
-        (
-            Gene::ScopeEscape { widening, choice },
-            ClassParams::ScopeEscape { tools, servers, .. },
-        ) => {
-            let candidates = WideningCandidates { tools, servers };
-            let widened = widening_mutation(*widening, *choice, &candidates, scope?, base, also)?;
-            widen_call(&mut call, &widened, base, member);
-            Mutation::Widen(widened)
-        }
-        // A gene whose params belong to another class: populations refuse
-        // this at construction, so there is nothing to mutate.
-        _ => return None,
+            // A gene whose params belong to another class: populations refuse
+            // this at construction, so there is nothing to mutate.
+            _ => return None,
+        },
     };
     Some(AdversaryAction {
         id,
@@ -440,6 +401,87 @@ pub fn mutate_with(
         operators: operators.to_vec(),
         goal: Some(goal.clone()),
     })
+}
+
+/// The mutation a goal directs: `None` when the goal leaves the gene to
+/// its class, `Some(None)` when the goal applies but the scenario offers
+/// nothing after the step to aim at (no revocation, budget, labelled read,
+/// redefinition or forbidden path).
+fn goal_mutation(
+    scenario: &Scenario,
+    base: &BaseStep,
+    gene: &Gene,
+    goal: &Goal,
+    draft: &Draft,
+    call: &mut MutatedCall,
+) -> Option<Option<Mutation>> {
+    let mut timed = |found: Option<(String, u64)>, mutation: fn(String) -> Mutation| {
+        found.map(|(step, at_ms)| {
+            call.evaluation_ms = at_ms;
+            mutation(step)
+        })
+    };
+    match gene {
+        Gene::ReplayAttempt { .. } if *goal == Goal::OutliveRevocation => {
+            Some(timed(revocation_after(scenario, base), |revoke_step| {
+                Mutation::AfterRevocation { revoke_step }
+            }))
+        }
+        Gene::ReplayAttempt { mode, .. } if *goal == Goal::ExceedBudget => {
+            Some(budget_limit(scenario, base).map(|limit| {
+                Mutation::Burst(BurstPlan {
+                    copies: limit.saturating_add(1).min(MAX_BURST) as u32,
+                    concurrent: *mode == ReplayMode::Concurrent,
+                })
+            }))
+        }
+        Gene::CapabilityOverrequest { .. } if *goal == Goal::LeakLabel => {
+            Some(timed(labelled_read_after(scenario, base), |read_step| {
+                Mutation::AfterLabelledRead { read_step }
+            }))
+        }
+        Gene::CapabilityOverrequest { .. } if *goal == Goal::UseChangedDefinition => Some(timed(
+            pinned_redefinition_after(scenario, base),
+            |redefine_step| Mutation::AfterRedefinition { redefine_step },
+        )),
+        Gene::CapabilityOverrequest { .. } if *goal == Goal::CallPoisonedTool => Some(timed(
+            poisoned_redefinition_after(scenario, base),
+            |redefine_step| Mutation::AfterRedefinition { redefine_step },
+        )),
+        Gene::CapabilityOverrequest { .. } if matches!(goal, Goal::ReachForbiddenPath { .. }) => {
+            Some(draft.path.clone().map(|path| {
+                if !call.arguments.is_object() {
+                    call.arguments = Value::Object(Default::default());
+                }
+                if let Value::Object(map) = &mut call.arguments {
+                    map.insert("path".to_string(), Value::String(path.clone()));
+                }
+                Mutation::Path { path }
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// Swaps the call's tool, server or both (`swap` and `choice` of the gene)
+/// for candidates of the class; `None` when no other tool is offered, else
+/// whether the swapped call still falls inside the declared grant.
+fn overrequest_swap(
+    call: &mut MutatedCall,
+    (swap, choice): (SwapKind, u32),
+    tools: &[String],
+    servers: &[String],
+    base: &BaseStep,
+    scope: Option<&DeclaredScope>,
+) -> Option<bool> {
+    if matches!(swap, SwapKind::Tool | SwapKind::Both) {
+        call.tool = pick(tools, &base.tool, choice)?;
+    }
+    if matches!(swap, SwapKind::Server | SwapKind::Both) {
+        call.server =
+            pick(servers, &base.server, choice).unwrap_or_else(|| FALLBACK_SERVER.to_string());
+    }
+    Some(scope.is_some_and(|s| s.covers(&call.server, &call.tool, &call.arguments)))
 }
 
 #[cfg(test)]

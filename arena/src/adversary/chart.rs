@@ -45,6 +45,14 @@ pub fn first_escape(trace: &[GenerationRecord]) -> Option<u32> {
     trace.iter().find(|r| r.escapes > 0).map(|r| r.generation)
 }
 
+/// One point per generation: its number and `value` of its record.
+fn per_generation(
+    trace: &[GenerationRecord],
+    value: impl Fn(&GenerationRecord) -> f64,
+) -> Vec<(u32, f64)> {
+    trace.iter().map(|r| (r.generation, value(r))).collect()
+}
+
 /// Renders the chart as SVG text.
 pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<String, ArenaError> {
     let mut svg = String::new();
@@ -52,25 +60,14 @@ pub fn render_chart(scenario_id: &str, trace: &[GenerationRecord]) -> Result<Str
         path: "survival.svg".to_string(),
         cause: format!("chart drawing failed: {e}"),
     };
-    let best: Vec<(u32, f64)> = trace
-        .iter()
-        .map(|r| (r.generation, r.best_fitness))
-        .collect();
-    let mean: Vec<(u32, f64)> = trace
-        .iter()
-        .map(|r| (r.generation, r.mean_fitness))
-        .collect();
-    let survival: Vec<(u32, f64)> = trace
-        .iter()
-        .map(|r| {
-            let rate = r
-                .samples
-                .iter()
-                .map(|s| s.survival_rate())
-                .fold(0.0, f64::max);
-            (r.generation, rate)
-        })
-        .collect();
+    let best = per_generation(trace, |r| r.best_fitness);
+    let mean = per_generation(trace, |r| r.mean_fitness);
+    let survival = per_generation(trace, |r| {
+        r.samples
+            .iter()
+            .map(|s| s.survival_rate())
+            .fold(0.0, f64::max)
+    });
     let top = best
         .iter()
         .chain(&survival)

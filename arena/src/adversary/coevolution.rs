@@ -225,12 +225,7 @@ pub fn evolve_with(
         });
     }
     let mut cache = SampleCache::new();
-    let mut seen_genomes: BTreeSet<String> = BTreeSet::new();
-    for population in &populations {
-        for (i, gene) in population.members.iter().enumerate() {
-            seen_genomes.insert(genome_key(&population.lineage, gene, population.genome(i)));
-        }
-    }
+    let mut seen_genomes = genome_keys(&populations);
     let mut seen_outcomes: BTreeSet<String> = BTreeSet::new();
     let mut result = EvolutionResult {
         config: *config,
@@ -250,25 +245,14 @@ pub fn evolve_with(
             let sample = match cache.get(&population.name) {
                 Some(sample) => sample.clone(),
                 None => {
-                    let mut sample = evaluate_population(
+                    let sample = fresh_sample(
                         scenario,
                         population,
-                        config.fitness_rounds,
+                        (config.fitness_rounds, generation),
                         evaluator,
+                        &mut seen_outcomes,
                     )?;
-                    let mut novel = 0u32;
-                    for record in &sample.records {
-                        let key = format!("{}|{}", population.lineage, record.outcome_signature());
-                        if seen_outcomes.insert(key) {
-                            novel += 1;
-                        }
-                    }
-                    sample.novel_outcomes = novel;
-                    // Generation 0 fills the archive: nothing is new against nothing.
-                    if generation > 0 {
-                        sample.fitness_ppm += u64::from(novel).min(NOVELTY_CAP) * NOVELTY_BONUS_PPM;
-                    }
-                    novel_total += novel;
+                    novel_total += sample.novel_outcomes;
                     new_actions += u64::from(sample.total_actions);
                     result.actions_evaluated += u64::from(sample.total_actions);
                     result.kernel_evaluations += sample.kernel_evaluations;
@@ -279,24 +263,13 @@ pub fn evolve_with(
             samples.push(sample);
         }
         let report = FitnessReport::new(generation, samples);
-        let escapes: u32 = report.samples.iter().map(|s| s.survivals).sum();
-        let fitnesses: Vec<f64> = report.samples.iter().map(FitnessSample::fitness).collect();
-        let record = GenerationRecord {
+        let record = generation_record(
             generation,
-            best_population: report.best().map(|s| s.population.clone()),
-            samples: report.samples.clone(),
-            populations: populations.clone(),
-            best_fitness: fitnesses.iter().copied().fold(0.0, f64::max),
-            mean_fitness: if fitnesses.is_empty() {
-                0.0
-            } else {
-                fitnesses.iter().sum::<f64>() / fitnesses.len() as f64
-            },
-            escapes,
-            new_actions,
-            novel_outcomes: novel_total,
-        };
-        if escapes > 0 && result.first_escape_generation.is_none() {
+            &report,
+            &populations,
+            (new_actions, novel_total),
+        );
+        if record.escapes > 0 && result.first_escape_generation.is_none() {
             result.first_escape_generation = Some(generation);
             result.evaluations_to_first_escape = Some(result.kernel_evaluations);
         }
@@ -321,6 +294,69 @@ pub fn evolve_with(
         )?;
     }
     Ok(result)
+}
+
+/// What identifies every member's genome of the first populations.
+fn genome_keys(populations: &[AdversaryPopulation]) -> BTreeSet<String> {
+    let mut seen_genomes: BTreeSet<String> = BTreeSet::new();
+    for population in populations {
+        for (i, gene) in population.members.iter().enumerate() {
+            seen_genomes.insert(genome_key(&population.lineage, gene, population.genome(i)));
+        }
+    }
+    seen_genomes
+}
+
+/// Evaluates a population not seen before, counting the outcomes new to
+/// its lineage; after generation 0 each adds a bounded novelty bonus.
+fn fresh_sample(
+    scenario: &Scenario,
+    population: &AdversaryPopulation,
+    (fitness_rounds, generation): (u32, u32),
+    evaluator: &mut dyn ActionEvaluator,
+    seen_outcomes: &mut BTreeSet<String>,
+) -> Result<FitnessSample, ArenaError> {
+    let mut sample = evaluate_population(scenario, population, fitness_rounds, evaluator)?;
+    let mut novel = 0u32;
+    for record in &sample.records {
+        let key = format!("{}|{}", population.lineage, record.outcome_signature());
+        if seen_outcomes.insert(key) {
+            novel += 1;
+        }
+    }
+    sample.novel_outcomes = novel;
+    // Generation 0 fills the archive: nothing is new against nothing.
+    if generation > 0 {
+        sample.fitness_ppm += u64::from(novel).min(NOVELTY_CAP) * NOVELTY_BONUS_PPM;
+    }
+    Ok(sample)
+}
+
+/// The record of one generation: its samples, populations, fitness and
+/// what it added.
+fn generation_record(
+    generation: u32,
+    report: &FitnessReport,
+    populations: &[AdversaryPopulation],
+    (new_actions, novel_outcomes): (u64, u32),
+) -> GenerationRecord {
+    let escapes: u32 = report.samples.iter().map(|s| s.survivals).sum();
+    let fitnesses: Vec<f64> = report.samples.iter().map(FitnessSample::fitness).collect();
+    GenerationRecord {
+        generation,
+        best_population: report.best().map(|s| s.population.clone()),
+        samples: report.samples.clone(),
+        populations: populations.to_vec(),
+        best_fitness: fitnesses.iter().copied().fold(0.0, f64::max),
+        mean_fitness: if fitnesses.is_empty() {
+            0.0
+        } else {
+            fitnesses.iter().sum::<f64>() / fitnesses.len() as f64
+        },
+        escapes,
+        new_actions,
+        novel_outcomes,
+    }
 }
 
 /// What identifies a member's genome within its lineage.
@@ -394,13 +430,7 @@ fn breed(
 ) -> Result<Vec<AdversaryPopulation>, ArenaError> {
     let mut rng = scenario.rng().generation_stream(next);
     let by_name = |name: &str| current.iter().find(|p| p.name == name);
-    let mut lineages: BTreeMap<&str, Vec<&FitnessSample>> = BTreeMap::new();
-    for sample in &report.samples {
-        lineages
-            .entry(sample.lineage.as_str())
-            .or_default()
-            .push(sample);
-    }
+    let lineages = lineages(report);
     let max_operators = config.mutation.max_operators as usize;
     let mut bred = Vec::new();
     for (lineage, ranked) in lineages {
@@ -424,26 +454,7 @@ fn breed(
                 .ok_or_else(|| broken("a parent"))?;
             let b = by_name(&ranked[spin(&ranked, &all, &mut rng)].population)
                 .ok_or_else(|| broken("a parent"))?;
-            let mut members = Vec::with_capacity(a.members.len());
-            let mut genomes = Vec::with_capacity(a.members.len());
-            for (i, gene) in a.members.iter().enumerate() {
-                let gene = match b.members.get(i) {
-                    Some(other) if rng.next_u32() % 2 == 1 => other.clone(),
-                    _ => gene.clone(),
-                };
-                let head = a.genome(i);
-                let tail = b.genome(i);
-                let cut_a = (rng.next_u32() as usize) % (head.len() + 1);
-                let cut_b = (rng.next_u32() as usize) % (tail.len() + 1);
-                let mut genome: Vec<Operator> = head[..cut_a]
-                    .iter()
-                    .chain(&tail[cut_b..])
-                    .copied()
-                    .collect();
-                genome.truncate(max_operators);
-                members.push(gene);
-                genomes.push(genome);
-            }
+            let (mut members, mut genomes) = crossover(a, b, max_operators, &mut rng);
             if config.mutation.max_mutations > 0 {
                 for (gene, genome) in members.iter_mut().zip(genomes.iter_mut()) {
                     let mut tries = 0;
@@ -480,6 +491,50 @@ fn breed(
         }
     }
     Ok(bred)
+}
+
+/// The samples of each lineage, in the report's order (best first).
+fn lineages(report: &FitnessReport) -> BTreeMap<&str, Vec<&FitnessSample>> {
+    let mut lineages: BTreeMap<&str, Vec<&FitnessSample>> = BTreeMap::new();
+    for sample in &report.samples {
+        lineages
+            .entry(sample.lineage.as_str())
+            .or_default()
+            .push(sample);
+    }
+    lineages
+}
+
+/// Crosses two parents member by member: each gene from either parent, and
+/// each genome the head of `a`'s cut joined to the tail of `b`'s, at most
+/// `max_operators` long.
+fn crossover(
+    a: &AdversaryPopulation,
+    b: &AdversaryPopulation,
+    max_operators: usize,
+    rng: &mut dyn RngCore,
+) -> (Vec<Gene>, Vec<Vec<Operator>>) {
+    let mut members = Vec::with_capacity(a.members.len());
+    let mut genomes = Vec::with_capacity(a.members.len());
+    for (i, gene) in a.members.iter().enumerate() {
+        let gene = match b.members.get(i) {
+            Some(other) if rng.next_u32() % 2 == 1 => other.clone(),
+            _ => gene.clone(),
+        };
+        let head = a.genome(i);
+        let tail = b.genome(i);
+        let cut_a = (rng.next_u32() as usize) % (head.len() + 1);
+        let cut_b = (rng.next_u32() as usize) % (tail.len() + 1);
+        let mut genome: Vec<Operator> = head[..cut_a]
+            .iter()
+            .chain(&tail[cut_b..])
+            .copied()
+            .collect();
+        genome.truncate(max_operators);
+        members.push(gene);
+        genomes.push(genome);
+    }
+    (members, genomes)
 }
 
 fn broken(what: &str) -> ArenaError {

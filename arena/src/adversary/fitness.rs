@@ -492,47 +492,60 @@ pub fn evaluate_population(
             progress_sum += u64::from(progress);
             sample.total_actions += 1;
             sample.kernel_evaluations += u64::from(outcome.evaluations);
-            let stage = Some(outcome.feedback.as_ref().map_or_else(
-                || {
-                    Stage::classify(
-                        outcome.projected,
-                        outcome.reason.as_deref(),
-                        outcome.guard.as_deref(),
-                    )
-                },
-                |f| f.stage,
-            ));
-            let goal = action
-                .goal
-                .clone()
-                .unwrap_or_else(|| Goal::default_for(action.gene.class()));
-            let (detail, decided_stage) = match outcome.feedback {
-                Some(f) => (f.detail, f.decided_stage),
-                None => (None, None),
-            };
-            sample.records.push(ActionRecord {
-                action: action.id.clone(),
-                base_step: action.base_step.clone(),
-                gene: action.gene.label(),
-                expected: action.expected,
-                actual: outcome.projected,
-                reason: outcome.reason,
-                guard: outcome.guard,
-                receipt_id: outcome.receipt.map(|r| r.id),
-                result,
-                operators: action.operators.clone(),
-                stage,
-                detail,
-                progress,
-                goal: Some(goal.as_str().to_string()),
-                decided_stage,
-            });
+            sample
+                .records
+                .push(action_record(action, outcome, result, progress));
         }
     }
     sample.fitness_ppm = (progress_sum * 1000)
         .checked_div(u64::from(sample.total_actions))
         .unwrap_or(0);
     Ok(sample)
+}
+
+/// What the trace keeps of one evaluated action: its outcome, the stage
+/// that decided it and the goal it served.
+fn action_record(
+    action: &AdversaryAction,
+    outcome: ActionOutcome,
+    result: ActionResult,
+    progress: u32,
+) -> ActionRecord {
+    let stage = Some(outcome.feedback.as_ref().map_or_else(
+        || {
+            Stage::classify(
+                outcome.projected,
+                outcome.reason.as_deref(),
+                outcome.guard.as_deref(),
+            )
+        },
+        |f| f.stage,
+    ));
+    let goal = action
+        .goal
+        .clone()
+        .unwrap_or_else(|| Goal::default_for(action.gene.class()));
+    let (detail, decided_stage) = match outcome.feedback {
+        Some(f) => (f.detail, f.decided_stage),
+        None => (None, None),
+    };
+    ActionRecord {
+        action: action.id.clone(),
+        base_step: action.base_step.clone(),
+        gene: action.gene.label(),
+        expected: action.expected,
+        actual: outcome.projected,
+        reason: outcome.reason,
+        guard: outcome.guard,
+        receipt_id: outcome.receipt.map(|r| r.id),
+        result,
+        operators: action.operators.clone(),
+        stage,
+        detail,
+        progress,
+        goal: Some(goal.as_str().to_string()),
+        decided_stage,
+    }
 }
 
 /// Evaluates every population once (generation 0): the one-shot entry for

@@ -24,6 +24,32 @@ pub fn render(report: &Report) -> String {
     let mut page = Page::new();
     let title = format!("Campaign report: {}", report.title);
     page.element("h1", Some("title"), &title);
+    summary(&mut page, report);
+    page.raw(&format!(
+        "<p class=\"muted\">declaration sha256 <code>{}</code></p>\n<div id=\"portfolio\">\n",
+        escape(&report.declaration_sha256)
+    ));
+    evidence_sections(&mut page, report);
+    page.raw("</div>\n<h2>Attempts</h2>\n");
+    let rows = attempt_rows(report);
+    page.table(
+        Some("attempts"),
+        &[
+            "schedule id",
+            "evidence",
+            "native outcome",
+            "outcome",
+            "limits",
+            "notes",
+        ],
+        &rows,
+    );
+    page.finish("campaign", &title)
+}
+
+/// Writes the summary box: the campaign in words, its outcomes summed over
+/// the sections, and each section's comparison.
+fn summary(page: &mut Page, report: &Report) {
     let blocked = report
         .sections
         .iter()
@@ -71,10 +97,11 @@ pub fn render(report: &Report) -> String {
         ));
     }
     page.raw("</p>\n</div>\n");
-    page.raw(&format!(
-        "<p class=\"muted\">declaration sha256 <code>{}</code></p>\n<div id=\"portfolio\">\n",
-        escape(&report.declaration_sha256)
-    ));
+}
+
+/// Writes each evidence section's outcomes, spending and comparison as a
+/// table.
+fn evidence_sections(page: &mut Page, report: &Report) {
     for section in &report.sections {
         page.raw("<h2>");
         page.text(&format!(
@@ -128,8 +155,12 @@ pub fn render(report: &Report) -> String {
         }
         page.table(None, &["measure", "value"], &rows);
     }
-    page.raw("</div>\n<h2>Attempts</h2>\n");
-    let rows: Vec<Vec<String>> = report
+}
+
+/// One table row per attempt: its schedule, evidence, outcomes, limits and
+/// notes.
+fn attempt_rows(report: &Report) -> Vec<Vec<String>> {
+    report
         .attempts
         .iter()
         .map(|a| {
@@ -161,18 +192,5 @@ pub fn render(report: &Report) -> String {
                 escape(&notes.join("; ")),
             ]
         })
-        .collect();
-    page.table(
-        Some("attempts"),
-        &[
-            "schedule id",
-            "evidence",
-            "native outcome",
-            "outcome",
-            "limits",
-            "notes",
-        ],
-        &rows,
-    );
-    page.finish("campaign", &title)
+        .collect()
 }

@@ -67,48 +67,9 @@ pub fn trace_html(id: &str, trace: &DecisionTrace) -> String {
             .collect();
         key_table(&mut out, "argument labels", &rows, "(none)");
     }
-    let budget_rows: Vec<(String, String)> = trace
-        .budget_keys
-        .iter()
-        .map(|b| {
-            let what = if b.outcome == "refused" {
-                format!("{} of {} used; {} more refused", b.used, b.limit, b.amount)
-            } else {
-                format!(
-                    "{} of {} used with this hold of {}{}",
-                    b.used,
-                    b.limit,
-                    b.amount,
-                    b.settled
-                        .as_deref()
-                        .map(|s| format!(", {s}"))
-                        .unwrap_or_default()
-                )
-            };
-            (b.key.clone(), escape(&what))
-        })
-        .collect();
+    let budget_rows = budget_rows(trace);
     key_table(&mut out, "budget keys held", &budget_rows, "(none)");
-    let journal_rows: Vec<(String, String)> = trace
-        .journal
-        .iter()
-        .map(|e| {
-            (
-                e.request_id.clone(),
-                escape(&format!(
-                    "{}/{} {}{}",
-                    e.server,
-                    e.tool,
-                    e.verdict,
-                    if e.performed {
-                        ", performed"
-                    } else {
-                        ", not performed"
-                    }
-                )),
-            )
-        })
-        .collect();
+    let journal_rows = journal_rows(trace);
     key_table(&mut out, "journal entries read", &journal_rows, "(none)");
     out.push_str(&format!(
         "<table id=\"{id}-stages\" class=\"stages\">\n<tr><th>#</th><th>stage</th><th>outcome</th><th>detail</th></tr>\n"
@@ -130,44 +91,7 @@ pub fn trace_html(id: &str, trace: &DecisionTrace) -> String {
                 index + 1
             )),
         }
-        let mut notes: Vec<String> = Vec::new();
-        let phase = match *stage {
-            "guards" => Some("request"),
-            "output" => Some("output"),
-            _ => None,
-        };
-        if let Some(phase) = phase {
-            for answer in trace.guards.iter().filter(|g| g.phase == phase) {
-                notes.push(format!(
-                    "{} ({}, {}): {}{}",
-                    answer.guard,
-                    answer.kind,
-                    answer.mode,
-                    answer.answer,
-                    answer
-                        .reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                ));
-            }
-        }
-        if *stage == "shares" {
-            for share in &trace.shares {
-                notes.push(format!(
-                    "{} > {} at {} bps: {}",
-                    share.parent, share.child, share.child_bps, share.outcome
-                ));
-            }
-        }
-        if *stage == "output" && recorded.is_some() {
-            if let Some(label) = &trace.output_label {
-                notes.push(format!(
-                    "label {label} joined into {}",
-                    trace.label_writes.join(", ")
-                ));
-            }
-        }
+        let notes = stage_notes(trace, stage, recorded.is_some());
         for note in notes {
             out.push_str(&format!(
                 "<tr><td></td><td></td><td colspan=\"2\">{}</td></tr>\n",
@@ -177,4 +101,100 @@ pub fn trace_html(id: &str, trace: &DecisionTrace) -> String {
     }
     out.push_str("</table>\n");
     out
+}
+
+/// One row per budget key the call held: how much was used, and what this
+/// hold added or had refused.
+fn budget_rows(trace: &DecisionTrace) -> Vec<(String, String)> {
+    trace
+        .budget_keys
+        .iter()
+        .map(|b| {
+            let what = if b.outcome == "refused" {
+                format!("{} of {} used; {} more refused", b.used, b.limit, b.amount)
+            } else {
+                format!(
+                    "{} of {} used with this hold of {}{}",
+                    b.used,
+                    b.limit,
+                    b.amount,
+                    b.settled
+                        .as_deref()
+                        .map(|s| format!(", {s}"))
+                        .unwrap_or_default()
+                )
+            };
+            (b.key.clone(), escape(&what))
+        })
+        .collect()
+}
+
+/// One row per journal entry the call read: the tool, its verdict and
+/// whether it was performed.
+fn journal_rows(trace: &DecisionTrace) -> Vec<(String, String)> {
+    trace
+        .journal
+        .iter()
+        .map(|e| {
+            (
+                e.request_id.clone(),
+                escape(&format!(
+                    "{}/{} {}{}",
+                    e.server,
+                    e.tool,
+                    e.verdict,
+                    if e.performed {
+                        ", performed"
+                    } else {
+                        ", not performed"
+                    }
+                )),
+            )
+        })
+        .collect()
+}
+
+/// The notes under a stage: the guards' answers under the guard and output
+/// stages, the share checks under shares, and the output label once the
+/// output stage was reached.
+fn stage_notes(trace: &DecisionTrace, stage: &str, reached: bool) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    let phase = match stage {
+        "guards" => Some("request"),
+        "output" => Some("output"),
+        _ => None,
+    };
+    if let Some(phase) = phase {
+        for answer in trace.guards.iter().filter(|g| g.phase == phase) {
+            notes.push(format!(
+                "{} ({}, {}): {}{}",
+                answer.guard,
+                answer.kind,
+                answer.mode,
+                answer.answer,
+                answer
+                    .reason
+                    .as_deref()
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    if stage == "shares" {
+        for share in &trace.shares {
+            notes.push(format!(
+                "{} > {} at {} bps: {}",
+                share.parent, share.child, share.child_bps, share.outcome
+            ));
+        }
+    }
+    if stage == "output" && reached {
+        if let Some(label) = &trace.output_label {
+            notes.push(format!(
+                "label {label} joined into {}",
+                trace.label_writes.join(", ")
+            ));
+        }
+    }
+    notes
 }

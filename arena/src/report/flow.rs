@@ -94,15 +94,7 @@ fn from_steps(value: &toml::Value, out: &mut Vec<String>) {
 /// The edges of a bundle's steps; `tables` holds each step's table of the
 /// recorded scenario by step id (for a delegatee, a schema, a `from_step`).
 pub fn edges(steps: &[StepRecord], tables: &BTreeMap<String, toml::Table>) -> Vec<Edge> {
-    type Key = (String, String, EdgeKind);
-    let mut merged: BTreeMap<Key, (Vec<String>, BTreeSet<String>)> = BTreeMap::new();
-    let mut add = |from: String, to: String, kind: EdgeKind, step: &str, labels: BTreeSet<_>| {
-        let entry = merged.entry((from, to, kind)).or_default();
-        if !entry.0.iter().any(|s| s == step) {
-            entry.0.push(step.to_string());
-        }
-        entry.1.extend(labels);
-    };
+    let mut merged = Merged::default();
     let targets: BTreeMap<&str, &str> = steps
         .iter()
         .filter(|s| s.action == ActionKind::Call)
@@ -110,55 +102,8 @@ pub fn edges(steps: &[StepRecord], tables: &BTreeMap<String, toml::Table>) -> Ve
         .collect();
     for step in steps {
         let table = tables.get(&step.step_id);
-        let to = table
-            .and_then(|t| t.get("to"))
-            .and_then(toml::Value::as_str)
-            .map(str::to_string)
-            .or_else(|| step.target.clone());
-        let recorded_labels: BTreeSet<String> = step.labels.iter().flatten().cloned().collect();
-        let destination = match step.action {
-            ActionKind::Message => {
-                let kind = if table.is_some_and(|t| t.contains_key("schema")) {
-                    EdgeKind::HandOver
-                } else {
-                    EdgeKind::Message
-                };
-                let Some(to) = to else { continue };
-                add(
-                    step.agent.clone(),
-                    to.clone(),
-                    kind,
-                    &step.step_id,
-                    recorded_labels,
-                );
-                to
-            }
-            ActionKind::Delegate => {
-                let Some(to) = to else { continue };
-                add(
-                    step.agent.clone(),
-                    to,
-                    EdgeKind::Delegation,
-                    &step.step_id,
-                    recorded_labels,
-                );
-                continue;
-            }
-            ActionKind::Call => {
-                let Some(target) = step.target.clone() else {
-                    continue;
-                };
-                let labels = call_labels(step.trace.as_deref());
-                add(
-                    step.agent.clone(),
-                    target.clone(),
-                    EdgeKind::Call,
-                    &step.step_id,
-                    labels,
-                );
-                target
-            }
-            _ => continue,
+        let Some(destination) = direct_edge(&mut merged, step, table) else {
+            continue;
         };
         let mut sources = Vec::new();
         if let Some(table) = table {
@@ -166,7 +111,7 @@ pub fn edges(steps: &[StepRecord], tables: &BTreeMap<String, toml::Table>) -> Ve
         }
         for source in sources {
             if let Some(from) = targets.get(source.as_str()) {
-                add(
+                merged.add(
                     from.to_string(),
                     destination.clone(),
                     EdgeKind::Value,
@@ -177,6 +122,7 @@ pub fn edges(steps: &[StepRecord], tables: &BTreeMap<String, toml::Table>) -> Ve
         }
     }
     merged
+        .0
         .into_iter()
         .map(|((from, to, kind), (steps, labels))| Edge {
             from,
@@ -186,6 +132,93 @@ pub fn edges(steps: &[StepRecord], tables: &BTreeMap<String, toml::Table>) -> Ve
             labels,
         })
         .collect()
+}
+
+/// Edges merged by their ends and kind: the steps that carried each, in
+/// bundle order, and the labels joined.
+#[derive(Default)]
+struct Merged(BTreeMap<EdgeEnds, Carried>);
+
+/// An edge's source, destination and kind.
+type EdgeEnds = (String, String, EdgeKind);
+
+/// The steps that carried an edge and the labels it carried.
+type Carried = (Vec<String>, BTreeSet<String>);
+
+impl Merged {
+    /// Joins one step's edge into the edge with the same ends and kind.
+    fn add(
+        &mut self,
+        from: String,
+        to: String,
+        kind: EdgeKind,
+        step: &str,
+        labels: BTreeSet<String>,
+    ) {
+        let entry = self.0.entry((from, to, kind)).or_default();
+        if !entry.0.iter().any(|s| s == step) {
+            entry.0.push(step.to_string());
+        }
+        entry.1.extend(labels);
+    }
+}
+
+/// Adds the edge a message, delegation or call step draws from its agent;
+/// where the step's data went, for the values it takes from earlier calls
+/// (none for a delegation or another action).
+fn direct_edge(
+    merged: &mut Merged,
+    step: &StepRecord,
+    table: Option<&toml::Table>,
+) -> Option<String> {
+    let to = table
+        .and_then(|t| t.get("to"))
+        .and_then(toml::Value::as_str)
+        .map(str::to_string)
+        .or_else(|| step.target.clone());
+    let recorded_labels: BTreeSet<String> = step.labels.iter().flatten().cloned().collect();
+    match step.action {
+        ActionKind::Message => {
+            let kind = if table.is_some_and(|t| t.contains_key("schema")) {
+                EdgeKind::HandOver
+            } else {
+                EdgeKind::Message
+            };
+            let to = to?;
+            merged.add(
+                step.agent.clone(),
+                to.clone(),
+                kind,
+                &step.step_id,
+                recorded_labels,
+            );
+            Some(to)
+        }
+        ActionKind::Delegate => {
+            let to = to?;
+            merged.add(
+                step.agent.clone(),
+                to,
+                EdgeKind::Delegation,
+                &step.step_id,
+                recorded_labels,
+            );
+            None
+        }
+        ActionKind::Call => {
+            let target = step.target.clone()?;
+            let labels = call_labels(step.trace.as_deref());
+            merged.add(
+                step.agent.clone(),
+                target.clone(),
+                EdgeKind::Call,
+                &step.step_id,
+                labels,
+            );
+            Some(target)
+        }
+        _ => None,
+    }
 }
 
 /// `text` cut to `max` characters with an ellipsis, escaped.

@@ -377,62 +377,8 @@ pub fn render(s: &MatrixView) -> String {
         escape(&s.definition_sha256)
     ));
     page.raw(&to_svg(s));
-    if let Some(grid) = &s.grid {
-        page.raw("<h2>");
-        page.text(&format!(
-            "Grid: {} (rows) by {} (columns)",
-            grid.rows_axis, grid.columns_axis
-        ));
-        page.raw("</h2>\n<p>");
-        page.text(&format!(
-            "Each entry: the cell's {}; its gap to the reference [95% interval] and verdict.",
-            s.verdict.criterion
-        ));
-        page.raw("</p>\n");
-        let mut header = vec![format!("{} \\ {}", grid.rows_axis, grid.columns_axis)];
-        header.extend(grid.columns.iter().cloned());
-        let header: Vec<&str> = header.iter().map(String::as_str).collect();
-        let rows: Vec<Vec<String>> = grid
-            .rows
-            .iter()
-            .zip(&grid.cells)
-            .map(|(row, entries)| {
-                let mut cells = vec![format!("<strong>{}</strong>", escape(row))];
-                cells.extend(entries.iter().map(|e| escape(&grid_entry(e))));
-                cells
-            })
-            .collect();
-        page.table(Some("grid"), &header, &rows);
-    }
-    page.raw("<h2>Cells</h2>\n");
-    let rows: Vec<Vec<String>> = s
-        .cells
-        .iter()
-        .map(|c| {
-            vec![
-                escape(&c.cell),
-                format!("{}/{}", c.judged, c.runs),
-                number(c.criterion_rate),
-                format!("{}/{}", c.totals.escapes, c.totals.adversary_actions),
-                format!("{}/{}", c.totals.over_denials, c.totals.benign_calls),
-                c.totals.evaluations.to_string(),
-                escape(&c.validation),
-            ]
-        })
-        .collect();
-    page.table(
-        Some("cells"),
-        &[
-            "cell",
-            "judged",
-            "criterion rate",
-            "escapes / actions",
-            "over-denials / benign",
-            "evaluations",
-            "validation",
-        ],
-        &rows,
-    );
+    grid_section(&mut page, s);
+    cells_section(&mut page, s);
     page.raw("<h2>Gaps to the reference</h2>\n");
     let rows: Vec<Vec<String>> = s
         .gaps
@@ -474,6 +420,71 @@ pub fn render(s: &MatrixView) -> String {
         );
     }
     page.finish("matrix", &s.title)
+}
+
+/// Writes the grid, when the matrix has a two-axis grid: each cell's
+/// criterion rate, gap to the reference and verdict.
+fn grid_section(page: &mut Page, s: &MatrixView) {
+    if let Some(grid) = &s.grid {
+        page.raw("<h2>");
+        page.text(&format!(
+            "Grid: {} (rows) by {} (columns)",
+            grid.rows_axis, grid.columns_axis
+        ));
+        page.raw("</h2>\n<p>");
+        page.text(&format!(
+            "Each entry: the cell's {}; its gap to the reference [95% interval] and verdict.",
+            s.verdict.criterion
+        ));
+        page.raw("</p>\n");
+        let mut header = vec![format!("{} \\ {}", grid.rows_axis, grid.columns_axis)];
+        header.extend(grid.columns.iter().cloned());
+        let header: Vec<&str> = header.iter().map(String::as_str).collect();
+        let rows: Vec<Vec<String>> = grid
+            .rows
+            .iter()
+            .zip(&grid.cells)
+            .map(|(row, entries)| {
+                let mut cells = vec![format!("<strong>{}</strong>", escape(row))];
+                cells.extend(entries.iter().map(|e| escape(&grid_entry(e))));
+                cells
+            })
+            .collect();
+        page.table(Some("grid"), &header, &rows);
+    }
+}
+
+/// Writes the table of cells: runs judged, criterion rate and totals.
+fn cells_section(page: &mut Page, s: &MatrixView) {
+    page.raw("<h2>Cells</h2>\n");
+    let rows: Vec<Vec<String>> = s
+        .cells
+        .iter()
+        .map(|c| {
+            vec![
+                escape(&c.cell),
+                format!("{}/{}", c.judged, c.runs),
+                number(c.criterion_rate),
+                format!("{}/{}", c.totals.escapes, c.totals.adversary_actions),
+                format!("{}/{}", c.totals.over_denials, c.totals.benign_calls),
+                c.totals.evaluations.to_string(),
+                escape(&c.validation),
+            ]
+        })
+        .collect();
+    page.table(
+        Some("cells"),
+        &[
+            "cell",
+            "judged",
+            "criterion rate",
+            "escapes / actions",
+            "over-denials / benign",
+            "evaluations",
+            "validation",
+        ],
+        &rows,
+    );
 }
 
 #[cfg(test)]

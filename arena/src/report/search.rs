@@ -76,6 +76,23 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
         Some("title"),
         &format!("Adversary search report: {}", board.scenario_id),
     );
+    summary(&mut page, search, causes, escaped);
+    page.raw("</p>\n</div>\n<h2>Fitness per generation</h2>\n<div id=\"fitness-chart\">\n");
+    page.raw(&render_chart(&board.scenario_id, search.generations)?);
+    page.raw("</div>\n<h2>Populations</h2>\n");
+    populations(&mut page, board);
+    page.raw("<h2>Escapes by cause</h2>\n");
+    escapes_by_cause(&mut page, causes);
+    Ok(page.finish(
+        "search",
+        &format!("Adversary search report: {}", board.scenario_id),
+    ))
+}
+
+/// Writes the summary box: what was searched, and whether and when
+/// anything escaped.
+fn summary(page: &mut Page, search: &Search<'_>, causes: &[EscapeCause], escaped: u32) {
+    let board = search.leaderboard;
     page.raw(&format!(
         "<div id=\"summary\" class=\"summary{}\">\n<p>",
         if causes.is_empty() { "" } else { " bad" }
@@ -103,9 +120,10 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
             causes.len()
         )),
     }
-    page.raw("</p>\n</div>\n<h2>Fitness per generation</h2>\n<div id=\"fitness-chart\">\n");
-    page.raw(&render_chart(&board.scenario_id, search.generations)?);
-    page.raw("</div>\n<h2>Populations</h2>\n");
+}
+
+/// Writes the ranked populations as a table.
+fn populations(page: &mut Page, board: &Leaderboard) {
     let rows: Vec<Vec<String>> = board
         .rows
         .iter()
@@ -136,7 +154,11 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
         ],
         &rows,
     );
-    page.raw("<h2>Escapes by cause</h2>\n");
+}
+
+/// Writes the escape causes, each with its count and shortest example,
+/// then every escape under its cause; or says that none escaped.
+fn escapes_by_cause(page: &mut Page, causes: &[EscapeCause]) {
     if causes.is_empty() {
         page.raw("<p id=\"escapes\">None.</p>\n");
     } else {
@@ -202,10 +224,6 @@ pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
             &rows,
         );
     }
-    Ok(page.finish(
-        "search",
-        &format!("Adversary search report: {}", board.scenario_id),
-    ))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::error::ArenaError;
+use crate::model::ScenarioFile;
 use crate::scenario::{Action, ExpectedVerdict, Scenario};
 
 /// One lint rule: its stable code and what it looks for.
@@ -98,47 +99,14 @@ impl LintWarning {
 /// a rule, in declaration order.
 pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
     let file = scenario.file();
-    let mut acting = BTreeSet::new();
-    let mut called = BTreeSet::new();
-    let mut used = BTreeSet::new();
-    let mut unexplained = Vec::new();
-    for (index, step) in scenario.steps().enumerate() {
-        let step = step?;
-        acting.insert(step.head.agent.clone());
-        match &step.action {
-            Action::Call(call) => {
-                called.insert(call.server.clone());
-                used.extend(call.capability.clone());
-                if call.expect_verdict == ExpectedVerdict::Deny && step.head.expect_reason.is_none()
-                {
-                    unexplained.push((index, step.head.id.clone()));
-                }
-            }
-            Action::Delegate(delegate) => {
-                used.insert(delegate.capability.clone());
-            }
-            Action::Revoke(revoke) => {
-                used.insert(revoke.target.clone());
-            }
-            Action::Message(_) | Action::Advance(_) | Action::Fault(_) | Action::Redefine(_) => {}
-        }
-    }
-
+    let Uses {
+        acting,
+        called,
+        used,
+        unexplained,
+    } = uses(scenario)?;
     let mut warnings = Vec::new();
-    for (index, guard) in file.guards.iter().enumerate() {
-        if guard.mode.as_deref() == Some("observe") {
-            warnings.push(LintWarning {
-                code: OBSERVE_GUARD.code,
-                field: format!("guards[{index}]"),
-                key: "mode",
-                message: format!(
-                    "guard {:?} is in observe mode: it records what it finds and never stops a call, so no step can show it refusing anything",
-                    guard.id
-                ),
-                help: "remove `mode = \"observe\"` (enforce is the default), or keep it only while measuring what the guard would refuse".into(),
-            });
-        }
-    }
+    observe_guards(file, &mut warnings);
     for (index, server) in file.servers.iter().enumerate() {
         if !called.contains(&server.id) {
             warnings.push(LintWarning {
@@ -190,6 +158,30 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
             });
         }
     }
+    denies_without_reason(unexplained, &mut warnings);
+    Ok(warnings)
+}
+
+/// Warns of every guard in observe mode.
+fn observe_guards(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
+    for (index, guard) in file.guards.iter().enumerate() {
+        if guard.mode.as_deref() == Some("observe") {
+            warnings.push(LintWarning {
+                code: OBSERVE_GUARD.code,
+                field: format!("guards[{index}]"),
+                key: "mode",
+                message: format!(
+                    "guard {:?} is in observe mode: it records what it finds and never stops a call, so no step can show it refusing anything",
+                    guard.id
+                ),
+                help: "remove `mode = \"observe\"` (enforce is the default), or keep it only while measuring what the guard would refuse".into(),
+            });
+        }
+    }
+}
+
+/// Warns of every call step expecting deny without `expect_reason`.
+fn denies_without_reason(unexplained: Vec<(usize, String)>, warnings: &mut Vec<LintWarning>) {
     for (index, id) in unexplained {
         warnings.push(LintWarning {
             code: DENY_WITHOUT_REASON.code,
@@ -201,7 +193,57 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
             help: "add `expect_reason` with the deny's reason code or words of its reason (docs/errors.md, \"Deny reasons\"); a run prints the reason of every deny".into(),
         });
     }
-    Ok(warnings)
+}
+
+/// What the steps use: the agents that act, the servers called, the grants
+/// presented, delegated or revoked, and the deny expectations without a
+/// reason.
+struct Uses {
+    /// Agents with at least one step.
+    acting: BTreeSet<String>,
+    /// Servers some call step calls.
+    called: BTreeSet<String>,
+    /// Grants a step presents, delegates or revokes.
+    used: BTreeSet<String>,
+    /// Index and id of each call step expecting deny without
+    /// `expect_reason`.
+    unexplained: Vec<(usize, String)>,
+}
+
+/// Walks the steps once, collecting what they use.
+fn uses(scenario: &Scenario) -> Result<Uses, ArenaError> {
+    let mut acting = BTreeSet::new();
+    let mut called = BTreeSet::new();
+    let mut used = BTreeSet::new();
+    let mut unexplained = Vec::new();
+    for (index, step) in scenario.steps().enumerate() {
+        let step = step?;
+        acting.insert(step.head.agent.clone());
+        match &step.action {
+            Action::Call(call) => {
+                called.insert(call.server.clone());
+                used.extend(call.capability.clone());
+                if call.expect_verdict == ExpectedVerdict::Deny && step.head.expect_reason.is_none()
+                {
+                    unexplained.push((index, step.head.id.clone()));
+                }
+            }
+            Action::Delegate(delegate) => {
+                used.insert(delegate.capability.clone());
+            }
+            Action::Revoke(revoke) => {
+                used.insert(revoke.target.clone());
+            }
+            Action::Message(_) | Action::Advance(_) | Action::Fault(_) | Action::Redefine(_) => {}
+        }
+    }
+
+    Ok(Uses {
+        acting,
+        called,
+        used,
+        unexplained,
+    })
 }
 
 #[cfg(test)]

@@ -39,6 +39,62 @@ fn config_error(message: String, help: &str) -> CliError {
 
 /// Runs `chio mcp serve` until the client leaves or a signal arrives.
 pub fn run(args: &ServeArgs) -> Result<(), CliError> {
+    let specs = upstream_specs(args)?;
+    let authority = authority::read(&args.authority, COMMAND)?;
+    let rt = runtime(COMMAND)?;
+    let _entered = rt.enter();
+    let control = control_client(&args.control, COMMAND)?;
+    rt.block_on(async move {
+        let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
+        let upstreams = start_upstreams(&specs, timeout).await?;
+        let kernel = match control {
+            Some(client) => start_kernel(client, args, &authority, &upstreams).await?,
+            None => {
+                start_kernel(
+                    Arc::new(InMemoryTrustStore::new()),
+                    args,
+                    &authority,
+                    &upstreams,
+                )
+                .await?
+            }
+        };
+        let session = open_session(args, &authority, &upstreams)?;
+        tracing::info!(namespace = %args.control.namespace, "kernel started");
+        let edge = Edge {
+            kernel,
+            upstreams: Arc::new(upstreams),
+            session,
+            max_argument_bytes: args.max_argument_bytes,
+            upstream_timeout: timeout,
+        };
+        // The binary holds the standard output's lock for the whole command
+        // (`main` passes it locked), so the server writes to its own copy of
+        // the descriptor, which takes no lock.
+        let stdout = std::io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| {
+                CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
+            })?;
+        let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
+        let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
+            .with_max_line_length(args.max_message_bytes);
+        tracing::info!("serving MCP on standard input and output");
+        let running = edge.serve(transport).await.map_err(|e| {
+            CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
+        })?;
+        tokio::select! {
+            _ = running.waiting() => {}
+            () = crate::serve::shutdown_signal() => {}
+        }
+        Ok(())
+    })
+}
+
+/// The upstreams the flags name, once the message and argument bounds are
+/// checked.
+fn upstream_specs(args: &ServeArgs) -> Result<Vec<(String, Vec<String>)>, CliError> {
     let specs = args
         .upstream
         .iter()
@@ -58,79 +114,51 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             ));
         }
     }
-    let authority = authority::read(&args.authority, COMMAND)?;
-    let rt = runtime(COMMAND)?;
-    let _entered = rt.enter();
-    let control = control_client(&args.control, COMMAND)?;
-    rt.block_on(async move {
-        let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
-        let mut started = Vec::new();
-        for (id, argv) in &specs {
-            started.push(Upstream::start(id, argv, timeout).await.map_err(|e| {
+    Ok(specs)
+}
+
+/// Starts every upstream and lists their tools.
+async fn start_upstreams(
+    specs: &[(String, Vec<String>)],
+    timeout: Duration,
+) -> Result<Upstreams, CliError> {
+    let mut started = Vec::new();
+    for (id, argv) in specs {
+        started.push(Upstream::start(id, argv, timeout).await.map_err(|e| {
+            CliError::new(
+                codes::MCP_UPSTREAM,
+                COMMAND,
+                e.to_string(),
+                "run the upstream's command by itself to check that it serves MCP on standard input and output",
+            )
+        })?);
+    }
+    for u in &started {
+        tracing::info!(upstream = %u.id, tools = u.tools.len(), "upstream started");
+    }
+    Upstreams::new(started)
+        .map_err(|e| config_error(e.to_string(), "give each upstream its own id and tools"))
+}
+
+/// The session folder, when `--session-out` names one, created with its
+/// header.
+fn open_session(
+    args: &ServeArgs,
+    authority: &Authority,
+    upstreams: &Upstreams,
+) -> Result<Option<Arc<Session>>, CliError> {
+    Ok(match &args.session_out {
+        None => None,
+        Some(dir) => Some(Arc::new(
+            Session::create(dir, &header(args, authority, upstreams)).map_err(|e| {
                 CliError::new(
-                    codes::MCP_UPSTREAM,
+                    codes::MCP_SESSION_WRITE,
                     COMMAND,
                     e.to_string(),
-                    "run the upstream's command by itself to check that it serves MCP on standard input and output",
+                    "name a new or empty folder you may write",
                 )
-            })?);
-        }
-        for u in &started {
-            tracing::info!(upstream = %u.id, tools = u.tools.len(), "upstream started");
-        }
-        let upstreams = Upstreams::new(started).map_err(|e| {
-            config_error(e.to_string(), "give each upstream its own id and tools")
-        })?;
-        let kernel = match control {
-            Some(client) => start_kernel(client, args, &authority, &upstreams).await?,
-            None => {
-                start_kernel(Arc::new(InMemoryTrustStore::new()), args, &authority, &upstreams)
-                    .await?
-            }
-        };
-        let session = match &args.session_out {
-            None => None,
-            Some(dir) => Some(Arc::new(
-                Session::create(dir, &header(args, &authority, &upstreams)).map_err(|e| {
-                    CliError::new(
-                        codes::MCP_SESSION_WRITE,
-                        COMMAND,
-                        e.to_string(),
-                        "name a new or empty folder you may write",
-                    )
-                })?,
-            )),
-        };
-        tracing::info!(namespace = %args.control.namespace, "kernel started");
-        let edge = Edge {
-            kernel,
-            upstreams: Arc::new(upstreams),
-            session,
-            max_argument_bytes: args.max_argument_bytes,
-            upstream_timeout: timeout,
-        };
-        // The binary holds the standard output's lock for the whole command
-        // (`main` passes it locked), so the server writes to its own copy of
-        // the descriptor, which takes no lock.
-        let stdout = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| {
-                CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
-            })?;
-        let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
-        let transport =
-            AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
-                .with_max_line_length(args.max_message_bytes);
-        tracing::info!("serving MCP on standard input and output");
-        let running = edge.serve(transport).await.map_err(|e| {
-            CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
-        })?;
-        tokio::select! {
-            _ = running.waiting() => {}
-            () = crate::serve::shutdown_signal() => {}
-        }
-        Ok(())
+            })?,
+        )),
     })
 }
 

@@ -31,6 +31,7 @@
 //! - [`seeds`]: the seed inputs of every target.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 pub mod envelope;
 pub mod frames;

@@ -28,22 +28,8 @@ impl Validator<'_> {
             .iter()
             .filter_map(|s| Some((s.id.as_str(), server_tools(s)?)))
             .collect();
-        let named = |server: &str, tool: &str, field: String| -> Result<(), ArenaError> {
-            let Some(tools) = declared.get(server) else {
-                return Ok(());
-            };
-            if tools.iter().any(|t| t.name == tool) {
-                return Ok(());
-            }
-            Err(ArenaError::UnknownTool {
-                field,
-                tool: tool.to_string(),
-                server: server.to_string(),
-                closest: closest(tool, tools.iter().map(|t| t.name.as_str()))
-                    .unwrap_or_default()
-                    .to_string(),
-            })
-        };
+        let named =
+            |server: &str, tool: &str, field: String| named_tool(&declared, server, tool, field);
         let mut server_of: BTreeMap<&str, &str> = BTreeMap::new();
         for (i, grant) in f.grants.iter().enumerate() {
             server_of.insert(&grant.id, &grant.server);
@@ -51,29 +37,7 @@ impl Validator<'_> {
                 named(&grant.server, tool, format!("grants[{i}].tools[{j}]"))?;
             }
         }
-        // A tool a redefine step changes is checked at admission only,
-        // against the definition in force when each call is decided.
-        let mut redefined: BTreeSet<(String, String)> = BTreeSet::new();
-        for i in 0..self.source.len() {
-            if let Action::Redefine(r) = self.action_at(walk, i)?.as_ref() {
-                let kind = f
-                    .servers
-                    .iter()
-                    .find(|s| s.id == r.server)
-                    .map(|s| s.kind.as_str());
-                if kind != Some(ServerKind::Recorded.as_str()) {
-                    return Err(ArenaError::ToolDeclaration {
-                        field: format!("steps[{i}].server"),
-                        reason: format!(
-                            "server {} is not a recorded server; only a server that declares its own tools can change one",
-                            r.server
-                        ),
-                    });
-                }
-                named(&r.server, &r.tool, format!("steps[{i}].tool"))?;
-                redefined.insert((r.server.clone(), r.tool.clone()));
-            }
-        }
+        let redefined = self.redefined_tools(walk, &declared)?;
         let mut parents: BTreeMap<String, String> = BTreeMap::new();
         let mut delegated: Vec<(usize, String, Vec<String>)> = Vec::new();
         for i in 0..self.source.len() {
@@ -109,6 +73,39 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The tools redefine steps change, each on a recorded server that
+    /// declares it. A tool a redefine step changes is checked at admission
+    /// only, against the definition in force when each call is decided.
+    fn redefined_tools(
+        &self,
+        walk: &Walk<'_>,
+        declared: &BTreeMap<&str, Vec<ToolContract>>,
+    ) -> Result<BTreeSet<(String, String)>, ArenaError> {
+        let mut redefined: BTreeSet<(String, String)> = BTreeSet::new();
+        for i in 0..self.source.len() {
+            if let Action::Redefine(r) = self.action_at(walk, i)?.as_ref() {
+                let kind = self
+                    .file
+                    .servers
+                    .iter()
+                    .find(|s| s.id == r.server)
+                    .map(|s| s.kind.as_str());
+                if kind != Some(ServerKind::Recorded.as_str()) {
+                    return Err(ArenaError::ToolDeclaration {
+                        field: format!("steps[{i}].server"),
+                        reason: format!(
+                            "server {} is not a recorded server; only a server that declares its own tools can change one",
+                            r.server
+                        ),
+                    });
+                }
+                named_tool(declared, &r.server, &r.tool, format!("steps[{i}].tool"))?;
+                redefined.insert((r.server.clone(), r.tool.clone()));
+            }
+        }
+        Ok(redefined)
     }
 
     /// Refuses call step `i`'s arguments when the tool's schema does.
@@ -168,4 +165,28 @@ fn root_server<'a>(
         current = parents.get(current)?;
     }
     None
+}
+
+/// Refuses `tool` where `field` names it when `server` declares its tools
+/// and that is not one of them.
+fn named_tool(
+    declared: &BTreeMap<&str, Vec<ToolContract>>,
+    server: &str,
+    tool: &str,
+    field: String,
+) -> Result<(), ArenaError> {
+    let Some(tools) = declared.get(server) else {
+        return Ok(());
+    };
+    if tools.iter().any(|t| t.name == tool) {
+        return Ok(());
+    }
+    Err(ArenaError::UnknownTool {
+        field,
+        tool: tool.to_string(),
+        server: server.to_string(),
+        closest: closest(tool, tools.iter().map(|t| t.name.as_str()))
+            .unwrap_or_default()
+            .to_string(),
+    })
 }

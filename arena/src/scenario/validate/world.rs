@@ -219,143 +219,8 @@ impl<'a> Validator<'a> {
             value: server.kind.clone(),
             allowed: "workspace, publish, test-runner, http, bank, recorded, mcp",
         })?;
-        if kind != ServerKind::Workspace {
-            for (key, present) in [
-                ("root", server.root.is_some()),
-                ("fixtures", server.fixtures.is_some()),
-            ] {
-                if present {
-                    return Err(ArenaError::KeyNotAllowed {
-                        field: at(key),
-                        context: "only workspace servers take it",
-                    });
-                }
-            }
-        }
-        if !matches!(
-            kind,
-            ServerKind::Workspace | ServerKind::Recorded | ServerKind::Mcp
-        ) {
-            for (key, present) in [
-                ("labels", server.labels.is_some()),
-                ("integrity_globs", server.integrity_globs.is_some()),
-            ] {
-                if present {
-                    return Err(ArenaError::KeyNotAllowed {
-                        field: at(key),
-                        context: "only workspace, recorded and mcp servers take it",
-                    });
-                }
-            }
-        }
-        if !matches!(kind, ServerKind::Recorded | ServerKind::Mcp) {
-            for (key, present) in [
-                ("tools", server.tools.is_some()),
-                ("fields", server.fields.is_some()),
-            ] {
-                if present {
-                    return Err(ArenaError::KeyNotAllowed {
-                        field: at(key),
-                        context:
-                            "only recorded and mcp servers take it; a built-in kind publishes its own tools",
-                    });
-                }
-            }
-        }
-        if kind != ServerKind::Recorded && server.answers.is_some() {
-            return Err(ArenaError::KeyNotAllowed {
-                field: at("answers"),
-                context: if kind == ServerKind::Mcp {
-                    "an mcp server's answers are recorded by chio arena record, not written in the scenario"
-                } else {
-                    "only recorded servers take it; a built-in kind publishes its own tools"
-                },
-            });
-        }
-        if kind != ServerKind::Mcp {
-            for (key, present) in [
-                ("command", server.command.is_some()),
-                ("env", server.env.is_some()),
-                ("cwd", server.cwd.is_some()),
-                ("timeout_ms", server.timeout_ms.is_some()),
-            ] {
-                if present {
-                    return Err(ArenaError::KeyNotAllowed {
-                        field: at(key),
-                        context: "only mcp servers take it",
-                    });
-                }
-            }
-        }
-        if kind != ServerKind::TestRunner && server.failing.is_some() {
-            return Err(ArenaError::KeyNotAllowed {
-                field: at("failing"),
-                context: "only test-runner servers take it",
-            });
-        }
-        if let Some(root) = &server.root {
-            if !root.starts_with('/') || root.split('/').any(|c| c == "..") {
-                return Err(ArenaError::OutOfRange {
-                    field: at("root"),
-                    rule: "root is an absolute path without '..'",
-                });
-            }
-        }
-        if let Some(failing) = &server.failing {
-            for (j, test) in failing.iter().enumerate() {
-                if test.is_empty() {
-                    return Err(ArenaError::EmptyList {
-                        field: format!("servers[{i}].failing[{j}]"),
-                    });
-                }
-            }
-        }
-        if let Some(labels) = &server.labels {
-            for (glob, label) in labels {
-                let field = format!("servers[{i}].labels.{glob:?}");
-                if glob.is_empty() {
-                    return Err(ArenaError::InvalidId {
-                        field,
-                        value: String::new(),
-                    });
-                }
-                check_id(label, field.clone())?;
-                if Label::parse(label).is_none() {
-                    return Err(ArenaError::UnsupportedValue {
-                        field,
-                        value: label.clone(),
-                        allowed: "public, internal, confidential, restricted",
-                    });
-                }
-            }
-        }
-        if let Some(level) = &server.integrity {
-            if Integrity::parse(level).is_none() {
-                return Err(ArenaError::UnsupportedValue {
-                    field: at("integrity"),
-                    value: level.clone(),
-                    allowed: "trusted, untrusted",
-                });
-            }
-        }
-        if let Some(globs) = &server.integrity_globs {
-            for (glob, level) in globs {
-                let field = format!("servers[{i}].integrity_globs.{glob:?}");
-                if glob.is_empty() {
-                    return Err(ArenaError::InvalidId {
-                        field,
-                        value: String::new(),
-                    });
-                }
-                if Integrity::parse(level).is_none() {
-                    return Err(ArenaError::UnsupportedValue {
-                        field,
-                        value: level.clone(),
-                        allowed: "trusted, untrusted",
-                    });
-                }
-            }
-        }
+        server_kind_keys(i, kind, server)?;
+        server_values(i, server)?;
         if kind == ServerKind::Recorded {
             self.recorded(i, server)?;
         }
@@ -496,3 +361,153 @@ fn mcp_server(i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
 /// The longest wall time, in milliseconds, an mcp server may be given to
 /// answer one call.
 pub const MAX_MCP_TIMEOUT_MS: u64 = 600_000;
+
+/// Refuses the keys of server `i` that its kind does not take.
+fn server_kind_keys(i: usize, kind: ServerKind, server: &ServerDecl) -> Result<(), ArenaError> {
+    let at = |key: &str| format!("servers[{i}].{key}");
+    if kind != ServerKind::Workspace {
+        for (key, present) in [
+            ("root", server.root.is_some()),
+            ("fixtures", server.fixtures.is_some()),
+        ] {
+            if present {
+                return Err(ArenaError::KeyNotAllowed {
+                    field: at(key),
+                    context: "only workspace servers take it",
+                });
+            }
+        }
+    }
+    if !matches!(
+        kind,
+        ServerKind::Workspace | ServerKind::Recorded | ServerKind::Mcp
+    ) {
+        for (key, present) in [
+            ("labels", server.labels.is_some()),
+            ("integrity_globs", server.integrity_globs.is_some()),
+        ] {
+            if present {
+                return Err(ArenaError::KeyNotAllowed {
+                    field: at(key),
+                    context: "only workspace, recorded and mcp servers take it",
+                });
+            }
+        }
+    }
+    if !matches!(kind, ServerKind::Recorded | ServerKind::Mcp) {
+        for (key, present) in [
+            ("tools", server.tools.is_some()),
+            ("fields", server.fields.is_some()),
+        ] {
+            if present {
+                return Err(ArenaError::KeyNotAllowed {
+                    field: at(key),
+                    context:
+                        "only recorded and mcp servers take it; a built-in kind publishes its own tools",
+                });
+            }
+        }
+    }
+    if kind != ServerKind::Recorded && server.answers.is_some() {
+        return Err(ArenaError::KeyNotAllowed {
+            field: at("answers"),
+            context: if kind == ServerKind::Mcp {
+                "an mcp server's answers are recorded by chio arena record, not written in the scenario"
+            } else {
+                "only recorded servers take it; a built-in kind publishes its own tools"
+            },
+        });
+    }
+    if kind != ServerKind::Mcp {
+        for (key, present) in [
+            ("command", server.command.is_some()),
+            ("env", server.env.is_some()),
+            ("cwd", server.cwd.is_some()),
+            ("timeout_ms", server.timeout_ms.is_some()),
+        ] {
+            if present {
+                return Err(ArenaError::KeyNotAllowed {
+                    field: at(key),
+                    context: "only mcp servers take it",
+                });
+            }
+        }
+    }
+    if kind != ServerKind::TestRunner && server.failing.is_some() {
+        return Err(ArenaError::KeyNotAllowed {
+            field: at("failing"),
+            context: "only test-runner servers take it",
+        });
+    }
+    Ok(())
+}
+
+/// Checks the values of server `i`'s root, failing tests, labels and
+/// integrity levels.
+fn server_values(i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
+    let at = |key: &str| format!("servers[{i}].{key}");
+    if let Some(root) = &server.root {
+        if !root.starts_with('/') || root.split('/').any(|c| c == "..") {
+            return Err(ArenaError::OutOfRange {
+                field: at("root"),
+                rule: "root is an absolute path without '..'",
+            });
+        }
+    }
+    if let Some(failing) = &server.failing {
+        for (j, test) in failing.iter().enumerate() {
+            if test.is_empty() {
+                return Err(ArenaError::EmptyList {
+                    field: format!("servers[{i}].failing[{j}]"),
+                });
+            }
+        }
+    }
+    if let Some(labels) = &server.labels {
+        for (glob, label) in labels {
+            let field = format!("servers[{i}].labels.{glob:?}");
+            if glob.is_empty() {
+                return Err(ArenaError::InvalidId {
+                    field,
+                    value: String::new(),
+                });
+            }
+            check_id(label, field.clone())?;
+            if Label::parse(label).is_none() {
+                return Err(ArenaError::UnsupportedValue {
+                    field,
+                    value: label.clone(),
+                    allowed: "public, internal, confidential, restricted",
+                });
+            }
+        }
+    }
+    if let Some(level) = &server.integrity {
+        if Integrity::parse(level).is_none() {
+            return Err(ArenaError::UnsupportedValue {
+                field: at("integrity"),
+                value: level.clone(),
+                allowed: "trusted, untrusted",
+            });
+        }
+    }
+    if let Some(globs) = &server.integrity_globs {
+        for (glob, level) in globs {
+            let field = format!("servers[{i}].integrity_globs.{glob:?}");
+            if glob.is_empty() {
+                return Err(ArenaError::InvalidId {
+                    field,
+                    value: String::new(),
+                });
+            }
+            if Integrity::parse(level).is_none() {
+                return Err(ArenaError::UnsupportedValue {
+                    field,
+                    value: level.clone(),
+                    allowed: "trusted, untrusted",
+                });
+            }
+        }
+    }
+    Ok(())
+}

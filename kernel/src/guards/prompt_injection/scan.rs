@@ -232,30 +232,8 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
                 continue;
             }
             Work::Value(Value::Object(map), pointer) => {
-                if let Err(limit) = budget.reserve(map.len().saturating_mul(2)) {
-                    return Some(ValueFinding::Limit {
-                        limit,
-                        pointer: pointer_or_root(&pointer),
-                    });
-                }
-                if let Some(rule) = value_shape(map).filter(|_| json) {
-                    return Some(ValueFinding::At {
-                        found: RuleMatch {
-                            pattern: Pattern::JsonPayloadSmuggle,
-                            rule,
-                            reading: Reading::Plain,
-                            embedding: 0,
-                        },
-                        pointer: pointer_or_root(&pointer),
-                    });
-                }
-                // Canonical key order: the walk, and so the first finding and
-                // the joined values, are the signed document's whatever
-                // order the request's map holds its keys in.
-                for (key, item) in canonical_entries(map).into_iter().rev() {
-                    let entry = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
-                    stack.push(Work::Value(item, entry.clone()));
-                    stack.push(Work::Key(key, entry));
+                if let Some(finding) = expand_object(map, &pointer, json, &mut budget, &mut stack) {
+                    return Some(finding);
                 }
                 continue;
             }
@@ -277,6 +255,54 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
             }
         }
     }
+    scan_joined(values, patterns, &mut budget)
+}
+
+/// Pushes an object's entries onto the walk in canonical key order (each
+/// key before its value); a finding when the budget runs out or, with
+/// `json-payload-smuggle` enabled, the object's shape is suspicious.
+fn expand_object<'v>(
+    map: &'v serde_json::Map<String, Value>,
+    pointer: &str,
+    json: bool,
+    budget: &mut Budget,
+    stack: &mut Vec<Work<'v>>,
+) -> Option<ValueFinding> {
+    if let Err(limit) = budget.reserve(map.len().saturating_mul(2)) {
+        return Some(ValueFinding::Limit {
+            limit,
+            pointer: pointer_or_root(pointer),
+        });
+    }
+    if let Some(rule) = value_shape(map).filter(|_| json) {
+        return Some(ValueFinding::At {
+            found: RuleMatch {
+                pattern: Pattern::JsonPayloadSmuggle,
+                rule,
+                reading: Reading::Plain,
+                embedding: 0,
+            },
+            pointer: pointer_or_root(pointer),
+        });
+    }
+    // Canonical key order: the walk, and so the first finding and
+    // the joined values, are the signed document's whatever
+    // order the request's map holds its keys in.
+    for (key, item) in canonical_entries(map).into_iter().rev() {
+        let entry = format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"));
+        stack.push(Work::Value(item, entry.clone()));
+        stack.push(Work::Key(key, entry));
+    }
+    None
+}
+
+/// Scans the non-empty string values read together, joined with and
+/// without a space, forwards and backwards.
+fn scan_joined(
+    values: Vec<&str>,
+    patterns: &[Pattern],
+    budget: &mut Budget,
+) -> Option<ValueFinding> {
     let values: Vec<&str> = values.into_iter().filter(|v| !v.is_empty()).collect();
     if values.len() < 2 || weakened(Weakness::NoSplitJoin) {
         return None;
@@ -288,7 +314,7 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
         .into_iter()
         .flat_map(|separator| [values.join(separator), backwards.join(separator)]);
     for joined in joins {
-        match scan(&joined, patterns, 0, &mut budget) {
+        match scan(&joined, patterns, 0, budget) {
             Ok(Some(found)) => return Some(ValueFinding::Split { found }),
             Ok(None) => {}
             Err(limit) => {

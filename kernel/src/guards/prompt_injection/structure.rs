@@ -390,39 +390,15 @@ pub fn scan_text(text: &str, stop: bool, budget: &mut Budget) -> Result<TextStru
         match c {
             b'{' | b'[' => {
                 budget.node()?;
-                if let Some(top) = stack.last_mut() {
-                    if top.object {
-                        if top.expect == Expect::Value {
-                            if let Some(key) = top.key.take() {
-                                let kind = if c == b'{' {
-                                    ValueKind::Object
-                                } else {
-                                    ValueKind::Array
-                                };
-                                top.shape.add(&key, kind);
-                                if note(&top.shape, &mut found) {
-                                    return Ok(found);
-                                }
-                            }
-                            top.expect = Expect::After;
-                        } else {
-                            top.expect = Expect::Junk;
-                        }
-                    } else {
-                        top.expect = Expect::After;
-                    }
+                if nest_in_top(&mut stack, c == b'{', &mut found, stop) {
+                    return Ok(found);
                 }
                 stack.push(Frame::new(c == b'{'));
                 i += 1;
             }
             b'}' | b']' => {
-                let object = c == b'}';
-                if let Some(at) = stack.iter().rposition(|f| f.object == object) {
-                    for frame in stack.drain(at..) {
-                        if frame.object && note(&frame.shape, &mut found) {
-                            return Ok(found);
-                        }
-                    }
+                if close_frames(&mut stack, c == b'}', &mut found, stop) {
+                    return Ok(found);
                 }
                 i += 1;
             }
@@ -474,6 +450,52 @@ pub fn scan_text(text: &str, stop: bool, budget: &mut Budget) -> Result<TextStru
         }
     }
     Ok(found)
+}
+
+/// Records an object or array opening as the value of the top frame's
+/// key (or as junk where no value may stand); whether to stop.
+fn nest_in_top(stack: &mut [Frame], object: bool, found: &mut TextStructure, stop: bool) -> bool {
+    if let Some(top) = stack.last_mut() {
+        if top.object {
+            if top.expect == Expect::Value {
+                if let Some(key) = top.key.take() {
+                    let kind = if object {
+                        ValueKind::Object
+                    } else {
+                        ValueKind::Array
+                    };
+                    top.shape.add(&key, kind);
+                    if note_shape(&top.shape, found, stop) {
+                        return true;
+                    }
+                }
+                top.expect = Expect::After;
+            } else {
+                top.expect = Expect::Junk;
+            }
+        } else {
+            top.expect = Expect::After;
+        }
+    }
+    false
+}
+
+/// Closes the innermost open frame of the bracket's kind and every frame
+/// opened inside it, noting each object's shape; whether to stop.
+fn close_frames(
+    stack: &mut Vec<Frame>,
+    object: bool,
+    found: &mut TextStructure,
+    stop: bool,
+) -> bool {
+    if let Some(at) = stack.iter().rposition(|f| f.object == object) {
+        for frame in stack.drain(at..) {
+            if frame.object && note_shape(&frame.shape, found, stop) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Notes a closed or grown object's shape: the first suspicious rule, or

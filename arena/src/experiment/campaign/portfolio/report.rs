@@ -241,7 +241,6 @@ fn blocked_because(
 /// opening the evidence every row names.
 pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
     let contradictions = check_ledger_evidence(campaign, ledger);
-    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
     let mut sections = Vec::new();
     for evidence in [Evidence::Live, Evidence::Fixture] {
         let rows: Vec<&LedgerRow> = ledger
@@ -252,60 +251,94 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
         if rows.is_empty() {
             continue;
         }
-        let outcomes = PORTFOLIO_OUTCOMES
-            .iter()
-            .map(|o| OutcomeCount {
-                outcome: o,
-                count: rows
-                    .iter()
-                    .filter(|r| outcome_of(campaign, r, contradicted(r)) == *o)
-                    .count() as u64,
-            })
-            .collect::<Vec<_>>();
-        let ran: Vec<&&LedgerRow> = rows
-            .iter()
-            .filter(|r| !matches!(r.native_outcome.as_str(), DEFERRED | SKIPPED))
-            .collect();
-        let evaluations: Vec<Option<u64>> =
-            ran.iter().map(|r| r.spent.kernel_evaluations).collect();
-        let elapsed: Vec<Option<f64>> = ran.iter().map(|r| r.elapsed_seconds).collect();
-        let costs: Vec<Option<f64>> = ran.iter().map(|r| r.estimated_cost).collect();
-        let estimated_cost = amount(&costs, 0.0);
-        let delivered = outcomes
-            .iter()
-            .filter(|c| matches!(c.outcome, VERIFIED | VERIFIED_AFTER_REPAIR))
-            .map(|c| c.count)
-            .sum::<u64>();
-        let blocked_because = blocked_because(campaign, &rows, &contradictions);
-        let count = |kind| {
-            rows.iter()
-                .flat_map(|r| &r.interventions)
-                .filter(|i| i.kind == kind)
-                .count() as u64
-        };
-        sections.push(Section {
-            evidence,
-            attempts: rows.len() as u64,
-            decisions: count(InterventionKind::Decision),
-            repairs: count(InterventionKind::Repair),
-            outcomes,
-            kernel_evaluations: amount(&evaluations, 0),
-            elapsed_seconds: amount(&elapsed, 0.0),
-            cost_per_verified_delivery: estimated_cost
-                .total
-                .filter(|_| delivered > 0)
-                .map(|total| total / delivered as f64),
-            estimated_cost,
-            currency: campaign.file.cost.as_ref().map(|c| c.currency.clone()),
-            comparison: if blocked_because.is_empty() {
-                "complete"
-            } else {
-                "blocked"
-            },
-            blocked_because,
-        });
+        sections.push(section(campaign, evidence, &rows, &contradictions));
     }
-    let attempts = campaign
+    let attempts = attempt_lines(campaign, ledger, &contradictions);
+    Report {
+        schema_version: REPORT_SCHEMA_VERSION,
+        campaign_id: campaign.file.id.clone(),
+        title: campaign.file.title.clone(),
+        declaration_sha256: campaign.sha256.clone(),
+        definitions: match &campaign.mode {
+            DefinitionMode::Pinned { commit } => format!("pinned at {commit}"),
+            DefinitionMode::WorkingTree => "working-tree".to_string(),
+        },
+        sections,
+        attempts,
+    }
+}
+
+/// The section of one kind of evidence: its outcomes, interventions,
+/// spending and whether its comparison is blocked.
+fn section(
+    campaign: &Campaign,
+    evidence: Evidence,
+    rows: &[&LedgerRow],
+    contradictions: &BTreeMap<String, Vec<Contradiction>>,
+) -> Section {
+    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
+    let outcomes = PORTFOLIO_OUTCOMES
+        .iter()
+        .map(|o| OutcomeCount {
+            outcome: o,
+            count: rows
+                .iter()
+                .filter(|r| outcome_of(campaign, r, contradicted(r)) == *o)
+                .count() as u64,
+        })
+        .collect::<Vec<_>>();
+    let ran: Vec<&&LedgerRow> = rows
+        .iter()
+        .filter(|r| !matches!(r.native_outcome.as_str(), DEFERRED | SKIPPED))
+        .collect();
+    let evaluations: Vec<Option<u64>> = ran.iter().map(|r| r.spent.kernel_evaluations).collect();
+    let elapsed: Vec<Option<f64>> = ran.iter().map(|r| r.elapsed_seconds).collect();
+    let costs: Vec<Option<f64>> = ran.iter().map(|r| r.estimated_cost).collect();
+    let estimated_cost = amount(&costs, 0.0);
+    let delivered = outcomes
+        .iter()
+        .filter(|c| matches!(c.outcome, VERIFIED | VERIFIED_AFTER_REPAIR))
+        .map(|c| c.count)
+        .sum::<u64>();
+    let blocked_because = blocked_because(campaign, rows, contradictions);
+    let count = |kind| {
+        rows.iter()
+            .flat_map(|r| &r.interventions)
+            .filter(|i| i.kind == kind)
+            .count() as u64
+    };
+    Section {
+        evidence,
+        attempts: rows.len() as u64,
+        decisions: count(InterventionKind::Decision),
+        repairs: count(InterventionKind::Repair),
+        outcomes,
+        kernel_evaluations: amount(&evaluations, 0),
+        elapsed_seconds: amount(&elapsed, 0.0),
+        cost_per_verified_delivery: estimated_cost
+            .total
+            .filter(|_| delivered > 0)
+            .map(|total| total / delivered as f64),
+        estimated_cost,
+        currency: campaign.file.cost.as_ref().map(|c| c.currency.clone()),
+        comparison: if blocked_because.is_empty() {
+            "complete"
+        } else {
+            "blocked"
+        },
+        blocked_because,
+    }
+}
+
+/// One line per scheduled attempt the ledger records, in schedule order:
+/// its outcome, limits, evidence gaps, deviations and contradictions.
+fn attempt_lines(
+    campaign: &Campaign,
+    ledger: &Ledger,
+    contradictions: &BTreeMap<String, Vec<Contradiction>>,
+) -> Vec<AttemptLine> {
+    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
+    campaign
         .schedule
         .iter()
         .filter_map(|a| {
@@ -345,17 +378,5 @@ pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
                     .unwrap_or_default(),
             }
         })
-        .collect();
-    Report {
-        schema_version: REPORT_SCHEMA_VERSION,
-        campaign_id: campaign.file.id.clone(),
-        title: campaign.file.title.clone(),
-        declaration_sha256: campaign.sha256.clone(),
-        definitions: match &campaign.mode {
-            DefinitionMode::Pinned { commit } => format!("pinned at {commit}"),
-            DefinitionMode::WorkingTree => "working-tree".to_string(),
-        },
-        sections,
-        attempts,
-    }
+        .collect()
 }

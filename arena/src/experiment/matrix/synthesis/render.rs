@@ -60,6 +60,45 @@ pub fn to_markdown(s: &Synthesis) -> String {
         s.verdict.seed,
         s.verdict.interval
     );
+    grid_markdown(&mut md, s);
+    cells_markdown(&mut md, s);
+    md.push_str("\n## Gaps to the reference\n\n| cell | gap | 95% interval | verdict |\n|---|---|---|---|\n");
+    for g in &s.gaps {
+        md.push_str(&format!(
+            "| {} | {} | [{}, {}] | {} |\n",
+            g.cell,
+            signed(g.interval.gap),
+            signed(g.interval.low),
+            signed(g.interval.high),
+            g.interval.verdict
+        ));
+    }
+    validators_markdown(&mut md, s);
+    let removed: Vec<String> = s
+        .cells
+        .iter()
+        .flat_map(|c| {
+            c.unjudged.iter().filter(|e| e.runs > 0).map(move |e| {
+                format!(
+                    "- {}: {} run(s) unjudged by {}",
+                    c.cell, e.runs, e.condition
+                )
+            })
+        })
+        .collect();
+    md.push_str("\n## Unjudged runs\n\n");
+    if removed.is_empty() {
+        md.push_str("None: every run was judged.\n");
+    } else {
+        md.push_str(&removed.join("\n"));
+        md.push('\n');
+    }
+    md
+}
+
+/// The grid section, when the matrix has a two-axis grid: each cell's
+/// criterion rate, gap to the reference and verdict.
+fn grid_markdown(md: &mut String, s: &Synthesis) {
     if let Some(grid) = &s.grid {
         md.push_str(&format!(
             "## Grid: {} (rows) by {} (columns)\n\nEach entry: the cell's {}; its gap to the reference [95% interval] and verdict.\n\n| {} \\ {} |",
@@ -78,6 +117,10 @@ pub fn to_markdown(s: &Synthesis) -> String {
         }
         md.push('\n');
     }
+}
+
+/// The table of cells: runs judged, criterion rate and totals.
+fn cells_markdown(md: &mut String, s: &Synthesis) {
     md.push_str("## Cells\n\n| cell | judged | criterion rate | adversary actions | escapes | benign allowed | over-denials | expectations held | evaluations | denied / decisions | validation |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for c in &s.cells {
         md.push_str(&format!(
@@ -99,17 +142,11 @@ pub fn to_markdown(s: &Synthesis) -> String {
             c.validation
         ));
     }
-    md.push_str("\n## Gaps to the reference\n\n| cell | gap | 95% interval | verdict |\n|---|---|---|---|\n");
-    for g in &s.gaps {
-        md.push_str(&format!(
-            "| {} | {} | [{}, {}] | {} |\n",
-            g.cell,
-            signed(g.interval.gap),
-            signed(g.interval.low),
-            signed(g.interval.high),
-            g.interval.verdict
-        ));
-    }
+}
+
+/// The validators section: each declared metric's thresholds and result
+/// per cell.
+fn validators_markdown(md: &mut String, s: &Synthesis) {
     md.push_str("\n## Validators\n\n");
     if s.validators.is_empty() {
         md.push_str("None declared.\n");
@@ -133,24 +170,4 @@ pub fn to_markdown(s: &Synthesis) -> String {
             }
         }
     }
-    let removed: Vec<String> = s
-        .cells
-        .iter()
-        .flat_map(|c| {
-            c.unjudged.iter().filter(|e| e.runs > 0).map(move |e| {
-                format!(
-                    "- {}: {} run(s) unjudged by {}",
-                    c.cell, e.runs, e.condition
-                )
-            })
-        })
-        .collect();
-    md.push_str("\n## Unjudged runs\n\n");
-    if removed.is_empty() {
-        md.push_str("None: every run was judged.\n");
-    } else {
-        md.push_str(&removed.join("\n"));
-        md.push('\n');
-    }
-    md
 }
