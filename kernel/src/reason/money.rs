@@ -221,10 +221,7 @@ impl MoneyDeny {
                         f,
                         "monetary budget {budget} exceeded: {spent} of {limit} {currency} spent"
                     )?;
-                    if let Some(window) = window {
-                        write!(f, " in window {window}")?;
-                    }
-                    write!(f, ", {amount} more requested")
+                    spent_tail(f, *window, amount)
                 }
                 M::ShareExceeded {
                     budget,
@@ -240,10 +237,7 @@ impl MoneyDeny {
                         f,
                         "monetary budget {budget}: delegated share of {capability} ({bps} bps) exceeded: {spent} of {limit} {currency} spent"
                     )?;
-                    if let Some(window) = window {
-                        write!(f, " in window {window}")?;
-                    }
-                    write!(f, ", {amount} more requested")
+                    spent_tail(f, *window, amount)
                 }
                 M::TotalAboveApproval {
                     budget,
@@ -260,4 +254,13 @@ impl MoneyDeny {
                 _ => write!(f, "monetary budget reason {}", self.code()),
         }
     }
+}
+
+/// The end both exceeded reasons share: the window, when the budget has
+/// windows, and the amount the call asked for.
+fn spent_tail(f: &mut fmt::Formatter<'_>, window: Option<u64>, amount: &str) -> fmt::Result {
+    if let Some(window) = window {
+        write!(f, " in window {window}")?;
+    }
+    write!(f, ", {amount} more requested")
 }
