@@ -51,6 +51,13 @@ pub enum TrustError {
         /// The SQLite error text (file names and SQL, never request secrets).
         detail: String,
     },
+    /// The in-memory store could not write or read the temporary file its
+    /// receipt log spills to; the append or listing is refused whole.
+    #[error("in-memory trust store failed on its receipt spill file: {detail}; check that the temporary directory (TMPDIR) is writable and has space")]
+    Spill {
+        /// The operating system's reason, or what was inconsistent.
+        detail: String,
+    },
     /// The database was written by a newer schema than this build knows.
     #[error(
         "trust-control store schema version {found} is not supported (this build knows up to \

@@ -64,6 +64,7 @@ pub fn status_of(error: TrustError) -> Status {
         TrustError::DeadlineExceeded { .. } => Status::deadline_exceeded(message),
         TrustError::Unauthenticated => Status::unauthenticated(message),
         TrustError::Storage { .. }
+        | TrustError::Spill { .. }
         | TrustError::UnsupportedSchema { .. }
         | TrustError::MigrationRefused { .. }
         | TrustError::ForeignDatabase { .. }

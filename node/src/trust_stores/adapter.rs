@@ -40,6 +40,7 @@ pub(super) fn store_error(store: StoreName, error: TrustError) -> StoreError {
         | TrustError::DeadlineExceeded { .. }
         | TrustError::StoreClosed
         | TrustError::Storage { .. }
+        | TrustError::Spill { .. }
         | TrustError::Io { .. }
         | TrustError::Unauthenticated
         | TrustError::MalformedAnswer { .. } => StoreError::unavailable(store, error.to_string()),

@@ -9,13 +9,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use sha2::{Digest, Sha256};
+
 use crate::model::{
     apply_op, check_amount, check_batch, check_bps, check_id, check_label_keys, check_receipts,
     commit_transition, decide_hold, decide_share, effective_parent_share, plan_append,
     receipt_page_size, release_transition, repeat_hold, run_ops, AdmittedChild, AppendSummary,
     BatchAnswers, BatchOp, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
-    ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome, StoredReceipt,
+    ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome,
 };
+use crate::store::receipt_log::ReceiptLog;
 use crate::store::TrustStore;
 use crate::TrustError;
 
@@ -44,11 +47,11 @@ struct MemoryState {
     shares: BTreeMap<String, BTreeMap<String, AdmittedShare>>,
     /// The first share recorded for each parent.
     parent_shares: BTreeMap<String, u32>,
-    /// Request ids seen, per lineage and principal.
-    seen_requests: BTreeSet<String>,
-    /// The receipt log in append order; `seq` is index + 1.
-    receipts: Vec<ReceiptRecord>,
-    receipt_index: BTreeMap<String, usize>,
+    /// Request ids seen, per lineage and principal, by the SHA-256 of the
+    /// request key (32 bytes each, whatever the key's length).
+    seen_requests: BTreeSet<[u8; 32]>,
+    /// The receipt log, its bytes spilled to a temporary file.
+    receipts: ReceiptLog,
     labels: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -92,7 +95,9 @@ impl Rows for MemoryState {
 
     fn record_request(&mut self, request_key: &str) -> Result<bool, TrustError> {
         check_id("request_key", request_key)?;
-        Ok(self.seen_requests.insert(request_key.to_owned()))
+        Ok(self
+            .seen_requests
+            .insert(Sha256::digest(request_key.as_bytes()).into()))
     }
 
     fn hold(
@@ -217,17 +222,9 @@ impl Rows for MemoryState {
 
     fn append(&mut self, receipts: &[ReceiptRecord]) -> Result<AppendSummary, TrustError> {
         check_receipts(receipts)?;
-        let (to_insert, summary) = plan_append(receipts, |id| {
-            Ok(self
-                .receipt_index
-                .get(id)
-                .map(|index| self.receipts[*index].body.clone()))
-        })?;
-        for receipt in to_insert {
-            let index = self.receipts.len();
-            self.receipt_index.insert(receipt.receipt_id.clone(), index);
-            self.receipts.push(receipt.clone());
-        }
+        let log = &mut self.receipts;
+        let (to_insert, summary) = plan_append(receipts, |id| log.body_of(id))?;
+        log.extend(&to_insert)?;
         Ok(summary)
     }
 
@@ -321,20 +318,11 @@ impl TrustStore for InMemoryTrustStore {
 
     async fn list_receipts(&self, after_seq: u64, limit: u32) -> Result<ReceiptPage, TrustError> {
         let page = receipt_page_size(limit) as usize;
-        let state = self.lock();
+        let mut state = self.lock();
         let start = usize::try_from(after_seq)
             .unwrap_or(usize::MAX)
             .min(state.receipts.len());
-        let receipts: Vec<StoredReceipt> = state.receipts[start..]
-            .iter()
-            .take(page)
-            .enumerate()
-            .map(|(offset, receipt)| StoredReceipt {
-                seq: (start + offset + 1) as u64,
-                receipt_id: receipt.receipt_id.clone(),
-                body: receipt.body.clone(),
-            })
-            .collect();
+        let receipts = state.receipts.page(start, page)?;
         let next_after_seq = receipts
             .last()
             .map(|last| last.seq)

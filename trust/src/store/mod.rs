@@ -20,6 +20,7 @@ use crate::model::{
 use crate::TrustError;
 
 pub mod memory;
+mod receipt_log;
 pub mod sqlite;
 
 #[cfg(test)]
