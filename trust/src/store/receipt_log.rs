@@ -122,7 +122,7 @@ impl ReceiptLog {
             empty => empty.insert(
                 self.dir
                     .as_ref()
-                    .map_or_else(tempfile::tempfile, |dir| tempfile::tempfile_in(dir))
+                    .map_or_else(tempfile::tempfile, tempfile::tempfile_in)
                     .map_err(|e| spill("cannot create the receipt spill file", &e))?,
             ),
         };
