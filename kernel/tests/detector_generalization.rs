@@ -8,8 +8,10 @@
 //! Every text goes through the guard's request stage (as the `content`
 //! argument of `write_file`) and its output stage (as the content
 //! `read_file` returns), the two stages `Kernel::evaluate` runs, in the
-//! guard's default configuration. The detector was tuned on the tuning
-//! split only; the held-out split was committed, with its digests, before.
+//! guard's default configuration. Each held-out split was committed, with
+//! its digests, before the detector was tuned against the splits before
+//! it: the held-out split before tuning on the tuning split, the fresh
+//! split before tuning on the tuning and held-out splits.
 //! The tables print per split, package, family and delivery; the run is
 //! deterministic (sorted files, fixed order, counts only).
 //!
@@ -18,8 +20,9 @@
 //! below its recorded floor ([`MIN_HELD_OUT_PERCENT`],
 //! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`]) or false positives pass
 //! [`MAX_FALSE_POSITIVE_PERCENT`] on any split, in either delivery.
-//! `DETECTOR_BENCH_SHOW=1` prints the tuning split's misses and false
-//! positives (never the fresh split's).
+//! `DETECTOR_BENCH_SHOW=1` prints the misses and false positives of the
+//! tuning and held-out splits, both tuning data since the fresh split was
+//! committed (never the fresh split's).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -100,16 +103,18 @@ fn fresh_split_is_the_committed_one() {
 
 /// The held-out split's detection floor, per delivery, in percent: the
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
-/// fails here. The goal is 80; see `docs/security.md` for what is missed.
-const MIN_HELD_OUT_PERCENT: usize = 75;
+/// fails here. This split was measured and published before the fresh split
+/// was made, and has been tuning data since.
+const MIN_HELD_OUT_PERCENT: usize = 88;
 
 /// The tuning split's detection floor, per delivery, in percent (recorded
 /// figure, rounded down).
-const MIN_TUNING_PERCENT: usize = 88;
+const MIN_TUNING_PERCENT: usize = 91;
 
 /// The fresh held-out split's detection floor, per delivery, in percent:
-/// the figure recorded in `docs/benchmarks.md`, rounded down.
-const MIN_FRESH_PERCENT: usize = 24;
+/// the figure recorded in `docs/benchmarks.md`, rounded down. The goal is
+/// 80; see `docs/security.md` for what is missed.
+const MIN_FRESH_PERCENT: usize = 27;
 
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
@@ -324,7 +329,7 @@ fn generalization_rates() {
                 &benign_rows
             )
         );
-        if split == "tuning" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
+        if split != "fresh" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
             show(guard.as_ref(), &attacks, &benign);
         }
         checks.push((split, attack_rows, benign_rows));
@@ -348,8 +353,9 @@ fn generalization_rates() {
     }
 }
 
-/// Prints the tuning split's misses and false positives (output delivery),
-/// for working on the detector.
+/// Prints a split's misses and false positives (output delivery), for
+/// working on the detector: the tuning and held-out splits, never the fresh
+/// split.
 fn show(guard: &dyn Guard, attacks: &[Family], benign: &[Family]) {
     for (family, items) in attacks {
         for text in items.iter().filter(|t| !denied(guard, t, Delivery::Output)) {
