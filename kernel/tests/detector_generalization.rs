@@ -2,23 +2,27 @@
 //! second corpus under `tests/corpus/generalization/` (provenance, licences
 //! and the split rule in its `PROVENANCE.md`): injection strings and benign
 //! text from public packages the detector was not built from, in a tuning
-//! split and a held-out split.
+//! split, a held-out split and a fresh held-out split from five more
+//! packages.
 //!
 //! Every text goes through the guard's request stage (as the `content`
 //! argument of `write_file`) and its output stage (as the content
 //! `read_file` returns), the two stages `Kernel::evaluate` runs, in the
-//! guard's default configuration. The detector was tuned on the tuning
-//! split only; the held-out split was committed, with its digests, before.
+//! guard's default configuration. Each held-out split was committed, with
+//! its digests, before the detector was tuned against the splits before
+//! it: the held-out split before tuning on the tuning split, the fresh
+//! split before tuning on the tuning and held-out splits.
 //! The tables print per split, package, family and delivery; the run is
 //! deterministic (sorted files, fixed order, counts only).
 //!
 //! Run: `cargo test -p chio-kernel --test detector_generalization --
 //! --nocapture`. `generalization_rates` fails if a split's detection falls
 //! below its recorded floor ([`MIN_HELD_OUT_PERCENT`],
-//! [`MIN_TUNING_PERCENT`]) or false positives pass
-//! [`MAX_FALSE_POSITIVE_PERCENT`] on either split, in either delivery.
-//! `DETECTOR_BENCH_SHOW=1` prints the tuning split's misses and false
-//! positives (never the held-out split's).
+//! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`]) or false positives pass
+//! [`MAX_FALSE_POSITIVE_PERCENT`] on any split, in either delivery.
+//! `DETECTOR_BENCH_SHOW=1` prints the misses and false positives of the
+//! tuning and held-out splits, both tuning data since the fresh split was
+//! committed (never the fresh split's).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -51,11 +55,11 @@ fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-// Every held-out file has the sha256 committed with the split, and no held-out file is missing or added.
-#[test]
-fn held_out_split_is_the_committed_one() {
+/// Checks that the files under `split/` are exactly those `listing` names, with
+/// their committed sha256.
+fn assert_split_matches_digests(split: &str, listing: &str, min_files: usize) {
     let root = corpus_dir();
-    let listing = fs::read_to_string(root.join("heldout.sha256")).expect("heldout.sha256");
+    let listing = fs::read_to_string(root.join(listing)).expect(listing);
     let mut listed: Vec<(String, String)> = listing
         .lines()
         .map(|line| {
@@ -65,7 +69,7 @@ fn held_out_split_is_the_committed_one() {
         .collect();
     listed.sort();
     let mut files = Vec::new();
-    jsonl_files(&root.join("heldout"), &mut files);
+    jsonl_files(&root.join(split), &mut files);
     let found: Vec<(String, String)> = files
         .iter()
         .map(|path| {
@@ -78,18 +82,48 @@ fn held_out_split_is_the_committed_one() {
             (relative, hex::encode(Sha256::digest(&bytes)))
         })
         .collect();
-    assert!(listed.len() >= 9, "the digest file lists too few files");
-    assert_eq!(found, listed, "the held-out split differs from its digests");
+    assert!(
+        listed.len() >= min_files,
+        "the digest file lists too few files"
+    );
+    assert_eq!(found, listed, "the {split} split differs from its digests");
+}
+
+// Every held-out file has the sha256 committed with the split, and no held-out file is missing or added.
+#[test]
+fn held_out_split_is_the_committed_one() {
+    assert_split_matches_digests("heldout", "heldout.sha256", 9);
+}
+
+// Every file of the fresh held-out split has the sha256 committed with it, before any tuning that followed, and none is missing or added.
+#[test]
+fn fresh_split_is_the_committed_one() {
+    assert_split_matches_digests("fresh", "fresh.sha256", 12);
 }
 
 /// The held-out split's detection floor, per delivery, in percent: the
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
-/// fails here. The goal is 80; see `docs/security.md` for what is missed.
-const MIN_HELD_OUT_PERCENT: usize = 75;
+/// fails here. This split was measured and published before the fresh split
+/// was made, and has been tuning data since.
+const MIN_HELD_OUT_PERCENT: usize = 88;
 
 /// The tuning split's detection floor, per delivery, in percent (recorded
 /// figure, rounded down).
-const MIN_TUNING_PERCENT: usize = 88;
+const MIN_TUNING_PERCENT: usize = 91;
+
+/// The fresh held-out split's detection floor, per delivery, in percent:
+/// the figure recorded in `docs/benchmarks.md`, rounded down. The goal is
+/// 80; see `docs/security.md` for what is missed.
+const MIN_FRESH_PERCENT: usize = 27;
+
+/// The detection floor of a split.
+fn floor(split: &str) -> usize {
+    match split {
+        "heldout" => MIN_HELD_OUT_PERCENT,
+        "fresh" => MIN_FRESH_PERCENT,
+        _ => MIN_TUNING_PERCENT,
+    }
+}
 
 /// The false-positive ceiling on benign text, per split and delivery, in
 /// percent.
@@ -267,7 +301,7 @@ fn table(title: &str, columns: [&str; 2], rows: &[Row]) -> String {
 fn generalization_rates() {
     let guard = default_guard();
     let mut checks = Vec::new();
-    for split in ["tuning", "heldout"] {
+    for split in ["tuning", "heldout", "fresh"] {
         let attacks = families(split, "attack");
         let benign = families(split, "benign");
         let attack_items: usize = attacks.iter().map(|f| f.1.len()).sum();
@@ -295,7 +329,7 @@ fn generalization_rates() {
                 &benign_rows
             )
         );
-        if split == "tuning" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
+        if split != "fresh" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
             show(guard.as_ref(), &attacks, &benign);
         }
         checks.push((split, attack_rows, benign_rows));
@@ -308,11 +342,7 @@ fn generalization_rates() {
                 "{split} false positives in {}: {k} of {n}",
                 delivery.as_str()
             );
-            let floor = if *split == "heldout" {
-                MIN_HELD_OUT_PERCENT
-            } else {
-                MIN_TUNING_PERCENT
-            };
+            let floor = floor(split);
             let (n, k) = total(attack_rows, delivery);
             assert!(
                 k * 100 >= floor * n,
@@ -323,8 +353,9 @@ fn generalization_rates() {
     }
 }
 
-/// Prints the tuning split's misses and false positives (output delivery),
-/// for working on the detector.
+/// Prints a split's misses and false positives (output delivery), for
+/// working on the detector: the tuning and held-out splits, never the fresh
+/// split.
 fn show(guard: &dyn Guard, attacks: &[Family], benign: &[Family]) {
     for (family, items) in attacks {
         for text in items.iter().filter(|t| !denied(guard, t, Delivery::Output)) {

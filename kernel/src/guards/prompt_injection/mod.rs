@@ -25,8 +25,10 @@
 //!   model, references to the task it was given, and overrides followed by
 //!   a redirect (`address.rs`); personas freed of their limits, claimed
 //!   modes, refusal suppression, directives about the model's response,
-//!   consequential tool calls and overrides of earlier messages
-//!   (`jailbreak.rs`); and the same in other languages (`languages.rs`);
+//!   consequential tool calls, overrides of earlier messages, tasks or
+//!   information, cancelled tasks and notices forged as coming from the
+//!   system or its developers (`jailbreak.rs`); and the same in other
+//!   languages (`languages.rs`);
 //! - `system-prompt-leak`: a disclosure verb (`reveal`, `print`, `repeat`,
 //!   `dump`, ...) followed within seven words by a hidden-context phrase
 //!   (`system prompt`, `system message`, `hidden instructions`, ...); and
