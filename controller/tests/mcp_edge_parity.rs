@@ -1,9 +1,9 @@
 //! Acceptance: the MCP edge admits and refuses exactly what `chio arena
 //! run` decides for the same calls. A sequence of calls goes through `chio
 //! mcp serve` in front of the counting upstream on the MCP Python SDK; the
-//! same calls become a scenario whose recorded server declares the same
-//! tools and answers what the upstream answered (read from the edge's
-//! session folder); the two are compared call by call: verdict, reason,
+//! same calls become the scenario the edge's builder makes of its session
+//! folder (a recorded server declaring the same tools and answering what
+//! the upstream answered), the one its session bundle holds; the two are compared call by call: verdict, reason,
 //! reason code, and every receipt field but the time, the ids and the
 //! keys. Needs the venv `CHIO_MCP_PYTHON` names (see `import_mcp.rs`).
 
@@ -11,94 +11,11 @@ mod mcp_edge_util;
 
 use std::path::Path;
 
+use chio_controller::mcp_edge::scenario::{
+    session_scenario, Presentation, PROMPT_FILE, PROMPT_TEXT,
+};
 use mcp_edge_util::*;
 use serde_json::{json, Value};
-
-/// `value` as a TOML value, inline.
-fn toml_inline(value: &Value) -> String {
-    match value {
-        Value::Null => panic!("a recorded answer cannot hold null"),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => toml::Value::String(s.clone()).to_string(),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(toml_inline).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(map) => format!(
-            "{{ {} }}",
-            map.iter()
-                .map(|(k, v)| format!("{} = {}", toml::Value::String(k.clone()), toml_inline(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// The scenario of the session's calls: one agent, the grant the edge
-/// issued (same id, tools and budget), a recorded server declaring the
-/// upstream's tools and answering what it answered, one step per call
-/// expecting the edge's verdict.
-fn scenario(session: &[Value], tools: &Value, calls: &[(&str, &str, Value)]) -> String {
-    let mut out = String::from(
-        r#"schema_version = "chio.arena.scenario/v1"
-id = "edge-parity"
-title = "the edge's calls as a scenario"
-rng_seed = 7
-virtual_clock_start = "2026-07-01T10:00:00.000Z"
-
-[determinism]
-scheduler = "single-agent-v1"
-locale = "C"
-
-[[nodes]]
-id = "node-a"
-
-[[kernels]]
-id = "kernel-a"
-node = "node-a"
-
-[[agents]]
-id = "alice"
-role = "developer"
-model = "recorded:alice"
-seed_prompt_ref = "prompt.txt"
-kernel = "kernel-a"
-
-[[servers]]
-id = "notes"
-kernel = "kernel-a"
-kind = "recorded"
-"#,
-    );
-    for tool in tools.as_array().unwrap() {
-        out.push_str(&format!(
-            "\n[[servers.tools]]\nname = {}\ndescription = {}\ninput_schema = {}\n",
-            toml_inline(&tool["name"]),
-            toml_inline(&tool["description"]),
-            toml::Value::String(tool["inputSchema"].to_string()),
-        ));
-    }
-    for (i, record) in session.iter().enumerate() {
-        if let Some(answer) = record["upstream"].as_object() {
-            out.push_str(&format!(
-                "\n[[servers.answers]]\nstep = \"c{i}\"\noutput = {}\n",
-                toml_inline(&Value::Object(answer.clone()))
-            ));
-        }
-    }
-    out.push_str(
-        "\n[[grants]]\nid = \"alice-notes\"\nagent = \"alice\"\nserver = \"notes\"\ntools = [\"echo\"]\nmax_invocations = 3\n",
-    );
-    for (i, ((_, tool, arguments), record)) in calls.iter().zip(session).enumerate() {
-        out.push_str(&format!(
-            "\n[[steps]]\nid = \"c{i}\"\nagent = \"alice\"\nserver = \"notes\"\ntool = \"{tool}\"\narguments = {}\nexpect_verdict = {}\n",
-            toml_inline(arguments),
-            toml_inline(&record["verdict"]),
-        ));
-    }
-    out
-}
 
 /// The receipt fields compared: all but the time, the ids and the keys.
 fn comparable(receipt: &Value) -> Value {
@@ -178,13 +95,20 @@ async fn the_edge_decides_as_the_arena_decides() {
 
     let world = dir.path().join("world");
     std::fs::create_dir_all(&world).unwrap();
-    std::fs::write(world.join("prompt.txt"), "the edge's client\n").unwrap();
+    std::fs::write(world.join(PROMPT_FILE), PROMPT_TEXT).unwrap();
     let file = world.join("parity.toml");
-    std::fs::write(
-        &file,
-        scenario(&session, &header["upstreams"][0]["tools"], &calls),
-    )
-    .unwrap();
+    // The edge's own builder of the equivalent scenario, which its session
+    // bundle holds.
+    let built = session_scenario(&header, &session).unwrap();
+    assert!(built
+        .steps
+        .iter()
+        .all(|s| matches!(s, Presentation::Step(_))));
+    assert_eq!(
+        built.text.as_bytes(),
+        std::fs::read(session_dir.join("inputs/scenario.toml")).unwrap()
+    );
+    std::fs::write(&file, built.text).unwrap();
     let bundle = dir.path().join("bundle");
     let output = std::process::Command::new(chio_bin())
         .args([

@@ -16,7 +16,9 @@
 //! revoking, the token string), `present` (what a client puts in a
 //! request's `_meta`, read as untrusted input), `kernel` (the kernel's own
 //! thread), `upstream` (the upstream children and their tools), `server`
-//! (the MCP server role), `session` (the session folder), `serve` (start-up).
+//! (the MCP server role), `session` (the session folder), `scenario` (its equivalent scenario),
+//! `bundle` (the folder made a bundle at the session's end), `verify` (what
+//! replay checks of a session folder), `serve` (start-up).
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,13 +28,16 @@ use clap::{Args, Subcommand};
 use crate::error::CliError;
 
 pub mod authority;
+pub mod bundle;
 pub mod grant;
 mod kernel;
 pub mod present;
+pub mod scenario;
 mod serve;
 mod server;
 pub mod session;
 mod upstream;
+pub mod verify;
 
 /// The edge's one clock: the wall clock in Unix milliseconds, read once
 /// per admission (and once per grant, whose window starts at its issue)

@@ -88,8 +88,20 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             _ = running.waiting() => {}
             () = crate::serve::shutdown_signal() => {}
         }
+        if let Some(dir) = &args.session_out {
+            finish_session(dir, &authority).await;
+        }
         Ok(())
     })
+}
+
+/// Makes the session folder a bundle; a failure is logged, since every
+/// call was answered and recorded already.
+async fn finish_session(dir: &std::path::Path, authority: &Authority) {
+    match super::bundle::finish(dir, &authority.receipts).await {
+        Ok(()) => tracing::info!("the session folder is a bundle chio arena replay re-decides"),
+        Err(e) => tracing::error!(problem = %e, "the session's bundle was not written"),
+    }
 }
 
 /// The upstreams the flags name, once the message and argument bounds are
