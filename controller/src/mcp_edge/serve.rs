@@ -2,7 +2,9 @@
 //! trust-control (remote with `--control-url`, trust-control's in-memory
 //! store otherwise, through the same adapter either way), trust the
 //! authority's issuer key there, and serve MCP on standard input and
-//! output until the client closes it, ctrl-c or SIGTERM.
+//! output (`--stdio`, until the client closes it) or over streamable HTTP
+//! (`--listen`), until ctrl-c or SIGTERM; then make the session folder a
+//! bundle.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
@@ -40,6 +42,9 @@ fn config_error(message: String, help: &str) -> CliError {
 /// Runs `chio mcp serve` until the client leaves or a signal arrives.
 pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     let specs = upstream_specs(args)?;
+    if let Some(addr) = args.listen {
+        super::http::check_listen(addr, args.allow_non_loopback)?;
+    }
     let authority = authority::read(&args.authority, COMMAND)?;
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
@@ -68,31 +73,44 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             max_argument_bytes: args.max_argument_bytes,
             upstream_timeout: timeout,
         };
-        // The binary holds the standard output's lock for the whole command
-        // (`main` passes it locked), so the server writes to its own copy of
-        // the descriptor, which takes no lock.
-        let stdout = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| {
-                CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
-            })?;
-        let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
-        let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
-            .with_max_line_length(args.max_message_bytes);
-        tracing::info!("serving MCP on standard input and output");
-        let running = edge.serve(transport).await.map_err(|e| {
-            CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
-        })?;
-        tokio::select! {
-            _ = running.waiting() => {}
-            () = crate::serve::shutdown_signal() => {}
+        match args.listen {
+            Some(addr) => {
+                super::http::serve(edge, addr, args.max_message_bytes, args.allow_non_loopback)
+                    .await?
+            }
+            None => serve_stdio(edge, args.max_message_bytes).await?,
         }
         if let Some(dir) = &args.session_out {
             finish_session(dir, &authority).await;
         }
         Ok(())
     })
+}
+
+/// Serves `edge` on standard input and output until the client leaves or a
+/// signal arrives.
+async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliError> {
+    // The binary holds the standard output's lock for the whole command
+    // (`main` passes it locked), so the server writes to its own copy of
+    // the descriptor, which takes no lock.
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| {
+            CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
+        })?;
+    let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
+    let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
+        .with_max_line_length(max_message_bytes);
+    tracing::info!("serving MCP on standard input and output");
+    let running = edge.serve(transport).await.map_err(|e| {
+        CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
+    })?;
+    tokio::select! {
+        _ = running.waiting() => {}
+        () = crate::serve::shutdown_signal() => {}
+    }
+    Ok(())
 }
 
 /// Makes the session folder a bundle; a failure is logged, since every
