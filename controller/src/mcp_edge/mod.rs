@@ -17,7 +17,7 @@
 //! request's `_meta`, read as untrusted input), `kernel` (the kernel's own
 //! thread), `upstream` (the upstream children and their tools), `server`
 //! (the MCP server role), `session` (the session folder), `scenario` (its equivalent scenario), `http` (the streamable HTTP
-//! transport),
+//! transport), `policy` (the guards of `--policy`),
 //! `bundle` (the folder made a bundle at the session's end), `verify` (what
 //! replay checks of a session folder), `serve` (start-up).
 
@@ -33,6 +33,7 @@ pub mod bundle;
 pub mod grant;
 mod http;
 mod kernel;
+pub mod policy;
 pub mod present;
 pub mod scenario;
 mod serve;
@@ -165,6 +166,9 @@ pub struct ServeArgs {
     /// Accept a --listen address that is not loopback.
     #[arg(long, requires = "listen")]
     pub allow_non_loopback: bool,
+    /// The guards the edge's kernel runs: a TOML file of [[guards]] entries, as a scenario writes them.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Write the session (calls, verdicts, receipts, declared tools) to this new folder.
     #[arg(long, value_name = "DIR")]
     pub session_out: Option<PathBuf>,

@@ -7,6 +7,7 @@
 //! node and one kernel (`kernel-a`); one recorded server per upstream,
 //! declaring the tools the upstream listed (as `chio import mcp` declares
 //! them) and answering each admitted call with what the upstream answered;
+//! the guards the edge ran (`--policy`), in its order, on the kernel;
 //! one agent per client key, in order of first call; one grant per root
 //! capability presented (its id, server, tools, `path_prefix`, window and
 //! invocation budget); and one call step per call the kernel decided from
@@ -200,7 +201,22 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
         .unwrap_or(0);
     let clock = VirtualClock::parse("1970-01-01T00:00:00.000Z").map_err(|e| e.to_string())?;
     let agents = agent_names(&decided);
+    let guards = header["guards"].as_array().cloned().unwrap_or_default();
+    let ids = guards
+        .iter()
+        .map(|g| toml_inline(&g["id"]))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut text = head(&clock.format_offset_ms(start_ms), agents.len());
+    text.push_str(&format!("guards = [{}]\n", ids.join(", ")));
+    for guard in &guards {
+        text.push_str(&format!(
+            "\n[[guards]]\nid = {}\nkind = {}\nmode = {}\nconfig = {}\n",
+            toml_inline(&guard["id"])?,
+            toml_inline(&guard["kind"])?,
+            toml_inline(&guard["mode"])?,
+            toml_inline(&guard["config"])?,
+        ));
+    }
     for name in agents.values() {
         text.push_str(&format!(
             "\n[[agents]]\nid = \"{name}\"\nrole = \"client\"\nmodel = \"recorded:{name}\"\nseed_prompt_ref = \"{PROMPT_FILE}\"\nkernel = \"kernel-a\"\n"

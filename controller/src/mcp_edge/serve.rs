@@ -10,6 +10,7 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::KernelConfig;
 use chio_kernel::keys::public_key_hex;
 use chio_node::trust_stores::TrustBinding;
@@ -45,6 +46,10 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     if let Some(addr) = args.listen {
         super::http::check_listen(addr, args.allow_non_loopback)?;
     }
+    let guards = match &args.policy {
+        Some(path) => super::policy::read(path)?,
+        None => Vec::new(),
+    };
     let authority = authority::read(&args.authority, COMMAND)?;
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
@@ -53,18 +58,19 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
         let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
         let upstreams = start_upstreams(&specs, timeout).await?;
         let kernel = match control {
-            Some(client) => start_kernel(client, args, &authority, &upstreams).await?,
+            Some(client) => start_kernel(client, args, &authority, &upstreams, &guards).await?,
             None => {
                 start_kernel(
                     Arc::new(InMemoryTrustStore::new()),
                     args,
                     &authority,
                     &upstreams,
+                    &guards,
                 )
                 .await?
             }
         };
-        let session = open_session(args, &authority, &upstreams)?;
+        let session = open_session(args, &authority, &upstreams, &guards)?;
         tracing::info!(namespace = %args.control.namespace, "kernel started");
         let edge = Edge {
             kernel,
@@ -176,11 +182,12 @@ fn open_session(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
+    guards: &[GuardSpec],
 ) -> Result<Option<Arc<Session>>, CliError> {
     Ok(match &args.session_out {
         None => None,
         Some(dir) => Some(Arc::new(
-            Session::create(dir, &header(args, authority, upstreams)).map_err(|e| {
+            Session::create(dir, &header(args, authority, upstreams, guards)).map_err(|e| {
                 CliError::new(
                     codes::MCP_SESSION_WRITE,
                     COMMAND,
@@ -193,7 +200,12 @@ fn open_session(
 }
 
 /// What `session.json` holds besides its schema.
-fn header(args: &ServeArgs, authority: &Authority, upstreams: &Upstreams) -> serde_json::Value {
+fn header(
+    args: &ServeArgs,
+    authority: &Authority,
+    upstreams: &Upstreams,
+    guards: &[GuardSpec],
+) -> serde_json::Value {
     let listed: Vec<_> = upstreams
         .by_id
         .values()
@@ -206,6 +218,7 @@ fn header(args: &ServeArgs, authority: &Authority, upstreams: &Upstreams) -> ser
         "kernel_key": public_key_hex(&authority.receipts),
         "max_request_age_ms": args.max_request_age_ms,
         "upstreams": listed,
+        "guards": guards,
     })
 }
 
@@ -215,6 +228,7 @@ async fn start_kernel<S: TrustStore>(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
+    guards: &[GuardSpec],
 ) -> Result<EdgeKernel, CliError> {
     let issuer = public_key_hex(&authority.issuer);
     let key = IssuerKey::parse_hex(&issuer)
@@ -245,6 +259,7 @@ async fn start_kernel<S: TrustStore>(
     config.trusted_issuers = vec![issuer];
     config.max_request_age_ms = Some(args.max_request_age_ms);
     config.tools = Some(upstreams.catalog());
+    config.guards = guards.to_vec();
     EdgeKernel::spawn(config, stores, Box::new(cache))
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))
 }
