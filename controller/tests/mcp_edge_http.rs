@@ -2,7 +2,7 @@
 //! in front of the counting upstream on the MCP Python SDK, driven by the
 //! SDK's own streamable HTTP client. A covered call reaches the upstream, a
 //! call outside the capability and malformed or oversized bodies do not,
-//! and a non-loopback address is refused without its flag. Needs the venv
+//! the session folder written on SIGTERM replays, and a non-loopback address is refused without its flag. Needs the venv
 //! `CHIO_MCP_PYTHON` names (see `import_mcp.rs`).
 
 mod mcp_edge_util;
@@ -36,7 +36,7 @@ async fn wait_listening(port: u16) {
     panic!("the edge does not listen on {port} within 60 s");
 }
 
-// Over streamable HTTP, the SDK's client lists the covered tool; its signed covered call reaches the upstream, its call outside the capability is refused by the kernel and does not; a body that is not JSON, one over the bound and JSON-RPC of the wrong shape are refused with HTTP errors; the upstream saw exactly one call.
+// Over streamable HTTP, the SDK's client lists the covered tool; its signed covered call reaches the upstream, its call outside the capability is refused by the kernel and does not; a body that is not JSON, one over the bound and JSON-RPC of the wrong shape are refused with HTTP errors; the upstream saw exactly one call; on SIGTERM the session folder becomes a bundle chio arena replay re-decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_allowed_call_reaches_upstream_and_refused_traffic_does_not() {
     let Some(python) = mcp_python() else { return };
@@ -59,6 +59,8 @@ async fn http_allowed_call_reaches_upstream_and_refused_traffic_does_not() {
         .args(["--upstream", &upstream, "--authority"])
         .arg(&authority)
         .args(["--max-message-bytes", &bound.to_string()])
+        .arg("--session-out")
+        .arg(dir.path().join("session"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
@@ -75,7 +77,15 @@ async fn http_allowed_call_reaches_upstream_and_refused_traffic_does_not() {
         .output()
         .await
         .unwrap();
-    let _ = edge.kill().await;
+    // SIGTERM: the edge stops serving and makes its session folder a bundle.
+    let pid = edge.id().unwrap().to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let exited = tokio::time::timeout(Duration::from_secs(60), edge.wait()).await;
+    assert!(exited.is_ok(), "the edge did not exit on SIGTERM");
     assert!(
         output.status.success(),
         "edge_http_client.py failed: {}\n{}",
