@@ -196,7 +196,13 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
                 d.changed_inputs[0].clone()
             }
         ),
-        None => match report.session.first() {
+        // A line naming a step says more than one naming a file.
+        None => match report
+            .session
+            .iter()
+            .find(|l| l.starts_with("step "))
+            .or(report.session.first())
+        {
             Some(line) => format!("the edge session does not replay: {line}"),
             None => "a policy file no longer matches the manifest".to_string(),
         },

@@ -177,6 +177,10 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     let (ok, out) = replay(&flipped);
     assert!(!ok, "a flipped verdict replays: {out}");
     assert!(out.contains("step call-2"), "{out}");
+    assert!(
+        out.contains("the edge session does not replay: step call-2"),
+        "the error names the step: {out}"
+    );
 
     let dropped = edited(&folder, &dir.path().join("dropped"), |lines| {
         lines.remove(2);
