@@ -25,8 +25,9 @@
 //! its presentation (the proof, the request's freshness or id, the
 //! issuer's signature, a revocation, the stores), one the declaration
 //! refuses before any step runs (a tool no upstream declares, arguments
-//! outside the tool's schema), one under a delegated capability or a
-//! capability of several scope grants or other constraints. None of these
+//! outside the tool's schema), one under a delegated capability, a
+//! capability of several scope grants or other constraints, or one whose id
+//! a scenario cannot name. None of these
 //! changes the state a later decision reads (budgets are charged only on
 //! admission), and replay checks them against their signed receipts.
 
@@ -150,6 +151,9 @@ fn classify(record: &Value, seq: u64) -> Result<Decided, String> {
             .constraints
             .keys()
             .all(|k| k == "path_prefix");
+    if !chio_arena::scenario::is_valid_id(&token.id) {
+        return Err("its capability id is not a scenario id".to_string());
+    }
     if !token.delegation_chain.is_empty() || !one_grant {
         return Err(
             "its capability is delegated or not one scope grant a scenario grant writes"
@@ -367,3 +371,7 @@ fn call_steps(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "scenario_tests.rs"]
+mod tests;
