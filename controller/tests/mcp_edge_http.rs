@@ -149,3 +149,60 @@ fn non_loopback_listen_is_refused_without_its_flag() {
         String::from_utf8_lossy(&both.stderr)
     );
 }
+
+/// The status code of a raw `POST /mcp` carrying an initialize request with
+/// `host` as its Host header.
+async fn status_for_host(port: u16, host: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#;
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = vec![0u8; 12];
+    stream.read_exact(&mut head).await.unwrap();
+    let line = String::from_utf8_lossy(&head);
+    line[9..12]
+        .parse()
+        .unwrap_or_else(|_| panic!("status line {line}"))
+}
+
+// The HTTP server accepts loopback Host headers and those --allowed-host names, and refuses any other (a DNS-rebinding page's) before anything reaches the MCP handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_accepts_only_loopback_and_allowed_hosts() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let authority = authority(dir.path());
+    let port = free_port();
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            dir.path().join("calls.log").to_str().unwrap(),
+        ])
+    );
+    let mut edge = tokio::process::Command::new(chio_bin())
+        .args(["mcp", "serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--allowed-host", "edge.internal"])
+        .args(["--upstream", &upstream, "--authority"])
+        .arg(&authority)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_listening(port).await;
+    let loopback = status_for_host(port, &format!("127.0.0.1:{port}")).await;
+    let allowed = status_for_host(port, "edge.internal").await;
+    let other = status_for_host(port, "rebind.example").await;
+    let _ = edge.kill().await;
+    assert_eq!(loopback, 200, "loopback Host");
+    assert_eq!(allowed, 200, "--allowed-host");
+    assert_eq!(other, 403, "another Host");
+}

@@ -9,8 +9,9 @@
 //! A listen address that is not loopback is refused unless
 //! `--allow-non-loopback` is given; on loopback the server accepts only
 //! loopback `Host` headers (`localhost`, `127.0.0.1`, `::1`), which stops a
-//! web page from reaching the edge by DNS rebinding; with
-//! `--allow-non-loopback` the listen address's own IP is accepted too.
+//! web page from reaching the edge by DNS rebinding, and those of
+//! `--allowed-host`; a non-loopback listen address's own IP is accepted
+//! too (not an unspecified one such as `0.0.0.0`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
 use super::server::Edge;
+use super::ServeArgs;
 use crate::error::{codes, CliError};
 
 const COMMAND: &str = "mcp serve";
@@ -42,20 +44,16 @@ pub fn check_listen(addr: SocketAddr, allow_non_loopback: bool) -> Result<(), Cl
 }
 
 /// Serves `edge` at `http://ADDR/mcp` until ctrl-c or SIGTERM.
-pub async fn serve(
-    edge: Edge,
-    addr: SocketAddr,
-    max_body_bytes: usize,
-    allow_non_loopback: bool,
-) -> Result<(), CliError> {
-    check_listen(addr, allow_non_loopback)?;
+pub async fn serve(edge: Edge, args: &ServeArgs, addr: SocketAddr) -> Result<(), CliError> {
+    check_listen(addr, args.allow_non_loopback)?;
     let mut config =
-        StreamableHttpServerConfig::default().with_max_request_body_bytes(max_body_bytes);
-    if !addr.ip().is_loopback() {
-        let mut hosts = config.allowed_hosts.clone();
+        StreamableHttpServerConfig::default().with_max_request_body_bytes(args.max_message_bytes);
+    let mut hosts = config.allowed_hosts.clone();
+    if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
         hosts.push(addr.ip().to_string());
-        config = config.with_allowed_hosts(hosts);
     }
+    hosts.extend(args.allowed_host.iter().cloned());
+    config = config.with_allowed_hosts(hosts);
     let service = StreamableHttpService::new(
         move || Ok(edge.clone()),
         Arc::new(LocalSessionManager::default()),

@@ -166,6 +166,9 @@ pub struct ServeArgs {
     /// Accept a --listen address that is not loopback.
     #[arg(long, requires = "listen")]
     pub allow_non_loopback: bool,
+    /// A Host header the HTTP server accepts besides loopback's (repeatable), such as the name a proxy forwards.
+    #[arg(long, value_name = "HOST", requires = "listen")]
+    pub allowed_host: Vec<String>,
     /// The guards the edge's kernel runs: a TOML file of [[guards]] entries, as a scenario writes them.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,

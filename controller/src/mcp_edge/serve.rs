@@ -80,10 +80,7 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             upstream_timeout: timeout,
         };
         match args.listen {
-            Some(addr) => {
-                super::http::serve(edge, addr, args.max_message_bytes, args.allow_non_loopback)
-                    .await?
-            }
+            Some(addr) => super::http::serve(edge, args, addr).await?,
             None => serve_stdio(edge, args.max_message_bytes).await?,
         }
         if let Some(dir) = &args.session_out {
