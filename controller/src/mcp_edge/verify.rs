@@ -6,7 +6,8 @@
 //!   receipt key, the number of calls and the SHA-256 of `calls.jsonl`;
 //! - each call in order: `seq` is its position; its receipt verifies under
 //!   the session's receipt key and states the call's server, tool, verdict
-//!   and reason; an upstream answer is the output the receipt hashed; and a
+//!   and reason (a sanitized allow is a `rewrite`); a plain allow's
+//!   upstream answer is the output the receipt hashed; and a
 //!   call the scenario re-decides has, in the replay, the same verdict,
 //!   reason, reason code and receipt fields (all but the time, the ids and
 //!   the keys) as the edge gave it;
@@ -157,7 +158,8 @@ fn check_signed(call: &Value, seq: u64, key: &str) -> Option<String> {
         return Some("its receipt is not signed by the session's receipt key".to_string());
     }
     let b = &receipt.body;
-    let verdict = serde_json::to_value(b.decision.verdict).unwrap_or(Value::Null);
+    let projected = b.decision.verdict.project(b.decision.sanitized);
+    let verdict = serde_json::to_value(projected).unwrap_or(Value::Null);
     if call["server"] != b.server.as_str() || call["tool"] != b.tool.as_str() {
         return Some("its server or tool is not its receipt's".to_string());
     }
@@ -167,7 +169,11 @@ fn check_signed(call: &Value, seq: u64, key: &str) -> Option<String> {
     let answer = call.get("upstream").filter(|u| !u.is_null())?;
     let performed = answer["isError"] != json!(true);
     let hashed = canonical_sha256(&json!({"ok": performed, "output": answer})).ok();
-    (b.decision.verdict == chio_kernel::verdict::Verdict::Allow && hashed != b.output_hash)
+    // A sanitized allow released the rewritten output, which the replay's
+    // receipt is compared with instead.
+    let plain_allow =
+        b.decision.verdict == chio_kernel::verdict::Verdict::Allow && !b.decision.sanitized;
+    (plain_allow && hashed != b.output_hash)
         .then(|| "its upstream answer is not the output its receipt hashed".to_string())
 }
 
@@ -205,4 +211,74 @@ fn check_redecided(call: &Value, step: &StepRecord, receipts: &[SignedReceipt]) 
     };
     (comparable(&edge) != comparable(replayed))
         .then(|| "the edge's receipt differs from the replay's (server, tool, arguments, decision, findings or output)".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use chio_kernel::keys::public_key_hex;
+    use chio_kernel::receipt::{ReceiptBody, ReceiptDecision, RECEIPT_SCHEMA};
+    use chio_kernel::verdict::Verdict;
+    use ed25519_dalek::SigningKey;
+
+    use super::*;
+
+    /// A call record with its receipt signed by `key`.
+    fn record(key: &SigningKey, verdict: Verdict, sanitized: bool, answer: &Value) -> Value {
+        let performed = json!({"ok": true, "output": answer});
+        let body = ReceiptBody {
+            schema: RECEIPT_SCHEMA.to_string(),
+            timestamp_ms: 1,
+            kernel_id: "mcp-edge".to_string(),
+            kernel_key: public_key_hex(key),
+            capability_id: "cap".to_string(),
+            request_id: "r".to_string(),
+            agent_id: "a".to_string(),
+            session_id: "s".to_string(),
+            server: "notes".to_string(),
+            tool: "echo".to_string(),
+            parameter_hash: "00".to_string(),
+            decision: ReceiptDecision {
+                verdict,
+                reason: sanitized.then(|| "redacted".to_string()),
+                guard: None,
+                sanitized,
+            },
+            observed: Vec::new(),
+            output_hash: Some(if sanitized {
+                "ff".to_string()
+            } else {
+                canonical_sha256(&performed).unwrap()
+            }),
+        };
+        let receipt = SignedReceipt::sign(body, key).unwrap();
+        json!({
+            "seq": 1, "server": "notes", "tool": "echo", "request": {},
+            "verdict": verdict.project(sanitized), "reason": receipt.body.decision.reason,
+            "receipt": receipt, "upstream": answer,
+        })
+    }
+
+    // A call agrees with its signed receipt: a plain allow's answer is the hashed output, a sanitized allow is a rewrite; a flipped verdict, another answer, another key or another seq is named.
+    #[test]
+    fn a_call_is_checked_against_its_signed_receipt() {
+        let key = SigningKey::from_bytes(&[9; 32]);
+        let hex = public_key_hex(&key);
+        let answer = json!({"content": [{"type": "text", "text": "a"}]});
+        let allow = record(&key, Verdict::Allow, false, &answer);
+        assert_eq!(check_signed(&allow, 1, &hex), None);
+        let rewrite = record(&key, Verdict::Allow, true, &answer);
+        assert_eq!(rewrite["verdict"], "rewrite");
+        assert_eq!(check_signed(&rewrite, 1, &hex), None);
+        let mut flipped = allow.clone();
+        flipped["verdict"] = json!("deny");
+        assert!(check_signed(&flipped, 1, &hex).unwrap().contains("verdict"));
+        let mut answered = allow.clone();
+        answered["upstream"]["content"][0]["text"] = json!("b");
+        assert!(check_signed(&answered, 1, &hex)
+            .unwrap()
+            .contains("upstream answer"));
+        let other = public_key_hex(&SigningKey::from_bytes(&[8; 32]));
+        assert!(check_signed(&allow, 1, &other).unwrap().contains("key"));
+        assert!(check_signed(&allow, 2, &hex).unwrap().contains("seq"));
+    }
 }
