@@ -43,6 +43,11 @@ struct DriftReport<'a> {
     /// different ones (another id, or the same id from another file).
     #[serde(skip_serializing_if = "Option::is_none")]
     scenarios_differ: Option<ScenariosDiffer>,
+    /// For `arena replay` of an MCP edge session folder: every mismatch
+    /// between the edge's record and its signed receipts, its signed end
+    /// and the replay (`mcp_edge::verify`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    session: Vec<String>,
 }
 
 /// The two scenarios of a diff whose bundles ran different ones.
@@ -151,7 +156,10 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
     for (kernel, problem) in &report.policy_files {
         text.push_str(&format!("policy {kernel}: {problem}\n"));
     }
-    if report.drifts.is_empty() && report.policy_files.is_empty() {
+    for line in &report.session {
+        text.push_str(&format!("session: {line}\n"));
+    }
+    if report.drifts.is_empty() && report.policy_files.is_empty() && report.session.is_empty() {
         text.push_str("no drift: every step has the same verdict and receipt\n");
     }
     for (i, d) in report.drifts.iter().enumerate() {
@@ -188,7 +196,16 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
                 d.changed_inputs[0].clone()
             }
         ),
-        None => "a policy file no longer matches the manifest".to_string(),
+        // A line naming a step says more than one naming a file.
+        None => match report
+            .session
+            .iter()
+            .find(|l| l.starts_with("step "))
+            .or(report.session.first())
+        {
+            Some(line) => format!("the edge session does not replay: {line}"),
+            None => "a policy file no longer matches the manifest".to_string(),
+        },
     };
     Err(CliError::new(
         codes::DRIFT,
@@ -210,6 +227,20 @@ fn report_drift(
         .and_then(|()| out.flush())
         .map_err(|e| CliError::output(command, &e))?;
     drift_error(command, report)
+}
+
+/// For an MCP edge session folder, every mismatch of the edge's record
+/// with its signed receipts and end and with the replay; none otherwise.
+fn session_mismatches(dir: &Path, recorded: &Bundle, replayed: &Bundle) -> Vec<String> {
+    if !crate::mcp_edge::verify::is_session(dir) {
+        return Vec::new();
+    }
+    let text = recorded
+        .inputs
+        .get(SCENARIO_INPUT)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    crate::mcp_edge::verify::check_session(dir, text, replayed)
 }
 
 /// Runs `chio arena replay`.
@@ -275,6 +306,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .map_err(|e| CliError::node(COMMAND, &e))?;
     let drifts = compare_runs(&recorded.manifest, &replayed.bundle.manifest);
     let policy_files = tampered_policies(&recorded);
+    let session = session_mismatches(&args.dir, &recorded, &replayed.bundle);
     let report = DriftReport {
         schema_version: REPLAY_SCHEMA_VERSION,
         scenario_id: &recorded.manifest.determinism.scenario_id,
@@ -282,10 +314,12 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         right: "replay".to_string(),
         identical: drifts.is_empty()
             && policy_files.is_empty()
+            && session.is_empty()
             && recorded.receipts == replayed.bundle.receipts,
         policy_files,
         drifts,
         scenarios_differ: None,
+        session,
     };
     report_drift(&report, args.json, COMMAND, out)
 }
@@ -307,6 +341,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
         policy_files,
         drifts,
         scenarios_differ: ScenariosDiffer::of(&left, &right),
+        session: Vec::new(),
     };
     report_drift(&report, args.json, COMMAND, out)
 }

@@ -126,6 +126,8 @@ cli_codes! {
     MCP_GRANT = "CHIO-MCP-GRANT", Input;
     /// `chio mcp serve` or `chio mcp revoke` is given flags it refuses.
     MCP_CONFIG = "CHIO-MCP-CONFIG", Input;
+    /// `chio mcp serve --policy FILE` is refused: unreadable, not TOML of guards, or a guard the kernel refuses.
+    MCP_POLICY = "CHIO-MCP-POLICY", Input;
     /// Trust-control refused or did not answer `chio mcp serve` or `chio mcp revoke`.
     MCP_CONTROL = "CHIO-MCP-CONTROL", Infrastructure;
     /// An upstream of `chio mcp serve` did not start or list its tools.

@@ -390,13 +390,7 @@ impl Scenario {
 
     /// The guards that declare a kind, as the kernel's data form, in declaration order.
     pub fn guard_specs(&self) -> Result<Vec<GuardSpec>, ArenaError> {
-        let mut specs = Vec::new();
-        for (index, guard) in self.file.guards.iter().enumerate() {
-            if let Some(spec) = guard_spec(index, guard)? {
-                specs.push(spec);
-            }
-        }
-        Ok(specs)
+        guard_specs_of(&self.file.guards)
     }
 
     /// The fixture files of each workspace server that declares a folder, by
@@ -523,4 +517,18 @@ impl crate::model::AnswerDecl {
     pub fn output_json(&self) -> Result<serde_json::Value, ArenaError> {
         validate::value_json(&self.output, "output")
     }
+}
+
+/// `[[guards]]` entries as the kernel's data form, in declaration order,
+/// read exactly as a scenario's are (mode, kind and config checked the same
+/// way; a guard without a kind has no spec): what a file of guards outside
+/// a scenario, such as the MCP edge's `--policy`, is read with.
+pub fn guard_specs_of(guards: &[crate::model::GuardDecl]) -> Result<Vec<GuardSpec>, ArenaError> {
+    let mut specs = Vec::new();
+    for (index, guard) in guards.iter().enumerate() {
+        if let Some(spec) = guard_spec(index, guard)? {
+            specs.push(spec);
+        }
+    }
+    Ok(specs)
 }

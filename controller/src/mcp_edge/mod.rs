@@ -2,7 +2,7 @@
 //! servers.
 //!
 //! `chio mcp serve` is an MCP server (the SDK's server role over standard
-//! input and output) in front of upstream MCP servers, each started as a
+//! input and output, or over streamable HTTP) in front of upstream MCP servers, each started as a
 //! child and spoken to with the SDK's client role. Every `tools/call` is
 //! admitted by the same `chio_kernel::Kernel` a run's kernel actor drives
 //! (admit, dispatch, complete), its stores bound to trust-control by the
@@ -16,7 +16,10 @@
 //! revoking, the token string), `present` (what a client puts in a
 //! request's `_meta`, read as untrusted input), `kernel` (the kernel's own
 //! thread), `upstream` (the upstream children and their tools), `server`
-//! (the MCP server role), `session` (the session folder), `serve` (start-up).
+//! (the MCP server role), `session` (the session folder), `scenario` (its equivalent scenario), `http` (the streamable HTTP
+//! transport), `policy` (the guards of `--policy`),
+//! `bundle` (the folder made a bundle at the session's end), `verify` (what
+//! replay checks of a session folder), `serve` (start-up).
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -26,13 +29,18 @@ use clap::{Args, Subcommand};
 use crate::error::CliError;
 
 pub mod authority;
+pub mod bundle;
 pub mod grant;
+mod http;
 mod kernel;
+pub mod policy;
 pub mod present;
+pub mod scenario;
 mod serve;
 mod server;
 pub mod session;
 mod upstream;
+pub mod verify;
 
 /// The edge's one clock: the wall clock in Unix milliseconds, read once
 /// per admission (and once per grant, whose window starts at its issue)
@@ -136,8 +144,9 @@ pub struct RevokeArgs {
     pub capability: String,
 }
 
-/// `chio mcp serve`.
+/// `chio mcp serve`: exactly one of `--stdio` and `--listen`.
 #[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("transport").required(true).multiple(false))]
 pub struct ServeArgs {
     /// An upstream MCP server: `ID=CMD ARGS...` (split as a shell would, no shell runs it).
     #[arg(long, value_name = "ID=\"CMD ARGS...\"", required = true)]
@@ -149,15 +158,27 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub control: ControlArgs,
     /// Serve MCP on standard input and output.
-    #[arg(long, required = true)]
+    #[arg(long, group = "transport")]
     pub stdio: bool,
+    /// Serve MCP's streamable HTTP transport at http://ADDR/mcp (a loopback address unless --allow-non-loopback).
+    #[arg(long, value_name = "ADDR:PORT", group = "transport")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Accept a --listen address that is not loopback.
+    #[arg(long, requires = "listen")]
+    pub allow_non_loopback: bool,
+    /// A Host header the HTTP server accepts besides loopback's (repeatable), such as the name a proxy forwards.
+    #[arg(long, value_name = "HOST", requires = "listen")]
+    pub allowed_host: Vec<String>,
+    /// The guards the edge's kernel runs: a TOML file of [[guards]] entries, as a scenario writes them.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
     /// Write the session (calls, verdicts, receipts, declared tools) to this new folder.
     #[arg(long, value_name = "DIR")]
     pub session_out: Option<PathBuf>,
     /// Oldest signed request accepted, in milliseconds of wall time.
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     pub max_request_age_ms: u64,
-    /// Largest JSON-RPC message read, in bytes; a longer one is refused unread.
+    /// Largest JSON-RPC message (stdio) or request body (HTTP) read, in bytes; a longer one is refused unread.
     #[arg(long, value_name = "BYTES", default_value_t = 1_048_576)]
     pub max_message_bytes: usize,
     /// Largest canonical size of one call's arguments, in bytes.

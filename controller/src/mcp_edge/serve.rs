@@ -2,12 +2,15 @@
 //! trust-control (remote with `--control-url`, trust-control's in-memory
 //! store otherwise, through the same adapter either way), trust the
 //! authority's issuer key there, and serve MCP on standard input and
-//! output until the client closes it, ctrl-c or SIGTERM.
+//! output (`--stdio`, until the client closes it) or over streamable HTTP
+//! (`--listen`), until ctrl-c or SIGTERM; then make the session folder a
+//! bundle.
 
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::KernelConfig;
 use chio_kernel::keys::public_key_hex;
 use chio_node::trust_stores::TrustBinding;
@@ -40,6 +43,13 @@ fn config_error(message: String, help: &str) -> CliError {
 /// Runs `chio mcp serve` until the client leaves or a signal arrives.
 pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     let specs = upstream_specs(args)?;
+    if let Some(addr) = args.listen {
+        super::http::check_listen(addr, args.allow_non_loopback)?;
+    }
+    let guards = match &args.policy {
+        Some(path) => super::policy::read(path)?,
+        None => Vec::new(),
+    };
     let authority = authority::read(&args.authority, COMMAND)?;
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
@@ -48,18 +58,19 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
         let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
         let upstreams = start_upstreams(&specs, timeout).await?;
         let kernel = match control {
-            Some(client) => start_kernel(client, args, &authority, &upstreams).await?,
+            Some(client) => start_kernel(client, args, &authority, &upstreams, &guards).await?,
             None => {
                 start_kernel(
                     Arc::new(InMemoryTrustStore::new()),
                     args,
                     &authority,
                     &upstreams,
+                    &guards,
                 )
                 .await?
             }
         };
-        let session = open_session(args, &authority, &upstreams)?;
+        let session = open_session(args, &authority, &upstreams, &guards)?;
         tracing::info!(namespace = %args.control.namespace, "kernel started");
         let edge = Edge {
             kernel,
@@ -68,28 +79,50 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             max_argument_bytes: args.max_argument_bytes,
             upstream_timeout: timeout,
         };
-        // The binary holds the standard output's lock for the whole command
-        // (`main` passes it locked), so the server writes to its own copy of
-        // the descriptor, which takes no lock.
-        let stdout = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| {
-                CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
-            })?;
-        let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
-        let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
-            .with_max_line_length(args.max_message_bytes);
-        tracing::info!("serving MCP on standard input and output");
-        let running = edge.serve(transport).await.map_err(|e| {
-            CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
-        })?;
-        tokio::select! {
-            _ = running.waiting() => {}
-            () = crate::serve::shutdown_signal() => {}
+        match args.listen {
+            Some(addr) => super::http::serve(edge, args, addr).await?,
+            None => serve_stdio(edge, args.max_message_bytes).await?,
+        }
+        if let Some(dir) = &args.session_out {
+            finish_session(dir, &authority).await;
         }
         Ok(())
     })
+}
+
+/// Serves `edge` on standard input and output until the client leaves or a
+/// signal arrives.
+async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliError> {
+    // The binary holds the standard output's lock for the whole command
+    // (`main` passes it locked), so the server writes to its own copy of
+    // the descriptor, which takes no lock.
+    let stdout = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| {
+            CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
+        })?;
+    let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
+    let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
+        .with_max_line_length(max_message_bytes);
+    tracing::info!("serving MCP on standard input and output");
+    let running = edge.serve(transport).await.map_err(|e| {
+        CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
+    })?;
+    tokio::select! {
+        _ = running.waiting() => {}
+        () = crate::serve::shutdown_signal() => {}
+    }
+    Ok(())
+}
+
+/// Makes the session folder a bundle; a failure is logged, since every
+/// call was answered and recorded already.
+async fn finish_session(dir: &std::path::Path, authority: &Authority) {
+    match super::bundle::finish(dir, &authority.receipts).await {
+        Ok(()) => tracing::info!("the session folder is a bundle chio arena replay re-decides"),
+        Err(e) => tracing::error!(problem = %e, "the session's bundle was not written"),
+    }
 }
 
 /// The upstreams the flags name, once the message and argument bounds are
@@ -146,11 +179,12 @@ fn open_session(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
+    guards: &[GuardSpec],
 ) -> Result<Option<Arc<Session>>, CliError> {
     Ok(match &args.session_out {
         None => None,
         Some(dir) => Some(Arc::new(
-            Session::create(dir, &header(args, authority, upstreams)).map_err(|e| {
+            Session::create(dir, &header(args, authority, upstreams, guards)).map_err(|e| {
                 CliError::new(
                     codes::MCP_SESSION_WRITE,
                     COMMAND,
@@ -163,7 +197,12 @@ fn open_session(
 }
 
 /// What `session.json` holds besides its schema.
-fn header(args: &ServeArgs, authority: &Authority, upstreams: &Upstreams) -> serde_json::Value {
+fn header(
+    args: &ServeArgs,
+    authority: &Authority,
+    upstreams: &Upstreams,
+    guards: &[GuardSpec],
+) -> serde_json::Value {
     let listed: Vec<_> = upstreams
         .by_id
         .values()
@@ -176,6 +215,7 @@ fn header(args: &ServeArgs, authority: &Authority, upstreams: &Upstreams) -> ser
         "kernel_key": public_key_hex(&authority.receipts),
         "max_request_age_ms": args.max_request_age_ms,
         "upstreams": listed,
+        "guards": guards,
     })
 }
 
@@ -185,6 +225,7 @@ async fn start_kernel<S: TrustStore>(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
+    guards: &[GuardSpec],
 ) -> Result<EdgeKernel, CliError> {
     let issuer = public_key_hex(&authority.issuer);
     let key = IssuerKey::parse_hex(&issuer)
@@ -215,6 +256,7 @@ async fn start_kernel<S: TrustStore>(
     config.trusted_issuers = vec![issuer];
     config.max_request_age_ms = Some(args.max_request_age_ms);
     config.tools = Some(upstreams.catalog());
+    config.guards = guards.to_vec();
     EdgeKernel::spawn(config, stores, Box::new(cache))
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))
 }

@@ -33,7 +33,10 @@ use super::session::{CallRecord, Session};
 use super::upstream::Upstreams;
 use super::wall_ms;
 
-/// What the server needs.
+/// What the server needs; a clone shares every part (the kernel thread,
+/// the upstreams, the session folder), so each streamable HTTP session
+/// runs the one pipeline.
+#[derive(Clone)]
 pub struct Edge {
     /// The kernel thread.
     pub kernel: EdgeKernel,

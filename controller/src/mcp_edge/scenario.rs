@@ -1,0 +1,377 @@
+//! The equivalent scenario of an edge session: the one builder the edge
+//! writes its session bundle with and `chio arena replay` checks a session
+//! folder against.
+//!
+//! From `session.json` (the upstreams and the tools each listed) and the
+//! lines of `calls.jsonl`, in decision order, it writes a scenario of one
+//! node and one kernel (`kernel-a`); one recorded server per upstream,
+//! declaring the tools the upstream listed (as `chio import mcp` declares
+//! them) and answering each admitted call with what the upstream answered;
+//! the guards the edge ran (`--policy`), in its order, on the kernel;
+//! one agent per client key, in order of first call; one grant per root
+//! capability presented (its id, server, tools, `path_prefix`, window and
+//! invocation budget); and one call step per call the kernel decided from
+//! the call itself, at the instant the edge admitted it, expecting the
+//! edge's verdict and reason code.
+//!
+//! The wall-clock instants become the scenario's clock: the clock starts at
+//! the earliest of the first admission and every capability's start, each
+//! step's `at` is its admission's offset from there (moved forward by the
+//! fewest milliseconds that keep the steps in decision order), and a
+//! grant's window is its capability's, offset the same way.
+//!
+//! A call the arena cannot re-decide gets no step ([`Presentation`]): a
+//! call the edge refused before the kernel (no request), one refused for
+//! its presentation (the proof, the request's freshness or id, the
+//! issuer's signature, a revocation, the stores), one the declaration
+//! refuses before any step runs (a tool no upstream declares, arguments
+//! outside the tool's schema), one under a delegated capability, a
+//! capability of several scope grants or other constraints, or one whose id
+//! a scenario cannot name. None of these
+//! changes the state a later decision reads (budgets are charged only on
+//! admission), and replay checks them against their signed receipts.
+
+use std::collections::BTreeMap;
+
+use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
+use chio_arena::VirtualClock;
+use chio_kernel::token::CapabilityToken;
+use serde_json::{json, Value};
+
+/// The scenario's id.
+pub const SESSION_SCENARIO_ID: &str = "mcp-edge-session";
+/// The one seed prompt every agent of the scenario starts from.
+pub const PROMPT_FILE: &str = "prompt.txt";
+/// What the prompt file holds.
+pub const PROMPT_TEXT: &str = "a client of the MCP edge\n";
+
+/// Reason codes of calls decided on their presentation, not re-decided.
+const PRESENTATION_CODES: &[&str] = &[
+    "untrusted-issuer",
+    "invalid-signature",
+    "revoked",
+    "chain-revoked",
+    "store-unavailable",
+    "store-refused",
+    "proof-missing",
+    "not-the-proving-agent",
+    "agent-not-subject",
+    "signer-not-subject",
+    "proof-invalid",
+    "proof-uncanonical",
+    "request-stale",
+    "request-from-future",
+    "replayed",
+    "server-not-served",
+    "tool-not-declared",
+    "arguments-refused",
+    "dispatch-failed",
+    "receipt-unrecorded",
+];
+
+/// Why a call has no step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Presentation {
+    /// The call has a step, named here.
+    Step(String),
+    /// The call is not re-decided; the reason says why.
+    NotRedecided(String),
+}
+
+/// The scenario of a session and, per call, its step.
+#[derive(Debug, Clone)]
+pub struct SessionScenario {
+    /// The scenario file's text.
+    pub text: String,
+    /// Per line of `calls.jsonl`, in order: its step, or why it has none.
+    pub steps: Vec<Presentation>,
+}
+
+/// The step id of the call numbered `seq`.
+pub fn step_id(seq: u64) -> String {
+    format!("call-{seq}")
+}
+
+/// `value` as an inline TOML value; a JSON null has none.
+pub fn toml_inline(value: &Value) -> Result<String, String> {
+    Ok(match value {
+        Value::Null => return Err("holds a JSON null, which TOML cannot write".to_string()),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => toml::Value::String(s.clone()).to_string(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(toml_inline)
+                .collect::<Result<Vec<_>, _>>()?
+                .join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{ {} }}",
+            map.iter()
+                .map(|(k, v)| Ok(format!(
+                    "{} = {}",
+                    toml::Value::String(k.clone()),
+                    toml_inline(v)?
+                )))
+                .collect::<Result<Vec<_>, String>>()?
+                .join(", ")
+        ),
+    })
+}
+
+/// One call the scenario re-decides.
+struct Decided {
+    seq: u64,
+    at_ms: u64,
+    agent: String,
+    token: CapabilityToken,
+    server: String,
+    tool: String,
+    arguments: Value,
+    verdict: String,
+    reason_code: Option<String>,
+    upstream: Option<Value>,
+}
+
+/// Why the call `record` is not re-decided, or the call as decided.
+fn classify(record: &Value, seq: u64) -> Result<Decided, String> {
+    let Some(request) = record.get("request").filter(|r| !r.is_null()) else {
+        return Err("the edge refused it before the kernel".to_string());
+    };
+    let code = record["reason_code"].as_str();
+    if let Some(code) = code.filter(|c| PRESENTATION_CODES.contains(c)) {
+        return Err(format!("decided on its presentation ({code})"));
+    }
+    let token: CapabilityToken = serde_json::from_value(request["capability"].clone())
+        .map_err(|_| "its capability cannot be read".to_string())?;
+    let one_grant = token.scope.len() == 1
+        && token.scope[0]
+            .constraints
+            .keys()
+            .all(|k| k == "path_prefix");
+    if !chio_arena::scenario::is_valid_id(&token.id) {
+        return Err("its capability id is not a scenario id".to_string());
+    }
+    if !token.delegation_chain.is_empty() || !one_grant {
+        return Err(
+            "its capability is delegated or not one scope grant a scenario grant writes"
+                .to_string(),
+        );
+    }
+    let text = |v: &Value, what: &str| {
+        v.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("its {what} is missing"))
+    };
+    Ok(Decided {
+        seq,
+        at_ms: record["admitted_at_ms"]
+            .as_u64()
+            .ok_or("its admission instant is missing")?,
+        agent: text(&request["agent_id"], "agent")?,
+        server: text(&request["server"], "server")?,
+        tool: text(&request["tool"], "tool")?,
+        arguments: request["arguments"].clone(),
+        verdict: text(&record["verdict"], "verdict")?,
+        reason_code: code.map(str::to_string),
+        upstream: record.get("upstream").filter(|u| !u.is_null()).cloned(),
+        token,
+    })
+}
+
+/// Builds the equivalent scenario of a session.
+pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenario, String> {
+    let mut steps = Vec::new();
+    let mut decided = Vec::new();
+    for (i, record) in calls.iter().enumerate() {
+        let seq = i as u64 + 1;
+        match classify(record, seq) {
+            Ok(d) => {
+                steps.push(Presentation::Step(step_id(seq)));
+                decided.push(d);
+            }
+            Err(why) => steps.push(Presentation::NotRedecided(why)),
+        }
+    }
+    if decided.is_empty() {
+        return Err("no call of the session is one the arena re-decides".to_string());
+    }
+    let start_ms = decided
+        .iter()
+        .flat_map(|d| [d.at_ms, d.token.not_before_ms])
+        .min()
+        .unwrap_or(0);
+    let clock = VirtualClock::parse("1970-01-01T00:00:00.000Z").map_err(|e| e.to_string())?;
+    let agents = agent_names(&decided);
+    let guards = header["guards"].as_array().cloned().unwrap_or_default();
+    let ids = guards
+        .iter()
+        .map(|g| toml_inline(&g["id"]))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut text = head(&clock.format_offset_ms(start_ms), agents.len());
+    text.push_str(&format!("guards = [{}]\n", ids.join(", ")));
+    for guard in &guards {
+        text.push_str(&format!(
+            "\n[[guards]]\nid = {}\nkind = {}\nmode = {}\nconfig = {}\n",
+            toml_inline(&guard["id"])?,
+            toml_inline(&guard["kind"])?,
+            toml_inline(&guard["mode"])?,
+            toml_inline(&guard["config"])?,
+        ));
+    }
+    for name in agents.values() {
+        text.push_str(&format!(
+            "\n[[agents]]\nid = \"{name}\"\nrole = \"client\"\nmodel = \"recorded:{name}\"\nseed_prompt_ref = \"{PROMPT_FILE}\"\nkernel = \"kernel-a\"\n"
+        ));
+    }
+    text.push_str(&servers(header, &decided)?);
+    text.push_str(&grants(header, &decided, &agents, start_ms)?);
+    text.push_str(&call_steps(&decided, &agents, start_ms)?);
+    Ok(SessionScenario { text, steps })
+}
+
+/// Each client key's agent name, in order of first call.
+fn agent_names(decided: &[Decided]) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for d in decided {
+        let next = format!("client-{}", names.len() + 1);
+        names.entry(d.agent.clone()).or_insert(next);
+    }
+    names
+}
+
+/// The scenario's keys, its node and its kernel.
+fn head(clock_start: &str, agents: usize) -> String {
+    let scheduler = if agents == 1 {
+        "single-agent-v1"
+    } else {
+        "deterministic-multi-v1"
+    };
+    format!(
+        "# The equivalent scenario of an MCP edge session, written by the edge.\nschema_version = \"chio.arena.scenario/v1\"\nid = \"{SESSION_SCENARIO_ID}\"\ntitle = \"the calls of an MCP edge session\"\nrng_seed = 0\nvirtual_clock_start = \"{clock_start}\"\n\n[determinism]\nscheduler = \"{scheduler}\"\nlocale = \"C\"\n\n[[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"kernel-a\"\nnode = \"node-a\"\n"
+    )
+}
+
+/// One recorded server per upstream, declaring its listed tools and
+/// answering each admitted call with the upstream's answer.
+fn servers(header: &Value, decided: &[Decided]) -> Result<String, String> {
+    let mut out = String::new();
+    for upstream in header["upstreams"].as_array().into_iter().flatten() {
+        let id = upstream["id"].as_str().ok_or("an upstream has no id")?;
+        let listed = serde_json::to_vec(&json!({ "tools": upstream["tools"] }))
+            .map_err(|e| e.to_string())?;
+        let tools = parse_tools_list(&listed, id)
+            .map_err(|e| format!("upstream {id}: its tools are refused: {e}"))?;
+        out.push('\n');
+        out.push_str(&server_declaration(id, "kernel-a", &tools));
+        for d in decided.iter().filter(|d| d.server == id) {
+            if let Some(answer) = &d.upstream {
+                let output = toml_inline(answer)
+                    .map_err(|e| format!("call {}: the upstream's answer {e}", d.seq))?;
+                out.push_str(&format!(
+                    "\n[[servers.answers]]\nstep = \"{}\"\noutput = {output}\n",
+                    step_id(d.seq)
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One grant per root capability presented, in order of first call.
+fn grants(
+    header: &Value,
+    decided: &[Decided],
+    agents: &BTreeMap<String, String>,
+    start_ms: u64,
+) -> Result<String, String> {
+    let mut out = String::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for d in decided {
+        let t = &d.token;
+        if !seen.insert(t.id.clone()) {
+            continue;
+        }
+        let grant = &t.scope[0];
+        let tools = if grant.tools.iter().any(|n| n == "*") {
+            listed_tools(header, &grant.server)
+        } else {
+            grant.tools.clone()
+        };
+        let tools: Vec<Value> = tools.into_iter().map(Value::String).collect();
+        out.push_str(&format!(
+            "\n[[grants]]\nid = {}\nagent = \"{}\"\nserver = {}\ntools = {}\nnot_before_ms = {}\nexpires_after_ms = {}\nshare_bps = {}\n",
+            toml_inline(&json!(t.id))?,
+            agents
+                .get(&t.subject)
+                .ok_or("a capability's holder made none of the calls")?,
+            toml_inline(&json!(grant.server))?,
+            toml_inline(&Value::Array(tools))?,
+            t.not_before_ms.saturating_sub(start_ms),
+            t.expires_at_ms.saturating_sub(start_ms),
+            t.share_bps,
+        ));
+        if let Some(prefix) = grant.constraints.get("path_prefix") {
+            out.push_str(&format!("path_prefix = {}\n", toml_inline(prefix)?));
+        }
+        if let Some(n) = t.max_invocations {
+            out.push_str(&format!("max_invocations = {n}\n"));
+        }
+    }
+    Ok(out)
+}
+
+/// The names of the tools the upstream `server` listed.
+fn listed_tools(header: &Value, server: &str) -> Vec<String> {
+    header["upstreams"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|u| u["id"] == server)
+        .flat_map(|u| u["tools"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// One call step per re-decided call, at its admission's offset, in
+/// decision order.
+fn call_steps(
+    decided: &[Decided],
+    agents: &BTreeMap<String, String>,
+    start_ms: u64,
+) -> Result<String, String> {
+    let mut out = String::new();
+    let mut last: Option<u64> = None;
+    for d in decided {
+        let offset = d.at_ms.saturating_sub(start_ms);
+        let at = match last {
+            Some(prev) if offset <= prev => prev + 1,
+            _ => offset,
+        };
+        last = Some(at);
+        let expect = match d.verdict.as_str() {
+            "pending_approval" => "deny",
+            other => other,
+        };
+        out.push_str(&format!(
+            "\n[[steps]]\nid = \"{}\"\nagent = \"{}\"\nat = {at}\nserver = {}\ntool = {}\ncapability = {}\narguments = {}\nexpect_verdict = \"{expect}\"\n",
+            step_id(d.seq),
+            agents[&d.agent],
+            toml_inline(&json!(d.server))?,
+            toml_inline(&json!(d.tool))?,
+            toml_inline(&json!(d.token.id))?,
+            toml_inline(&d.arguments)
+                .map_err(|e| format!("call {}: its arguments {e}", d.seq))?,
+        ));
+        if let Some(code) = &d.reason_code {
+            out.push_str(&format!("expect_reason = {}\n", toml_inline(&json!(code))?));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[path = "scenario_tests.rs"]
+mod tests;

@@ -1,0 +1,92 @@
+use serde_json::{json, Value};
+
+use super::*;
+
+const KEY: &str = "8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c";
+
+fn header() -> Value {
+    json!({
+        "upstreams": [{"id": "notes", "tools": [{
+            "name": "echo",
+            "description": "Answers its text.",
+            "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}
+        }]}],
+        "guards": [],
+    })
+}
+
+fn token(id: &str) -> Value {
+    json!({
+        "schema": "chio.capability/v1", "id": id, "issuer": KEY, "subject": KEY,
+        "scope": [{"server": "notes", "tools": ["echo"]}],
+        "not_before_ms": 1_000, "expires_at_ms": 90_000, "max_invocations": 2,
+        "share_bps": 10000, "signature": "00",
+    })
+}
+
+fn call(at: u64, capability: &str, verdict: &str, code: Option<&str>) -> Value {
+    json!({
+        "seq": 0, "admitted_at_ms": at, "server": "notes", "tool": "echo",
+        "request": {"capability": token(capability), "server": "notes", "tool": "echo",
+                    "arguments": {"text": "a"}, "agent_id": KEY},
+        "verdict": verdict, "reason_code": code,
+        "upstream": if verdict == "allow" { json!({"content": [{"type": "text", "text": "a"}]}) } else { Value::Null },
+    })
+}
+
+// A call refused before the kernel, on its presentation, or under a capability id a scenario cannot name has no step; the others are call-<seq> steps.
+#[test]
+fn only_calls_decided_from_the_call_get_steps() {
+    let mut refused = call(2_000, "cap-1", "deny", Some("edge-no-capability"));
+    refused["request"] = Value::Null;
+    let calls = [
+        call(2_000, "cap-1", "allow", None),
+        refused,
+        call(2_500, "cap-1", "deny", Some("replayed")),
+        call(3_000, "cap/1", "allow", None),
+        call(3_000, "cap-1", "deny", Some("out-of-scope")),
+    ];
+    let built = session_scenario(&header(), &calls).unwrap();
+    let steps: Vec<bool> = built
+        .steps
+        .iter()
+        .map(|p| matches!(p, Presentation::Step(_)))
+        .collect();
+    assert_eq!(steps, [true, false, false, false, true]);
+    assert_eq!(built.steps[4], Presentation::Step("call-5".to_string()));
+    assert!(built.text.contains("id = \"call-1\""));
+    assert!(!built.text.contains("id = \"call-2\""));
+}
+
+// The clock starts at the capability's start; steps sit at their admission's offset, one millisecond apart when admitted in the same one, and the grant keeps its window and budget.
+#[test]
+fn wall_clock_instants_become_the_scenario_clock() {
+    let calls = [
+        call(5_000, "cap-1", "allow", None),
+        call(5_000, "cap-1", "allow", None),
+    ];
+    let text = session_scenario(&header(), &calls).unwrap().text;
+    assert!(
+        text.contains("virtual_clock_start = \"1970-01-01T00:00:01.000Z\""),
+        "{text}"
+    );
+    assert!(text.contains("at = 4000\n"), "{text}");
+    assert!(text.contains("at = 4001\n"), "{text}");
+    assert!(
+        text.contains("not_before_ms = 0\nexpires_after_ms = 89000\n"),
+        "{text}"
+    );
+    assert!(text.contains("max_invocations = 2\n"), "{text}");
+    assert!(text.contains("capability = \"cap-1\""), "{text}");
+}
+
+// An answer holding a JSON null, or a session with no call to re-decide, has no scenario.
+#[test]
+fn what_a_scenario_cannot_hold_is_an_error() {
+    let mut null_answer = call(2_000, "cap-1", "allow", None);
+    null_answer["upstream"]["structuredContent"] = json!({"v": null});
+    let err = session_scenario(&header(), &[null_answer]).unwrap_err();
+    assert!(err.contains("call 1") && err.contains("null"), "{err}");
+    let err = session_scenario(&header(), &[]).unwrap_err();
+    assert!(err.contains("no call"), "{err}");
+}
