@@ -9,8 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use sha2::{Digest, Sha256};
-
 use crate::model::{
     apply_op, check_amount, check_batch, check_bps, check_id, check_label_keys, check_receipts,
     commit_transition, decide_hold, decide_share, effective_parent_share, plan_append,
@@ -18,7 +16,7 @@ use crate::model::{
     BatchAnswers, BatchOp, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
     ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome,
 };
-use crate::store::receipt_log::ReceiptLog;
+use crate::store::receipt_log::{key_digest, KeyDigest, ReceiptLog};
 use crate::store::TrustStore;
 use crate::TrustError;
 
@@ -47,9 +45,9 @@ struct MemoryState {
     shares: BTreeMap<String, BTreeMap<String, AdmittedShare>>,
     /// The first share recorded for each parent.
     parent_shares: BTreeMap<String, u32>,
-    /// Request ids seen, per lineage and principal, by the SHA-256 of the
-    /// request key (32 bytes each, whatever the key's length).
-    seen_requests: BTreeSet<[u8; 32]>,
+    /// Request ids seen, per lineage and principal, by the key's
+    /// [`key_digest`] (16 bytes each, whatever the key's length).
+    seen_requests: BTreeSet<KeyDigest>,
     /// The receipt log, its bytes spilled to a temporary file.
     receipts: ReceiptLog,
     labels: BTreeMap<String, BTreeSet<String>>,
@@ -95,9 +93,7 @@ impl Rows for MemoryState {
 
     fn record_request(&mut self, request_key: &str) -> Result<bool, TrustError> {
         check_id("request_key", request_key)?;
-        Ok(self
-            .seen_requests
-            .insert(Sha256::digest(request_key.as_bytes()).into()))
+        Ok(self.seen_requests.insert(key_digest(request_key)))
     }
 
     fn hold(

@@ -8,7 +8,7 @@
 //! its schedule. Here each receipt's id and body are appended to a file the
 //! operating system removes when the store is dropped (or the process
 //! ends), and memory keeps, per receipt, where its bytes are (16 bytes) and
-//! the SHA-256 of its id in the index (32 bytes), whatever the body's size.
+//! a 16-byte digest of its id in the index, whatever the body's size.
 //!
 //! Reading back is exact: [`ReceiptLog::body_of`] confirms the stored id
 //! before it answers, so two ids sharing a digest could only make an append
@@ -39,8 +39,8 @@ struct Slot {
 #[derive(Debug, Default)]
 pub(crate) struct ReceiptLog {
     slots: Vec<Slot>,
-    /// Index into `slots` by the SHA-256 of the receipt id.
-    by_id: BTreeMap<[u8; 32], usize>,
+    /// Index into `slots` by the receipt id's [`key_digest`].
+    by_id: BTreeMap<KeyDigest, u32>,
     /// Created on the first append, so an unused store opens no file.
     file: Option<File>,
     /// Bytes written so far: the next slot's offset.
@@ -50,8 +50,18 @@ pub(crate) struct ReceiptLog {
     dir: Option<std::path::PathBuf>,
 }
 
-fn id_digest(receipt_id: &str) -> [u8; 32] {
-    Sha256::digest(receipt_id.as_bytes()).into()
+/// The first 16 bytes of a key's SHA-256: what the in-memory store keeps of
+/// a receipt id or a request key in its indexes. Two keys sharing one can
+/// only be refused (a receipt id is confirmed against the stored id; a
+/// request key would read as seen), never admitted.
+pub(crate) type KeyDigest = [u8; 16];
+
+/// The [`KeyDigest`] of `key`.
+pub(crate) fn key_digest(key: &str) -> KeyDigest {
+    let digest = Sha256::digest(key.as_bytes());
+    let mut head = [0; 16];
+    head.copy_from_slice(&digest[..16]);
+    head
 }
 
 fn spill(context: &str, error: &std::io::Error) -> TrustError {
@@ -62,7 +72,10 @@ fn spill(context: &str, error: &std::io::Error) -> TrustError {
 
 fn length(what: &str, len: usize) -> Result<u32, TrustError> {
     u32::try_from(len).map_err(|_| TrustError::Spill {
-        detail: format!("a receipt {what} of {len} bytes is longer than the log stores"),
+        detail: format!(
+            "a receipt {what} of {len} is more than the log stores (at most {})",
+            u32::MAX
+        ),
     })
 }
 
@@ -84,9 +97,10 @@ impl ReceiptLog {
 
     /// The stored body of `receipt_id`, if the log holds it.
     pub(crate) fn body_of(&mut self, receipt_id: &str) -> Result<Option<Vec<u8>>, TrustError> {
-        let Some(&index) = self.by_id.get(&id_digest(receipt_id)) else {
+        let Some(&index) = self.by_id.get(&key_digest(receipt_id)) else {
             return Ok(None);
         };
+        let index = index as usize;
         let (id, body) = self.read(index)?;
         if id != receipt_id {
             return Err(TrustError::Spill {
@@ -111,8 +125,8 @@ impl ReceiptLog {
         for receipt in receipts {
             slots.push(Slot {
                 offset: self.end + bytes.len() as u64,
-                id_len: length("id", receipt.receipt_id.len())?,
-                body_len: length("body", receipt.body.len())?,
+                id_len: length("id length", receipt.receipt_id.len())?,
+                body_len: length("body length", receipt.body.len())?,
             });
             bytes.extend_from_slice(receipt.receipt_id.as_bytes());
             bytes.extend_from_slice(&receipt.body);
@@ -130,9 +144,12 @@ impl ReceiptLog {
             .and_then(|_| file.write_all(&bytes))
             .map_err(|e| spill("cannot write the receipt spill file", &e))?;
         self.end += bytes.len() as u64;
-        for (receipt, slot) in receipts.iter().zip(slots) {
+        let first =
+            length("log count", self.slots.len() + receipts.len()).map(|_| self.slots.len())?;
+        for (offset, (receipt, slot)) in receipts.iter().zip(slots).enumerate() {
+            // In range: `length` checked the count above.
             self.by_id
-                .insert(id_digest(&receipt.receipt_id), self.slots.len());
+                .insert(key_digest(&receipt.receipt_id), (first + offset) as u32);
             self.slots.push(slot);
         }
         Ok(())
