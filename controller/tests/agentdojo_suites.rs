@@ -151,6 +151,23 @@ fn full_table() {
     }
 }
 
+// The tuning half alone under the four policies, for designing a rule without seeing the held-out figures: provenance admits no attack on it.
+#[test]
+#[ignore = "half the full run; see docs/agentdojo.md"]
+fn tuning_table() {
+    let dir = repo_path("scenarios/agentdojo");
+    let suites: Vec<Suite> = SUITES.iter().map(|s| load(s)).collect();
+    let mut tuning = BySuite::new();
+    for suite in &suites {
+        let tasks = tasks_of(suite, Half::Tuning);
+        tuning.insert(suite.suite.clone(), run_suite(suite, &tasks, &dir));
+    }
+    println!("{}", render(&tuning, &held_out_names(&suites)));
+    println!("{}", render_halves(&[("tuning", &tuning)]));
+    let attacks: usize = tuning.values().map(|t| t["provenance"].attacks).sum();
+    assert_eq!(attacks, 0, "provenance admits no attack on the tuning half");
+}
+
 // One user task per suite, in planner form under provenance, written out and run embedded and on --topology local: the bundles are byte-identical.
 #[test]
 fn one_task_per_suite_embedded_and_local() {
