@@ -17,7 +17,10 @@
 //! At admission the kernel reads, for each source of the called tool's
 //! protected arguments, the record of the caller and of every agent that
 //! handed the caller a value the call uses (an argument's
-//! [`crate::provenance::ArgumentSource::sender`]), and hands what it read to
+//! [`crate::provenance::ArgumentSource::sender`], counted only for a source
+//! that names a hand-over record, which admission reads and refuses the
+//! call without; like the labels, the sender is named by the runtime that
+//! resolved the reference and covered by the caller's proof), and hands what it read to
 //! the guard ([`crate::provenance::Provenance::allowlists`]). A record only
 //! grows, as labels do, and survives a restart exactly as they do. A value
 //! is admitted by exact equality of its UTF-8 bytes: no case folding, no

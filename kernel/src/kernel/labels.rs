@@ -79,6 +79,7 @@ impl Kernel {
                 request
                     .argument_sources
                     .iter()
+                    .filter(|s| s.record.is_some())
                     .filter_map(|s| s.sender.as_deref()),
             )
             .collect();
@@ -103,7 +104,13 @@ impl Kernel {
             let held = sets.get(&key).cloned().unwrap_or_default();
             provenance.allowlists.insert(key, held);
         }
-        for source in &request.argument_sources {
+        // A sender counts only for a value handed over, whose record
+        // admission has read.
+        for source in request
+            .argument_sources
+            .iter()
+            .filter(|s| s.record.is_some())
+        {
             if let Some(sender) = &source.sender {
                 provenance
                     .senders
