@@ -20,17 +20,19 @@ mod util;
 mod expand;
 #[path = "agentdojo_suites/model.rs"]
 mod model;
+#[path = "agentdojo_suites/split.rs"]
+mod split;
 #[path = "agentdojo_suites/table.rs"]
 mod table;
 
 use std::collections::BTreeMap;
 
-use sha2::{Digest, Sha256};
 use util::{chio, explain, repo_path, tree};
 
 use expand::{build, Form};
 use model::Suite;
-use table::{render, run_suite};
+use split::{held_out_names, hex_sha256, listing, tasks_of, Half};
+use table::{render, render_halves, run_suite, BySuite, Tally};
 
 const SUITES: [&str; 4] = ["banking", "slack", "travel", "workspace"];
 
@@ -48,7 +50,7 @@ fn suites_match_their_manifest() {
     for line in manifest.lines() {
         let (digest, file) = line.split_once("  ").expect("digest, two spaces, file");
         let bytes = std::fs::read(dir.join(file)).expect("listed file");
-        let actual = hex(&Sha256::digest(&bytes));
+        let actual = hex_sha256(&bytes);
         assert_eq!(digest, actual, "{file}: digest differs from MANIFEST");
         listed.push(file.to_string());
     }
@@ -64,8 +66,17 @@ fn suites_match_their_manifest() {
     assert_eq!(present, expected);
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+// The committed split is the one its rule gives (each suite's tasks ordered by SHA-256 of `<suite>/<task>`, the first half held out) and has the committed digest.
+#[test]
+fn split_matches_its_rule_and_digest() {
+    let suites: Vec<Suite> = SUITES.iter().map(|s| load(s)).collect();
+    let text = std::fs::read_to_string(repo_path("scenarios/agentdojo/SPLIT")).expect("SPLIT");
+    assert_eq!(text, listing(&suites), "SPLIT differs from its rule");
+    let digest = std::fs::read_to_string(repo_path("scenarios/agentdojo/SPLIT.sha256"))
+        .expect("SPLIT.sha256");
+    assert_eq!(digest.trim(), hex_sha256(text.as_bytes()), "SPLIT.sha256");
+    let held = text.lines().filter(|l| l.starts_with("held-out ")).count();
+    assert_eq!((held, text.lines().count()), (48, 97));
 }
 
 // The suites hold what AgentDojo v1.2.2 holds: 97 user tasks and 949 user-task x injection-task pairs.
@@ -102,7 +113,8 @@ fn suite_sample_under_four_policies() {
         assert_eq!(tallies["provenance"].attacks, 0, "{name}: provenance");
         by_suite.insert(name.to_string(), tallies);
     }
-    println!("{}", render(&by_suite));
+    let suites: Vec<Suite> = SUITES.iter().map(|s| load(s)).collect();
+    println!("{}", render(&by_suite, &held_out_names(&suites)));
 }
 
 // The full table over 97 user tasks and 949 pairs: provenance admits no attack, and docs/agentdojo.md quotes the table as it is.
@@ -110,21 +122,50 @@ fn suite_sample_under_four_policies() {
 #[ignore = "the full run; see docs/benchmarks.md for its duration"]
 fn full_table() {
     let dir = repo_path("scenarios/agentdojo");
-    let mut by_suite = BTreeMap::new();
-    for name in SUITES {
-        let suite = load(name);
-        let tasks = suite.user_task_ids();
-        by_suite.insert(name.to_string(), run_suite(&suite, &tasks, &dir));
+    let suites: Vec<Suite> = SUITES.iter().map(|s| load(s)).collect();
+    let (mut tuning, mut held_out) = (BySuite::new(), BySuite::new());
+    for suite in &suites {
+        for (half, into) in [(Half::Tuning, &mut tuning), (Half::HeldOut, &mut held_out)] {
+            let tasks = tasks_of(suite, half);
+            into.insert(suite.suite.clone(), run_suite(suite, &tasks, &dir));
+        }
     }
-    let table = render(&by_suite);
-    println!("{table}");
+    let mut by_suite = tuning.clone();
+    for (suite, tallies) in &held_out {
+        let into = by_suite.entry(suite.clone()).or_default();
+        for (policy, t) in tallies {
+            into.entry(policy).or_insert_with(Tally::default).add(t);
+        }
+    }
+    let table = render(&by_suite, &held_out_names(&suites));
+    let halves = render_halves(&[("tuning", &tuning), ("held-out", &held_out)]);
+    println!("{table}\n{halves}");
     let all_attacks: usize = by_suite.values().map(|t| t["provenance"].attacks).sum();
     assert_eq!(all_attacks, 0, "provenance admits no attack");
     let docs = std::fs::read_to_string(repo_path("docs/agentdojo.md")).expect("AgentDojo doc");
-    assert!(
-        docs.contains(&table),
-        "docs/agentdojo.md does not quote the current table:\n{table}"
-    );
+    for quoted in [&table, &halves] {
+        assert!(
+            docs.contains(quoted.as_str()),
+            "docs/agentdojo.md does not quote the current figures:\n{quoted}"
+        );
+    }
+}
+
+// The tuning half alone under the four policies, for designing a rule without seeing the held-out figures: provenance admits no attack on it.
+#[test]
+#[ignore = "half the full run; see docs/agentdojo.md"]
+fn tuning_table() {
+    let dir = repo_path("scenarios/agentdojo");
+    let suites: Vec<Suite> = SUITES.iter().map(|s| load(s)).collect();
+    let mut tuning = BySuite::new();
+    for suite in &suites {
+        let tasks = tasks_of(suite, Half::Tuning);
+        tuning.insert(suite.suite.clone(), run_suite(suite, &tasks, &dir));
+    }
+    println!("{}", render(&tuning, &held_out_names(&suites)));
+    println!("{}", render_halves(&[("tuning", &tuning)]));
+    let attacks: usize = tuning.values().map(|t| t["provenance"].attacks).sum();
+    assert_eq!(attacks, 0, "provenance admits no attack on the tuning half");
 }
 
 // One user task per suite, in planner form under provenance, written out and run embedded and on --topology local: the bundles are byte-identical.

@@ -121,6 +121,7 @@ fn dependent_reference_steps_record_the_same_bundle() {
         "recorded_git",
         "sealed_secret",
         "planner_reader",
+        "run_time_allowlist",
     ] {
         let file = repo_path(&format!("scenarios/{name}.toml"));
         let (pipelined, _) = run(&file, DispatchMode::Pipelined);

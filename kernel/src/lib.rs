@@ -35,6 +35,7 @@
 //! - [`label`]: information-flow labels.
 //! - [`handover`]: the schema a quarantined reader's hand-over must satisfy.
 //! - [`provenance`]: agent roles and where each argument's value came from.
+//! - [`allowlist`]: run-time allowlists read from trusted parts of outputs.
 //! - [`stores`]: store traits, in-memory stores, [`stores::KernelStores`].
 //! - [`batch`]: the store work of one decision as two batches, and where a batch stops.
 //! - [`signature`]: strict verification and the verified-signature cache.
@@ -49,6 +50,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod allowlist;
 pub mod amount;
 pub mod batch;
 pub mod canonical;

@@ -64,6 +64,11 @@ pub struct ArgumentSource {
     /// The label record of a handed-over value, which admission reads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record: Option<String>,
+    /// The agent that handed the value over (the hand-over's sender): the
+    /// run-time allowlists it read count for a protected argument built
+    /// from the value (`crate::allowlist`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender: Option<String>,
 }
 
 /// What the guards know of a call's provenance.
@@ -76,6 +81,13 @@ pub struct Provenance {
     /// Each argument built from an earlier value, by pointer, with its
     /// labels (`public` left out: it raises nothing).
     pub arguments: BTreeMap<String, BTreeSet<String>>,
+    /// The run-time allowlist records admission read for the called tool's
+    /// protected arguments, by record key (`crate::allowlist`): the
+    /// digests of the values they admit.
+    pub allowlists: BTreeMap<String, BTreeSet<String>>,
+    /// The agents that handed over a value an argument is built from, by
+    /// the argument's pointer.
+    pub senders: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// No provenance: an ordinary caller, a tool that stays in its world, and
@@ -84,6 +96,8 @@ pub static NO_PROVENANCE: Provenance = Provenance {
     role: AgentRole::Ordinary,
     open_world: false,
     arguments: BTreeMap::new(),
+    allowlists: BTreeMap::new(),
+    senders: BTreeMap::new(),
 };
 
 /// The labels of each argument of `sources`: the recorded labels of the
@@ -217,11 +231,13 @@ mod tests {
                 pointer: "/iban".to_string(),
                 labels: vec![],
                 record: Some("handover/p/m1".to_string()),
+                sender: None,
             },
             ArgumentSource {
                 pointer: "/memo".to_string(),
                 labels: vec!["internal".to_string()],
                 record: None,
+                sender: None,
             },
         ];
         let records = |key: &str| -> Option<BTreeSet<String>> {
@@ -242,6 +258,7 @@ mod tests {
             pointer: "/to".to_string(),
             labels: vec![],
             record: Some("handover/p/m2".to_string()),
+            sender: None,
         }];
         assert_eq!(
             argument_labels(&missing, &records),

@@ -146,6 +146,7 @@ fn a_planners_arguments_carry_their_own_labels() {
             pointer: "/to".to_string(),
             labels: Vec::new(),
             record: Some("handover/alice/hand-iban".to_string()),
+            sender: None,
         }]
     };
     let mut world = dispatch(&files);
@@ -187,6 +188,7 @@ fn a_planners_arguments_carry_their_own_labels() {
         pointer: "/to".to_string(),
         labels: Vec::new(),
         record: Some("handover/alice/never".to_string()),
+        sender: None,
     }];
     let guessed = kernel.evaluate(
         &sourced("alice", &cap, json!({"to": "DE89"}), unrecorded, "a4"),

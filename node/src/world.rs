@@ -380,6 +380,16 @@ fn resolve_kernels(
         config.trusted_issuers = vec![authority_hex.to_string()];
         config.agent_keys = agent_keys.clone();
         config.agent_roles = agent_roles(file);
+        config.output_fields = file
+            .servers
+            .iter()
+            .filter(|s| s.kernel == kernel.id)
+            .flat_map(|s| {
+                chio_arena::scenario::tools::field_labels(s)
+                    .into_iter()
+                    .map(|(tool, rules)| ((s.id.clone(), tool), rules))
+            })
+            .collect();
         config.tool_budgets = tool_budgets.clone();
         config.monetary_budgets = monetary_budgets.clone();
         config.tools = Some(catalog_of(file, &kernel.id)?);

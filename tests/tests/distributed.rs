@@ -17,7 +17,7 @@ use chio_tests::*;
 use chio_trust::TrustStore;
 use serde_json::{json, Value};
 
-const REFERENCE: [&str; 14] = [
+const REFERENCE: [&str; 15] = [
     "walking_skeleton",
     "two_agent_tool_exchange",
     "three_agent_triangular_delegation",
@@ -32,6 +32,7 @@ const REFERENCE: [&str; 14] = [
     "recorded_git",
     "sealed_secret",
     "planner_reader",
+    "run_time_allowlist",
 ];
 
 /// One node, an internal file, and an outbox cleared only for public data.

@@ -35,7 +35,13 @@
 //! - for a call, every monetary budget declared on its server and tool
 //!   ([`Resource::Budget`], a write, whoever the budget's subject): its total
 //!   (in every window) is shared by every call it counts, whichever agent,
-//!   lineage or kernel makes them, and an approval on the total reads it.
+//!   lineage or kernel makes them, and an approval on the total reads it;
+//! - for a call, the run-time allowlist records ([`Resource::Allowlists`],
+//!   one resource for all of them): a write for a call of a tool some
+//!   kernel's `integrity` guard reads an allowlist from (`allow_from`: its
+//!   release records values), a read for a call of a tool whose protected
+//!   arguments an allowlist may admit, so such a call waits for every
+//!   earlier listing read, whichever agent made it.
 //!
 //! What is not claimed, and why it cannot reach an output: receipts are
 //! content-addressed and the bundle lists them in the order the driver
@@ -67,6 +73,8 @@ pub enum Resource {
     Output(String),
     /// A monetary budget's total, by budget id.
     Budget(String),
+    /// Every run-time allowlist record.
+    Allowlists,
 }
 
 /// How a step uses a resource.
@@ -240,6 +248,50 @@ impl Lineages {
     }
 }
 
+/// The tools of every kernel's `integrity` guards' run-time allowlists
+/// (`allow_from`): the listings whose release records values, and the
+/// tools whose protected arguments read the records, by `(server, tool)`.
+#[derive(Default)]
+struct AllowlistTools {
+    sources: BTreeSet<(String, String)>,
+    readers: BTreeSet<(String, String)>,
+}
+
+impl AllowlistTools {
+    fn of(world: &World) -> Self {
+        let mut out = AllowlistTools::default();
+        let guards = world.kernels.values().flat_map(|k| &k.config.guards);
+        for spec in guards.filter(|g| g.kind == chio_kernel::guards::GuardKind::Integrity) {
+            let by_server = spec.config.get("allow_from").and_then(|v| v.as_object());
+            for (server, tools) in by_server.into_iter().flatten() {
+                for (tool, arguments) in tools.as_object().into_iter().flatten() {
+                    out.readers.insert((server.clone(), tool.clone()));
+                    let listed = arguments.as_object().into_iter().flatten();
+                    for source in listed.flat_map(|(_, l)| l.as_array().into_iter().flatten()) {
+                        let named = |key: &str| source.get(key).and_then(|v| v.as_str());
+                        if let (Some(server), Some(tool)) = (named("server"), named("tool")) {
+                            out.sources.insert((server.to_string(), tool.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Claims the allowlist records a call of `tool` on `server` writes or
+    /// reads.
+    fn claim(&self, footprint: &mut Footprint, server: &str, tool: &str) {
+        let key = (server.to_string(), tool.to_string());
+        if self.sources.contains(&key) {
+            footprint.claim(Resource::Allowlists, Access::Write);
+        }
+        if self.readers.contains(&key) {
+            footprint.claim(Resource::Allowlists, Access::Read);
+        }
+    }
+}
+
 /// Whether a call of `tool` on `server` leaves the server's state as it was.
 fn reads_only(world: &World, server: &str, tool: &str) -> bool {
     let budgeted = world.kernels.values().any(|kernel| {
@@ -265,6 +317,7 @@ fn reads_only(world: &World, server: &str, tool: &str) -> bool {
 fn footprint(
     world: &World,
     lineages: &Lineages,
+    allowlists: &AllowlistTools,
     step_id: &str,
     agent: &str,
     action: &Action,
@@ -281,6 +334,7 @@ fn footprint(
             };
             footprint.claim(Resource::Server(call.server.clone()), access);
             footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
+            allowlists.claim(&mut footprint, &call.server, &call.tool);
             // An argument that takes its value from a step waits for it; a
             // sealed file was read at load and waits for nothing.
             for placed in
@@ -352,6 +406,7 @@ fn footprint(
 pub struct Footprints<'a> {
     world: &'a World,
     lineages: Lineages,
+    allowlists: AllowlistTools,
 }
 
 impl<'a> Footprints<'a> {
@@ -360,6 +415,7 @@ impl<'a> Footprints<'a> {
         Self {
             world,
             lineages: Lineages::of(scenario, world),
+            allowlists: AllowlistTools::of(world),
         }
     }
 
@@ -368,6 +424,7 @@ impl<'a> Footprints<'a> {
         footprint(
             self.world,
             &self.lineages,
+            &self.allowlists,
             &step.head.id,
             &step.head.agent,
             &step.action,
@@ -449,6 +506,34 @@ mod tests {
         assert!(overlap(&steps["alice-reads-plan"], carol));
     }
 
+    // Proves a listing read that feeds a run-time allowlist and a later call whose protected argument reads one overlap, though the call takes no value from the read and another agent made it; a call of neither tool claims no record.
+    #[test]
+    fn allowlist_listings_and_their_readers_overlap() {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/run_time_allowlist.toml");
+        let (scenario, inputs) = load_for_run("test", &file).expect("scenario loads");
+        let world = World::resolve(&scenario, &inputs.fixtures).expect("world resolves");
+        let footprints = Footprints::new(&scenario, &world);
+        let steps: BTreeMap<String, Footprint> = scenario
+            .schedule()
+            .iter()
+            .map(|s| {
+                let step = scenario.step(s.step_index).unwrap();
+                (step.head.id.clone(), footprints.of(&step))
+            })
+            .collect();
+        let listing = &steps["reader-reads-history"];
+        let pay = &steps["pay-a-payee-the-bank-recorded"];
+        assert!(overlap(listing, pay));
+        let claimed = |fp: &Footprint| match fp {
+            Footprint::Claims(c) => c.get(&Resource::Allowlists).copied(),
+            Footprint::Barrier => panic!("analysed"),
+        };
+        assert_eq!(claimed(listing), Some(Access::Write));
+        assert_eq!(claimed(pay), Some(Access::Read));
+        assert_eq!(claimed(&steps["reader-reads-the-bill"]), None);
+    }
+
     // Proves every call to a monetary-budgeted tool writes that budget's total, whichever agent makes it, so two calls counted by one budget are never in flight together.
     #[test]
     fn calls_counted_by_a_monetary_budget_write_its_total() {
@@ -492,9 +577,23 @@ mod tests {
             .expect("a call step");
         let mut unknown = call.clone();
         unknown.capability = Some("no-such-capability".into());
-        let fp = footprint(&world, &lineages, "x", "alice", &Action::Call(unknown));
+        let fp = footprint(
+            &world,
+            &lineages,
+            &AllowlistTools::default(),
+            "x",
+            "alice",
+            &Action::Call(unknown),
+        );
         assert_eq!(fp, Footprint::Barrier);
-        let known = footprint(&world, &lineages, "x", "alice", &Action::Call(call));
+        let known = footprint(
+            &world,
+            &lineages,
+            &AllowlistTools::default(),
+            "x",
+            "alice",
+            &Action::Call(call),
+        );
         assert_ne!(known, Footprint::Barrier);
     }
 }

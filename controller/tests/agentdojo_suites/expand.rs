@@ -99,9 +99,10 @@ fn world(
          virtual_clock_start = \"2026-05-04T09:00:00.000Z\"\nscheduler = \"deterministic-multi-v1\"\nlocale = \"C\"\n\n\
          [[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"kernel-a\"\nnode = \"node-a\"\nguards = {guards}\n\n\
          [[guards]]\nid = \"detect\"\nkind = \"prompt-injection\"\n\n[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n\n\
-         [guards.config]\non_untrusted = \"deny\"\nprotected = {}\n",
+         [guards.config]\non_untrusted = \"deny\"\nprotected = {}\nallow_from = {}\n",
         suite.suite,
         toml(&serde_json::to_value(&protected).expect("protected table")),
+        toml(&allow_from(suite, &protected)),
     );
     for (server, trusted) in [("tools", true), ("data", false)] {
         let _ = write!(
@@ -169,6 +170,45 @@ fn world(
         }
     }
     out
+}
+
+/// The guard's run-time allowlist sources: for every protected argument
+/// whose kind has listings in the suite (`allow_from`), those listings, by
+/// server, tool and argument; a pointer is into the released value, whose
+/// answer sits under `/output`.
+fn allow_from(suite: &Suite, protected: &BTreeMap<&str, BTreeMap<&str, Vec<&str>>>) -> Value {
+    let mut out = Map::new();
+    for (server, tools) in protected {
+        let mut by_tool = Map::new();
+        for (tool, args) in tools {
+            let mut by_arg = Map::new();
+            for arg in args {
+                let Some(sources) = suite.allow_from.get(&suite.kinds[*arg].kind) else {
+                    continue;
+                };
+                let listed: Vec<Value> = sources
+                    .iter()
+                    .map(|s| {
+                        json!({
+                            "server": suite.server_of(&s.tool),
+                            "tool": s.tool,
+                            "pointer": format!("/output{}", s.pointer),
+                        })
+                    })
+                    .collect();
+                if !listed.is_empty() {
+                    by_arg.insert(arg.to_string(), Value::Array(listed));
+                }
+            }
+            if !by_arg.is_empty() {
+                by_tool.insert(tool.to_string(), Value::Object(by_arg));
+            }
+        }
+        if !by_tool.is_empty() {
+            out.insert(server.to_string(), Value::Object(by_tool));
+        }
+    }
+    Value::Object(out)
 }
 
 /// The scenario of `task` in `form` under `guards`.

@@ -15,6 +15,10 @@ pub struct Suite {
     pub trusted_tools: Vec<String>,
     pub trusted_fields: Vec<Field>,
     pub kinds: BTreeMap<String, Kind>,
+    /// By kind of protected argument, the user's own listings whose values
+    /// it may take (a tool and a pointer into its output).
+    #[serde(default)]
+    pub allow_from: BTreeMap<String, Vec<Field>>,
     pub vectors: BTreeMap<String, String>,
     pub loaded_texts: BTreeMap<String, BTreeMap<String, String>>,
     pub injection_tasks: BTreeMap<String, InjectionTask>,

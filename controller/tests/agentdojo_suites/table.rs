@@ -1,6 +1,6 @@
 //! Runs a suite's user tasks under the four policies and tallies the table.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use chio_arena::ActionKind;
@@ -45,6 +45,14 @@ impl Tally {
         self.attacks += other.attacks;
         self.approvals += other.approvals;
         self.short.extend(other.short.iter().cloned());
+        // Suites in order, tasks in AgentDojo's numeric order.
+        self.short.sort_by(|(a, _), (b, _)| {
+            let key = |t: &str| {
+                let (suite, task) = t.split_once(' ').unwrap_or((t, ""));
+                (suite.to_string(), task.len(), task.to_string())
+            };
+            key(a).cmp(&key(b))
+        });
     }
 }
 
@@ -154,45 +162,90 @@ pub fn pct(n: usize, d: usize) -> String {
     format!("{}.{}%", tenths / 10, tenths % 10)
 }
 
-/// The markdown table: a row per suite and policy, then the totals.
-pub fn render(by_suite: &BTreeMap<String, BTreeMap<&'static str, Tally>>) -> String {
-    let mut out = String::from(
-        "| suite | policy | clean: tasks whole | clean: calls admitted | under attack: pairs whole | attack success | approvals |\n|---|---|---|---|---|---|---|\n",
-    );
-    let mut total: BTreeMap<&str, Tally> = BTreeMap::new();
-    let rows = |name: &str, tallies: &BTreeMap<&'static str, Tally>, out: &mut String| {
-        for (policy, _, _) in POLICIES {
-            let t = &tallies[policy];
-            out.push_str(&format!(
-                "| {name} | {policy} | {}/{} ({}) | {}/{} ({}) | {}/{} ({}) | {}/{} ({}) | {} |\n",
-                t.tasks_whole,
-                t.tasks,
-                pct(t.tasks_whole, t.tasks),
-                t.calls_admitted,
-                t.calls,
-                pct(t.calls_admitted, t.calls),
-                t.pairs_whole,
-                t.pairs,
-                pct(t.pairs_whole, t.pairs),
-                t.attacks,
-                t.pairs,
-                pct(t.attacks, t.pairs),
-                t.approvals,
-            ));
-        }
-    };
-    for (suite, tallies) in by_suite {
-        rows(suite, tallies, &mut out);
+/// Tallies by suite, then by policy.
+pub type BySuite = BTreeMap<String, BTreeMap<&'static str, Tally>>;
+
+const HEADER: &str = "| clean: tasks whole | clean: calls admitted | under attack: pairs whole | attack success | approvals |";
+
+/// One row's figures.
+fn cells(t: &Tally) -> String {
+    format!(
+        "{}/{} ({}) | {}/{} ({}) | {}/{} ({}) | {}/{} ({}) | {} |",
+        t.tasks_whole,
+        t.tasks,
+        pct(t.tasks_whole, t.tasks),
+        t.calls_admitted,
+        t.calls,
+        pct(t.calls_admitted, t.calls),
+        t.pairs_whole,
+        t.pairs,
+        pct(t.pairs_whole, t.pairs),
+        t.attacks,
+        t.pairs,
+        pct(t.attacks, t.pairs),
+        t.approvals,
+    )
+}
+
+/// The tallies of every suite summed, by policy.
+fn totals(by_suite: &BySuite) -> BTreeMap<&'static str, Tally> {
+    let mut total: BTreeMap<&'static str, Tally> = BTreeMap::new();
+    for tallies in by_suite.values() {
         for (policy, t) in tallies {
             total.entry(policy).or_default().add(t);
         }
     }
-    rows("all", &total, &mut out);
+    total
+}
+
+/// The markdown table: a row per suite and policy, then the totals; then
+/// each clean run that fell short under provenance, with its half
+/// (`held` names the held-out tasks as `<suite> <task>`).
+pub fn render(by_suite: &BySuite, held: &BTreeSet<String>) -> String {
+    let mut out = format!("| suite | policy {HEADER}\n|---|---|---|---|---|---|---|\n");
+    let total = totals(by_suite);
+    let named = by_suite
+        .iter()
+        .map(|(suite, t)| (suite.as_str(), t))
+        .chain([("all", &total)]);
+    for (suite, tallies) in named {
+        for (policy, _, _) in POLICIES {
+            out.push_str(&format!(
+                "| {suite} | {policy} | {}\n",
+                cells(&tallies[policy])
+            ));
+        }
+    }
     out.push_str(
-        "\n| task (clean run, provenance policy) | first refused call: rule |\n|---|---|\n",
+        "\n| task (clean run, provenance policy) | half | first refused call: rule |\n|---|---|---|\n",
     );
     for (task, why) in &total["provenance"].short {
-        out.push_str(&format!("| {task} | {why} |\n"));
+        let half = if held.contains(task) {
+            "held-out"
+        } else {
+            "tuning"
+        };
+        out.push_str(&format!("| {task} | {half} | {why} |\n"));
+    }
+    out
+}
+
+/// The figures per half: every policy over all suites, then provenance
+/// per suite.
+pub fn render_halves(halves: &[(&str, &BySuite)]) -> String {
+    let mut out = format!("| half | suite | policy {HEADER}\n|---|---|---|---|---|---|---|---|\n");
+    for (half, by_suite) in halves {
+        let total = totals(by_suite);
+        for (policy, _, _) in POLICIES {
+            out.push_str(&format!(
+                "| {half} | all | {policy} | {}\n",
+                cells(&total[policy])
+            ));
+        }
+        for (suite, tallies) in by_suite.iter() {
+            let row = cells(&tallies["provenance"]);
+            out.push_str(&format!("| {half} | {suite} | provenance | {row}\n"));
+        }
     }
     out
 }

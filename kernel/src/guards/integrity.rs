@@ -29,6 +29,16 @@
 //! starting with `/` is a JSON pointer. A value inside a protected
 //! argument counts as the argument, and so does a value the argument lies
 //! inside (arguments built as a whole from one value).
+//!
+//! Run-time allowlists (`allow_from`): `{ "allow_from": { "<server>": {
+//! "<tool>": { "recipient": [{ "server": "bank", "tool":
+//! "get_scheduled_transactions", "pointer": "/*/recipient" }] } } } }`. A
+//! protected argument is also admitted, whatever its labels, when its
+//! value (a string, or every string of an array) equals a string found at
+//! the pointer pattern in a trusted part of an output of that server and
+//! tool that the caller read earlier, or that an agent which handed the
+//! caller a value this argument is built from read earlier
+//! (`crate::allowlist`, which says how kernels record and read them).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,6 +47,7 @@ use serde::Deserialize;
 use super::{
     config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardNeeds, GuardVerdict,
 };
+use crate::allowlist::{argument_strings, value_digest, AllowSource};
 use crate::error::KernelError;
 use crate::label::{is_integrity_label, Integrity};
 use crate::provenance::AgentRole;
@@ -60,6 +71,22 @@ pub struct IntegrityConfig {
     /// value, by server, tool and argument.
     #[serde(default)]
     pub allow: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<String>>>>,
+    /// Where an argument's run-time allowlist is read, by server, tool and
+    /// argument: trusted parts of outputs the caller read.
+    #[serde(default)]
+    pub allow_from: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<SourceConfig>>>>,
+}
+
+/// One run-time allowlist source as configured.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// The server whose output is read.
+    pub server: String,
+    /// The tool whose output is read.
+    pub tool: String,
+    /// The JSON pointer pattern of the values (`*` for any key or index).
+    pub pointer: String,
 }
 
 fn deny_by_default() -> String {
@@ -85,6 +112,8 @@ pub struct IntegrityGuard {
     protected: BTreeMap<(String, String), BTreeSet<String>>,
     /// Allowlisted values by `(server, tool)` and argument pointer.
     allow: BTreeMap<(String, String), BTreeMap<String, BTreeSet<String>>>,
+    /// Run-time allowlist sources by `(server, tool)` and argument pointer.
+    allow_from: BTreeMap<(String, String), BTreeMap<String, Vec<AllowSource>>>,
 }
 
 /// The JSON pointer an argument name stands for: a top-level argument, or
@@ -155,14 +184,65 @@ impl IntegrityGuard {
                 allow.insert((server.clone(), tool), lists);
             }
         }
+        let allow_from = sources(&meta, config.allow_from, &protected)?;
         Ok(IntegrityGuard {
             meta,
             consequential,
             on_untrusted,
             protected,
             allow,
+            allow_from,
         })
     }
+}
+
+/// Run-time allowlist sources by `(server, tool)` and argument pointer;
+/// each must name a protected argument and a pointer pattern.
+#[allow(clippy::type_complexity)]
+fn sources(
+    meta: &GuardMeta,
+    config: BTreeMap<String, BTreeMap<String, BTreeMap<String, Vec<SourceConfig>>>>,
+    protected: &BTreeMap<(String, String), BTreeSet<String>>,
+) -> Result<BTreeMap<(String, String), BTreeMap<String, Vec<AllowSource>>>, KernelError> {
+    let mut out = BTreeMap::new();
+    for (server, tools) in config {
+        for (tool, arguments) in tools {
+            let key = (server.clone(), tool.clone());
+            let mut lists = BTreeMap::new();
+            for (name, configured) in arguments {
+                let pointer = argument_pointer(&name);
+                if name.is_empty() || configured.is_empty() {
+                    return Err(config_error(
+                        meta,
+                        format!("allow_from.{server}.{tool} must list sources for named arguments"),
+                    ));
+                }
+                if !protected
+                    .get(&key)
+                    .is_some_and(|set| set.contains(&pointer))
+                {
+                    return Err(config_error(
+                        meta,
+                        format!("allow_from.{server}.{tool}.{name} names no protected argument; list it under protected.{server}.{tool}"),
+                    ));
+                }
+                let mut list = Vec::new();
+                for source in configured {
+                    let built = AllowSource::new(&source.server, &source.tool, &source.pointer)
+                        .ok_or_else(|| {
+                            config_error(
+                                meta,
+                                format!("allow_from.{server}.{tool}.{name}: a source names a server, a tool and a pointer starting with /"),
+                            )
+                        })?;
+                    list.push(built);
+                }
+                lists.insert(pointer, list);
+            }
+            out.insert(key, lists);
+        }
+    }
+    Ok(out)
 }
 
 impl Guard for IntegrityGuard {
@@ -178,6 +258,22 @@ impl Guard for IntegrityGuard {
             labels: true,
             ..GuardNeeds::default()
         }
+    }
+    fn allowlist_sources(&self) -> Vec<AllowSource> {
+        let all: BTreeSet<&AllowSource> = self
+            .allow_from
+            .values()
+            .flat_map(|lists| lists.values().flatten())
+            .collect();
+        all.into_iter().cloned().collect()
+    }
+    fn allowlist_sources_for(&self, server: &str, tool: &str) -> Vec<AllowSource> {
+        let all: BTreeSet<&AllowSource> = self
+            .allow_from
+            .get(&(server.to_string(), tool.to_string()))
+            .map(|lists| lists.values().flatten().collect())
+            .unwrap_or_default();
+        all.into_iter().cloned().collect()
     }
     fn consequential(&self, server: &str, tool: &str) -> Option<bool> {
         Some(
@@ -237,6 +333,38 @@ impl Guard for IntegrityGuard {
 }
 
 impl IntegrityGuard {
+    /// Whether the value of protected `argument` is on one of its run-time
+    /// allowlists: every string of it recorded by a source of the argument
+    /// for the caller, or for an agent that handed over a value the
+    /// argument is built from.
+    fn read_allowed(&self, ctx: &GuardContext<'_>, key: &(String, String), argument: &str) -> bool {
+        let Some(sources) = self.allow_from.get(key).and_then(|l| l.get(argument)) else {
+            return false;
+        };
+        let Some(values) = ctx.arguments.pointer(argument).and_then(argument_strings) else {
+            return false;
+        };
+        let mut readers: BTreeSet<&str> = BTreeSet::from([ctx.agent_id]);
+        for (pointer, senders) in &ctx.provenance.senders {
+            if crate::provenance::within(pointer, argument)
+                || crate::provenance::within(argument, pointer)
+            {
+                readers.extend(senders.iter().map(String::as_str));
+            }
+        }
+        values.iter().all(|value| {
+            let digest = value_digest(value);
+            sources.iter().any(|source| {
+                readers.iter().any(|reader| {
+                    ctx.provenance
+                        .allowlists
+                        .get(&source.record_key(reader))
+                        .is_some_and(|held| held.contains(&digest))
+                })
+            })
+        })
+    }
+
     fn refuse(&self, reason: DenyReason) -> GuardVerdict {
         match self.on_untrusted {
             OnUntrusted::Deny => GuardVerdict::Deny(reason),
@@ -258,6 +386,7 @@ impl IntegrityGuard {
                 .and_then(|lists| lists.get(argument))
                 .zip(value.and_then(|v| v.as_str()))
                 .is_some_and(|(list, value)| list.contains(value))
+                || self.read_allowed(ctx, &key, argument)
         };
         for (pointer, labels) in &ctx.provenance.arguments {
             let mut untrusted = false;
@@ -353,6 +482,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            ..Provenance::default()
         }
     }
 
@@ -447,3 +577,7 @@ mod tests {
         assert_eq!(g.consequential("bank", "read"), Some(false));
     }
 }
+
+#[cfg(test)]
+#[path = "integrity_tests.rs"]
+mod allowlist_tests;

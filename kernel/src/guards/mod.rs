@@ -410,6 +410,21 @@ pub trait Guard: Send + Sync + fmt::Debug {
     fn consequential(&self, _server: &str, _tool: &str) -> Option<bool> {
         None
     }
+    /// Every run-time allowlist source the guard reads
+    /// (`crate::allowlist`): a kernel that releases an output of one of
+    /// their tools records the trusted values at their patterns.
+    fn allowlist_sources(&self) -> Vec<crate::allowlist::AllowSource> {
+        Vec::new()
+    }
+    /// The run-time allowlist sources of the protected arguments of `tool`
+    /// on `server`, whose records admission reads for a call of it.
+    fn allowlist_sources_for(
+        &self,
+        _server: &str,
+        _tool: &str,
+    ) -> Vec<crate::allowlist::AllowSource> {
+        Vec::new()
+    }
     /// Decides on a call before dispatch.
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError>;
     /// Decides on a tool's output after dispatch.

@@ -430,7 +430,7 @@ impl Kernel {
                     .contracts
                     .as_ref()
                     .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
-                arguments: BTreeMap::new(),
+                ..Provenance::default()
             },
         };
         if self.reads_labels(request) {
@@ -445,6 +445,7 @@ impl Kernel {
             inputs.provenance.arguments = self
                 .collect_argument_labels(request, &sets, trace)
                 .map_err(deny)?;
+            self.collect_allowlists(request, principal, &sets, &mut inputs.provenance);
             if self.may_keep(request) {
                 inputs.carried = carried_labels(&held);
                 inputs

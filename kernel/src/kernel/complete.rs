@@ -75,6 +75,8 @@ struct Closing<'a> {
     label_keys: Vec<String>,
     /// How many labels join each key.
     joined: usize,
+    /// The run-time allowlist records written, with how many digests each.
+    allowlisted: Vec<(String, usize)>,
 }
 
 /// The deny reason of an output label that is not a known level.
@@ -122,6 +124,12 @@ fn read_closing(
             trace.label_writes.push(key);
         }
     }
+    for (key, written) in closing.allowlisted {
+        for _ in 0..written {
+            next_answer(answers, StoreName::Label).map_err(|e| DenyReason::from(e).withheld())?;
+        }
+        trace.label_writes.push(key);
+    }
     Ok(())
 }
 
@@ -136,6 +144,8 @@ struct Released {
     joined: Vec<String>,
     unknown: Option<String>,
     label_keys: Vec<String>,
+    /// Run-time allowlist records and the digests they gain.
+    allowlisted: Vec<(String, Vec<String>)>,
 }
 
 /// The retained keys a released output's labels join: the session, the
@@ -163,6 +173,19 @@ fn join_ops(label_keys: &[String], joined: &[String]) -> Vec<StoreOp> {
             joined.iter().map(move |name| StoreOp::JoinLabels {
                 keys: vec![key.clone()],
                 label: name.clone(),
+            })
+        })
+        .collect()
+}
+
+/// One join per run-time allowlist record and digest, in record order.
+fn allowlist_ops(allowlisted: &[(String, Vec<String>)]) -> Vec<StoreOp> {
+    allowlisted
+        .iter()
+        .flat_map(|(key, digests)| {
+            digests.iter().map(|digest| StoreOp::JoinLabels {
+                keys: vec![key.clone()],
+                label: digest.clone(),
             })
         })
         .collect()
@@ -244,6 +267,8 @@ impl Kernel {
             .collect();
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
         let label_keys = released_label_keys(&request, &principal, &verified);
+        let allowlisted =
+            self.allowlist_records(&request, &principal, &content, integrity.as_deref());
         let (reason, guard) = match rewrite {
             Some((guard, why)) => (Some(why), Some(guard)),
             None => (None, None),
@@ -269,6 +294,7 @@ impl Kernel {
                 joined,
                 unknown,
                 label_keys,
+                allowlisted,
             },
             allow,
             now_ms,
@@ -296,6 +322,7 @@ impl Kernel {
             joined,
             unknown,
             label_keys,
+            allowlisted,
         } = released_output;
         let sanitized = allow.sanitized;
         let performed = allow.performed;
@@ -308,6 +335,7 @@ impl Kernel {
         ops.extend(revocation_ops(&verified));
         let receipt = unknown.is_none().then(|| {
             ops.extend(join_ops(&label_keys, &joined));
+            ops.extend(allowlist_ops(&allowlisted));
             let receipt = self.sign_receipt(&request, &parameter_hash, &allow, now_ms);
             ops.push(StoreOp::AppendReceipt {
                 receipt: receipt.clone(),
@@ -321,6 +349,7 @@ impl Kernel {
             unknown,
             label_keys,
             joined: joined.len(),
+            allowlisted: allowlisted.into_iter().map(|(k, d)| (k, d.len())).collect(),
         };
         let read = read_closing(&mut answers, expected, &mut trace);
         let closed = match (read, receipt) {

@@ -131,6 +131,11 @@ pub struct KernelConfig {
     /// The planner / reader role of each agent that has one
     /// (`crate::provenance::AgentRole`); an agent not listed is ordinary.
     pub agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
+    /// The integrity its server's declaration gives parts of a tool's
+    /// output, by `(server, tool)` (`[[servers.fields]]`): a released output
+    /// feeds a run-time allowlist only from its trusted parts
+    /// (`crate::allowlist`).
+    pub output_fields: BTreeMap<(String, String), Vec<crate::provenance::FieldLabel>>,
 }
 
 impl KernelConfig {
@@ -151,6 +156,7 @@ impl KernelConfig {
             tools: None,
             redefinitions: Vec::new(),
             agent_roles: BTreeMap::new(),
+            output_fields: BTreeMap::new(),
         }
     }
 }

@@ -5,8 +5,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Kernel;
+use crate::allowlist::AllowSource;
 use crate::error::{StoreError, StoreName};
 use crate::label::{delegation_record_id, LabelKey};
+use crate::provenance::Provenance;
 use crate::reason::DenyReason;
 use crate::request::ToolCallRequest;
 use crate::trace::DecisionTrace;
@@ -51,7 +53,107 @@ impl Kernel {
                 }
             }
         }
+        for record in self.allowlist_keys(request, principal) {
+            if !keys.contains(&record) {
+                keys.push(record);
+            }
+        }
         keys
+    }
+
+    /// The run-time allowlist records a call reads (`crate::allowlist`):
+    /// for every source of the called tool's protected arguments, the
+    /// record of the caller and of every agent that handed it a value the
+    /// call uses, in order.
+    fn allowlist_keys(&self, request: &ToolCallRequest, principal: &str) -> Vec<String> {
+        let sources: BTreeSet<AllowSource> = self
+            .guards
+            .iter()
+            .flat_map(|g| g.allowlist_sources_for(&request.server, &request.tool))
+            .collect();
+        if sources.is_empty() {
+            return Vec::new();
+        }
+        let readers: BTreeSet<&str> = std::iter::once(principal)
+            .chain(
+                request
+                    .argument_sources
+                    .iter()
+                    .filter(|s| s.record.is_some())
+                    .filter_map(|s| s.sender.as_deref()),
+            )
+            .collect();
+        let keys: BTreeSet<String> = sources
+            .iter()
+            .flat_map(|source| readers.iter().map(|reader| source.record_key(reader)))
+            .collect();
+        keys.into_iter().collect()
+    }
+
+    /// Hands the guards the run-time allowlist records the batch read, and
+    /// the senders of each handed-over argument. A record the batch did not
+    /// answer admits nothing.
+    pub(super) fn collect_allowlists(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        sets: &BTreeMap<String, BTreeSet<String>>,
+        provenance: &mut Provenance,
+    ) {
+        for key in self.allowlist_keys(request, principal) {
+            let held = sets.get(&key).cloned().unwrap_or_default();
+            provenance.allowlists.insert(key, held);
+        }
+        // A sender counts only for a value handed over, whose record
+        // admission has read.
+        for source in request
+            .argument_sources
+            .iter()
+            .filter(|s| s.record.is_some())
+        {
+            if let Some(sender) = &source.sender {
+                provenance
+                    .senders
+                    .entry(source.pointer.clone())
+                    .or_default()
+                    .insert(sender.clone());
+            }
+        }
+    }
+
+    /// The allowlist records a released output of `request` adds to, with
+    /// the digests each gains: for every source reading this tool, the
+    /// trusted strings at its pattern (`crate::allowlist`), recorded for
+    /// the principal that read them. Empty records are left out.
+    pub(super) fn allowlist_records(
+        &self,
+        request: &ToolCallRequest,
+        principal: &str,
+        content: &serde_json::Value,
+        integrity: Option<&str>,
+    ) -> Vec<(String, Vec<String>)> {
+        let base = integrity
+            .and_then(crate::label::Integrity::from_label)
+            .unwrap_or(crate::label::Integrity::Trusted);
+        let fields = self
+            .output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let sources: BTreeSet<AllowSource> = self
+            .guards
+            .iter()
+            .flat_map(|g| g.allowlist_sources())
+            .filter(|s| s.reads(&request.server, &request.tool))
+            .collect();
+        sources
+            .iter()
+            .map(|source| {
+                let values = source.trusted_values(content, base, fields);
+                (source.record_key(principal), values.into_iter().collect())
+            })
+            .filter(|(_, values): &(String, Vec<String>)| !values.is_empty())
+            .collect()
     }
 
     /// The labels of each argument built from an earlier value

@@ -245,6 +245,7 @@ pub struct Kernel {
     stores: KernelStores,
     contracts: Option<CompiledCatalog>,
     agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
+    output_fields: BTreeMap<(String, String), Vec<crate::provenance::FieldLabel>>,
 }
 
 impl fmt::Debug for Kernel {
@@ -364,6 +365,7 @@ impl Kernel {
                 .transpose()?,
             stores,
             agent_roles: config.agent_roles,
+            output_fields: config.output_fields,
         })
     }
 

@@ -223,6 +223,7 @@ pub(super) fn fold(
             label: outcome.trace.output_label.clone(),
             integrity: outcome.trace.output_integrity.clone(),
             record: None,
+            sender: None,
             content_sha256,
             value,
             fields: executor
@@ -375,6 +376,7 @@ pub(super) fn resolve_value(
             pointer: placed.at,
             labels,
             record: released.record.clone(),
+            sender: released.sender.clone(),
         });
     }
     Ok((resolved, sources))

@@ -60,6 +60,7 @@ pub(super) fn prepare(
                 content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
                 fields: Vec::new(),
                 value: Err(Unresolved::NotPerformed),
+                sender: None,
             },
         },
         None => ReleasedOutput {
@@ -69,6 +70,7 @@ pub(super) fn prepare(
             content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
             fields: Vec::new(),
             value: Ok(json!(message.content)),
+            sender: None,
         },
     };
     Ok(PreparedMessage {
@@ -176,6 +178,7 @@ pub(super) fn delivered(
         content_sha256: prepared.content_sha256.clone(),
         value,
         fields: Vec::new(),
+        sender: Some(prepared.command.agent.clone()),
     })
 }
 

@@ -179,6 +179,9 @@ pub struct ReleasedOutput {
     /// it by reference carries the labels of the part taken
     /// (`chio_kernel::provenance::labels_at`).
     pub fields: Vec<chio_kernel::provenance::FieldLabel>,
+    /// For a handed-over value: the agent that handed it over, whose
+    /// run-time allowlists count for a protected argument built from it.
+    pub sender: Option<String>,
 }
 
 /// A scheduled action, decided by the controller and ready to dispatch.

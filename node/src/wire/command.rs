@@ -44,6 +44,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
                 pointer: source.pointer.clone(),
                 labels: source.labels.clone(),
                 record: source.record.clone(),
+                sender: source.sender.clone(),
             })
             .collect(),
     })
@@ -65,6 +66,7 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
                 pointer: source.pointer,
                 labels: source.labels,
                 record: source.record,
+                sender: source.sender,
             })
             .collect(),
         request_id: request.request_id,

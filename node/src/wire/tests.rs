@@ -88,14 +88,16 @@ fn argument_source() -> impl Strategy<Value = chio_kernel::provenance::ArgumentS
         text(),
         prop::collection::vec(text(), 0..3),
         prop::option::of(text()),
+        prop::option::of(text()),
     )
-        .prop_map(
-            |(pointer, labels, record)| chio_kernel::provenance::ArgumentSource {
+        .prop_map(|(pointer, labels, record, sender)| {
+            chio_kernel::provenance::ArgumentSource {
                 pointer,
                 labels,
                 record,
-            },
-        )
+                sender,
+            }
+        })
 }
 
 fn call_command_strategy() -> impl Strategy<Value = CallCommand> {

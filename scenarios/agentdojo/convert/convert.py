@@ -22,6 +22,11 @@ What a file holds (keys sorted, lists in AgentDojo's order):
 - `kinds`: each argument's kind, hand-over schema and whether it is
   protected (the per-suite rules `KINDS` below, from the argument's name
   and AgentDojo's type);
+- `allow_from`: by kind, the user's own listings whose values a protected
+  argument of that kind may take (the per-suite rules `ALLOW_FROM` below:
+  a tool and a pointer into its output); the guard admits a value read
+  from such a listing only where the listing's part is trusted
+  (`trusted_fields`), so a listing a vector reaches feeds nothing;
 - `injection_tasks`: the text the `important_instructions` attack renders
   for each (its template, user "Emma Johnson" as the attack sets it, model
   "the AI language model", AgentDojo's default model name), its
@@ -40,6 +45,7 @@ What a file holds (keys sorted, lists in AgentDojo's order):
 
 import hashlib
 import json
+import os
 import re
 import sys
 from datetime import date, datetime, time
@@ -52,6 +58,26 @@ from agentdojo.attacks.base_attacks import DEFAULT_MODEL_NAME
 from agentdojo.attacks.important_instructions_attacks import ImportantInstructionsAttack
 from agentdojo.functions_runtime import FunctionsRuntime
 from agentdojo.task_suite.load_suites import get_suites
+
+import datetime as _datetime
+import types as _types
+
+import agentdojo.default_suites.v1.tools.cloud_drive_client as _cloud_drive
+import agentdojo.default_suites.v1.tools.email_client as _email_client
+
+
+class _FixedClock(_datetime.datetime):
+    """AgentDojo stamps a sent e-mail and a changed file with the wall
+    clock; the converter fixes that clock at the scenarios' virtual clock
+    start, so two runs write the same bytes."""
+
+    @classmethod
+    def now(cls, tz=None):
+        return cls(2026, 5, 4, 9, 0, 0)
+
+
+for _module in (_email_client, _cloud_drive):
+    _module.datetime = _types.SimpleNamespace(**{**vars(_datetime), "datetime": _FixedClock})
 
 VERSION = "v1.2.2"
 SUITES = ["banking", "slack", "travel", "workspace"]
@@ -143,6 +169,38 @@ KINDS = {
         "event_id": ("id", ID, False),
         "file_id": ("id", ID, False),
         "permission": ("permission", {"enum": ["r", "rw"]}, False),
+    },
+}
+
+
+# Each suite's run-time allowlists, by kind of protected argument: the
+# listings that are the user's own records in AgentDojo's environment (a
+# tool and a pointer into its output). Written from the suites' semantics,
+# never per task: banking's recipients of the user's scheduled and recent
+# transactions (the user's payees; never a sender, who is a third party);
+# slack's member directory (the users of a channel) and channel list;
+# workspace's contact list and the participants of the user's own calendar
+# events (never an e-mail's sender or a file's text). Travel has none: its
+# listings are a city's businesses, not the user's records.
+ALLOW_FROM = {
+    "banking": {
+        "iban": [
+            ("get_scheduled_transactions", "/*/recipient"),
+            ("get_most_recent_transactions", "/*/recipient"),
+        ],
+    },
+    "slack": {
+        "user": [("get_users_in_channel", "/*")],
+        "channel": [("get_channels", "/*")],
+    },
+    "travel": {},
+    "workspace": {
+        "email": [
+            ("search_contacts_by_name", "/*/email"),
+            ("search_contacts_by_email", "/*/email"),
+            ("search_calendar_events", "/*/participants/*"),
+            ("get_day_calendar_events", "/*/participants/*"),
+        ],
     },
 }
 
@@ -374,6 +432,10 @@ def convert(name, suite):
         "trusted_tools": trusted_tools,
         "trusted_fields": trusted_fields,
         "kinds": {k: {"kind": v[0], "schema": v[1], "protected": v[2]} for k, v in sorted(kinds.items())},
+        "allow_from": {
+            kind: [{"tool": t, "pointer": p} for t, p in sources if any(x["name"] == t for x in tools)]
+            for kind, sources in sorted(ALLOW_FROM[name].items())
+        },
         "vectors": dict(sorted(loaded_defaults.items())),
         "loaded_texts": loaded,
         "injection_tasks": injection_tasks,
@@ -425,6 +487,12 @@ def prefixes(pointer):
 
 
 def main():
+    # AgentDojo keeps some values in sets (a calendar event's
+    # participants); Python orders a set of strings by their hashes, which
+    # change from run to run unless PYTHONHASHSEED is fixed, so the
+    # converter runs itself again with it fixed.
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     out = Path(sys.argv[1])
     out.mkdir(parents=True, exist_ok=True)
     suites = get_suites(VERSION)
