@@ -3,8 +3,9 @@
 //! The arena's adversary search claims it finds what a human red team
 //! finds. To measure that claim, this module can switch off one
 //! normalisation or check of the `prompt-injection` or `forbidden-path`
-//! guard, one check of the budget stage, or the scope check's comparison
-//! of pinned tool definitions, at run time, and the search is scored on whether it finds an
+//! guard, one check of the budget stage, the scope check's comparison
+//! of pinned tool definitions, or one rule of the delegation chain's
+//! attenuation check, at run time, and the search is scored on whether it finds an
 //! escape through the hole. Everything here is behind the test-only cargo
 //! feature `planted-weakness`: without it, [`weakened`] is a constant
 //! `false` and every mutant branch compiles away, so a production kernel
@@ -62,6 +63,8 @@ pub enum Weakness {
     /// The `prompt-injection` guard skips the definition scan: a call to a
     /// tool whose definition in force is flagged passes it.
     NoDefinitionScan,
+    /// The attenuation check lets a delegation link expire after its parent.
+    ChildExpiryAfterParent,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -69,7 +72,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 19] = [
+    pub const ALL: [Weakness; 20] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -89,6 +92,7 @@ impl Weakness {
         Weakness::NoToolBudgets,
         Weakness::NoDefinitionPins,
         Weakness::NoDefinitionScan,
+        Weakness::ChildExpiryAfterParent,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -113,6 +117,7 @@ impl Weakness {
             Weakness::NoToolBudgets => "no-tool-budgets",
             Weakness::NoDefinitionPins => "no-definition-pins",
             Weakness::NoDefinitionScan => "no-definition-scan",
+            Weakness::ChildExpiryAfterParent => "child-expiry-after-parent",
         }
     }
 
@@ -122,12 +127,14 @@ impl Weakness {
     }
 
     /// The check the weakness lives in: the guard kind (`prompt-injection`
-    /// or `forbidden-path`), `budget` for the budget stage, or `scope` for
-    /// the scope check.
+    /// or `forbidden-path`), `budget` for the budget stage, `scope` for
+    /// the scope check, or `attenuation` for the delegation chain's
+    /// attenuation check.
     pub fn guard_kind(&self) -> &'static str {
         match self {
             Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
             Weakness::NoDefinitionPins => "scope",
+            Weakness::ChildExpiryAfterParent => "attenuation",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
@@ -214,7 +221,8 @@ pub fn weakened(weakness: Weakness) -> bool {
 }
 
 /// Whether `weakness` is planted in a check outside any guard (the budget
-/// stage and its hold rule, the scope check's pinned definitions) or in a
+/// stage and its hold rule, the scope check's pinned definitions, the
+/// attenuation check) or in a
 /// guard check that no reference reading shares (the definition scan's
 /// verdict). The arena's budget oracle keeps its own count
 /// and never calls these checks, so it stays an independent judge.
@@ -264,7 +272,7 @@ mod tests {
             assert_eq!(Weakness::parse(w.as_str()), Some(w));
             assert!(matches!(
                 w.guard_kind(),
-                "prompt-injection" | "forbidden-path" | "budget" | "scope"
+                "prompt-injection" | "forbidden-path" | "budget" | "scope" | "attenuation"
             ));
         }
     }

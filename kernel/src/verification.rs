@@ -270,7 +270,9 @@ pub fn check_attenuation(
             });
         }
     }
-    if child.expires_at_ms > parent.expires_at_ms {
+    if child.expires_at_ms > parent.expires_at_ms
+        && !crate::planted::weakened_anywhere(crate::planted::Weakness::ChildExpiryAfterParent)
+    {
         return Err(DenyReason::WidensExpiry {
             child: link,
             expires: child.expires_at_ms,
