@@ -1,7 +1,9 @@
 //! The planted attenuation weakness: with the kernel's attenuation check
 //! letting a delegation link expire after its parent, a scenario step shows
 //! the weakened kernel admits a call through such a link while the intact
-//! kernel refuses it. Every test of this binary holds one lock while it
+//! kernel refuses it, and the search over the triangular-delegation world
+//! with goal `widen-delegation` finds the escape through it (and none on
+//! the intact kernel). Every test of this binary holds one lock while it
 //! selects a weakness, since the selection is process-wide.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_attenuation`.
@@ -10,8 +12,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 
+use chio_arena::adversary::{evolve, EvolveConfig};
 use chio_arena::{parse_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
+use chio_node::evaluator::KernelActionEvaluator;
 use chio_node::executor::direct::DirectDispatcher;
 use chio_node::executor::{complete_now, Performed, StepExecutor};
 use chio_node::{FixtureSet, World};
@@ -102,4 +106,37 @@ fn a_link_outliving_its_parent_is_admitted_only_when_planted() {
     let weakened = call_outcome(&scenario, "bob-reads-on-long-link");
     planted::select(None);
     assert_eq!(weakened.0, "allow", "weakened: {weakened:?}");
+}
+
+/// A scope-escape population after the widen-delegation goal.
+const ESCAPE_POPULATION: &str = r#"
+[[adversaries]]
+class = "scope-escape"
+population = "escape"
+seed_ref = "corpus/escape"
+goal = "widen-delegation"
+"#;
+
+/// The generation of the first escape of a short search of the
+/// triangular-delegation world with `weakness` planted.
+fn first_escape(weakness: Option<Weakness>) -> Option<u32> {
+    let scenario = triangle_with(ESCAPE_POPULATION);
+    planted::select(weakness);
+    let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
+    let config = EvolveConfig {
+        generations: 3,
+        ..EvolveConfig::default()
+    };
+    let result = evolve(&scenario, &config, &mut evaluator);
+    planted::select(None);
+    result.expect("evolution").first_escape_generation
+}
+
+// The search finds the link that outlives its parent within three generations, and nothing on the intact kernel.
+#[test]
+fn the_search_finds_a_link_outliving_its_parent() {
+    let _held = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    assert_eq!(first_escape(None), None, "intact kernel");
+    let found = first_escape(Some(Weakness::ChildExpiryAfterParent));
+    assert!(found.is_some_and(|g| g < 3), "not found: {found:?}");
 }
