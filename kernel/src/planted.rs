@@ -65,6 +65,21 @@ pub enum Weakness {
     NoDefinitionScan,
     /// The attenuation check lets a delegation link expire after its parent.
     ChildExpiryAfterParent,
+    /// The attenuation check's start comparison is inverted: a link may
+    /// start before its parent, and one starting after it is refused.
+    StartCheckInverted,
+    /// The attenuation check lets a link drop its parent's invocation limit.
+    UnlimitedChildBudget,
+    /// The scope check lets a link's `*` tool be covered by a parent that
+    /// names any other tool.
+    AnyToolUnderNamedTools,
+    /// The scope check admits a link's monetary constraint that either
+    /// names the parent's argument and currency or stays within its limits.
+    MonetaryEitherMatch,
+    /// The scope check's monetary argument comparison is inverted.
+    MonetaryArgumentInverted,
+    /// The scope check's per-call monetary limit comparison is inverted.
+    MonetaryPerCallInverted,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -72,7 +87,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 20] = [
+    pub const ALL: [Weakness; 26] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -93,6 +108,12 @@ impl Weakness {
         Weakness::NoDefinitionPins,
         Weakness::NoDefinitionScan,
         Weakness::ChildExpiryAfterParent,
+        Weakness::StartCheckInverted,
+        Weakness::UnlimitedChildBudget,
+        Weakness::AnyToolUnderNamedTools,
+        Weakness::MonetaryEitherMatch,
+        Weakness::MonetaryArgumentInverted,
+        Weakness::MonetaryPerCallInverted,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -118,6 +139,12 @@ impl Weakness {
             Weakness::NoDefinitionPins => "no-definition-pins",
             Weakness::NoDefinitionScan => "no-definition-scan",
             Weakness::ChildExpiryAfterParent => "child-expiry-after-parent",
+            Weakness::StartCheckInverted => "start-check-inverted",
+            Weakness::UnlimitedChildBudget => "unlimited-child-budget",
+            Weakness::AnyToolUnderNamedTools => "any-tool-under-named-tools",
+            Weakness::MonetaryEitherMatch => "monetary-either-match",
+            Weakness::MonetaryArgumentInverted => "monetary-argument-inverted",
+            Weakness::MonetaryPerCallInverted => "monetary-per-call-inverted",
         }
     }
 
@@ -134,7 +161,13 @@ impl Weakness {
         match self {
             Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
             Weakness::NoDefinitionPins => "scope",
-            Weakness::ChildExpiryAfterParent => "attenuation",
+            Weakness::ChildExpiryAfterParent
+            | Weakness::StartCheckInverted
+            | Weakness::UnlimitedChildBudget
+            | Weakness::AnyToolUnderNamedTools
+            | Weakness::MonetaryEitherMatch
+            | Weakness::MonetaryArgumentInverted
+            | Weakness::MonetaryPerCallInverted => "attenuation",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
