@@ -25,12 +25,13 @@ use chio_arena::{load_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 
-const DIMENSIONS: [(WideningKind, Operator); 5] = [
+const DIMENSIONS: [(WideningKind, Operator); 6] = [
     (WideningKind::Tool, Operator::WidenTool),
     (WideningKind::Path, Operator::WidenPath),
     (WideningKind::Server, Operator::WidenServer),
     (WideningKind::Expiry, Operator::WidenExpiry),
     (WideningKind::Share, Operator::WidenShare),
+    (WideningKind::Start, Operator::WidenStart),
 ];
 
 fn reference_scenarios() -> Vec<PathBuf> {
@@ -143,5 +144,8 @@ fn the_enumerated_set_finds_the_reachable_switches() {
     println!("enumerated actions evaluated: {evaluated}");
     assert!(evaluated > 1000, "only {evaluated} actions");
     let reached: Vec<&str> = found.keys().map(|w| w.as_str()).collect();
-    assert_eq!(reached, vec!["child-expiry-after-parent"]);
+    assert_eq!(
+        reached,
+        vec!["child-expiry-after-parent", "start-check-inverted"]
+    );
 }

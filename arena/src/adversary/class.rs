@@ -133,6 +133,8 @@ pub enum WideningKind {
     Expiry,
     /// Claims more share than the parent holds.
     Share,
+    /// Starts before the parent's validity window.
+    Start,
 }
 
 /// The heritable part of one population member.

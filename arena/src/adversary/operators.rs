@@ -56,7 +56,7 @@ pub struct ProtocolDraft {
     /// Milliseconds the request's issue time sits in the future.
     pub future_dated_ms: u64,
     /// Further widenings a widening delegation adds (`tool`, `path`,
-    /// `server`, `expiry`, `share`).
+    /// `server`, `expiry`, `share`, `start`).
     pub extra_widenings: Vec<String>,
 }
 
@@ -181,6 +181,8 @@ pub enum Operator {
     WidenPath,
     /// A widening delegation also adds a server the parent does not grant.
     WidenServer,
+    /// A widening delegation also starts before its parent.
+    WidenStart,
 }
 
 /// Innocent text that pushes a payload past a short scan window.
@@ -194,7 +196,7 @@ pub const RENAMED_KEY: &str = "description";
 
 impl Operator {
     /// Every operator, in catalogue order.
-    pub const ALL: [Operator; 42] = [
+    pub const ALL: [Operator; 43] = [
         Operator::Base64,
         Operator::Hex,
         Operator::UrlEncode,
@@ -237,6 +239,7 @@ impl Operator {
         Operator::WidenTool,
         Operator::WidenPath,
         Operator::WidenServer,
+        Operator::WidenStart,
     ];
 
     /// The operator's family.
@@ -253,7 +256,7 @@ impl Operator {
             DotSegment | TrailingDotSegment | ParentSegment | PercentEncodePath
             | BackslashSeparators | PathUpperCase | DoubleSlash | FullwidthDot => Family::Path,
             ReuseRequestId | ChangeSession | ExpiryEdge | FutureDated | WidenExpiry
-            | WidenShare | WidenTool | WidenPath | WidenServer => Family::Protocol,
+            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart => Family::Protocol,
         }
     }
 
@@ -311,6 +314,7 @@ impl Operator {
             WidenTool => "a tool added",
             WidenPath => "the path prefix dropped",
             WidenServer => "a server added",
+            WidenStart => "the delegation's start moved earlier",
         }
     }
 
@@ -320,7 +324,7 @@ impl Operator {
         use Operator::*;
         matches!(
             self,
-            WidenExpiry | WidenShare | WidenTool | WidenPath | WidenServer
+            WidenExpiry | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart
         )
     }
 
@@ -376,6 +380,7 @@ impl Operator {
             WidenTool => push_widening(&mut draft.protocol, "tool"),
             WidenPath => push_widening(&mut draft.protocol, "path"),
             WidenServer => push_widening(&mut draft.protocol, "server"),
+            WidenStart => push_widening(&mut draft.protocol, "start"),
         }
     }
 }

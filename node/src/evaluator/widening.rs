@@ -13,6 +13,9 @@ use super::{failure, Instance};
 /// Milliseconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
 
+/// Milliseconds a scope escape's start widening moves the start before the parent's.
+const START_WIDENING_MS: u64 = 86_400_000;
+
 /// The share a widening link claims when it does not widen the share.
 const MIN_SHARE_BPS: u32 = 1;
 
@@ -78,6 +81,9 @@ fn widen(
                 }
             }
             WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
+            WideningKind::Start => {
+                state.not_before_ms = state.not_before_ms.saturating_sub(START_WIDENING_MS)
+            }
             WideningKind::Share => state.share_bps = parent_bps.saturating_add(1),
         }
     }

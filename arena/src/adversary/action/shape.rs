@@ -36,6 +36,7 @@ pub(super) fn extra_widenings(draft: &Draft) -> Vec<WideningKind> {
             "server" => Some(WideningKind::Server),
             "expiry" => Some(WideningKind::Expiry),
             "share" => Some(WideningKind::Share),
+            "start" => Some(WideningKind::Start),
             _ => None,
         })
         .collect()
@@ -234,7 +235,7 @@ fn add_dimension(
                 .unwrap_or_else(|| FALLBACK_SERVER.to_string());
             plan.extra_server = Some(server);
         }
-        WideningKind::Expiry | WideningKind::Share => {}
+        WideningKind::Expiry | WideningKind::Share | WideningKind::Start => {}
     }
     true
 }
@@ -259,12 +260,13 @@ mod tests {
         (scenario, scopes, base)
     }
 
-    const DIMENSIONS: [WideningKind; 5] = [
+    const DIMENSIONS: [WideningKind; 6] = [
         WideningKind::Tool,
         WideningKind::Path,
         WideningKind::Server,
         WideningKind::Expiry,
         WideningKind::Share,
+        WideningKind::Start,
     ];
 
     // Every dimension is reachable alone and with any other: the plan widens exactly the gene's dimension and the operators'.

@@ -221,6 +221,7 @@ fn protocol_flags() {
         Operator::WidenPath,
         Operator::WidenServer,
         Operator::WidenTool,
+        Operator::WidenStart,
     ] {
         op.apply(&mut d);
     }
@@ -229,7 +230,7 @@ fn protocol_flags() {
     assert_eq!(d.protocol.future_dated_ms, 1_000);
     assert_eq!(
         d.protocol.extra_widenings,
-        vec!["expiry", "share", "tool", "path", "server"]
+        vec!["expiry", "share", "tool", "path", "server", "start"]
     );
 }
 
