@@ -80,6 +80,17 @@ pub enum Weakness {
     MonetaryArgumentInverted,
     /// The scope check's per-call monetary limit comparison is inverted.
     MonetaryPerCallInverted,
+    /// The scope check admits a link's monetary constraint whose total
+    /// stays within the parent's, whatever its argument, currency or
+    /// per-call limit.
+    MonetaryTotalSuffices,
+    /// The scope check admits a link's monetary constraint that names the
+    /// parent's argument, whatever its currency or limits.
+    MonetaryArgumentSuffices,
+    /// The scope check's monetary currency comparison is inverted.
+    MonetaryCurrencyInverted,
+    /// The scope check's monetary total comparison is inverted.
+    MonetaryTotalInverted,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -87,7 +98,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 26] = [
+    pub const ALL: [Weakness; 30] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -114,6 +125,10 @@ impl Weakness {
         Weakness::MonetaryEitherMatch,
         Weakness::MonetaryArgumentInverted,
         Weakness::MonetaryPerCallInverted,
+        Weakness::MonetaryTotalSuffices,
+        Weakness::MonetaryArgumentSuffices,
+        Weakness::MonetaryCurrencyInverted,
+        Weakness::MonetaryTotalInverted,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -145,6 +160,10 @@ impl Weakness {
             Weakness::MonetaryEitherMatch => "monetary-either-match",
             Weakness::MonetaryArgumentInverted => "monetary-argument-inverted",
             Weakness::MonetaryPerCallInverted => "monetary-per-call-inverted",
+            Weakness::MonetaryTotalSuffices => "monetary-total-suffices",
+            Weakness::MonetaryArgumentSuffices => "monetary-argument-suffices",
+            Weakness::MonetaryCurrencyInverted => "monetary-currency-inverted",
+            Weakness::MonetaryTotalInverted => "monetary-total-inverted",
         }
     }
 
@@ -167,7 +186,11 @@ impl Weakness {
             | Weakness::AnyToolUnderNamedTools
             | Weakness::MonetaryEitherMatch
             | Weakness::MonetaryArgumentInverted
-            | Weakness::MonetaryPerCallInverted => "attenuation",
+            | Weakness::MonetaryPerCallInverted
+            | Weakness::MonetaryTotalSuffices
+            | Weakness::MonetaryArgumentSuffices
+            | Weakness::MonetaryCurrencyInverted
+            | Weakness::MonetaryTotalInverted => "attenuation",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding

@@ -255,6 +255,30 @@ fn verify_chain(
     })
 }
 
+/// Whether a link's monetary constraint `c` stays within its parent's `p`:
+/// the same argument and currency, and limits no larger. Each comparison
+/// and each conjunction has a planted inversion (`planted-weakness` builds
+/// only), the mutants the kernel's tests missed.
+fn monetary_covered(p: &MonetaryLimit, c: &MonetaryLimit) -> bool {
+    let invert = |w: Weakness, holds: bool| holds != planted(w);
+    let argument = invert(Weakness::MonetaryArgumentInverted, p.argument == c.argument);
+    let currency = invert(Weakness::MonetaryCurrencyInverted, p.currency == c.currency);
+    let per_call = invert(
+        Weakness::MonetaryPerCallInverted,
+        c.max_per_invocation <= p.max_per_invocation,
+    );
+    let total = invert(Weakness::MonetaryTotalInverted, c.max_total <= p.max_total);
+    if planted(Weakness::MonetaryArgumentSuffices) {
+        argument || (currency && per_call && total)
+    } else if planted(Weakness::MonetaryEitherMatch) {
+        (argument && currency) || (per_call && total)
+    } else if planted(Weakness::MonetaryTotalSuffices) {
+        (argument && currency && per_call) || total
+    } else {
+        argument && currency && per_call && total
+    }
+}
+
 /// Whether a planted weakness of the chain checks is selected
 /// (`planted-weakness` builds only; a constant `false` otherwise).
 fn planted(weakness: Weakness) -> bool {
@@ -377,25 +401,7 @@ fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), Widening> {
                 let p: Option<MonetaryLimit> = serde_json::from_value(value.clone()).ok();
                 let c: Option<MonetaryLimit> = serde_json::from_value(child.clone()).ok();
                 match (p, c) {
-                    (Some(p), Some(c)) => {
-                        let argument = if planted(Weakness::MonetaryArgumentInverted) {
-                            p.argument != c.argument
-                        } else {
-                            p.argument == c.argument
-                        };
-                        let per_call = if planted(Weakness::MonetaryPerCallInverted) {
-                            c.max_per_invocation > p.max_per_invocation
-                        } else {
-                            c.max_per_invocation <= p.max_per_invocation
-                        };
-                        let same = argument && p.currency == c.currency;
-                        let within = per_call && c.max_total <= p.max_total;
-                        if planted(Weakness::MonetaryEitherMatch) {
-                            same || within
-                        } else {
-                            same && within
-                        }
-                    }
+                    (Some(p), Some(c)) => monetary_covered(&p, &c),
                     _ => false,
                 }
             }
