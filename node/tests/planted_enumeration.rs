@@ -25,13 +25,14 @@ use chio_arena::{load_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 
-const DIMENSIONS: [(WideningKind, Operator); 6] = [
+const DIMENSIONS: [(WideningKind, Operator); 7] = [
     (WideningKind::Tool, Operator::WidenTool),
     (WideningKind::Path, Operator::WidenPath),
     (WideningKind::Server, Operator::WidenServer),
     (WideningKind::Expiry, Operator::WidenExpiry),
     (WideningKind::Share, Operator::WidenShare),
     (WideningKind::Start, Operator::WidenStart),
+    (WideningKind::AnyTool, Operator::WidenAnyTool),
 ];
 
 fn reference_scenarios() -> Vec<PathBuf> {
@@ -146,6 +147,10 @@ fn the_enumerated_set_finds_the_reachable_switches() {
     let reached: Vec<&str> = found.keys().map(|w| w.as_str()).collect();
     assert_eq!(
         reached,
-        vec!["child-expiry-after-parent", "start-check-inverted"]
+        vec![
+            "child-expiry-after-parent",
+            "start-check-inverted",
+            "any-tool-under-named-tools"
+        ]
     );
 }

@@ -135,6 +135,9 @@ pub enum WideningKind {
     Share,
     /// Starts before the parent's validity window.
     Start,
+    /// Grants every tool (`*`) under a parent that names its tools, and
+    /// calls the base tool with it.
+    AnyTool,
 }
 
 /// The heritable part of one population member.

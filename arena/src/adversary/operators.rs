@@ -56,7 +56,7 @@ pub struct ProtocolDraft {
     /// Milliseconds the request's issue time sits in the future.
     pub future_dated_ms: u64,
     /// Further widenings a widening delegation adds (`tool`, `path`,
-    /// `server`, `expiry`, `share`, `start`).
+    /// `server`, `expiry`, `share`, `start`, `any-tool`).
     pub extra_widenings: Vec<String>,
 }
 
@@ -183,6 +183,8 @@ pub enum Operator {
     WidenServer,
     /// A widening delegation also starts before its parent.
     WidenStart,
+    /// A widening delegation also grants every tool (`*`).
+    WidenAnyTool,
 }
 
 /// Innocent text that pushes a payload past a short scan window.
@@ -196,7 +198,7 @@ pub const RENAMED_KEY: &str = "description";
 
 impl Operator {
     /// Every operator, in catalogue order.
-    pub const ALL: [Operator; 43] = [
+    pub const ALL: [Operator; 44] = [
         Operator::Base64,
         Operator::Hex,
         Operator::UrlEncode,
@@ -240,6 +242,7 @@ impl Operator {
         Operator::WidenPath,
         Operator::WidenServer,
         Operator::WidenStart,
+        Operator::WidenAnyTool,
     ];
 
     /// The operator's family.
@@ -256,7 +259,9 @@ impl Operator {
             DotSegment | TrailingDotSegment | ParentSegment | PercentEncodePath
             | BackslashSeparators | PathUpperCase | DoubleSlash | FullwidthDot => Family::Path,
             ReuseRequestId | ChangeSession | ExpiryEdge | FutureDated | WidenExpiry
-            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart => Family::Protocol,
+            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart | WidenAnyTool => {
+                Family::Protocol
+            }
         }
     }
 
@@ -315,6 +320,7 @@ impl Operator {
             WidenPath => "the path prefix dropped",
             WidenServer => "a server added",
             WidenStart => "the delegation's start moved earlier",
+            WidenAnyTool => "every tool granted",
         }
     }
 
@@ -324,7 +330,13 @@ impl Operator {
         use Operator::*;
         matches!(
             self,
-            WidenExpiry | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart
+            WidenExpiry
+                | WidenShare
+                | WidenTool
+                | WidenPath
+                | WidenServer
+                | WidenStart
+                | WidenAnyTool
         )
     }
 
@@ -381,6 +393,7 @@ impl Operator {
             WidenPath => push_widening(&mut draft.protocol, "path"),
             WidenServer => push_widening(&mut draft.protocol, "server"),
             WidenStart => push_widening(&mut draft.protocol, "start"),
+            WidenAnyTool => push_widening(&mut draft.protocol, "any-tool"),
         }
     }
 }

@@ -81,6 +81,11 @@ fn widen(
                 }
             }
             WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
+            WideningKind::AnyTool => {
+                for grant in &mut state.scope {
+                    grant.tools.push(chio_kernel::token::ANY_TOOL.to_string());
+                }
+            }
             WideningKind::Start => {
                 state.not_before_ms = state.not_before_ms.saturating_sub(START_WIDENING_MS)
             }

@@ -37,6 +37,7 @@ pub(super) fn extra_widenings(draft: &Draft) -> Vec<WideningKind> {
             "expiry" => Some(WideningKind::Expiry),
             "share" => Some(WideningKind::Share),
             "start" => Some(WideningKind::Start),
+            "any-tool" => Some(WideningKind::AnyTool),
             _ => None,
         })
         .collect()
@@ -235,6 +236,9 @@ fn add_dimension(
                 .unwrap_or_else(|| FALLBACK_SERVER.to_string());
             plan.extra_server = Some(server);
         }
+        WideningKind::AnyTool => {
+            return !scope.grants_tool(&base.server, chio_kernel::token::ANY_TOOL)
+        }
         WideningKind::Expiry | WideningKind::Share | WideningKind::Start => {}
     }
     true
@@ -260,13 +264,14 @@ mod tests {
         (scenario, scopes, base)
     }
 
-    const DIMENSIONS: [WideningKind; 6] = [
+    const DIMENSIONS: [WideningKind; 7] = [
         WideningKind::Tool,
         WideningKind::Path,
         WideningKind::Server,
         WideningKind::Expiry,
         WideningKind::Share,
         WideningKind::Start,
+        WideningKind::AnyTool,
     ];
 
     // Every dimension is reachable alone and with any other: the plan widens exactly the gene's dimension and the operators'.

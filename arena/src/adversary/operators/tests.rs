@@ -222,6 +222,7 @@ fn protocol_flags() {
         Operator::WidenServer,
         Operator::WidenTool,
         Operator::WidenStart,
+        Operator::WidenAnyTool,
     ] {
         op.apply(&mut d);
     }
@@ -230,7 +231,7 @@ fn protocol_flags() {
     assert_eq!(d.protocol.future_dated_ms, 1_000);
     assert_eq!(
         d.protocol.extra_widenings,
-        vec!["expiry", "share", "tool", "path", "server", "start"]
+        vec!["expiry", "share", "tool", "path", "server", "start", "any-tool"]
     );
 }
 
