@@ -3,8 +3,9 @@
 //! The arena's adversary search claims it finds what a human red team
 //! finds. To measure that claim, this module can switch off one
 //! normalisation or check of the `prompt-injection` or `forbidden-path`
-//! guard, one check of the budget stage, or the scope check's comparison
-//! of pinned tool definitions, at run time, and the search is scored on whether it finds an
+//! guard, one check of the budget stage, the scope check's comparison
+//! of pinned tool definitions, or one rule of the delegation chain's
+//! attenuation check, at run time, and the search is scored on whether it finds an
 //! escape through the hole. Everything here is behind the test-only cargo
 //! feature `planted-weakness`: without it, [`weakened`] is a constant
 //! `false` and every mutant branch compiles away, so a production kernel
@@ -62,6 +63,34 @@ pub enum Weakness {
     /// The `prompt-injection` guard skips the definition scan: a call to a
     /// tool whose definition in force is flagged passes it.
     NoDefinitionScan,
+    /// The attenuation check lets a delegation link expire after its parent.
+    ChildExpiryAfterParent,
+    /// The attenuation check's start comparison is inverted: a link may
+    /// start before its parent, and one starting after it is refused.
+    StartCheckInverted,
+    /// The attenuation check lets a link drop its parent's invocation limit.
+    UnlimitedChildBudget,
+    /// The scope check lets a link's `*` tool be covered by a parent that
+    /// names any other tool.
+    AnyToolUnderNamedTools,
+    /// The scope check admits a link's monetary constraint that either
+    /// names the parent's argument and currency or stays within its limits.
+    MonetaryEitherMatch,
+    /// The scope check's monetary argument comparison is inverted.
+    MonetaryArgumentInverted,
+    /// The scope check's per-call monetary limit comparison is inverted.
+    MonetaryPerCallInverted,
+    /// The scope check admits a link's monetary constraint whose total
+    /// stays within the parent's, whatever its argument, currency or
+    /// per-call limit.
+    MonetaryTotalSuffices,
+    /// The scope check admits a link's monetary constraint that names the
+    /// parent's argument, whatever its currency or limits.
+    MonetaryArgumentSuffices,
+    /// The scope check's monetary currency comparison is inverted.
+    MonetaryCurrencyInverted,
+    /// The scope check's monetary total comparison is inverted.
+    MonetaryTotalInverted,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -69,7 +98,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 19] = [
+    pub const ALL: [Weakness; 30] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -89,6 +118,17 @@ impl Weakness {
         Weakness::NoToolBudgets,
         Weakness::NoDefinitionPins,
         Weakness::NoDefinitionScan,
+        Weakness::ChildExpiryAfterParent,
+        Weakness::StartCheckInverted,
+        Weakness::UnlimitedChildBudget,
+        Weakness::AnyToolUnderNamedTools,
+        Weakness::MonetaryEitherMatch,
+        Weakness::MonetaryArgumentInverted,
+        Weakness::MonetaryPerCallInverted,
+        Weakness::MonetaryTotalSuffices,
+        Weakness::MonetaryArgumentSuffices,
+        Weakness::MonetaryCurrencyInverted,
+        Weakness::MonetaryTotalInverted,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -113,6 +153,17 @@ impl Weakness {
             Weakness::NoToolBudgets => "no-tool-budgets",
             Weakness::NoDefinitionPins => "no-definition-pins",
             Weakness::NoDefinitionScan => "no-definition-scan",
+            Weakness::ChildExpiryAfterParent => "child-expiry-after-parent",
+            Weakness::StartCheckInverted => "start-check-inverted",
+            Weakness::UnlimitedChildBudget => "unlimited-child-budget",
+            Weakness::AnyToolUnderNamedTools => "any-tool-under-named-tools",
+            Weakness::MonetaryEitherMatch => "monetary-either-match",
+            Weakness::MonetaryArgumentInverted => "monetary-argument-inverted",
+            Weakness::MonetaryPerCallInverted => "monetary-per-call-inverted",
+            Weakness::MonetaryTotalSuffices => "monetary-total-suffices",
+            Weakness::MonetaryArgumentSuffices => "monetary-argument-suffices",
+            Weakness::MonetaryCurrencyInverted => "monetary-currency-inverted",
+            Weakness::MonetaryTotalInverted => "monetary-total-inverted",
         }
     }
 
@@ -122,12 +173,24 @@ impl Weakness {
     }
 
     /// The check the weakness lives in: the guard kind (`prompt-injection`
-    /// or `forbidden-path`), `budget` for the budget stage, or `scope` for
-    /// the scope check.
+    /// or `forbidden-path`), `budget` for the budget stage, `scope` for
+    /// the scope check, or `attenuation` for the delegation chain's
+    /// attenuation check.
     pub fn guard_kind(&self) -> &'static str {
         match self {
             Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
             Weakness::NoDefinitionPins => "scope",
+            Weakness::ChildExpiryAfterParent
+            | Weakness::StartCheckInverted
+            | Weakness::UnlimitedChildBudget
+            | Weakness::AnyToolUnderNamedTools
+            | Weakness::MonetaryEitherMatch
+            | Weakness::MonetaryArgumentInverted
+            | Weakness::MonetaryPerCallInverted
+            | Weakness::MonetaryTotalSuffices
+            | Weakness::MonetaryArgumentSuffices
+            | Weakness::MonetaryCurrencyInverted
+            | Weakness::MonetaryTotalInverted => "attenuation",
             Weakness::CaseSensitiveGlobs
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
@@ -214,7 +277,8 @@ pub fn weakened(weakness: Weakness) -> bool {
 }
 
 /// Whether `weakness` is planted in a check outside any guard (the budget
-/// stage and its hold rule, the scope check's pinned definitions) or in a
+/// stage and its hold rule, the scope check's pinned definitions, the
+/// attenuation check) or in a
 /// guard check that no reference reading shares (the definition scan's
 /// verdict). The arena's budget oracle keeps its own count
 /// and never calls these checks, so it stays an independent judge.
@@ -264,7 +328,7 @@ mod tests {
             assert_eq!(Weakness::parse(w.as_str()), Some(w));
             assert!(matches!(
                 w.guard_kind(),
-                "prompt-injection" | "forbidden-path" | "budget" | "scope"
+                "prompt-injection" | "forbidden-path" | "budget" | "scope" | "attenuation"
             ));
         }
     }

@@ -13,6 +13,7 @@
 
 use crate::canonical::to_canonical_vec;
 use crate::path::{is_under, normalize_path};
+use crate::planted::Weakness;
 use crate::reason::{DenyReason, Widening};
 use crate::signature::{verify_hex, SignatureCache};
 use crate::token::{
@@ -254,6 +255,36 @@ fn verify_chain(
     })
 }
 
+/// Whether a link's monetary constraint `c` stays within its parent's `p`:
+/// the same argument and currency, and limits no larger. Each comparison
+/// and each conjunction has a planted inversion (`planted-weakness` builds
+/// only), the mutants the kernel's tests missed.
+fn monetary_covered(p: &MonetaryLimit, c: &MonetaryLimit) -> bool {
+    let invert = |w: Weakness, holds: bool| holds != planted(w);
+    let argument = invert(Weakness::MonetaryArgumentInverted, p.argument == c.argument);
+    let currency = invert(Weakness::MonetaryCurrencyInverted, p.currency == c.currency);
+    let per_call = invert(
+        Weakness::MonetaryPerCallInverted,
+        c.max_per_invocation <= p.max_per_invocation,
+    );
+    let total = invert(Weakness::MonetaryTotalInverted, c.max_total <= p.max_total);
+    if planted(Weakness::MonetaryArgumentSuffices) {
+        argument || (currency && per_call && total)
+    } else if planted(Weakness::MonetaryEitherMatch) {
+        (argument && currency) || (per_call && total)
+    } else if planted(Weakness::MonetaryTotalSuffices) {
+        (argument && currency && per_call) || total
+    } else {
+        argument && currency && per_call && total
+    }
+}
+
+/// Whether a planted weakness of the chain checks is selected
+/// (`planted-weakness` builds only; a constant `false` otherwise).
+fn planted(weakness: Weakness) -> bool {
+    crate::planted::weakened_anywhere(weakness)
+}
+
 /// Checks that `child` attenuates `parent`: scope subset, window inside,
 /// budget and share no larger.
 pub fn check_attenuation(
@@ -270,14 +301,19 @@ pub fn check_attenuation(
             });
         }
     }
-    if child.expires_at_ms > parent.expires_at_ms {
+    if child.expires_at_ms > parent.expires_at_ms && !planted(Weakness::ChildExpiryAfterParent) {
         return Err(DenyReason::WidensExpiry {
             child: link,
             expires: child.expires_at_ms,
             parent: parent.expires_at_ms,
         });
     }
-    if child.not_before_ms < parent.not_before_ms {
+    let widens_start = if planted(Weakness::StartCheckInverted) {
+        child.not_before_ms > parent.not_before_ms
+    } else {
+        child.not_before_ms < parent.not_before_ms
+    };
+    if widens_start {
         return Err(DenyReason::WidensStart {
             child: link,
             not_before: child.not_before_ms,
@@ -285,7 +321,7 @@ pub fn check_attenuation(
         });
     }
     match (parent.max_invocations, child.max_invocations) {
-        (Some(p), None) => {
+        (Some(p), None) if !planted(Weakness::UnlimitedChildBudget) => {
             return Err(DenyReason::UnlimitedBudget {
                 child: link,
                 parent: p,
@@ -334,7 +370,12 @@ fn uncovered(grant: &ScopeGrant, parents: &[ScopeGrant]) -> Option<Widening> {
 fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), Widening> {
     for tool in &grant.tools {
         let ok = if tool == ANY_TOOL {
-            parent.tools.iter().any(|t| t == ANY_TOOL)
+            let any = |t: &String| t == ANY_TOOL;
+            if planted(Weakness::AnyToolUnderNamedTools) {
+                parent.tools.iter().any(|t| !any(t))
+            } else {
+                parent.tools.iter().any(any)
+            }
         } else {
             parent.covers_tool(tool)
         };
@@ -360,12 +401,7 @@ fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), Widening> {
                 let p: Option<MonetaryLimit> = serde_json::from_value(value.clone()).ok();
                 let c: Option<MonetaryLimit> = serde_json::from_value(child.clone()).ok();
                 match (p, c) {
-                    (Some(p), Some(c)) => {
-                        p.argument == c.argument
-                            && p.currency == c.currency
-                            && c.max_per_invocation <= p.max_per_invocation
-                            && c.max_total <= p.max_total
-                    }
+                    (Some(p), Some(c)) => monetary_covered(&p, &c),
                     _ => false,
                 }
             }

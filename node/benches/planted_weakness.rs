@@ -6,8 +6,11 @@
 //! over `scenarios/planted-weakness-benchmark.toml` (guard mutants),
 //! `scenarios/planted-budget-benchmark.toml` (budget mutants),
 //! `scenarios/adversaries-rug-pull.toml` (the skipped pinned-digest
-//! comparison) or `scenarios/adversaries-tool-poisoning.toml` (the skipped
-//! definition scan), stopping a mutant's
+//! comparison), `scenarios/adversaries-tool-poisoning.toml` (the skipped
+//! definition scan) or, for the attenuation switches (the one planted by
+//! hand and those made from the kernel's surviving mutants),
+//! `scenarios/three_agent_triangular_delegation.toml` with a `scope-escape`
+//! population after `widen-delegation`, stopping a mutant's
 //! run at the first generation with an escape. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
 //! the first escape's operator sequence in words; then the detection rate
@@ -22,7 +25,7 @@ use std::path::Path;
 
 use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
 use chio_arena::adversary::{describe, ActionResult, EvolutionResult, EvolveConfig};
-use chio_arena::load_scenario;
+use chio_arena::{load_scenario, parse_scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 
@@ -75,8 +78,19 @@ fn world_of(name: &str) -> chio_arena::Scenario {
     load_scenario(&path).expect("scenario loads")
 }
 
+/// The triangular-delegation reference world with a `scope-escape`
+/// population after `widen-delegation`: the attenuation switches' world.
+fn delegation_world() -> chio_arena::Scenario {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let text = std::fs::read_to_string(dir.join("three_agent_triangular_delegation.toml"))
+        .expect("the reference scenario reads");
+    let population = "[[adversaries]]\nclass = \"scope-escape\"\npopulation = \"escape\"\nseed_ref = \"corpus/escape\"\ngoal = \"widen-delegation\"\n";
+    parse_scenario(&format!("{text}\n{population}"), &dir).expect("scenario parses")
+}
+
 fn main() {
     let guards_world = world_of("planted-weakness-benchmark.toml");
+    let delegation_world = delegation_world();
     let budget_world = world_of("planted-budget-benchmark.toml");
     let pins_world = world_of("adversaries-rug-pull.toml");
     let poisoning_world = world_of("adversaries-tool-poisoning.toml");
@@ -101,6 +115,7 @@ fn main() {
         (None, &budget_world),
         (None, &pins_world),
         (None, &poisoning_world),
+        (None, &delegation_world),
     ]
     .into_iter()
     .chain(Weakness::ALL.into_iter().map(|w| {
@@ -108,6 +123,7 @@ fn main() {
             Weakness::NoDefinitionPins => &pins_world,
             Weakness::NoDefinitionScan => &poisoning_world,
             _ if w.guard_kind() == "budget" => &budget_world,
+            _ if w.guard_kind() == "attenuation" => &delegation_world,
             _ => &guards_world,
         };
         (Some(w), world)

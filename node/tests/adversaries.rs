@@ -107,7 +107,10 @@ fn deny_reasons_name_the_cause_per_class() {
         .all(|r| r.starts_with("request replayed") || r == "capability has expired"));
     assert!(reasons(AdversaryClass::ScopeEscape)
         .iter()
-        .all(|r| r.contains("widens scope") || r.contains("expires at") || r.contains("share")));
+        .all(|r| r.contains("widens scope")
+            || r.contains("expires at")
+            || r.contains("becomes valid at")
+            || r.contains("share")));
 }
 
 // An over-request that swaps to a tool the grant also covers is allowed and counted neither as escape nor defeat.

@@ -44,8 +44,9 @@ use shape::{
     WideningCandidates,
 };
 pub use world::{
-    base_steps, budget_limit, declared_scopes, labelled_read_after, pinned_redefinition_after,
-    poisoned_redefinition_after, revocation_after, BaseStep, DeclaredGrant, DeclaredScope,
+    base_steps, budget_limit, declared_scopes, insider, labelled_read_after,
+    pinned_redefinition_after, poisoned_redefinition_after, revocation_after, BaseStep,
+    DeclaredGrant, DeclaredScope,
 };
 
 /// The call an action makes (for a replay: the captured original).
@@ -133,6 +134,13 @@ pub struct WideningPlan {
     /// Further widenings the same link makes (operators add them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<WideningKind>,
+}
+
+impl WideningPlan {
+    /// Every dimension the link widens: the gene's, then the operators'.
+    pub fn dimensions(&self) -> impl Iterator<Item = WideningKind> + '_ {
+        std::iter::once(self.widening).chain(self.also.iter().copied())
+    }
 }
 
 /// The base call made again and again, one more time than its tightest
@@ -265,7 +273,8 @@ pub fn payload(pattern: &str, variant: u32) -> Option<&'static str> {
         .or(Some(p.sample()))
 }
 
-/// The id an action's accomplice (the receiver of a widening delegation) has.
+/// The id an action's accomplice (the receiver of a widening delegation)
+/// has when the scenario declares no agent outside the parent's lineage.
 pub fn accomplice_id(agent: &str) -> String {
     format!("{agent}.accomplice")
 }
@@ -379,7 +388,7 @@ pub fn mutate_with(
                 let candidates = WideningCandidates { tools, servers };
                 let widened =
                     widening_mutation(*widening, *choice, &candidates, scope?, base, also)?;
-                widen_call(&mut call, &widened, base, member);
+                widen_call(&mut call, &widened, base, member, scenario);
                 Mutation::Widen(widened)
             }
             // A gene whose params belong to another class: populations refuse

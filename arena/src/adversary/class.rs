@@ -133,6 +133,11 @@ pub enum WideningKind {
     Expiry,
     /// Claims more share than the parent holds.
     Share,
+    /// Starts before the parent's validity window.
+    Start,
+    /// Grants every tool (`*`) under a parent that names its tools, and
+    /// calls the base tool with it.
+    AnyTool,
 }
 
 /// The heritable part of one population member.

@@ -225,10 +225,7 @@ impl Goal {
         Operator::ALL
             .into_iter()
             .filter(|o| self.families().contains(&o.family()))
-            .filter(|o| {
-                *self == Goal::WidenDelegation
-                    || !matches!(o, Operator::WidenExpiry | Operator::WidenShare)
-            })
+            .filter(|o| *self == Goal::WidenDelegation || !o.widens())
             .collect()
     }
 }
@@ -331,8 +328,9 @@ mod tests {
             assert!(!goal.uses_gene());
             let operators = goal.operators();
             assert!(!operators.is_empty());
-            assert!(operators.iter().all(|o| o.family() == Family::Protocol
-                && !matches!(o, Operator::WidenExpiry | Operator::WidenShare)));
+            assert!(operators
+                .iter()
+                .all(|o| o.family() == Family::Protocol && !o.widens()));
         }
         let unknown = Goal::from_block(CapabilityOverrequest, Some("rug-pull"), None, "a")
             .unwrap_err()

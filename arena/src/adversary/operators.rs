@@ -55,7 +55,8 @@ pub struct ProtocolDraft {
     pub expiry_edge: bool,
     /// Milliseconds the request's issue time sits in the future.
     pub future_dated_ms: u64,
-    /// Further widenings a widening delegation adds (`expiry`, `share`).
+    /// Further widenings a widening delegation adds (`tool`, `path`,
+    /// `server`, `expiry`, `share`, `start`, `any-tool`).
     pub extra_widenings: Vec<String>,
 }
 
@@ -174,6 +175,16 @@ pub enum Operator {
     WidenExpiry,
     /// A widening delegation also claims more share.
     WidenShare,
+    /// A widening delegation also adds a tool the parent does not grant.
+    WidenTool,
+    /// A widening delegation also drops the parent's path prefix.
+    WidenPath,
+    /// A widening delegation also adds a server the parent does not grant.
+    WidenServer,
+    /// A widening delegation also starts before its parent.
+    WidenStart,
+    /// A widening delegation also grants every tool (`*`).
+    WidenAnyTool,
 }
 
 /// Innocent text that pushes a payload past a short scan window.
@@ -187,7 +198,7 @@ pub const RENAMED_KEY: &str = "description";
 
 impl Operator {
     /// Every operator, in catalogue order.
-    pub const ALL: [Operator; 39] = [
+    pub const ALL: [Operator; 44] = [
         Operator::Base64,
         Operator::Hex,
         Operator::UrlEncode,
@@ -227,6 +238,11 @@ impl Operator {
         Operator::FutureDated,
         Operator::WidenExpiry,
         Operator::WidenShare,
+        Operator::WidenTool,
+        Operator::WidenPath,
+        Operator::WidenServer,
+        Operator::WidenStart,
+        Operator::WidenAnyTool,
     ];
 
     /// The operator's family.
@@ -243,7 +259,9 @@ impl Operator {
             DotSegment | TrailingDotSegment | ParentSegment | PercentEncodePath
             | BackslashSeparators | PathUpperCase | DoubleSlash | FullwidthDot => Family::Path,
             ReuseRequestId | ChangeSession | ExpiryEdge | FutureDated | WidenExpiry
-            | WidenShare => Family::Protocol,
+            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart | WidenAnyTool => {
+                Family::Protocol
+            }
         }
     }
 
@@ -298,7 +316,28 @@ impl Operator {
             FutureDated => "dated a second in the future",
             WidenExpiry => "the delegation's expiry extended",
             WidenShare => "more share claimed",
+            WidenTool => "a tool added",
+            WidenPath => "the path prefix dropped",
+            WidenServer => "a server added",
+            WidenStart => "the delegation's start moved earlier",
+            WidenAnyTool => "every tool granted",
         }
+    }
+
+    /// Whether the operator adds a dimension to a widening link (served
+    /// by `widen-delegation` only).
+    pub fn widens(&self) -> bool {
+        use Operator::*;
+        matches!(
+            self,
+            WidenExpiry
+                | WidenShare
+                | WidenTool
+                | WidenPath
+                | WidenServer
+                | WidenStart
+                | WidenAnyTool
+        )
     }
 
     /// Applies the operator to `draft`.
@@ -350,6 +389,11 @@ impl Operator {
             FutureDated => draft.protocol.future_dated_ms = 1_000,
             WidenExpiry => push_widening(&mut draft.protocol, "expiry"),
             WidenShare => push_widening(&mut draft.protocol, "share"),
+            WidenTool => push_widening(&mut draft.protocol, "tool"),
+            WidenPath => push_widening(&mut draft.protocol, "path"),
+            WidenServer => push_widening(&mut draft.protocol, "server"),
+            WidenStart => push_widening(&mut draft.protocol, "start"),
+            WidenAnyTool => push_widening(&mut draft.protocol, "any-tool"),
         }
     }
 }

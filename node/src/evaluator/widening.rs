@@ -10,8 +10,14 @@ use chio_kernel::token::{CapabilityToken, ScopeGrant};
 use super::instance::WorldInstance;
 use super::{failure, Instance};
 
-/// Seconds a scope escape's expiry widening adds past the parent's expiry.
+/// Milliseconds a scope escape's expiry widening adds past the parent's expiry.
 const EXPIRY_WIDENING_MS: u64 = 86_400_000;
+
+/// Milliseconds a scope escape's start widening moves the start before the parent's.
+const START_WIDENING_MS: u64 = 86_400_000;
+
+/// The share a widening link claims when it does not widen the share.
+const MIN_SHARE_BPS: u32 = 1;
 
 impl<I: WorldInstance> Instance<'_, I> {
     /// The holder signs a link handing the accomplice a scope wider than the parent's.
@@ -25,8 +31,14 @@ impl<I: WorldInstance> Instance<'_, I> {
     ) -> Result<CapabilityToken, ArenaError> {
         let parent = self.token(&plan.parent)?;
         let mut state = parent.state();
-        for widening in std::iter::once(plan.widening).chain(plan.also.iter().copied()) {
-            widen(&mut state, widening, plan, tool);
+        // Every dimension the plan does not widen attenuates: the scope,
+        // window and budget stay the parent's, and the share is the
+        // smallest the schema allows, so the parent's other children
+        // never refuse the link before the widened dimension is judged.
+        let parent_bps = state.share_bps;
+        state.share_bps = parent_bps.min(MIN_SHARE_BPS);
+        for widening in plan.dimensions() {
+            widen(&mut state, widening, plan, tool, parent_bps);
         }
         let delegatee = public_key_hex(&self.key_of(accomplice));
         parent
@@ -41,12 +53,13 @@ impl<I: WorldInstance> Instance<'_, I> {
     }
 }
 
-/// Applies one widening to a link's state.
+/// Applies one widening to a link's state (`parent_bps`: the parent's share).
 fn widen(
     state: &mut chio_kernel::token::GrantState,
     widening: WideningKind,
     plan: &WideningPlan,
     tool: &str,
+    parent_bps: u32,
 ) {
     {
         match widening {
@@ -68,7 +81,15 @@ fn widen(
                 }
             }
             WideningKind::Expiry => state.expires_at_ms += EXPIRY_WIDENING_MS,
-            WideningKind::Share => state.share_bps += 1,
+            WideningKind::AnyTool => {
+                for grant in &mut state.scope {
+                    grant.tools.push(chio_kernel::token::ANY_TOOL.to_string());
+                }
+            }
+            WideningKind::Start => {
+                state.not_before_ms = state.not_before_ms.saturating_sub(START_WIDENING_MS)
+            }
+            WideningKind::Share => state.share_bps = parent_bps.saturating_add(1),
         }
     }
 }

@@ -31,22 +31,30 @@ pub(super) fn extra_widenings(draft: &Draft) -> Vec<WideningKind> {
         .extra_widenings
         .iter()
         .filter_map(|w| match w.as_str() {
+            "tool" => Some(WideningKind::Tool),
+            "path" => Some(WideningKind::Path),
+            "server" => Some(WideningKind::Server),
             "expiry" => Some(WideningKind::Expiry),
             "share" => Some(WideningKind::Share),
+            "start" => Some(WideningKind::Start),
+            "any-tool" => Some(WideningKind::AnyTool),
             _ => None,
         })
         .collect()
 }
 
-/// The accomplice's call through a widened link: its own id and the
-/// child's, with the tool, server or path the widening adds.
+/// The accomplice's call through a widened link: its id (an insider of
+/// the scenario outside the parent's lineage, else the base agent's
+/// accomplice key) and the child's, with the tool, server or path the
+/// widening adds.
 pub(super) fn widen_call(
     call: &mut MutatedCall,
     widened: &WideningPlan,
     base: &BaseStep,
     member: u32,
+    scenario: &Scenario,
 ) {
-    call.agent = accomplice_id(&base.agent);
+    call.agent = insider(scenario, &base.capability).unwrap_or_else(|| accomplice_id(&base.agent));
     call.capability = format!("{}.escape-{}", base.capability, member);
     if let Some(tool) = &widened.extra_tool {
         call.tool = tool.clone();
@@ -54,7 +62,7 @@ pub(super) fn widen_call(
     if let Some(server) = &widened.extra_server {
         call.server = server.clone();
     }
-    if widened.widening == WideningKind::Path {
+    if widened.dimensions().any(|d| d == WideningKind::Path) {
         let name = base
             .arguments
             .get("path")
@@ -156,8 +164,12 @@ pub(super) struct WideningCandidates<'a> {
 }
 
 /// The widening link's plan: what it adds beyond the parent's declared
-/// scope (`None` when the parent already grants it, or a path widening of a
-/// parent without a path prefix).
+/// scope, in the gene's dimension and each further dimension its operators
+/// name (`None` when the gene's own dimension does not apply: the parent
+/// already grants every candidate, or a path widening of a parent without a
+/// path prefix; a further dimension that does not apply is left out). Every
+/// dimension is applied by the same rule, so each is reachable alone (a
+/// gene without widening operators) and with any other.
 pub(super) fn widening_mutation(
     widening: WideningKind,
     choice: u32,
@@ -172,26 +184,45 @@ pub(super) fn widening_mutation(
         delegator: scope.holder.clone(),
         extra_tool: None,
         extra_server: None,
-        also: also.into_iter().filter(|w| *w != widening).collect(),
+        also: Vec::new(),
     };
-    match widening {
+    if !add_dimension(&mut plan, widening, choice, candidates, scope, base) {
+        return None;
+    }
+    for extra in also.into_iter().filter(|w| *w != widening) {
+        if add_dimension(&mut plan, extra, choice, candidates, scope, base) {
+            plan.also.push(extra);
+        }
+    }
+    Some(plan)
+}
+
+/// Adds one widening dimension to `plan`; `false` when it does not apply.
+fn add_dimension(
+    plan: &mut WideningPlan,
+    dimension: WideningKind,
+    choice: u32,
+    candidates: &WideningCandidates<'_>,
+    scope: &DeclaredScope,
+    base: &BaseStep,
+) -> bool {
+    match dimension {
         WideningKind::Tool => {
             let fresh: Vec<&String> = candidates
                 .tools
                 .iter()
                 .filter(|t| !scope.grants_tool(&base.server, t))
                 .collect();
-            let tool = (*fresh.get(choice as usize % fresh.len().max(1))?).clone();
-            plan.extra_tool = Some(tool);
+            let Some(tool) = fresh.get(choice as usize % fresh.len().max(1)) else {
+                return false;
+            };
+            plan.extra_tool = Some((*tool).clone());
         }
         WideningKind::Path => {
-            let prefixed = scope
+            return scope
                 .grants
                 .iter()
                 .any(|g| g.server == base.server && g.path_prefix.is_some());
-            if !prefixed {
-                return None;
-            }
         }
         WideningKind::Server => {
             let fresh: Vec<&String> = candidates
@@ -205,7 +236,138 @@ pub(super) fn widening_mutation(
                 .unwrap_or_else(|| FALLBACK_SERVER.to_string());
             plan.extra_server = Some(server);
         }
-        WideningKind::Expiry | WideningKind::Share => {}
+        WideningKind::AnyTool => {
+            return !scope.grants_tool(&base.server, chio_kernel::token::ANY_TOOL)
+        }
+        WideningKind::Expiry | WideningKind::Share | WideningKind::Start => {}
     }
-    Some(plan)
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load_scenario;
+
+    /// The triangular-delegation reference world, its declared scopes and
+    /// its base step `step`.
+    fn triangle(step: &str) -> (Scenario, BTreeMap<String, DeclaredScope>, BaseStep) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/three_agent_triangular_delegation.toml");
+        let scenario = load_scenario(path).expect("loads");
+        let scopes = declared_scopes(&scenario).expect("scopes");
+        let base = base_steps(&scenario)
+            .expect("base steps")
+            .into_iter()
+            .find(|b| b.step_id == step)
+            .expect("base step");
+        (scenario, scopes, base)
+    }
+
+    const DIMENSIONS: [WideningKind; 7] = [
+        WideningKind::Tool,
+        WideningKind::Path,
+        WideningKind::Server,
+        WideningKind::Expiry,
+        WideningKind::Share,
+        WideningKind::Start,
+        WideningKind::AnyTool,
+    ];
+
+    // Every dimension is reachable alone and with any other: the plan widens exactly the gene's dimension and the operators'.
+    #[test]
+    fn every_dimension_alone_and_in_pairs() {
+        let (_, scopes, base) = triangle("alice-reads-plan");
+        let scope = &scopes[&base.capability];
+        let tools = vec!["read_file".to_string(), "delete_file".to_string()];
+        let servers = vec!["mail".to_string()];
+        let candidates = WideningCandidates {
+            tools: &tools,
+            servers: &servers,
+        };
+        for first in DIMENSIONS {
+            let alone = widening_mutation(first, 0, &candidates, scope, &base, Vec::new())
+                .expect("the dimension applies");
+            assert_eq!(alone.dimensions().collect::<Vec<_>>(), vec![first]);
+            assert_eq!(alone.extra_tool.is_some(), first == WideningKind::Tool);
+            assert_eq!(alone.extra_server.is_some(), first == WideningKind::Server);
+            for second in DIMENSIONS.into_iter().filter(|d| *d != first) {
+                let pair = widening_mutation(first, 0, &candidates, scope, &base, vec![second])
+                    .expect("the pair applies");
+                assert_eq!(pair.dimensions().collect::<Vec<_>>(), vec![first, second]);
+                let adds = |d| first == d || second == d;
+                assert_eq!(
+                    pair.extra_tool.as_deref(),
+                    adds(WideningKind::Tool).then_some("delete_file")
+                );
+                assert_eq!(
+                    pair.extra_server.as_deref(),
+                    adds(WideningKind::Server).then_some("mail")
+                );
+            }
+        }
+    }
+
+    // A dimension that does not apply refuses the gene, and is left out when an operator names it.
+    #[test]
+    fn a_dimension_that_does_not_apply() {
+        let (_, scopes, base) = triangle("alice-reads-plan");
+        let mut scope = scopes[&base.capability].clone();
+        for grant in &mut scope.grants {
+            grant.path_prefix = None;
+        }
+        let granted = vec!["read_file".to_string()];
+        let candidates = WideningCandidates {
+            tools: &granted,
+            servers: &[],
+        };
+        for dimension in [WideningKind::Path, WideningKind::Tool] {
+            assert_eq!(
+                widening_mutation(dimension, 0, &candidates, &scope, &base, Vec::new()),
+                None
+            );
+        }
+        let plan = widening_mutation(
+            WideningKind::Expiry,
+            0,
+            &candidates,
+            &scope,
+            &base,
+            vec![WideningKind::Path, WideningKind::Tool, WideningKind::Expiry],
+        )
+        .expect("expiry applies");
+        assert_eq!(
+            plan.dimensions().collect::<Vec<_>>(),
+            vec![WideningKind::Expiry]
+        );
+    }
+
+    // The link goes to the first declared agent outside the parent's lineage, else to the base agent's accomplice key.
+    #[test]
+    fn the_receiver_is_an_insider_outside_the_lineage() {
+        let (scenario, scopes, base) = triangle("alice-reads-plan");
+        assert_eq!(insider(&scenario, "alice-files").as_deref(), Some("bob"));
+        assert_eq!(insider(&scenario, "bob-files").as_deref(), Some("carol"));
+        assert_eq!(insider(&scenario, "carol-files"), None);
+        let plan = widening_mutation(
+            WideningKind::Expiry,
+            0,
+            &WideningCandidates {
+                tools: &[],
+                servers: &[],
+            },
+            &scopes[&base.capability],
+            &base,
+            Vec::new(),
+        )
+        .expect("plan");
+        let mut call = base_call(&base, &Draft::new("", None));
+        widen_call(&mut call, &plan, &base, 3, &scenario);
+        assert_eq!(call.agent, "bob");
+        assert_eq!(call.capability, "alice-files.escape-3");
+        let (_, _, carols) = triangle("carol-reads-plan");
+        let mut call = base_call(&carols, &Draft::new("", None));
+        widen_call(&mut call, &plan, &carols, 3, &scenario);
+        assert_eq!(call.agent, accomplice_id("carol"));
+    }
 }

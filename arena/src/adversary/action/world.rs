@@ -179,6 +179,34 @@ pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredS
     Ok(scopes)
 }
 
+/// The receiver of a widening link from `capability`: the first declared
+/// agent (in id order) outside the capability's lineage (its holder and the
+/// holder of every ancestor), an insider the kernels register, or `None`
+/// when every declared agent is in the lineage. A link to an agent already
+/// in the lineage would be refused as a key cycle, and a key no kernel
+/// registers as a call by an unknown agent, whatever the link widens.
+pub fn insider(scenario: &Scenario, capability: &str) -> Option<String> {
+    let delegated = delegations(scenario);
+    let mut lineage = std::collections::BTreeSet::new();
+    let mut current = capability.to_string();
+    // Each hop moves one delegation up; a chain is never longer than the
+    // delegations declared, so the walk ends even on a malformed scenario.
+    for _ in 0..=delegated.len() {
+        if let Some(d) = delegated.iter().find(|d| d.delegation == current) {
+            lineage.insert(d.to.clone());
+            current = d.capability.clone();
+            continue;
+        }
+        if let Some(g) = scenario.file().grants.iter().find(|g| g.id == current) {
+            lineage.insert(g.agent.clone());
+        }
+        break;
+    }
+    let mut agents: Vec<&String> = scenario.file().agents.iter().map(|a| &a.id).collect();
+    agents.sort();
+    agents.into_iter().find(|a| !lineage.contains(*a)).cloned()
+}
+
 /// The delegate steps' actions, in declaration order. Read from a
 /// scenario whose text can no longer be read, there are none; the run that
 /// evaluates any action reads every step and fails on the same text.

@@ -39,7 +39,7 @@ pub enum ClassParams {
     },
     /// `scope-escape`: `widenings`, `tools`, `servers`.
     ScopeEscape {
-        /// Widenings tried (default: all five).
+        /// Widenings tried (default: all seven).
         widenings: Vec<WideningKind>,
         /// Candidate tools to add (default: the simulated catalogue).
         tools: Vec<String>,
@@ -223,7 +223,10 @@ impl ParamReader<'_> {
         self.only(&["widenings", "tools", "servers"])?;
         Ok(ClassParams::ScopeEscape {
             widenings: self
-                .words("widenings", "tool, path, server, expiry, share")?
+                .words(
+                    "widenings",
+                    "tool, path, server, expiry, share, start, any-tool",
+                )?
                 .unwrap_or_else(|| {
                     vec![
                         WideningKind::Tool,
@@ -231,6 +234,8 @@ impl ParamReader<'_> {
                         WideningKind::Server,
                         WideningKind::Expiry,
                         WideningKind::Share,
+                        WideningKind::Start,
+                        WideningKind::AnyTool,
                     ]
                 }),
             tools: self.strings("tools")?.unwrap_or_else(default_tools),

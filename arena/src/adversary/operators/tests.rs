@@ -217,13 +217,22 @@ fn protocol_flags() {
         Operator::WidenExpiry,
         Operator::WidenExpiry,
         Operator::WidenShare,
+        Operator::WidenTool,
+        Operator::WidenPath,
+        Operator::WidenServer,
+        Operator::WidenTool,
+        Operator::WidenStart,
+        Operator::WidenAnyTool,
     ] {
         op.apply(&mut d);
     }
     assert!(d.protocol.reuse_request_id && d.protocol.change_session);
     assert!(d.protocol.expiry_edge);
     assert_eq!(d.protocol.future_dated_ms, 1_000);
-    assert_eq!(d.protocol.extra_widenings, vec!["expiry", "share"]);
+    assert_eq!(
+        d.protocol.extra_widenings,
+        vec!["expiry", "share", "tool", "path", "server", "start", "any-tool"]
+    );
 }
 
 // A sequence is described in words, in order.
