@@ -229,7 +229,7 @@ fn junit_report(
     runner: &KernelMatrixRunner,
     matrix: &Matrix,
     mut manifests: BTreeMap<(String, u64), BundleManifest>,
-) -> Result<String, CliError> {
+) -> Result<Vec<u8>, CliError> {
     let mut suites = Vec::with_capacity(matrix.cells().len());
     for cell in matrix.cells() {
         let mut runs = Vec::new();
@@ -271,7 +271,7 @@ fn junit_report(
             .collect();
         suites.push(suite_from_cell(matrix.id(), &cell.name, &cell_runs));
     }
-    Ok(crate::junit::render("chio arena matrix", &suites))
+    crate::junit::render("chio arena matrix", &suites).map_err(|e| e.into_cli(COMMAND))
 }
 
 /// The load a matrix runs under: the declared concurrency, else
@@ -374,7 +374,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
             .map(|m| m.clone())
             .unwrap_or_default();
         let xml = junit_report(&kernel_runner, &matrix, manifests)?;
-        write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+        write_report(ReportKind::Junit, path, &xml).map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {
         json

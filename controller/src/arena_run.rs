@@ -132,8 +132,9 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
     if let Some(path) = &args.junit {
         let suite =
             crate::junit::suite_from_bundle(COMMAND, &scenario, &result.bundle.manifest, &dir)?;
-        let xml = crate::junit::render("chio arena run", &[suite]);
-        write_report(ReportKind::Junit, path, xml.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
+        crate::junit::render("chio arena run", &[suite])
+            .and_then(|xml| write_report(ReportKind::Junit, path, &xml))
+            .map_err(|e| e.into_cli(COMMAND))?;
     }
     if let Some(path) = &args.html {
         let html = crate::html_report::run_page(COMMAND, &dir)?;

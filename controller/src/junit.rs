@@ -12,10 +12,12 @@
 //! run never reached (it stopped first) is `<skipped>`. A step that passed
 //! carries its verdict and reason in `<system-out>`.
 //!
-//! The file is a pure function of the runs: no wall-clock time, no host
-//! name, no durations (the format's `time` attributes are optional and left
-//! out), suites in the order given, cases in schedule order, properties in a
-//! `BTreeMap`. It is written with [`crate::report::write_report`]. A `chio
+//! The XML is written by the `quick-junit` crate from the suites judged
+//! here. The file is a pure function of the runs: no wall-clock time, no
+//! host name, no durations (the format's `time` and `timestamp` attributes
+//! are optional and never set), suites in the order given, cases in schedule
+//! order, properties in a `BTreeMap`. It is written with
+//! [`crate::report::write_report`]. A `chio
 //! arena run` suite reads the run's step records back from the bundle it
 //! wrote, one at a time ([`suite_from_bundle`]), since the run keeps none in
 //! memory; a matrix cell's suites are judged from the manifests its runs
@@ -26,9 +28,11 @@ use std::path::Path;
 
 use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord, StopRecord};
 use chio_arena::Scenario;
+use quick_junit::{NonSuccessKind, Property, Report, TestCaseStatus};
 
 use crate::arena_run::{bundle_error, read_back_error};
 use crate::error::CliError;
+use crate::report::{ReportError, ReportKind};
 
 /// How one test case ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,24 +80,6 @@ pub struct TestSuite {
     pub properties: BTreeMap<String, String>,
     /// The steps, in execution order.
     pub cases: Vec<TestCase>,
-}
-
-impl TestSuite {
-    fn count(&self, pick: fn(&CaseOutcome) -> bool) -> usize {
-        self.cases.iter().filter(|c| pick(&c.outcome)).count()
-    }
-    /// Cases with a `<failure>`.
-    pub fn failures(&self) -> usize {
-        self.count(|o| matches!(o, CaseOutcome::Failed { .. }))
-    }
-    /// Cases with an `<error>`.
-    pub fn errors(&self) -> usize {
-        self.count(|o| matches!(o, CaseOutcome::Error { .. }))
-    }
-    /// Cases `<skipped>`.
-    pub fn skipped(&self) -> usize {
-        self.count(|o| matches!(o, CaseOutcome::Skipped { .. }))
-    }
 }
 
 /// The one-line failure message of a step whose verdict (or whose reason,
@@ -373,110 +359,89 @@ pub fn suite_from_cell(matrix_id: &str, cell: &str, runs: &[CellRun<'_>]) -> Tes
     }
 }
 
-/// Escapes text for an XML attribute value or element content. Characters
-/// XML 1.0 cannot carry at all (C0 controls other than tab, newline and
-/// carriage return) become U+FFFD; newlines and tabs in attributes are
-/// written as character references so parsers keep them.
-pub fn escape_xml(text: &str, attribute: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            '\'' if attribute => out.push_str("&apos;"),
-            '\n' if attribute => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' if attribute => out.push_str("&#9;"),
-            '\t' | '\n' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
+/// `text` as XML 1.0 can carry it: C0 controls other than tab, newline and
+/// carriage return, and U+FFFE and U+FFFF, become U+FFFD. (The writer then
+/// drops tabs, carriage returns and C1 controls, and escapes markup.)
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => '\u{FFFD}',
+            c => c,
+        })
+        .collect()
+}
+
+/// A non-success status of `kind`, with `message`, `ty` and an optional body.
+fn non_success(
+    mut status: TestCaseStatus,
+    message: &str,
+    ty: Option<&str>,
+    body: Option<&str>,
+) -> TestCaseStatus {
+    status.set_message(xml_text(message));
+    if let Some(ty) = ty {
+        status.set_type(ty);
     }
-    out
+    if let Some(body) = body {
+        status.set_description(xml_text(body));
+    }
+    status
 }
 
-fn attr(name: &str, value: &str) -> String {
-    format!(" {name}=\"{}\"", escape_xml(value, true))
+/// One case as the writer takes it.
+fn junit_case(case: &TestCase) -> quick_junit::TestCase {
+    let status = match &case.outcome {
+        CaseOutcome::Passed => TestCaseStatus::success(),
+        CaseOutcome::Failed { message, detail } => non_success(
+            TestCaseStatus::non_success(NonSuccessKind::Failure),
+            message,
+            Some("unexpected-verdict"),
+            Some(detail),
+        ),
+        CaseOutcome::Error { message } => non_success(
+            TestCaseStatus::non_success(NonSuccessKind::Error),
+            message,
+            Some("infrastructure"),
+            None,
+        ),
+        CaseOutcome::Skipped { message } => {
+            non_success(TestCaseStatus::skipped(), message, None, None)
+        }
+    };
+    let mut junit = quick_junit::TestCase::new(xml_text(&case.name), status);
+    junit.set_classname(xml_text(&case.classname));
+    if let Some(output) = &case.output {
+        junit.set_system_out(xml_text(output));
+    }
+    junit
 }
 
-/// The whole report: `<testsuites name=NAME>` over `suites`, as UTF-8 XML
-/// ending in a newline.
-pub fn render(name: &str, suites: &[TestSuite]) -> String {
-    let total = |f: fn(&TestSuite) -> usize| suites.iter().map(f).sum::<usize>();
-    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    xml.push_str(&format!(
-        "<testsuites{}{}{}{}{}>\n",
-        attr("name", name),
-        attr("tests", &total(|s| s.cases.len()).to_string()),
-        attr("failures", &total(TestSuite::failures).to_string()),
-        attr("errors", &total(TestSuite::errors).to_string()),
-        attr("skipped", &total(TestSuite::skipped).to_string()),
-    ));
+/// The whole report: `<testsuites name=NAME>` over `suites`, each with its
+/// position as `id`, as UTF-8 XML written by `quick-junit` (no `time` or
+/// `timestamp` attribute is set) and ending in a newline.
+pub fn render(name: &str, suites: &[TestSuite]) -> Result<Vec<u8>, ReportError> {
+    let mut report = Report::new(xml_text(name));
     for (id, suite) in suites.iter().enumerate() {
-        xml.push_str(&format!(
-            "  <testsuite{}{}{}{}{}{}>\n",
-            attr("name", &suite.name),
-            attr("id", &id.to_string()),
-            attr("tests", &suite.cases.len().to_string()),
-            attr("failures", &suite.failures().to_string()),
-            attr("errors", &suite.errors().to_string()),
-            attr("skipped", &suite.skipped().to_string()),
-        ));
-        if !suite.properties.is_empty() {
-            xml.push_str("    <properties>\n");
-            for (key, value) in &suite.properties {
-                xml.push_str(&format!(
-                    "      <property{}{}/>\n",
-                    attr("name", key),
-                    attr("value", value)
-                ));
-            }
-            xml.push_str("    </properties>\n");
-        }
-        for case in &suite.cases {
-            let open = format!(
-                "    <testcase{}{}",
-                attr("name", &case.name),
-                attr("classname", &case.classname)
-            );
-            let body = match &case.outcome {
-                CaseOutcome::Passed => None,
-                CaseOutcome::Failed { message, detail } => Some(format!(
-                    "      <failure{}{}>{}</failure>\n",
-                    attr("message", message),
-                    attr("type", "unexpected-verdict"),
-                    escape_xml(detail, false)
-                )),
-                CaseOutcome::Error { message } => Some(format!(
-                    "      <error{}{}/>\n",
-                    attr("message", message),
-                    attr("type", "infrastructure")
-                )),
-                CaseOutcome::Skipped { message } => {
-                    Some(format!("      <skipped{}/>\n", attr("message", message)))
-                }
-            };
-            let output = case
-                .output
-                .as_ref()
-                .map(|o| format!("      <system-out>{}</system-out>\n", escape_xml(o, false)));
-            if body.is_none() && output.is_none() {
-                xml.push_str(&open);
-                xml.push_str("/>\n");
-            } else {
-                xml.push_str(&open);
-                xml.push_str(">\n");
-                xml.push_str(&body.unwrap_or_default());
-                xml.push_str(&output.unwrap_or_default());
-                xml.push_str("    </testcase>\n");
-            }
-        }
-        xml.push_str("  </testsuite>\n");
+        let mut junit = quick_junit::TestSuite::new(xml_text(&suite.name));
+        junit.extra.insert("id".into(), id.to_string().into());
+        junit.add_properties(
+            suite
+                .properties
+                .iter()
+                .map(|(key, value)| Property::new(xml_text(key), xml_text(value))),
+        );
+        junit.add_test_cases(suite.cases.iter().map(junit_case));
+        report.add_test_suite(junit);
     }
-    xml.push_str("</testsuites>\n");
-    xml
+    let mut bytes = Vec::new();
+    report
+        .serialize(&mut bytes)
+        .map_err(|e| ReportError::Render {
+            kind: ReportKind::Junit,
+            cause: e.to_string(),
+        })?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

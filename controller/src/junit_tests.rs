@@ -3,14 +3,41 @@
 
 use super::*;
 
-// Markup, quotes, newlines and forbidden control characters are escaped so any reason stays well-formed XML.
+/// The rendered report, parsed back.
+fn rendered(suites: &[TestSuite]) -> String {
+    String::from_utf8(render("chio arena run", suites).unwrap()).unwrap()
+}
+
+// Markup, quotes, ANSI colours and characters XML 1.0 cannot carry never break the report: markup and quotes round-trip, the rest become U+FFFD.
 #[test]
-fn escapes_what_xml_cannot_carry() {
+fn hostile_text_stays_well_formed() {
+    let hostile = "a<b>&\"c' \u{1b}[31m\u{1}\u{FFFE}\u{FFFF}";
+    let suite = TestSuite {
+        name: hostile.into(),
+        properties: BTreeMap::from([(hostile.to_string(), hostile.to_string())]),
+        cases: vec![TestCase {
+            name: hostile.into(),
+            classname: "s".into(),
+            outcome: CaseOutcome::Failed {
+                message: hostile.into(),
+                detail: format!("reason: {hostile}\nguard: g\n"),
+            },
+            output: None,
+        }],
+    };
+    let xml = rendered(&[suite]);
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let kept = "a<b>&\"c' \u{FFFD}[31m\u{FFFD}\u{FFFD}\u{FFFD}";
+    let node = |tag: &str| doc.descendants().find(|n| n.has_tag_name(tag)).unwrap();
+    assert_eq!(node("testsuite").attribute("name"), Some(kept));
+    assert_eq!(node("property").attribute("name"), Some(kept));
+    assert_eq!(node("property").attribute("value"), Some(kept));
+    assert_eq!(node("testcase").attribute("name"), Some(kept));
+    assert_eq!(node("failure").attribute("message"), Some(kept));
     assert_eq!(
-        escape_xml("a<b>&\"c'\n\t\u{1}", true),
-        "a&lt;b&gt;&amp;&quot;c&apos;&#10;&#9;\u{FFFD}"
+        node("failure").text(),
+        Some(format!("reason: {kept}\nguard: g\n").as_str())
     );
-    assert_eq!(escape_xml("x\n\"y\"", false), "x\n\"y\"");
 }
 
 /// Writes a walking-skeleton bundle with `ids` as its records, stopped
@@ -72,7 +99,8 @@ fn a_run_suite_is_read_back_in_schedule_order() {
     let suite = suite_of(&["read-notes"]).unwrap();
     assert_eq!(suite.cases.len(), 2);
     assert_eq!(suite.cases[0].outcome, CaseOutcome::Passed);
-    assert_eq!(suite.skipped(), 1);
+    let skipped = |c: &&TestCase| matches!(c.outcome, CaseOutcome::Skipped { .. });
+    assert_eq!(suite.cases.iter().filter(skipped).count(), 1);
     let refused = suite_of(&["read-dotenv"]).unwrap_err();
     assert_eq!(refused.code, "CHIO-REPORT-BUNDLE-READ");
     assert!(
@@ -111,10 +139,17 @@ fn counts_add_up() {
             ),
         ],
     };
-    let xml = render("chio arena run", &[suite]);
+    let xml = rendered(&[suite.clone(), suite]);
     assert!(xml.contains(
-        "<testsuites name=\"chio arena run\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\">"
+        "<testsuites name=\"chio arena run\" tests=\"6\" skipped=\"2\" failures=\"2\" errors=\"0\">"
+    ));
+    assert!(xml.contains(
+        "<testsuite name=\"s\" tests=\"3\" skipped=\"1\" errors=\"0\" failures=\"1\" id=\"1\">"
     ));
     assert!(xml.contains("<testcase name=\"a\" classname=\"s\"/>"));
     assert!(xml.contains("<skipped message=\"not run\"/>"));
+    assert!(xml.contains(
+        "<failure message=\"expected deny, the kernel answered allow\" type=\"unexpected-verdict\">"
+    ));
+    assert!(!xml.contains("time"), "{xml}");
 }

@@ -68,6 +68,14 @@ pub enum ReportError {
         /// The operating system's reason, without the path.
         cause: String,
     },
+    /// The report could not be rendered to bytes.
+    #[error("cannot render the {kind} report: {cause}; this is a defect, report it with the command that ran")]
+    Render {
+        /// The report's format.
+        kind: ReportKind,
+        /// What the writer refused.
+        cause: String,
+    },
     /// The finished file could not replace the destination.
     #[error("cannot move the finished {kind} report into place at {path}: {cause}; check that the path is not a folder and is writable")]
     Replace {

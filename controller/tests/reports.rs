@@ -244,11 +244,39 @@ fn junit_reports_a_failing_step_with_its_reason() {
             case.attribute("name")
         );
     }
+    assert_eq!(failure.attribute("type"), Some("unexpected-verdict"));
+    let body = failure.text().unwrap_or_default();
+    assert!(
+        body.contains("agent: carol\n") && body.contains("actual: deny\n"),
+        "{body}"
+    );
     for case in &cases[..position] {
         assert!(case
             .children()
             .all(|n| !n.has_tag_name("failure") && !n.has_tag_name("skipped")));
+        let out = case.children().find(|n| n.has_tag_name("system-out"));
+        let out = out.and_then(|n| n.text()).unwrap_or_default();
+        assert!(
+            out.starts_with("action: ") && out.contains("actual: "),
+            "{out}"
+        );
     }
+    assert_eq!(suites[0].attribute("id"), Some("0"));
+    let properties: Vec<_> = suites[0]
+        .descendants()
+        .filter(|n| n.has_tag_name("property"))
+        .map(|n| n.attribute("name").unwrap())
+        .collect();
+    assert_eq!(
+        properties,
+        [
+            "receipt_root",
+            "receipts",
+            "rng_seed",
+            "scenario_sha256",
+            "status"
+        ]
+    );
     let root = doc.root_element();
     assert_eq!(root.attribute("failures"), Some("1"));
     assert_eq!(
@@ -277,7 +305,17 @@ fn junit_is_deterministic() {
         reports.push(check_junit(&tmp.path().join("run.xml")));
     }
     assert_eq!(reports[0], reports[1]);
-    assert!(reports[0].contains("tests=\"10\" failures=\"0\" errors=\"0\" skipped=\"0\""));
+    let doc = roxmltree::Document::parse(&reports[0]).unwrap();
+    for node in doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testsuites") || n.has_tag_name("testsuite"))
+    {
+        let counts: Vec<_> = ["tests", "failures", "errors", "skipped"]
+            .iter()
+            .map(|a| node.attribute(*a))
+            .collect();
+        assert_eq!(counts, [Some("10"), Some("0"), Some("0"), Some("0")]);
+    }
     assert!(!reports[0].contains("timestamp") && !reports[0].contains("hostname"));
 }
 

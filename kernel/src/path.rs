@@ -18,6 +18,8 @@
 //! `file:` or contains a `..` component). Every path-like string must satisfy
 //! a constraint, so a decoy field cannot satisfy it on behalf of another.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::reason::DenyReason;
@@ -187,27 +189,11 @@ pub fn looks_like_path(s: &str) -> bool {
         || t.to_ascii_lowercase().contains("%2e%2e")
 }
 
-fn percent_decode(raw: &str) -> String {
-    if !raw.contains('%') {
-        return raw.to_string();
-    }
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            let hi = (bytes[i + 1] as char).to_digit(16);
-            let lo = (bytes[i + 2] as char).to_digit(16);
-            if let (Some(hi), Some(lo)) = (hi, lo) {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// `%XX` escapes decoded once, in either case of hex digit; a `%` not
+/// followed by two hex digits is kept as it is, and decoded bytes that are
+/// not UTF-8 read as U+FFFD.
+pub(crate) fn percent_decode(raw: &str) -> Cow<'_, str> {
+    percent_encoding::percent_decode_str(raw).decode_utf8_lossy()
 }
 
 #[cfg(test)]
@@ -230,6 +216,27 @@ mod tests {
             PathProblem::EscapesRoot.reason("/a/../..").to_string(),
             "path /a/../.. escapes the root"
         );
+    }
+
+    // Escapes decode once, in either case; a stray or truncated `%` stays;
+    // bytes that are not UTF-8 become U+FFFD.
+    #[test]
+    fn percent_decoding() {
+        assert_eq!(percent_decode("/a/%2e%2E/b"), "/a/../b");
+        assert_eq!(percent_decode("%252e"), "%2e");
+        assert_eq!(percent_decode("100%"), "100%");
+        assert_eq!(percent_decode("a%2"), "a%2");
+        assert_eq!(percent_decode("%zz%4"), "%zz%4");
+        assert_eq!(percent_decode("%%41"), "%A");
+        assert_eq!(percent_decode("%ff/x"), "\u{fffd}/x");
+        assert_eq!(percent_decode("%c3%a9"), "\u{e9}");
+        assert_eq!(percent_decode("%00"), "\0");
+        assert_eq!(normalize_path("/a%2fb%5c..%2fc").unwrap(), "/a/c");
+        assert_eq!(
+            normalize_path("/a/%2e%2e%2f%2e%2e"),
+            Err(PathProblem::EscapesRoot)
+        );
+        assert_eq!(normalize_path("/a%00b"), Err(PathProblem::NulByte));
     }
 
     // Prefix containment compares whole components.

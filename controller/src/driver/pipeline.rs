@@ -30,13 +30,13 @@
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
-use std::future::{poll_fn, Future};
+use std::future::Future;
 use std::pin::Pin;
-use std::task::Poll;
 
 use chio_arena::{Scenario, ScheduledStep, Step};
 use chio_node::executor::{Dispatched, PreparedStep, StepExecutor};
 use chio_node::{NodeError, World};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 
 use super::footprint::{Claimed, Footprint, Footprints};
 use super::record::StepRecorder;
@@ -82,7 +82,9 @@ struct Pipeline<'a, 'd> {
     footprints: Footprints<'a>,
     /// The window: entry `i` is the step at position `next_record + i`.
     window: VecDeque<Entry<'a>>,
-    in_flight: Vec<InFlight<'d>>,
+    /// The steps in flight; each answer carries its position, so the
+    /// order in which they arrive does not matter.
+    in_flight: FuturesUnordered<InFlight<'d>>,
     next_record: usize,
     /// How many steps the schedule has.
     total: usize,
@@ -167,23 +169,9 @@ impl<'a, 'd> Pipeline<'a, 'd> {
         Ok((prepared, future))
     }
 
-    /// Waits for the next answer of any step in flight.
+    /// Waits for the next answer of any step in flight; `None` when none is.
     async fn next_answer(&mut self) -> Option<(usize, Result<Dispatched, NodeError>)> {
-        if self.in_flight.is_empty() {
-            return None;
-        }
-        let in_flight = &mut self.in_flight;
-        let (index, answer) = poll_fn(|cx| {
-            for (index, future) in in_flight.iter_mut().enumerate() {
-                if let Poll::Ready(answer) = future.as_mut().poll(cx) {
-                    return Poll::Ready((index, answer));
-                }
-            }
-            Poll::Pending
-        })
-        .await;
-        drop(self.in_flight.swap_remove(index));
-        Some(answer)
+        self.in_flight.next().await
     }
 
     /// Takes an answer into its slot.
@@ -238,7 +226,7 @@ pub(super) async fn run(
         dispatcher,
         footprints: Footprints::new(scenario, world),
         window: VecDeque::with_capacity(LOOKAHEAD),
-        in_flight: Vec::new(),
+        in_flight: FuturesUnordered::new(),
         next_record: 0,
         total: scenario.schedule().len(),
     };

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict};
 use crate::error::KernelError;
 use crate::glob::Glob;
-use crate::path::{normalize_path, path_arguments, PathProblem};
+use crate::path::{normalize_path, path_arguments, percent_decode, PathProblem};
 use crate::planted::{weakened, GuardScope, Weakness};
 use crate::reason::DenyReason;
 
@@ -19,7 +19,7 @@ use crate::reason::DenyReason;
 fn planted_normal(raw: &str) -> Option<Result<String, PathProblem>> {
     if weakened(Weakness::NoDotSegmentCollapse) {
         // Decoded and separators unified, but every `.` and `..` segment kept.
-        return Some(Ok(percent_decoded(raw).replace('\\', "/")));
+        return Some(Ok(percent_decode(raw).replace('\\', "/")));
     }
     if weakened(Weakness::NoPercentDecoding) {
         // Escape every `%` so the shared normaliser decodes nothing.
@@ -32,28 +32,6 @@ fn planted_normal(raw: &str) -> Option<Result<String, PathProblem>> {
         );
     }
     None
-}
-
-/// `%XX` escapes decoded (bytes that are not UTF-8 read as U+FFFD), for the
-/// dot-segment mutant only.
-fn percent_decoded(raw: &str) -> String {
-    let b = raw.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |at: usize| b.get(at).and_then(|c| (*c as char).to_digit(16));
-        match (b[i], hex(i + 1), hex(i + 2)) {
-            (b'%', Some(hi), Some(lo)) => {
-                out.push((hi * 16 + lo) as u8);
-                i += 3;
-            }
-            (c, _, _) => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Configuration of `forbidden-path`.
