@@ -402,6 +402,19 @@ mod tests {
         assert_eq!(triangle_scopes["alice-files"].max_invocations, None);
     }
 
+    // A delegation that declares no limit of its own keeps its parent's, as the kernel does.
+    #[test]
+    fn a_delegation_without_a_limit_keeps_its_parents() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let text = std::fs::read_to_string(dir.join("deny_reasons.toml")).expect("reads");
+        let own = "delegation = \"deputy-read\"\nmax_invocations = 1\n";
+        assert!(text.contains(own));
+        let text = text.replace(own, "delegation = \"deputy-read\"\n");
+        let scenario = crate::parse_scenario(&text, &dir).expect("parses");
+        let scopes = declared_scopes(&scenario).expect("scopes");
+        assert_eq!(scopes["deputy-read"].max_invocations, Some(3));
+    }
+
     // The link goes to the first declared agent outside the parent's lineage, else to the base agent's accomplice key.
     #[test]
     fn the_receiver_is_an_insider_outside_the_lineage() {
