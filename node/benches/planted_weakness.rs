@@ -8,9 +8,12 @@
 //! `scenarios/adversaries-rug-pull.toml` (the skipped pinned-digest
 //! comparison), `scenarios/adversaries-tool-poisoning.toml` (the skipped
 //! definition scan) or, for the attenuation switches (the one planted by
-//! hand and those made from the kernel's surviving mutants),
-//! `scenarios/three_agent_triangular_delegation.toml` with a `scope-escape`
-//! population after `widen-delegation`, stopping a mutant's
+//! hand and those made from the kernel's surviving mutants), the delegation
+//! worlds in turn until one yields an escape:
+//! `scenarios/three_agent_triangular_delegation.toml` (no invocation limit)
+//! and `scenarios/deny_reasons.toml` (limited grants and a limited
+//! delegation), each with a `scope-escape` population after
+//! `widen-delegation`, stopping a mutant's
 //! run at the first generation with an escape. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
 //! the first escape's operator sequence in words; then the detection rate
@@ -78,19 +81,69 @@ fn world_of(name: &str) -> chio_arena::Scenario {
     load_scenario(&path).expect("scenario loads")
 }
 
-/// The triangular-delegation reference world with a `scope-escape`
-/// population after `widen-delegation`: the attenuation switches' world.
-fn delegation_world() -> chio_arena::Scenario {
+/// A reference world (`name`) with a `scope-escape` population after
+/// `widen-delegation`: an attenuation switches' world.
+fn delegation_world(name: &str) -> chio_arena::Scenario {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let text = std::fs::read_to_string(dir.join("three_agent_triangular_delegation.toml"))
-        .expect("the reference scenario reads");
+    let text = std::fs::read_to_string(dir.join(name)).expect("the reference scenario reads");
     let population = "[[adversaries]]\nclass = \"scope-escape\"\npopulation = \"escape\"\nseed_ref = \"corpus/escape\"\ngoal = \"widen-delegation\"\n";
     parse_scenario(&format!("{text}\n{population}"), &dir).expect("scenario parses")
 }
 
+/// One search run: `weakness` planted (none: the hardened kernel, which
+/// must finish every generation with zero escapes) over `scenario`; prints
+/// its row and returns the generation and kernel evaluations to its first
+/// escape, when it found one.
+fn search(
+    weakness: Option<Weakness>,
+    scenario: &chio_arena::Scenario,
+    config: &EvolveConfig,
+) -> Option<(u64, u64)> {
+    planted::select(weakness);
+    let mut evaluator = KernelActionEvaluator::load(scenario).expect("world resolves");
+    let mut control = StopAtEscape {
+        stop: weakness.is_some(),
+    };
+    let result =
+        evolve_with(scenario, config, &mut evaluator, &mut control).expect("evolution runs");
+    planted::select(None);
+    let name = match weakness {
+        Some(w) => format!("{}, {}", w.as_str(), scenario.id()),
+        None => format!("hardened (none planted), {}", scenario.id()),
+    };
+    let escaped = result.first_escape_generation.is_some();
+    println!(
+        "| {name} | {} | {} | {} | {} | {} |",
+        if escaped { "yes" } else { "no" },
+        result
+            .first_escape_generation
+            .map_or("-".to_string(), |g| g.to_string()),
+        result
+            .evaluations_to_first_escape
+            .map_or("-".to_string(), |e| e.to_string()),
+        result.kernel_evaluations,
+        first_escape(&result)
+    );
+    if weakness.is_none() {
+        assert!(
+            !escaped,
+            "the hardened guards must survive the search with zero escapes"
+        );
+        assert_eq!(result.generations_completed, config.generations);
+        return None;
+    }
+    result
+        .first_escape_generation
+        .zip(result.evaluations_to_first_escape)
+        .map(|(g, e)| (u64::from(g), e))
+}
+
 fn main() {
     let guards_world = world_of("planted-weakness-benchmark.toml");
-    let delegation_world = delegation_world();
+    let delegation_worlds = [
+        delegation_world("three_agent_triangular_delegation.toml"),
+        delegation_world("deny_reasons.toml"),
+    ];
     let budget_world = world_of("planted-budget-benchmark.toml");
     let pins_world = world_of("adversaries-rug-pull.toml");
     let poisoning_world = world_of("adversaries-tool-poisoning.toml");
@@ -106,74 +159,33 @@ fn main() {
         "| guards | found | first escape generation | kernel evaluations to it | run evaluations | first escape |"
     );
     println!("|---|---|---:|---:|---:|---|");
+    // The hardened kernel against each world, then each mutant against its
+    // own worlds in turn, until one yields an escape.
+    for world in [&guards_world, &budget_world, &pins_world, &poisoning_world]
+        .into_iter()
+        .chain(&delegation_worlds)
+    {
+        search(None, world, &config);
+    }
     let mut found_generations = Vec::new();
     let mut found_evaluations = Vec::new();
-    let mut found = 0usize;
-    // The hardened kernel against each world, then each mutant against its own.
-    let runs: Vec<(Option<Weakness>, &chio_arena::Scenario)> = [
-        (None, &guards_world),
-        (None, &budget_world),
-        (None, &pins_world),
-        (None, &poisoning_world),
-        (None, &delegation_world),
-    ]
-    .into_iter()
-    .chain(Weakness::ALL.into_iter().map(|w| {
-        let world = match w {
-            Weakness::NoDefinitionPins => &pins_world,
-            Weakness::NoDefinitionScan => &poisoning_world,
-            _ if w.guard_kind() == "budget" => &budget_world,
-            _ if w.guard_kind() == "attenuation" => &delegation_world,
-            _ => &guards_world,
+    for w in Weakness::ALL {
+        let worlds: Vec<&chio_arena::Scenario> = match w {
+            Weakness::NoDefinitionPins => vec![&pins_world],
+            Weakness::NoDefinitionScan => vec![&poisoning_world],
+            _ if w.guard_kind() == "budget" => vec![&budget_world],
+            _ if w.guard_kind() == "attenuation" => delegation_worlds.iter().collect(),
+            _ => vec![&guards_world],
         };
-        (Some(w), world)
-    }))
-    .collect();
-    for (weakness, scenario) in &runs {
-        let (weakness, scenario) = (*weakness, *scenario);
-        planted::select(weakness);
-        let mut evaluator = KernelActionEvaluator::load(scenario).expect("world resolves");
-        let mut control = StopAtEscape {
-            stop: weakness.is_some(),
-        };
-        let result =
-            evolve_with(scenario, &config, &mut evaluator, &mut control).expect("evolution runs");
-        planted::select(None);
-        let name = match weakness {
-            Some(w) => w.as_str().to_string(),
-            None => format!("hardened (none planted), {}", scenario.id()),
-        };
-        let escaped = result.first_escape_generation.is_some();
-        if let (Some(w), Some(g), Some(e)) = (
-            weakness,
-            result.first_escape_generation,
-            result.evaluations_to_first_escape,
-        ) {
-            let _ = w;
-            found += 1;
-            found_generations.push(u64::from(g));
+        if let Some((g, e)) = worlds
+            .into_iter()
+            .find_map(|world| search(Some(w), world, &config))
+        {
+            found_generations.push(g);
             found_evaluations.push(e);
         }
-        println!(
-            "| {name} | {} | {} | {} | {} | {} |",
-            if escaped { "yes" } else { "no" },
-            result
-                .first_escape_generation
-                .map_or("-".to_string(), |g| g.to_string()),
-            result
-                .evaluations_to_first_escape
-                .map_or("-".to_string(), |e| e.to_string()),
-            result.kernel_evaluations,
-            first_escape(&result)
-        );
-        if weakness.is_none() {
-            assert!(
-                !escaped,
-                "the hardened guards must survive the search with zero escapes"
-            );
-            assert_eq!(result.generations_completed, generations);
-        }
     }
+    let found = found_generations.len();
     let mutants = Weakness::ALL.len();
     println!();
     println!(

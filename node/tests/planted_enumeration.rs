@@ -25,7 +25,7 @@ use chio_arena::{load_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 
-const DIMENSIONS: [(WideningKind, Operator); 7] = [
+const DIMENSIONS: [(WideningKind, Operator); 8] = [
     (WideningKind::Tool, Operator::WidenTool),
     (WideningKind::Path, Operator::WidenPath),
     (WideningKind::Server, Operator::WidenServer),
@@ -33,6 +33,7 @@ const DIMENSIONS: [(WideningKind, Operator); 7] = [
     (WideningKind::Share, Operator::WidenShare),
     (WideningKind::Start, Operator::WidenStart),
     (WideningKind::AnyTool, Operator::WidenAnyTool),
+    (WideningKind::Budget, Operator::WidenBudget),
 ];
 
 fn reference_scenarios() -> Vec<PathBuf> {
@@ -63,10 +64,20 @@ fn enumerated(scenario: &Scenario) -> Vec<AdversaryAction> {
     let mut actions = Vec::new();
     let mut member = 0u32;
     for base in base_steps(scenario).expect("base steps") {
-        for (first, _) in DIMENSIONS {
+        // A budget gene's choice picks its form (even: the limit
+        // dropped, odd: raised), so it is enumerated with both.
+        let genes = DIMENSIONS.iter().flat_map(|(first, _)| {
+            let choices = if *first == WideningKind::Budget {
+                0..2
+            } else {
+                0..1
+            };
+            choices.map(move |choice| (*first, choice))
+        });
+        for (first, choice) in genes {
             let gene = Gene::ScopeEscape {
                 widening: first,
-                choice: 0,
+                choice,
             };
             let pairs = DIMENSIONS
                 .iter()
@@ -150,6 +161,7 @@ fn the_enumerated_set_finds_the_reachable_switches() {
         vec![
             "child-expiry-after-parent",
             "start-check-inverted",
+            "unlimited-child-budget",
             "any-tool-under-named-tools"
         ]
     );

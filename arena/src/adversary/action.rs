@@ -134,6 +134,10 @@ pub struct WideningPlan {
     /// Further widenings the same link makes (operators add them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also: Vec<WideningKind>,
+    /// For a budget widening: the invocation limit the link claims, above
+    /// the parent's; `None` drops the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised_invocations: Option<u64>,
 }
 
 impl WideningPlan {

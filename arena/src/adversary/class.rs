@@ -138,6 +138,9 @@ pub enum WideningKind {
     /// Grants every tool (`*`) under a parent that names its tools, and
     /// calls the base tool with it.
     AnyTool,
+    /// Drops the invocation limit of a parent that has one, or raises it
+    /// above the parent's.
+    Budget,
 }
 
 /// The heritable part of one population member.

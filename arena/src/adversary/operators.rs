@@ -56,7 +56,7 @@ pub struct ProtocolDraft {
     /// Milliseconds the request's issue time sits in the future.
     pub future_dated_ms: u64,
     /// Further widenings a widening delegation adds (`tool`, `path`,
-    /// `server`, `expiry`, `share`, `start`, `any-tool`).
+    /// `server`, `expiry`, `share`, `start`, `any-tool`, `budget`).
     pub extra_widenings: Vec<String>,
 }
 
@@ -185,6 +185,8 @@ pub enum Operator {
     WidenStart,
     /// A widening delegation also grants every tool (`*`).
     WidenAnyTool,
+    /// A widening delegation also drops or raises the invocation limit.
+    WidenBudget,
 }
 
 /// Innocent text that pushes a payload past a short scan window.
@@ -198,7 +200,7 @@ pub const RENAMED_KEY: &str = "description";
 
 impl Operator {
     /// Every operator, in catalogue order.
-    pub const ALL: [Operator; 44] = [
+    pub const ALL: [Operator; 45] = [
         Operator::Base64,
         Operator::Hex,
         Operator::UrlEncode,
@@ -243,6 +245,7 @@ impl Operator {
         Operator::WidenServer,
         Operator::WidenStart,
         Operator::WidenAnyTool,
+        Operator::WidenBudget,
     ];
 
     /// The operator's family.
@@ -259,9 +262,8 @@ impl Operator {
             DotSegment | TrailingDotSegment | ParentSegment | PercentEncodePath
             | BackslashSeparators | PathUpperCase | DoubleSlash | FullwidthDot => Family::Path,
             ReuseRequestId | ChangeSession | ExpiryEdge | FutureDated | WidenExpiry
-            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart | WidenAnyTool => {
-                Family::Protocol
-            }
+            | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart | WidenAnyTool
+            | WidenBudget => Family::Protocol,
         }
     }
 
@@ -321,6 +323,7 @@ impl Operator {
             WidenServer => "a server added",
             WidenStart => "the delegation's start moved earlier",
             WidenAnyTool => "every tool granted",
+            WidenBudget => "the invocation limit dropped or raised",
         }
     }
 
@@ -337,6 +340,7 @@ impl Operator {
                 | WidenServer
                 | WidenStart
                 | WidenAnyTool
+                | WidenBudget
         )
     }
 
@@ -394,6 +398,7 @@ impl Operator {
             WidenServer => push_widening(&mut draft.protocol, "server"),
             WidenStart => push_widening(&mut draft.protocol, "start"),
             WidenAnyTool => push_widening(&mut draft.protocol, "any-tool"),
+            WidenBudget => push_widening(&mut draft.protocol, "budget"),
         }
     }
 }

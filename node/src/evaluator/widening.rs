@@ -90,6 +90,7 @@ fn widen(
                 state.not_before_ms = state.not_before_ms.saturating_sub(START_WIDENING_MS)
             }
             WideningKind::Share => state.share_bps = parent_bps.saturating_add(1),
+            WideningKind::Budget => state.max_invocations = plan.raised_invocations,
         }
     }
 }

@@ -38,6 +38,7 @@ pub(super) fn extra_widenings(draft: &Draft) -> Vec<WideningKind> {
             "share" => Some(WideningKind::Share),
             "start" => Some(WideningKind::Start),
             "any-tool" => Some(WideningKind::AnyTool),
+            "budget" => Some(WideningKind::Budget),
             _ => None,
         })
         .collect()
@@ -185,6 +186,7 @@ pub(super) fn widening_mutation(
         extra_tool: None,
         extra_server: None,
         also: Vec::new(),
+        raised_invocations: None,
     };
     if !add_dimension(&mut plan, widening, choice, candidates, scope, base) {
         return None;
@@ -239,6 +241,14 @@ fn add_dimension(
         WideningKind::AnyTool => {
             return !scope.grants_tool(&base.server, chio_kernel::token::ANY_TOOL)
         }
+        WideningKind::Budget => {
+            // Only a parent with a limit can be widened here; an even
+            // choice drops the limit, an odd one raises it by one.
+            let Some(limit) = scope.max_invocations else {
+                return false;
+            };
+            plan.raised_invocations = (choice % 2 == 1).then(|| limit.saturating_add(1));
+        }
         WideningKind::Expiry | WideningKind::Share | WideningKind::Start => {}
     }
     true
@@ -264,7 +274,7 @@ mod tests {
         (scenario, scopes, base)
     }
 
-    const DIMENSIONS: [WideningKind; 7] = [
+    const DIMENSIONS: [WideningKind; 8] = [
         WideningKind::Tool,
         WideningKind::Path,
         WideningKind::Server,
@@ -272,13 +282,16 @@ mod tests {
         WideningKind::Share,
         WideningKind::Start,
         WideningKind::AnyTool,
+        WideningKind::Budget,
     ];
 
     // Every dimension is reachable alone and with any other: the plan widens exactly the gene's dimension and the operators'.
     #[test]
     fn every_dimension_alone_and_in_pairs() {
         let (_, scopes, base) = triangle("alice-reads-plan");
-        let scope = &scopes[&base.capability];
+        let mut limited = scopes[&base.capability].clone();
+        limited.max_invocations = Some(3);
+        let scope = &limited;
         let tools = vec!["read_file".to_string(), "delete_file".to_string()];
         let servers = vec!["mail".to_string()];
         let candidates = WideningCandidates {
@@ -321,7 +334,8 @@ mod tests {
             tools: &granted,
             servers: &[],
         };
-        for dimension in [WideningKind::Path, WideningKind::Tool] {
+        assert_eq!(scope.max_invocations, None);
+        for dimension in [WideningKind::Path, WideningKind::Tool, WideningKind::Budget] {
             assert_eq!(
                 widening_mutation(dimension, 0, &candidates, &scope, &base, Vec::new()),
                 None
@@ -333,13 +347,72 @@ mod tests {
             &candidates,
             &scope,
             &base,
-            vec![WideningKind::Path, WideningKind::Tool, WideningKind::Expiry],
+            vec![
+                WideningKind::Path,
+                WideningKind::Tool,
+                WideningKind::Budget,
+                WideningKind::Expiry,
+            ],
         )
         .expect("expiry applies");
         assert_eq!(
             plan.dimensions().collect::<Vec<_>>(),
             vec![WideningKind::Expiry]
         );
+    }
+
+    // A budget widening applies only under a parent with a limit: an even choice drops the limit, an odd one claims one more than the parent's.
+    #[test]
+    fn a_budget_widening_drops_or_raises_the_parents_limit() {
+        let (_, scopes, base) = triangle("alice-reads-plan");
+        let mut scope = scopes[&base.capability].clone();
+        scope.max_invocations = Some(4);
+        let none = WideningCandidates {
+            tools: &[],
+            servers: &[],
+        };
+        let plan = |choice| {
+            widening_mutation(
+                WideningKind::Budget,
+                choice,
+                &none,
+                &scope,
+                &base,
+                Vec::new(),
+            )
+            .expect("a limited parent")
+        };
+        assert_eq!(plan(0).raised_invocations, None);
+        assert_eq!(plan(2).raised_invocations, None);
+        assert_eq!(plan(1).raised_invocations, Some(5));
+        let other = widening_mutation(WideningKind::Expiry, 1, &none, &scope, &base, Vec::new())
+            .expect("expiry applies");
+        assert_eq!(other.raised_invocations, None);
+    }
+
+    // The declared scope carries each capability's invocation limit: a grant's own, a delegation's own.
+    #[test]
+    fn the_declared_scope_knows_the_limit() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/deny_reasons.toml");
+        let scopes = declared_scopes(&load_scenario(path).expect("loads")).expect("scopes");
+        assert_eq!(scopes["operator-read"].max_invocations, Some(3));
+        assert_eq!(scopes["deputy-read"].max_invocations, Some(1));
+        let (_, triangle_scopes, _) = triangle("alice-reads-plan");
+        assert_eq!(triangle_scopes["alice-files"].max_invocations, None);
+    }
+
+    // A delegation that declares no limit of its own keeps its parent's, as the kernel does.
+    #[test]
+    fn a_delegation_without_a_limit_keeps_its_parents() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let text = std::fs::read_to_string(dir.join("deny_reasons.toml")).expect("reads");
+        let own = "delegation = \"deputy-read\"\nmax_invocations = 1\n";
+        assert!(text.contains(own));
+        let text = text.replace(own, "delegation = \"deputy-read\"\n");
+        let scenario = crate::parse_scenario(&text, &dir).expect("parses");
+        let scopes = declared_scopes(&scenario).expect("scopes");
+        assert_eq!(scopes["deputy-read"].max_invocations, Some(3));
     }
 
     // The link goes to the first declared agent outside the parent's lineage, else to the base agent's accomplice key.

@@ -103,6 +103,10 @@ pub struct DeclaredScope {
     pub holder: String,
     /// Its grants.
     pub grants: Vec<DeclaredGrant>,
+    /// Its invocation limit (a delegation without its own keeps its
+    /// parent's), `None` when unlimited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_invocations: Option<u64>,
 }
 
 impl DeclaredScope {
@@ -146,6 +150,7 @@ pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredS
                         tools: g.tools.clone(),
                         path_prefix: g.path_prefix.clone(),
                     }],
+                    max_invocations: g.max_invocations,
                 },
             )
         })
@@ -171,6 +176,7 @@ pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredS
                     DeclaredScope {
                         holder: d.to.clone(),
                         grants,
+                        max_invocations: d.max_invocations.or(parent.max_invocations),
                     },
                 );
             }

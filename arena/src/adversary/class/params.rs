@@ -39,7 +39,7 @@ pub enum ClassParams {
     },
     /// `scope-escape`: `widenings`, `tools`, `servers`.
     ScopeEscape {
-        /// Widenings tried (default: all seven).
+        /// Widenings tried (default: all eight).
         widenings: Vec<WideningKind>,
         /// Candidate tools to add (default: the simulated catalogue).
         tools: Vec<String>,
@@ -225,7 +225,7 @@ impl ParamReader<'_> {
             widenings: self
                 .words(
                     "widenings",
-                    "tool, path, server, expiry, share, start, any-tool",
+                    "tool, path, server, expiry, share, start, any-tool, budget",
                 )?
                 .unwrap_or_else(|| {
                     vec![
@@ -236,6 +236,7 @@ impl ParamReader<'_> {
                         WideningKind::Share,
                         WideningKind::Start,
                         WideningKind::AnyTool,
+                        WideningKind::Budget,
                     ]
                 }),
             tools: self.strings("tools")?.unwrap_or_else(default_tools),

@@ -223,6 +223,7 @@ fn protocol_flags() {
         Operator::WidenTool,
         Operator::WidenStart,
         Operator::WidenAnyTool,
+        Operator::WidenBudget,
     ] {
         op.apply(&mut d);
     }
@@ -231,7 +232,7 @@ fn protocol_flags() {
     assert_eq!(d.protocol.future_dated_ms, 1_000);
     assert_eq!(
         d.protocol.extra_widenings,
-        vec!["expiry", "share", "tool", "path", "server", "start", "any-tool"]
+        vec!["expiry", "share", "tool", "path", "server", "start", "any-tool", "budget"]
     );
 }
 
