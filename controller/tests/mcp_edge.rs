@@ -264,16 +264,7 @@ async fn git_upstream_admits_status_and_refuses_add() {
     let authority = authority(dir.path());
     let alice = client_key(1);
     let token = grant(&authority, &alice, "git", "git_status", &[]);
-    let upstream = format!(
-        "git={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            "-m",
-            "mcp_server_git",
-            "--repository",
-            repo.to_str().unwrap()
-        ])
-    );
+    let upstream = git_upstream(&python, &repo);
     let edge = Edge::start(&[
         "--upstream".into(),
         upstream,

@@ -99,16 +99,7 @@ async fn session(dir: &Path, python: &Path) -> PathBuf {
         &["--max-calls", "3"],
     );
     let session_dir = dir.join("session");
-    let upstream = format!(
-        "git={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            "-m",
-            "mcp_server_git",
-            "--repository",
-            repo.to_str().unwrap()
-        ])
-    );
+    let upstream = git_upstream(python, &repo);
     let edge = Edge::start(&[
         "--upstream".into(),
         upstream,

@@ -54,6 +54,21 @@ pub fn chio_ok(args: &[&str]) -> String {
 }
 
 /// A client key from a fixed seed.
+/// The `--upstream` value serving `repo` with the reference git server
+/// under the server id `git`.
+pub fn git_upstream(python: &Path, repo: &Path) -> String {
+    format!(
+        "git={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            "-m",
+            "mcp_server_git",
+            "--repository",
+            repo.to_str().unwrap()
+        ])
+    )
+}
+
 pub fn client_key(seed: u8) -> SigningKey {
     SigningKey::from_bytes(&[seed; 32])
 }
