@@ -355,18 +355,7 @@ fn pipeline_lines(text: &mut String, trace: &DecisionTrace) {
         };
         if let Some(phase) = phase {
             for answer in trace.guards.iter().filter(|g| g.phase == phase) {
-                text.push_str(&format!(
-                    "      {} ({}, {}): {}{}\n",
-                    answer.guard,
-                    answer.kind,
-                    answer.mode,
-                    answer.answer,
-                    answer
-                        .reason
-                        .as_deref()
-                        .map(|r| format!(": {r}"))
-                        .unwrap_or_default()
-                ));
+                text.push_str(&format!("      {answer}\n"));
             }
         }
         if *stage == "shares" {

@@ -236,31 +236,8 @@ async fn revocation_mid_session_and_control_down_fail_closed() {
 async fn git_upstream_admits_status_and_refuses_add() {
     let Some(python) = mcp_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    std::fs::write(repo.join("README.md"), "fixture\n").unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}");
-        String::from_utf8(out.stdout).unwrap()
-    };
-    git(&["init", "-q"]);
-    git(&["add", "README.md"]);
-    git(&[
-        "-c",
-        "user.name=F",
-        "-c",
-        "user.email=f@example.test",
-        "commit",
-        "-q",
-        "-m",
-        "init",
-    ]);
-    std::fs::write(repo.join("new.txt"), "new\n").unwrap();
+    let repo = git_fixture_repo(dir.path());
+    let git = |args: &[&str]| git_in(&repo, args);
     let authority = authority(dir.path());
     let alice = client_key(1);
     let token = grant(&authority, &alice, "git", "git_status", &[]);

@@ -12,35 +12,6 @@ use std::path::{Path, PathBuf};
 use mcp_edge_util::*;
 use serde_json::{json, Value};
 
-/// A repository with one commit and one untracked file.
-fn repo(dir: &Path) -> PathBuf {
-    let repo = dir.join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    std::fs::write(repo.join("README.md"), "fixture\n").unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    git(&["add", "README.md"]);
-    git(&[
-        "-c",
-        "user.name=F",
-        "-c",
-        "user.email=f@example.test",
-        "commit",
-        "-q",
-        "-m",
-        "init",
-    ]);
-    std::fs::write(repo.join("new.txt"), "new\n").unwrap();
-    repo
-}
-
 /// `chio arena replay DIR`: its exit success and its standard output.
 fn replay(dir: &Path) -> (bool, String) {
     let output = std::process::Command::new(chio_bin())
@@ -88,7 +59,7 @@ fn copy_dir(from: &Path, to: &Path) {
 
 /// Runs a session of allowed and denied calls; answers the session folder.
 async fn session(dir: &Path, python: &Path) -> PathBuf {
-    let repo = repo(dir);
+    let repo = git_fixture_repo(dir);
     let authority = authority(dir);
     let alice = client_key(1);
     let token = grant(

@@ -139,6 +139,23 @@ pub struct GuardAnswer {
     pub reason: Option<String>,
 }
 
+impl std::fmt::Display for GuardAnswer {
+    /// One line for people: `guard (kind, mode): answer`, then `: reason`
+    /// when there is one; `chio arena explain` and the HTML report both
+    /// write a guard's answer this way.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}): {}",
+            self.guard, self.kind, self.mode, self.answer
+        )?;
+        match &self.reason {
+            Some(reason) => write!(f, ": {reason}"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// One sibling-share admission.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShareRead {

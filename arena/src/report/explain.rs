@@ -166,18 +166,7 @@ fn stage_notes(trace: &DecisionTrace, stage: &str, reached: bool) -> Vec<String>
     };
     if let Some(phase) = phase {
         for answer in trace.guards.iter().filter(|g| g.phase == phase) {
-            notes.push(format!(
-                "{} ({}, {}): {}{}",
-                answer.guard,
-                answer.kind,
-                answer.mode,
-                answer.answer,
-                answer
-                    .reason
-                    .as_deref()
-                    .map(|r| format!(": {r}"))
-                    .unwrap_or_default()
-            ));
+            notes.push(answer.to_string());
         }
     }
     if stage == "shares" {

@@ -54,6 +54,41 @@ pub fn chio_ok(args: &[&str]) -> String {
 }
 
 /// A client key from a fixed seed.
+/// Runs git in `repo`, asserting it succeeds; its standard output.
+pub fn git_in(repo: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A git repository under `dir` with one commit and one untracked file.
+pub fn git_fixture_repo(dir: &Path) -> PathBuf {
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::fs::write(repo.join("README.md"), "fixture\n").unwrap();
+    git_in(&repo, &["init", "-q"]);
+    git_in(&repo, &["add", "README.md"]);
+    git_in(
+        &repo,
+        &[
+            "-c",
+            "user.name=F",
+            "-c",
+            "user.email=f@example.test",
+            "commit",
+            "-q",
+            "-m",
+            "init",
+        ],
+    );
+    std::fs::write(repo.join("new.txt"), "new\n").unwrap();
+    repo
+}
+
 /// The `--upstream` value serving `repo` with the reference git server
 /// under the server id `git`.
 pub fn git_upstream(python: &Path, repo: &Path) -> String {
