@@ -250,7 +250,8 @@ a fault in effect decided this deny before dispatch; no kernel evaluated the cal
 }
 
 /// The label keys the call read and, for a call with arguments built from
-/// earlier values, the labels of those arguments.
+/// earlier values, the labels of those arguments and the run-time
+/// allowlist records read for them.
 fn label_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("  label keys read\n");
     if trace.label_keys.is_empty() {
@@ -276,6 +277,19 @@ fn label_lines(text: &mut String, trace: &DecisionTrace) {
             .unwrap_or(0);
         for (pointer, labels) in &trace.argument_labels {
             text.push_str(&format!("    {pointer:<width$}  {}\n", labels_text(labels)));
+        }
+    }
+    // Only a call with a protected argument a run-time allowlist may admit.
+    if !trace.allowlists_read.is_empty() {
+        text.push_str("  allowlist records read\n");
+        let width = trace
+            .allowlists_read
+            .keys()
+            .map(|k| k.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (record, held) in &trace.allowlists_read {
+            text.push_str(&format!("    {record:<width$}  {held} value(s)\n"));
         }
     }
 }

@@ -58,6 +58,12 @@ pub struct DecisionTrace {
     /// carried what; absent for a call of literals only.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub argument_labels: BTreeMap<String, Vec<String>>,
+    /// Every run-time allowlist record admission read for the call's
+    /// protected arguments (`crate::allowlist`), with how many values it
+    /// held (a record never written holds none); absent when no guard
+    /// reads one for the tool.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub allowlists_read: BTreeMap<String, u64>,
     /// Every budget key held at admission, in hold order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_keys: Vec<BudgetRead>,
@@ -137,11 +143,17 @@ pub struct GuardAnswer {
     /// Why, when the guard objected or rewrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The untrusted protected arguments a run-time allowlist let through,
+    /// each `POINTER on RECORD` (`crate::allowlist`), so a reader sees
+    /// which record admitted which value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub admitted: Vec<String>,
 }
 
 impl std::fmt::Display for GuardAnswer {
     /// One line for people: `guard (kind, mode): answer`, then `: reason`
-    /// when there is one; `chio arena explain` and the HTML report both
+    /// when there is one and ` (allowlisted: POINTER on RECORD, ...)` when
+    /// a run-time allowlist let an argument through; `chio arena explain` and the HTML report both
     /// write a guard's answer this way.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -149,10 +161,13 @@ impl std::fmt::Display for GuardAnswer {
             "{} ({}, {}): {}",
             self.guard, self.kind, self.mode, self.answer
         )?;
-        match &self.reason {
-            Some(reason) => write!(f, ": {reason}"),
-            None => Ok(()),
+        if let Some(reason) = &self.reason {
+            write!(f, ": {reason}")?;
         }
+        if !self.admitted.is_empty() {
+            write!(f, " (allowlisted: {})", self.admitted.join(", "))?;
+        }
+        Ok(())
     }
 }
 

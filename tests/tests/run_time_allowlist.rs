@@ -87,3 +87,56 @@ fn allowlist_records_cross_nodes_and_outlive_restarts() {
     }
     assert!(got.contains_key("restart-node-b"), "the restarts ran");
 }
+
+/// The decision trace of step `id` in `bundle`.
+fn trace(bundle: &Path, id: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(bundle.join("arena.json")).expect("manifest");
+    let manifest: serde_json::Value = serde_json::from_str(&text).expect("manifest JSON");
+    manifest["steps"]
+        .as_array()
+        .expect("step records")
+        .iter()
+        .find(|r| r["step_id"] == id)
+        .map(|r| r["trace"].clone())
+        .expect("the step's record")
+}
+
+// Proves on real processes that the trace of a payment names the allowlist records admission read (how many values each held) and the record that admitted its recipient, that a refused payment names the records it read and no admission, and that `chio arena explain` prints both.
+#[test]
+fn the_trace_and_explain_name_the_admitting_record() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = repo_path("scenarios/run_time_allowlist.toml");
+    let local = dir.path().join("local");
+    run(dir.path(), &file, &local, true);
+    let reader = "allowlist/reader/history/get_transactions/output/transactions/*/recipient";
+    let planner = "allowlist/planner/history/get_transactions/output/transactions/*/recipient";
+    let paid = trace(&local, "pay-a-payee-the-bank-recorded");
+    assert_eq!(paid["allowlists_read"][reader], 2, "{paid}");
+    assert_eq!(paid["allowlists_read"][planner], 0, "{paid}");
+    let integrity = &paid["guards"][0];
+    assert_eq!(integrity["answer"], "allow");
+    assert_eq!(
+        integrity["admitted"],
+        serde_json::json!([format!("/recipient on {reader}")])
+    );
+    let early = trace(&local, "pay-before-the-history-is-read");
+    assert_eq!(early["allowlists_read"][reader], 0, "{early}");
+    assert!(early["guards"][0].get("admitted").is_none(), "{early}");
+    let injected = trace(&local, "pay-the-injected-iban");
+    assert_eq!(injected["allowlists_read"][reader], 2, "{injected}");
+    assert!(
+        injected["guards"][0].get("admitted").is_none(),
+        "{injected}"
+    );
+    let bundle = local.display().to_string();
+    let args = ["arena", "explain", &bundle, "pay-a-payee-the-bank-recorded"];
+    let output = run_chio(dir.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("  allowlist records read\n"), "{text}");
+    assert!(text.contains(&format!("{reader}   2 value(s)")), "{text}");
+    assert!(
+        text.contains(&format!("allow (allowlisted: /recipient on {reader})")),
+        "{text}"
+    );
+}

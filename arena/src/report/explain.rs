@@ -67,6 +67,14 @@ pub fn trace_html(id: &str, trace: &DecisionTrace) -> String {
             .collect();
         key_table(&mut out, "argument labels", &rows, "(none)");
     }
+    if !trace.allowlists_read.is_empty() {
+        let rows: Vec<(String, String)> = trace
+            .allowlists_read
+            .iter()
+            .map(|(k, held)| (k.clone(), format!("{held} value(s)")))
+            .collect();
+        key_table(&mut out, "allowlist records read", &rows, "(none)");
+    }
     let budget_rows = budget_rows(trace);
     key_table(&mut out, "budget keys held", &budget_rows, "(none)");
     let journal_rows = journal_rows(trace);

@@ -283,11 +283,18 @@ impl Guard for IntegrityGuard {
         )
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
+        self.check_request_noting(ctx, &mut Vec::new())
+    }
+    fn check_request_noting(
+        &self,
+        ctx: &GuardContext<'_>,
+        admitted: &mut Vec<String>,
+    ) -> Result<GuardVerdict, GuardError> {
         if self.consequential(ctx.server, ctx.tool) != Some(true) {
             // A tool that reaches the open world is consequential for a
             // planner exactly for its untrusted-derived arguments.
             if ctx.provenance.role == AgentRole::Planner && ctx.provenance.open_world {
-                if let Some(reason) = self.untrusted_argument(ctx)? {
+                if let Some(reason) = self.untrusted_argument(ctx, admitted)? {
                     return Ok(self.refuse(reason));
                 }
             }
@@ -325,7 +332,7 @@ impl Guard for IntegrityGuard {
         if ctx.provenance.role != AgentRole::Planner {
             return Ok(GuardVerdict::Allow);
         }
-        match self.untrusted_argument(ctx)? {
+        match self.untrusted_argument(ctx, admitted)? {
             Some(reason) => Ok(self.refuse(reason)),
             None => Ok(GuardVerdict::Allow),
         }
@@ -333,17 +340,18 @@ impl Guard for IntegrityGuard {
 }
 
 impl IntegrityGuard {
-    /// Whether the value of protected `argument` is on one of its run-time
-    /// allowlists: every string of it recorded by a source of the argument
-    /// for the caller, or for an agent that handed over a value the
-    /// argument is built from.
-    fn read_allowed(&self, ctx: &GuardContext<'_>, key: &(String, String), argument: &str) -> bool {
-        let Some(sources) = self.allow_from.get(key).and_then(|l| l.get(argument)) else {
-            return false;
-        };
-        let Some(values) = ctx.arguments.pointer(argument).and_then(argument_strings) else {
-            return false;
-        };
+    /// The run-time allowlist records that admit the value of protected
+    /// `argument`: each string of it must be recorded by a source of the
+    /// argument for the caller, or for an agent that handed over a value
+    /// the argument is built from; `None` when one is not.
+    fn read_allowed(
+        &self,
+        ctx: &GuardContext<'_>,
+        key: &(String, String),
+        argument: &str,
+    ) -> Option<BTreeSet<String>> {
+        let sources = self.allow_from.get(key).and_then(|l| l.get(argument))?;
+        let values = ctx.arguments.pointer(argument).and_then(argument_strings)?;
         let mut readers: BTreeSet<&str> = BTreeSet::from([ctx.agent_id]);
         for (pointer, senders) in &ctx.provenance.senders {
             if crate::provenance::within(pointer, argument)
@@ -352,17 +360,49 @@ impl IntegrityGuard {
                 readers.extend(senders.iter().map(String::as_str));
             }
         }
-        values.iter().all(|value| {
+        let mut records = BTreeSet::new();
+        for value in &values {
             let digest = value_digest(value);
-            sources.iter().any(|source| {
-                readers.iter().any(|reader| {
+            let record = sources
+                .iter()
+                .flat_map(|source| readers.iter().map(|reader| source.record_key(reader)))
+                .find(|record| {
                     ctx.provenance
                         .allowlists
-                        .get(&source.record_key(reader))
+                        .get(record)
                         .is_some_and(|held| held.contains(&digest))
-                })
-            })
-        })
+                })?;
+            records.insert(record);
+        }
+        Some(records)
+    }
+
+    /// Whether `argument`'s value is on a literal allowlist or a run-time
+    /// one; a run-time admission is noted as `POINTER on RECORD`.
+    fn allowed(
+        &self,
+        ctx: &GuardContext<'_>,
+        key: &(String, String),
+        argument: &str,
+        notes: &mut BTreeSet<String>,
+    ) -> bool {
+        let literal = self
+            .allow
+            .get(key)
+            .and_then(|lists| lists.get(argument))
+            .zip(ctx.arguments.pointer(argument).and_then(|v| v.as_str()))
+            .is_some_and(|(list, value)| list.contains(value));
+        if literal {
+            return true;
+        }
+        match self.read_allowed(ctx, key, argument) {
+            Some(records) => {
+                let records: Vec<String> = records.into_iter().collect();
+                notes.insert(format!("{argument} on {}", records.join(" and ")));
+                true
+            }
+            None => false,
+        }
     }
 
     fn refuse(&self, reason: DenyReason) -> GuardVerdict {
@@ -376,18 +416,26 @@ impl IntegrityGuard {
     /// value where it may not: inside a protected argument, or anywhere in
     /// the arguments of an open-world tool, unless the argument's value is
     /// on its allowlist.
-    fn untrusted_argument(&self, ctx: &GuardContext<'_>) -> Result<Option<DenyReason>, GuardError> {
+    fn untrusted_argument(
+        &self,
+        ctx: &GuardContext<'_>,
+        admitted: &mut Vec<String>,
+    ) -> Result<Option<DenyReason>, GuardError> {
         let key = (ctx.server.to_string(), ctx.tool.to_string());
         let protected = self.protected.get(&key);
-        let allow = self.allow.get(&key);
-        let allowed = |argument: &str| {
-            let value = ctx.arguments.pointer(argument);
-            allow
-                .and_then(|lists| lists.get(argument))
-                .zip(value.and_then(|v| v.as_str()))
-                .is_some_and(|(list, value)| list.contains(value))
-                || self.read_allowed(ctx, &key, argument)
-        };
+        let mut notes = BTreeSet::new();
+        let refusal = self.first_untrusted(ctx, &key, protected, &mut notes);
+        admitted.extend(notes);
+        refusal
+    }
+
+    fn first_untrusted(
+        &self,
+        ctx: &GuardContext<'_>,
+        key: &(String, String),
+        protected: Option<&BTreeSet<String>>,
+        notes: &mut BTreeSet<String>,
+    ) -> Result<Option<DenyReason>, GuardError> {
         for (pointer, labels) in &ctx.provenance.arguments {
             let mut untrusted = false;
             for name in labels.iter().filter(|n| is_integrity_label(n)) {
@@ -410,7 +458,7 @@ impl IntegrityGuard {
                 })
             });
             if let Some(argument) = guarded {
-                if !allowed(argument) {
+                if !self.allowed(ctx, key, argument, notes) {
                     return Ok(Some(DenyReason::UntrustedArgument {
                         argument: argument.clone(),
                         tool: ctx.tool.to_string(),
@@ -419,7 +467,7 @@ impl IntegrityGuard {
                 }
                 continue;
             }
-            if ctx.provenance.open_world && !allowed(pointer) {
+            if ctx.provenance.open_world && !self.allowed(ctx, key, pointer, notes) {
                 return Ok(Some(DenyReason::UntrustedOpenWorldArgument {
                     argument: pointer.clone(),
                     tool: ctx.tool.to_string(),
@@ -432,151 +480,8 @@ impl IntegrityGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::guards::GuardMode;
-    use crate::provenance::Provenance;
-    use serde_json::json;
-
-    fn guard(config: serde_json::Value) -> IntegrityGuard {
-        let meta = GuardMeta {
-            id: "integrity".to_string(),
-            mode: GuardMode::Enforce,
-        };
-        IntegrityGuard::new(meta, serde_json::from_value(config).unwrap()).unwrap()
-    }
-
-    fn judge(
-        guard: &IntegrityGuard,
-        tool: &str,
-        arguments: serde_json::Value,
-        provenance: &Provenance,
-    ) -> GuardVerdict {
-        let labels = BTreeMap::new();
-        let ctx = GuardContext {
-            server: "bank",
-            tool,
-            arguments: &arguments,
-            agent_id: "planner",
-            session_id: "planner",
-            journal: &[],
-            labels: &labels,
-            money: &Default::default(),
-            session_filesystem_roots: None,
-            provenance,
-            definition: None,
-        };
-        guard.check_request(&ctx).unwrap()
-    }
-
-    fn untrusted_at(pointers: &[&str], open_world: bool) -> Provenance {
-        Provenance {
-            role: AgentRole::Planner,
-            open_world,
-            arguments: pointers
-                .iter()
-                .map(|p| {
-                    (
-                        p.to_string(),
-                        BTreeSet::from(["integrity:untrusted".to_string()]),
-                    )
-                })
-                .collect(),
-            ..Provenance::default()
-        }
-    }
-
-    // A protected argument carrying an untrusted value is refused by its pointer unless its value is allowlisted; other arguments of a closed-world tool pass; an open-world tool refuses any untrusted argument; approval mode holds instead.
-    #[test]
-    fn arguments_are_judged_by_their_own_labels() {
-        let config = json!({
-            "consequential": {"bank": ["pay", "post"]},
-            "protected": {"bank": {"pay": ["recipient"]}},
-            "allow": {"bank": {"pay": {"recipient": ["DE89370400440532013000"]}}},
-        });
-        let g = guard(config.clone());
-        let paid = json!({"recipient": "XX00ATTACKER", "amount": "10"});
-        let deny = judge(
-            &g,
-            "pay",
-            paid.clone(),
-            &untrusted_at(&["/recipient"], false),
-        );
-        assert_eq!(
-            deny,
-            GuardVerdict::Deny(DenyReason::UntrustedArgument {
-                argument: "/recipient".to_string(),
-                tool: "pay".to_string(),
-                server: "bank".to_string(),
-            })
-        );
-        let nested = judge(
-            &g,
-            "pay",
-            json!({"recipient": ["x"]}),
-            &untrusted_at(&["/recipient/0"], false),
-        );
-        assert!(
-            matches!(nested, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
-        );
-        let whole = judge(&g, "pay", paid.clone(), &untrusted_at(&[""], false));
-        assert!(
-            matches!(whole, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
-        );
-        let listed = json!({"recipient": "DE89370400440532013000", "amount": "10"});
-        assert_eq!(
-            judge(&g, "pay", listed, &untrusted_at(&["/recipient"], false)),
-            GuardVerdict::Allow
-        );
-        assert_eq!(
-            judge(&g, "pay", paid.clone(), &untrusted_at(&["/amount"], false)),
-            GuardVerdict::Allow
-        );
-        let open = judge(
-            &g,
-            "post",
-            json!({"memo": "x"}),
-            &untrusted_at(&["/memo"], true),
-        );
-        assert!(
-            matches!(open, GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { ref argument, .. }) if argument == "/memo")
-        );
-        let mut held = config;
-        held["on_untrusted"] = json!("approval");
-        let held = guard(held);
-        assert!(matches!(
-            judge(&held, "pay", paid, &untrusted_at(&["/recipient"], false)),
-            GuardVerdict::PendingApproval(DenyReason::UntrustedArgument { .. })
-        ));
-        let mut ordinary = untrusted_at(&["/recipient"], false);
-        ordinary.role = AgentRole::Ordinary;
-        assert_eq!(
-            judge(&g, "pay", json!({"recipient": "XX00ATTACKER"}), &ordinary),
-            GuardVerdict::Allow
-        );
-        let unlisted = judge(
-            &g,
-            "forum",
-            json!({"text": "x"}),
-            &untrusted_at(&["/text"], true),
-        );
-        assert!(matches!(
-            unlisted,
-            GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { .. })
-        ));
-        assert_eq!(
-            judge(
-                &g,
-                "forum",
-                json!({"text": "x"}),
-                &untrusted_at(&["/text"], false)
-            ),
-            GuardVerdict::Allow
-        );
-        assert_eq!(g.consequential("bank", "pay"), Some(true));
-        assert_eq!(g.consequential("bank", "read"), Some(false));
-    }
-}
+#[path = "integrity_rule_tests.rs"]
+mod rule_tests;
 
 #[cfg(test)]
 #[path = "integrity_tests.rs"]

@@ -167,3 +167,62 @@ fn sources_are_validated_and_listed() {
     assert_eq!(g.allowlist_sources_for("bank", "pay").len(), 1);
     assert!(g.allowlist_sources_for("bank", "history").is_empty());
 }
+
+/// `judge`, with what the guard noted of the records that admitted.
+fn judge_noting(
+    arguments: serde_json::Value,
+    provenance: &Provenance,
+) -> (GuardVerdict, Vec<String>) {
+    let labels = BTreeMap::new();
+    let ctx = GuardContext {
+        server: "bank",
+        tool: "pay",
+        arguments: &arguments,
+        agent_id: "planner",
+        session_id: "planner",
+        journal: &[],
+        labels: &labels,
+        money: &Default::default(),
+        session_filesystem_roots: None,
+        provenance,
+        definition: None,
+    };
+    let mut admitted = Vec::new();
+    let verdict = guard().check_request_noting(&ctx, &mut admitted).unwrap();
+    (verdict, admitted)
+}
+
+// The guard names, per admitted argument, the record that held its value (the caller's own, or a sender's), and notes nothing for an argument it refuses or for a call no allowlist had to admit.
+#[test]
+fn the_admitting_record_is_noted_per_argument() {
+    let both = planner(&[("planner", &[PAYEE]), ("reader", &[PAYEE])], &["reader"]);
+    let (verdict, admitted) = judge_noting(json!({"recipient": PAYEE, "cc": [PAYEE]}), &both);
+    assert_eq!(verdict, GuardVerdict::Allow);
+    assert_eq!(
+        admitted,
+        vec![
+            format!("/cc on {}", record("planner")),
+            format!("/recipient on {}", record("planner")),
+        ]
+    );
+    let handed = planner(&[("reader", &[PAYEE])], &["reader"]);
+    let mut only_recipient = handed.clone();
+    only_recipient.arguments.remove("/cc");
+    let (verdict, admitted) = judge_noting(json!({"recipient": PAYEE}), &only_recipient);
+    assert_eq!(verdict, GuardVerdict::Allow);
+    assert_eq!(
+        admitted,
+        vec![format!("/recipient on {}", record("reader"))]
+    );
+    let (verdict, admitted) = judge_noting(
+        json!({"recipient": "GB33BUKB20201555555555", "cc": [PAYEE]}),
+        &handed,
+    );
+    assert!(refused(&verdict));
+    assert!(admitted.is_empty(), "{admitted:?}");
+    let mut trusted = planner(&[("planner", &[PAYEE])], &[]);
+    trusted.arguments.clear();
+    let (verdict, admitted) = judge_noting(json!({"recipient": PAYEE, "cc": [PAYEE]}), &trusted);
+    assert_eq!(verdict, GuardVerdict::Allow);
+    assert!(admitted.is_empty(), "nothing untrusted needed a record");
+}

@@ -427,6 +427,17 @@ pub trait Guard: Send + Sync + fmt::Debug {
     }
     /// Decides on a call before dispatch.
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError>;
+    /// Decides as [`Guard::check_request`] does and adds to `admitted`
+    /// each untrusted protected argument a run-time allowlist let through,
+    /// as `POINTER on RECORD`, for the decision trace; a guard that reads
+    /// no allowlist adds nothing.
+    fn check_request_noting(
+        &self,
+        ctx: &GuardContext<'_>,
+        _admitted: &mut Vec<String>,
+    ) -> Result<GuardVerdict, GuardError> {
+        self.check_request(ctx)
+    }
     /// Decides on a tool's output after dispatch.
     fn check_output(
         &self,

@@ -445,7 +445,7 @@ impl Kernel {
             inputs.provenance.arguments = self
                 .collect_argument_labels(request, &sets, trace)
                 .map_err(deny)?;
-            self.collect_allowlists(request, principal, &sets, &mut inputs.provenance);
+            self.collect_allowlists(request, principal, &sets, &mut inputs.provenance, trace);
             if self.may_keep(request) {
                 inputs.carried = carried_labels(&held);
                 inputs

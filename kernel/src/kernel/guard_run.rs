@@ -24,8 +24,10 @@ pub(super) fn run_request_guards(
 ) -> Result<(), Box<Outcome>> {
     for guard in guards {
         let meta = guard.meta();
-        let answer = guard.check_request(ctx);
+        let mut admitted = Vec::new();
+        let answer = guard.check_request_noting(ctx, &mut admitted);
         answers.push(GuardAnswer {
+            admitted,
             guard: meta.id.clone(),
             kind: guard.kind().as_str().to_string(),
             mode: meta.mode.as_str().to_string(),
@@ -112,6 +114,7 @@ pub(super) fn run_output_guards(
                 Ok(OutputVerdict::Rewrite(_, r)) => Some(r.clone()),
                 Err(e) => Some(failed(&meta.id, e).to_string()),
             },
+            admitted: Vec::new(),
         });
         match answer {
             Ok(OutputVerdict::Pass) => {}

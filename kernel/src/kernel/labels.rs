@@ -92,16 +92,19 @@ impl Kernel {
 
     /// Hands the guards the run-time allowlist records the batch read, and
     /// the senders of each handed-over argument. A record the batch did not
-    /// answer admits nothing.
+    /// answer admits nothing. Each record read goes into
+    /// `trace.allowlists_read` with how many values it held.
     pub(super) fn collect_allowlists(
         &self,
         request: &ToolCallRequest,
         principal: &str,
         sets: &BTreeMap<String, BTreeSet<String>>,
         provenance: &mut Provenance,
+        trace: &mut DecisionTrace,
     ) {
         for key in self.allowlist_keys(request, principal) {
             let held = sets.get(&key).cloned().unwrap_or_default();
+            trace.allowlists_read.insert(key.clone(), held.len() as u64);
             provenance.allowlists.insert(key, held);
         }
         // A sender counts only for a value handed over, whose record

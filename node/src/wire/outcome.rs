@@ -164,6 +164,7 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
                 phase: g.phase.clone(),
                 answer: g.answer.clone(),
                 reason: g.reason.clone(),
+                admitted: g.admitted.clone(),
             })
             .collect(),
         shares: trace
@@ -181,6 +182,7 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
         label_writes: trace.label_writes.clone(),
         not_performed: trace.not_performed,
         reason_code: trace.reason_code.map(|code| code.as_str().to_string()),
+        allowlists_read: trace.allowlists_read.clone(),
     }
 }
 
@@ -248,6 +250,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
         output_integrity: trace.output_integrity,
         label_writes: trace.label_writes,
         not_performed: trace.not_performed,
+        allowlists_read: trace.allowlists_read,
     })
 }
 
@@ -312,6 +315,7 @@ fn guard_from_proto(g: pb::GuardAnswer) -> GuardAnswer {
         phase: g.phase,
         answer: g.answer,
         reason: g.reason,
+        admitted: g.admitted,
     }
 }
 

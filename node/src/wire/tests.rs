@@ -198,15 +198,19 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
         text(),
         text(),
         prop::option::of(text()),
+        prop::collection::vec(text(), 0..3),
     )
-        .prop_map(|(guard, kind, mode, phase, answer, reason)| GuardAnswer {
-            guard,
-            kind,
-            mode,
-            phase,
-            answer,
-            reason,
-        });
+        .prop_map(
+            |(guard, kind, mode, phase, answer, reason, admitted)| GuardAnswer {
+                guard,
+                kind,
+                mode,
+                phase,
+                answer,
+                reason,
+                admitted,
+            },
+        );
     let share =
         (text(), text(), any::<u32>(), text()).prop_map(|(parent, child, child_bps, outcome)| {
             ShareRead {
@@ -226,6 +230,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
         (
             prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
             prop::collection::btree_map(text(), prop::collection::vec(text(), 0..3), 0..3),
+            prop::collection::btree_map(text(), any::<u64>(), 0..3),
         ),
         prop::collection::vec(budget, 0..3),
         prop::collection::vec(journal, 0..3),
@@ -242,7 +247,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
             |(
                 (principal, chain, reason_code),
                 stages,
-                (label_keys, argument_labels),
+                (label_keys, argument_labels, allowlists_read),
                 budget_keys,
                 journal,
                 guards,
@@ -255,6 +260,7 @@ fn trace() -> impl Strategy<Value = DecisionTrace> {
                 reason_code,
                 label_keys,
                 argument_labels,
+                allowlists_read,
                 budget_keys,
                 journal,
                 guards,

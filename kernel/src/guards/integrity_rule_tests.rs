@@ -1,0 +1,146 @@
+//! The `integrity` guard's rules: session taint, planners' arguments,
+//! open-world tools and literal allowlists.
+
+use super::*;
+use crate::guards::GuardMode;
+use crate::provenance::Provenance;
+use serde_json::json;
+
+fn guard(config: serde_json::Value) -> IntegrityGuard {
+    let meta = GuardMeta {
+        id: "integrity".to_string(),
+        mode: GuardMode::Enforce,
+    };
+    IntegrityGuard::new(meta, serde_json::from_value(config).unwrap()).unwrap()
+}
+
+fn judge(
+    guard: &IntegrityGuard,
+    tool: &str,
+    arguments: serde_json::Value,
+    provenance: &Provenance,
+) -> GuardVerdict {
+    let labels = BTreeMap::new();
+    let ctx = GuardContext {
+        server: "bank",
+        tool,
+        arguments: &arguments,
+        agent_id: "planner",
+        session_id: "planner",
+        journal: &[],
+        labels: &labels,
+        money: &Default::default(),
+        session_filesystem_roots: None,
+        provenance,
+        definition: None,
+    };
+    guard.check_request(&ctx).unwrap()
+}
+
+fn untrusted_at(pointers: &[&str], open_world: bool) -> Provenance {
+    Provenance {
+        role: AgentRole::Planner,
+        open_world,
+        arguments: pointers
+            .iter()
+            .map(|p| {
+                (
+                    p.to_string(),
+                    BTreeSet::from(["integrity:untrusted".to_string()]),
+                )
+            })
+            .collect(),
+        ..Provenance::default()
+    }
+}
+
+// A protected argument carrying an untrusted value is refused by its pointer unless its value is allowlisted; other arguments of a closed-world tool pass; an open-world tool refuses any untrusted argument; approval mode holds instead.
+#[test]
+fn arguments_are_judged_by_their_own_labels() {
+    let config = json!({
+        "consequential": {"bank": ["pay", "post"]},
+        "protected": {"bank": {"pay": ["recipient"]}},
+        "allow": {"bank": {"pay": {"recipient": ["DE89370400440532013000"]}}},
+    });
+    let g = guard(config.clone());
+    let paid = json!({"recipient": "XX00ATTACKER", "amount": "10"});
+    let deny = judge(
+        &g,
+        "pay",
+        paid.clone(),
+        &untrusted_at(&["/recipient"], false),
+    );
+    assert_eq!(
+        deny,
+        GuardVerdict::Deny(DenyReason::UntrustedArgument {
+            argument: "/recipient".to_string(),
+            tool: "pay".to_string(),
+            server: "bank".to_string(),
+        })
+    );
+    let nested = judge(
+        &g,
+        "pay",
+        json!({"recipient": ["x"]}),
+        &untrusted_at(&["/recipient/0"], false),
+    );
+    assert!(
+        matches!(nested, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
+    );
+    let whole = judge(&g, "pay", paid.clone(), &untrusted_at(&[""], false));
+    assert!(
+        matches!(whole, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient")
+    );
+    let listed = json!({"recipient": "DE89370400440532013000", "amount": "10"});
+    assert_eq!(
+        judge(&g, "pay", listed, &untrusted_at(&["/recipient"], false)),
+        GuardVerdict::Allow
+    );
+    assert_eq!(
+        judge(&g, "pay", paid.clone(), &untrusted_at(&["/amount"], false)),
+        GuardVerdict::Allow
+    );
+    let open = judge(
+        &g,
+        "post",
+        json!({"memo": "x"}),
+        &untrusted_at(&["/memo"], true),
+    );
+    assert!(
+        matches!(open, GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { ref argument, .. }) if argument == "/memo")
+    );
+    let mut held = config;
+    held["on_untrusted"] = json!("approval");
+    let held = guard(held);
+    assert!(matches!(
+        judge(&held, "pay", paid, &untrusted_at(&["/recipient"], false)),
+        GuardVerdict::PendingApproval(DenyReason::UntrustedArgument { .. })
+    ));
+    let mut ordinary = untrusted_at(&["/recipient"], false);
+    ordinary.role = AgentRole::Ordinary;
+    assert_eq!(
+        judge(&g, "pay", json!({"recipient": "XX00ATTACKER"}), &ordinary),
+        GuardVerdict::Allow
+    );
+    let unlisted = judge(
+        &g,
+        "forum",
+        json!({"text": "x"}),
+        &untrusted_at(&["/text"], true),
+    );
+    assert!(matches!(
+        unlisted,
+        GuardVerdict::Deny(DenyReason::UntrustedOpenWorldArgument { .. })
+    ));
+    assert_eq!(
+        judge(
+            &g,
+            "forum",
+            json!({"text": "x"}),
+            &untrusted_at(&["/text"], false)
+        ),
+        GuardVerdict::Allow
+    );
+    assert_eq!(g.consequential("bank", "pay"), Some(true));
+    assert_eq!(g.consequential("bank", "read"), Some(false));
+}
