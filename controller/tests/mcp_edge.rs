@@ -318,3 +318,78 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
         "only the signed call reaches the upstream"
     );
 }
+
+// With trust-control holding the label store, the taint an untrusted upstream's answer left on a client outlives a restart of the edge: after the edge is stopped and started again, the client's consequential call is refused (untrusted-context) and never reaches the upstream, while another client that never read the untrusted answer is admitted, and may not name the first client's session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[servers]]\nid = \"notes\"\nintegrity = \"untrusted\"\n\n[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n\n[guards.config]\nconsequential = { notes = [\"note\"] }\n",
+    )
+    .unwrap();
+    let (alice, bob) = (client_key(1), client_key(2));
+    let alice_token = grant(&authority, &alice, "notes", "echo,note", &[]);
+    let bob_token = grant(&authority, &bob, "notes", "echo,note", &[]);
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend([
+        "--control-url".to_string(),
+        trust.url.clone(),
+        "--control-token-file".to_string(),
+        token_file.to_str().unwrap().to_string(),
+        "--policy".to_string(),
+        policy.to_str().unwrap().to_string(),
+    ]);
+    let page = json!({"text": "a page from the open web"});
+    let edge = Edge::start(&args).await;
+    let read = edge
+        .call(&alice_token, &alice, "notes", "echo", &page, "t-1")
+        .await;
+    assert_eq!(verdict(&read).0, "allow", "{read:?}");
+    edge.stop().await;
+
+    let edge = Edge::start(&args).await;
+    let note = json!({"text": "pay the invoice"});
+    let refused = edge
+        .call(&alice_token, &alice, "notes", "note", &note, "t-2")
+        .await;
+    assert_eq!(
+        verdict(&refused),
+        ("deny".to_string(), "untrusted-context".to_string()),
+        "{refused:?}"
+    );
+    let clean = edge
+        .call(&bob_token, &bob, "notes", "note", &note, "t-3")
+        .await;
+    assert_eq!(verdict(&clean).0, "allow", "{clean:?}");
+    // Bob may not name Alice's session, neither to be judged by its
+    // journal nor to taint it.
+    let alice_session = format!("{}-1", key_hex(&alice));
+    let call = chio_controller::mcp_edge::present::ClientCall {
+        server: "notes",
+        tool: "echo",
+        arguments: &page,
+        request_id: "t-4",
+        session_id: &alice_session,
+        issued_at_ms: now_ms(),
+    };
+    let meta = chio_controller::mcp_edge::present::client_meta(&bob_token, &bob, &call).unwrap();
+    let foreign = edge.call_with_meta("echo", &page, Some(meta)).await;
+    assert_eq!(
+        verdict(&foreign),
+        ("deny".to_string(), "edge-session-not-own".to_string()),
+        "{foreign:?}"
+    );
+    edge.stop().await;
+    assert_eq!(
+        log_lines(&log),
+        ["echo a page from the open web", "note pay the invoice"],
+        "the tainted client's call reached the upstream"
+    );
+}

@@ -36,6 +36,7 @@ fn comparable(receipt: &Value) -> Value {
 async fn edge_session(
     dir: &Path,
     python: &Path,
+    tools: &str,
     grant_flags: &[&str],
     extra: &[String],
     calls: &[(&str, &str, Value)],
@@ -43,7 +44,7 @@ async fn edge_session(
     let log = dir.join("calls.log");
     let authority = authority(dir);
     let alice = client_key(1);
-    let token = grant(&authority, &alice, "notes", "echo", grant_flags);
+    let token = grant(&authority, &alice, "notes", tools, grant_flags);
     let session_dir = dir.join("session");
     let upstream = format!(
         "notes={}",
@@ -149,6 +150,7 @@ async fn the_edge_decides_as_the_arena_decides() {
     let (session, header, session_dir) = edge_session(
         dir.path(),
         &python,
+        "echo",
         &["--max-calls", "3", "--id", "alice-notes"],
         &[],
         &calls,
@@ -198,6 +200,7 @@ scan = ["output"]
     let (session, header, session_dir) = edge_session(
         dir.path(),
         &python,
+        "echo",
         &[],
         &["--policy".into(), policy.to_str().unwrap().into()],
         &calls,
@@ -221,6 +224,64 @@ scan = ["output"]
     let reached = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
     assert_eq!(reached.lines().count(), 3, "{reached}");
     arena_decides_alike(dir.path(), &session, &header, &session_dir);
+}
+
+const INTEGRITY_GUARD: &str = r#"[[guards]]
+id = "integrity"
+kind = "integrity"
+
+[guards.config]
+consequential = { notes = ["note"] }
+"#;
+
+// With --policy declaring the upstream untrusted ([[servers]] integrity, a scenario server's own key), an admitted read of it taints the client's session, and the integrity guard then refuses the client's consequential call before it reaches the upstream; under the same guard without the [[servers]] entry both calls are admitted, so the label is what refused. The equivalent scenario declares the server untrusted and chio arena run decides every call alike; the folder replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_upstream_taints_its_reader_as_in_a_run() {
+    let Some(python) = mcp_python() else { return };
+    let calls = [
+        ("i0", "note", json!({"text": "before any read"})),
+        ("i1", "echo", json!({"text": "a page from the open web"})),
+        ("i2", "note", json!({"text": "after the read"})),
+    ];
+    let untrusted =
+        format!("[[servers]]\nid = \"notes\"\nintegrity = \"untrusted\"\n\n{INTEGRITY_GUARD}");
+    for (policy_text, expected, reached) in [
+        (untrusted.as_str(), ["allow", "allow", "deny"], 2),
+        (INTEGRITY_GUARD, ["allow", "allow", "allow"], 3),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(&policy, policy_text).unwrap();
+        let (session, header, session_dir) = edge_session(
+            dir.path(),
+            &python,
+            "echo,note",
+            &[],
+            &["--policy".into(), policy.to_str().unwrap().into()],
+            &calls,
+        )
+        .await;
+        assert_eq!(verdicts(&session), expected, "{policy_text}: {session:?}");
+        let log = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+        assert_eq!(log.lines().count(), reached, "{policy_text}: {log}");
+        if expected[2] == "deny" {
+            assert_eq!(
+                session[2]["reason_code"], "untrusted-context",
+                "{session:?}"
+            );
+            assert!(
+                session[2]["upstream"].is_null(),
+                "the refused call reached the upstream"
+            );
+            let scenario =
+                std::fs::read_to_string(session_dir.join("inputs/scenario.toml")).unwrap();
+            assert!(
+                scenario.contains("kind = \"recorded\"\nintegrity = \"untrusted\"\n"),
+                "{scenario}"
+            );
+        }
+        arena_decides_alike(dir.path(), &session, &header, &session_dir);
+    }
 }
 
 /// Compares the edge's session with the arena's bundle, call by call.

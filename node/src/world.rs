@@ -42,6 +42,7 @@ pub const AUTHORITY_ID: &str = "arena";
 /// (the arena's type: it travels with the scenario bytes to every node, so a
 /// node needs no shared filesystem).
 pub use chio_arena::fixtures::FixtureSet;
+pub use servers::answer_labeller;
 
 /// A kernel as the world places it.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@
 //! request's `_meta`, read as untrusted input), `kernel` (the kernel's own
 //! thread), `upstream` (the upstream children and their tools), `server`
 //! (the MCP server role), `session` (the session folder), `scenario` (its equivalent scenario), `http` (the streamable HTTP
-//! transport), `policy` (the guards of `--policy`),
+//! transport), `policy` (the guards and upstream labels of `--policy`),
 //! `bundle` (the folder made a bundle at the session's end), `verify` (what
 //! replay checks of a session folder), `serve` (start-up).
 
@@ -169,7 +169,7 @@ pub struct ServeArgs {
     /// A Host header the HTTP server accepts besides loopback's (repeatable), such as the name a proxy forwards.
     #[arg(long, value_name = "HOST", requires = "listen")]
     pub allowed_host: Vec<String>,
-    /// The guards the edge's kernel runs: a TOML file of [[guards]] entries, as a scenario writes them.
+    /// The guards the edge's kernel runs and the labels of its upstreams' answers: a TOML file of [[guards]] and [[servers]] entries, as a scenario writes them.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Write the session (calls, verdicts, receipts, declared tools) to this new folder.

@@ -1,18 +1,30 @@
-//! `chio mcp serve --policy FILE`: the guards the edge's kernel runs,
-//! written as a scenario writes them (`[[guards]]` entries: `id`, `kind`,
-//! `mode`, `[guards.config]`) and read by the scenario's own reader
-//! (`chio_arena::scenario::guard_specs_of` over the scenario model's
-//! `GuardDecl`), so a guard means at the edge what it means in a run. The
-//! kernel's guard builder then checks each configuration when the kernel
-//! starts, as it does for a run's kernel. The guards run in the order the
-//! file declares them, and the session's equivalent scenario declares the
-//! same guards on its kernel.
+//! `chio mcp serve --policy FILE`: the guards the edge's kernel runs and
+//! the labels its upstreams' answers carry, written as a scenario writes
+//! them and read by the scenario's own readers, so each means at the edge
+//! what it means in a run:
+//!
+//! - `[[guards]]` entries (`id`, `kind`, `mode`, `[guards.config]`), read
+//!   by `chio_arena::scenario::guard_specs_of` over the scenario model's
+//!   `GuardDecl`. The kernel's guard builder then checks each configuration
+//!   when the kernel starts, as it does for a run's kernel. The guards run
+//!   in the order the file declares them.
+//! - `[[servers]]` entries naming an `--upstream` id with a server's label
+//!   keys only (`labels`, `integrity`, `integrity_globs`), resolved by the
+//!   node's own reader (`chio_node::world::answer_labeller`): an upstream
+//!   declared `integrity = "untrusted"` taints the session of whoever reads
+//!   it, and a `labels` glob labels the answer to a call whose `path`
+//!   matches, as a recorded server's answer is labelled.
+//!
+//! The session's equivalent scenario declares the same guards on its kernel
+//! and the same label keys on each upstream's recorded server.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use chio_arena::model::GuardDecl;
+use chio_arena::model::{GuardDecl, ServerDecl};
 use chio_kernel::guards::GuardSpec;
-use serde::Deserialize;
+use chio_node::tools::ToolServer;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{codes, CliError};
 
@@ -21,12 +33,92 @@ const COMMAND: &str = "mcp serve";
 /// Largest policy file read.
 const MAX_POLICY_BYTES: u64 = 1 << 20;
 
-/// The file: guards only.
+/// The file: guards and upstream labels.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
     #[serde(default)]
     guards: Vec<GuardDecl>,
+    #[serde(default)]
+    servers: Vec<UpstreamLabels>,
+}
+
+/// `[[servers]]`: what one upstream's answers carry, in a scenario server's
+/// own keys.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamLabels {
+    /// The `--upstream` id.
+    pub id: String,
+    /// Glob of a call's `path` argument to the label of its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<BTreeMap<String, String>>,
+    /// `trusted` (the default) or `untrusted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<String>,
+    /// Glob of a call's `path` argument to the integrity of its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity_globs: Option<BTreeMap<String, String>>,
+}
+
+impl UpstreamLabels {
+    /// No labels: an upstream the file does not name.
+    pub fn none(id: &str) -> Self {
+        UpstreamLabels {
+            id: id.to_string(),
+            labels: None,
+            integrity: None,
+            integrity_globs: None,
+        }
+    }
+
+    /// The recorded server these keys declare, answering no call.
+    pub fn labeller(&self) -> Result<ToolServer, String> {
+        let declaration = ServerDecl {
+            id: self.id.clone(),
+            kernel: super::scenario::KERNEL.to_string(),
+            kind: "recorded".to_string(),
+            root: None,
+            fixtures: None,
+            labels: self.labels.clone(),
+            failing: None,
+            integrity: self.integrity.clone(),
+            integrity_globs: self.integrity_globs.clone(),
+            tools: None,
+            answers: None,
+            fields: None,
+            command: None,
+            env: None,
+            cwd: None,
+            timeout_ms: None,
+        };
+        chio_node::world::answer_labeller(&declaration).map_err(|e| e.to_string())
+    }
+}
+
+/// What `--policy` sets: the guards in declaration order and the labels of
+/// the upstreams it names, by id.
+#[derive(Debug, Clone, Default)]
+pub struct EdgePolicy {
+    /// The guard pipeline.
+    pub guards: Vec<GuardSpec>,
+    /// The upstreams' label keys, by upstream id.
+    pub servers: BTreeMap<String, UpstreamLabels>,
+}
+
+impl EdgePolicy {
+    /// Refuses a `[[servers]]` entry naming no upstream of `ids`.
+    pub fn check_upstreams(&self, path: &Path, ids: &[&str]) -> Result<(), CliError> {
+        match self.servers.keys().find(|id| !ids.contains(&id.as_str())) {
+            Some(id) => Err(refused(
+                path,
+                format!(
+                    "[[servers]] {id} names no --upstream; give one --upstream {id}=\"CMD ARGS\""
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 fn refused(path: &Path, what: String) -> CliError {
@@ -34,12 +126,12 @@ fn refused(path: &Path, what: String) -> CliError {
         codes::MCP_POLICY,
         COMMAND,
         format!("--policy {}: {what}", path.display()),
-        "write [[guards]] entries as a scenario does (docs/scenario-schema.md, \"[[guards]]\")",
+        "write [[guards]] entries and [[servers]] label keys as a scenario does (docs/mcp.md, \"--policy\")",
     )
 }
 
-/// Reads the guards of `path`, in declaration order.
-pub fn read(path: &Path) -> Result<Vec<GuardSpec>, CliError> {
+/// Reads the guards and upstream labels of `path`.
+pub fn read(path: &Path) -> Result<EdgePolicy, CliError> {
     let size = std::fs::metadata(path)
         .map_err(|e| refused(path, format!("cannot be read: {}", e.kind())))?
         .len();
@@ -56,11 +148,21 @@ pub fn read(path: &Path) -> Result<Vec<GuardSpec>, CliError> {
             .span()
             .map(|s| format!(" at byte {}", s.start))
             .unwrap_or_default();
-        refused(path, format!("is not a file of [[guards]]{place}"))
+        refused(
+            path,
+            format!("is not a file of [[guards]] and [[servers]]{place}"),
+        )
     })?;
-    let specs = chio_arena::scenario::guard_specs_of(&file.guards)
-        .map_err(|e| refused(path, e.to_string()))?;
-    if let Some(g) = file.guards.iter().find(|g| g.kind.is_none()) {
+    Ok(EdgePolicy {
+        guards: guards(path, &file.guards)?,
+        servers: servers(path, file.servers)?,
+    })
+}
+
+fn guards(path: &Path, declared: &[GuardDecl]) -> Result<Vec<GuardSpec>, CliError> {
+    let specs =
+        chio_arena::scenario::guard_specs_of(declared).map_err(|e| refused(path, e.to_string()))?;
+    if let Some(g) = declared.iter().find(|g| g.kind.is_none()) {
         return Err(refused(path, format!("guard {} has no kind", g.id)));
     }
     let mut ids = std::collections::BTreeSet::new();
@@ -77,11 +179,31 @@ pub fn read(path: &Path) -> Result<Vec<GuardSpec>, CliError> {
     Ok(specs)
 }
 
+fn servers(
+    path: &Path,
+    declared: Vec<UpstreamLabels>,
+) -> Result<BTreeMap<String, UpstreamLabels>, CliError> {
+    let mut by_id = BTreeMap::new();
+    for server in declared {
+        server
+            .labeller()
+            .map_err(|e| refused(path, format!("[[servers]] {}: {e}", server.id)))?;
+        if by_id.contains_key(&server.id) {
+            return Err(refused(
+                path,
+                format!("[[servers]] {} is declared twice", server.id),
+            ));
+        }
+        by_id.insert(server.id.clone(), server);
+    }
+    Ok(by_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn read_text(text: &str) -> Result<Vec<GuardSpec>, CliError> {
+    fn read_text(text: &str) -> Result<EdgePolicy, CliError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("policy.toml");
         std::fs::write(&path, text).unwrap();
@@ -94,7 +216,8 @@ mod tests {
         let specs = read_text(
             "[[guards]]\nid = \"b\"\nkind = \"forbidden-path\"\nmode = \"observe\"\n[guards.config]\nglobs = [\"**/.env\"]\n\n[[guards]]\nid = \"a\"\nkind = \"prompt-injection\"\n",
         )
-        .unwrap();
+        .unwrap()
+        .guards;
         let ids: Vec<&str> = specs.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["b", "a"]);
         assert_eq!(specs[0].kind.as_str(), "forbidden-path");
@@ -116,5 +239,75 @@ mod tests {
             let err = read_text(text).unwrap_err();
             assert_eq!(err.code, codes::MCP_POLICY.code, "{text}: {}", err.message);
         }
+    }
+
+    // [[servers]] label keys are read as a scenario server's: the labeller answers an untrusted result for an upstream declared untrusted, the label of a matching path for a labels glob, and the lowest integrity of a matching integrity glob; an upstream the file does not name is unlabelled and trusted.
+    #[test]
+    fn server_label_keys_label_the_answers() {
+        use chio_node::tools::LiveAnswer;
+        use serde_json::json;
+        let policy = read_text(
+            "[[servers]]\nid = \"web\"\nintegrity = \"untrusted\"\n\n[[servers]]\nid = \"files\"\nlabels = { \"/srv/hr/**\" = \"confidential\" }\nintegrity_globs = { \"/srv/inbox/**\" = \"untrusted\" }\n",
+        )
+        .unwrap();
+        assert!(policy.guards.is_empty());
+        let answer = || LiveAnswer {
+            ok: true,
+            output: json!({"content": []}),
+        };
+        let label = |id: &str, arguments: serde_json::Value| {
+            let labeller = policy.servers[id].labeller().unwrap();
+            let result = labeller.live_result(answer(), &arguments);
+            (result.label.map(|l| l.as_str()), result.integrity.label())
+        };
+        assert_eq!(
+            label("web", json!({"url": "x"})),
+            (None, Some("integrity:untrusted".into()))
+        );
+        assert_eq!(
+            label("files", json!({"path": "/srv/hr/pay.csv"})),
+            (Some("confidential"), None)
+        );
+        assert_eq!(
+            label("files", json!({"path": "/srv/inbox/1.eml"})),
+            (None, Some("integrity:untrusted".into()))
+        );
+        let none = UpstreamLabels::none("other").labeller().unwrap();
+        let result = none.live_result(answer(), &json!({"path": "/srv/hr/pay.csv"}));
+        assert_eq!((result.label, result.integrity.label()), (None, None));
+    }
+
+    // A [[servers]] entry with a key other than the label keys, an integrity or label the scenario refuses, an id twice, or an id no --upstream names is refused with CHIO-MCP-POLICY naming the entry.
+    #[test]
+    fn a_server_entry_the_scenario_reader_refuses_is_refused() {
+        for (text, names) in [
+            ("[[servers]]\nid = \"web\"\nkind = \"http\"\n", "servers"),
+            (
+                "[[servers]]\nid = \"web\"\nintegrity = \"mostly\"\n",
+                "[[servers]] web",
+            ),
+            (
+                "[[servers]]\nid = \"web\"\nlabels = { \"**\" = \"secretish\" }\n",
+                "[[servers]] web",
+            ),
+            (
+                "[[servers]]\nid = \"web\"\n[[servers]]\nid = \"web\"\n",
+                "declared twice",
+            ),
+        ] {
+            let err = read_text(text).unwrap_err();
+            assert_eq!(err.code, codes::MCP_POLICY.code, "{text}: {}", err.message);
+            assert!(err.message.contains(names), "{text}: {}", err.message);
+        }
+        let policy = read_text("[[servers]]\nid = \"web\"\nintegrity = \"untrusted\"\n").unwrap();
+        let path = Path::new("policy.toml");
+        assert!(policy.check_upstreams(path, &["web", "git"]).is_ok());
+        let err = policy.check_upstreams(path, &["git"]).unwrap_err();
+        assert_eq!(err.code, codes::MCP_POLICY.code);
+        assert!(
+            err.message.contains("[[servers]] web names no --upstream"),
+            "{}",
+            err.message
+        );
     }
 }

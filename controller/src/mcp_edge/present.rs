@@ -58,6 +58,9 @@ pub enum PresentError {
     /// An id is empty or too long.
     #[error("_meta[\"chio/request\"].{0} is empty or longer than {MAX_ID_CHARS} characters")]
     IdLength(&'static str),
+    /// The session id is not the client's own.
+    #[error("_meta[\"chio/request\"].session_id is not the client's own: use its agent_id, or agent_id, '-' and a name")]
+    ForeignSession,
 }
 
 impl PresentError {
@@ -68,6 +71,7 @@ impl PresentError {
             PresentError::CapabilityType | PresentError::Token(_) => "edge-token-malformed",
             PresentError::NoRequest => "edge-no-signed-request",
             PresentError::RequestShape | PresentError::IdLength(_) => "edge-request-malformed",
+            PresentError::ForeignSession => "edge-session-not-own",
         }
     }
 }
@@ -112,6 +116,9 @@ pub fn request(
             return Err(PresentError::IdLength(name));
         }
     }
+    if !own_session(&part.agent_id, &part.session_id) {
+        return Err(PresentError::ForeignSession);
+    }
     Ok(ToolCallRequest {
         request_id: part.request_id,
         capability,
@@ -125,6 +132,18 @@ pub fn request(
         sealed: Vec::new(),
         argument_sources: Vec::new(),
     })
+}
+
+/// Whether `session` is a session of client `agent`: its id, or its id,
+/// `-` and a name. The kernel keeps a session's journal and taint under the
+/// session id, so no client may name another's session; the kernel binds
+/// `agent` to the proof's key.
+fn own_session(agent: &str, session: &str) -> bool {
+    session == agent
+        || session
+            .strip_prefix(agent)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|name| !name.is_empty())
 }
 
 /// One call as a client signs it.
@@ -267,7 +286,7 @@ mod tests {
             tool: "git_status",
             arguments: &args,
             request_id: "r",
-            session_id: "s",
+            session_id: &format!("{}-s", chio_kernel::keys::public_key_hex(&client)),
             issued_at_ms: 5,
         };
         let mut meta = client_meta(&token, &client, &call).unwrap();
@@ -284,8 +303,30 @@ mod tests {
         meta[REQUEST_KEY].as_object_mut().unwrap().remove("extra");
         meta[REQUEST_KEY]["session_id"] = Value::from("");
         assert_eq!(
-            request(&meta, "git", "git_status", args),
+            request(&meta, "git", "git_status", args.clone()),
             Err(PresentError::IdLength("session_id"))
         );
+        let own = chio_kernel::keys::public_key_hex(&client);
+        for foreign in [
+            "s".to_string(),
+            format!("{own}-"),
+            format!("{own}s"),
+            format!("x{own}-s"),
+            format!("{}-s", "0".repeat(64)),
+        ] {
+            meta[REQUEST_KEY]["session_id"] = Value::from(foreign.clone());
+            assert_eq!(
+                request(&meta, "git", "git_status", args.clone()),
+                Err(PresentError::ForeignSession),
+                "{foreign}"
+            );
+        }
+        for own_session in [own.clone(), format!("{own}-1"), format!("{own}-a-b")] {
+            meta[REQUEST_KEY]["session_id"] = Value::from(own_session.clone());
+            assert!(
+                request(&meta, "git", "git_status", args.clone()).is_ok(),
+                "{own_session}"
+            );
+        }
     }
 }

@@ -6,9 +6,10 @@
 //! lines of `calls.jsonl`, in decision order, it writes a scenario of one
 //! node and one kernel (`kernel-a`); one recorded server per upstream,
 //! declaring the tools the upstream listed (as `chio import mcp` declares
-//! them) and answering each admitted call with what the upstream answered;
-//! the guards the edge ran (`--policy`), in its order, on the kernel;
-//! one agent per client key, in order of first call; one grant per root
+//! them) and the label keys `--policy` gave it, and answering each admitted
+//! call with what the upstream answered; the guards the edge ran
+//! (`--policy`), in its order, on the kernel; one agent per client key,
+//! named by its one session or in order of first call; one grant per root
 //! capability presented (its id, server, tools, `path_prefix`, window and
 //! invocation budget); and one call step per call the kernel decided from
 //! the call itself, at the instant the edge admitted it, expecting the
@@ -40,6 +41,8 @@ use serde_json::{json, Value};
 
 /// The scenario's id.
 pub const SESSION_SCENARIO_ID: &str = "mcp-edge-session";
+/// The scenario's one kernel, which serves every upstream's recorded server.
+pub const KERNEL: &str = "kernel-a";
 /// The one seed prompt every agent of the scenario starts from.
 pub const PROMPT_FILE: &str = "prompt.txt";
 /// What the prompt file holds.
@@ -126,6 +129,7 @@ struct Decided {
     seq: u64,
     at_ms: u64,
     agent: String,
+    session: String,
     token: CapabilityToken,
     server: String,
     tool: String,
@@ -171,6 +175,7 @@ fn classify(record: &Value, seq: u64) -> Result<Decided, String> {
             .as_u64()
             .ok_or("its admission instant is missing")?,
         agent: text(&request["agent_id"], "agent")?,
+        session: text(&request["session_id"], "session")?,
         server: text(&request["server"], "server")?,
         tool: text(&request["tool"], "tool")?,
         arguments: request["arguments"].clone(),
@@ -223,7 +228,7 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
     }
     for name in agents.values() {
         text.push_str(&format!(
-            "\n[[agents]]\nid = \"{name}\"\nrole = \"client\"\nmodel = \"recorded:{name}\"\nseed_prompt_ref = \"{PROMPT_FILE}\"\nkernel = \"kernel-a\"\n"
+            "\n[[agents]]\nid = \"{name}\"\nrole = \"client\"\nmodel = \"recorded:{name}\"\nseed_prompt_ref = \"{PROMPT_FILE}\"\nkernel = \"{KERNEL}\"\n"
         ));
     }
     text.push_str(&servers(header, &decided)?);
@@ -232,11 +237,29 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
     Ok(SessionScenario { text, steps })
 }
 
-/// Each client key's agent name, in order of first call.
+/// Each client key's agent name. A scenario agent's session is its id, so
+/// when every client kept to one session of its own whose id is a scenario
+/// id, each agent is named by its session, and a reason naming a session's
+/// label key reads at replay as it read at the edge; otherwise `client-1`,
+/// `client-2`, ... in order of first call.
 fn agent_names(decided: &[Decided]) -> BTreeMap<String, String> {
+    let mut sessions: BTreeMap<&str, std::collections::BTreeSet<&str>> = BTreeMap::new();
+    for d in decided {
+        sessions.entry(&d.agent).or_default().insert(&d.session);
+    }
+    let mut used = std::collections::BTreeSet::new();
+    let by_session = sessions.values().all(|s| {
+        s.len() == 1
+            && s.iter()
+                .all(|id| chio_arena::scenario::is_valid_id(id) && used.insert(*id))
+    });
     let mut names = BTreeMap::new();
     for d in decided {
-        let next = format!("client-{}", names.len() + 1);
+        let next = if by_session {
+            d.session.clone()
+        } else {
+            format!("client-{}", names.len() + 1)
+        };
         names.entry(d.agent.clone()).or_insert(next);
     }
     names
@@ -250,7 +273,7 @@ fn head(clock_start: &str, agents: usize) -> String {
         "deterministic-multi-v1"
     };
     format!(
-        "# The equivalent scenario of an MCP edge session, written by the edge.\nschema_version = \"chio.arena.scenario/v1\"\nid = \"{SESSION_SCENARIO_ID}\"\ntitle = \"the calls of an MCP edge session\"\nrng_seed = 0\nvirtual_clock_start = \"{clock_start}\"\n\n[determinism]\nscheduler = \"{scheduler}\"\nlocale = \"C\"\n\n[[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"kernel-a\"\nnode = \"node-a\"\n"
+        "# The equivalent scenario of an MCP edge session, written by the edge.\nschema_version = \"chio.arena.scenario/v1\"\nid = \"{SESSION_SCENARIO_ID}\"\ntitle = \"the calls of an MCP edge session\"\nrng_seed = 0\nvirtual_clock_start = \"{clock_start}\"\n\n[determinism]\nscheduler = \"{scheduler}\"\nlocale = \"C\"\n\n[[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"{KERNEL}\"\nnode = \"node-a\"\n"
     )
 }
 
@@ -265,7 +288,13 @@ fn servers(header: &Value, decided: &[Decided]) -> Result<String, String> {
         let tools = parse_tools_list(&listed, id)
             .map_err(|e| format!("upstream {id}: its tools are refused: {e}"))?;
         out.push('\n');
-        out.push_str(&server_declaration(id, "kernel-a", &tools));
+        let declared = server_declaration(id, KERNEL, &tools);
+        let labelled = label_keys(header, id)?;
+        out.push_str(&declared.replacen(
+            "kind = \"recorded\"\n",
+            &format!("kind = \"recorded\"\n{labelled}"),
+            1,
+        ));
         for d in decided.iter().filter(|d| d.server == id) {
             if let Some(answer) = &d.upstream {
                 let output = toml_inline(answer)
@@ -275,6 +304,24 @@ fn servers(header: &Value, decided: &[Decided]) -> Result<String, String> {
                     step_id(d.seq)
                 ));
             }
+        }
+    }
+    Ok(out)
+}
+
+/// The label keys `--policy` gave upstream `id` (`session.json`'s
+/// `servers`), as the lines of its recorded server; none without any.
+fn label_keys(header: &Value, id: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let declared = header["servers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["id"] == id);
+    for key in ["labels", "integrity", "integrity_globs"] {
+        if let Some(value) = declared.and_then(|s| s.get(key)) {
+            let value = toml_inline(value).map_err(|e| format!("upstream {id}: {key} {e}"))?;
+            out.push_str(&format!("{key} = {value}\n"));
         }
     }
     Ok(out)

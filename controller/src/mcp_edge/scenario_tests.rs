@@ -28,7 +28,7 @@ fn call(at: u64, capability: &str, verdict: &str, code: Option<&str>) -> Value {
     json!({
         "seq": 0, "admitted_at_ms": at, "server": "notes", "tool": "echo",
         "request": {"capability": token(capability), "server": "notes", "tool": "echo",
-                    "arguments": {"text": "a"}, "agent_id": KEY},
+                    "arguments": {"text": "a"}, "agent_id": KEY, "session_id": "s-1"},
         "verdict": verdict, "reason_code": code,
         "upstream": if verdict == "allow" { json!({"content": [{"type": "text", "text": "a"}]}) } else { Value::Null },
     })
@@ -89,4 +89,39 @@ fn what_a_scenario_cannot_hold_is_an_error() {
     assert!(err.contains("call 1") && err.contains("null"), "{err}");
     let err = session_scenario(&header(), &[]).unwrap_err();
     assert!(err.contains("no call"), "{err}");
+}
+
+// A client that kept to one session is named by it, so a reason naming the session's label key reads the same at replay; a client with two sessions, or a session id a scenario cannot name, gives client-N names for every agent.
+#[test]
+fn agents_are_named_by_their_one_session() {
+    let calls = [call(2_000, "cap-1", "allow", None)];
+    let text = session_scenario(&header(), &calls).unwrap().text;
+    assert!(text.contains("[[agents]]\nid = \"s-1\"\n"), "{text}");
+    assert!(text.contains("agent = \"s-1\""), "{text}");
+    let mut second = call(3_000, "cap-1", "allow", None);
+    second["request"]["session_id"] = json!("s-2");
+    let text = session_scenario(&header(), &[calls[0].clone(), second])
+        .unwrap()
+        .text;
+    assert!(text.contains("[[agents]]\nid = \"client-1\"\n"), "{text}");
+    let mut unnamed = call(2_000, "cap-1", "allow", None);
+    unnamed["request"]["session_id"] = json!("a session");
+    let text = session_scenario(&header(), &[unnamed]).unwrap().text;
+    assert!(text.contains("[[agents]]\nid = \"client-1\"\n"), "{text}");
+}
+
+// The label keys --policy gave an upstream (session.json's servers) are written on its recorded server, and none on an upstream it did not name.
+#[test]
+fn policy_label_keys_go_on_the_recorded_server() {
+    let calls = [call(2_000, "cap-1", "allow", None)];
+    let plain = session_scenario(&header(), &calls).unwrap().text;
+    assert!(!plain.contains("integrity ="), "{plain}");
+    let mut labelled = header();
+    labelled["servers"] = json!([{"id": "notes", "integrity": "untrusted",
+        "labels": {"/srv/hr/**": "confidential"}}]);
+    let text = session_scenario(&labelled, &calls).unwrap().text;
+    assert!(
+        text.contains("kind = \"recorded\"\nlabels = { \"/srv/hr/**\" = \"confidential\" }\nintegrity = \"untrusted\"\n"),
+        "{text}"
+    );
 }

@@ -6,6 +6,7 @@
 //! (`--listen`), until ctrl-c or SIGTERM; then make the session folder a
 //! bundle.
 
+use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::KernelConfig;
 use chio_kernel::keys::public_key_hex;
+use chio_node::tools::ToolServer;
 use chio_node::trust_stores::TrustBinding;
 use chio_trust::model::IssuerKey;
 use chio_trust::{InMemoryTrustStore, TrustStore};
@@ -24,6 +26,7 @@ use tokio::runtime::Handle;
 use super::authority::{self, Authority};
 use super::grant::{control_client, deadlines};
 use super::kernel::EdgeKernel;
+use super::policy::{EdgePolicy, UpstreamLabels};
 use super::server::Edge;
 use super::session::Session;
 use super::upstream::{parse_spec, Upstream, Upstreams};
@@ -46,10 +49,17 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     if let Some(addr) = args.listen {
         super::http::check_listen(addr, args.allow_non_loopback)?;
     }
-    let guards = match &args.policy {
-        Some(path) => super::policy::read(path)?,
-        None => Vec::new(),
+    let policy = match &args.policy {
+        Some(path) => {
+            let policy = super::policy::read(path)?;
+            let ids: Vec<&str> = specs.iter().map(|(id, _)| id.as_str()).collect();
+            policy.check_upstreams(path, &ids)?;
+            policy
+        }
+        None => EdgePolicy::default(),
     };
+    let labellers = labellers(&specs, &policy)?;
+    let guards = policy.guards.clone();
     let authority = authority::read(&args.authority, COMMAND)?;
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
@@ -70,11 +80,12 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
                 .await?
             }
         };
-        let session = open_session(args, &authority, &upstreams, &guards)?;
+        let session = open_session(args, &authority, &upstreams, &policy)?;
         tracing::info!(namespace = %args.control.namespace, "kernel started");
         let edge = Edge {
             kernel,
             upstreams: Arc::new(upstreams),
+            labellers: Arc::new(labellers),
             session,
             max_argument_bytes: args.max_argument_bytes,
             upstream_timeout: timeout,
@@ -179,12 +190,12 @@ fn open_session(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
-    guards: &[GuardSpec],
+    policy: &EdgePolicy,
 ) -> Result<Option<Arc<Session>>, CliError> {
     Ok(match &args.session_out {
         None => None,
         Some(dir) => Some(Arc::new(
-            Session::create(dir, &header(args, authority, upstreams, guards)).map_err(|e| {
+            Session::create(dir, &header(args, authority, upstreams, policy)).map_err(|e| {
                 CliError::new(
                     codes::MCP_SESSION_WRITE,
                     COMMAND,
@@ -201,7 +212,7 @@ fn header(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
-    guards: &[GuardSpec],
+    policy: &EdgePolicy,
 ) -> serde_json::Value {
     let listed: Vec<_> = upstreams
         .by_id
@@ -215,8 +226,30 @@ fn header(
         "kernel_key": public_key_hex(&authority.receipts),
         "max_request_age_ms": args.max_request_age_ms,
         "upstreams": listed,
-        "guards": guards,
+        "guards": policy.guards,
+        "servers": policy.servers.values().collect::<Vec<_>>(),
     })
+}
+
+/// How each upstream's answers are labelled: as `--policy` declares it, or
+/// unlabelled and trusted.
+fn labellers(
+    specs: &[(String, Vec<String>)],
+    policy: &EdgePolicy,
+) -> Result<BTreeMap<String, ToolServer>, CliError> {
+    let mut by_id = BTreeMap::new();
+    for (id, _) in specs {
+        let declared = policy
+            .servers
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| UpstreamLabels::none(id));
+        let labeller = declared
+            .labeller()
+            .map_err(|e| CliError::infrastructure(COMMAND, e))?;
+        by_id.insert(id.clone(), labeller);
+    }
+    Ok(by_id)
 }
 
 /// Trusts the issuer in `store` and starts the kernel over it.

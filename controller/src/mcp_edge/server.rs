@@ -13,12 +13,15 @@
 //! text starts with the reason code; the upstream never sees a call the
 //! kernel did not admit.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chio_kernel::canonical::to_canonical_vec;
-use chio_kernel::kernel::{Admission, Decision, ToolOutput};
+use chio_kernel::kernel::{Admission, Decision};
 use chio_kernel::verdict::Verdict;
+use chio_node::actors::kernel::tool_output;
+use chio_node::tools::{LiveAnswer, ToolServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -42,6 +45,9 @@ pub struct Edge {
     pub kernel: EdgeKernel,
     /// The upstreams.
     pub upstreams: Arc<Upstreams>,
+    /// How each upstream's answers are labelled, by upstream id: the
+    /// recorded server its session's equivalent scenario declares.
+    pub labellers: Arc<BTreeMap<String, ToolServer>>,
     /// The session folder, when written.
     pub session: Option<Arc<Session>>,
     /// Largest canonical size of a call's arguments.
@@ -169,28 +175,27 @@ impl Edge {
             Ok(Admission::Admitted(ticket)) => ticket,
         };
         let request = ticket.request();
-        let called = match self.upstreams.by_id.get(&request.server) {
-            Some(upstream) => {
-                upstream
-                    .call(&request.tool, &request.arguments, self.upstream_timeout)
-                    .await
-            }
-            None => Err(format!("no upstream serves {}", request.server)),
+        let server = &request.server;
+        let called = match (self.upstreams.by_id.get(server), self.labellers.get(server)) {
+            (Some(upstream), Some(labeller)) => upstream
+                .call(&request.tool, &request.arguments, self.upstream_timeout)
+                .await
+                .map(|result| (result, labeller)),
+            _ => Err(format!("no upstream serves {server}")),
         };
         let decided = match called {
-            Ok(result) => {
+            Ok((result, labeller)) => {
                 let answered = serde_json::to_value(&result).unwrap_or(Value::Null);
                 record.upstream = Some(answered.clone());
                 // The kernel reads an upstream's answer as it reads a
                 // recorded server's: `{"ok": performed, "output": result}`,
-                // so a session replays as a scenario of a recorded server.
-                let performed = result.is_error != Some(true);
-                let output = ToolOutput {
-                    content: json!({ "ok": performed, "output": answered }),
-                    label: None,
-                    integrity: None,
-                    performed,
+                // labelled as that server labels it, so a session replays
+                // as a scenario of a recorded server.
+                let answer = LiveAnswer {
+                    ok: result.is_error != Some(true),
+                    output: answered,
                 };
+                let output = tool_output(labeller.live_result(answer, &request.arguments));
                 self.kernel.complete(*ticket, output, now_ms).await
             }
             Err(reason) => self.kernel.abort(*ticket, reason, now_ms).await,

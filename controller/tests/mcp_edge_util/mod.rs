@@ -259,7 +259,7 @@ pub fn signed_meta(
         tool,
         arguments,
         request_id,
-        session_id: "session-1",
+        session_id: &format!("{}-1", key_hex(key)),
         issued_at_ms: now_ms(),
     };
     client_meta(token, key, &call).expect("sign the request")

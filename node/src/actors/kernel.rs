@@ -88,7 +88,7 @@ impl CallOutcome {
 }
 
 /// What a tool server's answer is to the kernel that dispatched to it.
-pub(crate) fn tool_output(result: ToolResult) -> ToolOutput {
+pub fn tool_output(result: ToolResult) -> ToolOutput {
     ToolOutput {
         content: result.content,
         label: result.label,

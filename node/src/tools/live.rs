@@ -67,10 +67,13 @@ impl ToolServer {
 
     /// The result of a live server's answer to a call with `arguments`,
     /// by the rule a recorded answer follows (so its replay answers the
-    /// same), with the server's integrity.
+    /// same), with the server's labels and integrity: a live or recorded
+    /// server's `labels` globs (no other kind has any) and its integrity
+    /// policy. The MCP edge labels an upstream's answer with it, over the
+    /// recorded server its session's equivalent scenario declares.
     pub fn live_result(&self, answer: LiveAnswer, arguments: &Value) -> ToolResult {
         let labels: &[(Glob, Label)] = match &self.state {
-            ServerState::Live { labels, .. } => labels,
+            ServerState::Live { labels, .. } | ServerState::Recorded { labels, .. } => labels,
             _ => &[],
         };
         let mut result = answer_result(answer.ok, answer.output, labels, arguments);

@@ -10,7 +10,7 @@ use chio_kernel::label::{Integrity, Label};
 
 use super::{kernel_node, FixtureSet, ServerPlan};
 use crate::error::NodeError;
-use crate::tools::{AnswerMatch, IntegrityPolicy, RecordedAnswer, ToolServerConfig};
+use crate::tools::{AnswerMatch, IntegrityPolicy, RecordedAnswer, ToolServer, ToolServerConfig};
 
 /// Every tool server placed on its kernel's node, seeded from `fixtures`.
 pub(super) fn resolve_servers(
@@ -35,6 +35,18 @@ pub(super) fn resolve_servers(
     }
 
     Ok(servers)
+}
+
+/// The recorded server `server` declares, answering no call, for what
+/// labels an answer of it carries ([`ToolServer::live_result`]): its
+/// `labels` globs and its integrity policy, checked as a run checks them.
+/// The MCP edge labels each upstream's answers with it.
+pub fn answer_labeller(server: &ServerDecl) -> Result<ToolServer, NodeError> {
+    let config = ToolServerConfig::Recorded {
+        answers: Vec::new(),
+        labels: server_labels(server)?,
+    };
+    Ok(ToolServer::new(server.id.clone(), config).with_integrity(integrity_policy(server)?))
 }
 
 fn integrity_policy(server: &ServerDecl) -> Result<IntegrityPolicy, NodeError> {
