@@ -393,3 +393,48 @@ async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
         "the tainted client's call reached the upstream"
     );
 }
+
+// A monetary budget held and settled in trust-control outlives a restart of the edge: what a capability spent before the restart counts after it, so the payment that would pass the limit is refused and never reaches the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_outlives_an_edge_restart() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[budgets]]\nid = \"pay-limit\"\ncapability = \"alice-pay\"\nserver = \"notes\"\ntool = \"pay\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"10.00\"\n",
+    )
+    .unwrap();
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "pay", &["--id", "alice-pay"]);
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend([
+        "--control-url".to_string(),
+        trust.url.clone(),
+        "--control-token-file".to_string(),
+        token_file.to_str().unwrap().to_string(),
+        "--policy".to_string(),
+        policy.to_str().unwrap().to_string(),
+    ]);
+    let six = json!({"amount": "6.00", "currency": "EUR"});
+    let edge = Edge::start(&args).await;
+    let first = edge.call(&token, &alice, "notes", "pay", &six, "b-1").await;
+    assert_eq!(verdict(&first).0, "allow", "{first:?}");
+    edge.stop().await;
+
+    let edge = Edge::start(&args).await;
+    let second = edge.call(&token, &alice, "notes", "pay", &six, "b-2").await;
+    assert_eq!(verdict(&second).0, "deny", "{second:?}");
+    assert!(text(&second).contains("pay-limit"), "{second:?}");
+    let four = json!({"amount": "4.00", "currency": "EUR"});
+    let last = edge
+        .call(&token, &alice, "notes", "pay", &four, "b-3")
+        .await;
+    assert_eq!(verdict(&last).0, "allow", "{last:?}");
+    edge.stop().await;
+    assert_eq!(log_lines(&log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
+}

@@ -284,6 +284,79 @@ async fn an_untrusted_upstream_taints_its_reader_as_in_a_run() {
     }
 }
 
+// With [[budgets]] in --policy, the edge holds and settles monetary budgets as a run's kernel does: a capability's daily budget (windows from the epoch) admits payments up to its limit exactly and refuses one past it before the upstream, a payment in another currency and a malformed amount are refused, and a client's budget named by its key counts the same calls; the equivalent scenario declares both budgets (the client by its scenario name, the clock at the epoch so the windows are the edge's), and chio arena run decides every call alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_edge_keeps_monetary_budgets_as_the_arena_does() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"[[budgets]]
+id = "daily-pay"
+capability = "alice-pay"
+server = "notes"
+tool = "pay"
+amount = "amount"
+currency = "EUR"
+currency_argument = "currency"
+limit = "10.00"
+window_ms = 86400000
+
+[[budgets]]
+id = "alice-total"
+agent = "{}"
+server = "notes"
+tool = "pay"
+amount = "amount"
+currency = "EUR"
+limit = "100.00"
+"#,
+            key_hex(&client_key(1))
+        ),
+    )
+    .unwrap();
+    let pay = |amount: &str, currency: &str| json!({"amount": amount, "currency": currency});
+    let calls = [
+        ("m0", "pay", pay("4.00", "EUR")),
+        ("m1", "pay", pay("5.00", "EUR")),
+        ("m2", "pay", pay("2.00", "EUR")),
+        ("m3", "pay", pay("1.00", "EUR")),
+        ("m4", "pay", pay("0.01", "USD")),
+        ("m5", "pay", pay("one euro", "EUR")),
+    ];
+    let (session, header, session_dir) = edge_session(
+        dir.path(),
+        &python,
+        "pay",
+        &["--id", "alice-pay"],
+        &["--policy".into(), policy.to_str().unwrap().into()],
+        &calls,
+    )
+    .await;
+    assert_eq!(
+        verdicts(&session),
+        ["allow", "allow", "deny", "allow", "deny", "deny"],
+        "{session:?}"
+    );
+    let reason = session[2]["reason"].as_str().unwrap();
+    assert!(reason.contains("daily-pay"), "{reason}");
+    let reached = std::fs::read_to_string(dir.path().join("calls.log")).unwrap();
+    assert_eq!(
+        reached.lines().collect::<Vec<_>>(),
+        ["pay 4.00 EUR", "pay 5.00 EUR", "pay 1.00 EUR"],
+        "{reached}"
+    );
+    let scenario = std::fs::read_to_string(session_dir.join("inputs/scenario.toml")).unwrap();
+    assert!(
+        scenario.contains("virtual_clock_start = \"1970-01-01T00:00:00.000Z\""),
+        "{scenario}"
+    );
+    assert!(scenario.contains("id = \"alice-total\""), "{scenario}");
+    arena_decides_alike(dir.path(), &session, &header, &session_dir);
+}
+
 /// Compares the edge's session with the arena's bundle, call by call.
 fn compare(session: &[Value], bundle: &Path) {
     let arena: Value =

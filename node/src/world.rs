@@ -321,12 +321,22 @@ fn catalog_of(
 /// The scenario's monetary budgets (`[[budgets]]` with a `limit`), their
 /// windows counted from the clock start.
 fn monetary_budgets(scenario: &Scenario) -> Result<Vec<MonetaryBudget>, NodeError> {
-    let start_ms = scenario.clock().now_ms();
+    monetary_budgets_of(&scenario.file().budgets, scenario.clock().now_ms())
+}
+
+/// The kernel's monetary budgets of the `[[budgets]]` entries `declared`
+/// that have a `limit`, their windows counted from `origin_ms`: a run's
+/// from its clock start, the MCP edge's from the Unix epoch.
+pub fn monetary_budgets_of(
+    declared: &[chio_arena::model::BudgetDecl],
+    origin_ms: u64,
+) -> Result<Vec<MonetaryBudget>, NodeError> {
+    let start_ms = origin_ms;
     let invalid = |id: &str, what: &str| {
         NodeError::Scenario(format!("monetary budget {id} has no valid {what}"))
     };
     let mut budgets = Vec::new();
-    for b in scenario.file().budgets.iter().filter(|b| b.is_monetary()) {
+    for b in declared.iter().filter(|b| b.is_monetary()) {
         let id = b.money_id();
         let subject = match (&b.agent, &b.capability) {
             (Some(agent), None) => BudgetSubject::Agent(agent.clone()),

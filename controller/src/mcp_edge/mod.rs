@@ -29,6 +29,7 @@ use clap::{Args, Subcommand};
 use crate::error::CliError;
 
 pub mod authority;
+pub mod budgets;
 pub mod bundle;
 pub mod grant;
 mod http;

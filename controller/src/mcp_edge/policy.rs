@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use chio_arena::model::{GuardDecl, ServerDecl};
+use chio_arena::model::{BudgetDecl, GuardDecl, ServerDecl};
 use chio_kernel::guards::GuardSpec;
 use chio_node::tools::ToolServer;
 use serde::{Deserialize, Serialize};
@@ -33,7 +33,7 @@ const COMMAND: &str = "mcp serve";
 /// Largest policy file read.
 const MAX_POLICY_BYTES: u64 = 1 << 20;
 
-/// The file: guards and upstream labels.
+/// The file: guards, upstream labels and monetary budgets.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyFile {
@@ -41,6 +41,8 @@ struct PolicyFile {
     guards: Vec<GuardDecl>,
     #[serde(default)]
     servers: Vec<UpstreamLabels>,
+    #[serde(default)]
+    budgets: Vec<BudgetDecl>,
 }
 
 /// `[[servers]]`: what one upstream's answers carry, in a scenario server's
@@ -104,6 +106,8 @@ pub struct EdgePolicy {
     pub guards: Vec<GuardSpec>,
     /// The upstreams' label keys, by upstream id.
     pub servers: BTreeMap<String, UpstreamLabels>,
+    /// The monetary budgets, in declaration order (`super::budgets`).
+    pub budgets: Vec<BudgetDecl>,
 }
 
 impl EdgePolicy {
@@ -156,6 +160,7 @@ pub fn read(path: &Path) -> Result<EdgePolicy, CliError> {
     Ok(EdgePolicy {
         guards: guards(path, &file.guards)?,
         servers: servers(path, file.servers)?,
+        budgets: super::budgets::check(&file.budgets).map_err(|e| refused(path, e))?,
     })
 }
 

@@ -203,11 +203,17 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
     if decided.is_empty() {
         return Err("no call of the session is one the arena re-decides".to_string());
     }
-    let start_ms = decided
-        .iter()
-        .flat_map(|d| [d.at_ms, d.token.not_before_ms])
-        .min()
-        .unwrap_or(0);
+    // Budget windows count from the edge's origin, the epoch: a scenario
+    // counts them from its clock start, which then starts there too.
+    let start_ms = if super::budgets::windowed(header) {
+        super::budgets::WINDOW_ORIGIN_MS
+    } else {
+        decided
+            .iter()
+            .flat_map(|d| [d.at_ms, d.token.not_before_ms])
+            .min()
+            .unwrap_or(0)
+    };
     let clock = VirtualClock::parse("1970-01-01T00:00:00.000Z").map_err(|e| e.to_string())?;
     let agents = agent_names(&decided);
     let guards = header["guards"].as_array().cloned().unwrap_or_default();
@@ -233,6 +239,10 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
     }
     text.push_str(&servers(header, &decided)?);
     text.push_str(&grants(header, &decided, &agents, start_ms)?);
+    let presented = decided.iter().map(|d| d.token.id.clone()).collect();
+    text.push_str(&super::budgets::scenario_tables(
+        header, &agents, &presented,
+    )?);
     text.push_str(&call_steps(&decided, &agents, start_ms)?);
     Ok(SessionScenario { text, steps })
 }

@@ -11,7 +11,6 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::KernelConfig;
 use chio_kernel::keys::public_key_hex;
 use chio_node::tools::ToolServer;
@@ -59,7 +58,6 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
         None => EdgePolicy::default(),
     };
     let labellers = labellers(&specs, &policy)?;
-    let guards = policy.guards.clone();
     let authority = authority::read(&args.authority, COMMAND)?;
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
@@ -68,14 +66,14 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
         let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
         let upstreams = start_upstreams(&specs, timeout).await?;
         let kernel = match control {
-            Some(client) => start_kernel(client, args, &authority, &upstreams, &guards).await?,
+            Some(client) => start_kernel(client, args, &authority, &upstreams, &policy).await?,
             None => {
                 start_kernel(
                     Arc::new(InMemoryTrustStore::new()),
                     args,
                     &authority,
                     &upstreams,
-                    &guards,
+                    &policy,
                 )
                 .await?
             }
@@ -227,6 +225,7 @@ fn header(
         "max_request_age_ms": args.max_request_age_ms,
         "upstreams": listed,
         "guards": policy.guards,
+        "budgets": super::budgets::header(&policy.budgets),
         "servers": policy.servers.values().collect::<Vec<_>>(),
     })
 }
@@ -258,7 +257,7 @@ async fn start_kernel<S: TrustStore>(
     args: &ServeArgs,
     authority: &Authority,
     upstreams: &Upstreams,
-    guards: &[GuardSpec],
+    policy: &EdgePolicy,
 ) -> Result<EdgeKernel, CliError> {
     let issuer = public_key_hex(&authority.issuer);
     let key = IssuerKey::parse_hex(&issuer)
@@ -289,7 +288,9 @@ async fn start_kernel<S: TrustStore>(
     config.trusted_issuers = vec![issuer];
     config.max_request_age_ms = Some(args.max_request_age_ms);
     config.tools = Some(upstreams.catalog());
-    config.guards = guards.to_vec();
+    config.guards = policy.guards.clone();
+    config.monetary_budgets = super::budgets::kernel_budgets(&policy.budgets)
+        .map_err(|e| CliError::infrastructure(COMMAND, e))?;
     EdgeKernel::spawn(config, stores, Box::new(cache))
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))
 }

@@ -245,11 +245,20 @@ impl Validator<'_> {
                 });
             }
         }
-        // The tool's contract, when its server is a built-in kind.
-        let Some(Some(kind)) = servers.get(budget.server.as_str()) else {
+        // The tool's contract: a built-in kind's, or the tools a recorded
+        // or MCP server declares.
+        if !matches!(servers.get(budget.server.as_str()), Some(Some(_))) {
+            return Ok(());
+        }
+        let Some(tools) = self
+            .file
+            .servers
+            .iter()
+            .find(|s| s.id == budget.server)
+            .and_then(crate::scenario::tools::server_tools)
+        else {
             return Ok(());
         };
-        let tools = kind.tools();
         let Some(tool) = tools.iter().find(|t| t.name == budget.tool) else {
             return Err(ArenaError::UnknownTool {
                 field: at("tool"),
