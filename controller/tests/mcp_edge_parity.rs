@@ -357,6 +357,83 @@ limit = "100.00"
     arena_decides_alike(dir.path(), &session, &header, &session_dir);
 }
 
+// Two calls in flight together under a capability of one call: the slow one is admitted first and holds the call, the fast one is refused and decided first, so calls.jsonl holds the refusal first; the equivalent scenario puts the steps in the kernel's admission order, so chio arena run decides both alike and the folder replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_in_flight_together_replay_in_admission_order() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(
+        &authority,
+        &alice,
+        "notes",
+        "slow,echo",
+        &["--max-calls", "1"],
+    );
+    let session_dir = dir.path().join("session");
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            log.to_str().unwrap(),
+        ])
+    );
+    let args: Vec<String> = vec![
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+        "--session-out".into(),
+        session_dir.to_str().unwrap().into(),
+    ];
+    let edge = Edge::start(&args).await;
+    let (first_text, second_text) = (json!({"text": "first"}), json!({"text": "second"}));
+    let slow = edge.call(&token, &alice, "notes", "slow", &first_text, "f-1");
+    let fast = async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        edge.call(&token, &alice, "notes", "echo", &second_text, "f-2")
+            .await
+    };
+    let (slow, fast) = tokio::join!(slow, fast);
+    edge.stop().await;
+    assert_eq!(verdict(&slow).0, "allow", "{slow:?}");
+    assert_eq!(verdict(&fast).0, "deny", "{fast:?}");
+    let session: Vec<Value> = std::fs::read_to_string(session_dir.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        verdicts(&session),
+        ["deny", "allow"],
+        "decided out of admission order"
+    );
+    assert_eq!(session[0]["admission"], 2, "{session:?}");
+    assert_eq!(session[1]["admission"], 1, "{session:?}");
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(session_dir.join("session.json")).unwrap())
+            .unwrap();
+    let replayed = std::process::Command::new(chio_bin())
+        .args(["arena", "replay", session_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        replayed.status.success(),
+        "the session folder does not replay: {}",
+        String::from_utf8_lossy(&replayed.stdout)
+    );
+    let built = session_scenario(&header, &session).unwrap();
+    let first = built.text.find("id = \"call-2\"").unwrap();
+    assert!(
+        first < built.text.find("id = \"call-1\"").unwrap(),
+        "{}",
+        built.text
+    );
+}
+
 /// Compares the edge's session with the arena's bundle, call by call.
 fn compare(session: &[Value], bundle: &Path) {
     let arena: Value =

@@ -23,7 +23,7 @@ enum Command {
     Admit {
         request: Box<ToolCallRequest>,
         now_ms: u64,
-        reply: oneshot::Sender<Admission>,
+        reply: oneshot::Sender<(Admission, u64)>,
     },
     Complete {
         ticket: Box<AdmissionTicket>,
@@ -63,6 +63,9 @@ pub struct EdgeKernel {
 
 struct Actor {
     kernel: Kernel,
+    /// How many admissions the kernel has decided, so each call knows its
+    /// place in the order the kernel admitted calls in.
+    admitted: u64,
     issuers: Box<dyn IssuerSource>,
     trusted: Vec<String>,
     max_depth: usize,
@@ -88,7 +91,8 @@ impl Actor {
                     // A caller named by anything but its key stays
                     // unregistered, and the kernel refuses it at binding.
                     let _ = self.kernel.register_key_agent(&request.agent_id);
-                    let _ = reply.send(self.kernel.admit(&request, now_ms));
+                    self.admitted += 1;
+                    let _ = reply.send((self.kernel.admit(&request, now_ms), self.admitted));
                 }
                 Command::Complete {
                     ticket,
@@ -141,6 +145,7 @@ impl EdgeKernel {
                         let _ = ready_tx.send(Ok(()));
                         Actor {
                             kernel,
+                            admitted: 0,
                             issuers,
                             trusted,
                             max_depth,
@@ -171,12 +176,13 @@ impl EdgeKernel {
         answer.await.map_err(|_| KernelThreadError::Gone)
     }
 
-    /// `Kernel::admit`.
+    /// `Kernel::admit`, with the call's place in the kernel's admission
+    /// order (from 1).
     pub async fn admit(
         &self,
         request: ToolCallRequest,
         now_ms: u64,
-    ) -> Result<Admission, KernelThreadError> {
+    ) -> Result<(Admission, u64), KernelThreadError> {
         self.ask(|reply| Command::Admit {
             request: Box::new(request),
             now_ms,

@@ -3,7 +3,7 @@
 //! folder against.
 //!
 //! From `session.json` (the upstreams and the tools each listed) and the
-//! lines of `calls.jsonl`, in decision order, it writes a scenario of one
+//! lines of `calls.jsonl`, in the kernel's admission order, it writes a scenario of one
 //! node and one kernel (`kernel-a`); one recorded server per upstream,
 //! declaring the tools the upstream listed (as `chio import mcp` declares
 //! them) and the label keys `--policy` gave it, and answering each admitted
@@ -128,6 +128,7 @@ pub fn toml_inline(value: &Value) -> Result<String, String> {
 struct Decided {
     seq: u64,
     at_ms: u64,
+    admission: Option<u64>,
     agent: String,
     session: String,
     token: CapabilityToken,
@@ -174,6 +175,7 @@ fn classify(record: &Value, seq: u64) -> Result<Decided, String> {
         at_ms: record["admitted_at_ms"]
             .as_u64()
             .ok_or("its admission instant is missing")?,
+        admission: record["admission"].as_u64(),
         agent: text(&request["agent_id"], "agent")?,
         session: text(&request["session_id"], "session")?,
         server: text(&request["server"], "server")?,
@@ -203,6 +205,9 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
     if decided.is_empty() {
         return Err("no call of the session is one the arena re-decides".to_string());
     }
+    // Calls in flight together are written as each is decided; the steps
+    // go in the order the kernel admitted them, which is what decided them.
+    decided.sort_by_key(|d| d.admission);
     // Budget windows count from the edge's origin, the epoch: a scenario
     // counts them from its clock start, which then starts there too.
     let start_ms = if super::budgets::windowed(header) {

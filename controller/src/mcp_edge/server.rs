@@ -166,13 +166,17 @@ impl Edge {
     ) -> CallToolResult {
         let gone =
             |e: super::kernel::KernelThreadError| refusal("edge-kernel-stopped", &e.to_string());
-        let ticket = match self.kernel.admit(request, now_ms).await {
+        let (admission, place) = match self.kernel.admit(request, now_ms).await {
             Err(e) => return gone(e),
-            Ok(Admission::Decided(decision)) => {
+            Ok(admitted) => admitted,
+        };
+        record.admission = Some(place);
+        let ticket = match admission {
+            Admission::Decided(decision) => {
                 record.decision(&decision);
                 return answer(&decision);
             }
-            Ok(Admission::Admitted(ticket)) => ticket,
+            Admission::Admitted(ticket) => ticket,
         };
         let request = ticket.request();
         let server = &request.server;

@@ -8,7 +8,8 @@
 //!   against);
 //! - `calls.jsonl`, one line per `tools/call`, in the order the edge
 //!   decided them: `seq`, `admitted_at_ms` (the wall-clock instant read
-//!   once for the admission, the instant the kernel decided at), `server`,
+//!   once for the admission, the instant the kernel decided at),
+//!   `admission` (the call's place in the kernel's admission order), `server`,
 //!   `tool`, `request` (the kernel's request as assembled, with the token
 //!   and proof; `null` when the edge refused the presentation before the
 //!   kernel), `verdict`, `reason_code`, `reason`, `receipt` (the signed
@@ -40,6 +41,10 @@ pub struct CallRecord {
     pub seq: u64,
     /// The admission instant, Unix milliseconds.
     pub admitted_at_ms: u64,
+    /// The call's place in the order the kernel admitted calls in, from 1
+    /// (calls in flight together are written as each is decided, which
+    /// need not be that order); `None` for a call that never reached it.
+    pub admission: Option<u64>,
     /// The upstream id the call was routed to.
     pub server: String,
     /// The tool called.
@@ -66,6 +71,7 @@ impl CallRecord {
         CallRecord {
             seq: 0,
             admitted_at_ms: now_ms,
+            admission: None,
             server: server.to_string(),
             tool: tool.to_string(),
             request: None,
