@@ -37,12 +37,11 @@ use chio_arena::adversary::population::MAX_POPULATION_SIZE;
 use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
-use clap::Args;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::arena_run::load_for_run;
-use crate::cli::RunTopology;
+use crate::cli::arena::{EvolveArgs, MAX_ARENA_EVOLVE_WALL_SECONDS};
 use crate::cluster_worlds::evaluate_with_topology;
 use crate::driver::RunInputs;
 use crate::error::{codes, CliError};
@@ -53,8 +52,6 @@ const COMMAND: &str = "arena evolve";
 
 /// Most generations one evolve may run.
 pub const MAX_ARENA_EVOLVE_GENERATIONS: u32 = 200;
-/// Most wall-clock seconds one evolve may run (30 minutes).
-pub const MAX_ARENA_EVOLVE_WALL_SECONDS: u64 = 30 * 60;
 /// The gate's name, as the summary prints it.
 pub const BUDGET_GATE: &str = "bounded:200_generations_or_30_minutes";
 /// The schema of the `--json` summary.
@@ -67,45 +64,6 @@ pub const LEADERBOARD_MD: &str = "leaderboard.md";
 pub const TRACE_FILE: &str = "evolve-trace.json";
 /// The survival chart.
 pub const CHART_FILE: &str = "survival.svg";
-
-/// `chio arena evolve` arguments.
-#[derive(Debug, Args)]
-pub struct EvolveArgs {
-    /// The scenario file; its `[[adversaries]]` blocks are the populations.
-    pub file: PathBuf,
-    /// Generations to evolve, 1 to 200.
-    #[arg(long, default_value_t = 4)]
-    pub generations: u32,
-    /// Populations each declared lineage breeds per generation, 1 to 64
-    /// (a block's `population_size` overrides it).
-    #[arg(long, default_value_t = DEFAULT_POPULATION_SIZE)]
-    pub population_size: u32,
-    /// Wall-clock budget in seconds, 1 to 1800; the run ends cleanly when spent.
-    #[arg(long, default_value_t = MAX_ARENA_EVOLVE_WALL_SECONDS)]
-    pub wall_seconds: u64,
-    /// Print the canonical `chio.arena.evolve/v1` summary instead of a table.
-    #[arg(long)]
-    pub json: bool,
-    /// The output root (default `target/arena`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Also write the escapes as SARIF 2.1.0 here: one result per cause,
-    /// its occurrences as related locations (one rule per adversary class,
-    /// located in the scenario file).
-    #[arg(long, value_name = "PATH")]
-    pub sarif: Option<PathBuf>,
-    /// Also write the search's report here as one self-contained HTML page
-    /// (what `chio report DIR` writes for the output root).
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// Where the kernels decide: in this process (the default), `local`
-    /// (trust-control and one node process per logical node on loopback,
-    /// started once and reused by every batch), or a topology file
-    /// (docs/topology.md) naming running nodes. The files are the same bytes
-    /// on every topology.
-    #[arg(long, value_name = "local|FILE")]
-    pub topology: Option<RunTopology>,
-}
 
 fn out_of_range(message: String, help: String) -> CliError {
     CliError::new(codes::FLAG_OUT_OF_RANGE, COMMAND, message, help)

@@ -20,28 +20,16 @@ use chio_arena::bundle::{Bundle, StepOutcome, StepRecord, SCENARIO_INPUT};
 use chio_arena::ActionKind;
 use chio_kernel::trace::{DecisionTrace, STAGES};
 use chio_kernel::verdict::ProjectedVerdict;
-use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::cli::arena::ExplainArgs;
 use crate::error::{codes, CliError};
 
 const COMMAND: &str = "arena explain";
 
 /// The schema of the `--json` document.
 pub const EXPLAIN_SCHEMA_VERSION: &str = "chio.arena.explain/v1";
-
-/// `chio arena explain BUNDLE STEP [--json]`.
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    /// The bundle folder a run wrote.
-    pub bundle: std::path::PathBuf,
-    /// The id of the step to explain.
-    pub step: String,
-    /// Print canonical JSON (`chio.arena.explain/v1`) instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
 
 #[derive(Serialize)]
 struct ExplainReport<'a> {

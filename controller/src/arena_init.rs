@@ -16,33 +16,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
-
+use crate::cli::arena::{InitArgs, Template};
 use crate::error::{codes, CliError};
 
 const COMMAND: &str = "arena init";
-
-/// `chio arena init DIR [--template NAME]`.
-#[derive(Debug, Args)]
-pub struct InitArgs {
-    /// The folder to write the scenario into; created when missing, and it
-    /// may exist as long as none of the template's files does.
-    pub dir: PathBuf,
-    /// What the scenario teaches.
-    #[arg(long, value_enum, default_value_t = Template::Triage)]
-    pub template: Template,
-}
-
-/// A scenario template `arena init` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Template {
-    /// One agent reading issues, an information-flow guard, one allow and one deny.
-    Triage,
-    /// A bank tool, a daily monetary budget and an approval guard.
-    Finance,
-    /// Two nodes, two kernels, a delegation across them and its revocation.
-    MultiKernel,
-}
 
 /// Embeds `scenarios/templates/<dir>/<path>` as `(path, text)`.
 macro_rules! template_file {
@@ -207,6 +184,7 @@ pub fn run(args: &InitArgs, out: &mut dyn Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueEnum;
 
     /// Every file under `dir`, by path relative to it with `/` separators.
     fn files_under(root: &Path, dir: &Path, out: &mut Vec<String>) {

@@ -11,33 +11,18 @@
 //! nothing but standard output.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use chio_arena::load_scenario;
 use chio_arena::scenario::lint::{lint, lint_anchor, LintWarning};
-use clap::Args;
 use serde::Serialize;
 
+use crate::cli::arena::LintArgs;
 use crate::error::{codes, CliError, ERRORS_DOC_URL};
 
 const COMMAND: &str = "arena lint";
 
 /// The schema of the `--json` document.
 pub const LINT_SCHEMA_VERSION: &str = "chio.arena.lint/v1";
-
-/// `chio arena lint FILE [--json] [--deny-warnings]`.
-#[derive(Debug, Args)]
-pub struct LintArgs {
-    /// The scenario file; fixture folders resolve next to it.
-    pub file: PathBuf,
-    /// Print canonical JSON (`chio.arena.lint/v1`) instead of warning blocks.
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 (`CHIO-CLI-LINT-WARNINGS`) when there is any warning, after
-    /// printing them; without it warnings exit 0.
-    #[arg(long)]
-    pub deny_warnings: bool,
-}
 
 /// One warning as the `--json` document gives it.
 #[derive(Serialize)]

@@ -44,8 +44,8 @@ use chio_arena::experiment::matrix::Matrix;
 use chio_arena::experiment::matrix::{load_matrix, Cell};
 use chio_arena::{ExperimentError, Scenario};
 use chio_kernel::verdict::ProjectedVerdict;
-use clap::Args;
 
+use crate::cli::arena::MatrixArgs;
 use crate::cli::RunTopology;
 use crate::driver::{RunInputs, RunResult, RunStatus};
 use crate::error::{codes, CliError};
@@ -58,36 +58,6 @@ const COMMAND: &str = "arena matrix";
 
 /// Fitness rounds each adversary population gets per run (the evolve default, `docs/adversaries.md`).
 pub const ADVERSARY_ROUNDS: u32 = 2;
-
-/// `chio arena matrix FILE [--json] [--out DIR] [--resume] [--workers N]`.
-#[derive(Debug, Args)]
-pub struct MatrixArgs {
-    /// The matrix file (`chio.arena.matrix/v1`).
-    pub file: PathBuf,
-    /// Print the synthesis as canonical JSON (`chio.arena.matrix-synthesis/v1`).
-    #[arg(long)]
-    pub json: bool,
-    /// The output folder (default `target/arena/matrix/<matrix-id>-r<repetitions>`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Complete an interrupted matrix from its run ledger.
-    #[arg(long)]
-    pub resume: bool,
-    /// Runs at once when the matrix declares no `[protocol] concurrency`
-    /// (default: the machine's cores); results do not depend on it.
-    #[arg(long)]
-    pub workers: Option<usize>,
-    /// Also write a JUnit XML report here: one test suite per cell, one
-    /// test case per step.
-    #[arg(long, value_name = "PATH")]
-    pub junit: Option<PathBuf>,
-    /// Where the scenario part of a run goes when its cell declares no
-    /// topology: `local` starts node processes and trust-control on
-    /// loopback and reuses them between runs, a topology file
-    /// (docs/topology.md) names running ones; default embedded.
-    #[arg(long, value_name = "local|FILE")]
-    pub topology: Option<RunTopology>,
-}
 
 /// Converts an experiment refusal or failure into the CLI's error.
 pub fn experiment_error(command: &'static str, err: &ExperimentError) -> CliError {

@@ -26,7 +26,7 @@
 //! it as `still_escaping`.
 
 use std::io::Write;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use std::collections::BTreeSet;
 
@@ -40,9 +40,9 @@ use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
-use clap::{Args, ValueEnum};
 use serde::{Deserialize, Serialize};
 
+use crate::cli::arena::{PromoteArgs, PromoteTarget};
 use crate::error::{codes, CliError};
 
 const COMMAND: &str = "arena promote";
@@ -50,45 +50,6 @@ const COMMAND: &str = "arena promote";
 pub const PROMOTE_SCHEMA_VERSION: &str = "chio.arena.promote/v1";
 /// The largest `--cap` accepted.
 pub const MAX_PROMOTE_CAP: usize = 50;
-
-/// Where promoted cases go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PromoteTarget {
-    /// Deny outcomes as `chio.arena.fixture/v1`, behind the bless gate.
-    Fixtures,
-    /// Deny and Rewrite outcomes as `chio.arena.adversarial-case/v1`.
-    AdversarialSuite,
-}
-
-/// `chio arena promote` arguments.
-#[derive(Debug, Args)]
-pub struct PromoteArgs {
-    /// The scenario file whose populations are promoted.
-    pub file: PathBuf,
-    /// The corpus to promote into.
-    #[arg(long = "to", value_enum)]
-    pub target: PromoteTarget,
-    /// Base steps to promote actions of (default: every one).
-    #[arg(long = "step")]
-    pub steps: Vec<String>,
-    /// Populations to promote (default: every declared one).
-    #[arg(long = "population")]
-    pub populations: Vec<String>,
-    /// Most fixtures written by this call (fixtures only), 1 to 50.
-    #[arg(long, default_value_t = ARENA_PROMOTE_CAP_DEFAULT)]
-    pub cap: usize,
-    /// The output root (default `promoted/` next to the scenario).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Print the canonical `chio.arena.promote/v1` report.
-    #[arg(long)]
-    pub json: bool,
-    /// Promote the escapes recorded in this evolve trace instead of the
-    /// declared populations' round-0 actions.
-    #[arg(long, value_name = "PATH")]
-    pub from_trace: Option<PathBuf>,
-}
 
 /// The part of an evolve trace promotion reads.
 #[derive(Deserialize)]

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -40,10 +40,10 @@ use chio_arena::scenario::mcp::parse_tools_list;
 use chio_arena::scenario::tools::declared_contract;
 use chio_arena::{Scenario, ServerKind};
 use chio_node::tools::LiveServer;
-use clap::{ArgGroup, Args};
 use serde_json::json;
 
 use crate::arena_run::{load_for_run, outcome_error, write_table};
+use crate::cli::arena::RecordArgs;
 use crate::driver::{DispatchMode, RunInputs, RunOptions, RunResult};
 use crate::error::{codes, CliError};
 use crate::import_mcp_live::{start, stop, Launch};
@@ -62,21 +62,6 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 /// handshake and list its tools (its `timeout_ms` when longer): starting an
 /// interpreter on a busy machine may take seconds a call never should.
 pub const MIN_START_TIMEOUT_MS: u64 = 60_000;
-
-/// What to run and record, and where.
-#[derive(Debug, Args)]
-#[command(group(ArgGroup::new("target").required(true).args(["out", "check"])))]
-pub struct RecordArgs {
-    /// The scenario file; an mcp server's cwd resolves next to it.
-    pub file: PathBuf,
-    /// Write the run's bundle here, and the recording below it (DIR/recording/).
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Run live again and report, by step, every answer that drifted from
-    /// the recording in DIR.
-    #[arg(long, value_name = "DIR")]
-    pub check: Option<PathBuf>,
-}
 
 /// The scenario's mcp servers, in declaration order.
 pub fn mcp_servers(scenario: &Scenario) -> Vec<&ServerDecl> {

@@ -16,7 +16,7 @@
 //! naming the kind and the file.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chio_arena::adversary::coevolution::GenerationRecord;
 use chio_arena::adversary::Leaderboard;
@@ -25,9 +25,9 @@ use chio_arena::experiment::campaign::ledger::LEDGER_SCHEMA_VERSION;
 use chio_arena::experiment::campaign::portfolio::report as portfolio;
 use chio_arena::report::search::{Search, TraceFile};
 use chio_arena::report::{campaign, matrix, run, search};
-use clap::Args;
 
 use crate::arena_evolve::{LEADERBOARD_JSON, TRACE_FILE};
+use crate::cli::report::ReportArgs;
 use crate::error::{codes, CliError};
 use crate::report::{write_report, ReportKind};
 
@@ -35,20 +35,6 @@ const COMMAND: &str = "report";
 
 /// The matrix synthesis a matrix output folder holds.
 pub const SYNTHESIS_JSON: &str = "synthesis.json";
-
-/// `chio report PATH --out FILE.html [--declaration DECL]`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// A run bundle, an evolve output folder, a matrix output folder or a
-    /// campaign ledger.
-    pub path: PathBuf,
-    /// The HTML file to write.
-    #[arg(long, value_name = "FILE.html")]
-    pub out: PathBuf,
-    /// The campaign declaration, when PATH is a campaign ledger.
-    #[arg(long, value_name = "DECL")]
-    pub declaration: Option<PathBuf>,
-}
 
 /// What a path holds, as `chio report` reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,20 @@
 //! serve`, ...) plus two commands about the CLI itself, `chio completions
 //! SHELL` and `chio man`, which generate from this tree. The flags on
 //! [`Cli`] (`--color`, `--quiet`, `--verbose`) are global: they may be given
-//! before or after the command. A later command is one more variant in
-//! [`ArenaCommand`] (or a new group in [`Command`]) plus its module; nothing
-//! else changes shape.
+//! before or after the command.
+//!
+//! Every argument of every command is declared here, in this module and its
+//! submodules (`arena`, `campaign`, `import`, `mcp`, `report`), and the
+//! command modules import their arguments from here; nothing here imports a
+//! command module, so the arguments and the commands are not a circle. A
+//! later command is one more variant in [`ArenaCommand`] (or a new group in
+//! [`Command`]) with its arguments here, plus its module.
+
+pub mod arena;
+pub mod campaign;
+pub mod import;
+pub mod mcp;
+pub mod report;
 
 use std::path::PathBuf;
 
@@ -46,14 +57,14 @@ pub enum Command {
     /// Evaluate a capability against a request from a JSON envelope (portable evaluation).
     Eval(EvalArgs),
     /// Pinned campaigns: ledger template, import and portfolio report.
-    Campaign(crate::campaign::CampaignArgs),
+    Campaign(campaign::CampaignArgs),
     /// Import tool definitions into a scenario declaration (`chio import mcp`).
-    Import(crate::import_mcp::ImportArgs),
+    Import(import::ImportArgs),
     /// Write one self-contained HTML page for a run bundle, an evolve or
     /// matrix output, or a campaign ledger.
-    Report(crate::html_report::ReportArgs),
+    Report(report::ReportArgs),
     /// The MCP edge: the kernel in front of real MCP servers (`chio mcp serve`, `grant`, `revoke`).
-    Mcp(crate::mcp_edge::McpArgs),
+    Mcp(mcp::McpArgs),
     /// Node process commands (`chio node serve`).
     Node(NodeArgs),
     /// Trust-control commands (`chio trust serve`).
@@ -93,27 +104,27 @@ pub struct ArenaArgs {
 #[derive(Debug, Subcommand)]
 pub enum ArenaCommand {
     /// Write a working scenario with its fixtures into a new folder.
-    Init(crate::arena_init::InitArgs),
+    Init(arena::InitArgs),
     /// Load and validate a scenario and print its determinism witness.
     Validate(ValidateArgs),
     /// Warn about what validates but is probably wrong in a scenario.
-    Lint(crate::arena_lint::LintArgs),
+    Lint(arena::LintArgs),
     /// Run a scenario against the real kernel and write its evidence bundle.
     Run(RunArgs),
     /// Run a scenario against its live MCP servers and record their answers.
-    Record(crate::arena_record::RecordArgs),
+    Record(arena::RecordArgs),
     /// Re-evaluate a bundle and report drift by step.
     Replay(ReplayArgs),
     /// Name the first step where two bundles differ and the input that changed.
     Diff(DiffArgs),
     /// Print what one step of a bundle read and how each pipeline stage answered.
-    Explain(crate::arena_explain::ExplainArgs),
+    Explain(arena::ExplainArgs),
     /// Run a policy matrix and write its synthesis with bootstrap verdicts.
-    Matrix(crate::arena_matrix::MatrixArgs),
+    Matrix(arena::MatrixArgs),
     /// Co-evolve the scenario's adversary populations against the real kernel.
-    Evolve(crate::arena_evolve::EvolveArgs),
+    Evolve(arena::EvolveArgs),
     /// Promote adversary denials into replayable fixtures or adversarial cases.
-    Promote(crate::arena_promote::PromoteArgs),
+    Promote(arena::PromoteArgs),
 }
 
 /// `chio arena validate FILE [--json]`.
