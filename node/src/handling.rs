@@ -110,6 +110,11 @@ impl Roster {
             .unwrap_or_default()
     }
 
+    /// The kernel serving each tool server, by server id.
+    pub(crate) fn routes(&self) -> &BTreeMap<String, String> {
+        &self.routes
+    }
+
     /// The kernel serving `server`.
     fn serving_kernel(&self, server: &str) -> Result<&str, NodeError> {
         self.routes

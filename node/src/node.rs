@@ -294,15 +294,12 @@ impl Node {
         link: Arc<dyn KernelLink>,
         authority: Arc<dyn AuthorityControl>,
     ) -> Self {
-        let routes = world
-            .servers
-            .values()
-            .map(|s| (s.id.clone(), s.kernel.clone()))
-            .collect();
+        let roster = Roster::of(world);
+        let routes = roster.routes().clone();
         Self {
             id: id.to_string(),
             mux: KernelMultiplexer::new(routes, actors.kernels, actors.agents, link),
-            roster: Arc::new(Roster::of(world)),
+            roster: Arc::new(roster),
             authority,
         }
     }

@@ -307,20 +307,15 @@ impl DirectNode<'_, '_> {
         }
     }
 
-    fn signed_call(&self, agent: &str, intent: CallIntent) -> Result<ToolCallRequest, NodeError> {
+    /// `sign` over `agent`'s key and what it holds now.
+    fn signed<T>(
+        &self,
+        agent: &str,
+        sign: impl FnOnce(&SigningKey, &BTreeMap<String, CapabilityToken>) -> Result<T, NodeError>,
+    ) -> Result<T, NodeError> {
         let key = self.direct.signing_key(agent)?;
         let state = self.direct.state()?;
-        let empty = BTreeMap::new();
-        let held = state.held.get(agent).unwrap_or(&empty);
-        prepare_request(agent, key, held, intent)
-    }
-
-    fn signed_child(&self, agent: &str, intent: ChildIntent) -> Result<CapabilityToken, NodeError> {
-        let key = self.direct.signing_key(agent)?;
-        let state = self.direct.state()?;
-        let empty = BTreeMap::new();
-        let held = state.held.get(agent).unwrap_or(&empty);
-        delegate_held(agent, key, held, intent)
+        sign(key, state.held.get(agent).unwrap_or(&BTreeMap::new()))
     }
 
     fn decided(
@@ -360,11 +355,13 @@ impl NodePort for DirectNode<'_, '_> {
     }
 
     fn sign_call(&self, agent: &str, intent: CallIntent) -> LinkFuture<'_, ToolCallRequest> {
-        Box::pin(std::future::ready(self.signed_call(agent, intent)))
+        let signed = self.signed(agent, |key, held| prepare_request(agent, key, held, intent));
+        Box::pin(std::future::ready(signed))
     }
 
     fn sign_child(&self, agent: &str, intent: ChildIntent) -> LinkFuture<'_, CapabilityToken> {
-        Box::pin(std::future::ready(self.signed_child(agent, intent)))
+        let signed = self.signed(agent, |key, held| delegate_held(agent, key, held, intent));
+        Box::pin(std::future::ready(signed))
     }
 
     fn evaluate(
