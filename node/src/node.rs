@@ -385,12 +385,12 @@ impl NodePort for Node {
     }
 
     fn sign_call(&self, agent: &str, intent: CallIntent) -> LinkFuture<'_, ToolCallRequest> {
-        let agent = self.mux.agent(agent).cloned();
+        let agent = self.mux.agent(agent);
         Box::pin(async move { agent?.prepare(intent).await })
     }
 
     fn sign_child(&self, agent: &str, intent: ChildIntent) -> LinkFuture<'_, CapabilityToken> {
-        let agent = self.mux.agent(agent).cloned();
+        let agent = self.mux.agent(agent);
         Box::pin(async move { agent?.delegate(intent).await })
     }
 
