@@ -13,9 +13,10 @@
 //! and revocations fail while its node cannot reach trust-control, a kernel
 //! or delegatee on a node it cannot reach fails as a link does, a crashed
 //! node answers nothing, a restarted node starts afresh), so a fault
-//! scenario means here what it means in a run. Every future it returns is ready at
-//! once, so [`super::complete_now`] drives the step executor over it
-//! without a runtime, which keeps an evolution's kernel evaluations cheap.
+//! scenario means here what it means in a run. Every future it returns is
+//! ready at once, so [`super::complete_now`] drives the step executor over
+//! it without a runtime, which keeps an evolution's kernel evaluations
+//! cheap.
 //!
 //! Beyond the [`Dispatcher`] operations it lends its kernels, servers and
 //! trust state to the evaluator, which makes adversary calls that no
@@ -318,6 +319,7 @@ impl DirectNode<'_, '_> {
         sign(key, state.held.get(agent).unwrap_or(&BTreeMap::new()))
     }
 
+    /// `kernel`'s decision of `request`, reached from this node.
     fn decided(
         &self,
         kernel: &str,
@@ -333,6 +335,7 @@ impl DirectNode<'_, '_> {
         Ok(CallOutcome::from_decision(kernel, decision))
     }
 
+    /// `agent` holds `token` from now on, reached from this node.
     fn held_by(&self, agent: &str, token: CapabilityToken) -> Result<(), NodeError> {
         self.reach(self.direct.world.agent_node(agent))?;
         self.direct
