@@ -13,6 +13,9 @@
 //! - [`actors`]: kernel, agent and tool-server actors;
 //! - [`link`]: the `KernelLink` trait and its in-memory implementation;
 //! - [`mux`]: the `KernelMultiplexer`;
+//! - [`handling`]: a node's handling of a call, a delegation, a message and
+//!   a revocation, written once over a port (a node's actors and links, or
+//!   the direct dispatcher's world in one process);
 //! - [`node`]: one node's operations;
 //! - [`outage`]: unreachable peers and trust-control, and the node's own
 //!   fail-closed answers to the steps they reach;
@@ -46,6 +49,7 @@ pub mod error;
 pub mod evaluator;
 pub mod executor;
 pub mod grpc_link;
+pub mod handling;
 pub mod host;
 pub mod link;
 pub mod mux;

@@ -11,7 +11,10 @@
 //! Ordering is the controller's: a node handles what it is sent. When what
 //! a step needs cannot be reached (another node over the link,
 //! trust-control) or is not held, the node answers its own fail-closed
-//! refusal ([`crate::outage`]) rather than an error.
+//! refusal ([`crate::outage`]) rather than an error. Those decisions are
+//! written once in [`crate::handling`]; a [`Node`] is its asynchronous port
+//! (its actors, multiplexer and link), as the direct dispatcher is its
+//! synchronous one.
 //!
 //! Labels move only through the authority state ([`AuthorityControl`]),
 //! which is trust-control in a distributed run and its in-memory store in
@@ -21,21 +24,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use chio_kernel::handover::ValueSchema;
-use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::LabelCarry;
-use chio_kernel::provenance::{AgentRole, ArgumentSource};
-use chio_kernel::reason::DenyReason;
+use chio_kernel::provenance::ArgumentSource;
+use chio_kernel::request::ToolCallRequest;
 use chio_kernel::stores::KernelStores;
 use chio_kernel::token::{Attenuation, CapabilityToken};
 use serde_json::Value;
 
-use crate::actors::agent::CallIntent;
+use crate::actors::agent::{CallIntent, ChildIntent};
 use crate::actors::{AgentHandle, CallOutcome, IssuerSource, KernelHandle, ToolServerHandle};
 use crate::error::NodeError;
+use crate::handling::{self, NodePort, Roster};
 use crate::link::{KernelLink, LinkFuture};
 use crate::mux::KernelMultiplexer;
-use crate::outage::{self, Refusal};
+use crate::outage::Refusal;
 use crate::tools::ToolServer;
 use crate::world::{KernelPlan, World};
 
@@ -180,68 +182,6 @@ impl From<CallCommand> for CallIntent {
     }
 }
 
-/// The label move a message makes, or why a hand-over is refused.
-///
-/// A message of content or of a forwarded output carries the sender's
-/// labels to the receiver ([`LabelCarry::message`]). A hand-over's value is
-/// checked against its schema by the kernel's rule
-/// ([`chio_kernel::handover::ValueSchema`]) first: a value it refuses is
-/// refused with `hand-over-refused` and carries nothing. A value it admits
-/// is recorded with its labels ([`LabelCarry::handover`]); the receiver's
-/// principal and session stay trusted only when a quarantined reader hands
-/// over to a planner, and are tainted as by any message otherwise.
-pub(crate) fn message_carry(
-    command: &MessageCommand,
-    sender: AgentRole,
-    receiver: AgentRole,
-) -> Result<LabelCarry, StepRefusal> {
-    let Some(handover) = &command.handover else {
-        return Ok(LabelCarry::message(
-            &command.agent,
-            &command.to,
-            &command.to,
-            command.output_label.as_deref(),
-        ));
-    };
-    let refuse = |reason: DenyReason| StepRefusal {
-        code: reason.code().as_str().to_string(),
-        message: reason.to_string(),
-    };
-    let schema = ValueSchema::parse(&handover.schema).map_err(|refused| {
-        refuse(DenyReason::HandOverRefused {
-            pointer: refused.at,
-            keyword: "schema".to_string(),
-        })
-    })?;
-    schema.check(&handover.value).map_err(|refused| {
-        refuse(DenyReason::HandOverRefused {
-            pointer: refused.pointer,
-            keyword: refused.keyword.to_string(),
-        })
-    })?;
-    let endorsed = sender == AgentRole::Quarantined && receiver == AgentRole::Planner;
-    Ok(LabelCarry::handover(
-        &command.agent,
-        &command.to,
-        &handover.step,
-        &handover.value_labels,
-        endorsed,
-        !handover.by_reference,
-    ))
-}
-
-/// The label move a delegation makes: what the delegator holds, recorded
-/// for the child's link (`chio_kernel::label::LabelCarry`).
-pub(crate) fn delegation_carry(
-    delegator: &str,
-    child: &CapabilityToken,
-) -> Result<LabelCarry, NodeError> {
-    let link = child.delegation_chain.last().ok_or(NodeError::Internal(
-        "a delegated capability carries no link",
-    ))?;
-    LabelCarry::delegation(delegator, link).map_err(NodeError::LabelRecord)
-}
-
 /// A scheduled delegation, as the controller sends it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DelegateCommand {
@@ -332,8 +272,7 @@ impl NodeActors {
 pub struct Node {
     id: String,
     mux: KernelMultiplexer,
-    agent_keys: BTreeMap<String, String>,
-    roles: BTreeMap<String, AgentRole>,
+    roster: Arc<Roster>,
     authority: Arc<dyn AuthorityControl>,
 }
 
@@ -355,24 +294,12 @@ impl Node {
         link: Arc<dyn KernelLink>,
         authority: Arc<dyn AuthorityControl>,
     ) -> Self {
-        let routes = world
-            .servers
-            .values()
-            .map(|s| (s.id.clone(), s.kernel.clone()))
-            .collect();
+        let roster = Roster::of(world);
+        let routes = roster.routes().clone();
         Self {
             id: id.to_string(),
             mux: KernelMultiplexer::new(routes, actors.kernels, actors.agents, link),
-            agent_keys: world
-                .agents
-                .values()
-                .map(|a| (a.id.clone(), public_key_hex(&a.key)))
-                .collect(),
-            roles: world
-                .agents
-                .values()
-                .map(|a| (a.id.clone(), a.role))
-                .collect(),
+            roster: Arc::new(roster),
             authority,
         }
     }
@@ -382,120 +309,30 @@ impl Node {
         &self.id
     }
 
-    /// Runs a scheduled call: the agent signs, the serving kernel decides.
-    /// The node denies the call itself when the agent does not hold what it
-    /// presents or the serving kernel cannot be reached
-    /// ([`crate::outage`]); any other failure is an error.
+    /// Runs a scheduled call ([`handling::call`]).
     pub async fn call(&self, command: CallCommand) -> Result<CallAnswer, NodeError> {
-        let agent = self.mux.agent(&command.agent)?;
-        let now_ms = command.now_ms;
-        let request = match agent.prepare(command.into()).await {
-            Ok(request) => request,
-            Err(e) => return outage::call_refusal(e).map(CallAnswer::Refused),
-        };
-        let kernel = self.mux.kernel_for(&request.server)?.to_string();
-        match self.mux.evaluate_on(&kernel, request, now_ms).await {
-            Ok(outcome) => Ok(CallAnswer::Decided(Box::new(outcome))),
-            Err(NodeError::LinkDown { node, outage }) => Ok(CallAnswer::Refused(
-                outage::kernel_unreachable(&kernel, &node, &self.id, outage),
-            )),
-            Err(e) => Err(e),
-        }
+        handling::call(self, command).await
     }
 
-    /// Runs a scheduled delegation: the delegator signs the child, what
-    /// the delegator holds now is recorded for the child, and only then is
-    /// the child handed to the delegatee, so no call through it can precede
-    /// its record. The node refuses the delegation itself (`Ok(Err(reason))`)
-    /// when the delegator does not hold the parent, trust-control cannot be
-    /// reached to record the child's labels, or the delegatee's node cannot
-    /// be reached.
+    /// Runs a scheduled delegation ([`handling::delegate`]); a refusal of
+    /// the node's is `Ok(Err(reason))`.
     pub async fn delegate(
         &self,
         command: DelegateCommand,
     ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
-        let agent = self.mux.agent(&command.agent)?;
-        let delegatee = self
-            .agent_keys
-            .get(&command.to)
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
-        let signed = agent
-            .delegate(
-                &command.capability_id,
-                delegatee,
-                command.attenuation,
-                &command.delegation_id,
-                command.now_ms,
-            )
-            .await;
-        let child = match signed {
-            Ok(child) => child,
-            Err(e) => return outage::delegation_refusal(e).map(Err),
-        };
-        let carry = delegation_carry(&command.agent, &child)?;
-        let carried = match self.authority.carry_labels(carry.clone()).await {
-            Ok(carried) => carried,
-            Err(NodeError::ControlDown { outage, .. }) => {
-                return Ok(Err(outage::delegation_unrecorded(outage)))
-            }
-            Err(e) => return Err(e),
-        };
-        match self.mux.hand_over(&command.to, child.clone()).await {
-            Ok(()) => {}
-            Err(NodeError::LinkDown { node, outage }) => {
-                return Ok(Err(outage::delegation_undelivered(
-                    &command.to,
-                    &node,
-                    &self.id,
-                    outage,
-                )))
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(Ok(DelegateOutcome {
-            token: child,
-            labels: carry.reported(&carried),
-        }))
+        handling::delegate(self, command).await
     }
 
-    /// Runs a scheduled message from an agent of this node: the labels the
-    /// sender's principal holds now, plus the forwarded output's label, are
-    /// joined into the receiver's principal and session (an agent's session
-    /// is its id). The receiver's actor keeps no conversation: what a
-    /// message changes is what every kernel knows about the receiver.
+    /// Runs a scheduled message from an agent of this node
+    /// ([`handling::message`]).
     pub async fn message(&self, command: MessageCommand) -> Result<MessageOutcome, NodeError> {
-        self.mux.agent(&command.agent)?;
-        if !self.agent_keys.contains_key(&command.to) {
-            return Err(NodeError::Unroutable(format!("agent {}", command.to)));
-        }
-        let role = |agent: &str| self.roles.get(agent).copied().unwrap_or_default();
-        let carry = match message_carry(&command, role(&command.agent), role(&command.to)) {
-            Ok(carry) => carry,
-            Err(refusal) => {
-                return Ok(MessageOutcome {
-                    labels: Vec::new(),
-                    refusal: Some(refusal),
-                })
-            }
-        };
-        let carried = self.authority.carry_labels(carry.clone()).await?;
-        Ok(MessageOutcome {
-            labels: carry.reported(&carried),
-            refusal: None,
-        })
+        handling::message(self, command).await
     }
 
-    /// Revokes a capability or delegation id through the authority state;
-    /// answers the node's refusal when trust-control cannot be reached to
-    /// record it.
+    /// Revokes a capability or delegation id through the authority state
+    /// ([`handling::revoke`]).
     pub async fn revoke(&self, target: &str, at_ms: u64) -> Result<Option<Refusal>, NodeError> {
-        match self.authority.revoke(target, at_ms).await {
-            Ok(()) => Ok(None),
-            Err(NodeError::ControlDown { outage, .. }) => {
-                Ok(Some(outage::revocation_unrecorded(outage)))
-            }
-            Err(e) => Err(e),
-        }
+        handling::revoke(self, target, at_ms).await
     }
 
     /// Hands a capability to an agent on this node (KernelLink).
@@ -536,6 +373,43 @@ impl Node {
     }
 }
 
-#[cfg(test)]
-#[path = "node_tests.rs"]
-mod tests;
+/// The node's port: its agent actors, its multiplexer (local kernels by
+/// channel, others over its link) and its authority state.
+impl NodePort for Node {
+    fn node_id(&self) -> &str {
+        &self.id
+    }
+
+    fn roster(&self) -> &Roster {
+        &self.roster
+    }
+
+    fn sign_call(&self, agent: &str, intent: CallIntent) -> LinkFuture<'_, ToolCallRequest> {
+        let agent = self.mux.agent(agent);
+        Box::pin(async move { agent?.prepare(intent).await })
+    }
+
+    fn sign_child(&self, agent: &str, intent: ChildIntent) -> LinkFuture<'_, CapabilityToken> {
+        let agent = self.mux.agent(agent);
+        Box::pin(async move { agent?.delegate(intent).await })
+    }
+
+    fn evaluate(
+        &self,
+        kernel: &str,
+        request: ToolCallRequest,
+        now_ms: u64,
+    ) -> LinkFuture<'_, CallOutcome> {
+        let kernel = kernel.to_string();
+        Box::pin(async move { self.mux.evaluate_on(&kernel, request, now_ms).await })
+    }
+
+    fn hand_over(&self, agent: &str, token: CapabilityToken) -> LinkFuture<'_, ()> {
+        let agent = agent.to_string();
+        Box::pin(async move { self.mux.hand_over(&agent, token).await })
+    }
+
+    fn authority(&self) -> &dyn AuthorityControl {
+        self.authority.as_ref()
+    }
+}

@@ -39,6 +39,21 @@ pub struct CallIntent {
     pub sealed: Vec<String>,
 }
 
+/// What an agent is asked to delegate: a child of a capability it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChildIntent {
+    /// The parent capability, by id.
+    pub capability_id: String,
+    /// The delegatee's public key (hex), the child's subject.
+    pub delegatee: String,
+    /// What the child narrows.
+    pub attenuation: Attenuation,
+    /// The child's id.
+    pub child_id: String,
+    /// Virtual time of the delegation, Unix milliseconds.
+    pub now_ms: u64,
+}
+
 enum AgentCommand {
     Hold(Box<CapabilityToken>),
     Prepare {
@@ -46,11 +61,7 @@ enum AgentCommand {
         reply: oneshot::Sender<Result<ToolCallRequest, NodeError>>,
     },
     Delegate {
-        capability_id: String,
-        delegatee: String,
-        attenuation: Attenuation,
-        child_id: String,
-        now_ms: u64,
+        intent: Box<ChildIntent>,
         reply: oneshot::Sender<Result<CapabilityToken, NodeError>>,
     },
 }
@@ -79,25 +90,8 @@ impl AgentActor {
                 AgentCommand::Prepare { intent, reply } => {
                     let _ = reply.send(self.prepare(*intent));
                 }
-                AgentCommand::Delegate {
-                    capability_id,
-                    delegatee,
-                    attenuation,
-                    child_id,
-                    now_ms,
-                    reply,
-                } => {
-                    let result = delegate_held(
-                        &self.id,
-                        &self.key,
-                        &self.held,
-                        &capability_id,
-                        &delegatee,
-                        attenuation,
-                        &child_id,
-                        now_ms,
-                    );
-                    let _ = reply.send(result);
+                AgentCommand::Delegate { intent, reply } => {
+                    let _ = reply.send(delegate_held(&self.id, &self.key, &self.held, *intent));
                 }
             }
         }
@@ -143,25 +137,27 @@ pub(crate) fn prepare_request(
     .map_err(NodeError::Kernel)
 }
 
-/// The child of a capability the agent holds, signed with its key.
-#[allow(clippy::too_many_arguments)]
+/// The child `intent` asks for of a capability the agent holds, signed
+/// with its key.
 pub(crate) fn delegate_held(
     agent: &str,
     key: &SigningKey,
     held: &BTreeMap<String, CapabilityToken>,
-    capability_id: &str,
-    delegatee: &str,
-    attenuation: Attenuation,
-    child_id: &str,
-    now_ms: u64,
+    intent: ChildIntent,
 ) -> Result<CapabilityToken, NodeError> {
-    match held.get(capability_id) {
+    match held.get(&intent.capability_id) {
         None => Err(NodeError::NotHeld {
             agent: agent.to_string(),
-            capability: capability_id.to_string(),
+            capability: intent.capability_id,
         }),
         Some(parent) => parent
-            .delegate(key, delegatee, &attenuation, child_id, now_ms)
+            .delegate(
+                key,
+                &intent.delegatee,
+                &intent.attenuation,
+                &intent.child_id,
+                intent.now_ms,
+            )
             .map_err(NodeError::Kernel),
     }
 }
@@ -214,22 +210,11 @@ impl AgentHandle {
     }
 
     /// Has the agent delegate a capability it holds.
-    pub async fn delegate(
-        &self,
-        capability_id: &str,
-        delegatee: &str,
-        attenuation: Attenuation,
-        child_id: &str,
-        now_ms: u64,
-    ) -> Result<CapabilityToken, NodeError> {
+    pub async fn delegate(&self, intent: ChildIntent) -> Result<CapabilityToken, NodeError> {
         let (reply, answer) = oneshot::channel();
         self.tx
             .send(AgentCommand::Delegate {
-                capability_id: capability_id.to_string(),
-                delegatee: delegatee.to_string(),
-                attenuation,
-                child_id: child_id.to_string(),
-                now_ms,
+                intent: Box::new(intent),
                 reply,
             })
             .await

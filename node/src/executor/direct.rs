@@ -4,16 +4,19 @@
 //! It does what the nodes of an embedded run do, without actors: one
 //! [`Kernel`] per declared kernel over one [`SharedTrust`] (the rules are
 //! `chio_kernel::ledger`'s, as in every store), one [`ToolServer`] per
-//! declared server, and each agent's held capabilities. An agent signs with
-//! the same function the agent actor uses, a delegation is signed, recorded
-//! and handed over as a node does it, and a kernel decides exactly as the
+//! declared server, and each agent's held capabilities. Each step is
+//! handled by the node's own handlers ([`crate::handling`]) over a
+//! synchronous port for the acting agent's node: an agent signs with the
+//! same function the agent actor uses, and a kernel decides exactly as the
 //! kernel actor does. Faults are simulated as in the embedded topology
-//! (one [`FaultSwitch`]: a kernel's store calls fail while its node cannot
-//! reach trust-control, an unreachable kernel or delegatee is refused with
-//! the node's reason, a restarted node starts afresh), so a fault scenario
-//! means here what it means in a run. Every future it returns is ready at
-//! once, so [`super::complete_now`] drives the step executor over it
-//! without a runtime, which keeps an evolution's kernel evaluations cheap.
+//! (one [`FaultSwitch`]: a kernel's store calls and the node's label moves
+//! and revocations fail while its node cannot reach trust-control, a kernel
+//! or delegatee on a node it cannot reach fails as a link does, a crashed
+//! node answers nothing, a restarted node starts afresh), so a fault
+//! scenario means here what it means in a run. Every future it returns is
+//! ready at once, so [`super::complete_now`] drives the step executor over
+//! it without a runtime, which keeps an evolution's kernel evaluations
+//! cheap.
 //!
 //! Beyond the [`Dispatcher`] operations it lends its kernels, servers and
 //! trust state to the evaluator, which makes adversary calls that no
@@ -23,27 +26,29 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel};
-use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::LabelCarry;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::token::CapabilityToken;
+use ed25519_dalek::SigningKey;
 
 use chio_arena::scenario::FaultAction;
 
 use super::{Dispatcher, FaultEvent};
-use crate::actors::agent::{delegate_held, prepare_request};
+use crate::actors::agent::{delegate_held, prepare_request, CallIntent, ChildIntent};
 use crate::actors::kernel::tool_output;
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
+use crate::handling::{self, NodePort, Roster};
 use crate::link::LinkFuture;
 use crate::node::{
-    delegation_carry, CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand,
+    AuthorityControl, CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand,
     MessageOutcome,
 };
-use crate::outage::{self, Refusal};
+use crate::outage::Refusal;
 use crate::shared::SharedTrust;
 use crate::simulated_faults::FaultSwitch;
 use crate::tools::ToolServer;
+use crate::trust_stores::{LABEL_READ, REVOCATION_WRITE};
 use crate::world::{KernelPlan, ServerPlan, World};
 
 /// The mutable half of the world: kernels, servers and what agents hold.
@@ -142,6 +147,7 @@ fn fresh_server(id: &str, plan: &ServerPlan) -> ToolServer {
 #[derive(Debug)]
 pub struct DirectDispatcher<'w> {
     world: &'w World,
+    roster: Roster,
     trust: SharedTrust,
     switch: FaultSwitch,
     state: Mutex<DirectState>,
@@ -184,6 +190,7 @@ impl<'w> DirectDispatcher<'w> {
         }
         Ok(Self {
             world,
+            roster: Roster::of(world),
             trust,
             switch,
             state: Mutex::new(DirectState {
@@ -209,38 +216,6 @@ impl<'w> DirectDispatcher<'w> {
         self.state
             .lock()
             .map_err(|_| NodeError::Internal("a direct world was poisoned by a panic"))
-    }
-
-    fn call_now(&self, command: CallCommand) -> Result<CallAnswer, NodeError> {
-        let plan = self
-            .world
-            .agents
-            .get(&command.agent)
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.agent)))?;
-        let mut state = self.state()?;
-        let empty = BTreeMap::new();
-        let held = state.held.get(&command.agent).unwrap_or(&empty);
-        let now_ms = command.now_ms;
-        let agent = command.agent.clone();
-        let request = match prepare_request(&agent, &plan.key, held, command.into()) {
-            Ok(request) => request,
-            Err(e) => return outage::call_refusal(e).map(CallAnswer::Refused),
-        };
-        let kernel = self
-            .world
-            .server_kernel(&request.server)
-            .ok_or_else(|| NodeError::Unroutable(format!("server {}", request.server)))?
-            .to_string();
-        let from = self.world.agent_node(&agent).unwrap_or_default();
-        let to = self.world.kernel_node(&kernel).unwrap_or_default();
-        if let Some(outage) = self.switch.path_outage(from, to) {
-            let reason = outage::kernel_unreachable(&kernel, to, from, outage);
-            return Ok(CallAnswer::Refused(reason));
-        }
-        let decision = state.decide(self.world, &kernel, &request, now_ms)?;
-        Ok(CallAnswer::Decided(Box::new(CallOutcome::from_decision(
-            &kernel, decision,
-        ))))
     }
 
     /// Restarts `node` as a node process restarts: fresh kernels (an empty
@@ -280,124 +255,185 @@ impl<'w> DirectDispatcher<'w> {
         Ok(())
     }
 
-    fn delegate_now(
-        &self,
-        command: DelegateCommand,
-    ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
-        let plan = self
-            .world
-            .agents
-            .get(&command.agent)
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.agent)))?;
-        let delegatee = self
-            .world
-            .agents
-            .get(&command.to)
-            .map(|to| public_key_hex(&to.key))
-            .ok_or_else(|| NodeError::Unroutable(format!("agent {}", command.to)))?;
-        let mut state = self.state()?;
-        let empty = BTreeMap::new();
-        let signed = delegate_held(
-            &command.agent,
-            &plan.key,
-            state.held.get(&command.agent).unwrap_or(&empty),
-            &command.capability_id,
-            &delegatee,
-            command.attenuation,
-            &command.delegation_id,
-            command.now_ms,
-        );
-        let child = match signed {
-            Ok(child) => child,
-            Err(e) => return outage::delegation_refusal(e).map(Err),
-        };
-        let from = self.world.agent_node(&command.agent).unwrap_or_default();
-        if let Some(outage) = self.switch.control_outage(from) {
-            return Ok(Err(outage::delegation_unrecorded(outage)));
-        }
-        let carry = delegation_carry(&command.agent, &child)?;
-        let carried = self.carry(&carry)?;
-        let to = self.world.agent_node(&command.to).unwrap_or_default();
-        if let Some(outage) = self.switch.path_outage(from, to) {
-            let reason = outage::delegation_undelivered(&command.to, to, from, outage);
-            return Ok(Err(reason));
-        }
-        state
-            .held
-            .entry(command.to.clone())
-            .or_default()
-            .insert(child.id.clone(), child.clone());
-        Ok(Ok(DelegateOutcome {
-            token: child,
-            labels: carry.reported(&carried),
-        }))
-    }
-
-    fn message_now(&self, command: MessageCommand) -> Result<MessageOutcome, NodeError> {
-        for agent in [&command.agent, &command.to] {
-            if !self.world.agents.contains_key(agent) {
-                return Err(NodeError::Unroutable(format!("agent {agent}")));
-            }
-        }
-        let carry = match crate::node::message_carry(
-            &command,
-            self.world.role(&command.agent),
-            self.world.role(&command.to),
-        ) {
-            Ok(carry) => carry,
-            Err(refusal) => {
-                return Ok(MessageOutcome {
-                    labels: Vec::new(),
-                    refusal: Some(refusal),
-                })
-            }
-        };
-        let carried = self.carry(&carry)?;
-        Ok(MessageOutcome {
-            labels: carry.reported(&carried),
-            refusal: None,
+    /// Node `node` of this world, as the handlers reach it; a crashed node
+    /// answers nothing, as in the embedded topology.
+    fn port(&self, node: &str) -> Result<DirectNode<'_, 'w>, NodeError> {
+        self.switch.check_up(node)?;
+        Ok(DirectNode {
+            direct: self,
+            node: node.to_string(),
         })
     }
 
-    fn carry(&self, carry: &LabelCarry) -> Result<BTreeSet<String>, NodeError> {
-        carry
-            .apply(&mut self.trust.clone())
-            .map_err(NodeError::AuthorityStore)
+    /// The key `agent` signs with.
+    fn signing_key(&self, agent: &str) -> Result<&'w SigningKey, NodeError> {
+        self.world
+            .agents
+            .get(agent)
+            .map(|plan| &plan.key)
+            .ok_or_else(|| NodeError::Unroutable(format!("agent {agent} is not on this node")))
     }
 }
 
+/// The direct port of one node: its agents' holdings and keys, the
+/// kernels and agents of every node (across the fault switch, as the
+/// embedded topology's links reach them), and the shared trust state as
+/// the node reaches it.
+struct DirectNode<'d, 'w> {
+    direct: &'d DirectDispatcher<'w>,
+    node: String,
+}
+
+impl DirectNode<'_, '_> {
+    /// `Err` when node `to` cannot be reached from this node: a node's own
+    /// kernels and agents are reached without a link.
+    fn reach(&self, to: Option<&str>) -> Result<(), NodeError> {
+        match to {
+            Some(to) if to != self.node => match self.direct.switch.path_outage(&self.node, to) {
+                Some(outage) => Err(NodeError::LinkDown {
+                    node: to.to_string(),
+                    outage,
+                }),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// `Err` when this node cannot reach trust-control for `operation`.
+    fn reach_control(&self, operation: &'static str) -> Result<(), NodeError> {
+        match self.direct.switch.control_outage(&self.node) {
+            Some(outage) => Err(NodeError::ControlDown { operation, outage }),
+            None => Ok(()),
+        }
+    }
+
+    /// `sign` over `agent`'s key and what it holds now.
+    fn signed<T>(
+        &self,
+        agent: &str,
+        sign: impl FnOnce(&SigningKey, &BTreeMap<String, CapabilityToken>) -> Result<T, NodeError>,
+    ) -> Result<T, NodeError> {
+        let key = self.direct.signing_key(agent)?;
+        let state = self.direct.state()?;
+        sign(key, state.held.get(agent).unwrap_or(&BTreeMap::new()))
+    }
+
+    /// `kernel`'s decision of `request`, reached from this node.
+    fn decided(
+        &self,
+        kernel: &str,
+        request: &ToolCallRequest,
+        now_ms: u64,
+    ) -> Result<CallOutcome, NodeError> {
+        let world = self.direct.world;
+        self.reach(world.kernel_node(kernel))?;
+        let decision = self
+            .direct
+            .state()?
+            .decide(world, kernel, request, now_ms)?;
+        Ok(CallOutcome::from_decision(kernel, decision))
+    }
+
+    /// `agent` holds `token` from now on, reached from this node.
+    fn held_by(&self, agent: &str, token: CapabilityToken) -> Result<(), NodeError> {
+        self.reach(self.direct.world.agent_node(agent))?;
+        self.direct
+            .state()?
+            .held
+            .entry(agent.to_string())
+            .or_default()
+            .insert(token.id.clone(), token);
+        Ok(())
+    }
+}
+
+impl NodePort for DirectNode<'_, '_> {
+    fn node_id(&self) -> &str {
+        &self.node
+    }
+
+    fn roster(&self) -> &Roster {
+        &self.direct.roster
+    }
+
+    fn sign_call(&self, agent: &str, intent: CallIntent) -> LinkFuture<'_, ToolCallRequest> {
+        let signed = self.signed(agent, |key, held| prepare_request(agent, key, held, intent));
+        Box::pin(std::future::ready(signed))
+    }
+
+    fn sign_child(&self, agent: &str, intent: ChildIntent) -> LinkFuture<'_, CapabilityToken> {
+        let signed = self.signed(agent, |key, held| delegate_held(agent, key, held, intent));
+        Box::pin(std::future::ready(signed))
+    }
+
+    fn evaluate(
+        &self,
+        kernel: &str,
+        request: ToolCallRequest,
+        now_ms: u64,
+    ) -> LinkFuture<'_, CallOutcome> {
+        Box::pin(std::future::ready(self.decided(kernel, &request, now_ms)))
+    }
+
+    fn hand_over(&self, agent: &str, token: CapabilityToken) -> LinkFuture<'_, ()> {
+        Box::pin(std::future::ready(self.held_by(agent, token)))
+    }
+
+    fn authority(&self) -> &dyn AuthorityControl {
+        self
+    }
+}
+
+/// The shared trust state as the node reaches it: nothing is read or
+/// written while it cannot reach trust-control.
+impl AuthorityControl for DirectNode<'_, '_> {
+    fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
+        let revoked = self.reach_control(REVOCATION_WRITE).and_then(|()| {
+            self.direct
+                .trust
+                .revoke(id, at_ms)
+                .map_err(NodeError::AuthorityStore)
+        });
+        Box::pin(std::future::ready(revoked))
+    }
+
+    fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>> {
+        let carried = self.reach_control(LABEL_READ).and_then(|()| {
+            carry
+                .apply(&mut self.direct.trust.clone())
+                .map_err(NodeError::AuthorityStore)
+        });
+        Box::pin(std::future::ready(carried))
+    }
+}
+
+/// Each step is handled by [`crate::handling`] over the acting agent's
+/// node's [`DirectNode`].
 impl Dispatcher for DirectDispatcher<'_> {
-    fn call(&self, _node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
-        let answer = self.call_now(command);
-        Box::pin(std::future::ready(answer))
+    fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
+        let port = self.port(node);
+        Box::pin(async move { handling::call(&port?, command).await })
     }
 
     fn delegate(
         &self,
-        _node: &str,
+        node: &str,
         command: DelegateCommand,
     ) -> LinkFuture<'_, Result<DelegateOutcome, Refusal>> {
-        let answer = self.delegate_now(command);
-        Box::pin(std::future::ready(answer))
+        let port = self.port(node);
+        Box::pin(async move { handling::delegate(&port?, command).await })
     }
 
-    /// Revokes as node `node` would: refused while it cannot reach
-    /// trust-control.
     fn revoke(&self, node: &str, target: &str, at_ms: u64) -> LinkFuture<'_, Option<Refusal>> {
-        let answer = match self.switch.control_outage(node) {
-            Some(outage) => Ok(Some(outage::revocation_unrecorded(outage))),
-            None => self
-                .trust
-                .revoke(target, at_ms)
-                .map(|()| None)
-                .map_err(NodeError::AuthorityStore),
-        };
-        Box::pin(std::future::ready(answer))
+        let port = self.port(node);
+        let target = target.to_string();
+        Box::pin(async move { handling::revoke(&port?, &target, at_ms).await })
     }
 
-    fn message(&self, _node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
-        let answer = self.message_now(command);
-        Box::pin(std::future::ready(answer))
+    fn message(&self, node: &str, command: MessageCommand) -> LinkFuture<'_, MessageOutcome> {
+        let port = self.port(node);
+        Box::pin(async move { handling::message(&port?, command).await })
     }
 
     /// Simulates the fault as the embedded topology does: the switch cuts

@@ -300,6 +300,13 @@ fn authority_error(operation: &'static str, source: TrustError) -> NodeError {
     }
 }
 
+/// The authority operation a label move starts with: reading what the
+/// sender holds (the first call that meets a trust-control outage).
+pub(crate) const LABEL_READ: &str = "label store read";
+
+/// The authority operation of a revocation.
+pub(crate) const REVOCATION_WRITE: &str = "revocation store";
+
 /// Revocation and label moves on behalf of the authority, through
 /// trust-control.
 pub struct TrustAuthority<S> {
@@ -318,12 +325,8 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
         Box::pin(async move {
             let b = &self.binding;
             let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
-            let read = authority_call(
-                b.deadlines.call,
-                "label store read",
-                b.store.read_labels(from),
-            )
-            .await?;
+            let read =
+                authority_call(b.deadlines.call, LABEL_READ, b.store.read_labels(from)).await?;
             let carried = carry.carried(read.into_values().flatten());
             if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
                 return Err(NodeError::AuthorityAnswer(format!(
@@ -369,7 +372,7 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
         Box::pin(async move {
             authority_call(
                 self.binding.deadlines.call,
-                "revocation store",
+                REVOCATION_WRITE,
                 self.binding.store.revoke(&scoped, at_ms),
             )
             .await

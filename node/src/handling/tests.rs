@@ -1,7 +1,8 @@
-//! Tests of `node`.
+//! Tests of `handling`.
 use super::*;
+use crate::node::HandOverCommand;
 use chio_kernel::label::LabelKey;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn handover(value: Value) -> MessageCommand {
     MessageCommand {
