@@ -263,40 +263,7 @@ impl<'r> StepRecorder<'r> {
         )?;
         match (action, prepared) {
             (Action::Call(call), PreparedStep::Call(p)) => {
-                record.kernel = Some(p.kernel.clone());
-                record.target = Some(format!("{}/{}", call.server, call.tool));
-                record.expected = Some(call.expect_verdict.into());
-                record.inputs.invocation = canonical_sha256(
-                    INVOCATION,
-                    &json!({
-                        "agent": agent,
-                        "server": call.server,
-                        "tool": call.tool,
-                        "arguments": call.arguments,
-                        "capability": p.command.capability_id,
-                        "captured": p.captured(),
-                    }),
-                )?;
-                record.inputs.evaluator = canonical_sha256(
-                    "a call's evaluator inputs",
-                    &json!({
-                        "kernel": p.kernel,
-                        "policy": self.policy_hashes.get(&p.kernel),
-                        "evaluator": EVALUATOR_VERSION,
-                    }),
-                )?;
-                let mut authority_time = json!({
-                    "trusted_issuers": [self.authority_hex],
-                    "token": p.token_sha256,
-                    "now": record.virtual_time,
-                });
-                // A delayed call is evaluated later than its instant.
-                if let Some(delayed) = &p.delayed {
-                    authority_time["evaluated_ms"] = json!(p.command.now_ms);
-                    record.detail = Some(delayed.clone());
-                }
-                record.inputs.authority_time =
-                    canonical_sha256("a call's authority inputs", &authority_time)?;
+                self.call_inputs(record, &agent, call, p)?;
             }
             (Action::Delegate(delegate), _) => {
                 record.inputs.invocation =
@@ -331,9 +298,62 @@ impl<'r> StepRecorder<'r> {
                     &json!({"agent": agent, "advance_ms": advance.advance_ms}),
                 )?;
             }
-            // The executor prepares each action as its own kind.
-            _ => {}
+            // The executor prepares each action as its own kind; one
+            // prepared as another is the driver's error, never a record
+            // with a missing fingerprint.
+            (Action::Call(_) | Action::Message(_), _) => {
+                return Err(NodeError::Internal(
+                    "a scheduled step was prepared as another kind of step",
+                ))
+            }
         }
+        Ok(())
+    }
+
+    /// What is known of a call before it is dispatched: its kernel, target
+    /// and expected verdict, and the fingerprints of its invocation, its
+    /// evaluator and its authority inputs.
+    fn call_inputs(
+        &self,
+        record: &mut StepRecord,
+        agent: &str,
+        call: &CallAction,
+        p: &PreparedCall,
+    ) -> Result<(), NodeError> {
+        record.kernel = Some(p.kernel.clone());
+        record.target = Some(format!("{}/{}", call.server, call.tool));
+        record.expected = Some(call.expect_verdict.into());
+        record.inputs.invocation = canonical_sha256(
+            INVOCATION,
+            &json!({
+                "agent": agent,
+                "server": call.server,
+                "tool": call.tool,
+                "arguments": call.arguments,
+                "capability": p.command.capability_id,
+                "captured": p.captured(),
+            }),
+        )?;
+        record.inputs.evaluator = canonical_sha256(
+            "a call's evaluator inputs",
+            &json!({
+                "kernel": p.kernel,
+                "policy": self.policy_hashes.get(&p.kernel),
+                "evaluator": EVALUATOR_VERSION,
+            }),
+        )?;
+        let mut authority_time = json!({
+            "trusted_issuers": [self.authority_hex],
+            "token": p.token_sha256,
+            "now": record.virtual_time,
+        });
+        // A delayed call is evaluated later than its instant.
+        if let Some(delayed) = &p.delayed {
+            authority_time["evaluated_ms"] = json!(p.command.now_ms);
+            record.detail = Some(delayed.clone());
+        }
+        record.inputs.authority_time =
+            canonical_sha256("a call's authority inputs", &authority_time)?;
         Ok(())
     }
 
@@ -443,8 +463,14 @@ impl<'r> StepRecorder<'r> {
                     self.judge_outcome(record, handover.expect, refusal);
                 }
             }
-            // Advance, and (never produced) a kind answered as another.
-            _ => {}
+            (Action::Advance(_), _, Performed::Advance) => {}
+            // A step answered as another kind is the driver's error,
+            // recorded as an infrastructure failure, never a silent pass.
+            _ => {
+                return Err(NodeError::Internal(
+                    "a dispatched step was answered as another kind of step",
+                ))
+            }
         }
         Ok(receipt)
     }
