@@ -48,7 +48,7 @@ enum AgentCommand {
     Delegate {
         capability_id: String,
         delegatee: String,
-        attenuation: Attenuation,
+        attenuation: Box<Attenuation>,
         child_id: String,
         now_ms: u64,
         reply: oneshot::Sender<Result<CapabilityToken, NodeError>>,
@@ -93,7 +93,7 @@ impl AgentActor {
                         &self.held,
                         &capability_id,
                         &delegatee,
-                        attenuation,
+                        *attenuation,
                         &child_id,
                         now_ms,
                     );
@@ -227,7 +227,7 @@ impl AgentHandle {
             .send(AgentCommand::Delegate {
                 capability_id: capability_id.to_string(),
                 delegatee: delegatee.to_string(),
-                attenuation,
+                attenuation: Box::new(attenuation),
                 child_id: child_id.to_string(),
                 now_ms,
                 reply,
