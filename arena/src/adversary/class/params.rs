@@ -225,7 +225,7 @@ impl ParamReader<'_> {
             widenings: self
                 .words(
                     "widenings",
-                    "tool, path, server, expiry, share, start, any-tool, budget",
+                    "tool, path, server, expiry, share, start, any-tool, budget, monetary",
                 )?
                 .unwrap_or_else(|| {
                     vec![
@@ -237,6 +237,7 @@ impl ParamReader<'_> {
                         WideningKind::Start,
                         WideningKind::AnyTool,
                         WideningKind::Budget,
+                        WideningKind::Monetary,
                     ]
                 }),
             tools: self.strings("tools")?.unwrap_or_else(default_tools),
