@@ -3,6 +3,7 @@
 //! fix. The classes and genes themselves live in the parent module.
 
 use super::*;
+use crate::adversary::action::MONETARY_FORMS;
 
 /// A population's validated `[adversaries.params]`, defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,11 +120,20 @@ impl ClassParams {
                     })
                 })
                 .collect(),
+            // A monetary widening's choice picks its form (another
+            // argument, another currency, the per-call limit, the total,
+            // dropped), so the population starts with each form.
             ClassParams::ScopeEscape { widenings, .. } => widenings
                 .iter()
-                .map(|widening| Gene::ScopeEscape {
-                    widening: *widening,
-                    choice: 0,
+                .flat_map(|widening| {
+                    let forms = match widening {
+                        WideningKind::Monetary => MONETARY_FORMS,
+                        _ => 1,
+                    };
+                    (0..forms).map(|choice| Gene::ScopeEscape {
+                        widening: *widening,
+                        choice,
+                    })
                 })
                 .collect(),
         }
