@@ -362,6 +362,32 @@ with_world_rows! { error_table! {
     } => "CHIO-SCENARIO-BUDGET-ARGUMENT", Input, at: Some(field),
         summary: format!("{field} names argument {argument:?}, which the input schema of {server}/{tool} {why}"),
         help: "name an argument the tool's input schema admits (a string or a number for amount, a string for currency_argument); docs/scenario-schema.md lists each tool's arguments";
+    /// A limit of a monetary scope constraint that is not a whole number of
+    /// minor units of at least 1.
+    MonetaryAmount {
+        /// Path of `max_per_invocation` or `max_total`.
+        field: String,
+        /// What was found instead (a kind, never the value).
+        found: &'static str,
+    } => "CHIO-SCENARIO-MONETARY-AMOUNT", Input, at: Some(field),
+        summary: format!("monetary limit at {field} is {found}, not a whole number of minor units of at least 1"),
+        help: "write the limit as a TOML integer in the currency's minor units, such as max_per_invocation = 50000 for 500.00 EUR (a [[budgets]] limit is a decimal string; this constraint is the kernel's and counts minor units)";
+    /// A monetary scope constraint's argument that a tool the grant covers
+    /// cannot carry as a whole number.
+    MonetaryArgument {
+        /// Path of the constraint's `argument`.
+        field: String,
+        /// The argument named.
+        argument: String,
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+        /// What the schema says of it.
+        why: &'static str,
+    } => "CHIO-SCENARIO-MONETARY-ARGUMENT", Input, at: Some(field),
+        summary: format!("{field} names argument {argument:?}, which the input schema of {server}/{tool} {why}"),
+        help: "name an argument every tool the grant covers declares as an integer (or a number), or narrow the grant's tools to those that carry it";
     /// Entries sharing a monetary budget id that count differently.
     BudgetShared {
         /// Path of the later entry's `id`.

@@ -265,6 +265,29 @@ pub struct GrantDecl {
     /// tools it covers, as the server declares them when it is issued: a
     /// call after the server changes a definition (a rug pull) is denied.
     pub pin_definitions: Option<bool>,
+    /// A monetary scope constraint the capability carries: the kernel
+    /// checks each call's amount against it when it admits the call.
+    pub monetary: Option<MonetaryDecl>,
+}
+
+/// `monetary = { argument, currency, max_per_invocation, max_total }` on a
+/// grant or a delegate step: the kernel's monetary scope constraint
+/// (`chio_kernel::token::MonetaryLimit`), amounts in whole minor units. The
+/// amounts stay TOML values until validation, so a decimal string or a
+/// negative number is refused naming the unit.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MonetaryDecl {
+    /// The argument that carries each call's amount, a whole number of
+    /// minor units.
+    pub argument: String,
+    /// The currency code the amounts are counted in.
+    pub currency: String,
+    /// The largest amount one call may carry, in minor units.
+    pub max_per_invocation: toml::Value,
+    /// The largest sum over every call of the capability's lineage, in
+    /// minor units.
+    pub max_total: toml::Value,
 }
 
 /// `[[guards]]`.
@@ -432,6 +455,9 @@ pub struct StepDecl {
     pub max_invocations: Option<u64>,
     /// Delegate: share of the parent's allowance in basis points.
     pub share_bps: Option<u64>,
+    /// Delegate: the monetary constraint the child carries instead of its
+    /// parent's.
+    pub monetary: Option<MonetaryDecl>,
     /// Revoke: the grant or delegation revoked.
     pub target: Option<String>,
     /// Revoke: who revokes; `"authority"` for the issuing authority,

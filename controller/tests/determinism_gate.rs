@@ -22,6 +22,7 @@ fn reference_scenarios_replay_byte_for_byte() {
         "sealed_secret",
         "planner_reader",
         "monetary_shares",
+        "monetary_scope",
     ] {
         assert!(
             names.iter().any(|n| n == required),

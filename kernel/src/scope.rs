@@ -280,6 +280,21 @@ mod tests {
         assert_eq!(hold.amount, 99);
     }
 
+    // An amount exactly at the per-call limit is admitted and one minor unit more is not (the survivor that compares with >= refuses the first).
+    #[test]
+    fn the_per_call_limit_is_reachable() {
+        let g = ScopeGrant::new("pay", &["pay"]).with_constraint(
+            "monetary",
+            json!({"argument": "amount", "currency": "EUR", "max_per_invocation": 100, "max_total": 150}),
+        );
+        let hold = evaluate_constraints(&g, call(&g.server, "pay", &json!({"amount": 100})))
+            .expect("the limit itself is admitted")
+            .expect("a monetary hold");
+        assert_eq!((hold.amount, hold.max_total), (100, 150));
+        let over = evaluate_constraints(&g, call(&g.server, "pay", &json!({"amount": 101})));
+        assert_eq!(over.unwrap_err().code().as_str(), "amount-too-large");
+    }
+
     // A pinned grant admits only the definition it was issued for: another digest, an unpinned tool, a kernel without the definition and a malformed pin all deny.
     #[test]
     fn pinned_definitions() {

@@ -225,8 +225,9 @@ impl DelegationLink {
 }
 
 /// What a delegator narrows; every field left `None` is inherited. Applied
-/// literally by [`CapabilityToken::delegate`]: `tools` and `path_prefix`
-/// replace the tools and prefix of every grant.
+/// literally by [`CapabilityToken::delegate`]: `tools`, `path_prefix` and
+/// `monetary` replace the tools, prefix and monetary constraint of every
+/// grant.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Attenuation {
@@ -248,6 +249,22 @@ pub struct Attenuation {
     /// Child share, in basis points.
     #[serde(default)]
     pub share_bps: Option<u32>,
+    /// Monetary constraint the child's every grant carries (replacing its
+    /// parent's, which the kernel then requires it to stay within).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monetary: Option<MonetaryLimit>,
+}
+
+impl MonetaryLimit {
+    /// The constraint's value as a [`ScopeGrant`] carries it under `monetary`.
+    pub fn to_constraint(&self) -> Value {
+        serde_json::json!({
+            "argument": self.argument,
+            "currency": self.currency,
+            "max_per_invocation": self.max_per_invocation,
+            "max_total": self.max_total,
+        })
+    }
 }
 
 impl Attenuation {
@@ -264,6 +281,10 @@ impl Attenuation {
                 if let Some(prefix) = &self.path_prefix {
                     g.constraints
                         .insert("path_prefix".into(), Value::String(prefix.clone()));
+                }
+                if let Some(monetary) = &self.monetary {
+                    g.constraints
+                        .insert("monetary".into(), monetary.to_constraint());
                 }
                 g
             })

@@ -416,3 +416,7 @@ fn covered_by(grant: &ScopeGrant, parent: &ScopeGrant) -> Result<(), Widening> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "verification_tests.rs"]
+mod tests;

@@ -267,6 +267,7 @@ fn build_caps(case: &Case) -> BTreeMap<String, CapabilityToken> {
                 .map(|o| (parent.expires_at_ms as i64 + o * 1000) as u64),
             max_invocations: d.max_invocations,
             share_bps: d.share_bps,
+            monetary: None,
         };
         let child = parent
             .delegate(

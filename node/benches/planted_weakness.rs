@@ -10,9 +10,10 @@
 //! definition scan) or, for the attenuation switches (the one planted by
 //! hand and those made from the kernel's surviving mutants), the delegation
 //! worlds in turn until one yields an escape:
-//! `scenarios/three_agent_triangular_delegation.toml` (no invocation limit)
-//! and `scenarios/deny_reasons.toml` (limited grants and a limited
-//! delegation), each with a `scope-escape` population after
+//! `scenarios/three_agent_triangular_delegation.toml` (no invocation limit),
+//! `scenarios/deny_reasons.toml` (limited grants and a limited delegation)
+//! and `scenarios/monetary_scope.toml` (a grant carrying a monetary
+//! constraint), each with a `scope-escape` population after
 //! `widen-delegation`, stopping a mutant's
 //! run at the first generation with an escape. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
@@ -143,6 +144,7 @@ fn main() {
     let delegation_worlds = [
         delegation_world("three_agent_triangular_delegation.toml"),
         delegation_world("deny_reasons.toml"),
+        delegation_world("monetary_scope.toml"),
     ];
     let budget_world = world_of("planted-budget-benchmark.toml");
     let pins_world = world_of("adversaries-rug-pull.toml");

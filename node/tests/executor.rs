@@ -161,6 +161,7 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
         expires_after_ms: None,
         max_invocations: None,
         share_bps: None,
+        monetary: None,
         expect: chio_arena::scenario::StepExpectation::Refused,
     });
     let prepared = executor

@@ -3,8 +3,10 @@
 //! the weakened kernel admits a call through such a link while the intact
 //! kernel refuses it, and the search over the triangular-delegation world
 //! with goal `widen-delegation` finds the escape through it (and none on
-//! the intact kernel). Every test of this binary holds one lock while it
-//! selects a weakness, since the selection is process-wide.
+//! the intact kernel); the search over the monetary-scope world finds each
+//! of the seven monetary-cover switches the same way. Every test of this
+//! binary holds one lock while it selects a weakness, since the selection
+//! is process-wide.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_attenuation`.
 #![cfg(feature = "planted-weakness")]
@@ -120,11 +122,21 @@ goal = "widen-delegation"
 /// The generation of the first escape of a short search of the
 /// triangular-delegation world with `weakness` planted.
 fn first_escape(weakness: Option<Weakness>) -> Option<u32> {
-    let scenario = triangle_with(ESCAPE_POPULATION);
+    first_escape_in(&triangle_with(ESCAPE_POPULATION), weakness, 3)
+}
+
+/// The generation of the first escape of a search of `scenario` over
+/// `generations` generations with `weakness` planted.
+fn first_escape_in(
+    scenario: &Scenario,
+    weakness: Option<Weakness>,
+    generations: u32,
+) -> Option<u32> {
+    let scenario = scenario.clone();
     planted::select(weakness);
     let mut evaluator = KernelActionEvaluator::load(&scenario).expect("world");
     let config = EvolveConfig {
-        generations: 3,
+        generations,
         ..EvolveConfig::default()
     };
     let result = evolve(&scenario, &config, &mut evaluator);
@@ -139,4 +151,43 @@ fn the_search_finds_a_link_outliving_its_parent() {
     assert_eq!(first_escape(None), None, "intact kernel");
     let found = first_escape(Some(Weakness::ChildExpiryAfterParent));
     assert!(found.is_some_and(|g| g < 3), "not found: {found:?}");
+}
+
+/// The monetary-scope reference scenario with a scope-escape population,
+/// read from the reference scenarios' folder.
+fn monetary_scope_with_escapes() -> Scenario {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let text = std::fs::read_to_string(dir.join("monetary_scope.toml"))
+        .expect("the reference scenario reads");
+    parse_scenario(&format!("{text}\n{ESCAPE_POPULATION}"), &dir).expect("scenario parses")
+}
+
+/// Generations the search of the monetary-scope world runs.
+const SEARCH_GENERATIONS: u32 = 3;
+
+// The search over the monetary-scope world (a grant carrying a monetary constraint) finds each of the seven monetary-cover switches within three generations (the population starts with every form of the monetary widening), and nothing on the intact kernel.
+#[test]
+fn the_search_finds_each_monetary_cover_switch() {
+    let _held = SELECTION.lock().unwrap_or_else(|e| e.into_inner());
+    let scenario = monetary_scope_with_escapes();
+    assert_eq!(
+        first_escape_in(&scenario, None, SEARCH_GENERATIONS),
+        None,
+        "intact kernel"
+    );
+    let switches = Weakness::ALL
+        .into_iter()
+        .filter(|w| w.as_str().starts_with("monetary-"));
+    let mut found = Vec::new();
+    for weakness in switches {
+        let generation = first_escape_in(&scenario, Some(weakness), SEARCH_GENERATIONS);
+        println!("{}: {generation:?}", weakness.as_str());
+        assert!(
+            generation.is_some(),
+            "{} not found: {generation:?}",
+            weakness.as_str()
+        );
+        found.push(weakness);
+    }
+    assert_eq!(found.len(), 7);
 }

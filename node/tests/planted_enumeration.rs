@@ -6,9 +6,10 @@
 //! planted by hand and those made from the kernel's surviving mutants,
 //! `kernel/tests/mutants/survivors.txt`). Nothing planted, nothing
 //! escapes; a switch some enumerated action reaches is named with its
-//! first escape; the switches no enumerated action can reach are the ones
-//! whose dimension the goal does not widen. One test, so no other test of
-//! this binary runs while a switch is selected.
+//! first escape, and every one of the 11 is reached (the monetary-cover
+//! switches through the monetary dimension, in the one reference world
+//! whose grant carries a monetary constraint, `monetary_scope`). One test,
+//! so no other test of this binary runs while a switch is selected.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_enumeration -- --nocapture`.
 #![cfg(feature = "planted-weakness")]
@@ -16,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chio_arena::adversary::action::{mutate_with, Actor};
+use chio_arena::adversary::action::{mutate_with, Actor, MONETARY_FORMS};
 use chio_arena::adversary::{
     base_steps, declared_scopes, ActionEvaluator, ActionResult, AdversaryAction, AdversaryClass,
     ClassParams, Gene, Goal, Operator, WideningKind,
@@ -25,7 +26,7 @@ use chio_arena::{load_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 
-const DIMENSIONS: [(WideningKind, Operator); 8] = [
+const DIMENSIONS: [(WideningKind, Operator); 9] = [
     (WideningKind::Tool, Operator::WidenTool),
     (WideningKind::Path, Operator::WidenPath),
     (WideningKind::Server, Operator::WidenServer),
@@ -34,6 +35,7 @@ const DIMENSIONS: [(WideningKind, Operator); 8] = [
     (WideningKind::Start, Operator::WidenStart),
     (WideningKind::AnyTool, Operator::WidenAnyTool),
     (WideningKind::Budget, Operator::WidenBudget),
+    (WideningKind::Monetary, Operator::WidenMonetary),
 ];
 
 fn reference_scenarios() -> Vec<PathBuf> {
@@ -65,12 +67,14 @@ fn enumerated(scenario: &Scenario) -> Vec<AdversaryAction> {
     let mut member = 0u32;
     for base in base_steps(scenario).expect("base steps") {
         // A budget gene's choice picks its form (even: the limit
-        // dropped, odd: raised), so it is enumerated with both.
+        // dropped, odd: raised) and a monetary gene's one of its five
+        // (another argument, another currency, a larger per-call limit, a
+        // larger total, dropped), so each is enumerated with every form.
         let genes = DIMENSIONS.iter().flat_map(|(first, _)| {
-            let choices = if *first == WideningKind::Budget {
-                0..2
-            } else {
-                0..1
+            let choices = match first {
+                WideningKind::Budget => 0..2,
+                WideningKind::Monetary => 0..MONETARY_FORMS,
+                _ => 0..1,
             };
             choices.map(move |choice| (*first, choice))
         });
@@ -115,7 +119,7 @@ fn first_escape(
     })
 }
 
-// Nothing planted, no enumerated action escapes on any reference scenario; the hand-planted switch is found, and the survivors' switches are found exactly where the goal widens their dimension.
+// Nothing planted, no enumerated action escapes on any reference scenario; the hand-planted switch and every survivor's switch are found.
 #[test]
 fn the_enumerated_set_finds_the_reachable_switches() {
     let switches: Vec<Weakness> = Weakness::ALL
@@ -162,7 +166,14 @@ fn the_enumerated_set_finds_the_reachable_switches() {
             "child-expiry-after-parent",
             "start-check-inverted",
             "unlimited-child-budget",
-            "any-tool-under-named-tools"
+            "any-tool-under-named-tools",
+            "monetary-either-match",
+            "monetary-argument-inverted",
+            "monetary-per-call-inverted",
+            "monetary-total-suffices",
+            "monetary-argument-suffices",
+            "monetary-currency-inverted",
+            "monetary-total-inverted",
         ]
     );
 }

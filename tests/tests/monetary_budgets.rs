@@ -4,6 +4,8 @@
 //! (`--topology local`) and one step at a time; the spent total lives in
 //! trust-control, so a restarted kernel does not forget it, and two kernels
 //! on two node processes counting one budget see each other's payments.
+//! The monetary scope reference scenario (`scenarios/monetary_scope.toml`,
+//! a grant's own monetary constraint) is held to the same bytes.
 
 use std::path::Path;
 
@@ -104,6 +106,13 @@ fn pay(id: &str, server: &str, amount: &str, verdict: &str, reason: Option<&str>
 fn reference_scenario_is_the_same_bytes_on_every_topology_and_mode() {
     let dir = tempfile::tempdir().expect("temporary folder");
     assert_same_everywhere(dir.path(), &repo_path("scenarios/monetary_budget.toml"));
+}
+
+// Proves the monetary scope reference scenario (a grant's own monetary constraint, narrowed by a delegation to another node's agent and refused when a delegation widens it) gives the same bytes embedded, across processes, where each delegation's constraint crosses the wire, and one step at a time.
+#[test]
+fn monetary_scope_is_the_same_bytes_on_every_topology_and_mode() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    assert_same_everywhere(dir.path(), &repo_path("scenarios/monetary_scope.toml"));
 }
 
 // Proves a kernel whose node crashes and restarts afresh still finds the spent total in trust-control: the third payment is denied after the restart and the exact remainder fits, embedded and on real processes alike.

@@ -36,9 +36,11 @@ use crate::scenario::{Action, DelegateAction, ExpectedVerdict, ServerKind, Step}
 use crate::Scenario;
 
 mod inject;
+mod monetary;
 mod shape;
 mod world;
 use inject::{inject_draft, pick};
+pub use monetary::{MonetaryWidening, MONETARY_FORMS};
 use shape::{
     base_call, extra_widenings, injection_mutation, replay_mutation, widen_call, widening_mutation,
     WideningCandidates,
@@ -138,6 +140,10 @@ pub struct WideningPlan {
     /// the parent's; `None` drops the limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raised_invocations: Option<u64>,
+    /// For a monetary widening: how the link's monetary constraint is
+    /// wider than its parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monetary: Option<MonetaryWidening>,
 }
 
 impl WideningPlan {

@@ -141,6 +141,10 @@ pub enum WideningKind {
     /// Drops the invocation limit of a parent that has one, or raises it
     /// above the parent's.
     Budget,
+    /// Widens the monetary scope constraint of a parent that carries one
+    /// on the called server (another argument, another currency, a larger
+    /// per-call limit or total), or drops it.
+    Monetary,
 }
 
 /// The heritable part of one population member.

@@ -56,7 +56,8 @@ pub struct ProtocolDraft {
     /// Milliseconds the request's issue time sits in the future.
     pub future_dated_ms: u64,
     /// Further widenings a widening delegation adds (`tool`, `path`,
-    /// `server`, `expiry`, `share`, `start`, `any-tool`, `budget`).
+    /// `server`, `expiry`, `share`, `start`, `any-tool`, `budget`,
+    /// `monetary`).
     pub extra_widenings: Vec<String>,
 }
 
@@ -187,6 +188,8 @@ pub enum Operator {
     WidenAnyTool,
     /// A widening delegation also drops or raises the invocation limit.
     WidenBudget,
+    /// A widening delegation also widens or drops the monetary constraint.
+    WidenMonetary,
 }
 
 /// Innocent text that pushes a payload past a short scan window.
@@ -200,7 +203,7 @@ pub const RENAMED_KEY: &str = "description";
 
 impl Operator {
     /// Every operator, in catalogue order.
-    pub const ALL: [Operator; 45] = [
+    pub const ALL: [Operator; 46] = [
         Operator::Base64,
         Operator::Hex,
         Operator::UrlEncode,
@@ -246,6 +249,7 @@ impl Operator {
         Operator::WidenStart,
         Operator::WidenAnyTool,
         Operator::WidenBudget,
+        Operator::WidenMonetary,
     ];
 
     /// The operator's family.
@@ -263,7 +267,7 @@ impl Operator {
             | BackslashSeparators | PathUpperCase | DoubleSlash | FullwidthDot => Family::Path,
             ReuseRequestId | ChangeSession | ExpiryEdge | FutureDated | WidenExpiry
             | WidenShare | WidenTool | WidenPath | WidenServer | WidenStart | WidenAnyTool
-            | WidenBudget => Family::Protocol,
+            | WidenBudget | WidenMonetary => Family::Protocol,
         }
     }
 
@@ -324,6 +328,7 @@ impl Operator {
             WidenStart => "the delegation's start moved earlier",
             WidenAnyTool => "every tool granted",
             WidenBudget => "the invocation limit dropped or raised",
+            WidenMonetary => "the monetary constraint widened or dropped",
         }
     }
 
@@ -341,6 +346,7 @@ impl Operator {
                 | WidenStart
                 | WidenAnyTool
                 | WidenBudget
+                | WidenMonetary
         )
     }
 
@@ -399,6 +405,7 @@ impl Operator {
             WidenStart => push_widening(&mut draft.protocol, "start"),
             WidenAnyTool => push_widening(&mut draft.protocol, "any-tool"),
             WidenBudget => push_widening(&mut draft.protocol, "budget"),
+            WidenMonetary => push_widening(&mut draft.protocol, "monetary"),
         }
     }
 }

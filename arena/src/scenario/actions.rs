@@ -88,6 +88,9 @@ pub struct DelegateAction {
     pub max_invocations: Option<u64>,
     /// Share of the parent's allowance; the whole parent share when absent.
     pub share_bps: Option<u64>,
+    /// The monetary constraint the child carries; the parent's when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monetary: Option<chio_kernel::token::MonetaryLimit>,
     /// Whether the delegation is expected to be done or refused.
     #[serde(skip_serializing_if = "StepExpectation::is_done")]
     pub expect: StepExpectation,
@@ -151,6 +154,7 @@ impl DelegateAction {
             max_invocations: self.max_invocations,
             // Validation keeps share_bps within 1..=10,000.
             share_bps: self.share_bps.and_then(|b| u32::try_from(b).ok()),
+            monetary: self.monetary.clone(),
         }
     }
 }

@@ -497,6 +497,21 @@ impl GrantDecl {
     }
 }
 
+impl crate::model::MonetaryDecl {
+    /// The constraint as the kernel carries it, or `None` when a limit is
+    /// not a whole number of minor units of at least 1 (which validation
+    /// refuses, naming the key).
+    pub fn to_limit(&self) -> Option<chio_kernel::token::MonetaryLimit> {
+        let units = |v: &toml::Value| v.as_integer().filter(|n| *n >= 1).map(i64::unsigned_abs);
+        Some(chio_kernel::token::MonetaryLimit {
+            argument: self.argument.clone(),
+            currency: self.currency.clone(),
+            max_per_invocation: units(&self.max_per_invocation)?,
+            max_total: units(&self.max_total)?,
+        })
+    }
+}
+
 impl ServerDecl {
     /// The workspace mount point, with the default applied.
     pub fn root_or_default(&self) -> &str {

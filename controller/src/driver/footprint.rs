@@ -15,7 +15,8 @@
 //!   capability ([`Resource::Lineage`]): every capability id joined to it by
 //!   any delegate step of the scenario, ancestors and descendants alike, so
 //!   a revocation of an ancestor, a budget held on an ancestor, a sibling
-//!   share, lineage labels and the run's ledger entries of the lineage (which
+//!   share, the total of a monetary scope constraint (kept per root
+//!   capability), lineage labels and the run's ledger entries of the lineage (which
 //!   capability exists and who holds it, what `prepare` reads) are covered;
 //!   and a read of every agent that holds or delegates in that lineage (a
 //!   call reads the delegator's principal labels for each chain link);

@@ -1,11 +1,11 @@
 //! A scope escape's widened link: the holder delegates to an accomplice a
 //! scope wider than its parent's.
 
-use chio_arena::adversary::action::WideningPlan;
+use chio_arena::adversary::action::{MonetaryWidening, WideningPlan};
 use chio_arena::adversary::class::WideningKind;
 use chio_arena::ArenaError;
 use chio_kernel::keys::public_key_hex;
-use chio_kernel::token::{CapabilityToken, ScopeGrant};
+use chio_kernel::token::{CapabilityToken, MonetaryLimit, ScopeGrant};
 
 use super::instance::WorldInstance;
 use super::{failure, Instance};
@@ -91,6 +91,36 @@ fn widen(
             }
             WideningKind::Share => state.share_bps = parent_bps.saturating_add(1),
             WideningKind::Budget => state.max_invocations = plan.raised_invocations,
+            WideningKind::Monetary => {
+                if let Some(form) = &plan.monetary {
+                    widen_monetary(state, form);
+                }
+            }
+        }
+    }
+}
+
+/// Widens the monetary constraint of every grant of `state` that carries
+/// one, the one way `form` names (a constraint the kernel cannot read is
+/// left as it is: the kernel refuses it whatever the link).
+fn widen_monetary(state: &mut chio_kernel::token::GrantState, form: &MonetaryWidening) {
+    for grant in &mut state.scope {
+        let parent: Option<MonetaryLimit> = grant
+            .constraints
+            .get("monetary")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let Some(parent) = parent else {
+            continue;
+        };
+        match form.widen(&parent) {
+            Some(child) => {
+                grant
+                    .constraints
+                    .insert("monetary".into(), child.to_constraint());
+            }
+            None => {
+                grant.constraints.remove("monetary");
+            }
         }
     }
 }

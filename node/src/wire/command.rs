@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use chio_kernel::token::Attenuation;
+use chio_kernel::token::{Attenuation, MonetaryLimit};
 use chio_proto::node::v1 as pb;
 
 use super::{decode, encode, required};
@@ -90,6 +90,15 @@ pub fn attenuation_to_proto(attenuation: &Attenuation) -> pb::Attenuation {
         expires_at_ms: attenuation.expires_at_ms,
         max_invocations: attenuation.max_invocations,
         share_bps: attenuation.share_bps,
+        monetary: attenuation
+            .monetary
+            .as_ref()
+            .map(|limit| pb::MonetaryLimit {
+                argument: limit.argument.clone(),
+                currency: limit.currency.clone(),
+                max_per_invocation: limit.max_per_invocation,
+                max_total: limit.max_total,
+            }),
     }
 }
 
@@ -102,6 +111,12 @@ pub fn attenuation_from_proto(attenuation: pb::Attenuation) -> Attenuation {
         expires_at_ms: attenuation.expires_at_ms,
         max_invocations: attenuation.max_invocations,
         share_bps: attenuation.share_bps,
+        monetary: attenuation.monetary.map(|limit| MonetaryLimit {
+            argument: limit.argument,
+            currency: limit.currency,
+            max_per_invocation: limit.max_per_invocation,
+            max_total: limit.max_total,
+        }),
     }
 }
 

@@ -9,7 +9,9 @@ use chio_kernel::receipt::{
     ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, WouldAnswer, RECEIPT_SCHEMA,
 };
 use chio_kernel::stores::JournalEntry;
-use chio_kernel::token::{Attenuation, CapabilityBody, CapabilityToken, CAPABILITY_SCHEMA};
+use chio_kernel::token::{
+    Attenuation, CapabilityBody, CapabilityToken, MonetaryLimit, CAPABILITY_SCHEMA,
+};
 use chio_kernel::trace::{BudgetRead, DecisionTrace, GuardAnswer, ShareRead, StageTrace};
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use chio_kernel::ScopeGrant;
@@ -136,9 +138,18 @@ fn attenuation() -> impl Strategy<Value = Attenuation> {
         prop::option::of(any::<u64>()),
         prop::option::of(any::<u64>()),
         prop::option::of(any::<u32>()),
+        prop::option::of((text(), text(), any::<u64>(), any::<u64>())),
     )
         .prop_map(
-            |(tools, path_prefix, not_before_ms, expires_at_ms, max_invocations, share_bps)| {
+            |(
+                tools,
+                path_prefix,
+                not_before_ms,
+                expires_at_ms,
+                max_invocations,
+                share_bps,
+                money,
+            )| {
                 Attenuation {
                     tools,
                     path_prefix,
@@ -146,6 +157,14 @@ fn attenuation() -> impl Strategy<Value = Attenuation> {
                     expires_at_ms,
                     max_invocations,
                     share_bps,
+                    monetary: money.map(|(argument, currency, max_per_invocation, max_total)| {
+                        MonetaryLimit {
+                            argument,
+                            currency,
+                            max_per_invocation,
+                            max_total,
+                        }
+                    }),
                 }
             },
         )

@@ -1,7 +1,7 @@
 //! The grants the arena authority issues at the clock's start: one token
 //! per `[[grants]]` entry, signed for its agent's key, with its window,
-//! budget, share and constraints (a path prefix, and the digests of the
-//! tool definitions a definition-pinning grant binds).
+//! budget, share and constraints (a path prefix, the digests of the tool
+//! definitions a definition-pinning grant binds, and a monetary limit).
 
 use std::collections::BTreeMap;
 
@@ -36,6 +36,12 @@ pub(super) fn issue_grants(
         }
         if grant.pin_definitions == Some(true) {
             scope = scope.with_constraint("tool_digests", pinned_digests(file, grant)?);
+        }
+        if let Some(decl) = &grant.monetary {
+            let limit = decl.to_limit().ok_or_else(|| {
+                NodeError::Scenario(format!("grant {} has a malformed monetary limit", grant.id))
+            })?;
+            scope = scope.with_constraint("monetary", limit.to_constraint());
         }
         let body = CapabilityBody {
             schema: CAPABILITY_SCHEMA.to_string(),

@@ -39,6 +39,7 @@ pub(super) fn extra_widenings(draft: &Draft) -> Vec<WideningKind> {
             "start" => Some(WideningKind::Start),
             "any-tool" => Some(WideningKind::AnyTool),
             "budget" => Some(WideningKind::Budget),
+            "monetary" => Some(WideningKind::Monetary),
             _ => None,
         })
         .collect()
@@ -62,6 +63,9 @@ pub(super) fn widen_call(
     }
     if let Some(server) = &widened.extra_server {
         call.server = server.clone();
+    }
+    if let Some(monetary) = &widened.monetary {
+        monetary.carry_amount(call, base);
     }
     if widened.dimensions().any(|d| d == WideningKind::Path) {
         let name = base
@@ -187,6 +191,7 @@ pub(super) fn widening_mutation(
         extra_server: None,
         also: Vec::new(),
         raised_invocations: None,
+        monetary: None,
     };
     if !add_dimension(&mut plan, widening, choice, candidates, scope, base) {
         return None;
@@ -248,6 +253,24 @@ fn add_dimension(
                 return false;
             };
             plan.raised_invocations = (choice % 2 == 1).then(|| limit.saturating_add(1));
+        }
+        WideningKind::Monetary => {
+            // Only a parent whose grant on the called server carries a
+            // monetary constraint can be widened here; the choice picks
+            // the form (see `MonetaryWidening::of_choice`).
+            let Some(parent) = scope
+                .grants
+                .iter()
+                .find(|g| g.server == base.server)
+                .and_then(|g| g.monetary.as_ref())
+            else {
+                return false;
+            };
+            plan.monetary = Some(MonetaryWidening::of_choice(
+                choice,
+                parent,
+                &base.amount_arguments,
+            ));
         }
         WideningKind::Expiry | WideningKind::Share | WideningKind::Start => {}
     }
@@ -388,6 +411,59 @@ mod tests {
         let other = widening_mutation(WideningKind::Expiry, 1, &none, &scope, &base, Vec::new())
             .expect("expiry applies");
         assert_eq!(other.raised_invocations, None);
+    }
+
+    // A monetary widening applies only under a parent whose grant on the called server carries a monetary constraint; the choice picks the form, and a widening to another argument carries the base amount there.
+    #[test]
+    fn a_monetary_widening_needs_a_constrained_parent() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/monetary_scope.toml");
+        let scenario = load_scenario(path).expect("loads");
+        let scopes = declared_scopes(&scenario).expect("scopes");
+        let base = base_steps(&scenario)
+            .expect("base steps")
+            .into_iter()
+            .find(|b| b.step_id == "deputy-pays-at-its-limit")
+            .expect("base step");
+        let scope = &scopes[&base.capability];
+        let parent = scope.grants[0]
+            .monetary
+            .clone()
+            .expect("narrowed constraint");
+        assert_eq!(parent.max_per_invocation, 10_000);
+        let amounts = base.amount_arguments.clone();
+        assert_eq!(amounts, vec!["amount".to_string(), "fee".to_string()]);
+        let candidates = WideningCandidates {
+            tools: &[],
+            servers: &[],
+        };
+        for choice in 0..MONETARY_FORMS {
+            let plan = widening_mutation(
+                WideningKind::Monetary,
+                choice,
+                &candidates,
+                scope,
+                &base,
+                Vec::new(),
+            )
+            .expect("a constrained parent");
+            let form = MonetaryWidening::of_choice(choice, &parent, &amounts);
+            assert_eq!(plan.monetary.as_ref(), Some(&form));
+            let mut call = base_call(&base, &Draft::new("", None));
+            widen_call(&mut call, &plan, &base, 1, &scenario);
+            let fee = call.arguments.get("fee").and_then(Value::as_u64);
+            assert_eq!(fee, (choice == 0).then_some(10_000), "{form:?}");
+        }
+        let (_, triangle_scopes, triangle_base) = triangle("alice-reads-plan");
+        let unconstrained = widening_mutation(
+            WideningKind::Monetary,
+            0,
+            &candidates,
+            &triangle_scopes[&triangle_base.capability],
+            &triangle_base,
+            Vec::new(),
+        );
+        assert_eq!(unconstrained, None);
     }
 
     // The declared scope carries each capability's invocation limit: a grant's own, a delegation's own.

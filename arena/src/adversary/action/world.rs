@@ -32,6 +32,11 @@ pub struct BaseStep {
     pub evaluation_ms: u64,
     /// The fixture path the step reads, when it is a `read_file` on a workspace.
     pub reads_fixture: Option<String>,
+    /// The arguments the called tool declares as integers or numbers, in
+    /// name order: where a monetary widening may read its amount. Derived
+    /// from the scenario, so never written out.
+    #[serde(skip)]
+    pub amount_arguments: Vec<String>,
 }
 
 /// The call steps of a scenario that adversaries mutate: calls expected to
@@ -80,6 +85,7 @@ pub fn base_steps(scenario: &Scenario) -> Result<Vec<BaseStep>, ArenaError> {
             expect,
             evaluation_ms: scheduled.evaluation_ms,
             reads_fixture,
+            amount_arguments: super::monetary::amount_arguments(file, &call.server, &call.tool),
         });
     }
     Ok(out)
@@ -94,6 +100,10 @@ pub struct DeclaredGrant {
     pub tools: Vec<String>,
     /// Path prefix, when constrained.
     pub path_prefix: Option<String>,
+    /// Monetary scope constraint, when the grant carries one (a delegation
+    /// without its own keeps its parent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monetary: Option<chio_kernel::token::MonetaryLimit>,
 }
 
 /// What a capability covers as the scenario declares it.
@@ -149,6 +159,7 @@ pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredS
                         server: g.server.clone(),
                         tools: g.tools.clone(),
                         path_prefix: g.path_prefix.clone(),
+                        monetary: g.monetary.as_ref().and_then(|m| m.to_limit()),
                     }],
                     max_invocations: g.max_invocations,
                 },
@@ -169,6 +180,7 @@ pub fn declared_scopes(scenario: &Scenario) -> Result<BTreeMap<String, DeclaredS
                         server: g.server.clone(),
                         tools: d.tools.clone().unwrap_or_else(|| g.tools.clone()),
                         path_prefix: d.path_prefix.clone().or_else(|| g.path_prefix.clone()),
+                        monetary: d.monetary.clone().or_else(|| g.monetary.clone()),
                     })
                     .collect();
                 scopes.insert(

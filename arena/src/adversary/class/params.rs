@@ -3,6 +3,7 @@
 //! fix. The classes and genes themselves live in the parent module.
 
 use super::*;
+use crate::adversary::action::MONETARY_FORMS;
 
 /// A population's validated `[adversaries.params]`, defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,11 +120,20 @@ impl ClassParams {
                     })
                 })
                 .collect(),
+            // A monetary widening's choice picks its form (another
+            // argument, another currency, the per-call limit, the total,
+            // dropped), so the population starts with each form.
             ClassParams::ScopeEscape { widenings, .. } => widenings
                 .iter()
-                .map(|widening| Gene::ScopeEscape {
-                    widening: *widening,
-                    choice: 0,
+                .flat_map(|widening| {
+                    let forms = match widening {
+                        WideningKind::Monetary => MONETARY_FORMS,
+                        _ => 1,
+                    };
+                    (0..forms).map(|choice| Gene::ScopeEscape {
+                        widening: *widening,
+                        choice,
+                    })
                 })
                 .collect(),
         }
@@ -225,7 +235,7 @@ impl ParamReader<'_> {
             widenings: self
                 .words(
                     "widenings",
-                    "tool, path, server, expiry, share, start, any-tool, budget",
+                    "tool, path, server, expiry, share, start, any-tool, budget, monetary",
                 )?
                 .unwrap_or_else(|| {
                     vec![
@@ -237,6 +247,7 @@ impl ParamReader<'_> {
                         WideningKind::Start,
                         WideningKind::AnyTool,
                         WideningKind::Budget,
+                        WideningKind::Monetary,
                     ]
                 }),
             tools: self.strings("tools")?.unwrap_or_else(default_tools),

@@ -224,6 +224,7 @@ fn protocol_flags() {
         Operator::WidenStart,
         Operator::WidenAnyTool,
         Operator::WidenBudget,
+        Operator::WidenMonetary,
     ] {
         op.apply(&mut d);
     }
@@ -232,7 +233,9 @@ fn protocol_flags() {
     assert_eq!(d.protocol.future_dated_ms, 1_000);
     assert_eq!(
         d.protocol.extra_widenings,
-        vec!["expiry", "share", "tool", "path", "server", "start", "any-tool", "budget"]
+        vec![
+            "expiry", "share", "tool", "path", "server", "start", "any-tool", "budget", "monetary"
+        ]
     );
 }
 

@@ -46,7 +46,7 @@ fn counting(budget: &BudgetDecl) -> Counting<'_> {
 }
 
 /// Whether `code` is a currency code: 1 to 12 ASCII letters and digits.
-fn is_currency_code(code: &str) -> bool {
+pub(super) fn is_currency_code(code: &str) -> bool {
     (1..=12).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 

@@ -11,7 +11,8 @@
 //! - [`steps`]: each step's keys and typed action;
 //! - [`schedule`]: what the schedule order implies (holdings, messages);
 //! - [`faults`]: fault steps' keys and the order faults may come in;
-//! - [`recorded`]: recorded servers' declared tools and answers.
+//! - [`recorded`]: recorded servers' declared tools and answers;
+//! - [`monetary`]: the monetary scope constraint of grants and delegations.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +33,7 @@ mod budgets;
 mod checks;
 mod contracts;
 mod faults;
+mod monetary;
 mod recorded;
 pub(crate) use recorded::field_label;
 mod schedule;

@@ -9,6 +9,7 @@ use super::checks::{
     resolve, table_to_json, toml_to_json,
 };
 use super::faults::{fault_action, FAULT_KEYS};
+use super::monetary::check_monetary;
 use super::{Built, StepSource, Validator};
 use crate::error::ArenaError;
 use crate::model::{StepDecl, StepHead};

@@ -207,6 +207,7 @@ impl<'a> Validator<'a> {
             }
             check_invocations(grant.max_invocations, || at("max_invocations"))?;
             check_share(grant.share_bps, || at("share_bps"))?;
+            self.grant_monetary(i, grant)?;
         }
         Ok(())
     }

@@ -39,6 +39,7 @@ fn allowed_keys(action: &str) -> Option<&'static [&'static str]> {
             "expires_after_ms",
             "max_invocations",
             "share_bps",
+            "monetary",
             "expect",
         ],
         "revoke" => &["target", "by", "expect"],
@@ -69,6 +70,7 @@ fn check_keys(step: &StepDecl, action: &str, allowed: &[&str], at: At) -> Result
         ("expires_after_ms", step.expires_after_ms.is_some()),
         ("max_invocations", step.max_invocations.is_some()),
         ("share_bps", step.share_bps.is_some()),
+        ("monetary", step.monetary.is_some()),
         ("target", step.target.is_some()),
         ("by", step.by.is_some()),
         ("expect", step.expect.is_some()),
@@ -243,6 +245,11 @@ fn delegate(
     check_offset(step.expires_after_ms, || at("expires_after_ms"))?;
     check_invocations(step.max_invocations, || at("max_invocations"))?;
     check_share(step.share_bps, || at("share_bps"))?;
+    let monetary = step
+        .monetary
+        .as_ref()
+        .map(|m| check_monetary(m, &at("monetary")))
+        .transpose()?;
     Ok(Action::Delegate(DelegateAction {
         capability,
         to,
@@ -252,6 +259,7 @@ fn delegate(
         expires_after_ms: step.expires_after_ms,
         max_invocations: step.max_invocations,
         share_bps: step.share_bps,
+        monetary,
         expect,
     }))
 }
