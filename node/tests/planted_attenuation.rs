@@ -7,7 +7,6 @@
 //! selects a weakness, since the selection is process-wide.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_attenuation`.
-#![cfg(feature = "planted-weakness")]
 
 use std::path::Path;
 use std::sync::Mutex;
