@@ -8,7 +8,7 @@
 //! Complements `loader_props.rs` (arbitrary bytes and TOML around the seed
 //! example). The case count comes from `CHIO_FUZZ_CASES` (default 128, what
 //! CI runs); a long run is `CHIO_FUZZ_CASES=400000 cargo test --release -p
-//! chio-arena --test fuzz_loader` (see docs/fuzzing.md).
+//! chio-arena --test it -- fuzz_loader::` (see docs/fuzzing.md).
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,6 @@
 //! Git in a test's temporary folder: one committer identity, no signing,
-//! `main` as the first branch. The campaign tests of `chio-arena` and
-//! `chio-controller` include this file by path.
-
-#![allow(dead_code)]
+//! `main` as the first branch. A module of `chio-arena`'s test binary;
+//! `chio-controller`'s test binary includes this file by path.
 
 use std::path::Path;
 use std::process::Command;

@@ -6,7 +6,7 @@
 //! Prints p50 and p99 of each and the ratio the goal names: edge p50 over
 //! direct p50 plus one round-trip p50 (goal: at most 1.3).
 //!
-//! `cargo test --release -p chio-controller --test mcp_edge_bench -- --ignored --nocapture`
+//! `cargo test --release -p chio-controller --test it -- mcp_edge_bench:: --ignored --nocapture`
 //! (needs the venv `CHIO_MCP_PYTHON` names; `CHIO_BENCH_CALLS` sets the
 //! calls per kind, 400 by default).
 

@@ -15,7 +15,7 @@
 //! payload in base64. The run is deterministic (sorted files, fixed order,
 //! counts only), so two runs print the same bytes.
 //!
-//! Run: `cargo test --release -p chio-kernel --test detector_bench --
+//! Run: `cargo test --release -p chio-kernel --test it -- detector_bench::
 //! --ignored --nocapture` (about five seconds in release; the signatures
 //! make it minutes in a debug build, so the default test run skips it).
 //! Both tests fail if the false-positive rate on benign text passes 1% in

@@ -15,7 +15,7 @@
 //! The tables print per split, package, family and delivery; the run is
 //! deterministic (sorted files, fixed order, counts only).
 //!
-//! Run: `cargo test -p chio-kernel --test detector_generalization --
+//! Run: `cargo test -p chio-kernel --test it -- detector_generalization::
 //! --nocapture`. `generalization_rates` fails if a split's detection falls
 //! below its recorded floor ([`MIN_HELD_OUT_PERCENT`],
 //! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`]) or false positives pass

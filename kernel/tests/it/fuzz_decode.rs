@@ -5,7 +5,7 @@
 //! panics and every mutated structure that still decodes is refused by its
 //! verifier. The case count comes from `CHIO_FUZZ_CASES` (default 256, what
 //! CI runs); a long run is `CHIO_FUZZ_CASES=200000 cargo test --release -p
-//! chio-kernel --test fuzz_decode` (see docs/fuzzing.md).
+//! chio-kernel --test it -- fuzz_decode::` (see docs/fuzzing.md).
 
 use crate::util;
 

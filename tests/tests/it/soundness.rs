@@ -6,7 +6,7 @@
 //! messages and delegations, closes an exfiltration path; low integrity
 //! carried across nodes and a restart closes a hijack path); the
 //! kernel-level neighbours of each class are in `kernel/tests/cases/`,
-//! `kernel/tests/pipeline.rs` and `kernel/tests/integrity.rs`.
+//! `kernel/tests/it/pipeline.rs` and `kernel/tests/it/integrity.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -20,7 +20,7 @@
 //!
 //! The case count comes from `CHIO_FUZZ_CASES` (default 64, what CI runs); a
 //! long run is `CHIO_FUZZ_CASES=20000 cargo test --release -p chio-trust
-//! --test fuzz_grpc` (see docs/fuzzing.md).
+//! --test it -- fuzz_grpc::` (see docs/fuzzing.md).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,8 +3,6 @@
 //! --stdio` started as a child and driven by the SDK's Rust client, and
 //! calls signed with a real Ed25519 key.
 
-#![allow(dead_code)] // each test binary uses a different part of the harness
-
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -5,8 +5,6 @@
 //! committed copy of the scenario tree; and hostile copies of each, whose
 //! untrusted strings hold markup.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;

@@ -3,8 +3,6 @@
 //! stdout, and on a failing test prints the command, exit status, stdout and
 //! stderr so the failure explains itself.
 
-#![allow(dead_code)] // each test binary uses a different part of the harness
-
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};

@@ -2,7 +2,6 @@
 //! this package (`CARGO_BIN_EXE_chio`); everything else (the runner,
 //! failure explanations, folder trees, repository paths, reference
 //! scenario lists) is the shared helper library `chio-tests`.
-#![allow(dead_code, unused_imports)]
 
 use std::path::Path;
 use std::process::Output;

@@ -1,7 +1,7 @@
 //! A small authority world for the kernel's integration tests: derived
 //! keys, root grants, kernels with in-memory stores, signed requests, and a
 //! deterministic tool dispatcher.
-#![allow(dead_code)]
+#![allow(dead_code)] // the benches include this file by path and use part of it
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,6 @@
 //! Shared helpers for the node's service tests: a real node serving
 //! `NodeControl` and `KernelLink` on an ephemeral port with local SQLite
 //! state, and requests carrying the cluster token.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 use std::time::Duration;
