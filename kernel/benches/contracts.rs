@@ -15,7 +15,7 @@
 //! Run: `cargo bench -p chio-kernel --bench contracts` (add `-- --quick` for
 //! fewer rounds).
 
-#[path = "../tests/util/mod.rs"]
+#[path = "../tests/it/util/mod.rs"]
 mod util;
 
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! the evaluation to its unavoidable signature work (each verification the
 //! path performs plus the receipt signature).
 
-#[path = "../tests/util/mod.rs"]
+#[path = "../tests/it/util/mod.rs"]
 mod util;
 
 use std::path::{Path, PathBuf};

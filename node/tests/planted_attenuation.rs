@@ -9,7 +9,6 @@
 //! is process-wide.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_attenuation`.
-#![cfg(feature = "planted-weakness")]
 
 use std::path::Path;
 use std::sync::Mutex;

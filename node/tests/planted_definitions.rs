@@ -6,7 +6,6 @@
 //! is selected.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_definitions`.
-#![cfg(feature = "planted-weakness")]
 
 use std::path::Path;
 

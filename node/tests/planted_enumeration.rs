@@ -12,7 +12,6 @@
 //! so no other test of this binary runs while a switch is selected.
 //!
 //! Run: `cargo test -p chio-node --features planted-weakness --test planted_enumeration -- --nocapture`.
-#![cfg(feature = "planted-weakness")]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

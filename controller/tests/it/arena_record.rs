@@ -1,0 +1,478 @@
+//! `chio arena record` and `chio arena run --replay-from` through the real
+//! `chio` binary, against real MCP servers over stdio: the MCP project's
+//! reference git server (`mcp-server-git`) on the repository
+//! `scenarios/fixtures/mcp-git/make-repo.sh` makes, and a small server on
+//! the official MCP Python SDK that never answers one of its tools in time
+//! (`fixtures/mcp/slow_server.py`). Both live in the Python virtual
+//! environment whose python `CHIO_MCP_PYTHON` names; without it the live
+//! tests say why and return, except under CI, where they fail. What needs
+//! no server (the refusal of a run without a recording, validation, a
+//! hostile recording) runs everywhere.
+
+use crate::util;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use util::{chio, chio_env, copy_tree, explain, repo_path, tree};
+
+/// The executable `.ci/run` provides for these tests (`chio_tests::outside`).
+fn mcp_python() -> Option<PathBuf> {
+    chio_tests::outside::outside_part(chio_tests::outside::MCP_PYTHON, "the live MCP record tests")
+}
+
+/// A copy of `scenarios/mcp_git.toml` with its prompt and fixtures in a
+/// fresh folder, its repository made by the fixture's script.
+fn git_scenario() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::copy(
+        repo_path("scenarios/mcp_git.toml"),
+        dir.join("mcp_git.toml"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::copy(
+        repo_path("scenarios/prompts/git-reader.txt"),
+        dir.join("prompts/git-reader.txt"),
+    )
+    .unwrap();
+    copy_tree(
+        &repo_path("scenarios/fixtures/mcp-git"),
+        &dir.join("fixtures/mcp-git"),
+    );
+    let status = Command::new("sh")
+        .arg(dir.join("fixtures/mcp-git/make-repo.sh"))
+        .status()
+        .expect("sh runs");
+    assert!(status.success(), "make-repo.sh failed");
+    tmp
+}
+
+/// `PATH` with the venv's `bin` first, so the scenario's `python3` is the
+/// venv's.
+fn venv_path(python: &Path) -> String {
+    let bin = python.parent().unwrap().to_str().unwrap().to_string();
+    match std::env::var("PATH") {
+        Ok(path) => format!("{bin}:{path}"),
+        Err(_) => bin,
+    }
+}
+
+/// Runs `chio ARGS` in `dir` with the venv's python reachable as `python3`.
+fn with_venv(python: &Path, dir: &Path, args: &[&str]) -> Output {
+    chio_env(dir, args, &[("PATH", &venv_path(python))])
+}
+
+/// Runs `chio ARGS` in `dir` with a `PATH` that reaches no python at all.
+fn without_python(dir: &Path, args: &[&str]) -> Output {
+    chio_env(dir, args, &[("PATH", "/nonexistent")])
+}
+
+fn recording(dir: &Path, server: &str) -> serde_json::Value {
+    let path = dir.join("recording").join(format!("{server}.json"));
+    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap()
+}
+
+fn request_ids(recording: &serde_json::Value) -> Vec<String> {
+    recording["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["request_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .expect("git runs");
+    assert!(output.status.success(), "git {args:?} failed");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn assert_code(output: &Output, args: &[&str], status: i32, code: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(status),
+        "{}",
+        explain(args, output)
+    );
+    assert!(
+        stderr.contains(&format!("error[{code}]")),
+        "{}",
+        explain(args, output)
+    );
+}
+
+// The git server is recorded once; the recording replays with no python reachable into bundles that are the same bytes embedded, one step at a time and on --topology local, each twice, and whose evidence (arena.json, receipts) is the recording run's own; arena replay re-evaluates both bundles without drift.
+#[test]
+fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(&python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.starts_with(
+            "arena record: server git runs python3 -m mcp_server_git --repository . (in fixtures/mcp-git/repo)"
+        ),
+        "{stdout}"
+    );
+    // The server and its repository are gone: a replay starts nothing.
+    std::fs::remove_dir_all(dir.join("fixtures/mcp-git/repo")).unwrap();
+    let mut bundles = Vec::new();
+    for (i, extra) in [
+        &[][..],
+        &[][..],
+        &["--one-at-a-time"][..],
+        &["--topology", "local"][..],
+        &["--topology", "local"][..],
+        &["--topology", "local", "--one-at-a-time"][..],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let out = format!("replay-{i}");
+        let mut args = vec![
+            "arena",
+            "run",
+            "mcp_git.toml",
+            "--replay-from",
+            "rec",
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(extra);
+        let output = without_python(dir, &args);
+        assert!(output.status.success(), "{}", explain(&args, &output));
+        bundles.push((args.join(" "), tree(&dir.join(&out))));
+    }
+    let (first_args, first) = &bundles[0];
+    assert!(first.contains_key("inputs/recording/git.json"));
+    for (args, bundle) in &bundles[1..] {
+        assert_eq!(bundle, first, "{args} differs from {first_args}");
+    }
+    let recorded = tree(&dir.join("rec"));
+    for file in ["arena.json", "receipts.ndjson"] {
+        assert_eq!(recorded.get(file), first.get(file), "{file} differs");
+    }
+    // arena replay re-evaluates either bundle from its recording, no drift.
+    for bundle in ["rec", "replay-0"] {
+        let args = ["arena", "replay", bundle];
+        let output = without_python(dir, &args);
+        assert!(output.status.success(), "{}", explain(&args, &output));
+    }
+}
+
+// A denied call never reaches the server: the recording holds only the admitted calls, in order, and the repository is unchanged (nothing staged, nothing committed) after a run whose git_add and git_commit were denied.
+#[test]
+fn a_denied_call_never_reaches_the_server() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let repo = dir.join("fixtures/mcp-git/repo");
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(&python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let recording = recording(&dir.join("rec"), "git");
+    assert_eq!(
+        request_ids(&recording),
+        ["status", "log", "show-head", "diff", "status-after"]
+    );
+    assert_eq!(git(&repo, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        git(&repo, &["status", "--porcelain"]),
+        " M src/pricing.py\n"
+    );
+    assert_eq!(git(&repo, &["diff", "--cached", "--name-only"]), "");
+    let calls = recording["calls"].as_array().unwrap();
+    assert_eq!(calls[0]["output"], calls[4]["output"]);
+    assert!(calls.iter().all(|c| c["ok"] == true));
+}
+
+// --check runs live again: an unchanged repository drifts nowhere (exit 0); a changed working tree is reported by the step whose answer drifted, and only by it, with what it changed in the run (its receipt) and its code (exit 1).
+#[test]
+fn check_reports_a_drifted_answer_by_step() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(&python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let check = ["arena", "record", "mcp_git.toml", "--check", "rec"];
+    let output = with_venv(&python, dir, &check);
+    assert!(output.status.success(), "{}", explain(&check, &output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("no answer drifted"));
+    std::fs::write(
+        dir.join("fixtures/mcp-git/repo/src/pricing.py"),
+        "def bulk_price(total, rate):\n    return total * rate\n",
+    )
+    .unwrap();
+    let output = with_venv(&python, dir, &check);
+    assert_code(&output, &check, 1, "CHIO-ARENA-MCP-ANSWER-DRIFT");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let drifts: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("drift: "))
+        .collect();
+    assert_eq!(
+        drifts,
+        ["drift: step diff: server git: its output differs at the whole value"],
+        "{stdout}"
+    );
+    // Downstream, as arena diff compares bundles: that step's receipt.
+    let steps: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("bundle: "))
+        .collect();
+    assert_eq!(
+        steps,
+        ["bundle: step diff: the receipt differs"],
+        "{stdout}"
+    );
+    // The recording checked against is left as it was.
+    assert_eq!(request_ids(&recording(&dir.join("rec"), "git")).len(), 5);
+}
+
+/// A scenario over `slow_server.py` started by `python`, with the given
+/// server timeout.
+fn slow_scenario(dir: &Path, python: &Path, mode: &[&str], timeout_ms: u64) {
+    let server = repo_path("controller/tests/fixtures/mcp/slow_server.py");
+    let mut command = vec![python.to_str().unwrap(), server.to_str().unwrap()];
+    command.extend_from_slice(mode);
+    let command: Vec<String> = command.iter().map(|w| format!("{w:?}")).collect();
+    let schema = r#"{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}"#;
+    let toml = format!(
+        r#"{header}
+[[nodes]]
+id = "node-a"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+
+[[agents]]
+id = "dev"
+role = "developer"
+model = "recorded:dev"
+seed_prompt_ref = "prompt.txt"
+kernel = "kernel-a"
+
+[[servers]]
+id = "slow"
+kernel = "kernel-a"
+kind = "mcp"
+command = [{command}]
+timeout_ms = {timeout_ms}
+
+[[servers.tools]]
+name = "echo"
+description = "Answers its text"
+input_schema = '{schema}'
+
+[[servers.tools]]
+name = "slow"
+description = "Answers its text an hour later"
+input_schema = '{schema}'
+
+[[grants]]
+id = "dev-slow"
+agent = "dev"
+server = "slow"
+tools = ["echo", "slow"]
+
+[[steps]]
+id = "too-slow"
+agent = "dev"
+server = "slow"
+tool = "slow"
+arguments = {{ text = "late" }}
+expect_verdict = "allow"
+
+[[steps]]
+id = "echo"
+agent = "dev"
+server = "slow"
+tool = "echo"
+arguments = {{ text = "on time" }}
+expect_verdict = "allow"
+"#,
+        header = chio_tests::scenarios::header(
+            "slow_mcp",
+            "a server that does not answer in time",
+            7,
+            "deterministic-multi-v1",
+            "2026-07-01T10:00:00.000Z"
+        ),
+        command = command.join(", "),
+    );
+    std::fs::write(dir.join("slow.toml"), toml).unwrap();
+    std::fs::write(dir.join("prompt.txt"), "Echo.\n").unwrap();
+}
+
+// A call the server does not answer within its timeout is recorded as a failed call, not performed, and the run goes on at once: the next call is answered and the whole record takes seconds, not the server's hour; the replay answers the same.
+#[test]
+fn a_call_not_answered_in_time_is_a_failed_call() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    slow_scenario(dir, &python, &[], 1500);
+    let args = ["arena", "record", "slow.toml", "--out", "rec"];
+    let started = Instant::now();
+    let output = chio(dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let recording = recording(&dir.join("rec"), "slow");
+    let calls = recording["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["request_id"], "too-slow");
+    assert_eq!(calls[0]["ok"], false);
+    assert_eq!(
+        calls[0]["output"],
+        "the server did not answer within 1500 ms"
+    );
+    assert_eq!(calls[1]["ok"], true);
+    assert_eq!(calls[1]["output"], "on time");
+    let replay = [
+        "arena",
+        "run",
+        "slow.toml",
+        "--replay-from",
+        "rec",
+        "--out",
+        "replayed",
+        "--json",
+    ];
+    let output = without_python(dir, &replay);
+    assert!(output.status.success(), "{}", explain(&replay, &output));
+    assert_eq!(
+        tree(&dir.join("rec")).get("arena.json"),
+        tree(&dir.join("replayed")).get("arena.json")
+    );
+}
+
+// A server whose tools/list differs from the scenario's declaration is refused before any step runs, naming the server and the tool; no bundle is written.
+#[test]
+fn a_server_listing_other_tools_is_refused_naming_the_tool() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    slow_scenario(dir, &python, &["drift"], 10_000);
+    let args = ["arena", "record", "slow.toml", "--out", "rec"];
+    let output = chio(dir, &args);
+    assert_code(&output, &args, 2, "CHIO-ARENA-MCP-TOOLS-DRIFT");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("server slow lists tool extra, which the scenario does not declare"),
+        "{stderr}"
+    );
+    assert!(!dir.join("rec").exists());
+}
+
+// A run of a scenario with an mcp server and no recording is refused with its code, naming both commands, and starts nothing; validate accepts the scenario with no python reachable.
+#[test]
+fn a_run_without_a_recording_is_refused_and_validate_starts_nothing() {
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = ["arena", "run", "mcp_git.toml", "--out", "bundle"];
+    let output = without_python(dir, &args);
+    assert_code(&output, &args, 2, "CHIO-ARENA-MCP-NOT-RECORDED");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("chio arena record FILE --out DIR"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("chio arena run FILE --replay-from DIR"),
+        "{stderr}"
+    );
+    assert!(!dir.join("bundle").exists());
+    let validate = ["arena", "validate", "mcp_git.toml"];
+    let output = without_python(dir, &validate);
+    assert!(output.status.success(), "{}", explain(&validate, &output));
+    // The runnable reference lists leave the mcp scenarios out; they are
+    // listed apart.
+    assert_eq!(chio_tests::mcp_scenarios(), ["mcp_git"]);
+    assert!(!util::reference_scenarios().iter().any(|s| s == "mcp_git"));
+}
+
+// A recording that is missing, not a recording, or that lists another definition than the scenario declares is refused with its code, naming the server or the tool, never with a panic.
+#[test]
+fn a_hostile_or_stale_recording_is_refused() {
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = [
+        "arena",
+        "run",
+        "mcp_git.toml",
+        "--replay-from",
+        "rec",
+        "--out",
+        "b",
+    ];
+    let output = without_python(dir, &args);
+    assert_code(&output, &args, 2, "CHIO-ARENA-MCP-RECORDING");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no such file"));
+    std::fs::create_dir_all(dir.join("rec/recording")).unwrap();
+    for hostile in [
+        &b"{\"schema_version\": 1"[..],
+        &b"[]"[..],
+        &b"\xff\xfe"[..],
+        &b"{\"schema_version\":\"chio.arena.mcp-recording/v1\",\"server\":\"git\",\"tools\":[],\"calls\":[]}"[..],
+    ] {
+        std::fs::write(dir.join("rec/recording/git.json"), hostile).unwrap();
+        let output = without_python(dir, &args);
+        assert_code(&output, &args, 2, "CHIO-ARENA-MCP-RECORDING");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("panicked"));
+    }
+}
+
+// A recording whose tool definitions are not the scenario's declaration (the scenario changed a tool since) is refused with the drift code, naming the tool.
+#[test]
+fn a_recording_of_other_tools_is_refused_naming_the_tool() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(&python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let path = dir.join("mcp_git.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("name = \"git_branch\"").unwrap();
+    let digest = start + text[start..].find("digest = ").unwrap();
+    let end = digest + text[digest..].find('\n').unwrap() + 1;
+    let changed = format!(
+        "{}{}",
+        &text[..digest].replace(
+            "description = \"List Git branches\"",
+            "description = \"Lists branches\""
+        ),
+        &text[end..]
+    );
+    assert_ne!(changed, text);
+    std::fs::write(&path, changed).unwrap();
+    let replay = [
+        "arena",
+        "run",
+        "mcp_git.toml",
+        "--replay-from",
+        "rec",
+        "--out",
+        "b",
+    ];
+    let output = without_python(dir, &replay);
+    assert_code(&output, &replay, 2, "CHIO-ARENA-MCP-TOOLS-DRIFT");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the definition of tool git_branch differs"),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,1432 @@
+//! Process tests for `chio campaign`: the shipped reference campaign end to
+//! end in a committed copy of the scenario tree (template, measured runs,
+//! a fixture replay, a plain import, a decision, the report), every
+//! portfolio outcome reached, limits and a null cost kept null, pinned
+//! definitions read from Git, and one test per refusal, each asserting exit
+//! 2, the message, and that the ledger's bytes did not change.
+
+use crate::git_repo;
+use crate::util;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use git_repo::{commit_all, git, INVENTED};
+use serde_json::Value;
+use util::{chio, copy_tree, explain, repo_path};
+
+/// Runs `chio` and asserts its exit code.
+fn expect(dir: &Path, args: &[&str], code: i32) -> Output {
+    let output = chio(dir, args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        explain(args, &output)
+    );
+    output
+}
+
+/// Runs a scenario with --json into `name.json` (bundle in `name/`).
+fn run_record(dir: &Path, scenario: &Path, name: &str, code: i32, extra: &[&str]) -> PathBuf {
+    let bundle = dir.join(name);
+    let mut args = vec![
+        "arena",
+        "run",
+        scenario.to_str().unwrap(),
+        "--json",
+        "--out",
+        bundle.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let output = expect(dir, &args, code);
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, &output.stdout).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn attempt<'a>(report: &'a Value, id: &str) -> &'a Value {
+    report["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["schedule_id"] == id)
+        .unwrap_or_else(|| panic!("no attempt {id}"))
+}
+
+fn row<'a>(ledger: &'a Value, id: &str) -> &'a Value {
+    ledger["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["schedule_id"] == id)
+        .unwrap_or_else(|| panic!("no row {id}"))
+}
+
+// The shipped reference campaign in a committed copy of the scenarios: measured runs are verified deliveries with runtime, revision, checks and evidence roots; a plain import is a pass without complete evidence; a decision makes the control's stop appropriate; live and fixture sections stay apart, and an unknown cost keeps the total null.
+#[test]
+fn reference_campaign_end_to_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let repo = dir.join("repo");
+    copy_tree(&repo_path("scenarios"), &repo.join("scenarios"));
+    let commit = commit_all(&repo);
+    let decl = repo.join("scenarios/campaigns/reference.toml");
+    let ledger = dir.join("ledger.json");
+    let out = expect(
+        dir,
+        &["campaign", "template", s(&decl), "--out", s(&ledger)],
+        0,
+    );
+    assert!(out.stdout.is_empty());
+    let template: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    assert_eq!(template["schema_version"], "chio.arena.campaign-ledger/v2");
+    let rows = template["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 7);
+    assert!(rows.iter().all(|r| r["native_outcome"] == "DEFERRED"));
+
+    let attempts = dir.join("attempts");
+    let ran = expect(
+        dir,
+        &[
+            "campaign",
+            "run",
+            s(&decl),
+            s(&ledger),
+            "walking-skeleton/01",
+            "pr-421/01",
+            "failing-control/01",
+            "pr-421-evolve/01",
+            "guard-pipelines/01",
+            "--out",
+            s(&attempts),
+        ],
+        0,
+    );
+    let text = String::from_utf8_lossy(&ran.stdout);
+    assert!(
+        text.contains("ran walking-skeleton/01: native passed, portfolio verified delivery"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ran failing-control/01: native stopped, portfolio stopped with appropriateness not established"),
+        "{text}"
+    );
+    // Where it wrote: every attempt's folder under --out, and the ledger.
+    assert!(
+        text.contains(&format!("outputs written under {}:\n", attempts.display())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "  walking-skeleton/01: {}\n",
+            attempts.join("walking-skeleton-01").display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ledger updated: {}\n", ledger.display())),
+        "{text}"
+    );
+    let bundle = attempts.join("pr-421-01");
+    expect(
+        dir,
+        &[
+            "campaign",
+            "run",
+            s(&decl),
+            s(&ledger),
+            "pr-421-replay/01",
+            "--bundle",
+            &format!("pr-421-replay/01={}", s(&bundle)),
+        ],
+        0,
+    );
+    let ws2 = run_record(
+        dir,
+        &repo.join("scenarios/walking_skeleton.toml"),
+        "ws2",
+        0,
+        &[],
+    );
+    expect(
+        dir,
+        &[
+            "campaign",
+            "import",
+            s(&decl),
+            s(&ledger),
+            &format!("walking-skeleton/02={}", s(&ws2)),
+        ],
+        0,
+    );
+    expect(
+        dir,
+        &[
+            "campaign",
+            "annotate",
+            s(&decl),
+            s(&ledger),
+            "failing-control/01",
+            "--decision",
+            "the kernel rightly allowed a granted read; the control's expectation is the planted error",
+        ],
+        0,
+    );
+
+    let written: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let ws1 = row(&written, "walking-skeleton/01");
+    assert_eq!(ws1["source_revision"], commit.as_str());
+    assert_eq!(
+        ws1["runtime_identity"]["chio_version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        ws1["runtime_identity"]["binary_sha256"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
+    assert!(ws1["elapsed_seconds"].as_f64().unwrap() >= 0.0);
+    assert_eq!(
+        ws1["evidence_refs"][0]["merkle_root"],
+        ws1["record"]["receipt_root"]
+    );
+    assert!(ws1["oracle_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["ok"] == true && c["name"].as_str().unwrap().contains(" expects ")));
+    assert!(ws1["estimated_cost"].as_f64().is_some());
+    let ws2_row = row(&written, "walking-skeleton/02");
+    assert_eq!(ws2_row["runtime_identity"], Value::Null);
+    assert_eq!(
+        ws2_row["estimated_cost"],
+        Value::Null,
+        "unknown cost stays null"
+    );
+    assert_eq!(ws2_row["deviations"].as_array().unwrap().len(), 2);
+    let control = row(&written, "failing-control/01");
+    assert_eq!(control["interventions"][0]["kind"], "decision");
+
+    let report = expect(
+        dir,
+        &["campaign", "report", s(&decl), s(&ledger), "--json"],
+        0,
+    );
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["schema_version"], "chio.arena.campaign-report/v3");
+    assert_eq!(report["definitions"], "working-tree");
+    let outcome = |id: &str| {
+        attempt(&report, id)["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(outcome("walking-skeleton/01"), "verified delivery");
+    assert_eq!(
+        outcome("walking-skeleton/02"),
+        "pass without complete evidence"
+    );
+    assert_eq!(outcome("pr-421/01"), "verified delivery");
+    assert_eq!(outcome("failing-control/01"), "appropriate stop");
+    assert_eq!(outcome("pr-421-replay/01"), "verified delivery");
+    assert_eq!(outcome("guard-pipelines/01"), "verified delivery");
+    assert_eq!(outcome("pr-421-evolve/01"), "verified delivery");
+    for line in report["attempts"].as_array().unwrap() {
+        assert_eq!(
+            line["contradictions"],
+            Value::Array(Vec::new()),
+            "measured and imported rows agree with their evidence: {line}"
+        );
+    }
+    let gaps = attempt(&report, "walking-skeleton/02")["evidence_gaps"].clone();
+    assert!(gaps
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("runtime unknown")));
+    let sections = report["sections"].as_array().unwrap();
+    assert_eq!(
+        sections.len(),
+        2,
+        "live attempts and fixture replays are separate"
+    );
+    assert_eq!(sections[0]["evidence"], "live");
+    assert_eq!(sections[0]["attempts"], 6);
+    assert_eq!(sections[0]["decisions"], 1);
+    assert_eq!(sections[1]["evidence"], "fixture");
+    assert_eq!(sections[1]["attempts"], 1);
+    assert_eq!(
+        sections[0]["elapsed_seconds"]["total"],
+        Value::Null,
+        "unknown time is not zero"
+    );
+    assert_eq!(sections[0]["elapsed_seconds"]["unknown_attempts"], 1);
+    assert_eq!(
+        sections[0]["estimated_cost"]["total"],
+        Value::Null,
+        "a null cost keeps the total null"
+    );
+    assert!(
+        sections[0]["estimated_cost"]["known_subtotal"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(sections[0]["cost_per_verified_delivery"], Value::Null);
+    assert_eq!(sections[0]["currency"], "kernel-ms");
+    assert_eq!(sections[0]["comparison"], "blocked");
+    assert!(sections[0]["blocked_because"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from(
+            "walking-skeleton/02 ran on an unknown runtime"
+        )));
+    assert_eq!(sections[1]["comparison"], "complete");
+    assert!(sections[1]["cost_per_verified_delivery"].as_f64().is_some());
+    let counted: u64 = sections
+        .iter()
+        .flat_map(|s| s["outcomes"].as_array().unwrap())
+        .map(|o| o["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 7, "each attempt in exactly one outcome");
+    let text = expect(dir, &["campaign", "report", s(&decl), s(&ledger)], 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("blocked: walking-skeleton/02 ran on an unknown runtime"),
+        "{text}"
+    );
+    assert!(
+        text.contains("limits: wall_seconds unknown, steps within"),
+        "{text}"
+    );
+}
+
+/// A small campaign over copies of the walking skeleton and the failing
+/// control, committed in its own repository.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    root: PathBuf,
+    decl: PathBuf,
+    ledger: PathBuf,
+}
+
+fn copy(from: &str, to: &Path) {
+    let target = to.join(from);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::copy(repo_path(&format!("scenarios/{from}")), target).unwrap();
+}
+
+fn definition(dir: &Path, root: &Path, file: &str, revision: Option<&str>) -> String {
+    let mut args = vec!["campaign", "hash", "--root", s(root), file];
+    if let Some(revision) = revision {
+        args.extend(["--revision", revision]);
+    }
+    let out = expect(dir, &args, 0);
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim_start_matches("definition = ")
+        .to_string()
+}
+
+const LIMITS: &str = "{ wall_seconds = 120, steps = 20, kernel_evaluations = 20, generations = 0 }";
+
+/// Options of a fixture campaign.
+struct Shape {
+    ws: u32,
+    control: u32,
+    replays: u32,
+    limits: &'static str,
+    pinned: bool,
+    extra: &'static str,
+}
+
+const SMALL: Shape = Shape {
+    ws: 2,
+    control: 1,
+    replays: 1,
+    limits: LIMITS,
+    pinned: false,
+    extra: "",
+};
+
+fn fixture_with(shape: Shape) -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let root = dir.join("root");
+    for file in [
+        "walking_skeleton.toml",
+        "fixtures/walking-skeleton/notes.txt",
+        "fixtures/walking-skeleton/.env",
+        "prompts/walking-skeleton.txt",
+        "campaigns/controls/misexpected_read.toml",
+        "campaigns/controls/fixtures/notes/notes.txt",
+    ] {
+        copy(file, &root);
+    }
+    let commit = commit_all(&root);
+    let revision = shape.pinned.then_some(commit.as_str());
+    let ws = definition(&dir, &root, "walking_skeleton.toml", revision);
+    let control = definition(
+        &dir,
+        &root,
+        "campaigns/controls/misexpected_read.toml",
+        revision,
+    );
+    let decl = dir.join("campaign.toml");
+    let pin = revision
+        .map(|r| format!("revision = \"{r}\"\n"))
+        .unwrap_or_default();
+    std::fs::write(
+        &decl,
+        format!(
+            "schema_version = \"chio.arena.campaign/v2\"\nid = \"small\"\ntitle = \"small\"\nroot = \"root\"\n{pin}{}\n\n\
+             [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = {}\nlimits = {}\ndefinition = {ws}\n\n\
+             [[tasks]]\nid = \"ws-replay\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nevidence = \"fixture\"\nrepetitions = {}\nlimits = {LIMITS}\ndefinition = {ws}\n\n\
+             [[tasks]]\nid = \"control\"\nkind = \"scenario\"\nfile = \"campaigns/controls/misexpected_read.toml\"\nrepetitions = {}\nlimits = {LIMITS}\ndefinition = {control}\n",
+            shape.extra, shape.ws, shape.limits, shape.replays, shape.control
+        ),
+    )
+    .unwrap();
+    let ledger = dir.join("ledger.json");
+    expect(
+        &dir,
+        &["campaign", "template", s(&decl), "--out", s(&ledger)],
+        0,
+    );
+    Fixture {
+        _tmp: tmp,
+        dir,
+        root,
+        decl,
+        ledger,
+    }
+}
+
+fn fixture() -> Fixture {
+    fixture_with(SMALL)
+}
+
+impl Fixture {
+    fn ws_run(&self, name: &str) -> PathBuf {
+        run_record(
+            &self.dir,
+            &self.root.join("walking_skeleton.toml"),
+            name,
+            0,
+            &[],
+        )
+    }
+
+    fn control_run(&self, name: &str, extra: &[&str]) -> PathBuf {
+        run_record(
+            &self.dir,
+            &self.root.join("campaigns/controls/misexpected_read.toml"),
+            name,
+            1,
+            extra,
+        )
+    }
+
+    fn import(&self, pairs: &[(&str, &Path)]) -> Output {
+        let specs: Vec<String> = pairs
+            .iter()
+            .map(|(id, p)| format!("{id}={}", p.display()))
+            .collect();
+        let mut args = vec!["campaign", "import", s(&self.decl), s(&self.ledger)];
+        args.extend(specs.iter().map(String::as_str));
+        chio(&self.dir, &args)
+    }
+
+    fn import_ok(&self, id: &str, record: &Path) {
+        let output = self.import(&[(id, record)]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn run_ok(&self, ids: &[&str]) {
+        let mut args = vec!["campaign", "run", s(&self.decl), s(&self.ledger)];
+        args.extend(ids);
+        let out = self.dir.join("attempts");
+        args.extend(["--out", s(&out)]);
+        expect(&self.dir, &args, 0);
+    }
+
+    fn annotate(&self, id: &str, flag: &str, note: &str) -> Output {
+        chio(
+            &self.dir,
+            &[
+                "campaign",
+                "annotate",
+                s(&self.decl),
+                s(&self.ledger),
+                id,
+                flag,
+                note,
+            ],
+        )
+    }
+
+    fn ledger(&self) -> Value {
+        serde_json::from_slice(&std::fs::read(&self.ledger).unwrap()).unwrap()
+    }
+
+    fn write_ledger(&self, value: &Value) {
+        std::fs::write(&self.ledger, serde_json::to_vec(value).unwrap()).unwrap();
+    }
+
+    fn report(&self) -> Value {
+        let out = expect(
+            &self.dir,
+            &[
+                "campaign",
+                "report",
+                s(&self.decl),
+                s(&self.ledger),
+                "--json",
+            ],
+            0,
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Asserts that report (and an otherwise valid import) refuse with `code`
+    /// and `message`, leaving the ledger's bytes unchanged.
+    fn assert_refused(&self, code: &str, message: &str) {
+        let before = std::fs::read(&self.ledger).unwrap();
+        let report_args = ["campaign", "report", s(&self.decl), s(&self.ledger)];
+        let report = chio(&self.dir, &report_args);
+        assert_eq!(
+            report.status.code(),
+            Some(2),
+            "{}",
+            explain(&report_args, &report)
+        );
+        let stderr = String::from_utf8_lossy(&report.stderr);
+        assert!(
+            stderr.starts_with(&format!("error[{code}]: campaign report: ")),
+            "{stderr}"
+        );
+        assert!(stderr.contains(message), "{stderr}");
+        assert!(report.stdout.is_empty());
+        let record = self.dir.join("extra.json");
+        if !record.exists() {
+            self.ws_run("extra");
+        }
+        let import = self.import(&[("ws/02", &record)]);
+        assert_eq!(
+            import.status.code(),
+            Some(2),
+            "import: {}",
+            String::from_utf8_lossy(&import.stderr)
+        );
+        assert!(String::from_utf8_lossy(&import.stderr).contains(code));
+        assert_eq!(
+            std::fs::read(&self.ledger).unwrap(),
+            before,
+            "the ledger changed"
+        );
+    }
+
+    /// Asserts that `args` exit 2 with `code` and `message` and leave the ledger unchanged.
+    fn assert_command_refused(&self, args: &[&str], code: &str, message: &str) {
+        let before = std::fs::read(&self.ledger).unwrap();
+        let output = chio(&self.dir, args);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.starts_with(&format!("error[{code}]: ")), "{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+        assert_eq!(
+            std::fs::read(&self.ledger).unwrap(),
+            before,
+            "the ledger changed"
+        );
+    }
+
+    fn edit_row(&self, id: &str, edit: impl FnOnce(&mut serde_json::Map<String, Value>)) {
+        let mut ledger = self.ledger();
+        let row = ledger["rows"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|r| r["schedule_id"] == id)
+            .unwrap();
+        edit(row.as_object_mut().unwrap());
+        self.write_ledger(&ledger);
+    }
+}
+
+// Every portfolio outcome is reached from the rows that produce it, each attempt lands in exactly one, and decisions and repairs are counted.
+#[test]
+fn every_portfolio_outcome_is_reachable() {
+    let f = fixture_with(Shape {
+        ws: 7,
+        control: 3,
+        replays: 2,
+        ..SMALL
+    });
+    f.run_ok(&["ws/01", "ws/02"]);
+    let out = f.annotate(
+        "ws/02",
+        "--repair",
+        "restored the fixture a teammate had truncated",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.import_ok("ws/03", &f.ws_run("ws3"));
+    f.import_ok("ws/04", &f.ws_run("ws4"));
+    // A run's checks are its bundle's verdicts: an edited one is contradicted.
+    f.edit_row("ws/04", |row| {
+        row["oracle_checks"][0]["ok"] = false.into();
+    });
+    let out = f.annotate(
+        "ws/05",
+        "--skip",
+        "the walking skeleton is covered by ws/01",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.edit_row("ws/07", |row| {
+        row.insert("native_outcome".into(), "infrastructure-failure".into());
+        row.insert("reason".into(), "the node failed to start".into());
+    });
+    f.import_ok("control/01", &f.control_run("c1", &[]));
+    let out = f.annotate(
+        "control/01",
+        "--decision",
+        "allowing a granted read is right",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    f.import_ok("control/02", &f.control_run("c2", &[]));
+    f.import_ok("control/03", &f.control_run("c3", &["--keep-going"]));
+    let replay = expect(
+        &f.dir,
+        &["arena", "replay", s(&f.dir.join("ws3")), "--json"],
+        0,
+    );
+    let replay_path = f.dir.join("replay.json");
+    std::fs::write(&replay_path, &replay.stdout).unwrap();
+    f.import_ok("ws-replay/01", &replay_path);
+    f.edit_row("ws-replay/01", |row| {
+        row.insert("oracle_checks".into(), Value::Array(Vec::new()));
+    });
+    // A replay's verdict is not rerun by the report, so a failed check on
+    // an identical replay stands as a false completion.
+    let second = f.dir.join("replay2.json");
+    let replay = expect(
+        &f.dir,
+        &["arena", "replay", s(&f.dir.join("ws4")), "--json"],
+        0,
+    );
+    std::fs::write(&second, &replay.stdout).unwrap();
+    f.import_ok("ws-replay/02", &second);
+    f.edit_row("ws-replay/02", |row| {
+        row["oracle_checks"][1]["ok"] = false.into();
+    });
+
+    let report = f.report();
+    let outcome = |id: &str| {
+        attempt(&report, id)["outcome"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let expected = [
+        ("ws/01", "verified delivery"),
+        ("ws/02", "verified after a human repair"),
+        ("ws/03", "pass without complete evidence"),
+        ("ws/04", "contradicted by its evidence"),
+        ("ws/05", "skipped"),
+        ("ws/06", "not attempted"),
+        ("ws/07", "error"),
+        ("control/01", "appropriate stop"),
+        ("control/02", "stopped with appropriateness not established"),
+        ("control/03", "ended without completing"),
+        ("ws-replay/01", "ungraded"),
+        ("ws-replay/02", "false completion"),
+    ];
+    for (id, want) in expected {
+        assert_eq!(outcome(id), want, "{id}");
+    }
+    assert_eq!(
+        attempt(&report, "ws/04")["contradictions"][0]["field"],
+        "oracle_checks[0]"
+    );
+    let sections = report["sections"].as_array().unwrap();
+    let counted: u64 = sections
+        .iter()
+        .flat_map(|s| s["outcomes"].as_array().unwrap())
+        .map(|o| o["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(counted, 12, "each attempt in exactly one outcome");
+    assert_eq!(sections[0]["decisions"], 1);
+    assert_eq!(sections[0]["repairs"], 1);
+    let blocked = sections[0]["blocked_because"].as_array().unwrap();
+    assert!(blocked.contains(&Value::from("ws/06 is unjudged (not attempted)")));
+    assert!(blocked.contains(&Value::from(
+        "control/02 is unjudged (stopped with appropriateness not established)"
+    )));
+    assert_eq!(
+        sections[1]["comparison"], "blocked",
+        "an ungraded replay blocks its section"
+    );
+}
+
+/// The fields the report names as contradicted for `id`.
+fn contradicted_fields(report: &Value, id: &str) -> Vec<String> {
+    attempt(report, id)["contradictions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{id} lists no contradictions"))
+        .iter()
+        .map(|c| c["field"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Asserts that the report marks `id` contradicted on `field`, never as a
+/// delivery, and blocks the live comparison naming both.
+fn assert_contradicted(report: &Value, id: &str, field: &str) {
+    assert_eq!(
+        attempt(report, id)["outcome"],
+        "contradicted by its evidence"
+    );
+    let fields = contradicted_fields(report, id);
+    assert!(
+        fields.iter().any(|f| f == field),
+        "{field} not in {fields:?}"
+    );
+    let live = &report["sections"][0];
+    assert_eq!(live["comparison"], "blocked");
+    let prefix = format!("{id} is contradicted by its evidence: {field}: ");
+    assert!(
+        live["blocked_because"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with(&prefix)),
+        "{}",
+        live["blocked_because"]
+    );
+}
+
+// The stopped control, edited by hand into a pass with consistent counts, held checks and an invented revision, in a root that is no Git checkout: the report still prints, marks it contradicted by its evidence naming each field, and the comparison is blocked.
+#[test]
+fn a_stopped_attempt_edited_into_a_pass_is_contradicted() {
+    let f = fixture();
+    f.run_ok(&["control/01"]);
+    std::fs::remove_dir_all(f.root.join(".git")).unwrap();
+    f.edit_row("control/01", |row| {
+        row.insert("native_outcome".into(), "passed".into());
+        row.insert("reason".into(), Value::Null);
+        row.insert("source_revision".into(), INVENTED.into());
+        let record = row["record"].as_object_mut().unwrap();
+        let calls = record["calls"].clone();
+        record.insert("passed".into(), calls);
+        record.insert("failed".into(), 0.into());
+        record.insert("failing_steps".into(), Value::Array(Vec::new()));
+        record.remove("stopped_at");
+        for check in row["oracle_checks"].as_array_mut().unwrap() {
+            check["ok"] = true.into();
+        }
+    });
+    let before = std::fs::read(&f.ledger).unwrap();
+    let report = f.report();
+    for field in ["native_outcome", "record.stopped_at", "source_revision"] {
+        assert_contradicted(&report, "control/01", field);
+    }
+    let text = expect(&f.dir, &["campaign", "report", s(&f.decl), s(&f.ledger)], 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("control/01") && text.contains("contradicted by its evidence"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "    contradicted: native_outcome: the row records \"passed\", the bundle \"stopped\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "    contradicted: source_revision: {INVENTED} cannot be checked: the campaign root is not in a Git checkout"
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("verified delivery     "), "{text}");
+    assert_eq!(
+        std::fs::read(&f.ledger).unwrap(),
+        before,
+        "the ledger changed"
+    );
+}
+
+// One measured run, edited one field at a time: its status, its evidence and record roots, its verdict counts, its bundle removed, and a revision the real repository does not hold are each contradicted and named.
+#[test]
+fn each_field_the_evidence_contradicts_is_named() {
+    let f = fixture();
+    f.run_ok(&["ws/01"]);
+    let genuine = std::fs::read(&f.ledger).unwrap();
+    let bundle = f.dir.join("attempts/ws-01");
+    type Edit = fn(&mut serde_json::Map<String, Value>);
+    let cases: [(&str, Edit, &[&str]); 4] = [
+        (
+            "edited status",
+            |row| {
+                row.insert("native_outcome".into(), "failed".into());
+                row.insert("reason".into(), "failed: edited".into());
+            },
+            &["native_outcome"],
+        ),
+        (
+            "edited roots",
+            |row| {
+                let other = Value::from("c".repeat(64));
+                row["evidence_refs"][0]["merkle_root"] = other.clone();
+                row["record"]["receipt_root"] = other;
+            },
+            &["evidence_refs[0].merkle_root", "record.receipt_root"],
+        ),
+        (
+            "edited verdict counts",
+            |row| {
+                let calls = row["record"]["calls"].as_u64().unwrap() + 1;
+                row["record"]["calls"] = calls.into();
+                row["record"]["passed"] = calls.into();
+            },
+            &["record.calls", "record.passed"],
+        ),
+        (
+            "invented revision",
+            |row| {
+                row.insert("source_revision".into(), INVENTED.into());
+            },
+            &["source_revision"],
+        ),
+    ];
+    for (what, edit, fields) in cases {
+        std::fs::write(&f.ledger, &genuine).unwrap();
+        f.edit_row("ws/01", edit);
+        let report = f.report();
+        for field in fields {
+            assert_contradicted(&report, "ws/01", field);
+        }
+        assert_eq!(contradicted_fields(&report, "ws/01"), *fields, "{what}");
+    }
+    std::fs::write(&f.ledger, &genuine).unwrap();
+    let moved = f.dir.join("moved");
+    std::fs::rename(&bundle, &moved).unwrap();
+    assert_contradicted(&f.report(), "ws/01", "evidence_refs[0].path");
+    std::fs::rename(&moved, &bundle).unwrap();
+    assert_eq!(
+        attempt(&f.report(), "ws/01")["outcome"],
+        "verified delivery"
+    );
+}
+
+// Rows `chio campaign run` measured stay what they are once the report opens their evidence: a pass a verified delivery, a stop a stop, and nothing is contradicted.
+#[test]
+fn measured_rows_stay_verified() {
+    let f = fixture();
+    f.run_ok(&["ws/01", "control/01"]);
+    let report = f.report();
+    assert_eq!(attempt(&report, "ws/01")["outcome"], "verified delivery");
+    assert_eq!(
+        attempt(&report, "control/01")["outcome"],
+        "stopped with appropriateness not established"
+    );
+    for line in report["attempts"].as_array().unwrap() {
+        assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
+    }
+    let blocked = report["sections"][0]["blocked_because"].as_array().unwrap();
+    assert!(
+        blocked
+            .iter()
+            .all(|r| !r.as_str().unwrap().contains("contradicted")),
+        "{blocked:?}"
+    );
+}
+
+// An attempt over a declared limit is recorded with the overrun as its reason, is not a verified delivery, and blocks the comparison.
+#[test]
+fn an_over_limit_attempt_blocks_the_comparison() {
+    let f = fixture_with(Shape {
+        limits: "{ wall_seconds = 120, steps = 1, kernel_evaluations = 20, generations = 0 }",
+        ..SMALL
+    });
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    let reason = row(&ledger, "ws/01")["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.starts_with("over its steps limit: spent "),
+        "{reason}"
+    );
+    let report = f.report();
+    let ws = attempt(&report, "ws/01");
+    assert_eq!(ws["outcome"], "pass without complete evidence");
+    let steps = ws["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["limit"] == "steps")
+        .unwrap();
+    assert_eq!(steps["status"], "over");
+    assert_eq!(steps["declared"], 1.0);
+    let wall = ws["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["limit"] == "wall_seconds")
+        .unwrap();
+    assert_eq!(wall["status"], "within");
+    assert!(ws["evidence_gaps"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("over its steps limit")));
+    let live = &report["sections"][0];
+    assert_eq!(live["comparison"], "blocked");
+    assert!(live["blocked_because"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::from("ws/01 went over its steps limit")));
+}
+
+// Without a [cost] model every estimated cost stays null, and so do the totals and the cost per delivery: an unknown is never zero.
+#[test]
+fn a_null_cost_stays_null_in_the_total() {
+    let f = fixture();
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    assert_eq!(row(&ledger, "ws/01")["estimated_cost"], Value::Null);
+    let report = f.report();
+    let live = &report["sections"][0];
+    assert_eq!(live["estimated_cost"]["total"], Value::Null);
+    assert_eq!(live["estimated_cost"]["known_attempts"], 0);
+    assert_eq!(live["estimated_cost"]["unknown_attempts"], 1);
+    assert_eq!(live["cost_per_verified_delivery"], Value::Null);
+    assert_eq!(live["currency"], Value::Null);
+}
+
+// A pinned declaration reads its definitions from the revision's objects: working-tree edits do not move them, while the same declaration unpinned refuses the drift; an attempt run from the edited tree is off the declared revision.
+#[test]
+fn pinned_definitions_come_from_git() {
+    let f = fixture_with(Shape {
+        pinned: true,
+        ..SMALL
+    });
+    let commit = git(&f.root, &["rev-parse", "HEAD"]);
+    assert_eq!(
+        definition(&f.dir, &f.root, "walking_skeleton.toml", Some(&commit)),
+        definition(&f.dir, &f.root, "walking_skeleton.toml", None),
+        "a clean checkout hashes the same either way"
+    );
+    let report = f.report();
+    assert_eq!(report["definitions"], format!("pinned at {commit}"));
+
+    std::fs::write(
+        f.root.join("fixtures/walking-skeleton/notes.txt"),
+        "edited after the pin\n",
+    )
+    .unwrap();
+    f.report();
+    assert_ne!(
+        definition(&f.dir, &f.root, "walking_skeleton.toml", Some(&commit)),
+        definition(&f.dir, &f.root, "walking_skeleton.toml", None)
+    );
+    let unpinned = f.dir.join("unpinned.toml");
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    std::fs::write(
+        &unpinned,
+        text.replace(&format!("revision = \"{commit}\"\n"), ""),
+    )
+    .unwrap();
+    let refused = chio(&f.dir, &["campaign", "template", s(&unpinned)]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("CHIO-CAMPAIGN-DEFINITION-DRIFT"));
+
+    f.run_ok(&["ws/01"]);
+    let ledger = f.ledger();
+    let ws = row(&ledger, "ws/01");
+    assert_eq!(ws["source_revision"], Value::Null);
+    assert!(ws["deviations"][0]
+        .as_str()
+        .unwrap()
+        .contains("uncommitted changes to the task's files"));
+    let report = f.report();
+    assert_eq!(
+        attempt(&report, "ws/01")["outcome"],
+        "pass without complete evidence"
+    );
+    assert!(report["sections"][0]["blocked_because"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("ws/01 ran off the declared revision {commit}"))));
+}
+
+// A revision the repository does not hold is refused.
+#[test]
+fn refuses_an_unknown_revision() {
+    let f = fixture();
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    let pinned = f.dir.join("pinned.toml");
+    std::fs::write(
+        &pinned,
+        text.replace(
+            "root = \"root\"\n",
+            "root = \"root\"\nrevision = \"0123456789abcdef0123456789abcdef01234567\"\n",
+        ),
+    )
+    .unwrap();
+    let output = chio(&f.dir, &["campaign", "template", s(&pinned)]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "error[CHIO-CAMPAIGN-REVISION]: campaign template: cannot read the pinned revision"
+        ),
+        "{stderr}"
+    );
+}
+
+// A scheduled attempt without a row is refused.
+#[test]
+fn refuses_a_missing_attempt() {
+    let f = fixture();
+    let mut ledger = f.ledger();
+    ledger["rows"].as_array_mut().unwrap().remove(1);
+    f.write_ledger(&ledger);
+    f.assert_refused(
+        "CHIO-CAMPAIGN-MISSING-ATTEMPT",
+        "scheduled attempt \"ws/02\" has no ledger row",
+    );
+}
+
+// A scheduled attempt with two rows is refused.
+#[test]
+fn refuses_a_duplicated_attempt() {
+    let f = fixture();
+    let mut ledger = f.ledger();
+    let rows = ledger["rows"].as_array_mut().unwrap();
+    rows.push(rows[0].clone());
+    f.write_ledger(&ledger);
+    f.assert_refused("CHIO-CAMPAIGN-DUPLICATE-ATTEMPT", "\"ws/01\" appears twice");
+}
+
+// A row for an attempt the declaration does not schedule is refused.
+#[test]
+fn refuses_an_unscheduled_attempt() {
+    let f = fixture();
+    let mut ledger = f.ledger();
+    let rows = ledger["rows"].as_array_mut().unwrap();
+    let mut extra = rows[0].clone();
+    extra["schedule_id"] = "ws/03".into();
+    extra["repetition"] = 3.into();
+    rows.push(extra);
+    f.write_ledger(&ledger);
+    f.assert_refused(
+        "CHIO-CAMPAIGN-UNSCHEDULED-ATTEMPT",
+        "ledger row \"ws/03\" is not a scheduled attempt",
+    );
+}
+
+// A ledger naming another declaration is refused.
+#[test]
+fn refuses_another_declaration() {
+    let f = fixture();
+    let mut ledger = f.ledger();
+    ledger["campaign_id"] = "other".into();
+    f.write_ledger(&ledger);
+    f.assert_refused(
+        "CHIO-CAMPAIGN-OTHER-DECLARATION",
+        "the ledger belongs to campaign \"other\"",
+    );
+}
+
+// A declaration whose bytes changed after admission is refused.
+#[test]
+fn refuses_changed_declaration_bytes() {
+    let f = fixture();
+    let mut text = std::fs::read_to_string(&f.decl).unwrap();
+    text.push_str("# edited after admission\n");
+    std::fs::write(&f.decl, text).unwrap();
+    f.assert_refused(
+        "CHIO-CAMPAIGN-DECLARATION-CHANGED",
+        "the declaration's bytes changed after admission",
+    );
+}
+
+// A task whose files no longer hash to its pinned definition is refused.
+#[test]
+fn refuses_a_drifted_definition() {
+    let f = fixture();
+    f.ws_run("extra");
+    std::fs::write(
+        f.root.join("fixtures/walking-skeleton/notes.txt"),
+        "edited\n",
+    )
+    .unwrap();
+    f.assert_refused(
+        "CHIO-CAMPAIGN-DEFINITION-DRIFT",
+        "task \"ws\": its files hash to",
+    );
+}
+
+// A fixture replay cannot fill a live row, and a row relabelled from fixture to live is refused.
+#[test]
+fn refuses_a_fixture_relabelled_as_live() {
+    let f = fixture();
+    f.ws_run("ws1");
+    let replay = expect(
+        &f.dir,
+        &["arena", "replay", s(&f.dir.join("ws1")), "--json"],
+        0,
+    );
+    let replay_path = f.dir.join("replay.json");
+    std::fs::write(&replay_path, &replay.stdout).unwrap();
+    let before = std::fs::read(&f.ledger).unwrap();
+    let import = f.import(&[("ws/01", &replay_path)]);
+    assert_eq!(import.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert!(
+        stderr.contains("CHIO-CAMPAIGN-RELABELLED-EVIDENCE"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("scheduled as live evidence but carries fixture evidence"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&f.ledger).unwrap(), before);
+    f.import_ok("ws-replay/01", &replay_path);
+    f.edit_row("ws-replay/01", |row| {
+        row.insert("evidence".into(), "live".into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-RELABELLED-EVIDENCE",
+        "\"ws-replay/01\" is scheduled as fixture evidence but carries live evidence",
+    );
+}
+
+// A record whose status says passed while its steps failed is refused at import, and such a row at report; so is a pass whose evidence root is not its record's.
+#[test]
+fn refuses_a_pass_contradicted_by_its_evidence() {
+    let f = fixture();
+    let control = f.control_run("control", &[]);
+    let mut doc: Value = serde_json::from_slice(&std::fs::read(&control).unwrap()).unwrap();
+    doc["outcome"]["status"] = "passed".into();
+    std::fs::write(&control, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let before = std::fs::read(&f.ledger).unwrap();
+    let import = f.import(&[("control/01", &control)]);
+    assert_eq!(import.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&import.stderr);
+    assert!(
+        stderr.contains("CHIO-CAMPAIGN-CONTRADICTED-PASS"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\"control/01\" passes but its own evidence says 1 failed call(s)"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&f.ledger).unwrap(), before);
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    f.edit_row("ws/01", |row| {
+        row["record"]["stopped_at"] = "read-dotenv".into();
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-CONTRADICTED-PASS",
+        "the run stopped at step read-dotenv",
+    );
+    f.edit_row("ws/01", |row| {
+        row["record"].as_object_mut().unwrap().remove("stopped_at");
+        row["evidence_refs"][0]["merkle_root"] = "00".repeat(32).into();
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-CONTRADICTED-PASS",
+        "is not the record's receipt root",
+    );
+}
+
+// A row that did not pass and gives no reason is refused.
+#[test]
+fn refuses_a_non_pass_without_reason() {
+    let f = fixture();
+    f.import_ok("control/01", &f.control_run("control", &[]));
+    f.edit_row("control/01", |row| {
+        row.insert("reason".into(), Value::Null);
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-MISSING-REASON",
+        "\"control/01\" did not pass and gives no reason",
+    );
+}
+
+// A DEFERRED row carrying results is refused, and so is a SKIPPED one.
+#[test]
+fn refuses_a_deferred_or_skipped_row_with_results() {
+    let f = fixture();
+    f.edit_row("ws/01", |row| {
+        row["spent"]["kernel_evaluations"] = 2.into();
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
+        "\"ws/01\" is DEFERRED (not attempted) but carries a spent budget",
+    );
+    f.edit_row("ws/01", |row| {
+        row["spent"]["kernel_evaluations"] = Value::Null;
+        row.insert("native_outcome".into(), "SKIPPED".into());
+        row.insert("elapsed_seconds".into(), 1.5.into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
+        "\"ws/01\" is SKIPPED (not attempted) but carries an elapsed time",
+    );
+}
+
+// An intervention on an attempt never made is refused, and the ledger keeps its bytes.
+#[test]
+fn refuses_an_intervention_on_a_deferred_row() {
+    let f = fixture();
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "annotate",
+            s(&f.decl),
+            s(&f.ledger),
+            "ws/01",
+            "--repair",
+            "fixed it",
+        ],
+        "CHIO-CAMPAIGN-DEFERRED-WITH-RESULTS",
+        "\"ws/01\" is DEFERRED (not attempted) but carries interventions",
+    );
+}
+
+// Importing into a row that already holds an attempt is refused: a retry needs a new schedule.
+#[test]
+fn refuses_a_second_attempt_on_one_row() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    let ws2 = f.ws_run("ws2");
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&ws2)),
+        ],
+        "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
+        "campaign import: ledger row \"ws/01\" already holds an attempt",
+    );
+    f.assert_command_refused(
+        &["campaign", "run", s(&f.decl), s(&f.ledger), "ws/01"],
+        "CHIO-CAMPAIGN-ALREADY-ATTEMPTED",
+        "ledger row \"ws/01\" already holds an attempt",
+    );
+}
+
+// An import naming one schedule id twice, or one record for two rows, is refused.
+#[test]
+fn refuses_an_import_that_names_twice() {
+    let f = fixture();
+    let ws1 = f.ws_run("ws1");
+    let ws2 = f.ws_run("ws2");
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&ws1)),
+            &format!("ws/01={}", s(&ws2)),
+        ],
+        "CHIO-CAMPAIGN-IMPORT-TWICE",
+        "the import names schedule id \"ws/01\" twice",
+    );
+    let copy = f.dir.join("copy.json");
+    std::fs::copy(&ws1, &copy).unwrap();
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&ws1)),
+            &format!("ws/02={}", s(&copy)),
+        ],
+        "CHIO-CAMPAIGN-IMPORT-TWICE",
+        "hold the same bytes",
+    );
+}
+
+// A record of another task's scenario is refused for the row it was named for.
+#[test]
+fn refuses_a_record_of_another_task() {
+    let f = fixture();
+    let control = f.control_run("control", &[]);
+    f.assert_command_refused(
+        &[
+            "campaign",
+            "import",
+            s(&f.decl),
+            s(&f.ledger),
+            &format!("ws/01={}", s(&control)),
+        ],
+        "CHIO-CAMPAIGN-WRONG-TASK",
+        "the record names \"misexpected_read\", the task runs \"walking_skeleton\"",
+    );
+}
+
+// A native outcome name the task never produces is refused, naming the allowed ones.
+#[test]
+fn refuses_an_unknown_outcome_name() {
+    let f = fixture();
+    f.import_ok("control/01", &f.control_run("control", &[]));
+    f.edit_row("control/01", |row| {
+        row.insert("native_outcome".into(), "PASS".into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-UNKNOWN-OUTCOME",
+        "ledger row \"control/01\": native outcome \"PASS\" is not one its task produces",
+    );
+}
+
+// A row spending over a limit without naming the overrun in its reason is refused.
+#[test]
+fn refuses_an_over_limit_row_that_hides_its_overrun() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    f.edit_row("ws/01", |row| {
+        row.insert("elapsed_seconds".into(), 500.0.into());
+    });
+    f.assert_refused(
+        "CHIO-CAMPAIGN-OVER-LIMIT",
+        "ledger row \"ws/01\" spent 500 against a wall_seconds limit of 120",
+    );
+}
+
+// Negative amounts in a row are refused, each naming its field.
+#[test]
+fn refuses_negative_numbers() {
+    for (field, edit) in [
+        (
+            "elapsed_seconds",
+            serde_json::json!({"elapsed_seconds": -1.0}),
+        ),
+        (
+            "estimated_cost",
+            serde_json::json!({"estimated_cost": -0.5}),
+        ),
+        (
+            "spent.steps",
+            serde_json::json!({"spent": {"steps": -3, "kernel_evaluations": null, "generations": null}}),
+        ),
+    ] {
+        let f = fixture();
+        f.import_ok("ws/01", &f.ws_run("ws1"));
+        f.edit_row("ws/01", |row| {
+            for (key, value) in edit.as_object().unwrap() {
+                row.insert(key.clone(), value.clone());
+            }
+        });
+        f.assert_refused(
+            "CHIO-CAMPAIGN-BAD-NUMBER",
+            &format!("ledger row \"ws/01\": {field} is negative or not finite"),
+        );
+    }
+}
+
+// A non-finite amount, which JSON can only spell as an out-of-range number, is refused and the ledger kept.
+#[test]
+fn refuses_a_non_finite_number() {
+    let f = fixture();
+    f.import_ok("ws/01", &f.ws_run("ws1"));
+    let text = std::fs::read_to_string(&f.ledger).unwrap();
+    let seconds = f.ledger()["rows"][0]["elapsed_seconds"].clone();
+    assert_eq!(seconds, Value::Null);
+    let edited = text.replacen("\"elapsed_seconds\":null", "\"elapsed_seconds\":1e999", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&f.ledger, edited).unwrap();
+    f.assert_refused("CHIO-EXPERIMENT-SYNTAX", "number out of range");
+}
+
+// A row missing a declared field is refused.
+#[test]
+fn refuses_a_row_missing_a_field() {
+    let f = fixture();
+    f.edit_row("ws/01", |row| {
+        row.remove("oracle_checks");
+    });
+    f.assert_refused(
+        "CHIO-EXPERIMENT-SYNTAX",
+        "rows[0] lacks the declared field oracle_checks",
+    );
+}
+
+// A declaration whose task has no limits, or a negative or infinite one, is refused by every command; so is the previous schema.
+#[test]
+fn refuses_declarations_with_bad_limits() {
+    let f = fixture();
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    let cases = [
+        (
+            text.replacen(&format!("limits = {LIMITS}\n"), "", 1),
+            "tasks[0].limits: declare limits",
+        ),
+        (
+            text.replacen("wall_seconds = 120", "wall_seconds = -1", 1),
+            "tasks[0].limits.wall_seconds: must be zero or more",
+        ),
+        (
+            text.replacen("steps = 20", "steps = inf", 1),
+            "tasks[0].limits.steps: must be finite",
+        ),
+        (
+            text.replacen("generations = 0", "generations = nan", 1),
+            "tasks[0].limits.generations: must be finite",
+        ),
+        (
+            text.replace("chio.arena.campaign/v2", "chio.arena.campaign/v1"),
+            "declarations have no limits",
+        ),
+    ];
+    for (bytes, message) in cases {
+        std::fs::write(&f.decl, &bytes).unwrap();
+        for args in [
+            vec!["campaign", "report", s(&f.decl), s(&f.ledger)],
+            vec!["campaign", "run", s(&f.decl), s(&f.ledger), "ws/01"],
+        ] {
+            f.assert_command_refused(&args, "CHIO-CAMPAIGN-DECLARATION", message);
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Process tests for `chio eval`: the four state-dependence cases of the
+//! portable fixture with their exact reasons, identical answers on repeat,
+//! standard input, and typed refusals of malformed envelopes.
+
+use crate::util;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+use util::{chio, explain, repo_path};
+
+fn eval(file: &str) -> Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = repo_path(&format!("kernel/tests/fixtures/portable/{file}"));
+    let args = ["eval", path.to_str().unwrap(), "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+// Inside the window the check passes as pending_approval, unauthorized, and twice gives the same bytes.
+#[test]
+fn inside_window_is_pending_approval_and_stable() {
+    let a = eval("envelope.json");
+    assert_eq!(a["verdict"], "pending_approval");
+    assert_eq!(a["authorized"], false);
+    assert_eq!(a, eval("envelope.json"));
+}
+
+// Each one-input change gives its exact reason.
+#[test]
+fn one_input_changes_give_exact_reasons() {
+    let expired = eval("expired.json");
+    assert_eq!(expired["verdict"], "deny");
+    assert_eq!(expired["reason"], "capability has expired");
+    let untrusted = eval("untrusted.json");
+    assert_eq!(untrusted["reason"], "capability issuer is not a trusted CA");
+    let wrong = eval("wrong-tool.json");
+    assert_eq!(
+        wrong["reason"],
+        "tool file_write on server srv-files not covered by any scope grant"
+    );
+}
+
+// docs/portable-evaluation.md shows exactly the answers the command prints.
+#[test]
+fn docs_show_the_exact_answers() {
+    let doc = std::fs::read_to_string(repo_path("docs/portable-evaluation.md")).unwrap();
+    for file in [
+        "envelope.json",
+        "expired.json",
+        "untrusted.json",
+        "wrong-tool.json",
+    ] {
+        let answer = chio_kernel::canonical::to_canonical_string(&eval(file)).unwrap();
+        assert!(doc.contains(&answer), "{file}: {answer} not in the doc");
+    }
+}
+
+// The envelope can come from standard input, and the clock from --now-unix-secs when the envelope has none.
+#[test]
+fn reads_standard_input_with_a_flag_clock() {
+    let mut envelope: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    envelope
+        .as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chio"))
+        .args(["eval", "-", "--json", "--now-unix-secs", "1710000801"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(envelope.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["reason"], "capability has expired");
+}
+
+// Malformed envelopes are refused with exit 2 and a code naming what is wrong.
+#[test]
+fn malformed_envelopes_are_typed_errors() {
+    let base: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    let mut no_clock = base.clone();
+    no_clock
+        .as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
+    let mut missing = base.clone();
+    missing.as_object_mut().unwrap().remove("capability");
+    let mut unknown = base.clone();
+    unknown["extra"] = Value::Bool(true);
+    let cases: Vec<(&str, String)> = vec![
+        ("CHIO-EVAL-NOT-JSON", "{not json".to_string()),
+        ("CHIO-EVAL-NOT-AN-OBJECT", "[1, 2]".to_string()),
+        ("CHIO-EVAL-MISSING-FIELD", missing.to_string()),
+        ("CHIO-EVAL-UNKNOWN-FIELD", unknown.to_string()),
+        (
+            "CHIO-EVAL-INVALID-FIELD",
+            "{\"request\": 1, \"capability\": {}, \"trusted_issuers_hex\": []}".to_string(),
+        ),
+        ("CHIO-EVAL-MISSING-CLOCK", no_clock.to_string()),
+    ];
+    for (code, text) in cases {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("e.json");
+        std::fs::write(&file, &text).unwrap();
+        let args = ["eval", file.to_str().unwrap()];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("error[{code}]")),
+            "{code}: {stderr}"
+        );
+    }
+}
+
+// A clock override above 2^53 with --json is refused with exit 2 and CHIO-EVAL-OUT-OF-RANGE naming the field, never a panic; so is --now-unix-secs above 2^53.
+#[test]
+fn clock_beyond_two_to_the_53_is_refused() {
+    let mut envelope: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    envelope["clock_override_unix_secs"] = Value::from(9_007_199_254_740_993u64);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("e.json");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = ["eval", file.to_str().unwrap(), "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(
+            "error[CHIO-EVAL-OUT-OF-RANGE]: eval: envelope field clock_override_unix_secs "
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("9007199254740993"), "{stderr}");
+    assert!(output.stdout.is_empty());
+
+    envelope
+        .as_object_mut()
+        .unwrap()
+        .remove("clock_override_unix_secs");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = [
+        "eval",
+        file.to_str().unwrap(),
+        "--json",
+        "--now-unix-secs",
+        "18446744073709551615",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("error[CHIO-CLI-FLAG-OUT-OF-RANGE]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--now-unix-secs"), "{stderr}");
+}
+
+// A malformed field deep in the capability is named by its full path, and the value it holds is never printed.
+#[test]
+fn capability_errors_name_the_path_not_the_value() {
+    let mut envelope: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    envelope["capability"]["scope"][0]["tools"] = serde_json::json!("leaked-value-4f9a");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("e.json");
+    std::fs::write(&file, envelope.to_string()).unwrap();
+    let args = ["eval", file.to_str().unwrap()];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-EVAL-INVALID-FIELD]: eval: envelope field capability.scope[0].tools is invalid: expected an array"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("leaked-value-4f9a"), "{stderr}");
+}

@@ -1,0 +1,440 @@
+//! The MCP edge (`chio mcp serve --stdio`) in front of real MCP servers:
+//! a counting server on the official MCP Python SDK
+//! (`fixtures/mcp/counting_server.py`, which logs every call it receives)
+//! and the reference `mcp-server-git`, driven by the SDK's Rust client with
+//! calls signed by real Ed25519 keys. Proves that admitted calls reach the
+//! upstream and refused ones never do, whatever the refusal: no
+//! capability, a tool outside it, a forged or replayed signed request,
+//! another client's token, an oversized argument, a revocation mid-session
+//! and trust-control down. Needs the venv `CHIO_MCP_PYTHON` names (see
+//! `import_mcp.rs`).
+
+use crate::mcp_edge_util;
+use crate::trust_process;
+
+use std::path::Path;
+
+use mcp_edge_util::*;
+use serde_json::{json, Value};
+
+/// The edge's arguments for the counting upstream logging to `log`.
+fn counting_args(python: &Path, log: &Path, authority: &Path) -> Vec<String> {
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            log.to_str().unwrap(),
+        ])
+    );
+    vec![
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+    ]
+}
+
+// Admitted calls reach the upstream once each; every refusal (no capability, a tool outside it, a forged, replayed or foreign signed request, an oversized argument, an exhausted budget) is an isError result and never reaches the upstream; the session folder records each call in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admitted_calls_reach_the_upstream_and_refused_ones_never_do() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let mallory = client_key(2);
+    let token = grant(&authority, &alice, "notes", "echo", &["--max-calls", "3"]);
+    let mallory_token = grant(&authority, &mallory, "notes", "echo,note", &[]);
+    let session = dir.path().join("session");
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend(["--session-out".into(), session.to_str().unwrap().into()]);
+    args.extend(["--max-argument-bytes".into(), "4096".into()]);
+    let edge = Edge::start(&args).await;
+
+    // tools/list: nothing without a valid token, only the covered tools with one.
+    assert_eq!(edge.list(None).await, Vec::<String>::new());
+    assert_eq!(edge.list(Some("chio-cap1.e30")).await, Vec::<String>::new());
+    assert_eq!(edge.list(Some(&token)).await, ["echo"]);
+    assert_eq!(edge.list(Some(&mallory_token)).await, ["echo", "note"]);
+
+    let hello = json!({"text": "hello"});
+    let allowed = edge
+        .call(&token, &alice, "notes", "echo", &hello, "r-1")
+        .await;
+    assert_eq!(
+        verdict(&allowed),
+        ("allow".into(), String::new()),
+        "{allowed:?}"
+    );
+    assert_eq!(text(&allowed), "hello");
+    assert_eq!(log_lines(&log), ["echo hello"]);
+
+    let mut refused = Vec::new();
+    // No capability at all.
+    refused.push(edge.call_with_meta("echo", &hello, None).await);
+    // A tool outside the capability.
+    refused.push(
+        edge.call(&token, &alice, "notes", "note", &hello, "r-2")
+            .await,
+    );
+    // A replay of r-1.
+    refused.push(
+        edge.call(&token, &alice, "notes", "echo", &hello, "r-1")
+            .await,
+    );
+    // A forged signed request: signed over other arguments.
+    let meta = signed_meta(
+        &token,
+        &alice,
+        "notes",
+        "echo",
+        &json!({"text": "other"}),
+        "r-3",
+    );
+    refused.push(edge.call_with_meta("echo", &hello, Some(meta)).await);
+    // Another client's token, signed by the thief's own key.
+    refused.push(
+        edge.call(&token, &mallory, "notes", "echo", &hello, "r-4")
+            .await,
+    );
+    // A proof by alice's key naming mallory's capability.
+    refused.push(
+        edge.call(&mallory_token, &alice, "notes", "echo", &hello, "r-5")
+            .await,
+    );
+    // An oversized argument.
+    let big = json!({"text": "x".repeat(8192)});
+    refused.push(
+        edge.call(&token, &alice, "notes", "echo", &big, "r-6")
+            .await,
+    );
+    // A tool no upstream declares.
+    refused.push(
+        edge.call(&token, &alice, "notes", "shell", &hello, "r-7")
+            .await,
+    );
+    let codes: Vec<(String, String)> = refused.iter().map(verdict).collect();
+    for (i, (v, code)) in codes.iter().enumerate() {
+        assert_eq!(v, "deny", "refusal {i}: {:?}", refused[i]);
+        assert!(
+            !code.is_empty() && code != "?",
+            "refusal {i} has a code: {:?}",
+            refused[i]
+        );
+    }
+    assert_eq!(codes[0].1, "edge-no-capability");
+    assert_eq!(codes[6].1, "edge-arguments-too-large");
+    assert_eq!(
+        log_lines(&log),
+        ["echo hello"],
+        "a refused call reached the upstream"
+    );
+
+    // The invocation budget of 3: two more calls, then refused.
+    for id in ["r-8", "r-9"] {
+        let r = edge.call(&token, &alice, "notes", "echo", &hello, id).await;
+        assert_eq!(verdict(&r).0, "allow", "{r:?}");
+    }
+    let over = edge
+        .call(&token, &alice, "notes", "echo", &hello, "r-10")
+        .await;
+    assert_eq!(verdict(&over).0, "deny", "{over:?}");
+    assert_eq!(log_lines(&log).len(), 3);
+    edge.stop().await;
+
+    let recorded: Vec<Value> = std::fs::read_to_string(session.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(recorded.len(), 1 + refused.len() + 3);
+    let verdicts: Vec<&str> = recorded
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts.iter().filter(|v| **v == "allow").count(), 3);
+    assert_eq!(recorded[0]["seq"], 1);
+    assert!(recorded[0]["admitted_at_ms"].as_u64().unwrap() > 0);
+    assert_eq!(recorded[0]["upstream"]["content"][0]["text"], "hello");
+    assert!(recorded[0]["receipt"]["signature"].is_string());
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(session.join("session.json")).unwrap())
+            .unwrap();
+    assert_eq!(header["upstreams"][0]["tools"][0]["name"], "echo");
+}
+
+// A capability revoked in trust-control mid-session is refused on its next call, and with trust-control down every call is denied, never forwarded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revocation_mid_session_and_control_down_fail_closed() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let mut trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "echo", &["--id", "cap-alice"]);
+    let second = grant(
+        &authority,
+        &alice,
+        "notes",
+        "echo",
+        &["--id", "cap-alice-2"],
+    );
+    let control = [
+        "--control-url".to_string(),
+        trust.url.clone(),
+        "--control-token-file".to_string(),
+        token_file.to_str().unwrap().to_string(),
+    ];
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend(control.iter().cloned());
+    let edge = Edge::start(&args).await;
+    let hello = json!({"text": "hello"});
+
+    let first = edge
+        .call(&token, &alice, "notes", "echo", &hello, "r-1")
+        .await;
+    assert_eq!(verdict(&first).0, "allow", "{first:?}");
+
+    let mut revoke = vec!["mcp", "revoke", "--capability", "cap-alice"];
+    revoke.extend(control.iter().map(String::as_str));
+    assert_eq!(chio_ok(&revoke).trim(), "revoked cap-alice");
+    let after = edge
+        .call(&token, &alice, "notes", "echo", &hello, "r-2")
+        .await;
+    assert_eq!(verdict(&after).0, "deny", "{after:?}");
+    assert!(text(&after).contains("revoked"), "{after:?}");
+    assert_eq!(log_lines(&log).len(), 1);
+    // A revoked capability lists nothing; the other one still lists its tool.
+    assert!(edge.list(Some(&token)).await.is_empty());
+    assert_eq!(edge.list(Some(&second)).await, ["echo"]);
+
+    // The other capability still works, until trust-control goes down.
+    let other = edge
+        .call(&second, &alice, "notes", "echo", &hello, "r-3")
+        .await;
+    assert_eq!(verdict(&other).0, "allow", "{other:?}");
+    trust.kill9();
+    let down = edge
+        .call(&second, &alice, "notes", "echo", &hello, "r-4")
+        .await;
+    assert_eq!(verdict(&down).0, "deny", "{down:?}");
+    assert_eq!(
+        log_lines(&log).len(),
+        2,
+        "a call reached the upstream with trust-control down"
+    );
+    // With trust-control down nothing can say the capability stands: nothing is listed.
+    assert!(edge.list(Some(&second)).await.is_empty());
+    edge.stop().await;
+}
+
+// In front of the reference git server: git_status is admitted and answers; git_add, outside the capability, is refused and stages nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn git_upstream_admits_status_and_refuses_add() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let repo = git_fixture_repo(dir.path());
+    let git = |args: &[&str]| git_in(&repo, args);
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "git", "git_status", &[]);
+    let upstream = git_upstream(&python, &repo);
+    let edge = Edge::start(&[
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+    ])
+    .await;
+    assert_eq!(edge.list(Some(&token)).await, ["git_status"]);
+    let path = json!({"repo_path": repo.to_str().unwrap()});
+    let status = edge
+        .call(&token, &alice, "git", "git_status", &path, "g-1")
+        .await;
+    assert_eq!(verdict(&status).0, "allow", "{status:?}");
+    assert!(text(&status).contains("new.txt"), "{status:?}");
+    let add_args = json!({"repo_path": repo.to_str().unwrap(), "files": ["new.txt"]});
+    let add = edge
+        .call(&token, &alice, "git", "git_add", &add_args, "g-2")
+        .await;
+    assert_eq!(verdict(&add).0, "deny", "{add:?}");
+    assert_eq!(
+        git(&["diff", "--cached", "--name-only"]),
+        "",
+        "a refused git_add staged a file"
+    );
+    edge.stop().await;
+}
+
+// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, a frame over the edge's bound and JSON-RPC of the wrong shape are refused and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does.
+#[test]
+fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let args = counting_args(&python, &log, &authority);
+    // The signed call of docs/mcp.md's Python example, by the key of seed 3.
+    let token = grant(&authority, &client_key(3), "notes", "echo", &[]);
+    let output = std::process::Command::new(&python)
+        .env("EDGE_TOKEN", &token)
+        .env("EDGE_SECRET_HEX", hex::encode([3u8; 32]))
+        .arg(fixture("edge_client.py"))
+        .arg(chio_bin())
+        .args(&args)
+        .output()
+        .expect("run the Python client");
+    assert!(
+        output.status.success(),
+        "edge_client.py failed: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let got: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(got["list_without_capability"], json!([]));
+    for (step, code) in [
+        ("call_without_meta", "edge-no-capability"),
+        ("call_token_not_string", "edge-token-malformed"),
+        ("call_token_garbage", "edge-token-malformed"),
+        ("call_undeclared_tool", "edge-no-capability"),
+    ] {
+        assert_eq!(got[step]["is_error"], true, "{step}: {got}");
+        assert_eq!(got[step]["reason_code"], code, "{step}: {got}");
+    }
+    assert_eq!(got["wrong_shape_is_error"], true, "{got}");
+    assert_eq!(got["call_after_garbage"], "edge-no-capability", "{got}");
+    assert_eq!(got["call_after_garbage_is_error"], true, "{got}");
+    assert_eq!(got["alive_after"], true, "{got}");
+    assert_eq!(got["oversized_answered"], false, "{got}");
+    assert_eq!(got["list_with_capability"], json!(["echo"]), "{got}");
+    assert_eq!(got["signed_call"]["is_error"], false, "{got}");
+    assert_eq!(got["signed_call"]["text"], "signed from python", "{got}");
+    assert_eq!(
+        log_lines(&log),
+        ["echo signed from python"],
+        "only the signed call reaches the upstream"
+    );
+}
+
+// With trust-control holding the label store, the taint an untrusted upstream's answer left on a client outlives a restart of the edge: after the edge is stopped and started again, the client's consequential call is refused (untrusted-context) and never reaches the upstream, while another client that never read the untrusted answer is admitted, and may not name the first client's session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[servers]]\nid = \"notes\"\nintegrity = \"untrusted\"\n\n[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n\n[guards.config]\nconsequential = { notes = [\"note\"] }\n",
+    )
+    .unwrap();
+    let (alice, bob) = (client_key(1), client_key(2));
+    let alice_token = grant(&authority, &alice, "notes", "echo,note", &[]);
+    let bob_token = grant(&authority, &bob, "notes", "echo,note", &[]);
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend([
+        "--control-url".to_string(),
+        trust.url.clone(),
+        "--control-token-file".to_string(),
+        token_file.to_str().unwrap().to_string(),
+        "--policy".to_string(),
+        policy.to_str().unwrap().to_string(),
+    ]);
+    let page = json!({"text": "a page from the open web"});
+    let edge = Edge::start(&args).await;
+    let read = edge
+        .call(&alice_token, &alice, "notes", "echo", &page, "t-1")
+        .await;
+    assert_eq!(verdict(&read).0, "allow", "{read:?}");
+    edge.stop().await;
+
+    let edge = Edge::start(&args).await;
+    let note = json!({"text": "pay the invoice"});
+    let refused = edge
+        .call(&alice_token, &alice, "notes", "note", &note, "t-2")
+        .await;
+    assert_eq!(
+        verdict(&refused),
+        ("deny".to_string(), "untrusted-context".to_string()),
+        "{refused:?}"
+    );
+    let clean = edge
+        .call(&bob_token, &bob, "notes", "note", &note, "t-3")
+        .await;
+    assert_eq!(verdict(&clean).0, "allow", "{clean:?}");
+    // Bob may not name Alice's session, neither to be judged by its
+    // journal nor to taint it.
+    let alice_session = format!("{}-1", key_hex(&alice));
+    let call = chio_controller::mcp_edge::present::ClientCall {
+        server: "notes",
+        tool: "echo",
+        arguments: &page,
+        request_id: "t-4",
+        session_id: &alice_session,
+        issued_at_ms: now_ms(),
+    };
+    let meta = chio_controller::mcp_edge::present::client_meta(&bob_token, &bob, &call).unwrap();
+    let foreign = edge.call_with_meta("echo", &page, Some(meta)).await;
+    assert_eq!(
+        verdict(&foreign),
+        ("deny".to_string(), "edge-session-not-own".to_string()),
+        "{foreign:?}"
+    );
+    edge.stop().await;
+    assert_eq!(
+        log_lines(&log),
+        ["echo a page from the open web", "note pay the invoice"],
+        "the tainted client's call reached the upstream"
+    );
+}
+
+// A monetary budget held and settled in trust-control outlives a restart of the edge: what a capability spent before the restart counts after it, so the payment that would pass the limit is refused and never reaches the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spent_budget_outlives_an_edge_restart() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[budgets]]\nid = \"pay-limit\"\ncapability = \"alice-pay\"\nserver = \"notes\"\ntool = \"pay\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"10.00\"\n",
+    )
+    .unwrap();
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "pay", &["--id", "alice-pay"]);
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend([
+        "--control-url".to_string(),
+        trust.url.clone(),
+        "--control-token-file".to_string(),
+        token_file.to_str().unwrap().to_string(),
+        "--policy".to_string(),
+        policy.to_str().unwrap().to_string(),
+    ]);
+    let six = json!({"amount": "6.00", "currency": "EUR"});
+    let edge = Edge::start(&args).await;
+    let first = edge.call(&token, &alice, "notes", "pay", &six, "b-1").await;
+    assert_eq!(verdict(&first).0, "allow", "{first:?}");
+    edge.stop().await;
+
+    let edge = Edge::start(&args).await;
+    let second = edge.call(&token, &alice, "notes", "pay", &six, "b-2").await;
+    assert_eq!(verdict(&second).0, "deny", "{second:?}");
+    assert!(text(&second).contains("pay-limit"), "{second:?}");
+    let four = json!({"amount": "4.00", "currency": "EUR"});
+    let last = edge
+        .call(&token, &alice, "notes", "pay", &four, "b-3")
+        .await;
+    assert_eq!(verdict(&last).0, "allow", "{last:?}");
+    edge.stop().await;
+    assert_eq!(log_lines(&log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
+}

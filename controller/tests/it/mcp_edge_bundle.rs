@@ -1,0 +1,184 @@
+//! The edge's session folder is a bundle `chio arena replay` re-decides: a
+//! session in front of the reference `mcp-server-git`, driven by the SDK's
+//! Rust client with allowed and denied calls, replays with no drift; the
+//! same folder edited after the fact (a verdict flipped, a call dropped, an
+//! answer changed) fails, naming the step. Needs the venv
+//! `CHIO_MCP_PYTHON` names (see `import_mcp.rs`).
+
+use crate::mcp_edge_util;
+
+use std::path::{Path, PathBuf};
+
+use mcp_edge_util::*;
+use serde_json::{json, Value};
+
+/// `chio arena replay DIR`: its exit success and its standard output.
+fn replay(dir: &Path) -> (bool, String) {
+    let output = std::process::Command::new(chio_bin())
+        .args(["arena", "replay", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// A copy of the folder `from` at `to`, with `edit` applied to the lines
+/// of its calls.jsonl.
+fn edited(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> PathBuf {
+    copy_dir(from, to);
+    let path = to.join("calls.jsonl");
+    let mut lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    edit(&mut lines);
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    to.to_path_buf()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Runs a session of allowed and denied calls; answers the session folder.
+async fn session(dir: &Path, python: &Path) -> PathBuf {
+    let repo = git_fixture_repo(dir);
+    let authority = authority(dir);
+    let alice = client_key(1);
+    let token = grant(
+        &authority,
+        &alice,
+        "git",
+        "git_status,git_log",
+        &["--max-calls", "3"],
+    );
+    let session_dir = dir.join("session");
+    let upstream = git_upstream(python, &repo);
+    let edge = Edge::start(&[
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+        "--session-out".into(),
+        session_dir.to_str().unwrap().into(),
+    ])
+    .await;
+    let path = json!({"repo_path": repo.to_str().unwrap()});
+    let add = json!({"repo_path": repo.to_str().unwrap(), "files": ["new.txt"]});
+    let calls = [
+        ("git_status", &path),
+        ("git_add", &add),
+        ("git_log", &path),
+        ("git_status", &path),
+        ("git_status", &path),
+    ];
+    for (i, (tool, arguments)) in calls.iter().enumerate() {
+        edge.call(&token, &alice, "git", tool, arguments, &format!("r-{i}"))
+            .await;
+    }
+    edge.stop().await;
+    session_dir
+}
+
+// An edge session in front of mcp-server-git (allowed calls, a tool outside the capability, a call past its budget) is a bundle chio arena replay re-decides with no drift; a verdict flipped, a call dropped or an answer changed in the folder fails replay naming the step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_folder_replays_and_an_edited_one_does_not() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let folder = session(dir.path(), &python).await;
+    let verdicts: Vec<String> = std::fs::read_to_string(folder.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["verdict"].to_string())
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            "\"allow\"",
+            "\"deny\"",
+            "\"allow\"",
+            "\"allow\"",
+            "\"deny\""
+        ]
+    );
+    for name in [
+        "arena.json",
+        "receipts.ndjson",
+        "inputs/scenario.toml",
+        "session-end.json",
+    ] {
+        assert!(
+            folder.join(name).is_file(),
+            "the session folder lacks {name}"
+        );
+    }
+    let (ok, out) = replay(&folder);
+    assert!(ok, "the session does not replay: {out}");
+    assert!(out.contains("no drift"), "{out}");
+
+    let flipped = edited(&folder, &dir.path().join("flipped"), |lines| {
+        lines[1]["verdict"] = json!("allow");
+    });
+    let (ok, out) = replay(&flipped);
+    assert!(!ok, "a flipped verdict replays: {out}");
+    assert!(out.contains("step call-2"), "{out}");
+    assert!(
+        out.contains("the edge session does not replay: step call-2"),
+        "the error names the step: {out}"
+    );
+
+    let dropped = edited(&folder, &dir.path().join("dropped"), |lines| {
+        lines.remove(2);
+    });
+    let (ok, out) = replay(&dropped);
+    assert!(!ok, "a dropped call replays: {out}");
+    assert!(out.contains("step call-3"), "{out}");
+
+    let truncated = edited(&folder, &dir.path().join("truncated"), |lines| {
+        lines.pop();
+    });
+    let (ok, out) = replay(&truncated);
+    assert!(!ok, "a dropped last call replays: {out}");
+    assert!(out.contains("the signed end counts 5"), "{out}");
+
+    let answered = edited(&folder, &dir.path().join("answered"), |lines| {
+        lines[0]["upstream"]["content"][0]["text"] = json!("Repository status:\nclean\n");
+    });
+    let (ok, out) = replay(&answered);
+    assert!(!ok, "a changed answer replays: {out}");
+    assert!(out.contains("step call-1"), "{out}");
+
+    // The scenario among the inputs edited too, consistently with the
+    // edited record: the edge's signed receipt still names the step.
+    let both = dir.path().join("both");
+    copy_dir(&answered, &both);
+    let header: Value =
+        serde_json::from_str(&std::fs::read_to_string(both.join("session.json")).unwrap()).unwrap();
+    let calls: Vec<Value> = std::fs::read_to_string(both.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rebuilt = chio_controller::mcp_edge::scenario::session_scenario(&header, &calls).unwrap();
+    std::fs::write(both.join("inputs/scenario.toml"), rebuilt.text).unwrap();
+    let (ok, out) = replay(&both);
+    assert!(!ok, "a consistently changed answer replays: {out}");
+    assert!(out.contains("step call-1"), "{out}");
+}

@@ -1,0 +1,193 @@
+//! The four results `chio report` renders, made by the real binary in one
+//! temporary folder: a run bundle (with its `--html` page), an evolve
+//! output (with its `--html` page), a matrix output (with its
+//! `synthesis.html`), and a campaign ledger with one measured attempt in a
+//! committed copy of the scenario tree; and hostile copies of each, whose
+//! untrusted strings hold markup.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::git_repo::commit_all;
+use crate::util::{chio, copy_tree, explain, repo_path};
+
+/// Markup an untrusted string might hold.
+pub const HOSTILE: &str = "</td><script>alert(\"x\")</script><img src=x onerror=alert(1)>'&";
+
+/// The same, escaped.
+pub const HOSTILE_ESCAPED: &str = "&lt;/td&gt;&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;&#39;&amp;";
+
+/// The run's scenario: messages, hand-overs and calls whose arguments take
+/// values from earlier outputs.
+pub const RUN_SCENARIO: &str = "scenarios/planner_reader.toml";
+/// The search's scenario: a weakened kernel, so actions escape.
+pub const EVOLVE_SCENARIO: &str = "scenarios/adversaries-weakened.toml";
+/// The matrix: two axes, so its page has a grid, and validators.
+pub const MATRIX: &str = "scenarios/matrices/protocol_reference.toml";
+
+/// Where each result is.
+pub struct Results {
+    /// Holds everything.
+    pub tmp: tempfile::TempDir,
+    /// The run bundle.
+    pub bundle: PathBuf,
+    /// `arena run --html`.
+    pub run_html: PathBuf,
+    /// The evolve output root.
+    pub evolve: PathBuf,
+    /// `arena evolve --html`.
+    pub evolve_html: PathBuf,
+    /// The matrix output folder.
+    pub matrix: PathBuf,
+    /// The campaign declaration.
+    pub declaration: PathBuf,
+    /// The campaign ledger.
+    pub ledger: PathBuf,
+}
+
+/// Runs `chio` in `dir`, asserting exit 0.
+pub fn ok(dir: &Path, args: &[&str]) -> std::process::Output {
+    let output = chio(dir, args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(args, &output));
+    output
+}
+
+/// A path as the command line takes it.
+pub fn s(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// Makes every result.
+pub fn make() -> Results {
+    let tmp = tempfile::tempdir().expect("a temporary folder");
+    let dir = tmp.path();
+    let bundle = dir.join("bundle");
+    let run_html = dir.join("run.html");
+    let scenario = repo_path(RUN_SCENARIO);
+    ok(
+        dir,
+        &[
+            "arena",
+            "run",
+            s(&scenario),
+            "--out",
+            s(&bundle),
+            "--html",
+            s(&run_html),
+        ],
+    );
+    let evolve = dir.join("evolve");
+    let evolve_html = dir.join("evolve.html");
+    let scenario = repo_path(EVOLVE_SCENARIO);
+    ok(
+        dir,
+        &[
+            "arena",
+            "evolve",
+            s(&scenario),
+            "--generations",
+            "2",
+            "--out",
+            s(&evolve),
+            "--html",
+            s(&evolve_html),
+        ],
+    );
+    let matrix = dir.join("matrix");
+    ok(
+        dir,
+        &[
+            "arena",
+            "matrix",
+            s(&repo_path(MATRIX)),
+            "--out",
+            s(&matrix),
+        ],
+    );
+    let repo = dir.join("repo");
+    copy_tree(&repo_path("scenarios"), &repo.join("scenarios"));
+    commit_all(&repo);
+    let declaration = repo.join("scenarios/campaigns/reference.toml");
+    let ledger = dir.join("ledger.json");
+    ok(
+        dir,
+        &["campaign", "template", s(&declaration), "--out", s(&ledger)],
+    );
+    ok(
+        dir,
+        &[
+            "campaign",
+            "run",
+            s(&declaration),
+            s(&ledger),
+            "walking-skeleton/01",
+            "--out",
+            s(&dir.join("attempts")),
+        ],
+    );
+    Results {
+        tmp,
+        bundle,
+        run_html,
+        evolve,
+        evolve_html,
+        matrix,
+        declaration,
+        ledger,
+    }
+}
+
+fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
+    let mut value: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, serde_json::to_vec(&value).unwrap()).unwrap();
+}
+
+/// Hostile copies of the results: markup in the run's title, a step's
+/// reason and its labels; in the search's scenario id and a population;
+/// in the matrix's title, hypothesis and a cell; as a campaign row's skip
+/// reason. Answers the paths `chio report` takes, the declaration last.
+pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBuf) {
+    let dir = results.tmp.path().join("hostile");
+    let bundle = dir.join("bundle");
+    copy_tree(&results.bundle, &bundle);
+    edit_json(&bundle.join("arena.json"), |m| {
+        m["scenario_title"] = Value::from(HOSTILE);
+        let steps = m["steps"].as_array_mut().unwrap();
+        steps[1]["reason"] = Value::from(HOSTILE);
+        let message = steps.iter_mut().find(|s| s["action"] == "message").unwrap();
+        message["labels"] = serde_json::json!([HOSTILE]);
+    });
+    let evolve = dir.join("evolve");
+    copy_tree(&results.evolve, &evolve);
+    edit_json(&evolve.join("leaderboard.json"), |b| {
+        b["scenario_id"] = Value::from(HOSTILE);
+        b["rows"][0]["population"] = Value::from(HOSTILE);
+        b["causes"][0]["example_description"] = Value::from(HOSTILE);
+        b["causes"][0]["pattern"] = Value::from(HOSTILE);
+    });
+    let matrix = dir.join("matrix");
+    copy_tree(&results.matrix, &matrix);
+    edit_json(&matrix.join("synthesis.json"), |m| {
+        m["title"] = Value::from(HOSTILE);
+        m["hypothesis"] = Value::from(HOSTILE);
+        m["cells"][0]["cell"] = Value::from(HOSTILE);
+        m["gaps"][0]["cell"] = Value::from(HOSTILE);
+    });
+    let ledger = dir.join("ledger.json");
+    std::fs::copy(&results.ledger, &ledger).unwrap();
+    ok(
+        results.tmp.path(),
+        &[
+            "campaign",
+            "annotate",
+            s(&results.declaration),
+            s(&ledger),
+            "walking-skeleton/02",
+            "--skip",
+            HOSTILE,
+        ],
+    );
+    (bundle, evolve, matrix, ledger, results.declaration.clone())
+}

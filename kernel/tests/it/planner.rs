@@ -1,0 +1,210 @@
+//! The planner / quarantined-reader split at one kernel: a quarantined
+//! principal refused every consequential tool, arguments judged by the
+//! labels of the values they were built from, and a hand-over record that
+//! admission reads (or refuses to guess).
+
+use crate::util;
+
+use chio_kernel::guards::GuardKind;
+use chio_kernel::kernel::Kernel;
+use chio_kernel::provenance::{AgentRole, ArgumentSource};
+use chio_kernel::stores::KernelStores;
+use chio_kernel::token::ScopeGrant;
+use chio_kernel::verdict::Verdict;
+use serde_json::json;
+use util::*;
+
+fn kernel_with_roles(guards: Vec<chio_kernel::guards::GuardSpec>, stores: KernelStores) -> Kernel {
+    let mut config = kernel_config(guards);
+    config.agent_roles = [
+        ("mallory".to_string(), AgentRole::Quarantined),
+        ("alice".to_string(), AgentRole::Planner),
+    ]
+    .into_iter()
+    .collect();
+    Kernel::new(config, stores).expect("test kernel builds")
+}
+
+fn bank_scope() -> Vec<ScopeGrant> {
+    let mut scope = files_scope();
+    scope.push(ScopeGrant::new("bank", &["pay", "balance"]));
+    scope
+}
+
+// A quarantined reader reads, but every tool a kernel without a catalog or guard cannot know to be read-only is refused, and with an integrity guard exactly its consequential set is; the principal is the signer, not the named agent.
+#[test]
+fn a_quarantined_reader_calls_nothing_consequential() {
+    let files = standard_files();
+    let cap = issue("cap-m", "mallory", bank_scope());
+    let mut bare = kernel_with_roles(Vec::new(), KernelStores::in_memory());
+    let read = decide(
+        &mut bare,
+        &files,
+        "mallory",
+        &cap,
+        ("files", "read_file"),
+        json!({"path": "/workspace/a.txt"}),
+        "m1",
+    );
+    assert_eq!(
+        read.verdict,
+        Verdict::Deny,
+        "no catalog: nothing is known to be read-only"
+    );
+    assert_eq!(
+        read.trace.reason_code.map(|c| c.as_str()),
+        Some("quarantined-consequential")
+    );
+    let guard = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({"consequential": {"bank": ["pay"]}}),
+    );
+    let mut guarded = kernel_with_roles(vec![guard], KernelStores::in_memory());
+    let read = decide(
+        &mut guarded,
+        &files,
+        "mallory",
+        &cap,
+        ("files", "read_file"),
+        json!({"path": "/workspace/a.txt"}),
+        "m2",
+    );
+    assert_eq!(read.verdict, Verdict::Allow);
+    let balance = decide(
+        &mut guarded,
+        &files,
+        "mallory",
+        &cap,
+        ("bank", "balance"),
+        json!({}),
+        "m3",
+    );
+    assert_eq!(balance.verdict, Verdict::Allow);
+    let pay = decide(
+        &mut guarded,
+        &files,
+        "mallory",
+        &cap,
+        ("bank", "pay"),
+        json!({"to": "x"}),
+        "m4",
+    );
+    assert_eq!(pay.verdict, Verdict::Deny);
+    assert_eq!(
+        pay.reason.as_deref(),
+        Some("agent mallory is a quarantined reader; tool pay on server bank is consequential")
+    );
+    assert_eq!(
+        pay.trace.stages.last().map(|s| s.stage.as_str()),
+        Some("scope")
+    );
+    assert!(
+        pay.trace.budget_keys.is_empty(),
+        "refused before any budget is held"
+    );
+}
+
+fn sourced(
+    agent: &str,
+    cap: &chio_kernel::token::CapabilityToken,
+    arguments: serde_json::Value,
+    sources: Vec<ArgumentSource>,
+    id: &str,
+) -> chio_kernel::ToolCallRequest {
+    let mut call = request(agent, cap, "bank", "pay", arguments, id);
+    call.argument_sources = sources;
+    call.sign(&agent_key(agent)).expect("signs")
+}
+
+// A planner's protected argument built from a hand-over recorded untrusted is refused by its pointer, its allowlisted value and a literal pass, a record never written refuses the call, and the trace shows each argument's labels; sources changed after signing break the proof.
+#[test]
+fn a_planners_arguments_carry_their_own_labels() {
+    let files = standard_files();
+    let mut stores = KernelStores::in_memory();
+    stores
+        .labels
+        .join("handover/alice/hand-iban", "integrity:untrusted")
+        .unwrap();
+    stores
+        .labels
+        .join("handover/alice/hand-iban", "public")
+        .unwrap();
+    let guard = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({
+            "consequential": {"bank": ["pay"]},
+            "protected": {"bank": {"pay": ["to"]}},
+            "allow": {"bank": {"pay": {"to": ["DE89"]}}},
+        }),
+    );
+    let mut kernel = kernel_with_roles(vec![guard], stores);
+    let cap = issue("cap-a", "alice", bank_scope());
+    let from_hand_over = || {
+        vec![ArgumentSource {
+            pointer: "/to".to_string(),
+            labels: Vec::new(),
+            record: Some("handover/alice/hand-iban".to_string()),
+            sender: None,
+        }]
+    };
+    let mut world = dispatch(&files);
+    let refused = kernel.evaluate(
+        &sourced("alice", &cap, json!({"to": "GB33"}), from_hand_over(), "a1"),
+        NOW_MS,
+        &mut world,
+    );
+    assert_eq!(refused.verdict, Verdict::Deny);
+    assert_eq!(
+        refused.trace.reason_code.map(|c| c.as_str()),
+        Some("untrusted-argument")
+    );
+    assert!(
+        !refused
+            .reason
+            .as_deref()
+            .unwrap_or_default()
+            .contains("GB33"),
+        "never the value"
+    );
+    assert_eq!(
+        refused.trace.argument_labels["/to"],
+        ["integrity:untrusted"]
+    );
+    let listed = kernel.evaluate(
+        &sourced("alice", &cap, json!({"to": "DE89"}), from_hand_over(), "a2"),
+        NOW_MS,
+        &mut world,
+    );
+    assert_eq!(listed.verdict, Verdict::Allow);
+    let literal = kernel.evaluate(
+        &sourced("alice", &cap, json!({"to": "GB33"}), Vec::new(), "a3"),
+        NOW_MS,
+        &mut world,
+    );
+    assert_eq!(literal.verdict, Verdict::Allow);
+    let unrecorded = vec![ArgumentSource {
+        pointer: "/to".to_string(),
+        labels: Vec::new(),
+        record: Some("handover/alice/never".to_string()),
+        sender: None,
+    }];
+    let guessed = kernel.evaluate(
+        &sourced("alice", &cap, json!({"to": "DE89"}), unrecorded, "a4"),
+        NOW_MS,
+        &mut world,
+    );
+    assert_eq!(
+        guessed.trace.reason_code.map(|c| c.as_str()),
+        Some("argument-unrecorded")
+    );
+    let mut washed = sourced("alice", &cap, json!({"to": "GB33"}), from_hand_over(), "a5");
+    washed.argument_sources.clear();
+    let forged = kernel.evaluate(&washed, NOW_MS, &mut world);
+    assert_eq!(forged.verdict, Verdict::Deny);
+    assert_eq!(
+        forged.trace.reason_code.map(|c| c.as_str()),
+        Some("proof-invalid")
+    );
+}
