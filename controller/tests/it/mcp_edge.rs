@@ -319,42 +319,66 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     );
 }
 
+/// An edge's world bound to a real trust-control with a `--policy` file:
+/// the folder, the counting upstream's log, the authority, trust-control
+/// (kept running while this lives) and the edge's arguments.
+struct Behind {
+    _dir: tempfile::TempDir,
+    log: std::path::PathBuf,
+    authority: std::path::PathBuf,
+    _trust: trust_process::TrustProcess,
+    args: Vec<String>,
+}
+
+impl Behind {
+    fn policy(python: &Path, policy_text: &str) -> Behind {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("calls.log");
+        let authority = authority(dir.path());
+        let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+        let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+        let policy = dir.path().join("policy.toml");
+        std::fs::write(&policy, policy_text).unwrap();
+        let mut args = counting_args(python, &log, &authority);
+        args.extend([
+            "--control-url".to_string(),
+            trust.url.clone(),
+            "--control-token-file".to_string(),
+            token_file.to_str().unwrap().to_string(),
+            "--policy".to_string(),
+            policy.to_str().unwrap().to_string(),
+        ]);
+        Behind {
+            _dir: dir,
+            log,
+            authority,
+            _trust: trust,
+            args,
+        }
+    }
+}
+
 // With trust-control holding the label store, the taint an untrusted upstream's answer left on a client outlives a restart of the edge: after the edge is stopped and started again, the client's consequential call is refused (untrusted-context) and never reaches the upstream, while another client that never read the untrusted answer is admitted, and may not name the first client's session.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
     let Some(python) = mcp_python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let authority = authority(dir.path());
-    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
-    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
+    let behind = Behind::policy(
+        &python,
         "[[servers]]\nid = \"notes\"\nintegrity = \"untrusted\"\n\n[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n\n[guards.config]\nconsequential = { notes = [\"note\"] }\n",
-    )
-    .unwrap();
+    );
     let (alice, bob) = (client_key(1), client_key(2));
-    let alice_token = grant(&authority, &alice, "notes", "echo,note", &[]);
-    let bob_token = grant(&authority, &bob, "notes", "echo,note", &[]);
-    let mut args = counting_args(&python, &log, &authority);
-    args.extend([
-        "--control-url".to_string(),
-        trust.url.clone(),
-        "--control-token-file".to_string(),
-        token_file.to_str().unwrap().to_string(),
-        "--policy".to_string(),
-        policy.to_str().unwrap().to_string(),
-    ]);
+    let alice_token = grant(&behind.authority, &alice, "notes", "echo,note", &[]);
+    let bob_token = grant(&behind.authority, &bob, "notes", "echo,note", &[]);
+    let (args, log) = (&behind.args, &behind.log);
     let page = json!({"text": "a page from the open web"});
-    let edge = Edge::start(&args).await;
+    let edge = Edge::start(args).await;
     let read = edge
         .call(&alice_token, &alice, "notes", "echo", &page, "t-1")
         .await;
     assert_eq!(verdict(&read).0, "allow", "{read:?}");
     edge.stop().await;
 
-    let edge = Edge::start(&args).await;
+    let edge = Edge::start(args).await;
     let note = json!({"text": "pay the invoice"});
     let refused = edge
         .call(&alice_token, &alice, "notes", "note", &note, "t-2")
@@ -388,7 +412,7 @@ async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
     );
     edge.stop().await;
     assert_eq!(
-        log_lines(&log),
+        log_lines(log),
         ["echo a page from the open web", "note pay the invoice"],
         "the tainted client's call reached the upstream"
     );
@@ -398,35 +422,26 @@ async fn taint_from_an_untrusted_upstream_outlives_an_edge_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_spent_budget_outlives_an_edge_restart() {
     let Some(python) = mcp_python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("calls.log");
-    let authority = authority(dir.path());
-    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
-    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
+    let behind = Behind::policy(
+        &python,
         "[[budgets]]\nid = \"pay-limit\"\ncapability = \"alice-pay\"\nserver = \"notes\"\ntool = \"pay\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"10.00\"\n",
-    )
-    .unwrap();
+    );
     let alice = client_key(1);
-    let token = grant(&authority, &alice, "notes", "pay", &["--id", "alice-pay"]);
-    let mut args = counting_args(&python, &log, &authority);
-    args.extend([
-        "--control-url".to_string(),
-        trust.url.clone(),
-        "--control-token-file".to_string(),
-        token_file.to_str().unwrap().to_string(),
-        "--policy".to_string(),
-        policy.to_str().unwrap().to_string(),
-    ]);
+    let token = grant(
+        &behind.authority,
+        &alice,
+        "notes",
+        "pay",
+        &["--id", "alice-pay"],
+    );
+    let (args, log) = (&behind.args, &behind.log);
     let six = json!({"amount": "6.00", "currency": "EUR"});
-    let edge = Edge::start(&args).await;
+    let edge = Edge::start(args).await;
     let first = edge.call(&token, &alice, "notes", "pay", &six, "b-1").await;
     assert_eq!(verdict(&first).0, "allow", "{first:?}");
     edge.stop().await;
 
-    let edge = Edge::start(&args).await;
+    let edge = Edge::start(args).await;
     let second = edge.call(&token, &alice, "notes", "pay", &six, "b-2").await;
     assert_eq!(verdict(&second).0, "deny", "{second:?}");
     assert!(text(&second).contains("pay-limit"), "{second:?}");
@@ -436,5 +451,5 @@ async fn a_spent_budget_outlives_an_edge_restart() {
         .await;
     assert_eq!(verdict(&last).0, "allow", "{last:?}");
     edge.stop().await;
-    assert_eq!(log_lines(&log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
+    assert_eq!(log_lines(log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
 }
