@@ -46,6 +46,21 @@ async fn edge_session(
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", tools, grant_flags);
     let session_dir = dir.join("session");
+    let mut args = edge_args(python, &log, &authority, &session_dir);
+    args.extend_from_slice(extra);
+    let edge = Edge::start(&args).await;
+    for (id, tool, arguments) in calls {
+        edge.call(&token, &alice, "notes", tool, arguments, id)
+            .await;
+    }
+    edge.stop().await;
+    let (session, header) = read_session(&session_dir);
+    (session, header, session_dir)
+}
+
+/// The edge's arguments in front of the counting upstream logging to
+/// `log`, writing its session to `session_dir`.
+fn edge_args(python: &Path, log: &Path, authority: &Path, session_dir: &Path) -> Vec<String> {
     let upstream = format!(
         "notes={}",
         shell_words::join([
@@ -54,30 +69,27 @@ async fn edge_session(
             log.to_str().unwrap(),
         ])
     );
-    let mut args = vec![
+    vec![
         "--upstream".into(),
         upstream,
         "--authority".into(),
         authority.to_str().unwrap().into(),
         "--session-out".into(),
         session_dir.to_str().unwrap().into(),
-    ];
-    args.extend_from_slice(extra);
-    let edge = Edge::start(&args).await;
-    for (id, tool, arguments) in calls {
-        edge.call(&token, &alice, "notes", tool, arguments, id)
-            .await;
-    }
-    edge.stop().await;
-    let session: Vec<Value> = std::fs::read_to_string(session_dir.join("calls.jsonl"))
+    ]
+}
+
+/// A session folder's calls (`calls.jsonl`) and header (`session.json`).
+fn read_session(session_dir: &Path) -> (Vec<Value>, Value) {
+    let session = std::fs::read_to_string(session_dir.join("calls.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let header: Value =
+    let header =
         serde_json::from_str(&std::fs::read_to_string(session_dir.join("session.json")).unwrap())
             .unwrap();
-    (session, header, session_dir)
+    (session, header)
 }
 
 /// `chio arena run` of the equivalent scenario of the session (the one
@@ -373,22 +385,7 @@ async fn calls_in_flight_together_replay_in_admission_order() {
         &["--max-calls", "1"],
     );
     let session_dir = dir.path().join("session");
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-        ])
-    );
-    let args: Vec<String> = vec![
-        "--upstream".into(),
-        upstream,
-        "--authority".into(),
-        authority.to_str().unwrap().into(),
-        "--session-out".into(),
-        session_dir.to_str().unwrap().into(),
-    ];
+    let args = edge_args(&python, &log, &authority, &session_dir);
     let edge = Edge::start(&args).await;
     let (first_text, second_text) = (json!({"text": "first"}), json!({"text": "second"}));
     let slow = edge.call(&token, &alice, "notes", "slow", &first_text, "f-1");
@@ -401,11 +398,7 @@ async fn calls_in_flight_together_replay_in_admission_order() {
     edge.stop().await;
     assert_eq!(verdict(&slow).0, "allow", "{slow:?}");
     assert_eq!(verdict(&fast).0, "deny", "{fast:?}");
-    let session: Vec<Value> = std::fs::read_to_string(session_dir.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (session, header) = read_session(&session_dir);
     assert_eq!(
         verdicts(&session),
         ["deny", "allow"],
@@ -413,9 +406,6 @@ async fn calls_in_flight_together_replay_in_admission_order() {
     );
     assert_eq!(session[0]["admission"], 2, "{session:?}");
     assert_eq!(session[1]["admission"], 1, "{session:?}");
-    let header: Value =
-        serde_json::from_str(&std::fs::read_to_string(session_dir.join("session.json")).unwrap())
-            .unwrap();
     let replayed = std::process::Command::new(chio_bin())
         .args(["arena", "replay", session_dir.to_str().unwrap()])
         .output()
