@@ -17,6 +17,7 @@
 //! (`CHIO_BENCH_ROUNDS`, default 5, alternating bare batches and evolutions).
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use chio_arena::adversary::{evolve, EvolveConfig};
@@ -24,8 +25,9 @@ use chio_arena::{load_scenario, Action};
 use chio_kernel::kernel::{Kernel, ToolOutput};
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_node::evaluator::KernelActionEvaluator;
-use chio_node::shared::SharedTrust;
 use chio_node::tools::ToolServer;
+use chio_node::trust_stores::TrustBinding;
+use chio_trust::store::memory::InMemoryTrustStore;
 
 fn main() {
     let path =
@@ -48,8 +50,10 @@ fn main() {
         .expect("served")
         .to_string();
     let plan = world.kernels.get(&kernel_id).expect("kernel plan");
-    let trust = SharedTrust::new();
-    let mut kernel = Kernel::new(plan.config.clone(), trust.kernel_stores()).expect("kernel");
+    // The kernel over the in-memory trust store the direct dispatcher uses,
+    // bound the same way.
+    let trust = TrustBinding::inline(Arc::new(InMemoryTrustStore::new()), "bare");
+    let mut kernel = Kernel::new(plan.config.clone(), trust.kernel_stores().0).expect("kernel");
     let mut server = ToolServer::new(&call.server, world.servers[&call.server].config.clone());
     let now = world.start_ms;
     let bare_n = 4_000u64;

@@ -19,7 +19,6 @@
 //! - [`node`]: one node's operations;
 //! - [`outage`]: unreachable peers and trust-control, and the node's own
 //!   fail-closed answers to the steps they reach;
-//! - [`shared`]: authority state shared in process;
 //! - [`embedded`]: every node in one process;
 //! - [`simulated_faults`]: crashes, partitions and stalls as the embedded
 //!   topology simulates them;
@@ -56,7 +55,6 @@ pub mod mux;
 pub mod node;
 pub mod outage;
 pub mod service;
-pub mod shared;
 pub mod simulated_faults;
 pub mod tools;
 pub mod trust_stores;

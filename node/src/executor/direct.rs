@@ -2,8 +2,10 @@
 //! synchronously, for the adversary evaluator.
 //!
 //! It does what the nodes of an embedded run do, without actors: one
-//! [`Kernel`] per declared kernel over one [`SharedTrust`] (the rules are
-//! `chio_kernel::ledger`'s, as in every store), one [`ToolServer`] per
+//! [`Kernel`] per declared kernel over one in-memory trust store, the one
+//! the embedded topology and trust-control's memory mode use, bound inline
+//! ([`TrustBinding::inline`]: its answers are ready at once, so nothing
+//! waits on a runtime), one [`ToolServer`] per
 //! declared server, and each agent's held capabilities. Each step is
 //! handled by the node's own handlers ([`crate::handling`]) over a
 //! synchronous port for the acting agent's node: an agent signs with the
@@ -23,7 +25,7 @@
 //! scheduled step makes (replays, widened links, edited fixtures).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel};
 use chio_kernel::label::LabelCarry;
@@ -32,6 +34,8 @@ use chio_kernel::token::CapabilityToken;
 use ed25519_dalek::SigningKey;
 
 use chio_arena::scenario::FaultAction;
+use chio_trust::store::memory::InMemoryTrustStore;
+use chio_trust::TrustStore;
 
 use super::{Dispatcher, FaultEvent};
 use crate::actors::agent::{delegate_held, prepare_request, CallIntent, ChildIntent};
@@ -45,10 +49,9 @@ use crate::node::{
     MessageOutcome,
 };
 use crate::outage::Refusal;
-use crate::shared::SharedTrust;
-use crate::simulated_faults::FaultSwitch;
+use crate::simulated_faults::{FaultSwitch, SimulatedStore};
 use crate::tools::ToolServer;
-use crate::trust_stores::{LABEL_READ, REVOCATION_WRITE};
+use crate::trust_stores::{TrustAuthority, TrustBinding};
 use crate::world::{KernelPlan, ServerPlan, World};
 
 /// The mutable half of the world: kernels, servers and what agents hold.
@@ -148,20 +151,40 @@ fn fresh_server(id: &str, plan: &ServerPlan) -> ToolServer {
 pub struct DirectDispatcher<'w> {
     world: &'w World,
     roster: Roster,
-    trust: SharedTrust,
+    trust: Arc<InMemoryTrustStore>,
     switch: FaultSwitch,
     state: Mutex<DirectState>,
 }
 
+/// The run namespace of a direct world's trust state; one store serves one
+/// world, so any fixed name will do.
+const DIRECT_RUN_ID: &str = "direct";
+
+/// The trust store as node `node` reaches it: the shared in-memory store,
+/// unless `switch` cuts the node from it, bound inline.
+fn node_binding(
+    trust: &Arc<InMemoryTrustStore>,
+    switch: &FaultSwitch,
+    node: &str,
+) -> TrustBinding<SimulatedStore<InMemoryTrustStore>> {
+    let store = SimulatedStore {
+        node: node.to_string(),
+        inner: trust.clone(),
+        switch: switch.clone(),
+    };
+    TrustBinding::inline(Arc::new(store), DIRECT_RUN_ID)
+}
+
 /// A fresh kernel for plan `id`, its stores the shared state as its node
-/// reaches it through `switch`.
+/// reaches it through `switch`. Its trusted issuers are its plan's: no
+/// issuer-key cache refreshes them.
 fn start_kernel(
-    trust: &SharedTrust,
+    trust: &Arc<InMemoryTrustStore>,
     switch: &FaultSwitch,
     id: &str,
     plan: &KernelPlan,
 ) -> Result<Kernel, NodeError> {
-    let stores = trust.gated(&plan.node, switch).kernel_stores();
+    let (stores, _) = node_binding(trust, switch, &plan.node).kernel_stores();
     Kernel::new(plan.config.clone(), stores).map_err(|source| NodeError::KernelStart {
         kernel: id.to_string(),
         source,
@@ -171,7 +194,7 @@ fn start_kernel(
 impl<'w> DirectDispatcher<'w> {
     /// A fresh instance of `world`: its grants held, nothing evaluated.
     pub fn new(world: &'w World) -> Result<Self, NodeError> {
-        let trust = SharedTrust::new();
+        let trust = Arc::new(InMemoryTrustStore::new());
         let switch = FaultSwitch::default();
         let mut kernels = BTreeMap::new();
         for (id, plan) in &world.kernels {
@@ -206,9 +229,19 @@ impl<'w> DirectDispatcher<'w> {
         self.world
     }
 
-    /// The shared authority state every kernel reads.
-    pub fn trust(&self) -> &SharedTrust {
-        &self.trust
+    /// When `id` was first revoked in the shared authority state every
+    /// kernel reads, if it was.
+    pub fn revoked_at(&self, id: &str) -> Result<Option<u64>, NodeError> {
+        let scoped = TrustBinding::inline(self.trust.clone(), DIRECT_RUN_ID).scoped(id);
+        super::complete_now(async {
+            self.trust
+                .revoked_at(&scoped)
+                .await
+                .map_err(|source| NodeError::AuthorityOperation {
+                    operation: "reading a revocation",
+                    source,
+                })
+        })
     }
 
     /// The kernels, servers and holdings, for calls no scheduled step makes.
@@ -300,12 +333,14 @@ impl DirectNode<'_, '_> {
         }
     }
 
-    /// `Err` when this node cannot reach trust-control for `operation`.
-    fn reach_control(&self, operation: &'static str) -> Result<(), NodeError> {
-        match self.direct.switch.control_outage(&self.node) {
-            Some(outage) => Err(NodeError::ControlDown { operation, outage }),
-            None => Ok(()),
-        }
+    /// The authority moves of this node, over the shared state as the
+    /// node reaches it.
+    fn authority_state(&self) -> TrustAuthority<SimulatedStore<InMemoryTrustStore>> {
+        TrustAuthority::new(node_binding(
+            &self.direct.trust,
+            &self.direct.switch,
+            &self.node,
+        ))
     }
 
     /// `sign` over `agent`'s key and what it holds now.
@@ -385,26 +420,19 @@ impl NodePort for DirectNode<'_, '_> {
     }
 }
 
-/// The shared trust state as the node reaches it: nothing is read or
-/// written while it cannot reach trust-control.
+/// The shared trust state as the node reaches it, through the authority
+/// moves every node makes ([`TrustAuthority`]): nothing is read or written
+/// while it cannot reach trust-control.
 impl AuthorityControl for DirectNode<'_, '_> {
     fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
-        let revoked = self.reach_control(REVOCATION_WRITE).and_then(|()| {
-            self.direct
-                .trust
-                .revoke(id, at_ms)
-                .map_err(NodeError::AuthorityStore)
-        });
-        Box::pin(std::future::ready(revoked))
+        let authority = self.authority_state();
+        let id = id.to_string();
+        Box::pin(async move { authority.revoke(&id, at_ms).await })
     }
 
     fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>> {
-        let carried = self.reach_control(LABEL_READ).and_then(|()| {
-            carry
-                .apply(&mut self.direct.trust.clone())
-                .map_err(NodeError::AuthorityStore)
-        });
-        Box::pin(std::future::ready(carried))
+        let authority = self.authority_state();
+        Box::pin(async move { authority.carry_labels(carry).await })
     }
 }
 

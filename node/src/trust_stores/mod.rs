@@ -22,7 +22,10 @@
 //!
 //! Every failure is a `StoreError` naming the store, which the kernel turns
 //! into a deny whose reason starts with that name. Calls block the kernel's
-//! own OS thread on a runtime handle (never a runtime worker).
+//! own OS thread on a runtime handle (never a runtime worker), except in a
+//! binding made with [`TrustBinding::inline`]: the direct dispatcher's, over
+//! the in-memory store, whose every answer is ready at once, so a call is
+//! polled once on the caller's thread with no runtime and no deadline.
 //!
 //! A kernel decision sends its store work as two batches
 //! (`chio_kernel::batch`), each one `TrustStore::run_batch` call, so a
@@ -92,11 +95,22 @@ impl Default for StoreDeadlines {
     }
 }
 
-/// One node's binding to a trust store: the store, the runtime that drives
-/// its futures, the run namespace and the deadlines.
+/// What drives a binding's store calls.
+#[derive(Clone)]
+enum Driver {
+    /// A tokio runtime, each call bounded by its deadline.
+    Runtime(Handle),
+    /// The caller's thread: the store answers every call at once (the
+    /// in-memory store, alone or behind simulated faults), so a call is
+    /// polled once; one that is not ready fails closed.
+    Inline,
+}
+
+/// One node's binding to a trust store: the store, what drives its
+/// futures, the run namespace and the deadlines.
 pub struct TrustBinding<S> {
     store: Arc<S>,
-    handle: Handle,
+    driver: Driver,
     namespace: String,
     deadlines: StoreDeadlines,
 }
@@ -105,7 +119,7 @@ impl<S> Clone for TrustBinding<S> {
     fn clone(&self) -> Self {
         Self {
             store: self.store.clone(),
-            handle: self.handle.clone(),
+            driver: self.driver.clone(),
             namespace: self.namespace.clone(),
             deadlines: self.deadlines,
         }
@@ -126,10 +140,26 @@ impl<S: TrustStore> TrustBinding<S> {
     pub fn new(store: Arc<S>, handle: Handle, run_id: &str, deadlines: StoreDeadlines) -> Self {
         Self {
             store,
-            handle,
+            driver: Driver::Runtime(handle),
             namespace: format!("{run_id}/"),
             deadlines,
         }
+    }
+
+    /// Binds `store`, which answers every call at once, for the run named
+    /// `run_id`, its calls polled on the caller's thread (see the module doc).
+    pub fn inline(store: Arc<S>, run_id: &str) -> Self {
+        Self {
+            store,
+            driver: Driver::Inline,
+            namespace: format!("{run_id}/"),
+            deadlines: StoreDeadlines::default(),
+        }
+    }
+
+    /// The bound store.
+    pub fn store(&self) -> &S {
+        &self.store
     }
 
     /// The run-scoped name of an id in trust-control.
@@ -182,14 +212,58 @@ impl<S: TrustStore> TrustBinding<S> {
         deadline: Duration,
         future: impl Future<Output = Result<T, TrustError>>,
     ) -> Result<T, CallFailure> {
-        match self
-            .handle
-            .block_on(async { tokio::time::timeout(deadline, future).await })
-        {
+        let handle = match &self.driver {
+            Driver::Runtime(handle) => handle,
+            Driver::Inline => return poll_once(future)?.map_err(CallFailure::Store),
+        };
+        match handle.block_on(async { tokio::time::timeout(deadline, future).await }) {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(CallFailure::Store(error)),
             Err(_) => Err(CallFailure::Deadline(deadline)),
         }
+    }
+
+    /// One authority-state call (a label move's read or join, a
+    /// revocation), bounded by the call deadline when a runtime drives the
+    /// binding; a failure names the operation, and one that could not reach
+    /// trust-control is [`NodeError::ControlDown`] of its kind, the
+    /// transport's detail only logged.
+    async fn authority_call<T>(
+        &self,
+        operation: &'static str,
+        future: impl Future<Output = Result<T, TrustError>>,
+    ) -> Result<T, NodeError> {
+        let deadline = self.deadlines.call;
+        let answered = match self.driver {
+            Driver::Runtime(_) => tokio::time::timeout(deadline, future).await,
+            Driver::Inline => Ok(future.await),
+        };
+        match answered {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(source)) => Err(authority_error(operation, source)),
+            Err(_) => {
+                tracing::warn!(
+                    operation,
+                    deadline_ms = deadline.as_millis() as u64,
+                    "trust-control call got no answer within its deadline"
+                );
+                Err(NodeError::ControlDown {
+                    operation,
+                    outage: Outage::DeadlineExceeded,
+                })
+            }
+        }
+    }
+}
+
+/// `future` polled once on this thread: its answer, or
+/// [`CallFailure::Pending`] when a store bound inline did not answer at once.
+fn poll_once<T>(future: impl Future<Output = T>) -> Result<T, CallFailure> {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(value) => Ok(value),
+        std::task::Poll::Pending => Err(CallFailure::Pending),
     }
 }
 
@@ -200,6 +274,8 @@ enum CallFailure {
     Store(TrustError),
     /// The deadline passed first.
     Deadline(Duration),
+    /// A store bound inline did not answer at once.
+    Pending,
 }
 
 impl CallFailure {
@@ -216,6 +292,9 @@ impl CallFailure {
                 );
                 StoreError::unavailable(store, Outage::DeadlineExceeded.trust_cause())
             }
+            CallFailure::Pending => {
+                StoreError::unavailable(store, "the in-process trust store did not answer at once")
+            }
         }
     }
 
@@ -224,6 +303,7 @@ impl CallFailure {
         match self {
             CallFailure::Store(error) => Outage::of_trust(error),
             CallFailure::Deadline(_) => Some(Outage::DeadlineExceeded),
+            CallFailure::Pending => None,
         }
     }
 }
@@ -260,32 +340,6 @@ pub async fn bind_node<S: TrustStore>(
         Ok((stores, Some(source)))
     })?;
     Ok((actors, TrustAuthority::new(binding)))
-}
-
-/// One authority-state call (a label move's read or join, a revocation),
-/// bounded by `deadline`; a failure names the operation, and one that
-/// could not reach trust-control is [`NodeError::ControlDown`] of its kind,
-/// the transport's detail only logged.
-async fn authority_call<T>(
-    deadline: Duration,
-    operation: &'static str,
-    future: impl Future<Output = Result<T, TrustError>>,
-) -> Result<T, NodeError> {
-    match tokio::time::timeout(deadline, future).await {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(source)) => Err(authority_error(operation, source)),
-        Err(_) => {
-            tracing::warn!(
-                operation,
-                deadline_ms = deadline.as_millis() as u64,
-                "trust-control call got no answer within its deadline"
-            );
-            Err(NodeError::ControlDown {
-                operation,
-                outage: Outage::DeadlineExceeded,
-            })
-        }
-    }
 }
 
 /// The error of authority operation `operation` that trust-control failed
@@ -325,8 +379,9 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
         Box::pin(async move {
             let b = &self.binding;
             let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
-            let read =
-                authority_call(b.deadlines.call, LABEL_READ, b.store.read_labels(from)).await?;
+            let read = b
+                .authority_call(LABEL_READ, b.store.read_labels(from))
+                .await?;
             let carried = carry.carried(read.into_values().flatten());
             if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
                 return Err(NodeError::AuthorityAnswer(format!(
@@ -347,12 +402,9 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
                 return Ok(carried);
             }
             let wanted = joins.len();
-            let answers = authority_call(
-                b.deadlines.call,
-                "label store join",
-                b.store.run_batch(joins),
-            )
-            .await?;
+            let answers = b
+                .authority_call("label store join", b.store.run_batch(joins))
+                .await?;
             for answer in &answers {
                 if let Err(error) = answer {
                     return Err(authority_error("label store join", error.clone()));
@@ -370,13 +422,10 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
     fn revoke(&self, id: &str, at_ms: u64) -> LinkFuture<'_, ()> {
         let scoped = self.binding.scoped(id);
         Box::pin(async move {
-            authority_call(
-                self.binding.deadlines.call,
-                REVOCATION_WRITE,
-                self.binding.store.revoke(&scoped, at_ms),
-            )
-            .await
-            .map(|_| ())
+            self.binding
+                .authority_call(REVOCATION_WRITE, self.binding.store.revoke(&scoped, at_ms))
+                .await
+                .map(|_| ())
         })
     }
 }

@@ -24,7 +24,7 @@ fn binding(run: &str) -> (tokio::runtime::Runtime, TrustBinding<InMemoryTrustSto
 // Proves two kernels' adapters see one share registry and one budget, with the reference arithmetic.
 #[test]
 fn adapters_share_state_with_reference_arithmetic() {
-    let (_rt, binding) = binding("run-1");
+    let (rt, binding) = binding("run-1");
     let (mut a, _) = binding.kernel_stores();
     let (mut b, _) = binding.kernel_stores();
     assert_eq!(
@@ -61,9 +61,7 @@ fn adapters_share_state_with_reference_arithmetic() {
     a.revocations.revoke("cap", 7).unwrap();
     assert!(b.revocations.is_revoked("cap").unwrap());
     // The kernel's revocation keeps its instant, as the node's does.
-    let at = binding
-        .handle
-        .block_on(binding.store.revoked_at(&binding.scoped("cap")));
+    let at = rt.block_on(binding.store.revoked_at(&binding.scoped("cap")));
     assert_eq!(at.unwrap(), Some(7));
     a.labels.join("session:s", "internal").unwrap();
     assert!(b.labels.read("session:s").unwrap().contains("internal"));
@@ -73,16 +71,32 @@ fn adapters_share_state_with_reference_arithmetic() {
 #[test]
 fn runs_do_not_see_each_other() {
     let (_rt, one) = binding("run-1");
-    let two = TrustBinding::new(
-        one.store.clone(),
-        one.handle.clone(),
-        "run-2",
-        StoreDeadlines::default(),
-    );
+    let two = TrustBinding::inline(one.store.clone(), "run-2");
     let (mut a, _) = one.kernel_stores();
     let (b, _) = two.kernel_stores();
     a.revocations.revoke("cap", 7).unwrap();
     assert!(!b.revocations.is_revoked("cap").unwrap());
+}
+
+// Proves a binding driven inline needs no runtime and shares the store's
+// state with one driven by a runtime, and that a store that does not answer
+// at once fails closed, naming the store, rather than blocking.
+#[test]
+fn an_inline_binding_answers_without_a_runtime_and_fails_closed_when_pending() {
+    let (_rt, run) = binding("run-1");
+    let inline = TrustBinding::inline(run.store.clone(), "run-1");
+    let (mut a, _) = inline.kernel_stores();
+    let (b, _) = run.kernel_stores();
+    a.revocations.revoke("cap", 7).unwrap();
+    assert!(b.revocations.is_revoked("cap").unwrap());
+    assert!(a.revocations.is_revoked("cap").unwrap());
+    let pending = match poll_once(std::future::pending::<()>()) {
+        Err(failure) => failure,
+        Ok(()) => panic!("a pending future has no answer"),
+    };
+    let error = pending.named(StoreName::Budget).to_string();
+    assert!(error.starts_with("budget store unavailable"), "{error}");
+    assert!(pending.outage().is_none(), "not an outage of trust-control");
 }
 
 // Proves a failed issuer refresh keeps no allow possible: every revocation lookup then fails, naming the store.

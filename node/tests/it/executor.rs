@@ -200,7 +200,7 @@ fn the_direct_dispatcher_keeps_a_revocation_instant() {
         complete_now(executor.perform(&direct, "direct", id, &prepared)).expect("answered");
     }
     assert_eq!(
-        direct.trust().revoked_at(&grant).expect("readable"),
+        direct.revoked_at(&grant).expect("readable"),
         Some(world.start_ms + 1234)
     );
 }
