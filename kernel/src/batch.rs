@@ -20,16 +20,18 @@
 //! decides it for itself; the rules of each operation stay in
 //! [`crate::ledger`].
 //!
-//! [`KernelStores::run_batch`] runs a batch against the kernel's stores:
-//! through a [`BatchStore`] when one is bound (trust-control: one call per
-//! batch), otherwise operation by operation against the individual stores.
+//! [`KernelStores::run_batch`] runs a batch through the kernel's
+//! [`BatchStore`]: trust-control's state (one call per batch), or the
+//! kernel crate's own [`crate::stores::InMemoryAuthority`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::error::{StoreError, StoreName};
 use crate::ledger::HoldDecision;
 use crate::receipt::SignedReceipt;
-use crate::stores::{KernelStores, ShareAdmission};
+#[cfg(doc)]
+use crate::stores::KernelStores;
+use crate::stores::ShareAdmission;
 
 /// One operation on shared state; `R` is the receipt as the store takes it
 /// (the kernel's [`SignedReceipt`], or its canonical bytes on the wire).
@@ -176,71 +178,17 @@ pub fn run_ops<R, E>(
 /// each naming the operation's own store.
 pub type BatchAnswers = Vec<Result<OpAnswer, StoreError>>;
 
-/// A store that answers a whole batch in one call (trust-control).
+/// A store that answers a whole batch in one call: the kernel's only way to
+/// shared authority state.
 pub trait BatchStore {
     /// Runs `ops` as [`run_ops`] does and answers the prefix that ran.
     fn run(&mut self, ops: Vec<StoreOp>) -> BatchAnswers;
 }
 
-impl KernelStores {
-    /// Runs a batch: in one call through the bound [`BatchStore`], or
-    /// operation by operation against the individual stores.
-    pub fn run_batch(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
-        if let Some(batch) = self.batch.as_mut() {
-            return batch.run(ops);
-        }
-        run_ops(&ops, |op| self.apply(op))
-    }
-
-    fn apply(&mut self, op: &StoreOp) -> Result<OpAnswer, StoreError> {
-        match op {
-            StoreOp::IsRevoked { id } => self.revocations.is_revoked(id).map(OpAnswer::Revoked),
-            StoreOp::RecordRequest { key } => {
-                self.nonces.check_and_record(key).map(OpAnswer::Fresh)
-            }
-            StoreOp::Hold {
-                hold_id,
-                key,
-                amount,
-                limit,
-            } => self
-                .budgets
-                .hold(hold_id, key, *amount, *limit)
-                .map(OpAnswer::Hold),
-            StoreOp::ReadLabels { keys, .. } => {
-                let mut sets = BTreeMap::new();
-                for key in keys {
-                    sets.insert(key.clone(), self.labels.read(key)?);
-                }
-                Ok(OpAnswer::Labels(sets))
-            }
-            StoreOp::AdmitShare {
-                parent_id,
-                child_id,
-                child_bps,
-                parent_bps,
-            } => self
-                .shares
-                .admit(parent_id, child_id, *child_bps, *parent_bps)
-                .map(OpAnswer::Share),
-            StoreOp::Commit { hold_id } => self.budgets.commit(hold_id).map(|()| OpAnswer::Done),
-            StoreOp::Release { hold_id } => self.budgets.release(hold_id).map(|()| OpAnswer::Done),
-            StoreOp::JoinLabels { keys, label } => {
-                for key in keys {
-                    self.labels.join(key, label)?;
-                }
-                Ok(OpAnswer::Done)
-            }
-            StoreOp::AppendReceipt { receipt } => {
-                self.receipts.append(receipt).map(|()| OpAnswer::Done)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stores::{InMemoryAuthority, KernelStores};
 
     fn revoked(id: &str) -> StoreOp {
         StoreOp::IsRevoked { id: id.to_string() }
@@ -249,8 +197,9 @@ mod tests {
     // Proves a batch stops at the first revoked id and runs nothing after it, so a refused call consumes no request id.
     #[test]
     fn batch_stops_at_the_first_ending_answer() {
-        let mut stores = KernelStores::in_memory();
-        stores.revocations.revoke("b", 1).unwrap();
+        let authority = InMemoryAuthority::default();
+        let mut stores = KernelStores::new(authority.clone());
+        authority.revoke("b", 1);
         let ops = vec![
             revoked("a"),
             revoked("b"),
@@ -261,8 +210,9 @@ mod tests {
             answers,
             vec![Ok(OpAnswer::Revoked(false)), Ok(OpAnswer::Revoked(true))]
         );
-        assert!(
-            stores.nonces.check_and_record("k").unwrap(),
+        assert_eq!(
+            stores.run_batch(vec![StoreOp::RecordRequest { key: "k".into() }]),
+            vec![Ok(OpAnswer::Fresh(true))],
             "the request key after the revoked id was not recorded"
         );
     }
@@ -271,8 +221,18 @@ mod tests {
     #[test]
     fn releases_never_stop_and_refusals_do() {
         let mut stores = KernelStores::in_memory();
-        stores.budgets.hold("h", "k", 1, 1).unwrap();
-        stores.budgets.commit("h").unwrap();
+        let held = stores.run_batch(vec![
+            StoreOp::Hold {
+                hold_id: "h".into(),
+                key: "k".into(),
+                amount: 1,
+                limit: 1,
+            },
+            StoreOp::Commit {
+                hold_id: "h".into(),
+            },
+        ]);
+        assert!(held.iter().all(Result::is_ok), "{held:?}");
         let release_then_hold = vec![
             StoreOp::Release {
                 hold_id: "h".into(),
@@ -297,14 +257,15 @@ mod tests {
     // Proves a label read marked stop-unless-empty stops on a tainted key and passes an untainted one.
     #[test]
     fn tainted_read_stops_when_asked() {
-        let mut stores = KernelStores::in_memory();
+        let authority = InMemoryAuthority::default();
+        let mut stores = KernelStores::new(authority.clone());
         let read = |key: &str| StoreOp::ReadLabels {
             keys: vec![key.to_string()],
             stop_unless_empty: true,
         };
         let tail = StoreOp::RecordRequest { key: "r".into() };
         assert_eq!(stores.run_batch(vec![read("s"), tail.clone()]).len(), 2);
-        stores.labels.join("t", "internal").unwrap();
+        authority.join_label("t", "internal");
         assert_eq!(stores.run_batch(vec![read("t"), tail]).len(), 1);
     }
 }

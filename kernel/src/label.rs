@@ -30,9 +30,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::batch::{BatchStore, OpAnswer, StoreOp};
 use crate::canonical::canonical_bytes;
-use crate::error::StoreError;
-use crate::stores::LabelStore;
+use crate::error::{StoreError, StoreName};
 use crate::token::DelegationLink;
 
 /// A classification level.
@@ -239,7 +239,7 @@ impl LabelCarry {
     /// are kept under the link's record ([`delegation_record_id`]).
     pub fn delegation(delegator: &str, link: &DelegationLink) -> Result<Self, StoreError> {
         let record = delegation_record_id(link).ok_or_else(|| StoreError::Refused {
-            store: crate::error::StoreName::Label,
+            store: StoreName::Label,
             detail: format!(
                 "delegation link {} has no canonical form; nothing was recorded",
                 link.child_id
@@ -319,33 +319,57 @@ impl LabelCarry {
             .collect()
     }
 
-    /// Applies the move to a synchronous store and answers the labels
-    /// joined. An unknown label name is refused before anything is written.
-    pub fn apply(&self, store: &mut dyn LabelStore) -> Result<BTreeSet<String>, StoreError> {
-        let mut read = Vec::new();
-        for key in self.from_keys() {
-            read.extend(store.read(&key)?);
-        }
-        let carried = self.carried(read);
+    /// Applies the move to authority state through `store`, in two
+    /// batches (the read, then every join), and answers the labels joined.
+    /// An unknown label name is refused before anything is written.
+    pub fn apply(&self, store: &mut dyn BatchStore) -> Result<BTreeSet<String>, StoreError> {
+        let read = store.run(vec![StoreOp::ReadLabels {
+            keys: self.from_keys(),
+            stop_unless_empty: false,
+        }]);
+        let sets = match read.into_iter().next() {
+            Some(Ok(OpAnswer::Labels(sets))) => sets,
+            Some(Err(error)) => return Err(error),
+            _ => return Err(unexpected_answer("label read")),
+        };
+        let carried = self.carried(sets.into_values().flatten());
         if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
             return Err(StoreError::Refused {
-                store: crate::error::StoreName::Label,
+                store: StoreName::Label,
                 detail: format!("label {unknown:?} is not a known level; nothing was carried"),
             });
         }
-        for key in self.into_keys() {
-            for label in &carried {
-                store.join(&key, label)?;
-            }
+        let joins: Vec<StoreOp> = carried
+            .iter()
+            .map(|label| StoreOp::JoinLabels {
+                keys: self.into_keys(),
+                label: label.clone(),
+            })
+            .collect();
+        let wanted = joins.len();
+        let answers = store.run(joins);
+        if let Some(Err(error)) = answers.iter().find(|a| a.is_err()) {
+            return Err(error.clone());
+        }
+        if answers.len() < wanted {
+            return Err(unexpected_answer("label join"));
         }
         Ok(carried)
     }
 }
 
+/// The error of a batch that answered other than its operations ask.
+fn unexpected_answer(what: &str) -> StoreError {
+    StoreError::unavailable(
+        StoreName::Label,
+        format!("the {what} was answered out of order"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stores::InMemoryLabels;
+    use crate::stores::InMemoryAuthority;
 
     fn link(child_id: &str, timestamp_ms: u64) -> DelegationLink {
         DelegationLink {
@@ -369,8 +393,9 @@ mod tests {
     // A delegation record holds the delegator's labels and the floor under the link's own id; the step reports only the delegator's.
     #[test]
     fn a_delegation_record_keeps_the_floor_out_of_the_report() {
-        let mut store = InMemoryLabels::default();
-        store.join("principal/alice", "internal").unwrap();
+        let authority = InMemoryAuthority::default();
+        let mut store = authority.clone();
+        authority.join_label("principal/alice", "internal");
         let first = link("bob-files", 1);
         let id = delegation_record_id(&first).unwrap();
         assert!(id.starts_with("bob-files/") && id.len() == "bob-files/".len() + 32);
@@ -378,7 +403,7 @@ mod tests {
         let carry = LabelCarry::delegation("alice", &first).unwrap();
         let carried = carry.apply(&mut store).unwrap();
         assert_eq!(carry.reported(&carried), ["internal"]);
-        let record = store.read(&format!("delegation/{id}")).unwrap();
+        let record = authority.labels(&format!("delegation/{id}"));
         assert_eq!(
             record.into_iter().collect::<Vec<_>>(),
             ["internal", "public"]
@@ -402,27 +427,29 @@ mod tests {
         }
         assert!(is_known_label(&untrusted) && is_known_label("internal"));
         assert!(!is_known_label("integrity:maybe") && !is_known_label("untrusted"));
-        let mut store = InMemoryLabels::default();
-        store.join("principal/alice", &untrusted).unwrap();
+        let authority = InMemoryAuthority::default();
+        let mut store = authority.clone();
+        authority.join_label("principal/alice", &untrusted);
         let carry = LabelCarry::message("alice", "bob", "bob", None);
         let carried = carry.apply(&mut store).unwrap();
         assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
-        assert!(store.read("principal/bob").unwrap().contains(&untrusted));
+        assert!(authority.labels("principal/bob").contains(&untrusted));
     }
 
     // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.
     #[test]
     fn a_message_reaches_principal_and_session() {
-        let mut store = InMemoryLabels::default();
-        store.join("principal/alice", "confidential").unwrap();
+        let authority = InMemoryAuthority::default();
+        let mut store = authority.clone();
+        authority.join_label("principal/alice", "confidential");
         let carry = LabelCarry::message("alice", "bob", "bob", Some("internal"));
         let carried = carry.apply(&mut store).unwrap();
         assert_eq!(carry.reported(&carried), ["confidential", "internal"]);
         for key in ["principal/bob", "session/bob"] {
-            assert_eq!(store.read(key).unwrap().len(), 2, "{key}");
+            assert_eq!(authority.labels(key).len(), 2, "{key}");
         }
         let bad = LabelCarry::message("alice", "carol", "carol", Some("classified"));
         assert!(bad.apply(&mut store).is_err());
-        assert!(store.read("principal/carol").unwrap().is_empty());
+        assert!(authority.labels("principal/carol").is_empty());
     }
 }

@@ -1,9 +1,10 @@
 //! The rules of shared authority state, written once.
 //!
 //! Budget holds, sibling shares and seen request ids are kept by three
-//! stores: the kernel's in-memory stores (tests, portable evaluation, the
-//! adversary search), trust-control's in-memory store (the embedded
-//! topology) and trust-control's SQLite store (the distributed topology).
+//! stores: the kernel crate's in-memory authority (its own tests and
+//! portable evaluation), trust-control's in-memory store (the embedded
+//! topology, the adversary search's direct dispatcher and trust-control's
+//! memory mode) and trust-control's SQLite store (the distributed topology).
 //! Each store only loads and saves; every decision about what a hold, a
 //! share admission or a repeated request id means is one of the pure
 //! functions here, so the stores cannot drift apart at the edges.

@@ -36,7 +36,8 @@
 //! - [`handover`]: the schema a quarantined reader's hand-over must satisfy.
 //! - [`provenance`]: agent roles and where each argument's value came from.
 //! - [`allowlist`]: run-time allowlists read from trusted parts of outputs.
-//! - [`stores`]: store traits, in-memory stores, [`stores::KernelStores`].
+//! - [`stores`]: [`stores::KernelStores`] (a session journal and one batch
+//!   store of authority state), the kernel crate's in-memory authority.
 //! - [`batch`]: the store work of one decision as two batches, and where a batch stops.
 //! - [`signature`]: strict verification and the verified-signature cache.
 //! - [`receipt`]: signed receipts and their Merkle root.

@@ -48,7 +48,7 @@ use crate::keys::{derive_arena_key, public_key_hex};
 use crate::reason::DenyReason;
 use crate::receipt::{ObservedFinding, WouldAnswer};
 use crate::scope::{select_grant, CallUnderScope};
-use crate::stores::{InMemorySiblingShares, ShareAdmission, SiblingShareStore};
+use crate::stores::{InMemorySiblingShares, ShareAdmission};
 use crate::token::{CapabilityBody, CapabilityToken, ScopeGrant, CAPABILITY_SCHEMA};
 use crate::verification::{verify_capability, ShareClaim};
 
@@ -128,7 +128,7 @@ impl PortableDecision {
 /// Evaluates a call with caller-supplied state (see the module doc).
 pub fn evaluate_portable(
     input: &EvaluateInput<'_>,
-    shares: &mut dyn SiblingShareStore,
+    shares: &mut InMemorySiblingShares,
 ) -> PortableDecision {
     let request = input.request;
     let verified = match verify_capability(
@@ -245,7 +245,7 @@ fn request_guards(
 
 /// Admits each sibling share the chain claims; the reason of the first
 /// refusal, if any.
-fn share_refusal(shares: &mut dyn SiblingShareStore, claims: &[ShareClaim]) -> Option<DenyReason> {
+fn share_refusal(shares: &mut InMemorySiblingShares, claims: &[ShareClaim]) -> Option<DenyReason> {
     for claim in claims {
         let refusal = match shares.admit(
             &claim.parent_id,

@@ -1,22 +1,27 @@
-//! The state a verdict depends on, behind synchronous store traits.
+//! The state a verdict depends on.
 //!
-//! The in-memory budget and share stores decide nothing themselves: every
-//! rule is a function of [`crate::ledger`], which trust-control's stores
-//! call too.
+//! A kernel reads and writes shared authority state (revoked ids, budget
+//! holds, delegated sibling shares, seen request ids, retained labels and
+//! the receipt log) only through decision batches ([`crate::batch`]): one
+//! at admission, one at settlement, each answered by a [`BatchStore`]. Every
+//! topology binds that store to trust-control's state (its in-memory store,
+//! SQLite, or the remote service); [`InMemoryAuthority`] is the kernel
+//! crate's own, for its tests, benchmarks and portable evaluation, which
+//! cannot reach the trust crate. The session journal stays with the kernel
+//! ([`SessionJournal`]): it belongs to the sessions a node serves.
 //!
-//! Each trait is one kind of authority state (`docs/architecture.md`): revoked
-//! ids, budget holds, delegated sibling shares, the receipt log, the session
-//! journal, retained labels and seen request ids. Every method returns
-//! `Result<_, StoreError>` and the kernel turns any error into a deny whose
-//! reason names the store. The in-memory implementations here are the
-//! reference behaviour (BTreeMap only, so iteration is deterministic); SQLite
-//! and remote implementations live in other crates and plug into
-//! [`KernelStores`] as boxed trait objects.
+//! No store decides a rule itself: budget holds, sibling shares and repeated
+//! ids are functions of [`crate::ledger`], which trust-control's stores call
+//! too. Every method returns `Result<_, StoreError>` and the kernel turns
+//! any error into a deny whose reason names the store. BTreeMap only, so
+//! iteration is deterministic.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+use crate::batch::{run_ops, BatchAnswers, BatchStore, OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::ledger::{
     commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
@@ -25,35 +30,7 @@ use crate::ledger::{
 use crate::receipt::SignedReceipt;
 use crate::verdict::ProjectedVerdict;
 
-/// Revoked capability and delegation ids.
-pub trait RevocationStore {
-    /// Whether `id` (a capability id or a delegated child id) is revoked.
-    fn is_revoked(&self, id: &str) -> Result<bool, StoreError>;
-    /// Revokes `id` at virtual instant `at_ms` (Unix ms); revoking twice is
-    /// not an error and keeps the first instant, as trust-control does.
-    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError>;
-}
-
 pub use crate::ledger::HoldDecision as HoldOutcome;
-
-/// Invocation-count and monetary budgets: hold before dispatch, then commit
-/// or release. A hold counts against the limit until it is released.
-pub trait BudgetStore {
-    /// Reserves `amount` of `key` (limit `limit`) under `hold_id`. A repeat
-    /// of a live hold is a retry (granted, counted once); a repeat of a
-    /// committed hold is a replay and an error (see [`crate::ledger`]).
-    fn hold(
-        &mut self,
-        hold_id: &str,
-        key: &str,
-        amount: u64,
-        limit: u64,
-    ) -> Result<HoldOutcome, StoreError>;
-    /// Makes a hold permanent; idempotent.
-    fn commit(&mut self, hold_id: &str) -> Result<(), StoreError>;
-    /// Returns a hold's amount to the budget; idempotent.
-    fn release(&mut self, hold_id: &str) -> Result<(), StoreError>;
-}
 
 /// The answer to a sibling-share admission.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,25 +46,6 @@ pub enum ShareAdmission {
     },
     /// The registry does not know the parent (strict registries only).
     UnknownParent,
-}
-
-/// Delegated sibling shares: `child + sum(other admitted siblings) <= parent`.
-pub trait SiblingShareStore {
-    /// Admits `child_id` with `child_bps` under `parent_id`; idempotent for a
-    /// child already admitted with the same share.
-    fn admit(
-        &mut self,
-        parent_id: &str,
-        child_id: &str,
-        child_bps: u32,
-        parent_bps: u32,
-    ) -> Result<ShareAdmission, StoreError>;
-}
-
-/// The signed receipt log.
-pub trait ReceiptStore {
-    /// Appends a receipt durably; only a successful append lets an allow out.
-    fn append(&mut self, receipt: &SignedReceipt) -> Result<(), StoreError>;
 }
 
 /// One governed call as the session journal records it.
@@ -136,99 +94,103 @@ pub trait SessionJournal {
     fn entries(&self, session_id: &str) -> Result<Vec<JournalEntry>, StoreError>;
 }
 
-/// Retained information-flow labels, by key (see [`crate::label::LabelKey`]).
-pub trait LabelStore {
-    /// The labels retained under `key` (empty when none).
-    fn read(&self, key: &str) -> Result<BTreeSet<String>, StoreError>;
-    /// Adds `label` to `key` durably before returning.
-    fn join(&mut self, key: &str, label: &str) -> Result<(), StoreError>;
-}
-
-/// Seen request ids, for replay protection.
-pub trait NonceStore {
-    /// Records `request_key` (a request id scoped by lineage and principal,
-    /// [`crate::ledger::seen_request_key`]); answers false when it was
-    /// already recorded. Stores shared by several kernels make replay
-    /// protection global; durable ones make it survive restarts.
-    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError>;
-}
-
-/// All stores a kernel reads and writes, as trait objects so that in-memory,
-/// SQLite and remote implementations are interchangeable.
+/// What a kernel reads and writes: its session journal, and the shared
+/// authority state behind one batch store.
 pub struct KernelStores {
-    /// Revoked ids.
-    pub revocations: Box<dyn RevocationStore + Send>,
-    /// Budget holds.
-    pub budgets: Box<dyn BudgetStore + Send>,
-    /// Sibling shares.
-    pub shares: Box<dyn SiblingShareStore + Send>,
-    /// Receipt log.
-    pub receipts: Box<dyn ReceiptStore + Send>,
     /// Session journal.
     pub journal: Box<dyn SessionJournal + Send>,
-    /// Retained labels.
-    pub labels: Box<dyn LabelStore + Send>,
-    /// Seen request ids.
-    pub nonces: Box<dyn NonceStore + Send>,
-    /// Answers a whole decision batch in one call when set (trust-control);
-    /// `None` runs batches operation by operation against the stores above
-    /// ([`KernelStores::run_batch`]).
-    pub batch: Option<Box<dyn crate::batch::BatchStore + Send>>,
+    /// Shared authority state, answering decision batches.
+    pub authority: Box<dyn BatchStore + Send>,
 }
 
 impl KernelStores {
-    /// Fresh in-memory stores, for the embedded topology and tests.
-    pub fn in_memory() -> Self {
+    /// A private journal over `authority`.
+    pub fn new(authority: impl BatchStore + Send + 'static) -> Self {
         KernelStores {
-            revocations: Box::new(InMemoryRevocations::default()),
-            budgets: Box::new(InMemoryBudgets::default()),
-            shares: Box::new(InMemorySiblingShares::default()),
-            receipts: Box::new(InMemoryReceipts::default()),
             journal: Box::new(InMemoryJournal::default()),
-            labels: Box::new(InMemoryLabels::default()),
-            nonces: Box::new(InMemoryNonces::default()),
-            batch: None,
+            authority: Box::new(authority),
         }
     }
+
+    /// A private journal over fresh in-memory authority state, for tests
+    /// and benchmarks.
+    pub fn in_memory() -> Self {
+        Self::new(InMemoryAuthority::default())
+    }
+
+    /// Runs a decision batch through the authority store.
+    pub fn run_batch(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
+        self.authority.run(ops)
+    }
 }
 
-/// In-memory revocations: each revoked id with the instant of its first
-/// revocation.
+/// The kernel crate's in-memory authority state: one value, cheap to clone
+/// (clones share the state), so a test can revoke or read what the kernel
+/// it handed a clone to decided against.
 #[derive(Debug, Clone, Default)]
-pub struct InMemoryRevocations {
-    /// Revoked ids, each with its first revocation's instant (Unix ms).
-    pub revoked: BTreeMap<String, u64>,
+pub struct InMemoryAuthority {
+    state: Arc<Mutex<AuthorityState>>,
 }
 
-impl InMemoryRevocations {
+#[derive(Debug, Default)]
+struct AuthorityState {
+    /// Revoked ids, each with its first revocation's instant (Unix ms).
+    revoked: BTreeMap<String, u64>,
+    holds: BTreeMap<String, HoldRecord>,
+    /// Held plus committed amount per budget key.
+    used: BTreeMap<String, u64>,
+    shares: InMemorySiblingShares,
+    seen: BTreeSet<String>,
+    labels: BTreeMap<String, BTreeSet<String>>,
+    /// Appended receipts, in append order.
+    receipts: Vec<SignedReceipt>,
+}
+
+impl InMemoryAuthority {
+    fn lock(&self) -> MutexGuard<'_, AuthorityState> {
+        // Every operation computes before it mutates, so a panic while the
+        // lock is held leaves no half-applied operation.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Revokes `id` at virtual instant `at_ms` (Unix ms), as the authority
+    /// does; revoking twice keeps the first instant, as trust-control does.
+    pub fn revoke(&self, id: &str, at_ms: u64) {
+        self.lock().revoked.entry(id.to_string()).or_insert(at_ms);
+    }
+
     /// When `id` was first revoked, if it was.
     pub fn revoked_at(&self, id: &str) -> Option<u64> {
-        self.revoked.get(id).copied()
+        self.lock().revoked.get(id).copied()
     }
-}
 
-impl RevocationStore for InMemoryRevocations {
-    fn is_revoked(&self, id: &str) -> Result<bool, StoreError> {
-        Ok(self.revoked.contains_key(id))
-    }
-    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError> {
-        self.revoked.entry(id.to_string()).or_insert(at_ms);
-        Ok(())
-    }
-}
-
-/// In-memory budgets: per key, the sum of live holds and commits, decided
-/// by the shared rules of [`crate::ledger`].
-#[derive(Debug, Clone, Default)]
-pub struct InMemoryBudgets {
-    holds: BTreeMap<String, HoldRecord>,
-    used: BTreeMap<String, u64>,
-}
-
-impl InMemoryBudgets {
-    /// What is held or committed against `key`.
+    /// What is held or committed against budget `key`.
     pub fn used(&self, key: &str) -> u64 {
-        self.used.get(key).copied().unwrap_or(0)
+        self.lock().used(key)
+    }
+
+    /// The labels retained under `key` (empty when none).
+    pub fn labels(&self, key: &str) -> BTreeSet<String> {
+        self.lock().labels.get(key).cloned().unwrap_or_default()
+    }
+
+    /// Joins `label` into the labels retained under `key`.
+    pub fn join_label(&self, key: &str, label: &str) {
+        self.lock().join(key, label);
+    }
+
+    /// Every receipt appended so far, in append order.
+    pub fn receipts(&self) -> Vec<SignedReceipt> {
+        self.lock().receipts.clone()
+    }
+}
+
+impl BatchStore for InMemoryAuthority {
+    fn run(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
+        let mut state = self.lock();
+        run_ops(&ops, |op| state.apply(op))
     }
 }
 
@@ -239,7 +201,65 @@ fn refused(store: StoreName, refusal: LedgerRefusal) -> StoreError {
     }
 }
 
-impl BudgetStore for InMemoryBudgets {
+impl AuthorityState {
+    fn apply(&mut self, op: &StoreOp) -> Result<OpAnswer, StoreError> {
+        match op {
+            StoreOp::IsRevoked { id } => Ok(OpAnswer::Revoked(self.revoked.contains_key(id))),
+            StoreOp::RecordRequest { key } => Ok(OpAnswer::Fresh(self.seen.insert(key.clone()))),
+            StoreOp::Hold {
+                hold_id,
+                key,
+                amount,
+                limit,
+            } => self.hold(hold_id, key, *amount, *limit).map(OpAnswer::Hold),
+            StoreOp::ReadLabels { keys, .. } => Ok(OpAnswer::Labels(
+                keys.iter()
+                    .map(|key| {
+                        (
+                            key.clone(),
+                            self.labels.get(key).cloned().unwrap_or_default(),
+                        )
+                    })
+                    .collect(),
+            )),
+            StoreOp::AdmitShare {
+                parent_id,
+                child_id,
+                child_bps,
+                parent_bps,
+            } => self
+                .shares
+                .admit(parent_id, child_id, *child_bps, *parent_bps)
+                .map(OpAnswer::Share),
+            StoreOp::Commit { hold_id } => self.commit(hold_id).map(|()| OpAnswer::Done),
+            StoreOp::Release { hold_id } => self.release(hold_id).map(|()| OpAnswer::Done),
+            StoreOp::JoinLabels { keys, label } => {
+                for key in keys {
+                    self.join(key, label);
+                }
+                Ok(OpAnswer::Done)
+            }
+            StoreOp::AppendReceipt { receipt } => {
+                self.receipts.push(receipt.clone());
+                Ok(OpAnswer::Done)
+            }
+        }
+    }
+
+    fn join(&mut self, key: &str, label: &str) {
+        self.labels
+            .entry(key.to_string())
+            .or_default()
+            .insert(label.to_string());
+    }
+
+    fn used(&self, key: &str) -> u64 {
+        self.used.get(key).copied().unwrap_or(0)
+    }
+
+    /// Reserves `amount` of `key` (limit `limit`) under `hold_id`. A repeat
+    /// of a live hold is a retry (granted, counted once); a repeat of a
+    /// committed hold is a replay and an error (see [`crate::ledger`]).
     fn hold(
         &mut self,
         hold_id: &str,
@@ -268,6 +288,7 @@ impl BudgetStore for InMemoryBudgets {
         Ok(outcome)
     }
 
+    /// Makes a hold permanent; idempotent.
     fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
         let Some(hold) = self.holds.get_mut(hold_id) else {
             return Err(StoreError::Refused {
@@ -280,6 +301,7 @@ impl BudgetStore for InMemoryBudgets {
         Ok(())
     }
 
+    /// Returns a hold's amount to the budget; idempotent.
     fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
         let Some(hold) = self.holds.get(hold_id).cloned() else {
             return Ok(());
@@ -332,8 +354,10 @@ impl InMemorySiblingShares {
     }
 }
 
-impl SiblingShareStore for InMemorySiblingShares {
-    fn admit(
+impl InMemorySiblingShares {
+    /// Admits `child_id` with `child_bps` under `parent_id`; idempotent for
+    /// a child already admitted with the same share.
+    pub fn admit(
         &mut self,
         parent_id: &str,
         child_id: &str,
@@ -398,20 +422,6 @@ impl SiblingShareStore for InMemorySiblingShares {
     }
 }
 
-/// In-memory receipt log, in append order.
-#[derive(Debug, Clone, Default)]
-pub struct InMemoryReceipts {
-    /// Appended receipts.
-    pub receipts: Vec<SignedReceipt>,
-}
-
-impl ReceiptStore for InMemoryReceipts {
-    fn append(&mut self, receipt: &SignedReceipt) -> Result<(), StoreError> {
-        self.receipts.push(receipt.clone());
-        Ok(())
-    }
-}
-
 /// In-memory session journal.
 #[derive(Debug, Clone, Default)]
 pub struct InMemoryJournal {
@@ -431,37 +441,6 @@ impl SessionJournal for InMemoryJournal {
     }
 }
 
-/// In-memory retained labels.
-#[derive(Debug, Clone, Default)]
-pub struct InMemoryLabels {
-    labels: BTreeMap<String, BTreeSet<String>>,
-}
-
-impl LabelStore for InMemoryLabels {
-    fn read(&self, key: &str) -> Result<BTreeSet<String>, StoreError> {
-        Ok(self.labels.get(key).cloned().unwrap_or_default())
-    }
-    fn join(&mut self, key: &str, label: &str) -> Result<(), StoreError> {
-        self.labels
-            .entry(key.to_string())
-            .or_default()
-            .insert(label.to_string());
-        Ok(())
-    }
-}
-
-/// In-memory set of seen request ids.
-#[derive(Debug, Clone, Default)]
-pub struct InMemoryNonces {
-    seen: BTreeSet<String>,
-}
-
-impl NonceStore for InMemoryNonces {
-    fn check_and_record(&mut self, request_id: &str) -> Result<bool, StoreError> {
-        Ok(self.seen.insert(request_id.to_string()))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -470,7 +449,7 @@ mod tests {
     #[test]
     fn budget_hold_commit_release() {
         let granted = |used| HoldOutcome::Granted { used, limit: 2 };
-        let mut b = InMemoryBudgets::default();
+        let mut b = AuthorityState::default();
         assert_eq!(b.hold("h1", "k", 1, 2).unwrap(), granted(1));
         assert_eq!(b.hold("h2", "k", 1, 2).unwrap(), granted(2));
         assert_eq!(

@@ -1,4 +1,4 @@
-//! The edge's kernel on its own OS thread (the store traits are synchronous
+//! The edge's kernel on its own OS thread (the batch store is synchronous
 //! and the trust-control adapter blocks on the runtime, as in a node's
 //! kernel actor): admission, completion and abort of the one
 //! `chio_kernel::Kernel`, each a command answered on a oneshot, with the

@@ -15,11 +15,9 @@ use std::path::Path;
 
 use chio_kernel::keys::derive_arena_key;
 use chio_kernel::request::RequestProof;
-use chio_kernel::stores::{
-    BudgetStore, HoldOutcome, InMemoryRevocations, KernelStores, NonceStore, RevocationStore,
-};
+use chio_kernel::stores::{InMemoryAuthority, KernelStores};
 use chio_kernel::token::{Attenuation, ScopeGrant, FULL_SHARE_BPS};
-use chio_kernel::{CapabilityToken, Kernel, StoreError, StoreName, Verdict};
+use chio_kernel::{CapabilityToken, Kernel, StoreName, Verdict};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use util::*;
@@ -131,57 +129,6 @@ fn files() -> String {
 
 fn read_file() -> String {
     "read_file".into()
-}
-
-/// A revocation store that never answers.
-struct FailingRevocations;
-
-impl RevocationStore for FailingRevocations {
-    fn is_revoked(&self, _id: &str) -> Result<bool, StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Revocation,
-            "connection refused",
-        ))
-    }
-    fn revoke(&mut self, _id: &str, _at_ms: u64) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Revocation,
-            "connection refused",
-        ))
-    }
-}
-
-/// A budget store that never answers.
-struct FailingBudgets;
-
-impl BudgetStore for FailingBudgets {
-    fn hold(&mut self, _: &str, _: &str, _: u64, _: u64) -> Result<HoldOutcome, StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Budget,
-            "deadline exceeded",
-        ))
-    }
-    fn commit(&mut self, _: &str) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Budget,
-            "deadline exceeded",
-        ))
-    }
-    fn release(&mut self, _: &str) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Budget,
-            "deadline exceeded",
-        ))
-    }
-}
-
-/// A nonce store that never answers.
-struct FailingNonces;
-
-impl NonceStore for FailingNonces {
-    fn check_and_record(&mut self, _: &str) -> Result<bool, StoreError> {
-        Err(StoreError::unavailable(StoreName::Nonce, "disk full"))
-    }
 }
 
 fn flip_bit(hex_text: &str) -> String {
@@ -301,19 +248,19 @@ fn build_kernel(case: &Case) -> Kernel {
             .map(|n| chio_kernel::keys::public_key_hex(&derive_arena_key(SEED, "authority", n)))
             .collect();
     }
-    let mut stores = KernelStores::in_memory();
-    let mut revocations = InMemoryRevocations::default();
+    let authority = InMemoryAuthority::default();
     for id in &case.revoke {
-        revocations.revoke(id, 0).expect("in-memory revoke");
+        authority.revoke(id, 0);
     }
-    stores.revocations = Box::new(revocations);
-    match case.failing_store.as_deref() {
-        None => {}
-        Some("revocation") => stores.revocations = Box::new(FailingRevocations),
-        Some("budget") => stores.budgets = Box::new(FailingBudgets),
-        Some("nonce") => stores.nonces = Box::new(FailingNonces),
+    let failing =
+        |store, cause| KernelStores::new(FailingStore::new(store, cause, authority.clone()));
+    let stores = match case.failing_store.as_deref() {
+        None => KernelStores::new(authority.clone()),
+        Some("revocation") => failing(StoreName::Revocation, "connection refused"),
+        Some("budget") => failing(StoreName::Budget, "deadline exceeded"),
+        Some("nonce") => failing(StoreName::Nonce, "disk full"),
         Some(other) => panic!("unknown failing store {other}"),
-    }
+    };
     Kernel::new(config, stores).expect("case kernel builds")
 }
 

@@ -206,7 +206,9 @@ fn low_integrity_travels_through_a_delegation() {
         .expect("delegation signs");
     let carry = LabelCarry::delegation("alice", child.delegation_chain.last().expect("a link"))
         .expect("link has a record id");
-    let carried = carry.apply(&mut *k.stores_mut().labels).expect("carried");
+    let carried = carry
+        .apply(&mut *k.stores_mut().authority)
+        .expect("carried");
     assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
     let d = sends(&mut k, "bob", &child, "s1");
     assert_eq!(d.verdict, Verdict::Deny);
@@ -233,7 +235,9 @@ fn low_integrity_travels_through_a_message() {
     let mut k = integrity_kernel("deny");
     reads(&mut k, "alice", &read, INBOX, "r1");
     let carry = LabelCarry::message("alice", "bob", "session-bob", None);
-    let carried = carry.apply(&mut *k.stores_mut().labels).expect("carried");
+    let carried = carry
+        .apply(&mut *k.stores_mut().authority)
+        .expect("carried");
     assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
     let d = sends(&mut k, "bob", &bob_bank, "s1");
     assert_eq!(

@@ -97,7 +97,7 @@ fn record_key(child: &CapabilityToken) -> String {
 }
 
 fn record(k: &mut Kernel, carry: LabelCarry) -> Vec<String> {
-    let carried = carry.apply(&mut *k.stores_mut().labels).unwrap();
+    let carried = carry.apply(&mut *k.stores_mut().authority).unwrap();
     carry.reported(&carried)
 }
 

@@ -8,11 +8,10 @@ use std::collections::BTreeMap;
 
 use chio_kernel::guards::{GuardKind, GuardMode};
 use chio_kernel::receipt::merkle_root;
-use chio_kernel::stores::{KernelStores, ReceiptStore};
+use chio_kernel::stores::{InMemoryAuthority, KernelStores};
 use chio_kernel::token::{Attenuation, ScopeGrant};
 use chio_kernel::{
-    Admission, CapabilityToken, Kernel, ProjectedVerdict, SignedReceipt, StoreError, StoreName,
-    ToolOutput, Verdict,
+    Admission, CapabilityToken, Kernel, ProjectedVerdict, StoreName, ToolOutput, Verdict,
 };
 use serde_json::json;
 use util::*;
@@ -492,25 +491,16 @@ fn invocation_budget_and_abort() {
     );
 }
 
-/// A receipt store that refuses every append.
-struct FailingReceipts;
-
-impl ReceiptStore for FailingReceipts {
-    fn append(&mut self, _: &SignedReceipt) -> Result<(), StoreError> {
-        Err(StoreError::unavailable(
-            StoreName::Receipt,
-            "deadline of 5000 ms exceeded",
-        ))
-    }
-}
-
 // No allow without a receipt: a failed append turns the allow into a deny naming the receipt store.
 #[test]
 fn failed_receipt_append_denies() {
     let cap = issue("cap-alice", "alice", files_scope());
     let files = world_files();
-    let mut stores = KernelStores::in_memory();
-    stores.receipts = Box::new(FailingReceipts);
+    let stores = KernelStores::new(FailingStore::new(
+        StoreName::Receipt,
+        "deadline of 5000 ms exceeded",
+        InMemoryAuthority::default(),
+    ));
     let mut k = Kernel::new(kernel_config(vec![]), stores).unwrap();
     let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r1");
     assert_eq!(d.verdict, Verdict::Deny);
@@ -635,7 +625,9 @@ fn revocation_racing_dispatch_withholds_the_output() {
             "delegation chain revoked at ancestor cap-alice; output withheld",
         ),
     ] {
-        let mut k = kernel(vec![]);
+        let authority = InMemoryAuthority::default();
+        let mut k = Kernel::new(kernel_config(vec![]), KernelStores::new(authority.clone()))
+            .expect("kernel builds");
         let req = request(
             agent,
             token,
@@ -648,7 +640,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
             panic!("expected admission")
         };
         let out = dispatch(&files)(&ticket).unwrap();
-        k.stores_mut().revocations.revoke(revoked, 0).unwrap();
+        authority.revoke(revoked, 0);
         let d = k.complete(
             *ticket,
             ToolOutput {

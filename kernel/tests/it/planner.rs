@@ -8,7 +8,7 @@ use crate::util;
 use chio_kernel::guards::GuardKind;
 use chio_kernel::kernel::Kernel;
 use chio_kernel::provenance::{AgentRole, ArgumentSource};
-use chio_kernel::stores::KernelStores;
+use chio_kernel::stores::{InMemoryAuthority, KernelStores};
 use chio_kernel::token::ScopeGrant;
 use chio_kernel::verdict::Verdict;
 use serde_json::json;
@@ -121,15 +121,10 @@ fn sourced(
 #[test]
 fn a_planners_arguments_carry_their_own_labels() {
     let files = standard_files();
-    let mut stores = KernelStores::in_memory();
-    stores
-        .labels
-        .join("handover/alice/hand-iban", "integrity:untrusted")
-        .unwrap();
-    stores
-        .labels
-        .join("handover/alice/hand-iban", "public")
-        .unwrap();
+    let authority = InMemoryAuthority::default();
+    authority.join_label("handover/alice/hand-iban", "integrity:untrusted");
+    authority.join_label("handover/alice/hand-iban", "public");
+    let stores = KernelStores::new(authority);
     let guard = guard(
         "integrity",
         GuardKind::Integrity,

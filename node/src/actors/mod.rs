@@ -4,7 +4,7 @@
 //! cloneable handle (the actor shape of `CONTRIBUTING.md`); a dropped handle
 //! ends its actor.
 //! Tool-server and agent actors are tokio tasks. A kernel actor is a named
-//! OS thread, because the kernel's store traits are synchronous and a
+//! OS thread, because the kernel's batch store is synchronous and a
 //! remote store blocks on its RPC: a dedicated thread keeps that blocking
 //! off the async runtime. Module map:
 //! - [`server`]: [`ToolServerHandle`], a simulated tool server;

@@ -1,25 +1,19 @@
-//! The kernel-side adapter: one value implements every shared store trait
-//! of the kernel, and its decision batches, over a [`TrustStore`], blocking
-//! the kernel's own thread on the binding's runtime for each call.
+//! The kernel-side adapter: the kernel's decision batches over a
+//! [`TrustStore`], blocking the kernel's own thread on the binding's runtime
+//! (or polling inline) for each.
 //!
-//! A single operation is one call; a batch ([`chio_kernel::batch`]) is one
-//! call too (`TrustStore::run_batch`), so a remote trust-control answers a
-//! kernel decision in two round trips. Ids are scoped into the run's
+//! A batch ([`chio_kernel::batch`]) is one call (`TrustStore::run_batch`),
+//! so a remote trust-control answers a kernel decision in two round trips. Ids are scoped into the run's
 //! namespace on the way out and label keys scoped back on the way in; every
 //! failure names the store of the operation it failed.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use chio_kernel::batch::{stops, BatchAnswers, BatchStore, OpAnswer, StoreOp};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::error::{StoreError, StoreName};
 use chio_kernel::receipt::SignedReceipt;
-use chio_kernel::stores::{
-    BudgetStore, HoldOutcome, LabelStore, NonceStore, ReceiptStore, RevocationStore,
-    ShareAdmission, SiblingShareStore,
-};
-use chio_trust::model::{BatchOp, ReceiptRecord, ShareOutcome};
+use chio_trust::model::{BatchOp, ReceiptRecord};
 use chio_trust::{TrustError, TrustStore};
 
 use super::TrustBinding;
@@ -51,7 +45,7 @@ pub(super) fn store_error(store: StoreName, error: TrustError) -> StoreError {
     }
 }
 
-/// The kernel-side adapter: one value implements every shared store trait.
+/// The kernel-side adapter: the kernel's batch store over trust-control.
 pub(super) struct TrustBackedStore<S> {
     pub(super) binding: TrustBinding<S>,
     /// Set while trusted issuer keys cannot be refreshed, to the error
@@ -84,111 +78,6 @@ impl<S> TrustBackedStore<S> {
     }
 }
 
-impl<S: TrustStore> RevocationStore for TrustBackedStore<S> {
-    fn is_revoked(&self, id: &str) -> Result<bool, StoreError> {
-        self.issuer_check()?;
-        let b = &self.binding;
-        let scoped = b.scoped(id);
-        b.block(
-            StoreName::Revocation,
-            b.deadlines.call,
-            b.store.revoked_at(&scoped),
-        )
-        .map(|at| at.is_some())
-    }
-
-    fn revoke(&mut self, id: &str, at_ms: u64) -> Result<(), StoreError> {
-        let b = &self.binding;
-        let scoped = b.scoped(id);
-        b.block(
-            StoreName::Revocation,
-            b.deadlines.call,
-            b.store.revoke(&scoped, at_ms),
-        )
-        .map(|_| ())
-    }
-}
-
-impl<S: TrustStore> BudgetStore for TrustBackedStore<S> {
-    fn hold(
-        &mut self,
-        hold_id: &str,
-        key: &str,
-        amount: u64,
-        limit: u64,
-    ) -> Result<HoldOutcome, StoreError> {
-        let b = &self.binding;
-        let (hold_id, key) = (b.scoped(hold_id), b.scoped(key));
-        b.block(
-            StoreName::Budget,
-            b.deadlines.call,
-            b.store.hold_budget(&hold_id, &key, amount, limit),
-        )
-    }
-
-    fn commit(&mut self, hold_id: &str) -> Result<(), StoreError> {
-        let b = &self.binding;
-        let hold_id = b.scoped(hold_id);
-        b.block(
-            StoreName::Budget,
-            b.deadlines.call,
-            b.store.commit_budget(&hold_id),
-        )
-        .map(|_| ())
-    }
-
-    fn release(&mut self, hold_id: &str) -> Result<(), StoreError> {
-        let b = &self.binding;
-        let hold_id = b.scoped(hold_id);
-        b.block(
-            StoreName::Budget,
-            b.deadlines.call,
-            b.store.release_budget(&hold_id),
-        )
-        .map(|_| ())
-    }
-}
-
-impl<S: TrustStore> NonceStore for TrustBackedStore<S> {
-    fn check_and_record(&mut self, request_key: &str) -> Result<bool, StoreError> {
-        let b = &self.binding;
-        let scoped = b.scoped(request_key);
-        b.block(
-            StoreName::Nonce,
-            b.deadlines.call,
-            b.store.record_request(&scoped),
-        )
-    }
-}
-
-impl<S: TrustStore> SiblingShareStore for TrustBackedStore<S> {
-    fn admit(
-        &mut self,
-        parent_id: &str,
-        child_id: &str,
-        child_bps: u32,
-        parent_bps: u32,
-    ) -> Result<ShareAdmission, StoreError> {
-        let b = &self.binding;
-        let (parent, child) = (b.scoped(parent_id), b.scoped(child_id));
-        let outcome = b.block(
-            StoreName::SiblingShare,
-            b.deadlines.call,
-            b.store.admit_share(&parent, &child, child_bps, parent_bps),
-        )?;
-        Ok(match outcome {
-            ShareOutcome::Admitted { .. } => ShareAdmission::Admitted,
-            ShareOutcome::Refused {
-                sibling_sum_bps,
-                parent_bps,
-            } => ShareAdmission::Oversubscribed {
-                siblings_bps: sibling_sum_bps,
-                parent_bps,
-            },
-        })
-    }
-}
-
 /// A receipt as trust-control stores it: its canonical bytes.
 fn receipt_record(receipt: &SignedReceipt) -> Result<ReceiptRecord, StoreError> {
     let body = to_canonical_vec(receipt).map_err(|e| StoreError::Refused {
@@ -199,43 +88,6 @@ fn receipt_record(receipt: &SignedReceipt) -> Result<ReceiptRecord, StoreError> 
         receipt_id: receipt.id.clone(),
         body,
     })
-}
-
-impl<S: TrustStore> ReceiptStore for TrustBackedStore<S> {
-    fn append(&mut self, receipt: &SignedReceipt) -> Result<(), StoreError> {
-        let record = receipt_record(receipt)?;
-        let b = &self.binding;
-        b.block(
-            StoreName::Receipt,
-            b.deadlines.receipt,
-            b.store.append_receipts(vec![record]),
-        )
-        .map(|_| ())
-    }
-}
-
-impl<S: TrustStore> LabelStore for TrustBackedStore<S> {
-    fn read(&self, key: &str) -> Result<BTreeSet<String>, StoreError> {
-        let b = &self.binding;
-        let scoped = b.scoped(key);
-        let mut sets = b.block(
-            StoreName::Label,
-            b.deadlines.call,
-            b.store.read_labels(vec![scoped.clone()]),
-        )?;
-        Ok(sets.remove(&scoped).unwrap_or_default())
-    }
-
-    fn join(&mut self, key: &str, label: &str) -> Result<(), StoreError> {
-        let b = &self.binding;
-        let scoped = b.scoped(key);
-        b.block(
-            StoreName::Label,
-            b.deadlines.call,
-            b.store.join_labels(vec![scoped], label),
-        )
-        .map(|_| ())
-    }
 }
 
 impl<S: TrustStore> TrustBackedStore<S> {

@@ -1,4 +1,4 @@
-//! Kernel stores over trust-control: the kernel's synchronous store traits
+//! Kernel stores over trust-control: the kernel's synchronous batch store
 //! implemented by blocking on a [`TrustStore`] (the remote `TrustClient`, or
 //! a local `SqliteTrustStore` for a node started with `--state-dir`).
 //!
@@ -32,7 +32,7 @@
 //! remote trust-control answers a decision in two round trips; the issuer
 //! refresh adds one at most every [`ISSUER_CACHE_MAX_AGE`] per kernel.
 //!
-//! Module map: `adapter` (the kernel's store traits and batches over a
+//! Module map: `adapter` (the kernel's decision batches over a
 //! trust store), `issuers` ([`IssuerKeyCache`]); this module holds the
 //! binding, [`bind_node`] and the authority's label and revocation moves.
 //!
@@ -50,7 +50,7 @@ use chio_kernel::batch::StoreOp;
 use chio_kernel::error::{StoreError, StoreName};
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::label::{is_known_label, LabelCarry};
-use chio_kernel::stores::{InMemoryJournal, KernelStores};
+use chio_kernel::stores::KernelStores;
 use chio_trust::model::{BatchOp, IssuerKey};
 use chio_trust::{TrustError, TrustStore};
 use tokio::runtime::Handle;
@@ -175,16 +175,7 @@ impl<S: TrustStore> TrustBinding<S> {
             binding: self.clone(),
             issuer_failure: issuer_failure.clone(),
         };
-        let stores = KernelStores {
-            revocations: Box::new(adapter.clone()),
-            budgets: Box::new(adapter.clone()),
-            shares: Box::new(adapter.clone()),
-            receipts: Box::new(adapter.clone()),
-            journal: Box::new(InMemoryJournal::default()),
-            labels: Box::new(adapter.clone()),
-            nonces: Box::new(adapter.clone()),
-            batch: Some(Box::new(adapter)),
-        };
+        let stores = KernelStores::new(adapter);
         let cache = IssuerKeyCache {
             binding: self.clone(),
             fetched_at: None,
@@ -193,20 +184,9 @@ impl<S: TrustStore> TrustBinding<S> {
         (stores, cache)
     }
 
-    /// Runs one store future on the bound runtime from a non-runtime thread,
-    /// bounded by `deadline`; every failure names `store`.
-    fn block<T>(
-        &self,
-        store: StoreName,
-        deadline: Duration,
-        future: impl Future<Output = Result<T, TrustError>>,
-    ) -> Result<T, StoreError> {
-        self.block_raw(deadline, future)
-            .map_err(|failure| failure.named(store))
-    }
-
     /// Runs one store future bounded by `deadline`, leaving the failure
-    /// unnamed so a batch can name each operation's own store.
+    /// unnamed so a batch can name each operation's own store: from a
+    /// non-runtime thread on the bound runtime, or polled once inline.
     fn block_raw<T>(
         &self,
         deadline: Duration,

@@ -2,10 +2,18 @@
 //! kernels, run isolation, the issuer-refresh flag, and decision batches.
 
 use super::*;
+use chio_kernel::batch::OpAnswer;
 use chio_kernel::stores::{HoldOutcome, ShareAdmission};
 use chio_trust::InMemoryTrustStore;
 
 use crate::actors::IssuerSource;
+
+/// Revokes `id` in `binding`'s namespace as the authority does, polled
+/// inline (the in-memory store answers at once).
+fn revoke_inline(binding: &TrustBinding<InMemoryTrustStore>, id: &str) {
+    let revoked = poll_once(binding.store.revoke(&binding.scoped(id), 7));
+    assert!(matches!(revoked, Ok(Ok(_))), "the revocation is recorded");
+}
 
 fn binding(run: &str) -> (tokio::runtime::Runtime, TrustBinding<InMemoryTrustStore>) {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -21,6 +29,34 @@ fn binding(run: &str) -> (tokio::runtime::Runtime, TrustBinding<InMemoryTrustSto
     (runtime, binding)
 }
 
+/// One operation as a batch of one, through `stores`.
+fn one(stores: &mut KernelStores, op: StoreOp) -> Result<OpAnswer, StoreError> {
+    stores.run_batch(vec![op]).pop().expect("one answer")
+}
+
+/// Whether `stores` see `id` revoked.
+fn revoked(stores: &mut KernelStores, id: &str) -> Result<bool, StoreError> {
+    one(stores, StoreOp::IsRevoked { id: id.into() }).map(|a| a == OpAnswer::Revoked(true))
+}
+
+fn hold(hold_id: &str, amount: u64, limit: u64) -> StoreOp {
+    StoreOp::Hold {
+        hold_id: hold_id.into(),
+        key: "k".into(),
+        amount,
+        limit,
+    }
+}
+
+fn share(child_id: &str, child_bps: u32) -> StoreOp {
+    StoreOp::AdmitShare {
+        parent_id: "p".into(),
+        child_id: child_id.into(),
+        child_bps,
+        parent_bps: 10_000,
+    }
+}
+
 // Proves two kernels' adapters see one share registry and one budget, with the reference arithmetic.
 #[test]
 fn adapters_share_state_with_reference_arithmetic() {
@@ -28,43 +64,62 @@ fn adapters_share_state_with_reference_arithmetic() {
     let (mut a, _) = binding.kernel_stores();
     let (mut b, _) = binding.kernel_stores();
     assert_eq!(
-        a.shares.admit("p", "c1", 6000, 10000).unwrap(),
-        ShareAdmission::Admitted
+        one(&mut a, share("c1", 6000)),
+        Ok(OpAnswer::Share(ShareAdmission::Admitted))
     );
     assert_eq!(
-        b.shares.admit("p", "c2", 6000, 10000).unwrap(),
-        ShareAdmission::Oversubscribed {
+        one(&mut b, share("c2", 6000)),
+        Ok(OpAnswer::Share(ShareAdmission::Oversubscribed {
             siblings_bps: 6000,
             parent_bps: 10000
-        }
+        }))
     );
     assert_eq!(
-        a.budgets.hold("h1", "k", 1, 1).unwrap(),
-        HoldOutcome::Granted { used: 1, limit: 1 }
+        one(&mut a, hold("h1", 1, 1)),
+        Ok(OpAnswer::Hold(HoldOutcome::Granted { used: 1, limit: 1 }))
     );
     assert_eq!(
-        b.budgets.hold("h2", "k", 1, 1).unwrap(),
-        HoldOutcome::Refused { used: 1, limit: 1 }
+        one(&mut b, hold("h2", 1, 1)),
+        Ok(OpAnswer::Hold(HoldOutcome::Refused { used: 1, limit: 1 }))
     );
-    a.budgets.commit("h1").unwrap();
+    let commit = StoreOp::Commit {
+        hold_id: "h1".into(),
+    };
+    assert_eq!(one(&mut a, commit), Ok(OpAnswer::Done));
+    let release = StoreOp::Release {
+        hold_id: "h1".into(),
+    };
     assert!(
-        a.budgets.release("h1").is_err(),
+        one(&mut a, release).is_err(),
         "a committed hold is permanent"
     );
-    let replay = b.budgets.hold("h1", "k", 1, 1).unwrap_err().to_string();
+    let replay = one(&mut b, hold("h1", 1, 1)).unwrap_err().to_string();
     assert!(replay.contains("request replayed"), "{replay}");
-    assert!(a.nonces.check_and_record("root/alice/r1").unwrap());
-    assert!(
-        !b.nonces.check_and_record("root/alice/r1").unwrap(),
+    let seen = || StoreOp::RecordRequest {
+        key: "root/alice/r1".into(),
+    };
+    assert_eq!(one(&mut a, seen()), Ok(OpAnswer::Fresh(true)));
+    assert_eq!(
+        one(&mut b, seen()),
+        Ok(OpAnswer::Fresh(false)),
         "a request id seen by one kernel is seen by every kernel"
     );
-    a.revocations.revoke("cap", 7).unwrap();
-    assert!(b.revocations.is_revoked("cap").unwrap());
-    // The kernel's revocation keeps its instant, as the node's does.
-    let at = rt.block_on(binding.store.revoked_at(&binding.scoped("cap")));
-    assert_eq!(at.unwrap(), Some(7));
-    a.labels.join("session:s", "internal").unwrap();
-    assert!(b.labels.read("session:s").unwrap().contains("internal"));
+    rt.block_on(binding.store.revoke(&binding.scoped("cap"), 7))
+        .unwrap();
+    assert!(revoked(&mut b, "cap").unwrap());
+    let join = StoreOp::JoinLabels {
+        keys: vec!["session:s".into()],
+        label: "internal".into(),
+    };
+    assert_eq!(one(&mut a, join), Ok(OpAnswer::Done));
+    let read = StoreOp::ReadLabels {
+        keys: vec!["session:s".into()],
+        stop_unless_empty: false,
+    };
+    let Ok(OpAnswer::Labels(sets)) = one(&mut b, read) else {
+        panic!("a label read answers labels");
+    };
+    assert!(sets["session:s"].contains("internal"), "{sets:?}");
 }
 
 // Proves a run namespace isolates state: another run does not see the revocation.
@@ -72,10 +127,9 @@ fn adapters_share_state_with_reference_arithmetic() {
 fn runs_do_not_see_each_other() {
     let (_rt, one) = binding("run-1");
     let two = TrustBinding::inline(one.store.clone(), "run-2");
-    let (mut a, _) = one.kernel_stores();
-    let (b, _) = two.kernel_stores();
-    a.revocations.revoke("cap", 7).unwrap();
-    assert!(!b.revocations.is_revoked("cap").unwrap());
+    let (mut b, _) = two.kernel_stores();
+    revoke_inline(&one, "cap");
+    assert!(!revoked(&mut b, "cap").unwrap());
 }
 
 // Proves a binding driven inline needs no runtime and shares the store's
@@ -86,10 +140,10 @@ fn an_inline_binding_answers_without_a_runtime_and_fails_closed_when_pending() {
     let (_rt, run) = binding("run-1");
     let inline = TrustBinding::inline(run.store.clone(), "run-1");
     let (mut a, _) = inline.kernel_stores();
-    let (b, _) = run.kernel_stores();
-    a.revocations.revoke("cap", 7).unwrap();
-    assert!(b.revocations.is_revoked("cap").unwrap());
-    assert!(a.revocations.is_revoked("cap").unwrap());
+    let (mut b, _) = run.kernel_stores();
+    revoke_inline(&inline, "cap");
+    assert!(revoked(&mut b, "cap").unwrap());
+    assert!(revoked(&mut a, "cap").unwrap());
     let pending = match poll_once(std::future::pending::<()>()) {
         Err(failure) => failure,
         Ok(()) => panic!("a pending future has no answer"),
@@ -103,14 +157,14 @@ fn an_inline_binding_answers_without_a_runtime_and_fails_closed_when_pending() {
 #[test]
 fn failed_issuer_refresh_fails_revocation_lookups() {
     let (_rt, binding) = binding("run-1");
-    let (stores, mut cache) = binding.kernel_stores();
+    let (mut stores, mut cache) = binding.kernel_stores();
     assert_eq!(cache.refresh(), Some(Vec::new()));
     assert_eq!(cache.refresh(), None, "a fresh set is cached");
     *cache.failure.lock().unwrap() = Some(StoreError::unavailable(
         StoreName::Revocation,
         "trust-control unavailable",
     ));
-    let error = stores.revocations.is_revoked("cap").unwrap_err();
+    let error = revoked(&mut stores, "cap").unwrap_err();
     assert!(
         error
             .to_string()
@@ -143,8 +197,8 @@ fn an_outage_reads_the_same_with_or_without_an_issuer_refresh() {
         "run-1",
         StoreDeadlines::default(),
     );
-    let (refreshed, mut cache) = binding.kernel_stores();
-    let (unrefreshed, _) = binding.kernel_stores();
+    let (mut refreshed, mut cache) = binding.kernel_stores();
+    let (mut unrefreshed, _) = binding.kernel_stores();
     for (fault, kind) in [
         (
             FaultAction::Partition {
@@ -166,8 +220,8 @@ fn an_outage_reads_the_same_with_or_without_an_issuer_refresh() {
         // The refresh falls due during the outage.
         cache.fetched_at = None;
         assert_eq!(cache.refresh(), None, "a refresh reached a cut-off store");
-        let after_refresh = refreshed.revocations.is_revoked("cap").unwrap_err();
-        let without = unrefreshed.revocations.is_revoked("cap").unwrap_err();
+        let after_refresh = revoked(&mut refreshed, "cap").unwrap_err();
+        let without = revoked(&mut unrefreshed, "cap").unwrap_err();
         assert_eq!(after_refresh, without);
         assert_eq!(
             without.to_string(),
@@ -186,6 +240,6 @@ fn an_outage_reads_the_same_with_or_without_an_issuer_refresh() {
             cache.refresh().is_some(),
             "the refresh after the outage failed"
         );
-        assert_eq!(refreshed.revocations.is_revoked("cap"), Ok(false));
+        assert_eq!(revoked(&mut refreshed, "cap"), Ok(false));
     }
 }

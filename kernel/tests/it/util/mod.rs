@@ -5,13 +5,15 @@
 
 use std::collections::BTreeMap;
 
+use chio_kernel::batch::{run_ops, BatchAnswers, BatchStore, StoreOp};
 use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::request::RequestProof;
-use chio_kernel::stores::KernelStores;
+use chio_kernel::stores::{InMemoryAuthority, KernelStores};
 use chio_kernel::token::{CapabilityBody, ScopeGrant, CAPABILITY_SCHEMA, FULL_SHARE_BPS};
 use chio_kernel::{
-    AdmissionTicket, CapabilityToken, Decision, Kernel, KernelConfig, ToolCallRequest, ToolOutput,
+    AdmissionTicket, CapabilityToken, Decision, Kernel, KernelConfig, StoreError, StoreName,
+    ToolCallRequest, ToolOutput,
 };
 use ed25519_dalek::SigningKey;
 use serde_json::{json, Value};
@@ -201,4 +203,41 @@ pub fn standard_files() -> BTreeMap<String, (String, Option<String>)> {
         files.insert(path.to_string(), (format!("contents of {path}"), None));
     }
     files
+}
+
+/// Authority state whose operations on one store fail as an unreachable
+/// store fails (`cause` names why), every other operation answered by
+/// in-memory state: a kernel over it meets that store's outage.
+pub struct FailingStore {
+    /// The store whose operations fail.
+    pub store: StoreName,
+    /// The cause the failure names.
+    pub cause: &'static str,
+    /// Everything else.
+    pub inner: InMemoryAuthority,
+}
+
+impl FailingStore {
+    /// Fails `store`'s operations with `cause`, over `inner`.
+    pub fn new(store: StoreName, cause: &'static str, inner: InMemoryAuthority) -> Self {
+        Self {
+            store,
+            cause,
+            inner,
+        }
+    }
+}
+
+impl BatchStore for FailingStore {
+    fn run(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
+        run_ops(&ops, |op| {
+            if op.store() == self.store {
+                return Err(StoreError::unavailable(self.store, self.cause));
+            }
+            match self.inner.run(vec![op.clone()]).pop() {
+                Some(answer) => answer,
+                None => Err(StoreError::unavailable(op.store(), "no answer")),
+            }
+        })
+    }
 }
