@@ -114,11 +114,32 @@ fn evidence(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     }
 }
 
-fn holds(bytes: &[u8], needle: &str) -> bool {
-    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+/// Whether `bytes` hold any run of 8 characters of the token (what the
+/// kernel's sealing rule promises for a sealed argument).
+fn holds(bytes: &[u8], token: &str) -> bool {
+    let chars: Vec<char> = token.chars().collect();
+    let text = String::from_utf8_lossy(bytes);
+    chars
+        .windows(chio_kernel::seal::WINDOW)
+        .any(|w| text.contains(w.iter().collect::<String>().as_str()))
 }
 
-// A session whose client sends a token and whose upstream answers it and a null is a bundle: its scenario reads the token from a sealed file and writes the null as { null = true }; replay re-decides every call identically; the token is in no file of the bundle but the sealed one and calls.jsonl, nor in what the edge or the replay print; a changed sealed file fails replay on its digest.
+/// `chio ARGS`'s standard output and error, asserting it exits 0.
+fn printed(args: &[&str]) -> String {
+    let output = std::process::Command::new(chio_bin())
+        .args(args)
+        .output()
+        .unwrap();
+    let both = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "chio {args:?}: {both}");
+    both
+}
+
+// A session whose client sends a token and whose upstream answers it and a null is a bundle: its scenario reads the token from a sealed file and writes the null as { null = true }; replay re-decides every call identically; no run of 8 of the token's characters is in a file of the bundle but the sealed one and calls.jsonl, nor in what the edge, replay (--json too) or explain print; a changed sealed file fails replay on its digest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
     let Some(python) = mcp_python() else { return };
@@ -174,6 +195,14 @@ async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
     );
     assert!(!holds(edge_stderr.as_bytes(), TOKEN), "{edge_stderr}");
     assert!(!holds(replayed.as_bytes(), TOKEN), "{replayed}");
+    let folder_arg = folder.to_str().unwrap();
+    let json = printed(&["arena", "replay", folder_arg, "--json"]);
+    assert!(!holds(json.as_bytes(), TOKEN), "{json}");
+    for step in ["call-1", "call-2", "call-3"] {
+        let explained = printed(&["arena", "explain", folder_arg, step]);
+        assert!(explained.contains(step), "{explained}");
+        assert!(!holds(explained.as_bytes(), TOKEN), "{explained}");
+    }
 
     let tampered = dir.path().join("tampered");
     copy_dir(&folder, &tampered);
