@@ -133,13 +133,14 @@ fn nulls_and_credentials_are_written_as_the_loader_reads_them() {
     assert!(!format!("{:?}", built.sealed).contains(TOKEN));
 }
 
-// What a scenario still cannot write is an error naming the call and the place, never the value: a key named like a credential, a credential inside an object written as a literal, a credential a sealed file cannot hold.
+// What a scenario still cannot write is an error naming the call and the place, never the value: a key named like a credential, a credential inside an object written as a literal, a credential a sealed file cannot hold, a key that is itself a credential (its object named, not the key).
 #[test]
 fn what_a_scenario_cannot_write_is_an_error_without_the_value() {
     for (arguments, place) in [
         (json!({"api_key": "x"}), "\"/api_key\""),
         (json!({"o": {"from_step": TOKEN}}), "\"/o/from_step\""),
         (json!({"text": format!("{TOKEN}\nmore")}), "\"/text\""),
+        (json!({"o": {TOKEN: 1}}), "\"/o\""),
     ] {
         let mut sent = call(2_000, "cap-1", "allow", None);
         sent["request"]["arguments"] = arguments;

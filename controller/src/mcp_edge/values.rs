@@ -24,7 +24,7 @@ use std::fmt;
 
 use chio_arena::scenario::sealed::seal_bytes;
 use chio_arena::scenario::value::REFERENCE_KEYS;
-use chio_arena::secrets::{credential_marker, key_finding};
+use chio_arena::secrets::{credential_marker, key_finding, SecretFinding};
 use serde_json::Value;
 
 /// Where, below the scenario's folder, the sealed files are written.
@@ -128,12 +128,19 @@ fn write(value: &Value, literal: bool, secrets: &mut Secrets) -> Result<String, 
             let mut out = Vec::new();
             for (key, member) in map {
                 let escaped = key.replace('~', "~0").replace('/', "~1");
-                if key_finding(key).is_some() {
-                    return Err((
-                        format!("/{escaped}"),
-                        "has a key the scenario loader refuses as a credential's name or shape"
-                            .to_string(),
-                    ));
+                match key_finding(key) {
+                    // The key is itself a credential: name its object only.
+                    Some(SecretFinding::Credential(_)) => {
+                        return Err(here("has a key that carries a credential"))
+                    }
+                    Some(SecretFinding::KeyName(_)) => {
+                        return Err((
+                            format!("/{escaped}"),
+                            "has a key the scenario loader refuses as a credential's name"
+                                .to_string(),
+                        ))
+                    }
+                    None => {}
                 }
                 let member = write(member, literal || wrap, secrets)
                     .map_err(|(at, why)| (format!("/{escaped}{at}"), why))?;
