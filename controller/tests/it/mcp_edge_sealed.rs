@@ -53,9 +53,9 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// Runs the session (the token echoed, a null answered, the token sent to
-/// a tool outside the capability); answers the session folder and the
-/// edge's standard error.
-async fn session(dir: &Path, python: &Path) -> (PathBuf, String) {
+/// a tool outside the capability) with `extra` edge arguments; answers the
+/// session folder, the edge's standard error and the echo's answer text.
+async fn session(dir: &Path, python: &Path, extra: &[String]) -> (PathBuf, String, String) {
     let authority = authority(dir);
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo,status", &[]);
@@ -69,24 +69,22 @@ async fn session(dir: &Path, python: &Path) -> (PathBuf, String) {
     );
     let folder = dir.join("session");
     let stderr = dir.join("edge.stderr");
-    let edge = Edge::start_with_stderr(
-        &[
-            "--upstream".into(),
-            upstream,
-            "--authority".into(),
-            authority.to_str().unwrap().into(),
-            "--session-out".into(),
-            folder.to_str().unwrap().into(),
-        ],
-        Stdio::from(std::fs::File::create(&stderr).unwrap()),
-    )
-    .await;
+    let mut args: Vec<String> = vec![
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+        "--session-out".into(),
+        folder.to_str().unwrap().into(),
+    ];
+    args.extend_from_slice(extra);
+    let edge =
+        Edge::start_with_stderr(&args, Stdio::from(std::fs::File::create(&stderr).unwrap())).await;
     let sent = json!({"text": TOKEN});
     let answered = edge
         .call(&token, &alice, "notes", "echo", &sent, "r-0")
         .await;
     assert_eq!(verdict(&answered), ("allow".to_string(), String::new()));
-    assert_eq!(text(&answered), TOKEN);
     let quiet = json!({"text": "all quiet"});
     let status = edge
         .call(&token, &alice, "notes", "status", &quiet, "r-1")
@@ -97,7 +95,25 @@ async fn session(dir: &Path, python: &Path) -> (PathBuf, String) {
         .await;
     assert_eq!(verdict(&refused).0, "deny");
     edge.stop().await;
-    (folder, std::fs::read_to_string(stderr).unwrap())
+    (
+        folder,
+        std::fs::read_to_string(stderr).unwrap(),
+        text(&answered),
+    )
+}
+
+/// The verdicts `calls.jsonl` records, in order.
+fn verdicts(folder: &Path) -> Vec<String> {
+    std::fs::read_to_string(folder.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["verdict"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }
 
 /// Every file below `dir`, by path, but the edge's own record of the calls.
@@ -144,7 +160,8 @@ fn printed(args: &[&str]) -> String {
 async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
     let Some(python) = mcp_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let (folder, edge_stderr) = session(dir.path(), &python).await;
+    let (folder, edge_stderr, echoed) = session(dir.path(), &python, &[]).await;
+    assert_eq!(echoed, TOKEN);
     let calls: Vec<Value> = std::fs::read_to_string(folder.join("calls.jsonl"))
         .unwrap()
         .lines()
@@ -218,4 +235,34 @@ async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
         "{out}"
     );
     assert!(!holds(out.as_bytes(), TOKEN), "{out}");
+}
+
+// With a secret-redaction guard scanning output (--policy), the echoed token is redacted at the edge (a rewrite); the equivalent scenario declares the guard, its recorded answer reads the token from the sealed file, and replay re-decides the rewrite identically, so the guard saw the value at replay as at the edge; no bundle file holds 8 of its characters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guard_redacting_the_sealed_answer_replays_alike() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[guards]]\nid = \"no-credentials-back\"\nkind = \"secret-redaction\"\n\n[guards.config]\nscan = [\"output\"]\n",
+    )
+    .unwrap();
+    let extra = ["--policy".to_string(), policy.to_str().unwrap().to_string()];
+    let (folder, edge_stderr, echoed) = session(dir.path(), &python, &extra).await;
+    assert!(
+        !holds(echoed.as_bytes(), TOKEN),
+        "the client got the token: {echoed}"
+    );
+    assert_eq!(verdicts(&folder), ["rewrite", "allow", "deny"]);
+    let (ok, replayed) = replay(&folder);
+    assert!(ok, "the session does not replay: {replayed}");
+    assert!(replayed.contains("no drift"), "{replayed}");
+    let mut files = Vec::new();
+    evidence(&folder, &mut files);
+    for (path, bytes) in &files {
+        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
+    }
+    assert!(!holds(edge_stderr.as_bytes(), TOKEN), "{edge_stderr}");
+    assert!(!holds(replayed.as_bytes(), TOKEN), "{replayed}");
 }
