@@ -260,8 +260,8 @@ with_world_rows! { error_table! {
     } => "CHIO-SCENARIO-RECORDED-ANSWER", Input, at: Some(field),
         summary: format!("the recorded answer at {field} is refused: {reason}"),
         help: "an answer names a call step of this server (step), or an agent, a declared tool and arguments; docs/scenario-schema.md, \"Recorded servers\", shows both";
-    /// An argument object that names a reference (`from_step`, `literal`,
-    /// `fixture`) but is not one the value grammar reads.
+    /// An argument or answer object that names a reference (`from_step`,
+    /// `literal`, `fixture`, `null`) but is not one the value grammar reads.
     ValueReference {
         /// Path of the object, its JSON pointer appended.
         field: String,
@@ -269,7 +269,7 @@ with_world_rows! { error_table! {
         problem: &'static str,
     } => "CHIO-SCENARIO-VALUE-REFERENCE", Input, at: Some(field),
         summary: format!("{field} is not a reference the value grammar reads: {problem}"),
-        help: "write { from_step = \"<step>\", pointer = \"/json/pointer\" }, or { literal = ... } for an object that should be sent as written; docs/scenario-schema.md, \"Values\"";
+        help: "write { from_step = \"<step>\", pointer = \"/json/pointer\" }, { null = true } for null, or { literal = ... } for an object that should be sent as written; docs/scenario-schema.md, \"Values\"";
     /// A reference to a step whose value the referring step cannot have.
     ValueSource {
         /// Path of the reference, its JSON pointer appended.

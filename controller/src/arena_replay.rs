@@ -261,7 +261,12 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
     }
     let sealed = &recorded.manifest.sealed;
-    if !sealed.is_empty() && args.sealed_from.is_none() {
+    // An edge session folder keeps its sealed files beside its scenario.
+    let sealed_from = args.sealed_from.clone().or_else(|| {
+        crate::mcp_edge::verify::is_session(&args.dir)
+            .then(|| args.dir.join(chio_arena::bundle::INPUTS_DIR))
+    });
+    if !sealed.is_empty() && sealed_from.is_none() {
         return Err(CliError::new(
             codes::SEALED_FROM,
             COMMAND,
@@ -275,7 +280,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (scenario, mut inputs) = load_for_run_sealed_from(
         COMMAND,
         &work.path().join(SCENARIO_INPUT),
-        args.sealed_from.as_deref(),
+        sealed_from.as_deref(),
     )?;
     // A replayed run keeps its recording among its inputs; a recording
     // run's bundle has it beside them (`arena_record`).

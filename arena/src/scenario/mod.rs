@@ -528,9 +528,35 @@ impl crate::model::AnswerDecl {
         }
     }
 
-    /// The answer's output as JSON.
-    pub fn output_json(&self) -> Result<serde_json::Value, ArenaError> {
-        validate::value_json(&self.output, "output")
+    /// The answer's output as JSON, read by the value grammar: each
+    /// `{ literal = ... }` and `{ null = true }` is the value it writes,
+    /// each `{ fixture = ... }` the text of its file in `sealed` (the
+    /// files the controller read; an answer naming one not there is
+    /// refused, never answered without it).
+    pub fn output_json(&self, sealed: &sealed::SealedSet) -> Result<serde_json::Value, ArenaError> {
+        use value::{resolve, Reference, Resolution};
+        let written = validate::value_json(&self.output, "output")?;
+        let mut lookup = |reference: &Reference| match reference {
+            Reference::Fixture { path } => sealed
+                .get(path)
+                .map(|text| serde_json::Value::String(text.text().to_string()))
+                .ok_or(()),
+            Reference::Step { .. } => Err(()),
+        };
+        resolve(&written, &mut lookup).map_err(|why| match why {
+            Resolution::Malformed(m) => ArenaError::ValueReference {
+                field: format!("output{}", m.at),
+                problem: m.problem,
+            },
+            Resolution::Unanswered { at, reference, .. } => ArenaError::SealedFixture {
+                field: format!("output{at}"),
+                path: match reference {
+                    Reference::Fixture { path } => path,
+                    Reference::Step { step, .. } => step,
+                },
+                problem: "it was not read where this world is resolved: only the controller reads sealed files, so a recorded answer that reads one is served by the embedded topology".to_string(),
+            },
+        })
     }
 }
 

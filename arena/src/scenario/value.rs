@@ -14,10 +14,11 @@
 //!   guards as the argument's value, and everything the run writes keeps
 //!   only its digest (see `crate::scenario::sealed`);
 //! - `{ literal = { ... } }`: the value as written, never read as a
-//!   reference, for an object that would otherwise read as one.
+//!   reference, for an object that would otherwise read as one;
+//! - `{ null = true }`: JSON's null, which TOML cannot write.
 //!
-//! An object with `from_step`, `literal` or `fixture` among its keys is a
-//! reference and nothing else: any other key beside them is refused at
+//! An object with `from_step`, `literal`, `fixture` or `null` among its
+//! keys is a reference and nothing else: any other key beside them is refused at
 //! load rather than guessed. A
 //! reference whose step was denied, withheld or not carried out, or whose
 //! pointer finds nothing, makes the call a deny with its own reason at run
@@ -28,7 +29,7 @@ use std::fmt;
 use serde_json::Value;
 
 /// The keys that make an object a reference.
-pub const REFERENCE_KEYS: [&str; 3] = ["from_step", "literal", "fixture"];
+pub const REFERENCE_KEYS: [&str; 4] = ["from_step", "literal", "fixture", "null"];
 
 /// A value the run produces, named by a reference.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,6 +126,8 @@ enum Reading<'a> {
     Reference(Reference),
     /// A literal: its value as written.
     Literal(&'a Value),
+    /// `{ null = true }`: JSON's null.
+    Null,
 }
 
 fn read<'v>(
@@ -168,6 +171,10 @@ fn read<'v>(
                 pointer,
             }))
         }
+        ["null"] if object.len() == 1 && object["null"] == Value::Bool(true) => Ok(Reading::Null),
+        ["null"] => Err(malformed(
+            "a null is written { null = true } and takes no other key; write { literal = { ... } } for an object with this key",
+        )),
         ["fixture"] => {
             if object.len() != 1 {
                 return Err(malformed(
@@ -182,7 +189,7 @@ fn read<'v>(
             Ok(Reading::Reference(Reference::Fixture { path: path.clone() }))
         }
         _ => Err(malformed(
-            "an object names at most one of from_step, literal and fixture; write { literal = { ... } } for an object with these keys",
+            "an object names at most one of from_step, literal, fixture and null; write { literal = { ... } } for an object with these keys",
         )),
     }
 }
@@ -208,7 +215,7 @@ fn walk(value: &Value, at: String, found: &mut Vec<Placed>) -> Result<(), Malfor
                 found.push(Placed { at, reference });
                 Ok(())
             }
-            Reading::Literal(_) => Ok(()),
+            Reading::Literal(_) | Reading::Null => Ok(()),
         },
         Value::Array(items) => {
             for (index, item) in items.iter().enumerate() {
@@ -279,6 +286,7 @@ fn resolve_at<E>(
                 lookup(&reference).map_err(|why| Resolution::Unanswered { at, reference, why })
             }
             Reading::Literal(inner) => Ok(inner.clone()),
+            Reading::Null => Ok(Value::Null),
         },
         Value::Array(items) => items
             .iter()
@@ -334,13 +342,14 @@ mod tests {
         assert!(!has_references(&json!({"note": {"text": "hello"}})));
     }
 
-    // Resolution substitutes each reference and unwraps each literal; the first unanswered reference stops it, named by its place.
+    // Resolution substitutes each reference, unwraps each literal and writes each { null = true } as null; the first unanswered reference stops it, named by its place.
     #[test]
     fn resolution_substitutes_or_stops_at_the_first_gap() {
         let args = json!({
             "to": {"from_step": "read-bill", "pointer": "/iban"},
             "raw": {"literal": {"from_step": "x"}},
             "n": 3,
+            "none": [{"null": true}],
         });
         let output = json!({"iban": "DE00 1234", "amount": "12.50"});
         let mut lookup = |r: &Reference| match r {
@@ -352,7 +361,7 @@ mod tests {
         let sent = resolve(&args, &mut lookup).unwrap();
         assert_eq!(
             sent,
-            json!({"to": "DE00 1234", "raw": {"from_step": "x"}, "n": 3})
+            json!({"to": "DE00 1234", "raw": {"from_step": "x"}, "n": 3, "none": [null]})
         );
         let missing = json!({"to": {"from_step": "read-bill", "pointer": "/bic"}});
         assert_eq!(
@@ -389,6 +398,9 @@ mod tests {
                 "/x",
             ),
             (json!({"x": {"fixture": 3}}), "/x"),
+            (json!({"x": {"null": false}}), "/x"),
+            (json!({"x": {"null": true, "y": 1}}), "/x"),
+            (json!({"x": {"null": true, "literal": 1}}), "/x"),
             (json!({"a~b/c": {"from_step": "s", "q": 1}}), "/a~0b~1c"),
         ] {
             let refused = references(&value).unwrap_err();
@@ -412,5 +424,50 @@ mod tests {
                 },
             }]
         );
+    }
+
+    /// `value` as a scenario writes it: each null as `{ null = true }`.
+    fn written(value: &Value) -> Value {
+        match value {
+            Value::Null => json!({"null": true}),
+            Value::Array(items) => Value::Array(items.iter().map(written).collect()),
+            Value::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(k, v)| (k.clone(), written(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    fn json_values() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            "[a-z ]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-k]{1,3}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        // Proves any JSON value with nulls at any depth, written with { null = true } and read back through TOML, resolves to itself and holds no reference.
+        #[test]
+        fn nulls_written_as_tables_read_back_as_null(value in json_values()) {
+            let text = format!("v = {}", toml::Value::try_from(written(&value)).unwrap());
+            let table: toml::Table = toml::from_str(&text).unwrap();
+            let read = serde_json::to_value(&table["v"]).unwrap();
+            proptest::prop_assert!(references(&read).unwrap().is_empty());
+            let mut lookup = |_: &Reference| Err::<Value, ()>(());
+            proptest::prop_assert_eq!(resolve(&read, &mut lookup).unwrap(), value);
+        }
     }
 }

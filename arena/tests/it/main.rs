@@ -17,6 +17,7 @@ mod fuzz_loader;
 mod loader_props;
 mod matrix_attempts;
 mod mcp_import_props;
+mod recorded_values;
 mod scenario_files;
 mod trace_import_props;
 mod value_props;

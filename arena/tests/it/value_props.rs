@@ -14,6 +14,7 @@ fn arb_value() -> impl Strategy<Value = Value> {
         Just("pointer".to_string()),
         Just("literal".to_string()),
         Just("fixture".to_string()),
+        Just("null".to_string()),
         "[a-z/~]{0,4}",
     ];
     let leaf = prop_oneof![

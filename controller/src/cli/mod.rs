@@ -208,8 +208,9 @@ pub struct ReplayArgs {
     /// The bundle folder a run wrote.
     pub dir: PathBuf,
     /// The folder of the scenario the bundle was run from, where its
-    /// sealed files (`{ fixture = ... }` arguments) are read again: a
-    /// bundle records only their digests.
+    /// sealed files (`{ fixture = ... }` values) are read again: a bundle
+    /// records only their digests. An MCP edge session folder's are read
+    /// from its `inputs/` without it.
     #[arg(long, value_name = "FOLDER")]
     pub sealed_from: Option<PathBuf>,
     /// Print canonical JSON (`chio.arena.replay/v1`).

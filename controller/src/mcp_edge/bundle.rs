@@ -5,10 +5,11 @@
 //! so a call dropped from the end, or any byte of the file changed, no
 //! longer matches), builds the equivalent scenario (`scenario`), runs it in
 //! the embedded topology as `chio arena run --keep-going --out` does and
-//! moves the run's bundle into the folder (`inputs/` with the scenario,
-//! `policies/`, `receipts.ndjson`, and `arena.json` last), so `chio arena
-//! replay DIR` re-decides every call and compares it with the edge's own
-//! record (`verify`).
+//! moves the run's bundle into the folder (`inputs/` with the scenario and
+//! the sealed files it reads, `inputs/fixtures/secrets/`, `policies/`,
+//! `receipts.ndjson`, and `arena.json` last), so `chio arena replay DIR`
+//! re-decides every call and compares it with the edge's own record
+//! (`verify`).
 
 use std::path::Path;
 
@@ -20,6 +21,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::scenario::{session_scenario, PROMPT_FILE, PROMPT_TEXT};
+use super::values::SealedFile;
 use crate::driver::{run_embedded_into, RunOptions};
 
 /// Schema id of `session-end.json`.
@@ -82,6 +84,8 @@ pub async fn finish(dir: &Path, key: &SigningKey) -> Result<(), String> {
     std::fs::write(world.join(PROMPT_FILE), PROMPT_TEXT)
         .and_then(|()| std::fs::write(world.join("scenario.toml"), &scenario.text))
         .map_err(|e| format!("the scenario: {}", e.kind()))?;
+    write_sealed(&world, &scenario.sealed)?;
+    let sealed = scenario.sealed.clone();
     let (scenario, inputs) =
         crate::arena_run::load_for_run("mcp serve", &world.join("scenario.toml"))
             .map_err(|e| format!("the equivalent scenario is refused: {}", e.message))?;
@@ -90,8 +94,34 @@ pub async fn finish(dir: &Path, key: &SigningKey) -> Result<(), String> {
         .await
         .map_err(|e| format!("the equivalent scenario did not run: {e}"))?
         .map_err(|e| format!("the bundle was not written: {e}"))?;
+    // The run's bundle records each sealed file's digest only; the session
+    // folder already holds the values (`calls.jsonl`), so it keeps the
+    // files beside the scenario, where `chio arena replay DIR` reads them.
+    write_sealed(&out.join(INPUTS_DIR), &sealed)?;
     for name in [INPUTS_DIR, POLICIES_DIR, RECEIPTS_FILE, MANIFEST_FILE] {
         std::fs::rename(out.join(name), dir.join(name)).map_err(|e| format!("{name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Writes each sealed file below `folder`, as the scenario names it, mode
+/// 0600: it holds a credential.
+fn write_sealed(folder: &Path, sealed: &[SealedFile]) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    for file in sealed {
+        let path = folder.join(&file.path);
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&path)
+            })
+            .and_then(|mut out| out.write_all(format!("{}\n", file.text).as_bytes()))
+            .map_err(|e| format!("{}: {}", file.path, e.kind()))?;
     }
     Ok(())
 }

@@ -41,6 +41,7 @@ mod serve;
 mod server;
 pub mod session;
 mod upstream;
+pub mod values;
 pub mod verify;
 
 /// The edge's one clock: the wall clock in Unix milliseconds, read once

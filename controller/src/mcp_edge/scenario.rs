@@ -31,6 +31,11 @@
 //! a scenario cannot name. None of these
 //! changes the state a later decision reads (budgets are charged only on
 //! admission), and replay checks them against their signed receipts.
+//!
+//! Arguments and answers are written as the loader reads them back
+//! ([`super::values`]): a null as `{ null = true }`, and a credential as a
+//! sealed file of the scenario's folder (`fixtures/secrets/`), which
+//! [`SessionScenario::sealed`] carries for the bundle writer.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +43,8 @@ use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
 use chio_arena::VirtualClock;
 use chio_kernel::token::CapabilityToken;
 use serde_json::{json, Value};
+
+use super::values::{sealed_inline, SealedFile, Secrets};
 
 /// The scenario's id.
 pub const SESSION_SCENARIO_ID: &str = "mcp-edge-session";
@@ -88,6 +95,8 @@ pub struct SessionScenario {
     pub text: String,
     /// Per line of `calls.jsonl`, in order: its step, or why it has none.
     pub steps: Vec<Presentation>,
+    /// The sealed files the text reads, below the scenario's folder.
+    pub sealed: Vec<SealedFile>,
 }
 
 /// The step id of the call numbered `seq`.
@@ -242,14 +251,19 @@ pub fn session_scenario(header: &Value, calls: &[Value]) -> Result<SessionScenar
             "\n[[agents]]\nid = \"{name}\"\nrole = \"client\"\nmodel = \"recorded:{name}\"\nseed_prompt_ref = \"{PROMPT_FILE}\"\nkernel = \"{KERNEL}\"\n"
         ));
     }
-    text.push_str(&servers(header, &decided)?);
+    let mut secrets = Secrets::default();
+    text.push_str(&servers(header, &decided, &mut secrets)?);
     text.push_str(&grants(header, &decided, &agents, start_ms)?);
     let presented = decided.iter().map(|d| d.token.id.clone()).collect();
     text.push_str(&super::budgets::scenario_tables(
         header, &agents, &presented,
     )?);
-    text.push_str(&call_steps(&decided, &agents, start_ms)?);
-    Ok(SessionScenario { text, steps })
+    text.push_str(&call_steps(&decided, &agents, start_ms, &mut secrets)?);
+    Ok(SessionScenario {
+        text,
+        steps,
+        sealed: secrets.into_files(),
+    })
 }
 
 /// Each client key's agent name. A scenario agent's session is its id, so
@@ -294,7 +308,7 @@ fn head(clock_start: &str, agents: usize) -> String {
 
 /// One recorded server per upstream, declaring its listed tools and
 /// answering each admitted call with the upstream's answer.
-fn servers(header: &Value, decided: &[Decided]) -> Result<String, String> {
+fn servers(header: &Value, decided: &[Decided], secrets: &mut Secrets) -> Result<String, String> {
     let mut out = String::new();
     for upstream in header["upstreams"].as_array().into_iter().flatten() {
         let id = upstream["id"].as_str().ok_or("an upstream has no id")?;
@@ -312,7 +326,7 @@ fn servers(header: &Value, decided: &[Decided]) -> Result<String, String> {
         ));
         for d in decided.iter().filter(|d| d.server == id) {
             if let Some(answer) = &d.upstream {
-                let output = toml_inline(answer)
+                let output = sealed_inline(answer, secrets)
                     .map_err(|e| format!("call {}: the upstream's answer {e}", d.seq))?;
                 out.push_str(&format!(
                     "\n[[servers.answers]]\nstep = \"{}\"\noutput = {output}\n",
@@ -403,6 +417,7 @@ fn call_steps(
     decided: &[Decided],
     agents: &BTreeMap<String, String>,
     start_ms: u64,
+    secrets: &mut Secrets,
 ) -> Result<String, String> {
     let mut out = String::new();
     let mut last: Option<u64> = None;
@@ -424,7 +439,7 @@ fn call_steps(
             toml_inline(&json!(d.server))?,
             toml_inline(&json!(d.tool))?,
             toml_inline(&json!(d.token.id))?,
-            toml_inline(&d.arguments)
+            sealed_inline(&d.arguments, secrets)
                 .map_err(|e| format!("call {}: its arguments {e}", d.seq))?,
         ));
         if let Some(code) = &d.reason_code {

@@ -80,15 +80,103 @@ fn wall_clock_instants_become_the_scenario_clock() {
     assert!(text.contains("capability = \"cap-1\""), "{text}");
 }
 
-// An answer holding a JSON null, or a session with no call to re-decide, has no scenario.
+// A session with no call to re-decide has no scenario.
 #[test]
-fn what_a_scenario_cannot_hold_is_an_error() {
-    let mut null_answer = call(2_000, "cap-1", "allow", None);
-    null_answer["upstream"]["structuredContent"] = json!({"v": null});
-    let err = session_scenario(&header(), &[null_answer]).unwrap_err();
-    assert!(err.contains("call 1") && err.contains("null"), "{err}");
+fn a_session_without_a_redecided_call_is_an_error() {
     let err = session_scenario(&header(), &[]).unwrap_err();
     assert!(err.contains("no call"), "{err}");
+}
+
+const TOKEN: &str = "ghp_7Hq2Lw9Zx4Rt6Yp1Kd8Mv3Nc5Bg0Fj2Se4Ua";
+
+// A null in an answer is written { null = true }; a credential in the arguments or an answer is one sealed file per distinct text, named in order of first use, and the text never holds it.
+#[test]
+fn nulls_and_credentials_are_written_as_the_loader_reads_them() {
+    let mut sent = call(2_000, "cap-1", "allow", None);
+    sent["request"]["arguments"] = json!({"text": TOKEN});
+    sent["upstream"] = json!({"content": [{"type": "text", "text": TOKEN}],
+        "structuredContent": {"previous": null, "other": "password=hunter22"}});
+    let built = session_scenario(&header(), &[sent]).unwrap();
+    assert!(!built.text.contains(TOKEN), "{}", built.text);
+    assert!(!built.text.contains("hunter22"), "{}", built.text);
+    assert!(
+        built
+            .text
+            .contains("\"text\" = { fixture = \"fixtures/secrets/secret-1.txt\" }"),
+        "{}",
+        built.text
+    );
+    assert!(
+        built
+            .text
+            .contains("\"other\" = { fixture = \"fixtures/secrets/secret-2.txt\" }"),
+        "{}",
+        built.text
+    );
+    assert!(
+        built.text.contains("\"previous\" = { null = true }"),
+        "{}",
+        built.text
+    );
+    let files: Vec<(&str, &str)> = built
+        .sealed
+        .iter()
+        .map(|f| (f.path.as_str(), f.text.as_str()))
+        .collect();
+    assert_eq!(
+        files,
+        [
+            ("fixtures/secrets/secret-1.txt", TOKEN),
+            ("fixtures/secrets/secret-2.txt", "password=hunter22"),
+        ]
+    );
+    assert!(!format!("{:?}", built.sealed).contains(TOKEN));
+}
+
+// What a scenario still cannot write is an error naming the call and the place, never the value: a key named like a credential, a credential inside an object written as a literal, a credential a sealed file cannot hold, a key that is itself a credential (its object named, not the key).
+#[test]
+fn what_a_scenario_cannot_write_is_an_error_without_the_value() {
+    for (arguments, place) in [
+        (json!({"api_key": "x"}), "\"/api_key\""),
+        (json!({"o": {"from_step": TOKEN}}), "\"/o/from_step\""),
+        (json!({"text": format!("{TOKEN}\nmore")}), "\"/text\""),
+        (json!({"o": {TOKEN: 1}}), "\"/o\""),
+    ] {
+        let mut sent = call(2_000, "cap-1", "allow", None);
+        sent["request"]["arguments"] = arguments;
+        let err = session_scenario(&header(), &[sent]).unwrap_err();
+        assert!(err.contains("call 1") && err.contains(place), "{err}");
+        assert!(!err.contains("7Hq2Lw9Z"), "{err}");
+    }
+}
+
+// An object with a key of the value grammar is written as a literal, and the text loads back, every sealed file read, as the scenario the loader runs.
+#[test]
+fn the_written_scenario_loads_with_its_sealed_files() {
+    let mut sent = call(2_000, "cap-1", "allow", None);
+    sent["request"]["arguments"] = json!({"text": TOKEN});
+    sent["upstream"] = json!({"content": [{"type": "text", "text": TOKEN}],
+        "structuredContent": {"literal": 1, "n": 2}});
+    let built = session_scenario(&header(), &[sent]).unwrap();
+    assert!(
+        built
+            .text
+            .contains("\"structuredContent\" = { literal = { \"literal\" = 1, \"n\" = 2 } }"),
+        "{}",
+        built.text
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(PROMPT_FILE), PROMPT_TEXT).unwrap();
+    std::fs::write(dir.path().join("scenario.toml"), &built.text).unwrap();
+    for file in &built.sealed {
+        let path = dir.path().join(&file.path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("{}\n", file.text)).unwrap();
+    }
+    let scenario = chio_arena::scenario::load_scenario(dir.path().join("scenario.toml")).unwrap();
+    let sealed = scenario.sealed();
+    assert_eq!(sealed.len(), 1);
+    assert_eq!(sealed["fixtures/secrets/secret-1.txt"].text(), TOKEN);
 }
 
 // A client that kept to one session is named by it, so a reason naming the session's label key reads the same at replay; a client with two sessions, or a session id a scenario cannot name, gives client-N names for every agent.

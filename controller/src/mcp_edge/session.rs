@@ -23,6 +23,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -137,6 +138,9 @@ impl Session {
             return Err(fail("exists and is not empty".to_string()));
         }
         std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create: {}", e.kind())))?;
+        // The folder holds the session's traffic, credentials included.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| fail(format!("cannot make it private: {}", e.kind())))?;
         let mut header = header.clone();
         header["schema"] = json!(SESSION_SCHEMA);
         let text = serde_json::to_string_pretty(&header).map_err(|e| fail(e.to_string()))?;

@@ -12,14 +12,15 @@
 //!   reason, reason code and receipt fields (all but the time, the ids and
 //!   the keys) as the edge gave it;
 //! - `inputs/scenario.toml` is the scenario the edge's builder makes of
-//!   `session.json` and `calls.jsonl`.
+//!   `session.json` and `calls.jsonl`, and each sealed file it reads
+//!   (`inputs/fixtures/secrets/`) holds the value `calls.jsonl` records.
 //!
 //! Each mismatch is one line naming the call's step (`call-<seq>`) or the
 //! file, never a recorded value.
 
 use std::path::Path;
 
-use chio_arena::bundle::{Bundle, StepRecord};
+use chio_arena::bundle::{Bundle, StepRecord, INPUTS_DIR};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::keys::parse_public_key_hex;
 use chio_kernel::receipt::{canonical_sha256, SignedReceipt};
@@ -83,6 +84,15 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
                 found.push(format!(
                     "inputs/scenario.toml: not the scenario of {SESSION_FILE} and {CALLS_FILE}"
                 ));
+            }
+            for file in &built.sealed {
+                let held = std::fs::read(dir.join(INPUTS_DIR).join(&file.path)).ok();
+                if held.as_deref() != Some(format!("{}\n", file.text).as_bytes()) {
+                    found.push(format!(
+                        "{INPUTS_DIR}/{}: not the value {CALLS_FILE} records",
+                        file.path
+                    ));
+                }
             }
         }
         Err(e) => found.push(format!("{CALLS_FILE}: no scenario can be built: {e}")),

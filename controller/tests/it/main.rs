@@ -49,6 +49,7 @@ mod mcp_edge_bench;
 mod mcp_edge_bundle;
 mod mcp_edge_http;
 mod mcp_edge_parity;
+mod mcp_edge_sealed;
 mod pipeline;
 mod promoted;
 mod refusal_parity;

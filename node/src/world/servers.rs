@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use chio_arena::model::ServerDecl;
+use chio_arena::scenario::sealed::SealedSet;
 use chio_arena::{Scenario, ServerKind};
 use chio_kernel::label::{Integrity, Label};
 
@@ -27,7 +28,7 @@ pub(super) fn resolve_servers(
                 id: server.id.clone(),
                 kernel: server.kernel.clone(),
                 node,
-                config: server_config(server, fixtures)?,
+                config: server_config(server, fixtures, scenario.sealed())?,
                 integrity: integrity_policy(server)?,
                 fields: chio_arena::scenario::tools::field_labels(server),
             },
@@ -72,6 +73,7 @@ fn integrity_policy(server: &ServerDecl) -> Result<IntegrityPolicy, NodeError> {
 fn server_config(
     server: &ServerDecl,
     fixtures: &FixtureSet,
+    sealed: &SealedSet,
 ) -> Result<ToolServerConfig, NodeError> {
     let kind = ServerKind::parse(&server.kind)
         .ok_or_else(|| NodeError::Scenario(format!("server {} has unknown kind", server.id)))?;
@@ -96,7 +98,7 @@ fn server_config(
         },
         ServerKind::Http => ToolServerConfig::Http,
         ServerKind::Recorded => ToolServerConfig::Recorded {
-            answers: recorded_answers(server)?,
+            answers: recorded_answers(server, sealed)?,
             labels: server_labels(server)?,
         },
         ServerKind::Bank => ToolServerConfig::Bank,
@@ -156,8 +158,12 @@ fn server_labels(server: &ServerDecl) -> Result<Vec<(String, Label)>, NodeError>
 }
 
 /// A recorded server's answers, in declaration order, each call answer's
-/// arguments in canonical JSON.
-fn recorded_answers(server: &ServerDecl) -> Result<Vec<RecordedAnswer>, NodeError> {
+/// arguments in canonical JSON, each output read by the value grammar
+/// (its sealed files from `sealed`).
+fn recorded_answers(
+    server: &ServerDecl,
+    sealed: &SealedSet,
+) -> Result<Vec<RecordedAnswer>, NodeError> {
     let invalid = |j: usize, why: &str| {
         NodeError::Scenario(format!("server {} answers[{j}] {why}", server.id))
     };
@@ -183,9 +189,12 @@ fn recorded_answers(server: &ServerDecl) -> Result<Vec<RecordedAnswer>, NodeErro
         answers.push(RecordedAnswer {
             matches,
             ok: answer.ok.unwrap_or(true),
-            output: answer
-                .output_json()
-                .map_err(|_| invalid(j, "has an output JSON cannot hold"))?,
+            output: answer.output_json(sealed).map_err(|e| match e {
+                chio_arena::ArenaError::SealedFixture { .. } => {
+                    NodeError::Scenario(format!("server {} answers[{j}]: {e}", server.id))
+                }
+                _ => invalid(j, "has an output JSON cannot hold"),
+            })?,
         });
     }
     Ok(answers)

@@ -18,5 +18,6 @@ mod definition_goals;
 mod executor;
 mod fuzz_grpc;
 mod one_node;
+mod sealed_answers;
 mod service;
 mod simulated_faults;

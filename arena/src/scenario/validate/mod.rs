@@ -296,8 +296,11 @@ fn build(
         delegations,
         redefinitions,
         references: _,
-        sealed: sealed_paths,
+        sealed: mut sealed_paths,
     } = resolved.steps;
+    for (path, field) in recorded::answer_sealed_paths(&file) {
+        sealed_paths.entry(path).or_insert(field);
+    }
     let steps = match (held, spans) {
         (Some(mut held), _) => {
             for (step, slot) in held.iter_mut().zip(&resolutions) {

@@ -37,7 +37,8 @@ impl Validator<'_> {
         let agents = self.agent_ids();
         for (j, answer) in server.answers.iter().flatten().enumerate() {
             let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
-            let output = toml_to_json(&answer.output, &at("output"))?;
+            let output =
+                answer_output(toml_to_json(&answer.output, &at("output"))?, &at("output"))?;
             let Some(step) = &answer.step else {
                 let agent = answer
                     .agent
@@ -58,7 +59,9 @@ impl Validator<'_> {
                 if let Some(why) = schema_failure(&validator, &arguments) {
                     return Err(refused(at("arguments"), &server.id, tool, why.to_string()));
                 }
-                return_output(contract, answer, output, &at("output"))?;
+                if let Some(output) = output {
+                    return_output(contract, answer, output, &at("output"))?;
+                }
                 continue;
             };
             check_id(step, at("step"))?;
@@ -196,12 +199,64 @@ impl Validator<'_> {
                 // The step's tool is declared (the call step's check).
                 if let Some(contract) = tools.iter().find(|t| t.name == call.tool) {
                     let output = toml_to_json(&answer.output, &at("output"))?;
-                    return_output(contract, answer, output, &at("output"))?;
+                    if let Some(output) = answer_output(output, &at("output"))? {
+                        return_output(contract, answer, output, &at("output"))?;
+                    }
                 }
             }
         }
         Ok(())
     }
+}
+
+/// An answer's output read by the value grammar, as a call's arguments
+/// are: `{ literal = ... }` and `{ null = true }` are the values they
+/// write, and a `{ fixture = ... }` is a sealed text read once the
+/// scenario's folder is known (`None`: the output is then not known at
+/// load and its schema is not checked, as for arguments). An answer reads
+/// no step's output.
+pub(crate) fn answer_output(output: Value, field: &str) -> Result<Option<Value>, ArenaError> {
+    use crate::scenario::value::{references, resolve, Reference};
+    let placed = references(&output).map_err(|m| ArenaError::ValueReference {
+        field: format!("{field}{}", m.at),
+        problem: m.problem,
+    })?;
+    if let Some(step) = placed
+        .iter()
+        .find(|p| matches!(p.reference, Reference::Step { .. }))
+    {
+        return Err(ArenaError::RecordedAnswer {
+            field: format!("{field}{}", step.at),
+            reason: "an answer reads no step's output: write the value, or { literal = { ... } } for an object with the key from_step".to_string(),
+        });
+    }
+    if !placed.is_empty() {
+        return Ok(None);
+    }
+    let mut lookup = |_: &Reference| Err::<Value, ()>(());
+    Ok(resolve(&output, &mut lookup).ok())
+}
+
+/// Each sealed file a recorded answer's output reads (`{ fixture = ...
+/// }`), with the first output naming it.
+pub(crate) fn answer_sealed_paths(file: &crate::model::ScenarioFile) -> BTreeMap<String, String> {
+    use crate::scenario::value::{references, Reference};
+    let mut paths = BTreeMap::new();
+    for (i, server) in file.servers.iter().enumerate() {
+        for (j, answer) in server.answers.iter().flatten().enumerate() {
+            let field = format!("servers[{i}].answers[{j}].output");
+            // The grammar was checked with the world.
+            let output = toml_to_json(&answer.output, &field).unwrap_or_default();
+            for placed in references(&output).unwrap_or_default() {
+                if let Reference::Fixture { path } = placed.reference {
+                    paths
+                        .entry(path)
+                        .or_insert_with(|| format!("{field}{}", placed.at));
+                }
+            }
+        }
+    }
+    paths
 }
 
 /// The declared tool `tool` of `server`, or the refusal naming the closest.

@@ -162,12 +162,17 @@ pub struct Edge {
 impl Edge {
     /// Starts `chio mcp serve --stdio ARGS` and completes the handshake.
     pub async fn start(args: &[String]) -> Edge {
+        Self::start_with_stderr(args, Stdio::inherit()).await
+    }
+
+    /// [`Edge::start`] with the edge's standard error written to `stderr`.
+    pub async fn start_with_stderr(args: &[String], stderr: Stdio) -> Edge {
         let mut child = Command::new(chio_bin())
             .args(["mcp", "serve", "--stdio"])
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .expect("spawn chio mcp serve");
