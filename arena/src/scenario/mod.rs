@@ -431,6 +431,7 @@ impl Scenario {
         let mut read = sealed::SealedSet::new();
         for (path, field) in &self.sealed_paths {
             let text = sealed::read_sealed(folder, path, field, &server_folders)?;
+            sealed::refuse_served(&self.fixtures, &text, path, field)?;
             read.insert(path.clone(), text);
         }
         self.sealed = read;

@@ -24,7 +24,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use crate::error::ArenaError;
-use crate::fixtures::check_folder;
+use crate::fixtures::{check_folder, FixtureSet};
 
 /// The most characters a sealed value may have.
 pub const MAX_CHARS: usize = 65_536;
@@ -103,12 +103,52 @@ pub fn read_sealed(
             entry: Some(normalized),
         });
     }
+    // The same rule on the resolved paths: a link outside a fixtures folder
+    // to a file inside one, or a fixtures folder that is a link to the
+    // sealed file's folder, still puts the value where agents read it.
+    if let Some(folder) = server_folders.iter().find(|folder| {
+        base_dir
+            .join(folder.as_str())
+            .canonicalize()
+            .is_ok_and(|resolved| real.starts_with(resolved))
+    }) {
+        return Err(refuse(format!(
+            "it resolves into the fixtures folder {folder:?} of a server, which the bundle copies and agents can read"
+        )));
+    }
     if !real.is_file() {
         return Err(refuse("it is not a regular file".to_string()));
     }
     let bytes =
         std::fs::read(&real).map_err(|e| refuse(format!("it cannot be read: {}", e.kind())))?;
     seal_bytes(bytes).map_err(refuse)
+}
+
+/// Refuses a sealed value that a file a server serves holds, whatever path
+/// put it there (a copy, a link into the sealed file's folder, a link to
+/// the file): agents read it through the server and the bundle copies it.
+/// The message names the server and the file, never the value.
+pub fn refuse_served(
+    fixtures: &FixtureSet,
+    sealed: &SealedText,
+    path: &str,
+    field: &str,
+) -> Result<(), ArenaError> {
+    for (server, files) in &fixtures.servers {
+        if let Some((file, _)) = files
+            .iter()
+            .find(|(_, content)| content.contains(sealed.text()))
+        {
+            return Err(ArenaError::SealedFixture {
+                field: field.to_string(),
+                path: path.to_string(),
+                problem: format!(
+                    "the fixture {file:?} that server {server:?} serves holds its value, which the bundle copies and agents can read"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The sealed value of a file's bytes, or what is wrong with them (never

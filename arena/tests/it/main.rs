@@ -19,5 +19,6 @@ mod matrix_attempts;
 mod mcp_import_props;
 mod recorded_values;
 mod scenario_files;
+mod sealed_links;
 mod trace_import_props;
 mod value_props;
