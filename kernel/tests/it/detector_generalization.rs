@@ -2,8 +2,8 @@
 //! second corpus under `tests/corpus/generalization/` (provenance, licences
 //! and the split rule in its `PROVENANCE.md`): injection strings and benign
 //! text from public packages the detector was not built from, in a tuning
-//! split, a held-out split and a fresh held-out split from five more
-//! packages.
+//! split, a held-out split, a fresh split from five more packages and a
+//! fourth held-out split from seven more.
 //!
 //! Every text goes through the guard's request stage (as the `content`
 //! argument of `write_file`) and its output stage (as the content
@@ -11,18 +11,20 @@
 //! guard's default configuration. Each held-out split was committed, with
 //! its digests, before the detector was tuned against the splits before
 //! it: the held-out split before tuning on the tuning split, the fresh
-//! split before tuning on the tuning and held-out splits.
+//! split before tuning on the tuning and held-out splits, the fourth split
+//! before tuning on the tuning, held-out and fresh splits.
 //! The tables print per split, package, family and delivery; the run is
 //! deterministic (sorted files, fixed order, counts only).
 //!
 //! Run: `cargo test -p chio-kernel --test it -- detector_generalization::
 //! --nocapture`. `generalization_rates` fails if a split's detection falls
 //! below its recorded floor ([`MIN_HELD_OUT_PERCENT`],
-//! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`]) or false positives pass
+//! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`], [`MIN_FOURTH_PERCENT`]) or
+//! false positives pass
 //! [`MAX_FALSE_POSITIVE_PERCENT`] on any split, in either delivery.
 //! `DETECTOR_BENCH_SHOW=1` prints the misses and false positives of the
-//! tuning and held-out splits, both tuning data since the fresh split was
-//! committed (never the fresh split's).
+//! tuning, held-out and fresh splits, all tuning data since the fourth split
+//! was committed (never the fourth split's).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -101,6 +103,12 @@ fn fresh_split_is_the_committed_one() {
     assert_split_matches_digests("fresh", "fresh.sha256", 12);
 }
 
+// Every file of the fourth held-out split has the sha256 committed with it, before the detector was tuned on the splits before it, and none is missing or added.
+#[test]
+fn fourth_split_is_the_committed_one() {
+    assert_split_matches_digests("fourth", "fourth.sha256", 12);
+}
+
 /// The held-out split's detection floor, per delivery, in percent: the
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
 /// fails here. This split was measured and published before the fresh split
@@ -111,16 +119,22 @@ const MIN_HELD_OUT_PERCENT: usize = 88;
 /// figure, rounded down).
 const MIN_TUNING_PERCENT: usize = 91;
 
-/// The fresh held-out split's detection floor, per delivery, in percent:
+/// The fresh split's detection floor, per delivery, in percent: the figure
+/// recorded in `docs/benchmarks.md`, rounded down. Measured held out once,
+/// tuning data since the fourth split was committed.
+const MIN_FRESH_PERCENT: usize = 27;
+
+/// The fourth held-out split's detection floor, per delivery, in percent:
 /// the figure recorded in `docs/benchmarks.md`, rounded down. The goal is
 /// 80; see `docs/security.md` for what is missed.
-const MIN_FRESH_PERCENT: usize = 27;
+const MIN_FOURTH_PERCENT: usize = 38;
 
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
     match split {
         "heldout" => MIN_HELD_OUT_PERCENT,
         "fresh" => MIN_FRESH_PERCENT,
+        "fourth" => MIN_FOURTH_PERCENT,
         _ => MIN_TUNING_PERCENT,
     }
 }
@@ -301,7 +315,7 @@ fn table(title: &str, columns: [&str; 2], rows: &[Row]) -> String {
 fn generalization_rates() {
     let guard = default_guard();
     let mut checks = Vec::new();
-    for split in ["tuning", "heldout", "fresh"] {
+    for split in ["tuning", "heldout", "fresh", "fourth"] {
         let attacks = families(split, "attack");
         let benign = families(split, "benign");
         let attack_items: usize = attacks.iter().map(|f| f.1.len()).sum();
@@ -329,7 +343,7 @@ fn generalization_rates() {
                 &benign_rows
             )
         );
-        if split != "fresh" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
+        if split != "fourth" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
             show(guard.as_ref(), &attacks, &benign);
         }
         checks.push((split, attack_rows, benign_rows));
@@ -354,8 +368,8 @@ fn generalization_rates() {
 }
 
 /// Prints a split's misses and false positives (output delivery), for
-/// working on the detector: the tuning and held-out splits, never the fresh
-/// split.
+/// working on the detector: the tuning, held-out and fresh splits, never the
+/// fourth split.
 fn show(guard: &dyn Guard, attacks: &[Family], benign: &[Family]) {
     for (family, items) in attacks {
         for text in items.iter().filter(|t| !denied(guard, t, Delivery::Output)) {
