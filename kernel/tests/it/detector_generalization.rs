@@ -113,7 +113,7 @@ fn fourth_split_is_the_committed_one() {
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
 /// fails here. This split was measured and published before the fresh split
 /// was made, and has been tuning data since.
-const MIN_HELD_OUT_PERCENT: usize = 88;
+const MIN_HELD_OUT_PERCENT: usize = 90;
 
 /// The tuning split's detection floor, per delivery, in percent (recorded
 /// figure, rounded down).
@@ -122,12 +122,12 @@ const MIN_TUNING_PERCENT: usize = 91;
 /// The fresh split's detection floor, per delivery, in percent: the figure
 /// recorded in `docs/benchmarks.md`, rounded down. Measured held out once,
 /// tuning data since the fourth split was committed.
-const MIN_FRESH_PERCENT: usize = 27;
+const MIN_FRESH_PERCENT: usize = 74;
 
 /// The fourth held-out split's detection floor, per delivery, in percent:
 /// the figure recorded in `docs/benchmarks.md`, rounded down. The goal is
 /// 80; see `docs/security.md` for what is missed.
-const MIN_FOURTH_PERCENT: usize = 38;
+const MIN_FOURTH_PERCENT: usize = 43;
 
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
@@ -341,7 +341,7 @@ fn table(title: &str, columns: [&str; 2], rows: &[Row]) -> String {
     out
 }
 
-// Both splits through the guard's request and output stages: prints the tables; the held-out split meets the detection target and both splits the false-positive ceiling.
+// Every split through the guard's request and output stages: prints the tables; each split meets its detection floor and the false-positive ceiling.
 #[test]
 fn generalization_rates() {
     let guard = default_guard();
