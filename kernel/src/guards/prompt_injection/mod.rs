@@ -28,13 +28,21 @@
 //!   consequential tool calls, overrides of earlier messages, tasks or
 //!   information, cancelled tasks and notices forged as coming from the
 //!   system or its developers (`jailbreak.rs`); and the same in other
-//!   languages (`languages.rs`);
+//!   languages (`languages.rs`); overrides of `everything` or of the
+//!   documents given, announced task switches, roles only a model is given,
+//!   forged system alerts, claimed authority switching safeguards off, and
+//!   override verb and instruction noun in either order in a dozen more
+//!   languages and scripts (`retask.rs`);
 //! - `system-prompt-leak`: a disclosure verb (`reveal`, `print`, `repeat`,
 //!   `dump`, ...) followed within seven words by a hidden-context phrase
 //!   (`system prompt`, `system message`, `hidden instructions`, ...); and
 //!   requests for the instructions or the text above, and markdown-image
 //!   exfiltration, and requests for what the model holds as its own
-//!   (`leak.rs`), also in other languages (`languages.rs`);
+//!   (`leak.rs`), also in other languages (`languages.rs`); requests for
+//!   the text before the request, for the instructions the model was given
+//!   in other words, for a secret spelled to slip past a filter, scripts
+//!   sending cookies or storage to an address, and requests to send
+//!   credentials or a mailbox to an address (`retask.rs`);
 //! - `tool-name-spoof`: text dressed as a tool invocation: a tool tag
 //!   (`<tool_call`, `< tool_call >`, `</function_calls>`, `<invoke ...>`), a
 //!   tool special token (`<|tool_call|>`), a tool-call key (`"tool_call":`,
@@ -43,13 +51,16 @@
 //! - `json-payload-smuggle`: an object shaped like a tool call or a
 //!   privileged chat message, in text (JSON, single-quoted JSON, Python
 //!   dicts, at any nesting depth, escaped inside JSON strings at any level
-//!   up to the budget) or in the JSON value itself (`structure.rs`);
+//!   up to the budget) or in the JSON value itself (`structure.rs`); in
+//!   text also a call with its arguments inline (`{"tool": "run_shell",
+//!   "command": ...}`);
 //! - `delimiter-confusion`: chat-template and role delimiters however they
 //!   are spaced: any `<|...|>` special token, `[INST]`, `<<SYS>>`, role tags
 //!   (`<system>`, `</system>` around prose, `</user>`), a `### system` or
 //!   `###(system_message)` heading, boundary phrases (`end of user input`,
 //!   ...); and bracketed roles, compound role labels, tokens as plain tags
-//!   and forged user and assistant turns (`roles.rs`).
+//!   and forged user and assistant turns (`roles.rs`); the end of the prompt
+//!   declared and a new prompt begun (`retask.rs`).
 //!
 //! The guard scans every key and string of the value in canonical order
 //! (objects by RFC 8785 key order, whatever order the request's map holds,
@@ -73,7 +84,7 @@
 //! Modules: `normalise` (the readings), `scan` (the text scan and the value
 //! walk), `definition` (the reader over a tool definition), `rules` (the verb rules and the views), `markup` (tool and
 //! delimiter markup), `roles`, `address`, `leak`, `actions`, `jailbreak`,
-//! `languages` (the rules named above), `structure` (`json-payload-smuggle` and the budget),
+//! `languages`, `retask` (the rules named above), `structure` (`json-payload-smuggle` and the budget),
 //! `tests`.
 
 use serde::Deserialize;
@@ -95,6 +106,7 @@ mod languages;
 mod leak;
 mod markup;
 mod normalise;
+mod retask;
 mod roles;
 mod rules;
 mod scan;

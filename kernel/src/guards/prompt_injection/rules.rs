@@ -13,7 +13,7 @@
 //! thousandths ([`Outcome::Near`]), for the adversary search.
 
 use super::Pattern;
-use super::{address, jailbreak, languages, leak, markup};
+use super::{address, jailbreak, languages, leak, markup, retask};
 
 /// What one rule concluded about one reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,15 +146,17 @@ pub fn check(pattern: Pattern, views: &Views) -> Outcome {
             .fold(Outcome::Miss, Outcome::or)
             .or(address::check(&views.lines, is_instruction_noun))
             .or(jailbreak::check(views))
-            .or(languages::override_check(views)),
+            .or(languages::override_check(views))
+            .or(retask::check(views)),
         Pattern::SystemPromptLeak => sentences(&views.flat)
             .map(|s| disclose_hidden_context(&words(s)))
             .fold(Outcome::Miss, Outcome::or)
             .or(leak::check(views))
-            .or(languages::leak_check(views)),
+            .or(languages::leak_check(views))
+            .or(retask::leak_check(views)),
         Pattern::ToolNameSpoof => markup::tool_spoof(views),
         Pattern::JsonPayloadSmuggle => Outcome::Miss,
-        Pattern::DelimiterConfusion => markup::delimiter(views),
+        Pattern::DelimiterConfusion => markup::delimiter(views).or(retask::delimiter_check(views)),
     }
 }
 

@@ -190,7 +190,7 @@ fn value_shape(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
         };
         shape.add(key, kind);
     }
-    shape.suspicious()
+    shape.suspicious_value()
 }
 
 /// Scans a JSON value with `patterns`: every object's shape and every key

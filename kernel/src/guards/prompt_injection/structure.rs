@@ -40,7 +40,9 @@
 
 use std::fmt;
 
-use super::normalise::normalise;
+mod shape;
+
+pub use shape::{ObjectShape, ValueKind};
 
 /// Containers, keys and values one check may visit.
 pub const MAX_JSON_NODES: usize = 1_000_000;
@@ -110,112 +112,6 @@ impl Budget {
             Err(ScanLimit::Bytes)
         } else {
             Ok(())
-        }
-    }
-}
-
-const TOOL_KEYS: &[&str] = &["tool", "toolname", "function", "functionname"];
-const NAME_KEYS: &[&str] = &["name", "server"];
-const ARGUMENT_KEYS: &[&str] = &["arguments", "args", "parameters", "params", "input"];
-const CONTENT_KEYS: &[&str] = &["content", "text", "message"];
-const PRIVILEGED_ROLES: &[&str] = &["system", "developer", "assistant"];
-
-/// A value as the shape check sees it.
-#[derive(Debug, Clone, Copy)]
-pub enum ValueKind<'a> {
-    /// A string, or a bare word in text.
-    Str(&'a str),
-    /// An object.
-    Object,
-    /// An array.
-    Array,
-    /// A number, boolean or null.
-    Other,
-}
-
-/// What the keys of one object amount to so far.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ObjectShape {
-    /// A `tool`, `tool_name`, `function` or `function_name` key holds a string.
-    tool: bool,
-    /// A `name` or `server` key holds a string.
-    name: bool,
-    /// An arguments key holds an object, or JSON text of one.
-    arguments_object: bool,
-    /// An arguments key holds an array.
-    arguments_array: bool,
-    /// `role` is `system`, `developer` or `assistant`.
-    privileged_role: bool,
-    /// Some `role` key holds a string.
-    any_role: bool,
-    /// A `content`, `text` or `message` key is present.
-    content: bool,
-}
-
-/// A key with case, look-alikes and separators folded away.
-fn canonical_key(key: &str) -> String {
-    normalise(key)
-        .chars()
-        .filter(|c| !matches!(c, '_' | '-' | ' ' | '\n'))
-        .collect()
-}
-
-impl ObjectShape {
-    /// Records one entry.
-    pub fn add(&mut self, key: &str, value: ValueKind<'_>) {
-        let key = canonical_key(key);
-        let key = key.as_str();
-        match value {
-            ValueKind::Str(text) => {
-                if TOOL_KEYS.contains(&key) {
-                    self.tool = true;
-                }
-                if NAME_KEYS.contains(&key) {
-                    self.name = true;
-                }
-                if ARGUMENT_KEYS.contains(&key) && text.trim_start().starts_with('{') {
-                    self.arguments_object = true;
-                }
-                if key == "role" {
-                    self.any_role = true;
-                    if PRIVILEGED_ROLES.contains(&normalise(text).trim()) {
-                        self.privileged_role = true;
-                    }
-                }
-            }
-            ValueKind::Object if ARGUMENT_KEYS.contains(&key) => self.arguments_object = true,
-            ValueKind::Array if ARGUMENT_KEYS.contains(&key) => self.arguments_array = true,
-            _ => {}
-        }
-        if CONTENT_KEYS.contains(&key) {
-            self.content = true;
-        }
-    }
-
-    /// The shape rule this object satisfies, if any.
-    pub fn suspicious(&self) -> Option<&'static str> {
-        if ((self.tool || self.name) && self.arguments_object)
-            || (self.tool && self.arguments_array)
-        {
-            Some("tool-call-object")
-        } else if self.privileged_role && self.content {
-            Some("chat-message-object")
-        } else {
-            None
-        }
-    }
-
-    /// The shape rule a harmless object came closest to, with how close
-    /// (thousandths), or `None` when it resembles neither shape.
-    pub fn near(&self) -> Option<(&'static str, u16)> {
-        if self.suspicious().is_some() {
-            None
-        } else if self.tool || (self.name && self.arguments_array) {
-            Some(("tool-call-object", 500))
-        } else if self.privileged_role || (self.any_role && self.content) {
-            Some(("chat-message-object", 500))
-        } else {
-            None
         }
     }
 }
