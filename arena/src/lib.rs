@@ -38,6 +38,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
+pub mod adversaries;
 pub mod adversary;
 pub mod bundle;
 pub mod clock;

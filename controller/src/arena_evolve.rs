@@ -28,12 +28,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use chio_arena::adversaries::MAX_POPULATION_SIZE;
 use chio_arena::adversary::chart::render_chart;
 use chio_arena::adversary::coevolution::DEFAULT_POPULATION_SIZE;
 use chio_arena::adversary::coevolution::{
     evolve_with, BudgetControl, EvolutionResult, GenerationRecord,
 };
-use chio_arena::adversary::population::MAX_POPULATION_SIZE;
 use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;

@@ -24,9 +24,9 @@
 
 use std::path::Path;
 
+use chio_arena::adversaries::AdversaryClass;
 use chio_arena::adversary::causes::{causes_of_run, EscapeCause, EscapeOccurrence};
 use chio_arena::adversary::coevolution::EvolutionResult;
-use chio_arena::adversary::AdversaryClass;
 use chio_arena::Scenario;
 use serde_json::{json, Value};
 

@@ -24,11 +24,11 @@ use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::adversary::class::{
+use crate::adversaries::class::{
     ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind, WideningKind,
     FALLBACK_SERVER,
 };
-use crate::adversary::goal::Goal;
+use crate::adversaries::goal::Goal;
 use crate::adversary::operators::{apply_all, Draft, Operator};
 use crate::error::ArenaError;
 use crate::rng::fnv1a64;
@@ -40,7 +40,7 @@ mod monetary;
 mod shape;
 mod world;
 use inject::{inject_draft, pick};
-pub use monetary::{MonetaryWidening, MONETARY_FORMS};
+pub use monetary::MonetaryWidening;
 use shape::{
     base_call, extra_widenings, injection_mutation, replay_mutation, widen_call, widening_mutation,
     WideningCandidates,

@@ -29,10 +29,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::class::AdversaryClass;
+use crate::adversaries::class::AdversaryClass;
+use crate::adversaries::goal::Goal;
 use crate::adversary::coevolution::GenerationRecord;
 use crate::adversary::fitness::{ActionRecord, ActionResult, FitnessSample};
-use crate::adversary::goal::Goal;
 use crate::adversary::operators::{describe, Family, Operator};
 
 /// The word a key part takes when the record has nothing to say.

@@ -40,11 +40,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::class::{ClassParams, Gene};
+use crate::adversaries::class::{ClassParams, Gene};
 use crate::adversary::fitness::{
     evaluate_population, ActionEvaluator, FitnessReport, FitnessSample, SampleCache,
 };
-use crate::adversary::operators::Operator;
+use crate::adversary::operators::{goal_operators, Operator};
 use crate::adversary::population::{populations_from_scenario, AdversaryPopulation};
 use crate::error::ArenaError;
 use crate::Scenario;
@@ -445,7 +445,7 @@ fn breed(
             );
         }
         let all: Vec<usize> = (0..ranked.len()).collect();
-        let operators = seed.goal.operators();
+        let operators = goal_operators(&seed.goal);
         // A path goal names its own path, an outlived revocation its own
         // moment: the class gene changes nothing there.
         let gene_mutable = seed.goal.uses_gene();

@@ -34,9 +34,9 @@ use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use serde::{Deserialize, Serialize};
 
+use crate::adversaries::class::AdversaryClass;
+use crate::adversaries::goal::Goal;
 use crate::adversary::action::{base_steps, declared_scopes, mutate_with, Actor, AdversaryAction};
-use crate::adversary::class::AdversaryClass;
-use crate::adversary::goal::Goal;
 use crate::adversary::operators::Operator;
 use crate::adversary::population::AdversaryPopulation;
 use crate::error::ArenaError;

@@ -157,7 +157,8 @@ impl Leaderboard {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adversary::{AdversaryClass, FitnessSample};
+    use crate::adversaries::AdversaryClass;
+    use crate::adversary::FitnessSample;
 
     fn sample(name: &str, survivals: u32, defeats: u32) -> FitnessSample {
         FitnessSample {

@@ -1,7 +1,9 @@
 //! Adversaries: the arena's search for the calls the guards miss.
 //!
-//! This module tree owns the four adversary classes (`docs/adversaries.md`),
-//! their parameters, populations, the actions they produce, fitness,
+//! This module tree owns the search over the four adversary classes
+//! (`docs/adversaries.md`; the classes, their parameters and goals are part
+//! of the scenario format, in `crate::adversaries`): populations, the
+//! actions they produce, fitness,
 //! co-evolution, leaderboards, the survival chart and promotion. It does not
 //! evaluate anything itself: every action goes through an
 //! [`ActionEvaluator`], which the runtime implements with the real kernel in
@@ -9,15 +11,11 @@
 //! async executor.
 //!
 //! Module map:
-//! - [`class`]: [`AdversaryClass`], the per-member [`Gene`] and the
-//!   class parameters read from `[adversaries.params]`;
 //! - [`population`]: [`AdversaryPopulation`] and building populations from
 //!   a scenario's `[[adversaries]]` blocks;
 //! - [`action`]: base steps, the deterministic mutation of a base step into
 //!   an [`AdversaryAction`], and the declared-scope check that keeps a
 //!   mutation inside its grant from counting as an escape;
-//! - [`goal`]: [`Goal`], what an adversary tries to reach, the oracle of
-//!   an escape;
 //! - [`operators`]: [`Operator`], the composable mutation operators a
 //!   genome is a sequence of, and the [`operators::Draft`] they act on;
 //! - [`fitness`]: the [`ActionEvaluator`] trait, per-action verdicts,
@@ -35,10 +33,8 @@
 pub mod action;
 pub mod causes;
 pub mod chart;
-pub mod class;
 pub mod coevolution;
 pub mod fitness;
-pub mod goal;
 pub mod leaderboard;
 pub mod operators;
 pub mod population;
@@ -49,10 +45,6 @@ pub use action::{
     MutatedCall, Mutation, ReplayPlan, WideningPlan,
 };
 pub use causes::{CauseKey, EscapeCause, EscapeOccurrence};
-pub use class::{
-    AdversaryClass, ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind,
-    WideningKind,
-};
 pub use coevolution::{
     evolve, BudgetControl, EvolutionResult, EvolveConfig, GenerationRecord, MutationConfig,
     TRACE_SCHEMA,
@@ -61,7 +53,6 @@ pub use fitness::{
     actions_for, evaluate_populations, ActionEvaluator, ActionOutcome, ActionRecord, ActionResult,
     Feedback, FitnessReport, FitnessSample, Stage,
 };
-pub use goal::Goal;
 pub use leaderboard::{Leaderboard, LeaderboardRow, LEADERBOARD_SCHEMA};
 pub use operators::{describe, Draft, Family, Operator};
 pub use population::{populations_from_scenario, AdversaryPopulation};

@@ -12,9 +12,11 @@
 //! converters, garak's buffs and promptfoo's strategies do to a payload:
 //! encodings, character-level disguises, structural moves, path tricks and
 //! protocol-level moves. A goal chooses which families may act
-//! ([`Family::serves`]): a path trick cannot help smuggle an instruction.
+//! ([`goal_families`]): a path trick cannot help smuggle an instruction.
 
 use serde::{Deserialize, Serialize};
+
+use crate::adversaries::goal::Goal;
 
 /// A family of operators; a goal admits some families and not others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -408,6 +410,33 @@ impl Operator {
             WidenMonetary => push_widening(&mut draft.protocol, "monetary"),
         }
     }
+}
+
+/// The operator families that can serve `goal`.
+pub fn goal_families(goal: &Goal) -> &'static [Family] {
+    match goal {
+        Goal::SmuggleInstruction => &[Family::Encoding, Family::Character, Family::Structural],
+        Goal::ReachForbiddenPath { .. } => &[Family::Path],
+        Goal::UseBeyondScope
+        | Goal::ReplayRequest
+        | Goal::OutliveRevocation
+        | Goal::LeakLabel
+        | Goal::ExceedBudget
+        | Goal::UseChangedDefinition
+        | Goal::CallPoisonedTool => &[Family::Protocol],
+        Goal::WidenDelegation => &[Family::Protocol],
+    }
+}
+
+/// The operators that can serve `goal`, in catalogue order (the widening
+/// operators only for `widen-delegation`, the one goal that signs a link
+/// for them to widen).
+pub fn goal_operators(goal: &Goal) -> Vec<Operator> {
+    Operator::ALL
+        .into_iter()
+        .filter(|o| goal_families(goal).contains(&o.family()))
+        .filter(|o| *goal == Goal::WidenDelegation || !o.widens())
+        .collect()
 }
 
 /// Applies `operators` in order to `draft`.

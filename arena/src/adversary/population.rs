@@ -9,13 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::class::{AdversaryClass, ClassParams, Gene};
-use crate::adversary::goal::Goal;
+use crate::adversaries::{resolve_block, AdversaryClass, ClassParams, Gene, Goal};
 use crate::adversary::operators::Operator;
 use crate::error::ArenaError;
-
-/// Most populations one lineage may breed per generation.
-pub const MAX_POPULATION_SIZE: u32 = 64;
 use crate::Scenario;
 
 /// A population of adversaries of one class.
@@ -130,51 +126,15 @@ pub fn population_from_block(
     block: &crate::model::AdversaryDecl,
     servers: &[String],
 ) -> Result<AdversaryPopulation, ArenaError> {
-    let field = format!("adversaries[{index}]");
-    let class =
-        AdversaryClass::parse(&block.class).ok_or_else(|| ArenaError::UnsupportedValue {
-            field: format!("{field}.class"),
-            value: block.class.clone(),
-            allowed: "prompt-injection, capability-overrequest, replay-attempt, scope-escape",
-        })?;
-    let params = ClassParams::from_table(
-        class,
-        block.params.as_ref(),
-        &format!("{field}.params"),
-        servers,
-    )?;
-    let genes = params.initial_genes();
-    if genes.is_empty() {
-        return Err(ArenaError::EmptyPopulation {
-            field: format!("{field}.params"),
-        });
-    }
-    let goal = Goal::from_block(
-        class,
-        block.goal.as_deref(),
-        block.goal_path.as_deref(),
-        &field,
-    )?;
-    let pool_size = match block.population_size {
-        None => None,
-        Some(n) if (1..=i64::from(MAX_POPULATION_SIZE)).contains(&n) => Some(n as u32),
-        Some(_) => {
-            return Err(ArenaError::AdversaryParam {
-                field: format!("{field}.population_size"),
-                reason: format!(
-                    "expected a whole number between 1 and {MAX_POPULATION_SIZE}; omit it for the evolve default"
-                ),
-            })
-        }
-    };
+    let declared = resolve_block(index, block, servers)?;
     Ok(AdversaryPopulation::new(
         &block.population,
         &block.population,
         &block.seed_ref,
-        params,
-        genes,
+        declared.params,
+        declared.genes,
     )?
-    .with_goal(goal, pool_size))
+    .with_goal(declared.goal, declared.pool_size))
 }
 
 #[cfg(test)]
@@ -190,7 +150,7 @@ mod tests {
         assert_eq!(err.code(), "CHIO-SCENARIO-EMPTY-POPULATION");
         let mut genes = params.initial_genes();
         genes.push(Gene::ScopeEscape {
-            widening: crate::adversary::WideningKind::Tool,
+            widening: crate::adversaries::WideningKind::Tool,
             choice: 0,
         });
         let err = AdversaryPopulation::new("p", "p", "r", params, genes).unwrap_err();

@@ -18,8 +18,8 @@ use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use serde::{Deserialize, Serialize};
 
+use crate::adversaries::class::AdversaryClass;
 use crate::adversary::action::AdversaryAction;
-use crate::adversary::class::AdversaryClass;
 use crate::adversary::fitness::ActionOutcome;
 use crate::error::ArenaError;
 

@@ -71,10 +71,10 @@
 
 use std::collections::BTreeMap;
 
+use chio_arena::adversaries::class::{ReplayMode, ReplayReuse};
 use chio_arena::adversary::action::{
     AdversaryAction, BurstPlan, MutatedCall, Mutation, ReplayPlan,
 };
-use chio_arena::adversary::class::{ReplayMode, ReplayReuse};
 use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
 use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::kernel::Decision;

@@ -10,10 +10,11 @@
 
 use std::path::{Path, PathBuf};
 
+use chio_arena::adversaries::AdversaryClass;
 use chio_arena::adversary::chart::render_chart;
 use chio_arena::adversary::{
     actions_for, evaluate_populations, evolve, populations_from_scenario, ActionResult,
-    AdversaryClass, EvolveConfig, FitnessReport, Leaderboard, Operator,
+    EvolveConfig, FitnessReport, Leaderboard, Operator,
 };
 use chio_arena::{load_scenario, parse_scenario, Scenario};
 use chio_kernel::canonical::to_canonical_vec;

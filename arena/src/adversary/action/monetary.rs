@@ -16,11 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{BaseStep, MutatedCall};
+use crate::adversaries::class::MONETARY_FORMS;
 use crate::model::ScenarioFile;
 use crate::scenario::tools::server_tools;
-
-/// How many forms a monetary widening takes; a gene's choice picks one.
-pub const MONETARY_FORMS: u32 = 5;
 
 /// The currency a currency widening names (ISO 4217's code for testing),
 /// or [`OTHER_CURRENCY_FALLBACK`] when the parent already counts in it.

@@ -280,6 +280,7 @@ fn add_dimension(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adversaries::class::MONETARY_FORMS;
     use crate::load_scenario;
 
     /// The triangular-delegation reference world, its declared scopes and

@@ -248,3 +248,28 @@ fn sequences_in_words() {
     );
     assert_eq!(describe(&[]), "the base action unchanged");
 }
+
+// Each goal admits operators of its own families only.
+#[test]
+fn goals_choose_families() {
+    assert!(goal_operators(&Goal::SmuggleInstruction)
+        .iter()
+        .all(|o| o.family() != Family::Path));
+    let path = Goal::ReachForbiddenPath { path: "/a".into() };
+    assert!(goal_operators(&path)
+        .iter()
+        .all(|o| o.family() == Family::Path));
+    assert!(!goal_operators(&Goal::ReplayRequest).is_empty());
+}
+
+// The two tool-definition goals act with protocol operators (no widening).
+#[test]
+fn definition_goals_use_protocol_operators() {
+    for goal in [Goal::UseChangedDefinition, Goal::CallPoisonedTool] {
+        let operators = goal_operators(&goal);
+        assert!(!operators.is_empty());
+        assert!(operators
+            .iter()
+            .all(|o| o.family() == Family::Protocol && !o.widens()));
+    }
+}

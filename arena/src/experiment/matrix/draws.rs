@@ -60,7 +60,7 @@ pub fn draw_members(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adversary::class::{AdversaryClass, ClassParams};
+    use crate::adversaries::class::{AdversaryClass, ClassParams};
 
     fn population() -> AdversaryPopulation {
         let mut table = toml::Table::new();

@@ -5,7 +5,7 @@
 //! injection pattern and where, which part of a call to swap, which replay
 //! timing, which widening. Concrete details (which argument carries the
 //! payload, which line of a fixture) are drawn from the action's RNG
-//! sub-stream in [`crate::adversary::action`]. Parameters bound the values a
+//! sub-stream of the adversary search's actions. Parameters bound the values a
 //! gene may take, so a mutation never leaves what the scenario allowed.
 //! Parameters are validated at load; every refusal names the parameter.
 
@@ -32,6 +32,8 @@ pub const FALLBACK_SERVER: &str = "admin";
 pub const DEFAULT_REPLAY_DELAY_MS: u64 = 1_000;
 /// Default age of a `stale` replay: a day and an hour, past a default grant.
 pub const DEFAULT_REPLAY_STALE_MS: u64 = 90_000_000;
+/// How many forms a monetary widening takes; a gene's choice picks one.
+pub const MONETARY_FORMS: u32 = 5;
 
 /// An adversary class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

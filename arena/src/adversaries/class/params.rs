@@ -3,7 +3,6 @@
 //! fix. The classes and genes themselves live in the parent module.
 
 use super::*;
-use crate::adversary::action::MONETARY_FORMS;
 
 /// A population's validated `[adversaries.params]`, defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

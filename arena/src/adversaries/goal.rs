@@ -24,8 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::adversary::class::AdversaryClass;
-use crate::adversary::operators::{Family, Operator};
+use crate::adversaries::class::AdversaryClass;
 use crate::error::ArenaError;
 
 /// What an adversary is trying to reach.
@@ -201,33 +200,6 @@ impl Goal {
                 | Goal::CallPoisonedTool
         )
     }
-
-    /// The operator families that can serve this goal.
-    pub fn families(&self) -> &'static [Family] {
-        match self {
-            Goal::SmuggleInstruction => &[Family::Encoding, Family::Character, Family::Structural],
-            Goal::ReachForbiddenPath { .. } => &[Family::Path],
-            Goal::UseBeyondScope
-            | Goal::ReplayRequest
-            | Goal::OutliveRevocation
-            | Goal::LeakLabel
-            | Goal::ExceedBudget
-            | Goal::UseChangedDefinition
-            | Goal::CallPoisonedTool => &[Family::Protocol],
-            Goal::WidenDelegation => &[Family::Protocol],
-        }
-    }
-
-    /// The operators that can serve this goal, in catalogue order (the
-    /// widening operators only for `widen-delegation`, the one goal that
-    /// signs a link for them to widen).
-    pub fn operators(&self) -> Vec<Operator> {
-        Operator::ALL
-            .into_iter()
-            .filter(|o| self.families().contains(&o.family()))
-            .filter(|o| *self == Goal::WidenDelegation || !o.widens())
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -296,19 +268,7 @@ mod tests {
         );
     }
 
-    // Each goal admits operators of its own families only.
-    #[test]
-    fn goals_choose_families() {
-        assert!(Goal::SmuggleInstruction
-            .operators()
-            .iter()
-            .all(|o| o.family() != Family::Path));
-        let path = Goal::ReachForbiddenPath { path: "/a".into() };
-        assert!(path.operators().iter().all(|o| o.family() == Family::Path));
-        assert!(!Goal::ReplayRequest.operators().is_empty());
-    }
-
-    // The two tool-definition goals parse for capability-overrequest only, take no gene and act with protocol operators (no widening).
+    // The two tool-definition goals parse for capability-overrequest only, and take no gene.
     #[test]
     fn definition_goals_parse_and_fit_their_class() {
         use AdversaryClass::*;
@@ -326,11 +286,6 @@ mod tests {
                 assert!(refused.to_string().contains("cannot pursue"), "{refused}");
             }
             assert!(!goal.uses_gene());
-            let operators = goal.operators();
-            assert!(!operators.is_empty());
-            assert!(operators
-                .iter()
-                .all(|o| o.family() == Family::Protocol && !o.widens()));
         }
         let unknown = Goal::from_block(CapabilityOverrequest, Some("rug-pull"), None, "a")
             .unwrap_err()
