@@ -18,13 +18,13 @@
 use std::io::Write;
 use std::path::Path;
 
-use chio_arena::adversary::coevolution::GenerationRecord;
-use chio_arena::adversary::Leaderboard;
+use chio_adversary::coevolution::GenerationRecord;
+use chio_adversary::report::{Search, TraceFile};
+use chio_adversary::Leaderboard;
 use chio_arena::bundle::{Bundle, MANIFEST_FILE};
-use chio_arena::experiment::campaign::ledger::LEDGER_SCHEMA_VERSION;
-use chio_arena::experiment::campaign::portfolio::report as portfolio;
-use chio_arena::report::search::{Search, TraceFile};
-use chio_arena::report::{campaign, matrix, run, search};
+use chio_arena::report::run;
+use chio_campaign::ledger::LEDGER_SCHEMA_VERSION;
+use chio_campaign::portfolio::report as portfolio;
 
 use crate::arena_evolve::{LEADERBOARD_JSON, TRACE_FILE};
 use crate::cli::report::ReportArgs;
@@ -137,7 +137,7 @@ pub fn search_page(
     generations_completed: u32,
     generations: &[GenerationRecord],
 ) -> Result<String, CliError> {
-    search::render(&Search {
+    chio_adversary::report::render(&Search {
         leaderboard,
         rng_seed,
         generations_completed,
@@ -164,8 +164,9 @@ fn search_from(dir: &Path) -> Result<String, CliError> {
 
 fn matrix_from(dir: &Path) -> Result<String, CliError> {
     let path = dir.join(SYNTHESIS_JSON);
-    let view = matrix::MatrixView::parse(&read(&path)?).map_err(|e| unreadable(&path, e))?;
-    Ok(matrix::render(&view))
+    let view = chio_experiment::report::MatrixView::parse(&read(&path)?)
+        .map_err(|e| unreadable(&path, e))?;
+    Ok(chio_experiment::report::render(&view))
 }
 
 fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, CliError> {
@@ -181,7 +182,9 @@ fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, Cl
         ));
     };
     let (campaign, ledger) = crate::campaign::read_checked(COMMAND, declaration, ledger)?;
-    Ok(campaign::render(&portfolio(&campaign, &ledger)))
+    Ok(chio_campaign::report::render(&portfolio(
+        &campaign, &ledger,
+    )))
 }
 
 /// Renders the report of what `path` holds.
