@@ -10,8 +10,10 @@
 //! a campaign ledger, whose portfolio also needs its declaration
 //! (`--declaration`). Anything else is refused as
 //! `CHIO-REPORT-UNKNOWN-INPUT`, naming what was expected. The pages are
-//! rendered by `chio_arena::report` (pure: it reads nothing and opens no
-//! socket), the one renderer of every HTML page `chio` writes, and written
+//! rendered by the report module of the crate that owns the result
+//! (`chio_arena::report`, `chio_adversary::report`, `chio_experiment::report`,
+//! `chio_campaign::report`; pure: they read nothing and open no socket), on
+//! the page frame of `chio_arena::report`, and written
 //! whole or not at all (`crate::report`). Standard output gets one line
 //! naming the kind and the file.
 
