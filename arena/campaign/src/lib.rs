@@ -1,37 +1,31 @@
-//! Chio Arena's pinned campaigns: a declaration that fixes tasks, repetitions, limits and
-//! the exact bytes each task reads, an attempt ledger with one row per
-//! scheduled attempt, and the portfolio report over it.
+//! Chio Arena's pinned campaigns: a declaration that fixes tasks,
+//! repetitions, limits and the exact bytes each task reads, an attempt
+//! ledger with one row per scheduled attempt, and the portfolio over it.
+//! Built on matrices (`chio-experiment`); the only arena crate that runs
+//! the `git` command ([`git`]).
 //!
 //! A declaration (`chio.arena.campaign/v2`, TOML) names tasks (scenario
 //! runs, replays of recorded bundles, evolutions, matrices), how many
 //! repetitions each gets, the limits each attempt must stay within (wall
 //! seconds, steps, kernel evaluations, generations: finite numbers of zero
 //! or more, all four required), and each task's definition hash
-//! (`chio_experiment::definition`). With a `revision`, the declaration is **pinned**: every
-//! definition hash is computed from the repository's objects at that commit
-//! ([`git`]), so later edits of the working tree cannot rewrite it. Without
-//! one it is in **working-tree** mode and hashes the files as they are on
-//! disk. Either way loading recomputes every definition hash and refuses one
-//! that no longer matches, so nothing runs against inputs other than the
-//! pinned ones. An optional `[runtime]` names the runtime every attempt must
-//! run on, and an optional `[cost]` the rates an attempt's estimated cost is
-//! computed with. Schedule ids are `<task>/<repetition>` with the
-//! repetition written on two digits from `01`. The ledger ([`ledger`]) and
-//! the report ([`portfolio`]) only read files: they never rescore a native
-//! outcome, and the report checks each row against the evidence it names
-//! ([`evidence`]).
-//!
-//! Module map:
+//! (`chio_experiment::definition`). With a `revision`, the declaration is
+//! **pinned**: every definition hash is computed from the repository's
+//! objects at that commit ([`git`]), so later edits of the working tree
+//! cannot rewrite it. Without one it is in **working-tree** mode and hashes
+//! the files as they are on disk. Either way loading recomputes every
+//! definition hash and refuses one that no longer matches, so nothing runs
+//! against inputs other than the pinned ones. An optional `[runtime]` names
+//! the runtime every attempt must run on, and an optional `[cost]` the
+//! rates an attempt's estimated cost is computed with. Schedule ids are
+//! `<task>/<repetition>` with the repetition written on two digits from
+//! `01`. The ledger ([`ledger`]) and the report ([`portfolio`]) only read
+//! files: they never rescore a native outcome, and the report checks each
+//! row against the evidence it names ([`evidence`]). Module map:
 //! - [`evidence`]: what a row's evidence and source revision say of it;
 //! - [`git`]: pinned revisions and the commit an attempt ran from;
 //! - [`ledger`]: the ledger, its template, its checks and the import;
-//! - [`portfolio`]: the report;
-//! - [`report`]: the HTML page of a portfolio.
-//!
-//! This crate sits on top of the arena's crates: it reads matrices
-//! (`chio-experiment`), and through them the adversary search and the
-//! scenario core; nothing depends on it but the command line. It is the
-//! only crate of the arena that runs the `git` command ([`git`]).
+//! - [`portfolio`]: the report, and [`report`] its HTML page.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
