@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::fitness::{
     evaluate_population, ActionEvaluator, FitnessReport, FitnessSample, SampleCache,
 };
+use crate::gene::mutate_field;
 use crate::operators::{goal_operators, Operator};
 use crate::population::{populations_from_scenario, AdversaryPopulation};
 use chio_arena::adversaries::class::{ClassParams, Gene};
@@ -404,7 +405,7 @@ fn mutate_member(
             let at = (rng.next_u32() as usize) % genome.len();
             genome[at] = pick(rng);
         }
-        6 | 7 => *gene = gene.mutate_field(params, rng),
+        6 | 7 => *gene = mutate_field(gene, params, rng),
         _ if !operators.is_empty() && genome.len() < max_operators => {
             let at = (rng.next_u32() as usize) % (genome.len() + 1);
             let op = pick(rng);
@@ -414,7 +415,7 @@ fn mutate_member(
             let at = (rng.next_u32() as usize) % genome.len();
             genome[at] = pick(rng);
         }
-        _ if gene_mutable => *gene = gene.mutate_field(params, rng),
+        _ if gene_mutable => *gene = mutate_field(gene, params, rng),
         _ => {}
     }
 }

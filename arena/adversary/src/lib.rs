@@ -17,6 +17,8 @@
 //! - [`action`]: base steps, the deterministic mutation of a base step into
 //!   an [`AdversaryAction`], and the declared-scope check that keeps a
 //!   mutation inside its grant from counting as an escape;
+//! - [`gene`]: the field-aware mutation of a member's gene within its
+//!   class parameters;
 //! - [`operators`]: [`Operator`], the composable mutation operators a
 //!   genome is a sequence of, and the [`operators::Draft`] they act on;
 //! - [`fitness`]: the [`ActionEvaluator`] trait, per-action verdicts,
@@ -42,6 +44,7 @@ pub mod causes;
 pub mod chart;
 pub mod coevolution;
 pub mod fitness;
+pub mod gene;
 pub mod leaderboard;
 pub mod operators;
 pub mod population;

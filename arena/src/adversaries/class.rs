@@ -4,13 +4,13 @@
 //! A gene is the part of an adversary that evolution changes: which
 //! injection pattern and where, which part of a call to swap, which replay
 //! timing, which widening. Concrete details (which argument carries the
-//! payload, which line of a fixture) are drawn from the action's RNG
-//! sub-stream of the adversary search's actions. Parameters bound the values a
-//! gene may take, so a mutation never leaves what the scenario allowed.
+//! payload, which line of a fixture) are drawn from each action's RNG
+//! sub-stream by the adversary search (`chio-adversary`). Parameters bound
+//! the values a gene may take, so the search's mutation of a gene never
+//! leaves what the scenario allowed.
 //! Parameters are validated at load; every refusal names the parameter.
 
 use chio_kernel::guards::prompt_injection::Pattern;
-use rand_core::RngCore;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ArenaError;
@@ -222,108 +222,17 @@ impl Gene {
             }
         }
     }
-
-    /// One field-aware mutation: changes one field of the gene to another
-    /// value `params` allows, drawn from `rng`. A field with no alternative
-    /// is skipped; a gene with none at all comes back unchanged.
-    pub fn mutate_field(&self, params: &ClassParams, rng: &mut dyn RngCore) -> Gene {
-        let fields = self.field_count();
-        let start = (rng.next_u32() as usize) % fields;
-        for offset in 0..fields {
-            if let Some(gene) = self.change_field((start + offset) % fields, params, rng) {
-                return gene;
-            }
-        }
-        self.clone()
-    }
-
-    fn field_count(&self) -> usize {
-        match self {
-            Gene::PromptInjection { .. } => 3,
-            _ => 2,
-        }
-    }
-
-    fn change_field(
-        &self,
-        field: usize,
-        params: &ClassParams,
-        rng: &mut dyn RngCore,
-    ) -> Option<Gene> {
-        let mut gene = self.clone();
-        match (&mut gene, params) {
-            (
-                Gene::PromptInjection {
-                    pattern,
-                    variant,
-                    target,
-                },
-                ClassParams::PromptInjection {
-                    patterns,
-                    targets,
-                    evasive,
-                },
-            ) => match field {
-                0 => {
-                    *pattern = pick_other(patterns, pattern, rng)?;
-                    let limit = variant_limit(pattern, *evasive);
-                    *variant = (*variant).min(limit);
-                }
-                1 => {
-                    let limit = variant_limit(pattern, *evasive);
-                    let options: Vec<u32> = (0..=limit).collect();
-                    *variant = pick_other(&options, variant, rng)?;
-                }
-                _ => *target = pick_other(targets, target, rng)?,
-            },
-            (
-                Gene::CapabilityOverrequest { swap, choice },
-                ClassParams::CapabilityOverrequest { swaps, .. },
-            ) => match field {
-                0 => *swap = pick_other(swaps, swap, rng)?,
-                _ => *choice = choice.wrapping_add(1 + rng.next_u32() % 7),
-            },
-            (
-                Gene::ReplayAttempt { mode, reuse },
-                ClassParams::ReplayAttempt { modes, reuses, .. },
-            ) => match field {
-                0 => *mode = pick_other(modes, mode, rng)?,
-                _ => *reuse = pick_other(reuses, reuse, rng)?,
-            },
-            (
-                Gene::ScopeEscape { widening, choice },
-                ClassParams::ScopeEscape { widenings, .. },
-            ) => match field {
-                0 => *widening = pick_other(widenings, widening, rng)?,
-                _ => *choice = choice.wrapping_add(1 + rng.next_u32() % 7),
-            },
-            _ => return None,
-        }
-        Some(gene)
-    }
 }
 
-/// The largest variant index a pattern may take.
-fn variant_limit(pattern: &str, evasive: bool) -> u32 {
+/// The largest variant index a pattern may take: 0 unless `evasive`,
+/// else the number of the pattern's known evasive variants.
+pub fn variant_limit(pattern: &str, evasive: bool) -> u32 {
     if !evasive {
         return 0;
     }
     Pattern::parse(pattern)
         .map(|p| p.evasive_variants().len() as u32)
         .unwrap_or(0)
-}
-
-/// Picks a value of `options` other than `current`, uniformly.
-fn pick_other<T: Clone + PartialEq>(
-    options: &[T],
-    current: &T,
-    rng: &mut dyn RngCore,
-) -> Option<T> {
-    let others: Vec<&T> = options.iter().filter(|o| *o != current).collect();
-    if others.is_empty() {
-        return None;
-    }
-    Some(others[(rng.next_u32() as usize) % others.len()].clone())
 }
 
 /// The serde token of a unit enum value, for labels.
@@ -340,8 +249,6 @@ pub use params::ClassParams;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand_chacha::ChaCha20Rng;
-    use rand_core::SeedableRng;
 
     fn table(text: &str) -> toml::Table {
         text.parse().unwrap()
@@ -389,35 +296,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.code(), "CHIO-SCENARIO-EMPTY-POPULATION");
-    }
-
-    // A mutation changes exactly one field and stays within the parameters.
-    #[test]
-    fn mutation_changes_one_field_within_params() {
-        let params =
-            ClassParams::from_table(AdversaryClass::PromptInjection, None, "p", &[]).unwrap();
-        let gene = params.initial_genes()[0].clone();
-        let mut rng = ChaCha20Rng::seed_from_u64(9);
-        for _ in 0..50 {
-            let next = gene.mutate_field(&params, &mut rng);
-            let (
-                Gene::PromptInjection {
-                    pattern: p0,
-                    variant: v0,
-                    target: t0,
-                },
-                Gene::PromptInjection {
-                    pattern: p1,
-                    variant: v1,
-                    target: t1,
-                },
-            ) = (&gene, &next)
-            else {
-                panic!("class changed");
-            };
-            let changed = usize::from(p0 != p1) + usize::from(v0 != v1) + usize::from(t0 != t1);
-            assert_eq!(changed, 1);
-            assert_eq!(*v1, 0, "evasive variants are off by default");
-        }
     }
 }
