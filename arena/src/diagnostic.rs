@@ -86,6 +86,7 @@ pub trait Diagnostic {
 /// of every code with its class, the
 /// inherent `code`, `class`, `field`, `summary` and `help` methods, and the
 /// [`Diagnostic`] implementation. Unit variants omit the braces.
+#[macro_export]
 macro_rules! error_table {
     (
         $(#[$enum_meta:meta])*
@@ -184,7 +185,7 @@ macro_rules! error_table {
     };
 }
 
-pub(crate) use error_table;
+pub use error_table;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,6 @@
-//! Chio Arena's library: the `chio.arena.scenario/v1` format, its
-//! fail-closed validation, the determinism contract a run obeys, and the
-//! adversaries and experiments built on them.
+//! Chio Arena's scenario core: the `chio.arena.scenario/v1` format, its
+//! fail-closed validation, the determinism contract a run obeys, the
+//! evidence bundle and the run report.
 //!
 //! A scenario is one TOML file declaring agents, the world they act in
 //! (nodes, kernels, tool servers, grants, guards, budgets) and a schedule of
@@ -9,20 +9,17 @@
 //! time, randomness and order a run may use. Evaluating calls is the
 //! kernel's job; dispatching them is the controller's.
 //!
-//! The crate has four rooms, each a top-level module:
-//! - the scenario core (every module not named below): the format, loading,
-//!   validation, time, randomness, order and the evidence bundle;
-//! - [`adversary`]: adversary classes, populations, fitness, co-evolution,
-//!   leaderboards, the survival chart and promotion;
-//! - [`experiment`]: policy matrices and pinned campaigns, with
-//!   [`ExperimentError`], the error table they share;
-//! - [`report`]: the self-contained HTML page of a run bundle, a search, a
-//!   matrix synthesis or a campaign portfolio (pure: no I/O).
+//! The arena's other rooms are crates of their own, built on this one and
+//! never imported by it: the adversary search (`chio-adversary`), policy
+//! matrices (`chio-experiment`) and pinned campaigns (`chio-campaign`).
+//! Each renders its own report with the page frame of [`report`].
 //!
-//! Module map of the scenario core:
+//! Module map:
 //! - [`bundle`]: the evidence bundle and run comparison;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
+//! - [`adversaries`] holds the `[[adversaries]]` blocks: classes, genes,
+//!   class parameters and goals, resolved at validation;
 //! - [`scenario`] holds the validated [`Scenario`], its actions, loading and
 //!   the pure validator;
 //! - [`secrets`] holds inline-secret detection;
@@ -33,17 +30,18 @@
 //! - [`error`] holds [`ArenaError`] and its codes;
 //! - [`diagnostic`] holds [`ErrorClass`], the [`Diagnostic`] trait every
 //!   error implements, the table macro both error enums are declared
-//!   with, and the docs anchor and URN derived from a code.
+//!   with, and the docs anchor and URN derived from a code;
+//! - [`report`] holds the self-contained HTML page of a run bundle and the
+//!   page frame every report shares (pure: no I/O).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
-pub mod adversary;
+pub mod adversaries;
 pub mod bundle;
 pub mod clock;
 pub mod diagnostic;
 pub mod error;
-pub mod experiment;
 pub mod fixtures;
 pub mod model;
 pub mod recording;
@@ -57,7 +55,6 @@ pub mod witness;
 pub use clock::VirtualClock;
 pub use diagnostic::{Diagnostic, ErrorClass};
 pub use error::{ArenaError, ERROR_CLASSES, ERROR_CODES};
-pub use experiment::{ExperimentError, EXPERIMENT_ERROR_CLASSES, EXPERIMENT_ERROR_CODES};
 pub use rng::{fnv1a64, ArenaRng};
 pub use scenario::{
     load_scenario, load_scenario_with_bytes, parse_scenario, parse_scenario_bytes,

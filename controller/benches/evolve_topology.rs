@@ -21,8 +21,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use chio_arena::adversary::coevolution::{evolve, EvolutionResult};
-use chio_arena::adversary::EvolveConfig;
+use chio_adversary::coevolution::{evolve, EvolutionResult};
+use chio_adversary::EvolveConfig;
 use chio_arena::Scenario;
 use chio_controller::arena_run::load_for_run;
 use chio_controller::cluster_worlds::{evaluate_on, evaluate_on_local};

@@ -6,7 +6,7 @@
 //! before the file is even read), load the scenario, resolve its world for
 //! the kernel evaluator (in process, or with `--topology` on node processes
 //! that every batch reuses, `crate::cluster_worlds`), co-evolve its populations
-//! (`chio_arena::adversary::coevolution`), then write under the output root
+//! (`chio_adversary::coevolution`), then write under the output root
 //! (default `target/arena`) `leaderboard.json` (canonical,
 //! `chio.arena.leaderboard/v2`, escapes grouped by cause), `leaderboard.md`, `evolve-trace.json` (the
 //! generation trace, canonical: per generation every action's operator
@@ -28,13 +28,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use chio_arena::adversary::chart::render_chart;
-use chio_arena::adversary::coevolution::DEFAULT_POPULATION_SIZE;
-use chio_arena::adversary::coevolution::{
-    evolve_with, BudgetControl, EvolutionResult, GenerationRecord,
-};
-use chio_arena::adversary::population::MAX_POPULATION_SIZE;
-use chio_arena::adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
+use chio_adversary::chart::render_chart;
+use chio_adversary::coevolution::DEFAULT_POPULATION_SIZE;
+use chio_adversary::coevolution::{evolve_with, BudgetControl, EvolutionResult, GenerationRecord};
+use chio_adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
+use chio_arena::adversaries::MAX_POPULATION_SIZE;
 use chio_arena::{ArenaError, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
 use indicatif::ProgressBar;

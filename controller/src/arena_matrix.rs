@@ -18,7 +18,7 @@
 //! A run ([`KernelMatrixRunner`]) is the cell's scenario run to the end in
 //! the embedded topology (every step, whatever its verdict), then each
 //! declared adversary population, its members drawn from the run's seed
-//! (`chio_arena::experiment::matrix::draws`), evaluated over [`ADVERSARY_ROUNDS`]
+//! (`chio_experiment::draws`), evaluated over [`ADVERSARY_ROUNDS`]
 //! fitness rounds by the kernel evaluator, in a fresh instance of the same
 //! world.
 //!
@@ -33,16 +33,17 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use chio_arena::adversary::fitness::evaluate_populations;
-use chio_arena::adversary::population::populations_from_scenario;
+use chio_adversary::fitness::evaluate_populations;
+use chio_adversary::population::populations_from_scenario;
 use chio_arena::bundle::{BundleManifest, StepOutcome};
-use chio_arena::experiment::matrix::draws::draw_members;
-use chio_arena::experiment::matrix::execute::{run_matrix, write_atomically, Load, MatrixRunner};
-use chio_arena::experiment::matrix::metrics::RunMetrics;
-use chio_arena::experiment::matrix::synthesis::{synthesize, to_json, to_markdown, Synthesis};
-use chio_arena::experiment::matrix::Matrix;
-use chio_arena::experiment::matrix::{load_matrix, Cell};
-use chio_arena::{ExperimentError, Scenario};
+use chio_arena::Scenario;
+use chio_experiment::draws::draw_members;
+use chio_experiment::execute::{run_matrix, write_atomically, Load, MatrixRunner};
+use chio_experiment::metrics::RunMetrics;
+use chio_experiment::synthesis::{synthesize, to_json, to_markdown, Synthesis};
+use chio_experiment::ExperimentError;
+use chio_experiment::Matrix;
+use chio_experiment::{load_matrix, Cell};
 use chio_kernel::verdict::ProjectedVerdict;
 
 use crate::cli::arena::MatrixArgs;
@@ -379,9 +380,9 @@ fn checked_places(matrix: &Matrix, topology: RunTopology) -> Result<Arc<RunPlace
 fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<(String, String), CliError> {
     let json = to_json(synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(synthesis);
-    let view = chio_arena::report::matrix::MatrixView::of(synthesis)
+    let view = chio_experiment::report::MatrixView::of(synthesis)
         .map_err(|e| experiment_error(COMMAND, &e))?;
-    let html = chio_arena::report::matrix::render(&view);
+    let html = chio_experiment::report::render(&view);
     for (name, bytes) in [
         (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
         ("synthesis.md", markdown.as_bytes()),

@@ -30,9 +30,9 @@ use std::path::{Component, Path};
 
 use std::collections::BTreeSet;
 
-use chio_arena::adversary::action::{base_steps, AdversaryAction};
-use chio_arena::adversary::fitness::ActionEvaluator;
-use chio_arena::adversary::{
+use chio_adversary::action::{base_steps, AdversaryAction};
+use chio_adversary::fitness::ActionEvaluator;
+use chio_adversary::{
     actions_for, populations_from_scenario, ActionResult, AdversaryPopulation, GenerationRecord,
     PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };

@@ -31,7 +31,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use chio_arena::adversary::fitness::ActionEvaluator;
+use chio_adversary::fitness::ActionEvaluator;
 use chio_arena::Scenario;
 use chio_kernel::kernel::Decision;
 use chio_kernel::request::ToolCallRequest;

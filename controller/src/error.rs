@@ -203,7 +203,7 @@ cli_codes! {
 pub fn documented_codes() -> Vec<(&'static str, ErrorClass)> {
     let mut all: Vec<(&'static str, ErrorClass)> = chio_arena::ERROR_CLASSES
         .iter()
-        .chain(chio_arena::EXPERIMENT_ERROR_CLASSES)
+        .chain(chio_experiment::EXPERIMENT_ERROR_CLASSES)
         .chain(CLI_ERROR_CLASSES)
         .copied()
         .collect();
@@ -412,7 +412,7 @@ mod tests {
     fn shared_codes_agree_on_their_class() {
         let all: Vec<(&str, ErrorClass)> = chio_arena::ERROR_CLASSES
             .iter()
-            .chain(chio_arena::EXPERIMENT_ERROR_CLASSES)
+            .chain(chio_experiment::EXPERIMENT_ERROR_CLASSES)
             .chain(CLI_ERROR_CLASSES)
             .copied()
             .collect();

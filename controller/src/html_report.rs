@@ -10,21 +10,23 @@
 //! a campaign ledger, whose portfolio also needs its declaration
 //! (`--declaration`). Anything else is refused as
 //! `CHIO-REPORT-UNKNOWN-INPUT`, naming what was expected. The pages are
-//! rendered by `chio_arena::report` (pure: it reads nothing and opens no
-//! socket), the one renderer of every HTML page `chio` writes, and written
+//! rendered by the report module of the crate that owns the result
+//! (`chio_arena::report`, `chio_adversary::report`, `chio_experiment::report`,
+//! `chio_campaign::report`; pure: they read nothing and open no socket), on
+//! the page frame of `chio_arena::report`, and written
 //! whole or not at all (`crate::report`). Standard output gets one line
 //! naming the kind and the file.
 
 use std::io::Write;
 use std::path::Path;
 
-use chio_arena::adversary::coevolution::GenerationRecord;
-use chio_arena::adversary::Leaderboard;
+use chio_adversary::coevolution::GenerationRecord;
+use chio_adversary::report::{Search, TraceFile};
+use chio_adversary::Leaderboard;
 use chio_arena::bundle::{Bundle, MANIFEST_FILE};
-use chio_arena::experiment::campaign::ledger::LEDGER_SCHEMA_VERSION;
-use chio_arena::experiment::campaign::portfolio::report as portfolio;
-use chio_arena::report::search::{Search, TraceFile};
-use chio_arena::report::{campaign, matrix, run, search};
+use chio_arena::report::run;
+use chio_campaign::ledger::LEDGER_SCHEMA_VERSION;
+use chio_campaign::portfolio::report as portfolio;
 
 use crate::arena_evolve::{LEADERBOARD_JSON, TRACE_FILE};
 use crate::cli::report::ReportArgs;
@@ -137,7 +139,7 @@ pub fn search_page(
     generations_completed: u32,
     generations: &[GenerationRecord],
 ) -> Result<String, CliError> {
-    search::render(&Search {
+    chio_adversary::report::render(&Search {
         leaderboard,
         rng_seed,
         generations_completed,
@@ -164,8 +166,9 @@ fn search_from(dir: &Path) -> Result<String, CliError> {
 
 fn matrix_from(dir: &Path) -> Result<String, CliError> {
     let path = dir.join(SYNTHESIS_JSON);
-    let view = matrix::MatrixView::parse(&read(&path)?).map_err(|e| unreadable(&path, e))?;
-    Ok(matrix::render(&view))
+    let view = chio_experiment::report::MatrixView::parse(&read(&path)?)
+        .map_err(|e| unreadable(&path, e))?;
+    Ok(chio_experiment::report::render(&view))
 }
 
 fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, CliError> {
@@ -181,7 +184,9 @@ fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, Cl
         ));
     };
     let (campaign, ledger) = crate::campaign::read_checked(COMMAND, declaration, ledger)?;
-    Ok(campaign::render(&portfolio(&campaign, &ledger)))
+    Ok(chio_campaign::report::render(&portfolio(
+        &campaign, &ledger,
+    )))
 }
 
 /// Renders the report of what `path` holds.

@@ -26,7 +26,7 @@
 
 use std::sync::Mutex;
 
-use chio_arena::adversary::fitness::ActionEvaluator;
+use chio_adversary::fitness::ActionEvaluator;
 use chio_arena::Scenario;
 use chio_node::NodeError;
 

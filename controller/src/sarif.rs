@@ -5,7 +5,7 @@
 //! One rule per adversary class (rule id = the class's kebab-case token, in
 //! `AdversaryClass::ALL` order) sits in the tool's driver. The escapes of
 //! every generation, each action id once, are grouped by cause
-//! (`chio_arena::adversary::causes`: goal, the stage that decided, the
+//! (`chio_adversary::causes`: goal, the stage that decided, the
 //! reference reader's pattern, the operator family); each cause is one
 //! result at level `error` under its class's rule, whose message gives the
 //! cause, its count and its shortest example. Its location is the scenario
@@ -24,9 +24,9 @@
 
 use std::path::Path;
 
-use chio_arena::adversary::causes::{causes_of_run, EscapeCause, EscapeOccurrence};
-use chio_arena::adversary::coevolution::EvolutionResult;
-use chio_arena::adversary::AdversaryClass;
+use chio_adversary::causes::{causes_of_run, EscapeCause, EscapeOccurrence};
+use chio_adversary::coevolution::EvolutionResult;
+use chio_arena::adversaries::AdversaryClass;
 use chio_arena::Scenario;
 use serde_json::{json, Value};
 

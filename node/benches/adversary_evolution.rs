@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use chio_arena::adversary::{evolve, EvolveConfig};
+use chio_adversary::{evolve, EvolveConfig};
 use chio_arena::{load_scenario, Action};
 use chio_kernel::kernel::{Kernel, ToolOutput};
 use chio_kernel::request::{RequestProof, ToolCallRequest};

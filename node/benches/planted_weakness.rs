@@ -27,8 +27,8 @@
 
 use std::path::Path;
 
-use chio_arena::adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
-use chio_arena::adversary::{describe, ActionResult, EvolutionResult, EvolveConfig};
+use chio_adversary::coevolution::{evolve_with, BudgetControl, GenerationRecord};
+use chio_adversary::{describe, ActionResult, EvolutionResult, EvolveConfig};
 use chio_arena::{load_scenario, parse_scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use chio_arena::adversary::{evolve, EvolveConfig};
+use chio_adversary::{evolve, EvolveConfig};
 use chio_arena::{parse_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;

@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use chio_arena::adversary::{evolve, EvolveConfig};
+use chio_adversary::{evolve, EvolveConfig};
 use chio_arena::load_scenario;
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;

@@ -16,11 +16,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use chio_arena::adversary::action::{mutate_with, Actor, MONETARY_FORMS};
-use chio_arena::adversary::{
-    base_steps, declared_scopes, ActionEvaluator, ActionResult, AdversaryAction, AdversaryClass,
-    ClassParams, Gene, Goal, Operator, WideningKind,
+use chio_adversary::action::{mutate_with, Actor};
+use chio_adversary::{
+    base_steps, declared_scopes, ActionEvaluator, ActionResult, AdversaryAction, Operator,
 };
+use chio_arena::adversaries::class::MONETARY_FORMS;
+use chio_arena::adversaries::{AdversaryClass, ClassParams, Gene, Goal, WideningKind};
 use chio_arena::{load_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;

@@ -1,8 +1,10 @@
-//! Self-contained HTML reports of every result the arena writes: a run
-//! bundle ([`run`]), an adversary search ([`search`]), a matrix synthesis
-//! ([`matrix`]) and a campaign portfolio ([`campaign`]). One renderer
-//! serves `chio report`, `arena run --html`, `arena evolve --html` and the
-//! matrix's `synthesis.html`.
+//! Self-contained HTML reports of every result the arena writes: this
+//! module renders a run bundle ([`run`]) and holds the page frame every
+//! report shares; the pages of an adversary search (`chio_adversary::report`),
+//! a matrix synthesis (`chio_experiment::report`) and a campaign portfolio
+//! (`chio_campaign::report`) live with what they report and use this frame.
+//! One renderer serves `chio report`, `arena run --html`, `arena evolve
+//! --html` and the matrix's `synthesis.html`.
 //!
 //! Every page is one file a browser shows offline: inline CSS and inline
 //! SVG only, no script, no external resource, and a Content-Security-Policy
@@ -17,17 +19,11 @@
 //! Module map:
 //! - this module: the page frame, the policy, the style and escaping;
 //! - [`run`]: a run bundle, with [`explain`] (each call's decision, stage
-//!   by stage) and [`flow`] (the picture of which data reached whom);
-//! - [`search`]: the fitness chart and the escapes of an evolve output;
-//! - [`matrix`]: the grid with intervals of a matrix synthesis;
-//! - [`campaign`]: the portfolio of a campaign ledger.
+//!   by stage) and [`flow`] (the picture of which data reached whom).
 
-pub mod campaign;
 pub mod explain;
 pub mod flow;
-pub mod matrix;
 pub mod run;
-pub mod search;
 
 /// The Content-Security-Policy every page declares: nothing may load but
 /// the page's own inline style and `data:` images.

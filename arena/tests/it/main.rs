@@ -3,19 +3,11 @@
 //! once instead of once per area. Run one area with its module path as the
 //! filter, for example `cargo test -p chio-arena --test it -- fuzz_loader::`.
 //!
-//! Module map: the shared helper `git_repo` (git in a temporary folder,
-//! also used by `chio-controller`'s tests); then one module per area, named
-//! as its binary was.
+//! Module map: one module per area, named as its binary was.
 
-mod git_repo;
-
-mod campaign_evidence;
-mod definition_goals;
-mod definition_hash;
 mod determinism;
 mod fuzz_loader;
 mod loader_props;
-mod matrix_attempts;
 mod mcp_import_props;
 mod recorded_values;
 mod scenario_files;

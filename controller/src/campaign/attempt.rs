@@ -1,6 +1,6 @@
 //! `chio campaign run`: running named attempts with this binary and filling
 //! their rows with the record and what was measured around it. Which tool a
-//! task runs and how its rows are admitted live in `chio_arena::experiment::campaign`;
+//! task runs and how its rows are admitted live in `chio_campaign`;
 //! the other campaign commands live in the parent module.
 
 use std::collections::BTreeMap;
@@ -8,14 +8,14 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use chio_arena::experiment::campaign::evidence::folder_merkle_root;
-use chio_arena::experiment::campaign::git::source_revision;
-use chio_arena::experiment::campaign::ledger::{
+use chio_campaign::evidence::folder_merkle_root;
+use chio_campaign::git::source_revision;
+use chio_campaign::ledger::{
     import, ledger_bytes, record_failure, EvidenceRef, ImportRecord, Ledger, Measured,
 };
-use chio_arena::experiment::campaign::{Campaign, Evidence, Task, TaskKind};
-use chio_arena::experiment::matrix::execute::write_atomically;
-use chio_arena::ExperimentError;
+use chio_campaign::{Campaign, Evidence, Task, TaskKind};
+use chio_experiment::execute::write_atomically;
+use chio_experiment::ExperimentError;
 use clap::Parser;
 
 use super::CampaignRunArgs;
@@ -126,10 +126,11 @@ fn pending_task<'a>(
             },
         ));
     };
-    if ledger.rows.iter().any(|r| {
-        r.schedule_id == *id
-            && r.native_outcome != chio_arena::experiment::campaign::ledger::DEFERRED
-    }) {
+    if ledger
+        .rows
+        .iter()
+        .any(|r| r.schedule_id == *id && r.native_outcome != chio_campaign::ledger::DEFERRED)
+    {
         return Err(experiment_error(
             COMMAND,
             &ExperimentError::AlreadyAttempted {

@@ -25,23 +25,21 @@
 //! definition hash and refuses drifted files. Every refusal exits 2 and
 //! leaves the ledger byte for byte as it was; `run`, `import` and
 //! `annotate` rewrite it only when everything they add is admitted. The
-//! logic is `chio_arena::experiment::campaign`; this module runs tools, reads files and
+//! logic is `chio_campaign`; this module runs tools, reads files and
 //! prints, and `attempt` runs the attempts of `run`.
 
 use std::io::Write;
 use std::path::Path;
 
-use chio_arena::experiment::campaign::definition::sha256_hex;
-use chio_arena::experiment::campaign::ledger::{
+use chio_campaign::ledger::{
     annotate, check_ledger, import, ledger_bytes, read_ledger, template, Annotation, ImportRecord,
     Intervention, InterventionKind, Ledger, RuntimeIdentity,
 };
-use chio_arena::experiment::campaign::portfolio::{portfolio_outcome, render_text, report};
-use chio_arena::experiment::campaign::{
-    load_campaign, task_definition, task_definition_at, Campaign, TaskKind,
-};
-use chio_arena::experiment::matrix::execute::write_atomically;
-use chio_arena::ExperimentError;
+use chio_campaign::portfolio::{portfolio_outcome, render_text, report};
+use chio_campaign::{load_campaign, task_definition, task_definition_at, Campaign, TaskKind};
+use chio_experiment::definition::sha256_hex;
+use chio_experiment::execute::write_atomically;
+use chio_experiment::ExperimentError;
 
 use crate::arena_matrix::experiment_error;
 use crate::cli::campaign::{

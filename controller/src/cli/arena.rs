@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use chio_arena::adversary::coevolution::DEFAULT_POPULATION_SIZE;
-use chio_arena::adversary::promotion::ARENA_PROMOTE_CAP_DEFAULT;
+use chio_adversary::coevolution::DEFAULT_POPULATION_SIZE;
+use chio_adversary::promotion::ARENA_PROMOTE_CAP_DEFAULT;
 use clap::{ArgGroup, Args, ValueEnum};
 use serde::Serialize;
 

@@ -18,7 +18,7 @@
 //! and the browser driver of the HTML report tests); then one module per
 //! area, named as its binary was.
 
-#[path = "../../../arena/tests/it/git_repo.rs"]
+#[path = "../../../arena/campaign/tests/it/git_repo.rs"]
 mod git_repo;
 mod mcp_edge_util;
 mod report_pages;

@@ -448,7 +448,7 @@ fn refuses_axes_whose_deltas_overlap() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("m.toml");
     std::fs::write(&file, &disjoint).unwrap();
-    let err = chio_arena::experiment::matrix::load_matrix(&file).unwrap_err();
+    let err = chio_experiment::load_matrix(&file).unwrap_err();
     assert!(
         err.to_string()
             .contains("both set grants.reviewer-read.max_invocations"),
@@ -456,7 +456,7 @@ fn refuses_axes_whose_deltas_overlap() {
     );
     let disjoint = disjoint.replace("max_invocations = 2, path_prefix", "path_prefix");
     std::fs::write(&file, &disjoint).unwrap();
-    let matrix = chio_arena::experiment::matrix::load_matrix(&file);
+    let matrix = chio_experiment::load_matrix(&file);
     assert!(matrix.is_ok(), "{:?}", matrix.err());
 }
 
@@ -680,7 +680,7 @@ fn refuses_an_ambiguous_concurrency() {
 #[test]
 fn every_experiment_code_is_documented() {
     let doc = std::fs::read_to_string(repo_path("docs/errors.md")).unwrap();
-    for code in chio_arena::EXPERIMENT_ERROR_CODES {
+    for code in chio_experiment::EXPERIMENT_ERROR_CODES {
         let anchor = chio_controller::error::docs_anchor(code);
         assert!(
             doc.contains(&format!("### {anchor}\n")),

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use chio_arena::adversary::fitness::ActionEvaluator;
-use chio_arena::adversary::{PromotedCase, ADVERSARIAL_CASE_SCHEMA, FIXTURE_SCHEMA};
+use chio_adversary::fitness::ActionEvaluator;
+use chio_adversary::{PromotedCase, ADVERSARIAL_CASE_SCHEMA, FIXTURE_SCHEMA};
 use chio_arena::load_scenario;
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;

@@ -4,9 +4,9 @@
 //! pattern and a pointer only; the reference readings here are the kernel
 //! crate's own, run outside any guard.
 
-use chio_arena::adversary::action::{AdversaryAction, Mutation};
-use chio_arena::adversary::fitness::{Feedback, Stage};
-use chio_arena::adversary::goal::Goal;
+use chio_adversary::action::{AdversaryAction, Mutation};
+use chio_adversary::fitness::{Feedback, Stage};
+use chio_arena::adversaries::goal::Goal;
 use chio_kernel::guards::prompt_injection::{scan_value, Pattern, Reading, ValueFinding};
 use chio_kernel::kernel::Decision;
 use chio_kernel::path::normalize_path;

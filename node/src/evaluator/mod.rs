@@ -71,11 +71,9 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::adversary::action::{
-    AdversaryAction, BurstPlan, MutatedCall, Mutation, ReplayPlan,
-};
-use chio_arena::adversary::class::{ReplayMode, ReplayReuse};
-use chio_arena::adversary::fitness::{ActionEvaluator, ActionOutcome};
+use chio_adversary::action::{AdversaryAction, BurstPlan, MutatedCall, Mutation, ReplayPlan};
+use chio_adversary::fitness::{ActionEvaluator, ActionOutcome};
+use chio_arena::adversaries::class::{ReplayMode, ReplayReuse};
 use chio_arena::{Action, ArenaError, Scenario};
 use chio_kernel::kernel::Decision;
 use chio_kernel::keys::derive_arena_key;
@@ -298,7 +296,7 @@ impl<'w, I: WorldInstance> Instance<'w, I> {
     /// Edits a server's fixture for the duration of `during`, then restores it.
     fn with_fixture_edit<T>(
         &mut self,
-        edit: &chio_arena::adversary::action::FixtureEdit,
+        edit: &chio_adversary::action::FixtureEdit,
         during: impl FnOnce(&mut Self) -> Result<T, ArenaError>,
     ) -> Result<T, ArenaError> {
         let original = self

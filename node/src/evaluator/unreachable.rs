@@ -9,8 +9,8 @@
 //! from trust-control or stalled decides stays its own (a deny naming its
 //! store), as for any scheduled call.
 
-use chio_arena::adversary::action::{AdversaryAction, Mutation};
-use chio_arena::adversary::fitness::{ActionOutcome, Feedback, Stage};
+use chio_adversary::action::{AdversaryAction, Mutation};
+use chio_adversary::fitness::{ActionOutcome, Feedback, Stage};
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 
 use crate::executor::FaultState;

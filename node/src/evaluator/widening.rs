@@ -1,8 +1,8 @@
 //! A scope escape's widened link: the holder delegates to an accomplice a
 //! scope wider than its parent's.
 
-use chio_arena::adversary::action::{MonetaryWidening, WideningPlan};
-use chio_arena::adversary::class::WideningKind;
+use chio_adversary::action::{MonetaryWidening, WideningPlan};
+use chio_arena::adversaries::class::WideningKind;
 use chio_arena::ArenaError;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::token::{CapabilityToken, MonetaryLimit, ScopeGrant};

@@ -10,11 +10,12 @@
 
 use std::path::{Path, PathBuf};
 
-use chio_arena::adversary::chart::render_chart;
-use chio_arena::adversary::{
+use chio_adversary::chart::render_chart;
+use chio_adversary::{
     actions_for, evaluate_populations, evolve, populations_from_scenario, ActionResult,
-    AdversaryClass, EvolveConfig, FitnessReport, Leaderboard, Operator,
+    EvolveConfig, FitnessReport, Leaderboard, Operator,
 };
+use chio_arena::adversaries::AdversaryClass;
 use chio_arena::{load_scenario, parse_scenario, Scenario};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::verdict::ProjectedVerdict;
@@ -342,7 +343,7 @@ fn evolved_records(
     scenario: &Scenario,
     generations: u32,
     population_size: u32,
-) -> Vec<chio_arena::adversary::ActionRecord> {
+) -> Vec<chio_adversary::ActionRecord> {
     let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
     let config = EvolveConfig {
         generations,

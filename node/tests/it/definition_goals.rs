@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use chio_arena::adversary::{evolve, ActionResult, EvolveConfig, Leaderboard};
+use chio_adversary::{evolve, ActionResult, EvolveConfig, Leaderboard};
 use chio_arena::{load_scenario, Scenario};
 use chio_node::evaluator::KernelActionEvaluator;
 
@@ -15,7 +15,7 @@ fn scenario(name: &str) -> Scenario {
 }
 
 /// The leaderboard JSON and every action record of a short search.
-fn search(scenario: &Scenario) -> (Vec<u8>, Vec<chio_arena::adversary::ActionRecord>) {
+fn search(scenario: &Scenario) -> (Vec<u8>, Vec<chio_adversary::ActionRecord>) {
     let mut evaluator = KernelActionEvaluator::load(scenario).expect("world");
     let config = EvolveConfig {
         generations: 4,

@@ -524,7 +524,7 @@ impl<'a> Validator<'a> {
             }
             // Class parameters are checked here, at load, naming the parameter.
             let servers: Vec<String> = self.file.servers.iter().map(|s| s.id.clone()).collect();
-            crate::adversary::population::population_from_block(i, adversary, &servers)?;
+            crate::adversaries::resolve_block(i, adversary, &servers)?;
         }
         check_unique(
             "population",

@@ -1,0 +1,260 @@
+//! The report of an adversary search (`chio arena evolve` output): what
+//! was searched and whether anything escaped, in words; the fitness chart
+//! per generation (the chart `survival.svg` holds, inline); the ranked
+//! populations; and the escapes grouped by cause, each cause with its count
+//! and shortest example, then every escape under its cause.
+
+use serde::Deserialize;
+
+use crate::causes::EscapeCause;
+use crate::chart::{first_escape, render_chart};
+use crate::coevolution::GenerationRecord;
+use crate::{Leaderboard, TRACE_SCHEMA};
+use chio_arena::error::ArenaError;
+use chio_arena::report::{escape, number, Page};
+
+/// The generation trace as `evolve-trace.json` holds it (the fields the
+/// report reads).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct TraceFile {
+    /// Always [`TRACE_SCHEMA`].
+    pub schema_version: String,
+    /// The scenario searched.
+    pub scenario_id: String,
+    /// Its seed.
+    pub rng_seed: u64,
+    /// Generations run.
+    pub generations_completed: u32,
+    /// One record per generation.
+    pub generations: Vec<GenerationRecord>,
+}
+
+impl TraceFile {
+    /// Reads `evolve-trace.json`'s bytes, refusing another schema.
+    pub fn parse(bytes: &[u8], path: &str) -> Result<TraceFile, ArenaError> {
+        let trace: TraceFile = serde_json::from_slice(bytes).map_err(|e| ArenaError::Bundle {
+            path: path.to_string(),
+            cause: format!("not an evolve trace: {e}"),
+        })?;
+        if trace.schema_version != TRACE_SCHEMA {
+            return Err(ArenaError::Bundle {
+                path: path.to_string(),
+                cause: format!("schema {:?} is not {TRACE_SCHEMA}", trace.schema_version),
+            });
+        }
+        Ok(trace)
+    }
+}
+
+/// What the search report reads.
+#[derive(Debug, Clone, Copy)]
+pub struct Search<'a> {
+    /// The final leaderboard.
+    pub leaderboard: &'a Leaderboard,
+    /// The scenario's seed.
+    pub rng_seed: u64,
+    /// Generations run.
+    pub generations_completed: u32,
+    /// One record per generation.
+    pub generations: &'a [GenerationRecord],
+}
+
+/// The escape causes in the leaderboard's order (largest first), and the
+/// number of escapes they hold together.
+pub fn causes(board: &Leaderboard) -> (&[EscapeCause], u32) {
+    let total = board.causes.iter().map(|c| c.count).sum();
+    (&board.causes, total)
+}
+
+/// The report of a search as a self-contained HTML page.
+pub fn render(search: &Search<'_>) -> Result<String, ArenaError> {
+    let board = search.leaderboard;
+    let (causes, escaped) = causes(board);
+    let mut page = Page::new();
+    page.element(
+        "h1",
+        Some("title"),
+        &format!("Adversary search report: {}", board.scenario_id),
+    );
+    summary(&mut page, search, causes, escaped);
+    page.raw("</p>\n</div>\n<h2>Fitness per generation</h2>\n<div id=\"fitness-chart\">\n");
+    page.raw(&render_chart(&board.scenario_id, search.generations)?);
+    page.raw("</div>\n<h2>Populations</h2>\n");
+    populations(&mut page, board);
+    page.raw("<h2>Escapes by cause</h2>\n");
+    escapes_by_cause(&mut page, causes);
+    Ok(page.finish(
+        "search",
+        &format!("Adversary search report: {}", board.scenario_id),
+    ))
+}
+
+/// Writes the summary box: what was searched, and whether and when
+/// anything escaped.
+fn summary(page: &mut Page, search: &Search<'_>, causes: &[EscapeCause], escaped: u32) {
+    let board = search.leaderboard;
+    page.raw(&format!(
+        "<div id=\"summary\" class=\"summary{}\">\n<p>",
+        if causes.is_empty() { "" } else { " bad" }
+    ));
+    page.text(&format!(
+        "Adversary populations were bred for {} generation(s) (seed {}) against scenario {}, each action they invented evaluated by the real capability kernel. \
+         At generation {}, {} population(s) were ranked by how often their actions survived, that is, were not denied when they should have been.",
+        search.generations_completed,
+        search.rng_seed,
+        board.scenario_id,
+        board.generation,
+        board.rows.len()
+    ));
+    page.raw("</p>\n<p>");
+    match first_escape(search.generations) {
+        _ if causes.is_empty() => page.text(
+            "No action escaped: the kernel denied every adversary action it had to deny.",
+        ),
+        Some(g) => page.text(&format!(
+            "{escaped} action(s) escaped, in {} cause(s); the first escape of the search came at generation {g}. Each cause is listed below with its shortest example, then every escape under its cause.",
+            causes.len()
+        )),
+        None => page.text(&format!(
+            "{escaped} action(s) escaped, in {} cause(s). Each cause is listed below with its shortest example, then every escape under its cause.",
+            causes.len()
+        )),
+    }
+}
+
+/// Writes the ranked populations as a table.
+fn populations(page: &mut Page, board: &Leaderboard) {
+    let rows: Vec<Vec<String>> = board
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.rank.to_string(),
+                escape(&r.population),
+                escape(&r.class),
+                number(Some(r.survival_rate)),
+                r.survivals.to_string(),
+                r.defeats.to_string(),
+                r.total_actions.to_string(),
+                number(Some(r.fitness)),
+            ]
+        })
+        .collect();
+    page.table(
+        Some("populations"),
+        &[
+            "rank",
+            "population",
+            "class",
+            "survival rate",
+            "survivals",
+            "defeats",
+            "actions",
+            "fitness",
+        ],
+        &rows,
+    );
+}
+
+/// Writes the escape causes, each with its count and shortest example,
+/// then every escape under its cause; or says that none escaped.
+fn escapes_by_cause(page: &mut Page, causes: &[EscapeCause]) {
+    if causes.is_empty() {
+        page.raw("<p id=\"escapes\">None.</p>\n");
+    } else {
+        page.raw("<p>A cause is the goal, the pipeline stage that decided, the reference reader's pattern that matched and the operator families; each with its count and shortest example (fewest operators):</p>\n");
+        let rows: Vec<Vec<String>> = causes
+            .iter()
+            .map(|c| {
+                vec![
+                    escape(&c.goal),
+                    escape(&c.stage),
+                    escape(&c.pattern),
+                    escape(&c.family),
+                    escape(c.class.as_str()),
+                    c.count.to_string(),
+                    escape(&c.example.action),
+                    c.example.operators.len().to_string(),
+                    escape(&c.example_description),
+                ]
+            })
+            .collect();
+        page.table(
+            Some("shortest"),
+            &[
+                "goal",
+                "stage",
+                "pattern",
+                "operator families",
+                "class",
+                "escapes",
+                "shortest example",
+                "operators",
+                "what was done to the base action",
+            ],
+            &rows,
+        );
+        page.raw("<p>Every escape, under its cause:</p>\n");
+        let rows: Vec<Vec<String>> = causes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, c)| {
+                c.occurrences.iter().map(move |e| {
+                    vec![
+                        (i + 1).to_string(),
+                        escape(&e.population),
+                        escape(&e.action),
+                        escape(&e.gene),
+                        e.operators.len().to_string(),
+                        escape(&e.description()),
+                    ]
+                })
+            })
+            .collect();
+        page.table(
+            Some("escapes"),
+            &[
+                "cause",
+                "population",
+                "action",
+                "gene",
+                "operators",
+                "what was done to the base action",
+            ],
+            &rows,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Any bytes read as an evolve trace are a trace or a typed error, never a panic.
+        #[test]
+        fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+            let _ = TraceFile::parse(&bytes, "evolve-trace.json");
+        }
+    }
+
+    // Another schema is refused naming the file and the schema expected.
+    #[test]
+    fn another_schema_is_refused() {
+        let text = serde_json::json!({
+            "schema_version": "chio.arena.evolve-trace/v0",
+            "scenario_id": "s",
+            "rng_seed": 1,
+            "generations_completed": 0,
+            "generations": [],
+        })
+        .to_string();
+        let err = TraceFile::parse(text.as_bytes(), "t.json").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("t.json") && text.contains(TRACE_SCHEMA),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,261 @@
+//! A scenario's bundle as evidence: sound, the task's scenario, the
+//! reference's root, and for a run every field the row copied from it.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{compare_checks, contradiction, Contradiction, RefCheck};
+use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
+use chio_arena::bundle::{BundleManifest, BundleStatus, MANIFEST_FILE, RECEIPTS_FILE};
+use chio_arena::scenario::ActionKind;
+use chio_experiment::definition::normalise;
+
+/// Reads a bundle's manifest and checks its receipts against its root.
+fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
+    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE))
+        .map_err(|e| format!("it holds no readable {MANIFEST_FILE} ({})", e.kind()))?;
+    let manifest: BundleManifest = serde_json::from_str(&text)
+        .map_err(|e| format!("its {MANIFEST_FILE} is not a bundle manifest ({e})"))?;
+    let receipts = std::fs::read_to_string(dir.join(RECEIPTS_FILE))
+        .map_err(|e| format!("it holds no readable {RECEIPTS_FILE} ({})", e.kind()))?;
+    let mut ids = Vec::new();
+    for line in receipts.lines() {
+        let value: Value = serde_json::from_str(line)
+            .map_err(|_| format!("a line of its {RECEIPTS_FILE} is not a receipt"))?;
+        let id = value
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("a receipt of its {RECEIPTS_FILE} has no id"))?;
+        ids.push(id.to_string());
+    }
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
+    if root != manifest.receipt_root || ids.len() as u64 != manifest.receipt_count {
+        return Err(format!(
+            "its {} receipt(s) hash to {root}, not to the receipt root {} its manifest records",
+            ids.len(),
+            manifest.receipt_root
+        ));
+    }
+    Ok(manifest)
+}
+
+/// The native outcome a run's bundle records.
+fn run_outcome(manifest: &BundleManifest) -> &'static str {
+    match manifest.status {
+        BundleStatus::Failed => "infrastructure-failure",
+        BundleStatus::Stopped => "stopped",
+        BundleStatus::Completed if manifest.mismatches.is_empty() => "passed",
+        BundleStatus::Completed => "failed",
+    }
+}
+
+fn shown<T: std::fmt::Debug>(value: &Option<T>) -> String {
+    match value {
+        Some(v) => format!("{v:?}"),
+        None => "nothing".to_string(),
+    }
+}
+
+/// Records a contradiction when the row's value is not the bundle's.
+fn differ<T: std::fmt::Debug + PartialEq>(
+    found: &mut Vec<Contradiction>,
+    field: &str,
+    recorded: &Option<T>,
+    bundle: &Option<T>,
+) {
+    if recorded != bundle {
+        found.push(contradiction(
+            field,
+            format!(
+                "the row records {}, the bundle {}",
+                shown(recorded),
+                shown(bundle)
+            ),
+        ));
+    }
+}
+
+/// Checks a scenario's bundle: readable, the task's scenario, the
+/// reference's root, and for a run every field the row copied from it.
+pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+    let RefCheck { row, dir, .. } = *checked;
+    let manifest = match read_bundle(dir) {
+        Ok(manifest) => manifest,
+        Err(why) => {
+            found.push(contradiction(
+                checked.at("path"),
+                format!("{} is not a sound bundle: {why}", dir.display()),
+            ));
+            return;
+        }
+    };
+    check_identity(checked, &manifest, found);
+    let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
+    let steps = Some(manifest.steps.len() as u64);
+    let is_run = row
+        .record
+        .as_ref()
+        .is_some_and(|r| r.schema_version == RUN_RECORD);
+    if !is_run {
+        // A replay: the replayed bundle's counts, when the row states them.
+        if row.spent.steps.is_some() {
+            differ(found, "spent.steps", &row.spent.steps, &steps);
+        }
+        if row.spent.kernel_evaluations.is_some() {
+            differ(
+                found,
+                "spent.kernel_evaluations",
+                &row.spent.kernel_evaluations,
+                &Some(judged),
+            );
+        }
+        return;
+    }
+    check_run_record(row, &manifest, steps, found);
+}
+
+/// The bundle is of the task's scenario file, and its receipt root is the
+/// one the reference claims.
+fn check_identity(
+    checked: &RefCheck<'_>,
+    manifest: &BundleManifest,
+    found: &mut Vec<Contradiction>,
+) {
+    let RefCheck { task, root, .. } = *checked;
+    let scenario_hash = normalise(Path::new(&task.file)).ok().and_then(|file| {
+        task.definition
+            .rows
+            .iter()
+            .find(|r| r.path == file)
+            .map(|r| r.sha256.clone())
+    });
+    if let Some(expected) = scenario_hash.filter(|h| *h != manifest.scenario_sha256) {
+        found.push(contradiction(
+            checked.at("path"),
+            format!(
+                "the bundle ran a scenario file with SHA-256 {}, not the task's {} ({expected})",
+                manifest.scenario_sha256, task.file
+            ),
+        ));
+    }
+    if let Some(root) = root.filter(|r| *r != manifest.receipt_root) {
+        found.push(contradiction(
+            checked.at("merkle_root"),
+            format!(
+                "{root} is not the bundle's receipt root {}",
+                manifest.receipt_root
+            ),
+        ));
+    }
+}
+
+/// A run's row against its bundle: the native outcome, the record's
+/// counts and the oracle checks.
+fn check_run_record(
+    row: &LedgerRow,
+    manifest: &BundleManifest,
+    steps: Option<u64>,
+    found: &mut Vec<Contradiction>,
+) {
+    let outcome = run_outcome(manifest);
+    if row.native_outcome != outcome {
+        found.push(contradiction(
+            "native_outcome",
+            format!(
+                "the row records {:?}, the bundle {outcome:?} (status {}, {} mismatch(es))",
+                row.native_outcome,
+                manifest.status,
+                manifest.mismatches.len()
+            ),
+        ));
+    }
+    check_record_counts(row, manifest, steps, found);
+}
+
+/// The counts a run's row copied from its bundle: calls, passes, failing
+/// steps, where it stopped, and what it spent.
+fn check_record_counts(
+    row: &LedgerRow,
+    manifest: &BundleManifest,
+    steps: Option<u64>,
+    found: &mut Vec<Contradiction>,
+) {
+    let calls = manifest
+        .steps
+        .iter()
+        .filter(|s| s.action == ActionKind::Call && s.pass.is_some())
+        .count() as u64;
+    let passed = manifest
+        .steps
+        .iter()
+        .filter(|s| s.action == ActionKind::Call && s.pass == Some(true))
+        .count() as u64;
+    let failing: Vec<String> = manifest
+        .steps
+        .iter()
+        .filter(|s| s.pass == Some(false))
+        .map(|s| s.step_id.clone())
+        .collect();
+    let record = row.record.clone().unwrap_or_default();
+    differ(
+        found,
+        "record.receipt_root",
+        &record.receipt_root,
+        &Some(manifest.receipt_root.clone()),
+    );
+    differ(found, "record.calls", &record.calls, &Some(calls));
+    differ(found, "record.passed", &record.passed, &Some(passed));
+    differ(
+        found,
+        "record.failed",
+        &record.failed,
+        &Some(calls - passed),
+    );
+    differ(
+        found,
+        "record.failing_steps",
+        &record.failing_steps,
+        &Some(failing),
+    );
+    differ(
+        found,
+        "record.stopped_at",
+        &record.stopped_at,
+        &manifest.stopped.as_ref().map(|s| s.step_id.clone()),
+    );
+    differ(found, "spent.steps", &row.spent.steps, &steps);
+    differ(
+        found,
+        "spent.kernel_evaluations",
+        &row.spent.kernel_evaluations,
+        &Some(calls),
+    );
+    compare_checks(
+        &row.oracle_checks,
+        &bundle_checks(manifest),
+        "the bundle",
+        found,
+    );
+}
+
+/// One oracle check per judged step of the bundle: the step expects its
+/// verdict, and whether it got it.
+fn bundle_checks(manifest: &BundleManifest) -> Vec<OracleCheck> {
+    let checks: Vec<OracleCheck> = manifest
+        .steps
+        .iter()
+        .filter_map(|s| {
+            Some(OracleCheck {
+                name: format!(
+                    "{} expects {}",
+                    s.step_id,
+                    s.expected.map_or("?", |e| e.as_str())
+                ),
+                ok: s.pass?,
+            })
+        })
+        .collect();
+    checks
+}

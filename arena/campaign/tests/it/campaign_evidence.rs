@@ -1,0 +1,500 @@
+//! The campaign report checks every row against the evidence it names: a
+//! row whose bundle is missing, whose bundle records another status,
+//! receipt root or verdict counts, whose output folder changed, or whose
+//! source revision the repository does not hold (or cannot be asked about)
+//! is never a verified delivery, blocks its section's comparison, and is
+//! named with the field that disagrees; a row its evidence bears out stays
+//! verified. The bundles are written here with the bundle types, the
+//! repositories with real `git` commands.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chio_arena::bundle::{
+    Bundle, BundleManifest, BundleStatus, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA,
+};
+use chio_arena::{ActionKind, DeterminismWitness};
+use chio_campaign::ledger::{
+    check_ledger, template, EvidenceRef, Ledger, LedgerRow, OracleCheck, RecordEvidence,
+    RuntimeIdentity, Spent, EVOLVE_RECORD, RUN_RECORD,
+};
+use chio_campaign::portfolio::{portfolio_outcome, render_text, report};
+use chio_campaign::{load_campaign, task_definition, Campaign, TaskKind};
+use chio_experiment::definition::sha256_hex;
+use chio_kernel::verdict::ProjectedVerdict;
+use serde_json::Value;
+
+use crate::git_repo;
+use git_repo::{commit_all, INVENTED};
+
+const LIMITS: &str =
+    "{ wall_seconds = 120, steps = 20, kernel_evaluations = 20, generations = 10 }";
+const CONTRADICTED: &str = "contradicted by its evidence";
+const VERIFIED: &str = "verified delivery";
+
+fn repo_file(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scenarios")
+        .join(rel)
+}
+
+/// A campaign of one live run of the walking skeleton and one evolution of
+/// it, a run bundle and an evolution output folder, and a ledger whose rows
+/// both agree with them.
+struct Setup {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    campaign: Campaign,
+    ledger: Ledger,
+    bundle: PathBuf,
+    folder: PathBuf,
+    scenario_sha256: String,
+}
+
+impl Setup {
+    /// `git` says whether the root is committed in a repository; the rows'
+    /// source revision is its commit, or none.
+    fn new(git_root: bool) -> Setup {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let root = dir.join("root");
+        for file in [
+            "walking_skeleton.toml",
+            "fixtures/walking-skeleton/notes.txt",
+            "fixtures/walking-skeleton/.env",
+            "prompts/walking-skeleton.txt",
+        ] {
+            let target = root.join(file);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::copy(repo_file(file), target).unwrap();
+        }
+        let commit = git_root.then(|| commit_all(&root));
+        let (_, definition) =
+            task_definition(&root, TaskKind::Scenario, "walking_skeleton.toml").unwrap();
+        let pin = format!(
+            "{{ sha256 = \"{}\", files = {} }}",
+            definition.sha256, definition.files
+        );
+        let decl = dir.join("campaign.toml");
+        std::fs::write(
+            &decl,
+            format!(
+                "schema_version = \"chio.arena.campaign/v2\"\nid = \"evidence\"\ntitle = \"evidence\"\nroot = \"root\"\n\n\
+                 [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = 1\nlimits = {LIMITS}\ndefinition = {pin}\n\n\
+                 [[tasks]]\nid = \"evo\"\nkind = \"evolve\"\nfile = \"walking_skeleton.toml\"\nrepetitions = 1\nlimits = {LIMITS}\ndefinition = {pin}\n"
+            ),
+        )
+        .unwrap();
+        let campaign = load_campaign(&decl).unwrap();
+        let scenario_sha256 =
+            sha256_hex(&std::fs::read(root.join("walking_skeleton.toml")).unwrap());
+        let bundle = dir.join("bundle");
+        let folder = dir.join("evolve-out");
+        let mut setup = Setup {
+            _tmp: tmp,
+            dir,
+            ledger: template(&campaign),
+            campaign,
+            bundle,
+            folder,
+            scenario_sha256,
+        };
+        setup.write_bundle(|_| {});
+        std::fs::create_dir_all(&setup.folder).unwrap();
+        std::fs::write(setup.folder.join("leaderboard.json"), b"{\"escapes\":[]}\n").unwrap();
+        let ws = setup.run_row(commit.clone());
+        let evo = setup.evolve_row(commit);
+        setup.ledger.rows = vec![ws, evo];
+        check_ledger(&setup.campaign, &setup.ledger).unwrap();
+        setup
+    }
+
+    /// Writes the run's bundle: two granted reads, completed, with
+    /// `edit` applied to the manifest first.
+    fn write_bundle(&self, edit: impl FnOnce(&mut BundleManifest)) {
+        let steps: Vec<StepRecord> = ["read-notes", "read-more"]
+            .iter()
+            .map(|id| {
+                let mut step = StepRecord::new(
+                    id,
+                    ActionKind::Call,
+                    "solo",
+                    "2026-01-05T08:00:00.000Z".into(),
+                    StepInputs::default(),
+                );
+                step.expected = Some(ProjectedVerdict::Allow.into());
+                step.actual = Some(ProjectedVerdict::Allow.into());
+                step.pass = Some(true);
+                step
+            })
+            .collect();
+        let receipts: Vec<String> = ["r-1", "r-2"]
+            .iter()
+            .map(|id| format!("{{\"id\":\"{id}\"}}"))
+            .collect();
+        let mut manifest = BundleManifest {
+            schema_version: BUNDLE_SCHEMA.to_string(),
+            determinism: DeterminismWitness {
+                agents: vec!["solo".into()],
+                locale: "C".into(),
+                rng_seed: 1,
+                scenario_id: "walking_skeleton".into(),
+                scheduler: "single-agent-v1".into(),
+                schema_version: "chio.arena.scenario/v1".into(),
+                steps: vec!["read-notes".into(), "read-more".into()],
+                virtual_clock_start: "2026-01-05T08:00:00.000Z".into(),
+            },
+            scenario_title: "walking skeleton".into(),
+            scenario_sha256: self.scenario_sha256.clone(),
+            status: BundleStatus::Completed,
+            stopped: None,
+            mismatches: Vec::new(),
+            receipt_root: chio_kernel::receipt::merkle_root_of_ids(&["r-1", "r-2"]),
+            receipt_count: 2,
+            arena_keys: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            sealed: BTreeMap::new(),
+            steps,
+        };
+        edit(&mut manifest);
+        let _ = std::fs::remove_dir_all(&self.bundle);
+        Bundle {
+            manifest,
+            receipts,
+            policies: BTreeMap::new(),
+            inputs: BTreeMap::new(),
+        }
+        .write(&self.bundle)
+        .unwrap();
+    }
+
+    fn runtime() -> Option<RuntimeIdentity> {
+        Some(RuntimeIdentity {
+            chio_version: "0.1.0".into(),
+            binary_sha256: "0".repeat(64),
+            platform: "linux-x86_64".into(),
+        })
+    }
+
+    /// The run's row, as an import of the bundle's run record fills it.
+    fn run_row(&self, revision: Option<String>) -> LedgerRow {
+        let mut row = self.ledger.rows[0].clone();
+        let root = chio_kernel::receipt::merkle_root_of_ids(&["r-1", "r-2"]);
+        row.native_outcome = "passed".into();
+        row.reason = None;
+        row.record = Some(RecordEvidence {
+            schema_version: RUN_RECORD.into(),
+            sha256: "a".repeat(64),
+            subject: "walking_skeleton".into(),
+            calls: Some(2),
+            passed: Some(2),
+            failed: Some(0),
+            failing_steps: Some(Vec::new()),
+            receipt_root: Some(root.clone()),
+            ..RecordEvidence::default()
+        });
+        row.definition_sha256 = Some(self.campaign.tasks[0].definition.sha256.clone());
+        row.source_revision = revision;
+        row.runtime_identity = Self::runtime();
+        row.oracle_checks = ["read-notes", "read-more"]
+            .iter()
+            .map(|id| OracleCheck {
+                name: format!("{id} expects allow"),
+                ok: true,
+            })
+            .collect();
+        row.spent = Spent {
+            steps: Some(2),
+            kernel_evaluations: Some(2),
+            generations: Some(0),
+        };
+        row.elapsed_seconds = Some(0.5);
+        row.evidence_refs = vec![EvidenceRef {
+            path: self.bundle.display().to_string(),
+            merkle_root: Some(root),
+        }];
+        row
+    }
+
+    /// The evolution's row, its output folder's Merkle root computed here
+    /// from the documented leaf and node rules.
+    fn evolve_row(&self, revision: Option<String>) -> LedgerRow {
+        let mut row = self.ledger.rows[1].clone();
+        row.native_outcome = "generations".into();
+        row.reason = None;
+        row.record = Some(RecordEvidence {
+            schema_version: EVOLVE_RECORD.into(),
+            sha256: "b".repeat(64),
+            subject: "walking_skeleton".into(),
+            generations_scheduled: Some(2),
+            generations_completed: Some(2),
+            ..RecordEvidence::default()
+        });
+        row.definition_sha256 = Some(self.campaign.tasks[1].definition.sha256.clone());
+        row.source_revision = revision;
+        row.runtime_identity = Self::runtime();
+        row.oracle_checks = vec![OracleCheck {
+            name: "every scheduled generation ran".into(),
+            ok: true,
+        }];
+        row.spent = Spent {
+            steps: Some(0),
+            kernel_evaluations: Some(4),
+            generations: Some(2),
+        };
+        row.elapsed_seconds = Some(1.0);
+        let mut leaf = b"leaderboard.json\0".to_vec();
+        leaf.extend_from_slice(b"{\"escapes\":[]}\n");
+        row.evidence_refs = vec![EvidenceRef {
+            path: self.folder.display().to_string(),
+            merkle_root: Some(sha256_hex(&leaf)),
+        }];
+        row
+    }
+
+    fn edit(&mut self, id: &str, edit: impl FnOnce(&mut LedgerRow)) {
+        let row = self
+            .ledger
+            .rows
+            .iter_mut()
+            .find(|r| r.schedule_id == id)
+            .unwrap();
+        edit(row);
+        check_ledger(&self.campaign, &self.ledger)
+            .expect("the edited ledger passes every row check");
+    }
+
+    fn json(&self) -> Value {
+        serde_json::to_value(report(&self.campaign, &self.ledger)).unwrap()
+    }
+
+    /// Asserts that `id` is contradicted on `field` in the outcome, the
+    /// JSON, the blocked comparison and the text, and is no delivery.
+    fn assert_contradicted(&self, id: &str, field: &str) {
+        let row = self
+            .ledger
+            .rows
+            .iter()
+            .find(|r| r.schedule_id == id)
+            .unwrap();
+        assert_eq!(portfolio_outcome(&self.campaign, row), CONTRADICTED);
+        self.assert_reported_contradicted(id, field);
+    }
+
+    /// The report's half of [`Setup::assert_contradicted`], for what only
+    /// the whole ledger shows.
+    fn assert_reported_contradicted(&self, id: &str, field: &str) {
+        let json = self.json();
+        let line = json["attempts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["schedule_id"] == id)
+            .unwrap();
+        assert_eq!(line["outcome"], CONTRADICTED, "{line}");
+        let fields: Vec<&str> = line["contradictions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no contradictions listed: {line}"))
+            .iter()
+            .map(|c| c["field"].as_str().unwrap())
+            .collect();
+        assert!(fields.contains(&field), "{field} not in {fields:?}");
+        let live = &json["sections"][0];
+        assert_eq!(live["comparison"], "blocked");
+        let prefix = format!("{id} is contradicted by its evidence: {field}: ");
+        assert!(
+            live["blocked_because"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.as_str().unwrap().starts_with(&prefix)),
+            "{}",
+            live["blocked_because"]
+        );
+        let text = render_text(&report(&self.campaign, &self.ledger));
+        assert!(
+            text.contains(&format!("    contradicted: {field}: ")),
+            "{text}"
+        );
+        assert!(text.contains(&prefix), "{text}");
+    }
+}
+
+// Rows their bundle and folder bear out, with a revision the repository holds, stay verified deliveries and leave the comparison complete.
+#[test]
+fn rows_their_evidence_bears_out_stay_verified() {
+    let s = Setup::new(true);
+    let json = s.json();
+    for line in json["attempts"].as_array().unwrap() {
+        assert_eq!(line["outcome"], VERIFIED, "{line}");
+        assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
+    }
+    assert_eq!(json["sections"][0]["comparison"], "complete");
+}
+
+// A stopped run's row edited into a pass, with counts and checks made consistent, is contradicted by the bundle's status.
+#[test]
+fn an_edited_status_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.write_bundle(|m| {
+        m.status = BundleStatus::Stopped;
+        m.stopped = Some(StopRecord {
+            step_id: "read-more".into(),
+            cause: "unexpected-verdict".into(),
+            message: "the kernel denied the read".into(),
+        });
+    });
+    s.edit("ws/01", |_| {});
+    s.assert_contradicted("ws/01", "native_outcome");
+    s.assert_contradicted("ws/01", "record.stopped_at");
+}
+
+// A row whose evidence root and record root were both rewritten to another value is contradicted by the bundle's receipt root.
+#[test]
+fn an_edited_receipt_root_is_contradicted() {
+    let mut s = Setup::new(true);
+    let other = "c".repeat(64);
+    s.edit("ws/01", |row| {
+        row.evidence_refs[0].merkle_root = Some(other.clone());
+        row.record.as_mut().unwrap().receipt_root = Some(other.clone());
+    });
+    s.assert_contradicted("ws/01", "evidence_refs[0].merkle_root");
+    s.assert_contradicted("ws/01", "record.receipt_root");
+}
+
+// A bundle whose manifest root was rewritten to match an edited row no longer matches its own receipts.
+#[test]
+fn a_bundle_whose_receipts_do_not_hash_to_its_root_is_contradicted() {
+    let mut s = Setup::new(true);
+    let other = "c".repeat(64);
+    s.write_bundle(|m| m.receipt_root = other.clone());
+    s.edit("ws/01", |row| {
+        row.evidence_refs[0].merkle_root = Some(other.clone());
+        row.record.as_mut().unwrap().receipt_root = Some(other.clone());
+    });
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+}
+
+// Verdict counts edited consistently (more calls, all passed) are contradicted by the bundle's steps.
+#[test]
+fn edited_verdict_counts_are_contradicted() {
+    let mut s = Setup::new(true);
+    s.edit("ws/01", |row| {
+        let record = row.record.as_mut().unwrap();
+        record.calls = Some(3);
+        record.passed = Some(3);
+    });
+    s.assert_contradicted("ws/01", "record.calls");
+    s.assert_contradicted("ws/01", "record.passed");
+}
+
+// A failing step whose row was rewritten to a pass with every check held is contradicted by the bundle's verdicts.
+#[test]
+fn an_edited_failing_step_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.write_bundle(|m| {
+        m.steps[1].actual = Some(ProjectedVerdict::Deny.into());
+        m.steps[1].pass = Some(false);
+        m.mismatches = vec!["read-more".into()];
+    });
+    s.edit("ws/01", |_| {});
+    s.assert_contradicted("ws/01", "native_outcome");
+    s.assert_contradicted("ws/01", "record.failing_steps");
+    s.assert_contradicted("ws/01", "oracle_checks[1]");
+}
+
+// A row whose bundle is gone is contradicted at its evidence path.
+#[test]
+fn a_missing_bundle_is_contradicted() {
+    let s = Setup::new(true);
+    std::fs::remove_dir_all(&s.bundle).unwrap();
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+}
+
+// A run row whose evidence reference was deleted is contradicted: a run record always names its bundle.
+#[test]
+fn a_run_row_without_its_bundle_reference_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.edit("ws/01", |row| row.evidence_refs.clear());
+    s.assert_contradicted("ws/01", "evidence_refs");
+}
+
+// A bundle of another scenario file put where the row's evidence points is contradicted.
+#[test]
+fn a_bundle_of_another_scenario_is_contradicted() {
+    let s = Setup::new(true);
+    s.write_bundle(|m| m.scenario_sha256 = "d".repeat(64));
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+}
+
+// An evolution's output folder changed after its root was recorded is contradicted at the reference's Merkle root.
+#[test]
+fn a_changed_output_folder_is_contradicted() {
+    let s = Setup::new(true);
+    std::fs::write(s.folder.join("leaderboard.json"), b"{\"escapes\":[1]}\n").unwrap();
+    s.assert_contradicted("evo/01", "evidence_refs[0].merkle_root");
+}
+
+// Two live rows naming one evidence folder are both contradicted: the folder can hold one attempt's evidence only.
+#[test]
+fn one_folder_backing_two_attempts_is_contradicted() {
+    let mut s = Setup::new(true);
+    let path = s.dir.join("bundle").display().to_string();
+    s.edit("evo/01", |row| {
+        row.evidence_refs.push(EvidenceRef {
+            path: path.clone(),
+            merkle_root: None,
+        });
+    });
+    s.assert_reported_contradicted("evo/01", "evidence_refs[1].path");
+    s.assert_reported_contradicted("ws/01", "evidence_refs[0].path");
+    let text = render_text(&report(&s.campaign, &s.ledger));
+    assert!(text.contains("is also the evidence of ws/01"), "{text}");
+}
+
+// A well-formed revision the real repository does not hold is contradicted, for every kind of row.
+#[test]
+fn an_invented_revision_in_a_repository_is_contradicted() {
+    let mut s = Setup::new(true);
+    for id in ["ws/01", "evo/01"] {
+        s.edit(id, |row| row.source_revision = Some(INVENTED.into()));
+        s.assert_contradicted(id, "source_revision");
+    }
+    let text = render_text(&report(&s.campaign, &s.ledger));
+    assert!(
+        text.contains(&format!(
+            "{INVENTED} is not a commit the repository at the campaign root holds"
+        )),
+        "{text}"
+    );
+}
+
+// A revision name that resolves (a branch, an abbreviation) is not a commit id and is contradicted.
+#[test]
+fn a_revision_that_is_not_a_full_commit_id_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.edit("ws/01", |row| row.source_revision = Some("HEAD".into()));
+    s.assert_contradicted("ws/01", "source_revision");
+}
+
+// A revision claimed for a root that is not a Git checkout cannot be checked, and is contradicted with that reason.
+#[test]
+fn a_revision_claimed_outside_a_repository_is_contradicted() {
+    let mut s = Setup::new(false);
+    s.edit("ws/01", |row| row.source_revision = Some(INVENTED.into()));
+    s.assert_contradicted("ws/01", "source_revision");
+    let text = render_text(&report(&s.campaign, &s.ledger));
+    assert!(
+        text.contains(&format!(
+            "{INVENTED} cannot be checked: the campaign root is not in a Git checkout"
+        )),
+        "{text}"
+    );
+    // Without a claimed revision the row is an incomplete pass, not a contradiction.
+    s.edit("ws/01", |row| row.source_revision = None);
+    let row = &s.ledger.rows[0];
+    assert_eq!(
+        portfolio_outcome(&s.campaign, row),
+        "pass without complete evidence"
+    );
+}

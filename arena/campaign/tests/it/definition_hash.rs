@@ -1,0 +1,113 @@
+//! Definition hashes pinned for a fixture tree holding a symbolic link, an
+//! executable and a non-ASCII name, and their sensitivity to every byte and
+//! mode. The pinned value was computed independently with Python's
+//! `json.dumps(rows, separators=(",", ":"), ensure_ascii=True)` and hashlib.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use chio_campaign::git::PinnedTree;
+use chio_experiment::definition::{definition_hash, rows_json};
+
+use crate::git_repo;
+use git_repo::git;
+
+const PINNED: &str = "c32c289faaad13208f1dd51846c8e5fd8a20dff5ca517f582c23546964e225ed";
+
+fn build_tree(root: &Path) {
+    let tree = root.join("tree");
+    std::fs::create_dir_all(tree.join("bin")).unwrap();
+    std::fs::write(tree.join("a.txt"), b"alpha\n").unwrap();
+    std::fs::write(tree.join("bin/run.sh"), b"#!/bin/sh\necho run\n").unwrap();
+    std::fs::set_permissions(
+        tree.join("bin/run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    symlink("a.txt", tree.join("link")).unwrap();
+    std::fs::write(tree.join("n\u{e9}.txt"), "caf\u{e9}\n").unwrap();
+}
+
+fn hash(root: &Path) -> String {
+    definition_hash(root, &[PathBuf::from("tree")])
+        .unwrap()
+        .sha256
+}
+
+// The tree hashes to the independently computed value, with Git modes 100644, 100755 and 120000.
+#[test]
+fn fixture_tree_hash_is_pinned() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_tree(tmp.path());
+    let definition = definition_hash(tmp.path(), &[PathBuf::from("tree")]).unwrap();
+    assert_eq!(definition.files, 4);
+    let modes: Vec<&str> = definition.rows.iter().map(|r| r.mode.as_str()).collect();
+    assert_eq!(modes, ["100644", "100755", "120000", "100644"]);
+    assert!(rows_json(&definition.rows).contains("tree/n\\u00e9.txt"));
+    assert_eq!(definition.sha256, PINNED);
+}
+
+// Changing one byte, a mode, or a link's target changes the hash; restoring them restores it.
+#[test]
+fn any_byte_or_mode_change_moves_the_hash() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_tree(tmp.path());
+    let tree = tmp.path().join("tree");
+    assert_eq!(hash(tmp.path()), PINNED);
+
+    std::fs::write(tree.join("a.txt"), b"alphA\n").unwrap();
+    assert_ne!(hash(tmp.path()), PINNED, "a content byte");
+    std::fs::write(tree.join("a.txt"), b"alpha\n").unwrap();
+    assert_eq!(hash(tmp.path()), PINNED);
+
+    let script = tree.join("bin/run.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_ne!(hash(tmp.path()), PINNED, "the executable bit");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(hash(tmp.path()), PINNED);
+
+    std::fs::remove_file(tree.join("link")).unwrap();
+    symlink("bin/run.sh", tree.join("link")).unwrap();
+    assert_ne!(hash(tmp.path()), PINNED, "the link's target");
+    std::fs::remove_file(tree.join("link")).unwrap();
+    std::fs::write(tree.join("link"), b"a.txt").unwrap();
+    assert_ne!(
+        hash(tmp.path()),
+        PINNED,
+        "a link replaced by a file of its target bytes"
+    );
+}
+
+// A link is hashed as its target path and never followed, even when the target is outside the tree.
+#[test]
+fn links_are_not_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("tree")).unwrap();
+    symlink("/nonexistent/secret", tmp.path().join("tree/out")).unwrap();
+    let definition = definition_hash(tmp.path(), &[PathBuf::from("tree")]).unwrap();
+    assert_eq!(definition.rows[0].mode, "120000");
+    assert_eq!(definition.files, 1);
+}
+
+// The same tree committed to Git hashes to the same pinned value from the revision's objects, and later working-tree edits do not move it.
+#[test]
+fn a_pinned_revision_hashes_from_git_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_tree(tmp.path());
+    git(tmp.path(), &["init", "-q"]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "tree"]);
+    let commit = git(tmp.path(), &["rev-parse", "HEAD"]);
+    std::fs::write(tmp.path().join("tree/a.txt"), b"changed after the pin\n").unwrap();
+    std::fs::remove_file(tmp.path().join("tree/link")).unwrap();
+    assert_ne!(hash(tmp.path()), PINNED, "the working tree moved");
+    let pinned = PinnedTree::read(tmp.path(), &commit).unwrap();
+    let definition = pinned.definition(&["tree".to_string()]).unwrap();
+    assert_eq!(definition.sha256, PINNED);
+    let modes: Vec<&str> = definition.rows.iter().map(|r| r.mode.as_str()).collect();
+    assert_eq!(modes, ["100644", "100755", "120000", "100644"]);
+    let err = PinnedTree::read(tmp.path(), "no-such-revision").unwrap_err();
+    assert_eq!(err.code(), "CHIO-CAMPAIGN-REVISION");
+}
