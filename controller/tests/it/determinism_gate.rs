@@ -85,12 +85,14 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-// The kernel, the arena library, the node's runtime modules and the run driver never read the wall clock or OS randomness.
+// The kernel, the arena's four crates, the node's runtime modules and the run driver never read the wall clock or OS randomness.
 #[test]
 fn runtime_sources_read_no_clock_or_entropy() {
     let mut files = Vec::new();
     rust_files(&repo_path("kernel/src"), &mut files);
-    rust_files(&repo_path("arena/src"), &mut files);
+    for arena in ["src", "adversary/src", "experiment/src", "campaign/src"] {
+        rust_files(&repo_path(&format!("arena/{arena}")), &mut files);
+    }
     for runtime in [
         "actors",
         "world.rs",
