@@ -19,10 +19,10 @@
 //! lists every step at its scheduled place. The hash chains are extended
 //! in the order steps are decided, which is the same on every topology.
 //!
-//! Records and receipts go to a [`Sink`]: kept in memory for a bundle
-//! returned whole, or appended to the bundle being written as each step is
-//! recorded (`chio arena run`) and not kept, so a run's memory does not grow
-//! with its records; the run's report reads them back from the bundle.
+//! Records and receipts are appended to the bundle being written
+//! ([`BundleWriter`]) as each step is recorded and not kept, so a run's
+//! memory does not grow with its records; whoever wants them reads them
+//! back from the bundle.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -57,79 +57,12 @@ fn extend_chain(previous: &str, entry: &Value) -> Result<String, NodeError> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Where the recorder puts each step record and receipt.
-pub(super) enum Sink {
-    /// Kept in memory, for a bundle returned whole.
-    Memory {
-        /// Every step record, in order.
-        steps: Vec<StepRecord>,
-        /// Every call's receipt, in order.
-        receipts: Vec<SignedReceipt>,
-    },
-    /// Appended to the bundle being written as each step is recorded;
-    /// nothing of a record stays in memory once it is written.
-    Stream {
-        /// The bundle being written.
-        writer: Box<BundleWriter>,
-        /// The first write that failed; the run stops there.
-        failed: Option<ArenaError>,
-    },
-}
-
-impl Sink {
-    /// A sink that keeps everything in memory.
-    pub fn memory() -> Sink {
-        Sink::Memory {
-            steps: Vec::new(),
-            receipts: Vec::new(),
-        }
-    }
-
-    /// A sink that streams into `writer`.
-    pub fn stream(writer: BundleWriter) -> Sink {
-        Sink::Stream {
-            writer: Box::new(writer),
-            failed: None,
-        }
-    }
-
-    fn receipt(&mut self, receipt: &SignedReceipt) {
-        match self {
-            Sink::Memory { receipts, .. } => receipts.push(receipt.clone()),
-            Sink::Stream { writer, failed, .. } => {
-                if failed.is_none() {
-                    *failed = writer.receipt(receipt).err();
-                }
-            }
-        }
-    }
-
-    fn step(&mut self, record: StepRecord) {
-        match self {
-            Sink::Memory { steps, .. } => steps.push(record),
-            Sink::Stream { writer, failed } => {
-                if failed.is_none() {
-                    *failed = writer.step(&record).err();
-                }
-            }
-        }
-    }
-
-    fn failed(&self) -> bool {
-        matches!(
-            self,
-            Sink::Stream {
-                failed: Some(_),
-                ..
-            }
-        )
-    }
-}
-
 /// What a finished recording holds.
 pub(super) struct Recorded {
-    /// The step records and receipts.
-    pub sink: Sink,
+    /// The bundle being written: every step record and receipt so far.
+    pub writer: BundleWriter,
+    /// The first bundle write that failed; the run stopped there.
+    pub failed: Option<ArenaError>,
     /// Steps whose expectation failed.
     pub mismatches: Vec<String>,
     /// Why the run stopped early, when it did.
@@ -160,7 +93,7 @@ impl<'r> StepRecorder<'r> {
         world: &World,
         policy_hashes: &'r BTreeMap<String, String>,
         keep_going: bool,
-        sink: Sink,
+        writer: BundleWriter,
     ) -> Self {
         // The canonical JSON of the empty array is `[]`.
         let empty = hex::encode(Sha256::digest(b"[]"));
@@ -173,7 +106,8 @@ impl<'r> StepRecorder<'r> {
             sessions: BTreeMap::new(),
             held: VecDeque::new(),
             recorded: Recorded {
-                sink,
+                writer,
+                failed: None,
                 mismatches: Vec::new(),
                 stopped: None,
             },
@@ -182,7 +116,7 @@ impl<'r> StepRecorder<'r> {
 
     /// Whether a mismatch, or a bundle write that failed, stopped the run.
     pub fn stopped(&self) -> bool {
-        self.recorded.stopped.is_some() || self.recorded.sink.failed()
+        self.recorded.stopped.is_some() || self.recorded.failed.is_some()
     }
 
     /// The recording so far.
@@ -218,8 +152,9 @@ impl<'r> StepRecorder<'r> {
     }
 
     /// Takes in a judged record and writes every record whose turn has
-    /// come: the sink sees records, receipts and mismatches in the
-    /// schedule's order whatever order steps were decided in.
+    /// come: the bundle gets records, receipts and mismatches in the
+    /// schedule's order whatever order steps were decided in. After a
+    /// write fails nothing more is written; the run stops there.
     fn write(&mut self, record: StepRecord, receipt: Option<SignedReceipt>) {
         match self
             .held
@@ -236,13 +171,17 @@ impl<'r> StepRecorder<'r> {
             let Some((_, Some((record, receipt)))) = self.held.pop_front() else {
                 break;
             };
-            if let Some(receipt) = &receipt {
-                self.recorded.sink.receipt(receipt);
-            }
             if record.pass == Some(false) {
                 self.recorded.mismatches.push(record.step_id.clone());
             }
-            self.recorded.sink.step(record);
+            let recorded = &mut self.recorded;
+            if recorded.failed.is_none() {
+                let written = match &receipt {
+                    Some(receipt) => recorded.writer.receipt(receipt),
+                    None => Ok(()),
+                };
+                recorded.failed = written.and_then(|()| recorded.writer.step(&record)).err();
+            }
         }
     }
 
