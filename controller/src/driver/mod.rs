@@ -30,7 +30,7 @@
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
 //! fault step's fault. A fault step is a barrier
-//! ([`chio_node::executor::PreparedStep::is_barrier`]): nothing runs
+//! ([`chio_node::executor::RunStep::is_barrier`]): nothing runs
 //! concurrently with it or is reordered across it, since it changes what
 //! every later step meets.
 

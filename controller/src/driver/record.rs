@@ -33,8 +33,9 @@ use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
-use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep};
+use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep, RunStep};
 use chio_node::outage::Refusal;
+use chio_node::CallAnswer;
 use chio_node::{NodeError, World};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -201,7 +202,7 @@ impl<'r> StepRecorder<'r> {
             }),
         )?;
         match (action, prepared) {
-            (Action::Call(call), PreparedStep::Call(p)) => {
+            (Action::Call(call), RunStep::Call(p, ())) => {
                 self.call_inputs(record, &agent, call, p)?;
             }
             (Action::Delegate(delegate), _) => {
@@ -213,7 +214,7 @@ impl<'r> StepRecorder<'r> {
                 record.inputs.invocation =
                     canonical_sha256(INVOCATION, &json!({"agent": agent, "revoke": revoke}))?;
             }
-            (Action::Message(message), PreparedStep::Message(p)) => {
+            (Action::Message(message), RunStep::Message(p, ())) => {
                 record.target = Some(message.to.clone());
                 record.inputs.invocation =
                     canonical_sha256(INVOCATION, &json!({"agent": agent, "message": message}))?;
@@ -303,10 +304,9 @@ impl<'r> StepRecorder<'r> {
         &mut self,
         mut record: StepRecord,
         action: &Action,
-        prepared: &PreparedStep,
         performed: Performed,
     ) -> Result<(), NodeError> {
-        match self.judged(&mut record, action, prepared, performed) {
+        match self.judged(&mut record, action, performed) {
             Ok(receipt) => {
                 self.write(record, receipt);
                 Ok(())
@@ -323,12 +323,11 @@ impl<'r> StepRecorder<'r> {
         &mut self,
         record: &mut StepRecord,
         action: &Action,
-        prepared: &PreparedStep,
         performed: Performed,
     ) -> Result<Option<SignedReceipt>, NodeError> {
         let mut receipt = None;
-        match (action, prepared, performed) {
-            (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
+        match (action, performed) {
+            (Action::Call(call), RunStep::Call(p, CallAnswer::Decided(outcome))) => {
                 record.verdict = Some(outcome.verdict);
                 record.guard = outcome.guard.clone();
                 record.receipt_id = Some(outcome.receipt.id.clone());
@@ -337,9 +336,9 @@ impl<'r> StepRecorder<'r> {
                 receipt = Some(outcome.receipt.clone());
                 let actual = outcome.projected;
                 record.reason_code = outcome.trace.reason_code.map(|c| c.as_str().to_string());
-                self.judge_call(record, call, p, actual, outcome.reason.clone())?;
+                self.judge_call(record, call, &p, actual, outcome.reason.clone())?;
             }
-            (Action::Call(call), PreparedStep::Call(p), Performed::Refused(reason)) => {
+            (Action::Call(call), RunStep::Call(p, CallAnswer::Refused(reason))) => {
                 // The agent's node denied the call itself (its kernel could
                 // not be reached, or it does not hold the capability), or
                 // the controller did (the agent's node is down): no kernel
@@ -347,21 +346,21 @@ impl<'r> StepRecorder<'r> {
                 record.verdict = Some(Verdict::Deny);
                 record.reason_code = Some(reason.code.as_str().to_string());
                 let reason = Some(reason.message);
-                self.judge_call(record, call, p, ProjectedVerdict::Deny, reason)?;
+                self.judge_call(record, call, &p, ProjectedVerdict::Deny, reason)?;
             }
-            (Action::Redefine(redefine), _, Performed::Redefine) => {
+            (Action::Redefine(redefine), RunStep::Redefine) => {
                 self.admission = extend_chain(
                     &self.admission,
                     &json!({"redefine": record.step_id, "server": redefine.server, "tool": redefine.tool, "digest": redefine.digest}),
                 )?;
             }
-            (Action::Fault(fault), _, Performed::Fault) => {
+            (Action::Fault(fault), RunStep::Fault(_)) => {
                 self.admission = extend_chain(
                     &self.admission,
                     &json!({"fault": record.step_id, "what": fault}),
                 )?;
             }
-            (Action::Delegate(delegate), _, Performed::Delegate(done)) => {
+            (Action::Delegate(delegate), RunStep::Delegate(_, done)) => {
                 let refusal = match done {
                     Ok(made) => {
                         record.detail = Some(made.child.token_sha256.clone());
@@ -377,14 +376,14 @@ impl<'r> StepRecorder<'r> {
                 };
                 self.judge(record, delegate.expect, refusal);
             }
-            (Action::Revoke(revoke), _, Performed::Revoke(refusal)) => {
+            (Action::Revoke(revoke), RunStep::Revoke(_, refusal)) => {
                 if refusal.is_none() {
                     self.admission =
                         extend_chain(&self.admission, &json!({"revoke": revoke.target}))?;
                 }
                 self.judge(record, revoke.expect, refusal);
             }
-            (Action::Message(message), _, Performed::Message(outcome)) => {
+            (Action::Message(message), RunStep::Message(_, outcome)) => {
                 let mut entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
                 if let Some(refusal) = &outcome.refusal {
                     entry["refused"] = json!(refusal.code);
@@ -402,13 +401,16 @@ impl<'r> StepRecorder<'r> {
                     self.judge_outcome(record, handover.expect, refusal);
                 }
             }
-            (Action::Advance(_), _, Performed::Advance) => {}
-            // A step answered as another kind is the driver's error,
-            // recorded as an infrastructure failure, never a silent pass.
-            _ => {
+            (Action::Advance(_), RunStep::Advance { .. }) => {}
+            // A step carries its own answer, so only the scheduled action
+            // and the step can differ in kind: the executor prepares each
+            // action as its own kind, and a step performed for another is
+            // the driver's error, recorded as an infrastructure failure,
+            // never a silent pass.
+            (_, _) => {
                 return Err(NodeError::Internal(
-                    "a dispatched step was answered as another kind of step",
-                ))
+                    "a scheduled step was performed as another kind of step",
+                ));
             }
         }
         Ok(receipt)
