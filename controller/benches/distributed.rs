@@ -35,7 +35,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
+use chio_controller::driver::{
+    run_schedule, DispatchMode, Dispatcher, ReadBack, RunOptions, RunStatus,
+};
 use chio_controller::local_cluster::LocalCluster;
 use chio_controller::topology::{fresh_run_id, GrpcTopology};
 use chio_node::link::LinkFuture;
@@ -207,9 +209,9 @@ fn run_cluster(runtime: &tokio::runtime::Runtime, steps: usize, nodes: usize) ->
             keep_going: false,
             dispatch: DispatchMode::OneAtATime,
         };
-        let result = run_schedule_with(&scenario, &world, &inputs, &timed, options)
-            .await
-            .expect("run");
+        let scratch = ReadBack::new().expect("a temporary folder");
+        let run = run_schedule(&scenario, &world, &inputs, &timed, options, scratch.out()).await;
+        let result = scratch.bundle(run).expect("run");
         let elapsed = began.elapsed();
         assert_eq!(
             result.status,

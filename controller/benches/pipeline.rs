@@ -29,7 +29,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule_with, DispatchMode, RunOptions, RunResult, RunStatus};
+use chio_controller::driver::{
+    run_schedule, DispatchMode, ReadBack, RunOptions, RunResult, RunStatus,
+};
 use chio_controller::topology::{fresh_run_id, GrpcTopology, Topology};
 use chio_node::World;
 use chio_tests::{many_agent_scenario, serve, write_scenario, Proc, CLUSTER_TOKEN, TRUST_TOKEN};
@@ -191,9 +193,9 @@ fn run_mode(
             dispatch,
         };
         let began = Instant::now();
-        let result = run_schedule_with(&scenario, &world, &inputs, &grpc, options)
-            .await
-            .expect("run");
+        let scratch = ReadBack::new().expect("a temporary folder");
+        let run = run_schedule(&scenario, &world, &inputs, &grpc, options, scratch.out()).await;
+        let result = scratch.bundle(run).expect("run");
         let took = began.elapsed();
         assert_eq!(
             result.status,

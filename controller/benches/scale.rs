@@ -90,10 +90,11 @@ fn child(steps: usize) {
         .unwrap();
     let run_start = Instant::now();
     let result = runtime
-        .block_on(chio_controller::driver::run_embedded_into(
+        .block_on(chio_controller::driver::run_embedded(
             &scenario,
             &inputs,
             chio_controller::driver::RunOptions::keep_going(false),
+            &std::collections::BTreeMap::new(),
             &dir.path().join("bundle"),
         ))
         .expect("run completes")

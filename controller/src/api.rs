@@ -27,7 +27,7 @@ use chio_kernel::receipt::SignedReceipt;
 
 use crate::arena_run::load_for_run;
 use crate::cli::RunTopology;
-use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
+use crate::driver::{ReadBack, RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::topology::run_with_topology;
 
@@ -121,18 +121,19 @@ impl LoadedScenario {
             Topology::File(path) => RunTopology::File(path.clone()),
         };
         let options = RunOptions::keep_going(true);
-        let result = run_with_topology(
+        let scratch = ReadBack::new().map_err(|e| CliError::node(COMMAND, &e))?;
+        let run = run_with_topology(
             COMMAND,
             &topology,
             &self.scenario,
             &self.inputs,
             options,
-            None,
-        )?
-        .map_err(|e| CliError::node(COMMAND, &e))?
-        // Without an output folder the bundle is kept in memory and no
-        // bundle error can arise.
-        .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+            scratch.out(),
+        )?;
+        // The bundle is read back whole from the folder the run wrote.
+        let result = scratch
+            .bundle(run)
+            .map_err(|e| CliError::node(COMMAND, &e))?;
         Ok(ScenarioRun {
             scenario_id: self.scenario.id().to_string(),
             result,

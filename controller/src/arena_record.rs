@@ -379,7 +379,7 @@ async fn record(
         keep_going: true,
         dispatch: DispatchMode::OneAtATime,
     };
-    let result = crate::driver::run_embedded_live_into(scenario, inputs, options, dir, &live).await;
+    let result = crate::driver::run_embedded(scenario, inputs, options, &live, dir).await;
     drop(live);
     stop_all(started).await;
     let result = result

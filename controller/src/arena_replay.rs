@@ -16,13 +16,13 @@ use std::io::Write;
 use std::path::Path;
 
 use chio_arena::bundle::{compare_runs, Bundle, BundleStatus, StepDrift, SCENARIO_INPUT};
-use chio_arena::ArenaError;
+use chio_arena::{ArenaError, Scenario};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::arena_run::{load_for_run_sealed_from, runtime};
 use crate::cli::{DiffArgs, ReplayArgs};
-use crate::driver::run_embedded;
+use crate::driver::{run_embedded, ReadBack, RunInputs, RunOptions, RunResult};
 use crate::error::{codes, CliError};
 
 /// Schema of `chio arena replay --json`.
@@ -306,9 +306,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         ));
     }
     let keep_going = recorded.manifest.status != BundleStatus::Stopped;
-    let replayed = runtime(COMMAND)?
-        .block_on(run_embedded(&scenario, &inputs, keep_going))
-        .map_err(|e| CliError::node(COMMAND, &e))?;
+    let replayed = rerun(COMMAND, &scenario, &inputs, keep_going)?;
     let drifts = compare_runs(&recorded.manifest, &replayed.bundle.manifest);
     let policy_files = tampered_policies(&recorded);
     let session = session_mismatches(&args.dir, &recorded, &replayed.bundle);
@@ -327,6 +325,26 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         session,
     };
     report_drift(&report, args.json, COMMAND, out)
+}
+
+/// Runs the scenario again, embedded, and reads its bundle back whole.
+fn rerun(
+    command: &'static str,
+    scenario: &Scenario,
+    inputs: &RunInputs,
+    keep_going: bool,
+) -> Result<RunResult, CliError> {
+    let scratch = ReadBack::new().map_err(|e| CliError::node(command, &e))?;
+    let options = RunOptions::keep_going(keep_going);
+    let live = BTreeMap::new();
+    let run = runtime(command)?.block_on(run_embedded(
+        scenario,
+        inputs,
+        options,
+        &live,
+        scratch.out(),
+    ));
+    scratch.bundle(run).map_err(|e| CliError::node(command, &e))
 }
 
 /// Runs `chio arena diff`.

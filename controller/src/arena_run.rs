@@ -119,16 +119,10 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
     // The bundle is written as the run goes and the result keeps no step
     // record, so memory does not grow with the records; every report of
     // the steps reads them back from the bundle one at a time.
-    let result = crate::topology::run_with_topology(
-        COMMAND,
-        &topology,
-        &scenario,
-        &inputs,
-        options,
-        Some(&dir),
-    )?
-    .map_err(|e| CliError::node(COMMAND, &e))?
-    .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    let result =
+        crate::topology::run_with_topology(COMMAND, &topology, &scenario, &inputs, options, &dir)?
+            .map_err(|e| CliError::node(COMMAND, &e))?
+            .map_err(|e| CliError::from_arena(COMMAND, &e))?;
     if let Some(path) = &args.junit {
         let suite =
             crate::junit::suite_from_bundle(COMMAND, &scenario, &result.bundle.manifest, &dir)?;

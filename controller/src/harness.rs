@@ -43,13 +43,14 @@
 //! }
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::arena_run::load_for_run;
-use crate::driver::{run_embedded, RunStatus};
+use crate::driver::{run_embedded, ReadBack, RunOptions, RunStatus};
 
 const COMMAND: &str = "arena run";
 
@@ -79,8 +80,18 @@ pub fn check_scenario(file: &Path) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let result = runtime
-        .block_on(run_embedded(&scenario, &inputs, true))
+    let scratch = ReadBack::new().map_err(|e| format!("{}: {e}", file.display()))?;
+    let options = RunOptions::keep_going(true);
+    let live = BTreeMap::new();
+    let run = runtime.block_on(run_embedded(
+        &scenario,
+        &inputs,
+        options,
+        &live,
+        scratch.out(),
+    ));
+    let result = scratch
+        .bundle(run)
         .map_err(|e| format!("{}: the world could not be started: {e}", file.display()))?;
     match result.status {
         RunStatus::Passed => Ok(()),

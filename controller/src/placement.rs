@@ -32,10 +32,10 @@ use chio_node::NodeError;
 
 use crate::cli::RunTopology;
 use crate::cluster_worlds::{evaluate_on, evaluate_on_local, evaluate_with_topology};
-use crate::driver::{RunInputs, RunOptions, RunResult, RunStatus};
+use crate::driver::{ReadBack, RunInputs, RunOptions, RunResult, RunStatus};
 use crate::error::CliError;
 use crate::local_cluster::{running_chio, LocalCluster};
-use crate::topology::{in_memory, run_distributed, run_with_topology, Topology};
+use crate::topology::{run_distributed, run_with_topology, Topology};
 
 /// An idle local cluster and the node set it was started for.
 type Idle = (Vec<String>, LocalCluster);
@@ -130,9 +130,11 @@ impl RunPlaces {
                 ),
                 RunTopology::Embedded | RunTopology::Local => None,
             };
-            let run = run_with_topology(self.command, &place, scenario, inputs, keep_going(), None)
+            let scratch = ReadBack::new().map_err(|e| e.to_string())?;
+            let out = scratch.out();
+            let run = run_with_topology(self.command, &place, scenario, inputs, keep_going(), out)
                 .map_err(|e| e.to_string())?;
-            in_memory(run)
+            scratch.bundle(run)
         };
         result.map_err(|e| e.to_string())
     }
@@ -144,15 +146,17 @@ impl RunPlaces {
         let runtime = current_thread()?;
         let nodes = scenario.node_ids();
         let cluster = self.take_cluster(&nodes)?;
-        let result = in_memory(runtime.block_on(run_distributed(
+        let scratch = ReadBack::new()?;
+        let run = runtime.block_on(run_distributed(
             scenario,
             inputs,
             cluster.topology(),
             "local",
             keep_going(),
             false,
-            None,
-        )));
+            scratch.out(),
+        ));
+        let result = scratch.bundle(run);
         let healthy = matches!(&result, Ok(run) if run.status != RunStatus::InfrastructureFailure);
         if healthy {
             self.give_back(nodes, cluster)?;

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chio_arena::bundle::Bundle;
 use chio_arena::scenario::FaultAction;
-use chio_arena::{ArenaError, Scenario};
+use chio_arena::Scenario;
 use chio_kernel::keys::public_key_hex;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::link::LinkFuture;
@@ -36,8 +36,7 @@ use tracing::Instrument;
 
 use crate::cli::RunTopology;
 use crate::driver::{
-    run_embedded_into, run_embedded_with, run_schedule_into, run_schedule_with, Dispatcher,
-    RunInputs, RunOptions, RunResult,
+    run_embedded, run_schedule, Dispatcher, ReadBack, RunInputs, RunOptions, RunResult, Written,
 };
 use crate::error::{codes, CliError};
 use crate::local_cluster::{running_chio, LocalCluster};
@@ -331,46 +330,30 @@ impl Dispatcher for GrpcTopology {
     }
 }
 
-/// A run whose bundle was written (or kept in memory): the inner error is
-/// the bundle's, a refused output folder or a write that failed.
-pub type Written = Result<RunResult, ArenaError>;
-
-/// The run of a bundle kept in memory (`out` was `None`, so no bundle
-/// error can arise; one would be a defect, reported as such).
-pub fn in_memory(run: Result<Written, NodeError>) -> Result<RunResult, NodeError> {
-    run?.map_err(|_| NodeError::Internal("a run kept in memory reported a bundle write error"))
-}
-
-/// A run's bundle kept in memory (`out` is `None`) or written into `out`
-/// once the run is over; a written run is returned as a run written as it
-/// goes is (`run_schedule_into`): its manifest without steps, no receipts
-/// and no inputs, which the written bundle holds.
-fn keep_or_write(run: RunResult, out: Option<&Path>) -> Written {
-    match out {
-        Some(out) => {
-            run.bundle.write(out)?;
-            let Bundle {
-                mut manifest,
-                policies,
-                ..
-            } = run.bundle;
-            manifest.steps = Vec::new();
-            Ok(RunResult {
-                bundle: Bundle {
-                    manifest,
-                    receipts: Vec::new(),
-                    policies,
-                    inputs: BTreeMap::new(),
-                },
-                ..run
-            })
-        }
-        None => Ok(run),
-    }
+/// Installs a run's bundle, read back whole, in `out`; it is returned as
+/// a run written there as it goes is ([`run_schedule`]): its manifest
+/// without steps, no receipts and no inputs, which the written bundle holds.
+fn install(run: RunResult, out: &Path) -> Written {
+    run.bundle.write(out)?;
+    let Bundle {
+        mut manifest,
+        policies,
+        ..
+    } = run.bundle;
+    manifest.steps = Vec::new();
+    Ok(RunResult {
+        bundle: Bundle {
+            manifest,
+            receipts: Vec::new(),
+            policies,
+            inputs: BTreeMap::new(),
+        },
+        ..run
+    })
 }
 
 /// Runs a scenario across the node processes of `topology`, writing its
-/// bundle into `out` as it goes when one is given.
+/// bundle into `out` as it goes.
 pub async fn run_distributed(
     scenario: &Scenario,
     inputs: &RunInputs,
@@ -378,7 +361,7 @@ pub async fn run_distributed(
     topology_name: &str,
     options: RunOptions,
     stop_nodes: bool,
-    out: Option<&Path>,
+    out: &Path,
 ) -> Result<Written, NodeError> {
     let cluster = ClusterRun {
         topology,
@@ -400,15 +383,16 @@ struct ClusterRun<'a> {
 }
 
 impl ClusterRun<'_> {
-    /// Loads the world on every node and runs the schedule. A fault run is
-    /// recorded in memory, so every admitted call's receipt can be checked
-    /// in trust-control before the bundle is written.
+    /// Loads the world on every node and runs the schedule. A fault run
+    /// writes its bundle into a temporary folder first, so every admitted
+    /// call's receipt can be checked in trust-control before the bundle is
+    /// installed in `out`.
     async fn run(
         &self,
         scenario: &Scenario,
         inputs: &RunInputs,
         options: RunOptions,
-        out: Option<&Path>,
+        out: &Path,
     ) -> Result<Written, NodeError> {
         let world = World::resolve(scenario, &inputs.fixtures)?;
         let run_id = fresh_run_id();
@@ -422,14 +406,9 @@ impl ClusterRun<'_> {
             tracing::info!(run_id = %run_id, "starting distributed run");
             let topology = self.topology;
             let cluster = GrpcTopology::prepare(&world, inputs, topology, &run_id).await?;
-            let result = match (self.faults, out) {
-                (None, Some(out)) => {
-                    run_schedule_into(scenario, &world, inputs, &cluster, options, out).await
-                }
-                (None, None) => run_schedule_with(scenario, &world, inputs, &cluster, options)
-                    .await
-                    .map(Ok),
-                (Some(local), out) => {
+            let result = match self.faults {
+                None => run_schedule(scenario, &world, inputs, &cluster, options, out).await,
+                Some(local) => {
                     let dispatcher = LocalFaults {
                         grpc: &cluster,
                         cluster: local,
@@ -439,12 +418,7 @@ impl ClusterRun<'_> {
                         run_id: &run_id,
                         stalled: Default::default(),
                     };
-                    match run_schedule_with(scenario, &world, inputs, &dispatcher, options).await {
-                        Ok(run) => audit_receipts(local, topology, &run.bundle.receipts)
-                            .await
-                            .map(|_| keep_or_write(run, out)),
-                        Err(e) => Err(e),
-                    }
+                    audited(scenario, &dispatcher, options, out).await
                 }
             };
             if self.stop_nodes {
@@ -457,6 +431,28 @@ impl ClusterRun<'_> {
     }
 }
 
+/// A fault run on a local cluster: its bundle is read back from a
+/// temporary folder and installed in `out` once every admitted call's
+/// receipt is found in trust-control.
+async fn audited(
+    scenario: &Scenario,
+    dispatcher: &LocalFaults<'_>,
+    options: RunOptions,
+    out: &Path,
+) -> Result<Written, NodeError> {
+    let (world, inputs) = (dispatcher.world, dispatcher.inputs);
+    let scratch = ReadBack::new()?;
+    let run = run_schedule(scenario, world, inputs, dispatcher, options, scratch.out()).await;
+    let run = scratch.bundle(run)?;
+    audit_receipts(
+        dispatcher.cluster,
+        dispatcher.topology,
+        &run.bundle.receipts,
+    )
+    .await?;
+    Ok(install(run, out))
+}
+
 /// Runs a scenario on a local cluster started for it (links proxied when
 /// the scenario partitions, heals or delays one, or stalls trust-control),
 /// inflicting its fault steps on the real processes.
@@ -466,7 +462,7 @@ fn run_local(
     scenario: &Scenario,
     inputs: &RunInputs,
     options: RunOptions,
-    out: Option<&Path>,
+    out: &Path,
 ) -> Result<Written, NodeError> {
     let cluster = start_cluster(chio, scenario)?;
     let topology = cluster.topology().clone();
@@ -485,27 +481,23 @@ fn run_local(
 }
 
 /// Runs a scenario embedded, on `--topology local` or on `--topology
-/// FILE`, writing its bundle into `out` when one is given (else keeping it
-/// in memory): the outer error refuses the topology, the middle one is the
-/// run's, the inner one the bundle's.
+/// FILE`, writing its bundle into `out` (a caller that wants it in memory
+/// passes a [`ReadBack`] folder): the outer error refuses the topology, the
+/// middle one is the run's, the inner one the bundle's.
 pub fn run_with_topology(
     command: &'static str,
     topology: &RunTopology,
     scenario: &Scenario,
     inputs: &RunInputs,
     options: RunOptions,
-    out: Option<&Path>,
+    out: &Path,
 ) -> Result<Result<Written, NodeError>, CliError> {
     let runtime = crate::arena_run::runtime(command)?;
     let faults: Vec<&FaultAction> = scenario.fault_steps().collect();
     let path = match topology {
         RunTopology::Embedded => {
-            return Ok(runtime.block_on(async {
-                match out {
-                    Some(out) => run_embedded_into(scenario, inputs, options, out).await,
-                    None => run_embedded_with(scenario, inputs, options).await.map(Ok),
-                }
-            }))
+            let live = BTreeMap::new();
+            return Ok(runtime.block_on(run_embedded(scenario, inputs, options, &live, out)));
         }
         RunTopology::File(path) => path,
         RunTopology::Local => {

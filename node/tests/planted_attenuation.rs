@@ -18,7 +18,8 @@ use chio_arena::{parse_scenario, Scenario};
 use chio_kernel::planted::{self, Weakness};
 use chio_node::evaluator::KernelActionEvaluator;
 use chio_node::executor::direct::DirectDispatcher;
-use chio_node::executor::{complete_now, Performed, StepExecutor};
+use chio_node::executor::{complete_now, RunStep, StepExecutor};
+use chio_node::CallAnswer;
 use chio_node::{FixtureSet, World};
 
 static SELECTION: Mutex<()> = Mutex::new(());
@@ -78,10 +79,10 @@ fn call_outcome(scenario: &Scenario, wanted: &str) -> (String, Option<String>) {
                 now_ms,
             )
             .expect("prepared");
-        let performed = complete_now(executor.perform(&direct, node, &step.head.id, &prepared))
+        let performed = complete_now(executor.perform(&direct, node, &step.head.id, prepared))
             .expect("performed");
         if step.head.id == wanted {
-            let Performed::Call(outcome) = performed else {
+            let RunStep::Call(_, CallAnswer::Decided(outcome)) = performed else {
                 panic!("{wanted} is not a call: {performed:?}");
             };
             return (outcome.verdict.as_str().to_string(), outcome.reason);

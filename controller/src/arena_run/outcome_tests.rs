@@ -133,10 +133,11 @@ fn streamed_document_equals_the_whole_one_for_real_runs() {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("bundle");
         let result = runtime
-            .block_on(crate::driver::run_embedded_into(
+            .block_on(crate::driver::run_embedded(
                 &scenario,
                 &inputs,
                 RunOptions::keep_going(true),
+                &std::collections::BTreeMap::new(),
                 &dir,
             ))
             .unwrap()

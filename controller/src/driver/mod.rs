@@ -19,22 +19,23 @@
 //! the kernel's decision trace (what the decision read, stage by stage),
 //! each message and delegation the labels it carried.
 //!
-//! [`run_schedule_with`] returns the bundle whole, in memory;
-//! [`run_schedule_into`] (what `chio arena run` uses) writes it as the run
-//! goes and keeps no step record, so the run's memory does not grow with
-//! its records: what it returns is the manifest without steps, and a
-//! report of the steps reads them back from the written bundle
-//! (`chio_arena::bundle::for_each_step`).
+//! Every run reaches its bundle one way, [`run_schedule`]: it writes the
+//! bundle into a folder as the run goes and keeps no step record, so the
+//! run's memory does not grow with its records: what it returns is the
+//! manifest without steps, and a report of the steps reads them back from
+//! the written bundle (`chio_arena::bundle::for_each_step`). A caller that
+//! wants the bundle whole in memory runs into a temporary folder and reads
+//! it back ([`ReadBack`]).
 //!
 //! The driver does not know how nodes are reached: the embedded topology
 //! and the gRPC topologies implement [`Dispatcher`], which also inflicts a
 //! fault step's fault. A fault step is a barrier
-//! ([`chio_node::executor::PreparedStep::is_barrier`]): nothing runs
+//! ([`chio_node::executor::RunStep::is_barrier`]): nothing runs
 //! concurrently with it or is reordered across it, since it changes what
 //! every later step meets.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chio_arena::bundle::{
     Bundle, BundleManifest, BundleStatus, BundleWriter, StepRecord, StopRecord, StreamedScenario,
@@ -43,7 +44,6 @@ use chio_arena::bundle::{
 use chio_arena::{ArenaError, DeterminismWitness, Scenario, ScheduledStep, Step};
 use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
-use chio_kernel::receipt::merkle_root;
 use chio_node::executor::{PreparedStep, StepExecutor};
 use chio_node::{EmbeddedTopology, NodeError, World};
 use serde::Serialize;
@@ -61,7 +61,7 @@ mod record;
 pub use chio_node::executor::Dispatcher;
 pub use expect_reason::{is_reason_code, reason_mismatch, UNEXPECTED_REASON};
 pub use inputs::RunInputs;
-use record::{Sink, StepRecorder};
+use record::StepRecorder;
 
 /// The evaluator's version, part of every step's evaluator fingerprint.
 pub const EVALUATOR_VERSION: &str = concat!("chio-kernel/", env!("CARGO_PKG_VERSION"));
@@ -232,99 +232,39 @@ fn begin_record(
     Ok(record)
 }
 
-/// Runs a scenario's whole schedule through `dispatcher`, pipelined,
-/// stopping at the first mismatch unless `keep_going`.
+/// A run whose bundle was written: the inner error is the bundle's, a
+/// refused output folder or a write that failed (which stops the run).
+pub type Written = Result<RunResult, ArenaError>;
+
+/// Runs a scenario's whole schedule through `dispatcher`, the one path
+/// every run takes to its bundle: each scheduled action is prepared and
+/// performed by the step executor and recorded by the step recorder in the
+/// scheduler's order, pipelined or one at a time as `options` say, and
+/// each receipt and step record is appended to the bundle in `out` as it
+/// is recorded; the manifest is written last and the folder installed
+/// atomically (see `chio_arena::bundle::BundleWriter`), whether the run
+/// completes, stops or fails. The returned bundle holds the manifest
+/// without its steps, and no receipts or inputs: the written bundle holds
+/// them, and a report reads the steps back from it one at a time; a caller
+/// that wants the bundle whole runs into a [`ReadBack`] folder.
 pub async fn run_schedule(
-    scenario: &Scenario,
-    world: &World,
-    inputs: &RunInputs,
-    dispatcher: &dyn Dispatcher,
-    keep_going: bool,
-) -> Result<RunResult, NodeError> {
-    run_schedule_with(
-        scenario,
-        world,
-        inputs,
-        dispatcher,
-        RunOptions::keep_going(keep_going),
-    )
-    .await
-}
-
-/// Runs a scenario's whole schedule through `dispatcher`: each scheduled
-/// action is prepared and performed by the step executor and recorded by
-/// the step recorder in the scheduler's order, pipelined or one at a time
-/// as `options` say. The bundle is returned whole, in memory.
-pub async fn run_schedule_with(
-    scenario: &Scenario,
-    world: &World,
-    inputs: &RunInputs,
-    dispatcher: &dyn Dispatcher,
-    options: RunOptions,
-) -> Result<RunResult, NodeError> {
-    let policies = kernel_policies(world)?;
-    let policy_hashes = policy_hashes(&policies);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, Sink::memory());
-    let failure = dispatch_all(scenario, world, dispatcher, &mut recorder, options).await?;
-    let recorded = recorder.finish();
-    let Sink::Memory { steps, receipts } = recorded.sink else {
-        return Err(NodeError::Internal("the step recorder lost its records"));
-    };
-    let receipt_lines = receipts
-        .iter()
-        .map(|r| to_canonical_string(r).map_err(NodeError::canonical("a signed receipt")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
-    let witness = scenario.determinism_witness()?;
-    let mut manifest = manifest(scenario, witness, world, inputs, &status, policy_hashes);
-    manifest.stopped = recorded.stopped;
-    manifest.mismatches = recorded.mismatches;
-    manifest.receipt_root = merkle_root(&receipts);
-    manifest.receipt_count = receipts.len() as u64;
-    manifest.steps = steps;
-    Ok(RunResult {
-        bundle: Bundle {
-            manifest,
-            receipts: receipt_lines,
-            policies,
-            inputs: inputs.all_files()?,
-        },
-        status,
-        failure,
-    })
-}
-
-/// Runs a scenario's whole schedule through `dispatcher` as
-/// [`run_schedule_with`] does, writing its bundle into `out` as it goes:
-/// each receipt and step record is appended as it is recorded, and the
-/// manifest is written last and the folder installed atomically (see
-/// `chio_arena::bundle::BundleWriter`), whether the run completes, stops or
-/// fails. The returned bundle holds the manifest without its steps, and no
-/// receipts or inputs: the written bundle holds them, and a report reads
-/// the steps back from it one at a time. The inner error is the bundle's
-/// (a refused `out`, or a write that failed, which stops the run).
-pub async fn run_schedule_into(
     scenario: &Scenario,
     world: &World,
     inputs: &RunInputs,
     dispatcher: &dyn Dispatcher,
     options: RunOptions,
     out: &Path,
-) -> Result<Result<RunResult, ArenaError>, NodeError> {
+) -> Result<Written, NodeError> {
     let policies = kernel_policies(world)?;
     let policy_hashes = policy_hashes(&policies);
     let writer = match BundleWriter::create(out) {
         Ok(writer) => writer,
         Err(e) => return Ok(Err(e)),
     };
-    let sink = Sink::stream(writer);
-    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, sink);
+    let mut recorder = StepRecorder::new(world, &policy_hashes, options.keep_going, writer);
     let failure = dispatch_all(scenario, world, dispatcher, &mut recorder, options).await?;
     let recorded = recorder.finish();
-    let Sink::Stream { writer, failed } = recorded.sink else {
-        return Err(NodeError::Internal("the step recorder lost its records"));
-    };
-    if let Some(e) = failed {
+    if let Some(e) = recorded.failed {
         return Ok(Err(e));
     }
     let status = run_status(&failure, &recorded.stopped, &recorded.mismatches);
@@ -333,13 +273,16 @@ pub async fn run_schedule_into(
     let mut manifest = manifest(scenario, witness, world, inputs, &status, policy_hashes);
     manifest.stopped = recorded.stopped;
     manifest.mismatches = recorded.mismatches;
-    manifest.receipt_root = writer.receipt_root();
-    manifest.receipt_count = writer.receipt_count();
+    manifest.receipt_root = recorded.writer.receipt_root();
+    manifest.receipt_count = recorded.writer.receipt_count();
     let streamed = StreamedScenario {
         text: &inputs.text,
         scenario,
     };
-    if let Err(e) = writer.finish(&manifest, &policies, &inputs.files, Some(streamed)) {
+    let finished = recorded
+        .writer
+        .finish(&manifest, &policies, &inputs.files, Some(streamed));
+    if let Err(e) = finished {
         return Ok(Err(e));
     }
     Ok(Ok(RunResult {
@@ -352,6 +295,45 @@ pub async fn run_schedule_into(
         status,
         failure,
     }))
+}
+
+/// A temporary folder for a run whose caller wants its bundle whole, in
+/// memory (a matrix cell, a campaign's attempt, a replay, a test): the run
+/// writes its bundle into [`ReadBack::out`] as every run does, and
+/// [`ReadBack::bundle`] reads it back and removes the folder.
+pub struct ReadBack {
+    folder: tempfile::TempDir,
+    out: PathBuf,
+}
+
+impl ReadBack {
+    /// A fresh temporary folder to write a bundle into.
+    pub fn new() -> Result<ReadBack, NodeError> {
+        let folder = tempfile::tempdir().map_err(|e| {
+            NodeError::Refused(ArenaError::BundleIo {
+                path: std::env::temp_dir().display().to_string(),
+                cause: format!("a temporary folder for a run's bundle: {e}"),
+            })
+        })?;
+        let out = folder.path().join("bundle");
+        Ok(ReadBack { folder, out })
+    }
+
+    /// Where the run writes its bundle.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
+    /// The run with its whole bundle read back from [`Self::out`]; a
+    /// bundle that could not be written or read is the run's error.
+    pub fn bundle(self, run: Result<Written, NodeError>) -> Result<RunResult, NodeError> {
+        let ReadBack { folder, out } = self;
+        let mut run = run??;
+        run.bundle = Bundle::read(&out)?;
+        // The folder and the bundle in it are removed once read.
+        drop(folder);
+        Ok(run)
+    }
 }
 
 fn policy_hashes(policies: &BTreeMap<String, String>) -> BTreeMap<String, String> {
@@ -437,55 +419,18 @@ async fn dispatch_all(
     }
 }
 
-/// Runs a scenario in the embedded topology (every node in this process),
-/// pipelined.
+/// Runs a scenario in the embedded topology (every node in this process)
+/// as `options` say, writing its bundle into `out` (see [`run_schedule`]).
+/// Each server named in `live` is answered by that live server (`chio
+/// arena record`): its calls are forwarded to it, and answered by the rule
+/// a recorded answer follows.
 pub async fn run_embedded(
     scenario: &Scenario,
     inputs: &RunInputs,
-    keep_going: bool,
-) -> Result<RunResult, NodeError> {
-    run_embedded_with(scenario, inputs, RunOptions::keep_going(keep_going)).await
-}
-
-/// Runs a scenario in the embedded topology as `options` say.
-pub async fn run_embedded_with(
-    scenario: &Scenario,
-    inputs: &RunInputs,
     options: RunOptions,
-) -> Result<RunResult, NodeError> {
-    let (world, span) = embedded_world(scenario, inputs)?;
-    let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule_with(scenario, &world, inputs, &topology, options)
-        .instrument(span)
-        .await
-}
-
-/// Runs a scenario in the embedded topology as `options` say, writing its
-/// bundle into `out` as it goes (see [`run_schedule_into`]).
-pub async fn run_embedded_into(
-    scenario: &Scenario,
-    inputs: &RunInputs,
-    options: RunOptions,
+    live: &BTreeMap<String, chio_node::tools::LiveServer>,
     out: &Path,
-) -> Result<Result<RunResult, ArenaError>, NodeError> {
-    let (world, span) = embedded_world(scenario, inputs)?;
-    let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule_into(scenario, &world, inputs, &topology, options, out)
-        .instrument(span)
-        .await
-}
-
-/// Runs a scenario in the embedded topology with each server named in
-/// `live` answered by that live server (`chio arena record`): its calls are
-/// forwarded to it, and answered by the rule a recorded answer follows.
-/// The bundle is written into `out` as it goes.
-pub async fn run_embedded_live_into(
-    scenario: &Scenario,
-    inputs: &RunInputs,
-    options: RunOptions,
-    out: &Path,
-    live: &std::collections::BTreeMap<String, chio_node::tools::LiveServer>,
-) -> Result<Result<RunResult, ArenaError>, NodeError> {
+) -> Result<Written, NodeError> {
     let (mut world, span) = embedded_world(scenario, inputs)?;
     for (id, server) in live {
         let plan = world
@@ -502,7 +447,7 @@ pub async fn run_embedded_live_into(
         };
     }
     let topology = EmbeddedTopology::start(&world).await?;
-    run_schedule_into(scenario, &world, inputs, &topology, options, out)
+    run_schedule(scenario, &world, inputs, &topology, options, out)
         .instrument(span)
         .await
 }

@@ -43,7 +43,7 @@ async fn land_in_flight(
             Ok(()) => {
                 executor.arrive(world, &mut call.prepared);
                 executor
-                    .perform(dispatcher, &call.node, &call.step.head.id, &call.prepared)
+                    .perform(dispatcher, &call.node, &call.step.head.id, call.prepared)
                     .await
             }
             Err(e) => Err(e),
@@ -51,7 +51,7 @@ async fn land_in_flight(
         match performed {
             Ok(performed) => {
                 failure = recorder
-                    .performed(call.record, &call.step.action, &call.prepared, performed)
+                    .performed(call.record, &call.step.action, performed)
                     .err();
             }
             Err(e) => {
@@ -122,13 +122,13 @@ pub(super) async fn run(
         let performed = match settled {
             Ok(()) => {
                 executor
-                    .perform(dispatcher, &node, &step.head.id, &prepared)
+                    .perform(dispatcher, &node, &step.head.id, prepared)
                     .await
             }
             Err(e) => Err(e),
         };
         let performed = match performed {
-            Ok(performed) => recorder.performed(record, &step.action, &prepared, performed),
+            Ok(performed) => recorder.performed(record, &step.action, performed),
             Err(e) => {
                 recorder.infrastructure(record, &e);
                 Err(e)

@@ -163,7 +163,7 @@ impl<'a, 'd> Pipeline<'a, 'd> {
         let dispatcher = self.dispatcher;
         let sent = prepared.clone();
         let future: InFlight<'d> = Box::pin(async move {
-            let answer = StepExecutor::dispatch(dispatcher, &node, &sent).await;
+            let answer = StepExecutor::dispatch(dispatcher, &node, sent).await;
             (position, answer)
         });
         Ok((prepared, future))
@@ -246,9 +246,7 @@ pub(super) async fn run(
                     match begin_record(scenario, world, recorder, scheduled, &step, &prepared) {
                         Err(e) => Err(e),
                         Ok(record) => match answer.and_then(|d| executor.fold(&step.head.id, d)) {
-                            Ok(performed) => {
-                                recorder.performed(record, &step.action, &prepared, performed)
-                            }
+                            Ok(performed) => recorder.performed(record, &step.action, performed),
                             Err(e) => {
                                 recorder.infrastructure(record, &e);
                                 Err(e)

@@ -19,10 +19,10 @@
 //! lists every step at its scheduled place. The hash chains are extended
 //! in the order steps are decided, which is the same on every topology.
 //!
-//! Records and receipts go to a [`Sink`]: kept in memory for a bundle
-//! returned whole, or appended to the bundle being written as each step is
-//! recorded (`chio arena run`) and not kept, so a run's memory does not grow
-//! with its records; the run's report reads them back from the bundle.
+//! Records and receipts are appended to the bundle being written
+//! ([`BundleWriter`]) as each step is recorded and not kept, so a run's
+//! memory does not grow with its records; whoever wants them reads them
+//! back from the bundle.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -33,8 +33,9 @@ use chio_kernel::canonical::to_canonical_string;
 use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::verdict::{ProjectedVerdict, Verdict};
-use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep};
+use chio_node::executor::{canonical_sha256, Performed, PreparedCall, PreparedStep, RunStep};
 use chio_node::outage::Refusal;
+use chio_node::CallAnswer;
 use chio_node::{NodeError, World};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -57,79 +58,12 @@ fn extend_chain(previous: &str, entry: &Value) -> Result<String, NodeError> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Where the recorder puts each step record and receipt.
-pub(super) enum Sink {
-    /// Kept in memory, for a bundle returned whole.
-    Memory {
-        /// Every step record, in order.
-        steps: Vec<StepRecord>,
-        /// Every call's receipt, in order.
-        receipts: Vec<SignedReceipt>,
-    },
-    /// Appended to the bundle being written as each step is recorded;
-    /// nothing of a record stays in memory once it is written.
-    Stream {
-        /// The bundle being written.
-        writer: Box<BundleWriter>,
-        /// The first write that failed; the run stops there.
-        failed: Option<ArenaError>,
-    },
-}
-
-impl Sink {
-    /// A sink that keeps everything in memory.
-    pub fn memory() -> Sink {
-        Sink::Memory {
-            steps: Vec::new(),
-            receipts: Vec::new(),
-        }
-    }
-
-    /// A sink that streams into `writer`.
-    pub fn stream(writer: BundleWriter) -> Sink {
-        Sink::Stream {
-            writer: Box::new(writer),
-            failed: None,
-        }
-    }
-
-    fn receipt(&mut self, receipt: &SignedReceipt) {
-        match self {
-            Sink::Memory { receipts, .. } => receipts.push(receipt.clone()),
-            Sink::Stream { writer, failed, .. } => {
-                if failed.is_none() {
-                    *failed = writer.receipt(receipt).err();
-                }
-            }
-        }
-    }
-
-    fn step(&mut self, record: StepRecord) {
-        match self {
-            Sink::Memory { steps, .. } => steps.push(record),
-            Sink::Stream { writer, failed } => {
-                if failed.is_none() {
-                    *failed = writer.step(&record).err();
-                }
-            }
-        }
-    }
-
-    fn failed(&self) -> bool {
-        matches!(
-            self,
-            Sink::Stream {
-                failed: Some(_),
-                ..
-            }
-        )
-    }
-}
-
 /// What a finished recording holds.
 pub(super) struct Recorded {
-    /// The step records and receipts.
-    pub sink: Sink,
+    /// The bundle being written: every step record and receipt so far.
+    pub writer: BundleWriter,
+    /// The first bundle write that failed; the run stopped there.
+    pub failed: Option<ArenaError>,
     /// Steps whose expectation failed.
     pub mismatches: Vec<String>,
     /// Why the run stopped early, when it did.
@@ -160,7 +94,7 @@ impl<'r> StepRecorder<'r> {
         world: &World,
         policy_hashes: &'r BTreeMap<String, String>,
         keep_going: bool,
-        sink: Sink,
+        writer: BundleWriter,
     ) -> Self {
         // The canonical JSON of the empty array is `[]`.
         let empty = hex::encode(Sha256::digest(b"[]"));
@@ -173,7 +107,8 @@ impl<'r> StepRecorder<'r> {
             sessions: BTreeMap::new(),
             held: VecDeque::new(),
             recorded: Recorded {
-                sink,
+                writer,
+                failed: None,
                 mismatches: Vec::new(),
                 stopped: None,
             },
@@ -182,7 +117,7 @@ impl<'r> StepRecorder<'r> {
 
     /// Whether a mismatch, or a bundle write that failed, stopped the run.
     pub fn stopped(&self) -> bool {
-        self.recorded.stopped.is_some() || self.recorded.sink.failed()
+        self.recorded.stopped.is_some() || self.recorded.failed.is_some()
     }
 
     /// The recording so far.
@@ -218,8 +153,9 @@ impl<'r> StepRecorder<'r> {
     }
 
     /// Takes in a judged record and writes every record whose turn has
-    /// come: the sink sees records, receipts and mismatches in the
-    /// schedule's order whatever order steps were decided in.
+    /// come: the bundle gets records, receipts and mismatches in the
+    /// schedule's order whatever order steps were decided in. After a
+    /// write fails nothing more is written; the run stops there.
     fn write(&mut self, record: StepRecord, receipt: Option<SignedReceipt>) {
         match self
             .held
@@ -236,13 +172,17 @@ impl<'r> StepRecorder<'r> {
             let Some((_, Some((record, receipt)))) = self.held.pop_front() else {
                 break;
             };
-            if let Some(receipt) = &receipt {
-                self.recorded.sink.receipt(receipt);
-            }
             if record.pass == Some(false) {
                 self.recorded.mismatches.push(record.step_id.clone());
             }
-            self.recorded.sink.step(record);
+            let recorded = &mut self.recorded;
+            if recorded.failed.is_none() {
+                let written = match &receipt {
+                    Some(receipt) => recorded.writer.receipt(receipt),
+                    None => Ok(()),
+                };
+                recorded.failed = written.and_then(|()| recorded.writer.step(&record)).err();
+            }
         }
     }
 
@@ -262,7 +202,7 @@ impl<'r> StepRecorder<'r> {
             }),
         )?;
         match (action, prepared) {
-            (Action::Call(call), PreparedStep::Call(p)) => {
+            (Action::Call(call), RunStep::Call(p, ())) => {
                 self.call_inputs(record, &agent, call, p)?;
             }
             (Action::Delegate(delegate), _) => {
@@ -274,7 +214,7 @@ impl<'r> StepRecorder<'r> {
                 record.inputs.invocation =
                     canonical_sha256(INVOCATION, &json!({"agent": agent, "revoke": revoke}))?;
             }
-            (Action::Message(message), PreparedStep::Message(p)) => {
+            (Action::Message(message), RunStep::Message(p, ())) => {
                 record.target = Some(message.to.clone());
                 record.inputs.invocation =
                     canonical_sha256(INVOCATION, &json!({"agent": agent, "message": message}))?;
@@ -364,10 +304,9 @@ impl<'r> StepRecorder<'r> {
         &mut self,
         mut record: StepRecord,
         action: &Action,
-        prepared: &PreparedStep,
         performed: Performed,
     ) -> Result<(), NodeError> {
-        match self.judged(&mut record, action, prepared, performed) {
+        match self.judged(&mut record, action, performed) {
             Ok(receipt) => {
                 self.write(record, receipt);
                 Ok(())
@@ -384,12 +323,11 @@ impl<'r> StepRecorder<'r> {
         &mut self,
         record: &mut StepRecord,
         action: &Action,
-        prepared: &PreparedStep,
         performed: Performed,
     ) -> Result<Option<SignedReceipt>, NodeError> {
         let mut receipt = None;
-        match (action, prepared, performed) {
-            (Action::Call(call), PreparedStep::Call(p), Performed::Call(outcome)) => {
+        match (action, performed) {
+            (Action::Call(call), RunStep::Call(p, CallAnswer::Decided(outcome))) => {
                 record.verdict = Some(outcome.verdict);
                 record.guard = outcome.guard.clone();
                 record.receipt_id = Some(outcome.receipt.id.clone());
@@ -398,9 +336,9 @@ impl<'r> StepRecorder<'r> {
                 receipt = Some(outcome.receipt.clone());
                 let actual = outcome.projected;
                 record.reason_code = outcome.trace.reason_code.map(|c| c.as_str().to_string());
-                self.judge_call(record, call, p, actual, outcome.reason.clone())?;
+                self.judge_call(record, call, &p, actual, outcome.reason.clone())?;
             }
-            (Action::Call(call), PreparedStep::Call(p), Performed::Refused(reason)) => {
+            (Action::Call(call), RunStep::Call(p, CallAnswer::Refused(reason))) => {
                 // The agent's node denied the call itself (its kernel could
                 // not be reached, or it does not hold the capability), or
                 // the controller did (the agent's node is down): no kernel
@@ -408,21 +346,21 @@ impl<'r> StepRecorder<'r> {
                 record.verdict = Some(Verdict::Deny);
                 record.reason_code = Some(reason.code.as_str().to_string());
                 let reason = Some(reason.message);
-                self.judge_call(record, call, p, ProjectedVerdict::Deny, reason)?;
+                self.judge_call(record, call, &p, ProjectedVerdict::Deny, reason)?;
             }
-            (Action::Redefine(redefine), _, Performed::Redefine) => {
+            (Action::Redefine(redefine), RunStep::Redefine) => {
                 self.admission = extend_chain(
                     &self.admission,
                     &json!({"redefine": record.step_id, "server": redefine.server, "tool": redefine.tool, "digest": redefine.digest}),
                 )?;
             }
-            (Action::Fault(fault), _, Performed::Fault) => {
+            (Action::Fault(fault), RunStep::Fault(_)) => {
                 self.admission = extend_chain(
                     &self.admission,
                     &json!({"fault": record.step_id, "what": fault}),
                 )?;
             }
-            (Action::Delegate(delegate), _, Performed::Delegate(done)) => {
+            (Action::Delegate(delegate), RunStep::Delegate(_, done)) => {
                 let refusal = match done {
                     Ok(made) => {
                         record.detail = Some(made.child.token_sha256.clone());
@@ -438,14 +376,14 @@ impl<'r> StepRecorder<'r> {
                 };
                 self.judge(record, delegate.expect, refusal);
             }
-            (Action::Revoke(revoke), _, Performed::Revoke(refusal)) => {
+            (Action::Revoke(revoke), RunStep::Revoke(_, refusal)) => {
                 if refusal.is_none() {
                     self.admission =
                         extend_chain(&self.admission, &json!({"revoke": revoke.target}))?;
                 }
                 self.judge(record, revoke.expect, refusal);
             }
-            (Action::Message(message), _, Performed::Message(outcome)) => {
+            (Action::Message(message), RunStep::Message(_, outcome)) => {
                 let mut entry = json!({"message": record.step_id, "from": record.agent, "to": message.to, "labels": outcome.labels});
                 if let Some(refusal) = &outcome.refusal {
                     entry["refused"] = json!(refusal.code);
@@ -463,13 +401,16 @@ impl<'r> StepRecorder<'r> {
                     self.judge_outcome(record, handover.expect, refusal);
                 }
             }
-            (Action::Advance(_), _, Performed::Advance) => {}
-            // A step answered as another kind is the driver's error,
-            // recorded as an infrastructure failure, never a silent pass.
-            _ => {
+            (Action::Advance(_), RunStep::Advance { .. }) => {}
+            // A step carries its own answer, so only the scheduled action
+            // and the step can differ in kind: the executor prepares each
+            // action as its own kind, and a step performed for another is
+            // the driver's error, recorded as an infrastructure failure,
+            // never a silent pass.
+            (_, _) => {
                 return Err(NodeError::Internal(
-                    "a dispatched step was answered as another kind of step",
-                ))
+                    "a scheduled step was performed as another kind of step",
+                ));
             }
         }
         Ok(receipt)

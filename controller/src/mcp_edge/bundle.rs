@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::scenario::{session_scenario, PROMPT_FILE, PROMPT_TEXT};
 use super::values::SealedFile;
-use crate::driver::{run_embedded_into, RunOptions};
+use crate::driver::{run_embedded, RunOptions};
 
 /// Schema id of `session-end.json`.
 pub const SESSION_END_SCHEMA: &str = "chio.mcp-session-end/v1";
@@ -90,10 +90,17 @@ pub async fn finish(dir: &Path, key: &SigningKey) -> Result<(), String> {
         crate::arena_run::load_for_run("mcp serve", &world.join("scenario.toml"))
             .map_err(|e| format!("the equivalent scenario is refused: {}", e.message))?;
     let out = work.path().join("bundle");
-    run_embedded_into(&scenario, &inputs, RunOptions::keep_going(true), &out)
-        .await
-        .map_err(|e| format!("the equivalent scenario did not run: {e}"))?
-        .map_err(|e| format!("the bundle was not written: {e}"))?;
+    let live = std::collections::BTreeMap::new();
+    run_embedded(
+        &scenario,
+        &inputs,
+        RunOptions::keep_going(true),
+        &live,
+        &out,
+    )
+    .await
+    .map_err(|e| format!("the equivalent scenario did not run: {e}"))?
+    .map_err(|e| format!("the bundle was not written: {e}"))?;
     // The run's bundle records each sealed file's digest only; the session
     // folder already holds the values (`calls.jsonl`), so it keeps the
     // files beside the scenario, where `chio arena replay DIR` reads them.

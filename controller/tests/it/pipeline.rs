@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunResult};
+use chio_controller::driver::{
+    run_schedule, DispatchMode, Dispatcher, ReadBack, RunOptions, RunResult,
+};
 use chio_node::link::LinkFuture;
 use chio_node::outage::Refusal;
 use chio_node::{
@@ -70,9 +72,17 @@ fn run(file: &Path, dispatch: DispatchMode) -> (RunResult, usize) {
             keep_going: true,
             dispatch,
         };
-        let result = run_schedule_with(&scenario, &world, &inputs, &counting, options)
-            .await
-            .expect("run");
+        let scratch = ReadBack::new().expect("a temporary folder");
+        let run = run_schedule(
+            &scenario,
+            &world,
+            &inputs,
+            &counting,
+            options,
+            scratch.out(),
+        )
+        .await;
+        let result = scratch.bundle(run).expect("run");
         (result, counting.peak.load(Ordering::SeqCst))
     })
 }

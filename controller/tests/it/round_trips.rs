@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chio_controller::arena_run::load_for_run;
-use chio_controller::driver::{run_schedule_with, DispatchMode, Dispatcher, RunOptions, RunStatus};
+use chio_controller::driver::{
+    run_schedule, DispatchMode, Dispatcher, ReadBack, RunOptions, RunStatus,
+};
 use chio_node::embedded::start_nodes_with_faults;
 use chio_node::executor::FaultEvent;
 use chio_node::link::LinkFuture;
@@ -245,9 +247,17 @@ fn count_run(runtime: &tokio::runtime::Runtime, file: &Path) -> Vec<Counted> {
             keep_going: true,
             dispatch: DispatchMode::OneAtATime,
         };
-        let result = run_schedule_with(&scenario, &world, &inputs, &dispatcher, options)
-            .await
-            .expect("run");
+        let scratch = ReadBack::new().expect("a temporary folder");
+        let run = run_schedule(
+            &scenario,
+            &world,
+            &inputs,
+            &dispatcher,
+            options,
+            scratch.out(),
+        )
+        .await;
+        let result = scratch.bundle(run).expect("run");
         assert_ne!(
             result.status,
             RunStatus::InfrastructureFailure,

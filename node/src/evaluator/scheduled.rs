@@ -7,7 +7,8 @@ use chio_arena::{ArenaError, Step};
 use super::budget::Counted;
 use super::instance::WorldInstance;
 use super::{failure, Instance};
-use crate::executor::{Performed, PreparedStep};
+use crate::executor::{PreparedStep, RunStep};
+use crate::node::CallAnswer;
 
 impl<I: WorldInstance> Instance<'_, I> {
     /// Runs one of the scenario's own steps through the run's step
@@ -29,7 +30,7 @@ impl<I: WorldInstance> Instance<'_, I> {
                 .send(arrival, (step_id.to_string(), node, prepared));
             return Ok(());
         }
-        self.decide_step(step_id, &node, &prepared)
+        self.decide_step(step_id, &node, prepared)
     }
 
     /// Decides every scheduled call in flight that arrives before
@@ -46,7 +47,7 @@ impl<I: WorldInstance> Instance<'_, I> {
                 )
                 .map_err(failure)?;
             self.executor.arrive(self.world, &mut prepared);
-            self.decide_step(&step_id, &node, &prepared)?;
+            self.decide_step(&step_id, &node, prepared)?;
         }
         Ok(())
     }
@@ -57,7 +58,7 @@ impl<I: WorldInstance> Instance<'_, I> {
         &mut self,
         step_id: &str,
         node: &str,
-        prepared: &PreparedStep,
+        prepared: PreparedStep,
     ) -> Result<(), ArenaError> {
         let performed = self
             .place
@@ -66,11 +67,9 @@ impl<I: WorldInstance> Instance<'_, I> {
                     .perform(self.place.dispatcher(), node, step_id, prepared),
             )
             .map_err(failure)?;
-        if matches!(performed, Performed::Call(_)) {
-            self.evaluations += 1;
-        }
         // A scheduled admission counts under its budgets like any other.
-        if let (PreparedStep::Call(call), Performed::Call(outcome)) = (prepared, &performed) {
+        if let RunStep::Call(call, CallAnswer::Decided(outcome)) = &performed {
+            self.evaluations += 1;
             if let Some(held) = self.executor.capability(&call.command.capability_id) {
                 let counted = Counted {
                     agent: &call.command.agent,

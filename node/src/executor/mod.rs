@@ -31,18 +31,18 @@ pub mod direct;
 pub mod fault;
 pub mod message;
 pub mod revoke;
+pub mod step;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::task::{Context, Poll, Waker};
 
 use chio_arena::scenario::value::Unresolved;
-use chio_arena::{Action, ActionKind};
+use chio_arena::Action;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::link::LinkFuture;
 use crate::node::{
@@ -57,6 +57,7 @@ pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
 pub use fault::{FaultEvent, FaultState, PreparedFault};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
+pub use step::{Answered, Dispatched, Done, Performed, Phase, Prepared, PreparedStep, RunStep};
 
 /// How prepared commands reach the node hosting the acting agent.
 pub trait Dispatcher: Send + Sync {
@@ -184,109 +185,6 @@ pub struct ReleasedOutput {
     pub sender: Option<String>,
 }
 
-/// A scheduled action, decided by the controller and ready to dispatch.
-#[derive(Debug, Clone)]
-pub enum PreparedStep {
-    /// A call.
-    Call(Box<PreparedCall>),
-    /// A delegation.
-    Delegate(Box<PreparedDelegate>),
-    /// A revocation.
-    Revoke(PreparedRevoke),
-    /// A message.
-    Message(Box<PreparedMessage>),
-    /// The virtual clock moves; nothing is dispatched.
-    Advance {
-        /// Milliseconds advanced.
-        advance_ms: u64,
-    },
-    /// A fault in the run's infrastructure.
-    Fault(Box<PreparedFault>),
-    /// A server changes a tool's definition; nothing is dispatched, since
-    /// every kernel serving the server holds the redefinition from the
-    /// world and checks calls against the definition in force.
-    Redefine,
-}
-
-impl PreparedStep {
-    /// The action kind, as records name it.
-    pub fn kind(&self) -> ActionKind {
-        match self {
-            PreparedStep::Call(_) => ActionKind::Call,
-            PreparedStep::Delegate(_) => ActionKind::Delegate,
-            PreparedStep::Revoke(_) => ActionKind::Revoke,
-            PreparedStep::Message(_) => ActionKind::Message,
-            PreparedStep::Advance { .. } => ActionKind::Advance,
-            PreparedStep::Fault(_) => ActionKind::Fault,
-            PreparedStep::Redefine => ActionKind::Redefine,
-        }
-    }
-
-    /// Whether nothing may run concurrently with this step or be reordered
-    /// across it: a fault changes what every later step meets.
-    pub fn is_barrier(&self) -> bool {
-        matches!(self, PreparedStep::Fault(_))
-    }
-
-    /// When the step is decided later than its instant: a call sent over a
-    /// delayed link, decided at its arrival (Unix ms).
-    pub fn arrival_ms(&self) -> Option<u64> {
-        match self {
-            PreparedStep::Call(call) => call.arrival_ms(),
-            _ => None,
-        }
-    }
-}
-
-/// What dispatching a prepared step did.
-#[derive(Debug, Clone)]
-pub enum Performed {
-    /// The serving kernel's answer to a call.
-    Call(Box<CallOutcome>),
-    /// The child a delegation produced, or why the controller or the
-    /// delegator's node refused it.
-    Delegate(Result<Box<DelegatedChild>, Refusal>),
-    /// `None` when the revocation took effect, else why it was refused.
-    Revoke(Option<Refusal>),
-    /// The labels a message carried.
-    Message(MessageOutcome),
-    /// The clock moved.
-    Advance,
-    /// A call denied without a kernel decision: by the controller (its
-    /// agent's node is down) or by the agent's node (the kernel cannot be
-    /// reached, or the agent does not hold what it presents).
-    Refused(Refusal),
-    /// The fault is in effect.
-    Fault,
-    /// The definition is in force.
-    Redefine,
-}
-
-/// What a node answered for a dispatched step, before the run's ledger
-/// takes it in ([`StepExecutor::fold`]).
-#[derive(Debug, Clone)]
-pub enum Dispatched {
-    /// The serving kernel's answer to a call.
-    Call(Box<CallOutcome>),
-    /// The node's answer to a delegation, or why the controller or the
-    /// node refused it.
-    Delegate(Result<Box<DelegationAnswer>, Refusal>),
-    /// `None` when the revocation took effect, else why it was refused.
-    Revoke(Option<Refusal>),
-    /// The labels a message carried, and for a hand-over the value it
-    /// delivered (or why it delivered none) for later references.
-    Message(MessageOutcome, Option<Box<ReleasedOutput>>),
-    /// Nothing was dispatched.
-    Advance,
-    /// A call denied without a kernel decision: by the controller (its
-    /// agent's node is down) or by the agent's node.
-    Refused(Refusal),
-    /// The fault the dispatcher inflicted, to be put in effect.
-    Fault(Box<PreparedFault>),
-    /// Nothing was dispatched for a redefinition.
-    Redefine,
-}
-
 /// The run's view of capabilities and outputs, and the per-kind handlers.
 #[derive(Debug, Clone)]
 pub struct StepExecutor {
@@ -378,7 +276,7 @@ impl StepExecutor {
     /// at its arrival: what a crash since it was sent leaves of it
     /// ([`call::arrive`]). Any other step is left as it is.
     pub fn arrive(&self, world: &World, prepared: &mut PreparedStep) {
-        if let PreparedStep::Call(call) = prepared {
+        if let RunStep::Call(call, ()) = prepared {
             call::arrive(self, world, call);
         }
     }
@@ -399,25 +297,28 @@ impl StepExecutor {
         now_ms: u64,
     ) -> Result<PreparedStep, NodeError> {
         Ok(match action {
-            Action::Call(call) => PreparedStep::Call(Box::new(call::prepare(
-                self, world, step_id, call, agent, now_ms,
-            )?)),
-            Action::Delegate(delegate) => PreparedStep::Delegate(Box::new(delegate::prepare(
-                self, world, delegate, agent, now_ms,
-            ))),
+            Action::Call(call) => RunStep::Call(
+                Box::new(call::prepare(self, world, step_id, call, agent, now_ms)?),
+                (),
+            ),
+            Action::Delegate(delegate) => RunStep::Delegate(
+                Box::new(delegate::prepare(self, world, delegate, agent, now_ms)),
+                (),
+            ),
             Action::Revoke(revoke) => {
-                PreparedStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms))
+                RunStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms), ())
             }
-            Action::Message(message) => PreparedStep::Message(Box::new(message::prepare(
-                self, step_id, message, agent, now_ms,
-            )?)),
-            Action::Advance(advance) => PreparedStep::Advance {
+            Action::Message(message) => RunStep::Message(
+                Box::new(message::prepare(self, step_id, message, agent, now_ms)?),
+                (),
+            ),
+            Action::Advance(advance) => RunStep::Advance {
                 advance_ms: advance.advance_ms,
             },
             Action::Fault(action) => {
-                PreparedStep::Fault(Box::new(fault::prepare(self, world, action, now_ms)))
+                RunStep::Fault(Box::new(fault::prepare(self, world, action, now_ms)))
             }
-            Action::Redefine(_) => PreparedStep::Redefine,
+            Action::Redefine(_) => RunStep::Redefine,
         })
     }
 
@@ -428,7 +329,7 @@ impl StepExecutor {
         dispatcher: &dyn Dispatcher,
         node: &str,
         step_id: &str,
-        prepared: &PreparedStep,
+        prepared: PreparedStep,
     ) -> Result<Performed, NodeError> {
         let dispatched = Self::dispatch(dispatcher, node, prepared).await?;
         self.fold(step_id, dispatched)
@@ -441,67 +342,71 @@ impl StepExecutor {
     pub async fn dispatch(
         dispatcher: &dyn Dispatcher,
         node: &str,
-        prepared: &PreparedStep,
+        prepared: PreparedStep,
     ) -> Result<Dispatched, NodeError> {
         Ok(match prepared {
-            PreparedStep::Call(call) if call.blocked.is_some() => {
-                Dispatched::Refused(call.blocked.clone().expect("a blocked call"))
+            RunStep::Call(call, ()) => {
+                let answer = match &call.blocked {
+                    Some(refusal) => CallAnswer::Refused(refusal.clone()),
+                    None => call::dispatch(dispatcher, node, &call).await?,
+                };
+                RunStep::Call(call, answer)
             }
-            PreparedStep::Call(prepared) => match call::dispatch(dispatcher, node, prepared).await?
-            {
-                CallAnswer::Decided(outcome) => Dispatched::Call(outcome),
-                CallAnswer::Refused(reason) => Dispatched::Refused(reason),
-            },
-            PreparedStep::Delegate(prepared) => {
-                Dispatched::Delegate(delegate::dispatch(dispatcher, node, prepared).await?)
+            RunStep::Delegate(prepared, ()) => {
+                let answer = delegate::dispatch(dispatcher, node, &prepared).await?;
+                RunStep::Delegate(prepared, answer)
             }
-            PreparedStep::Revoke(prepared) => {
-                Dispatched::Revoke(revoke::dispatch(dispatcher, node, prepared).await?)
+            RunStep::Revoke(prepared, ()) => {
+                let answer = revoke::dispatch(dispatcher, node, &prepared).await?;
+                RunStep::Revoke(prepared, answer)
             }
-            PreparedStep::Message(prepared) => {
-                let outcome = message::dispatch(dispatcher, node, prepared).await?;
-                let delivered = message::delivered(prepared, &outcome).map(Box::new);
-                Dispatched::Message(outcome, delivered)
+            RunStep::Message(prepared, ()) => {
+                let outcome = message::dispatch(dispatcher, node, &prepared).await?;
+                let delivered = message::delivered(&prepared, &outcome).map(Box::new);
+                RunStep::Message(prepared, (outcome, delivered))
             }
-            PreparedStep::Advance { .. } => Dispatched::Advance,
-            PreparedStep::Redefine => Dispatched::Redefine,
-            PreparedStep::Fault(prepared) => {
+            RunStep::Advance { advance_ms } => RunStep::Advance { advance_ms },
+            RunStep::Redefine => RunStep::Redefine,
+            RunStep::Fault(prepared) => {
                 dispatcher
-                    .fault(FaultEvent::Begin((**prepared).clone()))
+                    .fault(FaultEvent::Begin((*prepared).clone()))
                     .await?;
-                Dispatched::Fault(prepared.clone())
+                RunStep::Fault(prepared)
             }
         })
     }
 
     /// Folds a dispatched step's answer into the run's ledger (a call's
-    /// released output, a delegation's child and holder) and answers what
-    /// the step did. Folding in the total order leaves the ledger exactly
-    /// as one step at a time would.
-    /// Fails, and changes nothing, when a value the ledger fingerprints has
-    /// no canonical form.
+    /// released output, a delegation's child and holder, a hand-over's
+    /// value, a fault put in effect) and answers what the step did. Folding
+    /// in the total order leaves the ledger exactly as one step at a time
+    /// would. Fails, and changes nothing, when a value the ledger
+    /// fingerprints has no canonical form.
     pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Result<Performed, NodeError> {
         Ok(match dispatched {
-            Dispatched::Call(outcome) => {
-                call::fold(self, step_id, &outcome)?;
-                Performed::Call(outcome)
+            RunStep::Call(prepared, answer) => {
+                if let CallAnswer::Decided(outcome) = &answer {
+                    call::fold(self, step_id, outcome)?;
+                }
+                RunStep::Call(prepared, answer)
             }
-            Dispatched::Delegate(answer) => Performed::Delegate(delegate::fold(self, answer)?),
-            Dispatched::Revoke(refusal) => Performed::Revoke(refusal),
-            Dispatched::Message(outcome, delivered) => {
+            RunStep::Delegate(prepared, answer) => {
+                RunStep::Delegate(prepared, delegate::fold(self, answer)?)
+            }
+            RunStep::Revoke(prepared, refusal) => RunStep::Revoke(prepared, refusal),
+            RunStep::Message(prepared, (outcome, delivered)) => {
                 if let Some(delivered) = delivered {
                     if self.keeps_output(step_id) {
                         self.outputs.insert(step_id.to_string(), *delivered);
                     }
                 }
-                Performed::Message(outcome)
+                RunStep::Message(prepared, outcome)
             }
-            Dispatched::Advance => Performed::Advance,
-            Dispatched::Redefine => Performed::Redefine,
-            Dispatched::Refused(reason) => Performed::Refused(reason),
-            Dispatched::Fault(prepared) => {
+            RunStep::Advance { advance_ms } => RunStep::Advance { advance_ms },
+            RunStep::Redefine => RunStep::Redefine,
+            RunStep::Fault(prepared) => {
                 self.faults.apply(&prepared, step_id);
-                Performed::Fault
+                RunStep::Fault(prepared)
             }
         })
     }

@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 
 use chio_arena::{load_scenario, Scenario};
 use chio_node::executor::direct::DirectDispatcher;
-use chio_node::executor::{complete_now, Performed, PreparedStep, StepExecutor};
+use chio_node::executor::{complete_now, Performed, PreparedStep, RunStep, StepExecutor};
+use chio_node::CallAnswer;
 use chio_node::{EmbeddedTopology, FixtureSet, NodeError, World};
 
 fn scenarios() -> Vec<PathBuf> {
@@ -30,7 +31,7 @@ fn scenarios() -> Vec<PathBuf> {
 fn summary(performed: &Result<Performed, NodeError>) -> String {
     match performed {
         Err(e) => format!("infrastructure: {e}"),
-        Ok(Performed::Call(outcome)) => format!(
+        Ok(RunStep::Call(_, CallAnswer::Decided(outcome))) => format!(
             "call {} {:?} {:?} output {:?} receipt {}",
             outcome.verdict.as_str(),
             outcome.reason,
@@ -38,18 +39,20 @@ fn summary(performed: &Result<Performed, NodeError>) -> String {
             outcome.output,
             outcome.receipt.id
         ),
-        Ok(Performed::Delegate(Ok(made))) => {
+        Ok(RunStep::Delegate(_, Ok(made))) => {
             format!("delegated {} {:?}", made.child.token_sha256, made.labels)
         }
-        Ok(Performed::Delegate(Err(refusal))) => format!("delegation refused: {refusal}"),
-        Ok(Performed::Revoke(refusal)) => format!("revoke {refusal:?}"),
-        Ok(Performed::Message(outcome)) => {
+        Ok(RunStep::Delegate(_, Err(refusal))) => format!("delegation refused: {refusal}"),
+        Ok(RunStep::Revoke(_, refusal)) => format!("revoke {refusal:?}"),
+        Ok(RunStep::Message(_, outcome)) => {
             format!("message {:?} {:?}", outcome.labels, outcome.refusal)
         }
-        Ok(Performed::Advance) => "advance".to_string(),
-        Ok(Performed::Refused(reason)) => format!("refused without a kernel: {reason}"),
-        Ok(Performed::Fault) => "fault".to_string(),
-        Ok(Performed::Redefine) => "redefine".to_string(),
+        Ok(RunStep::Advance { .. }) => "advance".to_string(),
+        Ok(RunStep::Call(_, CallAnswer::Refused(reason))) => {
+            format!("refused without a kernel: {reason}")
+        }
+        Ok(RunStep::Fault(_)) => "fault".to_string(),
+        Ok(RunStep::Redefine) => "redefine".to_string(),
     }
 }
 
@@ -60,12 +63,7 @@ fn through(
     scenario: &Scenario,
     world: &World,
     mut settle: impl FnMut(&mut StepExecutor, u64) -> Result<(), NodeError>,
-    mut perform: impl FnMut(
-        &mut StepExecutor,
-        &str,
-        &str,
-        &PreparedStep,
-    ) -> Result<Performed, NodeError>,
+    mut perform: impl FnMut(&mut StepExecutor, &str, &str, PreparedStep) -> Result<Performed, NodeError>,
 ) -> Vec<String> {
     let mut executor = StepExecutor::new(world).expect("the grants fingerprint");
     let mut out = Vec::new();
@@ -77,7 +75,7 @@ fn through(
         let prepared = executor
             .prepare(world, &step.head.id, &step.action, &step.head.agent, now_ms)
             .expect("prepared");
-        let performed = perform(&mut executor, node, &step.head.id, &prepared);
+        let performed = perform(&mut executor, node, &step.head.id, prepared);
         out.push(format!("{}: {}", step.head.id, summary(&performed)));
     }
     out
@@ -168,9 +166,9 @@ fn a_delegation_the_run_refuses_grants_nothing_to_the_search() {
         .prepare(&world, "steal", &action, &thief, world.start_ms)
         .expect("prepared");
     let performed =
-        complete_now(executor.perform(&direct, "direct", "steal", &prepared)).expect("answered");
+        complete_now(executor.perform(&direct, "direct", "steal", prepared)).expect("answered");
     match performed {
-        Performed::Delegate(Err(refusal)) => {
+        RunStep::Delegate(_, Err(refusal)) => {
             assert!(refusal.message.contains("does not hold"), "{refusal}");
             assert_eq!(refusal.code.as_str(), "delegation-not-held");
         }
@@ -197,7 +195,7 @@ fn the_direct_dispatcher_keeps_a_revocation_instant() {
         let prepared = executor
             .prepare(&world, id, &action, &agent, now_ms)
             .expect("prepared");
-        complete_now(executor.perform(&direct, "direct", id, &prepared)).expect("answered");
+        complete_now(executor.perform(&direct, "direct", id, prepared)).expect("answered");
     }
     assert_eq!(
         direct.revoked_at(&grant).expect("readable"),
