@@ -194,10 +194,11 @@ fn main() {
         let out = dir.path().join(format!("bundle-{round}"));
         let started = Instant::now();
         let result = runtime
-            .block_on(chio_controller::driver::run_embedded_into(
+            .block_on(chio_controller::driver::run_embedded(
                 &scenario,
                 &inputs,
                 chio_controller::driver::RunOptions::keep_going(false),
+                &BTreeMap::new(),
                 &out,
             ))
             .expect("run completes")
