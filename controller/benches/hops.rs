@@ -23,10 +23,10 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use chio_arena::{load_scenario, Action};
-use chio_kernel::kernel::{Kernel, ToolOutput};
+use chio_kernel::kernel::Kernel;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_kernel::stores::KernelStores;
-use chio_node::tools::{Caller, ToolServer};
+use chio_node::tools::ToolServer;
 use chio_node::world::World;
 
 const NODES: usize = 8;
@@ -132,18 +132,7 @@ fn decide_bare(world: &World, calls: &[BareCall]) -> f64 {
         let kernel = kernels.get_mut(call.kernel.as_str()).expect("kernel");
         let server = servers.get_mut(call.server.as_str()).expect("server");
         let decision = kernel.evaluate(&call.request, world.start_ms, &mut |admitted| {
-            let req = admitted.request();
-            let caller = Caller {
-                request_id: &req.request_id,
-                agent: &req.agent_id,
-            };
-            let r = server.call(caller, &req.tool, &req.arguments, admitted.carried_labels());
-            Ok(ToolOutput {
-                content: r.content,
-                label: r.label,
-                integrity: r.integrity.label(),
-                performed: r.performed,
-            })
+            Ok(server.answer(admitted))
         });
         assert!(
             decision.verdict == chio_kernel::Verdict::Allow,

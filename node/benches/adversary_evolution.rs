@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use chio_adversary::{evolve, EvolveConfig};
 use chio_arena::{load_scenario, Action};
-use chio_kernel::kernel::{Kernel, ToolOutput};
+use chio_kernel::kernel::Kernel;
 use chio_kernel::request::{RequestProof, ToolCallRequest};
 use chio_node::evaluator::KernelActionEvaluator;
 use chio_node::tools::ToolServer;
@@ -97,20 +97,8 @@ fn main() {
     for round in requests.chunks(per_round) {
         let started = Instant::now();
         for request in round {
-            let decision = kernel.evaluate(request, now, &mut |admitted| {
-                let req = admitted.request();
-                let caller = chio_node::tools::Caller {
-                    request_id: &req.request_id,
-                    agent: &req.agent_id,
-                };
-                let r = server.call(caller, &req.tool, &req.arguments, admitted.carried_labels());
-                Ok(ToolOutput {
-                    content: r.content,
-                    label: r.label,
-                    integrity: r.integrity.label(),
-                    performed: r.performed,
-                })
-            });
+            let decision =
+                kernel.evaluate(request, now, &mut |admitted| Ok(server.answer(admitted)));
             assert!(decision.receipt.id.len() == 64);
         }
         bare_secs += started.elapsed().as_secs_f64();

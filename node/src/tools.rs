@@ -37,6 +37,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chio_kernel::glob::Glob;
+use chio_kernel::kernel::ToolOutput;
 use chio_kernel::label::{Integrity, Label};
 use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
@@ -350,6 +351,18 @@ impl ToolServer {
         result
     }
 
+    /// Serves the call a kernel admitted, carrying what its caller held,
+    /// and answers it as the kernel takes a tool's answer.
+    pub fn answer(&mut self, admitted: &chio_kernel::kernel::AdmissionTicket) -> ToolOutput {
+        let request = admitted.request();
+        tool_output(self.call(
+            Caller::of(request),
+            &request.tool,
+            &request.arguments,
+            admitted.carried_labels(),
+        ))
+    }
+
     /// Changes the file at `path` outside any call, through the server's
     /// own read, write and delete (the adversary evaluator's fixture edit
     /// and its restore), and answers the content the file had before:
@@ -472,6 +485,16 @@ impl Writer<'_> {
 
 fn unknown_tool(tool: &str) -> ToolResult {
     ToolResult::failed(format!("unknown tool {tool}"))
+}
+
+/// What a tool server's answer is to the kernel that dispatched to it.
+pub fn tool_output(result: ToolResult) -> ToolOutput {
+    ToolOutput {
+        content: result.content,
+        label: result.label,
+        integrity: result.integrity.label(),
+        performed: result.performed,
+    }
 }
 
 /// SHA-256 (hex) of what a sink received, or the sink's refusal of

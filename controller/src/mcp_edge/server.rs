@@ -20,7 +20,7 @@ use std::time::Duration;
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::kernel::{Admission, Decision};
 use chio_kernel::verdict::Verdict;
-use chio_node::actors::kernel::tool_output;
+use chio_node::tools::tool_output;
 use chio_node::tools::{LiveAnswer, ToolServer};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::thread;
 
-use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel, KernelConfig, ToolOutput};
+use chio_kernel::kernel::{AdmissionTicket, Decision, Kernel, KernelConfig};
 use chio_kernel::receipt::SignedReceipt;
 use chio_kernel::request::ToolCallRequest;
 use chio_kernel::stores::KernelStores;
@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::server::ToolServerHandle;
 use crate::error::NodeError;
-use crate::tools::ToolResult;
+use crate::tools::tool_output;
 
 /// A kernel's answer to one call, in a form that crosses process
 /// boundaries unchanged.
@@ -84,16 +84,6 @@ impl CallOutcome {
             output: self.output,
             trace: self.trace,
         }
-    }
-}
-
-/// What a tool server's answer is to the kernel that dispatched to it.
-pub fn tool_output(result: ToolResult) -> ToolOutput {
-    ToolOutput {
-        content: result.content,
-        label: result.label,
-        integrity: result.integrity.label(),
-        performed: result.performed,
     }
 }
 
@@ -187,10 +177,7 @@ fn dispatch(
     let dispatched = match servers.get(&request.server) {
         Some(server) => server
             .call_blocking(
-                crate::tools::Caller {
-                    request_id: &request.request_id,
-                    agent: &request.agent_id,
-                },
+                crate::tools::Caller::of(request),
                 &request.tool,
                 &request.arguments,
                 admitted.carried_labels(),

@@ -39,7 +39,6 @@ use chio_trust::TrustStore;
 
 use super::{Dispatcher, FaultEvent};
 use crate::actors::agent::{delegate_held, prepare_request, CallIntent, ChildIntent};
-use crate::actors::kernel::tool_output;
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
 use crate::handling::{self, NodePort, Roster};
@@ -125,15 +124,7 @@ pub fn serve(
     let request = admitted.request();
     let served = world.server_kernel(&request.server) == Some(kernel);
     match servers.get_mut(&request.server) {
-        Some(server) if served => Ok(tool_output(server.call(
-            crate::tools::Caller {
-                request_id: &request.request_id,
-                agent: &request.agent_id,
-            },
-            &request.tool,
-            &request.arguments,
-            admitted.carried_labels(),
-        ))),
+        Some(server) if served => Ok(server.answer(admitted)),
         _ => Err(format!(
             "server {} is not served by kernel {kernel}",
             request.server

@@ -49,6 +49,16 @@ pub struct Caller<'a> {
     pub agent: &'a str,
 }
 
+impl<'a> Caller<'a> {
+    /// The caller of a signed request.
+    pub fn of(request: &'a chio_kernel::request::ToolCallRequest) -> Self {
+        Caller {
+            request_id: &request.request_id,
+            agent: &request.agent_id,
+        }
+    }
+}
+
 /// The answer of a recorded server to one call: the unused answer of the
 /// call's step, else the first unused answer recorded for its agent, tool
 /// and canonical arguments, else a failure naming the nearest recorded
