@@ -12,22 +12,6 @@ use std::path::{Path, PathBuf};
 use mcp_edge_util::*;
 use serde_json::{json, Value};
 
-/// `chio arena replay DIR`: its exit success and its standard output.
-fn replay(dir: &Path) -> (bool, String) {
-    let output = std::process::Command::new(chio_bin())
-        .args(["arena", "replay", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
-}
-
 /// A copy of the folder `from` at `to`, with `edit` applied to the lines
 /// of its calls.jsonl.
 fn edited(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> PathBuf {
@@ -42,19 +26,6 @@ fn edited(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> PathBuf
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(&path, text).unwrap();
     to.to_path_buf()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Runs a session of allowed and denied calls; answers the session folder.

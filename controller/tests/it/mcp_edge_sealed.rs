@@ -23,35 +23,6 @@ const TOKEN: &str = "ghp_7Hq2Lw9Zx4Rt6Yp1Kd8Mv3Nc5Bg0Fj2Se4Ua";
 /// The file of the first sealed value, below the session folder.
 const SEALED: &str = "inputs/fixtures/secrets/secret-1.txt";
 
-/// `chio arena replay DIR`: its exit success, standard output and error.
-fn replay(dir: &Path) -> (bool, String) {
-    let output = std::process::Command::new(chio_bin())
-        .args(["arena", "replay", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
-    (
-        output.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// Runs the session (the token echoed, a null answered, the token sent to
 /// a tool outside the capability) with `extra` edge arguments; answers the
 /// session folder, the edge's standard error and the echo's answer text.

@@ -297,3 +297,34 @@ pub fn log_lines(log: &Path) -> Vec<String> {
         .map(str::to_string)
         .collect()
 }
+
+/// `chio arena replay DIR`: its exit success, and its standard output and
+/// error together.
+pub fn replay(dir: &Path) -> (bool, String) {
+    let output = std::process::Command::new(chio_bin())
+        .args(["arena", "replay", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// A copy of the folder `from` (files and folders) at `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
