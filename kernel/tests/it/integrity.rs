@@ -123,6 +123,26 @@ fn untrusted_read_then_consequential_call_is_denied() {
     assert_eq!(d.guard.as_deref(), Some("integrity"));
 }
 
+// The integrity guard asks for the retained labels itself: alone on a
+// kernel, with no other guard that reads them, a consequential call after
+// an untrusted read is still denied.
+#[test]
+fn the_integrity_guard_alone_reads_the_session_taint() {
+    let (read, bank) = alice_caps();
+    let mut k = kernel(vec![guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({"consequential": {"bank": ["send_money"]}}),
+    )]);
+    reads(&mut k, "alice", &read, INBOX, "r1");
+    let d = sends(&mut k, "alice", &bank, "s1");
+    assert_eq!(d.verdict, Verdict::Deny, "{:?}", d.reason);
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("integrity: session/session-alice holds untrusted content; tool send_money on server bank is consequential")
+    );
+}
+
 // A trusted read writes no label at all, and the consequential call is admitted; a non-consequential call is admitted even after an untrusted read.
 #[test]
 fn trusted_read_is_admitted_and_other_tools_are_untouched() {
