@@ -182,6 +182,12 @@ fn approval_mode_gives_pending_approval() {
     reads(&mut k, "alice", &read, INBOX, "r1");
     let d = sends(&mut k, "alice", &bank, "s1");
     assert_eq!(d.verdict, Verdict::PendingApproval);
+    let stopped = d.trace.stages.last().expect("a stage");
+    assert_eq!(
+        (stopped.stage.as_str(), stopped.outcome.as_str()),
+        ("guards", "pending_approval"),
+        "the trace stops where the verdict does"
+    );
     assert!(d.reason.unwrap_or_default().starts_with("integrity: "));
 }
 
