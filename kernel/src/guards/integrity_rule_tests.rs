@@ -144,3 +144,54 @@ fn arguments_are_judged_by_their_own_labels() {
     assert_eq!(g.consequential("bank", "pay"), Some(true));
     assert_eq!(g.consequential("bank", "read"), Some(false));
 }
+
+// Only a planner's arguments are judged at a tool the policy does not call
+// consequential: an ordinary agent's untrusted argument to an open-world
+// tool passes, and a trusted label, retained or on an argument, taints
+// nothing.
+#[test]
+fn ordinary_agents_and_trusted_labels_pass() {
+    let g = guard(json!({"consequential": {"bank": ["pay"]}}));
+    let mut ordinary = untrusted_at(&["/text"], true);
+    ordinary.role = AgentRole::Ordinary;
+    assert_eq!(
+        judge(&g, "forum", json!({"text": "x"}), &ordinary),
+        GuardVerdict::Allow
+    );
+    let labels = BTreeMap::from([(
+        "session/planner".to_string(),
+        BTreeSet::from(["integrity:trusted".to_string()]),
+    )]);
+    let arguments = json!({"recipient": "x"});
+    let provenance = Provenance::default();
+    let ctx = GuardContext {
+        server: "bank",
+        tool: "pay",
+        arguments: &arguments,
+        agent_id: "planner",
+        session_id: "planner",
+        journal: &[],
+        labels: &labels,
+        money: &Default::default(),
+        session_filesystem_roots: None,
+        provenance: &provenance,
+        definition: None,
+    };
+    assert_eq!(g.check_request(&ctx).unwrap(), GuardVerdict::Allow);
+    let protected = guard(json!({
+        "consequential": {"bank": ["pay"]},
+        "protected": {"bank": {"pay": ["recipient"]}},
+    }));
+    let mut trusted = untrusted_at(&["/recipient"], true);
+    for labels in trusted.arguments.values_mut() {
+        *labels = BTreeSet::from(["integrity:trusted".to_string()]);
+    }
+    assert_eq!(
+        judge(&protected, "pay", arguments.clone(), &trusted),
+        GuardVerdict::Allow
+    );
+    assert_eq!(
+        judge(&protected, "forum", arguments, &trusted),
+        GuardVerdict::Allow
+    );
+}

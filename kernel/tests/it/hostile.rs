@@ -383,3 +383,37 @@ fn hostile_cases() {
     assert!(allows >= 5, "only {allows} positive controls");
     assert!(denies >= 30, "only {denies} denials");
 }
+
+// A sealed argument quoted by an observe-mode guard's finding stays out of
+// the signed receipt: the finding is kept, its reason scrubbed.
+#[test]
+fn a_sealed_argument_never_reaches_an_observed_finding() {
+    use chio_kernel::guards::{GuardKind, GuardMode};
+    let cap = issue("cap-alice", "alice", files_scope());
+    let mut spec = guard(
+        "env",
+        GuardKind::ForbiddenPath,
+        json!({"globs": ["**/plan.md"]}),
+    );
+    spec.mode = GuardMode::Observe;
+    let mut k = kernel(vec![spec]);
+    let path = "/workspace/shared/plan.md";
+    let mut call = request(
+        "alice",
+        &cap,
+        "files",
+        "read_file",
+        json!({"path": path}),
+        "r1",
+    );
+    call.sealed = vec!["/path".to_string()];
+    let call = call.sign(&agent_key("alice")).expect("signs");
+    let files = standard_files();
+    let d = k.evaluate(&call, NOW_MS, &mut dispatch(&files));
+    assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
+    assert_eq!(d.receipt.body.observed.len(), 1);
+    let reason = &d.receipt.body.observed[0].reason;
+    assert!(reason.contains("<sealed>"), "{reason}");
+    assert!(!reason.contains("shared/pl"), "{reason}");
+    d.receipt.verify().expect("the scrubbed receipt verifies");
+}

@@ -123,6 +123,26 @@ fn untrusted_read_then_consequential_call_is_denied() {
     assert_eq!(d.guard.as_deref(), Some("integrity"));
 }
 
+// The integrity guard asks for the retained labels itself: alone on a
+// kernel, with no other guard that reads them, a consequential call after
+// an untrusted read is still denied.
+#[test]
+fn the_integrity_guard_alone_reads_the_session_taint() {
+    let (read, bank) = alice_caps();
+    let mut k = kernel(vec![guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({"consequential": {"bank": ["send_money"]}}),
+    )]);
+    reads(&mut k, "alice", &read, INBOX, "r1");
+    let d = sends(&mut k, "alice", &bank, "s1");
+    assert_eq!(d.verdict, Verdict::Deny, "{:?}", d.reason);
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("integrity: session/session-alice holds untrusted content; tool send_money on server bank is consequential")
+    );
+}
+
 // A trusted read writes no label at all, and the consequential call is admitted; a non-consequential call is admitted even after an untrusted read.
 #[test]
 fn trusted_read_is_admitted_and_other_tools_are_untouched() {
@@ -162,6 +182,12 @@ fn approval_mode_gives_pending_approval() {
     reads(&mut k, "alice", &read, INBOX, "r1");
     let d = sends(&mut k, "alice", &bank, "s1");
     assert_eq!(d.verdict, Verdict::PendingApproval);
+    let stopped = d.trace.stages.last().expect("a stage");
+    assert_eq!(
+        (stopped.stage.as_str(), stopped.outcome.as_str()),
+        ("guards", "pending_approval"),
+        "the trace stops where the verdict does"
+    );
     assert!(d.reason.unwrap_or_default().starts_with("integrity: "));
 }
 

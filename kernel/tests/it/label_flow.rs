@@ -307,3 +307,65 @@ fn the_trace_records_what_the_decision_read() {
     assert_eq!(budget.settled.as_deref(), Some("committed"));
     assert_eq!(allowed.trace.guards[0].answer, "allow");
 }
+
+// Sibling shares are read after the guards when the guards had labels to
+// read: under a label-reading guard, with labels retained for the callers,
+// a child's share that no longer fits beside its admitted sibling's is
+// still refused.
+#[test]
+fn shares_read_after_non_empty_labels_still_refuse() {
+    use chio_kernel::stores::{InMemoryAuthority, KernelStores};
+    let cap = issue("cap-alice", "alice", files_scope());
+    let child = |agent: &str, bps: u32| {
+        let attenuation = Attenuation {
+            tools: Some(vec!["read_file".into()]),
+            share_bps: Some(bps),
+            ..Default::default()
+        };
+        let id = format!("cap-{agent}");
+        cap.delegate(
+            &agent_key("alice"),
+            &agent_pk(agent),
+            &attenuation,
+            &id,
+            NOW_MS,
+        )
+        .unwrap()
+    };
+    let (bob, carol) = (child("bob", 6000), child("carol", 5000));
+    let authority = InMemoryAuthority::default();
+    authority.join_label("principal/bob", "internal");
+    authority.join_label("principal/carol", "internal");
+    let guards = vec![guard(
+        "flow",
+        GuardKind::InformationFlow,
+        json!({"clearance": {"publish": "public"}}),
+    )];
+    let mut k = Kernel::new(kernel_config(guards), KernelStores::new(authority)).unwrap();
+    let files = files();
+    let notes = json!({"path": "/workspace/notes.txt"});
+    let first = decide(
+        &mut k,
+        &files,
+        "carol",
+        &carol,
+        ("files", "read_file"),
+        notes.clone(),
+        "c1",
+    );
+    assert_eq!(first.verdict, Verdict::Allow, "{:?}", first.reason);
+    assert!(!first.trace.label_keys.is_empty(), "the guard read labels");
+    let late = decide(
+        &mut k,
+        &files,
+        "bob",
+        &bob,
+        ("files", "read_file"),
+        notes,
+        "b1",
+    );
+    assert_eq!(
+        late.reason.as_deref(),
+        Some("sibling shares oversubscribed: child cap-bob asks 6000 bps, admitted siblings hold 5000 of parent cap-alice's 10000 bps")
+    );
+}

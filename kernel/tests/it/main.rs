@@ -11,6 +11,7 @@
 
 mod util;
 
+mod carried;
 mod detector_bench;
 mod detector_generalization;
 mod fuzz_decode;

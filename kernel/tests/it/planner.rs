@@ -203,3 +203,69 @@ fn a_planners_arguments_carry_their_own_labels() {
         Some("proof-invalid")
     );
 }
+
+// A kernel's catalog says which tools reach an open world: a planner's
+// argument built from an untrusted hand-over is refused at such a tool,
+// even one the integrity guard does not call consequential, and admitted
+// at a closed-world tool of the same catalog.
+#[test]
+fn a_catalogs_open_world_tool_refuses_a_planners_untrusted_argument() {
+    use chio_kernel::contract::{ToolAnnotations, ToolCatalog, ToolContract};
+    let contract = |name: &str, open_world_hint: bool| ToolContract {
+        name: name.into(),
+        description: name.into(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: ToolAnnotations {
+            open_world_hint,
+            ..ToolAnnotations::default()
+        },
+    };
+    let mut catalog = ToolCatalog::new();
+    catalog.insert(
+        "bank".into(),
+        [("post", true), ("note", false)]
+            .into_iter()
+            .map(|(name, open)| (name.to_string(), contract(name, open)))
+            .collect(),
+    );
+    let authority = InMemoryAuthority::default();
+    authority.join_label("handover/alice/hand-text", "integrity:untrusted");
+    let guard = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({"consequential": {"bank": ["pay"]}}),
+    );
+    let mut config = kernel_config(vec![guard]);
+    config.tools = Some(catalog);
+    config.agent_roles = [("alice".to_string(), AgentRole::Planner)]
+        .into_iter()
+        .collect();
+    let mut kernel = Kernel::new(config, KernelStores::new(authority)).expect("builds");
+    let cap = issue(
+        "cap-a",
+        "alice",
+        vec![ScopeGrant::new("bank", &["post", "note"])],
+    );
+    let files = standard_files();
+    let mut world = dispatch(&files);
+    let mut call = |tool: &str, id: &str| {
+        let mut call = request("alice", &cap, "bank", tool, json!({"text": "hi"}), id);
+        call.argument_sources = vec![ArgumentSource {
+            pointer: "/text".to_string(),
+            labels: Vec::new(),
+            record: Some("handover/alice/hand-text".to_string()),
+            sender: None,
+        }];
+        let call = call.sign(&agent_key("alice")).expect("signs");
+        kernel.evaluate(&call, NOW_MS, &mut world)
+    };
+    let open = call("post", "o1");
+    assert_eq!(open.verdict, Verdict::Deny, "{:?}", open.reason);
+    assert_eq!(
+        open.trace.reason_code.map(|c| c.as_str()),
+        Some("untrusted-open-world-argument")
+    );
+    let closed = call("note", "c1");
+    assert_eq!(closed.verdict, Verdict::Allow, "{:?}", closed.reason);
+}
