@@ -45,10 +45,12 @@ use sha2::{Digest, Sha256};
 
 mod live;
 mod recorded;
+mod workspace;
 
 pub use live::{LiveAnswer, LiveServer, LiveTools};
 use recorded::recorded_call;
 pub use recorded::{AnswerMatch, Caller, RecordedAnswer};
+use workspace::{workspace_call, Writer};
 
 /// What a tool server returned for one call, with the information-flow label
 /// of what it revealed.
@@ -464,26 +466,7 @@ impl ToolServer {
     }
 }
 
-/// Who writes what a server keeps: an admitted call, with the labels it
-/// carried, or a fixture edit outside any call, which keeps the labels of
-/// the item it replaces.
-#[derive(Debug, Clone, Copy)]
-enum Writer<'a> {
-    Call(&'a BTreeSet<String>),
-    Edit,
-}
-
-impl Writer<'_> {
-    /// The labels an item written over `previous` keeps.
-    fn labels(self, previous: Option<&Stored>) -> BTreeSet<String> {
-        match self {
-            Writer::Call(carried) => carried.clone(),
-            Writer::Edit => previous.map(|p| p.labels.clone()).unwrap_or_default(),
-        }
-    }
-}
-
-fn unknown_tool(tool: &str) -> ToolResult {
+pub(crate) fn unknown_tool(tool: &str) -> ToolResult {
     ToolResult::failed(format!("unknown tool {tool}"))
 }
 
@@ -507,108 +490,6 @@ fn digest(value: &Value) -> Result<String, ToolResult> {
         Err(_) => Err(ToolResult::failed(
             "the arguments have no canonical JSON form (an integer past 2^53)",
         )),
-    }
-}
-
-fn workspace_call(
-    root: &str,
-    files: &mut BTreeMap<String, Stored>,
-    labels: &[(Glob, Label)],
-    tool: &str,
-    arguments: &Value,
-    writer: Writer<'_>,
-) -> ToolResult {
-    let raw = match arguments.get("path").and_then(Value::as_str) {
-        Some(p) => p,
-        None => return ToolResult::failed(format!("{tool} needs a string argument path")),
-    };
-    let path = match normalize_path(raw) {
-        Ok(p) => p,
-        Err(problem) => return ToolResult::failed(problem.reason(raw).to_string()),
-    };
-    if !chio_kernel::path::is_under(&path, root) {
-        return ToolResult::failed(format!("path {path} is outside the workspace root {root}"));
-    }
-    match tool {
-        "read_file" => match files.get(&path) {
-            Some(stored) => ToolResult {
-                content: json!({"ok": true, "path": path, "content": stored.content}),
-                performed: true,
-                integrity: stored.integrity(),
-                label: labels
-                    .iter()
-                    .filter(|(glob, _)| glob.is_match(&path))
-                    .map(|(_, label)| *label)
-                    .chain(stored.level())
-                    .max(),
-            },
-            None => ToolResult::failed(format!("no such file {path}")),
-        },
-        "write_file" => {
-            let content = match arguments.get("content") {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => other.to_string(),
-                None => String::new(),
-            };
-            let bytes = content.len();
-            let labels = writer.labels(files.get(&path));
-            files.insert(path.clone(), Stored { content, labels });
-            ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))
-        }
-        // The answer tells that the file was there, which its labels cover.
-        "delete_file" => match files.remove(&path) {
-            Some(removed) => ToolResult {
-                content: json!({"ok": true, "path": path}),
-                label: removed.level(),
-                integrity: removed.integrity(),
-                performed: true,
-            },
-            None => ToolResult::failed(format!("no such file {path}")),
-        },
-        "list_dir" => list_dir(&path, files, labels),
-        other => unknown_tool(other),
-    }
-}
-
-/// Lists a workspace folder: the names under it, labelled with every file
-/// the listing names.
-fn list_dir(path: &str, files: &BTreeMap<String, Stored>, labels: &[(Glob, Label)]) -> ToolResult {
-    let prefix = if path.ends_with('/') {
-        path.to_string()
-    } else {
-        format!("{path}/")
-    };
-    let mut entries: BTreeSet<String> = BTreeSet::new();
-    // A name is what a listing reveals, and whoever wrote a file
-    // chose its name: the listing carries the labels of every file
-    // it names, as a read of each would.
-    let mut named = Stored::seeded(String::new());
-    for (name, stored) in files.iter() {
-        if let Some(rest) = name.strip_prefix(&prefix) {
-            named.labels.extend(stored.labels.iter().cloned());
-            let first = rest.split('/').next().unwrap_or(rest);
-            if rest.contains('/') {
-                entries.insert(format!("{first}/"));
-            } else {
-                entries.insert(first.to_string());
-            }
-        }
-    }
-    let label = labels
-        .iter()
-        .filter(|(glob, _)| {
-            entries
-                .iter()
-                .any(|e| glob.is_match(&format!("{prefix}{e}")))
-        })
-        .map(|(_, label)| *label)
-        .chain(named.level())
-        .max();
-    ToolResult {
-        content: json!({"ok": true, "path": path, "entries": entries}),
-        label,
-        integrity: named.integrity(),
-        performed: true,
     }
 }
 

@@ -97,6 +97,7 @@ fn runtime_sources_read_no_clock_or_entropy() {
         "actors",
         "world.rs",
         "tools.rs",
+        "tools",
         "handling.rs",
         "handling",
         "simulated_faults.rs",
