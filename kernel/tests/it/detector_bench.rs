@@ -25,36 +25,17 @@
 
 use crate::util;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use chio_kernel::guards::prompt_injection::inspect;
-use chio_kernel::guards::{
-    GuardContext, GuardKind, GuardMode, GuardSpec, GuardVerdict, OutputVerdict,
-};
+use chio_kernel::guards::{GuardKind, GuardMode, GuardSpec};
 use chio_kernel::token::FULL_SHARE_BPS;
 use chio_kernel::{CapabilityToken, Kernel, ToolOutput, Verdict};
 use serde_json::{json, Value};
 use util::*;
 
-/// How a text reaches the guard.
-#[derive(Clone, Copy)]
-enum Delivery {
-    /// As a string argument of a call, scanned before dispatch.
-    Arguments,
-    /// As the content a tool returns, scanned after dispatch.
-    Output,
-}
-
-impl Delivery {
-    fn as_str(self) -> &'static str {
-        match self {
-            Delivery::Arguments => "arguments",
-            Delivery::Output => "output",
-        }
-    }
-}
+use crate::detector_generalization::Delivery;
 
 /// One kernel with the default `prompt-injection` guard and a capability
 /// without an invocation limit, evaluating one text at a time.
@@ -415,35 +396,8 @@ fn detector_floors_at_the_guard() {
     }
     .build()
     .expect("default prompt-injection guard");
-    let labels = BTreeMap::new();
     let mut denied = |text: &str, delivery: Delivery| {
-        let (tool, arguments) = match delivery {
-            Delivery::Arguments => (
-                "write_file",
-                json!({"path": "/workspace/out.txt", "content": text}),
-            ),
-            Delivery::Output => ("read_file", json!({"path": "/workspace/in.txt"})),
-        };
-        let ctx = GuardContext {
-            server: "files",
-            tool,
-            arguments: &arguments,
-            agent_id: "alice",
-            session_id: "session-alice",
-            journal: &[],
-            labels: &labels,
-            money: &Default::default(),
-            session_filesystem_roots: None,
-            provenance: &chio_kernel::provenance::NO_PROVENANCE,
-            definition: None,
-        };
-        match delivery {
-            Delivery::Arguments => matches!(guard.check_request(&ctx), Ok(GuardVerdict::Deny(_))),
-            Delivery::Output => matches!(
-                guard.check_output(&ctx, &json!({ "content": text })),
-                Ok(OutputVerdict::Deny(_))
-            ),
-        }
+        crate::detector_generalization::denied(guard.as_ref(), text, delivery)
     };
     let attack_rows = measure(&attacks, &mut denied);
     let benign_rows = measure(&benign, &mut denied);

@@ -145,7 +145,7 @@ const MAX_FALSE_POSITIVE_PERCENT: usize = 1;
 
 /// How a text reaches the guard.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Delivery {
+pub(crate) enum Delivery {
     /// As a string argument of a call, scanned before dispatch.
     Arguments,
     /// As the content a tool returns, scanned after dispatch.
@@ -153,7 +153,8 @@ enum Delivery {
 }
 
 impl Delivery {
-    fn as_str(self) -> &'static str {
+    /// The delivery's name in tables.
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Delivery::Arguments => "arguments",
             Delivery::Output => "output",
@@ -245,7 +246,7 @@ fn default_guard() -> Box<dyn Guard> {
 }
 
 /// Whether the guard denies `text` in `delivery`.
-fn denied(guard: &dyn Guard, text: &str, delivery: Delivery) -> bool {
+pub(crate) fn denied(guard: &dyn Guard, text: &str, delivery: Delivery) -> bool {
     let labels = BTreeMap::new();
     let (tool, arguments) = match delivery {
         Delivery::Arguments => (
