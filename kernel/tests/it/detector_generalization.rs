@@ -2,8 +2,8 @@
 //! second corpus under `tests/corpus/generalization/` (provenance, licences
 //! and the split rule in its `PROVENANCE.md`): injection strings and benign
 //! text from public packages the detector was not built from, in a tuning
-//! split, a held-out split, a fresh split from five more packages and a
-//! fourth held-out split from seven more.
+//! split, a held-out split, a fresh split from five more packages, a
+//! fourth held-out split from seven more and a fifth from ten more.
 //!
 //! Every text goes through the guard's request stage (as the `content`
 //! argument of `write_file`) and its output stage (as the content
@@ -12,19 +12,20 @@
 //! its digests, before the detector was tuned against the splits before
 //! it: the held-out split before tuning on the tuning split, the fresh
 //! split before tuning on the tuning and held-out splits, the fourth split
-//! before tuning on the tuning, held-out and fresh splits.
+//! before tuning on the tuning, held-out and fresh splits, the fifth split
+//! before tuning on the four before it.
 //! The tables print per split, package, family and delivery; the run is
 //! deterministic (sorted files, fixed order, counts only).
 //!
 //! Run: `cargo test -p chio-kernel --test it -- detector_generalization::
 //! --nocapture`. `generalization_rates` fails if a split's detection falls
 //! below its recorded floor ([`MIN_HELD_OUT_PERCENT`],
-//! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`], [`MIN_FOURTH_PERCENT`]) or
-//! false positives pass
+//! [`MIN_TUNING_PERCENT`], [`MIN_FRESH_PERCENT`], [`MIN_FOURTH_PERCENT`],
+//! [`MIN_FIFTH_PERCENT`]) or false positives pass
 //! [`MAX_FALSE_POSITIVE_PERCENT`] on any split, in either delivery.
 //! `DETECTOR_BENCH_SHOW=1` prints the misses and false positives of the
 //! tuning, held-out and fresh splits, all tuning data since the fourth split
-//! was committed (never the fourth split's).
+//! was committed (never the fourth or fifth split's).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -109,6 +110,12 @@ fn fourth_split_is_the_committed_one() {
     assert_split_matches_digests("fourth", "fourth.sha256", 12);
 }
 
+// Every file of the fifth held-out split has the sha256 committed with it, with the detector's figure on it and before any tuning that followed, and none is missing or added.
+#[test]
+fn fifth_split_is_the_committed_one() {
+    assert_split_matches_digests("fifth", "fifth.sha256", 14);
+}
+
 /// The held-out split's detection floor, per delivery, in percent: the
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
 /// fails here. This split was measured and published before the fresh split
@@ -129,12 +136,18 @@ const MIN_FRESH_PERCENT: usize = 74;
 /// 80; see `docs/security.md` for what is missed.
 const MIN_FOURTH_PERCENT: usize = 43;
 
+/// The fifth held-out split's detection floor, per delivery, in percent:
+/// the figure measured when the split was committed, before any tuning,
+/// rounded down.
+const MIN_FIFTH_PERCENT: usize = 46;
+
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
     match split {
         "heldout" => MIN_HELD_OUT_PERCENT,
         "fresh" => MIN_FRESH_PERCENT,
         "fourth" => MIN_FOURTH_PERCENT,
+        "fifth" => MIN_FIFTH_PERCENT,
         _ => MIN_TUNING_PERCENT,
     }
 }
@@ -225,11 +238,14 @@ fn without_attacks(benign: Vec<Family>, attacks: &[Family]) -> (Vec<Family>, usi
     (kept, left_out)
 }
 
-/// The package a family comes from: its name up to the first dash, except
-/// the one package whose name has dashes.
+/// Packages whose names have dashes.
+const DASHED_PACKAGES: [&str; 3] = ["jailbreak-corpus-mini", "fas-judgement", "markdown-it"];
+
+/// The package a family comes from: its name up to the first dash, or one of
+/// [`DASHED_PACKAGES`].
 fn package(family: &str) -> &str {
-    if family.starts_with("jailbreak-corpus-mini") {
-        return "jailbreak-corpus-mini";
+    if let Some(name) = DASHED_PACKAGES.iter().find(|p| family.starts_with(*p)) {
+        return name;
     }
     family.split('-').next().unwrap_or(family)
 }
@@ -347,7 +363,7 @@ fn table(title: &str, columns: [&str; 2], rows: &[Row]) -> String {
 fn generalization_rates() {
     let guard = default_guard();
     let mut checks = Vec::new();
-    for split in ["tuning", "heldout", "fresh", "fourth"] {
+    for split in ["tuning", "heldout", "fresh", "fourth", "fifth"] {
         let attacks = families(split, "attack");
         let (benign, both) = without_attacks(families(split, "benign"), &attacks);
         if both > 0 {
@@ -378,7 +394,9 @@ fn generalization_rates() {
                 &benign_rows
             )
         );
-        if split != "fourth" && std::env::var_os("DETECTOR_BENCH_SHOW").is_some() {
+        if !["fourth", "fifth"].contains(&split)
+            && std::env::var_os("DETECTOR_BENCH_SHOW").is_some()
+        {
             show(guard.as_ref(), &attacks, &benign);
         }
         checks.push((split, attack_rows, benign_rows));
@@ -404,7 +422,7 @@ fn generalization_rates() {
 
 /// Prints a split's misses and false positives (output delivery), for
 /// working on the detector: the tuning, held-out and fresh splits, never the
-/// fourth split.
+/// fourth or fifth split.
 fn show(guard: &dyn Guard, attacks: &[Family], benign: &[Family]) {
     for (family, items) in attacks {
         for text in items.iter().filter(|t| !denied(guard, t, Delivery::Output)) {
