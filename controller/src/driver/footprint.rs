@@ -110,63 +110,6 @@ impl Footprint {
     }
 }
 
-/// The union of the footprints of earlier steps not yet folded, which a
-/// later step must not overlap to be dispatched.
-#[derive(Debug, Default)]
-pub struct Claimed {
-    /// How many footprints were added, claims or not.
-    steps: usize,
-    barrier: bool,
-    claims: BTreeMap<Resource, Access>,
-}
-
-impl Claimed {
-    /// Nothing claimed.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether no earlier step is unfolded at all.
-    fn is_empty(&self) -> bool {
-        self.steps == 0
-    }
-
-    /// Whether a step with `footprint` overlaps nothing claimed.
-    pub fn admits(&self, footprint: &Footprint) -> bool {
-        match footprint {
-            Footprint::Barrier => self.is_empty(),
-            Footprint::Claims(claims) => {
-                !self.barrier
-                    && claims
-                        .iter()
-                        .all(|(resource, access)| match self.claims.get(resource) {
-                            None => true,
-                            Some(held) => *held == Access::Read && *access == Access::Read,
-                        })
-            }
-        }
-    }
-
-    /// Whether every later step overlaps what is claimed (a barrier is).
-    pub fn blocks_all(&self) -> bool {
-        self.barrier
-    }
-
-    /// Adds a step's footprint.
-    pub fn add(&mut self, footprint: &Footprint) {
-        self.steps += 1;
-        match footprint {
-            Footprint::Barrier => self.barrier = true,
-            Footprint::Claims(claims) => {
-                for (resource, access) in claims {
-                    let entry = self.claims.entry(resource.clone()).or_insert(*access);
-                    *entry = (*entry).max(*access);
-                }
-            }
-        }
-    }
-}
-
 /// Capability ids joined by delegation, and the agents of each class.
 struct Lineages {
     /// Each known capability id's class name.
@@ -437,6 +380,7 @@ impl<'a> Footprints<'a> {
 mod tests {
     use super::*;
     use crate::arena_run::load_for_run;
+    use crate::driver::claims::Claimed;
 
     fn claims(list: &[(Resource, Access)]) -> Footprint {
         Footprint::Claims(list.iter().cloned().collect())

@@ -51,6 +51,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
+mod claims;
 mod expect_reason;
 mod footprint;
 mod inputs;

@@ -38,7 +38,8 @@ use chio_node::executor::{Dispatched, PreparedStep, StepExecutor};
 use chio_node::{NodeError, World};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::footprint::{Claimed, Footprint, Footprints};
+use super::claims::{dispatchable, Busy};
+use super::footprint::{Footprint, Footprints};
 use super::record::StepRecorder;
 use super::{begin_record, Dispatcher};
 
@@ -64,11 +65,13 @@ enum Slot {
 }
 
 /// One step of the window: the step as read once when it entered (or why
-/// it could not be read), its footprint and its slot.
+/// it could not be read), its footprint, its slot, and whether its claims
+/// are counted in the pipeline's [`Busy`] (from its dispatch on).
 struct Entry<'a> {
     step: Result<Cow<'a, Step>, NodeError>,
     footprint: Footprint,
     slot: Slot,
+    busy: bool,
 }
 
 /// The pipelined loop over one run's schedule. It holds a step, a
@@ -88,12 +91,52 @@ struct Pipeline<'a, 'd> {
     next_record: usize,
     /// How many steps the schedule has.
     total: usize,
+    /// The claims of the window's dispatched steps.
+    busy: Busy,
+    /// Whether a step was recorded since the last [`Pipeline::launch`]:
+    /// only a recorded step frees a claim or makes room in the window, so
+    /// until one is, another launch would dispatch nothing.
+    stale: bool,
 }
 
 impl<'a, 'd> Pipeline<'a, 'd> {
     /// Dispatches every waiting step in the window that overlaps no
     /// earlier unfolded step.
     fn launch(&mut self, executor: &StepExecutor) {
+        if !self.stale {
+            return;
+        }
+        self.stale = false;
+        self.fill();
+        let window = self
+            .window
+            .iter()
+            .map(|entry| (&entry.footprint, matches!(entry.slot, Slot::Waiting)));
+        for offset in dispatchable(window, &self.busy) {
+            let position = self.next_record + offset;
+            let entry = &self.window[offset];
+            let sent = match &entry.step {
+                Ok(step) => self.dispatch(executor, position, step),
+                Err(e) => Err(e.clone()),
+            };
+            if let Footprint::Claims(claims) = &entry.footprint {
+                self.busy.add(claims);
+            }
+            let entry = &mut self.window[offset];
+            entry.busy = true;
+            entry.slot = match sent {
+                Ok((prepared, future)) => {
+                    self.in_flight.push(future);
+                    Slot::InFlight(prepared)
+                }
+                Err(e) => Slot::Unprepared(e),
+            };
+        }
+    }
+
+    /// Reads the steps that enter the window, up to [`LOOKAHEAD`] past the
+    /// first unrecorded one.
+    fn fill(&mut self) {
         let end = self.total.min(self.next_record + LOOKAHEAD);
         while self.next_record + self.window.len() < end {
             let position = self.next_record + self.window.len();
@@ -109,29 +152,8 @@ impl<'a, 'd> Pipeline<'a, 'd> {
                 step: step.map_err(NodeError::from),
                 footprint,
                 slot: Slot::Waiting,
+                busy: false,
             });
-        }
-        let mut claimed = Claimed::new();
-        for offset in 0..self.window.len() {
-            if claimed.blocks_all() {
-                break;
-            }
-            let entry = &self.window[offset];
-            if claimed.admits(&entry.footprint) && matches!(entry.slot, Slot::Waiting) {
-                let position = self.next_record + offset;
-                let sent = match &entry.step {
-                    Ok(step) => self.dispatch(executor, position, step),
-                    Err(e) => Err(e.clone()),
-                };
-                self.window[offset].slot = match sent {
-                    Ok((prepared, future)) => {
-                        self.in_flight.push(future);
-                        Slot::InFlight(prepared)
-                    }
-                    Err(e) => Slot::Unprepared(e),
-                };
-            }
-            claimed.add(&self.window[offset].footprint);
         }
     }
 
@@ -201,7 +223,12 @@ impl<'a, 'd> Pipeline<'a, 'd> {
     /// handing back that step.
     fn advance(&mut self) -> Option<Result<Cow<'a, Step>, NodeError>> {
         self.next_record += 1;
-        self.window.pop_front().map(|entry| entry.step)
+        self.stale = true;
+        let entry = self.window.pop_front()?;
+        if let (true, Footprint::Claims(claims)) = (entry.busy, &entry.footprint) {
+            self.busy.remove(claims);
+        }
+        Some(entry.step)
     }
 
     /// Waits for every step still in flight and drops its answer.
@@ -229,6 +256,8 @@ pub(super) async fn run(
         in_flight: FuturesUnordered::new(),
         next_record: 0,
         total: scenario.schedule().len(),
+        busy: Busy::default(),
+        stale: true,
     };
     while pipeline.next_record < pipeline.total {
         let position = pipeline.next_record;

@@ -194,13 +194,16 @@ impl<'r> StepRecorder<'r> {
         prepared: &PreparedStep,
     ) -> Result<(), NodeError> {
         let agent = record.agent.clone();
-        record.inputs.authority_time = canonical_sha256(
-            "a step's authority inputs",
-            &json!({
-                "trusted_issuers": [self.authority_hex],
-                "now": record.virtual_time,
-            }),
-        )?;
+        // A call's authority inputs name its token too (`call_inputs`).
+        if !matches!(action, Action::Call(_)) {
+            record.inputs.authority_time = canonical_sha256(
+                "a step's authority inputs",
+                &json!({
+                    "trusted_issuers": [self.authority_hex],
+                    "now": record.virtual_time,
+                }),
+            )?;
+        }
         match (action, prepared) {
             (Action::Call(call), RunStep::Call(p, ())) => {
                 self.call_inputs(record, &agent, call, p)?;
@@ -328,15 +331,15 @@ impl<'r> StepRecorder<'r> {
         let mut receipt = None;
         match (action, performed) {
             (Action::Call(call), RunStep::Call(p, CallAnswer::Decided(outcome))) => {
+                let outcome = *outcome;
                 record.verdict = Some(outcome.verdict);
-                record.guard = outcome.guard.clone();
+                record.guard = outcome.guard;
                 record.receipt_id = Some(outcome.receipt.id.clone());
                 record.recorded = Some(outcome.recorded);
-                record.trace = Some(Box::new(outcome.trace.clone()));
-                receipt = Some(outcome.receipt.clone());
-                let actual = outcome.projected;
                 record.reason_code = outcome.trace.reason_code.map(|c| c.as_str().to_string());
-                self.judge_call(record, call, &p, actual, outcome.reason.clone())?;
+                record.trace = Some(Box::new(outcome.trace));
+                receipt = Some(outcome.receipt);
+                self.judge_call(record, call, &p, outcome.projected, outcome.reason)?;
             }
             (Action::Call(call), RunStep::Call(p, CallAnswer::Refused(reason))) => {
                 // The agent's node denied the call itself (its kernel could
