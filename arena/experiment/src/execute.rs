@@ -111,14 +111,14 @@ pub struct RunRecord {
 }
 
 /// The load a matrix runs under, as the state file and the synthesis state it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Load {
     /// Runs the matrix plans: cells times repetitions.
     pub runs_planned: u64,
     /// Runs at once.
     pub concurrency: u32,
     /// Where the concurrency came from: `protocol`, `--workers` or `machine cores`.
-    pub concurrency_source: &'static str,
+    pub concurrency_source: String,
     /// Seconds one attempt may take.
     pub timeout_seconds: f64,
     /// Attempts a run gets.
