@@ -166,9 +166,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     let result = evolve(args, &scenario, &inputs, quiet)?;
     let (dir, board) = write_outputs(args, &scenario, &result)?;
     let text = summary_text(args, &scenario, &result, &dir, &board)?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// Checks the budget flags, loads the scenario and refuses one without

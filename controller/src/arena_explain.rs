@@ -68,16 +68,11 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             arguments,
             step,
         };
-        let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
-        json.push('\n');
-        json
+        CliError::canonical_line(COMMAND, &report)?
     } else {
         render(step, arguments.as_ref())
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// The step's `arguments` as the recorded scenario declares them, as JSON;

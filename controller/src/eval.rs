@@ -158,7 +158,5 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         readable(&answer)
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }

@@ -54,12 +54,6 @@ fn refuse(command: &'static str) -> impl Fn(ExperimentError) -> CliError {
     move |e| experiment_error(command, &e)
 }
 
-fn write_out(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<(), CliError> {
-    out.write_all(text)
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(command, &e))
-}
-
 /// The declaration and the ledger, each checked, the ledger against the declaration.
 pub(crate) fn read_checked(
     command: &'static str,
@@ -98,7 +92,7 @@ fn run_template(args: &TemplateArgs, out: &mut dyn Write) -> Result<(), CliError
     let campaign = load_campaign(&args.declaration).map_err(refuse(COMMAND))?;
     let bytes = ledger_bytes(&template(&campaign)).map_err(refuse(COMMAND))?;
     match &args.out {
-        None => write_out(COMMAND, out, &bytes),
+        None => CliError::print(COMMAND, out, &bytes),
         Some(path) if path.exists() => Err(CliError::new(
             codes::LEDGER_EXISTS,
             COMMAND,
@@ -142,7 +136,7 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
     let ids: Vec<&str> = records.iter().map(|r| r.schedule_id.as_str()).collect();
-    write_out(
+    CliError::print(
         COMMAND,
         out,
         filled_lines("imported", &campaign, &next, &ids).as_bytes(),
@@ -207,7 +201,7 @@ fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError
         annotate(&campaign, &ledger, &args.schedule_id, &annotation).map_err(refuse(COMMAND))?;
     let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
-    write_out(
+    CliError::print(
         COMMAND,
         out,
         filled_lines("annotated", &campaign, &next, &[args.schedule_id.as_str()]).as_bytes(),
@@ -232,7 +226,7 @@ fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         render_text(&report)
     };
-    write_out(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -264,5 +258,5 @@ fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
             text.push_str(&format!("{} {} {}\n", row.mode, row.sha256, row.path));
         }
     }
-    write_out(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())
 }
