@@ -213,10 +213,7 @@ fn read_record(
     cell: &Cell,
     repetition: u32,
 ) -> Result<RunRecord, ExperimentError> {
-    let bytes = std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
-        path: path.display().to_string(),
-        reason: e.kind().to_string(),
-    })?;
+    let bytes = ExperimentError::read(path)?;
     let record: RunRecord =
         serde_json::from_slice(&bytes).map_err(|e| ExperimentError::Syntax {
             path: path.display().to_string(),

@@ -61,15 +61,7 @@ pub(crate) fn read_checked(
     ledger: &Path,
 ) -> Result<(Campaign, Ledger), CliError> {
     let campaign = load_campaign(decl).map_err(refuse(command))?;
-    let bytes = std::fs::read(ledger).map_err(|e| {
-        experiment_error(
-            command,
-            &ExperimentError::Unreadable {
-                path: ledger.display().to_string(),
-                reason: e.kind().to_string(),
-            },
-        )
-    })?;
+    let bytes = ExperimentError::read(ledger).map_err(refuse(command))?;
     let ledger = read_ledger(&bytes, &ledger.display().to_string()).map_err(refuse(command))?;
     check_ledger(&campaign, &ledger).map_err(refuse(command))?;
     Ok((campaign, ledger))
@@ -116,15 +108,7 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 "write each record as SCHEDULE_ID=PATH, for example pr-421/01=run.json",
             ));
         };
-        let bytes = std::fs::read(path).map_err(|e| {
-            experiment_error(
-                COMMAND,
-                &ExperimentError::Unreadable {
-                    path: path.to_string(),
-                    reason: e.kind().to_string(),
-                },
-            )
-        })?;
+        let bytes = ExperimentError::read(Path::new(path)).map_err(refuse(COMMAND))?;
         records.push(ImportRecord {
             schedule_id: schedule_id.to_string(),
             path: path.to_string(),
