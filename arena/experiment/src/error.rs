@@ -13,6 +13,8 @@
 
 use std::path::Path;
 
+use serde::Serialize;
+
 use chio_arena::diagnostic::error_table;
 use chio_arena::ArenaError;
 
@@ -454,5 +456,17 @@ impl ExperimentError {
             path: path.display().to_string(),
             reason: e.kind().to_string(),
         })
+    }
+
+    /// A document of a campaign or a matrix as canonical JSON with a final
+    /// newline; a failure is [`ExperimentError::Canonical`].
+    pub fn canonical_line(value: &impl Serialize) -> Result<String, ExperimentError> {
+        let mut text = chio_kernel::canonical::to_canonical_string(value).map_err(|e| {
+            ExperimentError::Canonical {
+                reason: e.to_string(),
+            }
+        })?;
+        text.push('\n');
+        Ok(text)
     }
 }

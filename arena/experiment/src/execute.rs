@@ -197,16 +197,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError
     std::fs::rename(&tmp, path).map_err(|e| io_error(path, &e))
 }
 
-fn canonical_line<T: Serialize>(value: &T) -> Result<String, ExperimentError> {
-    let mut text = chio_kernel::canonical::to_canonical_string(value).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    Ok(text)
-}
-
 fn read_record(
     matrix: &Matrix,
     path: &Path,
@@ -269,7 +259,10 @@ fn write_state(
             updated_unix_ms: now_ms(),
         },
     };
-    write_atomically(&out.join(STATE_FILE), canonical_line(&state)?.as_bytes())
+    write_atomically(
+        &out.join(STATE_FILE),
+        ExperimentError::canonical_line(&state)?.as_bytes(),
+    )
 }
 
 /// Counts of a (possibly partial) table for the state file.
@@ -506,6 +499,9 @@ fn run_one(
         attempts,
         metrics,
     };
-    write_atomically(&record_path(out, c, r), canonical_line(&record)?.as_bytes())?;
+    write_atomically(
+        &record_path(out, c, r),
+        ExperimentError::canonical_line(&record)?.as_bytes(),
+    )?;
     Ok(record)
 }

@@ -499,11 +499,5 @@ fn grid(matrix: &Matrix, cells: &[CellSummary], gaps: &[GapSummary]) -> Option<G
 
 /// The synthesis as canonical JSON with a final newline.
 pub fn to_json(synthesis: &Synthesis) -> Result<String, ExperimentError> {
-    let mut text = chio_kernel::canonical::to_canonical_string(synthesis).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    Ok(text)
+    ExperimentError::canonical_line(synthesis)
 }

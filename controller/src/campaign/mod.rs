@@ -197,16 +197,7 @@ fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (campaign, ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
     let report = report(&campaign, &ledger);
     let text = if args.json {
-        let mut text = chio_kernel::canonical::to_canonical_string(&report).map_err(|e| {
-            experiment_error(
-                COMMAND,
-                &ExperimentError::Canonical {
-                    reason: e.to_string(),
-                },
-            )
-        })?;
-        text.push('\n');
-        text
+        ExperimentError::canonical_line(&report).map_err(refuse(COMMAND))?
     } else {
         render_text(&report)
     };
