@@ -34,7 +34,6 @@ use chio_adversary::coevolution::{evolve_with, BudgetControl, EvolutionResult, G
 use chio_adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
 use chio_arena::adversaries::MAX_POPULATION_SIZE;
 use chio_arena::{ArenaError, Scenario};
-use chio_kernel::canonical::to_canonical_vec;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -251,8 +250,7 @@ fn write_outputs(
         generations_completed: result.generations_completed,
         generations: &result.trace,
     };
-    let mut trace_bytes = to_canonical_vec(&trace).map_err(|e| arena_error(&e.into()))?;
-    trace_bytes.push(b'\n');
+    let trace_bytes = CliError::canonical_line(COMMAND, &trace)?.into_bytes();
     let chart = render_chart(scenario.id(), &result.trace).map_err(|e| arena_error(&e))?;
     write_file(
         &dir,
@@ -320,9 +318,7 @@ fn summary_text(
                 .collect(),
             leaderboard: board,
         };
-        let mut bytes = to_canonical_vec(&summary).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
-        String::from_utf8_lossy(&bytes).into_owned()
+        CliError::canonical_line(COMMAND, &summary)?
     } else {
         let mut s = format!(
             "evolved {} ({} of {} generations, stopped by {stopped_by}); {} actions, {} kernel evaluations\n",

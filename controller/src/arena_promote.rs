@@ -37,7 +37,6 @@ use chio_adversary::{
     PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };
 use chio_arena::{load_scenario, ArenaError, Scenario};
-use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
 use serde::{Deserialize, Serialize};
@@ -321,8 +320,7 @@ fn write_cases(
         };
         std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, &e))?;
         case.scenario = relative_to(&dir, &scenario_file)?;
-        let mut bytes = to_canonical_vec(&case).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
+        let bytes = CliError::canonical_line(COMMAND, &case)?;
         let path = dir.join(case.file_name());
         std::fs::write(&path, bytes).map_err(|e| output_error(&path, &e))?;
         written.push(path.display().to_string());
@@ -337,9 +335,7 @@ fn print_report(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let text = if json {
-        let mut bytes = to_canonical_vec(report).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
-        String::from_utf8_lossy(&bytes).into_owned()
+        CliError::canonical_line(COMMAND, report)?
     } else {
         let mut s = format!(
             "promoted {} case(s) of {} ({} over the cap, {} not eligible)\n",
