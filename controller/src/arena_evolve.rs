@@ -149,12 +149,7 @@ fn arena_error(err: &ArenaError) -> CliError {
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| {
-        arena_error(&ArenaError::Output {
-            path: path.display().to_string(),
-            cause: e.kind().to_string(),
-        })
-    })
+    std::fs::write(&path, bytes).map_err(|e| CliError::write_failed(COMMAND, &path, &e))
 }
 
 /// Runs the command, printing to `out`: load and check, evolve, write the
@@ -235,12 +230,7 @@ fn write_outputs(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena"));
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        arena_error(&ArenaError::Output {
-            path: dir.display().to_string(),
-            cause: e.kind().to_string(),
-        })
-    })?;
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::write_failed(COMMAND, &dir, &e))?;
     let board = Leaderboard::from_evolution(scenario.id(), result);
     let trace = TraceDocument {
         schema_version: TRACE_SCHEMA,

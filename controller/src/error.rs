@@ -336,6 +336,17 @@ impl CliError {
         )
     }
 
+    /// A file or folder the command writes could not be written.
+    pub fn write_failed(command: &'static str, path: &Path, err: &std::io::Error) -> Self {
+        Self::from_arena(
+            command,
+            &ArenaError::Output {
+                path: path.display().to_string(),
+                cause: err.kind().to_string(),
+            },
+        )
+    }
+
     /// Writes a command's output to `out` and flushes it; a failure to
     /// write is [`CliError::output`].
     pub fn print(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<(), Self> {
