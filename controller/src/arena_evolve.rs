@@ -34,7 +34,6 @@ use chio_adversary::coevolution::{evolve_with, BudgetControl, EvolutionResult, G
 use chio_adversary::{EvolveConfig, Leaderboard, TRACE_SCHEMA};
 use chio_arena::adversaries::MAX_POPULATION_SIZE;
 use chio_arena::{ArenaError, Scenario};
-use chio_kernel::canonical::to_canonical_vec;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -150,12 +149,7 @@ fn arena_error(err: &ArenaError) -> CliError {
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| {
-        arena_error(&ArenaError::Output {
-            path: path.display().to_string(),
-            cause: e.kind().to_string(),
-        })
-    })
+    std::fs::write(&path, bytes).map_err(|e| CliError::write_failed(COMMAND, &path, &e))
 }
 
 /// Runs the command, printing to `out`: load and check, evolve, write the
@@ -166,9 +160,7 @@ pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     let result = evolve(args, &scenario, &inputs, quiet)?;
     let (dir, board) = write_outputs(args, &scenario, &result)?;
     let text = summary_text(args, &scenario, &result, &dir, &board)?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// Checks the budget flags, loads the scenario and refuses one without
@@ -238,12 +230,7 @@ fn write_outputs(
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena"));
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        arena_error(&ArenaError::Output {
-            path: dir.display().to_string(),
-            cause: e.kind().to_string(),
-        })
-    })?;
+    std::fs::create_dir_all(&dir).map_err(|e| CliError::write_failed(COMMAND, &dir, &e))?;
     let board = Leaderboard::from_evolution(scenario.id(), result);
     let trace = TraceDocument {
         schema_version: TRACE_SCHEMA,
@@ -253,8 +240,7 @@ fn write_outputs(
         generations_completed: result.generations_completed,
         generations: &result.trace,
     };
-    let mut trace_bytes = to_canonical_vec(&trace).map_err(|e| arena_error(&e.into()))?;
-    trace_bytes.push(b'\n');
+    let trace_bytes = CliError::canonical_line(COMMAND, &trace)?.into_bytes();
     let chart = render_chart(scenario.id(), &result.trace).map_err(|e| arena_error(&e))?;
     write_file(
         &dir,
@@ -322,9 +308,7 @@ fn summary_text(
                 .collect(),
             leaderboard: board,
         };
-        let mut bytes = to_canonical_vec(&summary).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
-        String::from_utf8_lossy(&bytes).into_owned()
+        CliError::canonical_line(COMMAND, &summary)?
     } else {
         let mut s = format!(
             "evolved {} ({} of {} generations, stopped by {stopped_by}); {} actions, {} kernel evaluations\n",

@@ -68,16 +68,11 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             arguments,
             step,
         };
-        let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
-        json.push('\n');
-        json
+        CliError::canonical_line(COMMAND, &report)?
     } else {
         render(step, arguments.as_ref())
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// The step's `arguments` as the recorded scenario declares them, as JSON;
@@ -237,6 +232,23 @@ a fault in effect decided this deny before dispatch; no kernel evaluated the cal
     }
 }
 
+/// One indented line per entry, each key padded to the longest.
+fn keyed_lines(text: &mut String, entries: Vec<(&str, String)>) {
+    let width = entries
+        .iter()
+        .map(|(key, _)| key.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (key, value) in entries {
+        text.push_str(&format!("    {key:<width$}  {value}\n"));
+    }
+}
+
+/// A label key (or argument pointer) with its labels.
+fn labelled<'a>((key, labels): (&'a String, &'a Vec<String>)) -> (&'a str, String) {
+    (key.as_str(), labels_text(labels))
+}
+
 /// The label keys the call read and, for a call with arguments built from
 /// earlier values, the labels of those arguments and the run-time
 /// allowlist records read for them.
@@ -245,40 +257,20 @@ fn label_lines(text: &mut String, trace: &DecisionTrace) {
     if trace.label_keys.is_empty() {
         text.push_str("    (none: no guard of the kernel reads labels, or the call stopped before the guards)\n");
     }
-    let width = trace
-        .label_keys
-        .keys()
-        .map(|k| k.chars().count())
-        .max()
-        .unwrap_or(0);
-    for (key, labels) in &trace.label_keys {
-        text.push_str(&format!("    {key:<width$}  {}\n", labels_text(labels)));
-    }
+    keyed_lines(text, trace.label_keys.iter().map(labelled).collect());
     // Only a call with arguments built from earlier values has any.
     if !trace.argument_labels.is_empty() {
         text.push_str("  argument labels\n");
-        let width = trace
-            .argument_labels
-            .keys()
-            .map(|k| k.chars().count())
-            .max()
-            .unwrap_or(0);
-        for (pointer, labels) in &trace.argument_labels {
-            text.push_str(&format!("    {pointer:<width$}  {}\n", labels_text(labels)));
-        }
+        keyed_lines(text, trace.argument_labels.iter().map(labelled).collect());
     }
     // Only a call with a protected argument a run-time allowlist may admit.
     if !trace.allowlists_read.is_empty() {
         text.push_str("  allowlist records read\n");
-        let width = trace
+        let held = trace
             .allowlists_read
-            .keys()
-            .map(|k| k.chars().count())
-            .max()
-            .unwrap_or(0);
-        for (record, held) in &trace.allowlists_read {
-            text.push_str(&format!("    {record:<width$}  {held} value(s)\n"));
-        }
+            .iter()
+            .map(|(record, held)| (record.as_str(), format!("{held} value(s)")));
+        keyed_lines(text, held.collect());
     }
 }
 
@@ -288,13 +280,7 @@ fn budget_lines(text: &mut String, trace: &DecisionTrace) {
     if trace.budget_keys.is_empty() {
         text.push_str("    (none)\n");
     }
-    let width = trace
-        .budget_keys
-        .iter()
-        .map(|b| b.key.chars().count())
-        .max()
-        .unwrap_or(0);
-    for budget in &trace.budget_keys {
+    let held = trace.budget_keys.iter().map(|budget| {
         let what = match (budget.outcome.as_str(), budget.settled.as_deref()) {
             ("refused", _) => format!(
                 "{} of {} used; {} more refused",
@@ -308,8 +294,9 @@ fn budget_lines(text: &mut String, trace: &DecisionTrace) {
                 settled.map(|s| format!(", {s}")).unwrap_or_default()
             ),
         };
-        text.push_str(&format!("    {:<width$}  {what}\n", budget.key));
-    }
+        (budget.key.as_str(), what)
+    });
+    keyed_lines(text, held.collect());
 }
 
 /// The journal entries the call read.

@@ -176,9 +176,7 @@ pub fn run(args: &InitArgs, out: &mut dyn Write) -> Result<(), CliError> {
     for command in ["validate", "run"] {
         s.push_str(&format!("  chio arena {command} {}\n", scenario.display()));
     }
-    out.write_all(s.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, s.as_bytes())
 }
 
 #[cfg(test)]

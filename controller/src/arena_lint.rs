@@ -71,10 +71,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 })
                 .collect(),
         };
-        let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
-        json.push('\n');
-        json
+        CliError::canonical_line(COMMAND, &report)?
     } else {
         let mut s = String::new();
         for w in &warnings {
@@ -95,9 +92,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
         s
     };
-    out.write_all(printed.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))?;
+    CliError::print(COMMAND, out, printed.as_bytes())?;
     if args.deny_warnings && !warnings.is_empty() {
         return Err(CliError::new(
             codes::LINT_WARNINGS,

@@ -281,7 +281,7 @@ pub fn load_for(matrix: &Matrix, workers: Option<usize>) -> Result<Load, CliErro
     Ok(Load {
         runs_planned: (matrix.cells().len() as u64) * u64::from(matrix.repetitions()),
         concurrency,
-        concurrency_source: source,
+        concurrency_source: source.to_string(),
         timeout_seconds: matrix.timeout_seconds(),
         attempts: matrix.attempts(),
     })
@@ -358,9 +358,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
             dir.display()
         )
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// The places the runs go to, once every cell's scenario fits them.
@@ -380,9 +378,7 @@ fn checked_places(matrix: &Matrix, topology: RunTopology) -> Result<Arc<RunPlace
 fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<(String, String), CliError> {
     let json = to_json(synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(synthesis);
-    let view = chio_experiment::report::MatrixView::of(synthesis)
-        .map_err(|e| experiment_error(COMMAND, &e))?;
-    let html = chio_experiment::report::render(&view);
+    let html = chio_experiment::report::render(synthesis);
     for (name, bytes) in [
         (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
         ("synthesis.md", markdown.as_bytes()),

@@ -37,7 +37,6 @@ use chio_adversary::{
     PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };
 use chio_arena::{load_scenario, ArenaError, Scenario};
-use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
 use serde::{Deserialize, Serialize};
@@ -132,17 +131,14 @@ fn arena_error(err: &ArenaError) -> CliError {
     CliError::from_arena(COMMAND, err)
 }
 
-fn output_error(path: &Path, err: &std::io::Error) -> CliError {
-    arena_error(&ArenaError::Output {
-        path: path.display().to_string(),
-        cause: err.kind().to_string(),
-    })
-}
-
 /// `to` relative to the directory `from`; both must exist.
 fn relative_to(from: &Path, to: &Path) -> Result<String, CliError> {
-    let from = from.canonicalize().map_err(|e| output_error(from, &e))?;
-    let to = to.canonicalize().map_err(|e| output_error(to, &e))?;
+    let from = from
+        .canonicalize()
+        .map_err(|e| CliError::write_failed(COMMAND, from, &e))?;
+    let to = to
+        .canonicalize()
+        .map_err(|e| CliError::write_failed(COMMAND, to, &e))?;
     let a: Vec<Component> = from.components().collect();
     let b: Vec<Component> = to.components().collect();
     let common = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
@@ -319,12 +315,11 @@ fn write_cases(
                 root.join("adversarial-suite").join(case.class.as_str())
             }
         };
-        std::fs::create_dir_all(&dir).map_err(|e| output_error(&dir, &e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| CliError::write_failed(COMMAND, &dir, &e))?;
         case.scenario = relative_to(&dir, &scenario_file)?;
-        let mut bytes = to_canonical_vec(&case).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
+        let bytes = CliError::canonical_line(COMMAND, &case)?;
         let path = dir.join(case.file_name());
-        std::fs::write(&path, bytes).map_err(|e| output_error(&path, &e))?;
+        std::fs::write(&path, bytes).map_err(|e| CliError::write_failed(COMMAND, &path, &e))?;
         written.push(path.display().to_string());
     }
     Ok(written)
@@ -337,9 +332,7 @@ fn print_report(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let text = if json {
-        let mut bytes = to_canonical_vec(report).map_err(|e| arena_error(&e.into()))?;
-        bytes.push(b'\n');
-        String::from_utf8_lossy(&bytes).into_owned()
+        CliError::canonical_line(COMMAND, report)?
     } else {
         let mut s = format!(
             "promoted {} case(s) of {} ({} over the cap, {} not eligible)\n",
@@ -353,7 +346,5 @@ fn print_report(
         }
         s
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }

@@ -139,10 +139,7 @@ fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
 
 fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result<String, CliError> {
     if json {
-        let mut text = chio_kernel::canonical::to_canonical_string(report)
-            .map_err(|e| CliError::from_arena(command, &chio_arena::ArenaError::from(e)))?;
-        text.push('\n');
-        return Ok(text);
+        return CliError::canonical_line(command, report);
     }
     let mut text = report
         .scenarios_differ
@@ -223,9 +220,7 @@ fn report_drift(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let text = render(report, json, command)?;
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(command, &e))?;
+    CliError::print(command, out, text.as_bytes())?;
     drift_error(command, report)
 }
 

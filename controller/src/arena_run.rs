@@ -49,9 +49,6 @@ const COMMAND: &str = "arena run";
 /// The schema of the `--json` document.
 pub const RUN_SCHEMA_VERSION: &str = "chio.arena.run/v1";
 
-/// The code of a run stopped by a reason that lacks its `expect_reason`.
-pub const UNEXPECTED_REASON_CODE: &str = codes::UNEXPECTED_REASON.code;
-
 /// Loads a scenario and everything a run of it needs, or the CLI error.
 /// Everything about the file and its fixtures is checked by the loader, as
 /// `arena validate` checks it, so a run refuses no file validate accepts;

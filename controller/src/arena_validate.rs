@@ -45,16 +45,11 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
             scenario_title: scenario.title(),
             schema_version: VALIDATE_SCHEMA_VERSION,
         };
-        let mut json = chio_kernel::canonical::to_canonical_string(&report)
-            .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
-        json.push('\n');
-        json
+        CliError::canonical_line(COMMAND, &report)?
     } else {
         summary(&scenario).map_err(refused)?
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// The readable summary: the determinism witness, the schedule, flagged

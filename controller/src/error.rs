@@ -23,7 +23,10 @@
 
 pub use chio_arena::diagnostic::{docs_anchor, ErrorClass, ERRORS_DOC_URL};
 use chio_arena::diagnostic::{docs_url, urn};
+use std::io::Write;
 use std::path::Path;
+
+use serde::Serialize;
 
 use chio_arena::{ArenaError, Diagnostic};
 
@@ -331,6 +334,33 @@ impl CliError {
             format!("cannot write to standard output: {}", err.kind()),
             "check that the output pipe or file is writable",
         )
+    }
+
+    /// A file or folder the command writes could not be written.
+    pub fn write_failed(command: &'static str, path: &Path, err: &std::io::Error) -> Self {
+        Self::from_arena(
+            command,
+            &ArenaError::Output {
+                path: path.display().to_string(),
+                cause: err.kind().to_string(),
+            },
+        )
+    }
+
+    /// Writes a command's output to `out` and flushes it; a failure to
+    /// write is [`CliError::output`].
+    pub fn print(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<(), Self> {
+        out.write_all(text)
+            .and_then(|()| out.flush())
+            .map_err(|e| Self::output(command, &e))
+    }
+
+    /// A `--json` document: `value` as canonical JSON with a final newline.
+    pub fn canonical_line(command: &'static str, value: &impl Serialize) -> Result<String, Self> {
+        let mut json = chio_kernel::canonical::to_canonical_string(value)
+            .map_err(|e| Self::from_arena(command, &ArenaError::from(e)))?;
+        json.push('\n');
+        Ok(json)
     }
 
     /// Wraps a node failure: a world that cannot be resolved is invalid

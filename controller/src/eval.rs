@@ -137,15 +137,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     if let Some(path) = &args.write_envelope {
         let mut text = bytes.clone();
         text.push(b'\n');
-        std::fs::write(path, text).map_err(|e| {
-            CliError::from_arena(
-                COMMAND,
-                &chio_arena::ArenaError::Output {
-                    path: path.display().to_string(),
-                    cause: e.kind().to_string(),
-                },
-            )
-        })?;
+        std::fs::write(path, text).map_err(|e| CliError::write_failed(COMMAND, path, &e))?;
     }
     let answer =
         evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
@@ -158,7 +150,5 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         readable(&answer)
     };
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(COMMAND, &e))
+    CliError::print(COMMAND, out, text.as_bytes())
 }

@@ -120,22 +120,8 @@ pub fn check_scenario(file: &Path) -> Result<(), String> {
 pub(crate) fn mismatch_lines(steps: &[chio_arena::bundle::StepRecord]) -> String {
     let mut text = String::new();
     for step in steps.iter().filter(|s| s.pass == Some(false)) {
-        if step.expected == step.actual {
-            if let Some(miss) = crate::driver::reason_mismatch(step) {
-                text.push_str(&format!("  {}: {miss}\n", step.step_id));
-                continue;
-            }
-        }
-        text.push_str(&format!(
-            "  {}: expected {}, {}{}\n",
-            step.step_id,
-            step.expected.map_or("?", |e| e.as_str()),
-            step.answer(),
-            step.reason
-                .as_deref()
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
-        ));
+        let message = crate::junit::failure_message(step);
+        text.push_str(&format!("  {}: {message}\n", step.step_id));
     }
     text
 }

@@ -166,9 +166,9 @@ fn search_from(dir: &Path) -> Result<String, CliError> {
 
 fn matrix_from(dir: &Path) -> Result<String, CliError> {
     let path = dir.join(SYNTHESIS_JSON);
-    let view = chio_experiment::report::MatrixView::parse(&read(&path)?)
-        .map_err(|e| unreadable(&path, e))?;
-    Ok(chio_experiment::report::render(&view))
+    let synthesis =
+        chio_experiment::report::parse(&read(&path)?).map_err(|e| unreadable(&path, e))?;
+    Ok(chio_experiment::report::render(&synthesis))
 }
 
 fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, CliError> {

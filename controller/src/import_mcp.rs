@@ -87,10 +87,7 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     poisoned(COMMAND, &flagged, args.deny_poisoned)?;
     let declaration = server_declaration(&args.id, &args.kernel, &tools);
     match &args.out {
-        None => out
-            .write_all(declaration.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(|e| CliError::output(COMMAND, &e)),
+        None => CliError::print(COMMAND, out, declaration.as_bytes()),
         Some(path) => write_whole(COMMAND, path, declaration.as_bytes()),
     }
 }

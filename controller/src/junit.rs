@@ -83,8 +83,8 @@ pub struct TestSuite {
 }
 
 /// The one-line failure message of a step whose verdict (or whose reason,
-/// against its `expect_reason`) was unexpected.
-fn failure_message(step: &StepRecord) -> String {
+/// against its `expect_reason`) was unexpected; the harness prints it too.
+pub(crate) fn failure_message(step: &StepRecord) -> String {
     if step.expected == step.actual {
         if let Some(message) = crate::driver::reason_mismatch(step) {
             return message;

@@ -104,9 +104,7 @@ pub fn run_with(cli: &Cli, out: &mut dyn Write, palette: Palette) -> Result<(), 
             // error, and a closed pipe must stay a typed error.
             let mut script = Vec::new();
             clap_complete::generate(args.shell, &mut Cli::command(), "chio", &mut script);
-            out.write_all(&script)
-                .and_then(|()| out.flush())
-                .map_err(|e| CliError::output("completions", &e))
+            CliError::print("completions", out, &script)
         }
         cli::Command::Man(args) => man::run(args, out),
         cli::Command::Eval(args) => eval::run(args, out),

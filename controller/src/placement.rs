@@ -253,11 +253,6 @@ impl RunPlaces {
             .push((nodes, cluster));
         Ok(())
     }
-
-    /// How many local clusters are idle in the pool.
-    pub fn idle_clusters(&self) -> usize {
-        self.idle.lock().map(|idle| idle.len()).unwrap_or(0)
-    }
 }
 
 /// A runtime for one pooled run or evaluation, driven from its thread.

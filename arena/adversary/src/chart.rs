@@ -6,8 +6,6 @@
 //! escape. Drawn with plotters' SVG backend into a string; the backend
 //! writes no timestamp or random id, so the same trace gives the same bytes.
 
-use std::collections::BTreeMap;
-
 use plotters::prelude::*;
 
 use crate::coevolution::GenerationRecord;
@@ -17,28 +15,6 @@ const BEST: RGBColor = RGBColor(31, 119, 180);
 const MEAN: RGBColor = RGBColor(44, 160, 44);
 const SURVIVAL: RGBColor = RGBColor(255, 127, 14);
 const ESCAPE: RGBColor = RGBColor(214, 39, 40);
-
-/// Best survival rate per lineage per generation, lineages sorted by name.
-pub fn lineage_series(trace: &[GenerationRecord]) -> BTreeMap<String, Vec<(u32, f64)>> {
-    let mut series: BTreeMap<String, Vec<(u32, f64)>> = BTreeMap::new();
-    for record in trace {
-        let mut best: BTreeMap<&str, f64> = BTreeMap::new();
-        for sample in &record.samples {
-            let rate = sample.survival_rate();
-            let entry = best.entry(sample.lineage.as_str()).or_insert(rate);
-            if rate > *entry {
-                *entry = rate;
-            }
-        }
-        for (lineage, rate) in best {
-            series
-                .entry(lineage.to_string())
-                .or_default()
-                .push((record.generation, rate));
-        }
-    }
-    series
-}
 
 /// The first generation of the trace with an escape.
 pub fn first_escape(trace: &[GenerationRecord]) -> Option<u32> {

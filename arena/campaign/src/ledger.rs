@@ -404,13 +404,7 @@ fn exact_integers(
 
 /// The ledger as canonical JSON with a final newline.
 pub fn ledger_bytes(ledger: &Ledger) -> Result<Vec<u8>, ExperimentError> {
-    let mut text = chio_kernel::canonical::to_canonical_string(ledger).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    Ok(text.into_bytes())
+    Ok(ExperimentError::canonical_line(ledger)?.into_bytes())
 }
 
 /// What [`annotate`] adds to a row.

@@ -376,10 +376,7 @@ fn private_copy(tree: &PinnedTree) -> Result<tempfile::TempDir, ExperimentError>
 
 /// Reads and validates a declaration, recomputing every definition hash.
 pub fn load_campaign(path: &Path) -> Result<Campaign, ExperimentError> {
-    let bytes = std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
-        path: path.display().to_string(),
-        reason: e.kind().to_string(),
-    })?;
+    let bytes = ExperimentError::read(path)?;
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),

@@ -15,10 +15,10 @@
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A gap's interval and verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GapInterval {
     /// Cell mean minus reference mean over judged repetitions; `None` when a
     /// side has no judged repetition.
@@ -30,7 +30,7 @@ pub struct GapInterval {
     /// Draws that had judged repetitions on both sides.
     pub defined_draws: u32,
     /// `established` when the interval excludes 0, else `inconclusive`.
-    pub verdict: &'static str,
+    pub verdict: String,
 }
 
 /// The mean of the judged values, or `None` when none is judged.
@@ -105,7 +105,8 @@ pub fn paired_gap(
             "established"
         } else {
             "inconclusive"
-        },
+        }
+        .to_string(),
     }
 }
 

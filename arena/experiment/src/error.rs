@@ -11,6 +11,10 @@
 //! `docs/errors.md` finds them under their own domains. The table lives
 //! here, below the campaigns (`chio-campaign`), which share it.
 
+use std::path::Path;
+
+use serde::Serialize;
+
 use chio_arena::diagnostic::error_table;
 use chio_arena::ArenaError;
 
@@ -442,4 +446,27 @@ error_table! {
     } => "CHIO-MATRIX-RUN-FAILED", Infrastructure, at: None,
         summary: format!("cell {cell:?} repetition {repetition} could not run: {reason}"),
         help: "check the scenario's world; the runs done so far stay in the run ledger for --resume";
+}
+
+impl ExperimentError {
+    /// Reads a declaration, ledger, result or matrix file; a failure is
+    /// [`ExperimentError::Unreadable`] with the operating system's reason.
+    pub fn read(path: &Path) -> Result<Vec<u8>, ExperimentError> {
+        std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
+            path: path.display().to_string(),
+            reason: e.kind().to_string(),
+        })
+    }
+
+    /// A document of a campaign or a matrix as canonical JSON with a final
+    /// newline; a failure is [`ExperimentError::Canonical`].
+    pub fn canonical_line(value: &impl Serialize) -> Result<String, ExperimentError> {
+        let mut text = chio_kernel::canonical::to_canonical_string(value).map_err(|e| {
+            ExperimentError::Canonical {
+                reason: e.to_string(),
+            }
+        })?;
+        text.push('\n');
+        Ok(text)
+    }
 }

@@ -111,14 +111,14 @@ pub struct RunRecord {
 }
 
 /// The load a matrix runs under, as the state file and the synthesis state it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Load {
     /// Runs the matrix plans: cells times repetitions.
     pub runs_planned: u64,
     /// Runs at once.
     pub concurrency: u32,
     /// Where the concurrency came from: `protocol`, `--workers` or `machine cores`.
-    pub concurrency_source: &'static str,
+    pub concurrency_source: String,
     /// Seconds one attempt may take.
     pub timeout_seconds: f64,
     /// Attempts a run gets.
@@ -197,26 +197,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError
     std::fs::rename(&tmp, path).map_err(|e| io_error(path, &e))
 }
 
-fn canonical_line<T: Serialize>(value: &T) -> Result<String, ExperimentError> {
-    let mut text = chio_kernel::canonical::to_canonical_string(value).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    Ok(text)
-}
-
 fn read_record(
     matrix: &Matrix,
     path: &Path,
     cell: &Cell,
     repetition: u32,
 ) -> Result<RunRecord, ExperimentError> {
-    let bytes = std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
-        path: path.display().to_string(),
-        reason: e.kind().to_string(),
-    })?;
+    let bytes = ExperimentError::read(path)?;
     let record: RunRecord =
         serde_json::from_slice(&bytes).map_err(|e| ExperimentError::Syntax {
             path: path.display().to_string(),
@@ -272,7 +259,10 @@ fn write_state(
             updated_unix_ms: now_ms(),
         },
     };
-    write_atomically(&out.join(STATE_FILE), canonical_line(&state)?.as_bytes())
+    write_atomically(
+        &out.join(STATE_FILE),
+        ExperimentError::canonical_line(&state)?.as_bytes(),
+    )
 }
 
 /// Counts of a (possibly partial) table for the state file.
@@ -509,6 +499,9 @@ fn run_one(
         attempts,
         metrics,
     };
-    write_atomically(&record_path(out, c, r), canonical_line(&record)?.as_bytes())?;
+    write_atomically(
+        &record_path(out, c, r),
+        ExperimentError::canonical_line(&record)?.as_bytes(),
+    )?;
     Ok(record)
 }

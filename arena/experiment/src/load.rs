@@ -33,10 +33,7 @@ pub(super) fn matrix_error(field: impl Into<String>, reason: impl Into<String>) 
 
 /// Reads and validates a matrix file.
 pub fn load_matrix(path: &Path) -> Result<Matrix, ExperimentError> {
-    let bytes = std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
-        path: path.display().to_string(),
-        reason: e.kind().to_string(),
-    })?;
+    let bytes = ExperimentError::read(path)?;
     let name = path.display().to_string();
     let text = std::str::from_utf8(&bytes).map_err(|_| ExperimentError::Syntax {
         path: name.clone(),

@@ -3,241 +3,34 @@
 //! gap's interval, the grid of a two-axis matrix with its intervals, the
 //! cells, the gaps and the validators. `chio arena matrix` writes it as
 //! `synthesis.html`; `chio report` renders it again from `synthesis.json`.
-//! Both read the synthesis through [`MatrixView`], the fields of
-//! `chio.arena.matrix-synthesis/v2` this page prints, so one renderer makes
+//! Both render a [`Synthesis`], the one just computed or the one [`parse`]
+//! reads back from `chio.arena.matrix-synthesis/v2`, so one renderer makes
 //! both and the same synthesis gives the same bytes.
 
-use serde::Deserialize;
-
 use crate::error::ExperimentError;
-use crate::synthesis::{Synthesis, SYNTHESIS_SCHEMA_VERSION};
+use crate::synthesis::{GapSummary, Synthesis, SYNTHESIS_SCHEMA_VERSION};
 use chio_arena::report::{escape, number, signed, Page};
 
-/// The load the matrix ran under.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct LoadView {
-    /// Runs planned.
-    pub runs_planned: u64,
-    /// Runs at once.
-    pub concurrency: u32,
-    /// Where the concurrency came from.
-    pub concurrency_source: String,
-    /// Seconds per attempt.
-    pub timeout_seconds: f64,
-    /// Attempts per run.
-    pub attempts: u32,
-}
-
-/// The verdict as applied.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct VerdictView {
-    /// The criterion metric.
-    pub criterion: String,
-    /// The reference cell.
-    pub reference: String,
-    /// Resampling draws.
-    pub draws: u32,
-    /// Resampling seed.
-    pub seed: u64,
-    /// The interval's coverage.
-    pub interval: String,
-}
-
-/// Run counts.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct RunsView {
-    /// Runs scheduled.
-    pub scheduled: u64,
-    /// Runs judged.
-    pub judged: u64,
-    /// Runs that needed more than one attempt.
-    pub retried: u64,
-    /// Attempts over every run.
-    pub attempts: u64,
-}
-
-/// A cell's totals.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct TotalsView {
-    /// Adversary actions evaluated.
-    pub adversary_actions: u64,
-    /// Adversary actions that escaped.
-    pub escapes: u64,
-    /// Benign calls.
-    pub benign_calls: u64,
-    /// Benign calls refused.
-    pub over_denials: u64,
-    /// Kernel evaluations.
-    pub evaluations: u64,
-}
-
-/// One cell.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CellView {
-    /// The cell's name.
-    pub cell: String,
-    /// Runs recorded.
-    pub runs: u64,
-    /// Runs judged.
-    pub judged: u64,
-    /// The criterion's mean over judged runs.
-    pub criterion_rate: Option<f64>,
-    /// Count totals.
-    pub totals: TotalsView,
-    /// `passed`, `failed` or `none`.
-    pub validation: String,
-}
-
-/// One gap to the reference.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GapView {
-    /// The cell.
-    pub cell: String,
-    /// The gap.
-    pub gap: Option<f64>,
-    /// The interval's lower bound.
-    pub low: Option<f64>,
-    /// The interval's upper bound.
-    pub high: Option<f64>,
-    /// The verdict.
-    pub verdict: String,
-    /// Why the verdict is `invalid`.
-    #[serde(default)]
-    pub invalid_because: Vec<String>,
-}
-
-/// One validator's value for one cell.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ValidatorCellView {
-    /// The cell.
-    pub cell: String,
-    /// The value.
-    pub value: Option<f64>,
-    /// Whether it lies within the thresholds.
-    pub passed: bool,
-}
-
-/// One validator.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ValidatorView {
-    /// The metric.
-    pub metric: String,
-    /// Each judged cell.
-    pub cells: Vec<ValidatorCellView>,
-}
-
-/// One grid entry.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GridCellView {
-    /// Its criterion rate.
-    pub criterion_rate: Option<f64>,
-    /// Its gap.
-    pub gap: Option<f64>,
-    /// The interval's lower bound.
-    pub low: Option<f64>,
-    /// The interval's upper bound.
-    pub high: Option<f64>,
-    /// The verdict, or `reference`.
-    pub verdict: String,
-}
-
-/// The grid of a two-axis matrix.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GridView {
-    /// The first axis.
-    pub rows_axis: String,
-    /// The second axis.
-    pub columns_axis: String,
-    /// The first axis's values.
-    pub rows: Vec<String>,
-    /// The second axis's values.
-    pub columns: Vec<String>,
-    /// `cells[row][column]`.
-    pub cells: Vec<Vec<GridCellView>>,
-}
-
-/// The repetitions.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ProtocolView {
-    /// Repetitions per cell.
-    pub repetitions: u32,
-}
-
-/// The synthesis as the page reads it.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct MatrixView {
-    /// The schema id.
-    pub schema_version: String,
-    /// The matrix id.
-    pub matrix_id: String,
-    /// The title.
-    pub title: String,
-    /// The hypothesis.
-    pub hypothesis: String,
-    /// The definition hash.
-    pub definition_sha256: String,
-    /// Repetitions.
-    pub protocol: ProtocolView,
-    /// The load.
-    pub load: LoadView,
-    /// The verdict.
-    pub verdict: VerdictView,
-    /// Run counts.
-    pub runs: RunsView,
-    /// The cells.
-    pub cells: Vec<CellView>,
-    /// The gaps.
-    pub gaps: Vec<GapView>,
-    /// The validators.
-    pub validators: Vec<ValidatorView>,
-    /// The grid, for two axes.
-    pub grid: Option<GridView>,
-}
-
-impl MatrixView {
-    /// Reads `synthesis.json`'s bytes, refusing another schema.
-    pub fn parse(bytes: &[u8]) -> Result<MatrixView, ExperimentError> {
-        let view: MatrixView =
-            serde_json::from_slice(bytes).map_err(|e| ExperimentError::Canonical {
-                reason: format!("not a matrix synthesis: {e}"),
-            })?;
-        if view.schema_version != SYNTHESIS_SCHEMA_VERSION {
-            return Err(ExperimentError::Canonical {
-                reason: format!(
-                    "synthesis schema {:?} is not {SYNTHESIS_SCHEMA_VERSION}",
-                    view.schema_version
-                ),
-            });
-        }
-        Ok(view)
-    }
-
-    /// The view of a synthesis just computed (through its JSON, so both
-    /// ways in read exactly the same fields).
-    pub fn of(synthesis: &Synthesis) -> Result<MatrixView, ExperimentError> {
-        let json = serde_json::to_vec(synthesis).map_err(|e| ExperimentError::Canonical {
-            reason: e.to_string(),
+/// Reads `synthesis.json`'s bytes, refusing another schema.
+pub fn parse(bytes: &[u8]) -> Result<Synthesis, ExperimentError> {
+    let synthesis: Synthesis =
+        serde_json::from_slice(bytes).map_err(|e| ExperimentError::Canonical {
+            reason: format!("not a matrix synthesis: {e}"),
         })?;
-        MatrixView::parse(&json)
+    if synthesis.schema_version != SYNTHESIS_SCHEMA_VERSION {
+        return Err(ExperimentError::Canonical {
+            reason: format!(
+                "synthesis schema {:?} is not {SYNTHESIS_SCHEMA_VERSION}",
+                synthesis.schema_version
+            ),
+        });
     }
-}
-
-fn grid_entry(c: &GridCellView) -> String {
-    match c.verdict.as_str() {
-        "reference" => format!("{} (reference)", number(c.criterion_rate)),
-        verdict => format!(
-            "{}; gap {} [{}, {}] {verdict}",
-            number(c.criterion_rate),
-            signed(c.gap),
-            signed(c.low),
-            signed(c.high)
-        ),
-    }
+    Ok(synthesis)
 }
 
 /// The chart: each cell's criterion rate as a bar, and each gap's
 /// interval as a whisker around its point on a shared zero line.
-pub fn to_svg(s: &MatrixView) -> String {
+pub fn to_svg(s: &Synthesis) -> String {
     let row = 28.0;
     let left = 220.0;
     let width = 360.0;
@@ -285,8 +78,8 @@ pub fn to_svg(s: &MatrixView) -> String {
             y + 4.0,
             escape(&g.cell)
         ));
-        if let (Some(lo), Some(hi), Some(gap)) = (g.low, g.high, g.gap) {
-            let colour = if g.verdict == "established" {
+        if let (Some(lo), Some(hi), Some(gap)) = (g.interval.low, g.interval.high, g.interval.gap) {
+            let colour = if g.interval.verdict == "established" {
                 "#b5402a"
             } else {
                 "#777"
@@ -302,20 +95,24 @@ pub fn to_svg(s: &MatrixView) -> String {
             "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
             left + width + 10.0,
             y + 4.0,
-            escape(&g.verdict)
+            escape(&g.interval.verdict)
         ));
     }
     svg.push_str("</svg>\n");
     svg
 }
 
-fn summary(page: &mut Page, s: &MatrixView) {
-    let established: Vec<&GapView> = s
+fn summary(page: &mut Page, s: &Synthesis) {
+    let established: Vec<&GapSummary> = s
         .gaps
         .iter()
-        .filter(|g| g.verdict == "established")
+        .filter(|g| g.interval.verdict == "established")
         .collect();
-    let invalid: Vec<&GapView> = s.gaps.iter().filter(|g| g.verdict == "invalid").collect();
+    let invalid: Vec<&GapSummary> = s
+        .gaps
+        .iter()
+        .filter(|g| g.interval.verdict == "invalid")
+        .collect();
     page.raw(&format!(
         "<div id=\"summary\" class=\"summary{}\">\n<p><strong>Hypothesis.</strong> ",
         if invalid.is_empty() { "" } else { " bad" }
@@ -349,7 +146,7 @@ fn summary(page: &mut Page, s: &MatrixView) {
     } else {
         let cells: Vec<String> = established
             .iter()
-            .map(|g| format!("{} ({})", g.cell, signed(g.gap)))
+            .map(|g| format!("{} ({})", g.cell, signed(g.interval.gap)))
             .collect();
         page.text(&format!(
             "Established gaps to the reference (the 95% interval excludes zero): {}.",
@@ -368,7 +165,7 @@ fn summary(page: &mut Page, s: &MatrixView) {
 }
 
 /// The synthesis as a self-contained HTML page (`synthesis.html`).
-pub fn render(s: &MatrixView) -> String {
+pub fn render(s: &Synthesis) -> String {
     let mut page = Page::new();
     page.element("h1", Some("title"), &s.title);
     summary(&mut page, s);
@@ -386,9 +183,9 @@ pub fn render(s: &MatrixView) -> String {
         .map(|g| {
             vec![
                 escape(&g.cell),
-                signed(g.gap),
-                format!("[{}, {}]", signed(g.low), signed(g.high)),
-                escape(&g.verdict),
+                signed(g.interval.gap),
+                format!("[{}, {}]", signed(g.interval.low), signed(g.interval.high)),
+                escape(&g.interval.verdict),
             ]
         })
         .collect();
@@ -424,7 +221,7 @@ pub fn render(s: &MatrixView) -> String {
 
 /// Writes the grid, when the matrix has a two-axis grid: each cell's
 /// criterion rate, gap to the reference and verdict.
-fn grid_section(page: &mut Page, s: &MatrixView) {
+fn grid_section(page: &mut Page, s: &Synthesis) {
     if let Some(grid) = &s.grid {
         page.raw("<h2>");
         page.text(&format!(
@@ -446,7 +243,7 @@ fn grid_section(page: &mut Page, s: &MatrixView) {
             .zip(&grid.cells)
             .map(|(row, entries)| {
                 let mut cells = vec![format!("<strong>{}</strong>", escape(row))];
-                cells.extend(entries.iter().map(|e| escape(&grid_entry(e))));
+                cells.extend(entries.iter().map(|e| escape(&e.entry())));
                 cells
             })
             .collect();
@@ -455,7 +252,7 @@ fn grid_section(page: &mut Page, s: &MatrixView) {
 }
 
 /// Writes the table of cells: runs judged, criterion rate and totals.
-fn cells_section(page: &mut Page, s: &MatrixView) {
+fn cells_section(page: &mut Page, s: &Synthesis) {
     page.raw("<h2>Cells</h2>\n");
     let rows: Vec<Vec<String>> = s
         .cells
@@ -496,7 +293,7 @@ mod tests {
         // Any bytes read as a synthesis are a view or a typed error, never a panic.
         #[test]
         fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = MatrixView::parse(&bytes);
+            let _ = parse(&bytes);
         }
 
         // An object of the right schema lacking the synthesis's fields is refused, whatever its title.
@@ -508,15 +305,14 @@ mod tests {
                 "cells": vec![serde_json::json!({"cell": "x"}); cells],
             })
             .to_string();
-            prop_assert!(MatrixView::parse(text.as_bytes()).is_err());
+            prop_assert!(parse(text.as_bytes()).is_err());
         }
     }
 
     // Another schema is refused by name.
     #[test]
     fn another_schema_is_refused() {
-        let err = MatrixView::parse(b"{\"schema_version\":\"chio.arena.matrix-synthesis/v1\"}")
-            .unwrap_err();
+        let err = parse(b"{\"schema_version\":\"chio.arena.matrix-synthesis/v1\"}").unwrap_err();
         assert!(err.to_string().contains("not a matrix synthesis"), "{err}");
     }
 }

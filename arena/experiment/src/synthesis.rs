@@ -18,7 +18,7 @@
 //! This module computes the synthesis and writes its JSON; `render` writes
 //! its Markdown.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::bootstrap::{judged_mean, paired_gap, GapInterval};
 use super::execute::{measurements, Load, RunTable};
@@ -33,7 +33,7 @@ mod render;
 pub const SYNTHESIS_SCHEMA_VERSION: &str = "chio.arena.matrix-synthesis/v2";
 
 /// Count totals of a cell's runs.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CellTotals {
     /// Runs where every expectation held.
     pub expectations_held: u64,
@@ -56,7 +56,7 @@ pub struct CellTotals {
 }
 
 /// A validity condition and the runs it removed.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exclusion {
     /// The validity metric, or `criterion_undefined`.
     pub condition: String,
@@ -65,7 +65,7 @@ pub struct Exclusion {
 }
 
 /// One cell's line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CellSummary {
     /// The cell's name.
     pub cell: String,
@@ -82,11 +82,11 @@ pub struct CellSummary {
     /// Count totals over every run.
     pub totals: CellTotals,
     /// `passed`, `failed`, or `none` when no validator judges the cell.
-    pub validation: &'static str,
+    pub validation: String,
 }
 
 /// One cell's value under one validator.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ValidatorCell {
     /// The cell.
     pub cell: String,
@@ -97,10 +97,10 @@ pub struct ValidatorCell {
 }
 
 /// One validator's judgement.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ValidatorResult {
     /// The metric.
-    pub metric: &'static str,
+    pub metric: String,
     /// The smallest passing value.
     pub min: Option<f64>,
     /// The largest passing value.
@@ -110,7 +110,7 @@ pub struct ValidatorResult {
 }
 
 /// One grid cell.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GridCell {
     /// The cell's name.
     pub cell: String,
@@ -123,11 +123,11 @@ pub struct GridCell {
     /// The gap interval's upper bound.
     pub high: Option<f64>,
     /// The gap's verdict, or `reference`.
-    pub verdict: &'static str,
+    pub verdict: String,
 }
 
 /// A two-axis matrix as a grid.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Grid {
     /// The first axis: one row per value.
     pub rows_axis: String,
@@ -142,7 +142,7 @@ pub struct Grid {
 }
 
 /// One gap line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GapSummary {
     /// The cell.
     pub cell: String,
@@ -156,7 +156,7 @@ pub struct GapSummary {
 }
 
 /// Run counts over the whole matrix.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunCounts {
     /// Runs scheduled.
     pub scheduled: u64,
@@ -175,24 +175,24 @@ pub struct RunCounts {
 }
 
 /// The verdict as applied.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct VerdictApplied {
     /// The criterion metric.
-    pub criterion: &'static str,
+    pub criterion: String,
     /// The reference cell.
     pub reference: String,
     /// The validity metrics.
-    pub validity: Vec<&'static str>,
+    pub validity: Vec<String>,
     /// Resampling draws.
     pub draws: u32,
     /// Resampling seed.
     pub seed: u64,
     /// The interval's coverage.
-    pub interval: &'static str,
+    pub interval: String,
 }
 
 /// The protocol as run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProtocolApplied {
     /// Repetitions per cell.
     pub repetitions: u32,
@@ -201,10 +201,10 @@ pub struct ProtocolApplied {
 }
 
 /// The synthesis document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Synthesis {
     /// `chio.arena.matrix-synthesis/v1`.
-    pub schema_version: &'static str,
+    pub schema_version: String,
     /// The matrix id.
     pub matrix_id: String,
     /// The matrix title.
@@ -260,7 +260,7 @@ pub fn synthesize(matrix: &Matrix, table: &RunTable, load: &Load) -> Synthesis {
     let scheduled = (matrix.cells().len() as u64) * u64::from(matrix.repetitions());
     let records = table.iter().flatten();
     Synthesis {
-        schema_version: SYNTHESIS_SCHEMA_VERSION,
+        schema_version: SYNTHESIS_SCHEMA_VERSION.to_string(),
         matrix_id: matrix.id().to_string(),
         title: matrix.title().to_string(),
         hypothesis: matrix.hypothesis().to_string(),
@@ -275,12 +275,16 @@ pub fn synthesize(matrix: &Matrix, table: &RunTable, load: &Load) -> Synthesis {
         },
         load: load.clone(),
         verdict: VerdictApplied {
-            criterion: matrix.criterion().as_str(),
+            criterion: matrix.criterion().as_str().to_string(),
             reference: reference_name,
-            validity: matrix.validity().iter().map(|m| m.as_str()).collect(),
+            validity: matrix
+                .validity()
+                .iter()
+                .map(|m| m.as_str().to_string())
+                .collect(),
             draws: matrix.draws(),
             seed: matrix.bootstrap_seed(),
-            interval: "95% paired bootstrap percentile",
+            interval: "95% paired bootstrap percentile".to_string(),
         },
         runs: RunCounts {
             scheduled,
@@ -304,7 +308,7 @@ fn validator_results(matrix: &Matrix, runs: &[Vec<RunMetrics>]) -> Vec<Validator
         .validators()
         .iter()
         .map(|v| ValidatorResult {
-            metric: v.metric.as_str(),
+            metric: v.metric.as_str().to_string(),
             min: v.min,
             max: v.max,
             cells: v
@@ -413,7 +417,8 @@ fn cell_summaries(
                     (false, _) => "none",
                     (true, true) => "passed",
                     (true, false) => "failed",
-                },
+                }
+                .to_string(),
             }
         })
         .collect()
@@ -443,7 +448,7 @@ fn gap_summaries(
                 .cloned()
                 .collect();
             if !invalid_because.is_empty() {
-                interval.verdict = "invalid";
+                interval.verdict = "invalid".to_string();
             }
             GapSummary {
                 cell: matrix.cells()[c].name.clone(),
@@ -473,9 +478,9 @@ fn grid(matrix: &Matrix, cells: &[CellSummary], gaps: &[GapSummary]) -> Option<G
             low: gap.and_then(|g| g.interval.low),
             high: gap.and_then(|g| g.interval.high),
             verdict: match gap {
-                Some(g) => g.interval.verdict,
-                None if name == *reference => "reference",
-                None => "n/a",
+                Some(g) => g.interval.verdict.clone(),
+                None if name == *reference => "reference".to_string(),
+                None => "n/a".to_string(),
             },
             cell: name,
         }
@@ -494,11 +499,5 @@ fn grid(matrix: &Matrix, cells: &[CellSummary], gaps: &[GapSummary]) -> Option<G
 
 /// The synthesis as canonical JSON with a final newline.
 pub fn to_json(synthesis: &Synthesis) -> Result<String, ExperimentError> {
-    let mut text = chio_kernel::canonical::to_canonical_string(synthesis).map_err(|e| {
-        ExperimentError::Canonical {
-            reason: e.to_string(),
-        }
-    })?;
-    text.push('\n');
-    Ok(text)
+    ExperimentError::canonical_line(synthesis)
 }

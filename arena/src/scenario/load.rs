@@ -25,6 +25,15 @@ use crate::fixtures::{self, FixtureSet};
 use crate::model::{ScenarioFile, StepDecl};
 use crate::secrets;
 
+/// The private spool of a scenario's bytes could not be written or read
+/// back: the machine's fault, not the file's.
+pub(crate) fn spool_failed(e: std::io::Error) -> ArenaError {
+    ArenaError::Output {
+        path: "the private spool of the scenario's bytes (a temporary file)".to_string(),
+        cause: e.kind().to_string(),
+    }
+}
+
 /// A scenario file longer than this is spooled rather than held in memory.
 const SPOOL_AFTER: usize = 1 << 20;
 
@@ -55,10 +64,6 @@ pub fn load_scenario_sealed_from(
     let mut reader = std::io::BufReader::new(file);
     // A file is kept in memory until it outgrows `SPOOL_AFTER`, then in a
     // private spool; failing to write the spool is the machine's fault.
-    let spool_failed = |e: std::io::Error| ArenaError::Output {
-        path: "the private spool of the scenario's bytes (a temporary file)".to_string(),
-        cause: e.kind().to_string(),
-    };
     let mut held: Vec<u8> = Vec::new();
     let mut spooler: Option<Spooler> = None;
     let mut cut = CutBuilder::new();
@@ -372,10 +377,7 @@ fn parse_file(text: ScenarioText, cut: Option<Cut>) -> Result<Parsed, ArenaError
             });
         }
     }
-    let bytes = text.to_vec().map_err(|e| ArenaError::Output {
-        path: "the private spool of the scenario's bytes (a temporary file)".to_string(),
-        cause: e.kind().to_string(),
-    })?;
+    let bytes = text.to_vec().map_err(spool_failed)?;
     let file = parse_whole(utf8(&bytes)?)?;
     Ok(Parsed {
         file,

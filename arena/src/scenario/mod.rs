@@ -327,11 +327,6 @@ impl Scenario {
         &self.delegations
     }
 
-    /// The indices of the redefine steps, in declaration order.
-    pub fn redefine_steps(&self) -> &[usize] {
-        &self.redefinitions
-    }
-
     /// Every redefinition as the kernels hold it, with the instant it takes
     /// effect (Unix ms of virtual time: the clock start plus the step's
     /// evaluation offset), in declaration order.
@@ -404,11 +399,6 @@ impl Scenario {
     /// scenario's bytes to a node.
     pub fn fixture_set(&self) -> &FixtureSet {
         &self.fixtures
-    }
-
-    /// Whether a call argument reads a sealed file (`{ fixture = ... }`).
-    pub fn has_sealed(&self) -> bool {
-        !self.sealed_paths.is_empty()
     }
 
     /// The sealed files read so far, by path as the scenario writes them.

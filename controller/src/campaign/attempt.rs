@@ -19,7 +19,7 @@ use chio_experiment::ExperimentError;
 use clap::Parser;
 
 use super::CampaignRunArgs;
-use super::{filled_lines, read_checked, refuse, runtime_identity, write_out};
+use super::{filled_lines, read_checked, refuse, runtime_identity};
 use crate::arena_matrix::experiment_error;
 use crate::error::{codes, CliError, Exit};
 
@@ -68,7 +68,7 @@ pub(super) fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Resul
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
     let mut text = filled_lines("ran", &campaign, &ledger, &ids);
     text.push_str(&written_lines(&base, &ids, &args.ledger));
-    write_out(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 /// Where a run wrote: each attempt's folder under `base` (by default

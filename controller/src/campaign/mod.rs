@@ -54,12 +54,6 @@ fn refuse(command: &'static str) -> impl Fn(ExperimentError) -> CliError {
     move |e| experiment_error(command, &e)
 }
 
-fn write_out(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<(), CliError> {
-    out.write_all(text)
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::output(command, &e))
-}
-
 /// The declaration and the ledger, each checked, the ledger against the declaration.
 pub(crate) fn read_checked(
     command: &'static str,
@@ -67,15 +61,7 @@ pub(crate) fn read_checked(
     ledger: &Path,
 ) -> Result<(Campaign, Ledger), CliError> {
     let campaign = load_campaign(decl).map_err(refuse(command))?;
-    let bytes = std::fs::read(ledger).map_err(|e| {
-        experiment_error(
-            command,
-            &ExperimentError::Unreadable {
-                path: ledger.display().to_string(),
-                reason: e.kind().to_string(),
-            },
-        )
-    })?;
+    let bytes = ExperimentError::read(ledger).map_err(refuse(command))?;
     let ledger = read_ledger(&bytes, &ledger.display().to_string()).map_err(refuse(command))?;
     check_ledger(&campaign, &ledger).map_err(refuse(command))?;
     Ok((campaign, ledger))
@@ -98,7 +84,7 @@ fn run_template(args: &TemplateArgs, out: &mut dyn Write) -> Result<(), CliError
     let campaign = load_campaign(&args.declaration).map_err(refuse(COMMAND))?;
     let bytes = ledger_bytes(&template(&campaign)).map_err(refuse(COMMAND))?;
     match &args.out {
-        None => write_out(COMMAND, out, &bytes),
+        None => CliError::print(COMMAND, out, &bytes),
         Some(path) if path.exists() => Err(CliError::new(
             codes::LEDGER_EXISTS,
             COMMAND,
@@ -122,15 +108,7 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 "write each record as SCHEDULE_ID=PATH, for example pr-421/01=run.json",
             ));
         };
-        let bytes = std::fs::read(path).map_err(|e| {
-            experiment_error(
-                COMMAND,
-                &ExperimentError::Unreadable {
-                    path: path.to_string(),
-                    reason: e.kind().to_string(),
-                },
-            )
-        })?;
+        let bytes = ExperimentError::read(Path::new(path)).map_err(refuse(COMMAND))?;
         records.push(ImportRecord {
             schedule_id: schedule_id.to_string(),
             path: path.to_string(),
@@ -142,7 +120,7 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
     let ids: Vec<&str> = records.iter().map(|r| r.schedule_id.as_str()).collect();
-    write_out(
+    CliError::print(
         COMMAND,
         out,
         filled_lines("imported", &campaign, &next, &ids).as_bytes(),
@@ -207,7 +185,7 @@ fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError
         annotate(&campaign, &ledger, &args.schedule_id, &annotation).map_err(refuse(COMMAND))?;
     let bytes = ledger_bytes(&next).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
-    write_out(
+    CliError::print(
         COMMAND,
         out,
         filled_lines("annotated", &campaign, &next, &[args.schedule_id.as_str()]).as_bytes(),
@@ -219,20 +197,11 @@ fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (campaign, ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
     let report = report(&campaign, &ledger);
     let text = if args.json {
-        let mut text = chio_kernel::canonical::to_canonical_string(&report).map_err(|e| {
-            experiment_error(
-                COMMAND,
-                &ExperimentError::Canonical {
-                    reason: e.to_string(),
-                },
-            )
-        })?;
-        text.push('\n');
-        text
+        ExperimentError::canonical_line(&report).map_err(refuse(COMMAND))?
     } else {
         render_text(&report)
     };
-    write_out(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())
 }
 
 fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
@@ -264,5 +233,5 @@ fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
             text.push_str(&format!("{} {} {}\n", row.mode, row.sha256, row.path));
         }
     }
-    write_out(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())
 }

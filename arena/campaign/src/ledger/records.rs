@@ -55,6 +55,17 @@ pub(super) struct Filled {
     pub(super) refs: Vec<EvidenceRef>,
 }
 
+/// The evidence a record points at: the folder its `key` names, if any.
+fn evidence_ref(value: &Value, key: &str, merkle_root: Option<String>) -> Vec<EvidenceRef> {
+    get_str(value, key)
+        .map(|dir| EvidenceRef {
+            path: dir.to_string(),
+            merkle_root,
+        })
+        .into_iter()
+        .collect()
+}
+
 fn check(name: impl Into<String>, ok: bool) -> OracleCheck {
     OracleCheck {
         name: name.into(),
@@ -101,12 +112,20 @@ pub(super) fn read_record(
             claimed: record_evidence.as_str().into(),
         });
     }
+    let missing = |key: &str| syntax(format!("the record lacks {key}"));
+    let subject = if schema == MATRIX_RECORD {
+        "matrix_id"
+    } else {
+        "scenario_id"
+    };
     let evidence = RecordEvidence {
         schema_version: schema.to_string(),
         sha256: sha256_hex(&record.bytes),
+        subject: get_str(&value, subject)
+            .ok_or_else(|| missing(subject))?
+            .to_string(),
         ..RecordEvidence::default()
     };
-    let missing = |key: &str| syntax(format!("the record lacks {key}"));
     match schema {
         RUN_RECORD => fill_from_run(&value, evidence, missing),
         REPLAY_RECORD => fill_from_replay(&value, evidence, missing),
@@ -140,9 +159,6 @@ fn fill_from_run(
     mut evidence: RecordEvidence,
     missing: impl Fn(&str) -> ExperimentError,
 ) -> Result<Filled, ExperimentError> {
-    evidence.subject = get_str(value, "scenario_id")
-        .ok_or_else(|| missing("scenario_id"))?
-        .to_string();
     let outcome = value.get("outcome").ok_or_else(|| missing("outcome"))?;
     let status = get_str(outcome, "status")
         .ok_or_else(|| missing("outcome.status"))?
@@ -196,13 +212,7 @@ fn fill_from_run(
             None => format!("the run recorded status {status}"),
         },
     });
-    let refs = get_str(value, "bundle_dir")
-        .map(|dir| EvidenceRef {
-            path: dir.to_string(),
-            merkle_root: evidence.receipt_root.clone(),
-        })
-        .into_iter()
-        .collect();
+    let refs = evidence_ref(value, "bundle_dir", evidence.receipt_root.clone());
     Ok(Filled {
         outcome: status,
         reason,
@@ -224,9 +234,6 @@ fn fill_from_replay(
     mut evidence: RecordEvidence,
     missing: impl Fn(&str) -> ExperimentError,
 ) -> Result<Filled, ExperimentError> {
-    evidence.subject = get_str(value, "scenario_id")
-        .ok_or_else(|| missing("scenario_id"))?
-        .to_string();
     let identical = value
         .get("identical")
         .and_then(Value::as_bool)
@@ -258,13 +265,7 @@ fn fill_from_replay(
         ),
     ];
     evidence.drifted_steps = Some(drifted);
-    let refs = get_str(value, "left")
-        .map(|dir| EvidenceRef {
-            path: dir.to_string(),
-            merkle_root: None,
-        })
-        .into_iter()
-        .collect();
+    let refs = evidence_ref(value, "left", None);
     Ok(Filled {
         outcome: outcome.to_string(),
         reason,
@@ -286,9 +287,6 @@ fn fill_from_evolve(
     mut evidence: RecordEvidence,
     missing: impl Fn(&str) -> ExperimentError,
 ) -> Result<Filled, ExperimentError> {
-    evidence.subject = get_str(value, "scenario_id")
-        .ok_or_else(|| missing("scenario_id"))?
-        .to_string();
     let stopped_by = get_str(value, "stopped_by")
         .ok_or_else(|| missing("stopped_by"))?
         .to_string();
@@ -310,13 +308,7 @@ fn fill_from_evolve(
         evidence.generations_completed.is_some()
             && evidence.generations_completed == evidence.generations_scheduled,
     )];
-    let refs = get_str(value, "leaderboard_dir")
-        .map(|dir| EvidenceRef {
-            path: dir.to_string(),
-            merkle_root: None,
-        })
-        .into_iter()
-        .collect();
+    let refs = evidence_ref(value, "leaderboard_dir", None);
     Ok(Filled {
         outcome: stopped_by,
         reason,
@@ -338,9 +330,6 @@ fn fill_from_matrix(
     mut evidence: RecordEvidence,
     missing: impl Fn(&str) -> ExperimentError,
 ) -> Result<Filled, ExperimentError> {
-    evidence.subject = get_str(value, "matrix_id")
-        .ok_or_else(|| missing("matrix_id"))?
-        .to_string();
     let runs = value.get("runs").ok_or_else(|| missing("runs"))?;
     evidence.runs_scheduled = get_u64(runs, "scheduled");
     evidence.runs_recorded = get_u64(runs, "recorded");

@@ -3,14 +3,7 @@
 //! (`synthesis.html`) is the matrix report of [`crate::report`].
 
 use super::{GridCell, Synthesis};
-
-fn number(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:.4}"))
-}
-
-fn signed(value: Option<f64>) -> String {
-    value.map_or_else(|| "n/a".to_string(), |v| format!("{v:+.4}"))
-}
+use chio_arena::report::{number, signed};
 
 fn load_line(s: &Synthesis) -> String {
     format!(
@@ -27,16 +20,20 @@ fn load_line(s: &Synthesis) -> String {
     )
 }
 
-fn grid_entry(c: &GridCell) -> String {
-    match c.verdict {
-        "reference" => format!("{} (reference)", number(c.criterion_rate)),
-        verdict => format!(
-            "{}; gap {} [{}, {}] {verdict}",
-            number(c.criterion_rate),
-            signed(c.gap),
-            signed(c.low),
-            signed(c.high)
-        ),
+impl GridCell {
+    /// The entry of the grid, in the Markdown and the HTML page alike: the
+    /// cell's criterion rate, then its gap [interval] and verdict.
+    pub fn entry(&self) -> String {
+        match self.verdict.as_str() {
+            "reference" => format!("{} (reference)", number(self.criterion_rate)),
+            verdict => format!(
+                "{}; gap {} [{}, {}] {verdict}",
+                number(self.criterion_rate),
+                signed(self.gap),
+                signed(self.low),
+                signed(self.high)
+            ),
+        }
     }
 }
 
@@ -111,7 +108,7 @@ fn grid_markdown(md: &mut String, s: &Synthesis) {
         for (row, entries) in grid.rows.iter().zip(&grid.cells) {
             md.push_str(&format!("| {row} |"));
             for entry in entries {
-                md.push_str(&format!(" {} |", grid_entry(entry)));
+                md.push_str(&format!(" {} |", entry.entry()));
             }
             md.push('\n');
         }

@@ -31,7 +31,7 @@ fn load(m: &Matrix) -> Load {
     Load {
         runs_planned: (m.cells().len() as u64) * u64::from(m.repetitions()),
         concurrency: 2,
-        concurrency_source: "protocol",
+        concurrency_source: "protocol".to_string(),
         timeout_seconds: m.timeout_seconds(),
         attempts: m.attempts(),
     }

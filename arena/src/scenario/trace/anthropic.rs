@@ -15,8 +15,8 @@ use serde_json::Value;
 use crate::scenario::mcp::ImportedTool;
 
 use super::{
-    below, called_name, content_text, define, defined_tool, id_key, output_of, parse_json, Pending,
-    Trace, TraceCall, TraceError, TraceFault, TraceFormat,
+    below, called_name, content_text, define, defined_tool, id_key, object, output_of, parse_json,
+    Pending, Trace, TraceCall, TraceError, TraceFault, TraceFormat,
 };
 
 /// Reads a transcript.
@@ -41,13 +41,7 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
     let mut prompt = None;
     for (i, message) in messages.iter().enumerate() {
         let place = below("/messages", i);
-        let Value::Object(message) = message else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                place,
-                "is not a JSON object",
-            ));
-        };
+        let message = object(message, TraceFault::Shape, &place)?;
         let role = message.get("role").and_then(Value::as_str);
         if role == Some("user") && prompt.is_none() {
             prompt = content_text(message.get("content"));
@@ -77,13 +71,7 @@ fn read_tools(listed: Option<&Value>) -> Result<Vec<ImportedTool>, TraceError> {
         Some(Value::Array(defined)) => {
             for (k, tool) in defined.iter().enumerate() {
                 let place = below("/tools", k);
-                let Value::Object(tool) = tool else {
-                    return Err(TraceError::new(
-                        TraceFault::Tool,
-                        place,
-                        "is not a JSON object",
-                    ));
-                };
+                let tool = object(tool, TraceFault::Tool, &place)?;
                 if tool
                     .get("type")
                     .and_then(Value::as_str)

@@ -221,6 +221,24 @@ fn json_refusal(e: &serde_json::Error, place: &str, what: &str) -> TraceError {
     TraceError::new(TraceFault::Syntax, place, reason)
 }
 
+/// The JSON object at `place`, or the `fault` that it is not one.
+fn object(
+    value: &Value,
+    fault: TraceFault,
+    place: impl fmt::Display,
+) -> Result<&Map<String, Value>, TraceError> {
+    value
+        .as_object()
+        .ok_or_else(|| TraceError::new(fault, place, "is not a JSON object"))
+}
+
+/// The JSON array at `place`, or the shape fault that it is not one.
+fn array<'a>(value: &'a Value, place: &str) -> Result<&'a Vec<Value>, TraceError> {
+    value
+        .as_array()
+        .ok_or_else(|| TraceError::new(TraceFault::Shape, place, "is not an array"))
+}
+
 /// A JSON pointer one step below `at`.
 fn below(at: &str, key: impl fmt::Display) -> String {
     let key = key.to_string().replace('~', "~0").replace('/', "~1");

@@ -16,8 +16,8 @@
 use serde_json::{Map, Value};
 
 use super::{
-    below, called_name, content_text, define, defined_tool, id_key, output_of, parse_json, Pending,
-    Trace, TraceCall, TraceError, TraceFault, TraceFormat,
+    array, below, called_name, content_text, define, defined_tool, id_key, object, output_of,
+    parse_json, Pending, Trace, TraceCall, TraceError, TraceFault, TraceFormat,
 };
 
 /// Reads a transcript.
@@ -32,25 +32,13 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
     };
     let mut state = State::default();
     if let Some(tools) = top.get("tools") {
-        let Value::Array(tools) = tools else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                "/tools",
-                "is not an array",
-            ));
-        };
+        let tools = array(tools, "/tools")?;
         for (k, tool) in tools.iter().enumerate() {
             state.tool(tool, &below("/tools", k))?;
         }
     }
     if let Some(messages) = top.get("messages") {
-        let Value::Array(messages) = messages else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                "/messages",
-                "is not an array",
-            ));
-        };
+        let messages = array(messages, "/messages")?;
         for (i, message) in messages.iter().enumerate() {
             state.chat_message(message, &below("/messages", i))?;
         }
@@ -101,13 +89,7 @@ struct State {
 impl State {
     /// One entry of `tools`, in either API's shape.
     fn tool(&mut self, tool: &Value, place: &str) -> Result<(), TraceError> {
-        let Value::Object(tool) = tool else {
-            return Err(TraceError::new(
-                TraceFault::Tool,
-                place,
-                "is not a JSON object",
-            ));
-        };
+        let tool = object(tool, TraceFault::Tool, place)?;
         if tool.get("type").and_then(Value::as_str) != Some("function") {
             return Ok(());
         }
@@ -134,13 +116,7 @@ impl State {
 
     /// One Chat Completions message.
     fn chat_message(&mut self, message: &Value, place: &str) -> Result<(), TraceError> {
-        let Value::Object(message) = message else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                place,
-                "is not a JSON object",
-            ));
-        };
+        let message = object(message, TraceFault::Shape, place)?;
         match message.get("role").and_then(Value::as_str) {
             Some("user") if self.prompt.is_none() => {
                 self.prompt = content_text(message.get("content"))
@@ -176,13 +152,7 @@ impl State {
 
     /// One entry of an assistant message's `tool_calls`.
     fn chat_call(&mut self, call: &Value, place: &str) -> Result<(), TraceError> {
-        let Value::Object(call) = call else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                place,
-                "is not a JSON object",
-            ));
-        };
+        let call = object(call, TraceFault::Shape, place)?;
         let key = id_key(call.get("id"), &below(place, "id"), false)?;
         let Some(Value::Object(function)) = call.get("function") else {
             return Err(TraceError::new(
@@ -208,13 +178,7 @@ impl State {
 
     /// One Responses item.
     fn item(&mut self, item: &Value, place: &str) -> Result<(), TraceError> {
-        let Value::Object(item) = item else {
-            return Err(TraceError::new(
-                TraceFault::Shape,
-                place,
-                "is not a JSON object",
-            ));
-        };
+        let item = object(item, TraceFault::Shape, place)?;
         match item.get("type").and_then(Value::as_str) {
             Some("function_call") => {
                 let key = id_key(item.get("call_id"), &below(place, "call_id"), false)?;

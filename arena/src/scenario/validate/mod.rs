@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::load::{parse_step_table, Parsed};
+use super::load::{parse_step_table, spool_failed, Parsed};
 use super::text::{ScenarioText, Span};
 use super::{Action, FaultAction, Scenario, Step, Steps, SCENARIO_SCHEMA_VERSION};
 use crate::clock::{VirtualClock, DEFAULT_TICK_MS};
@@ -186,11 +186,7 @@ impl<'a> StepSource<'a> {
                 let span = spans
                     .get(index)
                     .ok_or_else(|| again(format!("steps[{index}] is past the last step")))?;
-                let bytes = text.read_span(*span).map_err(|e| ArenaError::Output {
-                    path: "the private spool of the scenario's bytes (a temporary file)"
-                        .to_string(),
-                    cause: e.kind().to_string(),
-                })?;
+                let bytes = text.read_span(*span).map_err(spool_failed)?;
                 std::str::from_utf8(&bytes)
                     .ok()
                     .and_then(parse_step_table)

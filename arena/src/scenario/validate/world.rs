@@ -363,82 +363,67 @@ fn mcp_server(i: usize, server: &ServerDecl) -> Result<(), ArenaError> {
 /// answer one call.
 pub const MAX_MCP_TIMEOUT_MS: u64 = 600_000;
 
-/// Refuses the keys of server `i` that its kind does not take.
+/// Refuses the keys of server `i` that its kind does not take: each key
+/// with the kinds that take it and the reason another kind does not, in the
+/// order the keys are checked.
 fn server_kind_keys(i: usize, kind: ServerKind, server: &ServerDecl) -> Result<(), ArenaError> {
-    let at = |key: &str| format!("servers[{i}].{key}");
-    if kind != ServerKind::Workspace {
-        for (key, present) in [
-            ("root", server.root.is_some()),
-            ("fixtures", server.fixtures.is_some()),
-        ] {
-            if present {
-                return Err(ArenaError::KeyNotAllowed {
-                    field: at(key),
-                    context: "only workspace servers take it",
-                });
-            }
+    use ServerKind::{Mcp, Recorded, TestRunner, Workspace};
+    const WORKSPACE: &str = "only workspace servers take it";
+    const LABELLED: &str = "only workspace, recorded and mcp servers take it";
+    const DECLARED: &str =
+        "only recorded and mcp servers take it; a built-in kind publishes its own tools";
+    const MCP: &str = "only mcp servers take it";
+    let answers = if kind == Mcp {
+        "an mcp server's answers are recorded by chio arena record, not written in the scenario"
+    } else {
+        "only recorded servers take it; a built-in kind publishes its own tools"
+    };
+    let keys: [(&str, bool, &[ServerKind], &'static str); 12] = [
+        ("root", server.root.is_some(), &[Workspace], WORKSPACE),
+        (
+            "fixtures",
+            server.fixtures.is_some(),
+            &[Workspace],
+            WORKSPACE,
+        ),
+        (
+            "labels",
+            server.labels.is_some(),
+            &[Workspace, Recorded, Mcp],
+            LABELLED,
+        ),
+        (
+            "integrity_globs",
+            server.integrity_globs.is_some(),
+            &[Workspace, Recorded, Mcp],
+            LABELLED,
+        ),
+        ("tools", server.tools.is_some(), &[Recorded, Mcp], DECLARED),
+        (
+            "fields",
+            server.fields.is_some(),
+            &[Recorded, Mcp],
+            DECLARED,
+        ),
+        ("answers", server.answers.is_some(), &[Recorded], answers),
+        ("command", server.command.is_some(), &[Mcp], MCP),
+        ("env", server.env.is_some(), &[Mcp], MCP),
+        ("cwd", server.cwd.is_some(), &[Mcp], MCP),
+        ("timeout_ms", server.timeout_ms.is_some(), &[Mcp], MCP),
+        (
+            "failing",
+            server.failing.is_some(),
+            &[TestRunner],
+            "only test-runner servers take it",
+        ),
+    ];
+    for (key, present, kinds, context) in keys {
+        if present && !kinds.contains(&kind) {
+            return Err(ArenaError::KeyNotAllowed {
+                field: format!("servers[{i}].{key}"),
+                context,
+            });
         }
-    }
-    if !matches!(
-        kind,
-        ServerKind::Workspace | ServerKind::Recorded | ServerKind::Mcp
-    ) {
-        for (key, present) in [
-            ("labels", server.labels.is_some()),
-            ("integrity_globs", server.integrity_globs.is_some()),
-        ] {
-            if present {
-                return Err(ArenaError::KeyNotAllowed {
-                    field: at(key),
-                    context: "only workspace, recorded and mcp servers take it",
-                });
-            }
-        }
-    }
-    if !matches!(kind, ServerKind::Recorded | ServerKind::Mcp) {
-        for (key, present) in [
-            ("tools", server.tools.is_some()),
-            ("fields", server.fields.is_some()),
-        ] {
-            if present {
-                return Err(ArenaError::KeyNotAllowed {
-                    field: at(key),
-                    context:
-                        "only recorded and mcp servers take it; a built-in kind publishes its own tools",
-                });
-            }
-        }
-    }
-    if kind != ServerKind::Recorded && server.answers.is_some() {
-        return Err(ArenaError::KeyNotAllowed {
-            field: at("answers"),
-            context: if kind == ServerKind::Mcp {
-                "an mcp server's answers are recorded by chio arena record, not written in the scenario"
-            } else {
-                "only recorded servers take it; a built-in kind publishes its own tools"
-            },
-        });
-    }
-    if kind != ServerKind::Mcp {
-        for (key, present) in [
-            ("command", server.command.is_some()),
-            ("env", server.env.is_some()),
-            ("cwd", server.cwd.is_some()),
-            ("timeout_ms", server.timeout_ms.is_some()),
-        ] {
-            if present {
-                return Err(ArenaError::KeyNotAllowed {
-                    field: at(key),
-                    context: "only mcp servers take it",
-                });
-            }
-        }
-    }
-    if kind != ServerKind::TestRunner && server.failing.is_some() {
-        return Err(ArenaError::KeyNotAllowed {
-            field: at("failing"),
-            context: "only test-runner servers take it",
-        });
     }
     Ok(())
 }
