@@ -213,6 +213,9 @@ pub struct FailingStore {
     pub store: StoreName,
     /// The cause the failure names.
     pub cause: &'static str,
+    /// Whether only the store's commits of holds fail (its holds and
+    /// releases answered): a store that breaks inside a closing batch.
+    pub commits_only: bool,
     /// Everything else.
     pub inner: InMemoryAuthority,
 }
@@ -223,15 +226,28 @@ impl FailingStore {
         Self {
             store,
             cause,
+            commits_only: false,
             inner,
         }
+    }
+
+    /// Fails only the commits of budget holds with `cause`, over `inner`.
+    pub fn commits(cause: &'static str, inner: InMemoryAuthority) -> Self {
+        Self {
+            commits_only: true,
+            ..Self::new(StoreName::Budget, cause, inner)
+        }
+    }
+
+    fn fails(&self, op: &StoreOp) -> bool {
+        op.store() == self.store && (!self.commits_only || matches!(op, StoreOp::Commit { .. }))
     }
 }
 
 impl BatchStore for FailingStore {
     fn run(&mut self, ops: Vec<StoreOp>) -> BatchAnswers {
         run_ops(&ops, |op| {
-            if op.store() == self.store {
+            if self.fails(op) {
                 return Err(StoreError::unavailable(self.store, self.cause));
             }
             match self.inner.run(vec![op.clone()]).pop() {
