@@ -120,21 +120,21 @@ fn fifth_split_is_the_committed_one() {
 /// figure recorded in `docs/benchmarks.md`, rounded down, so a regression
 /// fails here. This split was measured and published before the fresh split
 /// was made, and has been tuning data since.
-const MIN_HELD_OUT_PERCENT: usize = 90;
+const MIN_HELD_OUT_PERCENT: usize = 98;
 
 /// The tuning split's detection floor, per delivery, in percent (recorded
 /// figure, rounded down).
-const MIN_TUNING_PERCENT: usize = 91;
+const MIN_TUNING_PERCENT: usize = 97;
 
 /// The fresh split's detection floor, per delivery, in percent: the figure
 /// recorded in `docs/benchmarks.md`, rounded down. Measured held out once,
 /// tuning data since the fourth split was committed.
-const MIN_FRESH_PERCENT: usize = 74;
+const MIN_FRESH_PERCENT: usize = 80;
 
 /// The fourth held-out split's detection floor, per delivery, in percent:
-/// the figure recorded in `docs/benchmarks.md`, rounded down. The goal is
-/// 80; see `docs/security.md` for what is missed.
-const MIN_FOURTH_PERCENT: usize = 43;
+/// the figure recorded in `docs/benchmarks.md`, rounded down. Measured held
+/// out once (43.3 %), tuning data since: the learned rule is trained on it.
+const MIN_FOURTH_PERCENT: usize = 73;
 
 /// The fifth held-out split's detection floor, per delivery, in percent:
 /// the figure measured when the split was committed, before any tuning,

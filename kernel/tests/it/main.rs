@@ -17,9 +17,12 @@ mod detector_generalization;
 mod fuzz_decode;
 mod hostile;
 mod injection_corpus;
+#[path = "../support/injection_training.rs"]
+mod injection_training;
 mod integrity;
 mod key_agents;
 mod label_flow;
+mod learned_model;
 mod monetary_budgets;
 mod pipeline;
 mod planner;

@@ -171,7 +171,7 @@ impl ParamReader<'_> {
                     if Pattern::parse(name).is_none() {
                         return Err(ArenaError::AdversaryParam {
                             field: format!("{field}.patterns[{i}]"),
-                            reason: format!("unknown pattern {name:?}; use ignore-previous-instructions, system-prompt-leak, tool-name-spoof, json-payload-smuggle or delimiter-confusion"),
+                            reason: format!("unknown pattern {name:?}; use ignore-previous-instructions, system-prompt-leak, tool-name-spoof, json-payload-smuggle, delimiter-confusion or ngram-model"),
                         });
                     }
                 }

@@ -138,7 +138,7 @@ const HIDDEN_CONTEXT: &[(&str, &str)] = &[
     ("developer", "instructions"),
 ];
 /// Runs `pattern`'s rules on one reading; `json-payload-smuggle` is not a
-/// text rule and always misses here.
+/// text rule and `ngram-model` is learned (`learned.rs`): both always miss here.
 pub fn check(pattern: Pattern, views: &Views) -> Outcome {
     match pattern {
         Pattern::IgnorePreviousInstructions => sentences(&views.flat)
@@ -155,7 +155,7 @@ pub fn check(pattern: Pattern, views: &Views) -> Outcome {
             .or(languages::leak_check(views))
             .or(retask::leak_check(views)),
         Pattern::ToolNameSpoof => markup::tool_spoof(views),
-        Pattern::JsonPayloadSmuggle => Outcome::Miss,
+        Pattern::JsonPayloadSmuggle | Pattern::Learned => Outcome::Miss,
         Pattern::DelimiterConfusion => markup::delimiter(views).or(retask::delimiter_check(views)),
     }
 }

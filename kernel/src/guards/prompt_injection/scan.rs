@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::learned;
 use super::normalise::{normalise, readings, Reading};
 use super::rules::{self, Outcome, Views};
 use super::structure::{self, Budget, ScanLimit, ValueKind, MAX_EMBEDDING};
@@ -15,7 +16,7 @@ use crate::canonical::canonical_entries;
 use crate::planted::{weakened, Weakness};
 
 /// Scans one text with the enabled patterns; the first match, in
-/// [`Pattern::ALL`] order, with JSON strings embedded in it scanned after
+/// [`Pattern::DETECTED`] order, with JSON strings embedded in it scanned after
 /// the text itself.
 fn scan(
     text: &str,
@@ -44,7 +45,10 @@ fn scan(
             structures.push((*reading, structure::scan_text(&views.flat, json, budget)?));
         }
     }
-    for pattern in Pattern::ALL.into_iter().filter(|p| enabled.contains(p)) {
+    for pattern in Pattern::DETECTED
+        .into_iter()
+        .filter(|p| enabled.contains(p))
+    {
         if pattern == Pattern::DelimiterConfusion && weakened(Weakness::DropDelimiterPattern) {
             continue;
         }
@@ -52,6 +56,10 @@ fn scan(
             structures
                 .iter()
                 .find_map(|(reading, s)| s.smuggled.map(|rule| (*reading, rule)))
+        } else if pattern == Pattern::Learned {
+            readings.iter().find_map(|(reading, views)| {
+                learned::check(&views.flat).map(|rule| (*reading, rule))
+            })
         } else {
             readings
                 .iter()
@@ -103,9 +111,9 @@ pub fn detects(pattern: Pattern, text: &str) -> bool {
     )
 }
 
-/// The first pattern (in [`Pattern::ALL`] order) detected in `text`.
+/// The first pattern (in [`Pattern::DETECTED`] order) detected in `text`.
 pub fn detect(text: &str) -> Option<Pattern> {
-    scan(text, &Pattern::ALL, 0, &mut Budget::default())
+    scan(text, &Pattern::DETECTED, 0, &mut Budget::default())
         .ok()
         .flatten()
         .map(|m| m.pattern)
@@ -113,7 +121,7 @@ pub fn detect(text: &str) -> Option<Pattern> {
 
 /// Every pattern detected in `text`.
 pub fn detect_all(text: &str) -> Vec<Pattern> {
-    Pattern::ALL
+    Pattern::DETECTED
         .into_iter()
         .filter(|p| detects(*p, text))
         .collect()
@@ -124,7 +132,7 @@ pub fn detect_all(text: &str) -> Vec<Pattern> {
 pub fn inspect(text: &str) -> Inspection {
     let mut inspection = Inspection::default();
     let mut budget = Budget::default();
-    for pattern in Pattern::ALL {
+    for pattern in Pattern::DETECTED {
         match scan(text, &[pattern], 0, &mut budget) {
             Ok(Some(found)) => inspection.matches.push(found),
             Ok(None) => {}
@@ -135,7 +143,7 @@ pub fn inspect(text: &str) -> Inspection {
         }
     }
     let plain = Views::new(normalise(text));
-    for pattern in Pattern::ALL {
+    for pattern in Pattern::DETECTED {
         if inspection.matches.iter().any(|m| m.pattern == pattern) {
             continue;
         }
