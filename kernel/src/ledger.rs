@@ -386,6 +386,22 @@ mod tests {
             repeat_hold("h", &record(HoldState::Held), "other", 1, 1, 1),
             Err(LedgerRefusal::HoldConflict { .. })
         ));
+        // The same hold id on the same budget for another amount is no
+        // retry: granted again it would count the first amount only.
+        assert!(matches!(
+            repeat_hold("h", &record(HoldState::Held), "k", 1_000, 1, 1),
+            Err(LedgerRefusal::HoldConflict { .. })
+        ));
+    }
+
+    // Proves a hold's state reads back from the name the stores write, and an unknown name reads as none.
+    #[test]
+    fn hold_states_read_back_from_their_names() {
+        for state in [HoldState::Held, HoldState::Committed, HoldState::Released] {
+            assert_eq!(HoldState::parse(state.as_str()), Some(state));
+        }
+        assert_eq!(HoldState::parse("Held"), None);
+        assert_eq!(HoldState::parse(""), None);
     }
 
     // Proves a child keeps its first parent and share, and a parent's share never grows.

@@ -137,9 +137,10 @@ const MIN_FRESH_PERCENT: usize = 80;
 const MIN_FOURTH_PERCENT: usize = 73;
 
 /// The fifth held-out split's detection floor, per delivery, in percent:
-/// the figure measured when the split was committed, before any tuning,
+/// measured once, held out, with the learned rule (66.6 % in arguments,
+/// 66.0 % in tool output; 46.2 % at its commit, before the learned rule),
 /// rounded down.
-const MIN_FIFTH_PERCENT: usize = 46;
+const MIN_FIFTH_PERCENT: usize = 66;
 
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
