@@ -138,9 +138,9 @@ const MIN_FOURTH_PERCENT: usize = 73;
 
 /// The fifth held-out split's detection floor, per delivery, in percent:
 /// measured once, held out, with the learned rule (66.6 % in arguments,
-/// 66.0 % in tool output; 46.2 % at its commit, before the learned rule),
+/// 65.98 % in tool output; 46.2 % at its commit, before the learned rule),
 /// rounded down.
-const MIN_FIFTH_PERCENT: usize = 66;
+const MIN_FIFTH_PERCENT: usize = 65;
 
 /// The detection floor of a split.
 fn floor(split: &str) -> usize {
