@@ -38,24 +38,20 @@ use chio_kernel::guards::{
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::injection_training::files_under;
+
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/generalization")
 }
 
 /// The `.jsonl` files under `dir`, recursively, sorted.
 fn jsonl_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            jsonl_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "jsonl") {
-            out.push(path);
-        }
-    }
+    let mut all = Vec::new();
+    files_under(dir, &mut all);
+    out.extend(
+        all.into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl")),
+    );
 }
 
 /// Checks that the files under `split/` are exactly those `listing` names, with

@@ -16,20 +16,7 @@ use chio_kernel::guards::{
 };
 use serde_json::{json, Value};
 
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|entry| entry.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            files_under(&path, out);
-        } else {
-            out.push(path);
-        }
-    }
-}
+use crate::injection_training::files_under;
 
 /// Scenario fixtures written as injections, for scenarios that test another
 /// defence (integrity labels); relative to `scenarios/fixtures/`.

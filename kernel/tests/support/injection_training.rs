@@ -61,7 +61,8 @@ pub fn package(family: &str) -> &str {
     family.split('-').next().unwrap_or(family)
 }
 
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files under `dir`, recursively, in sorted order.
+pub fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<PathBuf> = fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| entry.expect("directory entry").path())
