@@ -206,7 +206,38 @@ fn value_shape(map: &serde_json::Map<String, Value>) -> Option<&'static str> {
 /// depth first), then the string values read together, forwards and
 /// backwards. The walk keeps its own stack, so no nesting is too deep for
 /// it; the scan budget bounds the work and running out of it is a finding.
+///
+/// A finding of the learned rule (`ngram-model`) waits while the walk goes
+/// on: a hand-written rule found anywhere later, the joined values
+/// included, is the finding instead, because its reason says what it
+/// read. The value is refused either way, so which finding is reported
+/// never changes a verdict; the budget running out after a learned finding
+/// reports the learned finding.
 pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
+    let mut learned: Option<ValueFinding> = None;
+    let finding = walk_value(value, patterns, &mut learned);
+    match finding {
+        Some(ValueFinding::Limit { .. }) | None => learned.or(finding),
+        Some(found) => Some(found),
+    }
+}
+
+/// Whether a finding is the learned rule's.
+fn is_learned(finding: &ValueFinding) -> bool {
+    matches!(
+        finding,
+        ValueFinding::At { found, .. } | ValueFinding::Split { found }
+            if found.pattern == Pattern::Learned
+    )
+}
+
+/// The walk of [`scan_value`]: the first hand-written finding or limit;
+/// the first learned finding is kept in `learned` and the walk goes on.
+fn walk_value(
+    value: &Value,
+    patterns: &[Pattern],
+    learned: &mut Option<ValueFinding>,
+) -> Option<ValueFinding> {
     let mut budget = Budget::default();
     let json = patterns.contains(&Pattern::JsonPayloadSmuggle);
     let mut values: Vec<&str> = Vec::new();
@@ -249,10 +280,14 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
         };
         match scan(text, patterns, 0, &mut budget) {
             Ok(Some(found)) => {
-                return Some(ValueFinding::At {
+                let finding = ValueFinding::At {
                     found,
                     pointer: pointer_or_root(&pointer),
-                })
+                };
+                if !is_learned(&finding) {
+                    return Some(finding);
+                }
+                learned.get_or_insert(finding);
             }
             Ok(None) => {}
             Err(limit) => {
@@ -263,7 +298,7 @@ pub fn scan_value(value: &Value, patterns: &[Pattern]) -> Option<ValueFinding> {
             }
         }
     }
-    scan_joined(values, patterns, &mut budget)
+    scan_joined(values, patterns, &mut budget, learned)
 }
 
 /// Pushes an object's entries onto the walk in canonical key order (each
@@ -305,11 +340,13 @@ fn expand_object<'v>(
 }
 
 /// Scans the non-empty string values read together, joined with and
-/// without a space, forwards and backwards.
+/// without a space, forwards and backwards; a learned finding is kept in
+/// `learned` (if none is yet) and the joins go on.
 fn scan_joined(
     values: Vec<&str>,
     patterns: &[Pattern],
     budget: &mut Budget,
+    learned: &mut Option<ValueFinding>,
 ) -> Option<ValueFinding> {
     let values: Vec<&str> = values.into_iter().filter(|v| !v.is_empty()).collect();
     if values.len() < 2 || weakened(Weakness::NoSplitJoin) {
@@ -323,7 +360,13 @@ fn scan_joined(
         .flat_map(|separator| [values.join(separator), backwards.join(separator)]);
     for joined in joins {
         match scan(&joined, patterns, 0, budget) {
-            Ok(Some(found)) => return Some(ValueFinding::Split { found }),
+            Ok(Some(found)) => {
+                let finding = ValueFinding::Split { found };
+                if !is_learned(&finding) {
+                    return Some(finding);
+                }
+                learned.get_or_insert(finding);
+            }
             Ok(None) => {}
             Err(limit) => {
                 return Some(ValueFinding::Limit {
