@@ -44,6 +44,7 @@ pub fn node(args: &NodeServeArgs) -> Result<(), CliError> {
         state_dir: args.state_dir.clone(),
         receipt_deadline_ms: args.receipt_deadline_ms,
         store_deadline_ms: args.store_deadline_ms,
+        link_deadline_ms: args.link_deadline_ms,
         print_addr: args.print_addr,
     };
     // Refuse a bad store choice before starting anything.

@@ -20,7 +20,6 @@ use tokio::net::TcpListener;
 
 use crate::cluster::ClusterToken;
 use crate::error::NodeError;
-use crate::grpc_link::DEFAULT_LINK_DEADLINE;
 use crate::host::{HostConfig, NodeHost, TrustBackend};
 use crate::service::serve;
 use crate::trust_stores::StoreDeadlines;
@@ -47,6 +46,9 @@ pub struct NodeServeOptions {
     pub receipt_deadline_ms: u64,
     /// Deadline of other trust-control calls, in milliseconds.
     pub store_deadline_ms: u64,
+    /// Deadline of a call forwarded to another node's kernel, in
+    /// milliseconds; a miss denies the call naming the unreachable node.
+    pub link_deadline_ms: u64,
     /// Print `listening on ADDR` on stdout once bound.
     pub print_addr: bool,
 }
@@ -108,9 +110,10 @@ pub async fn run(
         call: Duration::from_millis(options.store_deadline_ms),
         receipt: Duration::from_millis(options.receipt_deadline_ms),
     };
-    if deadlines.call.is_zero() || deadlines.receipt.is_zero() {
+    let link_deadline = Duration::from_millis(options.link_deadline_ms);
+    if deadlines.call.is_zero() || deadlines.receipt.is_zero() || link_deadline.is_zero() {
         return Err(NodeError::Config {
-            problem: "a store deadline of 0 ms was given".to_string(),
+            problem: "a deadline of 0 ms was given".to_string(),
             fix: "pass deadlines of at least 1 ms",
         });
     }
@@ -172,7 +175,7 @@ pub async fn run(
         backend,
         cluster_token: cluster_token.clone(),
         deadlines,
-        link_deadline: DEFAULT_LINK_DEADLINE,
+        link_deadline,
     });
     serve(host, cluster_token, listener, shutdown).await
 }
@@ -191,6 +194,7 @@ mod tests {
             state_dir: None,
             receipt_deadline_ms: 5_000,
             store_deadline_ms: 2_000,
+            link_deadline_ms: crate::grpc_link::DEFAULT_LINK_DEADLINE_MS,
             print_addr: false,
         }
     }
@@ -213,5 +217,35 @@ mod tests {
                 dir: "state".into()
             }
         );
+    }
+
+    // Proves a zero store, receipt or link deadline is refused before the node listens.
+    #[test]
+    fn a_zero_deadline_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("cluster.token");
+        std::fs::write(&token, "a-cluster-token-of-thirty-two-bytes!").unwrap();
+        let zeroed: [fn(&mut NodeServeOptions); 3] = [
+            |o| o.store_deadline_ms = 0,
+            |o| o.receipt_deadline_ms = 0,
+            |o| o.link_deadline_ms = 0,
+        ];
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for zero in zeroed {
+            let mut options = options();
+            options.cluster_token_file = token.clone();
+            options.state_dir = Some(dir.path().join("state"));
+            zero(&mut options);
+            let error = runtime
+                .block_on(run(options, std::future::pending()))
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("a deadline of 0 ms was given"),
+                "{error}"
+            );
+        }
     }
 }

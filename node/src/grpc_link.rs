@@ -38,9 +38,11 @@ use crate::wire::outcome::call_outcome_from_proto;
 use crate::wire::{decode_answer, encode, error_of, MAX_LINK_MESSAGE_BYTES};
 use crate::world::World;
 
-/// Default bound on one cross-node call (it includes the remote kernel's
-/// store calls and receipt append).
-pub const DEFAULT_LINK_DEADLINE: Duration = Duration::from_secs(30);
+/// Default bound on one cross-node call, in milliseconds (it includes the
+/// remote kernel's store calls and receipt append).
+pub const DEFAULT_LINK_DEADLINE_MS: u64 = 30_000;
+/// [`DEFAULT_LINK_DEADLINE_MS`] as a duration.
+pub const DEFAULT_LINK_DEADLINE: Duration = Duration::from_millis(DEFAULT_LINK_DEADLINE_MS);
 /// Bound on establishing a connection to a peer.
 pub const LINK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 

@@ -21,6 +21,7 @@ pub mod report;
 
 use std::path::PathBuf;
 
+use chio_node::grpc_link::DEFAULT_LINK_DEADLINE_MS;
 use clap::{ArgAction, Args, Parser, Subcommand};
 
 use crate::term::ColorChoice;
@@ -294,6 +295,10 @@ pub struct NodeServeArgs {
     /// Deadline of every other trust-control call in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 2_000)]
     pub store_deadline_ms: u64,
+    /// Deadline of a call forwarded to another node's kernel in milliseconds;
+    /// a miss denies the call naming the unreachable node.
+    #[arg(long, value_name = "MS", default_value_t = DEFAULT_LINK_DEADLINE_MS)]
+    pub link_deadline_ms: u64,
     /// Print `listening on ADDR` on stdout once the socket is bound.
     #[arg(long)]
     pub print_addr: bool,

@@ -92,14 +92,14 @@ fn sample(suite: &Suite, step: usize) -> Vec<&str> {
     suite.user_task_ids().into_iter().step_by(step).collect()
 }
 
-// A sample of each suite (every eighth user task, with all its pairs) under the four policies: with no defence some attack succeeds, under provenance none does, and two runs give the same table.
+// A sample of each suite (every sixteenth user task, with all its pairs) under the four policies: with no defence some attack succeeds, under provenance none does, and two runs give the same table.
 #[test]
 fn suite_sample_under_four_policies() {
     let dir = repo_path("scenarios/agentdojo");
     let mut by_suite = BTreeMap::new();
     for name in SUITES {
         let suite = load(name);
-        let tasks = sample(&suite, 8);
+        let tasks = sample(&suite, 16);
         let tallies = run_suite(&suite, &tasks, &dir);
         assert_eq!(tallies, run_suite(&suite, &tasks, &dir), "{name}: two runs");
         assert!(

@@ -399,6 +399,10 @@ fn partition_between_two_nodes_is_denied_by_the_cut_off_node() {
             trust_url.clone(),
             "--control-token-file".into(),
             d.join("trust.token").display().to_string(),
+            // The cut-off call is denied at this deadline: short, so the
+            // test does not wait out the 30-second default.
+            "--link-deadline-ms".into(),
+            "5000".into(),
         ]
     };
     let children = Reap(vec![
