@@ -120,3 +120,106 @@ impl Guard for PathAllowlistGuard {
         Ok(GuardVerdict::Allow)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guards::GuardMode;
+    use crate::provenance::NO_PROVENANCE;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// Reads anywhere under /workspace/, writes only under /workspace/out/.
+    fn guard() -> PathAllowlistGuard {
+        let meta = GuardMeta {
+            id: "paths".into(),
+            mode: GuardMode::Enforce,
+        };
+        let config = PathAllowlistConfig {
+            read: vec!["/workspace/**".into()],
+            write: vec!["/workspace/out/**".into()],
+            read_tools: None,
+            write_tools: None,
+        };
+        PathAllowlistGuard::new(meta, config).unwrap()
+    }
+
+    fn check(tool: &str, path: Option<&str>, roots: Option<&[String]>) -> GuardVerdict {
+        let arguments = path.map_or_else(|| json!({}), |p| json!({ "path": p }));
+        let labels = BTreeMap::new();
+        let ctx = GuardContext {
+            server: "files",
+            tool,
+            arguments: &arguments,
+            agent_id: "alice",
+            session_id: "alice",
+            journal: &[],
+            labels: &labels,
+            money: &Default::default(),
+            session_filesystem_roots: roots,
+            provenance: &NO_PROVENANCE,
+            definition: None,
+        };
+        guard().check_request(&ctx).unwrap()
+    }
+
+    fn denied(verdict: GuardVerdict) -> String {
+        match verdict {
+            GuardVerdict::Deny(reason) => reason.to_string(),
+            other => panic!("expected a deny, got {other:?}"),
+        }
+    }
+
+    // Proves a read tool is held to the read globs and a write tool to the narrower write globs, each naming its access.
+    #[test]
+    fn each_access_meets_its_own_globs() {
+        assert_eq!(
+            check("read_file", Some("/workspace/notes.txt"), None),
+            GuardVerdict::Allow
+        );
+        assert_eq!(
+            check("write_file", Some("/workspace/out/a.txt"), None),
+            GuardVerdict::Allow
+        );
+        assert_eq!(
+            denied(check("write_file", Some("/workspace/notes.txt"), None)),
+            "path /workspace/notes.txt is not in the write allowlist"
+        );
+        assert_eq!(
+            denied(check("delete_file", Some("/workspace/notes.txt"), None)),
+            "path /workspace/notes.txt is not in the write allowlist"
+        );
+        assert_eq!(
+            denied(check("read_file", Some("/etc/passwd"), None)),
+            "path /etc/passwd is not in the read allowlist"
+        );
+    }
+
+    // Proves a tool that neither reads nor writes is not this guard's business, with or without a path.
+    #[test]
+    fn other_tools_pass() {
+        assert_eq!(check("send_email", None, None), GuardVerdict::Allow);
+        assert_eq!(
+            check("send_email", Some("/etc/passwd"), None),
+            GuardVerdict::Allow
+        );
+    }
+
+    // Proves the session's filesystem roots bound every path on top of the globs.
+    #[test]
+    fn session_roots_bound_the_globs() {
+        let roots = ["/workspace/team/".to_string()];
+        assert_eq!(
+            check("read_file", Some("/workspace/team/plan.md"), Some(&roots)),
+            GuardVerdict::Allow
+        );
+        assert_eq!(
+            denied(check(
+                "read_file",
+                Some("/workspace/notes.txt"),
+                Some(&roots)
+            )),
+            "path /workspace/notes.txt is outside the session filesystem roots"
+        );
+    }
+}

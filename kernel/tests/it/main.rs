@@ -28,4 +28,5 @@ mod pipeline;
 mod planner;
 mod portable;
 mod properties;
+mod request_age;
 mod tool_poisoning;

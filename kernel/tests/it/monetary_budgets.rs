@@ -485,3 +485,54 @@ fn a_withheld_output_whose_commit_fails_is_traced_as_failed() {
         );
     }
 }
+
+// Proves the running-total approval holds for a delegated child that holds a share of its lineage (two payments of 400.00 within its 1000.00 share, the second bringing the total above 500): the guards of a call presenting sibling shares wait for the budget's answer instead of running ahead of it with no total.
+#[test]
+fn a_running_total_needs_approval_for_a_child_holding_a_share() {
+    let root = bank_cap();
+    let half = Attenuation {
+        share_bps: Some(5_000),
+        ..Attenuation::default()
+    };
+    let child = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &half,
+            "cap-bob",
+            NOW_MS,
+        )
+        .unwrap();
+    let mut lineage = daily("team");
+    lineage.subject = BudgetSubject::Capability("cap-alice".into());
+    let total = guard(
+        "team-approval",
+        GuardKind::Approval,
+        json!({"tools": ["pay"], "budget": "team", "total_above": "500"}),
+    );
+    let mut k = bank_kernel(vec![lineage], vec![total]);
+    let mut bob_pays = |id: &str| {
+        let call = request("bob", &child, "bank", "pay", eur("400.00"), id);
+        k.evaluate(&call, NOW_MS, &mut |_| {
+            Ok(chio_kernel::ToolOutput {
+                content: json!({"paid": true}),
+                label: None,
+                integrity: None,
+                performed: true,
+            })
+        })
+    };
+    let first = bob_pays("b1");
+    assert_eq!(first.verdict, Verdict::Allow, "{:?}", first.reason);
+    let second = bob_pays("b2");
+    assert_eq!(
+        second.verdict,
+        Verdict::PendingApproval,
+        "{:?}",
+        second.reason
+    );
+    assert_eq!(
+        second.reason.as_deref(),
+        Some("monetary budget team would reach 800.00 EUR, above 500; approval required")
+    );
+}
