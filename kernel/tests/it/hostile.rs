@@ -292,6 +292,8 @@ fn run_case(path: &Path) -> Result<usize, String> {
         match call.proof.as_deref() {
             None => {}
             Some("missing") => req.proof = RequestProof::default(),
+            Some("signature_missing") => req.proof.signature.clear(),
+            Some("signer_missing") => req.proof.signer.clear(),
             Some("tampered_arguments") => req.arguments = json!({"path": "/workspace/a.txt"}),
             Some(other) => return Err(format!("unknown proof mode {other}")),
         }
