@@ -72,9 +72,21 @@ fn pay_at(
     id: &str,
     now_ms: u64,
 ) -> Decision {
-    let mut call = request("alice", cap, "bank", "pay", arguments, id);
+    pay_as(k, "alice", cap, arguments, id, now_ms)
+}
+
+/// `agent` pays with `arguments` at `now_ms`; the payment succeeds.
+fn pay_as(
+    k: &mut Kernel,
+    agent: &str,
+    cap: &CapabilityToken,
+    arguments: Value,
+    id: &str,
+    now_ms: u64,
+) -> Decision {
+    let mut call = request(agent, cap, "bank", "pay", arguments, id);
     call.issued_at_ms = now_ms;
-    let call = call.sign(&agent_key("alice")).unwrap();
+    let call = call.sign(&agent_key(agent)).unwrap();
     k.evaluate(&call, now_ms, &mut |_| {
         Ok(chio_kernel::ToolOutput {
             content: json!({"paid": true}),
@@ -284,15 +296,7 @@ fn a_capability_budget_covers_its_lineage() {
         pay(&mut k, &root, eur("1500.00"), "a1").verdict,
         Verdict::Allow
     );
-    let call = request("bob", &child, "bank", "pay", eur("600.00"), "b1");
-    let bob = k.evaluate(&call, NOW_MS, &mut |_| {
-        Ok(chio_kernel::ToolOutput {
-            content: json!({}),
-            label: None,
-            integrity: None,
-            performed: true,
-        })
-    });
+    let bob = pay_as(&mut k, "bob", &child, eur("600.00"), "b1", NOW_MS);
     assert_eq!(
         code(&bob).as_deref(),
         Some("budget-exceeded"),
@@ -511,17 +515,7 @@ fn a_running_total_needs_approval_for_a_child_holding_a_share() {
         json!({"tools": ["pay"], "budget": "team", "total_above": "500"}),
     );
     let mut k = bank_kernel(vec![lineage], vec![total]);
-    let mut bob_pays = |id: &str| {
-        let call = request("bob", &child, "bank", "pay", eur("400.00"), id);
-        k.evaluate(&call, NOW_MS, &mut |_| {
-            Ok(chio_kernel::ToolOutput {
-                content: json!({"paid": true}),
-                label: None,
-                integrity: None,
-                performed: true,
-            })
-        })
-    };
+    let mut bob_pays = |id: &str| pay_as(&mut k, "bob", &child, eur("400.00"), id, NOW_MS);
     let first = bob_pays("b1");
     assert_eq!(first.verdict, Verdict::Allow, "{:?}", first.reason);
     let second = bob_pays("b2");
