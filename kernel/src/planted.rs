@@ -6,7 +6,10 @@
 //! guard, one check of the budget stage, the scope check's comparison
 //! of pinned tool definitions, or one rule of the delegation chain's
 //! attenuation check, at run time, and the search is scored on whether it finds an
-//! escape through the hole. Everything here is behind the test-only cargo
+//! escape through the hole. The switches after the hand-planted ones each
+//! plant a mutant that survived the kernel's own tests under
+//! `cargo-mutants` (`kernel/tests/mutants/survivors.txt`), so one build
+//! serves the search over all of them. Everything here is behind the test-only cargo
 //! feature `planted-weakness`: without it, [`weakened`] is a constant
 //! `false` and every mutant branch compiles away, so a production kernel
 //! carries none of them.
@@ -91,6 +94,49 @@ pub enum Weakness {
     MonetaryCurrencyInverted,
     /// The scope check's monetary total comparison is inverted.
     MonetaryTotalInverted,
+    /// The integrity guard asks admission for no retained labels, so alone
+    /// (with no other label-reading guard) it never sees a session's taint.
+    IntegrityReadsNoLabels,
+    /// Admission hands the guards no open-world flag: every tool looks
+    /// closed-world to the integrity guard.
+    NoOpenWorldFlag,
+    /// No tool keeps what it is sent: a writing tool stores none of its
+    /// caller's labels.
+    WritersKeepNothing,
+    /// Whether a tool keeps what it is sent is inverted: a writing tool
+    /// carries nothing, a read-only one everything.
+    KeepInverted,
+    /// Labels are read only when a guard needs them and the tool may keep
+    /// what it is sent, or for a handed-over argument.
+    LabelsOnlyWithAGuard,
+    /// Labels are read only for a handed-over argument (to a tool that may
+    /// keep it, or under a guard that needs them).
+    LabelsOnlyForHandovers,
+    /// The handed-over-argument test is inverted: an argument built from a
+    /// hand-over is not read.
+    UnrecordedArgumentUnread,
+    /// When the guards read non-empty labels first, sibling shares are not
+    /// read at all.
+    SharesSkippedAfterLabels,
+    /// A delegated token's last link must differ from it in both id and
+    /// subject to refuse it: a token re-keyed to its thief passes.
+    LeafRenameAndRekey,
+    /// The approval guard asks for no running totals, so a call checked
+    /// ahead of the budget batch sees none.
+    ApprovalWithoutTotals,
+    /// The path allowlist holds a tool to the read globs whenever any other
+    /// tool is a read tool: a write tool meets the wider read globs.
+    WritesMeetReadGlobs,
+    /// The path allowlist's session-roots test is inverted.
+    SessionRootsInverted,
+    /// The path allowlist's glob test is inverted.
+    AllowlistInverted,
+    /// The request-age bound refuses only a request exactly at the bound,
+    /// in the past or the future.
+    AgeBoundEqualOnly,
+    /// The request-age bound's staleness test is inverted: a request
+    /// within it is refused, a stale one admitted.
+    AgeBoundInverted,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -98,7 +144,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 30] = [
+    pub const ALL: [Weakness; 45] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -129,6 +175,21 @@ impl Weakness {
         Weakness::MonetaryArgumentSuffices,
         Weakness::MonetaryCurrencyInverted,
         Weakness::MonetaryTotalInverted,
+        Weakness::IntegrityReadsNoLabels,
+        Weakness::NoOpenWorldFlag,
+        Weakness::WritersKeepNothing,
+        Weakness::KeepInverted,
+        Weakness::LabelsOnlyWithAGuard,
+        Weakness::LabelsOnlyForHandovers,
+        Weakness::UnrecordedArgumentUnread,
+        Weakness::SharesSkippedAfterLabels,
+        Weakness::LeafRenameAndRekey,
+        Weakness::ApprovalWithoutTotals,
+        Weakness::WritesMeetReadGlobs,
+        Weakness::SessionRootsInverted,
+        Weakness::AllowlistInverted,
+        Weakness::AgeBoundEqualOnly,
+        Weakness::AgeBoundInverted,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -164,6 +225,21 @@ impl Weakness {
             Weakness::MonetaryArgumentSuffices => "monetary-argument-suffices",
             Weakness::MonetaryCurrencyInverted => "monetary-currency-inverted",
             Weakness::MonetaryTotalInverted => "monetary-total-inverted",
+            Weakness::IntegrityReadsNoLabels => "integrity-reads-no-labels",
+            Weakness::NoOpenWorldFlag => "no-open-world-flag",
+            Weakness::WritersKeepNothing => "writers-keep-nothing",
+            Weakness::KeepInverted => "keep-inverted",
+            Weakness::LabelsOnlyWithAGuard => "labels-only-with-a-guard",
+            Weakness::LabelsOnlyForHandovers => "labels-only-for-handovers",
+            Weakness::UnrecordedArgumentUnread => "unrecorded-argument-unread",
+            Weakness::SharesSkippedAfterLabels => "shares-skipped-after-labels",
+            Weakness::LeafRenameAndRekey => "leaf-rename-and-rekey",
+            Weakness::ApprovalWithoutTotals => "approval-without-totals",
+            Weakness::WritesMeetReadGlobs => "writes-meet-read-globs",
+            Weakness::SessionRootsInverted => "session-roots-inverted",
+            Weakness::AllowlistInverted => "allowlist-inverted",
+            Weakness::AgeBoundEqualOnly => "age-bound-equal-only",
+            Weakness::AgeBoundInverted => "age-bound-inverted",
         }
     }
 
@@ -172,10 +248,13 @@ impl Weakness {
         Weakness::ALL.into_iter().find(|w| w.as_str() == text)
     }
 
-    /// The check the weakness lives in: the guard kind (`prompt-injection`
-    /// or `forbidden-path`), `budget` for the budget stage, `scope` for
-    /// the scope check, or `attenuation` for the delegation chain's
-    /// attenuation check.
+    /// The check the weakness lives in: the guard kind (`prompt-injection`,
+    /// `forbidden-path`, `integrity`, `approval` or `path-allowlist`),
+    /// `budget` for the budget stage, `shares` for the sibling-share read,
+    /// `scope` for the scope check, `attenuation` for the delegation
+    /// chain's attenuation check, `signature` for its signature check,
+    /// `labels` for admission's label reads, or `binding` for the
+    /// request-age bound.
     pub fn guard_kind(&self) -> &'static str {
         match self {
             Weakness::BudgetCheckBeforeAdd | Weakness::NoToolBudgets => "budget",
@@ -195,6 +274,20 @@ impl Weakness {
             | Weakness::NoDotSegmentCollapse
             | Weakness::NoPercentDecoding
             | Weakness::NoBackslashSeparator => "forbidden-path",
+            Weakness::IntegrityReadsNoLabels => "integrity",
+            Weakness::NoOpenWorldFlag
+            | Weakness::WritersKeepNothing
+            | Weakness::KeepInverted
+            | Weakness::LabelsOnlyWithAGuard
+            | Weakness::LabelsOnlyForHandovers
+            | Weakness::UnrecordedArgumentUnread => "labels",
+            Weakness::SharesSkippedAfterLabels => "shares",
+            Weakness::LeafRenameAndRekey => "signature",
+            Weakness::ApprovalWithoutTotals => "approval",
+            Weakness::WritesMeetReadGlobs
+            | Weakness::SessionRootsInverted
+            | Weakness::AllowlistInverted => "path-allowlist",
+            Weakness::AgeBoundEqualOnly | Weakness::AgeBoundInverted => "binding",
             _ => "prompt-injection",
         }
     }
@@ -295,6 +388,13 @@ pub fn weakened_anywhere(weakness: Weakness) -> bool {
     }
 }
 
+/// `holds`, or its negation while `weakness` is planted anywhere: the
+/// inverted comparison of a surviving mutant.
+#[inline]
+pub fn inverted(weakness: Weakness, holds: bool) -> bool {
+    holds != weakened_anywhere(weakness)
+}
+
 /// Marks a guard check as open on this thread while it lives.
 #[derive(Debug)]
 pub struct GuardScope(());
@@ -328,7 +428,18 @@ mod tests {
             assert_eq!(Weakness::parse(w.as_str()), Some(w));
             assert!(matches!(
                 w.guard_kind(),
-                "prompt-injection" | "forbidden-path" | "budget" | "scope" | "attenuation"
+                "prompt-injection"
+                    | "forbidden-path"
+                    | "integrity"
+                    | "approval"
+                    | "path-allowlist"
+                    | "budget"
+                    | "shares"
+                    | "scope"
+                    | "attenuation"
+                    | "signature"
+                    | "labels"
+                    | "binding"
             ));
         }
     }

@@ -156,10 +156,15 @@ fn verify_signatures(
         }
     }
     if let Some(last) = token.delegation_chain.last() {
-        if last.child_id != token.id
-            || last.delegatee != token.subject
-            || last.attenuation != token.state()
-        {
+        let renamed = last.child_id != token.id;
+        let rekeyed = last.delegatee != token.subject;
+        let restated = last.attenuation != token.state();
+        let forged = if planted(Weakness::LeafRenameAndRekey) {
+            (renamed && rekeyed) || restated
+        } else {
+            renamed || rekeyed || restated
+        };
+        if forged {
             return Err(DenyReason::InvalidSignature);
         }
     }
@@ -260,7 +265,7 @@ fn verify_chain(
 /// and each conjunction has a planted inversion (`planted-weakness` builds
 /// only), the mutants the kernel's tests missed.
 fn monetary_covered(p: &MonetaryLimit, c: &MonetaryLimit) -> bool {
-    let invert = |w: Weakness, holds: bool| holds != planted(w);
+    let invert = crate::planted::inverted;
     let argument = invert(Weakness::MonetaryArgumentInverted, p.argument == c.argument);
     let currency = invert(Weakness::MonetaryCurrencyInverted, p.currency == c.currency);
     let per_call = invert(

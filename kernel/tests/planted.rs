@@ -2,19 +2,32 @@
 //! mutant selected, the guard's own check misses the evasion it opens while
 //! the same detector called outside a guard (the search's reference reading)
 //! still catches it, and with none selected the guard catches it again.
-//! One test, so no other test of this binary runs while a mutant is selected.
+//! The switches made from surviving mutants that no reference world can
+//! show (a path allowlist, a request-age bound) are checked here on a
+//! kernel that has one: selected, each admits what the intact kernel
+//! refuses. One test, so no other test of this binary runs while a mutant
+//! is selected.
 //!
 //! Run: `cargo test -p chio-kernel --features planted-weakness --test planted`.
 
 use std::collections::BTreeMap;
 
+#[path = "it/util/mod.rs"]
+mod util;
+
 use chio_kernel::guards::forbidden_path::{ForbiddenPathConfig, ForbiddenPathGuard};
 use chio_kernel::guards::prompt_injection::{
     scan_value, Pattern, PromptInjectionConfig, PromptInjectionGuard,
 };
+use chio_kernel::guards::GuardKind;
 use chio_kernel::guards::{Guard, GuardContext, GuardMeta, GuardMode, GuardVerdict};
 use chio_kernel::planted::{self, Weakness};
+use chio_kernel::stores::KernelStores;
+use chio_kernel::{Kernel, Verdict};
 use serde_json::{json, Value};
+use util::{
+    dispatch, files_scope, guard, issue, kernel, kernel_config, request, standard_files, NOW_MS,
+};
 
 fn meta(id: &str) -> GuardMeta {
     GuardMeta {
@@ -111,4 +124,89 @@ fn mutants_weaken_the_guard_and_nothing_else() {
         decide_hold("k", 2, 1, 2).expect("decided"),
         HoldDecision::Refused { used: 2, limit: 2 }
     );
+    survivor_switches_loosen_their_check();
+}
+
+/// Builds a fresh kernel for one case.
+type Build<'a> = &'a dyn Fn() -> Kernel;
+
+/// The verdict on alice's call under `weakness` (`None`: intact), on a
+/// fresh kernel built by `build`, evaluated `late_ms` after it was issued.
+fn verdict_under(
+    weakness: Option<Weakness>,
+    build: Build<'_>,
+    (tool, path): (&str, &str),
+    late_ms: u64,
+) -> Verdict {
+    let mut kernel = build();
+    let files = standard_files();
+    let cap = issue("cap-alice", "alice", files_scope());
+    let call = request("alice", &cap, "files", tool, json!({ "path": path }), "r-1");
+    planted::select(weakness);
+    let decision = kernel.evaluate(&call, NOW_MS + late_ms, &mut dispatch(&files));
+    planted::select(None);
+    decision.verdict
+}
+
+/// Each switch of the path allowlist and the request-age bound admits a
+/// call the intact kernel refuses.
+fn survivor_switches_loosen_their_check() {
+    let allowlist = || {
+        kernel(vec![guard(
+            "allowlist",
+            GuardKind::PathAllowlist,
+            json!({
+                "read": ["/workspace/notes.txt", "/workspace/shared/**"],
+                "write": ["/workspace/out/**"],
+            }),
+        )])
+    };
+    let aged = || {
+        let mut config = kernel_config(Vec::new());
+        config.max_request_age_ms = Some(1_000);
+        Kernel::new(config, KernelStores::in_memory()).expect("kernel")
+    };
+    let cases: [(Weakness, Build<'_>, (&str, &str), u64); 4] = [
+        // A write outside the write globs, inside the wider read globs.
+        (
+            Weakness::WritesMeetReadGlobs,
+            &allowlist,
+            ("write_file", "/workspace/notes.txt"),
+            0,
+        ),
+        // A read inside the capability's prefix, outside every glob.
+        (
+            Weakness::AllowlistInverted,
+            &allowlist,
+            ("read_file", "/workspace/a.txt"),
+            0,
+        ),
+        // A request a millisecond older than the bound.
+        (
+            Weakness::AgeBoundEqualOnly,
+            &aged,
+            ("read_file", "/workspace/notes.txt"),
+            1_001,
+        ),
+        (
+            Weakness::AgeBoundInverted,
+            &aged,
+            ("read_file", "/workspace/notes.txt"),
+            1_001,
+        ),
+    ];
+    for (weakness, build, call, late_ms) in cases {
+        assert_eq!(
+            verdict_under(None, build, call, late_ms),
+            Verdict::Deny,
+            "{} intact",
+            weakness.as_str()
+        );
+        assert_eq!(
+            verdict_under(Some(weakness), build, call, late_ms),
+            Verdict::Allow,
+            "{} did not loosen its check",
+            weakness.as_str()
+        );
+    }
 }

@@ -15,7 +15,10 @@
 //! and `scenarios/monetary_scope.toml` (a grant carrying a monetary
 //! constraint), each with a `scope-escape` population after
 //! `widen-delegation`, stopping a mutant's
-//! run at the first generation with an escape. Prints, per run, whether an
+//! run at the first generation with an escape. The switches made from the
+//! later mutation runs' survivors (integrity, labels, shares, signature,
+//! approval, path-allowlist and binding kinds) are measured over every
+//! reference scenario by `tests/planted_enumeration.rs`, not here. Prints, per run, whether an
 //! escape was found, the generation and the kernel evaluations it took, and
 //! the first escape's operator sequence in words; then the detection rate
 //! and the median generations and evaluations to the first escape. The
@@ -171,14 +174,22 @@ fn main() {
     }
     let mut found_generations = Vec::new();
     let mut found_evaluations = Vec::new();
+    let mut mutants = 0usize;
     for w in Weakness::ALL {
         let worlds: Vec<&chio_arena::Scenario> = match w {
             Weakness::NoDefinitionPins => vec![&pins_world],
             Weakness::NoDefinitionScan => vec![&poisoning_world],
-            _ if w.guard_kind() == "budget" => vec![&budget_world],
-            _ if w.guard_kind() == "attenuation" => delegation_worlds.iter().collect(),
-            _ => vec![&guards_world],
+            _ => match w.guard_kind() {
+                "budget" => vec![&budget_world],
+                "attenuation" => delegation_worlds.iter().collect(),
+                "prompt-injection" | "forbidden-path" => vec![&guards_world],
+                // The other survivors' switches have no world of their
+                // own here: `tests/planted_enumeration.rs` measures them
+                // over every reference scenario.
+                _ => continue,
+            },
         };
+        mutants += 1;
         if let Some((g, e)) = worlds
             .into_iter()
             .find_map(|world| search(Some(w), world, &config))
@@ -188,7 +199,6 @@ fn main() {
         }
     }
     let found = found_generations.len();
-    let mutants = Weakness::ALL.len();
     println!();
     println!(
         "detection rate: {found}/{mutants} ({:.0}%)",

@@ -142,7 +142,10 @@ impl Guard for ApprovalGuard {
     }
     fn needs(&self) -> GuardNeeds {
         GuardNeeds {
-            money: self.total.is_some(),
+            money: self.total.is_some()
+                && !crate::planted::weakened_anywhere(
+                    crate::planted::Weakness::ApprovalWithoutTotals,
+                ),
             ..GuardNeeds::default()
         }
     }

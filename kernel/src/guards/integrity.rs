@@ -255,7 +255,9 @@ impl Guard for IntegrityGuard {
     fn needs(&self) -> GuardNeeds {
         GuardNeeds {
             journal: false,
-            labels: true,
+            labels: !crate::planted::weakened_anywhere(
+                crate::planted::Weakness::IntegrityReadsNoLabels,
+            ),
             ..GuardNeeds::default()
         }
     }

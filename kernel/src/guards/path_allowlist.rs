@@ -15,6 +15,7 @@ use super::{config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta,
 use crate::error::KernelError;
 use crate::glob::Glob;
 use crate::path::{is_under, normalize_path, path_arguments};
+use crate::planted::{inverted, Weakness};
 use crate::reason::DenyReason;
 
 /// Configuration of `path-allowlist`.
@@ -84,7 +85,11 @@ impl Guard for PathAllowlistGuard {
         GuardKind::PathAllowlist
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
-        let (globs, access) = if self.read_tools.iter().any(|t| t == ctx.tool) {
+        let (globs, access) = if self
+            .read_tools
+            .iter()
+            .any(|t| inverted(Weakness::WritesMeetReadGlobs, t == ctx.tool))
+        {
             (&self.read, "read")
         } else if self.write_tools.iter().any(|t| t == ctx.tool) {
             (&self.write, "write")
@@ -104,13 +109,15 @@ impl Guard for PathAllowlistGuard {
                 Err(problem) => return Ok(GuardVerdict::Deny(problem.reason(&arg.raw))),
             };
             if let Some(roots) = ctx.session_filesystem_roots {
-                if !roots.iter().any(|r| is_under(&normal, r)) {
+                let outside = !roots.iter().any(|r| is_under(&normal, r));
+                if inverted(Weakness::SessionRootsInverted, outside) {
                     return Ok(GuardVerdict::Deny(DenyReason::OutsideSessionRoots {
                         path: arg.raw,
                     }));
                 }
             }
-            if !globs.iter().any(|g| g.is_match(&normal)) {
+            let unlisted = !globs.iter().any(|g| g.is_match(&normal));
+            if inverted(Weakness::AllowlistInverted, unlisted) {
                 return Ok(GuardVerdict::Deny(DenyReason::NotAllowlisted {
                     path: arg.raw,
                     access,

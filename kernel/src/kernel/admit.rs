@@ -20,6 +20,7 @@ use crate::amount::{format_units, units_decimal};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::guards::MoneyTotal;
+use crate::planted::{inverted, weakened_anywhere, Weakness};
 use crate::provenance::{AgentRole, Provenance};
 use crate::reason::{DenyReason, MoneyDeny};
 use crate::receipt::{canonical_sha256, ObservedFinding};
@@ -228,16 +229,32 @@ impl Kernel {
     /// carry its caller's labels: every tool its catalog does not declare
     /// read-only, and every tool of a kernel with no catalog.
     fn may_keep(&self, request: &ToolCallRequest) -> bool {
-        self.contracts
-            .as_ref()
-            .is_none_or(|c| !c.reads_only(&request.server, &request.tool))
+        !weakened_anywhere(Weakness::WritersKeepNothing)
+            && self.contracts.as_ref().is_none_or(|c| {
+                inverted(
+                    Weakness::KeepInverted,
+                    !c.reads_only(&request.server, &request.tool),
+                )
+            })
     }
 
     /// Whether admission reads labels for this call: a guard needs them,
     /// the tool may keep what it is sent, or an argument was built from a
     /// handed-over value whose record must be read.
     pub(super) fn reads_labels(&self, request: &ToolCallRequest) -> bool {
-        self.needs.labels || self.may_keep(request) || !request.argument_sources.is_empty()
+        let guard = self.needs.labels;
+        let keep = self.may_keep(request);
+        let handed = inverted(
+            Weakness::UnrecordedArgumentUnread,
+            !request.argument_sources.is_empty(),
+        );
+        if weakened_anywhere(Weakness::LabelsOnlyWithAGuard) {
+            (guard && keep) || handed
+        } else if weakened_anywhere(Weakness::LabelsOnlyForHandovers) {
+            (guard || keep) && handed
+        } else {
+            guard || keep || handed
+        }
     }
 
     /// The role a world declared for `principal` (ordinary when none).
@@ -372,7 +389,10 @@ impl Kernel {
         let trace = &mut state.trace;
         if plan.shares_in_batch && labels_empty {
             read_shares(&verified.shares, &mut answers, trace)?;
-        } else if !verified.shares.is_empty() {
+        } else if inverted(
+            Weakness::SharesSkippedAfterLabels,
+            !verified.shares.is_empty(),
+        ) {
             let late = self.stores.run_batch(share_ops(&verified.shares).collect());
             read_shares(&verified.shares, &mut late.into_iter(), trace)?;
         }
@@ -426,10 +446,11 @@ impl Kernel {
             carried: BTreeSet::new(),
             provenance: Provenance {
                 role: self.role_of(principal),
-                open_world: self
-                    .contracts
-                    .as_ref()
-                    .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
+                open_world: !weakened_anywhere(Weakness::NoOpenWorldFlag)
+                    && self
+                        .contracts
+                        .as_ref()
+                        .is_some_and(|c| c.reaches_open_world(&request.server, &request.tool)),
                 ..Provenance::default()
             },
         };

@@ -22,14 +22,14 @@ impl Kernel {
     ) -> Result<String, DenyReason> {
         let principal = bind_proof(request, verified, &self.agent_keys)?;
         if let Some(max_age) = self.max_request_age_ms {
-            if now_ms.saturating_sub(request.issued_at_ms) > max_age {
+            if beyond_age(now_ms.saturating_sub(request.issued_at_ms), max_age, true) {
                 return Err(DenyReason::RequestStale {
                     issued: request.issued_at_ms,
                     now: now_ms,
                     max_age,
                 });
             }
-            if request.issued_at_ms.saturating_sub(now_ms) > max_age {
+            if beyond_age(request.issued_at_ms.saturating_sub(now_ms), max_age, false) {
                 return Err(DenyReason::RequestFromFuture {
                     issued: request.issued_at_ms,
                     now: now_ms,
@@ -37,6 +37,20 @@ impl Kernel {
             }
         }
         Ok(principal)
+    }
+}
+
+/// Whether a request `gap` milliseconds from now (`stale`: in the past) is
+/// past the bound (inclusive: exactly at the bound is within). Each planted
+/// comparison is a surviving mutant (`planted-weakness` builds only).
+fn beyond_age(gap: u64, max_age: u64, stale: bool) -> bool {
+    use crate::planted::{weakened_anywhere, Weakness};
+    if weakened_anywhere(Weakness::AgeBoundEqualOnly) {
+        gap == max_age
+    } else if stale && weakened_anywhere(Weakness::AgeBoundInverted) {
+        gap < max_age
+    } else {
+        gap > max_age
     }
 }
 
