@@ -46,9 +46,9 @@ use shape::{
     WideningCandidates,
 };
 pub use world::{
-    base_steps, budget_limit, declared_scopes, insider, labelled_read_after,
-    pinned_redefinition_after, poisoned_redefinition_after, revocation_after, BaseStep,
-    DeclaredGrant, DeclaredScope,
+    base_steps, budget_limit, consequential_calls, declared_scopes, insider, labelled_read_after,
+    pinned_redefinition_after, poisoned_redefinition_after, revocation_after, untrusted_read_after,
+    BaseStep, ConsequentialCall, DeclaredGrant, DeclaredScope,
 };
 
 /// The call an action makes (for a replay: the captured original).
@@ -459,6 +459,20 @@ fn goal_mutation(
                 Mutation::AfterLabelledRead { read_step }
             }))
         }
+        Gene::CapabilityOverrequest { choice, .. } if *goal == Goal::ActOnUntrusted => {
+            let calls = consequential_calls(scenario, &base.agent);
+            let target = calls.get(*choice as usize % calls.len().max(1));
+            Some(target.zip(untrusted_read_after(scenario, base)).map(
+                |(target, (read_step, at_ms))| {
+                    call.evaluation_ms = at_ms;
+                    call.arguments = arguments_for(scenario, target, base);
+                    call.server.clone_from(&target.server);
+                    call.tool.clone_from(&target.tool);
+                    call.capability.clone_from(&target.grant);
+                    Mutation::AfterLabelledRead { read_step }
+                },
+            ))
+        }
         Gene::CapabilityOverrequest { .. } if *goal == Goal::UseChangedDefinition => Some(timed(
             pinned_redefinition_after(scenario, base),
             |redefine_step| Mutation::AfterRedefinition { redefine_step },
@@ -480,6 +494,30 @@ fn goal_mutation(
         }
         _ => None,
     }
+}
+
+/// The arguments of a consequential call: those of the scenario's first
+/// call of the same tool on the same server, else the base step's when it
+/// calls that server, else none.
+fn arguments_for(scenario: &Scenario, target: &ConsequentialCall, base: &BaseStep) -> Value {
+    let declared = scenario.schedule().iter().find_map(|s| {
+        let step = scenario.step(s.step_index).ok()?;
+        match &step.action {
+            Action::Call(call) if call.server == target.server && call.tool == target.tool => {
+                Some(call.arguments.clone())
+            }
+            _ => None,
+        }
+    });
+    declared
+        .filter(|a| !chio_arena::scenario::value::has_references(a))
+        .unwrap_or_else(|| {
+            if base.server == target.server {
+                base.arguments.clone()
+            } else {
+                Value::Object(Default::default())
+            }
+        })
 }
 
 /// Swaps the call's tool, server or both (`swap` and `choice` of the gene)

@@ -423,7 +423,8 @@ pub fn goal_families(goal: &Goal) -> &'static [Family] {
         | Goal::LeakLabel
         | Goal::ExceedBudget
         | Goal::UseChangedDefinition
-        | Goal::CallPoisonedTool => &[Family::Protocol],
+        | Goal::CallPoisonedTool
+        | Goal::ActOnUntrusted => &[Family::Protocol],
         Goal::WidenDelegation => &[Family::Protocol],
     }
 }

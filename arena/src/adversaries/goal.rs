@@ -20,7 +20,12 @@
 //! right after the scenario redefines its tool under a capability that pins
 //! definitions, and for `call-poisoned-tool` right after a redefinition that
 //! the definition scan flags, on a kernel whose enforcing injection guard
-//! reads definitions; either is an escape when admitted.
+//! reads definitions; either is an escape when admitted. For
+//! `act-on-untrusted` the call is swapped for a tool the kernel's
+//! `integrity` guard lists as consequential and one of the agent's grants
+//! covers (the gene's choice picks which), made right after the agent's
+//! first read that the scenario's server marks untrusted, at or after the
+//! base step; it is an escape when admitted.
 
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +62,9 @@ pub enum Goal {
     /// A call to a tool whose definition in force the definition scan flags,
     /// on a kernel whose enforcing injection guard reads definitions, admitted.
     CallPoisonedTool,
+    /// A consequential call (in the `integrity` guard's set, covered by the
+    /// agent's grant) admitted right after the agent read untrusted content.
+    ActOnUntrusted,
 }
 
 impl Goal {
@@ -83,6 +91,7 @@ impl Goal {
             Goal::ExceedBudget => "exceed-budget",
             Goal::UseChangedDefinition => "use-changed-definition",
             Goal::CallPoisonedTool => "call-poisoned-tool",
+            Goal::ActOnUntrusted => "act-on-untrusted",
         }
     }
 
@@ -91,7 +100,7 @@ impl Goal {
         match class {
             AdversaryClass::PromptInjection => "smuggle-instruction",
             AdversaryClass::CapabilityOverrequest => {
-                "use-beyond-scope, reach-forbidden-path, leak-label, use-changed-definition or call-poisoned-tool"
+                "use-beyond-scope, reach-forbidden-path, leak-label, use-changed-definition, call-poisoned-tool or act-on-untrusted"
             }
             AdversaryClass::ReplayAttempt => "replay-request, outlive-revocation or exceed-budget",
             AdversaryClass::ScopeEscape => "widen-delegation",
@@ -121,6 +130,7 @@ impl Goal {
             Some("exceed-budget") => Goal::ExceedBudget,
             Some("use-changed-definition") => Goal::UseChangedDefinition,
             Some("call-poisoned-tool") => Goal::CallPoisonedTool,
+            Some("act-on-untrusted") => Goal::ActOnUntrusted,
             Some("reach-forbidden-path") => {
                 let path = goal_path.ok_or_else(|| {
                     refuse(
@@ -142,7 +152,7 @@ impl Goal {
                 return Err(refuse(
                     "goal",
                     format!(
-                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label, widen-delegation, exceed-budget, use-changed-definition or call-poisoned-tool"
+                        "unknown goal {other:?}; use smuggle-instruction, reach-forbidden-path, use-beyond-scope, replay-request, outlive-revocation, leak-label, widen-delegation, exceed-budget, use-changed-definition, call-poisoned-tool or act-on-untrusted"
                     ),
                 ))
             }
@@ -157,6 +167,7 @@ impl Goal {
                         | Goal::LeakLabel
                         | Goal::UseChangedDefinition
                         | Goal::CallPoisonedTool
+                        | Goal::ActOnUntrusted
                 )
             }
             AdversaryClass::ReplayAttempt => {
@@ -266,6 +277,20 @@ mod tests {
             .as_deref(),
             Some("a.goal_path")
         );
+    }
+
+    // act-on-untrusted parses for capability-overrequest only, its gene choosing the consequential call.
+    #[test]
+    fn act_on_untrusted_fits_the_overrequest_class() {
+        use AdversaryClass::*;
+        let goal = Goal::from_block(CapabilityOverrequest, Some("act-on-untrusted"), None, "a");
+        assert_eq!(goal.unwrap(), Goal::ActOnUntrusted);
+        assert_eq!(Goal::ActOnUntrusted.as_str(), "act-on-untrusted");
+        assert!(Goal::ActOnUntrusted.uses_gene());
+        for other in [PromptInjection, ReplayAttempt, ScopeEscape] {
+            let refused = Goal::from_block(other, Some("act-on-untrusted"), None, "a").unwrap_err();
+            assert!(refused.to_string().contains("cannot pursue"), "{refused}");
+        }
     }
 
     // The two tool-definition goals parse for capability-overrequest only, and take no gene.

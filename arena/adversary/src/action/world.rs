@@ -4,7 +4,9 @@
 //! read has happened (where `outlive-revocation` and `leak-label` actions
 //! are made), and the redefine steps after which a pinned capability's tool
 //! has changed or a tool's definition in force is flagged (where
-//! `use-changed-definition` and `call-poisoned-tool` actions are made).
+//! `use-changed-definition` and `call-poisoned-tool` actions are made),
+//! and the untrusted reads after which an `act-on-untrusted` action makes
+//! a consequential call.
 //! Building and mutating actions lives in the parent module.
 
 use super::*;
@@ -301,6 +303,99 @@ pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(Stri
             (marked && step.head.agent == base.agent && call.server != base.server)
                 .then(|| (step.head.id.clone(), s.evaluation_ms))
         })
+}
+
+/// The first call step at or after `base`, by the same agent and expected
+/// to be performed, whose server marks what it returns untrusted (`integrity = "untrusted"`, or an
+/// `integrity_globs` entry matching its `path` argument), with its
+/// evaluation offset: where an `act-on-untrusted` action is made.
+pub fn untrusted_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
+    let file = scenario.file();
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_index != base.step_index)
+        .find_map(|s| {
+            let step = step_at(scenario, s.step_index)?;
+            let Action::Call(call) = &step.action else {
+                return None;
+            };
+            let server = file.servers.iter().find(|d| d.id == call.server)?;
+            let path = call.arguments.get("path").and_then(Value::as_str);
+            let by_glob = path.and_then(|path| {
+                server.integrity_globs.as_ref().and_then(|globs| {
+                    globs
+                        .iter()
+                        .find(|(glob, _)| chio_kernel::glob::Glob::new(glob).is_match(path))
+                        .map(|(_, integrity)| integrity.as_str())
+                })
+            });
+            let untrusted = by_glob.or(server.integrity.as_deref()) == Some("untrusted");
+            // A read the scenario expects refused taints nothing.
+            let performed = call.expect_verdict != ExpectedVerdict::Deny;
+            (untrusted && performed && step.head.agent == base.agent)
+                .then(|| (step.head.id.clone(), s.evaluation_ms))
+        })
+}
+
+/// One consequential call an agent may make: the server, the tool and the
+/// grant that covers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsequentialCall {
+    /// The server called.
+    pub server: String,
+    /// The tool called.
+    pub tool: String,
+    /// The agent's grant that covers it.
+    pub grant: String,
+}
+
+/// The consequential calls `agent` may make, in declaration order: each
+/// tool an enforcing `integrity` guard of the server's kernel lists in
+/// `consequential` (for `"*"`, every tool the grant names) that one of the
+/// agent's own grants covers. Empty when no such guard sits in front of
+/// any server the agent holds a grant for.
+pub fn consequential_calls(scenario: &Scenario, agent: &str) -> Vec<ConsequentialCall> {
+    let file = scenario.file();
+    let listed = |server: &str, tool: &str| {
+        let Some(decl) = file.servers.iter().find(|d| d.id == server) else {
+            return false;
+        };
+        let Some(kernel) = file.kernels.iter().find(|k| k.id == decl.kernel) else {
+            return false;
+        };
+        file.guards.iter().any(|g| {
+            let integrity = g.kind.as_deref().unwrap_or(g.id.as_str()) == "integrity";
+            let enforcing = g.mode.as_deref().unwrap_or("enforce") == "enforce";
+            let tools = g
+                .config
+                .as_ref()
+                .and_then(|c| c.get("consequential"))
+                .and_then(|c| c.get(server))
+                .and_then(|c| c.as_array());
+            integrity
+                && enforcing
+                && kernel.guards.contains(&g.id)
+                && tools.is_some_and(|tools| {
+                    tools
+                        .iter()
+                        .any(|t| t.as_str().is_some_and(|t| t == tool || t == "*"))
+                })
+        })
+    };
+    let mut out = Vec::new();
+    for grant in file.grants.iter().filter(|g| g.agent == agent) {
+        for tool in &grant.tools {
+            if tool != "*" && listed(&grant.server, tool) {
+                out.push(ConsequentialCall {
+                    server: grant.server.clone(),
+                    tool: tool.clone(),
+                    grant: grant.id.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// The tightest budget the scenario declares over `base`'s call: its
