@@ -549,6 +549,8 @@ pub struct AdversaryDecl {
     pub goal: Option<String>,
     /// The path a `reach-forbidden-path` goal tries to reach.
     pub goal_path: Option<String>,
+    /// The tools that path is forbidden to (default: every tool).
+    pub goal_tools: Option<Vec<String>>,
     /// Populations the block's lineage breeds per generation (default: the evolve configuration's).
     pub population_size: Option<i64>,
 }

@@ -356,7 +356,7 @@ pub fn mutate_with(
         _ => "",
     };
     let goal_path = match goal {
-        Goal::ReachForbiddenPath { path } => Some(path.as_str()),
+        Goal::ReachForbiddenPath { path, .. } => Some(path.as_str()),
         _ => None,
     };
     let mut draft = Draft::new(payload_text, goal_path);
@@ -482,7 +482,14 @@ fn goal_mutation(
             |redefine_step| Mutation::AfterRedefinition { redefine_step },
         )),
         Gene::CapabilityOverrequest { .. } if matches!(goal, Goal::ReachForbiddenPath { .. }) => {
-            Some(draft.path.clone().map(|path| {
+            // A path forbidden to some tools only is tried with those.
+            let tried = match goal {
+                Goal::ReachForbiddenPath { tools, .. } => {
+                    tools.is_empty() || tools.contains(&base.tool)
+                }
+                _ => true,
+            };
+            Some(draft.path.clone().filter(|_| tried).map(|path| {
                 if !call.arguments.is_object() {
                     call.arguments = Value::Object(Default::default());
                 }

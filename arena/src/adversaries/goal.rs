@@ -38,10 +38,14 @@ use crate::error::ArenaError;
 pub enum Goal {
     /// An instruction past the injection guard, still readable as one.
     SmuggleInstruction,
-    /// A path the forbidden-path guard refuses, reached with an allow.
+    /// A path the policy refuses, reached with an allow.
     ReachForbiddenPath {
         /// The forbidden path, as the policy names it.
         path: String,
+        /// The tools the path is forbidden to (`goal_tools`; empty: every
+        /// tool): only base steps calling one of them make actions.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
     },
     /// A call the presented capability does not cover, admitted.
     UseBeyondScope,
@@ -92,6 +96,27 @@ impl Goal {
             Goal::UseChangedDefinition => "use-changed-definition",
             Goal::CallPoisonedTool => "call-poisoned-tool",
             Goal::ActOnUntrusted => "act-on-untrusted",
+        }
+    }
+
+    /// Whether `class` may pursue this goal.
+    fn fits(&self, class: AdversaryClass) -> bool {
+        match class {
+            AdversaryClass::PromptInjection => *self == Goal::SmuggleInstruction,
+            AdversaryClass::CapabilityOverrequest => matches!(
+                self,
+                Goal::UseBeyondScope
+                    | Goal::ReachForbiddenPath { .. }
+                    | Goal::LeakLabel
+                    | Goal::UseChangedDefinition
+                    | Goal::CallPoisonedTool
+                    | Goal::ActOnUntrusted
+            ),
+            AdversaryClass::ReplayAttempt => matches!(
+                self,
+                Goal::ReplayRequest | Goal::OutliveRevocation | Goal::ExceedBudget
+            ),
+            AdversaryClass::ScopeEscape => *self == Goal::WidenDelegation,
         }
     }
 
@@ -146,6 +171,7 @@ impl Goal {
                 }
                 Goal::ReachForbiddenPath {
                     path: path.to_string(),
+                    tools: Vec::new(),
                 }
             }
             Some(other) => {
@@ -157,28 +183,7 @@ impl Goal {
                 ))
             }
         };
-        let fits = match class {
-            AdversaryClass::PromptInjection => goal == Goal::SmuggleInstruction,
-            AdversaryClass::CapabilityOverrequest => {
-                matches!(
-                    goal,
-                    Goal::UseBeyondScope
-                        | Goal::ReachForbiddenPath { .. }
-                        | Goal::LeakLabel
-                        | Goal::UseChangedDefinition
-                        | Goal::CallPoisonedTool
-                        | Goal::ActOnUntrusted
-                )
-            }
-            AdversaryClass::ReplayAttempt => {
-                matches!(
-                    goal,
-                    Goal::ReplayRequest | Goal::OutliveRevocation | Goal::ExceedBudget
-                )
-            }
-            AdversaryClass::ScopeEscape => goal == Goal::WidenDelegation,
-        };
-        if !fits {
+        if !goal.fits(class) {
             return Err(refuse(
                 "goal",
                 format!(
@@ -196,6 +201,36 @@ impl Goal {
             ));
         }
         Ok(goal)
+    }
+
+    /// Applies a block's `goal_tools` (`None`: absent) to a validated
+    /// goal: only `reach-forbidden-path` takes them, as a non-empty list of
+    /// tool names (a path readable but not writable is a goal for the
+    /// write tools only).
+    pub fn with_tools(self, tools: Option<&[String]>, field: &str) -> Result<Goal, ArenaError> {
+        let Some(tools) = tools else {
+            return Ok(self);
+        };
+        let refuse = |reason: &str| ArenaError::AdversaryParam {
+            field: format!("{field}.goal_tools"),
+            reason: reason.to_string(),
+        };
+        match self {
+            Goal::ReachForbiddenPath { path, .. } => {
+                if tools.is_empty() || tools.iter().any(|t| t.is_empty()) {
+                    return Err(refuse(
+                        "list the tools the path is forbidden to, such as [\"write_file\"], or remove goal_tools for every tool",
+                    ));
+                }
+                Ok(Goal::ReachForbiddenPath {
+                    path,
+                    tools: tools.to_vec(),
+                })
+            }
+            _ => Err(refuse(
+                "only goal = \"reach-forbidden-path\" takes tools; remove goal_tools",
+            )),
+        }
     }
 
     /// Whether the class gene shapes this goal's actions (a path goal names
@@ -233,7 +268,8 @@ mod tests {
             )
             .unwrap(),
             Goal::ReachForbiddenPath {
-                path: "/workspace/.env".into()
+                path: "/workspace/.env".into(),
+                tools: Vec::new(),
             }
         );
     }
@@ -276,6 +312,39 @@ mod tests {
             ))
             .as_deref(),
             Some("a.goal_path")
+        );
+    }
+
+    // goal_tools narrows a path goal to its tools; an empty list, an empty name or another goal is refused naming the key.
+    #[test]
+    fn goal_tools_narrow_a_path_goal_only() {
+        use AdversaryClass::*;
+        let path = Goal::from_block(
+            CapabilityOverrequest,
+            Some("reach-forbidden-path"),
+            Some("/w/plan.md"),
+            "a",
+        )
+        .unwrap();
+        let write = vec!["write_file".to_string()];
+        assert_eq!(
+            path.clone().with_tools(Some(&write), "a").unwrap(),
+            Goal::ReachForbiddenPath {
+                path: "/w/plan.md".into(),
+                tools: write.clone(),
+            }
+        );
+        assert_eq!(path.clone().with_tools(None, "a").unwrap(), path);
+        let field = |r: Result<Goal, ArenaError>| r.unwrap_err().field().map(str::to_string);
+        for bad in [vec![], vec![String::new()]] {
+            assert_eq!(
+                field(path.clone().with_tools(Some(&bad), "a")).as_deref(),
+                Some("a.goal_tools")
+            );
+        }
+        assert_eq!(
+            field(Goal::UseBeyondScope.with_tools(Some(&write), "a")).as_deref(),
+            Some("a.goal_tools")
         );
     }
 

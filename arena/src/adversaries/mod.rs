@@ -74,7 +74,8 @@ pub fn resolve_block(
         block.goal.as_deref(),
         block.goal_path.as_deref(),
         &field,
-    )?;
+    )?
+    .with_tools(block.goal_tools.as_deref(), &field)?;
     let pool_size = match block.population_size {
         None => None,
         Some(n) if (1..=i64::from(MAX_POPULATION_SIZE)).contains(&n) => Some(n as u32),

@@ -68,7 +68,7 @@ pub(super) fn feedback(
                 decided_stage,
             }
         }
-        Goal::ReachForbiddenPath { path } => {
+        Goal::ReachForbiddenPath { path, .. } => {
             let spelled = action
                 .call
                 .arguments

@@ -445,6 +445,24 @@ fn consequential_calls_after_an_untrusted_read_are_refused() {
     .contains(b)));
 }
 
+// A path goal narrowed to the write tool (`goal_tools`) is tried from the write steps only, never from a read of the same path, and the path allowlist refuses every write of the read-only plan.
+#[test]
+fn a_path_forbidden_to_writes_is_tried_with_writes_only() {
+    let scenario = scenario("path_allowlist.toml");
+    let records: Vec<_> = evolved_records(&scenario, 2, 4)
+        .into_iter()
+        .filter(|r| r.action.starts_with("plan-overwrite"))
+        .collect();
+    assert!(!records.is_empty());
+    for record in &records {
+        assert_eq!(record.base_step, "write-summary", "{record:?}");
+        assert_eq!(record.result, ActionResult::Defeated, "{record:?}");
+    }
+    assert!(records
+        .iter()
+        .any(|r| r.guard.as_deref() == Some("allowlist")));
+}
+
 // An exceed-budget burst makes one copy more than the tightest declared budget (here the tool budget of 2 under a capability limit of 5): the kernel admits exactly the budget, sequentially and with every copy admitted before any completes, and the independent count finds no escape.
 #[test]
 fn budget_bursts_are_held_at_the_tightest_limit() {

@@ -255,7 +255,10 @@ fn goals_choose_families() {
     assert!(goal_operators(&Goal::SmuggleInstruction)
         .iter()
         .all(|o| o.family() != Family::Path));
-    let path = Goal::ReachForbiddenPath { path: "/a".into() };
+    let path = Goal::ReachForbiddenPath {
+        path: "/a".into(),
+        tools: Vec::new(),
+    };
     assert!(goal_operators(&path)
         .iter()
         .all(|o| o.family() == Family::Path));
