@@ -137,6 +137,13 @@ pub enum Weakness {
     /// The request-age bound's staleness test is inverted: a request
     /// within it is refused, a stale one admitted.
     AgeBoundInverted,
+    /// The information-flow guard drops what a delegator held when it
+    /// delegated (the mutant made `carry_delegator_labels` default to
+    /// `false`; planted on every world, as no reference world writes the
+    /// key out as `true`).
+    DelegatorLabelsDropped,
+    /// The secret-redaction guard's argument scan skips arrays.
+    SecretArraysUnread,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -144,7 +151,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 45] = [
+    pub const ALL: [Weakness; 47] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -190,6 +197,8 @@ impl Weakness {
         Weakness::AllowlistInverted,
         Weakness::AgeBoundEqualOnly,
         Weakness::AgeBoundInverted,
+        Weakness::DelegatorLabelsDropped,
+        Weakness::SecretArraysUnread,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -240,6 +249,8 @@ impl Weakness {
             Weakness::AllowlistInverted => "allowlist-inverted",
             Weakness::AgeBoundEqualOnly => "age-bound-equal-only",
             Weakness::AgeBoundInverted => "age-bound-inverted",
+            Weakness::DelegatorLabelsDropped => "delegator-labels-dropped",
+            Weakness::SecretArraysUnread => "secret-arrays-unread",
         }
     }
 
@@ -249,7 +260,8 @@ impl Weakness {
     }
 
     /// The check the weakness lives in: the guard kind (`prompt-injection`,
-    /// `forbidden-path`, `integrity`, `approval` or `path-allowlist`),
+    /// `forbidden-path`, `integrity`, `approval`, `path-allowlist`,
+    /// `information-flow` or `secret-redaction`),
     /// `budget` for the budget stage, `shares` for the sibling-share read,
     /// `scope` for the scope check, `attenuation` for the delegation
     /// chain's attenuation check, `signature` for its signature check,
@@ -288,6 +300,8 @@ impl Weakness {
             | Weakness::SessionRootsInverted
             | Weakness::AllowlistInverted => "path-allowlist",
             Weakness::AgeBoundEqualOnly | Weakness::AgeBoundInverted => "binding",
+            Weakness::DelegatorLabelsDropped => "information-flow",
+            Weakness::SecretArraysUnread => "secret-redaction",
             _ => "prompt-injection",
         }
     }
@@ -433,6 +447,8 @@ mod tests {
                     | "integrity"
                     | "approval"
                     | "path-allowlist"
+                    | "information-flow"
+                    | "secret-redaction"
                     | "budget"
                     | "shares"
                     | "scope"

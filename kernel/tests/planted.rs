@@ -3,7 +3,8 @@
 //! the same detector called outside a guard (the search's reference reading)
 //! still catches it, and with none selected the guard catches it again.
 //! The switches made from surviving mutants that no reference world can
-//! show (a path allowlist, a request-age bound) are checked here on a
+//! show (a request-age bound, a credential in an array argument; and the
+//! path allowlist's) are checked here on a
 //! kernel that has one: selected, each admits what the intact kernel
 //! refuses. One test, so no other test of this binary runs while a mutant
 //! is selected.
@@ -135,21 +136,21 @@ type Build<'a> = &'a dyn Fn() -> Kernel;
 fn verdict_under(
     weakness: Option<Weakness>,
     build: Build<'_>,
-    (tool, path): (&str, &str),
+    (tool, arguments): (&str, Value),
     late_ms: u64,
 ) -> Verdict {
     let mut kernel = build();
     let files = standard_files();
     let cap = issue("cap-alice", "alice", files_scope());
-    let call = request("alice", &cap, "files", tool, json!({ "path": path }), "r-1");
+    let call = request("alice", &cap, "files", tool, arguments, "r-1");
     planted::select(weakness);
     let decision = kernel.evaluate(&call, NOW_MS + late_ms, &mut dispatch(&files));
     planted::select(None);
     decision.verdict
 }
 
-/// Each switch of the path allowlist and the request-age bound admits a
-/// call the intact kernel refuses.
+/// Each switch of the path allowlist, the request-age bound and the
+/// argument scan for credentials admits a call the intact kernel refuses.
 fn survivor_switches_loosen_their_check() {
     let allowlist = || {
         kernel(vec![guard(
@@ -166,38 +167,59 @@ fn survivor_switches_loosen_their_check() {
         config.max_request_age_ms = Some(1_000);
         Kernel::new(config, KernelStores::in_memory()).expect("kernel")
     };
-    let cases: [(Weakness, Build<'_>, (&str, &str), u64); 4] = [
+    let redaction = || {
+        kernel(vec![guard(
+            "redact",
+            GuardKind::SecretRedaction,
+            json!({ "scan": ["arguments"] }),
+        )])
+    };
+    let at = |path: &str| json!({ "path": path });
+    let cases: [(Weakness, Build<'_>, (&str, Value), u64); 5] = [
         // A write outside the write globs, inside the wider read globs.
         (
             Weakness::WritesMeetReadGlobs,
             &allowlist,
-            ("write_file", "/workspace/notes.txt"),
+            ("write_file", at("/workspace/notes.txt")),
             0,
         ),
         // A read inside the capability's prefix, outside every glob.
         (
             Weakness::AllowlistInverted,
             &allowlist,
-            ("read_file", "/workspace/a.txt"),
+            ("read_file", at("/workspace/a.txt")),
             0,
         ),
         // A request a millisecond older than the bound.
         (
             Weakness::AgeBoundEqualOnly,
             &aged,
-            ("read_file", "/workspace/notes.txt"),
+            ("read_file", at("/workspace/notes.txt")),
             1_001,
         ),
         (
             Weakness::AgeBoundInverted,
             &aged,
-            ("read_file", "/workspace/notes.txt"),
+            ("read_file", at("/workspace/notes.txt")),
             1_001,
+        ),
+        // A credential inside an array argument.
+        (
+            Weakness::SecretArraysUnread,
+            &redaction,
+            (
+                "write_file",
+                json!({
+                    "path": "/workspace/out.txt",
+                    "lines": ["Authorization: Bearer abc.def-123456"],
+                }),
+            ),
+            0,
         ),
     ];
     for (weakness, build, call, late_ms) in cases {
         assert_eq!(
-            verdict_under(None, build, call, late_ms),
+            verdict_under(None, build, call.clone(), late_ms),
             Verdict::Deny,
             "{} intact",
             weakness.as_str()

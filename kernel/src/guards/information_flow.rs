@@ -105,10 +105,12 @@ impl Guard for InformationFlowGuard {
                 .position(|p| key.starts_with(p))
                 .unwrap_or(4)
         };
+        let carry = self.carry_delegator_labels
+            && !crate::planted::weakened_anywhere(crate::planted::Weakness::DelegatorLabelsDropped);
         let mut entries: Vec<_> = ctx
             .labels
             .iter()
-            .filter(|(key, _)| self.carry_delegator_labels || !key.starts_with("delegation/"))
+            .filter(|(key, _)| carry || !key.starts_with("delegation/"))
             .collect();
         entries.sort_by_key(|(key, _)| (rank(key), key.as_str()));
         for (key, labels) in entries {
@@ -130,5 +132,23 @@ impl Guard for InformationFlowGuard {
             }
         }
         Ok(GuardVerdict::Allow)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A configuration that does not name carry_delegator_labels carries them: the relaxation must be written out.
+    #[test]
+    fn delegator_labels_are_carried_unless_relaxed() {
+        let read = |text: &str| -> InformationFlowConfig {
+            serde_json::from_str(text).expect("configuration")
+        };
+        assert!(read(r#"{"clearance": {"publish": "public"}}"#).carry_delegator_labels);
+        assert!(
+            !read(r#"{"clearance": {"publish": "public"}, "carry_delegator_labels": false}"#)
+                .carry_delegator_labels
+        );
     }
 }

@@ -150,10 +150,14 @@ fn first_in(value: &Value, kinds: &[CredentialKind], at: &str) -> Option<(Creden
     };
     match value {
         Value::String(text) => found(text).map(|kind| (kind, at.to_string())),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .find_map(|(i, item)| first_in(item, kinds, &format!("{at}/{i}"))),
+        Value::Array(items)
+            if !crate::planted::weakened_anywhere(crate::planted::Weakness::SecretArraysUnread) =>
+        {
+            items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| first_in(item, kinds, &format!("{at}/{i}")))
+        }
         Value::Object(members) => members.iter().find_map(|(key, member)| {
             let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
             match found(key) {
@@ -262,6 +266,53 @@ mod tests {
         ] {
             assert_eq!(redact_text(text, &all).as_deref(), Some(want), "{text:?}");
         }
+    }
+
+    /// A context for a call with `arguments`.
+    fn context(arguments: &Value) -> GuardContext<'_> {
+        use std::collections::{BTreeMap, BTreeSet};
+        static LABELS: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        static MONEY: BTreeMap<String, crate::guards::MoneyTotal> = BTreeMap::new();
+        GuardContext {
+            server: "http",
+            tool: "post",
+            arguments,
+            agent_id: "a",
+            session_id: "s",
+            journal: &[],
+            labels: &LABELS,
+            money: &MONEY,
+            session_filesystem_roots: None,
+            provenance: &crate::provenance::NO_PROVENANCE,
+            definition: None,
+        }
+    }
+
+    fn guard_scanning(scan: &[&str]) -> SecretRedactionGuard {
+        SecretRedactionGuard::new(
+            GuardMeta {
+                id: "redact".into(),
+                mode: GuardMode::Enforce,
+            },
+            SecretRedactionConfig {
+                patterns: None,
+                scan: Some(scan.iter().map(|s| s.to_string()).collect()),
+            },
+        )
+        .unwrap()
+    }
+
+    // An argument scan finds a credential inside an array, naming its pointer; an argument-only guard leaves outputs alone.
+    #[test]
+    fn arrays_are_scanned_and_each_scan_place_is_its_own() {
+        let guard = guard_scanning(&["arguments"]);
+        let arguments = json!({"headers": ["Accept: */*", "Authorization: Bearer abc.def-123456"]});
+        let GuardVerdict::Deny(reason) = guard.check_request(&context(&arguments)).unwrap() else {
+            panic!("a credential in an array passed");
+        };
+        assert!(reason.to_string().contains("/headers/1"), "{reason}");
+        assert!(!guard.inspects_output());
+        assert!(guard_scanning(&["output"]).inspects_output());
     }
 
     // Look-alikes that are not credentials are left alone.

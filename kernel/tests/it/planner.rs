@@ -269,3 +269,84 @@ fn a_catalogs_open_world_tool_refuses_a_planners_untrusted_argument() {
     let closed = call("note", "c1");
     assert_eq!(closed.verdict, Verdict::Allow, "{:?}", closed.reason);
 }
+
+// A run-time allowlist: a trusted listing the planner read records its recipients, and a protected argument built from an untrusted hand-over is admitted when its value is one of them, refused otherwise; before the listing is read nothing is admitted.
+#[test]
+fn a_recorded_listing_admits_its_own_values() {
+    let files = standard_files();
+    let authority = InMemoryAuthority::default();
+    authority.join_label("handover/alice/hand-iban", "integrity:untrusted");
+    let guard = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({
+            "consequential": {"bank": ["pay"]},
+            "protected": {"bank": {"pay": ["to"]}},
+            "allow_from": {"bank": {"pay": {"to": [
+                {"server": "history", "tool": "get_transactions", "pointer": "/transactions/*/recipient"}
+            ]}}},
+        }),
+    );
+    let mut kernel = kernel_with_roles(vec![guard], KernelStores::new(authority));
+    let mut scope = bank_scope();
+    scope.push(ScopeGrant::new("history", &["get_transactions"]));
+    let cap = issue("cap-a", "alice", scope);
+    let mut world = |admitted: &chio_kernel::AdmissionTicket| {
+        let tool = admitted.request().tool.clone();
+        let mut files_world = dispatch(&files);
+        if tool == "get_transactions" {
+            Ok(chio_kernel::ToolOutput {
+                content: json!({"transactions": [{"recipient": "DE89"}, {"recipient": "FR76"}]}),
+                label: None,
+                integrity: None,
+                performed: true,
+            })
+        } else {
+            files_world(admitted)
+        }
+    };
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "DE89", "p0", &mut world),
+        Verdict::Deny
+    );
+    let listing = request(
+        "alice",
+        &cap,
+        "history",
+        "get_transactions",
+        json!({}),
+        "read-history",
+    );
+    let read = kernel.evaluate(&listing, NOW_MS, &mut world);
+    assert_eq!(read.verdict, Verdict::Allow);
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "DE89", "p1", &mut world),
+        Verdict::Allow
+    );
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "FR76", "p2", &mut world),
+        Verdict::Allow
+    );
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "GB33", "p3", &mut world),
+        Verdict::Deny
+    );
+}
+
+/// Alice pays `to`, the argument built from an untrusted hand-over.
+fn pay_handed(
+    kernel: &mut Kernel,
+    cap: &chio_kernel::token::CapabilityToken,
+    to: &str,
+    id: &str,
+    world: &mut impl FnMut(&chio_kernel::AdmissionTicket) -> Result<chio_kernel::ToolOutput, String>,
+) -> Verdict {
+    let handed = vec![ArgumentSource {
+        pointer: "/to".to_string(),
+        labels: Vec::new(),
+        record: Some("handover/alice/hand-iban".to_string()),
+        sender: None,
+    }];
+    let call = sourced("alice", cap, json!({ "to": to }), handed, id);
+    kernel.evaluate(&call, NOW_MS, world).verdict
+}
