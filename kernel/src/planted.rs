@@ -144,6 +144,16 @@ pub enum Weakness {
     DelegatorLabelsDropped,
     /// The secret-redaction guard's argument scan skips arrays.
     SecretArraysUnread,
+    /// Every guard that names no consequential tools answers "not
+    /// consequential", so beside any other guard a quarantined reader's
+    /// call to a tool with effects passes.
+    OtherGuardsSayInconsequential,
+    /// A tool budget applies to every agent but its own.
+    ToolBudgetAgentInverted,
+    /// A tool budget applies to every server but its own.
+    ToolBudgetServerInverted,
+    /// A tool budget applies to every tool but its own.
+    ToolBudgetToolInverted,
 }
 
 /// Bytes an injection scan reads under [`Weakness::ShortScanWindow`].
@@ -151,7 +161,7 @@ pub const SHORT_SCAN_WINDOW: usize = 256;
 
 impl Weakness {
     /// Every weakness, in benchmark order.
-    pub const ALL: [Weakness; 47] = [
+    pub const ALL: [Weakness; 51] = [
         Weakness::NoNfkc,
         Weakness::NoConfusableFold,
         Weakness::NoInvisibleRemoval,
@@ -199,6 +209,10 @@ impl Weakness {
         Weakness::AgeBoundInverted,
         Weakness::DelegatorLabelsDropped,
         Weakness::SecretArraysUnread,
+        Weakness::OtherGuardsSayInconsequential,
+        Weakness::ToolBudgetAgentInverted,
+        Weakness::ToolBudgetServerInverted,
+        Weakness::ToolBudgetToolInverted,
     ];
 
     /// The kebab-case name the benchmark prints.
@@ -251,6 +265,10 @@ impl Weakness {
             Weakness::AgeBoundInverted => "age-bound-inverted",
             Weakness::DelegatorLabelsDropped => "delegator-labels-dropped",
             Weakness::SecretArraysUnread => "secret-arrays-unread",
+            Weakness::OtherGuardsSayInconsequential => "other-guards-say-inconsequential",
+            Weakness::ToolBudgetAgentInverted => "tool-budget-agent-inverted",
+            Weakness::ToolBudgetServerInverted => "tool-budget-server-inverted",
+            Weakness::ToolBudgetToolInverted => "tool-budget-tool-inverted",
         }
     }
 
@@ -265,6 +283,8 @@ impl Weakness {
     /// `budget` for the budget stage, `shares` for the sibling-share read,
     /// `scope` for the scope check, `attenuation` for the delegation
     /// chain's attenuation check, `signature` for its signature check,
+    /// `quarantine` for the quarantined reader's consequential set,
+    /// `tool-budget` for which calls a tool budget counts,
     /// `labels` for admission's label reads, or `binding` for the
     /// request-age bound.
     pub fn guard_kind(&self) -> &'static str {
@@ -302,6 +322,10 @@ impl Weakness {
             Weakness::AgeBoundEqualOnly | Weakness::AgeBoundInverted => "binding",
             Weakness::DelegatorLabelsDropped => "information-flow",
             Weakness::SecretArraysUnread => "secret-redaction",
+            Weakness::OtherGuardsSayInconsequential => "quarantine",
+            Weakness::ToolBudgetAgentInverted
+            | Weakness::ToolBudgetServerInverted
+            | Weakness::ToolBudgetToolInverted => "tool-budget",
             _ => "prompt-injection",
         }
     }
@@ -455,6 +479,8 @@ mod tests {
                     | "attenuation"
                     | "signature"
                     | "labels"
+                    | "quarantine"
+                    | "tool-budget"
                     | "binding"
             ));
         }

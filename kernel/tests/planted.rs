@@ -149,8 +149,9 @@ fn verdict_under(
     decision.verdict
 }
 
-/// Each switch of the path allowlist, the request-age bound and the
-/// argument scan for credentials admits a call the intact kernel refuses.
+/// Each switch of the path allowlist, the request-age bound, the argument
+/// scan for credentials and the quarantined reader's consequential set
+/// admits a call the intact kernel refuses.
 fn survivor_switches_loosen_their_check() {
     let allowlist = || {
         kernel(vec![guard(
@@ -174,8 +175,22 @@ fn survivor_switches_loosen_their_check() {
             json!({ "scan": ["arguments"] }),
         )])
     };
+    let quarantined = || {
+        let mut config = kernel_config(vec![guard(
+            "env",
+            GuardKind::ForbiddenPath,
+            json!({ "globs": ["**/.env"] }),
+        )]);
+        config.agent_roles = [(
+            "alice".to_string(),
+            chio_kernel::provenance::AgentRole::Quarantined,
+        )]
+        .into_iter()
+        .collect();
+        Kernel::new(config, KernelStores::in_memory()).expect("kernel")
+    };
     let at = |path: &str| json!({ "path": path });
-    let cases: [(Weakness, Build<'_>, (&str, Value), u64); 5] = [
+    let cases: [(Weakness, Build<'_>, (&str, Value), u64); 6] = [
         // A write outside the write globs, inside the wider read globs.
         (
             Weakness::WritesMeetReadGlobs,
@@ -214,6 +229,14 @@ fn survivor_switches_loosen_their_check() {
                     "lines": ["Authorization: Bearer abc.def-123456"],
                 }),
             ),
+            0,
+        ),
+        // A quarantined reader's write beside a guard that names no
+        // consequential tools.
+        (
+            Weakness::OtherGuardsSayInconsequential,
+            &quarantined,
+            ("write_file", at("/workspace/out.txt")),
             0,
         ),
     ];

@@ -463,6 +463,23 @@ mod tests {
         assert!(err.to_string().contains("forbidden_path"));
     }
 
+    // Every kind displays as its name, and both modes round-trip; an unknown mode is refused.
+    #[test]
+    fn kinds_display_and_modes_round_trip() {
+        for kind in GuardKind::ALL {
+            assert_eq!(kind.to_string(), kind.as_str());
+        }
+        assert_eq!(GuardKind::ForbiddenPath.to_string(), "forbidden-path");
+        for (text, mode) in [
+            ("enforce", GuardMode::Enforce),
+            ("observe", GuardMode::Observe),
+        ] {
+            assert_eq!(GuardMode::parse(text).unwrap(), mode);
+            assert_eq!(mode.as_str(), text);
+        }
+        assert!(GuardMode::parse("audit").is_err());
+    }
+
     // An unknown config key is refused at build time and the message names it.
     #[test]
     fn unknown_config_key_refused() {

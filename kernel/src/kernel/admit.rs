@@ -270,7 +270,11 @@ impl Kernel {
         let answers: Vec<bool> = self
             .guards
             .iter()
-            .filter_map(|g| g.consequential(server, tool))
+            .filter_map(|g| {
+                g.consequential(server, tool).or_else(|| {
+                    weakened_anywhere(Weakness::OtherGuardsSayInconsequential).then_some(false)
+                })
+            })
             .collect();
         if !answers.is_empty() {
             return answers.contains(&true);

@@ -195,10 +195,14 @@ impl Kernel {
         let tool_budgets =
             !crate::planted::weakened_anywhere(crate::planted::Weakness::NoToolBudgets);
         for budget in self.tool_budgets.iter().filter(|b| {
+            use crate::planted::{inverted, Weakness};
             tool_budgets
-                && b.agent == principal
-                && b.server == request.server
-                && b.tool == request.tool
+                && inverted(Weakness::ToolBudgetAgentInverted, b.agent == principal)
+                && inverted(
+                    Weakness::ToolBudgetServerInverted,
+                    b.server == request.server,
+                )
+                && inverted(Weakness::ToolBudgetToolInverted, b.tool == request.tool)
         }) {
             let key = format!(
                 "tool-invocations/{}/{}/{}",

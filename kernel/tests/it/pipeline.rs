@@ -523,6 +523,84 @@ fn an_observed_rewrite_leaves_the_output_as_it_was() {
     }
 }
 
+// A per-agent tool budget holds its own agent's calls of its own tool only: alice's third read is refused, her writes and bob's reads are not counted against it.
+#[test]
+fn a_tool_budget_counts_its_agent_and_tool_only() {
+    let files = world_files();
+    let mut config = kernel_config(Vec::new());
+    config.tool_budgets = vec![chio_kernel::kernel::ToolBudget {
+        agent: "alice".into(),
+        server: "files".into(),
+        tool: "read_file".into(),
+        max_invocations: 2,
+    }];
+    let mut k = Kernel::new(config, KernelStores::in_memory()).expect("kernel");
+    let alice = issue("cap-alice", "alice", files_scope());
+    let bob = issue("cap-bob", "bob", files_scope());
+    let read = |k: &mut Kernel, agent: &str, cap, id: &str| {
+        decide(
+            k,
+            &files,
+            agent,
+            cap,
+            ("files", "read_file"),
+            json!({"path": "/workspace/notes.txt"}),
+            id,
+        )
+        .verdict
+    };
+    for i in 0..3 {
+        assert_eq!(read(&mut k, "bob", &bob, &format!("b{i}")), Verdict::Allow);
+    }
+    let write = decide(
+        &mut k,
+        &files,
+        "alice",
+        &alice,
+        ("files", "write_file"),
+        json!({"path": "/workspace/out.txt", "content": "x"}),
+        "aw",
+    );
+    assert_eq!(write.verdict, Verdict::Allow);
+    assert_eq!(read(&mut k, "alice", &alice, "a1"), Verdict::Allow);
+    assert_eq!(read(&mut k, "alice", &alice, "a2"), Verdict::Allow);
+    let third = decide(
+        &mut k,
+        &files,
+        "alice",
+        &alice,
+        ("files", "read_file"),
+        json!({"path": "/workspace/notes.txt"}),
+        "a3",
+    );
+    assert_eq!(third.verdict, Verdict::Deny);
+    assert!(
+        third
+            .reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("tool budget"),
+        "{:?}",
+        third.reason
+    );
+}
+
+// A guard that reads no output leaves no output-phase entry in the trace.
+#[test]
+fn only_output_guards_run_after_dispatch() {
+    let cap = issue("cap-alice", "alice", files_scope());
+    let files = world_files();
+    let mut k = kernel(vec![guard(
+        "env",
+        GuardKind::ForbiddenPath,
+        json!({"globs": ["**/.env"]}),
+    )]);
+    let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r1");
+    assert_eq!(d.verdict, Verdict::Allow);
+    let phases: Vec<&str> = d.trace.guards.iter().map(|g| g.phase.as_str()).collect();
+    assert_eq!(phases, ["request"]);
+}
+
 /// Alice's file capability, limited to two invocations.
 fn two_invocation_cap() -> chio_kernel::token::CapabilityToken {
     issue_with(

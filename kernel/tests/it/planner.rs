@@ -31,6 +31,56 @@ fn bank_scope() -> Vec<ScopeGrant> {
     scope
 }
 
+// Only an integrity guard says what is consequential: a quarantined reader beside a forbidden-path guard alone is refused every tool the kernel cannot know to be read-only, as on a bare kernel, and beside an integrity guard too exactly that guard's set.
+#[test]
+fn other_guards_do_not_decide_what_is_consequential() {
+    let files = standard_files();
+    let cap = issue("cap-m", "mallory", bank_scope());
+    let dotfiles = guard(
+        "env",
+        GuardKind::ForbiddenPath,
+        json!({"globs": ["**/.env"]}),
+    );
+    let mut kernel = kernel_with_roles(vec![dotfiles], KernelStores::in_memory());
+    let pay = decide(
+        &mut kernel,
+        &files,
+        "mallory",
+        &cap,
+        ("bank", "pay"),
+        json!({"to": "x"}),
+        "m1",
+    );
+    assert_eq!(pay.verdict, Verdict::Deny);
+    assert_eq!(
+        pay.trace.reason_code.map(|c| c.as_str()),
+        Some("quarantined-consequential")
+    );
+    // Beside an integrity guard, only its consequential set counts: the
+    // read passes, the payment does not.
+    let integrity = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({"consequential": {"bank": ["pay"]}}),
+    );
+    let dotfiles = guard(
+        "env",
+        GuardKind::ForbiddenPath,
+        json!({"globs": ["**/.env"]}),
+    );
+    let mut both = kernel_with_roles(vec![dotfiles, integrity], KernelStores::in_memory());
+    let read = decide(
+        &mut both,
+        &files,
+        "mallory",
+        &cap,
+        ("files", "read_file"),
+        json!({"path": "/workspace/a.txt"}),
+        "m2",
+    );
+    assert_eq!(read.verdict, Verdict::Allow, "{:?}", read.reason);
+}
+
 // A quarantined reader reads, but every tool a kernel without a catalog or guard cannot know to be read-only is refused, and with an integrity guard exactly its consequential set is; the principal is the signer, not the named agent.
 #[test]
 fn a_quarantined_reader_calls_nothing_consequential() {
