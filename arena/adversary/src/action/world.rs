@@ -277,65 +277,74 @@ pub fn revocation_after(scenario: &Scenario, base: &BaseStep) -> Option<(String,
         })
 }
 
+/// The first call step at or after `base` that `pick` accepts, with its
+/// evaluation offset.
+fn first_call_from(
+    scenario: &Scenario,
+    base: &BaseStep,
+    pick: impl Fn(&Step, &chio_arena::scenario::CallAction) -> bool,
+) -> Option<(String, u64)> {
+    scenario
+        .schedule()
+        .iter()
+        .skip_while(|s| s.step_index != base.step_index)
+        .find_map(|s| {
+            let step = step_at(scenario, s.step_index)?;
+            match &step.action {
+                Action::Call(call) if pick(&step, call) => {
+                    Some((step.head.id.clone(), s.evaluation_ms))
+                }
+                _ => None,
+            }
+        })
+}
+
 /// The first call step after `base`, by the same agent on another server,
 /// whose `path` argument one of that server's `labels` globs marks, with its
 /// evaluation offset.
 pub fn labelled_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
     let file = scenario.file();
-    scenario
-        .schedule()
-        .iter()
-        .skip_while(|s| s.step_index != base.step_index)
-        .find_map(|s| {
-            let step = step_at(scenario, s.step_index)?;
-            let Action::Call(call) = &step.action else {
-                return None;
-            };
-            let labels = file
-                .servers
-                .iter()
-                .find(|d| d.id == call.server)
-                .and_then(|d| d.labels.as_ref())?;
-            let path = call.arguments.get("path").and_then(Value::as_str)?;
-            let marked = labels
+    first_call_from(scenario, base, |step, call| {
+        let labels = file
+            .servers
+            .iter()
+            .find(|d| d.id == call.server)
+            .and_then(|d| d.labels.as_ref());
+        let path = call.arguments.get("path").and_then(Value::as_str);
+        let marked = labels.zip(path).is_some_and(|(labels, path)| {
+            labels
                 .keys()
-                .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path));
-            (marked && step.head.agent == base.agent && call.server != base.server)
-                .then(|| (step.head.id.clone(), s.evaluation_ms))
-        })
+                .any(|glob| chio_kernel::glob::Glob::new(glob).is_match(path))
+        });
+        marked && step.head.agent == base.agent && call.server != base.server
+    })
 }
 
 /// The first call step at or after `base`, by the same agent and expected
-/// to be performed, whose server marks what it returns untrusted (`integrity = "untrusted"`, or an
-/// `integrity_globs` entry matching its `path` argument), with its
-/// evaluation offset: where an `act-on-untrusted` action is made.
+/// to be performed, whose server marks what it returns untrusted
+/// (`integrity = "untrusted"`, or an `integrity_globs` entry matching its
+/// `path` argument), with its evaluation offset: where an
+/// `act-on-untrusted` action is made.
 pub fn untrusted_read_after(scenario: &Scenario, base: &BaseStep) -> Option<(String, u64)> {
     let file = scenario.file();
-    scenario
-        .schedule()
-        .iter()
-        .skip_while(|s| s.step_index != base.step_index)
-        .find_map(|s| {
-            let step = step_at(scenario, s.step_index)?;
-            let Action::Call(call) = &step.action else {
-                return None;
-            };
-            let server = file.servers.iter().find(|d| d.id == call.server)?;
-            let path = call.arguments.get("path").and_then(Value::as_str);
-            let by_glob = path.and_then(|path| {
-                server.integrity_globs.as_ref().and_then(|globs| {
-                    globs
-                        .iter()
-                        .find(|(glob, _)| chio_kernel::glob::Glob::new(glob).is_match(path))
-                        .map(|(_, integrity)| integrity.as_str())
-                })
-            });
-            let untrusted = by_glob.or(server.integrity.as_deref()) == Some("untrusted");
-            // A read the scenario expects refused taints nothing.
-            let performed = call.expect_verdict != ExpectedVerdict::Deny;
-            (untrusted && performed && step.head.agent == base.agent)
-                .then(|| (step.head.id.clone(), s.evaluation_ms))
-        })
+    first_call_from(scenario, base, |step, call| {
+        let Some(server) = file.servers.iter().find(|d| d.id == call.server) else {
+            return false;
+        };
+        let path = call.arguments.get("path").and_then(Value::as_str);
+        let by_glob = path.and_then(|path| {
+            server.integrity_globs.as_ref().and_then(|globs| {
+                globs
+                    .iter()
+                    .find(|(glob, _)| chio_kernel::glob::Glob::new(glob).is_match(path))
+                    .map(|(_, integrity)| integrity.as_str())
+            })
+        });
+        let untrusted = by_glob.or(server.integrity.as_deref()) == Some("untrusted");
+        // A read the scenario expects refused taints nothing.
+        let performed = call.expect_verdict != ExpectedVerdict::Deny;
+        untrusted && performed && step.head.agent == base.agent
+    })
 }
 
 /// One consequential call an agent may make: the server, the tool and the
