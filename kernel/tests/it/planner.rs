@@ -25,6 +25,25 @@ fn kernel_with_roles(guards: Vec<chio_kernel::guards::GuardSpec>, stores: Kernel
     Kernel::new(config, stores).expect("test kernel builds")
 }
 
+/// Mallory's call through `cap`, over the standard files.
+fn as_mallory(
+    kernel: &mut Kernel,
+    cap: &chio_kernel::token::CapabilityToken,
+    target: (&str, &str),
+    arguments: serde_json::Value,
+    id: &str,
+) -> chio_kernel::Decision {
+    decide(
+        kernel,
+        &standard_files(),
+        "mallory",
+        cap,
+        target,
+        arguments,
+        id,
+    )
+}
+
 fn bank_scope() -> Vec<ScopeGrant> {
     let mut scope = files_scope();
     scope.push(ScopeGrant::new("bank", &["pay", "balance"]));
@@ -34,7 +53,6 @@ fn bank_scope() -> Vec<ScopeGrant> {
 // Only an integrity guard says what is consequential: a quarantined reader beside a forbidden-path guard alone is refused every tool the kernel cannot know to be read-only, as on a bare kernel, and beside an integrity guard too exactly that guard's set.
 #[test]
 fn other_guards_do_not_decide_what_is_consequential() {
-    let files = standard_files();
     let cap = issue("cap-m", "mallory", bank_scope());
     let dotfiles = guard(
         "env",
@@ -42,15 +60,7 @@ fn other_guards_do_not_decide_what_is_consequential() {
         json!({"globs": ["**/.env"]}),
     );
     let mut kernel = kernel_with_roles(vec![dotfiles], KernelStores::in_memory());
-    let pay = decide(
-        &mut kernel,
-        &files,
-        "mallory",
-        &cap,
-        ("bank", "pay"),
-        json!({"to": "x"}),
-        "m1",
-    );
+    let pay = as_mallory(&mut kernel, &cap, ("bank", "pay"), json!({"to": "x"}), "m1");
     assert_eq!(pay.verdict, Verdict::Deny);
     assert_eq!(
         pay.trace.reason_code.map(|c| c.as_str()),
@@ -69,10 +79,8 @@ fn other_guards_do_not_decide_what_is_consequential() {
         json!({"globs": ["**/.env"]}),
     );
     let mut both = kernel_with_roles(vec![dotfiles, integrity], KernelStores::in_memory());
-    let read = decide(
+    let read = as_mallory(
         &mut both,
-        &files,
-        "mallory",
         &cap,
         ("files", "read_file"),
         json!({"path": "/workspace/a.txt"}),
@@ -84,13 +92,10 @@ fn other_guards_do_not_decide_what_is_consequential() {
 // A quarantined reader reads, but every tool a kernel without a catalog or guard cannot know to be read-only is refused, and with an integrity guard exactly its consequential set is; the principal is the signer, not the named agent.
 #[test]
 fn a_quarantined_reader_calls_nothing_consequential() {
-    let files = standard_files();
     let cap = issue("cap-m", "mallory", bank_scope());
     let mut bare = kernel_with_roles(Vec::new(), KernelStores::in_memory());
-    let read = decide(
+    let read = as_mallory(
         &mut bare,
-        &files,
-        "mallory",
         &cap,
         ("files", "read_file"),
         json!({"path": "/workspace/a.txt"}),
@@ -111,30 +116,18 @@ fn a_quarantined_reader_calls_nothing_consequential() {
         json!({"consequential": {"bank": ["pay"]}}),
     );
     let mut guarded = kernel_with_roles(vec![guard], KernelStores::in_memory());
-    let read = decide(
+    let read = as_mallory(
         &mut guarded,
-        &files,
-        "mallory",
         &cap,
         ("files", "read_file"),
         json!({"path": "/workspace/a.txt"}),
         "m2",
     );
     assert_eq!(read.verdict, Verdict::Allow);
-    let balance = decide(
-        &mut guarded,
-        &files,
-        "mallory",
-        &cap,
-        ("bank", "balance"),
-        json!({}),
-        "m3",
-    );
+    let balance = as_mallory(&mut guarded, &cap, ("bank", "balance"), json!({}), "m3");
     assert_eq!(balance.verdict, Verdict::Allow);
-    let pay = decide(
+    let pay = as_mallory(
         &mut guarded,
-        &files,
-        "mallory",
         &cap,
         ("bank", "pay"),
         json!({"to": "x"}),
