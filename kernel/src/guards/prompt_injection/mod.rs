@@ -88,7 +88,8 @@
 //! miss, kept so the arena's survival figures are honest about the limits.
 //!
 //! Modules: `normalise` (the readings), `scan` (the text scan and the value
-//! walk), `definition` (the reader over a tool definition), `rules` (the verb rules and the views), `markup` (tool and
+//! walk), `definition` (the reader over a tool definition), `describe`
+//! (prose about attacks, which the two verb patterns' rules do not read), `rules` (the verb rules and the views), `markup` (tool and
 //! delimiter markup), `roles`, `address`, `leak`, `actions`, `jailbreak`,
 //! `languages`, `retask` (the rules named above), `structure` (`json-payload-smuggle` and the budget),
 //! `learned` (`ngram-model` and its model file, `learned_model.txt`), `tests`.
@@ -107,6 +108,7 @@ use crate::reason::{DenyReason, Injection};
 mod actions;
 mod address;
 mod definition;
+mod describe;
 mod jailbreak;
 mod languages;
 mod leak;

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use super::describe;
 use super::learned;
 use super::normalise::{normalise, readings, Reading};
 use super::rules::{self, Outcome, Views};
@@ -24,6 +25,20 @@ fn scan(
     level: usize,
     budget: &mut Budget,
 ) -> Result<Option<RuleMatch>, ScanLimit> {
+    scan_described(text, None, enabled, level, budget)
+}
+
+/// [`scan`], with the plain reading's view for the verb rules given: for
+/// values read together, each value's own clauses about attacks blanked out
+/// (`describe.rs`), since a clause of one value does not open where the
+/// value before it ends.
+fn scan_described(
+    text: &str,
+    plain_described: Option<String>,
+    enabled: &[Pattern],
+    level: usize,
+    budget: &mut Budget,
+) -> Result<Option<RuleMatch>, ScanLimit> {
     let text = if weakened(Weakness::ShortScanWindow) {
         &text[..floor_boundary(text, crate::planted::SHORT_SCAN_WINDOW)]
     } else {
@@ -33,7 +48,11 @@ fn scan(
         .into_iter()
         .map(|(reading, text)| (reading, Views::new(text)))
         .collect();
-    budget.bytes(readings.iter().map(|(_, v)| v.len()).sum())?;
+    let described = described_views(&readings, plain_described);
+    budget.bytes(
+        readings.iter().map(|(_, v)| v.len()).sum::<usize>()
+            + described.iter().flatten().map(Views::len).sum::<usize>(),
+    )?;
     let json = enabled.contains(&Pattern::JsonPayloadSmuggle);
     let mut structures = Vec::new();
     for (reading, views) in &readings {
@@ -61,12 +80,7 @@ fn scan(
                 learned::check(&views.flat).map(|rule| (*reading, rule))
             })
         } else {
-            readings
-                .iter()
-                .find_map(|(reading, views)| match rules::check(pattern, views) {
-                    Outcome::Hit(rule) => Some((*reading, rule)),
-                    _ => None,
-                })
+            text_rule_hit(pattern, &readings, &described)
         };
         if let Some((reading, rule)) = hit {
             return Ok(Some(RuleMatch {
@@ -91,6 +105,53 @@ fn scan(
         }
     }
     Ok(None)
+}
+
+/// The verb rules' view of each reading: the reading with its clauses about
+/// attacks blanked out (`describe.rs`), or `None` where it has none; for the
+/// plain reading, `plain` when given.
+fn described_views(readings: &[(Reading, Views)], plain: Option<String>) -> Vec<Option<Views>> {
+    let mut plain = plain;
+    readings
+        .iter()
+        .map(|(reading, views)| {
+            let given = if *reading == Reading::Plain {
+                plain.take()
+            } else {
+                None
+            };
+            match given {
+                Some(given) => Some(Views::new(given)),
+                None => describe::mask(&views.lines).map(Views::new),
+            }
+        })
+        .collect()
+}
+
+/// The first reading on which a text rule of `pattern` fires, and the
+/// rule; the two verb patterns read the described views where there are.
+fn text_rule_hit(
+    pattern: Pattern,
+    readings: &[(Reading, Views)],
+    described: &[Option<Views>],
+) -> Option<(Reading, &'static str)> {
+    let verbs = matches!(
+        pattern,
+        Pattern::IgnorePreviousInstructions | Pattern::SystemPromptLeak
+    );
+    readings
+        .iter()
+        .zip(described)
+        .find_map(|((reading, views), described)| {
+            let views = match described {
+                Some(described) if verbs => described,
+                _ => views,
+            };
+            match rules::check(pattern, views) {
+                Outcome::Hit(rule) => Some((*reading, rule)),
+                _ => None,
+            }
+        })
 }
 
 /// The largest character boundary of `text` at or below `at`.
@@ -355,11 +416,41 @@ fn scan_joined(
     // Read together forwards and backwards: a payload split over two
     // values is caught whichever of their keys sorts first.
     let backwards: Vec<&str> = values.iter().rev().copied().collect();
-    let joins = [" ", ""]
-        .into_iter()
-        .flat_map(|separator| [values.join(separator), backwards.join(separator)]);
-    for joined in joins {
-        match scan(&joined, patterns, 0, budget) {
+    // Each value's plain reading with its own clauses about attacks blanked
+    // out, if any value has one.
+    let described: Vec<(String, bool)> = values
+        .iter()
+        .map(|v| {
+            let plain = normalise(v);
+            match describe::mask(&plain) {
+                Some(masked) => (masked, true),
+                None => (plain, false),
+            }
+        })
+        .collect();
+    let any_described = described.iter().any(|(_, masked)| *masked);
+    let described_join = |order: &mut dyn Iterator<Item = &(String, bool)>, separator: &str| {
+        any_described.then(|| {
+            order
+                .map(|(text, _)| text.as_str())
+                .collect::<Vec<_>>()
+                .join(separator)
+        })
+    };
+    let joins = [" ", ""].into_iter().flat_map(|separator| {
+        [
+            (
+                values.join(separator),
+                described_join(&mut described.iter(), separator),
+            ),
+            (
+                backwards.join(separator),
+                described_join(&mut described.iter().rev(), separator),
+            ),
+        ]
+    });
+    for (joined, plain_described) in joins {
+        match scan_described(&joined, plain_described, patterns, 0, budget) {
             Ok(Some(found)) => {
                 let finding = ValueFinding::Split { found };
                 if !is_learned(&finding) {
