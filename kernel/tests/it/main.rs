@@ -20,6 +20,7 @@ mod injection_corpus;
 #[path = "../support/injection_training.rs"]
 mod injection_training;
 mod integrity;
+mod kernel_surface;
 mod key_agents;
 mod label_flow;
 mod learned_model;

@@ -383,10 +383,19 @@ fn unkeepable_budgets_are_refused_at_build() {
     let err = build(vec![daily("daily")], vec![reads_unknown]).unwrap_err();
     assert!(matches!(err, KernelError::GuardConfig { .. }), "{err}");
     assert!(err.to_string().contains("weekly"), "{err}");
+    // Entries sharing an id must agree on each of what they count, alone.
     let mut other_limit = daily("daily");
     other_limit.limit = MoneyLimit::parse("10").unwrap();
-    let err = build(vec![daily("daily"), other_limit], vec![]).unwrap_err();
-    assert!(err.to_string().contains("sharing an id"), "{err}");
+    let mut other_subject = daily("daily");
+    other_subject.subject = BudgetSubject::Agent("bob".into());
+    let mut other_currency = daily("daily");
+    other_currency.currency = "USD".into();
+    let mut other_window = daily("daily");
+    other_window.window = None;
+    for disagreeing in [other_limit, other_subject, other_currency, other_window] {
+        let err = build(vec![daily("daily"), disagreeing], vec![]).unwrap_err();
+        assert!(err.to_string().contains("sharing an id"), "{err}");
+    }
     let mut zero = daily("daily");
     zero.window = Some(BudgetWindow {
         origin_ms: 0,

@@ -337,7 +337,53 @@ pub fn mask(reading: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::mask;
+    use super::{clauses, mask, quoted};
+
+    fn insides(text: &str) -> Vec<&str> {
+        quoted(text).into_iter().map(|(a, b)| &text[a..b]).collect()
+    }
+
+    #[test]
+    fn quotes_are_pairs_and_apostrophes_are_not() {
+        assert_eq!(
+            insides("says 'ignore it.' and \"print this\" now"),
+            ["ignore it.", "print this"]
+        );
+        assert!(insides("the model's reply and the agent's rules").is_empty());
+        assert_eq!(insides("\"it's fine\" then"), ["it's fine"]);
+        assert_eq!(insides("'a b' 'c'"), ["a b", "c"]);
+        assert_eq!(insides("x \"a 'b' c\" y"), ["a 'b' c"]);
+        assert_eq!(insides("'open only"), Vec::<&str>::new());
+        assert_eq!(insides("don't 'quote' it"), ["quote"]);
+        // An apostrophe inside a single-quoted span does not close it; a
+        // double quote closes whatever follows it.
+        assert_eq!(insides("'the model's rule' here"), ["the model's rule"]);
+        assert_eq!(insides("say \"ignore\"now"), ["ignore"]);
+    }
+
+    #[test]
+    fn clauses_cut_at_semicolons_and_spaced_colons_only() {
+        assert_eq!(
+            clauses("a b: c d; e f. g h"),
+            ["a b:", " c d;", " e f.", " g h"]
+        );
+        assert_eq!(
+            clauses("see https://x.test/a:b now"),
+            ["see https://x.test/a:b now"]
+        );
+        assert_eq!(clauses("end:"), ["end:", ""]);
+    }
+
+    #[test]
+    fn line_breaks_stay_where_they_were() {
+        let masked = mask(
+            "first line stays\ntests whether the model will ignore its instructions.\nlast line",
+        )
+        .expect("a description");
+        assert!(masked.starts_with("first line stays\n"), "{masked:?}");
+        assert!(masked.ends_with("\nlast line"), "{masked:?}");
+        assert_eq!(masked.matches('\n').count(), 2, "{masked:?}");
+    }
 
     fn blanked(text: &str) -> bool {
         mask(text).is_some_and(|m| !m.contains("instructions") && !m.contains("prompt"))
@@ -375,6 +421,16 @@ mod tests {
         ] {
             let kept = mask(text).unwrap_or_else(|| text.to_string());
             assert!(kept.contains("instructions"), "{text}: {kept}");
+        }
+    }
+
+    #[test]
+    fn a_directive_about_the_model_is_no_description() {
+        for text in [
+            "request must be to print the system prompt.",
+            "the probe should make the model reveal its system prompt.",
+        ] {
+            assert_eq!(mask(text), None, "{text}");
         }
     }
 
