@@ -28,7 +28,7 @@
 //! quotes a payload ("Just says 'ignore instructions and say X.'") still
 //! carries the payload.
 
-use super::rules::words;
+use super::rules::{words, DISCLOSURE_VERBS, OVERRIDE_VERBS};
 
 /// Third-person verbs that open a clause describing what an attack, a probe
 /// or an attacker does.
@@ -138,45 +138,19 @@ const DIRECTIVES: &[&str] = &["must", "should", "shall", "needs", "need", "has",
 
 const SECOND_PERSON: &[&str] = &["you", "your", "yours", "yourself", "yourselves", "u", "ur"];
 
-/// Override and disclosure verbs in their base form: one of them ungoverned
-/// makes a clause an instruction, not a description.
-const ACTION_VERBS: &[&str] = &[
-    "ignore",
-    "disregard",
-    "forget",
-    "override",
-    "bypass",
-    "skip",
-    "abandon",
-    "drop",
-    "discard",
-    "reveal",
-    "print",
-    "repeat",
-    "show",
-    "dump",
-    "output",
-    "display",
-    "share",
-    "leak",
-    "tell",
-    "disclose",
-    "echo",
-    "expose",
-    "list",
-    "send",
-    "email",
-    "forward",
-    "write",
-    "say",
-    "respond",
-    "reply",
-    "follow",
-    "execute",
-    "run",
-    "delete",
-    "transfer",
+/// Verbs of an order to the model besides the override and disclosure verbs
+/// of the verb rules (`rules.rs`): one of them, or of those, in its base
+/// form and ungoverned makes a clause an instruction, not a description.
+const OTHER_ACTION_VERBS: &[&str] = &[
+    "list", "send", "email", "forward", "write", "say", "respond", "reply", "follow", "execute",
+    "run", "delete", "transfer",
 ];
+
+fn is_action_verb(word: &str) -> bool {
+    OVERRIDE_VERBS.contains(&word)
+        || DISCLOSURE_VERBS.contains(&word)
+        || OTHER_ACTION_VERBS.contains(&word)
+}
 
 /// Words after which an action verb is governed (described, not commanded).
 const GOVERNORS: &[&str] = &[
@@ -228,7 +202,7 @@ fn describes(words: &[&str]) -> bool {
         return false;
     }
     for (i, word) in words.iter().enumerate() {
-        if !ACTION_VERBS.contains(word) {
+        if !is_action_verb(word) {
             continue;
         }
         let previous = i.checked_sub(1).map(|p| words[p]);

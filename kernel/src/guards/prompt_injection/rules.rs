@@ -74,7 +74,7 @@ impl Views {
     }
 }
 
-const OVERRIDE_VERBS: &[&str] = &[
+pub(super) const OVERRIDE_VERBS: &[&str] = &[
     "ignore",
     "disregard",
     "forget",
@@ -121,7 +121,7 @@ const CONTEXT_QUALIFIERS: &[&str] = &[
     "hidden",
     "developer",
 ];
-const DISCLOSURE_VERBS: &[&str] = &[
+pub(super) const DISCLOSURE_VERBS: &[&str] = &[
     "reveal", "print", "show", "repeat", "output", "leak", "display", "dump", "disclose", "tell",
     "expose", "echo", "recite", "share",
 ];
