@@ -90,7 +90,12 @@ pub fn envelope_from_bundle(
         )
     })?;
     let recorded_hash = receipt["body"]["parameter_hash"].as_str().unwrap_or("");
-    let hash = canonical_sha256(&call.arguments).unwrap_or_default();
+    let hash = canonical_sha256(&call.arguments).map_err(|e| {
+        refused(
+            step,
+            format!("its arguments have no canonical form to compare with the receipt's parameter hash: {e}"),
+        )
+    })?;
     if hash != recorded_hash {
         return Err(refused(
             step,

@@ -547,6 +547,12 @@ pub enum DenyReason {
         /// The label as the server gave it.
         label: String,
     },
+    /// The released output has no canonical JSON form (an integer beyond
+    /// 2^53), so no receipt can bind its hash.
+    OutputUncanonical {
+        /// Why.
+        cause: String,
+    },
     /// The allow's receipt could not be appended.
     ReceiptUnrecorded(StoreError),
     /// `<reason>; output withheld`: the tool ran, its output is withheld.

@@ -453,3 +453,63 @@ async fn a_spent_budget_outlives_an_edge_restart() {
     edge.stop().await;
     assert_eq!(log_lines(log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
 }
+
+// An upstream answer holding an integer past 2^53 has no canonical form, so no receipt can bind its hash: the call reached the upstream, its answer is withheld as an error result with the output-uncanonical code and none of the number, the next call is answered as usual, and the session folder keeps the edge's signed record of both (a scenario cannot write the integer, so no bundle).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_answer_without_a_canonical_form_is_withheld() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "status", &[]);
+    let session = dir.path().join("session");
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend(["--session-out".into(), session.to_str().unwrap().into()]);
+    let edge = Edge::start(&args).await;
+    let huge = edge
+        .call(
+            &token,
+            &alice,
+            "notes",
+            "status",
+            &json!({"text": "huge"}),
+            "h-1",
+        )
+        .await;
+    assert_eq!(
+        verdict(&huge),
+        ("deny".to_string(), "output-uncanonical".to_string()),
+        "{huge:?}"
+    );
+    let shown = serde_json::to_string(&huge).unwrap();
+    assert!(!shown.contains("9007199254740993"), "{shown}");
+    let quiet = edge
+        .call(
+            &token,
+            &alice,
+            "notes",
+            "status",
+            &json!({"text": "quiet"}),
+            "h-2",
+        )
+        .await;
+    assert_eq!(verdict(&quiet), ("allow".to_string(), String::new()));
+    assert_eq!(log_lines(&log), ["status huge", "status quiet"]);
+    edge.stop().await;
+    // The session's record keeps both calls; a scenario cannot write the
+    // integer, so the folder stays the edge's record without a bundle.
+    let recorded: Vec<Value> = std::fs::read_to_string(session.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let verdicts: Vec<&str> = recorded
+        .iter()
+        .map(|r| r["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["deny", "allow"]);
+    assert_eq!(recorded[0]["reason_code"], "output-uncanonical");
+    assert!(session.join("session-end.json").is_file());
+    assert!(!session.join("arena.json").exists());
+}

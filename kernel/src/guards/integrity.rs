@@ -254,7 +254,6 @@ impl Guard for IntegrityGuard {
     }
     fn needs(&self) -> GuardNeeds {
         GuardNeeds {
-            journal: false,
             labels: !crate::planted::weakened_anywhere(
                 crate::planted::Weakness::IntegrityReadsNoLabels,
             ),

@@ -162,6 +162,12 @@ fn sources_are_validated_and_listed() {
         "allow_from": {"bank": {"pay": {"recipient": [{"server": "bank", "tool": "history", "pointer": "recipient"}]}}},
     }));
     assert!(no_pointer.is_err());
+    let no_sources = build(json!({
+        "consequential": {"bank": ["pay"]},
+        "protected": {"bank": {"pay": ["recipient"]}},
+        "allow_from": {"bank": {"pay": {"recipient": []}}},
+    }));
+    assert!(no_sources.is_err(), "an argument listing no source");
     let g = guard();
     assert_eq!(g.allowlist_sources().len(), 1);
     assert_eq!(g.allowlist_sources_for("bank", "pay").len(), 1);
@@ -225,4 +231,32 @@ fn the_admitting_record_is_noted_per_argument() {
     let (verdict, admitted) = judge_noting(json!({"recipient": PAYEE, "cc": [PAYEE]}), &trusted);
     assert_eq!(verdict, GuardVerdict::Allow);
     assert!(admitted.is_empty(), "nothing untrusted needed a record");
+}
+
+// A sender counts for an argument when what it handed over lies inside the argument (one element of a list) or holds it (the whole arguments), never for an argument that only shares a prefix of its name.
+#[test]
+fn a_sender_counts_for_the_argument_its_value_went_into() {
+    let with_senders = |pointers: &[&str]| {
+        let mut p = planner(&[("reader", &[PAYEE])], &["reader"]);
+        p.senders.extend(
+            pointers
+                .iter()
+                .map(|pointer| (pointer.to_string(), BTreeSet::from(["reader".to_string()]))),
+        );
+        p
+    };
+    let args = json!({"recipient": PAYEE, "cc": [PAYEE]});
+    assert_eq!(
+        judge(args.clone(), &with_senders(&["/cc/0"])),
+        GuardVerdict::Allow
+    );
+    assert_eq!(
+        judge(args.clone(), &with_senders(&[""])),
+        GuardVerdict::Allow
+    );
+    let prefix_only = judge(args, &with_senders(&["/ccx"]));
+    assert!(
+        matches!(prefix_only, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/cc"),
+        "{prefix_only:?}"
+    );
 }

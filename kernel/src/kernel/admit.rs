@@ -286,6 +286,9 @@ impl Kernel {
 
     /// Steps 1 to 7; see the module doc.
     pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
+        // Arguments with no canonical form fail the proof's check at
+        // binding (`proof-uncanonical`), so the empty hash below only ever
+        // sits in a deny's receipt, beside the reason that names it.
         let parameter_hash = canonical_sha256(&request.arguments).unwrap_or_default();
         let mut state = Admitting::default();
         match self.admit_steps(request, now_ms, &mut state) {

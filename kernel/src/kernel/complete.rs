@@ -22,7 +22,8 @@ use super::admit::{next_answer, read_revocation, revocation_ops};
 use super::guard_run::{run_output_guards, Rewrite};
 use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
 use crate::batch::{OpAnswer, StoreOp};
-use crate::error::{StoreError, StoreName};
+use crate::canonical::CanonicalError;
+use crate::error::{KernelError, StoreError, StoreName};
 use crate::guards::GuardContext;
 use crate::label::{is_known_label, Label, LabelKey};
 use crate::reason::DenyReason;
@@ -44,6 +45,36 @@ fn withheld(
 ) -> Outcome {
     trace.output("deny", reason.to_string());
     Outcome::deny(reason, None, observed)
+}
+
+/// The guarded output with the hash its receipt binds; an output with no
+/// canonical form is withheld, never signed with a hash of nothing.
+fn hash_released(
+    (content, sanitized, rewrite): (Value, bool, Rewrite),
+) -> Result<(Value, bool, Rewrite, String), Box<Outcome>> {
+    match canonical_sha256(&content) {
+        Ok(hash) => Ok((content, sanitized, rewrite, hash)),
+        Err(e) => Err(Box::new(Outcome::deny(
+            DenyReason::OutputUncanonical {
+                cause: uncanonical_cause(&e).to_string(),
+            }
+            .withheld(),
+            None,
+            Vec::new(),
+        ))),
+    }
+}
+
+/// Why an output has no canonical form, by the kind of value only: the
+/// output is withheld, so no part of it is quoted.
+fn uncanonical_cause(error: &KernelError) -> &'static str {
+    match error {
+        KernelError::Canonical(CanonicalError::IntegerOutOfRange(_)) => {
+            "it holds an integer past 2^53"
+        }
+        KernelError::Canonical(CanonicalError::NonFinite) => "it holds a non-finite number",
+        _ => "it does not serialize to JSON",
+    }
 }
 
 /// The detail of an allow released with these labels.
@@ -139,6 +170,8 @@ struct Released {
     verified: VerifiedCapability,
     holds: Vec<String>,
     parameter_hash: String,
+    /// SHA-256 of the released output's canonical JSON.
+    output_hash: String,
     label: Option<Label>,
     integrity: Option<String>,
     joined: Vec<String>,
@@ -243,9 +276,10 @@ impl Kernel {
             integrity,
             performed,
         } = output;
-        let guarded =
-            self.run_output_guards_over(&request, &principal, content, &mut observed, &mut trace);
-        let (content, sanitized, rewrite) = match guarded {
+        let guarded = self
+            .run_output_guards_over(&request, &principal, content, &mut observed, &mut trace)
+            .and_then(hash_released);
+        let (content, sanitized, rewrite, output_hash) = match guarded {
             Ok(done) => done,
             Err(outcome) => {
                 // The tool did run: its holds are committed even though the
@@ -289,6 +323,7 @@ impl Kernel {
                 verified,
                 holds,
                 parameter_hash,
+                output_hash,
                 label,
                 integrity,
                 joined,
@@ -317,6 +352,7 @@ impl Kernel {
             verified,
             holds,
             parameter_hash,
+            output_hash,
             label,
             integrity,
             joined,
@@ -336,7 +372,8 @@ impl Kernel {
         let receipt = unknown.is_none().then(|| {
             ops.extend(join_ops(&label_keys, &joined));
             ops.extend(allowlist_ops(&allowlisted));
-            let receipt = self.sign_receipt(&request, &parameter_hash, &allow, now_ms);
+            let receipt =
+                self.sign_receipt(&request, &parameter_hash, &allow, Some(output_hash), now_ms);
             ops.push(StoreOp::AppendReceipt {
                 receipt: receipt.clone(),
             });
@@ -371,10 +408,8 @@ impl Kernel {
                 );
             }
         };
-        if !joined.is_empty() {
-            trace.output_label = label.map(|l| l.as_str().to_string());
-            trace.output_integrity = integrity.clone();
-        }
+        trace.output_label = label.map(|l| l.as_str().to_string());
+        trace.output_integrity = integrity.clone();
         let outcome = if sanitized { "rewrite" } else { "pass" };
         trace.output(outcome, released(label, &integrity, performed));
         trace.not_performed = !performed;
@@ -410,7 +445,7 @@ impl Kernel {
             (Ok(()), Err(e)) => DenyReason::from(e).withheld(),
         };
         let deny = withheld(reason, allow.observed, &mut trace);
-        let receipt = self.sign_receipt(request, parameter_hash, &deny, now_ms);
+        let receipt = self.sign_receipt(request, parameter_hash, &deny, None, now_ms);
         let recorded = self.append_alone(&receipt);
         self.decision(request, deny, receipt, recorded, trace)
     }
@@ -455,7 +490,7 @@ impl Kernel {
         // A deny journalled or not is still a deny; only an allow is ever
         // turned by the journal, in `settle_allow`.
         let _ = self.journal(request, &outcome, now_ms);
-        let receipt = self.sign_receipt(request, parameter_hash, &outcome, now_ms);
+        let receipt = self.sign_receipt(request, parameter_hash, &outcome, None, now_ms);
         let committing = settle.iter().any(|op| matches!(op, StoreOp::Commit { .. }));
         let settled = settle.len();
         let mut ops = settle;
@@ -532,11 +567,14 @@ impl Kernel {
         }
     }
 
+    /// Signs the decision's receipt; `output_hash` is the released
+    /// output's (allows only).
     fn sign_receipt(
         &self,
         request: &ToolCallRequest,
         parameter_hash: &str,
         outcome: &Outcome,
+        output_hash: Option<String>,
         now_ms: u64,
     ) -> SignedReceipt {
         // No evidence text carries a sealed argument (`crate::seal`).
@@ -567,7 +605,7 @@ impl Kernel {
                     ..finding.clone()
                 })
                 .collect(),
-            output_hash: outcome.output.as_ref().map(output_hash),
+            output_hash,
         };
         match SignedReceipt::sign(body.clone(), &self.signing_key) {
             Ok(receipt) => receipt,
@@ -580,8 +618,4 @@ impl Kernel {
             },
         }
     }
-}
-
-fn output_hash(output: &Value) -> String {
-    canonical_sha256(output).unwrap_or_default()
 }

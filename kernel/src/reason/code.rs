@@ -177,6 +177,8 @@ crate::code_enum! {
     DispatchFailed => "dispatch-failed",
     /// An output label that is not a known level.
     OutputLabelUnknown => "output-label-unknown",
+    /// The released output has no canonical form to hash.
+    OutputUncanonical => "output-uncanonical",
     /// The allow's receipt could not be appended.
     ReceiptUnrecorded => "receipt-unrecorded",
     /// A portable request whose agent is not the subject.
@@ -293,6 +295,7 @@ impl DenyReason {
             R::ShareParentUnknown { .. } => C::ShareParentUnknown,
             R::DispatchFailed { .. } => C::DispatchFailed,
             R::OutputLabelUnknown { .. } => C::OutputLabelUnknown,
+            R::OutputUncanonical { .. } => C::OutputUncanonical,
             R::ReceiptUnrecorded(_) => C::ReceiptUnrecorded,
             R::Withheld(cause) => cause.code(),
             R::PortableNotSubject { .. } => C::PortableNotSubject,

@@ -425,6 +425,9 @@ impl DenyReason {
             R::OutputLabelUnknown { label } => {
                 write!(f, "tool output label {label:?} is not a known level")
             }
+            R::OutputUncanonical { cause } => {
+                write!(f, "tool output has no canonical form for its receipt: {cause}")
+            }
             R::ReceiptUnrecorded(error) => {
                 write!(f, "{error}; no allow is released without a receipt")
             }

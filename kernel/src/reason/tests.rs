@@ -105,6 +105,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::ShareParentUnknown { parent: s("p") }, "sibling share registry does not know parent p"),
         (R::DispatchFailed { cause: s("x") }, "dispatch failed: x"),
         (R::OutputLabelUnknown { label: s("secret") }.withheld(), "tool output label \"secret\" is not a known level; output withheld"),
+        (R::OutputUncanonical { cause: s("x") }.withheld(), "tool output has no canonical form for its receipt: x; output withheld"),
         (R::ReceiptUnrecorded(StoreError::unavailable(StoreName::Receipt, "x")), "receipt store unavailable: x; no allow is released without a receipt"),
         (R::PortableNotSubject { agent: s("k"), capability: s("cap") }, "capability presented by another agent: request agent k is not the subject of capability cap"),
         (R::PortableApproval { guard: s("g"), reason: Box::new(R::ApprovalRequired { tool: s("pay") }) }, "guard g requires approval, which portable evaluation cannot run: tool pay requires approval"),

@@ -92,3 +92,46 @@ fn only_lowercase_keys_register() {
     let decision = kernel.evaluate(&call, NOW_MS, &mut dispatch(&standard_files()));
     assert_eq!(decision.projected().to_string(), "deny");
 }
+
+// A binding refusal names the keys by their first 16 hex digits, never whole: an unregistered agent with the signer's key, and a proof signed by another key with that key and the capability's subject.
+#[test]
+fn binding_refusals_name_keys_by_their_prefix() {
+    let mut k = kernel(vec![]);
+    let files = standard_files();
+    let cap = issue("cap-alice", "alice", files_scope());
+    let args = json!({ "path": "/workspace/notes.txt" });
+    let prefix = |name: &str| agent_pk(name)[..16].to_string();
+    let stranger = request_by(
+        "alice",
+        "zed",
+        &cap,
+        "files",
+        "read_file",
+        args.clone(),
+        "b-1",
+    );
+    let d = k.evaluate(&stranger, NOW_MS, &mut dispatch(&files));
+    assert_eq!(
+        d.reason.as_deref(),
+        Some(
+            format!(
+                "request names an agent that does not hold the proving key: agent zed is not registered with key {}",
+                prefix("alice")
+            )
+            .as_str()
+        )
+    );
+    let signed_by_bob = request_by("bob", "alice", &cap, "files", "read_file", args, "b-2");
+    let d = k.evaluate(&signed_by_bob, NOW_MS, &mut dispatch(&files));
+    assert_eq!(
+        d.reason.as_deref(),
+        Some(
+            format!(
+                "capability presented by another agent: request signed by key {}, capability cap-alice belongs to key {}",
+                prefix("bob"),
+                prefix("alice")
+            )
+            .as_str()
+        )
+    );
+}

@@ -12,6 +12,7 @@
 mod util;
 
 mod carried;
+mod closing;
 mod detector_bench;
 mod detector_generalization;
 mod fuzz_decode;

@@ -539,3 +539,22 @@ fn a_running_total_needs_approval_for_a_child_holding_a_share() {
         Some("monetary budget team would reach 800.00 EUR, above 500; approval required")
     );
 }
+
+// Only an approval guard that compares a running total asks admission for the monetary totals; one with a per-call threshold or none reads no money, so it adds no store work.
+#[test]
+fn only_a_total_threshold_needs_the_money_totals() {
+    let needs_money = |config: Value| {
+        guard("approve", GuardKind::Approval, config)
+            .build()
+            .expect("the approval guard builds")
+            .needs()
+            .money
+    };
+    assert!(needs_money(
+        json!({"tools": ["pay"], "budget": "daily", "total_above": "1000"})
+    ));
+    assert!(!needs_money(
+        json!({"tools": ["pay"], "argument": "amount", "above": "1000"})
+    ));
+    assert!(!needs_money(json!({"tools": ["pay"]})));
+}
