@@ -92,6 +92,12 @@ pub struct KernelDecl {
     /// Guard ids in pipeline order.
     #[serde(default)]
     pub guards: Vec<String>,
+    /// The oldest request the kernel admits, in virtual milliseconds
+    /// between the request's issue (its step's instant) and its decision
+    /// (its arrival, later over a delayed link); a request from the future
+    /// is bounded alike. No bound when absent.
+    #[serde(default)]
+    pub max_request_age_ms: Option<u64>,
 }
 
 /// `[[servers]]`.

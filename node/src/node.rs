@@ -160,8 +160,12 @@ pub struct CallCommand {
     pub arguments: Value,
     /// The arguments built from earlier values, with their provenance.
     pub sources: Vec<ArgumentSource>,
-    /// Virtual time, Unix milliseconds.
+    /// Virtual time of the decision, Unix milliseconds: the call's arrival
+    /// at its kernel.
     pub now_ms: u64,
+    /// When the agent issued the request, Unix milliseconds: its step's
+    /// instant, before `now_ms` only over a delayed link.
+    pub issued_at_ms: u64,
     /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
     pub sealed: Vec<String>,
 }
@@ -176,7 +180,7 @@ impl From<CallCommand> for CallIntent {
             tool: command.tool,
             arguments: command.arguments,
             sources: command.sources,
-            now_ms: command.now_ms,
+            issued_at_ms: command.issued_at_ms,
             sealed: command.sealed,
         }
     }

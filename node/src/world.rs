@@ -402,6 +402,7 @@ fn resolve_kernels(
             })
             .collect();
         config.tool_budgets = tool_budgets.clone();
+        config.max_request_age_ms = kernel.max_request_age_ms;
         config.monetary_budgets = monetary_budgets.clone();
         config.tools = Some(catalog_of(file, &kernel.id)?);
         config.redefinitions = redefinitions

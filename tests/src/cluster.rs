@@ -336,6 +336,7 @@ pub fn call_command(
         arguments,
         sources: Vec::new(),
         now_ms,
+        issued_at_ms: now_ms,
         sealed: Vec::new(),
     }
 }

@@ -151,11 +151,29 @@ pub struct Tally {
     records: usize,
     /// The last record's step id.
     last: Option<String>,
+    /// The step where the run stopped, if it stopped.
+    stop: Option<String>,
+    /// When the stop step was decided (Unix ms), once its record is read.
+    stop_decided_ms: Option<u64>,
+    /// A record after the stop step's that was decided after it: a step
+    /// the run could not have reached.
+    past_stop: Option<String>,
+}
+
+/// When a record's step was decided (Unix ms): its arrival for a call over
+/// a delayed link, otherwise its instant; `None` for an instant that does
+/// not parse.
+fn decided_ms(s: &StepRecord) -> Option<u64> {
+    let instant = s.decided_time.as_deref().unwrap_or(&s.virtual_time);
+    chio_arena::VirtualClock::parse(instant)
+        .ok()
+        .map(|clock| clock.now_ms())
 }
 
 impl Tally {
-    /// Nothing counted yet.
-    pub(super) fn new() -> Self {
+    /// Nothing counted yet, for a run that stopped at step `stop` (if it
+    /// stopped).
+    pub(super) fn new(stop: Option<&str>) -> Self {
         Tally {
             calls: 0,
             passed: 0,
@@ -167,6 +185,9 @@ impl Tally {
             reason_mismatches: Vec::new(),
             records: 0,
             last: None,
+            stop: stop.map(str::to_string),
+            stop_decided_ms: None,
+            past_stop: None,
         }
     }
 
@@ -199,10 +220,24 @@ impl Tally {
         }
         self.records += 1;
         self.last = Some(s.step_id.clone());
+        // A call over a delayed link is decided when it arrives, after the
+        // steps scheduled up to then: a run that stopped at such a call
+        // recorded those after its record, and nothing decided later.
+        match self.stop_decided_ms {
+            None if self.stop.as_deref() == Some(s.step_id.as_str()) => {
+                self.stop_decided_ms = Some(decided_ms(s).unwrap_or(u64::MAX));
+            }
+            Some(stop) if self.past_stop.is_none() && decided_ms(s).is_none_or(|at| at > stop) => {
+                self.past_stop = Some(s.step_id.clone());
+            }
+            _ => {}
+        }
     }
 
     /// Refuses records that are not the run's: a completed run recorded
-    /// every scheduled step, a stopped one ended at its stop step.
+    /// every scheduled step; a stopped one recorded its stop step, and
+    /// after it only steps decided no later (those a call over a delayed
+    /// link let pass before it arrived).
     fn check(
         &self,
         manifest: &BundleManifest,
@@ -210,9 +245,14 @@ impl Tally {
         dir: &Path,
     ) -> Result<(), ArenaError> {
         let cause = match &manifest.stopped {
-            Some(stop) if self.last.as_deref() != Some(stop.step_id.as_str()) => format!(
-                "its last step record is {}, not step {}, where the run stopped",
+            Some(stop) if self.stop_decided_ms.is_none() => format!(
+                "it holds no record of step {}, where the run stopped (its last step record is {})",
+                stop.step_id,
                 self.last.as_deref().unwrap_or("absent"),
+            ),
+            Some(stop) if self.past_stop.is_some() => format!(
+                "its step record {} follows step {}, where the run stopped, and was decided after it",
+                self.past_stop.as_deref().unwrap_or_default(),
                 stop.step_id
             ),
             None if self.records != scheduled => format!(
@@ -265,7 +305,7 @@ fn first_pass(
 ) -> Result<Tally, CliError> {
     let manifest = &result.bundle.manifest;
     let mismatches: BTreeSet<&str> = manifest.mismatches.iter().map(String::as_str).collect();
-    let mut tally = Tally::new();
+    let mut tally = Tally::new(manifest.stopped.as_ref().map(|stop| stop.step_id.as_str()));
     each_step(command, dir, |s| {
         tally.add(&s, &mismatches);
         measure(&s);

@@ -32,7 +32,7 @@ fn whole_json(scenario: &Scenario, result: &RunResult, dir: &Path, steps: &[Step
         .iter()
         .filter(|s| s.pass.is_some() && s.action == ActionKind::Call)
         .collect();
-    let mut tally = Tally::new();
+    let mut tally = Tally::new(None);
     tally.calls = calls.len();
     tally.passed = calls.iter().filter(|s| s.pass == Some(true)).count();
     tally.failed = calls.iter().filter(|s| s.pass == Some(false)).count();

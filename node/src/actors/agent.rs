@@ -33,8 +33,8 @@ pub struct CallIntent {
     pub arguments: Value,
     /// The arguments built from earlier values, with their provenance.
     pub sources: Vec<chio_kernel::provenance::ArgumentSource>,
-    /// Virtual time of the request, Unix milliseconds.
-    pub now_ms: u64,
+    /// When the request is issued (virtual time, Unix milliseconds).
+    pub issued_at_ms: u64,
     /// JSON pointers of the sealed arguments (`chio_kernel::seal`).
     pub sealed: Vec<String>,
 }
@@ -128,7 +128,7 @@ pub(crate) fn prepare_request(
         arguments: intent.arguments,
         agent_id: agent.to_string(),
         session_id: agent.to_string(),
-        issued_at_ms: intent.now_ms,
+        issued_at_ms: intent.issued_at_ms,
         proof: RequestProof::default(),
         sealed: intent.sealed,
         argument_sources: intent.sources,

@@ -143,6 +143,7 @@ pub(super) fn prepare(
         arguments,
         sources,
         now_ms,
+        issued_at_ms: now_ms,
         sealed,
     };
     let agent_node = world.agent_node(agent).unwrap_or_default();
@@ -152,6 +153,8 @@ pub(super) fn prepare(
     let blocked = unresolved.or_else(|| faults.call_blocked(agent, agent_node));
     let delay = faults.delay(agent_node, kernel_node);
     if let Some((ms, _)) = &delay {
+        // Issued when sent, decided when it arrives: a kernel's request-age
+        // bound meets the delay.
         command.now_ms = now_ms.saturating_add(*ms);
     }
     Ok(PreparedCall {

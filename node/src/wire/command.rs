@@ -36,6 +36,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
         tool: command.tool.clone(),
         arguments_json: encode("the call's arguments", &command.arguments)?,
         now_ms: command.now_ms,
+        issued_at_ms: command.issued_at_ms,
         sealed: command.sealed.clone(),
         argument_sources: command
             .sources
@@ -52,7 +53,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
 
 /// A scheduled call as a node receives it.
 pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> {
-    Ok(CallCommand {
+    let command = CallCommand {
         captured: request
             .captured_token_json
             .as_deref()
@@ -75,8 +76,16 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
         server: request.server,
         tool: request.tool,
         now_ms: request.now_ms,
+        issued_at_ms: request.issued_at_ms,
         sealed: request.sealed,
-    })
+    };
+    if command.issued_at_ms == 0 || command.issued_at_ms > command.now_ms {
+        return Err(super::malformed(
+            "issued_at_ms",
+            "a call is issued at a set instant no later than its decision (now_ms)",
+        ));
+    }
+    Ok(command)
 }
 
 /// What a delegation narrows, on the wire.

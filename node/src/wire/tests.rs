@@ -109,13 +109,13 @@ fn argument_source() -> impl Strategy<Value = chio_kernel::provenance::ArgumentS
 fn call_command_strategy() -> impl Strategy<Value = CallCommand> {
     (
         (text(), text(), text(), any::<bool>()),
-        (text(), text(), json_value(), any::<u64>()),
+        (text(), text(), json_value(), (1..=u64::MAX, any::<u64>())),
         prop::collection::vec(argument_source(), 0..3),
     )
         .prop_map(
             |(
                 (request_id, agent, capability_id, captured),
-                (server, tool, arguments, now_ms),
+                (server, tool, arguments, (now_ms, earlier)),
                 sources,
             )| {
                 CallCommand {
@@ -128,6 +128,7 @@ fn call_command_strategy() -> impl Strategy<Value = CallCommand> {
                     tool,
                     arguments,
                     now_ms,
+                    issued_at_ms: now_ms - earlier % now_ms,
                     sealed: Vec::new(),
                 }
             },
@@ -371,6 +372,7 @@ fn malformed_fields_are_invalid_arguments_naming_the_field() {
         arguments: json!({"path": "/w/a"}),
         sources: Vec::new(),
         now_ms: 1,
+        issued_at_ms: 1,
         sealed: Vec::new(),
     };
     let mut request = call_request(&command).unwrap();
@@ -383,13 +385,26 @@ fn malformed_fields_are_invalid_arguments_naming_the_field() {
     );
     request.arguments_json = b"{}".to_vec();
     request.captured_token_json = Some(b"{\"x\":1}".to_vec());
-    let status = refusal(call_command(request));
+    let status = refusal(call_command(request.clone()));
     assert!(
         status
             .message()
             .starts_with("captured_token_json is malformed"),
         "{status:?}"
     );
+    // A call issued after its decision, or at no instant, is refused.
+    request.captured_token_json = None;
+    for (issued, now) in [(0, 5), (6, 5)] {
+        request.issued_at_ms = issued;
+        request.now_ms = now;
+        let status = refusal(call_command(request.clone()));
+        assert!(
+            status.message().starts_with("issued_at_ms is malformed"),
+            "{issued} {now}: {status:?}"
+        );
+    }
+    request.issued_at_ms = 5;
+    assert!(call_command(request).is_ok(), "issued at its decision");
 
     let delegate = pb::DelegateRequest {
         attenuation: None,

@@ -105,6 +105,7 @@ fn valid_call(request_id: &str) -> pb::CallRequest {
         sources: Vec::new(),
         now_ms: 1767600000000,
         sealed: Vec::new(),
+        issued_at_ms: 1767600000000,
     })
     .unwrap()
 }

@@ -89,6 +89,7 @@ impl Place<'_> {
             sources: Vec::new(),
             now_ms: world.start_ms + 1,
             sealed: Vec::new(),
+            issued_at_ms: world.start_ms + 1,
         };
         match self.wait(self.dispatcher().call(node, command)) {
             Ok(answer) => match answer.decided() {

@@ -74,6 +74,7 @@ fn read(world: &World, agent: &str, capability: &str, id: &str) -> CallCommand {
         sources: Vec::new(),
         now_ms: world.start_ms + 1,
         sealed: Vec::new(),
+        issued_at_ms: world.start_ms + 1,
     }
 }
 

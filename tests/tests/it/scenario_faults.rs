@@ -1046,3 +1046,161 @@ fn hand_overs_keep_their_labels_across_a_restart_of_the_planners_node() {
     );
     assert_eq!(records["hand-the-bill-as-iban"]["actual"], "refused");
 }
+
+/// Kernel-a admits requests at most 1 virtual second old. Bob's share
+/// crosses a link from node-b delayed by exactly the bound, then by 1 ms
+/// more, then not at all; alice's own calls on node-a never wait.
+const AGE_STEPS: &str = r#"
+[[steps]]
+id = "alice-to-bob"
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-files"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+
+[[steps]]
+id = "slow-node-b-by-the-bound"
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1000
+
+[[steps]]
+id = "bob-reads-at-the-bound"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "heal-the-first-delay"
+agent = "alice"
+action = "fault"
+fault = "heal"
+between = ["node-a", "node-b"]
+at = 1100
+
+[[steps]]
+id = "slow-node-b-past-the-bound"
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1001
+at = 1101
+
+[[steps]]
+id = "bob-reads-past-the-bound"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "deny"
+expect_reason = "request-stale"
+at = 1102
+
+[[steps]]
+id = "alice-reads-unslowed"
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+at = 1103
+
+[[steps]]
+id = "heal-the-second-delay"
+agent = "alice"
+action = "fault"
+fault = "heal"
+between = ["node-a", "node-b"]
+at = 2300
+
+[[steps]]
+id = "bob-reads-in-time"
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+at = 2301
+"#;
+
+// Proves a kernel's request-age bound meets the delay of the link a call crosses: a call delayed by exactly the bound is admitted, one delayed 1 ms past it is refused as stale by the serving kernel with a signed receipt, an undelayed call and the same call once healed are admitted; embedded and on real processes, byte for byte. A run that stops at the delayed call (its expectation changed) exits 1 at that step, keeping the later call decided before it arrived.
+#[test]
+fn a_request_delayed_past_its_kernels_age_bound_is_stale() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = on_the_partition_world(&dir.path().join("age"), "fault_request_age", AGE_STEPS);
+    let text = std::fs::read_to_string(&file).expect("scenario");
+    let bounded = text.replacen(
+        "id = \"kernel-a\"\nnode = \"node-a\"\n",
+        "id = \"kernel-a\"\nnode = \"node-a\"\nmax_request_age_ms = 1000\n",
+        1,
+    );
+    assert_ne!(bounded, text, "kernel-a is declared as expected");
+    std::fs::write(&file, bounded).expect("scenario written");
+    let (embedded, local) = (dir.path().join("embedded"), dir.path().join("local"));
+    run_passing(dir.path(), &file, &embedded, false);
+    let stderr = run_passing(dir.path(), &file, &local, true);
+    assert!(
+        stderr.contains("every admitted call's receipt is in trust-control allows=3"),
+        "{stderr}"
+    );
+    assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    let records = step_records(&embedded);
+    let stale = &records["bob-reads-past-the-bound"];
+    assert_eq!(stale["trace"]["reason_code"], "request-stale", "{stale}");
+    assert!(stale["receipt_id"].is_string(), "{stale}");
+    assert_eq!(
+        records["bob-reads-at-the-bound"]["decided_time"],
+        "2026-07-01T09:00:01.002Z"
+    );
+
+    // Expecting the stale call to pass stops the run there, with exit 1
+    // and its mismatch, although alice's later call, decided before the
+    // stale one arrived, is recorded after it.
+    let bounded = std::fs::read_to_string(&file).expect("scenario");
+    let at = bounded
+        .find("id = \"bob-reads-past-the-bound\"")
+        .expect("the stale step");
+    let mut wrong = bounded.clone();
+    wrong.replace_range(
+        at..,
+        &bounded[at..]
+            .replacen("expect_verdict = \"deny\"", "expect_verdict = \"allow\"", 1)
+            .replacen("expect_reason = \"request-stale\"\n", "", 1),
+    );
+    std::fs::write(&file, wrong).expect("scenario written");
+    let stopped = |out: &Path, local: bool| {
+        let (file, out) = (file.display().to_string(), out.display().to_string());
+        let mut args = vec!["arena", "run", &file, "--out", &out, "--json"];
+        if local {
+            args.extend(["--topology", "local"]);
+        }
+        let output = run_chio(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("--json");
+        assert_eq!(report["outcome"]["stopped_at"], "bob-reads-past-the-bound");
+    };
+    let (embedded, local) = (
+        dir.path().join("stopped-embedded"),
+        dir.path().join("stopped-local"),
+    );
+    stopped(&embedded, false);
+    stopped(&local, true);
+    assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    let order: Vec<String> = step_records(&embedded).into_keys().collect();
+    assert!(
+        order.contains(&"alice-reads-unslowed".to_string()),
+        "{order:?}"
+    );
+    assert!(
+        !order.contains(&"bob-reads-in-time".to_string()),
+        "{order:?}"
+    );
+}

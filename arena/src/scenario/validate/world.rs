@@ -130,6 +130,15 @@ impl<'a> Validator<'a> {
         let kernels = declared_ids("kernel", "kernels", f.kernels.iter().map(|k| k.id.as_str()))?;
         for (i, kernel) in f.kernels.iter().enumerate() {
             resolve(nodes, "node", &kernel.node, || format!("kernels[{i}].node"))?;
+            if kernel
+                .max_request_age_ms
+                .is_some_and(|age| !(1..=crate::scheduler::MAX_OFFSET_MS).contains(&age))
+            {
+                return Err(ArenaError::OutOfRange {
+                    field: format!("kernels[{i}].max_request_age_ms"),
+                    rule: "1 <= max_request_age_ms <= 2^53",
+                });
+            }
             let mut pipeline = BTreeSet::new();
             for (j, guard) in kernel.guards.iter().enumerate() {
                 let field = || format!("kernels[{i}].guards[{j}]");

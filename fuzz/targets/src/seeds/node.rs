@@ -32,6 +32,7 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         arguments: json!({ "path": path }),
         sources: Vec::new(),
         now_ms: START_MS + offset_ms,
+        issued_at_ms: START_MS + offset_ms,
         sealed: Vec::new(),
     };
     call_request(&command)
