@@ -1131,7 +1131,7 @@ expect_verdict = "allow"
 at = 2301
 "#;
 
-// Proves a kernel's request-age bound meets the delay of the link a call crosses: a call delayed by exactly the bound is admitted, one delayed 1 ms past it is refused as stale by the serving kernel with a signed receipt, an undelayed call and the same call once healed are admitted; embedded and on real processes, byte for byte. A run that stops at the delayed call (its expectation changed) exits 1 at that step, keeping the later call decided before it arrived.
+// Proves a kernel's request-age bound meets the delay of the link a call crosses: a call delayed by exactly the bound is admitted, one delayed 1 ms past it is refused as stale by the serving kernel with a signed receipt, an undelayed call and the same call once healed are admitted; embedded and on real processes, byte for byte. A run that stops at the delayed call (its expectation changed) exits 1 at that step, keeping the later call decided before it arrived, embedded, local and one at a time alike.
 #[test]
 fn a_request_delayed_past_its_kernels_age_bound_is_stale() {
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -1176,11 +1176,13 @@ fn a_request_delayed_past_its_kernels_age_bound_is_stale() {
             .replacen("expect_reason = \"request-stale\"\n", "", 1),
     );
     std::fs::write(&file, wrong).expect("scenario written");
-    let stopped = |out: &Path, local: bool| {
+    let stopped = |out: &Path, mode: &str| {
         let (file, out) = (file.display().to_string(), out.display().to_string());
         let mut args = vec!["arena", "run", &file, "--out", &out, "--json"];
-        if local {
-            args.extend(["--topology", "local"]);
+        match mode {
+            "local" => args.extend(["--topology", "local"]),
+            "one-at-a-time" => args.push("--one-at-a-time"),
+            _ => {}
         }
         let output = run_chio(dir.path(), &args);
         assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
@@ -1191,9 +1193,12 @@ fn a_request_delayed_past_its_kernels_age_bound_is_stale() {
         dir.path().join("stopped-embedded"),
         dir.path().join("stopped-local"),
     );
-    stopped(&embedded, false);
-    stopped(&local, true);
+    let one = dir.path().join("stopped-one-at-a-time");
+    stopped(&embedded, "embedded");
+    stopped(&local, "local");
+    stopped(&one, "one-at-a-time");
     assert_eq!(tree(&embedded), tree(&local), "local differs from embedded");
+    assert_eq!(tree(&embedded), tree(&one), "one at a time differs");
     let order: Vec<String> = step_records(&embedded).into_keys().collect();
     assert!(
         order.contains(&"alice-reads-unslowed".to_string()),
