@@ -18,14 +18,17 @@
 
 use serde_json::Value;
 
-use super::admit::{next_answer, read_revocation, revocation_ops};
+use super::admit::{next_answer, revocation_ops};
+use super::closing::{
+    allowlist_ops, join_ops, read_closing, released_label_keys, unexpected_label, Closing, Released,
+};
 use super::guard_run::{run_output_guards, Rewrite};
 use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::canonical::CanonicalError;
 use crate::error::{KernelError, StoreError, StoreName};
 use crate::guards::GuardContext;
-use crate::label::{is_known_label, Label, LabelKey};
+use crate::label::{is_known_label, Label};
 use crate::reason::DenyReason;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
@@ -35,7 +38,6 @@ use crate::seal::Seal;
 use crate::stores::JournalEntry;
 use crate::trace::DecisionTrace;
 use crate::verdict::Verdict;
-use crate::verification::VerifiedCapability;
 
 /// A decided deny: its outcome recorded in the trace.
 fn withheld(
@@ -91,137 +93,6 @@ fn released(label: Option<Label>, integrity: &Option<String>, performed: bool) -
         (None, true) => "output released".to_string(),
         (_, false) => "output released; the server did not carry the call out".to_string(),
     }
-}
-
-/// What the closing batch of an allow must answer before the output is
-/// released.
-struct Closing<'a> {
-    /// Commits, one per granted hold.
-    holds: usize,
-    /// Whose ids are looked up again.
-    verified: &'a VerifiedCapability,
-    /// An output label that is not a known level: nothing is joined.
-    unknown: Option<String>,
-    /// The keys the output's labels join.
-    label_keys: Vec<String>,
-    /// How many labels join each key.
-    joined: usize,
-    /// The run-time allowlist records written, with how many digests each.
-    allowlisted: Vec<(String, usize)>,
-}
-
-/// The deny reason of an output label that is not a known level.
-fn unexpected_label(name: Option<&str>) -> DenyReason {
-    DenyReason::OutputLabelUnknown {
-        label: name.unwrap_or_default().to_string(),
-    }
-    .withheld()
-}
-
-/// Reads the closing batch of an allow in pipeline order, recording the
-/// settled holds and label writes in `trace`; the first answer that ends
-/// the decision is the deny reason.
-fn read_closing(
-    answers: &mut impl Iterator<Item = Result<OpAnswer, StoreError>>,
-    closing: Closing<'_>,
-    trace: &mut DecisionTrace,
-) -> Result<(), DenyReason> {
-    let mut commit = Ok(());
-    for _ in 0..closing.holds {
-        if let Err(e) = next_answer(answers, StoreName::Budget) {
-            commit = Err(DenyReason::from(e));
-            break;
-        }
-    }
-    trace.settle_holds(if commit.is_ok() {
-        "committed"
-    } else {
-        "commit-failed"
-    });
-    commit?;
-    // Revocation again before the allow is finalised: a revocation that
-    // raced the dispatch withholds the output (the tool did run, so the
-    // budget stays committed).
-    read_revocation(closing.verified, answers).map_err(DenyReason::withheld)?;
-    if let Some(name) = &closing.unknown {
-        return Err(unexpected_label(Some(name)));
-    }
-    if closing.joined > 0 {
-        for key in closing.label_keys {
-            for _ in 0..closing.joined {
-                next_answer(answers, StoreName::Label)
-                    .map_err(|e| DenyReason::from(e).withheld())?;
-            }
-            trace.label_writes.push(key);
-        }
-    }
-    for (key, written) in closing.allowlisted {
-        for _ in 0..written {
-            next_answer(answers, StoreName::Label).map_err(|e| DenyReason::from(e).withheld())?;
-        }
-        trace.label_writes.push(key);
-    }
-    Ok(())
-}
-
-/// What an allow's closing batch needs of the admitted call and its output.
-struct Released {
-    request: ToolCallRequest,
-    verified: VerifiedCapability,
-    holds: Vec<String>,
-    parameter_hash: String,
-    /// SHA-256 of the released output's canonical JSON.
-    output_hash: String,
-    label: Option<Label>,
-    integrity: Option<String>,
-    joined: Vec<String>,
-    unknown: Option<String>,
-    label_keys: Vec<String>,
-    /// Run-time allowlist records and the digests they gain.
-    allowlisted: Vec<(String, Vec<String>)>,
-}
-
-/// The retained keys a released output's labels join: the session, the
-/// principal and the lineage.
-fn released_label_keys(
-    request: &ToolCallRequest,
-    principal: &str,
-    verified: &VerifiedCapability,
-) -> Vec<String> {
-    [
-        LabelKey::Session(request.session_id.clone()),
-        LabelKey::Principal(principal.to_string()),
-        LabelKey::Lineage(verified.root_id.clone()),
-    ]
-    .iter()
-    .map(LabelKey::as_key)
-    .collect()
-}
-
-/// One join per retained key and label, in key order then label order.
-fn join_ops(label_keys: &[String], joined: &[String]) -> Vec<StoreOp> {
-    label_keys
-        .iter()
-        .flat_map(|key| {
-            joined.iter().map(move |name| StoreOp::JoinLabels {
-                keys: vec![key.clone()],
-                label: name.clone(),
-            })
-        })
-        .collect()
-}
-
-/// One join per run-time allowlist record and digest, in record order.
-fn allowlist_ops(allowlisted: &[(String, Vec<String>)]) -> Vec<StoreOp> {
-    allowlisted
-        .iter()
-        .flat_map(|(key, digests)| {
-            digests.iter().map(|digest| StoreOp::JoinLabels {
-                keys: vec![key.clone()],
-                label: digest.clone(),
-            })
-        })
-        .collect()
 }
 
 impl Kernel {

@@ -65,7 +65,8 @@
 //! amounts, windows), `binding` (step 3's proof and principal),
 //! `labels` (the label keys step 6 reads), `guard_run` (running the guard
 //! pipeline), `complete` (step 8, abort, and the closing batch with the
-//! receipt).
+//! receipt), `closing` (what an allow's closing batch holds and how its
+//! answers are read).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -89,6 +90,7 @@ use crate::verification::VerifiedCapability;
 
 mod admit;
 mod binding;
+mod closing;
 mod complete;
 pub mod config;
 mod guard_run;

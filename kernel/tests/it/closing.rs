@@ -14,17 +14,29 @@ use chio_kernel::{Kernel, ToolOutput, Verdict};
 use serde_json::{json, Value};
 use util::*;
 
-fn read(k: &mut Kernel, output: ToolOutput, id: &str) -> chio_kernel::Decision {
+/// Alice's read of `path` (request `id`), which the server answers with
+/// `answer`.
+fn read_at(
+    k: &mut Kernel,
+    path: &str,
+    id: &str,
+    answer: Result<ToolOutput, String>,
+) -> chio_kernel::Decision {
     let cap = issue("cap-alice", "alice", files_scope());
     let call = request(
         "alice",
         &cap,
         "files",
         "read_file",
-        json!({"path": "/workspace/notes.txt"}),
+        json!({"path": path}),
         id,
     );
-    k.evaluate(&call, NOW_MS, &mut |_| Ok(output.clone()))
+    k.evaluate(&call, NOW_MS, &mut |_| answer.clone())
+}
+
+/// Alice's read of her notes, which the server answers with `output`.
+fn read(k: &mut Kernel, output: ToolOutput, id: &str) -> chio_kernel::Decision {
+    read_at(k, "/workspace/notes.txt", id, Ok(output))
 }
 
 fn output(content: Value, label: Option<Label>, integrity: Option<&str>) -> ToolOutput {
@@ -64,16 +76,12 @@ fn the_receipt_binds_the_released_output() {
         Some(canonical_sha256(&released).unwrap())
     );
 
-    let cap = issue("cap-alice", "alice", files_scope());
-    let outside = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        json!({"path": "/etc/passwd"}),
+    let denied = read_at(
+        &mut k,
+        "/etc/passwd",
         "r-3",
+        Ok(output(json!({}), None, None)),
     );
-    let denied = k.evaluate(&outside, NOW_MS, &mut |_| Ok(output(json!({}), None, None)));
     assert_eq!(denied.verdict, Verdict::Deny);
     assert_eq!(denied.receipt.body.output_hash, None);
 }
@@ -198,16 +206,8 @@ fn an_unanswered_receipt_is_appended_alone() {
         KernelStores::new(ShortStore(authority.clone())),
     )
     .expect("kernel builds");
-    let cap = issue("cap-alice", "alice", files_scope());
-    let call = request(
-        "alice",
-        &cap,
-        "files",
-        "read_file",
-        json!({"path": "/workspace/notes.txt"}),
-        "alone-1",
-    );
-    let d = k.evaluate(&call, NOW_MS, &mut |_| Err("server gone".to_string()));
+    let gone = Err("server gone".to_string());
+    let d = read_at(&mut k, "/workspace/notes.txt", "alone-1", gone);
     assert_eq!(d.verdict, Verdict::Deny);
     assert_eq!(d.reason.as_deref(), Some("dispatch failed: server gone"));
     assert!(d.recorded, "the receipt was appended alone");
