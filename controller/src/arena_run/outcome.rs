@@ -153,10 +153,13 @@ pub struct Tally {
     last: Option<String>,
     /// The step where the run stopped, if it stopped.
     stop: Option<String>,
-    /// When the stop step was decided (Unix ms), once its record is read.
-    stop_decided_ms: Option<u64>,
-    /// A record after the stop step's that was decided after it: a step
-    /// the run could not have reached.
+    /// Whether the stop step's record was read.
+    stop_seen: bool,
+    /// When the stop step was decided (Unix ms), if it was a call over a
+    /// delayed link: the steps decided up to then may follow its record.
+    stop_arrival_ms: Option<u64>,
+    /// A record after the stop step's that the run could not have reached
+    /// before it stopped.
     past_stop: Option<String>,
 }
 
@@ -186,7 +189,8 @@ impl Tally {
             records: 0,
             last: None,
             stop: stop.map(str::to_string),
-            stop_decided_ms: None,
+            stop_seen: false,
+            stop_arrival_ms: None,
             past_stop: None,
         }
     }
@@ -222,15 +226,20 @@ impl Tally {
         self.last = Some(s.step_id.clone());
         // A call over a delayed link is decided when it arrives, after the
         // steps scheduled up to then: a run that stopped at such a call
-        // recorded those after its record, and nothing decided later.
-        match self.stop_decided_ms {
-            None if self.stop.as_deref() == Some(s.step_id.as_str()) => {
-                self.stop_decided_ms = Some(decided_ms(s).unwrap_or(u64::MAX));
+        // recorded those after its record, and nothing decided later. Any
+        // other stop step is the last record.
+        if !self.stop_seen {
+            if self.stop.as_deref() == Some(s.step_id.as_str()) {
+                self.stop_seen = true;
+                self.stop_arrival_ms = s.decided_time.as_ref().and_then(|_| decided_ms(s));
             }
-            Some(stop) if self.past_stop.is_none() && decided_ms(s).is_none_or(|at| at > stop) => {
+        } else if self.past_stop.is_none() {
+            let before_arrival = self
+                .stop_arrival_ms
+                .is_some_and(|arrival| decided_ms(s).is_some_and(|at| at <= arrival));
+            if !before_arrival {
                 self.past_stop = Some(s.step_id.clone());
             }
-            _ => {}
         }
     }
 
@@ -245,13 +254,13 @@ impl Tally {
         dir: &Path,
     ) -> Result<(), ArenaError> {
         let cause = match &manifest.stopped {
-            Some(stop) if self.stop_decided_ms.is_none() => format!(
+            Some(stop) if !self.stop_seen => format!(
                 "it holds no record of step {}, where the run stopped (its last step record is {})",
                 stop.step_id,
                 self.last.as_deref().unwrap_or("absent"),
             ),
             Some(stop) if self.past_stop.is_some() => format!(
-                "its step record {} follows step {}, where the run stopped, and was decided after it",
+                "its step record {} follows step {}, where the run stopped, and was not decided before it",
                 self.past_stop.as_deref().unwrap_or_default(),
                 stop.step_id
             ),

@@ -245,3 +245,62 @@ fn a_bundle_that_cannot_be_read_back_is_an_infrastructure_error() {
     std::fs::remove_file(dir.join("arena.json")).unwrap();
     refused(&dir);
 }
+
+// A stopped run's bundle holds its stop step's record and, after it, only steps decided no later: none after an ordinary stop, those decided up to the arrival of a delayed call it stopped at. Anything else is CHIO-REPORT-BUNDLE-READ naming the step.
+#[test]
+fn records_after_the_stop_step_are_those_decided_before_it() {
+    let root = tempfile::tempdir().unwrap();
+    let stop = || StopRecord {
+        step_id: "read-notes".into(),
+        cause: "unexpected-verdict".into(),
+        message: "step read-notes expected allow".into(),
+    };
+    let at = |id: &str, instant: &str| {
+        let mut record = step(id);
+        record.virtual_time = instant.to_string();
+        record
+    };
+    let delayed = || {
+        let mut record = at("read-notes", "2026-01-05T08:00:00.001Z");
+        record.decided_time = Some("2026-01-05T08:00:01.001Z".to_string());
+        record
+    };
+    let read = |name: &str, steps: Vec<StepRecord>| {
+        let dir = root.path().join(name);
+        let (scenario, result) = hand_made(&dir, steps, Some(stop()), RunStatus::Failed);
+        table(&scenario, &result, &dir).0.map(|_| ())
+    };
+    let refused = |name: &str, steps: Vec<StepRecord>, named: &str| {
+        let e = read(name, steps).unwrap_err();
+        assert_eq!(e.code, "CHIO-REPORT-BUNDLE-READ", "{name}");
+        assert!(e.message.contains(named), "{name}: {}", e.message);
+    };
+    read("last", vec![at("read-notes", "2026-01-05T08:00:00.001Z")]).unwrap();
+    refused(
+        "after-an-ordinary-stop",
+        vec![
+            at("read-notes", "2026-01-05T08:00:00.001Z"),
+            at("later", "2026-01-05T08:00:00.002Z"),
+        ],
+        "later",
+    );
+    read(
+        "decided-before-arrival",
+        vec![
+            delayed(),
+            at("meanwhile", "2026-01-05T08:00:00.500Z"),
+            at("at-arrival", "2026-01-05T08:00:01.001Z"),
+        ],
+    )
+    .unwrap();
+    refused(
+        "decided-after-arrival",
+        vec![delayed(), at("too-late", "2026-01-05T08:00:01.002Z")],
+        "too-late",
+    );
+    refused(
+        "no-stop-record",
+        vec![at("other", "2026-01-05T08:00:00.001Z")],
+        "read-notes",
+    );
+}
