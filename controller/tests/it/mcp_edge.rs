@@ -143,11 +143,7 @@ async fn admitted_calls_reach_the_upstream_and_refused_ones_never_do() {
     assert_eq!(log_lines(&log).len(), 3);
     edge.stop().await;
 
-    let recorded: Vec<Value> = std::fs::read_to_string(session.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let recorded = session_calls(&session);
     assert_eq!(recorded.len(), 1 + refused.len() + 3);
     let verdicts: Vec<&str> = recorded
         .iter()
@@ -499,17 +495,11 @@ async fn an_upstream_answer_without_a_canonical_form_is_withheld() {
     edge.stop().await;
     // The session's record keeps both calls; a scenario cannot write the
     // integer, so the folder stays the edge's record without a bundle.
-    let recorded: Vec<Value> = std::fs::read_to_string(session.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let verdicts: Vec<&str> = recorded
-        .iter()
-        .map(|r| r["verdict"].as_str().unwrap())
-        .collect();
-    assert_eq!(verdicts, ["deny", "allow"]);
-    assert_eq!(recorded[0]["reason_code"], "output-uncanonical");
+    assert_eq!(session_verdicts(&session), ["deny", "allow"]);
+    assert_eq!(
+        session_calls(&session)[0]["reason_code"],
+        "output-uncanonical"
+    );
     assert!(session.join("session-end.json").is_file());
     assert!(!session.join("arena.json").exists());
 }

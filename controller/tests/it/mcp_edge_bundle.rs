@@ -142,11 +142,7 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     copy_dir(&answered, &both);
     let header: Value =
         serde_json::from_str(&std::fs::read_to_string(both.join("session.json")).unwrap()).unwrap();
-    let calls: Vec<Value> = std::fs::read_to_string(both.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let calls = session_calls(&both);
     let rebuilt = chio_controller::mcp_edge::scenario::session_scenario(&header, &calls).unwrap();
     std::fs::write(both.join("inputs/scenario.toml"), rebuilt.text).unwrap();
     let (ok, out) = replay(&both);

@@ -81,11 +81,7 @@ fn edge_args(python: &Path, log: &Path, authority: &Path, session_dir: &Path) ->
 
 /// A session folder's calls (`calls.jsonl`) and header (`session.json`).
 fn read_session(session_dir: &Path) -> (Vec<Value>, Value) {
-    let session = std::fs::read_to_string(session_dir.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let session = session_calls(session_dir);
     let header =
         serde_json::from_str(&std::fs::read_to_string(session_dir.join("session.json")).unwrap())
             .unwrap();

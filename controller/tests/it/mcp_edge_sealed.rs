@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use mcp_edge_util::*;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// A GitHub-shaped token: a credential by the loader's own rule.
 const TOKEN: &str = "ghp_7Hq2Lw9Zx4Rt6Yp1Kd8Mv3Nc5Bg0Fj2Se4Ua";
@@ -73,20 +73,6 @@ async fn session(dir: &Path, python: &Path, extra: &[String]) -> (PathBuf, Strin
     )
 }
 
-/// The verdicts `calls.jsonl` records, in order.
-fn verdicts(folder: &Path) -> Vec<String> {
-    std::fs::read_to_string(folder.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["verdict"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
-
 /// Every file below `dir`, by path, but the edge's own record of the calls.
 fn evidence(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -133,11 +119,7 @@ async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
     let dir = tempfile::tempdir().unwrap();
     let (folder, edge_stderr, echoed) = session(dir.path(), &python, &[]).await;
     assert_eq!(echoed, TOKEN);
-    let calls: Vec<Value> = std::fs::read_to_string(folder.join("calls.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let calls = session_calls(&folder);
     assert_eq!(calls.len(), 3);
     assert!(
         calls[1]["upstream"]["structuredContent"]["previous"].is_null(),
@@ -225,7 +207,7 @@ async fn a_guard_redacting_the_sealed_answer_replays_alike() {
         !holds(echoed.as_bytes(), TOKEN),
         "the client got the token: {echoed}"
     );
-    assert_eq!(verdicts(&folder), ["rewrite", "allow", "deny"]);
+    assert_eq!(session_verdicts(&folder), ["rewrite", "allow", "deny"]);
     let (ok, replayed) = replay(&folder);
     assert!(ok, "the session does not replay: {replayed}");
     assert!(replayed.contains("no drift"), "{replayed}");

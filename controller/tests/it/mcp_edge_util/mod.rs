@@ -328,3 +328,21 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The calls a session folder records (`calls.jsonl`), one JSON value per
+/// line, in order.
+pub fn session_calls(folder: &Path) -> Vec<Value> {
+    std::fs::read_to_string(folder.join("calls.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The verdicts a session folder records, in order.
+pub fn session_verdicts(folder: &Path) -> Vec<String> {
+    session_calls(folder)
+        .iter()
+        .map(|call| call["verdict"].as_str().unwrap().to_string())
+        .collect()
+}
