@@ -16,6 +16,13 @@ use chio_controller::term::{log_filter, Tone};
 use chio_controller::Palette;
 use clap::Parser;
 
+// mimalloc rather than the system allocator: a run allocates on one thread
+// and frees on another (a call's request on the agent's task, its decision
+// on the kernel's thread, its record on the driver's), which the system
+// allocator serves slowly; see docs/benchmarks.md.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = chio_controller::Cli::parse();
     let stderr_palette = Palette::resolve(cli.color, std::io::stderr().is_terminal());

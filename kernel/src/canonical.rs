@@ -4,9 +4,16 @@
 //! module, so two machines that hold the same value produce the same bytes.
 //! It owns the serialisation rules only: object keys sorted by UTF-16 code
 //! units, the minimal string escapes of RFC 8785 section 3.2.2.2, and numbers
-//! printed as ECMAScript prints an IEEE 754 double. It refuses what JCS
-//! cannot represent faithfully (non-finite floats, integers beyond 2^53)
-//! instead of rounding them silently.
+//! printed as ECMAScript prints an IEEE 754 double. It refuses an integer
+//! beyond 2^53, which JCS cannot represent faithfully, instead of rounding
+//! it silently. A float that is not finite is written as `null`, as
+//! `serde_json` makes it in a JSON tree (a `serde_json::Value` cannot hold
+//! one, so no argument, output or fixture does); [`format_es_number`]
+//! refuses it.
+//!
+//! The bytes are written straight from the value by one `serde` serializer
+//! (`writer`); the tree printer it replaced stays in the tests, which hold
+//! the writer to it.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -31,10 +38,15 @@ pub enum CanonicalError {
     IntegerOutOfRange(String),
 }
 
-/// Serialises any `Serialize` value to canonical JSON bytes.
+mod writer;
+
+/// Serialises any `Serialize` value to canonical JSON bytes, writing them
+/// straight from the value: the bytes, and the errors, of printing the
+/// tree `serde_json::to_value(value)` builds.
 pub fn to_canonical_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
-    let tree = serde_json::to_value(value).map_err(|e| CanonicalError::Serialize(e.to_string()))?;
-    canonical_bytes(&tree)
+    let mut out = Vec::with_capacity(256);
+    writer::write(value, &mut out)?;
+    Ok(out)
 }
 
 /// Serialises any `Serialize` value to a canonical JSON string.
@@ -49,9 +61,7 @@ pub fn to_canonical_string<T: Serialize + ?Sized>(value: &T) -> Result<String, C
 
 /// Serialises a JSON tree to canonical bytes.
 pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
-    let mut out = Vec::with_capacity(128);
-    write_value(value, &mut out)?;
-    Ok(out)
+    to_canonical_vec(value)
 }
 
 /// The path of the first integer in `value` that has no exact canonical
@@ -84,40 +94,6 @@ pub fn first_inexact_integer(value: &Value, root: &str) -> Option<String> {
         }),
         Value::Null | Value::Bool(_) | Value::String(_) => None,
     }
-}
-
-fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
-    match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => write_number(n, out)?,
-        Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(item, out)?;
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            let entries = canonical_entries(map);
-            out.push(b'{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_string(key, out);
-                out.push(b':');
-                write_value(item, out)?;
-            }
-            out.push(b'}');
-        }
-    }
-    Ok(())
 }
 
 /// Writes `s` as a JSON string: `"` and `\\` escaped, the control
@@ -154,26 +130,6 @@ fn write_string(s: &str, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
-}
-
-fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
-    if let Some(u) = n.as_u64() {
-        if u > MAX_EXACT_INTEGER {
-            return Err(CanonicalError::IntegerOutOfRange(u.to_string()));
-        }
-        out.extend_from_slice(u.to_string().as_bytes());
-        return Ok(());
-    }
-    if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() > MAX_EXACT_INTEGER {
-            return Err(CanonicalError::IntegerOutOfRange(i.to_string()));
-        }
-        out.extend_from_slice(i.to_string().as_bytes());
-        return Ok(());
-    }
-    let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
-    out.extend_from_slice(format_es_number(f)?.as_bytes());
-    Ok(())
 }
 
 /// Formats a double exactly as ECMAScript `Number.prototype.toString` does
@@ -296,14 +252,81 @@ fn closest_digits(f: f64, shortest: &str, exp: i32) -> String {
 /// order a sender (or a parser) happened to leave the keys in.
 pub fn canonical_entries(map: &serde_json::Map<String, Value>) -> Vec<(&String, &Value)> {
     let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+    entries.sort_by(|a, b| key_order(a.0, b.0));
     entries
+}
+
+/// The canonical order of two object keys: by their UTF-16 code units.
+fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        // ASCII is one code unit per byte, in the same order.
+        return a.as_bytes().cmp(b.as_bytes());
+    }
+    a.encode_utf16().cmp(b.encode_utf16())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The tree printer the writer replaced: what the writer must agree
+    /// with, bytes and errors, for any value.
+    fn write_value(value: &Value, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+        match value {
+            Value::Null => out.extend_from_slice(b"null"),
+            Value::Bool(true) => out.extend_from_slice(b"true"),
+            Value::Bool(false) => out.extend_from_slice(b"false"),
+            Value::Number(n) => write_number(n, out)?,
+            Value::String(s) => write_string(s, out),
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_value(item, out)?;
+                }
+                out.push(b']');
+            }
+            Value::Object(map) => {
+                // Sorted here as RFC 8785 says, apart from `key_order`.
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
+                out.push(b'{');
+                for (i, (key, item)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_string(key, out);
+                    out.push(b':');
+                    write_value(item, out)?;
+                }
+                out.push(b'}');
+            }
+        }
+        Ok(())
+    }
+
+    fn write_number(n: &serde_json::Number, out: &mut Vec<u8>) -> Result<(), CanonicalError> {
+        if let Some(u) = n.as_u64() {
+            if u > MAX_EXACT_INTEGER {
+                return Err(CanonicalError::IntegerOutOfRange(u.to_string()));
+            }
+            out.extend_from_slice(u.to_string().as_bytes());
+            return Ok(());
+        }
+        if let Some(i) = n.as_i64() {
+            if i.unsigned_abs() > MAX_EXACT_INTEGER {
+                return Err(CanonicalError::IntegerOutOfRange(i.to_string()));
+            }
+            out.extend_from_slice(i.to_string().as_bytes());
+            return Ok(());
+        }
+        let f = n.as_f64().ok_or(CanonicalError::NonFinite)?;
+        out.extend_from_slice(format_es_number(f)?.as_bytes());
+        Ok(())
+    }
 
     fn num(bits: u64) -> String {
         format_es_number(f64::from_bits(bits)).unwrap()
@@ -466,6 +489,177 @@ mod tests {
             proptest::prop_assert_eq!(back["f"].as_f64().unwrap(), f);
             proptest::prop_assert_eq!(canonical_bytes(&back).unwrap(), bytes);
         }
+    }
+
+    /// The bytes, or the error, of printing `to_value(value)` as a tree.
+    fn by_tree<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+        let tree =
+            serde_json::to_value(value).map_err(|e| CanonicalError::Serialize(e.to_string()))?;
+        let mut out = Vec::new();
+        write_value(&tree, &mut out)?;
+        Ok(out)
+    }
+
+    /// A map written as pairs, so one key can come twice.
+    struct Pairs(Vec<(String, Value)>);
+
+    impl Serialize for Pairs {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+        }
+    }
+
+    fn any_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|i| json!(i)),
+            any::<u64>().prop_map(|u| json!(u)),
+            (-(1i64 << 54)..(1i64 << 54)).prop_map(|i| json!(i)),
+            any::<f64>().prop_map(|f| json!(f)),
+            "(?s)[\\x00-\\x1f\"\\\\a-z\u{e9}\u{fb33}\u{1f600}\u{20ac}]{0,8}"
+                .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec(("[a-c\u{e9}\u{fb33}\u{1f600}\r1]{0,3}", inner), 0..6)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        // Proves the writer gives the bytes and the error the tree printer gives, for any JSON value (integers past 2^53 at any depth among them) and for maps that repeat a key.
+        #[test]
+        fn the_writer_agrees_with_the_tree_printer(
+            value in any_value(),
+            pairs in proptest::collection::vec(("[ab\u{1f600}]{0,2}", any_value()), 0..6),
+        ) {
+            proptest::prop_assert_eq!(to_canonical_vec(&value), by_tree(&value));
+            let pairs = Pairs(pairs);
+            proptest::prop_assert_eq!(to_canonical_vec(&pairs), by_tree(&pairs));
+        }
+    }
+
+    // Every shape serde's derive gives a value, written as the tree printer writes it: variants of each kind, flattened and skipped fields, bytes, characters, 128-bit and out-of-range integers, keys that are numbers, booleans or floats, non-finite floats, and the errors of each kind in the order the tree meets them.
+    #[test]
+    fn the_writer_agrees_on_every_shape() {
+        use std::collections::BTreeMap;
+        #[derive(Serialize)]
+        enum Shape {
+            Unit,
+            New(u8),
+            Tuple(i8, &'static str),
+            Fields { z: f32, a: Option<u64> },
+        }
+        #[derive(Serialize)]
+        #[serde(tag = "kind", rename_all = "kebab-case")]
+        enum Tagged {
+            OneThing { b: bool },
+            Other,
+        }
+        #[derive(Serialize)]
+        struct Inner {
+            x: i32,
+            kind: &'static str,
+        }
+        #[derive(Serialize)]
+        struct Record {
+            shapes: Vec<Shape>,
+            tagged: Vec<Tagged>,
+            #[serde(flatten)]
+            inner: Inner,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            skipped: Option<u8>,
+            c: char,
+            wide: (i128, u128),
+            ints: BTreeMap<i64, u8>,
+            flags: BTreeMap<bool, u8>,
+            floats: Vec<f64>,
+            unit: (),
+        }
+        struct Bytes(&'static [u8]);
+        impl Serialize for Bytes {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        struct FloatKeys(f64);
+        impl Serialize for FloatKeys {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_map([(self.0, 1u8), (2.5f64, 2u8)])
+            }
+        }
+        struct Fails;
+        impl Serialize for Fails {
+            fn serialize<S: serde::Serializer>(&self, _s: S) -> Result<S::Ok, S::Error> {
+                Err(serde::ser::Error::custom("refused by its Serialize impl"))
+            }
+        }
+        let record = Record {
+            shapes: vec![
+                Shape::Unit,
+                Shape::New(7),
+                Shape::Tuple(-3, "t"),
+                Shape::Fields { z: 0.1, a: None },
+            ],
+            tagged: vec![Tagged::OneThing { b: true }, Tagged::Other],
+            inner: Inner {
+                x: -1,
+                kind: "flat",
+            },
+            skipped: None,
+            c: '\u{1f600}',
+            wide: (-5, 9),
+            ints: BTreeMap::from([(-2, 1), (10, 2), (3, 3)]),
+            flags: BTreeMap::from([(true, 1), (false, 0)]),
+            floats: vec![f64::NAN, f64::INFINITY, -0.0, 1e21, 5.0],
+            unit: (),
+        };
+        assert_eq!(to_canonical_vec(&record), by_tree(&record));
+        assert!(to_canonical_vec(&record).is_ok());
+        for float in [1.0, 1e300, -0.0, f64::NAN] {
+            assert_eq!(
+                to_canonical_vec(&FloatKeys(float)),
+                by_tree(&FloatKeys(float))
+            );
+        }
+        assert_eq!(
+            to_canonical_vec(&Bytes(b"\x00\xff")),
+            by_tree(&Bytes(b"\x00\xff"))
+        );
+        let big = 9_007_199_254_740_993u64;
+        let cases: Vec<(&str, Value)> = vec![
+            ("128-bit out of range", json!(null)),
+            (
+                "two integers past 2^53",
+                json!({"z": big, "a": [1, {"q": big + 2}]}),
+            ),
+            (
+                "an integer past 2^53 in a map key's later twin",
+                json!([{"b": big}, {"a": -(big as i64)}]),
+            ),
+        ];
+        for (what, value) in &cases[1..] {
+            assert_eq!(to_canonical_vec(value), by_tree(value), "{what}");
+            assert!(to_canonical_vec(value).is_err(), "{what}");
+        }
+        assert_eq!(to_canonical_vec(&(i128::MAX,)), by_tree(&(i128::MAX,)));
+        assert_eq!(to_canonical_vec(&(u128::MAX,)), by_tree(&(u128::MAX,)));
+        assert!(to_canonical_vec(&(u128::MAX,)).is_err());
+        // An integer past 2^53 met first, then an error of the tree: the tree's wins.
+        assert_eq!(to_canonical_vec(&(big, Fails)), by_tree(&(big, Fails)));
+        assert_eq!(
+            to_canonical_vec(&(big, Fails)),
+            Err(CanonicalError::Serialize(
+                "refused by its Serialize impl".into()
+            ))
+        );
+        let unit_key: BTreeMap<(), u8> = BTreeMap::from([((), 1)]);
+        assert_eq!(to_canonical_vec(&unit_key), by_tree(&unit_key));
+        assert!(to_canonical_vec(&unit_key).is_err());
     }
 
     // The first integer beyond 2^53 in magnitude is named by its path; floats and 2^53 itself pass.

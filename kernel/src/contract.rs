@@ -39,7 +39,7 @@ use serde_json::Value;
 
 use crate::canonical::to_canonical_vec;
 use crate::error::KernelError;
-use crate::guards::prompt_injection::{scan_definition, DefinitionFinding};
+use crate::guards::prompt_injection::{scan_definition_remembered, DefinitionFinding};
 use crate::reason::DenyReason;
 
 /// What a tool touches, as the MCP specification's tool annotations say it,
@@ -226,7 +226,7 @@ pub fn poisoned_definitions(
     initial
         .chain(later)
         .filter_map(|(from_ms, server, contract)| {
-            scan_definition(contract).map(|finding| PoisonedDefinition {
+            scan_definition_remembered(contract).map(|finding| PoisonedDefinition {
                 server: server.to_string(),
                 tool: contract.name.clone(),
                 from_ms,
@@ -352,7 +352,7 @@ impl CompiledCatalog {
                 from_ms,
                 validator: compile_schema(server, name, &contract.input_schema)?,
                 digest: contract.digest()?,
-                poisoning: scan_definition(contract),
+                poisoning: scan_definition_remembered(contract),
             };
             let versions = servers
                 .entry(server.clone())

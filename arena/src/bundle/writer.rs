@@ -146,9 +146,11 @@ impl BundleWriter {
     /// [`ArenaError::BundleIo`]) and opens the staging folder and its files.
     pub fn create(dir: &Path) -> Result<BundleWriter, ArenaError> {
         let staging = Staging::open(dir)?;
+        // A step record or a receipt is about a kilobyte: a buffer of 64
+        // KiB writes some sixty of them at once.
         let open = |path: PathBuf| {
             File::create(&path)
-                .map(BufWriter::new)
+                .map(|file| BufWriter::with_capacity(64 * 1024, file))
                 .map_err(|e| write_error(&path, e))
         };
         let receipts = open(staging.path().join(RECEIPTS_FILE))?;

@@ -43,12 +43,20 @@ pub(crate) struct ReceiptLog {
     by_id: BTreeMap<KeyDigest, u32>,
     /// Created on the first append, so an unused store opens no file.
     file: Option<File>,
-    /// Bytes written so far: the next slot's offset.
+    /// Bytes appended so far: the next slot's offset.
     end: u64,
+    /// The appended bytes not yet written to the file, which hold the
+    /// offsets from `end - pending.len()` on. Appends gather here and go
+    /// to the file together once [`PENDING_BYTES`] have gathered (one write
+    /// for many receipts); a read of one of them is answered from here.
+    pending: Vec<u8>,
     /// Where the spill file is created; the system's temporary directory
     /// when `None`.
     dir: Option<std::path::PathBuf>,
 }
+
+/// How many appended bytes [`ReceiptLog`] gathers before it writes them.
+const PENDING_BYTES: usize = 64 * 1024;
 
 /// The first 16 bytes of a key's SHA-256: what the in-memory store keeps of
 /// a receipt id or a request key in its indexes. Two keys sharing one can
@@ -68,6 +76,12 @@ fn spill(context: &str, error: &std::io::Error) -> TrustError {
     TrustError::Spill {
         detail: format!("{context}: {error}"),
     }
+}
+
+fn utf8_id(index: usize, id: Vec<u8>) -> Result<String, TrustError> {
+    String::from_utf8(id).map_err(|_| TrustError::Spill {
+        detail: format!("receipt {} in the spill file is not UTF-8", index + 1),
+    })
 }
 
 fn length(what: &str, len: usize) -> Result<u32, TrustError> {
@@ -113,9 +127,9 @@ impl ReceiptLog {
     }
 
     /// Appends `receipts`, which the caller has checked the log does not
-    /// hold, all or none: their bytes are written in one piece before the
-    /// index learns of any, so a failed write leaves the log as it was (the
-    /// bytes past its end are overwritten by the next append).
+    /// hold, all or none: their bytes are gathered (and, when enough have
+    /// gathered, written) in one piece before the index learns of any, so a
+    /// failed write leaves the log as it was.
     pub(crate) fn extend(&mut self, receipts: &[&ReceiptRecord]) -> Result<(), TrustError> {
         if receipts.is_empty() {
             return Ok(());
@@ -131,21 +145,27 @@ impl ReceiptLog {
             bytes.extend_from_slice(receipt.receipt_id.as_bytes());
             bytes.extend_from_slice(&receipt.body);
         }
-        let file = match &mut self.file {
-            Some(file) => file,
-            empty => empty.insert(
-                self.dir
-                    .as_ref()
-                    .map_or_else(tempfile::tempfile, tempfile::tempfile_in)
-                    .map_err(|e| spill("cannot create the receipt spill file", &e))?,
-            ),
-        };
-        file.seek(SeekFrom::Start(self.end))
-            .and_then(|_| file.write_all(&bytes))
-            .map_err(|e| spill("cannot write the receipt spill file", &e))?;
-        self.end += bytes.len() as u64;
+        if self.file.is_none() {
+            let file = self
+                .dir
+                .as_ref()
+                .map_or_else(tempfile::tempfile, tempfile::tempfile_in)
+                .map_err(|e| spill("cannot create the receipt spill file", &e))?;
+            self.file = Some(file);
+        }
         let first =
             length("log count", self.slots.len() + receipts.len()).map(|_| self.slots.len())?;
+        self.pending.extend_from_slice(&bytes);
+        self.end += bytes.len() as u64;
+        if self.pending.len() >= PENDING_BYTES {
+            if let Err(error) = self.write_pending() {
+                // This append's bytes leave with it; those gathered before
+                // stay, to be written with the next.
+                self.pending.truncate(self.pending.len() - bytes.len());
+                self.end -= bytes.len() as u64;
+                return Err(error);
+            }
+        }
         for (offset, (receipt, slot)) in receipts.iter().zip(slots).enumerate() {
             // In range: `length` checked the count above.
             self.by_id
@@ -174,8 +194,30 @@ impl ReceiptLog {
             .collect()
     }
 
+    /// Writes the gathered bytes to the file after those it holds.
+    fn write_pending(&mut self) -> Result<(), TrustError> {
+        let written = self.end - (self.pending.len() as u64);
+        let file = self.file.as_mut().ok_or_else(|| TrustError::Spill {
+            detail: "the receipt spill file is missing although receipts are gathered for it"
+                .into(),
+        })?;
+        file.seek(SeekFrom::Start(written))
+            .and_then(|_| file.write_all(&self.pending))
+            .map_err(|e| spill("cannot write the receipt spill file", &e))?;
+        self.pending.clear();
+        Ok(())
+    }
+
     fn read(&mut self, index: usize) -> Result<(String, Vec<u8>), TrustError> {
         let slot = self.slots[index];
+        let written = self.end - (self.pending.len() as u64);
+        if slot.offset >= written {
+            let at = (slot.offset - written) as usize;
+            let id_end = at + slot.id_len as usize;
+            let id = self.pending[at..id_end].to_vec();
+            let body = self.pending[id_end..id_end + slot.body_len as usize].to_vec();
+            return utf8_id(index, id).map(|id| (id, body));
+        }
         let file = self.file.as_mut().ok_or_else(|| TrustError::Spill {
             detail: "the receipt spill file is missing although the log holds receipts".into(),
         })?;
@@ -185,10 +227,7 @@ impl ReceiptLog {
             .and_then(|_| file.read_exact(&mut id))
             .and_then(|_| file.read_exact(&mut body))
             .map_err(|e| spill("cannot read the receipt spill file", &e))?;
-        let id = String::from_utf8(id).map_err(|_| TrustError::Spill {
-            detail: format!("receipt {} in the spill file is not UTF-8", index + 1),
-        })?;
-        Ok((id, body))
+        utf8_id(index, id).map(|id| (id, body))
     }
 }
 
@@ -232,6 +271,34 @@ mod tests {
         assert_eq!(page[1].body, bodies[2].as_bytes());
         assert!(log.page(3, 5).unwrap().is_empty());
         assert!(log.page(usize::MAX, 5).unwrap().is_empty());
+    }
+
+    // Bodies read back exactly whether they are still gathered in memory or already written to the file, across several writes of gathered bytes.
+    #[test]
+    fn bodies_come_back_from_the_gathered_bytes_and_the_file() {
+        let mut log = ReceiptLog::default();
+        let body = "x".repeat(1000);
+        let records: Vec<ReceiptRecord> = (0..200)
+            .map(|i| receipt(&format!("r{i}"), &format!("{i}:{body}")))
+            .collect();
+        for (i, record) in records.iter().enumerate() {
+            log.extend(&[record]).unwrap();
+            // The first, one from the middle and the newest, each time.
+            for j in [0, i / 2, i] {
+                assert_eq!(
+                    log.body_of(&format!("r{j}")).unwrap().unwrap(),
+                    records[j].body
+                );
+            }
+        }
+        assert!(log.end > PENDING_BYTES as u64 * 2);
+        assert!(log.pending.len() < PENDING_BYTES);
+        let page = log.page(0, 200).unwrap();
+        assert_eq!(page.len(), 200);
+        for (stored, record) in page.iter().zip(&records) {
+            assert_eq!(stored.receipt_id, record.receipt_id);
+            assert_eq!(stored.body, record.body);
+        }
     }
 
     #[test]

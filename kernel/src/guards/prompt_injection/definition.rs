@@ -73,6 +73,47 @@ pub fn scan_definition(contract: &ToolContract) -> Option<DefinitionFinding> {
     })
 }
 
+/// [`scan_definition`], remembered by the contract's
+/// [`ToolContract::digest`] for the life of the process: the finding
+/// is a function of the definition's canonical bytes, which the digest
+/// names, and every kernel built over one catalog (each node of a run, each
+/// batch of an adversary search) reads the same definitions. At most
+/// 4,096 are kept; past that the memory starts over.
+/// A build with planted weaknesses reads every time, since a planted
+/// weakness changes what a read finds.
+pub fn scan_definition_remembered(contract: &ToolContract) -> Option<DefinitionFinding> {
+    #[cfg(feature = "planted-weakness")]
+    {
+        scan_definition(contract)
+    }
+    #[cfg(not(feature = "planted-weakness"))]
+    {
+        use std::collections::BTreeMap;
+        use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+        type Read = Arc<OnceLock<Option<DefinitionFinding>>>;
+        static READ: Mutex<BTreeMap<String, Read>> = Mutex::new(BTreeMap::new());
+        // A contract always has a canonical form; were it ever refused, it
+        // is read without being remembered.
+        let Ok(digest) = contract.digest() else {
+            return scan_definition(contract);
+        };
+        let read = {
+            let mut known = READ.lock().unwrap_or_else(PoisonError::into_inner);
+            if known.len() >= REMEMBERED_DEFINITIONS && !known.contains_key(&digest) {
+                known.clear();
+            }
+            Arc::clone(known.entry(digest).or_default())
+        };
+        // Kernels built at once (a run's nodes start together) wait for
+        // the one read of a definition instead of each reading it.
+        read.get_or_init(|| scan_definition(contract)).clone()
+    }
+}
+
+/// How many definitions' findings [`scan_definition_remembered`] keeps.
+#[cfg(not(feature = "planted-weakness"))]
+const REMEMBERED_DEFINITIONS: usize = 4096;
+
 /// The definition without its annotations: they are booleans a model
 /// reads as hints, never text, and their keys are the specification's.
 fn definition_text(value: &Value) -> Value {
@@ -118,6 +159,24 @@ mod tests {
             }, "required": ["a"]}),
         );
         assert_eq!(scan_definition(&clean), None);
+    }
+
+    // The remembered read answers what a fresh read answers, the first time and every time after, for a clean definition and for definitions that differ only in a poisoned description (so in their digests).
+    #[test]
+    fn a_remembered_read_answers_as_a_fresh_read() {
+        let clean = contract("Adds two numbers.", json!({"type": "object"}));
+        let poisoned = contract(
+            &format!("Adds two numbers. {HIDDEN}"),
+            json!({"type": "object"}),
+        );
+        for _ in 0..2 {
+            assert_eq!(scan_definition_remembered(&clean), None);
+            assert_eq!(
+                scan_definition_remembered(&poisoned),
+                scan_definition(&poisoned)
+            );
+            assert!(scan_definition_remembered(&poisoned).is_some());
+        }
     }
 
     // A poisoned description is flagged at /description with its pattern and rule.

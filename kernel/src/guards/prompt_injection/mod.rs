@@ -121,7 +121,7 @@ mod rules;
 mod scan;
 mod structure;
 
-pub use definition::{scan_definition, DefinitionFinding};
+pub use definition::{scan_definition, scan_definition_remembered, DefinitionFinding};
 pub use normalise::{is_invisible, normalise, Reading};
 pub use scan::{detect, detect_all, detects, inspect, scan_value};
 pub use structure::{ScanLimit, MAX_EMBEDDING, MAX_JSON_NODES, MAX_SCAN_BYTES};
