@@ -16,12 +16,13 @@
 //!   writer notes it and goes on, so that an error of the first kind later
 //!   in the value still wins, as it does when the tree is built first.
 
-use std::borrow::Cow;
 use std::fmt::Display;
 
-use serde::ser::{self, Impossible, Serialize};
+use serde::ser::{self, Serialize};
 
-use super::{format_es_number, key_order, write_string, CanonicalError, MAX_EXACT_INTEGER};
+use super::compound::{Entry, Object, Seq};
+
+use super::{format_es_number, write_string, CanonicalError, MAX_EXACT_INTEGER};
 
 /// An error met while walking the value: what `to_value` would report.
 #[derive(Debug)]
@@ -41,9 +42,9 @@ impl ser::Error for WalkError {
     }
 }
 
-type Walk<T = ()> = Result<T, WalkError>;
+pub(super) type Walk<T = ()> = Result<T, WalkError>;
 
-fn key_must_be_a_string() -> WalkError {
+pub(super) fn key_must_be_a_string() -> WalkError {
     WalkError("key must be a string".into())
 }
 
@@ -66,10 +67,10 @@ pub(super) fn write<T: Serialize + ?Sized>(
 
 /// Where one value is written, and where the first printing error met in
 /// it is kept.
-struct Writer<'a> {
-    out: &'a mut Vec<u8>,
-    deferred: &'a mut Option<CanonicalError>,
-    spare: &'a mut Spare,
+pub(super) struct Writer<'a> {
+    pub(super) out: &'a mut Vec<u8>,
+    pub(super) deferred: &'a mut Option<CanonicalError>,
+    pub(super) spare: &'a mut Spare,
 }
 
 /// What every object of one value shares, so that writing one allocates
@@ -77,12 +78,12 @@ struct Writer<'a> {
 /// (an object's own start at its `base`), and the room an object whose
 /// keys came out of order is rewritten from.
 #[derive(Default)]
-struct Spare {
-    entries: Vec<Entry>,
-    scratch: Vec<u8>,
+pub(super) struct Spare {
+    pub(super) entries: Vec<Entry>,
+    pub(super) scratch: Vec<u8>,
 }
 
-fn defer(deferred: &mut Option<CanonicalError>, error: CanonicalError) {
+pub(super) fn defer(deferred: &mut Option<CanonicalError>, error: CanonicalError) {
     if deferred.is_none() {
         *deferred = Some(error);
     }
@@ -345,424 +346,5 @@ impl<'a> ser::Serializer for Writer<'a> {
     ) -> Walk<Object<'a>> {
         self.open_variant(variant);
         Ok(self.object(true))
-    }
-}
-
-/// An array (or a tuple variant's array) being written.
-struct Seq<'a> {
-    out: &'a mut Vec<u8>,
-    deferred: &'a mut Option<CanonicalError>,
-    spare: &'a mut Spare,
-    first: bool,
-    close: &'static [u8],
-}
-
-impl Seq<'_> {
-    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        value.serialize(Writer {
-            out: &mut *self.out,
-            deferred: &mut *self.deferred,
-            spare: &mut *self.spare,
-        })
-    }
-
-    fn close(self) -> Walk {
-        self.out.extend_from_slice(self.close);
-        Ok(())
-    }
-}
-
-impl ser::SerializeSeq for Seq<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        self.element(value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-impl ser::SerializeTuple for Seq<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        self.element(value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Seq<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        self.element(value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Seq<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        self.element(value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-/// One entry of an object: its key, where its value's bytes lie in the
-/// output, and the first printing error met in its value.
-struct Entry {
-    key: Cow<'static, str>,
-    start: usize,
-    end: usize,
-    deferred: Option<CanonicalError>,
-}
-
-/// An object (or a struct variant's object) being written. Its entries are
-/// written as they come; if their keys did not come in canonical order (or
-/// one came twice), they are written again in that order at the end.
-struct Object<'a> {
-    out: &'a mut Vec<u8>,
-    deferred: &'a mut Option<CanonicalError>,
-    spare: &'a mut Spare,
-    /// Where the object's `{` is in `out`.
-    open: usize,
-    /// Where the object's entries start in the spare entries.
-    base: usize,
-    /// Whether every key so far came after the one before it.
-    in_order: bool,
-    pending: Option<Cow<'static, str>>,
-    close_variant: bool,
-}
-
-impl Object<'_> {
-    fn entry<T: ?Sized + Serialize>(&mut self, key: Cow<'static, str>, value: &T) -> Walk {
-        if self.spare.entries.len() > self.base {
-            self.out.push(b',');
-            if let Some(last) = self.spare.entries.last() {
-                self.in_order &= key_order(&last.key, &key).is_lt();
-            }
-        }
-        write_string(&key, self.out);
-        self.out.push(b':');
-        let start = self.out.len();
-        let mut deferred = None;
-        value.serialize(Writer {
-            out: &mut *self.out,
-            deferred: &mut deferred,
-            spare: &mut *self.spare,
-        })?;
-        self.spare.entries.push(Entry {
-            key,
-            start,
-            end: self.out.len(),
-            deferred,
-        });
-        Ok(())
-    }
-
-    fn close(self) -> Walk {
-        let Object {
-            out,
-            deferred,
-            spare,
-            open,
-            base,
-            in_order,
-            close_variant,
-            ..
-        } = self;
-        let Spare { entries, scratch } = spare;
-        if in_order {
-            for entry in entries.drain(base..) {
-                if let Some(error) = entry.deferred {
-                    defer(deferred, error);
-                }
-            }
-        } else {
-            let from = open + 1;
-            scratch.clear();
-            scratch.extend_from_slice(&out[from..]);
-            out.truncate(from);
-            let mine = &mut entries[base..];
-            // A stable sort keeps entries under one key in the order
-            // written; the last of them is the one a map insert keeps.
-            mine.sort_by(|a, b| key_order(&a.key, &b.key));
-            let mut first = true;
-            let mut mine = entries.drain(base..).peekable();
-            while let Some(entry) = mine.next() {
-                if mine.peek().is_some_and(|next| next.key == entry.key) {
-                    continue;
-                }
-                if let Some(error) = entry.deferred {
-                    defer(deferred, error);
-                }
-                if !first {
-                    out.push(b',');
-                }
-                first = false;
-                write_string(&entry.key, out);
-                out.push(b':');
-                out.extend_from_slice(&scratch[entry.start - from..entry.end - from]);
-            }
-        }
-        out.push(b'}');
-        if close_variant {
-            out.push(b'}');
-        }
-        Ok(())
-    }
-}
-
-impl ser::SerializeMap for Object<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Walk {
-        self.pending = Some(Cow::Owned(key.serialize(MapKey)?));
-        Ok(())
-    }
-
-    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Walk {
-        let key = self
-            .pending
-            .take()
-            .ok_or_else(|| WalkError("a map value came before its key".into()))?;
-        self.entry(key, value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-impl ser::SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Walk {
-        self.entry(Cow::Borrowed(key), value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-impl ser::SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = WalkError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Walk {
-        self.entry(Cow::Borrowed(key), value)
-    }
-
-    fn end(self) -> Walk {
-        self.close()
-    }
-}
-
-/// A map key as JSON keeps it: a string, or a number or boolean written as
-/// one; anything else is refused, as `to_value` refuses it.
-struct MapKey;
-
-/// A float key's text exactly as `to_value` writes it.
-fn float_key<F: Serialize + Copy>(f: F) -> Walk<String> {
-    struct One<F>(F);
-    impl<F: Serialize + Copy> Serialize for One<F> {
-        fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.collect_map(std::iter::once((self.0, ())))
-        }
-    }
-    match serde_json::to_value(One(f)) {
-        Ok(serde_json::Value::Object(map)) => map
-            .into_iter()
-            .next()
-            .map(|(key, _)| key)
-            .ok_or_else(key_must_be_a_string),
-        Ok(_) => Err(key_must_be_a_string()),
-        Err(e) => Err(WalkError(e.to_string())),
-    }
-}
-
-impl ser::Serializer for MapKey {
-    type Ok = String;
-    type Error = WalkError;
-    type SerializeSeq = Impossible<String, WalkError>;
-    type SerializeTuple = Impossible<String, WalkError>;
-    type SerializeTupleStruct = Impossible<String, WalkError>;
-    type SerializeTupleVariant = Impossible<String, WalkError>;
-    type SerializeMap = Impossible<String, WalkError>;
-    type SerializeStruct = Impossible<String, WalkError>;
-    type SerializeStructVariant = Impossible<String, WalkError>;
-
-    fn serialize_bool(self, v: bool) -> Walk<String> {
-        Ok(if v { "true" } else { "false" }.to_owned())
-    }
-
-    fn serialize_i8(self, v: i8) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i16(self, v: i16) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i32(self, v: i32) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i64(self, v: i64) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i128(self, v: i128) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u8(self, v: u8) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u16(self, v: u16) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u32(self, v: u32) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u64(self, v: u64) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u128(self, v: u128) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_f32(self, v: f32) -> Walk<String> {
-        float_key(v)
-    }
-
-    fn serialize_f64(self, v: f64) -> Walk<String> {
-        float_key(v)
-    }
-
-    fn serialize_char(self, v: char) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_str(self, v: &str) -> Walk<String> {
-        Ok(v.to_owned())
-    }
-
-    fn serialize_bytes(self, _v: &[u8]) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_none(self) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_some<T: ?Sized + Serialize>(self, _value: &T) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit(self) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit_struct(self, _name: &'static str) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_unit_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        variant: &'static str,
-    ) -> Walk<String> {
-        Ok(variant.to_owned())
-    }
-
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _name: &'static str,
-        value: &T,
-    ) -> Walk<String> {
-        value.serialize(self)
-    }
-
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _value: &T,
-    ) -> Walk<String> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_seq(self, _len: Option<usize>) -> Walk<Self::SerializeSeq> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple(self, _len: usize) -> Walk<Self::SerializeTuple> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_struct(
-        self,
-        _name: &'static str,
-        _len: usize,
-    ) -> Walk<Self::SerializeTupleStruct> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_tuple_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Walk<Self::SerializeTupleVariant> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_map(self, _len: Option<usize>) -> Walk<Self::SerializeMap> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Walk<Self::SerializeStruct> {
-        Err(key_must_be_a_string())
-    }
-
-    fn serialize_struct_variant(
-        self,
-        _name: &'static str,
-        _index: u32,
-        _variant: &'static str,
-        _len: usize,
-    ) -> Walk<Self::SerializeStructVariant> {
-        Err(key_must_be_a_string())
     }
 }
