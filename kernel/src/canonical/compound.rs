@@ -15,7 +15,9 @@ pub(super) struct Seq<'a> {
     pub(super) out: &'a mut Vec<u8>,
     pub(super) deferred: &'a mut Option<CanonicalError>,
     pub(super) spare: &'a mut Spare,
+    /// Whether no element is written yet (no comma before the next).
     pub(super) first: bool,
+    /// What closes it: `]`, or `]}` for a tuple variant's array.
     pub(super) close: &'static [u8],
 }
 
@@ -60,7 +62,10 @@ pub(super) struct Object<'a> {
     pub(super) base: usize,
     /// Whether every key so far came after the one before it.
     pub(super) in_order: bool,
+    /// A map's key written by `serialize_key`, waiting for its value.
     pub(super) pending: Option<Cow<'static, str>>,
+    /// Whether the object is a struct variant's, so a `}` closes the
+    /// variant's `{"variant":` after its own.
     pub(super) close_variant: bool,
 }
 
