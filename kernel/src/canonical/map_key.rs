@@ -27,6 +27,16 @@ fn float_key<F: Serialize + Copy>(f: F) -> Walk<String> {
     }
 }
 
+/// Key methods for values whose key is their text: a boolean as `true` or
+/// `false`, an integer in decimal, a character as itself.
+macro_rules! written_as_text {
+    ($($method:ident: $type:ty),*) => {$(
+        fn $method(self, v: $type) -> Walk<String> {
+            Ok(v.to_string())
+        }
+    )*};
+}
+
 impl ser::Serializer for MapKey {
     type Ok = String;
     type Error = WalkError;
@@ -38,49 +48,20 @@ impl ser::Serializer for MapKey {
     type SerializeStruct = Impossible<String, WalkError>;
     type SerializeStructVariant = Impossible<String, WalkError>;
 
-    fn serialize_bool(self, v: bool) -> Walk<String> {
-        Ok(if v { "true" } else { "false" }.to_owned())
-    }
-
-    fn serialize_i8(self, v: i8) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i16(self, v: i16) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i32(self, v: i32) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i64(self, v: i64) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_i128(self, v: i128) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u8(self, v: u8) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u16(self, v: u16) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u32(self, v: u32) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u64(self, v: u64) -> Walk<String> {
-        Ok(v.to_string())
-    }
-
-    fn serialize_u128(self, v: u128) -> Walk<String> {
-        Ok(v.to_string())
-    }
+    written_as_text!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_char: char
+    );
 
     fn serialize_f32(self, v: f32) -> Walk<String> {
         float_key(v)
@@ -88,10 +69,6 @@ impl ser::Serializer for MapKey {
 
     fn serialize_f64(self, v: f64) -> Walk<String> {
         float_key(v)
-    }
-
-    fn serialize_char(self, v: char) -> Walk<String> {
-        Ok(v.to_string())
     }
 
     fn serialize_str(self, v: &str) -> Walk<String> {

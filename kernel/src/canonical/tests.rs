@@ -389,6 +389,10 @@ fn the_writer_agrees_on_every_shape() {
             "refused by its Serialize impl".into()
         ))
     );
+    let char_keys: BTreeMap<char, u8> = BTreeMap::from([('\u{1f600}', 1), ('a', 2)]);
+    assert_eq!(to_canonical_vec(&char_keys), by_tree(&char_keys));
+    let wide_keys: BTreeMap<u128, u8> = BTreeMap::from([(u128::MAX, 1), (7, 2)]);
+    assert_eq!(to_canonical_vec(&wide_keys), by_tree(&wide_keys));
     let unit_key: BTreeMap<(), u8> = BTreeMap::from([((), 1)]);
     assert_eq!(to_canonical_vec(&unit_key), by_tree(&unit_key));
     assert!(to_canonical_vec(&unit_key).is_err());
