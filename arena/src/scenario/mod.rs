@@ -130,7 +130,8 @@ pub(crate) enum Steps {
 /// A long schedule is not held parsed: each step's table is parsed again
 /// from the scenario's text when [`Scenario::step`] is asked for it, and
 /// what the scenario keeps per step is the table's place, the schedule's
-/// entry and the capability a call resolved to (about 40 bytes).
+/// entry, the capability a call resolved to and the step id's canonical
+/// text for the determinism witness (about 40 bytes and the id).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {
     /// The declarations as written, but for the steps (see [`Self::step`]).
@@ -161,6 +162,9 @@ pub struct Scenario {
     delegations: Vec<usize>,
     /// The redefine steps' indices, in declaration order.
     redefinitions: Vec<usize>,
+    /// The step ids as the witness's `steps` members
+    /// ([`Self::write_witness_steps`]).
+    witness_ids: String,
     /// The fixture files read and checked at load, by workspace server id.
     fixtures: FixtureSet,
     /// Each file a call argument reads sealed, with the first argument
@@ -456,18 +460,11 @@ impl Scenario {
     /// Writes the witness's step ids as the members of its canonical
     /// `steps` array: each id's canonical JSON string, joined by commas.
     pub fn write_witness_steps(&self, out: &mut dyn std::io::Write) -> Result<(), ArenaError> {
-        for (i, step) in self.steps().enumerate() {
-            let step = step?;
-            let id = chio_kernel::canonical::to_canonical_string(&step.head.id)?;
-            let sep: &[u8] = if i == 0 { b"" } else { b"," };
-            out.write_all(sep)
-                .and_then(|()| out.write_all(id.as_bytes()))
-                .map_err(|e| ArenaError::BundleIo {
-                    path: "the manifest's determinism witness".to_string(),
-                    cause: e.to_string(),
-                })?;
-        }
-        Ok(())
+        out.write_all(self.witness_ids.as_bytes())
+            .map_err(|e| ArenaError::BundleIo {
+                path: "the manifest's determinism witness".to_string(),
+                cause: e.to_string(),
+            })
     }
 }
 

@@ -119,6 +119,10 @@ pub(crate) struct Built {
     pub delegations: Vec<usize>,
     /// The redefine steps' indices, in declaration order.
     pub redefinitions: Vec<usize>,
+    /// Every step id's canonical JSON string in declaration order, joined
+    /// by commas: the determinism witness's `steps` members, kept at load
+    /// so that writing them reads no step again.
+    pub witness_ids: String,
 }
 
 /// `Built::resolved` of a step that resolved nothing.
@@ -293,6 +297,7 @@ fn build(
         redefinitions,
         references: _,
         sealed: mut sealed_paths,
+        witness_ids,
     } = resolved.steps;
     for (path, field) in recorded::answer_sealed_paths(&file) {
         sealed_paths.entry(path).or_insert(field);
@@ -326,6 +331,7 @@ fn build(
         forwarded,
         delegations,
         redefinitions,
+        witness_ids,
         fixtures: resolved.fixtures,
         sealed_paths,
         sealed: Default::default(),

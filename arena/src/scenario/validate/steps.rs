@@ -139,6 +139,12 @@ impl<'a> Validator<'a> {
                 pass.advances.insert(i, ms);
             }
             record_action(i, &decl.id, &action, &mut pass.steps)?;
+            if i > 0 {
+                pass.steps.witness_ids.push(',');
+            }
+            pass.steps
+                .witness_ids
+                .push_str(&chio_kernel::canonical::to_canonical_string(&decl.id)?);
             if let Some(held) = &mut pass.steps.held {
                 held.push(Step {
                     head: StepHead::of(&decl),
