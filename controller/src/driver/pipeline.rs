@@ -38,7 +38,7 @@ use chio_node::executor::{Dispatched, PreparedStep, StepExecutor};
 use chio_node::{NodeError, World};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 
-use super::claims::{dispatchable, Busy};
+use super::claims::{dispatchable, Busy, Numbered, Numbering, Scan};
 use super::footprint::{Footprint, Footprints};
 use super::record::StepRecorder;
 use super::{begin_record, Dispatcher};
@@ -65,11 +65,12 @@ enum Slot {
 }
 
 /// One step of the window: the step as read once when it entered (or why
-/// it could not be read), its footprint, its slot, and whether its claims
-/// are counted in the pipeline's [`Busy`] (from its dispatch on).
+/// it could not be read), its footprint as the window numbers it, its
+/// slot, and whether its claims are counted in the pipeline's [`Busy`]
+/// (from its dispatch on).
 struct Entry<'a> {
     step: Result<Cow<'a, Step>, NodeError>,
-    footprint: Footprint,
+    footprint: Numbered,
     slot: Slot,
     busy: bool,
 }
@@ -91,8 +92,12 @@ struct Pipeline<'a, 'd> {
     next_record: usize,
     /// How many steps the schedule has.
     total: usize,
+    /// The numbers of the resources the window's steps claim.
+    numbering: Numbering,
     /// The claims of the window's dispatched steps.
     busy: Busy,
+    /// The window scan's scratch.
+    scan: Scan,
     /// Whether a step was recorded since the last [`Pipeline::launch`]:
     /// only a recorded step frees a claim or makes room in the window, so
     /// until one is, another launch would dispatch nothing.
@@ -112,14 +117,14 @@ impl<'a, 'd> Pipeline<'a, 'd> {
             .window
             .iter()
             .map(|entry| (&entry.footprint, matches!(entry.slot, Slot::Waiting)));
-        for offset in dispatchable(window, &self.busy) {
+        for offset in dispatchable(window, &self.numbering, &self.busy, &mut self.scan) {
             let position = self.next_record + offset;
             let entry = &self.window[offset];
             let sent = match &entry.step {
                 Ok(step) => self.dispatch(executor, position, step),
                 Err(e) => Err(e.clone()),
             };
-            if let Footprint::Claims(claims) = &entry.footprint {
+            if let Numbered::Claims(claims) = &entry.footprint {
                 self.busy.add(claims);
             }
             let entry = &mut self.window[offset];
@@ -150,7 +155,7 @@ impl<'a, 'd> Pipeline<'a, 'd> {
             };
             self.window.push_back(Entry {
                 step: step.map_err(NodeError::from),
-                footprint,
+                footprint: self.numbering.enter(&footprint),
                 slot: Slot::Waiting,
                 busy: false,
             });
@@ -225,9 +230,10 @@ impl<'a, 'd> Pipeline<'a, 'd> {
         self.next_record += 1;
         self.stale = true;
         let entry = self.window.pop_front()?;
-        if let (true, Footprint::Claims(claims)) = (entry.busy, &entry.footprint) {
+        if let (true, Numbered::Claims(claims)) = (entry.busy, &entry.footprint) {
             self.busy.remove(claims);
         }
+        self.numbering.leave(&entry.footprint);
         Some(entry.step)
     }
 
@@ -256,7 +262,9 @@ pub(super) async fn run(
         in_flight: FuturesUnordered::new(),
         next_record: 0,
         total: scenario.schedule().len(),
+        numbering: Numbering::default(),
         busy: Busy::default(),
+        scan: Scan::default(),
         stale: true,
     };
     while pipeline.next_record < pipeline.total {
