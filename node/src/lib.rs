@@ -10,7 +10,8 @@
 //! Module map:
 //! - [`world`]: resolving a scenario's world (keys, grants, placement);
 //! - [`tools`]: the deterministic simulated tool servers;
-//! - [`actors`]: kernel, agent and tool-server actors;
+//! - [`actors`]: kernel, agent and live tool-server actors, and the
+//!   handle a kernel reaches a tool server through;
 //! - [`link`]: the `KernelLink` trait and its in-memory implementation;
 //! - [`mux`]: the `KernelMultiplexer`;
 //! - [`handling`]: a node's handling of a call, a delegation, a message and

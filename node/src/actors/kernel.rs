@@ -2,7 +2,8 @@
 //!
 //! Order of work for one call, all on the kernel's own thread: admit
 //! (steps 1 to 7 of the pipeline, `chio_kernel::kernel`), dispatch to the
-//! tool-server actor when admitted, then complete (post-invocation guards,
+//! tool server when admitted (on this thread for a simulated server, to its
+//! actor for a live one), then complete (post-invocation guards,
 //! labels, budget commit, receipt append) or abort on a dispatch failure.
 //! Calls that arrive together (an adversary's concurrent replay or burst)
 //! are admitted, in order, before any is dispatched, then completed in
@@ -167,7 +168,7 @@ impl KernelActor {
     }
 }
 
-/// Dispatches an admitted call to the tool-server actor serving it.
+/// Dispatches an admitted call to the tool server serving it.
 fn dispatch(
     servers: &BTreeMap<String, ToolServerHandle>,
     kernel_id: &str,

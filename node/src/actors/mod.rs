@@ -1,13 +1,16 @@
-//! The actors a node hosts: one per kernel, per agent and per tool server.
+//! The actors a node hosts: one per kernel, per agent and per live tool
+//! server.
 //!
 //! Each actor owns its state and a bounded mailbox and is reached through a
 //! cloneable handle (the actor shape of `CONTRIBUTING.md`); a dropped handle
 //! ends its actor.
-//! Tool-server and agent actors are tokio tasks. A kernel actor is a named
-//! OS thread, because the kernel's batch store is synchronous and a
-//! remote store blocks on its RPC: a dedicated thread keeps that blocking
-//! off the async runtime. Module map:
-//! - [`server`]: [`ToolServerHandle`], a simulated tool server;
+//! Agent actors and the actors of live tool servers are tokio tasks. A
+//! kernel actor is a named OS thread, because the kernel's batch store is
+//! synchronous and a remote store blocks on its RPC: a dedicated thread
+//! keeps that blocking off the async runtime. A simulated tool server is
+//! no actor: its kernel's thread calls it under a lock, which spares each
+//! call two thread hand-overs. Module map:
+//! - [`server`]: [`ToolServerHandle`], a tool server as its kernel reaches it;
 //! - [`kernel`]: [`KernelHandle`], a kernel and the servers it dispatches to;
 //! - [`agent`]: [`AgentHandle`], an agent's key, capabilities and requests.
 

@@ -1,7 +1,10 @@
-//! The tool-server actor: owns one simulated server and answers its calls
-//! in arrival order. What a call returns is `crate::tools`' business.
+//! A tool server as its kernel reaches it: a simulated server is called
+//! on the kernel's own thread, under a lock, and a live server through an
+//! actor that owns it and answers its calls in arrival order. What a call
+//! returns is `crate::tools`' business.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -25,11 +28,23 @@ enum ServerCommand {
     },
 }
 
-/// A handle to a running tool-server actor.
+/// A handle to a tool server.
 #[derive(Debug, Clone)]
 pub struct ToolServerHandle {
     id: String,
-    tx: mpsc::Sender<ServerCommand>,
+    serving: Serving,
+}
+
+/// How a handle reaches its server.
+#[derive(Debug, Clone)]
+enum Serving {
+    /// A simulated server, called on the caller's thread: a call takes the
+    /// lock for its whole length, so calls are answered one at a time, in
+    /// the order they take it, as the actor would answer them.
+    Direct(Arc<Mutex<ToolServer>>),
+    /// A live server, owned by an actor on the runtime, which awaits each
+    /// call of the server's client there.
+    Actor(mpsc::Sender<ServerCommand>),
 }
 
 struct ServerActor {
@@ -94,18 +109,32 @@ impl std::fmt::Debug for ServerCommand {
 }
 
 impl ToolServerHandle {
-    /// Spawns the actor on the current tokio runtime.
+    /// Serves `server`: a live server from an actor spawned on the
+    /// current tokio runtime, any other on its callers' threads.
     pub fn spawn(server: ToolServer) -> Self {
-        let (tx, rx) = mpsc::channel(super::MAILBOX);
         let id = server.id().to_string();
+        if server.live().is_none() {
+            let serving = Serving::Direct(Arc::new(Mutex::new(server)));
+            return Self { id, serving };
+        }
+        let (tx, rx) = mpsc::channel(super::MAILBOX);
         let actor = ServerActor { server, rx };
         tokio::spawn(actor.run());
-        Self { id, tx }
+        Self {
+            id,
+            serving: Serving::Actor(tx),
+        }
     }
 
     /// The server id.
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The error of a server that can no longer answer: its actor ended,
+    /// or a call failed while holding it.
+    fn gone(&self) -> NodeError {
+        NodeError::ActorGone(format!("tool server {}", self.id))
     }
 
     /// Calls a tool from a thread outside the runtime (the kernel actor).
@@ -116,20 +145,24 @@ impl ToolServerHandle {
         arguments: &Value,
         carried: &BTreeSet<String>,
     ) -> Result<ToolResult, NodeError> {
+        let tx = match &self.serving {
+            Serving::Direct(server) => {
+                let mut server = server.lock().map_err(|_| self.gone())?;
+                return Ok(server.call(caller, tool, arguments, carried));
+            }
+            Serving::Actor(tx) => tx,
+        };
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .blocking_send(ServerCommand::Call {
-                request_id: caller.request_id.to_string(),
-                agent: caller.agent.to_string(),
-                tool: tool.to_string(),
-                arguments: arguments.clone(),
-                carried: carried.clone(),
-                reply,
-            })
-            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;
-        answer
-            .blocking_recv()
-            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))
+        tx.blocking_send(ServerCommand::Call {
+            request_id: caller.request_id.to_string(),
+            agent: caller.agent.to_string(),
+            tool: tool.to_string(),
+            arguments: arguments.clone(),
+            carried: carried.clone(),
+            reply,
+        })
+        .map_err(|_| self.gone())?;
+        answer.blocking_recv().map_err(|_| self.gone())
     }
 
     /// Changes a file of the server outside any call and answers the
@@ -139,18 +172,22 @@ impl ToolServerHandle {
         path: &str,
         change: FileChange,
     ) -> Result<Option<String>, NodeError> {
+        let tx = match &self.serving {
+            Serving::Direct(server) => {
+                let mut server = server.lock().map_err(|_| self.gone())?;
+                return Ok(server.change_file(path, change));
+            }
+            Serving::Actor(tx) => tx,
+        };
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(ServerCommand::ChangeFile {
-                path: path.to_string(),
-                change,
-                reply,
-            })
-            .await
-            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))?;
-        answer
-            .await
-            .map_err(|_| NodeError::ActorGone(format!("tool server {}", self.id)))
+        tx.send(ServerCommand::ChangeFile {
+            path: path.to_string(),
+            change,
+            reply,
+        })
+        .await
+        .map_err(|_| self.gone())?;
+        answer.await.map_err(|_| self.gone())
     }
 }
 
@@ -188,6 +225,49 @@ mod tests {
                 }
             })
         }
+    }
+
+    // A simulated server needs no runtime: it is called on the caller's thread, two handles reach one server, and a file changed through one is what the other's next call reads.
+    #[test]
+    fn a_simulated_server_is_called_on_the_callers_thread() {
+        let files = std::collections::BTreeMap::from([(
+            "/workspace/notes.txt".to_string(),
+            "hello".to_string(),
+        )]);
+        let handle = ToolServerHandle::spawn(ToolServer::new(
+            "ws",
+            ToolServerConfig::Workspace {
+                root: "/workspace".to_string(),
+                files,
+                labels: Vec::new(),
+            },
+        ));
+        let other = handle.clone();
+        let caller = Caller {
+            request_id: "r1",
+            agent: "dev",
+        };
+        let read = |h: &ToolServerHandle| {
+            h.call_blocking(
+                caller,
+                "read_file",
+                &json!({"path": "/workspace/notes.txt"}),
+                &BTreeSet::new(),
+            )
+            .unwrap()
+            .content["content"]
+                .clone()
+        };
+        assert_eq!(read(&handle), json!("hello"));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let change = FileChange::Write("edited".to_string());
+        let previous = runtime
+            .block_on(other.change_file("/workspace/notes.txt", change))
+            .unwrap();
+        assert_eq!(previous.as_deref(), Some("hello"));
+        assert_eq!(read(&handle), json!("edited"));
     }
 
     // The actor forwards each call to a live server in arrival order, and the answer is the result a recorded server gives for the same recorded answer, label of the path argument included, so a replay answers what the live run answered.

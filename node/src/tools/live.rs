@@ -1,4 +1,4 @@
-//! A live MCP server's seam: what the tool-server actor forwards an
+//! A live MCP server's seam: what a live server's actor forwards an
 //! admitted call to while `chio arena record` runs a scenario. The node
 //! knows no MCP client; the controller implements [`LiveTools`] over its
 //! connection to the server and hands it in as a `Live` server's
