@@ -241,7 +241,11 @@ fn evolve_inflicts_crashes_and_cuts_on_a_local_cluster() {
 // A search whose schedule stalls trust-control meets the stall on real
 // processes as in process: the actions made during it are denied by their
 // kernels at the store's deadline, and the files are the embedded ones.
+// Each call sent into the stall waits out its store and receipt deadlines
+// in wall time (about 50 s in all), so the default run leaves it to
+// `.ci/run`, which runs it after the default run.
 #[test]
+#[ignore = "waits out real store deadlines, about 50 s: .ci/run runs it"]
 fn evolve_meets_a_stall_on_a_local_cluster_as_embedded() {
     let text = std::fs::read_to_string(repo_path("scenarios/fault_stall_during_budget_hold.toml"))
         .expect("fault scenario");
