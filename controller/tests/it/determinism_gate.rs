@@ -5,12 +5,38 @@
 
 use crate::util;
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
 use util::{chio, explain, reference_scenarios, repo_path, tree};
 
-// Two runs of each reference scenario produce the same bytes, file for file.
+/// Asserts a reference scenario's run passed: its `--json` report says so,
+/// every call's verdict is its expectation, and the bundle's manifest
+/// counts the receipts it holds.
+fn assert_passed(name: &str, stdout: &[u8], bundle: &BTreeMap<String, Vec<u8>>) {
+    let report: Value = serde_json::from_slice(stdout).expect("a JSON report");
+    assert_eq!(report["schema_version"], "chio.arena.run/v1");
+    assert_eq!(report["outcome"]["status"], "passed", "{name}");
+    for step in report["outcome"]["steps"].as_array().unwrap() {
+        if step["action"] == "call" {
+            assert_eq!(step["actual"], step["expected"], "{name}: {step}");
+            assert_eq!(step["pass"], true);
+        }
+    }
+    let manifest: Value = serde_json::from_slice(&bundle["arena.json"]).unwrap();
+    assert_eq!(manifest["schema_version"], "chio.arena.bundle/v1");
+    let receipts = String::from_utf8(bundle["receipts.ndjson"].clone()).unwrap();
+    assert_eq!(
+        receipts.lines().count() as u64,
+        manifest["receipt_count"].as_u64().unwrap()
+    );
+}
+
+// Two runs of each reference scenario produce the same bytes, file for file, and each passes: exit 0, every call's verdict its expectation.
 #[test]
 fn reference_scenarios_replay_byte_for_byte() {
     let names = reference_scenarios();
+    assert!(names.len() >= 8, "reference scenarios: {names:?}");
     // The multi-agent flow scenarios are gated explicitly, so removing one fails here.
     for required in [
         "message_exfiltration",
@@ -57,6 +83,7 @@ fn reference_scenarios_replay_byte_for_byte() {
             assert_eq!(Some(bytes), bundles[1].get(path), "{name}: {path} differs");
         }
         assert!(bundles[0].contains_key("receipts.ndjson"));
+        assert_passed(&name, &outputs[0], &bundles[0]);
     }
 }
 
