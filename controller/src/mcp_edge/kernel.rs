@@ -1,8 +1,9 @@
 //! The edge's kernel on its own OS thread (the batch store is synchronous
 //! and the trust-control adapter blocks on the runtime, as in a node's
 //! kernel actor): admission, completion and abort of the one
-//! `chio_kernel::Kernel`, each a command answered on a oneshot, with the
-//! trusted issuer keys refreshed from trust-control before each command.
+//! `chio_kernel::Kernel`, each a closure run on the thread and answered on
+//! a oneshot, with the trusted issuer keys refreshed from trust-control
+//! before each command.
 //! The thread adds no rule: it calls `Kernel::admit`, `Kernel::complete`
 //! and `Kernel::abort`, and registers each caller named by its key
 //! (`Kernel::register_key_agent`) before admitting its call.
@@ -19,30 +20,8 @@ use chio_kernel::verification::verify_capability;
 use chio_node::actors::IssuerSource;
 use tokio::sync::oneshot;
 
-enum Command {
-    Admit {
-        request: Box<ToolCallRequest>,
-        now_ms: u64,
-        reply: oneshot::Sender<(Admission, u64)>,
-    },
-    Complete {
-        ticket: Box<AdmissionTicket>,
-        output: ToolOutput,
-        now_ms: u64,
-        reply: oneshot::Sender<Decision>,
-    },
-    Abort {
-        ticket: Box<AdmissionTicket>,
-        reason: String,
-        now_ms: u64,
-        reply: oneshot::Sender<Decision>,
-    },
-    Verify {
-        token: Box<CapabilityToken>,
-        now_ms: u64,
-        reply: oneshot::Sender<Result<(), DenyReason>>,
-    },
-}
+/// One piece of work for the kernel thread, run with the actor.
+type Command = Box<dyn FnOnce(&mut Actor) + Send>;
 
 /// Why the kernel thread could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -82,45 +61,7 @@ impl Actor {
     fn run(mut self, rx: mpsc::Receiver<Command>) {
         while let Ok(command) = rx.recv() {
             self.refresh();
-            match command {
-                Command::Admit {
-                    request,
-                    now_ms,
-                    reply,
-                } => {
-                    // A caller named by anything but its key stays
-                    // unregistered, and the kernel refuses it at binding.
-                    let _ = self.kernel.register_key_agent(&request.agent_id);
-                    self.admitted += 1;
-                    let _ = reply.send((self.kernel.admit(&request, now_ms), self.admitted));
-                }
-                Command::Complete {
-                    ticket,
-                    output,
-                    now_ms,
-                    reply,
-                } => {
-                    let _ = reply.send(self.kernel.complete(*ticket, output, now_ms));
-                }
-                Command::Abort {
-                    ticket,
-                    reason,
-                    now_ms,
-                    reply,
-                } => {
-                    let _ = reply.send(self.kernel.abort(*ticket, &reason, now_ms));
-                }
-                Command::Verify {
-                    token,
-                    now_ms,
-                    reply,
-                } => {
-                    let verified =
-                        verify_capability(&token, &self.trusted, now_ms, self.max_depth, None)
-                            .and_then(|v| self.kernel.check_revocation(&v));
-                    let _ = reply.send(verified);
-                }
-            }
+            command(&mut self);
         }
     }
 }
@@ -165,28 +106,32 @@ impl EdgeKernel {
         }
     }
 
-    async fn ask<T>(
+    /// Runs `work` on the kernel thread (after the issuer refresh every
+    /// command gets) and awaits its answer.
+    async fn ask<T: Send + 'static>(
         &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+        work: impl FnOnce(&mut Actor) -> T + Send + 'static,
     ) -> Result<T, KernelThreadError> {
         let (reply, answer) = oneshot::channel();
-        self.tx
-            .send(make(reply))
-            .map_err(|_| KernelThreadError::Gone)?;
+        let command: Command = Box::new(move |actor| {
+            let _ = reply.send(work(actor));
+        });
+        self.tx.send(command).map_err(|_| KernelThreadError::Gone)?;
         answer.await.map_err(|_| KernelThreadError::Gone)
     }
 
     /// `Kernel::admit`, with the call's place in the kernel's admission
-    /// order (from 1).
+    /// order (from 1). A caller named by anything but its key stays
+    /// unregistered, and the kernel refuses it at binding.
     pub async fn admit(
         &self,
         request: ToolCallRequest,
         now_ms: u64,
     ) -> Result<(Admission, u64), KernelThreadError> {
-        self.ask(|reply| Command::Admit {
-            request: Box::new(request),
-            now_ms,
-            reply,
+        self.ask(move |actor| {
+            let _ = actor.kernel.register_key_agent(&request.agent_id);
+            actor.admitted += 1;
+            (actor.kernel.admit(&request, now_ms), actor.admitted)
         })
         .await
     }
@@ -198,13 +143,8 @@ impl EdgeKernel {
         output: ToolOutput,
         now_ms: u64,
     ) -> Result<Decision, KernelThreadError> {
-        self.ask(|reply| Command::Complete {
-            ticket: Box::new(ticket),
-            output,
-            now_ms,
-            reply,
-        })
-        .await
+        self.ask(move |actor| actor.kernel.complete(ticket, output, now_ms))
+            .await
     }
 
     /// `Kernel::abort`.
@@ -214,13 +154,8 @@ impl EdgeKernel {
         reason: String,
         now_ms: u64,
     ) -> Result<Decision, KernelThreadError> {
-        self.ask(|reply| Command::Abort {
-            ticket: Box::new(ticket),
-            reason,
-            now_ms,
-            reply,
-        })
-        .await
+        self.ask(move |actor| actor.kernel.abort(ticket, &reason, now_ms))
+            .await
     }
 
     /// The kernel's capability verification (issuer, signature, window,
@@ -232,10 +167,9 @@ impl EdgeKernel {
         token: CapabilityToken,
         now_ms: u64,
     ) -> Result<Result<(), DenyReason>, KernelThreadError> {
-        self.ask(|reply| Command::Verify {
-            token: Box::new(token),
-            now_ms,
-            reply,
+        self.ask(move |actor| {
+            verify_capability(&token, &actor.trusted, now_ms, actor.max_depth, None)
+                .and_then(|v| actor.kernel.check_revocation(&v))
         })
         .await
     }
