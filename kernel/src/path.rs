@@ -1,7 +1,8 @@
 //! Lexical path handling: normalisation and finding path-like arguments.
 //!
 //! The kernel never touches a filesystem, so it reasons about paths as text.
-//! A path is normalised by percent-decoding, turning `\` into `/`, dropping
+//! A path is normalised by percent-decoding, trimming the whitespace around
+//! it, dropping a `file:` scheme (in any case), turning `\` into `/`, dropping
 //! empty and `.` components and resolving `..` against the components before
 //! it; a `..` that would climb above the start (the root for an absolute
 //! path) is refused as an escape rather than clamped. Case is preserved here:
@@ -14,8 +15,9 @@
 //! constrains paths: a string is path-like when its key is a path key
 //! (`path`, `file`, `dir`, `target`, `source`, `destination`, ... or a key
 //! ending in `_path`, `_file`, `_dir`, plural forms included) or when the
-//! value itself looks like a path (starts with `/`, `~`, `./`, `../`,
-//! `file:` or contains a `..` component). Every path-like string must satisfy
+//! value itself looks like a path (without the whitespace around it, starts
+//! with `/`, `~`, `./`, `../`, `file:` in any case, or contains a `..`
+//! component). Every path-like string must satisfy
 //! a constraint, so a decoy field cannot satisfy it on behalf of another.
 
 use std::borrow::Cow;
@@ -87,10 +89,10 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
     if decoded.contains('\0') {
         return Err(PathProblem::NulByte);
     }
-    let mut text = decoded.replace('\\', "/");
-    if let Some(rest) = text.strip_prefix("file://") {
-        text = rest.to_string();
-    } else if let Some(rest) = text.strip_prefix("file:") {
+    // Whitespace around a path is not part of the file a server that trims
+    // its input opens; a URI scheme is case-insensitive (RFC 3986).
+    let mut text = decoded.trim().replace('\\', "/");
+    if let Some(rest) = strip_scheme(&text, "file://").or_else(|| strip_scheme(&text, "file:")) {
         text = rest.to_string();
     }
     let absolute = text.starts_with('/');
@@ -171,9 +173,18 @@ pub fn is_path_key(key: &str) -> bool {
     PATH_KEYS.contains(&key.as_str()) || PATH_KEY_SUFFIXES.iter().any(|s| key.ends_with(s))
 }
 
-/// Whether a free-standing string value looks like a path.
+/// `text` after `scheme`, compared without regard to ASCII case.
+fn strip_scheme<'t>(text: &'t str, scheme: &str) -> Option<&'t str> {
+    let head = text.get(..scheme.len())?;
+    head.eq_ignore_ascii_case(scheme)
+        .then(|| &text[scheme.len()..])
+}
+
+/// Whether a free-standing string value looks like a path: judged on the
+/// value without the whitespace around it, so a trailing newline does not
+/// hide a path; text of several lines is prose, not a path.
 pub fn looks_like_path(s: &str) -> bool {
-    let t = s.trim_start();
+    let t = s.trim();
     if t.contains('\n') {
         return false;
     }
@@ -182,7 +193,7 @@ pub fn looks_like_path(s: &str) -> bool {
         || t.starts_with('~')
         || t.starts_with("./")
         || t.starts_with("../")
-        || t.starts_with("file:")
+        || strip_scheme(&t, "file:").is_some()
         || t == ".."
         || t.contains("/../")
         || t.ends_with("/..")
@@ -212,6 +223,18 @@ mod tests {
         assert_eq!(normalize_path("/a/../.."), Err(PathProblem::EscapesRoot));
         assert_eq!(normalize_path("../x"), Err(PathProblem::EscapesRoot));
         assert_eq!(normalize_path("/a\0b"), Err(PathProblem::NulByte));
+        // A scheme in any case, and whitespace around the path, are not part
+        // of the file opened.
+        assert_eq!(normalize_path("FILE:///etc/shadow").unwrap(), "/etc/shadow");
+        assert_eq!(normalize_path("File:/etc/shadow").unwrap(), "/etc/shadow");
+        assert_eq!(normalize_path(" /etc/shadow\n").unwrap(), "/etc/shadow");
+        assert_eq!(normalize_path("file:///a/b\r\n").unwrap(), "/a/b");
+        assert!(looks_like_path("FILE:///etc/shadow"));
+        assert!(looks_like_path("fIlE:relative"));
+        assert!(looks_like_path("file:///home/u/.ssh/id_rsa\n"));
+        assert!(looks_like_path("/etc/shadow\r\n"));
+        assert!(!looks_like_path("/first line\nsecond line"));
+        assert!(!looks_like_path("files: several"));
         assert_eq!(
             PathProblem::EscapesRoot.reason("/a/../..").to_string(),
             "path /a/../.. escapes the root"

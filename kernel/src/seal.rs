@@ -49,6 +49,41 @@ impl Seal {
         seal
     }
 
+    /// The seal of every text in `texts`: the sealed values of a whole
+    /// run, to find them again wherever a value travelled.
+    pub fn of_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Seal {
+        let mut seal = Seal::default();
+        texts.into_iter().for_each(|text| seal.add_text(text));
+        seal
+    }
+
+    /// Whether `text` holds a run of [`WINDOW`] characters of a sealed
+    /// value.
+    pub fn holds(&self, text: &str) -> bool {
+        if self.windows.is_empty() {
+            return false;
+        }
+        let chars: Vec<char> = text.chars().collect();
+        chars
+            .windows(WINDOW)
+            .any(|window| self.windows.contains(window))
+    }
+
+    /// The JSON pointers of the strings of `value` that hold a run of a
+    /// sealed value (a reference resolves to values, never to keys),
+    /// in document order: the places a value taken from a sealed one
+    /// reached, however it got there.
+    pub fn pointers_holding(&self, value: &Value) -> Vec<String> {
+        if self.windows.is_empty() {
+            return Vec::new();
+        }
+        string_leaves(value)
+            .into_iter()
+            .filter(|(_, text)| self.holds(text))
+            .map(|(at, _)| at)
+            .collect()
+    }
+
     fn add_value(&mut self, value: &Value) {
         match value {
             Value::String(text) => self.add_text(text),
@@ -117,6 +152,30 @@ impl Seal {
             *text = self.scrub(text);
         }
     }
+}
+
+/// Every string inside `value` with its JSON pointer, in document order.
+pub fn string_leaves(value: &Value) -> Vec<(String, &str)> {
+    fn walk<'v>(value: &'v Value, at: String, found: &mut Vec<(String, &'v str)>) {
+        match value {
+            Value::String(text) => found.push((at, text)),
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, format!("{at}/{i}"), found);
+                }
+            }
+            Value::Object(members) => {
+                for (key, item) in members {
+                    let place = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
+                    walk(item, place, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(value, String::new(), &mut found);
+    found
 }
 
 #[cfg(test)]
