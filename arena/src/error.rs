@@ -143,10 +143,23 @@ with_world_rows! { error_table! {
         /// scan has passed every value of the document.
         value: String,
     } => "CHIO-SCENARIO-INVALID-ID", Input, at: Some(field),
-        summary: format!(
-            "id {value:?} at {field} is empty, is '.' or '..', or uses characters outside [A-Za-z0-9_.-]"
-        ),
-        help: "use only letters, digits, '_', '.' and '-' (at least one character, not '.' or '..')";
+        summary: match value.char_indices().nth(crate::scenario::validate::MAX_ID_BYTES) {
+            Some(_) => format!(
+                "id {:?}... at {field} is {} bytes long; an id is at most {}",
+                value.chars().take(32).collect::<String>(),
+                value.len(),
+                crate::scenario::validate::MAX_ID_BYTES,
+            ),
+            None if value.len() > crate::scenario::validate::MAX_ID_BYTES => format!(
+                "id at {field} is {} bytes long; an id is at most {}",
+                value.len(),
+                crate::scenario::validate::MAX_ID_BYTES,
+            ),
+            None => format!(
+                "id {value:?} at {field} is empty, is '.' or '..', or uses characters outside [A-Za-z0-9_.-]"
+            ),
+        },
+        help: "use only letters, digits, '_', '.' and '-' (1 to 128 characters, not '.' or '..')";
     /// Two declarations of one kind share an id.
     DuplicateId {
         /// What kind of thing is duplicated (agent, step, guard...).

@@ -13,7 +13,9 @@
 //! integer `amount * 10^scale`. An amount whose significant decimal places
 //! exceed the scale (`"999.999"` under `"2000.00"`) is refused, never
 //! rounded; trailing zeros carry nothing (`"999.990"` is `99999` hundredths).
-//! Whole units stay at most [`crate::ledger::MAX_AMOUNT`], so every store sums
+//! Minor units stay at most [`MAX_UNITS`] (2^53): every figure a decision
+//! trace prints (an amount, a total, a limit) is then an exact JSON integer,
+//! and every store sums them far below [`crate::ledger::MAX_AMOUNT`], so
 //! them exactly.
 
 use std::str::FromStr;
@@ -21,7 +23,9 @@ use std::str::FromStr;
 use rust_decimal::Decimal;
 use serde_json::Value;
 
-use crate::ledger::MAX_AMOUNT;
+/// The most minor units an amount or a limit may have: 2^53, the largest
+/// integer canonical JSON prints exactly.
+pub const MAX_UNITS: u64 = 1 << 53;
 
 /// Reads an amount exactly: a whole JSON number, or a decimal string of
 /// digits with at most one point and an optional leading minus. Anything
@@ -118,7 +122,7 @@ pub fn minor_units(amount: Decimal, scale: u32) -> Result<u64, UnitsProblem> {
         .checked_pow(scale - places)
         .and_then(|factor| amount.mantissa().checked_mul(factor))
         .and_then(|units| u64::try_from(units).ok())
-        .filter(|units| *units <= MAX_AMOUNT)
+        .filter(|units| *units <= MAX_UNITS)
         .ok_or(UnitsProblem::TooLarge)
 }
 
@@ -166,7 +170,7 @@ impl MoneyLimit {
         let units = minor_units(amount, scale).map_err(|problem| match problem {
             UnitsProblem::NotPositive => "is zero or negative".to_string(),
             UnitsProblem::TooLarge => {
-                format!("is more than {MAX_AMOUNT} minor units at {scale} decimal places")
+                format!("is more than {MAX_UNITS} (2^53) minor units at {scale} decimal places")
             }
             UnitsProblem::Malformed(p) => p.to_string(),
             UnitsProblem::TooPrecise { .. } => "is not exact".to_string(),
@@ -267,13 +271,15 @@ mod tests {
             Err(UnitsProblem::Malformed(_))
         ));
         assert_eq!(
-            value_units(&json!("92233720368547758.08"), 2),
+            value_units(&json!("92233720368547758.07"), 2),
             Err(UnitsProblem::TooLarge)
         );
+        // 2^53 minor units is the most a trace prints exactly.
         assert_eq!(
-            value_units(&json!("92233720368547758.07"), 2),
-            Ok(MAX_AMOUNT)
+            value_units(&json!("90071992547409.93"), 2),
+            Err(UnitsProblem::TooLarge)
         );
+        assert_eq!(value_units(&json!("90071992547409.92"), 2), Ok(MAX_UNITS));
         assert_eq!(value_units(&json!("1"), 28), Err(UnitsProblem::TooLarge));
         assert_eq!(format_units(199_998, 2), "1999.98");
         assert_eq!(format_units(5, 0), "5");

@@ -176,12 +176,20 @@ pub fn decide_hold(
     amount: u64,
     limit: u64,
 ) -> Result<HoldDecision, LedgerRefusal> {
-    let after = used
+    let after = match used
         .checked_add(amount)
         .filter(|after| *after <= MAX_AMOUNT)
-        .ok_or_else(|| LedgerRefusal::BudgetOverflow {
-            budget_key: budget_key.to_owned(),
-        })?;
+    {
+        Some(after) => after,
+        // A sum past what a store can hold is past any limit a store can
+        // hold: the call is over its budget, never a store failure.
+        None if limit <= MAX_AMOUNT => return Ok(HoldDecision::Refused { used, limit }),
+        None => {
+            return Err(LedgerRefusal::BudgetOverflow {
+                budget_key: budget_key.to_owned(),
+            })
+        }
+    };
     let granted =
         if crate::planted::weakened_anywhere(crate::planted::Weakness::BudgetCheckBeforeAdd) {
             used <= limit
@@ -364,6 +372,15 @@ mod tests {
             decide_hold("k", MAX_AMOUNT, 1, u64::MAX),
             Err(LedgerRefusal::BudgetOverflow { .. })
         ));
+        // Past the sum a store holds, but within a limit it holds: refused
+        // as over the limit, with nothing of the store in the reason.
+        assert_eq!(
+            decide_hold("k", MAX_AMOUNT - 1, 2, MAX_AMOUNT).unwrap(),
+            HoldDecision::Refused {
+                used: MAX_AMOUNT - 1,
+                limit: MAX_AMOUNT
+            }
+        );
     }
 
     // Proves a repeated hold is a retry only while held: committed is a replay, released never comes back.

@@ -295,21 +295,36 @@ impl ToolServer {
         self
     }
 
-    /// The integrity of a performed call's result: the lowest of the globs
-    /// the call's path matches, if any matches, or else the server's own.
-    fn integrity_of(&self, arguments: &Value) -> Integrity {
-        let path = arguments
+    /// The integrity of a call's result: for each path it reveals (the
+    /// call's `path`, and every name a listing's `entries` give under it),
+    /// the lowest of the globs the path matches, if any matches, or else
+    /// the server's own; the lowest of those. A listing naming a file
+    /// reveals its name, which whoever wrote the file chose.
+    fn integrity_of(&self, arguments: &Value, content: &Value) -> Integrity {
+        let Some(path) = arguments
             .get("path")
             .and_then(Value::as_str)
-            .and_then(|raw| normalize_path(raw).ok());
-        let matched = path.and_then(|path| {
+            .and_then(|raw| normalize_path(raw).ok())
+        else {
+            return self.integrity_default;
+        };
+        let level = |path: &str| {
             self.integrity_globs
                 .iter()
-                .filter(|(glob, _)| glob.is_match(&path))
+                .filter(|(glob, _)| glob.is_match(path))
                 .map(|(_, level)| *level)
                 .max()
-        });
-        matched.unwrap_or(self.integrity_default)
+                .unwrap_or(self.integrity_default)
+        };
+        let folder = format!("{}/", path.trim_end_matches('/'));
+        let named = content
+            .get("entries")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|entry| level(&format!("{folder}{entry}")));
+        named.fold(level(&path), Integrity::max)
     }
 
     /// The server id calls name.
@@ -347,8 +362,14 @@ impl ToolServer {
             } => recorded_call(answers, used, labels, caller, tool, arguments),
             _ => self.serve(tool, arguments, Writer::Call(carried)),
         };
-        if result.performed {
-            result.integrity = result.integrity.max(self.integrity_of(arguments));
+        // A recorded server's failure is the server's own text, released
+        // to the agent like its output: it carries the server's integrity.
+        // A simulated server's failure is the arena's own message.
+        let servers_words = matches!(self.state, ServerState::Recorded { .. });
+        if result.performed || servers_words {
+            result.integrity = result
+                .integrity
+                .max(self.integrity_of(arguments, &result.content));
         }
         result
     }
@@ -464,6 +485,15 @@ impl ToolServer {
             },
         }
     }
+}
+
+/// The highest label the `labels` globs give `path`, if any gives one.
+pub(crate) fn glob_level(labels: &[(Glob, Label)], path: &str) -> Option<Label> {
+    labels
+        .iter()
+        .filter(|(glob, _)| glob.is_match(path))
+        .map(|(_, label)| *label)
+        .max()
 }
 
 pub(crate) fn unknown_tool(tool: &str) -> ToolResult {

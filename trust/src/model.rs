@@ -18,7 +18,7 @@ pub use chio_kernel::ledger::{
 };
 
 /// Longest id, key or label accepted, in bytes; bounds rows and messages.
-pub const MAX_ID_BYTES: usize = 512;
+pub const MAX_ID_BYTES: usize = 2048;
 /// A whole allowance in basis points; shares above it are meaningless.
 pub const MAX_BPS: u32 = 10_000;
 /// Most keys one label read or join may name; bounds one transaction.
@@ -241,7 +241,7 @@ pub struct ReceiptPage {
 /// Checks an id, key or label: non-empty, at most [`MAX_ID_BYTES`], no control
 /// characters (they would corrupt logs and messages).
 pub fn check_id(field: &'static str, value: &str) -> Result<(), TrustError> {
-    let fix = "pass a non-empty printable string of at most 512 bytes";
+    let fix = "pass a non-empty printable string of at most 2048 bytes";
     if value.is_empty() {
         return Err(TrustError::InvalidArgument {
             field,

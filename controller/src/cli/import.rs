@@ -9,7 +9,7 @@ fn scenario_id(text: &str) -> Result<String, String> {
     if chio_arena::scenario::is_valid_id(text) {
         Ok(text.to_string())
     } else {
-        Err("an id is non-empty, uses only A-Z, a-z, 0-9, _, . and -, and is not . or ..".into())
+        Err("an id has 1 to 128 characters, uses only A-Z, a-z, 0-9, _, . and -, and is not . or ..".into())
     }
 }
 

@@ -16,7 +16,7 @@
 //! its own session, principal and the lineage. A policy that sets it says in
 //! writing that it trusts delegatees not to leak what their delegators held.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 
@@ -107,12 +107,22 @@ impl Guard for InformationFlowGuard {
         };
         let carry = self.carry_delegator_labels
             && !crate::planted::weakened_anywhere(crate::planted::Weakness::DelegatorLabelsDropped);
-        let mut entries: Vec<_> = ctx
+        let mut entries: Vec<(String, &BTreeSet<String>)> = ctx
             .labels
             .iter()
             .filter(|(key, _)| carry || !key.starts_with("delegation/"))
+            .map(|(key, labels)| (key.clone(), labels))
             .collect();
-        entries.sort_by_key(|(key, _)| (rank(key), key.as_str()));
+        entries.sort_by_key(|(key, _)| (rank(key), key.clone()));
+        // A value keeps its labels wherever it travels: an argument built
+        // from a read or a hand-over carries them even to a caller that
+        // never held them (a planner given a reader's value).
+        entries.extend(
+            ctx.provenance
+                .arguments
+                .iter()
+                .map(|(pointer, labels)| (format!("argument {pointer}"), labels)),
+        );
         for (key, labels) in entries {
             // Integrity labels share the sets; the integrity guard judges them.
             for name in labels.iter().filter(|n| !is_integrity_label(n)) {
@@ -124,7 +134,7 @@ impl Guard for InformationFlowGuard {
                 if label > *clearance {
                     return Ok(GuardVerdict::Deny(DenyReason::InformationFlow {
                         label: label.to_string(),
-                        key: key.clone(),
+                        key,
                         clearance: clearance.to_string(),
                         server: ctx.server.to_string(),
                     }));

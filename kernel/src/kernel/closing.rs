@@ -16,8 +16,11 @@ use crate::verification::VerifiedCapability;
 /// What the closing batch of an allow must answer before the output is
 /// released.
 pub(super) struct Closing<'a> {
-    /// Commits, one per granted hold.
+    /// Settlements, one per granted hold.
     pub(super) holds: usize,
+    /// Whether the tool carried the call out: its holds are committed;
+    /// otherwise (an answer that says it did not) they are released.
+    pub(super) performed: bool,
     /// Whose ids are looked up again.
     pub(super) verified: &'a VerifiedCapability,
     /// An output label that is not a known level: nothing is joined.
@@ -53,10 +56,11 @@ pub(super) fn read_closing(
             break;
         }
     }
-    trace.settle_holds(if commit.is_ok() {
-        "committed"
-    } else {
-        "commit-failed"
+    trace.settle_holds(match (commit.is_ok(), closing.performed) {
+        (true, true) => "committed",
+        (false, true) => "commit-failed",
+        (true, false) => "released",
+        (false, false) => "release-failed",
     });
     commit?;
     // Revocation again before the allow is finalised: a revocation that

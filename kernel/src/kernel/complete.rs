@@ -165,11 +165,13 @@ impl Kernel {
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
-        let joined: Vec<String> = label
-            .iter()
-            .map(|l| l.as_str().to_string())
-            .chain(integrity.iter().cloned())
-            .collect();
+        let joined = self.read_labels(
+            &request,
+            &content,
+            label,
+            integrity.as_deref(),
+            &trace.argument_labels,
+        );
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
         let label_keys = released_label_keys(&request, &principal, &verified);
         let allowlisted =
@@ -233,12 +235,7 @@ impl Kernel {
         } = released_output;
         let sanitized = allow.sanitized;
         let performed = allow.performed;
-        let mut ops: Vec<StoreOp> = holds
-            .iter()
-            .map(|hold_id| StoreOp::Commit {
-                hold_id: hold_id.clone(),
-            })
-            .collect();
+        let mut ops = settle_ops(&holds, performed);
         ops.extend(revocation_ops(&verified));
         let receipt = unknown.is_none().then(|| {
             ops.extend(join_ops(&label_keys, &joined));
@@ -253,6 +250,7 @@ impl Kernel {
         let mut answers = self.stores.run_batch(ops).into_iter();
         let expected = Closing {
             holds: holds.len(),
+            performed,
             verified: &verified,
             unknown,
             label_keys,
@@ -489,4 +487,21 @@ impl Kernel {
             },
         }
     }
+}
+
+/// The settlement of an allow's holds: committed when the tool carried the
+/// call out; released when it did not, so it spends nothing, as a deny's
+/// holds are.
+fn settle_ops(holds: &[String], performed: bool) -> Vec<StoreOp> {
+    holds
+        .iter()
+        .map(|hold_id| {
+            let hold_id = hold_id.clone();
+            if performed {
+                StoreOp::Commit { hold_id }
+            } else {
+                StoreOp::Release { hold_id }
+            }
+        })
+        .collect()
 }

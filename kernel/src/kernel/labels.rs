@@ -159,6 +159,62 @@ impl Kernel {
             .collect()
     }
 
+    /// The labels the reader of a released output takes in: the output's
+    /// label; the integrity of its least trusted part (where the server
+    /// declares one part lower than the rest); and what every argument the
+    /// output repeats carried (`argument_labels`), since a server may
+    /// answer with what it was sent.
+    pub(super) fn read_labels(
+        &self,
+        request: &ToolCallRequest,
+        content: &serde_json::Value,
+        label: Option<crate::label::Label>,
+        integrity: Option<&str>,
+        argument_labels: &BTreeMap<String, Vec<String>>,
+    ) -> Vec<String> {
+        let read = self.output_read_integrity(request, content, integrity);
+        let mut joined: Vec<String> = label
+            .iter()
+            .map(|l| l.as_str().to_string())
+            .chain(read)
+            .collect();
+        let echoed = crate::provenance::echoed_labels(&request.arguments, argument_labels, content);
+        for label in echoed {
+            if !joined.contains(&label) {
+                joined.push(label);
+            }
+        }
+        joined
+    }
+
+    /// The integrity a reader of `content` takes in: the lowest of its
+    /// parts', where the server's `[[servers.fields]]` rules for the tool
+    /// give a part its own, over the output's `integrity` (as a label;
+    /// `None` when trusted).
+    pub(super) fn output_read_integrity(
+        &self,
+        request: &ToolCallRequest,
+        content: &serde_json::Value,
+        integrity: Option<&str>,
+    ) -> Option<String> {
+        // A label that is no integrity level is kept as it is: the
+        // closing batch refuses it.
+        let base = match integrity.map(crate::label::Integrity::from_label) {
+            Some(None) => return integrity.map(str::to_string),
+            Some(Some(level)) => level,
+            None => crate::label::Integrity::Trusted,
+        };
+        match self
+            .output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+        {
+            Some(fields) if !fields.is_empty() => {
+                crate::provenance::integrity_at(content, "", base, fields).label()
+            }
+            _ => integrity.map(str::to_string),
+        }
+    }
+
     /// The labels of each argument built from an earlier value
     /// ([`crate::provenance::argument_labels`]): the output labels its
     /// source names, joined with what its hand-over record holds in

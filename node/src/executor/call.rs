@@ -13,12 +13,13 @@
 //! kernel later over a delayed link; only when the agent's own node is
 //! down does the controller answer the call, since nobody can make it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
 use chio_arena::scenario::CallAction;
 use chio_kernel::label::{Integrity, Label};
 use chio_kernel::provenance::{integrity_at, ArgumentSource};
+use chio_kernel::seal::Seal;
 use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
@@ -132,7 +133,7 @@ pub(super) fn prepare(
         Ok((arguments, sources)) => (arguments, sources, None),
         Err(refusal) => (call.arguments.clone(), Vec::new(), Some(refusal)),
     };
-    let sealed = sealed_pointers(&call.arguments);
+    let sealed = sealed_pointers(executor, &call.arguments, &arguments);
     let mut command = CallCommand {
         request_id: step_id.to_string(),
         agent: agent.to_string(),
@@ -205,6 +206,7 @@ pub(super) async fn dispatch(
 pub(super) fn fold(
     executor: &mut StepExecutor,
     step_id: &str,
+    command: &CallCommand,
     outcome: &CallOutcome,
 ) -> Result<(), NodeError> {
     if !executor.keeps_output(step_id) {
@@ -227,6 +229,7 @@ pub(super) fn fold(
             integrity: outcome.trace.output_integrity.clone(),
             record: None,
             sender: None,
+            sent: sent_strings(command),
             content_sha256,
             value,
             fields: executor
@@ -242,15 +245,81 @@ pub(super) fn fold(
     Ok(())
 }
 
+/// Every string `command` sent, in document order, with the provenance of
+/// the argument that covers it (the source whose pointer is its own or an
+/// ancestor's), or none for a literal the caller wrote.
+fn sent_strings(command: &CallCommand) -> Vec<(String, Option<ArgumentSource>)> {
+    chio_kernel::seal::string_leaves(&command.arguments)
+        .into_iter()
+        .map(|(at, text)| {
+            let source = command
+                .sources
+                .iter()
+                .find(|source| {
+                    at == source.pointer
+                        || at
+                            .strip_prefix(source.pointer.as_str())
+                            .is_some_and(|rest| rest.starts_with('/'))
+                })
+                .cloned();
+            (text.to_string(), source)
+        })
+        .collect()
+}
+
+/// The strings `released`'s call was sent that the part of its output at
+/// `pointer` repeats: a string of the part equal to one, or holding a run
+/// of [`chio_kernel::seal::WINDOW`] of its characters (a server may answer
+/// with what it was sent, normalised or inside longer text).
+pub(super) fn echoed<'r>(
+    released: &'r ReleasedOutput,
+    pointer: &str,
+) -> Vec<&'r (String, Option<ArgumentSource>)> {
+    let Ok(output) = &released.value else {
+        return Vec::new();
+    };
+    if released.sent.is_empty() {
+        return Vec::new();
+    }
+    let Ok(part) = value::at_pointer(output, pointer) else {
+        return Vec::new();
+    };
+    let leaves = chio_kernel::seal::string_leaves(&part);
+    let texts: BTreeSet<&str> = leaves.iter().map(|(_, text)| *text).collect();
+    let windows = Seal::of_texts(texts.iter().copied());
+    released
+        .sent
+        .iter()
+        .filter(|(text, _)| texts.contains(text.as_str()) || windows.holds(text))
+        .collect()
+}
+
 /// The JSON pointers of the arguments that take a sealed file's text
-/// (`{ fixture = ... }`): the kernel keeps their values out of evidence.
-fn sealed_pointers(arguments: &Value) -> Vec<String> {
-    value::references(arguments)
+/// (`{ fixture = ... }`), then of every other string sent that holds a run
+/// of a sealed value of the run: the kernel keeps their values out of
+/// evidence.
+fn sealed_pointers(executor: &StepExecutor, declared: &Value, sent: &Value) -> Vec<String> {
+    let mut sealed: Vec<String> = value::references(declared)
         .unwrap_or_default()
         .into_iter()
         .filter(|placed| matches!(placed.reference, Reference::Fixture { .. }))
         .map(|placed| placed.at)
-        .collect()
+        .collect();
+    // A sealed value keeps its seal wherever it travelled: an answer that
+    // held it, taken by reference, or a literal that repeats it.
+    let run = Seal::of_texts(executor.sealed.values().map(|s| s.text()));
+    for at in run.pointers_holding(sent) {
+        let covered = sealed.iter().any(|p| {
+            at == *p
+                || at
+                    .strip_prefix(p.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+        });
+        if !covered {
+            sealed.push(at);
+        }
+    }
+    sealed
 }
 
 /// The arguments a call step sends: its declared arguments with
@@ -372,6 +441,19 @@ pub(super) fn resolve_value(
                 .cloned()
                 .collect(),
         };
+        // A part that repeats what its call was sent carries what that
+        // carried (a path built from a handed-over value, echoed back).
+        let Reference::Step { pointer, .. } = &placed.reference else {
+            continue;
+        };
+        for (_, source) in echoed(released, pointer) {
+            if let Some(source) = source {
+                sources.push(ArgumentSource {
+                    pointer: placed.at.clone(),
+                    ..source.clone()
+                });
+            }
+        }
         if labels.is_empty() && released.record.is_none() {
             continue;
         }

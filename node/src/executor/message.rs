@@ -19,9 +19,10 @@ use std::collections::BTreeSet;
 
 use chio_arena::scenario::value::{Reference, Resolution, Unresolved};
 use chio_arena::scenario::{HandOverAction, MessageAction};
+use chio_kernel::seal::Seal;
 use serde_json::{json, Value};
 
-use super::call::{resolve_value, unresolved};
+use super::call::{echoed, resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
@@ -61,6 +62,7 @@ pub(super) fn prepare(
                 fields: Vec::new(),
                 value: Err(Unresolved::NotPerformed),
                 sender: None,
+                sent: Vec::new(),
             },
         },
         None => ReleasedOutput {
@@ -71,6 +73,7 @@ pub(super) fn prepare(
             fields: Vec::new(),
             value: Ok(json!(message.content)),
             sender: None,
+            sent: Vec::new(),
         },
     };
     Ok(PreparedMessage {
@@ -107,14 +110,32 @@ fn prepare_handover(
             at: placed.at,
             problem: "a hand-over's value may not read a sealed file; sealed values are sent by call arguments only",
         })),
-        None => resolve_value(executor, &handover.value),
+        None => resolve_value(executor, &handover.value).and_then(|(value, sources)| {
+            // Nor one that reached it by another way (an answer that held
+            // it): a hand-over's value is recorded as it is.
+            let run = Seal::of_texts(executor.sealed.values().map(|s| s.text()));
+            match run.pointers_holding(&value).into_iter().next() {
+                Some(at) => Err(Resolution::Malformed(chio_arena::scenario::value::Malformed {
+                    at,
+                    problem: "a hand-over's value may not hold a sealed value; sealed values are sent by call arguments only",
+                })),
+                None => Ok((value, sources)),
+            }
+        }),
     };
     // A value that is wholly one reference is the part it names, nothing
-    // the sender wrote.
-    let by_reference = matches!(
-        chio_arena::scenario::value::references(&handover.value).as_deref(),
-        Ok([only]) if only.at.is_empty() && matches!(only.reference, Reference::Step { .. })
-    );
+    // the sender wrote, unless that part repeats what the sender's call
+    // sent: then the sender chose its text.
+    let by_reference = match chio_arena::scenario::value::references(&handover.value).as_deref() {
+        Ok([only]) if only.at.is_empty() => match &only.reference {
+            Reference::Step { step, pointer } => executor
+                .outputs
+                .get(step)
+                .is_none_or(|released| echoed(released, pointer).is_empty()),
+            Reference::Fixture { .. } => false,
+        },
+        _ => false,
+    };
     let (value, blocked, value_labels) = match resolved {
         Ok((value, sources)) => {
             let labels: BTreeSet<String> = sources.into_iter().flat_map(|s| s.labels).collect();
@@ -179,6 +200,7 @@ pub(super) fn delivered(
         value,
         fields: Vec::new(),
         sender: Some(prepared.command.agent.clone()),
+        sent: Vec::new(),
     })
 }
 

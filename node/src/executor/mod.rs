@@ -39,6 +39,7 @@ use std::task::{Context, Poll, Waker};
 
 use chio_arena::scenario::value::Unresolved;
 use chio_arena::Action;
+use chio_kernel::provenance::ArgumentSource;
 use chio_kernel::token::CapabilityToken;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -183,6 +184,12 @@ pub struct ReleasedOutput {
     /// For a handed-over value: the agent that handed it over, whose
     /// run-time allowlists count for a protected argument built from it.
     pub sender: Option<String>,
+    /// For a call's output: every string the call was sent, with the
+    /// provenance of the argument it belongs to (none for the caller's own
+    /// literal). A server may answer with what it was sent (a path, a
+    /// query), so a part of the output that repeats one is not the
+    /// server's word: it carries what the sent value carried.
+    pub sent: Vec<(String, Option<ArgumentSource>)>,
 }
 
 /// The run's view of capabilities and outputs, and the per-kind handlers.
@@ -386,7 +393,7 @@ impl StepExecutor {
         Ok(match dispatched {
             RunStep::Call(prepared, answer) => {
                 if let CallAnswer::Decided(outcome) = &answer {
-                    call::fold(self, step_id, outcome)?;
+                    call::fold(self, step_id, &prepared.command, outcome)?;
                 }
                 RunStep::Call(prepared, answer)
             }

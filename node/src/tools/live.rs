@@ -77,9 +77,9 @@ impl ToolServer {
             _ => &[],
         };
         let mut result = answer_result(answer.ok, answer.output, labels, arguments);
-        if result.performed {
-            result.integrity = result.integrity.max(self.integrity_of(arguments));
-        }
+        result.integrity = result
+            .integrity
+            .max(self.integrity_of(arguments, &result.content));
         result
     }
 }

@@ -10,7 +10,7 @@ use chio_kernel::label::Label;
 use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
 
-use super::{unknown_tool, Stored, ToolResult};
+use super::{glob_level, unknown_tool, Stored, ToolResult};
 
 /// Who writes what a server keeps: an admitted call, with the labels it
 /// carried, or a fixture edit outside any call, which keeps the labels of
@@ -56,12 +56,7 @@ pub(super) fn workspace_call(
                 content: json!({"ok": true, "path": path, "content": stored.content}),
                 performed: true,
                 integrity: stored.integrity(),
-                label: labels
-                    .iter()
-                    .filter(|(glob, _)| glob.is_match(&path))
-                    .map(|(_, label)| *label)
-                    .chain(stored.level())
-                    .max(),
+                label: glob_level(labels, &path).max(stored.level()),
             },
             None => ToolResult::failed(format!("no such file {path}")),
         },
@@ -76,11 +71,12 @@ pub(super) fn workspace_call(
             files.insert(path.clone(), Stored { content, labels });
             ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))
         }
-        // The answer tells that the file was there, which its labels cover.
+        // The answer tells that the file was there, which its labels cover,
+        // as a read's would: those it keeps and those the globs give it.
         "delete_file" => match files.remove(&path) {
             Some(removed) => ToolResult {
                 content: json!({"ok": true, "path": path}),
-                label: removed.level(),
+                label: glob_level(labels, &path).max(removed.level()),
                 integrity: removed.integrity(),
                 performed: true,
             },

@@ -9,6 +9,7 @@
 
 mod concurrency;
 mod distributed;
+mod escapes;
 mod evolve_topology;
 mod faults;
 mod load;

@@ -54,6 +54,7 @@ pub fn step_id(index: usize, tool: &str) -> String {
                 '-'
             }
         })
+        .take(crate::scenario::validate::MAX_ID_BYTES - 16)
         .collect();
     format!("call-{:04}-{tool}", index + 1)
 }
@@ -453,5 +454,9 @@ mod tests {
         assert_eq!(step_id(0, "git_status"), "call-0001-git_status");
         assert_eq!(step_id(9_999, "a.b"), "call-10000-a.b");
         assert!(crate::scenario::is_valid_id(&step_id(41, "x y")));
+        assert!(crate::scenario::is_valid_id(&step_id(
+            99_999_999,
+            &"t".repeat(128)
+        )));
     }
 }

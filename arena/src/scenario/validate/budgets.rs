@@ -165,6 +165,26 @@ impl Validator<'_> {
             if has_world {
                 resolve(&server_ids, "server", &budget.server, || at("server"))?;
             }
+            // A capability budget counts its grant's lineage, which calls
+            // only the grant's server and tools: any other can never apply.
+            if let Some(grant) = budget
+                .capability
+                .as_ref()
+                .and_then(|c| f.grants.iter().find(|g| &g.id == c))
+            {
+                if grant.server != budget.server {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at("server"),
+                        context: "a capability budget counts the calls of its grant's lineage, which reach only the grant's server: name that server, or the grant for this one",
+                    });
+                }
+                if !grant.tools.contains(&budget.tool) {
+                    return Err(ArenaError::KeyNotAllowed {
+                        field: at("tool"),
+                        context: "a capability budget counts the calls of its grant's lineage, which call only the grant's tools: name one of them",
+                    });
+                }
+            }
             if budget.capability.is_some() && budget.max_invocations.is_some() {
                 return Err(ArenaError::KeyNotAllowed {
                     field: at("max_invocations"),

@@ -8,11 +8,18 @@ use std::collections::BTreeSet;
 use crate::error::ArenaError;
 use crate::scheduler::{MAX_INSTANT_MS, MAX_OFFSET_MS};
 
-/// Whether `id` is non-empty, uses only `[A-Za-z0-9_.-]` and is not `.` or
-/// `..` (ids become file and folder names, such as a bundle's default
-/// `target/arena/<scenario-id>/`).
+/// The longest id, in bytes. The stores' keys join several ids (a hold id
+/// names the lineage, the principal, the request, the budget and a
+/// delegated capability), and each must fit the trust store's bound on
+/// every topology, whatever run namespace prefixes it.
+pub const MAX_ID_BYTES: usize = 128;
+
+/// Whether `id` is non-empty, at most [`MAX_ID_BYTES`] long, uses only
+/// `[A-Za-z0-9_.-]` and is not `.` or `..` (ids become file and folder
+/// names, such as a bundle's default `target/arena/<scenario-id>/`).
 pub fn is_valid_id(id: &str) -> bool {
     !id.is_empty()
+        && id.len() <= MAX_ID_BYTES
         && id != "."
         && id != ".."
         && id

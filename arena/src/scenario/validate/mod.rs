@@ -43,8 +43,8 @@ mod world;
 use schedule::Walk;
 pub(crate) use steps::rebuild_action;
 
-pub use checks::is_valid_id;
 use checks::{check_id, check_unique, declared_ids, table_to_json};
+pub use checks::{is_valid_id, MAX_ID_BYTES};
 pub(crate) use world::guard_spec;
 
 const ADVERSARY_CLASSES: &[&str] = &[

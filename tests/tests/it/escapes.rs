@@ -1,0 +1,171 @@
+//! Regression scenarios for the escapes and wrong answers a red team found
+//! in the world the arena simulates (labels and integrity through a tool's
+//! answers, sealed values, path spellings, monetary amounts at their
+//! bounds, ids at their bound): each scenario in `tests/tests/it/escapes/`
+//! states the verdicts the rules require, with a control beside each
+//! attack, and must pass embedded and across node processes with the same
+//! bundle bytes. The scenarios named `invalid_*` must be refused at load,
+//! by `validate` and `run` alike, with the code that names their fix.
+
+use std::path::{Path, PathBuf};
+
+use chio_tests::*;
+
+/// The folder of the regression scenarios.
+fn escapes() -> PathBuf {
+    repo_path("tests/tests/it/escapes")
+}
+
+/// Runs `file` embedded, across node processes and one step at a time, and
+/// asserts that every run passes (exit 0: each step gave its expected
+/// verdict and reason) and that the three bundles are the same bytes.
+fn passes_everywhere(file: &Path) {
+    let work = tempfile::tempdir().unwrap();
+    let scenario = file.to_str().unwrap();
+    let mut bundles = Vec::new();
+    // Only the controller reads sealed files, so a recorded answer that
+    // reads one is served by the embedded topology alone, and a node
+    // topology is refused before anything starts.
+    let sealed_answer = std::fs::read_to_string(file)
+        .unwrap()
+        .contains("output = { fixture");
+    for (name, extra) in [
+        ("embedded", &[][..]),
+        ("local", &["--topology", "local"][..]),
+        ("one-at-a-time", &["--one-at-a-time"][..]),
+    ] {
+        if sealed_answer && name == "local" {
+            let args = [
+                "arena",
+                "run",
+                scenario,
+                "--topology",
+                "local",
+                "--out",
+                "x",
+            ];
+            let output = run_chio(work.path(), &args);
+            assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+            assert!(String::from_utf8_lossy(&output.stderr).contains("CHIO-TOPOLOGY-INVALID"));
+            continue;
+        }
+        let out = work.path().join(name);
+        let mut args = vec!["arena", "run", scenario, "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let output = run_chio(work.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        bundles.push((name, tree(&out)));
+    }
+    for (name, bundle) in &bundles[1..] {
+        assert!(
+            bundle == &bundles[0].1,
+            "{scenario}: the {name} bundle differs from the embedded one"
+        );
+    }
+}
+
+/// The scenario files of the folder whose names start (or do not start)
+/// with `invalid_`, in name order.
+fn scenarios(invalid: bool) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = entries(&escapes())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("invalid_") == invalid
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+// Proves every regression scenario gives the verdicts its rules require on every topology and dispatch mode, byte for byte: labels and integrity kept through a tool's answers, sealed values kept sealed, paths read in every spelling, amounts refused or counted at their bounds, ids at their bound.
+#[test]
+fn every_escape_is_closed_on_every_topology() {
+    let files = scenarios(false);
+    assert!(files.len() >= 15, "the regression scenarios are missing");
+    for file in files {
+        passes_everywhere(&file);
+    }
+}
+
+// Proves a scenario whose id or monetary limit is past its bound, or whose capability budget names a server its grant does not cover, is refused by validate and by run, with the code naming the fix, before anything runs.
+#[test]
+fn ids_and_limits_past_their_bounds_are_refused_at_load() {
+    let work = tempfile::tempdir().unwrap();
+    let expected = [
+        (
+            "invalid_capability_budget_other_server.toml",
+            "CHIO-SCENARIO-KEY-NOT-ALLOWED",
+        ),
+        ("invalid_limit_past_2_53.toml", "CHIO-SCENARIO-BUDGET-LIMIT"),
+        ("invalid_step_id_too_long.toml", "CHIO-SCENARIO-INVALID-ID"),
+    ];
+    let files = scenarios(true);
+    assert_eq!(files.len(), expected.len());
+    for (file, (name, code)) in files.iter().zip(expected) {
+        assert!(file.ends_with(name), "{}", file.display());
+        let out = work.path().join("out");
+        for args in [
+            vec!["arena", "validate", file.to_str().unwrap()],
+            vec![
+                "arena",
+                "run",
+                file.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        ] {
+            let output = run_chio(work.path(), &args);
+            assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains(code), "{}", explain(&args, &output));
+        }
+        assert!(!out.exists(), "a refused scenario wrote a bundle");
+    }
+}
+
+// Proves a sealed value a server answered never reaches the evidence when a later call takes it by reference: no receipt, manifest or printed line holds it.
+#[test]
+fn a_sealed_answer_taken_by_reference_stays_out_of_the_evidence() {
+    let work = tempfile::tempdir().unwrap();
+    let file = escapes().join("sealed_answer_stays_sealed.toml");
+    let secret = std::fs::read_to_string(escapes().join("secrets/token.txt")).unwrap();
+    let secret = secret.trim_end();
+    let out = work.path().join("out");
+    let args = [
+        "arena",
+        "run",
+        file.to_str().unwrap(),
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = run_chio(work.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let mut texts: Vec<(String, Vec<u8>)> = tree(&out).into_iter().collect();
+    texts.push(("stdout".into(), output.stdout.clone()));
+    texts.push(("stderr".into(), output.stderr.clone()));
+    for (name, bytes) in texts {
+        let text = String::from_utf8_lossy(&bytes);
+        for window in secret.as_bytes().windows(8) {
+            let window = std::str::from_utf8(window).unwrap();
+            assert!(
+                !text.contains(window),
+                "{name} holds a run of the sealed value"
+            );
+        }
+    }
+    let explained = run_chio(
+        work.path(),
+        &[
+            "arena",
+            "explain",
+            out.to_str().unwrap(),
+            "read-with-answered-pass",
+        ],
+    );
+    let text = String::from_utf8_lossy(&explained.stdout);
+    assert!(text.contains("<sealed>"), "{text}");
+    assert!(!text.contains(secret), "explain prints the sealed value");
+}
