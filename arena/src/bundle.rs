@@ -577,6 +577,62 @@ pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDr
     drifts
 }
 
+/// Every place where two manifests differ, as a field of `arena.json`: a
+/// top-level field by name (`receipt_root`), a step's by its index and
+/// name (`steps[3].expected`), and `steps` when their numbers differ.
+/// Empty when they are the same manifest.
+pub fn manifest_differences(left: &BundleManifest, right: &BundleManifest) -> Vec<String> {
+    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
+        (serde_json::to_value(left), serde_json::to_value(right))
+    else {
+        return vec!["arena.json".to_string()];
+    };
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let mut out = Vec::new();
+    for key in keys {
+        match (a.get(key), b.get(key)) {
+            (Some(serde_json::Value::Array(x)), Some(serde_json::Value::Array(y)))
+                if key == "steps" && x.len() == y.len() =>
+            {
+                for (i, (s, t)) in x.iter().zip(y).enumerate() {
+                    if s == t {
+                        continue;
+                    }
+                    let (Some(s), Some(t)) = (s.as_object(), t.as_object()) else {
+                        out.push(format!("steps[{i}]"));
+                        continue;
+                    };
+                    let fields: std::collections::BTreeSet<&String> =
+                        s.keys().chain(t.keys()).collect();
+                    out.extend(
+                        fields
+                            .into_iter()
+                            .filter(|f| s.get(*f) != t.get(*f))
+                            .map(|f| format!("steps[{i}].{f}")),
+                    );
+                }
+            }
+            (x, y) if x != y => out.push(key.clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where two receipt logs first differ: the 1-based line, or both counts
+/// when one is a prefix of the other; `None` when they are the same.
+pub fn receipts_difference(left: &[String], right: &[String]) -> Option<String> {
+    match left.iter().zip(right).position(|(a, b)| a != b) {
+        Some(i) => Some(format!("receipts.ndjson line {}", i + 1)),
+        None if left.len() != right.len() => Some(format!(
+            "receipts.ndjson ({} receipts against {})",
+            left.len(),
+            right.len()
+        )),
+        None => None,
+    }
+}
+
 mod reader;
 #[cfg(test)]
 mod reader_tests;

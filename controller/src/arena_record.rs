@@ -114,7 +114,7 @@ fn recording_error(command: &'static str, e: &RecordingError) -> CliError {
             codes::MCP_RECORDING,
             command,
             e.to_string(),
-            "pass the folder chio arena record FILE --out DIR wrote; a recording changed by hand is refused",
+            "pass the folder chio arena record FILE --out DIR wrote, or record again",
         ),
     }
 }

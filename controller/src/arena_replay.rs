@@ -15,7 +15,10 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use chio_arena::bundle::{compare_runs, Bundle, BundleStatus, StepDrift, SCENARIO_INPUT};
+use chio_arena::bundle::{
+    compare_runs, manifest_differences, receipts_difference, Bundle, BundleStatus, StepDrift,
+    SCENARIO_INPUT,
+};
 use chio_arena::{ArenaError, Scenario};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -48,6 +51,12 @@ struct DriftReport<'a> {
     /// and the replay (`mcp_edge::verify`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     session: Vec<String>,
+    /// For `arena replay`: every field of the bundle's `arena.json` the
+    /// replay does not write the same, and where its receipt log first
+    /// differs from the replay's: what the bundle claims that its own
+    /// inputs do not make.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    evidence: Vec<String>,
 }
 
 /// The two scenarios of a diff whose bundles ran different ones.
@@ -156,7 +165,10 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
     for line in &report.session {
         text.push_str(&format!("session: {line}\n"));
     }
-    if report.drifts.is_empty() && report.policy_files.is_empty() && report.session.is_empty() {
+    for place in &report.evidence {
+        text.push_str(&format!("evidence: {place} differs\n"));
+    }
+    if report.identical {
         text.push_str("no drift: every step has the same verdict and receipt\n");
     }
     for (i, d) in report.drifts.iter().enumerate() {
@@ -201,7 +213,12 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
             .or(report.session.first())
         {
             Some(line) => format!("the edge session does not replay: {line}"),
-            None => "a policy file no longer matches the manifest".to_string(),
+            None => match report.evidence.first() {
+                Some(place) => format!(
+                    "the bundle's {place} is not what its inputs make: it was changed after the run"
+                ),
+                None => "a policy file no longer matches the manifest".to_string(),
+            },
         },
     };
     Err(CliError::new(
@@ -236,6 +253,20 @@ fn session_mismatches(dir: &Path, recorded: &Bundle, replayed: &Bundle) -> Vec<S
         .map(Vec::as_slice)
         .unwrap_or_default();
     crate::mcp_edge::verify::check_session(dir, text, replayed)
+}
+
+/// Every claim of the bundle in `dir` the replay does not make the same:
+/// a run's bundle is the same bytes whenever its inputs run again, so each
+/// field of its manifest (for an edge session, whose record is checked by
+/// its own rules, none) and its receipt log are checked against the
+/// replay's.
+fn evidence_differences(dir: &Path, recorded: &Bundle, replayed: &Bundle) -> Vec<String> {
+    let mut evidence = Vec::new();
+    if !crate::mcp_edge::verify::is_session(dir) {
+        evidence = manifest_differences(&recorded.manifest, &replayed.manifest);
+    }
+    evidence.extend(receipts_difference(&recorded.receipts, &replayed.receipts));
+    evidence
 }
 
 /// Runs `chio arena replay`.
@@ -305,6 +336,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let drifts = compare_runs(&recorded.manifest, &replayed.bundle.manifest);
     let policy_files = tampered_policies(&recorded);
     let session = session_mismatches(&args.dir, &recorded, &replayed.bundle);
+    let evidence = evidence_differences(&args.dir, &recorded, &replayed.bundle);
     let report = DriftReport {
         schema_version: REPLAY_SCHEMA_VERSION,
         scenario_id: &recorded.manifest.determinism.scenario_id,
@@ -313,11 +345,12 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         identical: drifts.is_empty()
             && policy_files.is_empty()
             && session.is_empty()
-            && recorded.receipts == replayed.bundle.receipts,
+            && evidence.is_empty(),
         policy_files,
         drifts,
         scenarios_differ: None,
         session,
+        evidence,
     };
     report_drift(&report, args.json, COMMAND, out)
 }
@@ -350,16 +383,20 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let drifts = compare_runs(&left.manifest, &right.manifest);
     let mut policy_files = tampered_policies(&left);
     policy_files.extend(tampered_policies(&right));
+    let evidence: Vec<String> = receipts_difference(&left.receipts, &right.receipts)
+        .into_iter()
+        .collect();
     let report = DriftReport {
         schema_version: DIFF_SCHEMA_VERSION,
         scenario_id: &left.manifest.determinism.scenario_id,
         left: args.left.display().to_string(),
         right: args.right.display().to_string(),
-        identical: drifts.is_empty() && policy_files.is_empty() && left.receipts == right.receipts,
+        identical: drifts.is_empty() && policy_files.is_empty() && evidence.is_empty(),
         policy_files,
         drifts,
         scenarios_differ: ScenariosDiffer::of(&left, &right),
         session: Vec::new(),
+        evidence,
     };
     report_drift(&report, args.json, COMMAND, out)
 }

@@ -480,6 +480,25 @@ fn run_local(
     })
 }
 
+/// The first server with a recorded answer that reads a sealed file
+/// (`output = { fixture = ... }`), which only the embedded topology serves.
+fn sealed_answer_server(scenario: &Scenario) -> Option<&str> {
+    let none = chio_arena::scenario::sealed::SealedSet::new();
+    scenario.file().servers.iter().find_map(|server| {
+        server
+            .answers
+            .iter()
+            .flatten()
+            .any(|answer| {
+                matches!(
+                    answer.output_json(&none),
+                    Err(chio_arena::ArenaError::SealedFixture { .. })
+                )
+            })
+            .then_some(server.id.as_str())
+    })
+}
+
 /// Runs a scenario embedded, on `--topology local` or on `--topology
 /// FILE`, writing its bundle into `out` (a caller that wants it in memory
 /// passes a [`ReadBack`] folder): the outer error refuses the topology, the
@@ -494,6 +513,17 @@ pub fn run_with_topology(
 ) -> Result<Result<Written, NodeError>, CliError> {
     let runtime = crate::arena_run::runtime(command)?;
     let faults: Vec<&FaultAction> = scenario.fault_steps().collect();
+    if !matches!(topology, RunTopology::Embedded) {
+        if let Some(server) = sealed_answer_server(scenario) {
+            return Err(topology_error(
+                command,
+                format!(
+                    "server {server} answers with a sealed file's text, and only the controller reads sealed files: a node process cannot serve that answer"
+                ),
+                "run the scenario embedded (no --topology)",
+            ));
+        }
+    }
     let path = match topology {
         RunTopology::Embedded => {
             let live = BTreeMap::new();

@@ -113,18 +113,33 @@ impl ToolContract {
 /// does not stay inside it (its value is not a string starting with `#`),
 /// in document order; `None` when every reference is local.
 pub fn remote_reference(schema: &Value) -> Option<String> {
-    fn walk(value: &Value, at: &mut String) -> Option<String> {
+    /// Keywords whose value maps names to schemas: a key there is a name
+    /// (a property may be called `$ref`), its value a schema.
+    const NAME_MAPS: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    /// Keywords whose value is data, never a schema.
+    const DATA: &[&str] = &["enum", "const", "default", "examples"];
+    fn walk(value: &Value, at: &mut String, names: bool) -> Option<String> {
         match value {
             Value::Object(map) => {
                 for (key, child) in map {
+                    if !names && DATA.contains(&key.as_str()) {
+                        continue;
+                    }
                     let len = at.len();
                     at.push('/');
                     at.push_str(&key.replace('~', "~0").replace('/', "~1"));
-                    let is_ref = key == "$ref" || key == "$dynamicRef";
+                    let is_ref = !names && (key == "$ref" || key == "$dynamicRef");
                     if is_ref && !child.as_str().is_some_and(|r| r.starts_with('#')) {
                         return Some(at.clone());
                     }
-                    if let Some(found) = walk(child, at) {
+                    let child_names = !names && NAME_MAPS.contains(&key.as_str());
+                    if let Some(found) = walk(child, at, child_names) {
                         return Some(found);
                     }
                     at.truncate(len);
@@ -135,7 +150,7 @@ pub fn remote_reference(schema: &Value) -> Option<String> {
                 for (i, child) in items.iter().enumerate() {
                     let len = at.len();
                     at.push_str(&format!("/{i}"));
-                    if let Some(found) = walk(child, at) {
+                    if let Some(found) = walk(child, at, false) {
                         return Some(found);
                     }
                     at.truncate(len);
@@ -145,7 +160,7 @@ pub fn remote_reference(schema: &Value) -> Option<String> {
             _ => None,
         }
     }
-    walk(schema, &mut String::new())
+    walk(schema, &mut String::new(), false)
 }
 
 /// The tools of every server a kernel serves: server id to tool name to

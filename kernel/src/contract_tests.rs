@@ -143,6 +143,16 @@ fn remote_references_are_refused() {
     let local =
         json!({"$defs": {"p": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/p"}}});
     assert!(compile_schema("s", "t", &local).is_ok());
+    // A property may be called `$ref`, and data may hold the word: neither
+    // is a reference.
+    for named in [
+        json!({"type": "object", "properties": {"$ref": {"type": "string"}}}),
+        json!({"properties": {"kind": {"enum": [{"$ref": "https://x.test"}]}}}),
+        json!({"const": {"$ref": "other.json"}, "default": {"$dynamicRef": "x"}}),
+    ] {
+        assert_eq!(remote_reference(&named), None, "{named}");
+        assert!(compile_schema("s", "t", &named).is_ok(), "{named}");
+    }
     for (schema, pointer) in [
         (json!({"$ref": "https://example.test/s.json"}), "/$ref"),
         (
@@ -156,6 +166,14 @@ fn remote_references_are_refused() {
         (
             json!({"properties": {"a/b": {"$ref": 7}}}),
             "/properties/a~1b/$ref",
+        ),
+        (
+            json!({"properties": {"properties": {"$ref": "x.json"}}}),
+            "/properties/properties/$ref",
+        ),
+        (
+            json!({"properties": {"$ref": {"$ref": "x.json"}}}),
+            "/properties/$ref/$ref",
         ),
     ] {
         assert_eq!(remote_reference(&schema).as_deref(), Some(pointer));

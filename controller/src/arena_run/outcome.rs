@@ -134,9 +134,10 @@ pub struct Tally {
     pub passed: usize,
     /// Judged call steps that did not.
     pub failed: usize,
-    /// Judged delegate and revoke steps (the table reports them apart).
+    /// Judged delegate, revoke and hand-over steps (the table reports them
+    /// apart).
     pub others: usize,
-    /// Judged delegate and revoke steps that went as expected.
+    /// Judged delegate, revoke and hand-over steps that went as expected.
     pub others_passed: usize,
     /// Whether every mismatched step has its expected verdict (or
     /// outcome), so only reasons were missed.
@@ -517,7 +518,7 @@ pub fn write_table(
         String::new()
     } else {
         format!(
-            "; {} delegate or revoke steps, {} as expected",
+            "; {} delegate, revoke or hand-over steps, {} as expected",
             tally.others, tally.others_passed
         )
     };

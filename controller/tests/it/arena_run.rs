@@ -663,3 +663,76 @@ fn full_disk_exits_three() {
     );
     assert!(stderr.contains("no storage space"), "{stderr}");
 }
+
+// Replay checks every claim of a bundle against the rerun of its inputs: an erased mismatch, a forged receipt root, scenario digest, reason or kernel key, and a receipt line changed in receipts.ndjson alone are each named as evidence that differs, with exit 1; `arena diff` names the receipt line too.
+#[test]
+fn replay_refuses_a_bundle_edited_after_its_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/walking_skeleton.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "clean"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let edit_manifest = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        copy_tree(&tmp.path().join("clean"), &tmp.path().join(name));
+        let path = tmp.path().join(name).join("arena.json");
+        let mut manifest: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        edit(&mut manifest);
+        std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    };
+    edit_manifest("expected", &|m| {
+        m["steps"][0]["expected"] = serde_json::json!("deny");
+        m["steps"][0]["pass"] = serde_json::json!(false);
+    });
+    edit_manifest("forged", &|m| {
+        m["receipt_root"] = serde_json::json!("00".repeat(32));
+        m["scenario_sha256"] = serde_json::json!("11".repeat(32));
+        m["steps"][1]["reason"] = serde_json::json!("denied because the moon is full");
+    });
+    copy_tree(&tmp.path().join("clean"), &tmp.path().join("receipts"));
+    let log = tmp.path().join("receipts/receipts.ndjson");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut first: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
+    let signature = first["signature"].as_str().unwrap().to_string();
+    let flipped = if signature.starts_with('0') { "1" } else { "0" };
+    first["signature"] = serde_json::json!(format!("{flipped}{}", &signature[1..]));
+    lines[0] = serde_json::to_string(&first).unwrap();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    for (name, places) in [
+        ("expected", &["steps[0].expected", "steps[0].pass"][..]),
+        (
+            "forged",
+            &["receipt_root", "scenario_sha256", "steps[1].reason"][..],
+        ),
+        ("receipts", &["receipts.ndjson line 1"][..]),
+    ] {
+        let args = ["arena", "replay", name, "--json"];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+        let report = json_of(&output);
+        assert_eq!(report["identical"], false);
+        let evidence: Vec<&str> = report["evidence"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name}: no evidence in {report}"))
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(evidence, places, "{name}");
+        let args = ["arena", "replay", name];
+        let output = chio(tmp.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("the bundle's {}", places[0])),
+            "{stderr}"
+        );
+        assert!(!String::from_utf8_lossy(&output.stdout).contains("no drift"));
+    }
+    let args = ["arena", "diff", "clean", "receipts", "--json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    assert_eq!(
+        json_of(&output)["evidence"],
+        serde_json::json!(["receipts.ndjson line 1"])
+    );
+}

@@ -25,6 +25,49 @@ pub enum AnswerMatch {
         /// The arguments' canonical JSON.
         arguments: String,
     },
+    /// The call of this step, and only if it is still the call recorded
+    /// for it: this agent, this tool, these arguments (a replayed live
+    /// server's answer, so a step changed since it was recorded, or a
+    /// recording changed by hand, answers nothing).
+    StepCall {
+        /// The step (request id).
+        step: String,
+        /// The calling agent.
+        agent: String,
+        /// The tool called.
+        tool: String,
+        /// The arguments' canonical JSON.
+        arguments: String,
+    },
+}
+
+impl AnswerMatch {
+    /// The agent, tool and canonical arguments an answer is recorded for,
+    /// when it names them.
+    fn call(&self) -> Option<(&str, &str, &str)> {
+        match self {
+            AnswerMatch::Step(_) => None,
+            AnswerMatch::Call {
+                agent,
+                tool,
+                arguments,
+            }
+            | AnswerMatch::StepCall {
+                agent,
+                tool,
+                arguments,
+                ..
+            } => Some((agent, tool, arguments)),
+        }
+    }
+
+    /// Whether the answer is the one of step `request_id`.
+    fn is_step(&self, request_id: &str) -> bool {
+        match self {
+            AnswerMatch::Step(step) | AnswerMatch::StepCall { step, .. } => step == request_id,
+            AnswerMatch::Call { .. } => false,
+        }
+    }
 }
 
 /// One answer a recorded server gives.
@@ -80,9 +123,19 @@ pub(super) fn recorded_call(
         }
     };
     let unused = |i: &usize| !used.get(*i).copied().unwrap_or(true);
-    let by_step = (0..answers.len()).filter(unused).find(
-        |i| matches!(&answers[*i].matches, AnswerMatch::Step(step) if step == caller.request_id),
-    );
+    let by_step = (0..answers.len()).filter(unused).find(|i| {
+        let answer = &answers[*i].matches;
+        answer.is_step(caller.request_id)
+            && match answer {
+                AnswerMatch::StepCall {
+                    agent,
+                    tool: t,
+                    arguments: a,
+                    ..
+                } => agent == caller.agent && t == tool && *a == canonical,
+                _ => true,
+            }
+    });
     let by_call = || {
         (0..answers.len()).filter(unused).find(|i| {
             matches!(&answers[*i].matches, AnswerMatch::Call { agent, tool: t, arguments: a }
@@ -101,8 +154,10 @@ pub(super) fn recorded_call(
 
 /// The result of an answer, recorded or live: `{"ok": ok, "output":
 /// output}`, performed when `ok`, labelled by the highest of the `labels`
-/// globs the call's `path` argument matches. One rule, so a live server's
-/// answer and its replay from the recording are the same result.
+/// globs the call's `path` argument matches, whether or not the server
+/// carried the call out (an error result is released to the agent too, and
+/// may hold what the path holds). One rule, so a live server's answer and
+/// its replay from the recording are the same result.
 pub(crate) fn answer_result(
     ok: bool,
     output: Value,
@@ -113,16 +168,10 @@ pub(crate) fn answer_result(
         .get("path")
         .and_then(Value::as_str)
         .and_then(|raw| normalize_path(raw).ok());
-    let label = path.and_then(|path| {
-        labels
-            .iter()
-            .filter(|(glob, _)| glob.is_match(&path))
-            .map(|(_, label)| *label)
-            .max()
-    });
+    let label = path.and_then(|path| super::glob_level(labels, &path));
     ToolResult {
         content: json!({"ok": ok, "output": output}),
-        label: label.filter(|_| ok),
+        label,
         integrity: Integrity::Trusted,
         performed: ok,
     }
@@ -144,12 +193,7 @@ fn unmatched(
     );
     let mut nearest: Option<(usize, usize, String)> = None;
     for (i, answer) in answers.iter().enumerate() {
-        let AnswerMatch::Call {
-            agent,
-            tool: t,
-            arguments: recorded,
-        } = &answer.matches
-        else {
+        let Some((agent, t, recorded)) = answer.matches.call() else {
             continue;
         };
         if t != tool {
@@ -172,9 +216,7 @@ fn unmatched(
             nearest = Some((rank, i, why));
         }
     }
-    let step_of = answers
-        .iter()
-        .any(|a| matches!(&a.matches, AnswerMatch::Step(s) if s == caller.request_id));
+    let step_of = answers.iter().any(|a| a.matches.is_step(caller.request_id));
     match nearest {
         Some((_, i, why)) => format!(
             "{head}: the nearest recorded call is answers[{i}] ({why}); record an answer for this call"

@@ -498,3 +498,51 @@ fn recorded_answers_carry_labels_and_restart_fresh() {
             .performed
     );
 }
+
+// A replayed live server's answer belongs to its step only while the step makes the recorded call: another tool, agent or argument answers nothing, and the recorded call still answers its step.
+#[test]
+fn replayed_answers_need_their_step_to_make_the_recorded_call() {
+    let recorded_args = json!({"repo_path": "/repo", "revision": "HEAD"});
+    let answer = RecordedAnswer {
+        matches: AnswerMatch::StepCall {
+            step: "show-head".to_string(),
+            agent: "dev".to_string(),
+            tool: "git_show".to_string(),
+            arguments: String::from_utf8(
+                chio_kernel::canonical::canonical_bytes(&recorded_args).unwrap(),
+            )
+            .unwrap(),
+        },
+        ok: true,
+        output: json!("commit abc"),
+    };
+    let server = || {
+        ToolServer::new(
+            "git",
+            ToolServerConfig::Recorded {
+                answers: vec![answer.clone()],
+                labels: Vec::new(),
+            },
+        )
+    };
+    let changed = json!({"repo_path": "/repo", "revision": "HEAD:secrets/prod.env"});
+    for (agent, tool, arguments) in [
+        ("dev", "git_show", &changed),
+        ("mallory", "git_show", &recorded_args),
+        ("dev", "git_log", &recorded_args),
+    ] {
+        let mut git = server();
+        let miss = git.call(caller("show-head", agent), tool, arguments, &clean());
+        assert!(!miss.performed, "{agent} {tool} {arguments}");
+        assert_ne!(miss.content["output"], "commit abc");
+    }
+    let mut git = server();
+    let hit = git.call(
+        caller("show-head", "dev"),
+        "git_show",
+        &recorded_args,
+        &clean(),
+    );
+    assert!(hit.performed);
+    assert_eq!(hit.content["output"], "commit abc");
+}

@@ -111,7 +111,8 @@ fn server_config(
 
 /// An mcp server replayed from its recording, which travels in the fixture
 /// set under the server's id: each recorded call answers its request id
-/// (its step), once, as a recorded server's step answer does. A world
+/// (its step), once, and only while the step makes the call recorded for
+/// it (its agent, tool and arguments). A world
 /// without the recording is refused: only `chio arena record` talks to
 /// the live server.
 fn replayed_answers(
@@ -131,15 +132,31 @@ fn replayed_answers(
         })?;
     let recording = parse_recording(text.as_bytes(), &server.id)
         .map_err(|e| NodeError::Scenario(e.to_string()))?;
-    Ok(recording
+    recording
         .calls
         .into_iter()
-        .map(|call| RecordedAnswer {
-            matches: AnswerMatch::Step(call.request_id),
-            ok: call.ok,
-            output: call.output,
+        .map(|call| {
+            let arguments = chio_kernel::canonical::canonical_bytes(&call.arguments)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok())
+                .ok_or_else(|| {
+                    NodeError::Scenario(format!(
+                        "the recording of mcp server {} holds arguments of call {} with no canonical JSON form",
+                        server.id, call.request_id
+                    ))
+                })?;
+            Ok(RecordedAnswer {
+                matches: AnswerMatch::StepCall {
+                    step: call.request_id,
+                    agent: call.agent,
+                    tool: call.tool,
+                    arguments,
+                },
+                ok: call.ok,
+                output: call.output,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// A server's `labels` globs, each with its parsed label.
