@@ -138,6 +138,13 @@ fn hostile_traces_are_refused_naming_the_place_and_the_fix() {
         ),
         (
             "mcp",
+            "too-deep",
+            format!("{}{}\n", "[".repeat(200), "]".repeat(200)),
+            "CHIO-IMPORT-TRACE-SYNTAX",
+            "line 1: nests deeper than 128 levels",
+        ),
+        (
+            "mcp",
             "result-alone",
             answer("9"),
             "CHIO-IMPORT-TRACE-UNMATCHED",

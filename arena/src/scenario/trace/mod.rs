@@ -216,6 +216,10 @@ fn json_refusal(e: &serde_json::Error, place: &str, what: &str) -> TraceError {
             "ends before its JSON does (line {line}, column {column}): the file is truncated; save the whole {what} again"
         ),
         Category::Io => "could not be read".to_string(),
+        // serde_json refuses nesting past 128 levels with this message.
+        _ if e.to_string().starts_with("recursion limit exceeded") => format!(
+            "nests deeper than 128 levels (line {line}, column {column}): the importer reads at most 128; record the {what} with flatter values"
+        ),
         _ => format!("is not JSON (line {line}, column {column}): pass the {what} as it was recorded"),
     };
     TraceError::new(TraceFault::Syntax, place, reason)
