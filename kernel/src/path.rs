@@ -1,8 +1,9 @@
 //! Lexical path handling: normalisation and finding path-like arguments.
 //!
 //! The kernel never touches a filesystem, so it reasons about paths as text.
-//! A path is normalised by percent-decoding, trimming the whitespace around
-//! it, dropping a `file:` scheme (in any case), turning `\` into `/`, dropping
+//! A path is normalised by percent-decoding, trimming the whitespace and
+//! invisible format characters around it, dropping a `file:`, `file://` or
+//! `file://localhost/` prefix (in any case), turning `\` into `/`, dropping
 //! empty and `.` components and resolving `..` against the components before
 //! it; a `..` that would climb above the start (the root for an absolute
 //! path) is refused as an escape rather than clamped. Case is preserved here:
@@ -15,9 +16,9 @@
 //! constrains paths: a string is path-like when its key is a path key
 //! (`path`, `file`, `dir`, `target`, `source`, `destination`, ... or a key
 //! ending in `_path`, `_file`, `_dir`, plural forms included) or when the
-//! value itself looks like a path (without the whitespace around it, starts
-//! with `/`, `~`, `./`, `../`, `file:` in any case, or contains a `..`
-//! component). Every path-like string must satisfy
+//! value itself looks like a path, as written or percent-decoded (without
+//! the whitespace around it, starts with `/`, `~`, `./`, `../`, `file:` in
+//! any case, or contains a `..` component). Every path-like string must satisfy
 //! a constraint, so a decoy field cannot satisfy it on behalf of another.
 
 use std::borrow::Cow;
@@ -89,10 +90,16 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
     if decoded.contains('\0') {
         return Err(PathProblem::NulByte);
     }
-    // Whitespace around a path is not part of the file a server that trims
-    // its input opens; a URI scheme is case-insensitive (RFC 3986).
-    let mut text = decoded.trim().replace('\\', "/");
-    if let Some(rest) = strip_scheme(&text, "file://").or_else(|| strip_scheme(&text, "file:")) {
+    // Whitespace (and invisible format characters) around a path is not
+    // part of the file a server that trims its input opens; a URI scheme
+    // and its host name are case-insensitive (RFC 3986), and `localhost`
+    // names this machine (RFC 8089).
+    let mut text = trim_around(&decoded).replace('\\', "/");
+    if let Some(rest) = strip_scheme(&text, "file://localhost/") {
+        text = format!("/{rest}");
+    } else if let Some(rest) =
+        strip_scheme(&text, "file://").or_else(|| strip_scheme(&text, "file:"))
+    {
         text = rest.to_string();
     }
     let absolute = text.starts_with('/');
@@ -173,6 +180,14 @@ pub fn is_path_key(key: &str) -> bool {
     PATH_KEYS.contains(&key.as_str()) || PATH_KEY_SUFFIXES.iter().any(|s| key.ends_with(s))
 }
 
+/// `text` without the whitespace and the invisible format characters (zero
+/// width space, joiners, word joiner, byte order mark) around it.
+fn trim_around(text: &str) -> &str {
+    text.trim_matches(|c: char| {
+        c.is_whitespace() || matches!(c, '\u{200B}'..='\u{200D}' | '\u{2060}' | '\u{FEFF}')
+    })
+}
+
 /// `text` after `scheme`, compared without regard to ASCII case.
 fn strip_scheme<'t>(text: &'t str, scheme: &str) -> Option<&'t str> {
     let head = text.get(..scheme.len())?;
@@ -184,7 +199,13 @@ fn strip_scheme<'t>(text: &'t str, scheme: &str) -> Option<&'t str> {
 /// value without the whitespace around it, so a trailing newline does not
 /// hide a path; text of several lines is prose, not a path.
 pub fn looks_like_path(s: &str) -> bool {
-    let t = s.trim();
+    looks_like_path_as_written(s) || looks_like_path_as_written(&percent_decode(s))
+}
+
+/// [`looks_like_path`] of the text as it is written (the caller tries it
+/// percent-decoded too, as the normaliser reads it).
+fn looks_like_path_as_written(s: &str) -> bool {
+    let t = trim_around(s);
     if t.contains('\n') {
         return false;
     }
@@ -235,6 +256,29 @@ mod tests {
         assert!(looks_like_path("/etc/shadow\r\n"));
         assert!(!looks_like_path("/first line\nsecond line"));
         assert!(!looks_like_path("files: several"));
+        // The localhost authority names this machine; a path encoded or
+        // wrapped in invisible characters is still a path.
+        assert_eq!(
+            normalize_path("file://localhost/etc/shadow").unwrap(),
+            "/etc/shadow"
+        );
+        assert_eq!(
+            normalize_path("FiLe://LocalHost/etc/shadow").unwrap(),
+            "/etc/shadow"
+        );
+        assert_eq!(
+            normalize_path("\u{200B}/etc/shadow\u{FEFF}").unwrap(),
+            "/etc/shadow"
+        );
+        assert_eq!(normalize_path("%20/etc/shadow").unwrap(), "/etc/shadow");
+        for hidden in [
+            "%20/etc/shadow",
+            "file%3A///etc/shadow",
+            "%2Fetc/shadow",
+            "\u{200B}/etc/shadow",
+        ] {
+            assert!(looks_like_path(hidden), "{hidden:?}");
+        }
         assert_eq!(
             PathProblem::EscapesRoot.reason("/a/../..").to_string(),
             "path /a/../.. escapes the root"

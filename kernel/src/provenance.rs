@@ -211,13 +211,55 @@ fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) ->
     decided.map_or(base, |(_, integrity)| integrity)
 }
 
-/// The labels of the arguments whose text `output` repeats: a string of
-/// the output equal to a string of the argument, or sharing a run of
-/// [`crate::seal::WINDOW`] characters with one. A server may answer with
-/// what it was sent (a path, a query, a message's body), and whoever reads
-/// the answer reads that text too, so it takes in what the argument
-/// carried (`labels`: each argument's labels by pointer, as admission
-/// computed them).
+/// What a server said, to find in it the strings a call sent: every string
+/// of an answer (or of a part of one) in the forms a server may give back
+/// what it was sent (as sent, percent-decoded, in lower case).
+pub struct Echoes {
+    texts: BTreeSet<String>,
+    windows: crate::seal::Seal,
+}
+
+/// The forms of `text` a server may answer with: as written,
+/// percent-decoded, as a normalised path, and each in lower case.
+fn echo_forms(text: &str) -> BTreeSet<String> {
+    let mut forms: BTreeSet<String> = [
+        text.to_string(),
+        crate::path::percent_decode(text).into_owned(),
+    ]
+    .into_iter()
+    .chain(crate::path::normalize_path(text).ok())
+    .collect();
+    let lower: Vec<String> = forms.iter().map(|form| form.to_lowercase()).collect();
+    forms.extend(lower);
+    forms
+}
+
+impl Echoes {
+    /// The strings of `said`, in every form.
+    pub fn of(said: &Value) -> Echoes {
+        let texts: BTreeSet<String> = crate::seal::string_leaves(said)
+            .into_iter()
+            .flat_map(|(_, text)| echo_forms(text))
+            .collect();
+        let windows = crate::seal::Seal::of_texts(texts.iter().map(String::as_str));
+        Echoes { texts, windows }
+    }
+
+    /// Whether what was said repeats `sent`: a form of it equal to a form
+    /// of a string said, or sharing a run of [`crate::seal::WINDOW`]
+    /// characters with one.
+    pub fn repeat(&self, sent: &str) -> bool {
+        echo_forms(sent)
+            .iter()
+            .any(|form| self.texts.contains(form) || self.windows.holds(form))
+    }
+}
+
+/// The labels of the arguments whose text `output` repeats ([`Echoes`]). A
+/// server may answer with what it was sent (a path, a query, a message's
+/// body), and whoever reads the answer reads that text too, so it takes in
+/// what the argument carried (`labels`: each argument's labels by pointer,
+/// as admission computed them).
 pub fn echoed_labels(
     arguments: &Value,
     labels: &BTreeMap<String, Vec<String>>,
@@ -227,16 +269,14 @@ pub fn echoed_labels(
     if labels.is_empty() {
         return found;
     }
-    let said = crate::seal::string_leaves(output);
-    let texts: BTreeSet<&str> = said.iter().map(|(_, text)| *text).collect();
-    let windows = crate::seal::Seal::of_texts(texts.iter().copied());
+    let echoes = Echoes::of(output);
     for (pointer, carried) in labels {
         let Some(value) = arguments.pointer(pointer) else {
             continue;
         };
         if crate::seal::string_leaves(value)
             .iter()
-            .any(|(_, text)| texts.contains(text) || windows.holds(text))
+            .any(|(_, text)| echoes.repeat(text))
         {
             found.extend(carried.iter().cloned());
         }

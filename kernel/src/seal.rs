@@ -96,10 +96,17 @@ impl Seal {
         }
     }
 
+    /// Adds the windows of `text` as written and as a reason may quote it
+    /// escaped (Rust's `{:?}`, a JSON string), so an escaped quote or
+    /// backslash does not break every window of it.
     fn add_text(&mut self, text: &str) {
-        let chars: Vec<char> = text.chars().collect();
-        for window in chars.windows(WINDOW) {
-            self.windows.insert(window.to_vec());
+        let debug = format!("{text:?}");
+        let json = serde_json::to_string(text).unwrap_or_default();
+        for form in [text, unquoted(&debug), unquoted(&json)] {
+            let chars: Vec<char> = form.chars().collect();
+            for window in chars.windows(WINDOW) {
+                self.windows.insert(window.to_vec());
+            }
         }
     }
 
@@ -154,6 +161,14 @@ impl Seal {
     }
 }
 
+/// `quoted` without its surrounding double quotes.
+fn unquoted(quoted: &str) -> &str {
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(quoted)
+}
+
 /// Every string inside `value` with its JSON pointer, in document order.
 pub fn string_leaves(value: &Value) -> Vec<(String, &str)> {
     fn walk<'v>(value: &'v Value, at: String, found: &mut Vec<(String, &'v str)>) {
@@ -204,6 +219,22 @@ mod tests {
         );
         assert_eq!(seal.scrub("nothing secret here"), "nothing secret here");
         assert_eq!(seal.scrub("correct"), "correct");
+        // A value full of quotes and backslashes, quoted escaped (`{:?}`,
+        // JSON), leaves no run of 8 of its escaped characters either.
+        let odd = "K\"7\\q\"9\\w\"2\\x\"5\\z\"8\\m\"1\\";
+        let seal = Seal::of(&json!({"c": odd}), &["/c".to_string()]);
+        for quoted in [
+            format!("argument currency names {odd:?}"),
+            format!(
+                "argument currency names {}",
+                serde_json::to_string(odd).unwrap()
+            ),
+            format!("argument currency names {odd}"),
+        ] {
+            let scrubbed = seal.scrub(&quoted);
+            assert!(scrubbed.contains(MARK), "{scrubbed}");
+            assert!(!scrubbed.contains("q\\\"9"), "{scrubbed}");
+        }
     }
 
     // Proves pointers that find nothing seal nothing, and a sealed object seals its strings.

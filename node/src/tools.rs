@@ -317,14 +317,26 @@ impl ToolServer {
                 .unwrap_or(self.integrity_default)
         };
         let folder = format!("{}/", path.trim_end_matches('/'));
-        let named = content
-            .get("entries")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
+        let Some(entries) = content.get("entries").and_then(Value::as_array) else {
+            return level(&path);
+        };
+        // A listing names its entries, and a folder among them was made by
+        // writing the files below it, whose writers chose its name.
+        let below: Vec<String> = match &self.state {
+            ServerState::Workspace { files, .. } => files
+                .keys()
+                .filter(|name| name.starts_with(&folder))
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
+        entries
+            .iter()
             .filter_map(Value::as_str)
-            .map(|entry| level(&format!("{folder}{entry}")));
-        named.fold(level(&path), Integrity::max)
+            .map(|entry| format!("{folder}{entry}"))
+            .chain(below)
+            .map(|place| level(&place))
+            .fold(level(&path), Integrity::max)
     }
 
     /// The server id calls name.

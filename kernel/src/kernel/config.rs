@@ -39,8 +39,8 @@ pub struct ToolBudget {
 pub enum BudgetSubject {
     /// Every call whose verified principal is this agent.
     Agent(String),
-    /// Every call presenting this capability or one delegated from it
-    /// (the id is anywhere in the presented chain).
+    /// Every call presenting this root capability (a grant) or one
+    /// delegated from it: the presented chain's root is this id.
     Capability(String),
 }
 
@@ -89,7 +89,10 @@ impl MonetaryBudget {
             && self.tool == tool
             && match &self.subject {
                 BudgetSubject::Agent(agent) => agent == principal,
-                BudgetSubject::Capability(id) => chain.iter().any(|c| c == id),
+                // The lineage's root, which its issuer named: a delegated
+                // link's id is its delegator's choice, and a link of another
+                // lineage named like this capability is not in its lineage.
+                BudgetSubject::Capability(id) => chain.first() == Some(id),
             }
     }
 }

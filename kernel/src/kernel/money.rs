@@ -324,7 +324,7 @@ mod tests {
         assert!(!odd.to_string().contains('\n'), "{odd}");
     }
 
-    // Proves only the budget's subject, server and tool are covered, a capability budget covers its whole lineage, and entries sharing an id count a call once.
+    // Proves only the budget's subject, server and tool are covered, a capability budget covers its whole lineage and no other lineage that names a link like it, and entries sharing an id count a call once.
     #[test]
     fn coverage_and_shared_ids() {
         let args = json!({"amount": "1", "currency": "EUR"});
@@ -350,6 +350,24 @@ mod tests {
         )
         .unwrap();
         assert_eq!(held.len(), 1);
+        // Another lineage whose delegator named a link like this root is
+        // not in this lineage: only the root counts.
+        let foreign = ["attacker".to_string(), "root".to_string()];
+        let stranger = Lineage {
+            ids: &foreign,
+            bps: &[FULL, FULL],
+        };
+        assert!(plan_money(
+            &[lineage.clone()],
+            "anyone",
+            stranger,
+            "payments",
+            "pay",
+            &args,
+            1_000
+        )
+        .unwrap()
+        .is_empty());
         assert!(
             plan_money(&[lineage], "anyone", NONE, "payments", "pay", &args, 1_000)
                 .unwrap()
@@ -378,17 +396,17 @@ mod tests {
         let args = json!({"amount": "1", "currency": "EUR"});
         let mut lineage = daily();
         lineage.subject = BudgetSubject::Capability("mid".into());
-        let chain: Vec<String> = ["root", "mid", "full", "third"]
+        let chain: Vec<String> = ["mid", "full", "third"]
             .iter()
             .map(|c| c.to_string())
             .collect();
-        // root 10000, mid 6000, full 6000 (no narrower), third 2000.
+        // mid 6000, full 6000 (no narrower), third 2000.
         let held = plan_money(
             &[lineage.clone()],
             "anyone",
             Lineage {
                 ids: &chain,
-                bps: &[FULL, 6000, 6000, 2000],
+                bps: &[6000, 6000, 2000],
             },
             "payments",
             "pay",

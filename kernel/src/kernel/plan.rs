@@ -181,7 +181,20 @@ impl Kernel {
     ) -> Vec<WantedHold> {
         let mut holds = Vec::new();
         for limit in &verified.invocation_limits {
-            let key = format!("invocations/{}", limit.capability_id);
+            // A delegated capability's id is its delegator's choice, so it
+            // is counted within its lineage: another lineage's link named
+            // like this capability never shares its counter. A root's id is
+            // the issuer's, unique as issued.
+            let key = if limit.capability_id == verified.root_id {
+                format!("invocations/{}", limit.capability_id)
+            } else {
+                format!(
+                    "invocations/{}:{}/{}",
+                    verified.root_id.len(),
+                    verified.root_id,
+                    limit.capability_id
+                )
+            };
             holds.push(WantedHold {
                 hold_id: format!("{seen_key}#{key}"),
                 key,

@@ -1167,3 +1167,53 @@ fn a_pinned_capability_is_refused_once_its_tool_is_redefined() {
         (Verdict::Allow, None)
     );
 }
+
+// A delegator names its links, so another lineage's link named like a victim's capability never spends the victim's invocation budget: the stranger's calls count in its own lineage, and the victim keeps every call its budget allows.
+#[test]
+fn a_link_named_like_another_lineages_capability_spends_nothing_of_it() {
+    let files = world_files();
+    let mut k = Kernel::new(kernel_config(Vec::new()), KernelStores::in_memory()).expect("kernel");
+    let victim = issue_with(
+        "cap-bob",
+        "bob",
+        files_scope(),
+        &authority(),
+        Some(2),
+        chio_kernel::token::FULL_SHARE_BPS,
+    );
+    let attacker = issue("cap-alice", "alice", files_scope());
+    let forged = attacker
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("carol"),
+            &Attenuation {
+                max_invocations: Some(50),
+                ..Attenuation::default()
+            },
+            "cap-bob",
+            NOW_MS,
+        )
+        .unwrap();
+    let read = |k: &mut Kernel, agent: &str, cap: &CapabilityToken, id: &str| {
+        decide(
+            k,
+            &files,
+            agent,
+            cap,
+            ("files", "read_file"),
+            json!({"path": "/workspace/notes.txt"}),
+            id,
+        )
+    };
+    for i in 0..3 {
+        let d = read(&mut k, "carol", &forged, &format!("c{i}"));
+        assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
+    }
+    for id in ["b1", "b2"] {
+        let d = read(&mut k, "bob", &victim, id);
+        assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
+    }
+    let third = read(&mut k, "bob", &victim, "b3");
+    assert_eq!(third.verdict, Verdict::Deny);
+    assert!(third.reason.unwrap().contains("cap-bob"));
+}

@@ -13,7 +13,7 @@
 //! kernel later over a delayed link; only when the agent's own node is
 //! down does the controller answer the call, since nobody can make it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
 use chio_arena::scenario::CallAction;
@@ -268,9 +268,9 @@ fn sent_strings(command: &CallCommand) -> Vec<(String, Option<ArgumentSource>)> 
 }
 
 /// The strings `released`'s call was sent that the part of its output at
-/// `pointer` repeats: a string of the part equal to one, or holding a run
-/// of [`chio_kernel::seal::WINDOW`] of its characters (a server may answer
-/// with what it was sent, normalised or inside longer text).
+/// `pointer` repeats (`chio_kernel::provenance::Echoes`: equal, or sharing
+/// a run of 8 characters, in any form a server may give back what it was
+/// sent: percent-decoded, normalised as a path, in another case).
 pub(super) fn echoed<'r>(
     released: &'r ReleasedOutput,
     pointer: &str,
@@ -284,13 +284,11 @@ pub(super) fn echoed<'r>(
     let Ok(part) = value::at_pointer(output, pointer) else {
         return Vec::new();
     };
-    let leaves = chio_kernel::seal::string_leaves(&part);
-    let texts: BTreeSet<&str> = leaves.iter().map(|(_, text)| *text).collect();
-    let windows = Seal::of_texts(texts.iter().copied());
+    let echoes = chio_kernel::provenance::Echoes::of(&part);
     released
         .sent
         .iter()
-        .filter(|(text, _)| texts.contains(text.as_str()) || windows.holds(text))
+        .filter(|(text, _)| echoes.repeat(text))
         .collect()
 }
 

@@ -111,14 +111,14 @@ fn list_dir(path: &str, files: &BTreeMap<String, Stored>, labels: &[(Glob, Label
             }
         }
     }
-    let label = labels
-        .iter()
-        .filter(|(glob, _)| {
-            entries
-                .iter()
-                .any(|e| glob.is_match(&format!("{prefix}{e}")))
-        })
-        .map(|(_, label)| *label)
+    // A folder it names was made by writing the files below it, whose
+    // writers chose its name: the globs of every file below count too.
+    let label = files
+        .keys()
+        .filter(|name| name.starts_with(&prefix))
+        .cloned()
+        .chain(entries.iter().map(|e| format!("{prefix}{e}")))
+        .filter_map(|place| glob_level(labels, &place))
         .chain(named.level())
         .max();
     ToolResult {

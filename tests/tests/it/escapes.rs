@@ -125,47 +125,64 @@ fn ids_and_limits_past_their_bounds_are_refused_at_load() {
     }
 }
 
-// Proves a sealed value a server answered never reaches the evidence when a later call takes it by reference: no receipt, manifest or printed line holds it.
+// Proves a sealed value never reaches the evidence, whether a server answered it and a later call took it by reference, or a reason quotes it escaped: no file of the bundle and no printed line holds 8 consecutive characters of it, as written or escaped.
 #[test]
-fn a_sealed_answer_taken_by_reference_stays_out_of_the_evidence() {
-    let work = tempfile::tempdir().unwrap();
-    let file = escapes().join("sealed_answer_stays_sealed.toml");
-    let secret = std::fs::read_to_string(escapes().join("secrets/token.txt")).unwrap();
-    let secret = secret.trim_end();
-    let out = work.path().join("out");
-    let args = [
-        "arena",
-        "run",
-        file.to_str().unwrap(),
-        "--json",
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = run_chio(work.path(), &args);
-    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
-    let mut texts: Vec<(String, Vec<u8>)> = tree(&out).into_iter().collect();
-    texts.push(("stdout".into(), output.stdout.clone()));
-    texts.push(("stderr".into(), output.stderr.clone()));
-    for (name, bytes) in texts {
-        let text = String::from_utf8_lossy(&bytes);
-        for window in secret.as_bytes().windows(8) {
-            let window = std::str::from_utf8(window).unwrap();
-            assert!(
-                !text.contains(window),
-                "{name} holds a run of the sealed value"
-            );
-        }
-    }
-    let explained = run_chio(
-        work.path(),
-        &[
-            "arena",
-            "explain",
-            out.to_str().unwrap(),
+fn sealed_values_stay_out_of_the_evidence() {
+    for (file, secret, step) in [
+        (
+            "sealed_answer_stays_sealed.toml",
+            "secrets/token.txt",
             "read-with-answered-pass",
-        ],
-    );
-    let text = String::from_utf8_lossy(&explained.stdout);
-    assert!(text.contains("<sealed>"), "{text}");
-    assert!(!text.contains(secret), "explain prints the sealed value");
+        ),
+        ("sealed_value_quoted_escaped.toml", "secrets/pw.txt", ""),
+    ] {
+        let work = tempfile::tempdir().unwrap();
+        let file = escapes().join(file);
+        let secret = std::fs::read_to_string(escapes().join(secret)).unwrap();
+        let secret = secret.trim_end().to_string();
+        let out = work.path().join("out");
+        let args = [
+            "arena",
+            "run",
+            file.to_str().unwrap(),
+            "--json",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        let output = run_chio(work.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        let mut texts: Vec<(String, Vec<u8>)> = tree(&out).into_iter().collect();
+        texts.push(("stdout".into(), output.stdout.clone()));
+        texts.push(("stderr".into(), output.stderr.clone()));
+        let debug = format!("{secret:?}");
+        let json = serde_json::to_string(&secret).unwrap();
+        let forms = [
+            secret.as_str(),
+            &debug[1..debug.len() - 1],
+            &json[1..json.len() - 1],
+        ];
+        for (name, bytes) in texts {
+            let text = String::from_utf8_lossy(&bytes);
+            for form in forms {
+                let chars: Vec<char> = form.chars().collect();
+                for window in chars.windows(8) {
+                    let window: String = window.iter().collect();
+                    assert!(
+                        !text.contains(&window),
+                        "{name} holds a run of the sealed value"
+                    );
+                }
+            }
+        }
+        if step.is_empty() {
+            continue;
+        }
+        let explained = run_chio(
+            work.path(),
+            &["arena", "explain", out.to_str().unwrap(), step],
+        );
+        let text = String::from_utf8_lossy(&explained.stdout);
+        assert!(text.contains("<sealed>"), "{text}");
+        assert!(!text.contains(&secret), "explain prints the sealed value");
+    }
 }
