@@ -20,7 +20,8 @@
 //! 3. stop after the last generation, or when the [`BudgetControl`] says so;
 //! 4. otherwise breed generation `g + 1` from the generation stream of
 //!    `g + 1` ([`chio_arena::ArenaRng::generation_stream`]), lineage by lineage
-//!    in name order: keep the lineage's top `elite_count` populations; fill
+//!    in name order: keep the lineage's top `elite_count` populations (at
+//!    most the pool's size less one, so a generation always breeds); fill
 //!    the pool with offspring, each from two parents drawn on a
 //!    fitness-proportional wheel (weight: fitness in millionths plus
 //!    100,000, so a population with no progress still reproduces): member
@@ -437,7 +438,11 @@ fn breed(
     for (lineage, ranked) in lineages {
         let seed = by_name(&ranked[0].population).ok_or_else(|| broken("a lineage's best"))?;
         let size = seed.pool_size.unwrap_or(config.population_size).max(1) as usize;
-        let elites = (config.elite_count as usize).min(ranked.len()).min(size);
+        // At least one offspring a generation, so every generation tries
+        // something new even when the pool is no larger than the elites.
+        let elites = (config.elite_count as usize)
+            .min(ranked.len())
+            .min(size.saturating_sub(1));
         for sample in &ranked[..elites] {
             bred.push(
                 by_name(&sample.population)

@@ -372,3 +372,35 @@ fn population_size_out_of_range_is_refused() {
         assert!(!dir.exists(), "nothing may be written");
     }
 }
+
+// A pool of one population still breeds every generation: each generation after the first evaluates actions never evaluated before, rather than keeping its one elite and trying nothing.
+#[test]
+fn a_pool_of_one_breeds_every_generation() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("evolve");
+    let dir_s = dir.to_string_lossy().to_string();
+    let out = chio(
+        &[
+            "arena",
+            "evolve",
+            SCENARIO,
+            "--population-size",
+            "1",
+            "--generations",
+            "3",
+            "--json",
+            "--out",
+            &dir_s,
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("evolve-trace.json")).unwrap()).unwrap();
+    let generations = trace["generations"].as_array().expect("generations");
+    assert_eq!(generations.len(), 3);
+    for (g, generation) in generations.iter().enumerate() {
+        let new = generation["new_actions"].as_u64().expect("new_actions");
+        assert!(new > 0, "generation {g} tried nothing new");
+    }
+}

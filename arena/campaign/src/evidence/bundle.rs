@@ -1,18 +1,23 @@
 //! A scenario's bundle as evidence: sound, the task's scenario, the
 //! reference's root, and for a run every field the row copied from it.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
-use chio_arena::bundle::{BundleManifest, BundleStatus, MANIFEST_FILE, RECEIPTS_FILE};
+use chio_arena::bundle::{
+    BundleManifest, BundleStatus, INPUTS_DIR, MANIFEST_FILE, RECEIPTS_FILE, SCENARIO_INPUT,
+};
 use chio_arena::scenario::ActionKind;
 use chio_experiment::definition::normalise;
 
-/// Reads a bundle's manifest and checks its receipts against its root.
-fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
+/// Reads a bundle's manifest and checks its receipts against its root;
+/// answers the manifest and each receipt's verdict by its id.
+fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, String>), String> {
     let text = std::fs::read_to_string(dir.join(MANIFEST_FILE))
         .map_err(|e| format!("it holds no readable {MANIFEST_FILE} ({})", e.kind()))?;
     let manifest: BundleManifest = serde_json::from_str(&text)
@@ -20,6 +25,7 @@ fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
     let receipts = std::fs::read_to_string(dir.join(RECEIPTS_FILE))
         .map_err(|e| format!("it holds no readable {RECEIPTS_FILE} ({})", e.kind()))?;
     let mut ids = Vec::new();
+    let mut verdicts = BTreeMap::new();
     for line in receipts.lines() {
         let value: Value = serde_json::from_str(line)
             .map_err(|_| format!("a line of its {RECEIPTS_FILE} is not a receipt"))?;
@@ -27,6 +33,11 @@ fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
             .get("id")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("a receipt of its {RECEIPTS_FILE} has no id"))?;
+        let verdict = value
+            .pointer("/body/decision/verdict")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        verdicts.insert(id.to_string(), verdict.to_string());
         ids.push(id.to_string());
     }
     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
@@ -38,7 +49,97 @@ fn read_bundle(dir: &Path) -> Result<BundleManifest, String> {
             manifest.receipt_root
         ));
     }
-    Ok(manifest)
+    Ok((manifest, verdicts))
+}
+
+/// A value's name as the bundle writes it (`"allow"`), or nothing.
+fn written<T: serde::Serialize>(value: &Option<T>) -> Option<String> {
+    serde_json::to_value(value.as_ref()?)
+        .ok()?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The manifest against what the bundle itself holds: the scenario file
+/// it ran (its digest, and each call's expected verdict), the signed
+/// receipts (each call's verdict), and its own judgements (a passing step
+/// got what it expected; the mismatches are the failing steps). A manifest
+/// edited after its run contradicts one of them.
+fn check_against_itself(
+    checked: &RefCheck<'_>,
+    manifest: &BundleManifest,
+    verdicts: &BTreeMap<String, String>,
+    found: &mut Vec<Contradiction>,
+) {
+    let dir = checked.dir;
+    let mut say = |why: String| found.push(contradiction(checked.at("path"), why));
+    let scenario = match std::fs::read(dir.join(INPUTS_DIR).join(SCENARIO_INPUT)) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            say(format!(
+                "it holds no readable {INPUTS_DIR}/{SCENARIO_INPUT} ({})",
+                e.kind()
+            ));
+            return;
+        }
+    };
+    let digest = hex::encode(Sha256::digest(&scenario));
+    if digest != manifest.scenario_sha256 {
+        say(format!(
+            "its manifest claims the scenario file {}, but the scenario file it holds hashes to {digest}",
+            manifest.scenario_sha256
+        ));
+    }
+    let expects: BTreeMap<String, String> = std::str::from_utf8(&scenario)
+        .ok()
+        .and_then(|text| text.parse::<toml::Table>().ok())
+        .and_then(|table| table.get("steps").and_then(|s| s.as_array()).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|step| {
+            let id = step.get("id")?.as_str()?;
+            let expect = step.get("expect_verdict")?.as_str()?;
+            Some((id.to_string(), expect.to_string()))
+        })
+        .collect();
+    let failing: BTreeSet<&str> = manifest
+        .steps
+        .iter()
+        .filter(|s| s.pass == Some(false))
+        .map(|s| s.step_id.as_str())
+        .collect();
+    let listed: BTreeSet<&str> = manifest.mismatches.iter().map(String::as_str).collect();
+    if failing != listed {
+        say("its manifest's mismatches are not its failing steps".to_string());
+    }
+    for step in manifest
+        .steps
+        .iter()
+        .filter(|s| s.action == ActionKind::Call)
+    {
+        let id = &step.step_id;
+        let expected = written(&step.expected);
+        if let (Some(claimed), Some(file)) = (&expected, expects.get(id)) {
+            if claimed != file {
+                say(format!(
+                    "its manifest says step {id} expects {claimed}, its scenario file {file}"
+                ));
+            }
+        }
+        let signed = step.receipt_id.as_ref().and_then(|r| verdicts.get(r));
+        if let (Some(claimed), Some(signed)) = (written(&step.verdict), signed) {
+            if &claimed != signed {
+                say(format!(
+                    "its manifest says step {id} was decided {claimed}, its signed receipt {signed}"
+                ));
+            }
+        }
+        if step.pass == Some(true) && expected != written(&step.actual) {
+            say(format!(
+                "its manifest says step {id} passed, but its verdict is not the one expected"
+            ));
+        }
+    }
 }
 
 /// The native outcome a run's bundle records.
@@ -81,8 +182,8 @@ fn differ<T: std::fmt::Debug + PartialEq>(
 /// reference's root, and for a run every field the row copied from it.
 pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
     let RefCheck { row, dir, .. } = *checked;
-    let manifest = match read_bundle(dir) {
-        Ok(manifest) => manifest,
+    let (manifest, verdicts) = match read_bundle(dir) {
+        Ok(read) => read,
         Err(why) => {
             found.push(contradiction(
                 checked.at("path"),
@@ -92,6 +193,7 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         }
     };
     check_identity(checked, &manifest, found);
+    check_against_itself(checked, &manifest, &verdicts, found);
     let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
     let steps = Some(manifest.steps.len() as u64);
     let is_run = row

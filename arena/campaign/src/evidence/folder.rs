@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::{compare_checks, contradiction, Contradiction, RefCheck, SYNTHESIS_FILE};
 use crate::ledger::{derive, RecordEvidence, MATRIX_RECORD};
+use crate::TaskKind;
 use chio_experiment::definition::sha256_hex;
 
 /// Checks an evolution's or matrix's output folder: its root, and for a
@@ -31,6 +32,10 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
                 ),
             ));
         }
+    }
+    if task.kind == TaskKind::Evolve {
+        check_evolution(checked, found);
+        return;
     }
     let Some(record) = row
         .record
@@ -78,6 +83,84 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
     }
     compare_records(record, &evidence, found);
     compare_checks(&row.oracle_checks, &checks, SYNTHESIS_FILE, found);
+}
+
+/// The trace an evolution writes in its folder.
+const EVOLVE_TRACE: &str = "evolve-trace.json";
+
+/// An evolution's row against the trace its folder holds: the generations
+/// it scheduled and completed (and so its outcome, `generations` when it
+/// completed them all, else `wall-budget`), which the row copied from it.
+fn check_evolution(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+    let RefCheck { row, dir, .. } = *checked;
+    let trace: Option<Value> = std::fs::read(dir.join(EVOLVE_TRACE))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let Some(trace) = trace else {
+        found.push(contradiction(
+            checked.at("path"),
+            format!("{} holds no readable {EVOLVE_TRACE}", dir.display()),
+        ));
+        return;
+    };
+    let completed = trace.get("generations_completed").and_then(Value::as_u64);
+    let listed = trace
+        .get("generations")
+        .and_then(Value::as_array)
+        .map(|g| g.len() as u64);
+    let scheduled = trace.pointer("/config/generations").and_then(Value::as_u64);
+    let (Some(completed), Some(scheduled)) = (completed, scheduled) else {
+        found.push(contradiction(
+            checked.at("path"),
+            format!("its {EVOLVE_TRACE} states no generations scheduled and completed"),
+        ));
+        return;
+    };
+    if listed != Some(completed) {
+        found.push(contradiction(
+            checked.at("path"),
+            format!(
+                "its {EVOLVE_TRACE} claims {completed} generation(s) completed but records {}",
+                listed.unwrap_or(0)
+            ),
+        ));
+    }
+    let outcome = if completed >= scheduled {
+        "generations"
+    } else {
+        "wall-budget"
+    };
+    let mut say = |field: &str, recorded: String, traced: String| {
+        found.push(contradiction(
+            field,
+            format!("the row records {recorded}, {EVOLVE_TRACE} {traced}"),
+        ));
+    };
+    if row.native_outcome != outcome {
+        say(
+            "native_outcome",
+            format!("{:?}", row.native_outcome),
+            format!("{outcome:?} ({completed} of {scheduled} generations)"),
+        );
+    }
+    let record = row.record.clone().unwrap_or_default();
+    for (field, recorded, traced) in [
+        (
+            "record.generations_completed",
+            record.generations_completed,
+            completed,
+        ),
+        (
+            "record.generations_scheduled",
+            record.generations_scheduled,
+            scheduled,
+        ),
+        ("spent.generations", row.spent.generations, completed),
+    ] {
+        if let Some(recorded) = recorded.filter(|r| *r != traced) {
+            say(field, recorded.to_string(), traced.to_string());
+        }
+    }
 }
 
 /// Names every field of the row's record that the record's bytes do not state.

@@ -21,7 +21,7 @@ use chio_campaign::ledger::{
 use chio_campaign::portfolio::{portfolio_outcome, render_text, report};
 use chio_campaign::{load_campaign, task_definition, Campaign, TaskKind};
 use chio_experiment::definition::sha256_hex;
-use chio_kernel::verdict::ProjectedVerdict;
+use chio_kernel::verdict::{ProjectedVerdict, Verdict};
 use serde_json::Value;
 
 use crate::git_repo;
@@ -49,6 +49,8 @@ struct Setup {
     bundle: PathBuf,
     folder: PathBuf,
     scenario_sha256: String,
+    /// The scenario file the bundle holds among its inputs.
+    scenario: Vec<u8>,
 }
 
 impl Setup {
@@ -86,8 +88,8 @@ impl Setup {
         )
         .unwrap();
         let campaign = load_campaign(&decl).unwrap();
-        let scenario_sha256 =
-            sha256_hex(&std::fs::read(root.join("walking_skeleton.toml")).unwrap());
+        let scenario = std::fs::read(root.join("walking_skeleton.toml")).unwrap();
+        let scenario_sha256 = sha256_hex(&scenario);
         let bundle = dir.join("bundle");
         let folder = dir.join("evolve-out");
         let mut setup = Setup {
@@ -98,10 +100,12 @@ impl Setup {
             bundle,
             folder,
             scenario_sha256,
+            scenario,
         };
         setup.write_bundle(|_| {});
         std::fs::create_dir_all(&setup.folder).unwrap();
         std::fs::write(setup.folder.join("leaderboard.json"), b"{\"escapes\":[]}\n").unwrap();
+        setup.write_trace(2, 2);
         let ws = setup.run_row(commit.clone());
         let evo = setup.evolve_row(commit);
         setup.ledger.rows = vec![ws, evo];
@@ -109,12 +113,27 @@ impl Setup {
         setup
     }
 
+    /// Writes the evolution's trace: `completed` of `scheduled` generations.
+    fn write_trace(&self, completed: u64, scheduled: u64) {
+        let trace = serde_json::json!({
+            "config": {"generations": scheduled},
+            "generations": (0..completed).map(|g| serde_json::json!({"generation": g})).collect::<Vec<_>>(),
+            "generations_completed": completed,
+        });
+        std::fs::write(
+            self.folder.join("evolve-trace.json"),
+            serde_json::to_vec(&trace).unwrap(),
+        )
+        .unwrap();
+    }
+
     /// Writes the run's bundle: two granted reads, completed, with
     /// `edit` applied to the manifest first.
     fn write_bundle(&self, edit: impl FnOnce(&mut BundleManifest)) {
         let steps: Vec<StepRecord> = ["read-notes", "read-more"]
             .iter()
-            .map(|id| {
+            .zip(["r-1", "r-2"])
+            .map(|(id, receipt)| {
                 let mut step = StepRecord::new(
                     id,
                     ActionKind::Call,
@@ -124,13 +143,17 @@ impl Setup {
                 );
                 step.expected = Some(ProjectedVerdict::Allow.into());
                 step.actual = Some(ProjectedVerdict::Allow.into());
+                step.verdict = Some(Verdict::Allow);
+                step.receipt_id = Some(receipt.to_string());
                 step.pass = Some(true);
                 step
             })
             .collect();
         let receipts: Vec<String> = ["r-1", "r-2"]
             .iter()
-            .map(|id| format!("{{\"id\":\"{id}\"}}"))
+            .map(|id| {
+                format!("{{\"body\":{{\"decision\":{{\"verdict\":\"allow\"}}}},\"id\":\"{id}\"}}")
+            })
             .collect();
         let mut manifest = BundleManifest {
             schema_version: BUNDLE_SCHEMA.to_string(),
@@ -162,7 +185,9 @@ impl Setup {
             manifest,
             receipts,
             policies: BTreeMap::new(),
-            inputs: BTreeMap::new(),
+            inputs: [("scenario.toml".to_string(), self.scenario.clone())]
+                .into_iter()
+                .collect(),
         }
         .write(&self.bundle)
         .unwrap();
@@ -243,11 +268,9 @@ impl Setup {
             generations: Some(2),
         };
         row.elapsed_seconds = Some(1.0);
-        let mut leaf = b"leaderboard.json\0".to_vec();
-        leaf.extend_from_slice(b"{\"escapes\":[]}\n");
         row.evidence_refs = vec![EvidenceRef {
             path: self.folder.display().to_string(),
-            merkle_root: Some(sha256_hex(&leaf)),
+            merkle_root: chio_campaign::evidence::folder_merkle_root(&self.folder),
         }];
         row
     }
@@ -401,6 +424,54 @@ fn an_edited_failing_step_is_contradicted() {
     s.assert_contradicted("ws/01", "native_outcome");
     s.assert_contradicted("ws/01", "record.failing_steps");
     s.assert_contradicted("ws/01", "oracle_checks[1]");
+}
+
+// A manifest edited after its run contradicts what the bundle itself holds: an expectation its scenario file does not state, a verdict its signed receipt does not record, or the digest of a scenario file it does not hold (another scenario's bundle with the task's digest written in).
+#[test]
+fn a_manifest_its_own_inputs_and_receipts_contradict_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.write_bundle(|m| {
+        m.steps[0].expected = Some(ProjectedVerdict::Deny.into());
+        m.steps[0].actual = Some(ProjectedVerdict::Deny.into());
+    });
+    s.edit("ws/01", |_| {});
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    let json = s.json().to_string();
+    assert!(
+        json.contains("step read-notes expects deny, its scenario file allow"),
+        "{json}"
+    );
+
+    let mut s = Setup::new(true);
+    s.write_bundle(|m| m.steps[1].verdict = Some(Verdict::Deny));
+    s.edit("ws/01", |_| {});
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    assert!(s
+        .json()
+        .to_string()
+        .contains("step read-more was decided deny, its signed receipt allow"));
+
+    let mut s = Setup::new(true);
+    s.scenario = b"id = \"another\"\n".to_vec();
+    s.write_bundle(|_| {});
+    s.edit("ws/01", |_| {});
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    assert!(s
+        .json()
+        .to_string()
+        .contains("but the scenario file it holds hashes to"));
+}
+
+// An evolution that stopped at its wall budget, rewritten as having completed every generation with the folder's root recomputed, is contradicted by the trace in its folder.
+#[test]
+fn an_evolution_its_trace_contradicts_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.write_trace(1, 2);
+    let root = chio_campaign::evidence::folder_merkle_root(&s.folder);
+    s.edit("evo/01", |row| row.evidence_refs[0].merkle_root = root);
+    s.assert_contradicted("evo/01", "native_outcome");
+    s.assert_contradicted("evo/01", "record.generations_completed");
+    s.assert_contradicted("evo/01", "spent.generations");
 }
 
 // A row whose bundle is gone is contradicted at its evidence path.
