@@ -24,7 +24,7 @@ if [ "$status" -ne 0 ]; then
     exit 1
 fi
 for expected in \
-    "result: passed (6 calls, 6 passed, 0 failed; 4 delegate or revoke steps, 4 as expected)" \
+    "result: passed (6 calls, 6 passed, 0 failed; 4 delegate, revoke or hand-over steps, 4 as expected)" \
     "carol-reads-after-revocation" \
     "reason: delegation chain revoked at ancestor bob-files"; do
     if ! grep -qF "$expected" "$log"; then
