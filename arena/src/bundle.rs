@@ -499,140 +499,7 @@ fn read_inputs(
     Ok(())
 }
 
-/// The first difference between two runs of (nominally) one scenario.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StepDrift {
-    /// The step index in dispatch order.
-    pub index: usize,
-    /// The step id (of the first run when the ids differ).
-    pub step_id: String,
-    /// What differs: `verdict`, `receipt`, `step` (another step at this
-    /// position) or `missing` (one run ended before this step).
-    pub what: String,
-    /// The first run's verdict, when it has the step.
-    pub left: Option<StepOutcome>,
-    /// The second run's verdict, when it has the step.
-    pub right: Option<StepOutcome>,
-    /// The inputs that changed, in checklist order; the first is the one
-    /// to investigate first.
-    pub changed_inputs: Vec<String>,
-}
-
-/// Compares two runs step by step and returns every differing step, first
-/// one first. Two runs with no drift give an empty list.
-pub fn compare_runs(left: &BundleManifest, right: &BundleManifest) -> Vec<StepDrift> {
-    let mut drifts = Vec::new();
-    let n = left.steps.len().max(right.steps.len());
-    for index in 0..n {
-        match (left.steps.get(index), right.steps.get(index)) {
-            (Some(a), Some(b)) => {
-                let what = if a.step_id != b.step_id {
-                    Some("step")
-                } else if a.actual != b.actual || a.verdict != b.verdict {
-                    Some("verdict")
-                } else if a.receipt_id != b.receipt_id || a.detail != b.detail {
-                    Some("receipt")
-                } else {
-                    None
-                };
-                if let Some(what) = what {
-                    let mut changed: Vec<String> = a
-                        .inputs
-                        .differences(&b.inputs)
-                        .into_iter()
-                        .map(str::to_string)
-                        .collect();
-                    if what == "step" && !changed.iter().any(|c| c == "invocation") {
-                        changed.insert(0, "invocation".to_string());
-                    }
-                    drifts.push(StepDrift {
-                        index,
-                        step_id: a.step_id.clone(),
-                        what: what.to_string(),
-                        left: a.actual,
-                        right: b.actual,
-                        changed_inputs: changed,
-                    });
-                }
-            }
-            (Some(a), None) => drifts.push(StepDrift {
-                index,
-                step_id: a.step_id.clone(),
-                what: "missing".to_string(),
-                left: a.actual,
-                right: None,
-                changed_inputs: Vec::new(),
-            }),
-            (None, Some(b)) => drifts.push(StepDrift {
-                index,
-                step_id: b.step_id.clone(),
-                what: "missing".to_string(),
-                left: None,
-                right: b.actual,
-                changed_inputs: Vec::new(),
-            }),
-            (None, None) => {}
-        }
-    }
-    drifts
-}
-
-/// Every place where two manifests differ, as a field of `arena.json`: a
-/// top-level field by name (`receipt_root`), a step's by its index and
-/// name (`steps[3].expected`), and `steps` when their numbers differ.
-/// Empty when they are the same manifest.
-pub fn manifest_differences(left: &BundleManifest, right: &BundleManifest) -> Vec<String> {
-    let (Ok(serde_json::Value::Object(a)), Ok(serde_json::Value::Object(b))) =
-        (serde_json::to_value(left), serde_json::to_value(right))
-    else {
-        return vec!["arena.json".to_string()];
-    };
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    let mut out = Vec::new();
-    for key in keys {
-        match (a.get(key), b.get(key)) {
-            (Some(serde_json::Value::Array(x)), Some(serde_json::Value::Array(y)))
-                if key == "steps" && x.len() == y.len() =>
-            {
-                for (i, (s, t)) in x.iter().zip(y).enumerate() {
-                    if s == t {
-                        continue;
-                    }
-                    let (Some(s), Some(t)) = (s.as_object(), t.as_object()) else {
-                        out.push(format!("steps[{i}]"));
-                        continue;
-                    };
-                    let fields: std::collections::BTreeSet<&String> =
-                        s.keys().chain(t.keys()).collect();
-                    out.extend(
-                        fields
-                            .into_iter()
-                            .filter(|f| s.get(*f) != t.get(*f))
-                            .map(|f| format!("steps[{i}].{f}")),
-                    );
-                }
-            }
-            (x, y) if x != y => out.push(key.clone()),
-            _ => {}
-        }
-    }
-    out
-}
-
-/// Where two receipt logs first differ: the 1-based line, or both counts
-/// when one is a prefix of the other; `None` when they are the same.
-pub fn receipts_difference(left: &[String], right: &[String]) -> Option<String> {
-    match left.iter().zip(right).position(|(a, b)| a != b) {
-        Some(i) => Some(format!("receipts.ndjson line {}", i + 1)),
-        None if left.len() != right.len() => Some(format!(
-            "receipts.ndjson ({} receipts against {})",
-            left.len(),
-            right.len()
-        )),
-        None => None,
-    }
-}
-
+mod compare;
 mod reader;
 #[cfg(test)]
 mod reader_tests;
@@ -642,5 +509,6 @@ mod writer;
 #[cfg(test)]
 mod writer_tests;
 
+pub use compare::{compare_runs, manifest_differences, receipts_difference, StepDrift};
 pub use reader::for_each_step;
 pub use writer::{BundleWriter, StreamedScenario};

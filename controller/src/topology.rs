@@ -17,7 +17,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chio_arena::bundle::Bundle;
-use chio_arena::scenario::FaultAction;
 use chio_arena::Scenario;
 use chio_kernel::keys::public_key_hex;
 use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
@@ -82,6 +81,8 @@ pub struct Topology {
     /// Trust-control's token.
     pub trust_token: BearerToken,
 }
+
+mod refusals;
 
 /// A topology that cannot be used for `command`, with how to fix it.
 pub(crate) fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
@@ -480,25 +481,6 @@ fn run_local(
     })
 }
 
-/// The first server with a recorded answer that reads a sealed file
-/// (`output = { fixture = ... }`), which only the embedded topology serves.
-fn sealed_answer_server(scenario: &Scenario) -> Option<&str> {
-    let none = chio_arena::scenario::sealed::SealedSet::new();
-    scenario.file().servers.iter().find_map(|server| {
-        server
-            .answers
-            .iter()
-            .flatten()
-            .any(|answer| {
-                matches!(
-                    answer.output_json(&none),
-                    Err(chio_arena::ArenaError::SealedFixture { .. })
-                )
-            })
-            .then_some(server.id.as_str())
-    })
-}
-
 /// Runs a scenario embedded, on `--topology local` or on `--topology
 /// FILE`, writing its bundle into `out` (a caller that wants it in memory
 /// passes a [`ReadBack`] folder): the outer error refuses the topology, the
@@ -512,18 +494,7 @@ pub fn run_with_topology(
     out: &Path,
 ) -> Result<Result<Written, NodeError>, CliError> {
     let runtime = crate::arena_run::runtime(command)?;
-    let faults: Vec<&FaultAction> = scenario.fault_steps().collect();
-    if !matches!(topology, RunTopology::Embedded) {
-        if let Some(server) = sealed_answer_server(scenario) {
-            return Err(topology_error(
-                command,
-                format!(
-                    "server {server} answers with a sealed file's text, and only the controller reads sealed files: a node process cannot serve that answer"
-                ),
-                "run the scenario embedded (no --topology)",
-            ));
-        }
-    }
+    refusals::refuse_before_start(command, topology, scenario)?;
     let path = match topology {
         RunTopology::Embedded => {
             let live = BTreeMap::new();
@@ -535,17 +506,6 @@ pub fn run_with_topology(
             return Ok(run_local(&runtime, &chio, scenario, inputs, options, out));
         }
     };
-    if let Some(fault) = faults.first() {
-        return Err(topology_error(
-            command,
-            format!(
-                "scenario {} declares fault steps (the first: {}), which need processes the controller owns; a topology file names processes it did not start",
-                scenario.id(),
-                fault.describe()
-            ),
-            "run the scenario embedded (no --topology) or with --topology local",
-        ));
-    }
     let loaded = Topology::load(command, path)?;
     loaded.check_covers(command, &scenario.node_ids())?;
     Ok(runtime.block_on(run_distributed(
