@@ -24,7 +24,11 @@
 //!   and its files must hash to the reference's Merkle root (the folder
 //!   root [`folder_merkle_root`] defines). A matrix's `synthesis.json` there
 //!   must be the record the row names (its SHA-256), and the outcome,
-//!   counts and checks read from it must be the row's.
+//!   counts and checks read from it must be the row's. The synthesis is
+//!   not taken on its own word: it must be, byte for byte, what the task's
+//!   matrix derives from the run records beside it (`runs/`) under the load
+//!   it states, so validators, cells and gaps edited into it, with its
+//!   digest and the folder's root recomputed, are still contradicted.
 //! - **One attempt, one piece of evidence.** Two rows of live runs,
 //!   evolutions or matrices must not name the same folder: a folder holds
 //!   one attempt's evidence, so both rows are contradicted (fixture replays
@@ -81,6 +85,8 @@ fn contradiction(field: impl Into<String>, reason: impl Into<String>) -> Contrad
 
 /// One evidence reference of a row, as the bundle and folder checks read it.
 struct RefCheck<'a> {
+    /// The folder the campaign's task files are read from.
+    base: &'a Path,
     /// The row's task.
     task: &'a Task,
     /// The row.
@@ -196,6 +202,7 @@ fn row_contradictions(
     }
     for (index, reference) in row.evidence_refs.iter().enumerate() {
         let checked = RefCheck {
+            base: &campaign.root,
             task,
             row,
             dir: Path::new(&reference.path),

@@ -339,6 +339,15 @@ pub fn run_matrix(
     Ok((complete, summary))
 }
 
+/// The complete run table a finished matrix left under `out`, read back
+/// as a resumed run reads it: every record must be this design's, and a
+/// run without measurements is refused. What the campaign report derives
+/// a synthesis from, so a synthesis is never taken on its own word.
+pub fn recorded_table(matrix: &Matrix, out: &Path) -> Result<RunTable, ExperimentError> {
+    let (table, _) = recorded_runs(matrix, out)?;
+    complete_table(matrix.cells(), table)
+}
+
 /// Refuses an existing run ledger unless resuming, then makes the `runs`
 /// folder.
 fn prepare_runs_dir(out: &Path, resume: bool) -> Result<(), ExperimentError> {

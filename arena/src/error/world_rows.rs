@@ -145,6 +145,20 @@ macro_rules! with_world_rows {
         } => "CHIO-SCENARIO-GUARD-CONFIG", Input, at: Some(field),
             summary: format!("guard configuration at {field} refused by the kernel: {reason}"),
             help: "fix the guard's [guards.config] table; docs/scenario-schema.md lists each kind's keys";
+        /// A guard's configuration names a server or tool that no kernel
+        /// running the guard serves, so the guard would never apply to it.
+        GuardNameUnserved {
+            /// Path of the name in the guard's `config`.
+            field: String,
+            /// The server or tool named, as `server "x"` or `tool "y"`.
+            name: String,
+            /// The kernels that would have to serve it.
+            kernels: String,
+            /// ` (did you mean "z"?)`, or empty.
+            closest: String,
+        } => "CHIO-SCENARIO-GUARD-UNSERVED", Input, at: Some(field),
+            summary: format!("{field} names {name}, which no server of kernel(s) {kernels} serves{closest}: the guard would never apply to it"),
+            help: "name a server or tool that a kernel running this guard serves, or add the guard to the pipeline of the kernel that serves it";
         /// An `[adversaries.params]` entry is unknown, of the wrong type or names an unknown value.
         AdversaryParam {
             /// Path of the parameter, such as `adversaries[0].params.patterns[1]`.

@@ -305,6 +305,63 @@ fn reference_campaign_end_to_end() {
         text.contains("limits: wall_seconds unknown, steps within"),
         "{text}"
     );
+    forged_synthesis_is_contradicted(dir, &decl, &ledger);
+}
+
+/// The matrix row of the reference campaign, its synthesis forged (a gap's
+/// verdict turned), with the row made to agree: the synthesis's digest,
+/// the folder's Merkle root and the verdict counts recomputed. Nothing the
+/// row states contradicts the forged file; the run records beside it do.
+fn forged_synthesis_is_contradicted(dir: &Path, decl: &Path, ledger: &Path) {
+    let id = "guard-pipelines/01";
+    let mut value: Value = serde_json::from_slice(&std::fs::read(ledger).unwrap()).unwrap();
+    let rows = value["rows"].as_array_mut().unwrap();
+    let row = rows.iter_mut().find(|r| r["schedule_id"] == id).unwrap();
+    let folder = dir.join(row["evidence_refs"][0]["path"].as_str().unwrap());
+    let file = folder.join("synthesis.json");
+    let mut synthesis: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let gap = &mut synthesis["gaps"][1];
+    assert_eq!(gap["verdict"], "inconclusive", "{gap}");
+    gap["verdict"] = "established".into();
+    gap["low"] = 1.into();
+    gap["high"] = 1.into();
+    gap["gap"] = 1.into();
+    let bytes = serde_json::to_vec(&synthesis).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    let record = row["record"].as_object_mut().unwrap();
+    record.insert(
+        "sha256".into(),
+        chio_experiment::definition::sha256_hex(&bytes).into(),
+    );
+    record.insert("established".into(), 2.into());
+    record.insert("inconclusive".into(), 0.into());
+    row["evidence_refs"][0]["merkle_root"] = chio_campaign::evidence::folder_merkle_root(&folder)
+        .unwrap()
+        .into();
+    std::fs::write(ledger, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+    let out = expect(
+        dir,
+        &["campaign", "report", s(decl), s(ledger), "--json"],
+        0,
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_contradicted(&report, id, "record");
+    let reason = attempt(&report, id)["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["field"] == "record")
+        .unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        reason.contains(
+            "synthesis.json is not what matrices/guard_pipelines.toml derives from the run records"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("where the runs give"), "{reason}");
 }
 
 /// A small campaign over copies of the walking skeleton and the failing

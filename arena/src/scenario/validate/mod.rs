@@ -33,6 +33,7 @@ mod budgets;
 mod checks;
 mod contracts;
 mod faults;
+mod guard_names;
 mod monetary;
 mod recorded;
 pub(crate) use recorded::field_label;

@@ -14,6 +14,7 @@ use super::checks::{
     check_id, check_instant, check_invocations, check_offset, check_path_prefix, check_share,
     check_tools, declared_ids, resolve, table_to_json,
 };
+use super::guard_names::check_guard_names;
 use super::{FixtureSource, Validator};
 use crate::error::ArenaError;
 use crate::fixtures::{self, FixtureFiles, FixtureSet};
@@ -41,6 +42,13 @@ impl<'a> Validator<'a> {
             }
         }
         self.effect_guards(has_world)?;
+        if has_world {
+            for (i, guard) in f.guards.iter().enumerate() {
+                if let Some(spec) = guard_spec(i, guard)? {
+                    check_guard_names(f, i, &spec)?;
+                }
+            }
+        }
         self.placement(&kernels, has_world)?;
         self.grants(&servers, start_ms)?;
         Ok(fixtures)
