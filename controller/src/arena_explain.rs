@@ -86,7 +86,7 @@ fn recorded_arguments(bundle: &Bundle, step_id: &str) -> Option<Value> {
         .iter()
         .find(|s| s.get("id").and_then(toml::Value::as_str) == Some(step_id))?;
     match step.get("arguments") {
-        Some(arguments) => serde_json::to_value(arguments).ok(),
+        Some(arguments) => chio_arena::scenario::validate::arguments_as_sent(arguments),
         None => Some(Value::Object(Default::default())),
     }
 }

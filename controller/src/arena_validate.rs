@@ -60,7 +60,7 @@ fn summary(scenario: &Scenario) -> Result<String, chio_arena::ArenaError> {
     let mut s = format!(
         "scenario {} is valid: {}\n",
         w.scenario_id,
-        scenario.title()
+        crate::term::printable(scenario.title())
     );
     s.push_str("determinism\n");
     for (key, value) in [

@@ -75,20 +75,25 @@ fn read_input(args: &EvalArgs) -> Result<Vec<u8>, CliError> {
     }
 }
 
+/// The answer for a reader; ids and the reason come from the envelope, so
+/// each is printed with its control characters escaped.
 fn readable(answer: &PortableAnswer) -> String {
+    use crate::term::printable;
     let mut text = format!(
         "verdict: {}\nauthorized: {}\n",
         answer.verdict, answer.authorized
     );
     if let Some(reason) = &answer.reason {
-        text.push_str(&format!("reason: {reason}\n"));
+        text.push_str(&format!("reason: {}\n", printable(reason)));
     }
     if let Some(index) = answer.matched_grant_index {
         text.push_str(&format!("matched grant: {index}\n"));
     }
     text.push_str(&format!(
         "capability: {}\nrequest: {}\nevaluated at: {} (Unix seconds)\n",
-        answer.capability_id, answer.request_id, answer.evaluated_at_unix_secs
+        printable(&answer.capability_id),
+        printable(&answer.request_id),
+        answer.evaluated_at_unix_secs
     ));
     text
 }

@@ -112,16 +112,40 @@ impl Palette {
 
 /// The tracing filter used when `RUST_LOG` is not set: `warn` by default,
 /// `error` with `--quiet`, then `info`, `debug` and `trace` for one, two and
-/// three or more `--verbose`.
-pub fn log_filter(quiet: bool, verbose: u8) -> &'static str {
-    match (quiet, verbose) {
+/// three or more `--verbose`. Levels past `info` apply to the chio crates
+/// only: a dependency's debug output (the MCP SDK logs every message it
+/// sends and receives, credentials and tokens included) never reaches the
+/// log through `--verbose`; `RUST_LOG` can still ask for it explicitly.
+pub fn log_filter(quiet: bool, verbose: u8) -> String {
+    let level = match (quiet, verbose) {
         (true, _) => "error",
         (false, 0) => "warn",
         (false, 1) => "info",
         (false, 2) => "debug",
         (false, _) => "trace",
+    };
+    if matches!(level, "error" | "warn" | "info") {
+        return level.to_string();
     }
+    let mut filter = String::from("info");
+    for krate in CHIO_CRATES {
+        filter.push_str(&format!(",{krate}={level}"));
+    }
+    filter
 }
+
+/// The crates whose own logging `--verbose` raises past `info`.
+const CHIO_CRATES: [&str; 9] = [
+    "chio",
+    "chio_controller",
+    "chio_kernel",
+    "chio_node",
+    "chio_trust",
+    "chio_arena",
+    "chio_adversary",
+    "chio_experiment",
+    "chio_campaign",
+];
 
 /// Whether a long command draws a progress bar: only on a terminal, and
 /// never with `--quiet`.
@@ -142,6 +166,29 @@ pub fn progress_bar(len: u64, template: &str, quiet: bool) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// `text` as it may reach a terminal: every control character (C0, DEL,
+/// C1) and every bidirectional override or isolate written as a `\u{..}`
+/// escape, so a title, an id or a reason from a scenario, an envelope or a
+/// bundle cannot move the cursor, retitle the window, clear the screen or
+/// reorder what the reader sees. Text without such characters is returned
+/// as it is.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -202,8 +249,23 @@ mod tests {
         assert_eq!(log_filter(false, 0), "warn");
         assert_eq!(log_filter(true, 0), "error");
         assert_eq!(log_filter(false, 1), "info");
-        assert_eq!(log_filter(false, 2), "debug");
-        assert_eq!(log_filter(false, 7), "trace");
+        let debug = log_filter(false, 2);
+        assert!(
+            debug.starts_with("info,") && debug.contains(",chio_kernel=debug"),
+            "{debug}"
+        );
+        assert!(!debug.contains("rmcp"), "dependencies stay at info");
+        let trace = log_filter(false, 7);
+        assert!(
+            trace.contains(",chio_controller=trace") && trace.starts_with("info,"),
+            "{trace}"
+        );
+        for filter in [debug, trace] {
+            assert!(
+                tracing_subscriber::EnvFilter::try_new(&filter).is_ok(),
+                "{filter}"
+            );
+        }
     }
 
     // A progress bar is drawn only on a terminal without --quiet, and the hidden bar draws nothing.
@@ -214,5 +276,16 @@ mod tests {
         assert!(!shows_progress(false, false));
         assert!(!shows_progress(true, false));
         assert!(progress_bar(3, "{pos}/{len}", true).is_hidden());
+    }
+
+    // Control characters and bidirectional overrides are escaped; other text, Unicode included, is left as it is.
+    #[test]
+    fn printable_escapes_what_a_terminal_acts_on() {
+        assert_eq!(printable("plain été"), "plain été");
+        assert!(matches!(printable("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\nc\u{202e}d\u{9b}"),
+            "a\\u{1b}]0;owned\\u{7}b\\u{a}c\\u{202e}d\\u{9b}"
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! units, the minimal string escapes of RFC 8785 section 3.2.2.2, and numbers
 //! printed as ECMAScript prints an IEEE 754 double. It refuses an integer
 //! beyond 2^53, which JCS cannot represent faithfully, instead of rounding
-//! it silently. A float that is not finite is written as `null`, as
+//! it silently, and a float beyond 2^53, which is what such an integer
+//! past the 64-bit range already became when its text was parsed. A float that is not finite is written as `null`, as
 //! `serde_json` makes it in a JSON tree (a `serde_json::Value` cannot hold
 //! one, so no argument, output or fixture does); [`format_es_number`]
 //! refuses it.
@@ -66,8 +67,17 @@ pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
     to_canonical_vec(value)
 }
 
+/// Whether a float lies beyond 2^53 in magnitude. Every such double is a
+/// whole number, and it is what an integer literal past the 64-bit range
+/// becomes when JSON text is parsed (`18446744073709551623` reads as
+/// `1.8446744073709552e19`): its value already changed, so it is refused as
+/// an integer past 2^53 is, never signed or forwarded in its rounded form.
+pub(crate) fn beyond_exact(f: f64) -> bool {
+    f.abs() > MAX_EXACT_INTEGER as f64
+}
+
 /// The path of the first integer in `value` that has no exact canonical
-/// form (beyond 2^53 in magnitude), if any: `root` for `value` itself, then
+/// form (beyond 2^53 in magnitude, written as an integer or as a float), if any: `root` for `value` itself, then
 /// `.key` and `[index]` segments below it (`root` empty starts at the first
 /// key). Input boundaries call this to refuse such a value with an error
 /// naming the field, instead of failing later when it is printed.
@@ -78,7 +88,7 @@ pub fn first_inexact_integer(value: &Value, root: &str) -> Option<String> {
                 (Some(u), _) => u > MAX_EXACT_INTEGER,
                 (None, Some(i)) => i.unsigned_abs() > MAX_EXACT_INTEGER,
                 // A float: finite, since a JSON tree holds no other.
-                (None, None) => false,
+                (None, None) => n.as_f64().is_some_and(beyond_exact),
             };
             beyond.then(|| root.to_string())
         }

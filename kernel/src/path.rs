@@ -17,8 +17,9 @@
 //! (`path`, `file`, `dir`, `target`, `source`, `destination`, ... or a key
 //! ending in `_path`, `_file`, `_dir`, plural forms included) or when the
 //! value itself looks like a path, as written or percent-decoded (without
-//! the whitespace around it, starts with `/`, `~`, `./`, `../`, `file:` in
-//! any case, or contains a `..` component). Every path-like string must satisfy
+//! the whitespace around it, starts with `/`, a drive such as `C:\\` or
+//! `c:/`, `~`, `./`, `../`, `file:` in any case, or contains a `..`
+//! component). A drive is an absolute path's root, as `/` is. Every path-like string must satisfy
 //! a constraint, so a decoy field cannot satisfy it on behalf of another.
 
 use std::borrow::Cow;
@@ -102,7 +103,13 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
     {
         text = rest.to_string();
     }
-    let absolute = text.starts_with('/');
+    // A drive letter (`C:/`, `c:\\`) is the root of an absolute path, as
+    // `/` is: kept (in its case), never climbed above.
+    let drive = drive_of(&text).map(str::to_string);
+    if let Some(drive) = &drive {
+        text = text[drive.len()..].to_string();
+    }
+    let absolute = drive.is_some() || text.starts_with('/');
     let mut parts: Vec<&str> = Vec::new();
     for part in text.split('/') {
         match part {
@@ -116,13 +123,23 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
         }
     }
     let joined = parts.join("/");
-    Ok(if absolute {
+    Ok(if let Some(drive) = drive {
+        format!("{drive}/{joined}")
+    } else if absolute {
         format!("/{joined}")
     } else if joined.is_empty() {
         ".".to_string()
     } else {
         joined
     })
+}
+
+/// The drive a Windows path starts with (`C:` of `C:/Users` or of `C:`),
+/// after `\\` has become `/`.
+fn drive_of(text: &str) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let drive = bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':';
+    (drive && (bytes.len() == 2 || bytes[2] == b'/')).then(|| &text[..2])
 }
 
 /// Whether normalised `path` lies at or under normalised `prefix`, comparing
@@ -211,6 +228,7 @@ fn looks_like_path_as_written(s: &str) -> bool {
     }
     let t = t.replace('\\', "/");
     t.starts_with('/')
+        || (drive_of(&t).is_some() && t.len() > 2)
         || t.starts_with('~')
         || t.starts_with("./")
         || t.starts_with("../")
@@ -256,6 +274,24 @@ mod tests {
         assert!(looks_like_path("/etc/shadow\r\n"));
         assert!(!looks_like_path("/first line\nsecond line"));
         assert!(!looks_like_path("files: several"));
+        // A drive letter is an absolute path's root, in either separator.
+        assert_eq!(
+            normalize_path("C:\\Users\\u\\.ssh\\id_rsa").unwrap(),
+            "C:/Users/u/.ssh/id_rsa"
+        );
+        assert_eq!(normalize_path("c:/a/./b/../c").unwrap(), "c:/a/c");
+        assert_eq!(normalize_path("C:/../x"), Err(PathProblem::EscapesRoot));
+        assert_eq!(normalize_path("C:").unwrap(), "C:/");
+        for drive in [
+            "C:\\Users\\u\\.ssh\\id_rsa",
+            "c:/Users/u/.ssh/id_rsa",
+            "z:\\x",
+        ] {
+            assert!(looks_like_path(drive), "{drive:?}");
+        }
+        for not_path in ["C:", "https://x.example/a", "a:b", "ab:/c"] {
+            assert!(!looks_like_path(not_path), "{not_path:?}");
+        }
         // The localhost authority names this machine; a path encoded or
         // wrapped in invisible characters is still a path.
         assert_eq!(

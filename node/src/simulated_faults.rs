@@ -112,14 +112,15 @@ impl FaultSwitch {
 
     /// How a store call from `node` fails, if it does: a stalled
     /// trust-control answers nothing until the call's deadline, a cut link
-    /// refuses at once.
+    /// refuses at once. When both hold, the cut wins, as on real processes:
+    /// the call never reaches the stalled service, so it is refused before
+    /// any deadline could pass.
     pub fn control_outage(&self, node: &str) -> Option<Outage> {
         self.with(|f| {
-            if f.stalled {
-                Some(Outage::DeadlineExceeded)
-            } else if f.down.contains(node) || f.cut.contains(&FaultLink::new(node, TRUST_CONTROL))
-            {
+            if f.down.contains(node) || f.cut.contains(&FaultLink::new(node, TRUST_CONTROL)) {
                 Some(Outage::Unavailable)
+            } else if f.stalled {
+                Some(Outage::DeadlineExceeded)
             } else {
                 None
             }

@@ -39,7 +39,7 @@ pub fn step_tables(bundle: &Bundle) -> BTreeMap<String, toml::Table> {
 /// A step's `arguments` as canonical JSON, when its table declares them.
 fn arguments_text(table: Option<&toml::Table>) -> Option<String> {
     let arguments = table?.get("arguments")?;
-    let value = serde_json::to_value(arguments).ok()?;
+    let value = crate::scenario::validate::arguments_as_sent(arguments)?;
     chio_kernel::canonical::to_canonical_string(&value).ok()
 }
 

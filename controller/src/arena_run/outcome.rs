@@ -494,7 +494,7 @@ pub fn write_table(
     let head = format!(
         "scenario {}: {}\nbundle   {}\n\n{}",
         scenario.id(),
-        scenario.title(),
+        crate::term::printable(scenario.title()),
         dir.display(),
         table_line(&HEADER.map(String::from), &widths, true, palette)
     );

@@ -130,7 +130,13 @@ impl Edge {
         let server = self.server_of(&tool, &meta);
         let arguments = Upstreams::arguments(params.arguments.as_ref());
         let mut record = CallRecord::new(now_ms, &server, &tool);
-        let size = to_canonical_vec(&arguments).map(|b| b.len());
+        let size = match chio_kernel::canonical::first_inexact_integer(&arguments, "") {
+            // A float past 2^53 is an integer literal the parse rounded.
+            Some(_) => Err(()),
+            None => to_canonical_vec(&arguments)
+                .map(|b| b.len())
+                .map_err(|_| ()),
+        };
         let result = match size {
             Err(_) => refusal(
                 "edge-arguments-uncanonical",

@@ -275,3 +275,43 @@ fn flagged_definitions_are_listed_one_line_each() {
     assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
     assert!(!String::from_utf8_lossy(&output.stdout).contains("flagged definition"));
 }
+
+// A title carrying terminal control sequences (retitle the window, clear the screen, move the cursor) is printed with each control character escaped by validate and by run, so it cannot forge what the reader sees; the JSON keeps the title as written.
+#[test]
+fn control_characters_in_a_title_reach_no_terminal() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    util::copy_tree(&repo_path("scenarios"), &tmp.path().join("s"));
+    let file = tmp.path().join("s/walking_skeleton.toml");
+    let text = std::fs::read_to_string(&file).unwrap().replacen(
+        "title = \"one agent reads a note and is refused a forbidden path\"",
+        "title = \"ok\\u001b]0;owned\\u0007\\u001b[2J\\u001b[1;1Hall 99 steps passed\\u202e\"",
+        1,
+    );
+    std::fs::write(&file, text).unwrap();
+    let path = file.to_str().unwrap();
+    for args in [
+        vec!["arena", "validate", path],
+        vec!["arena", "run", path, "--out", "bundle"],
+    ] {
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+        assert!(
+            !stdout.contains('\u{1b}') && !stdout.contains('\u{7}') && !stdout.contains('\u{202e}'),
+            "{stdout:?}"
+        );
+        assert!(
+            stdout.contains(
+                "ok\\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{1b}[1;1Hall 99 steps passed\\u{202e}"
+            ),
+            "{stdout}"
+        );
+    }
+    let args = ["arena", "validate", path, "--json"];
+    let output = chio(tmp.path(), &args);
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(printed["scenario_title"]
+        .as_str()
+        .unwrap()
+        .starts_with("ok\u{1b}]0;owned"));
+}

@@ -398,11 +398,19 @@ fn the_writer_agrees_on_every_shape() {
     assert!(to_canonical_vec(&unit_key).is_err());
 }
 
-// The first integer beyond 2^53 in magnitude is named by its path; floats and 2^53 itself pass.
+// The first integer beyond 2^53 in magnitude is named by its path, as is a float that large (an integer literal past the 64-bit range parses to one); smaller floats and 2^53 itself pass.
 #[test]
 fn inexact_integers_are_located() {
-    let ok = serde_json::json!({"a": [1, -9007199254740992i64, 9007199254740992u64, 1e300]});
+    let ok = serde_json::json!({"a": [1, -9007199254740992i64, 9007199254740992u64, 1.5e15, 9007199254740992.0]});
     assert_eq!(first_inexact_integer(&ok, "doc"), None);
+    let parsed: Value = serde_json::from_str(r#"{"n": [18446744073709551623]}"#).unwrap();
+    assert!(parsed["n"][0].is_f64(), "serde_json reads it as a float");
+    assert_eq!(first_inexact_integer(&parsed, "").as_deref(), Some("n[0]"));
+    let negative: Value = serde_json::from_str("-1e300").unwrap();
+    assert_eq!(first_inexact_integer(&negative, "x").as_deref(), Some("x"));
+    // The writer itself stays RFC 8785's: it prints such a double; the
+    // boundaries that take values in refuse it first.
+    assert!(to_canonical_vec(&negative).is_ok());
     let big = serde_json::json!({"a": [1, {"b": 9007199254740993u64}]});
     assert_eq!(
         first_inexact_integer(&big, "doc").as_deref(),

@@ -54,7 +54,12 @@ fn withheld(
 fn hash_released(
     (content, sanitized, rewrite): (Value, bool, Rewrite),
 ) -> Result<(Value, bool, Rewrite, String), Box<Outcome>> {
-    match canonical_sha256(&content) {
+    // A float past 2^53 has a canonical form, but it is what an integer
+    // literal past the 64-bit range became when the answer was parsed: its
+    // value already changed, so it is withheld as an integer past 2^53 is.
+    let inexact = crate::canonical::first_inexact_integer(&content, "")
+        .map(|_| KernelError::Canonical(CanonicalError::IntegerOutOfRange(String::new())));
+    match inexact.map_or_else(|| canonical_sha256(&content), Err) {
         Ok(hash) => Ok((content, sanitized, rewrite, hash)),
         Err(e) => Err(Box::new(Outcome::deny(
             DenyReason::OutputUncanonical {

@@ -38,8 +38,9 @@ pub struct PreparedCall {
     pub command: CallCommand,
     /// The kernel serving the server.
     pub kernel: String,
-    /// The presented capability's fingerprint.
-    pub token_sha256: String,
+    /// The presented capability's fingerprint; none for a capability the
+    /// run never issued.
+    pub token_sha256: Option<String>,
     /// The controller's deny when the agent's node is down (nobody can
     /// make the call, `super::fault`); the call is not dispatched then.
     pub blocked: Option<Refusal>,
@@ -119,12 +120,20 @@ pub(super) fn prepare(
         .capability
         .clone()
         .ok_or_else(|| NodeError::Scenario(format!("step {step_id} presents no capability")))?;
-    let entry = executor.capability(&capability_id).ok_or_else(|| {
-        NodeError::Scenario(format!(
-            "step {step_id} presents capability {capability_id} before it exists"
-        ))
-    })?;
-    let captured: Option<CapabilityToken> = (entry.holder != agent).then(|| entry.token.clone());
+    // A capability the schedule names but the run never issued (its
+    // delegation was refused: the delegatee's node was down, trust-control
+    // could not record it) is held by nobody: the call is the agent's
+    // node's deny, as for a capability a restart took, never a stopped run.
+    let entry = executor.capability(&capability_id);
+    let captured: Option<CapabilityToken> =
+        entry.filter(|e| e.holder != agent).map(|e| e.token.clone());
+    let never_issued = entry.is_none().then(|| {
+        NodeReason::NotHeld {
+            agent: agent.to_string(),
+            capability: capability_id.clone(),
+        }
+        .refusal()
+    });
     let kernel = world
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
@@ -151,7 +160,9 @@ pub(super) fn prepare(
     let kernel_node = world.kernel_node(&kernel).unwrap_or_default();
     let faults = &executor.faults;
     // A call missing a value is never sent; nor is one nobody can make.
-    let blocked = unresolved.or_else(|| faults.call_blocked(agent, agent_node));
+    let blocked = never_issued
+        .or(unresolved)
+        .or_else(|| faults.call_blocked(agent, agent_node));
     let delay = faults.delay(agent_node, kernel_node);
     if let Some((ms, _)) = &delay {
         // Issued when sent, decided when it arrives: a kernel's request-age
@@ -161,7 +172,7 @@ pub(super) fn prepare(
     Ok(PreparedCall {
         command,
         kernel,
-        token_sha256: entry.token_sha256.clone(),
+        token_sha256: entry.map(|e| e.token_sha256.clone()),
         blocked,
         delayed: delay.map(|(_, note)| note),
         sent_crashes: (

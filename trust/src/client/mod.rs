@@ -141,6 +141,19 @@ impl TrustClient {
 }
 
 fn endpoint(url: &str, config: &TrustClientConfig) -> Result<Endpoint, TrustError> {
+    // The client speaks plain HTTP/2 only; given an `https` URL it would
+    // send the bearer token in clear to whoever answers. Any scheme but
+    // `http` is refused rather than downgraded.
+    let scheme = url.split_once("://").map(|(scheme, _)| scheme);
+    if !scheme.is_some_and(|s| s.eq_ignore_ascii_case("http")) {
+        return Err(TrustError::InvalidArgument {
+            field: "control url",
+            problem: format!(
+                "{url:?} does not start with http://; this client has no TLS and never downgrades https to clear text"
+            ),
+            fix: "pass the service address as http://HOST:PORT on a private network, or reach it through a TLS-terminating proxy or tunnel listening on loopback",
+        });
+    }
     Endpoint::from_shared(url.to_owned())
         .map(|endpoint| {
             endpoint

@@ -54,6 +54,41 @@ mod over_sqlite_store {
 }
 
 // Proves a call to a service that does not answer fails as unavailable, naming trust-control.
+// Proves a URL of any scheme but http, https among them, is refused before anything is sent: the client has no TLS, and never sends its token in clear to a service the caller meant to reach over TLS.
+#[tokio::test]
+async fn only_plain_http_urls_are_accepted() {
+    let token = BearerToken::new(TOKEN).unwrap();
+    for url in [
+        "https://127.0.0.1:1",
+        "HTTPS://127.0.0.1:1",
+        "grpc://127.0.0.1:1",
+        "127.0.0.1:1",
+    ] {
+        let lazy = TrustClient::connect_lazy(url, &token, TrustClientConfig::default());
+        let Err(error) = lazy else {
+            panic!("{url} was accepted");
+        };
+        assert!(
+            matches!(
+                error,
+                TrustError::InvalidArgument {
+                    field: "control url",
+                    ..
+                }
+            ),
+            "{url}: {error:?}"
+        );
+        assert!(error.to_string().contains("no TLS"), "{error}");
+        assert!(!error.to_string().contains(TOKEN));
+        let now = TrustClient::connect(url, &token, TrustClientConfig::default()).await;
+        assert!(now.is_err(), "{url}");
+    }
+    assert!(
+        TrustClient::connect_lazy("HTTP://127.0.0.1:1", &token, TrustClientConfig::default())
+            .is_ok()
+    );
+}
+
 #[tokio::test]
 async fn unreachable_service_is_unavailable() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -224,3 +224,21 @@ pub(super) fn declared_ids<'a>(
             .map(|(i, id)| (id, format!("{section}[{i}].id"))),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    // A TOML date in a step's arguments reaches the kernel as its RFC 3339 text, and every reader that shows the arguments reads it through the same conversion, never as TOML's private date table.
+    #[test]
+    fn a_date_is_shown_as_it_is_sent() {
+        let table: toml::Table = "arguments = { when = 1979-05-27T07:32:00Z, n = [1, 2.5] }"
+            .parse()
+            .unwrap();
+        let shown = super::super::arguments_as_sent(&table["arguments"]).unwrap();
+        assert_eq!(
+            shown,
+            serde_json::json!({"when": "1979-05-27T07:32:00Z", "n": [1, 2.5]})
+        );
+        let sent = super::table_to_json(table["arguments"].as_table().unwrap(), "arguments");
+        assert_eq!(sent.unwrap(), shown);
+    }
+}

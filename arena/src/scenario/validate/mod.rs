@@ -46,6 +46,14 @@ pub(crate) use steps::rebuild_action;
 
 use checks::{check_id, check_unique, declared_ids, table_to_json};
 pub use checks::{is_valid_id, MAX_ID_BYTES};
+
+/// A step's TOML `arguments` as the JSON the kernel receives: the one
+/// conversion the run uses (a TOML date becomes its RFC 3339 text), for
+/// every reader that shows a step's arguments, so what `explain` and the
+/// report show is what was sent. `None` for a value a run would refuse.
+pub fn arguments_as_sent(value: &toml::Value) -> Option<serde_json::Value> {
+    checks::toml_to_json(value, "arguments").ok()
+}
 pub(crate) use world::guard_spec;
 
 const ADVERSARY_CLASSES: &[&str] = &[
