@@ -509,6 +509,9 @@ mod writer;
 #[cfg(test)]
 mod writer_tests;
 
-pub use compare::{compare_runs, manifest_differences, receipts_difference, StepDrift};
+pub use compare::{
+    bundle_files, compare_runs, file_differences, manifest_differences, receipts_difference,
+    StepDrift,
+};
 pub use reader::for_each_step;
 pub use writer::{BundleWriter, StreamedScenario};

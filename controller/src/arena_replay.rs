@@ -16,8 +16,8 @@ use std::io::Write;
 use std::path::Path;
 
 use chio_arena::bundle::{
-    compare_runs, manifest_differences, receipts_difference, Bundle, BundleStatus, StepDrift,
-    SCENARIO_INPUT,
+    bundle_files, compare_runs, file_differences, manifest_differences, receipts_difference,
+    Bundle, BundleStatus, StepDrift, SCENARIO_INPUT,
 };
 use chio_arena::{ArenaError, Scenario};
 use serde::Serialize;
@@ -260,13 +260,28 @@ fn session_mismatches(dir: &Path, recorded: &Bundle, replayed: &Bundle) -> Vec<S
 /// field of its manifest (for an edge session, whose record is checked by
 /// its own rules, none) and its receipt log are checked against the
 /// replay's.
-fn evidence_differences(dir: &Path, recorded: &Bundle, replayed: &Bundle) -> Vec<String> {
+fn evidence_differences(dir: &Path, recorded: &Bundle, replayed: &Replayed) -> Vec<String> {
     let mut evidence = Vec::new();
     if !crate::mcp_edge::verify::is_session(dir) {
-        evidence = manifest_differences(&recorded.manifest, &replayed.manifest);
+        evidence = manifest_differences(&recorded.manifest, &replayed.run.bundle.manifest);
+        // Beyond the fields the reader parses: every byte of every file.
+        evidence.extend(file_differences(
+            &bundle_files(dir),
+            &replayed.files,
+            ("the bundle", "the replay"),
+        ));
     }
-    evidence.extend(receipts_difference(&recorded.receipts, &replayed.receipts));
+    evidence.extend(receipts_difference(
+        &recorded.receipts,
+        &replayed.run.bundle.receipts,
+    ));
     evidence
+}
+
+/// A replay's run, and the files of the bundle it wrote.
+struct Replayed {
+    run: RunResult,
+    files: BTreeMap<String, Option<Vec<u8>>>,
 }
 
 /// Runs `chio arena replay`.
@@ -333,10 +348,10 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     let keep_going = recorded.manifest.status != BundleStatus::Stopped;
     let replayed = rerun(COMMAND, &scenario, &inputs, keep_going)?;
-    let drifts = compare_runs(&recorded.manifest, &replayed.bundle.manifest);
+    let drifts = compare_runs(&recorded.manifest, &replayed.run.bundle.manifest);
     let policy_files = tampered_policies(&recorded);
-    let session = session_mismatches(&args.dir, &recorded, &replayed.bundle);
-    let evidence = evidence_differences(&args.dir, &recorded, &replayed.bundle);
+    let session = session_mismatches(&args.dir, &recorded, &replayed.run.bundle);
+    let evidence = evidence_differences(&args.dir, &recorded, &replayed);
     let report = DriftReport {
         schema_version: REPLAY_SCHEMA_VERSION,
         scenario_id: &recorded.manifest.determinism.scenario_id,
@@ -355,13 +370,14 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     report_drift(&report, args.json, COMMAND, out)
 }
 
-/// Runs the scenario again, embedded, and reads its bundle back whole.
+/// Runs the scenario again, embedded, and reads its bundle back whole,
+/// with the bytes of each of its files.
 fn rerun(
     command: &'static str,
     scenario: &Scenario,
     inputs: &RunInputs,
     keep_going: bool,
-) -> Result<RunResult, CliError> {
+) -> Result<Replayed, CliError> {
     let scratch = ReadBack::new().map_err(|e| CliError::node(command, &e))?;
     let options = RunOptions::keep_going(keep_going);
     let live = BTreeMap::new();
@@ -372,7 +388,11 @@ fn rerun(
         &live,
         scratch.out(),
     ));
-    scratch.bundle(run).map_err(|e| CliError::node(command, &e))
+    let files = bundle_files(scratch.out());
+    let run = scratch
+        .bundle(run)
+        .map_err(|e| CliError::node(command, &e))?;
+    Ok(Replayed { run, files })
 }
 
 /// Runs `chio arena diff`.
@@ -383,9 +403,14 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let drifts = compare_runs(&left.manifest, &right.manifest);
     let mut policy_files = tampered_policies(&left);
     policy_files.extend(tampered_policies(&right));
-    let evidence: Vec<String> = receipts_difference(&left.receipts, &right.receipts)
+    let mut evidence: Vec<String> = receipts_difference(&left.receipts, &right.receipts)
         .into_iter()
         .collect();
+    evidence.extend(file_differences(
+        &bundle_files(&args.left),
+        &bundle_files(&args.right),
+        ("the first bundle", "the second"),
+    ));
     let report = DriftReport {
         schema_version: DIFF_SCHEMA_VERSION,
         scenario_id: &left.manifest.determinism.scenario_id,

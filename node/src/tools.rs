@@ -301,13 +301,7 @@ impl ToolServer {
     /// the server's own; the lowest of those. A listing naming a file
     /// reveals its name, which whoever wrote the file chose.
     fn integrity_of(&self, arguments: &Value, content: &Value) -> Integrity {
-        let Some(path) = arguments
-            .get("path")
-            .and_then(Value::as_str)
-            .and_then(|raw| normalize_path(raw).ok())
-        else {
-            return self.integrity_default;
-        };
+        let paths = revealed_paths(arguments);
         let level = |path: &str| {
             self.integrity_globs
                 .iter()
@@ -316,10 +310,24 @@ impl ToolServer {
                 .max()
                 .unwrap_or(self.integrity_default)
         };
-        let folder = format!("{}/", path.trim_end_matches('/'));
-        let Some(entries) = content.get("entries").and_then(Value::as_array) else {
-            return level(&path);
+        // The least trusted of the paths named (each its globs' level, or
+        // the server's own where none matches).
+        let named = paths
+            .iter()
+            .map(|path| level(path))
+            .max()
+            .unwrap_or(self.integrity_default);
+        // A listing's entries sit below the folder its `path` names.
+        let listed = arguments
+            .get("path")
+            .and_then(Value::as_str)
+            .and_then(|raw| normalize_path(raw).ok());
+        let (Some(path), Some(entries)) =
+            (listed, content.get("entries").and_then(Value::as_array))
+        else {
+            return named;
         };
+        let folder = format!("{}/", path.trim_end_matches('/'));
         // A listing names its entries, and a folder among them was made by
         // writing the files below it, whose writers chose its name.
         let below: Vec<String> = match &self.state {
@@ -336,7 +344,7 @@ impl ToolServer {
             .map(|entry| format!("{folder}{entry}"))
             .chain(below)
             .map(|place| level(&place))
-            .fold(level(&path), Integrity::max)
+            .fold(named, Integrity::max)
     }
 
     /// The server id calls name.
@@ -500,6 +508,18 @@ impl ToolServer {
 }
 
 /// The highest label the `labels` globs give `path`, if any gives one.
+/// Every path a call names, normalised: each string the kernel's path
+/// guards read as a path (under a path key such as `path`, `paths`, `file`
+/// or `source` at any depth, or a value that reads as a path under any
+/// key). Labels and integrity globs are matched against all of them, so a
+/// file is not read free of its labels by naming it in another field.
+pub(crate) fn revealed_paths(arguments: &Value) -> Vec<String> {
+    chio_kernel::path::path_arguments(arguments)
+        .into_iter()
+        .filter_map(|found| normalize_path(&found.raw).ok())
+        .collect()
+}
+
 pub(crate) fn glob_level(labels: &[(Glob, Label)], path: &str) -> Option<Label> {
     labels
         .iter()

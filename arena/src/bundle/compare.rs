@@ -139,3 +139,95 @@ pub fn receipts_difference(left: &[String], right: &[String]) -> Option<String> 
         None => None,
     }
 }
+
+/// Every file below `dir`, by its `/`-joined path relative to `dir`, with
+/// its bytes; a symbolic link is listed with the text of its target, so a
+/// link planted in a bundle is a difference too. An unreadable entry is
+/// listed with no bytes, which matches nothing.
+pub fn bundle_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
+    fn walk(
+        base: &std::path::Path,
+        dir: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    ) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path
+                .strip_prefix(base)
+                .map(|rel| {
+                    rel.components()
+                        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
+                .unwrap_or_default();
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => walk(base, &path, out),
+                Ok(kind) if kind.is_symlink() => {
+                    let target = std::fs::read_link(&path).ok();
+                    let text = target.map(|t| format!("-> {}", t.display()).into_bytes());
+                    out.insert(name, text);
+                }
+                _ => {
+                    out.insert(name, std::fs::read(&path).ok());
+                }
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Every file where two bundle folders are not the same bytes, as a place
+/// of the bundle: `file <path>` for a file whose bytes differ, `file <path>
+/// (only in <side>)` for one only one side holds. A bundle is the same
+/// bytes whenever its inputs run again, so any such file is a claim the run
+/// does not make: an edited `arena.json` (a key added, the file
+/// re-indented), receipts with other line endings, a policy file with a
+/// byte more, a file planted beside them. The recording a `chio arena
+/// record` bundle keeps beside its inputs (`recording/`) is the one a
+/// replayed run keeps among them (`inputs/recording/`), and is compared
+/// there. `names` says what each side is (`the bundle`, `the replay`).
+pub fn file_differences(
+    left: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    right: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    names: (&str, &str),
+) -> Vec<String> {
+    let (left, right) = (recording_among_inputs(left), recording_among_inputs(right));
+    let paths: std::collections::BTreeSet<&String> = left.keys().chain(right.keys()).collect();
+    let mut out = Vec::new();
+    for path in paths {
+        match (left.get(path), right.get(path)) {
+            (Some(Some(a)), Some(Some(b))) if a == b => {}
+            (Some(_), Some(_)) => out.push(format!("file {path}")),
+            (Some(_), None) => out.push(format!("file {path} (only in {})", names.0)),
+            (None, Some(_)) => out.push(format!("file {path} (only in {})", names.1)),
+            (None, None) => {}
+        }
+    }
+    out
+}
+
+/// `files` with a recording kept beside the inputs (`recording/<name>`)
+/// read where a replayed run keeps it (`inputs/recording/<name>`), when it
+/// is not there already.
+fn recording_among_inputs(
+    files: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
+) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
+    let beside = format!("{}/", crate::recording::RECORDING_FOLDER);
+    let among = format!("{}/{beside}", super::INPUTS_DIR);
+    if files.keys().any(|k| k.starts_with(&among)) {
+        return files.clone();
+    }
+    files
+        .iter()
+        .map(|(path, bytes)| match path.strip_prefix(&beside) {
+            Some(rest) => (format!("{among}{rest}"), bytes.clone()),
+            None => (path.clone(), bytes.clone()),
+        })
+        .collect()
+}

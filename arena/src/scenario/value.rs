@@ -83,6 +83,9 @@ pub enum Unresolved {
     Unsealed,
     /// The step was a hand-over that was refused, so it delivered nothing.
     Refused,
+    /// The step is a call still on its way to its kernel over a delayed
+    /// link: it is decided when it arrives, after this step.
+    InFlight,
 }
 
 impl fmt::Display for Unresolved {
@@ -94,6 +97,9 @@ impl fmt::Display for Unresolved {
             Unresolved::NoValue => "its pointer finds nothing in the released output",
             Unresolved::Unsealed => "it was not read for this run",
             Unresolved::Refused => "the hand-over was refused",
+            Unresolved::InFlight => {
+                "it is still on its way to its kernel over a delayed link, and is decided after this step"
+            }
         })
     }
 }

@@ -147,15 +147,21 @@ impl EdgeKernel {
             .await
     }
 
-    /// `Kernel::abort`.
+    /// `Kernel::abort` for a call that never left, `Kernel::abort_after_send`
+    /// for one the upstream received.
     pub async fn abort(
         &self,
         ticket: AdmissionTicket,
-        reason: String,
+        failure: super::upstream::CallFailure,
         now_ms: u64,
     ) -> Result<Decision, KernelThreadError> {
-        self.ask(move |actor| actor.kernel.abort(ticket, &reason, now_ms))
-            .await
+        self.ask(move |actor| match failure.sent {
+            true => actor
+                .kernel
+                .abort_after_send(ticket, &failure.reason, now_ms),
+            false => actor.kernel.abort(ticket, &failure.reason, now_ms),
+        })
+        .await
     }
 
     /// The kernel's capability verification (issuer, signature, window,

@@ -191,7 +191,10 @@ impl Edge {
                 .call(&request.tool, &request.arguments, self.upstream_timeout)
                 .await
                 .map(|result| (result, labeller)),
-            _ => Err(format!("no upstream serves {server}")),
+            _ => Err(super::upstream::CallFailure {
+                reason: format!("no upstream serves {server}"),
+                sent: false,
+            }),
         };
         let decided = match called {
             Ok((result, labeller)) => {

@@ -158,31 +158,51 @@ impl Upstream {
     }
 
     /// Calls `tool` with `arguments` within `timeout`; the error names
-    /// what failed, never the upstream's text.
+    /// what failed, never the upstream's text, and whether the request had
+    /// been sent (only a failure to send it leaves the call surely undone).
     pub async fn call(
         &self,
         tool: &str,
         arguments: &Value,
         timeout: Duration,
-    ) -> Result<CallToolResult, String> {
+    ) -> Result<CallToolResult, CallFailure> {
+        use rmcp::service::ServiceError as E;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(map) = arguments {
             params = params.with_arguments(map.clone());
         }
+        let sent = |reason: String| CallFailure { reason, sent: true };
         match tokio::time::timeout(timeout, self.client.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
-            Ok(Err(rmcp::service::ServiceError::McpError(data))) => Err(format!(
-                "upstream {} answered the JSON-RPC error {}",
+            Ok(Err(E::McpError(data))) => Err(sent(format!(
+                "upstream {} answered the JSON-RPC error {}; it may have carried the call out",
                 self.id, data.code.0
-            )),
-            Ok(Err(_)) => Err(format!("upstream {} did not answer the call", self.id)),
-            Err(_) => Err(format!(
-                "upstream {} did not answer within {} ms",
+            ))),
+            Ok(Err(E::TransportSend(_))) => Err(CallFailure {
+                reason: format!("upstream {} could not be sent the call", self.id),
+                sent: false,
+            }),
+            Ok(Err(_)) => Err(sent(format!(
+                "upstream {} did not answer the call; it may have carried it out",
+                self.id
+            ))),
+            Err(_) => Err(sent(format!(
+                "upstream {} did not answer within {} ms; it may have carried the call out",
                 self.id,
                 timeout.as_millis()
-            )),
+            ))),
         }
     }
+}
+
+/// Why a forwarded call has no answer, and whether the upstream received
+/// it: a call it received may have been carried out, so its budget is spent.
+#[derive(Debug, Clone)]
+pub struct CallFailure {
+    /// What failed, never the upstream's text.
+    pub reason: String,
+    /// Whether the request was sent to the upstream.
+    pub sent: bool,
 }
 
 /// What failed in the handshake, by kind: never a text the upstream sent,

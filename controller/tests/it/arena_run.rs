@@ -699,13 +699,23 @@ fn replay_refuses_a_bundle_edited_after_its_run() {
     first["signature"] = serde_json::json!(format!("{flipped}{}", &signature[1..]));
     lines[0] = serde_json::to_string(&first).unwrap();
     std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let manifest = "file arena.json";
+    let receipts = "file receipts.ndjson";
     for (name, places) in [
-        ("expected", &["steps[0].expected", "steps[0].pass"][..]),
+        (
+            "expected",
+            &["steps[0].expected", "steps[0].pass", manifest][..],
+        ),
         (
             "forged",
-            &["receipt_root", "scenario_sha256", "steps[1].reason"][..],
+            &[
+                "receipt_root",
+                "scenario_sha256",
+                "steps[1].reason",
+                manifest,
+            ][..],
         ),
-        ("receipts", &["receipts.ndjson line 1"][..]),
+        ("receipts", &[receipts, "receipts.ndjson line 1"][..]),
     ] {
         let args = ["arena", "replay", name, "--json"];
         let output = chio(tmp.path(), &args);
@@ -733,6 +743,100 @@ fn replay_refuses_a_bundle_edited_after_its_run() {
     assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
     assert_eq!(
         json_of(&output)["evidence"],
-        serde_json::json!(["receipts.ndjson line 1"])
+        serde_json::json!(["receipts.ndjson line 1", "file receipts.ndjson"])
     );
+}
+
+// A bundle is the same bytes whenever its inputs run again, so replay and diff check every byte of every file, not only the fields they parse: a claim added to arena.json (with the file re-indented), receipts with CRLF line endings, a policy file with a trailing newline and a file planted beside them are each named, and a copy of the bundle itself still shows no drift.
+#[test]
+fn replay_and_diff_compare_every_byte_of_every_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repo_path("scenarios/walking_skeleton.toml");
+    let args = ["arena", "run", file.to_str().unwrap(), "--out", "clean"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let clean = tmp.path().join("clean");
+    let policy = std::fs::read_dir(clean.join("policies"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    type Edit = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Edit, String)> = vec![
+        (
+            "claim",
+            Box::new(|dir: &std::path::Path| {
+                let path = dir.join("arena.json");
+                let mut m: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                m["approved_by"] = serde_json::json!("security-review");
+                std::fs::write(&path, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+            }),
+            "file arena.json".into(),
+        ),
+        (
+            "crlf",
+            Box::new(|dir: &std::path::Path| {
+                let path = dir.join("receipts.ndjson");
+                let text = std::fs::read_to_string(&path).unwrap();
+                std::fs::write(&path, text.replace('\n', "\r\n")).unwrap();
+            }),
+            "file receipts.ndjson".into(),
+        ),
+        (
+            "policy",
+            Box::new({
+                let policy = policy.clone();
+                move |dir: &std::path::Path| {
+                    let path = dir.join("policies").join(&policy);
+                    let mut bytes = std::fs::read(&path).unwrap();
+                    bytes.extend_from_slice(b"\n\n");
+                    std::fs::write(&path, bytes).unwrap();
+                }
+            }),
+            format!("file policies/{policy}"),
+        ),
+        (
+            "planted",
+            Box::new(|dir: &std::path::Path| {
+                std::fs::write(dir.join("policies/kernel-z.json"), "{}").unwrap();
+            }),
+            "file policies/kernel-z.json (only in the bundle)".into(),
+        ),
+    ];
+    for (name, edit, named) in cases {
+        let dir = tmp.path().join(name);
+        copy_tree(&clean, &dir);
+        edit(&dir);
+        let args = ["arena", "replay", name, "--json"];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{name}: {}",
+            explain(&args, &output)
+        );
+        let report = json_of(&output);
+        assert_eq!(report["identical"], false, "{name}");
+        let evidence = report["evidence"].to_string();
+        assert!(evidence.contains(&named), "{name}: {evidence}");
+        let args = ["arena", "diff", "clean", name, "--json"];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{name}: {}",
+            explain(&args, &output)
+        );
+    }
+    copy_tree(&clean, &tmp.path().join("copy"));
+    let args = ["arena", "replay", "copy"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let args = ["arena", "diff", "clean", "copy"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
 }

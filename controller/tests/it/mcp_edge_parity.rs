@@ -464,3 +464,62 @@ fn compare(session: &[Value], bundle: &Path) {
         }
     }
 }
+
+// A call the upstream received but did not answer in time spends its budget: the upstream may have carried it out (this one does, after the edge gave up), so a client cannot make calls without limit by making each one time out. Under a capability of two calls, the timed-out call is refused as dispatch-failed with its hold committed, the next call is admitted, and the one after is refused by the budget, never reaching the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_upstream_received_spends_its_budget() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(
+        &authority,
+        &alice,
+        "notes",
+        "slow,echo",
+        &["--max-calls", "2"],
+    );
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            log.to_str().unwrap(),
+            "6",
+        ])
+    );
+    let session_dir = dir.path().join("session");
+    let args: Vec<String> = [
+        "--upstream",
+        &upstream,
+        "--authority",
+        authority.to_str().unwrap(),
+        "--session-out",
+        session_dir.to_str().unwrap(),
+        "--upstream-timeout-ms",
+        "4000",
+    ]
+    .map(String::from)
+    .to_vec();
+    let edge = Edge::start(&args).await;
+    for (id, tool, text) in [
+        ("t-1", "slow", "first"),
+        ("t-2", "echo", "second"),
+        ("t-3", "echo", "third"),
+    ] {
+        edge.call(&token, &alice, "notes", tool, &json!({"text": text}), id)
+            .await;
+    }
+    edge.stop().await;
+    let (session, _) = read_session(&session_dir);
+    assert_eq!(verdicts(&session), ["deny", "allow", "deny"], "{session:?}");
+    assert_eq!(session[0]["reason_code"], "dispatch-failed", "{session:?}");
+    let first = session[0]["reason"].as_str().unwrap();
+    assert!(first.contains("may have carried the call out"), "{first}");
+    let third = session[2]["reason"].as_str().unwrap();
+    assert!(third.contains("budget"), "{third}");
+    // The upstream never sees the third call; it received the first.
+    let log = log_lines(&log);
+    assert_eq!(log, ["echo second"], "{log:?}");
+}

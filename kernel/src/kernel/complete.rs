@@ -324,20 +324,41 @@ impl Kernel {
         self.decision(request, deny, receipt, recorded, trace)
     }
 
-    /// Step 8 after a dispatch that failed: deny, budget released.
+    /// Step 8 after a dispatch that failed before the call left: deny,
+    /// budget released, since nothing was carried out.
     pub fn abort(&mut self, ticket: AdmissionTicket, reason: &str, now_ms: u64) -> Decision {
+        self.abort_dispatch(ticket, reason, false, now_ms)
+    }
+
+    /// Step 8 after a dispatch that failed once the call had reached the
+    /// tool's server (it timed out, or the answer was an error or never
+    /// came): deny, and the budget is spent, because the server may have
+    /// carried the call out; releasing it would let a caller make calls
+    /// without limit by making each one fail.
+    pub fn abort_after_send(
+        &mut self,
+        ticket: AdmissionTicket,
+        reason: &str,
+        now_ms: u64,
+    ) -> Decision {
+        self.abort_dispatch(ticket, reason, true, now_ms)
+    }
+
+    fn abort_dispatch(
+        &mut self,
+        ticket: AdmissionTicket,
+        reason: &str,
+        sent: bool,
+        now_ms: u64,
+    ) -> Decision {
         let reason = DenyReason::DispatchFailed {
             cause: reason.to_string(),
         };
         let mut trace = ticket.trace;
-        trace.settle_holds("released");
+        trace.settle_holds(if sent { "committed" } else { "released" });
         trace.output("deny", reason.to_string());
         let outcome = Outcome::deny(reason, None, ticket.observed);
-        let releases = ticket
-            .holds
-            .into_iter()
-            .map(|hold_id| StoreOp::Release { hold_id })
-            .collect();
+        let releases = settle_ops(&ticket.holds, sent);
         self.finish(
             &ticket.request,
             &ticket.parameter_hash,

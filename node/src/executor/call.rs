@@ -405,7 +405,9 @@ pub(super) fn resolve_value(
                 Ok(output) => value::at_pointer(output, pointer),
                 Err(why) => Err(why.clone()),
             },
-            None => Err(Unresolved::NotPerformed),
+            // Validation orders every source before its reader, so a source
+            // with no outcome yet is a call still in flight.
+            None => Err(Unresolved::InFlight),
         },
         Reference::Fixture { path } => executor
             .sealed

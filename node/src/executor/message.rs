@@ -58,9 +58,11 @@ pub(super) fn prepare(
                 label: None,
                 integrity: None,
                 record: None,
+                // A call still in flight (validation orders every source
+                // before its reader): nothing of it is forwarded.
                 content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
                 fields: Vec::new(),
-                value: Err(Unresolved::NotPerformed),
+                value: Err(Unresolved::InFlight),
                 sender: None,
                 sent: Vec::new(),
             },

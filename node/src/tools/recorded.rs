@@ -5,7 +5,6 @@ use chio_kernel::glob::Glob;
 use std::collections::BTreeSet;
 
 use chio_kernel::label::{Integrity, Label};
-use chio_kernel::path::normalize_path;
 use serde_json::{json, Value};
 
 use super::ToolResult;
@@ -154,7 +153,9 @@ pub(super) fn recorded_call(
 
 /// The result of an answer, recorded or live: `{"ok": ok, "output":
 /// output}`, performed when `ok`, labelled by the highest of the `labels`
-/// globs the call's `path` argument matches, whether or not the server
+/// globs any path the call names matches ([`super::revealed_paths`]: a
+/// `path`, `paths`, `file` or nested key, or any value that reads as a
+/// path), whether or not the server
 /// carried the call out (an error result is released to the agent too, and
 /// may hold what the path holds). One rule, so a live server's answer and
 /// its replay from the recording are the same result.
@@ -164,11 +165,10 @@ pub(crate) fn answer_result(
     labels: &[(Glob, Label)],
     arguments: &Value,
 ) -> ToolResult {
-    let path = arguments
-        .get("path")
-        .and_then(Value::as_str)
-        .and_then(|raw| normalize_path(raw).ok());
-    let label = path.and_then(|path| super::glob_level(labels, &path));
+    let label = super::revealed_paths(arguments)
+        .iter()
+        .filter_map(|path| super::glob_level(labels, path))
+        .max();
     ToolResult {
         content: json!({"ok": ok, "output": output}),
         label,
