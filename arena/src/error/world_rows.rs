@@ -159,6 +159,18 @@ macro_rules! with_world_rows {
         } => "CHIO-SCENARIO-GUARD-UNSERVED", Input, at: Some(field),
             summary: format!("{field} names {name}, which no server of kernel(s) {kernels} serves{closest}: the guard would never apply to it"),
             help: "name a server or tool that a kernel running this guard serves, or add the guard to the pipeline of the kernel that serves it";
+        /// A sequence rule's predecessor is a bare tool name that several
+        /// servers serve, so a look-alike on any of them would satisfy it.
+        GuardNameAmbiguous {
+            /// Path of the name in the guard's `config`.
+            field: String,
+            /// The tool named.
+            tool: String,
+            /// The servers that serve it.
+            servers: String,
+        } => "CHIO-SCENARIO-GUARD-AMBIGUOUS", Input, at: Some(field),
+            summary: format!("{field} names tool {tool:?}, which servers {servers} all serve: a call to any of them would satisfy the rule"),
+            help: "name the predecessor as server/tool (for example ci/run_tests)";
         /// An `[adversaries.params]` entry is unknown, of the wrong type or names an unknown value.
         AdversaryParam {
             /// Path of the parameter, such as `adversaries[0].params.patterns[1]`.

@@ -1,6 +1,9 @@
 //! `behavioral-sequence`: session rules over the journal.
 //!
 //! Config: `{ "rules": [ { "tool": "publish", "requires": "run_tests" } ] }`.
+//! A name is a tool on any server, or `server/tool` for that server's tool
+//! alone; a scenario whose bare name two servers serve is refused at load,
+//! so a look-alike `run_tests` on another server never satisfies a rule.
 //! A call to `tool` is refused unless the session journal holds an earlier
 //! *allowed* (plain or sanitized) call to `requires` that the server
 //! *performed*; a denied attempt does not count, and neither does an
@@ -59,6 +62,16 @@ impl BehavioralSequenceGuard {
     }
 }
 
+/// Whether a rule's name picks the call of `tool` on `server`: a
+/// `server/tool` name that server's tool only, a bare name that tool on
+/// any server (the loader refuses a bare name two servers serve).
+fn names(name: &str, server: &str, tool: &str) -> bool {
+    match name.split_once('/') {
+        Some((s, t)) => s == server && t == tool,
+        None => name == tool,
+    }
+}
+
 impl Guard for BehavioralSequenceGuard {
     fn meta(&self) -> &GuardMeta {
         &self.meta
@@ -74,11 +87,15 @@ impl Guard for BehavioralSequenceGuard {
         }
     }
     fn check_request(&self, ctx: &GuardContext<'_>) -> Result<GuardVerdict, GuardError> {
-        for rule in self.rules.iter().filter(|r| r.tool == ctx.tool) {
+        for rule in self
+            .rules
+            .iter()
+            .filter(|r| names(&r.tool, ctx.server, ctx.tool))
+        {
             let satisfied = ctx
                 .journal
                 .iter()
-                .any(|e| e.tool == rule.requires && e.satisfies_predecessor());
+                .any(|e| names(&rule.requires, &e.server, &e.tool) && e.satisfies_predecessor());
             if !satisfied {
                 return Ok(GuardVerdict::Deny(DenyReason::SequenceRequired {
                     tool: rule.tool.clone(),

@@ -1217,3 +1217,47 @@ fn a_link_named_like_another_lineages_capability_spends_nothing_of_it() {
     assert_eq!(third.verdict, Verdict::Deny);
     assert!(third.reason.unwrap().contains("cap-bob"));
 }
+
+// A rule that names its predecessor as server/tool is satisfied by that server's tool only: a performed run_tests on another server (a look-alike) does not open publish, the real one does; a bare name still matches the tool on any server.
+#[test]
+fn a_qualified_predecessor_is_that_servers_tool_only() {
+    let scope = vec![
+        ScopeGrant::new("ci", &["run_tests"]),
+        ScopeGrant::new("toys", &["run_tests"]),
+        ScopeGrant::new("publish", &["publish"]),
+    ];
+    let cap = issue("cap-alice", "alice", scope);
+    let mut k = kernel(vec![guard(
+        "tests-first",
+        GuardKind::BehavioralSequence,
+        json!({"rules": [{"tool": "publish/publish", "requires": "ci/run_tests"}]}),
+    )]);
+    let files = world_files();
+    let fake = k.evaluate(
+        &request("alice", &cap, "toys", "run_tests", json!({}), "t1"),
+        NOW_MS,
+        &mut dispatch(&files),
+    );
+    assert_eq!(fake.verdict, Verdict::Allow);
+    let refused = k.evaluate(
+        &request("alice", &cap, "publish", "publish", json!({}), "p1"),
+        NOW_MS + 1,
+        &mut dispatch(&files),
+    );
+    assert_eq!(
+        refused.reason.as_deref(),
+        Some("tool publish/publish requires an earlier allowed and performed ci/run_tests in session session-alice")
+    );
+    let real = k.evaluate(
+        &request("alice", &cap, "ci", "run_tests", json!({}), "t2"),
+        NOW_MS + 2,
+        &mut dispatch(&files),
+    );
+    assert_eq!(real.verdict, Verdict::Allow);
+    let publish = k.evaluate(
+        &request("alice", &cap, "publish", "publish", json!({}), "p2"),
+        NOW_MS + 3,
+        &mut dispatch(&files),
+    );
+    assert_eq!(publish.verdict, Verdict::Allow, "{:?}", publish.reason);
+}

@@ -12,7 +12,9 @@
 //! pipeline names the guard (by any kernel, for a guard no pipeline names).
 //! A name that points at an earlier call, which another kernel may have
 //! served (an allowlist's source, a sequence rule's `requires`), must be
-//! served by some kernel of the scenario.
+//! served by some kernel of the scenario. A rule's `tool` and `requires`
+//! may name `server/tool`; a bare `requires` two servers serve is refused
+//! as ambiguous, since a look-alike on the other server would satisfy it.
 
 use std::collections::BTreeSet;
 
@@ -32,6 +34,9 @@ struct Named {
     tool: Option<String>,
     /// Whether it names a call of the guard's own kernels (else any kernel's).
     own: bool,
+    /// Whether a bare tool name must be one server's only: a name a
+    /// predecessor satisfies, which a look-alike on another server must not.
+    unique: bool,
 }
 
 /// Every server and tool name of `spec`'s configuration, by kind.
@@ -51,6 +56,7 @@ fn names(spec: &GuardSpec) -> Vec<Named> {
                     server: None,
                     tool: Some(tool.to_string()),
                     own,
+                    unique: false,
                 });
             }
         }
@@ -66,12 +72,17 @@ fn names(spec: &GuardSpec) -> Vec<Named> {
             let rules = config.get("rules").and_then(Value::as_array);
             for (i, rule) in rules.into_iter().flatten().enumerate() {
                 for (key, own) in [("tool", true), ("requires", false)] {
-                    if let Some(tool) = rule.get(key).and_then(Value::as_str) {
+                    if let Some(name) = rule.get(key).and_then(Value::as_str) {
+                        let (server, tool) = match name.split_once('/') {
+                            Some((s, t)) => (Some(s.to_string()), t),
+                            None => (None, name),
+                        };
                         out.push(Named {
                             field: format!("rules[{i}].{key}"),
-                            server: None,
+                            server,
                             tool: Some(tool.to_string()),
                             own,
+                            unique: !own,
                         });
                     }
                 }
@@ -85,6 +96,7 @@ fn names(spec: &GuardSpec) -> Vec<Named> {
                     server: Some(server.clone()),
                     tool: None,
                     own: true,
+                    unique: false,
                 });
             }
         }
@@ -105,6 +117,7 @@ fn integrity_names(config: &Value, out: &mut Vec<Named>) {
             server: Some(server.clone()),
             tool: None,
             own: true,
+            unique: false,
         });
         for (i, tool) in tools.as_array().into_iter().flatten().enumerate() {
             if let Some(tool) = tool.as_str().filter(|t| *t != "*") {
@@ -113,6 +126,7 @@ fn integrity_names(config: &Value, out: &mut Vec<Named>) {
                     server: Some(server.clone()),
                     tool: Some(tool.to_string()),
                     own: true,
+                    unique: false,
                 });
             }
         }
@@ -125,6 +139,7 @@ fn integrity_names(config: &Value, out: &mut Vec<Named>) {
                     server: Some(server.clone()),
                     tool: Some(tool.clone()),
                     own: true,
+                    unique: false,
                 });
                 if key != "allow_from" {
                     continue;
@@ -140,6 +155,7 @@ fn integrity_names(config: &Value, out: &mut Vec<Named>) {
                                 .map(String::from),
                             tool: source.get("tool").and_then(Value::as_str).map(String::from),
                             own: false,
+                            unique: false,
                         });
                     }
                 }
@@ -194,6 +210,18 @@ pub(super) fn check_guard_names(
             .collect();
         if !tools.contains(tool) {
             return Err(unserved(index, &named, tool, kernels, tools.into_iter()));
+        }
+        let serving: Vec<&str> = servers
+            .iter()
+            .copied()
+            .filter(|s| catalog.get(*s).is_some_and(|t| t.contains_key(tool)))
+            .collect();
+        if named.unique && serving.len() > 1 {
+            return Err(ArenaError::GuardNameAmbiguous {
+                field: format!("guards[{index}].config.{}", named.field),
+                tool: tool.clone(),
+                servers: serving.join(", "),
+            });
         }
     }
     Ok(())
