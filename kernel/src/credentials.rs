@@ -20,7 +20,10 @@
 //!   digits (with `_` and `-`) that mix letters and digits or hold an
 //!   unbroken run of 20 (so `sk-learn-compatible-estimators` is prose);
 //! - `aws-access-key`: `AKIA` or `ASIA` at a word start followed by exactly
-//!   16 capitals or digits;
+//!   16 capitals or digits, in any case (key ids are upper case, so one
+//!   written in lower case is the same id); written other than in capitals,
+//!   the 16 must be base32 as issued (letters, digits 2 to 7) and hold a
+//!   digit, so `asiapacificcustomers` stays a word;
 //! - `github-token`: `ghp_`, `gho_`, `ghu_`, `ghs_` or `ghr_` at a word
 //!   start followed by 30 or more letters and digits, or `github_pat_`
 //!   followed by 22 or more letters, digits and `_`;
@@ -37,9 +40,20 @@
 //! [`credential_key_name`] judges a key name built on a marker word, for a
 //! loader that refuses `password = "..."` whatever the value.
 //!
+//! [`forms`] reads a text in the forms a receiver recovers a credential
+//! from (percent-decoded, JSON-unescaped, invisible characters removed,
+//! NFKC; base64 and hex runs decoded) and text made of several parts read
+//! together; the `secret-redaction` guard reads through it.
+//!
 //! Limits: a credential with no recognisable shape (a bare 40-character
 //! secret, a password in prose) is not found; values are matched on ASCII
-//! shapes, so a credential spelled with look-alike characters is missed.
+//! shapes, so a credential spelled with look-alike letters of another
+//! script (Cyrillic `р` for `p`) is missed; [`find_credentials`] reads the
+//! text as written only.
+
+use std::ops::Range;
+
+pub mod forms;
 
 /// What replaces a credential when text is redacted.
 pub const REDACTED: &str = "[REDACTED]";
@@ -106,13 +120,25 @@ pub struct CredentialSpan {
     pub kind: CredentialKind,
     /// The public marker that identified it; safe to print, unlike the span.
     pub marker: &'static str,
+    /// Byte offset where the match starts, its marker included (at or
+    /// before `start`).
+    pub from: usize,
 }
 
 /// Every credential span in `text`, sorted by position (then kind).
 pub fn find_credentials(text: &str) -> Vec<CredentialSpan> {
+    find_credentials_with_edges(text, &[])
+}
+
+/// [`find_credentials`] of a text joined from parts, where `edges` (sorted
+/// byte offsets) are the parts' edges: a word starts and ends at an edge
+/// whatever is beside it, as it does at the text's own start and end, so a
+/// credential held by parts read together is found whatever their
+/// neighbours are.
+pub fn find_credentials_with_edges(text: &str, edges: &[usize]) -> Vec<CredentialSpan> {
     let mut spans = Vec::new();
     for kind in CredentialKind::ALL {
-        find_kind(text, kind, &mut spans);
+        find_kind(text, edges, kind, &mut spans);
     }
     spans.sort();
     spans
@@ -123,7 +149,7 @@ pub fn find_credentials(text: &str) -> Vec<CredentialSpan> {
 pub fn first_credential(text: &str) -> Option<CredentialSpan> {
     CredentialKind::ALL.into_iter().find_map(|kind| {
         let mut spans = Vec::new();
-        find_kind(text, kind, &mut spans);
+        find_kind(text, &[], kind, &mut spans);
         spans.into_iter().min()
     })
 }
@@ -138,34 +164,42 @@ pub fn redact(text: &str, kinds: &[CredentialKind]) -> Option<String> {
     if spans.is_empty() {
         return None;
     }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for span in spans {
-        if span.end <= at {
-            continue;
-        }
-        if span.start < at {
-            // Overlaps the span just redacted: widen it.
-            at = span.end;
-            continue;
-        }
-        out.push_str(&text[at..span.start]);
-        out.push_str(REDACTED);
-        at = span.end;
-    }
-    out.push_str(&text[at..]);
-    Some(out)
+    Some(redact_ranges(text, spans.iter().map(|s| s.start..s.end)))
 }
 
-fn find_kind(text: &str, kind: CredentialKind, out: &mut Vec<CredentialSpan>) {
+/// `text` with each byte range of `ranges` (on character boundaries)
+/// replaced by [`REDACTED`]; overlapping ranges are redacted once.
+pub fn redact_ranges(text: &str, ranges: impl IntoIterator<Item = Range<usize>>) -> String {
+    let mut ranges: Vec<Range<usize>> = ranges.into_iter().filter(|r| r.start < r.end).collect();
+    ranges.sort_by_key(|r| (r.start, r.end));
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for range in ranges {
+        if range.end <= at {
+            continue;
+        }
+        if range.start < at {
+            // Overlaps the range just redacted: widen it.
+            at = range.end;
+            continue;
+        }
+        out.push_str(&text[at..range.start]);
+        out.push_str(REDACTED);
+        at = range.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+fn find_kind(text: &str, edges: &[usize], kind: CredentialKind, out: &mut Vec<CredentialSpan>) {
     match kind {
         CredentialKind::PemPrivateKey => pem_blocks(text, out),
         CredentialKind::AuthorizationHeader => authorization_headers(text, out),
-        CredentialKind::BearerToken => bearer_tokens(text, out),
-        CredentialKind::SkKey => sk_keys(text, out),
-        CredentialKind::AwsAccessKey => aws_keys(text, out),
-        CredentialKind::GitHubToken => github_tokens(text, out),
-        CredentialKind::CredentialAssignment => assignments(text, out),
+        CredentialKind::BearerToken => bearer_tokens(text, edges, out),
+        CredentialKind::SkKey => sk_keys(text, edges, out),
+        CredentialKind::AwsAccessKey => aws_keys(text, edges, out),
+        CredentialKind::GitHubToken => github_tokens(text, edges, out),
+        CredentialKind::CredentialAssignment => assignments(text, edges, out),
     }
 }
 
@@ -173,12 +207,21 @@ fn is_word_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric()
 }
 
-/// Positions of `needle` in `haystack` not preceded by a letter or digit.
-fn word_starts<'a>(haystack: &'a str, needle: &'a str) -> impl Iterator<Item = usize> + 'a {
+/// Positions of `needle` in `haystack` not preceded by a letter or digit,
+/// or at one of the `edges`.
+fn word_starts<'a>(
+    haystack: &'a str,
+    needle: &'a str,
+    edges: &'a [usize],
+) -> impl Iterator<Item = usize> + 'a {
     haystack
         .match_indices(needle)
         .map(|(at, _)| at)
-        .filter(move |&at| at == 0 || !is_word_byte(haystack.as_bytes()[at - 1]))
+        .filter(move |&at| {
+            at == 0
+                || !is_word_byte(haystack.as_bytes()[at - 1])
+                || edges.binary_search(&at).is_ok()
+        })
 }
 
 /// Length of the run of `b[from..]` whose bytes satisfy `keep`.
@@ -187,18 +230,20 @@ fn run(b: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
         .map_or(0, |rest| rest.iter().take_while(|c| keep(**c)).count())
 }
 
+/// Records a span: its match starts at `from`, its secret part is `secret`.
 fn push(
     out: &mut Vec<CredentialSpan>,
     kind: CredentialKind,
     marker: &'static str,
-    start: usize,
-    end: usize,
+    from: usize,
+    secret: Range<usize>,
 ) {
     out.push(CredentialSpan {
-        start,
-        end,
+        start: secret.start,
+        end: secret.end,
         kind,
         marker,
+        from,
     });
 }
 
@@ -242,7 +287,7 @@ fn pem_blocks(text: &str, out: &mut Vec<CredentialSpan>) {
                         CredentialKind::PemPrivateKey,
                         "BEGIN PRIVATE KEY",
                         start,
-                        end,
+                        start..end,
                     );
                     open = None;
                 }
@@ -256,7 +301,7 @@ fn pem_blocks(text: &str, out: &mut Vec<CredentialSpan>) {
             CredentialKind::PemPrivateKey,
             "BEGIN PRIVATE KEY",
             start,
-            text.len(),
+            start..text.len(),
         );
     }
 }
@@ -286,8 +331,8 @@ fn authorization_headers(text: &str, out: &mut Vec<CredentialSpan>) {
                 out,
                 CredentialKind::AuthorizationHeader,
                 "authorization:",
-                start,
-                line_end,
+                offset + at,
+                start..line_end,
             );
         }
         offset += line.len();
@@ -298,9 +343,9 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
 }
 
-fn bearer_tokens(text: &str, out: &mut Vec<CredentialSpan>) {
+fn bearer_tokens(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
     let lower = text.to_ascii_lowercase();
-    for at in word_starts(&lower, "bearer") {
+    for at in word_starts(&lower, "bearer", edges) {
         let after = at + 6;
         let spaces: usize = text[after..]
             .chars()
@@ -322,19 +367,19 @@ fn bearer_tokens(text: &str, out: &mut Vec<CredentialSpan>) {
                 out,
                 CredentialKind::BearerToken,
                 "bearer ",
-                start,
-                start + len,
+                at,
+                start..start + len,
             );
         }
     }
 }
 
-fn sk_keys(text: &str, out: &mut Vec<CredentialSpan>) {
+fn sk_keys(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
     let b = text.as_bytes();
     // A match inside the run of an earlier one is a suffix of it: skipping it
     // keeps the scan linear and loses nothing.
     let mut covered = 0;
-    for at in word_starts(text, "sk-") {
+    for at in word_starts(text, "sk-", edges) {
         if at < covered {
             continue;
         }
@@ -349,35 +394,56 @@ fn sk_keys(text: &str, out: &mut Vec<CredentialSpan>) {
             .any(|segment| segment.len() >= 20);
         covered = at + 3 + len;
         if alnum >= 16 && (mixed || unbroken) {
-            push(out, CredentialKind::SkKey, "sk-", at, at + 3 + len);
+            push(out, CredentialKind::SkKey, "sk-", at, at..at + 3 + len);
         }
     }
 }
 
-fn aws_keys(text: &str, out: &mut Vec<CredentialSpan>) {
-    let b = text.as_bytes();
+fn aws_keys(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
+    // ASCII upper-casing keeps every byte offset.
+    let upper = text.to_ascii_uppercase();
+    let b = upper.as_bytes();
     for prefix in ["AKIA", "ASIA"] {
-        for at in word_starts(text, prefix) {
+        for at in word_starts(&upper, prefix, edges) {
             let len = run(b, at + 4, |c| c.is_ascii_uppercase() || c.is_ascii_digit());
-            let next = b.get(at + 4 + len).copied();
-            if len == 16 && !next.is_some_and(|c| c.is_ascii_alphanumeric()) {
-                push(out, CredentialKind::AwsAccessKey, prefix, at, at + 20);
+            let next = b.get(at + 20).copied();
+            let ends = edges.binary_search(&(at + 20)).is_ok()
+                || !next.is_some_and(|c| c.is_ascii_alphanumeric());
+            if len < 16 || !ends {
+                continue;
+            }
+            // Written other than in capitals, the id must be what AWS issues
+            // (base32: letters and 2 to 7) and hold a digit, so that a word
+            // (`asiapacificcustomers`) or a hex id beside `asia` is no key.
+            let written = &text.as_bytes()[at..at + 20];
+            let capitals = !written.iter().any(u8::is_ascii_lowercase);
+            let base32 = written[4..]
+                .iter()
+                .all(|c| c.is_ascii_alphabetic() || (b'2'..=b'7').contains(c));
+            if capitals || (base32 && written[4..].iter().any(u8::is_ascii_digit)) {
+                push(out, CredentialKind::AwsAccessKey, prefix, at, at..at + 20);
             }
         }
     }
 }
 
-fn github_tokens(text: &str, out: &mut Vec<CredentialSpan>) {
+fn github_tokens(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
     let b = text.as_bytes();
     for prefix in ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"] {
-        for at in word_starts(text, prefix) {
+        for at in word_starts(text, prefix, edges) {
             let len = run(b, at + 4, |c| c.is_ascii_alphanumeric());
             if len >= 30 {
-                push(out, CredentialKind::GitHubToken, prefix, at, at + 4 + len);
+                push(
+                    out,
+                    CredentialKind::GitHubToken,
+                    prefix,
+                    at,
+                    at..at + 4 + len,
+                );
             }
         }
     }
-    for at in word_starts(text, "github_pat_") {
+    for at in word_starts(text, "github_pat_", edges) {
         let len = run(b, at + 11, |c| c.is_ascii_alphanumeric() || c == b'_');
         if len >= 22 {
             push(
@@ -385,13 +451,13 @@ fn github_tokens(text: &str, out: &mut Vec<CredentialSpan>) {
                 CredentialKind::GitHubToken,
                 "github_pat_",
                 at,
-                at + 11 + len,
+                at..at + 11 + len,
             );
         }
     }
 }
 
-fn assignments(text: &str, out: &mut Vec<CredentialSpan>) {
+fn assignments(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
     const KEYWORDS: &[(&str, &str)] = &[
         ("password", "password"),
         ("passwd", "password"),
@@ -406,7 +472,7 @@ fn assignments(text: &str, out: &mut Vec<CredentialSpan>) {
     let b = lower.as_bytes();
     for (keyword, marker) in KEYWORDS {
         let mut covered = 0;
-        for at in word_starts(&lower, keyword) {
+        for at in word_starts(&lower, keyword, edges) {
             if at < covered {
                 // Inside the value of an earlier match, already redacted.
                 continue;
@@ -438,8 +504,8 @@ fn assignments(text: &str, out: &mut Vec<CredentialSpan>) {
                 out,
                 CredentialKind::CredentialAssignment,
                 marker,
-                i,
-                i + len,
+                at,
+                i..i + len,
             );
             covered = i + len;
         }

@@ -24,7 +24,7 @@
 //! # Module map
 //! - [`amount`]: exact decimal amounts and minor units, for approval thresholds and monetary budgets.
 //! - [`canonical`]: RFC 8785 canonical JSON.
-//! - [`credentials`]: credential-shaped spans, for redaction and the arena loader.
+//! - [`credentials`]: credential-shaped spans and the forms a credential is read in (percent-decoded, unescaped, NFKC, base64 and hex decoded, values read together), for redaction and the arena loader.
 //! - [`keys`]: arena key derivation and hex keys.
 //! - [`token`]: capability tokens, scope grants, delegation links.
 //! - [`request`]: tool-call requests and their proof of possession.
@@ -58,6 +58,7 @@ pub mod canonical;
 mod code_enum;
 pub mod contract;
 pub mod credentials;
+mod decode;
 pub mod error;
 pub mod glob;
 pub mod guards;

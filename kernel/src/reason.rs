@@ -18,60 +18,14 @@
 mod code;
 mod display;
 mod money;
+mod subject;
 
 pub use code::ReasonCode;
 pub use display::printable_id;
 pub use money::MoneyDeny;
+pub use subject::{BudgetName, Widening};
 
 use crate::error::StoreError;
-
-/// Where a delegation link widens its parent's scope.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Widening {
-    /// A server the parent does not grant.
-    Server {
-        /// The server.
-        server: String,
-    },
-    /// A tool the parent does not grant on that server.
-    Tool {
-        /// The tool.
-        tool: String,
-        /// The server.
-        server: String,
-    },
-    /// A constraint looser than the parent's.
-    Constraint {
-        /// The constraint's name.
-        name: String,
-        /// The server.
-        server: String,
-    },
-}
-
-/// The budget a hold was refused by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BudgetName {
-    /// A capability's invocation limit.
-    Invocations {
-        /// The capability (root or child) whose limit it is.
-        capability: String,
-    },
-    /// A configured tool budget.
-    Tool {
-        /// The agent.
-        agent: String,
-        /// The server.
-        server: String,
-        /// The tool.
-        tool: String,
-    },
-    /// A lineage's monetary total.
-    Monetary {
-        /// The currency.
-        currency: String,
-    },
-}
 
 /// What a prompt-injection reason names: the pattern and the place found,
 /// or the scan limit reached.
@@ -474,6 +428,14 @@ pub enum DenyReason {
         shape: &'static str,
         /// The JSON pointer of the string holding it.
         pointer: String,
+    },
+    /// A credential only the string values of a call's arguments read
+    /// together carry (secret-redaction scanning arguments).
+    CredentialSplitInArguments {
+        /// The shape that matched.
+        shape: &'static str,
+        /// The JSON pointers of the strings it is split across.
+        pointers: Vec<String>,
     },
     /// A call to a tool whose definition in force carries an injection
     /// (tool poisoning), refused by a prompt-injection guard that reads

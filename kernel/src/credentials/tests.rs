@@ -179,11 +179,29 @@ proptest! {
         }
     }
 
+    // Joined from parts, every span still lies on character boundaries, and a key id split at any point between two parts is found whatever their neighbours are.
+    #[test]
+    fn edges_join_parts(text in any::<String>(), cut in 1usize..20, left in "[a-z0-9]{0,6}", right in "[a-z0-9]{0,6}") {
+        let edges = [text.len() / 2];
+        if text.is_char_boundary(edges[0]) {
+            for span in find_credentials_with_edges(&text, &edges) {
+                prop_assert!(text.is_char_boundary(span.start) && text.is_char_boundary(span.end));
+            }
+        }
+        for key in ["AKIAIOSFODNN7EXAMPLE", "akiaiosfodnn7example"] {
+            let joined = format!("{left}{key}{right}");
+            let edges = [left.len(), left.len() + cut, left.len() + 20];
+            let kinds: Vec<_> = find_credentials_with_edges(&joined, &edges).into_iter().map(|s| s.kind).collect();
+            prop_assert!(kinds.contains(&CredentialKind::AwsAccessKey), "{}", joined);
+        }
+    }
+
     // A credential embedded in arbitrary text is always redacted away.
     #[test]
-    fn embedded_credentials_never_survive(before in "[ -~\n]{0,40}", after in "[ -~\n]{0,40}", pick in 0usize..4) {
+    fn embedded_credentials_never_survive(before in "[ -~\n]{0,40}", after in "[ -~\n]{0,40}", pick in 0usize..5) {
         let secret = [
             "AKIAIOSFODNN7EXAMPLE",
+            "akiaiosfodnn7example",
             "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
             "sk-proj-4f9a8b7c6d5e4f3a2b1c0d9e",
             "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",

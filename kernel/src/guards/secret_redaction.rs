@@ -8,17 +8,38 @@
 //! The shapes and their exact rules live in that one module, which the
 //! arena's scenario loader uses too.
 //!
-//! Each credential span in any string of the output (object keys are left
-//! as they are) becomes `[REDACTED]`; what identifies it (a header's scheme
-//! word, `password=`) stays. An output the guard changed is released as a
-//! sanitized allow (projected `rewrite`).
+//! What is read ([`crate::credentials::forms`]): each string in every
+//! form a receiver recovers a credential from: as written; its normal form
+//! (percent-decoded, JSON escapes such as `\u005f` decoded, zero-width and
+//! other invisible characters and no-break spaces removed, NFKC, so a
+//! fullwidth `ｇhp_` reads `ghp_`); and its base64 (standard or URL-safe)
+//! and hex runs decoded. Then the string values of the call's arguments,
+//! or of the output, read together in canonical document order and in
+//! reverse, joined by a space and by nothing, so a token split as
+//! `{"a": "ghp_", "b": "<rest>"}` or across an array's strings reads whole.
+//! A digest, a UUID or the base64 of ordinary text is no credential: only
+//! decoded text with a credential shape counts.
+//!
+//! Output: each credential span in a string read as written becomes
+//! `[REDACTED]` where it sits; what identifies it (a header's scheme word,
+//! `password=`) stays. A string that carries one only in another form is
+//! redacted whole. A credential split across strings is redacted in each
+//! of them: where its pieces sit when read as written, the whole string
+//! otherwise. Object keys are left as they are. An output the guard changed
+//! is released as a sanitized allow (projected `rewrite`) whose reason
+//! counts the strings changed.
 //!
 //! `scan` (default `["output"]`) may add `"arguments"`: a call whose
-//! arguments carry a credential in any string (object keys included) is
-//! then denied before it runs, naming the shape and the JSON pointer of
-//! the string, never the credential: a credential is not rewritten on its
-//! way out, because a call sent with `[REDACTED]` is not the call the agent
-//! made.
+//! arguments carry a credential in any string (object keys included), in
+//! any of those forms, is then denied before it runs, naming the shape and
+//! the JSON pointer of the string, never the credential
+//! (`credential-in-arguments`); one split across string values names the
+//! pointer of each part (`credential-in-arguments-split`). A credential is
+//! not rewritten on its way out, because a call sent with `[REDACTED]` is
+//! not the call the agent made.
+//!
+//! Limit: each call and each output is read on its own, so a credential
+//! sent half in one call and half in the next is not joined.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -27,39 +48,19 @@ use super::{
     config_error, Guard, GuardContext, GuardError, GuardKind, GuardMeta, GuardVerdict,
     OutputVerdict,
 };
-use crate::credentials::{redact, CredentialKind};
+use crate::credentials::CredentialKind;
 use crate::error::KernelError;
-use crate::reason::DenyReason;
+
+mod read;
 
 pub use crate::credentials::REDACTED;
 
-/// Redacts every credential of `kinds` in `text`; `None` when nothing matched.
+/// Redacts every credential of `kinds` in `text` as the guard redacts one
+/// output string: where it sits when read as written, the whole text when
+/// it is read in another form; `None` when nothing matched.
 pub fn redact_text(text: &str, kinds: &[CredentialKind]) -> Option<String> {
-    redact(text, kinds)
-}
-
-fn redact_value(value: &Value, kinds: &[CredentialKind], count: &mut usize) -> Value {
-    match value {
-        Value::String(s) => match redact_text(s, kinds) {
-            Some(r) => {
-                *count += 1;
-                Value::String(r)
-            }
-            None => value.clone(),
-        },
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| redact_value(v, kinds, count))
-                .collect(),
-        ),
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| (k.clone(), redact_value(v, kinds, count)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    let redacted = read::redact_one(text, kinds);
+    (redacted != text).then_some(redacted)
 }
 
 /// Configuration of `secret-redaction`.
@@ -139,36 +140,6 @@ impl SecretRedactionGuard {
     }
 }
 
-/// The first credential of `kinds` in `value` in document order (object
-/// keys before their values), with the JSON pointer of the string.
-fn first_in(value: &Value, kinds: &[CredentialKind], at: &str) -> Option<(CredentialKind, String)> {
-    let found = |text: &str| {
-        crate::credentials::find_credentials(text)
-            .into_iter()
-            .find(|span| kinds.contains(&span.kind))
-            .map(|span| span.kind)
-    };
-    match value {
-        Value::String(text) => found(text).map(|kind| (kind, at.to_string())),
-        Value::Array(items)
-            if !crate::planted::weakened_anywhere(crate::planted::Weakness::SecretArraysUnread) =>
-        {
-            items
-                .iter()
-                .enumerate()
-                .find_map(|(i, item)| first_in(item, kinds, &format!("{at}/{i}")))
-        }
-        Value::Object(members) => members.iter().find_map(|(key, member)| {
-            let here = format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"));
-            match found(key) {
-                Some(kind) => Some((kind, here)),
-                None => first_in(member, kinds, &here),
-            }
-        }),
-        _ => None,
-    }
-}
-
 impl Guard for SecretRedactionGuard {
     fn meta(&self) -> &GuardMeta {
         &self.meta
@@ -183,11 +154,8 @@ impl Guard for SecretRedactionGuard {
         if !self.arguments {
             return Ok(GuardVerdict::Allow);
         }
-        Ok(match first_in(ctx.arguments, &self.kinds, "") {
-            Some((kind, pointer)) => GuardVerdict::Deny(DenyReason::CredentialInArguments {
-                shape: kind.as_str(),
-                pointer,
-            }),
+        Ok(match read::refuse_arguments(ctx.arguments, &self.kinds) {
+            Some(reason) => GuardVerdict::Deny(reason),
             None => GuardVerdict::Allow,
         })
     }
@@ -196,8 +164,7 @@ impl Guard for SecretRedactionGuard {
         _ctx: &GuardContext<'_>,
         output: &Value,
     ) -> Result<OutputVerdict, GuardError> {
-        let mut count = 0;
-        let redacted = redact_value(output, &self.kinds, &mut count);
+        let (redacted, count) = read::redact_output(output, &self.kinds);
         Ok(if count == 0 {
             OutputVerdict::Pass
         } else {
@@ -210,190 +177,4 @@ impl Guard for SecretRedactionGuard {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::guards::GuardMode;
-    use serde_json::json;
-
-    // Each credential shape is redacted and the surrounding text survives.
-    #[test]
-    fn redacts_each_shape() {
-        let all = CredentialKind::ALL;
-        let pem =
-            "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----\ndone";
-        assert_eq!(redact_text(pem, &all).unwrap(), "key:\n[REDACTED]\ndone");
-        assert_eq!(
-            redact_text("use sk-abcdefghijklmnop1234 now", &all).unwrap(),
-            "use [REDACTED] now"
-        );
-        assert_eq!(
-            redact_text("id AKIAIOSFODNN7EXAMPLE.", &all).unwrap(),
-            "id [REDACTED]."
-        );
-        assert_eq!(
-            redact_text("Authorization: Bearer abc.def-123456", &all).unwrap(),
-            "Authorization: Bearer [REDACTED]"
-        );
-    }
-
-    // Bearer followed by a line break or other whitespace, and GitHub tokens, are redacted.
-    #[test]
-    fn redacts_what_the_old_patterns_missed() {
-        let all = CredentialKind::ALL;
-        for (text, want) in [
-            (
-                "curl -H 'Bearer\n  eyJhbGciOi.e30.c2ln'",
-                "curl -H 'Bearer\n  [REDACTED]'",
-            ),
-            ("bearer\t\tabc.def-123456", "bearer\t\t[REDACTED]"),
-            ("Bearer\u{00a0}abc.def-123456", "Bearer\u{00a0}[REDACTED]"),
-            (
-                "GH=ghp_16C7e42F292c6912E7710c838347Ae178B4a",
-                "GH=[REDACTED]",
-            ),
-            (
-                "pat github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz end",
-                "pat [REDACTED] end",
-            ),
-            (
-                "Authorization: Basic YWxpY2U6czNjcjN0",
-                "Authorization: Basic [REDACTED]",
-            ),
-            (
-                "DATABASE_PASSWORD=hunter2 next",
-                "DATABASE_PASSWORD=[REDACTED] next",
-            ),
-        ] {
-            assert_eq!(redact_text(text, &all).as_deref(), Some(want), "{text:?}");
-        }
-    }
-
-    /// A context for a call with `arguments`.
-    fn context(arguments: &Value) -> GuardContext<'_> {
-        use std::collections::{BTreeMap, BTreeSet};
-        static LABELS: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        static MONEY: BTreeMap<String, crate::guards::MoneyTotal> = BTreeMap::new();
-        GuardContext {
-            server: "http",
-            tool: "post",
-            arguments,
-            agent_id: "a",
-            session_id: "s",
-            journal: &[],
-            labels: &LABELS,
-            money: &MONEY,
-            session_filesystem_roots: None,
-            provenance: &crate::provenance::NO_PROVENANCE,
-            definition: None,
-        }
-    }
-
-    fn guard_scanning(scan: &[&str]) -> SecretRedactionGuard {
-        SecretRedactionGuard::new(
-            GuardMeta {
-                id: "redact".into(),
-                mode: GuardMode::Enforce,
-            },
-            SecretRedactionConfig {
-                patterns: None,
-                scan: Some(scan.iter().map(|s| s.to_string()).collect()),
-            },
-        )
-        .unwrap()
-    }
-
-    // An argument scan finds a credential inside an array, naming its pointer; an argument-only guard leaves outputs alone.
-    #[test]
-    fn arrays_are_scanned_and_each_scan_place_is_its_own() {
-        let guard = guard_scanning(&["arguments"]);
-        let arguments = json!({"headers": ["Accept: */*", "Authorization: Bearer abc.def-123456"]});
-        let GuardVerdict::Deny(reason) = guard.check_request(&context(&arguments)).unwrap() else {
-            panic!("a credential in an array passed");
-        };
-        assert!(reason.to_string().contains("/headers/1"), "{reason}");
-        assert!(!guard.inspects_output());
-        assert!(guard_scanning(&["output"]).inspects_output());
-    }
-
-    // Look-alikes that are not credentials are left alone.
-    #[test]
-    fn innocent_text_untouched() {
-        let all = CredentialKind::ALL;
-        for text in [
-            "task-1.txt",
-            "risk-assessment",
-            "the bearer of news",
-            "bearer\nof news",
-            "-----BEGIN PUBLIC KEY-----",
-            "AKIA",
-            "ghp_short",
-            "build 1841 passed in 42s",
-        ] {
-            assert_eq!(redact_text(text, &all), None, "{text}");
-        }
-    }
-
-    // The guard counts the strings it changed, keeps keys, and honours a narrowed pattern list.
-    #[test]
-    fn guard_rewrites_output() {
-        let meta = GuardMeta {
-            id: "redact".into(),
-            mode: GuardMode::Enforce,
-        };
-        let guard = SecretRedactionGuard::new(
-            meta.clone(),
-            SecretRedactionConfig {
-                patterns: None,
-                scan: None,
-            },
-        )
-        .unwrap();
-        let labels = Default::default();
-        let arguments = json!({});
-        let ctx = GuardContext {
-            server: "ci-logs",
-            tool: "read_file",
-            arguments: &arguments,
-            agent_id: "operator",
-            session_id: "operator",
-            journal: &[],
-            labels: &labels,
-            money: &Default::default(),
-            session_filesystem_roots: None,
-            provenance: &crate::provenance::NO_PROVENANCE,
-            definition: None,
-        };
-        let output = json!({"log": ["Bearer\nabc.def-123456", "ok"], "ghp_x": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"});
-        let OutputVerdict::Rewrite(value, reason) = guard.check_output(&ctx, &output).unwrap()
-        else {
-            panic!("not rewritten");
-        };
-        assert_eq!(reason, "redacted credentials in 2 output strings");
-        assert_eq!(
-            value,
-            json!({"log": ["Bearer\n[REDACTED]", "ok"], "ghp_x": "[REDACTED]"})
-        );
-        let narrow = SecretRedactionGuard::new(
-            meta.clone(),
-            SecretRedactionConfig {
-                patterns: Some(vec!["github-token".into()]),
-                scan: None,
-            },
-        )
-        .unwrap();
-        let only_bearer = json!({"log": "Bearer abc.def-123456"});
-        assert_eq!(
-            narrow.check_output(&ctx, &only_bearer).unwrap(),
-            OutputVerdict::Pass
-        );
-        let err = SecretRedactionGuard::new(
-            meta,
-            SecretRedactionConfig {
-                patterns: Some(vec!["gh-token".into()]),
-                scan: None,
-            },
-        )
-        .unwrap_err();
-        assert!(err.to_string().contains("github-token"), "{err}");
-    }
-}
+mod tests;

@@ -157,6 +157,8 @@ crate::code_enum! {
     PromptInjectionSplit => "prompt-injection-split",
     /// A credential in the arguments (secret-redaction scanning arguments).
     CredentialInArguments => "credential-in-arguments",
+    /// A credential split across string values of the arguments (secret-redaction scanning arguments).
+    CredentialSplitInArguments => "credential-in-arguments-split",
     /// The injection scan ran past its budget (prompt-injection).
     ScanLimit => "scan-limit",
     /// A call to a tool whose definition in force carries an injection (prompt-injection, `scan_definitions`).
@@ -286,6 +288,7 @@ impl DenyReason {
             }) => C::PromptInjection,
             R::PromptInjection(Injection { pointer: None, .. }) => C::PromptInjectionSplit,
             R::CredentialInArguments { .. } => C::CredentialInArguments,
+            R::CredentialSplitInArguments { .. } => C::CredentialSplitInArguments,
             R::ScanLimit { .. } => C::ScanLimit,
             R::PoisonedDefinition { .. } => C::PoisonedDefinition,
             R::ApprovalRequired { .. } => C::ApprovalRequired,

@@ -373,6 +373,11 @@ impl DenyReason {
                 f,
                 "credential ({shape}) in arguments at {pointer}; a call may not send a credential"
             ),
+            R::CredentialSplitInArguments { shape, pointers } => write!(
+                f,
+                "credential ({shape}) in arguments split across string values at {}; a call may not send a credential",
+                pointers.join(", ")
+            ),
             R::ScanLimit {
                 place,
                 pointer,

@@ -12,14 +12,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         child: s("c"),
         widening,
     };
-    let injection = |pointer: Option<&str>| {
-        R::PromptInjection(Injection {
-            place: "arguments",
-            pointer: pointer.map(s),
-            pattern: s("tool-name-spoof"),
-        })
-    };
-    vec![
+    let mut all = vec![
         (R::SchemaUnknown { schema: s("x/v9") }, "capability schema \"x/v9\" is not chio.capability/v1"),
         (R::RootGrantMissing, "delegated capability carries no root grant"),
         (R::RootGrantUnexpected, "capability carries a root grant but no delegation chain"),
@@ -80,6 +73,22 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::from(MoneyDeny::Exceeded { budget: s("daily"), spent: s("1999.98"), amount: s("999.99"), limit: s("2000.00"), currency: s("EUR"), window: Some(0) }), "monetary budget daily exceeded: 1999.98 of 2000.00 EUR spent in window 0, 999.99 more requested"),
         (R::from(MoneyDeny::ShareExceeded { budget: s("daily"), capability: s("clerk-pay"), bps: 5000, spent: s("400.00"), amount: s("100.01"), limit: s("500.00"), currency: s("EUR"), window: None }), "monetary budget daily: delegated share of clerk-pay (5000 bps) exceeded: 400.00 of 500.00 EUR spent, 100.01 more requested"),
         (R::from(MoneyDeny::TotalAboveApproval { budget: s("daily"), total: s("1999.98"), threshold: s("1000"), currency: s("EUR") }), "monetary budget daily would reach 1999.98 EUR, above 1000; approval required"),
+    ];
+    all.extend(guard_examples());
+    all
+}
+
+/// One reason of every code from the guards on, with its message.
+fn guard_examples() -> Vec<(DenyReason, &'static str)> {
+    use DenyReason as R;
+    let injection = |pointer: Option<&str>| {
+        R::PromptInjection(Injection {
+            place: "arguments",
+            pointer: pointer.map(s),
+            pattern: s("tool-name-spoof"),
+        })
+    };
+    vec![
         (R::ForbiddenPath { path: s("/.env"), glob: s("**/.env") }, "path /.env matches forbidden glob **/.env"),
         (R::NotAllowlisted { path: s("/x"), access: "read" }, "path /x is not in the read allowlist"),
         (R::AllowlistPathMissing { tool: s("t"), access: "write" }, "tool t carries no path argument for the write allowlist to check"),
@@ -95,6 +104,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::HandOverRefused { pointer: s(""), keyword: s("type") }, "hand-over refused: the value fails its schema at the root: type"),
         (injection(Some("/note")), "prompt injection (tool-name-spoof) in arguments at /note"),
         (R::CredentialInArguments { shape: "github-token", pointer: s("/body") }, "credential (github-token) in arguments at /body; a call may not send a credential"),
+        (R::CredentialSplitInArguments { shape: "github-token", pointers: vec![s("/a"), s("/b")] }, "credential (github-token) in arguments split across string values at /a, /b; a call may not send a credential"),
         (injection(None), "prompt injection (tool-name-spoof) in arguments split across string values"),
         (R::ScanLimit { place: "tool output", pointer: s("/rows"), limit: s("more than 10 JSON nodes") }, "prompt injection scan limit reached in tool output at /rows: more than 10 JSON nodes"),
         (R::PoisonedDefinition { server: s("s"), tool: s("t"), pointer: s("/inputSchema/properties/notes/description"), pattern: s("ignore-previous-instructions") }, "tool poisoning: the definition of s/t in force carries a prompt injection (ignore-previous-instructions) at /inputSchema/properties/notes/description"),

@@ -367,23 +367,9 @@ pub const MIN_BASE64_RUN: usize = 64;
 /// run of at least [`MIN_BASE64_RUN`] characters (standard or URL-safe
 /// alphabet, padding optional) that decodes to printable UTF-8 text.
 fn push_base64(text: &str, out: &mut Vec<(Reading, String)>) {
-    let is_b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
-    let bytes = text.as_bytes();
     let mut decoded = String::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !is_b64(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && is_b64(bytes[i]) {
-            i += 1;
-        }
-        if i - start < MIN_BASE64_RUN {
-            continue;
-        }
-        if let Some(message) = decode_base64(&bytes[start..i]) {
+    for run in crate::decode::runs(text, MIN_BASE64_RUN, crate::decode::is_base64_byte) {
+        if let Some(message) = decode_base64(&text.as_bytes()[run]) {
             decoded.push_str(&message);
             decoded.push('\n');
         }
@@ -396,32 +382,7 @@ fn push_base64(text: &str, out: &mut Vec<(Reading, String)>) {
 /// Decodes one base64 run (a trailing partial group is dropped) when the
 /// result is UTF-8 made of printable characters and whitespace.
 fn decode_base64(run: &[u8]) -> Option<String> {
-    let value = |b: u8| -> u32 {
-        match b {
-            b'A'..=b'Z' => u32::from(b - b'A'),
-            b'a'..=b'z' => u32::from(b - b'a') + 26,
-            b'0'..=b'9' => u32::from(b - b'0') + 52,
-            b'+' | b'-' => 62,
-            _ => 63,
-        }
-    };
-    let mut bytes = Vec::with_capacity(run.len() / 4 * 3 + 2);
-    for group in run.chunks(4) {
-        let n = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (k, b)| n | value(*b) << (18 - 6 * k));
-        let keep = match group.len() {
-            4 => 3,
-            3 => 2,
-            2 => 1,
-            _ => 0,
-        };
-        for k in 0..keep {
-            bytes.push((n >> (16 - 8 * k)) as u8);
-        }
-    }
-    let message = String::from_utf8(bytes).ok()?;
+    let message = String::from_utf8(crate::decode::base64_bytes(run)).ok()?;
     let printable = message
         .chars()
         .all(|c| !c.is_control() || c.is_whitespace());

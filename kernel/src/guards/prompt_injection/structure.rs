@@ -192,7 +192,7 @@ fn read_string(text: &str, start: usize) -> (String, bool, usize) {
         }
         out.push_str(&text[run_start..i]);
         escaped = true;
-        let (ch, next) = unescape(text, i);
+        let (ch, next) = crate::decode::json_escape(text, i);
         if let Some(ch) = ch {
             out.push(ch);
         }
@@ -201,48 +201,6 @@ fn read_string(text: &str, start: usize) -> (String, bool, usize) {
     }
     out.push_str(&text[run_start.min(b.len())..]);
     (out, escaped, b.len())
-}
-
-fn hex_at(text: &str, at: usize, len: usize) -> Option<u32> {
-    let digits = text.get(at..at + len)?;
-    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return None;
-    }
-    u32::from_str_radix(digits, 16).ok()
-}
-
-/// One escape sequence at `text[at]` (the backslash): the character it
-/// stands for and the index after it.
-fn unescape(text: &str, at: usize) -> (Option<char>, usize) {
-    let Some(next) = text[at + 1..].chars().next() else {
-        return (None, at + 1);
-    };
-    let after = at + 1 + next.len_utf8();
-    match next {
-        'n' => (Some('\n'), after),
-        't' => (Some('\t'), after),
-        'r' => (Some('\r'), after),
-        'b' | 'f' => (Some(' '), after),
-        'x' => match hex_at(text, after, 2).and_then(char::from_u32) {
-            Some(c) => (Some(c), after + 2),
-            None => (Some('x'), after),
-        },
-        'u' => {
-            let Some(unit) = hex_at(text, after, 4) else {
-                return (Some('u'), after);
-            };
-            if (0xd800..0xdc00).contains(&unit) && text[after + 4..].starts_with("\\u") {
-                if let Some(low) =
-                    hex_at(text, after + 6, 4).filter(|l| (0xdc00..0xe000).contains(l))
-                {
-                    let code = 0x10000 + ((unit - 0xd800) << 10) + (low - 0xdc00);
-                    return (char::from_u32(code), after + 10);
-                }
-            }
-            (char::from_u32(unit), after + 4)
-        }
-        other => (Some(other), after),
-    }
 }
 
 fn is_word_byte(b: u8) -> bool {
