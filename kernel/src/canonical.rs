@@ -41,7 +41,10 @@ pub enum CanonicalError {
 
 mod compound;
 mod map_key;
+mod unique;
 mod writer;
+
+pub use unique::from_slice_unique;
 
 /// Serialises any `Serialize` value to canonical JSON bytes, writing them
 /// straight from the value: the bytes, and the errors, of printing the
@@ -74,6 +77,42 @@ pub fn canonical_bytes(value: &Value) -> Result<Vec<u8>, CanonicalError> {
 /// an integer past 2^53 is, never signed or forwarded in its rounded form.
 pub(crate) fn beyond_exact(f: f64) -> bool {
     f.abs() > MAX_EXACT_INTEGER as f64
+}
+
+/// Whether `value` holds a float with a whole value within 2^53, which
+/// canonical JSON prints as an integer (`1.0` as `1`).
+pub fn has_whole_floats(value: &Value) -> bool {
+    match value {
+        Value::Number(n) => n.is_f64() && whole(n.as_f64()).is_some(),
+        Value::Array(items) => items.iter().any(has_whole_floats),
+        Value::Object(map) => map.values().any(has_whole_floats),
+        _ => false,
+    }
+}
+
+/// Every float of `value` with a whole value within 2^53 made the integer
+/// its canonical text reads back as. A value's meaning is its canonical
+/// bytes, which are what is signed and what crosses a process boundary:
+/// without this, `1.0` held in memory is a float a check refuses where an
+/// integer is wanted, while the same value read back from the wire is `1`,
+/// so one topology would admit what another refuses.
+pub fn normalize_whole_floats(value: &mut Value) {
+    match value {
+        Value::Number(n) => {
+            if let Some(i) = whole(n.as_f64()).filter(|_| n.is_f64()) {
+                *value = Value::from(i);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_whole_floats),
+        Value::Object(map) => map.values_mut().for_each(normalize_whole_floats),
+        _ => {}
+    }
+}
+
+/// The integer a float is, when it is whole and within 2^53.
+fn whole(f: Option<f64>) -> Option<i64> {
+    f.filter(|f| f.fract() == 0.0 && f.abs() <= MAX_EXACT_INTEGER as f64)
+        .map(|f| f as i64)
 }
 
 /// The path of the first integer in `value` that has no exact canonical

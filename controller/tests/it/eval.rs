@@ -114,6 +114,27 @@ fn malformed_envelopes_are_typed_errors() {
             "{\"request\": 1, \"capability\": {}, \"trusted_issuers_hex\": []}".to_string(),
         ),
         ("CHIO-EVAL-MISSING-CLOCK", no_clock.to_string()),
+        // A key given twice would be one request here and another to a
+        // reader that keeps the first.
+        (
+            "CHIO-EVAL-NOT-JSON",
+            base.to_string()
+                .replacen("{", "{\"clock_override_unix_secs\": 1, ", 1),
+        ),
+        (
+            "CHIO-EVAL-NOT-JSON",
+            base.to_string()
+                .replacen("\"request\":{", "\"request\":{\"tool\":\"file_write\",", 1),
+        ),
+        // An integer literal past 2^64 reads as a float past 2^53.
+        (
+            "CHIO-EVAL-OUT-OF-RANGE",
+            base.to_string().replacen(
+                "\"arguments\":{",
+                "\"arguments\":{\"n\":18446744073709551623,",
+                1,
+            ),
+        ),
     ];
     for (code, text) in cases {
         let tmp = tempfile::tempdir().unwrap();

@@ -41,6 +41,11 @@ struct Admitting {
     trace: DecisionTrace,
     /// What the call carries to its server ([`AdmissionTicket::carried_labels`]).
     carried: BTreeSet<String>,
+    /// Every hold the admission batch asked for, when a store failed in
+    /// it: a caller with no answer must assume any prefix of the batch took
+    /// effect (a stalled service may apply it after the deadline), so a
+    /// deny releases all of them; releasing a hold never taken is a no-op.
+    uncertain: Vec<String>,
 }
 
 /// The next answer of a batch; a batch that ended early answers nothing
@@ -286,6 +291,17 @@ impl Kernel {
 
     /// Steps 1 to 7; see the module doc.
     pub fn admit(&mut self, request: &ToolCallRequest, now_ms: u64) -> Admission {
+        // Decided on the canonical value, which is what was signed and what
+        // a request read back from the wire holds: `1.0` is `1`.
+        let normalized;
+        let request = if crate::canonical::has_whole_floats(&request.arguments) {
+            let mut copy = request.clone();
+            crate::canonical::normalize_whole_floats(&mut copy.arguments);
+            normalized = copy;
+            &normalized
+        } else {
+            request
+        };
         // Arguments with no canonical form fail the proof's check at
         // binding (`proof-uncanonical`), so the empty hash below only ever
         // sits in a deny's receipt, beside the reason that names it.
@@ -311,8 +327,13 @@ impl Kernel {
                     _ => "deny",
                 };
                 trace.stop(stopped, outcome.reason.as_deref().unwrap_or_default());
-                let releases = state
-                    .holds
+                let mut released = state.holds;
+                for hold_id in state.uncertain {
+                    if !released.contains(&hold_id) {
+                        released.push(hold_id);
+                    }
+                }
+                let releases = released
                     .into_iter()
                     .map(|hold_id| StoreOp::Release { hold_id })
                     .collect();
@@ -340,7 +361,21 @@ impl Kernel {
         let verified = self.verify_step(request, now_ms, &mut state.trace)?;
         let mut plan = self.plan(request, now_ms, &verified);
         let ops = std::mem::take(&mut plan.ops);
-        let mut answers = self.stores.run_batch(ops).into_iter();
+        let asked = ops.len();
+        let record = ops
+            .iter()
+            .position(|op| matches!(op, StoreOp::RecordRequest { .. }));
+        let answers = self.stores.run_batch(ops);
+        // Only a request the store recorded as fresh owns its hold ids (a
+        // replayed copy's ids are the original's, which must not be
+        // released), and only a batch the store failed partway through may
+        // have applied holds the kernel was not told of.
+        let fresh =
+            record.is_some_and(|i| matches!(answers.get(i), Some(Ok(OpAnswer::Fresh(true)))));
+        if fresh && (answers.len() < asked || answers.iter().any(Result::is_err)) {
+            state.uncertain = plan.holds.iter().map(|w| w.hold_id.clone()).collect();
+        }
+        let mut answers = answers.into_iter();
         // 2. Revocation, one lookup per id.
         read_revocation(&verified, &mut answers).map_err(deny)?;
         let trace = &mut state.trace;

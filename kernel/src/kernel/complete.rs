@@ -147,11 +147,13 @@ impl Kernel {
             carried: _,
         } = ticket;
         let ToolOutput {
-            content,
+            mut content,
             label,
             integrity,
             performed,
         } = output;
+        // The canonical value, as a reader across a process boundary gets it.
+        crate::canonical::normalize_whole_floats(&mut content);
         let guarded = self
             .run_output_guards_over(&request, &principal, content, &mut observed, &mut trace)
             .and_then(hash_released);

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::PortableRequest;
-use crate::canonical::first_inexact_integer;
+use crate::canonical::{first_inexact_integer, from_slice_unique};
 use crate::error::EnvelopeError;
 use crate::keys::parse_public_key_hex;
 use crate::token::CapabilityToken;
@@ -81,7 +81,9 @@ struct RequestWire {
 /// integer anywhere in the envelope must lie within -2^53..=2^53, or it is
 /// [`EnvelopeError::OutOfRange`].
 pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
-    let value: Value = serde_json::from_slice(json).map_err(|e| EnvelopeError::NotJson {
+    // A key given twice would mean one request here and another to a
+    // reader that keeps the first: refused, naming the key.
+    let value: Value = from_slice_unique(json).map_err(|e| EnvelopeError::NotJson {
         detail: syntax_detail(&e),
     })?;
     let Value::Object(top) = &value else {

@@ -1261,3 +1261,59 @@ fn a_qualified_predecessor_is_that_servers_tool_only() {
     );
     assert_eq!(publish.verdict, Verdict::Allow, "{:?}", publish.reason);
 }
+
+/// Authority state that applies every batch, then answers the first one
+/// as a service that failed partway through answering: the request record
+/// is answered (fresh), every operation from the first hold on is not,
+/// although the store applied it.
+struct AppliedThenLate {
+    inner: std::sync::Arc<std::sync::Mutex<InMemoryAuthority>>,
+    late: bool,
+}
+
+impl chio_kernel::batch::BatchStore for AppliedThenLate {
+    fn run(&mut self, ops: Vec<chio_kernel::batch::StoreOp>) -> chio_kernel::batch::BatchAnswers {
+        let first_hold = ops
+            .iter()
+            .position(|op| matches!(op, chio_kernel::batch::StoreOp::Hold { .. }));
+        let answers = chio_kernel::batch::BatchStore::run(&mut *self.inner.lock().unwrap(), ops);
+        match first_hold {
+            Some(cut) if std::mem::take(&mut self.late) => answers
+                .into_iter()
+                .enumerate()
+                .map(|(i, answer)| {
+                    if i < cut {
+                        answer
+                    } else {
+                        Err(chio_kernel::error::StoreError::unavailable(
+                            chio_kernel::error::StoreName::Budget,
+                            "the connection broke before the answer",
+                        ))
+                    }
+                })
+                .collect(),
+            _ => answers,
+        }
+    }
+}
+
+// A store that fails partway through answering may have applied a hold the kernel was not told of: for a request it recorded as fresh (so the hold ids are its own), the kernel denies and releases every hold it asked for, so the unanswered hold never spends the budget; under a budget of two, the next two calls are admitted and the third refused.
+#[test]
+fn a_hold_applied_but_unanswered_is_released() {
+    let cap = two_invocation_cap();
+    let files = world_files();
+    let inner = std::sync::Arc::new(std::sync::Mutex::new(InMemoryAuthority::default()));
+    let stores = KernelStores::new(AppliedThenLate {
+        inner: inner.clone(),
+        late: true,
+    });
+    let mut k = Kernel::new(kernel_config(vec![]), stores).unwrap();
+    let late = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r1");
+    assert_eq!(late.verdict, Verdict::Deny, "{:?}", late.reason);
+    for id in ["r2", "r3"] {
+        let d = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", id);
+        assert_eq!(d.verdict, Verdict::Allow, "{id}: {:?}", d.reason);
+    }
+    let over = alice_decides(&mut k, &files, &cap, "/workspace/notes.txt", "r4");
+    assert_eq!(over.verdict, Verdict::Deny);
+}

@@ -138,6 +138,11 @@ pub(super) fn toml_to_json(
             }
             J::from(*i)
         }
+        // A whole float is the integer its canonical text reads back as
+        // (`1.0` is `1`), as the kernel holds it on every topology.
+        toml::Value::Float(f) if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 => {
+            J::from(*f as i64)
+        }
         toml::Value::Float(f) => match serde_json::Number::from_f64(*f) {
             Some(n) => J::Number(n),
             None => {

@@ -42,7 +42,7 @@ use rows::SqlRows;
 use schema::prepare_connection;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use writer::WriterStats;
-use writer::{run_in_savepoint, Job, Writer, WriterCounters, QUEUE_CAPACITY};
+use writer::{run_in_savepoint, FileIdentity, Job, Writer, WriterCounters, QUEUE_CAPACITY};
 
 /// Handle to a SQLite trust-control store; clones share one writer thread,
 /// which ends when the last handle is dropped.
@@ -63,12 +63,16 @@ impl SqliteTrustStore {
             fix: "pass a --db path in an existing, writable directory",
         })?;
         prepare_connection(&conn, path)?;
+        let wal = conn
+            .query_row("PRAGMA journal_mode", [], |row| row.get::<_, String>(0))
+            .is_ok_and(|mode| mode.eq_ignore_ascii_case("wal"));
         let (jobs, receiver) = mpsc::channel(QUEUE_CAPACITY);
         let counters = Arc::new(WriterCounters::default());
         let writer = Writer {
             conn,
             jobs: receiver,
             counters: Arc::clone(&counters),
+            file: FileIdentity::of(path, wal),
         };
         std::thread::Builder::new()
             .name("chio-trust-sqlite-writer".to_owned())

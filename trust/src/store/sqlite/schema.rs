@@ -94,6 +94,13 @@ pub(super) fn prepare_connection(conn: &Connection, path: &Path) -> Result<(), T
              PRAGMA user_version = {SCHEMA_VERSION};\nCOMMIT;"
         );
         conn.execute_batch(&create)?;
+        // Said aloud: a service restarted on a path whose file was lost
+        // would otherwise start empty without a word, forgetting every
+        // request id, revocation and hold it held.
+        tracing::warn!(
+            path = %path.display(),
+            "created a new, empty trust-control database; if this service held state at this path before, that state is gone"
+        );
         return Ok(());
     }
     if application_id != APPLICATION_ID {

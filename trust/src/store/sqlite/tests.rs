@@ -6,6 +6,56 @@ use super::schema::SCHEMA_V1;
 use super::*;
 use crate::model::HoldOutcome;
 
+// Proves a store whose file is removed, replaced or emptied while it runs, or whose write-ahead log is removed, refuses every later write naming the cause, instead of answering as durable a write the next start would not find; the writes before it stand.
+#[tokio::test]
+async fn a_lost_file_refuses_every_later_write() {
+    type Lose = fn(&std::path::Path);
+    let cases: [(&str, Lose, &str); 4] = [
+        (
+            "removed",
+            |p| std::fs::remove_file(p).unwrap(),
+            "was removed",
+        ),
+        (
+            "replaced",
+            |p| {
+                std::fs::remove_file(p).unwrap();
+                std::fs::write(p, b"another file").unwrap();
+            },
+            "was replaced",
+        ),
+        (
+            "emptied",
+            |p| {
+                std::fs::File::create(p).unwrap();
+            },
+            "was emptied",
+        ),
+        (
+            "log",
+            |p| {
+                let mut wal = p.as_os_str().to_owned();
+                wal.push("-wal");
+                std::fs::remove_file(wal).unwrap();
+            },
+            "write-ahead log",
+        ),
+    ];
+    for (name, lose, cause) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trust.db");
+        let store = SqliteTrustStore::open(&path).unwrap();
+        store.revoke("cap-1", 42).await.unwrap();
+        lose(&path);
+        let err = store.revoke("cap-2", 43).await.unwrap_err().to_string();
+        assert!(err.contains(cause), "{name}: {err}");
+        assert!(
+            store.hold_budget("h-1", "inv:cap-1", 1, 3).await.is_err(),
+            "{name}: a hold was answered as durable"
+        );
+    }
+}
+
 // Proves a write survives dropping the store and reopening the file, in WAL mode.
 #[tokio::test]
 async fn state_survives_reopen_and_file_is_wal() {

@@ -63,6 +63,67 @@ pub(super) struct Writer {
     pub(super) conn: Connection,
     pub(super) jobs: mpsc::Receiver<Job>,
     pub(super) counters: Arc<WriterCounters>,
+    /// The database file as opened, checked before every commit.
+    pub(super) file: FileIdentity,
+}
+
+/// The database file a store opened: its path and, on Unix, its device and
+/// inode. A commit into a file that was removed, replaced or emptied while
+/// the service ran would be answered as durable and then lost at the next
+/// start (which would find no file, or another one), forgetting request
+/// ids, revocations and holds; such a batch is refused instead.
+#[derive(Debug, Clone)]
+pub(super) struct FileIdentity {
+    path: std::path::PathBuf,
+    id: Option<(u64, u64)>,
+    /// Whether the database runs a write-ahead log, which then exists for
+    /// as long as a connection holds the database open.
+    wal: bool,
+}
+
+impl FileIdentity {
+    /// The file at `path` as it is now, running a write-ahead log or not.
+    pub(super) fn of(path: &std::path::Path, wal: bool) -> FileIdentity {
+        FileIdentity {
+            path: path.to_path_buf(),
+            id: identity(path),
+            wal,
+        }
+    }
+
+    /// Why the file is no longer the one opened, if it is not: removed,
+    /// replaced by another file, emptied, or its write-ahead log removed.
+    fn changed(&self) -> Option<String> {
+        let shown = self.path.display();
+        let Ok(meta) = std::fs::metadata(&self.path) else {
+            return Some(format!("the database file {shown} was removed"));
+        };
+        if identity(&self.path) != self.id {
+            return Some(format!(
+                "the database file {shown} was replaced by another file"
+            ));
+        }
+        if meta.len() == 0 {
+            return Some(format!("the database file {shown} was emptied"));
+        }
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        if self.wal && !std::path::Path::new(&wal).exists() {
+            return Some(format!("the write-ahead log of {shown} was removed"));
+        }
+        None
+    }
+}
+
+#[cfg(unix)]
+fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn identity(_: &std::path::Path) -> Option<(u64, u64)> {
+    None
 }
 
 impl Writer {
@@ -95,7 +156,17 @@ impl Writer {
                     .into_iter()
                     .map(|job| job(Some(&mut transaction)))
                     .collect();
-                let failure = transaction.commit().err().map(TrustError::from);
+                // Never answer durable what the next start would not find:
+                // the batch rolls back (dropped uncommitted) and every job
+                // is refused naming the cause.
+                let failure = match self.file.changed() {
+                    Some(why) => Some(TrustError::Io {
+                        action: "commit to the database".to_owned(),
+                        detail: why,
+                        fix: "restore the database file and restart the service on it; nothing more is committed until then",
+                    }),
+                    None => transaction.commit().err().map(TrustError::from),
+                };
                 (settled, failure)
             }
             Err(error) => {
