@@ -428,6 +428,16 @@ impl Bundle {
             .collect();
         let mut policies = BTreeMap::new();
         for kernel in manifest.policies.keys() {
+            // A kernel id names a file inside the bundle, never a path: a
+            // manifest edited to hold `../x` or `/etc/x` is refused unread.
+            if !crate::scenario::is_valid_id(kernel) {
+                return Err(ArenaError::Bundle {
+                    path: manifest_path.display().to_string(),
+                    cause: format!(
+                        "policies names {kernel:?}, which is not a kernel id; the manifest was edited"
+                    ),
+                });
+            }
             let path = dir.join(POLICIES_DIR).join(format!("{kernel}.json"));
             let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
             policies.insert(kernel.clone(), text.trim_end_matches('\n').to_string());

@@ -139,13 +139,23 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
         None => read_input(args)?,
     };
+    let answer =
+        evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
+    // Written once it was evaluated (a refused envelope is never written),
+    // as canonical JSON, whatever spelling it was given in.
     if let Some(path) = &args.write_envelope {
-        let mut text = bytes.clone();
+        let mut text = chio_kernel::canonical::from_slice_unique(&bytes)
+            .ok()
+            .and_then(|value| chio_kernel::canonical::to_canonical_vec(&value).ok())
+            .ok_or_else(|| {
+                CliError::infrastructure(
+                    COMMAND,
+                    "the evaluated envelope has no canonical form".into(),
+                )
+            })?;
         text.push(b'\n');
         std::fs::write(path, text).map_err(|e| CliError::write_failed(COMMAND, path, &e))?;
     }
-    let answer =
-        evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
     let text = if args.json {
         // The envelope's integers were range-checked, so this signals a bug.
         let json = answer

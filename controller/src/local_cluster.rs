@@ -172,6 +172,18 @@ impl LocalCluster {
                 problem: format!("cannot create a folder for the local cluster: {e}"),
                 fix: "make TMPDIR (or /tmp) writable",
             })?;
+        // The folder holds the tokens and trust-control's database: the
+        // user's own, before any file is written into it.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(
+                |e| NodeError::Config {
+                    problem: format!("cannot make the local cluster's folder private: {e}"),
+                    fix: "make TMPDIR (or /tmp) a folder whose permissions you may set",
+                },
+            )?;
+        }
         let trust_secret = fresh_secret();
         let cluster_secret = fresh_secret();
         write_secret(&dir.path().join(TRUST_TOKEN_FILE), &trust_secret)?;

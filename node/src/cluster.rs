@@ -45,8 +45,8 @@ impl ClusterToken {
 
     /// Reads a token from a file, ignoring surrounding whitespace.
     pub fn from_file(path: &std::path::Path) -> Result<Self, NodeError> {
-        let contents = std::fs::read_to_string(path).map_err(|e| NodeError::Config {
-            problem: format!("cannot read token file {}: {e}", path.display()),
+        let contents = chio_trust::read_token_file(path).map_err(|e| NodeError::Config {
+            problem: e.to_string(),
             fix: "pass a readable file that holds the token",
         })?;
         Self::new(contents.trim())

@@ -119,10 +119,11 @@ pub async fn run(
     }
     let backend = match choice {
         StoreChoice::Control { url, token_file } => {
-            let contents = std::fs::read_to_string(&token_file).map_err(|e| NodeError::Config {
-                problem: format!("cannot read token file {}: {e}", token_file.display()),
-                fix: "pass a readable file that holds trust-control's token",
-            })?;
+            let contents =
+                chio_trust::read_token_file(&token_file).map_err(|e| NodeError::Config {
+                    problem: e.to_string(),
+                    fix: "pass a readable file that holds trust-control's token",
+                })?;
             let token =
                 BearerToken::from_file_contents(&contents).map_err(|e| NodeError::Config {
                     problem: e.to_string(),

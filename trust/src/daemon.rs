@@ -44,14 +44,7 @@ pub fn resolve_token(
         (Some(_), Some(_)) => Err(TrustError::AmbiguousToken),
         (None, None) => Err(TrustError::MissingToken),
         (None, Some(token)) => BearerToken::new(token),
-        (Some(path), None) => {
-            let contents = std::fs::read_to_string(path).map_err(|error| TrustError::Io {
-                action: format!("read token file {}", path.display()),
-                detail: error.to_string(),
-                fix: "pass a readable file that holds the token",
-            })?;
-            BearerToken::from_file_contents(&contents)
-        }
+        (Some(path), None) => BearerToken::from_file(path),
     }
 }
 

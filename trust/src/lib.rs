@@ -34,4 +34,4 @@ pub use service::serve;
 pub use store::memory::InMemoryTrustStore;
 pub use store::sqlite::SqliteTrustStore;
 pub use store::TrustStore;
-pub use token::BearerToken;
+pub use token::{read_token_file, BearerToken};

@@ -58,6 +58,14 @@ impl BearerToken {
         BearerToken::new(contents.trim())
     }
 
+    /// Reads a token from the file at `path`. A file that cannot be read is
+    /// refused without naming the path: an operator who passes the token
+    /// itself where its file is wanted would otherwise see it printed.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, TrustError> {
+        let contents = read_token_file(path)?;
+        BearerToken::from_file_contents(&contents)
+    }
+
     /// SHA-256 of the secret: what a server keeps to check presented tokens
     /// with [`bearer_header_matches`].
     pub fn digest(&self) -> [u8; 32] {
@@ -165,6 +173,16 @@ impl tonic::service::Interceptor for BearerHeader {
     }
 }
 
+/// The text of a token file; the error names what went wrong and never the
+/// path given, which may be the token itself passed by mistake.
+pub fn read_token_file(path: &std::path::Path) -> Result<String, TrustError> {
+    std::fs::read_to_string(path).map_err(|error| TrustError::Io {
+        action: "read the token file given".to_owned(),
+        detail: error.kind().to_string(),
+        fix: "pass the path of a readable file that holds the token (never the token itself)",
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +220,15 @@ mod tests {
         assert!(!check.admits(Some(format!("Bearer {TOKEN}x").as_bytes())));
         assert!(!check.admits(Some(format!("bearer {TOKEN}").as_bytes())));
         assert!(!check.admits(Some(b"Bearer ")));
+    }
+
+    // A token passed where its file is wanted is never printed: the error names the failure, not the path.
+    #[test]
+    fn an_unreadable_token_file_is_not_named() {
+        let token = "0123456789abcdef0123456789abcdef";
+        let err = BearerToken::from_file(std::path::Path::new(token)).unwrap_err();
+        let text = err.to_string();
+        assert!(!text.contains(token), "{text}");
+        assert!(text.contains("token file"), "{text}");
     }
 }

@@ -208,6 +208,26 @@ fn read_refuses_linked_inputs() {
     assert!(matches!(err, ArenaError::Bundle { .. }), "{err:?}");
 }
 
+// A manifest edited so that a policy's kernel id is a path (`../x`, an absolute path) is refused before any file outside the bundle is opened.
+#[test]
+fn read_refuses_a_policy_named_by_a_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("out");
+    sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")])
+        .write(&dir)
+        .unwrap();
+    std::fs::write(tmp.path().join("outside.json"), b"[]").unwrap();
+    let path = dir.join(MANIFEST_FILE);
+    let text = std::fs::read_to_string(&path).unwrap();
+    for name in ["../../outside", "/etc/passwd"] {
+        let edited = text.replacen("\"k\"", &format!("{name:?}"), 1);
+        assert_ne!(edited, text);
+        std::fs::write(&path, &edited).unwrap();
+        let err = Bundle::read(&dir).unwrap_err();
+        assert!(err.to_string().contains("not a kernel id"), "{err}");
+    }
+}
+
 // A full disk while the bundle is written is an infrastructure failure (the
 // CLI exits 3), never a refused input. /dev/full answers every write with
 // ENOSPC, exactly as a full filesystem does, without root: the receipts file

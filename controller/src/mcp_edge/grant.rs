@@ -201,13 +201,9 @@ pub fn control_client(
             "name the namespace with letters, digits and dashes",
         ));
     }
-    let contents = std::fs::read_to_string(token_file).map_err(|e| {
+    let contents = chio_trust::read_token_file(token_file).map_err(|e| {
         config_error(
-            format!(
-                "cannot read token file {}: {}",
-                token_file.display(),
-                e.kind()
-            ),
+            e.to_string(),
             "pass a readable file that holds trust-control's token",
         )
     })?;

@@ -218,3 +218,39 @@ fn capability_errors_name_the_path_not_the_value() {
     );
     assert!(!stderr.contains("leaked-value-4f9a"), "{stderr}");
 }
+
+// --write-envelope writes what was evaluated as canonical JSON, whatever spelling it was given in, and writes nothing for an envelope that is refused.
+#[test]
+fn write_envelope_writes_only_an_evaluated_envelope_canonically() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base: Value = serde_json::from_slice(
+        &std::fs::read(repo_path("kernel/tests/fixtures/portable/envelope.json")).unwrap(),
+    )
+    .unwrap();
+    let pretty = tmp.path().join("pretty.json");
+    std::fs::write(&pretty, serde_json::to_vec_pretty(&base).unwrap()).unwrap();
+    let out = tmp.path().join("out.json");
+    let args = [
+        "eval",
+        pretty.to_str().unwrap(),
+        "--write-envelope",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let written = std::fs::read_to_string(&out).unwrap();
+    let canonical = chio_kernel::canonical::to_canonical_string(&base).unwrap();
+    assert_eq!(written, format!("{canonical}\n"));
+    let refused = tmp.path().join("refused.json");
+    std::fs::write(&refused, "{\"request\": 1}").unwrap();
+    let never = tmp.path().join("never.json");
+    let args = [
+        "eval",
+        refused.to_str().unwrap(),
+        "--write-envelope",
+        never.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(!never.exists(), "a refused envelope was written");
+}
