@@ -201,12 +201,27 @@ pub fn run(args: &RecordArgs, out: &mut dyn Write, palette: Palette) -> Result<(
         .to_path_buf();
     let output = |e: std::io::Error| CliError::output(COMMAND, &e);
     for server in &servers {
+        // What will run, escaped so a command cannot forge the line, with
+        // the environment it sets (a PATH of its own picks another program).
         let command = shell_words::join(server.command.iter().flatten());
         let cwd = server.cwd.as_deref().unwrap_or(".");
+        let env: Vec<String> = server
+            .env
+            .iter()
+            .flatten()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        let env = match env.is_empty() {
+            true => String::new(),
+            false => format!(" with {}", shell_words::join(env)),
+        };
         writeln!(
             out,
-            "{COMMAND}: server {} runs {command} (in {cwd})",
-            server.id
+            "{COMMAND}: server {} runs {} (in {}){}",
+            server.id,
+            crate::term::printable(&command),
+            crate::term::printable(cwd),
+            crate::term::printable(&env)
         )
         .map_err(output)?;
     }

@@ -189,6 +189,25 @@ fn row_contradictions(
             )),
         }
     }
+    // The estimated cost is the declaration's prices times what the row
+    // spent, never a figure of its own.
+    let priced = super::ledger::estimated_cost(campaign, row);
+    let agrees = match (row.estimated_cost, priced) {
+        (None, None) => true,
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0),
+        _ => false,
+    };
+    if !agrees {
+        let show = |v: Option<f64>| v.map_or("nothing".to_string(), |v| format!("{v}"));
+        found.push(contradiction(
+            "estimated_cost",
+            format!(
+                "the row records {}, the declaration's prices of what it spent give {}",
+                show(row.estimated_cost),
+                show(priced)
+            ),
+        ));
+    }
     let schema = row.record.as_ref().map(|r| r.schema_version.as_str());
     if row.evidence_refs.is_empty() {
         if let Some(schema) =

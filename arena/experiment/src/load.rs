@@ -295,6 +295,15 @@ fn validate_verdict(verdict: &VerdictSection) -> Result<Verdict, ExperimentError
         ));
     }
     let seed = verdict.seed.unwrap_or(DEFAULT_BOOTSTRAP_SEED);
+    // The seed is printed in the synthesis, as canonical JSON, which holds
+    // integers up to 2^53 exactly: refused here, not after every run.
+    if seed > 1 << 53 {
+        return Err(matrix_error(
+            "verdict.seed",
+            "must be at most 2^53 (9007199254740992), which canonical JSON holds exactly"
+                .to_string(),
+        ));
+    }
     Ok(Verdict {
         criterion,
         validity,

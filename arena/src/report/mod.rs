@@ -44,6 +44,29 @@ details{margin:0.3em 0;padding-left:1em;border-left:2px solid #ddd}\
 summary{cursor:pointer}\
 svg{max-width:100%;height:auto}";
 
+/// `text` as it may reach a terminal: every control character (C0, DEL,
+/// C1) and every bidirectional override or isolate written as a `\u{..}`
+/// escape, so a title, an id or a reason from a scenario, an envelope or a
+/// bundle cannot move the cursor, retitle the window, clear the screen or
+/// reorder what the reader sees. Text without such characters is returned
+/// as it is.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let hidden =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(hidden) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// `text` with the five HTML-significant characters escaped, safe in an
 /// element's content and in a double- or single-quoted attribute.
 pub fn escape(text: &str) -> String {

@@ -314,6 +314,26 @@ fn reference_campaign_end_to_end() {
 /// row states contradicts the forged file; the run records beside it do.
 fn forged_synthesis_is_contradicted(dir: &Path, decl: &Path, ledger: &Path) {
     let id = "guard-pipelines/01";
+    // Spend edited below what the synthesis states (to pass a limit): the
+    // synthesis is what the limits judge.
+    let genuine = std::fs::read(ledger).unwrap();
+    let mut value: Value = serde_json::from_slice(&genuine).unwrap();
+    let rows = value["rows"].as_array_mut().unwrap();
+    let row = rows.iter_mut().find(|r| r["schedule_id"] == id).unwrap();
+    row["spent"]["kernel_evaluations"] = 1.into();
+    std::fs::write(ledger, serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+    let out = expect(
+        dir,
+        &["campaign", "report", s(decl), s(ledger), "--json"],
+        0,
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        contradicted_fields(&report, id).contains(&"spent.kernel_evaluations".to_string()),
+        "{:?}",
+        contradicted_fields(&report, id)
+    );
+    std::fs::write(ledger, &genuine).unwrap();
     let mut value: Value = serde_json::from_slice(&std::fs::read(ledger).unwrap()).unwrap();
     let rows = value["rows"].as_array_mut().unwrap();
     let row = rows.iter_mut().find(|r| r["schedule_id"] == id).unwrap();
@@ -850,7 +870,14 @@ fn each_field_the_evidence_contradicts_is_named() {
     let genuine = std::fs::read(&f.ledger).unwrap();
     let bundle = f.dir.join("attempts/ws-01");
     type Edit = fn(&mut serde_json::Map<String, Value>);
-    let cases: [(&str, Edit, &[&str]); 4] = [
+    let cases: [(&str, Edit, &[&str]); 5] = [
+        (
+            "edited cost",
+            |row| {
+                row.insert("estimated_cost".into(), 0.0.into());
+            },
+            &["estimated_cost"],
+        ),
         (
             "edited status",
             |row| {

@@ -632,6 +632,19 @@ fn refuses_out_of_range_load() {
     }
 }
 
+// A bootstrap seed past 2^53, which the synthesis could not print exactly, is refused at load, before any run; 2^53 itself loads.
+#[test]
+fn refuses_a_seed_past_two_to_the_53() {
+    let body = format!(
+        "{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\nseed = 9007199254740993\n"
+    );
+    assert_refused_text(
+        &base_matrix(&body),
+        "CHIO-MATRIX-INVALID",
+        "verdict.seed: must be at most 2^53",
+    );
+}
+
 // --workers contradicting a declared [protocol] concurrency is refused as ambiguous; agreeing with it is accepted.
 #[test]
 fn refuses_an_ambiguous_concurrency() {

@@ -68,7 +68,7 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         ));
         return;
     }
-    let (outcome, evidence, checks) =
+    let (outcome, evidence, checks, spent) =
         match derive(&row.schedule_id, &path.display().to_string(), &bytes, task) {
             Ok(derived) => derived,
             Err(e) => {
@@ -87,6 +87,27 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
     }
     compare_records(record, &evidence, found);
     compare_checks(&row.oracle_checks, &checks, SYNTHESIS_FILE, found);
+    // What the matrix spent is the synthesis's, which the limits judge.
+    for (field, recorded, stated) in [
+        ("spent.steps", row.spent.steps, spent.steps),
+        (
+            "spent.kernel_evaluations",
+            row.spent.kernel_evaluations,
+            spent.kernel_evaluations,
+        ),
+    ] {
+        if stated.is_some() && recorded != stated {
+            let show = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());
+            found.push(contradiction(
+                field,
+                format!(
+                    "the row records {}, {SYNTHESIS_FILE} {}",
+                    show(recorded),
+                    show(stated)
+                ),
+            ));
+        }
+    }
     if let Err(why) = derived_again(checked, &bytes) {
         found.push(contradiction("record", why));
     }

@@ -135,13 +135,14 @@ pub(super) fn read_record(
 }
 
 /// What a record's bytes establish for a task's row, as an import would
-/// fill it: the native outcome, the record's evidence and the oracle checks.
+/// fill it: the native outcome, the record's evidence, the oracle checks
+/// and what the attempt spent.
 pub(crate) fn derive(
     schedule_id: &str,
     path: &str,
     bytes: &[u8],
     task: &Task,
-) -> Result<(String, RecordEvidence, Vec<OracleCheck>), ExperimentError> {
+) -> Result<(String, RecordEvidence, Vec<OracleCheck>, Spent), ExperimentError> {
     let record = ImportRecord {
         schedule_id: schedule_id.to_string(),
         path: path.to_string(),
@@ -149,7 +150,7 @@ pub(crate) fn derive(
         measured: None,
     };
     let filled = read_record(schedule_id, &record, task.evidence, task.kind)?;
-    Ok((filled.outcome, filled.record, filled.checks))
+    Ok((filled.outcome, filled.record, filled.checks, filled.spent))
 }
 
 /// Fills a row from a `chio.arena.run/v1` record: its status, its failing

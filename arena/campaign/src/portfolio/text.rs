@@ -3,6 +3,7 @@
 use super::LimitLine;
 use super::{Amount, Report};
 use crate::Evidence;
+use chio_arena::report::printable;
 
 /// A number as text with at most three decimals, trailing zeros dropped.
 pub(crate) fn short(value: f64) -> String {
@@ -72,7 +73,7 @@ pub fn render_text(report: &Report) -> String {
             section.comparison
         ));
         for reason in &section.blocked_because {
-            text.push_str(&format!("    blocked: {reason}\n"));
+            text.push_str(&format!("    blocked: {}\n", printable(reason)));
         }
     }
     text.push_str("\nattempts\n");
@@ -86,7 +87,7 @@ pub fn render_text(report: &Report) -> String {
             a.outcome,
             a.reason
                 .as_deref()
-                .map(|r| format!(": {r}"))
+                .map(|r| format!(": {}", printable(r)))
                 .unwrap_or_default(),
             limits.join(", ")
         ));
@@ -97,7 +98,11 @@ pub fn render_text(report: &Report) -> String {
             ));
         }
         for c in &a.contradictions {
-            text.push_str(&format!("    contradicted: {}: {}\n", c.field, c.reason));
+            text.push_str(&format!(
+                "    contradicted: {}: {}\n",
+                printable(&c.field),
+                printable(&c.reason)
+            ));
         }
     }
     text
