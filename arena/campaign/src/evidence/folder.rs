@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::{compare_checks, contradiction, Contradiction, RefCheck, SYNTHESIS_FILE};
-use crate::ledger::{derive, RecordEvidence, MATRIX_RECORD};
+use crate::ledger::{derive, RecordEvidence, Spent, MATRIX_RECORD};
 use crate::TaskKind;
 use chio_experiment::definition::sha256_hex;
 use chio_experiment::execute::recorded_table;
@@ -87,27 +87,7 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
     }
     compare_records(record, &evidence, found);
     compare_checks(&row.oracle_checks, &checks, SYNTHESIS_FILE, found);
-    // What the matrix spent is the synthesis's, which the limits judge.
-    for (field, recorded, stated) in [
-        ("spent.steps", row.spent.steps, spent.steps),
-        (
-            "spent.kernel_evaluations",
-            row.spent.kernel_evaluations,
-            spent.kernel_evaluations,
-        ),
-    ] {
-        if stated.is_some() && recorded != stated {
-            let show = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());
-            found.push(contradiction(
-                field,
-                format!(
-                    "the row records {}, {SYNTHESIS_FILE} {}",
-                    show(recorded),
-                    show(stated)
-                ),
-            ));
-        }
-    }
+    compare_spent(&row.spent, &spent, found);
     if let Err(why) = derived_again(checked, &bytes) {
         found.push(contradiction("record", why));
     }
@@ -158,6 +138,30 @@ fn first_difference(stated: &[u8], derived: &[u8]) -> String {
         excerpt(stated),
         excerpt(derived)
     )
+}
+
+/// What the matrix spent is the synthesis's, which the limits judge.
+fn compare_spent(recorded: &Spent, stated: &Spent, found: &mut Vec<Contradiction>) {
+    for (field, recorded, stated) in [
+        ("spent.steps", recorded.steps, stated.steps),
+        (
+            "spent.kernel_evaluations",
+            recorded.kernel_evaluations,
+            stated.kernel_evaluations,
+        ),
+    ] {
+        if stated.is_some() && recorded != stated {
+            let show = |v: Option<u64>| v.map_or("nothing".to_string(), |v| v.to_string());
+            found.push(contradiction(
+                field,
+                format!(
+                    "the row records {}, {SYNTHESIS_FILE} {}",
+                    show(recorded),
+                    show(stated)
+                ),
+            ));
+        }
+    }
 }
 
 /// The trace an evolution writes in its folder.
