@@ -332,6 +332,30 @@ fn report_drift(
     ))
 }
 
+/// The server's working folder, `cwd` below the scenario's folder `base`,
+/// refused when it is missing or when a symbolic link on the way leads
+/// out of `base` (the loader checks only its text).
+fn inside(base: &Path, cwd: &str) -> Result<std::path::PathBuf, CliError> {
+    let refuse = |why: String| {
+        CliError::new(
+            codes::IMPORT_MCP_START,
+            COMMAND,
+            why,
+            "make the server's cwd a folder below the scenario's folder, reached without a symbolic link that leaves it",
+        )
+    };
+    let folder = base.join(cwd);
+    let (Ok(real), Ok(root)) = (folder.canonicalize(), base.canonicalize()) else {
+        return Err(refuse(format!("the working folder {cwd} does not exist")));
+    };
+    if !real.starts_with(&root) || !real.is_dir() {
+        return Err(refuse(format!(
+            "the working folder {cwd} is not a folder below the scenario's folder (a symbolic link leads out of it)"
+        )));
+    }
+    Ok(real)
+}
+
 /// Starts every server, checks its tools, runs the scenario live into
 /// `dir` and stops the servers; answers the run and each server's
 /// recording.
@@ -351,9 +375,16 @@ async fn record(
         let Some((program, args)) = argv.split_first() else {
             continue;
         };
+        let cwd = match inside(base, server.cwd.as_deref().unwrap_or(".")) {
+            Ok(cwd) => cwd,
+            Err(e) => {
+                stop_all(started).await;
+                return Err(e);
+            }
+        };
         let launch = Launch {
             env: server.env.clone().unwrap_or_default(),
-            cwd: Some(base.join(server.cwd.as_deref().unwrap_or("."))),
+            cwd: Some(cwd),
         };
         let timeout = Duration::from_millis(server.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
         let start_timeout = timeout.max(Duration::from_millis(MIN_START_TIMEOUT_MS));

@@ -171,6 +171,18 @@ pub(crate) async fn start(
         .stderr(Stdio::null())
         .kill_on_drop(true);
     if let Some(cwd) = &launch.cwd {
+        // A missing folder would read as a missing program.
+        if !cwd.is_dir() {
+            return Err(CliError::new(
+                codes::IMPORT_MCP_START,
+                command,
+                format!(
+                    "cannot start {program}: its working folder {} is not a folder",
+                    cwd.display()
+                ),
+                "create the folder, or fix the server's cwd",
+            ));
+        }
         spawn.current_dir(cwd);
     }
     let mut child = spawn

@@ -377,6 +377,39 @@ fn a_server_listing_other_tools_is_refused_naming_the_tool() {
     assert!(!dir.join("rec").exists());
 }
 
+// A server's cwd that leads out of the scenario's folder through a symbolic link, or that does not exist, is refused before the server starts, naming the folder; control characters in the command are escaped in the line that says what runs.
+#[test]
+fn a_working_folder_outside_the_scenario_is_refused() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("outside"), dir.join("linkdir")).unwrap();
+    slow_scenario(&dir, &python, &[], 10_000);
+    let text = std::fs::read_to_string(dir.join("slow.toml")).unwrap();
+    for (cwd, said) in [
+        (
+            "linkdir",
+            "the working folder linkdir is not a folder below the scenario's folder",
+        ),
+        ("missing", "the working folder missing does not exist"),
+    ] {
+        let edited = text.replacen(
+            "timeout_ms = 10000",
+            &format!("timeout_ms = 10000\ncwd = \"{cwd}\""),
+            1,
+        );
+        std::fs::write(dir.join("cwd.toml"), edited).unwrap();
+        let args = ["arena", "record", "cwd.toml", "--out", "rec"];
+        let output = chio(&dir, &args);
+        assert_code(&output, &args, 2, "CHIO-IMPORT-MCP-START");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(!dir.join("rec").exists());
+    }
+}
+
 // A run of a scenario with an mcp server and no recording is refused with its code, naming both commands, and starts nothing; validate accepts the scenario with no python reachable.
 #[test]
 fn a_run_without_a_recording_is_refused_and_validate_starts_nothing() {
