@@ -32,6 +32,42 @@ pub const RECORDING_FIXTURE: &str = "recording.json";
 /// The largest recording file read (64 MiB).
 pub const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
 
+/// The largest answer a recording holds, as canonical JSON (4 MiB): half
+/// the largest message a link between node processes carries, so an answer
+/// replays on every topology, not only in one process.
+pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+
+/// The deepest nesting of an answer a recording holds (96 levels): a
+/// recording file nests each answer a few levels down, and JSON readers
+/// stop at 128.
+pub const MAX_ANSWER_DEPTH: usize = 96;
+
+/// Why an answer cannot be recorded, if it cannot: larger than
+/// [`MAX_ANSWER_BYTES`] or nested deeper than [`MAX_ANSWER_DEPTH`]. What
+/// a server answered beyond these bounds is recorded as a call not
+/// performed naming the bound, the same on every topology; a recording
+/// holding such an answer is refused.
+pub fn answer_out_of_bounds(output: &Value) -> Option<String> {
+    fn depth(value: &Value) -> usize {
+        match value {
+            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+            _ => 0,
+        }
+    }
+    if depth(output) > MAX_ANSWER_DEPTH {
+        return Some(format!(
+            "the server's answer is nested deeper than the {MAX_ANSWER_DEPTH} levels a recorded answer may hold"
+        ));
+    }
+    let size = chio_kernel::canonical::canonical_bytes(output).map_or(usize::MAX, |b| b.len());
+    (size > MAX_ANSWER_BYTES).then(|| {
+        format!(
+            "the server's answer is {size} bytes, over the {MAX_ANSWER_BYTES} a recorded answer may hold"
+        )
+    })
+}
+
 /// The recording of one mcp server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -227,6 +263,14 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
         return Err(shape(
             "it records another server than the one it is read for".to_string(),
         ));
+    }
+    if let Some((i, why)) = recording
+        .calls
+        .iter()
+        .enumerate()
+        .find_map(|(i, call)| answer_out_of_bounds(&call.output).map(|why| (i, why)))
+    {
+        return Err(shape(format!("calls[{i}]: {why}")));
     }
     let definitions: Vec<Value> = recording
         .tools

@@ -126,6 +126,36 @@ fn hostile_recordings_are_refused_by_what_is_wrong() {
     assert!(other.to_string().contains("another server"), "{other}");
 }
 
+// An answer a link between node processes could not carry (over 4 MiB of canonical JSON) or a reader could not read back (nested past 96 levels) is out of bounds, and a recording holding one is refused naming the call; answers at the bounds are held.
+#[test]
+fn answers_past_their_bounds_are_refused() {
+    let mut deep = json!("x");
+    for _ in 0..MAX_ANSWER_DEPTH {
+        deep = json!([deep]);
+    }
+    assert_eq!(answer_out_of_bounds(&deep), None, "at the depth bound");
+    let deeper = json!([deep]);
+    let why = answer_out_of_bounds(&deeper).unwrap();
+    assert!(why.contains("nested deeper than the 96 levels"), "{why}");
+    let at_size = json!("a".repeat(MAX_ANSWER_BYTES - 2));
+    assert_eq!(answer_out_of_bounds(&at_size), None, "at the size bound");
+    let over = json!("a".repeat(MAX_ANSWER_BYTES - 1));
+    let why = answer_out_of_bounds(&over).unwrap();
+    assert!(
+        why.contains("over the 4194304 a recorded answer may hold"),
+        "{why}"
+    );
+    for output in [deeper, over] {
+        let mut recording = sample();
+        recording.calls[0].output = output;
+        let err = parse_recording(&recording.to_bytes(), "echo-server").unwrap_err();
+        assert!(
+            err.to_string().contains("calls[0]: the server's answer"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn tools_are_compared_by_name_and_digest() {
     let recording = sample();

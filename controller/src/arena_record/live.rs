@@ -49,7 +49,15 @@ impl LiveTools for McpCalls {
                 params = params.with_arguments(map.clone());
             }
             let answer = match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-                Ok(Ok(result)) => answer_of(&result),
+                Ok(Ok(result)) => {
+                    let answer = answer_of(&result);
+                    // An answer a replay could not carry between node
+                    // processes, or read back, is not recorded as given.
+                    match chio_arena::recording::answer_out_of_bounds(&answer.output) {
+                        Some(why) => not_performed(why),
+                        None => answer,
+                    }
+                }
                 Ok(Err(e)) => not_performed(service_error(&e)),
                 Err(_elapsed) => not_performed(format!(
                     "the server did not answer within {} ms",
