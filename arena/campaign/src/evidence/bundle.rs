@@ -26,9 +26,22 @@ fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, String>),
         .map_err(|e| format!("it holds no readable {RECEIPTS_FILE} ({})", e.kind()))?;
     let mut ids = Vec::new();
     let mut verdicts = BTreeMap::new();
-    for line in receipts.lines() {
+    for (n, line) in receipts.lines().enumerate() {
         let value: Value = serde_json::from_str(line)
             .map_err(|_| format!("a line of its {RECEIPTS_FILE} is not a receipt"))?;
+        // Each receipt is what its kernel signed: its id is the digest of
+        // its body and its signature verifies under the key it names, so
+        // a verdict edited into a receipt is refused, not counted.
+        let signed: chio_kernel::receipt::SignedReceipt = serde_json::from_value(value.clone())
+            .map_err(|_| {
+                format!(
+                    "line {} of its {RECEIPTS_FILE} is not a signed receipt",
+                    n + 1
+                )
+            })?;
+        signed
+            .verify()
+            .map_err(|e| format!("line {} of its {RECEIPTS_FILE} does not verify: {e}", n + 1))?;
         let id = value
             .get("id")
             .and_then(Value::as_str)
@@ -127,6 +140,14 @@ fn check_against_itself(
             }
         }
         let signed = step.receipt_id.as_ref().and_then(|r| verdicts.get(r));
+        // Every call a kernel allowed has its signed receipt; only a call no
+        // kernel decided (its node denied it) has none.
+        let allowed = matches!(written(&step.verdict).as_deref(), Some("allow" | "rewrite"));
+        if allowed && signed.is_none() {
+            say(format!(
+                "its manifest says step {id} was allowed, but names no receipt its {RECEIPTS_FILE} holds"
+            ));
+        }
         if let (Some(claimed), Some(signed)) = (written(&step.verdict), signed) {
             if &claimed != signed {
                 say(format!(

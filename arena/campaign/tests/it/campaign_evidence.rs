@@ -32,6 +32,33 @@ const LIMITS: &str =
 const CONTRADICTED: &str = "contradicted by its evidence";
 const VERIFIED: &str = "verified delivery";
 
+/// The allow receipt a kernel signs for `request`, as a run's bundle holds it.
+fn signed_allow(request: &str) -> chio_kernel::receipt::SignedReceipt {
+    let key = chio_kernel::keys::derive_arena_key(1, "kernel", "kernel-a");
+    let body = chio_kernel::receipt::ReceiptBody {
+        schema: "chio.receipt/v1".into(),
+        timestamp_ms: 1_767_600_000_000,
+        kernel_id: "kernel-a".into(),
+        kernel_key: chio_kernel::keys::public_key_hex(&key),
+        capability_id: "solo-files".into(),
+        request_id: request.into(),
+        agent_id: "solo".into(),
+        session_id: "session-solo".into(),
+        server: "workspace".into(),
+        tool: "read_file".into(),
+        parameter_hash: "0".repeat(64),
+        decision: chio_kernel::receipt::ReceiptDecision {
+            verdict: Verdict::Allow,
+            reason: None,
+            guard: None,
+            sanitized: false,
+        },
+        observed: Vec::new(),
+        output_hash: Some("1".repeat(64)),
+    };
+    chio_kernel::receipt::SignedReceipt::sign(body, &key).unwrap()
+}
+
 fn repo_file(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scenarios")
@@ -130,9 +157,13 @@ impl Setup {
     /// Writes the run's bundle: two granted reads, completed, with
     /// `edit` applied to the manifest first.
     fn write_bundle(&self, edit: impl FnOnce(&mut BundleManifest)) {
+        let receipt_ids: Vec<String> = ["read-notes", "read-more"]
+            .iter()
+            .map(|request| signed_allow(request).id)
+            .collect();
         let steps: Vec<StepRecord> = ["read-notes", "read-more"]
             .iter()
-            .zip(["r-1", "r-2"])
+            .zip(&receipt_ids)
             .map(|(id, receipt)| {
                 let mut step = StepRecord::new(
                     id,
@@ -149,11 +180,14 @@ impl Setup {
                 step
             })
             .collect();
-        let receipts: Vec<String> = ["r-1", "r-2"]
+        let signed: Vec<chio_kernel::receipt::SignedReceipt> = ["read-notes", "read-more"]
             .iter()
-            .map(|id| {
-                format!("{{\"body\":{{\"decision\":{{\"verdict\":\"allow\"}}}},\"id\":\"{id}\"}}")
-            })
+            .map(|request| signed_allow(request))
+            .collect();
+        let ids: Vec<&str> = signed.iter().map(|r| r.id.as_str()).collect();
+        let receipts: Vec<String> = signed
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap())
             .collect();
         let mut manifest = BundleManifest {
             schema_version: BUNDLE_SCHEMA.to_string(),
@@ -172,7 +206,7 @@ impl Setup {
             status: BundleStatus::Completed,
             stopped: None,
             mismatches: Vec::new(),
-            receipt_root: chio_kernel::receipt::merkle_root_of_ids(&["r-1", "r-2"]),
+            receipt_root: chio_kernel::receipt::merkle_root_of_ids(&ids),
             receipt_count: 2,
             arena_keys: BTreeMap::new(),
             policies: BTreeMap::new(),
@@ -204,7 +238,12 @@ impl Setup {
     /// The run's row, as an import of the bundle's run record fills it.
     fn run_row(&self, revision: Option<String>) -> LedgerRow {
         let mut row = self.ledger.rows[0].clone();
-        let root = chio_kernel::receipt::merkle_root_of_ids(&["r-1", "r-2"]);
+        let ids: Vec<String> = ["read-notes", "read-more"]
+            .iter()
+            .map(|request| signed_allow(request).id)
+            .collect();
+        let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+        let root = chio_kernel::receipt::merkle_root_of_ids(&ids);
         row.native_outcome = "passed".into();
         row.reason = None;
         row.record = Some(RecordEvidence {
@@ -383,6 +422,33 @@ fn an_edited_receipt_root_is_contradicted() {
     });
     s.assert_contradicted("ws/01", "evidence_refs[0].merkle_root");
     s.assert_contradicted("ws/01", "record.receipt_root");
+}
+
+// A receipt whose verdict was edited (its id and signature no longer its body's), and an allowed step that names no receipt, are each contradicted: the verdict a bundle claims is the one its kernel signed.
+#[test]
+fn an_edited_or_missing_receipt_is_contradicted() {
+    let mut setup = Setup::new(true);
+    setup.write_bundle(|_| {});
+    let path = setup.bundle.join("receipts.ndjson");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("\"verdict\":\"allow\"", "\"verdict\":\"deny\"", 1),
+    )
+    .unwrap();
+    let row = setup.run_row(None);
+    setup.ledger.rows[0] = row;
+    let found = chio_campaign::evidence::check_row_evidence(&setup.campaign, &setup.ledger.rows[0]);
+    assert!(
+        found.iter().any(|c| c.reason.contains("does not verify")),
+        "{found:?}"
+    );
+    setup.write_bundle(|m| m.steps[0].receipt_id = None);
+    let found = chio_campaign::evidence::check_row_evidence(&setup.campaign, &setup.ledger.rows[0]);
+    assert!(
+        found.iter().any(|c| c.reason.contains("names no receipt")),
+        "{found:?}"
+    );
 }
 
 // A bundle whose manifest root was rewritten to match an edited row no longer matches its own receipts.
