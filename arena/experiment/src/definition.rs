@@ -146,8 +146,22 @@ fn unreadable(path: &str, e: &std::io::Error) -> ExperimentError {
     }
 }
 
+/// Where the link at `full` leads, relative to `root` and `/`-joined, when
+/// that is below `root`.
+fn within_root(root: &Path, full: &Path) -> Option<String> {
+    let real = full.canonicalize().ok()?;
+    let root = root.canonicalize().ok()?;
+    let rel = real.strip_prefix(&root).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_str().map(str::to_string))
+        .collect::<Option<_>>()?;
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
 /// Adds the row of `rel` (a file or link) or, for a folder, of everything
-/// below it. Folders are walked, links are never followed.
+/// below it. Folders are walked; a link is kept as its target's text, and
+/// what it leads to below the root is added as well.
 fn collect(
     root: &Path,
     rel: &str,
@@ -172,6 +186,14 @@ fn collect(
                 sha256: sha256_hex(target.as_bytes()),
             },
         );
+        // A task reads what the link leads to, so the definition covers
+        // that too when it lies below the root (the loader refuses a link
+        // that leaves it): a change behind an unchanged link is a drift.
+        if let Some(behind) = within_root(root, &full) {
+            if !out.contains_key(&behind) {
+                collect(root, &behind, out)?;
+            }
+        }
     } else if kind.is_dir() {
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&full).map_err(|e| unreadable(rel, &e))? {

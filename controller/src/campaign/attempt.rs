@@ -50,7 +50,14 @@ pub(super) fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Resul
         let dir = base.join(id.replace('/', "-"));
         let bundle = bundles.get(id).cloned();
         let argv = attempt_argv(&campaign, task, id, &dir, bundle.as_deref())?;
-        let revision = source_revision(&campaign.root, &task.inputs);
+        // Every file the definition covers, what links lead to included.
+        let covered: Vec<std::path::PathBuf> = task
+            .definition
+            .rows
+            .iter()
+            .map(|row| std::path::PathBuf::from(&row.path))
+            .collect();
+        let revision = source_revision(&campaign.root, &covered);
         let (ran, elapsed) = run_attempt(&argv)?;
         let (steps, evaluations, refs) = attempt_evidence(task.kind, bundle.as_deref(), &dir);
         let measured = Measured {

@@ -111,3 +111,19 @@ fn a_pinned_revision_hashes_from_git_objects() {
     let err = PinnedTree::read(tmp.path(), "no-such-revision").unwrap_err();
     assert_eq!(err.code(), "CHIO-CAMPAIGN-REVISION");
 }
+
+// A link to a file below the root that no listed input covers adds that file's row: a task reads what the link leads to, so a change behind an unchanged link moves the hash.
+#[test]
+fn what_a_link_leads_to_below_the_root_is_covered() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tmp.path().join("tree")).unwrap();
+    std::fs::write(tmp.path().join("shared.txt"), b"one\n").unwrap();
+    symlink("../shared.txt", tmp.path().join("tree/link")).unwrap();
+    let definition = definition_hash(tmp.path(), &[PathBuf::from("tree/link")]).unwrap();
+    let paths: Vec<&str> = definition.rows.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(paths, ["shared.txt", "tree/link"]);
+    let before = definition.sha256;
+    std::fs::write(tmp.path().join("shared.txt"), b"two\n").unwrap();
+    let after = definition_hash(tmp.path(), &[PathBuf::from("tree/link")]).unwrap();
+    assert_ne!(after.sha256, before, "the file behind the link changed");
+}
