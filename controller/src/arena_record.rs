@@ -500,6 +500,21 @@ fn write_recordings(dir: &Path, recordings: &[Recording]) -> Result<(), CliError
             "check that the folder is writable and the disk has room, then record again",
         )
     };
+    // A recording no replay could read is refused before any is written.
+    for recording in recordings {
+        let size = recording.to_bytes().len() as u64;
+        if size > chio_arena::recording::MAX_RECORDING_BYTES {
+            return Err(CliError::new(
+                codes::MCP_RECORDING,
+                COMMAND,
+                format!(
+                    "the recording of server {} would be {size} bytes, over the 64 MiB a replay reads",
+                    recording.server
+                ),
+                "record a scenario whose calls answer less, or split it into several scenarios",
+            ));
+        }
+    }
     std::fs::create_dir_all(&folder).map_err(failed)?;
     for recording in recordings {
         let name = Recording::file_name(&recording.server);
@@ -514,4 +529,39 @@ fn write_recordings(dir: &Path, recordings: &[Recording]) -> Result<(), CliError
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chio_arena::recording::{RecordedCall, MAX_ANSWER_BYTES};
+
+    // A recording larger than a replay reads (64 MiB) is refused before anything of it is written, naming the server and the size; one under it is written.
+    #[test]
+    fn a_recording_no_replay_could_read_is_refused() {
+        let call = |i: usize| RecordedCall {
+            request_id: format!("c{i}"),
+            agent: "dev".into(),
+            tool: "echo".into(),
+            arguments: serde_json::json!({}),
+            ok: true,
+            output: serde_json::Value::String("a".repeat(MAX_ANSWER_BYTES - 16)),
+        };
+        let recording = |n: usize| Recording {
+            schema_version: chio_arena::recording::RECORDING_SCHEMA_VERSION.into(),
+            server: "big".into(),
+            tools: Vec::new(),
+            calls: (0..n).map(call).collect(),
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let err = write_recordings(tmp.path(), &[recording(17)]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("the recording of server big would be"),
+            "{err}"
+        );
+        assert!(!tmp.path().join(RECORDING_FOLDER).exists());
+        write_recordings(tmp.path(), &[recording(2)]).unwrap();
+        assert!(tmp.path().join(RECORDING_FOLDER).join("big.json").exists());
+    }
 }
