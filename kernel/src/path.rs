@@ -103,6 +103,17 @@ pub fn normalize_path(raw: &str) -> Result<String, PathProblem> {
     {
         text = rest.to_string();
     }
+    // A drive may follow what names it: `file:///C:/...` and
+    // `file://localhost/C:/...` (RFC 8089) leave `/C:/...`, and Win32's
+    // `\\?\C:\...` and `\\.\C:\...` leave `//?/C:/...` and `//./C:/...`.
+    for prefix in ["//?/", "//./", "/"] {
+        if let Some(rest) = text.strip_prefix(prefix) {
+            if drive_of(rest).is_some() {
+                text = rest.to_string();
+                break;
+            }
+        }
+    }
     // A drive letter (`C:/`, `c:\\`) is the root of an absolute path, as
     // `/` is: kept (in its case), never climbed above.
     let drive = drive_of(&text).map(str::to_string);
@@ -282,6 +293,21 @@ mod tests {
         assert_eq!(normalize_path("c:/a/./b/../c").unwrap(), "c:/a/c");
         assert_eq!(normalize_path("C:/../x"), Err(PathProblem::EscapesRoot));
         assert_eq!(normalize_path("C:").unwrap(), "C:/");
+        // Every spelling a Windows server opens as the same file.
+        for spelling in [
+            "file:///C:/Users/u/.ssh/id_rsa",
+            "FILE://localhost/C:/Users/u/.ssh/id_rsa",
+            "\\\\?\\C:\\Users\\u\\.ssh\\id_rsa",
+            "\\\\.\\C:\\Users\\u\\.ssh\\id_rsa",
+            "/C:/Users/u/.ssh/id_rsa",
+        ] {
+            assert_eq!(
+                normalize_path(spelling).unwrap(),
+                "C:/Users/u/.ssh/id_rsa",
+                "{spelling:?}"
+            );
+            assert!(looks_like_path(spelling), "{spelling:?}");
+        }
         for drive in [
             "C:\\Users\\u\\.ssh\\id_rsa",
             "c:/Users/u/.ssh/id_rsa",

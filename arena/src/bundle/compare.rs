@@ -141,9 +141,11 @@ pub fn receipts_difference(left: &[String], right: &[String]) -> Option<String> 
 }
 
 /// Every file below `dir`, by its `/`-joined path relative to `dir`, with
-/// its bytes; a symbolic link is listed with the text of its target, so a
-/// link planted in a bundle is a difference too. An unreadable entry is
-/// listed with no bytes, which matches nothing.
+/// its bytes; a folder is listed as `<path>/` with none, and a symbolic link
+/// with the text of its target, so a folder or link planted in a bundle is
+/// a difference too. Only regular files are read: an unreadable entry, or
+/// anything else (a FIFO, a device), is listed with no bytes, which
+/// matches nothing.
 pub fn bundle_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
     fn walk(
         base: &std::path::Path,
@@ -165,14 +167,24 @@ pub fn bundle_files(dir: &std::path::Path) -> std::collections::BTreeMap<String,
                 })
                 .unwrap_or_default();
             match entry.file_type() {
-                Ok(kind) if kind.is_dir() => walk(base, &path, out),
+                Ok(kind) if kind.is_dir() => {
+                    // A folder is an entry too, so an empty one planted in
+                    // a bundle is a difference.
+                    out.insert(format!("{name}/"), Some(Vec::new()));
+                    walk(base, &path, out);
+                }
                 Ok(kind) if kind.is_symlink() => {
                     let target = std::fs::read_link(&path).ok();
                     let text = target.map(|t| format!("-> {}", t.display()).into_bytes());
                     out.insert(name, text);
                 }
-                _ => {
+                // Only a regular file is read: a FIFO or a device would
+                // block the read, and is no file a run writes.
+                Ok(kind) if kind.is_file() => {
                     out.insert(name, std::fs::read(&path).ok());
+                }
+                _ => {
+                    out.insert(name, None);
                 }
             }
         }

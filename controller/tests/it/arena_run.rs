@@ -747,7 +747,7 @@ fn replay_refuses_a_bundle_edited_after_its_run() {
     );
 }
 
-// A bundle is the same bytes whenever its inputs run again, so replay and diff check every byte of every file, not only the fields they parse: a claim added to arena.json (with the file re-indented), receipts with CRLF line endings, a policy file with a trailing newline and a file planted beside them are each named, and a copy of the bundle itself still shows no drift.
+// A bundle is the same bytes whenever its inputs run again, so replay and diff check every byte of every file, not only the fields they parse: a claim added to arena.json (with the file re-indented), receipts with CRLF line endings, a policy file with a trailing newline, a file, an empty folder and a FIFO planted beside them are each named (the FIFO never read, so nothing blocks), and a copy of the bundle itself still shows no drift.
 #[test]
 fn replay_and_diff_compare_every_byte_of_every_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -805,6 +805,24 @@ fn replay_and_diff_compare_every_byte_of_every_file() {
                 std::fs::write(dir.join("policies/kernel-z.json"), "{}").unwrap();
             }),
             "file policies/kernel-z.json (only in the bundle)".into(),
+        ),
+        (
+            "folder",
+            Box::new(|dir: &std::path::Path| {
+                std::fs::create_dir(dir.join("extra")).unwrap();
+            }),
+            "file extra/ (only in the bundle)".into(),
+        ),
+        (
+            "fifo",
+            Box::new(|dir: &std::path::Path| {
+                let made = std::process::Command::new("mkfifo")
+                    .arg(dir.join("pipe"))
+                    .status()
+                    .unwrap();
+                assert!(made.success());
+            }),
+            "file pipe (only in the bundle)".into(),
         ),
     ];
     for (name, edit, named) in cases {

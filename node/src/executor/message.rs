@@ -54,18 +54,10 @@ pub(super) fn prepare(
     let released = match &message.from_step {
         Some(source) => match executor.outputs.get(source) {
             Some(released) => released.clone(),
-            None => ReleasedOutput {
-                label: None,
-                integrity: None,
-                record: None,
-                // A call still in flight (validation orders every source
-                // before its reader): nothing of it is forwarded.
-                content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
-                fields: Vec::new(),
-                value: Err(Unresolved::InFlight),
-                sender: None,
-                sent: Vec::new(),
-            },
+            // A call still in flight (validation orders every source
+            // before its reader, and a refused call leaves its nothing):
+            // nothing of it is forwarded.
+            None => ReleasedOutput::nothing(Unresolved::InFlight)?,
         },
         None => ReleasedOutput {
             label: None,

@@ -192,6 +192,23 @@ pub struct ReleasedOutput {
     pub sent: Vec<(String, Option<ArgumentSource>)>,
 }
 
+impl ReleasedOutput {
+    /// What a step that released nothing leaves for a reference to it:
+    /// no value, and `why`.
+    pub fn nothing(why: Unresolved) -> Result<ReleasedOutput, NodeError> {
+        Ok(ReleasedOutput {
+            label: None,
+            integrity: None,
+            record: None,
+            content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
+            value: Err(why),
+            fields: Vec::new(),
+            sender: None,
+            sent: Vec::new(),
+        })
+    }
+}
+
 /// The run's view of capabilities and outputs, and the per-kind handlers.
 #[derive(Debug, Clone)]
 pub struct StepExecutor {
@@ -392,8 +409,17 @@ impl StepExecutor {
     pub fn fold(&mut self, step_id: &str, dispatched: Dispatched) -> Result<Performed, NodeError> {
         Ok(match dispatched {
             RunStep::Call(prepared, answer) => {
-                if let CallAnswer::Decided(outcome) = &answer {
-                    call::fold(self, step_id, &prepared.command, outcome)?;
+                match &answer {
+                    CallAnswer::Decided(outcome) => {
+                        call::fold(self, step_id, &prepared.command, outcome)?;
+                    }
+                    // Refused before any kernel decided it: a reference to
+                    // it finds that, not a call still in flight.
+                    CallAnswer::Refused(_) if self.keeps_output(step_id) => {
+                        let nothing = ReleasedOutput::nothing(Unresolved::NotPerformed)?;
+                        self.outputs.insert(step_id.to_string(), nothing);
+                    }
+                    CallAnswer::Refused(_) => {}
                 }
                 RunStep::Call(prepared, answer)
             }

@@ -325,6 +325,34 @@ impl Validator<'_> {
                 resolve(&declared, "monetary budget", budget, || {
                     format!("guards[{i}].config.budget")
                 })?;
+                // The guard meets only calls to its `tools`: a budget none
+                // of whose entries counts one of them would have its total
+                // never checked.
+                let tools: Vec<&str> = guard
+                    .config
+                    .as_ref()
+                    .and_then(|c| c.get("tools"))
+                    .and_then(|t| t.as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str())
+                    .collect();
+                let counted: Vec<_> = self
+                    .file
+                    .budgets
+                    .iter()
+                    .filter(|b| b.id.as_deref() == Some(budget))
+                    .collect();
+                let met = counted.iter().any(|b| tools.contains(&b.tool.as_str()));
+                if let (false, Some(entry)) = (met, counted.first()) {
+                    return Err(ArenaError::GuardConfig {
+                        field: format!("guards[{i}].config.budget"),
+                        reason: format!(
+                            "budget {budget} counts tool {} on server {}, which this guard's tools do not list, so the guard never checks its total; add {} to tools",
+                            entry.tool, entry.server, entry.tool
+                        ),
+                    });
+                }
             }
         }
         Ok(())
