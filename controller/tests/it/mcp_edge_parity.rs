@@ -61,14 +61,25 @@ async fn edge_session(
 /// The edge's arguments in front of the counting upstream logging to
 /// `log`, writing its session to `session_dir`.
 fn edge_args(python: &Path, log: &Path, authority: &Path, session_dir: &Path) -> Vec<String> {
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-        ])
-    );
+    edge_args_with(python, log, authority, session_dir, &[])
+}
+
+/// [`edge_args`] with `upstream_extra` appended to the upstream's command.
+fn edge_args_with(
+    python: &Path,
+    log: &Path,
+    authority: &Path,
+    session_dir: &Path,
+    upstream_extra: &[&str],
+) -> Vec<String> {
+    let server = fixture("counting_server.py");
+    let mut command = vec![
+        python.to_str().unwrap(),
+        server.to_str().unwrap(),
+        log.to_str().unwrap(),
+    ];
+    command.extend_from_slice(upstream_extra);
+    let upstream = format!("notes={}", shell_words::join(command));
     vec![
         "--upstream".into(),
         upstream,
@@ -480,28 +491,9 @@ async fn a_call_the_upstream_received_spends_its_budget() {
         "slow,echo",
         &["--max-calls", "2"],
     );
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-            "6",
-        ])
-    );
     let session_dir = dir.path().join("session");
-    let args: Vec<String> = [
-        "--upstream",
-        &upstream,
-        "--authority",
-        authority.to_str().unwrap(),
-        "--session-out",
-        session_dir.to_str().unwrap(),
-        "--upstream-timeout-ms",
-        "4000",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut args = edge_args_with(&python, &log, &authority, &session_dir, &["6"]);
+    args.extend(["--upstream-timeout-ms".to_string(), "4000".to_string()]);
     let edge = Edge::start(&args).await;
     for (id, tool, text) in [
         ("t-1", "slow", "first"),
