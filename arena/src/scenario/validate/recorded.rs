@@ -234,7 +234,19 @@ pub(crate) fn answer_output(output: Value, field: &str) -> Result<Option<Value>,
         return Ok(None);
     }
     let mut lookup = |_: &Reference| Err::<Value, ()>(());
-    Ok(resolve(&output, &mut lookup).ok())
+    let resolved = resolve(&output, &mut lookup).ok();
+    // The bounds a recording's answers meet, so a scenario's own answer
+    // replays on every topology too.
+    if let Some(why) = resolved
+        .as_ref()
+        .and_then(crate::recording::answer_out_of_bounds)
+    {
+        return Err(ArenaError::RecordedAnswer {
+            field: field.to_string(),
+            reason: why,
+        });
+    }
+    Ok(resolved)
 }
 
 /// Each sealed file a recorded answer's output reads (`{ fixture = ...
@@ -368,4 +380,25 @@ pub(crate) fn field_label(
             allowed: "trusted, untrusted",
         })?;
     Ok(chio_kernel::provenance::FieldLabel { pattern, integrity })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::answer_output;
+    use crate::recording::MAX_ANSWER_BYTES;
+    use serde_json::json;
+
+    // A scenario's own recorded answer meets the bounds a recording's answers meet: over 4 MiB of canonical JSON it is refused at load, naming the field; at the bound it is read.
+    #[test]
+    fn an_answer_past_the_bound_is_refused() {
+        let at = json!("a".repeat(MAX_ANSWER_BYTES - 2));
+        assert_eq!(
+            answer_output(at.clone(), "servers[0].answers[0].output").unwrap(),
+            Some(at)
+        );
+        let over = json!("a".repeat(MAX_ANSWER_BYTES - 1));
+        let err = answer_output(over, "servers[0].answers[0].output").unwrap_err();
+        assert_eq!(err.code(), "CHIO-SCENARIO-RECORDED-ANSWER");
+        assert!(err.to_string().contains("over the 4194304"), "{err}");
+    }
 }
