@@ -43,6 +43,46 @@ pub fn check_listen(addr: SocketAddr, allow_non_loopback: bool) -> Result<(), Cl
     ))
 }
 
+/// Reads a `POST` body within `bound` and judges it as the stdio gate
+/// judges a line (`super::frames::judge`): a body that is not JSON, or a
+/// request whose parameters have the wrong shape, is answered `400 Bad
+/// Request` carrying the JSON-RPC error, and never reaches the SDK's
+/// server; a body over the bound is answered `413 Payload Too Large`.
+async fn judge_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+    bound: usize,
+) -> axum::response::Response {
+    use axum::http::{header, Method, StatusCode};
+    use axum::response::IntoResponse;
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, bound).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is longer than {bound} bytes"),
+        )
+            .into_response();
+    };
+    match super::frames::judge(&bytes) {
+        super::frames::Verdict::Answer(answer) => (
+            StatusCode::BAD_REQUEST,
+            [(header::CONTENT_TYPE, "application/json")],
+            answer,
+        )
+            .into_response(),
+        super::frames::Verdict::Pass | super::frames::Verdict::Skip => {
+            next.run(axum::extract::Request::from_parts(
+                parts,
+                axum::body::Body::from(bytes),
+            ))
+            .await
+        }
+    }
+}
+
 /// Serves `edge` at `http://ADDR/mcp` until ctrl-c or SIGTERM.
 pub async fn serve(edge: Edge, args: &ServeArgs, addr: SocketAddr) -> Result<(), CliError> {
     check_listen(addr, args.allow_non_loopback)?;
@@ -59,7 +99,13 @@ pub async fn serve(edge: Edge, args: &ServeArgs, addr: SocketAddr) -> Result<(),
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let bound = args.max_message_bytes;
+    let router =
+        axum::Router::new()
+            .nest_service(MCP_PATH, service)
+            .layer(axum::middleware::from_fn(move |request, next| {
+                judge_body(request, next, bound)
+            }));
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
         CliError::new(
             codes::MCP_CONFIG,

@@ -31,6 +31,7 @@ use crate::error::CliError;
 pub mod authority;
 pub mod budgets;
 pub mod bundle;
+mod frames;
 pub mod grant;
 mod http;
 mod kernel;

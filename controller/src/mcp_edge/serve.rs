@@ -112,7 +112,8 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliErro
             CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
         })?;
     let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
-    let transport = AsyncRwTransport::<RoleServer, _, _>::new(tokio::io::stdin(), stdout)
+    let (reads, writes) = super::frames::gate(tokio::io::stdin(), stdout, max_message_bytes);
+    let transport = AsyncRwTransport::<RoleServer, _, _>::new(reads, writes)
         .with_max_line_length(max_message_bytes);
     tracing::info!("serving MCP on standard input and output");
     let running = edge.serve(transport).await.map_err(|e| {

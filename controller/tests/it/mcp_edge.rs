@@ -265,7 +265,7 @@ async fn git_upstream_admits_status_and_refuses_add() {
     edge.stop().await;
 }
 
-// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, a frame over the edge's bound and JSON-RPC of the wrong shape are refused and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does.
+// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, invalid UTF-8, nesting and numbers past the JSON reader's bounds, a frame over the edge's bound, a frame left without a newline and JSON-RPC of the wrong shape are each answered with a JSON-RPC error and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does.
 #[test]
 fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     let Some(python) = mcp_python() else { return };
@@ -300,11 +300,31 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
         assert_eq!(got[step]["is_error"], true, "{step}: {got}");
         assert_eq!(got[step]["reason_code"], code, "{step}: {got}");
     }
-    assert_eq!(got["wrong_shape_is_error"], true, "{got}");
+    assert_eq!(
+        got["errors"],
+        json!([
+            [3, -32602],
+            [9, -32602],
+            [null, -32700],
+            [null, -32700],
+            [null, -32700],
+            [null, -32700],
+            [null, -32600]
+        ]),
+        "each refused message is answered: {got}"
+    );
+    assert_eq!(
+        got["unterminated_answered"],
+        json!([[null, -32700]]),
+        "{got}"
+    );
     assert_eq!(got["call_after_garbage"], "edge-no-capability", "{got}");
     assert_eq!(got["call_after_garbage_is_error"], true, "{got}");
     assert_eq!(got["alive_after"], true, "{got}");
-    assert_eq!(got["oversized_answered"], false, "{got}");
+    assert_eq!(
+        got["oversized_answered"], false,
+        "its id is never read: {got}"
+    );
     assert_eq!(got["list_with_capability"], json!(["echo"]), "{got}");
     assert_eq!(got["signed_call"]["is_error"], false, "{got}");
     assert_eq!(got["signed_call"]["text"], "signed from python", "{got}");

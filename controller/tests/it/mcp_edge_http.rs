@@ -107,6 +107,20 @@ async fn http_allowed_call_reaches_upstream_and_refused_traffic_does_not() {
         let status = got[step].as_u64().unwrap();
         assert!((400..500).contains(&status), "{step}: {got}");
     }
+    // What the stdio gate answers, the HTTP edge answers with 400 and the
+    // same JSON-RPC error, before the SDK's server reads the body.
+    assert_eq!(
+        got["answers"],
+        serde_json::json!({
+            "not_json": [400, -32700, null],
+            "bad_utf8": [400, -32700, null],
+            "deep": [400, -32700, null],
+            "huge_number": [400, -32700, null],
+            "params_not_object": [400, -32602, 3],
+            "arguments_not_object": [400, -32602, 4],
+        }),
+        "{got}"
+    );
     let reached = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
         reached, "echo over http allowed\n",

@@ -1,0 +1,238 @@
+//! The edge's reader of standard input: every newline-delimited message a
+//! client sends is read here before the SDK's server sees it, so a message
+//! the SDK would drop without a word is answered with a JSON-RPC error
+//! instead (the client learns at once, rather than waiting out its own
+//! timeout). What passes is forwarded unchanged, one whole line at a time;
+//! what is refused never reaches the kernel or an upstream.
+//!
+//! - a line longer than the bound is discarded unread, up to its newline,
+//!   and answered `-32600` (its id is never read, so the answer's id is
+//!   `null`);
+//! - a line that is not JSON (invalid UTF-8, a syntax error, nesting past
+//!   the JSON reader's 128 levels, a number past the double range) is
+//!   answered `-32700`, id `null`; so are bytes left without a newline when
+//!   the client closes its side;
+//! - a request whose `params` are not an object, or a `tools/call` whose
+//!   `name` is not a string or whose `arguments` or `_meta` is not an
+//!   object, is answered `-32602` under its own id.
+//!
+//! Answers and the server's own messages are written whole lines at a time
+//! by one writer, so the two never interleave inside a line.
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+
+/// The size of the in-process pipes between the gate and the SDK.
+const PIPE_BYTES: usize = 64 * 1024;
+
+/// The JSON-RPC error codes the gate answers with.
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+/// Puts the gate between `input` / `output` (the client's side) and the
+/// SDK's server, which reads and writes the two returned pipe ends. The
+/// gate's tasks end when the client closes its input and the server its
+/// output.
+pub(super) fn gate<R, W>(
+    input: R,
+    output: W,
+    max_message_bytes: usize,
+) -> (DuplexStream, DuplexStream)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (to_server, server_reads) = tokio::io::duplex(PIPE_BYTES);
+    let (server_writes, from_server) = tokio::io::duplex(PIPE_BYTES);
+    let (answers, answered) = mpsc::unbounded_channel();
+    tokio::spawn(read_client(input, to_server, answers, max_message_bytes));
+    tokio::spawn(write_client(from_server, answered, output));
+    (server_reads, server_writes)
+}
+
+/// What the gate makes of one complete line.
+#[derive(Debug, PartialEq)]
+pub(super) enum Verdict {
+    /// Forward the line to the server.
+    Pass,
+    /// Blank: neither forwarded nor answered.
+    Skip,
+    /// Answer with this JSON-RPC error message (one line, no newline).
+    Answer(String),
+}
+
+/// Judges one complete line (without its newline).
+pub(super) fn judge(line: &[u8]) -> Verdict {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Verdict::Skip;
+    }
+    let Ok(message) = serde_json::from_slice::<Value>(line) else {
+        return Verdict::Answer(error(
+            &Value::Null,
+            PARSE_ERROR,
+            "Parse error: the message is not JSON (invalid UTF-8, a syntax error, nesting past 128 levels or a number out of range)",
+        ));
+    };
+    match params_problem(&message) {
+        Some((id, what)) => Verdict::Answer(error(
+            id,
+            INVALID_PARAMS,
+            &format!("Invalid params: {what}"),
+        )),
+        None => Verdict::Pass,
+    }
+}
+
+/// The id and the problem of a request whose parameters have the wrong
+/// shape; `None` for anything else (the server judges the rest).
+fn params_problem(message: &Value) -> Option<(&Value, &'static str)> {
+    let object = message.as_object()?;
+    let id = object
+        .get("id")
+        .filter(|id| id.is_string() || id.is_number())?;
+    let method = object.get("method")?.as_str()?;
+    let params = match object.get("params") {
+        None => {
+            return (method == "tools/call").then_some((id, "tools/call needs params with a name"))
+        }
+        Some(Value::Object(params)) => params,
+        Some(_) => return Some((id, "params must be an object")),
+    };
+    if let Some(meta) = params.get("_meta") {
+        if !meta.is_object() {
+            return Some((id, "_meta must be an object"));
+        }
+    }
+    if method != "tools/call" {
+        return None;
+    }
+    if !params.get("name").is_some_and(Value::is_string) {
+        return Some((id, "tools/call needs a string name"));
+    }
+    match params.get("arguments") {
+        None | Some(Value::Null | Value::Object(_)) => None,
+        Some(_) => Some((id, "tools/call arguments must be an object")),
+    }
+}
+
+/// One JSON-RPC error message, as one line without its newline.
+fn error(id: &Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// Reads the client's lines within the bound, forwarding those that pass
+/// and handing the writer an answer for each refused one.
+async fn read_client<R: AsyncRead + Unpin>(
+    input: R,
+    mut to_server: DuplexStream,
+    answers: mpsc::UnboundedSender<String>,
+    max_message_bytes: usize,
+) {
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    let mut discarding = false;
+    loop {
+        let chunk = match input.fill_buf().await {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                tracing::warn!(problem = %e, "standard input failed; the session ends");
+                break;
+            }
+        };
+        if chunk.is_empty() {
+            if !discarding && !line.is_empty() {
+                let _ = answers.send(error(
+                    &Value::Null,
+                    PARSE_ERROR,
+                    "Parse error: the input ended inside a message with no newline",
+                ));
+            }
+            break;
+        }
+        let (part, ends_line) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (&chunk[..at], true),
+            None => (chunk, false),
+        };
+        let used = part.len() + usize::from(ends_line);
+        if !discarding {
+            line.extend_from_slice(part);
+            if line.len() > max_message_bytes {
+                line = Vec::new();
+                discarding = true;
+                let _ = answers.send(error(
+                    &Value::Null,
+                    INVALID_REQUEST,
+                    &format!("Invalid Request: a message is longer than {max_message_bytes} bytes; it was discarded unread"),
+                ));
+            }
+        }
+        input.consume(used);
+        if !ends_line {
+            continue;
+        }
+        if discarding {
+            discarding = false;
+            continue;
+        }
+        let whole = std::mem::take(&mut line);
+        match judge(&whole) {
+            Verdict::Pass => {
+                let forwarded = async {
+                    to_server.write_all(&whole).await?;
+                    to_server.write_all(b"\n").await?;
+                    to_server.flush().await
+                };
+                if forwarded.await.is_err() {
+                    break;
+                }
+            }
+            Verdict::Skip => {}
+            Verdict::Answer(answer) => {
+                let _ = answers.send(answer);
+            }
+        }
+    }
+    let _ = to_server.shutdown().await;
+}
+
+/// Writes the server's lines and the gate's answers to the client, each
+/// whole, until both are done.
+async fn write_client<W: AsyncWrite + Unpin>(
+    from_server: DuplexStream,
+    mut answered: mpsc::UnboundedReceiver<String>,
+    mut output: W,
+) {
+    let mut from_server = BufReader::new(from_server);
+    let mut line = Vec::new();
+    let mut server_open = true;
+    let mut answers_open = true;
+    while server_open || answers_open {
+        let next = tokio::select! {
+            read = from_server.read_until(b'\n', &mut line), if server_open => match read {
+                Ok(0) | Err(_) => {
+                    server_open = false;
+                    None
+                }
+                Ok(_) => Some(std::mem::take(&mut line)),
+            },
+            answer = answered.recv(), if answers_open => match answer {
+                Some(answer) => Some(format!("{answer}\n").into_bytes()),
+                None => {
+                    answers_open = false;
+                    None
+                }
+            },
+        };
+        let Some(bytes) = next else { continue };
+        if output.write_all(&bytes).await.is_err() || output.flush().await.is_err() {
+            tracing::warn!("standard output failed; the session's answers stop");
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "frames_tests.rs"]
+mod tests;
