@@ -201,7 +201,7 @@ pub(crate) async fn start(
             Implementation::new("chio", env!("CARGO_PKG_VERSION")),
         );
         let client = info
-            .serve((stdout, stdin))
+            .serve(crate::mcp_edge::frames::upstream_gate(stdout, stdin))
             .await
             .map_err(|e| handshake_failure(&e))?;
         let tools = all_tools(&client).await;

@@ -89,6 +89,14 @@ fn not_performed(why: String) -> LiveAnswer {
 /// What a failed `tools/call` request answers, by kind.
 fn service_error(e: &ServiceError) -> String {
     match e {
+        ServiceError::McpError(data)
+            if data.code.0 == crate::mcp_edge::frames::UNREADABLE_ANSWER =>
+        {
+            format!(
+                "the server wrote an answer that cannot be read (not JSON, or over {} bytes)",
+                crate::mcp_edge::frames::UPSTREAM_LINE_BYTES
+            )
+        }
         ServiceError::McpError(data) => format!(
             "the server answered with the JSON-RPC error {}",
             data.code.0

@@ -18,10 +18,28 @@
 //!
 //! Answers and the server's own messages are written whole lines at a time
 //! by one writer, so the two never interleave inside a line.
+//!
+//! The same reader stands between an upstream MCP server's standard output
+//! and the SDK's client ([`upstream_gate`]), for the edge and for `chio
+//! arena record`: an answer the SDK would drop (not JSON, or longer than
+//! [`UPSTREAM_LINE_BYTES`]) has no id anyone can trust, so every request
+//! still waiting for its answer is answered at once with the error
+//! [`UNREADABLE_ANSWER`], rather than waiting out its timeout.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
+
+/// The JSON-RPC error (in the range JSON-RPC leaves to implementations)
+/// a request waiting on an upstream is answered with when the upstream
+/// wrote a line that cannot be read.
+pub(crate) const UNREADABLE_ANSWER: i32 = -32098;
+
+/// The longest line read from an upstream, the SDK's own bound.
+pub(crate) const UPSTREAM_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The size of the in-process pipes between the gate and the SDK.
 const PIPE_BYTES: usize = 64 * 1024;
@@ -231,6 +249,148 @@ async fn write_client<W: AsyncWrite + Unpin>(
             return;
         }
     }
+}
+
+/// The ids of the requests sent to an upstream and not yet answered, by
+/// their JSON text.
+type Waiting = Arc<Mutex<BTreeMap<String, Value>>>;
+
+/// Puts the reader between an upstream's pipes and the SDK's client, which
+/// reads and writes the two returned pipe ends; see the module doc.
+pub(crate) fn upstream_gate<R, W>(from_upstream: R, to_upstream: W) -> (DuplexStream, DuplexStream)
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (client_side_in, client_reads) = tokio::io::duplex(PIPE_BYTES);
+    let (client_writes, client_side_out) = tokio::io::duplex(PIPE_BYTES);
+    let waiting = Waiting::default();
+    tokio::spawn(note_requests(
+        client_side_out,
+        to_upstream,
+        Arc::clone(&waiting),
+    ));
+    tokio::spawn(read_upstream(from_upstream, client_side_in, waiting));
+    (client_reads, client_writes)
+}
+
+/// Forwards the client's lines to the upstream, noting each request's id
+/// before the upstream can answer it.
+async fn note_requests<W: AsyncWrite + Unpin>(
+    from_client: DuplexStream,
+    mut to_upstream: W,
+    waiting: Waiting,
+) {
+    let mut from_client = BufReader::new(from_client);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match from_client.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Ok(message) = serde_json::from_slice::<Value>(&line) {
+            if let (Some(id), true) = (message.get("id"), message.get("method").is_some()) {
+                if let Ok(mut waiting) = waiting.lock() {
+                    waiting.insert(id.to_string(), id.clone());
+                }
+            }
+        }
+        if to_upstream.write_all(&line).await.is_err() || to_upstream.flush().await.is_err() {
+            break;
+        }
+    }
+    let _ = to_upstream.shutdown().await;
+}
+
+/// Forwards the upstream's readable lines to the client; an unreadable one
+/// answers every waiting request with [`UNREADABLE_ANSWER`].
+async fn read_upstream<R: AsyncRead + Unpin>(
+    from_upstream: R,
+    mut to_client: DuplexStream,
+    waiting: Waiting,
+) {
+    let mut from_upstream = BufReader::new(from_upstream);
+    let mut line = Vec::new();
+    let mut discarding = false;
+    loop {
+        let chunk = match from_upstream.fill_buf().await {
+            Ok(chunk) if !chunk.is_empty() => chunk,
+            _ => break,
+        };
+        let (part, ends_line) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (&chunk[..at], true),
+            None => (chunk, false),
+        };
+        let used = part.len() + usize::from(ends_line);
+        if !discarding {
+            line.extend_from_slice(part);
+            if line.len() > UPSTREAM_LINE_BYTES {
+                line = Vec::new();
+                discarding = true;
+            }
+        }
+        from_upstream.consume(used);
+        if !ends_line {
+            continue;
+        }
+        let whole = std::mem::take(&mut line);
+        let parsed = if std::mem::take(&mut discarding) {
+            None
+        } else if whole.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        } else {
+            serde_json::from_slice::<Value>(&whole).ok()
+        };
+        let readable = parsed
+            .inspect(|message| answered(message, &waiting))
+            .is_some();
+        let written = if readable {
+            write_line(&mut to_client, &whole).await
+        } else {
+            fail_waiting(&mut to_client, &waiting).await
+        };
+        if written.is_err() {
+            break;
+        }
+    }
+    let _ = to_client.shutdown().await;
+}
+
+/// Takes a response's id off the waiting list.
+fn answered(message: &Value, waiting: &Waiting) {
+    let is_response = message.get("method").is_none();
+    if let (Some(id), true) = (message.get("id"), is_response) {
+        if let Ok(mut waiting) = waiting.lock() {
+            waiting.remove(&id.to_string());
+        }
+    }
+}
+
+/// Answers every waiting request with [`UNREADABLE_ANSWER`].
+async fn fail_waiting(to_client: &mut DuplexStream, waiting: &Waiting) -> std::io::Result<()> {
+    let ids: Vec<Value> = match waiting.lock() {
+        Ok(mut waiting) => std::mem::take(&mut *waiting).into_values().collect(),
+        Err(_) => Vec::new(),
+    };
+    tracing::warn!(
+        waiting = ids.len(),
+        "an upstream wrote a line that cannot be read; its waiting requests are failed"
+    );
+    for id in ids {
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": UNREADABLE_ANSWER,
+            "message": "the upstream's answer could not be read",
+        }});
+        write_line(to_client, answer.to_string().as_bytes()).await?;
+    }
+    Ok(())
+}
+
+async fn write_line(to: &mut DuplexStream, line: &[u8]) -> std::io::Result<()> {
+    to.write_all(line).await?;
+    to.write_all(b"\n").await?;
+    to.flush().await
 }
 
 #[cfg(test)]

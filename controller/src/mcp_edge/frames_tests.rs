@@ -204,3 +204,75 @@ async fn a_frame_with_no_newline_over_the_bound_is_answered_once_and_the_next_li
     assert_eq!(out.len(), 2, "{out:?}");
     assert_eq!(code_and_id(&out[0]), (INVALID_REQUEST, Value::Null));
 }
+
+#[tokio::test]
+async fn an_unreadable_upstream_line_fails_every_waiting_request() {
+    let (upstream_out, mut upstream_writes) = tokio::io::duplex(1 << 16);
+    let (mut upstream_reads, upstream_in) = tokio::io::duplex(1 << 16);
+    let (client_reads, mut client_writes) = upstream_gate(upstream_out, upstream_in);
+    let mut client_reads = BufReader::new(client_reads);
+    for id in [1, 2] {
+        let request =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "e"}});
+        client_writes
+            .write_all(format!("{request}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    client_writes
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n")
+        .await
+        .unwrap();
+    client_writes.flush().await.unwrap();
+    // The upstream receives all three lines as written.
+    let mut seen = BufReader::new(&mut upstream_reads);
+    for _ in 0..3 {
+        let mut line = String::new();
+        seen.read_line(&mut line).await.unwrap();
+        assert!(line.ends_with('\n'), "{line:?}");
+    }
+    // It answers the first, then writes a line that cannot be read.
+    upstream_writes
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n{\"id\":\xff\n")
+        .await
+        .unwrap();
+    upstream_writes.flush().await.unwrap();
+    let mut line = String::new();
+    client_reads.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n");
+    line.clear();
+    client_reads.read_line(&mut line).await.unwrap();
+    let failed: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(failed["id"], 2, "only the request still waiting: {line}");
+    assert_eq!(failed["error"]["code"], UNREADABLE_ANSWER);
+    // A line over the bound fails what waits too; readable lines pass after.
+    let request = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+    client_writes
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .unwrap();
+    client_writes.flush().await.unwrap();
+    let mut line_in = String::new();
+    seen.read_line(&mut line_in).await.unwrap();
+    let big = vec![b'x'; UPSTREAM_LINE_BYTES + 1];
+    let writer = tokio::spawn(async move {
+        upstream_writes.write_all(&big).await.unwrap();
+        upstream_writes
+            .write_all(b"\n{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n")
+            .await
+            .unwrap();
+        upstream_writes.flush().await.unwrap();
+        upstream_writes
+    });
+    line.clear();
+    client_reads.read_line(&mut line).await.unwrap();
+    let failed: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        (failed["id"].clone(), failed["error"]["code"].clone()),
+        (json!(3), json!(UNREADABLE_ANSWER))
+    );
+    line.clear();
+    client_reads.read_line(&mut line).await.unwrap();
+    assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n");
+    drop(writer.await.unwrap());
+}

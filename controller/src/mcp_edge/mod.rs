@@ -31,7 +31,7 @@ use crate::error::CliError;
 pub mod authority;
 pub mod budgets;
 pub mod bundle;
-mod frames;
+pub(crate) mod frames;
 pub mod grant;
 mod http;
 mod kernel;

@@ -126,7 +126,7 @@ impl Upstream {
                 Implementation::new("chio-mcp-edge", env!("CARGO_PKG_VERSION")),
             );
             let client = info
-                .serve((stdout, stdin))
+                .serve(super::frames::upstream_gate(stdout, stdin))
                 .await
                 .map_err(|e| protocol(handshake_failure(&e).to_string()))?;
             let tools = client
@@ -174,6 +174,13 @@ impl Upstream {
         let sent = |reason: String| CallFailure { reason, sent: true };
         match tokio::time::timeout(timeout, self.client.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
+            Ok(Err(E::McpError(data))) if data.code.0 == super::frames::UNREADABLE_ANSWER => {
+                Err(sent(format!(
+                    "upstream {} wrote an answer that cannot be read (not JSON, or over {} bytes); it may have carried the call out",
+                    self.id,
+                    super::frames::UPSTREAM_LINE_BYTES
+                )))
+            }
             Ok(Err(E::McpError(data))) => Err(sent(format!(
                 "upstream {} answered the JSON-RPC error {}; it may have carried the call out",
                 self.id, data.code.0

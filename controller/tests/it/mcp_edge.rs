@@ -523,3 +523,56 @@ async fn an_upstream_answer_without_a_canonical_form_is_withheld() {
     assert!(session.join("session-end.json").is_file());
     assert!(!session.join("arena.json").exists());
 }
+
+// An upstream that writes a line that is not JSON has its waiting call refused at once, naming why, instead of after the upstream timeout; the call it received spends its budget, and the next call is answered as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_upstream_answer_fails_the_waiting_call_at_once() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "echo", &[]);
+    let mut args = counting_args(&python, &log, &authority);
+    args.extend(["--upstream-timeout-ms".into(), "120000".into()]);
+    let edge = Edge::start(&args).await;
+    let started = std::time::Instant::now();
+    let garbled = edge
+        .call(
+            &token,
+            &alice,
+            "notes",
+            "echo",
+            &json!({"text": "garbled"}),
+            "g-1",
+        )
+        .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "refused at once, not after the upstream timeout"
+    );
+    assert_eq!(
+        verdict(&garbled),
+        ("deny".to_string(), "dispatch-failed".to_string()),
+        "{garbled:?}"
+    );
+    let shown = serde_json::to_string(&garbled).unwrap();
+    assert!(shown.contains("cannot be read"), "{shown}");
+    let next = edge
+        .call(
+            &token,
+            &alice,
+            "notes",
+            "echo",
+            &json!({"text": "after"}),
+            "g-2",
+        )
+        .await;
+    assert_eq!(
+        verdict(&next),
+        ("allow".to_string(), String::new()),
+        "{next:?}"
+    );
+    assert_eq!(log_lines(&log), ["echo garbled", "echo after"]);
+    edge.stop().await;
+}
