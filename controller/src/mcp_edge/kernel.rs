@@ -53,8 +53,7 @@ struct Actor {
 impl Actor {
     fn refresh(&mut self) {
         if let Some(keys) = self.issuers.refresh() {
-            self.trusted = keys.clone();
-            self.kernel.set_trusted_issuers(keys);
+            self.trusted = self.kernel.set_trusted_issuers(keys).to_vec();
         }
     }
 

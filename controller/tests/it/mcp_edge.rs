@@ -576,3 +576,56 @@ async fn an_unreadable_upstream_answer_fails_the_waiting_call_at_once() {
     assert_eq!(log_lines(&log), ["echo garbled", "echo after"]);
     edge.stop().await;
 }
+
+// Two edges with their own authorities share one trust-control, each in its own namespace: each admits only the capabilities its own authority issued, whatever issuer keys trust-control holds (the other edge's, or a run's arena authority, which anyone knowing the run's seed can derive). Edge B refuses edge A's capability as untrusted and forwards nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let edge_args = |sub: &Path, namespace: &str| {
+        let mut args = counting_args(&python, &sub.join("calls.log"), &sub.join("edge.key"));
+        args.extend([
+            "--control-url".to_string(),
+            trust.url.clone(),
+            "--control-token-file".to_string(),
+            token_file.to_str().unwrap().to_string(),
+            "--namespace".to_string(),
+            namespace.to_string(),
+        ]);
+        args
+    };
+    let (authority_a, authority_b) = (authority(&dir_a), authority(&dir_b));
+    let alice = client_key(1);
+    let token_a = grant(&authority_a, &alice, "notes", "echo", &[]);
+    let token_b = grant(&authority_b, &alice, "notes", "echo", &[]);
+    let edge_a = Edge::start(&edge_args(&dir_a, "edge-a")).await;
+    let edge_b = Edge::start(&edge_args(&dir_b, "edge-b")).await;
+    let hello = json!({"text": "hello"});
+    // Both authorities' keys are in trust-control now.
+    let own = edge_a
+        .call(&token_a, &alice, "notes", "echo", &hello, "x-1")
+        .await;
+    assert_eq!(verdict(&own).0, "allow", "{own:?}");
+    let foreign = edge_b
+        .call(&token_a, &alice, "notes", "echo", &hello, "x-2")
+        .await;
+    assert_eq!(
+        verdict(&foreign),
+        ("deny".to_string(), "untrusted-issuer".to_string()),
+        "{foreign:?}"
+    );
+    assert!(edge_b.list(Some(&token_a)).await.is_empty());
+    let own_b = edge_b
+        .call(&token_b, &alice, "notes", "echo", &hello, "x-3")
+        .await;
+    assert_eq!(verdict(&own_b).0, "allow", "{own_b:?}");
+    edge_a.stop().await;
+    edge_b.stop().await;
+    assert_eq!(log_lines(&dir_a.join("calls.log")), ["echo hello"]);
+    assert_eq!(log_lines(&dir_b.join("calls.log")), ["echo hello"]);
+}

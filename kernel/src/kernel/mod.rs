@@ -236,6 +236,8 @@ pub struct Kernel {
     signing_key: SigningKey,
     key_hex: String,
     trusted_issuers: Vec<String>,
+    /// The issuers the kernel was configured with: the most it ever trusts.
+    configured_issuers: Vec<String>,
     guards: Vec<Box<dyn Guard>>,
     needs: GuardNeeds,
     max_delegation_depth: usize,
@@ -351,6 +353,7 @@ impl Kernel {
             key_hex: public_key_hex(&config.signing_key),
             kernel_id: config.kernel_id,
             signing_key: config.signing_key,
+            configured_issuers: config.trusted_issuers.clone(),
             trusted_issuers: config.trusted_issuers,
             guards,
             needs,
@@ -391,9 +394,18 @@ impl Kernel {
         &mut self.stores
     }
 
-    /// Replaces the trusted issuer set (as a trust-control refresh does).
-    pub fn set_trusted_issuers(&mut self, issuers: Vec<String>) {
-        self.trusted_issuers = issuers;
+    /// Replaces the trusted issuer set (as a trust-control refresh does)
+    /// with those of `issuers` the kernel was configured to trust, and
+    /// answers the set now trusted: a shared store can withdraw trust from
+    /// a configured issuer, never lend it to another key (another run's
+    /// authority, whose key anyone knowing its seed can derive, or another
+    /// edge's).
+    pub fn set_trusted_issuers(&mut self, issuers: Vec<String>) -> &[String] {
+        self.trusted_issuers = issuers
+            .into_iter()
+            .filter(|key| self.configured_issuers.contains(key))
+            .collect();
+        &self.trusted_issuers
     }
 
     /// Registers the agent named by its own public key (`key_hex`, 64

@@ -7,9 +7,10 @@ use crate::util;
 use std::collections::BTreeMap;
 
 use chio_kernel::guards::{GuardKind, GuardMode};
+use chio_kernel::keys::{derive_arena_key, public_key_hex};
 use chio_kernel::receipt::merkle_root;
 use chio_kernel::stores::{InMemoryAuthority, KernelStores};
-use chio_kernel::token::{Attenuation, ScopeGrant};
+use chio_kernel::token::{Attenuation, ScopeGrant, FULL_SHARE_BPS};
 use chio_kernel::{
     Admission, CapabilityToken, Kernel, ProjectedVerdict, StoreName, ToolOutput, Verdict,
 };
@@ -114,6 +115,36 @@ fn only_issuer_trust_changed() {
         d.reason.as_deref(),
         Some("capability issuer is not a trusted CA")
     );
+}
+
+// A refreshed issuer set (trust-control's) can withdraw trust from the configured issuer, never add another key: a capability signed by a key the kernel was not configured with stays refused after a refresh that lists it, and the configured issuer is trusted again once listed.
+#[test]
+fn a_refresh_never_trusts_an_unconfigured_issuer() {
+    let stranger = derive_arena_key(SEED + 1, "authority", "root");
+    let forged = issue_with(
+        "cap-forged",
+        "alice",
+        files_scope(),
+        &stranger,
+        Some(100),
+        FULL_SHARE_BPS,
+    );
+    let files = world_files();
+    let mut k = kernel(vec![]);
+    let trusted = k
+        .set_trusted_issuers(vec![public_key_hex(&stranger), authority_pk()])
+        .to_vec();
+    assert_eq!(trusted, [authority_pk()], "only the configured issuer");
+    let req = alice_reads(&forged, "/workspace/notes.txt", "r1");
+    let d = k.evaluate(&req, NOW_MS, &mut dispatch(&files));
+    assert_eq!(
+        d.reason.as_deref(),
+        Some("capability issuer is not a trusted CA")
+    );
+    let cap = issue("cap-alice", "alice", files_scope());
+    let req = alice_reads(&cap, "/workspace/notes.txt", "r2");
+    let d = k.evaluate(&req, NOW_MS, &mut dispatch(&files));
+    assert_eq!(d.verdict, Verdict::Allow, "{:?}", d.reason);
 }
 
 // Only the tool changed: a scope denial.
