@@ -38,6 +38,10 @@ async fn land_in_flight(
             recorder.infrastructure(call.record, e);
             continue;
         }
+        if !recorder.owes(&call.step.head.id) {
+            recorder.abandon(call.record);
+            continue;
+        }
         let arrival = call.prepared.arrival_ms().unwrap_or_default();
         let performed = match executor.settle_faults(dispatcher, arrival).await {
             Ok(()) => {

@@ -168,6 +168,37 @@ impl<'r> StepRecorder<'r> {
                 .held
                 .push_back((record.step_id.clone(), Some((record, receipt)))),
         }
+        self.flush();
+    }
+
+    /// Whether a call still in flight must be decided: every one until the
+    /// run stops; after, only one whose place in the schedule comes before
+    /// the step that stopped it, whose record waits for it. A call placed
+    /// after that step was sent, but the run ended before it arrived.
+    pub fn owes(&self, step_id: &str) -> bool {
+        if self.recorded.failed.is_some() {
+            return false;
+        }
+        let Some(stop) = &self.recorded.stopped else {
+            return true;
+        };
+        let place = |id: &str| self.held.iter().position(|(held, _)| held == id);
+        match (place(step_id), place(&stop.step_id)) {
+            (Some(call), Some(stop)) => call < stop,
+            _ => false,
+        }
+    }
+
+    /// Drops the record of a call the run no longer owes (`Self::owes`):
+    /// it is never decided, and the records waiting behind it are written.
+    pub fn abandon(&mut self, record: StepRecord) {
+        self.held
+            .retain(|(id, done)| done.is_some() || *id != record.step_id);
+        self.flush();
+    }
+
+    /// Writes every record at the front of the queue that was judged.
+    fn flush(&mut self) {
         while self.held.front().is_some_and(|(_, done)| done.is_some()) {
             let Some((_, Some((record, receipt)))) = self.held.pop_front() else {
                 break;

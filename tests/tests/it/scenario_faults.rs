@@ -978,6 +978,115 @@ fn a_stop_still_records_the_calls_in_flight() {
     assert_eq!(trees[0], trees[1], "local differs from embedded");
 }
 
+/// A delayed call that itself stops the run: bob's read of a path outside
+/// his delegation expects an allow and is decided at its arrival (+1,030);
+/// his second read, sent after it, is still in flight then; alice's read
+/// at +500 is decided before the arrival.
+const DELAYED_STOP_STEPS: &str = r#"
+[[steps]]
+id = "alice-to-bob"
+at = 0
+agent = "alice"
+action = "delegate"
+capability = "alice-files"
+to = "bob"
+delegation = "bob-files"
+tools = ["read_file"]
+path_prefix = "/workspace/shared/"
+
+[[steps]]
+id = "slow-node-b-to-node-a"
+at = 10
+agent = "alice"
+action = "fault"
+fault = "delay"
+between = ["node-b", "node-a"]
+delay_ms = 1000
+
+[[steps]]
+id = "bob-reads-outside-expecting-allow"
+at = 30
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/private/ledger.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "bob-reads-sent-after"
+at = 40
+agent = "bob"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "alice-reads-before-the-arrival"
+at = 500
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+
+[[steps]]
+id = "alice-reads-never"
+at = 5000
+agent = "alice"
+server = "workspace-a"
+tool = "read_file"
+arguments = { path = "/workspace/shared/plan.md" }
+expect_verdict = "allow"
+"#;
+
+// Proves a delayed call that itself stops the run ends it at its arrival: the step decided before the arrival stays recorded after it, a call sent after it and still in flight is never decided (no record, no receipt), nothing later runs, and the run exits 1 for the mismatch; embedded, on real processes and one step at a time, byte for byte.
+#[test]
+fn a_delayed_call_that_stops_the_run_ends_it_at_its_arrival() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let file = on_the_partition_world(
+        &dir.path().join("stop"),
+        "fault_delayed_stop",
+        DELAYED_STOP_STEPS,
+    );
+    let mut trees = Vec::new();
+    for mode in [
+        &[][..],
+        &["--topology", "local"][..],
+        &["--one-at-a-time"][..],
+    ] {
+        let out = dir.path().join(format!("out-{}", trees.len()));
+        let (file, out_arg) = (file.display().to_string(), out.display().to_string());
+        let mut args = vec!["arena", "run", &file, "--out", &out_arg];
+        args.extend_from_slice(mode);
+        let output = run_chio(dir.path(), &args);
+        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("CHIO-ARENA-UNEXPECTED-VERDICT")
+                && stderr.contains("step bob-reads-outside-expecting-allow expected allow"),
+            "{stderr}"
+        );
+        let records = step_records(&out);
+        let order: Vec<&str> = records.keys().map(String::as_str).collect();
+        assert_eq!(
+            order,
+            [
+                "alice-reads-before-the-arrival",
+                "alice-to-bob",
+                "bob-reads-outside-expecting-allow",
+                "slow-node-b-to-node-a"
+            ],
+            "the call sent after the stopping one is never decided"
+        );
+        let receipts = std::fs::read_to_string(out.join("receipts.ndjson")).unwrap();
+        assert_eq!(receipts.lines().count(), 2, "{receipts}");
+        trees.push(tree(&out));
+    }
+    assert_eq!(trees[0], trees[1], "local differs from embedded");
+    assert_eq!(trees[0], trees[2], "one at a time differs from embedded");
+}
+
 /// The planner / reader reference scenario with the planner's node crashed
 /// and restarted (fresh, holding only its grants) after every hand-over and
 /// before the planner uses any of them.
