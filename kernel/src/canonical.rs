@@ -43,6 +43,9 @@ mod compound;
 mod map_key;
 mod unique;
 mod writer;
+mod written;
+
+pub use written::first_rounded_whole;
 
 pub use unique::from_slice_unique;
 

@@ -425,6 +425,9 @@ fn one_step(table: toml::Table) -> Option<StepDecl> {
 /// parses, holds no inline secret, declares exactly one step, and its
 /// `arguments` convert to JSON.
 fn check_step_piece(piece: &str) -> bool {
+    if chio_kernel::canonical::first_rounded_whole(piece).is_some() {
+        return false;
+    }
     let Ok(table) = piece.parse::<toml::Table>() else {
         return false;
     };
@@ -444,6 +447,9 @@ fn check_step_piece(piece: &str) -> bool {
 /// when it does not parse, holds a secret or a `steps` key, or breaks the
 /// schema.
 fn parse_world_piece(world: &str) -> Option<ScenarioFile> {
+    if chio_kernel::canonical::first_rounded_whole(world).is_some() {
+        return None;
+    }
     let world: toml::Table = world.parse().ok()?;
     if world.contains_key("steps") {
         return None;
@@ -464,6 +470,14 @@ fn parse_whole(text: &str) -> Result<ScenarioFile, ArenaError> {
             reason: secrets::redact_credentials(e.message().lines().next().unwrap_or("")),
         }
     })?;
+    if let Some(offset) = chio_kernel::canonical::first_rounded_whole(text) {
+        let (line, column) = line_column(text.as_bytes(), offset);
+        return Err(ArenaError::Syntax {
+            line,
+            column,
+            reason: "this number's fraction rounds away when it is read (it would reach the kernel as a whole number); write its exact value, or the amount as a string".to_string(),
+        });
+    }
     secrets::scan_document(&table)?;
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(schema_error)
 }

@@ -14,7 +14,9 @@
 //!   the client closes its side;
 //! - a request whose `params` are not an object, or a `tools/call` whose
 //!   `name` is not a string or whose `arguments` or `_meta` is not an
-//!   object, is answered `-32602` under its own id.
+//!   object, is answered `-32602` under its own id; so is a message holding
+//!   a number whose fraction rounds away when it is read
+//!   (`100.000000000000001` reads as `100`).
 //!
 //! Answers and the server's own messages are written whole lines at a time
 //! by one writer, so the two never interleave inside a line.
@@ -93,14 +95,23 @@ pub(super) fn judge(line: &[u8]) -> Verdict {
             "Parse error: the message is not JSON (invalid UTF-8, a syntax error, nesting past 128 levels or a number out of range)",
         ));
     };
-    match params_problem(&message) {
-        Some((id, what)) => Verdict::Answer(error(
+    if let Some((id, what)) = params_problem(&message) {
+        return Verdict::Answer(error(
             id,
             INVALID_PARAMS,
             &format!("Invalid params: {what}"),
-        )),
-        None => Verdict::Pass,
+        ));
     }
+    // `100.000000000000001` reads as `100`, which the kernel would judge.
+    if chio_kernel::canonical::first_rounded_whole(&String::from_utf8_lossy(line)).is_some() {
+        let id = message.get("id").unwrap_or(&Value::Null);
+        return Verdict::Answer(error(
+            id,
+            INVALID_PARAMS,
+            "Invalid params: a number's fraction rounds away when it is read; send the exact value, or the amount as a string",
+        ));
+    }
+    Verdict::Pass
 }
 
 /// The id and the problem of a request whose parameters have the wrong

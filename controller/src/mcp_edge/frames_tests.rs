@@ -276,3 +276,11 @@ async fn an_unreadable_upstream_line_fails_every_waiting_request() {
     assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n");
     drop(writer.await.unwrap());
 }
+
+#[test]
+fn a_fraction_that_rounds_to_a_whole_number_is_refused_under_its_id() {
+    let line = br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"pay","arguments":{"amount":100.000000000000001}}}"#;
+    assert_eq!(answered(line), (INVALID_PARAMS, json!(11)));
+    let exact = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"pay","arguments":{"amount":100.0,"rate":0.25}}}"#;
+    assert_eq!(judge(exact), Verdict::Pass);
+}

@@ -145,6 +145,27 @@ fn hostile_traces_are_refused_naming_the_place_and_the_fix() {
         ),
         (
             "mcp",
+            "rounded-fraction",
+            format!(
+                "{}\n{}",
+                call("1", r#"{"amount":100.000000000000001}"#),
+                answer("1")
+            ),
+            "CHIO-IMPORT-TRACE-SYNTAX",
+            "line 1: holds a number whose fraction rounds away when it is read",
+        ),
+        (
+            "openai",
+            "rounded-fraction-in-arguments",
+            chat(
+                &fcall("c1", r#""{\"amount\": 99.99999999999999999}""#),
+                &tool_msg("c1"),
+            ),
+            "CHIO-IMPORT-TRACE-SYNTAX",
+            "holds a number whose fraction rounds away when it is read",
+        ),
+        (
+            "mcp",
             "result-alone",
             answer("9"),
             "CHIO-IMPORT-TRACE-UNMATCHED",

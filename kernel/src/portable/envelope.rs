@@ -89,6 +89,14 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
     let Value::Object(top) = &value else {
         return Err(EnvelopeError::NotAnObject);
     };
+    // `100.000000000000001` reads as `100`: refused before the kernel holds
+    // a whole number the request never carried.
+    if crate::canonical::first_rounded_whole(&String::from_utf8_lossy(json)).is_some() {
+        return Err(invalid(
+            "request.arguments",
+            "holds a number whose fraction rounds away when it is read; write the exact value, or the amount as a string",
+        ));
+    }
     objects_where_expected(top)?;
     let wire: EnvelopeWire = serde_path_to_error::deserialize(&value).map_err(wire_error)?;
     if wire

@@ -41,6 +41,7 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         }
         let message: Value = serde_json::from_slice(line)
             .map_err(|e| json_refusal(&e, &place, "session log, one JSON-RPC message per line,"))?;
+        super::exact_numbers(line, &place)?;
         match message {
             Value::Array(batch) => {
                 for (k, message) in batch.iter().enumerate() {

@@ -204,7 +204,29 @@ pub fn read_trace(bytes: &[u8], format: TraceFormat) -> Result<Trace, TraceError
 /// The one JSON document of a transcript, or a refusal naming the line and
 /// column (never the text).
 fn parse_json(bytes: &[u8], place: &str, what: &str) -> Result<Value, TraceError> {
-    serde_json::from_slice(bytes).map_err(|e| json_refusal(&e, place, what))
+    let value = serde_json::from_slice(bytes).map_err(|e| json_refusal(&e, place, what))?;
+    exact_numbers(bytes, place)?;
+    Ok(value)
+}
+
+/// Refuses JSON text (already parsed) holding a number whose fraction
+/// rounds away when read (`100.000000000000001` reads as `100`): the
+/// scenario would hold the whole number the call never carried.
+fn exact_numbers(bytes: &[u8], place: &str) -> Result<(), TraceError> {
+    let text = String::from_utf8_lossy(bytes);
+    match chio_kernel::canonical::first_rounded_whole(&text) {
+        None => Ok(()),
+        Some(offset) => {
+            let line = 1 + text[..offset].matches('\n').count();
+            Err(TraceError::new(
+                TraceFault::Syntax,
+                place,
+                format!(
+                    "holds a number whose fraction rounds away when it is read (line {line}): it would be imported as a whole number; record the exact value"
+                ),
+            ))
+        }
+    }
 }
 
 /// A `serde_json` error as a refusal at `place`.

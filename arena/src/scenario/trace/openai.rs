@@ -224,7 +224,10 @@ fn arguments_text(
         ));
     };
     match serde_json::from_str(text) {
-        Ok(Value::Object(arguments)) => Ok(arguments),
+        Ok(Value::Object(arguments)) => {
+            super::exact_numbers(text.as_bytes(), place)?;
+            Ok(arguments)
+        }
         Ok(_) => Err(TraceError::new(
             TraceFault::Arguments,
             place,

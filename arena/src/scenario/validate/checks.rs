@@ -143,6 +143,14 @@ pub(super) fn toml_to_json(
         toml::Value::Float(f) if f.fract() == 0.0 && f.abs() <= (1u64 << 53) as f64 => {
             J::from(*f as i64)
         }
+        // Past 2^53 a float holds no exact integer, and reads back from
+        // the wire otherwise than it was signed.
+        toml::Value::Float(f) if f.abs() > (1u64 << 53) as f64 => {
+            return Err(ArenaError::OutOfRange {
+                field: field.to_string(),
+                rule: "numbers stay within -2^53..=2^53",
+            })
+        }
         toml::Value::Float(f) => match serde_json::Number::from_f64(*f) {
             Some(n) => J::Number(n),
             None => {
