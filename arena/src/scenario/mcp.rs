@@ -73,7 +73,9 @@ fn refuse(message: impl Into<String>) -> ImportProblem {
 /// them, each checked; `server` names the server in a schema's compile
 /// error.
 pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>, ImportProblem> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+    // A key given twice (a description, a schema keyword) would let the
+    // text the server listed differ from the definition read and digested.
+    let value: Value = chio_kernel::canonical::from_slice_unique(bytes).map_err(|e| {
         use serde_json::error::Category;
         let (line, column) = (e.line(), e.column());
         refuse(match e.classify() {
@@ -82,7 +84,7 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
             ),
             Category::Io => "the input could not be read".to_string(),
             _ => format!(
-                "the input is not JSON (line {line}, column {column}): pass the tools/list response or its result as the server sent it"
+                "the input is not JSON with each key once per object (line {line}, column {column}): pass the tools/list response or its result as the server sent it"
             ),
         })
     })?;

@@ -237,14 +237,17 @@ pub fn check_contract(server: &str, contract: &ToolContract) -> Result<String, C
     })
 }
 
-/// A schema written as JSON text, parsed; the error gives the line and
-/// column of the first fault, never the text.
+/// A schema written as JSON text, parsed with every key once per object;
+/// the error gives the line and column of the first fault, never the text.
 fn schema_text(key: &'static str, tool: &str, text: &str) -> Result<Value, ContractProblem> {
-    serde_json::from_str(text).map_err(|e| {
+    // A key given twice would let the text a server lists (and a reader
+    // scans) differ from the schema enforced and digested, which keeps the
+    // last.
+    chio_kernel::canonical::from_slice_unique(text.as_bytes()).map_err(|e| {
         problem(
             key,
             format!(
-                "the {key} of tool {tool} is not JSON text (line {}, column {}): write the schema as a JSON object in a TOML string",
+                "the {key} of tool {tool} is not JSON text with each key once per object (line {}, column {}): write the schema as a JSON object in a TOML string",
                 e.line(),
                 e.column()
             ),

@@ -8,8 +8,9 @@
 //! - a line longer than the bound is discarded unread, up to its newline,
 //!   and answered `-32600` (its id is never read, so the answer's id is
 //!   `null`);
-//! - a line that is not JSON (invalid UTF-8, a syntax error, nesting past
-//!   the JSON reader's 128 levels, a number past the double range) is
+//! - a line that is not JSON (invalid UTF-8, a syntax error, a key given
+//!   twice in one object, nesting past the JSON reader's 128 levels, a
+//!   number past the double range) is
 //!   answered `-32700`, id `null`; so are bytes left without a newline when
 //!   the client closes its side;
 //! - a request whose `params` are not an object, or a `tools/call` whose
@@ -24,7 +25,9 @@
 //! The same reader stands between an upstream MCP server's standard output
 //! and the SDK's client ([`upstream_gate`]), for the edge and for `chio
 //! arena record`: an answer the SDK would drop (not JSON, or longer than
-//! [`UPSTREAM_LINE_BYTES`]) has no id anyone can trust, so every request
+//! [`UPSTREAM_LINE_BYTES`]), or one whose meaning depends on the reader (a
+//! key given twice in one object: a tool's description or schema read one
+//! way and enforced another) has no id anyone can trust, so every request
 //! still waiting for its answer is answered at once with the error
 //! [`UNREADABLE_ANSWER`], rather than waiting out its timeout.
 
@@ -88,11 +91,11 @@ pub(super) fn judge(line: &[u8]) -> Verdict {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Verdict::Skip;
     }
-    let Ok(message) = serde_json::from_slice::<Value>(line) else {
+    let Ok(message) = chio_kernel::canonical::from_slice_unique(line) else {
         return Verdict::Answer(error(
             &Value::Null,
             PARSE_ERROR,
-            "Parse error: the message is not JSON (invalid UTF-8, a syntax error, nesting past 128 levels or a number out of range)",
+            "Parse error: the message is not JSON (invalid UTF-8, a syntax error, a key given twice in one object, nesting past 128 levels or a number out of range)",
         ));
     };
     if let Some((id, what)) = params_problem(&message) {
@@ -351,7 +354,7 @@ async fn read_upstream<R: AsyncRead + Unpin>(
         } else if whole.iter().all(u8::is_ascii_whitespace) {
             continue;
         } else {
-            serde_json::from_slice::<Value>(&whole).ok()
+            chio_kernel::canonical::from_slice_unique(&whole).ok()
         };
         let readable = parsed
             .inspect(|message| answered(message, &waiting))
