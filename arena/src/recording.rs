@@ -254,6 +254,15 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
             e.column()
         ))
     })?;
+    // Read again keeping each key once: a definition or an answer giving a
+    // key twice would be read one way and digested or replayed another.
+    chio_kernel::canonical::from_slice_unique(bytes).map_err(|e| {
+        shape(format!(
+            "a key given twice in one object at line {}, column {}",
+            e.line(),
+            e.column()
+        ))
+    })?;
     if recording.schema_version != RECORDING_SCHEMA_VERSION {
         return Err(shape(format!(
             "schema_version is not {RECORDING_SCHEMA_VERSION}"
