@@ -230,6 +230,33 @@ pub fn compare_tools(
     Ok(())
 }
 
+/// The recording's JSON, read with each key once per object; the error
+/// names the place, never the text.
+fn read_json(bytes: &[u8]) -> Result<Recording, String> {
+    let recording: Recording = serde_json::from_slice(bytes).map_err(|e| {
+        format!(
+            "{} at line {}, column {}",
+            match e.classify() {
+                serde_json::error::Category::Data => "a key or value of the wrong shape",
+                serde_json::error::Category::Eof => "the JSON ends early",
+                _ => "not JSON",
+            },
+            e.line(),
+            e.column()
+        )
+    })?;
+    // Read again keeping each key once: a definition or an answer giving a
+    // key twice would be read one way and digested or replayed another.
+    chio_kernel::canonical::from_slice_unique(bytes).map_err(|e| {
+        format!(
+            "a key given twice in one object at line {}, column {}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    Ok(recording)
+}
+
 /// Reads a recording of server `server` from its bytes, refusing anything
 /// a recording does not hold (see the module documentation).
 pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, RecordingError> {
@@ -242,27 +269,7 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
             server: server.to_string(),
         });
     }
-    let recording: Recording = serde_json::from_slice(bytes).map_err(|e| {
-        shape(format!(
-            "{} at line {}, column {}",
-            match e.classify() {
-                serde_json::error::Category::Data => "a key or value of the wrong shape",
-                serde_json::error::Category::Eof => "the JSON ends early",
-                _ => "not JSON",
-            },
-            e.line(),
-            e.column()
-        ))
-    })?;
-    // Read again keeping each key once: a definition or an answer giving a
-    // key twice would be read one way and digested or replayed another.
-    chio_kernel::canonical::from_slice_unique(bytes).map_err(|e| {
-        shape(format!(
-            "a key given twice in one object at line {}, column {}",
-            e.line(),
-            e.column()
-        ))
-    })?;
+    let recording = read_json(bytes).map_err(shape)?;
     if recording.schema_version != RECORDING_SCHEMA_VERSION {
         return Err(shape(format!(
             "schema_version is not {RECORDING_SCHEMA_VERSION}"
