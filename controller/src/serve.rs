@@ -77,7 +77,8 @@ pub fn trust(args: &TrustServeArgs) -> Result<(), CliError> {
             | TrustError::InvalidArgument { .. }
             | TrustError::ForeignDatabase { .. }
             | TrustError::UnsupportedSchema { .. }
-            | TrustError::MigrationRefused { .. } => config_error(TRUST_COMMAND, e.to_string()),
+            | TrustError::MigrationRefused { .. }
+            | TrustError::UnusableFile { .. } => config_error(TRUST_COMMAND, e.to_string()),
             other => CliError::infrastructure(TRUST_COMMAND, other.to_string()),
         })
 }

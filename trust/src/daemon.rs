@@ -103,6 +103,9 @@ mod tests {
             TrustError::MissingToken
         );
         let missing = resolve_token(Some(&dir.path().join("absent")), None).unwrap_err();
-        assert!(matches!(missing, TrustError::Io { .. }), "{missing}");
+        assert!(
+            matches!(missing, TrustError::UnusableFile { .. }),
+            "{missing}"
+        );
     }
 }

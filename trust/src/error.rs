@@ -116,6 +116,17 @@ pub enum TrustError {
         "trust-control token given twice (--token-file and CHIO_TRUST_TOKEN); use exactly one"
     )]
     AmbiguousToken,
+    /// A file the configuration names is unusable: a token file that is not
+    /// a small regular file, a database file another user owns or may write.
+    #[error("cannot use {what}: {detail}; {fix}")]
+    UnusableFile {
+        /// The file, by its role (never its contents).
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+        /// How to fix it.
+        fix: &'static str,
+    },
     /// A file the service needs could not be read, or an address not bound.
     #[error("trust-control could not {action}: {detail}; {fix}")]
     Io {

@@ -72,6 +72,7 @@ pub fn status_of(error: TrustError) -> Status {
         | TrustError::WeakToken { .. }
         | TrustError::AmbiguousToken
         | TrustError::Io { .. }
+        | TrustError::UnusableFile { .. }
         | TrustError::Rejected { .. }
         | TrustError::MalformedAnswer { .. } => Status::internal(message),
     }

@@ -176,12 +176,37 @@ impl tonic::service::Interceptor for BearerHeader {
 /// The text of a token file; the error names what went wrong and never the
 /// path given, which may be the token itself passed by mistake.
 pub fn read_token_file(path: &std::path::Path) -> Result<String, TrustError> {
-    std::fs::read_to_string(path).map_err(|error| TrustError::Io {
-        action: "read the token file given".to_owned(),
-        detail: error.kind().to_string(),
-        fix: "pass the path of a readable file that holds the token (never the token itself)",
-    })
+    use std::io::Read;
+    let unusable = |detail: String| {
+        TrustError::UnusableFile {
+        what: "the token file given".to_owned(),
+        detail,
+        fix: "pass the path of a readable regular file of at most 4 KiB that holds the token (never the token itself)",
+    }
+    };
+    // A FIFO, a device or a folder would block, never end, or not read:
+    // refused before it is opened.
+    let meta = std::fs::metadata(path).map_err(|e| unusable(e.kind().to_string()))?;
+    if !meta.is_file() {
+        return Err(unusable("it is not a regular file".to_owned()));
+    }
+    let too_long = || unusable(format!("it is longer than {MAX_TOKEN_FILE_BYTES} bytes"));
+    if meta.len() > MAX_TOKEN_FILE_BYTES {
+        return Err(too_long());
+    }
+    let file = std::fs::File::open(path).map_err(|e| unusable(e.kind().to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_TOKEN_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| unusable(e.kind().to_string()))?;
+    if bytes.len() as u64 > MAX_TOKEN_FILE_BYTES {
+        return Err(too_long());
+    }
+    String::from_utf8(bytes).map_err(|_| unusable("it is not UTF-8 text".to_owned()))
 }
+
+/// The longest token file read; no token needs more.
+pub const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 
 #[cfg(test)]
 mod tests {
@@ -230,5 +255,47 @@ mod tests {
         let text = err.to_string();
         assert!(!text.contains(token), "{text}");
         assert!(text.contains("token file"), "{text}");
+    }
+}
+
+#[cfg(all(test, unix))]
+mod file_tests {
+    use super::*;
+
+    // Proves a token file that is a folder, a FIFO, a device or longer than 4 KiB is refused before it is read to its end (a FIFO would block, a device never end), naming the fix and never the contents; a small regular file is read.
+    #[test]
+    fn only_a_small_regular_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let long = dir.path().join("long");
+        std::fs::write(&long, "t".repeat(4097)).unwrap();
+        for path in [
+            dir.path(),
+            fifo.as_path(),
+            std::path::Path::new("/dev/zero"),
+            long.as_path(),
+        ] {
+            let refused = read_token_file(path).unwrap_err();
+            assert!(
+                matches!(refused, TrustError::UnusableFile { .. }),
+                "{refused}"
+            );
+            assert!(refused.to_string().contains("at most 4 KiB"), "{refused}");
+        }
+        let good = dir.path().join("token");
+        std::fs::write(&good, "0123456789abcdef-token\n").unwrap();
+        assert_eq!(read_token_file(&good).unwrap(), "0123456789abcdef-token\n");
+        let missing = read_token_file(&dir.path().join("missing")).unwrap_err();
+        assert!(
+            missing
+                .to_string()
+                .starts_with("cannot use the token file given"),
+            "{missing}"
+        );
     }
 }

@@ -105,6 +105,36 @@ fn refuses_two_token_sources() {
     refused(both, &["use exactly one"]);
 }
 
+// Proves a token file that is missing, a folder or longer than 4 KiB, and a database file other users may write, are configuration refusals (exit 2, CHIO-SERVE-CONFIG) naming the fix, never infrastructure failures.
+#[test]
+fn unusable_token_and_database_files_are_configuration_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("trust.db");
+    let long = dir.path().join("long");
+    std::fs::write(&long, "t".repeat(5000)).unwrap();
+    for token in [dir.path().join("missing"), dir.path().to_path_buf(), long] {
+        let mut args = serve_args(db.to_str().unwrap());
+        args.extend(["--token-file", token.to_str().unwrap()]);
+        refused(
+            command(&args),
+            &["CHIO-SERVE-CONFIG", "cannot use the token file given"],
+        );
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(&db, b"").unwrap();
+        std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let file = token_file(dir.path(), TOKEN);
+        let mut args = serve_args(db.to_str().unwrap());
+        args.extend(["--token-file", file.to_str().unwrap()]);
+        refused(
+            command(&args),
+            &["CHIO-SERVE-CONFIG", "other users may write it", "chmod 600"],
+        );
+    }
+}
+
 // Proves the environment token starts the service, which answers and exits 0 on SIGTERM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn env_token_starts_and_sigterm_stops_cleanly() {

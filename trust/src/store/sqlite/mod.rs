@@ -31,6 +31,7 @@ use crate::model::{
 use crate::store::TrustStore;
 use crate::TrustError;
 
+mod file;
 mod rows;
 pub mod schema;
 #[cfg(test)]
@@ -53,10 +54,12 @@ pub struct SqliteTrustStore {
 }
 
 impl SqliteTrustStore {
-    /// Opens (or creates) the database at `path`, checks or creates its
-    /// schema, sets WAL and `synchronous=FULL`, and starts the writer thread.
+    /// Opens (or creates, readable and writable by its owner alone) the
+    /// database at `path`, refusing one another user owns or may write
+    /// (`file`), checks or creates its schema, sets WAL and `synchronous=FULL`, and starts the writer thread.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, TrustError> {
         let path = path.as_ref();
+        file::claim(path)?;
         let conn = Connection::open(path).map_err(|error| TrustError::Io {
             action: format!("open database {}", path.display()),
             detail: error.to_string(),

@@ -241,3 +241,54 @@ async fn a_conflict_does_not_undo_its_batch_neighbours() {
         .collect();
     assert_eq!(ids, vec!["r".to_owned(), "n".to_owned()]);
 }
+
+// Proves a new database is created readable and writable by its owner alone (its write-ahead files too), and that a database file, or a companion file, other users may write, or another user owns, is refused before it is opened, naming the fix: its owner could rewrite revocations, seen request ids and budgets while the service runs.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_database_others_may_write_or_own_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.db");
+    let store = SqliteTrustStore::open(&path).unwrap();
+    store.revoke("cap-1", 42).await.unwrap();
+    drop(store);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    let wal = dir.path().join("trust.db-wal");
+    if wal.exists() {
+        assert_eq!(mode(&wal), 0o600);
+    }
+    assert!(
+        SqliteTrustStore::open(&path).is_ok(),
+        "its own private file opens"
+    );
+    for (file, bits) in [(path.clone(), 0o666), (path.clone(), 0o620)] {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(bits)).unwrap();
+        let refused = SqliteTrustStore::open(&path).unwrap_err();
+        assert!(
+            matches!(refused, TrustError::UnusableFile { .. }),
+            "{refused}"
+        );
+        assert!(
+            refused.to_string().contains("other users may write it"),
+            "{refused}"
+        );
+        assert!(refused.to_string().contains("chmod 600"), "{refused}");
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let shm = dir.path().join("trust.db-shm");
+    std::fs::write(&shm, b"").unwrap();
+    std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let refused = SqliteTrustStore::open(&path).unwrap_err();
+    assert!(refused.to_string().contains("trust.db-shm"), "{refused}");
+    std::fs::remove_file(&shm).unwrap();
+    // Another user's file: only a privileged test run can make one.
+    if rustix::process::geteuid().is_root() {
+        std::os::unix::fs::chown(&path, Some(65534), None).unwrap();
+        let refused = SqliteTrustStore::open(&path).unwrap_err();
+        assert!(
+            refused.to_string().contains("owned by user 65534"),
+            "{refused}"
+        );
+    }
+}
