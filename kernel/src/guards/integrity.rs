@@ -28,7 +28,12 @@
 //! these refusals too. An argument name is a top-level argument; a name
 //! starting with `/` is a JSON pointer. A value inside a protected
 //! argument counts as the argument, and so does a value the argument lies
-//! inside (arguments built as a whole from one value).
+//! inside (arguments built as a whole from one value). Every protected
+//! argument and every open-world part is judged on its own: an allowlist
+//! exempts exactly the value it admits, never a neighbour built from the
+//! same untrusted value (a memo beside an allowlisted IBAN in one
+//! handed-over object is judged as the protected or open-world argument it
+//! is).
 //!
 //! Run-time allowlists (`allow_from`): `{ "allow_from": { "<server>": {
 //! "<tool>": { "recipient": [{ "server": "bank", "tool":
@@ -416,7 +421,8 @@ impl IntegrityGuard {
     /// The first argument (in pointer order) that carries an untrusted
     /// value where it may not: inside a protected argument, or anywhere in
     /// the arguments of an open-world tool, unless the argument's value is
-    /// on its allowlist.
+    /// on its allowlist. Each protected argument is judged on its own, and
+    /// an allowlisted one covers only its own value.
     fn untrusted_argument(
         &self,
         ctx: &GuardContext<'_>,
@@ -450,33 +456,109 @@ impl IntegrityGuard {
             if !untrusted {
                 continue;
             }
-            // A value inside a protected argument, or one the protected
-            // argument lies inside (the whole arguments built from it).
-            let guarded = protected.and_then(|set| {
-                set.iter().find(|argument| {
-                    crate::provenance::within(pointer, argument)
-                        || crate::provenance::within(argument, pointer)
-                })
-            });
-            if let Some(argument) = guarded {
-                if !self.allowed(ctx, key, argument, notes) {
-                    return Ok(Some(DenyReason::UntrustedArgument {
-                        argument: argument.clone(),
-                        tool: ctx.tool.to_string(),
-                        server: ctx.server.to_string(),
-                    }));
-                }
-                continue;
-            }
-            if ctx.provenance.open_world && !self.allowed(ctx, key, pointer, notes) {
-                return Ok(Some(DenyReason::UntrustedOpenWorldArgument {
-                    argument: pointer.clone(),
-                    tool: ctx.tool.to_string(),
-                    server: ctx.server.to_string(),
-                }));
+            if let Some(reason) = self.judge_untrusted(ctx, key, protected, pointer, notes) {
+                return Ok(Some(reason));
             }
         }
         Ok(None)
+    }
+
+    /// Judges one argument built from an untrusted value (at `pointer`).
+    /// Every protected argument it reaches is judged on its own: one the
+    /// value lies inside (the argument built as a whole from it, or from
+    /// a value holding it), and each one inside the value that the call
+    /// sends. An allowlisted protected argument exempts its own value and
+    /// nothing beside it: at an open-world tool, every part of the value
+    /// that no protected argument covers is judged as an open-world
+    /// argument ([`IntegrityGuard::open_rest`]).
+    fn judge_untrusted(
+        &self,
+        ctx: &GuardContext<'_>,
+        key: &(String, String),
+        protected: Option<&BTreeSet<String>>,
+        pointer: &str,
+        notes: &mut BTreeSet<String>,
+    ) -> Option<DenyReason> {
+        let empty = BTreeSet::new();
+        let protected = protected.unwrap_or(&empty);
+        let holding: Vec<&String> = protected
+            .iter()
+            .filter(|argument| crate::provenance::within(pointer, argument))
+            .collect();
+        let inside: Vec<&String> = protected
+            .iter()
+            .filter(|argument| {
+                crate::provenance::within(argument, pointer)
+                    && argument.as_str() != pointer
+                    && ctx.arguments.pointer(argument).is_some()
+            })
+            .collect();
+        for argument in holding.iter().chain(&inside) {
+            if !self.allowed(ctx, key, argument, notes) {
+                return Some(DenyReason::UntrustedArgument {
+                    argument: argument.to_string(),
+                    tool: ctx.tool.to_string(),
+                    server: ctx.server.to_string(),
+                });
+            }
+        }
+        // A protected argument that holds the value covers it whole.
+        if !ctx.provenance.open_world || !holding.is_empty() {
+            return None;
+        }
+        self.open_rest(ctx, key, pointer, &inside, notes)
+    }
+
+    /// The first part of the value at `pointer` that no protected argument
+    /// of `inside` covers and no allowlist admits, refused as an
+    /// open-world argument: the value itself when no protected argument
+    /// lies inside it, otherwise each of its members in turn (a member
+    /// holding a protected argument is judged the same way).
+    fn open_rest(
+        &self,
+        ctx: &GuardContext<'_>,
+        key: &(String, String),
+        pointer: &str,
+        inside: &[&String],
+        notes: &mut BTreeSet<String>,
+    ) -> Option<DenyReason> {
+        if inside.iter().any(|argument| argument.as_str() == pointer) {
+            return None;
+        }
+        let members = match ctx.arguments.pointer(pointer) {
+            Some(value) if inside.iter().any(|a| crate::provenance::within(a, pointer)) => {
+                members(value, pointer)
+            }
+            _ => Vec::new(),
+        };
+        if members.is_empty() {
+            if self.allowed(ctx, key, pointer, notes) {
+                return None;
+            }
+            return Some(DenyReason::UntrustedOpenWorldArgument {
+                argument: pointer.to_string(),
+                tool: ctx.tool.to_string(),
+                server: ctx.server.to_string(),
+            });
+        }
+        members
+            .iter()
+            .find_map(|member| self.open_rest(ctx, key, member, inside, notes))
+    }
+}
+
+/// The pointers of the members of `value` (at `pointer`): an object's
+/// keys and an array's indexes, in order; none for any other value.
+fn members(value: &serde_json::Value, pointer: &str) -> Vec<String> {
+    match value {
+        serde_json::Value::Object(map) => map
+            .keys()
+            .map(|k| format!("{pointer}/{}", k.replace('~', "~0").replace('/', "~1")))
+            .collect(),
+        serde_json::Value::Array(items) => {
+            (0..items.len()).map(|i| format!("{pointer}/{i}")).collect()
+        }
+        _ => Vec::new(),
     }
 }
 

@@ -260,3 +260,27 @@ fn a_sender_counts_for_the_argument_its_value_went_into() {
         "{prefix_only:?}"
     );
 }
+
+// A run-time allowlist exempts exactly the argument whose value it holds: arguments built whole from one handed-over value are each judged, so a recorded `cc` does not carry an unrecorded `recipient` beside it.
+#[test]
+fn a_recorded_argument_shields_no_neighbour() {
+    let whole = || {
+        let mut p = planner(&[("reader", &[PAYEE])], &[]);
+        let untrusted = BTreeSet::from(["integrity:untrusted".to_string()]);
+        p.arguments = BTreeMap::from([(String::new(), untrusted)]);
+        p.senders = BTreeMap::from([(String::new(), BTreeSet::from(["reader".to_string()]))]);
+        p
+    };
+    let (verdict, admitted) = judge_noting(
+        json!({"recipient": "GB33BUKB20201555555555", "cc": [PAYEE]}),
+        &whole(),
+    );
+    assert!(
+        matches!(verdict, GuardVerdict::Deny(DenyReason::UntrustedArgument { ref argument, .. }) if argument == "/recipient"),
+        "{verdict:?}"
+    );
+    assert_eq!(admitted, vec![format!("/cc on {}", record("reader"))]);
+    let (verdict, admitted) = judge_noting(json!({"recipient": PAYEE, "cc": [PAYEE]}), &whole());
+    assert_eq!(verdict, GuardVerdict::Allow);
+    assert_eq!(admitted.len(), 2, "{admitted:?}");
+}
