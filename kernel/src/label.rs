@@ -261,6 +261,14 @@ impl LabelCarry {
     /// tainting) nothing else is written: the receiver's principal and
     /// session stay as they are. Otherwise the receiver is tainted exactly
     /// as by [`LabelCarry::message`], and the record is kept besides.
+    ///
+    /// `sender_chose` is whether the sender wrote the value (wholly or in
+    /// part, or as an output's part that repeats what its call sent).
+    /// Only an endorsed value the sender did not choose leaves the
+    /// sender's principal out: a value that is wholly one part of an
+    /// output carries that part's labels alone. A hand-over that is not
+    /// endorsed carries every label the sender's principal holds, whoever
+    /// chose the value, as any message does.
     pub fn handover(
         sender: &str,
         receiver: &str,
@@ -280,7 +288,7 @@ impl LabelCarry {
         let mut extra: Vec<String> = value_labels.to_vec();
         extra.push(DELEGATION_RECORD_FLOOR.as_str().to_string());
         LabelCarry {
-            from: if sender_chose {
+            from: if sender_chose || !endorsed {
                 vec![LabelKey::Principal(sender.to_string())]
             } else {
                 Vec::new()
@@ -434,6 +442,43 @@ mod tests {
         let carried = carry.apply(&mut store).unwrap();
         assert_eq!(carry.reported(&carried), ["integrity:untrusted"]);
         assert!(authority.labels("principal/bob").contains(&untrusted));
+    }
+
+    // A hand-over carries the sender's principal labels into the receiver and the record unless it is endorsed; only an endorsed value taken by reference leaves them out, and then the receiver is left untouched.
+    #[test]
+    fn only_an_endorsed_reference_leaves_the_sender_out() {
+        let tainted = || {
+            let authority = InMemoryAuthority::default();
+            authority.join_label("principal/alice", "integrity:untrusted");
+            authority.join_label("principal/alice", "internal");
+            authority
+        };
+        let cases = [
+            (true, false, false),
+            (true, true, true),
+            (false, false, true),
+            (false, true, true),
+        ];
+        for (endorsed, sender_chose, carries) in cases {
+            let authority = tainted();
+            let mut store = authority.clone();
+            let carry =
+                LabelCarry::handover("alice", "planner", "hand", &[], endorsed, sender_chose);
+            carry.apply(&mut store).unwrap();
+            let record = authority.labels("handover/planner/hand");
+            let case = format!("endorsed {endorsed}, sender chose {sender_chose}");
+            assert_eq!(record.contains("integrity:untrusted"), carries, "{case}");
+            assert_eq!(record.contains("internal"), carries, "{case}");
+            for key in ["principal/planner", "session/planner"] {
+                let held = authority.labels(key);
+                assert_eq!(
+                    held.contains("integrity:untrusted"),
+                    !endorsed,
+                    "{key}: {case}"
+                );
+                assert_eq!(held.contains("internal"), !endorsed, "{key}: {case}");
+            }
+        }
     }
 
     // A message joins the sender's labels and the forwarded output's into the receiver's principal and session; an unknown label is refused before anything is written.

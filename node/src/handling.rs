@@ -285,7 +285,9 @@ pub async fn revoke<P: NodePort + ?Sized>(
 /// refused with `hand-over-refused` and carries nothing. A value it admits
 /// is recorded with its labels ([`LabelCarry::handover`]); the receiver's
 /// principal and session stay trusted only when a quarantined reader hands
-/// over to a planner, and are tainted as by any message otherwise.
+/// over to a planner, and are tainted as by any message otherwise, with
+/// every label the sender's principal holds, whether the value was written
+/// or taken by reference.
 pub(crate) fn message_carry(
     command: &MessageCommand,
     sender: AgentRole,

@@ -53,7 +53,7 @@ fn the_one_exception_to_message_tainting() {
     assert!(!refused.message.contains("DE89"), "{}", refused.message);
 }
 
-// A value the sender wrote carries what the sender's principal holds; a value that is wholly one output's part, taken by reference, carries only that part's labels.
+// A value the sender wrote carries what the sender's principal holds; a value that is wholly one output's part, taken by reference from a quarantined reader, carries only that part's labels; from any other sender it carries the sender's principal too.
 #[test]
 fn only_a_value_the_sender_wrote_carries_the_sender() {
     let mut written = handover(json!("DE89"));
@@ -70,4 +70,10 @@ fn only_a_value_the_sender_wrote_carries_the_sender() {
         1,
         "only the record's floor"
     );
+    // From any other sender a value taken by reference still carries the
+    // sender's principal, into the receiver as by any message.
+    for sender in [AgentRole::Ordinary, AgentRole::Planner] {
+        let taken = message_carry(&written, sender, AgentRole::Planner).unwrap();
+        assert_eq!(taken.from, [LabelKey::Principal("reader".to_string())]);
+    }
 }
