@@ -5,14 +5,18 @@
 //! The `integrity` guard names, per protected argument, its sources
 //! ([`AllowSource`]): a server, a tool and an RFC 6901 pattern (`*` for any
 //! one key or index) into that tool's released output. When a kernel
-//! releases an output of a source's tool, it records every string at the
-//! pattern whose part the server's declaration gives `trusted` integrity
-//! ([`crate::provenance::integrity_at`], the same rule that labels a value
-//! taken by reference): their digests ([`value_digest`]) join the record
-//! [`AllowSource::record_key`] of the reading principal, in the label store
-//! every kernel shares, in the same batch as the output's own labels. A part
-//! no rule declares trusted, in an output that is untrusted as a whole, never
-//! feeds a record: text a third party wrote cannot add a payee.
+//! releases a performed output of a source's tool, it records every string
+//! at the pattern whose part the server's declaration gives `trusted`
+//! integrity ([`crate::provenance::integrity_at`], the same rule that
+//! labels a value taken by reference): their digests ([`value_digest`])
+//! join the record [`AllowSource::record_key`] of the reading principal, in
+//! the label store every kernel shares, in the same batch as the output's
+//! own labels. A part no rule declares trusted, in an output that is
+//! untrusted as a whole, never feeds a record: text a third party wrote
+//! cannot add a payee. Nor does an answer its server gave as not carried
+//! out (a failure is released to its reader, but a reference to it is
+//! unresolved, and it is no record the server made), nor an output an
+//! output guard withheld (never released).
 //!
 //! At admission the kernel reads, for each source of the called tool's
 //! protected arguments, the record of the caller and of every agent that

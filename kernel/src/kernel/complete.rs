@@ -181,8 +181,13 @@ impl Kernel {
         );
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
         let label_keys = released_label_keys(&request, &principal, &verified);
-        let allowlisted =
-            self.allowlist_records(&request, &principal, &content, integrity.as_deref());
+        // Only a performed answer is a record the server made: a failure
+        // is released to its reader, and feeds no allowlist.
+        let allowlisted = if performed {
+            self.allowlist_records(&request, &principal, &content, integrity.as_deref())
+        } else {
+            Vec::new()
+        };
         let (reason, guard) = match rewrite {
             Some((guard, why)) => (Some(why), Some(guard)),
             None => (None, None),

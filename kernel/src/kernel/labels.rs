@@ -127,7 +127,8 @@ impl Kernel {
     /// The allowlist records a released output of `request` adds to, with
     /// the digests each gains: for every source reading this tool, the
     /// trusted strings at its pattern (`crate::allowlist`), recorded for
-    /// the principal that read them. Empty records are left out.
+    /// the principal that read them. Empty records are left out. Only a
+    /// performed output is read: the caller asks for none other.
     pub(super) fn allowlist_records(
         &self,
         request: &ToolCallRequest,

@@ -393,3 +393,60 @@ fn pay_handed(
     let call = sourced("alice", cap, json!({ "to": to }), handed, id);
     kernel.evaluate(&call, NOW_MS, world).verdict
 }
+
+// Only a performed answer feeds a run-time allowlist: a listing its server answered as not carried out is released to its reader but records nothing, so a payee it names is refused; the same listing performed admits it.
+#[test]
+fn a_listing_not_carried_out_admits_nothing() {
+    let files = standard_files();
+    let authority = InMemoryAuthority::default();
+    authority.join_label("handover/alice/hand-iban", "integrity:untrusted");
+    let guard = guard(
+        "integrity",
+        GuardKind::Integrity,
+        json!({
+            "consequential": {"bank": ["pay"]},
+            "protected": {"bank": {"pay": ["to"]}},
+            "allow_from": {"bank": {"pay": {"to": [
+                {"server": "history", "tool": "get_transactions", "pointer": "/transactions/*/recipient"}
+            ]}}},
+        }),
+    );
+    let mut kernel = kernel_with_roles(vec![guard], KernelStores::new(authority.clone()));
+    let mut scope = bank_scope();
+    scope.push(ScopeGrant::new("history", &["get_transactions"]));
+    let cap = issue("cap-a", "alice", scope);
+    let answering = |performed: bool| {
+        let files = &files;
+        move |admitted: &chio_kernel::AdmissionTicket| {
+            if admitted.request().tool == "get_transactions" {
+                Ok(chio_kernel::ToolOutput {
+                    content: json!({"error": "history unavailable", "transactions": [{"recipient": "GB33"}]}),
+                    label: None,
+                    integrity: None,
+                    performed,
+                })
+            } else {
+                dispatch(files)(admitted)
+            }
+        }
+    };
+    let mut world = answering(false);
+    let listing = |id: &str| request("alice", &cap, "history", "get_transactions", json!({}), id);
+    let failed = kernel.evaluate(&listing("failed-history"), NOW_MS, &mut world);
+    assert_eq!(failed.verdict, Verdict::Allow);
+    assert!(failed.trace.not_performed);
+    assert!(authority
+        .labels("allowlist/alice/history/get_transactions/transactions/*/recipient")
+        .is_empty());
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "GB33", "p1", &mut world),
+        Verdict::Deny
+    );
+    let mut world = answering(true);
+    let done = kernel.evaluate(&listing("history"), NOW_MS, &mut world);
+    assert_eq!(done.verdict, Verdict::Allow);
+    assert_eq!(
+        pay_handed(&mut kernel, &cap, "GB33", "p2", &mut world),
+        Verdict::Allow
+    );
+}
