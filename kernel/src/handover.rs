@@ -132,7 +132,7 @@ fn is_decimal_text(text: &str) -> bool {
     all_digits(whole) && fraction.is_none_or(all_digits)
 }
 
-fn decimal(text: &str) -> Option<Decimal> {
+pub(crate) fn decimal(text: &str) -> Option<Decimal> {
     if !is_decimal_text(text) {
         return None;
     }

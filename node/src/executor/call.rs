@@ -240,7 +240,7 @@ pub(super) fn fold(
             integrity: outcome.trace.output_integrity.clone(),
             record: None,
             sender: None,
-            sent: sent_strings(command),
+            sent: sent_scalars(command),
             content_sha256,
             value,
             fields: executor
@@ -256,13 +256,14 @@ pub(super) fn fold(
     Ok(())
 }
 
-/// Every string `command` sent, in document order, with the provenance of
-/// the argument that covers it (the source whose pointer is its own or an
-/// ancestor's), or none for a literal the caller wrote.
-fn sent_strings(command: &CallCommand) -> Vec<(String, Option<ArgumentSource>)> {
-    chio_kernel::seal::string_leaves(&command.arguments)
+/// Every scalar `command` sent (string, number or boolean), in document
+/// order, with the provenance of the argument that covers it (the source
+/// whose pointer is its own or an ancestor's), or none for a literal the
+/// caller wrote.
+fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
+    chio_kernel::provenance::scalar_leaves(&command.arguments)
         .into_iter()
-        .map(|(at, text)| {
+        .map(|(at, sent)| {
             let source = command
                 .sources
                 .iter()
@@ -273,19 +274,21 @@ fn sent_strings(command: &CallCommand) -> Vec<(String, Option<ArgumentSource>)> 
                             .is_some_and(|rest| rest.starts_with('/'))
                 })
                 .cloned();
-            (text.to_string(), source)
+            (sent.clone(), source)
         })
         .collect()
 }
 
-/// The strings `released`'s call was sent that the part of its output at
-/// `pointer` repeats (`chio_kernel::provenance::Echoes`: equal, or sharing
-/// a run of 8 characters, in any form a server may give back what it was
-/// sent: percent-decoded, normalised as a path, in another case).
+/// The scalars `released`'s call was sent that the part of its output at
+/// `pointer` repeats (`chio_kernel::provenance::Echoes::repeats`: a string
+/// equal, or sharing a run of 8 characters, in any form a server may give
+/// back what it was sent: percent-decoded, normalised as a path, in
+/// another case; a number of the same exact value, as a number or as the
+/// string that writes it; a boolean equal).
 pub(super) fn echoed<'r>(
     released: &'r ReleasedOutput,
     pointer: &str,
-) -> Vec<&'r (String, Option<ArgumentSource>)> {
+) -> Vec<&'r (Value, Option<ArgumentSource>)> {
     let Ok(output) = &released.value else {
         return Vec::new();
     };
@@ -299,7 +302,7 @@ pub(super) fn echoed<'r>(
     released
         .sent
         .iter()
-        .filter(|(text, _)| echoes.repeat(text))
+        .filter(|(sent, _)| echoes.repeats(sent))
         .collect()
 }
 

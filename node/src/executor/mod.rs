@@ -184,12 +184,13 @@ pub struct ReleasedOutput {
     /// For a handed-over value: the agent that handed it over, whose
     /// run-time allowlists count for a protected argument built from it.
     pub sender: Option<String>,
-    /// For a call's output: every string the call was sent, with the
-    /// provenance of the argument it belongs to (none for the caller's own
-    /// literal). A server may answer with what it was sent (a path, a
-    /// query), so a part of the output that repeats one is not the
-    /// server's word: it carries what the sent value carried.
-    pub sent: Vec<(String, Option<ArgumentSource>)>,
+    /// For a call's output: every scalar the call was sent (string,
+    /// number or boolean), with the provenance of the argument it belongs
+    /// to (none for the caller's own literal). A server may answer with
+    /// what it was sent (a path, a query, an amount), so a part of the
+    /// output that repeats one is not the server's word: it carries what
+    /// the sent value carried.
+    pub sent: Vec<(Value, Option<ArgumentSource>)>,
 }
 
 impl ReleasedOutput {
