@@ -27,7 +27,7 @@
 //! which input changed.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -296,13 +296,6 @@ pub struct Bundle {
 /// The scenario file's name inside `inputs/`.
 pub const SCENARIO_INPUT: &str = "scenario.toml";
 
-fn io_error(path: &Path, e: std::io::Error) -> ArenaError {
-    ArenaError::Bundle {
-        path: path.display().to_string(),
-        cause: e.to_string(),
-    }
-}
-
 /// A write failure: the filesystem, not the input, is at fault.
 fn write_error(path: &Path, e: std::io::Error) -> ArenaError {
     ArenaError::BundleIo {
@@ -401,56 +394,6 @@ impl Bundle {
         manifest.push('\n');
         write_file(&dir.join(MANIFEST_FILE), manifest.as_bytes())
     }
-
-    /// Reads a bundle written by [`Bundle::write`].
-    pub fn read(dir: &Path) -> Result<Bundle, ArenaError> {
-        let manifest_path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&manifest_path).map_err(|e| ArenaError::Bundle {
-            path: manifest_path.display().to_string(),
-            cause: format!("{e}; pass the folder a run wrote (it holds arena.json)"),
-        })?;
-        let manifest: BundleManifest =
-            serde_json::from_str(&text).map_err(|e| ArenaError::Bundle {
-                path: manifest_path.display().to_string(),
-                cause: format!("not a {BUNDLE_SCHEMA} manifest: {e}"),
-            })?;
-        if manifest.schema_version != BUNDLE_SCHEMA {
-            return Err(ArenaError::Bundle {
-                path: manifest_path.display().to_string(),
-                cause: format!("schema {} is not {BUNDLE_SCHEMA}", manifest.schema_version),
-            });
-        }
-        let receipts_path = dir.join(RECEIPTS_FILE);
-        let receipts = std::fs::read_to_string(&receipts_path)
-            .map_err(|e| io_error(&receipts_path, e))?
-            .lines()
-            .map(str::to_string)
-            .collect();
-        let mut policies = BTreeMap::new();
-        for kernel in manifest.policies.keys() {
-            // A kernel id names a file inside the bundle, never a path: a
-            // manifest edited to hold `../x` or `/etc/x` is refused unread.
-            if !crate::scenario::is_valid_id(kernel) {
-                return Err(ArenaError::Bundle {
-                    path: manifest_path.display().to_string(),
-                    cause: format!(
-                        "policies names {kernel:?}, which is not a kernel id; the manifest was edited"
-                    ),
-                });
-            }
-            let path = dir.join(POLICIES_DIR).join(format!("{kernel}.json"));
-            let text = std::fs::read_to_string(&path).map_err(|e| io_error(&path, e))?;
-            policies.insert(kernel.clone(), text.trim_end_matches('\n').to_string());
-        }
-        let mut inputs = BTreeMap::new();
-        read_inputs(&dir.join(INPUTS_DIR), &dir.join(INPUTS_DIR), &mut inputs)?;
-        Ok(Bundle {
-            manifest,
-            receipts,
-            policies,
-            inputs,
-        })
-    }
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ArenaError> {
@@ -467,49 +410,10 @@ fn sibling(parent: &Path, name: &str, role: &str) -> Result<tempfile::TempDir, A
         .map_err(|e| write_error(parent, e))
 }
 
-fn read_inputs(
-    root: &Path,
-    dir: &Path,
-    out: &mut BTreeMap<String, Vec<u8>>,
-) -> Result<(), ArenaError> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| io_error(dir, e))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()
-        .map_err(|e| io_error(dir, e))?;
-    paths.sort();
-    for path in paths {
-        let meta = std::fs::symlink_metadata(&path).map_err(|e| io_error(&path, e))?;
-        if meta.file_type().is_symlink() {
-            // A run writes plain files only; following a link could read
-            // (or loop through) anything on the machine.
-            return Err(ArenaError::Bundle {
-                path: path.display().to_string(),
-                cause: "a bundle's inputs hold no symbolic links; pass a folder a run wrote"
-                    .to_string(),
-            });
-        }
-        if meta.is_dir() {
-            read_inputs(root, &path, out)?;
-        } else {
-            let rel = path
-                .strip_prefix(root)
-                .map_err(|_| ArenaError::Bundle {
-                    path: path.display().to_string(),
-                    cause: "input outside the inputs folder".to_string(),
-                })?
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join("/");
-            let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
-            out.insert(rel, bytes);
-        }
-    }
-    Ok(())
-}
-
 mod compare;
+mod load;
+#[cfg(test)]
+mod load_tests;
 mod reader;
 #[cfg(test)]
 mod reader_tests;
@@ -523,5 +427,6 @@ pub use compare::{
     bundle_files, compare_runs, file_differences, manifest_differences, receipts_difference,
     StepDrift,
 };
+pub use load::{open_regular, read_regular, FileRefusal, MAX_FILE_BYTES};
 pub use reader::for_each_step;
 pub use writer::{BundleWriter, StreamedScenario};

@@ -336,18 +336,26 @@ pub fn read_recording(dir: &std::path::Path, server: &str) -> Result<Recording, 
     let path = dir
         .join(RECORDING_FOLDER)
         .join(Recording::file_name(server));
-    let unreadable = |e: std::io::Error| RecordingError::Unreadable {
-        server: server.to_string(),
-        reason: match e.kind() {
-            std::io::ErrorKind::NotFound => "no such file".to_string(),
-            kind => kind.to_string(),
-        },
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        kind => kind.to_string(),
     };
-    let file = std::fs::File::open(&path).map_err(unreadable)?;
+    let unreadable = |reason: String| RecordingError::Unreadable {
+        server: server.to_string(),
+        reason,
+    };
+    // A recording beside a bundle is untrusted too: a link, a named pipe or
+    // a device is refused unopened, as every file of a bundle is.
+    let file = crate::bundle::open_regular(&path).map_err(|e| {
+        unreadable(match e {
+            crate::bundle::FileRefusal::Io(e) => io(e),
+            refusal => refusal.to_string(),
+        })
+    })?;
     let mut bytes = Vec::new();
     file.take(MAX_RECORDING_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
+        .map_err(|e| unreadable(io(e)))?;
     parse_recording(&bytes, server)
 }
 

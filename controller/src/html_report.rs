@@ -23,7 +23,7 @@ use std::path::Path;
 use chio_adversary::coevolution::GenerationRecord;
 use chio_adversary::report::{Search, TraceFile};
 use chio_adversary::Leaderboard;
-use chio_arena::bundle::{Bundle, MANIFEST_FILE};
+use chio_arena::bundle::MANIFEST_FILE;
 use chio_arena::report::run;
 use chio_campaign::ledger::LEDGER_SCHEMA_VERSION;
 use chio_campaign::portfolio::report as portfolio;
@@ -86,7 +86,9 @@ fn unreadable(path: &Path, cause: impl std::fmt::Display) -> CliError {
 /// Decides what `path` holds, or refuses it.
 pub fn detect(path: &Path) -> Result<ReportInput, CliError> {
     if path.is_dir() {
-        if path.join(MANIFEST_FILE).is_file() {
+        // Any entry named arena.json makes a bundle, which its reader then
+        // refuses unless it is a regular file.
+        if path.join(MANIFEST_FILE).symlink_metadata().is_ok() {
             return Ok(ReportInput::Run);
         }
         if path.join(LEADERBOARD_JSON).is_file() && path.join(TRACE_FILE).is_file() {
@@ -121,13 +123,20 @@ pub fn detect(path: &Path) -> Result<ReportInput, CliError> {
     }
 }
 
+/// A file of a result folder: a regular file, bounded as a bundle's files
+/// are, never a link, a named pipe or a device.
 fn read(path: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| unreadable(path, e.kind()))
+    chio_arena::bundle::read_regular(path, chio_arena::bundle::MAX_FILE_BYTES).map_err(
+        |e| match e {
+            chio_arena::bundle::FileRefusal::Io(e) => unreadable(path, e.kind()),
+            refusal => unreadable(path, refusal),
+        },
+    )
 }
 
 /// The run report of the bundle in `dir`.
 pub fn run_page(command: &'static str, dir: &Path) -> Result<String, CliError> {
-    let bundle = Bundle::read(dir).map_err(|e| CliError::from_arena(command, &e))?;
+    let bundle = crate::arena_replay::read_bundle(command, dir)?;
     Ok(run::render(&bundle))
 }
 

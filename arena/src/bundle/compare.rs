@@ -143,9 +143,9 @@ pub fn receipts_difference(left: &[String], right: &[String]) -> Option<String> 
 /// Every file below `dir`, by its `/`-joined path relative to `dir`, with
 /// its bytes; a folder is listed as `<path>/` with none, and a symbolic link
 /// with the text of its target, so a folder or link planted in a bundle is
-/// a difference too. Only regular files are read: an unreadable entry, or
-/// anything else (a FIFO, a device), is listed with no bytes, which
-/// matches nothing.
+/// a difference too. Only regular files are read, each up to
+/// [`super::MAX_FILE_BYTES`]: an unreadable or longer one, or anything else
+/// (a FIFO, a device), is listed with no bytes, which matches nothing.
 pub fn bundle_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
     fn walk(
         base: &std::path::Path,
@@ -180,8 +180,10 @@ pub fn bundle_files(dir: &std::path::Path) -> std::collections::BTreeMap<String,
                 }
                 // Only a regular file is read: a FIFO or a device would
                 // block the read, and is no file a run writes.
+                // A file over the bound is listed with no bytes too.
                 Ok(kind) if kind.is_file() => {
-                    out.insert(name, std::fs::read(&path).ok());
+                    let bytes = super::read_regular(&path, super::MAX_FILE_BYTES).ok();
+                    out.insert(name, bytes);
                 }
                 _ => {
                     out.insert(name, None);

@@ -9,8 +9,7 @@
 //! already holds (the run that wrote it). Writing is `writer`'s job.
 
 use std::fmt;
-use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -34,12 +33,15 @@ pub fn for_each_step<E>(
         path: path.display().to_string(),
         cause,
     };
-    let file = File::open(&path).map_err(|e| {
-        refuse(format!(
+    let file = super::open_regular(&path).map_err(|e| match e {
+        super::FileRefusal::Io(e) => refuse(format!(
             "{e}; pass the folder a run wrote (it holds arena.json)"
-        ))
+        )),
+        refusal => refuse(refusal.to_string()),
     })?;
-    let mut de = serde_json::Deserializer::from_reader(BufReader::new(file));
+    // Bounded like every read of a bundle: a longer file ends the parse.
+    let bounded = file.take(super::MAX_FILE_BYTES);
+    let mut de = serde_json::Deserializer::from_reader(BufReader::new(bounded));
     let mut refused = None;
     let read = ManifestSeed {
         visit: &mut visit,

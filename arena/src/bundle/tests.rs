@@ -92,7 +92,7 @@ fn shorter_run_is_reported_missing() {
     assert_eq!(drift[0].step_id, "two");
 }
 
-fn sample(steps: Vec<StepRecord>, inputs: &[(&str, &[u8])]) -> Bundle {
+pub(super) fn sample(steps: Vec<StepRecord>, inputs: &[(&str, &[u8])]) -> Bundle {
     let mut recorded = manifest(steps);
     recorded
         .policies

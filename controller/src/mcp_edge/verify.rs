@@ -40,7 +40,14 @@ pub fn is_session(dir: &Path) -> bool {
 /// records and against `replayed`, the re-decision of its scenario;
 /// `inputs_scenario` is the scenario text the bundle holds.
 pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> Vec<String> {
-    let read = |name: &str| std::fs::read(dir.join(name)).map_err(|_| format!("{name}: missing"));
+    // Read as every file of a bundle is: a regular file, bounded.
+    let read = |name: &str| {
+        chio_arena::bundle::read_regular(&dir.join(name), chio_arena::bundle::MAX_FILE_BYTES)
+            .map_err(|e| match e {
+                chio_arena::bundle::FileRefusal::Io(_) => format!("{name}: missing"),
+                refusal => format!("{name}: {refusal}"),
+            })
+    };
     let header: Value = match read(SESSION_FILE).map(|b| serde_json::from_slice(&b)) {
         Ok(Ok(v)) => v,
         Ok(Err(_)) => return vec![format!("{SESSION_FILE}: not JSON")],
@@ -86,7 +93,7 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
                 ));
             }
             for file in &built.sealed {
-                let held = std::fs::read(dir.join(INPUTS_DIR).join(&file.path)).ok();
+                let held = read_bounded(&dir.join(INPUTS_DIR).join(&file.path));
                 if held.as_deref() != Some(format!("{}\n", file.text).as_bytes()) {
                     found.push(format!(
                         "{INPUTS_DIR}/{}: not the value {CALLS_FILE} records",
@@ -100,10 +107,15 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
     found
 }
 
+/// The bytes of a regular file of the folder, bounded; nothing for any
+/// other entry.
+fn read_bounded(path: &Path) -> Option<Vec<u8>> {
+    chio_arena::bundle::read_regular(path, chio_arena::bundle::MAX_FILE_BYTES).ok()
+}
+
 /// The signed end against `calls.jsonl`.
 fn check_end(dir: &Path, key: &str, calls: &[u8], count: usize) -> Vec<String> {
-    let end: Value = match std::fs::read(dir.join(SESSION_END_FILE))
-        .ok()
+    let end: Value = match read_bounded(&dir.join(SESSION_END_FILE))
         .and_then(|b| serde_json::from_slice(&b).ok())
     {
         Some(v) => v,

@@ -38,6 +38,7 @@ mod cli_conventions;
 mod compose_files;
 mod determinism_gate;
 mod eval;
+mod evidence;
 mod evolve_causes;
 mod first_use;
 mod import_mcp;

@@ -1,0 +1,260 @@
+//! Reading a written bundle whole ([`Bundle::read`]), as untrusted input.
+//!
+//! A bundle is a folder someone handed over: every entry it holds is read
+//! only when it is a regular file or a folder. A symbolic link (even at
+//! the top, `receipts.ndjson -> /dev/zero`), a named pipe, a socket or a
+//! device is refused before it is opened, and a file is opened without
+//! following a link and without blocking (`O_NOFOLLOW`, `O_NONBLOCK`), then
+//! checked again as opened, so one swapped in meanwhile is refused too.
+//! Every file is read up to [`MAX_FILE_BYTES`]; a longer one is refused,
+//! never read to its end. Each refusal is [`ArenaError::Bundle`] naming the
+//! file, printable.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::{
+    Bundle, BundleManifest, BUNDLE_SCHEMA, INPUTS_DIR, MANIFEST_FILE, POLICIES_DIR, RECEIPTS_FILE,
+};
+use crate::error::ArenaError;
+use crate::report::printable;
+
+/// The most bytes any one file of a bundle may hold (1 GiB): far above what
+/// a run writes (a 100,000-step run's manifest, decision traces included,
+/// is a few hundred MiB), and a bound on what reading a bundle costs.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// Why a file of a bundle was not read.
+#[derive(Debug)]
+pub enum FileRefusal {
+    /// The entry is no regular file; what it is instead.
+    NotRegular(&'static str),
+    /// The file holds more than the bound.
+    TooLarge(u64),
+    /// The filesystem's error.
+    Io(std::io::Error),
+}
+
+impl std::fmt::Display for FileRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileRefusal::NotRegular(kind) => write!(
+                f,
+                "it is {kind}, not a regular file; a run writes plain files and folders only"
+            ),
+            FileRefusal::TooLarge(limit) => write!(
+                f,
+                "it holds more than {limit} bytes, the most a file of a bundle may hold"
+            ),
+            FileRefusal::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// What an entry that is not a regular file or a folder is, in words.
+fn kind_of(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a named pipe";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return "a device";
+        }
+    }
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "a special file"
+    }
+}
+
+/// Opens `path` for reading when it is a regular file, and only then: the
+/// entry is checked before it is opened, opened without following a link
+/// and without blocking, and checked again as opened.
+pub fn open_regular(path: &Path) -> Result<File, FileRefusal> {
+    let kind = std::fs::symlink_metadata(path)
+        .map_err(FileRefusal::Io)?
+        .file_type();
+    if !kind.is_file() {
+        return Err(FileRefusal::NotRegular(kind_of(kind)));
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = options.open(path).map_err(FileRefusal::Io)?;
+    let opened = file.metadata().map_err(FileRefusal::Io)?.file_type();
+    if !opened.is_file() {
+        return Err(FileRefusal::NotRegular(kind_of(opened)));
+    }
+    Ok(file)
+}
+
+/// The bytes of the regular file `path`, at most `limit` of them.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileRefusal> {
+    let file = open_regular(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(FileRefusal::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(FileRefusal::TooLarge(limit));
+    }
+    Ok(bytes)
+}
+
+/// A refusal of `path`, named printably.
+fn refused(path: &Path, cause: impl std::fmt::Display) -> ArenaError {
+    ArenaError::Bundle {
+        path: printable(&path.display().to_string()).into_owned(),
+        cause: printable(&cause.to_string()).into_owned(),
+    }
+}
+
+/// The file `path` of a bundle, as text.
+fn read_text(path: &Path) -> Result<String, ArenaError> {
+    let bytes = read_regular(path, MAX_FILE_BYTES).map_err(|e| refused(path, e))?;
+    String::from_utf8(bytes).map_err(|_| refused(path, "it is not UTF-8 text"))
+}
+
+/// Refuses a folder of a bundle that is a link or no folder at all.
+fn check_folder(path: &Path) -> Result<(), ArenaError> {
+    let kind = std::fs::symlink_metadata(path)
+        .map_err(|e| refused(path, e))?
+        .file_type();
+    if kind.is_dir() {
+        Ok(())
+    } else {
+        Err(refused(
+            path,
+            format!(
+                "it is {}, not a folder; a run writes plain files and folders only",
+                kind_of(kind)
+            ),
+        ))
+    }
+}
+
+impl Bundle {
+    /// Reads a bundle written by [`Bundle::write`], refusing any entry that
+    /// is not a regular file or a folder and any file over
+    /// [`MAX_FILE_BYTES`].
+    pub fn read(dir: &Path) -> Result<Bundle, ArenaError> {
+        let manifest_path = dir.join(MANIFEST_FILE);
+        if let Err(e) = std::fs::symlink_metadata(&manifest_path) {
+            return Err(refused(
+                &manifest_path,
+                format!("{e}; pass the folder a run wrote (it holds arena.json)"),
+            ));
+        }
+        let text = read_text(&manifest_path)?;
+        let manifest: BundleManifest = serde_json::from_str(&text).map_err(|e| {
+            refused(
+                &manifest_path,
+                format!("not a {BUNDLE_SCHEMA} manifest: {e}"),
+            )
+        })?;
+        drop(text);
+        if manifest.schema_version != BUNDLE_SCHEMA {
+            return Err(refused(
+                &manifest_path,
+                format!("schema {} is not {BUNDLE_SCHEMA}", manifest.schema_version),
+            ));
+        }
+        let receipts = read_text(&dir.join(RECEIPTS_FILE))?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let policies = read_policies(dir, &manifest)?;
+        let mut inputs = BTreeMap::new();
+        let root = dir.join(INPUTS_DIR);
+        check_folder(&root)?;
+        read_inputs(&root, &root, &mut inputs)?;
+        Ok(Bundle {
+            manifest,
+            receipts,
+            policies,
+            inputs,
+        })
+    }
+}
+
+/// Each kernel's policy file the manifest names, by kernel id.
+fn read_policies(
+    dir: &Path,
+    manifest: &BundleManifest,
+) -> Result<BTreeMap<String, String>, ArenaError> {
+    let mut policies = BTreeMap::new();
+    if manifest.policies.is_empty() {
+        return Ok(policies);
+    }
+    check_folder(&dir.join(POLICIES_DIR))?;
+    for kernel in manifest.policies.keys() {
+        // A kernel id names a file inside the bundle, never a path: a
+        // manifest edited to hold `../x` or `/etc/x` is refused unread.
+        if !crate::scenario::is_valid_id(kernel) {
+            return Err(refused(
+                &dir.join(MANIFEST_FILE),
+                format!(
+                    "policies names {kernel:?}, which is not a kernel id; the manifest was edited"
+                ),
+            ));
+        }
+        let path = dir.join(POLICIES_DIR).join(format!("{kernel}.json"));
+        let text = read_text(&path)?;
+        policies.insert(kernel.clone(), text.trim_end_matches('\n').to_string());
+    }
+    Ok(policies)
+}
+
+fn read_inputs(
+    root: &Path,
+    dir: &Path,
+    out: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<(), ArenaError> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| refused(dir, e))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| refused(dir, e))?;
+    paths.sort();
+    for path in paths {
+        let kind = std::fs::symlink_metadata(&path)
+            .map_err(|e| refused(&path, e))?
+            .file_type();
+        if kind.is_symlink() {
+            // A run writes plain files only; following a link could read
+            // (or loop through) anything on the machine.
+            return Err(refused(
+                &path,
+                "a bundle's inputs hold no symbolic links; pass a folder a run wrote",
+            ));
+        }
+        if kind.is_dir() {
+            read_inputs(root, &path, out)?;
+            continue;
+        }
+        let rel = path
+            .strip_prefix(root)
+            .map_err(|_| refused(&path, "input outside the inputs folder"))?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        let bytes = read_regular(&path, MAX_FILE_BYTES).map_err(|e| refused(&path, e))?;
+        out.insert(rel, bytes);
+    }
+    Ok(())
+}
