@@ -2,7 +2,7 @@
 //!
 //! Portable evaluation from the command line: reads one JSON envelope
 //! (request, signed capability, `trusted_issuers_hex`, optional
-//! `clock_override_unix_secs`) from a file or standard input and prints the
+//! `clock_override_unix_secs` or `clock_override_unix_ms`) from a file or standard input and prints the
 //! kernel's capability-only answer (`chio_kernel::portable`). A passing check
 //! answers `pending_approval` with `authorized: false`, because guards and
 //! tools did not run; a failing one answers `deny` with its reason. Nothing
@@ -89,11 +89,14 @@ fn readable(answer: &PortableAnswer) -> String {
     if let Some(index) = answer.matched_grant_index {
         text.push_str(&format!("matched grant: {index}\n"));
     }
+    let at = match answer.evaluated_at_unix_ms {
+        Some(ms) => format!("{ms} (Unix milliseconds)"),
+        None => format!("{} (Unix seconds)", answer.evaluated_at_unix_secs),
+    };
     text.push_str(&format!(
-        "capability: {}\nrequest: {}\nevaluated at: {} (Unix seconds)\n",
+        "capability: {}\nrequest: {}\nevaluated at: {at}\n",
         printable(&answer.capability_id),
         printable(&answer.request_id),
-        answer.evaluated_at_unix_secs
     ));
     text
 }

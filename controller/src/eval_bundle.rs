@@ -9,7 +9,10 @@
 //! agent's arena public key; server, tool and arguments as written), the
 //! token the step presented, the arena authority as the one trusted
 //! issuer, and the clock at which the step was decided (its receipt's
-//! instant, in whole Unix seconds; `--now-unix-secs` moves it).
+//! instant, to the millisecond, as `clock_override_unix_ms`: the kernel
+//! compared the token's window with that millisecond, so a call it refused
+//! as expired 1 ms after expiry is refused here too; `--now-unix-secs`
+//! moves it to the start of that second).
 //!
 //! Refused, as `CHIO-EVAL-FROM-BUNDLE` naming the step: a step that is not
 //! a call, a call that presents a delegation (its link is signed during the
@@ -102,8 +105,7 @@ pub fn envelope_from_bundle(
             "its arguments were resolved during the run (earlier values or sealed files), so the scenario does not hold the arguments the kernel decided".into(),
         ));
     }
-    let recorded_secs = receipt["body"]["timestamp_ms"].as_u64().unwrap_or(0) / 1000;
-    Ok(json!({
+    let mut envelope = json!({
         "request": {
             "request_id": step,
             "server": call.server,
@@ -113,8 +115,25 @@ pub fn envelope_from_bundle(
         },
         "capability": token,
         "trusted_issuers_hex": [public_key_hex(&world.authority)],
-        "clock_override_unix_secs": now_unix_secs.unwrap_or(recorded_secs),
-    }))
+    });
+    let (field, clock) = clock(&receipt, now_unix_secs);
+    envelope[field] = json!(clock);
+    Ok(envelope)
+}
+
+/// The envelope's clock field and value: `--now-unix-secs` when given,
+/// else the receipt's instant. The kernel decided at the receipt's
+/// millisecond and compared the token's window with it, so the envelope
+/// keeps that instant, never a second rounded toward (or away from)
+/// validity.
+fn clock(receipt: &Value, now_unix_secs: Option<u64>) -> (&'static str, u64) {
+    match now_unix_secs {
+        Some(secs) => ("clock_override_unix_secs", secs),
+        None => (
+            "clock_override_unix_ms",
+            receipt["body"]["timestamp_ms"].as_u64().unwrap_or(0),
+        ),
+    }
 }
 
 /// The bundle's record of call step `step`.

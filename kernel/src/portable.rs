@@ -1,7 +1,7 @@
 //! Portable evaluation: the kernel's checks as a pure function.
 //!
 //! [`evaluate_portable`] reads only what the caller supplies (request,
-//! capability, trusted issuer keys, a clock value in Unix seconds, guards,
+//! capability, trusted issuer keys, a clock value in Unix milliseconds, guards,
 //! optional session filesystem roots) plus a sibling-share registry the
 //! caller owns. It dispatches nothing and persists nothing. Order and
 //! reasons are the full pipeline's: verify issuer, signature, time and
@@ -15,7 +15,8 @@
 //! [`evaluate_envelope`] is the JSON form behind `chio eval`: an envelope
 //! `{ "request": { "request_id", "server", "tool", "agent_id", "arguments" },
 //! "capability": <signed token>, "trusted_issuers_hex": [...],
-//! "clock_override_unix_secs": n }` answers `pending_approval` with
+//! "clock_override_unix_secs": n }` (or `"clock_override_unix_ms": n`, the
+//! instant to the millisecond, as the kernel compares it) answers `pending_approval` with
 //! `authorized: false` when the capability-only check passes (guards and
 //! tools did not run) and `deny` with the reason otherwise. Each share
 //! admission uses a fresh registry, since an envelope carries no allocation
@@ -80,8 +81,9 @@ pub struct EvaluateInput<'a> {
     pub capability: &'a CapabilityToken,
     /// Trusted issuer keys (hex).
     pub trusted_issuers: &'a [String],
-    /// The clock, in Unix seconds.
-    pub now_unix_secs: u64,
+    /// The clock, in Unix milliseconds: a token's window is compared with
+    /// it as the kernel compares its own clock, never rounded.
+    pub now_ms: u64,
     /// Guards, in order.
     pub guards: &'a [&'a dyn Guard],
     /// Filesystem roots of the owning session, passed to guards.
@@ -134,9 +136,7 @@ pub fn evaluate_portable(
     let verified = match verify_capability(
         input.capability,
         input.trusted_issuers,
-        // Tokens carry milliseconds; a clock too large to convert saturates,
-        // which every window treats as expired (never as valid).
-        input.now_unix_secs.saturating_mul(1000),
+        input.now_ms,
         PORTABLE_MAX_DELEGATION_DEPTH,
         None,
     ) {
@@ -281,8 +281,14 @@ pub struct PortableAnswer {
     pub request_id: String,
     /// Index of the matched grant, when the check passed.
     pub matched_grant_index: Option<usize>,
-    /// The clock used, in Unix seconds.
+    /// The clock used, in Unix seconds (rounded down when the envelope's
+    /// clock was in milliseconds).
     pub evaluated_at_unix_secs: u64,
+    /// The clock used, in Unix milliseconds, when the envelope gave it so
+    /// (`clock_override_unix_ms`); absent otherwise, so an answer to a clock
+    /// in seconds prints as it always did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evaluated_at_unix_ms: Option<u64>,
 }
 
 impl PortableAnswer {
@@ -301,7 +307,8 @@ pub fn evaluate_envelope(json: &[u8]) -> Result<PortableAnswer, EnvelopeError> {
 }
 
 /// Evaluates an envelope, using `fallback_now_unix_secs` when the envelope
-/// has no `clock_override_unix_secs` (a CLI passes its clock here; the kernel
+/// has no clock (`clock_override_unix_secs` or `clock_override_unix_ms`;
+/// the one in milliseconds is compared exactly) (a CLI passes its clock here; the kernel
 /// never reads one). A fallback above 2^53 is refused as
 /// [`EnvelopeError::OutOfRange`] naming `now_unix_secs`, like an envelope
 /// clock above it.
@@ -310,16 +317,19 @@ pub fn evaluate_envelope_at(
     fallback_now_unix_secs: Option<u64>,
 ) -> Result<PortableAnswer, EnvelopeError> {
     let envelope = parse_envelope(json)?;
-    let now = match envelope.clock {
-        Some(now) => now,
-        None => {
+    // A clock in seconds is the first millisecond of that second; every
+    // clock is at most 2^53, so the product does not saturate.
+    let now_ms = match (envelope.clock_ms, envelope.clock) {
+        (Some(ms), _) => ms,
+        (None, Some(secs)) => secs.saturating_mul(1000),
+        (None, None) => {
             let now = fallback_now_unix_secs.ok_or(EnvelopeError::MissingClock)?;
             if now > MAX_EXACT_INTEGER {
                 return Err(EnvelopeError::OutOfRange {
                     field: "now_unix_secs".to_string(),
                 });
             }
-            now
+            now.saturating_mul(1000)
         }
     };
     let mut shares = InMemorySiblingShares::default();
@@ -328,7 +338,7 @@ pub fn evaluate_envelope_at(
             request: &envelope.request,
             capability: &envelope.capability,
             trusted_issuers: &envelope.trusted_issuers,
-            now_unix_secs: now,
+            now_ms,
             guards: &[],
             session_filesystem_roots: None,
         },
@@ -344,7 +354,8 @@ pub fn evaluate_envelope_at(
         capability_id: envelope.capability.id.clone(),
         request_id: envelope.request.request_id.clone(),
         matched_grant_index: decision.matched_grant,
-        evaluated_at_unix_secs: now,
+        evaluated_at_unix_secs: now_ms / 1000,
+        evaluated_at_unix_ms: envelope.clock_ms,
     })
 }
 

@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
+use serde_json::Value;
 use util::{chio, copy_tree, explain, repo_path};
 
 /// A fresh copy of the reference scenarios.
@@ -31,8 +32,173 @@ fn run(dir: &Path, args: &[&str], code: i32) -> Output {
     output
 }
 
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A scenario in the world of `deny_reasons.toml`: one grant with `window`
+/// (its TOML lines), one call at 1 ms and one at 1700 ms.
+fn window_scenario(dir: &Path, id: &str, window: &str, early: &str, late: &str) -> String {
+    let text = format!(
+        r#"schema_version = "chio.arena.scenario/v1"
+id = "{id}"
+title = "a call 200 ms past a window's edge"
+rng_seed = 503
+virtual_clock_start = "2026-04-06T11:00:00.000Z"
+
+[determinism]
+rng_seed = 503
+virtual_clock_start = "2026-04-06T11:00:00.000Z"
+scheduler = "deterministic-multi-v1"
+locale = "C"
+
+[[nodes]]
+id = "node-a"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+
+[[servers]]
+id = "workspace"
+kernel = "kernel-a"
+kind = "workspace"
+fixtures = "fixtures/deny-reasons"
+
+[[agents]]
+id = "operator"
+role = "operator"
+model = "recorded:operator"
+seed_prompt_ref = "prompts/deny-reasons.txt"
+kernel = "kernel-a"
+
+[[grants]]
+id = "operator-read"
+agent = "operator"
+server = "workspace"
+tools = ["read_file"]
+path_prefix = "/workspace/"
+{window}
+
+[[steps]]
+id = "early"
+agent = "operator"
+server = "workspace"
+tool = "read_file"
+arguments = {{ path = "/workspace/notes.txt" }}
+expect_verdict = "{early}"
+at = 1
+
+[[steps]]
+id = "late"
+agent = "operator"
+server = "workspace"
+tool = "read_file"
+arguments = {{ path = "/workspace/notes.txt" }}
+expect_verdict = "{late}"
+at = 1700
+"#
+    );
+    let name = format!("scenarios/{id}.toml");
+    std::fs::write(dir.join(&name), text).unwrap();
+    name
+}
+
+/// `chio eval --from-bundle BUNDLE STEP --json`, parsed.
+fn eval_step(dir: &Path, bundle: &str, step: &str) -> Value {
+    let answer = run(dir, &["eval", "--from-bundle", bundle, step, "--json"], 0);
+    serde_json::from_slice(&answer.stdout).unwrap()
+}
+
+// A call 200 ms past its capability's expiry, which the kernel denied, is denied as expired by eval of the bundle too; a call 200 ms past its start, which the kernel allowed, passes. The envelope keeps the receipt's millisecond.
+#[test]
+fn eval_of_a_bundle_decides_at_the_receipts_millisecond() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    let expiry = window_scenario(dir, "expiry_ms", "expires_after_ms = 1500", "allow", "deny");
+    run(dir, &["arena", "run", &expiry, "--out", "expiry"], 0);
+    let late = eval_step(dir, "expiry", "late");
+    assert_eq!(late["verdict"], "deny", "{late}");
+    assert_eq!(late["reason"], "capability has expired", "{late}");
+    let early = eval_step(dir, "expiry", "early");
+    assert_eq!(early["verdict"], "pending_approval", "{early}");
+
+    let start = window_scenario(dir, "start_ms", "not_before_ms = 1500", "deny", "allow");
+    run(dir, &["arena", "run", &start, "--out", "start"], 0);
+    let late = eval_step(dir, "start", "late");
+    assert_eq!(late["verdict"], "pending_approval", "{late}");
+    assert_eq!(late["evaluated_at_unix_ms"], 1_775_473_201_700u64, "{late}");
+    assert_eq!(late["evaluated_at_unix_secs"], 1_775_473_201u64, "{late}");
+    let early = eval_step(dir, "start", "early");
+    assert_eq!(early["reason"], "capability not yet valid", "{early}");
+
+    // The envelope written holds the millisecond, and evaluates the same.
+    run(
+        dir,
+        &[
+            "eval",
+            "--from-bundle",
+            "expiry",
+            "late",
+            "--write-envelope",
+            "late.json",
+        ],
+        0,
+    );
+    let envelope: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("late.json")).unwrap()).unwrap();
+    assert_eq!(envelope["clock_override_unix_ms"], 1_775_473_201_700u64);
+    assert!(envelope.get("clock_override_unix_secs").is_none());
+    let again = run(dir, &["eval", "late.json"], 0);
+    assert!(
+        stdout(&again).contains("evaluated at: 1775473201700 (Unix milliseconds)"),
+        "{}",
+        stdout(&again)
+    );
+}
+
+// An envelope with both clocks is refused, naming the field; a clock in milliseconds past 2^53 is out of range.
+#[test]
+fn an_envelope_has_one_clock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let mut envelope: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    envelope["clock_override_unix_ms"] = Value::from(1_710_000_300_000u64);
+    std::fs::write(dir.join("both.json"), envelope.to_string()).unwrap();
+    let both = stderr(&run(dir, &["eval", "both.json"], 2));
+    assert!(
+        both.starts_with("error[CHIO-EVAL-INVALID-FIELD]")
+            && both.contains("clock_override_unix_ms"),
+        "{both}"
+    );
+    let top = envelope.as_object_mut().unwrap();
+    top.remove("clock_override_unix_secs");
+    top.insert("clock_override_unix_ms".into(), Value::from(1u64 << 54));
+    std::fs::write(dir.join("far.json"), envelope.to_string()).unwrap();
+    let far = stderr(&run(dir, &["eval", "far.json"], 2));
+    assert!(far.starts_with("error[CHIO-EVAL-OUT-OF-RANGE]"), "{far}");
+    // One millisecond past the fixture's last valid one is expired.
+    envelope["clock_override_unix_ms"] = Value::from(1_710_000_801_000u64);
+    std::fs::write(dir.join("expired.json"), envelope.to_string()).unwrap();
+    let expired = run(dir, &["eval", "expired.json", "--json"], 0);
+    assert!(
+        stdout(&expired).contains("capability has expired"),
+        "{}",
+        stdout(&expired)
+    );
+    envelope["clock_override_unix_ms"] = Value::from(1_710_000_800_999u64);
+    std::fs::write(dir.join("last.json"), envelope.to_string()).unwrap();
+    let last = run(dir, &["eval", "last.json", "--json"], 0);
+    assert!(
+        stdout(&last).contains("pending_approval"),
+        "{}",
+        stdout(&last)
+    );
 }
 
 /// Runs `chio ARGS` in `dir`, failing when it has not ended after a minute.

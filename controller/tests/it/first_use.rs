@@ -315,7 +315,7 @@ fn eval_builds_an_envelope_from_a_recorded_call() {
     no_clock
         .as_object_mut()
         .unwrap()
-        .remove("clock_override_unix_secs");
+        .remove("clock_override_unix_ms");
     std::fs::write(dir.join("no-clock.json"), no_clock.to_string()).unwrap();
     let missing = stderr(&run(dir, &["eval", "no-clock.json"], 2));
     assert!(

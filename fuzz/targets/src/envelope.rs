@@ -102,6 +102,9 @@ fn round_trips(envelope: &Envelope) {
     if let Some(clock) = envelope.clock {
         top.insert("clock_override_unix_secs".into(), json!(clock));
     }
+    if let Some(clock) = envelope.clock_ms {
+        top.insert("clock_override_unix_ms".into(), json!(clock));
+    }
     let printed = Value::Object(top).to_string();
     match parse_envelope(printed.as_bytes()) {
         Ok(again) => assert_eq!(&again, envelope, "an envelope changed across a round trip"),

@@ -2,6 +2,7 @@
 //!
 //! [`parse_envelope`] reads `{ "request": {...}, "capability": <signed
 //! token>, "trusted_issuers_hex": [...], "clock_override_unix_secs": n }`
+//! (or `"clock_override_unix_ms": n`, the clock to the millisecond)
 //! with serde and `serde_path_to_error`, every object closed
 //! (`deny_unknown_fields`), as the scenario loader reads a scenario. What
 //! serde cannot say (an array where an object belongs, an empty request
@@ -29,8 +30,12 @@ pub struct Envelope {
     pub capability: CapabilityToken,
     /// Trusted issuer keys (hex, validated).
     pub trusted_issuers: Vec<String>,
-    /// The clock override, when given (at most 2^53).
+    /// The clock override in Unix seconds, when given (at most 2^53).
     pub clock: Option<u64>,
+    /// The clock override in Unix milliseconds, when given instead (at most
+    /// 2^53): a token's window is in milliseconds, so this is the instant
+    /// the kernel compares, not rounded to a second.
+    pub clock_ms: Option<u64>,
 }
 
 /// The largest integer magnitude an IEEE 754 double holds exactly, so the
@@ -51,6 +56,9 @@ struct EnvelopeWire {
     /// The clock; absent or `null` when the caller supplies it.
     #[serde(default)]
     clock_override_unix_secs: Option<u64>,
+    /// The clock to the millisecond; at most one of the two is given.
+    #[serde(default)]
+    clock_override_unix_ms: Option<u64>,
 }
 
 /// The envelope's `request` as it arrives.
@@ -99,14 +107,7 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
     }
     objects_where_expected(top)?;
     let wire: EnvelopeWire = serde_path_to_error::deserialize(&value).map_err(wire_error)?;
-    if wire
-        .clock_override_unix_secs
-        .is_some_and(|secs| secs > MAX_EXACT_INTEGER)
-    {
-        return Err(EnvelopeError::OutOfRange {
-            field: "clock_override_unix_secs".to_string(),
-        });
-    }
+    check_clock(&wire)?;
     let request = wire.request;
     for (name, text) in [
         ("request_id", &request.request_id),
@@ -142,7 +143,29 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
         capability: wire.capability,
         trusted_issuers: wire.trusted_issuers_hex,
         clock: wire.clock_override_unix_secs,
+        clock_ms: wire.clock_override_unix_ms,
     })
+}
+
+/// Each clock within 2^53, and at most one of them.
+fn check_clock(wire: &EnvelopeWire) -> Result<(), EnvelopeError> {
+    for (field, clock) in [
+        ("clock_override_unix_secs", wire.clock_override_unix_secs),
+        ("clock_override_unix_ms", wire.clock_override_unix_ms),
+    ] {
+        if clock.is_some_and(|c| c > MAX_EXACT_INTEGER) {
+            return Err(EnvelopeError::OutOfRange {
+                field: field.to_string(),
+            });
+        }
+    }
+    if wire.clock_override_unix_secs.is_some() && wire.clock_override_unix_ms.is_some() {
+        return Err(invalid(
+            "clock_override_unix_ms",
+            "given with clock_override_unix_secs; give one clock",
+        ));
+    }
+    Ok(())
 }
 
 /// serde also reads a struct from an array of its fields in order; the
@@ -264,6 +287,7 @@ fn expected_detail(path: &str, message: &str) -> String {
         "request" | "request.arguments" => Some("expected an object"),
         "trusted_issuers_hex" => Some("expected an array of hex strings"),
         "clock_override_unix_secs" => Some("expected a non-negative integer of Unix seconds"),
+        "clock_override_unix_ms" => Some("expected a non-negative integer of Unix milliseconds"),
         "capability" => Some("expected an object: a signed chio.capability/v1 token"),
         _ => None,
     };
