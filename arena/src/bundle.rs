@@ -419,6 +419,7 @@ mod reader;
 mod reader_tests;
 #[cfg(test)]
 mod tests;
+mod verify;
 mod writer;
 #[cfg(test)]
 mod writer_tests;
@@ -429,4 +430,5 @@ pub use compare::{
 };
 pub use load::{open_regular, read_regular, FileRefusal, MAX_FILE_BYTES};
 pub use reader::for_each_step;
+pub use verify::{signed_receipts, step_faults, verify, EvidenceFault};
 pub use writer::{BundleWriter, StreamedScenario};

@@ -42,7 +42,7 @@ struct ExplainReport<'a> {
 
 /// Runs the command, printing to `out`.
 pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
-    let bundle = crate::arena_replay::read_bundle(COMMAND, &args.bundle)?;
+    let bundle = crate::arena_replay::read_verified_bundle(COMMAND, &args.bundle)?;
     let manifest = &bundle.manifest;
     let Some(step) = manifest.steps.iter().find(|s| s.step_id == args.step) else {
         let recorded: Vec<&str> = manifest.steps.iter().map(|s| s.step_id.as_str()).collect();

@@ -128,6 +128,30 @@ pub fn read_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError
     })
 }
 
+/// Reads the bundle in `dir` for a command that presents it as evidence
+/// (`chio report`, `chio arena explain`, `chio eval --from-bundle`): read as
+/// [`read_bundle`] reads it, then refused unless its manifest agrees with
+/// its own signed receipts and files (`chio_arena::bundle::verify`), so an
+/// edited verdict is never shown as what the kernel decided.
+pub fn read_verified_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
+    let bundle = read_bundle(command, dir)?;
+    chio_arena::bundle::verify(&bundle).map_err(|fault| {
+        let shown = crate::term::printable(&dir.display().to_string()).into_owned();
+        let err = ArenaError::Bundle {
+            path: shown.clone(),
+            cause: format!(
+                "{}; the bundle contradicts itself, so it was changed after its run; `chio arena replay {shown}` re-decides every call from its inputs and names each difference",
+                crate::term::printable(&fault.to_string())
+            ),
+        };
+        CliError {
+            help: "use the bundle as the run wrote it, or run its scenario again".to_string(),
+            ..CliError::from_arena(command, &err)
+        }
+    })?;
+    Ok(bundle)
+}
+
 /// Policy files whose bytes no longer hash to the manifest's record.
 fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();

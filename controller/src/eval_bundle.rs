@@ -32,7 +32,7 @@ use chio_kernel::receipt::canonical_sha256;
 use chio_node::world::World;
 use serde_json::{json, Value};
 
-use crate::arena_replay::read_bundle;
+use crate::arena_replay::read_verified_bundle;
 use crate::error::{codes, CliError};
 
 const COMMAND: &str = "eval";
@@ -53,7 +53,7 @@ pub fn envelope_from_bundle(
     step: &str,
     now_unix_secs: Option<u64>,
 ) -> Result<Value, CliError> {
-    let bundle = read_bundle(COMMAND, dir)?;
+    let bundle = read_verified_bundle(COMMAND, dir)?;
     let record = recorded_call(&bundle, step)?;
     let receipt = recorded_receipt(&bundle, record.receipt_id.as_deref()).ok_or_else(|| {
         refused(

@@ -140,6 +140,14 @@ pub fn run_page(command: &'static str, dir: &Path) -> Result<String, CliError> {
     Ok(run::render(&bundle))
 }
 
+/// The run report `chio report` writes of the bundle in `dir`: the same
+/// page, once the bundle agrees with its own signed receipts and files
+/// (a bundle that does not is refused, never presented).
+fn verified_run_page(dir: &Path) -> Result<String, CliError> {
+    let bundle = crate::arena_replay::read_verified_bundle(COMMAND, dir)?;
+    Ok(run::render(&bundle))
+}
+
 /// The search report of a leaderboard and its generation trace.
 pub fn search_page(
     command: &'static str,
@@ -202,7 +210,7 @@ fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, Cl
 pub fn render(path: &Path, declaration: Option<&Path>) -> Result<(ReportInput, String), CliError> {
     let kind = detect(path)?;
     let html = match kind {
-        ReportInput::Run => run_page(COMMAND, path)?,
+        ReportInput::Run => verified_run_page(path)?,
         ReportInput::Search => search_from(path)?,
         ReportInput::Matrix => matrix_from(path)?,
         ReportInput::Campaign => campaign_from(path, declaration)?,

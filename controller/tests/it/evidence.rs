@@ -262,3 +262,117 @@ fn entries_that_are_no_regular_file_are_refused() {
         );
     }
 }
+
+/// `deny_reasons.toml` with `read-dotenv` expecting `allow`, run to the
+/// end into `dir/bundle`: a bundle that genuinely fails one step.
+fn failing_bundle(dir: &Path, bundle: &str) {
+    let text = std::fs::read_to_string(dir.join("scenarios/deny_reasons.toml")).unwrap();
+    let failing = text.replacen(
+        "expect_verdict = \"deny\"\nexpect_reason = \"matches forbidden glob **/.env\"",
+        "expect_verdict = \"allow\"",
+        1,
+    );
+    assert_ne!(failing, text);
+    std::fs::write(dir.join("scenarios/failing.toml"), failing).unwrap();
+    run(
+        dir,
+        &[
+            "arena",
+            "run",
+            "scenarios/failing.toml",
+            "--out",
+            bundle,
+            "--keep-going",
+        ],
+        1,
+    );
+}
+
+/// Edits `dir/bundle/arena.json` with `edit`, keeping it canonical.
+fn edit_manifest(dir: &Path, bundle: &str, edit: impl FnOnce(&mut Value)) {
+    let path = dir.join(bundle).join("arena.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut manifest);
+    let text = chio_kernel::canonical::to_canonical_string(&manifest).unwrap();
+    std::fs::write(path, format!("{text}\n")).unwrap();
+}
+
+/// The refusal of `report` and `arena explain` of a bundle: both exit 2
+/// with `CHIO-ARENA-BUNDLE`, name `place` and point at replay.
+fn refused_as_evidence(dir: &Path, bundle: &str, place: &str) {
+    let commands: [&[&str]; 3] = [
+        &["report", bundle, "--out", "page.html"],
+        &["arena", "explain", bundle, "read-dotenv"],
+        &["eval", "--from-bundle", bundle, "read-notes"],
+    ];
+    for args in commands {
+        let err = stderr(&run(dir, args, 2));
+        assert!(err.starts_with("error[CHIO-ARENA-BUNDLE]"), "{err}");
+        assert!(err.contains(place), "{place}: {err}");
+        assert!(
+            err.contains(&format!(
+                "`chio arena replay {bundle}` re-decides every call"
+            )),
+            "{err}"
+        );
+    }
+    assert!(!dir.join("page.html").exists());
+}
+
+// A manifest edited to turn a signed deny into a passing allow is refused by report, explain and eval, naming the step and field; so are receipts emptied, replaced, reordered or re-signed with edited verdicts, and a bundle as the run wrote it is presented.
+#[test]
+fn a_bundle_that_contradicts_its_receipts_is_refused() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    failing_bundle(dir, "bf");
+    run(dir, &["report", "bf", "--out", "bf.html"], 0);
+    run(dir, &["arena", "explain", "bf", "read-dotenv"], 0);
+    let copy = |name: &str| copy_tree(&dir.join("bf"), &dir.join(name));
+
+    copy("forged");
+    edit_manifest(dir, "forged", |m| {
+        m["steps"][1]["actual"] = "allow".into();
+        m["steps"][1]["pass"] = true.into();
+        m["mismatches"] = Value::Array(Vec::new());
+        m["status"] = "completed".into();
+    });
+    refused_as_evidence(
+        dir,
+        "forged",
+        "arena.json steps[1].actual (step read-dotenv)",
+    );
+
+    copy("verdict");
+    edit_manifest(dir, "verdict", |m| {
+        m["steps"][1]["verdict"] = "allow".into()
+    });
+    refused_as_evidence(
+        dir,
+        "verdict",
+        "arena.json steps[1].verdict (step read-dotenv)",
+    );
+
+    copy("judged");
+    edit_manifest(dir, "judged", |m| {
+        m["mismatches"] = Value::Array(Vec::new())
+    });
+    refused_as_evidence(dir, "judged", "arena.json mismatches");
+
+    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
+    let lines: Vec<&str> = receipts.lines().collect();
+    let reversed: String = lines.iter().rev().map(|l| format!("{l}\n")).collect();
+    for (name, text, place) in [
+        ("emptied", String::new(), "arena.json receipt_root"),
+        ("garbage", "garbage\n".to_string(), "receipts.ndjson line 1"),
+        ("reordered", reversed, "arena.json receipt_root"),
+        (
+            "flipped",
+            receipts.replace("\"verdict\":\"allow\"", "\"verdict\":\"deny\""),
+            "receipts.ndjson line 1",
+        ),
+    ] {
+        copy(name);
+        std::fs::write(dir.join(name).join("receipts.ndjson"), text).unwrap();
+        refused_as_evidence(dir, name, place);
+    }
+}

@@ -1,68 +1,41 @@
 //! A scenario's bundle as evidence: sound, the task's scenario, the
 //! reference's root, and for a run every field the row copied from it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
 use chio_arena::bundle::{
-    BundleManifest, BundleStatus, INPUTS_DIR, MANIFEST_FILE, RECEIPTS_FILE, SCENARIO_INPUT,
+    read_regular, signed_receipts, step_faults, BundleManifest, BundleStatus, INPUTS_DIR,
+    MANIFEST_FILE, MAX_FILE_BYTES, RECEIPTS_FILE, SCENARIO_INPUT,
 };
 use chio_arena::scenario::ActionKind;
 use chio_experiment::definition::normalise;
+use chio_kernel::receipt::SignedReceipt;
 
-/// Reads a bundle's manifest and checks its receipts against its root;
-/// answers the manifest and each receipt's verdict by its id.
-fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, String>), String> {
-    let text = std::fs::read_to_string(dir.join(MANIFEST_FILE))
-        .map_err(|e| format!("it holds no readable {MANIFEST_FILE} ({})", e.kind()))?;
-    let manifest: BundleManifest = serde_json::from_str(&text)
+/// Reads a bundle's manifest and checks its receipts against its root
+/// (`chio_arena::bundle::signed_receipts`: each is what its kernel signed,
+/// under the key the manifest records); answers the manifest and each
+/// receipt by its id. Each file is read as every file of a bundle is: a
+/// regular file, bounded.
+fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, SignedReceipt>), String> {
+    let read = |name: &str| {
+        read_regular(&dir.join(name), MAX_FILE_BYTES)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or_else(|| format!("it holds no readable {name}"))
+    };
+    let manifest: BundleManifest = serde_json::from_str(&read(MANIFEST_FILE)?)
         .map_err(|e| format!("its {MANIFEST_FILE} is not a bundle manifest ({e})"))?;
-    let receipts = std::fs::read_to_string(dir.join(RECEIPTS_FILE))
-        .map_err(|e| format!("it holds no readable {RECEIPTS_FILE} ({})", e.kind()))?;
-    let mut ids = Vec::new();
-    let mut verdicts = BTreeMap::new();
-    for (n, line) in receipts.lines().enumerate() {
-        let value: Value = serde_json::from_str(line)
-            .map_err(|_| format!("a line of its {RECEIPTS_FILE} is not a receipt"))?;
-        // Each receipt is what its kernel signed: its id is the digest of
-        // its body and its signature verifies under the key it names, so
-        // a verdict edited into a receipt is refused, not counted.
-        let signed: chio_kernel::receipt::SignedReceipt = serde_json::from_value(value.clone())
-            .map_err(|_| {
-                format!(
-                    "line {} of its {RECEIPTS_FILE} is not a signed receipt",
-                    n + 1
-                )
-            })?;
-        signed
-            .verify()
-            .map_err(|e| format!("line {} of its {RECEIPTS_FILE} does not verify: {e}", n + 1))?;
-        let id = value
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("a receipt of its {RECEIPTS_FILE} has no id"))?;
-        let verdict = value
-            .pointer("/body/decision/verdict")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        verdicts.insert(id.to_string(), verdict.to_string());
-        ids.push(id.to_string());
-    }
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
-    if root != manifest.receipt_root || ids.len() as u64 != manifest.receipt_count {
-        return Err(format!(
-            "its {} receipt(s) hash to {root}, not to the receipt root {} its manifest records",
-            ids.len(),
-            manifest.receipt_root
-        ));
-    }
-    Ok((manifest, verdicts))
+    let receipts: Vec<String> = read(RECEIPTS_FILE)?.lines().map(str::to_string).collect();
+    // Each receipt is what its kernel signed: its id is the digest of its
+    // body and its signature verifies under the key it names, so a verdict
+    // edited into a receipt is refused, not counted.
+    let signed = signed_receipts(&manifest, &receipts).map_err(|fault| fault.to_string())?;
+    Ok((manifest, signed))
 }
 
 /// A value's name as the bundle writes it (`"allow"`), or nothing.
@@ -81,7 +54,7 @@ fn written<T: serde::Serialize>(value: &Option<T>) -> Option<String> {
 fn check_against_itself(
     checked: &RefCheck<'_>,
     manifest: &BundleManifest,
-    verdicts: &BTreeMap<String, String>,
+    signed: &BTreeMap<String, SignedReceipt>,
     found: &mut Vec<Contradiction>,
 ) {
     let dir = checked.dir;
@@ -115,16 +88,6 @@ fn check_against_itself(
             Some((id.to_string(), expect.to_string()))
         })
         .collect();
-    let failing: BTreeSet<&str> = manifest
-        .steps
-        .iter()
-        .filter(|s| s.pass == Some(false))
-        .map(|s| s.step_id.as_str())
-        .collect();
-    let listed: BTreeSet<&str> = manifest.mismatches.iter().map(String::as_str).collect();
-    if failing != listed {
-        say("its manifest's mismatches are not its failing steps".to_string());
-    }
     for step in manifest
         .steps
         .iter()
@@ -139,27 +102,10 @@ fn check_against_itself(
                 ));
             }
         }
-        let signed = step.receipt_id.as_ref().and_then(|r| verdicts.get(r));
-        // Every call a kernel allowed has its signed receipt; only a call no
-        // kernel decided (its node denied it) has none.
-        let allowed = matches!(written(&step.verdict).as_deref(), Some("allow" | "rewrite"));
-        if allowed && signed.is_none() {
-            say(format!(
-                "its manifest says step {id} was allowed, but names no receipt its {RECEIPTS_FILE} holds"
-            ));
-        }
-        if let (Some(claimed), Some(signed)) = (written(&step.verdict), signed) {
-            if &claimed != signed {
-                say(format!(
-                    "its manifest says step {id} was decided {claimed}, its signed receipt {signed}"
-                ));
-            }
-        }
-        if step.pass == Some(true) && expected != written(&step.actual) {
-            say(format!(
-                "its manifest says step {id} passed, but its verdict is not the one expected"
-            ));
-        }
+    }
+    // The verdicts its kernels signed, and its own judgements.
+    for fault in step_faults(manifest, signed) {
+        say(format!("its manifest says {}", fault.why));
     }
 }
 
@@ -203,7 +149,7 @@ fn differ<T: std::fmt::Debug + PartialEq>(
 /// reference's root, and for a run every field the row copied from it.
 pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
     let RefCheck { row, dir, .. } = *checked;
-    let (manifest, verdicts) = match read_bundle(dir) {
+    let (manifest, signed) = match read_bundle(dir) {
         Ok(read) => read,
         Err(why) => {
             found.push(contradiction(
@@ -214,7 +160,7 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         }
     };
     check_identity(checked, &manifest, found);
-    check_against_itself(checked, &manifest, &verdicts, found);
+    check_against_itself(checked, &manifest, &signed, found);
     let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
     let steps = Some(manifest.steps.len() as u64);
     let is_run = row

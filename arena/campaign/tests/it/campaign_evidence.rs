@@ -208,7 +208,16 @@ impl Setup {
             mismatches: Vec::new(),
             receipt_root: chio_kernel::receipt::merkle_root_of_ids(&ids),
             receipt_count: 2,
-            arena_keys: BTreeMap::new(),
+            // The key its receipts are signed with, as a run records it.
+            arena_keys: BTreeMap::from([(
+                "kernel".to_string(),
+                BTreeMap::from([(
+                    "kernel-a".to_string(),
+                    chio_kernel::keys::public_key_hex(&chio_kernel::keys::derive_arena_key(
+                        1, "kernel", "kernel-a",
+                    )),
+                )]),
+            )]),
             policies: BTreeMap::new(),
             sealed: BTreeMap::new(),
             steps,
