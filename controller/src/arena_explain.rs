@@ -70,7 +70,13 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
         };
         CliError::canonical_line(COMMAND, &report)?
     } else {
-        render(step, arguments.as_ref())
+        match shown_step(step) {
+            Some(shown) => render(&shown, arguments.as_ref()),
+            None => render(step, arguments.as_ref())
+                .lines()
+                .map(|l| format!("{}\n", crate::term::printable(l)))
+                .collect(),
+        }
     };
     CliError::print(COMMAND, out, text.as_bytes())
 }
@@ -89,6 +95,35 @@ fn recorded_arguments(bundle: &Bundle, step_id: &str) -> Option<Value> {
         Some(arguments) => chio_arena::scenario::validate::arguments_as_sent(arguments),
         None => Some(Value::Object(Default::default())),
     }
+}
+
+/// `value` with every string and every object key printable
+/// (`crate::term::printable`).
+fn printable_value(value: Value) -> Value {
+    let shown = |s: &str| crate::term::printable(s).into_owned();
+    match value {
+        Value::String(s) => Value::String(shown(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(printable_value).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (shown(&k), printable_value(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The step as a terminal may show it: every text it records (a reason,
+/// a guard's answer, a label key, a journal entry) comes from the run's
+/// input, so each is printed with its control characters and
+/// bidirectional overrides escaped. `None` when the record does not read
+/// back so (none does: it was read from JSON); each line of the text is
+/// then escaped whole.
+fn shown_step(step: &StepRecord) -> Option<StepRecord> {
+    serde_json::to_value(step)
+        .ok()
+        .map(printable_value)
+        .and_then(|value| serde_json::from_value(value).ok())
 }
 
 fn line(text: &mut String, key: &str, value: impl std::fmt::Display) {
@@ -145,7 +180,9 @@ fn action_lines(text: &mut String, step: &StepRecord, arguments: Option<&Value>)
             if let Some(arguments) = arguments {
                 let printed = chio_kernel::canonical::to_canonical_string(arguments)
                     .unwrap_or_else(|_| arguments.to_string());
-                line(text, "arguments", printed);
+                // One line of JSON, whose escapes leave bidirectional
+                // overrides and C1 controls as they are.
+                line(text, "arguments", crate::term::printable(&printed));
             }
         }
         "message" => {

@@ -75,14 +75,17 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
     } else {
         let mut s = String::new();
         for w in &warnings {
+            // A field and a message may quote the scenario's text.
             s.push_str(&format!(
                 "warning[{}]: {}: {}\n",
-                w.code, w.field, w.message
+                w.code,
+                crate::term::printable(&w.field),
+                crate::term::printable(&w.message)
             ));
             if let Some((line, column)) = place(w) {
                 s.push_str(&format!("  --> {}:{line}:{column}\n", args.file.display()));
             }
-            s.push_str(&format!("  help: {}\n", w.help));
+            s.push_str(&format!("  help: {}\n", crate::term::printable(&w.help)));
             s.push_str(&format!("  docs: {}\n", docs_url(w.code)));
         }
         match warnings.len() {

@@ -84,23 +84,25 @@ impl ScenariosDiffer {
 
     /// The warning printed before the comparison.
     fn warning(&self) -> String {
+        let (left, right) = (shown(&self.left_id), shown(&self.right_id));
         let what = if self.left_id == self.right_id {
-            format!(
-                "runs of two different files with the same scenario id {}",
-                self.left_id
-            )
+            format!("runs of two different files with the same scenario id {left}")
         } else {
-            format!(
-                "runs of different scenarios: {} and {}",
-                self.left_id, self.right_id
-            )
+            format!("runs of different scenarios: {left} and {right}")
         };
         format!(
             "warning: the bundles are {what} (scenario sha256 {} vs {}); steps are compared by position, so each difference below may only reflect the scenarios\n",
-            short(&self.left_sha256),
-            short(&self.right_sha256)
+            shown(short(&self.left_sha256)),
+            shown(short(&self.right_sha256))
         )
     }
+}
+
+/// Text from a bundle (an id, a file name, a place) as a terminal may show
+/// it: a name planted in a bundle cannot clear the screen or forge a line
+/// such as `no drift`.
+fn shown(text: &str) -> std::borrow::Cow<'_, str> {
+    crate::term::printable(text)
 }
 
 /// The first 12 hex digits of a digest.
@@ -181,16 +183,18 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
         .unwrap_or_default();
     text.push_str(&format!(
         "{command}: {} vs {} (scenario {})\n",
-        report.left, report.right, report.scenario_id
+        shown(&report.left),
+        shown(&report.right),
+        shown(report.scenario_id)
     ));
     for (kernel, problem) in &report.policy_files {
-        text.push_str(&format!("policy {kernel}: {problem}\n"));
+        text.push_str(&format!("policy {}: {problem}\n", shown(kernel)));
     }
     for line in &report.session {
-        text.push_str(&format!("session: {line}\n"));
+        text.push_str(&format!("session: {}\n", shown(line)));
     }
     for place in &report.evidence {
-        text.push_str(&format!("evidence: {place} differs\n"));
+        text.push_str(&format!("evidence: {} differs\n", shown(place)));
     }
     if report.identical {
         text.push_str("no drift: every step has the same verdict and receipt\n");
@@ -199,7 +203,7 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
         text.push_str(&format!(
             "{} step {} (#{}): {} differs ({} vs {}); changed input: {}\n",
             if i == 0 { "first drift at" } else { "also at" },
-            d.step_id,
+            shown(&d.step_id),
             d.index,
             d.what,
             d.left.map_or("-", |v| v.as_str()),

@@ -399,18 +399,24 @@ impl CliError {
     }
 
     /// The block printed on standard error: four lines, and a `-->` line
-    /// after the first when the error points at a place in the input.
+    /// after the first when the error points at a place in the input. The
+    /// message, the place and the help may quote input (an id, a file
+    /// name, a JSON pointer built from argument keys), so each is printed
+    /// with its control characters and bidirectional overrides escaped
+    /// (`crate::term::printable`): no error can clear the screen or forge
+    /// a line.
     pub fn render(&self) -> String {
+        use crate::term::printable;
         let location = match &self.location {
-            Some(at) => format!("  --> {at}\n"),
+            Some(at) => format!("  --> {}\n", printable(at)),
             None => String::new(),
         };
         format!(
             "error[{}]: {}: {}\n{location}  help: {}\n  code: {}\n  docs: {}\n",
             self.code,
             self.command,
-            self.message,
-            self.help,
+            printable(&self.message),
+            printable(&self.help),
             self.urn(),
             self.docs_url()
         )
@@ -435,6 +441,24 @@ mod tests {
             err.render(),
             "error[CHIO-CLI-FLAG-OUT-OF-RANGE]: arena evolve: --generations must be at most 200\n  help: pass --generations 200 or fewer\n  code: urn:chio:error:cli:flag-out-of-range\n  docs: https://chio.computer/docs/reference/errors#error-cli-flag-out-of-range\n"
         );
+    }
+
+    // Input quoted by a message, a place or a help (a file name, a JSON pointer) is printed with its control characters and bidirectional overrides escaped, so it cannot forge a line.
+    #[test]
+    fn renders_input_printable() {
+        let err = CliError {
+            location: Some("s\u{1b}[2J.toml:1:1".to_string()),
+            ..CliError::new(
+                codes::DRIFT,
+                "arena replay",
+                "file x\nno drift\u{1b}]0;t\u{7}\u{202e}",
+                "see \u{9b}",
+            )
+        };
+        let block = err.render();
+        assert!(block.starts_with(
+            "error[CHIO-ARENA-DRIFT]: arena replay: file x\\u{a}no drift\\u{1b}]0;t\\u{7}\\u{202e}\n  --> s\\u{1b}[2J.toml:1:1\n  help: see \\u{9b}\n"
+        ), "{block}");
     }
 
     // A code declared by two tables has one class in both, so its exit does not depend on who raised it.

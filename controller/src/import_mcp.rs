@@ -184,6 +184,10 @@ fn poisoned(
         ));
     }
     for (tool, found) in flagged {
+        let (tool, found) = (
+            crate::term::printable(tool),
+            crate::term::printable(&found.to_string()).into_owned(),
+        );
         eprintln!("warning: tool {tool}: its definition carries a prompt injection: {found}");
     }
     Ok(())

@@ -506,10 +506,13 @@ pub fn write_table(
             false,
             palette,
         );
+        // A reason quotes the call's arguments (a path, a value): input.
         if let Some(reason) = &step.reason {
+            let reason = crate::term::printable(reason);
             text.push_str(&format!("{:indent$}reason: {reason}\n", ""));
         }
         if let Some(miss) = crate::driver::reason_mismatch(&step) {
+            let miss = crate::term::printable(&miss);
             text.push_str(&format!("{:indent$}{miss}\n", ""));
         }
         out.write_all(text.as_bytes()).map_err(io)

@@ -376,3 +376,140 @@ fn a_bundle_that_contradicts_its_receipts_is_refused() {
         refused_as_evidence(dir, name, place);
     }
 }
+
+/// Whether `text` holds a character a terminal acts on: a control
+/// character other than a line break, or a bidirectional override.
+fn holds_raw_controls(text: &str) -> bool {
+    text.chars()
+        .any(|c| (c.is_control() && c != '\n') || matches!(c, '\u{202a}'..='\u{202e}'))
+}
+
+/// A scenario whose recorded tool's schema has an argument under a key
+/// holding terminal escapes, given a value of the wrong type.
+const ESCAPED_KEY_SCENARIO: &str = r#"schema_version = "chio.arena.scenario/v1"
+id = "escaped_key"
+title = "an argument key with terminal escapes"
+rng_seed = 1
+virtual_clock_start = "2026-01-01T00:00:00.000Z"
+
+[determinism]
+scheduler = "single-agent-v1"
+locale = "C"
+
+[[nodes]]
+id = "node-a"
+
+[[kernels]]
+id = "kernel-a"
+node = "node-a"
+
+[[agents]]
+id = "agent"
+role = "caller"
+model = "recorded:agent"
+seed_prompt_ref = "prompts/agent.txt"
+kernel = "kernel-a"
+
+[[servers]]
+id = "mcp"
+kernel = "kernel-a"
+kind = "recorded"
+
+[[servers.tools]]
+name = "read"
+description = "d"
+input_schema = '{"type":"object","properties":{"a":{"type":"object","properties":{"b\u001b]0;PWNED\u0007\u001b[2J\u202e":{"type":"string"}}}}}'
+
+[[servers.answers]]
+step = "call"
+output = "x"
+
+[[grants]]
+id = "agent-mcp"
+agent = "agent"
+server = "mcp"
+tools = ["read"]
+
+[[steps]]
+id = "call"
+agent = "agent"
+server = "mcp"
+tool = "read"
+arguments = { a = { "b\u001B]0;PWNED\u0007\u001B[2J\u202e" = 1 } }
+expect_verdict = "allow"
+"#;
+
+// A reason quoting a hostile argument, a file name planted in a bundle and a JSON pointer built from an argument key reach the terminal escaped, in arena run's table, explain, replay, diff and a validation error.
+#[test]
+fn text_from_input_reaches_the_terminal_printable() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    let text = std::fs::read_to_string(dir.join("scenarios/deny_reasons.toml")).unwrap();
+    let hostile = text.replacen(
+        "path = \"/etc/hosts\"",
+        "path = \"/etc/x\\u001b]0;T\\u0007\\u001b[2J\\u202e\\u000b\"",
+        1,
+    );
+    assert_ne!(hostile, text);
+    std::fs::write(dir.join("scenarios/hostile.toml"), hostile).unwrap();
+    let ran = run(
+        dir,
+        &["arena", "run", "scenarios/hostile.toml", "--out", "b"],
+        0,
+    );
+    let table = stdout(&ran);
+    assert!(!holds_raw_controls(&table), "{table:?}");
+    assert!(
+        table.contains("reason: path /etc/x\\u{1b}]0;T\\u{7}\\u{1b}[2J\\u{202e}\\u{b}"),
+        "{table}"
+    );
+    let explained = stdout(&run(
+        dir,
+        &["arena", "explain", "b", "read-outside-prefix"],
+        0,
+    ));
+    assert!(!holds_raw_controls(&explained), "{explained:?}");
+    assert!(explained.contains("\\u{202e}"), "{explained}");
+
+    run(
+        dir,
+        &[
+            "arena",
+            "run",
+            "scenarios/deny_reasons.toml",
+            "--out",
+            "clean",
+        ],
+        0,
+    );
+    copy_tree(&dir.join("clean"), &dir.join("planted"));
+    let forged = "x\nno drift: every step has the same verdict and receipt\n\u{1b}[1A\u{1b}[2K";
+    std::fs::write(dir.join("planted").join(forged), b"").unwrap();
+    for args in [
+        &["arena", "replay", "planted"][..],
+        &["arena", "diff", "clean", "planted"][..],
+    ] {
+        let output = run(dir, args, 1);
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert!(
+            !holds_raw_controls(&out) && !holds_raw_controls(&err),
+            "{out:?} {err:?}"
+        );
+        assert!(
+            !out.lines().any(|l| l.starts_with("no drift")),
+            "a forged line: {out}"
+        );
+        assert!(err.starts_with("error[CHIO-ARENA-DRIFT]"), "{err}");
+    }
+
+    std::fs::create_dir_all(dir.join("keyed/prompts")).unwrap();
+    std::fs::write(dir.join("keyed/prompts/agent.txt"), "read\n").unwrap();
+    std::fs::write(dir.join("keyed/scenario.toml"), ESCAPED_KEY_SCENARIO).unwrap();
+    let refused = stderr(&run(dir, &["arena", "validate", "keyed/scenario.toml"], 2));
+    assert!(
+        refused.starts_with("error[CHIO-SCENARIO-ARGUMENTS-REFUSED]"),
+        "{refused}"
+    );
+    assert!(!holds_raw_controls(&refused), "{refused:?}");
+    assert!(refused.contains("/a/b\\u{1b}]0;PWNED\\u{7}"), "{refused}");
+}
