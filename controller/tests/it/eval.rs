@@ -254,3 +254,27 @@ fn write_envelope_writes_only_an_evaluated_envelope_canonically() {
     assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
     assert!(!never.exists(), "a refused envelope was written");
 }
+
+// A key given twice is refused at its position, never quoting the key: a key is input too, and may be a credential.
+#[test]
+fn a_duplicate_key_is_refused_without_quoting_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let base = std::fs::read_to_string(fixture).unwrap();
+    let secret = "ghp_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let doubled = base.replacen(
+        "\"arguments\": {",
+        &format!("\"arguments\": {{\"x\": {{\"{secret}\": 1, \"{secret}\": 2}},"),
+        1,
+    );
+    assert_ne!(doubled, base);
+    std::fs::write(tmp.path().join("dup.json"), doubled).unwrap();
+    let args = ["eval", "dup.json"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.starts_with("error[CHIO-EVAL-NOT-JSON]"), "{err}");
+    assert!(err.contains("a key appears twice in one object"), "{err}");
+    assert!(err.contains(" at line "), "{err}");
+    assert!(!err.contains("ghp_"), "{err}");
+}

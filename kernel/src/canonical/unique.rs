@@ -3,7 +3,8 @@
 //! `"tool": "file_write", "tool": "file_read"` means one request to this
 //! reader and another to a reader that keeps the first. Input that is
 //! signed, evaluated or forwarded is read with [`from_slice_unique`], which
-//! refuses such a document naming the key (never its values).
+//! refuses such a document at the position of the second key, never quoting
+//! the key or a value: a key is input too (it may be a credential).
 
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -68,9 +69,10 @@ impl<'de> Visitor<'de> for Unique {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
-                return Err(A::Error::custom(format!(
-                    "the key {key:?} appears twice in one object; give it once"
-                )));
+                // serde_json adds the line and column of the second one.
+                return Err(A::Error::custom(
+                    "a key appears twice in one object; give it once",
+                ));
             }
             let value = map.next_value_seed(Unique)?;
             object.insert(key, value);
@@ -83,7 +85,7 @@ impl<'de> Visitor<'de> for Unique {
 mod tests {
     use super::from_slice_unique;
 
-    // A key given twice in any object, at any depth, is refused naming the key; a document without one reads as serde_json reads it.
+    // A key given twice in any object, at any depth, is refused at its position without quoting the key or a value; a document without one reads as serde_json reads it.
     #[test]
     fn a_key_given_twice_is_refused() {
         let doc = br#"{"a": [1, -2, 2.5, "x", null, true, {"b": {}}], "c": {"d": "e"}}"#;
@@ -95,13 +97,14 @@ mod tests {
             &br#"{"tool": "file_write", "tool": "file_read"}"#[..],
             br#"{"request": {"arguments": {"path": "/etc/passwd", "path": "/w/a"}}}"#,
             br#"[{"k": 1}, {"k": 1, "k": 1}]"#,
+            br#"{"x": {"ghp_AAAAAAAAAAAAAAAAAAAA": 1, "ghp_AAAAAAAAAAAAAAAAAAAA": 1}}"#,
         ] {
             let err = from_slice_unique(twice).unwrap_err().to_string();
-            assert!(err.contains("appears twice"), "{err}");
-            assert!(
-                !err.contains("passwd") && !err.contains("file_read"),
-                "{err}"
-            );
+            assert!(err.contains("a key appears twice"), "{err}");
+            assert!(err.contains(" at line 1 column "), "{err}");
+            for quoted in ["passwd", "file_read", "tool", "path", "\"k\"", "ghp_"] {
+                assert!(!err.contains(quoted), "{err}");
+            }
         }
         assert!(from_slice_unique(b"{} {}").is_err(), "one document only");
     }

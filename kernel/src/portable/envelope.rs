@@ -90,7 +90,8 @@ struct RequestWire {
 /// [`EnvelopeError::OutOfRange`].
 pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
     // A key given twice would mean one request here and another to a
-    // reader that keeps the first: refused, naming the key.
+    // reader that keeps the first: refused at its position, never quoting
+    // the key.
     let value: Value = from_slice_unique(json).map_err(|e| EnvelopeError::NotJson {
         detail: syntax_detail(&e),
     })?;
