@@ -31,10 +31,16 @@ fn mkfifo(path: &Path) {
 fn refusal(dir: &Path) -> String {
     let (send, receive) = mpsc::channel();
     let dir = dir.to_path_buf();
-    std::thread::spawn(move || send.send(Bundle::read(&dir)));
+    std::thread::spawn(move || {
+        let read = match Bundle::read(&dir) {
+            Err(e @ ArenaError::Bundle { .. }) => Ok(e.to_string()),
+            other => Err(format!("not refused as a bundle: {other:?}")),
+        };
+        let _ = send.send(read);
+    });
     match receive.recv_timeout(Duration::from_secs(20)) {
-        Ok(Err(e @ ArenaError::Bundle { .. })) => e.to_string(),
-        Ok(other) => panic!("not refused as a bundle: {other:?}"),
+        Ok(Ok(refusal)) => refusal,
+        Ok(Err(other)) => panic!("{other}"),
         Err(_) => panic!("reading the bundle blocked"),
     }
 }
