@@ -105,12 +105,31 @@ impl AllowSource {
         base: Integrity,
         fields: &[FieldLabel],
     ) -> BTreeSet<String> {
+        self.trusted_values_said(output, base, fields, &Value::Null)
+    }
+
+    /// [`Self::trusted_values`] of an output whose call was sent `sent`: a
+    /// value that repeats what the call sent (`crate::provenance::Echoes`,
+    /// as a search form answering with its query would) is the caller's
+    /// text, not the server's record, and feeds no allowlist.
+    pub fn trusted_values_said(
+        &self,
+        output: &Value,
+        base: Integrity,
+        fields: &[FieldLabel],
+        sent: &Value,
+    ) -> BTreeSet<String> {
         let mut found = Vec::new();
         collect_at(output, &self.pattern, String::new(), &mut found);
+        let sent = crate::provenance::sent_values(sent);
         found
             .into_iter()
             .filter(|(pointer, _)| {
                 integrity_at(output, pointer, base, fields) == Integrity::Trusted
+            })
+            .filter(|(_, value)| {
+                let said = crate::provenance::Echoes::of(&Value::String(value.clone()));
+                !sent.iter().any(|sent| said.repeats(sent))
             })
             .map(|(_, value)| value_digest(&value))
             .collect()
@@ -167,6 +186,31 @@ mod tests {
             pattern: pattern.split('/').skip(1).map(str::to_string).collect(),
             integrity,
         }
+    }
+
+    // A value of the listing that repeats what its call sent (a search answering with its query, in any echo form) is the caller's text and feeds nothing; the listing's other values still do.
+    #[test]
+    fn a_value_echoing_the_call_feeds_no_allowlist() {
+        let output = json!({"transactions": [
+            {"recipient": "GB33BUKB20201555555555"},
+            {"recipient": "DE89370400440532013000"},
+        ]});
+        let source = AllowSource::new("bank", "history", "/transactions/*/recipient").unwrap();
+        for sent in [
+            json!({"recipient": "GB33BUKB20201555555555"}),
+            json!({"q": "gb33 bukb 2020 1555 5555 55"}),
+            json!({"pieces": ["GB33BUK", "B202015", "5555555", "5"]}),
+        ] {
+            let got = source.trusted_values_said(&output, Integrity::Trusted, &[], &sent);
+            assert_eq!(
+                got,
+                BTreeSet::from([value_digest("DE89370400440532013000")]),
+                "{sent}"
+            );
+        }
+        let unrelated = json!({"since": "2026-01-01"});
+        let got = source.trusted_values_said(&output, Integrity::Trusted, &[], &unrelated);
+        assert_eq!(got.len(), 2);
     }
 
     // Only strings at the pattern in a trusted part are recorded: a recipient the bank recorded is, one an attacker wrote into a subject or an undeclared field is not; a trusted output records every match; values are compared by exact bytes.

@@ -226,11 +226,18 @@ pub struct Echoes {
 }
 
 /// The forms of `text` a server may answer with: as written,
-/// percent-decoded, as a normalised path, and each in lower case.
+/// percent-decoded, as a normalised path, compacted (without whitespace
+/// and dashes, as an IBAN, a card or a phone number is normalised), and
+/// each in lower case.
 fn echo_forms(text: &str) -> BTreeSet<String> {
+    let compact: String = text
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '-')
+        .collect();
     let mut forms: BTreeSet<String> = [
         text.to_string(),
         crate::path::percent_decode(text).into_owned(),
+        compact,
     ]
     .into_iter()
     .chain(crate::path::normalize_path(text).ok())
@@ -279,12 +286,70 @@ pub fn scalar_leaves(value: &Value) -> Vec<(String, &Value)> {
     found
 }
 
+/// Every key of every object inside `value`.
+fn object_keys(value: &Value) -> Vec<&str> {
+    fn walk<'v>(value: &'v Value, found: &mut Vec<&'v str>) {
+        match value {
+            Value::Array(items) => items.iter().for_each(|item| walk(item, found)),
+            Value::Object(members) => {
+                for (key, item) in members {
+                    found.push(key);
+                    walk(item, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(value, &mut found);
+    found
+}
+
+/// What a call sent, as the scalars an answer may repeat: every scalar of
+/// `sent`, and, for each array or object whose members are all strings (at
+/// least two), their concatenation, which a server may answer with as one
+/// string (pieces each shorter than a window, joined).
+pub fn sent_values(sent: &Value) -> Vec<Value> {
+    let mut values: Vec<Value> = scalar_leaves(sent)
+        .into_iter()
+        .map(|(_, v)| v.clone())
+        .collect();
+    values.extend(joined_pieces(sent).into_iter().map(Value::String));
+    values
+}
+
+/// The concatenation of the string members of every array or object in
+/// `value` whose members are all strings, at least two of them.
+pub fn joined_pieces(value: &Value) -> Vec<String> {
+    fn walk(value: &Value, found: &mut Vec<String>) {
+        let members: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            Value::Object(members) => members.values().collect(),
+            _ => return,
+        };
+        let pieces: Option<Vec<&str>> = members.iter().map(|m| m.as_str()).collect();
+        match pieces {
+            Some(pieces) if pieces.len() >= 2 => found.push(pieces.concat()),
+            _ => members.into_iter().for_each(|m| walk(m, found)),
+        }
+    }
+    let mut found = Vec::new();
+    walk(value, &mut found);
+    found
+}
+
 impl Echoes {
     /// The scalars of `said`, strings in every form.
     pub fn of(said: &Value) -> Echoes {
         let mut texts = BTreeSet::new();
         let mut numbers = BTreeSet::new();
         let mut flags = BTreeSet::new();
+        // A key is said too: an answer keyed by what it was sent (a map
+        // from a query or a tag to its result) repeats it.
+        for key in object_keys(said) {
+            texts.extend(echo_forms(key));
+            numbers.extend(number_form(key));
+        }
         for (_, leaf) in scalar_leaves(said) {
             match leaf {
                 Value::String(text) => {
@@ -358,10 +423,7 @@ pub fn echoed_labels(
         let Some(value) = arguments.pointer(pointer) else {
             continue;
         };
-        if scalar_leaves(value)
-            .iter()
-            .any(|(_, sent)| echoes.repeats(sent))
-        {
+        if sent_values(value).iter().any(|sent| echoes.repeats(sent)) {
             found.extend(carried.iter().cloned());
         }
     }

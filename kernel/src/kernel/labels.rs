@@ -153,7 +153,7 @@ impl Kernel {
         sources
             .iter()
             .map(|source| {
-                let values = source.trusted_values(content, base, fields);
+                let values = source.trusted_values_said(content, base, fields, &request.arguments);
                 (source.record_key(principal), values.into_iter().collect())
             })
             .filter(|(_, values): &(String, Vec<String>)| !values.is_empty())

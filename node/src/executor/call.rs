@@ -261,22 +261,34 @@ pub(super) fn fold(
 /// whose pointer is its own or an ancestor's), or none for a literal the
 /// caller wrote.
 fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
-    chio_kernel::provenance::scalar_leaves(&command.arguments)
-        .into_iter()
-        .map(|(at, sent)| {
-            let source = command
-                .sources
-                .iter()
-                .find(|source| {
-                    at == source.pointer
-                        || at
-                            .strip_prefix(source.pointer.as_str())
-                            .is_some_and(|rest| rest.starts_with('/'))
-                })
-                .cloned();
-            (sent.clone(), source)
-        })
-        .collect()
+    let source_of = |at: &str| {
+        command
+            .sources
+            .iter()
+            .find(|source| {
+                at == source.pointer
+                    || at
+                        .strip_prefix(source.pointer.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+            .cloned()
+    };
+    let mut sent: Vec<(Value, Option<ArgumentSource>)> =
+        chio_kernel::provenance::scalar_leaves(&command.arguments)
+            .into_iter()
+            .map(|(at, sent)| (sent.clone(), source_of(&at)))
+            .collect();
+    // Pieces sent together, joined, as a server may answer with them:
+    // each top-level argument's, with that argument's provenance.
+    if let Value::Object(arguments) = &command.arguments {
+        for (key, value) in arguments {
+            let at = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+            for joined in chio_kernel::provenance::joined_pieces(value) {
+                sent.push((Value::String(joined), source_of(&at)));
+            }
+        }
+    }
+    sent
 }
 
 /// The scalars `released`'s call was sent that the part of its output at
