@@ -93,7 +93,7 @@ fn service_error(e: &ServiceError) -> String {
             if data.code.0 == crate::mcp_edge::frames::UNREADABLE_ANSWER =>
         {
             format!(
-                "the server wrote an answer that cannot be read (not JSON, a key given twice, or over {} bytes)",
+                "the server wrote an answer that cannot be read (not JSON, a key given twice, a number that rounds when read, or over {} bytes)",
                 crate::mcp_edge::frames::UPSTREAM_LINE_BYTES
             )
         }

@@ -190,7 +190,10 @@ async fn read_client<R: AsyncRead + Unpin>(
         let used = part.len() + usize::from(ends_line);
         if !discarding {
             line.extend_from_slice(part);
-            if line.len() > max_message_bytes {
+            // The bound is the message's: its line ending (`\n`, or `\r\n`)
+            // is not counted.
+            let ending = usize::from(ends_line && line.last() == Some(&b'\r'));
+            if line.len() - ending > max_message_bytes + usize::from(!ends_line) {
                 line = Vec::new();
                 discarding = true;
                 let _ = answers.send(error(
@@ -208,7 +211,10 @@ async fn read_client<R: AsyncRead + Unpin>(
             discarding = false;
             continue;
         }
-        let whole = std::mem::take(&mut line);
+        let mut whole = std::mem::take(&mut line);
+        if whole.last() == Some(&b'\r') {
+            whole.pop();
+        }
         match judge(&whole) {
             Verdict::Pass => {
                 let forwarded = async {
@@ -241,20 +247,23 @@ async fn write_client<W: AsyncWrite + Unpin>(
     let mut server_open = true;
     let mut answers_open = true;
     while server_open || answers_open {
+        // An answer the gate queued went in before any later line reached
+        // the server: written first, so answers keep the order of requests.
         let next = tokio::select! {
-            read = from_server.read_until(b'\n', &mut line), if server_open => match read {
-                Ok(0) | Err(_) => {
-                    server_open = false;
-                    None
-                }
-                Ok(_) => Some(std::mem::take(&mut line)),
-            },
+            biased;
             answer = answered.recv(), if answers_open => match answer {
                 Some(answer) => Some(format!("{answer}\n").into_bytes()),
                 None => {
                     answers_open = false;
                     None
                 }
+            },
+            read = from_server.read_until(b'\n', &mut line), if server_open => match read {
+                Ok(0) | Err(_) => {
+                    server_open = false;
+                    None
+                }
+                Ok(_) => Some(std::mem::take(&mut line)),
             },
         };
         let Some(bytes) = next else { continue };
@@ -353,6 +362,12 @@ async fn read_upstream<R: AsyncRead + Unpin>(
             None
         } else if whole.iter().all(u8::is_ascii_whitespace) {
             continue;
+        } else if chio_kernel::canonical::first_rounded_whole(&String::from_utf8_lossy(&whole))
+            .is_some()
+        {
+            // A number that rounds when read would be judged, signed and
+            // released as another number than the upstream wrote.
+            None
         } else {
             chio_kernel::canonical::from_slice_unique(&whole).ok()
         };

@@ -317,3 +317,52 @@ async fn an_upstream_line_with_a_key_given_twice_fails_the_waiting_request() {
     assert_eq!(failed["id"], 7, "{line}");
     assert_eq!(failed["error"]["code"], UNREADABLE_ANSWER, "{line}");
 }
+
+#[tokio::test]
+async fn the_bound_counts_the_message_not_its_line_ending() {
+    let make = |len: usize| {
+        let head = r#"{"jsonrpc":"2.0","id":1,"method":"ping","x":""#;
+        format!("{head}{}\"}}", "z".repeat(len - head.len() - 2))
+    };
+    let at = make(100);
+    // Exactly the bound, ended by LF or CRLF: forwarded without its `\r`.
+    for ending in ["\n", "\r\n"] {
+        let (forwarded, out) = through_the_gate(format!("{at}{ending}").into_bytes(), 100).await;
+        assert_eq!(forwarded, std::slice::from_ref(&at), "{ending:?}");
+        assert_eq!(out, std::slice::from_ref(&at), "{ending:?}");
+    }
+    // One byte over, ended by CRLF: refused once.
+    let over = make(101);
+    let (forwarded, out) = through_the_gate(format!("{over}\r\n").into_bytes(), 100).await;
+    assert!(forwarded.is_empty());
+    assert_eq!(out.len(), 1);
+    assert_eq!(code_and_id(&out[0]), (INVALID_REQUEST, Value::Null));
+}
+
+#[tokio::test]
+async fn an_upstream_number_that_rounds_fails_the_waiting_request() {
+    let (upstream_out, mut upstream_writes) = tokio::io::duplex(1 << 16);
+    let (mut upstream_reads, upstream_in) = tokio::io::duplex(1 << 16);
+    let (client_reads, mut client_writes) = upstream_gate(upstream_out, upstream_in);
+    let mut client_reads = BufReader::new(client_reads);
+    let request =
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "e"}});
+    client_writes
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .unwrap();
+    let mut seen = String::new();
+    BufReader::new(&mut upstream_reads)
+        .read_line(&mut seen)
+        .await
+        .unwrap();
+    upstream_writes
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"result\":{\"structuredContent\":{\"n\":9007199254740993.0}}}\n")
+        .await
+        .unwrap();
+    let mut line = String::new();
+    client_reads.read_line(&mut line).await.unwrap();
+    let failed: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(failed["id"], 9, "{line}");
+    assert_eq!(failed["error"]["code"], UNREADABLE_ANSWER, "{line}");
+}

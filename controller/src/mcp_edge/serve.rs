@@ -113,8 +113,10 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliErro
         })?;
     let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
     let (reads, writes) = super::frames::gate(tokio::io::stdin(), stdout, max_message_bytes);
+    // The gate bounds each message; the SDK's own bound only has to admit
+    // what the gate passes, with its newline.
     let transport = AsyncRwTransport::<RoleServer, _, _>::new(reads, writes)
-        .with_max_line_length(max_message_bytes);
+        .with_max_line_length(max_message_bytes.saturating_add(2));
     tracing::info!("serving MCP on standard input and output");
     let running = edge.serve(transport).await.map_err(|e| {
         CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
@@ -252,6 +254,60 @@ fn labellers(
     Ok(by_id)
 }
 
+/// The trust-control label key that names the authority a namespace's
+/// ids belong to.
+fn namespace_owner_key(namespace: &str) -> String {
+    format!("{namespace}/edge-authority")
+}
+
+/// Claims `namespace` in `store` for the authority `issuer`, or refuses to
+/// serve when another authority holds it: budgets, revocations and seen
+/// request ids are kept by capability and request id under the namespace,
+/// and ids are not secret, so an edge of another authority sharing it
+/// could spend, or revoke, this edge's capabilities by granting itself one
+/// with the same id. Edges of one authority share a namespace, as before.
+async fn claim_namespace<S: TrustStore>(
+    store: &S,
+    namespace: &str,
+    issuer: &str,
+    deadline: Duration,
+) -> Result<(), CliError> {
+    let key = namespace_owner_key(namespace);
+    let mine = format!("authority:{issuer}");
+    let joined = tokio::time::timeout(deadline, store.join_labels(vec![key.clone()], &mine)).await;
+    let sets = match joined {
+        Ok(Ok(sets)) => sets,
+        Ok(Err(e)) => {
+            return Err(CliError::new(
+                codes::MCP_CONTROL,
+                COMMAND,
+                format!("trust-control refused the namespace's authority record: {e}"),
+                "check --control-url and that the token is trust-control's",
+            ))
+        }
+        Err(_) => {
+            return Err(CliError::new(
+                codes::MCP_CONTROL,
+                COMMAND,
+                "trust-control did not answer within its deadline".to_string(),
+                "check that trust-control runs at --control-url",
+            ))
+        }
+    };
+    let others = sets
+        .get(&key)
+        .map_or(0, |owners| owners.iter().filter(|o| **o != mine).count());
+    if others > 0 {
+        return Err(CliError::new(
+            codes::MCP_CONFIG,
+            COMMAND,
+            format!("namespace {namespace} in trust-control belongs to another edge authority"),
+            "give each authority its own --namespace: edges of one authority share budgets, revocations and replay protection in theirs",
+        ));
+    }
+    Ok(())
+}
+
 /// Trusts the issuer in `store` and starts the kernel over it.
 async fn start_kernel<S: TrustStore>(
     store: Arc<S>,
@@ -283,6 +339,7 @@ async fn start_kernel<S: TrustStore>(
             ))
         }
     }
+    claim_namespace(store.as_ref(), &args.control.namespace, &issuer, d.call).await?;
     let binding = TrustBinding::new(store, Handle::current(), &args.control.namespace, d);
     let (stores, cache) = binding.kernel_stores();
     let mut config = KernelConfig::new(EDGE_KERNEL_ID, authority.receipts.clone());

@@ -176,7 +176,7 @@ impl Upstream {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(E::McpError(data))) if data.code.0 == super::frames::UNREADABLE_ANSWER => {
                 Err(sent(format!(
-                    "upstream {} wrote an answer that cannot be read (not JSON, a key given twice, or over {} bytes); it may have carried the call out",
+                    "upstream {} wrote an answer that cannot be read (not JSON, a key given twice, a number that rounds when read, or over {} bytes); it may have carried the call out",
                     self.id,
                     super::frames::UPSTREAM_LINE_BYTES
                 )))

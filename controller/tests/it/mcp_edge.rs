@@ -321,6 +321,8 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     assert_eq!(got["call_after_garbage"], "edge-no-capability", "{got}");
     assert_eq!(got["call_after_garbage_is_error"], true, "{got}");
     assert_eq!(got["alive_after"], true, "{got}");
+    assert_eq!(got["exact_bound_11"], true, "{got}");
+    assert_eq!(got["exact_bound_12"], true, "{got}");
     assert_eq!(
         got["oversized_answered"], false,
         "its id is never read: {got}"
@@ -628,4 +630,65 @@ async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
     edge_b.stop().await;
     assert_eq!(log_lines(&dir_a.join("calls.log")), ["echo hello"]);
     assert_eq!(log_lines(&dir_b.join("calls.log")), ["echo hello"]);
+}
+
+// A namespace in trust-control belongs to the first authority that serves in it: an edge of another authority naming the same namespace refuses to start (CHIO-MCP-CONFIG, exit 2), since budgets, revocations and seen request ids are kept there by capability and request id, which are not secret; an edge of the same authority shares it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_belongs_to_one_authority() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&dir_a).unwrap();
+    std::fs::create_dir_all(&dir_b).unwrap();
+    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+    let edge_args = |sub: &Path| {
+        let mut args = counting_args(&python, &sub.join("calls.log"), &sub.join("edge.key"));
+        args.extend([
+            "--control-url".to_string(),
+            trust.url.clone(),
+            "--control-token-file".to_string(),
+            token_file.to_str().unwrap().to_string(),
+            "--namespace".to_string(),
+            "shared".to_string(),
+        ]);
+        args
+    };
+    let (authority_a, _) = (authority(&dir_a), authority(&dir_b));
+    let alice = client_key(1);
+    let token_a = grant(&authority_a, &alice, "notes", "echo", &["--id", "same-id"]);
+    let edge_a = Edge::start(&edge_args(&dir_a)).await;
+    let again = Edge::start(&edge_args(&dir_a)).await;
+    let refused = std::process::Command::new(chio_bin())
+        .args(["mcp", "serve", "--stdio"])
+        .args(edge_args(&dir_b))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("CHIO-MCP-CONFIG"), "{stderr}");
+    assert!(
+        stderr.contains("belongs to another edge authority"),
+        "{stderr}"
+    );
+    let hello = json!({"text": "hello"});
+    let first = edge_a
+        .call(&token_a, &alice, "notes", "echo", &hello, "n-1")
+        .await;
+    assert_eq!(verdict(&first).0, "allow", "{first:?}");
+    let second = again
+        .call(&token_a, &alice, "notes", "echo", &hello, "n-2")
+        .await;
+    assert_eq!(
+        verdict(&second).0,
+        "allow",
+        "an edge of the same authority shares it: {second:?}"
+    );
+    edge_a.stop().await;
+    again.stop().await;
+    assert!(
+        !dir_b.join("calls.log").exists(),
+        "the refused edge started nothing"
+    );
 }
