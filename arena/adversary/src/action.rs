@@ -163,8 +163,8 @@ pub struct BurstPlan {
     pub concurrent: bool,
 }
 
-/// The most copies a burst makes, whatever the budget.
-pub const MAX_BURST: u64 = 64;
+/// The most copies a burst makes; a budget it cannot exceed is not pursued.
+pub use chio_arena::adversaries::MAX_BURST;
 
 /// How the action departs from its base step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -447,9 +447,12 @@ fn goal_mutation(
             }))
         }
         Gene::ReplayAttempt { mode, .. } if *goal == Goal::ExceedBudget => {
-            Some(budget_limit(scenario, base).map(|limit| {
+            // A burst one copy past a budget of MAX_BURST or more would be
+            // cut short and count as a miss: such a budget is not tried.
+            let limit = budget_limit(scenario, base).filter(|limit| *limit < MAX_BURST);
+            Some(limit.map(|limit| {
                 Mutation::Burst(BurstPlan {
-                    copies: limit.saturating_add(1).min(MAX_BURST) as u32,
+                    copies: (limit + 1) as u32,
                     concurrent: *mode == ReplayMode::Concurrent,
                 })
             }))

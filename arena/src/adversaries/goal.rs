@@ -29,6 +29,12 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most copies an `exceed-budget` burst makes: a budget of this many
+/// calls or more cannot be exceeded by the search, so such a base call is
+/// not pursued (and `chio arena lint` warns when no budget is below it).
+/// It is also the most calls `KernelLink.EvaluateTogether` takes at once.
+pub const MAX_BURST: u64 = 64;
+
 use crate::adversaries::class::AdversaryClass;
 use crate::error::ArenaError;
 

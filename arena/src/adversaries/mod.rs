@@ -19,7 +19,7 @@ pub use class::{
     AdversaryClass, ClassParams, Gene, InjectionTarget, ReplayMode, ReplayReuse, SwapKind,
     WideningKind,
 };
-pub use goal::Goal;
+pub use goal::{Goal, MAX_BURST};
 
 use crate::error::ArenaError;
 use crate::model::AdversaryDecl;

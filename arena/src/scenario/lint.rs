@@ -53,6 +53,12 @@ pub const OBSERVE_GUARD: LintRule = LintRule {
     summary: "a guard that observes and never stops a call",
 };
 
+/// An `exceed-budget` search with no budget it can exceed.
+pub const BURST_CAPPED: LintRule = LintRule {
+    code: "CHIO-LINT-BURST-CAPPED",
+    summary: "an exceed-budget search whose budgets are all too large to exceed",
+};
+
 /// Every lint rule, in the order its warnings are reported; each code has
 /// a heading in `docs/errors.md` ([`lint_anchor`]).
 pub const LINT_RULES: &[LintRule] = &[
@@ -61,6 +67,7 @@ pub const LINT_RULES: &[LintRule] = &[
     IDLE_AGENT,
     UNUSED_GRANT,
     DENY_WITHOUT_REASON,
+    BURST_CAPPED,
 ];
 
 /// The heading of a lint code in `docs/errors.md`: `CHIO-LINT-IDLE-AGENT`
@@ -159,7 +166,38 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
         }
     }
     denies_without_reason(unexplained, &mut warnings);
+    bursts_capped(file, &mut warnings);
     Ok(warnings)
+}
+
+/// Warns of every `exceed-budget` block when no invocation budget the
+/// scenario declares (on a grant or in `[[budgets]]`) is below the most
+/// copies a burst makes: the search then makes no such action.
+fn bursts_capped(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
+    use crate::adversaries::MAX_BURST;
+    let tightest = file
+        .grants
+        .iter()
+        .filter_map(|g| g.max_invocations)
+        .chain(file.budgets.iter().filter_map(|b| b.max_invocations))
+        .min();
+    if tightest.is_some_and(|limit| limit < MAX_BURST) {
+        return;
+    }
+    for (index, block) in file.adversaries.iter().enumerate() {
+        if block.goal.as_deref() == Some("exceed-budget") {
+            warnings.push(LintWarning {
+                code: BURST_CAPPED.code,
+                field: format!("adversaries[{index}]"),
+                key: "goal",
+                message: format!(
+                    "population {:?} seeks to exceed a budget, but no invocation budget is below {MAX_BURST}, the most copies a burst makes, so the search makes no such action",
+                    block.population
+                ),
+                help: format!("declare a budget of fewer than {MAX_BURST} calls over the block's base calls, or another goal"),
+            });
+        }
+    }
 }
 
 /// Warns of every guard in observe mode.
@@ -295,6 +333,29 @@ expect_verdict = "deny"
             ]
         );
         assert_eq!(warnings[4].pointer(), "steps[0].expect_verdict");
+    }
+
+    // An exceed-budget search is warned of when every invocation budget is at least the most copies a burst makes (64), and is quiet when one is below it.
+    #[test]
+    fn an_exceed_budget_search_with_no_budget_to_exceed_is_warned_of() {
+        let text = include_str!("../../../scenarios/adversaries-two-nodes.toml");
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let burst = |text: &str| {
+            let s = crate::parse_scenario(text, &base).expect("the scenario validates");
+            lint(&s)
+                .expect("lint")
+                .into_iter()
+                .filter(|w| w.code == BURST_CAPPED.code)
+                .map(|w| w.field)
+                .collect::<Vec<_>>()
+        };
+        assert!(burst(text).is_empty(), "budgets of 6 and 3 can be exceeded");
+        let large = text
+            .replace("max_invocations = 6", "max_invocations = 64")
+            .replace("max_invocations = 3", "max_invocations = 100");
+        let warned = burst(&large);
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].starts_with("adversaries["), "{warned:?}");
     }
 
     // A grant named only by a delegation or a revocation counts as used, and a deny with its reason is quiet.
