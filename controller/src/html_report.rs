@@ -21,7 +21,7 @@ use std::io::Write;
 use std::path::Path;
 
 use chio_adversary::coevolution::GenerationRecord;
-use chio_adversary::report::{Search, TraceFile};
+use chio_adversary::report::{leaderboard_disagreement, Search, TraceFile};
 use chio_adversary::Leaderboard;
 use chio_arena::bundle::MANIFEST_FILE;
 use chio_arena::report::run;
@@ -165,13 +165,23 @@ pub fn search_page(
     .map_err(|e| CliError::from_arena(command, &e))
 }
 
+/// The search report of an evolve output folder, once its leaderboard is
+/// the one its trace derives (a leaderboard the trace contradicts, such as
+/// one with escapes removed, is refused, never presented).
 fn search_from(dir: &Path) -> Result<String, CliError> {
     let board_path = dir.join(LEADERBOARD_JSON);
+    let board_bytes = read(&board_path)?;
     let board: Leaderboard =
-        serde_json::from_slice(&read(&board_path)?).map_err(|e| unreadable(&board_path, e))?;
+        serde_json::from_slice(&board_bytes).map_err(|e| unreadable(&board_path, e))?;
     let trace_path = dir.join(TRACE_FILE);
     let trace = TraceFile::parse(&read(&trace_path)?, &trace_path.display().to_string())
         .map_err(|e| unreadable(&trace_path, e))?;
+    if let Some(why) = leaderboard_disagreement(&board_bytes, &trace) {
+        return Err(unreadable(
+            &board_path,
+            format!("it is not what {TRACE_FILE} beside it derives: {why}"),
+        ));
+    }
     search_page(
         COMMAND,
         &board,

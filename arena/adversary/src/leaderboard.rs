@@ -16,7 +16,7 @@ use chio_kernel::canonical::to_canonical_vec;
 use serde::{Deserialize, Serialize};
 
 use crate::causes::{causes_of_run, causes_of_samples, EscapeCause};
-use crate::coevolution::EvolutionResult;
+use crate::coevolution::{EvolutionResult, GenerationRecord};
 use crate::fitness::FitnessReport;
 use chio_arena::error::ArenaError;
 
@@ -94,9 +94,24 @@ impl Leaderboard {
     /// Ranks a run's last generation and groups the escapes of every
     /// generation by cause: what `chio arena evolve` writes.
     pub fn from_evolution(scenario_id: &str, result: &EvolutionResult) -> Self {
+        Self::from_trace(scenario_id, &result.trace)
+    }
+
+    /// The leaderboard a run's generation records derive (the trace
+    /// `evolve-trace.json` holds): its last generation ranked, the escapes
+    /// of every generation grouped by cause. Pure, so a reader can tell a
+    /// leaderboard from the one its trace gives.
+    pub fn from_trace(scenario_id: &str, trace: &[GenerationRecord]) -> Self {
+        let last = match trace.last() {
+            Some(last) => FitnessReport {
+                generation: last.generation,
+                samples: last.samples.clone(),
+            },
+            None => FitnessReport::new(0, Vec::new()),
+        };
         Self {
-            causes: causes_of_run(&result.trace),
-            ..Self::from_report(scenario_id, &result.final_report())
+            causes: causes_of_run(trace),
+            ..Self::from_report(scenario_id, &last)
         }
     }
 

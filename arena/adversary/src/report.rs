@@ -4,12 +4,14 @@
 //! populations; and the escapes grouped by cause, each cause with its count
 //! and shortest example, then every escape under its cause.
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 
-use crate::causes::EscapeCause;
+use crate::causes::{CauseKey, EscapeCause};
 use crate::chart::{first_escape, render_chart};
 use crate::coevolution::GenerationRecord;
-use crate::{Leaderboard, TRACE_SCHEMA};
+use crate::{Leaderboard, LeaderboardRow, TRACE_SCHEMA};
 use chio_arena::error::ArenaError;
 use chio_arena::report::{escape, number, Page};
 
@@ -44,6 +46,83 @@ impl TraceFile {
         }
         Ok(trace)
     }
+}
+
+/// Whether `bytes`, a search's `leaderboard.json`, are byte for byte the
+/// leaderboard the trace beside it derives ([`Leaderboard::from_trace`],
+/// what `chio arena evolve` writes of those generation records); what
+/// differs when they are not. A leaderboard with an escape removed, or of
+/// another search, is never read as this trace's.
+pub fn leaderboard_disagreement(bytes: &[u8], trace: &TraceFile) -> Option<String> {
+    let derived = Leaderboard::from_trace(&trace.scenario_id, &trace.generations);
+    let again = match derived.to_json() {
+        Ok(again) => again,
+        Err(e) => return Some(format!("the trace's leaderboard cannot be derived: {e}")),
+    };
+    if again == bytes {
+        return None;
+    }
+    Some(match serde_json::from_slice::<Leaderboard>(bytes) {
+        Ok(stated) => what_differs(&stated, &derived),
+        Err(e) => format!("it is not a leaderboard ({e})"),
+    })
+}
+
+/// The first thing a stated leaderboard says that its trace does not:
+/// the scenario, the escapes per cause, the generation ranked, a row.
+fn what_differs(stated: &Leaderboard, derived: &Leaderboard) -> String {
+    if stated.scenario_id != derived.scenario_id {
+        return format!(
+            "it ranks scenario {:?}, the trace searched {:?}",
+            stated.scenario_id, derived.scenario_id
+        );
+    }
+    let counts = |b: &Leaderboard| -> BTreeMap<CauseKey, u32> {
+        b.causes.iter().map(|c| (c.key(), c.count)).collect()
+    };
+    let (said, traced) = (counts(stated), counts(derived));
+    if let Some(key) = said
+        .keys()
+        .chain(traced.keys())
+        .find(|k| said.get(*k) != traced.get(*k))
+    {
+        return format!(
+            "it records {} escape(s) in {} cause(s), the trace's survived actions give {} in {} (cause {}: {} against {})",
+            stated.escape_count(),
+            stated.causes.len(),
+            derived.escape_count(),
+            derived.causes.len(),
+            key.label(),
+            said.get(key).copied().unwrap_or(0),
+            traced.get(key).copied().unwrap_or(0)
+        );
+    }
+    if stated.generation != derived.generation {
+        return format!(
+            "it ranks generation {}, the trace's last generation is {}",
+            stated.generation, derived.generation
+        );
+    }
+    if let Some(at) = (0..stated.rows.len().max(derived.rows.len()))
+        .find(|i| stated.rows.get(*i) != derived.rows.get(*i))
+    {
+        let show = |row: Option<&LeaderboardRow>| {
+            row.map_or("no population".to_string(), |r| {
+                format!(
+                    "{:?} with {} survival(s), {} defeat(s) of {} action(s)",
+                    r.population, r.survivals, r.defeats, r.total_actions
+                )
+            })
+        };
+        return format!(
+            "its rank {} is {}, the trace's last generation gives {}",
+            at + 1,
+            show(stated.rows.get(at)),
+            show(derived.rows.get(at))
+        );
+    }
+    "its escapes' examples or occurrences, or its bytes, are not the leaderboard the trace derives"
+        .to_string()
 }
 
 /// What the search report reads.
@@ -237,6 +316,85 @@ mod tests {
         fn parsing_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
             let _ = TraceFile::parse(&bytes, "evolve-trace.json");
         }
+    }
+
+    fn escaped(action: &str) -> crate::ActionRecord {
+        crate::ActionRecord {
+            action: action.into(),
+            base_step: "read".into(),
+            gene: "g".into(),
+            expected: chio_kernel::verdict::ProjectedVerdict::Deny,
+            actual: chio_kernel::verdict::ProjectedVerdict::Allow,
+            reason: None,
+            guard: None,
+            receipt_id: None,
+            result: crate::ActionResult::Survived,
+            operators: Vec::new(),
+            stage: None,
+            detail: Some("names-the-goal-path".into()),
+            progress: 1000,
+            goal: Some("reach-forbidden-path".into()),
+            decided_stage: None,
+        }
+    }
+
+    fn trace_of(scenario: &str) -> TraceFile {
+        let sample = crate::FitnessSample {
+            population: "p".into(),
+            class: chio_arena::adversaries::AdversaryClass::CapabilityOverrequest,
+            lineage: "p".into(),
+            survivals: 2,
+            defeats: 0,
+            inside_grant: 0,
+            goal_missed: 0,
+            fitness_ppm: 0,
+            novel_outcomes: 0,
+            total_actions: 2,
+            kernel_evaluations: 2,
+            records: vec![escaped("a"), escaped("b")],
+        };
+        TraceFile {
+            schema_version: TRACE_SCHEMA.into(),
+            scenario_id: scenario.into(),
+            rng_seed: 1,
+            generations_completed: 1,
+            generations: vec![GenerationRecord {
+                generation: 0,
+                best_population: Some("p".into()),
+                samples: vec![sample],
+                populations: Vec::new(),
+                best_fitness: 0.0,
+                mean_fitness: 0.0,
+                escapes: 2,
+                new_actions: 2,
+                novel_outcomes: 0,
+            }],
+        }
+    }
+
+    // The leaderboard its trace derives agrees; one with its escapes removed, or of another search, is named.
+    #[test]
+    fn a_leaderboard_is_what_its_trace_derives() {
+        let trace = trace_of("s");
+        let board = Leaderboard::from_trace("s", &trace.generations);
+        assert_eq!(board.escape_count(), 2);
+        let bytes = board.to_json().unwrap();
+        assert_eq!(leaderboard_disagreement(&bytes, &trace), None);
+        let mut emptied = board.clone();
+        emptied.causes.clear();
+        let why = leaderboard_disagreement(&emptied.to_json().unwrap(), &trace).unwrap();
+        assert!(
+            why.contains("0 escape(s) in 0 cause(s)") && why.contains("give 2 in 1"),
+            "{why}"
+        );
+        let why = leaderboard_disagreement(&bytes, &trace_of("other")).unwrap();
+        assert!(why.contains("\"s\"") && why.contains("\"other\""), "{why}");
+        let mut ranked = board;
+        ranked.rows[0].survivals = 0;
+        let why = leaderboard_disagreement(&ranked.to_json().unwrap(), &trace).unwrap();
+        assert!(why.contains("rank 1"), "{why}");
+        let why = leaderboard_disagreement(b"{}", &trace).unwrap();
+        assert!(why.contains("not a leaderboard"), "{why}");
     }
 
     // Another schema is refused naming the file and the schema expected.

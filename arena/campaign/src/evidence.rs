@@ -29,6 +29,13 @@
 //!   matrix derives from the run records beside it (`runs/`) under the load
 //!   it states, so validators, cells and gaps edited into it, with its
 //!   digest and the folder's root recomputed, are still contradicted.
+//!   An evolution's `evolve-trace.json` must be a search of the task's
+//!   scenario (its scenario id, and its seed while the task's file is the
+//!   one the definition hashed), its generations the row's, and the
+//!   `leaderboard.json` beside it, byte for byte, the leaderboard its
+//!   generation records derive (`chio_adversary::Leaderboard::from_trace`),
+//!   so another scenario's search, or a leaderboard with escapes removed,
+//!   is contradicted.
 //! - **One attempt, one piece of evidence.** Two rows of live runs,
 //!   evolutions or matrices must not name the same folder: a folder holds
 //!   one attempt's evidence, so both rows are contradicted (fixture replays
@@ -58,6 +65,7 @@ use super::ledger::{
 use super::{Campaign, Evidence, Task, TaskKind};
 
 mod bundle;
+mod evolution;
 mod folder;
 
 use bundle::check_bundle;

@@ -955,6 +955,158 @@ fn measured_rows_stay_verified() {
     );
 }
 
+/// A campaign of one evolution of the weakened adversary scenario, with
+/// searches of it, of another scenario and of the same id under another
+/// seed (`weak`, `other`, `reseeded`), `evo/01` imported from `weak`;
+/// answers the folder and the declaration.
+fn evolve_fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let root = dir.join("root");
+    copy_tree(&repo_path("scenarios"), &root);
+    let weak = std::fs::read_to_string(root.join("adversaries-weakened.toml")).unwrap();
+    std::fs::write(
+        root.join("weakened-reseeded.toml"),
+        weak.replace("rng_seed = 4242", "rng_seed = 5151"),
+    )
+    .unwrap();
+    let pin = definition(&dir, &root, "adversaries-weakened.toml", None);
+    let decl = dir.join("campaign.toml");
+    std::fs::write(
+        &decl,
+        format!(
+            "schema_version = \"chio.arena.campaign/v2\"\nid = \"evo\"\ntitle = \"evo\"\nroot = \"root\"\n\n\
+             [[tasks]]\nid = \"evo\"\nkind = \"evolve\"\nfile = \"adversaries-weakened.toml\"\nrepetitions = 1\n\
+             limits = {{ wall_seconds = 600, steps = 0, kernel_evaluations = 100000, generations = 10 }}\ndefinition = {pin}\n"
+        ),
+    )
+    .unwrap();
+    let ledger = dir.join("ledger.json");
+    expect(
+        &dir,
+        &["campaign", "template", s(&decl), "--out", s(&ledger)],
+        0,
+    );
+    for (file, out) in [
+        ("adversaries-weakened.toml", "weak"),
+        ("adversaries-two-nodes.toml", "other"),
+        ("weakened-reseeded.toml", "reseeded"),
+    ] {
+        let args = [
+            "arena",
+            "evolve",
+            &format!("root/{file}"),
+            "--generations",
+            "2",
+            "--population-size",
+            "2",
+            "--json",
+            "--out",
+            out,
+        ];
+        let output = expect(&dir, &args, 0);
+        std::fs::write(dir.join(format!("{out}.json")), &output.stdout).unwrap();
+    }
+    expect(
+        &dir,
+        &[
+            "campaign",
+            "import",
+            s(&decl),
+            s(&ledger),
+            "evo/01=weak.json",
+        ],
+        0,
+    );
+    (tmp, dir, decl)
+}
+
+/// Points row `evo/01` at `folder`, its Merkle root recomputed, and
+/// answers the report's reason for `evidence_refs[0].path`.
+fn evolution_reason(dir: &Path, decl: &Path, folder: &str) -> String {
+    let ledger = dir.join("ledger.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let row = &mut value["rows"][0];
+    row["evidence_refs"][0]["path"] = folder.into();
+    row["evidence_refs"][0]["merkle_root"] =
+        chio_campaign::evidence::folder_merkle_root(&dir.join(folder))
+            .unwrap()
+            .into();
+    std::fs::write(&ledger, serde_json::to_vec(&value).unwrap()).unwrap();
+    let out = expect(
+        dir,
+        &["campaign", "report", s(decl), s(&ledger), "--json"],
+        0,
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_contradicted(&report, "evo/01", "evidence_refs[0].path");
+    attempt(&report, "evo/01")["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["field"] == "evidence_refs[0].path")
+        .unwrap()["reason"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+// An evolution's row pointed at another scenario's search, at a search of its scenario id under another seed, or at its own folder with the escapes removed from the leaderboard (each with the folder's Merkle root recomputed) is contradicted, naming what the trace says instead; `chio report` refuses the edited leaderboard.
+#[test]
+fn a_forged_evolution_is_contradicted() {
+    let (_tmp, dir, decl) = evolve_fixture();
+    let ledger = dir.join("ledger.json");
+    let report = expect(
+        &dir,
+        &["campaign", "report", s(&decl), s(&ledger), "--json"],
+        0,
+    );
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(
+        attempt(&report, "evo/01")["contradictions"],
+        Value::Array(Vec::new())
+    );
+    let why = evolution_reason(&dir, &decl, "other");
+    assert!(
+        why.contains("is a search of scenario \"adversaries_two_nodes\"")
+            && why.contains("\"adversaries_weakened\""),
+        "{why}"
+    );
+    let why = evolution_reason(&dir, &decl, "reseeded");
+    assert!(
+        why.contains("searched with seed 5151") && why.contains("declares 4242"),
+        "{why}"
+    );
+    let board = dir.join("weak/leaderboard.json");
+    let mut value: Value = serde_json::from_slice(&std::fs::read(&board).unwrap()).unwrap();
+    let escapes: u64 = value["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .sum();
+    assert!(escapes > 0, "the weakened search finds escapes");
+    value.as_object_mut().unwrap().remove("causes");
+    std::fs::write(&board, serde_json::to_vec(&value).unwrap()).unwrap();
+    let why = evolution_reason(&dir, &decl, "weak");
+    assert!(
+        why.contains("leaderboard.json is not what its evolve-trace.json derives")
+            && why.contains(&format!(
+                "it records 0 escape(s) in 0 cause(s), the trace's survived actions give {escapes} in"
+            )),
+        "{why}"
+    );
+    let args = ["report", "weak", "--out", "weak.html"];
+    let output = expect(&dir, &args, 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-REPORT-INPUT-UNREADABLE]: report: ")
+            && stderr.contains("it is not what evolve-trace.json beside it derives"),
+        "{stderr}"
+    );
+    assert!(!dir.join("weak.html").exists());
+}
+
 // An attempt over a declared limit is recorded with the overrun as its reason, is not a verified delivery, and blocks the comparison.
 #[test]
 fn an_over_limit_attempt_blocks_the_comparison() {

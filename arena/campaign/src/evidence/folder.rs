@@ -38,7 +38,7 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         }
     }
     if task.kind == TaskKind::Evolve {
-        check_evolution(checked, found);
+        super::evolution::check_evolution(checked, found);
         return;
     }
     let Some(record) = row
@@ -160,84 +160,6 @@ fn compare_spent(recorded: &Spent, stated: &Spent, found: &mut Vec<Contradiction
                     show(stated)
                 ),
             ));
-        }
-    }
-}
-
-/// The trace an evolution writes in its folder.
-const EVOLVE_TRACE: &str = "evolve-trace.json";
-
-/// An evolution's row against the trace its folder holds: the generations
-/// it scheduled and completed (and so its outcome, `generations` when it
-/// completed them all, else `wall-budget`), which the row copied from it.
-fn check_evolution(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
-    let RefCheck { row, dir, .. } = *checked;
-    let trace: Option<Value> = std::fs::read(dir.join(EVOLVE_TRACE))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    let Some(trace) = trace else {
-        found.push(contradiction(
-            checked.at("path"),
-            format!("{} holds no readable {EVOLVE_TRACE}", dir.display()),
-        ));
-        return;
-    };
-    let completed = trace.get("generations_completed").and_then(Value::as_u64);
-    let listed = trace
-        .get("generations")
-        .and_then(Value::as_array)
-        .map(|g| g.len() as u64);
-    let scheduled = trace.pointer("/config/generations").and_then(Value::as_u64);
-    let (Some(completed), Some(scheduled)) = (completed, scheduled) else {
-        found.push(contradiction(
-            checked.at("path"),
-            format!("its {EVOLVE_TRACE} states no generations scheduled and completed"),
-        ));
-        return;
-    };
-    if listed != Some(completed) {
-        found.push(contradiction(
-            checked.at("path"),
-            format!(
-                "its {EVOLVE_TRACE} claims {completed} generation(s) completed but records {}",
-                listed.unwrap_or(0)
-            ),
-        ));
-    }
-    let outcome = if completed >= scheduled {
-        "generations"
-    } else {
-        "wall-budget"
-    };
-    let mut say = |field: &str, recorded: String, traced: String| {
-        found.push(contradiction(
-            field,
-            format!("the row records {recorded}, {EVOLVE_TRACE} {traced}"),
-        ));
-    };
-    if row.native_outcome != outcome {
-        say(
-            "native_outcome",
-            format!("{:?}", row.native_outcome),
-            format!("{outcome:?} ({completed} of {scheduled} generations)"),
-        );
-    }
-    let record = row.record.clone().unwrap_or_default();
-    for (field, recorded, traced) in [
-        (
-            "record.generations_completed",
-            record.generations_completed,
-            completed,
-        ),
-        (
-            "record.generations_scheduled",
-            record.generations_scheduled,
-            scheduled,
-        ),
-        ("spent.generations", row.spent.generations, completed),
-    ] {
-        if let Some(recorded) = recorded.filter(|r| *r != traced) {
-            say(field, recorded.to_string(), traced.to_string());
         }
     }
 }

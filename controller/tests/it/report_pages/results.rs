@@ -145,7 +145,8 @@ fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
 }
 
 /// Hostile copies of the results: markup in the run's title, a step's
-/// reason and its labels; in the search's scenario id and a population;
+/// reason and its labels; in the search's scenario id and a population
+/// (in its trace, the leaderboard derived again);
 /// in the matrix's title, hypothesis and a cell; as a campaign row's skip
 /// reason. Answers the paths `chio report` takes, the declaration last.
 pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBuf) {
@@ -161,12 +162,25 @@ pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBu
     });
     let evolve = dir.join("evolve");
     copy_tree(&results.evolve, &evolve);
-    edit_json(&evolve.join("leaderboard.json"), |b| {
-        b["scenario_id"] = Value::from(HOSTILE);
-        b["rows"][0]["population"] = Value::from(HOSTILE);
-        b["causes"][0]["example_description"] = Value::from(HOSTILE);
-        b["causes"][0]["pattern"] = Value::from(HOSTILE);
+    // The trace is edited, and the leaderboard derived from it again, as
+    // `chio report` presents only a leaderboard its trace derives.
+    let first: Value =
+        serde_json::from_slice(&std::fs::read(evolve.join("leaderboard.json")).unwrap()).unwrap();
+    let first = first["rows"][0]["population"].clone();
+    edit_json(&evolve.join("evolve-trace.json"), |t| {
+        t["scenario_id"] = Value::from(HOSTILE);
+        for generation in t["generations"].as_array_mut().unwrap() {
+            for sample in generation["samples"].as_array_mut().unwrap() {
+                if sample["population"] == first {
+                    sample["population"] = Value::from(HOSTILE);
+                }
+            }
+        }
     });
+    let trace = std::fs::read(evolve.join("evolve-trace.json")).unwrap();
+    let trace = chio_adversary::report::TraceFile::parse(&trace, "evolve-trace.json").unwrap();
+    let board = chio_adversary::Leaderboard::from_trace(&trace.scenario_id, &trace.generations);
+    std::fs::write(evolve.join("leaderboard.json"), board.to_json().unwrap()).unwrap();
     let matrix = dir.join("matrix");
     copy_tree(&results.matrix, &matrix);
     edit_json(&matrix.join("synthesis.json"), |m| {
