@@ -16,7 +16,8 @@
 //! its thread may finish in the background, and what it returns is dropped.
 //!
 //! An interrupted matrix resumes from the records: `--resume` reads them,
-//! refuses any written for another design, and runs only the runs without
+//! refuses any written for another design or holding counts no run
+//! measures ([`RunMetrics::inconsistency`]), and runs only the runs without
 //! measurements, appending their new attempts to the earlier ones. Runs are
 //! spread over `concurrency` worker threads; each run is independent and its
 //! record is keyed by (cell, repetition), so the records, and everything
@@ -228,6 +229,14 @@ fn read_record(
     if expected != found {
         return Err(ExperimentError::ForeignRunLedger {
             path: path.display().to_string(),
+        });
+    }
+    // Counts no run measures (more escapes than counted actions, a rate
+    // above one) are refused, never synthesised.
+    if let Some(why) = record.metrics.as_ref().and_then(RunMetrics::inconsistency) {
+        return Err(ExperimentError::Syntax {
+            path: path.display().to_string(),
+            reason: format!("its counts cannot be a run's: {why}"),
         });
     }
     Ok(record)

@@ -45,6 +45,61 @@ pub struct RunMetrics {
     pub denied: u64,
 }
 
+impl RunMetrics {
+    /// The first count a run cannot have measured, as `metrics.<field>`
+    /// and why; `None` when the counts agree with one another. Every part
+    /// is at most its whole (escapes of the counted adversary actions,
+    /// expectations met and benign calls of the calls, denials of the
+    /// decisions), a benign call is admitted or over-denied, and every call
+    /// and counted adversary action is a decision, every call an
+    /// evaluation; so every rate a run yields lies in `[0, 1]`.
+    pub fn inconsistency(&self) -> Option<String> {
+        let m = self;
+        let at_most = [
+            (
+                "escapes",
+                m.escapes,
+                "adversary_actions",
+                m.adversary_actions,
+            ),
+            ("expectations_met", m.expectations_met, "calls", m.calls),
+            ("benign_calls", m.benign_calls, "calls", m.calls),
+            (
+                "benign_allowed",
+                m.benign_allowed,
+                "benign_calls",
+                m.benign_calls,
+            ),
+            (
+                "over_denials",
+                m.over_denials,
+                "benign_calls",
+                m.benign_calls,
+            ),
+            ("denied", m.denied, "decisions", m.decisions),
+            ("calls", m.calls, "evaluations", m.evaluations),
+        ];
+        if let Some((part, n, whole, total)) = at_most.iter().find(|(_, n, _, t)| n > t) {
+            return Some(format!(
+                "metrics.{part} is {n}, more than metrics.{whole} ({total})"
+            ));
+        }
+        if m.benign_allowed + m.over_denials != m.benign_calls {
+            return Some(format!(
+                "metrics.benign_calls is {}, but {} were admitted and {} over-denied",
+                m.benign_calls, m.benign_allowed, m.over_denials
+            ));
+        }
+        let counted = m.calls.saturating_add(m.adversary_actions);
+        (counted > m.decisions).then(|| {
+            format!(
+                "metrics.decisions is {}, fewer than its {} call(s) and {} adversary action(s)",
+                m.decisions, m.calls, m.adversary_actions
+            )
+        })
+    }
+}
+
 /// A metric a verdict may name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -218,6 +273,41 @@ mod tests {
         assert_eq!(Metric::EscapeRate.value(&m), None);
         assert_eq!(Metric::OverDenialRate.value(&m), None);
         assert_eq!(Metric::Completed.value(&m), Some(1.0));
+    }
+
+    // Counts a run cannot have measured are named by field; a measured run's are not.
+    #[test]
+    fn impossible_counts_are_named() {
+        let measured = RunMetrics {
+            completed: true,
+            calls: 3,
+            expectations_met: 3,
+            adversary_actions: 8,
+            escapes: 2,
+            benign_calls: 2,
+            benign_allowed: 1,
+            over_denials: 1,
+            evaluations: 12,
+            decisions: 11,
+            denied: 7,
+        };
+        assert_eq!(measured.inconsistency(), None);
+        let edits: [(fn(&mut RunMetrics), &str); 5] = [
+            (
+                |m| m.escapes = 1000,
+                "metrics.escapes is 1000, more than metrics.adversary_actions (8)",
+            ),
+            (|m| m.expectations_met = 4, "metrics.expectations_met is 4"),
+            (|m| m.denied = 12, "metrics.denied is 12"),
+            (|m| m.over_denials = 0, "1 were admitted and 0 over-denied"),
+            (|m| m.decisions = 10, "metrics.decisions is 10"),
+        ];
+        for (edit, said) in edits {
+            let mut m = measured.clone();
+            edit(&mut m);
+            let why = m.inconsistency().unwrap();
+            assert!(why.contains(said), "{why}");
+        }
     }
 
     // Validator metrics sum over a cell's runs; a zero denominator stays undefined.

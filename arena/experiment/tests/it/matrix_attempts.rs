@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chio_arena::Scenario;
 use chio_experiment::execute::{
-    run_matrix, AttemptOutcome, Load, MatrixRunner, RunRecord, STATE_FILE,
+    recorded_table, run_matrix, AttemptOutcome, Load, MatrixRunner, RunRecord, STATE_FILE,
 };
 use chio_experiment::metrics::RunMetrics;
 use chio_experiment::synthesis::synthesize;
@@ -158,6 +158,45 @@ fn exhausted_attempts_stop_the_matrix_and_resume_continues() {
         [1, 2],
         "the earlier attempt is kept and numbering continues"
     );
+}
+
+// A run record whose counts no run measures (more escapes than counted adversary actions) is refused, naming the file and the field, by a resume and by the reader a campaign re-derives a synthesis with; nothing is synthesised from it.
+#[test]
+fn impossible_counts_in_a_run_record_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let m = matrix(tmp.path(), 1, "60");
+    let out = tmp.path().join("out");
+    let runner = Arc::new(Flaky {
+        failures: AtomicU32::new(0),
+    });
+    run_matrix(
+        &m,
+        &out,
+        false,
+        runner.clone(),
+        &load(&m),
+        &|_, _| {},
+        &|| 0,
+    )
+    .unwrap();
+    recorded_table(&m, &out).unwrap();
+    let path = out.join("runs/c000-r0001.json");
+    let mut record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record["metrics"]["escapes"] = 1000.into();
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    let resumed = run_matrix(&m, &out, true, runner, &load(&m), &|_, _| {}, &|| 0).unwrap_err();
+    let read = recorded_table(&m, &out).unwrap_err();
+    for err in [resumed, read] {
+        assert_eq!(err.code(), "CHIO-EXPERIMENT-SYNTAX");
+        let text = err.summary();
+        assert!(
+            text.contains("c000-r0001.json")
+                && text
+                    .contains("metrics.escapes is 1000, more than metrics.adversary_actions (4)"),
+            "{text}"
+        );
+    }
 }
 
 /// Takes longer than any short timeout.
