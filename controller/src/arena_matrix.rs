@@ -40,7 +40,9 @@ use chio_arena::Scenario;
 use chio_experiment::draws::draw_members;
 use chio_experiment::execute::{run_matrix, write_atomically, Load, MatrixRunner};
 use chio_experiment::metrics::RunMetrics;
-use chio_experiment::synthesis::{synthesize, to_json, to_markdown, Synthesis};
+use chio_experiment::synthesis::{
+    synthesize, to_json, to_markdown, to_printable_markdown, Synthesis,
+};
 use chio_experiment::ExperimentError;
 use chio_experiment::Matrix;
 use chio_experiment::{load_matrix, Cell};
@@ -337,7 +339,8 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
     )
     .map_err(|e| experiment_error(COMMAND, &e))?;
     bar.finish_and_clear();
-    let (json, markdown) = write_synthesis(&dir, &synthesize(&matrix, &runs, &load))?;
+    let synthesis = synthesize(&matrix, &runs, &load);
+    let json = write_synthesis(&dir, &synthesis)?;
     if let Some(path) = &args.junit {
         let manifests = recording
             .manifests
@@ -351,11 +354,12 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         json
     } else {
         format!(
-            "{markdown}\nruns: {} scheduled, {} from the run ledger, {} executed; synthesis in {}\n",
+            "{}\nruns: {} scheduled, {} from the run ledger, {} executed; synthesis in {}\n",
+            to_printable_markdown(&synthesis),
             summary.scheduled,
             summary.from_ledger,
             summary.executed,
-            dir.display()
+            crate::term::printable(&dir.display().to_string())
         )
     };
     CliError::print(COMMAND, out, text.as_bytes())
@@ -373,9 +377,9 @@ fn checked_places(matrix: &Matrix, topology: RunTopology) -> Result<Arc<RunPlace
     Ok(places)
 }
 
-/// Writes the synthesis as JSON, Markdown and HTML into `dir`; the JSON and
-/// Markdown, which the command prints.
-fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<(String, String), CliError> {
+/// Writes the synthesis as JSON, Markdown and HTML into `dir`; the JSON,
+/// which `--json` prints (the Markdown printed is made printable first).
+fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<String, CliError> {
     let json = to_json(synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(synthesis);
     let html = chio_experiment::report::render(synthesis);
@@ -386,5 +390,5 @@ fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<(String, String)
     ] {
         write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
     }
-    Ok((json, markdown))
+    Ok(json)
 }

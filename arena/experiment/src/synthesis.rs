@@ -25,7 +25,7 @@ use super::execute::{measurements, Load, RunTable};
 use super::metrics::{Metric, RunMetrics};
 use super::Matrix;
 use crate::error::ExperimentError;
-pub use render::to_markdown;
+pub use render::{to_markdown, to_printable_markdown};
 
 mod render;
 

@@ -22,6 +22,7 @@ use super::CampaignRunArgs;
 use super::{filled_lines, read_checked, refuse, runtime_identity};
 use crate::arena_matrix::experiment_error;
 use crate::error::{codes, CliError, Exit};
+use crate::term::printable;
 
 /// The command name every refusal of `campaign run` carries.
 const COMMAND: &str = "campaign run";
@@ -82,22 +83,24 @@ pub(super) fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Resul
 /// `target/campaign/<campaign-id>`, relative to the working folder) and
 /// the ledger it updated.
 fn written_lines(base: &std::path::Path, ids: &[&str], ledger: &std::path::Path) -> String {
+    let shown = |path: &std::path::Path| printable(&path.display().to_string()).into_owned();
     let mut text = format!(
         "outputs written under {}:
 ",
-        base.display()
+        shown(base)
     );
     for id in ids {
         text.push_str(&format!(
-            "  {id}: {}
+            "  {}: {}
 ",
-            base.join(id.replace('/', "-")).display()
+            printable(id),
+            shown(&base.join(id.replace('/', "-")))
         ));
     }
     text.push_str(&format!(
         "ledger updated: {}
 ",
-        ledger.display()
+        shown(ledger)
     ));
     text
 }

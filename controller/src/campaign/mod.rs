@@ -47,6 +47,7 @@ use crate::cli::campaign::{
     TemplateArgs,
 };
 use crate::error::{codes, CliError};
+use crate::term::printable;
 
 mod attempt;
 
@@ -134,12 +135,12 @@ fn filled_lines(verb: &str, campaign: &Campaign, ledger: &Ledger, ids: &[&str]) 
         if let Some(row) = ledger.rows.iter().find(|r| r.schedule_id == *id) {
             text.push_str(&format!(
                 "{verb} {}: native {}, portfolio {}{}\n",
-                row.schedule_id,
-                row.native_outcome,
+                printable(&row.schedule_id),
+                printable(&row.native_outcome),
                 portfolio_outcome(campaign, row),
                 row.reason
                     .as_deref()
-                    .map(|r| format!(" ({r})"))
+                    .map(|r| format!(" ({})", printable(r)))
                     .unwrap_or_default()
             ));
         }
@@ -225,12 +226,20 @@ fn run_hash(args: &HashArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
     .map_err(refuse(COMMAND))?;
     let mut text = format!(
-        "{} {subject}\ndefinition = {{ sha256 = \"{}\", files = {} }}\n",
-        args.file, definition.sha256, definition.files
+        "{} {}\ndefinition = {{ sha256 = \"{}\", files = {} }}\n",
+        printable(&args.file),
+        printable(&subject),
+        definition.sha256,
+        definition.files
     );
     if args.rows {
         for row in &definition.rows {
-            text.push_str(&format!("{} {} {}\n", row.mode, row.sha256, row.path));
+            text.push_str(&format!(
+                "{} {} {}\n",
+                row.mode,
+                row.sha256,
+                printable(&row.path)
+            ));
         }
     }
     CliError::print(COMMAND, out, text.as_bytes())

@@ -1107,6 +1107,46 @@ fn a_forged_evolution_is_contradicted() {
     assert!(!dir.join("weak.html").exists());
 }
 
+// A campaign title and a skip reason holding terminal escape sequences reach the terminal escaped, in `campaign report` (with --color never too) and in the line `campaign annotate` prints; the ledger keeps the reason as given.
+#[test]
+fn campaign_text_reaches_the_terminal_printable() {
+    let f = fixture();
+    let text = std::fs::read_to_string(&f.decl).unwrap().replace(
+        "title = \"small\"",
+        "title = \"M\\u001b]0;PWNED\\u0007\\u001b[2J\"",
+    );
+    std::fs::write(&f.decl, text).unwrap();
+    std::fs::remove_file(&f.ledger).unwrap();
+    expect(
+        &f.dir,
+        &["campaign", "template", s(&f.decl), "--out", s(&f.ledger)],
+        0,
+    );
+    let reason = "gone\u{1b}[31m\u{202e}red";
+    let annotated = f.annotate("ws/02", "--skip", reason);
+    assert_eq!(annotated.status.code(), Some(0));
+    let line = String::from_utf8(annotated.stdout).unwrap();
+    assert!(
+        line.contains("(gone\\u{1b}[31m\\u{202e}red)") && !line.contains('\u{1b}'),
+        "{line}"
+    );
+    assert_eq!(row(&f.ledger(), "ws/02")["reason"], reason);
+    for color in [&[][..], &["--color", "never"][..]] {
+        let mut args = color.to_vec();
+        args.extend(["campaign", "report", s(&f.decl), s(&f.ledger)]);
+        let report = expect(&f.dir, &args, 0);
+        let text = String::from_utf8(report.stdout).unwrap();
+        assert!(
+            text.starts_with("campaign small: M\\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+            "{text}"
+        );
+    }
+}
+
 // An attempt over a declared limit is recorded with the overrun as its reason, is not a verified delivery, and blocks the comparison.
 #[test]
 fn an_over_limit_attempt_blocks_the_comparison() {

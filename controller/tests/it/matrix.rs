@@ -689,6 +689,49 @@ fn refuses_an_ambiguous_concurrency() {
     );
 }
 
+// A matrix whose title, hypothesis and an axis value hold terminal escape sequences (a window-title write, a clear screen, a colour) prints them escaped, with or without --color never; synthesis.md keeps the text as written.
+#[test]
+fn matrix_text_reaches_the_terminal_printable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    let body = "[axes]\npipeline = [\"full\", \"we\\u001b[31mak\"]\n\n[values.pipeline.\"we\\u001b[31mak\"]\nguards = { kernel-a = [\"no-dotfiles\"] }\n\n[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n";
+    let text = base_matrix(body)
+        .replace(
+            "title = \"t\"",
+            "title = \"T\\u001b]0;PWNED\\u0007\\u001b[31mRED\"",
+        )
+        .replace(
+            "hypothesis = \"the weak",
+            "hypothesis = \"H\\u001b[2J\\u202eHYP the weak",
+        );
+    std::fs::write(&file, text).unwrap();
+    for (out, color) in [("plain", &[][..]), ("never", &["--color", "never"][..])] {
+        let out = tmp.path().join(out);
+        let mut args = color.to_vec();
+        args.extend(["arena", "matrix", file.to_str().unwrap()]);
+        args.extend(["--out", out.to_str().unwrap()]);
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            !stdout.contains('\u{1b}') && !stdout.contains('\u{7}') && !stdout.contains('\u{202e}'),
+            "{stdout}"
+        );
+        for shown in [
+            "# T\\u{1b}]0;PWNED\\u{7}\\u{1b}[31mRED\n",
+            "**Hypothesis.** H\\u{1b}[2J\\u{202e}HYP the weak",
+            "| we\\u{1b}[31mak |",
+        ] {
+            assert!(stdout.contains(shown), "{shown} not in {stdout}");
+        }
+        let written = String::from_utf8(read(&out.join("synthesis.md"))).unwrap();
+        assert!(
+            written.starts_with("# T\u{1b}]0;PWNED\u{7}\u{1b}[31mRED\n"),
+            "{written}"
+        );
+    }
+}
+
 // docs/errors.md has a heading for every code the experiment table declares, and the two experiment documents exist.
 #[test]
 fn every_experiment_code_is_documented() {

@@ -1,4 +1,7 @@
-//! The report as readable text.
+//! The report as readable text. Every text from the declaration or the
+//! ledger (the title, ids, outcomes, reasons, gaps, contradictions) is
+//! printed through `chio_arena::report::printable`, so an escape sequence
+//! in a file is shown, never acted on by the terminal.
 
 use super::LimitLine;
 use super::{Amount, Report};
@@ -41,7 +44,10 @@ pub(crate) fn describe<T: std::fmt::Display>(amount: &Amount<T>, unit: &str) -> 
 pub fn render_text(report: &Report) -> String {
     let mut text = format!(
         "campaign {}: {}\ndeclaration sha256 {}\ndefinitions: {}\n",
-        report.campaign_id, report.title, report.declaration_sha256, report.definitions
+        printable(&report.campaign_id),
+        printable(&report.title),
+        report.declaration_sha256,
+        report.definitions
     );
     for section in &report.sections {
         text.push_str(&format!(
@@ -81,9 +87,9 @@ pub fn render_text(report: &Report) -> String {
         let limits: Vec<String> = a.limits.iter().map(LimitLine::summary).collect();
         text.push_str(&format!(
             "  {:<28} {:<7} {:<24} {}{}\n    limits: {}\n",
-            a.schedule_id,
+            printable(&a.schedule_id),
             a.evidence.as_str(),
-            a.native_outcome,
+            printable(&a.native_outcome),
             a.outcome,
             a.reason
                 .as_deref()
@@ -94,7 +100,7 @@ pub fn render_text(report: &Report) -> String {
         if !a.evidence_gaps.is_empty() {
             text.push_str(&format!(
                 "    evidence incomplete: {}\n",
-                a.evidence_gaps.join("; ")
+                printable(&a.evidence_gaps.join("; "))
             ));
         }
         for c in &a.contradictions {

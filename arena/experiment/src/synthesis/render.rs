@@ -2,8 +2,12 @@
 //! it is computed live in the parent module; its HTML page
 //! (`synthesis.html`) is the matrix report of [`crate::report`].
 
+use std::borrow::Cow;
+
+use serde_json::Value;
+
 use super::{GridCell, Synthesis};
-use chio_arena::report::{number, signed};
+use chio_arena::report::{number, printable, signed};
 
 fn load_line(s: &Synthesis) -> String {
     format!(
@@ -91,6 +95,38 @@ pub fn to_markdown(s: &Synthesis) -> String {
         md.push('\n');
     }
     md
+}
+
+/// The Markdown a terminal is given: [`to_markdown`] of the synthesis with
+/// every text in it (title, hypothesis, axis names and values, cell names,
+/// reasons) made printable by `chio_arena::report::printable`, so an escape
+/// sequence from a matrix file is shown, never acted on. `synthesis.md`
+/// keeps the text as written; text without such characters reads the same.
+pub fn to_printable_markdown(s: &Synthesis) -> String {
+    fn walk(value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(shown) = printable(text) {
+                    *text = shown;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            Value::Object(map) => map.values_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let shown = serde_json::to_value(s).ok().and_then(|mut value| {
+        walk(&mut value);
+        serde_json::from_value::<Synthesis>(value).ok()
+    });
+    match shown {
+        Some(shown) => to_markdown(&shown),
+        // A synthesis that does not round-trip is shown line by line.
+        None => to_markdown(s)
+            .lines()
+            .map(|line| format!("{}\n", printable(line)))
+            .collect(),
+    }
 }
 
 /// The grid section, when the matrix has a two-axis grid: each cell's
