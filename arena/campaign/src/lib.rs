@@ -300,8 +300,8 @@ pub fn task_inputs(
     match kind {
         TaskKind::Scenario | TaskKind::Evolve => {
             let scenario = chio_arena::load_scenario(root.join(&rel)).map_err(|source| {
-                ExperimentError::Scenario {
-                    cell: file.to_string(),
+                ExperimentError::TaskScenario {
+                    file: file.to_string(),
                     source: Box::new(source),
                 }
             })?;

@@ -419,6 +419,22 @@ error_table! {
             source.summary()
         ),
         help: source.help();
+    /// A campaign task's file (a scenario or evolve task, or `campaign hash`
+    /// of one) is refused by the scenario loader.
+    TaskScenario {
+        /// The task file, relative to the root.
+        file: String,
+        /// The scenario loader's refusal.
+        source: Box<ArenaError>,
+    } => "CHIO-CAMPAIGN-TASK-SCENARIO", Input, at: None,
+        summary: format!(
+            "task file {file:?} is refused as a scenario: {}",
+            source.summary()
+        ),
+        help: format!(
+            "{}; a task's kind (`kind` in the declaration, `--kind` of campaign hash) decides whether its file is read as a scenario or a matrix",
+            source.help()
+        );
     /// The output folder holds runs of another matrix definition.
     ForeignRunLedger {
         /// The run record concerned.

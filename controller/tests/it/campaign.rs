@@ -1378,6 +1378,57 @@ fn refuses_a_drifted_definition() {
     );
 }
 
+// A scenario task whose fixture links out of its folder, or a matrix file hashed as a scenario, is refused as a task's file, never as a matrix cell; the declaration is refused the same way.
+#[test]
+fn refuses_a_task_file_the_scenario_loader_refuses() {
+    let f = fixture();
+    let matrices = f.root.join("matrices");
+    std::fs::create_dir_all(&matrices).unwrap();
+    std::fs::copy(
+        repo_path("scenarios/matrices/guard_pipelines.toml"),
+        matrices.join("guard_pipelines.toml"),
+    )
+    .unwrap();
+    let args = [
+        "campaign",
+        "hash",
+        "--root",
+        s(&f.root),
+        "matrices/guard_pipelines.toml",
+    ];
+    f.assert_command_refused(
+        &args,
+        "CHIO-CAMPAIGN-TASK-SCENARIO",
+        "campaign hash: task file \"matrices/guard_pipelines.toml\" is refused as a scenario: unknown key",
+    );
+    std::fs::write(f.dir.join("outside.txt"), "not the scenario's\n").unwrap();
+    std::os::unix::fs::symlink(
+        "../../../outside.txt",
+        f.root.join("fixtures/walking-skeleton/leak.txt"),
+    )
+    .unwrap();
+    let args = [
+        "campaign",
+        "hash",
+        "--root",
+        s(&f.root),
+        "walking_skeleton.toml",
+    ];
+    f.assert_command_refused(
+        &args,
+        "CHIO-CAMPAIGN-TASK-SCENARIO",
+        "campaign hash: task file \"walking_skeleton.toml\" is refused as a scenario: fixture",
+    );
+    let output = chio(&f.dir, &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("cell"), "{stderr}");
+    f.assert_command_refused(
+        &["campaign", "report", s(&f.decl), s(&f.ledger)],
+        "CHIO-CAMPAIGN-TASK-SCENARIO",
+        "task file \"walking_skeleton.toml\" is refused as a scenario",
+    );
+}
+
 // A fixture replay cannot fill a live row, and a row relabelled from fixture to live is refused.
 #[test]
 fn refuses_a_fixture_relabelled_as_live() {
