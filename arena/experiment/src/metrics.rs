@@ -292,7 +292,8 @@ mod tests {
             denied: 7,
         };
         assert_eq!(measured.inconsistency(), None);
-        let edits: [(fn(&mut RunMetrics), &str); 5] = [
+        type Edit = fn(&mut RunMetrics);
+        let edits: [(Edit, &str); 5] = [
             (
                 |m| m.escapes = 1000,
                 "metrics.escapes is 1000, more than metrics.adversary_actions (8)",
