@@ -131,7 +131,6 @@ impl Setup {
         };
         setup.write_bundle(|_| {});
         std::fs::create_dir_all(&setup.folder).unwrap();
-        std::fs::write(setup.folder.join("leaderboard.json"), b"{\"escapes\":[]}\n").unwrap();
         setup.write_trace(2, 2);
         let ws = setup.run_row(commit.clone());
         let evo = setup.evolve_row(commit);
@@ -140,16 +139,30 @@ impl Setup {
         setup
     }
 
-    /// Writes the evolution's trace: `completed` of `scheduled` generations.
+    /// Writes the evolution's trace, a search of the task's scenario with
+    /// `completed` of `scheduled` generations, and the leaderboard it
+    /// derives beside it.
     fn write_trace(&self, completed: u64, scheduled: u64) {
+        let scenario =
+            chio_arena::load_scenario(self.dir.join("root/walking_skeleton.toml")).unwrap();
         let trace = serde_json::json!({
+            "schema_version": chio_adversary::TRACE_SCHEMA,
+            "scenario_id": scenario.id(),
+            "rng_seed": scenario.file().rng_seed,
             "config": {"generations": scheduled},
-            "generations": (0..completed).map(|g| serde_json::json!({"generation": g})).collect::<Vec<_>>(),
+            "generations": (0..completed)
+                .map(|g| serde_json::json!({"generation": g, "best_population": null, "samples": [], "populations": []}))
+                .collect::<Vec<_>>(),
             "generations_completed": completed,
         });
+        let bytes = serde_json::to_vec(&trace).unwrap();
+        let parsed = chio_adversary::report::TraceFile::parse(&bytes, "evolve-trace.json").unwrap();
+        let board =
+            chio_adversary::Leaderboard::from_trace(&parsed.scenario_id, &parsed.generations);
+        std::fs::write(self.folder.join("evolve-trace.json"), bytes).unwrap();
         std::fs::write(
-            self.folder.join("evolve-trace.json"),
-            serde_json::to_vec(&trace).unwrap(),
+            self.folder.join("leaderboard.json"),
+            board.to_json().unwrap(),
         )
         .unwrap();
     }
@@ -547,6 +560,45 @@ fn an_evolution_its_trace_contradicts_is_contradicted() {
     s.assert_contradicted("evo/01", "native_outcome");
     s.assert_contradicted("evo/01", "record.generations_completed");
     s.assert_contradicted("evo/01", "spent.generations");
+}
+
+// An evolution's folder holding a search of another scenario id, or of its scenario under another seed (the leaderboard derived again), or a leaderboard its trace does not derive, each with the folder's root recomputed, is contradicted at the evidence path, naming what differs.
+#[test]
+fn an_evolution_of_another_search_is_contradicted() {
+    let cases: [(&str, &str, Value, bool); 3] = [
+        (
+            "scenario_id",
+            "is a search of scenario \"another\"",
+            "another".into(),
+            true,
+        ),
+        ("rng_seed", "searched with seed 99", 99.into(), true),
+        ("generation", "it ranks generation 7", 7.into(), false),
+    ];
+    for (key, said, value, in_trace) in cases {
+        let mut s = Setup::new(true);
+        let file = if in_trace {
+            "evolve-trace.json"
+        } else {
+            "leaderboard.json"
+        };
+        let path = s.folder.join(file);
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        doc[key] = value;
+        std::fs::write(&path, serde_json::to_vec(&doc).unwrap()).unwrap();
+        if in_trace {
+            let bytes = std::fs::read(&path).unwrap();
+            let trace = chio_adversary::report::TraceFile::parse(&bytes, file).unwrap();
+            let board =
+                chio_adversary::Leaderboard::from_trace(&trace.scenario_id, &trace.generations);
+            std::fs::write(s.folder.join("leaderboard.json"), board.to_json().unwrap()).unwrap();
+        }
+        let root = chio_campaign::evidence::folder_merkle_root(&s.folder);
+        s.edit("evo/01", |row| row.evidence_refs[0].merkle_root = root);
+        s.assert_contradicted("evo/01", "evidence_refs[0].path");
+        let text = render_text(&report(&s.campaign, &s.ledger));
+        assert!(text.contains(said), "{key}: {text}");
+    }
 }
 
 // A row whose bundle is gone is contradicted at its evidence path.
