@@ -154,6 +154,83 @@ fn error(id: &Value, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
+/// What [`BoundedLines`] reads next.
+enum Next {
+    /// A whole line, without its line ending (`\n` or `\r\n`).
+    Line(Vec<u8>),
+    /// A line longer than the bound, when the bound is passed; the rest of
+    /// it, up to its newline, is discarded unread.
+    TooLong,
+    /// Bytes left without a newline when the input ended.
+    Unterminated,
+    /// The end of the input.
+    End,
+}
+
+/// Newline-delimited lines of at most `max` bytes (the line ending not
+/// counted), read without ever holding more.
+struct BoundedLines<R> {
+    input: BufReader<R>,
+    line: Vec<u8>,
+    discarding: bool,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> BoundedLines<R> {
+    fn new(input: R, max: usize) -> Self {
+        BoundedLines {
+            input: BufReader::new(input),
+            line: Vec::new(),
+            discarding: false,
+            max,
+        }
+    }
+
+    async fn next(&mut self) -> std::io::Result<Next> {
+        loop {
+            let chunk = self.input.fill_buf().await?;
+            if chunk.is_empty() {
+                let left = !self.discarding && !self.line.is_empty();
+                self.line.clear();
+                return Ok(if left { Next::Unterminated } else { Next::End });
+            }
+            let (part, ends_line) = match chunk.iter().position(|b| *b == b'\n') {
+                Some(at) => (&chunk[..at], true),
+                None => (chunk, false),
+            };
+            let used = part.len() + usize::from(ends_line);
+            let mut passed = false;
+            if !self.discarding {
+                self.line.extend_from_slice(part);
+                // A `\r` may still turn out to end the line.
+                let ending = usize::from(ends_line && self.line.last() == Some(&b'\r'));
+                if self.line.len() - ending > self.max + usize::from(!ends_line) {
+                    self.line = Vec::new();
+                    self.discarding = true;
+                    passed = true;
+                }
+            }
+            self.input.consume(used);
+            if passed {
+                // The over-long line may end in this very chunk.
+                self.discarding = !ends_line;
+                return Ok(Next::TooLong);
+            }
+            if !ends_line {
+                continue;
+            }
+            if std::mem::take(&mut self.discarding) {
+                continue;
+            }
+            let mut whole = std::mem::take(&mut self.line);
+            if whole.last() == Some(&b'\r') {
+                whole.pop();
+            }
+            return Ok(Next::Line(whole));
+        }
+    }
+}
+
 /// Reads the client's lines within the bound, forwarding those that pass
 /// and handing the writer an answer for each refused one.
 async fn read_client<R: AsyncRead + Unpin>(
@@ -162,75 +239,36 @@ async fn read_client<R: AsyncRead + Unpin>(
     answers: mpsc::UnboundedSender<String>,
     max_message_bytes: usize,
 ) {
-    let mut input = BufReader::new(input);
-    let mut line = Vec::new();
-    let mut discarding = false;
+    let mut lines = BoundedLines::new(input, max_message_bytes);
     loop {
-        let chunk = match input.fill_buf().await {
-            Ok(chunk) => chunk,
+        let answer = match lines.next().await {
             Err(e) => {
                 tracing::warn!(problem = %e, "standard input failed; the session ends");
                 break;
             }
-        };
-        if chunk.is_empty() {
-            if !discarding && !line.is_empty() {
-                let _ = answers.send(error(
-                    &Value::Null,
-                    PARSE_ERROR,
-                    "Parse error: the input ended inside a message with no newline",
-                ));
-            }
-            break;
-        }
-        let (part, ends_line) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(at) => (&chunk[..at], true),
-            None => (chunk, false),
-        };
-        let used = part.len() + usize::from(ends_line);
-        if !discarding {
-            line.extend_from_slice(part);
-            // The bound is the message's: its line ending (`\n`, or `\r\n`)
-            // is not counted.
-            let ending = usize::from(ends_line && line.last() == Some(&b'\r'));
-            if line.len() - ending > max_message_bytes + usize::from(!ends_line) {
-                line = Vec::new();
-                discarding = true;
-                let _ = answers.send(error(
-                    &Value::Null,
-                    INVALID_REQUEST,
-                    &format!("Invalid Request: a message is longer than {max_message_bytes} bytes; it was discarded unread"),
-                ));
-            }
-        }
-        input.consume(used);
-        if !ends_line {
-            continue;
-        }
-        if discarding {
-            discarding = false;
-            continue;
-        }
-        let mut whole = std::mem::take(&mut line);
-        if whole.last() == Some(&b'\r') {
-            whole.pop();
-        }
-        match judge(&whole) {
-            Verdict::Pass => {
-                let forwarded = async {
-                    to_server.write_all(&whole).await?;
-                    to_server.write_all(b"\n").await?;
-                    to_server.flush().await
-                };
-                if forwarded.await.is_err() {
-                    break;
+            Ok(Next::End) => break,
+            Ok(Next::Unterminated) => error(
+                &Value::Null,
+                PARSE_ERROR,
+                "Parse error: the input ended inside a message with no newline",
+            ),
+            Ok(Next::TooLong) => error(
+                &Value::Null,
+                INVALID_REQUEST,
+                &format!("Invalid Request: a message is longer than {max_message_bytes} bytes; it was discarded unread"),
+            ),
+            Ok(Next::Line(whole)) => match judge(&whole) {
+                Verdict::Pass => {
+                    if write_line(&mut to_server, &whole).await.is_err() {
+                        break;
+                    }
+                    continue;
                 }
-            }
-            Verdict::Skip => {}
-            Verdict::Answer(answer) => {
-                let _ = answers.send(answer);
-            }
-        }
+                Verdict::Skip => continue,
+                Verdict::Answer(answer) => answer,
+            },
+        };
+        let _ = answers.send(answer);
     }
     let _ = to_server.shutdown().await;
 }
@@ -333,47 +371,19 @@ async fn read_upstream<R: AsyncRead + Unpin>(
     mut to_client: DuplexStream,
     waiting: Waiting,
 ) {
-    let mut from_upstream = BufReader::new(from_upstream);
-    let mut line = Vec::new();
-    let mut discarding = false;
+    let mut lines = BoundedLines::new(from_upstream, UPSTREAM_LINE_BYTES);
     loop {
-        let chunk = match from_upstream.fill_buf().await {
-            Ok(chunk) if !chunk.is_empty() => chunk,
-            _ => break,
-        };
-        let (part, ends_line) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(at) => (&chunk[..at], true),
-            None => (chunk, false),
-        };
-        let used = part.len() + usize::from(ends_line);
-        if !discarding {
-            line.extend_from_slice(part);
-            if line.len() > UPSTREAM_LINE_BYTES {
-                line = Vec::new();
-                discarding = true;
+        let (whole, readable) = match lines.next().await {
+            Ok(Next::Line(whole)) if whole.iter().all(u8::is_ascii_whitespace) => continue,
+            Ok(Next::Line(whole)) => {
+                let readable = readable_answer(&whole)
+                    .inspect(|message| answered(message, &waiting))
+                    .is_some();
+                (whole, readable)
             }
-        }
-        from_upstream.consume(used);
-        if !ends_line {
-            continue;
-        }
-        let whole = std::mem::take(&mut line);
-        let parsed = if std::mem::take(&mut discarding) {
-            None
-        } else if whole.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        } else if chio_kernel::canonical::first_rounded_whole(&String::from_utf8_lossy(&whole))
-            .is_some()
-        {
-            // A number that rounds when read would be judged, signed and
-            // released as another number than the upstream wrote.
-            None
-        } else {
-            chio_kernel::canonical::from_slice_unique(&whole).ok()
+            Ok(Next::TooLong | Next::Unterminated) => (Vec::new(), false),
+            Ok(Next::End) | Err(_) => break,
         };
-        let readable = parsed
-            .inspect(|message| answered(message, &waiting))
-            .is_some();
         let written = if readable {
             write_line(&mut to_client, &whole).await
         } else {
@@ -384,6 +394,17 @@ async fn read_upstream<R: AsyncRead + Unpin>(
         }
     }
     let _ = to_client.shutdown().await;
+}
+
+/// An upstream's line as the message it is, or `None` when it cannot be
+/// read as one meaning: not JSON, a key given twice, or a number that
+/// rounds when read (it would be judged, signed and released as another
+/// number than the upstream wrote).
+fn readable_answer(line: &[u8]) -> Option<Value> {
+    if chio_kernel::canonical::first_rounded_whole(&String::from_utf8_lossy(line)).is_some() {
+        return None;
+    }
+    chio_kernel::canonical::from_slice_unique(line).ok()
 }
 
 /// Takes a response's id off the waiting list.

@@ -254,6 +254,30 @@ fn labellers(
     Ok(by_id)
 }
 
+/// One start-up call to trust-control within `deadline`; a refusal or no
+/// answer is `CHIO-MCP-CONTROL`, naming `what` was refused.
+async fn control_call<T, E: std::fmt::Display>(
+    deadline: Duration,
+    call: impl std::future::Future<Output = Result<T, E>>,
+    what: &str,
+) -> Result<T, CliError> {
+    match tokio::time::timeout(deadline, call).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Err(CliError::new(
+            codes::MCP_CONTROL,
+            COMMAND,
+            format!("trust-control refused {what}: {e}"),
+            "check --control-url and that the token is trust-control's",
+        )),
+        Err(_) => Err(CliError::new(
+            codes::MCP_CONTROL,
+            COMMAND,
+            "trust-control did not answer within its deadline".to_string(),
+            "check that trust-control runs at --control-url",
+        )),
+    }
+}
+
 /// The trust-control label key that names the authority a namespace's
 /// ids belong to.
 fn namespace_owner_key(namespace: &str) -> String {
@@ -274,26 +298,12 @@ async fn claim_namespace<S: TrustStore>(
 ) -> Result<(), CliError> {
     let key = namespace_owner_key(namespace);
     let mine = format!("authority:{issuer}");
-    let joined = tokio::time::timeout(deadline, store.join_labels(vec![key.clone()], &mine)).await;
-    let sets = match joined {
-        Ok(Ok(sets)) => sets,
-        Ok(Err(e)) => {
-            return Err(CliError::new(
-                codes::MCP_CONTROL,
-                COMMAND,
-                format!("trust-control refused the namespace's authority record: {e}"),
-                "check --control-url and that the token is trust-control's",
-            ))
-        }
-        Err(_) => {
-            return Err(CliError::new(
-                codes::MCP_CONTROL,
-                COMMAND,
-                "trust-control did not answer within its deadline".to_string(),
-                "check that trust-control runs at --control-url",
-            ))
-        }
-    };
+    let sets = control_call(
+        deadline,
+        store.join_labels(vec![key.clone()], &mine),
+        "the namespace's authority record",
+    )
+    .await?;
     let others = sets
         .get(&key)
         .map_or(0, |owners| owners.iter().filter(|o| **o != mine).count());
@@ -320,25 +330,12 @@ async fn start_kernel<S: TrustStore>(
     let key = IssuerKey::parse_hex(&issuer)
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))?;
     let d = deadlines();
-    match tokio::time::timeout(d.call, store.add_issuer_key(key)).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => {
-            return Err(CliError::new(
-                codes::MCP_CONTROL,
-                COMMAND,
-                format!("trust-control refused the authority's issuer key: {e}"),
-                "check --control-url and that the token is trust-control's",
-            ))
-        }
-        Err(_) => {
-            return Err(CliError::new(
-                codes::MCP_CONTROL,
-                COMMAND,
-                "trust-control did not answer within its deadline".to_string(),
-                "check that trust-control runs at --control-url",
-            ))
-        }
-    }
+    control_call(
+        d.call,
+        store.add_issuer_key(key),
+        "the authority's issuer key",
+    )
+    .await?;
     claim_namespace(store.as_ref(), &args.control.namespace, &issuer, d.call).await?;
     let binding = TrustBinding::new(store, Handle::current(), &args.control.namespace, d);
     let (stores, cache) = binding.kernel_stores();
