@@ -579,28 +579,60 @@ async fn an_unreadable_upstream_answer_fails_the_waiting_call_at_once() {
     edge.stop().await;
 }
 
-// Two edges with their own authorities share one trust-control, each in its own namespace: each admits only the capabilities its own authority issued, whatever issuer keys trust-control holds (the other edge's, or a run's arena authority, which anyone knowing the run's seed can derive). Edge B refuses edge A's capability as untrusted and forwards nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
-    let Some(python) = mcp_python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir_all(&dir_a).unwrap();
-    std::fs::create_dir_all(&dir_b).unwrap();
-    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
-    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
-    let edge_args = |sub: &Path, namespace: &str| {
-        let mut args = counting_args(&python, &sub.join("calls.log"), &sub.join("edge.key"));
+/// Two authorities' folders (`a/`, `b/`, each for an `edge.key` and the
+/// counting upstream's `calls.log`) beside one real trust-control.
+struct TwoAuthorities {
+    dir: tempfile::TempDir,
+    token_file: std::path::PathBuf,
+    trust: trust_process::TrustProcess,
+}
+
+impl TwoAuthorities {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["a", "b"] {
+            std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+        }
+        let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
+        let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
+        TwoAuthorities {
+            dir,
+            token_file,
+            trust,
+        }
+    }
+
+    fn a(&self) -> std::path::PathBuf {
+        self.dir.path().join("a")
+    }
+
+    fn b(&self) -> std::path::PathBuf {
+        self.dir.path().join("b")
+    }
+
+    /// The flags of an edge whose files are in `sub`, bound to the shared
+    /// trust-control under `namespace`.
+    fn edge_args(&self, python: &Path, sub: &Path, namespace: &str) -> Vec<String> {
+        let mut args = counting_args(python, &sub.join("calls.log"), &sub.join("edge.key"));
         args.extend([
             "--control-url".to_string(),
-            trust.url.clone(),
+            self.trust.url.clone(),
             "--control-token-file".to_string(),
-            token_file.to_str().unwrap().to_string(),
+            self.token_file.to_str().unwrap().to_string(),
             "--namespace".to_string(),
             namespace.to_string(),
         ]);
         args
-    };
+    }
+}
+
+// Two edges with their own authorities share one trust-control, each in its own namespace: each admits only the capabilities its own authority issued, whatever issuer keys trust-control holds (the other edge's, or a run's arena authority, which anyone knowing the run's seed can derive). Edge B refuses edge A's capability as untrusted and forwards nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
+    let Some(python) = mcp_python() else { return };
+    let shared = TwoAuthorities::start();
+    let edge_args = |sub: &Path, namespace: &str| shared.edge_args(&python, sub, namespace);
+    let (dir_a, dir_b) = (shared.a(), shared.b());
     let (authority_a, authority_b) = (authority(&dir_a), authority(&dir_b));
     let alice = client_key(1);
     let token_a = grant(&authority_a, &alice, "notes", "echo", &[]);
@@ -636,24 +668,9 @@ async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_belongs_to_one_authority() {
     let Some(python) = mcp_python() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (dir_a, dir_b) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir_all(&dir_a).unwrap();
-    std::fs::create_dir_all(&dir_b).unwrap();
-    let token_file = trust_process::token_file(dir.path(), trust_process::TOKEN);
-    let trust = trust_process::TrustProcess::start(&dir.path().join("trust.db"), &token_file);
-    let edge_args = |sub: &Path| {
-        let mut args = counting_args(&python, &sub.join("calls.log"), &sub.join("edge.key"));
-        args.extend([
-            "--control-url".to_string(),
-            trust.url.clone(),
-            "--control-token-file".to_string(),
-            token_file.to_str().unwrap().to_string(),
-            "--namespace".to_string(),
-            "shared".to_string(),
-        ]);
-        args
-    };
+    let shared = TwoAuthorities::start();
+    let edge_args = |sub: &Path| shared.edge_args(&python, sub, "shared");
+    let (dir_a, dir_b) = (shared.a(), shared.b());
     let (authority_a, _) = (authority(&dir_a), authority(&dir_b));
     let alice = client_key(1);
     let token_a = grant(&authority_a, &alice, "notes", "echo", &["--id", "same-id"]);

@@ -926,6 +926,19 @@ arguments = { path = "/workspace/shared/plan.md" }
 expect_verdict = "allow"
 "#;
 
+/// Runs `file` with `mode`'s flags into `dir/name`, asserts that a
+/// mismatch stopped it (exit 1), and gives the bundle folder and standard
+/// error.
+fn stopped_run(dir: &Path, file: &Path, name: &str, mode: &[&str]) -> (PathBuf, String) {
+    let out = dir.join(name);
+    let (file, out_arg) = (file.display().to_string(), out.display().to_string());
+    let mut args = vec!["arena", "run", &file, "--out", &out_arg];
+    args.extend_from_slice(mode);
+    let output = run_chio(dir, &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    (out, String::from_utf8_lossy(&output.stderr).into_owned())
+}
+
 // Proves a run stopped by a mismatch while a call is in flight still lands and records that call, at its scheduled place, before the step that stopped the run, and runs nothing scheduled after it; embedded and on real processes, byte for byte.
 #[test]
 fn a_stop_still_records_the_calls_in_flight() {
@@ -937,15 +950,8 @@ fn a_stop_still_records_the_calls_in_flight() {
     );
     let mut trees = Vec::new();
     for local in [false, true] {
-        let out = dir.path().join(format!("out-{local}"));
-        let (file, out_arg) = (file.display().to_string(), out.display().to_string());
-        let mut args = vec!["arena", "run", &file, "--out", &out_arg];
-        if local {
-            args.extend(["--topology", "local"]);
-        }
-        let output = run_chio(dir.path(), &args);
-        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let mode: &[&str] = if local { &["--topology", "local"] } else { &[] };
+        let (out, stderr) = stopped_run(dir.path(), &file, &format!("out-{local}"), mode);
         assert!(
             stderr.contains("step alice-reads-expecting-the-wrong-verdict expected deny"),
             "{stderr}"
@@ -1055,13 +1061,7 @@ fn a_delayed_call_that_stops_the_run_ends_it_at_its_arrival() {
         &["--topology", "local"][..],
         &["--one-at-a-time"][..],
     ] {
-        let out = dir.path().join(format!("out-{}", trees.len()));
-        let (file, out_arg) = (file.display().to_string(), out.display().to_string());
-        let mut args = vec!["arena", "run", &file, "--out", &out_arg];
-        args.extend_from_slice(mode);
-        let output = run_chio(dir.path(), &args);
-        assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let (out, stderr) = stopped_run(dir.path(), &file, &format!("out-{}", trees.len()), mode);
         assert!(
             stderr.contains("CHIO-ARENA-UNEXPECTED-VERDICT")
                 && stderr.contains("step bob-reads-outside-expecting-allow expected allow"),
