@@ -138,6 +138,14 @@ pub enum RecordingError {
         /// Where and what is wrong, never a value.
         reason: String,
     },
+    /// The recording holds a call no step of the scenario makes.
+    #[error("the recording of server {server} is not this scenario's: {reason}")]
+    Calls {
+        /// The server whose recording it is.
+        server: String,
+        /// Which call and why, never a value.
+        reason: String,
+    },
     /// The recording lists other tools than the scenario declares.
     #[error(
         "the recording of server {server} does not match the scenario's declaration: {reason}"
@@ -178,6 +186,57 @@ impl Recording {
                 reason,
             }
         })
+    }
+
+    /// Checks that every recorded call is one the scenario makes: its
+    /// request id names a call step of `scenario` on this server, by the
+    /// recorded agent, of the recorded tool. A call no step makes would
+    /// never be answered, so a recording holding one is not the recording
+    /// of this scenario (a step removed or moved to another server since,
+    /// or calls added by hand) and is refused naming the first such call.
+    /// A step the recording holds no call of is no error: its call was
+    /// denied when recorded, or is denied now by a stricter policy.
+    pub fn check_calls(&self, scenario: &crate::Scenario) -> Result<(), RecordingError> {
+        let mut made = std::collections::BTreeMap::new();
+        for step in scenario.steps() {
+            let step = step.map_err(|e| RecordingError::Shape {
+                server: self.server.clone(),
+                reason: format!("the scenario's steps cannot be read: {e}"),
+            })?;
+            if let crate::scenario::Action::Call(call) = &step.action {
+                if call.server == self.server {
+                    made.insert(
+                        step.head.id.clone(),
+                        (step.head.agent.clone(), call.tool.clone()),
+                    );
+                }
+            }
+        }
+        let stray = |call: &RecordedCall, why: &str| RecordingError::Calls {
+            server: self.server.clone(),
+            reason: format!(
+                "its call {} {why}",
+                crate::report::printable(&call.request_id)
+            ),
+        };
+        for call in &self.calls {
+            match made.get(&call.request_id) {
+                None => {
+                    return Err(stray(
+                        call,
+                        "names no call step of the scenario on this server",
+                    ))
+                }
+                Some((agent, _)) if *agent != call.agent => {
+                    return Err(stray(call, "was made by another agent than the step's"))
+                }
+                Some((_, tool)) if *tool != call.tool => {
+                    return Err(stray(call, "called another tool than the step calls"))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
     }
 
     /// The recorded tools as (name, digest), in listed order.

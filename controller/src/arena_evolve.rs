@@ -138,6 +138,7 @@ struct TraceDocument<'a> {
     schema_version: &'static str,
     scenario_id: &'a str,
     rng_seed: u64,
+    scenario_sha256: &'a str,
     config: &'a EvolveConfig,
     generations_completed: u32,
     generations: &'a [GenerationRecord],
@@ -236,6 +237,7 @@ fn write_outputs(
         schema_version: TRACE_SCHEMA,
         scenario_id: scenario.id(),
         rng_seed: scenario.file().rng_seed,
+        scenario_sha256: scenario.text().sha256(),
         config: &result.config,
         generations_completed: result.generations_completed,
         generations: &result.trace,
@@ -308,7 +310,7 @@ fn summary_text(
                 .collect(),
             leaderboard: board,
         };
-        CliError::canonical_line(COMMAND, &summary)?
+        CliError::json_document(COMMAND, &summary)?
     } else {
         let mut s = format!(
             "evolved {} ({} of {} generations, stopped by {stopped_by}); {} actions, {} kernel evaluations\n",

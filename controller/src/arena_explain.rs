@@ -68,7 +68,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             arguments,
             step,
         };
-        CliError::canonical_line(COMMAND, &report)?
+        CliError::json_document(COMMAND, &report)?
     } else {
         match shown_step(step) {
             Some(shown) => render(&shown, arguments.as_ref()),

@@ -71,7 +71,7 @@ pub fn run(args: &LintArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 })
                 .collect(),
         };
-        CliError::canonical_line(COMMAND, &report)?
+        CliError::json_document(COMMAND, &report)?
     } else {
         let mut s = String::new();
         for w in &warnings {

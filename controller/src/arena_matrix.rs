@@ -351,7 +351,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         write_report(ReportKind::Junit, path, &xml).map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {
-        json
+        crate::term::printable_json(&json).into_owned()
     } else {
         format!(
             "{}\nruns: {} scheduled, {} from the run ledger, {} executed; synthesis in {}\n",

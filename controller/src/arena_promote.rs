@@ -332,7 +332,7 @@ fn print_report(
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let text = if json {
-        CliError::canonical_line(COMMAND, report)?
+        CliError::json_document(COMMAND, report)?
     } else {
         let mut s = format!(
             "promoted {} case(s) of {} ({} over the cap, {} not eligible)\n",

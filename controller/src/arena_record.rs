@@ -132,6 +132,7 @@ fn read_all(
             read_recording(dir, &server.id).map_err(|e| recording_error(command, &e))?;
         recording
             .check_tools(&declared_digests(server))
+            .and_then(|()| recording.check_calls(scenario))
             .map_err(|e| recording_error(command, &e))?;
         recordings.push(recording);
     }

@@ -174,7 +174,7 @@ fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
 
 fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result<String, CliError> {
     if json {
-        return CliError::canonical_line(command, report);
+        return CliError::json_document(command, report);
     }
     let mut text = report
         .scenarios_differ

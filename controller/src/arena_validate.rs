@@ -45,7 +45,7 @@ pub fn run(args: &ValidateArgs, out: &mut dyn Write) -> Result<(), CliError> {
             scenario_title: scenario.title(),
             schema_version: VALIDATE_SCHEMA_VERSION,
         };
-        CliError::canonical_line(COMMAND, &report)?
+        CliError::json_document(COMMAND, &report)?
     } else {
         summary(&scenario).map_err(refused)?
     };

@@ -355,7 +355,15 @@ impl CliError {
             .map_err(|e| Self::output(command, &e))
     }
 
-    /// A `--json` document: `value` as canonical JSON with a final newline.
+    /// A `--json` document for standard output: [`CliError::canonical_line`]
+    /// with every character that drives or reorders a terminal escaped
+    /// (`crate::term::printable_json`); it parses to the same value.
+    pub fn json_document(command: &'static str, value: &impl Serialize) -> Result<String, Self> {
+        Self::canonical_line(command, value)
+            .map(|json| crate::term::printable_json(&json).into_owned())
+    }
+
+    /// `value` as canonical JSON with a final newline, as files hold it.
     pub fn canonical_line(command: &'static str, value: &impl Serialize) -> Result<String, Self> {
         let mut json = chio_kernel::canonical::to_canonical_string(value)
             .map_err(|e| Self::from_arena(command, &ArenaError::from(e)))?;

@@ -164,7 +164,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
         let json = answer
             .to_canonical_json()
             .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?;
-        format!("{json}\n")
+        crate::term::printable_json(&format!("{json}\n")).into_owned()
     } else {
         readable(&answer)
     };

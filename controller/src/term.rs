@@ -168,7 +168,7 @@ pub fn progress_bar(len: u64, template: &str, quiet: bool) -> ProgressBar {
     bar
 }
 
-pub use chio_arena::report::printable;
+pub use chio_arena::report::{printable, printable_json};
 
 #[cfg(test)]
 mod tests {

@@ -52,7 +52,7 @@ use chio_arena::error::ArenaError;
 use chio_arena::Scenario;
 
 /// Schema id of the generation trace.
-pub const TRACE_SCHEMA: &str = "chio.arena.evolve-trace/v1";
+pub const TRACE_SCHEMA: &str = "chio.arena.evolve-trace/v2";
 
 /// How offspring are mutated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -25,6 +25,9 @@ pub struct TraceFile {
     pub scenario_id: String,
     /// Its seed.
     pub rng_seed: u64,
+    /// The SHA-256 of the scenario file searched, so a search of an edited
+    /// file that kept the id and the seed is told apart.
+    pub scenario_sha256: String,
     /// Generations run.
     pub generations_completed: u32,
     /// One record per generation.
@@ -33,18 +36,25 @@ pub struct TraceFile {
 
 impl TraceFile {
     /// Reads `evolve-trace.json`'s bytes, refusing another schema.
+    /// The schema is read first, so a trace of another version is named
+    /// as such rather than by the first field it lacks.
     pub fn parse(bytes: &[u8], path: &str) -> Result<TraceFile, ArenaError> {
-        let trace: TraceFile = serde_json::from_slice(bytes).map_err(|e| ArenaError::Bundle {
+        #[derive(Deserialize)]
+        struct Head {
+            schema_version: String,
+        }
+        let refused = |e: serde_json::Error| ArenaError::Bundle {
             path: path.to_string(),
             cause: format!("not an evolve trace: {e}"),
-        })?;
-        if trace.schema_version != TRACE_SCHEMA {
+        };
+        let head: Head = serde_json::from_slice(bytes).map_err(refused)?;
+        if head.schema_version != TRACE_SCHEMA {
             return Err(ArenaError::Bundle {
                 path: path.to_string(),
-                cause: format!("schema {:?} is not {TRACE_SCHEMA}", trace.schema_version),
+                cause: format!("schema {:?} is not {TRACE_SCHEMA}", head.schema_version),
             });
         }
-        Ok(trace)
+        serde_json::from_slice(bytes).map_err(refused)
     }
 }
 
@@ -357,6 +367,7 @@ mod tests {
             schema_version: TRACE_SCHEMA.into(),
             scenario_id: scenario.into(),
             rng_seed: 1,
+            scenario_sha256: "ab".repeat(32),
             generations_completed: 1,
             generations: vec![GenerationRecord {
                 generation: 0,

@@ -51,15 +51,52 @@ svg{max-width:100%;height:auto}";
 /// reorder what the reader sees. Text without such characters is returned
 /// as it is.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let hidden =
-        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(hidden) {
+    escape_hidden(
+        text,
+        |c| c.is_control() || is_bidi_control(c),
+        |c, out| {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        },
+    )
+}
+
+/// A JSON document as it may reach a terminal: DEL, every C1 control and
+/// every bidirectional control written as a JSON `\uXXXX` escape. Such a
+/// character can only stand inside a string of a JSON document, so the
+/// document still parses to the same value; the C0 controls canonical JSON
+/// already escapes, and the document's final newline stays as it is.
+pub fn printable_json(json: &str) -> std::borrow::Cow<'_, str> {
+    escape_hidden(
+        json,
+        |c| (c.is_control() && c > '\u{1f}') || is_bidi_control(c),
+        |c, out| out.push_str(&format!("\\u{:04x}", c as u32)),
+    )
+}
+
+/// The characters that reorder what a terminal or an editor shows: the
+/// bidirectional embeddings, overrides and isolates, and the implicit marks
+/// (left-to-right, right-to-left and Arabic letter marks).
+fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'
+    )
+}
+
+/// `text` with every character `hidden` selects written by `escape`;
+/// borrowed when there is none.
+fn escape_hidden(
+    text: &str,
+    hidden: impl Fn(char) -> bool,
+    escape: impl Fn(char, &mut String),
+) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(&hidden) {
         return std::borrow::Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if hidden(c) {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            escape(c, &mut out);
         } else {
             out.push(c);
         }
@@ -198,6 +235,29 @@ mod tests {
         assert!(html.contains("<title>a &lt;title&gt;</title>"));
         assert!(html.contains("<h1 id=\"title\">&lt;b&gt;</h1>"));
         assert!(!html.contains("<script"));
+    }
+
+    // A JSON document keeps its value and loses every character that would
+    // reorder or drive a terminal; a plain one is borrowed as it is.
+    #[test]
+    fn printable_json_keeps_the_value() {
+        let value = serde_json::json!({
+            "reason": "ok\u{202e}gnp.exe\u{9b}31m\u{7f}\u{200f}\u{61c}\u{2066}",
+            "k\u{202d}": "tab\there",
+        });
+        let json = format!("{}\n", serde_json::to_string(&value).unwrap());
+        let shown = printable_json(&json);
+        assert!(shown.ends_with("}\n"));
+        assert!(!shown.chars().any(|c| c.is_control() && c != '\n'));
+        assert!(!shown.chars().any(is_bidi_control));
+        assert!(shown.contains("\\u202e") && shown.contains("\\u009b"));
+        let back: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, value);
+        assert!(matches!(
+            printable_json("{\"a\":\"été\"}\n"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(printable("a\u{200e}b"), "a\\u{200e}b");
     }
 
     proptest! {

@@ -359,6 +359,7 @@ pub fn write_json(
     let canonical = |e| CliError::from_arena(command, &ArenaError::from(e));
     let text = chio_kernel::canonical::to_canonical_string(&report(scenario, result, dir, &tally))
         .map_err(canonical)?;
+    let text = crate::term::printable_json(&text).into_owned();
     // The outcome's `steps` is the document's last key named so: the
     // witness's comes before it, and later keys hold only strings, where a
     // quote is escaped.
@@ -392,6 +393,7 @@ pub fn write_json(
     second_pass(command, dir, &tally, |s| {
         let member =
             chio_kernel::canonical::to_canonical_string(&OutcomeStep::of(&s)).map_err(canonical)?;
+        let member = crate::term::printable_json(&member);
         if !std::mem::take(&mut first) {
             out.write_all(b",").map_err(io)?;
         }

@@ -198,7 +198,10 @@ fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     let (campaign, ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
     let report = report(&campaign, &ledger);
     let text = if args.json {
-        ExperimentError::canonical_line(&report).map_err(refuse(COMMAND))?
+        crate::term::printable_json(
+            &ExperimentError::canonical_line(&report).map_err(refuse(COMMAND))?,
+        )
+        .into_owned()
     } else {
         render_text(&report)
     };

@@ -509,3 +509,72 @@ fn a_recording_of_other_tools_is_refused_naming_the_tool() {
         "{stderr}"
     );
 }
+
+// A recording holding a call no step of the scenario makes (added by hand, a step removed since, or the same call moved to another agent or tool) is refused naming the call, by a run and by a replay of the recording's own bundle, never replayed as if it matched.
+#[test]
+fn a_recording_with_a_call_no_step_makes_is_refused() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(&python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    let pristine = std::fs::read(dir.join("rec/recording/git.json")).unwrap();
+    let first = recording(&dir.join("rec"), "git")["calls"][0].clone();
+    let edits: [(&str, &str, serde_json::Value); 3] = [
+        ("request_id", "names no call step", "extra-call".into()),
+        ("agent", "another agent", "someone-else".into()),
+        ("tool", "another tool", "git_branch".into()),
+    ];
+    for (key, why, value) in edits {
+        let mut edited = serde_json::from_slice::<serde_json::Value>(&pristine).unwrap();
+        let mut call = first.clone();
+        if key == "tool" && call["tool"] == value {
+            call["tool"] = "git_status".into();
+        } else {
+            call[key] = value;
+        }
+        let calls = edited["calls"].as_array_mut().unwrap();
+        if key == "request_id" {
+            calls.push(call);
+        } else {
+            calls[0] = call;
+        }
+        std::fs::write(
+            dir.join("rec/recording/git.json"),
+            serde_json::to_vec_pretty(&edited).unwrap(),
+        )
+        .unwrap();
+        let run = [
+            "arena",
+            "run",
+            "mcp_git.toml",
+            "--replay-from",
+            "rec",
+            "--out",
+            "b",
+        ];
+        let output = without_python(dir, &run);
+        assert_code(&output, &run, 2, "CHIO-ARENA-MCP-RECORDING");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("is not this scenario's") && stderr.contains(why),
+            "{stderr}"
+        );
+        let replay = ["arena", "replay", "rec"];
+        let output = without_python(dir, &replay);
+        assert_code(&output, &replay, 2, "CHIO-ARENA-MCP-RECORDING");
+    }
+    std::fs::write(dir.join("rec/recording/git.json"), &pristine).unwrap();
+    let run = [
+        "arena",
+        "run",
+        "mcp_git.toml",
+        "--replay-from",
+        "rec",
+        "--out",
+        "b",
+    ];
+    let output = without_python(dir, &run);
+    assert!(output.status.success(), "{}", explain(&run, &output));
+}

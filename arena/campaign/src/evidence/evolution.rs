@@ -64,9 +64,11 @@ pub(super) fn check_evolution(checked: &RefCheck<'_>, found: &mut Vec<Contradict
 }
 
 /// The trace searched the task's scenario: its scenario id is the task's,
-/// and its seed the one the task's scenario file declares. The seed is
-/// read from that file only while it is still the file the definition
-/// hashed (a pinned campaign's working tree may have moved on).
+/// the scenario file it searched hashes as the definition pinned the
+/// task's file (or, unpinned, as the file now does), and its seed is the
+/// one the task's scenario file declares. The seed is read from that file
+/// only while it is still the file the definition hashed (a pinned
+/// campaign's working tree may have moved on).
 fn check_scenario(checked: &RefCheck<'_>, trace: &TraceFile, found: &mut Vec<Contradiction>) {
     let task = checked.task;
     if trace.scenario_id != task.subject {
@@ -88,6 +90,19 @@ fn check_scenario(checked: &RefCheck<'_>, trace: &TraceFile, found: &mut Vec<Con
             .map(|r| r.sha256.clone())
     });
     let current = std::fs::read(&file).ok().map(|b| sha256_hex(&b));
+    if let Some(expected) = pinned.as_ref().or(current.as_ref()) {
+        if trace.scenario_sha256 != *expected {
+            found.push(contradiction(
+                checked.at("path"),
+                format!(
+                    "its {EVOLVE_TRACE} searched a scenario file whose SHA-256 is {}, the task's scenario {} hashes to {expected}",
+                    chio_arena::report::printable(&trace.scenario_sha256),
+                    task.file
+                ),
+            ));
+            return;
+        }
+    }
     if pinned.is_none() || pinned != current {
         return;
     }

@@ -149,6 +149,7 @@ impl Setup {
             "schema_version": chio_adversary::TRACE_SCHEMA,
             "scenario_id": scenario.id(),
             "rng_seed": scenario.file().rng_seed,
+            "scenario_sha256": scenario.text().sha256(),
             "config": {"generations": scheduled},
             "generations": (0..completed)
                 .map(|g| serde_json::json!({"generation": g, "best_population": null, "samples": [], "populations": []}))
@@ -562,10 +563,16 @@ fn an_evolution_its_trace_contradicts_is_contradicted() {
     s.assert_contradicted("evo/01", "spent.generations");
 }
 
-// An evolution's folder holding a search of another scenario id, or of its scenario under another seed (the leaderboard derived again), or a leaderboard its trace does not derive, each with the folder's root recomputed, is contradicted at the evidence path, naming what differs.
+// An evolution's folder holding a search of another scenario id, of an edited scenario file that kept the id and the seed, or of its scenario under another seed (the leaderboard derived again), or a leaderboard its trace does not derive, each with the folder's root recomputed, is contradicted at the evidence path, naming what differs.
 #[test]
 fn an_evolution_of_another_search_is_contradicted() {
-    let cases: [(&str, &str, Value, bool); 3] = [
+    let cases: [(&str, &str, Value, bool); 4] = [
+        (
+            "scenario_sha256",
+            "searched a scenario file whose SHA-256 is cdcd",
+            "cd".repeat(32).into(),
+            true,
+        ),
         (
             "scenario_id",
             "is a search of scenario \"another\"",
