@@ -430,5 +430,5 @@ pub use compare::{
 };
 pub use load::{open_regular, read_regular, FileRefusal, MAX_FILE_BYTES};
 pub use reader::for_each_step;
-pub use verify::{signed_receipts, step_faults, verify, EvidenceFault};
+pub use verify::{schedule_faults, signed_receipts, step_faults, verify, EvidenceFault};
 pub use writer::{BundleWriter, StreamedScenario};

@@ -15,6 +15,14 @@
 //! are refused. Files are read in sorted order, keyed by their path relative
 //! to the fixture folder with `/` separators.
 //!
+//! What is read is bounded before it is read, so a folder cannot make the
+//! loader's time or memory grow without end: a file holds at most
+//! [`MAX_WORKSPACE_FILE_BYTES`] (checked as it is read, so a sparse file
+//! claiming gigabytes costs nothing), and the fixture folders of one
+//! scenario hold at most [`MAX_FIXTURE_ENTRIES`] entries and
+//! [`MAX_FIXTURE_BYTES`] in all, counting each path the walk reaches (links
+//! that fan out to one folder count each time they reach it).
+//!
 //! What was read is a [`FixtureSet`] by server id; the path rules that need
 //! no disk ([`check_folder`]) also apply when a scenario is validated
 //! against a set read before, as a node does.
@@ -29,6 +37,36 @@ use crate::scenario::Scenario;
 
 /// The files of one fixture folder: relative path (with `/`) to UTF-8 content.
 pub type FixtureFiles = BTreeMap<String, String>;
+
+/// The most a workspace file holds (2 MiB), as a fixture and as a call
+/// writes it: its read's answer then stays within what a link between
+/// node processes carries, so it reads the same on every topology.
+pub const MAX_WORKSPACE_FILE_BYTES: usize = 2 * 1024 * 1024;
+
+/// The most entries (files and folders, each path the walk reaches) the
+/// fixture folders of one scenario hold.
+pub const MAX_FIXTURE_ENTRIES: usize = 10_000;
+
+/// The most bytes the fixture folders of one scenario hold in all (32 MiB):
+/// a world carries them to every node in one message of at most 64 MiB.
+pub const MAX_FIXTURE_BYTES: u64 = 32 * 1024 * 1024;
+
+/// What the fixture folders of one scenario may still hold, shared by
+/// every folder read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixtureBudget {
+    entries: usize,
+    bytes: u64,
+}
+
+impl Default for FixtureBudget {
+    fn default() -> Self {
+        FixtureBudget {
+            entries: MAX_FIXTURE_ENTRIES,
+            bytes: MAX_FIXTURE_BYTES,
+        }
+    }
+}
 
 /// The file name the bundle gives the scenario file inside `inputs/`, which
 /// a fixture folder must not shadow.
@@ -92,12 +130,13 @@ pub fn check_folder(folder: &str, field: &str) -> Result<String, ArenaError> {
 }
 
 /// Reads the fixture folder `folder` (as written at `field`) below
-/// `base_dir`, the scenario's folder; see the module documentation for
-/// what is refused.
+/// `base_dir`, the scenario's folder, within what `budget` still allows
+/// (and spends it); see the module documentation for what is refused.
 pub fn read_fixtures(
     base_dir: &Path,
     folder: &str,
     field: &str,
+    budget: &mut FixtureBudget,
 ) -> Result<FixtureFiles, ArenaError> {
     let outside = |entry: Option<String>| ArenaError::FixtureOutsideScenario {
         field: field.to_string(),
@@ -134,6 +173,7 @@ pub fn read_fixtures(
         field,
         files: FixtureFiles::new(),
         above: vec![real.clone()],
+        budget,
     };
     walk.folder(&real, "")?;
     Ok(walk.files)
@@ -151,6 +191,8 @@ struct Walk<'a> {
     files: FixtureFiles,
     /// The resolved folders being walked, outermost first, to refuse loops.
     above: Vec<PathBuf>,
+    /// What the scenario's fixture folders may still hold.
+    budget: &'a mut FixtureBudget,
 }
 
 impl Walk<'_> {
@@ -168,6 +210,31 @@ impl Walk<'_> {
             },
             reason: reason.into(),
         }
+    }
+
+    /// The bytes of the resolved file `real`, read no further than the
+    /// bound of one workspace file and what the budget still allows.
+    fn read_bounded(&mut self, real: &Path, rel: &str) -> Result<Vec<u8>, ArenaError> {
+        use crate::bundle::FileRefusal;
+        let file_bound = MAX_WORKSPACE_FILE_BYTES as u64;
+        let bound = file_bound.min(self.budget.bytes);
+        let bytes = crate::bundle::read_regular(real, bound).map_err(|e| match e {
+            FileRefusal::TooLarge(_) if bound < file_bound => self.unreadable(
+                rel,
+                format!("the scenario's fixture folders hold more than {MAX_FIXTURE_BYTES} bytes in all"),
+            ),
+            FileRefusal::TooLarge(_) => self.unreadable(
+                rel,
+                format!("it holds more than {MAX_WORKSPACE_FILE_BYTES} bytes, the most a workspace file holds"),
+            ),
+            FileRefusal::NotRegular(_) => self.unreadable(
+                rel,
+                "neither a file nor a folder (a socket, a FIFO or a device)",
+            ),
+            FileRefusal::Io(e) => self.unreadable(rel, format!("cannot be read: {}", e.kind())),
+        })?;
+        self.budget.bytes -= bytes.len() as u64;
+        Ok(bytes)
     }
 
     /// Reads the resolved folder `real`, whose path below the fixture folder is `rel`.
@@ -201,6 +268,14 @@ impl Walk<'_> {
 
     /// Reads one entry: a file, a folder, or a link to either inside the scenario's folder.
     fn child(&mut self, path: &Path, rel: &str) -> Result<(), ArenaError> {
+        self.budget.entries = self.budget.entries.checked_sub(1).ok_or_else(|| {
+            self.unreadable(
+                rel,
+                format!(
+                    "the scenario's fixture folders reach more than {MAX_FIXTURE_ENTRIES} files and folders (each path counts, links that reach one folder twice too)"
+                ),
+            )
+        })?;
         let link = std::fs::symlink_metadata(path)
             .map_err(|e| self.unreadable(rel, format!("cannot be read: {}", e.kind())))?;
         let (real, meta) = if link.file_type().is_symlink() {
@@ -228,8 +303,7 @@ impl Walk<'_> {
             self.above.pop();
             Ok(())
         } else if meta.is_file() {
-            let bytes = std::fs::read(&real)
-                .map_err(|e| self.unreadable(rel, format!("cannot be read: {}", e.kind())))?;
+            let bytes = self.read_bounded(&real, rel)?;
             let text = String::from_utf8(bytes)
                 .map_err(|_| self.unreadable(rel, "not UTF-8 text; fixtures are text files"))?;
             self.files.insert(rel.to_string(), text);
@@ -265,7 +339,12 @@ mod tests {
     type Make = Box<dyn Fn(&Path)>;
 
     fn read(base: &Path, folder: &str) -> Result<FixtureFiles, ArenaError> {
-        read_fixtures(base, folder, "servers[0].fixtures")
+        read_fixtures(
+            base,
+            folder,
+            "servers[0].fixtures",
+            &mut FixtureBudget::default(),
+        )
     }
 
     // A plain folder is read completely, keyed by relative path in sorted order.
@@ -400,5 +479,69 @@ mod tests {
         std::fs::create_dir_all(base.join("scenario.toml")).unwrap();
         let err = read(&base, "scenario.toml").unwrap_err();
         assert_eq!(err.code(), "CHIO-SCENARIO-OUT-OF-RANGE");
+    }
+
+    // Links that fan out (each folder holding two links to the next) reach
+    // 2^N paths to one file; the walk stops at its entry bound instead of
+    // taking exponential time, and a sparse file claiming gigabytes is
+    // refused without being read. At the bound a file is read.
+    #[test]
+    fn fan_out_links_and_sparse_files_stop_at_their_bounds() {
+        let (_tmp, base) = layout();
+        let ws = base.join("fixtures/ws");
+        for level in 0..16 {
+            let here = ws.join(format!("l{level}"));
+            std::fs::create_dir_all(&here).unwrap();
+            let next = ws.join(format!("l{}", level + 1));
+            std::fs::create_dir_all(&next).unwrap();
+            symlink(&next, here.join("x")).unwrap();
+            symlink(&next, here.join("y")).unwrap();
+        }
+        std::fs::write(ws.join("l16/leaf.txt"), "leaf").unwrap();
+        let err = read(&base, "fixtures/ws").unwrap_err();
+        assert_eq!(err.code(), "CHIO-SCENARIO-FIXTURE-UNREADABLE", "{err}");
+        assert!(
+            err.to_string()
+                .contains("more than 10000 files and folders"),
+            "{err}"
+        );
+
+        let (_tmp, base) = layout();
+        let ws = base.join("fixtures/ws");
+        let sparse = std::fs::File::create(ws.join("sparse.txt")).unwrap();
+        sparse.set_len(8 * 1024 * 1024 * 1024).unwrap();
+        let err = read(&base, "fixtures/ws").unwrap_err();
+        assert!(
+            err.to_string().contains("the most a workspace file holds"),
+            "{err}"
+        );
+        std::fs::File::create(ws.join("sparse.txt"))
+            .unwrap()
+            .set_len(MAX_WORKSPACE_FILE_BYTES as u64)
+            .unwrap();
+        let files = read(&base, "fixtures/ws").unwrap();
+        assert_eq!(files["sparse.txt"].len(), MAX_WORKSPACE_FILE_BYTES);
+    }
+
+    // The bytes of every folder of one scenario count against one bound.
+    #[test]
+    fn the_folders_of_one_scenario_share_one_byte_bound() {
+        let (_tmp, base) = layout();
+        let ws = base.join("fixtures/ws");
+        let mut budget = FixtureBudget::default();
+        for n in 0..(MAX_FIXTURE_BYTES as usize / MAX_WORKSPACE_FILE_BYTES) {
+            std::fs::File::create(ws.join(format!("f{n:02}.txt")))
+                .unwrap()
+                .set_len(MAX_WORKSPACE_FILE_BYTES as u64)
+                .unwrap();
+        }
+        read_fixtures(&base, "fixtures/ws", "servers[0].fixtures", &mut budget).unwrap_err();
+        let mut budget = FixtureBudget::default();
+        std::fs::remove_file(ws.join("a.txt")).unwrap();
+        std::fs::remove_file(ws.join("sub/b.txt")).unwrap();
+        read_fixtures(&base, "fixtures/ws", "servers[0].fixtures", &mut budget).unwrap();
+        let err =
+            read_fixtures(&base, "fixtures/ws", "servers[1].fixtures", &mut budget).unwrap_err();
+        assert!(err.to_string().contains("in all"), "{err}");
     }
 }

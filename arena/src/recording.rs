@@ -57,13 +57,15 @@ pub fn answer_out_of_bounds(output: &Value) -> Option<String> {
     }
     if depth(output) > MAX_ANSWER_DEPTH {
         return Some(format!(
-            "the server's answer is nested deeper than the {MAX_ANSWER_DEPTH} levels a recorded answer may hold"
+            "the server's answer is nested deeper than the {MAX_ANSWER_DEPTH} levels a tool's answer may hold"
         ));
     }
-    let size = chio_kernel::canonical::canonical_bytes(output).map_or(usize::MAX, |b| b.len());
+    // An answer with no canonical form (an integer past 2^53) is the
+    // kernel's to withhold (`output-uncanonical`), not a size.
+    let size = chio_kernel::canonical::canonical_bytes(output).ok()?.len();
     (size > MAX_ANSWER_BYTES).then(|| {
         format!(
-            "the server's answer is {size} bytes, over the {MAX_ANSWER_BYTES} a recorded answer may hold"
+            "the server's answer is {size} bytes, over the {MAX_ANSWER_BYTES} a tool's answer may hold"
         )
     })
 }

@@ -152,7 +152,7 @@ fn answers_past_their_bounds_are_refused() {
     let over = json!("a".repeat(MAX_ANSWER_BYTES - 1));
     let why = answer_out_of_bounds(&over).unwrap();
     assert!(
-        why.contains("over the 4194304 a recorded answer may hold"),
+        why.contains("over the 4194304 a tool's answer may hold"),
         "{why}"
     );
     for output in [deeper, over] {

@@ -386,6 +386,14 @@ impl ToolServer {
         // to the agent like its output: it carries the server's integrity.
         // A simulated server's failure is the arena's own message.
         let servers_words = matches!(self.state, ServerState::Recorded { .. });
+        // An answer past the bounds a link between node processes carries
+        // is not given on any topology: the call is not performed, naming
+        // the bound, as a recorded answer past them is.
+        if result.performed {
+            if let Some(why) = chio_arena::recording::answer_out_of_bounds(&result.content) {
+                result = ToolResult::failed(why);
+            }
+        }
         if result.performed || servers_words {
             result.integrity = result
                 .integrity

@@ -127,8 +127,11 @@ impl Leaderboard {
         Ok(bytes)
     }
 
-    /// The Markdown table (`leaderboard.md`).
+    /// The Markdown table (`leaderboard.md`); every text from the search
+    /// (a population, a pattern, an example action and its description)
+    /// as plain Markdown text (`chio_arena::report::markdown_text`).
     pub fn to_markdown(&self) -> String {
+        use chio_arena::report::markdown_text as md;
         let mut out = format!(
             "# Leaderboard: {}\n\nSchema `{}`, generation {}. Rows by survival rate, descending, then fitness; ties by population name.\n\n| rank | population | class | survival rate | survivals | defeats | actions | fitness |\n|---:|---|---|---:|---:|---:|---:|---:|\n",
             self.scenario_id, self.schema_version, self.generation
@@ -137,7 +140,7 @@ impl Leaderboard {
             out.push_str(&format!(
                 "| {} | {} | {} | {:.4} | {} | {} | {} | {:.4} |\n",
                 row.rank,
-                row.population,
+                md(&row.population),
                 row.class,
                 row.survival_rate,
                 row.survivals,
@@ -158,10 +161,10 @@ impl Leaderboard {
                     cause.count,
                     cause.goal,
                     cause.stage,
-                    cause.pattern,
+                    md(&cause.pattern),
                     cause.family,
-                    cause.example.action,
-                    cause.example_description
+                    md(&cause.example.action),
+                    md(&cause.example_description)
                 ));
             }
         }

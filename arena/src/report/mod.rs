@@ -60,6 +60,18 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// A text of several lines as it may reach a terminal: [`printable`] of
+/// each line, the line breaks kept. What was already printable stays as
+/// it is, so a text assembled from parts, some made printable and some
+/// not (a currency, an id, a count), is made safe whole.
+pub fn printable_text(text: &str) -> std::borrow::Cow<'_, str> {
+    escape_hidden(
+        text,
+        |c| (c.is_control() && c != '\n') || is_bidi_control(c),
+        |c, out| out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+    )
+}
+
 /// A JSON document as it may reach a terminal: DEL, every C1 control and
 /// every bidirectional control written as a JSON `\uXXXX` escape. Such a
 /// character can only stand inside a string of a JSON document, so the
@@ -99,6 +111,31 @@ fn escape_hidden(
             escape(c, &mut out);
         } else {
             out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `text` as plain text in Markdown (CommonMark with GFM tables): every
+/// character that opens markup (emphasis, code, a link or image, raw HTML,
+/// an entity, strikethrough) or ends a table cell (`|`) written with a
+/// backslash, and every line break as a space, so a title, an axis value
+/// or a cell from a matrix file can neither forge a table cell nor fetch
+/// an image in a renderer. Text without them is returned as it is.
+pub fn markdown_text(text: &str) -> std::borrow::Cow<'_, str> {
+    const ACTIVE: &[char] = &['\\', '`', '*', '[', ']', '<', '>', '|', '!', '&', '~'];
+    if !text.contains(ACTIVE) && !text.contains(['\n', '\r']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => out.push(' '),
+            c if ACTIVE.contains(&c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
         }
     }
     std::borrow::Cow::Owned(out)
@@ -235,6 +272,16 @@ mod tests {
         assert!(html.contains("<title>a &lt;title&gt;</title>"));
         assert!(html.contains("<h1 id=\"title\">&lt;b&gt;</h1>"));
         assert!(!html.contains("<script"));
+    }
+
+    // Markdown text cannot open a cell, a link, an image or raw HTML.
+    #[test]
+    fn markdown_text_is_plain() {
+        assert_eq!(markdown_text("plain (a_b) 1.5"), "plain (a_b) 1.5");
+        assert_eq!(
+            markdown_text("x | 0.0 |\n![i](http://e/x.png) <b>&amp;"),
+            "x \\| 0.0 \\| \\!\\[i\\](http://e/x.png) \\<b\\>\\&amp;"
+        );
     }
 
     // A JSON document keeps its value and loses every character that would

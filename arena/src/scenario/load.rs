@@ -150,6 +150,8 @@ fn read_and_validate_holding(
     held_limit: usize,
 ) -> Result<Scenario, ArenaError> {
     let parsed = parse_file(text, cut)?;
+    // One budget for every folder, read in declaration order.
+    let mut budget = fixtures::FixtureBudget::default();
     let reads: BTreeMap<usize, Result<fixtures::FixtureFiles, ArenaError>> = parsed
         .file
         .servers
@@ -158,7 +160,10 @@ fn read_and_validate_holding(
         .filter_map(|(i, server)| {
             let folder = server.fixtures.as_deref()?;
             let field = format!("servers[{i}].fixtures");
-            Some((i, fixtures::read_fixtures(base_dir, folder, &field)))
+            Some((
+                i,
+                fixtures::read_fixtures(base_dir, folder, &field, &mut budget),
+            ))
         })
         .collect();
     validate_holding(parsed, base_dir, FixtureSource::Read(&reads), held_limit)

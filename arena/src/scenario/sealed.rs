@@ -119,8 +119,15 @@ pub fn read_sealed(
     if !real.is_file() {
         return Err(refuse("it is not a regular file".to_string()));
     }
-    let bytes =
-        std::fs::read(&real).map_err(|e| refuse(format!("it cannot be read: {}", e.kind())))?;
+    // Read no further than the longest sealed value and its line break, so
+    // a file claiming gigabytes (a sparse one) costs nothing.
+    let bound = 4 * MAX_CHARS as u64 + 2;
+    let bytes = crate::bundle::read_regular(&real, bound).map_err(|e| match e {
+        crate::bundle::FileRefusal::TooLarge(_) => {
+            refuse(format!("it holds more than {MAX_CHARS} characters"))
+        }
+        other => refuse(format!("it cannot be read: {other}")),
+    })?;
     seal_bytes(bytes).map_err(refuse)
 }
 

@@ -86,6 +86,9 @@ pub enum Unresolved {
     /// The step is a call still on its way to its kernel over a delayed
     /// link: it is decided when it arrives, after this step.
     InFlight,
+    /// The value it completes nests deeper, or is larger, than a value a
+    /// link between node processes carries, so no topology sends it.
+    OutOfBounds,
 }
 
 impl fmt::Display for Unresolved {
@@ -99,6 +102,9 @@ impl fmt::Display for Unresolved {
             Unresolved::Refused => "the hand-over was refused",
             Unresolved::InFlight => {
                 "it is still on its way to its kernel over a delayed link, and is decided after this step"
+            }
+            Unresolved::OutOfBounds => {
+                "the value it completes is nested deeper than 96 levels or larger than 4 MiB, which no topology sends"
             }
         })
     }

@@ -1051,7 +1051,7 @@ fn evolution_reason(dir: &Path, decl: &Path, folder: &str) -> String {
         .to_string()
 }
 
-// An evolution's row pointed at another scenario's search, at a search of its scenario id under another seed, or at its own folder with the escapes removed from the leaderboard (each with the folder's Merkle root recomputed) is contradicted, naming what the trace says instead; `chio report` refuses the edited leaderboard.
+// An evolution's row pointed at another scenario's search, at a search of an edited copy of its scenario that keeps the id (under another seed), or at its own folder with the escapes removed from the leaderboard (each with the folder's Merkle root recomputed) is contradicted, naming what the trace says instead; `chio report` refuses the edited leaderboard.
 #[test]
 fn a_forged_evolution_is_contradicted() {
     let (_tmp, dir, decl) = evolve_fixture();
@@ -1072,9 +1072,12 @@ fn a_forged_evolution_is_contradicted() {
             && why.contains("\"adversaries_weakened\""),
         "{why}"
     );
+    // A search of an edited copy of the scenario that keeps its id (here
+    // with another seed) searched another file than the task's.
     let why = evolution_reason(&dir, &decl, "reseeded");
     assert!(
-        why.contains("searched with seed 5151") && why.contains("declares 4242"),
+        why.contains("searched a scenario file whose SHA-256 is")
+            && why.contains("the task's scenario adversaries-weakened.toml hashes to"),
         "{why}"
     );
     let board = dir.join("weak/leaderboard.json");
@@ -1107,7 +1110,7 @@ fn a_forged_evolution_is_contradicted() {
     assert!(!dir.join("weak.html").exists());
 }
 
-// A campaign title and a skip reason holding terminal escape sequences reach the terminal escaped, in `campaign report` (with --color never too) and in the line `campaign annotate` prints; the ledger keeps the reason as given.
+// A campaign title, its cost's currency and a skip reason holding terminal escape sequences reach the terminal escaped, in `campaign report` (with --color never too) and in the line `campaign annotate` prints; the ledger keeps the reason as given.
 #[test]
 fn campaign_text_reaches_the_terminal_printable() {
     let f = fixture();
@@ -1115,7 +1118,10 @@ fn campaign_text_reaches_the_terminal_printable() {
         "title = \"small\"",
         "title = \"M\\u001b]0;PWNED\\u0007\\u001b[2J\"",
     );
-    std::fs::write(&f.decl, text).unwrap();
+    let costed = format!(
+        "{text}\n[cost]\ncurrency = \"k\\u001b[2J\\u001b[32mcomparison: complete\"\nper_kernel_evaluation = 1.0\nper_wall_second = 1000.0\n"
+    );
+    std::fs::write(&f.decl, costed).unwrap();
     std::fs::remove_file(&f.ledger).unwrap();
     expect(
         &f.dir,

@@ -377,6 +377,114 @@ fn a_bundle_that_contradicts_its_receipts_is_refused() {
     }
 }
 
+// A manifest whose step records say what the bundle's own receipts and scenario do not is refused by report, explain and eval, naming the field: an expectation the scenario does not declare (made to pass), a failing step deleted (with or without its receipt and the witness's step id), the agent, kernel, tool, reason, guard or instant of a call, the reason code its trace names, an expected reason, and the policies emptied.
+#[test]
+fn a_bundle_whose_steps_contradict_its_receipts_or_scenario_is_refused() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    failing_bundle(dir, "bf");
+    let copy = |name: &str| copy_tree(&dir.join("bf"), &dir.join(name));
+    let passed = |m: &mut Value| {
+        m["steps"][1]["pass"] = true.into();
+        m["mismatches"] = Value::Array(Vec::new());
+    };
+    type Edit = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Edit, &str)> = vec![
+        (
+            "expected",
+            Box::new(move |m| {
+                m["steps"][1]["expected"] = "deny".into();
+                passed(m);
+            }),
+            "steps[1].expected (step read-dotenv): step read-dotenv expects deny, its scenario file allow",
+        ),
+        (
+            "deleted",
+            Box::new(|m| {
+                m["steps"].as_array_mut().unwrap().remove(1);
+                m["mismatches"] = Value::Array(Vec::new());
+            }),
+            "the signed receipt of request read-dotenv is named by no step",
+        ),
+        ("agent", Box::new(|m| m["steps"][1]["agent"] = "deputy".into()), "steps[1].agent"),
+        ("kernel", Box::new(|m| m["steps"][1]["kernel"] = "kernel-b".into()), "steps[1].kernel"),
+        (
+            "target",
+            Box::new(|m| m["steps"][1]["target"] = "workspace/write_file".into()),
+            "steps[1].target",
+        ),
+        (
+            "reason",
+            Box::new(|m| m["steps"][1]["reason"] = "rate limit (benign)".into()),
+            "steps[1].reason",
+        ),
+        ("guard", Box::new(|m| m["steps"][1]["guard"] = "other".into()), "steps[1].guard"),
+        (
+            "time",
+            Box::new(|m| m["steps"][1]["virtual_time"] = "2026-01-05T09:00:00.001Z".into()),
+            "steps[1].virtual_time",
+        ),
+        (
+            "code",
+            Box::new(|m| m["steps"][1]["reason_code"] = "rate-limited".into()),
+            "steps[1].reason_code",
+        ),
+        (
+            "expected_reason",
+            Box::new(|m| m["steps"][1]["expected_reason"] = "forbidden".into()),
+            "steps[1].expected_reason",
+        ),
+        (
+            "policies",
+            Box::new(|m| m["policies"] = Value::Object(Default::default())),
+            "arena.json policies",
+        ),
+    ];
+    for (name, edit, place) in cases {
+        copy(name);
+        edit_manifest(dir, name, |m| edit(m));
+        refused_as_evidence(dir, name, place);
+    }
+
+    // The failing step deleted with its receipt, the root and count
+    // recomputed: the completed run no longer records every step, and a
+    // witness edited to match is not the scenario's.
+    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
+    let kept: Vec<&str> = receipts
+        .lines()
+        .filter(|l| !l.contains("\"request_id\":\"read-dotenv\""))
+        .collect();
+    let ids: Vec<String> = kept
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
+    for (name, witness, place) in [
+        ("vanished", false, "arena.json status"),
+        ("rewitnessed", true, "arena.json determinism.steps"),
+    ] {
+        copy(name);
+        let text: String = kept.iter().map(|l| format!("{l}\n")).collect();
+        std::fs::write(dir.join(name).join("receipts.ndjson"), text).unwrap();
+        edit_manifest(dir, name, |m| {
+            m["steps"].as_array_mut().unwrap().remove(1);
+            m["mismatches"] = Value::Array(Vec::new());
+            m["receipt_root"] = root.clone().into();
+            m["receipt_count"] = (ids.len() as u64).into();
+            if witness {
+                m["determinism"]["steps"].as_array_mut().unwrap().remove(1);
+            }
+        });
+        refused_as_evidence(dir, name, place);
+    }
+}
+
 /// Whether `text` holds a character a terminal acts on: a control
 /// character other than a line break, or a bidirectional override.
 fn holds_raw_controls(text: &str) -> bool {

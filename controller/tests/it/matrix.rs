@@ -689,7 +689,7 @@ fn refuses_an_ambiguous_concurrency() {
     );
 }
 
-// A matrix whose title, hypothesis and an axis value hold terminal escape sequences (a window-title write, a clear screen, a colour) prints them escaped, with or without --color never; synthesis.md keeps the text as written.
+// A matrix whose title, hypothesis and an axis value hold terminal escape sequences (a window-title write, a clear screen, a colour) prints them escaped, with or without --color never; synthesis.md keeps the text as written, but for the characters that open Markdown markup, escaped with a backslash.
 #[test]
 fn matrix_text_reaches_the_terminal_printable() {
     let tmp = tempfile::tempdir().unwrap();
@@ -718,16 +718,55 @@ fn matrix_text_reaches_the_terminal_printable() {
             "{stdout}"
         );
         for shown in [
-            "# T\\u{1b}]0;PWNED\\u{7}\\u{1b}[31mRED\n",
-            "**Hypothesis.** H\\u{1b}[2J\\u{202e}HYP the weak",
-            "| we\\u{1b}[31mak |",
+            "# T\\u{1b}\\]0;PWNED\\u{7}\\u{1b}\\[31mRED\n",
+            "**Hypothesis.** H\\u{1b}\\[2J\\u{202e}HYP the weak",
+            "| we\\u{1b}\\[31mak |",
         ] {
             assert!(stdout.contains(shown), "{shown} not in {stdout}");
         }
         let written = String::from_utf8(read(&out.join("synthesis.md"))).unwrap();
         assert!(
-            written.starts_with("# T\u{1b}]0;PWNED\u{7}\u{1b}[31mRED\n"),
+            written.starts_with("# T\u{1b}\\]0;PWNED\u{7}\u{1b}\\[31mRED\n"),
             "{written}"
+        );
+    }
+}
+
+// A matrix whose axis value holds a table's cell separators and whose title and hypothesis hold an image, a link and raw HTML writes them as plain Markdown text, in synthesis.md and on the terminal: no cell is forged and nothing is fetched by a renderer.
+#[test]
+fn matrix_text_cannot_forge_markdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    let forged = "we | 0.0000 (reference) | x";
+    let body = format!(
+        "[axes]\npipeline = [\"full\", \"{forged}\"]\n\n[values.pipeline.\"{forged}\"]\nguards = {{ kernel-a = [\"no-dotfiles\"] }}\n\n[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n"
+    );
+    let text = base_matrix(&body)
+        .replace("title = \"t\"", "title = \"T ![x](http://e.test/x.png)\"")
+        .replace(
+            "hypothesis = \"the weak",
+            "hypothesis = \"<img src=x> [a](http://e.test) the weak",
+        );
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let written = String::from_utf8(read(&out.join("synthesis.md"))).unwrap();
+    for md in [&written, &stdout] {
+        assert!(md.contains("we \\| 0.0000 (reference) \\| x"), "{md}");
+        assert!(!md.contains("we | 0.0000"), "{md}");
+        assert!(md.contains("# T \\!\\[x\\](http://e.test/x.png)"), "{md}");
+        assert!(
+            md.contains("\\<img src=x\\> \\[a\\](http://e.test)"),
+            "{md}"
         );
     }
 }

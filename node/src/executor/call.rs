@@ -404,6 +404,27 @@ pub(super) fn unresolved(
     }
 }
 
+/// A value built by reference is bounded as an answer is: what one process
+/// would send, every topology sends, or none does. Out of bounds, the
+/// first reference of `value` is named as what made `resolved` so.
+fn within_bounds(value: &Value, resolved: &Value) -> Result<(), Resolution<Unresolved>> {
+    if chio_arena::recording::answer_out_of_bounds(resolved).is_none() {
+        return Ok(());
+    }
+    match value::references(value)
+        .map_err(Resolution::Malformed)?
+        .into_iter()
+        .next()
+    {
+        Some(first) => Err(Resolution::Unanswered {
+            at: first.at,
+            reference: first.reference,
+            why: Unresolved::OutOfBounds,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// `value` with every reference resolved against the run's released
 /// outputs and delivered hand-overs, and the provenance of each reference
 /// whose source carries labels or a record (in document order).
@@ -431,6 +452,7 @@ pub(super) fn resolve_value(
             .ok_or(Unresolved::Unsealed),
     };
     let resolved = value::resolve(value, &mut lookup)?;
+    within_bounds(value, &resolved)?;
     let mut sources = Vec::new();
     for placed in value::references(value).map_err(Resolution::Malformed)? {
         // A sealed file is the scenario's own text: it carries no label.

@@ -67,6 +67,12 @@ pub(super) fn workspace_call(
                 None => String::new(),
             };
             let bytes = content.len();
+            if bytes > chio_arena::fixtures::MAX_WORKSPACE_FILE_BYTES {
+                return ToolResult::failed(format!(
+                    "the content is {bytes} bytes, over the {} a workspace file holds",
+                    chio_arena::fixtures::MAX_WORKSPACE_FILE_BYTES
+                ));
+            }
             let labels = writer.labels(files.get(&path));
             files.insert(path.clone(), Stored { content, labels });
             ToolResult::plain(json!({"ok": true, "path": path, "bytes": bytes}))

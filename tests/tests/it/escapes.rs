@@ -195,3 +195,62 @@ fn sealed_values_stay_out_of_the_evidence() {
         assert!(!text.contains(&secret), "explain prints the sealed value");
     }
 }
+
+/// A scenario whose recorded server answers `s1` with `width` bytes of
+/// text and `d1` with a value nested `answer_depth` arrays deep, and whose
+/// steps complete arguments from them by reference: `big` from `copies`
+/// references to `s1` (`small` from 10), `deep` with the `d1` value placed
+/// `argument_depth` arrays down (`shallow` 10 down).
+fn bounded_values_scenario(
+    width: usize,
+    copies: usize,
+    answer_depth: usize,
+    argument_depth: usize,
+) -> String {
+    let nest =
+        |depth: usize, inner: &str| format!("{}{inner}{}", "[".repeat(depth), "]".repeat(depth));
+    let refs = |n: usize| vec!["{ from_step = \"s1\", pointer = \"/output/a\" }"; n].join(", ");
+    let deep_ref = "{ from_step = \"d1\", pointer = \"/output/a\" }";
+    let call = |id: &str, at: u32, arguments: String, verdict: &str, reason: Option<&str>| {
+        format!(
+            "[[steps]]\nid = \"{id}\"\nagent = \"a\"\nat = {at}\nserver = \"rec\"\ntool = \"get\"\narguments = {{ v = {arguments} }}\nexpect_verdict = \"{verdict}\"\n{}\n",
+            reason.map(|r| format!("expect_reason = \"{r}\"\n")).unwrap_or_default()
+        )
+    };
+    let bound = "nested deeper than 96 levels or larger than 4 MiB";
+    let answers: String = ["small", "shallow"]
+        .iter()
+        .map(|s| format!("[[servers.answers]]\nstep = \"{s}\"\noutput = {{ a = \"ok\" }}\n\n"))
+        .collect();
+    format!(
+        "schema_version = \"chio.arena.scenario/v1\"\nid = \"values_past_their_bounds\"\ntitle = \"values built by reference past a link's bounds\"\nrng_seed = 1\nvirtual_clock_start = \"2026-06-03T09:00:00.000Z\"\n\n\
+         [determinism]\nscheduler = \"deterministic-multi-v1\"\nlocale = \"C\"\n\n[[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"kernel-a\"\nnode = \"node-a\"\n\n\
+         [[servers]]\nid = \"rec\"\nkernel = \"kernel-a\"\nkind = \"recorded\"\n\n[[servers.tools]]\nname = \"get\"\ninput_schema = '{{\"type\":\"object\"}}'\n\n\
+         [[servers.answers]]\nstep = \"s1\"\noutput = {{ a = \"{}\" }}\n\n[[servers.answers]]\nstep = \"d1\"\noutput = {{ a = {} }}\n\n{answers}\
+         [[agents]]\nid = \"a\"\nrole = \"r\"\nmodel = \"recorded:a\"\nseed_prompt_ref = \"prompts/p.txt\"\nkernel = \"kernel-a\"\n\n\
+         [[grants]]\nid = \"gar\"\nagent = \"a\"\nserver = \"rec\"\ntools = [\"get\"]\n\n{}{}{}{}{}{}",
+        "x".repeat(width),
+        nest(answer_depth, "1"),
+        call("s1", 10, "{}".into(), "allow", None),
+        call("d1", 20, "{}".into(), "allow", None),
+        call("big", 30, format!("[{}]", refs(copies)), "deny", Some(bound)),
+        call("small", 40, format!("[{}]", refs(10)), "allow", None),
+        call("deep", 50, nest(argument_depth, deep_ref), "deny", Some(bound)),
+        call("shallow", 60, nest(10, deep_ref), "allow", None),
+    )
+}
+
+// Proves a call whose arguments, completed by reference, would be larger than 4 MiB or nested deeper than 96 levels (70 copies of a 64 KiB answer; a 60-deep answer placed 40 arrays down) is refused by the agent's node with its own reason, the same bytes embedded, across node processes and one step at a time, and that the same references within the bounds are admitted.
+#[test]
+fn values_built_past_their_bounds_are_refused_on_every_topology() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(work.path().join("prompts")).unwrap();
+    std::fs::copy(
+        escapes().join("prompts/p.txt"),
+        work.path().join("prompts/p.txt"),
+    )
+    .unwrap();
+    let file = work.path().join("values_past_their_bounds.toml");
+    std::fs::write(&file, bounded_values_scenario(64 * 1024, 70, 60, 40)).unwrap();
+    passes_everywhere(&file);
+}

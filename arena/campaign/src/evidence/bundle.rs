@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
 use chio_arena::bundle::{
-    read_regular, signed_receipts, step_faults, BundleManifest, BundleStatus, INPUTS_DIR,
-    MANIFEST_FILE, MAX_FILE_BYTES, RECEIPTS_FILE, SCENARIO_INPUT,
+    read_regular, schedule_faults, signed_receipts, step_faults, BundleManifest, BundleStatus,
+    INPUTS_DIR, MANIFEST_FILE, MAX_FILE_BYTES, RECEIPTS_FILE, SCENARIO_INPUT,
 };
 use chio_arena::scenario::ActionKind;
 use chio_experiment::definition::normalise;
@@ -36,14 +36,6 @@ fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, SignedRec
     // edited into a receipt is refused, not counted.
     let signed = signed_receipts(&manifest, &receipts).map_err(|fault| fault.to_string())?;
     Ok((manifest, signed))
-}
-
-/// A value's name as the bundle writes it (`"allow"`), or nothing.
-fn written<T: serde::Serialize>(value: &Option<T>) -> Option<String> {
-    serde_json::to_value(value.as_ref()?)
-        .ok()?
-        .as_str()
-        .map(str::to_string)
 }
 
 /// The manifest against what the bundle itself holds: the scenario file
@@ -76,32 +68,10 @@ fn check_against_itself(
             manifest.scenario_sha256
         ));
     }
-    let expects: BTreeMap<String, String> = std::str::from_utf8(&scenario)
-        .ok()
-        .and_then(|text| text.parse::<toml::Table>().ok())
-        .and_then(|table| table.get("steps").and_then(|s| s.as_array()).cloned())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|step| {
-            let id = step.get("id")?.as_str()?;
-            let expect = step.get("expect_verdict")?.as_str()?;
-            Some((id.to_string(), expect.to_string()))
-        })
-        .collect();
-    for step in manifest
-        .steps
-        .iter()
-        .filter(|s| s.action == ActionKind::Call)
-    {
-        let id = &step.step_id;
-        let expected = written(&step.expected);
-        if let (Some(claimed), Some(file)) = (&expected, expects.get(id)) {
-            if claimed != file {
-                say(format!(
-                    "its manifest says step {id} expects {claimed}, its scenario file {file}"
-                ));
-            }
-        }
+    // The schedule its scenario file declares: the steps and what each
+    // expects.
+    for fault in schedule_faults(manifest, &scenario) {
+        say(format!("its manifest says {}", fault.why));
     }
     // The verdicts its kernels signed, and its own judgements.
     for fault in step_faults(manifest, signed) {

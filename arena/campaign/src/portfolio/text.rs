@@ -1,7 +1,9 @@
 //! The report as readable text. Every text from the declaration or the
-//! ledger (the title, ids, outcomes, reasons, gaps, contradictions) is
-//! printed through `chio_arena::report::printable`, so an escape sequence
-//! in a file is shown, never acted on by the terminal.
+//! ledger (the title, ids, outcomes, reasons, gaps, contradictions, the
+//! currency) is printed through `chio_arena::report::printable`, and the
+//! whole report once more through `printable_text`, so an escape sequence
+//! in a file is shown, never acted on by the terminal, whatever field
+//! carries it.
 
 use super::LimitLine;
 use super::{Amount, Report};
@@ -111,5 +113,5 @@ pub fn render_text(report: &Report) -> String {
             ));
         }
     }
-    text
+    chio_arena::report::printable_text(&text).into_owned()
 }

@@ -97,6 +97,16 @@ impl Setup {
             std::fs::create_dir_all(target.parent().unwrap()).unwrap();
             std::fs::copy(repo_file(file), target).unwrap();
         }
+        // The runs below are two granted reads: the scenario's second step
+        // becomes `read-more`, a read of the notes expected to be allowed.
+        let path = root.join("walking_skeleton.toml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (head, tail) = text.split_at(text.find("id = \"read-dotenv\"").unwrap());
+        let tail = tail
+            .replacen("id = \"read-dotenv\"", "id = \"read-more\"", 1)
+            .replacen("/workspace/.env", "/workspace/notes.txt", 1)
+            .replacen("expect_verdict = \"deny\"", "expect_verdict = \"allow\"", 1);
+        std::fs::write(&path, format!("{head}{tail}")).unwrap();
         let commit = git_root.then(|| commit_all(&root));
         let (_, definition) =
             task_definition(&root, TaskKind::Scenario, "walking_skeleton.toml").unwrap();
@@ -191,6 +201,8 @@ impl Setup {
                 step.verdict = Some(Verdict::Allow);
                 step.receipt_id = Some(receipt.to_string());
                 step.pass = Some(true);
+                step.kernel = Some("kernel-a".into());
+                step.target = Some("workspace/read_file".into());
                 step
             })
             .collect();

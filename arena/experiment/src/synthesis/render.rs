@@ -41,8 +41,39 @@ impl GridCell {
     }
 }
 
-/// The synthesis as Markdown.
+/// The synthesis as Markdown, every text of it (title, hypothesis, axis
+/// names and values, cell names, reasons) as plain Markdown text
+/// (`chio_arena::report::markdown_text`): a matrix file cannot forge a
+/// cell of a table or put a link, an image or HTML in the summary.
 pub fn to_markdown(s: &Synthesis) -> String {
+    match with_texts(s, chio_arena::report::markdown_text) {
+        Some(plain) => markdown_of(&plain),
+        None => markdown_of(s),
+    }
+}
+
+/// The synthesis with `shown` applied to every string in it, when it
+/// round-trips through JSON (it does).
+fn with_texts(s: &Synthesis, shown: fn(&str) -> Cow<'_, str>) -> Option<Synthesis> {
+    fn walk(value: &mut Value, shown: fn(&str) -> Cow<'_, str>) {
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(changed) = shown(text) {
+                    *text = changed;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| walk(v, shown)),
+            Value::Object(map) => map.values_mut().for_each(|v| walk(v, shown)),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(s).ok()?;
+    walk(&mut value, shown);
+    serde_json::from_value::<Synthesis>(value).ok()
+}
+
+/// The synthesis as Markdown, its texts as they are.
+fn markdown_of(s: &Synthesis) -> String {
     let mut md = format!(
         "# {}\n\n**Hypothesis.** {}\n\n{}\n\nMatrix `{}`, definition `{}` ({} files), design `{}`. {} repetitions per cell, paired seeds. \
          Criterion `{}`, reference `{}`, validity [{}], {} draws, seed {} ({}).\n\n",
@@ -103,24 +134,15 @@ pub fn to_markdown(s: &Synthesis) -> String {
 /// sequence from a matrix file is shown, never acted on. `synthesis.md`
 /// keeps the text as written; text without such characters reads the same.
 pub fn to_printable_markdown(s: &Synthesis) -> String {
-    fn walk(value: &mut Value) {
-        match value {
-            Value::String(text) => {
-                if let Cow::Owned(shown) = printable(text) {
-                    *text = shown;
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(walk),
-            Value::Object(map) => map.values_mut().for_each(walk),
-            _ => {}
+    /// Plain Markdown text, then printable.
+    fn shown(text: &str) -> Cow<'_, str> {
+        match chio_arena::report::markdown_text(text) {
+            Cow::Borrowed(plain) => printable(plain),
+            Cow::Owned(plain) => Cow::Owned(printable(&plain).into_owned()),
         }
     }
-    let shown = serde_json::to_value(s).ok().and_then(|mut value| {
-        walk(&mut value);
-        serde_json::from_value::<Synthesis>(value).ok()
-    });
-    match shown {
-        Some(shown) => to_markdown(&shown),
+    match with_texts(s, shown) {
+        Some(shown) => markdown_of(&shown),
         // A synthesis that does not round-trip is shown line by line.
         None => to_markdown(s)
             .lines()

@@ -156,7 +156,11 @@ pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBu
     edit_json(&bundle.join("arena.json"), |m| {
         m["scenario_title"] = Value::from(HOSTILE);
         let steps = m["steps"].as_array_mut().unwrap();
-        steps[1]["reason"] = Value::from(HOSTILE);
+        // A refused hand-over's reason, which no receipt signs (a call's
+        // reason edited is refused as a contradiction of its receipt),
+        // still holding the part its step expects.
+        let reason = format!("{}{HOSTILE}", steps[5]["reason"].as_str().unwrap());
+        steps[5]["reason"] = Value::from(reason);
         let message = steps.iter_mut().find(|s| s["action"] == "message").unwrap();
         message["labels"] = serde_json::json!([HOSTILE]);
     });
