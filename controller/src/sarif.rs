@@ -11,12 +11,13 @@
 //! cause, its count and its shortest example. Its location is the scenario
 //! file (the path as given on the command line, as a URI reference) at the
 //! line of the `[[steps]]` header of the step the example mutates (the
-//! `[[adversaries]]` header of its lineage when the step's header cannot be
-//! found); every occurrence is a related location, at the header of the
-//! step it mutates, so the related locations of all results add up to the
-//! escape count. Lines are found by counting the `[[steps]]` and
-//! `[[adversaries]]` headers in the file's text: the n-th header of each is
-//! the n-th declaration.
+//! `[[adversaries]]` header of its lineage when the step cannot be found);
+//! every occurrence is a related location, at the header of the step it
+//! mutates, so the related locations of all results add up to the escape
+//! count. A step is found as the TOML parser reads the file (the line of
+//! its `id`, `chio_arena::scenario::locate`), then its header above it, so
+//! a line that only looks like a header inside a multi-line string before
+//! the step moves no location.
 //!
 //! The document is a pure function of the scenario and the evolution: no
 //! timestamps, no host names, results in the causes' order (count
@@ -61,21 +62,18 @@ fn rule_text(class: AdversaryClass) -> (&'static str, &'static str, &'static str
     }
 }
 
-/// The 1-based lines of every `[[NAME]]` header in `text`, in order.
-pub fn header_lines(text: &str, name: &str) -> Vec<u64> {
-    text.lines()
-        .enumerate()
-        .filter_map(|(n, line)| {
-            let line = line.trim();
-            let inner = line.strip_prefix("[[")?;
-            let end = inner.find("]]")?;
-            let rest = inner[end + 2..].trim_start();
-            if !(rest.is_empty() || rest.starts_with('#')) {
-                return None;
-            }
-            (inner[..end].trim() == name).then_some(n as u64 + 1)
-        })
-        .collect()
+/// Whether `line` is a `[[name]]` header (spacing and a trailing comment
+/// aside).
+fn is_header(line: &str, name: &str) -> bool {
+    let line = line.trim();
+    let Some(inner) = line.strip_prefix("[[") else {
+        return false;
+    };
+    let Some(end) = inner.find("]]") else {
+        return false;
+    };
+    let rest = inner[end + 2..].trim_start();
+    (rest.is_empty() || rest.starts_with('#')) && inner[..end].trim() == name
 }
 
 /// A scenario path as a SARIF `uri`: a relative path stays relative (with
@@ -125,8 +123,7 @@ pub fn render(
     let lines = ScenarioLines {
         scenario,
         uri: path_uri(scenario_path),
-        steps: header_lines(scenario_text, "steps"),
-        adversaries: header_lines(scenario_text, "adversaries"),
+        text: scenario_text,
     };
     let uri = &lines.uri;
     let file = scenario.file();
@@ -189,10 +186,10 @@ struct ScenarioLines<'a> {
     scenario: &'a Scenario,
     /// The scenario path as a URI reference.
     uri: String,
-    /// The line of each `[[steps]]` header, in declaration order.
-    steps: Vec<u64>,
-    /// The line of each `[[adversaries]]` header, in declaration order.
-    adversaries: Vec<u64>,
+    /// The scenario's text, where lines are found as the TOML parser
+    /// reads it (a `[[steps]]` line inside a multi-line string is text,
+    /// not a header).
+    text: &'a str,
 }
 
 impl ScenarioLines<'_> {
@@ -202,7 +199,20 @@ impl ScenarioLines<'_> {
         self.scenario
             .steps()
             .position(|s| s.is_ok_and(|s| s.head.id == id))
-            .and_then(|i| self.steps.get(i).copied())
+            .and_then(|i| self.header_of(&format!("steps[{i}].id"), "steps"))
+    }
+
+    /// The line of the `[[name]]` header of the table whose value at
+    /// `field` the TOML parser finds: the nearest such header above that
+    /// value (the value's own line when there is none).
+    fn header_of(&self, field: &str, name: &str) -> Option<u64> {
+        let (line, _) = chio_arena::scenario::locate(self.text, field)?;
+        let above: Vec<&str> = self.text.lines().take(line).collect();
+        let header = above
+            .iter()
+            .rposition(|text| is_header(text, name))
+            .map_or(line, |n| n + 1);
+        Some(header as u64)
     }
 
     /// The header line of the population `population`, when found.
@@ -212,7 +222,7 @@ impl ScenarioLines<'_> {
             .adversaries
             .iter()
             .position(|a| a.population == population)
-            .and_then(|i| self.adversaries.get(i).copied())
+            .and_then(|i| self.header_of(&format!("adversaries[{i}].population"), "adversaries"))
     }
 
     /// An occurrence's location: the header of the step it mutates, else
@@ -309,12 +319,27 @@ impl ScenarioLines<'_> {
 mod tests {
     use super::*;
 
-    // Headers are found by exact name, ignoring spacing and trailing comments, and sub-tables do not count.
+    // A step is found as the TOML parser reads the file, then its header above it: a `[[steps]]` line and an `id` inside a multi-line string before it are text, not a step; headers are found by exact name, ignoring spacing and trailing comments.
     #[test]
-    fn finds_header_lines() {
-        let text = "a = 1\n[[steps]]\nid = \"x\"\n  [[ steps ]] # second\n[[steps.sub]]\n[[adversaries]]\n";
-        assert_eq!(header_lines(text, "steps"), vec![2, 4]);
-        assert_eq!(header_lines(text, "adversaries"), vec![6]);
+    fn lines_are_found_as_toml_reads_them() {
+        let text = "title = \"\"\"\n[[steps]]\nid = \"read-fixture\"\n\"\"\"\n\n  [[ steps ]] # real\nid = \"read-fixture\"\n";
+        assert_eq!(
+            chio_arena::scenario::locate(text, "steps[0].id"),
+            Some((7, 6))
+        );
+        let scenario = chio_arena::load_scenario(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scenarios/walking_skeleton.toml"),
+        )
+        .unwrap();
+        let lines = ScenarioLines {
+            scenario: &scenario,
+            uri: String::new(),
+            text,
+        };
+        assert_eq!(lines.header_of("steps[0].id", "steps"), Some(6));
+        assert!(!is_header("[[steps.sub]]", "steps"));
+        assert!(is_header("[[adversaries]] # x", "adversaries"));
     }
 
     // Relative paths stay relative with forward slashes; odd bytes are percent-encoded; absolute ones become file URIs.
