@@ -17,6 +17,18 @@ use std::time::{Duration, Instant};
 
 use util::{chio, chio_env, copy_tree, explain, repo_path, tree};
 
+/// `chio arena run` of the git scenario replaying the recording in `rec`
+/// into the bundle `b`.
+const REPLAY_REC: [&str; 7] = [
+    "arena",
+    "run",
+    "mcp_git.toml",
+    "--replay-from",
+    "rec",
+    "--out",
+    "b",
+];
+
 /// The executable `.ci/run` provides for these tests (`chio_tests::outside`).
 fn mcp_python() -> Option<PathBuf> {
     chio_tests::outside::outside_part(chio_tests::outside::MCP_PYTHON, "the live MCP record tests")
@@ -442,15 +454,7 @@ fn a_run_without_a_recording_is_refused_and_validate_starts_nothing() {
 fn a_hostile_or_stale_recording_is_refused() {
     let tmp = git_scenario();
     let dir = tmp.path();
-    let args = [
-        "arena",
-        "run",
-        "mcp_git.toml",
-        "--replay-from",
-        "rec",
-        "--out",
-        "b",
-    ];
+    let args = REPLAY_REC;
     let output = without_python(dir, &args);
     assert_code(&output, &args, 2, "CHIO-ARENA-MCP-RECORDING");
     assert!(String::from_utf8_lossy(&output.stderr).contains("no such file"));
@@ -492,15 +496,7 @@ fn a_recording_of_other_tools_is_refused_naming_the_tool() {
     );
     assert_ne!(changed, text);
     std::fs::write(&path, changed).unwrap();
-    let replay = [
-        "arena",
-        "run",
-        "mcp_git.toml",
-        "--replay-from",
-        "rec",
-        "--out",
-        "b",
-    ];
+    let replay = REPLAY_REC;
     let output = without_python(dir, &replay);
     assert_code(&output, &replay, 2, "CHIO-ARENA-MCP-TOOLS-DRIFT");
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -545,15 +541,7 @@ fn a_recording_with_a_call_no_step_makes_is_refused() {
             serde_json::to_vec_pretty(&edited).unwrap(),
         )
         .unwrap();
-        let run = [
-            "arena",
-            "run",
-            "mcp_git.toml",
-            "--replay-from",
-            "rec",
-            "--out",
-            "b",
-        ];
+        let run = REPLAY_REC;
         let output = without_python(dir, &run);
         assert_code(&output, &run, 2, "CHIO-ARENA-MCP-RECORDING");
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -566,15 +554,7 @@ fn a_recording_with_a_call_no_step_makes_is_refused() {
         assert_code(&output, &replay, 2, "CHIO-ARENA-MCP-RECORDING");
     }
     std::fs::write(dir.join("rec/recording/git.json"), &pristine).unwrap();
-    let run = [
-        "arena",
-        "run",
-        "mcp_git.toml",
-        "--replay-from",
-        "rec",
-        "--out",
-        "b",
-    ];
+    let run = REPLAY_REC;
     let output = without_python(dir, &run);
     assert!(output.status.success(), "{}", explain(&run, &output));
 }

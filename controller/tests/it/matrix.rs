@@ -327,15 +327,7 @@ fn progress_stays_off_a_non_terminal_and_out_of_files() {
     )
     .unwrap();
     let out = tmp.path().join("out");
-    let args = [
-        "arena",
-        "matrix",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = chio(tmp.path(), &args);
-    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let output = matrix_ok(tmp.path(), &file, &out);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         !stderr.contains('\r') && !stderr.contains(" runs"),
@@ -350,6 +342,20 @@ fn progress_stays_off_a_non_terminal_and_out_of_files() {
 
 fn base_matrix(body: &str) -> String {
     matrix_over("scenarios/pr-421-review.toml", body)
+}
+
+/// `chio arena matrix FILE --out OUT` in `dir`, asserting exit 0.
+fn matrix_ok(dir: &Path, file: &Path, out: &Path) -> std::process::Output {
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(dir, &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    output
 }
 
 /// A two-repetition matrix over the reference scenario at `scenario`.
@@ -749,15 +755,7 @@ fn matrix_text_cannot_forge_markdown() {
         );
     std::fs::write(&file, text).unwrap();
     let out = tmp.path().join("out");
-    let args = [
-        "arena",
-        "matrix",
-        file.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    let output = chio(tmp.path(), &args);
-    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    let output = matrix_ok(tmp.path(), &file, &out);
     let stdout = String::from_utf8(output.stdout).unwrap();
     let written = String::from_utf8(read(&out.join("synthesis.md"))).unwrap();
     for md in [&written, &stdout] {
