@@ -147,7 +147,11 @@ pub fn step_faults(
                 "receipt_id",
                 format!("step {id} was allowed, but names no receipt {RECEIPTS_FILE} holds"),
             ),
-            (None, _) => {}
+            (None, verdict) => {
+                if let Some((field, why)) = unsigned_disagreement(step, verdict) {
+                    say(field, format!("step {id} {why}"));
+                }
+            }
         }
         if step.pass == Some(true) && step.expected != step.actual {
             say(
@@ -237,6 +241,35 @@ fn receipt_disagreement(
     }
 }
 
+/// What a step no receipt signs records against its own kind: a call
+/// without a receipt was refused before any kernel decided it, so it is a
+/// deny; a delegation, revocation or hand-over that took effect gives no
+/// reason, and one refused gives its reason.
+fn unsigned_disagreement(
+    step: &StepRecord,
+    verdict: Option<chio_kernel::verdict::Verdict>,
+) -> Option<(&'static str, &'static str)> {
+    use crate::scenario::{ActionKind, StepExpectation};
+    use chio_kernel::verdict::{ProjectedVerdict, Verdict};
+    let deny = StepOutcome::from(ProjectedVerdict::Deny);
+    match step.action {
+        ActionKind::Call if !matches!(verdict, None | Some(Verdict::Deny)) => {
+            Some(("verdict", "records a verdict no signed receipt states"))
+        }
+        ActionKind::Call if step.actual.is_some_and(|a| a != deny) => Some((
+            "actual",
+            "records a call carried out, but names no signed receipt; only a call refused before any kernel has none",
+        )),
+        _ if step.actual == Some(StepExpectation::Done.into()) && step.reason.is_some() => {
+            Some(("reason", "took effect, yet records the reason of a refusal"))
+        }
+        _ if step.actual == Some(StepExpectation::Refused.into()) && step.reason.is_none() => {
+            Some(("reason", "was refused, yet records no reason"))
+        }
+        _ => None,
+    }
+}
+
 /// Every receipt of the log no step names, and every receipt two steps
 /// name: a step removed from the manifest leaves its signed receipt
 /// behind.
@@ -303,8 +336,20 @@ pub fn schedule_faults(manifest: &BundleManifest, scenario: &[u8]) -> Vec<Eviden
     }
     let by_id: BTreeMap<&str, &Declared> = declared.iter().map(|d| (d.id.as_str(), d)).collect();
     let mut seen = BTreeSet::new();
+    let mut previous: Option<u128> = None;
     for (index, step) in manifest.steps.iter().enumerate() {
         let id = &step.step_id;
+        // Records are written in the order of the schedule's instants.
+        let instant = crate::VirtualClock::parse(&step.virtual_time)
+            .ok()
+            .map(|c| c.now_nanos());
+        if instant.is_none() || instant < previous {
+            found.push(fault(
+                step_place(index, "virtual_time", id),
+                format!("step {id} is recorded out of the schedule's order of instants"),
+            ));
+        }
+        previous = previous.max(instant);
         let mut say =
             |field: &str, why: String| found.push(fault(step_place(index, field, id), why));
         let Some(decl) = by_id.get(id.as_str()) else {

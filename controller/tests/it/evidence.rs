@@ -377,6 +377,61 @@ fn a_bundle_that_contradicts_its_receipts_is_refused() {
     }
 }
 
+/// Edits of what no receipt signs, each refused: a refused revocation
+/// recorded as done (its refusal's reason kept), steps reordered, and a
+/// denied call's receipt removed (the root and count recomputed) with the
+/// call recorded as allowed.
+fn refused_unsigned_edits(dir: &Path, copy: &dyn Fn(&str)) {
+    copy("revoked");
+    edit_manifest(dir, "revoked", |m| {
+        m["steps"][6]["actual"] = "done".into();
+    });
+    refused_as_evidence(dir, "revoked", "steps[6].");
+    copy("reordered");
+    edit_manifest(dir, "reordered", |m| {
+        m["steps"].as_array_mut().unwrap().swap(0, 1);
+    });
+    refused_as_evidence(dir, "reordered", "steps[1].virtual_time");
+    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
+    let kept: Vec<&str> = receipts
+        .lines()
+        .filter(|l| !l.contains("\"request_id\":\"read-dotenv\""))
+        .collect();
+    let ids: Vec<String> = kept
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
+    copy("unsigned");
+    let text: String = kept.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("unsigned/receipts.ndjson"), text).unwrap();
+    edit_manifest(dir, "unsigned", |m| {
+        let step = m["steps"][1].as_object_mut().unwrap();
+        for key in [
+            "verdict",
+            "receipt_id",
+            "reason",
+            "reason_code",
+            "guard",
+            "trace",
+        ] {
+            step.remove(key);
+        }
+        step.insert("actual".into(), "allow".into());
+        step.insert("pass".into(), true.into());
+        m["mismatches"] = Value::Array(Vec::new());
+        m["receipt_root"] = root.clone().into();
+        m["receipt_count"] = (ids.len() as u64).into();
+    });
+    refused_as_evidence(dir, "unsigned", "steps[1].actual (step read-dotenv): step read-dotenv records a call carried out, but names no signed receipt");
+}
+
 // A manifest whose step records say what the bundle's own receipts and scenario do not is refused by report, explain and eval, naming the field: an expectation the scenario does not declare (made to pass), a failing step deleted (with or without its receipt and the witness's step id), the agent, kernel, tool, reason, guard or instant of a call, the reason code its trace names, an expected reason, and the policies emptied.
 #[test]
 fn a_bundle_whose_steps_contradict_its_receipts_or_scenario_is_refused() {
@@ -445,6 +500,7 @@ fn a_bundle_whose_steps_contradict_its_receipts_or_scenario_is_refused() {
         edit_manifest(dir, name, |m| edit(m));
         refused_as_evidence(dir, name, place);
     }
+    refused_unsigned_edits(dir, &copy);
 
     // The failing step deleted with its receipt, the root and count
     // recomputed: the completed run no longer records every step, and a
