@@ -218,6 +218,8 @@ fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) ->
 pub struct Echoes {
     texts: BTreeSet<String>,
     windows: crate::seal::Seal,
+    /// The skeleton ([`skeleton`]) of every string and key said, whole.
+    skeletons: BTreeSet<String>,
     /// Every number said, and every string said that is an exact decimal,
     /// as [`number_form`].
     numbers: BTreeSet<String>,
@@ -226,25 +228,48 @@ pub struct Echoes {
 }
 
 /// The forms of `text` a server may answer with: as written,
-/// percent-decoded, as a normalised path, compacted (without whitespace
-/// and dashes, as an IBAN, a card or a phone number is normalised), and
-/// each in lower case.
+/// percent-decoded (again and again, as layers of encoding come off), as a
+/// normalised path, compacted (without whitespace and dashes, as an IBAN,
+/// a card or a phone number is normalised), and each in lower case.
 fn echo_forms(text: &str) -> BTreeSet<String> {
+    let mut forms: BTreeSet<String> = BTreeSet::from([text.to_string()]);
+    let mut decoded = text.to_string();
+    for _ in 0..4 {
+        let next = crate::path::percent_decode(&decoded).into_owned();
+        if next == decoded {
+            break;
+        }
+        forms.insert(next.clone());
+        decoded = next;
+    }
+    forms.extend(crate::path::normalize_path(text).ok());
     let compact: String = text
         .chars()
         .filter(|c| !c.is_whitespace() && *c != '-')
         .collect();
-    let mut forms: BTreeSet<String> = [
-        text.to_string(),
-        crate::path::percent_decode(text).into_owned(),
-        compact,
-    ]
-    .into_iter()
-    .chain(crate::path::normalize_path(text).ok())
-    .collect();
+    forms.insert(compact);
     let lower: Vec<String> = forms.iter().map(|form| form.to_lowercase()).collect();
     forms.extend(lower);
     forms
+}
+
+/// The least letters and digits a skeleton holds to be compared
+/// ([`Echoes::repeat`]): a shorter one (`yes`, `ok`) says nothing of where
+/// a value came from.
+const MIN_SKELETON: usize = 6;
+
+/// The skeleton of `text`: its letters and digits alone, after
+/// compatibility normalisation (NFKC) and in lower case, which is what is
+/// left of it however it is re-spelled with separators, whitespace, any
+/// dash, invisible characters, full-width letters or another case (an
+/// IBAN, a card or a phone number given back normalised, pieces joined
+/// with or without separators).
+fn skeleton(text: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    text.nfkc()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// The number `text` writes, in one form for every way of writing it
@@ -306,9 +331,9 @@ fn object_keys(value: &Value) -> Vec<&str> {
 }
 
 /// What a call sent, as the scalars an answer may repeat: every scalar of
-/// `sent`, and, for each array or object whose members are all strings (at
-/// least two), their concatenation, which a server may answer with as one
-/// string (pieces each shorter than a window, joined).
+/// `sent`, and the joins of its strings ([`joined_pieces`]), which a
+/// server may answer with as one string (pieces each shorter than a
+/// window, joined).
 pub fn sent_values(sent: &Value) -> Vec<Value> {
     let mut values: Vec<Value> = scalar_leaves(sent)
         .into_iter()
@@ -318,24 +343,57 @@ pub fn sent_values(sent: &Value) -> Vec<Value> {
     values
 }
 
-/// The concatenation of the string members of every array or object in
-/// `value` whose members are all strings, at least two of them.
+/// The joins of the strings of `value` a server may answer with as one
+/// string: every string inside it, and every string and key, in document
+/// order and in reverse, and, for each array or object inside it, its own string
+/// members (whatever else it holds) and an object's keys, in order and in
+/// reverse; each join of at least two strings, once. Pieces spread over several arguments, nested at several
+/// depths or beside a number are joined as a server joining them would.
 pub fn joined_pieces(value: &Value) -> Vec<String> {
-    fn walk(value: &Value, found: &mut Vec<String>) {
+    fn push(pieces: &[&str], found: &mut BTreeSet<String>) {
+        if pieces.len() >= 2 {
+            found.insert(pieces.concat());
+            let reversed: Vec<&str> = pieces.iter().rev().copied().collect();
+            found.insert(reversed.concat());
+        }
+    }
+    fn walk(value: &Value, found: &mut BTreeSet<String>) {
         let members: Vec<&Value> = match value {
             Value::Array(items) => items.iter().collect(),
             Value::Object(members) => members.values().collect(),
             _ => return,
         };
-        let pieces: Option<Vec<&str>> = members.iter().map(|m| m.as_str()).collect();
-        match pieces {
-            Some(pieces) if pieces.len() >= 2 => found.push(pieces.concat()),
-            _ => members.into_iter().for_each(|m| walk(m, found)),
+        let pieces: Vec<&str> = members.iter().filter_map(|m| m.as_str()).collect();
+        push(&pieces, found);
+        if let Value::Object(map) = value {
+            let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+            push(&keys, found);
+        }
+        members.into_iter().for_each(|m| walk(m, found));
+    }
+    fn texts<'v>(value: &'v Value, keys: bool, found: &mut Vec<&'v str>) {
+        match value {
+            Value::String(text) => found.push(text),
+            Value::Array(items) => items.iter().for_each(|item| texts(item, keys, found)),
+            Value::Object(map) => {
+                for (key, item) in map {
+                    if keys {
+                        found.push(key);
+                    }
+                    texts(item, keys, found);
+                }
+            }
+            _ => {}
         }
     }
-    let mut found = Vec::new();
+    let mut found = BTreeSet::new();
+    for keys in [false, true] {
+        let mut every = Vec::new();
+        texts(value, keys, &mut every);
+        push(&every, &mut found);
+    }
     walk(value, &mut found);
-    found
+    found.into_iter().collect()
 }
 
 impl Echoes {
@@ -344,17 +402,20 @@ impl Echoes {
         let mut texts = BTreeSet::new();
         let mut numbers = BTreeSet::new();
         let mut flags = BTreeSet::new();
+        let mut skeletons = BTreeSet::new();
         // A key is said too: an answer keyed by what it was sent (a map
         // from a query or a tag to its result) repeats it.
         for key in object_keys(said) {
             texts.extend(echo_forms(key));
             numbers.extend(number_form(key));
+            skeletons.insert(skeleton(key));
         }
         for (_, leaf) in scalar_leaves(said) {
             match leaf {
                 Value::String(text) => {
                     texts.extend(echo_forms(text));
                     numbers.extend(number_form(text));
+                    skeletons.insert(skeleton(text));
                 }
                 Value::Number(number) => {
                     numbers.insert(json_number_form(number));
@@ -366,9 +427,11 @@ impl Echoes {
             }
         }
         let windows = crate::seal::Seal::of_texts(texts.iter().map(String::as_str));
+        skeletons.retain(|s| s.chars().count() >= MIN_SKELETON);
         Echoes {
             texts,
             windows,
+            skeletons,
             numbers,
             flags,
         }
@@ -377,10 +440,22 @@ impl Echoes {
     /// Whether what was said repeats the string `sent`: a form of it
     /// equal to a form of a string said, or sharing a run of
     /// [`crate::seal::WINDOW`] characters with one.
+    ///
+    /// Or the whole of a string said is `sent` re-spelled: its skeleton
+    /// ([`skeleton`], at least [`MIN_SKELETON`] letters and digits) is
+    /// `sent`'s, or that of a form of it (the IBAN sent with dashes of
+    /// any kind, invisible characters or full-width letters, or in pieces
+    /// joined, given back whole). A string said that only holds a sent
+    /// value's letters among its own (a contact's e-mail address holding
+    /// the name it was looked up by) is a record, not a re-spelling.
     pub fn repeat(&self, sent: &str) -> bool {
-        echo_forms(sent)
+        let forms = echo_forms(sent);
+        forms
             .iter()
             .any(|form| self.texts.contains(form) || self.windows.holds(form))
+            || forms
+                .iter()
+                .any(|form| self.skeletons.contains(&skeleton(form)))
     }
 
     /// Whether what was said repeats the scalar `sent`, whatever its type:

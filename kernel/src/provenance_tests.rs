@@ -232,3 +232,36 @@ fn keys_compacted_and_joined_echoes_are_repeats() {
     let found = echoed_labels(&pieces, &labels, &json!({"iban": "GB33BUKB20201555555555"}));
     assert!(found.contains("integrity:untrusted"), "{found:?}");
 }
+
+// An echo re-spelled is still the caller's text: any dash, a soft hyphen or
+// a zero-width space between its pieces, full-width letters, other
+// separators, two layers of percent-encoding; and pieces shorter than a
+// window spread over several arguments, nested at several depths, beside a
+// number, or sent as keys, joined by the server.
+#[test]
+fn re_spelled_and_spread_echoes_are_repeats() {
+    let said = Echoes::of(&json!({"iban": "GB33BUKB20201555555555"}));
+    for spelled in [
+        "GB33\u{2013}BUKB\u{2011}2020\u{2014}1555 5555 55",
+        "GB33\u{ad}BUKB\u{200b}20201555555555",
+        "ＧＢ３３ＢＵＫＢ２０２０１５５５５５５５５５",
+        "GB33.BUKB/2020+1555_5555_55",
+        "GB33%252DBUKB%252D20201555555555",
+    ] {
+        assert!(said.repeats(&json!(spelled)), "{spelled}");
+    }
+    for sent in [
+        json!({"a": "GB33BUK", "b": "B202015", "c": "5555555", "d": "5"}),
+        json!({"x": {"y": ["GB33BUK"], "z": [["B202015"], {"w": "5555555"}]}, "q": "5"}),
+        json!({"parts": ["GB33BUK", "B202015", 7, "5555555", "5"], "limit": 10}),
+        json!({"parts": {"GB33BUK": 1, "B202015": 2, "5555555": 3, "5": 4}}),
+    ] {
+        assert!(sent_values(&sent).iter().any(|s| said.repeats(s)), "{sent}");
+    }
+    // A value that shares no letters and digits with what was sent is no echo.
+    let other = Echoes::of(&json!({"iban": "DE89370400440532013000"}));
+    assert!(!sent_values(&json!({"a": "GB33BUK", "b": "B202015"}))
+        .iter()
+        .any(|s| other.repeats(s)));
+    assert!(!other.repeats(&json!("---")));
+}

@@ -279,13 +279,25 @@ fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
             .map(|(at, sent)| (sent.clone(), source_of(&at)))
             .collect();
     // Pieces sent together, joined, as a server may answer with them:
-    // each top-level argument's, with that argument's provenance.
+    // each top-level argument's, with that argument's provenance; and the
+    // pieces of every argument joined, with each provenance among them
+    // and as the caller's own text.
+    let mut sources: Vec<Option<ArgumentSource>> = vec![None];
     if let Value::Object(arguments) = &command.arguments {
         for (key, value) in arguments {
             let at = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
+            let source = source_of(&at);
             for joined in chio_kernel::provenance::joined_pieces(value) {
-                sent.push((Value::String(joined), source_of(&at)));
+                sent.push((Value::String(joined), source.clone()));
             }
+            if source.is_some() && !sources.contains(&source) {
+                sources.push(source);
+            }
+        }
+    }
+    for joined in chio_kernel::provenance::joined_pieces(&command.arguments) {
+        for source in &sources {
+            sent.push((Value::String(joined.clone()), source.clone()));
         }
     }
     sent
