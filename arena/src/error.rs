@@ -34,11 +34,12 @@ with_world_rows! { error_table! {
     Unreadable {
         /// The path as the user gave it.
         path: String,
-        /// The operating system's reason.
+        /// Why: the operating system's reason, no regular file, or over
+        /// the bound.
         reason: String,
     } => "CHIO-SCENARIO-UNREADABLE", Input, at: None,
         summary: format!("cannot read scenario file {path:?}: {reason}"),
-        help: "check the path and that the file is readable";
+        help: "pass the path of a readable regular file of at most 1 GiB (a link to one is followed; a named pipe or a device is refused)";
     /// The text is not TOML.
     Syntax {
         /// 1-based line of the first syntax error.

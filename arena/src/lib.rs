@@ -16,6 +16,7 @@
 //!
 //! Module map:
 //! - [`bundle`]: the evidence bundle and run comparison;
+//! - [`files`] reads a file as untrusted input: regular files only, bounded;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`adversaries`] holds the `[[adversaries]]` blocks: classes, genes,
@@ -42,6 +43,7 @@ pub mod bundle;
 pub mod clock;
 pub mod diagnostic;
 pub mod error;
+pub mod files;
 pub mod fixtures;
 pub mod model;
 pub mod recording;

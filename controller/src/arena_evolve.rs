@@ -253,12 +253,18 @@ fn write_outputs(
     write_file(&dir, TRACE_FILE, &trace_bytes)?;
     write_file(&dir, CHART_FILE, chart.as_bytes())?;
     if let Some(path) = &args.sarif {
-        let text = std::fs::read_to_string(&args.file).map_err(|e| {
-            arena_error(&ArenaError::Unreadable {
-                path: args.file.display().to_string(),
-                reason: e.kind().to_string(),
-            })
-        })?;
+        // The bytes the search validated, not the file read again.
+        let text = scenario
+            .text()
+            .to_vec()
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .ok_or_else(|| {
+                arena_error(&ArenaError::Unreadable {
+                    path: args.file.display().to_string(),
+                    reason: "the scenario's bytes cannot be read back".to_string(),
+                })
+            })?;
         let log = crate::sarif::render(scenario, &args.file, &text, result);
         write_report(ReportKind::Sarif, path, log.as_bytes()).map_err(|e| e.into_cli(COMMAND))?;
     }

@@ -69,7 +69,9 @@ fn trace_escapes(
             reason,
         })
     };
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.kind().to_string()))?;
+    let bytes = chio_arena::files::read_named(path, chio_arena::bundle::MAX_FILE_BYTES)
+        .map_err(|e| unreadable(e.describe("an evolve trace")))?;
+    let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))?;
     let trace: TraceFile = serde_json::from_str(&text).map_err(|e| {
         unreadable(format!(
             "not an evolve trace ({e}); pass the evolve-trace.json chio arena evolve wrote"

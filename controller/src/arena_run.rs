@@ -170,7 +170,7 @@ fn failed_step_location(
     let index = scenario
         .steps()
         .position(|s| s.is_ok_and(|s| s.head.id == step_id))?;
-    let text = std::fs::read_to_string(file).ok()?;
+    let text = String::from_utf8(scenario.text().to_vec().ok()?).ok()?;
     let fields: &[&str] = if reason {
         &["expect_reason", "expect_verdict", "id"]
     } else {

@@ -315,7 +315,9 @@ impl CliError {
                 Some(format!("{}:{line}:{column}", path.display()))
             }
             _ => err.field().and_then(|field| {
-                let text = std::fs::read_to_string(path).ok()?;
+                // Read as the loader reads it: a regular file, bounded.
+                let bytes = chio_arena::scenario::load::read_scenario_bytes(path).ok()?;
+                let text = String::from_utf8(bytes).ok()?;
                 let (line, column) = chio_arena::scenario::locate(&text, field)?;
                 Some(format!("{}:{line}:{column}", path.display()))
             }),

@@ -10,12 +10,15 @@
 //! override or `--now-unix-secs` supplies it, and an envelope with neither is
 //! refused. Every integer of the envelope (and the flag's clock) must be at
 //! most 2^53 in magnitude, so the answer prints exactly; a larger one is a
-//! named refusal. Exit 0 for any answer, 2 for a malformed envelope.
+//! named refusal. The envelope is read from a regular file (a link to one
+//! is followed; a named pipe or a device is refused unopened) or standard
+//! input, at most [`MAX_ENVELOPE_BYTES`]. Exit 0 for any answer, 2 for a
+//! malformed envelope.
 //! `--from-bundle` builds the envelope of a recorded call instead
 //! (`crate::eval_bundle`); `--write-envelope` writes the envelope
 //! evaluated, canonical, so one input can be changed and evaluated again.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use chio_kernel::error::EnvelopeError;
 use chio_kernel::portable::{evaluate_envelope_at, PortableAnswer};
@@ -54,24 +57,26 @@ fn envelope_error(err: &EnvelopeError) -> CliError {
     CliError::new(code, COMMAND, message, help)
 }
 
+/// The most bytes an envelope may hold (64 MiB), from a file or standard
+/// input: far above any request and chain, and a bound on what reading one
+/// costs.
+pub const MAX_ENVELOPE_BYTES: u64 = 64 << 20;
+
 fn read_input(args: &EvalArgs) -> Result<Vec<u8>, CliError> {
-    let unreadable = |e: std::io::Error, what: String| {
+    use chio_arena::files::{read_bounded, read_named};
+    let unreadable = |e: chio_arena::files::FileRefusal, what: String| {
         CliError::new(
             codes::EVAL_UNREADABLE,
             COMMAND,
-            format!("cannot read {what}: {}", e.kind()),
-            "pass a readable envelope file, or - to read standard input",
+            format!("cannot read {what}: {}", e.describe("an envelope")),
+            "pass a readable envelope file (a regular file of at most 64 MiB), or - to read standard input",
         )
     };
     match args.envelope.as_deref() {
-        None | Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| unreadable(e, "standard input".to_string()))?;
-            Ok(bytes)
-        }
-        Some(path) => std::fs::read(path).map_err(|e| unreadable(e, path.to_string())),
+        None | Some("-") => read_bounded(std::io::stdin().lock(), MAX_ENVELOPE_BYTES)
+            .map_err(|e| unreadable(e, "standard input".to_string())),
+        Some(path) => read_named(std::path::Path::new(path), MAX_ENVELOPE_BYTES)
+            .map_err(|e| unreadable(e, path.to_string())),
     }
 }
 

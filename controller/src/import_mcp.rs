@@ -92,16 +92,38 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
     }
 }
 
-/// The bytes of a saved `tools/list` result.
-fn read_tools_file(file: &Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(file).map_err(|e| {
+/// The most bytes a saved `tools/list` result or a trace may hold (64 MiB,
+/// as a recording): far above any server's tools or session, and a bound on
+/// what reading one costs.
+pub const MAX_IMPORT_BYTES: u64 = 64 << 20;
+
+/// The bytes of the file `chio import` reads: a regular file (a link to
+/// one is followed; a named pipe or a device is refused unopened) of at
+/// most [`MAX_IMPORT_BYTES`].
+fn read_import(
+    command: &'static str,
+    file: &Path,
+    what: &str,
+    help: &str,
+) -> Result<Vec<u8>, CliError> {
+    chio_arena::files::read_named(file, MAX_IMPORT_BYTES).map_err(|e| {
         CliError::new(
             codes::IMPORT_UNREADABLE,
-            COMMAND,
-            format!("cannot read {}: {}", file.display(), e.kind()),
-            "pass a readable file holding the server's tools/list response",
+            command,
+            format!("cannot read {}: {}", file.display(), e.describe(what)),
+            help,
         )
     })
+}
+
+/// The bytes of a saved `tools/list` result.
+fn read_tools_file(file: &Path) -> Result<Vec<u8>, CliError> {
+    read_import(
+        COMMAND,
+        file,
+        "a tools/list result",
+        "pass a readable regular file (at most 64 MiB) holding the server's tools/list response",
+    )
 }
 
 fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
@@ -115,14 +137,12 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
             format!("pass --format {}", known.join(", --format ")),
         ));
     };
-    let bytes = std::fs::read(&args.trace).map_err(|e| {
-        CliError::new(
-            codes::IMPORT_UNREADABLE,
-            TRACE,
-            format!("cannot read {}: {}", args.trace.display(), e.kind()),
-            "pass a readable file holding the recorded trace",
-        )
-    })?;
+    let bytes = read_import(
+        TRACE,
+        &args.trace,
+        "a trace",
+        "pass a readable regular file (at most 64 MiB) holding the recorded trace",
+    )?;
     let imported = import_trace(&bytes, format, &args.id).map_err(|e| {
         let code = match e.fault {
             TraceFault::Syntax => codes::IMPORT_TRACE_SYNTAX,

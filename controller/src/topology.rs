@@ -84,6 +84,9 @@ pub struct Topology {
 
 mod refusals;
 
+/// The most bytes a topology file may hold (1 MiB).
+pub const MAX_TOPOLOGY_BYTES: u64 = 1 << 20;
+
 /// A topology that cannot be used for `command`, with how to fix it.
 pub(crate) fn topology_error(command: &'static str, message: String, help: &str) -> CliError {
     CliError::new(codes::TOPOLOGY_INVALID, command, message, help)
@@ -93,13 +96,18 @@ impl Topology {
     /// Reads and checks a topology file; relative token paths resolve next
     /// to it.
     pub fn load(command: &'static str, path: &Path) -> Result<Topology, CliError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            topology_error(
-                command,
-                format!("cannot read topology file {}: {e}", path.display()),
-                "pass --topology local or the path of a readable topology file",
-            )
-        })?;
+        let text = chio_arena::files::read_named(path, MAX_TOPOLOGY_BYTES)
+            .map_err(|e| e.describe("a topology file"))
+            .and_then(|bytes| {
+                String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
+            })
+            .map_err(|cause| {
+                topology_error(
+                    command,
+                    format!("cannot read topology file {}: {cause}", path.display()),
+                    "pass --topology local or the path of a readable regular topology file of at most 1 MiB",
+                )
+            })?;
         let file: TopologyFile = toml::from_str(&text).map_err(|e| {
             topology_error(
                 command,
@@ -121,9 +129,8 @@ impl Topology {
                 )
             })?;
         let trust_path = base.join(&file.trust_control.token_file);
-        let trust_token = std::fs::read_to_string(&trust_path)
+        let trust_token = BearerToken::from_file(&trust_path)
             .map_err(|e| e.to_string())
-            .and_then(|t| BearerToken::from_file_contents(&t).map_err(|e| e.to_string()))
             .map_err(|e| {
                 topology_error(
                     command,

@@ -33,11 +33,12 @@ error_table! {
     Unreadable {
         /// The path as the user gave it.
         path: String,
-        /// The operating system's reason.
+        /// Why: the operating system's reason, no regular file, or over
+        /// the bound.
         reason: String,
     } => "CHIO-EXPERIMENT-UNREADABLE", Input, at: None,
         summary: format!("cannot read {path:?}: {reason}"),
-        help: "check the path and that the file is readable";
+        help: "pass the path of a readable regular file of at most 1 GiB (a link to one is followed; a named pipe or a device is refused)";
     /// A file is not the TOML or JSON its schema requires, or breaks its shape.
     Syntax {
         /// The path as the user gave it.
@@ -464,13 +465,21 @@ error_table! {
         help: "check the scenario's world; the runs done so far stay in the run ledger for --resume";
 }
 
+/// The most bytes a declaration, ledger, result or matrix file may hold
+/// (1 GiB, the bound of every file of a bundle).
+pub const MAX_INPUT_BYTES: u64 = chio_arena::bundle::MAX_FILE_BYTES;
+
 impl ExperimentError {
-    /// Reads a declaration, ledger, result or matrix file; a failure is
-    /// [`ExperimentError::Unreadable`] with the operating system's reason.
+    /// Reads a declaration, ledger, result or matrix file: a regular file
+    /// (a link to one is followed; a named pipe or a device is refused
+    /// unopened) of at most [`MAX_INPUT_BYTES`]; a failure is
+    /// [`ExperimentError::Unreadable`] naming why.
     pub fn read(path: &Path) -> Result<Vec<u8>, ExperimentError> {
-        std::fs::read(path).map_err(|e| ExperimentError::Unreadable {
-            path: path.display().to_string(),
-            reason: e.kind().to_string(),
+        chio_arena::files::read_named(path, MAX_INPUT_BYTES).map_err(|e| {
+            ExperimentError::Unreadable {
+                path: path.display().to_string(),
+                reason: e.describe("a declaration, ledger or matrix file"),
+            }
         })
     }
 

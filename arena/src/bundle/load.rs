@@ -5,115 +5,27 @@
 //! the top, `receipts.ndjson -> /dev/zero`), a named pipe, a socket or a
 //! device is refused before it is opened, and a file is opened without
 //! following a link and without blocking (`O_NOFOLLOW`, `O_NONBLOCK`), then
-//! checked again as opened, so one swapped in meanwhile is refused too.
+//! checked again as opened, so one swapped in meanwhile is refused too
+//! (the one opener of [`crate::files`]).
 //! Every file is read up to [`MAX_FILE_BYTES`]; a longer one is refused,
 //! never read to its end. Each refusal is [`ArenaError::Bundle`] naming the
 //! file, printable.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::{
     Bundle, BundleManifest, BUNDLE_SCHEMA, INPUTS_DIR, MANIFEST_FILE, POLICIES_DIR, RECEIPTS_FILE,
 };
 use crate::error::ArenaError;
+use crate::files::kind_of;
+pub use crate::files::{open_regular, read_regular, FileRefusal};
 use crate::report::printable;
 
 /// The most bytes any one file of a bundle may hold (1 GiB): far above what
 /// a run writes (a 100,000-step run's manifest, decision traces included,
 /// is a few hundred MiB), and a bound on what reading a bundle costs.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
-
-/// Why a file of a bundle was not read.
-#[derive(Debug)]
-pub enum FileRefusal {
-    /// The entry is no regular file; what it is instead.
-    NotRegular(&'static str),
-    /// The file holds more than the bound.
-    TooLarge(u64),
-    /// The filesystem's error.
-    Io(std::io::Error),
-}
-
-impl std::fmt::Display for FileRefusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FileRefusal::NotRegular(kind) => write!(
-                f,
-                "it is {kind}, not a regular file; a run writes plain files and folders only"
-            ),
-            FileRefusal::TooLarge(limit) => write!(
-                f,
-                "it holds more than {limit} bytes, the most a file of a bundle may hold"
-            ),
-            FileRefusal::Io(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-/// What an entry that is not a regular file or a folder is, in words.
-fn kind_of(kind: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_fifo() {
-            return "a named pipe";
-        }
-        if kind.is_socket() {
-            return "a socket";
-        }
-        if kind.is_char_device() || kind.is_block_device() {
-            return "a device";
-        }
-    }
-    if kind.is_symlink() {
-        "a symbolic link"
-    } else if kind.is_dir() {
-        "a folder"
-    } else {
-        "a special file"
-    }
-}
-
-/// Opens `path` for reading when it is a regular file, and only then: the
-/// entry is checked before it is opened, opened without following a link
-/// and without blocking, and checked again as opened.
-pub fn open_regular(path: &Path) -> Result<File, FileRefusal> {
-    let kind = std::fs::symlink_metadata(path)
-        .map_err(FileRefusal::Io)?
-        .file_type();
-    if !kind.is_file() {
-        return Err(FileRefusal::NotRegular(kind_of(kind)));
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
-    }
-    let file = options.open(path).map_err(FileRefusal::Io)?;
-    let opened = file.metadata().map_err(FileRefusal::Io)?.file_type();
-    if !opened.is_file() {
-        return Err(FileRefusal::NotRegular(kind_of(opened)));
-    }
-    Ok(file)
-}
-
-/// The bytes of the regular file `path`, at most `limit` of them.
-pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, FileRefusal> {
-    let file = open_regular(path)?;
-    let mut bytes = Vec::new();
-    file.take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)
-        .map_err(FileRefusal::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(FileRefusal::TooLarge(limit));
-    }
-    Ok(bytes)
-}
 
 /// A refusal of `path`, named printably.
 fn refused(path: &Path, cause: impl std::fmt::Display) -> ArenaError {

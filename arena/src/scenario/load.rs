@@ -11,7 +11,7 @@
 //! reading altogether and validates against files read before.
 
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use super::split::{split, Block, Cutter};
@@ -21,6 +21,7 @@ use super::validate::{
 };
 use super::Scenario;
 use crate::error::ArenaError;
+use crate::files::FileRefusal;
 use crate::fixtures::{self, FixtureSet};
 use crate::model::{ScenarioFile, StepDecl};
 use crate::secrets;
@@ -34,13 +35,37 @@ pub(crate) fn spool_failed(e: std::io::Error) -> ArenaError {
     }
 }
 
+/// The most bytes a scenario file may hold (1 GiB): the most any file of a
+/// bundle may hold ([`crate::bundle::MAX_FILE_BYTES`]), and a bundle keeps
+/// the scenario among its inputs. A longer file is refused after one byte
+/// past it, never read to its end.
+pub const MAX_SCENARIO_BYTES: u64 = crate::bundle::MAX_FILE_BYTES;
+
+/// A scenario file that is not read, as [`ArenaError::Unreadable`] naming
+/// the file and, for one over the bound, the bound.
+fn refused(path: &Path, refusal: FileRefusal) -> ArenaError {
+    ArenaError::Unreadable {
+        path: path.display().to_string(),
+        reason: refusal.describe("a scenario file"),
+    }
+}
+
+/// The bytes of the scenario file `path` as the loader reads it: a regular
+/// file (a link to one is followed), at most [`MAX_SCENARIO_BYTES`]; for a
+/// caller that reads the file again to point at a place in it.
+pub fn read_scenario_bytes(path: &Path) -> Result<Vec<u8>, ArenaError> {
+    crate::files::read_named(path, MAX_SCENARIO_BYTES).map_err(|e| refused(path, e))
+}
+
 /// A scenario file longer than this is spooled rather than held in memory.
 const SPOOL_AFTER: usize = 1 << 20;
 
 /// Reads and validates a scenario file; fixtures resolve next to it.
 ///
-/// The file is read once, line by line, while it is cut at its step
-/// tables, and each table is checked as it passes; a file longer than
+/// The file must be a regular file (a link to one is followed; a named
+/// pipe or a device is refused before it is opened) of at most
+/// [`MAX_SCENARIO_BYTES`]. It is read once, line by line, while it is cut
+/// at its step tables, and each table is checked as it passes; a file longer than
 /// 1 MiB goes into a private spool (see [`super::text`]), so memory then
 /// holds the world, each table's offset and the schedule, never the file.
 pub fn load_scenario(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
@@ -56,12 +81,10 @@ pub fn load_scenario_sealed_from(
     sealed_from: Option<&Path>,
 ) -> Result<Scenario, ArenaError> {
     let path = path.as_ref();
-    let unreadable = |e: std::io::Error| ArenaError::Unreadable {
-        path: path.display().to_string(),
-        reason: e.kind().to_string(),
-    };
-    let file = std::fs::File::open(path).map_err(unreadable)?;
-    let mut reader = std::io::BufReader::new(file);
+    let unreadable = |e: std::io::Error| refused(path, FileRefusal::Io(e));
+    let file = crate::files::open_named(path).map_err(|e| refused(path, e))?;
+    let mut reader = std::io::BufReader::new(file.take(MAX_SCENARIO_BYTES + 1));
+    let mut total: u64 = 0;
     // A file is kept in memory until it outgrows `SPOOL_AFTER`, then in a
     // private spool; failing to write the spool is the machine's fault.
     let mut held: Vec<u8> = Vec::new();
@@ -72,6 +95,10 @@ pub fn load_scenario_sealed_from(
         line.clear();
         if reader.read_until(b'\n', &mut line).map_err(unreadable)? == 0 {
             break;
+        }
+        total += line.len() as u64;
+        if total > MAX_SCENARIO_BYTES {
+            return Err(refused(path, FileRefusal::TooLarge(MAX_SCENARIO_BYTES)));
         }
         match &mut spooler {
             Some(spool) => spool.write(&line).map_err(spool_failed)?,

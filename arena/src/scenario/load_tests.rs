@@ -265,3 +265,49 @@ fn a_refused_step_table_reports_the_whole_files_error() {
         parse_whole(&text).unwrap_err().to_string()
     );
 }
+
+// A scenario that is a named pipe, a device or a link to one is refused before it is read, naming the file; a link to a regular scenario is followed.
+#[test]
+fn only_a_regular_scenario_file_is_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pipe = tmp.path().join("pipe.toml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let zero = tmp.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let (send, receive) = std::sync::mpsc::channel();
+    let paths = [pipe.clone(), zero.clone(), PathBuf::from("/dev/zero")];
+    std::thread::spawn(move || {
+        let refusals: Vec<String> = paths
+            .iter()
+            .map(|p| load_scenario(p).unwrap_err().to_string())
+            .collect();
+        let _ = send.send(refusals);
+    });
+    let refusals = receive
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the loader blocked or read without end");
+    assert!(
+        refusals[0].contains("pipe.toml")
+            && refusals[0].contains("it is a named pipe, not a regular file"),
+        "{}",
+        refusals[0]
+    );
+    for refusal in &refusals[1..] {
+        assert!(
+            refusal.contains("it is a device, not a regular file"),
+            "{refusal}"
+        );
+    }
+    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/walking_skeleton.toml");
+    let link = tmp.path().join("link.toml");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    assert_eq!(
+        read_scenario_bytes(&link).unwrap(),
+        std::fs::read(&real).unwrap()
+    );
+    assert_eq!(MAX_SCENARIO_BYTES, 1 << 30);
+}

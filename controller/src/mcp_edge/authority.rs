@@ -110,6 +110,9 @@ pub fn run_new(path: &Path, out: &mut dyn Write) -> Result<(), CliError> {
         .map_err(|e| CliError::output(COMMAND, &e))
 }
 
+/// The most bytes an authority file may hold (64 KiB; one holds two keys).
+const MAX_AUTHORITY_BYTES: u64 = 64 << 10;
+
 /// Reads an authority file for `command`.
 pub fn read(path: &Path, command: &'static str) -> Result<Authority, CliError> {
     let unreadable = |what: String| {
@@ -125,7 +128,9 @@ pub fn read(path: &Path, command: &'static str) -> Result<Authority, CliError> {
             "other users may read or write it; chmod 600 it".to_string(),
         ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(format!("{}", e.kind())))?;
+    let bytes = chio_arena::files::read_named(path, MAX_AUTHORITY_BYTES)
+        .map_err(|e| unreadable(e.describe("an authority file")))?;
+    let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))?;
     let file: AuthorityFile = serde_json::from_str(&text)
         .map_err(|_| unreadable("not the authority JSON object".to_string()))?;
     if file.schema != AUTHORITY_SCHEMA {

@@ -91,11 +91,14 @@ fn client_key(arg: &str) -> Result<String, CliError> {
     let text = if arg.len() == 64 && arg.bytes().all(|b| b.is_ascii_hexdigit()) {
         arg.to_string()
     } else {
-        std::fs::read_to_string(arg)
-            .map_err(|e| {
+        // A regular file of at most 4 KiB: a key file holds 64 characters.
+        chio_arena::files::read_named(std::path::Path::new(arg), 4 << 10)
+            .map_err(|e| e.describe("a key file"))
+            .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
+            .map_err(|cause| {
                 grant_error(
-                    format!("--client-key is neither 64 hex characters nor a readable file ({})", e.kind()),
-                    "pass the client's Ed25519 public key as 64 hex characters or a file holding them",
+                    format!("--client-key is neither 64 hex characters nor a readable file ({cause})"),
+                    "pass the client's Ed25519 public key as 64 hex characters or a regular file (at most 4 KiB) holding them",
                 )
             })?
             .trim()

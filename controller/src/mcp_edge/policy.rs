@@ -136,17 +136,16 @@ fn refused(path: &Path, what: String) -> CliError {
 
 /// Reads the guards and upstream labels of `path`.
 pub fn read(path: &Path) -> Result<EdgePolicy, CliError> {
-    let size = std::fs::metadata(path)
-        .map_err(|e| refused(path, format!("cannot be read: {}", e.kind())))?
-        .len();
-    if size > MAX_POLICY_BYTES {
-        return Err(refused(
+    // A regular file (a link to one is followed), bounded: a pipe or a
+    // device is refused unopened, whatever its size claims.
+    let bytes = chio_arena::files::read_named(path, MAX_POLICY_BYTES).map_err(|e| {
+        refused(
             path,
-            format!("is {size} bytes, over the bound of {MAX_POLICY_BYTES}"),
-        ));
-    }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| refused(path, format!("cannot be read: {}", e.kind())))?;
+            format!("cannot be read: {}", e.describe("a policy file")),
+        )
+    })?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| refused(path, "cannot be read: it is not UTF-8 text".to_string()))?;
     let file: PolicyFile = toml::from_str(&text).map_err(|e| {
         let place = e
             .span()

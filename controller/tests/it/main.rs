@@ -43,6 +43,7 @@ mod evolve_causes;
 mod first_use;
 mod import_mcp;
 mod import_trace;
+mod input_files;
 mod keys_in_output;
 mod matrix;
 mod mcp_edge;
