@@ -47,7 +47,7 @@ mod written;
 
 pub use written::first_rounded_whole;
 
-pub use unique::from_slice_unique;
+pub use unique::{from_slice_unique, is_duplicate_key, DUPLICATE_KEY};
 
 /// Serialises any `Serialize` value to canonical JSON bytes, writing them
 /// straight from the value: the bytes, and the errors, of printing the

@@ -145,6 +145,27 @@ fn hostile_traces_are_refused_naming_the_place_and_the_fix() {
         ),
         (
             "mcp",
+            "key-twice",
+            format!(
+                "{}\n{}",
+                call("1", r#"{"path":"/workspace/ok.txt","path":"/etc/shadow"}"#),
+                answer("1")
+            ),
+            "CHIO-IMPORT-TRACE-SYNTAX",
+            "line 1: is not JSON with each key once per object",
+        ),
+        (
+            "openai",
+            "key-twice-in-arguments",
+            chat(
+                &fcall("c1", r#""{\"path\": \"/a\", \"path\": \"/etc/shadow\"}""#),
+                &tool_msg("c1"),
+            ),
+            "CHIO-IMPORT-TRACE-ARGUMENTS",
+            "the arguments are not JSON with each key once per object",
+        ),
+        (
+            "mcp",
             "rounded-fraction",
             format!(
                 "{}\n{}",

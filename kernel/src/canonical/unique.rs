@@ -9,6 +9,15 @@
 use serde::de::{DeserializeSeed, Error as _, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+/// The start of the error [`from_slice_unique`] gives for a key given twice
+/// in one object (serde_json adds the line and column).
+pub const DUPLICATE_KEY: &str = "a key appears twice in one object; give it once";
+
+/// Whether `err` is the refusal of a key given twice in one object.
+pub fn is_duplicate_key(err: &serde_json::Error) -> bool {
+    err.to_string().starts_with(DUPLICATE_KEY)
+}
+
 /// Parses `bytes` as one JSON document, refusing an object that holds a key
 /// twice.
 pub fn from_slice_unique(bytes: &[u8]) -> Result<Value, serde_json::Error> {
@@ -70,9 +79,7 @@ impl<'de> Visitor<'de> for Unique {
         while let Some(key) = map.next_key::<String>()? {
             if object.contains_key(&key) {
                 // serde_json adds the line and column of the second one.
-                return Err(A::Error::custom(
-                    "a key appears twice in one object; give it once",
-                ));
+                return Err(A::Error::custom(DUPLICATE_KEY));
             }
             let value = map.next_value_seed(Unique)?;
             object.insert(key, value);
@@ -101,6 +108,10 @@ mod tests {
         ] {
             let err = from_slice_unique(twice).unwrap_err().to_string();
             assert!(err.contains("a key appears twice"), "{err}");
+            assert!(
+                super::is_duplicate_key(&from_slice_unique(twice).unwrap_err()),
+                "{err}"
+            );
             assert!(err.contains(" at line 1 column "), "{err}");
             for quoted in ["passwd", "file_read", "tool", "path", "\"k\"", "ghp_"] {
                 assert!(!err.contains(quoted), "{err}");

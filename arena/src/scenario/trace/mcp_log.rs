@@ -39,7 +39,7 @@ pub fn read(bytes: &[u8]) -> Result<Trace, TraceError> {
         if line.is_empty() {
             continue;
         }
-        let message: Value = serde_json::from_slice(line)
+        let message: Value = super::read_json(line)
             .map_err(|e| json_refusal(&e, &place, "session log, one JSON-RPC message per line,"))?;
         super::exact_numbers(line, &place)?;
         match message {

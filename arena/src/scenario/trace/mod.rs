@@ -201,10 +201,18 @@ pub fn read_trace(bytes: &[u8], format: TraceFormat) -> Result<Trace, TraceError
     Ok(trace)
 }
 
+/// One JSON document of a trace, read as `chio import mcp` and `chio eval`
+/// read theirs: an object holding a key twice is refused, since readers
+/// differ on which of the two they keep, and the call replayed could then
+/// differ from the call the server acted on.
+fn read_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    chio_kernel::canonical::from_slice_unique(bytes)
+}
+
 /// The one JSON document of a transcript, or a refusal naming the line and
 /// column (never the text).
 fn parse_json(bytes: &[u8], place: &str, what: &str) -> Result<Value, TraceError> {
-    let value = serde_json::from_slice(bytes).map_err(|e| json_refusal(&e, place, what))?;
+    let value = read_json(bytes).map_err(|e| json_refusal(&e, place, what))?;
     exact_numbers(bytes, place)?;
     Ok(value)
 }
@@ -241,6 +249,9 @@ fn json_refusal(e: &serde_json::Error, place: &str, what: &str) -> TraceError {
         // serde_json refuses nesting past 128 levels with this message.
         _ if e.to_string().starts_with("recursion limit exceeded") => format!(
             "nests deeper than 128 levels (line {line}, column {column}): the importer reads at most 128; record the {what} with flatter values"
+        ),
+        _ if chio_kernel::canonical::is_duplicate_key(e) => format!(
+            "is not JSON with each key once per object (line {line}, column {column}): a key appears twice in one object, and readers differ on which one they keep; record the {what} again with each key once"
         ),
         _ => format!("is not JSON (line {line}, column {column}): pass the {what} as it was recorded"),
     };
@@ -511,3 +522,6 @@ impl Pending {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -223,7 +223,7 @@ fn arguments_text(
             "the arguments are not JSON text: OpenAI writes a call's arguments as a string holding a JSON object",
         ));
     };
-    match serde_json::from_str(text) {
+    match super::read_json(text.as_bytes()) {
         Ok(Value::Object(arguments)) => {
             super::exact_numbers(text.as_bytes(), place)?;
             Ok(arguments)
@@ -232,6 +232,14 @@ fn arguments_text(
             TraceFault::Arguments,
             place,
             "the arguments are not a JSON object: a tool is called with an object of named arguments",
+        )),
+        Err(e) if chio_kernel::canonical::is_duplicate_key(&e) => Err(TraceError::new(
+            TraceFault::Arguments,
+            place,
+            format!(
+                "the arguments are not JSON with each key once per object (column {}): a key appears twice in one object, and readers differ on which one they keep; fix the call or drop it",
+                e.column()
+            ),
         )),
         Err(e) => Err(TraceError::new(
             TraceFault::Arguments,
