@@ -249,9 +249,22 @@ impl Exit {
     }
 }
 
+/// Text of an error that may quote input, as it is printed: each
+/// credential-shaped part replaced by the mark of its shape
+/// (`[REDACTED:github-token]`, by the kernel's one credential detector,
+/// `chio_kernel::credentials::mark`), then its control characters and
+/// bidirectional overrides escaped (`crate::term::printable`). Every error
+/// block goes through here, whichever command raised it, so a key, a
+/// pointer or a value quoted before any secret scan read it is never
+/// printed.
+pub fn shown(text: &str) -> String {
+    let marked = chio_kernel::credentials::mark::mark_credentials(text);
+    crate::term::printable(&marked).into_owned()
+}
+
 /// A typed CLI failure: what to print and how to exit.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{command}: {message}; {help}")]
+#[error("{command}: {}; {}", shown(.message), shown(.help))]
 pub struct CliError {
     /// The stable code, such as `CHIO-CLI-FLAG-OUT-OF-RANGE`.
     pub code: &'static str,
@@ -412,21 +425,19 @@ impl CliError {
     /// after the first when the error points at a place in the input. The
     /// message, the place and the help may quote input (an id, a file
     /// name, a JSON pointer built from argument keys), so each is printed
-    /// with its control characters and bidirectional overrides escaped
-    /// (`crate::term::printable`): no error can clear the screen or forge
-    /// a line.
+    /// as [`shown`]: no error can clear the screen, forge a line or print a
+    /// credential.
     pub fn render(&self) -> String {
-        use crate::term::printable;
         let location = match &self.location {
-            Some(at) => format!("  --> {}\n", printable(at)),
+            Some(at) => format!("  --> {}\n", shown(at)),
             None => String::new(),
         };
         format!(
             "error[{}]: {}: {}\n{location}  help: {}\n  code: {}\n  docs: {}\n",
             self.code,
             self.command,
-            printable(&self.message),
-            printable(&self.help),
+            shown(&self.message),
+            shown(&self.help),
             self.urn(),
             self.docs_url()
         )
@@ -469,6 +480,29 @@ mod tests {
         assert!(block.starts_with(
             "error[CHIO-ARENA-DRIFT]: arena replay: file x\\u{a}no drift\\u{1b}]0;t\\u{7}\\u{202e}\n  --> s\\u{1b}[2J.toml:1:1\n  help: see \\u{9b}\n"
         ), "{block}");
+    }
+
+    // A credential quoted by a message, a place or a help (a key in a JSON pointer, a field path) is printed as the mark of its shape, whichever command raised the error; the rest is printed as it was.
+    #[test]
+    fn renders_credentials_as_the_mark_of_their_shape() {
+        let token = format!("ghp_{}", "a".repeat(36));
+        let err = CliError {
+            location: Some(format!("trace/{token}.jsonl:1:1")),
+            ..CliError::new(
+                codes::IMPORT_TRACE_VALUE,
+                "import trace",
+                format!("t.jsonl, line 1: null (arguments at \"/{token}\")"),
+                "field request.arguments.AKIAIOSFODNN7EXAMPLE",
+            )
+        };
+        for text in [err.render(), err.to_string()] {
+            assert!(
+                !text.contains(&token) && !text.contains("AKIAIOSFODNN7EXAMPLE"),
+                "{text}"
+            );
+        }
+        let block = err.render();
+        assert!(block.starts_with("error[CHIO-IMPORT-TRACE-VALUE]: import trace: t.jsonl, line 1: null (arguments at \"/[REDACTED:github-token]\")\n  --> trace/[REDACTED:github-token].jsonl:1:1\n  help: field request.arguments.[REDACTED:aws-access-key]\n"), "{block}");
     }
 
     // A code declared by two tables has one class in both, so its exit does not depend on who raised it.

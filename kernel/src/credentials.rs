@@ -43,7 +43,8 @@
 //! [`forms`] reads a text in the forms a receiver recovers a credential
 //! from (percent-decoded, JSON-unescaped, invisible characters removed,
 //! NFKC; base64 and hex runs decoded) and text made of several parts read
-//! together; the `secret-redaction` guard reads through it.
+//! together; the `secret-redaction` guard reads through it. [`mark`]
+//! marks each credential in a message that quotes input by its shape.
 //!
 //! Limits: a credential with no recognisable shape (a bare 40-character
 //! secret, a password in prose) is not found; values are matched on ASCII
@@ -54,6 +55,7 @@
 use std::ops::Range;
 
 pub mod forms;
+pub mod mark;
 
 /// What replaces a credential when text is redacted.
 pub const REDACTED: &str = "[REDACTED]";

@@ -278,3 +278,47 @@ fn a_duplicate_key_is_refused_without_quoting_it() {
     assert!(err.contains(" at line "), "{err}");
     assert!(!err.contains("ghp_"), "{err}");
 }
+
+// A credential-shaped key the envelope format does not define, or whose number is out of range, is named by the mark of its shape, never printed.
+#[test]
+fn a_credential_shaped_key_is_named_by_its_shape() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let base = std::fs::read_to_string(fixture).unwrap();
+    let token = format!("ghp_{}", "a".repeat(36));
+    for (name, text, code, wanted) in [
+        (
+            "unknown.json",
+            base.replacen(
+                "\"agent_id\":",
+                &format!("\"{token}\": 1, \"agent_id\":"),
+                1,
+            ),
+            "CHIO-EVAL-UNKNOWN-FIELD",
+            "envelope field request.[REDACTED:github-token] is not part",
+        ),
+        (
+            "range.json",
+            base.replacen(
+                "\"path\":",
+                "\"AKIAIOSFODNN7EXAMPLE\": 18014398509481984, \"path\":",
+                1,
+            ),
+            "CHIO-EVAL-OUT-OF-RANGE",
+            "envelope field request.arguments.[REDACTED:aws-access-key] is outside",
+        ),
+    ] {
+        assert_ne!(text, base);
+        std::fs::write(tmp.path().join(name), text).unwrap();
+        let args = ["eval", name];
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert!(err.starts_with(&format!("error[{code}]")), "{err}");
+        assert!(err.contains(wanted), "{err}");
+        assert!(
+            !err.contains(&token) && !err.contains("AKIAIOSFODNN7EXAMPLE"),
+            "{err}"
+        );
+    }
+}

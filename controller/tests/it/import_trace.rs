@@ -231,6 +231,17 @@ fn hostile_traces_are_refused_naming_the_place_and_the_fix() {
         ),
         (
             "mcp",
+            "credential-key",
+            format!(
+                "{}\n{}",
+                call("1", &format!(r#"{{"{s}":null}}"#)),
+                answer("1")
+            ),
+            "CHIO-IMPORT-TRACE-VALUE",
+            "(arguments at \"/[REDACTED:github-token]\")",
+        ),
+        (
+            "mcp",
             "null-argument",
             format!(
                 "{}\n{}",
