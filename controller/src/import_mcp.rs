@@ -9,7 +9,10 @@
 //! `--command` it starts the MCP server itself and lists its tools
 //! (`crate::import_mcp_live`), then reads that result the same way
 //! (`chio_arena::scenario::mcp`, which owns the parsing of the untrusted
-//! input and the rules every definition must satisfy). `--out` writes the
+//! input and the rules every definition must satisfy). A definition
+//! carrying a credential is refused before anything is printed, by the
+//! scenario loader's inline-secret scan `import trace` passes its scenario
+//! through (exit 2, naming the field and the marker). `--out` writes the
 //! declaration whole or not at all, through a temporary file beside it.
 //! Exit 0 with the declaration, 2 for input it refuses, 3 for a file it
 //! cannot write.
@@ -31,7 +34,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
+use chio_arena::scenario::mcp::{checked_declaration, parse_tools_list, ImportProblem};
 use chio_arena::scenario::trace::{import_trace, TraceFault, TraceFormat};
 use chio_kernel::guards::prompt_injection::DefinitionFinding;
 
@@ -72,20 +75,23 @@ fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
             ))
         }
     };
-    let tools = parse_tools_list(&bytes, &args.id).map_err(|problem| {
+    let refused = |problem: ImportProblem| {
         CliError::new(
             codes::IMPORT_TOOLS_LIST,
             COMMAND,
             format!("{source} is refused: {problem}"),
             "docs/scenario-schema.md, \"Declared tools\", says what a definition must be",
         )
-    })?;
+    };
+    let tools = parse_tools_list(&bytes, &args.id).map_err(refused)?;
     let flagged: Vec<(String, DefinitionFinding)> = tools
         .iter()
         .filter_map(|t| t.poisoning().map(|found| (t.contract.name.clone(), found)))
         .collect();
+    // Refused before anything is printed: a declaration carrying a
+    // credential is what the scenario loader refuses, and import trace.
+    let declaration = checked_declaration(&args.id, &args.kernel, &tools).map_err(refused)?;
     poisoned(COMMAND, &flagged, args.deny_poisoned)?;
-    let declaration = server_declaration(&args.id, &args.kernel, &tools);
     match &args.out {
         None => CliError::print(COMMAND, out, declaration.as_bytes()),
         Some(path) => write_whole(COMMAND, path, declaration.as_bytes()),

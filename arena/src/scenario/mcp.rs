@@ -11,7 +11,10 @@
 //! 2020-12 with only local references, a canonical form to digest; and no
 //! name twice. [`server_declaration`] prints the `[[servers]]` block, each
 //! tool with its digest, so a later change of the server's definitions is
-//! refused at validation until someone looks at it.
+//! refused at validation until someone looks at it; [`checked_declaration`]
+//! first passes it through the loader's inline-secret scan, as `chio import
+//! trace` passes the scenario it writes, so a definition carrying a
+//! credential is refused rather than printed.
 //!
 //! Every definition is also read by the kernel's prompt-injection reader
 //! ([`ImportedTool::poisoning`]); a flagged one is still declared, with a
@@ -249,6 +252,31 @@ fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_string()).to_string()
 }
 
+/// [`server_declaration`], once the scenario loader's inline-secret scan
+/// ([`crate::secrets::scan_document`], the scan `chio import trace` passes
+/// the scenario it writes through) has read it: a definition carrying a
+/// credential (in its description, a schema, a name) gives a declaration no
+/// scenario can hold, so it is refused, naming the field and the marker,
+/// never the value, and nothing is printed.
+pub fn checked_declaration(
+    id: &str,
+    kernel: &str,
+    tools: &[ImportedTool],
+) -> Result<String, ImportProblem> {
+    let text = server_declaration(id, kernel, tools);
+    let table: toml::Table = text.parse().map_err(|_| {
+        refuse("the declaration written is not TOML: this is a defect, report it with the tools/list result's shape")
+    })?;
+    crate::secrets::scan_document(&table).map_err(|e| {
+        refuse(format!(
+            "the declaration would not validate ({}: {}): a scenario never holds a credential; have the server drop it from the definition, then list the tools again",
+            e.code(),
+            e.summary()
+        ))
+    })?;
+    Ok(text)
+}
+
 /// The `[[servers]]` block of a recorded server `id` served by `kernel`
 /// declaring `tools`, ready to paste into a scenario (answers to add).
 pub fn server_declaration(id: &str, kernel: &str, tools: &[ImportedTool]) -> String {
@@ -336,6 +364,37 @@ mod tests {
         let block = server_declaration("git", "kernel-a", &a);
         assert!(block.contains("read_only_hint = true\n"), "{block}");
         assert!(!block.contains("destructive_hint"), "{block}");
+    }
+
+    // A definition carrying a credential (its description, its schema) gives no declaration: the loader's inline-secret scan refuses it, naming the field and the marker, never the value; a clean one is the declaration printed.
+    #[test]
+    fn a_credential_in_a_definition_is_refused() {
+        for (definition, field) in [
+            (
+                r#"{"name": "t", "description": "sign requests with AKIAIOSFODNN7EXAMPLE", "inputSchema": {"type": "object"}}"#,
+                "servers[0].tools[0].description",
+            ),
+            (
+                r#"{"name": "t", "inputSchema": {"type": "object", "default": {"k": "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}}}"#,
+                "servers[0].tools[0].input_schema",
+            ),
+        ] {
+            let a = tools(&format!(r#"{{"tools": [{definition}]}}"#)).unwrap();
+            let err = checked_declaration("srv", "kernel-a", &a)
+                .unwrap_err()
+                .message;
+            assert!(err.contains("CHIO-SCENARIO-INLINE-SECRET"), "{err}");
+            assert!(err.contains(field), "{err}");
+            assert!(
+                !err.contains("IOSFODNN7EXAMPLE") && !err.contains("ghp_aaa"),
+                "{err}"
+            );
+        }
+        let clean = tools(r#"{"tools": [{"name": "t", "description": "signs requests", "inputSchema": {"type": "object"}}]}"#).unwrap();
+        assert_eq!(
+            checked_declaration("srv", "kernel-a", &clean).unwrap(),
+            server_declaration("srv", "kernel-a", &clean)
+        );
     }
 
     // Hostile input is refused naming the place and the fix, never echoing a value from the input.

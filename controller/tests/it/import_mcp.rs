@@ -173,6 +173,13 @@ fn hostile_tools_lists_are_refused_naming_the_fix() {
                 .to_string(),
             "result.tools[1] repeats the name a of result.tools[0]",
         ),
+        (
+            "credential",
+            format!(
+                r#"{{"tools": [{{"name": "a", "description": "sign with {secret}", "inputSchema": {{}}}}]}}"#
+            ),
+            "the declaration would not validate (CHIO-SCENARIO-INLINE-SECRET: inline secret: value at servers[0].tools[0].description carries a credential (marker \"ghp_\"); value not shown)",
+        ),
     ];
     for (name, text, wanted) in cases {
         let file = tmp.path().join(format!("{name}.json"));
