@@ -158,10 +158,41 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
 /// (`--quiet`) turns the progress bar off.
 pub fn run(args: &EvolveArgs, out: &mut dyn Write, quiet: bool) -> Result<(), CliError> {
     let (scenario, inputs) = load_checked(args)?;
+    check_report_paths(args, &scenario)?;
     let result = evolve(args, &scenario, &inputs, quiet)?;
     let (dir, board) = write_outputs(args, &scenario, &result)?;
     let text = summary_text(args, &scenario, &result, &dir, &board)?;
     CliError::print(COMMAND, out, text.as_bytes())
+}
+
+/// The output root: `--out`, by default `target/arena`.
+fn out_root(args: &EvolveArgs) -> PathBuf {
+    args.out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/arena"))
+}
+
+/// Refuses, before the search runs, a `--sarif` or `--html` path that is
+/// the scenario or a file it reads, the topology file, or lies in the
+/// output root, or is the other report's path (`crate::report::paths`).
+fn check_report_paths(args: &EvolveArgs, scenario: &Scenario) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, scenario_guards, topology_guard, Guard, Report};
+    let mut guards = scenario_guards(&args.file, scenario);
+    guards.extend(topology_guard(args.topology.as_ref()));
+    guards.push(Guard::writes(out_root(args), "the output root"));
+    let reports = [
+        Report {
+            flag: "--sarif",
+            path: args.sarif.as_deref(),
+            example: "target/reports/escapes.sarif",
+        },
+        Report {
+            flag: "--html",
+            path: args.html.as_deref(),
+            example: "target/reports/search.html",
+        },
+    ];
+    check_reports(COMMAND, &reports, &guards)
 }
 
 /// Checks the budget flags, loads the scenario and refuses one without
@@ -227,10 +258,7 @@ fn write_outputs(
     scenario: &Scenario,
     result: &EvolutionResult,
 ) -> Result<(PathBuf, Leaderboard), CliError> {
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("target/arena"));
+    let dir = out_root(args);
     std::fs::create_dir_all(&dir).map_err(|e| CliError::write_failed(COMMAND, &dir, &e))?;
     let board = Leaderboard::from_evolution(scenario.id(), result);
     let trace = TraceDocument {

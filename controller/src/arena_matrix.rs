@@ -298,6 +298,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/arena/matrix").join(matrix.folder_name()));
+    check_report_paths(args, &matrix, &dir)?;
     tracing::info!(
         matrix_id = matrix.id(),
         definition = %matrix.definition().sha256,
@@ -363,6 +364,25 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
         )
     };
     CliError::print(COMMAND, out, text.as_bytes())
+}
+
+/// Refuses, before any run, a `--junit` path that is the matrix file or a
+/// file it reads, the topology file, or lies in the output folder `dir`
+/// (`crate::report::paths`).
+fn check_report_paths(args: &MatrixArgs, matrix: &Matrix, dir: &Path) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, topology_guard, Guard, Report};
+    let mut guards = vec![Guard::reads(&args.file, "the matrix file")];
+    for path in matrix.input_files() {
+        guards.push(Guard::reads(path, "a file or folder the matrix reads"));
+    }
+    guards.extend(topology_guard(args.topology.as_ref()));
+    guards.push(Guard::writes(dir, "the output folder"));
+    let report = Report {
+        flag: "--junit",
+        path: args.junit.as_deref(),
+        example: "target/reports/matrix.xml",
+    };
+    check_reports(COMMAND, &[report], &guards)
 }
 
 /// The places the runs go to, once every cell's scenario fits them.

@@ -24,8 +24,10 @@
 //! the table, the document and the JUnit report read the steps back from
 //! the written bundle one at a time (`outcome`), and a bundle that cannot be
 //! read back is an infrastructure failure (`CHIO-REPORT-BUNDLE-READ`, exit
-//! 3). The table's result column is coloured when the `Palette` says so;
-//! JSON never is.
+//! 3). A report path that is the scenario or a file it reads, lies in the
+//! bundle folder or is the other report's path is refused before anything
+//! runs (`CHIO-REPORT-PATH`, exit 2; `crate::report::paths`). The table's
+//! result column is coloured when the `Palette` says so; JSON never is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -89,6 +91,11 @@ pub fn runtime(command: &'static str) -> Result<tokio::runtime::Runtime, CliErro
 /// Runs the command, printing to `out` in `palette`'s colours.
 pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), CliError> {
     let (scenario, mut inputs) = load_for_run(COMMAND, &args.file)?;
+    let dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
+    check_report_paths(args, &scenario, &dir)?;
     // A live MCP server is never started by a run: its calls are answered
     // from the recording `arena record` wrote.
     match &args.replay_from {
@@ -100,10 +107,6 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         }
         None => {}
     }
-    let dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("target/arena").join(scenario.id()));
     let options = RunOptions {
         keep_going: args.keep_going,
         dispatch: if args.one_at_a_time {
@@ -140,6 +143,36 @@ pub fn run(args: &RunArgs, out: &mut dyn Write, palette: Palette) -> Result<(), 
         location: failed_step_location(&args.file, &scenario, &result, &tally),
         ..e
     })
+}
+
+/// Refuses, before anything runs, a `--junit` or `--html` path that is
+/// the scenario or a file it reads, the recording or the topology file, or
+/// lies in the bundle folder `dir`, or is the other report's path
+/// (`crate::report::paths`).
+fn check_report_paths(args: &RunArgs, scenario: &Scenario, dir: &Path) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, scenario_guards, topology_guard, Guard, Report};
+    let mut guards = scenario_guards(&args.file, scenario);
+    if let Some(from) = &args.replay_from {
+        guards.push(Guard::reads(
+            from,
+            "the recording folder --replay-from names",
+        ));
+    }
+    guards.extend(topology_guard(args.topology.as_ref()));
+    guards.push(Guard::writes(dir, "the bundle folder"));
+    let reports = [
+        Report {
+            flag: "--junit",
+            path: args.junit.as_deref(),
+            example: "target/reports/run.xml",
+        },
+        Report {
+            flag: "--html",
+            path: args.html.as_deref(),
+            example: "target/reports/run.html",
+        },
+    ];
+    check_reports(COMMAND, &reports, &guards)
 }
 
 /// Where the step a run stopped at (or, for `--keep-going`, its first

@@ -104,6 +104,9 @@ cli_codes! {
     FLAG_OUT_OF_RANGE = "CHIO-CLI-FLAG-OUT-OF-RANGE", Input;
     /// A report file (JUnit, SARIF) could not be written.
     REPORT_WRITE = "CHIO-REPORT-WRITE", Infrastructure;
+    /// A report path names what its command reads or writes, or another
+    /// report's path.
+    REPORT_PATH = "CHIO-REPORT-PATH", Input;
     /// The bundle a run wrote could not be read back for its report.
     REPORT_BUNDLE_READ = "CHIO-REPORT-BUNDLE-READ", Infrastructure;
     /// `campaign template --out` names a ledger that already exists.

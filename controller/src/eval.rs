@@ -16,7 +16,10 @@
 //! malformed envelope.
 //! `--from-bundle` builds the envelope of a recorded call instead
 //! (`crate::eval_bundle`); `--write-envelope` writes the envelope
-//! evaluated, canonical, so one input can be changed and evaluated again.
+//! evaluated, canonical, so one input can be changed and evaluated again:
+//! whole or not at all (`crate::report`), and never over the envelope read
+//! or inside the bundle read (`CHIO-REPORT-PATH`, refused before anything
+//! is read).
 
 use std::io::Write;
 
@@ -123,9 +126,31 @@ fn check_now_flag(now_unix_secs: Option<u64>) -> Result<(), CliError> {
     }
 }
 
+/// Refuses a `--write-envelope` path that is the envelope read or lies in
+/// the bundle `--from-bundle` reads (`crate::report::paths`), before
+/// anything is read.
+fn check_envelope_path(args: &EvalArgs) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, Guard, Report};
+    let mut guards = Vec::new();
+    match (args.envelope.as_deref(), args.from_bundle.as_deref()) {
+        (_, Some([bundle, ..])) => {
+            guards.push(Guard::reads(bundle, "the bundle --from-bundle reads"))
+        }
+        (Some(file), None) if file != "-" => guards.push(Guard::reads(file, "the envelope file")),
+        _ => {}
+    }
+    let report = Report {
+        flag: "--write-envelope",
+        path: args.write_envelope.as_deref(),
+        example: "target/envelope.json",
+    };
+    check_reports(COMMAND, &[report], &guards)
+}
+
 /// Runs the command, printing to `out`.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     check_now_flag(args.now_unix_secs)?;
+    check_envelope_path(args)?;
     let bytes = match &args.from_bundle {
         Some(words) => {
             // clap takes exactly two values; anything else is refused as a flag.
@@ -162,7 +187,8 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 )
             })?;
         text.push(b'\n');
-        std::fs::write(path, text).map_err(|e| CliError::write_failed(COMMAND, path, &e))?;
+        crate::report::write_report(crate::report::ReportKind::Envelope, path, &text)
+            .map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {
         // The envelope's integers were range-checked, so this signals a bug.

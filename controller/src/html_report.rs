@@ -233,8 +233,25 @@ pub fn write_page(command: &'static str, path: &Path, html: &str) -> Result<(), 
     write_report(ReportKind::Html, path, html.as_bytes()).map_err(|e| e.into_cli(command))
 }
 
+/// Refuses an `--out` that is, or lies inside, the result read or the
+/// declaration (`crate::report::paths`): the page would replace evidence.
+fn check_report_path(args: &ReportArgs) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, Guard, Report};
+    let mut guards = vec![Guard::reads(&args.path, "the result PATH")];
+    if let Some(declaration) = &args.declaration {
+        guards.push(Guard::reads(declaration, "the declaration"));
+    }
+    let report = Report {
+        flag: "--out",
+        path: Some(&args.out),
+        example: "target/reports/report.html",
+    };
+    check_reports(COMMAND, &[report], &guards)
+}
+
 /// Runs the command, printing to `out`.
 pub fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    check_report_path(args)?;
     let (kind, html) = render(&args.path, args.declaration.as_deref())?;
     write_page(COMMAND, &args.out, &html)?;
     writeln!(

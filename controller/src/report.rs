@@ -1,18 +1,24 @@
 //! Report files (JUnit XML, SARIF, HTML pages): writing them whole or
 //! not at all, and the typed error a failed write becomes.
 //!
-//! A report is rendered in memory first, then written to a temporary file
-//! beside its destination (`.<name>.partial`), flushed to disk and renamed
-//! over the destination, so a CI system that picks the file up never reads
-//! half a report and an old report is replaced only by a whole new one. The
-//! destination's folder is created when missing. A failure is a
+//! A report is rendered in memory first, then written to a new temporary
+//! file of its own beside its destination (`.chio-report-*.partial`,
+//! created exclusively, so no file or link already there is written
+//! through), flushed to disk and renamed over the destination, so a CI
+//! system that picks the file up never reads half a report and an old
+//! report is replaced only by a whole new one; a failed write leaves no
+//! temporary file. The destination's folder is created when missing. Where
+//! a report may go at all is [`paths`]: never over what its command reads
+//! or writes. A failure is a
 //! [`ReportError`], which the CLI reports as `CHIO-REPORT-WRITE` with exit 3
 //! (infrastructure): the run itself was judged, only its report was lost.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{codes, CliError};
+
+pub mod paths;
 
 /// The CLI code of a report that could not be written.
 pub const REPORT_WRITE_CODE: &str = codes::REPORT_WRITE.code;
@@ -26,6 +32,8 @@ pub enum ReportKind {
     Sarif,
     /// A self-contained HTML page (`chio report`, `--html`).
     Html,
+    /// A portable-evaluation envelope (`chio eval --write-envelope`).
+    Envelope,
 }
 
 impl ReportKind {
@@ -35,6 +43,7 @@ impl ReportKind {
             ReportKind::Junit => "JUnit",
             ReportKind::Sarif => "SARIF",
             ReportKind::Html => "HTML",
+            ReportKind::Envelope => "envelope",
         }
     }
 }
@@ -100,45 +109,42 @@ impl ReportError {
     }
 }
 
-/// The temporary name a report is written under before the rename.
-fn partial_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report".to_string());
-    path.with_file_name(format!(".{name}.partial"))
-}
-
 /// Writes `bytes` to `path` whole or not at all (see the module doc).
 pub fn write_report(kind: ReportKind, path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| ReportError::CreateFolder {
+    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => {
+            std::fs::create_dir_all(parent).map_err(|e| ReportError::CreateFolder {
+                kind,
+                path: parent.display().to_string(),
+                cause: e.kind().to_string(),
+            })?;
+            parent
+        }
+        None => Path::new("."),
+    };
+    let written = tempfile::Builder::new()
+        .prefix(".chio-report-")
+        .suffix(".partial")
+        .tempfile_in(folder)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.as_file().sync_all()?;
+            Ok(file)
+        })
+        .map_err(|e| ReportError::Write {
             kind,
-            path: parent.display().to_string(),
+            path: path.display().to_string(),
             cause: e.kind().to_string(),
         })?;
-    }
-    let tmp = partial_path(path);
-    let written = std::fs::File::create(&tmp).and_then(|mut file| {
-        file.write_all(bytes)?;
-        file.sync_all()
-    });
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(ReportError::Write {
+    // A temporary file that is not persisted is removed when dropped.
+    written
+        .persist(path)
+        .map(drop)
+        .map_err(|e| ReportError::Replace {
             kind,
             path: path.display().to_string(),
-            cause: e.kind().to_string(),
-        });
-    }
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        ReportError::Replace {
-            kind,
-            path: path.display().to_string(),
-            cause: e.kind().to_string(),
-        }
-    })
+            cause: e.error.kind().to_string(),
+        })
 }
 
 #[cfg(test)]

@@ -59,10 +59,10 @@ swaps = ["tool"]
     "scenarios/two-weakened.toml"
 }
 
-/// Runs `chio arena evolve FILE --generations N --out OUT --sarif OUT/escapes.sarif`
+/// Runs `chio arena evolve FILE --generations N --out OUT --sarif OUT.sarif`
 /// and answers standard output, the leaderboard and the SARIF log.
 fn evolve(dir: &Path, file: &str, generations: &str, out: &str) -> (String, Value, Value) {
-    let sarif = format!("{out}/escapes.sarif");
+    let sarif = format!("{out}.sarif");
     let args = [
         "arena",
         "evolve",
@@ -76,13 +76,13 @@ fn evolve(dir: &Path, file: &str, generations: &str, out: &str) -> (String, Valu
     ];
     let output = chio(dir, &args);
     assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
-    let read = |name: &str| -> Value {
-        serde_json::from_slice(&std::fs::read(dir.join(out).join(name)).unwrap()).expect("JSON")
+    let read = |path: &Path| -> Value {
+        serde_json::from_slice(&std::fs::read(dir.join(path)).unwrap()).expect("JSON")
     };
     (
         String::from_utf8(output.stdout).unwrap(),
-        read("leaderboard.json"),
-        read("escapes.sarif"),
+        read(&Path::new(out).join("leaderboard.json")),
+        read(Path::new(&sarif)),
     )
 }
 
@@ -156,18 +156,17 @@ fn two_weakened_guards_give_two_causes() {
         stdout.replace("written to a", ""),
         again.replace("written to b", "")
     );
-    for name in [
-        "leaderboard.json",
-        "leaderboard.md",
-        "escapes.sarif",
-        "evolve-trace.json",
-    ] {
+    for name in ["leaderboard.json", "leaderboard.md", "evolve-trace.json"] {
         assert_eq!(
             std::fs::read(tmp.path().join("a").join(name)).unwrap(),
             std::fs::read(tmp.path().join("b").join(name)).unwrap(),
             "{name}"
         );
     }
+    assert_eq!(
+        std::fs::read(tmp.path().join("a.sarif")).unwrap(),
+        std::fs::read(tmp.path().join("b.sarif")).unwrap()
+    );
 }
 
 // On a bred search, the causes partition the distinct escapes the trace records: counts and SARIF related locations both add up to them, one result per distinct key, far fewer results than escapes.

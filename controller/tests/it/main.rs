@@ -57,6 +57,7 @@ mod promoted;
 mod refusal_parity;
 mod report_browser;
 mod report_html;
+mod report_paths;
 mod reports;
 mod round_trips;
 mod sealed_values;
