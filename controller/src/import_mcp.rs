@@ -29,6 +29,8 @@
 //! parsing, the scenario it becomes and its validation). It writes the
 //! prompt first and the scenario last, each whole or not at all, so a
 //! `scenario.toml` in DIR is always complete; the same exit codes apply.
+//! Neither command writes over the file it reads: an `--out` that would is
+//! refused before anything is read (`CHIO-REPORT-PATH`, exit 2).
 
 use std::io::Write;
 use std::path::Path;
@@ -57,6 +59,18 @@ pub fn run(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
 }
 
 fn mcp(args: &ImportMcpArgs, out: &mut dyn Write) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, Guard, Report};
+    let guards: Vec<Guard> = args
+        .tools
+        .iter()
+        .map(|file| Guard::reads(file, "the tools/list result"))
+        .collect();
+    let written = Report {
+        flag: "--out",
+        path: args.out.as_deref(),
+        example: "server.toml",
+    };
+    check_reports(COMMAND, &[written], &guards)?;
     let (bytes, source) = match (&args.tools, &args.command) {
         (Some(file), None) => (read_tools_file(file)?, file.display().to_string()),
         (None, Some(command)) => (
@@ -143,6 +157,7 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
             format!("pass --format {}", known.join(", --format ")),
         ));
     };
+    check_trace_outputs(TRACE, args)?;
     let bytes = read_import(
         TRACE,
         &args.trace,
@@ -185,6 +200,29 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
         &args.out.join("scenario.toml"),
         imported.scenario.as_bytes(),
     )
+}
+
+/// Refuses, before the trace is read, an `--out` folder whose scenario or
+/// prompt file would be the trace itself (`crate::report::paths`).
+fn check_trace_outputs(command: &'static str, args: &ImportTraceArgs) -> Result<(), CliError> {
+    use crate::report::paths::{check_reports, Guard, Report};
+    let scenario = args.out.join("scenario.toml");
+    let prompt = args
+        .out
+        .join(chio_arena::scenario::trace::write::PROMPT_REF);
+    let written = [
+        Report {
+            flag: "--out",
+            path: Some(&scenario),
+            example: "imported/",
+        },
+        Report {
+            flag: "--out",
+            path: Some(&prompt),
+            example: "imported/",
+        },
+    ];
+    check_reports(command, &written, &[Guard::reads(&args.trace, "the trace")])
 }
 
 /// Warns on standard error about each flagged definition (tool, pattern,

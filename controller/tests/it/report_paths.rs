@@ -92,7 +92,7 @@ fn arena_run_refuses_reports_over_inputs_and_evidence() {
     );
 }
 
-// arena matrix, arena evolve, chio report and chio eval refuse a report path that is an input or lies in what they write or read, before anything runs.
+// arena matrix, arena evolve, chio report, chio eval and chio import refuse an output path that is an input or lies in what they write or read, before anything runs.
 #[test]
 fn every_report_flag_keeps_off_inputs_and_outputs() {
     let tmp = tempfile::tempdir().unwrap();
@@ -187,4 +187,34 @@ fn every_report_flag_keeps_off_inputs_and_outputs() {
         "--write-envelope env.json is the envelope file",
     );
     assert_eq!(std::fs::read(dir.join("env.json")).unwrap(), b"{}");
+    refused(
+        dir,
+        &[
+            "import",
+            "mcp",
+            "env.json",
+            "--id",
+            "s",
+            "--out",
+            "./env.json",
+        ],
+        "--out ./env.json is the tools/list result env.json, which import mcp reads",
+    );
+    std::fs::create_dir(dir.join("t")).unwrap();
+    std::fs::write(dir.join("t/scenario.toml"), "{}").unwrap();
+    refused(
+        dir,
+        &[
+            "import",
+            "trace",
+            "t/scenario.toml",
+            "--format",
+            "mcp",
+            "--out",
+            "t",
+        ],
+        "--out t/scenario.toml is the trace t/scenario.toml, which import trace reads",
+    );
+    assert_eq!(std::fs::read(dir.join("env.json")).unwrap(), b"{}");
+    assert_eq!(std::fs::read(dir.join("t/scenario.toml")).unwrap(), b"{}");
 }
