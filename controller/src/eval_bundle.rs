@@ -62,9 +62,15 @@ pub fn envelope_from_bundle(
         )
     })?;
     let scenario_path = dir.join("inputs").join(SCENARIO_INPUT);
-    let (scenario, _) = crate::arena_run::load_for_run(COMMAND, &scenario_path)?;
-    let world = World::resolve(&scenario, scenario.fixture_set())
-        .map_err(|e| CliError::node(COMMAND, &e))?;
+    // The bundle never holds the files a scenario seals, and a call whose
+    // arguments take one is refused below: the scenario is read without
+    // them, so every other call of it can be evaluated.
+    let scenario = chio_arena::scenario::load::load_scenario_unsealed(&scenario_path)
+        .map_err(|e| CliError::from_scenario_file(COMMAND, &scenario_path, &e))?;
+    scenario
+        .require_world()
+        .map_err(|e| CliError::from_arena(COMMAND, &e))?;
+    let world = World::resolve_parties(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     let step_decl = scenario
         .steps()
         .filter_map(Result::ok)

@@ -127,11 +127,31 @@ impl World {
         Self::resolve_with(scenario, fixtures, &redefinitions)
     }
 
+    /// The parties of `scenario`'s world: the authority, the agents and
+    /// their keys, the kernels and the grants the authority issues, without
+    /// its tool servers, which may answer with sealed values only a run
+    /// reads. What a caller needs to rebuild a recorded call's envelope.
+    pub fn resolve_parties(scenario: &Scenario) -> Result<World, NodeError> {
+        let redefinitions = scenario
+            .redefinitions()
+            .map_err(|e| NodeError::Scenario(e.to_string()))?;
+        Self::resolve_inner(scenario, None, &redefinitions)
+    }
+
     /// [`World::resolve`] with the run's tool redefinitions given apart,
     /// for a node sent the world without its schedule.
     pub fn resolve_with(
         scenario: &Scenario,
         fixtures: &FixtureSet,
+        redefinitions: &[Redefinition],
+    ) -> Result<World, NodeError> {
+        Self::resolve_inner(scenario, Some(fixtures), redefinitions)
+    }
+
+    /// The world, its tool servers seeded from `fixtures` when given.
+    fn resolve_inner(
+        scenario: &Scenario,
+        fixtures: Option<&FixtureSet>,
         redefinitions: &[Redefinition],
     ) -> Result<World, NodeError> {
         scenario
@@ -153,7 +173,10 @@ impl World {
         let (agents, agent_keys) = resolve_agents(scenario)?;
         let kernels =
             resolve_kernels(scenario, &specs, &authority_hex, &agent_keys, redefinitions)?;
-        let servers = resolve_servers(scenario, fixtures)?;
+        let servers = match fixtures {
+            Some(fixtures) => resolve_servers(scenario, fixtures)?,
+            None => BTreeMap::new(),
+        };
         let grants = issue_grants(scenario, start_ms, &authority, &authority_hex, &agent_keys)?;
 
         Ok(World {

@@ -81,6 +81,24 @@ pub fn load_scenario_sealed_from(
     sealed_from: Option<&Path>,
 ) -> Result<Scenario, ArenaError> {
     let path = path.as_ref();
+    let base_dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut scenario = load_unsealed(path)?;
+    scenario.read_sealed(sealed_from.unwrap_or(&base_dir))?;
+    Ok(scenario)
+}
+
+/// [`load_scenario`] without reading the files its arguments seal: what a
+/// command needs that never sends a call's arguments (`chio eval
+/// --from-bundle` of a bundle, whose `inputs/` never holds them). A call
+/// or an answer that takes a sealed value finds it not read.
+pub fn load_scenario_unsealed(path: impl AsRef<Path>) -> Result<Scenario, ArenaError> {
+    load_unsealed(path.as_ref())
+}
+
+fn load_unsealed(path: &Path) -> Result<Scenario, ArenaError> {
     let unreadable = |e: std::io::Error| refused(path, FileRefusal::Io(e));
     let file = crate::files::open_named(path).map_err(|e| refused(path, e))?;
     let mut reader = std::io::BufReader::new(file.take(MAX_SCENARIO_BYTES + 1));
@@ -122,9 +140,7 @@ pub fn load_scenario_sealed_from(
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut scenario = read_and_validate(text, cut.finish(), &base_dir)?;
-    scenario.read_sealed(sealed_from.unwrap_or(&base_dir))?;
-    Ok(scenario)
+    read_and_validate(text, cut.finish(), &base_dir)
 }
 
 /// Reads and validates a scenario file, returning the bytes it validated,

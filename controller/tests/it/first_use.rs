@@ -328,6 +328,49 @@ fn eval_builds_an_envelope_from_a_recorded_call() {
     );
 }
 
+// A bundle never holds the files a scenario seals: `chio eval --from-bundle` of a call with literal arguments in a scenario that seals a file for another call (or for a server's answer) still builds its envelope, and a call that took a sealed value is refused by code, naming why, as any call whose arguments were resolved during the run.
+#[test]
+fn eval_of_a_bundle_needs_no_sealed_file() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    run(
+        dir,
+        &["arena", "run", "scenarios/sealed_secret.toml", "--out", "b"],
+        0,
+    );
+    let answer = stdout(&run(
+        dir,
+        &["eval", "--from-bundle", "b", "read-notes", "--json"],
+        0,
+    ));
+    assert!(
+        answer.contains("\"verdict\":\"pending_approval\""),
+        "{answer}"
+    );
+    let refused = stderr(&run(
+        dir,
+        &["eval", "--from-bundle", "b", "paste-the-token"],
+        2,
+    ));
+    assert!(
+        refused.starts_with("error[CHIO-EVAL-FROM-BUNDLE]")
+            && refused.contains("earlier values or sealed files"),
+        "{refused}"
+    );
+    let escapes = repo_path("tests/tests/it/escapes/sealed_answer_stays_sealed.toml");
+    run(
+        dir,
+        &["arena", "run", escapes.to_str().unwrap(), "--out", "c"],
+        0,
+    );
+    let answer = stdout(&run(
+        dir,
+        &["eval", "--from-bundle", "c", "get-pass", "--json"],
+        0,
+    ));
+    assert!(answer.contains("\"request_id\":\"get-pass\""), "{answer}");
+}
+
 /// Every `CHIO-...` token in the documentation pages and the README.
 fn doc_codes() -> Vec<(String, String)> {
     let mut pages: Vec<_> = std::fs::read_dir(repo_path("docs"))
