@@ -377,6 +377,32 @@ fn a_bundle_that_contradicts_its_receipts_is_refused() {
     }
 }
 
+/// `bf`'s receipt log without the receipt of `request`, with the Merkle
+/// root and count of what is left.
+fn without_receipt(dir: &Path, request: &str) -> (String, String, u64) {
+    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
+    let kept: Vec<&str> = receipts
+        .lines()
+        .filter(|l| !l.contains(&format!("\"request_id\":\"{request}\"")))
+        .collect();
+    let ids: Vec<String> = kept
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let text = kept.iter().map(|l| format!("{l}\n")).collect();
+    (
+        text,
+        chio_kernel::receipt::merkle_root_of_ids(&refs),
+        ids.len() as u64,
+    )
+}
+
 /// Edits of what no receipt signs, each refused: a refused revocation
 /// recorded as done (its refusal's reason kept), steps reordered, and a
 /// denied call's receipt removed (the root and count recomputed) with the
@@ -392,25 +418,9 @@ fn refused_unsigned_edits(dir: &Path, copy: &dyn Fn(&str)) {
         m["steps"].as_array_mut().unwrap().swap(0, 1);
     });
     refused_as_evidence(dir, "reordered", "steps[1].virtual_time");
-    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
-    let kept: Vec<&str> = receipts
-        .lines()
-        .filter(|l| !l.contains("\"request_id\":\"read-dotenv\""))
-        .collect();
-    let ids: Vec<String> = kept
-        .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
+    let (text, root, count) = without_receipt(dir, "read-dotenv");
     copy("unsigned");
-    let text: String = kept.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(dir.join("unsigned/receipts.ndjson"), text).unwrap();
+    std::fs::write(dir.join("unsigned/receipts.ndjson"), &text).unwrap();
     edit_manifest(dir, "unsigned", |m| {
         let step = m["steps"][1].as_object_mut().unwrap();
         for key in [
@@ -427,7 +437,7 @@ fn refused_unsigned_edits(dir: &Path, copy: &dyn Fn(&str)) {
         step.insert("pass".into(), true.into());
         m["mismatches"] = Value::Array(Vec::new());
         m["receipt_root"] = root.clone().into();
-        m["receipt_count"] = (ids.len() as u64).into();
+        m["receipt_count"] = count.into();
     });
     refused_as_evidence(dir, "unsigned", "steps[1].actual (step read-dotenv): step read-dotenv records a call carried out, but names no signed receipt");
 }
@@ -505,34 +515,18 @@ fn a_bundle_whose_steps_contradict_its_receipts_or_scenario_is_refused() {
     // The failing step deleted with its receipt, the root and count
     // recomputed: the completed run no longer records every step, and a
     // witness edited to match is not the scenario's.
-    let receipts = std::fs::read_to_string(dir.join("bf/receipts.ndjson")).unwrap();
-    let kept: Vec<&str> = receipts
-        .lines()
-        .filter(|l| !l.contains("\"request_id\":\"read-dotenv\""))
-        .collect();
-    let ids: Vec<String> = kept
-        .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["id"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-    let root = chio_kernel::receipt::merkle_root_of_ids(&refs);
+    let (text, root, count) = without_receipt(dir, "read-dotenv");
     for (name, witness, place) in [
         ("vanished", false, "arena.json status"),
         ("rewitnessed", true, "arena.json determinism.steps"),
     ] {
         copy(name);
-        let text: String = kept.iter().map(|l| format!("{l}\n")).collect();
-        std::fs::write(dir.join(name).join("receipts.ndjson"), text).unwrap();
+        std::fs::write(dir.join(name).join("receipts.ndjson"), &text).unwrap();
         edit_manifest(dir, name, |m| {
             m["steps"].as_array_mut().unwrap().remove(1);
             m["mismatches"] = Value::Array(Vec::new());
             m["receipt_root"] = root.clone().into();
-            m["receipt_count"] = (ids.len() as u64).into();
+            m["receipt_count"] = count.into();
             if witness {
                 m["determinism"]["steps"].as_array_mut().unwrap().remove(1);
             }
