@@ -172,8 +172,14 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
         }
         None => read_input(args)?,
     };
-    let answer =
+    let mut answer =
         evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
+    // A reason may quote an argument as the envelope wrote it: what is
+    // printed marks a credential-shaped part by its shape, as an error
+    // block does (`crate::error::shown`), never the value.
+    answer.reason = answer
+        .reason
+        .map(|r| chio_kernel::credentials::mark::mark_credentials(&r).into_owned());
     // Written once it was evaluated (a refused envelope is never written),
     // as canonical JSON, whatever spelling it was given in.
     if let Some(path) = &args.write_envelope {

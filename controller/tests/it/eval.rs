@@ -322,3 +322,33 @@ fn a_credential_shaped_key_is_named_by_its_shape() {
         );
     }
 }
+
+// A reason that quotes an argument holding a credential (a path outside the grant's prefix) is printed, in the readable answer and in --json, with the credential as the mark of its shape.
+#[test]
+fn a_reason_quoting_a_credential_prints_its_mark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let base = std::fs::read_to_string(fixture).unwrap();
+    let token = format!("ghp_{}", "a".repeat(36));
+    let text = base.replacen(
+        "\"path\":",
+        &format!("\"was\": 0, \"path\": \"/etc/{token}\", \"old\":"),
+        1,
+    );
+    assert_ne!(text, base);
+    std::fs::write(tmp.path().join("env.json"), text).unwrap();
+    for json in [false, true] {
+        let mut args = vec!["eval", "env.json"];
+        if json {
+            args.push("--json");
+        }
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            out.contains("path /etc/[REDACTED:github-token] (argument /path)"),
+            "{out}"
+        );
+        assert!(!out.contains(&token), "{out}");
+    }
+}
