@@ -391,7 +391,7 @@ fn a_paged_live_listing_prints_the_file_forms_declaration() {
     let tool = |name: &str| {
         serde_json::json!({
             "name": name,
-            "description": "a test tool (ghp_16C7e42F292c6912E7710c838347Ae178B4a)",
+            "description": "a test tool",
             "inputSchema": {"type": "object"}
         })
     };
@@ -416,13 +416,20 @@ fn a_paged_live_listing_prints_the_file_forms_declaration() {
     );
 }
 
-// Hostile servers are refused each with its code and exit: a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers once its timeout has passed, one that exits early with its status; none echoes what the server wrote, and no output is printed.
+// Hostile servers are refused each with its code and exit: a tool definition carrying a credential, a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers once its timeout has passed, one that exits early with its status; none echoes what the server wrote, and no output is printed.
 #[test]
 fn hostile_live_servers_are_refused_with_their_codes() {
     let Some(python) = mcp_python() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
-    let cases: [(&str, &[&str], i32, &str, &str); 5] = [
+    let cases: [(&str, &[&str], i32, &str, &str); 6] = [
+        (
+            "credential",
+            &[],
+            2,
+            "CHIO-IMPORT-TOOLS-LIST",
+            "carries a credential (marker \"ghp_\"); value not shown",
+        ),
         (
             "bad-name",
             &[],
