@@ -166,10 +166,11 @@ pub fn read_named(path: &Path, limit: u64) -> Result<Vec<u8>, FileRefusal> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn mkfifo(path: &Path) {
+    /// Makes a named pipe at `path`.
+    pub(crate) fn mkfifo(path: &Path) {
         let made = std::process::Command::new("mkfifo")
             .arg(path)
             .status()

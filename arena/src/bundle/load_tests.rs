@@ -19,13 +19,7 @@ fn written() -> (tempfile::TempDir, std::path::PathBuf) {
     (tmp, dir)
 }
 
-fn mkfifo(path: &Path) {
-    let made = std::process::Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(made.success());
-}
+use crate::files::tests::mkfifo;
 
 /// `Bundle::read(dir)`'s refusal, or a failure when it blocks or reads.
 fn refusal(dir: &Path) -> String {

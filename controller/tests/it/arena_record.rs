@@ -72,6 +72,14 @@ fn venv_path(python: &Path) -> String {
     }
 }
 
+/// Records the git scenario in `dir` into `rec`, asserting it succeeds.
+fn record_ok(python: &Path, dir: &Path) -> Output {
+    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
+    let output = with_venv(python, dir, &args);
+    assert!(output.status.success(), "{}", explain(&args, &output));
+    output
+}
+
 /// Runs `chio ARGS` in `dir` with the venv's python reachable as `python3`.
 fn with_venv(python: &Path, dir: &Path, args: &[&str]) -> Output {
     chio_env(dir, args, &[("PATH", &venv_path(python))])
@@ -127,9 +135,7 @@ fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
     let Some(python) = mcp_python() else { return };
     let tmp = git_scenario();
     let dir = tmp.path();
-    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
-    let output = with_venv(&python, dir, &args);
-    assert!(output.status.success(), "{}", explain(&args, &output));
+    let output = record_ok(&python, dir);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         stdout.starts_with(
@@ -191,9 +197,7 @@ fn a_denied_call_never_reaches_the_server() {
     let dir = tmp.path();
     let repo = dir.join("fixtures/mcp-git/repo");
     let head = git(&repo, &["rev-parse", "HEAD"]);
-    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
-    let output = with_venv(&python, dir, &args);
-    assert!(output.status.success(), "{}", explain(&args, &output));
+    record_ok(&python, dir);
     let recording = recording(&dir.join("rec"), "git");
     assert_eq!(
         request_ids(&recording),
@@ -216,9 +220,7 @@ fn check_reports_a_drifted_answer_by_step() {
     let Some(python) = mcp_python() else { return };
     let tmp = git_scenario();
     let dir = tmp.path();
-    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
-    let output = with_venv(&python, dir, &args);
-    assert!(output.status.success(), "{}", explain(&args, &output));
+    record_ok(&python, dir);
     let check = ["arena", "record", "mcp_git.toml", "--check", "rec"];
     let output = with_venv(&python, dir, &check);
     assert!(output.status.success(), "{}", explain(&check, &output));
@@ -478,9 +480,7 @@ fn a_recording_of_other_tools_is_refused_naming_the_tool() {
     let Some(python) = mcp_python() else { return };
     let tmp = git_scenario();
     let dir = tmp.path();
-    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
-    let output = with_venv(&python, dir, &args);
-    assert!(output.status.success(), "{}", explain(&args, &output));
+    record_ok(&python, dir);
     let path = dir.join("mcp_git.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let start = text.find("name = \"git_branch\"").unwrap();
@@ -512,9 +512,7 @@ fn a_recording_with_a_call_no_step_makes_is_refused() {
     let Some(python) = mcp_python() else { return };
     let tmp = git_scenario();
     let dir = tmp.path();
-    let args = ["arena", "record", "mcp_git.toml", "--out", "rec"];
-    let output = with_venv(&python, dir, &args);
-    assert!(output.status.success(), "{}", explain(&args, &output));
+    record_ok(&python, dir);
     let pristine = std::fs::read(dir.join("rec/recording/git.json")).unwrap();
     let first = recording(&dir.join("rec"), "git")["calls"][0].clone();
     let edits: [(&str, &str, serde_json::Value); 3] = [
