@@ -105,27 +105,32 @@ impl AllowSource {
         base: Integrity,
         fields: &[FieldLabel],
     ) -> BTreeSet<String> {
-        self.trusted_values_said(output, base, fields, &Value::Null)
+        self.trusted_values_said(output, base, fields, false, &Value::Null)
     }
 
     /// [`Self::trusted_values`] of an output whose call was sent `sent`: a
     /// value that repeats what the call sent (`crate::provenance::Echoes`,
     /// as a search form answering with its query would) is the caller's
-    /// text, not the server's record, and feeds no allowlist.
+    /// text, not the server's record, and feeds no allowlist; nor does a
+    /// part the server computed from what it was sent (`computed`, the
+    /// server computes its answers: `crate::provenance::computed_part`).
     pub fn trusted_values_said(
         &self,
         output: &Value,
         base: Integrity,
         fields: &[FieldLabel],
+        computed: bool,
         sent: &Value,
     ) -> BTreeSet<String> {
         let mut found = Vec::new();
         collect_at(output, &self.pattern, String::new(), &mut found);
+        let computed = computed && crate::provenance::sends_anything(sent);
         let sent = crate::provenance::sent_values(sent);
         found
             .into_iter()
             .filter(|(pointer, _)| {
                 integrity_at(output, pointer, base, fields) == Integrity::Trusted
+                    && !crate::provenance::computed_part(output, pointer, fields, computed)
             })
             .filter(|(_, value)| {
                 let said = crate::provenance::Echoes::of(&Value::String(value.clone()));
@@ -201,7 +206,7 @@ mod tests {
             json!({"q": "gb33 bukb 2020 1555 5555 55"}),
             json!({"pieces": ["GB33BUK", "B202015", "5555555", "5"]}),
         ] {
-            let got = source.trusted_values_said(&output, Integrity::Trusted, &[], &sent);
+            let got = source.trusted_values_said(&output, Integrity::Trusted, &[], false, &sent);
             assert_eq!(
                 got,
                 BTreeSet::from([value_digest("DE89370400440532013000")]),
@@ -209,8 +214,30 @@ mod tests {
             );
         }
         let unrelated = json!({"since": "2026-01-01"});
-        let got = source.trusted_values_said(&output, Integrity::Trusted, &[], &unrelated);
+        let got = source.trusted_values_said(&output, Integrity::Trusted, &[], false, &unrelated);
         assert_eq!(got.len(), 2);
+    }
+
+    // A computing server's listing feeds an allowlist only from the parts a field rule declares, once its call sent anything: a listing its query chose is the caller's; one whose call sent nothing, or a server that does not compute, still feeds it.
+    #[test]
+    fn a_computed_listing_feeds_no_allowlist() {
+        let output =
+            json!({"payees": ["GB94BARC10201530093459"], "records": ["DE89370400440532013000"]});
+        let source = AllowSource::new("svc", "find", "/*/*").unwrap();
+        let declared = vec![FieldLabel {
+            pattern: vec!["records".to_string()],
+            integrity: Integrity::Trusted,
+        }];
+        let query = json!({"query": "landlord"});
+        assert_eq!(
+            source.trusted_values_said(&output, Integrity::Trusted, &declared, true, &query),
+            BTreeSet::from([value_digest("DE89370400440532013000")])
+        );
+        for (computed, sent) in [(true, json!({})), (false, query.clone())] {
+            let got =
+                source.trusted_values_said(&output, Integrity::Trusted, &declared, computed, &sent);
+            assert_eq!(got.len(), 2, "{computed} {sent}");
+        }
     }
 
     // Only strings at the pattern in a trusted part are recorded: a recipient the bank recorded is, one an attacker wrote into a subject or an undeclared field is not; a trusted output records every match; values are compared by exact bytes.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::Value;
 
-use crate::label::{Integrity, Label, DELEGATION_RECORD_FLOOR};
+use crate::label::{Label, DELEGATION_RECORD_FLOOR};
 
 /// What a world declares of an agent for the planner / reader split.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -124,92 +124,11 @@ pub fn argument_labels(
     Ok(labels)
 }
 
-/// The integrity a server's declaration gives part of a tool's output: a
-/// transaction's `subject` is third-party text while its `recipient` is
-/// the bank's own record. A rule covers the values its pattern matches and
-/// everything inside them; where several rules cover a value, the one with
-/// the longest pattern decides (rules of one length join), and a value no
-/// rule covers keeps the whole output's integrity.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FieldLabel {
-    /// The pattern, as decoded RFC 6901 segments of the released value;
-    /// `*` matches any one key or index.
-    pub pattern: Vec<String>,
-    /// The integrity of what it covers.
-    pub integrity: Integrity,
-}
+mod fields;
 
-/// The integrity of the value at `pointer` in `root`: the lowest, over
-/// that value and everything inside it, of what the rules of `fields` (or,
-/// where none covers a part, `base`, the whole output's integrity) give
-/// each part. A value is as untrusted as its least trusted part, so taking
-/// a parent never launders a child.
-pub fn integrity_at(
-    root: &Value,
-    pointer: &str,
-    base: Integrity,
-    fields: &[FieldLabel],
-) -> Integrity {
-    let Some(start) = root.pointer(pointer) else {
-        return base;
-    };
-    let mut path: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    let mut lowest = Integrity::Trusted;
-    walk_integrity(start, &mut path, base, fields, &mut lowest);
-    lowest
-}
-
-/// Lowers `lowest` to the integrity of `value` (at `path`) and of every
-/// value inside it.
-fn walk_integrity(
-    value: &Value,
-    path: &mut Vec<String>,
-    base: Integrity,
-    fields: &[FieldLabel],
-    lowest: &mut Integrity,
-) {
-    *lowest = (*lowest).max(integrity_of_part(path, base, fields));
-    let mut visit = |key: String, child: &Value| {
-        path.push(key);
-        walk_integrity(child, path, base, fields, lowest);
-        path.pop();
-    };
-    match value {
-        Value::Object(map) => map.iter().for_each(|(k, v)| visit(k.clone(), v)),
-        Value::Array(items) => items
-            .iter()
-            .enumerate()
-            .for_each(|(i, v)| visit(i.to_string(), v)),
-        _ => {}
-    }
-}
-
-/// The integrity the rules give the one value at `path` (its own, not
-/// that of what it holds).
-fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) -> Integrity {
-    let covers = |rule: &FieldLabel| {
-        rule.pattern.len() <= path.len()
-            && rule
-                .pattern
-                .iter()
-                .zip(path)
-                .all(|(want, have)| want == "*" || want == have)
-    };
-    let mut decided: Option<(usize, Integrity)> = None;
-    for rule in fields.iter().filter(|r| covers(r)) {
-        let len = rule.pattern.len();
-        decided = Some(match decided {
-            Some((n, held)) if n > len => (n, held),
-            Some((n, held)) if n == len => (n, held.max(rule.integrity)),
-            _ => (len, rule.integrity),
-        });
-    }
-    decided.map_or(base, |(_, integrity)| integrity)
-}
+pub use fields::{
+    computed_part, computed_text, integrity_at, sends_anything, FieldLabel, OutputRules,
+};
 
 /// What a server said, to find in it the values a call sent: every string
 /// of an answer (or of a part of one) in the forms a server may give back

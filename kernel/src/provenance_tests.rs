@@ -1,6 +1,7 @@
 //! Tests of `provenance`: argument labels, per-part integrity and echoes.
 
 use super::*;
+use crate::label::Integrity;
 use serde_json::json;
 
 // An answer that repeats an argument, whole, normalised or inside longer text, hands its reader that argument's labels; an answer that repeats nothing, or only a short common word, hands nothing.
@@ -264,4 +265,71 @@ fn re_spelled_and_spread_echoes_are_repeats() {
         .iter()
         .any(|s| other.repeats(s)));
     assert!(!other.repeats(&json!("---")));
+}
+
+// A part of a computing server's answer is computed unless a field rule covers all of it: a parent is computed when one child is, a missing part is computed, a server that does not compute computes nothing; only strings count as computed text, never numbers, booleans, null or keys.
+#[test]
+fn undeclared_parts_of_a_computed_answer_are_computed() {
+    let rule = |pattern: &[&str]| FieldLabel {
+        pattern: pattern.iter().map(|s| s.to_string()).collect(),
+        integrity: Integrity::Trusted,
+    };
+    let fields = vec![
+        rule(&["output", "iban"]),
+        rule(&["output", "rows", "*", "name"]),
+    ];
+    let answer = json!({"ok": true, "output": {"iban": "GB33BUKB20201555555555", "note": "normalised", "fee": 1, "rows": [{"name": "Ann", "id": 4}]}});
+    assert!(!computed_part(&answer, "/output/iban", &fields, true));
+    assert!(!computed_part(
+        &answer,
+        "/output/rows/0/name",
+        &fields,
+        true
+    ));
+    assert!(
+        computed_part(&answer, "/output/rows/0", &fields, true),
+        "a parent holding an undeclared child"
+    );
+    assert!(computed_part(&answer, "/output/rows/0/id", &fields, true));
+    assert!(computed_part(&answer, "/output/fee", &fields, true));
+    assert!(computed_part(&answer, "/output/missing", &fields, true));
+    assert!(computed_part(&answer, "", &fields, true));
+    assert!(!computed_part(&answer, "/output/fee", &fields, false));
+    assert!(
+        computed_part(&json!({"output": {}}), "/output", &[], true),
+        "an empty object says it is empty"
+    );
+    assert!(!computed_part(
+        &json!({"output": {}}),
+        "/output",
+        &[rule(&["output"])],
+        true
+    ));
+
+    assert!(
+        computed_text(&answer, &fields, true),
+        "the note is undeclared text"
+    );
+    assert!(!computed_text(
+        &json!({"ok": true, "output": {"done": true, "fee": 1, "gone": null}}),
+        &[],
+        true
+    ));
+    assert!(computed_text(
+        &json!({"ok": true, "output": {"done": "yes"}}),
+        &[],
+        true
+    ));
+    assert!(!computed_text(
+        &json!({"ok": true, "output": {"iban": "GB33"}}),
+        &fields,
+        true
+    ));
+    assert!(!computed_text(&answer, &fields, false));
+
+    assert!(!sends_anything(&json!({})));
+    assert!(!sends_anything(&Value::Null));
+    assert!(!sends_anything(&json!([])));
+    assert!(sends_anything(&json!({"a": null})));
+    assert!(sends_anything(&json!([0])));
 }

@@ -17,7 +17,7 @@ use chio_kernel::contract::Redefinition;
 use chio_kernel::guards::GuardSpec;
 use chio_kernel::kernel::{BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget};
 use chio_kernel::keys::{derive_arena_key, public_key_hex};
-use chio_kernel::provenance::{AgentRole, FieldLabel};
+use chio_kernel::provenance::{AgentRole, OutputRules};
 use chio_kernel::token::CapabilityToken;
 use ed25519_dalek::SigningKey;
 
@@ -68,10 +68,11 @@ pub struct ServerPlan {
     pub config: ToolServerConfig,
     /// How far the server's results can be trusted.
     pub integrity: IntegrityPolicy,
-    /// The labels the server gives parts of its tools' outputs, by tool
-    /// (`[[servers.fields]]`), which a value taken from an output by
-    /// reference carries.
-    pub fields: BTreeMap<String, Vec<FieldLabel>>,
+    /// What the server declares of its tools' outputs, by tool: the labels
+    /// it gives their parts (`[[servers.fields]]`), which a value taken from
+    /// an output by reference carries, and whether it computes its answers
+    /// from what it is sent.
+    pub outputs: BTreeMap<String, OutputRules>,
 }
 
 /// An agent as the world places it.
@@ -419,7 +420,7 @@ fn resolve_kernels(
             .iter()
             .filter(|s| s.kernel == kernel.id)
             .flat_map(|s| {
-                chio_arena::scenario::tools::field_labels(s)
+                chio_arena::scenario::tools::output_rules(s)
                     .into_iter()
                     .map(|(tool, rules)| ((s.id.clone(), tool), rules))
             })

@@ -316,22 +316,34 @@ pub fn server_tools(server: &ServerDecl) -> Option<Vec<ToolContract>> {
     })
 }
 
-/// The labels a recorded server declares per part of its tools' outputs
-/// (`[[servers.fields]]`), by tool, as rules over the released value; an
-/// entry validation refuses is left out. Empty for every other server.
-pub fn field_labels(
-    server: &ServerDecl,
-) -> BTreeMap<String, Vec<chio_kernel::provenance::FieldLabel>> {
+/// What a server declares of its tools' outputs, by tool: for a recorded
+/// or live MCP server, every declared tool, computed from what it is sent
+/// (the arena does not know how such a server answers), with the labels
+/// it declares per part (`[[servers.fields]]`) as rules over the released
+/// value; an entry validation refuses is left out. Empty for a built-in
+/// server, whose answers the arena makes itself.
+pub fn output_rules(server: &ServerDecl) -> BTreeMap<String, chio_kernel::provenance::OutputRules> {
+    let computed = matches!(
+        ServerKind::parse(&server.kind),
+        Some(ServerKind::Recorded | ServerKind::Mcp)
+    );
     let tools: BTreeMap<String, ToolContract> = server_tools(server)
         .unwrap_or_default()
         .into_iter()
         .map(|t| (t.name.clone(), t))
         .collect();
-    let mut out: BTreeMap<String, Vec<_>> = BTreeMap::new();
+    let mut out: BTreeMap<String, chio_kernel::provenance::OutputRules> = BTreeMap::new();
+    if computed {
+        for name in tools.keys() {
+            out.entry(name.clone()).or_default().computed = true;
+        }
+    }
     for (j, field) in server.fields.iter().flatten().enumerate() {
         let at = format!("fields[{j}]");
         if let Ok(rule) = crate::scenario::validate::field_label(&at, &server.id, field, &tools) {
-            out.entry(field.tool.clone()).or_default().push(rule);
+            let rules = out.entry(field.tool.clone()).or_default();
+            rules.computed = computed;
+            rules.fields.push(rule);
         }
     }
     out

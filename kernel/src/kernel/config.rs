@@ -134,11 +134,12 @@ pub struct KernelConfig {
     /// The planner / reader role of each agent that has one
     /// (`crate::provenance::AgentRole`); an agent not listed is ordinary.
     pub agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
-    /// The integrity its server's declaration gives parts of a tool's
-    /// output, by `(server, tool)` (`[[servers.fields]]`): a released output
-    /// feeds a run-time allowlist only from its trusted parts
-    /// (`crate::allowlist`).
-    pub output_fields: BTreeMap<(String, String), Vec<crate::provenance::FieldLabel>>,
+    /// What its server declares of a tool's output, by `(server, tool)`:
+    /// the integrity of its parts (`[[servers.fields]]`; a released output
+    /// feeds a run-time allowlist only from its trusted parts,
+    /// `crate::allowlist`) and whether the server computes its answers
+    /// from what it is sent (`crate::provenance::OutputRules`).
+    pub output_fields: BTreeMap<(String, String), crate::provenance::OutputRules>,
 }
 
 impl KernelConfig {

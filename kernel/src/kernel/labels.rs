@@ -139,10 +139,10 @@ impl Kernel {
         let base = integrity
             .and_then(crate::label::Integrity::from_label)
             .unwrap_or(crate::label::Integrity::Trusted);
-        let fields = self
+        let rules = self
             .output_fields
             .get(&(request.server.clone(), request.tool.clone()))
-            .map(Vec::as_slice)
+            .cloned()
             .unwrap_or_default();
         let sources: BTreeSet<AllowSource> = self
             .guards
@@ -153,7 +153,13 @@ impl Kernel {
         sources
             .iter()
             .map(|source| {
-                let values = source.trusted_values_said(content, base, fields, &request.arguments);
+                let values = source.trusted_values_said(
+                    content,
+                    base,
+                    &rules.fields,
+                    rules.computed,
+                    &request.arguments,
+                );
                 (source.record_key(principal), values.into_iter().collect())
             })
             .filter(|(_, values): &(String, Vec<String>)| !values.is_empty())
@@ -164,7 +170,9 @@ impl Kernel {
     /// label; the integrity of its least trusted part (where the server
     /// declares one part lower than the rest); and what every argument the
     /// output repeats carried (`argument_labels`), since a server may
-    /// answer with what it was sent.
+    /// answer with what it was sent, or, where the server computes its
+    /// answers and this one holds text no field rule declares
+    /// (`crate::provenance::computed_text`), what every argument carried.
     pub(super) fn read_labels(
         &self,
         request: &ToolCallRequest,
@@ -179,8 +187,18 @@ impl Kernel {
             .map(|l| l.as_str().to_string())
             .chain(read)
             .collect();
-        let echoed = crate::provenance::echoed_labels(&request.arguments, argument_labels, content);
-        for label in echoed {
+        let computed = self
+            .output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+            .is_some_and(|rules| {
+                crate::provenance::computed_text(content, &rules.fields, rules.computed)
+            });
+        let carried: BTreeSet<String> = if computed {
+            argument_labels.values().flatten().cloned().collect()
+        } else {
+            crate::provenance::echoed_labels(&request.arguments, argument_labels, content)
+        };
+        for label in carried {
             if !joined.contains(&label) {
                 joined.push(label);
             }
@@ -209,8 +227,8 @@ impl Kernel {
             .output_fields
             .get(&(request.server.clone(), request.tool.clone()))
         {
-            Some(fields) if !fields.is_empty() => {
-                crate::provenance::integrity_at(content, "", base, fields).label()
+            Some(rules) if !rules.fields.is_empty() => {
+                crate::provenance::integrity_at(content, "", base, &rules.fields).label()
             }
             _ => integrity.map(str::to_string),
         }

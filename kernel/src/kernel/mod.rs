@@ -249,7 +249,7 @@ pub struct Kernel {
     stores: KernelStores,
     contracts: Option<CompiledCatalog>,
     agent_roles: BTreeMap<String, crate::provenance::AgentRole>,
-    output_fields: BTreeMap<(String, String), Vec<crate::provenance::FieldLabel>>,
+    output_fields: BTreeMap<(String, String), crate::provenance::OutputRules>,
 }
 
 impl fmt::Debug for Kernel {

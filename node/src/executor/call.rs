@@ -233,6 +233,14 @@ pub(super) fn fold(
         (Some(_), Verdict::Allow) if outcome.trace.not_performed => Err(Unresolved::NotPerformed),
         (Some(output), Verdict::Allow) => Ok(output.clone()),
     };
+    let rules = executor
+        .output_rules
+        .get(&(
+            outcome.receipt.body.server.clone(),
+            outcome.receipt.body.tool.clone(),
+        ))
+        .cloned()
+        .unwrap_or_default();
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {
@@ -243,14 +251,8 @@ pub(super) fn fold(
             sent: sent_scalars(command),
             content_sha256,
             value,
-            fields: executor
-                .fields
-                .get(&(
-                    outcome.receipt.body.server.clone(),
-                    outcome.receipt.body.tool.clone(),
-                ))
-                .cloned()
-                .unwrap_or_default(),
+            fields: rules.fields,
+            computed: rules.computed && chio_kernel::provenance::sends_anything(&command.arguments),
         },
     );
     Ok(())
@@ -328,6 +330,50 @@ pub(super) fn echoed<'r>(
         .iter()
         .filter(|(sent, _)| echoes.repeats(sent))
         .collect()
+}
+
+/// The provenance of what the call that released `released` sent, which
+/// the part at `pointer` carries, placed at `at`: of every argument when
+/// the server computed the part from what it was sent (a value
+/// normalised, translated or assembled from a handed-over one), else of
+/// the arguments it repeats ([`echoed`]: a path built from a handed-over
+/// value, echoed back); each once.
+fn carried_sources(released: &ReleasedOutput, pointer: &str, at: &str) -> Vec<ArgumentSource> {
+    let carried: Vec<&(Value, Option<ArgumentSource>)> = if computed(released, pointer) {
+        released.sent.iter().collect()
+    } else {
+        echoed(released, pointer)
+    };
+    let mut sources: Vec<ArgumentSource> = Vec::new();
+    for source in carried
+        .into_iter()
+        .filter_map(|(_, source)| source.as_ref())
+    {
+        let placed = ArgumentSource {
+            pointer: at.to_string(),
+            ..source.clone()
+        };
+        if !sources.contains(&placed) {
+            sources.push(placed);
+        }
+    }
+    sources
+}
+
+/// Whether the part of `released` at `pointer` was computed by its server
+/// from what its call sent (`chio_kernel::provenance::computed_part`): the
+/// caller's as much as the server's, so it carries what every argument
+/// carried, and a reader that hands it over chose it.
+pub(super) fn computed(released: &ReleasedOutput, pointer: &str) -> bool {
+    match &released.value {
+        Ok(output) => chio_kernel::provenance::computed_part(
+            output,
+            pointer,
+            &released.fields,
+            released.computed,
+        ),
+        Err(_) => false,
+    }
 }
 
 /// The JSON pointers of the arguments that take a sealed file's text
@@ -501,19 +547,12 @@ pub(super) fn resolve_value(
                 .cloned()
                 .collect(),
         };
-        // A part that repeats what its call was sent carries what that
-        // carried (a path built from a handed-over value, echoed back).
+        // A part carries what the call sent that it repeats, or that its
+        // server computed it from.
         let Reference::Step { pointer, .. } = &placed.reference else {
             continue;
         };
-        for (_, source) in echoed(released, pointer) {
-            if let Some(source) = source {
-                sources.push(ArgumentSource {
-                    pointer: placed.at.clone(),
-                    ..source.clone()
-                });
-            }
-        }
+        sources.extend(carried_sources(released, pointer, &placed.at));
         if labels.is_empty() && released.record.is_none() {
             continue;
         }

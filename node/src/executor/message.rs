@@ -22,7 +22,7 @@ use chio_arena::scenario::{HandOverAction, MessageAction};
 use chio_kernel::seal::Seal;
 use serde_json::{json, Value};
 
-use super::call::{echoed, resolve_value, unresolved};
+use super::call::{computed, echoed, resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
@@ -65,6 +65,7 @@ pub(super) fn prepare(
             record: None,
             content_sha256: canonical_sha256("a message's content", &json!(message.content))?,
             fields: Vec::new(),
+            computed: false,
             value: Ok(json!(message.content)),
             sender: None,
             sent: Vec::new(),
@@ -119,13 +120,15 @@ fn prepare_handover(
     };
     // A value that is wholly one reference is the part it names, nothing
     // the sender wrote, unless that part repeats what the sender's call
-    // sent: then the sender chose its text.
+    // sent, or its server computed it from what the call sent: then the
+    // sender chose its text.
     let by_reference = match chio_arena::scenario::value::references(&handover.value).as_deref() {
         Ok([only]) if only.at.is_empty() => match &only.reference {
-            Reference::Step { step, pointer } => executor
-                .outputs
-                .get(step)
-                .is_none_or(|released| echoed(released, pointer).is_empty()),
+            Reference::Step { step, pointer } => {
+                executor.outputs.get(step).is_none_or(|released| {
+                    echoed(released, pointer).is_empty() && !computed(released, pointer)
+                })
+            }
             Reference::Fixture { .. } => false,
         },
         _ => false,
@@ -193,6 +196,7 @@ pub(super) fn delivered(
         content_sha256: prepared.content_sha256.clone(),
         value,
         fields: Vec::new(),
+        computed: false,
         sender: Some(prepared.command.agent.clone()),
         sent: Vec::new(),
     })

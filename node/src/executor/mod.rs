@@ -179,8 +179,13 @@ pub struct ReleasedOutput {
     pub value: Result<Value, Unresolved>,
     /// The labels its server declares for parts of it: a value taken from
     /// it by reference carries the labels of the part taken
-    /// (`chio_kernel::provenance::labels_at`).
+    /// (`chio_kernel::provenance::integrity_at`).
     pub fields: Vec<chio_kernel::provenance::FieldLabel>,
+    /// Whether its server computed it from what the call sent (the server
+    /// computes its answers and the call sent something): a part no field
+    /// rule declares carries what every argument carried
+    /// (`chio_kernel::provenance::computed_part`).
+    pub computed: bool,
     /// For a handed-over value: the agent that handed it over, whose
     /// run-time allowlists count for a protected argument built from it.
     pub sender: Option<String>,
@@ -204,6 +209,7 @@ impl ReleasedOutput {
             content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
             value: Err(why),
             fields: Vec::new(),
+            computed: false,
             sender: None,
             sent: Vec::new(),
         })
@@ -225,9 +231,8 @@ pub struct StepExecutor {
     faults: FaultState,
     /// The sealed files arguments read, by path.
     sealed: chio_arena::scenario::sealed::SealedSet,
-    /// The labels each server declares for parts of its tools' outputs, by
-    /// server and tool.
-    fields: BTreeMap<(String, String), Vec<chio_kernel::provenance::FieldLabel>>,
+    /// What each server declares of its tools' outputs, by server and tool.
+    output_rules: BTreeMap<(String, String), chio_kernel::provenance::OutputRules>,
 }
 
 impl StepExecutor {
@@ -246,12 +251,12 @@ impl StepExecutor {
             forwarded: None,
             faults: FaultState::default(),
             sealed: world.sealed.clone(),
-            fields: world
+            output_rules: world
                 .servers
                 .values()
                 .flat_map(|server| {
                     server
-                        .fields
+                        .outputs
                         .iter()
                         .map(|(tool, rules)| ((server.id.clone(), tool.clone()), rules.clone()))
                 })

@@ -30,7 +30,7 @@ pub(super) fn resolve_servers(
                 node,
                 config: server_config(server, fixtures, scenario.sealed())?,
                 integrity: integrity_policy(server)?,
-                fields: chio_arena::scenario::tools::field_labels(server),
+                outputs: chio_arena::scenario::tools::output_rules(server),
             },
         );
     }
