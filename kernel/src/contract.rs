@@ -174,6 +174,11 @@ pub struct Redefinition {
     /// The instant it takes effect, in Unix milliseconds of virtual time:
     /// a call decided at or after it is checked against it.
     pub at_ms: u64,
+    /// Its place in the order the run applies redefinitions: the position
+    /// of its step in the schedule's total order. Of two redefinitions of
+    /// one tool taking effect at one instant, the one placed later is in
+    /// force, whatever order the list gives them in.
+    pub position: u64,
     /// The server that changes its definition.
     pub server: String,
     /// The new definition; its `name` is the tool it replaces.
@@ -255,6 +260,9 @@ pub fn poisoned_definitions(
 struct Version {
     /// The instant it takes effect (0 for the definition loaded first).
     from_ms: u64,
+    /// Its redefinition's place in the schedule (`None` for the definition
+    /// loaded first, which every redefinition follows).
+    position: Option<u64>,
     /// The compiled input schema.
     validator: jsonschema::Validator,
     /// The definition's digest, which a pinning capability must match.
@@ -351,20 +359,24 @@ impl CompiledCatalog {
         let initial = catalog.iter().flat_map(|(server, tools)| {
             tools
                 .iter()
-                .map(move |(name, contract)| (0, server, name, contract))
+                .map(move |(name, contract)| ((0, None), server, name, contract))
         });
         // A redefinition of a server the kernel does not serve is not this
         // kernel's to check against.
         let later = redefinitions
             .iter()
             .filter(|r| catalog.contains_key(&r.server))
-            .map(|r| (r.at_ms, &r.server, &r.contract.name, &r.contract));
+            .map(|r| {
+                let key = (r.at_ms, Some(r.position));
+                (key, &r.server, &r.contract.name, &r.contract)
+            });
         for server in catalog.keys() {
             servers.entry(server.clone()).or_default();
         }
-        for (from_ms, server, name, contract) in initial.chain(later) {
+        for ((from_ms, position), server, name, contract) in initial.chain(later) {
             let version = Version {
                 from_ms,
+                position,
                 validator: compile_schema(server, name, &contract.input_schema)?,
                 digest: contract.digest()?,
                 poisoning: scan_definition_remembered(contract),
@@ -375,9 +387,10 @@ impl CompiledCatalog {
                 .entry(name.clone())
                 .or_default();
             versions.push(version);
-            // Stable: versions taking effect at one instant keep their order,
-            // the later declared winning.
-            versions.sort_by_key(|v| v.from_ms);
+            // The order the schedule applies them: by instant, and at one
+            // instant by place in the schedule, so the version in force is
+            // the one the run applied last, never the one declared last.
+            versions.sort_by_key(|v| (v.from_ms, v.position));
             let key = (server.clone(), name.clone());
             if contract.annotations.read_only_hint {
                 read_only.insert(key.clone());

@@ -85,16 +85,19 @@ fn a_redefinition_takes_effect_at_its_instant() {
     let redefinitions = [
         Redefinition {
             at_ms: 100,
+            position: 2,
             server: "workspace".into(),
             contract: changed.clone(),
         },
         Redefinition {
             at_ms: 50,
+            position: 1,
             server: "workspace".into(),
             contract: added,
         },
         Redefinition {
             at_ms: 10,
+            position: 0,
             server: "elsewhere".into(),
             contract: changed.clone(),
         },
@@ -128,6 +131,52 @@ fn a_redefinition_takes_effect_at_its_instant() {
     assert!(!widest["workspace"]["read_file"].annotations.read_only_hint);
     assert!(widest["workspace"].contains_key("delete_file"));
     assert!(!widest.contains_key("elsewhere"));
+}
+
+// Two redefinitions of one tool at one instant: the one the schedule places later is in force, whichever the list gives first, and the catalog's own definition is never placed after a redefinition at the clock start.
+#[test]
+fn at_one_instant_the_later_scheduled_redefinition_is_in_force() {
+    let first = ToolContract {
+        name: "t".into(),
+        description: "clean".into(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: ToolAnnotations::default(),
+    };
+    let typed = |kind: &str| {
+        let mut c = first.clone();
+        c.description = format!("wants {kind}");
+        c.input_schema = json!({"type": "object", "properties": {"k": {"type": kind}}});
+        c
+    };
+    let catalog = ToolCatalog::from([(
+        "s".to_string(),
+        BTreeMap::from([("t".to_string(), first.clone())]),
+    )]);
+    let at = |at_ms, position, contract: ToolContract| Redefinition {
+        at_ms,
+        position,
+        server: "s".into(),
+        contract,
+    };
+    for listed in [
+        vec![at(10, 4, typed("integer")), at(10, 3, typed("string"))],
+        vec![at(10, 3, typed("string")), at(10, 4, typed("integer"))],
+    ] {
+        let c = CompiledCatalog::compile(&catalog, &listed).expect("compiles");
+        assert_eq!(c.check("s", "t", &json!({"k": 1}), 10), Ok(()));
+        assert!(c.check("s", "t", &json!({"k": "x"}), 10).is_err());
+        assert_eq!(
+            c.digest_in_force("s", "t", 10),
+            Some(typed("integer").digest().unwrap().as_str())
+        );
+    }
+    let c = CompiledCatalog::compile(&catalog, &[at(0, 0, typed("integer"))]).expect("compiles");
+    assert_eq!(
+        c.digest_in_force("s", "t", 0),
+        Some(typed("integer").digest().unwrap().as_str()),
+        "a redefinition at the clock start replaces the catalog's definition"
+    );
 }
 
 // A schema that does not compile is refused when the kernel is built, naming the tool.

@@ -333,22 +333,26 @@ impl Scenario {
 
     /// Every redefinition as the kernels hold it, with the instant it takes
     /// effect (Unix ms of virtual time: the clock start plus the step's
-    /// evaluation offset), in declaration order.
+    /// evaluation offset) and its step's place in the schedule's total
+    /// order, in declaration order.
     pub fn redefinitions(&self) -> Result<Vec<chio_kernel::contract::Redefinition>, ArenaError> {
         if self.redefinitions.is_empty() {
             return Ok(Vec::new());
         }
-        let offsets: BTreeMap<usize, u64> = self
+        let placed: BTreeMap<usize, (u64, u64)> = self
             .schedule
             .iter()
-            .map(|s| (s.step_index, s.evaluation_ms))
+            .enumerate()
+            .map(|(position, s)| (s.step_index, (position as u64, s.evaluation_ms)))
             .collect();
         let start = self.clock.now_ms();
         let mut out = Vec::with_capacity(self.redefinitions.len());
         for &i in &self.redefinitions {
             if let Action::Redefine(r) = &self.step(i)?.action {
+                let (position, offset) = placed.get(&i).copied().unwrap_or_default();
                 out.push(chio_kernel::contract::Redefinition {
-                    at_ms: start.saturating_add(offsets.get(&i).copied().unwrap_or_default()),
+                    at_ms: start.saturating_add(offset),
+                    position,
                     server: r.server.clone(),
                     contract: r.contract.clone(),
                 });

@@ -1138,6 +1138,7 @@ fn a_pinned_capability_is_refused_once_its_tool_is_redefined() {
     )]));
     config.redefinitions = vec![Redefinition {
         at_ms: NOW_MS + 10,
+        position: 0,
         server: "files".into(),
         contract: changed,
     }];

@@ -50,6 +50,7 @@ fn catalog() -> ToolCatalog {
 fn redefinitions() -> Vec<Redefinition> {
     vec![Redefinition {
         at_ms: NOW_MS + 10,
+        position: 0,
         server: "files".into(),
         contract: read_file(&format!("Reads a file. {HIDDEN}")),
     }]
