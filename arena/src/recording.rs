@@ -148,6 +148,18 @@ pub enum RecordingError {
         /// Which call and why, never a value.
         reason: String,
     },
+    /// The recording holds an answer released as carried out (`ok`) that
+    /// breaks its tool's output schema: a recorder records such an answer
+    /// as a call not performed, so this one was changed by hand.
+    #[error(
+        "the recording of server {server} holds an answer its tool's declaration refuses: {reason}"
+    )]
+    Answer {
+        /// The server whose recording it is.
+        server: String,
+        /// Which call (its step) and why, never a value.
+        reason: String,
+    },
     /// The recording lists other tools than the scenario declares.
     #[error(
         "the recording of server {server} does not match the scenario's declaration: {reason}"
@@ -366,6 +378,7 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
         }
     }
     let names: BTreeSet<&str> = recording.tools.iter().map(|t| t.name.as_str()).collect();
+    check_outputs(&recording, &imported)?;
     let mut ids = BTreeSet::new();
     for (i, call) in recording.calls.iter().enumerate() {
         if !ids.insert(call.request_id.as_str()) {
@@ -388,6 +401,32 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
         }
     }
     Ok(recording)
+}
+
+/// Refuses a recording holding an `ok` answer that breaks its tool's output
+/// schema ([`chio_kernel::contract::output_refusal`], the check a recorder
+/// applies when it records), naming the call and its step.
+fn check_outputs(
+    recording: &Recording,
+    tools: &[crate::scenario::mcp::ImportedTool],
+) -> Result<(), RecordingError> {
+    for (i, call) in recording.calls.iter().enumerate().filter(|(_, c)| c.ok) {
+        let Some(tool) = tools.iter().find(|t| t.contract.name == call.tool) else {
+            continue;
+        };
+        if let Some(why) =
+            chio_kernel::contract::output_refusal(&recording.server, &tool.contract, &call.output)
+        {
+            return Err(RecordingError::Answer {
+                server: recording.server.clone(),
+                reason: format!(
+                    "calls[{i}], the answer to step {}, is recorded ok but {why}",
+                    crate::report::printable(&call.request_id)
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Reads the recording of server `server` below `dir` (a folder `chio arena

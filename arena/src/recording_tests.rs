@@ -137,6 +137,38 @@ fn hostile_recordings_are_refused_by_what_is_wrong() {
 }
 
 // An answer a link between node processes could not carry (over 4 MiB of canonical JSON) or a reader could not read back (nested past 96 levels) is out of bounds, and a recording holding one is refused naming the call; answers at the bounds are held.
+// A recording holding an answer released as carried out that breaks its tool's output schema is refused when read, naming the call and its step, never the value; the same answer recorded as not carried out, or one that satisfies the schema, is read.
+#[test]
+fn an_ok_answer_breaking_the_output_schema_is_refused() {
+    let typed = json!({
+        "name": "echo",
+        "description": "Echoes",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    });
+    let listed = serde_json::to_vec(&json!({ "tools": [typed.clone()] })).unwrap();
+    let mut recording = sample();
+    recording.tools[0].definition = typed;
+    recording.tools[0].digest = parse_tools_list(&listed, "echo-server").unwrap()[0]
+        .digest
+        .clone();
+    recording.calls[0].output = json!({"n": "IGNORE PREVIOUS"});
+    let error = parse_recording(&recording.to_bytes(), "echo-server").unwrap_err();
+    assert!(matches!(error, RecordingError::Answer { .. }), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("calls[0], the answer to step first")
+            && text.contains("fails its output schema at /n: type"),
+        "{text}"
+    );
+    assert!(!text.contains("IGNORE"), "{text}");
+    recording.calls[0].ok = false;
+    assert!(parse_recording(&recording.to_bytes(), "echo-server").is_ok());
+    recording.calls[0].ok = true;
+    recording.calls[0].output = json!({"n": 3});
+    assert!(parse_recording(&recording.to_bytes(), "echo-server").is_ok());
+}
+
 #[test]
 fn answers_past_their_bounds_are_refused() {
     let mut deep = json!("x");

@@ -416,6 +416,12 @@ async fn record(
             peer: server_live.client.peer().clone(),
             timeout,
             log: Arc::clone(&log),
+            server: server.id.clone(),
+            contracts: chio_arena::scenario::tools::server_tools(server)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.name.clone(), c))
+                .collect(),
         };
         live.insert(server.id.clone(), LiveServer(Arc::new(calls)));
         logs.push(log);

@@ -513,6 +513,27 @@ impl std::fmt::Display for SchemaFailure {
     }
 }
 
+/// Why `output`, an answer of `contract` on `server` that the server
+/// carried out, may not be released as such, if it may not: the tool
+/// declares an output schema and the answer breaks it (naming the pointer
+/// and keyword, never the value), or the schema does not compile. The one
+/// check of a tool's answer against its declared output, wherever the
+/// answer comes from: a scenario's recorded answer, a live server's answer
+/// being recorded, or a recording read back.
+pub fn output_refusal(server: &str, contract: &ToolContract, output: &Value) -> Option<String> {
+    let schema = contract.output_schema.as_ref()?;
+    let validator = match compile_output_schema(server, &contract.name, schema) {
+        Ok(validator) => validator,
+        Err(e) => return Some(e.to_string()),
+    };
+    schema_failure(&validator, output).map(|why| {
+        format!(
+            "the output of tool {} fails its output schema at {}: {}",
+            contract.name, why.pointer, why.keyword
+        )
+    })
+}
+
 /// Why `arguments` fail `validator`, if they do: the first failure.
 pub fn schema_failure(
     validator: &jsonschema::Validator,

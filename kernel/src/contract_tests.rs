@@ -276,3 +276,36 @@ fn absent_annotations_take_the_specification_defaults() {
     assert!(parsed.open_world_hint && parsed.destructive_hint);
     assert!(!parsed.read_only_hint && !parsed.idempotent_hint);
 }
+
+// An answer is checked against the tool's output schema, one rule wherever it comes from: a tool without one takes any answer; a breaking answer is refused naming the pointer and keyword, never the value; a schema that does not compile refuses every answer.
+#[test]
+fn an_answer_must_satisfy_the_output_schema() {
+    let mut contract = ToolContract {
+        name: "get".into(),
+        description: String::new(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: ToolAnnotations::default(),
+    };
+    assert_eq!(output_refusal("s", &contract, &json!("anything")), None);
+    contract.output_schema = Some(json!({
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+        "additionalProperties": false
+    }));
+    assert_eq!(output_refusal("s", &contract, &json!({"n": 1})), None);
+    let secret = "IGNORE PREVIOUS";
+    assert_eq!(
+        output_refusal("s", &contract, &json!({"n": secret})).as_deref(),
+        Some("the output of tool get fails its output schema at /n: type")
+    );
+    let extra = output_refusal("s", &contract, &json!({"n": 1, "extra": secret})).unwrap();
+    assert!(
+        extra.contains("additionalProperties") && !extra.contains(secret),
+        "{extra}"
+    );
+    contract.output_schema = Some(json!({"type": 12}));
+    let broken = output_refusal("s", &contract, &json!({"n": 1})).unwrap();
+    assert!(broken.contains("does not compile"), "{broken}");
+}

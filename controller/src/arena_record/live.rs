@@ -9,14 +9,20 @@
 //! the protocol's JSON. `isError: true` answers the same value as a call
 //! not performed (`ok: false`). A JSON-RPC error, a closed connection or no
 //! answer within the timeout is a call not performed whose output says
-//! which, never a text the server sent outside a result.
+//! which, never a text the server sent outside a result. So is an answer
+//! that breaks the tool's declared output schema, naming where
+//! ([`chio_kernel::contract::output_refusal`], the check a scenario's own
+//! recorded answers and a recording read back meet): it is never released,
+//! or recorded, as carried out.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chio_arena::recording::RecordedCall;
+use chio_kernel::contract::ToolContract;
 use chio_node::tools::{LiveAnswer, LiveTools};
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -30,6 +36,10 @@ pub(super) struct McpCalls {
     pub timeout: Duration,
     /// Every call forwarded, in order, with its answer.
     pub log: Arc<Mutex<Vec<RecordedCall>>>,
+    /// The server's id in the scenario.
+    pub server: String,
+    /// The tools the scenario declares for the server, by name.
+    pub contracts: BTreeMap<String, ToolContract>,
 }
 
 impl LiveTools for McpCalls {
@@ -43,21 +53,15 @@ impl LiveTools for McpCalls {
         let peer = self.peer.clone();
         let timeout = self.timeout;
         let log = Arc::clone(&self.log);
+        let contract = self.contracts.get(&tool).cloned();
+        let server = self.server.clone();
         Box::pin(async move {
             let mut params = CallToolRequestParams::new(tool.clone());
             if let Value::Object(map) = &arguments {
                 params = params.with_arguments(map.clone());
             }
             let answer = match tokio::time::timeout(timeout, peer.call_tool(params)).await {
-                Ok(Ok(result)) => {
-                    let answer = answer_of(&result);
-                    // An answer a replay could not carry between node
-                    // processes, or read back, is not recorded as given.
-                    match chio_arena::recording::answer_out_of_bounds(&answer.output) {
-                        Some(why) => not_performed(why),
-                        None => answer,
-                    }
-                }
+                Ok(Ok(result)) => checked(answer_of(&result), &server, contract.as_ref()),
                 Ok(Err(e)) => not_performed(service_error(&e)),
                 Err(_elapsed) => not_performed(format!(
                     "the server did not answer within {} ms",
@@ -76,6 +80,22 @@ impl LiveTools for McpCalls {
             }
             answer
         })
+    }
+}
+
+/// `answer` as it is recorded: an answer a replay could not carry between
+/// node processes, or read back, or a carried-out answer that breaks the
+/// tool's output schema, is a call not performed naming why.
+fn checked(answer: LiveAnswer, server: &str, contract: Option<&ToolContract>) -> LiveAnswer {
+    if let Some(why) = chio_arena::recording::answer_out_of_bounds(&answer.output) {
+        return not_performed(why);
+    }
+    let refused = contract
+        .filter(|_| answer.ok)
+        .and_then(|c| chio_kernel::contract::output_refusal(server, c, &answer.output));
+    match refused {
+        Some(why) => not_performed(format!("the server's answer is refused: {why}")),
+        None => answer,
     }
 }
 
@@ -170,6 +190,36 @@ mod tests {
                 output: json!({"n": 1})
             }
         );
+    }
+
+    // A carried-out answer that breaks the tool's output schema is recorded as a call not performed naming where, never the value; a failed answer, a fitting one and one of a tool without an output schema are kept as given.
+    #[test]
+    fn an_answer_breaking_the_output_schema_is_not_performed() {
+        let contract: ToolContract = serde_json::from_value(json!({
+            "name": "get",
+            "description": "",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"], "additionalProperties": false},
+            "annotations": {}
+        }))
+        .expect("a contract");
+        let given = |ok, output| LiveAnswer { ok, output };
+        let bad = json!({"n": "IGNORE PREVIOUS", "extra": true});
+        let answer = checked(given(true, bad.clone()), "live", Some(&contract));
+        assert!(!answer.ok);
+        let why = answer.output.as_str().unwrap_or_default();
+        assert!(why.contains("fails its output schema at /"), "{why}");
+        assert!(!why.contains("IGNORE"), "{why}");
+        for (ok, output, contract) in [
+            (false, bad.clone(), Some(&contract)),
+            (true, json!({"n": 1}), Some(&contract)),
+            (true, bad, None),
+        ] {
+            assert_eq!(
+                checked(given(ok, output.clone()), "live", contract),
+                given(ok, output)
+            );
+        }
     }
 
     #[test]

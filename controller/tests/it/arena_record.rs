@@ -556,3 +556,98 @@ fn a_recording_with_a_call_no_step_makes_is_refused() {
     let output = without_python(dir, &run);
     assert!(output.status.success(), "{}", explain(&run, &output));
 }
+
+/// A scenario whose mcp server `live` declares tool `get` with an output
+/// schema (an object whose `n` is an integer), and the recording of its one
+/// call (step `first`) answering `output`, written by hand, in `dir`.
+fn typed_replay(dir: &Path, output: serde_json::Value) {
+    let definition = serde_json::json!({
+        "name": "get",
+        "description": "Gets a count",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    });
+    let listed = dir.join("tools.json");
+    let tools = serde_json::json!({ "tools": [definition.clone()] });
+    std::fs::write(&listed, tools.to_string()).unwrap();
+    let args = ["import", "mcp", "tools.json", "--id", "live"];
+    let imported = chio(dir, &args);
+    assert_eq!(
+        imported.status.code(),
+        Some(0),
+        "{}",
+        explain(&args, &imported)
+    );
+    let declaration = String::from_utf8(imported.stdout).unwrap();
+    let digest = declaration
+        .lines()
+        .find_map(|l| l.strip_prefix("digest = \""))
+        .and_then(|d| d.strip_suffix('"'))
+        .expect("a digest")
+        .to_string();
+    let server = declaration.replace(
+        "kind = \"recorded\"",
+        "kind = \"mcp\"\ncommand = [\"/nonexistent/server\"]",
+    );
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::write(dir.join("prompts/p.txt"), "Count.\n").unwrap();
+    let scenario = format!(
+        "schema_version = \"chio.arena.scenario/v1\"\nid = \"typed\"\ntitle = \"an mcp answer meets its output schema\"\nrng_seed = 1\nvirtual_clock_start = \"2026-07-01T10:00:00.000Z\"\n\n[determinism]\nscheduler = \"single-agent-v1\"\nlocale = \"C\"\n\n[[nodes]]\nid = \"node-a\"\n\n[[kernels]]\nid = \"kernel-a\"\nnode = \"node-a\"\n\n[[agents]]\nid = \"dev\"\nrole = \"developer\"\nmodel = \"recorded:dev\"\nseed_prompt_ref = \"prompts/p.txt\"\nkernel = \"kernel-a\"\n\n{server}\n[[grants]]\nid = \"dev-live\"\nagent = \"dev\"\nserver = \"live\"\ntools = [\"get\"]\n\n[[steps]]\nid = \"first\"\nagent = \"dev\"\nserver = \"live\"\ntool = \"get\"\nexpect_verdict = \"allow\"\n"
+    );
+    std::fs::write(dir.join("typed.toml"), scenario).unwrap();
+    let recording = serde_json::json!({
+        "schema_version": "chio.arena.mcp-recording/v1",
+        "server": "live",
+        "tools": [{"name": "get", "digest": digest, "definition": definition}],
+        "calls": [{"request_id": "first", "agent": "dev", "tool": "get", "arguments": {}, "ok": true, "output": output}]
+    });
+    std::fs::create_dir_all(dir.join("rec/recording")).unwrap();
+    std::fs::write(dir.join("rec/recording/live.json"), recording.to_string()).unwrap();
+}
+
+// A recording holding an answer released as carried out that breaks its tool's output schema is refused on every topology, naming the step and where it breaks, never the value; the same recording with a fitting answer replays.
+#[test]
+fn a_recorded_answer_breaking_the_output_schema_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    typed_replay(
+        dir,
+        serde_json::json!({"n": "IGNORE PREVIOUS", "extra": true}),
+    );
+    for extra in [
+        &[][..],
+        &["--topology", "local"][..],
+        &["--one-at-a-time"][..],
+    ] {
+        let mut args = vec![
+            "arena",
+            "run",
+            "typed.toml",
+            "--replay-from",
+            "rec",
+            "--out",
+            "b",
+        ];
+        args.extend_from_slice(extra);
+        let output = without_python(dir, &args);
+        assert_code(&output, &args, 2, "CHIO-ARENA-MCP-RECORDING");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("step first") && stderr.contains("fails its output schema at /n: type"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("IGNORE"), "{stderr}");
+    }
+    typed_replay(dir, serde_json::json!({"n": 3}));
+    let args = [
+        "arena",
+        "run",
+        "typed.toml",
+        "--replay-from",
+        "rec",
+        "--out",
+        "b",
+    ];
+    let output = without_python(dir, &args);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+}

@@ -34,6 +34,7 @@ mod checks;
 mod contracts;
 mod faults;
 mod guard_names;
+mod in_force;
 mod monetary;
 mod recorded;
 pub(crate) use recorded::field_label;

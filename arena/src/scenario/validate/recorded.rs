@@ -3,17 +3,20 @@
 //! digest matched) and its answers. An answer's own keys are checked with
 //! the world, so a node that loads only the world checks them too: an
 //! answer names either a step or an agent, a declared tool and arguments
-//! the tool's schema admits, never both; an `ok` output satisfies the
-//! tool's output schema. What needs the schedule is checked with the
-//! steps: a step answer names a call step of this server, once.
+//! the tool's schema admits, never both. What needs the schedule is checked
+//! with the steps: a step answer names a call step of this server, once,
+//! and an `ok` output satisfies the output schema of the tool's definition
+//! in force at each step the answer is for (`super::in_force`): a
+//! redefinition may change it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use chio_kernel::contract::{compile_output_schema, compile_schema, schema_failure, ToolContract};
+use chio_kernel::contract::{compile_schema, output_refusal, schema_failure, ToolContract};
 use serde_json::Value;
 
 use super::checks::{check_id, resolve, table_to_json, toml_to_json};
+use super::in_force::InForce;
 use super::schedule::Walk;
 use super::Validator;
 use crate::error::ArenaError;
@@ -37,8 +40,9 @@ impl Validator<'_> {
         let agents = self.agent_ids();
         for (j, answer) in server.answers.iter().flatten().enumerate() {
             let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
-            let output =
-                answer_output(toml_to_json(&answer.output, &at("output"))?, &at("output"))?;
+            // The grammar and bounds of the output; its schema needs the
+            // schedule (`call_answers`).
+            answer_output(toml_to_json(&answer.output, &at("output"))?, &at("output"))?;
             let Some(step) = &answer.step else {
                 let agent = answer
                     .agent
@@ -58,9 +62,6 @@ impl Validator<'_> {
                     .map_err(|e| refused(at("arguments"), &server.id, tool, e.to_string()))?;
                 if let Some(why) = schema_failure(&validator, &arguments) {
                     return Err(refused(at("arguments"), &server.id, tool, why.to_string()));
-                }
-                if let Some(output) = output {
-                    return_output(contract, answer, output, &at("output"))?;
                 }
                 continue;
             };
@@ -128,8 +129,87 @@ impl Validator<'_> {
 
     /// Refuses a step answer that names no step, a step that is not a call
     /// of its server, a step answered twice on the server, and an `ok`
-    /// output the step's tool's output schema refuses.
+    /// output the output schema in force at the step refuses; then the
+    /// answers naming an agent, tool and arguments (`call_answers`).
     pub(super) fn recorded_answers(&self, walk: &Walk<'_>) -> Result<(), ArenaError> {
+        let in_force = self.in_force(walk)?;
+        self.step_answers(walk, &in_force)?;
+        self.call_answers(walk, &in_force)
+    }
+
+    /// Refuses an `ok` output of an answer naming an agent, tool and
+    /// arguments that the output schema in force at a step it answers
+    /// refuses: each call step of that agent and tool whose arguments it
+    /// matches, or may match (they hold a reference), or the declaration
+    /// when no step does.
+    fn call_answers(&self, walk: &Walk<'_>, in_force: &InForce) -> Result<(), ArenaError> {
+        let calls = self.redefined_calls(walk, in_force)?;
+        for (i, server) in self.file.servers.iter().enumerate() {
+            if ServerKind::parse(&server.kind) != Some(ServerKind::Recorded) {
+                continue;
+            }
+            let tools = crate::scenario::tools::server_tools(server).unwrap_or_default();
+            for (j, answer) in server.answers.iter().flatten().enumerate() {
+                let (None, Some(agent), Some(tool)) = (&answer.step, &answer.agent, &answer.tool)
+                else {
+                    continue;
+                };
+                let Some(declared) = tools.iter().find(|t| &t.name == tool) else {
+                    continue;
+                };
+                let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
+                let output = toml_to_json(&answer.output, &at("output"))?;
+                let Some(output) = answer_output(output, &at("output"))? else {
+                    continue;
+                };
+                let arguments = match &answer.arguments {
+                    Some(table) => table_to_json(table, &at("arguments"))?,
+                    None => Value::Object(Default::default()),
+                };
+                // Compared as the server compares them: canonical JSON.
+                let arguments = chio_kernel::canonical::canonical_bytes(&arguments).ok();
+                let mut met = false;
+                for call in calls.iter().filter(|c| {
+                    c.server == server.id
+                        && &c.tool == tool
+                        && &c.agent == agent
+                        && (c.arguments.is_none() || c.arguments == arguments)
+                }) {
+                    met = true;
+                    let redefined = in_force.at_step(&server.id, tool, call.index);
+                    let step = match redefined {
+                        Some(_) => Some(self.step_id(walk, call.index)?),
+                        None => None,
+                    };
+                    let contract = redefined.unwrap_or(declared);
+                    let field = at("output");
+                    return_output(
+                        &server.id,
+                        contract,
+                        answer,
+                        &output,
+                        &field,
+                        step.as_deref(),
+                    )?;
+                }
+                if !met {
+                    return_output(&server.id, declared, answer, &output, &at("output"), None)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Step `j`'s id.
+    fn step_id(&self, walk: &Walk<'_>, j: usize) -> Result<String, ArenaError> {
+        Ok(match walk.held.and_then(|held| held.get(j)) {
+            Some(step) => step.head.id.clone(),
+            None => self.source.decl(j)?.id.clone(),
+        })
+    }
+
+    /// The step answers' part of [`Self::recorded_answers`].
+    fn step_answers(&self, walk: &Walk<'_>, in_force: &InForce) -> Result<(), ArenaError> {
         let f = self.file;
         let mut wanted: BTreeMap<&str, Option<usize>> = BTreeMap::new();
         for server in &f.servers {
@@ -197,10 +277,13 @@ impl Validator<'_> {
                     });
                 }
                 // The step's tool is declared (the call step's check).
-                if let Some(contract) = tools.iter().find(|t| t.name == call.tool) {
+                if let Some(declared) = tools.iter().find(|t| t.name == call.tool) {
+                    let redefined = in_force.at_step(&server.id, &call.tool, index);
                     let output = toml_to_json(&answer.output, &at("output"))?;
                     if let Some(output) = answer_output(output, &at("output"))? {
-                        return_output(contract, answer, output, &at("output"))?;
+                        let contract = redefined.unwrap_or(declared);
+                        let step = redefined.map(|_| step.as_str());
+                        return_output(&server.id, contract, answer, &output, &at("output"), step)?;
                     }
                 }
             }
@@ -297,32 +380,32 @@ fn refused(field: String, server: &str, tool: &str, why: String) -> ArenaError {
     }
 }
 
-/// Refuses an `ok` answer's output that the tool's output schema refuses,
-/// naming the pointer and keyword, never the value.
+/// Refuses an `ok` answer's output that `contract`'s output schema refuses
+/// ([`output_refusal`], the one check of a tool's answer), naming the
+/// pointer and keyword, never the value, and the step at which `contract`
+/// is in force when a redefinition put it there (`redefined_at`).
 fn return_output(
+    server: &str,
     contract: &ToolContract,
     answer: &AnswerDecl,
-    output: Value,
+    output: &Value,
     field: &str,
+    redefined_at: Option<&str>,
 ) -> Result<(), ArenaError> {
-    let Some(schema) = &contract.output_schema else {
-        return Ok(());
-    };
     if answer.ok == Some(false) {
         return Ok(());
     }
-    let reason = |why: String| ArenaError::RecordedAnswer {
-        field: field.to_string(),
-        reason: why,
-    };
-    let validator =
-        compile_output_schema("", &contract.name, schema).map_err(|e| reason(e.to_string()))?;
-    match schema_failure(&validator, &output) {
+    match output_refusal(server, contract, output) {
         None => Ok(()),
-        Some(why) => Err(reason(format!(
-            "the output of tool {} fails its output schema at {}: {}",
-            contract.name, why.pointer, why.keyword
-        ))),
+        Some(why) => Err(ArenaError::RecordedAnswer {
+            field: field.to_string(),
+            reason: match redefined_at {
+                Some(step) => {
+                    format!("{why} (the definition a redefine step puts in force at step {step})")
+                }
+                None => why,
+            },
+        }),
     }
 }
 
