@@ -361,6 +361,20 @@ with_world_rows! { error_table! {
     } => "CHIO-SCENARIO-BUDGET-CURRENCY", Input, at: Some(field),
         summary: format!("currency at {field} is not a code of 1 to 12 ASCII letters and digits"),
         help: "write a currency code such as \"EUR\"";
+    /// A budget naming a tool its server does not declare, so it would
+    /// never count a call.
+    BudgetUnserved {
+        /// Path of the budget's `tool`.
+        field: String,
+        /// The tool as written.
+        tool: String,
+        /// The server.
+        server: String,
+        /// The tools the server declares, in name order.
+        tools: String,
+    } => "CHIO-SCENARIO-BUDGET-UNSERVED", Input, at: Some(field),
+        summary: format!("{field} names tool {tool:?}, which server {server:?} does not declare (it declares {tools}): the budget would never count a call"),
+        help: "name a tool the server declares, exactly as it declares it; docs/scenario-schema.md lists the tools of each server kind";
     /// An amount or currency argument the tool's input schema cannot carry.
     BudgetArgument {
         /// Path of `amount` or `currency_argument`.

@@ -22,7 +22,6 @@ use super::checks::{check_id, check_invocations, resolve};
 use super::Validator;
 use crate::error::ArenaError;
 use crate::model::BudgetDecl;
-use crate::scenario::tools::closest;
 use crate::scenario::ServerKind;
 use crate::scheduler::MAX_OFFSET_MS;
 
@@ -124,6 +123,21 @@ fn shares_counting<'b>(
     }
 }
 
+/// `names` as the refusal lists them: each quoted and printable, the first
+/// 16, then how many more.
+fn listed(names: BTreeSet<&str>) -> String {
+    const SHOWN: usize = 16;
+    let mut out: Vec<String> = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("{:?}", crate::report::printable(n)))
+        .collect();
+    if names.len() > SHOWN {
+        out.push(format!("and {} more", names.len() - SHOWN));
+    }
+    out.join(", ")
+}
+
 /// Refuses, on invocation-only entry `i`, the first key that belongs to a
 /// monetary budget.
 fn refuse_monetary_keys(i: usize, budget: &BudgetDecl) -> Result<(), ArenaError> {
@@ -164,6 +178,7 @@ impl Validator<'_> {
             let subject = budget_subject(i, budget, &agents, &grants)?;
             if has_world {
                 resolve(&server_ids, "server", &budget.server, || at("server"))?;
+                self.budget_tool(i, budget)?;
             }
             // A capability budget counts its grant's lineage, which calls
             // only the grant's server and tools: any other can never apply.
@@ -218,6 +233,31 @@ impl Validator<'_> {
             }
         }
         self.approval_budgets(&ids)
+    }
+
+    /// Refuses entry `i` when its server declares its tools and its tool is
+    /// not one of them: a budget counts calls by the exact tool name, so
+    /// it would never count one.
+    fn budget_tool(&self, i: usize, budget: &BudgetDecl) -> Result<(), ArenaError> {
+        let Some(tools) = self
+            .file
+            .servers
+            .iter()
+            .find(|s| s.id == budget.server)
+            .and_then(crate::scenario::tools::server_tools)
+        else {
+            return Ok(());
+        };
+        if tools.iter().any(|t| t.name == budget.tool) {
+            return Ok(());
+        }
+        let names: BTreeSet<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        Err(ArenaError::BudgetUnserved {
+            field: format!("budgets[{i}].tool"),
+            tool: budget.tool.clone(),
+            server: budget.server.clone(),
+            tools: listed(names),
+        })
     }
 
     /// The monetary keys of entry `i`.
@@ -279,15 +319,9 @@ impl Validator<'_> {
         else {
             return Ok(());
         };
+        // Every budget's tool was found declared (`budget_tool`).
         let Some(tool) = tools.iter().find(|t| t.name == budget.tool) else {
-            return Err(ArenaError::UnknownTool {
-                field: at("tool"),
-                tool: budget.tool.clone(),
-                server: budget.server.clone(),
-                closest: closest(&budget.tool, tools.iter().map(|t| t.name.as_str()))
-                    .unwrap_or_default()
-                    .to_string(),
-            });
+            return Ok(());
         };
         let arguments = std::iter::once(("amount", amount, true)).chain(
             budget
