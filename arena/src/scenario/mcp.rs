@@ -26,7 +26,7 @@
 
 use serde_json::{Map, Value};
 
-use super::tools::{annotations_of, check_contract, is_tool_name, MAX_TOOL_NAME};
+use super::tools::{annotations_of, check_contract, is_tool_name, TOOL_NAME_RULE};
 use crate::model::AnnotationsDecl;
 use chio_kernel::contract::ToolContract;
 use chio_kernel::guards::prompt_injection::{scan_definition, DefinitionFinding};
@@ -178,7 +178,7 @@ fn imported_tool(entry: &Value, place: &str, server: &str) -> Result<ImportedToo
     };
     if !is_tool_name(name) {
         return Err(refuse(format!(
-            "{place}.name breaks MCP's tool-name grammar (1 to {MAX_TOOL_NAME} characters of A-Z, a-z, 0-9, _, - and .): rename the tool on the server"
+            "{place}.name breaks MCP's tool-name grammar ({TOOL_NAME_RULE}): rename the tool on the server"
         )));
     }
     let description = match tool.get("description") {
@@ -416,6 +416,8 @@ mod tests {
             (r#"{"tools": [{"name": "a", "inputSchema": {"type": 7}}]}"#.to_string(), "does not compile"),
             (r#"{"tools": [{"name": "a", "inputSchema": {}, "annotations": {"readOnlyHint": "yes"}}]}"#.to_string(), "readOnlyHint is not a boolean"),
             (r#"{"tools": [], "nextCursor": "2"}"#.to_string(), "nextCursor"),
+            (r#"{"tools": [{"name": ".", "inputSchema": {}}]}"#.to_string(), "not . or .."),
+            (r#"{"tools": [{"name": "..", "inputSchema": {}}]}"#.to_string(), "not . or .."),
             (r#"{"tools": []}"#.to_string(), "tools is empty"),
             (r#"{"result": {"tools": {}}}"#.to_string(), "result.tools is not a JSON array"),
         ] {

@@ -169,14 +169,21 @@ impl ServerKind {
     }
 }
 
-/// Whether `name` follows MCP's tool-name grammar: 1 to 128 characters,
-/// each an ASCII letter, a digit, `_`, `-` or `.`.
+/// Whether `name` is a tool name, one rule for a declaration, `chio import
+/// mcp` and `chio import trace`: MCP's tool-name grammar (1 to 128
+/// characters, each an ASCII letter, a digit, `_`, `-` or `.`), and never
+/// `.` or `..`, which are no scenario id (so no grant could name it).
 pub fn is_tool_name(name: &str) -> bool {
     (1..=MAX_TOOL_NAME).contains(&name.len())
+        && name != "."
+        && name != ".."
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
+
+/// The tool-name rule as a refusal states it.
+pub const TOOL_NAME_RULE: &str = "1 to 128 characters of A-Z, a-z, 0-9, _, - and ., not . or ..";
 
 /// What is wrong with a tool definition: the key at fault (`name`,
 /// `input_schema`, `output_schema`, `digest`) and why, never a value.
@@ -204,9 +211,7 @@ pub fn check_contract(server: &str, contract: &ToolContract) -> Result<String, C
     if !is_tool_name(name) {
         return Err(problem(
             "name",
-            format!(
-                "a tool name is 1 to {MAX_TOOL_NAME} characters of A-Z, a-z, 0-9, _, - and . (MCP's tool-name grammar)"
-            ),
+            format!("a tool name is {TOOL_NAME_RULE} (MCP's tool-name grammar)"),
         ));
     }
     if !contract.input_schema.is_object() {

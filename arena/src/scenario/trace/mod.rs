@@ -26,7 +26,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::mcp::ImportedTool;
-use super::tools::{is_tool_name, MAX_TOOL_NAME};
+use super::tools::{is_tool_name, TOOL_NAME_RULE};
 
 pub mod anthropic;
 pub mod mcp_log;
@@ -282,18 +282,16 @@ fn below(at: &str, key: impl fmt::Display) -> String {
     format!("{at}/{key}")
 }
 
-/// The called tool's name at `place`, checked against MCP's tool-name
-/// grammar (which also makes it a scenario id unless it is `.` or `..`).
+/// The called tool's name at `place`, checked by the tool-name rule
+/// ([`is_tool_name`], which also makes it a scenario id).
 fn called_name(name: Option<&Value>, place: &str) -> Result<String, TraceError> {
     match name {
-        Some(Value::String(name)) if is_tool_name(name) && name != "." && name != ".." => {
-            Ok(name.clone())
-        }
+        Some(Value::String(name)) if is_tool_name(name) => Ok(name.clone()),
         Some(Value::String(_)) => Err(TraceError::new(
             TraceFault::Tool,
             place,
             format!(
-                "the tool name breaks MCP's tool-name grammar (1 to {MAX_TOOL_NAME} characters of A-Z, a-z, 0-9, _, - and ., not . or ..): rename the tool where it is defined and record the trace again"
+                "the tool name breaks MCP's tool-name grammar ({TOOL_NAME_RULE}): rename the tool where it is defined and record the trace again"
             ),
         )),
         Some(_) => Err(TraceError::new(TraceFault::Tool, place, "the tool name is not a string")),
