@@ -281,7 +281,12 @@ async fn all_tools(
                 Failure::Protocol(Phase::Listing, "a tool that cannot be written as JSON")
             })?);
         }
-        match page.next_cursor {
+        // An empty cursor ends the listing as an absent one does
+        // (`more_pages`): it names no position to continue from.
+        let next = page
+            .next_cursor
+            .filter(|c| chio_arena::scenario::mcp::more_pages(&Value::String(c.clone())));
+        match next {
             None => return Ok(tools),
             Some(next) => {
                 if !seen.insert(next.clone()) {

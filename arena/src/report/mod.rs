@@ -88,7 +88,7 @@ pub fn printable_json(json: &str) -> std::borrow::Cow<'_, str> {
 /// The characters that reorder what a terminal or an editor shows: the
 /// bidirectional embeddings, overrides and isolates, and the implicit marks
 /// (left-to-right, right-to-left and Arabic letter marks).
-fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(
         c,
         '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}'

@@ -114,10 +114,7 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
             "the input has neither tools nor result.tools: pass a JSON-RPC response {\"result\": {\"tools\": [...]}} or a result {\"tools\": [...]}",
         ));
     };
-    if result
-        .get("nextCursor")
-        .is_some_and(|cursor| !cursor.is_null())
-    {
+    if result.get("nextCursor").is_some_and(more_pages) {
         return Err(refuse(format!(
             "{at}nextCursor is set: the server has more tools than this page; ask for every page and merge their tools arrays into one result"
         )));
@@ -129,6 +126,13 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
         )));
     }
     Ok(tools)
+}
+
+/// Whether a page's `nextCursor` asks for another page: MCP ends the
+/// listing with no cursor, so a null or an empty one ends it too (an empty
+/// cursor names no position to continue from).
+pub fn more_pages(cursor: &Value) -> bool {
+    !(cursor.is_null() || cursor.as_str() == Some(""))
 }
 
 /// The tools of one `tools/list` result object (`result`, written at
@@ -248,8 +252,26 @@ fn hints_of(
 }
 
 /// A TOML string holding `text` exactly.
+/// A TOML string of `text`: as the `toml` crate writes it, unless it holds
+/// a control or a bidirectional control, which is then written as its
+/// escape ([`super::trace::write::toml_string`]), so a declaration printed
+/// for review shows on screen exactly what it declares.
 fn toml_string(text: &str) -> String {
+    if text
+        .chars()
+        .any(|c| c.is_control() || crate::report::is_bidi_control(c))
+    {
+        return super::trace::write::toml_string(text);
+    }
     toml::Value::String(text.to_string()).to_string()
+}
+
+/// A schema's JSON text as a declaration writes it: every C1 control and
+/// bidirectional control inside its strings written as a JSON escape
+/// ([`crate::report::printable_json`]), so it parses to the same schema,
+/// with the same digest.
+fn schema_text(schema: &Value) -> String {
+    crate::report::printable_json(&schema.to_string()).into_owned()
 }
 
 /// [`server_declaration`], once the scenario loader's inline-secret scan
@@ -316,12 +338,12 @@ pub fn tool_table(tool: &ImportedTool) -> String {
     out.push_str(&format!("description = {}\n", toml_string(&c.description)));
     out.push_str(&format!(
         "input_schema = {}\n",
-        toml_string(&c.input_schema.to_string())
+        toml_string(&schema_text(&c.input_schema))
     ));
     if let Some(output) = &c.output_schema {
         out.push_str(&format!(
             "output_schema = {}\n",
-            toml_string(&output.to_string())
+            toml_string(&schema_text(output))
         ));
     }
     out.push_str(&format!("digest = {}\n", toml_string(&tool.digest)));
@@ -425,5 +447,43 @@ mod tests {
             assert!(err.contains(wanted), "{text}: {err}");
             assert!(!err.contains(secret), "{err}");
         }
+    }
+
+    // A page's nextCursor asks for another page unless it is absent, null or empty: an empty cursor names no position, so it ends the listing as MCP's absent one does.
+    #[test]
+    fn an_empty_cursor_ends_the_listing() {
+        for ended in [
+            r#"{"tools": [{"name": "a", "inputSchema": {}}]}"#,
+            r#"{"tools": [{"name": "a", "inputSchema": {}}], "nextCursor": null}"#,
+            r#"{"tools": [{"name": "a", "inputSchema": {}}], "nextCursor": ""}"#,
+        ] {
+            assert_eq!(tools(ended).expect(ended).len(), 1);
+        }
+        assert!(more_pages(&serde_json::json!("0")));
+        assert!(more_pages(&serde_json::json!(7)));
+        assert!(!more_pages(&serde_json::json!("")));
+    }
+
+    // A bidirectional or C1 control in a definition (its description or inside a schema's strings) is printed as its escape, never raw, and the declaration still reads back to the same definition and digest.
+    #[test]
+    fn hidden_characters_are_printed_escaped() {
+        let listed = r#"{"tools": [{"name": "a", "description": "x\u202ey\u0085", "inputSchema": {"type": "object", "title": "\u202eevil\u2066"}, "outputSchema": {"type": "object", "description": "\u200f"}}]}"#;
+        let imported = tools(listed).unwrap();
+        let text = server_declaration("srv", "kernel-a", &imported);
+        for hidden in ['\u{202e}', '\u{2066}', '\u{200f}', '\u{85}'] {
+            assert!(!text.contains(hidden), "{hidden:?} printed raw: {text}");
+        }
+        let read: toml::Table = toml::from_str(&text).expect("the declaration parses");
+        let tool = &read["servers"][0]["tools"][0];
+        let c = &imported[0].contract;
+        assert_eq!(tool["description"].as_str(), Some(c.description.as_str()));
+        for (key, schema) in [
+            ("input_schema", Some(&c.input_schema)),
+            ("output_schema", c.output_schema.as_ref()),
+        ] {
+            let back: Value = serde_json::from_str(tool[key].as_str().unwrap()).unwrap();
+            assert_eq!(Some(&back), schema, "{key}");
+        }
+        assert_eq!(tool["digest"].as_str(), Some(imported[0].digest.as_str()));
     }
 }

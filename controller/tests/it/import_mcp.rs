@@ -416,6 +416,19 @@ fn a_paged_live_listing_prints_the_file_forms_declaration() {
     );
 }
 
+// A first page whose nextCursor is empty ends the listing, as an absent cursor does: the import prints the one page's declaration, never a cursor "already given".
+#[test]
+fn an_empty_cursor_ends_a_live_listing() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let output = import_live(tmp.path(), &hostile(&python, "empty-cursor"), "one", &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(stdout.matches("[[servers.tools]]").count(), 1, "{stdout}");
+    assert!(stdout.contains("name = \"first_tool\""), "{stdout}");
+}
+
 // Hostile servers are refused each with its code and exit: a tool definition carrying a credential, a tool name outside MCP's grammar or a remote $ref by the file form's rules, a cursor given twice, a server that never answers once its timeout has passed, one that exits early with its status; none echoes what the server wrote, and no output is printed.
 #[test]
 fn hostile_live_servers_are_refused_with_their_codes() {

@@ -330,7 +330,9 @@ pub fn toml_string(text: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
+            // A control or a character that reorders what an editor shows
+            // is written as its escape, so the file reads as it parses.
+            c if c.is_control() || crate::report::is_bidi_control(c) => {
                 let _ = write!(out, "\\u{:04X}", c as u32);
             }
             c => out.push(c),
