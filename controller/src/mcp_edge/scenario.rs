@@ -7,7 +7,8 @@
 //! node and one kernel (`kernel-a`); one recorded server per upstream,
 //! declaring the tools the upstream listed (as `chio import mcp` declares
 //! them) and the label keys `--policy` gave it, and answering each admitted
-//! call with what the upstream answered; the guards the edge ran
+//! call with what the upstream answered (not performed, `ok = false`, when
+//! the answer is an error result, as the edge's kernel read it); the guards the edge ran
 //! (`--policy`), in its order, on the kernel; one agent per client key,
 //! named by its one session or in order of first call; one grant per root
 //! capability presented (its id, server, tools, `path_prefix`, window and
@@ -328,8 +329,15 @@ fn servers(header: &Value, decided: &[Decided], secrets: &mut Secrets) -> Result
             if let Some(answer) = &d.upstream {
                 let output = sealed_inline(answer, secrets)
                     .map_err(|e| format!("call {}: the upstream's answer {e}", d.seq))?;
+                // An error result is a call the upstream did not carry
+                // out, as the edge's kernel read it.
+                let ok = if answer["isError"] == json!(true) {
+                    "ok = false\n"
+                } else {
+                    ""
+                };
                 out.push_str(&format!(
-                    "\n[[servers.answers]]\nstep = \"{}\"\noutput = {output}\n",
+                    "\n[[servers.answers]]\nstep = \"{}\"\noutput = {output}\n{ok}",
                     step_id(d.seq)
                 ));
             }

@@ -213,3 +213,25 @@ fn policy_label_keys_go_on_the_recorded_server() {
         "{text}"
     );
 }
+
+// An upstream's error result (`isError: true`) is answered as the edge's kernel read it: not performed (`ok = false`); any other answer is performed.
+#[test]
+fn an_error_result_is_answered_not_performed() {
+    let mut failed = call(2_500, "cap-1", "allow", None);
+    failed["upstream"] =
+        json!({"content": [{"type": "text", "text": "file not found"}], "isError": true});
+    let calls = [call(2_000, "cap-1", "allow", None), failed];
+    let built = session_scenario(&header(), &calls).unwrap();
+    let answers: Vec<&str> = built
+        .text
+        .split("\n[[servers.answers]]\n")
+        .skip(1)
+        .collect();
+    assert_eq!(answers.len(), 2, "{}", built.text);
+    assert!(!answers[0].contains("ok = false"), "{}", built.text);
+    assert!(
+        answers[1].contains("step = \"call-2\"") && answers[1].contains("ok = false"),
+        "{}",
+        built.text
+    );
+}

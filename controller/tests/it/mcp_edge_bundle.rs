@@ -149,3 +149,63 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     assert!(!ok, "a consistently changed answer replays: {out}");
     assert!(out.contains("step call-1"), "{out}");
 }
+
+/// The edge's arguments for the counting upstream `notes` logging to `log`.
+fn counting_upstream(python: &Path, log: &Path, authority: &Path) -> Vec<String> {
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            log.to_str().unwrap(),
+        ])
+    );
+    vec![
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+    ]
+}
+
+// An upstream's error result (isError: true) is a call the upstream did not carry out: the client gets the error result, its invocation is given back, and the untouched session replays with no drift, its scenario answering that step not performed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_error_result_replays_as_not_performed() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "echo", &["--max-calls", "2"]);
+    let folder = dir.path().join("session");
+    let mut args = counting_upstream(&python, &log, &authority);
+    args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
+    let edge = Edge::start(&args).await;
+    for (i, said) in ["a", "missing", "b", "c"].iter().enumerate() {
+        let arguments = json!({ "text": said });
+        let result = edge
+            .call(
+                &token,
+                &alice,
+                "notes",
+                "echo",
+                &arguments,
+                &format!("r-{i}"),
+            )
+            .await;
+        if *said == "missing" {
+            assert_eq!(result.is_error, Some(true), "{result:?}");
+            assert_eq!(text(&result), "file not found");
+        }
+    }
+    edge.stop().await;
+    assert_eq!(
+        session_verdicts(&folder),
+        ["allow", "allow", "allow", "deny"]
+    );
+    let scenario = std::fs::read_to_string(folder.join("inputs/scenario.toml")).unwrap();
+    assert!(scenario.contains("ok = false"), "{scenario}");
+    let (ok, out) = replay(&folder);
+    assert!(ok, "the session does not replay: {out}");
+    assert!(out.contains("no drift"), "{out}");
+}
