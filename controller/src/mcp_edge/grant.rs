@@ -136,6 +136,12 @@ pub fn run_grant(args: &GrantArgs, out: &mut dyn Write) -> Result<(), CliError> 
             "give the capability a lifetime of at most one year",
         ));
     }
+    if args.max_calls == Some(0) {
+        return Err(grant_error(
+            "--max-calls 0 grants no call".to_string(),
+            "give a budget of at least one call, or none for unlimited calls",
+        ));
+    }
     let now = wall_ms();
     let tools: Vec<&str> = args.tools.iter().map(String::as_str).collect();
     let mut body = CapabilityBody {
@@ -323,5 +329,25 @@ mod tests {
                 prop_assert_ne!(decode_token(&changed).ok(), Some(token()));
             }
         }
+    }
+
+    // A budget of no call is refused at grant time, naming the option.
+    #[test]
+    fn a_grant_of_no_call_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let authority = dir.path().join("authority.json");
+        super::super::authority::run_new(&authority, &mut Vec::new()).unwrap();
+        let args = GrantArgs {
+            authority,
+            client_key: public_key_hex(&ed25519_dalek::SigningKey::from_bytes(&[9; 32])),
+            server: "notes".to_string(),
+            tools: vec!["echo".to_string()],
+            max_calls: Some(0),
+            expires_in_secs: 60,
+            id: None,
+        };
+        let err = run_grant(&args, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.code, crate::error::codes::MCP_GRANT.code);
+        assert!(err.message.contains("--max-calls 0"), "{}", err.message);
     }
 }

@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use chio_arena::model::{BudgetDecl, GuardDecl, ServerDecl};
+use chio_arena::scenario::validate::check_guard_served;
+use chio_kernel::contract::ToolCatalog;
 use chio_kernel::guards::GuardSpec;
 use chio_node::tools::ToolServer;
 use serde::{Deserialize, Serialize};
@@ -122,6 +124,32 @@ impl EdgePolicy {
             )),
             None => Ok(()),
         }
+    }
+}
+
+impl EdgePolicy {
+    /// Refuses a guard whose configuration names a server or tool no
+    /// upstream serves (`catalog`, the upstreams' listings), by the rule a
+    /// run loads its guards under: the guard would never apply to it.
+    pub fn check_served(&self, path: &Path, catalog: &ToolCatalog) -> Result<(), CliError> {
+        for (index, spec) in self.guards.iter().enumerate() {
+            if let Err(e) = check_guard_served(index, spec, catalog, super::scenario::KERNEL) {
+                let served: Vec<String> = catalog
+                    .iter()
+                    .flat_map(|(server, tools)| tools.keys().map(move |t| format!("{server}/{t}")))
+                    .collect();
+                return Err(refused(
+                    path,
+                    format!(
+                        "guard {}: {}; the upstreams serve {}",
+                        spec.id,
+                        e.summary(),
+                        served.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -313,5 +341,45 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    // A guard naming a tool no upstream serves is refused by the rule a run loads its guards under (it would never apply), naming the tool, the nearest served name and every served tool; the same guard naming a served tool is accepted.
+    #[test]
+    fn a_guard_naming_an_unserved_tool_is_refused() {
+        let listed = serde_json::json!({"tools": [
+            {"name": "g_rug", "inputSchema": {"type": "object"}},
+            {"name": "g_log", "inputSchema": {"type": "object"}},
+        ]});
+        let tools = chio_arena::scenario::mcp::parse_tools_list(
+            &serde_json::to_vec(&listed).unwrap(),
+            "git",
+        )
+        .unwrap();
+        let mut catalog = ToolCatalog::new();
+        catalog.insert(
+            "git".to_string(),
+            tools
+                .into_iter()
+                .map(|t| (t.contract.name.clone(), t.contract))
+                .collect(),
+        );
+        let guard = |tool: &str| {
+            read_text(&format!(
+                "[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n[guards.config]\nconsequential = {{ git = [\"{tool}\"] }}\n"
+            ))
+            .unwrap()
+        };
+        let path = Path::new("policy.toml");
+        assert!(guard("g_rug").check_served(path, &catalog).is_ok());
+        let err = guard("g_rugg").check_served(path, &catalog).unwrap_err();
+        assert_eq!(err.code, codes::MCP_POLICY.code);
+        for part in [
+            "guard integrity",
+            "\"g_rugg\"",
+            "did you mean \"g_rug\"",
+            "the upstreams serve git/g_log, git/g_rug",
+        ] {
+            assert!(err.message.contains(part), "{part}: {}", err.message);
+        }
     }
 }

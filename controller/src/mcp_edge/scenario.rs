@@ -11,8 +11,8 @@
 //! the answer is an error result, as the edge's kernel read it); the guards the edge ran
 //! (`--policy`), in its order, on the kernel; one agent per client key,
 //! named by its one session or in order of first call; one grant per root
-//! capability presented (its id, server, tools, `path_prefix`, window and
-//! invocation budget); and one call step per call the kernel decided from
+//! capability presented (its id, server, the tools it grants that the
+//! upstream lists, `path_prefix`, window and invocation budget); and one call step per call the kernel decided from
 //! the call itself, at the instant the edge admitted it, expecting the
 //! edge's verdict and reason code.
 //!
@@ -379,10 +379,19 @@ fn grants(
             continue;
         }
         let grant = &t.scope[0];
+        // A tool the upstream does not list is never called under the
+        // grant (such a call is refused before any step), so the grant is
+        // written with the tools it covers that the upstream serves.
+        let listed = listed_tools(header, &grant.server);
         let tools = if grant.tools.iter().any(|n| n == "*") {
-            listed_tools(header, &grant.server)
+            listed
         } else {
-            grant.tools.clone()
+            grant
+                .tools
+                .iter()
+                .filter(|t| listed.contains(t))
+                .cloned()
+                .collect()
         };
         let tools: Vec<Value> = tools.into_iter().map(Value::String).collect();
         out.push_str(&format!(

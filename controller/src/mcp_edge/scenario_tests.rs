@@ -235,3 +235,17 @@ fn an_error_result_is_answered_not_performed() {
         built.text
     );
 }
+
+// A grant naming a tool the upstream does not list is written with the tools it grants that the upstream lists, so the session keeps its bundle.
+#[test]
+fn a_grant_is_written_with_the_tools_the_upstream_lists() {
+    let mut first = call(2_000, "cap-1", "allow", None);
+    first["request"]["capability"]["scope"][0]["tools"] = json!(["echo", "git_push"]);
+    let built = session_scenario(&header(), &[first]).unwrap();
+    assert!(
+        built.text.contains("tools = [\"echo\"]\n"),
+        "{}",
+        built.text
+    );
+    assert!(!built.text.contains("git_push"), "{}", built.text);
+}

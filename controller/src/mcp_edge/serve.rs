@@ -65,6 +65,9 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     rt.block_on(async move {
         let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
         let upstreams = start_upstreams(&specs, timeout).await?;
+        if let Some(path) = &args.policy {
+            policy.check_served(path, &upstreams.catalog())?;
+        }
         let kernel = match control {
             Some(client) => start_kernel(client, args, &authority, &upstreams, &policy).await?,
             None => {

@@ -187,12 +187,33 @@ pub(super) fn check_guard_names(
     };
     let own_kernels = if users.is_empty() { all.clone() } else { users };
     let (own, anywhere) = (union(&own_kernels), union(&all));
+    check_names(index, spec, (&own, &own_kernels), (&anywhere, &all))
+}
+
+/// Refuses a name of guard `index`'s configuration that `catalog`, the
+/// tools of the one kernel `kernel` running it, does not serve: the rule a
+/// scenario's guards are loaded under, for a kernel whose tools are not a
+/// scenario's (the MCP edge's, its upstreams' listings).
+pub fn check_guard_served(
+    index: usize,
+    spec: &GuardSpec,
+    catalog: &ToolCatalog,
+    kernel: &str,
+) -> Result<(), ArenaError> {
+    let kernels = [kernel];
+    check_names(index, spec, (catalog, &kernels), (catalog, &kernels))
+}
+
+/// The names of `spec` against the catalog of its own kernels and that of
+/// every kernel, each with those kernels' ids.
+fn check_names(
+    index: usize,
+    spec: &GuardSpec,
+    own: (&ToolCatalog, &[&str]),
+    anywhere: (&ToolCatalog, &[&str]),
+) -> Result<(), ArenaError> {
     for named in names(spec) {
-        let (catalog, kernels) = if named.own {
-            (&own, &own_kernels)
-        } else {
-            (&anywhere, &all)
-        };
+        let (catalog, kernels) = if named.own { own } else { anywhere };
         let servers: BTreeSet<&str> = match &named.server {
             Some(server) if !catalog.contains_key(server) => {
                 return Err(unserved(index, &named, server, kernels, catalog.keys()));

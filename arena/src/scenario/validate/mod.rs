@@ -35,6 +35,7 @@ mod contracts;
 mod faults;
 mod guard_names;
 mod in_force;
+pub use guard_names::check_guard_served;
 mod monetary;
 mod recorded;
 pub(crate) use recorded::field_label;
