@@ -80,6 +80,9 @@ cli_codes! {
     UNRECORDED_STEP = "CHIO-ARENA-UNKNOWN-STEP", Input;
     /// A topology file is refused.
     TOPOLOGY_INVALID = "CHIO-TOPOLOGY-INVALID", Input;
+    /// A node of a topology keeps other authority state than the
+    /// trust-control the topology names.
+    TOPOLOGY_STATE_NOT_SHARED = "CHIO-TOPOLOGY-STATE-NOT-SHARED", Input;
     /// A serving process is refused at start-up.
     SERVE_CONFIG = "CHIO-SERVE-CONFIG", Input;
     /// A portable-evaluation envelope cannot be read.
@@ -392,6 +395,14 @@ impl CliError {
     /// Wraps a node failure: a world that cannot be resolved is invalid
     /// input, anything else an infrastructure failure.
     pub fn node(command: &'static str, err: &chio_node::NodeError) -> Self {
+        if let chio_node::NodeError::AuthorityNotShared { trust_url, .. } = err {
+            return Self::new(
+                codes::TOPOLOGY_STATE_NOT_SHARED,
+                command,
+                err.to_string(),
+                format!("start every node of the topology with --control-url {trust_url} and that trust-control's token (--control-token-file), not --state-dir"),
+            );
+        }
         if err.is_world() {
             Self::new(
                 codes::ARENA_WORLD,

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use chio_arena::scenario::{FaultAction, TRUST_CONTROL};
 use chio_arena::Scenario;
-use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
+use chio_node::client::{witness_key, WorldOffer, DEFAULT_CONTROL_DEADLINE};
 use chio_node::executor::{FaultEvent, PreparedFault};
 use chio_node::grpc_link::DEFAULT_LINK_DEADLINE;
 use chio_node::link::{KernelLink, LinkFuture};
@@ -50,7 +50,7 @@ use chio_trust::{TrustClient, TrustClientConfig, TrustError, TrustStore};
 use crate::driver::{Dispatcher, RunInputs};
 use crate::link_proxy::{check_cut, LinkMode, LinkProxy};
 use crate::local_cluster::{LocalCluster, NodeStoreDeadlines};
-use crate::topology::{GrpcTopology, Topology};
+use crate::topology::{check_witness, GrpcTopology, Topology};
 
 /// The most wall time a delayed link holds each chunk.
 pub const MAX_WALL_DELAY: Duration = Duration::from_millis(50);
@@ -340,7 +340,7 @@ impl LocalFaults<'_> {
             &self.topology.cluster_token,
             DEFAULT_CONTROL_DEADLINE,
         )?;
-        client
+        let loaded = client
             .load_world(WorldOffer {
                 scenario: &self.inputs.world_bytes,
                 fixtures: &self.inputs.fixtures,
@@ -351,8 +351,10 @@ impl LocalFaults<'_> {
                     .unwrap_or(&self.topology.nodes),
                 run_id: self.run_id,
                 redefinitions: &self.inputs.redefinitions,
+                witness_key: &witness_key(self.run_id),
             })
             .await?;
+        check_witness(node, self.topology, loaded.witness_found)?;
         if prepared.restore.is_empty() {
             return Ok(());
         }

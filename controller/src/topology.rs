@@ -19,7 +19,7 @@ use std::time::Duration;
 use chio_arena::bundle::Bundle;
 use chio_arena::Scenario;
 use chio_kernel::keys::public_key_hex;
-use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
+use chio_node::client::{witness_key, WorldOffer, DEFAULT_CONTROL_DEADLINE, WITNESS_LABEL};
 use chio_node::link::LinkFuture;
 use chio_node::outage::Refusal;
 use chio_node::{
@@ -83,6 +83,7 @@ pub struct Topology {
 }
 
 mod refusals;
+pub(crate) use refusals::check_witness;
 
 /// The most bytes a topology file may hold (1 MiB).
 pub const MAX_TOPOLOGY_BYTES: u64 = 1 << 20;
@@ -186,10 +187,12 @@ pub fn fresh_run_id() -> String {
     format!("run-{}", hex::encode(bytes))
 }
 
-/// The gRPC dispatcher: one `NodeControl` client per logical node.
+/// The gRPC dispatcher: one `NodeControl` client per logical node, and a
+/// client of the trust-control the topology names.
 #[derive(Debug, Clone)]
 pub struct GrpcTopology {
     clients: BTreeMap<String, NodeClient>,
+    trust: TrustClient,
 }
 
 impl GrpcTopology {
@@ -247,11 +250,14 @@ impl GrpcTopology {
                 NodeClient::new(node, url, &topology.cluster_token, DEFAULT_CONTROL_DEADLINE)?;
             clients.insert(node.clone(), client);
         }
-        Ok(GrpcTopology { clients })
+        Ok(GrpcTopology { clients, trust })
     }
 
     /// Loads the world of `inputs` on every node under `run_id`, replacing
-    /// the one each hosted, and checks every node loaded the bytes sent.
+    /// the one each hosted, and checks every node loaded the bytes sent and
+    /// reads the authority state the topology names: the run's witness
+    /// record, written into the topology's trust-control first, must be in
+    /// every node's own store ([`NodeError::AuthorityNotShared`] otherwise).
     pub async fn load(
         &self,
         inputs: &RunInputs,
@@ -259,6 +265,14 @@ impl GrpcTopology {
         run_id: &str,
     ) -> Result<(), NodeError> {
         let expected_sha = hex::encode(Sha256::digest(&inputs.world_bytes));
+        let witness = witness_key(run_id);
+        self.trust
+            .join_labels(vec![witness.clone()], WITNESS_LABEL)
+            .await
+            .map_err(|source| NodeError::AuthorityOperation {
+                operation: "cannot write the run's witness record",
+                source,
+            })?;
         for (node, client) in &self.clients {
             let loaded = client
                 .load_world(WorldOffer {
@@ -267,6 +281,7 @@ impl GrpcTopology {
                     peers: topology.peer_urls.get(node).unwrap_or(&topology.nodes),
                     run_id,
                     redefinitions: &inputs.redefinitions,
+                    witness_key: &witness,
                 })
                 .await?;
             if loaded.scenario_sha256 != expected_sha {
@@ -275,6 +290,7 @@ impl GrpcTopology {
                     cause: "loaded other scenario bytes than the controller sent".to_string(),
                 });
             }
+            check_witness(node, topology, loaded.witness_found)?;
             tracing::info!(node = %node, kernels = ?loaded.kernels, agents = ?loaded.agents, "node loaded the world");
         }
         Ok(())

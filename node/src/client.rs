@@ -34,6 +34,17 @@ pub const DEFAULT_CONTROL_DEADLINE: Duration = Duration::from_secs(60);
 
 type Inner = NodeControlClient<InterceptedService<Channel, ClusterHeader>>;
 
+/// The label the controller records under a run's witness key.
+pub const WITNESS_LABEL: &str = "witness";
+
+/// The key of the run's witness record: the label record the controller
+/// writes into the trust-control its topology names before loading a world,
+/// and every node must find in its own authority store. It lies outside
+/// every run's namespace (`<run id>/...`), so no node's write can make it.
+pub fn witness_key(run_id: &str) -> String {
+    format!("witness/{run_id}")
+}
+
 /// What the controller sends a node with `LoadWorld`.
 #[derive(Debug, Clone)]
 pub struct WorldOffer<'a> {
@@ -48,6 +59,9 @@ pub struct WorldOffer<'a> {
     /// The tool definitions servers change during the run
     /// (`chio_arena::Scenario::redefinitions`).
     pub redefinitions: &'a [Redefinition],
+    /// The key of the run's witness record ([`witness_key`]); empty for no
+    /// look-up.
+    pub witness_key: &'a str,
 }
 
 /// An authenticated `NodeControl` client for one logical node.
@@ -115,6 +129,7 @@ impl NodeClient {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             run_id: offer.run_id.to_string(),
+            witness_key: offer.witness_key.to_string(),
             redefinitions_json: if offer.redefinitions.is_empty() {
                 String::new()
             } else {
@@ -132,6 +147,7 @@ impl NodeClient {
             scenario_sha256: answer.scenario_sha256,
             kernels: answer.kernels,
             agents: answer.agents,
+            witness_found: answer.witness_found,
         })
     }
 

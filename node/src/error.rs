@@ -93,6 +93,15 @@ pub enum NodeError {
     /// ended early, or a stored label is not a known level.
     #[error("trust-control store failed: {0}")]
     AuthorityAnswer(String),
+    /// A node of a topology does not read the authority state the topology
+    /// names: the run's witness record is not in its store.
+    #[error("node {node} does not share the authority state of the topology's trust-control at {trust_url}: it did not find the run's witness record in its own store (a node started with --state-dir keeps private state, so a revocation or a delegation's labels recorded on one node would not be seen on another); start it with --control-url {trust_url} and that trust-control's token")]
+    AuthorityNotShared {
+        /// The logical node.
+        node: String,
+        /// The trust-control URL the topology names.
+        trust_url: String,
+    },
     /// A node's configuration (flags, token, store choice) is unusable.
     #[error("node configuration refused: {problem}; {fix}")]
     Config {

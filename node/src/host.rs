@@ -81,6 +81,9 @@ pub struct WorldLoad {
     pub run_id: String,
     /// The tool definitions servers change during the run.
     pub redefinitions: Vec<Redefinition>,
+    /// The key of the run's witness record, to look up in this node's own
+    /// authority store; empty for no look-up.
+    pub witness_key: String,
 }
 
 /// What a node loaded, for the controller to cross-check.
@@ -94,6 +97,9 @@ pub struct LoadedWorld {
     pub kernels: Vec<String>,
     /// Agents hosted here.
     pub agents: Vec<String>,
+    /// Whether this node's authority store holds the run's witness record
+    /// (false when no key was given).
+    pub witness_found: bool,
 }
 
 enum HostCommand {
@@ -231,7 +237,7 @@ impl HostActor {
                 world.scenario_id, load.node
             )));
         }
-        let node = match &self.config.backend {
+        let (node, witness_found) = match &self.config.backend {
             TrustBackend::Remote(client) => self.link(client.clone(), &world, &load, false).await?,
             TrustBackend::Local(store) => self.link(store.clone(), &world, &load, true).await?,
             TrustBackend::Memory(store) => self.link(store.clone(), &world, &load, true).await?,
@@ -250,20 +256,24 @@ impl HostActor {
                 scenario_sha256: hex::encode(Sha256::digest(&load.scenario)),
                 kernels: kernels.into_iter().collect(),
                 agents: agents.into_iter().collect(),
+                witness_found,
             },
         ))
     }
 
-    /// Spawns the node's actors over `store` and links them to the peers.
-    /// A local store trusts the world's authority itself, since no operator
-    /// registers issuers in a node's private state.
+    /// Looks the run's witness record up in `store`, then spawns the node's
+    /// actors over it and links them to the peers; answers the node and
+    /// whether the witness was found. A local store trusts the world's
+    /// authority itself, since no operator registers issuers in a node's
+    /// private state.
     async fn link<S: TrustStore>(
         &self,
         store: Arc<S>,
         world: &World,
         load: &WorldLoad,
         register_authority: bool,
-    ) -> Result<Node, NodeError> {
+    ) -> Result<(Node, bool), NodeError> {
+        let witness_found = holds_witness(store.as_ref(), &load.witness_key).await?;
         let (actors, authority) = bind_node(
             store,
             world,
@@ -279,14 +289,32 @@ impl HostActor {
             &self.config.cluster_token,
             self.config.link_deadline,
         )?;
-        Ok(Node::new(
+        let node = Node::new(
             world,
             &load.node,
             actors,
             Arc::new(link),
             Arc::new(authority),
-        ))
+        );
+        Ok((node, witness_found))
     }
+}
+
+/// Whether `store` holds a label record under `key` (the run's witness
+/// record, which the controller wrote into the trust-control its topology
+/// names); false for an empty key, which asks for no look-up.
+async fn holds_witness<S: TrustStore>(store: &S, key: &str) -> Result<bool, NodeError> {
+    if key.is_empty() {
+        return Ok(false);
+    }
+    let sets = store
+        .read_labels(vec![key.to_string()])
+        .await
+        .map_err(|source| NodeError::AuthorityOperation {
+            operation: "reading the run's witness record",
+            source,
+        })?;
+    Ok(sets.get(key).is_some_and(|labels| !labels.is_empty()))
 }
 
 /// A run id becomes a prefix of every trust-control id: printable, short.

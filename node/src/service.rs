@@ -84,6 +84,7 @@ impl NodeControl for NodeControlService {
                 peers: message.peers.into_iter().collect(),
                 run_id: message.run_id,
                 redefinitions,
+                witness_key: message.witness_key,
             })
             .await
             .map_err(internal)?;
@@ -92,6 +93,7 @@ impl NodeControl for NodeControlService {
             scenario_sha256: loaded.scenario_sha256,
             kernels: loaded.kernels,
             agents: loaded.agents,
+            witness_found: loaded.witness_found,
         }))
     }
 

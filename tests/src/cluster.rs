@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use chio_node::client::{WorldOffer, DEFAULT_CONTROL_DEADLINE};
+use chio_node::client::{witness_key, WorldOffer, DEFAULT_CONTROL_DEADLINE, WITNESS_LABEL};
 use chio_node::{FixtureSet, NodeClient, World};
 use chio_trust::model::IssuerKey;
 use chio_trust::TrustStore;
@@ -161,25 +161,37 @@ impl Cluster {
 
     /// Starts (or restarts) the node `name` against this trust-control.
     pub fn start_node(&mut self, name: &str) {
+        let store = [
+            "--control-url".into(),
+            self.trust.url(),
+            "--control-token-file".into(),
+            self.dir.path().join("trust.token").display().to_string(),
+        ];
+        self.start_node_with(name, &store);
+    }
+
+    /// Starts the node `name` with private authority state
+    /// (`--state-dir`), in a folder of its own under the cluster's.
+    pub fn start_private_node(&mut self, name: &str) {
+        let state = self.dir.path().join(format!("state-{name}"));
+        self.start_node_with(name, &["--state-dir".into(), state.display().to_string()]);
+    }
+
+    /// Starts the node `name` with the store flags `store`.
+    fn start_node_with(&mut self, name: &str, store: &[String]) {
         let dir = self.dir.path();
-        let proc = serve(
-            dir,
-            name,
-            &[
-                "node".into(),
-                "serve".into(),
-                "--name".into(),
-                name.into(),
-                "--listen".into(),
-                "127.0.0.1:0".into(),
-                "--cluster-token-file".into(),
-                dir.join("cluster.token").display().to_string(),
-                "--control-url".into(),
-                self.trust.url(),
-                "--control-token-file".into(),
-                dir.join("trust.token").display().to_string(),
-            ],
-        );
+        let mut args: Vec<String> = vec![
+            "node".into(),
+            "serve".into(),
+            "--name".into(),
+            name.into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--cluster-token-file".into(),
+            dir.join("cluster.token").display().to_string(),
+        ];
+        args.extend_from_slice(store);
+        let proc = serve(dir, name, &args);
         self.nodes.insert(name.to_string(), proc);
     }
 
@@ -268,6 +280,12 @@ impl Cluster {
             .expect("an authority key");
         rt.block_on(self.trust_client(TRUST_TOKEN).add_issuer_key(key))
             .unwrap_or_else(|e| panic!("trust the authority: {e}\n{}", self.logs()));
+        let witness = witness_key(run_id);
+        rt.block_on(
+            self.trust_client(TRUST_TOKEN)
+                .join_labels(vec![witness.clone()], WITNESS_LABEL),
+        )
+        .unwrap_or_else(|e| panic!("write the run's witness: {e}\n{}", self.logs()));
         let peers: BTreeMap<String, String> = self
             .nodes
             .iter()
@@ -282,6 +300,7 @@ impl Cluster {
                 peers: &peers,
                 run_id,
                 redefinitions: &scenario.redefinitions().expect("redefinitions"),
+                witness_key: &witness,
             }))
             .unwrap_or_else(|e| panic!("load world on {node}: {e}\n{}", self.logs()));
             clients.insert(node.to_string(), client);

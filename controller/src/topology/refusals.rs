@@ -3,7 +3,9 @@
 
 use chio_arena::Scenario;
 
-use super::{topology_error, RunTopology};
+use chio_node::NodeError;
+
+use super::{topology_error, RunTopology, Topology};
 use crate::error::CliError;
 
 /// Refuses, naming the fix, a scenario `topology` cannot run: on node
@@ -58,4 +60,21 @@ fn sealed_answer_server(scenario: &Scenario) -> Option<&str> {
             })
             .then_some(server.id.as_str())
     })
+}
+
+/// Refuses `node` when its authority store did not hold the run's witness
+/// record: it keeps other state than the trust-control `topology` names.
+pub(crate) fn check_witness(
+    node: &str,
+    topology: &Topology,
+    witness_found: bool,
+) -> Result<(), NodeError> {
+    if witness_found {
+        Ok(())
+    } else {
+        Err(NodeError::AuthorityNotShared {
+            node: node.to_string(),
+            trust_url: topology.trust_url.clone(),
+        })
+    }
 }

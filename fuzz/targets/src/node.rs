@@ -87,6 +87,7 @@ pub fn load_world_request() -> pb::LoadWorldRequest {
             .collect(),
         run_id: "fuzz".into(),
         redefinitions_json: String::new(),
+        witness_key: String::new(),
     }
 }
 

@@ -82,6 +82,7 @@ async fn load_world(url: &str) {
                 .collect(),
             run_id: "fuzz".into(),
             redefinitions_json: String::new(),
+            witness_key: String::new(),
         }))
         .await
         .expect("the node loads the walking skeleton");
@@ -207,6 +208,7 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                 peers: Default::default(),
                 run_id: "fuzz-reload".into(),
                 redefinitions_json: String::new(),
+                witness_key: String::new(),
             }))
             .await
             .map(|_| ()),

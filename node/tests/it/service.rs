@@ -47,6 +47,7 @@ async fn malformed_messages_are_refused_with_a_status() {
             peers: Default::default(),
             run_id: "run-1".into(),
             redefinitions_json: String::new(),
+            witness_key: String::new(),
         }))
         .await
         .unwrap_err();

@@ -9,6 +9,7 @@
 
 mod concurrency;
 mod distributed;
+mod distributed_runs;
 mod escapes;
 mod evolve_topology;
 mod faults;
