@@ -243,6 +243,7 @@ impl Worlds for ClusterWorlds<'_> {
     /// node under a fresh run id.
     fn instance<'w>(&'w mut self, world: &'w World) -> Result<ClusterInstance<'w>, NodeError> {
         self.run_id = fresh_run_id();
+        self.link = self.link.clone().for_run(&self.run_id);
         let this: &'w Self = self;
         let faults = this.faults.map(|cluster| LocalFaults {
             grpc: &this.grpc,

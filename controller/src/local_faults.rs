@@ -363,7 +363,8 @@ impl LocalFaults<'_> {
             &self.topology.nodes,
             &self.topology.cluster_token,
             DEFAULT_LINK_DEADLINE,
-        )?;
+        )?
+        .for_run(self.run_id);
         for (agent, token) in &prepared.restore {
             link.hand_over(agent, token.clone()).await?;
         }

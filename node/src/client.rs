@@ -7,6 +7,7 @@
 //! infrastructure failure that says which node, within the deadline.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use chio_kernel::contract::Redefinition;
@@ -64,13 +65,16 @@ pub struct WorldOffer<'a> {
     pub witness_key: &'a str,
 }
 
-/// An authenticated `NodeControl` client for one logical node.
+/// An authenticated `NodeControl` client for one logical node. Every
+/// command names the run of the world it last loaded (clones share it), so
+/// a node that has since loaded another run's world refuses the command.
 #[derive(Debug, Clone)]
 pub struct NodeClient {
     node: String,
     target: String,
     inner: Inner,
     deadline: Duration,
+    run_id: Arc<RwLock<String>>,
 }
 
 impl NodeClient {
@@ -89,7 +93,16 @@ impl NodeClient {
             target: format!("node {node} at {url}"),
             inner,
             deadline,
+            run_id: Arc::default(),
         })
+    }
+
+    /// The run of the world this client last loaded (empty before).
+    pub fn run_id(&self) -> String {
+        self.run_id
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The logical node this client reaches.
@@ -142,6 +155,10 @@ impl NodeClient {
         let answer = self
             .unary(message, |mut c, r| async move { c.load_world(r).await })
             .await?;
+        *self
+            .run_id
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = offer.run_id.to_string();
         Ok(LoadedWorld {
             scenario_id: answer.scenario_id,
             scenario_sha256: answer.scenario_sha256,
@@ -154,7 +171,8 @@ impl NodeClient {
     /// Runs one scheduled call: the kernel's decision, or the node's own
     /// refusal.
     pub async fn call(&self, command: &CallCommand) -> Result<CallAnswer, NodeError> {
-        let message = call_request(command)?;
+        let mut message = call_request(command)?;
+        message.run_id = self.run_id();
         let answer = self
             .unary(message, |mut c, r| async move { c.call(r).await })
             .await?;
@@ -166,7 +184,8 @@ impl NodeClient {
         &self,
         command: &DelegateCommand,
     ) -> Result<Result<DelegateOutcome, Refusal>, NodeError> {
-        let message = delegate_request(command);
+        let mut message = delegate_request(command);
+        message.run_id = self.run_id();
         let answer = self
             .unary(message, |mut c, r| async move { c.delegate(r).await })
             .await?;
@@ -175,7 +194,8 @@ impl NodeClient {
 
     /// Sends one scheduled message.
     pub async fn message(&self, command: &MessageCommand) -> Result<MessageOutcome, NodeError> {
-        let message = message_request(command)?;
+        let mut message = message_request(command)?;
+        message.run_id = self.run_id();
         let answer = self
             .unary(message, |mut c, r| async move { c.message(r).await })
             .await?;
@@ -188,6 +208,7 @@ impl NodeClient {
         let message = pb::RevokeRequest {
             target: target.to_string(),
             at_ms,
+            run_id: self.run_id(),
         };
         let answer = self
             .unary(message, |mut c, r| async move { c.revoke(r).await })
@@ -212,6 +233,7 @@ impl NodeClient {
                 FileChange::Write(content) => Some(Change::Write(content)),
                 FileChange::Delete => Some(Change::Delete(true)),
             },
+            run_id: self.run_id(),
         };
         self.unary(message, |mut c, r| async move { c.change_fixture(r).await })
             .await

@@ -102,6 +102,17 @@ pub enum NodeError {
         /// The trust-control URL the topology names.
         trust_url: String,
     },
+    /// A command names another run than the one whose world the node
+    /// hosts: another controller loaded its world since.
+    #[error("node {node} hosts the world of run {loaded}, but the command belongs to run {asked}: another run's LoadWorld replaced this run's world; a cluster serves one run at a time, so run one controller at a time on its nodes")]
+    OtherRun {
+        /// The logical node.
+        node: String,
+        /// The run whose world the node hosts.
+        loaded: String,
+        /// The run the command belongs to.
+        asked: String,
+    },
     /// A node's configuration (flags, token, store choice) is unusable.
     #[error("node configuration refused: {problem}; {fix}")]
     Config {

@@ -109,6 +109,7 @@ pub struct GrpcLink {
     agent_nodes: BTreeMap<String, String>,
     peers: BTreeMap<String, Arc<Peer>>,
     deadline: Duration,
+    run_id: String,
 }
 
 impl GrpcLink {
@@ -142,7 +143,16 @@ impl GrpcLink {
             agent_nodes: world.agent_nodes(),
             peers: clients,
             deadline,
+            run_id: String::new(),
         })
+    }
+
+    /// This link naming the run `run_id` in every call it makes, so a peer
+    /// hosting another run's world refuses them.
+    #[must_use]
+    pub fn for_run(mut self, run_id: &str) -> Self {
+        self.run_id = run_id.to_string();
+        self
     }
 
     fn peer(
@@ -186,6 +196,7 @@ impl GrpcLink {
         let message = pb::EvaluateTogetherRequest {
             kernel_id: kernel_id.to_string(),
             evaluations,
+            run_id: self.run_id.clone(),
         };
         let answer = self
             .unary(&node, &target, client, message, |mut c, r| async move {
@@ -318,6 +329,7 @@ impl KernelLink for GrpcLink {
                 kernel_id,
                 request_json: encode("a signed tool call request", &request)?,
                 now_ms,
+                run_id: self.run_id.clone(),
             };
             let answer = self
                 .unary(&node, &target, client, message, |mut c, r| async move {
@@ -337,6 +349,7 @@ impl KernelLink for GrpcLink {
             let message = pb::HandOverRequest {
                 agent_id,
                 token_json: encode("a capability token", &token)?,
+                run_id: self.run_id.clone(),
             };
             self.unary(&node, &target, client, message, |mut c, r| async move {
                 c.hand_over(r).await

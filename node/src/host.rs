@@ -109,8 +109,9 @@ enum HostCommand {
     },
 }
 
-/// The node currently hosted, published by the host actor for every RPC.
-type CurrentNode = Arc<RwLock<Option<Node>>>;
+/// The node currently hosted, with the run id of its world, published by
+/// the host actor for every RPC.
+type CurrentNode = Arc<RwLock<Option<(String, Node)>>>;
 
 /// A handle to the host actor; dropping every handle stops it and the
 /// world it hosts.
@@ -170,14 +171,22 @@ impl NodeHost {
             .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?
     }
 
-    /// The hosted node, or an error when no world is loaded.
-    pub async fn node(&self) -> Result<Node, NodeError> {
+    /// The hosted node, when the world it hosts is the run `run_id`'s: an
+    /// error when no world is loaded, and [`NodeError::OtherRun`] when the
+    /// loaded world is another run's (a later `LoadWorld` replaced it), so
+    /// no command of one run is decided under another run's world.
+    pub async fn node(&self, run_id: &str) -> Result<Node, NodeError> {
         let current = self
             .current
             .read()
             .map_err(|_| NodeError::ActorGone(format!("node host {}", self.name)))?;
         match current.as_ref() {
-            Some(node) => Ok(node.clone()),
+            Some((loaded, node)) if loaded == run_id => Ok(node.clone()),
+            Some((loaded, _)) => Err(NodeError::OtherRun {
+                node: self.name.clone(),
+                loaded: loaded.clone(),
+                asked: run_id.to_string(),
+            }),
             None => Err(NodeError::Unroutable(format!(
                 "node {} has no world loaded; the controller must send LoadWorld first",
                 self.name
@@ -195,9 +204,10 @@ impl HostActor {
                     // before the new ones start.
                     self.publish(None);
                     self.hosted = None;
+                    let run_id = load.run_id.clone();
                     let result = self.load(*load).await;
                     let _ = reply.send(result.map(|(hosted, loaded)| {
-                        self.publish(Some(hosted.node.clone()));
+                        self.publish(Some((run_id, hosted.node.clone())));
                         self.hosted = Some(hosted);
                         loaded
                     }));
@@ -208,7 +218,7 @@ impl HostActor {
 
     /// Publishes the node every RPC finds (a poisoned slot is recovered:
     /// the value written here is whole, whatever a panicking reader did).
-    fn publish(&self, node: Option<Node>) {
+    fn publish(&self, node: Option<(String, Node)>) {
         let mut current = self
             .current
             .write()
@@ -288,7 +298,8 @@ impl HostActor {
             &load.peers,
             &self.config.cluster_token,
             self.config.link_deadline,
-        )?;
+        )?
+        .for_run(&load.run_id);
         let node = Node::new(
             world,
             &load.node,

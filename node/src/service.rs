@@ -101,8 +101,10 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::CallRequest>,
     ) -> Result<Response<pb::CallResponse>, Status> {
-        let command = decode_request(call_command(request.into_inner()))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let message = request.into_inner();
+        let run_id = message.run_id.clone();
+        let command = decode_request(call_command(message))?;
+        let node = self.host.node(&run_id).await.map_err(internal)?;
         let answer = node.call(command).await.map_err(internal)?;
         Ok(Response::new(call_response(&answer).map_err(internal)?))
     }
@@ -111,8 +113,10 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::DelegateRequest>,
     ) -> Result<Response<pb::DelegateResponse>, Status> {
-        let command = decode_request(delegate_command(request.into_inner()))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let message = request.into_inner();
+        let run_id = message.run_id.clone();
+        let command = decode_request(delegate_command(message))?;
+        let node = self.host.node(&run_id).await.map_err(internal)?;
         let outcome = node.delegate(command).await.map_err(internal)?;
         Ok(Response::new(
             delegate_response(&outcome).map_err(internal)?,
@@ -123,8 +127,10 @@ impl NodeControl for NodeControlService {
         &self,
         request: Request<pb::MessageRequest>,
     ) -> Result<Response<pb::MessageResponse>, Status> {
-        let command = decode_request(message_command(request.into_inner()))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let message = request.into_inner();
+        let run_id = message.run_id.clone();
+        let command = decode_request(message_command(message))?;
+        let node = self.host.node(&run_id).await.map_err(internal)?;
         let outcome = node.message(command).await.map_err(internal)?;
         Ok(Response::new(message_response(&outcome)))
     }
@@ -134,7 +140,7 @@ impl NodeControl for NodeControlService {
         request: Request<pb::RevokeRequest>,
     ) -> Result<Response<pb::RevokeResponse>, Status> {
         let message = request.into_inner();
-        let node = self.host.node().await.map_err(internal)?;
+        let node = self.host.node(&message.run_id).await.map_err(internal)?;
         let refusal = node
             .revoke(&message.target, message.at_ms)
             .await
@@ -148,7 +154,7 @@ impl NodeControl for NodeControlService {
     ) -> Result<Response<pb::ChangeFixtureResponse>, Status> {
         let message = request.into_inner();
         let change = file_change(message.change);
-        let node = self.host.node().await.map_err(internal)?;
+        let node = self.host.node(&message.run_id).await.map_err(internal)?;
         let previous = node
             .change_fixture(&message.server_id, &message.path, change)
             .await
@@ -187,7 +193,7 @@ impl KernelLink for KernelLinkService {
     ) -> Result<Response<pb::EvaluateResponse>, Status> {
         let message = request.into_inner();
         let call: ToolCallRequest = decode_request(decode("request_json", &message.request_json))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let node = self.host.node(&message.run_id).await.map_err(internal)?;
         let outcome = node
             .evaluate_forwarded(&message.kernel_id, call, message.now_ms)
             .await
@@ -203,7 +209,7 @@ impl KernelLink for KernelLinkService {
     ) -> Result<Response<pb::HandOverResponse>, Status> {
         let message = request.into_inner();
         let token: CapabilityToken = decode_request(decode("token_json", &message.token_json))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let node = self.host.node(&message.run_id).await.map_err(internal)?;
         node.hand_over(&message.agent_id, token)
             .await
             .map_err(internal)?;
@@ -216,7 +222,7 @@ impl KernelLink for KernelLinkService {
     ) -> Result<Response<pb::EvaluateTogetherResponse>, Status> {
         let message = request.into_inner();
         let calls = decode_request(evaluations(message.evaluations))?;
-        let node = self.host.node().await.map_err(internal)?;
+        let node = self.host.node(&message.run_id).await.map_err(internal)?;
         let outcomes = node
             .evaluate_together(&message.kernel_id, calls)
             .await

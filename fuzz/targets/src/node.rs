@@ -52,6 +52,8 @@ use crate::Reach;
 pub const WORLD_TOML: &str = include_str!("../world.toml");
 /// The logical node the host plays.
 pub const NODE: &str = "node-a";
+/// The run id the fuzz world is loaded under, which every command names.
+pub const RUN_ID: &str = "fuzz";
 /// The world's clock start, Unix milliseconds (2026-06-15T14:00:00Z).
 pub const START_MS: u64 = 1_781_532_000_000;
 /// The number of `NodeControl` RPCs fuzzed; a selector is taken modulo it.
@@ -85,7 +87,7 @@ pub fn load_world_request() -> pb::LoadWorldRequest {
         peers: [(NODE.to_string(), "http://127.0.0.1:1".to_string())]
             .into_iter()
             .collect(),
-        run_id: "fuzz".into(),
+        run_id: RUN_ID.into(),
         redefinitions_json: String::new(),
         witness_key: String::new(),
     }

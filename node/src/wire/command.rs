@@ -48,6 +48,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
                 sender: source.sender.clone(),
             })
             .collect(),
+        run_id: String::new(),
     })
 }
 
@@ -138,6 +139,7 @@ pub fn delegate_request(command: &DelegateCommand) -> pb::DelegateRequest {
         delegation_id: command.delegation_id.clone(),
         attenuation: Some(attenuation_to_proto(&command.attenuation)),
         now_ms: command.now_ms,
+        run_id: String::new(),
     }
 }
 
@@ -175,6 +177,7 @@ pub fn message_request(command: &MessageCommand) -> Result<pb::MessageRequest, N
                 })
             })
             .transpose()?,
+        run_id: String::new(),
     })
 }
 

@@ -93,9 +93,9 @@ pub fn status_of(error: &NodeError) -> Status {
         | NodeError::Config { .. }
         | NodeError::Malformed { .. } => Status::invalid_argument(message),
         NodeError::Unroutable(_) => Status::not_found(message),
-        NodeError::NotHeld { .. } | NodeError::AuthorityNotShared { .. } => {
-            Status::failed_precondition(message)
-        }
+        NodeError::NotHeld { .. }
+        | NodeError::AuthorityNotShared { .. }
+        | NodeError::OtherRun { .. } => Status::failed_precondition(message),
         NodeError::ActorGone(_)
         | NodeError::Authority(_)
         | NodeError::AuthorityOperation { .. }

@@ -67,6 +67,9 @@ fn harness() -> &'static Harness {
 }
 
 /// Loads the walking skeleton onto the node at `url`.
+/// The run the fuzzed node's world is loaded under, which every command names.
+const RUN_ID: &str = "fuzz";
+
 async fn load_world(url: &str) {
     let file = repo("scenarios/walking_skeleton.toml");
     let scenario = load_scenario(&file).unwrap();
@@ -80,7 +83,7 @@ async fn load_world(url: &str) {
             peers: [("node-a".to_string(), url.to_string())]
                 .into_iter()
                 .collect(),
-            run_id: "fuzz".into(),
+            run_id: RUN_ID.into(),
             redefinitions_json: String::new(),
             witness_key: String::new(),
         }))
@@ -95,7 +98,7 @@ fn reloads(which: u8) -> bool {
 }
 
 fn valid_call(request_id: &str) -> pb::CallRequest {
-    call_request(&CallCommand {
+    let mut request = call_request(&CallCommand {
         request_id: request_id.into(),
         agent: "solo".into(),
         capability_id: "solo-read".into(),
@@ -108,7 +111,9 @@ fn valid_call(request_id: &str) -> pb::CallRequest {
         sealed: Vec::new(),
         issued_at_ms: 1767600000000,
     })
-    .unwrap()
+    .unwrap();
+    request.run_id = RUN_ID.into();
+    request
 }
 
 fn mutate(mut bytes: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
@@ -131,20 +136,23 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
         .map_err(|e| e.to_string())?;
     let answered = match which % 9 {
         0 => {
-            let request = pb::CallRequest::decode(body.as_slice()).unwrap_or(pb::CallRequest {
+            let mut request = pb::CallRequest::decode(body.as_slice()).unwrap_or(pb::CallRequest {
                 arguments_json: body,
                 ..pb::CallRequest::default()
             });
+            request.run_id = RUN_ID.into();
             control.call(authorized(request)).await.map(|_| ())
         }
         1 => {
-            let request = pb::DelegateRequest::decode(body.as_slice()).unwrap_or_default();
+            let mut request = pb::DelegateRequest::decode(body.as_slice()).unwrap_or_default();
+            request.run_id = RUN_ID.into();
             control.delegate(authorized(request)).await.map(|_| ())
         }
         2 => control
             .revoke(authorized(pb::RevokeRequest {
                 target: text,
                 at_ms: body.len() as u64,
+                run_id: RUN_ID.into(),
             }))
             .await
             .map(|_| ()),
@@ -153,6 +161,7 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                 kernel_id: text,
                 request_json: body,
                 now_ms: 1,
+                run_id: RUN_ID.into(),
             }))
             .await
             .map(|_| ()),
@@ -160,15 +169,17 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
             .hand_over(authorized(pb::HandOverRequest {
                 agent_id: text,
                 token_json: body,
+                run_id: RUN_ID.into(),
             }))
             .await
             .map(|_| ()),
         5 => {
-            let request = pb::MessageRequest::decode(body.as_slice()).unwrap_or_default();
+            let mut request = pb::MessageRequest::decode(body.as_slice()).unwrap_or_default();
+            request.run_id = RUN_ID.into();
             control.message(authorized(request)).await.map(|_| ())
         }
         6 => {
-            let request =
+            let mut request =
                 pb::EvaluateTogetherRequest::decode(body.as_slice()).unwrap_or_else(|_| {
                     pb::EvaluateTogetherRequest {
                         kernel_id: text,
@@ -179,22 +190,26 @@ async fn send(url: &str, which: u8, body: Vec<u8>, text: String) -> Result<(), S
                             };
                             2
                         ],
+                        run_id: String::new(),
                     }
                 });
+            request.run_id = RUN_ID.into();
             link.evaluate_together(authorized(request))
                 .await
                 .map(|_| ())
         }
         7 => {
-            let request = pb::ChangeFixtureRequest::decode(body.as_slice()).unwrap_or(
+            let mut request = pb::ChangeFixtureRequest::decode(body.as_slice()).unwrap_or(
                 pb::ChangeFixtureRequest {
                     server_id: "workspace".into(),
                     path: text,
                     change: Some(pb::change_fixture_request::Change::Write(
                         String::from_utf8_lossy(&body).into_owned(),
                     )),
+                    run_id: String::new(),
                 },
             );
+            request.run_id = RUN_ID.into();
             control
                 .change_fixture(authorized(request))
                 .await

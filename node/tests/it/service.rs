@@ -35,6 +35,7 @@ async fn malformed_messages_are_refused_with_a_status() {
             kernel_id: "kernel-a".into(),
             request_json: b"[]".to_vec(),
             now_ms: 0,
+            run_id: String::new(),
         }))
         .await
         .unwrap_err();
@@ -57,6 +58,7 @@ async fn malformed_messages_are_refused_with_a_status() {
         .revoke(authorized(pb::RevokeRequest {
             target: "x".into(),
             at_ms: 0,
+            run_id: String::new(),
         }))
         .await
         .unwrap_err();
@@ -75,6 +77,7 @@ async fn oversized_messages_are_refused() {
         .hand_over(authorized(pb::HandOverRequest {
             agent_id: "a".into(),
             token_json: vec![b' '; chio_node::wire::MAX_LINK_MESSAGE_BYTES + 1],
+            run_id: String::new(),
         }))
         .await
         .unwrap_err();

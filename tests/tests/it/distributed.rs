@@ -540,6 +540,7 @@ fn clients_without_the_token_are_refused() {
             .hand_over(pb::HandOverRequest {
                 agent_id: "solo".into(),
                 token_json: b"{}".to_vec(),
+                run_id: String::new(),
             })
             .await
             .unwrap_err();

@@ -16,7 +16,7 @@ use chio_proto::node::v1 as node_pb;
 
 use super::{json_bytes, named, Seed};
 use crate::frames;
-use crate::node::{load_world_request, node_world, START_MS};
+use crate::node::{load_world_request, node_world, RUN_ID, START_MS};
 
 /// One framed request: the RPC's selector and its protobuf bytes.
 type Frame = (u8, Vec<u8>);
@@ -35,9 +35,9 @@ fn call(request_id: &str, agent: &str, capability: &str, path: &str, offset_ms: 
         issued_at_ms: START_MS + offset_ms,
         sealed: Vec::new(),
     };
-    call_request(&command)
-        .expect("a seed call encodes")
-        .encode_to_vec()
+    let mut request = call_request(&command).expect("a seed call encodes");
+    request.run_id = RUN_ID.into();
+    request.encode_to_vec()
 }
 
 fn delegate_to(to: &str, id: &str, offset_ms: u64) -> Vec<u8> {
@@ -55,7 +55,9 @@ fn delegate_to(to: &str, id: &str, offset_ms: u64) -> Vec<u8> {
         },
         now_ms: START_MS + offset_ms,
     };
-    delegate_request(&command).encode_to_vec()
+    let mut request = delegate_request(&command);
+    request.run_id = RUN_ID.into();
+    request.encode_to_vec()
 }
 
 fn message(to: &str, label: Option<&str>) -> Vec<u8> {
@@ -66,9 +68,9 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
         handover: None,
         now_ms: START_MS + 500,
     };
-    message_request(&command)
-        .expect("a seed message encodes")
-        .encode_to_vec()
+    let mut request = message_request(&command).expect("a seed message encodes");
+    request.run_id = RUN_ID.into();
+    request.encode_to_vec()
 }
 
 /// A session: its name and its framed requests.
@@ -87,6 +89,7 @@ pub fn control_seeds() -> Vec<Seed> {
 /// A revocation of `target` at the world's fixed instant.
 fn revoke(target: &str) -> Vec<u8> {
     node_pb::RevokeRequest {
+        run_id: RUN_ID.into(),
         target: target.into(),
         at_ms: START_MS + 1500,
     }
@@ -170,6 +173,7 @@ fn node_change_sessions(plan: &str) -> Vec<Session> {
                 (
                     5,
                     node_pb::ChangeFixtureRequest {
+                        run_id: RUN_ID.into(),
                         server_id: "workspace-a".into(),
                         path: plan.into(),
                         change: Some(node_pb::change_fixture_request::Change::Write(
@@ -189,6 +193,7 @@ fn node_change_sessions(plan: &str) -> Vec<Session> {
                     agent: "alice".into(),
                     capability_id: "alice-files".into(),
                     arguments_json: b"{\"path\":".to_vec(),
+                    run_id: RUN_ID.into(),
                     ..node_pb::CallRequest::default()
                 }
                 .encode_to_vec(),
@@ -199,6 +204,7 @@ fn node_change_sessions(plan: &str) -> Vec<Session> {
             vec![(
                 2,
                 node_pb::DelegateRequest {
+                    run_id: RUN_ID.into(),
                     agent: "alice".into(),
                     capability_id: "alice-files".into(),
                     to: "bob".into(),
@@ -245,6 +251,7 @@ fn signed_request(
 
 fn evaluate(kernel: &str, request_json: Vec<u8>, offset_ms: u64) -> Frame {
     let message = node_pb::EvaluateRequest {
+        run_id: RUN_ID.into(),
         kernel_id: kernel.into(),
         request_json,
         now_ms: START_MS + offset_ms,
@@ -254,6 +261,7 @@ fn evaluate(kernel: &str, request_json: Vec<u8>, offset_ms: u64) -> Frame {
 
 fn evaluate_together(kernel: &str, requests: Vec<(Vec<u8>, u64)>) -> Frame {
     let message = node_pb::EvaluateTogetherRequest {
+        run_id: RUN_ID.into(),
         kernel_id: kernel.into(),
         evaluations: requests
             .into_iter()
@@ -317,6 +325,7 @@ fn hand_over(agent: &str, token: &CapabilityToken) -> Frame {
     (
         1,
         node_pb::HandOverRequest {
+            run_id: RUN_ID.into(),
             agent_id: agent.into(),
             token_json: json_bytes(token),
         }
@@ -403,6 +412,7 @@ fn delegated_sessions(root: &CapabilityToken, child: &CapabilityToken, plan: &st
             vec![(
                 0,
                 node_pb::EvaluateRequest {
+                    run_id: RUN_ID.into(),
                     kernel_id: "kernel-a".into(),
                     request_json: b"[1,2".to_vec(),
                     now_ms: 1,
