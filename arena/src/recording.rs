@@ -42,20 +42,30 @@ pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// stop at 128.
 pub const MAX_ANSWER_DEPTH: usize = 96;
 
+/// The deepest nesting of a value a scenario file can hold (64 levels):
+/// TOML is read no deeper than 80 levels, and a value sits a few tables
+/// down (a step's `arguments`, an answer's `output`). A scenario written
+/// from what happened (the MCP edge's session) holds no value nested
+/// deeper, or it could not be read back.
+pub const MAX_SCENARIO_VALUE_DEPTH: usize = 64;
+
+/// How deeply `value` nests: 0 for a scalar, one more than its deepest
+/// member for an array or object.
+pub fn nesting(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(nesting).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(nesting).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// Why an answer cannot be recorded, if it cannot: larger than
 /// [`MAX_ANSWER_BYTES`] or nested deeper than [`MAX_ANSWER_DEPTH`]. What
 /// a server answered beyond these bounds is recorded as a call not
 /// performed naming the bound, the same on every topology; a recording
 /// holding such an answer is refused.
 pub fn answer_out_of_bounds(output: &Value) -> Option<String> {
-    fn depth(value: &Value) -> usize {
-        match value {
-            Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-            Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
-            _ => 0,
-        }
-    }
-    if depth(output) > MAX_ANSWER_DEPTH {
+    if nesting(output) > MAX_ANSWER_DEPTH {
         return Some(format!(
             "the server's answer is nested deeper than the {MAX_ANSWER_DEPTH} levels a tool's answer may hold"
         ));

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chio_arena::recording::{answer_out_of_bounds, nesting, MAX_SCENARIO_VALUE_DEPTH};
 use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::kernel::{Admission, Decision};
 use chio_kernel::verdict::Verdict;
@@ -107,6 +108,18 @@ fn answer(decision: &Decision) -> CallToolResult {
     result
 }
 
+/// Why a session cannot record `answered`, an upstream's answer, if it
+/// cannot: past a recorded answer's bounds, or nested deeper than a
+/// scenario holds.
+fn unrecordable(answered: &Value) -> Option<String> {
+    answer_out_of_bounds(answered).or_else(|| {
+        let depth = nesting(answered);
+        (depth > MAX_SCENARIO_VALUE_DEPTH).then(|| {
+            format!("it nests {depth} levels, past the {MAX_SCENARIO_VALUE_DEPTH} a scenario holds")
+        })
+    })
+}
+
 impl Edge {
     /// The server of the tool `name`: its upstream's id, or, for a tool no
     /// upstream declares, the first server the presented capability names,
@@ -147,6 +160,15 @@ impl Edge {
                 &format!(
                     "the arguments are {n} bytes of canonical JSON, over the edge's bound of {}",
                     self.max_argument_bytes
+                ),
+            ),
+            // The session's scenario holds every call's arguments, and a
+            // scenario holds no deeper value.
+            Ok(_) if nesting(&arguments) > MAX_SCENARIO_VALUE_DEPTH => refusal(
+                "edge-arguments-too-deep",
+                &format!(
+                    "the arguments nest {} levels, past the {MAX_SCENARIO_VALUE_DEPTH} a session's scenario can hold",
+                    nesting(&arguments)
                 ),
             ),
             Ok(_) => match present::request(&meta, &server, &tool, arguments) {
@@ -196,6 +218,20 @@ impl Edge {
                 sent: false,
             }),
         };
+        // An answer a session cannot record is not released: the upstream
+        // received the call, so it may have carried it out.
+        let called = called.and_then(|(result, labeller)| {
+            let answered = serde_json::to_value(&result).unwrap_or(Value::Null);
+            match unrecordable(&answered) {
+                Some(why) => Err(super::upstream::CallFailure {
+                    reason: format!(
+                        "upstream {server} answered what a session cannot record ({why}); it may have carried the call out"
+                    ),
+                    sent: true,
+                }),
+                None => Ok((result, labeller)),
+            }
+        });
         let decided = match called {
             Ok((result, labeller)) => {
                 let answered = serde_json::to_value(&result).unwrap_or(Value::Null);

@@ -172,6 +172,17 @@ impl Upstream {
             params = params.with_arguments(map.clone());
         }
         let sent = |reason: String| CallFailure { reason, sent: true };
+        // An upstream whose connection is known closed (its process has
+        // exited) is sent nothing: the call surely was not carried out.
+        if self.client.peer().is_transport_closed() {
+            return Err(CallFailure {
+                reason: format!(
+                    "upstream {} has closed its connection; the call was not sent",
+                    self.id
+                ),
+                sent: false,
+            });
+        }
         match tokio::time::timeout(timeout, self.client.peer().call_tool(params)).await {
             Ok(Ok(result)) => Ok(result),
             Ok(Err(E::McpError(data))) if data.code.0 == super::frames::UNREADABLE_ANSWER => {
