@@ -209,3 +209,61 @@ async fn an_upstream_error_result_replays_as_not_performed() {
     assert!(ok, "the session does not replay: {out}");
     assert!(out.contains("no drift"), "{out}");
 }
+
+// A session never holds what it cannot write: arguments nested past what a scenario holds are refused before the kernel and reach no upstream; an answer nested past it is not released (the upstream received the call, so it spends); after the upstream exits, a call is not sent and gives its budget back, so the next call is not refused for budget; the session replays with no drift.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_holds_only_what_it_can_write_and_charges_no_unsent_call() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "echo", &["--max-calls", "4"]);
+    let folder = dir.path().join("session");
+    let mut args = counting_upstream(&python, &log, &authority);
+    args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
+    let edge = Edge::start(&args).await;
+    let mut deep_arguments = json!("bottom");
+    for _ in 0..70 {
+        deep_arguments = json!([deep_arguments]);
+    }
+    let mut results = Vec::new();
+    for (i, arguments) in [
+        json!({"text": "a"}),
+        json!({"text": "deep"}),
+        json!({"text": "too deep", "x": deep_arguments}),
+        json!({"text": "exit"}),
+        json!({"text": "b"}),
+        json!({"text": "c"}),
+    ]
+    .iter()
+    .enumerate()
+    {
+        if i == 4 {
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        }
+        let id = format!("r-{i}");
+        results.push(
+            edge.call(&token, &alice, "notes", "echo", arguments, &id)
+                .await,
+        );
+    }
+    edge.stop().await;
+    let codes: Vec<(String, String)> = results.iter().map(verdict).collect();
+    assert_eq!(codes[0].0, "allow", "{:?}", results[0]);
+    assert_eq!(codes[1].1, "dispatch-failed", "{:?}", results[1]);
+    assert!(
+        text(&results[1]).contains("cannot record"),
+        "{:?}",
+        results[1]
+    );
+    assert_eq!(codes[2].1, "edge-arguments-too-deep", "{:?}", results[2]);
+    for i in [4, 5] {
+        assert_eq!(codes[i].1, "dispatch-failed", "{:?}", results[i]);
+        assert!(text(&results[i]).contains("not sent"), "{:?}", results[i]);
+    }
+    assert_eq!(log_lines(&log), ["echo a", "echo deep", "echo exit"]);
+    let (ok, out) = replay(&folder);
+    assert!(ok, "the session does not replay: {out}");
+    assert!(out.contains("no drift"), "{out}");
+}
