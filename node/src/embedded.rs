@@ -44,6 +44,7 @@ impl EmbeddedTopology {
     /// kernels to one in-memory trust store, and links them.
     pub async fn start(world: &World) -> Result<Self, NodeError> {
         let trust = Arc::new(InMemoryTrustStore::new());
+        trust.ready()?;
         let switch = FaultSwitch::default();
         let (nodes, link) = start_linked(world, trust.clone(), &switch).await?;
         Ok(Self {
@@ -57,6 +58,7 @@ impl EmbeddedTopology {
 
     /// The node with logical name `id`; a crashed node answers nothing.
     pub fn node(&self, id: &str) -> Result<Node, NodeError> {
+        self.healthy()?;
         self.switch.check_up(id)?;
         self.nodes
             .read()
@@ -113,6 +115,15 @@ impl EmbeddedTopology {
             self.link.clone(),
             &self.switch,
         ))
+    }
+
+    /// Whether the in-process store still keeps receipts: its failing its
+    /// receipt file is the arena's own failure, never a decision, so the
+    /// run stops as an infrastructure failure rather than record a deny.
+    pub fn healthy(&self) -> Result<(), NodeError> {
+        self.trust
+            .spill_failure()
+            .map_or(Ok(()), |failure| Err(failure.into()))
     }
 
     /// The in-process trust state, to inspect.

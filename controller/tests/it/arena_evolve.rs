@@ -404,3 +404,47 @@ fn a_pool_of_one_breeds_every_generation() {
         assert!(new > 0, "generation {g} tried nothing new");
     }
 }
+
+// A temporary directory that cannot hold the in-process store's receipt file stops a run and a search as infrastructure failures before anything is decided: never a bundle of denies, never "no escape found" against a weakened pipeline.
+#[test]
+fn an_unwritable_temporary_directory_stops_the_run_and_the_search() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let missing = tmp.path().join("no-such-folder");
+    let missing = missing.to_str().unwrap();
+    let bundle = tmp.path().join("bundle");
+    let run = chio(
+        &[
+            "arena",
+            "run",
+            "scenarios/walking_skeleton.toml",
+            "--out",
+            &bundle.to_string_lossy(),
+        ],
+        &[("TMPDIR", missing)],
+    );
+    assert_eq!(run.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-INFRASTRUCTURE]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("TMPDIR"), "{stderr}");
+    assert_eq!(files_under(&bundle), 0, "a bundle was written");
+    let evolved = tmp.path().join("evolve");
+    let search = chio(
+        &[
+            "arena",
+            "evolve",
+            "scenarios/adversaries-weakened.toml",
+            "--generations",
+            "1",
+            "--out",
+            &evolved.to_string_lossy(),
+        ],
+        &[("TMPDIR", missing)],
+    );
+    assert_ne!(search.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&search.stderr);
+    assert!(stderr.contains("TMPDIR"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&search.stdout).contains("no escape"));
+}

@@ -186,6 +186,7 @@ impl<'w> DirectDispatcher<'w> {
     /// A fresh instance of `world`: its grants held, nothing evaluated.
     pub fn new(world: &'w World) -> Result<Self, NodeError> {
         let trust = Arc::new(InMemoryTrustStore::new());
+        trust.ready()?;
         let switch = FaultSwitch::default();
         let mut kernels = BTreeMap::new();
         for (id, plan) in &world.kernels {
@@ -282,11 +283,20 @@ impl<'w> DirectDispatcher<'w> {
     /// Node `node` of this world, as the handlers reach it; a crashed node
     /// answers nothing, as in the embedded topology.
     fn port(&self, node: &str) -> Result<DirectNode<'_, 'w>, NodeError> {
+        self.healthy()?;
         self.switch.check_up(node)?;
         Ok(DirectNode {
             direct: self,
             node: node.to_string(),
         })
+    }
+
+    /// Whether the in-process store still keeps receipts (see
+    /// `EmbeddedTopology::healthy`).
+    fn healthy(&self) -> Result<(), NodeError> {
+        self.trust
+            .spill_failure()
+            .map_or(Ok(()), |failure| Err(failure.into()))
     }
 
     /// The key `agent` signs with.
@@ -432,7 +442,11 @@ impl AuthorityControl for DirectNode<'_, '_> {
 impl Dispatcher for DirectDispatcher<'_> {
     fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let port = self.port(node);
-        Box::pin(async move { handling::call(&port?, command).await })
+        Box::pin(async move {
+            let answer = handling::call(&port?, command).await?;
+            self.healthy()?;
+            Ok(answer)
+        })
     }
 
     fn delegate(

@@ -96,7 +96,11 @@ pub trait Dispatcher: Send + Sync {
 impl Dispatcher for EmbeddedTopology {
     fn call(&self, node: &str, command: CallCommand) -> LinkFuture<'_, CallAnswer> {
         let node = self.node(node);
-        Box::pin(async move { node?.call(command).await })
+        Box::pin(async move {
+            let answer = node?.call(command).await?;
+            self.healthy()?;
+            Ok(answer)
+        })
     }
 
     fn delegate(

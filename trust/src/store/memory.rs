@@ -50,6 +50,9 @@ struct MemoryState {
     seen_requests: BTreeSet<KeyDigest>,
     /// The receipt log, its bytes spilled to a temporary file.
     receipts: ReceiptLog,
+    /// The first failure of the spill file: the store's own machinery,
+    /// not a decision's, so whoever runs on the store stops on it.
+    spill_failure: Option<String>,
     labels: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -57,6 +60,25 @@ impl InMemoryTrustStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether the store can serve a run: its receipt spill file is
+    /// created now, so a temporary directory that cannot hold it stops the
+    /// run before any call is decided, never turning allows into denies.
+    pub fn ready(&self) -> Result<(), TrustError> {
+        let mut state = self.lock();
+        let opened = state.receipts.open();
+        if let Err(TrustError::Spill { detail }) = &opened {
+            state.spill_failure.get_or_insert_with(|| detail.clone());
+        }
+        opened
+    }
+
+    /// The first failure of the receipt spill file, if the store met one:
+    /// a run on the store has stopped being evidence from that call on.
+    pub fn spill_failure(&self) -> Option<TrustError> {
+        let detail = self.lock().spill_failure.clone()?;
+        Some(TrustError::Spill { detail })
     }
 
     fn lock(&self) -> MutexGuard<'_, MemoryState> {
@@ -219,9 +241,12 @@ impl Rows for MemoryState {
     fn append(&mut self, receipts: &[ReceiptRecord]) -> Result<AppendSummary, TrustError> {
         check_receipts(receipts)?;
         let log = &mut self.receipts;
-        let (to_insert, summary) = plan_append(receipts, |id| log.body_of(id))?;
-        log.extend(&to_insert)?;
-        Ok(summary)
+        let appended = plan_append(receipts, |id| log.body_of(id))
+            .and_then(|(to_insert, summary)| log.extend(&to_insert).map(|()| summary));
+        if let Err(TrustError::Spill { detail }) = &appended {
+            self.spill_failure.get_or_insert_with(|| detail.clone());
+        }
+        appended
     }
 
     fn read_labels(&mut self, keys: &[String]) -> Result<LabelSets, TrustError> {
@@ -345,5 +370,38 @@ impl TrustStore for InMemoryTrustStore {
         check_batch(&ops)?;
         let mut state = self.lock();
         Ok(run_ops(&ops, |op| apply_op(&mut *state, op)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A store whose receipt file cannot be created says so before it serves anything, and keeps the first failure of its receipt file for whoever runs on it; a store that can create it is ready and has met no failure.
+    #[test]
+    fn a_store_that_cannot_keep_receipts_says_so_before_and_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-directory");
+        let store = InMemoryTrustStore::default();
+        store.lock().receipts = ReceiptLog::spilling_to(&missing);
+        let err = store.ready().unwrap_err();
+        assert!(err.to_string().contains("TMPDIR"), "{err}");
+        assert!(matches!(
+            store.spill_failure(),
+            Some(TrustError::Spill { .. })
+        ));
+
+        let appending = InMemoryTrustStore::default();
+        appending.lock().receipts = ReceiptLog::spilling_to(&missing);
+        let receipt = ReceiptRecord {
+            receipt_id: "r-1".into(),
+            body: b"{}".to_vec(),
+        };
+        assert!(appending.lock().append(&[receipt]).is_err());
+        assert!(appending.spill_failure().is_some());
+
+        let fine = InMemoryTrustStore::new();
+        fine.ready().unwrap();
+        assert!(fine.spill_failure().is_none());
     }
 }

@@ -97,11 +97,25 @@ impl ReceiptLog {
     /// A log whose spill file is created in `dir` rather than the system's
     /// temporary directory.
     #[cfg(test)]
-    fn spilling_to(dir: &std::path::Path) -> Self {
+    pub(crate) fn spilling_to(dir: &std::path::Path) -> Self {
         Self {
             dir: Some(dir.to_path_buf()),
             ..Self::default()
         }
+    }
+
+    /// Creates the spill file now, if it is not open yet: a store about to
+    /// serve a run proves it can keep receipts before any is decided.
+    pub(crate) fn open(&mut self) -> Result<(), TrustError> {
+        if self.file.is_none() {
+            let file = self
+                .dir
+                .as_ref()
+                .map_or_else(tempfile::tempfile, tempfile::tempfile_in)
+                .map_err(|e| spill("cannot create the receipt spill file", &e))?;
+            self.file = Some(file);
+        }
+        Ok(())
     }
 
     /// How many receipts the log holds.
@@ -145,14 +159,7 @@ impl ReceiptLog {
             bytes.extend_from_slice(receipt.receipt_id.as_bytes());
             bytes.extend_from_slice(&receipt.body);
         }
-        if self.file.is_none() {
-            let file = self
-                .dir
-                .as_ref()
-                .map_or_else(tempfile::tempfile, tempfile::tempfile_in)
-                .map_err(|e| spill("cannot create the receipt spill file", &e))?;
-            self.file = Some(file);
-        }
+        self.open()?;
         let first =
             length("log count", self.slots.len() + receipts.len()).map(|_| self.slots.len())?;
         self.pending.extend_from_slice(&bytes);
