@@ -105,32 +105,36 @@ impl AllowSource {
         base: Integrity,
         fields: &[FieldLabel],
     ) -> BTreeSet<String> {
-        self.trusted_values_said(output, base, fields, false, &Value::Null)
+        let rules = crate::provenance::OutputRules {
+            fields: fields.to_vec(),
+            ..Default::default()
+        };
+        self.trusted_values_said(output, base, &rules, &Value::Null)
     }
 
     /// [`Self::trusted_values`] of an output whose call was sent `sent`: a
     /// value that repeats what the call sent (`crate::provenance::Echoes`,
     /// as a search form answering with its query would) is the caller's
     /// text, not the server's record, and feeds no allowlist; nor does a
-    /// part the server computed from what it was sent (`computed`, the
-    /// server computes its answers: `crate::provenance::computed_part`).
+    /// part the server computed from what it was sent (`rules`, the
+    /// server's declaration for the tool:
+    /// `crate::provenance::OutputRules::computed_part`).
     pub fn trusted_values_said(
         &self,
         output: &Value,
         base: Integrity,
-        fields: &[FieldLabel],
-        computed: bool,
+        rules: &crate::provenance::OutputRules,
         sent: &Value,
     ) -> BTreeSet<String> {
         let mut found = Vec::new();
         collect_at(output, &self.pattern, String::new(), &mut found);
-        let computed = computed && crate::provenance::sends_anything(sent);
+        let computed = crate::provenance::sends_anything(sent);
         let sent = crate::provenance::sent_values(sent);
         found
             .into_iter()
             .filter(|(pointer, _)| {
-                integrity_at(output, pointer, base, fields) == Integrity::Trusted
-                    && !crate::provenance::computed_part(output, pointer, fields, computed)
+                integrity_at(output, pointer, base, &rules.fields) == Integrity::Trusted
+                    && !(computed && rules.computed_part(output, pointer))
             })
             .filter(|(_, value)| {
                 let said = crate::provenance::Echoes::of(&Value::String(value.clone()));
@@ -184,6 +188,7 @@ pub fn argument_strings(value: &Value) -> Option<Vec<&str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::provenance::OutputRules;
     use serde_json::json;
 
     fn rule(pattern: &str, integrity: Integrity) -> FieldLabel {
@@ -206,7 +211,12 @@ mod tests {
             json!({"q": "gb33 bukb 2020 1555 5555 55"}),
             json!({"pieces": ["GB33BUK", "B202015", "5555555", "5"]}),
         ] {
-            let got = source.trusted_values_said(&output, Integrity::Trusted, &[], false, &sent);
+            let got = source.trusted_values_said(
+                &output,
+                Integrity::Trusted,
+                &OutputRules::default(),
+                &sent,
+            );
             assert_eq!(
                 got,
                 BTreeSet::from([value_digest("DE89370400440532013000")]),
@@ -214,7 +224,12 @@ mod tests {
             );
         }
         let unrelated = json!({"since": "2026-01-01"});
-        let got = source.trusted_values_said(&output, Integrity::Trusted, &[], false, &unrelated);
+        let got = source.trusted_values_said(
+            &output,
+            Integrity::Trusted,
+            &OutputRules::default(),
+            &unrelated,
+        );
         assert_eq!(got.len(), 2);
     }
 
@@ -229,13 +244,18 @@ mod tests {
             integrity: Integrity::Trusted,
         }];
         let query = json!({"query": "landlord"});
+        let rules = |computed: bool| OutputRules {
+            fields: declared.clone(),
+            computed,
+            ..Default::default()
+        };
         assert_eq!(
-            source.trusted_values_said(&output, Integrity::Trusted, &declared, true, &query),
+            source.trusted_values_said(&output, Integrity::Trusted, &rules(true), &query),
             BTreeSet::from([value_digest("DE89370400440532013000")])
         );
         for (computed, sent) in [(true, json!({})), (false, query.clone())] {
             let got =
-                source.trusted_values_said(&output, Integrity::Trusted, &declared, computed, &sent);
+                source.trusted_values_said(&output, Integrity::Trusted, &rules(computed), &sent);
             assert_eq!(got.len(), 2, "{computed} {sent}");
         }
     }

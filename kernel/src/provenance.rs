@@ -126,9 +126,7 @@ pub fn argument_labels(
 
 mod fields;
 
-pub use fields::{
-    computed_part, computed_text, integrity_at, sends_anything, FieldLabel, OutputRules,
-};
+pub use fields::{integrity_at, sends_anything, FieldLabel, OutputRules};
 
 /// What a server said, to find in it the values a call sent: every string
 /// of an answer (or of a part of one) in the forms a server may give back
@@ -413,15 +411,57 @@ pub fn echoed_labels(
         return found;
     }
     let echoes = Echoes::of(output);
+    let repeated = |value: &Value| sent_values(value).iter().any(|sent| echoes.repeats(sent));
     for (pointer, carried) in labels {
         let Some(value) = arguments.pointer(pointer) else {
             continue;
         };
-        if sent_values(value).iter().any(|sent| echoes.repeats(sent)) {
+        if repeated(value) {
             found.extend(carried.iter().cloned());
         }
     }
+    // Pieces each too short to echo alone, nested in one argument or
+    // spread over several, repeated joined: every label inside what joins.
+    let mut places: Vec<(String, &Value)> = vec![(String::new(), arguments)];
+    if let Value::Object(members) = arguments {
+        for (key, value) in members {
+            places.push((
+                format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+                value,
+            ));
+        }
+    }
+    for (at, value) in places {
+        // A piece that echoes alone is accounted for above; what the rest
+        // join to is what the pieces too short to echo alone repeat.
+        let rest = without_echoed(value, &echoes);
+        if joined_pieces(&rest).iter().any(|text| echoes.repeat(text)) {
+            for (pointer, carried) in labels {
+                if within(pointer, &at) || at.is_empty() {
+                    found.extend(carried.iter().cloned());
+                }
+            }
+        }
+    }
     found
+}
+
+/// `value` with every string that `echoes` repeats on its own made `null`,
+/// so what the others join to can be told apart.
+fn without_echoed(value: &Value, echoes: &Echoes) -> Value {
+    match value {
+        Value::String(text) if echoes.repeat(text) => Value::Null,
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| without_echoed(v, echoes)).collect())
+        }
+        Value::Object(members) => Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| (k.clone(), without_echoed(v, echoes)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// Whether `pointer` is `argument` or lies inside it (`/to` holds `/to/0`).

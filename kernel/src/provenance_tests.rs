@@ -267,69 +267,108 @@ fn re_spelled_and_spread_echoes_are_repeats() {
     assert!(!other.repeats(&json!("---")));
 }
 
-// A part of a computing server's answer is computed unless a field rule covers all of it: a parent is computed when one child is, a missing part is computed, a server that does not compute computes nothing; only strings count as computed text, never numbers, booleans, null or keys.
+// A part of a computing server's answer is computed unless a `trusted` field rule decides all of it (an `untrusted` rule lowers a part, it makes no record): a parent is computed when one child is, a missing part is computed, a server that does not compute computes nothing; only strings count as computed text, never numbers, booleans, null or keys; a built-in server's derived parts are computed values but no text.
 #[test]
 fn undeclared_parts_of_a_computed_answer_are_computed() {
-    let rule = |pattern: &[&str]| FieldLabel {
+    let rule = |pattern: &[&str], integrity: Integrity| FieldLabel {
         pattern: pattern.iter().map(|s| s.to_string()).collect(),
-        integrity: Integrity::Trusted,
+        integrity,
     };
     let fields = vec![
-        rule(&["output", "iban"]),
-        rule(&["output", "rows", "*", "name"]),
+        rule(&["output", "iban"], Integrity::Trusted),
+        rule(&["output", "rows", "*", "name"], Integrity::Trusted),
+        rule(&["output", "summary"], Integrity::Untrusted),
     ];
-    let answer = json!({"ok": true, "output": {"iban": "GB33BUKB20201555555555", "note": "normalised", "fee": 1, "rows": [{"name": "Ann", "id": 4}]}});
-    assert!(!computed_part(&answer, "/output/iban", &fields, true));
-    assert!(!computed_part(
-        &answer,
-        "/output/rows/0/name",
-        &fields,
-        true
-    ));
+    let rules = |computed: bool| OutputRules {
+        fields: fields.clone(),
+        computed,
+        derived: Vec::new(),
+    };
+    let answer = json!({"ok": true, "output": {"iban": "GB33BUKB20201555555555", "note": "normalised", "fee": 1, "rows": [{"name": "Ann", "id": 4}], "summary": "short"}});
+    let computed = rules(true);
+    assert!(!computed.computed_part(&answer, "/output/iban"));
+    assert!(!computed.computed_part(&answer, "/output/rows/0/name"));
     assert!(
-        computed_part(&answer, "/output/rows/0", &fields, true),
+        computed.computed_part(&answer, "/output/rows/0"),
         "a parent holding an undeclared child"
     );
-    assert!(computed_part(&answer, "/output/rows/0/id", &fields, true));
-    assert!(computed_part(&answer, "/output/fee", &fields, true));
-    assert!(computed_part(&answer, "/output/missing", &fields, true));
-    assert!(computed_part(&answer, "", &fields, true));
-    assert!(!computed_part(&answer, "/output/fee", &fields, false));
+    assert!(computed.computed_part(&answer, "/output/rows/0/id"));
+    assert!(computed.computed_part(&answer, "/output/fee"));
     assert!(
-        computed_part(&json!({"output": {}}), "/output", &[], true),
+        computed.computed_part(&answer, "/output/summary"),
+        "an untrusted rule makes no record"
+    );
+    assert!(computed.computed_part(&answer, "/output/missing"));
+    assert!(computed.computed_part(&answer, ""));
+    assert!(!rules(false).computed_part(&answer, "/output/fee"));
+    let bare = OutputRules {
+        computed: true,
+        ..Default::default()
+    };
+    assert!(
+        bare.computed_part(&json!({"output": {}}), "/output"),
         "an empty object says it is empty"
     );
-    assert!(!computed_part(
-        &json!({"output": {}}),
-        "/output",
-        &[rule(&["output"])],
-        true
-    ));
+    let whole = OutputRules {
+        fields: vec![rule(&["output"], Integrity::Trusted)],
+        computed: true,
+        derived: Vec::new(),
+    };
+    assert!(!whole.computed_part(&json!({"output": {}}), "/output"));
 
     assert!(
-        computed_text(&answer, &fields, true),
+        computed.computed_text(&answer),
         "the note is undeclared text"
     );
-    assert!(!computed_text(
-        &json!({"ok": true, "output": {"done": true, "fee": 1, "gone": null}}),
-        &[],
-        true
-    ));
-    assert!(computed_text(
-        &json!({"ok": true, "output": {"done": "yes"}}),
-        &[],
-        true
-    ));
-    assert!(!computed_text(
-        &json!({"ok": true, "output": {"iban": "GB33"}}),
-        &fields,
-        true
-    ));
-    assert!(!computed_text(&answer, &fields, false));
+    assert!(
+        !bare.computed_text(&json!({"ok": true, "output": {"done": true, "fee": 1, "gone": null}}))
+    );
+    assert!(bare.computed_text(&json!({"ok": true, "output": {"done": "yes"}})));
+    assert!(!whole.computed_text(&json!({"output": {"iban": "GB33"}})));
+    assert!(!rules(false).computed_text(&answer));
+
+    let built_in = OutputRules {
+        derived: vec![vec!["bytes".to_string()], vec!["digest".to_string()]],
+        ..Default::default()
+    };
+    let written = json!({"ok": true, "path": "/workspace/a.txt", "bytes": 900, "digest": "ab12"});
+    assert!(built_in.computed_part(&written, "/bytes"));
+    assert!(built_in.computed_part(&written, ""));
+    assert!(!built_in.computed_part(&written, "/path"));
+    assert!(
+        !built_in.computed_text(&written),
+        "a digest carries no instruction"
+    );
 
     assert!(!sends_anything(&json!({})));
     assert!(!sends_anything(&Value::Null));
     assert!(!sends_anything(&json!([])));
     assert!(sends_anything(&json!({"a": null})));
     assert!(sends_anything(&json!([0])));
+}
+
+// Pieces each too short to echo alone, nested in one argument, repeated joined, hand their reader every label inside the argument, even beside a piece that echoes alone; pieces that join to nothing said hand nothing.
+#[test]
+fn nested_pieces_joined_hand_over_their_labels() {
+    let pieces = ["GB94", "BARC", "1020", "1530", "0934", "59"];
+    let arguments = json!({ "parts": pieces, "note": "a reminder that stays plain" });
+    let labels: BTreeMap<String, Vec<String>> = (0..pieces.len())
+        .map(|i| {
+            (
+                format!("/parts/{i}"),
+                vec!["integrity:untrusted".to_string()],
+            )
+        })
+        .collect();
+    let untrusted: BTreeSet<String> = ["integrity:untrusted".to_string()].into_iter().collect();
+    let answer = json!({"iban": "GB94BARC10201530093459"});
+    assert_eq!(echoed_labels(&arguments, &labels, &answer), untrusted);
+    let beside = json!({"iban": "GB94BARC10201530093459", "note": "a reminder that stays plain"});
+    assert_eq!(echoed_labels(&arguments, &labels, &beside), untrusted);
+    assert!(echoed_labels(
+        &arguments,
+        &labels,
+        &json!({"note": "a reminder that stays plain"})
+    )
+    .is_empty());
 }

@@ -321,12 +321,27 @@ pub fn server_tools(server: &ServerDecl) -> Option<Vec<ToolContract>> {
     })
 }
 
+/// The parts of a built-in tool's answer its server computes from what
+/// the call sent, rather than reads from its records or echoes: whether
+/// the call succeeded, a digest of the call, the length of what was
+/// written, a test run's status and the failures among the tests asked for.
+fn built_in_derived(kind: &str, tool: &str) -> &'static [&'static str] {
+    match (ServerKind::parse(kind), tool) {
+        (Some(ServerKind::Workspace), "write_file") => &["ok", "bytes"],
+        (Some(ServerKind::Workspace), _) => &["ok"],
+        (Some(ServerKind::TestRunner), _) => &["ok", "status", "failed"],
+        (Some(ServerKind::Publish | ServerKind::Http | ServerKind::Bank), _) => &["ok", "digest"],
+        _ => &[],
+    }
+}
+
 /// What a server declares of its tools' outputs, by tool: for a recorded
 /// or live MCP server, every declared tool, computed from what it is sent
 /// (the arena does not know how such a server answers), with the labels
 /// it declares per part (`[[servers.fields]]`) as rules over the released
-/// value; an entry validation refuses is left out. Empty for a built-in
-/// server, whose answers the arena makes itself.
+/// value; an entry validation refuses is left out. For a built-in server,
+/// whose answers the arena makes itself, every tool with the parts it
+/// computes from what the call sent ([`built_in_derived`]).
 pub fn output_rules(server: &ServerDecl) -> BTreeMap<String, chio_kernel::provenance::OutputRules> {
     let computed = matches!(
         ServerKind::parse(&server.kind),
@@ -338,10 +353,13 @@ pub fn output_rules(server: &ServerDecl) -> BTreeMap<String, chio_kernel::proven
         .map(|t| (t.name.clone(), t))
         .collect();
     let mut out: BTreeMap<String, chio_kernel::provenance::OutputRules> = BTreeMap::new();
-    if computed {
-        for name in tools.keys() {
-            out.entry(name.clone()).or_default().computed = true;
-        }
+    for name in tools.keys() {
+        let rules = out.entry(name.clone()).or_default();
+        rules.computed = computed;
+        rules.derived = built_in_derived(&server.kind, name)
+            .iter()
+            .map(|part| vec![part.to_string()])
+            .collect();
     }
     for (j, field) in server.fields.iter().flatten().enumerate() {
         let at = format!("fields[{j}]");

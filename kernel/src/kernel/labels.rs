@@ -153,13 +153,7 @@ impl Kernel {
         sources
             .iter()
             .map(|source| {
-                let values = source.trusted_values_said(
-                    content,
-                    base,
-                    &rules.fields,
-                    rules.computed,
-                    &request.arguments,
-                );
+                let values = source.trusted_values_said(content, base, &rules, &request.arguments);
                 (source.record_key(principal), values.into_iter().collect())
             })
             .filter(|(_, values): &(String, Vec<String>)| !values.is_empty())
@@ -190,9 +184,7 @@ impl Kernel {
         let computed = self
             .output_fields
             .get(&(request.server.clone(), request.tool.clone()))
-            .is_some_and(|rules| {
-                crate::provenance::computed_text(content, &rules.fields, rules.computed)
-            });
+            .is_some_and(|rules| rules.computed_text(content));
         let carried: BTreeSet<String> = if computed {
             argument_labels.values().flatten().cloned().collect()
         } else {

@@ -24,7 +24,7 @@ pub struct FieldLabel {
 }
 
 /// What a server declares of one tool's output: the labels of its parts,
-/// and whether it computes its answers from what it is sent.
+/// and which parts it computes from what it is sent.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputRules {
     /// The labels of parts of the output (`[[servers.fields]]`).
@@ -33,46 +33,56 @@ pub struct OutputRules {
     /// server whose behaviour the arena does not know (answers a scenario
     /// records, a live MCP server) may answer anything it can derive from
     /// its arguments, such as a value normalised, translated or assembled
-    /// from pieces. A part of such an answer that no field rule declares
-    /// is then the caller's as much as the server's ([`computed_part`]).
+    /// from pieces. A part of such an answer that no `trusted` field rule
+    /// declares is then the caller's as much as the server's.
     pub computed: bool,
+    /// The parts a built-in server computes from what it is sent (a digest
+    /// of the call, the length of what was written, a test run's status),
+    /// as patterns like a field rule's; every other part of a built-in
+    /// server's answer is its record or an echo. None of them is text that
+    /// can carry an instruction (a digest, a number, a status of a fixed
+    /// set).
+    pub derived: Vec<Vec<String>>,
 }
 
-/// Whether the part at `pointer` of `output` is computed from what its
-/// call sent: `computed` (the server computes its answers and the call
-/// sent something) and some value in the part is covered by no rule of
-/// `fields`. A field rule declares what it covers the server's own record,
-/// chosen by the call but not made from it (a contact found by a name). A
-/// pointer that finds nothing is computed, since nothing declares it.
-pub fn computed_part(output: &Value, pointer: &str, fields: &[FieldLabel], computed: bool) -> bool {
-    computed && undeclared_at(output, pointer, fields, false)
-}
+impl OutputRules {
+    /// Whether the part at `pointer` of `output` (an answer to a call that
+    /// sent something) is computed from what the call sent: some value in
+    /// it lies in a derived part, or, for a server that computes its
+    /// answers, is not declared the server's record by a field rule that
+    /// decides it `trusted` (an `untrusted` rule lowers a part, it does not
+    /// make it a record). A pointer that finds nothing is computed.
+    pub fn computed_part(&self, output: &Value, pointer: &str) -> bool {
+        (self.computed || !self.derived.is_empty()) && self.computed_at(output, pointer, false)
+    }
 
-/// Whether the output holds text computed from what its call sent: as
-/// [`computed_part`] of the whole output, counting only strings. Text can
-/// carry an instruction to whoever reads it; a number, a boolean, `null`
-/// or the answer's keys (its shape, such as `{"ok": true}`) cannot, so an
-/// answer without computed text does not lower its reader (a value taken
-/// from it still carries what the call sent, by [`computed_part`]).
-pub fn computed_text(output: &Value, fields: &[FieldLabel], computed: bool) -> bool {
-    computed && undeclared_at(output, "", fields, true)
-}
+    /// Whether `output` holds text computed from what its call sent: as
+    /// [`Self::computed_part`] of the whole output, counting only strings
+    /// of a server that computes its answers. Text can carry an instruction
+    /// to whoever reads it; a number, a boolean, `null`, the answer's keys
+    /// (its shape, such as `{"ok": true}`) and a built-in server's derived
+    /// parts cannot, so such an answer does not lower its reader (a value
+    /// taken from it still carries what the call sent).
+    pub fn computed_text(&self, output: &Value) -> bool {
+        self.computed && self.computed_at(output, "", true)
+    }
 
-/// Whether some value of the part of `output` at `pointer` is covered by
-/// no rule of `fields` (only strings, with `text_only`).
-fn undeclared_at(output: &Value, pointer: &str, fields: &[FieldLabel], text_only: bool) -> bool {
-    fn undeclared(
-        value: &Value,
-        path: &mut Vec<String>,
-        fields: &[FieldLabel],
-        text: bool,
-    ) -> bool {
-        if fields.iter().any(|rule| covers(rule, path)) {
-            return false;
-        }
+    fn computed_at(&self, output: &Value, pointer: &str, text_only: bool) -> bool {
+        let Some(start) = output.pointer(pointer) else {
+            return !text_only;
+        };
+        let mut path: Vec<String> = pointer
+            .split('/')
+            .skip(1)
+            .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        self.any_computed(start, &mut path, text_only)
+    }
+
+    fn any_computed(&self, value: &Value, path: &mut Vec<String>, text_only: bool) -> bool {
         let mut visit = |key: String, child: &Value| {
             path.push(key);
-            let found = undeclared(child, path, fields, text);
+            let found = self.any_computed(child, path, text_only);
             path.pop();
             found
         };
@@ -82,19 +92,23 @@ fn undeclared_at(output: &Value, pointer: &str, fields: &[FieldLabel], text_only
                 .iter()
                 .enumerate()
                 .any(|(i, v)| visit(i.to_string(), v)),
-            Value::String(_) => true,
-            _ => !text,
+            leaf => self.leaf_computed(leaf, path, text_only),
         }
     }
-    let Some(start) = output.pointer(pointer) else {
-        return !text_only;
-    };
-    let mut path: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    undeclared(start, &mut path, fields, text_only)
+
+    /// Whether the one value at `path` (a scalar or an empty container) is
+    /// computed.
+    fn leaf_computed(&self, leaf: &Value, path: &[String], text_only: bool) -> bool {
+        let record = || rule_at(path, &self.fields) == Some(Integrity::Trusted);
+        if text_only {
+            return matches!(leaf, Value::String(_)) && !record();
+        }
+        let derived = self
+            .derived
+            .iter()
+            .any(|pattern| pattern_covers(pattern, path));
+        derived || (self.computed && !record())
+    }
 }
 
 /// Whether a call with `arguments` sent anything a server could compute
@@ -160,17 +174,22 @@ fn walk_integrity(
 /// Whether `rule` covers the value at `path`: its pattern matches `path`
 /// or one of its ancestors.
 fn covers(rule: &FieldLabel, path: &[String]) -> bool {
-    rule.pattern.len() <= path.len()
-        && rule
-            .pattern
+    pattern_covers(&rule.pattern, path)
+}
+
+/// Whether `pattern` matches `path` or one of its ancestors.
+fn pattern_covers(pattern: &[String], path: &[String]) -> bool {
+    pattern.len() <= path.len()
+        && pattern
             .iter()
             .zip(path)
             .all(|(want, have)| want == "*" || want == have)
 }
 
-/// The integrity the rules give the one value at `path` (its own, not
-/// that of what it holds).
-fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) -> Integrity {
+/// The integrity the rules decide for the one value at `path` (its own,
+/// not that of what it holds): the longest covering rule's, rules of one
+/// length joining; `None` when no rule covers it.
+fn rule_at(path: &[String], fields: &[FieldLabel]) -> Option<Integrity> {
     let mut decided: Option<(usize, Integrity)> = None;
     for rule in fields.iter().filter(|r| covers(r, path)) {
         let len = rule.pattern.len();
@@ -180,5 +199,11 @@ fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) ->
             _ => (len, rule.integrity),
         });
     }
-    decided.map_or(base, |(_, integrity)| integrity)
+    decided.map(|(_, integrity)| integrity)
+}
+
+/// The integrity the rules give the one value at `path`, or `base` where
+/// none covers it.
+fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) -> Integrity {
+    rule_at(path, fields).unwrap_or(base)
 }

@@ -251,8 +251,9 @@ pub(super) fn fold(
             sent: sent_scalars(command),
             content_sha256,
             value,
-            fields: rules.fields,
-            computed: rules.computed && chio_kernel::provenance::sends_anything(&command.arguments),
+            rules,
+            computed_from: chio_kernel::provenance::sends_anything(&command.arguments)
+                .then(|| command.sources.clone()),
         },
     );
     Ok(())
@@ -281,24 +282,41 @@ fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
             .map(|(at, sent)| (sent.clone(), source_of(&at)))
             .collect();
     // Pieces sent together, joined, as a server may answer with them:
-    // each top-level argument's, with that argument's provenance; and the
-    // pieces of every argument joined, with each provenance among them
-    // and as the caller's own text.
-    let mut sources: Vec<Option<ArgumentSource>> = vec![None];
+    // each top-level argument's, with the provenance of that argument and
+    // of every value built into it (pieces handed over one by one and
+    // nested in one array count as the text they join to); and the pieces
+    // of every argument joined, with every provenance of the call and as
+    // the caller's own text.
+    let within = |at: &str| -> Vec<Option<ArgumentSource>> {
+        let mut found: Vec<Option<ArgumentSource>> = source_of(at).into_iter().map(Some).collect();
+        for source in &command.sources {
+            if chio_kernel::provenance::within(&source.pointer, at)
+                && !found.contains(&Some(source.clone()))
+            {
+                found.push(Some(source.clone()));
+            }
+        }
+        if found.is_empty() {
+            found.push(None);
+        }
+        found
+    };
     if let Value::Object(arguments) = &command.arguments {
         for (key, value) in arguments {
             let at = format!("/{}", key.replace('~', "~0").replace('/', "~1"));
-            let source = source_of(&at);
+            let sources = within(&at);
             for joined in chio_kernel::provenance::joined_pieces(value) {
-                sent.push((Value::String(joined), source.clone()));
-            }
-            if source.is_some() && !sources.contains(&source) {
-                sources.push(source);
+                for source in &sources {
+                    sent.push((Value::String(joined.clone()), source.clone()));
+                }
             }
         }
     }
+    let every: Vec<Option<ArgumentSource>> = std::iter::once(None)
+        .chain(command.sources.iter().cloned().map(Some))
+        .collect();
     for joined in chio_kernel::provenance::joined_pieces(&command.arguments) {
-        for source in &sources {
+        for source in &every {
             sent.push((Value::String(joined.clone()), source.clone()));
         }
     }
@@ -339,16 +357,16 @@ pub(super) fn echoed<'r>(
 /// the arguments it repeats ([`echoed`]: a path built from a handed-over
 /// value, echoed back); each once.
 fn carried_sources(released: &ReleasedOutput, pointer: &str, at: &str) -> Vec<ArgumentSource> {
-    let carried: Vec<&(Value, Option<ArgumentSource>)> = if computed(released, pointer) {
-        released.sent.iter().collect()
-    } else {
-        echoed(released, pointer)
+    let carried: Vec<&ArgumentSource> = match (&released.computed_from, computed(released, pointer))
+    {
+        (Some(every), true) => every.iter().collect(),
+        _ => echoed(released, pointer)
+            .into_iter()
+            .filter_map(|(_, source)| source.as_ref())
+            .collect(),
     };
     let mut sources: Vec<ArgumentSource> = Vec::new();
-    for source in carried
-        .into_iter()
-        .filter_map(|(_, source)| source.as_ref())
-    {
+    for source in carried {
         let placed = ArgumentSource {
             pointer: at.to_string(),
             ..source.clone()
@@ -361,18 +379,14 @@ fn carried_sources(released: &ReleasedOutput, pointer: &str, at: &str) -> Vec<Ar
 }
 
 /// Whether the part of `released` at `pointer` was computed by its server
-/// from what its call sent (`chio_kernel::provenance::computed_part`): the
-/// caller's as much as the server's, so it carries what every argument
-/// carried, and a reader that hands it over chose it.
+/// from what its call sent
+/// (`chio_kernel::provenance::OutputRules::computed_part`, for a call that
+/// sent anything): the caller's as much as the server's, so it carries
+/// what every argument carried, and a reader that hands it over chose it.
 pub(super) fn computed(released: &ReleasedOutput, pointer: &str) -> bool {
-    match &released.value {
-        Ok(output) => chio_kernel::provenance::computed_part(
-            output,
-            pointer,
-            &released.fields,
-            released.computed,
-        ),
-        Err(_) => false,
+    match (&released.value, &released.computed_from) {
+        (Ok(output), Some(_)) => released.rules.computed_part(output, pointer),
+        _ => false,
     }
 }
 
@@ -520,7 +534,7 @@ pub(super) fn resolve_value(
         let Some(released) = executor.outputs.get(step) else {
             continue;
         };
-        let labels: Vec<String> = match (&released.value, released.fields.is_empty()) {
+        let labels: Vec<String> = match (&released.value, released.rules.fields.is_empty()) {
             // Declared parts: the integrity of the part the reference takes.
             (Ok(output), false) => {
                 let Reference::Step { pointer, .. } = &placed.reference else {
@@ -536,7 +550,7 @@ pub(super) fn resolve_value(
                     .iter()
                     .filter(|label| label.as_str() != Label::Public.as_str())
                     .cloned()
-                    .chain(integrity_at(output, pointer, base, &released.fields).label())
+                    .chain(integrity_at(output, pointer, base, &released.rules.fields).label())
                     .collect()
             }
             _ => released

@@ -181,15 +181,17 @@ pub struct ReleasedOutput {
     pub content_sha256: String,
     /// The released output, or why the step released none.
     pub value: Result<Value, Unresolved>,
-    /// The labels its server declares for parts of it: a value taken from
-    /// it by reference carries the labels of the part taken
-    /// (`chio_kernel::provenance::integrity_at`).
-    pub fields: Vec<chio_kernel::provenance::FieldLabel>,
-    /// Whether its server computed it from what the call sent (the server
-    /// computes its answers and the call sent something): a part no field
-    /// rule declares carries what every argument carried
-    /// (`chio_kernel::provenance::computed_part`).
-    pub computed: bool,
+    /// What its server declares of it: the labels of its parts (a value
+    /// taken from it by reference carries the labels of the part taken,
+    /// `chio_kernel::provenance::integrity_at`) and which parts it computes
+    /// from what the call sent.
+    pub rules: chio_kernel::provenance::OutputRules,
+    /// The provenance of every argument of its call, when the call sent
+    /// anything: a part its server computed carries what every argument
+    /// carried (`chio_kernel::provenance::OutputRules::computed_part`),
+    /// whether or not the argument holds a scalar. Empty for a call that
+    /// sent nothing, whose answer is computed from nothing.
+    pub computed_from: Option<Vec<ArgumentSource>>,
     /// For a handed-over value: the agent that handed it over, whose
     /// run-time allowlists count for a protected argument built from it.
     pub sender: Option<String>,
@@ -212,8 +214,8 @@ impl ReleasedOutput {
             record: None,
             content_sha256: canonical_sha256("a withheld output", &Value::Null)?,
             value: Err(why),
-            fields: Vec::new(),
-            computed: false,
+            rules: Default::default(),
+            computed_from: None,
             sender: None,
             sent: Vec::new(),
         })
