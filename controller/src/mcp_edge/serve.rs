@@ -62,7 +62,7 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
     let rt = runtime(COMMAND)?;
     let _entered = rt.enter();
     let control = control_client(&args.control, COMMAND)?;
-    rt.block_on(async move {
+    let served = rt.block_on(async move {
         let timeout = Duration::from_millis(args.upstream_timeout_ms.max(1));
         let upstreams = start_upstreams(&specs, timeout).await?;
         if let Some(path) = &args.policy {
@@ -90,17 +90,38 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             session,
             max_argument_bytes: args.max_argument_bytes,
             upstream_timeout: timeout,
+            in_flight: Arc::new(super::server::InFlight::default()),
         };
+        let in_flight = edge.in_flight.clone();
         match args.listen {
             Some(addr) => super::http::serve(edge, args, addr).await?,
             None => serve_stdio(edge, args.max_message_bytes).await?,
+        }
+        // Every call that arrived is answered and recorded before the
+        // session ends: an upstream call is bounded by its timeout, the
+        // kernel's by its store deadlines.
+        let left = in_flight.settle(timeout + SETTLE_MARGIN).await;
+        if left > 0 {
+            tracing::warn!(
+                calls = left,
+                "calls still being decided are left out of the session"
+            );
         }
         if let Some(dir) = &args.session_out {
             finish_session(dir, &authority).await;
         }
         Ok(())
-    })
+    });
+    // A read of standard input blocks a thread until the client writes or
+    // closes it; the command ends without waiting for it.
+    drop(_entered);
+    rt.shutdown_timeout(Duration::from_millis(200));
+    served
 }
+
+/// How long past the upstream timeout a session waits for calls being
+/// decided when it ends: the kernel's store deadlines.
+const SETTLE_MARGIN: Duration = Duration::from_secs(10);
 
 /// Serves `edge` on standard input and output until the client leaves or a
 /// signal arrives.
@@ -124,8 +145,11 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliErro
     let running = edge.serve(transport).await.map_err(|e| {
         CliError::infrastructure(COMMAND, format!("the MCP client's handshake failed: {e}"))
     })?;
+    // The service runs on while the session settles: a signal stops
+    // taking calls, never the calls already being decided.
+    let mut waiting = tokio::spawn(running.waiting());
     tokio::select! {
-        _ = running.waiting() => {}
+        _ = &mut waiting => {}
         () = crate::serve::shutdown_signal() => {}
     }
     Ok(())

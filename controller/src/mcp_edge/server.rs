@@ -55,6 +55,60 @@ pub struct Edge {
     pub max_argument_bytes: usize,
     /// Deadline of an upstream call.
     pub upstream_timeout: Duration,
+    /// The calls being decided, which the session waits for when it ends.
+    pub in_flight: Arc<InFlight>,
+}
+
+/// The calls an edge is deciding: a session ends only after each call
+/// that arrived before the signal is answered and recorded, so a call the
+/// upstream received is never missing from the session's record.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    settled: tokio::sync::Notify,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+/// One call being decided; dropping it counts the call answered.
+struct Flight(Arc<InFlight>);
+
+impl Drop for Flight {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.settled.notify_waiters();
+        }
+    }
+}
+
+impl InFlight {
+    /// The call, counted, or `None` once the session is ending.
+    fn enter(self: &Arc<Self>) -> Option<Flight> {
+        use std::sync::atomic::Ordering;
+        self.count.fetch_add(1, Ordering::SeqCst);
+        let flight = Flight(self.clone());
+        (!self.closed.load(Ordering::SeqCst)).then_some(flight)
+    }
+
+    /// Takes no more calls, then waits until no call is being decided, or
+    /// `within` has passed; answers how many calls are still being decided.
+    pub async fn settle(&self, within: Duration) -> usize {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let left = self.count.load(std::sync::atomic::Ordering::SeqCst);
+            if left == 0 {
+                return 0;
+            }
+            tokio::select! {
+                () = notified => {}
+                () = tokio::time::sleep_until(deadline) => return left,
+            }
+        }
+    }
 }
 
 /// An edge refusal decided before the kernel (no receipt).
@@ -138,6 +192,12 @@ impl Edge {
         params: CallToolRequestParams,
         meta: Map<String, Value>,
     ) -> CallToolResult {
+        let Some(_flight) = self.in_flight.enter() else {
+            return refusal(
+                "edge-stopping",
+                "the edge is ending its session after a signal; the call was not decided",
+            );
+        };
         let now_ms = wall_ms();
         let tool = params.name.to_string();
         let server = self.server_of(&tool, &meta);

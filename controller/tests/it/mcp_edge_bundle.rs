@@ -267,3 +267,37 @@ async fn a_session_holds_only_what_it_can_write_and_charges_no_unsent_call() {
     assert!(ok, "the session does not replay: {out}");
     assert!(out.contains("no drift"), "{out}");
 }
+
+// SIGTERM while a call is at the upstream: the call is still answered and recorded before the session ends, the session replays with no drift, and the edge exits although its client keeps standard input open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_waits_for_the_call_in_flight_and_the_edge_exits() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "slow", &[]);
+    let folder = dir.path().join("session");
+    let mut args = counting_upstream(&python, &log, &authority);
+    args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
+    let mut edge = Edge::start(&args).await;
+    let arguments = json!({"text": "late"});
+    let (result, ()) = tokio::join!(
+        edge.call(&token, &alice, "notes", "slow", &arguments, "r-1"),
+        async {
+            tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+            edge.terminate();
+        }
+    );
+    assert_eq!(verdict(&result).0, "allow", "{result:?}");
+    assert_eq!(text(&result), "late");
+    assert!(
+        edge.exits_within(std::time::Duration::from_secs(20)).await,
+        "the edge did not exit with its client's standard input open"
+    );
+    assert_eq!(log_lines(&log), ["slow late"]);
+    assert_eq!(session_verdicts(&folder), ["allow"]);
+    let (ok, out) = replay(&folder);
+    assert!(ok, "the session does not replay: {out}");
+    assert!(out.contains("no drift"), "{out}");
+}

@@ -241,6 +241,23 @@ impl Edge {
         self.call_with_meta(tool, arguments, Some(meta)).await
     }
 
+    /// Sends the edge SIGTERM, its client still connected.
+    pub fn terminate(&self) {
+        let pid = self.child.id().expect("the edge runs").to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success(), "SIGTERM sent");
+    }
+
+    /// Whether the edge exits within `within`, its client still connected.
+    pub async fn exits_within(&mut self, within: Duration) -> bool {
+        tokio::time::timeout(within, self.child.wait())
+            .await
+            .is_ok()
+    }
+
     /// Closes the client and waits for the edge to exit.
     pub async fn stop(mut self) {
         let _ = self.client.cancel().await;
