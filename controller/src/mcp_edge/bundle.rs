@@ -1,9 +1,10 @@
 //! The session folder as a bundle, written when the session ends.
 //!
 //! The edge then signs the session's end (`session-end.json`: how many
-//! calls `calls.jsonl` holds and their SHA-256, signed by the receipt key,
-//! so a call dropped from the end, or any byte of the file changed, no
-//! longer matches), builds the equivalent scenario (`scenario`), runs it in
+//! calls `calls.jsonl` holds and their SHA-256, and the SHA-256 of
+//! `session.json`, signed by the receipt key, so a call dropped from the
+//! end, any byte of either file changed, a guard claimed that never ran or
+//! a tool definition the upstream never listed, no longer matches), builds the equivalent scenario (`scenario`), runs it in
 //! the embedded topology as `chio arena run --keep-going --out` does and
 //! moves the run's bundle into the folder (`inputs/` with the scenario and
 //! the sealed files it reads, `inputs/fixtures/secrets/`, `policies/`,
@@ -25,7 +26,7 @@ use super::values::SealedFile;
 use crate::driver::{run_embedded, RunOptions};
 
 /// Schema id of `session-end.json`.
-pub const SESSION_END_SCHEMA: &str = "chio.mcp-session-end/v1";
+pub const SESSION_END_SCHEMA: &str = "chio.mcp-session-end/v2";
 /// The signed end of a session.
 pub const SESSION_END_FILE: &str = "session-end.json";
 /// The session's header.
@@ -34,11 +35,12 @@ pub const SESSION_FILE: &str = "session.json";
 pub const CALLS_FILE: &str = "calls.jsonl";
 
 /// The signed part of `session-end.json`.
-pub fn end_body(calls: u64, calls_sha256: &str, kernel_key: &str) -> Value {
+pub fn end_body(calls: u64, calls_sha256: &str, session_sha256: &str, kernel_key: &str) -> Value {
     json!({
         "schema": SESSION_END_SCHEMA,
         "calls": calls,
         "calls_sha256": calls_sha256,
+        "session_sha256": session_sha256,
         "kernel_key": kernel_key,
     })
 }
@@ -62,9 +64,12 @@ pub async fn finish(dir: &Path, key: &SigningKey) -> Result<(), String> {
     let calls_bytes =
         std::fs::read(dir.join(CALLS_FILE)).map_err(|e| format!("{CALLS_FILE}: {}", e.kind()))?;
     let calls = parse_calls(&calls_bytes)?;
+    let header_bytes = std::fs::read(dir.join(SESSION_FILE))
+        .map_err(|e| format!("{SESSION_FILE}: {}", e.kind()))?;
     let body = end_body(
         calls.len() as u64,
         &hex::encode(Sha256::digest(&calls_bytes)),
+        &hex::encode(Sha256::digest(&header_bytes)),
         &public_key_hex(key),
     );
     let signed = to_canonical_vec(&body).map_err(|e| e.to_string())?;
@@ -73,10 +78,8 @@ pub async fn finish(dir: &Path, key: &SigningKey) -> Result<(), String> {
     let text = serde_json::to_string_pretty(&end).map_err(|e| e.to_string())?;
     std::fs::write(dir.join(SESSION_END_FILE), text + "\n")
         .map_err(|e| format!("{SESSION_END_FILE}: {}", e.kind()))?;
-    let header: Value = std::fs::read(dir.join(SESSION_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .ok_or_else(|| format!("{SESSION_FILE} cannot be read"))?;
+    let header: Value = serde_json::from_slice(&header_bytes)
+        .map_err(|_| format!("{SESSION_FILE} cannot be read"))?;
     let scenario = session_scenario(&header, &calls)?;
     let work = tempfile::tempdir().map_err(|e| format!("a work folder: {}", e.kind()))?;
     let world = work.path().join("world");

@@ -93,10 +93,13 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
             in_flight: Arc::new(super::server::InFlight::default()),
         };
         let in_flight = edge.in_flight.clone();
-        match args.listen {
-            Some(addr) => super::http::serve(edge, args, addr).await?,
+        let reading = match args.listen {
+            Some(addr) => {
+                super::http::serve(edge, args, addr).await?;
+                false
+            }
             None => serve_stdio(edge, args.max_message_bytes).await?,
-        }
+        };
         // Every call that arrived is answered and recorded before the
         // session ends: an upstream call is bounded by its timeout, the
         // kernel's by its store deadlines.
@@ -110,22 +113,31 @@ pub fn run(args: &ServeArgs) -> Result<(), CliError> {
         if let Some(dir) = &args.session_out {
             finish_session(dir, &authority).await;
         }
-        Ok(())
+        Ok(reading)
     });
-    // A read of standard input blocks a thread until the client writes or
-    // closes it; the command ends without waiting for it.
     drop(_entered);
-    rt.shutdown_timeout(Duration::from_millis(200));
-    served
+    // A signal ended a stdio session while the client keeps standard input
+    // open: a read of it blocks a thread until the client writes or closes
+    // it, so the command ends without waiting for that read.
+    if matches!(served, Ok(true)) {
+        rt.shutdown_timeout(SHUTDOWN_WAIT);
+    }
+    served.map(|_| ())
 }
+
+/// How long the command waits, once the session is finished, for the
+/// runtime's last writes (an answer on its way to standard output); a read
+/// of standard input the client keeps open is not waited for beyond it.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
 
 /// How long past the upstream timeout a session waits for calls being
 /// decided when it ends: the kernel's store deadlines.
 const SETTLE_MARGIN: Duration = Duration::from_secs(10);
 
 /// Serves `edge` on standard input and output until the client leaves or a
-/// signal arrives.
-async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliError> {
+/// signal arrives; answers whether standard input may still be read (a
+/// signal came before the client closed it).
+async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<bool, CliError> {
     // The binary holds the standard output's lock for the whole command
     // (`main` passes it locked), so the server writes to its own copy of
     // the descriptor, which takes no lock.
@@ -148,11 +160,11 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<(), CliErro
     // The service runs on while the session settles: a signal stops
     // taking calls, never the calls already being decided.
     let mut waiting = tokio::spawn(running.waiting());
-    tokio::select! {
-        _ = &mut waiting => {}
-        () = crate::serve::shutdown_signal() => {}
-    }
-    Ok(())
+    let signalled = tokio::select! {
+        _ = &mut waiting => false,
+        () = crate::serve::shutdown_signal() => true,
+    };
+    Ok(signalled)
 }
 
 /// Makes the session folder a bundle; a failure is logged, since every

@@ -3,7 +3,9 @@
 //! bundle's:
 //!
 //! - the signed end (`session-end.json`): its signature under the session's
-//!   receipt key, the number of calls and the SHA-256 of `calls.jsonl`;
+//!   receipt key, the number of calls, the SHA-256 of `calls.jsonl` and
+//!   that of `session.json` (the policy in force, the upstreams' tool
+//!   listings), so neither can be edited after the session;
 //! - each call in order: `seq` is its position; its receipt verifies under
 //!   the session's receipt key and states the call's server, tool, verdict
 //!   and reason (a sanitized allow is a `rewrite`); a plain allow's
@@ -48,10 +50,13 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
                 refusal => format!("{name}: {refusal}"),
             })
     };
-    let header: Value = match read(SESSION_FILE).map(|b| serde_json::from_slice(&b)) {
-        Ok(Ok(v)) => v,
-        Ok(Err(_)) => return vec![format!("{SESSION_FILE}: not JSON")],
+    let header_bytes = match read(SESSION_FILE) {
+        Ok(b) => b,
         Err(e) => return vec![e],
+    };
+    let header: Value = match serde_json::from_slice(&header_bytes) {
+        Ok(v) => v,
+        Err(_) => return vec![format!("{SESSION_FILE}: not JSON")],
     };
     let key = header["kernel_key"]
         .as_str()
@@ -65,7 +70,7 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
         Ok(c) => c,
         Err(e) => return vec![e],
     };
-    let mut found = check_end(dir, &key, &bytes, calls.len());
+    let mut found = check_end(dir, &key, &bytes, &header_bytes, calls.len());
     let steps: Vec<&StepRecord> = replayed.manifest.steps.iter().collect();
     let receipts: Vec<SignedReceipt> = replayed
         .receipts
@@ -113,8 +118,8 @@ fn read_bounded(path: &Path) -> Option<Vec<u8>> {
     chio_arena::bundle::read_regular(path, chio_arena::bundle::MAX_FILE_BYTES).ok()
 }
 
-/// The signed end against `calls.jsonl`.
-fn check_end(dir: &Path, key: &str, calls: &[u8], count: usize) -> Vec<String> {
+/// The signed end against `calls.jsonl` and `session.json`.
+fn check_end(dir: &Path, key: &str, calls: &[u8], header: &[u8], count: usize) -> Vec<String> {
     let end: Value = match read_bounded(&dir.join(SESSION_END_FILE))
         .and_then(|b| serde_json::from_slice(&b).ok())
     {
@@ -123,12 +128,25 @@ fn check_end(dir: &Path, key: &str, calls: &[u8], count: usize) -> Vec<String> {
     };
     let stated = end["calls"].as_u64().unwrap_or(u64::MAX);
     let digest = end["calls_sha256"].as_str().unwrap_or_default();
+    let header_digest = end["session_sha256"].as_str().unwrap_or_default();
     let body = end_body(
         stated,
         digest,
+        header_digest,
         end["kernel_key"].as_str().unwrap_or_default(),
     );
     let mut found = Vec::new();
+    if end["schema"] != super::bundle::SESSION_END_SCHEMA {
+        found.push(format!(
+            "{SESSION_END_FILE}: not {} (an earlier end does not bind {SESSION_FILE})",
+            super::bundle::SESSION_END_SCHEMA
+        ));
+    }
+    if header_digest != hex::encode(Sha256::digest(header)) {
+        found.push(format!(
+            "{SESSION_FILE}: its SHA-256 is not the one the signed end states"
+        ));
+    }
     if end["kernel_key"] != key || !signature_holds(key, &body, &end["signature"]) {
         found.push(format!(
             "{SESSION_END_FILE}: not signed by the session's receipt key"

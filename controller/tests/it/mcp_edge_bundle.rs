@@ -148,6 +148,29 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     let (ok, out) = replay(&both);
     assert!(!ok, "a consistently changed answer replays: {out}");
     assert!(out.contains("step call-1"), "{out}");
+
+    // The header edited after the session (a tool description the
+    // upstream never listed), the scenario rebuilt to agree with it: the
+    // signed end binds the header, so the folder does not replay.
+    let header_edited = dir.path().join("header");
+    copy_dir(&folder, &header_edited);
+    let text = std::fs::read_to_string(header_edited.join("session.json")).unwrap();
+    let mut header: Value = serde_json::from_str(&text).unwrap();
+    let described = header
+        .pointer_mut("/upstreams/0/tools/0/description")
+        .expect("the header lists the upstream's tools");
+    *described = json!("a description the upstream never listed");
+    std::fs::write(header_edited.join("session.json"), header.to_string()).unwrap();
+    let calls = session_calls(&header_edited);
+    if let Ok(rebuilt) = chio_controller::mcp_edge::scenario::session_scenario(&header, &calls) {
+        std::fs::write(header_edited.join("inputs/scenario.toml"), rebuilt.text).unwrap();
+    }
+    let (ok, out) = replay(&header_edited);
+    assert!(!ok, "an edited header replays: {out}");
+    assert!(
+        out.contains("session.json: its SHA-256 is not the one the signed end states"),
+        "{out}"
+    );
 }
 
 /// The edge's arguments for the counting upstream `notes` logging to `log`.
