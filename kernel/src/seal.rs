@@ -39,11 +39,23 @@ impl Seal {
     /// value found there is sealed (a string as its text, any other value
     /// as its JSON text and every string inside it). A pointer that finds
     /// nothing seals nothing: the request is judged on what it carries.
+    /// Every string of the arguments that holds a credential is sealed too,
+    /// whether or not the request names it: a credential a caller sent in
+    /// the clear (an MCP client's argument) never reaches a reason, a
+    /// trace or a receipt, and reads there as the same mark as one the
+    /// request names.
     pub fn of(arguments: &Value, sealed: &[String]) -> Seal {
         let mut seal = Seal::default();
         for pointer in sealed {
             if let Some(value) = arguments.pointer(pointer) {
                 seal.add_value(value);
+            }
+        }
+        for (_, value) in crate::provenance::scalar_leaves(arguments) {
+            if let Value::String(text) = value {
+                if crate::credentials::first_credential(text).is_some() {
+                    seal.add_text(text);
+                }
             }
         }
         seal

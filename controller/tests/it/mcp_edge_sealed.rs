@@ -219,3 +219,54 @@ async fn a_guard_redacting_the_sealed_answer_replays_alike() {
     assert!(!holds(edge_stderr.as_bytes(), TOKEN), "{edge_stderr}");
     assert!(!holds(replayed.as_bytes(), TOKEN), "{replayed}");
 }
+
+// A deny reason that would quote a credential the client sent in the clear (a forbidden-path guard naming the path that holds it) quotes the seal's mark at the edge as at replay: the untouched session replays with no drift, and neither the edge's evidence nor its receipts hold the credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reason_quoting_a_credential_marks_it_at_the_edge_as_at_replay() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[guards]]\nid = \"no-dotenv\"\nkind = \"forbidden-path\"\n\n[guards.config]\nglobs = [\"**/.env\"]\n",
+    )
+    .unwrap();
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let token = grant(&authority, &alice, "notes", "echo", &[]);
+    let upstream = format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            dir.path().join("calls.log").to_str().unwrap(),
+        ])
+    );
+    let folder = dir.path().join("session");
+    let args: Vec<String> = vec![
+        "--upstream".into(),
+        upstream,
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+        "--session-out".into(),
+        folder.to_str().unwrap().into(),
+        "--policy".into(),
+        policy.to_str().unwrap().into(),
+    ];
+    let edge = Edge::start(&args).await;
+    let sent = json!({ "text": format!("/workspace/{TOKEN}/.env") });
+    let refused = edge
+        .call(&token, &alice, "notes", "echo", &sent, "r-0")
+        .await;
+    assert_eq!(verdict(&refused).1, "forbidden-path", "{refused:?}");
+    assert!(!holds(text(&refused).as_bytes(), TOKEN), "{refused:?}");
+    edge.stop().await;
+    let (ok, replayed) = replay(&folder);
+    assert!(ok, "the session does not replay: {replayed}");
+    assert!(replayed.contains("no drift"), "{replayed}");
+    let mut files = Vec::new();
+    evidence(&folder, &mut files);
+    for (path, bytes) in &files {
+        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
+    }
+}
