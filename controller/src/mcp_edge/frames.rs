@@ -55,14 +55,15 @@ const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// Puts the gate between `input` / `output` (the client's side) and the
-/// SDK's server, which reads and writes the two returned pipe ends. The
-/// gate's tasks end when the client closes its input and the server its
-/// output.
+/// SDK's server, which reads and writes the two returned pipe ends, and
+/// answers the task writing to the client. The gate's tasks end when the
+/// client closes its input and the server its output; the writer's end
+/// means every answer, the gate's own included, was written.
 pub(super) fn gate<R, W>(
     input: R,
     output: W,
     max_message_bytes: usize,
-) -> (DuplexStream, DuplexStream)
+) -> (DuplexStream, DuplexStream, tokio::task::JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -71,8 +72,8 @@ where
     let (server_writes, from_server) = tokio::io::duplex(PIPE_BYTES);
     let (answers, answered) = mpsc::unbounded_channel();
     tokio::spawn(read_client(input, to_server, answers, max_message_bytes));
-    tokio::spawn(write_client(from_server, answered, output));
-    (server_reads, server_writes)
+    let writer = tokio::spawn(write_client(from_server, answered, output));
+    (server_reads, server_writes, writer)
 }
 
 /// What the gate makes of one complete line.

@@ -112,7 +112,7 @@ fn parameters_of_the_wrong_shape_are_answered_under_their_id() {
 async fn through_the_gate(input: Vec<u8>, max: usize) -> (Vec<String>, Vec<String>) {
     let (client_in, mut client_writes) = tokio::io::duplex(1 << 20);
     let (mut client_reads, client_out) = tokio::io::duplex(1 << 20);
-    let (mut server_in, mut server_out) = gate(client_in, client_out, max);
+    let (mut server_in, mut server_out, _writer) = gate(client_in, client_out, max);
     let server = tokio::spawn(async move {
         let mut got = Vec::new();
         server_in.read_to_end(&mut got).await.unwrap();

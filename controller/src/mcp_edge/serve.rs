@@ -148,7 +148,8 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<bool, CliEr
             CliError::infrastructure(COMMAND, format!("cannot use standard output: {e}"))
         })?;
     let stdout = tokio::fs::File::from_std(std::fs::File::from(stdout));
-    let (reads, writes) = super::frames::gate(tokio::io::stdin(), stdout, max_message_bytes);
+    let (reads, writes, writer) =
+        super::frames::gate(tokio::io::stdin(), stdout, max_message_bytes);
     // The gate bounds each message; the SDK's own bound only has to admit
     // what the gate passes, with its newline.
     let transport = AsyncRwTransport::<RoleServer, _, _>::new(reads, writes)
@@ -164,6 +165,10 @@ async fn serve_stdio(edge: Edge, max_message_bytes: usize) -> Result<bool, CliEr
         _ = &mut waiting => false,
         () = crate::serve::shutdown_signal() => true,
     };
+    // Every answer on its way to the client is written before the command
+    // goes on (the gate's answer to a last unterminated frame among them);
+    // after a signal the client may keep its side open, so not for long.
+    let _ = tokio::time::timeout(SHUTDOWN_WAIT, writer).await;
     Ok(signalled)
 }
 
