@@ -17,24 +17,6 @@ use std::path::Path;
 use mcp_edge_util::*;
 use serde_json::{json, Value};
 
-/// The edge's arguments for the counting upstream logging to `log`.
-fn counting_args(python: &Path, log: &Path, authority: &Path) -> Vec<String> {
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-        ])
-    );
-    vec![
-        "--upstream".into(),
-        upstream,
-        "--authority".into(),
-        authority.to_str().unwrap().into(),
-    ]
-}
-
 // Admitted calls reach the upstream once each; every refusal (no capability, a tool outside it, a forged, replayed or foreign signed request, an oversized argument, an exhausted budget) is an isError result and never reaches the upstream; the session folder records each call in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admitted_calls_reach_the_upstream_and_refused_ones_never_do() {

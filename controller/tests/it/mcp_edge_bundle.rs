@@ -173,24 +173,6 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     );
 }
 
-/// The edge's arguments for the counting upstream `notes` logging to `log`.
-fn counting_upstream(python: &Path, log: &Path, authority: &Path) -> Vec<String> {
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-        ])
-    );
-    vec![
-        "--upstream".into(),
-        upstream,
-        "--authority".into(),
-        authority.to_str().unwrap().into(),
-    ]
-}
-
 // An upstream's error result (isError: true) is a call the upstream did not carry out: the client gets the error result, its invocation is given back, and the untouched session replays with no drift, its scenario answering that step not performed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_error_result_replays_as_not_performed() {
@@ -201,7 +183,7 @@ async fn an_upstream_error_result_replays_as_not_performed() {
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo", &["--max-calls", "2"]);
     let folder = dir.path().join("session");
-    let mut args = counting_upstream(&python, &log, &authority);
+    let mut args = counting_args(&python, &log, &authority);
     args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
     let edge = Edge::start(&args).await;
     for (i, said) in ["a", "missing", "b", "c"].iter().enumerate() {
@@ -243,7 +225,7 @@ async fn a_session_holds_only_what_it_can_write_and_charges_no_unsent_call() {
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo", &["--max-calls", "4"]);
     let folder = dir.path().join("session");
-    let mut args = counting_upstream(&python, &log, &authority);
+    let mut args = counting_args(&python, &log, &authority);
     args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
     let edge = Edge::start(&args).await;
     let mut deep_arguments = json!("bottom");
@@ -301,7 +283,7 @@ async fn a_signal_waits_for_the_call_in_flight_and_the_edge_exits() {
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "slow", &[]);
     let folder = dir.path().join("session");
-    let mut args = counting_upstream(&python, &log, &authority);
+    let mut args = counting_args(&python, &log, &authority);
     args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
     let mut edge = Edge::start(&args).await;
     let arguments = json!({"text": "late"});

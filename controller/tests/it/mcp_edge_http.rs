@@ -45,14 +45,7 @@ async fn http_allowed_call_reaches_upstream_and_refused_traffic_does_not() {
     let authority = authority(dir.path());
     let token = grant(&authority, &client_key(3), "notes", "echo", &[]);
     let port = free_port();
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            log.to_str().unwrap(),
-        ])
-    );
+    let upstream = counting_upstream(&python, &log);
     let bound = 4096;
     let mut edge = tokio::process::Command::new(chio_bin())
         .args(["mcp", "serve", "--listen", &format!("127.0.0.1:{port}")])
@@ -192,14 +185,7 @@ async fn http_accepts_only_loopback_and_allowed_hosts() {
     let dir = tempfile::tempdir().unwrap();
     let authority = authority(dir.path());
     let port = free_port();
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            dir.path().join("calls.log").to_str().unwrap(),
-        ])
-    );
+    let upstream = counting_upstream(&python, &dir.path().join("calls.log"));
     let mut edge = tokio::process::Command::new(chio_bin())
         .args(["mcp", "serve", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--allowed-host", "edge.internal"])

@@ -30,24 +30,10 @@ async fn session(dir: &Path, python: &Path, extra: &[String]) -> (PathBuf, Strin
     let authority = authority(dir);
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo,status", &[]);
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            dir.join("calls.log").to_str().unwrap(),
-        ])
-    );
     let folder = dir.join("session");
     let stderr = dir.join("edge.stderr");
-    let mut args: Vec<String> = vec![
-        "--upstream".into(),
-        upstream,
-        "--authority".into(),
-        authority.to_str().unwrap().into(),
-        "--session-out".into(),
-        folder.to_str().unwrap().into(),
-    ];
+    let mut args = counting_args(python, &dir.join("calls.log"), &authority);
+    args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
     args.extend_from_slice(extra);
     let edge =
         Edge::start_with_stderr(&args, Stdio::from(std::fs::File::create(&stderr).unwrap())).await;
@@ -234,25 +220,14 @@ async fn a_reason_quoting_a_credential_marks_it_at_the_edge_as_at_replay() {
     let authority = authority(dir.path());
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo", &[]);
-    let upstream = format!(
-        "notes={}",
-        shell_words::join([
-            python.to_str().unwrap(),
-            fixture("counting_server.py").to_str().unwrap(),
-            dir.path().join("calls.log").to_str().unwrap(),
-        ])
-    );
     let folder = dir.path().join("session");
-    let args: Vec<String> = vec![
-        "--upstream".into(),
-        upstream,
-        "--authority".into(),
-        authority.to_str().unwrap().into(),
+    let mut args = counting_args(&python, &dir.path().join("calls.log"), &authority);
+    args.extend([
         "--session-out".into(),
         folder.to_str().unwrap().into(),
         "--policy".into(),
         policy.to_str().unwrap().into(),
-    ];
+    ]);
     let edge = Edge::start(&args).await;
     let sent = json!({ "text": format!("/workspace/{TOKEN}/.env") });
     let refused = edge

@@ -235,17 +235,21 @@ impl Validator<'_> {
         self.approval_budgets(&ids)
     }
 
+    /// The tools server `server` declares (a built-in kind's, or those a
+    /// recorded or MCP server lists), when it is a server of the world.
+    fn tools_of(&self, server: &str) -> Option<Vec<chio_kernel::contract::ToolContract>> {
+        self.file
+            .servers
+            .iter()
+            .find(|s| s.id == server)
+            .and_then(crate::scenario::tools::server_tools)
+    }
+
     /// Refuses entry `i` when its server declares its tools and its tool is
     /// not one of them: a budget counts calls by the exact tool name, so
     /// it would never count one.
     fn budget_tool(&self, i: usize, budget: &BudgetDecl) -> Result<(), ArenaError> {
-        let Some(tools) = self
-            .file
-            .servers
-            .iter()
-            .find(|s| s.id == budget.server)
-            .and_then(crate::scenario::tools::server_tools)
-        else {
+        let Some(tools) = self.tools_of(&budget.server) else {
             return Ok(());
         };
         if tools.iter().any(|t| t.name == budget.tool) {
@@ -310,13 +314,7 @@ impl Validator<'_> {
         if !matches!(servers.get(budget.server.as_str()), Some(Some(_))) {
             return Ok(());
         }
-        let Some(tools) = self
-            .file
-            .servers
-            .iter()
-            .find(|s| s.id == budget.server)
-            .and_then(crate::scenario::tools::server_tools)
-        else {
+        let Some(tools) = self.tools_of(&budget.server) else {
             return Ok(());
         };
         // Every budget's tool was found declared (`budget_tool`).

@@ -363,3 +363,27 @@ pub fn session_verdicts(folder: &Path) -> Vec<String> {
         .map(|call| call["verdict"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// The `--upstream` value of the counting upstream `notes`, logging each
+/// call it receives to `log`.
+pub fn counting_upstream(python: &Path, log: &Path) -> String {
+    format!(
+        "notes={}",
+        shell_words::join([
+            python.to_str().unwrap(),
+            fixture("counting_server.py").to_str().unwrap(),
+            log.to_str().unwrap(),
+        ])
+    )
+}
+
+/// The edge's arguments for the counting upstream logging to `log`, under
+/// the authority file `authority`.
+pub fn counting_args(python: &Path, log: &Path, authority: &Path) -> Vec<String> {
+    vec![
+        "--upstream".into(),
+        counting_upstream(python, log),
+        "--authority".into(),
+        authority.to_str().unwrap().into(),
+    ]
+}
