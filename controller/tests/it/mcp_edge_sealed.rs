@@ -59,6 +59,13 @@ async fn session(dir: &Path, python: &Path, extra: &[String]) -> (PathBuf, Strin
     )
 }
 
+/// The edge's `--policy` arguments for a policy file in `dir` holding `toml`.
+fn policy_args(dir: &Path, toml: &str) -> Vec<String> {
+    let policy = dir.join("policy.toml");
+    std::fs::write(&policy, toml).unwrap();
+    vec!["--policy".to_string(), policy.to_str().unwrap().to_string()]
+}
+
 /// Every file below `dir`, by path, but the edge's own record of the calls.
 fn evidence(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -181,13 +188,10 @@ async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
 async fn a_guard_redacting_the_sealed_answer_replays_alike() {
     let Some(python) = mcp_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
+    let extra = policy_args(
+        dir.path(),
         "[[guards]]\nid = \"no-credentials-back\"\nkind = \"secret-redaction\"\n\n[guards.config]\nscan = [\"output\"]\n",
-    )
-    .unwrap();
-    let extra = ["--policy".to_string(), policy.to_str().unwrap().to_string()];
+    );
     let (folder, edge_stderr, echoed) = session(dir.path(), &python, &extra).await;
     assert!(
         !holds(echoed.as_bytes(), TOKEN),
@@ -211,23 +215,17 @@ async fn a_guard_redacting_the_sealed_answer_replays_alike() {
 async fn a_reason_quoting_a_credential_marks_it_at_the_edge_as_at_replay() {
     let Some(python) = mcp_python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
+    let policy = policy_args(
+        dir.path(),
         "[[guards]]\nid = \"no-dotenv\"\nkind = \"forbidden-path\"\n\n[guards.config]\nglobs = [\"**/.env\"]\n",
-    )
-    .unwrap();
+    );
     let authority = authority(dir.path());
     let alice = client_key(1);
     let token = grant(&authority, &alice, "notes", "echo", &[]);
     let folder = dir.path().join("session");
     let mut args = counting_args(&python, &dir.path().join("calls.log"), &authority);
-    args.extend([
-        "--session-out".into(),
-        folder.to_str().unwrap().into(),
-        "--policy".into(),
-        policy.to_str().unwrap().into(),
-    ]);
+    args.extend(["--session-out".into(), folder.to_str().unwrap().into()]);
+    args.extend(policy);
     let edge = Edge::start(&args).await;
     let sent = json!({ "text": format!("/workspace/{TOKEN}/.env") });
     let refused = edge
