@@ -166,7 +166,7 @@ impl Kernel {
     /// output repeats carried (`argument_labels`), since a server may
     /// answer with what it was sent, or, where the server computes its
     /// answers and this one holds text no field rule declares
-    /// (`crate::provenance::computed_text`), what every argument carried.
+    /// (`crate::provenance::OutputRules::computed_text`), what every argument carried.
     pub(super) fn read_labels(
         &self,
         request: &ToolCallRequest,
