@@ -268,12 +268,7 @@ fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
         command
             .sources
             .iter()
-            .find(|source| {
-                at == source.pointer
-                    || at
-                        .strip_prefix(source.pointer.as_str())
-                        .is_some_and(|rest| rest.starts_with('/'))
-            })
+            .find(|source| chio_kernel::provenance::within(at, &source.pointer))
             .cloned()
     };
     let mut sent: Vec<(Value, Option<ArgumentSource>)> =
@@ -405,12 +400,9 @@ fn sealed_pointers(executor: &StepExecutor, declared: &Value, sent: &Value) -> V
     // held it, taken by reference, or a literal that repeats it.
     let run = Seal::of_texts(executor.sealed.values().map(|s| s.text()));
     for at in run.pointers_holding(sent) {
-        let covered = sealed.iter().any(|p| {
-            at == *p
-                || at
-                    .strip_prefix(p.as_str())
-                    .is_some_and(|rest| rest.starts_with('/'))
-        });
+        let covered = sealed
+            .iter()
+            .any(|p| chio_kernel::provenance::within(&at, p));
         if !covered {
             sealed.push(at);
         }
