@@ -80,6 +80,17 @@ fn evidence(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
     }
 }
 
+/// Asserts the session folder's evidence (its receipts among it) holds no
+/// run of 8 of the token's characters.
+fn assert_token_out_of_evidence(folder: &Path) {
+    let mut files = Vec::new();
+    evidence(folder, &mut files);
+    assert!(files.iter().any(|(p, _)| p.ends_with("receipts.ndjson")));
+    for (path, bytes) in &files {
+        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
+    }
+}
+
 /// Whether `bytes` hold any run of 8 characters of the token (what the
 /// kernel's sealing rule promises for a sealed argument).
 fn holds(bytes: &[u8], token: &str) -> bool {
@@ -145,12 +156,7 @@ async fn a_session_carrying_a_credential_and_a_null_replays_sealed() {
     assert!(ok, "the session does not replay: {replayed}");
     assert!(replayed.contains("no drift"), "{replayed}");
 
-    let mut files = Vec::new();
-    evidence(&folder, &mut files);
-    assert!(files.iter().any(|(p, _)| p.ends_with("receipts.ndjson")));
-    for (path, bytes) in &files {
-        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
-    }
+    assert_token_out_of_evidence(&folder);
     let manifest = std::fs::read_to_string(folder.join("arena.json")).unwrap();
     assert!(
         manifest.contains("fixtures/secrets/secret-1.txt"),
@@ -201,11 +207,7 @@ async fn a_guard_redacting_the_sealed_answer_replays_alike() {
     let (ok, replayed) = replay(&folder);
     assert!(ok, "the session does not replay: {replayed}");
     assert!(replayed.contains("no drift"), "{replayed}");
-    let mut files = Vec::new();
-    evidence(&folder, &mut files);
-    for (path, bytes) in &files {
-        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
-    }
+    assert_token_out_of_evidence(&folder);
     assert!(!holds(edge_stderr.as_bytes(), TOKEN), "{edge_stderr}");
     assert!(!holds(replayed.as_bytes(), TOKEN), "{replayed}");
 }
@@ -237,9 +239,5 @@ async fn a_reason_quoting_a_credential_marks_it_at_the_edge_as_at_replay() {
     let (ok, replayed) = replay(&folder);
     assert!(ok, "the session does not replay: {replayed}");
     assert!(replayed.contains("no drift"), "{replayed}");
-    let mut files = Vec::new();
-    evidence(&folder, &mut files);
-    for (path, bytes) in &files {
-        assert!(!holds(bytes, TOKEN), "{} holds the token", path.display());
-    }
+    assert_token_out_of_evidence(&folder);
 }
