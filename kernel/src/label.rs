@@ -166,11 +166,15 @@ pub enum LabelKey {
     /// The labels of one handed-over value, keyed by
     /// [`crate::handover::record_key`] (`handover/<receiver>/<step>`).
     HandOver(String),
+    /// What the calls that may write sent one server whose state the arena
+    /// does not model (a recorded or live MCP server), by server id: such a
+    /// server may show what it keeps in any later answer, to any caller.
+    Server(String),
 }
 
 impl LabelKey {
     /// The key as stores persist it: `session/<id>`, `principal/<id>`,
-    /// `lineage/<id>`, `delegation/<id>`.
+    /// `lineage/<id>`, `delegation/<id>`, `server/<id>`.
     pub fn as_key(&self) -> String {
         match self {
             LabelKey::Session(id) => format!("session/{id}"),
@@ -178,6 +182,7 @@ impl LabelKey {
             LabelKey::Lineage(id) => format!("lineage/{id}"),
             LabelKey::Delegation(id) => format!("delegation/{id}"),
             LabelKey::HandOver(key) => key.clone(),
+            LabelKey::Server(id) => format!("server/{id}"),
         }
     }
 }

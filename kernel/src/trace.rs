@@ -83,6 +83,12 @@ pub struct DecisionTrace {
     /// it untrusted (absent otherwise, so untainted bundles are unchanged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_integrity: Option<String>,
+    /// What the called server kept from earlier calls, when the arena does
+    /// not model its state (a recorded or live MCP server): the output
+    /// carries it, whichever part a reader takes, and no field rule makes
+    /// a part of it the server's record while it holds `integrity:untrusted`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_kept: Vec<String>,
     /// The keys the output's label was joined into.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub label_writes: Vec<String>,

@@ -387,6 +387,23 @@ async fn start_kernel<S: TrustStore>(
     config.trusted_issuers = vec![issuer];
     config.max_request_age_ms = Some(args.max_request_age_ms);
     config.tools = Some(upstreams.catalog());
+    // An upstream is a live server whose answers and state the edge does
+    // not know, as a recorded server of the session's equivalent scenario:
+    // its answers are computed from what calls sent, and what a call that
+    // may write carried stays with the upstream for every later caller.
+    config.output_fields = upstreams
+        .catalog()
+        .into_iter()
+        .flat_map(|(id, tools)| {
+            tools.into_keys().map(move |tool| {
+                let rules = chio_kernel::provenance::OutputRules {
+                    computed: true,
+                    ..Default::default()
+                };
+                ((id.clone(), tool), rules)
+            })
+        })
+        .collect();
     config.guards = policy.guards.clone();
     config.monetary_budgets = super::budgets::kernel_budgets(&policy.budgets)
         .map_err(|e| CliError::infrastructure(COMMAND, e))?;

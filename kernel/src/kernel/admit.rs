@@ -139,12 +139,46 @@ impl Kernel {
             })
     }
 
+    /// Keeps what an admitted call carries with a server whose state the
+    /// arena does not model (`server/<id>`), before the call reaches it, so
+    /// every later call of that server's, by any caller on any kernel,
+    /// takes it in with the answer. A store that cannot keep them denies:
+    /// the call is not sent.
+    fn keep_with_server(
+        &mut self,
+        request: &ToolCallRequest,
+        carried: &BTreeSet<String>,
+        trace: &mut DecisionTrace,
+    ) -> Result<(), Box<Outcome>> {
+        if carried.is_empty() || !self.keeps_unseen_state(request) {
+            return Ok(());
+        }
+        let key = crate::label::LabelKey::Server(request.server.clone()).as_key();
+        let ops = carried
+            .iter()
+            .map(|label| StoreOp::JoinLabels {
+                keys: vec![key.clone()],
+                label: label.clone(),
+            })
+            .collect();
+        let mut answers = self.stores.run_batch(ops).into_iter();
+        for _ in carried {
+            next_answer(&mut answers, StoreName::Label).map_err(|e| deny(e.into()))?;
+        }
+        trace.pass(format!(
+            "{} label(s) kept with server {}, which may show what it is sent to any later caller",
+            carried.len(),
+            request.server
+        ));
+        Ok(())
+    }
+
     /// Whether admission reads labels for this call: a guard needs them,
     /// the tool may keep what it is sent, or an argument was built from a
     /// handed-over value whose record must be read.
     pub(super) fn reads_labels(&self, request: &ToolCallRequest) -> bool {
         let guard = self.needs.labels;
-        let keep = self.may_keep(request);
+        let keep = self.may_keep(request) || self.keeps_unseen_state(request);
         let handed = inverted(
             Weakness::UnrecordedArgumentUnread,
             !request.argument_sources.is_empty(),
@@ -338,6 +372,7 @@ impl Kernel {
             0 => "no delegated share to admit".to_string(),
             n => format!("{n} share(s) admitted"),
         });
+        self.keep_with_server(request, &carried, trace)?;
         state.carried = carried;
         Ok((verified, principal))
     }
@@ -405,6 +440,8 @@ impl Kernel {
                 .collect_argument_labels(request, &sets, trace)
                 .map_err(deny)?;
             self.collect_allowlists(request, principal, &sets, &mut inputs.provenance, trace);
+            self.collect_server_kept(request, &sets, trace)
+                .map_err(deny)?;
             if self.may_keep(request) {
                 inputs.carried = carried_labels(&held);
                 inputs

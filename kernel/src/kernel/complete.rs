@@ -28,7 +28,7 @@ use crate::batch::{OpAnswer, StoreOp};
 use crate::canonical::CanonicalError;
 use crate::error::{KernelError, StoreError, StoreName};
 use crate::guards::GuardContext;
-use crate::label::{is_known_label, Label};
+use crate::label::{is_known_label, Integrity, Label};
 use crate::reason::DenyReason;
 use crate::receipt::{
     canonical_sha256, ObservedFinding, ReceiptBody, ReceiptDecision, SignedReceipt, RECEIPT_SCHEMA,
@@ -151,7 +151,7 @@ impl Kernel {
             label,
             integrity,
             performed,
-        } = output;
+        } = with_server_kept(output, &trace.server_kept);
         // The canonical value, as a reader across a process boundary gets it.
         crate::canonical::normalize_whole_floats(&mut content);
         let guarded = self
@@ -172,19 +172,19 @@ impl Kernel {
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
-        let joined = self.read_labels(
-            &request,
-            &content,
-            label,
-            integrity.as_deref(),
-            &trace.argument_labels,
-        );
+        let joined = self.read_labels(&request, &content, label, integrity.as_deref(), &trace);
         let unknown = joined.iter().find(|n| !is_known_label(n)).cloned();
         let label_keys = released_label_keys(&request, &principal, &verified);
         // Only a performed answer is a record the server made: a failure
         // is released to its reader, and feeds no allowlist.
         let allowlisted = if performed {
-            self.allowlist_records(&request, &principal, &content, integrity.as_deref())
+            self.allowlist_records(
+                &request,
+                &principal,
+                &content,
+                integrity.as_deref(),
+                &trace.server_kept,
+            )
         } else {
             Vec::new()
         };
@@ -537,4 +537,19 @@ fn settle_ops(holds: &[String], performed: bool) -> Vec<StoreOp> {
             }
         })
         .collect()
+}
+
+/// The output with what its server kept from earlier calls
+/// (`DecisionTrace::server_kept`): the higher level and the lower
+/// integrity. An integrity that is no level stays as it is, for the
+/// closing batch to refuse.
+fn with_server_kept(mut output: ToolOutput, kept: &[String]) -> ToolOutput {
+    let kept_level = kept.iter().filter_map(|l| Label::parse(l)).max();
+    let lowered = super::labels::kept_integrity(kept);
+    output.integrity = match output.integrity.as_deref().map(Integrity::from_label) {
+        Some(None) => output.integrity,
+        current => current.flatten().unwrap_or_default().max(lowered).label(),
+    };
+    output.label = output.label.max(kept_level);
+    output
 }

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Kernel;
 use crate::allowlist::AllowSource;
 use crate::error::{StoreError, StoreName};
-use crate::label::{delegation_record_id, LabelKey};
-use crate::provenance::Provenance;
+use crate::label::{delegation_record_id, Integrity, LabelKey};
+use crate::provenance::{OutputRules, Provenance};
 use crate::reason::DenyReason;
 use crate::request::ToolCallRequest;
 use crate::trace::DecisionTrace;
@@ -58,7 +58,56 @@ impl Kernel {
                 keys.push(record);
             }
         }
+        if self.keeps_unseen_state(request) {
+            keys.push(LabelKey::Server(request.server.clone()).as_key());
+        }
         keys
+    }
+
+    /// Whether the called server may keep what it is sent where the arena
+    /// cannot see it: a server whose answers the arena does not know (a
+    /// recorded or live MCP server, whose tools compute their answers),
+    /// which may show what any earlier call wrote in any later answer.
+    pub(super) fn keeps_unseen_state(&self, request: &ToolCallRequest) -> bool {
+        self.output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+            .is_some_and(|rules| rules.computed)
+    }
+
+    /// What the called server keeps from earlier calls, from the batch's
+    /// label answer, into `trace.server_kept` (nothing for a server the
+    /// arena models): its answer carries it, whichever part a reader takes.
+    pub(super) fn collect_server_kept(
+        &self,
+        request: &ToolCallRequest,
+        sets: &BTreeMap<String, BTreeSet<String>>,
+        trace: &mut DecisionTrace,
+    ) -> Result<(), DenyReason> {
+        if !self.keeps_unseen_state(request) {
+            return Ok(());
+        }
+        let key = LabelKey::Server(request.server.clone()).as_key();
+        let Some(set) = sets.get(&key) else {
+            return Err(StoreError::unavailable(
+                StoreName::Label,
+                format!("the batch did not answer label key {key}"),
+            )
+            .into());
+        };
+        trace.server_kept = set.iter().cloned().collect();
+        Ok(())
+    }
+
+    /// The rules of the called tool's output, as a reader takes it in:
+    /// with no field rule when what its server keeps from earlier calls is
+    /// untrusted, since then no part of its answer is the server's own
+    /// record.
+    pub(super) fn rules_of(&self, request: &ToolCallRequest, kept: &[String]) -> OutputRules {
+        self.output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+            .cloned()
+            .unwrap_or_default()
+            .with_server_kept(kept)
     }
 
     /// The run-time allowlist records a call reads (`crate::allowlist`):
@@ -135,15 +184,12 @@ impl Kernel {
         principal: &str,
         content: &serde_json::Value,
         integrity: Option<&str>,
+        server_kept: &[String],
     ) -> Vec<(String, Vec<String>)> {
+        let rules = self.rules_of(request, server_kept);
         let base = integrity
-            .and_then(crate::label::Integrity::from_label)
-            .unwrap_or(crate::label::Integrity::Trusted);
-        let rules = self
-            .output_fields
-            .get(&(request.server.clone(), request.tool.clone()))
-            .cloned()
-            .unwrap_or_default();
+            .and_then(Integrity::from_label)
+            .unwrap_or(Integrity::Trusted);
         let sources: BTreeSet<AllowSource> = self
             .guards
             .iter()
@@ -173,57 +219,30 @@ impl Kernel {
         content: &serde_json::Value,
         label: Option<crate::label::Label>,
         integrity: Option<&str>,
-        argument_labels: &BTreeMap<String, Vec<String>>,
+        trace: &DecisionTrace,
     ) -> Vec<String> {
-        let read = self.output_read_integrity(request, content, integrity);
+        let (argument_labels, server_kept) = (&trace.argument_labels, &trace.server_kept);
+        let rules = self.rules_of(request, server_kept);
+        let read = output_read_integrity(content, integrity, &rules);
         let mut joined: Vec<String> = label
             .iter()
             .map(|l| l.as_str().to_string())
             .chain(read)
             .collect();
-        let computed = self
-            .output_fields
-            .get(&(request.server.clone(), request.tool.clone()))
-            .is_some_and(|rules| rules.computed_text(content));
-        let carried: BTreeSet<String> = if computed {
+        let carried: BTreeSet<String> = if rules.computed_text(content) {
             argument_labels.values().flatten().cloned().collect()
         } else {
             crate::provenance::echoed_labels(&request.arguments, argument_labels, content)
         };
-        for label in carried {
-            if !joined.contains(&label) {
-                joined.push(label);
+        let kept = server_kept
+            .iter()
+            .filter(|label| label.as_str() != crate::label::Label::Public.as_str());
+        for label in carried.iter().chain(kept) {
+            if !joined.contains(label) {
+                joined.push(label.clone());
             }
         }
         joined
-    }
-
-    /// The integrity a reader of `content` takes in: the lowest of its
-    /// parts', where the server's `[[servers.fields]]` rules for the tool
-    /// give a part its own, over the output's `integrity` (as a label;
-    /// `None` when trusted).
-    pub(super) fn output_read_integrity(
-        &self,
-        request: &ToolCallRequest,
-        content: &serde_json::Value,
-        integrity: Option<&str>,
-    ) -> Option<String> {
-        // A label that is no integrity level is kept as it is: the
-        // closing batch refuses it.
-        let base = match integrity.map(crate::label::Integrity::from_label) {
-            Some(None) => return integrity.map(str::to_string),
-            Some(Some(level)) => level,
-            None => crate::label::Integrity::Trusted,
-        };
-        match self
-            .output_fields
-            .get(&(request.server.clone(), request.tool.clone()))
-        {
-            Some(rules) if !rules.fields.is_empty() => {
-                crate::provenance::integrity_at(content, "", base, &rules.fields).label()
-            }
-            _ => integrity.map(str::to_string),
-        }
     }
 
     /// The labels of each argument built from an earlier value
@@ -326,4 +345,34 @@ impl Kernel {
         }
         Ok(labels)
     }
+}
+
+/// The integrity a reader of `content` takes in: the lowest of its parts',
+/// where the tool's `[[servers.fields]]` rules give a part its own, over
+/// the output's `integrity` (as a label; `None` when trusted).
+fn output_read_integrity(
+    content: &serde_json::Value,
+    integrity: Option<&str>,
+    rules: &OutputRules,
+) -> Option<String> {
+    // A label that is no integrity level is kept as it is: the closing
+    // batch refuses it.
+    let base = match integrity.map(Integrity::from_label) {
+        Some(None) => return integrity.map(str::to_string),
+        Some(Some(level)) => level,
+        None => Integrity::Trusted,
+    };
+    if rules.fields.is_empty() {
+        return integrity.map(str::to_string);
+    }
+    crate::provenance::integrity_at(content, "", base, &rules.fields).label()
+}
+
+/// The lowest integrity among `labels`.
+pub(super) fn kept_integrity(labels: &[String]) -> Integrity {
+    labels
+        .iter()
+        .filter_map(|l| Integrity::from_label(l))
+        .max()
+        .unwrap_or_default()
 }

@@ -46,6 +46,21 @@ pub struct OutputRules {
 }
 
 impl OutputRules {
+    /// The rules as a reader takes the answer in when its server kept
+    /// `kept` from earlier calls (a server whose state the arena does not
+    /// model): with no field rule when that holds `integrity:untrusted`,
+    /// since then no part of the answer is the server's own record.
+    pub fn with_server_kept<'a>(mut self, kept: impl IntoIterator<Item = &'a String>) -> Self {
+        let lowered = kept
+            .into_iter()
+            .filter_map(|label| Integrity::from_label(label))
+            .any(|level| level > Integrity::Trusted);
+        if lowered {
+            self.fields.clear();
+        }
+        self
+    }
+
     /// Whether the part at `pointer` of `output` (an answer to a call that
     /// sent something) is computed from what the call sent: some value in
     /// it lies in a derived part, or, for a server that computes its

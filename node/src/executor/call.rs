@@ -240,7 +240,8 @@ pub(super) fn fold(
             outcome.receipt.body.tool.clone(),
         ))
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .with_server_kept(&outcome.trace.server_kept);
     executor.outputs.insert(
         step_id.to_string(),
         ReleasedOutput {

@@ -183,6 +183,7 @@ pub fn trace_to_proto(trace: &DecisionTrace) -> pb::DecisionTrace {
         not_performed: trace.not_performed,
         reason_code: trace.reason_code.map(|code| code.as_str().to_string()),
         allowlists_read: trace.allowlists_read.clone(),
+        server_kept: trace.server_kept.clone(),
     }
 }
 
@@ -248,6 +249,7 @@ pub fn trace_from_proto(field: &str, trace: pb::DecisionTrace) -> Result<Decisio
             .collect(),
         output_label: trace.output_label,
         output_integrity: trace.output_integrity,
+        server_kept: trace.server_kept,
         label_writes: trace.label_writes,
         not_performed: trace.not_performed,
         allowlists_read: trace.allowlists_read,

@@ -93,6 +93,7 @@ pub(super) fn trace() -> impl Strategy<Value = DecisionTrace> {
             prop::option::of(text()),
             prop::collection::vec(text(), 0..3),
             any::<bool>(),
+            prop::collection::vec(text(), 0..3),
         ),
     )
         .prop_map(
@@ -104,7 +105,7 @@ pub(super) fn trace() -> impl Strategy<Value = DecisionTrace> {
                 journal,
                 guards,
                 shares,
-                (output_label, output_integrity, label_writes, not_performed),
+                (output_label, output_integrity, label_writes, not_performed, server_kept),
             )| DecisionTrace {
                 principal,
                 chain,
@@ -121,6 +122,7 @@ pub(super) fn trace() -> impl Strategy<Value = DecisionTrace> {
                 output_integrity,
                 label_writes,
                 not_performed,
+                server_kept,
             },
         )
 }

@@ -1,7 +1,9 @@
 //! One scenario per user task and form: the clean run and every pair with
-//! an injection task side by side, each as its own agents, answered by two
-//! recorded servers (`tools`, whose outputs never carry a vector, and
-//! `data`, untrusted, with the parts no vector reaches declared trusted).
+//! an injection task side by side, each as its own agents with its own two
+//! recorded servers (`tools-<run>`, whose outputs never carry a vector, and
+//! `data-<run>`, untrusted, with the parts no vector reaches declared
+//! trusted), so that, as in AgentDojo, each pair runs in a world of its own:
+//! what one pair's calls send a server never reaches another pair's answers.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -71,9 +73,15 @@ fn world(
     suite: &Suite,
     id: &str,
     guards: &str,
-    agents: &[(String, &str)],
-    answers: &BTreeMap<&str, String>,
+    agents: &[(String, &str, String)],
+    answers: &BTreeMap<String, String>,
 ) -> String {
+    let stems: Vec<&str> = agents
+        .iter()
+        .map(|(_, _, stem)| stem.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut protected: BTreeMap<&str, BTreeMap<&str, Vec<&str>>> = BTreeMap::new();
     for tool in suite.tools.iter().filter(|t| t.consequential()) {
         let args: Vec<&str> = tool.input_schema["properties"]
@@ -101,13 +109,16 @@ fn world(
          [[guards]]\nid = \"detect\"\nkind = \"prompt-injection\"\n\n[[guards]]\nid = \"integrity\"\nkind = \"integrity\"\n\n\
          [guards.config]\non_untrusted = \"deny\"\nprotected = {}\nallow_from = {}\n",
         suite.suite,
-        toml(&serde_json::to_value(&protected).expect("protected table")),
-        toml(&allow_from(suite, &protected)),
+        toml(&per_run(&serde_json::to_value(&protected).expect("protected table"), &stems)),
+        toml(&per_run(&allow_from(suite, &protected), &stems)),
     );
-    for (server, trusted) in [("tools", true), ("data", false)] {
+    for (stem, (server, trusted)) in stems
+        .iter()
+        .flat_map(|stem| [(*stem, ("tools", true)), (*stem, ("data", false))])
+    {
         let _ = write!(
             out,
-            "\n[[servers]]\nid = \"{server}\"\nkernel = \"kernel-a\"\nkind = \"recorded\"\nintegrity = \"{}\"\n",
+            "\n[[servers]]\nid = \"{server}-{stem}\"\nkernel = \"kernel-a\"\nkind = \"recorded\"\nintegrity = \"{}\"\n",
             if trusted { "trusted" } else { "untrusted" }
         );
         for tool in suite
@@ -128,7 +139,7 @@ fn world(
                 tool.open_world,
             );
         }
-        if let Some(written) = answers.get(server) {
+        if let Some(written) = answers.get(&format!("{server}-{stem}")) {
             out.push_str(written);
         }
         if !trusted {
@@ -142,7 +153,7 @@ fn world(
             }
         }
     }
-    for (agent, role) in agents {
+    for (agent, role, stem) in agents {
         let _ = write!(
             out,
             "\n[[agents]]\nid = \"{agent}\"\nrole = \"{role}\"\nmodel = \"recorded:{agent}\"\n\
@@ -163,13 +174,42 @@ fn world(
             if !tools.is_empty() {
                 let _ = write!(
                     out,
-                    "\n[[grants]]\nid = \"{agent}-{server}\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntools = {}\n",
+                    "\n[[grants]]\nid = \"{agent}-{server}\"\nagent = \"{agent}\"\nserver = \"{server}-{stem}\"\ntools = {}\n",
                     toml(&Value::Array(tools))
                 );
             }
         }
     }
     out
+}
+
+/// A guard table keyed by server (`tools`, `data`), once for each run's
+/// own servers (`tools-<run>`, `data-<run>`), with every `server` a source
+/// names made the same run's.
+fn per_run(table: &Value, stems: &[&str]) -> Value {
+    fn suffixed(value: &Value, stem: &str) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| match (k.as_str(), v) {
+                        ("server", Value::String(server)) => {
+                            (k.clone(), Value::String(format!("{server}-{stem}")))
+                        }
+                        _ => (k.clone(), suffixed(v, stem)),
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(|v| suffixed(v, stem)).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut out = Map::new();
+    for stem in stems {
+        for (server, tools) in table.as_object().into_iter().flatten() {
+            out.insert(format!("{server}-{stem}"), suffixed(tools, stem));
+        }
+    }
+    Value::Object(out)
 }
 
 /// The guard's run-time allowlist sources: for every protected argument
@@ -218,11 +258,12 @@ pub fn build(suite: &Suite, task_id: &str, form: Form, guards: &str) -> Built {
     runs.extend(suite.injection_task_ids().into_iter().map(Some));
     let mut agents = Vec::new();
     for run in &runs {
+        let stem = run_name(*run);
         match form {
-            Form::Single => agents.push((run_name(*run), "assistant")),
+            Form::Single => agents.push((stem.clone(), "assistant", stem)),
             Form::Planner => {
-                agents.push((format!("{}-r", run_name(*run)), "quarantined reader"));
-                agents.push((format!("{}-p", run_name(*run)), "planner"));
+                agents.push((format!("{stem}-r"), "quarantined reader", stem.clone()));
+                agents.push((format!("{stem}-p"), "planner", stem));
             }
         }
     }
@@ -242,6 +283,7 @@ pub fn build(suite: &Suite, task_id: &str, form: Form, guards: &str) -> Built {
         steps: String::new(),
         answers: BTreeMap::new(),
         roles: BTreeMap::new(),
+        stem: String::new(),
     };
     for run in runs {
         play.play(run);
@@ -268,8 +310,11 @@ struct Play<'a> {
     task: &'a UserTask,
     form: Form,
     steps: String,
-    answers: BTreeMap<&'static str, String>,
+    /// Each server's recorded answers, by server id.
+    answers: BTreeMap<String, String>,
     roles: BTreeMap<String, Role>,
+    /// The run being played (`clean`, `i<n>`), whose servers its calls reach.
+    stem: String,
 }
 
 impl Play<'_> {
@@ -289,7 +334,7 @@ impl Play<'_> {
             Role::Attack { .. } => "deny",
             _ => "allow",
         };
-        let server = self.suite.server_of(&call.tool);
+        let server = format!("{}-{}", self.suite.server_of(&call.tool), self.stem);
         let _ = write!(
             self.steps,
             "\n[[steps]]\nid = \"{id}\"\nagent = \"{agent}\"\nserver = \"{server}\"\ntool = \"{}\"\narguments = {}\nexpect_verdict = \"{expect}\"\n",
@@ -319,6 +364,7 @@ impl Play<'_> {
 
     fn play(&mut self, run: Option<&str>) {
         let stem = run_name(run);
+        self.stem = stem.clone();
         let run_label = stem.clone();
         let (reader, planner) = match self.form {
             Form::Single => (stem.clone(), stem.clone()),

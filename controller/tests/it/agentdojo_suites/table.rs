@@ -106,7 +106,13 @@ pub fn run_suite(suite: &Suite, tasks: &[&str], dir: &Path) -> BTreeMap<&'static
                         if !allowed && r.first_refusal.is_none() {
                             r.first_refusal = Some(format!(
                                 "{} ({}): {}",
-                                step.target.clone().unwrap_or_default(),
+                                // The run's own server, named as the
+                                // suite names it (`tools`, `data`).
+                                step.target.clone().unwrap_or_default().replacen(
+                                    &format!("-{run}/"),
+                                    "/",
+                                    1
+                                ),
                                 step.step_id,
                                 step.reason_code
                                     .clone()
