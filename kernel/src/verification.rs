@@ -60,6 +60,10 @@ pub struct VerifiedCapability {
     pub shares: Vec<ShareClaim>,
     /// Invocation budgets along the chain, root first.
     pub invocation_limits: Vec<InvocationLimit>,
+    /// The key (hex) of every link's delegator, root holder first: the
+    /// agents who authorised a call under the capability besides its
+    /// holder. Empty for a capability without links.
+    pub delegators: Vec<String>,
 }
 
 /// Verifies a capability at `now_ms` (Unix milliseconds) against the trusted
@@ -116,6 +120,7 @@ pub fn verify_capability(
         state: token.state(),
         shares: chain.shares,
         invocation_limits: chain.invocation_limits,
+        delegators: chain.delegators,
     })
 }
 
@@ -179,6 +184,8 @@ struct ChainWalk {
     shares: Vec<ShareClaim>,
     /// Invocation budgets along the chain, root first.
     invocation_limits: Vec<InvocationLimit>,
+    /// Each link's delegator key, root holder first.
+    delegators: Vec<String>,
 }
 
 /// Walks the chain from the root: continuity, cycles of ids and keys, link
@@ -253,10 +260,13 @@ fn verify_chain(
         parent_time = link.timestamp_ms;
     }
     ids.pop();
+    // Every key but the holder's delegated a link.
+    keys.pop();
     Ok(ChainWalk {
         ancestors: ids,
         shares,
         invocation_limits,
+        delegators: keys,
     })
 }
 

@@ -9,7 +9,9 @@
 //!
 //! - the acting agent ([`Resource::Agent`]): its principal and session
 //!   labels (the session id is the agent id), its session journal on every
-//!   kernel, its tool budgets, the request ids and tokens its agent actor
+//!   kernel, its tool budgets (a call also counts in the tool budgets of
+//!   the agents who delegated its chain, which the write of the budgeted
+//!   server below covers), the request ids and tokens its agent actor
 //!   holds;
 //! - for a call, delegation or revocation, the whole lineage of the
 //!   capability ([`Resource::Lineage`]): every capability id joined to it by

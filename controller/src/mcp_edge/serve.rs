@@ -407,6 +407,17 @@ async fn start_kernel<S: TrustStore>(
     config.guards = policy.guards.clone();
     config.monetary_budgets = super::budgets::kernel_budgets(&policy.budgets)
         .map_err(|e| CliError::infrastructure(COMMAND, e))?;
+    // A budget's client is known by its key before it calls, so a call its
+    // delegate makes under a capability it delegated counts in its budget
+    // (`chio_kernel::kernel::Authorisers`); a key that is no curve point can
+    // neither prove nor delegate, and is left out.
+    config.agent_keys = policy
+        .budgets
+        .iter()
+        .filter_map(|b| b.agent.as_ref())
+        .filter(|key| chio_kernel::keys::parse_public_key_hex(key).is_ok())
+        .map(|key| (key.clone(), key.clone()))
+        .collect();
     EdgeKernel::spawn(config, stores, Box::new(cache))
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))
 }

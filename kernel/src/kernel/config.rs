@@ -21,7 +21,36 @@ pub const DEFAULT_MAX_DELEGATION_DEPTH: usize = 8;
 /// Default signature-cache capacity.
 pub const DEFAULT_SIGNATURE_CACHE: usize = 4096;
 
-/// An invocation budget for one agent on one tool (a scenario's `[[budgets]]`).
+/// Who authorised a call, for the budgets that name an agent: the call's
+/// principal, and every agent whose key delegated a link of the presented
+/// chain (its root holder included). An agent's budget counts every call
+/// the agent authorised, so handing its capability on never multiplies the
+/// budget: the delegate, and a delegate of the delegate, spend from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Authorisers<'a> {
+    /// The registered agent whose key signed the call's proof.
+    pub principal: &'a str,
+    /// The key (hex) of every link's delegator, root holder first.
+    pub delegators: &'a [String],
+    /// Registered agents' keys by agent id, to match delegators to agents.
+    pub agent_keys: &'a BTreeMap<String, String>,
+}
+
+impl Authorisers<'_> {
+    /// Whether `agent` made the call or delegated a link of its chain: the
+    /// one rule every budget naming an agent applies.
+    pub fn include(&self, agent: &str) -> bool {
+        agent == self.principal
+            || self
+                .agent_keys
+                .get(agent)
+                .is_some_and(|key| self.delegators.contains(key))
+    }
+}
+
+/// An invocation budget for one agent on one tool (a scenario's
+/// `[[budgets]]`): it counts every call the agent authorised
+/// ([`Authorisers::include`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolBudget {
     /// The agent.
@@ -37,7 +66,9 @@ pub struct ToolBudget {
 /// Whose calls a monetary budget counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BudgetSubject {
-    /// Every call whose verified principal is this agent.
+    /// Every call this agent authorised: its own (its key signed the
+    /// proof) and every call under a chain one of whose links it delegated
+    /// ([`Authorisers::include`]).
     Agent(String),
     /// Every call presenting this root capability (a grant) or one
     /// delegated from it: the presented chain's root is this id.
@@ -82,13 +113,13 @@ pub struct MonetaryBudget {
 }
 
 impl MonetaryBudget {
-    /// Whether the budget counts a call by `principal` to `server`/`tool`
-    /// presenting `chain` (capability ids, root first).
-    pub fn covers(&self, principal: &str, chain: &[String], server: &str, tool: &str) -> bool {
+    /// Whether the budget counts a call authorised by `by` to
+    /// `server`/`tool` presenting `chain` (capability ids, root first).
+    pub fn covers(&self, by: &Authorisers<'_>, chain: &[String], server: &str, tool: &str) -> bool {
         self.server == server
             && self.tool == tool
             && match &self.subject {
-                BudgetSubject::Agent(agent) => agent == principal,
+                BudgetSubject::Agent(agent) => by.include(agent),
                 // The lineage's root, which its issuer named: a delegated
                 // link's id is its delegator's choice, and a link of another
                 // lineage named like this capability is not in its lineage.
@@ -174,5 +205,42 @@ impl fmt::Debug for KernelConfig {
             .field("guards", &self.guards)
             .field("max_delegation_depth", &self.max_delegation_depth)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Proves an agent authorised a call it made and every call under a chain one of whose links its key delegated (a delegate, a delegate's delegate), and no other: an unregistered agent, an agent outside the chain.
+    #[test]
+    fn an_agent_authorises_what_it_delegated() {
+        let keys: BTreeMap<String, String> = [("clerk", "k-clerk"), ("helper", "k-helper")]
+            .iter()
+            .map(|(a, k)| (a.to_string(), k.to_string()))
+            .collect();
+        let own = Authorisers {
+            principal: "clerk",
+            delegators: &[],
+            agent_keys: &keys,
+        };
+        assert!(own.include("clerk"));
+        assert!(!own.include("helper"));
+        let chain = ["k-clerk".to_string(), "k-helper".to_string()];
+        let deputy = Authorisers {
+            principal: "deputy",
+            delegators: &chain,
+            agent_keys: &keys,
+        };
+        assert!(deputy.include("deputy"));
+        assert!(deputy.include("clerk"));
+        assert!(deputy.include("helper"));
+        assert!(!deputy.include("other"));
+        let unregistered = Authorisers {
+            principal: "deputy",
+            delegators: &chain,
+            agent_keys: &BTreeMap::new(),
+        };
+        assert!(!unregistered.include("clerk"));
     }
 }

@@ -101,7 +101,7 @@ mod plan;
 pub use admit::share_refusal_reason;
 pub use binding::{bind_proof, NOT_THE_PROVING_AGENT};
 pub use config::{
-    BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget,
+    Authorisers, BudgetSubject, BudgetWindow, KernelConfig, MonetaryBudget, ToolBudget,
     DEFAULT_MAX_DELEGATION_DEPTH, DEFAULT_SIGNATURE_CACHE,
 };
 

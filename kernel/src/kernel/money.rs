@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use super::config::{BudgetSubject, MonetaryBudget};
+use super::config::{Authorisers, BudgetSubject, MonetaryBudget};
 use crate::amount::format_units;
 use crate::amount::{value_units, UnitsProblem};
 use crate::ledger::{money_budget_key, share_budget_key, window_index};
@@ -194,13 +194,13 @@ pub(super) struct Lineage<'a> {
     pub bps: &'a [u32],
 }
 
-/// Every monetary hold a call by `principal` presenting `lineage` needs, in declaration order, one per
+/// Every monetary hold a call authorised by `by` presenting `lineage` needs, in declaration order, one per
 /// budget id (entries sharing an id share one total, and a call is counted
 /// once in it), each followed by the sub-totals of its delegated shares;
 /// the first budget that cannot count the call answers the deny reason.
 pub(super) fn plan_money(
     budgets: &[MonetaryBudget],
-    principal: &str,
+    by: &Authorisers<'_>,
     lineage: Lineage<'_>,
     server: &str,
     tool: &str,
@@ -210,7 +210,7 @@ pub(super) fn plan_money(
     let mut planned: Vec<PlannedMoney> = Vec::new();
     for budget in budgets
         .iter()
-        .filter(|b| b.covers(principal, lineage.ids, server, tool))
+        .filter(|b| b.covers(by, lineage.ids, server, tool))
     {
         if planned.iter().any(|p| p.budget == budget.id) {
             continue;
@@ -250,13 +250,24 @@ mod tests {
         }
     }
 
+    /// A call its principal authorised alone (no delegated link).
+    fn alone(principal: &str) -> Authorisers<'_> {
+        static NO_KEYS: std::collections::BTreeMap<String, String> =
+            std::collections::BTreeMap::new();
+        Authorisers {
+            principal,
+            delegators: &[],
+            agent_keys: &NO_KEYS,
+        }
+    }
+
     /// A call presenting no capability the budgets name.
     const NONE: Lineage<'static> = Lineage { ids: &[], bps: &[] };
 
     fn plan(arguments: Value, now_ms: u64) -> Result<Vec<PlannedMoney>, DenyReason> {
         plan_money(
             &[daily()],
-            "clerk",
+            &alone("clerk"),
             NONE,
             "payments",
             "pay",
@@ -329,7 +340,16 @@ mod tests {
     fn coverage_and_shared_ids() {
         let args = json!({"amount": "1", "currency": "EUR"});
         let other = |principal: &str, tool: &str| {
-            plan_money(&[daily()], principal, NONE, "payments", tool, &args, 1_000).unwrap()
+            plan_money(
+                &[daily()],
+                &alone(principal),
+                NONE,
+                "payments",
+                tool,
+                &args,
+                1_000,
+            )
+            .unwrap()
         };
         assert!(other("mallory", "pay").is_empty());
         assert!(other("clerk", "refund").is_empty());
@@ -338,7 +358,7 @@ mod tests {
         let chain = ["root".to_string(), "child".to_string()];
         let held = plan_money(
             &[lineage.clone()],
-            "anyone",
+            &alone("anyone"),
             Lineage {
                 ids: &chain,
                 bps: &[FULL, FULL],
@@ -359,7 +379,7 @@ mod tests {
         };
         assert!(plan_money(
             &[lineage.clone()],
-            "anyone",
+            &alone("anyone"),
             stranger,
             "payments",
             "pay",
@@ -368,14 +388,20 @@ mod tests {
         )
         .unwrap()
         .is_empty());
-        assert!(
-            plan_money(&[lineage], "anyone", NONE, "payments", "pay", &args, 1_000)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(plan_money(
+            &[lineage],
+            &alone("anyone"),
+            NONE,
+            "payments",
+            "pay",
+            &args,
+            1_000
+        )
+        .unwrap()
+        .is_empty());
         let twice = plan_money(
             &[daily(), daily()],
-            "clerk",
+            &alone("clerk"),
             NONE,
             "payments",
             "pay",
@@ -384,6 +410,39 @@ mod tests {
         )
         .unwrap();
         assert_eq!(twice.len(), 1);
+    }
+
+    // Proves an agent's budget counts a call its delegate (or a delegate of its delegate) makes under a chain the agent delegated, and not a call whose chain it had no part in.
+    #[test]
+    fn an_agent_budget_counts_its_delegates() {
+        let args = json!({"amount": "1", "currency": "EUR"});
+        let keys: std::collections::BTreeMap<String, String> = [("clerk", "k-clerk")]
+            .iter()
+            .map(|(a, k)| (a.to_string(), k.to_string()))
+            .collect();
+        let by = |delegators: &[String]| {
+            plan_money(
+                &[daily()],
+                &Authorisers {
+                    principal: "deputy",
+                    delegators,
+                    agent_keys: &keys,
+                },
+                NONE,
+                "payments",
+                "pay",
+                &args,
+                1_000,
+            )
+            .unwrap()
+        };
+        assert_eq!(by(&["k-clerk".to_string()]).len(), 1);
+        assert_eq!(
+            by(&["k-clerk".to_string(), "k-helper".to_string()]).len(),
+            1
+        );
+        assert!(by(&["k-boss".to_string()]).is_empty());
+        assert!(by(&[]).is_empty());
     }
 
     // Proves a capability budget adds one sub-total per delegated capability
@@ -403,7 +462,7 @@ mod tests {
         // mid 6000, full 6000 (no narrower), third 2000.
         let held = plan_money(
             &[lineage.clone()],
-            "anyone",
+            &alone("anyone"),
             Lineage {
                 ids: &chain,
                 bps: &[6000, 6000, 2000],
@@ -427,7 +486,7 @@ mod tests {
         // The same chain under an agent budget: the total only.
         let by_agent = plan_money(
             &[daily()],
-            "clerk",
+            &alone("clerk"),
             Lineage {
                 ids: &chain,
                 bps: &[FULL, 6000, 6000, 2000],

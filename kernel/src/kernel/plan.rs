@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::admit::{revocation_ops, share_ops};
+use super::config::Authorisers;
 use super::guard_run::run_request_guards;
 use super::money::{plan_money, Lineage, PlannedMoney};
 use super::{Kernel, Outcome};
@@ -170,8 +171,23 @@ impl Kernel {
         Ok(grant.monetary)
     }
 
+    /// Who authorised a call by `principal` presenting `verified`, for the
+    /// budgets that name an agent.
+    fn authorisers<'a>(
+        &'a self,
+        principal: &'a str,
+        verified: &'a VerifiedCapability,
+    ) -> Authorisers<'a> {
+        Authorisers {
+            principal,
+            delegators: &verified.delegators,
+            agent_keys: &self.agent_keys,
+        }
+    }
+
     /// Step 5's counted holds: one per invocation limit on the lineage and
-    /// one per tool budget of the principal that names this tool.
+    /// one per tool budget that names this tool and an agent who authorised
+    /// the call ([`Authorisers::include`]).
     fn invocation_holds(
         &self,
         request: &ToolCallRequest,
@@ -207,10 +223,11 @@ impl Kernel {
         }
         let tool_budgets =
             !crate::planted::weakened_anywhere(crate::planted::Weakness::NoToolBudgets);
+        let by = self.authorisers(principal, verified);
         for budget in self.tool_budgets.iter().filter(|b| {
             use crate::planted::{inverted, Weakness};
             tool_budgets
-                && inverted(Weakness::ToolBudgetAgentInverted, b.agent == principal)
+                && inverted(Weakness::ToolBudgetAgentInverted, by.include(&b.agent))
                 && inverted(
                     Weakness::ToolBudgetServerInverted,
                     b.server == request.server,
@@ -253,7 +270,7 @@ impl Kernel {
         let (chain, bps) = lineage_shares(verified);
         let planned = plan_money(
             &self.monetary_budgets,
-            principal,
+            &self.authorisers(principal, verified),
             Lineage {
                 ids: &chain,
                 bps: &bps,

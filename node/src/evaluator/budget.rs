@@ -5,8 +5,10 @@
 //! an oracle that read it back would miss exactly the defects it exists to
 //! find (a hold rule that lets one more through, budgets skipped). So the
 //! evaluator counts for itself: every call a kernel admits, scheduled or
-//! adversarial, counts once under its principal's tool budget on the
-//! serving kernel and under each invocation limit along its capability's
+//! adversarial, counts once under the tool budget on the serving kernel of
+//! every agent who authorised it (its principal and each delegator of its
+//! chain, the kernel's one rule, `chio_kernel::kernel::Authorisers`) and
+//! under each invocation limit along its capability's
 //! chain (the root's and every link's). A call admitted while a count is
 //! already at its limit is a budget exceeded.
 
@@ -54,11 +56,22 @@ fn budgets_of(world: &World, call: &Counted<'_>) -> Vec<(String, u64)> {
         .server_kernel(call.server)
         .and_then(|k| world.kernels.get(k));
     if let Some(plan) = serving {
+        let delegators: Vec<String> = call
+            .token
+            .delegation_chain
+            .iter()
+            .map(|link| link.delegator.clone())
+            .collect();
+        let by = chio_kernel::kernel::Authorisers {
+            principal: call.agent,
+            delegators: &delegators,
+            agent_keys: &plan.config.agent_keys,
+        };
         for budget in plan
             .config
             .tool_budgets
             .iter()
-            .filter(|b| b.agent == call.agent && b.server == call.server && b.tool == call.tool)
+            .filter(|b| by.include(&b.agent) && b.server == call.server && b.tool == call.tool)
         {
             out.push((
                 format!("tool/{}/{}/{}", budget.agent, budget.server, budget.tool),
