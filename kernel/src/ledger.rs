@@ -24,7 +24,11 @@
 //!   nothing;
 //! - a child is admitted once, with one parent and one share: the same
 //!   admission again is idempotent, another parent or share is a conflict;
-//! - `child + sum(other admitted siblings) <= parent` (inclusive);
+//! - `child + sum(other admitted siblings) <= parent` (inclusive), where a
+//!   revoked sibling no longer counts: its calls are refused as revoked,
+//!   so its share is free for new siblings. The store reads the revocation
+//!   in the same admission ([`sibling_sum_bps`]), so the answer is the
+//!   same on every topology;
 //! - a monetary budget counted in windows keeps one total per window, the
 //!   window of a call being `floor((now - origin) / length)`: a call at
 //!   exactly `origin + k * length` is the first of window `k`.
@@ -264,10 +268,38 @@ pub fn effective_parent_share(known_bps: Option<u32>, presented_bps: u32) -> u32
     known_bps.map_or(presented_bps, |known| known.min(presented_bps))
 }
 
+/// One admitted child of a parent, as the sibling sum reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiblingShare<'a> {
+    /// The child's capability id.
+    pub child_id: &'a str,
+    /// The share it was admitted with.
+    pub child_bps: u32,
+    /// Whether the child is revoked (the store's revocations, read in the
+    /// same admission).
+    pub revoked: bool,
+}
+
+/// What the other children of a parent hold for [`decide_share`] when
+/// `child_id` is admitted: every admitted sibling but `child_id` itself
+/// that is not revoked (a revoked child's calls are refused, so its share
+/// returns to the parent). The sum saturates, so a corrupt store refuses
+/// rather than wraps.
+pub fn sibling_sum_bps<'a>(
+    child_id: &str,
+    siblings: impl IntoIterator<Item = SiblingShare<'a>>,
+) -> u32 {
+    siblings
+        .into_iter()
+        .filter(|s| s.child_id != child_id && !s.revoked)
+        .fold(0u32, |sum, s| sum.saturating_add(s.child_bps))
+}
+
 /// The sibling-share rule, with the repeat cases of the module doc.
 ///
 /// `existing` is the child's earlier admission if the store has one;
-/// `sibling_sum_bps` sums the parent's other admitted children.
+/// `sibling_sum_bps` sums the parent's other admitted children that are
+/// not revoked ([`sibling_sum_bps`]).
 pub fn decide_share(
     parent_id: &str,
     child_id: &str,
@@ -419,6 +451,37 @@ mod tests {
         }
         assert_eq!(HoldState::parse("Held"), None);
         assert_eq!(HoldState::parse(""), None);
+    }
+
+    // Proves the sibling sum leaves out the child itself and every revoked sibling, so a revoked child's share is free for a new sibling, and saturates rather than wraps.
+    #[test]
+    fn revoked_siblings_free_their_share() {
+        let child = |child_id, child_bps, revoked| SiblingShare {
+            child_id,
+            child_bps,
+            revoked,
+        };
+        let siblings = [child("a", 6000, true), child("b", 1000, false)];
+        assert_eq!(sibling_sum_bps("c", siblings), 1000);
+        assert_eq!(sibling_sum_bps("b", siblings), 0);
+        assert_eq!(
+            sibling_sum_bps("c", [child("a", 6000, false), child("b", 1000, false)]),
+            7000
+        );
+        // Exactly the parent once the revoked share is freed; one more is refused.
+        let sum = sibling_sum_bps("c", siblings);
+        assert!(matches!(
+            decide_share("p", "c", None, sum, 9000, 10000),
+            Ok(ShareDecision::Admitted { .. })
+        ));
+        assert!(matches!(
+            decide_share("p", "c", None, sum, 9001, 10000),
+            Ok(ShareDecision::Refused { .. })
+        ));
+        assert_eq!(
+            sibling_sum_bps("c", [child("a", u32::MAX, false), child("b", 1, false)]),
+            u32::MAX
+        );
     }
 
     // Proves a child keeps its first parent and share, and a parent's share never grows.

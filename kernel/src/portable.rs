@@ -252,6 +252,8 @@ fn share_refusal(shares: &mut InMemorySiblingShares, claims: &[ShareClaim]) -> O
             &claim.child_id,
             claim.child_bps,
             claim.parent_bps,
+            // A portable evaluation knows no revocations.
+            &|_| false,
         ) {
             Ok(ShareAdmission::Admitted) => continue,
             Ok(refusal) => match share_refusal_reason(claim, &refusal) {

@@ -25,7 +25,8 @@ use crate::batch::{run_ops, BatchAnswers, BatchStore, OpAnswer, StoreOp};
 use crate::error::{StoreError, StoreName};
 use crate::ledger::{
     commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
-    repeat_hold, AdmittedChild, HoldRecord, HoldState, LedgerRefusal, ShareDecision,
+    repeat_hold, sibling_sum_bps, AdmittedChild, HoldRecord, HoldState, LedgerRefusal,
+    ShareDecision, SiblingShare,
 };
 use crate::receipt::SignedReceipt;
 use crate::verdict::ProjectedVerdict;
@@ -227,10 +228,14 @@ impl AuthorityState {
                 child_id,
                 child_bps,
                 parent_bps,
-            } => self
-                .shares
-                .admit(parent_id, child_id, *child_bps, *parent_bps)
-                .map(OpAnswer::Share),
+            } => {
+                let revoked = &self.revoked;
+                self.shares
+                    .admit(parent_id, child_id, *child_bps, *parent_bps, &|id| {
+                        revoked.contains_key(id)
+                    })
+                    .map(OpAnswer::Share)
+            }
             StoreOp::Commit { hold_id } => self.commit(hold_id).map(|()| OpAnswer::Done),
             StoreOp::Release { hold_id } => self.release(hold_id).map(|()| OpAnswer::Done),
             StoreOp::JoinLabels { keys, label } => {
@@ -356,13 +361,16 @@ impl InMemorySiblingShares {
 
 impl InMemorySiblingShares {
     /// Admits `child_id` with `child_bps` under `parent_id`; idempotent for
-    /// a child already admitted with the same share.
+    /// a child already admitted with the same share. A sibling `revoked`
+    /// answers true for no longer holds its share
+    /// ([`crate::ledger::sibling_sum_bps`]).
     pub fn admit(
         &mut self,
         parent_id: &str,
         child_id: &str,
         child_bps: u32,
         parent_bps: u32,
+        revoked: &dyn Fn(&str) -> bool,
     ) -> Result<ShareAdmission, StoreError> {
         let known = self.parents.get(parent_id).copied();
         if known.is_none() && self.strict {
@@ -378,15 +386,18 @@ impl InMemorySiblingShares {
                 .copied()
                 .unwrap_or(0),
         });
-        let siblings = self.children.get(parent_id);
-        let others: u32 = siblings
-            .map(|c| {
-                c.iter()
-                    .filter(|(id, _)| id.as_str() != child_id)
-                    .map(|(_, bps)| *bps)
-                    .sum()
-            })
-            .unwrap_or(0);
+        let others = sibling_sum_bps(
+            child_id,
+            self.children
+                .get(parent_id)
+                .into_iter()
+                .flatten()
+                .map(|(id, bps)| SiblingShare {
+                    child_id: id,
+                    child_bps: *bps,
+                    revoked: revoked(id),
+                }),
+        );
         let decision = decide_share(
             parent_id,
             child_id,
@@ -474,27 +485,40 @@ mod tests {
     fn sibling_shares() {
         let mut s = InMemorySiblingShares::default();
         assert_eq!(
-            s.admit("p", "a", 6000, 10000).unwrap(),
+            s.admit("p", "a", 6000, 10000, &|_| false).unwrap(),
             ShareAdmission::Admitted
         );
         assert_eq!(
-            s.admit("p", "a", 6000, 10000).unwrap(),
+            s.admit("p", "a", 6000, 10000, &|_| false).unwrap(),
             ShareAdmission::Admitted
         );
         assert_eq!(
-            s.admit("p", "b", 5000, 10000).unwrap(),
+            s.admit("p", "b", 5000, 10000, &|_| false).unwrap(),
             ShareAdmission::Oversubscribed {
                 siblings_bps: 6000,
                 parent_bps: 10000
             }
         );
         assert_eq!(
-            s.admit("p", "b", 4000, 10000).unwrap(),
+            s.admit("p", "b", 4000, 10000, &|_| false).unwrap(),
             ShareAdmission::Admitted
+        );
+        // A revoked sibling's share is free: a new child fits beside it.
+        let revoked_a = |id: &str| id == "a";
+        assert_eq!(
+            s.admit("p", "c", 6000, 10000, &revoked_a).unwrap(),
+            ShareAdmission::Admitted
+        );
+        assert_eq!(
+            s.admit("p", "d", 1, 10000, &revoked_a).unwrap(),
+            ShareAdmission::Oversubscribed {
+                siblings_bps: 10000,
+                parent_bps: 10000
+            }
         );
         let mut strict = InMemorySiblingShares::strict();
         assert_eq!(
-            strict.admit("p", "a", 1, 10000).unwrap(),
+            strict.admit("p", "a", 1, 10000, &|_| false).unwrap(),
             ShareAdmission::UnknownParent
         );
     }

@@ -13,8 +13,8 @@ use crate::TrustError;
 pub use chio_kernel::batch::{run_ops, OpAnswer};
 pub use chio_kernel::ledger::{
     commit_transition, decide_hold, decide_share, effective_parent_share, release_transition,
-    repeat_hold, AdmittedChild, HoldDecision as HoldOutcome, HoldRecord, HoldState,
-    ShareDecision as ShareOutcome, MAX_AMOUNT,
+    repeat_hold, sibling_sum_bps, AdmittedChild, HoldDecision as HoldOutcome, HoldRecord,
+    HoldState, ShareDecision as ShareOutcome, SiblingShare, MAX_AMOUNT,
 };
 
 /// Longest id, key or label accepted, in bytes; bounds rows and messages.

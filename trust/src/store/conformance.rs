@@ -310,6 +310,63 @@ fn op_hold(hold_id: &str, amount: u64, limit: u64) -> BatchOp {
     }
 }
 
+/// A revoked child's share is free for new siblings, whether the admission
+/// is its own call or a batch's operation, and whenever the revocation came.
+pub(crate) async fn revoked_shares<S: TrustStore>(store: S) {
+    assert_eq!(
+        store.admit_share("p", "c1", 6_000, 10_000).await.unwrap(),
+        ShareOutcome::Admitted {
+            sum_bps: 6_000,
+            parent_bps: 10_000
+        }
+    );
+    let refused = ShareOutcome::Refused {
+        sibling_sum_bps: 6_000,
+        parent_bps: 10_000,
+    };
+    assert_eq!(
+        store.admit_share("p", "c2", 4_001, 10_000).await.unwrap(),
+        refused
+    );
+    store.revoke("c1", 5).await.unwrap();
+    assert_eq!(
+        store.admit_share("p", "c2", 6_000, 10_000).await.unwrap(),
+        ShareOutcome::Admitted {
+            sum_bps: 6_000,
+            parent_bps: 10_000
+        },
+        "a revoked sibling holds no share"
+    );
+    let batch = |child: &str, bps: u32| -> Vec<BatchOp> {
+        vec![StoreOp::AdmitShare {
+            parent_id: "p".into(),
+            child_id: child.into(),
+            child_bps: bps,
+            parent_bps: 10_000,
+        }]
+    };
+    assert_eq!(
+        store.run_batch(batch("c3", 4_001)).await.unwrap(),
+        vec![Ok(OpAnswer::Share(ShareAdmission::Oversubscribed {
+            siblings_bps: 6_000,
+            parent_bps: 10_000
+        }))]
+    );
+    store.revoke("c2", 6).await.unwrap();
+    assert_eq!(
+        store.run_batch(batch("c3", 10_000)).await.unwrap(),
+        vec![Ok(OpAnswer::Share(ShareAdmission::Admitted))],
+        "a batch reads the revocation with the admission"
+    );
+    assert!(
+        matches!(
+            store.admit_share("p", "c1", 6_000, 10_000).await.unwrap(),
+            ShareOutcome::Admitted { .. }
+        ),
+        "a revoked child's own admission stays idempotent"
+    );
+}
+
 /// One decision's work in one call: every operation as its own call would
 /// do it, the prefix up to the first ending answer, nothing after it.
 pub(crate) async fn batches<S: TrustStore>(store: S) {
@@ -454,6 +511,12 @@ macro_rules! conformance_suite {
         async fn conformance_shares() {
             let (store, _guard) = $make;
             $crate::store::conformance::shares(store).await;
+        }
+        // Proves a revoked child's share is free for new siblings, in its own call and in a batch.
+        #[tokio::test]
+        async fn conformance_revoked_shares() {
+            let (store, _guard) = $make;
+            $crate::store::conformance::revoked_shares(store).await;
         }
         // Proves a request id is fresh once per scoped key and a replay after that.
         #[tokio::test]

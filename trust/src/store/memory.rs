@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use crate::model::{
     apply_op, check_amount, check_batch, check_bps, check_id, check_label_keys, check_receipts,
     commit_transition, decide_hold, decide_share, effective_parent_share, plan_append,
-    receipt_page_size, release_transition, repeat_hold, run_ops, AdmittedChild, AppendSummary,
-    BatchAnswers, BatchOp, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets, ReceiptPage,
-    ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome,
+    receipt_page_size, release_transition, repeat_hold, run_ops, sibling_sum_bps, AdmittedChild,
+    AppendSummary, BatchAnswers, BatchOp, HoldOutcome, HoldRecord, HoldState, IssuerKey, LabelSets,
+    ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome, SiblingShare,
 };
 use crate::store::receipt_log::{key_digest, KeyDigest, ReceiptLog};
 use crate::store::TrustStore;
@@ -193,17 +193,18 @@ impl Rows for MemoryState {
         check_id("child_id", child_id)?;
         check_bps("child_bps", child_bps)?;
         check_bps("parent_bps", parent_bps)?;
-        let sibling_sum: u32 = self
-            .shares
-            .get(parent_id)
-            .map(|children| {
-                children
-                    .iter()
-                    .filter(|(id, _)| id.as_str() != child_id)
-                    .map(|(_, share)| share.child_bps)
-                    .sum()
-            })
-            .unwrap_or(0);
+        let sibling_sum = sibling_sum_bps(
+            child_id,
+            self.shares
+                .get(parent_id)
+                .into_iter()
+                .flatten()
+                .map(|(id, share)| SiblingShare {
+                    child_id: id,
+                    child_bps: share.child_bps,
+                    revoked: self.revocations.contains_key(id),
+                }),
+        );
         let existing = self.share_parent.get(child_id).map(|parent| AdmittedChild {
             parent_id: parent.clone(),
             child_bps: self

@@ -75,7 +75,9 @@ pub trait TrustStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<ReleaseOutcome, TrustError>> + Send;
 
     /// Admits `child_id`'s share of `parent_id` when
-    /// `child_bps + sum(other admitted siblings) <= parent_bps`.
+    /// `child_bps + sum(other admitted siblings) <= parent_bps`, a revoked
+    /// sibling counting nothing (read with the admission,
+    /// `chio_kernel::ledger::sibling_sum_bps`).
     fn admit_share(
         &self,
         parent_id: &str,

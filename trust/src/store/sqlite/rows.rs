@@ -13,9 +13,9 @@ use super::version_one;
 use crate::model::{
     check_amount, check_bps, check_id, check_label_keys, check_receipts, commit_transition,
     decide_hold, decide_share, effective_parent_share, plan_append, release_transition,
-    repeat_hold, AdmittedChild, AppendSummary, HoldOutcome, HoldRecord, HoldState, IssuerKey,
-    LabelSets, ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, Rows, ShareOutcome,
-    StoredReceipt,
+    repeat_hold, sibling_sum_bps, AdmittedChild, AppendSummary, HoldOutcome, HoldRecord, HoldState,
+    IssuerKey, LabelSets, ReceiptPage, ReceiptRecord, ReleaseOutcome, Revocation, Rows,
+    ShareOutcome, SiblingShare, StoredReceipt,
 };
 use crate::TrustError;
 
@@ -280,15 +280,29 @@ impl Rows for SqlRows<'_> {
         check_bps("child_bps", child_bps)?;
         check_bps("parent_bps", parent_bps)?;
         let conn = self.0;
-        let sibling_sum: i64 = conn
+        // Each sibling with whether it is revoked, read in this admission's
+        // transaction; the ledger decides what counts.
+        let siblings: Vec<(String, i64, bool)> = conn
             .prepare_cached(
-                "SELECT COALESCE(SUM(child_bps), 0) FROM shares
-                 WHERE parent_id = ?1 AND child_id <> ?2",
+                "SELECT child_id, child_bps,
+                        EXISTS (SELECT 1 FROM revocations WHERE revocations.id = shares.child_id)
+                 FROM shares WHERE parent_id = ?1 ORDER BY child_id",
             )?
-            .query_row([parent_id, child_id], |row| row.get(0))?;
-        let sibling_sum = u32::try_from(sibling_sum).map_err(|_| TrustError::Storage {
-            detail: "sibling share sum out of range in database".to_owned(),
-        })?;
+            .query_map([parent_id], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut counted = Vec::with_capacity(siblings.len());
+        for (id, bps, revoked) in &siblings {
+            counted.push(SiblingShare {
+                child_id: id,
+                child_bps: u32::try_from(*bps).map_err(|_| TrustError::Storage {
+                    detail: "sibling share out of range in database".to_owned(),
+                })?,
+                revoked: *revoked,
+            });
+        }
+        let sibling_sum = sibling_sum_bps(child_id, counted);
         let known: Option<(String, i64)> = conn
             .prepare_cached("SELECT parent_id, child_bps FROM shares WHERE child_id = ?1")?
             .query_row([child_id], |row| Ok((row.get(0)?, row.get(1)?)))

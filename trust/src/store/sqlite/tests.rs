@@ -4,7 +4,7 @@
 
 use super::schema::SCHEMA_V1;
 use super::*;
-use crate::model::HoldOutcome;
+use crate::model::{HoldOutcome, ShareOutcome};
 
 // Proves a store whose file is removed, replaced or emptied while it runs, or whose write-ahead log is removed, refuses every later write naming the cause, instead of answering as durable a write the next start would not find; the writes before it stand.
 #[tokio::test]
@@ -99,6 +99,33 @@ async fn state_survives_reopen_and_file_is_wal() {
         .pragma_query_value(None, "user_version", |row| row.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
+}
+
+// Proves a share freed by a revocation before trust-control restarted is free after it: the shares and the revocation are both read back from the file.
+#[tokio::test]
+async fn a_revoked_share_stays_free_after_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.db");
+    {
+        let store = SqliteTrustStore::open(&path).unwrap();
+        store.admit_share("p", "c1", 6_000, 10_000).await.unwrap();
+        store.revoke("c1", 7).await.unwrap();
+    }
+    let store = SqliteTrustStore::open(&path).unwrap();
+    assert_eq!(
+        store.admit_share("p", "c2", 10_000, 10_000).await.unwrap(),
+        ShareOutcome::Admitted {
+            sum_bps: 10_000,
+            parent_bps: 10_000
+        }
+    );
+    assert_eq!(
+        store.admit_share("p", "c3", 1, 10_000).await.unwrap(),
+        ShareOutcome::Refused {
+            sibling_sum_bps: 10_000,
+            parent_bps: 10_000
+        }
+    );
 }
 
 // Proves a database of another application is refused rather than written into.
