@@ -9,6 +9,8 @@
 //! must name its `id` (reasons and the equivalent scenario name it so), and
 //! names its subject by `capability` (a granted capability's id, covering
 //! its lineage) or by `agent` (a client's public key, 64 lowercase hex).
+//! Entries sharing an id share one total, so they must count alike, by the
+//! scenario's own rule.
 //! Windows (`window_ms`) are counted from the Unix epoch, so a window of
 //! 86,400,000 ms is a UTC day; the session's equivalent scenario then
 //! starts its clock at the epoch, so its windows are the same.
@@ -56,8 +58,28 @@ pub fn check(declared: &[BudgetDecl]) -> Result<Vec<BudgetDecl>, String> {
             return Err(format!("[[budgets]] {id}: window_ms must be at least 1"));
         }
     }
+    shares_counting(declared)?;
     kernel_budgets(declared)?;
     Ok(declared.to_vec())
+}
+
+/// Refuses two entries that share an id but count differently, by the
+/// scenario's own rule (`chio_arena::scenario::validate::shared_id_conflict`),
+/// naming both.
+fn shares_counting(declared: &[BudgetDecl]) -> Result<(), String> {
+    let Some((first, later)) = chio_arena::scenario::validate::shared_id_conflict(declared) else {
+        return Ok(());
+    };
+    let entry = |i: usize| {
+        let b = &declared[i];
+        format!("entry {} ({}/{})", i + 1, b.server, b.tool)
+    };
+    Err(format!(
+        "[[budgets]] {}: {} shares its id with {} but counts differently; entries sharing an id share one total: give them the same agent or capability, currency, limit (as written) and window_ms, or another id",
+        declared[later].money_id(),
+        entry(later),
+        entry(first)
+    ))
 }
 
 /// The kernel's budgets of `declared`, windows counted from the epoch.
@@ -161,6 +183,24 @@ mod tests {
         );
         let decl: BudgetDecl = toml::from_str(&text).map_err(|e| e.to_string())?;
         check(&[decl])
+    }
+
+    // Proves two entries sharing an id with limits written differently ("100" and "100.00") are refused at the policy's check, naming both entries, by the scenario's rule; the same id counting alike is taken.
+    #[test]
+    fn shared_ids_must_count_alike() {
+        let key = "ab".repeat(32);
+        let decl = |tool: &str, limit: &str| -> BudgetDecl {
+            toml::from_str(&format!(
+                "id = \"daily\"\nagent = \"{key}\"\nserver = \"bank\"\ntool = \"{tool}\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"{limit}\"\n"
+            ))
+            .unwrap()
+        };
+        let refused = check(&[decl("pay", "100"), decl("pay2", "100.00")]).unwrap_err();
+        assert!(refused.contains("[[budgets]] daily"), "{refused}");
+        assert!(refused.contains("entry 2 (bank/pay2)"), "{refused}");
+        assert!(refused.contains("entry 1 (bank/pay)"), "{refused}");
+        assert!(!refused.contains("100"), "no configured value: {refused}");
+        assert!(check(&[decl("pay", "100"), decl("pay2", "100")]).is_ok());
     }
 
     // An edge budget is monetary, named, and limits one subject: a capability id or a client's key; its windows count from the epoch.

@@ -257,7 +257,7 @@ mod tests {
         assert_eq!(specs[0].config["globs"][0], "**/.env");
     }
 
-    // Anything but guards, a guard without a kind, an unknown kind, a config key the guard's builder refuses and an id twice are refused with CHIO-MCP-POLICY.
+    // Anything but guards, a guard without a kind, an unknown kind, a config key the guard's builder refuses, an id twice and two budgets sharing an id that count differently are refused with CHIO-MCP-POLICY.
     #[test]
     fn a_policy_the_scenario_reader_refuses_is_refused() {
         for text in [
@@ -267,6 +267,13 @@ mod tests {
             "[[guards]]\nid = \"g\"\nkind = \"forbidden-path\"\n[guards.config]\nglobz = [\"x\"]\n",
             "[[guards]]\nid = \"g\"\nkind = \"prompt-injection\"\n[[guards]]\nid = \"g\"\nkind = \"prompt-injection\"\n",
             "not toml [",
+            // Two entries sharing an id that count differently (the scenario's
+            // CHIO-SCENARIO-BUDGET-SHARED), before the edge's kernel starts.
+            format!(
+                "[[budgets]]\nid = \"daily\"\nagent = \"{key}\"\nserver = \"bank\"\ntool = \"pay\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"100\"\n\n[[budgets]]\nid = \"daily\"\nagent = \"{key}\"\nserver = \"bank\"\ntool = \"pay2\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"100.00\"\n",
+                key = "ab".repeat(32)
+            )
+            .as_str(),
         ] {
             let err = read_text(text).unwrap_err();
             assert_eq!(err.code, codes::MCP_POLICY.code, "{text}: {}", err.message);

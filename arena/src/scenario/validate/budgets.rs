@@ -102,25 +102,28 @@ fn budget_subject<'b>(
     }
 }
 
-/// Monetary entry `i` shares its id's total with the first entry of that
-/// id, so it must count alike; the first of an id is remembered.
-fn shares_counting<'b>(
-    i: usize,
-    budget: &'b BudgetDecl,
-    ids: &mut BTreeMap<String, Counting<'b>>,
-) -> Result<(), ArenaError> {
-    let id = budget.money_id();
-    match ids.get(&id) {
-        Some(first) if *first != counting(budget) => Err(ArenaError::BudgetShared {
-            field: format!("budgets[{i}].id"),
-            id,
-        }),
-        Some(_) => Ok(()),
-        None => {
-            ids.insert(id, counting(budget));
-            Ok(())
+/// Where two monetary entries of `budgets` share an id but count
+/// differently: the index of the id's first entry and of the first later
+/// entry that disagrees with it. Entries sharing an id share one total (one
+/// store key, whatever the limit's scale), so they must name the same
+/// subject, currency, limit as written and window. The scenario's
+/// validator and the MCP edge's policy check both apply this one rule.
+pub fn shared_id_conflict(budgets: &[BudgetDecl]) -> Option<(usize, usize)> {
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, budget) in budgets.iter().enumerate() {
+        if !budget.is_monetary() {
+            continue;
+        }
+        let id = budget.money_id();
+        match first.get(&id) {
+            Some(&j) if counting(&budgets[j]) != counting(budget) => return Some((j, i)),
+            Some(_) => {}
+            None => {
+                first.insert(id, i);
+            }
         }
     }
+    None
 }
 
 /// `names` as the refusal lists them: each quoted and printable, the first
@@ -172,7 +175,8 @@ impl Validator<'_> {
         let server_ids: BTreeSet<&str> = servers.keys().copied().collect();
         let grants: BTreeSet<&str> = f.grants.iter().map(|g| g.id.as_str()).collect();
         let mut seen = BTreeSet::new();
-        let mut ids: BTreeMap<String, Counting<'_>> = BTreeMap::new();
+        let mut ids: BTreeSet<String> = BTreeSet::new();
+        let conflict = shared_id_conflict(&f.budgets).map(|(_, later)| later);
         for (i, budget) in f.budgets.iter().enumerate() {
             let at = |key: &str| format!("budgets[{i}].{key}");
             let subject = budget_subject(i, budget, &agents, &grants)?;
@@ -214,7 +218,13 @@ impl Validator<'_> {
             }
             if budget.is_monetary() {
                 self.monetary(i, budget, &servers)?;
-                shares_counting(i, budget, &mut ids)?;
+                if conflict == Some(i) {
+                    return Err(ArenaError::BudgetShared {
+                        field: format!("budgets[{i}].id"),
+                        id: budget.money_id(),
+                    });
+                }
+                ids.insert(budget.money_id());
             } else {
                 refuse_monetary_keys(i, budget)?;
             }
@@ -342,8 +352,8 @@ impl Validator<'_> {
     }
 
     /// Every approval guard's `budget` names a monetary budget.
-    fn approval_budgets(&self, ids: &BTreeMap<String, Counting<'_>>) -> Result<(), ArenaError> {
-        let declared: BTreeSet<&str> = ids.keys().map(String::as_str).collect();
+    fn approval_budgets(&self, ids: &BTreeSet<String>) -> Result<(), ArenaError> {
+        let declared: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
         for (i, guard) in self.file.guards.iter().enumerate() {
             if guard.kind.as_deref() != Some(GuardKind::Approval.as_str()) {
                 continue;
@@ -412,5 +422,31 @@ mod tests {
         assert!(schema_refusal(&closed, "amount", true).is_some());
         let number = json!({"properties": {"c": {"type": "number"}}});
         assert!(schema_refusal(&number, "c", false).is_some());
+    }
+
+    // Proves entries sharing an id must count alike (the limit compared as written, so "100" and "100.00" differ) and the rule names the id's first entry and the first later one that differs; invocation-only entries and distinct ids never conflict.
+    #[test]
+    fn shared_ids_count_alike() {
+        let entry = |id: &str, tool: &str, limit: &str| -> BudgetDecl {
+            toml::from_str(&format!(
+                "id = \"{id}\"\nagent = \"a\"\nserver = \"s\"\ntool = \"{tool}\"\namount = \"amount\"\ncurrency = \"EUR\"\nlimit = \"{limit}\"\n"
+            ))
+            .unwrap()
+        };
+        let calls: BudgetDecl =
+            toml::from_str("agent = \"a\"\nserver = \"s\"\ntool = \"t\"\nmax_invocations = 2\n")
+                .unwrap();
+        let alike = [entry("d", "t", "100"), entry("d", "u", "100"), calls];
+        assert_eq!(shared_id_conflict(&alike), None);
+        let scaled = [
+            entry("d", "t", "100"),
+            entry("e", "t", "5"),
+            entry("d", "u", "100.00"),
+        ];
+        assert_eq!(shared_id_conflict(&scaled), Some((0, 2)));
+        assert_eq!(
+            shared_id_conflict(&[entry("d", "t", "1"), entry("x", "u", "2")]),
+            None
+        );
     }
 }

@@ -46,6 +46,7 @@ mod world;
 use schedule::Walk;
 pub(crate) use steps::rebuild_action;
 
+pub use budgets::shared_id_conflict;
 use checks::{check_id, check_unique, declared_ids, table_to_json};
 pub use checks::{is_valid_id, MAX_ID_BYTES};
 
