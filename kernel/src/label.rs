@@ -11,8 +11,10 @@
 //!
 //! Two moves carry labels between principals without a read, and
 //! [`LabelCarry`] is the one statement of which keys each reads and writes:
-//! a message (the sender's principal labels, plus the label of the output it
-//! forwards, reach the receiver's principal and session) and a delegation
+//! a message (the sender's principal labels, plus what the output it
+//! forwards or the value it hands over carries, read as a call reads its
+//! arguments' sources, hand-over records included, reach the receiver's
+//! principal and session) and a delegation
 //! (the delegator's principal labels at the time of delegation are kept
 //! under `delegation/<child id>/<link digest>`, which admission reads for
 //! every link of a presented chain; see [`delegation_record_id`]).
@@ -24,7 +26,7 @@
 //! level, and trusted content writes nothing, so runs that declare no
 //! integrity keep exactly the labels (and bundle bytes) they had.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,7 @@ use sha2::{Digest, Sha256};
 use crate::batch::{BatchStore, OpAnswer, StoreOp};
 use crate::canonical::canonical_bytes;
 use crate::error::{StoreError, StoreName};
+use crate::provenance::ArgumentSource;
 use crate::token::DelegationLink;
 
 /// A classification level.
@@ -208,7 +211,8 @@ pub fn delegation_record_id(link: &DelegationLink) -> Option<String> {
 }
 
 /// One move of labels between retained keys: the union of the labels held
-/// under `from`, plus `extra`, is joined into every key of `into`.
+/// under `from`, plus `extra`, plus what the value's `sources` carry, is
+/// joined into every key of `into`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabelCarry {
     /// Keys whose labels are carried.
@@ -217,6 +221,23 @@ pub struct LabelCarry {
     pub extra: Vec<String>,
     /// Keys the labels are joined into.
     pub into: Vec<LabelKey>,
+    /// What the carried value (a hand-over's value, a forwarded output) was
+    /// built from, read as a call's arguments are
+    /// ([`crate::provenance::argument_labels`]): the labels each source
+    /// names, and what each hand-over record it names holds. A record
+    /// that holds nothing refuses the move ([`Unrecorded`]).
+    pub sources: Vec<ArgumentSource>,
+}
+
+/// A source of a carried value that names a hand-over record holding
+/// nothing (never written): its labels are unknown, so nothing is carried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unrecorded {
+    /// The JSON pointer of the source within the value (`""` for the
+    /// whole).
+    pub pointer: String,
+    /// The record key it names.
+    pub record: String,
 }
 
 impl LabelCarry {
@@ -236,6 +257,7 @@ impl LabelCarry {
                 LabelKey::Principal(receiver.to_string()),
                 LabelKey::Session(receiver_session.to_string()),
             ],
+            sources: Vec::new(),
         }
     }
 
@@ -254,6 +276,7 @@ impl LabelCarry {
             from: vec![LabelKey::Principal(delegator.to_string())],
             extra: vec![DELEGATION_RECORD_FLOOR.as_str().to_string()],
             into: vec![LabelKey::Delegation(record)],
+            sources: Vec::new(),
         })
     }
 
@@ -300,12 +323,28 @@ impl LabelCarry {
             },
             extra,
             into,
+            sources: Vec::new(),
         }
     }
 
-    /// The keys read, as stores persist them.
+    /// The move carrying, besides, what the value's `sources` carry: a
+    /// message or hand-over carries everything its sources carry,
+    /// including the records of earlier hand-overs they were built from.
+    pub fn with_sources(mut self, sources: &[ArgumentSource]) -> Self {
+        self.sources = sources.to_vec();
+        self
+    }
+
+    /// The keys read, as stores persist them: the `from` keys, then every
+    /// hand-over record a source names, each once.
     pub fn from_keys(&self) -> Vec<String> {
-        self.from.iter().map(LabelKey::as_key).collect()
+        let mut keys: Vec<String> = self.from.iter().map(LabelKey::as_key).collect();
+        for record in self.sources.iter().filter_map(|s| s.record.as_ref()) {
+            if !keys.contains(record) {
+                keys.push(record.clone());
+            }
+        }
+        keys
     }
 
     /// The keys written, as stores persist them.
@@ -313,9 +352,26 @@ impl LabelCarry {
         self.into.iter().map(LabelKey::as_key).collect()
     }
 
-    /// The labels to join, given what the `from` keys hold.
-    pub fn carried(&self, read: impl IntoIterator<Item = String>) -> BTreeSet<String> {
-        read.into_iter().chain(self.extra.iter().cloned()).collect()
+    /// The labels to join, given what each key of [`Self::from_keys`]
+    /// holds (`read`, by the key as stores persist it): what the `from`
+    /// keys hold, the `extra` labels, and what the sources carry; or the
+    /// first source whose hand-over record holds nothing.
+    pub fn carried(
+        &self,
+        read: &BTreeMap<String, BTreeSet<String>>,
+    ) -> Result<BTreeSet<String>, Unrecorded> {
+        let sources =
+            crate::provenance::argument_labels(&self.sources, &|key| read.get(key).cloned())
+                .map_err(|(pointer, record)| Unrecorded { pointer, record })?;
+        Ok(self
+            .from
+            .iter()
+            .filter_map(|key| read.get(&key.as_key()))
+            .flatten()
+            .cloned()
+            .chain(self.extra.iter().cloned())
+            .chain(sources.into_values().flatten())
+            .collect())
     }
 
     /// The labels of `carried` a step reports: a delegation record's floor
@@ -345,7 +401,15 @@ impl LabelCarry {
             Some(Err(error)) => return Err(error),
             _ => return Err(unexpected_answer("label read")),
         };
-        let carried = self.carried(sets.into_values().flatten());
+        let carried = self
+            .carried(&sets)
+            .map_err(|unrecorded| StoreError::Refused {
+                store: StoreName::Label,
+                detail: format!(
+                    "hand-over record {} holds nothing; nothing was carried",
+                    unrecorded.record
+                ),
+            })?;
         if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
             return Err(StoreError::Refused {
                 store: StoreName::Label,

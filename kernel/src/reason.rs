@@ -249,6 +249,16 @@ pub enum DenyReason {
         /// The record key it names.
         record: String,
     },
+    /// A message or hand-over whose value is built from a hand-over
+    /// record that holds nothing (never written): its labels are unknown,
+    /// so nothing is carried.
+    MessageUnrecorded {
+        /// The JSON pointer of the part built from it within the value
+        /// (`""` for the whole value or forwarded output).
+        pointer: String,
+        /// The record key it names.
+        record: String,
+    },
     /// A handed-over value its schema refuses.
     HandOverRefused {
         /// Where in the value it fails.

@@ -52,6 +52,11 @@ pub enum NodeError {
         #[source]
         source: CanonicalError,
     },
+    /// A message's value, or the output it forwards, is built from a
+    /// hand-over record that holds nothing: its labels are unknown, so the
+    /// sender's node refuses the message (`message-unrecorded`).
+    #[error("hand-over record {} holds nothing; nothing was carried", .0.record)]
+    MessageUnrecorded(chio_kernel::label::Unrecorded),
     /// A delegation's label record cannot be formed from its link.
     #[error("kernel error: {0}")]
     LabelRecord(#[source] StoreError),

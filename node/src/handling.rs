@@ -252,7 +252,25 @@ pub async fn message<P: NodePort + ?Sized>(
             })
         }
     };
-    let carried = port.authority().carry_labels(carry.clone()).await?;
+    let carried = match port.authority().carry_labels(carry.clone()).await {
+        Ok(carried) => carried,
+        // A source whose hand-over record holds nothing: its labels are
+        // unknown, so the message is refused and carries nothing.
+        Err(NodeError::MessageUnrecorded(unrecorded)) => {
+            let reason = DenyReason::MessageUnrecorded {
+                pointer: unrecorded.pointer,
+                record: unrecorded.record,
+            };
+            return Ok(MessageOutcome {
+                labels: Vec::new(),
+                refusal: Some(StepRefusal {
+                    code: reason.code().as_str().to_string(),
+                    message: reason.to_string(),
+                }),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     Ok(MessageOutcome {
         labels: carry.reported(&carried),
         refusal: None,
@@ -279,11 +297,15 @@ pub async fn revoke<P: NodePort + ?Sized>(
 /// The label move a message makes, or why a hand-over is refused.
 ///
 /// A message of content or of a forwarded output carries the sender's
-/// labels to the receiver ([`LabelCarry::message`]). A hand-over's value is
+/// labels, and what the forwarded output carries (its sources), to the
+/// receiver ([`LabelCarry::message`]). A hand-over's value is
 /// checked against its schema by the kernel's rule
 /// ([`chio_kernel::handover::ValueSchema`]) first: a value it refuses is
 /// refused with `hand-over-refused` and carries nothing. A value it admits
-/// is recorded with its labels ([`LabelCarry::handover`]); the receiver's
+/// is recorded with its labels, every source's included (the records of
+/// earlier hand-overs it was built from, read as a call reads them; one
+/// that holds nothing refuses the message, `message-unrecorded`)
+/// ([`LabelCarry::handover`]); the receiver's
 /// principal and session stay trusted only when a quarantined reader hands
 /// over to a planner, and are tainted as by any message otherwise, with
 /// every label the sender's principal holds, whether the value was written
@@ -294,12 +316,10 @@ pub(crate) fn message_carry(
     receiver: AgentRole,
 ) -> Result<LabelCarry, StepRefusal> {
     let Some(handover) = &command.handover else {
-        return Ok(LabelCarry::message(
-            &command.agent,
-            &command.to,
-            &command.to,
-            command.output_label.as_deref(),
-        ));
+        return Ok(
+            LabelCarry::message(&command.agent, &command.to, &command.to, None)
+                .with_sources(&command.sources),
+        );
     };
     let refuse = |reason: DenyReason| StepRefusal {
         code: reason.code().as_str().to_string(),
@@ -322,10 +342,11 @@ pub(crate) fn message_carry(
         &command.agent,
         &command.to,
         &handover.step,
-        &handover.value_labels,
+        &[],
         endorsed,
         !handover.by_reference,
-    ))
+    )
+    .with_sources(&command.sources))
 }
 
 /// The label move a delegation makes: what the delegator holds, recorded

@@ -60,10 +60,13 @@ pub struct MessageCommand {
     pub agent: String,
     /// The receiving agent, on any node.
     pub to: String,
-    /// The label of the output the message forwards, as the serving
-    /// kernel's decision trace recorded it; absent for literal content or
-    /// an output that was not labelled (or not released).
-    pub output_label: Option<String>,
+    /// What the message's content was built from, read as a call reads
+    /// its arguments' sources: for a forwarded output, the labels the
+    /// serving kernel recorded for it and what it carries from what its
+    /// call sent (a computed or echoed part); for a hand-over, the same for
+    /// every reference of the value, each at its place in the value, with
+    /// the hand-over records they name. Empty for literal content.
+    pub sources: Vec<ArgumentSource>,
     /// The value a hand-over passes, when the message is one.
     pub handover: Option<HandOverCommand>,
     /// Virtual time, Unix milliseconds.
@@ -79,9 +82,6 @@ pub struct HandOverCommand {
     pub schema: Value,
     /// The value, every reference resolved.
     pub value: Value,
-    /// The labels of the outputs the value was built from (their label
-    /// and integrity, as the releasing kernels recorded them), ascending.
-    pub value_labels: Vec<String>,
     /// Whether the whole value is one earlier output's part, taken by
     /// reference: then it carries that part's labels only. A value the
     /// sender writes itself, wholly or in part, also carries what the

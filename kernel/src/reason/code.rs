@@ -89,6 +89,8 @@ crate::code_enum! {
     QuarantinedConsequential => "quarantined-consequential",
     /// An argument naming a hand-over record that holds nothing.
     ArgumentUnrecorded => "argument-unrecorded",
+    /// A message built from a hand-over record that holds nothing.
+    MessageUnrecorded => "message-unrecorded",
     /// A handed-over value its schema refuses (a message step).
     HandOverRefused => "hand-over-refused",
     /// A pinned tool definition that changed since the capability was issued.
@@ -260,6 +262,7 @@ impl DenyReason {
             R::OutOfScope { .. } => C::OutOfScope,
             R::QuarantinedConsequential { .. } => C::QuarantinedConsequential,
             R::ArgumentUnrecorded { .. } => C::ArgumentUnrecorded,
+            R::MessageUnrecorded { .. } => C::MessageUnrecorded,
             R::HandOverRefused { .. } => C::HandOverRefused,
             R::DefinitionChanged { .. } => C::DefinitionChanged,
             R::DefinitionNotPinned { .. } => C::DefinitionNotPinned,

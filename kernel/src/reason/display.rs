@@ -211,6 +211,11 @@ impl DenyReason {
                 f,
                 "argument {argument} is built from the hand-over {record}, which was never recorded; its labels are unknown"
             ),
+            R::MessageUnrecorded { pointer, record } => write!(
+                f,
+                "message refused: {} is built from the hand-over {record}, which was never recorded; its labels are unknown, so nothing was carried",
+                if pointer.is_empty() { "the value".to_string() } else { format!("the value at {pointer}") }
+            ),
             R::HandOverRefused { pointer, keyword } => write!(
                 f,
                 "hand-over refused: the value fails its schema at {}: {keyword}",

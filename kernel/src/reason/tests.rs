@@ -100,6 +100,8 @@ fn guard_examples() -> Vec<(DenyReason, &'static str)> {
         (R::UntrustedOpenWorldArgument { argument: s("/memo"), tool: s("post"), server: s("web") }, "integrity: argument /memo carries untrusted content; tool post on server web reaches the open world"),
         (R::QuarantinedConsequential { agent: s("reader"), tool: s("pay"), server: s("bank") }, "agent reader is a quarantined reader; tool pay on server bank is consequential"),
         (R::ArgumentUnrecorded { argument: s("/to"), record: s("handover/p/m1") }, "argument /to is built from the hand-over handover/p/m1, which was never recorded; its labels are unknown"),
+        (R::MessageUnrecorded { pointer: s("/payee"), record: s("handover/p/m1") }, "message refused: the value at /payee is built from the hand-over handover/p/m1, which was never recorded; its labels are unknown, so nothing was carried"),
+        (R::MessageUnrecorded { pointer: s(""), record: s("handover/p/m1") }, "message refused: the value is built from the hand-over handover/p/m1, which was never recorded; its labels are unknown, so nothing was carried"),
         (R::HandOverRefused { pointer: s("/iban"), keyword: s("pattern") }, "hand-over refused: the value fails its schema at /iban: pattern"),
         (R::HandOverRefused { pointer: s(""), keyword: s("type") }, "hand-over refused: the value fails its schema at the root: type"),
         (injection(Some("/note")), "prompt injection (tool-name-spoof) in arguments at /note"),

@@ -15,15 +15,15 @@
 
 use std::collections::BTreeMap;
 
-use chio_arena::scenario::value::{self, Reference, Resolution, Unresolved};
+use chio_arena::scenario::value::{self, Reference, Unresolved};
 use chio_arena::scenario::CallAction;
-use chio_kernel::label::{Integrity, Label};
-use chio_kernel::provenance::{integrity_at, ArgumentSource};
+use chio_kernel::provenance::ArgumentSource;
 use chio_kernel::seal::Seal;
 use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
 
+use super::reference::{resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
 use crate::error::NodeError;
@@ -319,73 +319,6 @@ fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
     sent
 }
 
-/// The scalars `released`'s call was sent that the part of its output at
-/// `pointer` repeats (`chio_kernel::provenance::Echoes::repeats`: a string
-/// equal, or sharing a run of 8 characters, in any form a server may give
-/// back what it was sent: percent-decoded, normalised as a path, in
-/// another case; a number of the same exact value, as a number or as the
-/// string that writes it; a boolean equal).
-pub(super) fn echoed<'r>(
-    released: &'r ReleasedOutput,
-    pointer: &str,
-) -> Vec<&'r (Value, Option<ArgumentSource>)> {
-    let Ok(output) = &released.value else {
-        return Vec::new();
-    };
-    if released.sent.is_empty() {
-        return Vec::new();
-    }
-    let Ok(part) = value::at_pointer(output, pointer) else {
-        return Vec::new();
-    };
-    let echoes = chio_kernel::provenance::Echoes::of(&part);
-    released
-        .sent
-        .iter()
-        .filter(|(sent, _)| echoes.repeats(sent))
-        .collect()
-}
-
-/// The provenance of what the call that released `released` sent, which
-/// the part at `pointer` carries, placed at `at`: of every argument when
-/// the server computed the part from what it was sent (a value
-/// normalised, translated or assembled from a handed-over one), else of
-/// the arguments it repeats ([`echoed`]: a path built from a handed-over
-/// value, echoed back); each once.
-fn carried_sources(released: &ReleasedOutput, pointer: &str, at: &str) -> Vec<ArgumentSource> {
-    let carried: Vec<&ArgumentSource> = match (&released.computed_from, computed(released, pointer))
-    {
-        (Some(every), true) => every.iter().collect(),
-        _ => echoed(released, pointer)
-            .into_iter()
-            .filter_map(|(_, source)| source.as_ref())
-            .collect(),
-    };
-    let mut sources: Vec<ArgumentSource> = Vec::new();
-    for source in carried {
-        let placed = ArgumentSource {
-            pointer: at.to_string(),
-            ..source.clone()
-        };
-        if !sources.contains(&placed) {
-            sources.push(placed);
-        }
-    }
-    sources
-}
-
-/// Whether the part of `released` at `pointer` was computed by its server
-/// from what its call sent
-/// (`chio_kernel::provenance::OutputRules::computed_part`, for a call that
-/// sent anything): the caller's as much as the server's, so it carries
-/// what every argument carried, and a reader that hands it over chose it.
-pub(super) fn computed(released: &ReleasedOutput, pointer: &str) -> bool {
-    match (&released.value, &released.computed_from) {
-        (Ok(output), Some(_)) => released.rules.computed_part(output, pointer),
-        _ => false,
-    }
-}
-
 /// The JSON pointers of the arguments that take a sealed file's text
 /// (`{ fixture = ... }`), then of every other string sent that holds a run
 /// of a sealed value of the run: the kernel keeps their values out of
@@ -433,142 +366,4 @@ fn resolved_arguments(
         })
         .refusal()
     })
-}
-
-/// The node's reason for a value whose resolution stopped: `step` gives
-/// the reason of a reference to a step that found no value (its place,
-/// step, pointer and why); a sealed file not read and a malformed
-/// reference read the same for calls and hand-overs.
-pub(super) fn unresolved(
-    stopped: Resolution<Unresolved>,
-    step: impl FnOnce(String, String, String, Unresolved) -> NodeReason,
-) -> NodeReason {
-    match stopped {
-        Resolution::Unanswered {
-            at,
-            reference:
-                Reference::Step {
-                    step: source,
-                    pointer,
-                },
-            why,
-        } => step(at, source, pointer, why),
-        Resolution::Unanswered {
-            at,
-            reference: Reference::Fixture { path },
-            why,
-        } => NodeReason::SealedUnresolved {
-            argument: at,
-            path,
-            why,
-        },
-        Resolution::Malformed(malformed) => NodeReason::ReferenceMalformed {
-            argument: malformed.at,
-            problem: malformed.problem,
-        },
-    }
-}
-
-/// A value built by reference is bounded as an answer is: what one process
-/// would send, every topology sends, or none does. Out of bounds, the
-/// first reference of `value` is named as what made `resolved` so.
-fn within_bounds(value: &Value, resolved: &Value) -> Result<(), Resolution<Unresolved>> {
-    if chio_arena::recording::answer_out_of_bounds(resolved).is_none() {
-        return Ok(());
-    }
-    match value::references(value)
-        .map_err(Resolution::Malformed)?
-        .into_iter()
-        .next()
-    {
-        Some(first) => Err(Resolution::Unanswered {
-            at: first.at,
-            reference: first.reference,
-            why: Unresolved::OutOfBounds,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// `value` with every reference resolved against the run's released
-/// outputs and delivered hand-overs, and the provenance of each reference
-/// whose source carries labels or a record (in document order).
-pub(super) fn resolve_value(
-    executor: &StepExecutor,
-    value: &Value,
-) -> Result<(Value, Vec<ArgumentSource>), Resolution<Unresolved>> {
-    if !value::has_references(value) {
-        return Ok((value.clone(), Vec::new()));
-    }
-    let mut lookup = |reference: &Reference| match reference {
-        Reference::Step { step, pointer } => match executor.outputs.get(step) {
-            Some(released) => match &released.value {
-                Ok(output) => value::at_pointer(output, pointer),
-                Err(why) => Err(why.clone()),
-            },
-            // Validation orders every source before its reader, so a source
-            // with no outcome yet is a call still in flight.
-            None => Err(Unresolved::InFlight),
-        },
-        Reference::Fixture { path } => executor
-            .sealed
-            .get(path)
-            .map(|sealed| Value::String(sealed.text().to_string()))
-            .ok_or(Unresolved::Unsealed),
-    };
-    let resolved = value::resolve(value, &mut lookup)?;
-    within_bounds(value, &resolved)?;
-    let mut sources = Vec::new();
-    for placed in value::references(value).map_err(Resolution::Malformed)? {
-        // A sealed file is the scenario's own text: it carries no label.
-        let Reference::Step { step, .. } = &placed.reference else {
-            continue;
-        };
-        let Some(released) = executor.outputs.get(step) else {
-            continue;
-        };
-        let labels: Vec<String> = match (&released.value, released.rules.fields.is_empty()) {
-            // Declared parts: the integrity of the part the reference takes.
-            (Ok(output), false) => {
-                let Reference::Step { pointer, .. } = &placed.reference else {
-                    continue;
-                };
-                let base = released
-                    .integrity
-                    .as_deref()
-                    .and_then(Integrity::from_label)
-                    .unwrap_or(Integrity::Trusted);
-                released
-                    .label
-                    .iter()
-                    .filter(|label| label.as_str() != Label::Public.as_str())
-                    .cloned()
-                    .chain(integrity_at(output, pointer, base, &released.rules.fields).label())
-                    .collect()
-            }
-            _ => released
-                .label
-                .iter()
-                .chain(released.integrity.iter())
-                .filter(|label| label.as_str() != Label::Public.as_str())
-                .cloned()
-                .collect(),
-        };
-        // A part carries what the call sent that it repeats, or that its
-        // server computed it from.
-        let Reference::Step { pointer, .. } = &placed.reference else {
-            continue;
-        };
-        sources.extend(carried_sources(released, pointer, &placed.at));
-        if labels.is_empty() && released.record.is_none() {
-            continue;
-        }
-        sources.push(ArgumentSource {
-            pointer: placed.at,
-            labels,
-            record: released.record.clone(),
-            sender: released.sender.clone(),
-        });
-    }
-    Ok((resolved, sources))
 }

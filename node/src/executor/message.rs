@@ -2,27 +2,29 @@
 //! knows travels with it.
 //!
 //! The controller's half decides what travels: literal text, or the
-//! released output of an earlier call step with the label the serving
-//! kernel recorded for it (a withheld output travels as nothing). The
-//! node's half joins the sender's labels and the forwarded output's label
-//! into the receiver's principal and session.
+//! released output of an earlier call step with its provenance, as a
+//! reference to the whole output reads it (`super::reference`: the labels
+//! the serving kernel recorded for it and what it carries from what its
+//! call sent, hand-over records included; a withheld output travels as
+//! nothing). The node's half joins the sender's labels and what the
+//! forwarded output carries into the receiver's principal and session.
 //!
 //! A hand-over (a message with a schema) passes a value instead: the
 //! controller resolves its references against the sender's released
-//! outputs and sends the value with the labels of the outputs it was built
-//! from; the sender's node checks it against the schema by the kernel's
-//! rule and records its labels (`crate::node::message_carry`). A delivered
+//! outputs and sends the value with the provenance of each reference; the
+//! sender's node checks it against the schema by the kernel's rule and
+//! records its labels, reading every hand-over record a source names as a
+//! kernel reads a call's (`crate::handling::message_carry`). A delivered
 //! value is kept under the message step for the receiver's later calls,
 //! with its record, so each argument built from it carries its labels.
 
-use std::collections::BTreeSet;
-
 use chio_arena::scenario::value::{Reference, Resolution, Unresolved};
 use chio_arena::scenario::{HandOverAction, MessageAction};
+use chio_kernel::provenance::ArgumentSource;
 use chio_kernel::seal::Seal;
 use serde_json::{json, Value};
 
-use super::call::{computed, echoed, resolve_value, unresolved};
+use super::reference::{computed, echoed, reference_sources, resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
@@ -75,13 +77,32 @@ pub(super) fn prepare(
         command: MessageCommand {
             agent: agent.to_string(),
             to: message.to.clone(),
-            output_label: released.label,
+            sources: forwarded_sources(&released),
             handover: None,
             now_ms,
         },
         content_sha256: released.content_sha256,
         blocked: None,
     })
+}
+
+/// What a message forwarding `released` carries, as a reference to the
+/// whole output would (`super::reference::reference_sources`): the labels
+/// the serving kernel recorded for it, and what it carries from what its
+/// call sent (a computed answer, an echo), hand-over records included. An
+/// output that was not released forwards its label alone.
+fn forwarded_sources(released: &ReleasedOutput) -> Vec<ArgumentSource> {
+    if released.value.is_err() {
+        return released
+            .label
+            .iter()
+            .map(|label| ArgumentSource {
+                labels: vec![label.clone()],
+                ..ArgumentSource::default()
+            })
+            .collect();
+    }
+    reference_sources(released, "", "")
 }
 
 /// A hand-over's command: its value resolved against the sender's outputs,
@@ -133,11 +154,10 @@ fn prepare_handover(
         },
         _ => false,
     };
-    let (value, blocked, value_labels) = match resolved {
-        Ok((value, sources)) => {
-            let labels: BTreeSet<String> = sources.into_iter().flat_map(|s| s.labels).collect();
-            (value, None, labels.into_iter().collect())
-        }
+    let (value, blocked, sources) = match resolved {
+        // Every source travels with its record: the sender's node reads
+        // the records as a kernel reads a call's.
+        Ok((value, sources)) => (value, None, sources),
         Err(stopped) => {
             let reason = unresolved(stopped, |at, step, pointer, why| {
                 NodeReason::HandOverUnresolved {
@@ -160,12 +180,11 @@ fn prepare_handover(
         command: MessageCommand {
             agent: agent.to_string(),
             to: message.to.clone(),
-            output_label: None,
+            sources,
             handover: Some(HandOverCommand {
                 step: step_id.to_string(),
                 schema: handover.schema.clone(),
                 value,
-                value_labels,
                 by_reference,
             }),
             now_ms,

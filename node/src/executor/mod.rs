@@ -10,7 +10,8 @@
 //! command through a [`Dispatcher`] and folds the answer into the run's
 //! ledger of capabilities and released outputs. One handler module per
 //! action kind holds both halves ([`call`], [`delegate`], [`revoke`],
-//! [`message`], [`fault`]). A fault step changes the infrastructure the
+//! [`message`], [`fault`]; `reference` resolves the references of a call's
+//! arguments and a message's value, with their provenance). A fault step changes the infrastructure the
 //! later steps are dispatched into; the nodes and kernels give the
 //! fail-closed answers of the steps it reaches, and the controller answers
 //! only a step whose acting agent's node is down (see [`fault`]).
@@ -30,6 +31,7 @@ pub mod delegate;
 pub mod direct;
 pub mod fault;
 pub mod message;
+mod reference;
 pub mod revoke;
 pub mod step;
 

@@ -41,7 +41,7 @@
 //! stores apply are `chio_kernel::ledger`'s, the same the kernel's in-memory
 //! stores apply, so every store gives the same outcomes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -358,11 +358,17 @@ impl<S: TrustStore> AuthorityControl for TrustAuthority<S> {
     fn carry_labels(&self, carry: LabelCarry) -> LinkFuture<'_, BTreeSet<String>> {
         Box::pin(async move {
             let b = &self.binding;
-            let from: Vec<String> = carry.from_keys().iter().map(|k| b.scoped(k)).collect();
-            let read = b
+            let keys = carry.from_keys();
+            let from: Vec<String> = keys.iter().map(|k| b.scoped(k)).collect();
+            let mut read = b
                 .authority_call(LABEL_READ, b.store.read_labels(from))
                 .await?;
-            let carried = carry.carried(read.into_values().flatten());
+            // What each key holds, by the key as the carry names it.
+            let read: BTreeMap<String, BTreeSet<String>> = keys
+                .into_iter()
+                .filter_map(|key| read.remove(&b.scoped(&key)).map(|set| (key, set)))
+                .collect();
+            let carried = carry.carried(&read).map_err(NodeError::MessageUnrecorded)?;
             if let Some(unknown) = carried.iter().find(|l| !is_known_label(l)) {
                 return Err(NodeError::AuthorityAnswer(format!(
                     "label store: label {unknown:?} is not a known level; nothing was carried"

@@ -38,16 +38,7 @@ pub fn call_request(command: &CallCommand) -> Result<pb::CallRequest, NodeError>
         now_ms: command.now_ms,
         issued_at_ms: command.issued_at_ms,
         sealed: command.sealed.clone(),
-        argument_sources: command
-            .sources
-            .iter()
-            .map(|source| pb::ArgumentSource {
-                pointer: source.pointer.clone(),
-                labels: source.labels.clone(),
-                record: source.record.clone(),
-                sender: source.sender.clone(),
-            })
-            .collect(),
+        argument_sources: command.sources.iter().map(source_to_proto).collect(),
         run_id: String::new(),
     })
 }
@@ -64,12 +55,7 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
         sources: request
             .argument_sources
             .into_iter()
-            .map(|source| ArgumentSource {
-                pointer: source.pointer,
-                labels: source.labels,
-                record: source.record,
-                sender: source.sender,
-            })
+            .map(source_from_proto)
             .collect(),
         request_id: request.request_id,
         agent: request.agent,
@@ -87,6 +73,27 @@ pub fn call_command(request: pb::CallRequest) -> Result<CallCommand, NodeError> 
         ));
     }
     Ok(command)
+}
+
+/// One source of a value (a call's argument, a message's content), on the
+/// wire.
+fn source_to_proto(source: &ArgumentSource) -> pb::ArgumentSource {
+    pb::ArgumentSource {
+        pointer: source.pointer.clone(),
+        labels: source.labels.clone(),
+        record: source.record.clone(),
+        sender: source.sender.clone(),
+    }
+}
+
+/// One source of a value, from the wire.
+fn source_from_proto(source: pb::ArgumentSource) -> ArgumentSource {
+    ArgumentSource {
+        pointer: source.pointer,
+        labels: source.labels,
+        record: source.record,
+        sender: source.sender,
+    }
 }
 
 /// What a delegation narrows, on the wire.
@@ -162,7 +169,7 @@ pub fn message_request(command: &MessageCommand) -> Result<pb::MessageRequest, N
     Ok(pb::MessageRequest {
         agent: command.agent.clone(),
         to: command.to.clone(),
-        output_label: command.output_label.clone(),
+        sources: command.sources.iter().map(source_to_proto).collect(),
         now_ms: command.now_ms,
         handover: command
             .handover
@@ -172,7 +179,6 @@ pub fn message_request(command: &MessageCommand) -> Result<pb::MessageRequest, N
                     step: h.step.clone(),
                     schema_json: encode("a hand-over's schema", &h.schema)?,
                     value_json: encode("a handed-over value", &h.value)?,
-                    value_labels: h.value_labels.clone(),
                     by_reference: h.by_reference,
                 })
             })
@@ -191,14 +197,13 @@ pub fn message_command(request: pb::MessageRequest) -> Result<MessageCommand, No
                     schema: decode("handover.schema_json", &h.schema_json)?,
                     value: decode("handover.value_json", &h.value_json)?,
                     step: h.step,
-                    value_labels: h.value_labels,
                     by_reference: h.by_reference,
                 })
             })
             .transpose()?,
         agent: request.agent,
         to: request.to,
-        output_label: request.output_label,
+        sources: request.sources.into_iter().map(source_from_proto).collect(),
         now_ms: request.now_ms,
     })
 }

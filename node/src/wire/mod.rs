@@ -95,7 +95,8 @@ pub fn status_of(error: &NodeError) -> Status {
         NodeError::Unroutable(_) => Status::not_found(message),
         NodeError::NotHeld { .. }
         | NodeError::AuthorityNotShared { .. }
-        | NodeError::OtherRun { .. } => Status::failed_precondition(message),
+        | NodeError::OtherRun { .. }
+        | NodeError::MessageUnrecorded(_) => Status::failed_precondition(message),
         NodeError::ActorGone(_)
         | NodeError::Authority(_)
         | NodeError::AuthorityOperation { .. }

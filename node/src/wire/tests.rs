@@ -262,14 +262,14 @@ proptest! {
     #[test]
     fn message_commands_round_trip(
         (agent, to) in (text(), text()),
-        output_label in prop::option::of(text()),
+        sources in prop::collection::vec(argument_source(), 0..3),
         now_ms in any::<u64>(),
         labels in prop::collection::vec(text(), 0..4),
-        handover in prop::option::of((text(), json_value(), json_value(), prop::collection::vec(text(), 0..3))),
+        handover in prop::option::of((text(), json_value(), json_value())),
         refusal in prop::option::of((text(), text())),
     ) {
-        let handover = handover.map(|(step, schema, value, value_labels)| crate::node::HandOverCommand { by_reference: step.len() % 2 == 0, step, schema, value, value_labels });
-        let command = MessageCommand { agent, to, output_label, handover, now_ms };
+        let handover = handover.map(|(step, schema, value)| crate::node::HandOverCommand { by_reference: step.len() % 2 == 0, step, schema, value });
+        let command = MessageCommand { agent, to, sources, handover, now_ms };
         prop_assert_eq!(message_command(through_bytes(message_request(&command).unwrap())).unwrap(), command);
         let refusal = refusal.map(|(code, message)| crate::node::StepRefusal { code, message });
         let outcome = MessageOutcome { labels, refusal };

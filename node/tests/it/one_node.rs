@@ -65,7 +65,7 @@ impl Place<'_> {
         let command = MessageCommand {
             agent: agent.to_string(),
             to: to.to_string(),
-            output_label: None,
+            sources: Vec::new(),
             handover: None,
             now_ms: world.start_ms,
         };

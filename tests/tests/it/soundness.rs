@@ -777,7 +777,10 @@ fn taint_reaches_other_nodes_through_messages_and_delegations() {
         .block_on(node("node-a").message(&MessageCommand {
             agent: "alice".into(),
             to: "bob".into(),
-            output_label: read.trace.output_label.clone(),
+            sources: vec![chio_kernel::provenance::ArgumentSource {
+                labels: read.trace.output_label.clone().into_iter().collect(),
+                ..Default::default()
+            }],
             handover: None,
             now_ms: start + 2,
         }))

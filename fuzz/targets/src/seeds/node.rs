@@ -64,7 +64,13 @@ fn message(to: &str, label: Option<&str>) -> Vec<u8> {
     let command = MessageCommand {
         agent: "alice".into(),
         to: to.into(),
-        output_label: label.map(str::to_string),
+        sources: label
+            .map(|label| chio_kernel::provenance::ArgumentSource {
+                labels: vec![label.to_string()],
+                ..Default::default()
+            })
+            .into_iter()
+            .collect(),
         handover: None,
         now_ms: START_MS + 500,
     };
