@@ -63,13 +63,34 @@ pub struct SchemaRefused {
     pub problem: String,
 }
 
-/// Where a value fails its schema and the keyword that refused it.
+/// Where a value fails its schema and the keyword that refused it. A
+/// refusal never quotes the value: its place is a pointer built from the
+/// schema's own names and item indexes only, so a member the schema does
+/// not declare is named by its position, never by its key (a key is part
+/// of the value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValueRefused {
-    /// The JSON pointer of the failing part within the value.
+    /// The JSON pointer of the failing part within the value (for an
+    /// undeclared member, of the object that holds it).
     pub pointer: String,
     /// The keyword that refused it (`type`, `enum`, `maxLength`, ...).
     pub keyword: &'static str,
+    /// For `additionalProperties`, the position of the undeclared member
+    /// among its object's keys (from 1, keys sorted by their UTF-8 bytes,
+    /// so the same whatever order the value's text gave them).
+    pub member: Option<usize>,
+}
+
+impl ValueRefused {
+    /// What refused the value, as a reason states it: the keyword, and for
+    /// an undeclared member its position (`additionalProperties (member
+    /// 2)`).
+    pub fn refused_by(&self) -> String {
+        match self.member {
+            Some(position) => format!("{} (member {position})", self.keyword),
+            None => self.keyword.to_string(),
+        }
+    }
 }
 
 /// A bound of an integer or decimal range.
@@ -157,6 +178,7 @@ impl ValueSchema {
             Err(ValueRefused {
                 pointer: at.clone(),
                 keyword,
+                member: None,
             })
         };
         match self {
@@ -199,6 +221,7 @@ impl ValueSchema {
                 |keyword| ValueRefused {
                     pointer: at.clone(),
                     keyword,
+                    member: None,
                 },
             ),
             ValueSchema::Array { items, max_items } => {
@@ -264,22 +287,31 @@ fn check_object(
         return Err(ValueRefused {
             pointer: at.to_string(),
             keyword: "type",
+            member: None,
         });
     };
     if let Some(missing) = required.iter().find(|n| !members.contains_key(*n)) {
+        // A required name is the schema's own, never the value's.
         return Err(ValueRefused {
             pointer: format!("{at}/{}", escape(missing)),
             keyword: "required",
+            member: None,
         });
     }
-    for (name, member) in members {
-        let inner = format!("{at}/{}", escape(name));
+    // By sorted key, so the first failure and a member's position are the
+    // same whatever order the value's text gave its keys.
+    let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    for (position, (name, member)) in sorted.into_iter().enumerate() {
         match properties.get(name) {
-            Some(schema) => schema.check_at(member, inner)?,
+            // A declared name: the schema's own text.
+            Some(schema) => schema.check_at(member, format!("{at}/{}", escape(name)))?,
+            // An undeclared key is part of the value: named by position.
             None => {
                 return Err(ValueRefused {
-                    pointer: inner,
+                    pointer: at.to_string(),
                     keyword: "additionalProperties",
+                    member: Some(position + 1),
                 })
             }
         }

@@ -333,8 +333,8 @@ pub(crate) fn message_carry(
     })?;
     schema.check(&handover.value).map_err(|refused| {
         refuse(DenyReason::HandOverRefused {
+            keyword: refused.refused_by(),
             pointer: refused.pointer,
-            keyword: refused.keyword.to_string(),
         })
     })?;
     let endorsed = sender == AgentRole::Quarantined && receiver == AgentRole::Planner;
