@@ -148,7 +148,7 @@ pub struct Echoes {
 /// percent-decoded (again and again, as layers of encoding come off), as a
 /// normalised path, compacted (without whitespace and dashes, as an IBAN,
 /// a card or a phone number is normalised), and each in lower case.
-fn echo_forms(text: &str) -> BTreeSet<String> {
+pub(crate) fn echo_forms(text: &str) -> BTreeSet<String> {
     let mut forms: BTreeSet<String> = BTreeSet::from([text.to_string()]);
     let mut decoded = text.to_string();
     for _ in 0..4 {
@@ -343,7 +343,7 @@ impl Echoes {
                 _ => {}
             }
         }
-        let windows = crate::seal::Seal::of_texts(texts.iter().map(String::as_str));
+        let windows = crate::seal::Seal::of_written(texts.iter().map(String::as_str));
         skeletons.retain(|s| s.chars().count() >= MIN_SKELETON);
         Echoes {
             texts,

@@ -62,10 +62,20 @@ impl Seal {
     }
 
     /// The seal of every text in `texts`: the sealed values of a whole
-    /// run, to find them again wherever a value travelled.
+    /// run, to find them again wherever a value travelled, in every form a
+    /// server may give one back (see [`Seal::add_text`]).
     pub fn of_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Seal {
         let mut seal = Seal::default();
         texts.into_iter().for_each(|text| seal.add_text(text));
+        seal
+    }
+
+    /// The windows of every text in `texts` as written and escaped only:
+    /// for texts that are already every form of what a server said
+    /// (`crate::provenance::Echoes`).
+    pub(crate) fn of_written<'a>(texts: impl IntoIterator<Item = &'a str>) -> Seal {
+        let mut seal = Seal::default();
+        texts.into_iter().for_each(|text| seal.add_written(text));
         seal
     }
 
@@ -108,10 +118,22 @@ impl Seal {
         }
     }
 
+    /// Adds the windows of `text` in every form a server may give it back
+    /// and the echo rule reads (`crate::provenance::echo_forms`:
+    /// percent-decoded layer after layer, normalised as a path, compacted,
+    /// in lower case), each as written and escaped ([`Seal::add_written`]):
+    /// a sealed path a workspace answers decoded and normalised, taken by
+    /// reference into another call, stays sealed there.
+    fn add_text(&mut self, text: &str) {
+        for form in crate::provenance::echo_forms(text) {
+            self.add_written(&form);
+        }
+    }
+
     /// Adds the windows of `text` as written and as a reason may quote it
     /// escaped (Rust's `{:?}`, a JSON string), so an escaped quote or
     /// backslash does not break every window of it.
-    fn add_text(&mut self, text: &str) {
+    fn add_written(&mut self, text: &str) {
         let debug = format!("{text:?}");
         let json = serde_json::to_string(text).unwrap_or_default();
         for form in [text, unquoted(&debug), unquoted(&json)] {
@@ -257,6 +279,48 @@ mod tests {
         let seal = Seal::of(&args, &["/a".to_string()]);
         assert_eq!(seal.scrub(SECRET), MARK);
         assert_eq!(seal.scrub("plain text value"), "plain text value");
+    }
+
+    /// `text` with every third character percent-encoded: no run of
+    /// [`WINDOW`] characters of it is a run of `text`.
+    fn every_third_encoded(text: &str) -> String {
+        text.chars()
+            .enumerate()
+            .map(|(i, c)| match i % 3 {
+                2 => format!("%{:02X}", c as u32),
+                _ => c.to_string(),
+            })
+            .collect()
+    }
+
+    // Proves a sealed value is found and hidden in every form a server may give it back (percent-decoded, normalised as a path, with `\` for `/`, with `.` and `..` segments collapsed, in lower case), as the echo rule reads them, and text sharing no run with any form is kept.
+    #[test]
+    fn a_sealed_value_is_hidden_in_its_decoded_forms() {
+        let path = "/workspace/notes/Tr0ub4dor-and-3-horse-staples-9Qx";
+        for sealed in [
+            every_third_encoded(path),
+            every_third_encoded(&path.replace('/', "\\")),
+            every_third_encoded("/workspace/./notes/x/../Tr0ub4dor-and-3-horse-staples-9Qx"),
+            every_third_encoded(&path.to_uppercase()),
+        ] {
+            let seal = Seal::of_texts([sealed.as_str()]);
+            let echoed = path.to_lowercase();
+            assert!(seal.holds(&echoed), "{sealed}");
+            assert_eq!(
+                seal.pointers_holding(&json!({"path": echoed})),
+                ["/path"],
+                "{sealed}"
+            );
+            let reason = format!("path {echoed} (argument /path) is outside");
+            let scrubbed = seal.scrub(&reason);
+            assert!(!scrubbed.contains("tr0ub4do"), "{scrubbed}");
+            assert!(!scrubbed.contains("horse-st"), "{scrubbed}");
+            assert!(scrubbed.ends_with(" (argument /path) is outside"));
+            let by_request = Seal::of(&json!({"p": sealed}), &["/p".to_string()]);
+            assert!(!by_request.scrub(&reason).contains("horse-st"));
+        }
+        let seal = Seal::of_texts([every_third_encoded(path).as_str()]);
+        assert_eq!(seal.scrub("nothing secret here"), "nothing secret here");
     }
 
     proptest! {

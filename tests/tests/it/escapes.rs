@@ -134,7 +134,7 @@ fn ids_and_limits_past_their_bounds_are_refused_at_load() {
     }
 }
 
-// Proves a sealed value never reaches the evidence, whether a server answered it and a later call took it by reference, or a reason quotes it escaped: no file of the bundle and no printed line holds 8 consecutive characters of it, as written or escaped.
+// Proves a sealed value never reaches the evidence, whether a server answered it and a later call took it by reference, a server echoed it back decoded and normalised and a later call took that, or a reason quotes it escaped: no file of the bundle and no printed line holds 8 consecutive characters of it, as written, escaped or decoded (the checked files `*-decoded.txt` hold the part of the decoded path that is the secret's own, past the public `/workspace/`).
 #[test]
 fn sealed_values_stay_out_of_the_evidence() {
     for (file, secret, step) in [
@@ -144,6 +144,24 @@ fn sealed_values_stay_out_of_the_evidence() {
             "read-with-answered-pass",
         ),
         ("sealed_value_quoted_escaped.toml", "secrets/pw.txt", ""),
+        // Echoed back decoded: the evidence holds no run of the sealed
+        // text as sent nor of the path it decodes to (past the public
+        // `/workspace/` the grants name too).
+        (
+            "sealed_value_echoed_decoded.toml",
+            "secrets/path.txt",
+            "read-echoed-path",
+        ),
+        (
+            "sealed_value_echoed_decoded.toml",
+            "secrets/path-decoded.txt",
+            "",
+        ),
+        (
+            "sealed_value_echoed_decoded.toml",
+            "secrets/path-dots-decoded.txt",
+            "",
+        ),
     ] {
         let work = tempfile::tempdir().unwrap();
         let file = escapes().join(file);
