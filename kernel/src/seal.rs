@@ -91,6 +91,17 @@ impl Seal {
             .any(|window| self.windows.contains(window))
     }
 
+    /// Whether `text`, in any form a server may give text back
+    /// (`crate::provenance::echo_forms`), holds a run of [`WINDOW`]
+    /// characters of a sealed value: a text that would show one once
+    /// decoded (a fixture file a server serves, percent-encoded).
+    pub fn holds_in_any_form(&self, text: &str) -> bool {
+        !self.windows.is_empty()
+            && crate::provenance::echo_forms(text)
+                .iter()
+                .any(|form| self.holds(form))
+    }
+
     /// The JSON pointers of the strings of `value` that hold a run of a
     /// sealed value (a reference resolves to values, never to keys),
     /// in document order: the places a value taken from a sealed one

@@ -134,23 +134,31 @@ pub fn read_sealed(
 /// Refuses a sealed value that a file a server serves holds, whatever path
 /// put it there (a copy, a link into the sealed file's folder, a link to
 /// the file): agents read it through the server and the bundle copies it.
-/// The message names the server and the file, never the value.
+/// A file holds it when it holds any run of `chio_kernel::seal::WINDOW`
+/// characters of it in any form the evidence check reads
+/// (`chio_kernel::seal::Seal`: as written, escaped, percent-decoded,
+/// normalised as a path, compacted, in lower case), the rule that keeps a
+/// sealed value out of every reason: a near-copy (the value less one
+/// character, or lower-cased) gives it away as surely as a copy. The
+/// message names the server and the file, never the value.
 pub fn refuse_served(
     fixtures: &FixtureSet,
     sealed: &SealedText,
     path: &str,
     field: &str,
 ) -> Result<(), ArenaError> {
+    let seal = chio_kernel::seal::Seal::of_texts([sealed.text()]);
     for (server, files) in &fixtures.servers {
         if let Some((file, _)) = files
             .iter()
-            .find(|(_, content)| content.contains(sealed.text()))
+            .find(|(_, content)| seal.holds_in_any_form(content))
         {
             return Err(ArenaError::SealedFixture {
                 field: field.to_string(),
                 path: path.to_string(),
                 problem: format!(
-                    "the fixture {file:?} that server {server:?} serves holds its value, which the bundle copies and agents can read"
+                    "the fixture {file:?} that server {server:?} serves holds a run of {} characters of its value (as written or in another form: escaped, percent-decoded, as a path, in lower case), which the bundle copies and agents can read; remove that text from the fixture or seal another value",
+                    chio_kernel::seal::WINDOW
                 ),
             });
         }
@@ -211,6 +219,47 @@ mod tests {
         ] {
             let refused = seal_bytes(bytes.clone()).unwrap_err();
             assert!(refused.contains(problem), "{refused}");
+        }
+    }
+
+    // Proves a fixture file a server serves is refused when it holds any run of 8 characters of a sealed value in a form the evidence check reads (a copy, the value less its last character, lower-cased, percent-encoded), naming the server and file and never the value; a file sharing no such run is served.
+    #[test]
+    fn a_served_near_copy_is_refused() {
+        let token = "ghp_Q7rT9xWm2KpL5vZc8NbY3hJd6FsA1eGu4iOo";
+        let sealed = seal_bytes(token.as_bytes().to_vec()).unwrap();
+        let served = |content: String| FixtureSet {
+            servers: BTreeMap::from([(
+                "files".to_string(),
+                BTreeMap::from([("notes/copy.txt".to_string(), content)]),
+            )]),
+        };
+        let encoded: String = token
+            .chars()
+            .map(|c| format!("%{:02X}", c as u32))
+            .collect();
+        for content in [
+            format!("token: {token}"),
+            token[..token.len() - 1].to_string(),
+            token.to_lowercase(),
+            format!("see {}", &token[10..18]),
+            encoded,
+        ] {
+            let refused = refuse_served(&served(content), &sealed, "secrets/token.txt", "steps[0]")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                refused.contains("notes/copy.txt") && refused.contains("files"),
+                "{refused}"
+            );
+            assert!(
+                !refused.contains(&token[..8]) && !refused.contains("ghp_q7rt"),
+                "{refused}"
+            );
+        }
+        for content in ["nothing here".to_string(), token[..7].to_string()] {
+            assert!(
+                refuse_served(&served(content), &sealed, "secrets/token.txt", "steps[0]").is_ok()
+            );
         }
     }
 
