@@ -6,13 +6,19 @@
 //! For each attempted row (`DEFERRED` and `SKIPPED` rows carry no claim):
 //!
 //! - **Source revision.** A row's `source_revision` must be a full commit id
-//!   the repository holding the campaign's root has ([`git::commit_exists`]).
+//!   the repository holding the campaign's root has
+//!   ([`super::git::commit_exists`]), and that commit must hold every file
+//!   of the task's definition with its pinned mode and bytes
+//!   ([`super::git::PinnedTree::first_difference`]): a commit without the
+//!   task's scenario, or with other fixtures, cannot be the tree that ran.
 //!   When the root is not in a Git checkout, the claim cannot be checked,
 //!   and an unchecked claim counts as contradicted.
 //! - **A scenario's bundle** (a run's own bundle, or the bundle a fixture
 //!   replays): the folder must exist and hold a readable bundle whose
 //!   receipts hash to its manifest's receipt root, whose scenario file is
-//!   the task's, and whose receipt root is the reference's Merkle root. For
+//!   the task's, whose fixture files are the ones the task's definition
+//!   pins (byte for byte: a run beside other fixtures ran another world),
+//!   and whose receipt root is the reference's Merkle root. For
 //!   a run, the bundle also decides the native outcome (`completed` with no
 //!   mismatch is `passed`, with one `failed`; `stopped`; `failed` is
 //!   `infrastructure-failure`), the calls, passes and failures, the failing
@@ -58,7 +64,6 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::git;
 use super::ledger::{
     is_unrun, Ledger, LedgerRow, OracleCheck, EVOLVE_RECORD, REPLAY_RECORD, RUN_RECORD,
 };
@@ -67,10 +72,12 @@ use super::{Campaign, Evidence, Task, TaskKind};
 mod bundle;
 mod evolution;
 mod folder;
+mod revision;
 
 use bundle::check_bundle;
 use folder::check_folder;
 pub use folder::folder_merkle_root;
+use revision::{check_revision, Revisions};
 
 /// The file of a matrix's output folder that holds its synthesis.
 pub const SYNTHESIS_FILE: &str = "synthesis.json";
@@ -171,7 +178,7 @@ pub fn check_row_evidence(campaign: &Campaign, row: &LedgerRow) -> Vec<Contradic
 fn row_contradictions(
     campaign: &Campaign,
     row: &LedgerRow,
-    revisions: &mut BTreeMap<String, Result<bool, String>>,
+    revisions: &mut Revisions,
 ) -> Vec<Contradiction> {
     let mut found = Vec::new();
     if is_unrun(&row.native_outcome) {
@@ -182,20 +189,7 @@ fn row_contradictions(
     };
     let task = &campaign.tasks[attempt.task];
     if let Some(revision) = &row.source_revision {
-        let answer = revisions
-            .entry(revision.clone())
-            .or_insert_with(|| git::commit_exists(&campaign.root, revision));
-        match answer {
-            Ok(true) => {}
-            Ok(false) => found.push(contradiction(
-                "source_revision",
-                format!("{revision} is not a commit the repository at the campaign root holds"),
-            )),
-            Err(why) => found.push(contradiction(
-                "source_revision",
-                format!("{revision} cannot be checked: {why}"),
-            )),
-        }
+        check_revision(campaign, task, revision, revisions, &mut found);
     }
     // The estimated cost is the declaration's prices times what the row
     // spent, never a figure of its own.

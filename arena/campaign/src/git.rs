@@ -16,9 +16,11 @@
 //! commit the working tree that ran an attempt was. It is the `HEAD` commit
 //! when none of the task's files has an uncommitted change (tracked or
 //! untracked), and otherwise unknown, with the reason recorded as a
-//! deviation. [`commit_exists`] answers the question the report asks of a
-//! row that names such a commit: does the repository hold it. Git is run as
-//! the `git` command; nothing here writes to the repository.
+//! deviation. [`commit_exists`] answers the first question the report asks
+//! of a row that names such a commit: does the repository hold it; and
+//! [`PinnedTree::first_difference`] the second: does that commit hold the
+//! task's pinned files with their pinned modes and bytes. Git is run as the
+//! `git` command; nothing here writes to the repository.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -228,6 +230,27 @@ impl PinnedTree {
         })
     }
 
+    /// The first of `rows` (a definition's) the revision does not hold as
+    /// pinned: absent, or with another mode or other bytes; `None` when it
+    /// holds every one.
+    pub fn first_difference(&self, rows: &[DefinitionRow]) -> Option<String> {
+        rows.iter()
+            .find_map(|row| match self.entries.get(&row.path) {
+                None => Some(format!("holds no {}", row.path)),
+                Some((entry, _)) if entry.mode != row.mode => Some(format!(
+                    "holds {} with mode {}, the definition pins mode {}",
+                    row.path, entry.mode, row.mode
+                )),
+                Some((_, bytes)) if sha256_hex(bytes) != row.sha256 => Some(format!(
+                    "holds {} with SHA-256 {}, the definition pins {}",
+                    row.path,
+                    sha256_hex(bytes),
+                    row.sha256
+                )),
+                Some(_) => None,
+            })
+    }
+
     /// Writes the revision's files below `dest`, with their modes and links,
     /// so the scenario and matrix loaders can read them.
     pub fn materialise(&self, dest: &Path) -> Result<(), ExperimentError> {
@@ -312,6 +335,15 @@ pub fn source_revision(root: &Path, paths: &[PathBuf]) -> Result<String, String>
     }
 }
 
+/// Whether `revision` is written as a full commit id: 40 (SHA-1) or 64
+/// (SHA-256) lowercase hex digits, never a name that can move.
+pub fn is_full_commit_id(revision: &str) -> bool {
+    matches!(revision.len(), 40 | 64)
+        && revision
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 /// Whether the repository holding `root` has the commit `revision`, written
 /// as a full commit id (40 or 64 lowercase hex digits): `Ok(false)` when it
 /// does not (or `revision` is not a full id), `Err` with the reason when it
@@ -319,11 +351,7 @@ pub fn source_revision(root: &Path, paths: &[PathBuf]) -> Result<String, String>
 pub fn commit_exists(root: &Path, revision: &str) -> Result<bool, String> {
     git_line(root, &["rev-parse", "--show-toplevel"])
         .map_err(|e| format!("the campaign root is not in a Git checkout ({e})"))?;
-    let full_id = matches!(revision.len(), 40 | 64)
-        && revision
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if !full_id {
+    if !is_full_commit_id(revision) {
         return Ok(false);
     }
     match git_line(

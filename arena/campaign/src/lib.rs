@@ -25,7 +25,8 @@
 //! - [`evidence`]: what a row's evidence and source revision say of it;
 //! - [`git`]: pinned revisions and the commit an attempt ran from;
 //! - [`ledger`]: the ledger, its template, its checks and the import;
-//! - [`portfolio`]: the report, and [`report`] its HTML page.
+//! - [`portfolio`]: the report, and [`report`] its HTML page;
+//! - [`task`]: a task's files, its definition and its validation.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -36,16 +37,20 @@ pub mod git;
 pub mod ledger;
 pub mod portfolio;
 pub mod report;
+pub mod task;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use chio_experiment::definition::{
-    definition_hash, normalise, relative_to, scenario_input_paths, sha256_hex, Definition,
-};
+use chio_experiment::definition::{sha256_hex, Definition};
 use chio_experiment::error::ExperimentError;
 use git::PinnedTree;
+use task::{declared_task, private_copy};
+pub use task::{
+    pinned_task_definition, task_definition, task_definition_at, task_files, task_inputs, TaskFiles,
+};
 
 /// Schema id of a campaign declaration.
 pub const CAMPAIGN_SCHEMA_VERSION: &str = "chio.arena.campaign/v2";
@@ -241,6 +246,10 @@ pub struct Task {
     pub definition: Definition,
     /// The files the task reads, relative to the root.
     pub inputs: Vec<PathBuf>,
+    /// A scenario's fixture files as its bundle records them (path below
+    /// `inputs/` to SHA-256), read from the pinned definition; a bundle
+    /// holding other fixture bytes ran another world.
+    pub fixtures: BTreeMap<String, String>,
 }
 
 /// One scheduled attempt.
@@ -283,95 +292,14 @@ pub fn schedule_id(task: &str, repetition: u32) -> String {
     format!("{task}/{repetition:02}")
 }
 
-fn declaration_error(field: impl Into<String>, reason: impl Into<String>) -> ExperimentError {
+pub(crate) fn declaration_error(
+    field: impl Into<String>,
+    reason: impl Into<String>,
+) -> ExperimentError {
     ExperimentError::Declaration {
         field: field.into(),
         reason: reason.into(),
     }
-}
-
-/// The subject id and the root-relative files a task reads.
-pub fn task_inputs(
-    root: &Path,
-    kind: TaskKind,
-    file: &str,
-) -> Result<(String, Vec<PathBuf>), ExperimentError> {
-    let rel = PathBuf::from(normalise(Path::new(file))?);
-    match kind {
-        TaskKind::Scenario | TaskKind::Evolve => {
-            let scenario = chio_arena::load_scenario(root.join(&rel)).map_err(|source| {
-                ExperimentError::TaskScenario {
-                    file: file.to_string(),
-                    source: Box::new(source),
-                }
-            })?;
-            let paths = scenario_input_paths(&scenario, &rel);
-            Ok((scenario.id().to_string(), paths))
-        }
-        TaskKind::Matrix => {
-            let matrix = chio_experiment::load_matrix(&root.join(&rel))?;
-            let paths = matrix
-                .input_files()
-                .iter()
-                .map(|p| relative_to(root, p))
-                .collect::<Result<_, _>>()?;
-            Ok((matrix.id().to_string(), paths))
-        }
-    }
-}
-
-/// Computes the definition of a task file from the working tree, as
-/// `chio campaign hash` prints it.
-pub fn task_definition(
-    root: &Path,
-    kind: TaskKind,
-    file: &str,
-) -> Result<(String, Definition), ExperimentError> {
-    let (subject, paths) = task_inputs(root, kind, file)?;
-    Ok((subject, definition_hash(root, &paths)?))
-}
-
-/// Computes the definition of a task file from a pinned revision: the
-/// revision's files are parsed from a private copy to learn what the task
-/// reads, and hashed from the repository's objects.
-pub fn pinned_task_definition(
-    tree: &PinnedTree,
-    copy: &Path,
-    kind: TaskKind,
-    file: &str,
-) -> Result<(String, Definition, Vec<PathBuf>), ExperimentError> {
-    let (subject, paths) = task_inputs(copy, kind, file)?;
-    let names = paths
-        .iter()
-        .map(|p| normalise(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((subject, tree.definition(&names)?, paths))
-}
-
-/// The pinned definition hash of a task file at `revision`, as
-/// `chio campaign hash --revision` prints it.
-pub fn task_definition_at(
-    root: &Path,
-    revision: &str,
-    kind: TaskKind,
-    file: &str,
-) -> Result<(String, Definition), ExperimentError> {
-    let tree = PinnedTree::read(root, revision)?;
-    let copy = private_copy(&tree)?;
-    let (subject, definition, _) = pinned_task_definition(&tree, copy.path(), kind, file)?;
-    Ok((subject, definition))
-}
-
-fn private_copy(tree: &PinnedTree) -> Result<tempfile::TempDir, ExperimentError> {
-    let copy = tempfile::Builder::new()
-        .prefix("chio-pinned-")
-        .tempdir()
-        .map_err(|e| ExperimentError::Io {
-            path: std::env::temp_dir().display().to_string(),
-            reason: e.kind().to_string(),
-        })?;
-    tree.materialise(copy.path())?;
-    Ok(copy)
 }
 
 /// Reads and validates a declaration, recomputing every definition hash.
@@ -400,7 +328,7 @@ fn limit_value(value: &toml::Value, field: &str) -> Result<f64, ExperimentError>
     Ok(number)
 }
 
-fn limits(decl: Option<&LimitsDecl>, at: &str) -> Result<Limits, ExperimentError> {
+pub(crate) fn limits(decl: Option<&LimitsDecl>, at: &str) -> Result<Limits, ExperimentError> {
     let decl = decl.ok_or_else(|| {
         declaration_error(
             at,
@@ -431,6 +359,12 @@ pub fn parse_campaign(bytes: &[u8], dir: &Path, name: &str) -> Result<Campaign, 
     let pinned = match &file.revision {
         None => None,
         Some(revision) => {
+            if !git::is_full_commit_id(revision) {
+                return Err(declaration_error(
+                    "revision",
+                    format!("{revision:?} is not a commit id: a pin names one commit by its full id (40 or 64 lowercase hex digits, as `git rev-parse HEAD` prints it), since a branch, a tag, HEAD or an abbreviation can move or become ambiguous"),
+                ));
+            }
             let tree = PinnedTree::read(&root, revision)?;
             let copy = private_copy(&tree)?;
             Some((tree, copy))
@@ -500,97 +434,4 @@ fn check_header(file: &CampaignFile) -> Result<(), ExperimentError> {
         }
     }
     Ok(())
-}
-
-/// Validates task `i` against the tasks before it and computes its
-/// definition (from the pinned tree when there is one), refusing drift.
-fn declared_task(
-    i: usize,
-    decl: &TaskDecl,
-    tasks: &[Task],
-    root: &Path,
-    pinned: Option<&(PinnedTree, tempfile::TempDir)>,
-) -> Result<Task, ExperimentError> {
-    let at = |key: &str| format!("tasks[{i}].{key}");
-    if !chio_arena::scenario::is_valid_id(&decl.id) {
-        return Err(declaration_error(at("id"), "use only [A-Za-z0-9_.-]"));
-    }
-    if tasks.iter().any(|t| t.id == decl.id) {
-        return Err(declaration_error(
-            at("id"),
-            format!("task {:?} is declared twice", decl.id),
-        ));
-    }
-    let (kind, evidence) = task_kind(decl, &at)?;
-    if decl.repetitions == 0 || decl.repetitions > MAX_REPETITIONS {
-        return Err(declaration_error(
-            at("repetitions"),
-            format!("must be between 1 and {MAX_REPETITIONS}"),
-        ));
-    }
-    let limits = limits(decl.limits.as_ref(), &at("limits"))?;
-    let (subject, definition, inputs) = match pinned {
-        Some((tree, copy)) => pinned_task_definition(tree, copy.path(), kind, &decl.file)?,
-        None => {
-            let (subject, paths) = task_inputs(root, kind, &decl.file)?;
-            let definition = definition_hash(root, &paths)?;
-            (subject, definition, paths)
-        }
-    };
-    if definition.sha256 != decl.definition.sha256 || definition.files != decl.definition.files {
-        return Err(ExperimentError::DefinitionDrift {
-            task: decl.id.clone(),
-            declared: format!(
-                "{} ({} files)",
-                decl.definition.sha256, decl.definition.files
-            ),
-            actual: format!("{} ({} files)", definition.sha256, definition.files),
-        });
-    }
-    Ok(Task {
-        id: decl.id.clone(),
-        kind,
-        evidence,
-        file: decl.file.clone(),
-        subject,
-        repetitions: decl.repetitions,
-        limits,
-        definition,
-        inputs,
-    })
-}
-
-/// A task's kind and its evidence; only scenario tasks replay fixtures.
-fn task_kind(
-    decl: &TaskDecl,
-    at: &dyn Fn(&str) -> String,
-) -> Result<(TaskKind, Evidence), ExperimentError> {
-    let kind = match decl.kind.as_str() {
-        "scenario" => TaskKind::Scenario,
-        "matrix" => TaskKind::Matrix,
-        "evolve" => TaskKind::Evolve,
-        other => {
-            return Err(declaration_error(
-                at("kind"),
-                format!("{other:?} is not scenario, evolve or matrix"),
-            ))
-        }
-    };
-    let evidence = match decl.evidence.as_deref() {
-        None | Some("live") => Evidence::Live,
-        Some("fixture") if kind == TaskKind::Scenario => Evidence::Fixture,
-        Some("fixture") => {
-            return Err(declaration_error(
-                at("evidence"),
-                "only scenario tasks replay recorded bundles",
-            ))
-        }
-        Some(other) => {
-            return Err(declaration_error(
-                at("evidence"),
-                format!("{other:?} is not live or fixture"),
-            ))
-        }
-    };
-    Ok((kind, evidence))
 }

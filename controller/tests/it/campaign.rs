@@ -1216,7 +1216,7 @@ fn a_null_cost_stays_null_in_the_total() {
     assert_eq!(live["currency"], Value::Null);
 }
 
-// A pinned declaration reads its definitions from the revision's objects: working-tree edits do not move them, while the same declaration unpinned refuses the drift; an attempt run from the edited tree is off the declared revision.
+// A pinned declaration reads its definitions from the revision's objects: working-tree edits do not move them, while the same declaration unpinned refuses the drift; an attempt run from the edited tree is off the declared revision, and its bundle, holding the edited fixture, is contradicted.
 #[test]
 fn pinned_definitions_come_from_git() {
     let f = fixture_with(Shape {
@@ -1261,10 +1261,19 @@ fn pinned_definitions_come_from_git() {
         .as_str()
         .unwrap()
         .contains("uncommitted changes to the task's files"));
+    // The run read the edited fixture, which the pinned definition does
+    // not hold: its bundle ran another world, so the row is contradicted.
     let report = f.report();
-    assert_eq!(
-        attempt(&report, "ws/01")["outcome"],
-        "pass without complete evidence"
+    assert_contradicted(&report, "ws/01", "evidence_refs[0].path");
+    assert!(
+        attempt(&report, "ws/01")["contradictions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["reason"].as_str().unwrap().starts_with(
+                "the bundle ran inputs/fixtures/walking-skeleton/notes.txt with SHA-256"
+            )),
+        "{report}"
     );
     assert!(report["sections"][0]["blocked_because"]
         .as_array()

@@ -9,8 +9,8 @@ use sha2::{Digest, Sha256};
 use super::{compare_checks, contradiction, Contradiction, RefCheck};
 use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
 use chio_arena::bundle::{
-    read_regular, schedule_faults, signed_receipts, step_faults, BundleManifest, BundleStatus,
-    INPUTS_DIR, MANIFEST_FILE, MAX_FILE_BYTES, RECEIPTS_FILE, SCENARIO_INPUT,
+    read_regular, schedule_faults, signed_receipts, step_faults, Bundle, BundleManifest,
+    BundleStatus, INPUTS_DIR, MANIFEST_FILE, MAX_FILE_BYTES, RECEIPTS_FILE, SCENARIO_INPUT,
 };
 use chio_arena::scenario::ActionKind;
 use chio_experiment::definition::normalise;
@@ -130,6 +130,7 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
         }
     };
     check_identity(checked, &manifest, found);
+    check_fixtures(checked, found);
     check_against_itself(checked, &manifest, &signed, found);
     let judged = manifest.steps.iter().filter(|s| s.pass.is_some()).count() as u64;
     let steps = Some(manifest.steps.len() as u64);
@@ -187,6 +188,48 @@ fn check_identity(
                 manifest.receipt_root
             ),
         ));
+    }
+}
+
+/// The fixture files among the bundle's inputs are the ones the task's
+/// definition pins, byte for byte: a run of the same scenario file in
+/// another world (other fixture bytes, a file added or left out) is not
+/// evidence for this task. Names each file that differs.
+fn check_fixtures(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+    let inputs = match Bundle::read(checked.dir) {
+        Ok(bundle) => bundle.inputs,
+        Err(e) => {
+            found.push(contradiction(
+                checked.at("path"),
+                format!("its inputs cannot be read: {e}"),
+            ));
+            return;
+        }
+    };
+    let held: BTreeMap<&str, String> = inputs
+        .iter()
+        .filter(|(path, _)| path.as_str() != SCENARIO_INPUT)
+        .map(|(path, bytes)| (path.as_str(), hex::encode(Sha256::digest(bytes))))
+        .collect();
+    let pinned = &checked.task.fixtures;
+    let mut paths: Vec<&str> = held.keys().copied().collect();
+    paths.extend(pinned.keys().map(String::as_str));
+    paths.sort_unstable();
+    paths.dedup();
+    for path in paths {
+        let why = match (held.get(path), pinned.get(path)) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(a), Some(b)) => format!(
+                "the bundle ran {INPUTS_DIR}/{path} with SHA-256 {a}, the task's definition pins {b}: it ran another world"
+            ),
+            (Some(_), None) => format!(
+                "the bundle ran {INPUTS_DIR}/{path}, a fixture file the task's definition does not pin: it ran another world"
+            ),
+            (None, _) => format!(
+                "the bundle holds no {INPUTS_DIR}/{path}, a fixture file the task's definition pins: it ran another world"
+            ),
+        };
+        found.push(contradiction(checked.at("path"), why));
     }
 }
 

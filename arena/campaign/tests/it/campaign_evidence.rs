@@ -254,12 +254,22 @@ impl Setup {
             manifest,
             receipts,
             policies: BTreeMap::new(),
-            inputs: [("scenario.toml".to_string(), self.scenario.clone())]
-                .into_iter()
-                .collect(),
+            inputs: self.inputs(),
         }
         .write(&self.bundle)
         .unwrap();
+    }
+
+    /// The bundle's inputs, as a run of the task writes them: the
+    /// scenario file and its fixture folder.
+    fn inputs(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut inputs = BTreeMap::from([("scenario.toml".to_string(), self.scenario.clone())]);
+        for file in ["notes.txt", ".env"] {
+            let rel = format!("fixtures/walking-skeleton/{file}");
+            let bytes = std::fs::read(self.dir.join("root").join(&rel)).unwrap();
+            inputs.insert(rel, bytes);
+        }
+        inputs
     }
 
     fn runtime() -> Option<RuntimeIdentity> {
@@ -713,5 +723,74 @@ fn a_revision_claimed_outside_a_repository_is_contradicted() {
     assert_eq!(
         portfolio_outcome(&s.campaign, row),
         "pass without complete evidence"
+    );
+}
+
+// A commit the repository holds but that does not hold the task's pinned files (an older one, one with other fixture bytes, one without the scenario) cannot be the tree that ran: the row is contradicted at source_revision, naming the file.
+#[test]
+fn a_revision_without_the_pinned_files_is_contradicted() {
+    let mut s = Setup::new(true);
+    let root = s.dir.join("root");
+    let notes = root.join("fixtures/walking-skeleton/notes.txt");
+    let honest = std::fs::read(&notes).unwrap();
+    std::fs::write(&notes, b"another world\n").unwrap();
+    let other_fixture = commit_all(&root);
+    std::fs::write(&notes, &honest).unwrap();
+    std::fs::rename(root.join("walking_skeleton.toml"), root.join("moved.toml")).unwrap();
+    let no_scenario = commit_all(&root);
+    std::fs::rename(root.join("moved.toml"), root.join("walking_skeleton.toml")).unwrap();
+    let restored = commit_all(&root);
+    for (id, commit, said) in [
+        (
+            "ws/01",
+            &other_fixture,
+            "holds fixtures/walking-skeleton/notes.txt with SHA-256",
+        ),
+        ("evo/01", &no_scenario, "holds no walking_skeleton.toml"),
+    ] {
+        s.edit(id, |row| row.source_revision = Some(commit.clone()));
+        s.assert_contradicted(id, "source_revision");
+        let text = render_text(&report(&s.campaign, &s.ledger));
+        assert!(
+            text.contains(&format!("{commit} cannot be the tree that ran task"))
+                && text.contains(said),
+            "{text}"
+        );
+    }
+    // The commit that holds the pinned files again bears the rows out.
+    for id in ["ws/01", "evo/01"] {
+        s.edit(id, |row| row.source_revision = Some(restored.clone()));
+    }
+    for line in s.json()["attempts"].as_array().unwrap() {
+        assert_eq!(line["outcome"], VERIFIED, "{line}");
+    }
+}
+
+// A bundle whose fixture inputs are not the pinned ones (other bytes, a file added, a file left out) ran another world, even with the task's scenario file byte for byte: contradicted at the evidence path, naming the file.
+#[test]
+fn a_bundle_of_another_world_is_contradicted() {
+    let s = Setup::new(true);
+    let bundle_file = |rel: &str| s.bundle.join("inputs").join(rel);
+    std::fs::write(
+        bundle_file("fixtures/walking-skeleton/notes.txt"),
+        b"edited\n",
+    )
+    .unwrap();
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    let text = render_text(&report(&s.campaign, &s.ledger));
+    assert!(
+        text.contains("the bundle ran inputs/fixtures/walking-skeleton/notes.txt with SHA-256"),
+        "{text}"
+    );
+    s.write_bundle(|_| {});
+    std::fs::write(bundle_file("fixtures/walking-skeleton/extra.txt"), b"x\n").unwrap();
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    s.write_bundle(|_| {});
+    std::fs::remove_file(bundle_file("fixtures/walking-skeleton/.env")).unwrap();
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
+    let text = render_text(&report(&s.campaign, &s.ledger));
+    assert!(
+        text.contains("the bundle holds no inputs/fixtures/walking-skeleton/.env"),
+        "{text}"
     );
 }

@@ -127,3 +127,103 @@ fn what_a_link_leads_to_below_the_root_is_covered() {
     let after = definition_hash(tmp.path(), &[PathBuf::from("tree/link")]).unwrap();
     assert_ne!(after.sha256, before, "the file behind the link changed");
 }
+
+/// A root holding the walking skeleton, its fixtures and prompt, with the
+/// scenario also reachable through `inlink.toml` (a link inside the root)
+/// and `outlink.toml` (a link to a copy outside it), and the root again
+/// through the folder link `sub/up`.
+fn linked_task_files(dir: &Path) -> PathBuf {
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let root = dir.join("root");
+    for file in [
+        "walking_skeleton.toml",
+        "fixtures/walking-skeleton/notes.txt",
+        "fixtures/walking-skeleton/.env",
+        "prompts/walking-skeleton.txt",
+    ] {
+        let target = root.join(file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(scenarios.join(file), target).unwrap();
+    }
+    std::fs::create_dir_all(dir.join("outside")).unwrap();
+    std::fs::copy(
+        root.join("walking_skeleton.toml"),
+        dir.join("outside/ws.toml"),
+    )
+    .unwrap();
+    symlink("walking_skeleton.toml", root.join("inlink.toml")).unwrap();
+    symlink("../outside/ws.toml", root.join("outlink.toml")).unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    symlink("..", root.join("sub/up")).unwrap();
+    root
+}
+
+// A task file that is a symbolic link (inside the root or out of it), or that lies below one, is refused when it is hashed, from the working tree and from a revision, and when a declaration naming it is loaded: a link's definition pins its text, not the scenario that runs.
+#[test]
+fn a_task_file_that_is_a_link_is_refused() {
+    use chio_campaign::{load_campaign, task_definition, task_definition_at, TaskKind};
+    let tmp = tempfile::tempdir().unwrap();
+    let root = linked_task_files(tmp.path());
+    for file in [
+        "inlink.toml",
+        "outlink.toml",
+        "sub/up/walking_skeleton.toml",
+    ] {
+        let err = task_definition(&root, TaskKind::Scenario, file).unwrap_err();
+        assert_eq!(err.code(), "CHIO-CAMPAIGN-DEFINITION-PATH", "{file}: {err}");
+        assert!(err.to_string().contains("is a symbolic link"), "{err}");
+    }
+    // A file named directly is hashed as before.
+    let (_, definition) =
+        task_definition(&root, TaskKind::Scenario, "walking_skeleton.toml").unwrap();
+    git(&root, &["init", "-q"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "links"]);
+    let err = task_definition_at(&root, "HEAD", TaskKind::Scenario, "inlink.toml").unwrap_err();
+    assert_eq!(err.code(), "CHIO-CAMPAIGN-DEFINITION-PATH", "{err}");
+    let decl = tmp.path().join("campaign.toml");
+    for (file, kind) in [("inlink.toml", "scenario"), ("outlink.toml", "evolve")] {
+        std::fs::write(
+            &decl,
+            format!(
+                "schema_version = \"chio.arena.campaign/v2\"\nid = \"links\"\ntitle = \"links\"\nroot = \"root\"\n\n\
+                 [[tasks]]\nid = \"ws\"\nkind = \"{kind}\"\nfile = \"{file}\"\nrepetitions = 1\n\
+                 limits = {{ wall_seconds = 1, steps = 1, kernel_evaluations = 1, generations = 1 }}\n\
+                 definition = {{ sha256 = \"{}\", files = {} }}\n",
+                definition.sha256, definition.files
+            ),
+        )
+        .unwrap();
+        let err = load_campaign(&decl).unwrap_err();
+        assert_eq!(err.code(), "CHIO-CAMPAIGN-DEFINITION-PATH", "{file}: {err}");
+    }
+}
+
+// A declaration pins a commit by its full id: `HEAD`, a branch or an abbreviation, which can move, is refused at load naming the revision key.
+#[test]
+fn a_pin_that_can_move_is_refused() {
+    use chio_campaign::load_campaign;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = linked_task_files(tmp.path());
+    let commit = git_repo::commit_all(&root);
+    let decl = tmp.path().join("campaign.toml");
+    for revision in ["HEAD", "main", &commit[..12]] {
+        std::fs::write(
+            &decl,
+            format!(
+                "schema_version = \"chio.arena.campaign/v2\"\nid = \"pin\"\ntitle = \"pin\"\nroot = \"root\"\nrevision = \"{revision}\"\n\n\
+                 [[tasks]]\nid = \"ws\"\nkind = \"scenario\"\nfile = \"walking_skeleton.toml\"\nrepetitions = 1\n\
+                 limits = {{ wall_seconds = 1, steps = 1, kernel_evaluations = 1, generations = 1 }}\n\
+                 definition = {{ sha256 = \"{}\", files = 1 }}\n",
+                "0".repeat(64)
+            ),
+        )
+        .unwrap();
+        let err = load_campaign(&decl).unwrap_err();
+        assert_eq!(err.code(), "CHIO-CAMPAIGN-DECLARATION", "{revision}: {err}");
+        assert!(
+            err.to_string().contains("is not a commit id"),
+            "{revision}: {err}"
+        );
+    }
+}
