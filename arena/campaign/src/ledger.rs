@@ -396,7 +396,7 @@ fn exact_integers(
 ) -> Result<(), ExperimentError> {
     match chio_kernel::canonical::first_inexact_integer(value, "") {
         Some(field) => Err(syntax(format!(
-            "{field} is an integer outside -2^53..=2^53, which canonical JSON cannot print exactly"
+            "{field} is a whole number beyond -2^53..=2^53 (written as an integer or as a number such as 1e308), which canonical JSON cannot print exactly; give a number within that range"
         ))),
         None => Ok(()),
     }
@@ -467,5 +467,15 @@ mod tests {
         assert_eq!(err.code(), "CHIO-EXPERIMENT-SYNTAX");
         assert!(err.summary().contains("rows[0].calls"), "{}", err.summary());
         assert!(!err.is_infrastructure());
+        // A float far beyond 2^53 is named as the number it is, not as an integer.
+        let err =
+            read_ledger(br#"{"rows": [{"elapsed_seconds": 1e308}]}"#, "ledger.json").unwrap_err();
+        assert!(
+            err.summary().contains(
+                "rows[0].elapsed_seconds is a whole number beyond -2^53..=2^53 (written as an integer or as a number such as 1e308)"
+            ),
+            "{}",
+            err.summary()
+        );
     }
 }

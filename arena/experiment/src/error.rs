@@ -213,10 +213,11 @@ error_table! {
         help: "a retry needs a new declared schedule; the original row stays";
     /// An import names a schedule id twice, or one record for two rows.
     ImportTwice {
-        /// The schedule id or record path named twice.
+        /// What the import repeats, as a clause: `names schedule id "x"
+        /// twice`, or the two rows given one record.
         what: String,
     } => "CHIO-CAMPAIGN-IMPORT-TWICE", Input, at: None,
-        summary: format!("the import names {what} twice"),
+        summary: format!("the import {what}"),
         help: "name each schedule id and each record once";
     /// A result record belongs to another task or kind than its row.
     WrongTask {

@@ -1627,7 +1627,7 @@ fn refuses_an_import_that_names_twice() {
             &format!("ws/02={}", s(&copy)),
         ],
         "CHIO-CAMPAIGN-IMPORT-TWICE",
-        "hold the same bytes",
+        "the import gives rows \"ws/01\" and \"ws/02\" the same record: ",
     );
 }
 

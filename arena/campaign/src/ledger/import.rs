@@ -25,19 +25,21 @@ pub fn import(
 /// two rows.
 fn each_once(records: &[ImportRecord]) -> Result<(), ExperimentError> {
     let mut ids = BTreeSet::new();
-    let mut digests: BTreeMap<String, &str> = BTreeMap::new();
+    let mut digests: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for record in records {
         if !ids.insert(record.schedule_id.as_str()) {
             return Err(ExperimentError::ImportTwice {
-                what: format!("schedule id {:?}", record.schedule_id),
+                what: format!("names schedule id {:?} twice", record.schedule_id),
             });
         }
         let digest = sha256_hex(&record.bytes);
-        if let Some(first) = digests.insert(digest, record.path.as_str()) {
+        if let Some((first, first_id)) =
+            digests.insert(digest, (record.path.as_str(), record.schedule_id.as_str()))
+        {
             return Err(ExperimentError::ImportTwice {
                 what: format!(
-                    "one record ({:?} and {:?} hold the same bytes) for two rows",
-                    first, record.path
+                    "gives rows {first_id:?} and {:?} the same record: {first:?} and {:?} hold the same bytes, and one attempt's record backs one row",
+                    record.schedule_id, record.path
                 ),
             });
         }
