@@ -187,6 +187,9 @@ cli_codes! {
     /// A result `chio report` recognised cannot be read: a file missing,
     /// unreadable, not its JSON or of another schema.
     REPORT_INPUT_UNREADABLE = "CHIO-REPORT-INPUT-UNREADABLE", Input;
+    /// A search's trace `chio report` reads contradicts itself: its records'
+    /// results are not its counts.
+    REPORT_INCONSISTENT_TRACE = "CHIO-REPORT-INCONSISTENT-TRACE", Input;
     /// `chio report` is given a campaign ledger without its declaration.
     REPORT_NEEDS_DECLARATION = "CHIO-REPORT-NEEDS-DECLARATION", Input;
     /// `arena run` of a scenario with an mcp server was not given its

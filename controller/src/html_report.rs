@@ -165,9 +165,10 @@ pub fn search_page(
     .map_err(|e| CliError::from_arena(command, &e))
 }
 
-/// The search report of an evolve output folder, once its leaderboard is
-/// the one its trace derives (a leaderboard the trace contradicts, such as
-/// one with escapes removed, is refused, never presented).
+/// The search report of an evolve output folder, once its trace agrees
+/// with itself (its records with its counts) and its leaderboard is the
+/// one its trace derives (a leaderboard the trace contradicts, such as one
+/// with escapes removed, is refused, never presented).
 fn search_from(dir: &Path) -> Result<String, CliError> {
     let board_path = dir.join(LEADERBOARD_JSON);
     let board_bytes = read(&board_path)?;
@@ -176,6 +177,14 @@ fn search_from(dir: &Path) -> Result<String, CliError> {
     let trace_path = dir.join(TRACE_FILE);
     let trace = TraceFile::parse(&read(&trace_path)?, &trace_path.display().to_string())
         .map_err(|e| unreadable(&trace_path, e))?;
+    if let Some(why) = trace.inconsistency() {
+        return Err(CliError::new(
+            codes::REPORT_INCONSISTENT_TRACE,
+            COMMAND,
+            format!("{} contradicts itself: {why}", trace_path.display()),
+            "write the search again with `chio arena evolve --out`; a trace edited by hand is not a search's record",
+        ));
+    }
     if let Some(why) = leaderboard_disagreement(&board_bytes, &trace) {
         return Err(unreadable(
             &board_path,

@@ -58,6 +58,91 @@ impl TraceFile {
     }
 }
 
+impl TraceFile {
+    /// The first place the trace contradicts itself, naming its field: a
+    /// sample's counts (`survivals`, `defeats`, `inside_grant`,
+    /// `goal_missed`, `total_actions`) that are not what its records'
+    /// results give, a record scored against its own verdict (`defeated`
+    /// is a deny, `survived` and `goal-missed` an admission), a
+    /// generation's `escapes` that are not its samples' survivals, or a
+    /// `generations_completed` that is not the generations it lists. A
+    /// trace whose records were edited (every escape turned into a defeat,
+    /// the counts left) is never read as a search with nothing escaped.
+    pub fn inconsistency(&self) -> Option<String> {
+        if self.generations.len() != self.generations_completed as usize {
+            return Some(format!(
+                "generations_completed is {}, but the trace lists {} generation(s)",
+                self.generations_completed,
+                self.generations.len()
+            ));
+        }
+        self.generations.iter().enumerate().find_map(|(g, record)| {
+            let at = format!("generations[{g}]");
+            let survivals: u64 = record.samples.iter().map(|s| u64::from(s.survivals)).sum();
+            if survivals != u64::from(record.escapes) {
+                return Some(format!(
+                    "{at}.escapes is {}, but its samples record {survivals} survival(s)",
+                    record.escapes
+                ));
+            }
+            record
+                .samples
+                .iter()
+                .enumerate()
+                .find_map(|(i, sample)| sample_inconsistency(&format!("{at}.samples[{i}]"), sample))
+        })
+    }
+}
+
+/// The first count of `sample` its records do not bear out, or the first
+/// record whose result its own verdict contradicts.
+fn sample_inconsistency(at: &str, sample: &crate::FitnessSample) -> Option<String> {
+    use crate::ActionResult;
+    use chio_kernel::verdict::ProjectedVerdict;
+    let mut tally = [0u32; 4];
+    for (k, record) in sample.records.iter().enumerate() {
+        let denied = record.actual == ProjectedVerdict::Deny;
+        let (slot, agrees) = match record.result {
+            ActionResult::Survived => (0, !denied),
+            ActionResult::Defeated => (1, denied),
+            ActionResult::InsideGrant => (2, true),
+            ActionResult::GoalMissed => (3, !denied),
+        };
+        if !agrees {
+            let word = |v: serde_json::Result<serde_json::Value>| match v {
+                Ok(serde_json::Value::String(word)) => word,
+                _ => "?".to_string(),
+            };
+            return Some(format!(
+                "{at}.records[{k}].result is {:?}, but the record's verdict is {:?}",
+                word(serde_json::to_value(record.result)),
+                word(serde_json::to_value(record.actual))
+            ));
+        }
+        tally[slot] += 1;
+    }
+    let counts = [
+        ("survivals", sample.survivals),
+        ("defeats", sample.defeats),
+        ("inside_grant", sample.inside_grant),
+        ("goal_missed", sample.goal_missed),
+    ];
+    for ((name, stated), counted) in counts.into_iter().zip(tally) {
+        if stated != counted {
+            return Some(format!(
+                "{at}.{name} is {stated}, but its records give {counted}"
+            ));
+        }
+    }
+    (sample.records.len() != sample.total_actions as usize).then(|| {
+        format!(
+            "{at}.total_actions is {}, but it holds {} record(s)",
+            sample.total_actions,
+            sample.records.len()
+        )
+    })
+}
+
 /// Whether `bytes`, a search's `leaderboard.json`, are byte for byte the
 /// leaderboard the trace beside it derives ([`Leaderboard::from_trace`],
 /// what `chio arena evolve` writes of those generation records); what

@@ -1110,6 +1110,43 @@ fn a_forged_evolution_is_contradicted() {
     assert!(!dir.join("weak.html").exists());
 }
 
+// A search whose trace contradicts itself (every escaped record turned into a defeat, the sample counts and generation escapes left, the leaderboard rewritten as the edited records derive it) is refused by `chio report` (CHIO-REPORT-INCONSISTENT-TRACE, naming the field, nothing written) and contradicts an evolution row that names it.
+#[test]
+fn a_self_contradicting_trace_is_refused() {
+    let (_tmp, dir, decl) = evolve_fixture();
+    copy_tree(&dir.join("weak"), &dir.join("flipped"));
+    let trace_path = dir.join("flipped/evolve-trace.json");
+    let text = std::fs::read_to_string(&trace_path).unwrap();
+    assert!(
+        text.contains("\"result\":\"survived\""),
+        "the weakened search has escapes"
+    );
+    let text = text.replace("\"result\":\"survived\"", "\"result\":\"defeated\"");
+    std::fs::write(&trace_path, &text).unwrap();
+    let trace =
+        chio_adversary::report::TraceFile::parse(text.as_bytes(), "evolve-trace.json").unwrap();
+    let board = chio_adversary::Leaderboard::from_trace(&trace.scenario_id, &trace.generations);
+    std::fs::write(
+        dir.join("flipped/leaderboard.json"),
+        board.to_json().unwrap(),
+    )
+    .unwrap();
+    let output = expect(&dir, &["report", "flipped", "--out", "flipped.html"], 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-REPORT-INCONSISTENT-TRACE]: report: ")
+            && stderr.contains("contradicts itself: generations[0].samples[")
+            && stderr.contains("is \"defeated\", but the record's verdict is"),
+        "{stderr}"
+    );
+    assert!(!dir.join("flipped.html").exists());
+    let why = evolution_reason(&dir, &decl, "flipped");
+    assert!(
+        why.contains("its evolve-trace.json contradicts itself: generations[0]"),
+        "{why}"
+    );
+}
+
 // A campaign title, its cost's currency and a skip reason holding terminal escape sequences reach the terminal escaped, in `campaign report` (with --color never too) and in the line `campaign annotate` prints; the ledger keeps the reason as given.
 #[test]
 fn campaign_text_reaches_the_terminal_printable() {

@@ -47,6 +47,12 @@ pub(super) fn check_evolution(checked: &RefCheck<'_>, found: &mut Vec<Contradict
         }
     };
     check_scenario(checked, &trace, found);
+    if let Some(why) = trace.inconsistency() {
+        found.push(contradiction(
+            checked.at("path"),
+            format!("its {EVOLVE_TRACE} contradicts itself: {why}"),
+        ));
+    }
     match read_regular(&dir.join(LEADERBOARD), MAX_FILE_BYTES) {
         Ok(board) => {
             if let Some(why) = leaderboard_disagreement(&board, &trace) {
