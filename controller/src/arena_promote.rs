@@ -23,7 +23,13 @@
 //! regression case once the guard is fixed: run the search against the weak
 //! pipeline, fix it, promote the trace's escapes against the fixed one. An
 //! escape the fixed pipeline still admits is not written; the report counts
-//! it as `still_escaping`.
+//! it as `still_escaping` and the command then fails
+//! (`CHIO-ARENA-PROMOTE-STILL-ESCAPING`, exit 1): the fix did not hold. A
+//! trace with an escape FILE cannot rebuild (its population is not in its
+//! generation record, or FILE's populations and steps do not make its
+//! action: a search of another scenario) is refused before anything is
+//! evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit 2), naming the trace's
+//! scenario and digest and FILE's.
 
 use std::io::Write;
 use std::path::{Component, Path};
@@ -53,16 +59,16 @@ pub const MAX_PROMOTE_CAP: usize = 50;
 /// The part of an evolve trace promotion reads.
 #[derive(Deserialize)]
 struct TraceFile {
+    /// The scenario the search ran, named when an escape cannot be rebuilt.
+    scenario_id: String,
+    /// The SHA-256 of the scenario file it searched.
+    scenario_sha256: String,
+    /// Its generation records.
     generations: Vec<GenerationRecord>,
 }
 
-/// The escaping actions a trace records, rebuilt in `scenario`, in trace
-/// order, each once; `lineages` narrows them when not empty.
-fn trace_escapes(
-    scenario: &Scenario,
-    path: &Path,
-    lineages: &[String],
-) -> Result<Vec<AdversaryAction>, CliError> {
+/// Reads `path` as an evolve trace.
+fn read_trace(path: &Path) -> Result<TraceFile, CliError> {
     let unreadable = |reason: String| {
         arena_error(&ArenaError::Unreadable {
             path: path.display().to_string(),
@@ -72,11 +78,41 @@ fn trace_escapes(
     let bytes = chio_arena::files::read_named(path, chio_arena::bundle::MAX_FILE_BYTES)
         .map_err(|e| unreadable(e.describe("an evolve trace")))?;
     let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))?;
-    let trace: TraceFile = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         unreadable(format!(
             "not an evolve trace ({e}); pass the evolve-trace.json chio arena evolve wrote"
         ))
-    })?;
+    })
+}
+
+/// The refusal of a trace one of whose escapes `scenario` cannot rebuild:
+/// a search of another scenario, or of one whose populations or steps the
+/// edit removed. Promoting the rest would drop that escape silently.
+fn not_rebuilt(path: &Path, trace: &TraceFile, scenario: &Scenario, why: String) -> CliError {
+    CliError::new(
+        codes::PROMOTE_TRACE,
+        COMMAND,
+        format!(
+            "{} is a search of scenario {:?} (scenario file SHA-256 {}), and {why} in {:?} ({}); no escape of it is dropped unsaid, so nothing was written",
+            path.display(),
+            trace.scenario_id,
+            trace.scenario_sha256,
+            scenario.id(),
+            scenario.text().sha256()
+        ),
+        "promote a trace against the scenario it searched, or its fixed twin that keeps its populations and steps",
+    )
+}
+
+/// The escaping actions a trace records, rebuilt in `scenario`, in trace
+/// order, each once; `lineages` narrows them when not empty. An escape
+/// whose population or action `scenario` cannot rebuild is refused.
+fn trace_escapes(
+    scenario: &Scenario,
+    path: &Path,
+    lineages: &[String],
+) -> Result<Vec<AdversaryAction>, CliError> {
+    let trace = read_trace(path)?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for record in &trace.generations {
@@ -84,33 +120,44 @@ fn trace_escapes(
             if !lineages.is_empty() && !lineages.contains(&sample.lineage) {
                 continue;
             }
+            let escapes = sample
+                .records
+                .iter()
+                .filter(|r| r.result == ActionResult::Survived)
+                .filter(|r| seen.insert(r.action.clone()))
+                .collect::<Vec<_>>();
+            let Some(escape) = escapes.first() else {
+                continue;
+            };
             let Some(population) = record
                 .populations
                 .iter()
                 .find(|p| p.name == sample.population)
             else {
-                continue;
+                let why = format!(
+                    "its escape {:?} comes from population {:?}, which generation {} does not list",
+                    escape.action, sample.population, record.generation
+                );
+                return Err(not_rebuilt(path, &trace, scenario, why));
             };
-            for escape in sample
-                .records
-                .iter()
-                .filter(|r| r.result == ActionResult::Survived)
-            {
-                if !seen.insert(escape.action.clone()) {
-                    continue;
-                }
+            for escape in escapes {
                 let round = escape
                     .action
                     .rsplit_once("/r")
                     .and_then(|(_, r)| r.parse::<u32>().ok())
                     .unwrap_or(0);
-                if let Some(action) = actions_for(scenario, population, round)
+                let Some(action) = actions_for(scenario, population, round)
                     .map_err(|e| arena_error(&e))?
                     .into_iter()
                     .find(|a| a.id == escape.action)
-                {
-                    out.push(action);
-                }
+                else {
+                    let why = format!(
+                        "its escape {:?} (population {:?}, step {:?}) cannot be rebuilt",
+                        escape.action, sample.population, escape.base_step
+                    );
+                    return Err(not_rebuilt(path, &trace, scenario, why));
+                };
+                out.push(action);
             }
         }
     }
@@ -197,7 +244,19 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         not_eligible: evaluated.not_eligible,
         still_escaping: args.from_trace.as_ref().map(|_| evaluated.still_escaping),
     };
-    print_report(args.json, &report, out)
+    print_report(args.json, &report, out)?;
+    match report.still_escaping {
+        Some(left) if left > 0 => Err(CliError::new(
+            codes::PROMOTE_STILL_ESCAPING,
+            COMMAND,
+            format!(
+                "{left} escape(s) of the trace are still admitted by {}: the fix did not hold, and they were not written",
+                args.file.display()
+            ),
+            "fix the pipeline (the escapes' causes are in the search's leaderboard) and promote the trace again",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Checks `--cap`, `--step` and `--population` against the scenario and
@@ -336,8 +395,11 @@ fn print_report(
     let text = if json {
         CliError::json_document(COMMAND, report)?
     } else {
+        let still = report
+            .still_escaping
+            .map_or(String::new(), |n| format!(", {n} still escaping"));
         let mut s = format!(
-            "promoted {} case(s) of {} ({} over the cap, {} not eligible)\n",
+            "promoted {} case(s) of {} ({} over the cap, {} not eligible{still})\n",
             report.written.len(),
             report.scenario_id,
             report.skipped_by_cap,

@@ -73,6 +73,12 @@ cli_codes! {
     UNEXPECTED_REASON = "CHIO-ARENA-UNEXPECTED-REASON", Expectation;
     /// A node, a store or a peer failed during a run.
     INFRASTRUCTURE = "CHIO-ARENA-INFRASTRUCTURE", Infrastructure;
+    /// `arena promote --from-trace` was given a trace with an escape the
+    /// scenario cannot rebuild (a search of another scenario).
+    PROMOTE_TRACE = "CHIO-ARENA-PROMOTE-TRACE", Input;
+    /// `arena promote --from-trace`: the scenario still admits escapes of
+    /// the trace.
+    PROMOTE_STILL_ESCAPING = "CHIO-ARENA-PROMOTE-STILL-ESCAPING", Expectation;
     /// A replay decided or read otherwise than the recorded run.
     DRIFT = "CHIO-ARENA-DRIFT", Expectation;
     /// A step named to `arena explain` is not in the bundle (the same code

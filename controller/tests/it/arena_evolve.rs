@@ -348,6 +348,64 @@ fn promote_turns_trace_escapes_into_regression_cases() {
     );
 }
 
+// A trace promoted against another scenario (whose populations and steps cannot rebuild its escapes) is refused before anything is written, naming the trace's scenario; promoted against a "fix" that still admits its escapes, the command counts them in its text line and exits 1.
+#[test]
+fn promote_refuses_a_foreign_trace_and_fails_while_escapes_remain() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let evolved = tmp.path().join("evolve");
+    evolve_files(
+        "scenarios/adversaries-weakened.toml",
+        &evolved,
+        &["--generations", "2", "--population-size", "3"],
+    );
+    let trace = evolved
+        .join("evolve-trace.json")
+        .to_string_lossy()
+        .to_string();
+    let promoted = tmp.path().join("promoted");
+    let out_dir = promoted.to_string_lossy().to_string();
+    let promote = |file: &str| {
+        chio(
+            &[
+                "arena",
+                "promote",
+                file,
+                "--to",
+                "adversarial-suite",
+                "--from-trace",
+                &trace,
+                "--out",
+                &out_dir,
+            ],
+            &[],
+        )
+    };
+    let out = promote("scenarios/adversaries-rug-pull.toml");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-TRACE]: arena promote: ")
+            && stderr.contains("is a search of scenario \"adversaries_weakened\"")
+            && stderr.contains("cannot be rebuilt in \"adversaries_rug_pull\""),
+        "{stderr}"
+    );
+    assert!(!promoted.exists(), "a refused trace wrote cases");
+    let out = promote("scenarios/adversaries-weakened.toml");
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("promoted 0 case(s) of adversaries_weakened")
+            && stdout.contains(" still escaping)"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-STILL-ESCAPING]: arena promote: ")
+            && stderr.contains("the fix did not hold"),
+        "{stderr}"
+    );
+}
+
 // --population-size outside 1 to 64 is refused as a typed error before anything is written.
 #[test]
 fn population_size_out_of_range_is_refused() {
