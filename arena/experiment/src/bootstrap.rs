@@ -11,11 +11,22 @@
 //! draws: index `floor(q * (m - 1))`). Indices come from one ChaCha20 stream
 //! seeded with the verdict seed, restarted for every gap, so every gap is
 //! computed on the same resamples; an index is drawn uniformly by rejection
-//! from 32-bit words. The gap is established when the interval excludes 0.
+//! from 32-bit words. The gap is established when the interval excludes 0
+//! and at least [`MIN_PAIRS_TO_ESTABLISH`] repetitions are judged on both
+//! sides: with fewer pairs the resamples can only repeat the few values
+//! there are, so a single run's difference would give a zero-width
+//! interval that "excludes 0" while saying nothing.
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
+
+/// The fewest repetitions judged in both cells for a gap to be
+/// established: six pairs that all differ the same way are the fewest the
+/// exact sign test finds significant at the 5% level (2 x 2^-6, about
+/// 0.031); five are not (0.0625). Below it a gap is inconclusive, whatever
+/// its interval.
+pub const MIN_PAIRS_TO_ESTABLISH: usize = 6;
 
 /// A gap's interval and verdict.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,7 +40,8 @@ pub struct GapInterval {
     pub high: Option<f64>,
     /// Draws that had judged repetitions on both sides.
     pub defined_draws: u32,
-    /// `established` when the interval excludes 0, else `inconclusive`.
+    /// `established` when the interval excludes 0 over at least
+    /// [`MIN_PAIRS_TO_ESTABLISH`] judged pairs, else `inconclusive`.
     pub verdict: String,
 }
 
@@ -95,7 +107,13 @@ pub fn paired_gap(
         (!samples.is_empty()).then(|| samples[(q * (samples.len() - 1) as f64).floor() as usize])
     };
     let (low, high) = (pick(0.025), pick(0.975));
-    let established = matches!((low, high), (Some(l), Some(h)) if l > 0.0 || h < 0.0);
+    let pairs = cell
+        .iter()
+        .zip(reference)
+        .filter(|(c, r)| c.is_some() && r.is_some())
+        .count();
+    let established = pairs >= MIN_PAIRS_TO_ESTABLISH
+        && matches!((low, high), (Some(l), Some(h)) if l > 0.0 || h < 0.0);
     GapInterval {
         gap,
         low,
@@ -127,6 +145,30 @@ mod tests {
         let equal = paired_gap(&same, &reference, 2000, 7);
         assert_eq!(equal.verdict, "inconclusive");
         assert_eq!(equal.gap, Some(0.0));
+    }
+
+    // A difference seen in fewer than six judged pairs is never established, however narrow its interval; six pairs that all differ are.
+    #[test]
+    fn too_few_pairs_never_establish_a_gap() {
+        for n in 1..MIN_PAIRS_TO_ESTABLISH {
+            let reference = vec![Some(0.0); n];
+            let worse = vec![Some(0.75); n];
+            let gap = paired_gap(&worse, &reference, 1000, 7);
+            assert_eq!((gap.low, gap.high), (Some(0.75), Some(0.75)), "{n}");
+            assert_eq!(gap.verdict, "inconclusive", "{n} pair(s)");
+        }
+        let mut reference = vec![Some(0.0); MIN_PAIRS_TO_ESTABLISH];
+        let worse = vec![Some(0.75); MIN_PAIRS_TO_ESTABLISH];
+        assert_eq!(
+            paired_gap(&worse, &reference, 1000, 7).verdict,
+            "established"
+        );
+        // A pair unjudged on one side is no pair.
+        reference[0] = None;
+        assert_eq!(
+            paired_gap(&worse, &reference, 1000, 7).verdict,
+            "inconclusive"
+        );
     }
 
     // Unjudged repetitions leave the denominator instead of counting as failures.
