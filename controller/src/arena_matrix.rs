@@ -26,7 +26,12 @@
 //! JUnit XML report (`junit`) is written atomically after the synthesis: one
 //! test suite per cell, one test case per step over the cell's repetitions.
 //! Runs taken from the run ledger by `--resume` recorded no steps, so their
-//! scenario part is run again (it is deterministic) to fill the report.
+//! scenario part is run again (it is deterministic) to fill the report. A
+//! matrix with validators adds a suite of them, a failed one as a failure.
+//!
+//! A validator that fails a cell fails the command
+//! (`CHIO-MATRIX-VALIDATION-FAILED`, exit 1) once everything is written and
+//! printed, so CI sees it.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -52,7 +57,7 @@ use crate::cli::arena::MatrixArgs;
 use crate::cli::RunTopology;
 use crate::driver::{RunInputs, RunResult, RunStatus};
 use crate::error::{codes, CliError};
-use crate::junit::{suite_from_cell, CellRun};
+use crate::junit::{suite_from_cell, suite_from_validators, CellRun};
 use crate::placement::RunPlaces;
 use crate::report::{write_report, ReportKind};
 use crate::term::progress_bar;
@@ -201,6 +206,7 @@ impl MatrixRunner for RecordingRunner {
 fn junit_report(
     runner: &KernelMatrixRunner,
     matrix: &Matrix,
+    synthesis: &Synthesis,
     mut manifests: BTreeMap<(String, u64), BundleManifest>,
 ) -> Result<Vec<u8>, CliError> {
     let mut suites = Vec::with_capacity(matrix.cells().len());
@@ -244,6 +250,7 @@ fn junit_report(
             .collect();
         suites.push(suite_from_cell(matrix.id(), &cell.name, &cell_runs));
     }
+    suites.extend(suite_from_validators(matrix.id(), &synthesis.validators));
     crate::junit::render("chio arena matrix", &suites).map_err(|e| e.into_cli(COMMAND))
 }
 
@@ -348,7 +355,7 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
             .lock()
             .map(|m| m.clone())
             .unwrap_or_default();
-        let xml = junit_report(&kernel_runner, &matrix, manifests)?;
+        let xml = junit_report(&kernel_runner, &matrix, &synthesis, manifests)?;
         write_report(ReportKind::Junit, path, &xml).map_err(|e| e.into_cli(COMMAND))?;
     }
     let text = if args.json {
@@ -363,7 +370,37 @@ pub fn run(args: &MatrixArgs, out: &mut dyn Write, quiet: bool) -> Result<(), Cl
             crate::term::printable(&dir.display().to_string())
         )
     };
-    CliError::print(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())?;
+    validation_outcome(&synthesis)
+}
+
+/// Fails a matrix (exit 1) when a validator judged a cell outside its
+/// bounds: the synthesis and reports are written and printed first, and the
+/// error names each failed validator and cell.
+fn validation_outcome(synthesis: &Synthesis) -> Result<(), CliError> {
+    let failed: Vec<String> = synthesis
+        .validators
+        .iter()
+        .flat_map(|v| {
+            v.cells
+                .iter()
+                .filter(|c| !c.passed)
+                .map(move |c| format!("{} of {}", v.metric, c.cell))
+        })
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::new(
+        codes::MATRIX_VALIDATION_FAILED,
+        COMMAND,
+        format!(
+            "{} validator judgement(s) failed: {}; the gaps these cells take part in are invalid",
+            failed.len(),
+            crate::term::printable(&failed.join(", "))
+        ),
+        "read the synthesis's validators, fix the cells (or the thresholds, if they were wrong) and run the matrix again",
+    ))
 }
 
 /// Refuses, before any run, a `--junit` path that is the matrix file or a

@@ -185,6 +185,8 @@ cli_codes! {
     INIT_WRITE = "CHIO-CLI-INIT-WRITE", Infrastructure;
     /// `arena lint --deny-warnings` found warnings.
     LINT_WARNINGS = "CHIO-CLI-LINT-WARNINGS", Expectation;
+    /// `arena matrix`: a validator judged a cell outside its bounds.
+    MATRIX_VALIDATION_FAILED = "CHIO-MATRIX-VALIDATION-FAILED", Expectation;
     /// `chio man COMMAND` names no command of `chio`.
     MAN_UNKNOWN = "CHIO-CLI-MAN-UNKNOWN", Input;
     /// `chio report` is given a path that holds none of the results it

@@ -10,7 +10,10 @@
 //! expected and the actual verdict and the kernel's reason; the step where an
 //! infrastructure failure stopped the run carries an `<error>`; a step the
 //! run never reached (it stopped first) is `<skipped>`. A step that passed
-//! carries its verdict and reason in `<system-out>`.
+//! carries its verdict and reason in `<system-out>`. A matrix with
+//! validators adds one suite, `<matrix> [validation]`, with one case per
+//! validator and judged cell, a `<failure type="validator-failed">` when the
+//! cell fails it.
 //!
 //! The XML is written by the `quick-junit` crate from the suites judged
 //! here. The file is a pure function of the runs: no wall-clock time, no
@@ -28,6 +31,7 @@ use std::path::Path;
 
 use chio_arena::bundle::{BundleManifest, StepOutcome, StepRecord, StopRecord};
 use chio_arena::Scenario;
+use chio_experiment::synthesis::ValidatorResult;
 use quick_junit::{NonSuccessKind, Property, Report, TestCaseStatus};
 
 use crate::arena_run::{bundle_error, read_back_error};
@@ -45,6 +49,12 @@ pub enum CaseOutcome {
         message: String,
         /// The step's details, one per line.
         detail: String,
+    },
+    /// A matrix validator judged a cell outside its thresholds
+    /// (`<failure type="validator-failed">`).
+    Invalid {
+        /// One line naming the validator, the cell, its value and the bounds.
+        message: String,
     },
     /// An infrastructure failure stopped the run at this step (`<error>`).
     Error {
@@ -359,6 +369,49 @@ pub fn suite_from_cell(matrix_id: &str, cell: &str, runs: &[CellRun<'_>]) -> Tes
     }
 }
 
+/// The suite of a matrix's validators, when it declares any: one case per
+/// validator and judged cell (`<metric> [<cell>]`), a `<failure>` when the
+/// cell's value is undefined or outside the validator's bounds, so a CI
+/// system sees a failed validator as a failed test.
+pub fn suite_from_validators(matrix_id: &str, validators: &[ValidatorResult]) -> Option<TestSuite> {
+    if validators.is_empty() {
+        return None;
+    }
+    let mut cases = Vec::new();
+    for validator in validators {
+        let bound = |b: Option<f64>| b.map_or("none".to_string(), |b| b.to_string());
+        for judged in &validator.cells {
+            let outcome = if judged.passed {
+                CaseOutcome::Passed
+            } else {
+                CaseOutcome::Invalid {
+                    message: format!(
+                        "validator {} of cell {}: {} is outside min {} max {}",
+                        validator.metric,
+                        judged.cell,
+                        judged
+                            .value
+                            .map_or("undefined".to_string(), |v| v.to_string()),
+                        bound(validator.min),
+                        bound(validator.max)
+                    ),
+                }
+            };
+            cases.push(TestCase {
+                name: format!("{} [{}]", validator.metric, judged.cell),
+                classname: matrix_id.to_string(),
+                outcome,
+                output: None,
+            });
+        }
+    }
+    Some(TestSuite {
+        name: format!("{matrix_id} [validation]"),
+        properties: BTreeMap::from([("matrix".to_string(), matrix_id.to_string())]),
+        cases,
+    })
+}
+
 /// `text` as XML 1.0 can carry it: C0 controls other than tab, newline and
 /// carriage return, and U+FFFE and U+FFFF, become U+FFFD. (The writer then
 /// drops tabs, carriage returns and C1 controls, and escapes markup.)
@@ -398,6 +451,12 @@ fn junit_case(case: &TestCase) -> quick_junit::TestCase {
             message,
             Some("unexpected-verdict"),
             Some(detail),
+        ),
+        CaseOutcome::Invalid { message } => non_success(
+            TestCaseStatus::non_success(NonSuccessKind::Failure),
+            message,
+            Some("validator-failed"),
+            None,
         ),
         CaseOutcome::Error { message } => non_success(
             TestCaseStatus::non_success(NonSuccessKind::Error),

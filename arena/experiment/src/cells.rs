@@ -90,10 +90,11 @@ fn check_axis_deltas(
         });
     }
     for value in &values[1..] {
-        if deltas
-            .and_then(|d| d.get(value))
-            .is_none_or(Delta::is_empty)
-        {
+        let delta = deltas.and_then(|d| d.get(value));
+        if let Some(delta) = delta.filter(|d| d.changes_nothing()) {
+            return Err(empty_delta(&format!("values.{axis}.{value}"), delta));
+        }
+        if delta.is_none_or(Delta::is_empty) {
             return Err(ExperimentError::MissingDelta {
                 axis: axis.to_string(),
                 value: value.clone(),
@@ -110,6 +111,27 @@ fn check_axis_deltas(
         }
     }
     Ok(())
+}
+
+/// The refusal of a delta at `field` whose tables are all empty: it
+/// changes no key, so its cell would be the baseline under another name.
+fn empty_delta(field: &str, delta: &Delta) -> ExperimentError {
+    let tables: Vec<&str> = [
+        ("guards", delta.guards.is_some()),
+        ("grants", delta.grants.is_some()),
+        ("adversaries", delta.adversaries.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, given)| given.then_some(name))
+    .collect();
+    matrix_error(
+        field,
+        format!(
+            "the delta changes nothing ({} {} empty, so no key is set): the cell would measure the baseline under another name; set a kernel's guards, a grant key, a population's params or the topology",
+            tables.join(" and "),
+            if tables.len() == 1 { "is" } else { "are" }
+        ),
+    )
 }
 
 /// Every cell in order: the grid of the axes (first axis slowest), then the
@@ -136,6 +158,9 @@ pub(super) fn build_cells(
         .collect();
     variants.sort_by_key(|(start, _, _)| *start);
     for (_, name, delta) in variants {
+        if delta.changes_nothing() {
+            return Err(empty_delta(&format!("variants.{name}"), delta));
+        }
         builder.push(
             name.clone(),
             Vec::new(),

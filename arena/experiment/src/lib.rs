@@ -242,6 +242,13 @@ impl Delta {
         keys
     }
 
+    /// Whether the delta declares tables but sets no key through them
+    /// (`guards = {}`, `grants = {}` or a grant with no key, `adversaries =
+    /// {}`): written as a change, it is none.
+    fn changes_nothing(&self) -> bool {
+        !self.is_empty() && self.keys().is_empty()
+    }
+
     fn is_empty(&self) -> bool {
         self.guards.is_none()
             && self.grants.is_none()

@@ -386,6 +386,12 @@ pub(super) fn validators(
         }
         let judged = match &decl.cells {
             None => (0..cells.len()).collect(),
+            Some(names) if names.is_empty() => {
+                return Err(matrix_error(
+                    at("cells"),
+                    "lists no cell, so the validator would judge nothing; name the cells it judges, or leave cells out to judge every cell",
+                ))
+            }
             Some(names) => {
                 let mut judged = Vec::new();
                 for name in names {

@@ -526,6 +526,82 @@ fn refuses_a_delta_naming_nothing() {
     );
 }
 
+// A delta that declares tables but sets no key (guards = {}, grants = {}, a variant's empty guards) is refused at load naming the value, since its cell would be the baseline under another name; so is a validator whose cells list is empty.
+#[test]
+fn refuses_a_delta_that_changes_nothing_and_a_validator_of_no_cell() {
+    let verdict = "[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n";
+    for (delta, shown) in [
+        ("grants = {}", "grants is empty"),
+        ("guards = {}", "guards is empty"),
+        ("guards = {}\ngrants = {}", "guards and grants are empty"),
+    ] {
+        assert_refused(
+            &format!("[axes]\npipeline = [\"full\", \"weak\"]\n\n[values.pipeline.weak]\n{delta}\n\n{verdict}"),
+            "CHIO-MATRIX-INVALID",
+            &format!("matrix refused at values.pipeline.weak: the delta changes nothing ({shown}"),
+        );
+    }
+    assert_refused(
+        &format!("{GRID}[variants.same]\nguards = {{}}\n\n{verdict}"),
+        "CHIO-MATRIX-INVALID",
+        "matrix refused at variants.same: the delta changes nothing",
+    );
+    assert_refused(
+        &format!("{GRID}{verdict}\n[[validation]]\nmetric = \"escapes\"\nmax = 0\ncells = []\n"),
+        "CHIO-MATRIX-INVALID",
+        "matrix refused at validation[0].cells: lists no cell",
+    );
+}
+
+// A validator that fails a cell fails the matrix: exit 1 with CHIO-MATRIX-VALIDATION-FAILED naming the validator and cell, after the synthesis is written and printed, and the JUnit report counts it as a failure; with two repetitions no gap is established, however narrow its interval.
+#[test]
+fn a_failed_validator_fails_the_matrix_and_its_junit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.toml");
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"escapes\"\nmax = 0\n");
+    std::fs::write(&file, base_matrix(&body)).unwrap();
+    let out = tmp.path().join("out");
+    let junit = tmp.path().join("junit.xml");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--junit",
+        junit.to_str().unwrap(),
+        "--json",
+    ];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-MATRIX-VALIDATION-FAILED]: arena matrix: ")
+            && stderr.contains("escapes of weak"),
+        "{stderr}"
+    );
+    let synthesis: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        synthesis,
+        serde_json::from_slice::<serde_json::Value>(&read(&out.join("synthesis.json"))).unwrap()
+    );
+    for gap in synthesis["gaps"].as_array().unwrap() {
+        assert_ne!(gap["verdict"], "established", "{gap}");
+    }
+    let xml = String::from_utf8(read(&junit)).unwrap();
+    assert!(xml.contains("name=\"m [validation]\""), "{xml}");
+    assert!(xml.contains("type=\"validator-failed\""), "{xml}");
+    assert!(xml.contains("name=\"escapes [weak]\""), "{xml}");
+    let failures: u64 = xml
+        .lines()
+        .find(|l| l.contains("<testsuites"))
+        .and_then(|l| l.split("failures=\"").nth(1))
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(failures >= 1, "{xml}");
+}
+
 // A matrix without [protocol] repetitions is refused.
 #[test]
 fn refuses_missing_repetitions() {
