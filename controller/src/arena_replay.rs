@@ -57,6 +57,42 @@ struct DriftReport<'a> {
     /// inputs do not make.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     evidence: Vec<String>,
+    /// For `arena diff`: the input files (below `inputs/`) the two bundles
+    /// hold with other bytes, such as a fixture a call read; a drift whose
+    /// step records no changed input is blamed on them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    changed_files: Vec<String>,
+}
+
+impl DriftReport<'_> {
+    /// What a drift whose step records no changed input is blamed on: the
+    /// input files that differ, when there are any; else, for a replay, a
+    /// file of the bundle changed after the run or the evaluator's code.
+    fn unrecorded_blame(&self) -> String {
+        if !self.changed_files.is_empty() {
+            return format!(
+                "{} (an input file the bundles hold with other bytes; no step digest covers it)",
+                self.changed_files.join(", ")
+            );
+        }
+        if self.schema_version == DIFF_SCHEMA_VERSION {
+            "none recorded (every input file is the same: the evaluator's code changed)".to_string()
+        } else {
+            "none recorded (an input file of the bundle, such as a fixture a call read, was changed after the run, or the evaluator's code changed)".to_string()
+        }
+    }
+}
+
+/// The input files two bundles hold with other bytes, or only one holds.
+fn changed_input_files(left: &Bundle, right: &Bundle) -> Vec<String> {
+    let mut names: Vec<&String> = left.inputs.keys().chain(right.inputs.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| left.inputs.get(*name) != right.inputs.get(*name))
+        .map(|name| format!("{}/{name}", chio_arena::bundle::INPUTS_DIR))
+        .collect()
 }
 
 /// The two scenarios of a diff whose bundles ran different ones.
@@ -209,7 +245,7 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
             d.left.map_or("-", |v| v.as_str()),
             d.right.map_or("-", |v| v.as_str()),
             if d.changed_inputs.is_empty() {
-                "none recorded (the evaluator's code changed)".to_string()
+                report.unrecorded_blame()
             } else {
                 d.changed_inputs.join(", ")
             }
@@ -228,7 +264,7 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
             d.step_id,
             d.what,
             if d.changed_inputs.is_empty() {
-                "the evaluator's code".to_string()
+                report.unrecorded_blame()
             } else {
                 d.changed_inputs[0].clone()
             }
@@ -242,6 +278,9 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
         {
             Some(line) => format!("the edge session does not replay: {line}"),
             None => match report.evidence.first() {
+                Some(place) if report.schema_version == DIFF_SCHEMA_VERSION => {
+                    format!("the two bundles' {place} differ")
+                }
                 Some(place) => format!(
                     "the bundle's {place} is not what its inputs make: it was changed after the run"
                 ),
@@ -394,6 +433,7 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         scenarios_differ: None,
         session,
         evidence,
+        changed_files: Vec::new(),
     };
     report_drift(&report, args.json, COMMAND, out)
 }
@@ -450,6 +490,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
         scenarios_differ: ScenariosDiffer::of(&left, &right),
         session: Vec::new(),
         evidence,
+        changed_files: changed_input_files(&left, &right),
     };
     report_drift(&report, args.json, COMMAND, out)
 }
