@@ -142,7 +142,11 @@ pub fn markdown_text(text: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `text` with the five HTML-significant characters escaped, safe in an
-/// element's content and in a double- or single-quoted attribute.
+/// element's content and in a double- or single-quoted attribute; and each
+/// bidirectional embedding, override and isolate (U+202A to U+202E, U+2066
+/// to U+2069) shown as `\u{202e}` text, as the terminal shows it, so an
+/// unterminated override in a title or a cell name cannot reverse the
+/// text that follows it on the page.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -152,6 +156,9 @@ pub fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
+            '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32));
+            }
             c => out.push(c),
         }
     }
@@ -258,6 +265,11 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(escape("plain text é"), "plain text é");
+        // Embeddings, overrides and isolates are shown, never applied.
+        assert_eq!(
+            escape("ax\u{202e}b \u{2066}c\u{2069} \u{202a}"),
+            "ax\\u{202e}b \\u{2066}c\\u{2069} \\u{202a}"
+        );
     }
 
     // The frame declares the policy and escapes its title.
@@ -314,6 +326,15 @@ mod tests {
         fn escaped_text_holds_no_markup(text in ".*") {
             let escaped = escape(&text);
             prop_assert!(!escaped.contains(['<', '>', '"', '\'']));
+            let overrides = |c: char| matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+            prop_assert!(!escaped.contains(overrides), "an override stayed in {:?}", escaped);
+            let text: String = text
+                .chars()
+                .map(|c| match c {
+                    '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' => format!("\\u{{{:x}}}", c as u32),
+                    c => c.to_string(),
+                })
+                .collect();
             let back = escaped
                 .replace("&lt;", "<")
                 .replace("&gt;", ">")
