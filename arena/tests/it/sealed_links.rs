@@ -53,7 +53,7 @@ fn a_link_into_a_fixtures_folder_is_refused() {
     assert_eq!(plain, code);
     fs::write(
         dir.path().join("secrets/own.txt"),
-        "sk-test-another-value-no-server-serves",
+        "pk-live-another-value-no-server-serves",
     )
     .unwrap();
     let file = dir.path().join("scenario.toml");

@@ -114,6 +114,34 @@ fn git(repo: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// Replays `mcp_git.toml` in `dir` from its recording `rec` once with each
+/// of `modes`' extra arguments, with no python reachable, asserting that
+/// each run passes and every bundle is the first's bytes; the first bundle.
+fn replays_alike(dir: &Path, modes: &[&[&str]]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut bundles = Vec::new();
+    for (i, extra) in modes.iter().enumerate() {
+        let out = format!("replay-{i}");
+        let mut args = vec![
+            "arena",
+            "run",
+            "mcp_git.toml",
+            "--replay-from",
+            "rec",
+            "--out",
+            &out,
+        ];
+        args.extend_from_slice(extra);
+        let output = without_python(dir, &args);
+        assert!(output.status.success(), "{}", explain(&args, &output));
+        bundles.push((args.join(" "), tree(&dir.join(&out))));
+    }
+    let (first_args, first) = bundles.remove(0);
+    for (args, bundle) in &bundles {
+        assert_eq!(bundle, &first, "{args} differs from {first_args}");
+    }
+    first
+}
+
 fn assert_code(output: &Output, args: &[&str], status: i32, code: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
@@ -145,38 +173,18 @@ fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
     );
     // The server and its repository are gone: a replay starts nothing.
     std::fs::remove_dir_all(dir.join("fixtures/mcp-git/repo")).unwrap();
-    let mut bundles = Vec::new();
-    for (i, extra) in [
-        &[][..],
-        &[][..],
-        &["--one-at-a-time"][..],
-        &["--topology", "local"][..],
-        &["--topology", "local"][..],
-        &["--topology", "local", "--one-at-a-time"][..],
-    ]
-    .iter()
-    .enumerate()
-    {
-        let out = format!("replay-{i}");
-        let mut args = vec![
-            "arena",
-            "run",
-            "mcp_git.toml",
-            "--replay-from",
-            "rec",
-            "--out",
-            &out,
-        ];
-        args.extend_from_slice(extra);
-        let output = without_python(dir, &args);
-        assert!(output.status.success(), "{}", explain(&args, &output));
-        bundles.push((args.join(" "), tree(&dir.join(&out))));
-    }
-    let (first_args, first) = &bundles[0];
+    let first = replays_alike(
+        dir,
+        &[
+            &[],
+            &[],
+            &["--one-at-a-time"],
+            &["--topology", "local"],
+            &["--topology", "local"],
+            &["--topology", "local", "--one-at-a-time"],
+        ],
+    );
     assert!(first.contains_key("inputs/recording/git.json"));
-    for (args, bundle) in &bundles[1..] {
-        assert_eq!(bundle, first, "{args} differs from {first_args}");
-    }
     let recorded = tree(&dir.join("rec"));
     for file in ["arena.json", "receipts.ndjson"] {
         assert_eq!(recorded.get(file), first.get(file), "{file} differs");
@@ -828,24 +836,5 @@ fn what_a_live_server_is_sent_reaches_its_later_readers() {
             .contains("pay GB33BUKB20201555555555 today"),
         "{log}"
     );
-    let mut bundles = Vec::new();
-    for (name, extra) in [
-        ("embedded", &[][..]),
-        ("local", &["--topology", "local"][..]),
-    ] {
-        let mut args = vec![
-            "arena",
-            "run",
-            "mcp_git.toml",
-            "--replay-from",
-            "rec",
-            "--out",
-            name,
-        ];
-        args.extend_from_slice(extra);
-        let output = without_python(dir, &args);
-        assert!(output.status.success(), "{}", explain(&args, &output));
-        bundles.push(tree(&dir.join(name)));
-    }
-    assert!(bundles[0] == bundles[1], "the local bundle differs");
+    replays_alike(dir, &[&[], &["--topology", "local"]]);
 }
