@@ -290,7 +290,8 @@ impl Kernel {
             }
         };
         trace.output_label = label.map(|l| l.as_str().to_string());
-        trace.output_integrity = integrity.clone();
+        // A value taken by reference carries what the server kept.
+        trace.output_integrity = kept_floor(integrity.clone(), &trace.server_kept);
         let outcome = if sanitized { "rewrite" } else { "pass" };
         trace.output(outcome, released(label, &integrity, performed));
         trace.not_performed = !performed;
@@ -539,17 +540,23 @@ fn settle_ops(holds: &[String], performed: bool) -> Vec<StoreOp> {
         .collect()
 }
 
-/// The output with what its server kept from earlier calls
-/// (`DecisionTrace::server_kept`): the higher level and the lower
-/// integrity. An integrity that is no level stays as it is, for the
-/// closing batch to refuse.
+/// The output with the level of what its server kept from earlier calls
+/// (`DecisionTrace::server_kept`), when higher; its integrity is lowered
+/// by what the server kept where it is read (`Kernel::read_labels`,
+/// `Kernel::allowlist_records`, [`kept_floor`]).
 fn with_server_kept(mut output: ToolOutput, kept: &[String]) -> ToolOutput {
     let kept_level = kept.iter().filter_map(|l| Label::parse(l)).max();
-    let lowered = super::labels::kept_integrity(kept);
-    output.integrity = match output.integrity.as_deref().map(Integrity::from_label) {
-        Some(None) => output.integrity,
-        current => current.flatten().unwrap_or_default().max(lowered).label(),
-    };
     output.label = output.label.max(kept_level);
     output
+}
+
+/// `integrity` no higher than what the server kept (`kept`) allows. An
+/// integrity that is no level stays as it is, for the closing batch to
+/// refuse.
+fn kept_floor(integrity: Option<String>, kept: &[String]) -> Option<String> {
+    let lowered = super::labels::kept_integrity(kept);
+    match integrity.as_deref().map(Integrity::from_label) {
+        Some(None) => integrity,
+        current => current.flatten().unwrap_or_default().max(lowered).label(),
+    }
 }

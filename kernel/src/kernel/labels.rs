@@ -189,7 +189,8 @@ impl Kernel {
         let rules = self.rules_of(request, server_kept);
         let base = integrity
             .and_then(Integrity::from_label)
-            .unwrap_or(Integrity::Trusted);
+            .unwrap_or(Integrity::Trusted)
+            .max(kept_integrity(server_kept));
         let sources: BTreeSet<AllowSource> = self
             .guards
             .iter()
@@ -212,7 +213,10 @@ impl Kernel {
     /// output repeats carried (`argument_labels`), since a server may
     /// answer with what it was sent, or, where the server computes its
     /// answers and this one holds text no field rule declares
-    /// (`crate::provenance::OutputRules::computed_text`), what every argument carried.
+    /// (`crate::provenance::OutputRules::computed_text`), what every argument carried;
+    /// and what its server kept from earlier calls (`trace.server_kept`):
+    /// its levels always, its integrity when the answer holds text, which
+    /// could carry an instruction (a value taken by reference carries both).
     pub(super) fn read_labels(
         &self,
         request: &ToolCallRequest,
@@ -229,14 +233,16 @@ impl Kernel {
             .map(|l| l.as_str().to_string())
             .chain(read)
             .collect();
-        let carried: BTreeSet<String> = if rules.computed_text(content) {
+        let text = rules.computed_text(content);
+        let carried: BTreeSet<String> = if text {
             argument_labels.values().flatten().cloned().collect()
         } else {
             crate::provenance::echoed_labels(&request.arguments, argument_labels, content)
         };
-        let kept = server_kept
-            .iter()
-            .filter(|label| label.as_str() != crate::label::Label::Public.as_str());
+        let kept = server_kept.iter().filter(|label| {
+            label.as_str() != crate::label::Label::Public.as_str()
+                && (text || !crate::label::is_integrity_label(label))
+        });
         for label in carried.iter().chain(kept) {
             if !joined.contains(label) {
                 joined.push(label.clone());

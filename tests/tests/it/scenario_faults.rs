@@ -79,17 +79,18 @@ expect_verdict = "allow"
 /// across a partition from kernel-a is denied by his node and allowed again
 /// once healed. Alice revokes it; while kernel-a is cut from trust-control
 /// the revoked share is denied for the store (never allowed from stale
-/// state), and after the heal for its revocation. Alice may read once (a
-/// tool budget); trust-control stalls for 3 virtual ms: her read during the
-/// stall and the one 1 ms before its end are denied and hold nothing, the
-/// one at the instant it ends is admitted as her only read, and the next
-/// meets the exhausted budget.
+/// state), and after the heal for its revocation. Alice's tool budget
+/// allows three reads and counts every read she authorised, so Bob's two
+/// admitted reads under her delegation spend two; trust-control stalls for
+/// 3 virtual ms: her read during the stall and the one 1 ms before its end
+/// are denied and hold nothing, the one at the instant it ends is admitted
+/// as the third, and the next meets the exhausted budget.
 const NEIGHBOUR_STEPS: &str = r#"
 [[budgets]]
 agent = "alice"
 server = "workspace-a"
 tool = "read_file"
-max_invocations = 1
+max_invocations = 3
 
 [[steps]]
 id = "alice-to-bob"
@@ -218,7 +219,7 @@ server = "workspace-a"
 tool = "read_file"
 arguments = { path = "/workspace/shared/plan.md" }
 expect_verdict = "deny"
-expect_reason = "exhausted: 1 of 1 used"
+expect_reason = "exhausted: 3 of 3 used"
 "#;
 
 /// A scenario `id` in `dir` on the partition scenario's world with
