@@ -170,10 +170,13 @@ impl Rows for MemoryState {
         let next = release_transition(hold_id, hold.state)?;
         if hold.state == HoldState::Held {
             let used = self.used(&hold.budget_key);
-            // A held amount was added to `used` when granted, so this cannot underflow.
-            let after = used.checked_sub(hold.amount).unwrap_or_else(|| {
-                unreachable!("budget usage below a held amount: invariant broken")
-            });
+            // A held amount was added to `used` when granted; a usage below
+            // it is a broken store, refused as SQLite refuses it, not a panic.
+            let after = used
+                .checked_sub(hold.amount)
+                .ok_or_else(|| TrustError::Storage {
+                    detail: "budget usage below a held amount in memory".to_owned(),
+                })?;
             self.budget_used.insert(hold.budget_key.clone(), after);
         }
         if let Some(record) = self.holds.get_mut(hold_id) {
