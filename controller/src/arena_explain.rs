@@ -18,7 +18,7 @@ use std::io::Write;
 
 use chio_arena::bundle::{Bundle, StepOutcome, StepRecord, SCENARIO_INPUT};
 use chio_arena::ActionKind;
-use chio_kernel::trace::{DecisionTrace, STAGES};
+use chio_kernel::trace::{always_recorded, DecisionTrace, STAGES};
 use chio_kernel::verdict::ProjectedVerdict;
 use serde::Serialize;
 use serde_json::Value;
@@ -362,7 +362,11 @@ fn journal_lines(text: &mut String, trace: &DecisionTrace) {
 /// and the stages never reached marked.
 fn pipeline_lines(text: &mut String, trace: &DecisionTrace) {
     text.push_str("\npipeline\n");
-    for (index, stage) in STAGES.iter().enumerate() {
+    // A stage only some calls record is shown where it was recorded.
+    let shown = STAGES
+        .iter()
+        .filter(|stage| always_recorded(stage) || trace.stages.iter().any(|s| s.stage == **stage));
+    for (index, stage) in shown.enumerate() {
         let recorded = trace.stages.iter().find(|s| s.stage == *stage);
         match recorded {
             Some(s) => text.push_str(&format!(

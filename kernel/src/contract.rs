@@ -279,6 +279,9 @@ pub struct CompiledCatalog {
     read_only: BTreeSet<(String, String)>,
     /// The tools declared to reach an open world, as `(server, tool)`.
     open_world: BTreeSet<(String, String)>,
+    /// Every version's output schema (`None` where one declares none), by
+    /// `(server, tool)`.
+    output_schemas: BTreeMap<(String, String), Vec<Option<Value>>>,
 }
 
 impl std::fmt::Debug for CompiledCatalog {
@@ -356,6 +359,7 @@ impl CompiledCatalog {
         let mut read_only = BTreeSet::new();
         let mut not_read_only = BTreeSet::new();
         let mut open_world = BTreeSet::new();
+        let mut output_schemas: BTreeMap<(String, String), Vec<Option<Value>>> = BTreeMap::new();
         let initial = catalog.iter().flat_map(|(server, tools)| {
             tools
                 .iter()
@@ -392,6 +396,10 @@ impl CompiledCatalog {
             // the one the run applied last, never the one declared last.
             versions.sort_by_key(|v| (v.from_ms, v.position));
             let key = (server.clone(), name.clone());
+            output_schemas
+                .entry(key.clone())
+                .or_default()
+                .push(contract.output_schema.clone());
             if contract.annotations.read_only_hint {
                 read_only.insert(key.clone());
             } else {
@@ -406,6 +414,7 @@ impl CompiledCatalog {
             servers,
             read_only,
             open_world,
+            output_schemas,
         })
     }
 
@@ -461,6 +470,22 @@ impl CompiledCatalog {
     pub fn reaches_open_world(&self, server: &str, tool: &str) -> bool {
         self.open_world
             .contains(&(server.to_string(), tool.to_string()))
+    }
+
+    /// Whether an answer of `tool` on `server` holds an object key that
+    /// some definition of the tool does not name in its output schema
+    /// (`crate::provenance::holds_undeclared_key`): such a key may be text
+    /// its server was sent. An undeclared tool names none.
+    pub fn holds_undeclared_key(&self, server: &str, tool: &str, output: &Value) -> bool {
+        match self
+            .output_schemas
+            .get(&(server.to_string(), tool.to_string()))
+        {
+            Some(schemas) => schemas
+                .iter()
+                .any(|schema| crate::provenance::holds_undeclared_key(output, schema.as_ref())),
+            None => crate::provenance::holds_undeclared_key(output, None),
+        }
     }
 
     /// Whether `tool` on `server` has an effect: not declared read-only, or

@@ -126,7 +126,7 @@ pub fn argument_labels(
 
 mod fields;
 
-pub use fields::{integrity_at, sends_anything, FieldLabel, OutputRules};
+pub use fields::{holds_undeclared_key, integrity_at, sends_anything, FieldLabel, OutputRules};
 
 /// What a server said, to find in it the values a call sent: every string
 /// of an answer (or of a part of one) in the forms a server may give back

@@ -21,7 +21,7 @@ use crate::reason::ReasonCode;
 use crate::stores::JournalEntry;
 
 /// The pipeline stages in order, as a trace names them.
-pub const STAGES: [&str; 8] = [
+pub const STAGES: [&str; 9] = [
     "capability",
     "revocation",
     "binding",
@@ -29,8 +29,16 @@ pub const STAGES: [&str; 8] = [
     "budgets",
     "guards",
     "shares",
+    "keep",
     "output",
 ];
+
+/// Whether every decision records `stage` once it gets that far: all but
+/// `keep`, which only a call whose server may keep what it is sent (a
+/// recorded or live MCP server) records, when the call carries labels.
+pub fn always_recorded(stage: &str) -> bool {
+    stage != "keep"
+}
 
 /// What one decision read and how each stage answered.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,5 +280,14 @@ mod tests {
         allowed.output("deny", "receipt store unavailable".into());
         assert_eq!(allowed.stages.len(), 8);
         assert_eq!(allowed.stages[7].outcome, "deny");
+        // A call that keeps labels with its server records that stage
+        // before its output, which replaces only itself.
+        let mut kept = DecisionTrace::default();
+        for _ in 0..8 {
+            kept.pass("ok");
+        }
+        kept.output("pass", "released".into());
+        let names: Vec<&str> = kept.stages.iter().map(|s| s.stage.as_str()).collect();
+        assert_eq!(names[6..], ["shares", "keep", "output"]);
     }
 }

@@ -4,7 +4,7 @@
 //! keys, journal entries) and the pipeline stage by stage, with each
 //! guard's answer under its stage and the stages never reached marked.
 
-use chio_kernel::trace::{DecisionTrace, STAGES};
+use chio_kernel::trace::{always_recorded, DecisionTrace, STAGES};
 
 use super::escape;
 
@@ -82,7 +82,11 @@ pub fn trace_html(id: &str, trace: &DecisionTrace) -> String {
     out.push_str(&format!(
         "<table id=\"{id}-stages\" class=\"stages\">\n<tr><th>#</th><th>stage</th><th>outcome</th><th>detail</th></tr>\n"
     ));
-    for (index, stage) in STAGES.iter().enumerate() {
+    // A stage only some calls record is shown where it was recorded.
+    let shown = STAGES
+        .iter()
+        .filter(|stage| always_recorded(stage) || trace.stages.iter().any(|s| s.stage == **stage));
+    for (index, stage) in shown.enumerate() {
         let recorded = trace.stages.iter().find(|s| s.stage == *stage);
         match recorded {
             Some(s) => {

@@ -74,6 +74,23 @@ impl Kernel {
             .is_some_and(|rules| rules.computed)
     }
 
+    /// Whether the answer `content` (its `output` part, for an answer of
+    /// the form `{"ok", "output"}`) holds an object key the called tool's
+    /// output schema does not name
+    /// (`crate::contract::CompiledCatalog::holds_undeclared_key`).
+    fn holds_undeclared_key(&self, request: &ToolCallRequest, content: &serde_json::Value) -> bool {
+        let output = match content.as_object() {
+            Some(answer) if answer.len() == 2 && answer.contains_key("ok") => {
+                answer.get("output").unwrap_or(content)
+            }
+            _ => content,
+        };
+        match &self.contracts {
+            Some(catalog) => catalog.holds_undeclared_key(&request.server, &request.tool, output),
+            None => crate::provenance::holds_undeclared_key(output, None),
+        }
+    }
+
     /// What the called server keeps from earlier calls, from the batch's
     /// label answer, into `trace.server_kept` (nothing for a server the
     /// arena models): its answer carries it, whichever part a reader takes.
@@ -95,6 +112,9 @@ impl Kernel {
             .into());
         };
         trace.server_kept = set.iter().cloned().collect();
+        // Read like every label key the decision read, so the evidence
+        // names where what the answer carries came from.
+        trace.label_keys.insert(key, trace.server_kept.clone());
         Ok(())
     }
 
@@ -239,9 +259,14 @@ impl Kernel {
         } else {
             crate::provenance::echoed_labels(&request.arguments, argument_labels, content)
         };
+        // What the server kept lowers a reader whose answer holds text, or a
+        // key its tool's output schema does not name: kept text may come
+        // back as a key (a note's title, a set of tags).
+        let kept_text =
+            text || (!server_kept.is_empty() && self.holds_undeclared_key(request, content));
         let kept = server_kept.iter().filter(|label| {
             label.as_str() != crate::label::Label::Public.as_str()
-                && (text || !crate::label::is_integrity_label(label))
+                && (kept_text || !crate::label::is_integrity_label(label))
         });
         for label in carried.iter().chain(kept) {
             if !joined.contains(label) {

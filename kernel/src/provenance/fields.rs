@@ -222,3 +222,27 @@ fn rule_at(path: &[String], fields: &[FieldLabel]) -> Option<Integrity> {
 fn integrity_of_part(path: &[String], base: Integrity, fields: &[FieldLabel]) -> Integrity {
     rule_at(path, fields).unwrap_or(base)
 }
+
+/// Whether `output` holds an object key that `schema` (a tool's declared
+/// output schema) does not name: a key of an object where the schema
+/// lists it under `properties`, at the same place, is the tool's shape;
+/// any other key (one a schema admits by `additionalProperties` or
+/// `patternProperties`, or any key where no schema is declared) may be
+/// text a caller sent and the server kept, such as a note's title or a
+/// set of tags. Array items are read against `items`; a schema built any
+/// other way (`$ref`, `allOf`, ...) names no key.
+pub fn holds_undeclared_key(output: &Value, schema: Option<&Value>) -> bool {
+    match output {
+        Value::Object(map) => map.iter().any(|(key, child)| {
+            let declared = schema
+                .and_then(|s| s.get("properties"))
+                .and_then(|properties| properties.get(key));
+            declared.is_none() || holds_undeclared_key(child, declared)
+        }),
+        Value::Array(items) => {
+            let item = schema.and_then(|s| s.get("items"));
+            items.iter().any(|child| holds_undeclared_key(child, item))
+        }
+        _ => false,
+    }
+}

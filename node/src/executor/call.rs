@@ -261,21 +261,33 @@ pub(super) fn fold(
 }
 
 /// Every scalar `command` sent (string, number or boolean), in document
-/// order, with the provenance of the argument that covers it (the source
-/// whose pointer is its own or an ancestor's), or none for a literal the
-/// caller wrote.
+/// order, once with each provenance of the argument that covers it (every
+/// source whose pointer is its own or an ancestor's: a value a server
+/// computed from several arguments carries each of theirs), or once with
+/// none for a literal the caller wrote.
 fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
-    let source_of = |at: &str| {
-        command
+    let sources_of = |at: &str| -> Vec<Option<ArgumentSource>> {
+        let found: Vec<Option<ArgumentSource>> = command
             .sources
             .iter()
-            .find(|source| chio_kernel::provenance::within(at, &source.pointer))
+            .filter(|source| chio_kernel::provenance::within(at, &source.pointer))
             .cloned()
+            .map(Some)
+            .collect();
+        if found.is_empty() {
+            vec![None]
+        } else {
+            found
+        }
     };
     let mut sent: Vec<(Value, Option<ArgumentSource>)> =
         chio_kernel::provenance::scalar_leaves(&command.arguments)
             .into_iter()
-            .map(|(at, sent)| (sent.clone(), source_of(&at)))
+            .flat_map(|(at, sent)| {
+                sources_of(&at)
+                    .into_iter()
+                    .map(move |source| (sent.clone(), source))
+            })
             .collect();
     // Pieces sent together, joined, as a server may answer with them:
     // each top-level argument's, with the provenance of that argument and
@@ -284,7 +296,8 @@ fn sent_scalars(command: &CallCommand) -> Vec<(Value, Option<ArgumentSource>)> {
     // of every argument joined, with every provenance of the call and as
     // the caller's own text.
     let within = |at: &str| -> Vec<Option<ArgumentSource>> {
-        let mut found: Vec<Option<ArgumentSource>> = source_of(at).into_iter().map(Some).collect();
+        let mut found: Vec<Option<ArgumentSource>> =
+            sources_of(at).into_iter().filter(Option::is_some).collect();
         for source in &command.sources {
             if chio_kernel::provenance::within(&source.pointer, at)
                 && !found.contains(&Some(source.clone()))

@@ -90,19 +90,42 @@ pub(super) fn prepare(
 /// whole output would (`super::reference::reference_sources`): the labels
 /// the serving kernel recorded for it, and what it carries from what its
 /// call sent (a computed answer, an echo), hand-over records included. An
-/// output that was not released forwards its label alone.
+/// answer its server gave as not carried out (`ok = false`) is released
+/// and forwarded too, though no reference may take a part of it: it
+/// carries its labels and what every argument of its call carried, as a
+/// computed answer does. An output that was not released forwards its
+/// label alone.
 fn forwarded_sources(released: &ReleasedOutput) -> Vec<ArgumentSource> {
-    if released.value.is_err() {
-        return released
+    let labelled = |labels: Vec<String>| ArgumentSource {
+        labels,
+        ..ArgumentSource::default()
+    };
+    match &released.value {
+        Ok(_) => reference_sources(released, "", ""),
+        Err(Unresolved::NotPerformed) => {
+            let own: Vec<String> = released
+                .label
+                .iter()
+                .chain(released.integrity.iter())
+                .filter(|label| label.as_str() != chio_kernel::label::Label::Public.as_str())
+                .cloned()
+                .collect();
+            let every = released.computed_from.iter().flatten();
+            (!own.is_empty())
+                .then(|| labelled(own))
+                .into_iter()
+                .chain(every.map(|source| ArgumentSource {
+                    pointer: String::new(),
+                    ..source.clone()
+                }))
+                .collect()
+        }
+        Err(_) => released
             .label
             .iter()
-            .map(|label| ArgumentSource {
-                labels: vec![label.clone()],
-                ..ArgumentSource::default()
-            })
-            .collect();
+            .map(|label| labelled(vec![label.clone()]))
+            .collect(),
     }
-    reference_sources(released, "", "")
 }
 
 /// A hand-over's command: its value resolved against the sender's outputs,
