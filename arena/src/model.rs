@@ -147,6 +147,10 @@ pub struct ServerDecl {
     /// Mcp only: milliseconds of wall time the server has to answer one
     /// call (1 to 600000, default 10000).
     pub timeout_ms: Option<u64>,
+    /// Recorded and mcp only: another recorded or mcp server whose store
+    /// this one shares (two servers over one repository or database), so
+    /// what either is sent reaches the readers of both.
+    pub shares_state_with: Option<String>,
 }
 
 /// `[[servers.fields]]`: the integrity a recorded server gives one part of a

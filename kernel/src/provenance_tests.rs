@@ -283,6 +283,7 @@ fn undeclared_parts_of_a_computed_answer_are_computed() {
         fields: fields.clone(),
         computed,
         derived: Vec::new(),
+        kept_with: None,
     };
     let answer = json!({"ok": true, "output": {"iban": "GB33BUKB20201555555555", "note": "normalised", "fee": 1, "rows": [{"name": "Ann", "id": 4}], "summary": "short"}});
     let computed = rules(true);
@@ -313,6 +314,7 @@ fn undeclared_parts_of_a_computed_answer_are_computed() {
         fields: vec![rule(&["output"], Integrity::Trusted)],
         computed: true,
         derived: Vec::new(),
+        kept_with: None,
     };
     assert!(!whole.computed_part(&json!({"output": {}}), "/output"));
 

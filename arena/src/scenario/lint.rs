@@ -59,6 +59,12 @@ pub const BURST_CAPPED: LintRule = LintRule {
     summary: "an exceed-budget search whose budgets are all too large to exceed",
 };
 
+/// Two mcp servers that start one command in one folder, sharing no store.
+pub const SPLIT_STORE: LintRule = LintRule {
+    code: "CHIO-LINT-SPLIT-STORE",
+    summary: "two mcp servers over one store that do not share it",
+};
+
 /// Every lint rule, in the order its warnings are reported; each code has
 /// a heading in `docs/errors.md` ([`lint_anchor`]).
 pub const LINT_RULES: &[LintRule] = &[
@@ -68,6 +74,7 @@ pub const LINT_RULES: &[LintRule] = &[
     UNUSED_GRANT,
     DENY_WITHOUT_REASON,
     BURST_CAPPED,
+    SPLIT_STORE,
 ];
 
 /// The heading of a lint code in `docs/errors.md`: `CHIO-LINT-IDLE-AGENT`
@@ -167,6 +174,7 @@ pub fn lint(scenario: &Scenario) -> Result<Vec<LintWarning>, ArenaError> {
     }
     denies_without_reason(unexplained, &mut warnings);
     bursts_capped(file, &mut warnings);
+    split_stores(file, &mut warnings);
     Ok(warnings)
 }
 
@@ -195,6 +203,43 @@ fn bursts_capped(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
                     block.population
                 ),
                 help: format!("declare a budget of fewer than {MAX_BURST} calls over the block's base calls, or another goal"),
+            });
+        }
+    }
+}
+
+/// Warns of every mcp server that starts the same command, in the same
+/// folder with the same environment, as an earlier one while neither
+/// shares the other's store (`shares_state_with`): both then serve one
+/// store, and what one is sent would not reach the other's readers.
+fn split_stores(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
+    let owner = |s: &crate::model::ServerDecl| s.shares_state_with.clone().unwrap_or(s.id.clone());
+    let mcp: Vec<(usize, &crate::model::ServerDecl)> = file
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind == "mcp")
+        .collect();
+    for (later, (index, server)) in mcp.iter().enumerate() {
+        let same = mcp[..later].iter().find(|(_, earlier)| {
+            (&earlier.command, &earlier.cwd, &earlier.env)
+                == (&server.command, &server.cwd, &server.env)
+                && owner(earlier) != owner(server)
+        });
+        if let Some((_, earlier)) = same {
+            warnings.push(LintWarning {
+                code: SPLIT_STORE.code,
+                field: format!("servers[{index}]"),
+                key: "id",
+                message: format!(
+                    "mcp servers {:?} and {:?} start the same command in the same folder, so they likely serve one store, but the arena keeps what each is sent apart",
+                    earlier.id, server.id
+                ),
+                help: format!(
+                    "add `shares_state_with = {:?}` to server {:?}, or declare one server",
+                    owner(earlier),
+                    server.id
+                ),
             });
         }
     }
@@ -356,6 +401,30 @@ expect_verdict = "deny"
         let warned = burst(&large);
         assert_eq!(warned.len(), 1, "{warned:?}");
         assert!(warned[0].starts_with("adversaries["), "{warned:?}");
+    }
+
+    // Two mcp servers that start one command in one folder are warned of unless the second shares the first's store; another folder is quiet.
+    #[test]
+    fn two_mcp_servers_over_one_store_are_warned_of() {
+        let text = include_str!("../../../scenarios/mcp_git.toml");
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let second = |extra: &str, cwd: &str| {
+            let twin = format!(
+                "\n[[servers]]\nid = \"git-log\"\nkernel = \"kernel-a\"\nkind = \"mcp\"\ncommand = [\"python3\", \"-m\", \"mcp_server_git\", \"--repository\", \".\"]\ncwd = \"{cwd}\"\ntimeout_ms = 10000\n{extra}[[servers.tools]]\nname = \"git_log\"\ninput_schema = '{{\"type\":\"object\"}}'\n"
+            );
+            let s = crate::parse_scenario(&format!("{text}{twin}"), &base)
+                .expect("the scenario validates");
+            lint(&s)
+                .expect("lint")
+                .into_iter()
+                .filter(|w| w.code == SPLIT_STORE.code)
+                .map(|w| w.field)
+                .collect::<Vec<_>>()
+        };
+        let repo = "fixtures/mcp-git/repo";
+        assert_eq!(second("", repo).len(), 1);
+        assert!(second("shares_state_with = \"git\"\n", repo).is_empty());
+        assert!(second("", "fixtures").is_empty());
     }
 
     // A grant named only by a delegation or a revocation counts as used, and a deny with its reason is quiet.

@@ -356,6 +356,7 @@ pub fn output_rules(server: &ServerDecl) -> BTreeMap<String, chio_kernel::proven
     for name in tools.keys() {
         let rules = out.entry(name.clone()).or_default();
         rules.computed = computed;
+        rules.kept_with = server.shares_state_with.clone();
         rules.derived = built_in_derived(&server.kind, name)
             .iter()
             .map(|part| vec![part.to_string()])

@@ -95,6 +95,7 @@ impl UpstreamLabels {
             env: None,
             cwd: None,
             timeout_ms: None,
+            shares_state_with: None,
         };
         chio_node::world::answer_labeller(&declaration).map_err(|e| e.to_string())
     }

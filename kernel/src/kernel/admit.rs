@@ -153,7 +153,7 @@ impl Kernel {
         if carried.is_empty() || !self.keeps_unseen_state(request) {
             return Ok(());
         }
-        let key = crate::label::LabelKey::Server(request.server.clone()).as_key();
+        let key = self.kept_key(request);
         let ops = carried
             .iter()
             .map(|label| StoreOp::JoinLabels {
@@ -166,7 +166,7 @@ impl Kernel {
             next_answer(&mut answers, StoreName::Label).map_err(|e| deny(e.into()))?;
         }
         trace.pass(format!(
-            "{} label(s) kept with server {}, which may show what it is sent to any later caller",
+            "{} label(s) kept with server {} ({key}), which may show what it is sent to any later caller",
             carried.len(),
             request.server
         ));

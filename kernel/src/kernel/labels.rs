@@ -59,7 +59,7 @@ impl Kernel {
             }
         }
         if self.keeps_unseen_state(request) {
-            keys.push(LabelKey::Server(request.server.clone()).as_key());
+            keys.push(self.kept_key(request));
         }
         keys
     }
@@ -91,6 +91,18 @@ impl Kernel {
         }
     }
 
+    /// The label key under which the called server keeps what it is sent:
+    /// `server/<id>` of the server whose store it shares
+    /// (`shares_state_with`), else of its own id.
+    pub(super) fn kept_key(&self, request: &ToolCallRequest) -> String {
+        let owner = self
+            .output_fields
+            .get(&(request.server.clone(), request.tool.clone()))
+            .and_then(|rules| rules.kept_with.clone())
+            .unwrap_or_else(|| request.server.clone());
+        LabelKey::Server(owner).as_key()
+    }
+
     /// What the called server keeps from earlier calls, from the batch's
     /// label answer, into `trace.server_kept` (nothing for a server the
     /// arena models): its answer carries it, whichever part a reader takes.
@@ -103,7 +115,7 @@ impl Kernel {
         if !self.keeps_unseen_state(request) {
             return Ok(());
         }
-        let key = LabelKey::Server(request.server.clone()).as_key();
+        let key = self.kept_key(request);
         let Some(set) = sets.get(&key) else {
             return Err(StoreError::unavailable(
                 StoreName::Label,

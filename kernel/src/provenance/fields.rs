@@ -43,6 +43,11 @@ pub struct OutputRules {
     /// can carry an instruction (a digest, a number, a status of a fixed
     /// set).
     pub derived: Vec<Vec<String>>,
+    /// For a server that shares another's store (`shares_state_with`): the
+    /// id of that server, under whose `server/<id>` what either is sent is
+    /// kept; `None` keeps it under the server's own id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_with: Option<String>,
 }
 
 impl OutputRules {

@@ -89,7 +89,7 @@ fn every_escape_is_closed_on_every_topology() {
     }
 }
 
-// Proves a scenario whose id, number or monetary limit is past its bound, or that writes a fraction a parser rounds to a whole number or a tool schema with a key given twice, or whose capability budget names a server its grant does not cover, or whose server serves a near-copy of a sealed value (8 characters of it in a row, in any case), is refused by validate and by run, with the code naming the fix, before anything runs.
+// Proves a scenario whose id, number or monetary limit is past its bound, or that writes a fraction a parser rounds to a whole number or a tool schema with a key given twice, or whose capability budget names a server its grant does not cover, or whose server serves a near-copy of a sealed value (8 characters of it in a row, in any case), or whose server shares the store of a server that shares another's, is refused by validate and by run, with the code naming the fix, before anything runs.
 #[test]
 fn ids_and_limits_past_their_bounds_are_refused_at_load() {
     let work = tempfile::tempdir().unwrap();
@@ -111,6 +111,10 @@ fn ids_and_limits_past_their_bounds_are_refused_at_load() {
         (
             "invalid_sealed_near_copy_served.toml",
             "CHIO-SCENARIO-VALUE-FIXTURE",
+        ),
+        (
+            "invalid_shared_store_chain.toml",
+            "CHIO-SCENARIO-OUT-OF-RANGE",
         ),
         ("invalid_step_id_too_long.toml", "CHIO-SCENARIO-INVALID-ID"),
     ];

@@ -246,10 +246,36 @@ impl<'a> Validator<'a> {
             mcp_server(i, server)?;
             self.recorded(i, server)?;
         }
+        if let Some(owner) = &server.shares_state_with {
+            self.shared_store(i, server, owner)?;
+        }
         match &server.fixtures {
             Some(folder) => self.fixture_files(i, server, folder).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Checks that server `i` shares the store of `owner`: another recorded
+    /// or mcp server of the scenario, which shares no other's (the store is
+    /// kept under its owner's id).
+    fn shared_store(&self, i: usize, server: &ServerDecl, owner: &str) -> Result<(), ArenaError> {
+        let field = format!("servers[{i}].shares_state_with");
+        let servers: BTreeSet<&str> = self.file.servers.iter().map(|s| s.id.as_str()).collect();
+        resolve(&servers, "server", owner, || field.clone())?;
+        let target = self.file.servers.iter().find(|s| s.id == owner);
+        let keeps = target.is_some_and(|t| {
+            matches!(
+                ServerKind::parse(&t.kind),
+                Some(ServerKind::Recorded | ServerKind::Mcp)
+            ) && t.shares_state_with.is_none()
+        });
+        if owner == server.id || !keeps {
+            return Err(ArenaError::OutOfRange {
+                field,
+                rule: "shares_state_with names another recorded or mcp server, which itself shares no other server's store",
+            });
+        }
+        Ok(())
     }
 
     /// The files of server `i`'s fixture folder, as the loader read them or
@@ -395,7 +421,7 @@ fn server_kind_keys(i: usize, kind: ServerKind, server: &ServerDecl) -> Result<(
     } else {
         "only recorded servers take it; a built-in kind publishes its own tools"
     };
-    let keys: [(&str, bool, &[ServerKind], &'static str); 12] = [
+    let keys: [(&str, bool, &[ServerKind], &'static str); 13] = [
         ("root", server.root.is_some(), &[Workspace], WORKSPACE),
         (
             "fixtures",
@@ -427,6 +453,12 @@ fn server_kind_keys(i: usize, kind: ServerKind, server: &ServerDecl) -> Result<(
         ("env", server.env.is_some(), &[Mcp], MCP),
         ("cwd", server.cwd.is_some(), &[Mcp], MCP),
         ("timeout_ms", server.timeout_ms.is_some(), &[Mcp], MCP),
+        (
+            "shares_state_with",
+            server.shares_state_with.is_some(),
+            &[Recorded, Mcp],
+            "only recorded and mcp servers take it; the arena models a built-in kind's store itself",
+        ),
         (
             "failing",
             server.failing.is_some(),
