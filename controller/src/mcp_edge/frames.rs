@@ -15,7 +15,8 @@
 //!   the client closes its side;
 //! - a request whose `params` are not an object, or a `tools/call` whose
 //!   `name` is not a string or whose `arguments` or `_meta` is not an
-//!   object, is answered `-32602` under its own id; so is a message holding
+//!   object (`null` included; `arguments` may be absent, which is no
+//!   arguments), is answered `-32602` under its own id; so is a message holding
 //!   a number whose fraction rounds away when it is read
 //!   (`100.000000000000001` reads as `100`).
 //!
@@ -145,7 +146,9 @@ fn params_problem(message: &Value) -> Option<(&Value, &'static str)> {
         return Some((id, "tools/call needs a string name"));
     }
     match params.get("arguments") {
-        None | Some(Value::Null | Value::Object(_)) => None,
+        // `arguments` is optional (absent, the call has none); given, it is
+        // an object, and `null` is not one.
+        None | Some(Value::Object(_)) => None,
         Some(_) => Some((id, "tools/call arguments must be an object")),
     }
 }

@@ -24,7 +24,7 @@ fn well_formed_messages_pass_and_blank_lines_are_skipped() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","id":"a","method":"tools/list"}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"t":1},"_meta":{}}}"#,
-        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":null}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}"#,
         r#"{"jsonrpc":"2.0","id":4,"result":{}}"#,
         // Shapes the server itself answers (an Invalid Request).
         r#"[1,2]"#,
@@ -84,6 +84,14 @@ fn parameters_of_the_wrong_shape_are_answered_under_their_id() {
         (
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"e","arguments":"{}"}}"#,
             json!(7),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"null","method":"tools/call","params":{"name":"e","arguments":null}}"#,
+            json!("null"),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"meta","method":"tools/call","params":{"name":"e","_meta":null}}"#,
+            json!("meta"),
         ),
         (
             r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"e","_meta":"tok"}}"#,

@@ -156,13 +156,16 @@ pub fn run_grant(args: &GrantArgs, out: &mut dyn Write) -> Result<(), CliError> 
         share_bps: FULL_SHARE_BPS,
     };
     body.id = match &args.id {
-        Some(id) if !id.is_empty() => id.clone(),
-        Some(_) => {
-            return Err(grant_error(
-                "--id is empty".to_string(),
-                "omit --id to derive one, or name the capability",
-            ))
-        }
+        Some(id) => match super::present::id_problem(id) {
+            None => id.clone(),
+            // The rule every id a client presents meets at the edge.
+            Some(problem) => {
+                return Err(grant_error(
+                    format!("--id {problem}"),
+                    "omit --id to derive one, or name the capability with at most 256 printable characters",
+                ))
+            }
+        },
         None => {
             let digest = serde_json::to_value(&body)
                 .map_err(|e| CliError::infrastructure(GRANT, e.to_string()))
@@ -331,23 +334,35 @@ mod tests {
         }
     }
 
-    // A budget of no call is refused at grant time, naming the option.
+    // A budget of no call, and an id no client could present, are refused at grant time, naming the option.
     #[test]
     fn a_grant_of_no_call_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let authority = dir.path().join("authority.json");
         super::super::authority::run_new(&authority, &mut Vec::new()).unwrap();
-        let args = GrantArgs {
-            authority,
+        let args = |max_calls: Option<u64>, id: Option<String>| GrantArgs {
+            authority: authority.clone(),
             client_key: public_key_hex(&ed25519_dalek::SigningKey::from_bytes(&[9; 32])),
             server: "notes".to_string(),
             tools: vec!["echo".to_string()],
-            max_calls: Some(0),
+            max_calls,
             expires_in_secs: 60,
-            id: None,
+            id,
         };
-        let err = run_grant(&args, &mut Vec::new()).unwrap_err();
+        let err = run_grant(&args(Some(0), None), &mut Vec::new()).unwrap_err();
         assert_eq!(err.code, crate::error::codes::MCP_GRANT.code);
         assert!(err.message.contains("--max-calls 0"), "{}", err.message);
+        // An --id the edge would refuse from a client is refused here, by
+        // the same rule; a printable one of 256 characters is issued.
+        for (id, problem) in [
+            (String::new(), "is empty"),
+            ("cap\n1".to_string(), "holds a control character"),
+            ("c".repeat(257), "is longer than 256 characters"),
+        ] {
+            let err = run_grant(&args(None, Some(id)), &mut Vec::new()).unwrap_err();
+            assert_eq!(err.code, crate::error::codes::MCP_GRANT.code);
+            assert_eq!(err.message, format!("--id {problem}"));
+        }
+        assert!(run_grant(&args(None, Some("ü".repeat(256))), &mut Vec::new()).is_ok());
     }
 }

@@ -20,7 +20,12 @@
 //! `ToolCallRequest` from them, so a proof signed over anything else does
 //! not verify. Every other `_meta` key is ignored; a `chio/request` with a
 //! key it does not define, a field of the wrong type or a text past its
-//! bound is refused, naming the field, never its value.
+//! bound is refused, naming the field, never its value. Every id a client
+//! chooses (the request, agent and session ids, and the ids of a capability
+//! it delegated) is an id by one rule ([`id_problem`]: not empty, at most
+//! [`MAX_ID_CHARS`] characters, no control character), checked here before
+//! the kernel, so an unusable id is the client's error and never reaches
+//! trust-control's store as a key it refuses.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -55,9 +60,13 @@ pub enum PresentError {
     /// The signed request is not the object this module defines.
     #[error("_meta[\"chio/request\"] is not a signed request object (fields request_id, agent_id, session_id, issued_at_ms, proof)")]
     RequestShape,
-    /// An id is empty or too long.
-    #[error("_meta[\"chio/request\"].{0} is empty or longer than {MAX_ID_CHARS} characters")]
-    IdLength(&'static str),
+    /// An id is not one ([`id_problem`]).
+    #[error("_meta[\"chio/request\"].{0} {1}")]
+    Id(&'static str, &'static str),
+    /// An id of the capability (its own, its root's or a delegation
+    /// link's) is not one ([`id_problem`]).
+    #[error("the capability token holds an id that {0}")]
+    TokenId(&'static str),
     /// The session id is not the client's own.
     #[error("_meta[\"chio/request\"].session_id is not the client's own: use its agent_id, or agent_id, '-' and a name")]
     ForeignSession,
@@ -68,9 +77,11 @@ impl PresentError {
     pub fn code(&self) -> &'static str {
         match self {
             PresentError::NoCapability => "edge-no-capability",
-            PresentError::CapabilityType | PresentError::Token(_) => "edge-token-malformed",
+            PresentError::CapabilityType | PresentError::Token(_) | PresentError::TokenId(_) => {
+                "edge-token-malformed"
+            }
             PresentError::NoRequest => "edge-no-signed-request",
-            PresentError::RequestShape | PresentError::IdLength(_) => "edge-request-malformed",
+            PresentError::RequestShape | PresentError::Id(..) => "edge-request-malformed",
             PresentError::ForeignSession => "edge-session-not-own",
         }
     }
@@ -86,12 +97,43 @@ struct SignedPart {
     proof: RequestProof,
 }
 
-/// The token of `meta`.
+/// Why `value` is not an id a client may choose, if it is not: empty,
+/// longer than [`MAX_ID_CHARS`] characters, or holding a control character
+/// (a line break, a NUL, ...), which no id, log line or store key carries.
+pub fn id_problem(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        Some("is empty")
+    } else if value.chars().count() > MAX_ID_CHARS {
+        Some("is longer than 256 characters")
+    } else if value.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else {
+        None
+    }
+}
+
+/// The token of `meta`, each of its ids checked ([`id_problem`]): a
+/// delegated capability's ids are chosen by the clients that delegated it.
 pub fn capability(meta: &Map<String, Value>) -> Result<CapabilityToken, PresentError> {
-    match meta.get(CAPABILITY_KEY) {
-        None | Some(Value::Null) => Err(PresentError::NoCapability),
-        Some(Value::String(text)) => Ok(decode_token(text)?),
-        Some(_) => Err(PresentError::CapabilityType),
+    let token = match meta.get(CAPABILITY_KEY) {
+        None | Some(Value::Null) => return Err(PresentError::NoCapability),
+        Some(Value::String(text)) => decode_token(text)?,
+        Some(_) => return Err(PresentError::CapabilityType),
+    };
+    let problem = {
+        let links = token
+            .delegation_chain
+            .iter()
+            .flat_map(|link| [&link.parent_id, &link.child_id]);
+        let root = token.root.as_ref().map(|body| &body.id);
+        std::iter::once(&token.id)
+            .chain(root)
+            .chain(links)
+            .find_map(|id| id_problem(id))
+    };
+    match problem {
+        Some(problem) => Err(PresentError::TokenId(problem)),
+        None => Ok(token),
     }
 }
 
@@ -112,8 +154,8 @@ pub fn request(
         ("agent_id", &part.agent_id),
         ("session_id", &part.session_id),
     ] {
-        if value.is_empty() || value.chars().count() > MAX_ID_CHARS {
-            return Err(PresentError::IdLength(name));
+        if let Some(problem) = id_problem(value) {
+            return Err(PresentError::Id(name, problem));
         }
     }
     if !own_session(&part.agent_id, &part.session_id) {
@@ -304,7 +346,30 @@ mod tests {
         meta[REQUEST_KEY]["session_id"] = Value::from("");
         assert_eq!(
             request(&meta, "git", "git_status", args.clone()),
-            Err(PresentError::IdLength("session_id"))
+            Err(PresentError::Id("session_id", "is empty"))
+        );
+        for (field, bad) in [
+            ("request_id", "r\n1"),
+            ("request_id", "\u{7f}"),
+            ("session_id", "s\u{85}"),
+            ("agent_id", "a\u{0}"),
+        ] {
+            let mut meta = meta.clone();
+            meta[REQUEST_KEY][field] = Value::from(bad);
+            assert_eq!(
+                request(&meta, "git", "git_status", args.clone()),
+                Err(PresentError::Id(field, "holds a control character")),
+                "{field}"
+            );
+        }
+        let mut long = meta.clone();
+        long[REQUEST_KEY]["request_id"] = Value::from("é".repeat(MAX_ID_CHARS + 1));
+        assert_eq!(
+            request(&long, "git", "git_status", args.clone()),
+            Err(PresentError::Id(
+                "request_id",
+                "is longer than 256 characters"
+            ))
         );
         let own = chio_kernel::keys::public_key_hex(&client);
         for foreign in [

@@ -247,7 +247,7 @@ async fn git_upstream_admits_status_and_refuses_add() {
     edge.stop().await;
 }
 
-// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, invalid UTF-8, nesting and numbers past the JSON reader's bounds, a frame over the edge's bound, a frame left without a newline and JSON-RPC of the wrong shape are each answered with a JSON-RPC error and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does.
+// From the Python SDK's client: without a capability nothing is listed and every call is refused naming why; raw garbage, invalid UTF-8, nesting and numbers past the JSON reader's bounds, a frame over the edge's bound, a frame left without a newline and JSON-RPC of the wrong shape (arguments of [1] or null, even in a signed call) are each answered with a JSON-RPC error and the edge keeps answering; none of it reaches the upstream, and only the call signed as docs/mcp.md's Python example signs does; a signed call without arguments is read as arguments {}.
 #[test]
 fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     let Some(python) = mcp_python() else { return };
@@ -285,6 +285,7 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     assert_eq!(
         got["errors"],
         json!([
+            [13, -32602],
             [3, -32602],
             [9, -32602],
             [null, -32700],
@@ -302,6 +303,9 @@ fn unauthenticated_and_malformed_traffic_never_reaches_the_upstream() {
     );
     assert_eq!(got["call_after_garbage"], "edge-no-capability", "{got}");
     assert_eq!(got["call_after_garbage_is_error"], true, "{got}");
+    // Absent arguments are {} (the proof over {} verifies), which the tool's
+    // schema then refuses; `null` never reached the kernel.
+    assert_eq!(got["call_without_arguments"], "arguments-refused", "{got}");
     assert_eq!(got["alive_after"], true, "{got}");
     assert_eq!(got["exact_bound_11"], true, "{got}");
     assert_eq!(got["exact_bound_12"], true, "{got}");
@@ -531,6 +535,91 @@ async fn a_spent_budget_outlives_an_edge_restart() {
     assert_eq!(verdict(&last).0, "allow", "{last:?}");
     edge.stop().await;
     assert_eq!(log_lines(log), ["pay 6.00 EUR", "pay 4.00 EUR"]);
+}
+
+// Every id a client chooses is refused by the edge, before the kernel, when it holds a control character, as a malformed presentation naming the field: the request id, the agent id and the session id of the signed request (edge-request-malformed), and a delegated capability's id (edge-token-malformed); none is answered as a store failure, none reaches the upstream. Printable ids of any script, a space among them, and ids of exactly 256 characters are admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_a_client_chooses_are_refused_with_a_control_character() {
+    use chio_controller::mcp_edge::grant::{decode_token, encode_token};
+    use chio_controller::mcp_edge::present::{client_meta, ClientCall};
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let authority = authority(dir.path());
+    let alice = client_key(1);
+    let bob = client_key(2);
+    let token = grant(&authority, &alice, "notes", "echo", &[]);
+    let edge = Edge::start(&counting_args(&python, &log, &authority)).await;
+    let hello = json!({"text": "hello"});
+    let own = format!("{}-1", key_hex(&alice));
+    let meta = |request_id: &str, session_id: &str| {
+        let call = ClientCall {
+            server: "notes",
+            tool: "echo",
+            arguments: &hello,
+            request_id,
+            session_id,
+            issued_at_ms: now_ms(),
+        };
+        client_meta(&token, &alice, &call).unwrap()
+    };
+    let mut refused = Vec::new();
+    for request_id in ["r\n1", "r\u{7f}2", "\u{0}", "r\u{85}3"] {
+        refused.push(("request_id", meta(request_id, &own)));
+    }
+    refused.push(("session_id", meta("s-1", &format!("{own}\tx"))));
+    let mut agent = meta("a-1", &own);
+    agent["chio/request"]["agent_id"] = json!(format!("{}\r", key_hex(&alice)));
+    refused.push(("agent_id", agent));
+    for (field, meta) in refused {
+        let result = edge.call_with_meta("echo", &hello, Some(meta)).await;
+        assert_eq!(
+            verdict(&result),
+            ("deny".to_string(), "edge-request-malformed".to_string()),
+            "{field}: {result:?}"
+        );
+        assert!(text(&result).contains(field), "{field}: {result:?}");
+    }
+    // A delegated capability whose id the delegating client chose.
+    let root = decode_token(&token).unwrap();
+    let delegated = root
+        .delegate(
+            &alice,
+            &key_hex(&bob),
+            &chio_kernel::token::Attenuation::default(),
+            "alice-to-bob\n1",
+            now_ms(),
+        )
+        .unwrap();
+    let delegated = encode_token(&delegated).unwrap();
+    let result = edge
+        .call(&delegated, &bob, "notes", "echo", &hello, "d-1")
+        .await;
+    assert_eq!(
+        verdict(&result),
+        ("deny".to_string(), "edge-token-malformed".to_string()),
+        "{result:?}"
+    );
+    assert!(
+        log_lines(&log).is_empty(),
+        "a refused id reached the upstream"
+    );
+    // Printable ids pass, whatever their script, up to 256 characters.
+    let long = "é".repeat(256);
+    for (request_id, session_id) in [
+        ("r 1 ünïcödé ✓", own.clone()),
+        (
+            long.as_str(),
+            format!("{}-{}", key_hex(&alice), "名".repeat(100)),
+        ),
+    ] {
+        let result = edge
+            .call_with_meta("echo", &hello, Some(meta(request_id, &session_id)))
+            .await;
+        assert_eq!(verdict(&result).0, "allow", "{request_id}: {result:?}");
+    }
+    assert_eq!(log_lines(&log), ["echo hello", "echo hello"]);
+    edge.stop().await;
 }
 
 // An upstream answer holding an integer past 2^53 has no canonical form, so no receipt can bind its hash: the call reached the upstream, its answer is withheld as an error result with the output-uncanonical code and none of the number, the next call is answered as usual, and the session folder keeps the edge's signed record of both (a scenario cannot write the integer, so no bundle).
