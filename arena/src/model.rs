@@ -222,7 +222,8 @@ pub struct AnswerDecl {
     /// What the server answers (any value).
     pub output: toml::Value,
     /// Whether the server carried the call out (default true); `false`
-    /// answers the output as a failure, not performed.
+    /// answers the output as a failure, not performed (the server still
+    /// received the call, so it spends its budget).
     pub ok: Option<bool>,
 }
 

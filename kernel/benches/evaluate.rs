@@ -62,6 +62,7 @@ fn echo(_: &AdmissionTicket) -> Result<ToolOutput, String> {
         label: None,
         integrity: None,
         performed: true,
+        received: true,
     })
 }
 

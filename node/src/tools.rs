@@ -69,6 +69,13 @@ pub struct ToolResult {
     /// could not (unknown tool, missing file, a path outside its root) is
     /// not performed, so it never satisfies a session rule's predecessor.
     pub performed: bool,
+    /// Whether a server received the call, whatever it answered: its
+    /// budget is then spent (`chio_kernel::kernel::ToolOutput::received`).
+    /// Every answer of a recorded or live server is one (an answer
+    /// recorded `ok = false` too: the server received the call, and may
+    /// have acted); the arena's own failure of a simulated server, which
+    /// did nothing, and a call no recorded answer matches are not.
+    pub received: bool,
 }
 
 impl ToolResult {
@@ -78,6 +85,7 @@ impl ToolResult {
             label: None,
             integrity: Integrity::Trusted,
             performed: true,
+            received: true,
         }
     }
 
@@ -87,6 +95,7 @@ impl ToolResult {
             label: None,
             integrity: Integrity::Trusted,
             performed: false,
+            received: false,
         }
     }
 }
@@ -389,9 +398,13 @@ impl ToolServer {
         // An answer past the bounds a link between node processes carries
         // is not given on any topology: the call is not performed, naming
         // the bound, as a recorded answer past them is.
+        // The server did carry it out, so the call is spent.
         if result.performed {
             if let Some(why) = chio_arena::recording::answer_out_of_bounds(&result.content) {
-                result = ToolResult::failed(why);
+                result = ToolResult {
+                    received: true,
+                    ..ToolResult::failed(why)
+                };
             }
         }
         if result.performed || servers_words {
@@ -547,6 +560,7 @@ pub fn tool_output(result: ToolResult) -> ToolOutput {
         label: result.label,
         integrity: result.integrity.label(),
         performed: result.performed,
+        received: result.received,
     }
 }
 

@@ -8,7 +8,8 @@
 //! declaring the tools the upstream listed (as `chio import mcp` declares
 //! them) and the label keys `--policy` gave it, and answering each admitted
 //! call with what the upstream answered (not performed, `ok = false`, when
-//! the answer is an error result, as the edge's kernel read it); the guards the edge ran
+//! the answer is an error result, as the edge's kernel read it, and spent
+//! at replay as at the edge, since the upstream received it); the guards the edge ran
 //! (`--policy`), in its order, on the kernel; one agent per client key,
 //! named by its one session or in order of first call; one grant per root
 //! capability presented (its id, server, the tools it grants that the

@@ -214,7 +214,7 @@ fn policy_label_keys_go_on_the_recorded_server() {
     );
 }
 
-// An upstream's error result (`isError: true`) is answered as the edge's kernel read it: not performed (`ok = false`); any other answer is performed.
+// An upstream's error result (`isError: true`) is answered as the edge's kernel read it: not performed (`ok = false`), which a recorded server's answer spends as the edge spent it; any other answer is performed.
 #[test]
 fn an_error_result_is_answered_not_performed() {
     let mut failed = call(2_500, "cap-1", "allow", None);

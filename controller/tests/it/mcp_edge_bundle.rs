@@ -173,9 +173,9 @@ async fn a_session_folder_replays_and_an_edited_one_does_not() {
     );
 }
 
-// An upstream's error result (isError: true) is a call the upstream did not carry out: the client gets the error result, its invocation is given back, and the untouched session replays with no drift, its scenario answering that step not performed.
+// An upstream's error result (isError: true) is a call the upstream received and did not carry out: the client gets the error result, its invocation is spent (the upstream ran it), so under a capability of two calls the calls after it are refused and never reach the upstream, and the untouched session replays with no drift, its scenario answering that step not performed and spending it alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstream_error_result_replays_as_not_performed() {
+async fn an_upstream_error_result_spends_and_replays_as_not_performed() {
     let Some(python) = mcp_python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
@@ -206,8 +206,9 @@ async fn an_upstream_error_result_replays_as_not_performed() {
     edge.stop().await;
     assert_eq!(
         session_verdicts(&folder),
-        ["allow", "allow", "allow", "deny"]
+        ["allow", "allow", "deny", "deny"]
     );
+    assert_eq!(log_lines(&log), ["echo a", "echo missing"]);
     let scenario = std::fs::read_to_string(folder.join("inputs/scenario.toml")).unwrap();
     assert!(scenario.contains("ok = false"), "{scenario}");
     let (ok, out) = replay(&folder);

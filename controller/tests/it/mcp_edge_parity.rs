@@ -41,12 +41,34 @@ async fn edge_session(
     extra: &[String],
     calls: &[(&str, &str, Value)],
 ) -> (Vec<Value>, Value, PathBuf) {
+    let server = Upstream {
+        fixture: "counting_server.py",
+        tools,
+    };
+    edge_session_on(dir, python, &server, grant_flags, extra, calls).await
+}
+
+/// The upstream fixture a session runs in front of, and the tools granted.
+struct Upstream<'a> {
+    fixture: &'a str,
+    tools: &'a str,
+}
+
+/// [`edge_session`] in front of the upstream `server`.
+async fn edge_session_on(
+    dir: &Path,
+    python: &Path,
+    server: &Upstream<'_>,
+    grant_flags: &[&str],
+    extra: &[String],
+    calls: &[(&str, &str, Value)],
+) -> (Vec<Value>, Value, PathBuf) {
     let log = dir.join("calls.log");
     let authority = authority(dir);
     let alice = client_key(1);
-    let token = grant(&authority, &alice, "notes", tools, grant_flags);
+    let token = grant(&authority, &alice, "notes", server.tools, grant_flags);
     let session_dir = dir.join("session");
-    let mut args = edge_args(python, &log, &authority, &session_dir);
+    let mut args = edge_args_with(server.fixture, python, &log, &authority, &session_dir, &[]);
     args.extend_from_slice(extra);
     let edge = Edge::start(&args).await;
     for (id, tool, arguments) in calls {
@@ -61,18 +83,27 @@ async fn edge_session(
 /// The edge's arguments in front of the counting upstream logging to
 /// `log`, writing its session to `session_dir`.
 fn edge_args(python: &Path, log: &Path, authority: &Path, session_dir: &Path) -> Vec<String> {
-    edge_args_with(python, log, authority, session_dir, &[])
+    edge_args_with(
+        "counting_server.py",
+        python,
+        log,
+        authority,
+        session_dir,
+        &[],
+    )
 }
 
-/// [`edge_args`] with `upstream_extra` appended to the upstream's command.
+/// [`edge_args`] in front of the fixture server `server`, with
+/// `upstream_extra` appended to the upstream's command.
 fn edge_args_with(
+    server: &str,
     python: &Path,
     log: &Path,
     authority: &Path,
     session_dir: &Path,
     upstream_extra: &[&str],
 ) -> Vec<String> {
-    let server = fixture("counting_server.py");
+    let server = fixture(server);
     let mut command = vec![
         python.to_str().unwrap(),
         server.to_str().unwrap(),
@@ -492,7 +523,14 @@ async fn a_call_the_upstream_received_spends_its_budget() {
         &["--max-calls", "2"],
     );
     let session_dir = dir.path().join("session");
-    let mut args = edge_args_with(&python, &log, &authority, &session_dir, &["6"]);
+    let mut args = edge_args_with(
+        "counting_server.py",
+        &python,
+        &log,
+        &authority,
+        &session_dir,
+        &["6"],
+    );
     args.extend(["--upstream-timeout-ms".to_string(), "4000".to_string()]);
     let edge = Edge::start(&args).await;
     for (id, tool, text) in [
@@ -514,4 +552,45 @@ async fn a_call_the_upstream_received_spends_its_budget() {
     // The upstream never sees the third call; it received the first.
     let log = log_lines(&log);
     assert_eq!(log, ["echo second"], "{log:?}");
+}
+
+// An upstream's error result (isError: true) comes from a call the upstream received and ran, so it spends its budget as any call the upstream received does: under a capability of two calls, two calls answered isError are admitted and released to the client as the upstream answered them, and the third call is refused by the budget and never reaches the upstream. The equivalent scenario answers both not performed (ok = false), and chio arena run of it spends them alike, so it decides every call as the edge did and the folder replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_result_spends_its_budget_at_the_edge_and_at_replay() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let calls = [
+        ("e0", "echo", json!({"text": "missing"})),
+        ("e1", "echo", json!({"text": "missing"})),
+        ("e2", "echo", json!({"text": "found"})),
+    ];
+    let (session, header, session_dir) = edge_session(
+        dir.path(),
+        &python,
+        "echo",
+        &["--max-calls", "2", "--id", "alice-echo"],
+        &[],
+        &calls,
+    )
+    .await;
+    assert_eq!(
+        verdicts(&session),
+        ["allow", "allow", "deny"],
+        "{session:?}"
+    );
+    for call in &session[..2] {
+        assert_eq!(call["result"]["isError"], true, "{call}");
+        assert_eq!(call["result"]["content"][0]["text"], "file not found");
+    }
+    let reason = session[2]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("invocation budget of alice-echo"),
+        "{reason}"
+    );
+    assert!(session[2]["upstream"].is_null(), "{session:?}");
+    let reached = log_lines(&dir.path().join("calls.log"));
+    assert_eq!(reached, ["echo missing", "echo missing"], "{reached:?}");
+    let scenario = std::fs::read_to_string(session_dir.join("inputs/scenario.toml")).unwrap();
+    assert_eq!(scenario.matches("ok = false").count(), 2, "{scenario}");
+    arena_decides_alike(dir.path(), &session, &header, &session_dir);
 }

@@ -114,5 +114,6 @@ fn dispatch(admitted: &AdmissionTicket) -> Result<ToolOutput, String> {
         label: None,
         integrity: None,
         performed: true,
+        received: true,
     })
 }

@@ -18,9 +18,10 @@ use crate::verification::VerifiedCapability;
 pub(super) struct Closing<'a> {
     /// Settlements, one per granted hold.
     pub(super) holds: usize,
-    /// Whether the tool carried the call out: its holds are committed;
-    /// otherwise (an answer that says it did not) they are released.
-    pub(super) performed: bool,
+    /// Whether the call is spent (its server received it, whatever it
+    /// answered): its holds are committed; otherwise (an answer made
+    /// without reaching a server) they are released.
+    pub(super) spent: bool,
     /// Whose ids are looked up again.
     pub(super) verified: &'a VerifiedCapability,
     /// An output label that is not a known level: nothing is joined.
@@ -56,7 +57,7 @@ pub(super) fn read_closing(
             break;
         }
     }
-    trace.settle_holds(match (commit.is_ok(), closing.performed) {
+    trace.settle_holds(match (commit.is_ok(), closing.spent) {
         (true, true) => "committed",
         (false, true) => "commit-failed",
         (true, false) => "released",
@@ -103,6 +104,8 @@ pub(super) struct Released {
     pub(super) label_keys: Vec<String>,
     /// Run-time allowlist records and the digests they gain.
     pub(super) allowlisted: Vec<(String, Vec<String>)>,
+    /// Whether the holds are committed ([`super::ToolOutput::received`]).
+    pub(super) spent: bool,
 }
 
 /// The retained keys a released output's labels join: the session, the

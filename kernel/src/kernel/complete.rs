@@ -9,7 +9,10 @@
 //! revoked id, a failed join or append); the kernel then denies with that
 //! answer's reason, as the step-by-step pipeline would, and appends the
 //! deny receipt alone. A deny closes with the releases (or, for a deny of
-//! the output guards, the commits) and its receipt in one batch.
+//! the output guards, the commits) and its receipt in one batch. An allow
+//! whose server received the call commits its holds whether or not the
+//! server carried it out ([`ToolOutput::received`]); one answered without
+//! reaching a server releases them.
 //!
 //! The session journal is the kernel's own memory, written once the
 //! verdict is final: an allow is journalled after its receipt was stored.
@@ -151,6 +154,7 @@ impl Kernel {
             label,
             integrity,
             performed,
+            received,
         } = with_server_kept(output, &trace.server_kept);
         // The canonical value, as a reader across a process boundary gets it.
         crate::canonical::normalize_whole_floats(&mut content);
@@ -165,10 +169,7 @@ impl Kernel {
                 let mut outcome = *outcome;
                 outcome.observed = observed;
                 trace.output("deny", outcome.reason.clone().unwrap_or_default());
-                let commits = holds
-                    .into_iter()
-                    .map(|hold_id| StoreOp::Commit { hold_id })
-                    .collect();
+                let commits = settle_ops(&holds, true);
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
@@ -215,6 +216,7 @@ impl Kernel {
                 unknown,
                 label_keys,
                 allowlisted,
+                spent: performed || received,
             },
             allow,
             now_ms,
@@ -244,10 +246,11 @@ impl Kernel {
             unknown,
             label_keys,
             allowlisted,
+            spent,
         } = released_output;
         let sanitized = allow.sanitized;
         let performed = allow.performed;
-        let mut ops = settle_ops(&holds, performed);
+        let mut ops = settle_ops(&holds, spent);
         ops.extend(revocation_ops(&verified));
         let receipt = unknown.is_none().then(|| {
             ops.extend(join_ops(&label_keys, &joined));
@@ -262,7 +265,7 @@ impl Kernel {
         let mut answers = self.stores.run_batch(ops).into_iter();
         let expected = Closing {
             holds: holds.len(),
-            performed,
+            spent,
             verified: &verified,
             unknown,
             label_keys,
@@ -523,15 +526,15 @@ impl Kernel {
     }
 }
 
-/// The settlement of an allow's holds: committed when the tool carried the
-/// call out; released when it did not, so it spends nothing, as a deny's
-/// holds are.
-fn settle_ops(holds: &[String], performed: bool) -> Vec<StoreOp> {
+/// The settlement of a call's holds: committed when it was `spent` (its
+/// server received it, or may have); released when it never reached one,
+/// so it spends nothing, as a deny's holds are.
+fn settle_ops(holds: &[String], spent: bool) -> Vec<StoreOp> {
     holds
         .iter()
         .map(|hold_id| {
             let hold_id = hold_id.clone();
-            if performed {
+            if spent {
                 StoreOp::Commit { hold_id }
             } else {
                 StoreOp::Release { hold_id }

@@ -149,6 +149,17 @@ pub struct ToolOutput {
     /// that it could not, say for an unknown tool, did not). The session
     /// journal records it, and session rules count only performed calls.
     pub performed: bool,
+    /// Whether a server received the call, whatever it answered. A call a
+    /// server received spends its holds (they are committed) even when it
+    /// answered that it did not carry the call out: the server may have
+    /// acted before failing, and its caller often chooses whether it fails,
+    /// so releasing them would let a caller make calls without limit by
+    /// making each one fail, as [`Kernel::abort_after_send`] spends a call
+    /// that was sent and never answered. Only an answer made without
+    /// reaching a server (the arena's own failure of a simulated server, a
+    /// recorded server with no answer for the call) gives its holds back. A
+    /// performed call was received, whatever this says.
+    pub received: bool,
 }
 
 /// A call that passed steps 1 to 7 and may be dispatched.

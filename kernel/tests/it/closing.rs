@@ -45,6 +45,7 @@ fn output(content: Value, label: Option<Label>, integrity: Option<&str>) -> Tool
         label,
         integrity: integrity.map(str::to_string),
         performed: true,
+        received: true,
     }
 }
 
@@ -161,6 +162,7 @@ fn the_output_stage_names_the_release_labels() {
         (
             ToolOutput {
                 performed: false,
+                received: false,
                 ..output(content.clone(), Some(Label::Internal), None)
             },
             "output released; the server did not carry the call out",

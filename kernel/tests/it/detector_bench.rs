@@ -88,6 +88,7 @@ impl Bench {
                 label: None,
                 integrity: None,
                 performed: true,
+                received: true,
             })
         };
         let decision = self.kernel.evaluate(&request, NOW_MS, &mut dispatch);

@@ -1,6 +1,8 @@
 //! Monetary budgets through the whole pipeline: amounts held at admission
-//! in the limit's minor units and committed at completion, released by a
-//! deny, a pending approval or a failed dispatch, counted per window from
+//! in the limit's minor units and committed at completion (also for a call
+//! its server received and answered as not carried out), released by a
+//! deny, a pending approval, a failed dispatch or an answer made without
+//! reaching a server, counted per window from
 //! the exact edge, replay-safe, shared by entries with one id and by a
 //! lineage, each argument defect denied with its own code, and a running
 //! total above an approval threshold sent to approval.
@@ -93,6 +95,7 @@ fn pay_as(
             label: None,
             integrity: None,
             performed: true,
+            received: true,
         })
     })
 }
@@ -165,6 +168,45 @@ fn refused_after_the_hold_releases_it() {
     assert_eq!(
         fits.trace.budget_keys[0].settled.as_deref(),
         Some("committed")
+    );
+}
+
+// Proves a call its server received spends its hold even when the server answered that it did not carry it out (the server may have acted first, and a caller that could make each call fail would otherwise pay without limit), while the call still counts as not performed; an answer made without reaching a server releases its hold.
+#[test]
+fn a_received_call_spends_whatever_its_server_answered() {
+    let cap = bank_cap();
+    let mut k = bank_kernel(vec![daily("daily")], vec![]);
+    let refused = |received: bool| {
+        move |_: &chio_kernel::AdmissionTicket| {
+            Ok(chio_kernel::ToolOutput {
+                content: json!({"error": "insufficient funds"}),
+                label: None,
+                integrity: None,
+                performed: false,
+                received,
+            })
+        }
+    };
+    let call = request("alice", &cap, "bank", "pay", eur("1500.00"), "answered");
+    let answered = k.evaluate(&call, NOW_MS, &mut refused(true));
+    assert_eq!(answered.verdict, Verdict::Allow);
+    assert!(answered.trace.not_performed);
+    assert_eq!(
+        answered.trace.budget_keys[0].settled.as_deref(),
+        Some("committed")
+    );
+    let over = pay(&mut k, &cap, eur("600.00"), "over");
+    assert_eq!(code(&over).as_deref(), Some("budget-exceeded"));
+    let call = request("alice", &cap, "bank", "pay", eur("400.00"), "unreached");
+    let unreached = k.evaluate(&call, NOW_MS, &mut refused(false));
+    assert!(unreached.trace.not_performed);
+    assert_eq!(
+        unreached.trace.budget_keys[0].settled.as_deref(),
+        Some("released")
+    );
+    assert_eq!(
+        pay(&mut k, &cap, eur("500.00"), "fits").verdict,
+        Verdict::Allow
     );
 }
 
@@ -485,6 +527,7 @@ fn a_withheld_output_whose_commit_fails_is_traced_as_failed() {
             label: None,
             integrity: None,
             performed: true,
+            received: true,
         })
     });
     assert_eq!(d.verdict, Verdict::Deny);

@@ -770,6 +770,7 @@ fn split_evaluation_matches_one_call() {
             label: out.label,
             integrity: None,
             performed: true,
+            received: true,
         },
         NOW_MS,
     );
@@ -829,6 +830,7 @@ fn revocation_racing_dispatch_withholds_the_output() {
                 label: out.label,
                 integrity: None,
                 performed: true,
+                received: true,
             },
             NOW_MS,
         );
@@ -913,6 +915,7 @@ fn an_unperformed_predecessor_does_not_count() {
             label: None,
             integrity: None,
             performed: false,
+            received: false,
         })
     };
     let tests = k.evaluate(

@@ -343,6 +343,7 @@ fn a_recorded_listing_admits_its_own_values() {
                 label: None,
                 integrity: None,
                 performed: true,
+                received: true,
             })
         } else {
             files_world(admitted)
@@ -424,6 +425,7 @@ fn a_listing_not_carried_out_admits_nothing() {
                     label: None,
                     integrity: None,
                     performed,
+                    received: performed,
                 })
             } else {
                 dispatch(files)(admitted)

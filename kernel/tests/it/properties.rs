@@ -92,7 +92,7 @@ proptest! {
         };
         let req = try_request(agent, &cap, tool, args.clone(), "r1");
         let now = ((NOW_SECS as i64 + offset) * 1000) as u64;
-        let mut echo = |r: &chio_kernel::kernel::AdmissionTicket| Ok(chio_kernel::ToolOutput { content: r.request().arguments.clone(), label: None, integrity: None, performed: true });
+        let mut echo = |r: &chio_kernel::kernel::AdmissionTicket| Ok(chio_kernel::ToolOutput { content: r.request().arguments.clone(), label: None, integrity: None, performed: true, received: true });
         let a = guarded_kernel().evaluate(&req, now, &mut echo);
         let b = guarded_kernel().evaluate(&req, now, &mut echo);
         prop_assert_eq!(&a, &b);
@@ -110,7 +110,7 @@ proptest! {
         let mut req = request("alice", &cap, "files", "read_file", json!({"path": "/workspace/a"}), "r1");
         req.arguments = args;
         let mut k = guarded_kernel();
-        let mut dispatch = |_: &chio_kernel::kernel::AdmissionTicket| if fail { Err("down".to_string()) } else { Ok(chio_kernel::ToolOutput { content: output.clone(), label: None, integrity: None, performed: true }) };
+        let mut dispatch = |_: &chio_kernel::kernel::AdmissionTicket| if fail { Err("down".to_string()) } else { Ok(chio_kernel::ToolOutput { content: output.clone(), label: None, integrity: None, performed: true, received: true }) };
         let d = k.evaluate(&req, NOW_MS, &mut dispatch);
         if req.arguments != json!({"path": "/workspace/a"}) {
             prop_assert_eq!(d.verdict, Verdict::Deny, "the proof covers the original arguments");

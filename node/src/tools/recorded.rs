@@ -152,7 +152,10 @@ pub(super) fn recorded_call(
 }
 
 /// The result of an answer, recorded or live: `{"ok": ok, "output":
-/// output}`, performed when `ok`, labelled by the highest of the `labels`
+/// output}`, performed when `ok`, and received whatever `ok` says (an
+/// answer is what a server did with a call it received, so the call
+/// spends its budget; `ok = false` says only that it was not carried
+/// out), labelled by the highest of the `labels`
 /// globs any path the call names matches ([`super::revealed_paths`]: a
 /// `path`, `paths`, `file` or nested key, or any value that reads as a
 /// path), whether or not the server
@@ -174,6 +177,7 @@ pub(crate) fn answer_result(
         label,
         integrity: Integrity::Trusted,
         performed: ok,
+        received: true,
     }
 }
 

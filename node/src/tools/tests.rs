@@ -84,6 +84,8 @@ fn sinks_refuse_arguments_with_no_canonical_form() {
         let mut server = ToolServer::new("sink", config);
         let refused = server.call(anon(), tool, &huge, &clean());
         assert!(!refused.performed, "{tool}: {:?}", refused.content);
+        // The arena's own refusal: no server received it, nothing is spent.
+        assert!(!refused.received, "{tool}");
         assert_eq!(refused.content["ok"], false);
         let error = refused.content["error"].as_str().unwrap_or_default();
         assert!(error.contains("no canonical JSON form"), "{error}");
@@ -387,7 +389,7 @@ fn caller<'a>(request_id: &'a str, agent: &'a str) -> Caller<'a> {
     Caller { request_id, agent }
 }
 
-// A step's answer is matched by its request id once, whatever the arguments; other calls take the first unused answer of their agent, tool and canonical arguments, in order; an answer that is not ok is not performed.
+// A step's answer is matched by its request id once, whatever the arguments; other calls take the first unused answer of their agent, tool and canonical arguments, in order; an answer that is not ok is not performed, and every recorded answer was received by the server (it spends), unlike a call that matches none.
 #[test]
 fn recorded_answers_match_by_step_then_by_call() {
     let mut git = recorded();
@@ -427,6 +429,11 @@ fn recorded_answers_match_by_step_then_by_call() {
         (false, json!(false))
     );
     assert_eq!(push.content["output"], "rejected");
+    // Every recorded answer was the server's: received (its budget is
+    // spent), performed or not; an answer the arena made for a call no
+    // recorded answer matches was received by no server.
+    assert!(status.received && push.received);
+    assert!(!again.received && !third.received);
 }
 
 // A call that matches nothing is not performed, naming the nearest recorded call and the argument key that differs, never a value.

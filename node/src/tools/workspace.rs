@@ -55,6 +55,7 @@ pub(super) fn workspace_call(
             Some(stored) => ToolResult {
                 content: json!({"ok": true, "path": path, "content": stored.content}),
                 performed: true,
+                received: true,
                 integrity: stored.integrity(),
                 label: glob_level(labels, &path).max(stored.level()),
             },
@@ -85,6 +86,7 @@ pub(super) fn workspace_call(
                 label: glob_level(labels, &path).max(removed.level()),
                 integrity: removed.integrity(),
                 performed: true,
+                received: true,
             },
             None => ToolResult::failed(format!("no such file {path}")),
         },
@@ -132,5 +134,6 @@ fn list_dir(path: &str, files: &BTreeMap<String, Stored>, labels: &[(Glob, Label
         label,
         integrity: named.integrity(),
         performed: true,
+        received: true,
     }
 }

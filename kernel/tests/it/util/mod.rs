@@ -179,6 +179,7 @@ pub fn dispatch(
                             .clone()
                             .filter(|l| chio_kernel::label::is_integrity_label(l)),
                         performed: true,
+                        received: true,
                     }),
                     None => Err(format!("no such file {path}")),
                 }
@@ -188,6 +189,7 @@ pub fn dispatch(
                 label: None,
                 integrity: None,
                 performed: true,
+                received: true,
             }),
         }
     }
