@@ -24,6 +24,8 @@
 //! - [`import_mcp`] holds `chio import mcp` (an MCP `tools/list` result as a recorded server)
 //!   and `chio import trace` (a recorded trace as a scenario);
 //! - [`import_mcp_live`] starts an MCP server for `chio import mcp --command` and lists its tools;
+//! - [`mcp_answer`] reads an MCP `CallToolResult` as a recorded answer, the one reading of
+//!   `chio arena record`, the MCP edge and the edge's equivalent scenario;
 //! - [`topology`] holds topology files and the gRPC dispatcher;
 //! - [`cluster_worlds`] is where the adversary evaluator's worlds run on
 //!   node processes (`arena evolve --topology`, matrix cells on a topology);
@@ -72,6 +74,7 @@ pub mod link_proxy;
 pub mod local_cluster;
 pub mod local_faults;
 pub mod man;
+pub mod mcp_answer;
 pub mod mcp_edge;
 pub mod placement;
 pub mod report;

@@ -7,9 +7,11 @@
 //! node and one kernel (`kernel-a`); one recorded server per upstream,
 //! declaring the tools the upstream listed (as `chio import mcp` declares
 //! them) and the label keys `--policy` gave it, and answering each admitted
-//! call with what the upstream answered (not performed, `ok = false`, when
-//! the answer is an error result, as the edge's kernel read it, and spent
-//! at replay as at the edge, since the upstream received it); the guards the edge ran
+//! call with what the upstream answered, read as the edge's kernel read it
+//! (`crate::mcp_answer`, the reading of `chio arena record`: the structured
+//! content, text or blocks; not performed, `ok = false`, for an error
+//! result or an answer breaking the tool's output schema, and spent at
+//! replay as at the edge, since the upstream received it); the guards the edge ran
 //! (`--policy`), in its order, on the kernel; one agent per client key,
 //! named by its one session or in order of first call; one grant per root
 //! capability presented (its id, server, the tools it grants that the
@@ -43,10 +45,13 @@ use std::collections::BTreeMap;
 
 use chio_arena::scenario::mcp::{parse_tools_list, server_declaration};
 use chio_arena::VirtualClock;
+use chio_kernel::contract::ToolContract;
 use chio_kernel::token::CapabilityToken;
+use chio_node::tools::LiveAnswer;
 use serde_json::{json, Value};
 
 use super::values::{sealed_inline, SealedFile, Secrets};
+use crate::mcp_answer::recorded_answer;
 
 /// The scenario's id.
 pub const SESSION_SCENARIO_ID: &str = "mcp-edge-session";
@@ -327,16 +332,15 @@ fn servers(header: &Value, decided: &[Decided], secrets: &mut Secrets) -> Result
             1,
         ));
         for d in decided.iter().filter(|d| d.server == id) {
-            if let Some(answer) = &d.upstream {
-                let output = sealed_inline(answer, secrets)
+            if let Some(answered) = &d.upstream {
+                // The answer the edge's kernel read, by the reading of
+                // `chio arena record`, so the declaration's output schema
+                // accepts every answer recorded as carried out.
+                let contract = tools.iter().map(|t| &t.contract).find(|c| c.name == d.tool);
+                let answer = recorded_answer(answered, id, contract).answer;
+                let output = sealed_inline(&answer.output, secrets)
                     .map_err(|e| format!("call {}: the upstream's answer {e}", d.seq))?;
-                // An error result is a call the upstream did not carry
-                // out, as the edge's kernel read it.
-                let ok = if answer["isError"] == json!(true) {
-                    "ok = false\n"
-                } else {
-                    ""
-                };
+                let ok = if answer.ok { "" } else { "ok = false\n" };
                 out.push_str(&format!(
                     "\n[[servers.answers]]\nstep = \"{}\"\noutput = {output}\n{ok}",
                     step_id(d.seq)
@@ -345,6 +349,37 @@ fn servers(header: &Value, decided: &[Decided], secrets: &mut Secrets) -> Result
         }
     }
     Ok(out)
+}
+
+/// The tools each upstream listed (`session.json`'s `upstreams`), as the
+/// kernel's contracts, by upstream id.
+pub fn upstream_contracts(header: &Value) -> BTreeMap<String, Vec<ToolContract>> {
+    let mut contracts = BTreeMap::new();
+    for upstream in header["upstreams"].as_array().into_iter().flatten() {
+        let id = upstream["id"].as_str().unwrap_or_default();
+        let listed = serde_json::to_vec(&json!({ "tools": upstream["tools"] })).unwrap_or_default();
+        let tools = parse_tools_list(&listed, id).unwrap_or_default();
+        contracts.insert(
+            id.to_string(),
+            tools.into_iter().map(|t| t.contract).collect(),
+        );
+    }
+    contracts
+}
+
+/// The answer the edge's kernel read of `answered`, upstream `server`'s
+/// answer to a call of `tool`, by the reading of `chio arena record`
+/// ([`crate::mcp_answer`]) against the tools `contracts` holds.
+pub fn upstream_answer(
+    contracts: &BTreeMap<String, Vec<ToolContract>>,
+    server: &str,
+    tool: &str,
+    answered: &Value,
+) -> LiveAnswer {
+    let contract = contracts
+        .get(server)
+        .and_then(|tools| tools.iter().find(|c| c.name == tool));
+    recorded_answer(answered, server, contract).answer
 }
 
 /// The label keys `--policy` gave upstream `id` (`session.json`'s

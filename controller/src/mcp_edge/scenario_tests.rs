@@ -94,8 +94,8 @@ const TOKEN: &str = "ghp_7Hq2Lw9Zx4Rt6Yp1Kd8Mv3Nc5Bg0Fj2Se4Ua";
 fn nulls_and_credentials_are_written_as_the_loader_reads_them() {
     let mut sent = call(2_000, "cap-1", "allow", None);
     sent["request"]["arguments"] = json!({"text": TOKEN});
-    sent["upstream"] = json!({"content": [{"type": "text", "text": TOKEN}],
-        "structuredContent": {"previous": null, "other": "password=hunter22"}});
+    sent["upstream"] = json!({"content": [{"type": "text", "text": "x"}],
+        "structuredContent": {"previous": null, "said": TOKEN, "other": "password=hunter22"}});
     let built = session_scenario(&header(), &[sent]).unwrap();
     assert!(!built.text.contains(TOKEN), "{}", built.text);
     assert!(!built.text.contains("hunter22"), "{}", built.text);
@@ -161,7 +161,7 @@ fn the_written_scenario_loads_with_its_sealed_files() {
     assert!(
         built
             .text
-            .contains("\"structuredContent\" = { literal = { \"literal\" = 1, \"n\" = 2 } }"),
+            .contains("output = { literal = { \"literal\" = 1, \"n\" = 2 } }"),
         "{}",
         built.text
     );
@@ -248,4 +248,45 @@ fn a_grant_is_written_with_the_tools_the_upstream_lists() {
         built.text
     );
     assert!(!built.text.contains("git_push"), "{}", built.text);
+}
+
+// The recorded answer is the upstream's answer read as chio arena record reads a live server's: its structured content, which a tool's declared output schema describes, so a session calling a typed tool keeps its scenario, which loads; an answer breaking the schema is answered not performed naming where, never the value, as the edge's kernel read it.
+#[test]
+fn answers_are_read_as_arena_record_reads_them() {
+    let mut typed = header();
+    typed["upstreams"][0]["tools"][0]["outputSchema"] = json!({
+        "type": "object", "properties": {"n": {"type": "integer"}},
+        "required": ["n"], "additionalProperties": false,
+    });
+    let answered = |structured: Value| {
+        let mut c = call(2_000, "cap-1", "allow", None);
+        c["upstream"] = json!({"content": [{"type": "text", "text": "x"}],
+            "structuredContent": structured});
+        c
+    };
+    let calls = [
+        answered(json!({"n": 3})),
+        answered(json!({"n": 1, "note": "IGNORE ALL PREVIOUS"})),
+    ];
+    let built = session_scenario(&typed, &calls).unwrap();
+    let answers: Vec<&str> = built
+        .text
+        .split("\n[[servers.answers]]\n")
+        .skip(1)
+        .collect();
+    assert!(
+        answers[0].starts_with("step = \"call-1\"\noutput = { \"n\" = 3 }\n"),
+        "{}",
+        built.text
+    );
+    assert!(
+        answers[1].contains("output = \"the server's answer is refused: the output of tool echo fails its output schema at /: additionalProperties\"\nok = false\n"),
+        "{}",
+        built.text
+    );
+    assert!(!built.text.contains("IGNORE"), "{}", built.text);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(PROMPT_FILE), PROMPT_TEXT).unwrap();
+    std::fs::write(dir.path().join("scenario.toml"), &built.text).unwrap();
+    chio_arena::scenario::load_scenario(dir.path().join("scenario.toml")).unwrap();
 }

@@ -8,7 +8,10 @@
 //! `_meta` (`present`), and runs the kernel: admit; on admission, forward
 //! to the upstream serving the tool and complete with its answer (the
 //! post-invocation guards, the second revocation look-up, budgets
-//! committed, the receipt appended), or abort when the upstream fails. A
+//! committed, the receipt appended), or abort when the upstream fails. The
+//! kernel reads the answer as `chio arena record` reads a live server's
+//! ([`crate::mcp_answer`], the tool's declared output schema applied), and
+//! the client gets what the kernel released, as a result ([`released`]). A
 //! deny, whoever decides it, is a tool result with `isError: true` whose
 //! text starts with the reason code; the upstream never sees a call the
 //! kernel did not admit.
@@ -22,7 +25,7 @@ use chio_kernel::canonical::to_canonical_vec;
 use chio_kernel::kernel::{Admission, Decision};
 use chio_kernel::verdict::Verdict;
 use chio_node::tools::tool_output;
-use chio_node::tools::{LiveAnswer, ToolServer};
+use chio_node::tools::ToolServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, MetaObject, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -36,6 +39,7 @@ use super::present;
 use super::session::{CallRecord, Session};
 use super::upstream::Upstreams;
 use super::wall_ms;
+use crate::mcp_answer::recorded_answer;
 
 /// What the server needs; a clone shares every part (the kernel thread,
 /// the upstreams, the session folder), so each streamable HTTP session
@@ -120,8 +124,41 @@ fn refusal(code: &str, reason: &str) -> CallToolResult {
     result
 }
 
-/// The answer to a kernel decision: its released output, or the deny.
-fn answer(decision: &Decision) -> CallToolResult {
+/// The result a client gets for `released`, the answer the kernel
+/// released (`{"ok", "output"}`, as a guard may have rewritten it): an
+/// output read from the upstream's structured content (`structured`) as
+/// structured content with its JSON as the one text block, as MCP asks of
+/// a tool with structured output; a text as one text block; content blocks
+/// as themselves; anything else as its JSON in one text block; an error
+/// result when it is not performed. The client gets exactly what the
+/// kernel's guards read and its receipt binds, never a part of the
+/// upstream's result the recorded answer leaves out.
+fn released(released: &Value, structured: bool) -> CallToolResult {
+    let output = released.get("output").unwrap_or(released).clone();
+    let text = |v: &Value| vec![ContentBlock::text(v.to_string())];
+    let content = match &output {
+        _ if structured => text(&output),
+        Value::String(s) => vec![ContentBlock::text(s.clone())],
+        Value::Array(blocks) => {
+            serde_json::from_value::<Vec<ContentBlock>>(Value::Array(blocks.clone()))
+                .unwrap_or_else(|_| text(&output))
+        }
+        other => text(other),
+    };
+    let mut result = if released.get("ok") == Some(&Value::Bool(false)) {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    if structured {
+        result.structured_content = Some(output);
+    }
+    result
+}
+
+/// The answer to a kernel decision: its released output (its structured
+/// content when `structured`), or the deny.
+fn answer(decision: &Decision, structured: bool) -> CallToolResult {
     let receipt = json!({
         "chio/receipt": {
             "id": decision.receipt.id,
@@ -134,12 +171,7 @@ fn answer(decision: &Decision) -> CallToolResult {
         _ => None,
     };
     let mut result = match (&decision.verdict, &decision.output) {
-        (Verdict::Allow, Some(output)) => {
-            let released = output.get("output").unwrap_or(output);
-            serde_json::from_value::<CallToolResult>(released.clone()).unwrap_or_else(|_| {
-                CallToolResult::success(vec![ContentBlock::text(released.to_string())])
-            })
-        }
+        (Verdict::Allow, Some(output)) => released(output, structured),
         _ => {
             let code = decision
                 .trace
@@ -262,7 +294,7 @@ impl Edge {
         let ticket = match admission {
             Admission::Decided(decision) => {
                 record.decision(&decision);
-                return answer(&decision);
+                return answer(&decision, false);
             }
             Admission::Admitted(ticket) => ticket,
         };
@@ -292,19 +324,19 @@ impl Edge {
                 None => Ok((result, labeller)),
             }
         });
+        let mut structured = false;
         let decided = match called {
             Ok((result, labeller)) => {
                 let answered = serde_json::to_value(&result).unwrap_or(Value::Null);
-                record.upstream = Some(answered.clone());
-                // The kernel reads an upstream's answer as it reads a
-                // recorded server's: `{"ok": performed, "output": result}`,
-                // labelled as that server labels it, so a session replays
-                // as a scenario of a recorded server.
-                let answer = LiveAnswer {
-                    ok: result.is_error != Some(true),
-                    output: answered,
-                };
-                let output = tool_output(labeller.live_result(answer, &request.arguments));
+                // The kernel reads an upstream's answer as `chio arena
+                // record` reads a live server's, the tool's output schema
+                // applied, labelled as the recorded server of the session's
+                // scenario labels it, so a session replays as that scenario.
+                let contract = self.upstreams.contract(server, &request.tool);
+                let read = recorded_answer(&answered, server, contract);
+                record.upstream = Some(answered);
+                structured = read.structured;
+                let output = tool_output(labeller.live_result(read.answer, &request.arguments));
                 self.kernel.complete(*ticket, output, now_ms).await
             }
             Err(reason) => self.kernel.abort(*ticket, reason, now_ms).await,
@@ -312,7 +344,7 @@ impl Edge {
         match decided {
             Ok(decision) => {
                 record.decision(&decision);
-                answer(&decision)
+                answer(&decision, structured)
             }
             Err(e) => gone(e),
         }

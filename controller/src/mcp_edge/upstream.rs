@@ -15,7 +15,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use chio_arena::scenario::mcp::{parse_tools_list, ImportedTool};
-use chio_kernel::contract::ToolCatalog;
+use chio_kernel::contract::{ToolCatalog, ToolContract};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, Tool,
 };
@@ -293,6 +293,17 @@ impl Upstreams {
                 (id.clone(), tools)
             })
             .collect()
+    }
+
+    /// The declared tool `tool` of upstream `server`, as the kernel checks
+    /// calls and answers against it.
+    pub fn contract(&self, server: &str, tool: &str) -> Option<&ToolContract> {
+        self.by_id
+            .get(server)?
+            .declared
+            .iter()
+            .map(|t| &t.contract)
+            .find(|c| c.name == tool)
     }
 
     /// The arguments of a call as the kernel reads them: the object given,

@@ -9,7 +9,9 @@
 //! - each call in order: `seq` is its position; its receipt verifies under
 //!   the session's receipt key and states the call's server, tool, verdict
 //!   and reason (a sanitized allow is a `rewrite`); a plain allow's
-//!   upstream answer is the output the receipt hashed; and a
+//!   upstream answer, read as the edge's kernel read it (`crate::mcp_answer`
+//!   against the tool the upstream listed), is the output the receipt
+//!   hashed; and a
 //!   call the scenario re-decides has, in the replay, the same verdict,
 //!   reason, reason code and receipt fields (all but the time, the ids and
 //!   the keys) as the edge gave it;
@@ -20,10 +22,12 @@
 //! Each mismatch is one line naming the call's step (`call-<seq>`) or the
 //! file, never a recorded value.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use chio_arena::bundle::{Bundle, StepRecord, INPUTS_DIR};
 use chio_kernel::canonical::to_canonical_vec;
+use chio_kernel::contract::ToolContract;
 use chio_kernel::keys::parse_public_key_hex;
 use chio_kernel::receipt::{canonical_sha256, SignedReceipt};
 use ed25519_dalek::Signature;
@@ -31,7 +35,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::bundle::{end_body, parse_calls, CALLS_FILE, SESSION_END_FILE, SESSION_FILE};
-use super::scenario::{session_scenario, step_id, Presentation};
+use super::scenario::{
+    session_scenario, step_id, upstream_answer, upstream_contracts, Presentation,
+};
 
 /// Whether `dir` is an edge session folder.
 pub fn is_session(dir: &Path) -> bool {
@@ -71,6 +77,7 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
         Err(e) => return vec![e],
     };
     let mut found = check_end(dir, &key, &bytes, &header_bytes, calls.len());
+    let contracts = upstream_contracts(&header);
     let steps: Vec<&StepRecord> = replayed.manifest.steps.iter().collect();
     let receipts: Vec<SignedReceipt> = replayed
         .receipts
@@ -79,7 +86,9 @@ pub fn check_session(dir: &Path, inputs_scenario: &[u8], replayed: &Bundle) -> V
         .collect();
     for (i, call) in calls.iter().enumerate() {
         let at = step_id(i as u64 + 1);
-        found.extend(check_signed(call, i as u64 + 1, &key).map(|m| format!("step {at}: {m}")));
+        found.extend(
+            check_signed(call, i as u64 + 1, &key, &contracts).map(|m| format!("step {at}: {m}")),
+        );
         if let Some(step) = steps.iter().find(|s| s.step_id == at) {
             found.extend(check_redecided(call, step, &receipts).map(|m| format!("step {at}: {m}")));
         }
@@ -181,8 +190,14 @@ fn signature_holds(key: &str, body: &Value, signature: &Value) -> bool {
         .is_ok()
 }
 
-/// A call against its own receipt.
-fn check_signed(call: &Value, seq: u64, key: &str) -> Option<String> {
+/// A call against its own receipt; `contracts` are the upstreams' tools,
+/// which an answer is read against.
+fn check_signed(
+    call: &Value,
+    seq: u64,
+    key: &str,
+    contracts: &BTreeMap<String, Vec<ToolContract>>,
+) -> Option<String> {
     if call["seq"].as_u64() != Some(seq) {
         return Some(format!("its seq is not its position {seq}"));
     }
@@ -206,9 +221,10 @@ fn check_signed(call: &Value, seq: u64, key: &str) -> Option<String> {
     if call["verdict"] != verdict || call["reason"] != json!(b.decision.reason) {
         return Some("its verdict or reason is not its receipt's".to_string());
     }
-    let answer = call.get("upstream").filter(|u| !u.is_null())?;
-    let performed = answer["isError"] != json!(true);
-    let hashed = canonical_sha256(&json!({"ok": performed, "output": answer})).ok();
+    let answered = call.get("upstream").filter(|u| !u.is_null())?;
+    // The recorded answer the edge's kernel read of the upstream's.
+    let answer = upstream_answer(contracts, &b.server, &b.tool, answered);
+    let hashed = canonical_sha256(&json!({"ok": answer.ok, "output": answer.output})).ok();
     // A sanitized allow released the rewritten output, which the replay's
     // receipt is compared with instead.
     let plain_allow =
@@ -264,7 +280,8 @@ mod tests {
 
     /// A call record with its receipt signed by `key`.
     fn record(key: &SigningKey, verdict: Verdict, sanitized: bool, answer: &Value) -> Value {
-        let performed = json!({"ok": true, "output": answer});
+        let read = upstream_answer(&BTreeMap::new(), "notes", "echo", answer);
+        let performed = json!({"ok": read.ok, "output": read.output});
         let body = ReceiptBody {
             schema: RECEIPT_SCHEMA.to_string(),
             timestamp_ms: 1,
@@ -303,22 +320,29 @@ mod tests {
     fn a_call_is_checked_against_its_signed_receipt() {
         let key = SigningKey::from_bytes(&[9; 32]);
         let hex = public_key_hex(&key);
+        let none = BTreeMap::new();
         let answer = json!({"content": [{"type": "text", "text": "a"}]});
         let allow = record(&key, Verdict::Allow, false, &answer);
-        assert_eq!(check_signed(&allow, 1, &hex), None);
+        assert_eq!(check_signed(&allow, 1, &hex, &none), None);
         let rewrite = record(&key, Verdict::Allow, true, &answer);
         assert_eq!(rewrite["verdict"], "rewrite");
-        assert_eq!(check_signed(&rewrite, 1, &hex), None);
+        assert_eq!(check_signed(&rewrite, 1, &hex, &none), None);
         let mut flipped = allow.clone();
         flipped["verdict"] = json!("deny");
-        assert!(check_signed(&flipped, 1, &hex).unwrap().contains("verdict"));
+        assert!(check_signed(&flipped, 1, &hex, &none)
+            .unwrap()
+            .contains("verdict"));
         let mut answered = allow.clone();
         answered["upstream"]["content"][0]["text"] = json!("b");
-        assert!(check_signed(&answered, 1, &hex)
+        assert!(check_signed(&answered, 1, &hex, &none)
             .unwrap()
             .contains("upstream answer"));
         let other = public_key_hex(&SigningKey::from_bytes(&[8; 32]));
-        assert!(check_signed(&allow, 1, &other).unwrap().contains("key"));
-        assert!(check_signed(&allow, 2, &hex).unwrap().contains("seq"));
+        assert!(check_signed(&allow, 1, &other, &none)
+            .unwrap()
+            .contains("key"));
+        assert!(check_signed(&allow, 2, &hex, &none)
+            .unwrap()
+            .contains("seq"));
     }
 }

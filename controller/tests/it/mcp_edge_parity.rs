@@ -594,3 +594,116 @@ async fn an_error_result_spends_its_budget_at_the_edge_and_at_replay() {
     assert_eq!(scenario.matches("ok = false").count(), 2, "{scenario}");
     arena_decides_alike(dir.path(), &session, &header, &session_dir);
 }
+/// `chio arena record` of the equivalent scenario of the session in
+/// `session_dir`, its recorded servers made the live `fixture` server again
+/// (`kind = "mcp"`, the answers dropped): the bundle and recording folder.
+fn record_live(dir: &Path, python: &Path, fixture_name: &str, session_dir: &Path) -> PathBuf {
+    let world = dir.join("live");
+    std::fs::create_dir_all(&world).unwrap();
+    std::fs::write(world.join(PROMPT_FILE), PROMPT_TEXT).unwrap();
+    let text = std::fs::read_to_string(session_dir.join("inputs/scenario.toml")).unwrap();
+    let mut scenario: toml::Table = toml::from_str(&text).unwrap();
+    let command = toml::Value::Array(
+        [
+            python.to_str().unwrap(),
+            fixture(fixture_name).to_str().unwrap(),
+            world.join("calls.log").to_str().unwrap(),
+        ]
+        .iter()
+        .map(|s| toml::Value::String(s.to_string()))
+        .collect(),
+    );
+    for server in scenario["servers"].as_array_mut().unwrap() {
+        let server = server.as_table_mut().unwrap();
+        server.remove("answers");
+        server.insert("kind".into(), toml::Value::String("mcp".into()));
+        server.insert("command".into(), command.clone());
+    }
+    let file = world.join("live.toml");
+    std::fs::write(&file, toml::to_string(&scenario).unwrap()).unwrap();
+    let rec = world.join("rec");
+    let output = std::process::Command::new(chio_bin())
+        .args(["arena", "record", file.to_str().unwrap(), "--out"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "chio arena record decides otherwise than the edge: {}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    rec
+}
+
+// A typed tool of the SDK's MCPServer (FastMCP) declares an output schema, and the edge applies it exactly as chio arena record does, through the one reading of a CallToolResult as a recorded answer: a conforming answer is released as performed (its structured content, and its JSON as text); an answer carrying a property the schema does not declare, and one whose n is not an integer, are answered not performed, naming the pointer and keyword and none of the value, and spend their budget, since the upstream received them, so the fourth call is refused. The session keeps its bundle, which replays with no drift; and chio arena record of the same calls against the same server live decides each call with the same verdict, reason and receipt (the output hash binding the same recorded answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_typed_tool_output_schema_is_applied_as_arena_record_applies_it() {
+    let Some(python) = mcp_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let calls = [
+        ("t0", "count", json!({"text": "a b c"})),
+        ("t1", "count", json!({"text": "drift"})),
+        ("t2", "count", json!({"text": "untyped"})),
+        ("t3", "count", json!({"text": "d e"})),
+    ];
+    let server = Upstream {
+        fixture: "typed_server.py",
+        tools: "count",
+    };
+    let (session, header, session_dir) = edge_session_on(
+        dir.path(),
+        &python,
+        &server,
+        &["--max-calls", "3", "--id", "alice-count"],
+        &[],
+        &calls,
+    )
+    .await;
+    let listed = &header["upstreams"][0]["tools"][0];
+    assert_eq!(
+        listed["outputSchema"]["additionalProperties"], false,
+        "{listed}"
+    );
+    assert_eq!(
+        verdicts(&session),
+        ["allow", "allow", "allow", "deny"],
+        "{session:?}"
+    );
+    let first = &session[0]["result"];
+    assert_eq!(first["structuredContent"], json!({"n": 3}), "{first}");
+    assert_ne!(first["isError"], true, "{first}");
+    for (call, at) in [
+        (&session[1], "/: additionalProperties"),
+        (&session[2], "/n: type"),
+    ] {
+        let result = &call["result"];
+        assert_eq!(result["isError"], true, "{result}");
+        let said = result["content"][0]["text"].as_str().unwrap();
+        assert_eq!(
+            said,
+            format!("the server's answer is refused: the output of tool count fails its output schema at {at}"),
+        );
+        let shown = result.to_string();
+        assert!(
+            !shown.contains("ignore all") && !shown.contains("not an int"),
+            "{shown}"
+        );
+    }
+    assert!(session[3]["upstream"].is_null(), "{session:?}");
+    let reached = log_lines(&dir.path().join("calls.log"));
+    assert_eq!(reached.len(), 3, "{reached:?}");
+    arena_decides_alike(dir.path(), &session, &header, &session_dir);
+    let rec = record_live(dir.path(), &python, server.fixture, &session_dir);
+    compare(&session, &rec);
+    let recording: Value =
+        serde_json::from_slice(&std::fs::read(rec.join("recording/notes.json")).unwrap()).unwrap();
+    let oks: Vec<&Value> = recording["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["ok"])
+        .collect();
+    assert_eq!(oks, [true, false, false], "{recording}");
+    assert_eq!(recording["calls"][0]["output"], json!({"n": 3}));
+}
