@@ -244,8 +244,13 @@ impl DecisionTrace {
 
     /// Records what became of every granted hold.
     pub fn settle_holds(&mut self, settled: &str) {
+        self.settle_holds_by(|_| settled);
+    }
+
+    /// Records what became of every granted hold, by its budget key.
+    pub fn settle_holds_by<'s>(&mut self, settled: impl Fn(&str) -> &'s str) {
         for budget in self.budget_keys.iter_mut().filter(|b| b.outcome == "held") {
-            budget.settled = Some(settled.to_string());
+            budget.settled = Some(settled(&budget.key).to_string());
         }
     }
 

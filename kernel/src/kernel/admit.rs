@@ -32,12 +32,16 @@ use crate::verification::{verify_capability, ShareClaim, VerifiedCapability};
 
 #[path = "admit_reads.rs"]
 mod reads;
+use super::MoneyHolds;
 use reads::{read_holds, read_shares};
 
 /// Everything admission accumulates on the way, deny or not.
 #[derive(Default)]
 struct Admitting {
     holds: Vec<String>,
+    /// The monetary holds among them, by hold id and by budget key: money
+    /// moves only when the tool carried the call out.
+    money_holds: MoneyHolds,
     /// Each monetary budget's total with this call, by budget id, for the
     /// guards that read it.
     money: BTreeMap<String, MoneyTotal>,
@@ -243,6 +247,7 @@ impl Kernel {
                 verified,
                 principal,
                 holds: state.holds,
+                money_holds: state.money_holds,
                 observed: state.observed,
                 parameter_hash,
                 trace: state.trace,

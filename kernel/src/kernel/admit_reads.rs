@@ -3,6 +3,7 @@
 //! refusal or failure.
 
 use super::*;
+use crate::reason::BudgetName;
 
 /// Reads the hold answers of step 5 in order; a refused or failed hold
 /// denies, and every granted hold is kept for its release or commit.
@@ -25,6 +26,12 @@ pub(super) fn read_holds(
             Ok(OpAnswer::Hold(HoldOutcome::Granted { used, limit })) => {
                 state.trace.budget_keys.push(read(used, limit, "held"));
                 state.holds.push(wanted.hold_id.clone());
+                if matches!(
+                    wanted.what,
+                    HoldOf::Money(_) | HoldOf::Units(BudgetName::Monetary { .. })
+                ) {
+                    state.money_holds.insert(&wanted.hold_id, &wanted.key);
+                }
                 if let HoldOf::Money(money @ PlannedMoney { share: None, .. }) = &wanted.what {
                     state.money.insert(
                         money.budget.clone(),

@@ -18,10 +18,12 @@ use crate::verification::VerifiedCapability;
 pub(super) struct Closing<'a> {
     /// Settlements, one per granted hold.
     pub(super) holds: usize,
-    /// Whether the call is spent (its server received it, whatever it
-    /// answered): its holds are committed; otherwise (an answer made
-    /// without reaching a server) they are released.
-    pub(super) spent: bool,
+    /// How its holds are settled: invocation holds committed when its
+    /// server received the call, whatever it answered, monetary holds when
+    /// the tool carried it out; the others released.
+    pub(super) settle: super::Settle,
+    /// Which of its holds are monetary.
+    pub(super) money_holds: &'a super::MoneyHolds,
     /// Whose ids are looked up again.
     pub(super) verified: &'a VerifiedCapability,
     /// An output label that is not a known level: nothing is joined.
@@ -57,11 +59,19 @@ pub(super) fn read_closing(
             break;
         }
     }
-    trace.settle_holds(match (commit.is_ok(), closing.spent) {
+    let settled = |committed: bool| match (commit.is_ok(), committed) {
         (true, true) => "committed",
         (false, true) => "commit-failed",
         (true, false) => "released",
         (false, false) => "release-failed",
+    };
+    let (spent, moved) = (settled(closing.settle.spent), settled(closing.settle.moved));
+    trace.settle_holds_by(|key| {
+        if closing.money_holds.counts(key) {
+            moved
+        } else {
+            spent
+        }
     });
     commit?;
     // Revocation again before the allow is finalised: a revocation that
@@ -104,8 +114,10 @@ pub(super) struct Released {
     pub(super) label_keys: Vec<String>,
     /// Run-time allowlist records and the digests they gain.
     pub(super) allowlisted: Vec<(String, Vec<String>)>,
-    /// Whether the holds are committed ([`super::ToolOutput::received`]).
-    pub(super) spent: bool,
+    /// The monetary holds among `holds`.
+    pub(super) money_holds: super::MoneyHolds,
+    /// How the holds are settled ([`super::ToolOutput::received`]).
+    pub(super) settle: super::Settle,
 }
 
 /// The retained keys a released output's labels join: the session, the

@@ -26,7 +26,7 @@ use super::closing::{
     allowlist_ops, join_ops, read_closing, released_label_keys, unexpected_label, Closing, Released,
 };
 use super::guard_run::{run_output_guards, Rewrite};
-use super::{AdmissionTicket, Decision, Kernel, Outcome, ToolOutput};
+use super::{AdmissionTicket, Decision, Kernel, MoneyHolds, Outcome, Settle, ToolOutput};
 use crate::batch::{OpAnswer, StoreOp};
 use crate::canonical::CanonicalError;
 use crate::error::{KernelError, StoreError, StoreName};
@@ -144,6 +144,7 @@ impl Kernel {
             verified,
             principal,
             holds,
+            money_holds,
             mut observed,
             parameter_hash,
             mut trace,
@@ -169,7 +170,7 @@ impl Kernel {
                 let mut outcome = *outcome;
                 outcome.observed = observed;
                 trace.output("deny", outcome.reason.clone().unwrap_or_default());
-                let commits = settle_ops(&holds, true);
+                let commits = settle_ops(&holds, &money_holds, Settle::every(true));
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
@@ -208,6 +209,7 @@ impl Kernel {
                 request,
                 verified,
                 holds,
+                money_holds,
                 parameter_hash,
                 output_hash,
                 label,
@@ -216,7 +218,7 @@ impl Kernel {
                 unknown,
                 label_keys,
                 allowlisted,
-                spent: performed || received,
+                settle: Settle::of(performed, received),
             },
             allow,
             now_ms,
@@ -238,6 +240,7 @@ impl Kernel {
             request,
             verified,
             holds,
+            money_holds,
             parameter_hash,
             output_hash,
             label,
@@ -246,11 +249,11 @@ impl Kernel {
             unknown,
             label_keys,
             allowlisted,
-            spent,
+            settle,
         } = released_output;
         let sanitized = allow.sanitized;
         let performed = allow.performed;
-        let mut ops = settle_ops(&holds, spent);
+        let mut ops = settle_ops(&holds, &money_holds, settle);
         ops.extend(revocation_ops(&verified));
         let receipt = unknown.is_none().then(|| {
             ops.extend(join_ops(&label_keys, &joined));
@@ -265,7 +268,8 @@ impl Kernel {
         let mut answers = self.stores.run_batch(ops).into_iter();
         let expected = Closing {
             holds: holds.len(),
-            spent,
+            settle,
+            money_holds: &money_holds,
             verified: &verified,
             unknown,
             label_keys,
@@ -369,7 +373,7 @@ impl Kernel {
         trace.settle_holds(if sent { "committed" } else { "released" });
         trace.output("deny", reason.to_string());
         let outcome = Outcome::deny(reason, None, ticket.observed);
-        let releases = settle_ops(&ticket.holds, sent);
+        let releases = settle_ops(&ticket.holds, &ticket.money_holds, Settle::every(sent));
         self.finish(
             &ticket.request,
             &ticket.parameter_hash,
@@ -526,15 +530,22 @@ impl Kernel {
     }
 }
 
-/// The settlement of a call's holds: committed when it was `spent` (its
-/// server received it, or may have); released when it never reached one,
-/// so it spends nothing, as a deny's holds are.
-fn settle_ops(holds: &[String], spent: bool) -> Vec<StoreOp> {
+/// The settlement of a call's holds ([`Settle`]): an invocation hold is
+/// committed when the call was spent (its server received it, or may
+/// have), a monetary hold when money moved (the tool carried the call
+/// out); each other hold is released, so it spends nothing, as a deny's
+/// holds are.
+fn settle_ops(holds: &[String], money: &MoneyHolds, settle: Settle) -> Vec<StoreOp> {
     holds
         .iter()
         .map(|hold_id| {
+            let commit = if money.holds(hold_id) {
+                settle.moved
+            } else {
+                settle.spent
+            };
             let hold_id = hold_id.clone();
-            if spent {
+            if commit {
                 StoreOp::Commit { hold_id }
             } else {
                 StoreOp::Release { hold_id }

@@ -150,8 +150,9 @@ pub struct ToolOutput {
     /// journal records it, and session rules count only performed calls.
     pub performed: bool,
     /// Whether a server received the call, whatever it answered. A call a
-    /// server received spends its holds (they are committed) even when it
-    /// answered that it did not carry the call out: the server may have
+    /// server received spends its invocation holds (they are committed)
+    /// even when it answered that it did not carry the call out (its
+    /// monetary holds are released then: no money moved): the server may have
     /// acted before failing, and its caller often chooses whether it fails,
     /// so releasing them would let a caller make calls without limit by
     /// making each one fail, as [`Kernel::abort_after_send`] spends a call
@@ -162,6 +163,64 @@ pub struct ToolOutput {
     pub received: bool,
 }
 
+/// The monetary holds of an admitted call, by hold id and by budget key
+/// (a grant's monetary limit or a configured monetary budget). Money moves
+/// only when the tool carried the call out, so these are committed only
+/// for a performed call; an invocation is spent by any call its server
+/// received ([`ToolOutput::received`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct MoneyHolds {
+    ids: BTreeSet<String>,
+    keys: BTreeSet<String>,
+}
+
+impl MoneyHolds {
+    /// Counts the hold `hold_id` of budget `key` as monetary.
+    pub(super) fn insert(&mut self, hold_id: &str, key: &str) {
+        self.ids.insert(hold_id.to_string());
+        self.keys.insert(key.to_string());
+    }
+
+    /// Whether `hold_id` is a monetary hold.
+    pub(super) fn holds(&self, hold_id: &str) -> bool {
+        self.ids.contains(hold_id)
+    }
+
+    /// Whether budget `key` is monetary.
+    pub(super) fn counts(&self, key: &str) -> bool {
+        self.keys.contains(key)
+    }
+}
+
+/// How an admitted call's holds are settled: invocation holds are
+/// committed when the call was `spent` (its server received it), monetary
+/// ones when money `moved` (the call was carried out); the rest released.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Settle {
+    pub(super) spent: bool,
+    pub(super) moved: bool,
+}
+
+impl Settle {
+    /// Every hold committed (`true`: the tool ran, or may have) or every
+    /// hold released.
+    pub(super) fn every(commit: bool) -> Self {
+        Settle {
+            spent: commit,
+            moved: commit,
+        }
+    }
+
+    /// A call its server answered: spent when the server received or
+    /// performed it, money moved only when it performed it.
+    pub(super) fn of(performed: bool, received: bool) -> Self {
+        Settle {
+            spent: performed || received,
+            moved: performed,
+        }
+    }
+}
+
 /// A call that passed steps 1 to 7 and may be dispatched.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AdmissionTicket {
@@ -170,6 +229,8 @@ pub struct AdmissionTicket {
     /// The verified principal (see [`bind_proof`]).
     principal: String,
     holds: Vec<String>,
+    /// The monetary holds among `holds`.
+    money_holds: MoneyHolds,
     observed: Vec<ObservedFinding>,
     parameter_hash: String,
     /// The trace of admission, continued by [`Kernel::complete`].

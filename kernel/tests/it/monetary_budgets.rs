@@ -171,11 +171,19 @@ fn refused_after_the_hold_releases_it() {
     );
 }
 
-// Proves a call its server received spends its hold even when the server answered that it did not carry it out (the server may have acted first, and a caller that could make each call fail would otherwise pay without limit), while the call still counts as not performed; an answer made without reaching a server releases its hold.
+// Proves a call its server received spends its invocation even when the server answered that it did not carry it out (the server may have acted first, and a caller that could make each call fail would otherwise call without limit), but not its money (no payment was carried out), while the call counts as not performed; an answer made without reaching a server releases every hold.
 #[test]
-fn a_received_call_spends_whatever_its_server_answered() {
+fn a_received_call_spends_its_invocation_not_its_money() {
     let cap = bank_cap();
-    let mut k = bank_kernel(vec![daily("daily")], vec![]);
+    let mut config = kernel_config(vec![]);
+    config.monetary_budgets = vec![daily("daily")];
+    config.tool_budgets = vec![chio_kernel::kernel::ToolBudget {
+        agent: "alice".into(),
+        server: "bank".into(),
+        tool: "pay".into(),
+        max_invocations: 2,
+    }];
+    let mut k = Kernel::new(config, KernelStores::in_memory()).expect("kernel builds");
     let refused = |received: bool| {
         move |_: &chio_kernel::AdmissionTicket| {
             Ok(chio_kernel::ToolOutput {
@@ -187,27 +195,53 @@ fn a_received_call_spends_whatever_its_server_answered() {
             })
         }
     };
+    let settled = |d: &chio_kernel::Decision| -> Vec<(String, Option<String>)> {
+        d.trace
+            .budget_keys
+            .iter()
+            .map(|b| {
+                (
+                    b.key.split('/').next().unwrap_or("").to_string(),
+                    b.settled.clone(),
+                )
+            })
+            .collect()
+    };
     let call = request("alice", &cap, "bank", "pay", eur("1500.00"), "answered");
     let answered = k.evaluate(&call, NOW_MS, &mut refused(true));
     assert_eq!(answered.verdict, Verdict::Allow);
     assert!(answered.trace.not_performed);
+    let committed = Some("committed".to_string());
+    let released = Some("released".to_string());
     assert_eq!(
-        answered.trace.budget_keys[0].settled.as_deref(),
-        Some("committed")
+        settled(&answered),
+        [
+            ("tool-invocations".to_string(), committed.clone()),
+            ("money".to_string(), released.clone())
+        ]
     );
-    let over = pay(&mut k, &cap, eur("600.00"), "over");
-    assert_eq!(code(&over).as_deref(), Some("budget-exceeded"));
     let call = request("alice", &cap, "bank", "pay", eur("400.00"), "unreached");
     let unreached = k.evaluate(&call, NOW_MS, &mut refused(false));
     assert!(unreached.trace.not_performed);
     assert_eq!(
-        unreached.trace.budget_keys[0].settled.as_deref(),
-        Some("released")
+        settled(&unreached),
+        [
+            ("tool-invocations".to_string(), released.clone()),
+            ("money".to_string(), released)
+        ]
     );
+    // The whole 2,000.00 is free, and the failed call spent the first of two calls.
+    let fits = pay(&mut k, &cap, eur("2000.00"), "fits");
+    assert_eq!(fits.verdict, Verdict::Allow);
     assert_eq!(
-        pay(&mut k, &cap, eur("500.00"), "fits").verdict,
-        Verdict::Allow
+        settled(&fits),
+        [
+            ("tool-invocations".to_string(), committed.clone()),
+            ("money".to_string(), committed)
+        ]
     );
+    let third = pay(&mut k, &cap, eur("0.01"), "third");
+    assert_eq!(code(&third).as_deref(), Some("budget-exhausted"));
 }
 
 // Proves the total resets at each window boundary, exactly: the last millisecond of a window is in it, the boundary is the next one's first.
