@@ -10,8 +10,11 @@
 //! the kernel cannot be reached or the agent does not hold what it presents
 //! (`crate::outage`); a released output is kept for messages that forward
 //! it. A fault in effect (`super::fault`) may make the call reach its
-//! kernel later over a delayed link; only when the agent's own node is
-//! down does the controller answer the call, since nobody can make it.
+//! kernel later over a delayed link. The controller answers a call itself
+//! only when nobody can make it (the agent's own node is down) or when it
+//! holds the call in flight: a delayed call is lost when its kernel's node
+//! was down as it was sent or either node crashes before it arrives
+//! ([`arrive`]).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +26,7 @@ use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
 
+use super::fault::Sent;
 use super::reference::{resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
@@ -46,10 +50,10 @@ pub struct PreparedCall {
     pub blocked: Option<Refusal>,
     /// How a delayed link changed the call's arrival, when one did.
     pub delayed: Option<String>,
-    /// How many times the kernel's node and the agent's node had crashed
-    /// when the call was sent: a call in flight is lost to a crash of
-    /// either before it arrives.
-    pub sent_crashes: (u64, u64),
+    /// What the call met when it was sent: a call in flight is lost to its
+    /// kernel's node being down then, or to a crash of either node before
+    /// it arrives ([`super::FaultState::in_flight_lost`]).
+    pub sent: Sent,
 }
 
 impl PreparedCall {
@@ -169,25 +173,25 @@ pub(super) fn prepare(
         // bound meets the delay.
         command.now_ms = now_ms.saturating_add(*ms);
     }
+    let sent = faults.send(&kernel, kernel_node, agent_node);
     Ok(PreparedCall {
         command,
         kernel,
         token_sha256: entry.map(|e| e.token_sha256.clone()),
         blocked,
         delayed: delay.map(|(_, note)| note),
-        sent_crashes: (
-            faults.crash_count(kernel_node),
-            faults.crash_count(agent_node),
-        ),
+        sent,
     })
 }
 
 /// What a call in flight meets when it reaches its kernel's node: the
-/// controller's deny when that node, or the agent's own, is down by then
-/// or crashed since the call was sent (the call finds no process to decide
-/// it, or the agent's node that sent it is gone);
-/// otherwise the call is dispatched as prepared, and meets every other
-/// fault where it is (a cut link, a stall) as any call does.
+/// controller's deny when that node was down when the call was sent (the
+/// call found no process to take it, and is denied as unreachable, as a
+/// call sent then without a delay is by the agent's node), or when that
+/// node or the agent's own is down by now or crashed since the call was
+/// sent (the process it was sent to is gone, or the agent's node that sent
+/// it is); otherwise the call is dispatched as prepared, and meets every
+/// other fault where it is (a cut link, a stall) as any call does.
 pub(super) fn arrive(executor: &StepExecutor, world: &World, prepared: &mut PreparedCall) {
     if prepared.blocked.is_some() {
         return;
@@ -199,7 +203,7 @@ pub(super) fn arrive(executor: &StepExecutor, world: &World, prepared: &mut Prep
     prepared.blocked = faults.in_flight_lost(
         (&prepared.kernel, kernel_node),
         (agent, agent_node),
-        prepared.sent_crashes,
+        &prepared.sent,
     );
 }
 

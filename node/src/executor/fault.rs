@@ -25,10 +25,14 @@
 //!
 //! What the controller keeps ([`FaultState`]) is what only it can know: a
 //! step whose acting agent's node is down is answered here (nobody can make
-//! the call), a delayed link moves a call's instant, a stall ends at the
-//! first step whose instant reaches its end, and a restart with its state
-//! hands back what the node's agents held, less what an earlier restart
-//! without state lost.
+//! the call), a delayed link moves a call's instant and the controller holds
+//! the call in flight until then, so it answers for what the call met on
+//! its way: its kernel's node down when it was sent (the deny an undelayed
+//! call sent then gets from its node, [`FaultState::send`]) or a crash of
+//! either node before it arrives ([`FaultState::in_flight_lost`]); a
+//! stall ends at the first step whose instant reaches its end, and a
+//! restart with its state hands back what the node's agents held, less
+//! what an earlier restart without state lost.
 
 use std::collections::BTreeMap;
 
@@ -134,7 +138,7 @@ impl FaultState {
     }
 
     /// How many times `node` has crashed so far.
-    pub fn crash_count(&self, node: &str) -> u64 {
+    fn crash_count(&self, node: &str) -> u64 {
         self.crashes.get(node).map_or(0, |(count, _)| *count)
     }
 
@@ -153,25 +157,49 @@ impl FaultState {
         })
     }
 
+    /// What a call from `agent_node` to a kernel on `kernel_node` meets as
+    /// it is sent now: the refusal of its kernel's node if that node is
+    /// down (the agent's node finds no process to take the call, and
+    /// denies it as it denies any call sent then: the kernel is
+    /// unreachable), and how many times each node has crashed so far.
+    pub fn send(&self, kernel: &str, kernel_node: &str, agent_node: &str) -> Sent {
+        let unreachable = self.down.contains_key(kernel_node).then(|| {
+            crate::outage::kernel_unreachable(
+                kernel,
+                kernel_node,
+                agent_node,
+                crate::outage::Outage::Unavailable,
+            )
+        });
+        Sent {
+            unreachable,
+            crashes: (self.crash_count(kernel_node), self.crash_count(agent_node)),
+        }
+    }
+
     /// Why a call in flight to kernel `kernel` on `kernel_node`, from
-    /// `agent` on `agent_node`, sent when those nodes had crashed `sent`
-    /// times (kernel's node, agent's node), never reaches a decision, if
-    /// it does not.
+    /// `agent` on `agent_node`, never reaches a decision, if it does not:
+    /// its kernel's node was down when it was sent ([`Sent`]), whatever
+    /// happened since; or that node, or the agent's, is down now or
+    /// crashed since it was sent.
     pub fn in_flight_lost(
         &self,
         (kernel, kernel_node): (&str, &str),
         (agent, agent_node): (&str, &str),
-        sent: (u64, u64),
+        sent: &Sent,
     ) -> Option<Refusal> {
+        if let Some(refusal) = &sent.unreachable {
+            return Some(refusal.clone());
+        }
         let kernel = kernel.to_string();
         let agent = agent.to_string();
-        self.lost_in_flight(kernel_node, sent.0)
+        self.lost_in_flight(kernel_node, sent.crashes.0)
             .map(|lost| match lost {
                 Lost::Down(down) => NodeReason::KernelDown { kernel, down },
                 Lost::Crashed(down) => NodeReason::KernelCrashedInFlight { kernel, down },
             })
             .or_else(|| {
-                self.lost_in_flight(agent_node, sent.1)
+                self.lost_in_flight(agent_node, sent.crashes.1)
                     .map(|lost| match lost {
                         Lost::Down(down) => NodeReason::AgentDown { agent, down },
                         Lost::Crashed(down) => NodeReason::AgentCrashedInFlight { agent, down },
@@ -234,6 +262,17 @@ impl FaultState {
         self.down(agent_node)
             .map(|down| NodeReason::RevokerDown(down).refusal())
     }
+}
+
+/// What a call met when it was sent ([`FaultState::send`]): a call in
+/// flight is lost to its kernel's node being down then, or to a crash of
+/// either node before it arrives.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sent {
+    /// The deny of a call sent while its kernel's node was down.
+    unreachable: Option<Refusal>,
+    /// How many times the kernel's node and the agent's node had crashed.
+    crashes: (u64, u64),
 }
 
 /// How a call in flight lost a node.

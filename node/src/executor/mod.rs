@@ -57,7 +57,7 @@ use crate::EmbeddedTopology;
 
 pub use call::{DelayedCalls, PreparedCall};
 pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
-pub use fault::{FaultEvent, FaultState, PreparedFault};
+pub use fault::{FaultEvent, FaultState, PreparedFault, Sent};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
 pub use step::{Answered, Dispatched, Done, Performed, Phase, Prepared, PreparedStep, RunStep};
@@ -311,8 +311,9 @@ impl StepExecutor {
     }
 
     /// Readies a call that was in flight over a delayed link for dispatch
-    /// at its arrival: what a crash since it was sent leaves of it
-    /// ([`call::arrive`]). Any other step is left as it is.
+    /// at its arrival: what its kernel's node being down when it was sent,
+    /// or a crash since, leaves of it ([`call::arrive`]). Any other step is
+    /// left as it is.
     pub fn arrive(&self, world: &World, prepared: &mut PreparedStep) {
         if let RunStep::Call(call, ()) = prepared {
             call::arrive(self, world, call);
