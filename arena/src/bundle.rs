@@ -155,7 +155,8 @@ pub struct StepRecord {
     /// For a delegation: the SHA-256 of the child token; for a revocation:
     /// the id revoked; for a message: the SHA-256 of the canonical content;
     /// for an advance: the milliseconds added; for a fault: the fault in
-    /// words; for a call over a delayed link: how late it arrived.
+    /// words; for a call over a delayed link: how late it arrived, or that
+    /// it never reached its kernel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// The part of the reason the step expects (`expect_reason`), so a

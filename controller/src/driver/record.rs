@@ -324,7 +324,7 @@ impl<'r> StepRecorder<'r> {
         // A delayed call is evaluated later than its instant.
         if let Some(delayed) = &p.delayed {
             authority_time["evaluated_ms"] = json!(p.command.now_ms);
-            record.detail = Some(delayed.clone());
+            record.detail = Some(delayed.arrived());
         }
         record.inputs.authority_time =
             canonical_sha256("a call's authority inputs", &authority_time)?;
@@ -373,14 +373,7 @@ impl<'r> StepRecorder<'r> {
                 self.judge_call(record, call, &p, outcome.projected, outcome.reason)?;
             }
             (Action::Call(call), RunStep::Call(p, CallAnswer::Refused(reason))) => {
-                // The agent's node denied the call itself (its kernel could
-                // not be reached, or it does not hold the capability), or
-                // the controller did (the agent's node is down): no kernel
-                // ran, so there is no receipt and no trace.
-                record.verdict = Some(Verdict::Deny);
-                record.reason_code = Some(reason.code.as_str().to_string());
-                let reason = Some(reason.message);
-                self.judge_call(record, call, &p, ProjectedVerdict::Deny, reason)?;
+                self.judge_refused(record, call, &p, reason)?;
             }
             (Action::Redefine(redefine), RunStep::Redefine) => {
                 self.admission = extend_chain(
@@ -448,6 +441,27 @@ impl<'r> StepRecorder<'r> {
             }
         }
         Ok(receipt)
+    }
+
+    /// Records and judges a call no kernel decided: the agent's node denied
+    /// it itself (its kernel could not be reached, or it does not hold the
+    /// capability), or the controller did (the agent's node is down, or the
+    /// call was lost in flight). No kernel ran, so there is no receipt and
+    /// no trace, and a delayed call never arrived.
+    fn judge_refused(
+        &mut self,
+        record: &mut StepRecord,
+        call: &CallAction,
+        prepared: &PreparedCall,
+        reason: Refusal,
+    ) -> Result<(), NodeError> {
+        if let Some(delayed) = &prepared.delayed {
+            record.detail = Some(delayed.not_arrived());
+        }
+        record.verdict = Some(Verdict::Deny);
+        record.reason_code = Some(reason.code.as_str().to_string());
+        let reason = Some(reason.message);
+        self.judge_call(record, call, prepared, ProjectedVerdict::Deny, reason)
     }
 
     /// Records a call's verdict on the scenario alphabet and its reason,

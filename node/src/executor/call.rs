@@ -26,7 +26,7 @@ use chio_kernel::token::CapabilityToken;
 use chio_kernel::verdict::Verdict;
 use serde_json::Value;
 
-use super::fault::Sent;
+use super::fault::{Delay, Sent};
 use super::reference::{resolve_value, unresolved};
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::actors::CallOutcome;
@@ -48,8 +48,10 @@ pub struct PreparedCall {
     /// The controller's deny when the agent's node is down (nobody can
     /// make the call, `super::fault`); the call is not dispatched then.
     pub blocked: Option<Refusal>,
-    /// How a delayed link changed the call's arrival, when one did.
-    pub delayed: Option<String>,
+    /// The delayed link the call crosses, when it crosses one: it is
+    /// decided at its arrival. A call that is not sent (`blocked`) crosses
+    /// none.
+    pub delayed: Option<Delay>,
     /// What the call met when it was sent: a call in flight is lost to its
     /// kernel's node being down then, or to a crash of either node before
     /// it arrives ([`super::FaultState::in_flight_lost`]).
@@ -167,11 +169,16 @@ pub(super) fn prepare(
     let blocked = never_issued
         .or(unresolved)
         .or_else(|| faults.call_blocked(agent, agent_node));
-    let delay = faults.delay(agent_node, kernel_node);
-    if let Some((ms, _)) = &delay {
+    // A call that is not sent crosses no link: it is answered at its
+    // instant, whatever delays the link.
+    let delay = blocked
+        .is_none()
+        .then(|| faults.delay(agent_node, kernel_node))
+        .flatten();
+    if let Some(delay) = &delay {
         // Issued when sent, decided when it arrives: a kernel's request-age
         // bound meets the delay.
-        command.now_ms = now_ms.saturating_add(*ms);
+        command.now_ms = now_ms.saturating_add(delay.ms);
     }
     let sent = faults.send(&kernel, kernel_node, agent_node);
     Ok(PreparedCall {
@@ -179,7 +186,7 @@ pub(super) fn prepare(
         kernel,
         token_sha256: entry.map(|e| e.token_sha256.clone()),
         blocked,
-        delayed: delay.map(|(_, note)| note),
+        delayed: delay,
         sent,
     })
 }

@@ -233,19 +233,15 @@ impl FaultState {
     }
 
     /// How late a call from `agent_node` reaches a kernel on `kernel_node`.
-    pub fn delay(&self, agent_node: &str, kernel_node: &str) -> Option<(u64, String)> {
+    pub fn delay(&self, agent_node: &str, kernel_node: &str) -> Option<Delay> {
         if agent_node == kernel_node {
             return None;
         }
         let link = FaultLink::new(agent_node, kernel_node);
-        self.delayed.get(&link).map(|(ms, step)| {
-            (
-                *ms,
-                format!(
-                    "arrived {ms} ms late over link {} (delayed at step {step})",
-                    link.describe()
-                ),
-            )
+        self.delayed.get(&link).map(|(ms, step)| Delay {
+            ms: *ms,
+            link: link.describe(),
+            step: step.clone(),
         })
     }
 
@@ -273,6 +269,37 @@ pub struct Sent {
     unreachable: Option<Refusal>,
     /// How many times the kernel's node and the agent's node had crashed.
     crashes: (u64, u64),
+}
+
+/// The delayed link a call crosses: its delay and the step that began it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delay {
+    /// How late the call reaches its kernel, in virtual ms.
+    pub ms: u64,
+    /// The link, as records name it.
+    link: String,
+    /// The fault step that delayed it.
+    step: String,
+}
+
+impl Delay {
+    /// A record's detail for a call that crossed the link and was decided
+    /// by its kernel.
+    pub fn arrived(&self) -> String {
+        format!(
+            "arrived {} ms late over link {} (delayed at step {})",
+            self.ms, self.link, self.step
+        )
+    }
+
+    /// A record's detail for a call sent over the link that no kernel
+    /// decided: it never arrived (its reason says why).
+    pub fn not_arrived(&self) -> String {
+        format!(
+            "sent over link {} (delayed {} ms at step {}); it never reached its kernel",
+            self.link, self.ms, self.step
+        )
+    }
 }
 
 /// How a call in flight lost a node.
@@ -415,9 +442,16 @@ mod tests {
             "slow",
             0,
         );
-        let (ms, note) = state.delay("node-b", "node-a").expect("delayed");
-        assert_eq!(ms, 2000);
-        assert!(note.contains("delayed at step slow"), "{note}");
+        let delay = state.delay("node-b", "node-a").expect("delayed");
+        assert_eq!(delay.ms, 2000);
+        assert_eq!(
+            delay.arrived(),
+            "arrived 2000 ms late over link node-a <-> node-b (delayed at step slow)"
+        );
+        assert_eq!(
+            delay.not_arrived(),
+            "sent over link node-a <-> node-b (delayed 2000 ms at step slow); it never reached its kernel"
+        );
         assert_eq!(state.delay("node-c", "node-a"), None);
         assert_eq!(state.delay("node-a", "node-a"), None);
         begun(&mut state, FaultAction::Heal { link }, "heal", 0);

@@ -57,7 +57,7 @@ use crate::EmbeddedTopology;
 
 pub use call::{DelayedCalls, PreparedCall};
 pub use delegate::{DelegatedChild, DelegationAnswer, PreparedDelegate};
-pub use fault::{FaultEvent, FaultState, PreparedFault, Sent};
+pub use fault::{Delay, FaultEvent, FaultState, PreparedFault, Sent};
 pub use message::PreparedMessage;
 pub use revoke::PreparedRevoke;
 pub use step::{Answered, Dispatched, Done, Performed, Phase, Prepared, PreparedStep, RunStep};

@@ -1,12 +1,14 @@
 //! Regression scenarios for the escapes and wrong answers a red team found
 //! in the world the arena simulates (labels and integrity through a tool's
 //! answers, sealed values, path spellings, monetary amounts at their
-//! bounds, ids at their bound): each scenario in `tests/tests/it/escapes/`
-//! states the verdicts the rules require, with a control beside each
-//! attack, and must pass embedded and across node processes with the same
-//! bundle bytes. The scenarios named `invalid_*` must be refused at load,
-//! by `validate` and `run` alike, with the code that names their fix.
+//! bounds, ids at their bound, calls in flight over delayed links): each
+//! scenario in `tests/tests/it/escapes/` states the verdicts the rules
+//! require, with a control beside each attack, and must pass embedded and
+//! across node processes with the same bundle bytes. The scenarios named
+//! `invalid_*` must be refused at load, by `validate` and `run` alike, with
+//! the code that names their fix.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chio_tests::*;
@@ -20,6 +22,15 @@ fn escapes() -> PathBuf {
 /// asserts that every run passes (exit 0: each step gave its expected
 /// verdict and reason) and that the three bundles are the same bytes.
 fn passes_everywhere(file: &Path) {
+    runs_everywhere(file, 0);
+}
+
+/// Runs `file` embedded, across node processes and one step at a time,
+/// asserts that every run exits with `code` and that the three bundles are
+/// the same bytes, and answers the embedded bundle. Every call record that
+/// says how a delayed link moved it claims an arrival only when a kernel
+/// decided it (its receipt is in the bundle).
+fn runs_everywhere(file: &Path, code: i32) -> BTreeMap<String, Vec<u8>> {
     let work = tempfile::tempdir().unwrap();
     let scenario = file.to_str().unwrap();
     let mut bundles = Vec::new();
@@ -53,7 +64,12 @@ fn passes_everywhere(file: &Path) {
         let mut args = vec!["arena", "run", scenario, "--out", out.to_str().unwrap()];
         args.extend_from_slice(extra);
         let output = run_chio(work.path(), &args);
-        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{}",
+            explain(&args, &output)
+        );
         bundles.push((name, tree(&out)));
     }
     for (name, bundle) in &bundles[1..] {
@@ -62,17 +78,40 @@ fn passes_everywhere(file: &Path) {
             "{scenario}: the {name} bundle differs from the embedded one"
         );
     }
+    let bundle = bundles.swap_remove(0).1;
+    for step in manifest(&bundle)["steps"].as_array().unwrap() {
+        let Some(detail) = step["detail"].as_str().filter(|_| step["action"] == "call") else {
+            continue;
+        };
+        let decided = step["receipt_id"].is_string();
+        assert_eq!(
+            detail.starts_with("arrived "),
+            decided,
+            "{scenario}: step {} says {detail:?}",
+            step["step_id"]
+        );
+        assert!(decided || detail.starts_with("sent over link "), "{detail}");
+    }
+    bundle
 }
 
-/// The scenario files of the folder whose names start (or do not start)
-/// with `invalid_`, in name order.
-fn scenarios(invalid: bool) -> Vec<PathBuf> {
+/// A bundle's manifest, `arena.json`.
+fn manifest(bundle: &BTreeMap<String, Vec<u8>>) -> serde_json::Value {
+    serde_json::from_slice(&bundle["arena.json"]).expect("arena.json")
+}
+
+/// The scenario files of the folder whose names start with `prefix`, or,
+/// for an empty prefix, not with `invalid_`, in name order.
+fn scenarios(prefix: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries(&escapes())
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
-            name.starts_with("invalid_") == invalid
+            match prefix {
+                "" => !name.starts_with("invalid_"),
+                prefix => name.starts_with(prefix),
+            }
         })
         .collect();
     files.sort();
@@ -82,7 +121,7 @@ fn scenarios(invalid: bool) -> Vec<PathBuf> {
 // Proves every regression scenario gives the verdicts its rules require on every topology and dispatch mode, byte for byte: labels and integrity kept through a tool's answers, sealed values kept sealed, paths read in every spelling, amounts refused or counted at their bounds, ids at their bound.
 #[test]
 fn every_escape_is_closed_on_every_topology() {
-    let files = scenarios(false);
+    let files = scenarios("");
     assert!(files.len() >= 15, "the regression scenarios are missing");
     for file in files {
         passes_everywhere(&file);
@@ -118,7 +157,7 @@ fn ids_and_limits_past_their_bounds_are_refused_at_load() {
         ),
         ("invalid_step_id_too_long.toml", "CHIO-SCENARIO-INVALID-ID"),
     ];
-    let files = scenarios(true);
+    let files = scenarios("invalid_");
     assert_eq!(files.len(), expected.len());
     for (file, (name, code)) in files.iter().zip(expected) {
         assert!(file.ends_with(name), "{}", file.display());
