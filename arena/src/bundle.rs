@@ -110,9 +110,11 @@ pub struct StepRecord {
     /// Virtual instant of the step (RFC 3339): when it was evaluated, or,
     /// for a call over a delayed link, when it was sent.
     pub virtual_time: String,
-    /// For a call over a delayed link: the virtual instant it reached its
-    /// kernel and was decided (RFC 3339), after every step scheduled at or
-    /// before it; the record keeps its scheduled place.
+    /// For a call over a delayed link: the virtual instant it was decided
+    /// (RFC 3339), its arrival, after every step whose evaluation instant
+    /// is at or before it, or, for a call still in flight when the run
+    /// stopped before its arrival, the stop's instant; the record keeps its
+    /// scheduled place.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_time: Option<String>,
     /// For a call: the kernel that evaluated it.

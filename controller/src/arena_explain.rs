@@ -255,11 +255,13 @@ fn call_trace_lines(text: &mut String, step: &StepRecord) {
         }
         match &step.trace {
             Some(trace) => render_trace(text, trace),
-            // A fault in effect denied the call before dispatch: no kernel ran.
+            // The agent's node or the controller denied the call (a fault
+            // in effect, a capability not held, a value missing, a stop
+            // before its arrival): no kernel ran.
             None if step.receipt_id.is_none() && step.actual == Some(StepOutcome::Verdict(ProjectedVerdict::Deny)) => text
                 .push_str(
                     "
-a fault in effect decided this deny before dispatch; no kernel evaluated the call, so there is no receipt and no trace
+the agent's node or the controller decided this deny before any kernel ran; no kernel evaluated the call, so there is no receipt and no trace
 ",
                 ),
             None => text.push_str(

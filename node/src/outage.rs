@@ -78,6 +78,8 @@ chio_kernel::code_enum! {
     KernelCrashedInFlight => "kernel-crashed-in-flight",
     /// The agent's node crashed while its call was on its way.
     AgentCrashedInFlight => "agent-crashed-in-flight",
+    /// The run stopped while the call was on its way, before it arrived.
+    RunStoppedBeforeArrival => "run-stopped-before-arrival",
     /// The delegator does not hold the parent.
     DelegationNotHeld => "delegation-not-held",
     /// The delegator's node is down.
@@ -184,6 +186,12 @@ pub enum NodeReason {
         /// Its node and the crash.
         down: NodeDown,
     },
+    /// A call still in flight when the run stopped at `step`, before the
+    /// call's arrival: no kernel decides it.
+    RunStopped {
+        /// The step that stopped the run.
+        step: String,
+    },
     /// A delegation of a parent the delegator does not hold.
     DelegationNotHeld {
         /// The delegator.
@@ -280,6 +288,7 @@ impl NodeReason {
             NodeReason::KernelDown { .. } => NodeCode::KernelNodeDown,
             NodeReason::KernelCrashedInFlight { .. } => NodeCode::KernelCrashedInFlight,
             NodeReason::AgentCrashedInFlight { .. } => NodeCode::AgentCrashedInFlight,
+            NodeReason::RunStopped { .. } => NodeCode::RunStoppedBeforeArrival,
             NodeReason::DelegationNotHeld { .. } => NodeCode::DelegationNotHeld,
             NodeReason::DelegatorDown(_) => NodeCode::DelegatorNodeDown,
             NodeReason::DelegationUnrecorded(_) => NodeCode::DelegationUnrecorded,
@@ -334,6 +343,10 @@ impl std::fmt::Display for NodeReason {
             NodeReason::AgentCrashedInFlight { agent, down } => {
                 write!(f, "agent {agent} cannot call: {}", down.in_flight())
             }
+            NodeReason::RunStopped { step } => write!(
+                f,
+                "call refused: the run stopped at step {step} before this call arrived"
+            ),
             NodeReason::DelegationNotHeld { agent, capability } => write!(
                 f,
                 "delegation refused: agent {agent} does not hold capability {capability}"

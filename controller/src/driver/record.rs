@@ -445,9 +445,10 @@ impl<'r> StepRecorder<'r> {
 
     /// Records and judges a call no kernel decided: the agent's node denied
     /// it itself (its kernel could not be reached, or it does not hold the
-    /// capability), or the controller did (the agent's node is down, or the
-    /// call was lost in flight). No kernel ran, so there is no receipt and
-    /// no trace, and a delayed call never arrived.
+    /// capability), or the controller did (the agent's node is down, the
+    /// call was lost in flight or the run stopped before it arrived). No
+    /// kernel ran, so there is no receipt and no trace, and a delayed call
+    /// never arrived.
     fn judge_refused(
         &mut self,
         record: &mut StepRecord,

@@ -14,7 +14,8 @@
 //! only when nobody can make it (the agent's own node is down) or when it
 //! holds the call in flight: a delayed call is lost when its kernel's node
 //! was down as it was sent or either node crashes before it arrives
-//! ([`arrive`]).
+//! ([`arrive`]), and one still in flight when the run stops before its
+//! arrival is never decided ([`stopped_before_arrival`]).
 
 use std::collections::BTreeMap;
 
@@ -211,6 +212,18 @@ pub(super) fn arrive(executor: &StepExecutor, world: &World, prepared: &mut Prep
         (&prepared.kernel, kernel_node),
         (agent, agent_node),
         &prepared.sent,
+    );
+}
+
+/// The controller's deny of a call still in flight when the run stopped at
+/// step `stop`, before the call's arrival: it never reaches its kernel, so
+/// it is never decided at an instant whose earlier steps the stop skipped.
+pub(super) fn stopped_before_arrival(prepared: &mut PreparedCall, stop: &str) {
+    prepared.blocked = Some(
+        NodeReason::RunStopped {
+            step: stop.to_string(),
+        }
+        .refusal(),
     );
 }
 

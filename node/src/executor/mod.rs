@@ -320,6 +320,16 @@ impl StepExecutor {
         }
     }
 
+    /// Readies a call still in flight when the run stopped at step `stop`,
+    /// before the call's arrival, to be recorded as the controller's deny
+    /// without reaching any kernel ([`call::stopped_before_arrival`]). Any
+    /// other step is left as it is.
+    pub fn stopped_before_arrival(prepared: &mut PreparedStep, stop: &str) {
+        if let RunStep::Call(call, ()) = prepared {
+            call::stopped_before_arrival(call, stop);
+        }
+    }
+
     /// The capability `id`, when it exists at this point of the run.
     pub fn capability(&self, id: &str) -> Option<&HeldCapability> {
         self.ledger.get(id)

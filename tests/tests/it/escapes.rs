@@ -6,7 +6,9 @@
 //! require, with a control beside each attack, and must pass embedded and
 //! across node processes with the same bundle bytes. The scenarios named
 //! `invalid_*` must be refused at load, by `validate` and `run` alike, with
-//! the code that names their fix.
+//! the code that names their fix; those named `stopped_*` must stop at
+//! their step `stops-the-run`, the one step whose expectation fails, every
+//! other recorded step giving the verdict it states.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -101,7 +103,8 @@ fn manifest(bundle: &BTreeMap<String, Vec<u8>>) -> serde_json::Value {
 }
 
 /// The scenario files of the folder whose names start with `prefix`, or,
-/// for an empty prefix, not with `invalid_`, in name order.
+/// for an empty prefix, with neither `invalid_` nor `stopped_`, in name
+/// order.
 fn scenarios(prefix: &str) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries(&escapes())
         .into_iter()
@@ -109,7 +112,7 @@ fn scenarios(prefix: &str) -> Vec<PathBuf> {
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy();
             match prefix {
-                "" => !name.starts_with("invalid_"),
+                "" => !name.starts_with("invalid_") && !name.starts_with("stopped_"),
                 prefix => name.starts_with(prefix),
             }
         })
@@ -125,6 +128,35 @@ fn every_escape_is_closed_on_every_topology() {
     assert!(files.len() >= 15, "the regression scenarios are missing");
     for file in files {
         passes_everywhere(&file);
+    }
+}
+
+// Proves a run stopped by a mismatch decides a call still in flight over a delayed link only when every step at or before its arrival was applied: arriving before the stop's instant, or at it with no skipped step there, it is decided by its kernel; arriving later, or at the stop's instant with a step there skipped, it is denied by the controller naming the stop, with no receipt and no decision trace (so it spent nothing); whether the stop is a step or a delayed call itself; on every topology and dispatch mode, byte for byte.
+#[test]
+fn a_stop_decides_no_call_past_its_instant() {
+    let files = scenarios("stopped_");
+    assert_eq!(files.len(), 3, "the stopped scenarios are missing");
+    for file in files {
+        let bundle = runs_everywhere(&file, 1);
+        let manifest = manifest(&bundle);
+        assert_eq!(
+            manifest["stopped"]["step_id"], "stops-the-run",
+            "{manifest}"
+        );
+        assert_eq!(manifest["mismatches"], serde_json::json!(["stops-the-run"]));
+        let undecided: Vec<&serde_json::Value> = manifest["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|step| step["reason_code"] == "run-stopped-before-arrival")
+            .collect();
+        assert!(!undecided.is_empty(), "{}", file.display());
+        for step in undecided {
+            assert!(
+                step["receipt_id"].is_null() && step["trace"].is_null(),
+                "{step}"
+            );
+        }
     }
 }
 

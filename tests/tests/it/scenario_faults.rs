@@ -881,8 +881,8 @@ fn a_delayed_call_is_decided_when_it_arrives() {
     assert_eq!(early["body"]["decision"]["verdict"], "deny", "{early}");
 }
 
-/// A call in flight when a later step stops the run: alice's read expects
-/// the wrong verdict.
+/// A call in flight when a later step stops the run, before the call
+/// arrives: alice's read expects the wrong verdict.
 const STOP_IN_FLIGHT_STEPS: &str = r#"
 [[steps]]
 id = "alice-to-bob"
@@ -908,7 +908,8 @@ agent = "bob"
 server = "workspace-a"
 tool = "read_file"
 arguments = { path = "/workspace/shared/plan.md" }
-expect_verdict = "allow"
+expect_verdict = "deny"
+expect_reason = "run-stopped-before-arrival"
 
 [[steps]]
 id = "alice-reads-expecting-the-wrong-verdict"
@@ -940,7 +941,7 @@ fn stopped_run(dir: &Path, file: &Path, name: &str, mode: &[&str]) -> (PathBuf, 
     (out, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
-// Proves a run stopped by a mismatch while a call is in flight still lands and records that call, at its scheduled place, before the step that stopped the run, and runs nothing scheduled after it; embedded and on real processes, byte for byte.
+// Proves a run stopped by a mismatch while a call is in flight still records that call, at its scheduled place, before the step that stopped the run, as the controller's deny naming the stop (the call arrives after the stop's instant, so no kernel decides it: no receipt), and runs nothing scheduled after it; embedded and on real processes, byte for byte.
 #[test]
 fn a_stop_still_records_the_calls_in_flight() {
     let dir = tempfile::tempdir().expect("temporary folder");
@@ -975,9 +976,16 @@ fn a_stop_still_records_the_calls_in_flight() {
             "{text}"
         );
         let landed = &steps[2];
-        assert_eq!(landed["actual"], "allow", "{landed}");
+        assert_eq!(landed["actual"], "deny", "{landed}");
         assert_eq!(
-            landed["decided_time"], "2026-07-01T09:00:01.002Z",
+            landed["reason"],
+            "call refused: the run stopped at step alice-reads-expecting-the-wrong-verdict before this call arrived",
+            "{landed}"
+        );
+        assert_eq!(landed["reason_code"], "run-stopped-before-arrival");
+        assert!(landed["receipt_id"].is_null(), "{landed}");
+        assert_eq!(
+            landed["decided_time"], "2026-07-01T09:00:00.003Z",
             "{landed}"
         );
         trees.push(tree(&out));
