@@ -1,7 +1,9 @@
 //! Reading a campaign's files from Git: the pinned revision's objects and
 //! the working tree's commit.
 //!
-//! A pinned declaration names a `revision`; its definition hashes are then
+//! A pinned declaration names a `revision` (a commit object itself: a tag
+//! object, which Git would peel to its commit, is refused, naming the
+//! commit to pin); its definition hashes are then
 //! computed from the repository's objects at that revision (`git ls-tree`
 //! for paths and modes, `git cat-file` for the bytes), never from the
 //! working tree, so editing, adding or deleting files after the pin cannot
@@ -149,6 +151,14 @@ impl PinnedTree {
         .map_err(|_| fail("no such commit in the repository".into()))?;
         if commit.is_empty() {
             return Err(fail("no such commit in the repository".into()));
+        }
+        // `REV^{commit}` peels a tag object to the commit it names; a pin
+        // names the commit itself, as a row's source revision must.
+        let kind = git_line(root, &["cat-file", "-t", revision]).map_err(fail)?;
+        if kind != "commit" {
+            return Err(fail(format!(
+                "it is a {kind} object, not a commit; pin the commit itself: {commit}, the commit it names (`git rev-parse {revision}^{{commit}}`)"
+            )));
         }
         let mut args = vec!["ls-tree", "-r", "-z", "--full-tree", commit.as_str()];
         if !prefix.is_empty() {

@@ -1347,6 +1347,57 @@ fn refuses_an_unknown_revision() {
     );
 }
 
+// An annotated tag's object id pinned as the revision is refused, though Git peels it to a commit: the declaration and `campaign hash --revision` name the commit to pin instead, as a row's source revision must name the commit itself.
+#[test]
+fn refuses_a_tag_object_as_revision() {
+    let f = fixture();
+    git(&f.root, &["tag", "-a", "pinned", "-m", "a tag object"]);
+    let tag = git(&f.root, &["rev-parse", "pinned"]);
+    let commit = git(&f.root, &["rev-parse", "HEAD"]);
+    assert_ne!(tag, commit);
+    let text = std::fs::read_to_string(&f.decl).unwrap();
+    let pinned = f.dir.join("pinned.toml");
+    std::fs::write(
+        &pinned,
+        text.replace(
+            "root = \"root\"\n",
+            &format!("root = \"root\"\nrevision = \"{tag}\"\n"),
+        ),
+    )
+    .unwrap();
+    let hash = [
+        "campaign",
+        "hash",
+        "--root",
+        s(&f.root),
+        "--revision",
+        &tag,
+        "walking_skeleton.toml",
+    ];
+    for args in [&["campaign", "template", s(&pinned)][..], &hash[..]] {
+        let output = chio(&f.dir, args);
+        assert_eq!(output.status.code(), Some(2), "{}", explain(args, &output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("error[CHIO-CAMPAIGN-REVISION]: campaign ")
+                && stderr.contains(&format!(
+                    "it is a tag object, not a commit; pin the commit itself: {commit}"
+                )),
+            "{stderr}"
+        );
+    }
+    // The commit it names is accepted, and the report says it as declared.
+    std::fs::write(
+        &pinned,
+        text.replace(
+            "root = \"root\"\n",
+            &format!("root = \"root\"\nrevision = \"{commit}\"\n"),
+        ),
+    )
+    .unwrap();
+    expect(&f.dir, &["campaign", "template", s(&pinned)], 0);
+}
+
 // A scheduled attempt without a row is refused.
 #[test]
 fn refuses_a_missing_attempt() {

@@ -112,6 +112,42 @@ fn a_pinned_revision_hashes_from_git_objects() {
     assert_eq!(err.code(), "CHIO-CAMPAIGN-REVISION");
 }
 
+// An annotated tag's object id is not a commit, though Git peels it to one: a pin names the commit itself, and the refusal names the commit to pin; the commit's id, a branch and a lightweight tag still read.
+#[test]
+fn a_tag_object_is_not_a_pinned_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    build_tree(tmp.path());
+    git(tmp.path(), &["init", "-q"]);
+    git(tmp.path(), &["add", "-A"]);
+    git(tmp.path(), &["commit", "-q", "-m", "tree"]);
+    let commit = git(tmp.path(), &["rev-parse", "HEAD"]);
+    git(tmp.path(), &["tag", "-a", "v1", "-m", "annotated"]);
+    git(tmp.path(), &["tag", "light"]);
+    let tag = git(tmp.path(), &["rev-parse", "v1"]);
+    assert_ne!(tag, commit);
+    for revision in [tag.as_str(), "v1"] {
+        let err = PinnedTree::read(tmp.path(), revision).unwrap_err();
+        assert_eq!(err.code(), "CHIO-CAMPAIGN-REVISION", "{revision}");
+        let text = err.summary();
+        assert!(
+            text.contains("it is a tag object, not a commit; pin the commit itself: ")
+                && text.contains(&commit),
+            "{text}"
+        );
+    }
+    let tree = git(tmp.path(), &["rev-parse", "HEAD^{tree}"]);
+    let err = PinnedTree::read(tmp.path(), &tree).unwrap_err();
+    assert!(
+        err.summary().contains("no such commit"),
+        "{}",
+        err.summary()
+    );
+    for revision in [commit.as_str(), "main", "light", "HEAD"] {
+        let pinned = PinnedTree::read(tmp.path(), revision).unwrap();
+        assert_eq!(pinned.commit, commit, "{revision}");
+    }
+}
+
 // A link to a file below the root that no listed input covers adds that file's row: a task reads what the link leads to, so a change behind an unchanged link moves the hash.
 #[test]
 fn what_a_link_leads_to_below_the_root_is_covered() {
