@@ -251,6 +251,23 @@ fn evolve(
     Ok(result)
 }
 
+/// Runs the search of `file` again with `config`, embedded and to its last
+/// generation: the search a trace of it records, when the trace is genuine
+/// (every file the search reads is the scenario's, and it reads no clock),
+/// so `arena promote --from-trace` can tell an edited trace from a search.
+pub(crate) fn search_again(
+    command: &'static str,
+    file: &Path,
+    config: &EvolveConfig,
+) -> Result<EvolutionResult, CliError> {
+    let (scenario, inputs) = load_for_run(command, file)?;
+    let place = crate::cli::RunTopology::default();
+    evaluate_with_topology(command, &place, &scenario, &inputs, |evaluator| {
+        chio_adversary::coevolution::evolve(&scenario, config, evaluator)
+    })?
+    .map_err(|e| CliError::from_arena(command, &e))
+}
+
 /// Writes the leaderboard (JSON and Markdown), the trace, the chart and,
 /// with `--sarif`, the SARIF report; answers the folder and the leaderboard.
 fn write_outputs(

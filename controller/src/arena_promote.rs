@@ -17,152 +17,49 @@
 //!
 //! With `--from-trace PATH` (an `evolve-trace.json` written by
 //! `chio arena evolve`) the actions promoted are instead the escapes the
-//! search found: every action the trace records as `survived`, rebuilt from
-//! the trace's population (gene, operator sequence, goal) in the scenario
-//! given as FILE, and evaluated alone there. That is how an escape becomes a
-//! regression case once the guard is fixed: run the search against the weak
-//! pipeline, fix it, promote the trace's escapes against the fixed one. An
-//! escape the fixed pipeline still admits is not written; the report counts
-//! it as `still_escaping` and the command then fails
+//! search found, and the trace's results are not taken on its word
+//! (`trace`): every action the trace records, whatever its recorded
+//! result, is rebuilt from the trace's population (gene, operator
+//! sequence, goal) in the scenario given as FILE and evaluated alone there.
+//! That is how an escape becomes a regression case once the guard is fixed:
+//! run the search against the weak pipeline, fix it, promote the trace
+//! against the fixed one. Each action recorded as an escape that the fixed
+//! pipeline now stops is written; every action it still admits and whose
+//! goal counts as an escape (recorded as one or not) is not written but
+//! counted as `still_escaping`, and the command then fails
 //! (`CHIO-ARENA-PROMOTE-STILL-ESCAPING`, exit 1): the fix did not hold. A
-//! trace with an escape FILE cannot rebuild (its population is not in its
-//! generation record, or FILE's populations and steps do not make its
-//! action: a search of another scenario) is refused before anything is
-//! evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit 2), naming the trace's
-//! scenario and digest and FILE's.
+//! trace with an action FILE cannot rebuild (its population is not in its
+//! generation record, or FILE's populations and steps do not make it: a
+//! search of another scenario), or a trace of FILE itself that is not the
+//! search FILE gives when run again (a result edited), is refused before
+//! anything is evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit 2), naming the
+//! trace's scenario and digest and FILE's.
 
 use std::io::Write;
 use std::path::{Component, Path};
 
-use std::collections::BTreeSet;
-
-use chio_adversary::action::{base_steps, AdversaryAction};
+use chio_adversary::action::base_steps;
 use chio_adversary::fitness::ActionEvaluator;
 use chio_adversary::{
-    actions_for, populations_from_scenario, ActionResult, AdversaryPopulation, GenerationRecord,
-    PromotedCase, PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
+    actions_for, populations_from_scenario, ActionResult, AdversaryPopulation, PromotedCase,
+    PromotionGate, ARENA_PROMOTE_CAP_DEFAULT,
 };
 use chio_arena::{load_scenario, ArenaError, Scenario};
-use chio_kernel::verdict::ProjectedVerdict;
 use chio_node::evaluator::KernelActionEvaluator;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+use trace::{trace_actions, TraceAction};
 
 use crate::cli::arena::{PromoteArgs, PromoteTarget};
 use crate::error::{codes, CliError};
+
+mod trace;
 
 const COMMAND: &str = "arena promote";
 /// The schema of the `--json` report.
 pub const PROMOTE_SCHEMA_VERSION: &str = "chio.arena.promote/v1";
 /// The largest `--cap` accepted.
 pub const MAX_PROMOTE_CAP: usize = 50;
-
-/// The part of an evolve trace promotion reads.
-#[derive(Deserialize)]
-struct TraceFile {
-    /// The scenario the search ran, named when an escape cannot be rebuilt.
-    scenario_id: String,
-    /// The SHA-256 of the scenario file it searched.
-    scenario_sha256: String,
-    /// Its generation records.
-    generations: Vec<GenerationRecord>,
-}
-
-/// Reads `path` as an evolve trace.
-fn read_trace(path: &Path) -> Result<TraceFile, CliError> {
-    let unreadable = |reason: String| {
-        arena_error(&ArenaError::Unreadable {
-            path: path.display().to_string(),
-            reason,
-        })
-    };
-    let bytes = chio_arena::files::read_named(path, chio_arena::bundle::MAX_FILE_BYTES)
-        .map_err(|e| unreadable(e.describe("an evolve trace")))?;
-    let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))?;
-    serde_json::from_str(&text).map_err(|e| {
-        unreadable(format!(
-            "not an evolve trace ({e}); pass the evolve-trace.json chio arena evolve wrote"
-        ))
-    })
-}
-
-/// The refusal of a trace one of whose escapes `scenario` cannot rebuild:
-/// a search of another scenario, or of one whose populations or steps the
-/// edit removed. Promoting the rest would drop that escape silently.
-fn not_rebuilt(path: &Path, trace: &TraceFile, scenario: &Scenario, why: String) -> CliError {
-    CliError::new(
-        codes::PROMOTE_TRACE,
-        COMMAND,
-        format!(
-            "{} is a search of scenario {:?} (scenario file SHA-256 {}), and {why} in {:?} ({}); no escape of it is dropped unsaid, so nothing was written",
-            path.display(),
-            trace.scenario_id,
-            trace.scenario_sha256,
-            scenario.id(),
-            scenario.text().sha256()
-        ),
-        "promote a trace against the scenario it searched, or its fixed twin that keeps its populations and steps",
-    )
-}
-
-/// The escaping actions a trace records, rebuilt in `scenario`, in trace
-/// order, each once; `lineages` narrows them when not empty. An escape
-/// whose population or action `scenario` cannot rebuild is refused.
-fn trace_escapes(
-    scenario: &Scenario,
-    path: &Path,
-    lineages: &[String],
-) -> Result<Vec<AdversaryAction>, CliError> {
-    let trace = read_trace(path)?;
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for record in &trace.generations {
-        for sample in &record.samples {
-            if !lineages.is_empty() && !lineages.contains(&sample.lineage) {
-                continue;
-            }
-            let escapes = sample
-                .records
-                .iter()
-                .filter(|r| r.result == ActionResult::Survived)
-                .filter(|r| seen.insert(r.action.clone()))
-                .collect::<Vec<_>>();
-            let Some(escape) = escapes.first() else {
-                continue;
-            };
-            let Some(population) = record
-                .populations
-                .iter()
-                .find(|p| p.name == sample.population)
-            else {
-                let why = format!(
-                    "its escape {:?} comes from population {:?}, which generation {} does not list",
-                    escape.action, sample.population, record.generation
-                );
-                return Err(not_rebuilt(path, &trace, scenario, why));
-            };
-            for escape in escapes {
-                let round = escape
-                    .action
-                    .rsplit_once("/r")
-                    .and_then(|(_, r)| r.parse::<u32>().ok())
-                    .unwrap_or(0);
-                let Some(action) = actions_for(scenario, population, round)
-                    .map_err(|e| arena_error(&e))?
-                    .into_iter()
-                    .find(|a| a.id == escape.action)
-                else {
-                    let why = format!(
-                        "its escape {:?} (population {:?}, step {:?}) cannot be rebuilt",
-                        escape.action, sample.population, escape.base_step
-                    );
-                    return Err(not_rebuilt(path, &trace, scenario, why));
-                };
-                out.push(action);
-            }
-        }
-    }
-    Ok(out)
-}
 
 #[derive(Serialize)]
 struct PromoteReport<'a> {
@@ -174,6 +71,10 @@ struct PromoteReport<'a> {
     not_eligible: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     still_escaping: Option<usize>,
+    /// With `--from-trace`: the trace's actions evaluated again, whatever
+    /// their recorded result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    re_evaluated: Option<usize>,
 }
 
 fn arena_error(err: &ArenaError) -> CliError {
@@ -217,12 +118,16 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .out
         .clone()
         .unwrap_or_else(|| scenario.base_dir().join("promoted"));
-    let actions: Vec<AdversaryAction> = match &args.from_trace {
-        Some(path) => trace_escapes(&scenario, path, &args.populations)?,
+    let actions: Vec<TraceAction> = match &args.from_trace {
+        Some(path) => trace_actions(&scenario, &args.file, path, &args.populations)?,
         None => {
             let mut all = Vec::new();
             for population in &populations {
-                all.extend(actions_for(&scenario, population, 0).map_err(|e| arena_error(&e))?);
+                let made = actions_for(&scenario, population, 0).map_err(|e| arena_error(&e))?;
+                all.extend(made.into_iter().map(|action| TraceAction {
+                    action,
+                    recorded_escape: true,
+                }));
             }
             all
         }
@@ -243,6 +148,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         skipped_by_cap,
         not_eligible: evaluated.not_eligible,
         still_escaping: args.from_trace.as_ref().map(|_| evaluated.still_escaping),
+        re_evaluated: args.from_trace.as_ref().map(|_| evaluated.evaluated),
     };
     print_report(args.json, &report, out)?;
     match report.still_escaping {
@@ -250,7 +156,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
             codes::PROMOTE_STILL_ESCAPING,
             COMMAND,
             format!(
-                "{left} escape(s) of the trace are still admitted by {}: the fix did not hold, and they were not written",
+                "{left} action(s) of the trace still escape {}: it admits them and their goals are reached, so the fix did not hold, and they were not written",
                 args.file.display()
             ),
             "fix the pipeline (the escapes' causes are in the search's leaderboard) and promote the trace again",
@@ -306,27 +212,36 @@ fn selected_populations(
 struct Evaluated {
     /// Eligible cases, in action order.
     cases: Vec<PromotedCase>,
-    /// Actions whose outcome the target does not keep.
+    /// Promotable actions whose outcome the target does not keep.
     not_eligible: usize,
-    /// Of those, the actions the kernel still admits.
+    /// Actions the kernel still admits with their goal reached: escapes.
     still_escaping: usize,
+    /// Actions evaluated.
+    evaluated: usize,
 }
 
-/// Evaluates each action on the chosen steps alone and keeps the outcomes
-/// the target promotes.
+/// Evaluates each action on the chosen steps alone, counts every one that
+/// still escapes, and keeps the outcomes the target promotes of the
+/// promotable ones (a trace's recorded escapes).
 fn evaluate_actions(
     args: &PromoteArgs,
     scenario: &Scenario,
     evaluator: &mut KernelActionEvaluator,
-    actions: Vec<AdversaryAction>,
+    actions: Vec<TraceAction>,
 ) -> Result<Evaluated, CliError> {
     let mut cases: Vec<PromotedCase> = Vec::new();
     let mut not_eligible = 0;
     let mut still_escaping = 0;
-    for action in actions {
+    let mut evaluated = 0;
+    for TraceAction {
+        action,
+        recorded_escape,
+    } in actions
+    {
         if !args.steps.is_empty() && !args.steps.contains(&action.base_step) {
             continue;
         }
+        evaluated += 1;
         let outcome = evaluator
             .evaluate_batch(std::slice::from_ref(&action))
             .map_err(|e| arena_error(&e))?
@@ -337,7 +252,17 @@ fn evaluate_actions(
                     cause: "the evaluator returned no outcome".to_string(),
                 })
             })?;
+        // An escape still admitted is never written, whatever the trace
+        // recorded of it.
+        let escapes = ActionResult::score(&action, &outcome) == ActionResult::Survived;
+        if escapes {
+            still_escaping += 1;
+        }
+        if !recorded_escape {
+            continue;
+        }
         let case = match args.target {
+            _ if escapes && args.from_trace.is_some() => None,
             PromoteTarget::Fixtures => PromotedCase::fixture(scenario.id(), "", &action, &outcome),
             PromoteTarget::AdversarialSuite => {
                 PromotedCase::adversarial(scenario.id(), "", &action, &outcome)
@@ -345,18 +270,14 @@ fn evaluate_actions(
         };
         match case {
             Some(case) => cases.push(case),
-            None => {
-                not_eligible += 1;
-                if outcome.projected == ProjectedVerdict::Allow {
-                    still_escaping += 1;
-                }
-            }
+            None => not_eligible += 1,
         }
     }
     Ok(Evaluated {
         cases,
         not_eligible,
         still_escaping,
+        evaluated,
     })
 }
 
@@ -395,9 +316,12 @@ fn print_report(
     let text = if json {
         CliError::json_document(COMMAND, report)?
     } else {
-        let still = report
-            .still_escaping
-            .map_or(String::new(), |n| format!(", {n} still escaping"));
+        let still = match (report.still_escaping, report.re_evaluated) {
+            (Some(n), Some(all)) => {
+                format!(", {all} action(s) of the trace evaluated again, {n} still escaping")
+            }
+            _ => String::new(),
+        };
         let mut s = format!(
             "promoted {} case(s) of {} ({} over the cap, {} not eligible{still})\n",
             report.written.len(),

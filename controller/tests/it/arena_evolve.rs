@@ -506,3 +506,146 @@ fn an_unwritable_temporary_directory_stops_the_run_and_the_search() {
     assert!(stderr.contains("TMPDIR"), "{stderr}");
     assert!(!String::from_utf8_lossy(&search.stdout).contains("no escape"));
 }
+
+/// The weakened scenario's trace (two generations, three populations a
+/// lineage) with every escape rewritten as a defeat and every count made
+/// consistent: a trace that agrees with itself and records nothing
+/// escaping. Answers its path.
+fn forged_trace(tmp: &Path) -> PathBuf {
+    let evolved = tmp.join("evolve");
+    evolve_files(
+        "scenarios/adversaries-weakened.toml",
+        &evolved,
+        &["--generations", "2", "--population-size", "3"],
+    );
+    let mut trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(evolved.join("evolve-trace.json")).expect("trace"))
+            .expect("json");
+    let mut rewritten = 0;
+    for generation in trace["generations"].as_array_mut().expect("generations") {
+        for sample in generation["samples"].as_array_mut().expect("samples") {
+            for record in sample["records"].as_array_mut().expect("records") {
+                if record["result"] == "survived" {
+                    record["result"] = "defeated".into();
+                    record["actual"] = "deny".into();
+                    record["stage"] = record["decided_stage"].clone();
+                    record["reason"] = "prompt injection detected in tool output".into();
+                    rewritten += 1;
+                }
+            }
+            let survivals = sample["survivals"].as_u64().expect("count");
+            let defeats = sample["defeats"].as_u64().expect("count");
+            sample["defeats"] = (defeats + survivals).into();
+            sample["survivals"] = 0.into();
+        }
+        generation["escapes"] = 0.into();
+    }
+    assert!(rewritten > 0, "the weakened search found no escape");
+    let path = tmp.join("forged-trace.json");
+    std::fs::write(&path, serde_json::to_vec(&trace).expect("json")).expect("written");
+    path
+}
+
+/// `chio arena promote FILE --to adversarial-suite --from-trace TRACE --json`.
+fn promote_trace(file: &str, trace: &Path, out: &Path) -> Output {
+    chio(
+        &[
+            "arena",
+            "promote",
+            file,
+            "--to",
+            "adversarial-suite",
+            "--from-trace",
+            &trace.to_string_lossy(),
+            "--out",
+            &out.to_string_lossy(),
+            "--json",
+        ],
+        &[],
+    )
+}
+
+// A trace of the weakened scenario whose escapes were all rewritten as defeats, the counts made consistent, is not the search that scenario gives when run again: promoting it against that scenario is refused as not genuine, naming the first record that differs, with nothing written; so is one with an escaping record deleted.
+#[test]
+fn promote_refuses_a_trace_its_own_scenario_does_not_give() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let forged = forged_trace(tmp.path());
+    let promoted = tmp.path().join("promoted");
+    let out = promote_trace("scenarios/adversaries-weakened.toml", &forged, &promoted);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-TRACE]: arena promote: ")
+            && stderr.contains("it is not the search that scenario gives: generations[0].samples[")
+            && stderr.contains("records defeated (deny), re-evaluating it gives survived (allow)"),
+        "{stderr}"
+    );
+    assert!(!promoted.exists(), "a refused trace wrote cases");
+    // Another edit: an escaping record removed, the counts made to match.
+    let mut trace: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("evolve/evolve-trace.json")).unwrap(),
+    )
+    .unwrap();
+    let sample = trace["generations"][0]["samples"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|s| s["survivals"].as_u64().unwrap() > 0)
+        .expect("an escaping sample");
+    let records = sample["records"].as_array_mut().unwrap();
+    let at = records
+        .iter()
+        .position(|r| r["result"] == "survived")
+        .unwrap();
+    records.remove(at);
+    let survivals = sample["survivals"].as_u64().unwrap() - 1;
+    let total = sample["total_actions"].as_u64().unwrap() - 1;
+    sample["survivals"] = survivals.into();
+    sample["total_actions"] = total.into();
+    let escapes = trace["generations"][0]["escapes"].as_u64().unwrap() - 1;
+    trace["generations"][0]["escapes"] = escapes.into();
+    let deleted = tmp.path().join("deleted-trace.json");
+    std::fs::write(&deleted, serde_json::to_vec(&trace).unwrap()).unwrap();
+    let out = promote_trace("scenarios/adversaries-weakened.toml", &deleted, &promoted);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-TRACE]: ")
+            && stderr.contains("it is not the search that scenario gives: generations[0].samples["),
+        "{stderr}"
+    );
+    assert!(!promoted.exists(), "a refused trace wrote cases");
+}
+
+// The same forged trace against a twin of the weakened scenario (other bytes, the same pipeline) cannot be told from a search of the twin, but every recorded action is evaluated again there, not only the ones it calls escapes: the ones the twin still admits are counted as still escaping and the command fails; against the reference pipeline every action is denied, nothing was recorded as an escape to promote, and it exits 0.
+#[test]
+fn promote_re_evaluates_every_action_of_a_trace() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let forged = forged_trace(tmp.path());
+    let scenarios = tmp.path().join("scenarios");
+    crate::util::copy_tree(&repo().join("scenarios"), &scenarios);
+    let weak =
+        std::fs::read_to_string(scenarios.join("adversaries-weakened.toml")).expect("scenario");
+    let twin = scenarios.join("adversaries-weakened-twin.toml");
+    std::fs::write(&twin, format!("{weak}\n# the same pipeline, other bytes\n")).expect("twin");
+    let promoted = tmp.path().join("promoted");
+    let out = promote_trace(&twin.to_string_lossy(), &forged, &promoted);
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let still = report["still_escaping"].as_u64().expect("count");
+    let evaluated = report["re_evaluated"].as_u64().expect("count");
+    assert!(still > 0 && evaluated > still, "{report}");
+    assert_eq!(report["written"], serde_json::json!([]), "{report}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-STILL-ESCAPING]: arena promote: ")
+            && stderr.contains(&format!("{still} action(s) of the trace still escape")),
+        "{stderr}"
+    );
+    let out = promote_trace(SCENARIO, &forged, &promoted);
+    assert_eq!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["still_escaping"], 0, "{report}");
+    assert_eq!(report["re_evaluated"], evaluated, "{report}");
+    assert_eq!(report["written"], serde_json::json!([]), "{report}");
+}
