@@ -8,7 +8,9 @@
 //! folder with `synthesis.json` a matrix output (`chio arena matrix
 //! --out`), and a JSON file whose `schema_version` is the campaign ledger's
 //! a campaign ledger, whose portfolio also needs its declaration
-//! (`--declaration`). Anything else is refused as
+//! (`--declaration`); a matrix output needs its matrix file the same way
+//! (`--declaration`), since its synthesis is presented only once it is
+//! re-derived from the run records beside it. Anything else is refused as
 //! `CHIO-REPORT-UNKNOWN-INPUT`, naming what was expected. The pages are
 //! rendered by the report module of the crate that owns the result
 //! (`chio_arena::report`, `chio_adversary::report`, `chio_experiment::report`,
@@ -200,10 +202,36 @@ fn search_from(dir: &Path) -> Result<String, CliError> {
     )
 }
 
-fn matrix_from(dir: &Path) -> Result<String, CliError> {
+/// The matrix report of a matrix output folder, once its synthesis is,
+/// byte for byte, what the matrix file `declaration` derives from the run
+/// records beside it (`chio_experiment::synthesis::derived_again`, the
+/// check `chio campaign report` applies to a matrix row): a synthesis with
+/// a validator, a cell or a gap edited into it is refused, never
+/// presented.
+fn matrix_from(dir: &Path, declaration: Option<&Path>) -> Result<String, CliError> {
     let path = dir.join(SYNTHESIS_JSON);
-    let synthesis =
-        chio_experiment::report::parse(&read(&path)?).map_err(|e| unreadable(&path, e))?;
+    let bytes = read(&path)?;
+    let synthesis = chio_experiment::report::parse(&bytes).map_err(|e| unreadable(&path, e))?;
+    let Some(declaration) = declaration else {
+        return Err(CliError::new(
+            codes::REPORT_NEEDS_DECLARATION,
+            COMMAND,
+            format!(
+                "{} is a matrix output, and its synthesis is presented only once it is re-derived from its run records under its matrix file",
+                dir.display()
+            ),
+            "pass the matrix file the folder was run from with --declaration MATRIX",
+        ));
+    };
+    let matrix = chio_experiment::load_matrix(declaration)
+        .map_err(|e| crate::arena_matrix::experiment_error(COMMAND, &e))?;
+    let name = declaration.display().to_string();
+    chio_experiment::synthesis::derived_again(&matrix, &name, dir, &bytes).map_err(|why| {
+        CliError {
+            help: "report the folder as `chio arena matrix` wrote it, with the matrix file it was run from; a synthesis edited after its run is not what its run records derive".to_string(),
+            ..unreadable(&path, why)
+        }
+    })?;
     Ok(chio_experiment::report::render(&synthesis))
 }
 
@@ -231,7 +259,7 @@ pub fn render(path: &Path, declaration: Option<&Path>) -> Result<(ReportInput, S
     let html = match kind {
         ReportInput::Run => verified_run_page(path)?,
         ReportInput::Search => search_from(path)?,
-        ReportInput::Matrix => matrix_from(path)?,
+        ReportInput::Matrix => matrix_from(path, declaration)?,
         ReportInput::Campaign => campaign_from(path, declaration)?,
     };
     Ok((kind, html))

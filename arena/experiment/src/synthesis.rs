@@ -16,7 +16,8 @@
 //! the runs were scheduled or resumed.
 //!
 //! This module computes the synthesis and writes its JSON; `render` writes
-//! its Markdown.
+//! its Markdown, and `derived` checks that a synthesis read back is what
+//! its matrix derives from the run records beside it.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,8 +26,10 @@ use super::execute::{measurements, Load, RunTable};
 use super::metrics::{Metric, RunMetrics};
 use super::Matrix;
 use crate::error::ExperimentError;
+pub use derived::{derived_again, SYNTHESIS_FILE};
 pub use render::{to_markdown, to_printable_markdown};
 
+mod derived;
 mod render;
 
 /// Schema id of the synthesis.

@@ -602,6 +602,110 @@ fn a_failed_validator_fails_the_matrix_and_its_junit() {
     assert!(failures >= 1, "{xml}");
 }
 
+/// Runs `chio report DIR --out OUT.html` with `extra` flags in `dir`,
+/// asserting `code`; answers the output.
+fn report_matrix(dir: &Path, folder: &Path, extra: &[&str], code: i32) -> std::process::Output {
+    let page = dir.join("page.html");
+    let mut args = vec![
+        "report",
+        folder.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let output = chio(dir, &args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        explain(&args, &output)
+    );
+    output
+}
+
+// `chio report` presents a matrix folder only once its synthesis is what its matrix file derives from the run records beside it, the check `chio campaign report` applies to a matrix row: the genuine folder of a failed validator is framed red; the same folder with the validator marked passed, or a gap's verdict edited, is refused naming where it first differs (CHIO-REPORT-INPUT-UNREADABLE), and so is the folder given with another matrix's file; without its matrix file it is refused as needing one. Nothing is written.
+#[test]
+fn report_presents_only_a_synthesis_its_runs_derive() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let file = dir.join("m.toml");
+    let body = format!("{GRID}[verdict]\ncriterion = \"escape_rate\"\nreference = \"full\"\n\n[[validation]]\nmetric = \"escapes\"\nmax = 0\n");
+    std::fs::write(&file, base_matrix(&body)).unwrap();
+    let out = dir.join("out");
+    let args = [
+        "arena",
+        "matrix",
+        file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = chio(dir, &args);
+    assert_eq!(output.status.code(), Some(1), "{}", explain(&args, &output));
+    let decl = ["--declaration", file.to_str().unwrap()];
+    report_matrix(dir, &out, &decl, 0);
+    let page = String::from_utf8(read(&dir.join("page.html"))).unwrap();
+    assert!(page.contains("class=\"summary bad\""), "{page}");
+    std::fs::remove_file(dir.join("page.html")).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let edits: [(&str, Edit); 2] = [
+        ("validator", |s| {
+            for validator in s["validators"].as_array_mut().unwrap() {
+                for cell in validator["cells"].as_array_mut().unwrap() {
+                    cell["passed"] = true.into();
+                }
+            }
+            for cell in s["cells"].as_array_mut().unwrap() {
+                cell["validation"] = "passed".into();
+            }
+        }),
+        ("gap", |s| {
+            for gap in s["gaps"].as_array_mut().unwrap() {
+                gap["verdict"] = "established".into();
+                gap["invalid_because"] = serde_json::Value::Array(Vec::new());
+            }
+        }),
+    ];
+    for (name, edit) in edits {
+        let forged = dir.join(name);
+        util::copy_tree(&out, &forged);
+        let path = forged.join("synthesis.json");
+        let mut synthesis: serde_json::Value = serde_json::from_slice(&read(&path)).unwrap();
+        edit(&mut synthesis);
+        let text = chio_kernel::canonical::to_canonical_string(&synthesis).unwrap();
+        std::fs::write(&path, format!("{text}\n")).unwrap();
+        let output = report_matrix(dir, &forged, &decl, 2);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("error[CHIO-REPORT-INPUT-UNREADABLE]: report: cannot read ")
+                && stderr.contains(&format!(
+                    "synthesis.json is not what {} derives from the run records in ",
+                    file.display()
+                ))
+                && stderr.contains("at byte "),
+            "{name}: {stderr}"
+        );
+    }
+    let other = repo_path("scenarios/matrices/guard_pipelines.toml");
+    let output = report_matrix(dir, &out, &["--declaration", other.to_str().unwrap()], 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-REPORT-INPUT-UNREADABLE]: ")
+            && stderr.contains("synthesis.json is a synthesis of matrix \"m\""),
+        "{stderr}"
+    );
+    let output = report_matrix(dir, &out, &[], 2);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-REPORT-NEEDS-DECLARATION]: report: ")
+            && stderr.contains("is a matrix output"),
+        "{stderr}"
+    );
+    assert!(
+        !dir.join("page.html").exists(),
+        "a refused report wrote its page"
+    );
+}
+
 // A matrix without [protocol] repetitions is refused.
 #[test]
 fn refuses_missing_repetitions() {

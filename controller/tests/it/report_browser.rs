@@ -176,12 +176,12 @@ fn every_report_loads_cleanly_in_chromium() {
         &["title", "summary", "portfolio", "attempts"],
     );
 
-    let (bundle, evolve, matrix, ledger, declaration) = hostile(&r);
+    let h = hostile(&r);
     let cases: [(&Path, Vec<&str>); 4] = [
-        (&bundle, vec![]),
-        (&evolve, vec![]),
-        (&matrix, vec![]),
-        (&ledger, vec!["--declaration", s(&declaration)]),
+        (&h.bundle, vec![]),
+        (&h.evolve, vec![]),
+        (&h.matrix, vec!["--declaration", s(&h.matrix_file)]),
+        (&h.ledger, vec!["--declaration", s(&h.declaration)]),
     ];
     for (i, (path, extra)) in cases.iter().enumerate() {
         let page = dir.join(format!("hostile-{i}.html"));

@@ -64,6 +64,7 @@ fn every_kind_renders_the_same_bytes_twice() {
     let r = make();
     let dir = r.tmp.path();
     let decl = ["--declaration", s(&r.declaration)];
+    let matrix_decl = ["--declaration", s(&r.matrix_file)];
     let cases: [Case<'_>; 4] = [
         (
             &r.bundle,
@@ -95,7 +96,7 @@ fn every_kind_renders_the_same_bytes_twice() {
         ),
         (
             &r.matrix,
-            &[],
+            &matrix_decl,
             Some(&r.matrix.join("synthesis.html")),
             &[
                 "title",
@@ -172,18 +173,19 @@ fn every_kind_renders_the_same_bytes_twice() {
     assert!(campaign.contains("verified delivery"), "{campaign}");
 }
 
-// Markup in a bundle's title, reason and labels, a leaderboard's names, a synthesis's title and cells, and a ledger's skip reason is printed as text.
+// Markup in a bundle's title, reason and labels, a leaderboard's names, a matrix's title and hypothesis, and a ledger's skip reason is printed as text.
 #[test]
 fn untrusted_markup_is_escaped() {
     let r = make();
     let dir = r.tmp.path();
-    let (bundle, evolve, matrix, ledger, declaration) = hostile(&r);
-    let decl = ["--declaration", s(&declaration)];
+    let h = hostile(&r);
+    let decl = ["--declaration", s(&h.declaration)];
+    let matrix_decl = ["--declaration", s(&h.matrix_file)];
     let cases: [(&Path, &[&str]); 4] = [
-        (&bundle, &[]),
-        (&evolve, &[]),
-        (&matrix, &[]),
-        (&ledger, &decl),
+        (&h.bundle, &[]),
+        (&h.evolve, &[]),
+        (&h.matrix, &matrix_decl),
+        (&h.ledger, &decl),
     ];
     for (i, (path, extra)) in cases.iter().enumerate() {
         let html = report(dir, path, extra, &format!("hostile-{i}.html"));

@@ -9,10 +9,7 @@ use super::{compare_checks, contradiction, Contradiction, RefCheck, SYNTHESIS_FI
 use crate::ledger::{derive, RecordEvidence, Spent, MATRIX_RECORD};
 use crate::TaskKind;
 use chio_experiment::definition::sha256_hex;
-use chio_experiment::execute::recorded_table;
 use chio_experiment::load_matrix;
-use chio_experiment::report::parse;
-use chio_experiment::synthesis::{synthesize, to_json};
 
 /// Checks an evolution's or matrix's output folder: its root, and for a
 /// matrix the synthesis the row's record names.
@@ -95,49 +92,14 @@ pub(super) fn check_folder(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
 
 /// Whether `bytes` (the folder's synthesis) is what the task's matrix
 /// derives from the run records beside it under the load the synthesis
-/// states; the reason when it is not, or cannot be told.
+/// states (`chio_experiment::synthesis::derived_again`, the check
+/// `chio report` of the folder applies too); the reason when it is not, or
+/// cannot be told.
 fn derived_again(checked: &RefCheck<'_>, bytes: &[u8]) -> Result<(), String> {
     let file = checked.base.join(&checked.task.file);
     let matrix = load_matrix(&file)
         .map_err(|e| format!("{SYNTHESIS_FILE} cannot be re-derived: {}", e.summary()))?;
-    let stated = parse(bytes).map_err(|e| format!("{SYNTHESIS_FILE} {}", e.summary()))?;
-    let table = recorded_table(&matrix, checked.dir).map_err(|e| {
-        format!(
-            "{SYNTHESIS_FILE} cannot be re-derived from the run records in {}: {}",
-            checked.dir.display(),
-            e.summary()
-        )
-    })?;
-    let again = to_json(&synthesize(&matrix, &table, &stated.load))
-        .map_err(|e| format!("{SYNTHESIS_FILE} cannot be re-derived: {}", e.summary()))?;
-    if again.as_bytes() == bytes {
-        return Ok(());
-    }
-    Err(format!(
-        "{SYNTHESIS_FILE} is not what {} derives from the run records in {} ({})",
-        checked.task.file,
-        checked.dir.display(),
-        first_difference(bytes, again.as_bytes())
-    ))
-}
-
-/// Where two texts first differ: the byte offset and a short excerpt of
-/// each, so the report names the edit without dumping either file.
-fn first_difference(stated: &[u8], derived: &[u8]) -> String {
-    let at = stated
-        .iter()
-        .zip(derived)
-        .position(|(a, b)| a != b)
-        .unwrap_or(stated.len().min(derived.len()));
-    let excerpt = |b: &[u8]| {
-        let end = (at + 24).min(b.len());
-        String::from_utf8_lossy(&b[at.min(end)..end]).into_owned()
-    };
-    format!(
-        "at byte {at} it states {:?} where the runs give {:?}",
-        excerpt(stated),
-        excerpt(derived)
-    )
+    chio_experiment::synthesis::derived_again(&matrix, &checked.task.file, checked.dir, bytes)
 }
 
 /// What the matrix spent is the synthesis's, which the limits judge.

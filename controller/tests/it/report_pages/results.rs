@@ -40,6 +40,9 @@ pub struct Results {
     pub evolve_html: PathBuf,
     /// The matrix output folder.
     pub matrix: PathBuf,
+    /// The matrix file it was run from, which `chio report` of the folder
+    /// takes as its `--declaration`.
+    pub matrix_file: PathBuf,
     /// The campaign declaration.
     pub declaration: PathBuf,
     /// The campaign ledger.
@@ -133,6 +136,7 @@ pub fn make() -> Results {
         evolve,
         evolve_html,
         matrix,
+        matrix_file: repo_path(MATRIX),
         declaration,
         ledger,
     }
@@ -144,12 +148,28 @@ fn edit_json(path: &Path, edit: impl FnOnce(&mut Value)) {
     std::fs::write(path, serde_json::to_vec(&value).unwrap()).unwrap();
 }
 
+/// The hostile results: what `chio report` takes of each.
+pub struct Hostile {
+    /// The run bundle.
+    pub bundle: PathBuf,
+    /// The evolve output.
+    pub evolve: PathBuf,
+    /// The matrix output folder.
+    pub matrix: PathBuf,
+    /// The matrix file it was run from.
+    pub matrix_file: PathBuf,
+    /// The campaign ledger.
+    pub ledger: PathBuf,
+    /// The campaign declaration.
+    pub declaration: PathBuf,
+}
+
 /// Hostile copies of the results: markup in the run's title, a step's
 /// reason and its labels; in the search's scenario id and a population
-/// (in its trace, the leaderboard derived again);
-/// in the matrix's title, hypothesis and a cell; as a campaign row's skip
-/// reason. Answers the paths `chio report` takes, the declaration last.
-pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBuf) {
+/// (in its trace, the leaderboard derived again); in a matrix's title and
+/// hypothesis (a matrix file of its own, run: `chio report` presents only a
+/// synthesis its run records derive); as a campaign row's skip reason.
+pub fn hostile(results: &Results) -> Hostile {
     let dir = results.tmp.path().join("hostile");
     let bundle = dir.join("bundle");
     copy_tree(&results.bundle, &bundle);
@@ -185,14 +205,20 @@ pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBu
     let trace = chio_adversary::report::TraceFile::parse(&trace, "evolve-trace.json").unwrap();
     let board = chio_adversary::Leaderboard::from_trace(&trace.scenario_id, &trace.generations);
     std::fs::write(evolve.join("leaderboard.json"), board.to_json().unwrap()).unwrap();
+    let scenarios = dir.join("scenarios");
+    copy_tree(&repo_path("scenarios"), &scenarios);
+    let matrix_file = scenarios.join(MATRIX.trim_start_matches("scenarios/"));
+    let text = std::fs::read_to_string(&matrix_file).unwrap();
+    let quoted = format!("\"{}\"", HOSTILE.replace('"', "\\\""));
+    let text = replace_line(&text, "title = ", &format!("title = {quoted}"));
+    let (head, tail) = text.split_once("hypothesis = \"\"\"").unwrap();
+    let (_, tail) = tail.split_once("\"\"\"").unwrap();
+    std::fs::write(&matrix_file, format!("{head}hypothesis = {quoted}{tail}")).unwrap();
     let matrix = dir.join("matrix");
-    copy_tree(&results.matrix, &matrix);
-    edit_json(&matrix.join("synthesis.json"), |m| {
-        m["title"] = Value::from(HOSTILE);
-        m["hypothesis"] = Value::from(HOSTILE);
-        m["cells"][0]["cell"] = Value::from(HOSTILE);
-        m["gaps"][0]["cell"] = Value::from(HOSTILE);
-    });
+    ok(
+        results.tmp.path(),
+        &["arena", "matrix", s(&matrix_file), "--out", s(&matrix)],
+    );
     let ledger = dir.join("ledger.json");
     std::fs::copy(&results.ledger, &ledger).unwrap();
     ok(
@@ -207,5 +233,29 @@ pub fn hostile(results: &Results) -> (PathBuf, PathBuf, PathBuf, PathBuf, PathBu
             HOSTILE,
         ],
     );
-    (bundle, evolve, matrix, ledger, results.declaration.clone())
+    Hostile {
+        bundle,
+        evolve,
+        matrix,
+        matrix_file,
+        ledger,
+        declaration: results.declaration.clone(),
+    }
+}
+
+/// `text` with its first line starting with `start` replaced by `line`.
+fn replace_line(text: &str, start: &str, line: &str) -> String {
+    let mut done = false;
+    text.lines()
+        .map(|l| {
+            if !done && l.starts_with(start) {
+                done = true;
+                line.to_string()
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n"
 }
