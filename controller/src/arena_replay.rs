@@ -33,13 +33,17 @@ pub const REPLAY_SCHEMA_VERSION: &str = "chio.arena.replay/v1";
 /// Schema of `chio arena diff --json`.
 pub const DIFF_SCHEMA_VERSION: &str = "chio.arena.diff/v1";
 
+/// What comparing two runs of a scenario found: the recorded bundle and
+/// its replay (`arena replay`, and every reader that re-decides a bundle,
+/// `crate::redecide`), or two recorded bundles (`arena diff`).
 #[derive(Debug, Serialize)]
-struct DriftReport<'a> {
+pub(crate) struct DriftReport {
     schema_version: &'static str,
-    scenario_id: &'a str,
+    scenario_id: String,
     left: String,
     right: String,
-    identical: bool,
+    /// No step, policy file, session record or byte of evidence differs.
+    pub(crate) identical: bool,
     policy_files: BTreeMap<String, String>,
     drifts: Vec<StepDrift>,
     /// For `arena diff`: the two scenarios, when the bundles are runs of
@@ -64,7 +68,45 @@ struct DriftReport<'a> {
     changed_files: Vec<String>,
 }
 
-impl DriftReport<'_> {
+impl DriftReport {
+    /// Each difference in one line, naming the step and the field (or
+    /// the file) that differs; empty when the runs are identical. The
+    /// recorded run is "the bundle", the other "re-decided".
+    pub(crate) fn differences(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .drifts
+            .iter()
+            .map(|d| {
+                format!(
+                    "step {} (#{}): {} differs ({} in the bundle, {} when re-decided)",
+                    d.step_id,
+                    d.index,
+                    d.what,
+                    d.left.map_or("-", |v| v.as_str()),
+                    d.right.map_or("-", |v| v.as_str()),
+                )
+            })
+            .collect();
+        lines.extend(
+            self.policy_files
+                .iter()
+                .map(|(kernel, problem)| format!("policy {kernel}: {problem}")),
+        );
+        lines.extend(self.session.iter().map(|line| format!("session: {line}")));
+        if !self.evidence.is_empty() {
+            lines.push(format!(
+                "{} {} not what re-deciding it writes",
+                self.evidence.join(", "),
+                if self.evidence.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                }
+            ));
+        }
+        lines
+    }
+
     /// What a drift whose step records no changed input is blamed on: the
     /// input files that differ, when there are any; else, for a replay, a
     /// file of the bundle changed after the run or the evaluator's code.
@@ -208,7 +250,7 @@ fn tampered_policies(bundle: &Bundle) -> BTreeMap<String, String> {
     out
 }
 
-fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result<String, CliError> {
+fn render(report: &DriftReport, json: bool, command: &'static str) -> Result<String, CliError> {
     if json {
         return CliError::json_document(command, report);
     }
@@ -221,7 +263,7 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
         "{command}: {} vs {} (scenario {})\n",
         shown(&report.left),
         shown(&report.right),
-        shown(report.scenario_id)
+        shown(&report.scenario_id)
     ));
     for (kernel, problem) in &report.policy_files {
         text.push_str(&format!("policy {}: {problem}\n", shown(kernel)));
@@ -254,7 +296,7 @@ fn render(report: &DriftReport<'_>, json: bool, command: &'static str) -> Result
     Ok(text)
 }
 
-fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), CliError> {
+fn drift_error(command: &'static str, report: &DriftReport) -> Result<(), CliError> {
     if report.identical {
         return Ok(());
     }
@@ -298,7 +340,7 @@ fn drift_error(command: &'static str, report: &DriftReport<'_>) -> Result<(), Cl
 
 /// Prints a drift report and turns drift into the command's error.
 fn report_drift(
-    report: &DriftReport<'_>,
+    report: &DriftReport,
     json: bool,
     command: &'static str,
     out: &mut dyn Write,
@@ -354,39 +396,47 @@ struct Replayed {
 /// Runs `chio arena replay`.
 pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     const COMMAND: &str = "arena replay";
-    let recorded = read_bundle(COMMAND, &args.dir)?;
-    let work = tempfile::tempdir().map_err(|e| {
-        CliError::infrastructure(COMMAND, format!("cannot create a work folder: {e}"))
-    })?;
+    let report = redecide(COMMAND, &args.dir, args.sealed_from.as_deref())?;
+    report_drift(&report, args.json, COMMAND, out)
+}
+
+/// Writes the bundle's inputs below `work`, as its run read them.
+fn stage_inputs(command: &'static str, recorded: &Bundle, work: &Path) -> Result<(), CliError> {
+    let failed =
+        |e: std::io::Error| CliError::infrastructure(command, format!("cannot stage inputs: {e}"));
     for (rel, bytes) in &recorded.inputs {
-        let path = work.path().join(rel);
+        let path = work.join(rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}"))
-            })?;
+            std::fs::create_dir_all(parent).map_err(failed)?;
         }
-        std::fs::write(&path, bytes)
-            .map_err(|e| CliError::infrastructure(COMMAND, format!("cannot stage inputs: {e}")))?;
+        std::fs::write(&path, bytes).map_err(failed)?;
     }
+    Ok(())
+}
+
+/// Re-decides the bundle in `dir`: runs the scenario and fixtures it
+/// recorded (its `inputs/`) again in the embedded topology, reading sealed
+/// files below `sealed_from`, and compares the new run with the recorded
+/// one, step by step, field by field and byte by byte. `chio arena replay`
+/// prints what this answers; `chio report` and `chio campaign report`
+/// re-decide the bundles they present with it (`crate::redecide`). A
+/// bundle that cannot be re-decided (sealed files it records only as
+/// digests and `sealed_from` does not hold, a recording it lacks) is an
+/// error naming why.
+pub(crate) fn redecide(
+    command: &'static str,
+    dir: &Path,
+    sealed_from: Option<&Path>,
+) -> Result<DriftReport, CliError> {
+    let recorded = read_bundle(command, dir)?;
+    let work = tempfile::tempdir().map_err(|e| {
+        CliError::infrastructure(command, format!("cannot create a work folder: {e}"))
+    })?;
+    stage_inputs(command, &recorded, work.path())?;
     let sealed = &recorded.manifest.sealed;
-    // An edge session folder keeps its sealed files beside its scenario.
-    let sealed_from = args.sealed_from.clone().or_else(|| {
-        crate::mcp_edge::verify::is_session(&args.dir)
-            .then(|| args.dir.join(chio_arena::bundle::INPUTS_DIR))
-    });
-    if !sealed.is_empty() && sealed_from.is_none() {
-        return Err(CliError::new(
-            codes::SEALED_FROM,
-            COMMAND,
-            format!(
-                "the run read {} sealed file(s), which a bundle records only as digests",
-                sealed.len()
-            ),
-            "pass --sealed-from <the folder of the scenario the bundle was run from>",
-        ));
-    }
+    let sealed_from = sealed_folder(command, dir, &recorded, sealed_from)?;
     let (scenario, mut inputs) = load_for_run_sealed_from(
-        COMMAND,
+        command,
         &work.path().join(SCENARIO_INPUT),
         sealed_from.as_deref(),
     )?;
@@ -394,12 +444,8 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     // run's bundle has it beside them (`arena_record`).
     if !crate::arena_record::mcp_servers(&scenario).is_empty() {
         let staged = work.path().join(chio_arena::recording::RECORDING_FOLDER);
-        let from = if staged.is_dir() {
-            work.path()
-        } else {
-            args.dir.as_path()
-        };
-        crate::arena_record::attach_recordings(COMMAND, &scenario, &mut inputs, from)?;
+        let from = if staged.is_dir() { work.path() } else { dir };
+        crate::arena_record::attach_recordings(command, &scenario, &mut inputs, from)?;
     }
     let read = chio_arena::scenario::sealed::digests(scenario.sealed());
     if let Some((path, _)) = sealed
@@ -408,21 +454,21 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
     {
         return Err(CliError::new(
             codes::DRIFT,
-            COMMAND,
+            command,
             format!("sealed file {path} no longer has the digest the bundle recorded"),
             "replay with the sealed files the run read, or run the scenario again",
         ));
     }
     let keep_going = recorded.manifest.status != BundleStatus::Stopped;
-    let replayed = rerun(COMMAND, &scenario, &inputs, keep_going)?;
+    let replayed = rerun(command, &scenario, &inputs, keep_going)?;
     let drifts = compare_runs(&recorded.manifest, &replayed.run.bundle.manifest);
     let policy_files = tampered_policies(&recorded);
-    let session = session_mismatches(&args.dir, &recorded, &replayed.run.bundle);
-    let evidence = evidence_differences(&args.dir, &recorded, &replayed);
-    let report = DriftReport {
+    let session = session_mismatches(dir, &recorded, &replayed.run.bundle);
+    let evidence = evidence_differences(dir, &recorded, &replayed);
+    Ok(DriftReport {
         schema_version: REPLAY_SCHEMA_VERSION,
-        scenario_id: &recorded.manifest.determinism.scenario_id,
-        left: args.dir.display().to_string(),
+        scenario_id: recorded.manifest.determinism.scenario_id.clone(),
+        left: dir.display().to_string(),
         right: "replay".to_string(),
         identical: drifts.is_empty()
             && policy_files.is_empty()
@@ -434,8 +480,35 @@ pub fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<(), CliError> {
         session,
         evidence,
         changed_files: Vec::new(),
-    };
-    report_drift(&report, args.json, COMMAND, out)
+    })
+}
+
+/// Where the sealed files of the bundle in `dir` are read: `sealed_from`,
+/// or an edge session folder's own inputs; refused when the run read
+/// sealed files and there is no such folder.
+fn sealed_folder(
+    command: &'static str,
+    dir: &Path,
+    recorded: &Bundle,
+    sealed_from: Option<&Path>,
+) -> Result<Option<std::path::PathBuf>, CliError> {
+    let sealed = &recorded.manifest.sealed;
+    // An edge session folder keeps its sealed files beside its scenario.
+    let sealed_from = sealed_from.map(Path::to_path_buf).or_else(|| {
+        crate::mcp_edge::verify::is_session(dir).then(|| dir.join(chio_arena::bundle::INPUTS_DIR))
+    });
+    if !sealed.is_empty() && sealed_from.is_none() {
+        return Err(CliError::new(
+            codes::SEALED_FROM,
+            command,
+            format!(
+                "the run read {} sealed file(s), which a bundle records only as digests",
+                sealed.len()
+            ),
+            "pass --sealed-from <the folder of the scenario the bundle was run from>",
+        ));
+    }
+    Ok(sealed_from)
 }
 
 /// Runs the scenario again, embedded, and reads its bundle back whole,
@@ -481,7 +554,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
     ));
     let report = DriftReport {
         schema_version: DIFF_SCHEMA_VERSION,
-        scenario_id: &left.manifest.determinism.scenario_id,
+        scenario_id: left.manifest.determinism.scenario_id.clone(),
         left: args.left.display().to_string(),
         right: args.right.display().to_string(),
         identical: drifts.is_empty() && policy_files.is_empty() && evidence.is_empty(),

@@ -10,8 +10,10 @@
 //! a campaign ledger, whose portfolio also needs its declaration
 //! (`--declaration`); a matrix output needs its matrix file the same way
 //! (`--declaration`), since its synthesis is presented only once it is
-//! re-derived from the run records beside it. Anything else is refused as
-//! `CHIO-REPORT-UNKNOWN-INPUT`, naming what was expected. The pages are
+//! re-derived from the run records beside it. A run bundle is re-decided
+//! from its inputs before it is presented (`crate::redecide`). Anything
+//! else is refused as `CHIO-REPORT-UNKNOWN-INPUT`, naming what was
+//! expected. The pages are
 //! rendered by the report module of the crate that owns the result
 //! (`chio_arena::report`, `chio_adversary::report`, `chio_experiment::report`,
 //! `chio_campaign::report`; pure: they read nothing and open no socket), on
@@ -144,10 +146,14 @@ pub fn run_page(command: &'static str, dir: &Path) -> Result<String, CliError> {
 
 /// The run report `chio report` writes of the bundle in `dir`: the same
 /// page, once the bundle agrees with its own signed receipts and files
-/// (a bundle that does not is refused, never presented).
+/// (a bundle that does not is refused, never presented), framed in red
+/// and naming each difference when re-deciding it from its inputs gives
+/// another run, or saying its outcome is unverified when it cannot be
+/// re-decided here (`crate::redecide`).
 fn verified_run_page(dir: &Path) -> Result<String, CliError> {
     let bundle = crate::arena_replay::read_verified_bundle(COMMAND, dir)?;
-    Ok(run::render(&bundle))
+    let verification = crate::redecide::verification(COMMAND, dir);
+    Ok(run::render_verified(&bundle, &verification))
 }
 
 /// The search report of a leaderboard and its generation trace.
@@ -248,8 +254,9 @@ fn campaign_from(ledger: &Path, declaration: Option<&Path>) -> Result<String, Cl
         ));
     };
     let (campaign, ledger) = crate::campaign::read_checked(COMMAND, declaration, ledger)?;
+    let redecider = crate::redecide::CampaignRedecider { command: COMMAND };
     Ok(chio_campaign::report::render(&portfolio(
-        &campaign, &ledger,
+        &campaign, &ledger, &redecider,
     )))
 }
 

@@ -14,6 +14,8 @@
 //! - [`arena_lint`] holds `chio arena lint`;
 //! - [`arena_run`] holds `chio arena run`;
 //! - [`arena_replay`] holds `chio arena replay` and `chio arena diff`;
+//! - [`redecide`] re-decides the bundles `chio report` and
+//!   `chio campaign report` present, with the code path of `arena replay`;
 //! - [`arena_explain`] holds `chio arena explain`;
 //! - [`driver`] holds the run driver every topology shares;
 //! - [`eval`] holds `chio eval` (portable evaluation);
@@ -77,6 +79,7 @@ pub mod man;
 pub mod mcp_answer;
 pub mod mcp_edge;
 pub mod placement;
+pub mod redecide;
 pub mod report;
 pub mod sarif;
 pub mod serve;

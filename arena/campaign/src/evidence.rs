@@ -25,7 +25,17 @@
 //!   steps, the stop step, the receipt root, the oracle checks and the steps
 //!   and kernel evaluations spent, each of which the row must repeat. For a
 //!   replay, the replayed bundle's step counts must match what the row
-//!   spent; the replay's own verdict is not rerun (the report runs nothing).
+//!   spent.
+//! - **A scenario's bundle, re-decided** ([`redecision`]): a bundle's
+//!   fields that no signature covers can be edited consistently, so the
+//!   bundle of a run or replay row is re-decided from its own inputs as
+//!   `chio arena replay` re-decides it (the [`Redecide`] the caller
+//!   provides). A run whose bundle drifts is contradicted at the evidence
+//!   path, once per difference, naming the step and the field; a replay row
+//!   that says `identical` of a bundle that drifts is contradicted at its
+//!   native outcome; a bundle that cannot be re-decided here (sealed files
+//!   not at hand) leaves the row unverified, which keeps a pass from being
+//!   a verified delivery.
 //! - **An evolution's or matrix's output folder**: the folder must exist
 //!   and its files must hash to the reference's Merkle root (the folder
 //!   root [`folder_merkle_root`] defines). A matrix's `synthesis.json` there
@@ -72,15 +82,17 @@ use super::{Campaign, Evidence, Task, TaskKind};
 mod bundle;
 mod evolution;
 mod folder;
+mod redecision;
 mod revision;
 
 use bundle::check_bundle;
 use folder::check_folder;
 pub use folder::folder_merkle_root;
+pub use redecision::{Redecide, Redecision};
 use revision::{check_revision, Revisions};
 
 /// The file of a matrix's output folder that holds its synthesis.
-pub const SYNTHESIS_FILE: &str = "synthesis.json";
+pub const SYNTHESIS_FILE: &str = chio_experiment::synthesis::SYNTHESIS_FILE;
 
 /// One field of a row its evidence does not bear out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -89,6 +101,17 @@ pub struct Contradiction {
     pub field: String,
     /// What the evidence says instead.
     pub reason: String,
+}
+
+/// What opening one row's evidence found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowFindings {
+    /// Each field of the row its evidence does not bear out.
+    pub contradictions: Vec<Contradiction>,
+    /// Why its evidence, though it contradicts nothing, is not verified
+    /// (a bundle that cannot be re-decided here); a pass with any is not a
+    /// verified delivery.
+    pub unverified: Vec<String>,
 }
 
 fn contradiction(field: impl Into<String>, reason: impl Into<String>) -> Contradiction {
@@ -112,6 +135,8 @@ struct RefCheck<'a> {
     root: Option<&'a str>,
     /// The reference's place in the row's `evidence_refs`.
     index: usize,
+    /// What re-decides a scenario's bundle.
+    redecide: &'a dyn Redecide,
 }
 
 impl RefCheck<'_> {
@@ -121,19 +146,20 @@ impl RefCheck<'_> {
     }
 }
 
-/// The contradictions of every row of a checked ledger, by schedule id;
-/// rows whose evidence bears them out are absent.
+/// What the evidence of every row of a checked ledger says, by schedule
+/// id; rows whose evidence bears them out and is verified are absent.
 pub fn check_ledger_evidence(
     campaign: &Campaign,
     ledger: &Ledger,
-) -> BTreeMap<String, Vec<Contradiction>> {
+    redecide: &dyn Redecide,
+) -> BTreeMap<String, RowFindings> {
     let mut revisions = BTreeMap::new();
-    let mut found: BTreeMap<String, Vec<Contradiction>> = BTreeMap::new();
+    let mut found: BTreeMap<String, RowFindings> = BTreeMap::new();
     let mut claims: BTreeMap<PathBuf, Vec<(&str, usize, &str)>> = BTreeMap::new();
     for row in &ledger.rows {
-        let list = row_contradictions(campaign, row, &mut revisions);
-        if !list.is_empty() {
-            found.insert(row.schedule_id.clone(), list);
+        let findings = row_findings(campaign, row, &mut revisions, redecide);
+        if findings != RowFindings::default() {
+            found.insert(row.schedule_id.clone(), findings);
         }
         if is_unrun(&row.native_outcome) || row.evidence != Evidence::Live {
             continue;
@@ -156,40 +182,50 @@ pub fn check_ledger_evidence(
         }
         for (id, i, path) in claimants {
             let others: Vec<&str> = ids.iter().copied().filter(|o| o != id).collect();
-            found.entry(id.to_string()).or_default().push(contradiction(
-                format!("evidence_refs[{i}].path"),
-                format!(
-                    "{path} is also the evidence of {}; one folder backs one attempt",
-                    others.join(", ")
-                ),
-            ));
+            found
+                .entry(id.to_string())
+                .or_default()
+                .contradictions
+                .push(contradiction(
+                    format!("evidence_refs[{i}].path"),
+                    format!(
+                        "{path} is also the evidence of {}; one folder backs one attempt",
+                        others.join(", ")
+                    ),
+                ));
         }
     }
     found
 }
 
-/// The contradictions of one row of a checked ledger.
-pub fn check_row_evidence(campaign: &Campaign, row: &LedgerRow) -> Vec<Contradiction> {
-    row_contradictions(campaign, row, &mut BTreeMap::new())
+/// What the evidence of one row of a checked ledger says of it.
+pub fn check_row_evidence(
+    campaign: &Campaign,
+    row: &LedgerRow,
+    redecide: &dyn Redecide,
+) -> RowFindings {
+    row_findings(campaign, row, &mut BTreeMap::new(), redecide)
 }
 
-/// One row's contradictions; `revisions` caches what the repository said
-/// of each revision.
-fn row_contradictions(
+/// What one row's evidence says; `revisions` caches what the repository
+/// said of each revision.
+fn row_findings(
     campaign: &Campaign,
     row: &LedgerRow,
     revisions: &mut Revisions,
-) -> Vec<Contradiction> {
-    let mut found = Vec::new();
+    redecide: &dyn Redecide,
+) -> RowFindings {
+    let mut findings = RowFindings::default();
     if is_unrun(&row.native_outcome) {
-        return found;
+        return findings;
     }
     let Some(attempt) = campaign.attempt(&row.schedule_id) else {
-        return found;
+        return findings;
     };
     let task = &campaign.tasks[attempt.task];
+    let found = &mut findings.contradictions;
     if let Some(revision) = &row.source_revision {
-        check_revision(campaign, task, revision, revisions, &mut found);
+        check_revision(campaign, task, revision, revisions, found);
     }
     // The estimated cost is the declaration's prices times what the row
     // spent, never a figure of its own.
@@ -221,6 +257,18 @@ fn row_contradictions(
             ));
         }
     }
+    check_references(campaign, task, row, redecide, &mut findings);
+    findings
+}
+
+/// Opens each evidence reference of an attempted row.
+fn check_references(
+    campaign: &Campaign,
+    task: &Task,
+    row: &LedgerRow,
+    redecide: &dyn Redecide,
+    findings: &mut RowFindings,
+) {
     for (index, reference) in row.evidence_refs.iter().enumerate() {
         let checked = RefCheck {
             base: &campaign.root,
@@ -229,6 +277,7 @@ fn row_contradictions(
             dir: Path::new(&reference.path),
             root: reference.merkle_root.as_deref(),
             index,
+            redecide,
         };
         if !checked.dir.is_dir() {
             if checked.root.is_some() {
@@ -236,7 +285,7 @@ fn row_contradictions(
                     TaskKind::Scenario => "bundle",
                     _ => "output folder",
                 };
-                found.push(contradiction(
+                findings.contradictions.push(contradiction(
                     checked.at("path"),
                     format!("no {what} at {}", reference.path),
                 ));
@@ -244,11 +293,10 @@ fn row_contradictions(
             continue;
         }
         match task.kind {
-            TaskKind::Scenario => check_bundle(&checked, &mut found),
-            _ => check_folder(&checked, &mut found),
+            TaskKind::Scenario => check_bundle(&checked, findings),
+            _ => check_folder(&checked, &mut findings.contradictions),
         }
     }
-    found
 }
 
 /// Names the first oracle check the row holds that the evidence does not.

@@ -15,8 +15,8 @@
 //! 5. a pass (`passed`, `identical`, `complete`, `generations`) with a
 //!    failed oracle check is a **false completion**; with incomplete
 //!    evidence (no evidence reference with a Merkle root, an unknown source
-//!    revision or runtime, a limit over or unknown) a **pass without complete
-//!    evidence**; with a `repair` intervention **verified after a human
+//!    revision or runtime, a limit over or unknown, a bundle that cannot be
+//!    re-decided here) a **pass without complete evidence**; with a `repair` intervention **verified after a human
 //!    repair**; otherwise a **verified delivery**;
 //! 6. a stop (`stopped`, `wall-budget`) with a `decision` intervention is an
 //!    **appropriate stop**, without one **stopped with appropriateness not
@@ -37,7 +37,7 @@
 //! reason, and each contradicted attempt names the fields its evidence
 //! does not bear out.
 
-use super::evidence::check_row_evidence;
+use super::evidence::{check_row_evidence, Redecide, RowFindings};
 use super::ledger::{limit_statuses, InterventionKind, LedgerRow, LimitStatus, DEFERRED, SKIPPED};
 use super::Campaign;
 
@@ -120,20 +120,25 @@ fn has(row: &LedgerRow, kind: InterventionKind) -> bool {
 }
 
 /// The portfolio outcome of a checked row, opening the evidence it names
-/// (see the module doc). This sees the row alone: the report also
-/// contradicts rows that name one folder as their evidence
+/// and re-deciding its bundle with `redecide` (see the module doc). This
+/// sees the row alone: the report also contradicts rows that name one
+/// folder as their evidence
 /// ([`check_ledger_evidence`](super::evidence::check_ledger_evidence)).
-pub fn portfolio_outcome(campaign: &Campaign, row: &LedgerRow) -> &'static str {
-    outcome_of(campaign, row, !check_row_evidence(campaign, row).is_empty())
+pub fn portfolio_outcome(
+    campaign: &Campaign,
+    row: &LedgerRow,
+    redecide: &dyn Redecide,
+) -> &'static str {
+    outcome_of(campaign, row, &check_row_evidence(campaign, row, redecide))
 }
 
-/// The portfolio outcome of a checked row whose evidence was opened:
-/// `contradicted` says whether it contradicts the row (see the module doc).
-pub fn outcome_of(campaign: &Campaign, row: &LedgerRow, contradicted: bool) -> &'static str {
+/// The portfolio outcome of a checked row whose evidence was opened and
+/// `found` what it says of the row (see the module doc).
+pub fn outcome_of(campaign: &Campaign, row: &LedgerRow, found: &RowFindings) -> &'static str {
     match row.native_outcome.as_str() {
         DEFERRED => return NOT_ATTEMPTED,
         SKIPPED => return SKIPPED_OUTCOME,
-        _ if contradicted => return CONTRADICTED,
+        _ if !found.contradictions.is_empty() => return CONTRADICTED,
         "infrastructure-failure" => return ERROR,
         _ => {}
     }
@@ -144,7 +149,7 @@ pub fn outcome_of(campaign: &Campaign, row: &LedgerRow, contradicted: bool) -> &
         "passed" | "identical" | "complete" | "generations" => {
             if row.oracle_checks.iter().any(|c| !c.ok) {
                 FALSE_COMPLETION
-            } else if !evidence_gaps(campaign, row).is_empty() {
+            } else if !found.unverified.is_empty() || !evidence_gaps(campaign, row).is_empty() {
                 PASS_INCOMPLETE
             } else if has(row, InterventionKind::Repair) {
                 VERIFIED_AFTER_REPAIR

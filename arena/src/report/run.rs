@@ -3,7 +3,10 @@
 //! the picture of which data reached whom ([`super::flow`]), and each
 //! call's decision stage by stage ([`super::explain`]). Everything comes
 //! from the bundle (its manifest and its recorded scenario), in recorded
-//! order.
+//! order. `chio report` first re-decides the bundle from its inputs (as
+//! `chio arena replay` does) and says what that gave ([`Verification`]):
+//! the page of a bundle that drifts, or that cannot be re-decided, is
+//! framed in red and says so before anything the bundle claims.
 
 use std::collections::BTreeMap;
 
@@ -58,16 +61,59 @@ fn reason_cell(step: &StepRecord) -> String {
     }
 }
 
-fn summary(page: &mut Page, bundle: &Bundle) {
+/// What re-deciding a bundle from its inputs gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verification {
+    /// The run that wrote the page decided it, or re-deciding it gave the
+    /// same run: the page shows the bundle as it is.
+    Redecided,
+    /// Re-deciding it gave another run: one line per difference.
+    Drifted(Vec<String>),
+    /// It could not be re-decided, and why.
+    Unverified(String),
+}
+
+/// The summary's opening words on what re-deciding the bundle gave.
+fn verification_note(page: &mut Page, verification: &Verification) {
+    match verification {
+        Verification::Redecided => {}
+        Verification::Drifted(lines) => {
+            page.raw("<p>");
+            page.text(
+                "This bundle is not what re-deciding it gives: re-decided from its own inputs (as chio arena replay re-decides it), \
+                 the run comes out otherwise, so what the page shows below is not what the kernel decides \
+                 (the bundle was changed after its run, or written by a chio that decides otherwise). What differs:",
+            );
+            page.raw("</p>\n<ul id=\"drift\">\n");
+            for line in lines {
+                page.element("li", None, line);
+            }
+            page.raw("</ul>\n");
+        }
+        Verification::Unverified(why) => {
+            page.raw("<p id=\"unverified\">");
+            page.text(&format!(
+                "The outcome below is unverified: the bundle could not be re-decided from its inputs here ({why}). \
+                 chio arena replay re-decides it once given what it needs."
+            ));
+            page.raw("</p>\n");
+        }
+    }
+}
+
+fn summary(page: &mut Page, bundle: &Bundle, verification: &Verification) {
     let m = &bundle.manifest;
     let judged: Vec<&StepRecord> = m.steps.iter().filter(|s| s.pass.is_some()).collect();
     let passed = judged.iter().filter(|s| s.pass == Some(true)).count();
     let failed: Vec<&&StepRecord> = judged.iter().filter(|s| s.pass == Some(false)).collect();
-    let bad = !failed.is_empty() || m.status != BundleStatus::Completed;
+    let bad = !failed.is_empty()
+        || m.status != BundleStatus::Completed
+        || *verification != Verification::Redecided;
     page.raw(&format!(
         "<div id=\"summary\" class=\"summary{}\">\n",
         if bad { " bad" } else { "" }
     ));
+    verification_note(page, verification);
     page.raw("<p>");
     page.text(&format!(
         "Scenario {} ({}) was run against the real capability kernel: {} step(s) were dispatched and the run {}. \
@@ -244,8 +290,15 @@ fn decisions(page: &mut Page, steps: &[StepRecord], tables: &BTreeMap<String, to
     page.raw("</div>\n");
 }
 
-/// The report of a run bundle as a self-contained HTML page.
+/// The report of a run bundle as a self-contained HTML page, as the run
+/// that wrote it decided it (`arena run --html`).
 pub fn render(bundle: &Bundle) -> String {
+    render_verified(bundle, &Verification::Redecided)
+}
+
+/// The report of a run bundle, saying first what re-deciding it gave
+/// (`chio report`): the same bytes as [`render`] when it gave the same run.
+pub fn render_verified(bundle: &Bundle, verification: &Verification) -> String {
     let m = &bundle.manifest;
     let tables = step_tables(bundle);
     let mut page = Page::new();
@@ -254,7 +307,7 @@ pub fn render(bundle: &Bundle) -> String {
         Some("title"),
         &format!("Run report: {}", m.scenario_title),
     );
-    summary(&mut page, bundle);
+    summary(&mut page, bundle, verification);
     step_table(&mut page, &m.steps);
     flow_section(&mut page, &m.steps, &tables);
     decisions(&mut page, &m.steps, &tables);

@@ -74,7 +74,7 @@ pub(super) fn run_attempts(args: &CampaignRunArgs, out: &mut dyn Write) -> Resul
     }
     let bytes = ledger_bytes(&ledger).map_err(refuse(COMMAND))?;
     write_atomically(&args.ledger, &bytes).map_err(refuse(COMMAND))?;
-    let mut text = filled_lines("ran", &campaign, &ledger, &ids);
+    let mut text = filled_lines(("ran", COMMAND), &campaign, &ledger, &ids);
     text.push_str(&written_lines(&base, &ids, &args.ledger));
     CliError::print(COMMAND, out, text.as_bytes())
 }

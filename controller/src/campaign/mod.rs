@@ -16,7 +16,8 @@
 //! - `annotate DECL LEDGER SCHEDULE_ID --decision NOTE | --repair NOTE |
 //!   --skip REASON` records a human intervention, or a deliberate skip;
 //! - `report DECL LEDGER [--json]` prints the portfolio, each row checked
-//!   against the evidence it names and the repository's commits;
+//!   against the evidence it names and the repository's commits, each run's
+//!   and replay's bundle re-decided from its inputs (`crate::redecide`);
 //! - `hash --kind scenario|evolve|matrix --root DIR [--revision REV] FILE`
 //!   prints the definition hash a declaration pins for a task file, from the
 //!   working tree or from the repository's objects at a revision.
@@ -124,12 +125,19 @@ fn run_import(args: &ImportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     CliError::print(
         COMMAND,
         out,
-        filled_lines("imported", &campaign, &next, &ids).as_bytes(),
+        filled_lines(("imported", COMMAND), &campaign, &next, &ids).as_bytes(),
     )
 }
 
-/// One line per filled row: native outcome, portfolio outcome and reason.
-fn filled_lines(verb: &str, campaign: &Campaign, ledger: &Ledger, ids: &[&str]) -> String {
+/// One line per filled row of `command`: native outcome, portfolio
+/// outcome (the row's evidence opened and its bundle re-decided) and reason.
+fn filled_lines(
+    (verb, command): (&str, &'static str),
+    campaign: &Campaign,
+    ledger: &Ledger,
+    ids: &[&str],
+) -> String {
+    let redecider = crate::redecide::CampaignRedecider { command };
     let mut text = String::new();
     for id in ids {
         if let Some(row) = ledger.rows.iter().find(|r| r.schedule_id == *id) {
@@ -137,7 +145,7 @@ fn filled_lines(verb: &str, campaign: &Campaign, ledger: &Ledger, ids: &[&str]) 
                 "{verb} {}: native {}, portfolio {}{}\n",
                 printable(&row.schedule_id),
                 printable(&row.native_outcome),
-                portfolio_outcome(campaign, row),
+                portfolio_outcome(campaign, row, &redecider),
                 row.reason
                     .as_deref()
                     .map(|r| format!(" ({})", printable(r)))
@@ -189,14 +197,21 @@ fn run_annotate(args: &AnnotateArgs, out: &mut dyn Write) -> Result<(), CliError
     CliError::print(
         COMMAND,
         out,
-        filled_lines("annotated", &campaign, &next, &[args.schedule_id.as_str()]).as_bytes(),
+        filled_lines(
+            ("annotated", COMMAND),
+            &campaign,
+            &next,
+            &[args.schedule_id.as_str()],
+        )
+        .as_bytes(),
     )
 }
 
 fn run_report(args: &ReportArgs, out: &mut dyn Write) -> Result<(), CliError> {
     const COMMAND: &str = "campaign report";
     let (campaign, ledger) = read_checked(COMMAND, &args.declaration, &args.ledger)?;
-    let report = report(&campaign, &ledger);
+    let redecider = crate::redecide::CampaignRedecider { command: COMMAND };
+    let report = report(&campaign, &ledger, &redecider);
     let text = if args.json {
         crate::term::printable_json(
             &ExperimentError::canonical_line(&report).map_err(refuse(COMMAND))?,

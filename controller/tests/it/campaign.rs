@@ -1860,3 +1860,315 @@ fn refuses_declarations_with_bad_limits() {
         }
     }
 }
+
+/// Edits the manifest of the bundle in `dir` with `edit`, keeping it canonical.
+fn edit_bundle(dir: &Path, edit: impl FnOnce(&mut Value)) {
+    let path = dir.join("arena.json");
+    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut manifest);
+    let text = chio_kernel::canonical::to_canonical_string(&manifest).unwrap();
+    std::fs::write(path, format!("{text}\n")).unwrap();
+}
+
+/// Rewrites a stopped run's row as a pass of `bundle` (a copy of its own
+/// bundle, edited), with every count and check made to match, and the
+/// receipt root `root` the edited bundle now holds.
+fn forge_pass(f: &Fixture, id: &str, bundle: &Path, root: &str) {
+    f.edit_row(id, |row| {
+        row.insert("native_outcome".into(), "passed".into());
+        row.insert("reason".into(), Value::Null);
+        let record = row["record"].as_object_mut().unwrap();
+        let calls = record["calls"].clone();
+        record.insert("passed".into(), calls);
+        record.insert("failed".into(), 0.into());
+        record.insert("failing_steps".into(), Value::Array(Vec::new()));
+        record.insert("receipt_root".into(), root.into());
+        record.remove("stopped_at");
+        for check in row["oracle_checks"].as_array_mut().unwrap() {
+            check["ok"] = true.into();
+        }
+        row["evidence_refs"][0]["path"] = bundle.display().to_string().into();
+        row["evidence_refs"][0]["merkle_root"] = root.into();
+    });
+}
+
+/// The reasons the report gives for `id`'s contradictions at `field`.
+fn reasons_at(report: &Value, id: &str, field: &str) -> Vec<String> {
+    attempt(report, id)["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["field"] == field)
+        .map(|c| c["reason"].as_str().unwrap().to_string())
+        .collect()
+}
+
+// The stopped control's bundle edited where no signature reaches (its allow receipt deleted with the root and count recomputed, the step rewritten as a deny no kernel decided, the run as completed), and its row made to match: the bundle agrees with itself and the row with the bundle, but re-deciding it from its inputs gives the allow back, so the row is contradicted at the evidence path naming the step and the field, never a verified delivery; the report still prints (exit 0) and the comparison is blocked.
+#[test]
+fn a_receiptless_deny_edited_into_a_bundle_is_contradicted_when_re_decided() {
+    let f = fixture();
+    f.run_ok(&["control/01"]);
+    let forged = f.dir.join("attempts/control-01-forged");
+    copy_tree(&f.dir.join("attempts/control-01"), &forged);
+    std::fs::write(forged.join("receipts.ndjson"), "").unwrap();
+    let root = chio_kernel::receipt::merkle_root_of_ids(&[]);
+    edit_bundle(&forged, |m| {
+        let step = m["steps"][0].as_object_mut().unwrap();
+        for key in ["receipt_id", "trace", "recorded"] {
+            step.remove(key);
+        }
+        step.insert("verdict".into(), "deny".into());
+        step.insert("actual".into(), "deny".into());
+        step.insert("pass".into(), true.into());
+        step.insert(
+            "reason".into(),
+            "agent solo does not hold capability solo-read".into(),
+        );
+        step.insert("reason_code".into(), "capability-not-held".into());
+        let m = m.as_object_mut().unwrap();
+        m.insert("receipt_count".into(), 0.into());
+        m.insert("receipt_root".into(), root.clone().into());
+        m.insert("mismatches".into(), Value::Array(Vec::new()));
+        m.insert("status".into(), "completed".into());
+        m.remove("stopped");
+    });
+    forge_pass(&f, "control/01", &forged, &root);
+    let report = f.report();
+    assert_contradicted(&report, "control/01", "evidence_refs[0].path");
+    let reasons = reasons_at(&report, "control/01", "evidence_refs[0].path");
+    assert!(
+        reasons.iter().any(|r| r.starts_with(
+            "re-decided from its inputs (as `chio arena replay` re-decides it), the bundle drifts: step read-notes (#0): verdict differs (deny in the bundle, allow when re-decided)"
+        )),
+        "{reasons:?}"
+    );
+    let text = expect(&f.dir, &["campaign", "report", s(&f.decl), s(&f.ledger)], 0);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("contradicted by its evidence")
+            && text.contains("    contradicted: evidence_refs[0].path: re-decided from its inputs")
+            && !text.contains("verified delivery     "),
+        "{text}"
+    );
+}
+
+// Neighbours of the same rule: a passing run's bundle with an unsigned trace detail edited is contradicted at the evidence path naming that field; a fixture replay row that says `identical` of a bundle that drifts is contradicted at its native outcome; an untouched run stays a verified delivery.
+#[test]
+fn unsigned_bundle_edits_are_contradicted_for_runs_and_replays() {
+    let f = fixture();
+    f.run_ok(&["ws/01", "ws/02"]);
+    let spec = format!("ws-replay/01={}", f.dir.join("attempts/ws-02").display());
+    let attempts = f.dir.join("attempts");
+    expect(
+        &f.dir,
+        &[
+            "campaign",
+            "run",
+            s(&f.decl),
+            s(&f.ledger),
+            "ws-replay/01",
+            "--bundle",
+            &spec,
+            "--out",
+            s(&attempts),
+        ],
+        0,
+    );
+    let before = f.report();
+    for id in ["ws/01", "ws/02", "ws-replay/01"] {
+        assert_eq!(attempt(&before, id)["outcome"], "verified delivery", "{id}");
+    }
+    for bundle in ["attempts/ws-01", "attempts/ws-02"] {
+        edit_bundle(&f.dir.join(bundle), |m| {
+            let detail = m["steps"][0]["trace"]["stages"][0]["detail"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no trace detail: {}", m["steps"][0]))
+                .to_string();
+            m["steps"][0]["trace"]["stages"][0]["detail"] = format!("{detail} (edited)").into();
+        });
+    }
+    let report = f.report();
+    assert_contradicted(&report, "ws/01", "evidence_refs[0].path");
+    let reasons = reasons_at(&report, "ws/01", "evidence_refs[0].path");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.contains("steps[0].trace") && r.contains("not what re-deciding it writes")),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        attempt(&report, "ws-replay/01")["outcome"],
+        "contradicted by its evidence"
+    );
+    let reasons = reasons_at(&report, "ws-replay/01", "native_outcome");
+    assert!(
+        reasons.iter().any(|r| r.starts_with(
+            "the row records \"identical\", but re-decided from its inputs the bundle drifts"
+        )),
+        "{reasons:?}"
+    );
+}
+
+/// A campaign of one scenario task `t` over a committed copy of the
+/// reference scenarios, with `file` written as `text` first when given.
+struct OneTask {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    root: PathBuf,
+    decl: PathBuf,
+    ledger: PathBuf,
+}
+
+impl OneTask {
+    fn new(file: &str, text: Option<String>) -> OneTask {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let root = dir.join("root");
+        copy_tree(&repo_path("scenarios"), &root);
+        if let Some(text) = text {
+            std::fs::write(root.join(file), text).unwrap();
+        }
+        commit_all(&root);
+        let pin = definition(&dir, &root, file, None);
+        let decl = dir.join("campaign.toml");
+        std::fs::write(
+            &decl,
+            format!(
+                "schema_version = \"chio.arena.campaign/v2\"\nid = \"one\"\ntitle = \"one\"\nroot = \"root\"\n\n\
+                 [[tasks]]\nid = \"t\"\nkind = \"scenario\"\nfile = \"{file}\"\nrepetitions = 1\nlimits = {LIMITS}\ndefinition = {pin}\n"
+            ),
+        )
+        .unwrap();
+        let ledger = dir.join("ledger.json");
+        expect(
+            &dir,
+            &["campaign", "template", s(&decl), "--out", s(&ledger)],
+            0,
+        );
+        OneTask {
+            _tmp: tmp,
+            dir,
+            root,
+            decl,
+            ledger,
+        }
+    }
+
+    fn run(&self) -> PathBuf {
+        let out = self.dir.join("attempts");
+        expect(
+            &self.dir,
+            &[
+                "campaign",
+                "run",
+                s(&self.decl),
+                s(&self.ledger),
+                "t/01",
+                "--out",
+                s(&out),
+            ],
+            0,
+        );
+        out.join("t-01")
+    }
+
+    fn report(&self) -> Value {
+        let out = expect(
+            &self.dir,
+            &[
+                "campaign",
+                "report",
+                s(&self.decl),
+                s(&self.ledger),
+                "--json",
+            ],
+            0,
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+// Another step kind: a run stopped on a revocation the kernel refused, its unsigned outcome flipped to done in a copy of its bundle (no receipt touched) and its row made a pass, is contradicted when the bundle is re-decided, naming the revocation step; a delegation flipped the same way is named too.
+#[test]
+fn a_flipped_revocation_or_delegation_outcome_is_contradicted_when_re_decided() {
+    let text = std::fs::read_to_string(repo_path("scenarios/deny_reasons.toml")).unwrap();
+    let revoke = text.replace(
+        "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
+        "expect = \"done\"\nat = 7",
+    );
+    assert_ne!(revoke, text);
+    let one = OneTask::new("ctl_revoke.toml", Some(revoke));
+    let bundle = one.run();
+    let forged = one.dir.join("forged");
+    copy_tree(&bundle, &forged);
+    edit_bundle(&forged, |m| {
+        let last = m["steps"].as_array().unwrap().len() - 1;
+        let step = m["steps"][last].as_object_mut().unwrap();
+        step.insert("actual".into(), "done".into());
+        step.insert("pass".into(), true.into());
+        step.insert("reason".into(), Value::Null);
+        step.insert("reason_code".into(), Value::Null);
+        let m = m.as_object_mut().unwrap();
+        m.insert("mismatches".into(), Value::Array(Vec::new()));
+        m.insert("status".into(), "completed".into());
+        m.remove("stopped");
+    });
+    let mut ledger: Value = serde_json::from_slice(&std::fs::read(&one.ledger).unwrap()).unwrap();
+    let root = ledger["rows"][0]["record"]["receipt_root"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    {
+        let row = ledger["rows"][0].as_object_mut().unwrap();
+        row.insert("native_outcome".into(), "passed".into());
+        row.insert("reason".into(), Value::Null);
+        let record = row["record"].as_object_mut().unwrap();
+        record.insert("failing_steps".into(), Value::Array(Vec::new()));
+        record.remove("stopped_at");
+        for check in row["oracle_checks"].as_array_mut().unwrap() {
+            check["ok"] = true.into();
+        }
+        row["evidence_refs"][0]["path"] = forged.display().to_string().into();
+        row["evidence_refs"][0]["merkle_root"] = root.into();
+    }
+    std::fs::write(&one.ledger, serde_json::to_vec(&ledger).unwrap()).unwrap();
+    let report = one.report();
+    assert_contradicted(&report, "t/01", "evidence_refs[0].path");
+    let reasons = reasons_at(&report, "t/01", "evidence_refs[0].path");
+    assert!(
+        reasons.iter().any(|r| r.contains(
+            "step deputy-revokes-operator (#6): verdict differs (done in the bundle, refused when re-decided)"
+        )),
+        "{reasons:?}"
+    );
+}
+
+// A run that read sealed files is re-decided with the sealed files beside its task's scenario, and stays a verified delivery; once those files change, it cannot be re-decided with the values it took, so its pass is a pass without complete evidence that says why, contradicting nothing.
+#[test]
+fn a_bundle_that_cannot_be_re_decided_is_a_pass_without_complete_evidence() {
+    let one = OneTask::new("sealed_secret.toml", None);
+    one.run();
+    let report = one.report();
+    assert_eq!(
+        attempt(&report, "t/01")["outcome"],
+        "verified delivery",
+        "{report}"
+    );
+    std::fs::write(
+        one.root.join("fixtures/secrets/token.txt"),
+        "another token\n",
+    )
+    .unwrap();
+    let report = one.report();
+    let line = attempt(&report, "t/01");
+    assert_eq!(line["outcome"], "pass without complete evidence", "{line}");
+    assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
+    assert!(
+        line["evidence_gaps"].as_array().unwrap().iter().any(|g| {
+            let g = g.as_str().unwrap();
+            g.contains("cannot be re-decided here: CHIO-ARENA-DRIFT: sealed file ")
+                && g.contains("no longer has the digest the bundle recorded")
+        }),
+        "{line}"
+    );
+}

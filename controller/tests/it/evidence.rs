@@ -671,3 +671,164 @@ fn text_from_input_reaches_the_terminal_printable() {
     assert!(!holds_raw_controls(&refused), "{refused:?}");
     assert!(refused.contains("/a/b\\u{1b}]0;PWNED\\u{7}"), "{refused}");
 }
+
+/// Runs `chio report BUNDLE` (exit 0) and answers the page.
+fn page_of(dir: &Path, bundle: &str) -> String {
+    let page = format!("{bundle}.html");
+    run(dir, &["report", bundle, "--out", &page], 0);
+    std::fs::read_to_string(dir.join(page)).unwrap()
+}
+
+/// `scenarios/deny_reasons.toml` with `from` replaced by `to`, written as
+/// `scenarios/NAME.toml` and run with `flags` (it fails: exit 1) into NAME.
+fn failing_variant(dir: &Path, name: &str, (from, to): (&str, &str), flags: &[&str]) {
+    let text = std::fs::read_to_string(dir.join("scenarios/deny_reasons.toml")).unwrap();
+    let variant = text.replacen(from, to, 1);
+    assert_ne!(variant, text);
+    let file = format!("scenarios/{name}.toml");
+    std::fs::write(dir.join(&file), variant).unwrap();
+    let mut args = vec!["arena", "run", file.as_str(), "--out", name];
+    args.extend(flags);
+    run(dir, &args, 1);
+}
+
+/// Marks step `index` of the bundle NAME as a pass with `outcome`, its
+/// reason cleared, and the run as completed with no mismatch.
+fn flip_outcome(dir: &Path, bundle: &str, index: usize, outcome: &str) {
+    edit_manifest(dir, bundle, |m| {
+        let step = m["steps"][index].as_object_mut().unwrap();
+        step.insert("actual".into(), outcome.into());
+        step.insert("pass".into(), true.into());
+        step.insert("reason".into(), Value::Null);
+        step.insert("reason_code".into(), Value::Null);
+        let m = m.as_object_mut().unwrap();
+        m.insert("mismatches".into(), Value::Array(Vec::new()));
+        m.insert("status".into(), "completed".into());
+        m.remove("stopped");
+    });
+}
+
+/// Asserts that `page` is framed red and lists what re-deciding found,
+/// `line` among it.
+fn assert_drift_named(page: &str, line: &str) {
+    assert!(
+        page.contains("<div id=\"summary\" class=\"summary bad\">"),
+        "{page}"
+    );
+    assert!(page.contains("<ul id=\"drift\">"), "{page}");
+    assert!(page.contains(line), "{line} not in the page: {page}");
+}
+
+// A bundle edited only where no signature reaches agrees with its own receipts, so it is not refused, but `chio report` re-decides it from its inputs and frames the page red, naming the step and the field: a refused revocation recorded as done and the run as completed, a delegation's outcome flipped, and an allow whose receipt was deleted (root and count recomputed) rewritten as a deny no kernel decided. The bundles as their runs wrote them list no drift.
+#[test]
+fn report_re_decides_a_bundle_edited_where_nothing_signs() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    let copy = |from: &str, to: &str| copy_tree(&dir.join(from), &dir.join(to));
+    failing_variant(
+        dir,
+        "revoke",
+        (
+            "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
+            "expect = \"done\"\nat = 7",
+        ),
+        &[],
+    );
+    assert!(!page_of(dir, "revoke").contains("id=\"drift\""));
+    copy("revoke", "revoke-forged");
+    flip_outcome(dir, "revoke-forged", 6, "done");
+    assert_drift_named(
+        &page_of(dir, "revoke-forged"),
+        "step deputy-revokes-operator (#6): verdict differs (done in the bundle, refused when re-decided)",
+    );
+
+    failing_variant(
+        dir,
+        "delegate",
+        (
+            "max_invocations = 1\nat = 4",
+            "max_invocations = 1\nexpect = \"refused\"\nat = 4",
+        ),
+        &["--keep-going"],
+    );
+    assert!(!page_of(dir, "delegate").contains("id=\"drift\""));
+    copy("delegate", "delegate-forged");
+    flip_outcome(dir, "delegate-forged", 3, "refused");
+    edit_manifest(dir, "delegate-forged", |m| {
+        m["steps"][3]["reason"] = "the delegator holds no capability operator-read".into();
+    });
+    assert_drift_named(
+        &page_of(dir, "delegate-forged"),
+        "step hand-to-deputy (#3): verdict differs (refused in the bundle, done when re-decided)",
+    );
+
+    run(
+        dir,
+        &[
+            "arena",
+            "run",
+            "scenarios/campaigns/controls/misexpected_read.toml",
+            "--out",
+            "control",
+        ],
+        1,
+    );
+    copy("control", "control-forged");
+    std::fs::write(dir.join("control-forged/receipts.ndjson"), "").unwrap();
+    let root = chio_kernel::receipt::merkle_root_of_ids(&[]);
+    edit_manifest(dir, "control-forged", |m| {
+        let step = m["steps"][0].as_object_mut().unwrap();
+        for key in ["receipt_id", "trace", "recorded"] {
+            step.remove(key);
+        }
+        step.insert("verdict".into(), "deny".into());
+        step.insert("actual".into(), "deny".into());
+        step.insert("pass".into(), true.into());
+        step.insert(
+            "reason".into(),
+            "agent solo does not hold capability solo-read".into(),
+        );
+        step.insert("reason_code".into(), "capability-not-held".into());
+        let m = m.as_object_mut().unwrap();
+        m.insert("receipt_count".into(), 0.into());
+        m.insert("receipt_root".into(), root.into());
+        m.insert("mismatches".into(), Value::Array(Vec::new()));
+        m.insert("status".into(), "completed".into());
+        m.remove("stopped");
+    });
+    assert_drift_named(
+        &page_of(dir, "control-forged"),
+        "step read-notes (#0): verdict differs (deny in the bundle, allow when re-decided)",
+    );
+}
+
+// A run that read sealed files cannot be re-decided from its bundle alone (the bundle records only their digests): `chio report` says its outcome is unverified, naming why, and frames the page red; the run's own `--html` page, written as it decided, is not.
+#[test]
+fn report_of_a_bundle_that_cannot_be_re_decided_says_it_is_unverified() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    run(
+        dir,
+        &[
+            "arena",
+            "run",
+            "scenarios/sealed_secret.toml",
+            "--out",
+            "sealed",
+            "--html",
+            "own.html",
+        ],
+        0,
+    );
+    let own = std::fs::read_to_string(dir.join("own.html")).unwrap();
+    assert!(!own.contains("summary bad") && !own.contains("id=\"unverified\""));
+    let page = page_of(dir, "sealed");
+    assert!(
+        page.contains("<div id=\"summary\" class=\"summary bad\">"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<p id=\"unverified\">The outcome below is unverified: the bundle could not be re-decided from its inputs here (CHIO-CLI-SEALED-FROM: the run read 2 sealed file(s)"),
+        "{page}"
+    );
+}

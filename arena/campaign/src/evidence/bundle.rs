@@ -6,7 +6,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::{compare_checks, contradiction, Contradiction, RefCheck};
+use super::{compare_checks, contradiction, Contradiction, RefCheck, RowFindings};
 use crate::ledger::{LedgerRow, OracleCheck, RUN_RECORD};
 use chio_arena::bundle::{
     read_regular, schedule_faults, signed_receipts, step_faults, Bundle, BundleManifest,
@@ -42,7 +42,9 @@ fn read_bundle(dir: &Path) -> Result<(BundleManifest, BTreeMap<String, SignedRec
 /// it ran (its digest, and each call's expected verdict), the signed
 /// receipts (each call's verdict), and its own judgements (a passing step
 /// got what it expected; the mismatches are the failing steps). A manifest
-/// edited after its run contradicts one of them.
+/// edited after its run where a signature or the scenario file reaches
+/// contradicts one of them; an edit of what neither covers is caught by
+/// re-deciding the bundle ([`super::redecision`]).
 fn check_against_itself(
     checked: &RefCheck<'_>,
     manifest: &BundleManifest,
@@ -116,19 +118,21 @@ fn differ<T: std::fmt::Debug + PartialEq>(
 }
 
 /// Checks a scenario's bundle: readable, the task's scenario, the
-/// reference's root, and for a run every field the row copied from it.
-pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
+/// reference's root, for a run every field the row copied from it, and
+/// re-decided from its inputs ([`super::redecision`]).
+pub(super) fn check_bundle(checked: &RefCheck<'_>, findings: &mut RowFindings) {
     let RefCheck { row, dir, .. } = *checked;
     let (manifest, signed) = match read_bundle(dir) {
         Ok(read) => read,
         Err(why) => {
-            found.push(contradiction(
+            findings.contradictions.push(contradiction(
                 checked.at("path"),
                 format!("{} is not a sound bundle: {why}", dir.display()),
             ));
             return;
         }
     };
+    let found = &mut findings.contradictions;
     check_identity(checked, &manifest, found);
     check_fixtures(checked, found);
     check_against_itself(checked, &manifest, &signed, found);
@@ -151,9 +155,10 @@ pub(super) fn check_bundle(checked: &RefCheck<'_>, found: &mut Vec<Contradiction
                 &Some(judged),
             );
         }
-        return;
+    } else {
+        check_run_record(row, &manifest, steps, found);
     }
-    check_run_record(row, &manifest, steps, found);
+    super::redecision::check_redecided(checked, findings);
 }
 
 /// The bundle is of the task's scenario file, and its receipt root is the

@@ -9,7 +9,7 @@ use super::{
     evidence_gaps, outcome_of, NOT_ATTEMPTED, PASS_INCOMPLETE, PORTFOLIO_OUTCOMES,
     REPORT_SCHEMA_VERSION, STOP_UNJUDGED, UNGRADED, VERIFIED, VERIFIED_AFTER_REPAIR,
 };
-use crate::evidence::{check_ledger_evidence, Contradiction};
+use crate::evidence::{check_ledger_evidence, Contradiction, Redecide, RowFindings};
 use crate::ledger::{
     limit_statuses, spent_on, InterventionKind, Ledger, LedgerRow, LimitStatus, RuntimeIdentity,
     DEFERRED, SKIPPED,
@@ -109,7 +109,8 @@ pub struct AttemptLine {
     pub reason: Option<String>,
     /// Each declared limit, within, over or unknown.
     pub limits: Vec<LimitLine>,
-    /// What keeps a pass from being verified; empty otherwise.
+    /// What keeps a pass from being verified (a bundle that cannot be
+    /// re-decided here among them); empty otherwise.
     pub evidence_gaps: Vec<String>,
     /// Each field of the row its evidence does not bear out; empty when
     /// the evidence bears the row out.
@@ -168,12 +169,21 @@ fn runtime_matches(campaign: &Campaign, runtime: &RuntimeIdentity) -> bool {
             .is_none_or(|p| *p == runtime.platform)
 }
 
+/// What the evidence said of each row, by schedule id (rows it bears out
+/// and verifies are absent).
+type Findings = BTreeMap<String, RowFindings>;
+
+/// What the evidence said of `row`.
+fn findings_of<'a>(findings: &'a Findings, row: &LedgerRow) -> &'a RowFindings {
+    static NOTHING: RowFindings = RowFindings {
+        contradictions: Vec::new(),
+        unverified: Vec::new(),
+    };
+    findings.get(&row.schedule_id).unwrap_or(&NOTHING)
+}
+
 /// Why the comparison of a section's rows is blocked.
-fn blocked_because(
-    campaign: &Campaign,
-    rows: &[&LedgerRow],
-    contradictions: &BTreeMap<String, Vec<Contradiction>>,
-) -> Vec<String> {
+fn blocked_because(campaign: &Campaign, rows: &[&LedgerRow], findings: &Findings) -> Vec<String> {
     let mut reasons = Vec::new();
     let declared_revision = match &campaign.mode {
         DefinitionMode::Pinned { commit } => Some(commit.as_str()),
@@ -182,12 +192,12 @@ fn blocked_because(
     let mut runtimes = std::collections::BTreeSet::new();
     for row in rows {
         let id = &row.schedule_id;
-        let found = contradictions.get(id).map(Vec::as_slice).unwrap_or(&[]);
-        let outcome = outcome_of(campaign, row, !found.is_empty());
+        let found = findings_of(findings, row);
+        let outcome = outcome_of(campaign, row, found);
         if matches!(outcome, NOT_ATTEMPTED | UNGRADED | STOP_UNJUDGED) {
             reasons.push(format!("{id} is unjudged ({outcome})"));
         }
-        for c in found {
+        for c in &found.contradictions {
             reasons.push(format!(
                 "{id} is contradicted by its evidence: {}: {}",
                 c.field, c.reason
@@ -238,9 +248,10 @@ fn blocked_because(
 
 /// Builds the report of a ledger that passed
 /// [`check_ledger`](crate::ledger::check_ledger),
-/// opening the evidence every row names.
-pub fn report(campaign: &Campaign, ledger: &Ledger) -> Report {
-    let contradictions = check_ledger_evidence(campaign, ledger);
+/// opening the evidence every row names and re-deciding each run's and
+/// replay's bundle with `redecide`.
+pub fn report(campaign: &Campaign, ledger: &Ledger, redecide: &dyn Redecide) -> Report {
+    let contradictions = check_ledger_evidence(campaign, ledger, redecide);
     let mut sections = Vec::new();
     for evidence in [Evidence::Live, Evidence::Fixture] {
         let rows: Vec<&LedgerRow> = ledger
@@ -274,16 +285,15 @@ fn section(
     campaign: &Campaign,
     evidence: Evidence,
     rows: &[&LedgerRow],
-    contradictions: &BTreeMap<String, Vec<Contradiction>>,
+    contradictions: &Findings,
 ) -> Section {
-    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
     let outcomes = PORTFOLIO_OUTCOMES
         .iter()
         .map(|o| OutcomeCount {
             outcome: o,
             count: rows
                 .iter()
-                .filter(|r| outcome_of(campaign, r, contradicted(r)) == *o)
+                .filter(|r| outcome_of(campaign, r, findings_of(contradictions, r)) == *o)
                 .count() as u64,
         })
         .collect::<Vec<_>>();
@@ -332,12 +342,7 @@ fn section(
 
 /// One line per scheduled attempt the ledger records, in schedule order:
 /// its outcome, limits, evidence gaps, deviations and contradictions.
-fn attempt_lines(
-    campaign: &Campaign,
-    ledger: &Ledger,
-    contradictions: &BTreeMap<String, Vec<Contradiction>>,
-) -> Vec<AttemptLine> {
-    let contradicted = |row: &LedgerRow| contradictions.contains_key(&row.schedule_id);
+fn attempt_lines(campaign: &Campaign, ledger: &Ledger, findings: &Findings) -> Vec<AttemptLine> {
     campaign
         .schedule
         .iter()
@@ -350,7 +355,8 @@ fn attempt_lines(
         })
         .map(|(a, r)| {
             let task = &campaign.tasks[a.task];
-            let outcome = outcome_of(campaign, r, contradicted(r));
+            let found = findings_of(findings, r);
+            let outcome = outcome_of(campaign, r, found);
             AttemptLine {
                 schedule_id: r.schedule_id.clone(),
                 evidence: r.evidence,
@@ -367,15 +373,14 @@ fn attempt_lines(
                     })
                     .collect(),
                 evidence_gaps: if outcome == PASS_INCOMPLETE {
-                    evidence_gaps(campaign, r)
+                    let mut gaps = evidence_gaps(campaign, r);
+                    gaps.extend(found.unverified.iter().cloned());
+                    gaps
                 } else {
                     Vec::new()
                 },
                 deviations: r.deviations.clone(),
-                contradictions: contradictions
-                    .get(&r.schedule_id)
-                    .cloned()
-                    .unwrap_or_default(),
+                contradictions: found.contradictions.clone(),
             }
         })
         .collect()

@@ -14,6 +14,7 @@ use chio_arena::bundle::{
     Bundle, BundleManifest, BundleStatus, StepInputs, StepRecord, StopRecord, BUNDLE_SCHEMA,
 };
 use chio_arena::{ActionKind, DeterminismWitness};
+use chio_campaign::evidence::{Redecide, Redecision};
 use chio_campaign::ledger::{
     check_ledger, template, EvidenceRef, Ledger, LedgerRow, OracleCheck, RecordEvidence,
     RuntimeIdentity, Spent, EVOLVE_RECORD, RUN_RECORD,
@@ -78,6 +79,25 @@ struct Setup {
     scenario_sha256: String,
     /// The scenario file the bundle holds among its inputs.
     scenario: Vec<u8>,
+    /// What re-deciding the bundle gives: these bundles are written by
+    /// hand, so the report's re-decision is answered here.
+    stub: Stub,
+}
+
+/// Answers every re-decision with the same [`Redecision`], and counts them.
+struct Stub(Redecision, std::cell::Cell<usize>);
+
+impl Stub {
+    fn new(answer: Redecision) -> Stub {
+        Stub(answer, std::cell::Cell::new(0))
+    }
+}
+
+impl Redecide for Stub {
+    fn redecide(&self, _bundle: &Path, _scenario: &Path) -> Redecision {
+        self.1.set(self.1.get() + 1);
+        self.0.clone()
+    }
 }
 
 impl Setup {
@@ -138,6 +158,7 @@ impl Setup {
             folder,
             scenario_sha256,
             scenario,
+            stub: Stub::new(Redecision::Same),
         };
         setup.write_bundle(|_| {});
         std::fs::create_dir_all(&setup.folder).unwrap();
@@ -372,7 +393,7 @@ impl Setup {
     }
 
     fn json(&self) -> Value {
-        serde_json::to_value(report(&self.campaign, &self.ledger)).unwrap()
+        serde_json::to_value(report(&self.campaign, &self.ledger, &self.stub)).unwrap()
     }
 
     /// Asserts that `id` is contradicted on `field` in the outcome, the
@@ -384,7 +405,10 @@ impl Setup {
             .iter()
             .find(|r| r.schedule_id == id)
             .unwrap();
-        assert_eq!(portfolio_outcome(&self.campaign, row), CONTRADICTED);
+        assert_eq!(
+            portfolio_outcome(&self.campaign, row, &self.stub),
+            CONTRADICTED
+        );
         self.assert_reported_contradicted(id, field);
     }
 
@@ -418,7 +442,7 @@ impl Setup {
             "{}",
             live["blocked_because"]
         );
-        let text = render_text(&report(&self.campaign, &self.ledger));
+        let text = render_text(&report(&self.campaign, &self.ledger, &self.stub));
         assert!(
             text.contains(&format!("    contradicted: {field}: ")),
             "{text}"
@@ -437,6 +461,77 @@ fn rows_their_evidence_bears_out_stay_verified() {
         assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
     }
     assert_eq!(json["sections"][0]["comparison"], "complete");
+}
+
+// A bundle that agrees with itself is not taken on its word: the report re-decides every run's bundle (and only scenario bundles: the evolution's folder is not), and a drift contradicts the row at the evidence path, once per difference, naming the step and the field; the comparison is blocked.
+#[test]
+fn a_bundle_that_drifts_when_re_decided_is_contradicted() {
+    let mut s = Setup::new(true);
+    s.json();
+    assert_eq!(
+        s.stub.1.get(),
+        1,
+        "the run's bundle is re-decided, the evolution's folder is not"
+    );
+    s.stub = Stub::new(Redecision::Drifted(vec![
+        "step read-more (#1): verdict differs (allow in the bundle, deny when re-decided)".into(),
+        "arena.json steps[1].actual, receipts.ndjson line 2 are not what re-deciding it writes"
+            .into(),
+    ]));
+    s.assert_reported_contradicted("ws/01", "evidence_refs[0].path");
+    let json = s.json();
+    let reasons: Vec<&str> = json["attempts"][0]["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with(
+            "re-decided from its inputs (as `chio arena replay` re-decides it), the bundle drifts: step read-more (#1): verdict differs (allow in the bundle, deny when re-decided)"
+        ),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("arena.json steps[1].actual"),
+        "{reasons:?}"
+    );
+    assert_eq!(
+        json["attempts"][1]["outcome"], VERIFIED,
+        "the evolution is not a bundle"
+    );
+}
+
+// A bundle that cannot be re-decided here (its run read sealed files that are not at hand) keeps a pass from being a verified delivery: a pass without complete evidence, saying why; it contradicts nothing, and a stop stays a stop.
+#[test]
+fn a_bundle_that_cannot_be_re_decided_is_no_verified_delivery() {
+    let mut s = Setup::new(true);
+    s.stub = Stub::new(Redecision::Undecidable(
+        "CHIO-CLI-SEALED-FROM: the run read 2 sealed file(s), which a bundle records only as digests"
+            .into(),
+    ));
+    let json = s.json();
+    let line = &json["attempts"][0];
+    assert_eq!(line["outcome"], "pass without complete evidence", "{line}");
+    assert_eq!(line["contradictions"], Value::Array(Vec::new()), "{line}");
+    let gaps = line["evidence_gaps"].as_array().unwrap();
+    assert!(
+        gaps.iter().any(|g| {
+            let g = g.as_str().unwrap();
+            g.contains(
+                "cannot be re-decided here: CHIO-CLI-SEALED-FROM: the run read 2 sealed file(s)",
+            )
+        }),
+        "{gaps:?}"
+    );
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
+    assert!(
+        text.contains("    evidence incomplete: its bundle ")
+            && text.contains("cannot be re-decided here"),
+        "{text}"
+    );
+    assert_eq!(json["attempts"][1]["outcome"], VERIFIED, "{json}");
 }
 
 // A stopped run's row edited into a pass, with counts and checks made consistent, is contradicted by the bundle's status.
@@ -483,13 +578,23 @@ fn an_edited_or_missing_receipt_is_contradicted() {
     .unwrap();
     let row = setup.run_row(None);
     setup.ledger.rows[0] = row;
-    let found = chio_campaign::evidence::check_row_evidence(&setup.campaign, &setup.ledger.rows[0]);
+    let found = chio_campaign::evidence::check_row_evidence(
+        &setup.campaign,
+        &setup.ledger.rows[0],
+        &setup.stub,
+    )
+    .contradictions;
     assert!(
         found.iter().any(|c| c.reason.contains("does not verify")),
         "{found:?}"
     );
     setup.write_bundle(|m| m.steps[0].receipt_id = None);
-    let found = chio_campaign::evidence::check_row_evidence(&setup.campaign, &setup.ledger.rows[0]);
+    let found = chio_campaign::evidence::check_row_evidence(
+        &setup.campaign,
+        &setup.ledger.rows[0],
+        &setup.stub,
+    )
+    .contradictions;
     assert!(
         found.iter().any(|c| c.reason.contains("names no receipt")),
         "{found:?}"
@@ -625,7 +730,7 @@ fn an_evolution_of_another_search_is_contradicted() {
         let root = chio_campaign::evidence::folder_merkle_root(&s.folder);
         s.edit("evo/01", |row| row.evidence_refs[0].merkle_root = root);
         s.assert_contradicted("evo/01", "evidence_refs[0].path");
-        let text = render_text(&report(&s.campaign, &s.ledger));
+        let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
         assert!(text.contains(said), "{key}: {text}");
     }
 }
@@ -675,7 +780,7 @@ fn one_folder_backing_two_attempts_is_contradicted() {
     });
     s.assert_reported_contradicted("evo/01", "evidence_refs[1].path");
     s.assert_reported_contradicted("ws/01", "evidence_refs[0].path");
-    let text = render_text(&report(&s.campaign, &s.ledger));
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
     assert!(text.contains("is also the evidence of ws/01"), "{text}");
 }
 
@@ -687,7 +792,7 @@ fn an_invented_revision_in_a_repository_is_contradicted() {
         s.edit(id, |row| row.source_revision = Some(INVENTED.into()));
         s.assert_contradicted(id, "source_revision");
     }
-    let text = render_text(&report(&s.campaign, &s.ledger));
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
     assert!(
         text.contains(&format!(
             "{INVENTED} is not a commit the repository at the campaign root holds"
@@ -710,7 +815,7 @@ fn a_revision_claimed_outside_a_repository_is_contradicted() {
     let mut s = Setup::new(false);
     s.edit("ws/01", |row| row.source_revision = Some(INVENTED.into()));
     s.assert_contradicted("ws/01", "source_revision");
-    let text = render_text(&report(&s.campaign, &s.ledger));
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
     assert!(
         text.contains(&format!(
             "{INVENTED} cannot be checked: the campaign root is not in a Git checkout"
@@ -721,7 +826,7 @@ fn a_revision_claimed_outside_a_repository_is_contradicted() {
     s.edit("ws/01", |row| row.source_revision = None);
     let row = &s.ledger.rows[0];
     assert_eq!(
-        portfolio_outcome(&s.campaign, row),
+        portfolio_outcome(&s.campaign, row, &s.stub),
         "pass without complete evidence"
     );
 }
@@ -750,7 +855,7 @@ fn a_revision_without_the_pinned_files_is_contradicted() {
     ] {
         s.edit(id, |row| row.source_revision = Some(commit.clone()));
         s.assert_contradicted(id, "source_revision");
-        let text = render_text(&report(&s.campaign, &s.ledger));
+        let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
         assert!(
             text.contains(&format!("{commit} cannot be the tree that ran task"))
                 && text.contains(said),
@@ -777,7 +882,7 @@ fn a_bundle_of_another_world_is_contradicted() {
     )
     .unwrap();
     s.assert_contradicted("ws/01", "evidence_refs[0].path");
-    let text = render_text(&report(&s.campaign, &s.ledger));
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
     assert!(
         text.contains("the bundle ran inputs/fixtures/walking-skeleton/notes.txt with SHA-256"),
         "{text}"
@@ -788,7 +893,7 @@ fn a_bundle_of_another_world_is_contradicted() {
     s.write_bundle(|_| {});
     std::fs::remove_file(bundle_file("fixtures/walking-skeleton/.env")).unwrap();
     s.assert_contradicted("ws/01", "evidence_refs[0].path");
-    let text = render_text(&report(&s.campaign, &s.ledger));
+    let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
     assert!(
         text.contains("the bundle holds no inputs/fixtures/walking-skeleton/.env"),
         "{text}"
