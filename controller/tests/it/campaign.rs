@@ -1912,26 +1912,7 @@ fn a_receiptless_deny_edited_into_a_bundle_is_contradicted_when_re_decided() {
     copy_tree(&f.dir.join("attempts/control-01"), &forged);
     std::fs::write(forged.join("receipts.ndjson"), "").unwrap();
     let root = chio_kernel::receipt::merkle_root_of_ids(&[]);
-    edit_bundle(&forged, |m| {
-        let step = m["steps"][0].as_object_mut().unwrap();
-        for key in ["receipt_id", "trace", "recorded"] {
-            step.remove(key);
-        }
-        step.insert("verdict".into(), "deny".into());
-        step.insert("actual".into(), "deny".into());
-        step.insert("pass".into(), true.into());
-        step.insert(
-            "reason".into(),
-            "agent solo does not hold capability solo-read".into(),
-        );
-        step.insert("reason_code".into(), "capability-not-held".into());
-        let m = m.as_object_mut().unwrap();
-        m.insert("receipt_count".into(), 0.into());
-        m.insert("receipt_root".into(), root.clone().into());
-        m.insert("mismatches".into(), Value::Array(Vec::new()));
-        m.insert("status".into(), "completed".into());
-        m.remove("stopped");
-    });
+    edit_bundle(&forged, |m| util::forge_receiptless_deny(m, &root));
     forge_pass(&f, "control/01", &forged, &root);
     let report = f.report();
     assert_contradicted(&report, "control/01", "evidence_refs[0].path");

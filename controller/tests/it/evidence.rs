@@ -777,24 +777,7 @@ fn report_re_decides_a_bundle_edited_where_nothing_signs() {
     std::fs::write(dir.join("control-forged/receipts.ndjson"), "").unwrap();
     let root = chio_kernel::receipt::merkle_root_of_ids(&[]);
     edit_manifest(dir, "control-forged", |m| {
-        let step = m["steps"][0].as_object_mut().unwrap();
-        for key in ["receipt_id", "trace", "recorded"] {
-            step.remove(key);
-        }
-        step.insert("verdict".into(), "deny".into());
-        step.insert("actual".into(), "deny".into());
-        step.insert("pass".into(), true.into());
-        step.insert(
-            "reason".into(),
-            "agent solo does not hold capability solo-read".into(),
-        );
-        step.insert("reason_code".into(), "capability-not-held".into());
-        let m = m.as_object_mut().unwrap();
-        m.insert("receipt_count".into(), 0.into());
-        m.insert("receipt_root".into(), root.into());
-        m.insert("mismatches".into(), Value::Array(Vec::new()));
-        m.insert("status".into(), "completed".into());
-        m.remove("stopped");
+        util::forge_receiptless_deny(m, &root)
     });
     assert_drift_named(
         &page_of(dir, "control-forged"),

@@ -21,3 +21,30 @@ pub fn chio(dir: &Path, args: &[&str]) -> Output {
 pub fn chio_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     chio_tests::run_binary(Path::new(env!("CARGO_BIN_EXE_chio")), dir, args, env)
 }
+
+/// Edits the manifest of a run of the stopped control
+/// (`scenarios/campaigns/controls/misexpected_read.toml`, whose one step the
+/// kernel allowed) where no signature reaches: the step rewritten as a deny
+/// no kernel decided, with no receipt or trace, and the run as completed
+/// with no receipt under `root`, the Merkle root of none. The caller empties
+/// `receipts.ndjson`.
+pub fn forge_receiptless_deny(manifest: &mut serde_json::Value, root: &str) {
+    let step = manifest["steps"][0].as_object_mut().unwrap();
+    for key in ["receipt_id", "trace", "recorded"] {
+        step.remove(key);
+    }
+    step.insert("verdict".into(), "deny".into());
+    step.insert("actual".into(), "deny".into());
+    step.insert("pass".into(), true.into());
+    step.insert(
+        "reason".into(),
+        "agent solo does not hold capability solo-read".into(),
+    );
+    step.insert("reason_code".into(), "capability-not-held".into());
+    let m = manifest.as_object_mut().unwrap();
+    m.insert("receipt_count".into(), 0.into());
+    m.insert("receipt_root".into(), root.into());
+    m.insert("mismatches".into(), serde_json::Value::Array(Vec::new()));
+    m.insert("status".into(), "completed".into());
+    m.remove("stopped");
+}
