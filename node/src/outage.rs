@@ -78,6 +78,9 @@ chio_kernel::code_enum! {
     KernelCrashedInFlight => "kernel-crashed-in-flight",
     /// The agent's node crashed while its call was on its way.
     AgentCrashedInFlight => "agent-crashed-in-flight",
+    /// The link to the kernel's node was cut while the call was on its
+    /// way, and carried again before it would have arrived.
+    LinkCutInFlight => "link-cut-in-flight",
     /// The run stopped while the call was on its way, before it arrived.
     RunStoppedBeforeArrival => "run-stopped-before-arrival",
     /// The delegator does not hold the parent.
@@ -186,6 +189,18 @@ pub enum NodeReason {
         /// Its node and the crash.
         down: NodeDown,
     },
+    /// A call whose link to its kernel's node was cut at `step` while the
+    /// call was in flight (the cut dropped it, whatever carried after).
+    LinkCutInFlight {
+        /// The kernel.
+        kernel: String,
+        /// Its node.
+        kernel_node: String,
+        /// The agent's node.
+        from_node: String,
+        /// The partition step.
+        step: String,
+    },
     /// A call still in flight when the run stopped at `step`, before the
     /// call's arrival: no kernel decides it.
     RunStopped {
@@ -287,6 +302,7 @@ impl NodeReason {
             NodeReason::AgentDown { .. } => NodeCode::AgentNodeDown,
             NodeReason::KernelDown { .. } => NodeCode::KernelNodeDown,
             NodeReason::KernelCrashedInFlight { .. } => NodeCode::KernelCrashedInFlight,
+            NodeReason::LinkCutInFlight { .. } => NodeCode::LinkCutInFlight,
             NodeReason::AgentCrashedInFlight { .. } => NodeCode::AgentCrashedInFlight,
             NodeReason::RunStopped { .. } => NodeCode::RunStoppedBeforeArrival,
             NodeReason::DelegationNotHeld { .. } => NodeCode::DelegationNotHeld,
@@ -343,6 +359,15 @@ impl std::fmt::Display for NodeReason {
             NodeReason::AgentCrashedInFlight { agent, down } => {
                 write!(f, "agent {agent} cannot call: {}", down.in_flight())
             }
+            NodeReason::LinkCutInFlight {
+                kernel,
+                kernel_node,
+                from_node,
+                step,
+            } => write!(
+                f,
+                "kernel {kernel} on node {kernel_node} is unreachable from node {from_node}: the link was cut at step {step} while the call was in flight"
+            ),
             NodeReason::RunStopped { step } => write!(
                 f,
                 "call refused: the run stopped at step {step} before this call arrived"

@@ -29,7 +29,8 @@
 //! the call in flight until then, so it answers for what the call met on
 //! its way: its kernel's node down when it was sent (the deny an undelayed
 //! call sent then gets from its node, [`FaultState::send`]) or a crash of
-//! either node before it arrives ([`FaultState::in_flight_lost`]); a
+//! either node, or a cut of the link between them, before it arrives
+//! ([`FaultState::in_flight_lost`]); a
 //! stall ends at the first step whose instant reaches its end, and a
 //! restart with its state hands back what the node's agents held, less
 //! what an earlier restart without state lost.
@@ -79,6 +80,11 @@ pub struct FaultState {
     crashes: BTreeMap<String, (u64, String)>,
     /// Delayed links: the delay and the step that began it.
     delayed: BTreeMap<FaultLink, (u64, String)>,
+    /// How many times each link has been cut, with the latest cut's step,
+    /// and whether it is cut now: a call in flight over a link cut
+    /// meanwhile is lost, even if the link carries again when the call
+    /// would have arrived.
+    cuts: BTreeMap<FaultLink, (u64, String, bool)>,
     /// The stall's end (Unix ms) and the step that began it.
     stall: Option<(u64, String)>,
     /// Capabilities lost by a restart without state, with that step: a
@@ -115,10 +121,17 @@ impl FaultState {
                     self.lost.insert(id.clone(), step.clone());
                 }
             }
-            // A cut link is the nodes' to meet: nothing is decided here.
-            FaultAction::Partition { .. } => {}
+            // A call sent over a cut link is the nodes' to meet; the
+            // controller counts the cut for the calls already in flight.
+            FaultAction::Partition { link } => {
+                let cuts = self.cuts.entry(link.clone()).or_default();
+                *cuts = (cuts.0 + 1, step, true);
+            }
             FaultAction::Heal { link } => {
                 self.delayed.remove(link);
+                if let Some(cut) = self.cuts.get_mut(link) {
+                    cut.2 = false;
+                }
             }
             FaultAction::Stall { duration_ms } => {
                 self.stall = Some((now_ms.saturating_add(*duration_ms), step));
@@ -142,6 +155,29 @@ impl FaultState {
         self.crashes.get(node).map_or(0, |(count, _)| *count)
     }
 
+    /// How many times the link between two distinct nodes has been cut
+    /// so far (none between a node and itself).
+    fn cut_count(&self, agent_node: &str, kernel_node: &str) -> u64 {
+        if agent_node == kernel_node {
+            return 0;
+        }
+        let link = FaultLink::new(agent_node, kernel_node);
+        self.cuts.get(&link).map_or(0, |(count, _, _)| *count)
+    }
+
+    /// The step that cut the link between two nodes after it had been cut
+    /// `sent` times, when the link carries again now: a call sent before
+    /// that cut was dropped with the link's open connections. A link still
+    /// cut is the nodes' to meet, as for any call sent over it.
+    fn cut_in_flight(&self, agent_node: &str, kernel_node: &str, sent: u64) -> Option<String> {
+        if agent_node == kernel_node {
+            return None;
+        }
+        let link = FaultLink::new(agent_node, kernel_node);
+        let (count, step, cut_now) = self.cuts.get(&link)?;
+        (*count != sent && !*cut_now).then(|| step.clone())
+    }
+
     /// Why a call sent when `node` had crashed `sent` times is lost on
     /// its way, if it is: the node is down, or crashed since (the process
     /// the call was sent to is gone, whatever came back in its place).
@@ -159,11 +195,17 @@ impl FaultState {
 
     /// What a call from `agent_node` to a kernel on `kernel_node` meets as
     /// it is sent now: the refusal of its kernel's node if that node is
-    /// down (the agent's node finds no process to take the call, and
-    /// denies it as it denies any call sent then: the kernel is
-    /// unreachable), and how many times each node has crashed so far.
+    /// down or the link to it is cut (the agent's node finds no process,
+    /// or no link, to take the call, and denies it as it denies any call
+    /// sent then: the kernel is unreachable), and how many times each node
+    /// has crashed and the link has been cut so far.
     pub fn send(&self, kernel: &str, kernel_node: &str, agent_node: &str) -> Sent {
-        let unreachable = self.down.contains_key(kernel_node).then(|| {
+        let cut_now = agent_node != kernel_node
+            && self
+                .cuts
+                .get(&FaultLink::new(agent_node, kernel_node))
+                .is_some_and(|(_, _, cut)| *cut);
+        let unreachable = (self.down.contains_key(kernel_node) || cut_now).then(|| {
             crate::outage::kernel_unreachable(
                 kernel,
                 kernel_node,
@@ -174,6 +216,7 @@ impl FaultState {
         Sent {
             unreachable,
             crashes: (self.crash_count(kernel_node), self.crash_count(agent_node)),
+            cuts: self.cut_count(agent_node, kernel_node),
         }
     }
 
@@ -181,7 +224,9 @@ impl FaultState {
     /// `agent` on `agent_node`, never reaches a decision, if it does not:
     /// its kernel's node was down when it was sent ([`Sent`]), whatever
     /// happened since; or that node, or the agent's, is down now or
-    /// crashed since it was sent.
+    /// crashed since it was sent; or the link between them was cut since
+    /// it was sent and carries again (a link still cut denies the call
+    /// where it is, as it denies any call sent over it).
     pub fn in_flight_lost(
         &self,
         (kernel, kernel_node): (&str, &str),
@@ -195,14 +240,29 @@ impl FaultState {
         let agent = agent.to_string();
         self.lost_in_flight(kernel_node, sent.crashes.0)
             .map(|lost| match lost {
-                Lost::Down(down) => NodeReason::KernelDown { kernel, down },
-                Lost::Crashed(down) => NodeReason::KernelCrashedInFlight { kernel, down },
+                Lost::Down(down) => NodeReason::KernelDown {
+                    kernel: kernel.clone(),
+                    down,
+                },
+                Lost::Crashed(down) => NodeReason::KernelCrashedInFlight {
+                    kernel: kernel.clone(),
+                    down,
+                },
             })
             .or_else(|| {
                 self.lost_in_flight(agent_node, sent.crashes.1)
                     .map(|lost| match lost {
                         Lost::Down(down) => NodeReason::AgentDown { agent, down },
                         Lost::Crashed(down) => NodeReason::AgentCrashedInFlight { agent, down },
+                    })
+            })
+            .or_else(|| {
+                self.cut_in_flight(agent_node, kernel_node, sent.cuts)
+                    .map(|step| NodeReason::LinkCutInFlight {
+                        kernel,
+                        kernel_node: kernel_node.to_string(),
+                        from_node: agent_node.to_string(),
+                        step,
                     })
             })
             .map(|reason| reason.refusal())
@@ -269,6 +329,8 @@ pub struct Sent {
     unreachable: Option<Refusal>,
     /// How many times the kernel's node and the agent's node had crashed.
     crashes: (u64, u64),
+    /// How many times the link between the two nodes had been cut.
+    cuts: u64,
 }
 
 /// The delayed link a call crosses: its delay and the step that began it.

@@ -46,6 +46,7 @@ fn every_node_code_has_a_reason_with_its_message() {
         (NodeReason::KernelDown { kernel: s("k"), down: down() }, "kernel k cannot decide: node node-b is down (crashed at step crash)"),
         (NodeReason::KernelCrashedInFlight { kernel: s("k"), down: down() }, "kernel k cannot decide: node node-b crashed at step crash while the call was in flight"),
         (NodeReason::AgentCrashedInFlight { agent: s("bob"), down: down() }, "agent bob cannot call: node node-b crashed at step crash while the call was in flight"),
+        (NodeReason::LinkCutInFlight { kernel: s("k"), kernel_node: s("node-b"), from_node: s("node-a"), step: s("cut") }, "kernel k on node node-b is unreachable from node node-a: the link was cut at step cut while the call was in flight"),
         (NodeReason::RunStopped { step: s("check") }, "call refused: the run stopped at step check before this call arrived"),
         (NodeReason::DelegationNotHeld { agent: s("bob"), capability: s("c") }, "delegation refused: agent bob does not hold capability c"),
         (NodeReason::DelegatorDown(down()), "delegation refused: node node-b is down (crashed at step crash)"),
