@@ -75,6 +75,18 @@ pub struct ServerPlan {
     pub outputs: BTreeMap<String, OutputRules>,
 }
 
+impl ServerPlan {
+    /// The id of the server whose store keeps what this one is sent: the
+    /// server it shares state with (`shares_state_with`), else its own.
+    /// Two servers over one store are one state to the run's ordering.
+    pub fn store(&self) -> &str {
+        self.outputs
+            .values()
+            .find_map(|rules| rules.kept_with.as_deref())
+            .unwrap_or(&self.id)
+    }
+}
+
 /// An agent as the world places it.
 #[derive(Debug, Clone)]
 pub struct AgentPlan {

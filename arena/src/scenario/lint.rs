@@ -222,8 +222,7 @@ fn split_stores(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
         .collect();
     for (later, (index, server)) in mcp.iter().enumerate() {
         let same = mcp[..later].iter().find(|(_, earlier)| {
-            (&earlier.command, &earlier.cwd, &earlier.env)
-                == (&server.command, &server.cwd, &server.env)
+            (started_as(earlier), &earlier.env) == (started_as(server), &server.env)
                 && owner(earlier) != owner(server)
         });
         if let Some((_, earlier)) = same {
@@ -243,6 +242,32 @@ fn split_stores(file: &ScenarioFile, warnings: &mut Vec<LintWarning>) {
             });
         }
     }
+}
+
+/// How an mcp server is started, as far as which store it serves goes:
+/// its folder and every path-like argument (one holding `/`, or `.`)
+/// lexically normalised, so `mcp`, `./mcp`, `mcp/` and `mcp/.` are one
+/// folder and no folder is the scenario's own, `.`.
+fn started_as(server: &crate::model::ServerDecl) -> (String, Vec<String>) {
+    let lexical = |path: &str| match chio_kernel::path::normalize_path(path) {
+        Ok(normal) if normal.is_empty() => ".".to_string(),
+        Ok(normal) => normal,
+        Err(_) => path.to_string(),
+    };
+    let cwd = lexical(server.cwd.as_deref().unwrap_or("."));
+    let args = server
+        .command
+        .iter()
+        .flatten()
+        .map(|arg| {
+            if arg == "." || arg.contains('/') {
+                lexical(arg)
+            } else {
+                arg.clone()
+            }
+        })
+        .collect();
+    (cwd, args)
 }
 
 /// Warns of every guard in observe mode.
@@ -403,7 +428,7 @@ expect_verdict = "deny"
         assert!(warned[0].starts_with("adversaries["), "{warned:?}");
     }
 
-    // Two mcp servers that start one command in one folder are warned of unless the second shares the first's store; another folder is quiet.
+    // Two mcp servers that start one command in one folder, in any spelling of it, are warned of unless the second shares the first's store; another folder is quiet.
     #[test]
     fn two_mcp_servers_over_one_store_are_warned_of() {
         let text = include_str!("../../../scenarios/mcp_git.toml");
@@ -423,6 +448,14 @@ expect_verdict = "deny"
         };
         let repo = "fixtures/mcp-git/repo";
         assert_eq!(second("", repo).len(), 1);
+        // One folder in any spelling is one folder.
+        for spelling in [
+            "./fixtures/mcp-git/repo",
+            "fixtures/mcp-git/repo/",
+            "fixtures//mcp-git/./repo/.",
+        ] {
+            assert_eq!(second("", spelling).len(), 1, "{spelling}");
+        }
         assert!(second("shares_state_with = \"git\"\n", repo).is_empty());
         assert!(second("", "fixtures").is_empty());
     }

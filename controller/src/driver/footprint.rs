@@ -27,7 +27,9 @@
 //!   labels) and the forwarded call's released output
 //!   ([`Resource::Output`]), which that call writes; for a call whose
 //!   argument takes its value from a step, that step's output, likewise;
-//! - for a call, the tool server's state ([`Resource::Server`]): a read of a
+//! - for a call, the tool server's state ([`Resource::Server`], named by
+//!   the server whose store it keeps what it is sent in: its own, or the
+//!   one it declares `shares_state_with`): a read of a
 //!   workspace server by `read_file` or `list_dir`, a write for every other
 //!   tool and server kind, and a write for any call to a server a tool or
 //!   monetary budget names. A write stores the labels its caller holds with
@@ -278,7 +280,14 @@ fn footprint(
             } else {
                 Access::Write
             };
-            footprint.claim(Resource::Server(call.server.clone()), access);
+            // Two servers over one store are one state: a call claims the
+            // store's owner, so a read through one waits for a write
+            // through the other.
+            let store = world
+                .servers
+                .get(&call.server)
+                .map_or(call.server.as_str(), chio_node::world::ServerPlan::store);
+            footprint.claim(Resource::Server(store.to_string()), access);
             footprint.claim(Resource::Output(step_id.to_string()), Access::Write);
             allowlists.claim(&mut footprint, &call.server, &call.tool);
             // An argument that takes its value from a step waits for it; a
