@@ -342,16 +342,27 @@ async fn claim_namespace<S: TrustStore>(
 ) -> Result<(), CliError> {
     let key = namespace_owner_key(namespace);
     let mine = format!("authority:{issuer}");
-    let sets = control_call(
-        deadline,
-        store.join_labels(vec![key.clone()], &mine),
-        "the namespace's authority record",
-    )
-    .await?;
-    let others = sets
-        .get(&key)
-        .map_or(0, |owners| owners.iter().filter(|o| **o != mine).count());
-    if others > 0 {
+    let others = |sets: &chio_trust::model::LabelSets| {
+        sets.get(&key)
+            .map_or(0, |owners| owners.iter().filter(|o| **o != mine).count())
+    };
+    // Read before writing: an edge of another authority is refused without
+    // leaving its mark, so a refused start never locks the owner out. The
+    // read after the join catches two authorities claiming at once (both
+    // are refused, as neither is first).
+    let record = "the namespace's authority record";
+    let before = control_call(deadline, store.read_labels(vec![key.clone()]), record).await?;
+    let after = if others(&before) > 0 {
+        before
+    } else {
+        control_call(
+            deadline,
+            store.join_labels(vec![key.clone()], &mine),
+            record,
+        )
+        .await?
+    };
+    if others(&after) > 0 {
         return Err(CliError::new(
             codes::MCP_CONFIG,
             COMMAND,
@@ -374,13 +385,14 @@ async fn start_kernel<S: TrustStore>(
     let key = IssuerKey::parse_hex(&issuer)
         .map_err(|e| CliError::infrastructure(COMMAND, e.to_string()))?;
     let d = deadlines();
+    // The namespace first: a refused authority leaves no issuer key behind.
+    claim_namespace(store.as_ref(), &args.control.namespace, &issuer, d.call).await?;
     control_call(
         d.call,
         store.add_issuer_key(key),
         "the authority's issuer key",
     )
     .await?;
-    claim_namespace(store.as_ref(), &args.control.namespace, &issuer, d.call).await?;
     let binding = TrustBinding::new(store, Handle::current(), &args.control.namespace, d);
     let (stores, cache) = binding.kernel_stores();
     let mut config = KernelConfig::new(EDGE_KERNEL_ID, authority.receipts.clone());

@@ -814,7 +814,7 @@ async fn an_edge_trusts_only_its_own_authority_in_a_shared_trust_control() {
     assert_eq!(log_lines(&dir_b.join("calls.log")), ["echo hello"]);
 }
 
-// A namespace in trust-control belongs to the first authority that serves in it: an edge of another authority naming the same namespace refuses to start (CHIO-MCP-CONFIG, exit 2), since budgets, revocations and seen request ids are kept there by capability and request id, which are not secret; an edge of the same authority shares it.
+// A namespace in trust-control belongs to the first authority that serves in it: an edge of another authority naming the same namespace refuses to start (CHIO-MCP-CONFIG, exit 2) and leaves no mark, so the owner starts again, since budgets, revocations and seen request ids are kept there by capability and request id, which are not secret; an edge of the same authority shares it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_belongs_to_one_authority() {
     let Some(python) = mcp_python() else { return };
@@ -858,4 +858,12 @@ async fn a_namespace_belongs_to_one_authority() {
         !dir_b.join("calls.log").exists(),
         "the refused edge started nothing"
     );
+    // The refused start left no mark in the namespace: its owner starts
+    // again and is served.
+    let restarted = Edge::start(&edge_args(&dir_a)).await;
+    let third = restarted
+        .call(&token_a, &alice, "notes", "echo", &hello, "n-3")
+        .await;
+    assert_eq!(verdict(&third).0, "allow", "{third:?}");
+    restarted.stop().await;
 }
