@@ -252,15 +252,19 @@ fn evolve(
 }
 
 /// Runs the search of `file` again with `config`, embedded and to its last
-/// generation: the search a trace of it records, when the trace is genuine
-/// (every file the search reads is the scenario's, and it reads no clock),
-/// so `arena promote --from-trace` can tell an edited trace from a search.
+/// generation, once `admit` accepts the scenario read (so the bytes checked
+/// are the bytes searched): the search a trace of it records, when the
+/// trace is genuine (every file the search reads is the scenario's, and it
+/// reads no clock), so `arena promote --from-trace` can tell an edited
+/// trace from a search.
 pub(crate) fn search_again(
     command: &'static str,
     file: &Path,
     config: &EvolveConfig,
+    admit: &dyn Fn(&Scenario) -> Result<(), CliError>,
 ) -> Result<EvolutionResult, CliError> {
     let (scenario, inputs) = load_for_run(command, file)?;
+    admit(&scenario)?;
     let place = crate::cli::RunTopology::default();
     evaluate_with_topology(command, &place, &scenario, &inputs, |evaluator| {
         chio_adversary::coevolution::evolve(&scenario, config, evaluator)

@@ -1,4 +1,4 @@
-//! `chio arena promote FILE --to fixtures|adversarial-suite [--step ID]... [--population NAME]... [--cap N] [--out DIR] [--json]`.
+//! `chio arena promote FILE --to fixtures|adversarial-suite [--step ID]... [--population NAME]... [--cap N] [--out DIR] [--json] [--from-trace PATH [--searched FILE]]`.
 //!
 //! Order of work: load the scenario; refuse a `--step` that is not a call
 //! step the adversaries act on, or a `--population` the scenario does not
@@ -17,23 +17,27 @@
 //!
 //! With `--from-trace PATH` (an `evolve-trace.json` written by
 //! `chio arena evolve`) the actions promoted are instead the escapes the
-//! search found, and the trace's results are not taken on its word
-//! (`trace`): every action the trace records, whatever its recorded
-//! result, is rebuilt from the trace's population (gene, operator
-//! sequence, goal) in the scenario given as FILE and evaluated alone there.
-//! That is how an escape becomes a regression case once the guard is fixed:
-//! run the search against the weak pipeline, fix it, promote the trace
-//! against the fixed one. Each action recorded as an escape that the fixed
-//! pipeline now stops is written; every action it still admits and whose
-//! goal counts as an escape (recorded as one or not) is not written but
-//! counted as `still_escaping`, and the command then fails
-//! (`CHIO-ARENA-PROMOTE-STILL-ESCAPING`, exit 1): the fix did not hold. A
-//! trace with an action FILE cannot rebuild (its population is not in its
-//! generation record, or FILE's populations and steps do not make it: a
-//! search of another scenario), or a trace of FILE itself that is not the
-//! search FILE gives when run again (a result edited), is refused before
-//! anything is evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit 2), naming the
-//! trace's scenario and digest and FILE's.
+//! search found, and the trace is not taken on its word (`trace`): its
+//! search is run again against the scenario it searched (FILE when it is
+//! that scenario byte for byte, else the file given as `--searched`) with
+//! the configuration it records, and the trace is refused unless it is
+//! what that search gives; then every action the trace records, whatever
+//! its recorded result, is rebuilt from the trace's population (gene,
+//! operator sequence, goal) in FILE and evaluated alone there. That is how
+//! an escape becomes a regression case once the guard is fixed: run the
+//! search against the weak pipeline, fix it, promote the trace against the
+//! fixed one with `--searched` naming the weak one. Each action recorded
+//! as an escape that the fixed pipeline now stops is written; every action
+//! it still admits and whose goal counts as an escape (recorded as one or
+//! not) is not written but counted as `still_escaping`, and the command
+//! then fails (`CHIO-ARENA-PROMOTE-STILL-ESCAPING`, exit 1): the fix did
+//! not hold. A trace that cannot be searched again (no configuration, no
+//! generation or another count than its configuration runs, another
+//! scenario than FILE without `--searched`, or a `--searched` that is not
+//! the scenario it names), one that is not what its search gives when run
+//! again (a result edited), or one with an action FILE cannot rebuild is
+//! refused before anything is evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit
+//! 2), naming the trace's scenario and digest.
 
 use std::io::Write;
 use std::path::{Component, Path};
@@ -48,7 +52,7 @@ use chio_arena::{load_scenario, ArenaError, Scenario};
 use chio_node::evaluator::KernelActionEvaluator;
 use serde::Serialize;
 
-use trace::{trace_actions, TraceAction};
+use trace::{trace_actions, Scenarios, TraceAction};
 
 use crate::cli::arena::{PromoteArgs, PromoteTarget};
 use crate::error::{codes, CliError};
@@ -119,7 +123,14 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
         .clone()
         .unwrap_or_else(|| scenario.base_dir().join("promoted"));
     let actions: Vec<TraceAction> = match &args.from_trace {
-        Some(path) => trace_actions(&scenario, &args.file, path, &args.populations)?,
+        Some(path) => {
+            let scenarios = Scenarios {
+                given: &scenario,
+                file: &args.file,
+                searched: args.searched.as_deref(),
+            };
+            trace_actions(&scenarios, path, &args.populations)?
+        }
         None => {
             let mut all = Vec::new();
             for population in &populations {

@@ -73,8 +73,9 @@ cli_codes! {
     UNEXPECTED_REASON = "CHIO-ARENA-UNEXPECTED-REASON", Expectation;
     /// A node, a store or a peer failed during a run.
     INFRASTRUCTURE = "CHIO-ARENA-INFRASTRUCTURE", Infrastructure;
-    /// `arena promote --from-trace` was given a trace with an escape the
-    /// scenario cannot rebuild (a search of another scenario).
+    /// `arena promote --from-trace` was given a trace it cannot search
+    /// again, one its search run again does not give, or one with an
+    /// action the scenario cannot rebuild.
     PROMOTE_TRACE = "CHIO-ARENA-PROMOTE-TRACE", Input;
     /// `arena promote --from-trace`: the scenario still admits escapes of
     /// the trace.

@@ -2,34 +2,44 @@
 //! evolve trace that is not taken on its word.
 //!
 //! A trace is a file anyone can edit: its records' results (`survived`,
-//! `defeated`) are signed by nothing the trace keeps. So promotion takes
-//! from it only which actions were tried, and re-decides each one:
+//! `defeated`), its scenario's id and digest, its configuration and its
+//! counts are signed by nothing the trace keeps. So no field of it decides
+//! whether it is checked: every trace promoted is first searched again,
+//! and promotion then takes from it only which actions were tried, and
+//! re-decides each one:
 //!
+//! - **Every trace is searched again.** The search is deterministic in the
+//!   scenario and the configuration the trace records, so it is run again
+//!   (`arena evolve`'s path, embedded, every generation the trace lists)
+//!   against the scenario the trace searched, and every generation must be
+//!   the recorded one: the populations bred, the samples ranked, each
+//!   action's verdict and result, and the generation's figures. That
+//!   scenario is FILE when it is, byte for byte, the one the trace names
+//!   (its id and file SHA-256); when FILE is another (the fixed twin), it
+//!   is the file given as `--searched`, whose id, digest and seed must be
+//!   the trace's. A trace that cannot be searched again is refused
+//!   (`CHIO-ARENA-PROMOTE-TRACE`): one without its configuration, one that
+//!   lists no generation, or fewer or more than its configuration runs or
+//!   its `generations_completed` says, and one of another scenario than
+//!   FILE without `--searched`. A trace whose recorded result for an
+//!   action is not what re-evaluating it gives (escapes rewritten as
+//!   defeats with the counts made consistent among them, a record removed)
+//!   is refused as not a genuine search, naming the first record that
+//!   differs.
 //! - **Every recorded action is rebuilt**, not only those recorded as
 //!   escapes: from the trace's population (gene, operator sequence, goal)
-//!   in the scenario given to `promote`, each once, in trace order. A trace
-//!   with an action that scenario cannot rebuild (its population not listed
-//!   in its generation, or the scenario's populations and steps do not make
-//!   it: a search of another scenario) is refused (`CHIO-ARENA-PROMOTE-TRACE`).
-//! - **A trace of the scenario given is searched again.** When the scenario
-//!   given is the one the trace searched (its id and file SHA-256), the
-//!   search is deterministic in the scenario and the configuration the
-//!   trace records, so it is run again (`arena evolve`'s path, embedded,
-//!   every generation the trace lists) and every generation must be the
-//!   recorded one: the populations bred, the samples ranked and each
-//!   action's verdict and result. A trace whose recorded result for an
-//!   action is not what re-evaluating it gives, escapes rewritten as
-//!   defeats with the counts made consistent among them, is refused as not
-//!   a genuine search, naming the first record that differs. Against
-//!   another scenario (the fixed twin) the results may differ by design,
-//!   and only the re-evaluation below judges.
+//!   in FILE, each once, in trace order. A trace with an action FILE
+//!   cannot rebuild (its population not listed in its generation, or FILE's
+//!   populations and steps do not make it: a twin that is no twin) is
+//!   refused. Against the fixed twin the results differ by design; the
+//!   caller re-evaluates every rebuilt action there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use chio_adversary::action::AdversaryAction;
 use chio_adversary::{
-    actions_for, ActionResult, AdversaryPopulation, EvolveConfig, GenerationRecord,
+    actions_for, ActionResult, AdversaryPopulation, EvolveConfig, GenerationRecord, TRACE_SCHEMA,
 };
 use chio_arena::{ArenaError, Scenario};
 use serde::Deserialize;
@@ -40,20 +50,34 @@ use crate::error::{codes, CliError};
 /// The part of an evolve trace promotion reads.
 #[derive(Deserialize)]
 pub(super) struct TraceFile {
-    /// The scenario the search ran, named when an action cannot be rebuilt.
+    /// Always [`TRACE_SCHEMA`].
+    pub(super) schema_version: String,
+    /// The scenario the search ran, by id: the scenario searched again
+    /// must have it.
     pub(super) scenario_id: String,
-    /// The SHA-256 of the scenario file it searched.
+    /// Its seed: the scenario searched again must declare it.
+    pub(super) rng_seed: u64,
+    /// The SHA-256 of the scenario file it searched: the scenario searched
+    /// again must hash to it.
     pub(super) scenario_sha256: String,
     /// The configuration it ran with; absent in a trace written before the
-    /// trace recorded it, which is then not searched again.
+    /// trace recorded it, which cannot be searched again and is refused.
     #[serde(default)]
     pub(super) config: Option<EvolveConfig>,
+    /// The generations it says it completed: the ones it lists.
+    pub(super) generations_completed: u32,
     /// Its generation records.
     pub(super) generations: Vec<GenerationRecord>,
 }
 
 /// What refusing a trace with an action not rebuilt spares.
 const UNSAID: &str = "no action of it is dropped unsaid";
+
+/// What refusing a trace that cannot be searched again spares.
+const UNCHECKED: &str = "a trace not searched again would be taken on its word";
+
+/// How to get a trace that can be searched again.
+const EVOLVE_AGAIN: &str = "run `chio arena evolve` again to write a trace that records its configuration and every generation it ran, and promote that trace";
 
 /// One action of the trace, rebuilt in the scenario given.
 pub(super) struct TraceAction {
@@ -64,7 +88,18 @@ pub(super) struct TraceAction {
     pub(super) recorded_escape: bool,
 }
 
-/// Reads `path` as an evolve trace.
+/// The scenario files `promote --from-trace` is given.
+pub(super) struct Scenarios<'a> {
+    /// FILE, loaded: the actions are rebuilt and evaluated in it.
+    pub(super) given: &'a Scenario,
+    /// FILE's path.
+    pub(super) file: &'a Path,
+    /// `--searched`: the scenario the trace searched, needed when FILE is
+    /// another (its fixed twin).
+    pub(super) searched: Option<&'a Path>,
+}
+
+/// Reads `path` as an evolve trace of this schema.
 fn read_trace(path: &Path) -> Result<TraceFile, CliError> {
     let unreadable = |reason: String| {
         arena_error(&ArenaError::Unreadable {
@@ -75,62 +110,172 @@ fn read_trace(path: &Path) -> Result<TraceFile, CliError> {
     let bytes = chio_arena::files::read_named(path, chio_arena::bundle::MAX_FILE_BYTES)
         .map_err(|e| unreadable(e.describe("an evolve trace")))?;
     let text = String::from_utf8(bytes).map_err(|_| unreadable("not UTF-8 text".to_string()))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let trace: TraceFile = serde_json::from_str(&text).map_err(|e| {
         unreadable(format!(
             "not an evolve trace ({e}); pass the evolve-trace.json chio arena evolve wrote"
         ))
-    })
+    })?;
+    if trace.schema_version != TRACE_SCHEMA {
+        return Err(unreadable(format!(
+            "its schema {:?} is not {TRACE_SCHEMA}; pass the evolve-trace.json chio arena evolve wrote",
+            trace.schema_version
+        )));
+    }
+    Ok(trace)
 }
 
-/// The refusal of a trace: `why` it is not a search `scenario` can stand
-/// behind, and what refusing it spares (`spared`).
-fn refused(
-    path: &Path,
-    trace: &TraceFile,
-    scenario: &Scenario,
-    (why, spared): (String, &str),
-) -> CliError {
+/// The refusal of the trace at `path`: `why` it is not a search promotion
+/// can stand behind, what refusing it spares (`spared`), and `help`.
+fn refusal(path: &Path, trace: &TraceFile, (why, spared): (String, &str), help: &str) -> CliError {
     CliError::new(
         codes::PROMOTE_TRACE,
         COMMAND,
         format!(
-            "{} is a search of scenario {:?} (scenario file SHA-256 {}), and {why} in {:?} ({}); {spared}, so nothing was written",
+            "{} is a search of scenario {:?} (scenario file SHA-256 {}), and {why}; {spared}, so nothing was written",
             path.display(),
             trace.scenario_id,
             trace.scenario_sha256,
-            scenario.id(),
-            scenario.text().sha256()
         ),
-        "promote a trace as `chio arena evolve` wrote it, against the scenario it searched or its fixed twin that keeps its populations and steps",
+        help,
     )
 }
 
-/// Every action the trace at `path` records, rebuilt in `scenario` (the
-/// file `file`), in trace order, each once; `lineages` narrows them when
-/// not empty. A trace of `scenario` itself is searched again first, and
-/// refused unless it is what the search gives (see the module doc).
+/// The refusal of a trace with an action `scenario` cannot rebuild.
+fn refused(path: &Path, trace: &TraceFile, scenario: &Scenario, why: String) -> CliError {
+    let why = format!(
+        "{why} in {:?} ({})",
+        scenario.id(),
+        scenario.text().sha256()
+    );
+    refusal(
+        path,
+        trace,
+        (why, UNSAID),
+        "promote a trace as `chio arena evolve` wrote it, against the scenario it searched or, with --searched naming that scenario, its fixed twin that keeps its populations and steps",
+    )
+}
+
+/// Every action the trace at `path` records, rebuilt in the scenario
+/// given, in trace order, each once; `lineages` narrows them when not
+/// empty. The trace is searched again first, and refused unless it is
+/// what the search gives (see the module doc).
 pub(super) fn trace_actions(
-    scenario: &Scenario,
-    file: &Path,
+    scenarios: &Scenarios<'_>,
     path: &Path,
     lineages: &[String],
 ) -> Result<Vec<TraceAction>, CliError> {
     let trace = read_trace(path)?;
-    let searched =
-        trace.scenario_id == scenario.id() && trace.scenario_sha256 == scenario.text().sha256();
-    if let (true, Some(config), false) = (searched, trace.config, trace.generations.is_empty()) {
-        let config = EvolveConfig {
-            generations: trace.generations.len() as u32,
-            ..config
-        };
-        let again = crate::arena_evolve::search_again(COMMAND, file, &config)?;
-        if let Some(why) = first_disagreement(&trace.generations, &again.trace) {
-            let why = format!("it is not the search that scenario gives: {why}");
-            let spared = "a trace whose results are not its search's is no search to promote";
-            return Err(refused(path, &trace, scenario, (why, spared)));
+    let config = searchable(path, &trace)?;
+    let searched = searched_file(scenarios, path, &trace)?;
+    let admit = |scenario: &Scenario| same_search(path, &trace, searched, scenario);
+    let again = crate::arena_evolve::search_again(COMMAND, searched, &config, &admit)?;
+    if let Some(why) = first_disagreement(&trace.generations, &again.trace) {
+        let why = format!(
+            "it is not the search that scenario gives: {why} (searched again from {})",
+            searched.display()
+        );
+        let spared = "a trace whose results are not its search's is no search to promote";
+        return Err(refusal(
+            path,
+            &trace,
+            (why, spared),
+            "promote a trace as `chio arena evolve` wrote it, with the scenario it searched",
+        ));
+    }
+    rebuild(scenarios.given, path, &trace, lineages)
+}
+
+/// The configuration to search the trace again with, once the trace
+/// records one and lists every generation it runs: never a trace whose
+/// own fields would spare it the search.
+fn searchable(path: &Path, trace: &TraceFile) -> Result<EvolveConfig, CliError> {
+    let listed = trace.generations.len();
+    let why = match trace.config {
+        None => "it records no configuration (`config`), so its search cannot be run again to check its results".to_string(),
+        Some(_) if listed == 0 => "it lists no generation".to_string(),
+        Some(_) if trace.generations_completed as usize != listed => format!(
+            "its generations_completed is {}, but it lists {listed} generation(s)",
+            trace.generations_completed
+        ),
+        Some(config) if config.generations as usize != listed => format!(
+            "its configuration runs {} generation(s), but it lists {listed}: generations cut from a trace cannot be told from a search its wall budget stopped",
+            config.generations
+        ),
+        Some(config) => return Ok(config),
+    };
+    let help = match trace.config {
+        Some(_) if listed > 0 => format!(
+            "{EVOLVE_AGAIN} (a search its wall budget stopped: run it again with --generations {listed} or a longer --wall-seconds)"
+        ),
+        _ => EVOLVE_AGAIN.to_string(),
+    };
+    Err(refusal(path, trace, (why, UNCHECKED), &help))
+}
+
+/// The file holding the scenario the trace searched: FILE when it is that
+/// scenario byte for byte, else `--searched`; refused when neither is
+/// given.
+fn searched_file<'a>(
+    scenarios: &Scenarios<'a>,
+    path: &Path,
+    trace: &TraceFile,
+) -> Result<&'a Path, CliError> {
+    let given = scenarios.given;
+    let is_searched =
+        given.id() == trace.scenario_id && given.text().sha256() == trace.scenario_sha256;
+    match scenarios.searched {
+        Some(file) => Ok(file),
+        None if is_searched => Ok(scenarios.file),
+        None => {
+            let why = format!(
+                "{} is another scenario ({:?}, SHA-256 {}), so its search cannot be run again without the scenario it searched",
+                scenarios.file.display(),
+                given.id(),
+                given.text().sha256()
+            );
+            Err(refusal(
+                path,
+                trace,
+                (why, UNCHECKED),
+                "give the scenario the trace searched with --searched FILE (the file `chio arena evolve` searched, byte for byte) to promote its escapes against its fixed twin",
+            ))
         }
     }
-    rebuild(scenario, path, &trace, lineages)
+}
+
+/// Refuses `scenario` (read from `file`, to be searched again) unless it
+/// is the one the trace searched: its id, file SHA-256 and seed.
+fn same_search(
+    path: &Path,
+    trace: &TraceFile,
+    file: &Path,
+    scenario: &Scenario,
+) -> Result<(), CliError> {
+    let seed = scenario.file().rng_seed;
+    let why = if scenario.id() != trace.scenario_id
+        || scenario.text().sha256() != trace.scenario_sha256
+    {
+        format!(
+            "{} is scenario {:?} (SHA-256 {}), not the scenario it searched",
+            file.display(),
+            scenario.id(),
+            scenario.text().sha256()
+        )
+    } else if trace.rng_seed != seed {
+        format!(
+            "its rng_seed is {}, but the scenario it searched ({}) declares {seed}",
+            trace.rng_seed,
+            file.display()
+        )
+    } else {
+        return Ok(());
+    };
+    Err(refusal(
+        path,
+        trace,
+        (why, UNCHECKED),
+        "pass as --searched the scenario file `chio arena evolve` searched to write the trace, byte for byte, and the trace as it wrote it",
+    ))
 }
 
 /// Rebuilds every recorded action of `trace` in `scenario`.
@@ -162,7 +307,7 @@ fn rebuild(
                         "its action {:?} comes from population {:?}, which generation {} does not list",
                         action.action, sample.population, record.generation
                     );
-                    return Err(refused(path, trace, scenario, (why, UNSAID)));
+                    return Err(refused(path, trace, scenario, why));
                 };
                 let round = action
                     .action
@@ -175,7 +320,7 @@ fn rebuild(
                         "its action {:?} (population {:?}, step {:?}) cannot be rebuilt",
                         action.action, sample.population, action.base_step
                     );
-                    return Err(refused(path, trace, scenario, (why, UNSAID)));
+                    return Err(refused(path, trace, scenario, why));
                 };
                 out.push(TraceAction {
                     action: rebuilt.clone(),
@@ -203,8 +348,8 @@ fn made_by<'a>(
 }
 
 /// The first place where the recorded generations are not the ones the
-/// search gives again: a generation, a sample, an action's record, or the
-/// populations bred.
+/// search gives again: a generation, a sample, an action's record, the
+/// populations bred, or a generation's figures.
 fn first_disagreement(recorded: &[GenerationRecord], again: &[GenerationRecord]) -> Option<String> {
     if recorded.len() != again.len() {
         return Some(format!(
@@ -281,5 +426,9 @@ fn generation_disagreement(g: usize, a: &GenerationRecord, b: &GenerationRecord)
             ));
         }
     }
-    None
+    (a != b).then(|| {
+        format!(
+            "{at} records other figures (its index, best population, fitness, escapes, new actions or novel outcomes) than the search gives"
+        )
+    })
 }

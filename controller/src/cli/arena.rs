@@ -130,9 +130,16 @@ pub struct PromoteArgs {
     #[arg(long)]
     pub json: bool,
     /// Promote the escapes recorded in this evolve trace instead of the
-    /// declared populations' round-0 actions.
+    /// declared populations' round-0 actions. Its search is first run
+    /// again against the scenario it searched (FILE, or `--searched`), and
+    /// the trace is refused unless it is what that search gives.
     #[arg(long, value_name = "PATH")]
     pub from_trace: Option<PathBuf>,
+    /// The scenario file the trace searched, byte for byte, when FILE is
+    /// another (its fixed twin): the search is run again against it, then
+    /// the trace's actions are evaluated against FILE.
+    #[arg(long, value_name = "FILE", requires = "from_trace")]
+    pub searched: Option<PathBuf>,
 }
 
 /// `chio arena init DIR [--template NAME]`.

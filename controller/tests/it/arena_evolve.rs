@@ -294,7 +294,7 @@ fn same_flags_give_byte_identical_outputs_with_operator_sequences() {
     assert!(chart.contains("best fitness") && chart.contains("mean fitness"));
 }
 
-// An escape found against the weakened pipeline becomes a regression case of the reference one: promoted from the trace, denied, and it replays.
+// An escape found against the weakened pipeline becomes a regression case of the reference one: promoted from the trace with the weakened scenario as the one it searched (its search run again and agreeing), denied, and it replays.
 #[test]
 fn promote_turns_trace_escapes_into_regression_cases() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -321,6 +321,8 @@ fn promote_turns_trace_escapes_into_regression_cases() {
             "adversarial-suite",
             "--from-trace",
             &trace.to_string_lossy(),
+            "--searched",
+            "scenarios/adversaries-weakened.toml",
             "--out",
             &promoted.to_string_lossy(),
             "--json",
@@ -348,7 +350,7 @@ fn promote_turns_trace_escapes_into_regression_cases() {
     );
 }
 
-// A trace promoted against another scenario (whose populations and steps cannot rebuild its escapes) is refused before anything is written, naming the trace's scenario; promoted against a "fix" that still admits its escapes, the command counts them in its text line and exits 1.
+// A trace promoted against another scenario is refused before anything is written, naming the trace's scenario: without --searched because its search cannot be run again, with it because that scenario's populations and steps cannot rebuild its escapes; promoted against a "fix" that still admits its escapes, the command counts them in its text line and exits 1.
 #[test]
 fn promote_refuses_a_foreign_trace_and_fails_while_escapes_remain() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -364,23 +366,34 @@ fn promote_refuses_a_foreign_trace_and_fails_while_escapes_remain() {
         .to_string();
     let promoted = tmp.path().join("promoted");
     let out_dir = promoted.to_string_lossy().to_string();
-    let promote = |file: &str| {
-        chio(
-            &[
-                "arena",
-                "promote",
-                file,
-                "--to",
-                "adversarial-suite",
-                "--from-trace",
-                &trace,
-                "--out",
-                &out_dir,
-            ],
-            &[],
-        )
+    let promote = |file: &str, extra: &[&str]| {
+        let mut args = vec![
+            "arena",
+            "promote",
+            file,
+            "--to",
+            "adversarial-suite",
+            "--from-trace",
+            &trace,
+            "--out",
+            &out_dir,
+        ];
+        args.extend(extra);
+        chio(&args, &[])
     };
-    let out = promote("scenarios/adversaries-rug-pull.toml");
+    let out = promote("scenarios/adversaries-rug-pull.toml", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-TRACE]: arena promote: ")
+            && stderr.contains("is a search of scenario \"adversaries_weakened\"")
+            && stderr.contains("is another scenario (\"adversaries_rug_pull\"")
+            && stderr.contains("--searched FILE"),
+        "{stderr}"
+    );
+    assert!(!promoted.exists(), "a refused trace wrote cases");
+    let searched = ["--searched", "scenarios/adversaries-weakened.toml"];
+    let out = promote("scenarios/adversaries-rug-pull.toml", &searched);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -390,7 +403,7 @@ fn promote_refuses_a_foreign_trace_and_fails_while_escapes_remain() {
         "{stderr}"
     );
     assert!(!promoted.exists(), "a refused trace wrote cases");
-    let out = promote("scenarios/adversaries-weakened.toml");
+    let out = promote("scenarios/adversaries-weakened.toml", &[]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -548,21 +561,27 @@ fn forged_trace(tmp: &Path) -> PathBuf {
 
 /// `chio arena promote FILE --to adversarial-suite --from-trace TRACE --json`.
 fn promote_trace(file: &str, trace: &Path, out: &Path) -> Output {
-    chio(
-        &[
-            "arena",
-            "promote",
-            file,
-            "--to",
-            "adversarial-suite",
-            "--from-trace",
-            &trace.to_string_lossy(),
-            "--out",
-            &out.to_string_lossy(),
-            "--json",
-        ],
-        &[],
-    )
+    promote_trace_with(file, trace, out, &[])
+}
+
+/// [`promote_trace`] with `extra` arguments (`--searched FILE`).
+fn promote_trace_with(file: &str, trace: &Path, out: &Path, extra: &[&str]) -> Output {
+    let trace = trace.to_string_lossy();
+    let out = out.to_string_lossy();
+    let mut args = vec![
+        "arena",
+        "promote",
+        file,
+        "--to",
+        "adversarial-suite",
+        "--from-trace",
+        &trace,
+        "--out",
+        &out,
+        "--json",
+    ];
+    args.extend(extra);
+    chio(&args, &[])
 }
 
 // A trace of the weakened scenario whose escapes were all rewritten as defeats, the counts made consistent, is not the search that scenario gives when run again: promoting it against that scenario is refused as not genuine, naming the first record that differs, with nothing written; so is one with an escaping record deleted.
@@ -617,19 +636,16 @@ fn promote_refuses_a_trace_its_own_scenario_does_not_give() {
     assert!(!promoted.exists(), "a refused trace wrote cases");
 }
 
-// The same forged trace against a twin of the weakened scenario (other bytes, the same pipeline) cannot be told from a search of the twin, but every recorded action is evaluated again there, not only the ones it calls escapes: the ones the twin still admits are counted as still escaping and the command fails; against the reference pipeline every action is denied, nothing was recorded as an escape to promote, and it exits 0.
+// A genuine trace promoted against a twin of the weakened scenario (other bytes, the same pipeline), its search run again against the weakened one, has every recorded action evaluated again in the twin, not only the ones it calls escapes: the ones the twin still admits are counted as still escaping and the command fails; against the reference pipeline every action is denied, its escapes are written, and it exits 0.
 #[test]
 fn promote_re_evaluates_every_action_of_a_trace() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let forged = forged_trace(tmp.path());
-    let scenarios = tmp.path().join("scenarios");
-    crate::util::copy_tree(&repo().join("scenarios"), &scenarios);
-    let weak =
-        std::fs::read_to_string(scenarios.join("adversaries-weakened.toml")).expect("scenario");
-    let twin = scenarios.join("adversaries-weakened-twin.toml");
-    std::fs::write(&twin, format!("{weak}\n# the same pipeline, other bytes\n")).expect("twin");
+    forged_trace(tmp.path());
+    let genuine = tmp.path().join("evolve/evolve-trace.json");
+    let twin = weakened_twin(tmp.path());
     let promoted = tmp.path().join("promoted");
-    let out = promote_trace(&twin.to_string_lossy(), &forged, &promoted);
+    let searched = ["--searched", "scenarios/adversaries-weakened.toml"];
+    let out = promote_trace_with(&twin.to_string_lossy(), &genuine, &promoted, &searched);
     assert_eq!(out.status.code(), Some(1));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let still = report["still_escaping"].as_u64().expect("count");
@@ -642,10 +658,23 @@ fn promote_re_evaluates_every_action_of_a_trace() {
             && stderr.contains(&format!("{still} action(s) of the trace still escape")),
         "{stderr}"
     );
-    let out = promote_trace(SCENARIO, &forged, &promoted);
+    let out = promote_trace_with(SCENARIO, &genuine, &promoted, &searched);
     assert_eq!(out.status.code(), Some(0));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(report["still_escaping"], 0, "{report}");
     assert_eq!(report["re_evaluated"], evaluated, "{report}");
-    assert_eq!(report["written"], serde_json::json!([]), "{report}");
+    let written = report["written"].as_array().expect("written");
+    assert!(!written.is_empty(), "{report}");
+}
+
+/// A copy of the weakened scenario with other bytes and the same pipeline,
+/// in a copy of `scenarios/` under `tmp` (its fixtures beside it).
+fn weakened_twin(tmp: &Path) -> PathBuf {
+    let scenarios = tmp.join("scenarios");
+    crate::util::copy_tree(&repo().join("scenarios"), &scenarios);
+    let weak =
+        std::fs::read_to_string(scenarios.join("adversaries-weakened.toml")).expect("scenario");
+    let twin = scenarios.join("adversaries-weakened-twin.toml");
+    std::fs::write(&twin, format!("{weak}\n# the same pipeline, other bytes\n")).expect("twin");
+    twin
 }
