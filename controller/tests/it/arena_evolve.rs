@@ -2,7 +2,8 @@
 //! acceptance item 4): the budget gate errors, the JSON summary, the
 //! promotion gate clauses, the cap, and an unknown step refused with
 //! nothing written; byte-identical outputs for the same flags with operator
-//! sequences in the trace; escapes of a trace promoted as regression cases.
+//! sequences in the trace; escapes of a trace promoted as regression cases,
+//! every trace searched again first and refused when it cannot be.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -677,4 +678,168 @@ fn weakened_twin(tmp: &Path) -> PathBuf {
     let twin = scenarios.join("adversaries-weakened-twin.toml");
     std::fs::write(&twin, format!("{weak}\n# the same pipeline, other bytes\n")).expect("twin");
     twin
+}
+
+/// The genuine trace `forged_trace` evolved under `tmp`, edited by `edit`
+/// and written as `NAME.json`; answers its path.
+fn edited_trace(tmp: &Path, name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+    let mut trace: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.join("evolve/evolve-trace.json")).expect("trace"),
+    )
+    .expect("json");
+    edit(&mut trace);
+    let path = tmp.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_vec(&trace).expect("json")).expect("written");
+    path
+}
+
+/// Every escaping record removed from `trace`, each sample's and
+/// generation's counts made to match: a trace that agrees with itself and
+/// records nothing escaping.
+fn without_escapes(trace: &mut serde_json::Value) {
+    for generation in trace["generations"].as_array_mut().expect("generations") {
+        for sample in generation["samples"].as_array_mut().expect("samples") {
+            let records = sample["records"].as_array_mut().expect("records");
+            records.retain(|r| r["result"] != "survived");
+            let total = records.len();
+            sample["survivals"] = 0.into();
+            sample["total_actions"] = total.into();
+        }
+        generation["escapes"] = 0.into();
+    }
+}
+
+/// Asserts `out` is a refusal of the trace (`CHIO-ARENA-PROMOTE-TRACE`,
+/// exit 2) whose text holds every one of `said`, and that nothing was
+/// written under `promoted`.
+fn assert_trace_refused(out: &Output, promoted: &Path, said: &[&str]) {
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error[CHIO-ARENA-PROMOTE-TRACE]: arena promote: ")
+            && said.iter().all(|s| stderr.contains(s)),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "a refused trace printed a report");
+    assert!(!promoted.exists(), "a refused trace wrote cases");
+}
+
+// A trace of the weakened scenario with every escape removed and its counts made consistent is never spared its search by its own fields: without its configuration it is refused, naming how to write one that records it; with its scenario digest zeroed it is a trace of another scenario, refused without the scenario it searched. Promoted against the very scenario searched, neither is read as a search with nothing escaping.
+#[test]
+fn promote_refuses_a_forged_trace_whose_fields_would_spare_its_search() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    forged_trace(tmp.path());
+    let promoted = tmp.path().join("promoted");
+    let weakened = "scenarios/adversaries-weakened.toml";
+    let no_config = edited_trace(tmp.path(), "no-config", |t| {
+        without_escapes(t);
+        t.as_object_mut().expect("object").remove("config");
+    });
+    let out = promote_trace(weakened, &no_config, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &[
+            "is a search of scenario \"adversaries_weakened\"",
+            "records no configuration (`config`)",
+            "run `chio arena evolve` again to write a trace that records its configuration",
+        ],
+    );
+    let zeroed = edited_trace(tmp.path(), "sha-zeroed", |t| {
+        without_escapes(t);
+        t["scenario_sha256"] = "0".repeat(64).into();
+    });
+    let out = promote_trace(weakened, &zeroed, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &[
+            &format!("scenario file SHA-256 {}", "0".repeat(64)),
+            "is another scenario (\"adversaries_weakened\"",
+            "--searched FILE",
+        ],
+    );
+    // Given the scenario it searched as --searched, the zeroed digest is
+    // not that scenario's: still refused, before any search.
+    let out = promote_trace_with(weakened, &zeroed, &promoted, &["--searched", weakened]);
+    assert_trace_refused(&out, &promoted, &["not the scenario it searched"]);
+}
+
+// A trace whose generation count, seed or completed count is not what its configuration and its scenario give is refused before it is searched: cut to its first generation (fewer than its configuration runs), emptied, its generations_completed edited, or its rng_seed edited; each genuine otherwise, against the scenario it searched.
+#[test]
+fn promote_refuses_a_trace_whose_counts_its_configuration_does_not_give() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    forged_trace(tmp.path());
+    let promoted = tmp.path().join("promoted");
+    let weakened = "scenarios/adversaries-weakened.toml";
+    let cut = edited_trace(tmp.path(), "cut", |t| {
+        t["generations"]
+            .as_array_mut()
+            .expect("generations")
+            .truncate(1);
+        t["generations_completed"] = 1.into();
+    });
+    let out = promote_trace(weakened, &cut, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &[
+            "its configuration runs 2 generation(s), but it lists 1",
+            "--generations 1",
+        ],
+    );
+    let empty = edited_trace(tmp.path(), "empty", |t| {
+        t["generations"] = serde_json::json!([]);
+        t["generations_completed"] = 0.into();
+    });
+    let out = promote_trace(weakened, &empty, &promoted);
+    assert_trace_refused(&out, &promoted, &["it lists no generation"]);
+    let completed = edited_trace(tmp.path(), "completed", |t| {
+        t["generations_completed"] = 3.into();
+    });
+    let out = promote_trace(weakened, &completed, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &["its generations_completed is 3, but it lists 2 generation(s)"],
+    );
+    let reseeded = edited_trace(tmp.path(), "reseeded", |t| {
+        let seed = t["rng_seed"].as_u64().expect("seed");
+        t["rng_seed"] = (seed ^ 1).into();
+    });
+    let out = promote_trace(weakened, &reseeded, &promoted);
+    assert_trace_refused(&out, &promoted, &["its rng_seed is ", "declares "]);
+}
+
+// In the fixed-twin flow the trace is searched again against the scenario given as --searched: a trace without it is refused naming the option; a forged trace (escapes removed, counts consistent) is refused as not the search that scenario gives, though the fixed pipeline would deny every action it lists; a --searched that is not, byte for byte, the scenario the trace names is refused.
+#[test]
+fn promote_against_a_fixed_twin_searches_the_trace_again() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    forged_trace(tmp.path());
+    let genuine = tmp.path().join("evolve/evolve-trace.json");
+    let promoted = tmp.path().join("promoted");
+    let weakened = "scenarios/adversaries-weakened.toml";
+    let out = promote_trace(SCENARIO, &genuine, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &[
+            "is another scenario (\"adversaries_reference\"",
+            "--searched FILE",
+        ],
+    );
+    let stripped = edited_trace(tmp.path(), "stripped", without_escapes);
+    let out = promote_trace_with(SCENARIO, &stripped, &promoted, &["--searched", weakened]);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &[
+            "it is not the search that scenario gives: generations[0].samples[",
+            "searched again from scenarios/adversaries-weakened.toml",
+        ],
+    );
+    let twin = weakened_twin(tmp.path());
+    let twin = twin.to_string_lossy();
+    let out = promote_trace_with(SCENARIO, &genuine, &promoted, &["--searched", &twin]);
+    assert_trace_refused(&out, &promoted, &["not the scenario it searched"]);
 }
