@@ -17,8 +17,9 @@
 //!   replays): the folder must exist and hold a readable bundle whose
 //!   receipts hash to its manifest's receipt root, whose scenario file is
 //!   the task's, whose fixture files are the ones the task's definition
-//!   pins (byte for byte: a run beside other fixtures ran another world),
-//!   and whose receipt root is the reference's Merkle root. For
+//!   pins (byte for byte: a run beside other fixtures ran another world;
+//!   a recording of MCP servers' answers counts as one of them whether the
+//!   bundle keeps it beside its inputs or among them), and whose receipt root is the reference's Merkle root. For
 //!   a run, the bundle also decides the native outcome (`completed` with no
 //!   mismatch is `passed`, with one `failed`; `stopped`; `failed` is
 //!   `infrastructure-failure`), the calls, passes and failures, the failing

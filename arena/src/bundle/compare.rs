@@ -228,20 +228,42 @@ pub fn file_differences(
 
 /// `files` with a recording kept beside the inputs (`recording/<name>`)
 /// read where a replayed run keeps it (`inputs/recording/<name>`), when it
-/// is not there already.
+/// is not there already ([`world_place`]).
 fn recording_among_inputs(
     files: &std::collections::BTreeMap<String, Option<Vec<u8>>>,
 ) -> std::collections::BTreeMap<String, Option<Vec<u8>>> {
-    let beside = format!("{}/", crate::recording::RECORDING_FOLDER);
-    let among = format!("{}/{beside}", super::INPUTS_DIR);
-    if files.keys().any(|k| k.starts_with(&among)) {
-        return files.clone();
-    }
+    let among = holds_recording_among_inputs(files.keys());
     files
         .iter()
-        .map(|(path, bytes)| match path.strip_prefix(&beside) {
-            Some(rest) => (format!("{among}{rest}"), bytes.clone()),
-            None => (path.clone(), bytes.clone()),
-        })
+        .map(|(path, bytes)| (world_place(path, among), bytes.clone()))
         .collect()
+}
+
+/// Whether the bundle files `paths` (below the bundle folder) hold a
+/// recording among the inputs (`inputs/recording/<name>`), as a replayed
+/// run keeps it.
+pub(crate) fn holds_recording_among_inputs<'a>(
+    paths: impl IntoIterator<Item = &'a String>,
+) -> bool {
+    let among = format!(
+        "{}/{}/",
+        super::INPUTS_DIR,
+        crate::recording::RECORDING_FOLDER
+    );
+    paths.into_iter().any(|p| p.starts_with(&among))
+}
+
+/// The one mapping of the two layouts of a recording: where the bundle
+/// file `path` (below the bundle folder) lies in the world its run read.
+/// The recording a `chio arena record --out` bundle keeps beside its inputs
+/// (`recording/<name>`) is the one a replayed run keeps among them
+/// (`inputs/recording/<name>`), unless `among` (the inputs hold a recording
+/// already, and the one beside them is a file of its own); every other
+/// path is its own place.
+pub(crate) fn world_place(path: &str, among: bool) -> String {
+    let beside = format!("{}/", crate::recording::RECORDING_FOLDER);
+    match path.strip_prefix(&beside) {
+        Some(rest) if !among => format!("{}/{beside}{rest}", super::INPUTS_DIR),
+        _ => path.to_string(),
+    }
 }

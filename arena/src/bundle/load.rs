@@ -101,6 +101,43 @@ impl Bundle {
             inputs,
         })
     }
+
+    /// Reads a bundle as [`Bundle::read`] does, with the files of the world
+    /// its run read as its inputs: a `chio arena record --out` bundle keeps
+    /// the recording of its servers' answers beside its inputs
+    /// (`recording/<name>`), a replayed run among them
+    /// (`inputs/recording/<name>`), and either is read here as
+    /// `recording/<name>` below `inputs/` ([`super::compare::world_place`], the one
+    /// mapping of the two layouts). Every reader that holds a bundle to a
+    /// world (re-deciding it, naming the inputs two bundles differ in, a
+    /// campaign's pinned fixtures) reads it this way, so a recording counts
+    /// the same in either place.
+    pub fn read_world(dir: &Path) -> Result<Bundle, ArenaError> {
+        let mut bundle = Bundle::read(dir)?;
+        let held: Vec<String> = bundle
+            .inputs
+            .keys()
+            .map(|k| format!("{INPUTS_DIR}/{k}"))
+            .collect();
+        let beside = dir.join(crate::recording::RECORDING_FOLDER);
+        let absent = std::fs::symlink_metadata(&beside)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        if absent || super::compare::holds_recording_among_inputs(&held) {
+            return Ok(bundle);
+        }
+        check_folder(&beside)?;
+        let mut recording = BTreeMap::new();
+        read_inputs(&beside, &beside, &mut recording)?;
+        for (rel, bytes) in recording {
+            let beside = format!("{}/{rel}", crate::recording::RECORDING_FOLDER);
+            let place = super::compare::world_place(&beside, false);
+            let rel = place
+                .strip_prefix(&format!("{INPUTS_DIR}/"))
+                .unwrap_or(&place);
+            bundle.inputs.insert(rel.to_string(), bytes);
+        }
+        Ok(bundle)
+    }
 }
 
 /// Each kernel's policy file the manifest names, by kernel id.

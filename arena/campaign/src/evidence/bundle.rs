@@ -199,9 +199,14 @@ fn check_identity(
 /// The fixture files among the bundle's inputs are the ones the task's
 /// definition pins, byte for byte: a run of the same scenario file in
 /// another world (other fixture bytes, a file added or left out) is not
-/// evidence for this task. Names each file that differs.
+/// evidence for this task. The world is read as every reader holding a
+/// bundle to one reads it ([`Bundle::read_world`]): a recording of MCP
+/// servers' answers is one of its files whether the bundle keeps it beside
+/// its inputs (`chio arena record --out`) or among them (`--replay-from`),
+/// so it is pinned, or named, the same way in either place. Names each
+/// file that differs.
 fn check_fixtures(checked: &RefCheck<'_>, found: &mut Vec<Contradiction>) {
-    let inputs = match Bundle::read(checked.dir) {
+    let inputs = match Bundle::read_world(checked.dir) {
         Ok(bundle) => bundle.inputs,
         Err(e) => {
             found.push(contradiction(
