@@ -61,9 +61,10 @@ pub(crate) struct DriftReport {
     /// inputs do not make.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     evidence: Vec<String>,
-    /// For `arena diff`: the input files (below `inputs/`) the two bundles
-    /// hold with other bytes, such as a fixture a call read; a drift whose
-    /// step records no changed input is blamed on them.
+    /// For `arena diff`: the input files (below `inputs/`, a recording kept
+    /// beside them counted among them) the two bundles hold with other
+    /// bytes, such as a fixture a call read or a server's recorded answer;
+    /// a drift whose step records no changed input is blamed on them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     changed_files: Vec<String>,
 }
@@ -125,7 +126,10 @@ impl DriftReport {
     }
 }
 
-/// The input files two bundles hold with other bytes, or only one holds.
+/// The input files two bundles hold with other bytes, or only one holds:
+/// the files of the world each ran ([`Bundle::read_world`]), so a recording
+/// beside the inputs of one is compared with the one among the inputs of
+/// the other, and named where a replayed run keeps it.
 fn changed_input_files(left: &Bundle, right: &Bundle) -> Vec<String> {
     let mut names: Vec<&String> = left.inputs.keys().chain(right.inputs.keys()).collect();
     names.sort();
@@ -195,7 +199,22 @@ pub const READ_BUNDLE_HELP: &str =
 
 /// Reads the bundle in `dir` for a command that only reads it.
 pub fn read_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
-    Bundle::read(dir).map_err(|e| {
+    refused_read(command, Bundle::read(dir))
+}
+
+/// Reads the bundle in `dir` with the files of the world its run read as
+/// its inputs, a recording beside them included ([`Bundle::read_world`]):
+/// how re-deciding a bundle and comparing two read it.
+fn read_world(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
+    refused_read(command, Bundle::read_world(dir))
+}
+
+/// A bundle read, or its refusal for a command that only reads it.
+fn refused_read(
+    command: &'static str,
+    read: Result<Bundle, ArenaError>,
+) -> Result<Bundle, CliError> {
+    read.map_err(|e| {
         let err = CliError::from_arena(command, &e);
         if matches!(e, ArenaError::Bundle { .. }) {
             CliError {
@@ -428,7 +447,7 @@ pub(crate) fn redecide(
     dir: &Path,
     sealed_from: Option<&Path>,
 ) -> Result<DriftReport, CliError> {
-    let recorded = read_bundle(command, dir)?;
+    let recorded = read_world(command, dir)?;
     let work = tempfile::tempdir().map_err(|e| {
         CliError::infrastructure(command, format!("cannot create a work folder: {e}"))
     })?;
@@ -440,12 +459,9 @@ pub(crate) fn redecide(
         &work.path().join(SCENARIO_INPUT),
         sealed_from.as_deref(),
     )?;
-    // A replayed run keeps its recording among its inputs; a recording
-    // run's bundle has it beside them (`arena_record`).
+    // The recording is staged with the inputs, from either layout.
     if !crate::arena_record::mcp_servers(&scenario).is_empty() {
-        let staged = work.path().join(chio_arena::recording::RECORDING_FOLDER);
-        let from = if staged.is_dir() { work.path() } else { dir };
-        crate::arena_record::attach_recordings(command, &scenario, &mut inputs, from)?;
+        crate::arena_record::attach_recordings(command, &scenario, &mut inputs, work.path())?;
     }
     let read = chio_arena::scenario::sealed::digests(scenario.sealed());
     if let Some((path, _)) = sealed
@@ -539,8 +555,8 @@ fn rerun(
 /// Runs `chio arena diff`.
 pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
     const COMMAND: &str = "arena diff";
-    let left = read_bundle(COMMAND, &args.left)?;
-    let right = read_bundle(COMMAND, &args.right)?;
+    let left = read_world(COMMAND, &args.left)?;
+    let right = read_world(COMMAND, &args.right)?;
     let drifts = compare_runs(&left.manifest, &right.manifest);
     let mut policy_files = tampered_policies(&left);
     policy_files.extend(tampered_policies(&right));

@@ -197,6 +197,58 @@ fn a_recording_replays_byte_for_byte_on_every_topology_without_the_server() {
     }
 }
 
+// A recording is an input of the run wherever the bundle keeps it: `arena diff` of a recorded bundle (recording beside its inputs) and a bundle replayed from an edited copy of that recording names the recording as the changed input of the drifting step, in either order and with the other bundle in either layout, never "every input file is the same".
+#[test]
+fn diff_names_a_recording_beside_the_inputs_as_the_changed_input() {
+    let Some(python) = mcp_python() else { return };
+    let tmp = git_scenario();
+    let dir = tmp.path();
+    record_ok(&python, dir);
+    copy_tree(&dir.join("rec"), &dir.join("forged"));
+    let path = dir.join("forged/recording/git.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let old = "Message: Add bulk discounts";
+    assert!(text.contains(old), "{text}");
+    std::fs::write(&path, text.replace(old, &format!("{old} (reviewed)"))).unwrap();
+    for (from, out) in [("forged", "forged-replay"), ("rec", "rec-replay")] {
+        let args = [
+            "arena",
+            "run",
+            "mcp_git.toml",
+            "--replay-from",
+            from,
+            "--out",
+            out,
+        ];
+        let output = without_python(dir, &args);
+        assert!(output.status.success(), "{}", explain(&args, &output));
+    }
+    // The forged bundle in the layout `chio arena record --out` writes.
+    copy_tree(&dir.join("forged-replay"), &dir.join("forged-record"));
+    std::fs::rename(
+        dir.join("forged-record/inputs/recording"),
+        dir.join("forged-record/recording"),
+    )
+    .unwrap();
+    for (left, right) in [
+        ("rec", "forged-record"),
+        ("forged-record", "rec"),
+        ("rec-replay", "forged-record"),
+        ("rec", "forged-replay"),
+    ] {
+        let args = ["arena", "diff", left, right];
+        let output = without_python(dir, &args);
+        assert_code(&output, &args, 1, "CHIO-ARENA-DRIFT");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("changed input: inputs/recording/git.json (an input file the bundles hold with other bytes")
+                && !stdout.contains("every input file is the same"),
+            "{}",
+            explain(&args, &output)
+        );
+    }
+}
+
 // A denied call never reaches the server: the recording holds only the admitted calls, in order, and the repository is unchanged (nothing staged, nothing committed) after a run whose git_add and git_commit were denied.
 #[test]
 fn a_denied_call_never_reaches_the_server() {
