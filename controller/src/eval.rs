@@ -1,4 +1,4 @@
-//! `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
+//! `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP [--sealed-from FOLDER]] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
 //!
 //! Portable evaluation from the command line: reads one JSON envelope
 //! (request, signed capability, `trusted_issuers_hex`, optional
@@ -14,8 +14,8 @@
 //! is followed; a named pipe or a device is refused unopened) or standard
 //! input, at most [`MAX_ENVELOPE_BYTES`]. Exit 0 for any answer, 2 for a
 //! malformed envelope.
-//! `--from-bundle` builds the envelope of a recorded call instead
-//! (`crate::eval_bundle`); `--write-envelope` writes the envelope
+//! `--from-bundle` builds the envelope of a recorded call instead, once
+//! the bundle holds up when re-decided (`crate::eval_bundle`); `--write-envelope` writes the envelope
 //! evaluated, canonical, so one input can be changed and evaluated again:
 //! whole or not at all (`crate::report`), and never over the envelope read
 //! or inside the bundle read (`CHIO-REPORT-PATH`, refused before anything
@@ -126,6 +126,20 @@ fn check_now_flag(now_unix_secs: Option<u64>) -> Result<(), CliError> {
     }
 }
 
+/// Refuses `--sealed-from` without `--from-bundle`: an envelope is
+/// evaluated as written, and only a bundle is re-decided from sealed files.
+fn check_sealed_flag(args: &EvalArgs) -> Result<(), CliError> {
+    if args.sealed_from.is_some() && args.from_bundle.is_none() {
+        return Err(CliError::new(
+            codes::SEALED_FROM,
+            COMMAND,
+            "--sealed-from is given without --from-bundle; an envelope is evaluated as written and reads no sealed file",
+            "pass --from-bundle BUNDLE STEP with --sealed-from, or drop --sealed-from",
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses a `--write-envelope` path that is the envelope read or lies in
 /// the bundle `--from-bundle` reads (`crate::report::paths`), before
 /// anything is read.
@@ -150,6 +164,7 @@ fn check_envelope_path(args: &EvalArgs) -> Result<(), CliError> {
 /// Runs the command, printing to `out`.
 pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     check_now_flag(args.now_unix_secs)?;
+    check_sealed_flag(args)?;
     check_envelope_path(args)?;
     let bytes = match &args.from_bundle {
         Some(words) => {
@@ -166,6 +181,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 std::path::Path::new(dir),
                 step,
                 args.now_unix_secs,
+                args.sealed_from.as_deref(),
             )?;
             chio_kernel::canonical::to_canonical_vec(&envelope)
                 .map_err(|e| CliError::from_arena(COMMAND, &chio_arena::ArenaError::from(e)))?

@@ -21,6 +21,19 @@
 //! earlier values or sealed files: the envelope's arguments must hash to
 //! the receipt's `parameter_hash`, so the envelope is the recorded call or
 //! nothing. An unknown step is `CHIO-ARENA-UNKNOWN-STEP`.
+//!
+//! The bundle is evidence only once it holds up as `chio report` holds it:
+//! it must agree with its own signed receipts, and then be re-decided
+//! ([`crate::redecide::redecision`], the one re-decision path): its
+//! scenario and fixtures run again, embedded, and the new run must be the
+//! recorded one. What no signature covers, the scenario among its inputs
+//! included, can be edited consistently with the manifest (its digest
+//! rewritten too), and the envelope is derived from that scenario, so a
+//! bundle that drifts is refused (`CHIO-ARENA-BUNDLE`, naming the first
+//! step that drifted), never answered from. So is one that cannot be
+//! re-decided here: a run that read sealed files needs the folder they were
+//! read from (`--sealed-from`), and one of MCP servers the recording of
+//! their answers.
 
 use std::path::Path;
 
@@ -31,6 +44,8 @@ use chio_kernel::keys::public_key_hex;
 use chio_kernel::receipt::canonical_sha256;
 use chio_node::world::World;
 use serde_json::{json, Value};
+
+use chio_campaign::evidence::Redecision;
 
 use crate::arena_replay::read_verified_bundle;
 use crate::error::{codes, CliError};
@@ -46,12 +61,14 @@ fn refused(step: &str, why: String) -> CliError {
     )
 }
 
-/// The envelope of step `step` of the bundle in `dir`; `now_unix_secs`
-/// replaces the recorded clock when given.
+/// The envelope of step `step` of the bundle in `dir`, once the bundle
+/// holds up when re-decided, reading the sealed files its run read below
+/// `sealed_from`; `now_unix_secs` replaces the recorded clock when given.
 pub fn envelope_from_bundle(
     dir: &Path,
     step: &str,
     now_unix_secs: Option<u64>,
+    sealed_from: Option<&Path>,
 ) -> Result<Value, CliError> {
     let bundle = read_verified_bundle(COMMAND, dir)?;
     let record = recorded_call(&bundle, step)?;
@@ -111,6 +128,8 @@ pub fn envelope_from_bundle(
             "its arguments were resolved during the run (earlier values or sealed files), so the scenario does not hold the arguments the kernel decided".into(),
         ));
     }
+    // The step can be rebuilt; the bundle must now hold up as evidence.
+    held_up(dir, sealed_from)?;
     let mut envelope = json!({
         "request": {
             "request_id": step,
@@ -125,6 +144,38 @@ pub fn envelope_from_bundle(
     let (field, clock) = clock(&receipt, now_unix_secs);
     envelope[field] = json!(clock);
     Ok(envelope)
+}
+
+/// Refuses the bundle in `dir` unless re-deciding it (reading sealed files
+/// below `sealed_from`) gives the recorded run: a bundle that drifts is
+/// named by its first difference (the first step that drifted, when one
+/// did), one that cannot be re-decided by why.
+fn held_up(dir: &Path, sealed_from: Option<&Path>) -> Result<(), CliError> {
+    let cause = match crate::redecide::redecision(COMMAND, dir, sealed_from) {
+        Redecision::Same => return Ok(()),
+        Redecision::Drifted(lines) => format!(
+            "re-deciding it gives another run: {}{}; its scenario or another file no signature covers was changed after its run, so no call of it is evaluated",
+            lines.first().map_or("", String::as_str),
+            match lines.len() {
+                0 | 1 => String::new(),
+                n => format!(" (and {} more difference(s))", n - 1),
+            }
+        ),
+        Redecision::Undecidable(why) => format!(
+            "it cannot be re-decided here ({why}), so it does not hold up as evidence and no call of it is evaluated"
+        ),
+    };
+    let shown = crate::term::printable(&dir.display().to_string()).into_owned();
+    let err = chio_arena::ArenaError::Bundle {
+        path: shown.clone(),
+        cause: crate::term::printable(&cause).into_owned(),
+    };
+    Err(CliError {
+        help: format!(
+            "`chio arena replay {shown}` names each difference; pass --sealed-from FOLDER (the folder of the scenario it was run from) for a run that read sealed files, or run the scenario again"
+        ),
+        ..CliError::from_arena(COMMAND, &err)
+    })
 }
 
 /// The envelope's clock field and value: `--now-unix-secs` when given,

@@ -17,7 +17,14 @@
 //! - `chio report` of a bundle re-decides it ([`verification`]) and frames
 //!   the page red, naming each difference, when it drifts, or says its
 //!   outcome is unverified when it cannot be re-decided (a run that read
-//!   sealed files, which a bundle records only as digests).
+//!   sealed files, which a bundle records only as digests);
+//! - `chio eval --from-bundle` re-decides the bundle before it builds an
+//!   envelope from it (`crate::eval_bundle`), and refuses one that drifts
+//!   or cannot be re-decided.
+//!
+//! Each reads the bundle's world one way (`Bundle::read_world`): a
+//! recording of MCP servers' answers counts among its inputs whether the
+//! bundle keeps it there or beside them.
 //!
 //! Re-deciding a bundle costs one embedded run of its scenario.
 

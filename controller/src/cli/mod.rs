@@ -231,7 +231,7 @@ pub struct DiffArgs {
     pub json: bool,
 }
 
-/// `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
+/// `chio eval [ENVELOPE.json | - | --from-bundle BUNDLE STEP [--sealed-from FOLDER]] [--json] [--now-unix-secs N] [--write-envelope PATH]`.
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// The envelope file; `-` or nothing reads standard input.
@@ -241,6 +241,11 @@ pub struct EvalArgs {
     /// the step id (its clock is the step's; `--now-unix-secs` moves it).
     #[arg(long, num_args = 2, value_names = ["BUNDLE", "STEP"])]
     pub from_bundle: Option<Vec<String>>,
+    /// With `--from-bundle`: the folder of the scenario the bundle was run
+    /// from, where the sealed files its run read are read again to
+    /// re-decide it (a bundle records only their digests).
+    #[arg(long, value_name = "FOLDER")]
+    pub sealed_from: Option<PathBuf>,
     /// Also write the envelope evaluated to PATH (canonical JSON), to
     /// change one input and evaluate it again.
     #[arg(long, value_name = "PATH")]

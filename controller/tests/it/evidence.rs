@@ -785,6 +785,70 @@ fn report_re_decides_a_bundle_edited_where_nothing_signs() {
     );
 }
 
+/// Asserts that `chio eval --from-bundle BUNDLE STEP` refuses the bundle as
+/// evidence (`CHIO-ARENA-BUNDLE`, exit 2, no answer), naming `said`.
+fn eval_refuses_bundle(dir: &Path, bundle: &str, step: &str, said: &str) {
+    let args = ["eval", "--from-bundle", bundle, step, "--json"];
+    let output = run(dir, &args, 2);
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("error[CHIO-ARENA-BUNDLE]") && err.contains(said),
+        "{}",
+        explain(&args, &output)
+    );
+    assert!(output.stdout.is_empty(), "{}", explain(&args, &output));
+}
+
+// `chio eval --from-bundle` answers from a bundle only once it holds up as `chio report` holds it: a scenario edited among the inputs with its digest rewritten in the manifest (the grant's prefix widened) agrees with the signed receipts but re-decides otherwise, so the call the kernel signed as a deny is refused, naming the first step that drifted, not answered `pending_approval`; so is a call of that bundle the edit leaves alone, and a call of a bundle edited where nothing signs (a refused revocation recorded as done). The bundle as its run wrote it is answered as the kernel decided.
+#[test]
+fn eval_of_a_bundle_refuses_one_that_does_not_re_decide() {
+    let tmp = workspace();
+    let dir = tmp.path();
+    run(
+        dir,
+        &["arena", "run", "scenarios/deny_reasons.toml", "--out", "b"],
+        0,
+    );
+    let answer = eval_step(dir, "b", "read-outside-prefix");
+    assert_eq!(answer["verdict"], "deny", "{answer}");
+    copy_tree(&dir.join("b"), &dir.join("widened"));
+    let scenario = dir.join("widened/inputs/scenario.toml");
+    let text = std::fs::read_to_string(&scenario).unwrap();
+    let widened = text.replacen("path_prefix = \"/workspace/\"", "path_prefix = \"/\"", 1);
+    assert_ne!(widened, text);
+    std::fs::write(&scenario, &widened).unwrap();
+    let digest = |t: &str| chio_experiment::definition::sha256_hex(t.as_bytes());
+    edit_manifest(dir, "widened", |m| {
+        assert_eq!(m["scenario_sha256"], digest(&text));
+        m["scenario_sha256"] = digest(&widened).into();
+    });
+    let drifted = "re-deciding it gives another run: step read-outside-prefix (#2): verdict differs (deny in the bundle,";
+    eval_refuses_bundle(dir, "widened", "read-outside-prefix", drifted);
+    eval_refuses_bundle(dir, "widened", "read-notes", drifted);
+
+    failing_variant(
+        dir,
+        "revoke",
+        (
+            "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
+            "expect = \"done\"\nat = 7",
+        ),
+        &[],
+    );
+    assert_eq!(
+        eval_step(dir, "revoke", "read-notes")["verdict"],
+        "pending_approval"
+    );
+    copy_tree(&dir.join("revoke"), &dir.join("revoke-forged"));
+    flip_outcome(dir, "revoke-forged", 6, "done");
+    eval_refuses_bundle(
+        dir,
+        "revoke-forged",
+        "read-notes",
+        "step deputy-revokes-operator (#6): verdict differs (done in the bundle, refused when re-decided)",
+    );
+}
+
 // A run that read sealed files cannot be re-decided from its bundle alone (the bundle records only their digests): `chio report` says its outcome is unverified, naming why, and frames the page red; the run's own `--html` page, written as it decided, is not.
 #[test]
 fn report_of_a_bundle_that_cannot_be_re_decided_says_it_is_unverified() {

@@ -328,9 +328,9 @@ fn eval_builds_an_envelope_from_a_recorded_call() {
     );
 }
 
-// A bundle never holds the files a scenario seals: `chio eval --from-bundle` of a call with literal arguments in a scenario that seals a file for another call (or for a server's answer) still builds its envelope, and a call that took a sealed value is refused by code, naming why, as any call whose arguments were resolved during the run.
+// A bundle never holds the files a scenario seals, and `chio eval --from-bundle` answers from a bundle only once it re-decides it: without the folder the sealed files were read from the bundle cannot be re-decided and is refused, naming why; with `--sealed-from` a call with literal arguments in a scenario that seals a file for another call (or for a server's answer) builds its envelope, and a call that took a sealed value is refused by code, naming why, as any call whose arguments were resolved during the run (before anything is re-decided). `--sealed-from` needs `--from-bundle`.
 #[test]
-fn eval_of_a_bundle_needs_no_sealed_file() {
+fn eval_of_a_bundle_reads_sealed_files_to_re_decide_it() {
     let tmp = workspace();
     let dir = tmp.path();
     run(
@@ -338,9 +338,30 @@ fn eval_of_a_bundle_needs_no_sealed_file() {
         &["arena", "run", "scenarios/sealed_secret.toml", "--out", "b"],
         0,
     );
-    let answer = stdout(&run(
+    let unsealed = stderr(&run(
         dir,
         &["eval", "--from-bundle", "b", "read-notes", "--json"],
+        2,
+    ));
+    assert!(
+        unsealed.starts_with("error[CHIO-ARENA-BUNDLE]")
+            && unsealed.contains(
+                "it cannot be re-decided here (CHIO-CLI-SEALED-FROM: the run read 2 sealed file(s)"
+            )
+            && unsealed.contains("pass --sealed-from FOLDER"),
+        "{unsealed}"
+    );
+    let answer = stdout(&run(
+        dir,
+        &[
+            "eval",
+            "--from-bundle",
+            "b",
+            "read-notes",
+            "--sealed-from",
+            "scenarios",
+            "--json",
+        ],
         0,
     ));
     assert!(
@@ -363,12 +384,30 @@ fn eval_of_a_bundle_needs_no_sealed_file() {
         &["arena", "run", escapes.to_str().unwrap(), "--out", "c"],
         0,
     );
+    let folder = escapes.parent().unwrap().to_str().unwrap();
     let answer = stdout(&run(
         dir,
-        &["eval", "--from-bundle", "c", "get-pass", "--json"],
+        &[
+            "eval",
+            "--from-bundle",
+            "c",
+            "get-pass",
+            "--sealed-from",
+            folder,
+            "--json",
+        ],
         0,
     ));
     assert!(answer.contains("\"request_id\":\"get-pass\""), "{answer}");
+    let alone = stderr(&run(
+        dir,
+        &["eval", "e.json", "--sealed-from", "scenarios"],
+        2,
+    ));
+    assert!(
+        alone.starts_with("error[CHIO-CLI-SEALED-FROM]") && alone.contains("without --from-bundle"),
+        "{alone}"
+    );
 }
 
 /// Every `CHIO-...` token in the documentation pages and the README.
