@@ -19,10 +19,11 @@ use crate::model::{
 };
 use crate::TrustError;
 
-/// Reads an amount column, refusing negative values a corrupt file could hold.
-fn amount_from(value: i64) -> Result<u64, TrustError> {
+/// Reads a non-negative integer `column` (`table.column`), refusing a
+/// negative value a corrupt file could hold, named by its column.
+fn unsigned_from(column: &str, value: i64) -> Result<u64, TrustError> {
     u64::try_from(value).map_err(|_| TrustError::Storage {
-        detail: "negative budget amount in database".to_owned(),
+        detail: format!("negative {column} in database"),
     })
 }
 
@@ -40,7 +41,7 @@ fn load_hold(conn: &Connection, hold_id: &str) -> Result<Option<HoldRecord>, Tru
     row.map(|(budget_key, amount, state)| {
         Ok(HoldRecord {
             budget_key,
-            amount: amount_from(amount)?,
+            amount: unsigned_from("budget_holds.amount", amount)?,
             state: HoldState::parse(&state).ok_or_else(|| TrustError::Storage {
                 detail: "unknown hold state in database".to_owned(),
             })?,
@@ -60,7 +61,7 @@ fn budget_used(conn: &Connection, budget_key: &str) -> Result<u64, TrustError> {
         .prepare_cached("SELECT used FROM budget_usage WHERE budget_key = ?1")?
         .query_row([budget_key], |row| row.get(0))
         .optional()?;
-    amount_from(used.unwrap_or(0))
+    unsigned_from("budget_usage.used", used.unwrap_or(0))
 }
 
 fn set_budget_used(conn: &Connection, budget_key: &str, used: u64) -> Result<(), TrustError> {
@@ -125,7 +126,7 @@ pub(super) fn revoke(conn: &Connection, id: &str, at_ms: u64) -> Result<Revocati
     if let Some(first) = first {
         return Ok(Revocation {
             newly_revoked: false,
-            revoked_at_ms: amount_from(first)?,
+            revoked_at_ms: unsigned_from("revocations.revoked_at_ms", first)?,
         });
     }
     conn.prepare_cached("INSERT INTO revocations (id, revoked_at_ms) VALUES (?1, ?2)")?
@@ -175,7 +176,7 @@ pub(super) fn count_receipts(conn: &Connection) -> Result<u64, TrustError> {
     let count: i64 = conn
         .prepare_cached("SELECT COUNT(*) FROM receipts")?
         .query_row([], |row| row.get(0))?;
-    amount_from(count)
+    unsigned_from("receipt count", count)
 }
 
 /// The operations of a decision batch on one connection.
@@ -189,7 +190,8 @@ impl Rows for SqlRows<'_> {
             .prepare_cached("SELECT revoked_at_ms FROM revocations WHERE id = ?1")?
             .query_row([id], |row| row.get(0))
             .optional()?;
-        at.map(amount_from).transpose()
+        at.map(|at| unsigned_from("revocations.revoked_at_ms", at))
+            .transpose()
     }
 
     fn record_request(&mut self, request_key: &str) -> Result<bool, TrustError> {

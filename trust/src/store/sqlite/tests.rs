@@ -128,6 +128,33 @@ async fn a_revoked_share_stays_free_after_reopen() {
     );
 }
 
+// Proves a negative revocation instant edited into a file (budget columns have CHECK constraints) is refused as a storage error naming its column, on a read and on a repeated revocation, never read as a wrapped number.
+#[tokio::test]
+async fn a_negative_value_in_the_file_names_its_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trust.db");
+    SqliteTrustStore::open(&path)
+        .unwrap()
+        .revoke("c1", 7)
+        .await
+        .unwrap();
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("UPDATE revocations SET revoked_at_ms = -5;")
+        .unwrap();
+    let store = SqliteTrustStore::open(&path).unwrap();
+    let revoked = store.revoked_at("c1").await.unwrap_err().to_string();
+    assert!(
+        revoked.contains("negative revocations.revoked_at_ms"),
+        "{revoked}"
+    );
+    let again = store.revoke("c1", 9).await.unwrap_err().to_string();
+    assert!(
+        again.contains("negative revocations.revoked_at_ms"),
+        "{again}"
+    );
+}
+
 // Proves a database of another application is refused rather than written into.
 #[test]
 fn foreign_database_is_refused() {
