@@ -48,6 +48,23 @@ pub fn resolve_token(
     }
 }
 
+/// A database file SQLite cannot open or migrate (truncated, not a
+/// database, tables that contradict its version) is the operator's file to
+/// fix, named by its path and SQLite's first line, never its statements.
+fn unopenable(db: &std::path::Path, error: TrustError) -> TrustError {
+    match error {
+        TrustError::Storage { detail } => {
+            let first = detail.lines().next().unwrap_or_default();
+            TrustError::UnusableFile {
+                what: format!("database file {}", db.display()),
+                detail: first.trim_end().trim_end_matches(" in").to_string(),
+                fix: "restore it from a backup, or pass --db a new path to start an empty store",
+            }
+        }
+        other => other,
+    }
+}
+
 /// Runs the service until `shutdown` completes. The token is checked before
 /// anything else, so a misconfigured service never opens its database.
 pub async fn run(
@@ -55,7 +72,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), TrustError> {
     let token = resolve_token(options.token_file.as_deref(), options.env_token.as_deref())?;
-    let store = SqliteTrustStore::open(&options.db)?;
+    let store = SqliteTrustStore::open(&options.db).map_err(|e| unopenable(&options.db, e))?;
     let listener = TcpListener::bind(options.listen)
         .await
         .map_err(|error| TrustError::Io {

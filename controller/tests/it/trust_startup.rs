@@ -105,7 +105,7 @@ fn refuses_two_token_sources() {
     refused(both, &["use exactly one"]);
 }
 
-// Proves a token file that is missing, a folder or longer than 4 KiB, and a database file other users may write, are configuration refusals (exit 2, CHIO-SERVE-CONFIG) naming the fix, never infrastructure failures.
+// Proves a token file that is missing, a folder or longer than 4 KiB, a database file SQLite cannot open, and a database file other users may write, are configuration refusals (exit 2, CHIO-SERVE-CONFIG) naming the fix, never infrastructure failures.
 #[test]
 fn unusable_token_and_database_files_are_configuration_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -120,6 +120,27 @@ fn unusable_token_and_database_files_are_configuration_errors() {
             &["CHIO-SERVE-CONFIG", "cannot use the token file given"],
         );
     }
+    // A file SQLite cannot open as a database (a truncated or foreign
+    // file) is the operator's to fix, named without SQLite's statements.
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, "hello world ".repeat(100)).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&garbage, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let file = token_file(dir.path(), TOKEN);
+    let mut args = serve_args(garbage.to_str().unwrap());
+    args.extend(["--token-file", file.to_str().unwrap()]);
+    let stderr = refused(
+        command(&args),
+        &[
+            "CHIO-SERVE-CONFIG",
+            "cannot use database file",
+            "restore it from a backup",
+        ],
+    );
+    assert!(!stderr.contains("CREATE TABLE"), "{stderr}");
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
