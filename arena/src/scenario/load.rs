@@ -479,7 +479,7 @@ fn check_step_piece(piece: &str) -> bool {
     let Ok(table) = piece.parse::<toml::Table>() else {
         return false;
     };
-    if secrets::scan_document(&table).is_err() {
+    if secrets::scan_source(piece, &table).is_err() {
         return false;
     }
     let Some(step) = one_step(table) else {
@@ -498,12 +498,12 @@ fn parse_world_piece(world: &str) -> Option<ScenarioFile> {
     if chio_kernel::canonical::first_rounded_whole(world).is_some() {
         return None;
     }
-    let world: toml::Table = world.parse().ok()?;
-    if world.contains_key("steps") {
+    let table: toml::Table = world.parse().ok()?;
+    if table.contains_key("steps") {
         return None;
     }
-    secrets::scan_document(&world).ok()?;
-    toml::Value::Table(world).try_into().ok()
+    secrets::scan_source(world, &table).ok()?;
+    toml::Value::Table(table).try_into().ok()
 }
 
 /// Stages 1 to 3 over the whole file as one document.
@@ -526,7 +526,7 @@ fn parse_whole(text: &str) -> Result<ScenarioFile, ArenaError> {
             reason: "this number's fraction rounds away when it is read (it would reach the kernel as a whole number); write its exact value, or the amount as a string".to_string(),
         });
     }
-    secrets::scan_document(&table)?;
+    secrets::scan_source(text, &table)?;
     serde_path_to_error::deserialize(toml::Value::Table(table)).map_err(schema_error)
 }
 

@@ -275,7 +275,7 @@ fn schema_text(schema: &Value) -> String {
 }
 
 /// [`server_declaration`], once the scenario loader's inline-secret scan
-/// ([`crate::secrets::scan_document`], the scan `chio import trace` passes
+/// ([`crate::secrets::scan_source`], the scan `chio import trace` passes
 /// the scenario it writes through) has read it: a definition carrying a
 /// credential (in its description, a schema, a name) gives a declaration no
 /// scenario can hold, so it is refused, naming the field and the marker,
@@ -289,7 +289,7 @@ pub fn checked_declaration(
     let table: toml::Table = text.parse().map_err(|_| {
         refuse("the declaration written is not TOML: this is a defect, report it with the tools/list result's shape")
     })?;
-    crate::secrets::scan_document(&table).map_err(|e| {
+    crate::secrets::scan_source(&text, &table).map_err(|e| {
         refuse(format!(
             "the declaration would not validate ({}: {}): a scenario never holds a credential; have the server drop it from the definition, then list the tools again",
             e.code(),

@@ -157,3 +157,54 @@ proptest! {
         check(parse_scenario(&text, Path::new(".")));
     }
 }
+
+/// A scenario with a recorded tool whose input schema the property test rewrites.
+const ESCAPED_SCHEMA: &str = include_str!("../invalid/secret_schema_json_escape.toml");
+
+/// `text` with the characters `escape` picks written as JSON `\u` escapes
+/// (a character outside the basic plane as its surrogate pair).
+fn json_escaped(text: &str, escape: &[bool]) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if escape.get(i).copied().unwrap_or(false) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    // A credential in a tool's schema, any of its characters written as JSON escapes, at any key
+    // or as a key, is refused naming the schema, never the credential.
+    #[test]
+    fn escaped_credential_in_a_schema_is_refused(
+        secret in prop::sample::select(vec![
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "AKIAIOSFODNN7EXAMPLE",
+            "sk-0123456789abcdefABCD",
+        ]),
+        escape in prop::collection::vec(any::<bool>(), 40),
+        place in 0usize..3,
+    ) {
+        let written = json_escaped(secret, &escape);
+        let schema = match place {
+            0 => format!(r#"{{"type": "object", "default": "{written}"}}"#),
+            1 => format!(r#"{{"type": "object", "examples": [{{"note": "see {written}"}}]}}"#),
+            _ => format!(r#"{{"type": "object", "properties": {{"{written}": {{}}}}}}"#),
+        };
+        let original = r#"'{"type": "object", "default": "\u0067hp_16C7e42F292c6912E7710c838347Ae178B4a"}'"#;
+        prop_assert!(ESCAPED_SCHEMA.contains(original));
+        let text = ESCAPED_SCHEMA.replace(original, &format!("'{schema}'"));
+        let err = parse_scenario(&text, Path::new(".")).expect_err("a credential in a schema loads");
+        prop_assert_eq!(err.code(), "CHIO-SCENARIO-INLINE-SECRET");
+        prop_assert!(err.to_string().contains("servers[1].tools[0].input_schema"), "{}", err);
+        check(Err(err));
+    }
+}
