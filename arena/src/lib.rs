@@ -17,6 +17,7 @@
 //! Module map:
 //! - [`bundle`]: the evidence bundle and run comparison;
 //! - [`files`] reads a file as untrusted input: regular files only, bounded;
+//! - [`output`] writes an output file whole, and only over a regular file;
 //! - [`fixtures`] reads fixture folders, confined to the scenario's folder;
 //! - [`model`] holds the file's tables as serde structs;
 //! - [`adversaries`] holds the `[[adversaries]]` blocks: classes, genes,
@@ -46,6 +47,7 @@ pub mod error;
 pub mod files;
 pub mod fixtures;
 pub mod model;
+pub mod output;
 pub mod recording;
 pub mod report;
 pub mod rng;

@@ -150,7 +150,8 @@ fn arena_error(err: &ArenaError) -> CliError {
 
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let path = dir.join(name);
-    std::fs::write(&path, bytes).map_err(|e| CliError::write_failed(COMMAND, &path, &e))
+    chio_arena::output::write_whole(&path, bytes, ".chio-evolve-")
+        .map_err(|e| CliError::write_refused(COMMAND, &path, &e))
 }
 
 /// Runs the command, printing to `out`: load and check, evolve, write the

@@ -312,7 +312,8 @@ fn write_cases(
         case.scenario = relative_to(&dir, &scenario_file)?;
         let bytes = CliError::canonical_line(COMMAND, &case)?;
         let path = dir.join(case.file_name());
-        std::fs::write(&path, bytes).map_err(|e| CliError::write_failed(COMMAND, &path, &e))?;
+        chio_arena::output::write_whole(&path, bytes.as_bytes(), ".chio-promote-")
+            .map_err(|e| CliError::write_refused(COMMAND, &path, &e))?;
         written.push(path.display().to_string());
     }
     Ok(written)

@@ -524,16 +524,17 @@ fn write_recordings(dir: &Path, recordings: &[Recording]) -> Result<(), CliError
     }
     std::fs::create_dir_all(&folder).map_err(failed)?;
     for recording in recordings {
-        let name = Recording::file_name(&recording.server);
-        let partial = folder.join(format!(".{name}.partial"));
-        let written = std::fs::File::create(&partial).and_then(|mut file| {
-            file.write_all(&recording.to_bytes())?;
-            file.sync_all()
-        });
-        if let Err(e) = written.and_then(|()| std::fs::rename(&partial, folder.join(&name))) {
-            let _ = std::fs::remove_file(&partial);
-            return Err(failed(e));
-        }
+        let path = folder.join(Recording::file_name(&recording.server));
+        chio_arena::output::write_whole(&path, &recording.to_bytes(), ".chio-recording-").map_err(
+            |e| {
+                CliError::new(
+                    codes::MCP_RECORDING_WRITE,
+                    COMMAND,
+                    format!("cannot write the recording {}: {}", path.display(), e.describe()),
+                    "check that the folder is writable and the disk has room, and that the recording's path is new or a regular file, then record again",
+                )
+            },
+        )?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use chio_arena::output::WriteRefusal;
 use chio_arena::scenario::mcp::{checked_declaration, parse_tools_list, ImportProblem};
 use chio_arena::scenario::trace::{import_trace, TraceFault, TraceFormat};
 use chio_kernel::guards::prompt_injection::DefinitionFinding;
@@ -257,25 +258,20 @@ fn poisoned(
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, renamed
-/// over it once flushed.
+/// Writes `bytes` to `path` whole ([`chio_arena::output::write_whole`]):
+/// through a temporary file beside it, renamed over it once flushed, and
+/// only over a regular file.
 fn write_whole(command: &'static str, path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let failed = |e: std::io::Error| {
+    chio_arena::output::write_whole(path, bytes, ".chio-import-").map_err(|e| {
+        let help = match e {
+            WriteRefusal::NotRegular(_) => "pass a path that is new or a regular file as --out",
+            _ => "check that the folder exists and is writable, or pass another --out",
+        };
         CliError::new(
             codes::IMPORT_WRITE,
             command,
-            format!("cannot write {}: {}", path.display(), e.kind()),
-            "check that the folder exists and is writable, or pass another --out",
+            format!("cannot write {}: {}", path.display(), e.describe()),
+            help,
         )
-    };
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::NamedTempFile::new_in(folder).map_err(failed)?;
-    file.write_all(bytes)
-        .and_then(|()| file.as_file().sync_all())
-        .map_err(failed)?;
-    file.persist(path).map_err(|e| failed(e.error))?;
-    Ok(())
+    })
 }

@@ -1,20 +1,23 @@
 //! Report files (JUnit XML, SARIF, HTML pages): writing them whole or
 //! not at all, and the typed error a failed write becomes.
 //!
-//! A report is rendered in memory first, then written to a new temporary
-//! file of its own beside its destination (`.chio-report-*.partial`,
-//! created exclusively, so no file or link already there is written
-//! through), flushed to disk and renamed over the destination, so a CI
-//! system that picks the file up never reads half a report and an old
-//! report is replaced only by a whole new one; a failed write leaves no
-//! temporary file. The destination's folder is created when missing. Where
+//! A report is rendered in memory first, then written by
+//! [`chio_arena::output::write_whole`]: to a new temporary file of its own
+//! beside its destination (`.chio-report-*.partial`, created exclusively,
+//! so no file or link already there is written through), flushed to disk
+//! and renamed over the destination, so a CI system that picks the file up
+//! never reads half a report and an old report is replaced only by a whole
+//! new one; a failed write leaves no temporary file. Only a regular file is
+//! ever replaced: a symbolic link, a device, a named pipe, a socket or a
+//! folder at the destination is refused before anything is written. The destination's folder is created when missing. Where
 //! a report may go at all is [`paths`]: never over what its command reads
 //! or writes. A failure is a
 //! [`ReportError`], which the CLI reports as `CHIO-REPORT-WRITE` with exit 3
 //! (infrastructure): the run itself was judged, only its report was lost.
 
-use std::io::Write;
 use std::path::Path;
+
+use chio_arena::output::WriteRefusal;
 
 use crate::error::{codes, CliError};
 
@@ -77,6 +80,17 @@ pub enum ReportError {
         /// The operating system's reason, without the path.
         cause: String,
     },
+    /// Something other than a regular file is at the destination: it is
+    /// never replaced.
+    #[error("refused to write the {kind} report to {path}: it is {what}, not a regular file, and is never replaced; pass a path that is new or a regular file")]
+    NotRegular {
+        /// The report's format.
+        kind: ReportKind,
+        /// The destination.
+        path: String,
+        /// What is there (`a device`, `a symbolic link`, ...).
+        what: &'static str,
+    },
     /// The report could not be rendered to bytes.
     #[error("cannot render the {kind} report: {cause}; this is a defect, report it with the command that ran")]
     Render {
@@ -111,40 +125,43 @@ impl ReportError {
 
 /// Writes `bytes` to `path` whole or not at all (see the module doc).
 pub fn write_report(kind: ReportKind, path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => {
-            std::fs::create_dir_all(parent).map_err(|e| ReportError::CreateFolder {
-                kind,
-                path: parent.display().to_string(),
-                cause: e.kind().to_string(),
-            })?;
-            parent
-        }
-        None => Path::new("."),
-    };
-    let written = tempfile::Builder::new()
-        .prefix(".chio-report-")
-        .suffix(".partial")
-        .tempfile_in(folder)
-        .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.as_file().sync_all()?;
-            Ok(file)
-        })
-        .map_err(|e| ReportError::Write {
+    let shown = || path.display().to_string();
+    // The destination is checked before its folder is made: a refusal
+    // leaves nothing behind.
+    chio_arena::output::check_destination(path).map_err(|e| refusal(kind, path, e))?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::CreateFolder {
             kind,
-            path: path.display().to_string(),
+            path: parent.display().to_string(),
             cause: e.kind().to_string(),
         })?;
-    // A temporary file that is not persisted is removed when dropped.
-    written
-        .persist(path)
-        .map(drop)
-        .map_err(|e| ReportError::Replace {
+    }
+    chio_arena::output::write_whole(path, bytes, ".chio-report-").map_err(|e| match e {
+        WriteRefusal::Replace(e) => ReportError::Replace {
             kind,
-            path: path.display().to_string(),
-            cause: e.error.kind().to_string(),
-        })
+            path: shown(),
+            cause: e.kind().to_string(),
+        },
+        other => refusal(kind, path, other),
+    })
+}
+
+/// A refused or failed write as its typed error.
+fn refusal(kind: ReportKind, path: &Path, refusal: WriteRefusal) -> ReportError {
+    let path = path.display().to_string();
+    match refusal {
+        WriteRefusal::NotRegular(what) => ReportError::NotRegular { kind, path, what },
+        WriteRefusal::Write(e) => ReportError::Write {
+            kind,
+            path,
+            cause: e.kind().to_string(),
+        },
+        WriteRefusal::Replace(e) => ReportError::Replace {
+            kind,
+            path,
+            cause: e.kind().to_string(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -175,13 +192,58 @@ mod tests {
     fn a_folder_as_destination_is_an_infrastructure_failure() {
         let tmp = tempfile::tempdir().unwrap();
         let err = write_report(ReportKind::Sarif, tmp.path(), b"{}").unwrap_err();
-        assert!(matches!(err, ReportError::Replace { .. }), "{err:?}");
+        assert!(matches!(err, ReportError::NotRegular { .. }), "{err:?}");
         let cli = err.into_cli("arena evolve");
         assert_eq!(cli.code, REPORT_WRITE_CODE);
         assert_eq!(cli.exit, Exit::Infrastructure);
         assert!(cli
             .message
-            .starts_with("cannot move the finished SARIF report"));
-        assert!(cli.help.starts_with("check that the path"));
+            .starts_with("refused to write the SARIF report to"));
+        assert!(cli.message.contains("it is a folder"));
+        assert!(cli
+            .help
+            .starts_with("pass a path that is new or a regular file"));
+    }
+
+    // A link, a pipe or a device at the destination is refused, named, and left as it was.
+    #[test]
+    fn a_link_a_pipe_or_a_device_is_never_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("target.html");
+        std::fs::write(&target, b"kept").unwrap();
+        let link = tmp.path().join("link.html");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let pipe = tmp.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&pipe)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        for (path, what) in [
+            (link.as_path(), "a symbolic link"),
+            (pipe.as_path(), "a named pipe"),
+            (Path::new("/dev/null"), "a device"),
+        ] {
+            let err = write_report(ReportKind::Envelope, path, b"{}").unwrap_err();
+            assert!(
+                matches!(err, ReportError::NotRegular { what: w, .. } if w == what),
+                "{err:?}"
+            );
+            assert!(err.to_string().contains(&path.display().to_string()));
+        }
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&pipe)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        assert!(std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
     }
 }

@@ -191,11 +191,13 @@ fn io_error(path: &Path, e: &std::io::Error) -> ExperimentError {
     }
 }
 
-/// Writes `bytes` to `path` whole or not at all.
+/// Writes `bytes` to `path` whole or not at all, and only over a regular
+/// file ([`chio_arena::output::write_whole`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
-    let tmp = path.with_extension("partial");
-    std::fs::write(&tmp, bytes).map_err(|e| io_error(&tmp, &e))?;
-    std::fs::rename(&tmp, path).map_err(|e| io_error(path, &e))
+    chio_arena::output::write_whole(path, bytes, ".chio-").map_err(|e| ExperimentError::Io {
+        path: path.display().to_string(),
+        reason: e.describe(),
+    })
 }
 
 fn read_record(

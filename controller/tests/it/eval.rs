@@ -255,6 +255,46 @@ fn write_envelope_writes_only_an_evaluated_envelope_canonically() {
     assert!(!never.exists(), "a refused envelope was written");
 }
 
+// --write-envelope onto a named pipe or a symbolic link is refused naming the path, and both are left as they were (a rename would replace them).
+#[test]
+fn write_envelope_never_replaces_a_pipe_or_a_link() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let pipe = tmp.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let target = tmp.path().join("target.json");
+    std::fs::write(&target, b"kept").unwrap();
+    let link = tmp.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for path in [&pipe, &link] {
+        let args = [
+            "eval",
+            fixture.to_str().unwrap(),
+            "--write-envelope",
+            path.to_str().unwrap(),
+        ];
+        let output = chio(tmp.path(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
+        assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]"), "{stderr}");
+        assert!(stderr.contains(path.to_str().unwrap()), "{stderr}");
+    }
+    assert!(std::fs::symlink_metadata(&pipe)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+}
+
 // A key given twice is refused at its position, never quoting the key: a key is input too, and may be a credential.
 #[test]
 fn a_duplicate_key_is_refused_without_quoting_it() {

@@ -218,3 +218,52 @@ fn every_report_flag_keeps_off_inputs_and_outputs() {
     assert_eq!(std::fs::read(dir.join("env.json")).unwrap(), b"{}");
     assert_eq!(std::fs::read(dir.join("t/scenario.toml")).unwrap(), b"{}");
 }
+
+// A report or an envelope whose path holds a named pipe or a symbolic link is refused (CHIO-REPORT-WRITE, naming the path), and the pipe, the link and its target are left as they were.
+#[test]
+fn reports_never_replace_a_pipe_or_a_link() {
+    use std::os::unix::fs::FileTypeExt;
+    let tmp = demo();
+    let dir = tmp.path();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.join("pipe"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(dir.join("target.txt"), b"kept").unwrap();
+    std::os::unix::fs::symlink("target.txt", dir.join("link.html")).unwrap();
+    let run = ["arena", "run", "demo/scenario.toml", "--out", "bundle"];
+    let output = chio(dir, &run);
+    assert_eq!(output.status.code(), Some(0), "{}", explain(&run, &output));
+    for args in [
+        &[
+            "arena",
+            "run",
+            "demo/scenario.toml",
+            "--out",
+            "b2",
+            "--junit",
+            "pipe",
+        ][..],
+        &["report", "bundle", "--out", "link.html"],
+        &["report", "bundle", "--out", "pipe"],
+    ] {
+        let output = chio(dir, args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{}", explain(args, &output));
+        assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]"), "{stderr}");
+        assert!(stderr.contains("not a regular file"), "{stderr}");
+        assert!(
+            stderr.contains("pass a path that is new or a regular file"),
+            "{stderr}"
+        );
+    }
+    let kind = |name: &str| {
+        std::fs::symlink_metadata(dir.join(name))
+            .unwrap()
+            .file_type()
+    };
+    assert!(kind("pipe").is_fifo());
+    assert!(kind("link.html").is_symlink());
+    assert_eq!(std::fs::read(dir.join("target.txt")).unwrap(), b"kept");
+}
