@@ -66,6 +66,13 @@ pub enum DenyReason {
         /// The kernel's limit.
         limit: usize,
     },
+    /// A key field of the capability is not an Ed25519 public key in
+    /// lowercase hex.
+    KeyMalformed {
+        /// The field's path inside the capability (`subject`,
+        /// `delegation_chain[0].delegatee`); never the value.
+        field: String,
+    },
     /// A link does not continue from its parent.
     ChainBroken {
         /// The link's index.

@@ -7,11 +7,17 @@
 //! against the injected clock, then the chain's shape: depth, continuity,
 //! cycles, link dates, and attenuation of every link (scope subset, window
 //! inside the parent's, budget and share no larger). The depth limit is
-//! checked first of all, before any signature is verified. Times are Unix
+//! checked first of all, before any signature is verified, then every key
+//! field ([`first_malformed_key`]): an issuer, a subject, a delegator or a
+//! delegatee that is not the one accepted spelling of an Ed25519 key (64
+//! lowercase hex characters of a curve point) is denied, since keys are
+//! compared as strings from then on (a key spelt in capitals would slip
+//! past the chain's key-cycle check). Times are Unix
 //! milliseconds end to end: nothing is rounded toward validity. What passes is a
 //! [`VerifiedCapability`] that the later steps read.
 
 use crate::canonical::to_canonical_vec;
+use crate::keys::parse_public_key_hex;
 use crate::path::{is_under, normalize_path};
 use crate::planted::Weakness;
 use crate::reason::{DenyReason, Widening};
@@ -91,6 +97,9 @@ pub fn verify_capability(
             limit: max_depth,
         });
     }
+    if let Some(field) = first_malformed_key(token) {
+        return Err(DenyReason::KeyMalformed { field });
+    }
     let root = token.root_body();
     let delegated = !token.delegation_chain.is_empty();
     if delegated != token.root.is_some() {
@@ -121,6 +130,40 @@ pub fn verify_capability(
         shares: chain.shares,
         invocation_limits: chain.invocation_limits,
         delegators: chain.delegators,
+    })
+}
+
+/// The path inside the capability (`subject`, `root.issuer`,
+/// `delegation_chain[1].delegatee`, ...) of the first key field that is not
+/// 64 lowercase hex characters of an Ed25519 public key, in the token's
+/// order: the top-level issuer and subject, the root's, then each link's
+/// delegator and delegatee. The one check of a key's spelling that the
+/// kernel and the portable envelope both apply.
+pub fn first_malformed_key(token: &CapabilityToken) -> Option<String> {
+    let top = [("issuer", &token.issuer), ("subject", &token.subject)];
+    let root = token
+        .root
+        .iter()
+        .flat_map(|r| [("root.issuer", &r.issuer), ("root.subject", &r.subject)]);
+    let named = top
+        .into_iter()
+        .chain(root)
+        .find(|(_, key)| parse_public_key_hex(key).is_err())
+        .map(|(field, _)| field.to_string());
+    named.or_else(|| {
+        token
+            .delegation_chain
+            .iter()
+            .enumerate()
+            .find_map(|(i, link)| {
+                [
+                    ("delegator", &link.delegator),
+                    ("delegatee", &link.delegatee),
+                ]
+                .into_iter()
+                .find(|(_, key)| parse_public_key_hex(key).is_err())
+                .map(|(field, _)| format!("delegation_chain[{i}].{field}"))
+            })
     })
 }
 

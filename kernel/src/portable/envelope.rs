@@ -20,6 +20,7 @@ use crate::canonical::{first_inexact_integer, from_slice_unique};
 use crate::error::EnvelopeError;
 use crate::keys::parse_public_key_hex;
 use crate::token::CapabilityToken;
+use crate::verification::first_malformed_key;
 
 /// A parsed envelope.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,14 +126,11 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
     let token = serde_json::to_value(&wire.capability)
         .map_err(|_| invalid("capability", "does not form a JSON object"))?;
     check_integers(&token, "capability")?;
-    for (i, text) in wire.trusted_issuers_hex.iter().enumerate() {
-        parse_public_key_hex(text).map_err(|_| {
-            invalid(
-                &format!("trusted_issuers_hex[{i}]"),
-                "expected 64 lowercase hex characters of an Ed25519 public key",
-            )
-        })?;
-    }
+    check_keys(
+        &wire.trusted_issuers_hex,
+        &wire.capability,
+        &request.agent_id,
+    )?;
     Ok(Envelope {
         request: PortableRequest {
             request_id: request.request_id,
@@ -146,6 +144,29 @@ pub fn parse_envelope(json: &[u8]) -> Result<Envelope, EnvelopeError> {
         clock: wire.clock_override_unix_secs,
         clock_ms: wire.clock_override_unix_ms,
     })
+}
+
+/// What a key field expects.
+const KEY_DETAIL: &str = "expected 64 lowercase hex characters of an Ed25519 public key";
+
+/// Every key of the envelope is the one accepted spelling of an Ed25519
+/// key: each trusted issuer, the caller (`request.agent_id`) and every key
+/// field of the capability, by the check the kernel's step 1 applies
+/// ([`first_malformed_key`]), so keys compare as strings after this.
+fn check_keys(
+    trusted_issuers: &[String],
+    capability: &CapabilityToken,
+    agent_id: &str,
+) -> Result<(), EnvelopeError> {
+    for (i, text) in trusted_issuers.iter().enumerate() {
+        parse_public_key_hex(text)
+            .map_err(|_| invalid(&format!("trusted_issuers_hex[{i}]"), KEY_DETAIL))?;
+    }
+    parse_public_key_hex(agent_id).map_err(|_| invalid("request.agent_id", KEY_DETAIL))?;
+    match first_malformed_key(capability) {
+        Some(field) => Err(invalid(&format!("capability.{field}"), KEY_DETAIL)),
+        None => Ok(()),
+    }
 }
 
 /// Each clock within 2^53, and at most one of them.

@@ -25,6 +25,8 @@ crate::code_enum! {
     Expired => "expired",
     /// The chain is longer than the kernel admits.
     DelegationTooDeep => "delegation-too-deep",
+    /// A key field of the capability is not a key in lowercase hex.
+    KeyMalformed => "key-malformed",
     /// A link does not continue from its parent.
     ChainBroken => "chain-broken",
     /// A capability id appears twice in the chain.
@@ -219,6 +221,7 @@ impl DenyReason {
             R::NotYetValid => C::NotYetValid,
             R::Expired => C::Expired,
             R::DelegationTooDeep { .. } => C::DelegationTooDeep,
+            R::KeyMalformed { .. } => C::KeyMalformed,
             R::ChainBroken { .. } => C::ChainBroken,
             R::ChainCycleId { .. } => C::ChainCycleId,
             R::ChainCycleKey { .. } => C::ChainCycleKey,

@@ -61,6 +61,10 @@ impl fmt::Display for DenyReason {
             R::DelegationTooDeep { depth, limit } => {
                 write!(f, "delegation depth {depth} exceeds the limit {limit}")
             }
+            R::KeyMalformed { field } => write!(
+                f,
+                "capability key {field} is not an Ed25519 public key in 64 lowercase hex characters"
+            ),
             R::ChainBroken {
                 index,
                 child,

@@ -21,6 +21,7 @@ fn examples() -> Vec<(DenyReason, &'static str)> {
         (R::NotYetValid, "capability not yet valid"),
         (R::Expired, "capability has expired"),
         (R::DelegationTooDeep { depth: 9, limit: 8 }, "delegation depth 9 exceeds the limit 8"),
+        (R::KeyMalformed { field: s("delegation_chain[0].delegatee") }, "capability key delegation_chain[0].delegatee is not an Ed25519 public key in 64 lowercase hex characters"),
         (R::ChainBroken { index: 1, child: s("c"), parent: s("p") }, "delegation chain is broken at link 1: link c does not continue from p"),
         (R::ChainCycleId { child: s("c") }, "delegation chain has a cycle: capability id c appears twice"),
         (R::ChainCycleKey { child: s("c") }, "delegation chain has a cycle: link c delegates back to a key already in the chain"),

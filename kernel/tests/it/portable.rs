@@ -624,3 +624,189 @@ proptest! {
         }
     }
 }
+
+/// What a key field of an envelope is refused with.
+const KEY_DETAIL: &str = "expected 64 lowercase hex characters of an Ed25519 public key";
+
+// A chain that hands the capability back to its root holder spelt in capitals is denied at step 1 as a malformed key, by the portable evaluator and the hosted kernel alike (the key-cycle check compares keys as strings).
+#[test]
+fn a_key_spelt_in_capitals_is_denied_at_step_one() {
+    let root = issue("cap-alice", "alice", files_scope());
+    let bob = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &Attenuation::default(),
+            "cap-bob",
+            NOW_MS,
+        )
+        .unwrap();
+    let upper = agent_pk("alice").to_uppercase();
+    let back = bob
+        .delegate(
+            &agent_key("bob"),
+            &upper,
+            &Attenuation::default(),
+            "cap-back",
+            NOW_MS,
+        )
+        .unwrap();
+    let issuers = vec![authority_pk()];
+    let mut request = portable_request("alice", "read_file");
+    request.agent_id = upper.clone();
+    let d = evaluate_portable(
+        &EvaluateInput {
+            request: &request,
+            capability: &back,
+            trusted_issuers: &issuers,
+            now_ms: NOW_SECS * 1000,
+            guards: &[],
+            session_filesystem_roots: None,
+        },
+        &mut InMemorySiblingShares::strict(),
+    );
+    assert_eq!(d.verdict, PortableVerdict::Deny);
+    let wanted =
+        "capability key subject is not an Ed25519 public key in 64 lowercase hex characters";
+    assert_eq!(d.reason.as_deref(), Some(wanted));
+    // The same capability spelt the accepted way is the key cycle it hid.
+    let lower = bob
+        .delegate(
+            &agent_key("bob"),
+            &agent_pk("alice"),
+            &Attenuation::default(),
+            "cap-back",
+            NOW_MS,
+        )
+        .unwrap();
+    let mut hosted = kernel(Vec::new());
+    let files = standard_files();
+    let decision = decide(
+        &mut hosted,
+        &files,
+        "alice",
+        &lower,
+        ("files", "read_file"),
+        json!({"path": "/workspace/a.txt"}),
+        "r1",
+    );
+    assert_eq!(
+        decision.reason.as_deref(),
+        Some("delegation chain has a cycle: link cap-back delegates back to a key already in the chain")
+    );
+    let decision = decide(
+        &mut hosted,
+        &files,
+        "alice",
+        &back,
+        ("files", "read_file"),
+        json!({"path": "/workspace/a.txt"}),
+        "r2",
+    );
+    assert_eq!(decision.reason.as_deref(), Some(wanted));
+}
+
+// The key check walks every key field in the token's order and names the first malformed one by its path.
+#[test]
+fn the_first_malformed_key_is_named_by_its_path() {
+    use chio_kernel::verification::first_malformed_key;
+    let root = issue("cap-alice", "alice", files_scope());
+    let bob = root
+        .delegate(
+            &agent_key("alice"),
+            &agent_pk("bob"),
+            &Attenuation::default(),
+            "cap-bob",
+            NOW_MS,
+        )
+        .unwrap();
+    assert_eq!(first_malformed_key(&bob), None);
+    type Edit = fn(&mut chio_kernel::token::CapabilityToken);
+    let cases: Vec<(Edit, &str)> = vec![
+        (|t| t.issuer = t.issuer.to_uppercase(), "issuer"),
+        (|t| t.root.as_mut().unwrap().issuer.push('0'), "root.issuer"),
+        (
+            |t| t.root.as_mut().unwrap().subject = "anyone".into(),
+            "root.subject",
+        ),
+        (
+            |t| t.delegation_chain[0].delegator.clear(),
+            "delegation_chain[0].delegator",
+        ),
+        (
+            |t| t.delegation_chain[0].delegatee = t.delegation_chain[0].delegatee.to_uppercase(),
+            "delegation_chain[0].delegatee",
+        ),
+    ];
+    for (mutate, field) in cases {
+        let mut token = bob.clone();
+        mutate(&mut token);
+        assert_eq!(first_malformed_key(&token).as_deref(), Some(field));
+    }
+}
+
+// Every key field of an envelope (the caller, the token's issuer and subject, its root's, each link's delegator and delegatee) that is not a key in lowercase hex is refused naming its path.
+#[test]
+fn key_fields_of_an_envelope_are_refused_by_path() {
+    fn upper(e: &mut Value, pointer: &str) {
+        let field = e.pointer_mut(pointer).unwrap();
+        *field = json!(field.as_str().unwrap().to_uppercase());
+    }
+    let cases: Vec<(Mutation, &str)> = vec![
+        (
+            Box::new(|e| upper(e, "/request/agent_id")),
+            "request.agent_id",
+        ),
+        (
+            Box::new(|e| e["request"]["agent_id"] = json!("not-a-key")),
+            "request.agent_id",
+        ),
+        (
+            Box::new(|e| upper(e, "/capability/subject")),
+            "capability.subject",
+        ),
+        (
+            Box::new(|e| e["capability"]["subject"] = json!("anyone")),
+            "capability.subject",
+        ),
+        (
+            Box::new(|e| upper(e, "/capability/issuer")),
+            "capability.issuer",
+        ),
+        (
+            Box::new(|e| {
+                let key = e["capability"]["subject"].as_str().unwrap().to_string();
+                e["capability"]["subject"] = json!(&key[..63]);
+            }),
+            "capability.subject",
+        ),
+    ];
+    for (mutate, field) in cases {
+        let mut env = fixture();
+        mutate(&mut env);
+        let err = parse_envelope(env.to_string().as_bytes()).unwrap_err();
+        assert_eq!(
+            err,
+            EnvelopeError::InvalidField {
+                field: field.into(),
+                detail: KEY_DETAIL.into()
+            }
+        );
+    }
+}
+
+proptest! {
+    // A caller key that is not 64 lowercase hex characters of a key is refused naming request.agent_id, never quoting it.
+    #[test]
+    fn a_caller_that_is_not_a_key_is_refused(text in "[0-9a-fA-F]{1,70}|[ -~]{1,70}") {
+        prop_assume!(chio_kernel::keys::parse_public_key_hex(&text).is_err());
+        let mut env = fixture();
+        env["request"]["agent_id"] = json!(text);
+        let err = parse_envelope(env.to_string().as_bytes()).unwrap_err();
+        prop_assert_eq!(
+            &err,
+            &EnvelopeError::InvalidField { field: "request.agent_id".into(), detail: KEY_DETAIL.into() }
+        );
+        prop_assert!(!printed(&err).contains(&text) || text.len() < 4, "{}", err);
+    }
+}
