@@ -129,6 +129,45 @@ pub fn check_folder(folder: &str, field: &str) -> Result<String, ArenaError> {
     Ok(normalized)
 }
 
+/// Why a path below the scenario's folder could not be resolved.
+#[derive(Debug)]
+pub enum Unresolved {
+    /// The scenario's folder itself cannot be resolved.
+    Base(std::io::Error),
+    /// The path cannot be resolved (it is missing, or a link dangles).
+    Path(std::io::Error),
+}
+
+/// The one rule every file or folder a scenario names by path obeys (a
+/// `fixtures` folder, a sealed file, an agent's `seed_prompt_ref`): as
+/// written, a relative path below the scenario's folder ([`check_folder`]);
+/// resolved with every symbolic link followed, still inside it, else
+/// [`ArenaError::FixtureOutsideScenario`]. Answers the resolved path, or
+/// why it could not be resolved (the caller words a missing file), so
+/// nothing is revealed about a path outside the scenario's folder.
+pub fn resolve_below(
+    base_dir: &Path,
+    path: &str,
+    field: &str,
+) -> Result<Result<PathBuf, Unresolved>, ArenaError> {
+    let normalized = check_folder(path, field)?;
+    let base = match base_dir.canonicalize() {
+        Ok(base) => base,
+        Err(e) => return Ok(Err(Unresolved::Base(e))),
+    };
+    let real = match base_dir.join(&normalized).canonicalize() {
+        Ok(real) => real,
+        Err(e) => return Ok(Err(Unresolved::Path(e))),
+    };
+    if !real.starts_with(&base) {
+        return Err(ArenaError::FixtureOutsideScenario {
+            field: field.to_string(),
+            entry: Some(normalized),
+        });
+    }
+    Ok(Ok(real))
+}
+
 /// Reads the fixture folder `folder` (as written at `field`) below
 /// `base_dir`, the scenario's folder, within what `budget` still allows
 /// (and spends it); see the module documentation for what is refused.

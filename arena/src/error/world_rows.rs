@@ -111,19 +111,20 @@ macro_rules! with_world_rows {
         /// out with `..`, naming the folder itself, or resolving elsewhere
         /// through a symbolic link (the folder or anything below it).
         FixtureOutsideScenario {
-            /// Path of the `fixtures` key.
+            /// Path of the key naming it (`fixtures`, a sealed file's
+            /// `fixture`, `seed_prompt_ref`).
             field: String,
             /// The file or folder that resolves outside, relative to the
             /// scenario's folder, when it is not the `fixtures` folder as written.
             entry: Option<String>,
         } => "CHIO-SCENARIO-FIXTURE-OUTSIDE", Input, at: Some(field),
             summary: match entry {
-                None => format!("fixtures folder at {field} is absolute or leaves the scenario's folder"),
+                None => format!("path at {field} is absolute or leaves the scenario's folder"),
                 Some(entry) => format!(
-                    "fixture {entry:?} at {field} resolves outside the scenario's folder through a symbolic link"
+                    "{entry:?} at {field} resolves outside the scenario's folder through a symbolic link"
                 ),
             },
-            help: "keep fixtures in a folder below the scenario's folder, without '..' and without symbolic links that lead out of it";
+            help: "keep fixtures, sealed files and prompts below the scenario's folder, without '..' and without symbolic links that lead out of it";
         /// A fixture a run could not seed: not UTF-8 text, a name that is not
         /// UTF-8, not a file or folder, a dangling or looping link, unreadable.
         FixtureUnreadable {

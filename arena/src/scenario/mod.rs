@@ -250,17 +250,25 @@ impl Scenario {
         }
     }
 
-    /// Refuses an agent whose `seed_prompt_ref` names no file next to the
-    /// scenario (`CHIO-SCENARIO-SEED-PROMPT-MISSING`, naming the agent's
-    /// key and the file). This is the only check that reads the prompt's
+    /// Refuses an agent whose `seed_prompt_ref` is not a relative path
+    /// below the scenario's folder that resolves inside it
+    /// (`CHIO-SCENARIO-FIXTURE-OUTSIDE`, the rule of fixtures and sealed
+    /// files, [`crate::fixtures::resolve_below`]) or names no file there
+    /// (`CHIO-SCENARIO-SEED-PROMPT-MISSING`, naming the agent's key and the
+    /// file). This is the only check that reads the prompt's
     /// place on disk: a node validates a world without its files, and no
     /// kernel reads the prompt.
     pub fn check_seed_prompts(&self) -> Result<(), ArenaError> {
         for (i, agent) in self.file.agents.iter().enumerate() {
-            let path = self.base_dir.join(&agent.seed_prompt_ref);
-            if !path.is_file() {
+            // The path rule of fixtures and sealed files: below the
+            // scenario's folder, no link out, so validation says nothing
+            // about a file elsewhere.
+            let field = format!("agents[{i}].seed_prompt_ref");
+            let found =
+                crate::fixtures::resolve_below(&self.base_dir, &agent.seed_prompt_ref, &field)?;
+            if !found.is_ok_and(|real| real.is_file()) {
                 return Err(ArenaError::SeedPromptMissing {
-                    field: format!("agents[{i}].seed_prompt_ref"),
+                    field,
                     file: agent.seed_prompt_ref.clone(),
                 });
             }

@@ -24,7 +24,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 use crate::error::ArenaError;
-use crate::fixtures::{check_folder, FixtureSet};
+use crate::fixtures::{check_folder, FixtureSet, Unresolved};
 
 /// The most characters a sealed value may have.
 pub const MAX_CHARS: usize = 65_536;
@@ -87,22 +87,18 @@ pub fn read_sealed(
             "it lies in the fixtures folder {folder:?} of a server, which the bundle copies and agents can read"
         )));
     }
-    let base = base_dir.canonicalize().map_err(|e| {
-        refuse(format!(
-            "the scenario's folder cannot be resolved: {}",
-            e.kind()
-        ))
-    })?;
-    let real = base_dir
-        .join(&normalized)
-        .canonicalize()
-        .map_err(|e| refuse(format!("it cannot be resolved: {}", e.kind())))?;
-    if !real.starts_with(&base) {
-        return Err(ArenaError::FixtureOutsideScenario {
-            field: field.to_string(),
-            entry: Some(normalized),
-        });
-    }
+    let real = match crate::fixtures::resolve_below(base_dir, &normalized, field)? {
+        Ok(real) => real,
+        Err(Unresolved::Base(e)) => {
+            return Err(refuse(format!(
+                "the scenario's folder cannot be resolved: {}",
+                e.kind()
+            )))
+        }
+        Err(Unresolved::Path(e)) => {
+            return Err(refuse(format!("it cannot be resolved: {}", e.kind())))
+        }
+    };
     // The same rule on the resolved paths: a link outside a fixtures folder
     // to a file inside one, or a fixtures folder that is a link to the
     // sealed file's folder, still puts the value where agents read it.

@@ -624,3 +624,53 @@ fn no_definition_of_a_scenario_is_flagged_but_the_poisoned_reference() {
     assert!(read >= 30, "only {read} scenarios loaded");
     assert!(flagged.is_empty(), "{flagged:#?}");
 }
+
+// A seed prompt obeys the fixtures' path rule: an absolute path, a `..` path or a link out of the
+// scenario's folder is refused as outside, whether or not the file exists, so validation tells
+// nothing about a file elsewhere; a prompt inside (through a link too) loads.
+#[test]
+fn a_seed_prompt_outside_the_scenario_folder_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("case");
+    std::fs::create_dir_all(dir.join("prompts")).unwrap();
+    std::fs::write(dir.join("prompts/p.txt"), "prompt").unwrap();
+    std::fs::write(tmp.path().join("outside.txt"), "elsewhere").unwrap();
+    std::os::unix::fs::symlink("../../outside.txt", dir.join("prompts/out.txt")).unwrap();
+    std::os::unix::fs::symlink("p.txt", dir.join("prompts/in.txt")).unwrap();
+    let text = std::fs::read_to_string(scenarios_dir().join("walking_skeleton.toml")).unwrap();
+    let original = text
+        .lines()
+        .find(|l| l.starts_with("seed_prompt_ref = "))
+        .expect("a seed prompt")
+        .to_string();
+    let check = |prompt: &str| {
+        let file = dir.join("s.toml");
+        let edited = text.replace(&original, &format!("seed_prompt_ref = {prompt:?}"));
+        let edited = edited.replace("fixtures = ", "# fixtures = ");
+        std::fs::write(&file, edited).unwrap();
+        load_scenario(&file).and_then(|s| s.check_seed_prompts())
+    };
+    for prompt in [
+        "/etc/passwd",
+        "/etc/definitely-missing",
+        "../outside.txt",
+        "../../../../etc/passwd",
+        "prompts/../../outside.txt",
+        "prompts/out.txt",
+    ] {
+        let err = check(prompt).expect_err(prompt);
+        assert_eq!(
+            err.code(),
+            "CHIO-SCENARIO-FIXTURE-OUTSIDE",
+            "{prompt}: {err}"
+        );
+        assert!(
+            err.to_string().contains("agents[0].seed_prompt_ref"),
+            "{err}"
+        );
+    }
+    check("prompts/p.txt").expect("a prompt inside loads");
+    check("./prompts/in.txt").expect("a link inside loads");
+    let err = check("prompts/missing.txt").expect_err("missing");
+    assert_eq!(err.code(), "CHIO-SCENARIO-SEED-PROMPT-MISSING", "{err}");
+}
