@@ -109,6 +109,21 @@ fn readable(answer: &PortableAnswer) -> String {
     text
 }
 
+/// Marks every credential-shaped part of what the answer echoes from the
+/// envelope (the reason, which may quote an argument, the capability id and
+/// the request id) by its shape, as an error block does
+/// (`crate::error::shown`), in the readable answer and in `--json` alike:
+/// never the value.
+fn mark_echoed_credentials(answer: &mut PortableAnswer) {
+    use chio_kernel::credentials::mark::mark_credentials;
+    for text in [&mut answer.capability_id, &mut answer.request_id]
+        .into_iter()
+        .chain(answer.reason.as_mut())
+    {
+        *text = mark_credentials(text).into_owned();
+    }
+}
+
 /// The largest clock `--now-unix-secs` takes: the answer prints it as
 /// canonical JSON, which holds integers up to 2^53 exactly.
 pub const MAX_NOW_UNIX_SECS: u64 = 1 << 53;
@@ -190,12 +205,7 @@ pub fn run(args: &EvalArgs, out: &mut dyn Write) -> Result<(), CliError> {
     };
     let mut answer =
         evaluate_envelope_at(&bytes, args.now_unix_secs).map_err(|e| envelope_error(&e))?;
-    // A reason may quote an argument as the envelope wrote it: what is
-    // printed marks a credential-shaped part by its shape, as an error
-    // block does (`crate::error::shown`), never the value.
-    answer.reason = answer
-        .reason
-        .map(|r| chio_kernel::credentials::mark::mark_credentials(&r).into_owned());
+    mark_echoed_credentials(&mut answer);
     // Written once it was evaluated (a refused envelope is never written),
     // as canonical JSON, whatever spelling it was given in.
     if let Some(path) = &args.write_envelope {

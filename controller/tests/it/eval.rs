@@ -392,3 +392,30 @@ fn a_reason_quoting_a_credential_prints_its_mark() {
         assert!(!out.contains(&token), "{out}");
     }
 }
+
+// A request id and a capability id that hold a credential are printed, in the readable answer and in --json, as the mark of its shape, like a reason.
+#[test]
+fn echoed_ids_holding_a_credential_print_their_mark() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let mut env: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let token = format!("ghp_{}", "b".repeat(36));
+    let aws = "AKIAIOSFODNN7EXAMPLE";
+    env["request"]["request_id"] = serde_json::json!(token);
+    // The capability id is signed: changed, the answer is a deny that still names it.
+    env["capability"]["id"] = serde_json::json!(format!("cap {aws}"));
+    std::fs::write(tmp.path().join("env.json"), env.to_string()).unwrap();
+    for json in [false, true] {
+        let mut args = vec!["eval", "env.json"];
+        if json {
+            args.push("--json");
+        }
+        let output = chio(tmp.path(), &args);
+        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+        let out = String::from_utf8_lossy(&output.stdout);
+        assert!(out.contains("[REDACTED:github-token]"), "{out}");
+        assert!(out.contains("[REDACTED:aws-access-key]"), "{out}");
+        assert!(!out.contains(&token) && !out.contains(aws), "{out}");
+    }
+}
