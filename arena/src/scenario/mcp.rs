@@ -86,8 +86,18 @@ pub fn parse_tools_list(bytes: &[u8], server: &str) -> Result<Vec<ImportedTool>,
                 "the input ends before its JSON does (line {line}, column {column}): the file is truncated; save the whole tools/list response again"
             ),
             Category::Io => "the input could not be read".to_string(),
+            // serde_json refuses nesting past 128 levels with this message.
+            _ if e.to_string().starts_with("recursion limit exceeded") => format!(
+                "the input nests deeper than 128 levels (line {line}, column {column}): the importer reads at most 128; have the server list flatter schemas"
+            ),
+            _ if e.to_string().starts_with("number out of range") => format!(
+                "the input holds a number beyond the range of a JSON number (line {line}, column {column}): have the server list the number within range"
+            ),
+            _ if chio_kernel::canonical::is_duplicate_key(&e) => format!(
+                "the input is not JSON with each key once per object (line {line}, column {column}): a key appears twice in one object; pass the tools/list response or its result as the server sent it"
+            ),
             _ => format!(
-                "the input is not JSON with each key once per object (line {line}, column {column}): pass the tools/list response or its result as the server sent it"
+                "the input is not JSON (line {line}, column {column}): pass the tools/list response or its result as the server sent it"
             ),
         })
     })?;
@@ -442,6 +452,9 @@ mod tests {
             (r#"{"tools": [{"name": "..", "inputSchema": {}}]}"#.to_string(), "not . or .."),
             (r#"{"tools": []}"#.to_string(), "tools is empty"),
             (r#"{"result": {"tools": {}}}"#.to_string(), "result.tools is not a JSON array"),
+            (r#"{"tools": [{"name": "a", "inputSchema": {"maximum": 1e400}}]}"#.to_string(), "a number beyond the range of a JSON number"),
+            (format!(r#"{{"tools": {}{}}}"#, "[".repeat(200), "]".repeat(200)), "nests deeper than 128 levels"),
+            (r#"{"tools": [], "tools": []}"#.to_string(), "a key appears twice in one object"),
         ] {
             let err = tools(&text).expect_err(&text);
             assert!(err.contains(wanted), "{text}: {err}");
