@@ -45,6 +45,15 @@ impl WriteRefusal {
             WriteRefusal::Write(e) | WriteRefusal::Replace(e) => e.kind().to_string(),
         }
     }
+
+    /// The refusal as the arena's output error for `path`
+    /// (`CHIO-ARENA-OUTPUT`).
+    pub fn output_error(&self, path: &Path) -> crate::error::ArenaError {
+        crate::error::ArenaError::Output {
+            path: path.display().to_string(),
+            cause: self.describe(),
+        }
+    }
 }
 
 /// Refuses a destination that is neither absent nor a regular file

@@ -151,7 +151,7 @@ fn arena_error(err: &ArenaError) -> CliError {
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), CliError> {
     let path = dir.join(name);
     chio_arena::output::write_whole(&path, bytes, ".chio-evolve-")
-        .map_err(|e| CliError::write_refused(COMMAND, &path, &e))
+        .map_err(|e| CliError::from_arena(COMMAND, &e.output_error(&path)))
 }
 
 /// Runs the command, printing to `out`: load and check, evolve, write the

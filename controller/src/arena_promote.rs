@@ -313,7 +313,7 @@ fn write_cases(
         let bytes = CliError::canonical_line(COMMAND, &case)?;
         let path = dir.join(case.file_name());
         chio_arena::output::write_whole(&path, bytes.as_bytes(), ".chio-promote-")
-            .map_err(|e| CliError::write_refused(COMMAND, &path, &e))?;
+            .map_err(|e| CliError::from_arena(COMMAND, &e.output_error(&path)))?;
         written.push(path.display().to_string());
     }
     Ok(written)

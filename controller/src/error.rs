@@ -380,22 +380,6 @@ impl CliError {
         )
     }
 
-    /// An output file [`chio_arena::output::write_whole`] did not write,
-    /// as [`CliError::write_failed`] words it.
-    pub fn write_refused(
-        command: &'static str,
-        path: &Path,
-        refusal: &chio_arena::output::WriteRefusal,
-    ) -> Self {
-        Self::from_arena(
-            command,
-            &ArenaError::Output {
-                path: path.display().to_string(),
-                cause: refusal.describe(),
-            },
-        )
-    }
-
     /// Writes a command's output to `out` and flushes it; a failure to
     /// write is [`CliError::output`].
     pub fn print(command: &'static str, out: &mut dyn Write, text: &[u8]) -> Result<(), Self> {
