@@ -1520,7 +1520,7 @@ fn refuses_a_task_file_the_scenario_loader_refuses() {
     f.assert_command_refused(
         &args,
         "CHIO-CAMPAIGN-TASK-SCENARIO",
-        "campaign hash: task file \"walking_skeleton.toml\" is refused as a scenario: fixture",
+        "campaign hash: task file \"walking_skeleton.toml\" is refused as a scenario: \"fixtures/walking-skeleton/leak.txt\" at servers[0].fixtures resolves outside the scenario's folder",
     );
     let output = chio(&f.dir, &args);
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -403,7 +403,7 @@ fn an_unwritable_report_exits_3() {
     let output = chio(tmp.path(), &args);
     assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]: arena run: cannot move the finished JUnit report into place at taken"), "{stderr}");
+    assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]: arena run: refused to write the JUnit report to taken: it is a folder, not a regular file, and is never replaced"), "{stderr}");
     assert!(stderr.contains("docs: https://chio.computer/docs/reference/errors#error-report-write"));
     assert!(tmp.path().join("bundle/arena.json").exists());
 }
