@@ -169,6 +169,16 @@ pub fn read_named(path: &Path, limit: u64) -> Result<Vec<u8>, FileRefusal> {
 pub(crate) mod tests {
     use super::*;
 
+    /// The names in `folder`, sorted.
+    pub(crate) fn names(folder: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
     /// Makes a named pipe at `path`.
     pub(crate) fn mkfifo(path: &Path) {
         let made = std::process::Command::new("mkfifo")

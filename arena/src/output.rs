@@ -96,17 +96,7 @@ pub fn write_whole(path: &Path, bytes: &[u8], prefix: &str) -> Result<(), WriteR
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::tests::mkfifo;
-
-    /// The names in `folder`, sorted.
-    fn names(folder: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(folder)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
+    use crate::files::tests::{mkfifo, names};
 
     // A new file and a regular file are written whole; nothing else is left beside them.
     #[test]

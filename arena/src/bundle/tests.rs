@@ -2,6 +2,7 @@
 //! and refusing linked or foreign inputs.
 
 use super::*;
+use crate::files::tests::names;
 use chio_kernel::verdict::ProjectedVerdict;
 
 pub(super) fn step(id: &str, actual: &str, evaluator: &str) -> StepRecord {
@@ -106,15 +107,6 @@ pub(super) fn sample(steps: Vec<StepRecord>, inputs: &[(&str, &[u8])]) -> Bundle
             .map(|(k, v)| (k.to_string(), v.to_vec()))
             .collect(),
     }
-}
-
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 // A bundle written and read back is the same bundle, and refuses to

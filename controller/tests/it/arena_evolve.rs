@@ -361,27 +361,9 @@ fn promote_refuses_a_foreign_trace_and_fails_while_escapes_remain() {
         &evolved,
         &["--generations", "2", "--population-size", "3"],
     );
-    let trace = evolved
-        .join("evolve-trace.json")
-        .to_string_lossy()
-        .to_string();
+    let trace = evolved.join("evolve-trace.json");
     let promoted = tmp.path().join("promoted");
-    let out_dir = promoted.to_string_lossy().to_string();
-    let promote = |file: &str, extra: &[&str]| {
-        let mut args = vec![
-            "arena",
-            "promote",
-            file,
-            "--to",
-            "adversarial-suite",
-            "--from-trace",
-            &trace,
-            "--out",
-            &out_dir,
-        ];
-        args.extend(extra);
-        chio(&args, &[])
-    };
+    let promote = |file: &str, extra: &[&str]| promote_text(file, &trace, &promoted, extra);
     let out = promote("scenarios/adversaries-rug-pull.toml", &[]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -567,6 +549,14 @@ fn promote_trace(file: &str, trace: &Path, out: &Path) -> Output {
 
 /// [`promote_trace`] with `extra` arguments (`--searched FILE`).
 fn promote_trace_with(file: &str, trace: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut extra = extra.to_vec();
+    extra.push("--json");
+    promote_text(file, trace, out, &extra)
+}
+
+/// `chio arena promote FILE --to adversarial-suite --from-trace TRACE --out
+/// OUT` with `extra` arguments, answering in text.
+fn promote_text(file: &str, trace: &Path, out: &Path, extra: &[&str]) -> Output {
     let trace = trace.to_string_lossy();
     let out = out.to_string_lossy();
     let mut args = vec![
@@ -579,7 +569,6 @@ fn promote_trace_with(file: &str, trace: &Path, out: &Path, extra: &[&str]) -> O
         &trace,
         "--out",
         &out,
-        "--json",
     ];
     args.extend(extra);
     chio(&args, &[])

@@ -5,6 +5,7 @@
 use crate::util;
 
 use std::io::Write;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -377,14 +378,7 @@ fn a_reason_quoting_a_credential_prints_its_mark() {
     );
     assert_ne!(text, base);
     std::fs::write(tmp.path().join("env.json"), text).unwrap();
-    for json in [false, true] {
-        let mut args = vec!["eval", "env.json"];
-        if json {
-            args.push("--json");
-        }
-        let output = chio(tmp.path(), &args);
-        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
-        let out = String::from_utf8_lossy(&output.stdout);
+    for out in eval_plain_and_json(tmp.path()) {
         assert!(
             out.contains("path /etc/[REDACTED:github-token] (argument /path)"),
             "{out}"
@@ -406,16 +400,26 @@ fn echoed_ids_holding_a_credential_print_their_mark() {
     // The capability id is signed: changed, the answer is a deny that still names it.
     env["capability"]["id"] = serde_json::json!(format!("cap {aws}"));
     std::fs::write(tmp.path().join("env.json"), env.to_string()).unwrap();
-    for json in [false, true] {
-        let mut args = vec!["eval", "env.json"];
-        if json {
-            args.push("--json");
-        }
-        let output = chio(tmp.path(), &args);
-        assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
-        let out = String::from_utf8_lossy(&output.stdout);
+    for out in eval_plain_and_json(tmp.path()) {
         assert!(out.contains("[REDACTED:github-token]"), "{out}");
         assert!(out.contains("[REDACTED:aws-access-key]"), "{out}");
         assert!(!out.contains(&token) && !out.contains(aws), "{out}");
     }
+}
+
+/// `chio eval env.json` in `dir`, read and as `--json`: each answer's
+/// standard output, after asserting the evaluation succeeded.
+fn eval_plain_and_json(dir: &Path) -> Vec<String> {
+    [false, true]
+        .into_iter()
+        .map(|json| {
+            let mut args = vec!["eval", "env.json"];
+            if json {
+                args.push("--json");
+            }
+            let output = chio(dir, &args);
+            assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        })
+        .collect()
 }

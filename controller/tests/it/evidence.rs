@@ -692,6 +692,20 @@ fn failing_variant(dir: &Path, name: &str, (from, to): (&str, &str), flags: &[&s
     run(dir, &args, 1);
 }
 
+/// The bundle `revoke`: the reference scenario with its refused revocation
+/// expected done, so the run fails at that step.
+fn revoke_expected_done(dir: &Path) {
+    failing_variant(
+        dir,
+        "revoke",
+        (
+            "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
+            "expect = \"done\"\nat = 7",
+        ),
+        &[],
+    );
+}
+
 /// Marks step `index` of the bundle NAME as a pass with `outcome`, its
 /// reason cleared, and the run as completed with no mismatch.
 fn flip_outcome(dir: &Path, bundle: &str, index: usize, outcome: &str) {
@@ -725,15 +739,7 @@ fn report_re_decides_a_bundle_edited_where_nothing_signs() {
     let tmp = workspace();
     let dir = tmp.path();
     let copy = |from: &str, to: &str| copy_tree(&dir.join(from), &dir.join(to));
-    failing_variant(
-        dir,
-        "revoke",
-        (
-            "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
-            "expect = \"done\"\nat = 7",
-        ),
-        &[],
-    );
+    revoke_expected_done(dir);
     assert!(!page_of(dir, "revoke").contains("id=\"drift\""));
     copy("revoke", "revoke-forged");
     flip_outcome(dir, "revoke-forged", 6, "done");
@@ -826,15 +832,7 @@ fn eval_of_a_bundle_refuses_one_that_does_not_re_decide() {
     eval_refuses_bundle(dir, "widened", "read-outside-prefix", drifted);
     eval_refuses_bundle(dir, "widened", "read-notes", drifted);
 
-    failing_variant(
-        dir,
-        "revoke",
-        (
-            "expect = \"refused\"\nexpect_reason = \"the revoker holds no ancestor of capability operator-read\"\nat = 7",
-            "expect = \"done\"\nat = 7",
-        ),
-        &[],
-    );
+    revoke_expected_done(dir);
     assert_eq!(
         eval_step(dir, "revoke", "read-notes")["verdict"],
         "pending_approval"

@@ -356,15 +356,7 @@ fn each_argument_defect_has_its_reason_and_holds_nothing() {
 #[test]
 fn a_capability_budget_covers_its_lineage() {
     let root = bank_cap();
-    let child = root
-        .delegate(
-            &agent_key("alice"),
-            &agent_pk("bob"),
-            &Attenuation::default(),
-            "cap-bob",
-            NOW_MS,
-        )
-        .unwrap();
+    let child = root.hand_down_to("alice", "bob", "cap-bob");
     let mut lineage = daily("team");
     lineage.subject = BudgetSubject::Capability("cap-alice".into());
     let mut k = bank_kernel(vec![lineage], vec![]);

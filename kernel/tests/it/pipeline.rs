@@ -222,15 +222,7 @@ fn information_flow_follows_reads() {
 #[test]
 fn labels_reach_delegated_work() {
     let cap = issue("cap-alice", "alice", flow_scope());
-    let child = cap
-        .delegate(
-            &agent_key("alice"),
-            &agent_pk("bob"),
-            &Attenuation::default(),
-            "cap-bob",
-            NOW_MS,
-        )
-        .unwrap();
+    let child = cap.hand_down_to("alice", "bob", "cap-bob");
     let files = world_files();
     let mut k = flow_kernel();
     alice_decides(&mut k, &files, &cap, "/workspace/internal/roadmap.md", "r1");

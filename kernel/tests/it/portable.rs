@@ -632,15 +632,7 @@ const KEY_DETAIL: &str = "expected 64 lowercase hex characters of an Ed25519 pub
 #[test]
 fn a_key_spelt_in_capitals_is_denied_at_step_one() {
     let root = issue("cap-alice", "alice", files_scope());
-    let bob = root
-        .delegate(
-            &agent_key("alice"),
-            &agent_pk("bob"),
-            &Attenuation::default(),
-            "cap-bob",
-            NOW_MS,
-        )
-        .unwrap();
+    let bob = root.hand_down_to("alice", "bob", "cap-bob");
     let upper = agent_pk("alice").to_uppercase();
     let back = bob
         .delegate(
@@ -670,15 +662,7 @@ fn a_key_spelt_in_capitals_is_denied_at_step_one() {
         "capability key subject is not an Ed25519 public key in 64 lowercase hex characters";
     assert_eq!(d.reason.as_deref(), Some(wanted));
     // The same capability spelt the accepted way is the key cycle it hid.
-    let lower = bob
-        .delegate(
-            &agent_key("bob"),
-            &agent_pk("alice"),
-            &Attenuation::default(),
-            "cap-back",
-            NOW_MS,
-        )
-        .unwrap();
+    let lower = bob.hand_down_to("bob", "alice", "cap-back");
     let mut hosted = kernel(Vec::new());
     let files = standard_files();
     let decision = decide(
@@ -711,15 +695,7 @@ fn a_key_spelt_in_capitals_is_denied_at_step_one() {
 fn the_first_malformed_key_is_named_by_its_path() {
     use chio_kernel::verification::first_malformed_key;
     let root = issue("cap-alice", "alice", files_scope());
-    let bob = root
-        .delegate(
-            &agent_key("alice"),
-            &agent_pk("bob"),
-            &Attenuation::default(),
-            "cap-bob",
-            NOW_MS,
-        )
-        .unwrap();
+    let bob = root.hand_down_to("alice", "bob", "cap-bob");
     assert_eq!(first_malformed_key(&bob), None);
     type Edit = fn(&mut chio_kernel::token::CapabilityToken);
     let cases: Vec<(Edit, &str)> = vec![

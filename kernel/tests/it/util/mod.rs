@@ -46,6 +46,25 @@ pub fn issue(id: &str, agent: &str, scope: Vec<ScopeGrant>) -> CapabilityToken {
     issue_with(id, agent, scope, &authority(), Some(100), FULL_SHARE_BPS)
 }
 
+/// Delegation with no attenuation at [`NOW_MS`], from one test agent to another.
+pub trait HandDown {
+    /// `self` handed by `from` to `to` as the link `id`.
+    fn hand_down_to(&self, from: &str, to: &str, id: &str) -> CapabilityToken;
+}
+
+impl HandDown for CapabilityToken {
+    fn hand_down_to(&self, from: &str, to: &str, id: &str) -> CapabilityToken {
+        self.delegate(
+            &agent_key(from),
+            &agent_pk(to),
+            &chio_kernel::token::Attenuation::default(),
+            id,
+            NOW_MS,
+        )
+        .unwrap()
+    }
+}
+
 pub fn issue_with(
     id: &str,
     agent: &str,
