@@ -165,12 +165,13 @@ impl Kernel {
         let (content, sanitized, rewrite, output_hash) = match guarded {
             Ok(done) => done,
             Err(outcome) => {
-                // The tool did run: its holds are committed even though the
-                // output is withheld.
+                // The output guards decide what is released, never what was
+                // spent: the holds settle by what the server did, as an
+                // answer released whole does.
                 let mut outcome = *outcome;
                 outcome.observed = observed;
                 trace.output("deny", outcome.reason.clone().unwrap_or_default());
-                let commits = settle_ops(&holds, &money_holds, Settle::every(true));
+                let commits = settle_ops(&holds, &money_holds, Settle::of(performed, received));
                 return self.finish(&request, &parameter_hash, outcome, now_ms, trace, commits);
             }
         };
