@@ -145,8 +145,9 @@ pub enum Weakness {
     /// The secret-redaction guard's argument scan skips arrays.
     SecretArraysUnread,
     /// Every guard that names no consequential tools answers "not
-    /// consequential", so beside any other guard a quarantined reader's
-    /// call to a tool with effects passes.
+    /// consequential", and the guards' answers decide alone, open world
+    /// included, so beside any guard a quarantined reader's call to a tool
+    /// with effects that no guard lists passes.
     OtherGuardsSayInconsequential,
     /// A tool budget applies to every agent but its own.
     ToolBudgetAgentInverted,

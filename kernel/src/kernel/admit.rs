@@ -201,10 +201,14 @@ impl Kernel {
         self.agent_roles.get(principal).copied().unwrap_or_default()
     }
 
-    /// Whether `tool` on `server` is consequential on this kernel: in the
-    /// consequential set of its `integrity` guards when it has any, else by
-    /// the tool's effects (not read-only, or reaching an open world); every
-    /// tool is, for a kernel with neither.
+    /// Whether `tool` on `server` is consequential on this kernel for a
+    /// quarantined reader. With no `integrity` guard, by the tool's effects
+    /// (not read-only, or reaching an open world). Beside integrity guards,
+    /// a tool any of them lists, in any mode, and every tool that reaches
+    /// an open world whatever they list: a guard's list says which of the
+    /// closed world's writes act, and cannot open the world outside to the
+    /// one agent that holds untrusted text, as it cannot for a planner.
+    /// Every tool is, for a kernel with no declared tools.
     pub(super) fn consequential(&self, server: &str, tool: &str) -> bool {
         let answers: Vec<bool> = self
             .guards
@@ -215,12 +219,16 @@ impl Kernel {
                 })
             })
             .collect();
-        if !answers.is_empty() {
+        if weakened_anywhere(Weakness::OtherGuardsSayInconsequential) && !answers.is_empty() {
             return answers.contains(&true);
         }
-        self.contracts
-            .as_ref()
-            .is_none_or(|c| c.has_effects(server, tool))
+        let Some(contracts) = self.contracts.as_ref() else {
+            return true;
+        };
+        if answers.is_empty() {
+            return contracts.has_effects(server, tool);
+        }
+        answers.contains(&true) || contracts.reaches_open_world(server, tool)
     }
 
     /// Steps 1 to 7; see the module doc.

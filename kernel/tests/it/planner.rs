@@ -50,72 +50,130 @@ fn bank_scope() -> Vec<ScopeGrant> {
     scope
 }
 
-// Only an integrity guard says what is consequential: a quarantined reader beside a forbidden-path guard alone is refused every tool the kernel cannot know to be read-only, as on a bare kernel, and beside an integrity guard too exactly that guard's set.
+/// A catalog where the files' read and the bank's balance are read-only
+/// and the bank's payment acts on the open world.
+fn role_catalog() -> chio_kernel::contract::ToolCatalog {
+    use chio_kernel::contract::{ToolAnnotations, ToolCatalog, ToolContract};
+    let contract = |name: &str, read_only_hint: bool| ToolContract {
+        name: name.into(),
+        description: name.into(),
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: ToolAnnotations {
+            read_only_hint,
+            open_world_hint: !read_only_hint,
+            ..ToolAnnotations::default()
+        },
+    };
+    let mut catalog = ToolCatalog::new();
+    catalog.insert(
+        "files".into(),
+        [("read_file".to_string(), contract("read_file", true))].into(),
+    );
+    catalog.insert(
+        "bank".into(),
+        [("pay", false), ("balance", true)]
+            .into_iter()
+            .map(|(name, read_only)| (name.to_string(), contract(name, read_only)))
+            .collect(),
+    );
+    catalog
+}
+
+/// [`kernel_with_roles`] over [`role_catalog`].
+fn catalog_kernel_with_roles(guards: Vec<chio_kernel::guards::GuardSpec>) -> Kernel {
+    let mut config = kernel_config(guards);
+    config.tools = Some(role_catalog());
+    config.agent_roles = [("mallory".to_string(), AgentRole::Quarantined)]
+        .into_iter()
+        .collect();
+    Kernel::new(config, KernelStores::in_memory()).expect("test kernel builds")
+}
+
+// Beside a forbidden-path guard alone, a quarantined reader is refused the payment (it acts) and admitted the read, as beside an integrity guard listing the payment; an integrity guard listing the read refuses it too, and one listing only the read still refuses the payment, which reaches an open world whatever a guard lists.
 #[test]
 fn other_guards_do_not_decide_what_is_consequential() {
     let cap = issue("cap-m", "mallory", bank_scope());
-    let dotfiles = guard(
-        "env",
-        GuardKind::ForbiddenPath,
-        json!({"globs": ["**/.env"]}),
-    );
-    let mut kernel = kernel_with_roles(vec![dotfiles], KernelStores::in_memory());
-    let pay = as_mallory(&mut kernel, &cap, ("bank", "pay"), json!({"to": "x"}), "m1");
-    assert_eq!(pay.verdict, Verdict::Deny);
-    assert_eq!(
-        pay.trace.reason_code.map(|c| c.as_str()),
-        Some("quarantined-consequential")
-    );
-    // Beside an integrity guard, only its consequential set counts: the
-    // read passes, the payment does not.
-    let integrity = guard(
-        "integrity",
-        GuardKind::Integrity,
-        json!({"consequential": {"bank": ["pay"]}}),
-    );
-    let dotfiles = guard(
-        "env",
-        GuardKind::ForbiddenPath,
-        json!({"globs": ["**/.env"]}),
-    );
-    let mut both = kernel_with_roles(vec![dotfiles, integrity], KernelStores::in_memory());
-    let read = as_mallory(
-        &mut both,
-        &cap,
-        ("files", "read_file"),
-        json!({"path": "/workspace/a.txt"}),
-        "m2",
-    );
-    assert_eq!(read.verdict, Verdict::Allow, "{:?}", read.reason);
+    let dotfiles = || {
+        guard(
+            "env",
+            GuardKind::ForbiddenPath,
+            json!({"globs": ["**/.env"]}),
+        )
+    };
+    let integrity = |listed: serde_json::Value| {
+        guard(
+            "integrity",
+            GuardKind::Integrity,
+            json!({ "consequential": listed }),
+        )
+    };
+    let read = ("files", "read_file");
+    let file = || json!({"path": "/workspace/a.txt"});
+    let cases = [
+        (vec![dotfiles()], Verdict::Allow, Verdict::Deny),
+        (
+            vec![dotfiles(), integrity(json!({"bank": ["pay"]}))],
+            Verdict::Allow,
+            Verdict::Deny,
+        ),
+        (
+            vec![integrity(json!({"files": ["read_file"]}))],
+            Verdict::Deny,
+            Verdict::Deny,
+        ),
+    ];
+    for (i, (guards, read_verdict, pay_verdict)) in cases.into_iter().enumerate() {
+        let mut kernel = catalog_kernel_with_roles(guards);
+        let decided = as_mallory(&mut kernel, &cap, read, file(), &format!("r{i}"));
+        assert_eq!(
+            decided.verdict, read_verdict,
+            "case {i}: {:?}",
+            decided.reason
+        );
+        let pay = ("bank", "pay");
+        let decided = as_mallory(&mut kernel, &cap, pay, json!({"to": "x"}), &format!("p{i}"));
+        assert_eq!(decided.verdict, pay_verdict, "case {i}");
+        if pay_verdict == Verdict::Deny {
+            assert_eq!(
+                decided.trace.reason_code.map(|c| c.as_str()),
+                Some("quarantined-consequential")
+            );
+        }
+    }
 }
 
-// A quarantined reader reads, but every tool a kernel without a catalog or guard cannot know to be read-only is refused, and with an integrity guard exactly its consequential set is; the principal is the signer, not the named agent.
+// A quarantined reader reads, but on a kernel without a catalog every tool is refused, whatever an integrity guard lists, since nothing is known to be read-only; with a catalog, exactly the tools with effects are; the principal is the signer, not the named agent.
 #[test]
 fn a_quarantined_reader_calls_nothing_consequential() {
     let cap = issue("cap-m", "mallory", bank_scope());
-    let mut bare = kernel_with_roles(Vec::new(), KernelStores::in_memory());
-    let read = as_mallory(
-        &mut bare,
-        &cap,
-        ("files", "read_file"),
-        json!({"path": "/workspace/a.txt"}),
-        "m1",
-    );
-    assert_eq!(
-        read.verdict,
-        Verdict::Deny,
-        "no catalog: nothing is known to be read-only"
-    );
-    assert_eq!(
-        read.trace.reason_code.map(|c| c.as_str()),
-        Some("quarantined-consequential")
-    );
-    let guard = guard(
-        "integrity",
-        GuardKind::Integrity,
-        json!({"consequential": {"bank": ["pay"]}}),
-    );
-    let mut guarded = kernel_with_roles(vec![guard], KernelStores::in_memory());
+    let listing = || {
+        guard(
+            "integrity",
+            GuardKind::Integrity,
+            json!({"consequential": {"bank": ["pay"]}}),
+        )
+    };
+    for guards in [Vec::new(), vec![listing()]] {
+        let mut bare = kernel_with_roles(guards, KernelStores::in_memory());
+        let read = as_mallory(
+            &mut bare,
+            &cap,
+            ("files", "read_file"),
+            json!({"path": "/workspace/a.txt"}),
+            "m1",
+        );
+        assert_eq!(
+            read.verdict,
+            Verdict::Deny,
+            "no catalog: nothing is known to be read-only"
+        );
+        assert_eq!(
+            read.trace.reason_code.map(|c| c.as_str()),
+            Some("quarantined-consequential")
+        );
+    }
+    let mut guarded = catalog_kernel_with_roles(vec![listing()]);
     let read = as_mallory(
         &mut guarded,
         &cap,
