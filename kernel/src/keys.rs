@@ -55,19 +55,29 @@ pub fn verifying_key_hex(key: &VerifyingKey) -> String {
 }
 
 /// Parses a public key from its lowercase hex form, refusing uppercase hex,
-/// a wrong length and bytes that are not a curve point.
+/// a wrong length, bytes that are not a curve point, a second spelling of
+/// a point (its canonical encoding differs) and a point of small order
+/// (the identity, the all-zero bytes and the other torsion points), which
+/// no holder of a secret key has: one key, one accepted spelling, and
+/// every accepted key someone's.
 pub fn parse_public_key_hex(text: &str) -> Result<VerifyingKey, KernelError> {
-    let bytes = decode_lower_hex(text).ok_or_else(|| KernelError::InvalidPublicKey {
-        detail: "not lowercase hex".to_string(),
-    })?;
+    let invalid = |detail: &str| KernelError::InvalidPublicKey {
+        detail: detail.to_string(),
+    };
+    let bytes = decode_lower_hex(text).ok_or_else(|| invalid("not lowercase hex"))?;
     let array: [u8; 32] = bytes
         .try_into()
         .map_err(|b: Vec<u8>| KernelError::InvalidPublicKey {
             detail: format!("{} bytes instead of 32", b.len()),
         })?;
-    VerifyingKey::from_bytes(&array).map_err(|_| KernelError::InvalidPublicKey {
-        detail: "not a point of the curve".to_string(),
-    })
+    let key = VerifyingKey::from_bytes(&array).map_err(|_| invalid("not a point of the curve"))?;
+    if key.to_edwards().compress().to_bytes() != array {
+        return Err(invalid("not the canonical encoding of its point"));
+    }
+    if key.is_weak() {
+        return Err(invalid("a point of small order, which no secret key has"));
+    }
+    Ok(key)
 }
 
 /// Decodes hex only when it is in the canonical lowercase form, so that one
@@ -85,6 +95,29 @@ pub fn decode_lower_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The identity point, the all-zero bytes, a point of order 8, and the
+    // identity spelt a second way are refused; a derived key is accepted.
+    #[test]
+    fn weak_and_second_spellings_of_keys_are_refused() {
+        let identity = format!("01{}", "0".repeat(62));
+        let zero = "0".repeat(64);
+        // A point of order 8 (the first of the torsion points dalek lists).
+        let order8 = "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a";
+        // y = p + 1 reduces to 1: the identity's non-canonical spelling.
+        let second = "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f";
+        for (text, why) in [
+            (identity.as_str(), "small order"),
+            (zero.as_str(), "small order"),
+            (order8, "small order"),
+            (second, "canonical encoding"),
+        ] {
+            let err = parse_public_key_hex(text).unwrap_err().to_string();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+        let hex = public_key_hex(&derive_arena_key(42, "agent", "alice"));
+        assert!(parse_public_key_hex(&hex).is_ok());
+    }
 
     // The derivation is pinned: changing it would silently change every arena bundle.
     #[test]

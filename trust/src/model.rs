@@ -149,7 +149,9 @@ pub struct IssuerKey([u8; 32]);
 
 impl IssuerKey {
     /// Parses 64 hex digits (either case) and refuses bytes that are not an
-    /// Ed25519 public key, so the store never trusts a key nothing can match.
+    /// Ed25519 public key (`chio_kernel::keys::parse_public_key_hex`: a
+    /// second spelling of a point or one of small order is not), so the
+    /// store never trusts a key nothing can match.
     pub fn parse_hex(text: &str) -> Result<Self, TrustError> {
         let invalid = |problem: String| TrustError::InvalidArgument {
             field: "public_key_hex",
@@ -165,7 +167,8 @@ impl IssuerKey {
         let mut bytes = [0u8; 32];
         hex::decode_to_slice(text, &mut bytes)
             .map_err(|_| invalid("contains a character that is not a hex digit".to_owned()))?;
-        ed25519_dalek::VerifyingKey::from_bytes(&bytes)
+        // The kernel's one rule for a key: a canonical point of large order.
+        chio_kernel::keys::parse_public_key_hex(&hex::encode(bytes))
             .map_err(|_| invalid("is not a valid Ed25519 public key".to_owned()))?;
         Ok(IssuerKey(bytes))
     }

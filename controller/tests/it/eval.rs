@@ -423,3 +423,38 @@ fn eval_plain_and_json(dir: &Path) -> Vec<String> {
         })
         .collect()
 }
+
+// A trusted issuer or a capability key that is a point of small order (the identity, the all-zero bytes) or a second spelling of a point is no one's key: refused as an invalid field naming its path, never decided.
+#[test]
+fn keys_of_small_order_or_a_second_spelling_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fixture = repo_path("kernel/tests/fixtures/portable/envelope.json");
+    let base: Value = serde_json::from_slice(&std::fs::read(fixture).unwrap()).unwrap();
+    let identity = format!("01{}", "0".repeat(62));
+    let zero = "0".repeat(64);
+    let second = format!("ee{}7f", "f".repeat(60));
+    for key in [&identity, &zero, &second] {
+        for (place, path) in [
+            ("trusted", "trusted_issuers_hex[1]"),
+            ("subject", "capability.subject"),
+        ] {
+            let mut env = base.clone();
+            match place {
+                "trusted" => env["trusted_issuers_hex"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(key.as_str().into()),
+                _ => env["capability"]["subject"] = key.as_str().into(),
+            }
+            std::fs::write(tmp.path().join("env.json"), env.to_string()).unwrap();
+            let output = chio(tmp.path(), &["eval", "env.json"]);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{key} {place}: {stderr}");
+            assert!(
+                stderr.starts_with("error[CHIO-EVAL-INVALID-FIELD]")
+                    && stderr.contains(&format!("envelope field {path} is invalid")),
+                "{key} {place}: {stderr}"
+            );
+        }
+    }
+}
