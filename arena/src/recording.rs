@@ -59,6 +59,13 @@ pub fn nesting(value: &Value) -> usize {
     }
 }
 
+/// What a recorded or live server's answer gives its caller: `{"ok": ok,
+/// "output": output}`, the one shape the node releases and the loader
+/// bounds, so an answer the loader reads is one every topology carries.
+pub fn answer_content(ok: bool, output: Value) -> Value {
+    serde_json::json!({"ok": ok, "output": output})
+}
+
 /// Why an answer cannot be recorded, if it cannot: larger than
 /// [`MAX_ANSWER_BYTES`] or nested deeper than [`MAX_ANSWER_DEPTH`]. What
 /// a server answered beyond these bounds is recorded as a call not

@@ -396,16 +396,21 @@ impl ToolServer {
         // A simulated server's failure is the arena's own message.
         let servers_words = matches!(self.state, ServerState::Recorded { .. });
         // An answer past the bounds a link between node processes carries
-        // is not given on any topology: the call is not performed, naming
-        // the bound, as a recorded answer past them is.
-        // The server did carry it out, so the call is spent.
-        if result.performed {
-            if let Some(why) = chio_arena::recording::answer_out_of_bounds(&result.content) {
-                result = ToolResult {
-                    received: true,
-                    ..ToolResult::failed(why)
-                };
-            }
+        // is not given on any topology: the caller gets a failure naming
+        // the bound instead. What the server did stands: a call it carried
+        // out stays performed, so its call is spent and its money moved,
+        // whatever can be released of its answer.
+        if let Some(why) = chio_arena::recording::answer_out_of_bounds(&result.content) {
+            let done = if result.performed {
+                "the server carried the call out; "
+            } else {
+                ""
+            };
+            result = ToolResult {
+                performed: result.performed,
+                received: result.received,
+                ..ToolResult::failed(format!("{done}its answer is withheld: {why}"))
+            };
         }
         if result.performed || servers_words {
             result.integrity = result

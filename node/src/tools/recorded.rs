@@ -5,7 +5,7 @@ use chio_kernel::glob::Glob;
 use std::collections::BTreeSet;
 
 use chio_kernel::label::{Integrity, Label};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::ToolResult;
 
@@ -173,7 +173,7 @@ pub(crate) fn answer_result(
         .filter_map(|path| super::glob_level(labels, path))
         .max();
     ToolResult {
-        content: json!({"ok": ok, "output": output}),
+        content: chio_arena::recording::answer_content(ok, output),
         label,
         integrity: Integrity::Trusted,
         performed: ok,

@@ -553,3 +553,35 @@ fn replayed_answers_need_their_step_to_make_the_recorded_call() {
     assert!(hit.performed);
     assert_eq!(hit.content["output"], "commit abc");
 }
+
+// An answer the server gave as carried out, too large for a link between node processes to carry, is withheld and stays performed and received, so its call is spent and its money moves; a failure of the same size is withheld and stays not performed. The caller gets the bound, never the answer.
+#[test]
+fn an_answer_too_large_to_carry_is_withheld_not_undone() {
+    let size = chio_arena::recording::MAX_ANSWER_BYTES;
+    for ok in [true, false] {
+        let answer = RecordedAnswer {
+            matches: AnswerMatch::Step("pay".to_string()),
+            ok,
+            output: json!("a".repeat(size - 10)),
+        };
+        let mut bank = ToolServer::new(
+            "bank",
+            ToolServerConfig::Recorded {
+                answers: vec![answer],
+                labels: Vec::new(),
+            },
+        );
+        let result = bank.call(caller("pay", "clerk"), "pay", &json!({}), &clean());
+        assert_eq!(result.performed, ok, "ok = {ok}");
+        assert!(result.received, "ok = {ok}");
+        let error = result.content["error"].as_str().unwrap_or_default();
+        if ok {
+            assert!(
+                error.starts_with("the server carried the call out; its answer is withheld: the server's answer is ")
+                    && error.ends_with("a tool's answer may hold"),
+                "{error}"
+            );
+        }
+        assert!(result.content.to_string().len() < 1024);
+    }
+}

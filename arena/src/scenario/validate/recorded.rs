@@ -42,7 +42,8 @@ impl Validator<'_> {
             let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
             // The grammar and bounds of the output; its schema needs the
             // schedule (`call_answers`).
-            answer_output(toml_to_json(&answer.output, &at("output"))?, &at("output"))?;
+            let output = toml_to_json(&answer.output, &at("output"))?;
+            answer_output(output, answer.ok.unwrap_or(true), &at("output"))?;
             let Some(step) = &answer.step else {
                 let agent = answer
                     .agent
@@ -159,7 +160,8 @@ impl Validator<'_> {
                 };
                 let at = |key: &str| format!("servers[{i}].answers[{j}].{key}");
                 let output = toml_to_json(&answer.output, &at("output"))?;
-                let Some(output) = answer_output(output, &at("output"))? else {
+                let Some(output) = answer_output(output, answer.ok.unwrap_or(true), &at("output"))?
+                else {
                     continue;
                 };
                 let arguments = match &answer.arguments {
@@ -280,7 +282,8 @@ impl Validator<'_> {
                 if let Some(declared) = tools.iter().find(|t| t.name == call.tool) {
                     let redefined = in_force.at_step(&server.id, &call.tool, index);
                     let output = toml_to_json(&answer.output, &at("output"))?;
-                    if let Some(output) = answer_output(output, &at("output"))? {
+                    let ok = answer.ok.unwrap_or(true);
+                    if let Some(output) = answer_output(output, ok, &at("output"))? {
                         let contract = redefined.unwrap_or(declared);
                         let step = redefined.map(|_| step.as_str());
                         return_output(&server.id, contract, answer, &output, &at("output"), step)?;
@@ -298,7 +301,11 @@ impl Validator<'_> {
 /// scenario's folder is known (`None`: the output is then not known at
 /// load and its schema is not checked, as for arguments). An answer reads
 /// no step's output.
-pub(crate) fn answer_output(output: Value, field: &str) -> Result<Option<Value>, ArenaError> {
+pub(crate) fn answer_output(
+    output: Value,
+    ok: bool,
+    field: &str,
+) -> Result<Option<Value>, ArenaError> {
     use crate::scenario::value::{references, resolve, Reference};
     let placed = references(&output).map_err(|m| ArenaError::ValueReference {
         field: format!("{field}{}", m.at),
@@ -318,12 +325,15 @@ pub(crate) fn answer_output(output: Value, field: &str) -> Result<Option<Value>,
     }
     let mut lookup = |_: &Reference| Err::<Value, ()>(());
     let resolved = resolve(&output, &mut lookup).ok();
-    // The bounds a recording's answers meet, so a scenario's own answer
-    // replays on every topology too.
-    if let Some(why) = resolved
-        .as_ref()
-        .and_then(crate::recording::answer_out_of_bounds)
-    {
+    // The bounds a recording's answers meet, on the answer as the node
+    // gives it (`answer_content`), so a scenario's own answer is given
+    // whole on every topology too.
+    if let Some(why) = resolved.as_ref().and_then(|output| {
+        crate::recording::answer_out_of_bounds(&crate::recording::answer_content(
+            ok,
+            output.clone(),
+        ))
+    }) {
         return Err(ArenaError::RecordedAnswer {
             field: field.to_string(),
             reason: why,
@@ -471,17 +481,20 @@ mod tests {
     use crate::recording::MAX_ANSWER_BYTES;
     use serde_json::json;
 
-    // A scenario's own recorded answer meets the bounds a recording's answers meet: over 4 MiB of canonical JSON it is refused at load, naming the field; at the bound it is read.
+    // A scenario's own recorded answer meets the bounds a recording's answers meet, as the node gives it (`{"ok", "output"}`): over 4 MiB of canonical JSON it is refused at load, naming the field; at the bound it is read, with `ok` true and false alike.
     #[test]
     fn an_answer_past_the_bound_is_refused() {
-        let at = json!("a".repeat(MAX_ANSWER_BYTES - 2));
-        assert_eq!(
-            answer_output(at.clone(), "servers[0].answers[0].output").unwrap(),
-            Some(at)
-        );
-        let over = json!("a".repeat(MAX_ANSWER_BYTES - 1));
-        let err = answer_output(over, "servers[0].answers[0].output").unwrap_err();
-        assert_eq!(err.code(), "CHIO-SCENARIO-RECORDED-ANSWER");
-        assert!(err.to_string().contains("over the 4194304"), "{err}");
+        let field = "servers[0].answers[0].output";
+        for (ok, wrapper) in [
+            (true, r#"{"ok":true,"output":""}"#),
+            (false, r#"{"ok":false,"output":""}"#),
+        ] {
+            let at = json!("a".repeat(MAX_ANSWER_BYTES - wrapper.len()));
+            assert_eq!(answer_output(at.clone(), ok, field).unwrap(), Some(at));
+            let over = json!("a".repeat(MAX_ANSWER_BYTES - wrapper.len() + 1));
+            let err = answer_output(over, ok, field).unwrap_err();
+            assert_eq!(err.code(), "CHIO-SCENARIO-RECORDED-ANSWER");
+            assert!(err.to_string().contains("over the 4194304"), "{err}");
+        }
     }
 }
