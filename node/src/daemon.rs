@@ -99,6 +99,25 @@ impl NodeServeOptions {
     }
 }
 
+/// Asks trust-control one authenticated question before the node listens,
+/// so a token it refuses stops the node at its start rather than at its
+/// first run. A service not answering yet is no refusal: a node may start
+/// before trust-control does (the compose file starts them together), and
+/// its calls fail closed until it answers.
+async fn check_control_token(client: &TrustClient) -> Result<(), NodeError> {
+    match client.is_revoked("").await {
+        Err(chio_trust::TrustError::Unauthenticated) => Err(NodeError::Config {
+            problem: "trust-control refused the bearer token in --control-token-file".to_string(),
+            fix: "use the token trust-control was started with",
+        }),
+        Err(error) => {
+            tracing::warn!(%error, "trust-control did not answer the node's start check");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Runs the node until `shutdown` completes or the controller stops it.
 pub async fn run(
     options: NodeServeOptions,
@@ -139,6 +158,7 @@ pub async fn run(
                     problem: e.to_string(),
                     fix: "pass trust-control's address as http://HOST:PORT",
                 })?;
+            check_control_token(&client).await?;
             TrustBackend::Remote(Arc::new(client))
         }
         StoreChoice::Local { dir } => {

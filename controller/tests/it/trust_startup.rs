@@ -205,3 +205,56 @@ async fn stalled_client_cannot_hold_shutdown() {
     );
     drop(client);
 }
+
+// Proves a node given a control token trust-control refuses stops at its start, exit 2 naming the token file's flag and never the token, before it announces an address; with the right token it starts.
+#[test]
+fn a_node_refused_by_trust_control_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trust =
+        TrustProcess::start(&dir.path().join("trust.db"), &token_file(dir.path(), TOKEN));
+    let cluster = dir.path().join("cluster.token");
+    std::fs::write(&cluster, "a-cluster-token-of-thirty-two-bytes!").unwrap();
+    let wrong_token = "another-token-0123456789abcdef";
+    let wrong = dir.path().join("wrong.token");
+    std::fs::write(&wrong, format!("{wrong_token}\n")).unwrap();
+    let node = |control_token: &std::path::Path| {
+        let mut node = std::process::Command::new(trust_process::binary());
+        node.args([
+            "node",
+            "serve",
+            "--name",
+            "node-a",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--cluster-token-file")
+        .arg(&cluster)
+        .args(["--control-url", &trust.url, "--print-addr"])
+        .arg("--control-token-file")
+        .arg(control_token);
+        node
+    };
+    let stderr = refused(
+        node(&wrong),
+        &[
+            "trust-control refused the bearer token",
+            "--control-token-file",
+        ],
+    );
+    assert!(!stderr.contains(wrong_token), "{stderr}");
+    let mut started = node(&dir.path().join("token"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(started.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let _ = started.kill();
+    let _ = started.wait();
+    assert!(line.starts_with("listening on "), "{line:?}");
+    trust.terminate();
+}
