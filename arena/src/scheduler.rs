@@ -9,8 +9,8 @@
 //! other; they shift the *evaluation* offset of every action ordered after
 //! them by their `advance_ms`, without changing the order itself.
 //! `single-agent-v1` refuses to schedule more than one agent. Every instant
-//! (the clock start plus an evaluation offset) must stay at most 2^53 Unix
-//! milliseconds, the largest integer canonical JSON prints exactly; given
+//! (the clock start plus an evaluation offset) must stay at most
+//! 9999-12-31T23:59:59.999Z, the last instant RFC 3339 prints; given
 //! the start with [`DeterministicScheduler::with_start_ms`], the scheduler
 //! refuses a schedule that would reach past it, naming the step.
 
@@ -24,10 +24,12 @@ use crate::error::ArenaError;
 /// exact canonical JSON form.
 pub const MAX_OFFSET_MS: u64 = 1 << 53;
 
-/// The latest virtual instant a run may reach, in Unix milliseconds: the
-/// clock start plus any offset must stay at or below it, since receipts,
-/// requests and delegation links print their instant as canonical JSON.
-pub const MAX_INSTANT_MS: u64 = 1 << 53;
+/// The latest virtual instant a run may reach, in Unix milliseconds:
+/// 9999-12-31T23:59:59.999Z. The clock start plus any offset must stay at
+/// or below it, since a bundle prints every instant in RFC 3339, which
+/// writes no later year, and receipts, requests and delegation links print
+/// it as canonical JSON (it is below 2^53).
+pub const MAX_INSTANT_MS: u64 = 253_402_300_799_999;
 
 /// The scheduler named in `[determinism]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -98,19 +100,20 @@ pub struct DeterministicScheduler {
     kind: SchedulerKind,
     /// Milliseconds between default instants.
     tick_ms: u64,
-    /// The largest offset an action may be evaluated at: 2^53 less the
-    /// clock start, so every instant prints exactly.
+    /// The largest offset an action may be evaluated at: [`MAX_INSTANT_MS`]
+    /// less the clock start, so every instant prints.
     max_offset_ms: u64,
 }
 
 impl DeterministicScheduler {
     /// A scheduler of the given kind and tick (a zero tick is raised to 1 ms),
-    /// bounding offsets by 2^53 as if the clock started at the Unix epoch.
+    /// bounding offsets by [`MAX_INSTANT_MS`] as if the clock started at
+    /// the Unix epoch.
     pub fn new(kind: SchedulerKind, tick_ms: u64) -> Self {
         Self {
             kind,
             tick_ms: tick_ms.max(1),
-            max_offset_ms: MAX_OFFSET_MS,
+            max_offset_ms: MAX_INSTANT_MS,
         }
     }
 
@@ -166,7 +169,7 @@ impl DeterministicScheduler {
                     Some(_) => format!("steps[{index}].at"),
                     None => format!("steps[{index}]"),
                 },
-                rule: "the step's instant, the clock start plus its offset, is at most 2^53 Unix milliseconds",
+                rule: "the step's instant, the clock start plus its offset, is at most 9999-12-31T23:59:59.999Z",
             })?;
             let step = u32::try_from(index).map_err(|_| ArenaError::OutOfRange {
                 field: format!("steps[{index}]"),
@@ -196,7 +199,7 @@ impl DeterministicScheduler {
                         "steps[{}].advance_ms",
                         last_advance.unwrap_or(action.step_index)
                     ),
-                    rule: "every later instant, the clock start plus its offset plus the advances before it, is at most 2^53 Unix milliseconds",
+                    rule: "every later instant, the clock start plus its offset plus the advances before it, is at most 9999-12-31T23:59:59.999Z",
                 }
             })?;
             if let Some(ms) = input(action.step_index).advance_ms {
@@ -227,7 +230,7 @@ mod tests {
         }
     }
 
-    // With a clock start, an offset is accepted up to 2^53 less the start and refused one past it, naming the step's at.
+    // With a clock start, an offset is accepted up to the last instant less the start and refused one past it, naming the step's at.
     #[test]
     fn offsets_are_bounded_by_the_start() {
         let start = 1_791_795_600_000;
@@ -254,7 +257,7 @@ mod tests {
         ];
         let err = scheduler.schedule(&inputs).unwrap_err();
         assert_eq!(err.field(), Some("steps[1].advance_ms"));
-        // One millisecond less and the last instant is exactly 2^53.
+        // One millisecond less and the last instant is exactly the bound.
         let inputs = [
             input("a", Some(1), None),
             input("jump", Some(2), Some(MAX_INSTANT_MS - start - 3)),

@@ -52,7 +52,7 @@ pub(super) fn check_offset(
 }
 
 /// Refuses an offset whose instant, `start_ms + offset` in Unix
-/// milliseconds, is past 2^53: it would not print exactly as canonical JSON.
+/// milliseconds, is past [`MAX_INSTANT_MS`]: RFC 3339 could not print it.
 pub(super) fn check_instant(
     start_ms: u64,
     offset: u64,
@@ -62,7 +62,7 @@ pub(super) fn check_instant(
         Err(ArenaError::OutOfRange {
             field: field(),
             rule:
-                "the instant, the clock start plus this offset, is at most 2^53 Unix milliseconds",
+                "the instant, the clock start plus this offset, is at most 9999-12-31T23:59:59.999Z",
         })
     } else {
         Ok(())

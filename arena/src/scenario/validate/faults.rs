@@ -263,8 +263,8 @@ impl Validator<'_> {
 }
 
 /// Refuses delay step `delay_step`'s `delay_ms` when a call sent at
-/// `offset` would reach its kernel past 2^53 Unix milliseconds: that
-/// decision's instant would not print exactly as canonical JSON.
+/// `offset` would reach its kernel past [`MAX_INSTANT_MS`]: that decision's
+/// instant could not be printed.
 fn arrives_in_range(
     start_ms: u64,
     offset: u64,
@@ -274,7 +274,7 @@ fn arrives_in_range(
     if start_ms.saturating_add(offset).saturating_add(delay_ms) > MAX_INSTANT_MS {
         return Err(ArenaError::OutOfRange {
             field: format!("steps[{delay_step}].delay_ms"),
-            rule: "a call crossing the delayed link, sent at the delay's instant or later, arrives at most 2^53 Unix milliseconds after the epoch",
+            rule: "a call crossing the delayed link, sent at the delay's instant or later, arrives at most at 9999-12-31T23:59:59.999Z",
         });
     }
     Ok(())
