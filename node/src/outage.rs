@@ -22,6 +22,8 @@
 
 use chio_trust::TrustError;
 
+pub use in_flight::Arrival;
+
 use crate::error::NodeError;
 
 /// Why the other end of a call did not answer.
@@ -91,6 +93,17 @@ chio_kernel::code_enum! {
     DelegationUnrecorded => "delegation-unrecorded",
     /// The child cannot be handed to the delegatee's node.
     DelegationUndelivered => "delegation-undelivered",
+    /// The delegator's capability is still in flight to it over a delayed
+    /// link.
+    DelegationInFlight => "delegation-in-flight",
+    /// The capability presented is still in flight to its holder over a
+    /// delayed link.
+    CapabilityInFlight => "capability-in-flight",
+    /// A hand-over's value cannot be handed to the receiver's node.
+    HandOverUndelivered => "hand-over-undelivered",
+    /// A call argument takes a handed-over value still in flight to the
+    /// caller over a delayed link.
+    ReferenceInFlight => "reference-in-flight",
     /// The revoker may not revoke the target.
     RevokerNotAuthorized => "revoker-not-authorized",
     /// The revoked capability does not exist yet.
@@ -229,6 +242,45 @@ pub enum NodeReason {
         /// What happened on the link.
         outage: Outage,
     },
+    /// A delegation of a capability still in flight to the delegator.
+    DelegationInFlight {
+        /// The delegator.
+        agent: String,
+        /// The parent.
+        capability: String,
+        /// When and how it arrives.
+        arrival: Arrival,
+    },
+    /// A call presenting a capability still in flight to its agent.
+    CapabilityInFlight {
+        /// The agent.
+        agent: String,
+        /// The capability.
+        capability: String,
+        /// When and how it arrives.
+        arrival: Arrival,
+    },
+    /// A hand-over whose value cannot reach the receiver's node.
+    HandOverUndelivered {
+        /// The receiver.
+        to: String,
+        /// Its node.
+        to_node: String,
+        /// The sender's node.
+        from_node: String,
+    },
+    /// A call whose argument takes a handed-over value still in flight to
+    /// the caller, so it is never sent.
+    ReferenceInFlight {
+        /// The JSON pointer of the argument (empty: the whole arguments).
+        argument: String,
+        /// The hand-over step named.
+        step: String,
+        /// The pointer into its value.
+        pointer: String,
+        /// When and how it arrives.
+        arrival: Arrival,
+    },
     /// A revocation by a key that may not revoke the target.
     RevokerNotAuthorized {
         /// The target.
@@ -309,6 +361,10 @@ impl NodeReason {
             NodeReason::DelegatorDown(_) => NodeCode::DelegatorNodeDown,
             NodeReason::DelegationUnrecorded(_) => NodeCode::DelegationUnrecorded,
             NodeReason::DelegationUndelivered { .. } => NodeCode::DelegationUndelivered,
+            NodeReason::DelegationInFlight { .. } => NodeCode::DelegationInFlight,
+            NodeReason::CapabilityInFlight { .. } => NodeCode::CapabilityInFlight,
+            NodeReason::HandOverUndelivered { .. } => NodeCode::HandOverUndelivered,
+            NodeReason::ReferenceInFlight { .. } => NodeCode::ReferenceInFlight,
             NodeReason::RevokerNotAuthorized { .. } => NodeCode::RevokerNotAuthorized,
             NodeReason::RevocationTargetUnknown { .. } => NodeCode::RevocationTargetUnknown,
             NodeReason::RevokerNotPlaced { .. } => NodeCode::RevokerNotPlaced,
@@ -393,110 +449,6 @@ impl std::fmt::Display for NodeReason {
                 outage.link_cause()
             ),
             _ => self.fmt_value(f),
-        }
-    }
-}
-
-/// How a reason names the place a pointer reaches in a step's output.
-fn pointer_name(pointer: &str) -> String {
-    if pointer.is_empty() {
-        "the whole output".to_string()
-    } else {
-        format!("pointer {pointer}")
-    }
-}
-
-/// How a reason names the argument at JSON pointer `at`.
-fn argument_name(at: &str) -> String {
-    if at.is_empty() {
-        "the arguments".to_string()
-    } else {
-        format!("argument {at}")
-    }
-}
-
-/// [`argument_name`] with its verb.
-fn argument_is(at: &str) -> String {
-    if at.is_empty() {
-        "the arguments are".to_string()
-    } else {
-        format!("argument {at} is")
-    }
-}
-
-impl NodeReason {
-    /// The refusals of a value taken from elsewhere: another step's output,
-    /// a hand-over's source, or a sealed file.
-    fn fmt_value(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NodeReason::ReferenceUnresolved {
-                argument,
-                step,
-                pointer,
-                why,
-            } => {
-                let pointer = pointer_name(pointer);
-                write!(
-                    f,
-                    "call refused: {} takes its value from step {step} ({pointer}), but {why}",
-                    argument_name(argument)
-                )
-            }
-            NodeReason::HandOverUnresolved {
-                at,
-                step,
-                pointer,
-                why,
-            } => {
-                let pointer = pointer_name(pointer);
-                let place = if at.is_empty() {
-                    "the value".to_string()
-                } else {
-                    format!("the value at {at}")
-                };
-                write!(
-                    f,
-                    "hand-over refused: {place} takes its value from step {step} ({pointer}), but {why}"
-                )
-            }
-            NodeReason::ReferenceMalformed { argument, problem } => write!(
-                f,
-                "call refused: {} not a reference the value grammar reads: {problem}",
-                argument_is(argument)
-            ),
-            NodeReason::SealedUnresolved {
-                argument,
-                path,
-                why,
-            } => write!(
-                f,
-                "call refused: {} takes its value from sealed file {path}, but {why}",
-                argument_name(argument)
-            ),
-            _ => self.fmt_revocation(f),
-        }
-    }
-
-    fn fmt_revocation(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NodeReason::RevokerNotAuthorized { capability } => write!(
-                f,
-                "revocation refused: the revoker holds no ancestor of capability {capability} and is not its issuer; only the issuing authority or a holder of an ancestor link may revoke it"
-            ),
-            NodeReason::RevocationTargetUnknown { capability } => write!(
-                f,
-                "revocation refused: capability {capability} does not exist yet"
-            ),
-            NodeReason::RevokerNotPlaced { agent } => {
-                write!(f, "revocation refused: agent {agent} is not placed")
-            }
-            NodeReason::RevokerDown(down) => write!(f, "revocation refused: {down}"),
-            NodeReason::RevocationUnrecorded(outage) => write!(
-                f,
-                "revocation refused: the revocation cannot be recorded: {}",
-                outage.trust_cause()
-            ),
-            _ => unreachable!("calls and delegations are printed by Display"),
         }
     }
 }
@@ -587,5 +539,7 @@ pub fn revocation_unrecorded(outage: Outage) -> Refusal {
     NodeReason::RevocationUnrecorded(outage).refusal()
 }
 
+mod in_flight;
+mod messages;
 #[cfg(test)]
 mod tests;

@@ -145,7 +145,25 @@ pub(super) fn prepare(
         .server_kernel(&call.server)
         .ok_or_else(|| NodeError::Unroutable(format!("server {}", call.server)))?
         .to_string();
-    let (arguments, sources, unresolved) = match resolved_arguments(executor, &call.arguments) {
+    // A capability or a handed-over value still on its way to the agent
+    // over a delayed link is not the agent's yet: the call is never sent.
+    let in_flight = entry
+        .filter(|e| e.holder == agent)
+        .and_then(|_| executor.capability_in_flight(&capability_id, now_ms))
+        .map(|arrival| {
+            NodeReason::CapabilityInFlight {
+                agent: agent.to_string(),
+                capability: capability_id.clone(),
+                arrival: arrival.clone(),
+            }
+            .refusal()
+        })
+        .or_else(|| value_in_flight(executor, &call.arguments, now_ms));
+    let resolved = match in_flight {
+        Some(refusal) => Err(refusal),
+        None => resolved_arguments(executor, &call.arguments),
+    };
+    let (arguments, sources, unresolved) = match resolved {
         Ok((arguments, sources)) => (arguments, sources, None),
         Err(refusal) => (call.arguments.clone(), Vec::new(), Some(refusal)),
     };
@@ -379,6 +397,29 @@ fn sealed_pointers(executor: &StepExecutor, declared: &Value, sent: &Value) -> V
         }
     }
     sealed
+}
+
+/// The deny of a call whose arguments take a value handed over a delayed
+/// link that has not reached the agent by `now_ms`, naming its arrival.
+fn value_in_flight(executor: &StepExecutor, arguments: &Value, now_ms: u64) -> Option<Refusal> {
+    value::references(arguments)
+        .unwrap_or_default()
+        .into_iter()
+        .find_map(|placed| match placed.reference {
+            Reference::Step { step, pointer } => {
+                let arrival = executor.value_in_flight(&step, now_ms)?.clone();
+                Some(
+                    NodeReason::ReferenceInFlight {
+                        argument: placed.at,
+                        step,
+                        pointer,
+                        arrival,
+                    }
+                    .refusal(),
+                )
+            }
+            Reference::Fixture { .. } => None,
+        })
 }
 
 /// The arguments a call step sends: its declared arguments with

@@ -9,14 +9,18 @@
 //! refusing the delegation itself when the delegator no longer holds the
 //! parent, trust-control or the delegatee's node cannot be reached
 //! (`crate::outage`); the executor then records the delegatee as its
-//! holder.
+//! holder. Over a delayed link the child is in flight until its arrival,
+//! `delay_ms` after the delegation: the delegatee neither presents nor
+//! delegates it before then (`NodeReason::CapabilityInFlight`,
+//! `NodeReason::DelegationInFlight`), as a call over the link reaches its
+//! kernel only then.
 
 use chio_arena::scenario::DelegateAction;
 
 use super::{Dispatcher, HeldCapability, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{DelegateCommand, DelegateOutcome};
-use crate::outage::{NodeReason, Refusal};
+use crate::outage::{Arrival, NodeReason, Refusal};
 use crate::world::World;
 
 /// A delegation ready to dispatch, or the controller's refusal of it.
@@ -24,6 +28,9 @@ use crate::world::World;
 pub struct PreparedDelegate {
     /// The command, or why the controller refuses the delegation.
     pub command: Result<DelegateCommand, Refusal>,
+    /// When the child reaches the delegatee, when it crosses a delayed
+    /// link: the delegatee holds it from then on.
+    pub arrival: Option<Arrival>,
 }
 
 /// What a delegation produced.
@@ -39,6 +46,7 @@ pub struct DelegatedChild {
 pub(super) fn prepare(
     executor: &StepExecutor,
     world: &World,
+    step_id: &str,
     delegate: &DelegateAction,
     agent: &str,
     now_ms: u64,
@@ -46,10 +54,27 @@ pub(super) fn prepare(
     let held = executor
         .capability(&delegate.capability)
         .is_some_and(|entry| entry.holder == agent);
-    let blocked = executor
+    let agent_node = world.agent_node(agent).unwrap_or_default();
+    // A parent still on its way to the delegator cannot be handed on yet.
+    let blocked = executor.faults.delegate_blocked(agent_node).or_else(|| {
+        let arrival = executor.capability_in_flight(&delegate.capability, now_ms)?;
+        Some(
+            NodeReason::DelegationInFlight {
+                agent: agent.to_string(),
+                capability: delegate.capability.clone(),
+                arrival: arrival.clone(),
+            }
+            .refusal(),
+        )
+    });
+    // The child crosses the link to the delegatee's node: a cut one is the
+    // delegator's node's to meet; a delayed one holds it in flight.
+    let to_node = world.agent_node(&delegate.to).unwrap_or_default();
+    let arrival = executor
         .faults
-        .delegate_blocked(world.agent_node(agent).unwrap_or_default());
+        .arrival(agent_node, to_node, step_id, now_ms);
     PreparedDelegate {
+        arrival,
         command: if let (true, Some(refusal)) = (held, blocked) {
             Err(refusal)
         } else if held {
@@ -109,6 +134,7 @@ pub(super) async fn dispatch(
 /// through, and a child that cannot be fingerprinted fails the run.
 pub(super) fn fold(
     executor: &mut StepExecutor,
+    prepared: &PreparedDelegate,
     answer: Result<Box<DelegationAnswer>, Refusal>,
 ) -> Result<Result<Box<DelegatedChild>, Refusal>, NodeError> {
     let answer = match answer {
@@ -117,6 +143,11 @@ pub(super) fn fold(
     };
     let DelegateOutcome { token, labels } = answer.outcome;
     let child = HeldCapability::new(&answer.to, token)?;
+    if let Some(arrival) = &prepared.arrival {
+        executor
+            .arriving_capabilities
+            .insert(answer.delegation_id.clone(), arrival.clone());
+    }
     executor.ledger.insert(answer.delegation_id, child.clone());
     Ok(Ok(Box::new(DelegatedChild { child, labels })))
 }

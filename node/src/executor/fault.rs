@@ -41,7 +41,7 @@ use chio_arena::scenario::{FaultAction, FaultLink};
 use chio_kernel::token::CapabilityToken;
 
 use super::StepExecutor;
-use crate::outage::{NodeDown, NodeReason, Refusal};
+use crate::outage::{Arrival, NodeDown, NodeReason, Refusal};
 use crate::world::World;
 
 /// A fault step, ready for the dispatcher.
@@ -200,11 +200,7 @@ impl FaultState {
     /// sent then: the kernel is unreachable), and how many times each node
     /// has crashed and the link has been cut so far.
     pub fn send(&self, kernel: &str, kernel_node: &str, agent_node: &str) -> Sent {
-        let cut_now = agent_node != kernel_node
-            && self
-                .cuts
-                .get(&FaultLink::new(agent_node, kernel_node))
-                .is_some_and(|(_, _, cut)| *cut);
+        let cut_now = self.link_cut(agent_node, kernel_node);
         let unreachable = (self.down.contains_key(kernel_node) || cut_now).then(|| {
             crate::outage::kernel_unreachable(
                 kernel,
@@ -302,6 +298,35 @@ impl FaultState {
             ms: *ms,
             link: link.describe(),
             step: step.clone(),
+        })
+    }
+
+    /// Whether the link between two distinct nodes is cut now: what a
+    /// step hands from one to the other cannot cross it.
+    pub fn link_cut(&self, from_node: &str, to_node: &str) -> bool {
+        from_node != to_node
+            && self
+                .cuts
+                .get(&FaultLink::new(from_node, to_node))
+                .is_some_and(|(_, _, cut)| *cut)
+    }
+
+    /// When what step `step` hands from `from_node` to `to_node` at
+    /// `now_ms` arrives, when the link between them is delayed: it is in
+    /// flight until then, as a call over the link is.
+    pub fn arrival(
+        &self,
+        from_node: &str,
+        to_node: &str,
+        step: &str,
+        now_ms: u64,
+    ) -> Option<Arrival> {
+        self.delay(from_node, to_node).map(|delay| Arrival {
+            sent_step: step.to_string(),
+            arrival_ms: now_ms.saturating_add(delay.ms),
+            link: delay.link,
+            delay_ms: delay.ms,
+            delay_step: delay.step,
         })
     }
 

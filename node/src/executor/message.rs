@@ -17,6 +17,14 @@
 //! kernel reads a call's (`crate::handling::message_carry`). A delivered
 //! value is kept under the message step for the receiver's later calls,
 //! with its record, so each argument built from it carries its labels.
+//!
+//! A hand-over crosses the link between the sender's node and the
+//! receiver's as a call or a delegation's child does: the controller
+//! refuses it over a cut link (`hand-over-undelivered`), and over a delayed
+//! link the value reaches the receiver `delay_ms` later, so a call reading
+//! it before then is denied (`reference-in-flight`). A message that is no
+//! hand-over has no verdict to state a fault with: validation refuses one
+//! across a cut or delayed link, as across a node that is down.
 
 use chio_arena::scenario::value::{Reference, Resolution, Unresolved};
 use chio_arena::scenario::{HandOverAction, MessageAction};
@@ -28,7 +36,8 @@ use super::reference::{computed, echoed, reference_sources, resolve_value, unres
 use super::{canonical_sha256, Dispatcher, ReleasedOutput, StepExecutor};
 use crate::error::NodeError;
 use crate::node::{HandOverCommand, MessageCommand, MessageOutcome, StepRefusal};
-use crate::outage::NodeReason;
+use crate::outage::{Arrival, NodeReason};
+use crate::world::World;
 
 /// A message ready to dispatch.
 #[derive(Debug, Clone)]
@@ -38,20 +47,27 @@ pub struct PreparedMessage {
     /// [`canonical_sha256`] of what travels.
     pub content_sha256: String,
     /// The controller's refusal of a hand-over whose value cannot be
-    /// resolved; the message is not dispatched then.
+    /// resolved, or cannot cross the cut link to the receiver's node; the
+    /// message is not dispatched then.
     pub blocked: Option<StepRefusal>,
+    /// When a hand-over's value reaches the receiver, when it crosses a
+    /// delayed link: a reference to it reads it from then on.
+    pub arrival: Option<Arrival>,
 }
 
 /// The controller's decisions for a message step.
 pub(super) fn prepare(
     executor: &StepExecutor,
+    world: &World,
     step_id: &str,
     message: &MessageAction,
     agent: &str,
     now_ms: u64,
 ) -> Result<PreparedMessage, NodeError> {
     if let Some(handover) = &message.handover {
-        return prepare_handover(executor, step_id, message, handover, agent, now_ms);
+        let mut prepared = prepare_handover(executor, step_id, message, handover, agent, now_ms)?;
+        cross_link(executor, world, step_id, &mut prepared);
+        return Ok(prepared);
     }
     let released = match &message.from_step {
         Some(source) => match executor.outputs.get(source) {
@@ -83,7 +99,43 @@ pub(super) fn prepare(
         },
         content_sha256: released.content_sha256,
         blocked: None,
+        arrival: None,
     })
+}
+
+/// What the link between the sender's node and the receiver's meets a
+/// hand-over's value with, as it meets a call or a delegation's child: a
+/// cut link refuses it (nothing is sent, nothing recorded), a delayed one
+/// holds it in flight until its arrival. A hand-over already refused is
+/// not sent, so it crosses nothing.
+fn cross_link(
+    executor: &StepExecutor,
+    world: &World,
+    step_id: &str,
+    prepared: &mut PreparedMessage,
+) {
+    if prepared.blocked.is_some() {
+        return;
+    }
+    let command = &prepared.command;
+    let from_node = world.agent_node(&command.agent).unwrap_or_default();
+    let to_node = world.agent_node(&command.to).unwrap_or_default();
+    if executor.faults.link_cut(from_node, to_node) {
+        let refusal = NodeReason::HandOverUndelivered {
+            to: command.to.clone(),
+            to_node: to_node.to_string(),
+            from_node: from_node.to_string(),
+        }
+        .refusal();
+        prepared.blocked = Some(StepRefusal {
+            code: refusal.code.as_str().to_string(),
+            message: refusal.message,
+        });
+        return;
+    }
+    prepared.arrival = executor
+        .faults
+        .arrival(from_node, to_node, step_id, command.now_ms);
 }
 
 /// What a message forwarding `released` carries, as a reference to the
@@ -213,6 +265,7 @@ fn prepare_handover(
             now_ms,
         },
         blocked,
+        arrival: None,
     })
 }
 

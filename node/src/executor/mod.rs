@@ -51,7 +51,7 @@ use crate::link::LinkFuture;
 use crate::node::{
     CallAnswer, CallCommand, DelegateCommand, DelegateOutcome, MessageCommand, MessageOutcome,
 };
-use crate::outage::Refusal;
+use crate::outage::{Arrival, Refusal};
 use crate::world::World;
 use crate::EmbeddedTopology;
 
@@ -237,6 +237,12 @@ pub struct StepExecutor {
     forwarded: Option<BTreeSet<String>>,
     /// The faults in effect.
     faults: FaultState,
+    /// Capabilities delegated over a delayed link, by id, with their
+    /// arrival: their holder may use them from then on.
+    arriving_capabilities: BTreeMap<String, Arrival>,
+    /// Values handed over a delayed link, by hand-over step, with their
+    /// arrival: a reference to one reads it from then on.
+    arriving_values: BTreeMap<String, Arrival>,
     /// The sealed files arguments read, by path.
     sealed: chio_arena::scenario::sealed::SealedSet,
     /// What each server declares of its tools' outputs, by server and tool.
@@ -258,6 +264,8 @@ impl StepExecutor {
             outputs: BTreeMap::new(),
             forwarded: None,
             faults: FaultState::default(),
+            arriving_capabilities: BTreeMap::new(),
+            arriving_values: BTreeMap::new(),
             sealed: world.sealed.clone(),
             output_rules: world
                 .servers
@@ -335,6 +343,22 @@ impl StepExecutor {
         self.ledger.get(id)
     }
 
+    /// The arrival of capability `id`, when it is still in flight to its
+    /// holder over a delayed link at `now_ms`.
+    pub fn capability_in_flight(&self, id: &str, now_ms: u64) -> Option<&Arrival> {
+        self.arriving_capabilities
+            .get(id)
+            .filter(|arrival| arrival.pending_at(now_ms))
+    }
+
+    /// The arrival of the value hand-over step `step` delivered, when it is
+    /// still in flight to its receiver over a delayed link at `now_ms`.
+    pub fn value_in_flight(&self, step: &str, now_ms: u64) -> Option<&Arrival> {
+        self.arriving_values
+            .get(step)
+            .filter(|arrival| arrival.pending_at(now_ms))
+    }
+
     /// Makes the controller's decisions for one scheduled action of `agent`
     /// at `now_ms` (step `step_id`); nothing is dispatched.
     pub fn prepare(
@@ -351,14 +375,18 @@ impl StepExecutor {
                 (),
             ),
             Action::Delegate(delegate) => RunStep::Delegate(
-                Box::new(delegate::prepare(self, world, delegate, agent, now_ms)),
+                Box::new(delegate::prepare(
+                    self, world, step_id, delegate, agent, now_ms,
+                )),
                 (),
             ),
             Action::Revoke(revoke) => {
                 RunStep::Revoke(revoke::prepare(self, world, revoke, agent, now_ms), ())
             }
             Action::Message(message) => RunStep::Message(
-                Box::new(message::prepare(self, step_id, message, agent, now_ms)?),
+                Box::new(message::prepare(
+                    self, world, step_id, message, agent, now_ms,
+                )?),
                 (),
             ),
             Action::Advance(advance) => RunStep::Advance {
@@ -449,11 +477,16 @@ impl StepExecutor {
                 RunStep::Call(prepared, answer)
             }
             RunStep::Delegate(prepared, answer) => {
-                RunStep::Delegate(prepared, delegate::fold(self, answer)?)
+                let done = delegate::fold(self, &prepared, answer)?;
+                RunStep::Delegate(prepared, done)
             }
             RunStep::Revoke(prepared, refusal) => RunStep::Revoke(prepared, refusal),
             RunStep::Message(prepared, (outcome, delivered)) => {
                 if let Some(delivered) = delivered {
+                    if let (Ok(_), Some(arrival)) = (&delivered.value, &prepared.arrival) {
+                        self.arriving_values
+                            .insert(step_id.to_string(), arrival.clone());
+                    }
                     if self.keeps_output(step_id) {
                         self.outputs.insert(step_id.to_string(), *delivered);
                     }

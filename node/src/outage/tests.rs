@@ -39,6 +39,13 @@ fn every_node_code_has_a_reason_with_its_message() {
         step: "crash".to_string(),
     };
     let s = |text: &str| text.to_string();
+    let arrival = || Arrival {
+        sent_step: s("give"),
+        link: s("node-a <-> node-b"),
+        delay_ms: 600,
+        delay_step: s("slow"),
+        arrival_ms: 1700,
+    };
     let examples = [
         (NodeReason::KernelUnreachable { kernel: s("k"), kernel_node: s("node-a"), from_node: s("node-b"), outage: Outage::DeadlineExceeded }, "kernel k on node node-a is unreachable from node node-b: the link missed its deadline"),
         (NodeReason::NotHeld { agent: s("bob"), capability: s("c") }, "agent bob does not hold capability c"),
@@ -52,6 +59,10 @@ fn every_node_code_has_a_reason_with_its_message() {
         (NodeReason::DelegatorDown(down()), "delegation refused: node node-b is down (crashed at step crash)"),
         (NodeReason::DelegationUnrecorded(Outage::Unavailable), "delegation refused: the child's labels cannot be recorded: trust-control unavailable"),
         (NodeReason::DelegationUndelivered { to: s("bob"), to_node: s("node-b"), from_node: s("node-a"), outage: Outage::Unavailable }, "delegation refused: the child cannot be handed to agent bob on node node-b from node node-a: the link is unavailable"),
+        (NodeReason::DelegationInFlight { agent: s("bob"), capability: s("c"), arrival: arrival() }, "delegation refused: agent bob does not hold capability c yet: it is in flight over link node-a <-> node-b until 1700 ms (sent at step give, delayed 600 ms at step slow)"),
+        (NodeReason::CapabilityInFlight { agent: s("bob"), capability: s("c"), arrival: arrival() }, "agent bob does not hold capability c yet: it is in flight over link node-a <-> node-b until 1700 ms (sent at step give, delayed 600 ms at step slow)"),
+        (NodeReason::HandOverUndelivered { to: s("bob"), to_node: s("node-b"), from_node: s("node-a") }, "hand-over refused: the value cannot be handed to agent bob on node node-b from node node-a: the link is unavailable"),
+        (NodeReason::ReferenceInFlight { argument: s("/amount"), step: s("give"), pointer: s(""), arrival: arrival() }, "call refused: argument /amount takes its value from step give (the whole output), but the hand-over is in flight over link node-a <-> node-b until 1700 ms (sent at step give, delayed 600 ms at step slow)"),
         (NodeReason::RevokerNotAuthorized { capability: s("c") }, "revocation refused: the revoker holds no ancestor of capability c and is not its issuer; only the issuing authority or a holder of an ancestor link may revoke it"),
         (NodeReason::RevocationTargetUnknown { capability: s("c") }, "revocation refused: capability c does not exist yet"),
         (NodeReason::RevokerNotPlaced { agent: s("bob") }, "revocation refused: agent bob is not placed"),

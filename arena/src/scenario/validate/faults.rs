@@ -247,7 +247,10 @@ impl Validator<'_> {
                         continue;
                     };
                     let ends = [agent_node(walk.agent(i)), agent_node(&message.to)];
-                    if let Some(reason) = state.blocks_message(&ends) {
+                    // A hand-over states a cut or a delay between the two
+                    // nodes itself (refused, or in flight until its arrival).
+                    let crosses = message.handover.is_none();
+                    if let Some(reason) = state.blocks_message(&ends, crosses) {
                         return Err(ArenaError::FaultSequence {
                             field: format!("steps[{i}].to"),
                             reason,
@@ -421,8 +424,11 @@ impl InEffect {
     }
 
     /// Why a message between nodes `ends` (sender's, receiver's) cannot be
-    /// sent now, if it cannot: trust-control carries its labels.
-    fn blocks_message(&self, ends: &[Option<String>; 2]) -> Option<String> {
+    /// sent now, if it cannot: trust-control carries its labels, and, when
+    /// `crosses` (a message that is no hand-over), the link between the
+    /// two nodes carries it, so a cut or a delay there has nothing to
+    /// state it with either.
+    fn blocks_message(&self, ends: &[Option<String>; 2], crosses: bool) -> Option<String> {
         for node in ends.iter().flatten() {
             if let Some(at) = self.down.get(node) {
                 return Some(format!("node {node} is down (crashed at steps[{at}])"));
@@ -431,6 +437,24 @@ impl InEffect {
                 return Some(why);
             }
         }
-        None
+        let [Some(from), Some(to)] = ends else {
+            return None;
+        };
+        if !crosses || from == to {
+            return None;
+        }
+        let link = FaultLink::new(from, to);
+        if let Some(at) = self.cut.get(&link) {
+            return Some(format!(
+                "link {} is partitioned (at steps[{at}])",
+                link.describe()
+            ));
+        }
+        self.slowed.get(&link).map(|(delay_ms, at)| {
+            format!(
+                "link {} is delayed {delay_ms} ms (at steps[{at}])",
+                link.describe()
+            )
+        })
     }
 }
