@@ -17,23 +17,42 @@ use crate::executor::FaultState;
 use crate::world::World;
 
 /// Why `action`, routed to `kernel`, reaches no kernel with `faults` in
-/// effect, if it does not: the node hosting `kernel` is down, or, for a
-/// fixture injection, the node hosting the server whose file it edits.
+/// effect, if it does not: the acting agent's node is down (nobody can
+/// make the call, [`FaultState::call_blocked`], as for the scheduled call
+/// it mutates); the node hosting `kernel` is down, or, for a fixture
+/// injection, the node hosting the server whose file it edits; or the
+/// link between the agent's node and the kernel's is cut (the agent's node
+/// finds no link to send it over, [`FaultState::send`], as for a
+/// scheduled call sent then).
 pub(super) fn unreachable(
     world: &World,
     faults: &FaultState,
     kernel: &str,
     action: &AdversaryAction,
 ) -> Option<String> {
+    let agent = action.call.agent.as_str();
+    let agent_node = world.agent_node(agent).unwrap_or_default();
     let down = |kernel: &str| {
         faults
             .kernel_unreachable(kernel, world.kernel_node(kernel)?)
             .map(|refusal| refusal.message)
     };
-    down(kernel).or_else(|| match &action.mutation {
-        Mutation::Fixture { edit, .. } => down(world.server_kernel(&edit.server)?),
-        _ => None,
-    })
+    let cut = || {
+        let kernel_node = world.kernel_node(kernel)?;
+        faults
+            .send(kernel, kernel_node, agent_node)
+            .unreachable()
+            .map(|refusal| refusal.message.clone())
+    };
+    faults
+        .call_blocked(agent, agent_node)
+        .map(|refusal| refusal.message)
+        .or_else(|| down(kernel))
+        .or_else(|| match &action.mutation {
+            Mutation::Fixture { edit, .. } => down(world.server_kernel(&edit.server)?),
+            _ => None,
+        })
+        .or_else(cut)
 }
 
 /// The outcome of an action no kernel decided: a deny with `reason`, no

@@ -358,6 +358,14 @@ pub struct Sent {
     cuts: u64,
 }
 
+impl Sent {
+    /// The deny of a call sent while its kernel's node was down or the
+    /// link to it cut: the agent's node found nothing to take it.
+    pub fn unreachable(&self) -> Option<&Refusal> {
+        self.unreachable.as_ref()
+    }
+}
+
 /// The delayed link a call crosses: its delay and the step that began it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delay {
