@@ -12,7 +12,16 @@
 //! let it through. Everything printed comes from the bundle (its manifest
 //! and its recorded scenario), in recorded order, so the output is the same
 //! bytes on every machine. With `--json` the document is canonical JSON,
-//! `chio.arena.explain/v1`. Nothing is run and nothing is written.
+//! `chio.arena.explain/v1`. Nothing is written.
+//!
+//! A bundle is shown as evidence only once it holds up: it must agree with
+//! its own signed receipts, and re-deciding it from its inputs (the path of
+//! `chio arena replay`, `crate::redecide`) must give the recorded run. A
+//! bundle that re-decides otherwise has its step printed below every
+//! difference (each naming the step and the field), as what the bundle
+//! claims, and the command exits with `CHIO-ARENA-DRIFT`; one that cannot be
+//! re-decided here (a run that read sealed files, given no `--sealed-from`)
+//! is refused.
 
 use std::io::Write;
 
@@ -38,6 +47,9 @@ struct ExplainReport<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     arguments: Option<Value>,
     step: &'a StepRecord,
+    /// Each difference re-deciding the bundle found; none when it holds up.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    drift: &'a [String],
 }
 
 /// Runs the command, printing to `out`.
@@ -58,6 +70,7 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             "name a step the run dispatched; a run that stopped early records no later step",
         ));
     };
+    let drift = crate::redecide::differences(COMMAND, &args.bundle, args.sealed_from.as_deref())?;
     let arguments = (step.action == ActionKind::Call)
         .then(|| recorded_arguments(&bundle, &step.step_id))
         .flatten();
@@ -67,18 +80,56 @@ pub fn run(args: &ExplainArgs, out: &mut dyn Write) -> Result<(), CliError> {
             scenario_id: &manifest.determinism.scenario_id,
             arguments,
             step,
+            drift: &drift,
         };
         CliError::json_document(COMMAND, &report)?
     } else {
-        match shown_step(step) {
+        let shown = match shown_step(step) {
             Some(shown) => render(&shown, arguments.as_ref()),
             None => render(step, arguments.as_ref())
                 .lines()
                 .map(|l| format!("{}\n", crate::term::printable(l)))
                 .collect(),
-        }
+        };
+        drift_lines(&drift) + &shown
     };
-    CliError::print(COMMAND, out, text.as_bytes())
+    CliError::print(COMMAND, out, text.as_bytes())?;
+    drift_refusal(&args.bundle, &drift)
+}
+
+/// The lines printed above the step of a bundle that drifts: what it
+/// claims is not what its inputs decide.
+fn drift_lines(drift: &[String]) -> String {
+    if drift.is_empty() {
+        return String::new();
+    }
+    let mut text = "DRIFT: re-deciding this bundle from its inputs gives another run; the step below is what the bundle claims, not evidence\n".to_string();
+    for line in drift {
+        text.push_str(&format!("  drift: {}\n", crate::term::printable(line)));
+    }
+    text.push('\n');
+    text
+}
+
+/// The command's error for a bundle that drifts when re-decided.
+fn drift_refusal(dir: &std::path::Path, drift: &[String]) -> Result<(), CliError> {
+    let Some(first) = drift.first() else {
+        return Ok(());
+    };
+    let shown = crate::term::printable(&dir.display().to_string()).into_owned();
+    Err(CliError::new(
+        codes::DRIFT,
+        COMMAND,
+        format!(
+            "bundle {shown} does not hold up: re-deciding it gives another run ({}{}), so it was changed after its run",
+            crate::term::printable(first),
+            match drift.len() {
+                1 => String::new(),
+                n => format!("; and {} more difference(s)", n - 1),
+            }
+        ),
+        format!("`chio arena replay {shown}` names each difference; run the scenario again for evidence"),
+    ))
 }
 
 /// The step's `arguments` as the recorded scenario declares them, as JSON;

@@ -28,6 +28,9 @@ use crate::cli::{DiffArgs, ReplayArgs};
 use crate::driver::{run_embedded, ReadBack, RunInputs, RunOptions, RunResult};
 use crate::error::{codes, CliError};
 
+mod scenarios;
+use scenarios::{shown, ScenariosDiffer};
+
 /// Schema of `chio arena replay --json`.
 pub const REPLAY_SCHEMA_VERSION: &str = "chio.arena.replay/v1";
 /// Schema of `chio arena diff --json`.
@@ -67,6 +70,10 @@ pub(crate) struct DriftReport {
     /// a drift whose step records no changed input is blamed on them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     changed_files: Vec<String>,
+    /// The recorded steps' ids, in order: a difference in `steps[N]` is
+    /// named by its step in [`DriftReport::differences`].
+    #[serde(skip)]
+    step_ids: Vec<String>,
 }
 
 impl DriftReport {
@@ -95,9 +102,10 @@ impl DriftReport {
         );
         lines.extend(self.session.iter().map(|line| format!("session: {line}")));
         if !self.evidence.is_empty() {
+            let places: Vec<String> = self.evidence.iter().map(|p| self.named(p)).collect();
             lines.push(format!(
                 "{} {} not what re-deciding it writes",
-                self.evidence.join(", "),
+                places.join(", "),
                 if self.evidence.len() == 1 {
                     "is"
                 } else {
@@ -106,6 +114,20 @@ impl DriftReport {
             ));
         }
         lines
+    }
+
+    /// A place of the manifest, a field of a step followed by that step's
+    /// id (`steps[0].trace (step read-notes)`).
+    fn named(&self, place: &str) -> String {
+        let step = place
+            .strip_prefix("steps[")
+            .and_then(|rest| rest.split_once(']'))
+            .and_then(|(index, _)| index.parse::<usize>().ok())
+            .and_then(|index| self.step_ids.get(index));
+        match step {
+            Some(id) => format!("{place} (step {id})"),
+            None => place.to_string(),
+        }
     }
 
     /// What a drift whose step records no changed input is blamed on: the
@@ -139,57 +161,6 @@ fn changed_input_files(left: &Bundle, right: &Bundle) -> Vec<String> {
         .filter(|name| left.inputs.get(*name) != right.inputs.get(*name))
         .map(|name| format!("{}/{name}", chio_arena::bundle::INPUTS_DIR))
         .collect()
-}
-
-/// The two scenarios of a diff whose bundles ran different ones.
-#[derive(Debug, Serialize)]
-struct ScenariosDiffer {
-    left_id: String,
-    right_id: String,
-    left_sha256: String,
-    right_sha256: String,
-}
-
-impl ScenariosDiffer {
-    /// `None` when both bundles ran the same scenario file.
-    fn of(left: &Bundle, right: &Bundle) -> Option<Self> {
-        let (l, r) = (&left.manifest, &right.manifest);
-        (l.determinism.scenario_id != r.determinism.scenario_id
-            || l.scenario_sha256 != r.scenario_sha256)
-            .then(|| Self {
-                left_id: l.determinism.scenario_id.clone(),
-                right_id: r.determinism.scenario_id.clone(),
-                left_sha256: l.scenario_sha256.clone(),
-                right_sha256: r.scenario_sha256.clone(),
-            })
-    }
-
-    /// The warning printed before the comparison.
-    fn warning(&self) -> String {
-        let (left, right) = (shown(&self.left_id), shown(&self.right_id));
-        let what = if self.left_id == self.right_id {
-            format!("runs of two different files with the same scenario id {left}")
-        } else {
-            format!("runs of different scenarios: {left} and {right}")
-        };
-        format!(
-            "warning: the bundles are {what} (scenario sha256 {} vs {}); steps are compared by position, so each difference below may only reflect the scenarios\n",
-            shown(short(&self.left_sha256)),
-            shown(short(&self.right_sha256))
-        )
-    }
-}
-
-/// Text from a bundle (an id, a file name, a place) as a terminal may show
-/// it: a name planted in a bundle cannot clear the screen or forge a line
-/// such as `no drift`.
-fn shown(text: &str) -> std::borrow::Cow<'_, str> {
-    crate::term::printable(text)
-}
-
-/// The first 12 hex digits of a digest.
-fn short(digest: &str) -> &str {
-    digest.get(..12).unwrap_or(digest)
 }
 
 /// The help of a bundle a reading command (replay, diff, explain) refuses:
@@ -231,7 +202,9 @@ fn refused_read(
 /// (`chio report`, `chio arena explain`, `chio eval --from-bundle`): read as
 /// [`read_bundle`] reads it, then refused unless its manifest agrees with
 /// its own signed receipts and files (`chio_arena::bundle::verify`), so an
-/// edited verdict is never shown as what the kernel decided.
+/// edited verdict is never shown as what the kernel decided. Each caller
+/// then re-decides it (`crate::redecide`) before it presents a field no
+/// signature covers.
 pub fn read_verified_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
     let bundle = read_bundle(command, dir)?;
     chio_arena::bundle::verify(&bundle).map_err(|fault| {
@@ -249,6 +222,16 @@ pub fn read_verified_bundle(command: &'static str, dir: &Path) -> Result<Bundle,
         }
     })?;
     Ok(bundle)
+}
+
+/// The ids of the steps a bundle records, in order.
+fn step_ids(bundle: &Bundle) -> Vec<String> {
+    bundle
+        .manifest
+        .steps
+        .iter()
+        .map(|s| s.step_id.clone())
+        .collect()
 }
 
 /// Policy files whose bytes no longer hash to the manifest's record.
@@ -496,6 +479,7 @@ pub(crate) fn redecide(
         session,
         evidence,
         changed_files: Vec::new(),
+        step_ids: step_ids(&recorded),
     })
 }
 
@@ -580,6 +564,7 @@ pub fn diff(args: &DiffArgs, out: &mut dyn Write) -> Result<(), CliError> {
         session: Vec::new(),
         evidence,
         changed_files: changed_input_files(&left, &right),
+        step_ids: step_ids(&left),
     };
     report_drift(&report, args.json, COMMAND, out)
 }

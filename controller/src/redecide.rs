@@ -18,6 +18,10 @@
 //!   the page red, naming each difference, when it drifts, or says its
 //!   outcome is unverified when it cannot be re-decided (a run that read
 //!   sealed files, which a bundle records only as digests);
+//! - `chio arena explain` re-decides the bundle before it prints a step
+//!   ([`differences`]), prints every difference above the step and exits
+//!   with `CHIO-ARENA-DRIFT` when it drifts, and is refused when it cannot
+//!   be re-decided (a run that read sealed files needs `--sealed-from`);
 //! - `chio eval --from-bundle` re-decides the bundle before it builds an
 //!   envelope from it (`crate::eval_bundle`), and refuses one that drifts
 //!   or cannot be re-decided.
@@ -34,14 +38,33 @@ use chio_arena::report::run::Verification;
 use chio_campaign::evidence::{Redecide, Redecision};
 
 use crate::arena_replay::redecide;
+use crate::error::CliError;
+
+/// Each difference re-deciding the bundle in `dir` finds (reading sealed
+/// files below `sealed_from`), one a line naming the step and the field
+/// (or the file); none when it re-decides to the recorded run. Why it
+/// cannot be re-decided here is the error.
+pub fn differences(
+    command: &'static str,
+    dir: &Path,
+    sealed_from: Option<&Path>,
+) -> Result<Vec<String>, CliError> {
+    redecide(command, dir, sealed_from).map(|report| {
+        if report.identical {
+            Vec::new()
+        } else {
+            report.differences()
+        }
+    })
+}
 
 /// What re-deciding the bundle in `dir` gave, reading sealed files below
 /// `sealed_from`: the same run, a run that differs (each difference in a
 /// line), or why it cannot be re-decided here.
 pub fn redecision(command: &'static str, dir: &Path, sealed_from: Option<&Path>) -> Redecision {
-    match redecide(command, dir, sealed_from) {
-        Ok(report) if report.identical => Redecision::Same,
-        Ok(report) => Redecision::Drifted(report.differences()),
+    match differences(command, dir, sealed_from) {
+        Ok(lines) if lines.is_empty() => Redecision::Same,
+        Ok(lines) => Redecision::Drifted(lines),
         Err(e) => Redecision::Undecidable(format!("{}: {}", e.code, e.message)),
     }
 }

@@ -168,9 +168,14 @@ pub enum Template {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// The bundle folder a run wrote.
-    pub bundle: std::path::PathBuf,
+    pub bundle: PathBuf,
     /// The id of the step to explain.
     pub step: String,
+    /// The folder of the scenario the bundle was run from, where its
+    /// sealed files are read again to re-decide it (as `arena replay`
+    /// does): a bundle records only their digests.
+    #[arg(long, value_name = "FOLDER")]
+    pub sealed_from: Option<PathBuf>,
     /// Print canonical JSON (`chio.arena.explain/v1`) instead of text.
     #[arg(long)]
     pub json: bool,

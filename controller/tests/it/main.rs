@@ -40,6 +40,7 @@ mod determinism_gate;
 mod eval;
 mod evidence;
 mod evolve_causes;
+mod explain_evidence;
 mod first_use;
 mod import_mcp;
 mod import_trace;

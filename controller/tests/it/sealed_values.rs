@@ -123,11 +123,20 @@ fn sealed_values_reach_the_guards_and_never_the_evidence() {
         "passphrase-as-a-path",
         "paste-the-passphrase",
     ] {
-        let args = ["arena", "explain", "run", id];
+        // Re-deciding the bundle reads the sealed files again.
+        let args = ["arena", "explain", "run", id, "--sealed-from", "."];
         let output = chio(tmp.path(), &args);
         assert_eq!(output.status.code(), Some(0), "{}", explain(&args, &output));
         assert_sealed("an explanation", &output.stdout, &secrets);
     }
+    let args = ["arena", "explain", "run", "paste-the-token"];
+    let output = chio(tmp.path(), &args);
+    assert_eq!(output.status.code(), Some(2), "{}", explain(&args, &output));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).starts_with("error[CHIO-CLI-SEALED-FROM]"),
+        "{}",
+        explain(&args, &output)
+    );
 }
 
 // Proves a replay needs the folder the sealed files are in, reproduces the run from it, and names a sealed file whose text changed without printing it.
