@@ -429,7 +429,7 @@ mod writer_tests;
 
 pub use compare::{
     bundle_files, compare_runs, file_differences, manifest_differences, receipts_difference,
-    StepDrift,
+    recording_places, StepDrift,
 };
 pub use load::{open_regular, read_regular, FileRefusal, MAX_FILE_BYTES};
 pub use reader::for_each_step;

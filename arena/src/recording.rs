@@ -446,34 +446,62 @@ fn check_outputs(
     Ok(())
 }
 
-/// Reads the recording of server `server` below `dir` (a folder `chio arena
-/// record --out` wrote): `dir/recording/<server>.json`.
+/// Reads the recording of server `server` in the folder `dir` (one `chio
+/// arena record --out` or a `--replay-from` run wrote), from either place
+/// the one mapping of the two layouts names
+/// ([`crate::bundle::recording_places`]): beside the inputs,
+/// `dir/recording/<server>.json`, or among them,
+/// `dir/inputs/recording/<server>.json`. A folder holding both with other
+/// bytes is refused, naming both; a missing file names each path tried.
 pub fn read_recording(dir: &std::path::Path, server: &str) -> Result<Recording, RecordingError> {
-    use std::io::Read;
-    let path = dir
-        .join(RECORDING_FOLDER)
-        .join(Recording::file_name(server));
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        kind => kind.to_string(),
-    };
     let unreadable = |reason: String| RecordingError::Unreadable {
         server: server.to_string(),
-        reason,
+        reason: crate::report::printable(&reason).into_owned(),
     };
+    let (beside, among) = crate::bundle::recording_places(&Recording::file_name(server));
+    let (beside, among) = (dir.join(beside), dir.join(among));
+    let bytes = match (recording_bytes(&beside), recording_bytes(&among)) {
+        (Ok(None), Ok(None)) => {
+            return Err(unreadable(format!(
+                "no such file: neither {} nor {} exists",
+                beside.display(),
+                among.display()
+            )))
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => return Err(unreadable(e)),
+        (Ok(Some(a)), Ok(Some(b))) if a != b => {
+            return Err(unreadable(format!(
+                "{} and {} are two different copies of it; a folder keeps one, beside its inputs or among them",
+                beside.display(),
+                among.display()
+            )))
+        }
+        (Ok(Some(bytes)), _) | (Ok(None), Ok(Some(bytes))) => bytes,
+    };
+    parse_recording(&bytes, server)
+}
+
+/// The bytes of the recording file `path`, up to one byte past
+/// [`MAX_RECORDING_BYTES`]; `None` when there is no such file. The error
+/// names the path.
+fn recording_bytes(path: &std::path::Path) -> Result<Option<Vec<u8>>, String> {
+    use std::io::Read;
+    let named = |why: String| format!("{}: {why}", path.display());
     // A recording beside a bundle is untrusted too: a link, a named pipe or
     // a device is refused unopened, as every file of a bundle is.
-    let file = crate::bundle::open_regular(&path).map_err(|e| {
-        unreadable(match e {
-            crate::bundle::FileRefusal::Io(e) => io(e),
-            refusal => refusal.to_string(),
-        })
-    })?;
+    let file = match crate::bundle::open_regular(path) {
+        Ok(file) => file,
+        Err(crate::bundle::FileRefusal::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(crate::bundle::FileRefusal::Io(e)) => return Err(named(e.kind().to_string())),
+        Err(refusal) => return Err(named(refusal.to_string())),
+    };
     let mut bytes = Vec::new();
     file.take(MAX_RECORDING_BYTES + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| unreadable(io(e)))?;
-    parse_recording(&bytes, server)
+        .map_err(|e| named(e.kind().to_string()))?;
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]

@@ -267,3 +267,14 @@ pub(crate) fn world_place(path: &str, among: bool) -> String {
         _ => path.to_string(),
     }
 }
+
+/// The two places, below a bundle folder, of the recording file `name`
+/// (`<server>.json`): beside the inputs (`recording/<name>`), where
+/// `chio arena record --out` writes it, and among them
+/// (`inputs/recording/<name>`), where a replayed run keeps it; the second
+/// is the first's place in the world its run read ([`world_place`]).
+pub fn recording_places(name: &str) -> (String, String) {
+    let beside = format!("{}/{name}", crate::recording::RECORDING_FOLDER);
+    let among = world_place(&beside, false);
+    (beside, among)
+}

@@ -111,7 +111,8 @@ impl Bundle {
     /// mapping of the two layouts). Every reader that holds a bundle to a
     /// world (re-deciding it, naming the inputs two bundles differ in, a
     /// campaign's pinned fixtures) reads it this way, so a recording counts
-    /// the same in either place.
+    /// the same in either place. A folder holding a server's recording in
+    /// both places with different bytes is refused, naming both.
     pub fn read_world(dir: &Path) -> Result<Bundle, ArenaError> {
         let mut bundle = Bundle::read(dir)?;
         let held: Vec<String> = bundle
@@ -122,19 +123,37 @@ impl Bundle {
         let beside = dir.join(crate::recording::RECORDING_FOLDER);
         let absent = std::fs::symlink_metadata(&beside)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        if absent || super::compare::holds_recording_among_inputs(&held) {
+        if absent {
             return Ok(bundle);
         }
         check_folder(&beside)?;
         let mut recording = BTreeMap::new();
         read_inputs(&beside, &beside, &mut recording)?;
+        let among = super::compare::holds_recording_among_inputs(&held);
         for (rel, bytes) in recording {
             let beside = format!("{}/{rel}", crate::recording::RECORDING_FOLDER);
             let place = super::compare::world_place(&beside, false);
             let rel = place
                 .strip_prefix(&format!("{INPUTS_DIR}/"))
                 .unwrap_or(&place);
-            bundle.inputs.insert(rel.to_string(), bytes);
+            match bundle.inputs.get(rel) {
+                // One folder, two different recordings of one server: which
+                // one its run read cannot be told.
+                Some(held) if held != &bytes => {
+                    return Err(refused(
+                        &dir.join(&beside),
+                        format!(
+                            "it and {} are two different copies of one recording; a bundle keeps one, beside its inputs or among them",
+                            dir.join(&place).display()
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None if among => {}
+                None => {
+                    bundle.inputs.insert(rel.to_string(), bytes);
+                }
+            }
         }
         Ok(bundle)
     }

@@ -86,7 +86,7 @@ fn with_venv(python: &Path, dir: &Path, args: &[&str]) -> Output {
 }
 
 /// Runs `chio ARGS` in `dir` with a `PATH` that reaches no python at all.
-fn without_python(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn without_python(dir: &Path, args: &[&str]) -> Output {
     chio_env(dir, args, &[("PATH", "/nonexistent")])
 }
 
@@ -142,7 +142,7 @@ fn replays_alike(dir: &Path, modes: &[&[&str]]) -> std::collections::BTreeMap<St
     first
 }
 
-fn assert_code(output: &Output, args: &[&str], status: i32, code: &str) {
+pub(crate) fn assert_code(output: &Output, args: &[&str], status: i32, code: &str) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         output.status.code(),
@@ -620,7 +620,7 @@ fn a_recording_with_a_call_no_step_makes_is_refused() {
 /// A scenario whose mcp server `live` declares tool `get` with an output
 /// schema (an object whose `n` is an integer), and the recording of its one
 /// call (step `first`) answering `output`, written by hand, in `dir`.
-fn typed_replay(dir: &Path, output: serde_json::Value) {
+pub(crate) fn typed_replay(dir: &Path, output: serde_json::Value) {
     let definition = serde_json::json!({
         "name": "get",
         "description": "Gets a count",

@@ -55,6 +55,7 @@ mod mcp_edge_parity;
 mod mcp_edge_sealed;
 mod pipeline;
 mod promoted;
+mod recording_layouts;
 mod refusal_parity;
 mod report_browser;
 mod report_html;
