@@ -38,6 +38,12 @@
 //! again (a result edited), or one with an action FILE cannot rebuild is
 //! refused before anything is evaluated (`CHIO-ARENA-PROMOTE-TRACE`, exit
 //! 2), naming the trace's scenario and digest.
+//!
+//! FILE itself must meet its own steps (`own_steps`): a run of it where a
+//! step does not get what it expects (a twin that refuses the very calls
+//! the adversaries mutate) is refused before anything is evaluated
+//! (`CHIO-ARENA-PROMOTE-SCENARIO-FAILS`, exit 2), naming the step, its
+//! expected and its observed outcome.
 
 use std::io::Write;
 use std::path::{Component, Path};
@@ -57,6 +63,7 @@ use trace::{trace_actions, Scenarios, TraceAction};
 use crate::cli::arena::{PromoteArgs, PromoteTarget};
 use crate::error::{codes, CliError};
 
+mod own_steps;
 mod trace;
 
 const COMMAND: &str = "arena promote";
@@ -116,6 +123,7 @@ pub fn run(args: &PromoteArgs, out: &mut dyn Write) -> Result<(), CliError> {
             .check(scenario.id())
             .map_err(|e| arena_error(&e))?;
     }
+    own_steps::check(&args.file)?;
     let mut evaluator =
         KernelActionEvaluator::load(&scenario).map_err(|e| CliError::node(COMMAND, &e))?;
     let root = args

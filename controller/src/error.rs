@@ -77,6 +77,9 @@ cli_codes! {
     /// again, one its search run again does not give, or one with an
     /// action the scenario cannot rebuild.
     PROMOTE_TRACE = "CHIO-ARENA-PROMOTE-TRACE", Input;
+    /// `arena promote`: the scenario does not meet its own steps, so no
+    /// case of it shows a fix.
+    PROMOTE_SCENARIO_FAILS = "CHIO-ARENA-PROMOTE-SCENARIO-FAILS", Input;
     /// `arena promote --from-trace`: the scenario still admits escapes of
     /// the trace.
     PROMOTE_STILL_ESCAPING = "CHIO-ARENA-PROMOTE-STILL-ESCAPING", Expectation;

@@ -54,6 +54,7 @@ mod mcp_edge_http;
 mod mcp_edge_parity;
 mod mcp_edge_sealed;
 mod pipeline;
+mod promote_twin;
 mod promoted;
 mod recording_layouts;
 mod refusal_parity;
