@@ -109,7 +109,9 @@ pub struct RecordedTool {
     pub name: String,
     /// The digest of its definition, as `chio import mcp` states it.
     pub digest: String,
-    /// The definition as the server listed it (MCP's JSON).
+    /// The part of the definition the server listed (MCP's JSON) that its
+    /// digest covers (`ImportedTool::hashed_definition`): a key outside it
+    /// is dropped when the recording is read.
     pub definition: Value,
 }
 
@@ -200,6 +202,23 @@ impl Recording {
         let mut bytes = serde_json::to_vec_pretty(self).unwrap_or_default();
         bytes.push(b'\n');
         bytes
+    }
+
+    /// The recording a run that forwarded the calls of the steps
+    /// `forwarded` (in the order it forwarded them) keeps in its bundle:
+    /// only those calls, in that order. An answer the run never used (its
+    /// step denied, by a stricter policy or because it was added by hand)
+    /// is not kept, and the calls' order is the run's, so a replay of the
+    /// run, which keeps its own, names a recording that claims otherwise.
+    pub fn forwarded(&self, forwarded: &[String]) -> Recording {
+        let calls = forwarded
+            .iter()
+            .filter_map(|step| self.call(step).cloned())
+            .collect();
+        Recording {
+            calls,
+            ..self.clone()
+        }
     }
 
     /// The recorded call of `request_id`, if any.
@@ -359,7 +378,7 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
             server: server.to_string(),
         });
     }
-    let recording = read_json(bytes).map_err(shape)?;
+    let mut recording = read_json(bytes).map_err(shape)?;
     if recording.schema_version != RECORDING_SCHEMA_VERSION {
         return Err(shape(format!(
             "schema_version is not {RECORDING_SCHEMA_VERSION}"
@@ -394,8 +413,14 @@ pub fn parse_recording(bytes: &[u8], server: &str) -> Result<Recording, Recordin
             )));
         }
     }
-    let names: BTreeSet<&str> = recording.tools.iter().map(|t| t.name.as_str()).collect();
+    // Only what the digest covers is kept: a key added to a definition
+    // (a `title`, `_meta`) is read as if absent, and a run keeps the
+    // recording without it, so a replay of that run names the file.
+    for (tool, read) in recording.tools.iter_mut().zip(&imported) {
+        tool.definition = read.hashed_definition();
+    }
     check_outputs(&recording, &imported)?;
+    let names: BTreeSet<&str> = recording.tools.iter().map(|t| t.name.as_str()).collect();
     let mut ids = BTreeSet::new();
     for (i, call) in recording.calls.iter().enumerate() {
         if !ids.insert(call.request_id.as_str()) {
@@ -444,6 +469,50 @@ fn check_outputs(
         }
     }
     Ok(())
+}
+
+/// Where the recordings among a bundle's input files `recorded` (below
+/// `inputs/`) hold other calls than the ones a replay of its run keeps
+/// (`replayed`, [`Recording::forwarded`]), each naming the file and the
+/// first step whose call differs: an answer the run never forwarded (its
+/// step denied, or no step of it), or calls in another order than the run
+/// forwarded them.
+pub fn call_differences(
+    recorded: &std::collections::BTreeMap<String, Vec<u8>>,
+    replayed: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> Vec<String> {
+    let prefix = format!("{RECORDING_FOLDER}/");
+    let mut out = Vec::new();
+    for (path, bytes) in recorded {
+        let Some(server) = path
+            .strip_prefix(&prefix)
+            .and_then(|name| name.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        let read = |bytes: &[u8]| parse_recording(bytes, server).ok();
+        let (Some(ours), Some(theirs)) = (read(bytes), replayed.get(path).and_then(|b| read(b)))
+        else {
+            continue;
+        };
+        let ids = |r: &Recording| -> Vec<String> {
+            r.calls.iter().map(|c| c.request_id.clone()).collect()
+        };
+        let (ours, theirs) = (ids(&ours), ids(&theirs));
+        let place = format!("{}/{path}", crate::bundle::INPUTS_DIR);
+        if let Some(step) = ours.iter().find(|id| !theirs.contains(id)) {
+            out.push(format!(
+                "{place} call of step {} (the run never forwarded it)",
+                crate::report::printable(step)
+            ));
+        } else if let Some((step, _)) = ours.iter().zip(&theirs).find(|(a, b)| a != b) {
+            out.push(format!(
+                "{place} call of step {} (the run forwarded the calls in another order)",
+                crate::report::printable(step)
+            ));
+        }
+    }
+    out
 }
 
 /// Reads the recording of server `server` in the folder `dir` (one `chio

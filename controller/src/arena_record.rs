@@ -474,11 +474,10 @@ fn listed_tools(
     compare_tools(&server.id, &listed, &declared_digests(server)).map_err(drift)?;
     Ok(imported
         .iter()
-        .zip(tools)
-        .map(|(tool, definition)| RecordedTool {
+        .map(|tool| RecordedTool {
             name: tool.contract.name.clone(),
             digest: tool.digest.clone(),
-            definition: definition.clone(),
+            definition: tool.hashed_definition(),
         })
         .collect())
 }

@@ -386,6 +386,11 @@ fn evidence_differences(dir: &Path, recorded: &Bundle, replayed: &Replayed) -> V
         &recorded.receipts,
         &replayed.run.bundle.receipts,
     ));
+    // A recording's calls by step: each the run forwarded, in its order.
+    evidence.extend(chio_arena::recording::call_differences(
+        &recorded.inputs,
+        &replayed.run.bundle.inputs,
+    ));
     evidence
 }
 

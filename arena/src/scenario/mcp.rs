@@ -43,6 +43,38 @@ pub struct ImportedTool {
 }
 
 impl ImportedTool {
+    /// The part of the definition its digest covers, as a recording keeps
+    /// it: the name, the description (when not empty), the input and
+    /// output schemas and the four hints it gave. A key no digest covers (a
+    /// `title`, `_meta`, an annotation other than the hints) is left out,
+    /// so a recording holds nothing its digest does not vouch for.
+    pub fn hashed_definition(&self) -> Value {
+        let mut definition = serde_json::Map::new();
+        let c = &self.contract;
+        definition.insert("name".into(), Value::String(c.name.clone()));
+        if !c.description.is_empty() {
+            definition.insert("description".into(), Value::String(c.description.clone()));
+        }
+        definition.insert("inputSchema".into(), c.input_schema.clone());
+        if let Some(output) = &c.output_schema {
+            definition.insert("outputSchema".into(), output.clone());
+        }
+        let h = &self.hints;
+        let hints: serde_json::Map<String, Value> = [
+            ("readOnlyHint", h.read_only_hint),
+            ("destructiveHint", h.destructive_hint),
+            ("idempotentHint", h.idempotent_hint),
+            ("openWorldHint", h.open_world_hint),
+        ]
+        .into_iter()
+        .filter_map(|(key, hint)| hint.map(|b| (key.to_string(), Value::Bool(b))))
+        .collect();
+        if !hints.is_empty() {
+            definition.insert("annotations".into(), Value::Object(hints));
+        }
+        Value::Object(definition)
+    }
+
     /// What the kernel's prompt-injection reader finds in the definition
     /// (tool poisoning), if anything: the same reading a kernel makes of it
     /// when it loads. An importer warns about it (or refuses it when told

@@ -233,6 +233,34 @@ fn begin_record(
     Ok(record)
 }
 
+/// The input files a run keeps in its bundle: `files`, with each recording
+/// of an mcp server it replayed holding only the calls the run forwarded,
+/// in the order it forwarded them (`Recording::forwarded`).
+fn kept_inputs<'a>(
+    files: &'a BTreeMap<String, Vec<u8>>,
+    admitted: &[String],
+) -> std::borrow::Cow<'a, BTreeMap<String, Vec<u8>>> {
+    use chio_arena::recording::{parse_recording, RECORDING_FOLDER};
+    let prefix = format!("{RECORDING_FOLDER}/");
+    if !files.keys().any(|k| k.starts_with(&prefix)) {
+        return std::borrow::Cow::Borrowed(files);
+    }
+    let kept = files
+        .iter()
+        .map(|(path, bytes)| {
+            let server = path
+                .strip_prefix(&prefix)
+                .and_then(|name| name.strip_suffix(".json"));
+            let bytes = match server.map(|s| parse_recording(bytes, s)) {
+                Some(Ok(recording)) => recording.forwarded(admitted).to_bytes(),
+                _ => bytes.clone(),
+            };
+            (path.clone(), bytes)
+        })
+        .collect();
+    std::borrow::Cow::Owned(kept)
+}
+
 /// A run whose bundle was written: the inner error is the bundle's, a
 /// refused output folder or a write that failed (which stops the run).
 pub type Written = Result<RunResult, ArenaError>;
@@ -280,9 +308,10 @@ pub async fn run_schedule(
         text: &inputs.text,
         scenario,
     };
+    let files = kept_inputs(&inputs.files, &recorded.admitted);
     let finished = recorded
         .writer
-        .finish(&manifest, &policies, &inputs.files, Some(streamed));
+        .finish(&manifest, &policies, &files, Some(streamed));
     if let Err(e) = finished {
         return Ok(Err(e));
     }

@@ -68,6 +68,9 @@ pub(super) struct Recorded {
     pub mismatches: Vec<String>,
     /// Why the run stopped early, when it did.
     pub stopped: Option<StopRecord>,
+    /// The calls the kernels allowed (a rewrite included), by step id, in
+    /// the schedule's order: the calls a server was sent.
+    pub admitted: Vec<String>,
 }
 
 /// A begun step's place in the schedule's order, with its record and
@@ -111,6 +114,7 @@ impl<'r> StepRecorder<'r> {
                 failed: None,
                 mismatches: Vec::new(),
                 stopped: None,
+                admitted: Vec::new(),
             },
         }
     }
@@ -205,6 +209,9 @@ impl<'r> StepRecorder<'r> {
             };
             if record.pass == Some(false) {
                 self.recorded.mismatches.push(record.step_id.clone());
+            }
+            if record.action == ActionKind::Call && record.verdict == Some(Verdict::Allow) {
+                self.recorded.admitted.push(record.step_id.clone());
             }
             let recorded = &mut self.recorded;
             if recorded.failed.is_none() {
