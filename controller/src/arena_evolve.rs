@@ -141,8 +141,16 @@ struct TraceDocument<'a> {
     scenario_sha256: &'a str,
     config: &'a EvolveConfig,
     generations_completed: u32,
+    /// `wall-budget` when the wall budget stopped the search before the
+    /// generations its configuration runs; absent when it ran them all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<&'static str>,
     generations: &'a [GenerationRecord],
 }
+
+/// How a search its wall budget stopped says so (the trace's `stopped_by`,
+/// the summary's).
+pub const WALL_BUDGET: &str = "wall-budget";
 
 fn arena_error(err: &ArenaError) -> CliError {
     CliError::from_arena(COMMAND, err)
@@ -290,6 +298,7 @@ fn write_outputs(
         scenario_sha256: scenario.text().sha256(),
         config: &result.config,
         generations_completed: result.generations_completed,
+        stopped_by: result.stopped_by_budget.then_some(WALL_BUDGET),
         generations: &result.trace,
     };
     let trace_bytes = CliError::canonical_line(COMMAND, &trace)?.into_bytes();
@@ -341,7 +350,7 @@ fn summary_text(
     board: &Leaderboard,
 ) -> Result<String, CliError> {
     let stopped_by = if result.stopped_by_budget {
-        "wall-budget"
+        WALL_BUDGET
     } else {
         "generations"
     };

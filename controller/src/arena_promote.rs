@@ -32,7 +32,8 @@
 //! not) is not written but counted as `still_escaping`, and the command
 //! then fails (`CHIO-ARENA-PROMOTE-STILL-ESCAPING`, exit 1): the fix did
 //! not hold. A trace that cannot be searched again (no configuration, no
-//! generation or another count than its configuration runs, another
+//! generation, more generations than its configuration runs or fewer
+//! without a recorded stop of its wall budget, another
 //! scenario than FILE without `--searched`, or a `--searched` that is not
 //! the scenario it names), one that is not what its search gives when run
 //! again (a result edited), or one with an action FILE cannot rebuild is

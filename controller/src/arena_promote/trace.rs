@@ -19,9 +19,12 @@
 //!   is the file given as `--searched`, whose id, digest and seed must be
 //!   the trace's. A trace that cannot be searched again is refused
 //!   (`CHIO-ARENA-PROMOTE-TRACE`): one without its configuration, one that
-//!   lists no generation, or fewer or more than its configuration runs or
-//!   its `generations_completed` says, and one of another scenario than
-//!   FILE without `--searched`. A trace whose recorded result for an
+//!   lists no generation, more than its configuration runs, another number
+//!   than its `generations_completed` says, or fewer than its configuration
+//!   runs without recording that its wall budget stopped it (`stopped_by`),
+//!   and one of another scenario than FILE without `--searched`. A trace
+//!   that records the stop is searched again for exactly the generations
+//!   it lists. A trace whose recorded result for an
 //!   action is not what re-evaluating it gives (escapes rewritten as
 //!   defeats with the counts made consistent among them, a record removed)
 //!   is refused as not a genuine search, naming the first record that
@@ -66,6 +69,10 @@ pub(super) struct TraceFile {
     pub(super) config: Option<EvolveConfig>,
     /// The generations it says it completed: the ones it lists.
     pub(super) generations_completed: u32,
+    /// `wall-budget` when the wall budget stopped the search before the
+    /// generations its configuration runs; absent when it ran them all.
+    #[serde(default)]
+    pub(super) stopped_by: Option<String>,
     /// Its generation records.
     pub(super) generations: Vec<GenerationRecord>,
 }
@@ -186,26 +193,45 @@ pub(super) fn trace_actions(
 }
 
 /// The configuration to search the trace again with, once the trace
-/// records one and lists every generation it runs: never a trace whose
-/// own fields would spare it the search.
+/// records one and lists every generation it runs, or records that its
+/// wall budget stopped it (`stopped_by`) and lists fewer: the search is
+/// then run again for exactly the generations listed (generation k of a
+/// search does not depend on how many it was configured to run). Never a
+/// trace whose own fields would spare it the search, and never a shortfall
+/// the trace does not record.
 fn searchable(path: &Path, trace: &TraceFile) -> Result<EvolveConfig, CliError> {
     let listed = trace.generations.len();
-    let why = match trace.config {
-        None => "it records no configuration (`config`), so its search cannot be run again to check its results".to_string(),
-        Some(_) if listed == 0 => "it lists no generation".to_string(),
-        Some(_) if trace.generations_completed as usize != listed => format!(
+    let stopped = trace.stopped_by.as_deref();
+    let why = match (&trace.config, stopped) {
+        (None, _) => "it records no configuration (`config`), so its search cannot be run again to check its results".to_string(),
+        (Some(_), _) if listed == 0 => "it lists no generation".to_string(),
+        (Some(_), _) if trace.generations_completed as usize != listed => format!(
             "its generations_completed is {}, but it lists {listed} generation(s)",
             trace.generations_completed
         ),
-        Some(config) if config.generations as usize != listed => format!(
-            "its configuration runs {} generation(s), but it lists {listed}: generations cut from a trace cannot be told from a search its wall budget stopped",
+        (Some(_), Some(by)) if by != crate::arena_evolve::WALL_BUDGET => format!(
+            "it records a stop by {by:?}, which no search writes"
+        ),
+        (Some(config), _) if config.generations as usize == listed => {
+            return Ok(*config)
+        }
+        (Some(config), Some(_)) if (config.generations as usize) > listed => {
+            let mut config = *config;
+            config.generations = trace.generations_completed;
+            return Ok(config);
+        }
+        (Some(config), None) if (config.generations as usize) > listed => format!(
+            "its configuration runs {} generation(s), but it lists {listed} and records no stop (`stopped_by`): generations cut from a trace are not a search its wall budget stopped",
             config.generations
         ),
-        Some(config) => return Ok(config),
+        (Some(config), _) => format!(
+            "its configuration runs {} generation(s), but it lists {listed}",
+            config.generations
+        ),
     };
     let help = match trace.config {
         Some(_) if listed > 0 => format!(
-            "{EVOLVE_AGAIN} (a search its wall budget stopped: run it again with --generations {listed} or a longer --wall-seconds)"
+            "{EVOLVE_AGAIN} (a search its wall budget stopped records it; run it again with --generations {listed} or a longer --wall-seconds)"
         ),
         _ => EVOLVE_AGAIN.to_string(),
     };

@@ -800,6 +800,55 @@ fn promote_refuses_a_trace_whose_counts_its_configuration_does_not_give() {
     assert_trace_refused(&out, &promoted, &["its rng_seed is ", "declares "]);
 }
 
+// A search its wall budget stopped records the stop (`stopped_by`), and promote searches it again for exactly the generations it lists: the genuine two-generation trace cut to its first generation with the stop recorded is searched again and promoted as that shorter search (against the weakened scenario it searched, its escapes still escape: exit 1), while the same cut recording no stop, or a stop no search writes, is refused. A search that ran every generation records no stop.
+#[test]
+fn promote_searches_a_stopped_trace_again_for_the_generations_it_lists() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    forged_trace(tmp.path());
+    let genuine: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.path().join("evolve/evolve-trace.json")).expect("trace"),
+    )
+    .expect("json");
+    assert!(genuine.get("stopped_by").is_none(), "{}", genuine["config"]);
+    let promoted = tmp.path().join("promoted");
+    let weakened = "scenarios/adversaries-weakened.toml";
+    let cut = |t: &mut serde_json::Value, stop: Option<&str>| {
+        t["generations"]
+            .as_array_mut()
+            .expect("generations")
+            .truncate(1);
+        t["generations_completed"] = 1.into();
+        if let Some(stop) = stop {
+            t["stopped_by"] = stop.into();
+        }
+    };
+    let stopped = edited_trace(tmp.path(), "stopped", |t| cut(t, Some("wall-budget")));
+    let out = promote_trace(weakened, &stopped, &promoted);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("error[CHIO-ARENA-PROMOTE-STILL-ESCAPING]"));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert!(
+        report["still_escaping"].as_u64().expect("count") > 0,
+        "{report}"
+    );
+    std::fs::remove_dir_all(&promoted).ok();
+    let unrecorded = edited_trace(tmp.path(), "unrecorded", |t| cut(t, None));
+    let out = promote_trace(weakened, &unrecorded, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &["its configuration runs 2 generation(s), but it lists 1 and records no stop (`stopped_by`)"],
+    );
+    let other = edited_trace(tmp.path(), "other-stop", |t| cut(t, Some("operator")));
+    let out = promote_trace(weakened, &other, &promoted);
+    assert_trace_refused(
+        &out,
+        &promoted,
+        &["it records a stop by \"operator\", which no search writes"],
+    );
+}
+
 // In the fixed-twin flow the trace is searched again against the scenario given as --searched: a trace without it is refused naming the option; a forged trace (escapes removed, counts consistent) is refused as not the search that scenario gives, though the fixed pipeline would deny every action it lists; a --searched that is not, byte for byte, the scenario the trace names is refused.
 #[test]
 fn promote_against_a_fixed_twin_searches_the_trace_again() {
