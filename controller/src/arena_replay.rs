@@ -205,7 +205,7 @@ fn refused_read(
 /// edited verdict is never shown as what the kernel decided. Each caller
 /// then re-decides it (`crate::redecide`) before it presents a field no
 /// signature covers.
-pub fn read_verified_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
+pub(crate) fn read_verified_bundle(command: &'static str, dir: &Path) -> Result<Bundle, CliError> {
     let bundle = read_bundle(command, dir)?;
     chio_arena::bundle::verify(&bundle).map_err(|fault| {
         let shown = crate::term::printable(&dir.display().to_string()).into_owned();
