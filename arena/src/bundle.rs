@@ -319,7 +319,8 @@ enum Destination {
 }
 
 /// Refuses a destination the arena did not write: a file, a symbolic link,
-/// or a non-empty folder without `arena.json`.
+/// a non-empty folder without `arena.json`, or one that is not a bundle
+/// ([`replace::check_replaceable`]: a foreign `arena.json` or entry).
 fn destination(dir: &Path) -> Result<Destination, ArenaError> {
     let refuse = |cause: &str| ArenaError::Bundle {
         path: dir.display().to_string(),
@@ -341,7 +342,8 @@ fn destination(dir: &Path) -> Result<Destination, ArenaError> {
         ));
     }
     let manifest = std::fs::symlink_metadata(dir.join(MANIFEST_FILE));
-    if manifest.is_ok_and(|m| m.is_file()) {
+    if manifest.is_ok() {
+        replace::check_replaceable(dir)?;
         return Ok(Destination::Bundle);
     }
     let empty = std::fs::read_dir(dir)
@@ -358,8 +360,8 @@ fn destination(dir: &Path) -> Result<Destination, ArenaError> {
 impl Bundle {
     /// Writes the bundle into `dir`, atomically: every file goes into a
     /// temporary sibling folder, which is renamed to `dir` only once it is
-    /// complete. An existing bundle there (a folder holding `arena.json`) is
-    /// moved aside first and deleted only after the rename, so a failed
+    /// complete. An existing bundle there (a folder holding a bundle
+    /// manifest and nothing a bundle does not write) is moved aside first and deleted only after the rename, so a failed
     /// write (a full disk) leaves it exactly as it was. A file, a symbolic
     /// link, or a non-empty folder that is not a bundle is refused, so a
     /// mistyped `--out` never clobbers other files. Refusals are
@@ -420,6 +422,7 @@ mod load_tests;
 mod reader;
 #[cfg(test)]
 mod reader_tests;
+mod replace;
 #[cfg(test)]
 mod tests;
 mod verify;

@@ -241,3 +241,59 @@ fn full_disk_is_an_infrastructure_failure() {
     assert_eq!(err.class(), crate::ErrorClass::Infrastructure);
     assert!(err.summary().contains("No space left on device"), "{err}");
 }
+
+/// Every file under `dir` with its bytes, by path relative to `dir`.
+fn tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() {
+            for (rel, bytes) in tree(&path) {
+                found.insert(format!("{name}/{rel}"), bytes);
+            }
+        } else {
+            found.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    found
+}
+
+// A folder is replaced only when it is a bundle: a project folder holding an
+// unrelated arena.json, or a bundle someone added a file to, is refused with
+// the foreign entry named and left byte for byte.
+#[test]
+fn a_folder_with_a_foreign_arena_json_or_entry_is_left_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = sample(vec![step("one", "allow", "e1")], &[("scenario.toml", b"a")]);
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(project.join(MANIFEST_FILE), br#"{"name":"config"}"#).unwrap();
+    std::fs::write(project.join("NOTES.md"), b"notes").unwrap();
+    std::fs::write(project.join("src/main.rs"), b"fn main() {}").unwrap();
+    let before = tree(&project);
+    let err = bundle.write(&project).unwrap_err();
+    assert_eq!(err.code(), "CHIO-ARENA-BUNDLE", "{err:?}");
+    assert!(err.to_string().contains("not a bundle manifest"), "{err}");
+    assert_eq!(tree(&project), before);
+    // A real bundle with a note beside it: the note is named.
+    let noted = tmp.path().join("noted");
+    bundle.write(&noted).unwrap();
+    std::fs::write(noted.join("NOTES.md"), b"mine").unwrap();
+    let before = tree(&noted);
+    let err = bundle.write(&noted).unwrap_err();
+    assert_eq!(err.code(), "CHIO-ARENA-BUNDLE", "{err:?}");
+    assert!(err.to_string().contains("NOTES.md"), "{err}");
+    assert_eq!(tree(&noted), before);
+    // A bundle entry in a form no bundle writes (inputs as a link) is refused.
+    #[cfg(unix)]
+    {
+        let linked = tmp.path().join("linked");
+        bundle.write(&linked).unwrap();
+        std::fs::remove_dir_all(linked.join(INPUTS_DIR)).unwrap();
+        std::os::unix::fs::symlink(&project, linked.join(INPUTS_DIR)).unwrap();
+        let err = bundle.write(&linked).unwrap_err();
+        assert!(err.to_string().contains("inputs in a form"), "{err}");
+    }
+    assert_eq!(names(tmp.path()), ["linked", "noted", "project"]);
+}
