@@ -32,7 +32,9 @@
 //!   letter or digit (`_` is a boundary, so `db_password` counts), an
 //!   optional closing quote, `=` or `:`, and a value that does not start
 //!   with whitespace, `&`, `,`, `;` or a second quote; the span is the value
-//!   (a quoted value to its closing quote).
+//!   (a quoted value to its closing quote). After a colon and a space an
+//!   unquoted value counts only when it looks like a credential, as a
+//!   `bearer` token must, so prose (`password: open Settings`) is no match.
 //!
 //! Each span names the marker that identified it (`BEGIN PRIVATE KEY`,
 //! `authorization:`, `bearer `, `sk-`, `AKIA`, `ghp_`, `password`, ...):
@@ -45,6 +47,7 @@
 //! NFKC; base64 and hex runs decoded) and text made of several parts read
 //! together; the `secret-redaction` guard reads through it. [`mark`]
 //! marks each credential in a message that quotes input by its shape.
+//! [`reading`] is the one reader of "is this a credential" for values.
 //!
 //! Limits: a credential with no recognisable shape (a bare 40-character
 //! secret, a password in prose) is not found; values are matched on ASCII
@@ -56,6 +59,7 @@ use std::ops::Range;
 
 pub mod forms;
 pub mod mark;
+pub mod reading;
 
 /// What replaces a credential when text is redacted.
 pub const REDACTED: &str = "[REDACTED]";
@@ -345,6 +349,24 @@ fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
 }
 
+/// Whether a word looks like a credential rather than a word of prose, as
+/// a `bearer` token must: 8 characters or more with a digit or punctuation
+/// (trailing sentence punctuation aside), or 20 or more.
+fn credential_like(word: &[u8]) -> bool {
+    let core = word.trim_ascii_end();
+    let core = match core
+        .iter()
+        .rposition(|c| !matches!(c, b'.' | b'!' | b'?' | b':' | b')'))
+    {
+        Some(last) => &core[..=last],
+        None => return false,
+    };
+    let marked = core
+        .iter()
+        .any(|c| c.is_ascii_digit() || c.is_ascii_punctuation());
+    (core.len() >= 8 && marked) || core.len() >= 20
+}
+
 fn bearer_tokens(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
     let lower = text.to_ascii_lowercase();
     for at in word_starts(&lower, "bearer", edges) {
@@ -485,8 +507,10 @@ fn assignments(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
             if !matches!(b.get(i), Some(b'=') | Some(b':')) {
                 continue;
             }
+            let colon = b[i] == b':';
             i += 1;
-            i += run(b, i, |c| c == b' ' || c == b'\t');
+            let spaced = run(b, i, |c| c == b' ' || c == b'\t');
+            i += spaced;
             let quote = b.get(i).copied().filter(|c| *c == b'"' || *c == b'\'');
             if quote.is_some() {
                 i += 1;
@@ -501,6 +525,11 @@ fn assignments(text: &str, edges: &[usize], out: &mut Vec<CredentialSpan>) {
                     !c.is_ascii_whitespace() && !matches!(c, b'&' | b',' | b';' | b'"' | b'\'')
                 }),
             };
+            // Prose (`password: open Settings`): an unquoted word after a
+            // colon and a space counts only when it looks like a credential.
+            if colon && spaced > 0 && quote.is_none() && !credential_like(&b[i..i + len]) {
+                continue;
+            }
             // The run stops at ASCII bytes, so `i + len` is a character boundary.
             push(
                 out,

@@ -21,6 +21,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::credentials::{reading, CredentialKind};
+
 /// The length of the runs of a sealed value no evidence text may hold,
 /// and the least length of a sealed value.
 pub const WINDOW: usize = 8;
@@ -39,8 +41,10 @@ impl Seal {
     /// value found there is sealed (a string as its text, any other value
     /// as its JSON text and every string inside it). A pointer that finds
     /// nothing seals nothing: the request is judged on what it carries.
-    /// Every string of the arguments that holds a credential is sealed too,
-    /// whether or not the request names it: a credential a caller sent in
+    /// Every string of the arguments that holds a credential is sealed too
+    /// (in any form, or split across strings, as the one reader
+    /// [`crate::credentials::reading`] finds it), whether or not the request
+    /// names it: a credential a caller sent in
     /// the clear (an MCP client's argument) never reaches a reason, a
     /// trace or a receipt, and reads there as the same mark as one the
     /// request names.
@@ -51,12 +55,18 @@ impl Seal {
                 seal.add_value(value);
             }
         }
-        for (_, value) in crate::provenance::scalar_leaves(arguments) {
-            if let Value::String(text) = value {
-                if crate::credentials::first_credential(text).is_some() {
-                    seal.add_text(text);
-                }
+        let texts: Vec<&str> = crate::provenance::scalar_leaves(arguments)
+            .into_iter()
+            .filter_map(|(_, value)| value.as_str())
+            .filter(|text| !text.is_empty())
+            .collect();
+        for text in &texts {
+            if reading::credential_in(text).is_some() {
+                seal.add_text(text);
             }
+        }
+        for split in reading::splits(&texts, &CredentialKind::ALL) {
+            split.parts.iter().for_each(|&p| seal.add_text(texts[p]));
         }
         seal
     }
@@ -245,6 +255,19 @@ mod tests {
     use serde_json::json;
 
     const SECRET: &str = "correct-horse-battery-staple";
+
+    // An encoded credential and the pieces of a split one are sealed as the
+    // guard reads them, whether or not the request names them.
+    #[test]
+    fn credentials_in_any_form_are_sealed() {
+        let encoded = "Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ==";
+        let seal = Seal::of(&json!({"a": encoded, "n": "plain words"}), &[]);
+        assert!(seal.holds(encoded));
+        assert!(!seal.holds("plain words"));
+        let split = json!({"t": "ghp_16C7e42F292c6912", "b": "E7710c838347Ae178B4a"});
+        let seal = Seal::of(&split, &[]);
+        assert!(seal.holds("ghp_16C7e42F292c6912") && seal.holds("E7710c838347Ae178B4a"));
+    }
 
     // Proves a sealed value is hidden as written, escaped, cut short and inside longer text, and other text is kept.
     #[test]

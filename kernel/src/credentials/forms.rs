@@ -13,7 +13,9 @@
 //!   so a fullwidth `ｇhp_` reads `ghp_`;
 //! - decoded: every run of at least [`MIN_BASE64_RUN`] base64 characters
 //!   (standard or URL-safe alphabet) and of at least [`MIN_HEX_RUN`] hex
-//!   digits is decoded, and the decoded text is read as written, in its
+//!   digits is decoded (a base64 run also from after each of its first
+//!   punctuation characters, so `/etc/` glued before it does not shift the
+//!   decoding), and the decoded text is read as written, in its
 //!   normal form and decoded once more. Only a credential shape in the
 //!   decoded text counts, so a SHA-1 or SHA-256 digest in hex, a UUID or
 //!   the base64 of ordinary text decode to nothing found.
@@ -305,10 +307,31 @@ type Decoder = fn(&[u8]) -> Vec<u8>;
 /// decoder and the shortest stretch worth decoding.
 fn decodable_runs(text: &str) -> impl Iterator<Item = (Range<usize>, Decoder, usize)> + '_ {
     let base64 = runs(text, MIN_BASE64_RUN, is_base64_byte)
+        .flat_map(|r| realigned(text.as_bytes(), r))
         .map(|r| (r, base64_bytes as Decoder, MIN_BASE64_RUN));
     let hex = runs(text, MIN_HEX_RUN, |b| b.is_ascii_hexdigit())
         .map(|r| (r, hex_bytes as Decoder, MIN_HEX_RUN));
     base64.chain(hex)
+}
+
+/// How many starts after a punctuation character of a base64 run are
+/// decoded besides the run's own start.
+const REALIGNED_STARTS: usize = 4;
+
+/// A base64 run, then the rest of it after each of its first
+/// [`REALIGNED_STARTS`] punctuation characters (`/`, `+`, `-`, `_`) that
+/// leaves [`MIN_BASE64_RUN`] characters: base64 glued to a path or a word
+/// (`/etc/Z2hw...`) is decoded from where it starts, not shifted by what
+/// precedes it.
+fn realigned(text: &[u8], run: Range<usize>) -> impl Iterator<Item = Range<usize>> {
+    let end = run.end;
+    let starts: Vec<usize> = (run.start..end)
+        .filter(|&i| matches!(text[i], b'/' | b'+' | b'-' | b'_'))
+        .map(|i| i + 1)
+        .filter(|&start| end - start >= MIN_BASE64_RUN)
+        .take(REALIGNED_STARTS)
+        .collect();
+    std::iter::once(run).chain(starts.into_iter().map(move |start| start..end))
 }
 
 /// Pushes the credentials found in the decoded runs of a layout's text.

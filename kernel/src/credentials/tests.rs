@@ -211,3 +211,32 @@ proptest! {
         prop_assert!(!redacted.contains(secret), "{}", redacted);
     }
 }
+
+// After a colon and a space an unquoted word counts only when it looks like
+// a credential: prose is no match, a credential-like value or a quoted one is.
+#[test]
+fn a_word_after_a_colon_and_a_space_must_look_like_a_credential() {
+    for prose in [
+        "Reset your password: open Settings, then Security.",
+        "Each answer carries a page token: pass it back.",
+        "secret: unknown",
+        "Forgot the password: forgotten.",
+    ] {
+        assert!(kinds(prose).is_empty(), "{prose}");
+    }
+    assert_eq!(secret_of("password: hunter2024!"), ["hunter2024!"]);
+    assert_eq!(secret_of("token: 4f9a8b7c6d5e"), ["4f9a8b7c6d5e"]);
+    assert_eq!(secret_of("password=open"), ["open"]);
+    assert_eq!(secret_of("password: \"open\""), ["open"]);
+}
+
+// The one reader finds a token base64-encoded behind a path, and split
+// across two strings.
+#[test]
+fn the_reader_finds_an_encoded_token_behind_a_path_and_a_split_one() {
+    let encoded = "Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ==";
+    assert!(reading::credential_in(&format!("/etc/{encoded}")).is_some());
+    assert!(reading::credential_in(&format!("a/b+c-d_{encoded}")).is_some());
+    let split = reading::split_in(&["E7710c838347Ae178B4a", "ghp_16C7e42F292c6912"]).unwrap();
+    assert_eq!((split.marker, split.parts), ("ghp_", vec![0, 1]));
+}

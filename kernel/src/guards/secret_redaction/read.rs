@@ -8,15 +8,11 @@ use std::ops::Range;
 use serde_json::Value;
 
 use crate::canonical::canonical_entries;
-use crate::credentials::forms::{find_across, find_in_forms, Form};
+use crate::credentials::forms::{find_in_forms, Form};
+use crate::credentials::reading::splits;
 use crate::credentials::{redact, redact_ranges, CredentialKind, REDACTED};
 use crate::planted::{weakened_anywhere, Weakness};
 use crate::reason::DenyReason;
-
-/// The separators the string values are joined by: a space, so a `Bearer`
-/// and its token in two values read as one header, and nothing, so a token
-/// cut in two reads whole.
-const SEPARATORS: [&str; 2] = [" ", ""];
 
 /// A key or a string value of a JSON value, with its JSON pointer.
 struct Leaf<'v> {
@@ -70,47 +66,6 @@ fn collect<'v>(value: &'v Value, at: String, keys: bool, arrays: bool, out: &mut
 /// The JSON pointer of the member `key` of the object at `at`.
 fn member_pointer(at: &str, key: &str) -> String {
     format!("{at}/{}", key.replace('~', "~0").replace('/', "~1"))
-}
-
-/// A credential only the string values read together carry.
-struct Split {
-    /// The shape.
-    kind: CredentialKind,
-    /// The form it was read in.
-    form: Form,
-    /// The values it lies in (indices into the values read), ascending.
-    parts: Vec<usize>,
-    /// Read as written: the credential's byte range in each value it touches.
-    secret: Vec<(usize, Range<usize>)>,
-}
-
-/// The credentials of `kinds` that lie in two or more of `values` read
-/// together: in order and in reverse order (so a split is found whichever
-/// key sorts first), joined by each of [`SEPARATORS`].
-fn splits(values: &[&str], kinds: &[CredentialKind]) -> Vec<Split> {
-    let last = values.len().saturating_sub(1);
-    let backwards: Vec<&str> = values.iter().rev().copied().collect();
-    let mut out = Vec::new();
-    for separator in SEPARATORS {
-        for (order, reversed) in [(values, false), (&backwards[..], true)] {
-            let index = |p: usize| if reversed { last - p } else { p };
-            for found in find_across(order, separator, kinds) {
-                let mut parts: Vec<usize> = found.parts.map(index).collect();
-                parts.sort_unstable();
-                out.push(Split {
-                    kind: found.kind,
-                    form: found.form,
-                    parts,
-                    secret: found
-                        .secret
-                        .into_iter()
-                        .map(|(p, range)| (index(p), range))
-                        .collect(),
-                });
-            }
-        }
-    }
-    out
 }
 
 /// Why a call's arguments may not be sent: the first key or string that
