@@ -12,5 +12,6 @@ mod mcp_import_props;
 mod recorded_values;
 mod scenario_files;
 mod sealed_links;
+mod secret_forms;
 mod trace_import_props;
 mod value_props;

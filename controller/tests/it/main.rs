@@ -36,6 +36,7 @@ mod arena_validate;
 mod campaign;
 mod cli_conventions;
 mod compose_files;
+mod credential_reading;
 mod determinism_gate;
 mod eval;
 mod evidence;
