@@ -14,7 +14,8 @@
 //! the mode a plain create gives (0666 less the umask). Every writer in
 //! the workspace that renames a finished file into place goes through
 //! here; folders (a bundle, `chio arena init`) are checked by their own
-//! writers.
+//! writers, and the folders between an output folder and a file in it are
+//! made by [`make_folders`], never through a link.
 
 use std::io::Write;
 use std::path::Path;
@@ -32,6 +33,14 @@ pub enum WriteRefusal {
     Write(std::io::Error),
     /// The finished file could not be renamed over the destination.
     Replace(std::io::Error),
+    /// An entry between an output folder and a file to write in it is not
+    /// a real folder (a symbolic link, a file): never followed.
+    NotFolder {
+        /// The entry.
+        path: std::path::PathBuf,
+        /// What it is, in words.
+        kind: &'static str,
+    },
 }
 
 impl WriteRefusal {
@@ -43,6 +52,10 @@ impl WriteRefusal {
                 format!("it is {kind}, not a regular file, and is never replaced")
             }
             WriteRefusal::Write(e) | WriteRefusal::Replace(e) => e.kind().to_string(),
+            WriteRefusal::NotFolder { path, kind } => format!(
+                "{} is {kind}, not a folder, and nothing is written through it",
+                path.display()
+            ),
         }
     }
 
@@ -65,6 +78,48 @@ pub fn check_destination(path: &Path) -> Result<(), WriteRefusal> {
         Ok(meta) if meta.file_type().is_file() => Ok(()),
         Ok(meta) => Err(WriteRefusal::NotRegular(kind_of(meta.file_type()))),
     }
+}
+
+/// Makes the folders between the output folder `root` and the file `path`
+/// below it, each a real folder: an entry on the way that is a symbolic
+/// link or anything but a folder is refused, never followed, and nothing
+/// is made past it. Every writer of several files into one folder (`chio
+/// arena init`, `chio import trace`, promote, record) makes its folders
+/// here, so no file lands outside the folder through a planted link.
+pub fn make_folders(root: &Path, path: &Path) -> Result<(), WriteRefusal> {
+    walk_folders(root, path, true)
+}
+
+/// [`make_folders`] without making anything: refuses a link or a
+/// non-folder on the way, before any file is written.
+pub fn check_folders(root: &Path, path: &Path) -> Result<(), WriteRefusal> {
+    walk_folders(root, path, false)
+}
+
+fn walk_folders(root: &Path, path: &Path, create: bool) -> Result<(), WriteRefusal> {
+    let below = path.strip_prefix(root).unwrap_or(path);
+    let mut at = root.to_path_buf();
+    for part in below.parent().into_iter().flat_map(Path::components) {
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_dir() => {}
+            Ok(meta) => {
+                return Err(WriteRefusal::NotFolder {
+                    path: at,
+                    kind: match meta.file_type() {
+                        kind if kind.is_file() => "a file",
+                        kind => kind_of(kind),
+                    },
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir(&at).map_err(WriteRefusal::Write)?;
+            }
+            Err(e) => return Err(WriteRefusal::Write(e)),
+        }
+    }
+    Ok(())
 }
 
 /// Writes `bytes` to `path` whole or not at all (see the module doc); the
@@ -97,6 +152,33 @@ pub fn write_whole(path: &Path, bytes: &[u8], prefix: &str) -> Result<(), WriteR
 mod tests {
     use super::*;
     use crate::files::tests::{mkfifo, names};
+
+    // The folders between an output folder and a file are real folders: a
+    // link on the way is refused, named, and nothing is written through it.
+    #[test]
+    fn folders_on_the_way_are_never_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("out");
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join("prompts")).unwrap();
+        let file = root.join("prompts/a/agent.txt");
+        for refusal in [check_folders(&root, &file), make_folders(&root, &file)] {
+            let err = refusal.unwrap_err();
+            assert!(
+                err.describe().contains("prompts is a symbolic link"),
+                "{}",
+                err.describe()
+            );
+        }
+        assert!(names(&elsewhere).is_empty());
+        let deep = root.join("x/y/z.txt");
+        check_folders(&root, &deep).unwrap();
+        assert!(!root.join("x").exists());
+        make_folders(&root, &deep).unwrap();
+        assert!(root.join("x/y").is_dir());
+    }
 
     // A new file and a regular file are written whole; nothing else is left beside them.
     #[test]

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::arena::{InitArgs, Template};
 use crate::error::{codes, CliError};
+use chio_arena::output::{check_folders, make_folders, WriteRefusal};
 
 const COMMAND: &str = "arena init";
 
@@ -88,6 +89,9 @@ pub enum InitError {
     Exists(PathBuf),
     /// Writing or moving a file failed.
     Io(PathBuf, std::io::Error),
+    /// A folder on the way to a target is a symbolic link or not a folder:
+    /// the refusal in words, naming it.
+    NotFolder(String),
 }
 
 /// Writes `template` into `dir` and returns the files written, in
@@ -103,6 +107,20 @@ pub fn write_template(template: Template, dir: &Path) -> Result<Vec<PathBuf>, In
         .collect();
     if let Some(taken) = targets.iter().find(|t| t.symlink_metadata().is_ok()) {
         return Err(InitError::Exists(taken.clone()));
+    }
+    // A folder on the way (`prompts/`) is a real folder, never a link
+    // followed out of DIR: checked before anything is written.
+    let on_the_way = |check: fn(&Path, &Path) -> Result<(), WriteRefusal>, target: &PathBuf| {
+        check(dir, target).map_err(|e| match e {
+            WriteRefusal::NotFolder { .. } => InitError::NotFolder(e.describe()),
+            WriteRefusal::Write(err) | WriteRefusal::Replace(err) => {
+                InitError::Io(target.clone(), err)
+            }
+            WriteRefusal::NotRegular(_) => InitError::Exists(target.clone()),
+        })
+    };
+    for target in &targets {
+        on_the_way(check_folders, target)?;
     }
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -129,15 +147,15 @@ pub fn write_template(template: Template, dir: &Path) -> Result<Vec<PathBuf>, In
     // DIR exists: move file by file, taking back what was moved on a failure.
     let mut moved: Vec<&PathBuf> = Vec::new();
     for ((rel, _), target) in template.files().iter().zip(&targets) {
-        let result = target
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::rename(staging.path().join(rel), target));
+        let result = on_the_way(make_folders, target).and_then(|()| {
+            std::fs::rename(staging.path().join(rel), target)
+                .map_err(|e| InitError::Io(target.clone(), e))
+        });
         if let Err(e) = result {
             for done in moved {
                 let _ = std::fs::remove_file(done);
             }
-            return Err(InitError::Io(target.clone(), e));
+            return Err(e);
         }
         moved.push(target);
     }
@@ -155,6 +173,12 @@ pub fn run(args: &InitArgs, out: &mut dyn Write) -> Result<(), CliError> {
                 "choose another DIR, or remove {} first; init never overwrites a file",
                 path.display()
             ),
+        ),
+        InitError::NotFolder(why) => CliError::new(
+            codes::INIT_EXISTS,
+            COMMAND,
+            format!("cannot write into DIR: {why}"),
+            "replace the link with a real folder, or choose another DIR; nothing was written",
         ),
         InitError::Io(path, err) => CliError::new(
             codes::INIT_WRITE,

@@ -317,10 +317,14 @@ fn write_cases(
                 root.join("adversarial-suite").join(case.class.as_str())
             }
         };
-        std::fs::create_dir_all(&dir).map_err(|e| CliError::write_failed(COMMAND, &dir, &e))?;
+        std::fs::create_dir_all(root).map_err(|e| CliError::write_failed(COMMAND, root, &e))?;
+        let path = dir.join(case.file_name());
+        // `fixtures/` and `adversarial-suite/<class>/` are real folders,
+        // never a link followed out of the output root.
+        chio_arena::output::make_folders(root, &path)
+            .map_err(|e| CliError::from_arena(COMMAND, &e.output_error(&path)))?;
         case.scenario = relative_to(&dir, &scenario_file)?;
         let bytes = CliError::canonical_line(COMMAND, &case)?;
-        let path = dir.join(case.file_name());
         chio_arena::output::write_whole(&path, bytes.as_bytes(), ".chio-promote-")
             .map_err(|e| CliError::from_arena(COMMAND, &e.output_error(&path)))?;
         written.push(path.display().to_string());

@@ -521,9 +521,22 @@ fn write_recordings(dir: &Path, recordings: &[Recording]) -> Result<(), CliError
             ));
         }
     }
-    std::fs::create_dir_all(&folder).map_err(failed)?;
     for recording in recordings {
         let path = folder.join(Recording::file_name(&recording.server));
+        // `recording/` is a real folder of the bundle, never a link.
+        chio_arena::output::make_folders(dir, &path).map_err(|e| match e {
+            chio_arena::output::WriteRefusal::Write(e) => failed(e),
+            other => CliError::new(
+                codes::MCP_RECORDING_WRITE,
+                COMMAND,
+                format!(
+                    "cannot write the recording {}: {}",
+                    path.display(),
+                    other.describe()
+                ),
+                "replace the link with a real folder, or record into a new --out folder",
+            ),
+        })?;
         chio_arena::output::write_whole(&path, &recording.to_bytes(), ".chio-recording-").map_err(
             |e| {
                 CliError::new(

@@ -185,16 +185,16 @@ fn trace(args: &ImportTraceArgs) -> Result<(), CliError> {
     })?;
     poisoned(TRACE, &imported.flagged, args.deny_poisoned)?;
     let prompt = args.out.join(&imported.prompt_ref);
-    if let Some(folder) = prompt.parent() {
-        std::fs::create_dir_all(folder).map_err(|e| {
-            CliError::new(
-                codes::IMPORT_WRITE,
-                TRACE,
-                format!("cannot make {}: {}", folder.display(), e.kind()),
-                "check that the folder can be made there, or pass another --out",
-            )
-        })?;
-    }
+    std::fs::create_dir_all(&args.out).map_err(|e| {
+        CliError::new(
+            codes::IMPORT_WRITE,
+            TRACE,
+            format!("cannot make {}: {}", args.out.display(), e.kind()),
+            "check that the folder can be made there, or pass another --out",
+        )
+    })?;
+    chio_arena::output::make_folders(&args.out, &prompt)
+        .map_err(|e| write_refusal(TRACE, &prompt, &e))?;
     write_whole(TRACE, &prompt, imported.prompt.as_bytes())?;
     write_whole(
         TRACE,
@@ -223,7 +223,15 @@ fn check_trace_outputs(command: &'static str, args: &ImportTraceArgs) -> Result<
             example: "imported/",
         },
     ];
-    check_reports(command, &written, &[Guard::reads(&args.trace, "the trace")])
+    check_reports(command, &written, &[Guard::reads(&args.trace, "the trace")])?;
+    // Both files' destinations and the folders on the way are checked
+    // before anything is read or written: a refused one leaves nothing.
+    for path in [&prompt, &scenario] {
+        chio_arena::output::check_folders(&args.out, path)
+            .and_then(|()| chio_arena::output::check_destination(path))
+            .map_err(|e| write_refusal(command, path, &e))?;
+    }
+    Ok(())
 }
 
 /// Warns on standard error about each flagged definition (tool, pattern,
@@ -262,16 +270,23 @@ fn poisoned(
 /// through a temporary file beside it, renamed over it once flushed, and
 /// only over a regular file.
 fn write_whole(command: &'static str, path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    chio_arena::output::write_whole(path, bytes, ".chio-import-").map_err(|e| {
-        let help = match e {
-            WriteRefusal::NotRegular(_) => "pass a path that is new or a regular file as --out",
-            _ => "check that the folder exists and is writable, or pass another --out",
-        };
-        CliError::new(
-            codes::IMPORT_WRITE,
-            command,
-            format!("cannot write {}: {}", path.display(), e.describe()),
-            help,
-        )
-    })
+    chio_arena::output::write_whole(path, bytes, ".chio-import-")
+        .map_err(|e| write_refusal(command, path, &e))
+}
+
+/// A refused or failed write of `path` as `CHIO-IMPORT-WRITE`.
+fn write_refusal(command: &'static str, path: &Path, e: &WriteRefusal) -> CliError {
+    let help = match e {
+        WriteRefusal::NotRegular(_) => "pass a path that is new or a regular file as --out",
+        WriteRefusal::NotFolder { .. } => {
+            "replace the link with a real folder, or pass another --out; nothing was written"
+        }
+        _ => "check that the folder exists and is writable, or pass another --out",
+    };
+    CliError::new(
+        codes::IMPORT_WRITE,
+        command,
+        format!("cannot write {}: {}", path.display(), e.describe()),
+        help,
+    )
 }

@@ -161,6 +161,11 @@ fn refusal(kind: ReportKind, path: &Path, refusal: WriteRefusal) -> ReportError 
             path,
             cause: e.kind().to_string(),
         },
+        other @ WriteRefusal::NotFolder { .. } => ReportError::Write {
+            kind,
+            path,
+            cause: other.describe(),
+        },
     }
 }
 

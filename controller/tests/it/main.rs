@@ -54,6 +54,7 @@ mod mcp_edge_bundle;
 mod mcp_edge_http;
 mod mcp_edge_parity;
 mod mcp_edge_sealed;
+mod output_folders;
 mod pipeline;
 mod promote_twin;
 mod promoted;
