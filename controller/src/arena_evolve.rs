@@ -183,7 +183,9 @@ fn out_root(args: &EvolveArgs) -> PathBuf {
 
 /// Refuses, before the search runs, a `--sarif` or `--html` path that is
 /// the scenario or a file it reads, the topology file, or lies in the
-/// output root, or is the other report's path (`crate::report::paths`).
+/// output root, or is the other report's path (`crate::report::paths`),
+/// and any output (a report, the leaderboards, the trace, the chart) whose
+/// path holds something other than a regular file.
 fn check_report_paths(args: &EvolveArgs, scenario: &Scenario) -> Result<(), CliError> {
     use crate::report::paths::{check_reports, scenario_guards, topology_guard, Guard, Report};
     let mut guards = scenario_guards(&args.file, scenario);
@@ -201,7 +203,14 @@ fn check_report_paths(args: &EvolveArgs, scenario: &Scenario) -> Result<(), CliE
             example: "target/reports/search.html",
         },
     ];
-    check_reports(COMMAND, &reports, &guards)
+    check_reports(COMMAND, &reports, &guards)?;
+    crate::report::paths::check_report_destinations(COMMAND, &reports)?;
+    let root = out_root(args);
+    let outputs: Vec<PathBuf> = [LEADERBOARD_JSON, LEADERBOARD_MD, TRACE_FILE, CHART_FILE]
+        .iter()
+        .map(|name| root.join(name))
+        .collect();
+    crate::report::paths::check_output_files(COMMAND, &outputs)
 }
 
 /// Checks the budget flags, loads the scenario and refuses one without

@@ -419,7 +419,10 @@ fn check_report_paths(args: &MatrixArgs, matrix: &Matrix, dir: &Path) -> Result<
         path: args.junit.as_deref(),
         example: "target/reports/matrix.xml",
     };
-    check_reports(COMMAND, &[report], &guards)
+    check_reports(COMMAND, &[report], &guards)?;
+    crate::report::paths::check_report_destinations(COMMAND, &[report])?;
+    let outputs: Vec<std::path::PathBuf> = SYNTHESIS_FILES.iter().map(|n| dir.join(n)).collect();
+    crate::report::paths::check_output_files(COMMAND, &outputs)
 }
 
 /// The places the runs go to, once every cell's scenario fits them.
@@ -434,16 +437,25 @@ fn checked_places(matrix: &Matrix, topology: RunTopology) -> Result<Arc<RunPlace
     Ok(places)
 }
 
+/// The synthesis files written into the output folder, checked before any
+/// run and written in this order.
+const SYNTHESIS_FILES: [&str; 3] = [
+    crate::html_report::SYNTHESIS_JSON,
+    "synthesis.md",
+    "synthesis.html",
+];
+
 /// Writes the synthesis as JSON, Markdown and HTML into `dir`; the JSON,
 /// which `--json` prints (the Markdown printed is made printable first).
 fn write_synthesis(dir: &Path, synthesis: &Synthesis) -> Result<String, CliError> {
     let json = to_json(synthesis).map_err(|e| experiment_error(COMMAND, &e))?;
     let markdown = to_markdown(synthesis);
     let html = chio_experiment::report::render(synthesis);
+    let [json_file, markdown_file, html_file] = SYNTHESIS_FILES;
     for (name, bytes) in [
-        (crate::html_report::SYNTHESIS_JSON, json.as_bytes()),
-        ("synthesis.md", markdown.as_bytes()),
-        ("synthesis.html", html.as_bytes()),
+        (json_file, json.as_bytes()),
+        (markdown_file, markdown.as_bytes()),
+        (html_file, html.as_bytes()),
     ] {
         write_atomically(&dir.join(name), bytes).map_err(|e| experiment_error(COMMAND, &e))?;
     }

@@ -172,7 +172,8 @@ fn check_report_paths(args: &RunArgs, scenario: &Scenario, dir: &Path) -> Result
             example: "target/reports/run.html",
         },
     ];
-    check_reports(COMMAND, &reports, &guards)
+    check_reports(COMMAND, &reports, &guards)?;
+    crate::report::paths::check_report_destinations(COMMAND, &reports)
 }
 
 /// Where the step a run stopped at (or, for `--keep-going`, its first

@@ -103,6 +103,48 @@ fn shown(path: &Path) -> String {
     printable(&path.display().to_string()).into_owned()
 }
 
+/// Refuses, before any work, a report of `reports` whose path holds
+/// something other than a regular file (a symbolic link, a folder, a
+/// device): [`crate::report::write_report`] would refuse it only after the
+/// run, with the run's outputs already written (`CHIO-REPORT-WRITE`).
+pub fn check_report_destinations(
+    command: &'static str,
+    reports: &[Report<'_>],
+) -> Result<(), CliError> {
+    for report in reports {
+        let Some(path) = report.path else { continue };
+        if let Err(e) = chio_arena::output::check_destination(path) {
+            return Err(CliError::new(
+                codes::REPORT_WRITE,
+                command,
+                format!(
+                    "refused to write the {} report to {}: {}; checked before the run, so nothing was run or written",
+                    report.flag,
+                    shown(path),
+                    e.describe()
+                ),
+                format!(
+                    "pass a path that is new or a regular file, such as {} {}",
+                    report.flag, report.example
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses, before any work, an output file `paths` names that holds
+/// something other than a regular file, as the arena's output error
+/// (`CHIO-ARENA-OUTPUT`), so a refused one leaves none of the others
+/// written.
+pub fn check_output_files(command: &'static str, paths: &[PathBuf]) -> Result<(), CliError> {
+    for path in paths {
+        chio_arena::output::check_destination(path)
+            .map_err(|e| CliError::from_arena(command, &e.output_error(path)))?;
+    }
+    Ok(())
+}
+
 /// Refuses, before anything is written, a report whose path is or lies
 /// inside one of `guards`, or is the path of another report of `reports`.
 pub fn check_reports(

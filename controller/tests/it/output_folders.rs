@@ -81,3 +81,75 @@ fn import_trace_checks_both_destinations_before_writing_either() {
     assert!(stderr.contains("scenario.toml"), "{stderr}");
     assert_eq!(entries(&tmp.path().join("imp")), ["scenario.toml"]);
 }
+
+/// The reference scenario `name` staged in `dir` with its fixtures and prompts.
+fn stage(dir: &Path, name: &str) -> String {
+    util::copy_tree(
+        &util::repo_path("scenarios/fixtures"),
+        &dir.join("fixtures"),
+    );
+    util::copy_tree(&util::repo_path("scenarios/prompts"), &dir.join("prompts"));
+    let file = format!("{name}.toml");
+    std::fs::copy(
+        util::repo_path(&format!("scenarios/{file}")),
+        dir.join(&file),
+    )
+    .unwrap();
+    file
+}
+
+// A `--junit` path that is a link is refused before the run: no bundle is
+// installed and the link's target is kept.
+#[test]
+fn a_report_path_refused_at_the_start_leaves_no_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = stage(tmp.path(), "sealed_secret");
+    std::fs::write(tmp.path().join("real.xml"), "keep").unwrap();
+    std::os::unix::fs::symlink("real.xml", tmp.path().join("junit.xml")).unwrap();
+    let args = [
+        "arena",
+        "run",
+        &file,
+        "--out",
+        "bundle",
+        "--junit",
+        "junit.xml",
+    ];
+    let output = chio(tmp.path(), &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    assert!(
+        stderr.contains("CHIO-REPORT-WRITE") && stderr.contains("symbolic link"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("bundle").exists());
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("real.xml")).unwrap(),
+        "keep"
+    );
+}
+
+// evolve with its trace's path taken by a folder: refused before the
+// search, so no leaderboard of the new search is written beside it.
+#[test]
+fn evolve_checks_every_output_before_the_search() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = stage(tmp.path(), "adversaries-reference");
+    std::fs::create_dir_all(tmp.path().join("evo/evolve-trace.json")).unwrap();
+    let args = [
+        "arena",
+        "evolve",
+        &file,
+        "--generations",
+        "1",
+        "--population-size",
+        "2",
+        "--out",
+        "evo",
+    ];
+    let output = chio(tmp.path(), &args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{}", explain(&args, &output));
+    assert!(stderr.contains("evolve-trace.json"), "{stderr}");
+    assert_eq!(entries(&tmp.path().join("evo")), ["evolve-trace.json"]);
+}

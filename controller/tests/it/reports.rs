@@ -386,7 +386,7 @@ fn junit_for_a_matrix_has_a_suite_per_cell() {
     assert_eq!(first, check_junit(&tmp.path().join("second.xml")));
 }
 
-// A report path that cannot be written is an infrastructure failure: exit 3 with CHIO-REPORT-WRITE, and the bundle is still written.
+// A report path that cannot be written is an infrastructure failure: exit 3 with CHIO-REPORT-WRITE, refused before the run, so no bundle is written.
 #[test]
 fn an_unwritable_report_exits_3() {
     let tmp = workspace();
@@ -403,9 +403,9 @@ fn an_unwritable_report_exits_3() {
     let output = chio(tmp.path(), &args);
     assert_eq!(output.status.code(), Some(3), "{}", explain(&args, &output));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]: arena run: refused to write the JUnit report to taken: it is a folder, not a regular file, and is never replaced"), "{stderr}");
+    assert!(stderr.starts_with("error[CHIO-REPORT-WRITE]: arena run: refused to write the --junit report to taken: it is a folder, not a regular file, and is never replaced; checked before the run"), "{stderr}");
     assert!(stderr.contains("docs: https://chio.computer/docs/reference/errors#error-report-write"));
-    assert!(tmp.path().join("bundle/arena.json").exists());
+    assert!(!tmp.path().join("bundle").exists());
 }
 
 /// The SARIF 2.1.0 schema, compiled with format checks on.
