@@ -4,7 +4,8 @@
 //!
 //! - A JSON null is `{ null = true }` (TOML has no null).
 //! - A string the loader's own credential rule refuses inline
-//!   ([`chio_arena::secrets::credential_marker`]) is a sealed value,
+//!   ([`chio_arena::secrets::credential_marker`], in any form, or a piece
+//!   of a credential split across the value's strings) is a sealed value,
 //!   `{ fixture = "fixtures/secrets/secret-<n>.txt" }`: the text goes into
 //!   that file of the scenario's folder (one file per distinct text,
 //!   numbered in order of first use), the guards see it, and the bundle
@@ -19,12 +20,14 @@
 //! cannot hold (a line break, fewer than 8 characters), and an integer
 //! past TOML's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use chio_arena::scenario::sealed::seal_bytes;
 use chio_arena::scenario::value::REFERENCE_KEYS;
 use chio_arena::secrets::{credential_marker, key_finding, SecretFinding};
+use chio_kernel::credentials::reading::splits;
+use chio_kernel::credentials::CredentialKind;
 use serde_json::Value;
 
 /// Where, below the scenario's folder, the sealed files are written.
@@ -50,6 +53,9 @@ impl fmt::Debug for SealedFile {
 pub struct Secrets {
     by_text: BTreeMap<String, usize>,
     files: Vec<SealedFile>,
+    /// The strings of the value being written that carry a piece of a
+    /// credential split across its strings.
+    pieces: BTreeSet<String>,
 }
 
 impl Secrets {
@@ -84,7 +90,27 @@ fn toml_string(text: &str) -> String {
 /// credential sealed into `secrets`. The error says what cannot be
 /// written and where (a JSON pointer), never the value.
 pub fn sealed_inline(value: &Value, secrets: &mut Secrets) -> Result<String, String> {
+    // The string values read together, as the guard and the loader read
+    // them: each piece of a split credential is sealed as well.
+    let mut texts = Vec::new();
+    strings_of(value, &mut texts);
+    let texts: Vec<&str> = texts.into_iter().filter(|t| !t.is_empty()).collect();
+    secrets.pieces = splits(&texts, &CredentialKind::ALL)
+        .into_iter()
+        .flat_map(|split| split.parts)
+        .map(|p| texts[p].to_string())
+        .collect();
     write(value, false, secrets).map_err(|(at, why)| format!("{why} at \"{at}\""))
+}
+
+/// The string values of `value`, in document order.
+fn strings_of<'v>(value: &'v Value, out: &mut Vec<&'v str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| strings_of(item, out)),
+        Value::Object(map) => map.values().for_each(|item| strings_of(item, out)),
+        _ => {}
+    }
 }
 
 type Refusal = (String, String);
@@ -103,7 +129,11 @@ fn write(value: &Value, literal: bool, secrets: &mut Secrets) -> Result<String, 
             return Err(here("holds an integer past what TOML writes"))
         }
         Value::Number(n) => n.to_string(),
-        Value::String(text) if credential_marker(text).is_none() => toml_string(text),
+        Value::String(text)
+            if credential_marker(text).is_none() && !secrets.pieces.contains(text) =>
+        {
+            toml_string(text)
+        }
         Value::String(_) if literal => {
             return Err(here(
                 "holds a credential inside an object a scenario writes as a literal",
@@ -158,4 +188,30 @@ fn write(value: &Value, literal: bool, secrets: &mut Secrets) -> Result<String, 
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // A credential encoded or split across two arguments is written as
+    // sealed files, as the guard and the loader read it; plain text stays.
+    #[test]
+    fn encoded_and_split_credentials_are_sealed() {
+        let mut secrets = Secrets::default();
+        let encoded = "Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ==";
+        let written = sealed_inline(&json!({"a": encoded, "n": "notes"}), &mut secrets).unwrap();
+        assert!(
+            !written.contains(encoded) && written.contains("\"notes\""),
+            "{written}"
+        );
+        let split = json!({"t": "ghp_16C7e42F292c6912", "b": "E7710c838347Ae178B4a"});
+        let written = sealed_inline(&split, &mut secrets).unwrap();
+        assert!(
+            !written.contains("ghp_") && !written.contains("E7710c"),
+            "{written}"
+        );
+        assert_eq!(secrets.into_files().len(), 3);
+    }
 }
