@@ -237,6 +237,13 @@ fn the_reader_finds_an_encoded_token_behind_a_path_and_a_split_one() {
     let encoded = "Z2hwXzE2QzdlNDJGMjkyYzY5MTJFNzcxMGM4MzgzNDdBZTE3OEI0YQ==";
     assert!(reading::credential_in(&format!("/etc/{encoded}")).is_some());
     assert!(reading::credential_in(&format!("a/b+c-d_{encoded}")).is_some());
+    // A message quoting such a path (chio eval's reason) marks it.
+    let reason = format!("path /etc/{encoded} is outside the grant");
+    let marked = mark::mark_credentials(&reason);
+    assert!(
+        marked.contains("[REDACTED:github-token]") && !marked.contains(encoded),
+        "{marked}"
+    );
     let split = reading::split_in(&["E7710c838347Ae178B4a", "ghp_16C7e42F292c6912"]).unwrap();
     assert_eq!((split.marker, split.parts), ("ghp_", vec![0, 1]));
 }
