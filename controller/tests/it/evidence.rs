@@ -12,24 +12,13 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use util::{chio, copy_tree, explain, repo_path};
+use util::{chio, copy_tree, explain, repo_path, run};
 
 /// A fresh copy of the reference scenarios.
 fn workspace() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("temp dir");
     copy_tree(&repo_path("scenarios"), &tmp.path().join("scenarios"));
     tmp
-}
-
-fn run(dir: &Path, args: &[&str], code: i32) -> Output {
-    let output = chio(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}",
-        explain(args, &output)
-    );
-    output
 }
 
 fn stdout(output: &Output) -> String {

@@ -5,21 +5,9 @@
 use crate::util;
 
 use std::path::Path;
-use std::process::Output;
 
 use serde_json::Value;
-use util::{chio, copy_tree, explain, repo_path};
-
-fn run(dir: &Path, args: &[&str], code: i32) -> Output {
-    let output = chio(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}",
-        explain(args, &output)
-    );
-    output
-}
+use util::{copy_tree, repo_path, run};
 
 /// Edits `dir/bundle/arena.json` with `edit`, keeping it canonical.
 fn edit_manifest(dir: &Path, bundle: &str, edit: impl FnOnce(&mut Value)) {

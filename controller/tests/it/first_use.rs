@@ -13,23 +13,12 @@ use std::path::Path;
 use std::process::Output;
 
 use chio_controller::error::documented_codes;
-use util::{chio, copy_tree, explain, repo_path};
+use util::{copy_tree, repo_path, run};
 
 fn workspace() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().expect("temp dir");
     copy_tree(&repo_path("scenarios"), &tmp.path().join("scenarios"));
     tmp
-}
-
-fn run(dir: &Path, args: &[&str], code: i32) -> Output {
-    let output = chio(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}",
-        explain(args, &output)
-    );
-    output
 }
 
 fn stderr(output: &Output) -> String {

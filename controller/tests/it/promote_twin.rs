@@ -2,21 +2,7 @@
 //! steps: a "fixed twin" that refuses the calls the adversaries mutate is
 //! no fix.
 
-use std::path::Path;
-use std::process::Output;
-
-use crate::util::{chio, copy_tree, explain, repo_path};
-
-fn run(dir: &Path, args: &[&str], code: i32) -> Output {
-    let output = chio(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}",
-        explain(args, &output)
-    );
-    output
-}
+use crate::util::{copy_tree, repo_path, run};
 
 // A twin of the weakened scenario that keeps its injection guard observing and only narrows the grant, so its own step read-fixture (expected allow) is denied, stops every mutation at scope: promote refuses it with its own code, naming the step, the expected and the observed verdict, and writes nothing, from a trace and without one. The weakened scenario itself, which meets its steps, is promoted.
 #[test]

@@ -900,7 +900,7 @@ fn a_bundle_of_another_world_is_contradicted() {
     );
 }
 
-// A recording of MCP servers' answers is a file of the world the bundle ran, wherever the bundle keeps it: beside its inputs (`recording/`, as `chio arena record --out` writes it) or among them (`inputs/recording/`, as a `--replay-from` run keeps it). The definition pins none, so the same recording is named, as a file the definition does not pin, in either layout; a recording beside inputs that hold one already is no file of the world, and the bundle without it is verified again.
+// A recording of MCP servers' answers is a file of the world the bundle ran, wherever the bundle keeps it: beside its inputs (`recording/`, as `chio arena record --out` writes it) or among them (`inputs/recording/`, as a `--replay-from` run keeps it). The definition pins none, so the same recording is named, as a file the definition does not pin, in either layout; two different copies, one in each place, are refused naming both, and the bundle without a recording is verified again.
 #[test]
 fn a_recording_beside_or_among_the_inputs_is_held_to_the_world_alike() {
     let s = Setup::new(true);
@@ -914,12 +914,16 @@ fn a_recording_beside_or_among_the_inputs_is_held_to_the_world_alike() {
         let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
         assert!(text.contains(named), "{folder}: {text}");
     }
-    // Both layouts at once: the one among the inputs is the world's.
+    // Both layouts at once, with other bytes: two copies of one recording,
+    // so the bundle's world cannot be read, naming both.
     std::fs::create_dir_all(s.bundle.join("recording")).unwrap();
     std::fs::write(s.bundle.join("recording/git.json"), b"other").unwrap();
+    s.assert_contradicted("ws/01", "evidence_refs[0].path");
     let text = render_text(&report(&s.campaign, &s.ledger, &s.stub));
-    let line = format!("contradicted: evidence_refs[0].path: {named}");
-    assert_eq!(text.matches(&line).count(), 1, "{text}");
+    assert!(
+        text.contains("recording/git.json are two different copies of one recording"),
+        "{text}"
+    );
     // A bundle that holds no recording is the task's world again.
     s.write_bundle(|_| {});
     for line in s.json()["attempts"].as_array().unwrap() {

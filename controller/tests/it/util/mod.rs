@@ -18,6 +18,18 @@ pub fn chio(dir: &Path, args: &[&str]) -> Output {
 
 /// Runs `chio ARGS` with `dir` as working directory and `env` set on top of
 /// an environment without [`OUTPUT_ENV`].
+/// `chio ARGS` in `dir`, asserting it exits with `code`.
+pub fn run(dir: &Path, args: &[&str], code: i32) -> Output {
+    let output = chio(dir, args);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}",
+        explain(args, &output)
+    );
+    output
+}
+
 pub fn chio_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     chio_tests::run_binary(Path::new(env!("CARGO_BIN_EXE_chio")), dir, args, env)
 }
