@@ -283,9 +283,23 @@ fn sealed_values_stay_out_of_the_evidence() {
         if step.is_empty() {
             continue;
         }
-        let explained = run_chio(
-            work.path(),
-            &["arena", "explain", out.to_str().unwrap(), step],
+        // Explain re-decides the bundle, so it reads the sealed files again
+        // from the scenario's folder.
+        let folder = escapes();
+        let explain_args = [
+            "arena",
+            "explain",
+            out.to_str().unwrap(),
+            step,
+            "--sealed-from",
+            folder.to_str().unwrap(),
+        ];
+        let explained = run_chio(work.path(), &explain_args);
+        assert_eq!(
+            explained.status.code(),
+            Some(0),
+            "{}",
+            explain(&explain_args, &explained)
         );
         let text = String::from_utf8_lossy(&explained.stdout);
         assert!(text.contains("<sealed>"), "{text}");

@@ -312,10 +312,18 @@ async fn a_database_others_may_write_or_own_is_refused() {
     if wal.exists() {
         assert_eq!(mode(&wal), 0o600);
     }
-    assert!(
-        SqliteTrustStore::open(&path).is_ok(),
-        "its own private file opens"
-    );
+    let opened = SqliteTrustStore::open(&path);
+    assert!(opened.is_ok(), "its own private file opens");
+    drop(opened);
+    // The writer thread closes its connection after the store is dropped,
+    // and that close deletes the -shm file: wait for it, so it cannot
+    // remove the file this test writes below.
+    let shm = dir.path().join("trust.db-shm");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while shm.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(!shm.exists(), "the writer never closed its connection");
     for (file, bits) in [(path.clone(), 0o666), (path.clone(), 0o620)] {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(bits)).unwrap();
         let refused = SqliteTrustStore::open(&path).unwrap_err();
@@ -330,7 +338,6 @@ async fn a_database_others_may_write_or_own_is_refused() {
         assert!(refused.to_string().contains("chmod 600"), "{refused}");
     }
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let shm = dir.path().join("trust.db-shm");
     std::fs::write(&shm, b"").unwrap();
     std::fs::set_permissions(&shm, std::fs::Permissions::from_mode(0o666)).unwrap();
     let refused = SqliteTrustStore::open(&path).unwrap_err();
