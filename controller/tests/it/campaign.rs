@@ -13,19 +13,7 @@ use std::process::Output;
 
 use git_repo::{commit_all, git, INVENTED};
 use serde_json::Value;
-use util::{chio, copy_tree, explain, repo_path};
-
-/// Runs `chio` and asserts its exit code.
-fn expect(dir: &Path, args: &[&str], code: i32) -> Output {
-    let output = chio(dir, args);
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}",
-        explain(args, &output)
-    );
-    output
-}
+use util::{chio, copy_tree, explain, repo_path, run as expect};
 
 /// Runs a scenario with --json into `name.json` (bundle in `name/`).
 fn run_record(dir: &Path, scenario: &Path, name: &str, code: i32, extra: &[&str]) -> PathBuf {

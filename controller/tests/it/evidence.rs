@@ -12,7 +12,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use util::{chio, copy_tree, explain, repo_path, run};
+use util::{chio, copy_tree, edit_manifest, explain, repo_path, run};
 
 /// A fresh copy of the reference scenarios.
 fn workspace() -> tempfile::TempDir {
@@ -275,15 +275,6 @@ fn failing_bundle(dir: &Path, bundle: &str) {
         ],
         1,
     );
-}
-
-/// Edits `dir/bundle/arena.json` with `edit`, keeping it canonical.
-fn edit_manifest(dir: &Path, bundle: &str, edit: impl FnOnce(&mut Value)) {
-    let path = dir.join(bundle).join("arena.json");
-    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    edit(&mut manifest);
-    let text = chio_kernel::canonical::to_canonical_string(&manifest).unwrap();
-    std::fs::write(path, format!("{text}\n")).unwrap();
 }
 
 /// The refusal of `report` and `arena explain` of a bundle: both exit 2

@@ -7,16 +7,7 @@ use crate::util;
 use std::path::Path;
 
 use serde_json::Value;
-use util::{copy_tree, repo_path, run};
-
-/// Edits `dir/bundle/arena.json` with `edit`, keeping it canonical.
-fn edit_manifest(dir: &Path, bundle: &str, edit: impl FnOnce(&mut Value)) {
-    let path = dir.join(bundle).join("arena.json");
-    let mut manifest: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    edit(&mut manifest);
-    let text = chio_kernel::canonical::to_canonical_string(&manifest).unwrap();
-    std::fs::write(path, format!("{text}\n")).unwrap();
-}
+use util::{copy_tree, edit_manifest, repo_path, run};
 
 /// The index of step `id` in the manifest `m`.
 fn index_of(m: &Value, id: &str) -> usize {

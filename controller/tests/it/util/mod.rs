@@ -18,6 +18,16 @@ pub fn chio(dir: &Path, args: &[&str]) -> Output {
 
 /// Runs `chio ARGS` with `dir` as working directory and `env` set on top of
 /// an environment without [`OUTPUT_ENV`].
+/// Edits `dir/bundle/arena.json` with `edit`, keeping it canonical.
+pub fn edit_manifest(dir: &Path, bundle: &str, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join(bundle).join("arena.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut manifest);
+    let text = chio_kernel::canonical::to_canonical_string(&manifest).unwrap();
+    std::fs::write(path, format!("{text}\n")).unwrap();
+}
+
 /// `chio ARGS` in `dir`, asserting it exits with `code`.
 pub fn run(dir: &Path, args: &[&str], code: i32) -> Output {
     let output = chio(dir, args);
